@@ -1,0 +1,134 @@
+/**
+ * The closed set of error codes. Every failure the library reports carries one of these,
+ * and the CLI maps each code's class to an exit status in one place (cli/main.ts).
+ *
+ * Classes: `usage` (the caller asked for something malformed, exit 2), `rejected` (input was
+ * read and refused: verification, authority, policy; exit 3), `error` (anything else, exit 1).
+ */
+const CODES = {
+  // usage
+  USAGE: 'usage',
+  CONFIG_INVALID: 'usage',
+  // plain errors
+  IO_ERROR: 'error',
+  NOT_FOUND: 'error',
+  GIT_FAILED: 'error',
+  LEDGER_NOT_FOUND: 'error',
+  LEDGER_EXISTS: 'error',
+  LEDGER_LOCKED: 'error',
+  LEDGER_CONFLICT: 'error',
+  INTERNAL: 'error',
+  // untrusted YAML
+  YAML_TOO_LARGE: 'rejected',
+  YAML_INVALID_UTF8: 'rejected',
+  YAML_SYNTAX: 'rejected',
+  YAML_MULTI_DOCUMENT: 'rejected',
+  YAML_DUPLICATE_KEY: 'rejected',
+  YAML_ALIAS: 'rejected',
+  YAML_TAG: 'rejected',
+  YAML_DEPTH: 'rejected',
+  YAML_NON_JSON: 'rejected',
+  // schemas
+  SCHEMA_INVALID: 'rejected',
+  SCHEMA_UNKNOWN: 'rejected',
+  // keys and signatures
+  KEY_MALFORMED: 'rejected',
+  KEY_UNSUPPORTED: 'rejected',
+  SIG_MISSING: 'rejected',
+  SIG_MALFORMED: 'rejected',
+  SIG_NONCANONICAL: 'rejected',
+  SIG_NAMESPACE: 'rejected',
+  SIG_INVALID: 'rejected',
+  // commits and trees
+  COMMIT_MALFORMED: 'rejected',
+  COMMIT_UNSIGNED: 'rejected',
+  COMMIT_MERGE: 'rejected',
+  COMMIT_SEQ: 'rejected',
+  TREE_MALFORMED: 'rejected',
+  HISTORY_ROLLBACK: 'rejected',
+  HISTORY_FORK: 'rejected',
+  REF_FORBIDDEN: 'rejected',
+  // authority and trust
+  SIGNER_UNKNOWN: 'rejected',
+  SIGNER_RETIRED: 'rejected',
+  SIGNER_REVOKED: 'rejected',
+  SIGNER_WRONG_ACTOR: 'rejected',
+  SIGNER_MISMATCH: 'rejected',
+  ACTOR_UNKNOWN: 'rejected',
+  NOT_ACTIVE_COO: 'rejected',
+  TRUST_VERSION: 'rejected',
+  TRUST_AUTHORITY: 'rejected',
+  TRUST_ROOT_MISMATCH: 'rejected',
+  // policy
+  POLICY_EDGE_FORBIDDEN: 'rejected',
+  POLICY_EDGE_NOT_ALLOWED: 'rejected',
+  POLICY_INTENT_NOT_ALLOWED: 'rejected',
+  POLICY_PROPOSAL_TO_DISPATCH: 'rejected',
+  POLICY_LIMIT: 'rejected',
+  // ledger layout and content
+  PATH_INVALID: 'rejected',
+  WRITE_ONCE: 'rejected',
+  ENTRY_UNPAIRED: 'rejected',
+  ARTIFACT_UNREFERENCED: 'rejected',
+  ARTIFACT_HASH_MISMATCH: 'rejected',
+  ARTIFACT_MISSING: 'rejected',
+  MESSAGE_DUPLICATE: 'rejected',
+  MESSAGE_UNKNOWN: 'rejected',
+  ATTEMPT_INVALID: 'rejected',
+  IDEMPOTENCY_CONFLICT: 'rejected',
+  HEARTBEAT_EXPIRED: 'rejected',
+  // consult lane
+  CONTEXT_INVALID: 'rejected',
+  ORACLE_CONFIG: 'usage',
+  ORACLE_FAILED: 'error',
+  GITHUB_FAILED: 'error',
+} as const;
+
+export type ErrorCode = keyof typeof CODES;
+export type ErrorClass = (typeof CODES)[ErrorCode];
+
+export const ERROR_CODES = Object.keys(CODES) as ErrorCode[];
+
+export function errorClassOf(code: ErrorCode): ErrorClass {
+  return CODES[code];
+}
+
+export interface CooErrorOptions {
+  /** Where the problem is: a file, a ledger path, or `file:path.inside.document`. */
+  readonly where?: string;
+  readonly cause?: unknown;
+}
+
+/** Every error the library throws on purpose. `code` is stable; `message` is one line for humans. */
+export class CooError extends Error {
+  readonly code: ErrorCode;
+  readonly where: string | undefined;
+
+  constructor(code: ErrorCode, message: string, options: CooErrorOptions = {}) {
+    super(message, options.cause === undefined ? undefined : { cause: options.cause });
+    this.name = 'CooError';
+    this.code = code;
+    this.where = options.where;
+  }
+}
+
+export function isCooError(value: unknown): value is CooError {
+  return value instanceof CooError;
+}
+
+/** One finding of a read-side check: stable code, where it is, what it is. */
+export interface Finding {
+  readonly code: ErrorCode;
+  readonly message: string;
+  readonly commit?: string;
+  readonly path?: string;
+}
+
+export function toFinding(error: CooError, commit?: string): Finding {
+  return {
+    code: error.code,
+    message: error.message,
+    ...(commit === undefined ? {} : { commit }),
+    ...(error.where === undefined ? {} : { path: error.where }),
+  };
+}

@@ -1,0 +1,25 @@
+/** Every bound on untrusted input, in one place. */
+export const LIMITS = {
+  /** Largest YAML entry read from a ledger or from a user. */
+  yamlBytes: 256 * 1024,
+  /** Deepest nesting of YAML collections. */
+  yamlDepth: 24,
+  /** Largest signature file. */
+  sigBytes: 8 * 1024,
+  /** Largest artifact (prompt, manifest, answer) stored in the ledger. */
+  artifactBytes: 4 * 1024 * 1024,
+  /** Largest raw commit object. */
+  commitBytes: 64 * 1024,
+  /** Largest tree object. */
+  treeBytes: 4 * 1024 * 1024,
+  /** Longest path inside the ledger or a pinned repository. */
+  pathChars: 512,
+  /** Most context files one consult may pin. */
+  contextFiles: 200,
+  /** Largest single pinned context file. */
+  contextFileBytes: 1024 * 1024,
+  /** Largest subprocess output captured (stdout or stderr). */
+  subprocessOutputBytes: 2 * 1024 * 1024,
+  /** How long a lock may be held before a waiter gives up. */
+  lockWaitMs: 30_000,
+} as const;
