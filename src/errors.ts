@@ -97,18 +97,22 @@ export interface CooErrorOptions {
   /** Where the problem is: a file, a ledger path, or `file:path.inside.document`. */
   readonly where?: string;
   readonly cause?: unknown;
+  /** Every finding behind a rejection, when there is more than one thing wrong. */
+  readonly findings?: readonly Finding[];
 }
 
 /** Every error the library throws on purpose. `code` is stable; `message` is one line for humans. */
 export class CooError extends Error {
   readonly code: ErrorCode;
   readonly where: string | undefined;
+  readonly findings: readonly Finding[];
 
   constructor(code: ErrorCode, message: string, options: CooErrorOptions = {}) {
     super(message, options.cause === undefined ? undefined : { cause: options.cause });
     this.name = 'CooError';
     this.code = code;
     this.where = options.where;
+    this.findings = options.findings ?? [];
   }
 }
 

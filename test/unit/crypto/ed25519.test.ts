@@ -79,10 +79,10 @@ describe('ed25519 over node:crypto', () => {
     const pub = hex(vector.pub);
     expect(verifyEd25519(pub, Uint8Array.from([msg[0]! ^ 1, msg[1]!]), sig)).toBe(false);
     const badSig = Uint8Array.from(sig);
-    badSig[10] ^= 0x40;
+    badSig[10] = badSig[10]! ^ 0x40;
     expect(verifyEd25519(pub, msg, badSig)).toBe(false);
     const badPub = Uint8Array.from(pub);
-    badPub[5] ^= 0x01;
+    badPub[5] = badPub[5]! ^ 0x01;
     expect(verifyEd25519(badPub, msg, sig)).toBe(false);
     expect(verifyEd25519(pub.subarray(0, 31), msg, sig)).toBe(false);
     expect(verifyEd25519(pub, msg, sig.subarray(0, 63))).toBe(false);

@@ -1,0 +1,68 @@
+import { CooError } from '../errors.js';
+import { COMMAND_INTENTS, type ActorClass, type Intent } from '../schema/common.js';
+import type { ActorPolicy } from '../schema/policy.js';
+import type { ActorRegistry } from '../schema/registry.js';
+
+/**
+ * Edges the first slice forbids whatever a policy says: an advisory agent never reaches an
+ * execution agent, an execution agent does not consult advisory agents, and advisory agents do
+ * not talk to each other. (Design review of #63, corrections 4 and the roadmap note.)
+ */
+const FORBIDDEN: ReadonlyArray<{ from: ActorClass; to: ActorClass; why: string }> = [
+  { from: 'advisory_agent', to: 'execution_agent', why: 'AA->EA is forbidden: advice reaches execution only through a COO decision' },
+  { from: 'execution_agent', to: 'advisory_agent', why: 'EA->AA consults are out of the first slice' },
+  { from: 'advisory_agent', to: 'advisory_agent', why: 'AA->AA cross-checks are out of the first slice' },
+];
+
+export function matchesPattern(pattern: string, actorId: string): boolean {
+  if (pattern === '*') return true;
+  if (pattern.endsWith('.*')) return actorId.startsWith(pattern.slice(0, -1));
+  return pattern === actorId;
+}
+
+export function classOf(registry: ActorRegistry, actorId: string): ActorClass | null {
+  return registry.actors.find((actor) => actor.id === actorId)?.class ?? null;
+}
+
+export function forbiddenEdge(fromClass: ActorClass, toClass: ActorClass): string | null {
+  return FORBIDDEN.find((rule) => rule.from === fromClass && rule.to === toClass)?.why ?? null;
+}
+
+export function isCommandIntent(intent: Intent): boolean {
+  return COMMAND_INTENTS.has(intent);
+}
+
+/** Throws the coded reason when `intent` from `source` to `target` is not allowed. */
+export function checkEdge(registry: ActorRegistry, policy: ActorPolicy, source: string, target: string, intent: Intent, where: string): void {
+  const sourceClass = classOf(registry, source);
+  const targetClass = classOf(registry, target);
+  if (sourceClass === null) throw new CooError('ACTOR_UNKNOWN', `${where}: source_actor ${source} is not in the registry`, { where });
+  if (targetClass === null) throw new CooError('ACTOR_UNKNOWN', `${where}: target_actor ${target} is not in the registry`, { where });
+  const why = forbiddenEdge(sourceClass, targetClass);
+  if (why !== null) throw new CooError('POLICY_EDGE_FORBIDDEN', `${where}: ${source} -> ${target}: ${why}`, { where });
+  const edges = policy.edges.filter((edge) => matchesPattern(edge.from, source) && matchesPattern(edge.to, target));
+  if (edges.length === 0) {
+    throw new CooError('POLICY_EDGE_NOT_ALLOWED', `${where}: policy v${policy.version} has no edge ${source} -> ${target}`, { where });
+  }
+  if (!edges.some((edge) => edge.intents.includes(intent))) {
+    throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: policy v${policy.version} does not allow ${intent} on ${source} -> ${target}`, { where });
+  }
+}
+
+/** A policy may not open an edge the first slice forbids, for any pair of registered actors. */
+export function checkPolicyAgainstRegistry(policy: ActorPolicy, registry: ActorRegistry, where: string): void {
+  policy.edges.forEach((edge, index) => {
+    for (const from of registry.actors) {
+      if (!matchesPattern(edge.from, from.id)) continue;
+      for (const to of registry.actors) {
+        if (!matchesPattern(edge.to, to.id)) continue;
+        const why = forbiddenEdge(from.class, to.class);
+        if (why !== null) {
+          throw new CooError('POLICY_EDGE_FORBIDDEN', `${where}:edges[${index}]: ${edge.from} -> ${edge.to} would allow ${from.id} -> ${to.id}; ${why}`, {
+            where: `${where}:edges[${index}]`,
+          });
+        }
+      }
+    }
+  });
+}

@@ -1,0 +1,158 @@
+import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import type { ActorPolicy } from '../schema/policy.js';
+import type { ActorRegistry } from '../schema/registry.js';
+import type { KillSwitch, TrustRoot } from '../schema/control.js';
+import type { Intent } from '../schema/common.js';
+
+/**
+ * What the ledger says at one commit, derived by folding commits from genesis (authority/fold.ts).
+ * Pure data: the validator reads it, the fold extends it, a checkpoint stores it.
+ */
+
+export interface TrustFile<T> {
+  readonly version: number;
+  readonly path: string;
+  readonly sha256: string;
+  readonly seq: number;
+  readonly doc: T;
+}
+
+export interface AttemptRecord {
+  readonly number: number;
+  readonly attemptId: string;
+  readonly claim: { readonly path: string; readonly session: string; readonly runner: string; readonly at: string; readonly seq: number } | null;
+  readonly receipt: {
+    readonly path: string;
+    readonly status: ReceiptStatus;
+    readonly blockers: readonly BlockerCode[];
+    readonly costUsd: number;
+    readonly nextAttemptAt: string | null;
+    readonly createdAt: string;
+    readonly seq: number;
+  } | null;
+}
+
+export interface MessageRecord {
+  readonly id: string;
+  readonly folder: string;
+  readonly intent: Intent;
+  readonly source: string;
+  readonly target: string;
+  readonly correlation: string;
+  readonly createdAt: string;
+  readonly expiresAt: string;
+  readonly deadlineAt: string;
+  readonly chain: readonly string[];
+  readonly idempotencyKey: string;
+  readonly fingerprint: string;
+  readonly payloadHash: string | null;
+  readonly manifestHash: string | null;
+  readonly maxCostUsd: number;
+  readonly seq: number;
+  /** The earlier message with the same idempotency key and request, when this one repeats it. */
+  readonly duplicateOf: string | null;
+  readonly attempts: readonly AttemptRecord[];
+}
+
+export interface LedgerState {
+  readonly seq: number;
+  readonly head: string | null;
+  readonly genesis: string | null;
+  readonly root: TrustFile<TrustRoot> | null;
+  readonly registry: TrustFile<ActorRegistry> | null;
+  readonly policy: TrustFile<ActorPolicy> | null;
+  readonly killSwitch: TrustFile<KillSwitch> | null;
+  /** Every key any root or registry ever allowed, with the actor it was given to (retired keys stay). */
+  readonly everKeys: ReadonlyMap<string, { readonly actor: string; readonly publicKey: string }>;
+  readonly messages: ReadonlyMap<string, MessageRecord>;
+  /** `${source_actor} ${idempotency_key}` -> the first message that used it. */
+  readonly idempotency: ReadonlyMap<string, string>;
+  readonly spendByCorrelation: ReadonlyMap<string, number>;
+  readonly spendByDay: ReadonlyMap<string, number>;
+  readonly lastHeartbeat: { readonly seq: number; readonly expiresAt: string; readonly runner: string } | null;
+}
+
+export function emptyState(): LedgerState {
+  return {
+    seq: 0,
+    head: null,
+    genesis: null,
+    root: null,
+    registry: null,
+    policy: null,
+    killSwitch: null,
+    everKeys: new Map(),
+    messages: new Map(),
+    idempotency: new Map(),
+    spendByCorrelation: new Map(),
+    spendByDay: new Map(),
+    lastHeartbeat: null,
+  };
+}
+
+export function idempotencySlot(source: string, key: string): string {
+  return `${source} ${key}`;
+}
+
+/** Whether no further attempt of this message will run. */
+export function isTerminal(record: MessageRecord): boolean {
+  if (record.duplicateOf !== null) return true;
+  const last = record.attempts[record.attempts.length - 1];
+  return last?.receipt != null && last.receipt.nextAttemptAt === null;
+}
+
+/** The lane state a COO sees for one message, derived from its attempts. */
+export type LaneState =
+  | 'queued'
+  | 'claimed'
+  | 'retry_wait'
+  | 'succeeded'
+  | 'failed'
+  | 'blocked'
+  | 'timed_out'
+  | 'aa_unavailable'
+  | 'stale_context'
+  | 'duplicate';
+
+export function laneStateOf(record: MessageRecord): LaneState {
+  if (record.duplicateOf !== null) return 'duplicate';
+  const last = record.attempts[record.attempts.length - 1];
+  if (last === undefined) return 'queued';
+  if (last.receipt === null) return 'claimed';
+  if (last.receipt.nextAttemptAt !== null) return 'retry_wait';
+  const { status, blockers } = last.receipt;
+  if (status === 'succeeded') return 'succeeded';
+  if (blockers.some((code) => code.startsWith('aa_unavailable:'))) return 'aa_unavailable';
+  if (blockers.includes('stale_context')) return 'stale_context';
+  return status;
+}
+
+/** A checkpoint's JSON form of a state. */
+export function stateToJson(state: LedgerState): unknown {
+  return {
+    ...state,
+    everKeys: [...state.everKeys],
+    messages: [...state.messages.values()],
+    idempotency: [...state.idempotency],
+    spendByCorrelation: [...state.spendByCorrelation],
+    spendByDay: [...state.spendByDay],
+  };
+}
+
+export function stateFromJson(value: unknown): LedgerState {
+  const raw = value as Record<string, unknown> & {
+    everKeys: Array<[string, { actor: string; publicKey: string }]>;
+    messages: MessageRecord[];
+    idempotency: Array<[string, string]>;
+    spendByCorrelation: Array<[string, number]>;
+    spendByDay: Array<[string, number]>;
+  };
+  return {
+    ...(raw as unknown as LedgerState),
+    everKeys: new Map(raw.everKeys),
+    messages: new Map(raw.messages.map((record) => [record.id, record])),
+    idempotency: new Map(raw.idempotency),
+    spendByCorrelation: new Map(raw.spendByCorrelation),
+    spendByDay: new Map(raw.spendByDay),
+  };
+}

@@ -1,0 +1,719 @@
+import { CooError, isCooError, toFinding, type Finding } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { parseSshsig, verifySshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
+import { parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
+import type { CommitFacts } from '../ledger/commit-facts.js';
+import {
+  classifyPath,
+  isEntry,
+  manifestPath,
+  messageFolder,
+  promptPath,
+  sigPath,
+  type PathInfo,
+} from '../ledger/layout.js';
+import { readDocument, type DocumentKind, type DocumentOf } from '../schema/documents.js';
+import { toMillis } from '../schema/common.js';
+import type { AaReceipt, EaReceipt } from '../schema/receipt.js';
+import type { CooMessage } from '../schema/message.js';
+import type { ActorRegistry } from '../schema/registry.js';
+import type { TrustRoot } from '../schema/control.js';
+import { canonicalJson, sha256Ref } from '../util/hash.js';
+import { attemptIdFor } from '../util/ids.js';
+import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
+import { checkEdge, checkPolicyAgainstRegistry, classOf, isCommandIntent } from './policy-check.js';
+import {
+  idempotencySlot,
+  isTerminal,
+  type AttemptRecord,
+  type LedgerState,
+  type MessageRecord,
+  type TrustFile,
+} from './state.js';
+
+
+export interface Signer {
+  readonly keyId: string;
+  readonly actor: string;
+}
+
+export interface CommitVerdict {
+  readonly findings: readonly Finding[];
+  readonly commit: ParsedCommit | null;
+  readonly signer: Signer | null;
+  /**
+   * The state after this commit: its effects when it is valid, only its new position when it is
+   * not. Extends the prior state's maps in place, so call it once, after the commit has landed.
+   */
+  readonly advance: () => LedgerState;
+}
+
+/** The fields of an envelope that say what is asked; two envelopes with equal fingerprints ask the same thing. */
+const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget']);
+
+export function requestFingerprint(message: CooMessage): string {
+  const asked = Object.fromEntries(Object.entries(message).filter(([key]) => !VOLATILE_FIELDS.has(key)));
+  return sha256Ref(canonicalJson(asked));
+}
+
+/** Processing order inside one commit: trust first, so a genesis or rotation commit sees its own files. */
+const ORDER: Record<string, number> = { root: 0, registry: 1, policy: 2, kill_switch: 3, envelope: 4, claim: 5, receipt: 6, heartbeat: 7 };
+
+interface EntryFile {
+  readonly path: string;
+  readonly info: Extract<PathInfo, { kind: 'trust' | 'kill_switch' | 'heartbeat' | 'envelope' | 'claim' | 'receipt' }>;
+  readonly bytes: Buffer;
+}
+
+function orderOf(entry: EntryFile): number {
+  return entry.info.kind === 'trust' ? ORDER[entry.info.role]! : ORDER[entry.info.kind]!;
+}
+
+/**
+ * Decides whether one commit may extend the ledger whose state is `state`. The same function runs
+ * at write time (`coo append`, the runner), in the pre-receive hook on pushes, and in `coo verify`.
+ * Pure: the facts come in, findings and the next state go out.
+ */
+export function validateCommit(state: LedgerState, facts: CommitFacts): CommitVerdict {
+  return new CommitCheck(state, facts).run();
+}
+
+class CommitCheck {
+  private readonly findings: Finding[] = [];
+  private root: TrustFile<TrustRoot> | null;
+  private registry: TrustFile<ActorRegistry> | null;
+  private policy: LedgerState['policy'];
+  private killSwitch: LedgerState['killSwitch'];
+  private readonly everKeys = new Map<string, { actor: string; publicKey: string }>();
+  private readonly messages = new Map<string, MessageRecord>();
+  private readonly idempotency = new Map<string, string>();
+  private readonly spend: Array<{ correlation: string; day: string; usd: number }> = [];
+  private heartbeat: LedgerState['lastHeartbeat'];
+  /** Artifacts added by this commit and the entry that references each, with the hash it expects. */
+  private readonly references = new Map<string, string>();
+  private seq: number;
+
+  constructor(
+    private readonly state: LedgerState,
+    private readonly facts: CommitFacts,
+  ) {
+    this.root = state.root;
+    this.registry = state.registry;
+    this.policy = state.policy;
+    this.killSwitch = state.killSwitch;
+    this.heartbeat = state.lastHeartbeat;
+    this.seq = state.seq + 1;
+  }
+
+  private report(error: unknown, path?: string): void {
+    if (!isCooError(error)) throw error;
+    const finding = toFinding(error, this.facts.oid);
+    this.findings.push(path !== undefined && finding.path === undefined ? { ...finding, path } : finding);
+  }
+
+  private attempt<T>(path: string | undefined, fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (error) {
+      this.report(error, path);
+      return undefined;
+    }
+  }
+
+  run(): CommitVerdict {
+    const commit = this.attempt(undefined, () => parseCommit(this.facts.raw)) ?? null;
+    if (commit !== null) this.checkPosition(commit);
+    const signer = commit === null ? null : this.checkCommitSignature(commit);
+    const entries = this.collectFiles();
+    for (const entry of entries) {
+      this.attempt(entry.path, () => this.checkEntry(entry, signer));
+    }
+    this.checkArtifacts();
+    if (this.state.seq === 0 && (this.root === null || this.registry === null || this.policy === null)) {
+      this.report(new CooError('TRUST_VERSION', 'the first commit adds trust root, registry and policy, each version 1'));
+    }
+    const findings = this.findings;
+    if (findings.length > 0 || commit === null || signer === null) {
+      const skipped: LedgerState = { ...this.state, seq: this.state.seq + 1, head: this.facts.oid, genesis: this.state.genesis ?? this.facts.oid };
+      return { findings, commit, signer, advance: () => skipped };
+    }
+    return { findings, commit, signer, advance: () => this.apply() };
+  }
+
+  /** Linear history: genesis has no parent, every other commit has exactly the previous head, and Ledger-Seq counts by one. */
+  private checkPosition(commit: ParsedCommit): void {
+    const genesis = this.state.seq === 0;
+    if (commit.parents.length > 1) {
+      this.report(new CooError('COMMIT_MERGE', `merge commit with ${commit.parents.length} parents: the ledger is linear`));
+    } else if (genesis && commit.parents.length !== 0) {
+      this.report(new CooError('HISTORY_FORK', 'the first commit of a ledger has no parent'));
+    } else if (!genesis && commit.parents[0] !== this.state.head) {
+      this.report(new CooError('HISTORY_FORK', `parent ${commit.parents[0] ?? '(none)'} is not the ledger head ${this.state.head}`));
+    }
+    if (commit.seq !== this.seq) {
+      this.report(new CooError('COMMIT_SEQ', `Ledger-Seq ${commit.seq} where ${this.seq} comes next`));
+    }
+  }
+
+  /** The commit signature (namespace `git`) by a key the trust files in force allow. */
+  private checkCommitSignature(commit: ParsedCommit): Signer | null {
+    return (
+      this.attempt(undefined, () => {
+        const sig = parseSshsig(commit.gpgsig);
+        if (sig.namespace !== GIT_NAMESPACE) {
+          throw new CooError('SIG_NAMESPACE', `commit signature namespace is ${JSON.stringify(sig.namespace)}, expected "git"`);
+        }
+        if (!verifySshsig(sig, commit.payload, GIT_NAMESPACE)) {
+          throw new CooError('SIG_INVALID', `commit signature by ${sig.publicKey.keyId} does not verify`);
+        }
+        const keyId = sig.publicKey.keyId;
+        if (this.state.seq === 0) return { keyId, actor: this.genesisSigner(keyId) };
+        const holder = this.holders().get(keyId);
+        if (holder === undefined) throw unknownSignerError(this.state, this.registry?.doc ?? null, keyId, 'commit');
+        return { keyId, actor: holder.actor };
+      }) ?? null
+    );
+  }
+
+  /** The genesis commit is signed by an authority its own trust root names. */
+  private genesisSigner(keyId: string): string {
+    const bytes = this.facts.blobs.get('trust/root/000001.yaml');
+    if (bytes === undefined) throw new CooError('TRUST_VERSION', 'the first commit must add trust/root/000001.yaml');
+    const root = readDocument('trust_root.v0', bytes, 'trust/root/000001.yaml');
+    const authority = root.authorities.find((entry) => entry.key_id === keyId);
+    if (authority === undefined) throw new CooError('TRUST_AUTHORITY', `genesis is signed by ${keyId}, not by an authority of its trust root`);
+    return authority.actor;
+  }
+
+  private holders(): Map<string, KeyHolder> {
+    return activeKeys(this.root?.doc ?? null, this.registry?.doc ?? null);
+  }
+
+  /** Sorts the commit's files into entries, signatures and artifacts; anything else is a finding. */
+  private collectFiles(): EntryFile[] {
+    const entries: EntryFile[] = [];
+    const added = new Set<string>();
+    for (const change of this.facts.changes) {
+      if (change.status !== 'added') {
+        this.report(new CooError('WRITE_ONCE', `${change.path} was ${change.status}: ledger files are write-once`, { where: change.path }));
+        continue;
+      }
+      if (change.mode !== '100644') {
+        this.report(new CooError('TREE_MALFORMED', `${change.path} has mode ${change.mode}: only regular files`, { where: change.path }));
+        continue;
+      }
+      added.add(change.path);
+    }
+    if (added.size === 0 && this.findings.length === 0) {
+      this.report(new CooError('PATH_INVALID', 'the commit adds nothing'));
+    }
+    for (const path of added) {
+      const info = classifyPath(path);
+      if (info === null) {
+        this.report(new CooError('PATH_INVALID', `${path} has no place in the ledger layout`, { where: path }));
+        continue;
+      }
+      if (info.kind === 'readme') {
+        if (this.state.seq !== 0) this.report(new CooError('PATH_INVALID', 'README.md is laid only by the first commit', { where: path }));
+        continue;
+      }
+      if (info.kind === 'signature') {
+        if (!added.has(info.of)) this.report(new CooError('ENTRY_UNPAIRED', `${path} signs a file this commit does not add`, { where: path }));
+        continue;
+      }
+      if (info.kind === 'message_artifact' || info.kind === 'attempt_artifact') continue;
+      if (!isEntry(info)) continue;
+      if (!added.has(sigPath(path))) {
+        this.report(new CooError('SIG_MISSING', `${path} has no ${sigPath(path)}`, { where: path }));
+        continue;
+      }
+      const bytes = this.facts.blobs.get(path);
+      if (bytes === undefined) throw new CooError('INTERNAL', `no content gathered for ${path}`);
+      entries.push({ path, info, bytes });
+    }
+    return entries.sort((a, b) => orderOf(a) - orderOf(b) || (a.path < b.path ? -1 : 1));
+  }
+
+  private checkEntry(entry: EntryFile, signer: Signer | null): void {
+    const sigBytes = this.facts.blobs.get(sigPath(entry.path));
+    if (sigBytes === undefined) throw new CooError('INTERNAL', `no content gathered for ${sigPath(entry.path)}`);
+    const sig = parseSshsig(sigBytes.toString('utf8'));
+    if (sig.namespace !== ENTRY_NAMESPACE) {
+      throw new CooError('SIG_NAMESPACE', `${entry.path}: signature namespace is ${JSON.stringify(sig.namespace)}, expected ${ENTRY_NAMESPACE}`, { where: entry.path });
+    }
+    if (!verifySshsig(sig, entry.bytes, ENTRY_NAMESPACE)) {
+      throw new CooError('SIG_INVALID', `${entry.path}: signature by ${sig.publicKey.keyId} does not verify`, { where: entry.path });
+    }
+    if (signer !== null && sig.publicKey.keyId !== signer.keyId) {
+      throw new CooError('SIGNER_MISMATCH', `${entry.path}: signed by ${sig.publicKey.keyId} but the commit by ${signer.keyId}: one signer per commit`, { where: entry.path });
+    }
+    const keyId = sig.publicKey.keyId;
+    const info = entry.info;
+    switch (info.kind) {
+      case 'trust':
+        if (info.role === 'root') this.checkRoot(entry, info.version, keyId);
+        else if (info.role === 'registry') this.checkRegistry(entry, info.version, keyId);
+        else this.checkPolicy(entry, info.version, keyId);
+        return;
+      case 'kill_switch':
+        this.checkKillSwitch(entry, info.version, keyId);
+        return;
+      case 'envelope':
+        this.checkEnvelope(entry, info, keyId);
+        return;
+      case 'claim':
+        this.checkClaim(entry, info, keyId);
+        return;
+      case 'receipt':
+        this.checkReceipt(entry, info, keyId);
+        return;
+      case 'heartbeat':
+        this.checkHeartbeat(entry, info.seq, keyId);
+        return;
+    }
+  }
+
+  private read<K extends DocumentKind>(kind: K, entry: EntryFile): DocumentOf<K> {
+    return readDocument(kind, entry.bytes, entry.path);
+  }
+
+  private requireRootAuthority(keyId: string, where: string, what: string): void {
+    const authorities = this.root?.doc.authorities ?? [];
+    if (!authorities.some((authority) => authority.key_id === keyId)) {
+      throw new CooError('TRUST_AUTHORITY', `${where}: ${what} must be signed by a trust-root authority in force, not ${keyId}`, { where });
+    }
+  }
+
+  private requireVersion(current: { version: number } | null, version: number, docVersion: number, where: string): void {
+    const expected = (current?.version ?? 0) + 1;
+    if (version !== expected || docVersion !== version) {
+      throw new CooError('TRUST_VERSION', `${where}: version ${docVersion} at position ${version} where exactly ${expected} comes next`, { where });
+    }
+  }
+
+  private trustFile<T>(entry: EntryFile, version: number, doc: T): TrustFile<T> {
+    return { version, path: entry.path, sha256: sha256Ref(entry.bytes), seq: this.seq, doc };
+  }
+
+  private checkRoot(entry: EntryFile, version: number, keyId: string): void {
+    const doc = this.read('trust_root.v0', entry);
+    this.requireVersion(this.root, version, doc.version, entry.path);
+    checkKeyIds(doc.authorities, entry.path);
+    // Version 1 is signed by one of its own authorities; every later root by an authority of the one before.
+    const signers = version === 1 ? doc.authorities : (this.root?.doc.authorities ?? []);
+    if (!signers.some((authority) => authority.key_id === keyId)) {
+      throw new CooError('TRUST_AUTHORITY', `${entry.path}: a trust root must be signed by an authority of the root before it`, { where: entry.path });
+    }
+    this.root = this.trustFile(entry, version, doc);
+    for (const authority of doc.authorities) this.everKeys.set(authority.key_id, { actor: authority.actor, publicKey: authority.public_key });
+  }
+
+  private checkRegistry(entry: EntryFile, version: number, keyId: string): void {
+    const doc = this.read('actor_registry.v0', entry);
+    this.requireVersion(this.registry, version, doc.version, entry.path);
+    this.requireRootAuthority(keyId, entry.path, 'a registry');
+    doc.actors.forEach((actor, index) => checkKeyIds(actor.keys, `${entry.path}:actors[${index}]`));
+    if (this.policy !== null) checkPolicyAgainstRegistry(this.policy.doc, doc, entry.path);
+    this.registry = this.trustFile(entry, version, doc);
+    for (const actor of doc.actors) {
+      for (const key of actor.keys) this.everKeys.set(key.key_id, { actor: actor.id, publicKey: key.public_key });
+    }
+  }
+
+  private checkPolicy(entry: EntryFile, version: number, keyId: string): void {
+    const doc = this.read('actor_policy.v0', entry);
+    this.requireVersion(this.policy, version, doc.version, entry.path);
+    this.requireRootAuthority(keyId, entry.path, 'a policy');
+    if (this.registry === null) throw new CooError('TRUST_VERSION', `${entry.path}: a policy needs a registry first`, { where: entry.path });
+    checkPolicyAgainstRegistry(doc, this.registry.doc, entry.path);
+    this.policy = this.trustFile(entry, version, doc);
+  }
+
+  private signerHolder(keyId: string, where: string): KeyHolder {
+    const holder = this.holders().get(keyId);
+    if (holder === undefined) throw unknownSignerError(this.state, this.registry?.doc ?? null, keyId, where);
+    return holder;
+  }
+
+  /** The kill switch: a CEO may set either way; the active COO may stop, and may restart only what it stopped. */
+  private checkKillSwitch(entry: EntryFile, version: number, keyId: string): void {
+    const doc = this.read('kill_switch.v0', entry);
+    this.requireVersion(this.killSwitch, version, doc.version, entry.path);
+    const holder = this.signerHolder(keyId, entry.path);
+    if (holder.actor !== doc.set_by) {
+      throw new CooError('SIGNER_WRONG_ACTOR', `${entry.path}: set_by ${doc.set_by} but signed by a key of ${holder.actor}`, { where: entry.path });
+    }
+    const isCoo = holder.actor === this.registry?.doc.active_coo;
+    if (!holder.rootAuthority && !isCoo) {
+      throw new CooError('TRUST_AUTHORITY', `${entry.path}: only a trust-root authority or the active COO may set the kill switch`, { where: entry.path });
+    }
+    const current = this.killSwitch?.doc;
+    if (!holder.rootAuthority && doc.state === 'off' && current !== undefined && current.state === 'on' && current.set_by !== holder.actor) {
+      throw new CooError('TRUST_AUTHORITY', `${entry.path}: the kill switch was set by ${current.set_by}; the COO cannot release it`, { where: entry.path });
+    }
+    this.killSwitch = this.trustFile(entry, version, doc);
+  }
+
+  private message(id: string): MessageRecord | undefined {
+    return this.messages.get(id) ?? this.state.messages.get(id);
+  }
+
+  private requireTrust(where: string): { registry: ActorRegistry; policy: NonNullable<LedgerState['policy']>['doc'] } {
+    if (this.registry === null || this.policy === null) {
+      throw new CooError('TRUST_VERSION', `${where}: the ledger has no registry and policy yet`, { where });
+    }
+    return { registry: this.registry.doc, policy: this.policy.doc };
+  }
+
+  /** Write-time authority for an envelope (review correction 3): signer, principal, edge, intent, limits. */
+  private checkEnvelope(entry: EntryFile, info: Extract<PathInfo, { kind: 'envelope' }>, keyId: string): void {
+    const where = entry.path;
+    const doc = this.read('coo_message.v0', entry);
+    const { registry, policy } = this.requireTrust(where);
+    if (doc.message_id !== info.messageId || messageFolder(doc.message_id, doc.created_at) !== info.folder) {
+      throw new CooError('PATH_INVALID', `${where}: an envelope lives at ${messageFolder(doc.message_id, doc.created_at)}/envelope.yaml`, { where });
+    }
+    if (this.message(doc.message_id) !== undefined) {
+      throw new CooError('MESSAGE_DUPLICATE', `${where}: message ${doc.message_id} already exists`, { where });
+    }
+    const holder = this.signerHolder(keyId, where);
+    if (holder.actor !== doc.source_actor) {
+      throw new CooError('SIGNER_WRONG_ACTOR', `${where}: source_actor is ${doc.source_actor} but the key belongs to ${holder.actor}`, { where });
+    }
+    if (classOf(registry, doc.principal) === null) {
+      throw new CooError('ACTOR_UNKNOWN', `${where}: principal ${doc.principal} is not in the registry`, { where });
+    }
+    if (isCommandIntent(doc.intent)) {
+      if (doc.source_actor !== registry.active_coo) {
+        throw new CooError('NOT_ACTIVE_COO', `${where}: ${doc.intent} is command-class; only the active COO ${registry.active_coo} may send it, not ${doc.source_actor}`, { where });
+      }
+      if (doc.principal !== registry.active_coo) {
+        throw new CooError('NOT_ACTIVE_COO', `${where}: a command-class envelope's principal must be the active COO ${registry.active_coo}`, { where });
+      }
+    } else if (doc.principal !== doc.source_actor && doc.principal !== registry.active_coo) {
+      throw new CooError('NOT_ACTIVE_COO', `${where}: principal ${doc.principal} is neither the sender nor the active COO`, { where });
+    }
+    checkEdge(registry, policy, doc.source_actor, doc.target_actor, doc.intent, where);
+    this.checkIntentTarget(doc, registry, where);
+    this.checkChain(doc, registry, where);
+    this.checkLimits(doc, where);
+    const folder = info.folder;
+    if (doc.intent === 'aa_consult') this.checkConsultArtifacts(doc, folder, where);
+    if (doc.intent === 'ea_dispatch' && doc.payload_ref !== null && doc.payload_hash !== null) {
+      this.expectArtifact(doc.payload_ref, promptPath(folder), doc.payload_hash, where);
+    }
+    const fingerprint = requestFingerprint(doc);
+    const slot = idempotencySlot(doc.source_actor, doc.idempotency_key);
+    const firstId = this.idempotency.get(slot) ?? this.state.idempotency.get(slot);
+    let duplicateOf: string | null = null;
+    if (firstId !== undefined) {
+      const first = this.message(firstId);
+      if (first === undefined || first.fingerprint !== fingerprint) {
+        throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key ${JSON.stringify(doc.idempotency_key)} was used by ${firstId} for a different request`, { where });
+      }
+      duplicateOf = first.duplicateOf ?? first.id;
+    } else {
+      this.idempotency.set(slot, doc.message_id);
+    }
+    this.messages.set(doc.message_id, {
+      id: doc.message_id,
+      folder,
+      intent: doc.intent,
+      source: doc.source_actor,
+      target: doc.target_actor,
+      correlation: doc.correlation_id,
+      createdAt: doc.created_at,
+      expiresAt: doc.expires_at,
+      deadlineAt: doc.deadline_at,
+      chain: doc.causality_chain,
+      idempotencyKey: doc.idempotency_key,
+      fingerprint,
+      payloadHash: 'payload_hash' in doc ? doc.payload_hash : null,
+      manifestHash: 'context_pin' in doc && doc.context_pin !== null ? doc.context_pin.context_manifest_hash : null,
+      maxCostUsd: doc.budget.max_cost_usd,
+      seq: this.seq,
+      duplicateOf,
+      attempts: [],
+    });
+  }
+
+  private checkIntentTarget(doc: CooMessage, registry: ActorRegistry, where: string): void {
+    const targetClass = classOf(registry, doc.target_actor);
+    const needs = (cls: string, what: string): void => {
+      if (targetClass !== cls) throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${doc.intent} must target ${what}, not ${doc.target_actor}`, { where });
+    };
+    switch (doc.intent) {
+      case 'aa_consult':
+        needs('advisory_agent', 'an advisory agent');
+        return;
+      case 'ea_dispatch':
+        needs('execution_agent', 'an execution agent');
+        return;
+      case 'retry': {
+        const original = this.message(doc.retry_of);
+        if (original === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: retry_of ${doc.retry_of} does not exist`, { where });
+        if (original.target !== doc.target_actor) {
+          throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: a retry targets the actor of the message it retries`, { where });
+        }
+        const expected = targetClass === 'advisory_agent' ? 'advisory_only' : 'governed_execution';
+        if (doc.authority_class !== expected) {
+          throw new CooError('SCHEMA_INVALID', `${where}: a retry to ${doc.target_actor} carries authority_class ${expected}`, { where: `${where}:authority_class` });
+        }
+        return;
+      }
+      case 'status_query':
+        if (this.message(doc.about_message_id) === undefined) {
+          throw new CooError('MESSAGE_UNKNOWN', `${where}: about_message_id ${doc.about_message_id} does not exist`, { where });
+        }
+        return;
+      case 'receipt_notice':
+      case 'blocker':
+        return;
+    }
+  }
+
+  /** Causality: the parent exists, the chain extends the parent's, the correlation carries over, and advice never becomes a dispatch. */
+  private checkChain(doc: CooMessage, registry: ActorRegistry, where: string): void {
+    if (doc.parent_message_id === null) return;
+    const parent = this.message(doc.parent_message_id);
+    if (parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: parent ${doc.parent_message_id} does not exist`, { where });
+    const expected = [...parent.chain, parent.id];
+    if (canonicalJson(expected) !== canonicalJson(doc.causality_chain)) {
+      throw new CooError('SCHEMA_INVALID', `${where}: causality_chain must be the parent's chain followed by the parent`, { where: `${where}:causality_chain` });
+    }
+    if (parent.correlation !== doc.correlation_id) {
+      throw new CooError('SCHEMA_INVALID', `${where}: a reply keeps its parent's correlation_id ${parent.correlation}`, { where: `${where}:correlation_id` });
+    }
+    if (doc.intent === 'ea_dispatch') {
+      for (const id of doc.causality_chain) {
+        const ancestor = this.message(id);
+        if (ancestor === undefined) continue;
+        if (classOf(registry, ancestor.target) === 'advisory_agent' || classOf(registry, ancestor.source) === 'advisory_agent') {
+          throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: a dispatch may not descend from advisory traffic (${id}); AA proposals do not become dispatches in the first slice`, { where });
+        }
+      }
+    }
+  }
+
+  private checkLimits(doc: CooMessage, where: string): void {
+    const policy = this.policy!.doc;
+    const limit = (ok: boolean, what: string): void => {
+      if (!ok) throw new CooError('POLICY_LIMIT', `${where}: ${what} (policy v${policy.version})`, { where });
+    };
+    limit(doc.max_hops <= policy.limits.max_hops, `max_hops ${doc.max_hops} exceeds ${policy.limits.max_hops}`);
+    limit((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 <= policy.limits.max_ttl_seconds, `time to live exceeds ${policy.limits.max_ttl_seconds} s`);
+    limit(doc.budget.max_cost_usd <= policy.budgets.max_cost_usd_per_message, `max_cost_usd ${doc.budget.max_cost_usd} exceeds ${policy.budgets.max_cost_usd_per_message}`);
+    limit(doc.budget.max_runtime_seconds <= policy.budgets.max_runtime_seconds, `max_runtime_seconds exceeds ${policy.budgets.max_runtime_seconds}`);
+    if (doc.intent === 'aa_consult') {
+      limit(doc.context_pin.files.length <= policy.limits.max_context_files, `${doc.context_pin.files.length} context files exceed ${policy.limits.max_context_files}`);
+    }
+  }
+
+  private expectArtifact(ref: string, expectedPath: string, sha256: string, where: string): void {
+    if (ref !== expectedPath) throw new CooError('PATH_INVALID', `${where}: reference ${ref} must be ${expectedPath}`, { where });
+    this.references.set(ref, sha256);
+  }
+
+  /** A consult's prompt and context manifest are added with it, match their hashes, and the manifest matches the pin. */
+  private checkConsultArtifacts(doc: Extract<CooMessage, { intent: 'aa_consult' }>, folder: string, where: string): void {
+    const policy = this.policy!.doc;
+    this.expectArtifact(doc.payload_ref, promptPath(folder), doc.payload_hash, where);
+    this.expectArtifact(doc.context_pin.context_manifest_ref, manifestPath(folder), doc.context_pin.context_manifest_hash, where);
+    const prompt = this.facts.blobs.get(doc.payload_ref);
+    if (prompt !== undefined && prompt.length > policy.limits.max_prompt_bytes) {
+      throw new CooError('POLICY_LIMIT', `${where}: prompt of ${prompt.length} bytes exceeds ${policy.limits.max_prompt_bytes}`, { where });
+    }
+    const manifestBytes = this.facts.blobs.get(doc.context_pin.context_manifest_ref);
+    if (manifestBytes === undefined) return;
+    const manifest = readDocument('context_manifest.v0', manifestBytes, doc.context_pin.context_manifest_ref);
+    const pinned = doc.context_pin.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
+    const listed = manifest.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
+    if (manifest.repo_commit_sha !== doc.context_pin.repo_commit_sha || canonicalJson(pinned) !== canonicalJson(listed)) {
+      throw new CooError('CONTEXT_INVALID', `${where}: context_pin and the context manifest disagree`, { where });
+    }
+    const bytes = manifest.files.reduce((sum, file) => sum + file.bytes, 0);
+    if (bytes > policy.limits.max_context_bytes) {
+      throw new CooError('POLICY_LIMIT', `${where}: ${bytes} bytes of context exceed ${policy.limits.max_context_bytes}`, { where });
+    }
+  }
+
+  private requireActiveCoo(keyId: string, where: string, what: string): void {
+    const holder = this.signerHolder(keyId, where);
+    const coo = this.registry?.doc.active_coo;
+    if (holder.actor !== coo) {
+      throw new CooError('NOT_ACTIVE_COO', `${where}: ${what} are written by the active COO ${coo ?? '(none)'}, not ${holder.actor}`, { where });
+    }
+  }
+
+  private updateMessage(record: MessageRecord, attempts: AttemptRecord[]): void {
+    this.messages.set(record.id, { ...record, attempts });
+  }
+
+  /** A claim takes exactly the next attempt of a live message, before anything is paid for. */
+  private checkClaim(entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
+    const where = entry.path;
+    const doc = this.read('claim.v0', entry);
+    this.requireActiveCoo(keyId, where, 'claims');
+    const record = this.message(info.messageId);
+    if (record === undefined || doc.message_id !== info.messageId) {
+      throw new CooError('MESSAGE_UNKNOWN', `${where}: claim for ${doc.message_id}, which is not the message of this folder or does not exist`, { where });
+    }
+    if (record.duplicateOf !== null) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} repeats ${record.duplicateOf} and is never run`, { where });
+    const next = record.attempts.length + 1;
+    const last = record.attempts[record.attempts.length - 1];
+    if (info.attempt !== next || doc.attempt_number !== next) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${doc.attempt_number} where ${next} comes next`, { where });
+    }
+    if (last !== undefined && (last.receipt === null || last.receipt.nextAttemptAt === null)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${last.number} is ${last.receipt === null ? 'still open' : 'final'}`, { where });
+    }
+    if (doc.attempt_id !== attemptIdFor(record.id, next)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptIdFor(record.id, next)}`, { where });
+    }
+    this.updateMessage(record, [
+      ...record.attempts,
+      { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: this.seq }, receipt: null },
+    ]);
+  }
+
+  private checkReceipt(entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, keyId: string): void {
+    const where = entry.path;
+    const record = this.message(info.messageId);
+    if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: receipt for a message that does not exist`, { where });
+    if (record.intent === 'ea_dispatch') {
+      this.checkEaReceipt(entry, info, record, keyId);
+      return;
+    }
+    if (record.intent !== 'aa_consult') throw new CooError('ATTEMPT_INVALID', `${where}: ${record.intent} messages take no receipts`, { where });
+    const doc = this.read('aa_receipt.v0', entry);
+    this.requireActiveCoo(keyId, where, 'receipts');
+    const attempt = this.openAttempt(record, info.attempt, doc, where);
+    if (doc.prompt_hash !== record.payloadHash || doc.context_manifest_hash !== record.manifestHash) {
+      throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: prompt_hash or context_manifest_hash differs from the envelope's`, { where });
+    }
+    const prefix = `${record.folder}/artifacts/${String(info.attempt).padStart(3, '0')}/`;
+    const refs = [
+      ...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []),
+      ...doc.attachments,
+    ];
+    for (const ref of refs) {
+      if (!ref.path.startsWith(prefix)) throw new CooError('PATH_INVALID', `${where}: ${ref.path} is outside ${prefix}`, { where });
+      this.references.set(ref.path, ref.sha256);
+    }
+    this.closeAttempt(record, attempt, doc, where);
+  }
+
+  private checkEaReceipt(entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, record: MessageRecord, keyId: string): void {
+    const where = entry.path;
+    const doc = this.read('ea_receipt.v0', entry);
+    const holder = this.signerHolder(keyId, where);
+    if (holder.actor !== record.target && holder.actor !== this.registry?.doc.active_coo) {
+      throw new CooError('SIGNER_WRONG_ACTOR', `${where}: an EA receipt comes from ${record.target} or the active COO, not ${holder.actor}`, { where });
+    }
+    const next = record.attempts.length + 1;
+    const last = record.attempts[record.attempts.length - 1];
+    if (info.attempt !== next || doc.attempt_number !== next || (last !== undefined && last.receipt?.nextAttemptAt == null)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${doc.attempt_number} where ${next} comes next`, { where });
+    }
+    const attempt: AttemptRecord = { number: next, attemptId: doc.attempt_id, claim: null, receipt: null };
+    this.closeAttempt(record, attempt, doc, where, [...record.attempts, attempt]);
+  }
+
+  /** The claimed, still open attempt a receipt closes. */
+  private openAttempt(record: MessageRecord, number: number, doc: AaReceipt, where: string): AttemptRecord {
+    const attempt = record.attempts[number - 1];
+    if (doc.message_id !== record.id || doc.attempt_number !== number || attempt === undefined || attempt.claim === null) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: no claimed attempt ${number} of ${record.id} for this receipt`, { where });
+    }
+    if (attempt.receipt !== null) throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${number} already has a receipt`, { where });
+    if (doc.attempt_id !== attempt.attemptId) throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id ${doc.attempt_id} is not the claimed ${attempt.attemptId}`, { where });
+    if (doc.target_actor !== record.target) throw new CooError('ATTEMPT_INVALID', `${where}: target_actor differs from the envelope's`, { where });
+    if (isTerminal(record)) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} is already final`, { where });
+    return attempt;
+  }
+
+  private closeAttempt(record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string, base?: AttemptRecord[]): void {
+    const cost = 'actual_cost_usd' in doc ? doc.actual_cost_usd : 0;
+    const closed: AttemptRecord = {
+      ...attempt,
+      receipt: {
+        path: where,
+        status: doc.status,
+        blockers: doc.blockers.map((blocker) => blocker.code),
+        costUsd: cost,
+        nextAttemptAt: doc.next_attempt_at,
+        createdAt: doc.created_at,
+        seq: this.seq,
+      },
+    };
+    const attempts = [...(base ?? record.attempts)];
+    attempts[attempt.number - 1] = closed;
+    this.updateMessage(record, attempts);
+    if (cost > 0) this.spend.push({ correlation: record.correlation, day: doc.created_at.slice(0, 10), usd: cost });
+  }
+
+  private checkHeartbeat(entry: EntryFile, pathSeq: number, keyId: string): void {
+    const where = entry.path;
+    const doc = this.read('heartbeat.v0', entry);
+    this.requireActiveCoo(keyId, where, 'heartbeats');
+    if (doc.ledger_seq !== this.seq || pathSeq !== this.seq) {
+      throw new CooError('COMMIT_SEQ', `${where}: a heartbeat names the sequence of its own commit (${this.seq})`, { where });
+    }
+    const ttl = (toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000;
+    const limit = this.policy?.doc.heartbeat.ttl_seconds ?? 0;
+    if (ttl <= 0 || ttl > limit) throw new CooError('POLICY_LIMIT', `${where}: a heartbeat lives between 0 and ${limit} seconds`, { where });
+    this.heartbeat = { seq: this.seq, expiresAt: doc.expires_at, runner: doc.runner_id };
+  }
+
+  /** Every artifact the commit adds is referenced by an entry of the same commit, with its hash; every reference is present. */
+  private checkArtifacts(): void {
+    for (const change of this.facts.changes) {
+      if (change.status !== 'added') continue;
+      const info = classifyPath(change.path);
+      if (info === null || (info.kind !== 'message_artifact' && info.kind !== 'attempt_artifact')) continue;
+      const bytes = this.facts.blobs.get(change.path);
+      const expected = this.references.get(change.path);
+      if (bytes === undefined) continue;
+      if (bytes.length > LIMITS.artifactBytes) {
+        this.report(new CooError('POLICY_LIMIT', `${change.path}: artifact exceeds ${LIMITS.artifactBytes} bytes`, { where: change.path }));
+      } else if (expected === undefined) {
+        this.report(new CooError('ARTIFACT_UNREFERENCED', `${change.path} is referenced by no entry of this commit`, { where: change.path }));
+      } else if (sha256Ref(bytes) !== expected) {
+        this.report(new CooError('ARTIFACT_HASH_MISMATCH', `${change.path} does not match the hash its entry records`, { where: change.path }));
+      }
+    }
+    for (const path of this.references.keys()) {
+      if (!this.facts.blobs.has(path)) {
+        this.report(new CooError('ARTIFACT_MISSING', `${path} is referenced but not added by this commit`, { where: path }));
+      }
+    }
+  }
+
+  /** The next state. Maps are extended in place: a fold over 100k commits must not copy them per commit. */
+  private apply(): LedgerState {
+    const state = this.state;
+    const everKeys = state.everKeys as Map<string, { actor: string; publicKey: string }>;
+    for (const [key, value] of this.everKeys) everKeys.set(key, value);
+    const messages = state.messages as Map<string, MessageRecord>;
+    for (const [id, record] of this.messages) messages.set(id, record);
+    const idempotency = state.idempotency as Map<string, string>;
+    for (const [slot, id] of this.idempotency) idempotency.set(slot, id);
+    const byCorrelation = state.spendByCorrelation as Map<string, number>;
+    const byDay = state.spendByDay as Map<string, number>;
+    for (const item of this.spend) {
+      byCorrelation.set(item.correlation, (byCorrelation.get(item.correlation) ?? 0) + item.usd);
+      byDay.set(item.day, (byDay.get(item.day) ?? 0) + item.usd);
+    }
+    return {
+      ...state,
+      seq: this.seq,
+      head: this.facts.oid,
+      genesis: state.genesis ?? this.facts.oid,
+      root: this.root,
+      registry: this.registry,
+      policy: this.policy,
+      killSwitch: this.killSwitch,
+      lastHeartbeat: this.heartbeat,
+    };
+  }
+}

@@ -1,0 +1,32 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
+
+/**
+ * A cache of the derived state at one commit, kept inside the ledger's git directory so that
+ * opening a large ledger replays only the commits since. It is never evidence: `coo verify --full`
+ * ignores it, and a checkpoint whose commit is not an ancestor of the head is discarded.
+ */
+const FORMAT = 3;
+
+export function checkpointPath(gitdir: string): string {
+  return join(gitdir, 'coo', 'checkpoint.json');
+}
+
+export function loadCheckpoint(gitdir: string): { state: LedgerState; tree: string } | null {
+  try {
+    const raw = JSON.parse(fs.readFileSync(checkpointPath(gitdir), 'utf8')) as { format: number; tree: string; state: unknown };
+    if (raw.format !== FORMAT || typeof raw.tree !== 'string') return null;
+    return { state: stateFromJson(raw.state), tree: raw.tree };
+  } catch {
+    return null;
+  }
+}
+
+export function saveCheckpoint(gitdir: string, state: LedgerState, tree: string): void {
+  const path = checkpointPath(gitdir);
+  fs.mkdirSync(join(gitdir, 'coo'), { recursive: true });
+  const temp = `${path}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, JSON.stringify({ format: FORMAT, tree, state: stateToJson(state) }));
+  fs.renameSync(temp, path);
+}

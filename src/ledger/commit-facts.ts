@@ -1,0 +1,15 @@
+/** One path a commit touches, relative to its parent (for the first commit: every file). */
+export interface FileChange {
+  readonly path: string;
+  readonly status: 'added' | 'modified' | 'deleted';
+  readonly mode: string;
+}
+
+/** What the I/O shell gathers about a commit; the validator needs nothing else. */
+export interface CommitFacts {
+  readonly oid: string;
+  readonly raw: Buffer;
+  readonly changes: readonly FileChange[];
+  /** The bytes of every added file. */
+  readonly blobs: ReadonlyMap<string, Buffer>;
+}

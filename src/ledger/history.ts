@@ -1,0 +1,160 @@
+import { CooError } from '../errors.js';
+import type { CommitFacts, FileChange } from './commit-facts.js';
+import type { ObjectReader } from './object-store.js';
+import { parseTree, type TreeEntry } from './tree-format.js';
+
+/** Navigation headers of a commit, read leniently: the validator does the strict parse. */
+export interface CommitLinks {
+  readonly oid: string;
+  readonly raw: Buffer;
+  readonly tree: string;
+  readonly parents: readonly string[];
+  readonly seq: number | null;
+}
+
+const HEADER = /^(tree|parent) ([0-9a-f]{40})$/;
+
+export async function readCommitLinks(reader: ObjectReader, oid: string): Promise<CommitLinks> {
+  const object = await reader.read(oid);
+  if (object === null) throw new CooError('NOT_FOUND', `commit ${oid} is missing from the ledger`);
+  if (object.type !== 'commit') throw new CooError('COMMIT_MALFORMED', `${oid} is a ${object.type}, not a commit`);
+  const text = object.content.toString('utf8');
+  const end = text.indexOf('\n\n');
+  let tree = '';
+  const parents: string[] = [];
+  for (const line of text.slice(0, end < 0 ? text.length : end).split('\n')) {
+    const m = HEADER.exec(line);
+    if (m === null) continue;
+    if (m[1] === 'tree' && tree === '') tree = m[2]!;
+    if (m[1] === 'parent') parents.push(m[2]!);
+  }
+  if (tree === '') throw new CooError('COMMIT_MALFORMED', `commit ${oid} names no tree`);
+  const seqMatch = /\nLedger-Seq: ([1-9]\d{0,15})\n?$/.exec(end < 0 ? '' : text.slice(end));
+  return { oid, raw: object.content, tree, parents, seq: seqMatch === null ? null : Number(seqMatch[1]) };
+}
+
+/** Tree reads with a small cache: consecutive commits share almost every subtree. */
+export class TreeReader {
+  private readonly cache = new Map<string, TreeEntry[]>();
+
+  constructor(private readonly reader: ObjectReader) {}
+
+  async entries(oid: string): Promise<TreeEntry[]> {
+    const cached = this.cache.get(oid);
+    if (cached !== undefined) {
+      this.cache.delete(oid);
+      this.cache.set(oid, cached);
+      return cached;
+    }
+    const object = await this.reader.read(oid);
+    if (object === null) throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
+    if (object.type !== 'tree') throw new CooError('TREE_MALFORMED', `${oid} is a ${object.type}, not a tree`);
+    const entries = parseTree(object.content);
+    this.cache.set(oid, entries);
+    if (this.cache.size > 4096) this.cache.delete(this.cache.keys().next().value!);
+    return entries;
+  }
+
+  /** The blob id at `path` in tree `root`, or null. */
+  async lookup(root: string, path: string): Promise<string | null> {
+    let tree = root;
+    const parts = path.split('/');
+    for (let i = 0; i < parts.length; i += 1) {
+      const entry = (await this.entries(tree)).find((item) => item.name === parts[i]);
+      if (entry === undefined) return null;
+      const last = i === parts.length - 1;
+      if (last) return entry.mode === '100644' ? entry.oid : null;
+      if (entry.mode !== '40000') return null;
+      tree = entry.oid;
+    }
+    return null;
+  }
+
+  /** Names in the directory at `path`, or an empty list. */
+  async list(root: string, path: string): Promise<TreeEntry[]> {
+    let tree = root;
+    if (path !== '') {
+      for (const part of path.split('/')) {
+        const entry = (await this.entries(tree)).find((item) => item.name === part);
+        if (entry === undefined || entry.mode !== '40000') return [];
+        tree = entry.oid;
+      }
+    }
+    return this.entries(tree);
+  }
+
+  /** Every file that differs between two trees, descending only into subtrees that differ. */
+  async diff(before: string | null, after: string, prefix = ''): Promise<Array<FileChange & { oid: string }>> {
+    const changes: Array<FileChange & { oid: string }> = [];
+    const old = before === null ? [] : await this.entries(before);
+    const now = await this.entries(after);
+    const oldByName = new Map(old.map((entry) => [entry.name, entry]));
+    const nowByName = new Map(now.map((entry) => [entry.name, entry]));
+    for (const entry of now) {
+      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+      const previous = oldByName.get(entry.name);
+      if (previous !== undefined && previous.oid === entry.oid && previous.mode === entry.mode) continue;
+      if (entry.mode === '40000') {
+        if (previous !== undefined && previous.mode !== '40000') changes.push({ path, status: 'deleted', mode: previous.mode, oid: previous.oid });
+        changes.push(...(await this.diff(previous?.mode === '40000' ? previous.oid : null, entry.oid, path)));
+      } else if (previous === undefined) {
+        changes.push({ path, status: 'added', mode: entry.mode, oid: entry.oid });
+      } else if (previous.mode === '40000') {
+        changes.push(...(await this.removed(previous.oid, path)));
+        changes.push({ path, status: 'added', mode: entry.mode, oid: entry.oid });
+      } else {
+        changes.push({ path, status: 'modified', mode: entry.mode, oid: entry.oid });
+      }
+    }
+    for (const entry of old) {
+      if (nowByName.has(entry.name)) continue;
+      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
+      if (entry.mode === '40000') changes.push(...(await this.removed(entry.oid, path)));
+      else changes.push({ path, status: 'deleted', mode: entry.mode, oid: entry.oid });
+    }
+    return changes;
+  }
+
+  private async removed(tree: string, prefix: string): Promise<Array<FileChange & { oid: string }>> {
+    const out: Array<FileChange & { oid: string }> = [];
+    for (const entry of await this.entries(tree)) {
+      const path = `${prefix}/${entry.name}`;
+      if (entry.mode === '40000') out.push(...(await this.removed(entry.oid, path)));
+      else out.push({ path, status: 'deleted', mode: entry.mode, oid: entry.oid });
+    }
+    return out;
+  }
+}
+
+/** Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, added blobs. */
+export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links: CommitLinks, parentTree: string | null): Promise<CommitFacts> {
+  const changes = await trees.diff(parentTree, links.tree);
+  const blobs = new Map<string, Buffer>();
+  await Promise.all(
+    changes
+      .filter((change) => change.status === 'added')
+      .map(async (change) => {
+        const object = await reader.read(change.oid);
+        if (object === null) throw new CooError('NOT_FOUND', `blob ${change.oid} (${change.path}) is missing`);
+        blobs.set(change.path, object.content);
+      }),
+  );
+  return { oid: links.oid, raw: links.raw, changes: changes.map(({ path, status, mode }) => ({ path, status, mode })), blobs };
+}
+
+/**
+ * The commits after `stop` up to `head`, oldest first, following first parents. Returns null when
+ * `stop` is not on that line (the head does not descend from it: a rollback or a fork).
+ */
+export async function commitsSince(reader: ObjectReader, head: string, stop: { oid: string; seq: number } | null): Promise<CommitLinks[] | null> {
+  const out: CommitLinks[] = [];
+  let oid: string | undefined = head;
+  while (oid !== undefined) {
+    if (stop !== null && oid === stop.oid) return out.reverse();
+    const links = await readCommitLinks(reader, oid);
+    if (stop !== null && links.seq !== null && links.seq <= stop.seq) return null;
+    out.push(links);
+    oid = links.parents[0];
+  }
+  return stop === null ? out.reverse() : null;
+}

@@ -1,0 +1,135 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import git from 'isomorphic-git';
+import { CooError } from '../errors.js';
+import { cliEntryPoint, readAsset } from '../assets.js';
+import { formatPublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
+import { parseDocument, readDocument } from '../schema/documents.js';
+import type { ActorPolicy } from '../schema/policy.js';
+import type { ActorRegistry } from '../schema/registry.js';
+import type { TrustRoot } from '../schema/control.js';
+import { toYaml } from '../schema/strict-yaml.js';
+import { isoSeconds } from '../util/time.js';
+import { README_PATH, trustPath } from './layout.js';
+import { Ledger, type AppendResult } from './ledger.js';
+
+export interface InitOptions {
+  readonly gitdir: string;
+  readonly ceoKey: PrivateKey;
+  /** The actor id of the CEO in the registry; `ceo` by default. */
+  readonly ceoActor?: string;
+  /** Public keys of other actors, by id (they must exist in the registry template). */
+  readonly actors?: ReadonlyMap<string, PublicKey>;
+  /** Registry and policy to start from; the files under policy/ by default. */
+  readonly registry?: ActorRegistry;
+  readonly policy?: ActorPolicy;
+  readonly now: Date;
+  /** The command the pre-receive hook runs; the built CLI of this package by default. */
+  readonly hookCommand?: { readonly node: string; readonly script: string };
+}
+
+export function defaultRegistry(): ActorRegistry {
+  return readDocument('actor_registry.v0', readAsset('policy/actor_registry.v0.yaml'), 'policy/actor_registry.v0.yaml');
+}
+
+export function defaultPolicy(): ActorPolicy {
+  return readDocument('actor_policy.v0', readAsset('policy/actor_policy.v0.yaml'), 'policy/actor_policy.v0.yaml');
+}
+
+function keyEntry(key: PublicKey): { key_id: string; public_key: string } {
+  return { key_id: key.keyId, public_key: formatPublicKeyLine(key) };
+}
+
+/** The version-1 trust files of a new ledger. Pure: checks every document before anything touches disk. */
+export function genesisDocuments(options: InitOptions): { root: TrustRoot; registry: ActorRegistry; policy: ActorPolicy } {
+  const ceoActor = options.ceoActor ?? 'ceo';
+  const ceo = options.ceoKey.publicKey;
+  const template = options.registry ?? defaultRegistry();
+  const given = new Map(options.actors ?? []);
+  for (const id of given.keys()) {
+    if (!template.actors.some((actor) => actor.id === id)) {
+      throw new CooError('USAGE', `actor ${id} is not in the registry; add it to the registry file first`);
+    }
+  }
+  if (!template.actors.some((actor) => actor.id === ceoActor && actor.class === 'human_authority')) {
+    throw new CooError('USAGE', `the registry has no human_authority actor ${ceoActor} for the CEO key`);
+  }
+  const registry = parseDocument(
+    'actor_registry.v0',
+    {
+      ...template,
+      version: 1,
+      actors: template.actors.map((actor) => {
+        if (actor.id === ceoActor) return { ...actor, keys: [keyEntry(ceo)] };
+        const key = given.get(actor.id);
+        return key === undefined ? actor : { ...actor, keys: [keyEntry(key)] };
+      }),
+    },
+    'registry',
+  );
+  const policy = parseDocument('actor_policy.v0', { ...(options.policy ?? defaultPolicy()), version: 1 }, 'policy');
+  const root = parseDocument(
+    'trust_root.v0',
+    { schema_version: 'trust_root.v0', version: 1, authorities: [{ actor: ceoActor, ...keyEntry(ceo) }], created_at: isoSeconds(options.now) },
+    'trust root',
+  );
+  return { root, registry, policy };
+}
+
+function hookScript(command: { node: string; script: string }): string {
+  return readAsset('ledger/hooks/pre-receive').toString('utf8').replace('@NODE@', command.node).replace('@COO@', command.script);
+}
+
+/**
+ * Creates a ledger: a bare repository whose first commit, signed by the CEO, holds the ledger
+ * README, trust root, registry and policy (each version 1), and a pre-receive hook that runs the
+ * validator on every push. On any failure the directory is removed: no half-made ledger stays.
+ */
+export async function initLedger(options: InitOptions): Promise<AppendResult> {
+  const { gitdir } = options;
+  if (fs.existsSync(gitdir) && fs.readdirSync(gitdir).length > 0) {
+    throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
+  }
+  const docs = genesisDocuments(options);
+  const created = !fs.existsSync(gitdir);
+  let ledger: Ledger | null = null;
+  try {
+    fs.mkdirSync(gitdir, { recursive: true });
+    await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });
+    for (const [path, value] of [
+      ['receive.denyNonFastForwards', true],
+      ['receive.denyDeletes', true],
+      ['receive.fsckObjects', true],
+      ['receive.maxInputSize', 64 * 1024 * 1024],
+      ['core.logAllRefUpdates', true],
+    ] as const) {
+      await git.setConfig({ fs, gitdir, path, value });
+    }
+    ledger = Ledger.forInit(gitdir);
+    const result = await ledger.append({
+      files: [
+        { path: README_PATH, bytes: readAsset('ledger/README.md') },
+        { path: trustPath('root', 1), bytes: Buffer.from(toYaml(docs.root)) },
+        { path: trustPath('registry', 1), bytes: Buffer.from(toYaml(docs.registry)) },
+        { path: trustPath('policy', 1), bytes: Buffer.from(toYaml(docs.policy)) },
+      ],
+      key: options.ceoKey,
+      summary: 'genesis: trust root, registry and policy version 1',
+      now: options.now,
+    });
+    const hook = join(gitdir, 'hooks', 'pre-receive');
+    fs.mkdirSync(join(gitdir, 'hooks'), { recursive: true });
+    fs.writeFileSync(hook, hookScript(options.hookCommand ?? { node: process.execPath, script: cliEntryPoint() }), { mode: 0o755 });
+    if ('skipped' in result) throw new CooError('INTERNAL', 'genesis was skipped');
+    ledger.checkpoint();
+    return result;
+  } catch (error) {
+    ledger?.close();
+    ledger = null;
+    if (created) fs.rmSync(gitdir, { recursive: true, force: true });
+    else for (const name of fs.readdirSync(gitdir)) fs.rmSync(join(gitdir, name), { recursive: true, force: true });
+    throw error;
+  } finally {
+    ledger?.close();
+  }
+}

@@ -1,0 +1,164 @@
+/**
+ * Where everything lives inside a ledger tree. Pure: paths in, facts out.
+ *
+ *   README.md                                      genesis only
+ *   trust/{root,registry,policy}/NNNNNN.yaml(.sig)  numbered versions, each previous + 1
+ *   control/kill-switch/NNNNNN.yaml(.sig)
+ *   heartbeats/YYYY/MM/DD/SSSSSSSSSS.yaml(.sig)     SSSSSSSSSS = Ledger-Seq of the commit
+ *   messages/YYYY/MM/DD/<message_id>/
+ *     envelope.yaml(.sig)  prompt.md  context-manifest.yaml
+ *     claims/NNN.yaml(.sig)  receipts/NNN.yaml(.sig)  artifacts/NNN/<name>
+ *
+ * Every file is write-once. A day folder and a message folder keep each commit's tree rewrite
+ * small, whatever the size of the ledger.
+ */
+
+export type TrustRole = 'root' | 'registry' | 'policy';
+
+export type PathInfo =
+  | { readonly kind: 'readme' }
+  | { readonly kind: 'trust'; readonly role: TrustRole; readonly version: number }
+  | { readonly kind: 'kill_switch'; readonly version: number }
+  | { readonly kind: 'heartbeat'; readonly day: string; readonly seq: number }
+  | { readonly kind: 'envelope'; readonly messageId: string; readonly day: string; readonly folder: string }
+  | { readonly kind: 'claim'; readonly messageId: string; readonly folder: string; readonly attempt: number }
+  | { readonly kind: 'receipt'; readonly messageId: string; readonly folder: string; readonly attempt: number }
+  | { readonly kind: 'message_artifact'; readonly messageId: string; readonly folder: string; readonly name: 'prompt.md' | 'context-manifest.yaml' }
+  | { readonly kind: 'attempt_artifact'; readonly messageId: string; readonly folder: string; readonly attempt: number; readonly name: string }
+  | { readonly kind: 'signature'; readonly of: string };
+
+export type EntryKind = 'trust' | 'kill_switch' | 'heartbeat' | 'envelope' | 'claim' | 'receipt';
+
+const SIX = (n: number): string => String(n).padStart(6, '0');
+const THREE = (n: number): string => String(n).padStart(3, '0');
+
+export const README_PATH = 'README.md';
+export const SIG_SUFFIX = '.sig';
+
+export function dayOf(timestamp: string): string {
+  return timestamp.slice(0, 10);
+}
+
+function dayPath(day: string): string {
+  return day.replace(/-/g, '/');
+}
+
+export function trustPath(role: TrustRole, version: number): string {
+  return `trust/${role}/${SIX(version)}.yaml`;
+}
+
+export function killSwitchPath(version: number): string {
+  return `control/kill-switch/${SIX(version)}.yaml`;
+}
+
+export function heartbeatPath(createdAt: string, seq: number): string {
+  return `heartbeats/${dayPath(dayOf(createdAt))}/${String(seq).padStart(10, '0')}.yaml`;
+}
+
+export function messageFolder(messageId: string, createdAt: string): string {
+  return `messages/${dayPath(dayOf(createdAt))}/${messageId}`;
+}
+
+export function envelopePath(folder: string): string {
+  return `${folder}/envelope.yaml`;
+}
+
+export function promptPath(folder: string): string {
+  return `${folder}/prompt.md`;
+}
+
+export function manifestPath(folder: string): string {
+  return `${folder}/context-manifest.yaml`;
+}
+
+export function claimPath(folder: string, attempt: number): string {
+  return `${folder}/claims/${THREE(attempt)}.yaml`;
+}
+
+export function receiptPath(folder: string, attempt: number): string {
+  return `${folder}/receipts/${THREE(attempt)}.yaml`;
+}
+
+export function attemptArtifactPath(folder: string, attempt: number, name: string): string {
+  return `${folder}/artifacts/${THREE(attempt)}/${name}`;
+}
+
+export function sigPath(path: string): string {
+  return `${path}${SIG_SUFFIX}`;
+}
+
+const DAY = '(\\d{4})/(\\d{2})/(\\d{2})';
+const MESSAGE_ID = '(msg_[0-9A-HJKMNP-TV-Z]{26})';
+const RE = {
+  trust: /^trust\/(root|registry|policy)\/(\d{6})\.yaml$/,
+  killSwitch: /^control\/kill-switch\/(\d{6})\.yaml$/,
+  heartbeat: new RegExp(`^heartbeats/${DAY}/(\\d{10})\\.yaml$`),
+  message: new RegExp(`^(messages/${DAY}/${MESSAGE_ID})/(.+)$`),
+  claim: /^claims\/(\d{3})\.yaml$/,
+  receipt: /^receipts\/(\d{3})\.yaml$/,
+  artifact: /^artifacts\/(\d{3})\/([a-z0-9][a-z0-9._-]{0,63})$/,
+};
+
+function positive(text: string): number | null {
+  const n = Number(text);
+  return Number.isSafeInteger(n) && n > 0 ? n : null;
+}
+
+/** What a ledger path is, or null when the layout has no place for it. */
+export function classifyPath(path: string): PathInfo | null {
+  if (path.endsWith(SIG_SUFFIX)) {
+    const of = path.slice(0, -SIG_SUFFIX.length);
+    const target = classifyPath(of);
+    return target !== null && isEntry(target) ? { kind: 'signature', of } : null;
+  }
+  if (path === README_PATH) return { kind: 'readme' };
+  let m = RE.trust.exec(path);
+  if (m !== null) {
+    const version = positive(m[2]!);
+    return version === null ? null : { kind: 'trust', role: m[1] as TrustRole, version };
+  }
+  m = RE.killSwitch.exec(path);
+  if (m !== null) {
+    const version = positive(m[1]!);
+    return version === null ? null : { kind: 'kill_switch', version };
+  }
+  m = RE.heartbeat.exec(path);
+  if (m !== null) {
+    const seq = positive(m[4]!);
+    return seq === null ? null : { kind: 'heartbeat', day: `${m[1]}-${m[2]}-${m[3]}`, seq };
+  }
+  m = RE.message.exec(path);
+  if (m === null) return null;
+  const folder = m[1]!;
+  const messageId = m[5]!;
+  const rest = m[6]!;
+  if (rest === 'envelope.yaml') return { kind: 'envelope', messageId, day: `${m[2]}-${m[3]}-${m[4]}`, folder };
+  if (rest === 'prompt.md' || rest === 'context-manifest.yaml') return { kind: 'message_artifact', messageId, folder, name: rest };
+  let r = RE.claim.exec(rest);
+  if (r !== null) {
+    const attempt = positive(r[1]!);
+    return attempt === null ? null : { kind: 'claim', messageId, folder, attempt };
+  }
+  r = RE.receipt.exec(rest);
+  if (r !== null) {
+    const attempt = positive(r[1]!);
+    return attempt === null ? null : { kind: 'receipt', messageId, folder, attempt };
+  }
+  r = RE.artifact.exec(rest);
+  if (r !== null) {
+    const attempt = positive(r[1]!);
+    return attempt === null ? null : { kind: 'attempt_artifact', messageId, folder, attempt, name: r[2]! };
+  }
+  return null;
+}
+
+export function isEntry(info: PathInfo): info is Extract<PathInfo, { kind: EntryKind }> {
+  return (
+    info.kind === 'trust' ||
+    info.kind === 'kill_switch' ||
+    info.kind === 'heartbeat' ||
+    info.kind === 'envelope' ||
+    info.kind === 'claim' ||
+    info.kind === 'receipt'
+  );
+}

@@ -1,0 +1,235 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { CooError, type Finding } from '../errors.js';
+import { activeKeys } from '../authority/keys.js';
+import { emptyState, type LedgerState } from '../authority/state.js';
+import { validateCommit } from '../authority/validate-commit.js';
+import { ENTRY_NAMESPACE, GIT_NAMESPACE, signSshsig } from '../crypto/sshsig.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { loadCheckpoint, saveCheckpoint } from './checkpoint.js';
+import type { CommitFacts } from './commit-facts.js';
+import { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } from './commit-format.js';
+import { commitsSince, gatherFacts, readCommitLinks, TreeReader, type CommitLinks } from './history.js';
+import { classifyPath, isEntry, sigPath } from './layout.js';
+import { CatFileReader, ObjectWriter, hashObject, type ObjectReader } from './object-store.js';
+import { PendingObjects } from './pending-objects.js';
+import { MAIN_REF, readRef, withRefLock } from './ref-lock.js';
+import { TreeBuilder } from './tree-builder.js';
+
+/** A file to add to the ledger. Entries (`*.yaml` at entry paths) are signed; their `.sig` is added for them. */
+export interface NewFile {
+  readonly path: string;
+  readonly bytes: Buffer;
+}
+
+export interface AppendOptions<T> {
+  readonly files: readonly NewFile[];
+  readonly key: PrivateKey;
+  readonly summary: string;
+  readonly now: Date;
+  /** Runs under the lock against the state at the head; a value it returns is returned instead of committing. */
+  readonly precheck?: (state: LedgerState) => T | undefined;
+}
+
+export interface AppendResult {
+  readonly commit: string;
+  readonly seq: number;
+  readonly paths: readonly string[];
+}
+
+/** Replay a commit range at most this long before writing a fresh checkpoint. */
+const CHECKPOINT_EVERY = 64;
+
+interface Snapshot {
+  readonly state: LedgerState;
+  /** Root tree of the head commit, or null before genesis. */
+  readonly tree: string | null;
+}
+
+/**
+ * A ledger: a bare git repository with one linear, signed `main`. Reads go through one
+ * `git cat-file --batch`; writes go through isomorphic-git under git's own ref lock; every
+ * commit, ours or pushed, passes the one validator.
+ */
+export class Ledger {
+  readonly reader: ObjectReader;
+  readonly trees: TreeReader;
+  private readonly writer: ObjectWriter;
+  private snapshot: Snapshot | null = null;
+  private queue: Promise<unknown> = Promise.resolve();
+  /** Findings met while replaying commits others wrote (invalid commits are skipped, never applied). */
+  readonly findings: Finding[] = [];
+  private replayedSinceCheckpoint = 0;
+
+  private constructor(
+    readonly gitdir: string,
+    private readonly options: { readonly checkpoints: boolean },
+  ) {
+    this.reader = new CatFileReader(gitdir);
+    this.trees = new TreeReader(this.reader);
+    this.writer = new ObjectWriter(gitdir);
+  }
+
+  /** Opens an existing ledger. `checkpoints: false` neither reads nor writes the state cache. */
+  static open(gitdir: string, options: { checkpoints?: boolean } = {}): Ledger {
+    if (!fs.existsSync(join(gitdir, 'HEAD')) || !fs.existsSync(join(gitdir, 'objects'))) {
+      throw new CooError('LEDGER_NOT_FOUND', `${gitdir} is not a ledger (a bare git repository made by "coo init")`);
+    }
+    return new Ledger(gitdir, { checkpoints: options.checkpoints ?? true });
+  }
+
+  /** Wraps a directory that `coo init` is about to fill. */
+  static forInit(gitdir: string): Ledger {
+    return new Ledger(gitdir, { checkpoints: true });
+  }
+
+  close(): void {
+    this.reader.close();
+  }
+
+  head(): string | null {
+    return readRef(this.gitdir, MAIN_REF);
+  }
+
+  /** Serializes every state operation of this handle: the fold extends shared maps in place. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    const run = this.queue.then(fn, fn);
+    this.queue = run.catch(() => undefined);
+    return run;
+  }
+
+  /** The state at the current head. */
+  state(): Promise<LedgerState> {
+    return this.exclusive(async () => (await this.snapshotAt(this.head())).state);
+  }
+
+  /** The state at `head` (which must be the current head or descend from what this handle has seen). */
+  stateAt(head: string | null): Promise<LedgerState> {
+    return this.exclusive(async () => (await this.snapshotAt(head)).state);
+  }
+
+  private async snapshotAt(head: string | null): Promise<Snapshot> {
+    if (head === null) return { state: emptyState(), tree: null };
+    if (this.snapshot?.state.head === head) return this.snapshot;
+    let base = this.snapshot;
+    let commits = base === null ? null : await commitsSince(this.reader, head, { oid: base.state.head!, seq: base.state.seq });
+    if (commits === null && this.options.checkpoints) {
+      const saved = loadCheckpoint(this.gitdir);
+      if (saved !== null && saved.state.head !== null) {
+        base = saved;
+        commits = await commitsSince(this.reader, head, { oid: saved.state.head, seq: saved.state.seq });
+      }
+    }
+    if (commits === null || base === null) {
+      base = { state: emptyState(), tree: null };
+      commits = await commitsSince(this.reader, head, null);
+      if (commits === null) throw new CooError('INTERNAL', `cannot walk the history of ${head}`);
+    }
+    this.snapshot = null;
+    const next = await this.replay(base, commits, (finding) => this.findings.push(finding));
+    this.snapshot = next;
+    this.replayedSinceCheckpoint += commits.length;
+    if (this.options.checkpoints && this.replayedSinceCheckpoint >= CHECKPOINT_EVERY) this.checkpoint();
+    return next;
+  }
+
+  /** Folds commits into a state. Invalid commits are reported and skipped: their files never take effect. */
+  async replay(base: Snapshot, commits: readonly CommitLinks[], onFinding: (finding: Finding) => void, onCommit?: (seq: number) => void): Promise<Snapshot> {
+    let { state, tree } = base;
+    for (const links of commits) {
+      const facts = await gatherFacts(this.reader, this.trees, links, tree);
+      const verdict = validateCommit(state, facts);
+      for (const finding of verdict.findings) onFinding(finding);
+      state = verdict.advance();
+      tree = links.tree;
+      onCommit?.(state.seq);
+    }
+    return { state, tree };
+  }
+
+  /** Writes the state cache now (the runner does this when idle). */
+  checkpoint(): void {
+    if (this.snapshot === null || this.snapshot.tree === null || !this.options.checkpoints) return;
+    saveCheckpoint(this.gitdir, this.snapshot.state, this.snapshot.tree);
+    this.replayedSinceCheckpoint = 0;
+  }
+
+  /** Reads a file at the head (or at `commit`). */
+  async readFile(path: string, commit?: string): Promise<Buffer | null> {
+    const at = commit ?? this.head();
+    if (at === null) return null;
+    const links = await readCommitLinks(this.reader, at);
+    const oid = await this.trees.lookup(links.tree, path);
+    if (oid === null) return null;
+    return (await this.reader.read(oid))?.content ?? null;
+  }
+
+  /**
+   * Signs and appends files as one commit: under git's ref lock, against the state at the head,
+   * through the same validator every other path uses. A rejected commit writes nothing and leaves
+   * the ref where it was.
+   */
+  async append<T = never>(options: AppendOptions<T>): Promise<AppendResult | { skipped: T }> {
+    return this.exclusive(async () => {
+      let accepted: { verdict: ReturnType<typeof validateCommit>; tree: string; result: AppendResult } | null = null;
+      const outcome = await withRefLock<AppendResult | { skipped: T }>(this.gitdir, async (current) => {
+        const snapshot = await this.snapshotAt(current);
+        const state = snapshot.state;
+        const skipped = options.precheck?.(state);
+        if (skipped !== undefined) return { next: null, result: { skipped } };
+        const built = await this.build(snapshot, current, options);
+        const verdict = validateCommit(state, built.facts);
+        if (verdict.findings.length > 0) {
+          const first = verdict.findings[0]!;
+          const more = verdict.findings.length > 1 ? ` (${verdict.findings.length - 1} more finding(s))` : '';
+          throw new CooError(first.code, `rejected: ${first.message}${more}`, { findings: verdict.findings, ...(first.path === undefined ? {} : { where: first.path }) });
+        }
+        await built.objects.flush(this.writer);
+        const result: AppendResult = { commit: built.facts.oid, seq: state.seq + 1, paths: [...built.facts.blobs.keys()] };
+        accepted = { verdict, tree: built.tree, result };
+        return { next: built.facts.oid, result };
+      });
+      if (accepted === null) return outcome as { skipped: T };
+      const { verdict, tree, result } = accepted as { verdict: ReturnType<typeof validateCommit>; tree: string; result: AppendResult };
+      this.snapshot = { state: verdict.advance(), tree };
+      this.replayedSinceCheckpoint += 1;
+      if (this.replayedSinceCheckpoint >= CHECKPOINT_EVERY) this.checkpoint();
+      return result;
+    });
+  }
+
+  private async build(snapshot: Snapshot, parent: string | null, options: AppendOptions<unknown>): Promise<{ facts: CommitFacts; objects: PendingObjects; tree: string }> {
+    const objects = new PendingObjects();
+    const builder = new TreeBuilder(this.trees, snapshot.tree);
+    const blobs = new Map<string, Buffer>();
+    const add = async (path: string, bytes: Buffer): Promise<void> => {
+      if (blobs.has(path)) throw new CooError('USAGE', `${path} is given twice`);
+      blobs.set(path, bytes);
+      await builder.add(path, await objects.write('blob', bytes));
+    };
+    for (const file of options.files) {
+      await add(file.path, file.bytes);
+      const info = classifyPath(file.path);
+      if (info !== null && isEntry(info)) {
+        await add(sigPath(file.path), Buffer.from(signSshsig(options.key, file.bytes, ENTRY_NAMESPACE), 'utf8'));
+      }
+    }
+    const tree = await builder.write(objects);
+    const holder = activeKeys(snapshot.state.root?.doc ?? null, snapshot.state.registry?.doc ?? null).get(options.key.publicKey.keyId);
+    const name = holder?.actor ?? (options.key.comment.trim() === '' ? 'unknown' : options.key.comment.trim());
+    const ident = formatIdent(name, options.key.publicKey.keyId, Math.floor(options.now.getTime() / 1000));
+    const fields = {
+      tree,
+      parents: parent === null ? [] : [parent],
+      author: ident,
+      committer: ident,
+      message: ledgerMessage(options.summary, snapshot.state.seq + 1),
+    };
+    const signature = signSshsig(options.key, renderCommitPayload(fields), GIT_NAMESPACE);
+    const raw = renderSignedCommit(fields, signature);
+    const oid = await objects.write('commit', raw);
+    if (oid !== hashObject('commit', raw)) throw new CooError('INTERNAL', 'commit id mismatch');
+    const changes = [...blobs.keys()].map((path) => ({ path, status: 'added' as const, mode: '100644' }));
+    return { facts: { oid, raw, changes, blobs }, objects, tree };
+  }
+}

@@ -1,0 +1,172 @@
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { hostname } from 'node:os';
+import { dirname, join } from 'node:path';
+import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+
+export const MAIN_REF = 'refs/heads/main';
+const OID = /^[0-9a-f]{40}$/;
+/** A lock in a format we did not write (git's own) is considered abandoned after this long. */
+const FOREIGN_LOCK_STALE_MS = 60_000;
+
+/** The current value of a ref: the loose file, else packed-refs, else null. */
+export function readRef(gitdir: string, ref = MAIN_REF): string | null {
+  try {
+    const value = fs.readFileSync(join(gitdir, ref), 'utf8').trim();
+    if (OID.test(value)) return value;
+    throw new CooError('GIT_FAILED', `${ref} holds ${JSON.stringify(value.slice(0, 60))}, not an object id`);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  try {
+    for (const line of fs.readFileSync(join(gitdir, 'packed-refs'), 'utf8').split('\n')) {
+      const [oid, name] = line.split(' ');
+      if (name === ref && oid !== undefined && OID.test(oid)) return oid;
+    }
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  }
+  return null;
+}
+
+interface LockOwner {
+  readonly pid: number;
+  readonly host: string;
+  readonly nonce: string;
+}
+
+function parseOwner(text: string): LockOwner | null {
+  try {
+    const value = JSON.parse(text) as Partial<LockOwner>;
+    if (typeof value.pid === 'number' && typeof value.host === 'string' && typeof value.nonce === 'string') {
+      return { pid: value.pid, host: value.host, nonce: value.nonce };
+    }
+  } catch {
+    // not ours
+  }
+  return null;
+}
+
+function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+function isStale(lockPath: string, content: string): boolean {
+  const owner = parseOwner(content);
+  if (owner !== null) return owner.host === hostname() && owner.pid !== process.pid && !isAlive(owner.pid);
+  try {
+    return Date.now() - fs.statSync(lockPath).mtimeMs > FOREIGN_LOCK_STALE_MS;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Removes a lock whose owner is gone. Breakers serialize on `<lock>.break`, and the lock is
+ * removed only if it still holds the content judged stale, so a live lock is never broken.
+ */
+function breakStale(lockPath: string, staleContent: string): void {
+  const breakPath = `${lockPath}.break`;
+  let fd: number;
+  try {
+    fd = fs.openSync(breakPath, 'wx');
+  } catch {
+    try {
+      if (Date.now() - fs.statSync(breakPath).mtimeMs > 5_000) fs.rmSync(breakPath, { force: true });
+    } catch {
+      // another breaker finished
+    }
+    return;
+  }
+  try {
+    if (fs.readFileSync(lockPath, 'utf8') === staleContent) fs.rmSync(lockPath);
+  } catch {
+    // already gone
+  } finally {
+    fs.closeSync(fd);
+    fs.rmSync(breakPath, { force: true });
+  }
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+export interface RefLockOptions {
+  readonly ref?: string;
+  readonly waitMs?: number;
+}
+
+/**
+ * Runs `update` while holding `<ref>.lock`, the lock stock git takes (created with O_EXCL), and
+ * moves the ref to the value `update` returns with an atomic rename. `update` sees the ref's value
+ * under the lock, so the move is a compare-and-swap; returning null leaves the ref alone.
+ */
+export async function withRefLock<T>(
+  gitdir: string,
+  update: (current: string | null) => Promise<{ next: string | null; result: T }>,
+  options: RefLockOptions = {},
+): Promise<T> {
+  const ref = options.ref ?? MAIN_REF;
+  const refPath = join(gitdir, ref);
+  const lockPath = `${refPath}.lock`;
+  const waitMs = options.waitMs ?? LIMITS.lockWaitMs;
+  const owner: LockOwner = { pid: process.pid, host: hostname(), nonce: randomBytes(8).toString('hex') };
+  const ownerText = JSON.stringify(owner);
+  fs.mkdirSync(dirname(refPath), { recursive: true });
+  const started = Date.now();
+  let delay = 2;
+  for (;;) {
+    try {
+      const fd = fs.openSync(lockPath, 'wx');
+      fs.writeSync(fd, ownerText);
+      fs.closeSync(fd);
+      break;
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EEXIST') {
+        throw new CooError('IO_ERROR', `cannot create ${lockPath}: ${(error as Error).message}`, { cause: error });
+      }
+    }
+    let content = '';
+    try {
+      content = fs.readFileSync(lockPath, 'utf8');
+    } catch {
+      continue;
+    }
+    if (isStale(lockPath, content)) {
+      breakStale(lockPath, content);
+      continue;
+    }
+    if (Date.now() - started > waitMs) {
+      const holder = parseOwner(content);
+      throw new CooError(
+        'LEDGER_LOCKED',
+        `ledger is locked${holder === null ? '' : ` by pid ${holder.pid} on ${holder.host}`}; if no coo or git process is running, remove ${lockPath}`,
+      );
+    }
+    await sleep(delay + Math.random() * delay);
+    delay = Math.min(delay * 2, 50);
+  }
+  try {
+    const current = readRef(gitdir, ref);
+    const { next, result } = await update(current);
+    if (next !== null && next !== current) {
+      const temp = `${refPath}.coo-${owner.nonce}`;
+      fs.writeFileSync(temp, `${next}\n`);
+      fs.renameSync(temp, refPath);
+    }
+    return result;
+  } finally {
+    try {
+      if (fs.readFileSync(lockPath, 'utf8') === ownerText) fs.rmSync(lockPath);
+    } catch {
+      // nothing to release
+    }
+  }
+}

@@ -1,0 +1,63 @@
+import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+
+/** Raw git tree objects. A ledger tree holds only directories (40000) and regular files (100644). */
+
+export interface TreeEntry {
+  readonly name: string;
+  readonly mode: '40000' | '100644';
+  readonly oid: string;
+}
+
+function fail(reason: string): never {
+  throw new CooError('TREE_MALFORMED', `tree: ${reason}`);
+}
+
+/** git's order: byte order of names, with directory names compared as if they ended in "/". */
+export function compareEntries(a: TreeEntry, b: TreeEntry): number {
+  const ka = Buffer.from(a.mode === '40000' ? `${a.name}/` : a.name, 'utf8');
+  const kb = Buffer.from(b.mode === '40000' ? `${b.name}/` : b.name, 'utf8');
+  return Buffer.compare(ka, kb);
+}
+
+function checkName(name: string): void {
+  if (name === '' || name === '.' || name === '..' || name.toLowerCase() === '.git' || name.includes('/') || name.includes('\0')) {
+    fail(`entry name ${JSON.stringify(name)} is not allowed`);
+  }
+}
+
+/** Parses a tree strictly: allowed modes only, valid names, git order, no duplicates. */
+export function parseTree(raw: Buffer): TreeEntry[] {
+  if (raw.length > LIMITS.treeBytes) fail('object too large');
+  const entries: TreeEntry[] = [];
+  let offset = 0;
+  while (offset < raw.length) {
+    const space = raw.indexOf(0x20, offset);
+    const nul = raw.indexOf(0x00, space + 1);
+    if (space < 0 || nul < 0 || nul + 21 > raw.length) fail('truncated entry');
+    const mode = raw.toString('latin1', offset, space);
+    if (mode !== '40000' && mode !== '100644') fail(`mode ${mode} is not allowed (only directories and regular files)`);
+    const nameBytes = raw.subarray(space + 1, nul);
+    const name = nameBytes.toString('utf8');
+    if (!Buffer.from(name, 'utf8').equals(nameBytes)) fail('entry name is not UTF-8');
+    checkName(name);
+    entries.push({ name, mode, oid: raw.toString('hex', nul + 1, nul + 21) });
+    offset = nul + 21;
+  }
+  for (let i = 1; i < entries.length; i += 1) {
+    if (compareEntries(entries[i - 1]!, entries[i]!) >= 0 || entries[i - 1]!.name === entries[i]!.name) {
+      fail('entries out of order or duplicated');
+    }
+  }
+  return entries;
+}
+
+export function renderTree(entries: readonly TreeEntry[]): Buffer {
+  const sorted = [...entries].sort(compareEntries);
+  const parts: Buffer[] = [];
+  for (const entry of sorted) {
+    checkName(entry.name);
+    parts.push(Buffer.from(`${entry.mode} ${entry.name}\0`, 'utf8'), Buffer.from(entry.oid, 'hex'));
+  }
+  return Buffer.concat(parts);
+}

@@ -1,0 +1,71 @@
+import { z } from 'zod';
+
+/** Shared field types. Every document is a strict object: unknown keys are errors, never dropped. */
+
+export const actorId = z
+  .string()
+  .regex(/^[a-z][a-z0-9_]*(\.[a-z0-9_]+)*$/, 'actor ids are dotted lowercase names such as coo.hermes or aa.chatgpt')
+  .max(64);
+
+/** `msg_` and 26 Crockford base32 characters (time then randomness, so ids sort by creation). */
+export const messageId = z.string().regex(/^msg_[0-9A-HJKMNP-TV-Z]{26}$/, 'message ids look like msg_ followed by 26 base32 characters');
+
+export const correlationId = z.string().regex(/^corr_[A-Za-z0-9_-]{1,64}$/, 'correlation ids look like corr_...');
+
+export const attemptId = z.string().regex(/^(aa|ea)_attempt_[A-Za-z0-9_-]{1,80}$/, 'attempt ids look like aa_attempt_...');
+
+export const sha256Ref = z.string().regex(/^sha256:[0-9a-f]{64}$/, 'hashes are written sha256:<64 lowercase hex>');
+
+export const gitSha = z.string().regex(/^[0-9a-f]{40}$/, 'a full 40-character commit SHA');
+
+export const keyId = z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'key ids are the SHA256:... fingerprint ssh-keygen -l prints');
+
+export const publicKeyLine = z.string().regex(/^ssh-ed25519 [A-Za-z0-9+/]+={0,2}$/, 'an OpenSSH public key line without comment');
+
+const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
+
+/** RFC 3339 UTC timestamps with a `Z`, and a real calendar date. */
+export const timestamp = z
+  .string()
+  .regex(ISO_UTC, 'timestamps are UTC, e.g. 2026-11-30T07:00:00Z')
+  .refine((value) => {
+    const parsed = new Date(value);
+    return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 19) === value.slice(0, 19);
+  }, 'not a real date and time');
+
+/** A relative path with `/` separators that cannot leave its root. */
+export const relativePath = z
+  .string()
+  .min(1)
+  .max(512)
+  .refine(
+    (value) =>
+      !value.startsWith('/') &&
+      !value.includes('\\') &&
+      !value.includes('\0') &&
+      value.split('/').every((part) => part !== '' && part !== '.' && part !== '..'),
+    'a relative path without "..", "." or empty segments',
+  );
+
+export const usd = z.number().finite().nonnegative().max(1_000_000);
+
+export const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
+
+export const nonNegativeInt = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
+
+export const shortText = z.string().max(2000);
+
+export const version = z.number().int().min(1).max(999_999);
+
+export const intent = z.enum(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'receipt_notice', 'blocker']);
+export type Intent = z.infer<typeof intent>;
+
+/** Intents that make another actor act: accepted only from the active COO with the COO as principal. */
+export const COMMAND_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'ea_dispatch', 'status_query', 'retry']);
+
+export const actorClass = z.enum(['human_authority', 'orchestrator', 'execution_agent', 'advisory_agent']);
+export type ActorClass = z.infer<typeof actorClass>;
+
+export function toMillis(value: string): number {
+  return new Date(value).getTime();
+}

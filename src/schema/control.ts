@@ -1,0 +1,58 @@
+import { z } from 'zod';
+import { actorId, attemptId, gitSha, keyId, messageId, positiveInt, publicKeyLine, relativePath, sha256Ref, shortText, timestamp, version } from './common.js';
+
+/** trust_root.v0: the keys of the human authority that signs registries, policies and the next root. */
+export const trustRoot = z.strictObject({
+  schema_version: z.literal('trust_root.v0'),
+  version,
+  authorities: z
+    .array(z.strictObject({ actor: actorId, key_id: keyId, public_key: publicKeyLine }))
+    .min(1)
+    .max(16)
+    .refine((keys) => new Set(keys.map((key) => key.key_id)).size === keys.length, 'each authority key is listed once'),
+  created_at: timestamp,
+});
+export type TrustRoot = z.infer<typeof trustRoot>;
+
+/** kill_switch.v0: while `state: on`, the runner starts no consult and blocks queued ones. */
+export const killSwitch = z.strictObject({
+  schema_version: z.literal('kill_switch.v0'),
+  version,
+  state: z.enum(['on', 'off']),
+  reason: shortText.min(1),
+  set_by: actorId,
+  created_at: timestamp,
+});
+export type KillSwitch = z.infer<typeof killSwitch>;
+
+/** claim.v0: a runner takes one attempt of one message before it pays for anything. */
+export const claim = z.strictObject({
+  schema_version: z.literal('claim.v0'),
+  message_id: messageId,
+  attempt_id: attemptId,
+  attempt_number: positiveInt.max(100),
+  runner_id: z.string().regex(/^[A-Za-z0-9._-]{1,80}$/),
+  transport_session_id: z.string().regex(/^[a-z0-9-]{1,120}$/),
+  claimed_at: timestamp,
+});
+export type Claim = z.infer<typeof claim>;
+
+/** heartbeat.v0: a runner's signed statement that the ledger was live at `ledger_seq`, valid until `expires_at`. */
+export const heartbeat = z.strictObject({
+  schema_version: z.literal('heartbeat.v0'),
+  runner_id: z.string().regex(/^[A-Za-z0-9._-]{1,80}$/),
+  ledger_seq: positiveInt,
+  created_at: timestamp,
+  expires_at: timestamp,
+});
+export type Heartbeat = z.infer<typeof heartbeat>;
+
+/** context_manifest.v0: the exact files a consult may see, pinned by commit and content hash. */
+export const contextManifest = z.strictObject({
+  schema_version: z.literal('context_manifest.v0'),
+  repo_commit_sha: gitSha,
+  files: z
+    .array(z.strictObject({ path: relativePath, sha256: sha256Ref, bytes: z.number().int().nonnegative() }))
+    .max(1000),
+});
+export type ContextManifest = z.infer<typeof contextManifest>;

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { CooError } from '../errors.js';
+import { aaAnswer } from './aa-answer.js';
+import { claim, contextManifest, heartbeat, killSwitch, trustRoot } from './control.js';
+import { cooMessage } from './message.js';
+import { actorPolicy } from './policy.js';
+import { aaReceipt, eaReceipt } from './receipt.js';
+import { actorRegistry } from './registry.js';
+import { readStrictYaml } from './strict-yaml.js';
+
+/** Every document kind, by its `schema_version`. */
+export const DOCUMENTS = {
+  'coo_message.v0': cooMessage,
+  'aa_receipt.v0': aaReceipt,
+  'ea_receipt.v0': eaReceipt,
+  'actor_registry.v0': actorRegistry,
+  'actor_policy.v0': actorPolicy,
+  'aa_answer.v0': aaAnswer,
+  'trust_root.v0': trustRoot,
+  'kill_switch.v0': killSwitch,
+  'claim.v0': claim,
+  'heartbeat.v0': heartbeat,
+  'context_manifest.v0': contextManifest,
+} as const;
+
+export type DocumentKind = keyof typeof DOCUMENTS;
+export type DocumentOf<K extends DocumentKind> = z.infer<(typeof DOCUMENTS)[K]>;
+
+export const DOCUMENT_KINDS = Object.keys(DOCUMENTS) as DocumentKind[];
+
+export function isDocumentKind(value: unknown): value is DocumentKind {
+  return typeof value === 'string' && Object.hasOwn(DOCUMENTS, value);
+}
+
+function formatPath(path: readonly PropertyKey[]): string {
+  let out = '';
+  for (const part of path) {
+    if (typeof part === 'number') out += `[${part}]`;
+    else out += out === '' ? String(part) : `.${String(part)}`;
+  }
+  return out;
+}
+
+/** Validates a plain value against one document kind; the first issue becomes a SCHEMA_INVALID naming file and path. */
+export function parseDocument<K extends DocumentKind>(kind: K, value: unknown, file: string): DocumentOf<K> {
+  const result = DOCUMENTS[kind].safeParse(value);
+  if (result.success) return result.data as DocumentOf<K>;
+  const issue = result.error.issues[0];
+  const path = issue === undefined ? '' : formatPath(issue.path);
+  const where = path === '' ? file : `${file}:${path}`;
+  const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more)` : '';
+  throw new CooError('SCHEMA_INVALID', `${where}: ${issue?.message ?? 'invalid'}${more}`, { where });
+}
+
+/** Reads untrusted YAML bytes strictly, then validates them as `kind`. */
+export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array, file: string): DocumentOf<K> {
+  const value = readStrictYaml(bytes, file);
+  if (value === null || typeof value !== 'object' || Array.isArray(value)) {
+    throw new CooError('SCHEMA_INVALID', `${file}: a document is a mapping`, { where: file });
+  }
+  const declared = (value as Record<string, unknown>)['schema_version'];
+  if (declared !== kind) {
+    throw new CooError('SCHEMA_UNKNOWN', `${file}: schema_version ${JSON.stringify(declared)} where ${kind} is expected`, {
+      where: `${file}:schema_version`,
+    });
+  }
+  return parseDocument(kind, value, file);
+}
+
+/** Reads a document whose kind it names itself. */
+export function readAnyDocument(bytes: Uint8Array, file: string): { kind: DocumentKind; doc: DocumentOf<DocumentKind> } {
+  const value = readStrictYaml(bytes, file);
+  const declared = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)['schema_version'] : undefined;
+  if (!isDocumentKind(declared)) {
+    throw new CooError('SCHEMA_UNKNOWN', `${file}: unknown schema_version ${JSON.stringify(declared)}`, { where: `${file}:schema_version` });
+  }
+  return { kind: declared, doc: parseDocument(declared, value, file) };
+}
+
+/** JSON Schema (draft 2020-12) of one kind, as written to schemas/. */
+export function toJsonSchema(kind: DocumentKind): Record<string, unknown> {
+  const schema = z.toJSONSchema(DOCUMENTS[kind], { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' });
+  return { $id: `https://coo-commons.dev/schemas/${kind}.json`, title: kind, ...schema };
+}

@@ -1,0 +1,159 @@
+import { z } from 'zod';
+import {
+  actorId,
+  attemptId,
+  correlationId,
+  gitSha,
+  messageId,
+  nonNegativeInt,
+  positiveInt,
+  relativePath,
+  sha256Ref,
+  shortText,
+  timestamp,
+  toMillis,
+  usd,
+} from './common.js';
+
+export const MESSAGE_SCHEMA = 'coo_message.v0';
+
+export const contextPin = z.strictObject({
+  repo_commit_sha: gitSha,
+  context_manifest_ref: relativePath,
+  context_manifest_hash: sha256Ref,
+  files: z
+    .array(z.strictObject({ path: relativePath, sha256: sha256Ref }))
+    .max(1000)
+    .refine((files) => new Set(files.map((file) => file.path)).size === files.length, 'context files must be unique'),
+});
+
+export const messageBudget = z.strictObject({
+  max_cost_usd: usd,
+  max_runtime_seconds: positiveInt.max(86_400),
+  correlation_budget_remaining_usd: usd.nullable(),
+});
+
+/** Fields every envelope carries, whatever its intent. */
+const header = {
+  schema_version: z.literal(MESSAGE_SCHEMA),
+  message_id: messageId,
+  correlation_id: correlationId,
+  parent_message_id: messageId.nullable(),
+  causality_chain: z.array(messageId).max(64),
+  hop_count: nonNegativeInt.max(64),
+  max_hops: positiveInt.max(64),
+  expires_at: timestamp,
+  deadline_at: timestamp,
+  principal: actorId,
+  source_actor: actorId,
+  target_actor: actorId,
+  idempotency_key: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces'),
+  budget: messageBudget,
+  status: z.literal('queued'),
+  created_at: timestamp,
+};
+
+const aaConsult = z.strictObject({
+  ...header,
+  intent: z.literal('aa_consult'),
+  authority_class: z.literal('advisory_only'),
+  prompt_template_version: z.literal('aa_consult_v0'),
+  payload_ref: relativePath,
+  payload_hash: sha256Ref,
+  context_pin: contextPin,
+  expected_receipt_schema: z.literal('aa_receipt.v0'),
+});
+
+/** LifeOS's COO->EA dispatch request fields (coo_ea_dispatch_request.v0), carried inside the shared envelope. */
+export const dispatchRequest = z.strictObject({
+  repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'owner/name'),
+  issue_number: positiveInt,
+  attempt_id: attemptId,
+  executor: z.enum(['codex', 'claude_code']),
+  base_ref: z.string().min(1).max(200).regex(/^[A-Za-z0-9._/-]+$/, 'git ref-safe characters'),
+  branch_name: z.string().min(1).max(200).regex(/^[A-Za-z0-9._/-]+$/, 'git ref-safe characters'),
+  scope_paths: z.array(relativePath).min(1).max(200),
+  acceptance_criteria: z.array(shortText.min(1)).min(1).max(100),
+  verification_commands: z.array(shortText.min(1)).min(1).max(100),
+  timeout_seconds: positiveInt.max(86_400),
+});
+
+const eaDispatch = z.strictObject({
+  ...header,
+  intent: z.literal('ea_dispatch'),
+  authority_class: z.literal('governed_execution'),
+  dispatch: dispatchRequest,
+  payload_ref: relativePath.nullable(),
+  payload_hash: sha256Ref.nullable(),
+  context_pin: contextPin.nullable(),
+  expected_receipt_schema: z.literal('ea_receipt.v0'),
+});
+
+const statusQuery = z.strictObject({
+  ...header,
+  intent: z.literal('status_query'),
+  authority_class: z.literal('informational'),
+  about_message_id: messageId,
+  expected_receipt_schema: z.null(),
+});
+
+const retry = z.strictObject({
+  ...header,
+  intent: z.literal('retry'),
+  authority_class: z.enum(['advisory_only', 'governed_execution']),
+  retry_of: messageId,
+  reason: shortText.min(1),
+  expected_receipt_schema: z.enum(['aa_receipt.v0', 'ea_receipt.v0']),
+});
+
+const receiptNotice = z.strictObject({
+  ...header,
+  intent: z.literal('receipt_notice'),
+  authority_class: z.literal('evidence'),
+  receipt_ref: z.strictObject({ path: relativePath, sha256: sha256Ref }),
+  expected_receipt_schema: z.null(),
+});
+
+const blocker = z.strictObject({
+  ...header,
+  intent: z.literal('blocker'),
+  authority_class: z.literal('evidence'),
+  about_message_id: messageId.nullable(),
+  blocker: z.strictObject({ code: z.string().regex(/^[a-z_:]{1,64}$/), detail: shortText }),
+  expected_receipt_schema: z.null(),
+});
+
+/** coo_message.v0: the single envelope of every lane; `intent` discriminates. */
+export const cooMessage = z
+  .discriminatedUnion('intent', [aaConsult, eaDispatch, statusQuery, retry, receiptNotice, blocker])
+  .superRefine((message, ctx) => {
+    const created = toMillis(message.created_at);
+    if (toMillis(message.expires_at) <= created) {
+      ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'expires_at must be after created_at' });
+    }
+    if (toMillis(message.deadline_at) < toMillis(message.expires_at)) {
+      ctx.addIssue({ code: 'custom', path: ['deadline_at'], message: 'deadline_at must not be before expires_at' });
+    }
+    if (message.causality_chain.length !== message.hop_count) {
+      ctx.addIssue({ code: 'custom', path: ['hop_count'], message: 'hop_count must equal the length of causality_chain' });
+    }
+    const last = message.causality_chain[message.causality_chain.length - 1] ?? null;
+    if (last !== message.parent_message_id) {
+      ctx.addIssue({ code: 'custom', path: ['parent_message_id'], message: 'parent_message_id must be the last entry of causality_chain' });
+    }
+    if (message.causality_chain.includes(message.message_id)) {
+      ctx.addIssue({ code: 'custom', path: ['causality_chain'], message: 'a message cannot be its own ancestor' });
+    }
+    if (message.hop_count > message.max_hops) {
+      ctx.addIssue({ code: 'custom', path: ['hop_count'], message: 'hop_count exceeds max_hops' });
+    }
+    if (message.source_actor === message.target_actor) {
+      ctx.addIssue({ code: 'custom', path: ['target_actor'], message: 'an actor cannot message itself' });
+    }
+    if (message.intent === 'ea_dispatch' && (message.payload_ref === null) !== (message.payload_hash === null)) {
+      ctx.addIssue({ code: 'custom', path: ['payload_hash'], message: 'payload_ref and payload_hash go together' });
+    }
+  });
+
+export type CooMessage = z.infer<typeof cooMessage>;
+export type AaConsultMessage = Extract<CooMessage, { intent: 'aa_consult' }>;

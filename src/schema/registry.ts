@@ -1,0 +1,64 @@
+import { z } from 'zod';
+import { actorClass, actorId, keyId, publicKeyLine, shortText, version } from './common.js';
+
+export const REGISTRY_SCHEMA = 'actor_registry.v0';
+
+export const actorKey = z.strictObject({ key_id: keyId, public_key: publicKeyLine });
+
+/** How the runner reaches an advisory agent. Only Oracle's API engine exists in the first slice. */
+export const aaTransport = z.strictObject({
+  kind: z.literal('oracle'),
+  engine: z.literal('api', { message: 'only engine "api" is allowed: the browser engine is out of the first slice' }),
+  model: z.string().regex(/^[a-z0-9][a-z0-9.-]{0,60}$/, 'an Oracle model key such as gpt-5.5'),
+  provider_key_env: z.enum(['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY', 'GEMINI_API_KEY', 'ANTHROPIC_API_KEY', 'XAI_API_KEY']),
+});
+
+export const actor = z.strictObject({
+  id: actorId,
+  class: actorClass,
+  description: shortText.optional(),
+  keys: z.array(actorKey).max(16),
+  transport: aaTransport.optional(),
+});
+
+/** actor_registry.v0: who exists, in which class, with which keys, and which actor is the active COO. */
+export const actorRegistry = z
+  .strictObject({
+    schema_version: z.literal(REGISTRY_SCHEMA),
+    version,
+    active_coo: actorId,
+    actors: z.array(actor).min(1).max(500),
+    revoked_keys: z.array(z.strictObject({ key_id: keyId, reason: shortText.min(1) })).max(1000),
+  })
+  .superRefine((registry, ctx) => {
+    const ids = new Set<string>();
+    const keys = new Map<string, string>();
+    registry.actors.forEach((entry, index) => {
+      if (ids.has(entry.id)) ctx.addIssue({ code: 'custom', path: ['actors', index, 'id'], message: `actor ${entry.id} is listed twice` });
+      ids.add(entry.id);
+      entry.keys.forEach((key, keyIndex) => {
+        const owner = keys.get(key.key_id);
+        if (owner !== undefined) {
+          ctx.addIssue({ code: 'custom', path: ['actors', index, 'keys', keyIndex], message: `key ${key.key_id} already belongs to ${owner}` });
+        }
+        keys.set(key.key_id, entry.id);
+      });
+      if (entry.class === 'advisory_agent' && entry.transport === undefined) {
+        ctx.addIssue({ code: 'custom', path: ['actors', index, 'transport'], message: 'an advisory agent needs a transport' });
+      }
+      if (entry.class !== 'advisory_agent' && entry.transport !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['actors', index, 'transport'], message: 'only advisory agents have a transport' });
+      }
+    });
+    const coo = registry.actors.find((entry) => entry.id === registry.active_coo);
+    if (coo === undefined || coo.class !== 'orchestrator') {
+      ctx.addIssue({ code: 'custom', path: ['active_coo'], message: 'active_coo must name an orchestrator in this registry' });
+    }
+    registry.revoked_keys.forEach((revoked, index) => {
+      if (keys.has(revoked.key_id)) {
+        ctx.addIssue({ code: 'custom', path: ['revoked_keys', index], message: `revoked key ${revoked.key_id} is still given to ${keys.get(revoked.key_id)}` });
+      }
+    });
+  });
+export type ActorRegistry = z.infer<typeof actorRegistry>;
+export type Actor = z.infer<typeof actor>;

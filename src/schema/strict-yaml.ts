@@ -1,0 +1,145 @@
+import {
+  isAlias,
+  isCollection,
+  isMap,
+  isPair,
+  isScalar,
+  isSeq,
+  parseAllDocuments,
+  stringify,
+  type DocumentOptions,
+  type Node,
+  type ParseOptions,
+  type SchemaOptions,
+} from 'yaml';
+import { CooError, type ErrorCode } from '../errors.js';
+import { LIMITS } from '../limits.js';
+
+/** Tags a strict document may carry: YAML 1.2 core, nothing custom. */
+const CORE_TAGS = new Set([
+  'tag:yaml.org,2002:str',
+  'tag:yaml.org,2002:int',
+  'tag:yaml.org,2002:float',
+  'tag:yaml.org,2002:bool',
+  'tag:yaml.org,2002:null',
+  'tag:yaml.org,2002:map',
+  'tag:yaml.org,2002:seq',
+]);
+
+const PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
+  version: '1.2',
+  schema: 'core',
+  uniqueKeys: true,
+  merge: false,
+  strict: true,
+  prettyErrors: false,
+  customTags: [],
+};
+
+export interface StrictYamlOptions {
+  /** Byte cap; LIMITS.yamlBytes unless given. */
+  readonly maxBytes?: number;
+}
+
+function fail(code: ErrorCode, file: string, path: string, reason: string): never {
+  const where = path === '' ? file : `${file}:${path}`;
+  throw new CooError(code, `${where}: ${reason}`, { where });
+}
+
+function childPath(parent: string, key: string | number): string {
+  if (typeof key === 'number') return `${parent}[${key}]`;
+  return parent === '' ? key : `${parent}.${key}`;
+}
+
+function checkNode(node: Node | null, file: string, path: string, depth: number): void {
+  if (node === null) return;
+  if (isAlias(node)) fail('YAML_ALIAS', file, path, 'aliases are not allowed');
+  if (node.anchor !== undefined) fail('YAML_ALIAS', file, path, 'anchors are not allowed');
+  if (node.tag !== undefined && !CORE_TAGS.has(node.tag)) fail('YAML_TAG', file, path, `tag ${node.tag} is not allowed`);
+  if (isScalar(node)) {
+    const value = node.value;
+    if (typeof value === 'number' && !Number.isFinite(value)) fail('YAML_NON_JSON', file, path, 'infinite or NaN numbers are not allowed');
+    if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
+      fail('YAML_NON_JSON', file, path, 'integer exceeds 2^53 and would lose precision');
+    }
+    if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') {
+      fail('YAML_NON_JSON', file, path, 'value has no JSON form');
+    }
+    return;
+  }
+  if (!isCollection(node)) fail('YAML_NON_JSON', file, path, 'unsupported node');
+  if (depth >= LIMITS.yamlDepth) fail('YAML_DEPTH', file, path, `nesting deeper than ${LIMITS.yamlDepth}`);
+  if (isSeq(node)) {
+    node.items.forEach((item, index) => checkNode(item as Node | null, file, childPath(path, index), depth + 1));
+    return;
+  }
+  if (isMap(node)) {
+    for (const pair of node.items) {
+      if (!isPair(pair)) fail('YAML_NON_JSON', file, path, 'malformed mapping');
+      const key = pair.key as Node | null;
+      if (key === null || !isScalar(key) || typeof key.value !== 'string') {
+        fail('YAML_NON_JSON', file, path, 'mapping keys must be plain strings');
+      }
+      if (key.anchor !== undefined || (key.tag !== undefined && key.tag !== 'tag:yaml.org,2002:str')) {
+        fail('YAML_TAG', file, path, 'mapping keys may not carry tags or anchors');
+      }
+      const name = key.value;
+      if (name === '__proto__') fail('YAML_NON_JSON', file, path, 'key "__proto__" is not allowed');
+      checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1);
+    }
+  }
+}
+
+/**
+ * The one reader for every untrusted YAML document: bounded size, valid UTF-8 without BOM, exactly
+ * one YAML 1.2 core document, unique keys, no anchors, aliases or custom tags, bounded depth, and
+ * only values JSON can hold. Every violation is a CooError naming `file` and the path inside it.
+ */
+export function readStrictYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions = {}): unknown {
+  const maxBytes = options.maxBytes ?? LIMITS.yamlBytes;
+  if (bytes.length > maxBytes) fail('YAML_TOO_LARGE', file, '', `${bytes.length} bytes exceeds the ${maxBytes}-byte limit`);
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    fail('YAML_INVALID_UTF8', file, '', 'not valid UTF-8');
+  }
+  if (text.startsWith('\uFEFF')) fail('YAML_INVALID_UTF8', file, '', 'a byte-order mark is not allowed');
+  let docs: ReturnType<typeof parseAllDocuments>;
+  try {
+    docs = parseAllDocuments(text, PARSE_OPTIONS);
+  } catch (error) {
+    fail('YAML_SYNTAX', file, '', error instanceof Error ? error.message.split('\n')[0] ?? 'syntax error' : 'syntax error');
+  }
+  if (!Array.isArray(docs) || docs.length === 0) fail('YAML_SYNTAX', file, '', 'empty document');
+  if (docs.length > 1) fail('YAML_MULTI_DOCUMENT', file, '', 'exactly one YAML document is allowed');
+  const doc = docs[0]!;
+  for (const error of doc.errors) {
+    const code: ErrorCode = error.code === 'DUPLICATE_KEY' ? 'YAML_DUPLICATE_KEY' : 'YAML_SYNTAX';
+    fail(code, file, '', error.message.split('\n')[0] ?? error.code);
+  }
+  for (const warning of doc.warnings) {
+    const code: ErrorCode = warning.code === 'TAG_RESOLVE_FAILED' ? 'YAML_TAG' : 'YAML_SYNTAX';
+    fail(code, file, '', warning.message.split('\n')[0] ?? warning.code);
+  }
+  const directives = doc.directives;
+  if (directives !== undefined && (directives.yaml.explicit || Object.keys(directives.tags).some((handle) => handle !== '!!'))) {
+    fail('YAML_SYNTAX', file, '', 'YAML directives are not allowed');
+  }
+  checkNode(doc.contents as Node | null, file, '', 0);
+  return doc.toJS({ maxAliasCount: 0 }) as unknown;
+}
+
+/**
+ * The one writer: deterministic YAML 1.2 that readStrictYaml reads back to the same value.
+ * Entries are signed over the bytes this returns; nothing ever re-serializes a signed entry.
+ */
+export function toYaml(value: unknown): string {
+  return stringify(value, {
+    version: '1.2',
+    lineWidth: 0,
+    minContentWidth: 0,
+    aliasDuplicateObjects: false,
+    indentSeq: true,
+  });
+}

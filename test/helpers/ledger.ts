@@ -1,0 +1,91 @@
+import { join } from 'node:path';
+import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { initLedger } from '../../src/ledger/init.js';
+import { Ledger, type NewFile } from '../../src/ledger/ledger.js';
+import { envelopePath, messageFolder } from '../../src/ledger/layout.js';
+import type { CooMessage } from '../../src/schema/message.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { newMessageId } from '../../src/util/ids.js';
+import { addSeconds, isoSeconds } from '../../src/util/time.js';
+
+export const T0 = new Date('2026-11-30T08:00:00Z');
+
+export interface Actors {
+  readonly ceo: PrivateKey;
+  readonly coo: PrivateKey;
+  readonly codex: PrivateKey;
+  readonly claude: PrivateKey;
+}
+
+export function makeActors(): Actors {
+  return {
+    ceo: generatePrivateKey('ceo'),
+    coo: generatePrivateKey('coo.hermes'),
+    codex: generatePrivateKey('ea.codex'),
+    claude: generatePrivateKey('ea.claude_code'),
+  };
+}
+
+export async function makeLedger(dir: string, actors: Actors = makeActors(), name = 'ledger.git'): Promise<{ gitdir: string; actors: Actors; ledger: Ledger }> {
+  const gitdir = join(dir, name);
+  await initLedger({
+    gitdir,
+    ceoKey: actors.ceo,
+    actors: new Map([
+      ['coo.hermes', actors.coo.publicKey],
+      ['ea.codex', actors.codex.publicKey],
+      ['ea.claude_code', actors.claude.publicKey],
+    ]),
+    now: T0,
+  });
+  return { gitdir, actors, ledger: Ledger.open(gitdir) };
+}
+
+let counter = 0;
+
+/** A valid COO -> EA dispatch envelope; override any field. */
+export function dispatchEnvelope(overrides: Partial<Record<string, unknown>> = {}, now = T0): CooMessage {
+  counter += 1;
+  const id = newMessageId(now.getTime() + counter);
+  return {
+    schema_version: 'coo_message.v0',
+    message_id: id,
+    correlation_id: `corr_test${counter}`,
+    parent_message_id: null,
+    causality_chain: [],
+    hop_count: 0,
+    max_hops: 3,
+    expires_at: isoSeconds(addSeconds(now, 3600)),
+    deadline_at: isoSeconds(addSeconds(now, 7200)),
+    principal: 'coo.hermes',
+    source_actor: 'coo.hermes',
+    target_actor: 'ea.codex',
+    intent: 'ea_dispatch',
+    authority_class: 'governed_execution',
+    idempotency_key: `key-${id}`,
+    budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: null },
+    dispatch: {
+      repo: 'lifeos/example',
+      issue_number: 62,
+      attempt_id: `ea_attempt_${counter}`,
+      executor: 'codex',
+      base_ref: 'main',
+      branch_name: `coo/issue-62-${counter}`,
+      scope_paths: ['src'],
+      acceptance_criteria: ['tests pass'],
+      verification_commands: ['npm test'],
+      timeout_seconds: 600,
+    },
+    payload_ref: null,
+    payload_hash: null,
+    context_pin: null,
+    expected_receipt_schema: 'ea_receipt.v0',
+    status: 'queued',
+    created_at: isoSeconds(now),
+    ...overrides,
+  } as CooMessage;
+}
+
+export function envelopeFile(message: CooMessage): NewFile {
+  return { path: envelopePath(messageFolder(message.message_id, message.created_at)), bytes: Buffer.from(toYaml(message)) };
+}
