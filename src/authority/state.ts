@@ -127,6 +127,18 @@ export function laneStateOf(record: MessageRecord): LaneState {
   return status;
 }
 
+/** A copy whose maps a speculative replay may extend without touching the original. */
+export function cloneState(state: LedgerState): LedgerState {
+  return {
+    ...state,
+    everKeys: new Map(state.everKeys),
+    messages: new Map(state.messages),
+    idempotency: new Map(state.idempotency),
+    spendByCorrelation: new Map(state.spendByCorrelation),
+    spendByDay: new Map(state.spendByDay),
+  };
+}
+
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {
   return {

@@ -1,0 +1,60 @@
+import { readFileSync } from 'node:fs';
+import { Option, type Command } from 'commander';
+import { CooError } from '../errors.js';
+import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
+
+/** Options every verb that touches a ledger shares. */
+export function ledgerOption(): Option {
+  return new Option('--ledger <path>', 'the ledger (a bare git repository); default $COO_LEDGER').env('COO_LEDGER');
+}
+
+export function keyOption(description = 'your OpenSSH ed25519 private key file; default $COO_KEY'): Option {
+  return new Option('--key <file>', description).env('COO_KEY');
+}
+
+export function jsonOption(): Option {
+  return new Option('--json', 'print machine-readable JSON');
+}
+
+export function required<T>(value: T | undefined, flag: string, hint: string): T {
+  if (value === undefined || value === '') throw new CooError('USAGE', `${flag} is required (${hint})`);
+  return value;
+}
+
+export function readInput(path: string, what: string): Buffer {
+  try {
+    return readFileSync(path === '-' ? 0 : path);
+  } catch (error) {
+    throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+}
+
+export function loadPrivateKey(path: string): PrivateKey {
+  return parsePrivateKey(readInput(path, 'key file').toString('utf8'));
+}
+
+export function loadPublicKey(path: string): PublicKey {
+  return parsePublicKeyLine(readInput(path, 'public key file').toString('utf8')).key;
+}
+
+/** `ID=VALUE` pairs of a repeatable option. */
+export function collectPairs(value: string, previous: string[] = []): string[] {
+  return [...previous, value];
+}
+
+export function splitPair(pair: string, flag: string): [string, string] {
+  const at = pair.indexOf('=');
+  if (at <= 0 || at === pair.length - 1) throw new CooError('USAGE', `${flag} takes ID=VALUE, got ${JSON.stringify(pair)}`);
+  return [pair.slice(0, at), pair.slice(at + 1)];
+}
+
+/** Prints a result: JSON when asked, else the human lines. */
+export function emit(json: boolean | undefined, value: unknown, human: () => string): void {
+  process.stdout.write(json === true ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
+}
+
+export function now(): Date {
+  return new Date();
+}
+
+export type Verb = (program: Command) => void;

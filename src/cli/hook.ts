@@ -1,0 +1,24 @@
+import { resolve } from 'node:path';
+import type { Command } from 'commander';
+import { checkPush, parseRefUpdates } from '../ledger/receive.js';
+import { readInput } from './common.js';
+import { markRejected } from './outcome.js';
+import { formatFinding } from './verify.js';
+
+export function hookVerb(program: Command): void {
+  program
+    .command('hook')
+    .description('git hooks of a ledger (installed by coo init)')
+    .argument('<name>', 'pre-receive')
+    .action(async (name: string) => {
+      if (name !== 'pre-receive') throw new Error(`unknown hook ${name}`);
+      const gitdir = resolve(process.env['GIT_DIR'] ?? '.');
+      const findings = await checkPush(gitdir, parseRefUpdates(readInput('-', 'ref updates').toString('utf8')));
+      if (findings.length === 0) {
+        process.stderr.write('coo: push accepted: every commit passes the ledger validator\n');
+        return;
+      }
+      markRejected();
+      process.stderr.write(`coo: push declined: ${findings.length} finding(s)\n${findings.map(formatFinding).join('\n')}\n`);
+    });
+}

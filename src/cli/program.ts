@@ -1,0 +1,59 @@
+import { Command, CommanderError } from 'commander';
+import { errorClassOf, isCooError } from '../errors.js';
+import { allowedSignersVerb } from './allowed-signers.js';
+import { appendVerb } from './append.js';
+import { hookVerb } from './hook.js';
+import { initVerb } from './init.js';
+import { keygenVerb } from './keygen.js';
+import { logVerb } from './log.js';
+import { currentOutcome } from './outcome.js';
+import { schemasVerb } from './schemas.js';
+import { showVerb } from './show.js';
+import { trustVerb } from './trust.js';
+import { verifyVerb } from './verify.js';
+
+/** How a run ended; cli/main.ts turns it into the exit status. */
+export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected';
+
+export function buildProgram(): Command {
+  const program = new Command('coo')
+    .description('coo-commons: a Git-native control plane for AI actors (signed envelopes and receipts in a ledger repo)')
+    .version('0.1.0')
+    .showHelpAfterError('(run with --help for usage)')
+    .exitOverride()
+    .configureOutput({ writeErr: (text) => process.stderr.write(text) });
+  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, schemasVerb, hookVerb]) {
+    verb(program);
+  }
+  for (const command of program.commands) command.exitOverride();
+  return program;
+}
+
+function wantsJson(argv: readonly string[]): boolean {
+  return argv.includes('--json');
+}
+
+/** Runs one command line. Never throws: every failure is printed as one coded line. */
+export async function run(argv: readonly string[]): Promise<RunOutcome> {
+  try {
+    await buildProgram().parseAsync(argv as string[], { from: 'user' });
+    return currentOutcome();
+  } catch (error) {
+    if (error instanceof CommanderError) {
+      if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 'ok';
+      return 'usage';
+    }
+    if (isCooError(error)) {
+      if (wantsJson(argv)) {
+        process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings } }, null, 2)}\n`);
+      }
+      process.stderr.write(`coo: ${error.code}: ${error.message}\n`);
+      for (const finding of error.findings.slice(1)) process.stderr.write(`  also ${finding.code}: ${finding.message}\n`);
+      return errorClassOf(error.code);
+    }
+    const message = error instanceof Error ? error.message : String(error);
+    process.stderr.write(`coo: internal error: ${message}\n`);
+    if (process.env['COO_DEBUG'] === '1' && error instanceof Error) process.stderr.write(`${error.stack ?? ''}\n`);
+    return 'error';
+  }
+}

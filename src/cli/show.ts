@@ -1,0 +1,62 @@
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { laneStateOf } from '../authority/state.js';
+import { envelopePath } from '../ledger/layout.js';
+import { Ledger } from '../ledger/ledger.js';
+import { readStrictYaml } from '../schema/strict-yaml.js';
+import { emit, jsonOption, ledgerOption, required } from './common.js';
+
+export function showVerb(program: Command): void {
+  program
+    .command('show')
+    .description('show a message (its envelope, lane state, claims and receipts) or print one ledger file')
+    .argument('<target>', 'a message id (msg_...) or a path inside the ledger')
+    .addOption(ledgerOption())
+    .addOption(jsonOption())
+    .action(async (target: string, opts: { ledger?: string; json?: boolean }) => {
+      const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
+      try {
+        const state = await ledger.state();
+        const record = state.messages.get(target);
+        if (record === undefined) {
+          const bytes = await ledger.readFile(target);
+          if (bytes === null) throw new CooError('NOT_FOUND', `${target} is neither a message id nor a file in the ledger`);
+          if (opts.json === true) emit(true, { path: target, content: bytes.toString('utf8') }, () => '');
+          else process.stdout.write(bytes);
+          return;
+        }
+        const read = async (path: string): Promise<unknown> => {
+          const bytes = await ledger.readFile(path);
+          return bytes === null ? null : readStrictYaml(bytes, path);
+        };
+        const attempts = [];
+        for (const attempt of record.attempts) {
+          attempts.push({
+            number: attempt.number,
+            attempt_id: attempt.attemptId,
+            claim: attempt.claim,
+            receipt: attempt.receipt === null ? null : { path: attempt.receipt.path, document: await read(attempt.receipt.path) },
+          });
+        }
+        const duplicateOf = record.duplicateOf === null ? null : state.messages.get(record.duplicateOf) ?? null;
+        const view = {
+          message_id: record.id,
+          lane_state: laneStateOf(record),
+          duplicate_of: record.duplicateOf,
+          envelope: await read(envelopePath(record.folder)),
+          attempts,
+          ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf), original_attempts: duplicateOf.attempts }),
+        };
+        emit(opts.json, view, () => {
+          const lines = [`${record.id} ${record.intent} ${record.source} -> ${record.target}: ${view.lane_state}`];
+          if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
+          for (const attempt of record.attempts) {
+            lines.push(`  attempt ${attempt.number} ${attempt.attemptId}: ${attempt.claim === null ? 'unclaimed' : `claimed by ${attempt.claim.runner}`}, ${attempt.receipt === null ? 'no receipt yet' : `${attempt.receipt.status}${attempt.receipt.blockers.length > 0 ? ` (${attempt.receipt.blockers.join(', ')})` : ''} ${attempt.receipt.path}`}`);
+          }
+          return lines.join('\n');
+        });
+      } finally {
+        ledger.close();
+      }
+    });
+}

@@ -1,0 +1,54 @@
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { Ledger } from '../ledger/ledger.js';
+import { appendTrustVersion } from '../ledger/trust-update.js';
+import type { TrustRole } from '../ledger/layout.js';
+import { readStrictYaml } from '../schema/strict-yaml.js';
+import type { PublicKey } from '../crypto/keys.js';
+import { collectPairs, emit, jsonOption, ledgerOption, loadPrivateKey, loadPublicKey, now, readInput, required, splitPair } from './common.js';
+
+export function trustVerb(program: Command): void {
+  program
+    .command('trust')
+    .description('append the next version of the trust root, registry or policy, signed by a trust-root authority (the CEO)')
+    .addOption(ledgerOption())
+    .option('--ceo-key <file>', 'a private key of the trust root in force')
+    .option('--root <file>', 'the next trust root (key rotation of the CEO)')
+    .option('--registry <file>', 'the next actor registry')
+    .option('--policy <file>', 'the next actor policy')
+    .option('--actor <id=pubfile>', 'with --registry: set an actor\'s key (rotation); repeatable', collectPairs, [])
+    .option('--revoke <keyid=reason>', 'with --registry: revoke a key; repeatable', collectPairs, [])
+    .addOption(jsonOption())
+    .action(async (opts: { ledger?: string; ceoKey?: string; root?: string; registry?: string; policy?: string; actor: string[]; revoke: string[]; json?: boolean }) => {
+      const gitdir = required(opts.ledger, '--ledger', 'the ledger path');
+      const key = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'a trust-root private key'));
+      const chosen = (['root', 'registry', 'policy'] as const).filter((role) => opts[role] !== undefined);
+      if (chosen.length !== 1) throw new CooError('USAGE', 'give exactly one of --root, --registry or --policy');
+      const role: TrustRole = chosen[0]!;
+      const file = opts[role]!;
+      const document = readStrictYaml(readInput(file, `${role} file`), file);
+      if (document === null || typeof document !== 'object' || Array.isArray(document)) throw new CooError('SCHEMA_INVALID', `${file}: a mapping is expected`);
+      const actorKeys = new Map<string, PublicKey>(opts.actor.map((pair) => {
+        const [id, pub] = splitPair(pair, '--actor');
+        return [id, loadPublicKey(pub)];
+      }));
+      const revoke = new Map(opts.revoke.map((pair) => splitPair(pair, '--revoke')));
+      const ledger = Ledger.open(gitdir);
+      try {
+        const result = await appendTrustVersion(
+          ledger,
+          {
+            role,
+            document: document as Record<string, unknown>,
+            ...(actorKeys.size > 0 ? { actorKeys } : {}),
+            ...(revoke.size > 0 ? { revoke } : {}),
+          },
+          key,
+          now(),
+        );
+        emit(opts.json, { role, version: result.version, commit: result.commit, seq: result.seq }, () => `${role} version ${result.version} appended in ${result.commit} (Ledger-Seq ${result.seq})`);
+      } finally {
+        ledger.close();
+      }
+    });
+}

@@ -1,0 +1,62 @@
+import { CooError, toFinding, type Finding } from '../errors.js';
+import { cloneState } from '../authority/state.js';
+import { commitsSince, readCommitLinks } from './history.js';
+import { Ledger } from './ledger.js';
+import { MAIN_REF } from './ref-lock.js';
+
+export interface RefUpdate {
+  readonly oldOid: string;
+  readonly newOid: string;
+  readonly ref: string;
+}
+
+const ZERO = '0'.repeat(40);
+
+/** Parses git's pre-receive input: one `<old> <new> <ref>` line per update. */
+export function parseRefUpdates(text: string): RefUpdate[] {
+  return text
+    .split('\n')
+    .filter((line) => line.trim() !== '')
+    .map((line) => {
+      const [oldOid, newOid, ref] = line.trim().split(' ');
+      if (oldOid === undefined || newOid === undefined || ref === undefined) throw new CooError('USAGE', `bad ref update line: ${line}`);
+      return { oldOid, newOid, ref };
+    });
+}
+
+/**
+ * Checks a push (the pre-receive hook): only `main` moves, only forward, and every new commit passes
+ * the validator against the state at the old head. Runs inside git's quarantine, so objects are
+ * read with `git cat-file`, which sees them.
+ */
+export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): Promise<Finding[]> {
+  const findings: Finding[] = [];
+  const ledger = Ledger.open(gitdir);
+  try {
+    for (const update of updates) {
+      if (update.ref !== MAIN_REF) {
+        findings.push({ code: 'REF_FORBIDDEN', message: `${update.ref}: a ledger has one branch, ${MAIN_REF}` });
+        continue;
+      }
+      if (update.newOid === ZERO) {
+        findings.push({ code: 'REF_FORBIDDEN', message: `${MAIN_REF} cannot be deleted` });
+        continue;
+      }
+      const oldHead = update.oldOid === ZERO ? null : update.oldOid;
+      const base = await ledger.stateAt(oldHead);
+      const commits = await commitsSince(ledger.reader, update.newOid, oldHead === null ? null : { oid: oldHead, seq: base.seq });
+      if (commits === null) {
+        findings.push({ code: 'HISTORY_FORK', message: `${update.newOid} does not descend from ${oldHead}: the ledger only moves forward` });
+        continue;
+      }
+      const baseTree = oldHead === null ? null : (await readCommitLinks(ledger.reader, oldHead)).tree;
+      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, (finding) => findings.push(finding));
+    }
+  } catch (error) {
+    if (!(error instanceof CooError)) throw error;
+    findings.push(toFinding(error));
+  } finally {
+    ledger.close();
+  }
+  return findings;
+}
