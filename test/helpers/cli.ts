@@ -1,0 +1,25 @@
+import { spawnSync } from 'node:child_process';
+import { join } from 'node:path';
+
+export const COO = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js');
+
+export interface CliResult {
+  readonly status: number | null;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/** Runs the built `coo` CLI (npm test builds it first). */
+export function coo(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): CliResult {
+  const result = spawnSync(process.execPath, [COO, ...args], {
+    cwd: options.cwd,
+    env: { ...process.env, COO_LEDGER: '', COO_KEY: '', ...options.env },
+    input: options.input,
+    encoding: 'utf8',
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+export function json<T = Record<string, unknown>>(result: CliResult): T {
+  return JSON.parse(result.stdout) as T;
+}

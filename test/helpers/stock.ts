@@ -1,0 +1,32 @@
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { git, gitEnv, run } from './tmp.js';
+
+export function fixtureEnvelope(id: string, idempotencyKey: string): string {
+  return readFileSync(join(import.meta.dirname, '..', 'fixtures', 'dispatch.yaml'), 'utf8').replace(/MESSAGE_ID/g, id).replace(/IDEMPOTENCY/g, idempotencyKey);
+}
+
+/** Writes files into a clone, signs the YAML entries with ssh-keygen, and commits with `git commit -S` using `key`. */
+export function stockCommit(
+  work: string,
+  files: Record<string, string>,
+  options: { key: string | null; seq: number; entryKey?: string; message?: string; sign?: boolean },
+): void {
+  for (const [path, content] of Object.entries(files)) {
+    const full = join(work, path);
+    mkdirSync(dirname(full), { recursive: true });
+    writeFileSync(full, content);
+    if (path.endsWith('.yaml') && options.sign !== false) {
+      const signed = run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', options.entryKey ?? options.key ?? '', full]);
+      if (signed.status !== 0) throw new Error(signed.stderr);
+    }
+  }
+  git(['add', '-A'], { cwd: work });
+  const signing = options.key === null ? [] : ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${options.key}`];
+  git([...signing, 'commit', '-q', ...(options.key === null ? [] : ['-S']), '-m', options.message ?? 'by hand', '-m', `Ledger-Seq: ${options.seq}`], { cwd: work, env: gitEnv() });
+}
+
+export function push(work: string, ...args: string[]): { status: number | null; stderr: string } {
+  const result = run('git', ['push', 'origin', ...args], { cwd: work, env: gitEnv() });
+  return { status: result.status, stderr: result.stderr };
+}

@@ -1,0 +1,84 @@
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { coo } from '../helpers/cli.js';
+import { fixtureEnvelope, push, stockCommit } from '../helpers/stock.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+const ledger = join(dir, 'ledger.git');
+const keys = join(dir, 'keys');
+const key = (actor: string): string => join(keys, `${actor}.key`);
+let clones = 0;
+
+function freshClone(): string {
+  clones += 1;
+  const work = join(dir, `work${clones}`);
+  git(['clone', '-q', ledger, work]);
+  return work;
+}
+
+const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
+const seq = (): number => Number(/Ledger-Seq: (\d+)/.exec(git(['--git-dir', ledger, 'log', '-1', '--format=%B', 'main']))![1]);
+const folder = (id: string): string => `messages/2026/11/30/${id}/envelope.yaml`;
+
+beforeAll(() => {
+  for (const actor of ['ceo', 'coo.hermes', 'ea.codex']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+  expect(coo(['init', '--ledger', ledger, '--ceo-key', key('ceo'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`, '--actor', `ea.codex=${join(keys, 'ea.codex.pub')}`]).status).toBe(0);
+  expect(coo(['keygen', '--actor', 'intruder', '--out', keys]).status).toBe(0);
+});
+
+describe('the pre-receive hook on pushes made with stock git', () => {
+  it('lets a valid COO-signed envelope land', () => {
+    const work = freshClone();
+    stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8480')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8480', 'h0') }, { key: key('coo.hermes'), seq: seq() + 1 });
+    const result = push(work, 'main');
+    expect(result.stderr).toContain('push accepted');
+    expect(result.status).toBe(0);
+    expect(coo(['show', '--ledger', ledger, 'msg_01M8NQFJ01J7CG66HWNDDJ8480']).stdout).toContain('ea_dispatch coo.hermes -> ea.codex: queued');
+  });
+
+  const refused: Array<[string, (work: string) => void, string]> = [
+    ['an envelope and commit signed by an unknown key', (work) => stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8481')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8481', 'h1') }, { key: key('intruder'), seq: seq() + 1 }), 'SIGNER_UNKNOWN'],
+    ['an unsigned commit', (work) => stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8482')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8482', 'h2') }, { key: null, entryKey: key('coo.hermes'), seq: seq() + 1 }), 'COMMIT_UNSIGNED'],
+    ['an envelope without its .sig', (work) => stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8483')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8483', 'h3') }, { key: key('coo.hermes'), seq: seq() + 1, sign: false }), 'SIG_MISSING'],
+    ['a dispatch from the EA claiming to be the COO', (work) => stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8484')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8484', 'h4') }, { key: key('ea.codex'), seq: seq() + 1 }), 'SIGNER_WRONG_ACTOR'],
+    ['a skipped sequence number', (work) => stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8486')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8486', 'h6') }, { key: key('coo.hermes'), seq: seq() + 2 }), 'COMMIT_SEQ'],
+    ['a change to a written file', (work) => stockCommit(work, { 'trust/policy/000001.yaml': git(['--git-dir', ledger, 'show', 'main:trust/policy/000001.yaml']).replace('daily_cost_cap_usd: 50', 'daily_cost_cap_usd: 5000') }, { key: key('coo.hermes'), seq: seq() + 1, sign: false }), 'WRITE_ONCE'],
+    ['a file with no place in the layout', (work) => stockCommit(work, { 'notes.txt': 'hello\n' }, { key: key('coo.hermes'), seq: seq() + 1 }), 'PATH_INVALID'],
+  ];
+  for (const [name, prepare, code] of refused) {
+    it(`declines ${name} (${code}) and the ledger stays where it was`, () => {
+      const before = head();
+      const work = freshClone();
+      prepare(work);
+      const result = push(work, 'main');
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toContain('pre-receive hook declined');
+      expect(result.stderr).toContain(code);
+      expect(head()).toBe(before);
+    });
+  }
+
+  it('declines a force-push that rewrites history', () => {
+    const before = head();
+    const work = freshClone();
+    git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: work });
+    stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8487')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8487', 'h7') }, { key: key('coo.hermes'), seq: seq() });
+    const result = push(work, '--force', 'main');
+    expect(result.status).not.toBe(0);
+    expect(head()).toBe(before);
+  });
+
+  it('declines other branches and the deletion of main', () => {
+    const work = freshClone();
+    const other = push(work, 'main:refs/heads/side');
+    expect(other.status).not.toBe(0);
+    expect(other.stderr).toContain('REF_FORBIDDEN');
+    const deletion = push(work, ':main');
+    expect(deletion.status).not.toBe(0);
+  });
+
+  it('leaves a ledger that coo verify finds clean', () => {
+    expect(coo(['verify', '--ledger', ledger]).status).toBe(0);
+  });
+});

@@ -1,0 +1,100 @@
+import fc from 'fast-check';
+import { describe, expect, it } from 'vitest';
+import { CooError, isCooError } from '../../../src/errors.js';
+import { readStrictYaml, toYaml } from '../../../src/schema/strict-yaml.js';
+import { codeOf } from '../../helpers/codes.js';
+
+const read = (text: string | Buffer): unknown => readStrictYaml(typeof text === 'string' ? Buffer.from(text) : text, 'entry.yaml');
+
+describe('the strict YAML reader', () => {
+  const malformed: Array<[string, string | Buffer, string]> = [
+    ['an alias', 'a: &x 1\nb: *x\n', 'YAML_ALIAS'],
+    ['an anchor alone', 'a: &x 1\n', 'YAML_ALIAS'],
+    ['a billion-laughs bomb', 'a: &a [x, x]\nb: &b [*a, *a]\nc: [*b, *b]\n', 'YAML_ALIAS'],
+    ['a merge key', 'base: &b {x: 1}\nc:\n  <<: *b\n', 'YAML_ALIAS'],
+    ['a duplicate key', 'a: 1\na: 2\n', 'YAML_DUPLICATE_KEY'],
+    ['a custom tag', 'a: !shell rm -rf /\n', 'YAML_TAG'],
+    ['a js function tag', 'a: !!js/function "x"\n', 'YAML_TAG'],
+    ['a %TAG directive', '%TAG !e! tag:example.com,2000:\n---\na: !e!x 1\n', 'YAML_TAG'],
+    ['a %YAML 1.1 directive (yes would become true)', '%YAML 1.1\n---\na: yes\n', 'YAML_SYNTAX'],
+    ['two documents', 'a: 1\n---\nb: 2\n', 'YAML_MULTI_DOCUMENT'],
+    ['infinity', 'a: .inf\n', 'YAML_NON_JSON'],
+    ['not a number', 'a: .nan\n', 'YAML_NON_JSON'],
+    ['an integer beyond 2^53', 'a: 123456789012345678901\n', 'YAML_NON_JSON'],
+    ['a non-string key', '1: one\n', 'YAML_NON_JSON'],
+    ['a complex key', '? [a, b]\n: c\n', 'YAML_NON_JSON'],
+    ['a __proto__ key', '__proto__: {polluted: true}\n', 'YAML_NON_JSON'],
+    ['invalid UTF-8', Buffer.from([0x61, 0x3a, 0x20, 0xff, 0xfe, 0x0a]), 'YAML_INVALID_UTF8'],
+    ['a byte-order mark', Buffer.concat([Buffer.from([0xef, 0xbb, 0xbf]), Buffer.from('a: 1\n')]), 'YAML_INVALID_UTF8'],
+    ['a syntax error', 'a: [1, 2\n', 'YAML_SYNTAX'],
+    ['bad indentation', 'a:\n  b: 1\n c: 2\n', 'YAML_SYNTAX'],
+    ['an empty file', '', 'YAML_SYNTAX'],
+    ['deep nesting', `${'a:\n'.split('\n')[0]}${' ['.repeat(40)}${']'.repeat(40)}\n`, 'YAML_DEPTH'],
+    ['an enormous file', `a: "${'x'.repeat(300 * 1024)}"\n`, 'YAML_TOO_LARGE'],
+  ];
+  for (const [name, input, code] of malformed) {
+    it(`refuses ${name} with ${code}`, () => {
+      expect(codeOf(() => read(input))).toBe(code);
+    });
+  }
+
+  it('names the file and the path inside it', () => {
+    try {
+      read('outer:\n  list:\n    - ok\n    - .inf\n');
+      expect.unreachable();
+    } catch (error) {
+      expect(error).toBeInstanceOf(CooError);
+      expect((error as CooError).where).toBe('entry.yaml:outer.list[1]');
+      expect((error as CooError).message).toContain('entry.yaml:outer.list[1]');
+    }
+  });
+
+  it('reads plain YAML 1.2 core values, where yes and on stay strings', () => {
+    expect(read('a: yes\nb: on\nc: true\nd: null\ne: 1.5\nf: "x"\ng: [1, {h: i}]\n')).toEqual({
+      a: 'yes',
+      b: 'on',
+      c: true,
+      d: null,
+      e: 1.5,
+      f: 'x',
+      g: [1, { h: 'i' }],
+    });
+  });
+
+  it('gives a coded error or a value for any input, never a crash', () => {
+    fc.assert(
+      fc.property(fc.oneof(fc.string({ maxLength: 200 }), fc.uint8Array({ maxLength: 200 }).map((bytes) => Buffer.from(bytes))), (input) => {
+        try {
+          read(input);
+        } catch (error) {
+          if (!isCooError(error)) throw error;
+          expect(error.code).toMatch(/^YAML_/);
+        }
+      }),
+      { numRuns: 2000 },
+    );
+  });
+
+  it('reads back exactly what the writer wrote, for any JSON value', () => {
+    const json = fc.letrec((tie) => ({
+      value: fc.oneof(
+        { depthSize: 'small' },
+        fc.string(),
+        fc.integer(),
+        fc.double({ noNaN: true, min: -1e12, max: 1e12 }).filter((n) => !Object.is(n, -0)),
+        fc.boolean(),
+        fc.constant(null),
+        fc.array(tie('value'), { maxLength: 4 }),
+        fc.dictionary(fc.string({ minLength: 1 }).filter((key) => key !== '__proto__'), tie('value'), { maxKeys: 4 }),
+      ),
+    })).value;
+    fc.assert(
+      fc.property(fc.dictionary(fc.string({ minLength: 1 }).filter((key) => key !== '__proto__'), json, { maxKeys: 6 }), (value) => {
+        const text = toYaml(value);
+        expect(read(text)).toEqual(value);
+        expect(toYaml(read(text))).toBe(text);
+      }),
+      { numRuns: 500 },
+    );
+  });
+});
