@@ -32,14 +32,19 @@ export function isCommandIntent(intent: Intent): boolean {
   return COMMAND_INTENTS.has(intent);
 }
 
-/** Throws the coded reason when `intent` from `source` to `target` is not allowed. */
-export function checkEdge(registry: ActorRegistry, policy: ActorPolicy, source: string, target: string, intent: Intent, where: string): void {
+/** Throws when the first slice forbids any traffic from `source` to `target`, whatever the intent. */
+export function checkForbiddenEdge(registry: ActorRegistry, source: string, target: string, where: string): void {
   const sourceClass = classOf(registry, source);
   const targetClass = classOf(registry, target);
   if (sourceClass === null) throw new CooError('ACTOR_UNKNOWN', `${where}: source_actor ${source} is not in the registry`, { where });
   if (targetClass === null) throw new CooError('ACTOR_UNKNOWN', `${where}: target_actor ${target} is not in the registry`, { where });
   const why = forbiddenEdge(sourceClass, targetClass);
   if (why !== null) throw new CooError('POLICY_EDGE_FORBIDDEN', `${where}: ${source} -> ${target}: ${why}`, { where });
+}
+
+/** Throws the coded reason when `intent` from `source` to `target` is not allowed. */
+export function checkEdge(registry: ActorRegistry, policy: ActorPolicy, source: string, target: string, intent: Intent, where: string): void {
+  checkForbiddenEdge(registry, source, target, where);
   const edges = policy.edges.filter((edge) => matchesPattern(edge.from, source) && matchesPattern(edge.to, target));
   if (edges.length === 0) {
     throw new CooError('POLICY_EDGE_NOT_ALLOWED', `${where}: policy v${policy.version} has no edge ${source} -> ${target}`, { where });

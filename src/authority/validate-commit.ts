@@ -21,7 +21,7 @@ import type { TrustRoot } from '../schema/control.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { attemptIdFor } from '../util/ids.js';
 import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
-import { checkEdge, checkPolicyAgainstRegistry, classOf, isCommandIntent } from './policy-check.js';
+import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, isCommandIntent } from './policy-check.js';
 import {
   idempotencySlot,
   isTerminal,
@@ -383,6 +383,7 @@ class CommitCheck {
     if (classOf(registry, doc.principal) === null) {
       throw new CooError('ACTOR_UNKNOWN', `${where}: principal ${doc.principal} is not in the registry`, { where });
     }
+    checkForbiddenEdge(registry, doc.source_actor, doc.target_actor, where);
     if (isCommandIntent(doc.intent)) {
       if (doc.source_actor !== registry.active_coo) {
         throw new CooError('NOT_ACTIVE_COO', `${where}: ${doc.intent} is command-class; only the active COO ${registry.active_coo} may send it, not ${doc.source_actor}`, { where });

@@ -23,7 +23,7 @@ export async function readLog(reader: ObjectReader, trees: TreeReader, head: str
     const parentTree = parent === undefined ? null : (await readCommitLinks(reader, parent)).tree;
     const files = (await trees.diff(parentTree, links.tree)).filter((change) => !change.path.endsWith('.sig')).map((change) => `${change.status === 'added' ? '+' : change.status === 'deleted' ? '-' : '~'} ${change.path}`);
     let signer: LogEntry['signer'] = null;
-    let summary = '';
+    let summary: string;
     let time = '';
     try {
       const commit = parseCommit(links.raw);

@@ -133,7 +133,7 @@ export async function withRefLock<T>(
         throw new CooError('IO_ERROR', `cannot create ${lockPath}: ${(error as Error).message}`, { cause: error });
       }
     }
-    let content = '';
+    let content: string;
     try {
       content = fs.readFileSync(lockPath, 'utf8');
     } catch {

@@ -1,0 +1,31 @@
+import js from '@eslint/js';
+import tseslint from 'typescript-eslint';
+
+const IO_MODULES = ['fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'child_process', 'node:child_process', 'isomorphic-git', 'chokidar', 'node:net', 'node:http', '@octokit/rest', 'playwright-core'];
+/** The pure core: schema, crypto, authority and the lane's decisions never touch the disk, git, processes or the network. */
+const PURE = ['src/schema/**', 'src/crypto/**', 'src/authority/**', 'src/consult/lane.ts', 'src/consult/budget.ts', 'src/consult/answer.ts', 'src/consult/prompt.ts', 'src/ledger/layout.ts', 'src/ledger/commit-format.ts', 'src/ledger/tree-format.ts'];
+
+export default tseslint.config(
+  { ignores: ['dist/**', 'node_modules/**', 'coverage/**', 'test-artifacts/**', 'bench/out/**'] },
+  js.configs.recommended,
+  ...tseslint.configs.recommended,
+  {
+    languageOptions: { globals: { process: 'readonly', Buffer: 'readonly', console: 'readonly', setTimeout: 'readonly', clearTimeout: 'readonly', setInterval: 'readonly', clearInterval: 'readonly', URL: 'readonly', TextDecoder: 'readonly', TextEncoder: 'readonly', fetch: 'readonly', AbortController: 'readonly' } },
+    rules: {
+      'no-restricted-syntax': ['error', { selector: 'ExportDefaultDeclaration', message: 'Use named exports.' }],
+      '@typescript-eslint/no-unused-vars': ['error', { argsIgnorePattern: '^_', varsIgnorePattern: '^_' }],
+      '@typescript-eslint/consistent-type-imports': 'error',
+      eqeqeq: ['error', 'always', { null: 'ignore' }],
+    },
+  },
+  {
+    files: PURE,
+    rules: {
+      'no-restricted-imports': ['error', { paths: IO_MODULES.map((name) => ({ name, message: 'The pure core does no I/O: pass facts in.' })), patterns: [{ group: ['**/ledger/ledger.js', '**/ledger/object-store.js', '**/ledger/history.js', '**/runner/**', '**/cli/**'], message: 'The pure core does not reach into the I/O shell.' }] }],
+    },
+  },
+  {
+    files: ['eslint.config.js', 'vitest.config.ts', 'vitest.*.config.ts', 'bench/**/*.mjs', 'test/**/*.mjs'],
+    rules: { 'no-restricted-syntax': 'off' },
+  },
+);

@@ -1,0 +1,96 @@
+import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { coo, json } from '../helpers/cli.js';
+import { fixtureEnvelope } from '../helpers/stock.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+const keys = join(dir, 'keys');
+const ledger = join(dir, 'ledger.git');
+const VERBS = ['keygen', 'init', 'trust', 'append', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'hook'];
+
+beforeAll(() => {
+  for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+  expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+});
+
+describe('the coo command line', () => {
+  for (const verb of VERBS) {
+    it(`prints help for ${verb} and exits 0`, () => {
+      const result = coo([verb, '--help']);
+      expect(result.status).toBe(0);
+      expect(result.stdout).toContain(`Usage: coo ${verb}`);
+    });
+  }
+
+  const table: Array<[string, string[], number, RegExp]> = [
+    ['an unknown verb', ['frobnicate'], 2, /unknown command/],
+    ['an unknown option', ['verify', '--frob'], 2, /unknown option/],
+    ['a missing --ledger', ['verify'], 2, /USAGE: --ledger is required/],
+    ['a ledger path that is not a ledger', ['verify', '--ledger', '/nonexistent'], 1, /LEDGER_NOT_FOUND/],
+    ['a missing key file', ['append', '--ledger', '/x', '--key', '/nonexistent.key', 'e.yaml'], 1, /NOT_FOUND: cannot read key file/],
+    ['a malformed --actor pair', ['init', '--ledger', '/tmp/x', '--ceo-key', '/nonexistent', '--actor', 'nonsense'], 1, /NOT_FOUND|USAGE/],
+  ];
+  for (const [name, args, status, stderr] of table) {
+    it(`exits ${status} on ${name} with one coded line`, () => {
+      const result = coo(args);
+      expect(result.status).toBe(status);
+      expect(result.stderr).toMatch(stderr);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+    });
+  }
+
+  it('writes the private key with mode 0600 and refuses to overwrite it', () => {
+    expect(statSync(join(keys, 'ceo.key')).mode & 0o777).toBe(0o600);
+    const again = coo(['keygen', '--actor', 'ceo', '--out', keys]);
+    expect(again.status).toBe(2);
+    expect(again.stderr).toContain('--force');
+  });
+
+  it('takes the ledger and key from COO_LEDGER and COO_KEY', () => {
+    writeFileSync(join(dir, 'env1.yaml'), fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8480', 'cli-env'));
+    const result = coo(['append', join(dir, 'env1.yaml'), '--json'], { env: { COO_LEDGER: ledger, COO_KEY: join(keys, 'coo.hermes.key') } });
+    expect(result.status).toBe(0);
+    expect(json(result)).toMatchObject({ message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8480', existing: false });
+  });
+
+  it('exits 3 on a rejected append, prints a JSON error with --json, and leaves the ledger unchanged', () => {
+    const before = git(['--git-dir', ledger, 'rev-parse', 'main']);
+    writeFileSync(join(dir, 'env2.yaml'), fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8481', 'cli-env-2').replace('principal: coo.hermes', 'principal: ceo'));
+    const result = coo(['append', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), join(dir, 'env2.yaml'), '--json']);
+    expect(result.status).toBe(3);
+    expect(json<{ ok: boolean; error: { code: string } }>(result)).toMatchObject({ ok: false, error: { code: 'NOT_ACTIVE_COO' } });
+    expect(git(['--git-dir', ledger, 'rev-parse', 'main'])).toBe(before);
+  });
+
+  it('exits 3 with the YAML error for a hostile envelope file', () => {
+    writeFileSync(join(dir, 'bomb.yaml'), 'a: &a [x, x]\nb: &b [*a, *a]\n');
+    const result = coo(['append', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), join(dir, 'bomb.yaml')]);
+    expect(result.status).toBe(3);
+    expect(result.stderr).toMatch(/^coo: YAML_ALIAS: /);
+  });
+
+  it('shows a message and prints files, logs commits, and verifies with --json', () => {
+    expect(coo(['show', '--ledger', ledger, 'msg_01M8NQFJ01J7CG66HWNDDJ8480', '--json']).stdout).toContain('"lane_state": "queued"');
+    expect(coo(['show', '--ledger', ledger, 'trust/policy/000001.yaml']).stdout).toBe(git(['--git-dir', ledger, 'show', 'main:trust/policy/000001.yaml']));
+    const log = json<Array<{ seq: number; signer: { actor: string } }>>(coo(['log', '--ledger', ledger, '--json']));
+    expect(log.map((entry) => [entry.seq, entry.signer.actor])).toEqual([
+      [2, 'coo.hermes'],
+      [1, 'ceo'],
+    ]);
+    expect(json(coo(['verify', '--ledger', ledger, '--json']))).toMatchObject({ ok: true, seq: 2, findings: [] });
+  });
+
+  it('prints an allowed-signers file that names each actor', () => {
+    const text = coo(['allowed-signers', '--ledger', ledger]).stdout;
+    expect(text).toContain(`ceo namespaces="git,coo-commons.entry.v0" ${readFileSync(join(keys, 'ceo.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}`);
+    expect(text).toContain('coo.hermes namespaces=');
+  });
+
+  it('checks that schemas/ matches the source', () => {
+    const result = coo(['schemas', '--check', '--out', join(import.meta.dirname, '..', '..', 'schemas')]);
+    expect(result.stdout).toContain('ok: 11 schemas match');
+    expect(result.status).toBe(0);
+  });
+});
