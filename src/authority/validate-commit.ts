@@ -48,11 +48,16 @@ export interface CommitVerdict {
   readonly advance: () => LedgerState;
 }
 
-/** The fields of an envelope that say what is asked; two envelopes with equal fingerprints ask the same thing. */
-const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget']);
+/**
+ * What an envelope asks, without what differs between two submissions of the same request (ids,
+ * times, budget, and paths inside the message's own folder). Equal fingerprints ask the same thing.
+ */
+const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget', 'payload_ref']);
 
 export function requestFingerprint(message: CooMessage): string {
-  const asked = Object.fromEntries(Object.entries(message).filter(([key]) => !VOLATILE_FIELDS.has(key)));
+  const asked: Record<string, unknown> = Object.fromEntries(Object.entries(message).filter(([key]) => !VOLATILE_FIELDS.has(key)));
+  const pin = asked['context_pin'] as Record<string, unknown> | null | undefined;
+  if (pin != null) asked['context_pin'] = { ...pin, context_manifest_ref: undefined };
   return sha256Ref(canonicalJson(asked));
 }
 

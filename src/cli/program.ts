@@ -2,6 +2,10 @@ import { Command, CommanderError } from 'commander';
 import { errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
+import { consultVerb } from './consult.js';
+import { demoVerb } from './demo.js';
+import { killSwitchVerb } from './kill-switch.js';
+import { watchVerb } from './watch.js';
 import { hookVerb } from './hook.js';
 import { initVerb } from './init.js';
 import { keygenVerb } from './keygen.js';
@@ -22,7 +26,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, schemasVerb, hookVerb]) {
+  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, schemasVerb, demoVerb, hookVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -23,7 +23,8 @@ export interface NewFile {
 }
 
 export interface AppendOptions<T> {
-  readonly files: readonly NewFile[];
+  /** The files, or a function of the state at the head (for paths that depend on the sequence number). */
+  readonly files: readonly NewFile[] | ((state: LedgerState) => readonly NewFile[]);
   readonly key: PrivateKey;
   readonly summary: string;
   readonly now: Date;
@@ -207,7 +208,8 @@ export class Ledger {
       blobs.set(path, bytes);
       await builder.add(path, await objects.write('blob', bytes));
     };
-    for (const file of options.files) {
+    const files = typeof options.files === 'function' ? options.files(snapshot.state) : options.files;
+    for (const file of files) {
       await add(file.path, file.bytes);
       const info = classifyPath(file.path);
       if (info !== null && isEntry(info)) {

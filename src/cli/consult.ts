@@ -1,0 +1,67 @@
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { enqueueConsult } from '../consult/enqueue.js';
+import { Ledger } from '../ledger/ledger.js';
+import { parseDuration } from '../util/time.js';
+import { collectPairs, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
+
+function positiveNumber(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+export function consultVerb(program: Command): void {
+  program
+    .command('consult')
+    .description('enqueue an advisory consult: pin context files at a commit, write prompt and manifest, sign and append an aa_consult envelope')
+    .addOption(ledgerOption())
+    .addOption(keyOption('the COO private key; default $COO_KEY'))
+    .option('--to <actor>', 'the advisory agent, e.g. aa.chatgpt')
+    .option('--repo <path>', 'the repository the context is pinned from')
+    .option('--rev <rev>', 'the commit to pin (default HEAD)')
+    .option('--file <glob>', 'a context file or glob, relative to the repository root (repeatable)', collectPairs, [])
+    .option('--prompt <text>', 'the question for the advisory agent')
+    .option('--prompt-file <file>', 'read the question from a file')
+    .option('--max-cost <usd>', 'budget for this consult in USD (default: the policy cap)')
+    .option('--max-runtime <seconds>', 'runtime budget in seconds (default: 600 or the policy cap)')
+    .option('--ttl <duration>', 'how long the consult may wait to start, e.g. 30m, 2h (default 1h)')
+    .option('--idempotency-key <key>', 'the same key with the same request returns the message already there')
+    .option('--correlation <id>', 'correlation id (corr_...) shared by related messages')
+    .option('--parent <message-id>', 'the message this one follows from')
+    .addOption(jsonOption())
+    .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
+      const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
+      const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
+      const target = required(opts['to'] as string | undefined, '--to', 'the advisory agent, e.g. aa.chatgpt');
+      const repo = required(opts['repo'] as string | undefined, '--repo', 'the repository to pin context from');
+      const promptText = opts['prompt'] as string | undefined;
+      const promptFile = opts['promptFile'] as string | undefined;
+      if ((promptText === undefined) === (promptFile === undefined)) throw new CooError('USAGE', 'give exactly one of --prompt or --prompt-file');
+      const question = promptText ?? readInput(promptFile!, 'prompt file').toString('utf8');
+      const ttlText = opts['ttl'] as string | undefined;
+      const ttl = ttlText === undefined ? undefined : parseDuration(ttlText);
+      if (ttl === null || ttl === 0) throw new CooError('USAGE', `--ttl takes a duration such as 30m or 2h, got ${JSON.stringify(ttlText)}`);
+      const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
+      const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
+      const optional = {
+        ...(opts['rev'] === undefined ? {} : { rev: opts['rev'] as string }),
+        ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
+        ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: Math.round(maxRuntime) }),
+        ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
+        ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
+        ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
+        ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
+      };
+      const ledger = Ledger.open(gitdir);
+      try {
+        const result = await enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional });
+        emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope }, () =>
+          result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : result.messageId,
+        );
+      } finally {
+        ledger.close();
+      }
+    });
+}

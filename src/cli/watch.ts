@@ -1,0 +1,117 @@
+import { createHash } from 'node:crypto';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { OracleCli, type OracleConfig } from '../consult/oracle.js';
+import { Ledger } from '../ledger/ledger.js';
+import { Runner, type RunnerEvent } from '../runner/runner.js';
+import { watchLedger } from '../runner/watch.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, required } from './common.js';
+
+export function defaultStateDir(gitdir: string): string {
+  const base = process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state');
+  return join(base, 'coo-commons', 'runner', createHash('sha256').update(resolve(gitdir)).digest('hex').slice(0, 16));
+}
+
+export function describeEvent(event: RunnerEvent): string {
+  switch (event.type) {
+    case 'claimed':
+      return `claimed ${event.messageId} attempt ${event.attempt}`;
+    case 'oracle_started':
+      return `consulting for ${event.messageId} attempt ${event.attempt}`;
+    case 'receipt':
+      return `receipt ${event.messageId} attempt ${event.attempt}: ${event.status}${event.blockers.length > 0 ? ` (${event.blockers.join(', ')})` : ''}${event.retryAt === null ? '' : `, next attempt after ${event.retryAt}`}`;
+    case 'skipped':
+      return `skipped ${event.messageId}: ${event.reason}`;
+    case 'heartbeat':
+      return `heartbeat at Ledger-Seq ${event.seq}`;
+    case 'error':
+      return `error${event.messageId === null ? '' : ` on ${event.messageId}`}: ${event.code}: ${event.message}`;
+  }
+}
+
+export interface OracleFlags {
+  engine?: string;
+  oracleCommand?: string;
+  oracleBaseUrl?: string;
+  oracleAzureEndpoint?: string;
+  oracleAzureDeployment?: string;
+  oracleArg: string[];
+  isolation: string;
+}
+
+/** Turns the runner's Oracle flags into a transport; the browser engine and its flags are a config error here, before anything runs. */
+export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): OracleCli {
+  if (flags.engine !== undefined && flags.engine !== 'api') {
+    throw new CooError('ORACLE_CONFIG', `--engine ${flags.engine} is not allowed: the first slice runs Oracle's API engine only`);
+  }
+  if (!['auto', 'bwrap', 'none'].includes(flags.isolation)) throw new CooError('USAGE', '--isolation takes auto, bwrap or none');
+  if ((flags.oracleAzureEndpoint === undefined) !== (flags.oracleAzureDeployment === undefined)) {
+    throw new CooError('USAGE', '--oracle-azure-endpoint and --oracle-azure-deployment go together');
+  }
+  const config: OracleConfig = {
+    ...(flags.oracleCommand === undefined ? {} : { command: [flags.oracleCommand] }),
+    route: {
+      ...(flags.oracleBaseUrl === undefined ? {} : { baseUrl: flags.oracleBaseUrl }),
+      ...(flags.oracleAzureEndpoint === undefined ? {} : { azure: { endpoint: flags.oracleAzureEndpoint, deployment: flags.oracleAzureDeployment! } }),
+    },
+    extraArgs: flags.oracleArg,
+    isolation: flags.isolation as 'auto' | 'bwrap' | 'none',
+    hide,
+  };
+  return new OracleCli(config);
+}
+
+export function watchVerb(program: Command): void {
+  program
+    .command('watch')
+    .description('the runner: consult advisory agents for queued envelopes and commit a COO-signed receipt for every outcome')
+    .addOption(ledgerOption())
+    .addOption(keyOption('the COO private key that signs claims and receipts; default $COO_KEY'))
+    .option('--repo <path>', 'the repository consults pin their context in')
+    .option('--once', 'process what is ready now and exit')
+    .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)')
+    .option('--engine <engine>', 'Oracle engine: only "api" is accepted')
+    .option('--oracle-command <path>', 'an Oracle executable to run instead of the pinned @steipete/oracle')
+    .option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url)')
+    .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
+    .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
+    .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
+    .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto')
+    .option('--heartbeat', 'append signed heartbeats at the policy interval while watching')
+    .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
+    .option('--json', 'print one JSON event per line')
+    .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
+      const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
+      const keyPath = required(opts.key, '--key', 'the COO private key or $COO_KEY');
+      const repo = required(opts.repo, '--repo', 'the repository consults pin their context in');
+      const transport = oracleFromFlags(opts, [resolve(gitdir), dirname(resolve(keyPath))]);
+      const key = loadPrivateKey(keyPath);
+      const ledger = Ledger.open(gitdir);
+      const print = (event: RunnerEvent): void => {
+        if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
+        else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
+      };
+      const runner = new Runner({ ledger, key, repo, stateDir: opts.stateDir ?? defaultStateDir(gitdir), transport, onEvent: print, keepSandboxes: opts.keepSandboxes === true });
+      try {
+        if (opts.once === true) {
+          const summary = await runner.runOnce();
+          if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}\n`);
+          ledger.checkpoint();
+          return;
+        }
+        const controller = new AbortController();
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+        const policy = (await ledger.state()).policy?.doc;
+        process.stderr.write(`coo watch: watching ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
+        await watchLedger(runner, gitdir, {
+          signal: controller.signal,
+          ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
+          onIdle: () => ledger.checkpoint(),
+        });
+      } finally {
+        ledger.close();
+      }
+    });
+}

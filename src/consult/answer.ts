@@ -1,0 +1,82 @@
+import { aaAnswer, type AaAnswer } from '../schema/aa-answer.js';
+import type { BlockerCode } from '../schema/receipt.js';
+
+/** Judging an advisory answer. Pure: text in, verdict out. */
+
+const MAX_BLOCK_BYTES = 64 * 1024;
+const BLOCK = /```aa_answer[ \t]*\n([\s\S]*?)\n```/g;
+
+export type AnswerJudgement =
+  | { readonly status: 'pass'; readonly answer: AaAnswer; readonly errors: readonly string[] }
+  | { readonly status: 'fail'; readonly blocker: Extract<BlockerCode, 'output_invalid' | 'output_injection'>; readonly errors: readonly string[] };
+
+/** Command-shaped text that has no place in advice. */
+const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
+  [/\b(curl|wget)\b[^\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b/i, 'pipes a download into a shell'],
+  [/\brm\s+-[a-z]*r[a-z]*f?\s+(\/|~|\$HOME)/i, 'deletes recursively from a root'],
+  [/\bgit\s+push\b[^\n]*(--force|-f\b)/i, 'force-pushes'],
+  [/\bchmod\s+(\+x|[0-7]*7[0-7]*)\b[^\n]*&&/i, 'makes a file executable and runs it'],
+];
+
+/** Wording that addresses an actor instead of advising the COO. */
+const ADDRESSING = /\b(ea\.[a-z0-9_]+|aa\.[a-z0-9_]+|execution agents?|the EA)\b/i;
+
+function texts(answer: AaAnswer): string[] {
+  return [
+    answer.summary,
+    ...answer.findings.flatMap((finding) => [finding.title, finding.detail]),
+    ...answer.recommendations,
+    ...answer.objections,
+  ];
+}
+
+function normalize(text: string): string {
+  return text.toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim();
+}
+
+export interface JudgeInput {
+  readonly text: string;
+  readonly canary: string;
+  /** Steering lines found in the pinned context (prompt.ts suspiciousLines). */
+  readonly steering: readonly string[];
+}
+
+/**
+ * Pass only when the answer holds exactly one aa_answer block that is valid aa_answer.v0, echoes
+ * this attempt's canary, addresses no actor, carries no command-shaped text, and repeats no
+ * steering line of the context. Malformed is `output_invalid` (retried); the rest is
+ * `output_injection` (never retried: the same context would steer the model again).
+ */
+export function judgeAnswer(input: JudgeInput): AnswerJudgement {
+  const blocks = [...input.text.matchAll(BLOCK)].map((match) => match[1] ?? '');
+  if (blocks.length !== 1) {
+    return { status: 'fail', blocker: 'output_invalid', errors: [blocks.length === 0 ? 'no aa_answer block' : `${blocks.length} aa_answer blocks; exactly one is allowed`] };
+  }
+  const block = blocks[0]!;
+  if (Buffer.byteLength(block) > MAX_BLOCK_BYTES) return { status: 'fail', blocker: 'output_invalid', errors: ['aa_answer block too large'] };
+  let value: unknown;
+  try {
+    value = JSON.parse(block);
+  } catch (error) {
+    return { status: 'fail', blocker: 'output_invalid', errors: [`aa_answer block is not JSON: ${(error as Error).message}`] };
+  }
+  const parsed = aaAnswer.safeParse(value);
+  if (!parsed.success) {
+    return { status: 'fail', blocker: 'output_invalid', errors: parsed.error.issues.slice(0, 10).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`) };
+  }
+  const answer = parsed.data;
+  const errors: string[] = [];
+  if (answer.canary !== input.canary) errors.push("the answer does not carry this attempt's canary: it was not written to this prompt's rules");
+  for (const text of texts(answer)) {
+    const addressed = ADDRESSING.exec(text);
+    if (addressed !== null) errors.push(`advice addresses an actor (${JSON.stringify(addressed[0])}): advice goes to the COO only`);
+    for (const [pattern, what] of COMMAND_PATTERNS) if (pattern.test(text)) errors.push(`advice carries a command that ${what}`);
+    const normalized = normalize(text);
+    for (const line of input.steering) {
+      const needle = normalize(line);
+      if (needle.split(' ').length >= 5 && normalized.includes(needle)) errors.push('advice repeats a steering line of the pinned context');
+    }
+  }
+  if (errors.length > 0) return { status: 'fail', blocker: 'output_injection', errors: [...new Set(errors)] };
+  return { status: 'pass', answer, errors: [] };
+}

@@ -1,0 +1,57 @@
+import type { ActorPolicy } from '../schema/policy.js';
+
+/** Cost arithmetic for one consult. Pure. */
+
+export type ModelPrice = ActorPolicy['models'][string];
+
+/** Fewest output tokens worth paying for; a budget that allows less blocks the consult. */
+export const MIN_OUTPUT_TOKENS = 512;
+/** Oracle adds its system prompt and bundling around our text; measured about 4.3k tokens with search on, much less off. */
+const ORACLE_OVERHEAD_TOKENS = 1500;
+
+/** A deliberately high estimate of input tokens: about 3 bytes a token, plus Oracle's overhead. */
+export function estimateInputTokens(promptBytes: number, contextBytes: number): number {
+  return Math.ceil((promptBytes + contextBytes) / 3) + ORACLE_OVERHEAD_TOKENS;
+}
+
+export function costUsd(inputTokens: number, outputTokens: number, price: ModelPrice): number {
+  return (inputTokens * price.input_usd_per_million + outputTokens * price.output_usd_per_million) / 1_000_000;
+}
+
+export interface BudgetFacts {
+  readonly price: ModelPrice;
+  readonly inputTokens: number;
+  readonly messageMaxUsd: number;
+  readonly correlationRemainingUsd: number;
+  readonly dailyRemainingUsd: number;
+}
+
+export type BudgetDecision =
+  | { readonly ok: true; readonly maxOutputTokens: number; readonly limitUsd: number; readonly worstCaseUsd: number }
+  | { readonly ok: false; readonly blocker: 'budget_preflight' | 'correlation_budget_exhausted' | 'daily_cap_reached'; readonly detail: string };
+
+/**
+ * The pre-flight check: the tightest of the message budget, the correlation's remainder and the
+ * day's remainder must pay for the estimated input and at least MIN_OUTPUT_TOKENS of output. The
+ * output cap handed to Oracle (`--max-output`) is what the rest pays for, within the model's cap.
+ */
+export function planBudget(facts: BudgetFacts): BudgetDecision {
+  const limits: Array<[number, 'budget_preflight' | 'correlation_budget_exhausted' | 'daily_cap_reached', string]> = [
+    [facts.messageMaxUsd, 'budget_preflight', 'the message budget'],
+    [facts.correlationRemainingUsd, 'correlation_budget_exhausted', "the correlation's remaining budget"],
+    [facts.dailyRemainingUsd, 'daily_cap_reached', "the day's remaining cap"],
+  ];
+  const [limitUsd, blocker, name] = limits.reduce((tightest, next) => (next[0] < tightest[0] ? next : tightest));
+  const inputUsd = costUsd(facts.inputTokens, 0, facts.price);
+  const left = limitUsd - inputUsd;
+  const affordable = facts.price.output_usd_per_million === 0 ? facts.price.max_output_tokens : Math.floor((left * 1_000_000) / facts.price.output_usd_per_million);
+  const maxOutputTokens = Math.min(affordable, facts.price.max_output_tokens);
+  if (left <= 0 || maxOutputTokens < MIN_OUTPUT_TOKENS) {
+    return {
+      ok: false,
+      blocker,
+      detail: `${name} ($${limitUsd.toFixed(4)}) cannot pay for about ${facts.inputTokens} input tokens ($${inputUsd.toFixed(4)}) and ${MIN_OUTPUT_TOKENS} output tokens`,
+    };
+  }
+  return { ok: true, maxOutputTokens, limitUsd, worstCaseUsd: costUsd(facts.inputTokens, maxOutputTokens, facts.price) };
+}

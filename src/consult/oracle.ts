@@ -1,0 +1,333 @@
+import { spawn, spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import type { OracleRun, OracleSessionMeta } from './outcome.js';
+import type { Sandbox } from './sandbox.js';
+
+/**
+ * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
+ * Every call runs in its attempt's sandbox with an allow-listed environment, under its own kill
+ * timer, and, where bubblewrap is installed, with every path but the sandbox read-only and the
+ * ledger, the key folder and the real HOME hidden.
+ */
+
+export interface OracleRoute {
+  /** An OpenAI-compatible base URL (`--base-url`); a loopback one marks the receipt as offline. */
+  readonly baseUrl?: string;
+  /** Azure OpenAI (`--azure-endpoint`, `--azure-deployment`): Oracle's Responses API path. */
+  readonly azure?: { readonly endpoint: string; readonly deployment: string };
+}
+
+export interface OracleConfig {
+  /** The command to run; by default this package's pinned @steipete/oracle under the current node. */
+  readonly command?: readonly string[];
+  readonly route?: OracleRoute;
+  /** Extra Oracle arguments; anything that selects the browser, a remote, a follow-up or what the lane owns is refused. */
+  readonly extraArgs?: readonly string[];
+  /** `auto` uses bubblewrap when it is installed. */
+  readonly isolation?: 'auto' | 'bwrap' | 'none';
+  /** Paths hidden from Oracle entirely (the ledger, the key folder). */
+  readonly hide?: readonly string[];
+  /** Where provider keys are read from; the runner's environment by default. */
+  readonly env?: NodeJS.ProcessEnv;
+}
+
+export interface TransportRequest {
+  readonly sandbox: Sandbox;
+  readonly model: string;
+  readonly slug: string;
+  readonly prompt: string;
+  /** Pinned files, relative to the sandbox's work folder. */
+  readonly files: readonly string[];
+  readonly maxOutputTokens: number;
+  readonly runtimeSeconds: number;
+  readonly providerKeyEnv: string;
+}
+
+/** The port the runner uses; tests may put a fake executable behind OracleCli, never a fake in the lane itself. */
+export interface AaTransport {
+  readonly label: { readonly provider: string; readonly offline: boolean };
+  /** True when the OS enforces the sandbox (bubblewrap): everything but the sandbox is read-only. */
+  readonly isolated: boolean;
+  check(providerKeyEnv: string): void;
+  run(request: TransportRequest): Promise<OracleRun>;
+}
+
+/** Where credentials usually live in a home folder: hidden from Oracle under bubblewrap. */
+const CREDENTIALS = ['.ssh', '.oracle', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker'];
+
+const FORBIDDEN_ARGS = [
+  /^--browser/,
+  /^--remote/,
+  /^--followup/,
+  /^--(engine|mode|models?|slug|write-output|prompt|message|file|files|include|path|paths|exec-session|session|render|copy|chatgpt-url|youtube|generate-image|edit-image|output|aspect|gemini|copy-profile|base-url|azure|provider|wait|no-wait|status|preview|dry-run)(=|$|-)/,
+  /^-[empf]$/,
+];
+
+/** Refuses configuration that would leave the API engine or take over what the lane decides. */
+export function checkOracleArgs(args: readonly string[]): void {
+  for (const arg of args) {
+    if (FORBIDDEN_ARGS.some((pattern) => pattern.test(arg))) {
+      throw new CooError('ORACLE_CONFIG', `Oracle argument ${arg} is not allowed: the lane runs the API engine only, and owns model, prompt, files, output and session`);
+    }
+  }
+}
+
+/** Oracle reads `--file` values as globs, splits them on commas and treats `!` and `-` prefixes specially. */
+export function isOracleSafePath(path: string): boolean {
+  return !/[*?[\]{}(),!\\]/.test(path) && !path.startsWith('-') && !path.includes('\n');
+}
+
+function defaultCommand(): string[] {
+  const require = createRequire(import.meta.url);
+  const pkg = require.resolve('@steipete/oracle/package.json');
+  return [process.execPath, join(dirname(pkg), 'dist', 'bin', 'oracle-cli.js')];
+}
+
+function isLoopback(url: string): boolean {
+  try {
+    const host = new URL(url).hostname;
+    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
+  } catch {
+    return false;
+  }
+}
+
+let bwrapPath: string | null | undefined;
+function findBwrap(): string | null {
+  if (bwrapPath !== undefined) return bwrapPath;
+  const found = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' });
+  bwrapPath = found.status === 0 && found.stdout.trim() !== '' ? found.stdout.trim() : null;
+  return bwrapPath;
+}
+
+/** A bounded tail of a stream: untrusted subprocess output never grows without limit. */
+class Tail {
+  private chunks: Buffer[] = [];
+  private size = 0;
+
+  push(chunk: Buffer): void {
+    this.chunks.push(chunk);
+    this.size += chunk.length;
+    while (this.size > LIMITS.subprocessOutputBytes && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
+  }
+
+  text(max = 4000): string {
+    const all = Buffer.concat(this.chunks).toString('utf8');
+    return all.slice(-max);
+  }
+}
+
+function readJson(path: string, maxBytes: number): Record<string, unknown> | null {
+  try {
+    if (fs.statSync(path).size > maxBytes) return null;
+    const value = JSON.parse(fs.readFileSync(path, 'utf8')) as unknown;
+    return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : null;
+  } catch {
+    return null;
+  }
+}
+
+const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0);
+const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/** The fields of Oracle's session record the lane reads; everything else is ignored. */
+export function readSessionMeta(oracleHome: string, slug: string): OracleSessionMeta | null {
+  const raw = readJson(join(oracleHome, 'sessions', slug, 'meta.json'), 1024 * 1024);
+  if (raw === null) return null;
+  const usage = raw['usage'] as Record<string, unknown> | undefined;
+  const transport = raw['transport'] as Record<string, unknown> | undefined;
+  const error = raw['error'] as Record<string, unknown> | undefined;
+  const response = raw['response'] as Record<string, unknown> | undefined;
+  return {
+    status: str(raw['status']),
+    model: str(raw['model']),
+    usage:
+      usage === undefined
+        ? null
+        : { inputTokens: num(usage['inputTokens']), outputTokens: num(usage['outputTokens']), reasoningTokens: num(usage['reasoningTokens']), totalTokens: num(usage['totalTokens']), cost: typeof usage['cost'] === 'number' ? num(usage['cost']) : null },
+    errorMessage: str(raw['errorMessage']) ?? str(error?.['message']),
+    transportReason: str(transport?.['reason']),
+    errorCategory: str(error?.['category']),
+    incompleteReason: str(response?.['incompleteReason']),
+    responseId: str(response?.['responseId']),
+  };
+}
+
+export function readAnswer(path: string): Buffer | null {
+  try {
+    if (fs.statSync(path).size > LIMITS.artifactBytes) return fs.readFileSync(path).subarray(0, LIMITS.artifactBytes);
+    return fs.readFileSync(path);
+  } catch {
+    return null;
+  }
+}
+
+export function isAlive(pid: number): boolean {
+  try {
+    process.kill(pid, 0);
+    return true;
+  } catch (error) {
+    return (error as NodeJS.ErrnoException).code === 'EPERM';
+  }
+}
+
+export function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}
+
+export class OracleCli implements AaTransport {
+  readonly label: { provider: string; offline: boolean };
+  private readonly command: readonly string[];
+  private readonly isolation: 'bwrap' | 'none';
+
+  constructor(private readonly config: OracleConfig = {}) {
+    checkOracleArgs(config.extraArgs ?? []);
+    const route = config.route ?? {};
+    if (route.baseUrl !== undefined && route.azure !== undefined) throw new CooError('ORACLE_CONFIG', 'give a base URL or an Azure endpoint, not both');
+    const url = route.baseUrl ?? route.azure?.endpoint;
+    this.label = {
+      provider: route.azure !== undefined ? 'azure' : route.baseUrl !== undefined ? 'openai-compatible' : 'provider-default',
+      offline: url !== undefined && isLoopback(url),
+    };
+    this.command = config.command ?? defaultCommand();
+    const wanted = config.isolation ?? 'auto';
+    const bwrap = findBwrap();
+    if (wanted === 'bwrap' && bwrap === null) throw new CooError('ORACLE_CONFIG', 'isolation "bwrap" was asked for but bubblewrap is not installed (apt-get install bubblewrap)');
+    this.isolation = wanted === 'none' || bwrap === null ? 'none' : 'bwrap';
+  }
+
+  get isolated(): boolean {
+    return this.isolation === 'bwrap';
+  }
+
+  /** A consult needs its provider key; without it the lane fails closed before claiming anything. */
+  check(providerKeyEnv: string): void {
+    const value = (this.config.env ?? process.env)[providerKeyEnv];
+    if (value === undefined || value === '') throw new CooError('ORACLE_CONFIG', `${providerKeyEnv} is not set in the runner's environment`);
+  }
+
+  private environment(request: TransportRequest): NodeJS.ProcessEnv {
+    const source = this.config.env ?? process.env;
+    return {
+      PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
+      HOME: request.sandbox.home,
+      ORACLE_HOME_DIR: request.sandbox.oracleHome,
+      TMPDIR: request.sandbox.tmp,
+      LANG: 'C.UTF-8',
+      NO_COLOR: '1',
+      FORCE_COLOR: '0',
+      ORACLE_NOTIFY: '0',
+      ORACLE_NO_OSC_PROGRESS: '1',
+      [request.providerKeyEnv]: source[request.providerKeyEnv] ?? '',
+    };
+  }
+
+  private argv(request: TransportRequest): string[] {
+    const route = this.config.route ?? {};
+    for (const file of request.files) {
+      if (!isOracleSafePath(file)) throw new CooError('CONTEXT_INVALID', `${file}: Oracle would read this name as a pattern; rename it to pin it`);
+    }
+    return [
+      '--engine', 'api',
+      '--model', request.model,
+      '--wait',
+      '--no-notify',
+      '--heartbeat', '0',
+      '--search', 'off',
+      '--slug', request.slug,
+      '--force',
+      '--write-output', request.sandbox.answerPath,
+      '--max-output', String(request.maxOutputTokens),
+      '--timeout', String(request.runtimeSeconds),
+      ...(route.baseUrl === undefined ? [] : ['--base-url', route.baseUrl]),
+      ...(route.azure === undefined ? [] : ['--azure-endpoint', route.azure.endpoint, '--azure-deployment', route.azure.deployment]),
+      ...(this.config.extraArgs ?? []),
+      '-p', '-',
+      ...(request.files.length === 0 ? [] : ['--file', ...request.files]),
+    ];
+  }
+
+  private wrap(request: TransportRequest, argv: readonly string[]): string[] {
+    const command = [...this.command, ...argv];
+    if (this.isolation === 'none') return command;
+    const sandbox = resolve(request.sandbox.root);
+    const needed = [sandbox, ...this.command.map((part) => resolve(part))];
+    const hidden = [...(this.config.hide ?? []), ...CREDENTIALS.map((name) => join(homedir(), name))]
+      .map((path) => resolve(path))
+      .filter((path) => fs.existsSync(path) && !needed.some((keep) => keep === path || keep.startsWith(`${path}/`)));
+    return [
+      findBwrap()!,
+      '--ro-bind', '/', '/',
+      '--dev', '/dev',
+      '--proc', '/proc',
+      ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+      '--bind', sandbox, sandbox,
+      '--ro-bind', resolve(request.sandbox.work), resolve(request.sandbox.work),
+      '--new-session',
+      '--chdir', resolve(request.sandbox.work),
+      '--',
+      ...command,
+    ];
+  }
+
+  run(request: TransportRequest): Promise<OracleRun> {
+    const argv = this.wrap(request, this.argv(request));
+    const started = Date.now();
+    return new Promise((resolvePromise) => {
+      const stdout = new Tail();
+      const stderr = new Tail();
+      let killedByTimer = false;
+      let settled = false;
+      const child = spawn(argv[0]!, argv.slice(1), {
+        cwd: request.sandbox.work,
+        env: this.environment(request),
+        detached: true,
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
+      if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, `${child.pid}\n`);
+      const timer = setTimeout(() => {
+        killedByTimer = true;
+        if (child.pid !== undefined) killGroup(child.pid);
+      }, request.runtimeSeconds * 1000);
+      child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
+      child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
+      child.stdin.on('error', () => undefined);
+      child.stdin.end(request.prompt);
+      const finish = (exitCode: number | null, signal: string | null): void => {
+        if (settled) return;
+        settled = true;
+        clearTimeout(timer);
+        if (child.pid !== undefined) killGroup(child.pid);
+        resolvePromise({
+          exitCode,
+          signal,
+          killedByTimer,
+          elapsedMs: Date.now() - started,
+          sessionId: request.slug,
+          meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
+          answer: readAnswer(request.sandbox.answerPath),
+          stdoutTail: stdout.text(),
+          stderrTail: stderr.text(),
+        });
+      };
+      child.on('error', (error) => {
+        stderr.push(Buffer.from(`cannot start Oracle: ${error.message}`));
+        finish(null, null);
+      });
+      child.on('close', (code, signal) => finish(code, signal));
+    });
+  }
+}

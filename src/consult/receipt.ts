@@ -1,0 +1,101 @@
+import type { MessageRecord } from '../authority/state.js';
+import type { AaConsultMessage } from '../schema/message.js';
+import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import { attemptIdFor } from '../util/ids.js';
+import { isoSeconds } from '../util/time.js';
+import { costUsd, type ModelPrice } from './budget.js';
+import type { OracleSessionMeta } from './outcome.js';
+
+/** Building an aa_receipt.v0. Pure: the runner supplies the facts, this decides every field. */
+
+export interface ReceiptArtifact {
+  readonly path: string;
+  readonly sha256: string;
+}
+
+export interface ReceiptFacts {
+  readonly now: Date;
+  readonly message: AaConsultMessage;
+  readonly record: MessageRecord;
+  readonly attempt: number;
+  readonly status: ReceiptStatus;
+  readonly blockers: ReadonlyArray<{ code: BlockerCode; detail: string }>;
+  readonly nextAttemptAt: string | null;
+  readonly policyRef: string;
+  /** Present once a transport ran. */
+  readonly transport?: {
+    readonly sessionId: string;
+    readonly model: string;
+    readonly route: { provider: string; offline: boolean };
+    readonly meta: OracleSessionMeta | null;
+    readonly price: ModelPrice;
+    readonly estimatedInputTokens: number;
+    readonly answerBytes: number;
+    readonly bundleHash: string;
+  };
+  readonly output?: ReceiptArtifact;
+  readonly attachments?: readonly ReceiptArtifact[];
+  readonly validation: { readonly status: 'pass' | 'fail' | 'not_run'; readonly errors: readonly string[] };
+  readonly warnings: readonly string[];
+}
+
+/**
+ * Usage and cost: what Oracle's session record says when the provider reported usage; otherwise a
+ * deliberately high estimate (input as estimated before the call, output at about 3 bytes a token),
+ * marked unreported, so a silent gateway never makes a consult look free.
+ */
+export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean } {
+  const usage = transport.meta?.usage;
+  if (usage != null && usage.totalTokens > 0) {
+    const cost = usage.cost ?? costUsd(usage.inputTokens, usage.outputTokens + usage.reasoningTokens, transport.price);
+    return {
+      usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, reasoning_tokens: usage.reasoningTokens, total_tokens: usage.totalTokens, reported: true },
+      cost,
+      reported: true,
+    };
+  }
+  const output = Math.ceil(transport.answerBytes / 3);
+  return {
+    usage: { input_tokens: transport.estimatedInputTokens, output_tokens: output, reasoning_tokens: 0, total_tokens: transport.estimatedInputTokens + output, reported: false },
+    cost: transport.meta === null && transport.answerBytes === 0 ? 0 : costUsd(transport.estimatedInputTokens, output, transport.price),
+    reported: false,
+  };
+}
+
+export function buildReceipt(facts: ReceiptFacts): AaReceipt {
+  const { message, transport } = facts;
+  const accounted = transport === undefined ? null : accountUsage(transport);
+  const cost = accounted?.cost ?? 0;
+  const warnings = [...facts.warnings];
+  if (accounted !== null && !accounted.reported && cost > 0) warnings.push('usage_unreported');
+  if (cost > message.budget.max_cost_usd) warnings.push('budget_overrun');
+  return {
+    schema_version: 'aa_receipt.v0',
+    message_id: message.message_id,
+    attempt_id: attemptIdFor(message.message_id, facts.attempt),
+    attempt_number: facts.attempt,
+    target_actor: message.target_actor,
+    status: facts.status,
+    created_at: isoSeconds(facts.now),
+    blockers: facts.blockers.map((blocker) => ({ code: blocker.code, detail: blocker.detail.slice(0, 2000) })),
+    next_attempt_at: facts.nextAttemptAt,
+    authority_class: 'advisory_only',
+    transport: 'oracle',
+    transport_session_id: transport?.sessionId ?? null,
+    engine: 'api',
+    model: transport?.meta?.model ?? transport?.model ?? null,
+    route: transport?.route ?? null,
+    prompt_hash: message.payload_hash,
+    context_manifest_hash: message.context_pin.context_manifest_hash,
+    bundle_hash: transport?.bundleHash ?? null,
+    output_ref: facts.output?.path ?? null,
+    output_hash: facts.output?.sha256 ?? null,
+    output_validation: { schema_id: 'aa_answer.v0', status: facts.validation.status, errors: facts.validation.errors.map((error) => error.slice(0, 2000)).slice(0, 50) },
+    attachments: [...(facts.attachments ?? [])],
+    policy_decision_ref: facts.policyRef,
+    usage: accounted?.usage ?? null,
+    actual_cost_usd: Math.round(cost * 1e6) / 1e6,
+    budget_remaining_usd: Math.max(0, Math.round((message.budget.max_cost_usd - cost) * 1e6) / 1e6),
+    warnings: [...new Set(warnings)].slice(0, 20),
+  };
+}

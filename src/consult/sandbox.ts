@@ -1,0 +1,87 @@
+import * as fs from 'node:fs';
+import { dirname, join } from 'node:path';
+import type { PinnedFile } from './pins.js';
+
+/**
+ * One directory per attempt, at a path derived from the attempt id so that a restarted runner finds
+ * what a crashed one left: the pinned files (read-only), a clean HOME and ORACLE_HOME_DIR, the exact
+ * prompt, the attempt's canary, Oracle's pid and its answer.
+ */
+export interface Sandbox {
+  readonly root: string;
+  readonly work: string;
+  readonly home: string;
+  readonly oracleHome: string;
+  readonly tmp: string;
+  readonly answerPath: string;
+  readonly promptPath: string;
+  readonly attemptPath: string;
+  readonly pidPath: string;
+}
+
+export interface AttemptRecordFile {
+  readonly attempt_id: string;
+  readonly canary: string;
+  readonly slug: string;
+  readonly model: string;
+  readonly max_output_tokens: number;
+  readonly runtime_seconds: number;
+  readonly started_at: string;
+}
+
+export function sandboxFor(stateDir: string, attemptId: string): Sandbox {
+  const root = join(stateDir, 'sandboxes', attemptId);
+  return {
+    root,
+    work: join(root, 'work'),
+    home: join(root, 'home'),
+    oracleHome: join(root, 'oracle-home'),
+    tmp: join(root, 'tmp'),
+    answerPath: join(root, 'out', 'answer.md'),
+    promptPath: join(root, 'prompt.txt'),
+    attemptPath: join(root, 'attempt.json'),
+    pidPath: join(root, 'oracle.pid'),
+  };
+}
+
+function makeWritable(path: string): void {
+  if (!fs.existsSync(path)) return;
+  for (const entry of fs.readdirSync(path, { withFileTypes: true })) {
+    const full = join(path, entry.name);
+    if (entry.isDirectory()) {
+      fs.chmodSync(full, 0o755);
+      makeWritable(full);
+    }
+  }
+}
+
+export function removeSandbox(sandbox: Sandbox): void {
+  if (!fs.existsSync(sandbox.root)) return;
+  makeWritable(sandbox.root);
+  fs.rmSync(sandbox.root, { recursive: true, force: true });
+}
+
+/** A fresh sandbox: pinned files written read-only under work/, empty homes, the prompt and the attempt record. */
+export function createSandbox(sandbox: Sandbox, files: readonly PinnedFile[], prompt: string, attempt: AttemptRecordFile): void {
+  removeSandbox(sandbox);
+  for (const dir of [sandbox.work, sandbox.home, sandbox.oracleHome, sandbox.tmp, dirname(sandbox.answerPath)]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const dirs = new Set<string>();
+  for (const file of files) {
+    const full = join(sandbox.work, file.path);
+    fs.mkdirSync(dirname(full), { recursive: true });
+    fs.writeFileSync(full, file.bytes, { mode: 0o444 });
+    for (let dir = dirname(full); dir.startsWith(sandbox.work) && dir !== sandbox.work; dir = dirname(dir)) dirs.add(dir);
+  }
+  for (const dir of [...dirs].sort((a, b) => b.length - a.length)) fs.chmodSync(dir, 0o555);
+  fs.chmodSync(sandbox.work, 0o555);
+  fs.writeFileSync(sandbox.promptPath, prompt, { mode: 0o400 });
+  fs.writeFileSync(sandbox.attemptPath, `${JSON.stringify(attempt, null, 2)}\n`, { mode: 0o600 });
+}
+
+export function readAttemptFile(sandbox: Sandbox): AttemptRecordFile | null {
+  try {
+    return JSON.parse(fs.readFileSync(sandbox.attemptPath, 'utf8')) as AttemptRecordFile;
+  } catch {
+    return null;
+  }
+}

@@ -1,0 +1,411 @@
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { hostname } from 'node:os';
+import { CooError, isCooError } from '../errors.js';
+import { isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { judgeAnswer } from '../consult/answer.js';
+import { estimateInputTokens } from '../consult/budget.js';
+import { nextAttemptAt, nextWork, preflight, type Preflight } from '../consult/lane.js';
+import { readAnswer, readSessionMeta, isAlive, killGroup, type AaTransport } from '../consult/oracle.js';
+import { judgeRun, type OracleRun } from '../consult/outcome.js';
+import { checkPins, type PinnedFile } from '../consult/pins.js';
+import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
+import { buildReceipt, type ReceiptArtifact } from '../consult/receipt.js';
+import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from '../consult/sandbox.js';
+import { attemptArtifactPath, claimPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
+import type { Ledger, NewFile } from '../ledger/ledger.js';
+import { readDocument } from '../schema/documents.js';
+import type { AaConsultMessage } from '../schema/message.js';
+import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import { toYaml } from '../schema/strict-yaml.js';
+import { sha256Ref } from '../util/hash.js';
+import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
+import { addSeconds, isoSeconds } from '../util/time.js';
+
+export type RunnerEvent =
+  | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
+  | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
+  | { readonly type: 'receipt'; readonly messageId: string; readonly attempt: number; readonly status: ReceiptStatus; readonly blockers: readonly BlockerCode[]; readonly retryAt: string | null }
+  | { readonly type: 'skipped'; readonly messageId: string; readonly reason: string }
+  | { readonly type: 'heartbeat'; readonly seq: number }
+  | { readonly type: 'error'; readonly messageId: string | null; readonly code: string; readonly message: string };
+
+export interface RunnerOptions {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  /** The repository consults pin their context in. */
+  readonly repo: string;
+  /** Where attempt sandboxes live; keep it across restarts so a crashed attempt can be harvested. */
+  readonly stateDir: string;
+  readonly transport: AaTransport;
+  readonly runnerId?: string;
+  readonly clock?: () => Date;
+  readonly onEvent?: (event: RunnerEvent) => void;
+  /** Keep sandboxes after a receipt (for inspection); removed by default. */
+  readonly keepSandboxes?: boolean;
+}
+
+export interface RunSummary {
+  readonly receipts: number;
+  readonly waiting: readonly string[];
+}
+
+/** `host-pPID`: a runner id that says where to check whether its owner is still alive. */
+export function defaultRunnerId(): string {
+  const host = hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 60) || 'host';
+  return `${host}-p${process.pid}`;
+}
+
+function ownerAlive(runnerId: string): boolean {
+  const match = /^(.*)-p(\d+)$/.exec(runnerId);
+  if (match === null) return false;
+  if (match[1] !== hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 60)) return true;
+  return Number(match[2]) !== process.pid && isAlive(Number(match[2]));
+}
+
+/**
+ * The COO-controlled runner: picks queued consults from the committed ledger, decides with the
+ * lane's pure rules, claims each attempt in the ledger before anything is paid for, runs the AA
+ * transport, and commits a receipt signed with the COO key for every outcome.
+ */
+export class Runner {
+  readonly runnerId: string;
+  private readonly clock: () => Date;
+
+  constructor(private readonly options: RunnerOptions) {
+    this.runnerId = options.runnerId ?? defaultRunnerId();
+    this.clock = options.clock ?? (() => new Date());
+  }
+
+  private emit(event: RunnerEvent): void {
+    this.options.onEvent?.(event);
+  }
+
+  /** Handles every consult that is ready now, until none is; returns what was written and what waits. */
+  async runOnce(): Promise<RunSummary> {
+    let receipts = 0;
+    const skipped = new Set<string>();
+    for (;;) {
+      const state = await this.options.ledger.state();
+      const now = this.clock();
+      const ready = [...state.messages.values()]
+        .filter((record) => record.intent === 'aa_consult' && !isTerminal(record) && !skipped.has(record.id))
+        .map((record) => ({ record, work: nextWork(record, now) }))
+        .filter(({ work }) => work.kind === 'attempt' || work.kind === 'recover')
+        .sort((a, b) => a.record.seq - b.record.seq);
+      const item = ready[0];
+      if (item === undefined) {
+        const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
+        return { receipts, waiting: waiting.sort() };
+      }
+      try {
+        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.attempt(state, item.record);
+        if (wrote) receipts += 1;
+        else skipped.add(item.record.id);
+      } catch (error) {
+        skipped.add(item.record.id);
+        this.emit({ type: 'error', messageId: item.record.id, code: isCooError(error) ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) });
+      }
+    }
+  }
+
+  /** Appends a signed heartbeat naming the sequence of its own commit. */
+  async heartbeat(): Promise<number> {
+    const now = this.clock();
+    const policy = (await this.options.ledger.state()).policy?.doc;
+    if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
+    const result = await this.options.ledger.append({
+      files: (state) => {
+        const seq = state.seq + 1;
+        const doc = { schema_version: 'heartbeat.v0', runner_id: this.runnerId, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, policy.heartbeat.ttl_seconds)) };
+        return [{ path: heartbeatPath(doc.created_at, seq), bytes: Buffer.from(toYaml(doc)) }];
+      },
+      key: this.options.key,
+      now,
+      summary: `heartbeat from ${this.runnerId}`,
+    });
+    const seq = 'seq' in result ? result.seq : 0;
+    this.emit({ type: 'heartbeat', seq });
+    return seq;
+  }
+
+  private async readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
+    const path = envelopePath(record.folder);
+    const bytes = await this.options.ledger.readFile(path);
+    if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
+    const message = readDocument('coo_message.v0', bytes, path);
+    if (message.intent !== 'aa_consult') throw new CooError('INTERNAL', `${record.id} is not a consult`);
+    return message;
+  }
+
+  private async commit(files: NewFile[], summary: string, now: Date): Promise<void> {
+    await this.options.ledger.append({ files, key: this.options.key, now, summary });
+  }
+
+  private claimFile(message: AaConsultMessage, record: MessageRecord, attempt: number, now: Date): NewFile {
+    const doc = {
+      schema_version: 'claim.v0',
+      message_id: message.message_id,
+      attempt_id: attemptIdFor(message.message_id, attempt),
+      attempt_number: attempt,
+      runner_id: this.runnerId,
+      transport_session_id: sessionSlugFor(message.message_id, attempt),
+      claimed_at: isoSeconds(now),
+    };
+    return { path: claimPath(record.folder, attempt), bytes: Buffer.from(toYaml(doc)) };
+  }
+
+  /** One new attempt: pre-flight, pins, claim, transport, receipt. Returns false when another runner has it. */
+  private async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const ledger = this.options.ledger;
+    const attempt = record.attempts.length + 1;
+    const now = this.clock();
+    const message = await this.readEnvelope(record);
+    const policy = state.policy!;
+    const registry = state.registry!.doc;
+    const prompt = await ledger.readFile(message.payload_ref);
+    const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
+    const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    const decision = preflight({
+      now,
+      message,
+      killSwitch: state.killSwitch?.doc ?? null,
+      registry,
+      policy: policy.doc,
+      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
+      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
+      inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
+    });
+    const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
+    if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
+    // Context pins (review correction 6): the prompt and manifest still hash as enqueued, and every
+    // pinned file still hashes as pinned at the pinned commit. Anything else fails closed, unpaid.
+    if (prompt === null || sha256Ref(prompt) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
+    if (manifest === null || sha256Ref(manifest) !== message.context_pin.context_manifest_hash) {
+      return stopHere('failed', 'stale_context', `${message.context_pin.context_manifest_ref} does not hash to context_manifest_hash`);
+    }
+    const pins = await checkPins(this.options.repo, message.context_pin.repo_commit_sha, message.context_pin.files);
+    if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    try {
+      this.options.transport.check(decision.providerKeyEnv);
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      return stopHere('failed', 'config_error', error.message);
+    }
+    try {
+      await this.commit([this.claimFile(message, record, attempt, now)], `claim ${message.message_id} attempt ${attempt}`, now);
+    } catch (error) {
+      if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
+        this.emit({ type: 'skipped', messageId: message.message_id, reason: `attempt ${attempt} was claimed by another runner` });
+        return false;
+      }
+      throw error;
+    }
+    this.emit({ type: 'claimed', messageId: message.message_id, attempt });
+    const sandbox = sandboxFor(this.options.stateDir, attemptIdFor(message.message_id, attempt));
+    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: pins.files.map((file) => file.path) });
+    const slug = sessionSlugFor(message.message_id, attempt);
+    createSandbox(sandbox, pins.files, bundle, {
+      attempt_id: attemptIdFor(message.message_id, attempt),
+      canary,
+      slug,
+      model: decision.model,
+      max_output_tokens: decision.maxOutputTokens,
+      runtime_seconds: decision.runtimeSeconds,
+      started_at: now.toISOString(),
+    });
+    this.emit({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
+    const run = await this.options.transport.run({
+      sandbox,
+      model: decision.model,
+      slug,
+      prompt: bundle,
+      files: pins.files.map((file) => file.path),
+      maxOutputTokens: decision.maxOutputTokens,
+      runtimeSeconds: decision.runtimeSeconds,
+      providerKeyEnv: decision.providerKeyEnv,
+    });
+    await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files);
+    return true;
+  }
+
+  /** A pre-flight outcome: claim and receipt in one commit, nothing paid for. */
+  private async stop(state: LedgerState, record: MessageRecord, message: AaConsultMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
+    const retryAt = status === 'succeeded' ? null : nextAttemptAt({ now, blocker, record, message, policy: state.policy!.doc });
+    const receipt = buildReceipt({
+      now,
+      message,
+      record,
+      attempt,
+      status,
+      blockers: [{ code: blocker, detail }],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      validation: { status: 'not_run', errors: [] },
+      warnings: [],
+    });
+    try {
+      await this.commit(
+        [this.claimFile(message, record, attempt, now), { path: receiptPath(record.folder, attempt), bytes: Buffer.from(toYaml(receipt)) }],
+        `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`,
+        now,
+      );
+    } catch (error) {
+      if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
+        this.emit({ type: 'skipped', messageId: message.message_id, reason: `attempt ${attempt} was taken by another runner` });
+        return false;
+      }
+      throw error;
+    }
+    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status, blockers: [blocker], retryAt });
+    return true;
+  }
+
+  /** Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record. */
+  private async finish(
+    message: AaConsultMessage,
+    record: MessageRecord,
+    attempt: number,
+    sandbox: Sandbox,
+    run: OracleRun,
+    decision: Extract<Preflight, { kind: 'run' }>,
+    canary: string,
+    bundle: string,
+    files: readonly PinnedFile[],
+  ): Promise<void> {
+    const now = this.clock();
+    const state = await this.options.ledger.state();
+    const latest = state.messages.get(record.id) ?? record;
+    const steering = files.flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
+    const verdict = judgeRun(run);
+    let status: ReceiptStatus = 'succeeded';
+    let blocker: { code: BlockerCode; detail: string } | null = null;
+    let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
+    if (!verdict.ok) {
+      status = verdict.status;
+      blocker = { code: verdict.blocker, detail: verdict.detail };
+    } else {
+      const judged = judgeAnswer({ text: run.answer!.toString('utf8'), canary, steering });
+      validation = { status: judged.status, errors: [...judged.errors] };
+      if (judged.status === 'fail') {
+        status = 'failed';
+        blocker = { code: judged.blocker, detail: judged.errors.join('; ') };
+      }
+    }
+    const files_: NewFile[] = [];
+    const attachments: ReceiptArtifact[] = [];
+    const add = (name: string, bytes: Buffer): ReceiptArtifact => {
+      const path = attemptArtifactPath(record.folder, attempt, name);
+      files_.push({ path, bytes });
+      return { path, sha256: sha256Ref(bytes) };
+    };
+    const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
+    const bundleBytes = Buffer.from(bundle, 'utf8');
+    attachments.push(add('prompt-sent.md', bundleBytes));
+    const metaBytes = this.sessionRecord(sandbox, run.sessionId);
+    if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
+    const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
+    const warnings: string[] = [];
+    if (steering.length > 0) warnings.push('context_injection_suspected');
+    if (!this.options.transport.isolated) warnings.push('sandbox_unenforced');
+    const receipt = buildReceipt({
+      now,
+      message,
+      record: latest,
+      attempt,
+      status,
+      blockers: blocker === null ? [] : [blocker],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      transport: {
+        sessionId: run.sessionId ?? sessionSlugFor(message.message_id, attempt),
+        model: decision.model,
+        route: this.options.transport.label,
+        meta: run.meta,
+        price: decision.price,
+        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
+        answerBytes: run.answer?.length ?? 0,
+        bundleHash: sha256Ref(bundleBytes),
+      },
+      ...(output === undefined ? {} : { output }),
+      attachments,
+      validation,
+      warnings,
+    });
+    files_.push({ path: receiptPath(record.folder, attempt), bytes: Buffer.from(toYaml(receipt)) });
+    await this.commit(files_, `receipt ${message.message_id} attempt ${attempt}: ${status}${blocker === null ? '' : ` (${blocker.code})`}`, now);
+    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status, blockers: blocker === null ? [] : [blocker.code], retryAt });
+    if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
+  }
+
+  /** Oracle's session record for the receipt's attachments, bounded. */
+  private sessionRecord(sandbox: Sandbox, slug: string | null): Buffer | null {
+    if (slug === null) return null;
+    try {
+      const bytes = fs.readFileSync(`${sandbox.oracleHome}/sessions/${slug}/meta.json`);
+      return bytes.length > 256 * 1024 ? null : bytes;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * An attempt claimed but never receipted: a runner crashed, or another runner holds it. If its
+   * owner is alive elsewhere, leave it. Otherwise wait out an Oracle that is still running, harvest
+   * a session that completed (the answer was paid for once; it is not bought again), or record the
+   * attempt as interrupted, with a new attempt when the policy allows.
+   */
+  private async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const last = record.attempts[record.attempts.length - 1]!;
+    const claim = last.claim!;
+    if (claim.runner !== this.runnerId && ownerAlive(claim.runner)) {
+      this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
+      return false;
+    }
+    const message = await this.readEnvelope(record);
+    const sandbox = sandboxFor(this.options.stateDir, last.attemptId);
+    const attemptFile = readAttemptFile(sandbox);
+    const pid = Number(fs.existsSync(sandbox.pidPath) ? fs.readFileSync(sandbox.pidPath, 'utf8').trim() : NaN);
+    if (attemptFile !== null && Number.isInteger(pid) && isAlive(pid)) {
+      const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
+      while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      if (isAlive(pid)) killGroup(pid);
+    }
+    const meta = attemptFile === null ? null : readSessionMeta(sandbox.oracleHome, attemptFile.slug);
+    const answer = readAnswer(sandbox.answerPath);
+    if (attemptFile !== null && meta?.status === 'completed' && answer !== null) {
+      const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
+      const pins = await checkPins(this.options.repo, message.context_pin.repo_commit_sha, message.context_pin.files);
+      const policy = state.policy!.doc;
+      const model = attemptFile.model;
+      const price = policy.models[model];
+      if (pins.ok && price !== undefined) {
+        const run: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 0, sessionId: attemptFile.slug, meta, answer, stdoutTail: '', stderrTail: '' };
+        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0 };
+        await this.finish(message, record, last.number, sandbox, run, decision, attemptFile.canary, prompt, pins.files);
+        return true;
+      }
+    }
+    const now = this.clock();
+    const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
+    const receipt = buildReceipt({
+      now,
+      message,
+      record,
+      attempt: last.number,
+      status: 'failed',
+      blockers: [{ code: 'interrupted', detail: `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}` }],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      validation: { status: 'not_run', errors: [] },
+      warnings: [],
+    });
+    await this.commit([{ path: receiptPath(record.folder, last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
+    this.emit({ type: 'receipt', messageId: message.message_id, attempt: last.number, status: 'failed', blockers: ['interrupted'], retryAt });
+    removeSandbox(sandbox);
+    return true;
+  }
+}
+
