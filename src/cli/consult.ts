@@ -30,6 +30,7 @@ export function consultVerb(program: Command): void {
     .option('--idempotency-key <key>', 'the same key with the same request returns the message already there')
     .option('--correlation <id>', 'correlation id (corr_...) shared by related messages')
     .option('--parent <message-id>', 'the message this one follows from')
+    .option('--max-hops <n>', 'how many hops a chain from this message may take (default: the policy limit)')
     .addOption(jsonOption())
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
@@ -45,11 +46,13 @@ export function consultVerb(program: Command): void {
       if (ttl === null || ttl === 0) throw new CooError('USAGE', `--ttl takes a duration such as 30m or 2h, got ${JSON.stringify(ttlText)}`);
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
+      const maxHops = positiveNumber(opts['maxHops'] as string | undefined, '--max-hops');
       const optional = {
         ...(opts['rev'] === undefined ? {} : { rev: opts['rev'] as string }),
         ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
         ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: Math.round(maxRuntime) }),
         ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
+        ...(maxHops === undefined ? {} : { maxHops: Math.round(maxHops) }),
         ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),

@@ -30,6 +30,8 @@ export interface ConsultRequest {
   readonly idempotencyKey?: string;
   readonly correlationId?: string;
   readonly parentMessageId?: string;
+  /** How many hops a chain from this message may take (at most the policy's). */
+  readonly maxHops?: number;
 }
 
 export interface ConsultEnqueued extends EnvelopeAppendResult {
@@ -96,7 +98,7 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
       parent_message_id: parent?.id ?? null,
       causality_chain: chain,
       hop_count: chain.length,
-      max_hops: policy.limits.max_hops,
+      max_hops: request.maxHops ?? policy.limits.max_hops,
       expires_at: isoSeconds(expires),
       deadline_at: isoSeconds(addSeconds(expires, runtime)),
       principal: holder.actor,

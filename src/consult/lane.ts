@@ -16,6 +16,8 @@ import { planBudget, type ModelPrice } from './budget.js';
 export interface PreflightFacts {
   readonly now: Date;
   readonly message: AaConsultMessage;
+  /** 1 for the first attempt: only it is bound by expires_at; every attempt is bound by deadline_at. */
+  readonly attempt: number;
   readonly killSwitch: KillSwitch | null;
   readonly registry: ActorRegistry;
   readonly policy: ActorPolicy;
@@ -42,7 +44,8 @@ const stop = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Pref
 export function preflight(facts: PreflightFacts): Preflight {
   const { now, message, policy, registry } = facts;
   if (facts.killSwitch?.state === 'on') return stop('blocked', 'kill_switch', `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}`);
-  if (now.getTime() >= Date.parse(message.expires_at)) return stop('blocked', 'expired', `expired at ${message.expires_at}`);
+  // expires_at bounds when a consult may first start; deadline_at bounds every attempt, retries included.
+  if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return stop('blocked', 'expired', `not started before it expired at ${message.expires_at}`);
   if (now.getTime() >= Date.parse(message.deadline_at)) return stop('blocked', 'deadline_passed', `deadline ${message.deadline_at} has passed`);
   if (message.hop_count >= message.max_hops) return stop('blocked', 'hop_limit', `hop ${message.hop_count} of at most ${message.max_hops}`);
   try {
@@ -91,7 +94,7 @@ export function nextAttemptAt(facts: RetryFacts): string | null {
   if (tries >= limit) return null;
   const delay = Math.min(policy.retries.backoff_base_seconds * 2 ** (tries - 1), policy.retries.backoff_max_seconds);
   const at = new Date(facts.now.getTime() + delay * 1000);
-  if (at.getTime() >= Date.parse(facts.message.deadline_at) || at.getTime() >= Date.parse(facts.message.expires_at)) return null;
+  if (at.getTime() >= Date.parse(facts.message.deadline_at)) return null;
   return at.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 

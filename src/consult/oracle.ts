@@ -36,11 +36,11 @@ export interface OracleConfig {
   readonly env?: NodeJS.ProcessEnv;
 }
 
+/** One attempt for the transport; the prompt is the sandbox's prompt file. */
 export interface TransportRequest {
   readonly sandbox: Sandbox;
   readonly model: string;
   readonly slug: string;
-  readonly prompt: string;
   /** Pinned files, relative to the sandbox's work folder. */
   readonly files: readonly string[];
   readonly maxOutputTokens: number;
@@ -105,20 +105,21 @@ function findBwrap(): string | null {
   return bwrapPath;
 }
 
-/** A bounded tail of a stream: untrusted subprocess output never grows without limit. */
-class Tail {
-  private chunks: Buffer[] = [];
-  private size = 0;
-
-  push(chunk: Buffer): void {
-    this.chunks.push(chunk);
-    this.size += chunk.length;
-    while (this.size > LIMITS.subprocessOutputBytes && this.chunks.length > 1) this.size -= this.chunks.shift()!.length;
-  }
-
-  text(max = 4000): string {
-    const all = Buffer.concat(this.chunks).toString('utf8');
-    return all.slice(-max);
+/** The last bytes of a file: untrusted subprocess output is never read whole. */
+function tailOf(path: string, max = 4000): string {
+  try {
+    const fd = fs.openSync(path, 'r');
+    try {
+      const size = fs.fstatSync(fd).size;
+      const length = Math.min(size, max);
+      const buffer = Buffer.alloc(length);
+      fs.readSync(fd, buffer, 0, length, size - length);
+      return buffer.toString('utf8');
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch {
+    return '';
   }
 }
 
@@ -264,7 +265,8 @@ export class OracleCli implements AaTransport {
     const command = [...this.command, ...argv];
     if (this.isolation === 'none') return command;
     const sandbox = resolve(request.sandbox.root);
-    const needed = [sandbox, ...this.command.map((part) => resolve(part))];
+    // Keep visible what Oracle needs to run: the sandbox and the executable files of the command.
+    const needed = [sandbox, ...this.command.map((part) => resolve(part)).filter((part) => fs.existsSync(part) && fs.statSync(part).isFile())];
     const hidden = [...(this.config.hide ?? []), ...CREDENTIALS.map((name) => join(homedir(), name))]
       .map((path) => resolve(path))
       .filter((path) => fs.existsSync(path) && !needed.some((keep) => keep === path || keep.startsWith(`${path}/`)));
@@ -276,37 +278,37 @@ export class OracleCli implements AaTransport {
       ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
       '--bind', sandbox, sandbox,
       '--ro-bind', resolve(request.sandbox.work), resolve(request.sandbox.work),
-      '--new-session',
       '--chdir', resolve(request.sandbox.work),
       '--',
       ...command,
     ];
   }
 
+  /**
+   * Runs one attempt. Standard input is the prompt file and output goes to files in the sandbox,
+   * not pipes: if the runner dies, Oracle finishes the answer that is being paid for, and the next
+   * runner harvests it instead of buying it again.
+   */
   run(request: TransportRequest): Promise<OracleRun> {
     const argv = this.wrap(request, this.argv(request));
     const started = Date.now();
+    const stdoutPath = `${request.sandbox.root}/oracle.stdout`;
+    const stderrPath = `${request.sandbox.root}/oracle.stderr`;
+    const stdio: [number, number, number] = [fs.openSync(request.sandbox.promptPath, 'r'), fs.openSync(stdoutPath, 'w', 0o600), fs.openSync(stderrPath, 'w', 0o600)];
     return new Promise((resolvePromise) => {
-      const stdout = new Tail();
-      const stderr = new Tail();
       let killedByTimer = false;
       let settled = false;
-      const child = spawn(argv[0]!, argv.slice(1), {
-        cwd: request.sandbox.work,
-        env: this.environment(request),
-        detached: true,
-        stdio: ['pipe', 'pipe', 'pipe'],
-      });
+      // detached: its own session and process group, with no controlling terminal. Oracle stays in
+      // that group (no --new-session), so killing the group ends every process of the attempt, and
+      // it outlives a crashed runner (no --die-with-parent), so its answer can still be harvested.
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: request.sandbox.work, env: this.environment(request), detached: true, stdio });
+      for (const fd of stdio) fs.closeSync(fd);
       if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, `${child.pid}\n`);
       const timer = setTimeout(() => {
         killedByTimer = true;
         if (child.pid !== undefined) killGroup(child.pid);
       }, request.runtimeSeconds * 1000);
-      child.stdout.on('data', (chunk: Buffer) => stdout.push(chunk));
-      child.stderr.on('data', (chunk: Buffer) => stderr.push(chunk));
-      child.stdin.on('error', () => undefined);
-      child.stdin.end(request.prompt);
-      const finish = (exitCode: number | null, signal: string | null): void => {
+      const finish = (exitCode: number | null, signal: string | null, startError?: string): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
@@ -319,15 +321,12 @@ export class OracleCli implements AaTransport {
           sessionId: request.slug,
           meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
           answer: readAnswer(request.sandbox.answerPath),
-          stdoutTail: stdout.text(),
-          stderrTail: stderr.text(),
+          stdoutTail: tailOf(stdoutPath),
+          stderrTail: startError ?? tailOf(stderrPath),
         });
       };
-      child.on('error', (error) => {
-        stderr.push(Buffer.from(`cannot start Oracle: ${error.message}`));
-        finish(null, null);
-      });
-      child.on('close', (code, signal) => finish(code, signal));
+      child.on('error', (error) => finish(null, null, `cannot start Oracle: ${error.message}`));
+      child.on('exit', (code, signal) => finish(code, signal));
     });
   }
 }

@@ -170,6 +170,7 @@ export class Runner {
     const decision = preflight({
       now,
       message,
+      attempt,
       killSwitch: state.killSwitch?.doc ?? null,
       registry,
       policy: policy.doc,
@@ -221,7 +222,6 @@ export class Runner {
       sandbox,
       model: decision.model,
       slug,
-      prompt: bundle,
       files: pins.files.map((file) => file.path),
       maxOutputTokens: decision.maxOutputTokens,
       runtimeSeconds: decision.runtimeSeconds,

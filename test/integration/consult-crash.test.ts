@@ -1,0 +1,109 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { COO, coo } from '../helpers/cli.js';
+import { makeWorld, receiptsOf, blockersOf, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+let count = 0;
+let world: World | null = null;
+async function fresh(options: Parameters<typeof makeWorld>[1] = {}): Promise<World> {
+  count += 1;
+  world = await makeWorld(join(dir, `w${count}`), options);
+  return world;
+}
+afterEach(async () => {
+  await world?.close();
+  world = null;
+});
+
+function runnerProcess(w: World, keyFile: string): ChildProcess {
+  return spawn(
+    process.execPath,
+    [COO, 'watch', '--once', '--json', '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, 'state'), '--oracle-base-url', `${w.server.url}/v1`],
+    { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+}
+
+function exited(child: ChildProcess): Promise<number | null> {
+  return new Promise((resolve) => {
+    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
+    else child.once('exit', (code) => resolve(code));
+  });
+}
+
+async function until(condition: () => boolean, what: string): Promise<void> {
+  for (let i = 0; i < 600; i += 1) {
+    if (condition()) return;
+    await new Promise((resolve) => setTimeout(resolve, 25));
+  }
+  throw new Error(`timed out waiting for ${what}`);
+}
+
+async function keyFileFor(w: World): Promise<string> {
+  const { writeFileSync } = await import('node:fs');
+  const path = join(w.dir, 'coo.key');
+  writeFileSync(path, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+  return path;
+}
+
+describe('crash safety', () => {
+  it('harvests a completed Oracle session after the runner is killed mid-consult, without paying twice', async () => {
+    const w = await fresh({ modes: ['slow'] });
+    const { messageId } = await w.consult();
+    const keyFile = await keyFileFor(w);
+    const first = runnerProcess(w, keyFile);
+    await until(() => w.server.requests.length === 1, 'the model request');
+    first.kill('SIGKILL');
+    await exited(first);
+    const state = await w.ledger.state();
+    expect(state.messages.get(messageId)!.attempts[0]!.receipt).toBeNull();
+    const second = runnerProcess(w, keyFile);
+    expect(await exited(second)).toBe(0);
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    expect(w.server.requests).toHaveLength(1);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  });
+
+  it('records an interrupted attempt when the runner and its Oracle both died, and runs a new attempt', async () => {
+    const w = await fresh({ modes: ['hang', 'ok'] });
+    const { messageId } = await w.consult();
+    const keyFile = await keyFileFor(w);
+    const first = runnerProcess(w, keyFile);
+    await until(() => w.server.requests.length === 1, 'the model request');
+    first.kill('SIGKILL');
+    await exited(first);
+    const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
+    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8'));
+    process.kill(-pid, 'SIGKILL');
+    const second = runnerProcess(w, keyFile);
+    expect(await exited(second)).toBe(0);
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+    expect(blockersOf(receipts[0]!)).toEqual(['interrupted']);
+    expect(new Set(w.server.requests.map((request) => request.canary)).size).toBe(2);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  });
+});
+
+describe('two runners on one ledger', () => {
+  it('never consult twice for one message', async () => {
+    const w = await fresh();
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i += 1) ids.push((await w.consult({ idempotencyKey: `pair-${i}` })).messageId);
+    const keyFile = await keyFileFor(w);
+    const runners = [runnerProcess(w, keyFile), runnerProcess(w, keyFile)];
+    expect(await Promise.all(runners.map(exited))).toEqual([0, 0]);
+    for (const id of ids) {
+      const receipts = await receiptsOf(w, id);
+      expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    }
+    expect(w.server.requests).toHaveLength(5);
+    expect(new Set(w.server.requests.map((request) => request.canary)).size).toBe(5);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  });
+});

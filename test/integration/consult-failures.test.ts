@@ -1,0 +1,237 @@
+import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { laneStateOf } from '../../src/authority/state.js';
+import { claimPath, receiptPath } from '../../src/ledger/layout.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { codeOfAsync } from '../helpers/codes.js';
+import { coo } from '../helpers/cli.js';
+import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+let count = 0;
+let world: World | null = null;
+async function fresh(options: Parameters<typeof makeWorld>[1] = {}): Promise<World> {
+  count += 1;
+  world = await makeWorld(join(dir, `w${count}`), options);
+  return world;
+}
+afterEach(async () => {
+  await world?.close();
+  world = null;
+});
+
+/** Live processes whose command line mentions `text` (Oracle runs with its sandbox paths in argv). */
+function processesMentioning(text: string): number[] {
+  return readdirSync('/proc')
+    .filter((name) => /^\d+$/.test(name))
+    .filter((name) => {
+      try {
+        return readFileSync(`/proc/${name}/cmdline`, 'utf8').includes(text);
+      } catch {
+        return false;
+      }
+    })
+    .map(Number);
+}
+
+async function lane(w: World, id: string): Promise<string> {
+  return laneStateOf((await w.ledger.state()).messages.get(id)!);
+}
+
+describe('when the advisory agent is unavailable', () => {
+  const unavailable: Array<[string, 'quota' | 'auth' | 'server-error', string]> = [
+    ['quota exhaustion', 'quota', 'aa_unavailable:quota'],
+    ['an auth error', 'auth', 'aa_unavailable:auth'],
+  ];
+  for (const [name, mode, code] of unavailable) {
+    it(`writes a failed receipt with ${code} on ${name}, does not retry, and the COO sees aa_unavailable`, async () => {
+      const w = await fresh({ modes: [mode] });
+      const { messageId } = await w.consult();
+      await w.runner().runOnce();
+      const receipts = await receiptsOf(w, messageId);
+      expect(receipts).toHaveLength(1);
+      expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null });
+      expect(blockersOf(receipts[0]!)).toEqual([code]);
+      expect(await lane(w, messageId)).toBe('aa_unavailable');
+    });
+  }
+
+  it('retries a rate limit with backoff up to the policy limit, each attempt its own claim and receipt', async () => {
+    const w = await fresh({ modes: ['rate-limit'] });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['attempt_number'])).toEqual([1, 2, 3]);
+    expect(receipts.map(blockersOf)).toEqual([['aa_unavailable:rate_limited'], ['aa_unavailable:rate_limited'], ['aa_unavailable:rate_limited']]);
+    expect(receipts.map((receipt) => receipt['next_attempt_at'] === null)).toEqual([false, false, true]);
+    expect(new Set(w.server.requests.map((request) => request.canary)).size).toBe(3);
+    expect(await lane(w, messageId)).toBe('aa_unavailable');
+  });
+
+  it('recovers after a transient server error: the next attempt succeeds', async () => {
+    const w = await fresh({ modes: ['server-error', 'ok'] });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+    expect(blockersOf(receipts[0]!)).toEqual(['aa_unavailable:transport']);
+    expect(await lane(w, messageId)).toBe('succeeded');
+  });
+
+  it('fails a non-zero exit and an exit 0 whose session says error, never reading exit codes as success', async () => {
+    const w = await fresh();
+    const a = await w.consult({ idempotencyKey: 'a' });
+    await w.runner({ transport: w.fakeOracle('exit-nonzero') }).runOnce();
+    const b = await w.consult({ idempotencyKey: 'b' });
+    await w.runner({ transport: w.fakeOracle('status-error-exit0') }).runOnce();
+    expect((await receiptsOf(w, a.messageId)).every((receipt) => receipt['status'] === 'failed')).toBe(true);
+    expect(blockersOf((await receiptsOf(w, a.messageId))[0]!)).toEqual(['aa_unavailable:unknown']);
+    expect(blockersOf((await receiptsOf(w, b.messageId))[0]!)).toEqual(['aa_unavailable:transport']);
+  });
+
+  it('writes a failed output_missing receipt when Oracle exits 0 without an answer file', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    await w.runner({ transport: w.fakeOracle('no-output') }).runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.length).toBeGreaterThanOrEqual(1);
+    expect(receipts.every((receipt) => receipt['status'] === 'failed' && receipt['output_ref'] === null)).toBe(true);
+    expect(blockersOf(receipts[0]!)).toEqual(['output_missing']);
+    expect(await lane(w, messageId)).toBe('failed');
+  });
+
+  it('kills Oracle\'s whole process group when the runtime budget runs out, with a budget_runtime_breach receipt', async () => {
+    const w = await fresh({ modes: ['hang'] });
+    const { messageId } = await w.consult({ maxRuntimeSeconds: 3 });
+    await w.runner({ keepSandboxes: true }).runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts[0]).toMatchObject({ status: 'timed_out', next_attempt_at: null });
+    expect(blockersOf(receipts[0]!)).toEqual(['budget_runtime_breach']);
+    const sandboxes = readdirSync(join(w.dir, 'state', 'sandboxes'));
+    const root = join(w.dir, 'state', 'sandboxes', sandboxes[0]!);
+    const pid = Number(readFileSync(join(root, 'oracle.pid'), 'utf8'));
+    expect(() => process.kill(pid, 0)).toThrow();
+    expect(processesMentioning(root)).toEqual([]);
+  });
+});
+
+describe('judging answers', () => {
+  it('fails malformed answers output validation, retries them a bounded number of times, then ends failed', async () => {
+    const w = await fresh({ modes: ['malformed'] });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts).toHaveLength(2);
+    for (const receipt of receipts) {
+      expect(receipt['status']).toBe('failed');
+      expect(blockersOf(receipt)).toEqual(['output_invalid']);
+      expect(receipt['output_validation']).toMatchObject({ schema_id: 'aa_answer.v0', status: 'fail', errors: ['no aa_answer block'] });
+    }
+    expect(receipts[1]!['next_attempt_at']).toBeNull();
+  });
+
+  it('does not let a model that obeys injected context produce a succeeded receipt carrying the instruction as advice', async () => {
+    const w = await fresh({ modes: ['obey-injection'] });
+    const { messageId } = await w.consult({ patterns: ['docs/notes.md', 'src/add.ts'], question: 'Summarise the notes.' });
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null });
+    expect(blockersOf(receipts[0]!)).toEqual(['output_injection']);
+    expect(receipts[0]!['warnings']).toContain('context_injection_suspected');
+    expect((receipts[0]!['output_validation'] as { errors: string[] }).errors.join(' ')).toMatch(/addresses an actor|pipes a download/);
+    // The template drew the boundary and carried the canary to the model.
+    const prompt = w.server.requests[0]!.prompt;
+    expect(prompt).toContain('UNTRUSTED DATA');
+    expect(prompt).toContain(w.server.requests[0]!.canary!);
+  });
+
+  it('bounds an enormous answer and never crashes on it', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    await w.runner({ transport: w.fakeOracle('enormous') }).runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(blockersOf(receipts[0]!)).toEqual(['output_invalid']);
+    const answer = await w.ledger.readFile(receipts[0]!['output_ref'] as string);
+    expect(answer!.length).toBeLessThanOrEqual(4 * 1024 * 1024);
+  });
+});
+
+describe('the sandbox', () => {
+  it('leaves the target repository and the ledger unchanged when a hostile transport tries to write to them, and gives it only an allow-listed environment', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const repoHead = git(['rev-parse', 'HEAD'], { cwd: w.target });
+    const addBefore = readFileSync(join(w.target, 'src', 'add.ts'), 'utf8');
+    const ledgerHeadBefore = w.ledger.head();
+    const previous = { GITHUB_TOKEN: process.env['GITHUB_TOKEN'], SSH_AUTH_SOCK: process.env['SSH_AUTH_SOCK'], COO_KEY: process.env['COO_KEY'] };
+    process.env['GITHUB_TOKEN'] = 'ghp_must_not_leak';
+    process.env['SSH_AUTH_SOCK'] = '/tmp/agent.sock';
+    process.env['COO_KEY'] = '/keys/coo.key';
+    try {
+      const hostile = w.fakeOracle('hostile', ['--fake-target', w.target, '--fake-ledger', w.gitdir]);
+      expect(hostile.isolated).toBe(true);
+      await w.runner({ transport: hostile, keepSandboxes: true }).runOnce();
+    } finally {
+      for (const [name, value] of Object.entries(previous)) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
+    const sandboxes = readdirSync(join(w.dir, 'state', 'sandboxes'));
+    const observed = JSON.parse(readFileSync(join(w.dir, 'state', 'sandboxes', sandboxes[0]!, 'home', 'observed.json'), 'utf8')) as { env: Record<string, string>; cwd: string; writes: Record<string, string> };
+    expect(observed.writes).toEqual({ target_file: 'EROFS', target_git: 'EROFS', ledger_ref: 'ENOENT', pinned_copy: 'EROFS' });
+    // PWD is set by bubblewrap's --chdir; nothing else is inherited.
+    expect(Object.keys(observed.env).sort()).toEqual(['FORCE_COLOR', 'HOME', 'LANG', 'NO_COLOR', 'OPENAI_API_KEY', 'ORACLE_HOME_DIR', 'ORACLE_NOTIFY', 'ORACLE_NO_OSC_PROGRESS', 'PATH', 'PWD', 'TMPDIR'].sort());
+    expect(observed.env['HOME']).toContain(join('state', 'sandboxes'));
+    expect(observed.cwd).toContain(join('state', 'sandboxes'));
+    expect(git(['rev-parse', 'HEAD'], { cwd: w.target })).toBe(repoHead);
+    expect(readFileSync(join(w.target, 'src', 'add.ts'), 'utf8')).toBe(addBefore);
+    expect(git(['status', '--porcelain'], { cwd: w.target })).toBe('');
+    expect(git(['--git-dir', w.gitdir, 'fsck', '--strict'])).toBe('');
+    expect((await receiptsOf(w, messageId))[0]!['status']).toBe('succeeded');
+    expect(w.ledger.head()).not.toBe(ledgerHeadBefore);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  });
+});
+
+describe('who may write receipts', () => {
+  it('rejects a receipt or a claim written by anything but the COO-controlled runner', async () => {
+    const w = await fresh();
+    const { messageId, envelope } = await w.consult();
+    const folder = envelope.payload_ref.replace(/\/prompt\.md$/, '');
+    const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: `aa_attempt_${messageId.slice(4)}_1`, attempt_number: 1, runner_id: 'rogue', transport_session_id: 'rogue-session', claimed_at: envelope.created_at };
+    const receipt = { ...(await import('../helpers/forged.js')).forgedReceipt(envelope) };
+    const files = [
+      { path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) },
+      { path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) },
+    ];
+    expect(await codeOfAsync(() => w.ledger.append({ files, key: w.actors.codex, summary: 'forged', now: new Date() }))).toBe('NOT_ACTIVE_COO');
+    expect(await codeOfAsync(() => w.ledger.append({ files, key: w.actors.ceo, summary: 'forged', now: new Date() }))).toBe('NOT_ACTIVE_COO');
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts).toHaveLength(0);
+  });
+});
+
+describe('the Oracle configuration', () => {
+  const cases: Array<[string, string[]]> = [
+    ['the browser engine', ['--engine', 'browser']],
+    ['a --browser flag', ['--oracle-arg', '--browser']],
+    ['a --browser-* flag', ['--oracle-arg', '--browser-manual-login']],
+    ['a --remote-* flag', ['--oracle-arg', '--remote-host=example:9473']],
+    ['--followup', ['--oracle-arg', '--followup=sess']],
+    ['a second model list', ['--oracle-arg', '--models=gpt-5.5,gpt-5.4']],
+  ];
+  for (const [name, args] of cases) {
+    it(`refuses ${name} as a config error before anything runs`, () => {
+      const result = coo(['watch', '--ledger', '/nonexistent.git', '--key', '/nonexistent.key', '--repo', '/tmp', '--once', ...args]);
+      expect(result.status).toBe(2);
+      expect(result.stderr).toMatch(/^coo: ORACLE_CONFIG: /);
+    });
+  }
+
+  it('has no transport state left behind by a refused configuration', () => {
+    expect(existsSync('/nonexistent.git')).toBe(false);
+  });
+});

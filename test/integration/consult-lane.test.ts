@@ -1,0 +1,225 @@
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { laneStateOf } from '../../src/authority/state.js';
+import { appendEnvelope } from '../../src/ledger/append-envelope.js';
+import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { sha256Ref } from '../../src/util/hash.js';
+import { newMessageId } from '../../src/util/ids.js';
+import { codeOfAsync } from '../helpers/codes.js';
+import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+let count = 0;
+let world: World | null = null;
+async function fresh(options: Parameters<typeof makeWorld>[1] = {}): Promise<World> {
+  count += 1;
+  world = await makeWorld(join(dir, `w${count}`), options);
+  return world;
+}
+afterEach(async () => {
+  await world?.close();
+  world = null;
+});
+
+describe('the consult lane', () => {
+  it('given a valid envelope targeting aa.chatgpt, invokes Oracle, stores the answer at a deterministic path and commits a COO-signed aa_receipt.v0', async () => {
+    const w = await fresh();
+    const { messageId, envelope } = await w.consult();
+    expect(envelope.context_pin.repo_commit_sha).toBe(git(['rev-parse', 'HEAD'], { cwd: w.target }).trim());
+    expect(envelope.context_pin.files.map((file) => file.path)).toEqual(['README.md', 'src/add.ts']);
+    const summary = await w.runner().runOnce();
+    expect(summary.receipts).toBe(1);
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'succeeded', authority_class: 'advisory_only', engine: 'api', transport: 'oracle', model: 'gpt-5.5', route: { offline: true } });
+    const folder = `messages/${envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${messageId}`;
+    expect(receipt!['output_ref']).toBe(`${folder}/artifacts/001/answer.md`);
+    const answer = (await w.ledger.readFile(`${folder}/artifacts/001/answer.md`))!;
+    expect(receipt!['output_hash']).toBe(sha256Ref(answer));
+    expect(receipt!['prompt_hash']).toBe(envelope.payload_hash);
+    expect(receipt!['context_manifest_hash']).toBe(envelope.context_pin.context_manifest_hash);
+    expect((receipt!['usage'] as { reported: boolean }).reported).toBe(true);
+    expect(receipt!['actual_cost_usd']).toBeGreaterThan(0);
+    expect(w.server.requests).toHaveLength(1);
+    expect(w.server.requests[0]!.prompt).toContain('export function add(a: number, b: number)');
+    const log = git(['--git-dir', w.gitdir, 'log', '-1', '--format=%s']);
+    expect(log).toContain(`receipt ${messageId} attempt 1: succeeded`);
+    expect(laneStateOf((await w.ledger.state()).messages.get(messageId)!)).toBe('succeeded');
+  });
+
+  it('sends the pinned bytes, not the working tree, when a file changes after pinning', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult({ patterns: ['src/add.ts'] });
+    git(['-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-q', '--allow-empty', '-m', 'move on'], { cwd: w.target });
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(w.target, 'src', 'add.ts'), 'export const add = () => 42; // changed after pinning\n');
+    await w.runner().runOnce();
+    expect((await receiptsOf(w, messageId))[0]!['status']).toBe('succeeded');
+    expect(w.server.requests[0]!.prompt).toContain('return a + b;');
+    expect(w.server.requests[0]!.prompt).not.toContain('changed after pinning');
+  });
+
+  it('fails closed with stale_context, without calling Oracle, when the pinned commit is gone', async () => {
+    const w = await fresh();
+    const { writeFileSync } = await import('node:fs');
+    writeFileSync(join(w.target, 'src', 'extra.ts'), 'export const x = 1;\n');
+    git(['add', '-A'], { cwd: w.target });
+    git(['-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-q', '-m', 'to be dropped'], { cwd: w.target });
+    const { messageId } = await w.consult({ patterns: ['src/extra.ts'] });
+    git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: w.target });
+    git(['reflog', 'expire', '--expire=now', '--all'], { cwd: w.target });
+    git(['gc', '-q', '--prune=now'], { cwd: w.target });
+    await w.runner().runOnce();
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'failed', next_attempt_at: null });
+    expect(blockersOf(receipt!)).toEqual(['stale_context']);
+    expect(w.server.requests).toHaveLength(0);
+    expect(laneStateOf((await w.ledger.state()).messages.get(messageId)!)).toBe('stale_context');
+  });
+
+  it('fails closed with stale_context when a pinned file does not match its hash', async () => {
+    const w = await fresh();
+    const { envelope } = await w.consult({ idempotencyKey: 'template' });
+    const wrong = `sha256:${'0'.repeat(64)}`;
+    const id = newMessageId(Date.now());
+    const folder = `messages/${envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${id}`;
+    const manifest = Buffer.from(toYaml({ schema_version: 'context_manifest.v0', repo_commit_sha: envelope.context_pin.repo_commit_sha, files: [{ path: 'src/add.ts', sha256: wrong, bytes: 10 }] }));
+    const prompt = Buffer.from('Is add() correct?\n');
+    const forged = {
+      ...envelope,
+      message_id: id,
+      idempotency_key: 'mismatch',
+      payload_ref: `${folder}/prompt.md`,
+      payload_hash: sha256Ref(prompt),
+      context_pin: { repo_commit_sha: envelope.context_pin.repo_commit_sha, context_manifest_ref: `${folder}/context-manifest.yaml`, context_manifest_hash: sha256Ref(manifest), files: [{ path: 'src/add.ts', sha256: wrong }] },
+    };
+    await appendEnvelope(w.ledger, Buffer.from(toYaml(forged)), new Map([['prompt.md', prompt], ['context-manifest.yaml', manifest]]), w.actors.coo, new Date());
+    await w.runner().runOnce();
+    const [receipt] = await receiptsOf(w, id);
+    expect(blockersOf(receipt!)).toEqual(['stale_context']);
+    expect(String((receipt!['blockers'] as Array<{ detail: string }>)[0]!.detail)).toContain('src/add.ts');
+    expect(w.server.requests.filter((request) => request.prompt.includes('Is add() correct?\n'))).toHaveLength(0);
+  });
+
+  it('blocks an expired consult, a consult past its deadline, and one at its hop limit, without calling Oracle', async () => {
+    const w = await fresh();
+    const expired = await w.consult({ ttlSeconds: 1, idempotencyKey: 'expired' });
+    const parent = await w.consult({ idempotencyKey: 'parent' });
+    const child = await w.consult({ parentMessageId: parent.messageId, maxHops: 1, idempotencyKey: 'child' });
+    expect(child.envelope.hop_count).toBe(1);
+    const later = new Date(Date.now() + 5_000);
+    await w.runner({ clock: () => later }).runOnce();
+    expect(blockersOf((await receiptsOf(w, expired.messageId))[0]!)).toEqual(['expired']);
+    expect(blockersOf((await receiptsOf(w, child.messageId))[0]!)).toEqual(['hop_limit']);
+    expect((await receiptsOf(w, child.messageId))[0]!['status']).toBe('blocked');
+    expect((await receiptsOf(w, parent.messageId))[0]!['status']).toBe('succeeded');
+    expect(w.server.requests).toHaveLength(1);
+
+    const late = await w.consult({ ttlSeconds: 1, maxRuntimeSeconds: 1, idempotencyKey: 'late' });
+    const afterDeadline = new Date(Date.parse(late.envelope.deadline_at) + 1000);
+    w.server.setModes(['rate-limit']);
+    await w.runner({ clock: () => afterDeadline }).runOnce();
+    expect(blockersOf((await receiptsOf(w, late.messageId))[0]!)).toEqual(['expired']);
+  });
+
+  it('returns the same message for a duplicate idempotency key, also when a second envelope was committed by stock git, and never invokes Oracle twice', async () => {
+    const w = await fresh();
+    const first = await w.consult({ idempotencyKey: 'review-once' });
+    const again = await w.consult({ idempotencyKey: 'review-once' });
+    expect(again).toMatchObject({ messageId: first.messageId, existing: true, commit: null });
+    // A second envelope with the same key and request, under a new message id, as a hand commit would make it.
+    const id = newMessageId(Date.now() + 1);
+    const folder = `messages/${first.envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${id}`;
+    const prompt = (await w.ledger.readFile(first.envelope.payload_ref))!;
+    const manifest = (await w.ledger.readFile(first.envelope.context_pin.context_manifest_ref))!;
+    const copy = { ...first.envelope, message_id: id, payload_ref: `${folder}/prompt.md`, context_pin: { ...first.envelope.context_pin, context_manifest_ref: `${folder}/context-manifest.yaml` } };
+    await w.ledger.append({
+      files: [
+        { path: `${folder}/envelope.yaml`, bytes: Buffer.from(toYaml(copy)) },
+        { path: `${folder}/prompt.md`, bytes: prompt },
+        { path: `${folder}/context-manifest.yaml`, bytes: manifest },
+      ],
+      key: w.actors.coo,
+      summary: 'hand-made duplicate',
+      now: new Date(),
+    });
+    await w.runner().runOnce();
+    await w.runner().runOnce();
+    const state = await w.ledger.state();
+    expect(state.messages.get(id)!.duplicateOf).toBe(first.messageId);
+    expect(laneStateOf(state.messages.get(id)!)).toBe('duplicate');
+    expect(state.messages.get(id)!.attempts).toHaveLength(0);
+    expect(await receiptsOf(w, first.messageId)).toHaveLength(1);
+    expect(w.server.requests).toHaveLength(1);
+    expect(await codeOfAsync(() => w.consult({ idempotencyKey: 'review-once', question: 'another question' }))).toBe('IDEMPOTENCY_CONFLICT');
+  });
+
+  it('blocks a consult whose estimate cannot fit max_cost, and passes Oracle a --max-output that fits', async () => {
+    const w = await fresh();
+    const tiny = await w.consult({ maxCostUsd: 0.0001, idempotencyKey: 'tiny' });
+    const fits = await w.consult({ maxCostUsd: 0.05, idempotencyKey: 'fits' });
+    await w.runner().runOnce();
+    const blocked = (await receiptsOf(w, tiny.messageId))[0]!;
+    expect(blocked['status']).toBe('blocked');
+    expect(blockersOf(blocked)).toEqual(['budget_preflight']);
+    expect(w.server.requests).toHaveLength(1);
+    // $0.05 at $30 per million output tokens, after the input estimate: well under the model cap of 32000.
+    const maxTokens = w.server.requests[0]!.maxTokens!;
+    expect(maxTokens).toBeGreaterThanOrEqual(512);
+    expect(maxTokens).toBeLessThan((0.05 * 1_000_000) / 30);
+    expect((await receiptsOf(w, fits.messageId))[0]!['status']).toBe('succeeded');
+  });
+
+  it("blocks when the correlation's remaining budget or the daily cap cannot pay", async () => {
+    const w = await fresh({ policy: (p) => ({ ...p, budgets: { ...p.budgets, max_cost_usd_per_correlation: 0.028, daily_cost_cap_usd: 50 } }) });
+    const first = await w.consult({ correlationId: 'corr_shared', idempotencyKey: 'one' });
+    await w.runner().runOnce();
+    const spent = (await receiptsOf(w, first.messageId))[0]!['actual_cost_usd'] as number;
+    expect(spent).toBeGreaterThan(0.003);
+    const second = await w.consult({ correlationId: 'corr_shared', idempotencyKey: 'two' });
+    expect(second.envelope.budget.correlation_budget_remaining_usd).toBeCloseTo(0.028 - spent, 6);
+    await w.runner().runOnce();
+    expect(blockersOf((await receiptsOf(w, second.messageId))[0]!)).toEqual(['correlation_budget_exhausted']);
+
+    const state = await w.ledger.state();
+    const policy = state.policy!.doc;
+    await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, budgets: { ...policy.budgets, max_cost_usd_per_correlation: 20, daily_cost_cap_usd: spent } } }, w.actors.ceo, new Date());
+    const third = await w.consult({ idempotencyKey: 'three' });
+    await w.runner().runOnce();
+    expect(blockersOf((await receiptsOf(w, third.messageId))[0]!)).toEqual(['daily_cap_reached']);
+    expect(w.server.requests).toHaveLength(1);
+  });
+
+  it('blocks queued consults while the kill switch is on, and consults again once it is off', async () => {
+    const w = await fresh();
+    await appendKillSwitch(w.ledger, 'on', 'runaway spend review', 'ceo', w.actors.ceo, new Date());
+    const held = await w.consult({ idempotencyKey: 'held' });
+    await w.runner().runOnce();
+    const receipt = (await receiptsOf(w, held.messageId))[0]!;
+    expect(receipt['status']).toBe('blocked');
+    expect(blockersOf(receipt)).toEqual(['kill_switch']);
+    expect(w.server.requests).toHaveLength(0);
+    await appendKillSwitch(w.ledger, 'off', 'review done', 'ceo', w.actors.ceo, new Date());
+    const after = await w.consult({ idempotencyKey: 'after' });
+    await w.runner().runOnce();
+    expect((await receiptsOf(w, after.messageId))[0]!['status']).toBe('succeeded');
+    expect(w.server.requests).toHaveLength(1);
+  });
+
+  it('keeps aa.gemini and aa.claude in the registry, mapped to Oracle models, and lets the policy decide', async () => {
+    const w = await fresh();
+    const registry = (await w.ledger.state()).registry!.doc;
+    expect(registry.actors.find((actor) => actor.id === 'aa.gemini')?.transport?.model).toBe('gemini-3.1-pro');
+    expect(registry.actors.find((actor) => actor.id === 'aa.claude')?.transport?.model).toBe('claude-4.6-sonnet');
+    expect(await codeOfAsync(() => w.consult({ target: 'aa.gemini' }))).toBe('POLICY_EDGE_NOT_ALLOWED');
+    const policy = (await w.ledger.state()).policy!.doc;
+    await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, edges: [...policy.edges, { from: 'coo.*', to: 'aa.gemini', intents: ['aa_consult'], requires: ['budget_check'] }] } }, w.actors.ceo, new Date());
+    const allowed = await w.consult({ target: 'aa.gemini', idempotencyKey: 'gemini' });
+    await w.runner().runOnce();
+    // The runner holds no GEMINI_API_KEY: a config error before any claim is paid for.
+    const receipt = (await receiptsOf(w, allowed.messageId))[0]!;
+    expect(blockersOf(receipt)).toEqual(['config_error']);
+    expect(String((receipt['blockers'] as Array<{ detail: string }>)[0]!.detail)).toContain('GEMINI_API_KEY');
+  });
+});
