@@ -30,7 +30,7 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
       return;
     }
     running = true;
-    let summary: RunSummary | null = null;
+    let summary: RunSummary | undefined;
     try {
       do {
         again = false;

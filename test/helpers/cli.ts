@@ -1,4 +1,4 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 
 export const COO = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js');
@@ -22,4 +22,16 @@ export function coo(args: readonly string[], options: { cwd?: string; env?: Node
 
 export function json<T = Record<string, unknown>>(result: CliResult): T {
   return JSON.parse(result.stdout) as T;
+}
+
+/** Runs the CLI without blocking this process: needed when the CLI talks to a server living in the test process. */
+export function cooAsync(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
+  return new Promise((resolve) => {
+    const child = spawn(process.execPath, [COO, ...args], { cwd: options.cwd, env: { ...process.env, COO_LEDGER: '', COO_KEY: '', ...options.env } });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    child.on('close', (status) => resolve({ status, stdout, stderr }));
+  });
 }

@@ -8,7 +8,7 @@ import { git, tempDir } from '../helpers/tmp.js';
 const dir = tempDir();
 const keys = join(dir, 'keys');
 const ledger = join(dir, 'ledger.git');
-const VERBS = ['keygen', 'init', 'trust', 'append', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'hook'];
+const VERBS = ['keygen', 'init', 'trust', 'append', 'consult', 'watch', 'kill-switch', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'demo', 'hook'];
 
 beforeAll(() => {
   for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);

@@ -1,0 +1,130 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { coo, cooAsync, json } from '../helpers/cli.js';
+import { TARGET_FILES } from '../helpers/lane.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+const keys = join(dir, 'keys');
+const ledger = join(dir, 'ledger.git');
+const target = join(dir, 'target');
+let server: FakeModelServer;
+
+beforeAll(async () => {
+  server = await startFakeModelServer();
+  for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+  expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+  const { mkdirSync, writeFileSync } = await import('node:fs');
+  for (const [path, content] of Object.entries(TARGET_FILES)) {
+    mkdirSync(join(target, path, '..'), { recursive: true });
+    writeFileSync(join(target, path), content);
+  }
+  git(['init', '-q', '-b', 'main'], { cwd: target });
+  git(['add', '-A'], { cwd: target });
+  git(['commit', '-q', '-m', 'first'], { cwd: target });
+});
+afterAll(async () => {
+  await server.close();
+});
+
+const env = { COO_LEDGER: ledger, COO_KEY: join(keys, 'coo.hermes.key'), OPENAI_API_KEY: 'sk-cli-test' };
+const watchOnce = (): ReturnType<typeof cooAsync> =>
+  cooAsync(['watch', '--once', '--repo', target, '--state-dir', join(dir, 'state'), '--oracle-base-url', `${server.url}/v1`], { env });
+
+describe('the lane from the command line', () => {
+  let messageId = '';
+
+  it('enqueues a consult and prints its id, or the whole envelope with --json', () => {
+    const result = coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'Review add().', '--max-cost', '0.5', '--ttl', '30m', '--idempotency-key', 'cli-1', '--json'], { env });
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const printed = json<{ message_id: string; envelope: { context_pin: { files: Array<{ path: string }> }; budget: { max_cost_usd: number } } }>(result);
+    messageId = printed.message_id;
+    expect(printed.envelope.context_pin.files.map((file) => file.path)).toEqual(['src/add.ts']);
+    expect(printed.envelope.budget.max_cost_usd).toBe(0.5);
+    const again = coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'Review add().', '--max-cost', '0.5', '--idempotency-key', 'cli-1'], { env });
+    expect(again.stdout).toContain(`${messageId} (already queued`);
+  });
+
+  it('refuses bad consult input with coded errors', () => {
+    const cases: Array<[string[], number, RegExp]> = [
+      [['--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**'], 2, /exactly one of --prompt or --prompt-file/],
+      [['--to', 'aa.chatgpt', '--repo', target, '--file', '../etc/passwd', '--prompt', 'x'], 3, /CONTEXT_INVALID: .*escapes the repository/],
+      [['--to', 'aa.chatgpt', '--repo', target, '--file', 'nothing/**', '--prompt', 'x'], 3, /CONTEXT_INVALID: .*matches nothing/],
+      [['--to', 'aa.chatgpt', '--repo', target, '--rev', 'no-such-rev', '--file', 'src/**', '--prompt', 'x'], 3, /CONTEXT_INVALID/],
+      [['--to', 'aa.gemini', '--repo', target, '--file', 'src/**', '--prompt', 'x'], 3, /POLICY_EDGE_NOT_ALLOWED/],
+      [['--to', 'ea.codex', '--repo', target, '--file', 'src/**', '--prompt', 'x'], 3, /POLICY_EDGE_NOT_ALLOWED|POLICY_INTENT_NOT_ALLOWED/],
+      [['--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'x', '--ttl', 'soon'], 2, /--ttl takes a duration/],
+    ];
+    for (const [args, status, stderr] of cases) {
+      const result = coo(['consult', ...args], { env });
+      expect(result.status, args.join(' ')).toBe(status);
+      expect(result.stderr).toMatch(stderr);
+    }
+  });
+
+  it('runs the queued consult with coo watch --once and shows a succeeded message', async () => {
+    const result = await watchOnce();
+    expect(result.status).toBe(0);
+    expect(result.stderr).toContain(`receipt ${messageId} attempt 1: succeeded`);
+    const shown = json<{ lane_state: string; attempts: Array<{ receipt: { document: { status: string } } }> }>(coo(['show', messageId, '--json'], { env }));
+    expect(shown.lane_state).toBe('succeeded');
+    expect(shown.attempts[0]!.receipt.document.status).toBe('succeeded');
+  });
+
+  it('holds consults with the kill switch and releases them', async () => {
+    expect(coo(['kill-switch', 'on', '--reason', 'spend review'], { env }).status).toBe(0);
+    const queued = json<{ message_id: string }>(coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'README.md', '--prompt', 'Anything?', '--json'], { env }));
+    expect((await watchOnce()).stderr).toContain(`receipt ${queued.message_id} attempt 1: blocked (kill_switch)`);
+    expect(coo(['kill-switch', 'off', '--reason', 'done'], { env }).status).toBe(0);
+    expect(coo(['kill-switch', 'maybe', '--reason', 'x'], { env }).status).toBe(2);
+    expect(coo(['verify'], { env }).status).toBe(0);
+  });
+});
+
+describe('coo watch', () => {
+  it('wakes when a new envelope is committed, writes its receipt and heartbeats, and stops cleanly on SIGTERM', async () => {
+    const { spawn } = await import('node:child_process');
+    const { COO } = await import('../helpers/cli.js');
+    const child = spawn(process.execPath, [COO, 'watch', '--json', '--heartbeat', '--repo', target, '--state-dir', join(dir, 'state'), '--oracle-base-url', `${server.url}/v1`], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
+    const events: Array<{ type: string; messageId?: string; status?: string }> = [];
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const lines = buffered.split('\n');
+      buffered = lines.pop() ?? '';
+      for (const line of lines) if (line.trim() !== '') events.push(JSON.parse(line) as { type: string });
+    });
+    const until = async (check: () => boolean): Promise<void> => {
+      for (let i = 0; i < 800 && !check(); i += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+      expect(check()).toBe(true);
+    };
+    await until(() => events.some((event) => event.type === 'heartbeat'));
+    const queued = json<{ message_id: string }>(await cooAsync(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'README.md', '--prompt', 'Watch me.', '--json'], { env }));
+    await until(() => events.some((event) => event.type === 'receipt' && event.messageId === queued.message_id));
+    expect(events.find((event) => event.type === 'receipt' && event.messageId === queued.message_id)?.status).toBe('succeeded');
+    child.kill('SIGTERM');
+    const code = await new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
+    expect(code).toBe(0);
+    expect(coo(['verify'], { env }).status).toBe(0);
+  });
+});
+
+describe('coo demo', () => {
+  it('runs the whole lane offline and leaves a ledger that verifies', () => {
+    const demoDir = join(dir, 'demo');
+    const result = coo(['demo', '--dir', demoDir]);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    expect(result.stdout).toContain(': succeeded');
+    expect(result.stdout).toContain('blocker output_injection');
+    expect(result.stdout).toMatch(/coo verify: ok/);
+    expect(coo(['verify', '--ledger', join(demoDir, 'ledger.git')]).status).toBe(0);
+    expect(coo(['demo', '--dir', demoDir]).status).toBe(0);
+    expect(coo(['demo', '--dir', target]).status).toBe(2);
+  });
+});

@@ -1,0 +1,100 @@
+import { describe, expect, it } from 'vitest';
+import type { MessageRecord } from '../../../src/authority/state.js';
+import { nextAttemptAt, nextWork, preflight, type PreflightFacts } from '../../../src/consult/lane.js';
+import { judgeRun, type OracleRun } from '../../../src/consult/outcome.js';
+import { defaultPolicy, defaultRegistry } from '../../../src/ledger/init.js';
+import type { AaConsultMessage } from '../../../src/schema/message.js';
+
+const now = new Date('2026-11-30T08:00:00Z');
+const message = {
+  message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8485',
+  source_actor: 'coo.hermes',
+  target_actor: 'aa.chatgpt',
+  intent: 'aa_consult',
+  hop_count: 0,
+  max_hops: 3,
+  expires_at: '2026-11-30T09:00:00Z',
+  deadline_at: '2026-11-30T09:10:00Z',
+  budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
+} as unknown as AaConsultMessage;
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000 };
+const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
+const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
+
+describe('pre-flight', () => {
+  it('runs a consult that fits, with the model, key and runtime the registry and budget allow', () => {
+    expect(preflight(facts)).toMatchObject({ kind: 'run', model: 'gpt-5.5', providerKeyEnv: 'OPENAI_API_KEY', runtimeSeconds: 300 });
+  });
+
+  it.each([
+    ['the kill switch', { killSwitch: { schema_version: 'kill_switch.v0', version: 1, state: 'on', reason: 'stop', set_by: 'ceo', created_at: '' } }, 'blocked', 'kill_switch'],
+    ['expiry, for a first attempt', { now: new Date('2026-11-30T09:00:00Z') }, 'blocked', 'expired'],
+    ['the deadline, for a retry', { now: new Date('2026-11-30T09:10:00Z'), attempt: 2 }, 'blocked', 'deadline_passed'],
+    ['the hop limit', { message: { ...message, hop_count: 3 } }, 'blocked', 'hop_limit'],
+    ['a policy without the edge', { policy: { ...defaultPolicy(), edges: [] } }, 'blocked', 'policy_denied'],
+    ['a model without a price', { policy: { ...defaultPolicy(), models: {} } }, 'failed', 'config_error'],
+    ['a spent correlation', { spentOnCorrelationUsd: 20 }, 'blocked', 'correlation_budget_exhausted'],
+    ['a spent day', { spentTodayUsd: 50 }, 'blocked', 'daily_cap_reached'],
+  ])('stops on %s', (_name, change, status, blocker) => {
+    expect(preflight({ ...facts, ...(change as Partial<PreflightFacts>) })).toMatchObject({ kind: 'stop', status, blocker });
+  });
+
+  it('lets a retry start after expires_at while the deadline holds', () => {
+    expect(preflight({ ...facts, now: new Date('2026-11-30T09:05:00Z'), attempt: 2 })).toMatchObject({ kind: 'run', runtimeSeconds: 300 });
+  });
+
+  it('never lets a runtime outlast the deadline', () => {
+    expect(preflight({ ...facts, now: new Date('2026-11-30T09:08:00Z'), attempt: 2 })).toMatchObject({ kind: 'run', runtimeSeconds: 120 });
+  });
+});
+
+describe('retries', () => {
+  const policy = { ...defaultPolicy(), retries: { transient_max_attempts: 3, malformed_output_max_attempts: 2, backoff_base_seconds: 2, backoff_max_seconds: 5 } };
+  it('backs off exponentially up to the cap for transient failures, within the limit', () => {
+    expect(nextAttemptAt({ now, blocker: 'aa_unavailable:rate_limited', record: record([]), message, policy })).toBe('2026-11-30T08:00:02Z');
+    expect(nextAttemptAt({ now, blocker: 'aa_unavailable:transport', record: record([failedAttempt(1, 'aa_unavailable:rate_limited', 'x')]), message, policy })).toBe('2026-11-30T08:00:04Z');
+    expect(nextAttemptAt({ now, blocker: 'interrupted', record: record([failedAttempt(1, 'aa_unavailable:rate_limited', 'x'), failedAttempt(2, 'aa_unavailable:timeout', 'x')]), message, policy })).toBeNull();
+  });
+
+  it('retries malformed output within its own limit and never retries what cannot change', () => {
+    expect(nextAttemptAt({ now, blocker: 'output_invalid', record: record([]), message, policy })).not.toBeNull();
+    expect(nextAttemptAt({ now, blocker: 'output_invalid', record: record([failedAttempt(1, 'output_invalid', 'x')]), message, policy })).toBeNull();
+    for (const blocker of ['aa_unavailable:quota', 'aa_unavailable:auth', 'output_injection', 'budget_runtime_breach', 'stale_context', 'kill_switch'] as const) {
+      expect(nextAttemptAt({ now, blocker, record: record([]), message, policy })).toBeNull();
+    }
+  });
+
+  it('does not schedule a retry past the deadline', () => {
+    expect(nextAttemptAt({ now: new Date('2026-11-30T09:09:59Z'), blocker: 'aa_unavailable:rate_limited', record: record([]), message, policy })).toBeNull();
+  });
+});
+
+describe('what the runner does next', () => {
+  it('starts, recovers, waits or stops', () => {
+    expect(nextWork(record([]), now)).toEqual({ kind: 'attempt', number: 1 });
+    expect(nextWork(record([{ number: 1, attemptId: 'a', claim: { path: '', session: '', runner: '', at: '', seq: 1 }, receipt: null }]), now)).toEqual({ kind: 'recover', number: 1 });
+    expect(nextWork(record([failedAttempt(1, 'aa_unavailable:rate_limited', '2026-11-30T08:05:00Z')]), now)).toEqual({ kind: 'wait', until: '2026-11-30T08:05:00Z' });
+    expect(nextWork(record([failedAttempt(1, 'aa_unavailable:rate_limited', '2026-11-30T07:59:00Z')]), now)).toEqual({ kind: 'attempt', number: 2 });
+    expect(nextWork(record([failedAttempt(1, 'aa_unavailable:quota', null)]), now)).toEqual({ kind: 'none' });
+    expect(nextWork({ ...record([]), duplicateOf: 'msg_x' }, now)).toEqual({ kind: 'none' });
+  });
+});
+
+describe("judging Oracle's exit", () => {
+  const base: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 10, sessionId: 's', meta: null, answer: null, stdoutTail: '', stderrTail: '' };
+  const meta = (status: string, extra: object = {}) => ({ status, model: 'gpt-5.5', usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null, ...extra });
+  it.each([
+    ['exit 0, completed, an answer', { meta: meta('completed'), answer: Buffer.from('x') }, { ok: true }],
+    ['exit 0, completed, no answer', { meta: meta('completed') }, { blocker: 'output_missing' }],
+    ['exit 0 without a session record', {}, { blocker: 'output_missing' }],
+    ['exit 0 with session status error', { meta: meta('error') }, { blocker: 'aa_unavailable:unknown' }],
+    ['a missing API key', { exitCode: 1, meta: meta('error', { errorMessage: 'Missing OPENAI_API_KEY. Set it via the environment' }) }, { blocker: 'aa_unavailable:auth' }],
+    ['a client timeout', { exitCode: 1, meta: meta('error', { transportReason: 'client-timeout' }) }, { blocker: 'aa_unavailable:timeout' }],
+    ['a lost connection', { exitCode: 1, meta: meta('error', { transportReason: 'connection-lost', errorMessage: 'Connection dropped' }) }, { blocker: 'aa_unavailable:transport' }],
+    ['an unknown model', { exitCode: 1, meta: meta('error', { errorMessage: 'The model gpt-9 does not exist' }) }, { blocker: 'aa_unavailable:model' }],
+    ['our kill timer', { exitCode: null, signal: 'SIGKILL', killedByTimer: true }, { blocker: 'budget_runtime_breach', status: 'timed_out' }],
+    ['a crash with only stdout', { exitCode: 1, stdoutTail: 'ERROR: Rate limit reached for requests' }, { blocker: 'aa_unavailable:rate_limited' }],
+  ])('%s', (_name, run, expected) => {
+    expect(judgeRun({ ...base, ...(run as Partial<OracleRun>) })).toMatchObject(expected);
+  });
+});
