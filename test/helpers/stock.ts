@@ -10,13 +10,14 @@ export function fixtureEnvelope(id: string, idempotencyKey: string): string {
 export function stockCommit(
   work: string,
   files: Record<string, string>,
-  options: { key: string | null; seq: number; entryKey?: string; message?: string; sign?: boolean },
+  options: { key: string | null; seq: number; entryKey?: string; message?: string; sign?: boolean | readonly string[] },
 ): void {
   for (const [path, content] of Object.entries(files)) {
     const full = join(work, path);
     mkdirSync(dirname(full), { recursive: true });
     writeFileSync(full, content);
-    if (path.endsWith('.yaml') && options.sign !== false) {
+    const signIt = Array.isArray(options.sign) ? options.sign.includes(path) : path.endsWith('.yaml') && options.sign !== false;
+    if (signIt) {
       const signed = run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', options.entryKey ?? options.key ?? '', full]);
       if (signed.status !== 0) throw new Error(signed.stderr);
     }

@@ -214,6 +214,21 @@ describe('who may write receipts', () => {
   });
 });
 
+describe('receipts that are missing or malformed', () => {
+  it('never reads a missing or malformed receipt as success: the message fails closed', async () => {
+    const w = await fresh();
+    const { messageId, envelope } = await w.consult();
+    const folder = envelope.payload_ref.replace(/\/prompt\.md$/, '');
+    const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: `aa_attempt_${messageId.slice(4)}_1`, attempt_number: 1, runner_id: 'ghost', transport_session_id: 'ghost-session', claimed_at: envelope.created_at };
+    await w.ledger.append({ files: [{ path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim only', now: new Date() });
+    expect(await lane(w, messageId)).toBe('claimed');
+    const malformed = { ...(await import('../helpers/forged.js')).forgedReceipt(envelope), blockers: [{ code: 'output_invalid', detail: 'x' }] };
+    expect(await codeOfAsync(() => w.ledger.append({ files: [{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(malformed)) }], key: w.actors.coo, summary: 'bad receipt', now: new Date() }))).toBe('SCHEMA_INVALID');
+    expect(await lane(w, messageId)).toBe('claimed');
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts[0]!.receipt).toBeNull();
+  });
+});
+
 describe('the Oracle configuration', () => {
   const cases: Array<[string, string[]]> = [
     ['the browser engine', ['--engine', 'browser']],

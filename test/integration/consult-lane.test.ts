@@ -6,7 +6,10 @@ import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-upd
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { newMessageId } from '../../src/util/ids.js';
+import { writeFileSync } from 'node:fs';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { push, stockCommit } from '../helpers/stock.js';
 import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -41,6 +44,10 @@ describe('the consult lane', () => {
     expect(receipt!['context_manifest_hash']).toBe(envelope.context_pin.context_manifest_hash);
     expect((receipt!['usage'] as { reported: boolean }).reported).toBe(true);
     expect(receipt!['actual_cost_usd']).toBeGreaterThan(0);
+    // The cost is Oracle's own figure from its session record, which the receipt keeps as an attachment.
+    const session = (receipt!['attachments'] as Array<{ path: string }>).find((item) => item.path.endsWith('oracle-session.json'))!;
+    const meta = JSON.parse((await w.ledger.readFile(session.path))!.toString('utf8')) as { usage: { cost: number } };
+    expect(receipt!['actual_cost_usd']).toBeCloseTo(meta.usage.cost, 6);
     expect(w.server.requests).toHaveLength(1);
     expect(w.server.requests[0]!.prompt).toContain('export function add(a: number, b: number)');
     const log = git(['--git-dir', w.gitdir, 'log', '-1', '--format=%s']);
@@ -128,22 +135,20 @@ describe('the consult lane', () => {
     const first = await w.consult({ idempotencyKey: 'review-once' });
     const again = await w.consult({ idempotencyKey: 'review-once' });
     expect(again).toMatchObject({ messageId: first.messageId, existing: true, commit: null });
-    // A second envelope with the same key and request, under a new message id, as a hand commit would make it.
+    // A second envelope with the same key and request, under a new message id, committed and pushed with stock git.
     const id = newMessageId(Date.now() + 1);
     const folder = `messages/${first.envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${id}`;
-    const prompt = (await w.ledger.readFile(first.envelope.payload_ref))!;
-    const manifest = (await w.ledger.readFile(first.envelope.context_pin.context_manifest_ref))!;
+    const prompt = (await w.ledger.readFile(first.envelope.payload_ref))!.toString('utf8');
+    const manifest = (await w.ledger.readFile(first.envelope.context_pin.context_manifest_ref))!.toString('utf8');
     const copy = { ...first.envelope, message_id: id, payload_ref: `${folder}/prompt.md`, context_pin: { ...first.envelope.context_pin, context_manifest_ref: `${folder}/context-manifest.yaml` } };
-    await w.ledger.append({
-      files: [
-        { path: `${folder}/envelope.yaml`, bytes: Buffer.from(toYaml(copy)) },
-        { path: `${folder}/prompt.md`, bytes: prompt },
-        { path: `${folder}/context-manifest.yaml`, bytes: manifest },
-      ],
-      key: w.actors.coo,
-      summary: 'hand-made duplicate',
-      now: new Date(),
-    });
+    const keyFile = join(w.dir, 'coo.key');
+    writeFileSync(keyFile, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const work = join(w.dir, 'clone');
+    git(['clone', '-q', w.gitdir, work]);
+    const seq = (await w.ledger.state()).seq + 1;
+    stockCommit(work, { [`${folder}/envelope.yaml`]: toYaml(copy), [`${folder}/prompt.md`]: prompt, [`${folder}/context-manifest.yaml`]: manifest }, { key: keyFile, seq, sign: [`${folder}/envelope.yaml`] });
+    const pushed = push(work, 'main');
+    expect(pushed.stderr).toContain('push accepted');
     await w.runner().runOnce();
     await w.runner().runOnce();
     const state = await w.ledger.state();
