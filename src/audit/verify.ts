@@ -1,36 +1,114 @@
-import type { Finding } from '../errors.js';
-import type { LedgerState } from '../authority/state.js';
-import { commitsSince } from '../ledger/history.js';
+import { CooError, type Finding } from '../errors.js';
+import { cloneState, emptyState, type LedgerState } from '../authority/state.js';
+import type { PublicKey } from '../crypto/keys.js';
+import { trustPath } from '../ledger/layout.js';
+import { readDocument } from '../schema/documents.js';
+import { commitsSince, readCommitLinks, type CommitLinks } from '../ledger/history.js';
 import { Ledger } from '../ledger/ledger.js';
-import { emptyState } from '../authority/state.js';
+import { isoSeconds } from '../util/time.js';
+import { loadVerified, saveVerified } from './checkpoint.js';
+import { TimelineRecorder, type Timeline } from './timeline.js';
 
 export interface VerifyReport {
   readonly head: string | null;
   readonly seq: number;
   readonly commits: number;
+  /** How many commits this run replayed (all of them with `full`, the new ones otherwise). */
+  readonly replayed: number;
+  readonly incremental: boolean;
   readonly findings: readonly Finding[];
   readonly state: LedgerState;
+  readonly timeline: Timeline | null;
 }
 
 export interface VerifyOptions {
+  /** Where the last verified (sequence, commit) and state are kept; none: no checkpoint is read or written. */
+  readonly checkpointFile?: string;
+  /** Replay everything from genesis even when a checkpoint exists. */
+  readonly full?: boolean;
+  /** The trust root key the auditor expects genesis to name (pinned out of band). */
+  readonly trustRoot?: PublicKey;
+  /** The time heartbeats are judged against; captured once by the caller. */
+  readonly now?: Date;
+  /** Collect every commit's signer and entries (for the report). Forces a full replay. */
+  readonly timeline?: boolean;
   readonly onProgress?: (done: number, total: number) => void;
 }
 
+/** Is `descendant` on the first-parent line above `ancestor` (at `ancestorSeq`)? */
+async function descends(ledger: Ledger, descendant: string, ancestor: string, ancestorSeq: number): Promise<boolean> {
+  return (await commitsSince(ledger.reader, descendant, { oid: ancestor, seq: ancestorSeq })) !== null;
+}
+
 /**
- * Replays the whole history from genesis through the validator, with no cached state, and
- * reports every finding: each invalid commit is reported and skipped, and the replay goes on.
+ * Replays the ledger through the validator and reports every finding: each invalid commit is
+ * reported and skipped, and the replay goes on. With a checkpoint, only commits after the last
+ * verified head are replayed, and a head that does not descend from it is reported as a rollback
+ * or a fork. The latest heartbeat must not have expired.
  */
 export async function verifyLedger(gitdir: string, options: VerifyOptions = {}): Promise<VerifyReport> {
   const ledger = Ledger.open(gitdir, { checkpoints: false });
+  const now = options.now ?? new Date();
   try {
     const head = ledger.head();
-    if (head === null) return { head, seq: 0, commits: 0, findings: [], state: emptyState() };
-    const commits = (await commitsSince(ledger.reader, head, null)) ?? [];
     const findings: Finding[] = [];
-    const { state } = await ledger.replay({ state: emptyState(), tree: null }, commits, (finding) => findings.push(finding), (seq) =>
-      options.onProgress?.(seq, commits.length),
-    );
-    return { head, seq: state.seq, commits: commits.length, findings, state };
+    const saved = options.checkpointFile === undefined ? null : loadVerified(options.checkpointFile);
+    if (head === null) {
+      if (saved !== null) findings.push({ code: 'HISTORY_ROLLBACK', message: `the ledger is empty, but ${saved.head} (Ledger-Seq ${saved.seq}) was verified before` });
+      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, state: emptyState(), timeline: null };
+    }
+    let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
+    let commits: CommitLinks[] | null = null;
+    let incremental = false;
+    if (saved !== null) {
+      if (await descends(ledger, head, saved.head, saved.seq)) {
+        if (options.full !== true && options.timeline !== true) {
+          commits = await commitsSince(ledger.reader, head, { oid: saved.head, seq: saved.seq });
+          base = { state: cloneState(saved.state), tree: saved.tree };
+          incremental = true;
+        }
+      } else {
+        const headSeq = (await readCommitLinks(ledger.reader, head)).seq ?? 0;
+        const behind = headSeq < saved.seq && (await descends(ledger, saved.head, head, headSeq).catch(() => false));
+        findings.push(
+          behind
+            ? { code: 'HISTORY_ROLLBACK', commit: head, message: `head is at Ledger-Seq ${headSeq}, behind ${saved.head} (Ledger-Seq ${saved.seq}) verified at ${saved.verifiedAt}` }
+            : { code: 'HISTORY_FORK', commit: head, message: `head does not descend from ${saved.head} (Ledger-Seq ${saved.seq}) verified at ${saved.verifiedAt}` },
+        );
+      }
+    }
+    const all = commits ?? (await commitsSince(ledger.reader, head, null));
+    if (all === null) throw new CooError('INTERNAL', `cannot walk the history of ${head}`);
+    const recorder = options.timeline === true ? new TimelineRecorder() : null;
+    const total = all.length;
+    const startSeq = base.state.seq;
+    const { state } = await ledger.replay(base, all, {
+      onFinding: (finding) => findings.push(finding),
+      onCommit: (facts, verdict, next) => {
+        recorder?.record(facts, verdict, next);
+        options.onProgress?.(next.seq - startSeq, total);
+      },
+    });
+    if (state.genesis !== null && saved !== null && saved.genesis !== state.genesis) {
+      findings.push({ code: 'TRUST_ROOT_MISMATCH', message: `genesis is ${state.genesis}, but ${saved.genesis} was verified before at this path` });
+    }
+    if (options.trustRoot !== undefined && state.genesis !== null) {
+      // Version 1 of the root is write-once: read it as genesis laid it, whatever came later.
+      const bytes = await ledger.readFile(trustPath('root', 1), state.genesis);
+      const names = bytes === null ? [] : readDocument('trust_root.v0', bytes, trustPath('root', 1)).authorities.map((authority) => authority.key_id);
+      if (!names.includes(options.trustRoot.keyId)) {
+        findings.push({ code: 'TRUST_ROOT_MISMATCH', commit: state.genesis, message: `the ledger's first trust root does not name the pinned key ${options.trustRoot.keyId}` });
+      }
+    }
+    const beat = state.lastHeartbeat;
+    if (beat !== null && Date.parse(beat.expiresAt) <= now.getTime()) {
+      findings.push({ code: 'HEARTBEAT_EXPIRED', message: `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) expired at ${beat.expiresAt}: the ledger may be frozen or withheld` });
+    }
+    if (options.checkpointFile !== undefined && findings.length === 0 && state.genesis !== null) {
+      const tree = (await readCommitLinks(ledger.reader, head)).tree;
+      saveVerified(options.checkpointFile, { genesis: state.genesis, seq: state.seq, head, tree, verifiedAt: isoSeconds(now), state });
+    }
+    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, state, timeline: recorder?.timeline() ?? null };
   } finally {
     ledger.close();
   }

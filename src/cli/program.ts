@@ -2,7 +2,9 @@ import { Command, CommanderError } from 'commander';
 import { errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
+import { citeVerb } from './cite.js';
 import { consultVerb } from './consult.js';
+import { reportVerb } from './report.js';
 import { demoVerb } from './demo.js';
 import { killSwitchVerb } from './kill-switch.js';
 import { watchVerb } from './watch.js';
@@ -26,7 +28,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, schemasVerb, demoVerb, hookVerb]) {
+  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, reportVerb, schemasVerb, demoVerb, hookVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -1,7 +1,10 @@
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
+import cliProgress from 'cli-progress';
+import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
 import { verifyLedger } from '../audit/verify.js';
 import type { Finding } from '../errors.js';
-import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { emit, jsonOption, ledgerOption, loadPublicKey, required } from './common.js';
 import { markRejected } from './outcome.js';
 
 export function formatFinding(finding: Finding): string {
@@ -12,17 +15,40 @@ export function formatFinding(finding: Finding): string {
 export function verifyVerb(program: Command): void {
   program
     .command('verify')
-    .description('replay the whole ledger from its trust root and report every finding (exit 3 if any)')
+    .description('replay the ledger from its trust root and report every finding (exit 3 if any); incremental from the last verified head')
     .addOption(ledgerOption())
+    .option('--full', 'replay everything from genesis, ignoring the last verified head')
+    .option('--state-dir <dir>', 'where the last verified head is kept (default ~/.local/state/coo-commons/verified)')
+    .option('--no-checkpoint', 'neither read nor write the last verified head')
+    .option('--trust-root <pubfile>', "the CEO public key the ledger's first trust root must name")
     .addOption(jsonOption())
-    .action(async (opts: { ledger?: string; json?: boolean }) => {
-      const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
-      const report = await verifyLedger(gitdir);
-      if (report.findings.length > 0) markRejected();
-      emit(opts.json, { ok: report.findings.length === 0, head: report.head, seq: report.seq, commits: report.commits, findings: report.findings }, () => {
-        const head = `${report.commits} commits, head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;
-        if (report.findings.length === 0) return `ok: ${head}; every signature, signer, path and sequence checks out`;
-        return [`FAILED: ${report.findings.length} finding(s) in ${head}`, ...report.findings.map(formatFinding)].join('\n');
+    .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; json?: boolean }) => {
+      const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
+      const bar = process.stderr.isTTY && opts.json !== true ? new cliProgress.SingleBar({ format: 'verifying [{bar}] {value}/{total} commits', hideCursor: true, clearOnComplete: true, stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
+      let started = false;
+      const report = await verifyLedger(gitdir, {
+        ...(opts.checkpoint ? { checkpointFile: checkpointFile(opts.stateDir ?? defaultAuditDir(), gitdir) } : {}),
+        ...(opts.full === true ? { full: true } : {}),
+        ...(opts.trustRoot === undefined ? {} : { trustRoot: loadPublicKey(opts.trustRoot) }),
+        now: new Date(),
+        onProgress: (done, total) => {
+          if (bar === null || total < 200) return;
+          if (!started) bar.start(total, 0);
+          started = true;
+          bar.update(done);
+        },
       });
+      if (started) bar?.stop();
+      if (report.findings.length > 0) markRejected();
+      emit(
+        opts.json,
+        { ok: report.findings.length === 0, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings },
+        () => {
+          const scope = report.incremental ? `${report.replayed} new commit(s) since the last verified head` : `${report.commits} commits from genesis`;
+          const head = `head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;
+          if (report.findings.length === 0) return `ok: ${scope}, ${head}; every signature, signer, path, sequence and hash checks out`;
+          return [`FAILED: ${report.findings.length} finding(s); ${scope}, ${head}`, ...report.findings.map(formatFinding)].join('\n');
+        },
+      );
     });
 }

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { CooError, type Finding } from '../errors.js';
 import { activeKeys } from '../authority/keys.js';
 import { emptyState, type LedgerState } from '../authority/state.js';
-import { validateCommit } from '../authority/validate-commit.js';
+import { validateCommit, type CommitVerdict } from '../authority/validate-commit.js';
 import { ENTRY_NAMESPACE, GIT_NAMESPACE, signSshsig } from '../crypto/sshsig.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint.js';
@@ -41,7 +41,13 @@ export interface AppendResult {
 /** Replay a commit range at most this long before writing a fresh checkpoint. */
 const CHECKPOINT_EVERY = 64;
 
-interface Snapshot {
+/** What a replay reports as it goes. */
+export interface ReplayObserver {
+  readonly onFinding?: (finding: Finding) => void;
+  readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;
+}
+
+export interface Snapshot {
   readonly state: LedgerState;
   /** Root tree of the head commit, or null before genesis. */
   readonly tree: string | null;
@@ -127,7 +133,7 @@ export class Ledger {
       if (commits === null) throw new CooError('INTERNAL', `cannot walk the history of ${head}`);
     }
     this.snapshot = null;
-    const next = await this.replay(base, commits, (finding) => this.findings.push(finding));
+    const next = await this.replay(base, commits, { onFinding: (finding) => this.findings.push(finding) });
     this.snapshot = next;
     this.replayedSinceCheckpoint += commits.length;
     if (this.options.checkpoints && this.replayedSinceCheckpoint >= CHECKPOINT_EVERY) this.checkpoint();
@@ -135,15 +141,15 @@ export class Ledger {
   }
 
   /** Folds commits into a state. Invalid commits are reported and skipped: their files never take effect. */
-  async replay(base: Snapshot, commits: readonly CommitLinks[], onFinding: (finding: Finding) => void, onCommit?: (seq: number) => void): Promise<Snapshot> {
+  async replay(base: Snapshot, commits: readonly CommitLinks[], observer: ReplayObserver = {}): Promise<Snapshot> {
     let { state, tree } = base;
     for (const links of commits) {
       const facts = await gatherFacts(this.reader, this.trees, links, tree);
       const verdict = validateCommit(state, facts);
-      for (const finding of verdict.findings) onFinding(finding);
+      for (const finding of verdict.findings) observer.onFinding?.(finding);
       state = verdict.advance();
       tree = links.tree;
-      onCommit?.(state.seq);
+      observer.onCommit?.(facts, verdict, state);
     }
     return { state, tree };
   }

@@ -50,7 +50,7 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
         continue;
       }
       const baseTree = oldHead === null ? null : (await readCommitLinks(ledger.reader, oldHead)).tree;
-      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, (finding) => findings.push(finding));
+      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { onFinding: (finding) => findings.push(finding) });
     }
   } catch (error) {
     if (!(error instanceof CooError)) throw error;

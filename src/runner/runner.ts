@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { hostname } from 'node:os';
+import { join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -14,6 +15,7 @@ import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
 import { buildReceipt, type ReceiptArtifact } from '../consult/receipt.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from '../consult/sandbox.js';
 import { attemptArtifactPath, claimPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
+import { commitsSince } from '../ledger/history.js';
 import type { Ledger, NewFile } from '../ledger/ledger.js';
 import { readDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
@@ -82,8 +84,38 @@ export class Runner {
     this.options.onEvent?.(event);
   }
 
+  private get headFile(): string {
+    return join(this.options.stateDir, 'ledger-head.json');
+  }
+
+  /**
+   * Refuses a ledger whose head does not descend from the head this runner last saw: someone
+   * rolled it back or replaced it. The runner acts on nothing until a human looks.
+   */
+  private async checkHistory(): Promise<void> {
+    const head = this.options.ledger.head();
+    let saved: { seq: number; head: string };
+    try {
+      saved = JSON.parse(fs.readFileSync(this.headFile, 'utf8')) as { seq: number; head: string };
+    } catch {
+      return;
+    }
+    if (head === null || (await commitsSince(this.options.ledger.reader, head, { oid: saved.head, seq: saved.seq })) === null) {
+      throw new CooError('HISTORY_FORK', `the ledger head ${head ?? '(none)'} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back or forked; run coo verify`);
+    }
+  }
+
+  private rememberHead(state: LedgerState): void {
+    if (state.head === null) return;
+    fs.mkdirSync(this.options.stateDir, { recursive: true });
+    const temp = `${this.headFile}.${process.pid}.tmp`;
+    fs.writeFileSync(temp, JSON.stringify({ seq: state.seq, head: state.head }));
+    fs.renameSync(temp, this.headFile);
+  }
+
   /** Handles every consult that is ready now, until none is; returns what was written and what waits. */
   async runOnce(): Promise<RunSummary> {
+    await this.checkHistory();
     let receipts = 0;
     const skipped = new Set<string>();
     for (;;) {
@@ -96,6 +128,7 @@ export class Runner {
         .sort((a, b) => a.record.seq - b.record.seq);
       const item = ready[0];
       if (item === undefined) {
+        this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
         return { receipts, waiting: waiting.sort() };
       }

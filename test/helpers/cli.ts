@@ -1,7 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 export const COO = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js');
+
+/** Checkpoints the CLI keeps (last verified heads, runner sandboxes) go here, never into the real home. */
+const STATE_HOME = mkdtempSync(join(tmpdir(), 'coo-state-'));
 
 export interface CliResult {
   readonly status: number | null;
@@ -13,7 +18,7 @@ export interface CliResult {
 export function coo(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv; input?: string } = {}): CliResult {
   const result = spawnSync(process.execPath, [COO, ...args], {
     cwd: options.cwd,
-    env: { ...process.env, COO_LEDGER: '', COO_KEY: '', ...options.env },
+    env: { ...process.env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: STATE_HOME, ...options.env },
     input: options.input,
     encoding: 'utf8',
   });
@@ -27,7 +32,7 @@ export function json<T = Record<string, unknown>>(result: CliResult): T {
 /** Runs the CLI without blocking this process: needed when the CLI talks to a server living in the test process. */
 export function cooAsync(args: readonly string[], options: { cwd?: string; env?: NodeJS.ProcessEnv } = {}): Promise<CliResult> {
   return new Promise((resolve) => {
-    const child = spawn(process.execPath, [COO, ...args], { cwd: options.cwd, env: { ...process.env, COO_LEDGER: '', COO_KEY: '', ...options.env } });
+    const child = spawn(process.execPath, [COO, ...args], { cwd: options.cwd, env: { ...process.env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: STATE_HOME, ...options.env } });
     let stdout = '';
     let stderr = '';
     child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));

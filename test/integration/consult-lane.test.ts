@@ -212,6 +212,16 @@ describe('the consult lane', () => {
     expect(w.server.requests).toHaveLength(1);
   });
 
+  it('refuses to act on a ledger rolled back behind the head it saw before', async () => {
+    const w = await fresh();
+    await w.consult({ idempotencyKey: 'seen' });
+    await w.runner().runOnce();
+    git(['--git-dir', w.gitdir, 'update-ref', 'refs/heads/main', 'main~2']);
+    await w.consult({ idempotencyKey: 'after-rollback' });
+    expect(await codeOfAsync(() => w.runner().runOnce())).toBe('HISTORY_FORK');
+    expect(w.server.requests).toHaveLength(1);
+  });
+
   it('keeps aa.gemini and aa.claude in the registry, mapped to Oracle models, and lets the policy decide', async () => {
     const w = await fresh();
     const registry = (await w.ledger.state()).registry!.doc;

@@ -1,0 +1,47 @@
+import { createHash } from 'node:crypto';
+import * as fs from 'node:fs';
+import { homedir } from 'node:os';
+import { dirname, join, resolve } from 'node:path';
+import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
+
+/**
+ * What an auditor or a runner last verified: kept outside the ledger, where whoever controls the
+ * ledger cannot roll it back together with the history. A head that does not descend from it is a
+ * rollback or a fork.
+ */
+export interface VerifiedCheckpoint {
+  readonly genesis: string;
+  readonly seq: number;
+  readonly head: string;
+  readonly tree: string;
+  readonly verifiedAt: string;
+  /** The state at `head`, so the next run replays only what came after. */
+  readonly state: LedgerState;
+}
+
+const FORMAT = 2;
+
+export function defaultAuditDir(): string {
+  return join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state'), 'coo-commons', 'verified');
+}
+
+export function checkpointFile(dir: string, gitdir: string): string {
+  return join(dir, `${createHash('sha256').update(resolve(gitdir)).digest('hex').slice(0, 16)}.json`);
+}
+
+export function loadVerified(file: string): VerifiedCheckpoint | null {
+  try {
+    const raw = JSON.parse(fs.readFileSync(file, 'utf8')) as Omit<VerifiedCheckpoint, 'state'> & { format: number; state: unknown };
+    if (raw.format !== FORMAT) return null;
+    return { ...raw, state: stateFromJson(raw.state) };
+  } catch {
+    return null;
+  }
+}
+
+export function saveVerified(file: string, checkpoint: VerifiedCheckpoint): void {
+  fs.mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
+  const temp = `${file}.${process.pid}.tmp`;
+  fs.writeFileSync(temp, JSON.stringify({ format: FORMAT, ...checkpoint, state: stateToJson(checkpoint.state) }));
+  fs.renameSync(temp, file);
+}

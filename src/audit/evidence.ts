@@ -1,0 +1,74 @@
+import { CooError } from '../errors.js';
+import { envelopePath } from '../ledger/layout.js';
+import { Ledger } from '../ledger/ledger.js';
+import { aaAnswer } from '../schema/aa-answer.js';
+import { readDocument } from '../schema/documents.js';
+import { sha256Ref } from '../util/hash.js';
+import type { Evidence } from './cite.js';
+import { verifyLedger } from './verify.js';
+
+const HISTORY_CODES = new Set(['HISTORY_ROLLBACK', 'HISTORY_FORK', 'TRUST_ROOT_MISMATCH', 'COMMIT_MERGE', 'COMMIT_SEQ']);
+
+/**
+ * Gathers a message's evidence for citing: its final receipt and answer, and whether `coo verify`
+ * (a full replay) finds anything wrong with the commits that carry the message or with the history.
+ */
+export async function gatherEvidence(gitdir: string, messageId: string): Promise<Evidence> {
+  const report = await verifyLedger(gitdir, { timeline: true });
+  let record = report.state.messages.get(messageId);
+  if (record === undefined) throw new CooError('NOT_FOUND', `${messageId} is not a valid message of this ledger`);
+  if (record.duplicateOf !== null) record = report.state.messages.get(record.duplicateOf) ?? record;
+  if (record.intent !== 'aa_consult') throw new CooError('USAGE', `${messageId} is ${record.intent}: only advisory consults are cited`);
+  const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null);
+  if (last === undefined || last.receipt === null) throw new CooError('NOT_FOUND', `${record.id} has no receipt yet`);
+  const ledger = Ledger.open(gitdir, { checkpoints: false });
+  try {
+    const read = async (path: string): Promise<Buffer> => {
+      const bytes = await ledger.readFile(path);
+      if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
+      return bytes;
+    };
+    const receiptBytes = await read(last.receipt.path);
+    const receipt = readDocument('aa_receipt.v0', receiptBytes, last.receipt.path);
+    const envelope = readDocument('coo_message.v0', await read(envelopePath(record.folder)), envelopePath(record.folder));
+    if (envelope.intent !== 'aa_consult') throw new CooError('INTERNAL', 'not a consult');
+    const question = (await read(envelope.payload_ref)).toString('utf8');
+    let answer = null;
+    if (receipt.output_ref !== null) {
+      const text = (await read(receipt.output_ref)).toString('utf8');
+      const block = /```aa_answer[ \t]*\n([\s\S]*?)\n```/.exec(text)?.[1];
+      if (block !== undefined) {
+        try {
+          const parsed = aaAnswer.safeParse(JSON.parse(block));
+          answer = parsed.success ? parsed.data : null;
+        } catch {
+          answer = null;
+        }
+      }
+    }
+    const commits = report.timeline?.commits ?? [];
+    const mine = commits.filter((commit) => commit.entries.some((entry) => entry.messageId === record.id));
+    const receiptCommit = commits.find((commit) => commit.entries.some((entry) => entry.path === last.receipt!.path));
+    const findings = [...mine.flatMap((commit) => commit.findings), ...report.findings.filter((finding) => HISTORY_CODES.has(finding.code) || finding.commit === undefined)];
+    return {
+      messageId: record.id,
+      source: record.source,
+      target: record.target,
+      question,
+      repoCommit: envelope.context_pin.repo_commit_sha,
+      contextFiles: envelope.context_pin.files.length,
+      receipt,
+      receiptPath: last.receipt.path,
+      receiptSha256: sha256Ref(receiptBytes),
+      receiptCommit: receiptCommit?.commit ?? '(unknown)',
+      receiptSeq: receiptCommit?.seq ?? last.receipt.seq,
+      signer: receiptCommit?.signer?.actor ?? null,
+      answer,
+      findings: [...new Map(findings.map((finding) => [`${finding.code} ${finding.commit ?? ''} ${finding.path ?? ''} ${finding.message}`, finding])).values()],
+      ledgerSeq: report.seq,
+      ledgerFindings: report.findings.length,
+    };
+  } finally {
+    ledger.close();
+  }
+}

@@ -1,0 +1,37 @@
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { citationMarker, isVerified, renderCitation } from '../audit/cite.js';
+import { gatherEvidence } from '../audit/evidence.js';
+import { parseIssueRef, postComment } from '../audit/github.js';
+import { emit, jsonOption, ledgerOption, required } from './common.js';
+
+export function citeVerb(program: Command): void {
+  program
+    .command('cite')
+    .description('print a consult\'s answer as Markdown evidence for an issue or PR comment (marked advisory, not authority), or post it')
+    .argument('<message-id>', 'the consult to cite')
+    .addOption(ledgerOption())
+    .option('--post <owner/repo#n>', 'post it as a comment (needs GITHUB_TOKEN); refused when the evidence does not verify; never posted twice')
+    .option('--github-api-url <url>', 'GitHub API base URL, for GitHub Enterprise (default $GITHUB_API_URL or https://api.github.com)')
+    .addOption(jsonOption())
+    .action(async (messageId: string, opts: { ledger?: string; post?: string; githubApiUrl?: string; json?: boolean }) => {
+      const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
+      const target = opts.post === undefined ? null : parseIssueRef(opts.post);
+      const evidence = await gatherEvidence(gitdir, messageId);
+      const markdown = renderCitation(evidence);
+      if (target === null) {
+        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), findings: evidence.findings, markdown }, () => markdown.trimEnd());
+        return;
+      }
+      if (!isVerified(evidence)) {
+        throw new CooError('SIG_INVALID', `not posting: the evidence for ${evidence.messageId} does not verify (${evidence.findings[0]!.code}: ${evidence.findings[0]!.message})`, { findings: evidence.findings });
+      }
+      const token = process.env['GITHUB_TOKEN'];
+      if (token === undefined || token === '') throw new CooError('USAGE', 'posting needs GITHUB_TOKEN in the environment');
+      const baseUrl = opts.githubApiUrl ?? process.env['GITHUB_API_URL'];
+      const result = await postComment(target, markdown, citationMarker(evidence), { token, ...(baseUrl === undefined ? {} : { baseUrl }) });
+      emit(opts.json, { message_id: evidence.messageId, posted: result.created, url: result.url }, () =>
+        result.created ? `posted ${result.url}` : `already posted: ${result.url} (nothing new written)`,
+      );
+    });
+}
