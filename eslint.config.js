@@ -25,7 +25,7 @@ export default tseslint.config(
     },
   },
   {
-    files: ['eslint.config.js', 'vitest.config.ts', 'vitest.*.config.ts', 'bench/**/*.mjs', 'test/**/*.mjs'],
+    files: ['eslint.config.js', 'vitest.config.ts', 'vitest.*.config.ts', 'test/setup/**', 'bench/**/*.mjs', 'test/**/*.mjs'],
     rules: { 'no-restricted-syntax': 'off' },
   },
 );

@@ -124,6 +124,7 @@ export function demoVerb(program: Command): void {
         const runner = new Runner({ ledger, key: coo, repo: target, stateDir, transport, onEvent: (event) => say(`   runner: ${describeEvent(event)}`) });
         say('6. runner (coo watch --once): claims each attempt, runs Oracle in a sandbox, commits a COO-signed receipt');
         await runner.runOnce();
+        runner.close();
 
         const state = await ledger.state();
         for (const id of [first.messageId, second.messageId]) {

@@ -111,6 +111,7 @@ export function watchVerb(program: Command): void {
           onIdle: () => ledger.checkpoint(),
         });
       } finally {
+        runner.close();
         ledger.close();
       }
     });

@@ -2,6 +2,7 @@ import picomatch from 'picomatch';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { CatFileReader } from '../ledger/object-store.js';
+import { parseAnyTree } from '../ledger/tree-format.js';
 import { runGit } from '../util/exec.js';
 import { sha256Ref } from '../util/hash.js';
 
@@ -95,34 +96,76 @@ export async function pinFiles(repo: string, commit: string, patterns: readonly 
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };
 
 /**
- * Re-reads pinned files at the pinned commit and compares hashes: the runner's check that the
- * context has not moved between enqueue and execution. Any difference fails closed.
+ * A target repository the runner checks pins against, with one long-lived `git cat-file --batch`:
+ * after the first consult, checking a pin starts no process.
  */
+export class PinnedRepo {
+  private reader: CatFileReader | null = null;
+
+  constructor(private readonly repo: string) {}
+
+  private async open(): Promise<CatFileReader> {
+    if (this.reader === null) this.reader = new CatFileReader(await gitDir(this.repo));
+    return this.reader;
+  }
+
+  private async find(reader: CatFileReader, tree: string, path: string): Promise<{ mode: string; oid: string } | null> {
+    let current = tree;
+    const parts = path.split('/');
+    for (let i = 0; i < parts.length; i += 1) {
+      const object = await reader.read(current);
+      if (object === null || object.type !== 'tree') return null;
+      const entry = parseAnyTree(object.content).find((item) => item.name === parts[i]);
+      if (entry === undefined) return null;
+      if (i === parts.length - 1) return entry;
+      if (entry.mode !== '40000') return null;
+      current = entry.oid;
+    }
+    return null;
+  }
+
+  /**
+   * Re-reads pinned files at the pinned commit and compares hashes: the check that the context has
+   * not moved between enqueue and execution. Any difference fails closed.
+   */
+  async check(commit: string, pinned: ReadonlyArray<{ path: string; sha256: string }>): Promise<PinCheck> {
+    let reader: CatFileReader;
+    try {
+      reader = await this.open();
+    } catch (error) {
+      return { ok: false, detail: `${this.repo} is not readable as a git repository: ${error instanceof Error ? error.message : String(error)}` };
+    }
+    const object = await reader.read(commit).catch(() => null);
+    if (object === null || object.type !== 'commit') return { ok: false, detail: `pinned commit ${commit} is gone from ${this.repo}` };
+    const tree = /^tree ([0-9a-f]{40})$/m.exec(object.content.toString('utf8'))?.[1];
+    if (tree === undefined) return { ok: false, detail: `${commit} names no tree` };
+    const files: PinnedFile[] = [];
+    for (const pin of pinned) {
+      const entry = await this.find(reader, tree, pin.path);
+      if (entry === null) return { ok: false, detail: `${pin.path} is not in ${commit.slice(0, 12)}` };
+      if (entry.mode !== '100644' && entry.mode !== '100755') return { ok: false, detail: `${pin.path} is not a regular file at ${commit.slice(0, 12)}` };
+      const blob = await reader.read(entry.oid);
+      if (blob === null || blob.type !== 'blob') return { ok: false, detail: `${pin.path}: object ${entry.oid} is missing` };
+      if (blob.content.length > LIMITS.contextFileBytes) return { ok: false, detail: `${pin.path} exceeds the context file limit` };
+      const sha256 = sha256Ref(blob.content);
+      if (sha256 !== pin.sha256) return { ok: false, detail: `${pin.path} has ${sha256}, pinned ${pin.sha256}` };
+      files.push({ path: pin.path, sha256, bytes: blob.content });
+    }
+    return { ok: true, files };
+  }
+
+  close(): void {
+    this.reader?.close();
+    this.reader = null;
+  }
+}
+
+/** One-off pin check (opens and closes its own reader). */
 export async function checkPins(repo: string, commit: string, pinned: ReadonlyArray<{ path: string; sha256: string }>): Promise<PinCheck> {
-  let items: TreeItem[];
+  const pinnedRepo = new PinnedRepo(repo);
   try {
-    const exists = await runGit(['-C', repo, 'cat-file', '-t', commit]).then((out) => out.toString('utf8').trim());
-    if (exists !== 'commit') return { ok: false, detail: `${commit} is not a commit in ${repo}` };
-    items = await listTree(repo, commit);
-  } catch {
-    return { ok: false, detail: `pinned commit ${commit} is gone from ${repo}` };
+    return await pinnedRepo.check(commit, pinned);
+  } finally {
+    pinnedRepo.close();
   }
-  const byPath = new Map(items.map((item) => [item.path, item]));
-  const wanted: TreeItem[] = [];
-  for (const pin of pinned) {
-    const item = byPath.get(pin.path);
-    if (item === undefined) return { ok: false, detail: `${pin.path} is not in ${commit.slice(0, 12)}` };
-    if (!isRegularFile(item)) return { ok: false, detail: `${pin.path} is not a regular file at ${commit.slice(0, 12)}` };
-    wanted.push(item);
-  }
-  let files: PinnedFile[];
-  try {
-    files = await readBlobs(repo, wanted);
-  } catch (error) {
-    return { ok: false, detail: error instanceof Error ? error.message : String(error) };
-  }
-  for (const [index, file] of files.entries()) {
-    if (file.sha256 !== pinned[index]!.sha256) return { ok: false, detail: `${file.path} has ${file.sha256}, pinned ${pinned[index]!.sha256}` };
-  }
-  return { ok: true, files };
 }

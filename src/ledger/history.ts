@@ -1,3 +1,4 @@
+import { execFile } from 'node:child_process';
 import { CooError } from '../errors.js';
 import type { CommitFacts, FileChange } from './commit-facts.js';
 import type { ObjectReader } from './object-store.js';
@@ -142,17 +143,26 @@ export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links
   return { oid: links.oid, raw: links.raw, changes: changes.map(({ path, status, mode }) => ({ path, status, mode })), blobs };
 }
 
+/** Whether `ancestor` is reachable from `descendant`, as git decides it (sequence numbers are claims, not facts). */
+export async function isAncestor(gitdir: string, ancestor: string, descendant: string): Promise<boolean> {
+  if (ancestor === descendant) return true;
+  return new Promise((resolve) => {
+    execFile('git', ['--git-dir', gitdir, 'merge-base', '--is-ancestor', ancestor, descendant], (error) => resolve(error === null));
+  });
+}
+
 /**
  * The commits after `stop` up to `head`, oldest first, following first parents. Returns null when
- * `stop` is not on that line (the head does not descend from it: a rollback or a fork).
+ * `head` does not descend from `stop` (a rollback or a fork). Descent is decided by git, not by the
+ * commits' own Ledger-Seq claims, which a forged commit could set to anything.
  */
 export async function commitsSince(reader: ObjectReader, head: string, stop: { oid: string; seq: number } | null): Promise<CommitLinks[] | null> {
+  if (stop !== null && !(await isAncestor(reader.gitdir, stop.oid, head))) return null;
   const out: CommitLinks[] = [];
   let oid: string | undefined = head;
   while (oid !== undefined) {
     if (stop !== null && oid === stop.oid) return out.reverse();
     const links = await readCommitLinks(reader, oid);
-    if (stop !== null && links.seq !== null && links.seq <= stop.seq) return null;
     out.push(links);
     oid = links.parents[0];
   }

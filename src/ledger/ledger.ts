@@ -157,8 +157,12 @@ export class Ledger {
   /** Writes the state cache now (the runner does this when idle). */
   checkpoint(): void {
     if (this.snapshot === null || this.snapshot.tree === null || !this.options.checkpoints) return;
-    saveCheckpoint(this.gitdir, this.snapshot.state, this.snapshot.tree);
-    this.replayedSinceCheckpoint = 0;
+    try {
+      saveCheckpoint(this.gitdir, this.snapshot.state, this.snapshot.tree);
+      this.replayedSinceCheckpoint = 0;
+    } catch {
+      // A cache: a full disk or a read-only ledger costs a longer replay next time, nothing else.
+    }
   }
 
   /** Reads a file at the head (or at `commit`). */

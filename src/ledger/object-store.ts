@@ -20,6 +20,7 @@ export interface ObjectSink {
 
 /** Reads objects by id. The ledger reads through this port only. */
 export interface ObjectReader {
+  readonly gitdir: string;
   read(oid: string): Promise<GitObject | null>;
   close(): void;
 }
@@ -37,7 +38,7 @@ export class CatFileReader implements ObjectReader {
   private readonly pending: Array<{ oid: string; resolve: (value: GitObject | null) => void; reject: (error: Error) => void }> = [];
   private failure: Error | null = null;
 
-  constructor(private readonly gitdir: string) {}
+  constructor(readonly gitdir: string) {}
 
   private start(): ChildProcessWithoutNullStreams {
     if (this.child !== null) return this.child;
@@ -144,7 +145,13 @@ export class ObjectWriter implements ObjectSink {
       if (isIntactLooseObject(path, oid)) return oid;
       fs.rmSync(path, { force: true });
     }
-    const written = await git.writeObject({ fs, gitdir: this.gitdir, type, object: content, format: 'content' });
+    let written: string;
+    try {
+      written = await git.writeObject({ fs, gitdir: this.gitdir, type, object: content, format: 'content' });
+    } catch (error) {
+      fs.rmSync(path, { force: true });
+      throw new CooError('IO_ERROR', `cannot write to the ledger's objects: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; the ledger is unchanged`, { cause: error });
+    }
     if (written !== oid) throw new CooError('INTERNAL', `object id mismatch: ${written} != ${oid}`);
     return oid;
   }

@@ -4,6 +4,7 @@ import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { failpoint } from '../util/failpoint.js';
 
 export const MAIN_REF = 'refs/heads/main';
 const OID = /^[0-9a-f]{40}$/;
@@ -158,8 +159,15 @@ export async function withRefLock<T>(
     const { next, result } = await update(current);
     if (next !== null && next !== current) {
       const temp = `${refPath}.coo-${owner.nonce}`;
-      fs.writeFileSync(temp, `${next}\n`);
-      fs.renameSync(temp, refPath);
+      try {
+        failpoint('ref-update');
+        fs.writeFileSync(temp, `${next}\n`);
+        fs.renameSync(temp, refPath);
+      } catch (error) {
+        fs.rmSync(temp, { force: true });
+        throw new CooError('IO_ERROR', `cannot move ${ref}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; the ledger is unchanged`, { cause: error });
+      }
+      failpoint('after-ref-update');
     }
     return result;
   } finally {

@@ -10,7 +10,7 @@ import { estimateInputTokens } from '../consult/budget.js';
 import { nextAttemptAt, nextWork, preflight, type Preflight } from '../consult/lane.js';
 import { readAnswer, readSessionMeta, isAlive, killGroup, type AaTransport } from '../consult/oracle.js';
 import { judgeRun, type OracleRun } from '../consult/outcome.js';
-import { checkPins, type PinnedFile } from '../consult/pins.js';
+import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
 import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
 import { buildReceipt, type ReceiptArtifact } from '../consult/receipt.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from '../consult/sandbox.js';
@@ -23,6 +23,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
+import { failpoint } from '../util/failpoint.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 
 export type RunnerEvent =
@@ -74,10 +75,17 @@ function ownerAlive(runnerId: string): boolean {
 export class Runner {
   readonly runnerId: string;
   private readonly clock: () => Date;
+  private readonly repo: PinnedRepo;
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = options.runnerId ?? defaultRunnerId();
     this.clock = options.clock ?? (() => new Date());
+    this.repo = new PinnedRepo(options.repo);
+  }
+
+  /** Stops the runner's long-lived readers. */
+  close(): void {
+    this.repo.close();
   }
 
   private emit(event: RunnerEvent): void {
@@ -219,7 +227,7 @@ export class Runner {
     if (manifest === null || sha256Ref(manifest) !== message.context_pin.context_manifest_hash) {
       return stopHere('failed', 'stale_context', `${message.context_pin.context_manifest_ref} does not hash to context_manifest_hash`);
     }
-    const pins = await checkPins(this.options.repo, message.context_pin.repo_commit_sha, message.context_pin.files);
+    const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
     try {
       this.options.transport.check(decision.providerKeyEnv);
@@ -237,6 +245,7 @@ export class Runner {
       throw error;
     }
     this.emit({ type: 'claimed', messageId: message.message_id, attempt });
+    failpoint('after-claim');
     const sandbox = sandboxFor(this.options.stateDir, attemptIdFor(message.message_id, attempt));
     const canary = `canary-${randomBytes(12).toString('hex')}`;
     const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: pins.files.map((file) => file.path) });
@@ -251,7 +260,7 @@ export class Runner {
       started_at: now.toISOString(),
     });
     this.emit({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
-    const run = await this.options.transport.run({
+    const running = this.options.transport.run({
       sandbox,
       model: decision.model,
       slug,
@@ -260,6 +269,9 @@ export class Runner {
       runtimeSeconds: decision.runtimeSeconds,
       providerKeyEnv: decision.providerKeyEnv,
     });
+    failpoint('during-oracle');
+    const run = await running;
+    failpoint('after-answer');
     await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files);
     return true;
   }
@@ -410,7 +422,7 @@ export class Runner {
     const answer = readAnswer(sandbox.answerPath);
     if (attemptFile !== null && meta?.status === 'completed' && answer !== null) {
       const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
-      const pins = await checkPins(this.options.repo, message.context_pin.repo_commit_sha, message.context_pin.files);
+      const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
       const policy = state.policy!.doc;
       const model = attemptFile.model;
       const price = policy.models[model];

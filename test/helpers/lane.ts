@@ -52,6 +52,7 @@ export async function makeWorld(dir: string, options: { policy?: (policy: ActorP
   const server = await startFakeModelServer(options.modes ?? ['ok']);
   const ledger = Ledger.open(gitdir);
   const events: RunnerEvent[] = [];
+  const runners: Runner[] = [];
   const env = { OPENAI_API_KEY: 'sk-test-key' };
   const world: World = {
     dir,
@@ -63,11 +64,15 @@ export async function makeWorld(dir: string, options: { policy?: (policy: ActorP
     events,
     transport: (config = {}) => new OracleCli({ route: { baseUrl: `${server.url}/v1` }, env, hide: [gitdir], ...config }),
     fakeOracle: (mode, extra = []) => new OracleCli({ command: [process.execPath, FAKE_ORACLE, '--fake-mode', mode, ...extra], env, hide: [gitdir] }),
-    runner: (overrides = {}) =>
-      new Runner({ ledger, key: actors.coo, repo: target, stateDir: join(dir, 'state'), transport: world.transport(), onEvent: (event) => events.push(event), ...overrides }),
+    runner: (overrides = {}) => {
+      const runner = new Runner({ ledger, key: actors.coo, repo: target, stateDir: join(dir, 'state'), transport: world.transport(), onEvent: (event) => events.push(event), ...overrides });
+      runners.push(runner);
+      return runner;
+    },
     consult: (overrides = {}) =>
       enqueueConsult({ ledger, key: actors.coo, now: new Date(), target: 'aa.chatgpt', repo: target, patterns: ['src/add.ts', 'README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, ...overrides }),
     close: async () => {
+      for (const runner of runners) runner.close();
       ledger.close();
       await server.close();
     },

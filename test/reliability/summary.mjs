@@ -1,0 +1,35 @@
+// Prints the figures `npm run test:reliability` collected, and fails if any must-be-zero is not.
+import { existsSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const dir = join(import.meta.dirname, '..', '..', 'test-artifacts', 'reliability');
+const read = (name) => (existsSync(join(dir, name)) ? readFileSync(join(dir, name), 'utf8').split('\n').filter(Boolean).map((line) => JSON.parse(line)) : []);
+const attacks = read('attacks.jsonl');
+const properties = read('properties.jsonl');
+const faults = read('faults.jsonl');
+const load = read('load.jsonl');
+
+const accepted = attacks.filter((a) => a.accepted);
+const byVia = Object.entries(attacks.reduce((acc, a) => ({ ...acc, [a.via]: (acc[a.via] ?? 0) + 1 }), {})).map(([via, n]) => `${via} ${n}`).join(', ');
+const points = Object.entries(faults.reduce((acc, f) => ({ ...acc, [f.point]: (acc[f.point] ?? 0) + 1 }), {})).map(([p, n]) => `${p} ${n}`).join(', ');
+const duplicates = faults.reduce((sum, f) => sum + f.duplicate_calls, 0) + load.reduce((sum, l) => sum + (l.duplicate_calls ?? 0), 0);
+const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) => sum + (l.lost ?? 0), 0);
+const lane = load.find((l) => l.test === 'lane');
+const shared = load.find((l) => l.test === 'four runners');
+
+const rows = [
+  ['attacks tried', `${attacks.length} (${byVia})`],
+  ['attacks accepted (must be 0)', String(accepted.length)],
+  ['property cases run', `${properties.reduce((sum, p) => sum + p.runs, 0)} over ${properties.length} properties`],
+  ['crashes survived', `${faults.filter((f) => f.killed).length} of ${faults.length} SIGKILLed runs (${points})`],
+  ['duplicate consults (must be 0)', String(duplicates)],
+  ['lost envelopes (must be 0)', String(lost)],
+  ['load through the lane', lane ? `${lane.completed}/${lane.consults} consults completed, ${lane.paid_calls} paid calls` : 'not run'],
+  ['peak memory under load', lane ? `${lane.peak_rss_mb} MB RSS; growth after warm-up ${lane.rss_growth_after_warmup_mb} MB` : 'not run'],
+  ['four runners on one ledger', shared ? `${shared.consults} consults, ${shared.paid_calls} paid calls, ${shared.duplicate_calls} duplicates, ${shared.runners_that_claimed} runners claimed work` : 'not run'],
+];
+const width = Math.max(...rows.map(([name]) => name.length));
+process.stdout.write(`\ncoo-commons reliability figures\n${'-'.repeat(width + 40)}\n`);
+for (const [name, value] of rows) process.stdout.write(`${name.padEnd(width)}  ${value}\n`);
+for (const a of accepted) process.stdout.write(`ACCEPTED: ${a.name} (${a.via})\n`);
+process.exitCode = accepted.length > 0 || duplicates > 0 || lost > 0 || attacks.length === 0 ? 1 : 0;
