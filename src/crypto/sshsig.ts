@@ -24,7 +24,8 @@ export interface Sshsig {
   readonly signature: Uint8Array;
 }
 
-function signedData(namespace: string, message: Uint8Array): Buffer {
+/** The bytes an SSHSIG signature is computed over (PROTOCOL.sshsig): magic, namespace, reserved, hash algorithm, H(message). */
+export function signedData(namespace: string, message: Uint8Array): Buffer {
   const digest = createHash(HASH_ALG).update(message).digest();
   return Buffer.concat([MAGIC, encodeString(namespace), encodeString(''), encodeString(HASH_ALG), encodeString(digest)]);
 }

@@ -12,4 +12,9 @@ export interface CommitFacts {
   readonly changes: readonly FileChange[];
   /** The bytes of every added file. */
   readonly blobs: ReadonlyMap<string, Buffer>;
+  /**
+   * Signature verdicts already computed over exactly these bytes (by the replay's worker threads):
+   * `commit` for the commit signature, an entry's path for its detached signature.
+   */
+  readonly preverified?: ReadonlyMap<string, boolean>;
 }

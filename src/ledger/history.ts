@@ -89,12 +89,14 @@ export class TreeReader {
     const changes: Array<FileChange & { oid: string }> = [];
     const old = before === null ? [] : await this.entries(before);
     const now = await this.entries(after);
-    const oldByName = new Map(old.map((entry) => [entry.name, entry]));
-    const nowByName = new Map(now.map((entry) => [entry.name, entry]));
+    const byName = new Map<string, TreeEntry>();
+    for (const entry of old) byName.set(entry.name, entry);
+    const seen = new Set<string>();
     for (const entry of now) {
-      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
-      const previous = oldByName.get(entry.name);
+      seen.add(entry.name);
+      const previous = byName.get(entry.name);
       if (previous !== undefined && previous.oid === entry.oid && previous.mode === entry.mode) continue;
+      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
       if (entry.mode === '40000') {
         if (previous !== undefined && previous.mode !== '40000') changes.push({ path, status: 'deleted', mode: previous.mode, oid: previous.oid });
         changes.push(...(await this.diff(previous?.mode === '40000' ? previous.oid : null, entry.oid, path)));
@@ -108,7 +110,7 @@ export class TreeReader {
       }
     }
     for (const entry of old) {
-      if (nowByName.has(entry.name)) continue;
+      if (seen.has(entry.name)) continue;
       const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
       if (entry.mode === '40000') changes.push(...(await this.removed(entry.oid, path)));
       else changes.push({ path, status: 'deleted', mode: entry.mode, oid: entry.oid });
@@ -154,17 +156,16 @@ export async function isAncestor(gitdir: string, ancestor: string, descendant: s
 /**
  * The commits after `stop` up to `head`, oldest first, following first parents. Returns null when
  * `head` does not descend from `stop` (a rollback or a fork). Descent is decided by git, not by the
- * commits' own Ledger-Seq claims, which a forged commit could set to anything.
+ * commits' own Ledger-Seq claims, which a forged commit could set to anything; one `git rev-list`
+ * lists the range, so a long history is not walked one object read at a time.
  */
-export async function commitsSince(reader: ObjectReader, head: string, stop: { oid: string; seq: number } | null): Promise<CommitLinks[] | null> {
-  if (stop !== null && !(await isAncestor(reader.gitdir, stop.oid, head))) return null;
-  const out: CommitLinks[] = [];
-  let oid: string | undefined = head;
-  while (oid !== undefined) {
-    if (stop !== null && oid === stop.oid) return out.reverse();
-    const links = await readCommitLinks(reader, oid);
-    out.push(links);
-    oid = links.parents[0];
-  }
-  return stop === null ? out.reverse() : null;
+export async function commitsSince(reader: ObjectReader, head: string, stop: string | null): Promise<string[] | null> {
+  if (stop !== null && !(await isAncestor(reader.gitdir, stop, head))) return null;
+  const out = await new Promise<string>((resolve, reject) => {
+    execFile('git', ['--git-dir', reader.gitdir, 'rev-list', '--first-parent', '--reverse', head, ...(stop === null ? [] : [`^${stop}`])], { maxBuffer: 256 * 1024 * 1024 }, (error, stdout) => {
+      if (error !== null) reject(new CooError('GIT_FAILED', `git rev-list ${head}: ${error.message.split('\n')[0]}`));
+      else resolve(stdout);
+    });
+  });
+  return out.split('\n').filter((line) => line !== '');
 }

@@ -13,6 +13,8 @@ import { commitsSince, gatherFacts, readCommitLinks, TreeReader, type CommitLink
 import { classifyPath, isEntry, sigPath } from './layout.js';
 import { CatFileReader, ObjectWriter, hashObject, type ObjectReader } from './object-store.js';
 import { PendingObjects } from './pending-objects.js';
+import { preverify } from './preverify.js';
+import { SignaturePool } from './signature-pool.js';
 import { MAIN_REF, readRef, withRefLock } from './ref-lock.js';
 import { TreeBuilder } from './tree-builder.js';
 
@@ -37,6 +39,12 @@ export interface AppendResult {
   readonly seq: number;
   readonly paths: readonly string[];
 }
+
+/** Replays at least this long verify signatures on worker threads. */
+const PARALLEL_FROM = 256;
+
+/** Commits whose objects are read ahead of the one being validated. */
+const REPLAY_WINDOW = 256;
 
 /** Replay a commit range at most this long before writing a fresh checkpoint. */
 const CHECKPOINT_EVERY = 64;
@@ -67,6 +75,7 @@ export class Ledger {
   /** Findings met while replaying commits others wrote (invalid commits are skipped, never applied). */
   readonly findings: Finding[] = [];
   private replayedSinceCheckpoint = 0;
+  private pool: SignaturePool | null = null;
 
   private constructor(
     readonly gitdir: string,
@@ -92,6 +101,8 @@ export class Ledger {
 
   close(): void {
     this.reader.close();
+    this.pool?.close();
+    this.pool = null;
   }
 
   head(): string | null {
@@ -119,12 +130,12 @@ export class Ledger {
     if (head === null) return { state: emptyState(), tree: null };
     if (this.snapshot?.state.head === head) return this.snapshot;
     let base = this.snapshot;
-    let commits = base === null ? null : await commitsSince(this.reader, head, { oid: base.state.head!, seq: base.state.seq });
+    let commits = base === null ? null : await commitsSince(this.reader, head, base.state.head);
     if (commits === null && this.options.checkpoints) {
       const saved = loadCheckpoint(this.gitdir);
       if (saved !== null && saved.state.head !== null) {
         base = saved;
-        commits = await commitsSince(this.reader, head, { oid: saved.state.head, seq: saved.state.seq });
+        commits = await commitsSince(this.reader, head, saved.state.head);
       }
     }
     if (commits === null || base === null) {
@@ -140,15 +151,43 @@ export class Ledger {
     return next;
   }
 
-  /** Folds commits into a state. Invalid commits are reported and skipped: their files never take effect. */
-  async replay(base: Snapshot, commits: readonly CommitLinks[], observer: ReplayObserver = {}): Promise<Snapshot> {
+  /**
+   * Folds commits into a state. Invalid commits are reported and skipped: their files never take
+   * effect. Reads run ahead of validation (a window of commits in flight), so the object reads of
+   * many commits share the cat-file pipe while each commit is judged in order.
+   */
+  async replay(base: Snapshot, commits: readonly string[], observer: ReplayObserver = {}): Promise<Snapshot> {
     let { state, tree } = base;
-    for (const links of commits) {
-      const facts = await gatherFacts(this.reader, this.trees, links, tree);
+    if (this.pool === null && commits.length >= PARALLEL_FROM) this.pool = new SignaturePool();
+    const pending: Array<Promise<{ links: CommitLinks; facts: CommitFacts }>> = [];
+    const linksOf = new Map<number, Promise<CommitLinks>>();
+    const links = (index: number): Promise<CommitLinks> => {
+      let promise = linksOf.get(index);
+      if (promise === undefined) {
+        promise = readCommitLinks(this.reader, commits[index]!);
+        linksOf.set(index, promise);
+      }
+      return promise;
+    };
+    const prefetch = (index: number): void => {
+      if (index >= commits.length || pending[index] !== undefined) return;
+      pending[index] = (async () => {
+        const own = await links(index);
+        const parentTree = index === 0 ? base.tree : (await links(index - 1)).tree;
+        const facts = await gatherFacts(this.reader, this.trees, own, parentTree);
+        return { links: own, facts: this.pool === null ? facts : { ...facts, preverified: await preverify(this.pool, facts) } };
+      })();
+      pending[index].catch(() => undefined);
+    };
+    for (let index = 0; index < commits.length; index += 1) {
+      for (let ahead = index; ahead < Math.min(commits.length, index + REPLAY_WINDOW); ahead += 1) prefetch(ahead);
+      const { links: own, facts } = await pending[index]!;
+      delete pending[index];
+      linksOf.delete(index - 2);
       const verdict = validateCommit(state, facts);
       for (const finding of verdict.findings) observer.onFinding?.(finding);
       state = verdict.advance();
-      tree = links.tree;
+      tree = own.tree;
       observer.onCommit?.(facts, verdict, state);
     }
     return { state, tree };

@@ -94,13 +94,22 @@ export class CatFileReader implements ObjectReader {
     }
   }
 
+  /** Requests made in one turn of the event loop go to git in one write. */
+  private outgoing: string[] = [];
+
+  private flush = (): void => {
+    const batch = this.outgoing.join('');
+    this.outgoing = [];
+    this.child?.stdin.write(batch);
+  };
+
   read(oid: string): Promise<GitObject | null> {
     if (!OID.test(oid)) return Promise.reject(new CooError('INTERNAL', `not an object id: ${oid}`));
     if (this.failure !== null) return Promise.reject(this.failure);
-    const child = this.start();
+    this.start();
     return new Promise((resolve, reject) => {
       this.pending.push({ oid, resolve, reject });
-      child.stdin.write(`${oid}\n`);
+      if (this.outgoing.push(`${oid}\n`) === 1) queueMicrotask(this.flush);
     });
   }
 

@@ -44,7 +44,7 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
       }
       const oldHead = update.oldOid === ZERO ? null : update.oldOid;
       const base = await ledger.stateAt(oldHead);
-      const commits = await commitsSince(ledger.reader, update.newOid, oldHead === null ? null : { oid: oldHead, seq: base.seq });
+      const commits = await commitsSince(ledger.reader, update.newOid, oldHead);
       if (commits === null) {
         findings.push({ code: 'HISTORY_FORK', message: `${update.newOid} does not descend from ${oldHead}: the ledger only moves forward` });
         continue;

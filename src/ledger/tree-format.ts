@@ -34,11 +34,22 @@ function fail(reason: string): never {
   throw new CooError('TREE_MALFORMED', `tree: ${reason}`);
 }
 
+const SLASH = 0x2f;
+
+/** Compares raw names in git's order without allocating: byte order, a directory's name read as if it ended in "/". */
+function compareRaw(a: Buffer, aDir: boolean, b: Buffer, bDir: boolean): number {
+  const length = Math.min(a.length, b.length);
+  for (let i = 0; i < length; i += 1) {
+    if (a[i] !== b[i]) return a[i]! - b[i]!;
+  }
+  const nextA = a.length > length ? a[length]! : aDir ? SLASH : -1;
+  const nextB = b.length > length ? b[length]! : bDir ? SLASH : -1;
+  return nextA - nextB;
+}
+
 /** git's order: byte order of names, with directory names compared as if they ended in "/". */
 export function compareEntries(a: TreeEntry, b: TreeEntry): number {
-  const ka = Buffer.from(a.mode === '40000' ? `${a.name}/` : a.name, 'utf8');
-  const kb = Buffer.from(b.mode === '40000' ? `${b.name}/` : b.name, 'utf8');
-  return Buffer.compare(ka, kb);
+  return compareRaw(Buffer.from(a.name, 'utf8'), a.mode === '40000', Buffer.from(b.name, 'utf8'), b.mode === '40000');
 }
 
 function checkName(name: string): void {
@@ -51,6 +62,7 @@ function checkName(name: string): void {
 export function parseTree(raw: Buffer): TreeEntry[] {
   if (raw.length > LIMITS.treeBytes) fail('object too large');
   const entries: TreeEntry[] = [];
+  let previous: { bytes: Buffer; dir: boolean } | null = null;
   let offset = 0;
   while (offset < raw.length) {
     const space = raw.indexOf(0x20, offset);
@@ -60,15 +72,14 @@ export function parseTree(raw: Buffer): TreeEntry[] {
     if (mode !== '40000' && mode !== '100644') fail(`mode ${mode} is not allowed (only directories and regular files)`);
     const nameBytes = raw.subarray(space + 1, nul);
     const name = nameBytes.toString('utf8');
-    if (!Buffer.from(name, 'utf8').equals(nameBytes)) fail('entry name is not UTF-8');
+    if (name.includes('\uFFFD') && !Buffer.from(name, 'utf8').equals(nameBytes)) fail('entry name is not UTF-8');
     checkName(name);
-    entries.push({ name, mode, oid: raw.toString('hex', nul + 1, nul + 21) });
-    offset = nul + 21;
-  }
-  for (let i = 1; i < entries.length; i += 1) {
-    if (compareEntries(entries[i - 1]!, entries[i]!) >= 0 || entries[i - 1]!.name === entries[i]!.name) {
+    if (previous !== null && (compareRaw(previous.bytes, previous.dir, nameBytes, mode === '40000') >= 0 || previous.bytes.equals(nameBytes))) {
       fail('entries out of order or duplicated');
     }
+    previous = { bytes: nameBytes, dir: mode === '40000' };
+    entries.push({ name, mode, oid: raw.toString('hex', nul + 1, nul + 21) });
+    offset = nul + 21;
   }
   return entries;
 }

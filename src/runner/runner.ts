@@ -108,7 +108,7 @@ export class Runner {
     } catch {
       return;
     }
-    if (head === null || (await commitsSince(this.options.ledger.reader, head, { oid: saved.head, seq: saved.seq })) === null) {
+    if (head === null || (await commitsSince(this.options.ledger.reader, head, saved.head)) === null) {
       throw new CooError('HISTORY_FORK', `the ledger head ${head ?? '(none)'} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back or forked; run coo verify`);
     }
   }

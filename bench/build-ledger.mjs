@@ -1,0 +1,129 @@
+// Builds a synthetic ledger of N signed dispatch envelopes quickly: genesis through the library,
+// then every commit made here with real SSHSIG entry signatures and real signed commits, objects
+// written loose with zlib and packed once at the end. Messages are spread over days (100 a day), as
+// a ledger that grew over time would be. The result passes `coo verify`.
+import { createHash } from 'node:crypto';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
+import { execFileSync } from 'node:child_process';
+
+const dist = join(import.meta.dirname, '..', 'dist');
+const { initLedger } = await import(join(dist, 'ledger', 'init.js'));
+const { Ledger } = await import(join(dist, 'ledger', 'ledger.js'));
+const { signSshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } = await import(join(dist, 'crypto', 'sshsig.js'));
+const { renderTree } = await import(join(dist, 'ledger', 'tree-format.js'));
+const { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } = await import(join(dist, 'ledger', 'commit-format.js'));
+const { toYaml } = await import(join(dist, 'schema', 'strict-yaml.js'));
+const { newMessageId } = await import(join(dist, 'util', 'ids.js'));
+
+function writeObject(gitdir, type, content) {
+  const header = Buffer.from(`${type} ${content.length}\0`);
+  const oid = createHash('sha1').update(header).update(content).digest('hex');
+  const dir = join(gitdir, 'objects', oid.slice(0, 2));
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, oid.slice(2)), deflateSync(Buffer.concat([header, content]), { level: 1 }));
+  return oid;
+}
+
+/** An in-memory tree that rewrites only the folders on a changed path. */
+class Dir {
+  constructor(entries = []) {
+    this.files = new Map();
+    this.dirs = new Map();
+    this.oid = null;
+    for (const entry of entries) (entry.mode === '40000' ? this.dirs : this.files).set(entry.name, entry.mode === '40000' ? { oid: entry.oid } : entry.oid);
+  }
+  child(name) {
+    let dir = this.dirs.get(name);
+    if (dir === undefined || !(dir instanceof Dir)) {
+      dir = new Dir();
+      this.dirs.set(name, dir);
+    }
+    return dir;
+  }
+  write(gitdir) {
+    if (this.oid !== null) return this.oid;
+    const entries = [...this.files].map(([name, oid]) => ({ name, mode: '100644', oid }));
+    for (const [name, dir] of this.dirs) entries.push({ name, mode: '40000', oid: dir instanceof Dir ? dir.write(gitdir) : dir.oid });
+    this.oid = writeObject(gitdir, 'tree', renderTree(entries));
+    return this.oid;
+  }
+}
+
+function treeEntries(gitdir, oid) {
+  const raw = execFileSync('git', ['--git-dir', gitdir, 'cat-file', 'tree', oid]);
+  const out = [];
+  let offset = 0;
+  while (offset < raw.length) {
+    const space = raw.indexOf(0x20, offset);
+    const nul = raw.indexOf(0, space);
+    out.push({ mode: raw.toString('latin1', offset, space), name: raw.toString('utf8', space + 1, nul), oid: raw.toString('hex', nul + 1, nul + 21) });
+    offset = nul + 21;
+  }
+  return out;
+}
+
+const DAY0 = Date.parse('2024-01-01T08:00:00Z');
+
+export function envelopeFor(i, createdMs) {
+  const created = new Date(createdMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const expires = new Date(createdMs + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+  const id = newMessageId(createdMs);
+  return {
+    id,
+    created,
+    doc: {
+      schema_version: 'coo_message.v0', message_id: id, correlation_id: `corr_bench${i}`, parent_message_id: null, causality_chain: [], hop_count: 0, max_hops: 3,
+      expires_at: expires, deadline_at: expires, principal: 'coo.hermes', source_actor: 'coo.hermes', target_actor: 'ea.codex', intent: 'ea_dispatch',
+      authority_class: 'governed_execution', idempotency_key: `bench-${i}`, budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: null },
+      dispatch: { repo: 'lifeos/example', issue_number: 62, attempt_id: `ea_attempt_bench_${i}`, executor: 'codex', base_ref: 'main', branch_name: `coo/bench-${i}`, scope_paths: ['src'], acceptance_criteria: ['tests pass'], verification_commands: ['npm test'], timeout_seconds: 600 },
+      payload_ref: null, payload_hash: null, context_pin: null, expected_receipt_schema: 'ea_receipt.v0', status: 'queued', created_at: created,
+    },
+  };
+}
+
+/** Creates `gitdir` with `count` envelope commits after genesis. Returns the head. */
+export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay = 100, onProgress } = {}) {
+  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', coo.publicKey], ['ea.codex', codex.publicKey]]), now: new Date(DAY0) });
+  let head = execFileSync('git', ['--git-dir', gitdir, 'rev-parse', 'main'], { encoding: 'utf8' }).trim();
+  const genesisTree = execFileSync('git', ['--git-dir', gitdir, 'rev-parse', 'main^{tree}'], { encoding: 'utf8' }).trim();
+  const root = new Dir(treeEntries(gitdir, genesisTree));
+  for (let i = 0; i < count; i += 1) {
+    const createdMs = DAY0 + Math.floor(i / perDay) * 86_400_000 + (i % perDay) * 1000;
+    const { id, created, doc } = envelopeFor(i, createdMs);
+    const bytes = Buffer.from(toYaml(doc));
+    const sig = Buffer.from(signSshsig(coo, bytes, ENTRY_NAMESPACE));
+    const [y, m, d] = created.slice(0, 10).split('-');
+    const path = [root, root.child('messages')];
+    path.push(path[1].child(y), null, null, null);
+    path[3] = path[2].child(m);
+    path[4] = path[3].child(d);
+    path[5] = path[4].child(id);
+    path[5].files.set('envelope.yaml', writeObject(gitdir, 'blob', bytes));
+    path[5].files.set('envelope.yaml.sig', writeObject(gitdir, 'blob', sig));
+    for (const dir of path) dir.oid = null;
+    const tree = root.write(gitdir);
+    const ident = formatIdent('coo.hermes', coo.publicKey.keyId, Math.floor(createdMs / 1000));
+    const fields = { tree, parents: [head], author: ident, committer: ident, message: ledgerMessage(`ea_dispatch ${id}`, i + 2) };
+    const raw = renderSignedCommit(fields, signSshsig(coo, renderCommitPayload(fields), GIT_NAMESPACE));
+    head = writeObject(gitdir, 'commit', raw);
+    if (onProgress !== undefined && (i + 1) % 5000 === 0) onProgress(i + 1);
+  }
+  writeFileSync(join(gitdir, 'refs', 'heads', 'main'), `${head}\n`);
+  execFileSync('git', ['--git-dir', gitdir, 'repack', '-a', '-d', '-q']);
+  execFileSync('git', ['--git-dir', gitdir, 'prune-packed']);
+  return head;
+}
+
+/** Replays the whole ledger once through the validator and leaves a state checkpoint, as a long-lived ledger has. */
+export async function warmCheckpoint(gitdir) {
+  const ledger = Ledger.open(gitdir);
+  try {
+    const state = await ledger.state();
+    ledger.checkpoint();
+    return { seq: state.seq, findings: ledger.findings.length };
+  } finally {
+    ledger.close();
+  }
+}

@@ -1,0 +1,36 @@
+import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig, signedData } from '../crypto/sshsig.js';
+import type { CommitFacts } from './commit-facts.js';
+import { parseCommit } from './commit-format.js';
+import { SIG_SUFFIX } from './layout.js';
+import type { SignaturePool } from './signature-pool.js';
+
+/**
+ * Verifies a commit's signatures on the pool before the validator needs them. Anything that does
+ * not parse is left out, so the validator reaches it and names the problem itself.
+ */
+export async function preverify(pool: SignaturePool, facts: CommitFacts): Promise<Map<string, boolean>> {
+  const jobs: Array<Promise<[string, boolean]>> = [];
+  try {
+    const commit = parseCommit(facts.raw);
+    const sig = parseSshsig(commit.gpgsig);
+    if (sig.namespace === GIT_NAMESPACE) {
+      jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, commit.payload), sig.signature).then((ok) => ['commit', ok]));
+    }
+  } catch {
+    // the validator reports it
+  }
+  for (const [path, bytes] of facts.blobs) {
+    if (!path.endsWith(SIG_SUFFIX)) continue;
+    const entry = path.slice(0, -SIG_SUFFIX.length);
+    const message = facts.blobs.get(entry);
+    if (message === undefined) continue;
+    try {
+      const sig = parseSshsig(bytes.toString('utf8'));
+      if (sig.namespace !== ENTRY_NAMESPACE) continue;
+      jobs.push(pool.verify(sig.publicKey.bytes, signedData(ENTRY_NAMESPACE, message), sig.signature).then((ok) => [entry, ok]));
+    } catch {
+      // the validator reports it
+    }
+  }
+  return new Map(await Promise.all(jobs));
+}
