@@ -7,6 +7,9 @@ import type { Finding } from '../errors.js';
 import { emit, jsonOption, ledgerOption, loadPublicKey, required } from './common.js';
 import { markRejected } from './outcome.js';
 
+/** Findings printed for a human; --json prints every one. */
+const SHOWN = 50;
+
 export function formatFinding(finding: Finding): string {
   const at = [finding.commit === undefined ? null : finding.commit.slice(0, 12), finding.path].filter((part) => part != null).join(' ');
   return `  ${finding.code}${at === '' ? '' : ` [${at}]`}: ${finding.message}`;
@@ -47,7 +50,9 @@ export function verifyVerb(program: Command): void {
           const scope = report.incremental ? `${report.replayed} new commit(s) since the last verified head` : `${report.commits} commits from genesis`;
           const head = `head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;
           if (report.findings.length === 0) return `ok: ${scope}, ${head}; every signature, signer, path, sequence and hash checks out`;
-          return [`FAILED: ${report.findings.length} finding(s); ${scope}, ${head}`, ...report.findings.map(formatFinding)].join('\n');
+          const shown = report.findings.slice(0, SHOWN).map(formatFinding);
+          const more = report.findings.length > SHOWN ? [`  ... and ${report.findings.length - SHOWN} more (all of them with --json)`] : [];
+          return [`FAILED: ${report.findings.length} finding(s); ${scope}, ${head}`, ...shown, ...more].join('\n');
         },
       );
     });

@@ -46,8 +46,12 @@ const PARALLEL_FROM = 256;
 /** Commits whose objects are read ahead of the one being validated. */
 const REPLAY_WINDOW = 256;
 
-/** Replay a commit range at most this long before writing a fresh checkpoint. */
-const CHECKPOINT_EVERY = 64;
+/**
+ * Commits replayed or appended before the state cache is written again. Writing it costs time in
+ * proportion to the ledger (tens of megabytes at 100k messages); a later process replays at most
+ * this many commits from it.
+ */
+const CHECKPOINT_EVERY = 512;
 
 /** What a replay reports as it goes. */
 export interface ReplayObserver {
@@ -63,7 +67,7 @@ export interface Snapshot {
 
 /**
  * A ledger: a bare git repository with one linear, signed `main`. Reads go through one
- * `git cat-file --batch`; writes go through isomorphic-git under git's own ref lock; every
+ * `git cat-file --batch`; writes are atomic loose objects under git's own ref lock; every
  * commit, ours or pushed, passes the one validator.
  */
 export class Ledger {

@@ -1,6 +1,12 @@
 import { join } from 'node:path';
 import { watch } from 'chokidar';
+import { readRef } from '../ledger/ref-lock.js';
 import type { Runner, RunSummary } from './runner.js';
+
+/** A backstop for file events the watcher coalesces or drops: the head is also checked this often. */
+const POLL_MS = 1000;
+/** Just past chokidar's 50 ms throttle of repeated change events. */
+const TRAILING_MS = 60;
 
 export interface WatchOptions {
   /** Seconds between heartbeats; none when absent. */
@@ -22,6 +28,8 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   let wake: NodeJS.Timeout | undefined;
   let beat: NodeJS.Timeout | undefined;
   let stopped = false;
+  /** The head the last run finished on; a head that moved without an event (coalesced by the file watcher) is caught by the poll. */
+  let seen: string | null = null;
 
   const run = async (): Promise<void> => {
     if (stopped) return;
@@ -35,6 +43,9 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
       do {
         again = false;
         summary = await runner.runOnce();
+        const head = readRef(gitdir);
+        if (head !== seen) again = again || seen !== null;
+        seen = head;
       } while (again && !stopped);
     } finally {
       running = false;
@@ -46,7 +57,13 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   };
 
   watcher.on('all', (_event, path) => {
-    if (refs.includes(path)) void run();
+    if (!refs.includes(path)) return;
+    void run();
+    // chokidar drops a second change to the same file within 50 ms of the first (no trailing
+    // event); a check just after that window catches a commit that landed inside it.
+    setTimeout(() => {
+      if (!stopped && readRef(gitdir) !== seen) void run();
+    }, TRAILING_MS);
   });
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   if (options.heartbeatSeconds !== undefined) {
@@ -55,11 +72,15 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
     beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
   }
   await run();
+  const poll = setInterval(() => {
+    if (!running && readRef(gitdir) !== seen) void run();
+  }, POLL_MS);
   await new Promise<void>((resolve) => {
     if (options.signal?.aborted === true) resolve();
     options.signal?.addEventListener('abort', () => resolve(), { once: true });
   });
   stopped = true;
+  clearInterval(poll);
   if (wake !== undefined) clearTimeout(wake);
   if (beat !== undefined) clearInterval(beat);
   await watcher.close();
