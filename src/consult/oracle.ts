@@ -168,15 +168,6 @@ export function readAnswer(path: string): Buffer | null {
   }
 }
 
-export function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 export function killGroup(pid: number): void {
   try {
     process.kill(-pid, 'SIGKILL');

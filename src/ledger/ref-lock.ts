@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { hostname } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { failpoint } from '../util/failpoint.js';
+import { hostLabel, isAlive } from '../util/process.js';
 
 export const MAIN_REF = 'refs/heads/main';
 const OID = /^[0-9a-f]{40}$/;
@@ -49,18 +49,9 @@ function parseOwner(text: string): LockOwner | null {
   return null;
 }
 
-function isAlive(pid: number): boolean {
-  try {
-    process.kill(pid, 0);
-    return true;
-  } catch (error) {
-    return (error as NodeJS.ErrnoException).code === 'EPERM';
-  }
-}
-
 function isStale(lockPath: string, content: string): boolean {
   const owner = parseOwner(content);
-  if (owner !== null) return owner.host === hostname() && owner.pid !== process.pid && !isAlive(owner.pid);
+  if (owner !== null) return owner.host === hostLabel() && owner.pid !== process.pid && !isAlive(owner.pid);
   try {
     return Date.now() - fs.statSync(lockPath).mtimeMs > FOREIGN_LOCK_STALE_MS;
   } catch {
@@ -118,7 +109,7 @@ export async function withRefLock<T>(
   const refPath = join(gitdir, ref);
   const lockPath = `${refPath}.lock`;
   const waitMs = options.waitMs ?? LIMITS.lockWaitMs;
-  const owner: LockOwner = { pid: process.pid, host: hostname(), nonce: randomBytes(8).toString('hex') };
+  const owner: LockOwner = { pid: process.pid, host: hostLabel(), nonce: randomBytes(8).toString('hex') };
   const ownerText = JSON.stringify(owner);
   fs.mkdirSync(dirname(refPath), { recursive: true });
   const started = Date.now();

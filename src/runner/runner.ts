@@ -1,14 +1,14 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { hostname } from 'node:os';
 import { join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
-import { isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { judgeAnswer } from '../consult/answer.js';
 import { estimateInputTokens } from '../consult/budget.js';
 import { nextAttemptAt, nextWork, preflight, type Preflight } from '../consult/lane.js';
-import { readAnswer, readSessionMeta, isAlive, killGroup, type AaTransport } from '../consult/oracle.js';
+import { readAnswer, readSessionMeta, killGroup, type AaTransport } from '../consult/oracle.js';
+import { hostLabel, isAlive } from '../util/process.js';
 import { judgeRun, type OracleRun } from '../consult/outcome.js';
 import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
 import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
@@ -56,14 +56,13 @@ export interface RunSummary {
 
 /** `host-pPID`: a runner id that says where to check whether its owner is still alive. */
 export function defaultRunnerId(): string {
-  const host = hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 60) || 'host';
-  return `${host}-p${process.pid}`;
+  return `${hostLabel()}-p${process.pid}`;
 }
 
 function ownerAlive(runnerId: string): boolean {
   const match = /^(.*)-p(\d+)$/.exec(runnerId);
   if (match === null) return false;
-  if (match[1] !== hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 60)) return true;
+  if (match[1] !== hostLabel()) return true;
   return Number(match[2]) !== process.pid && isAlive(Number(match[2]));
 }
 
@@ -172,7 +171,7 @@ export class Runner {
   }
 
   private async readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
-    const path = envelopePath(record.folder);
+    const path = envelopePath(folderOf(record));
     const bytes = await this.options.ledger.readFile(path);
     if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
     const message = readDocument('coo_message.v0', bytes, path);
@@ -194,7 +193,7 @@ export class Runner {
       transport_session_id: sessionSlugFor(message.message_id, attempt),
       claimed_at: isoSeconds(now),
     };
-    return { path: claimPath(record.folder, attempt), bytes: Buffer.from(toYaml(doc)) };
+    return { path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(doc)) };
   }
 
   /** One new attempt: pre-flight, pins, claim, transport, receipt. Returns false when another runner has it. */
@@ -293,7 +292,7 @@ export class Runner {
     });
     try {
       await this.commit(
-        [this.claimFile(message, record, attempt, now), { path: receiptPath(record.folder, attempt), bytes: Buffer.from(toYaml(receipt)) }],
+        [this.claimFile(message, record, attempt, now), { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }],
         `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`,
         now,
       );
@@ -342,7 +341,7 @@ export class Runner {
     const files_: NewFile[] = [];
     const attachments: ReceiptArtifact[] = [];
     const add = (name: string, bytes: Buffer): ReceiptArtifact => {
-      const path = attemptArtifactPath(record.folder, attempt, name);
+      const path = attemptArtifactPath(folderOf(record), attempt, name);
       files_.push({ path, bytes });
       return { path, sha256: sha256Ref(bytes) };
     };
@@ -379,7 +378,7 @@ export class Runner {
       validation,
       warnings,
     });
-    files_.push({ path: receiptPath(record.folder, attempt), bytes: Buffer.from(toYaml(receipt)) });
+    files_.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) });
     await this.commit(files_, `receipt ${message.message_id} attempt ${attempt}: ${status}${blocker === null ? '' : ` (${blocker.code})`}`, now);
     this.emit({ type: 'receipt', messageId: message.message_id, attempt, status, blockers: blocker === null ? [] : [blocker.code], retryAt });
     if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
@@ -447,7 +446,7 @@ export class Runner {
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    await this.commit([{ path: receiptPath(record.folder, last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
+    await this.commit([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
     this.emit({ type: 'receipt', messageId: message.message_id, attempt: last.number, status: 'failed', blockers: ['interrupted'], retryAt });
     removeSandbox(sandbox);
     return true;
