@@ -1,4 +1,5 @@
 import { CooError } from '../errors.js';
+import { folderOf } from '../authority/state.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { aaAnswer } from '../schema/aa-answer.js';
@@ -30,7 +31,7 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
     };
     const receiptBytes = await read(last.receipt.path);
     const receipt = readDocument('aa_receipt.v0', receiptBytes, last.receipt.path);
-    const envelope = readDocument('coo_message.v0', await read(envelopePath(record.folder)), envelopePath(record.folder));
+    const envelope = readDocument('coo_message.v0', await read(envelopePath(folderOf(record))), envelopePath(folderOf(record)));
     if (envelope.intent !== 'aa_consult') throw new CooError('INTERNAL', 'not a consult');
     const question = (await read(envelope.payload_ref)).toString('utf8');
     let answer = null;

@@ -1,4 +1,4 @@
-import { laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { Finding } from '../errors.js';
 import type { Timeline, TimelineCommit } from './timeline.js';
 
@@ -53,7 +53,7 @@ function messagesSection(state: LedgerState, findings: readonly Finding[]): stri
   const rows = records
     .map((record) => {
       const lane = laneStateOf(record);
-      const touched = findings.filter((finding) => finding.path?.startsWith(`${record.folder}/`) === true).length;
+      const touched = findings.filter((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true).length;
       const blockers = [...new Set(record.attempts.flatMap((attempt) => attempt.receipt?.blockers ?? []))];
       return `<tr class="message${touched > 0 ? ' tampered' : ''}" data-state="${lane}"><td><code>${escape(record.id)}</code>${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}</td><td>${escape(record.intent)}</td><td>${escape(record.source)} &rarr; ${escape(record.target)}</td><td><code>${escape(record.correlation)}</code></td><td>${escape(record.createdAt)}</td><td><span class="badge ${STATE_CLASS[lane]}">${lane}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}</td><td>${record.attempts.length}</td><td>${usd(costOf(record))}</td></tr>`;
     })

@@ -34,14 +34,11 @@ export interface AttemptRecord {
 
 export interface MessageRecord {
   readonly id: string;
-  readonly folder: string;
   readonly intent: Intent;
   readonly source: string;
   readonly target: string;
   readonly correlation: string;
   readonly createdAt: string;
-  readonly expiresAt: string;
-  readonly deadlineAt: string;
   readonly chain: readonly string[];
   readonly idempotencyKey: string;
   readonly fingerprint: string;
@@ -70,6 +67,11 @@ export interface LedgerState {
   readonly spendByCorrelation: ReadonlyMap<string, number>;
   readonly spendByDay: ReadonlyMap<string, number>;
   readonly lastHeartbeat: { readonly seq: number; readonly expiresAt: string; readonly runner: string } | null;
+}
+
+/** The folder of a message, derived from its id and creation time (ledger/layout.ts). Kept out of the record: a large ledger holds many. */
+export function folderOf(record: Pick<MessageRecord, 'id' | 'createdAt'>): string {
+  return `messages/${record.createdAt.slice(0, 10).replace(/-/g, '/')}/${record.id}`;
 }
 
 export function emptyState(): LedgerState {

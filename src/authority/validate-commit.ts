@@ -23,6 +23,7 @@ import { attemptIdFor } from '../util/ids.js';
 import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
 import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, isCommandIntent } from './policy-check.js';
 import {
+  folderOf,
   idempotencySlot,
   isTerminal,
   type AttemptRecord,
@@ -423,14 +424,11 @@ class CommitCheck {
     }
     this.messages.set(doc.message_id, {
       id: doc.message_id,
-      folder,
       intent: doc.intent,
       source: doc.source_actor,
       target: doc.target_actor,
       correlation: doc.correlation_id,
       createdAt: doc.created_at,
-      expiresAt: doc.expires_at,
-      deadlineAt: doc.deadline_at,
       chain: doc.causality_chain,
       idempotencyKey: doc.idempotency_key,
       fingerprint,
@@ -597,7 +595,7 @@ class CommitCheck {
     if (doc.prompt_hash !== record.payloadHash || doc.context_manifest_hash !== record.manifestHash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: prompt_hash or context_manifest_hash differs from the envelope's`, { where });
     }
-    const prefix = `${record.folder}/artifacts/${String(info.attempt).padStart(3, '0')}/`;
+    const prefix = `${folderOf(record)}/artifacts/${String(info.attempt).padStart(3, '0')}/`;
     const refs = [
       ...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []),
       ...doc.attachments,

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { laneStateOf } from '../authority/state.js';
+import { folderOf, laneStateOf } from '../authority/state.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
@@ -43,7 +43,7 @@ export function showVerb(program: Command): void {
           message_id: record.id,
           lane_state: laneStateOf(record),
           duplicate_of: record.duplicateOf,
-          envelope: await read(envelopePath(record.folder)),
+          envelope: await read(envelopePath(folderOf(record))),
           attempts,
           ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf), original_attempts: duplicateOf.attempts }),
         };

@@ -9,6 +9,9 @@ import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { watchLedger } from '../runner/watch.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, required } from './common.js';
 
+/** The runner refreshes the state cache when idle once this many commits came since the last one. */
+const IDLE_CHECKPOINT_COMMITS = 64;
+
 export function defaultStateDir(gitdir: string): string {
   const base = process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state');
   return join(base, 'coo-commons', 'runner', createHash('sha256').update(resolve(gitdir)).digest('hex').slice(0, 16));
@@ -98,7 +101,7 @@ export function watchVerb(program: Command): void {
         if (opts.once === true) {
           const summary = await runner.runOnce();
           if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}\n`);
-          ledger.checkpoint();
+          ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
           return;
         }
         const controller = new AbortController();
@@ -108,7 +111,7 @@ export function watchVerb(program: Command): void {
         await watchLedger(runner, gitdir, {
           signal: controller.signal,
           ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
-          onIdle: () => ledger.checkpoint(),
+          onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
         });
       } finally {
         runner.close();

@@ -1,6 +1,6 @@
 import { CooError } from '../errors.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { idempotencySlot } from '../authority/state.js';
+import { folderOf, idempotencySlot } from '../authority/state.js';
 import { requestFingerprint } from '../authority/validate-commit.js';
 import { readDocument } from '../schema/documents.js';
 import type { CooMessage } from '../schema/message.js';
@@ -51,7 +51,7 @@ export async function appendEnvelope(
       if (firstId === undefined) return undefined;
       const first = state.messages.get(firstId);
       if (first !== undefined && first.fingerprint === fingerprint) {
-        return { messageId: first.id, path: envelopePath(first.folder), commit: null, existing: true };
+        return { messageId: first.id, path: envelopePath(folderOf(first)), commit: null, existing: true };
       }
       throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key ${JSON.stringify(message.idempotency_key)} was used by ${firstId} for a different request`);
     },

@@ -7,7 +7,7 @@ import { stateFromJson, stateToJson, type LedgerState } from '../authority/state
  * opening a large ledger replays only the commits since. It is never evidence: `coo verify --full`
  * ignores it, and a checkpoint whose commit is not an ancestor of the head is discarded.
  */
-const FORMAT = 3;
+const FORMAT = 4;
 
 export function checkpointPath(gitdir: string): string {
   return join(gitdir, 'coo', 'checkpoint.json');

@@ -197,9 +197,13 @@ export class Ledger {
     return { state, tree };
   }
 
-  /** Writes the state cache now (the runner does this when idle). */
-  checkpoint(): void {
+  /**
+   * Writes the state cache now, if at least `minCommits` commits came since the last one (the runner
+   * calls this when idle). Writing costs time and memory in proportion to the ledger.
+   */
+  checkpoint(minCommits = 1): void {
     if (this.snapshot === null || this.snapshot.tree === null || !this.options.checkpoints) return;
+    if (this.replayedSinceCheckpoint < minCommits) return;
     try {
       saveCheckpoint(this.gitdir, this.snapshot.state, this.snapshot.tree);
       this.replayedSinceCheckpoint = 0;
