@@ -1,17 +1,16 @@
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { beforeAll, describe } from 'vitest';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { attack, makeKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
+const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
-  kit = await makeKit(join(dir, 'kit'));
+  kit = getKit();
 });
-afterAll(async () => kit.world.close());
 
 const evidence = (source: string, target: string) =>
   dispatchEnvelope({ source_actor: source, principal: source, target_actor: target, intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined });

@@ -1,19 +1,18 @@
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { beforeAll, describe } from 'vitest';
 import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { attack, firstOr, makeKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, firstOr, sshSign, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
 import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
+const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
-  kit = await makeKit(join(dir, 'kit'));
+  kit = getKit();
 });
-afterAll(async () => kit.world.close());
 
 
 
@@ -40,12 +39,7 @@ describe('forgery and tampering', () => {
     let code = '';
     const id = nextId();
     const envelope = fixtureEnvelope(id, id);
-    const { run } = await import('../helpers/tmp.js');
-    const { writeFileSync, readFileSync, mkdtempSync } = await import('node:fs');
-    const tmp = mkdtempSync(join(dir, 'sig-'));
-    writeFileSync(join(tmp, 'e.yaml'), envelope);
-    run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', kit.keys.coo.file, join(tmp, 'e.yaml')]);
-    const sig = readFileSync(join(tmp, 'e.yaml.sig'), 'utf8');
+    const sig = sshSign(envelope, kit.keys.coo.file);
     const flipped = envelope.replace('issue_number: 62', 'issue_number: 63');
     await kit.bypass({ [`${folder(id)}/envelope.yaml`]: flipped, [`${folder(id)}/envelope.yaml.sig`]: sig }, { key: kit.keys.coo.file, sign: false }, () => {
       code = firstOr(kit.verifyCodes(), 'SIG_INVALID');
@@ -56,12 +50,7 @@ describe('forgery and tampering', () => {
   attack('one flipped byte in an entry signature', 'hook', 'SIG_INVALID', async () => {
     const id = nextId();
     const envelope = fixtureEnvelope(id, id);
-    const { run } = await import('../helpers/tmp.js');
-    const { writeFileSync, readFileSync, mkdtempSync } = await import('node:fs');
-    const tmp = mkdtempSync(join(dir, 'sig-'));
-    writeFileSync(join(tmp, 'e.yaml'), envelope);
-    run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', kit.keys.coo.file, join(tmp, 'e.yaml')]);
-    const sig = readFileSync(join(tmp, 'e.yaml.sig'), 'utf8');
+    const sig = sshSign(envelope, kit.keys.coo.file);
     const lines = sig.split('\n');
     const body = Buffer.from(lines.slice(1, -2).join(''), 'base64');
     body[body.length - 10] = body[body.length - 10]! ^ 0x01;
@@ -80,22 +69,12 @@ describe('forgery and tampering', () => {
   attack("an entry whose .sig belongs to another entry", 'hook', 'SIG_INVALID', async () => {
     const a = nextId();
     const b = nextId();
-    const { run } = await import('../helpers/tmp.js');
-    const { writeFileSync, readFileSync, mkdtempSync } = await import('node:fs');
-    const tmp = mkdtempSync(join(dir, 'sig-'));
-    writeFileSync(join(tmp, 'a.yaml'), fixtureEnvelope(a, a));
-    run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', kit.keys.coo.file, join(tmp, 'a.yaml')]);
-    return kit.push({ [`${folder(b)}/envelope.yaml`]: fixtureEnvelope(b, b), [`${folder(b)}/envelope.yaml.sig`]: readFileSync(join(tmp, 'a.yaml.sig'), 'utf8') }, { key: kit.keys.coo.file, sign: false });
+    return kit.push({ [`${folder(b)}/envelope.yaml`]: fixtureEnvelope(b, b), [`${folder(b)}/envelope.yaml.sig`]: sshSign(fixtureEnvelope(a, a), kit.keys.coo.file) }, { key: kit.keys.coo.file, sign: false });
   });
 
   attack('an entry signed for a different namespace (git instead of the entry namespace)', 'hook', 'SIG_NAMESPACE', async () => {
     const id = nextId();
-    const { run } = await import('../helpers/tmp.js');
-    const { writeFileSync, readFileSync, mkdtempSync } = await import('node:fs');
-    const tmp = mkdtempSync(join(dir, 'sig-'));
-    writeFileSync(join(tmp, 'e.yaml'), fixtureEnvelope(id, id));
-    run('ssh-keygen', ['-Y', 'sign', '-n', 'git', '-f', kit.keys.coo.file, join(tmp, 'e.yaml')]);
-    return kit.push({ [`${folder(id)}/envelope.yaml`]: fixtureEnvelope(id, id), [`${folder(id)}/envelope.yaml.sig`]: readFileSync(join(tmp, 'e.yaml.sig'), 'utf8') }, { key: kit.keys.coo.file, sign: false });
+    return kit.push({ [`${folder(id)}/envelope.yaml`]: fixtureEnvelope(id, id), [`${folder(id)}/envelope.yaml.sig`]: sshSign(fixtureEnvelope(id, id), kit.keys.coo.file, 'git') }, { key: kit.keys.coo.file, sign: false });
   });
 
   attack('an entry signed by one key inside a commit signed by another', 'hook', 'SIGNER_MISMATCH', () => {

@@ -1,19 +1,19 @@
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { beforeAll, describe } from 'vitest';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
-import { attack, firstOr, makeKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
 import { L_PLUS } from '../helpers/malleate.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { git, gitEnv, run, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
+const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
-  kit = await makeKit(join(dir, 'kit'));
+  kit = getKit();
   await kit.world.consult({ idempotencyKey: 'history-base' });
 });
-afterAll(async () => kit.world.close());
 
 const folder = (id: string): string => `messages/2026/11/30/${id}`;
 let n = 0;

@@ -1,17 +1,17 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
-import { attack, makeKit, type Kit } from '../helpers/attack-kit.js';
+import { beforeAll, describe } from 'vitest';
+import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo } from '../helpers/cli.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
+const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
-  kit = await makeKit(join(dir, 'kit'));
+  kit = getKit();
 });
-afterAll(async () => kit.world.close());
 
 let n = 0;
 /** `coo append` of a file with these bytes: the code it exits with, or 'accepted'. */

@@ -1,17 +1,17 @@
 import { readdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { beforeAll, describe } from 'vitest';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
-import { attack, codeOf, firstOr, makeKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { blockersOf, receiptsOf } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
+const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
-  kit = await makeKit(join(dir, 'kit'));
+  kit = getKit();
 });
-afterAll(async () => kit.world.close());
 
 let n = 0;
 /** Enqueues, runs the runner once with a transport, and returns the blocker of the last receipt, or 'accepted'. */

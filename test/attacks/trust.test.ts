@@ -1,16 +1,15 @@
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe } from 'vitest';
+import { beforeAll, describe } from 'vitest';
 import { trustPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { attack, makeKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
+const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
-  kit = await makeKit(join(dir, 'kit'));
+  kit = getKit();
 });
-afterAll(async () => kit.world.close());
 
 async function registryFile(version: number, change: Record<string, unknown> = {}): Promise<{ path: string; bytes: Buffer }> {
   const registry = (await kit.world.ledger.state()).registry!.doc;

@@ -1,6 +1,7 @@
-import { appendFileSync, mkdirSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { expect, it } from 'vitest';
+import { afterAll, beforeAll, expect, it } from 'vitest';
 import { formatPrivateKey, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
@@ -147,4 +148,23 @@ export async function makeKit(dir: string): Promise<Kit> {
 export function firstOr(codes: readonly string[], wanted: string): string {
   if (codes.length === 0) return 'accepted';
   return codes.includes(wanted) ? wanted : codes[0]!;
+}
+
+/** One kit for a test file: made before its tests, closed after them. Read it through the returned getter. */
+export function useKit(dir: string): () => Kit {
+  let kit: Kit | null = null;
+  beforeAll(async () => {
+    kit = await makeKit(join(dir, 'kit'));
+  });
+  afterAll(async () => kit?.world.close());
+  return () => kit!;
+}
+
+/** `ssh-keygen -Y sign` of `text` with a key file, as a stock-git user would sign an entry. */
+export function sshSign(text: string, keyFile: string, namespace = 'coo-commons.entry.v0'): string {
+  const dir = mkdtempSync(join(tmpdir(), 'coo-sign-'));
+  writeFileSync(join(dir, 'entry.yaml'), text);
+  const signed = run('ssh-keygen', ['-Y', 'sign', '-n', namespace, '-f', keyFile, join(dir, 'entry.yaml')]);
+  if (signed.status !== 0) throw new Error(signed.stderr);
+  return readFileSync(join(dir, 'entry.yaml.sig'), 'utf8');
 }

@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { afterEach } from 'vitest';
 import { join } from 'node:path';
 import { enqueueConsult, type ConsultRequest } from '../../src/consult/enqueue.js';
 import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../../src/consult/fake-model-server.js';
@@ -42,13 +43,7 @@ export async function makeWorld(dir: string, options: { policy?: (policy: ActorP
   const policy = (options.policy ?? ((p) => p))({ ...base, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
   await initLedger({ gitdir, ceoKey: actors.ceo, actors: new Map([['coo.hermes', actors.coo.publicKey], ['ea.codex', actors.codex.publicKey]]), policy, now: new Date() });
   const target = join(dir, 'target');
-  for (const [path, content] of Object.entries(TARGET_FILES)) {
-    mkdirSync(join(target, path, '..'), { recursive: true });
-    writeFileSync(join(target, path), content);
-  }
-  git(['init', '-q', '-b', 'main'], { cwd: target });
-  git(['add', '-A'], { cwd: target });
-  git(['commit', '-q', '-m', 'first'], { cwd: target });
+  makeTargetRepo(target);
   const server = await startFakeModelServer(options.modes ?? ['ok']);
   const ledger = Ledger.open(gitdir);
   const events: RunnerEvent[] = [];
@@ -95,4 +90,30 @@ export async function receiptsOf(world: World, messageId: string): Promise<Array
 
 export function blockersOf(receipt: Record<string, unknown>): string[] {
   return (receipt['blockers'] as Array<{ code: string }>).map((blocker) => blocker.code);
+}
+
+/** A fresh world per call, closed after each test: `const fresh = worlds(dir)` then `const w = await fresh()`. */
+export function worlds(dir: string): (options?: Parameters<typeof makeWorld>[1]) => Promise<World> {
+  let count = 0;
+  let current: World | null = null;
+  afterEach(async () => {
+    await current?.close();
+    current = null;
+  });
+  return async (options = {}) => {
+    count += 1;
+    current = await makeWorld(join(dir, `w${count}`), options);
+    return current;
+  };
+}
+
+/** A small target repository with TARGET_FILES committed on main. */
+export function makeTargetRepo(target: string): void {
+  for (const [path, content] of Object.entries(TARGET_FILES)) {
+    mkdirSync(join(target, path, '..'), { recursive: true });
+    writeFileSync(join(target, path), content);
+  }
+  git(['init', '-q', '-b', 'main'], { cwd: target });
+  git(['add', '-A'], { cwd: target });
+  git(['commit', '-q', '-m', 'first'], { cwd: target });
 }

@@ -2,8 +2,8 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
-import { TARGET_FILES } from '../helpers/lane.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { makeTargetRepo } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
 const keys = join(dir, 'keys');
@@ -15,14 +15,7 @@ beforeAll(async () => {
   server = await startFakeModelServer();
   for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
   expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
-  const { mkdirSync, writeFileSync } = await import('node:fs');
-  for (const [path, content] of Object.entries(TARGET_FILES)) {
-    mkdirSync(join(target, path, '..'), { recursive: true });
-    writeFileSync(join(target, path), content);
-  }
-  git(['init', '-q', '-b', 'main'], { cwd: target });
-  git(['add', '-A'], { cwd: target });
-  git(['commit', '-q', '-m', 'first'], { cwd: target });
+  makeTargetRepo(target);
 });
 afterAll(async () => {
   await server.close();

@@ -1,24 +1,13 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { COO, coo } from '../helpers/cli.js';
-import { makeWorld, receiptsOf, blockersOf, type World } from '../helpers/lane.js';
+import { receiptsOf, blockersOf, type World, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
-const dir = tempDir();
-let count = 0;
-let world: World | null = null;
-async function fresh(options: Parameters<typeof makeWorld>[1] = {}): Promise<World> {
-  count += 1;
-  world = await makeWorld(join(dir, `w${count}`), options);
-  return world;
-}
-afterEach(async () => {
-  await world?.close();
-  world = null;
-});
+const fresh = worlds(tempDir());
 
 function runnerProcess(w: World, keyFile: string): ChildProcess {
   return spawn(

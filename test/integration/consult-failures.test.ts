@@ -1,26 +1,15 @@
 import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
 import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { coo } from '../helpers/cli.js';
-import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
+import { blockersOf, receiptsOf, type World, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
-const dir = tempDir();
-let count = 0;
-let world: World | null = null;
-async function fresh(options: Parameters<typeof makeWorld>[1] = {}): Promise<World> {
-  count += 1;
-  world = await makeWorld(join(dir, `w${count}`), options);
-  return world;
-}
-afterEach(async () => {
-  await world?.close();
-  world = null;
-});
+const fresh = worlds(tempDir());
 
 /** Live processes whose command line mentions `text` (Oracle runs with its sandbox paths in argv). */
 function processesMentioning(text: string): number[] {

@@ -1,5 +1,5 @@
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
@@ -10,21 +10,10 @@ import { writeFileSync } from 'node:fs';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { push, stockCommit } from '../helpers/stock.js';
-import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
+import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
-const dir = tempDir();
-let count = 0;
-let world: World | null = null;
-async function fresh(options: Parameters<typeof makeWorld>[1] = {}): Promise<World> {
-  count += 1;
-  world = await makeWorld(join(dir, `w${count}`), options);
-  return world;
-}
-afterEach(async () => {
-  await world?.close();
-  world = null;
-});
+const fresh = worlds(tempDir());
 
 describe('the consult lane', () => {
   it('given a valid envelope targeting aa.chatgpt, invokes Oracle, stores the answer at a deterministic path and commits a COO-signed aa_receipt.v0', async () => {

@@ -1,7 +1,6 @@
 import { chmodSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { isCooError } from '../../../src/errors.js';
 import {
   formatPrivateKey,
   formatPublicKeyLine,
@@ -9,19 +8,11 @@ import {
   parsePrivateKey,
   parsePublicKeyLine,
 } from '../../../src/crypto/keys.js';
+import { codeOf } from '../../helpers/codes.js';
 import { run, tempDir } from '../../helpers/tmp.js';
 
 const dir = tempDir();
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (isCooError(error)) return error.code;
-    throw error;
-  }
-  return 'no error';
-}
 
 describe('OpenSSH key files', () => {
   it('gives the same key id as ssh-keygen -l for a key we made', () => {

@@ -3,9 +3,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import nacl from 'tweetnacl';
 import { describe, expect, it } from 'vitest';
-import { isCooError } from '../../../src/errors.js';
 import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey } from '../../../src/crypto/keys.js';
 import { ENTRY_NAMESPACE, armor, parseSshsig, signSshsig, verifySshsig, verifySshsigText } from '../../../src/crypto/sshsig.js';
+import { codeOf } from '../../helpers/codes.js';
 import { run, tempDir } from '../../helpers/tmp.js';
 
 const dir = tempDir();
@@ -15,15 +15,6 @@ writeFileSync(keyPath, formatPrivateKey(key), { mode: 0o600 });
 const allowed = join(dir, 'allowed_signers');
 writeFileSync(allowed, `coo.hermes namespaces="${ENTRY_NAMESPACE}" ${formatPublicKeyLine(key.publicKey)}\n`);
 
-function codeOf(fn: () => unknown): string {
-  try {
-    fn();
-  } catch (error) {
-    if (isCooError(error)) return error.code;
-    throw error;
-  }
-  return 'no error';
-}
 
 describe('SSHSIG detached signatures', () => {
   const message = Buffer.from('schema_version: coo_message.v0\nmessage_id: msg_x\n');
