@@ -14,7 +14,7 @@ const args = process.argv.slice(2);
 const QUICK = args.includes('--quick');
 const wanted = args.filter((arg) => !arg.startsWith('--'));
 const run = (name) => wanted.length === 0 || wanted.includes(name);
-const SIZES = QUICK ? { verify: [200, 1000], append: [200, 2000], cold: 2000, consults: 3, latency: 10 } : { verify: [1000, 10000], append: [1000, 100000], cold: 100000, consults: 10, latency: 50 };
+const SIZES = QUICK ? { verify: [200, 1000], append: [200, 2000], cold: 2000, consults: 3, latency: 10 } : { verify: [1000, 10000], append: [1000, 100000], cold: 100000, consults: 20, latency: 50 };
 
 const { generatePrivateKey, formatPrivateKey } = await import(join(dist, 'crypto', 'keys.js'));
 const { Ledger } = await import(join(dist, 'ledger', 'ledger.js'));

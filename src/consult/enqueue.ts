@@ -59,8 +59,9 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
   if (request.question.trim() === '') throw new CooError('USAGE', 'the prompt is empty');
   if (request.patterns.length === 0) throw new CooError('USAGE', 'give at least one --file to pin as context');
 
-  const commit = await resolveCommit(request.repo, request.rev ?? 'HEAD');
-  const files = await pinFiles(request.repo, commit, request.patterns);
+  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD');
+  const { commit } = resolved;
+  const files = await pinFiles(request.repo, resolved, request.patterns);
   for (const file of files) {
     if (!isOracleSafePath(file.path)) throw new CooError('CONTEXT_INVALID', `${file.path}: the AA transport would read this name as a pattern (characters * ? [ ] { } ( ) , ! or a leading -)`);
   }

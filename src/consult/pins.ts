@@ -21,12 +21,21 @@ interface TreeItem {
   readonly path: string;
 }
 
-export async function resolveCommit(repo: string, rev: string): Promise<string> {
+export interface ResolvedCommit {
+  readonly commit: string;
+  /** The repository's git directory, where its objects are read from. */
+  readonly gitdir: string;
+}
+
+/** The commit `rev` names in `repo`, and the repository's git directory, from one `git rev-parse`. */
+export async function resolveCommit(repo: string, rev: string): Promise<ResolvedCommit> {
   if (rev.startsWith('-')) throw new CooError('USAGE', `--rev ${rev} is not a revision`);
-  const out = await runGit(['-C', repo, 'rev-parse', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`]).catch(() => {
+  const out = await runGit(['-C', repo, 'rev-parse', '--absolute-git-dir', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`]).catch(() => {
     throw new CooError('CONTEXT_INVALID', `${rev} is not a commit in ${repo}`);
   });
-  return out.toString('utf8').trim();
+  const [gitdir, commit] = out.toString('utf8').trim().split('\n');
+  if (gitdir === undefined || commit === undefined || !/^[0-9a-f]{40}$/.test(commit)) throw new CooError('CONTEXT_INVALID', `${rev} is not a commit in ${repo}`);
+  return { commit, gitdir };
 }
 
 async function gitDir(repo: string): Promise<string> {
@@ -53,8 +62,8 @@ function checkPattern(pattern: string): void {
   }
 }
 
-async function readBlobs(repo: string, items: readonly TreeItem[]): Promise<PinnedFile[]> {
-  const reader = new CatFileReader(await gitDir(repo));
+async function readBlobs(gitdir: string, items: readonly TreeItem[]): Promise<PinnedFile[]> {
+  const reader = new CatFileReader(gitdir);
   try {
     return await Promise.all(
       items.map(async (item) => {
@@ -76,8 +85,9 @@ function isRegularFile(item: TreeItem): boolean {
 }
 
 /** The files matching `patterns` at `commit`, read from git objects, with their hashes. Symlinks and submodules are refused. */
-export async function pinFiles(repo: string, commit: string, patterns: readonly string[]): Promise<PinnedFile[]> {
+export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[]): Promise<PinnedFile[]> {
   patterns.forEach(checkPattern);
+  const { commit } = at;
   const items = await listTree(repo, commit);
   const matchers = patterns.map((pattern) => ({ pattern, match: picomatch(pattern, { dot: true }) }));
   const chosen: TreeItem[] = [];
@@ -90,7 +100,7 @@ export async function pinFiles(repo: string, commit: string, patterns: readonly 
     }
   }
   if (chosen.length > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${chosen.length} files exceed the ${LIMITS.contextFiles}-file limit`);
-  return readBlobs(repo, chosen.sort((a, b) => (a.path < b.path ? -1 : 1)));
+  return readBlobs(at.gitdir, chosen.sort((a, b) => (a.path < b.path ? -1 : 1)));
 }
 
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };

@@ -145,6 +145,23 @@ export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links
   return { oid: links.oid, raw: links.raw, changes: changes.map(({ path, status, mode }) => ({ path, status, mode })), blobs };
 }
 
+/** How far `commitsSince` follows parent lines itself before asking git. */
+const SHORT_RANGE = 64;
+
+/** The first-parent chain from `head` down to (not including) `stop`, oldest first, or null when `stop` is not within SHORT_RANGE. */
+async function firstParentsUntil(reader: ObjectReader, head: string, stop: string): Promise<string[] | null> {
+  const chain: string[] = [];
+  let current = head;
+  while (current !== stop) {
+    if (chain.length === SHORT_RANGE) return null;
+    chain.push(current);
+    const parent = (await readCommitLinks(reader, current)).parents[0];
+    if (parent === undefined) return null;
+    current = parent;
+  }
+  return chain.reverse();
+}
+
 /** Whether `ancestor` is reachable from `descendant`, as git decides it (sequence numbers are claims, not facts). */
 export async function isAncestor(gitdir: string, ancestor: string, descendant: string): Promise<boolean> {
   if (ancestor === descendant) return true;
@@ -156,10 +173,17 @@ export async function isAncestor(gitdir: string, ancestor: string, descendant: s
 /**
  * The commits after `stop` up to `head`, oldest first, following first parents. Returns null when
  * `head` does not descend from `stop` (a rollback or a fork). Descent is decided by git, not by the
- * commits' own Ledger-Seq claims, which a forged commit could set to anything; one `git rev-list`
- * lists the range, so a long history is not walked one object read at a time.
+ * commits' own Ledger-Seq claims, which a forged commit could set to anything. A short range (the
+ * usual case: a runner catching up on a few new entries) is found by following the commits' parent
+ * lines through the open object reader, which starts no process; a long one, or one that does not
+ * reach `stop` that way, goes to `git merge-base` and one `git rev-list`, so a long history is not
+ * walked one object read at a time.
  */
 export async function commitsSince(reader: ObjectReader, head: string, stop: string | null): Promise<string[] | null> {
+  if (stop !== null) {
+    const near = await firstParentsUntil(reader, head, stop).catch(() => null);
+    if (near !== null) return near;
+  }
   if (stop !== null && !(await isAncestor(reader.gitdir, stop, head))) return null;
   const out = await new Promise<string>((resolve, reject) => {
     execFile('git', ['--git-dir', reader.gitdir, 'rev-list', '--first-parent', '--reverse', head, ...(stop === null ? [] : [`^${stop}`])], { maxBuffer: 256 * 1024 * 1024 }, (error, stdout) => {

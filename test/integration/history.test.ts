@@ -1,0 +1,75 @@
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CatFileReader } from '../../src/ledger/object-store.js';
+import { commitsSince } from '../../src/ledger/history.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir();
+const gitdir = join(dir, 'history.git');
+let reader: CatFileReader;
+let main: string[];
+let side: string;
+let merge: string;
+
+/** A first-parent chain of 100 commits on main, a side branch from commit 10, and a merge of it on top of main. */
+function fastImport(): string {
+  const lines: string[] = [];
+  const commit = (ref: string, mark: number, from: number | null, extraParent: number | null): void => {
+    const message = `c${mark}\n`;
+    lines.push(`commit ${ref}`, `mark :${mark}`, `committer T <t@x> ${1_700_000_000 + mark} +0000`, `data ${message.length}`, message.trimEnd());
+    if (from !== null) lines.push(`from :${from}`);
+    if (extraParent !== null) lines.push(`merge :${extraParent}`);
+    lines.push('');
+  };
+  for (let i = 1; i <= 100; i += 1) commit('refs/heads/main', i, i === 1 ? null : i - 1, null);
+  commit('refs/heads/side', 101, 10, null);
+  commit('refs/heads/merged', 102, 100, 101);
+  return `${lines.join('\n')}\n`;
+}
+
+beforeAll(() => {
+  git(['init', '-q', '--bare', gitdir]);
+  git(['--git-dir', gitdir, 'fast-import', '--quiet'], { input: fastImport() });
+  main = git(['--git-dir', gitdir, 'rev-list', '--reverse', 'main']).trim().split('\n');
+  side = git(['--git-dir', gitdir, 'rev-parse', 'side']).trim();
+  merge = git(['--git-dir', gitdir, 'rev-parse', 'merged']).trim();
+  reader = new CatFileReader(gitdir);
+});
+
+afterAll(() => reader.close());
+
+describe('the commits since a known head', () => {
+  it('has the chain it is built on', () => {
+    expect(main).toHaveLength(100);
+  });
+
+  it('lists a short range oldest first, as git rev-list does', async () => {
+    expect(await commitsSince(reader, main[99]!, main[95]!)).toEqual(main.slice(96));
+    expect(await commitsSince(reader, main[99]!, main[98]!)).toEqual([main[99]]);
+  });
+
+  it('lists a range longer than the in-process walk through git, with the same answer', async () => {
+    expect(await commitsSince(reader, main[99]!, main[5]!)).toEqual(main.slice(6));
+    expect(await commitsSince(reader, main[99]!, null)).toEqual(main);
+  });
+
+  it('gives an empty range when nothing is new', async () => {
+    expect(await commitsSince(reader, main[40]!, main[40]!)).toEqual([]);
+  });
+
+  it('follows first parents across a merge', async () => {
+    expect(await commitsSince(reader, merge, main[97]!)).toEqual([main[98], main[99], merge]);
+  });
+
+  it('returns null when the head does not descend from the known head, near or far', async () => {
+    expect(await commitsSince(reader, side, main[20]!)).toBeNull();
+    expect(await commitsSince(reader, main[30]!, main[31]!)).toBeNull();
+    expect(await commitsSince(reader, main[3]!, side)).toBeNull();
+  });
+
+  it('agrees with git on a side branch merged in: the side commit is reachable but not a first parent', async () => {
+    // git decides descent by reachability: the merge descends from the side commit; the range is
+    // what rev-list --first-parent lists, which excludes everything the side commit reaches.
+    expect(await commitsSince(reader, merge, side)).toEqual(git(['--git-dir', gitdir, 'rev-list', '--first-parent', '--reverse', merge, `^${side}`]).trim().split('\n'));
+  });
+});
