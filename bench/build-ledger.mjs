@@ -3,7 +3,7 @@
 // written loose with zlib and packed once at the end. Messages are spread over days (100 a day), as
 // a ledger that grew over time would be. The result passes `coo verify`.
 import { createHash } from 'node:crypto';
-import { closeSync, mkdirSync, openSync, readFileSync, writeFileSync, writeSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { execFileSync } from 'node:child_process';
@@ -11,6 +11,7 @@ import { execFileSync } from 'node:child_process';
 const dist = join(import.meta.dirname, '..', 'dist');
 const { initLedger } = await import(join(dist, 'ledger', 'init.js'));
 const { Ledger } = await import(join(dist, 'ledger', 'ledger.js'));
+const { checkpointPath } = await import(join(dist, 'ledger', 'checkpoint.js'));
 const { signSshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } = await import(join(dist, 'crypto', 'sshsig.js'));
 const { renderTree } = await import(join(dist, 'ledger', 'tree-format.js'));
 const { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } = await import(join(dist, 'ledger', 'commit-format.js'));
@@ -178,7 +179,9 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
 }
 
 /** Replays the whole ledger once through the validator and leaves a state checkpoint, as a long-lived ledger has. */
+/** Replays the whole ledger from its first commit (any earlier state checkpoint is dropped first) and saves a checkpoint. */
 export async function warmCheckpoint(gitdir) {
+  rmSync(checkpointPath(gitdir), { force: true });
   const ledger = Ledger.open(gitdir);
   try {
     const state = await ledger.state();

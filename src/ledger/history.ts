@@ -34,7 +34,10 @@ export async function readCommitLinks(reader: ObjectReader, oid: string): Promis
   return { oid, raw: object.content, tree, parents, seq: seqMatch === null ? null : Number(seqMatch[1]) };
 }
 
-/** Tree reads with a small cache: consecutive commits share almost every subtree. */
+/**
+ * Tree reads with a small cache: consecutive commits share almost every subtree. Oldest first out:
+ * a replay needs a tree again only for the next commit or two.
+ */
 export class TreeReader {
   private readonly cache = new Map<string, TreeEntry[]>();
 
@@ -42,11 +45,7 @@ export class TreeReader {
 
   async entries(oid: string): Promise<TreeEntry[]> {
     const cached = this.cache.get(oid);
-    if (cached !== undefined) {
-      this.cache.delete(oid);
-      this.cache.set(oid, cached);
-      return cached;
-    }
+    if (cached !== undefined) return cached;
     const object = await this.reader.read(oid);
     if (object === null) throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
     if (object.type !== 'tree') throw new CooError('TREE_MALFORMED', `${oid} is a ${object.type}, not a tree`);
@@ -84,36 +83,34 @@ export class TreeReader {
     return this.entries(tree);
   }
 
-  /** Every file that differs between two trees, descending only into subtrees that differ. */
+  /**
+   * Every file that differs between two trees, descending only into subtrees that differ. Both
+   * trees are in git's order (parseTree refuses any other), so one merge walk pairs their entries.
+   */
   async diff(before: string | null, after: string, prefix = ''): Promise<Array<FileChange & { oid: string }>> {
     const changes: Array<FileChange & { oid: string }> = [];
     const old = before === null ? [] : await this.entries(before);
     const now = await this.entries(after);
-    const byName = new Map<string, TreeEntry>();
-    for (const entry of old) byName.set(entry.name, entry);
-    const seen = new Set<string>();
+    const pathOf = (entry: TreeEntry): string => (prefix === '' ? entry.name : `${prefix}/${entry.name}`);
+    const gone: TreeEntry[] = [];
+    let i = 0;
     for (const entry of now) {
-      seen.add(entry.name);
-      const previous = byName.get(entry.name);
-      if (previous !== undefined && previous.oid === entry.oid && previous.mode === entry.mode) continue;
-      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
-      if (entry.mode === '40000') {
-        if (previous !== undefined && previous.mode !== '40000') changes.push({ path, status: 'deleted', mode: previous.mode, oid: previous.oid });
-        changes.push(...(await this.diff(previous?.mode === '40000' ? previous.oid : null, entry.oid, path)));
-      } else if (previous === undefined) {
-        changes.push({ path, status: 'added', mode: entry.mode, oid: entry.oid });
-      } else if (previous.mode === '40000') {
-        changes.push(...(await this.removed(previous.oid, path)));
-        changes.push({ path, status: 'added', mode: entry.mode, oid: entry.oid });
-      } else {
-        changes.push({ path, status: 'modified', mode: entry.mode, oid: entry.oid });
+      let previous = old[i];
+      if (previous !== undefined && (previous.name !== entry.name || previous.mode !== entry.mode)) {
+        while (i < old.length && gitOrder(old[i]!, entry) < 0) gone.push(old[i++]!);
+        previous = i < old.length && gitOrder(old[i]!, entry) === 0 ? old[i] : undefined;
       }
+      if (previous !== undefined) i += 1;
+      if (previous !== undefined && previous.oid === entry.oid && previous.mode === entry.mode) continue;
+      const path = pathOf(entry);
+      if (entry.mode === '40000') changes.push(...(await this.diff(previous?.oid ?? null, entry.oid, path)));
+      else if (previous === undefined) changes.push({ path, status: 'added', mode: entry.mode, oid: entry.oid });
+      else changes.push({ path, status: 'modified', mode: entry.mode, oid: entry.oid });
     }
-    for (const entry of old) {
-      if (seen.has(entry.name)) continue;
-      const path = prefix === '' ? entry.name : `${prefix}/${entry.name}`;
-      if (entry.mode === '40000') changes.push(...(await this.removed(entry.oid, path)));
-      else changes.push({ path, status: 'deleted', mode: entry.mode, oid: entry.oid });
+    gone.push(...old.slice(i));
+    for (const entry of gone) {
+      if (entry.mode === '40000') changes.push(...(await this.removed(entry.oid, pathOf(entry))));
+      else changes.push({ path: pathOf(entry), status: 'deleted', mode: entry.mode, oid: entry.oid });
     }
     return changes;
   }
@@ -127,6 +124,18 @@ export class TreeReader {
     }
     return out;
   }
+}
+
+/**
+ * git's tree order for two entries: names compared as if a directory's ended in "/". Ledger names
+ * are ASCII, where string order is byte order; any other name is refused by the layout anyway, and
+ * a misjudged order can only show an entry as deleted and added, never hide a change.
+ */
+function gitOrder(a: TreeEntry, b: TreeEntry): number {
+  if (!a.name.startsWith(b.name) && !b.name.startsWith(a.name)) return a.name < b.name ? -1 : 1;
+  const left = a.mode === '40000' ? `${a.name}/` : a.name;
+  const right = b.mode === '40000' ? `${b.name}/` : b.name;
+  return left < right ? -1 : left > right ? 1 : 0;
 }
 
 /** Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, added blobs. */

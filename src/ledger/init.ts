@@ -1,6 +1,5 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import git from 'isomorphic-git';
 import { CooError } from '../errors.js';
 import { cliEntryPoint, readAsset } from '../assets.js';
 import { formatPublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
@@ -95,6 +94,8 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
   let ledger: Ledger | null = null;
   try {
     fs.mkdirSync(gitdir, { recursive: true });
+    // Loaded here, not at start-up: creating a ledger is the only use, and the module costs every other verb ~0.1 s.
+    const { default: git } = await import('isomorphic-git');
     await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });
     for (const [path, value] of [
       ['receive.denyNonFastForwards', true],

@@ -93,7 +93,10 @@ export class CatFileReader implements ObjectReader {
     }
   }
 
-  /** Requests made in one turn of the event loop go to git in one write. */
+  /**
+   * Requests made in one turn of the event loop go to git in one write: flushed after every
+   * microtask of the turn has run, so a burst of reads that a reply sets off costs one system call.
+   */
   private outgoing: string[] = [];
 
   private flush = (): void => {
@@ -108,7 +111,7 @@ export class CatFileReader implements ObjectReader {
     this.start();
     return new Promise((resolve, reject) => {
       this.pending.push({ oid, resolve, reject });
-      if (this.outgoing.push(`${oid}\n`) === 1) queueMicrotask(this.flush);
+      if (this.outgoing.push(`${oid}\n`) === 1) setImmediate(this.flush);
     });
   }
 

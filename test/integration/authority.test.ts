@@ -35,6 +35,11 @@ async function expectRejected(code: string, run: () => Promise<unknown>): Promis
 
 const append = (message: ReturnType<typeof dispatchEnvelope>, key = actors.coo) => () => ledger.append({ files: [envelopeFile(message)], key, summary: 'test', now: T0 });
 
+/** A blocker notice from one actor to another: the smallest envelope that exercises an edge. */
+function blockerEnvelope(source: string, target: string): ReturnType<typeof dispatchEnvelope> {
+  return dispatchEnvelope({ source_actor: source, principal: source, target_actor: target, intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined });
+}
+
 describe('write-time authority', () => {
   it('accepts a dispatch from the active COO', async () => {
     expect(await codeOfAsync(append(dispatchEnvelope()))).toBe('no error');
@@ -53,24 +58,15 @@ describe('write-time authority', () => {
   });
 
   it('refuses EA -> AA: an execution agent consulting an advisory agent', async () => {
-    await expectRejected(
-      'POLICY_EDGE_FORBIDDEN',
-      append(dispatchEnvelope({ source_actor: 'ea.codex', principal: 'ea.codex', target_actor: 'aa.chatgpt', intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined }), actors.codex),
-    );
+    await expectRejected('POLICY_EDGE_FORBIDDEN', append(blockerEnvelope('ea.codex', 'aa.chatgpt'), actors.codex));
   });
 
   it('refuses AA -> AA cross-talk', async () => {
-    await expectRejected(
-      'POLICY_EDGE_FORBIDDEN',
-      append(dispatchEnvelope({ source_actor: 'aa.chatgpt', principal: 'aa.chatgpt', target_actor: 'aa.gemini', intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined }), aaKey),
-    );
+    await expectRejected('POLICY_EDGE_FORBIDDEN', append(blockerEnvelope('aa.chatgpt', 'aa.gemini'), aaKey));
   });
 
   it('refuses an edge the policy does not list (EA -> EA)', async () => {
-    await expectRejected(
-      'POLICY_EDGE_NOT_ALLOWED',
-      append(dispatchEnvelope({ source_actor: 'ea.codex', principal: 'ea.codex', target_actor: 'ea.claude_code', intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined }), actors.codex),
-    );
+    await expectRejected('POLICY_EDGE_NOT_ALLOWED', append(blockerEnvelope('ea.codex', 'ea.claude_code'), actors.codex));
   });
 
   it('refuses an intent the edge does not allow (COO -> EA receipt_notice)', async () => {

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatFileReader } from '../../src/ledger/object-store.js';
-import { commitsSince } from '../../src/ledger/history.js';
+import { commitsSince, TreeReader } from '../../src/ledger/history.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -71,5 +71,31 @@ describe('the commits since a known head', () => {
     // git decides descent by reachability: the merge descends from the side commit; the range is
     // what rev-list --first-parent lists, which excludes everything the side commit reaches.
     expect(await commitsSince(reader, merge, side)).toEqual(git(['--git-dir', gitdir, 'rev-list', '--first-parent', '--reverse', merge, `^${side}`]).trim().split('\n'));
+  });
+});
+
+/** A tree made with stock git from `mode name oid` lines. */
+function mktree(lines: string[]): string {
+  return git(['--git-dir', gitdir, 'mktree'], { input: lines.map((line) => `${line}\n`).join('') }).trim();
+}
+
+function blob(text: string): string {
+  return git(['--git-dir', gitdir, 'hash-object', '-w', '--stdin'], { input: text }).trim();
+}
+
+describe('the difference between two trees', () => {
+  it('agrees with git diff-tree, a file turning into a directory and back included', async () => {
+    const [one, two, three] = [blob('one\n'), blob('two\n'), blob('three\n')];
+    const dirWith = (name: string, oid: string): string => mktree([`100644 blob ${oid}\t${name}`]);
+    const before = mktree([`100644 blob ${one}\ta`, `100644 blob ${one}\ta-b`, `040000 tree ${dirWith('x', two)}\tc`, `040000 tree ${dirWith('same', one)}\td`, `100644 blob ${one}\tgone`]);
+    const after = mktree([`040000 tree ${dirWith('y', three)}\ta`, `100644 blob ${two}\ta-b`, `100644 blob ${three}\tc`, `040000 tree ${dirWith('same', one)}\td`, `100644 blob ${one}\tnew`]);
+    const ours = (await new TreeReader(reader).diff(before, after)).map((change) => `${change.status[0]!.toUpperCase()} ${change.path}`).sort();
+    const theirs = git(['--git-dir', gitdir, 'diff-tree', '-r', '--no-renames', '--name-status', before, after])
+      .trim()
+      .split('\n')
+      .map((line) => line.replace('\t', ' '))
+      .sort();
+    expect(theirs).toEqual(['A a/y', 'A c', 'A new', 'D a', 'D c/x', 'D gone', 'M a-b']);
+    expect(ours).toEqual(theirs);
   });
 });
