@@ -35,11 +35,20 @@ export async function readCommitLinks(reader: ObjectReader, oid: string): Promis
 }
 
 /**
+ * Bounds on the tree cache, counted in trees and in entries: a busy day's folder holds thousands of
+ * entries and every append makes a new version of it, so a count of trees alone let the cache grow
+ * by hundreds of megabytes over a thousand consults.
+ */
+const CACHED_TREES = 4096;
+const CACHED_ENTRIES = 131_072;
+
+/**
  * Tree reads with a small cache: consecutive commits share almost every subtree. Oldest first out:
  * a replay needs a tree again only for the next commit or two.
  */
 export class TreeReader {
   private readonly cache = new Map<string, TreeEntry[]>();
+  private cachedEntries = 0;
 
   constructor(private readonly reader: ObjectReader) {}
 
@@ -49,9 +58,16 @@ export class TreeReader {
     const object = await this.reader.read(oid);
     if (object === null) throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
     if (object.type !== 'tree') throw new CooError('TREE_MALFORMED', `${oid} is a ${object.type}, not a tree`);
+    const raced = this.cache.get(oid);
+    if (raced !== undefined) return raced;
     const entries = parseTree(object.content);
     this.cache.set(oid, entries);
-    if (this.cache.size > 4096) this.cache.delete(this.cache.keys().next().value!);
+    this.cachedEntries += entries.length;
+    while (this.cache.size > 1 && (this.cache.size > CACHED_TREES || this.cachedEntries > CACHED_ENTRIES)) {
+      const [oldest, dropped] = this.cache.entries().next().value!;
+      this.cache.delete(oldest);
+      this.cachedEntries -= dropped.length;
+    }
     return entries;
   }
 
