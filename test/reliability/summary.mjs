@@ -25,7 +25,7 @@ const rows = [
   ['duplicate consults (must be 0)', String(duplicates)],
   ['lost envelopes (must be 0)', String(lost)],
   ['load through the lane', lane ? `${lane.completed}/${lane.consults} consults completed, ${lane.paid_calls} paid calls` : 'not run'],
-  ['peak memory under load', lane ? `${lane.peak_rss_mb} MB RSS; growth after warm-up ${lane.rss_growth_after_warmup_mb} MB` : 'not run'],
+  ['peak memory under load', lane ? `${lane.peak_rss_mb} MB RSS; live heap grew ${lane.heap_growth_after_warmup_mb} MB after warm-up` : 'not run'],
   ['four runners on one ledger', shared ? `${shared.consults} consults, ${shared.paid_calls} paid calls, ${shared.duplicate_calls} duplicates, ${shared.runners_that_claimed} runners claimed work` : 'not run'],
 ];
 const width = Math.max(...rows.map(([name]) => name.length));
