@@ -1,4 +1,4 @@
-import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
@@ -163,8 +163,12 @@ export function useKit(dir: string): () => Kit {
 /** `ssh-keygen -Y sign` of `text` with a key file, as a stock-git user would sign an entry. */
 export function sshSign(text: string, keyFile: string, namespace = 'coo-commons.entry.v0'): string {
   const dir = mkdtempSync(join(tmpdir(), 'coo-sign-'));
-  writeFileSync(join(dir, 'entry.yaml'), text);
-  const signed = run('ssh-keygen', ['-Y', 'sign', '-n', namespace, '-f', keyFile, join(dir, 'entry.yaml')]);
-  if (signed.status !== 0) throw new Error(signed.stderr);
-  return readFileSync(join(dir, 'entry.yaml.sig'), 'utf8');
+  try {
+    writeFileSync(join(dir, 'entry.yaml'), text);
+    const signed = run('ssh-keygen', ['-Y', 'sign', '-n', namespace, '-f', keyFile, join(dir, 'entry.yaml')]);
+    if (signed.status !== 0) throw new Error(signed.stderr);
+    return readFileSync(join(dir, 'entry.yaml.sig'), 'utf8');
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
 }

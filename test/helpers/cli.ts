@@ -1,12 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync } from 'node:fs';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { tempDir } from './tmp.js';
 
 export const COO = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js');
 
 /** Checkpoints the CLI keeps (last verified heads, runner sandboxes) go here, never into the real home. */
-const STATE_HOME = mkdtempSync(join(tmpdir(), 'coo-state-'));
+const STATE_HOME = tempDir('coo-state-');
 
 export interface CliResult {
   readonly status: number | null;
