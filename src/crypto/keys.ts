@@ -26,10 +26,23 @@ export function publicKeyBlob(bytes: Uint8Array): Buffer {
   return Buffer.concat([encodeString(KEY_TYPE), encodeString(bytes)]);
 }
 
+/**
+ * Keys already seen, by their bytes: a replay meets the same few keys in every signature, and
+ * fingerprinting each again cost a tenth of a long verification. Bounded; cleared when full.
+ */
+const knownKeys = new Map<string, PublicKey>();
+const KNOWN_KEYS = 1024;
+
 export function toPublicKey(bytes: Uint8Array): PublicKey {
   if (bytes.length !== 32) throw new CooError('KEY_MALFORMED', 'ed25519 public key must be 32 bytes');
+  const lookup = Buffer.from(bytes.buffer, bytes.byteOffset, bytes.length).toString('latin1');
+  const known = knownKeys.get(lookup);
+  if (known !== undefined) return known;
   const digest = createHash('sha256').update(publicKeyBlob(bytes)).digest('base64').replace(/=+$/, '');
-  return { bytes: Uint8Array.from(bytes), keyId: `SHA256:${digest}` };
+  const key: PublicKey = Object.freeze({ bytes: Uint8Array.from(bytes), keyId: `SHA256:${digest}` });
+  if (knownKeys.size >= KNOWN_KEYS) knownKeys.clear();
+  knownKeys.set(lookup, key);
+  return key;
 }
 
 /** Reads an SSH public key blob (`string "ssh-ed25519" || string key`), nothing more and nothing less. */

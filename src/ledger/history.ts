@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { CooError } from '../errors.js';
 import type { CommitFacts, FileChange } from './commit-facts.js';
 import type { ObjectReader } from './object-store.js';
-import { parseTree, type TreeEntry } from './tree-format.js';
+import { RawTree, type TreeEntry } from './tree-format.js';
 
 /** Navigation headers of a commit, read leniently: the validator does the strict parse. */
 export interface CommitLinks {
@@ -47,12 +47,13 @@ const CACHED_ENTRIES = 131_072;
  * a replay needs a tree again only for the next commit or two.
  */
 export class TreeReader {
-  private readonly cache = new Map<string, TreeEntry[]>();
+  private readonly cache = new Map<string, RawTree>();
   private cachedEntries = 0;
 
   constructor(private readonly reader: ObjectReader) {}
 
-  async entries(oid: string): Promise<TreeEntry[]> {
+  /** The checked raw tree `oid`. */
+  async tree(oid: string): Promise<RawTree> {
     const cached = this.cache.get(oid);
     if (cached !== undefined) return cached;
     const object = await this.reader.read(oid);
@@ -60,15 +61,19 @@ export class TreeReader {
     if (object.type !== 'tree') throw new CooError('TREE_MALFORMED', `${oid} is a ${object.type}, not a tree`);
     const raced = this.cache.get(oid);
     if (raced !== undefined) return raced;
-    const entries = parseTree(object.content);
-    this.cache.set(oid, entries);
-    this.cachedEntries += entries.length;
+    const tree = RawTree.parse(ownMemory(object.content));
+    this.cache.set(oid, tree);
+    this.cachedEntries += tree.count;
     while (this.cache.size > 1 && (this.cache.size > CACHED_TREES || this.cachedEntries > CACHED_ENTRIES)) {
       const [oldest, dropped] = this.cache.entries().next().value!;
       this.cache.delete(oldest);
-      this.cachedEntries -= dropped.length;
+      this.cachedEntries -= dropped.count;
     }
-    return entries;
+    return tree;
+  }
+
+  async entries(oid: string): Promise<TreeEntry[]> {
+    return (await this.tree(oid)).entries();
   }
 
   /** The blob id at `path` in tree `root`, or null. */
@@ -101,32 +106,33 @@ export class TreeReader {
 
   /**
    * Every file that differs between two trees, descending only into subtrees that differ. Both
-   * trees are in git's order (parseTree refuses any other), so one merge walk pairs their entries.
+   * trees are in git's order (RawTree refuses any other), so one merge walk pairs their entries,
+   * comparing raw names and ids: only entries that differ become strings.
    */
   async diff(before: string | null, after: string, prefix = ''): Promise<Array<FileChange & { oid: string }>> {
     const changes: Array<FileChange & { oid: string }> = [];
-    const old = before === null ? [] : await this.entries(before);
-    const now = await this.entries(after);
-    const pathOf = (entry: TreeEntry): string => (prefix === '' ? entry.name : `${prefix}/${entry.name}`);
-    const gone: TreeEntry[] = [];
+    const old = before === null ? RawTree.EMPTY : await this.tree(before);
+    const now = await this.tree(after);
+    const pathOf = (name: string): string => (prefix === '' ? name : `${prefix}/${name}`);
+    const gone: number[] = [];
     let i = 0;
-    for (const entry of now) {
-      let previous = old[i];
-      if (previous !== undefined && (previous.name !== entry.name || previous.mode !== entry.mode)) {
-        while (i < old.length && gitOrder(old[i]!, entry) < 0) gone.push(old[i++]!);
-        previous = i < old.length && gitOrder(old[i]!, entry) === 0 ? old[i] : undefined;
+    for (let j = 0; j < now.count; j += 1) {
+      while (i < old.count && old.compare(i, now, j) < 0) gone.push(i++);
+      const paired = i < old.count && old.compare(i, now, j) === 0;
+      if (paired && old.sameObject(i, now, j)) {
+        i += 1;
+        continue;
       }
-      if (previous !== undefined) i += 1;
-      if (previous !== undefined && previous.oid === entry.oid && previous.mode === entry.mode) continue;
-      const path = pathOf(entry);
-      if (entry.mode === '40000') changes.push(...(await this.diff(previous?.oid ?? null, entry.oid, path)));
-      else if (previous === undefined) changes.push({ path, status: 'added', mode: entry.mode, oid: entry.oid });
-      else changes.push({ path, status: 'modified', mode: entry.mode, oid: entry.oid });
+      const path = pathOf(now.name(j));
+      if (now.isDir(j)) changes.push(...(await this.diff(paired ? old.oid(i) : null, now.oid(j), path)));
+      else changes.push({ path, status: paired ? 'modified' : 'added', mode: '100644', oid: now.oid(j) });
+      if (paired) i += 1;
     }
-    gone.push(...old.slice(i));
-    for (const entry of gone) {
-      if (entry.mode === '40000') changes.push(...(await this.removed(entry.oid, pathOf(entry))));
-      else changes.push({ path: pathOf(entry), status: 'deleted', mode: entry.mode, oid: entry.oid });
+    while (i < old.count) gone.push(i++);
+    for (const index of gone) {
+      const path = pathOf(old.name(index));
+      if (old.isDir(index)) changes.push(...(await this.removed(old.oid(index), path)));
+      else changes.push({ path, status: 'deleted', mode: '100644', oid: old.oid(index) });
     }
     return changes;
   }
@@ -142,16 +148,12 @@ export class TreeReader {
   }
 }
 
-/**
- * git's tree order for two entries: names compared as if a directory's ended in "/". Ledger names
- * are ASCII, where string order is byte order; any other name is refused by the layout anyway, and
- * a misjudged order can only show an entry as deleted and added, never hide a change.
- */
-function gitOrder(a: TreeEntry, b: TreeEntry): number {
-  if (!a.name.startsWith(b.name) && !b.name.startsWith(a.name)) return a.name < b.name ? -1 : 1;
-  const left = a.mode === '40000' ? `${a.name}/` : a.name;
-  const right = b.mode === '40000' ? `${b.name}/` : b.name;
-  return left < right ? -1 : left > right ? 1 : 0;
+/** `bytes` in a buffer of its own: a cached slice of a shared pool would keep the whole pool alive. */
+function ownMemory(bytes: Buffer): Buffer {
+  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes;
+  const copy = Buffer.allocUnsafeSlow(bytes.length);
+  bytes.copy(copy);
+  return copy;
 }
 
 /** Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, added blobs. */

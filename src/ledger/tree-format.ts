@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 
@@ -58,30 +59,140 @@ function checkName(name: string): void {
   }
 }
 
+const DIR_MODE = Buffer.from('40000', 'latin1');
+const FILE_MODE = Buffer.from('100644', 'latin1');
+
+function isMode(raw: Buffer, start: number, end: number, mode: Buffer): boolean {
+  if (end - start !== mode.length) return false;
+  for (let i = 0; i < mode.length; i += 1) if (raw[start + i] !== mode[i]) return false;
+  return true;
+}
+
+/** Checks a name's bytes: ASCII names without allocating, any other after decoding. */
+function checkNameBytes(raw: Buffer, start: number, end: number): void {
+  let ascii = true;
+  for (let i = start; i < end; i += 1) {
+    const byte = raw[i]!;
+    if (byte === SLASH) fail('entry name contains "/"');
+    if (byte >= 0x80) ascii = false;
+  }
+  const length = end - start;
+  if (ascii && length > 2 && length !== 4) return;
+  const nameBytes = raw.subarray(start, end);
+  if (!ascii && !isUtf8(nameBytes)) fail('entry name is not UTF-8');
+  checkName(nameBytes.toString('utf8'));
+}
+
+/**
+ * A ledger tree, checked once and kept raw: allowed modes only, valid names, git order, no
+ * duplicates. Entries are read by index; names and ids become strings only when asked for, so a
+ * diff of two versions of a large folder allocates for the entries that differ, not for all of them.
+ */
+export class RawTree {
+  private list: TreeEntry[] | null = null;
+
+  private constructor(
+    private readonly raw: Buffer,
+    /** Per entry: where its name starts, and the NUL after it (its 20-byte id follows). */
+    private readonly nameStarts: readonly number[],
+    private readonly nameEnds: readonly number[],
+    private readonly dirs: readonly boolean[],
+  ) {}
+
+  static readonly EMPTY = new RawTree(Buffer.alloc(0), [], [], []);
+
+  static parse(raw: Buffer): RawTree {
+    if (raw.length > LIMITS.treeBytes) fail('object too large');
+    const nameStarts: number[] = [];
+    const nameEnds: number[] = [];
+    const dirs: boolean[] = [];
+    let offset = 0;
+    while (offset < raw.length) {
+      const space = raw.indexOf(0x20, offset);
+      const nul = space < 0 ? -1 : raw.indexOf(0x00, space + 1);
+      if (space < 0 || nul < 0 || nul + 21 > raw.length) fail('truncated entry');
+      const dir = isMode(raw, offset, space, DIR_MODE);
+      if (!dir && !isMode(raw, offset, space, FILE_MODE)) {
+        fail(`mode ${raw.toString('latin1', offset, space)} is not allowed (only directories and regular files)`);
+      }
+      checkNameBytes(raw, space + 1, nul);
+      const count = nameStarts.length;
+      if (count > 0 && compareRawRange(raw, nameStarts[count - 1]!, nameEnds[count - 1]!, dirs[count - 1]!, raw, space + 1, nul, dir, true) >= 0) {
+        fail('entries out of order or duplicated');
+      }
+      nameStarts.push(space + 1);
+      nameEnds.push(nul);
+      dirs.push(dir);
+      offset = nul + 21;
+    }
+    return new RawTree(raw, nameStarts, nameEnds, dirs);
+  }
+
+  get count(): number {
+    return this.nameStarts.length;
+  }
+
+  isDir(i: number): boolean {
+    return this.dirs[i]!;
+  }
+
+  name(i: number): string {
+    return this.raw.toString('utf8', this.nameStarts[i], this.nameEnds[i]);
+  }
+
+  oid(i: number): string {
+    const at = this.nameEnds[i]! + 1;
+    return this.raw.toString('hex', at, at + 20);
+  }
+
+  entry(i: number): TreeEntry {
+    return { name: this.name(i), mode: this.dirs[i] ? '40000' : '100644', oid: this.oid(i) };
+  }
+
+  /** git's order of entry `i` here against entry `j` of `other`: negative, zero (same name and kind) or positive. */
+  compare(i: number, other: RawTree, j: number): number {
+    return compareRawRange(this.raw, this.nameStarts[i]!, this.nameEnds[i]!, this.dirs[i]!, other.raw, other.nameStarts[j]!, other.nameEnds[j]!, other.dirs[j]!, false);
+  }
+
+  /** Whether entry `i` here and entry `j` of `other` name the same object (same id; compare first for name and kind). */
+  sameObject(i: number, other: RawTree, j: number): boolean {
+    const at = this.nameEnds[i]! + 1;
+    const otherAt = other.nameEnds[j]! + 1;
+    return this.raw.compare(other.raw, otherAt, otherAt + 20, at, at + 20) === 0;
+  }
+
+  /** Every entry as an object (made once, on the first call). */
+  entries(): TreeEntry[] {
+    if (this.list === null) {
+      const list: TreeEntry[] = [];
+      for (let i = 0; i < this.count; i += 1) list.push(this.entry(i));
+      this.list = list;
+    }
+    return this.list;
+  }
+}
+
+/**
+ * git's order of two raw names, a directory's name read as if it ended in "/". With `strict`, equal
+ * names compare as equal even when one is a directory and the other a file: a tree may not hold both.
+ */
+function compareRawRange(a: Buffer, aStart: number, aEnd: number, aDir: boolean, b: Buffer, bStart: number, bEnd: number, bDir: boolean, strict: boolean): number {
+  const aLength = aEnd - aStart;
+  const bLength = bEnd - bStart;
+  const length = Math.min(aLength, bLength);
+  for (let i = 0; i < length; i += 1) {
+    const difference = a[aStart + i]! - b[bStart + i]!;
+    if (difference !== 0) return difference;
+  }
+  if (strict && aLength === bLength) return 0;
+  const nextA = aLength > length ? a[aStart + length]! : aDir ? SLASH : -1;
+  const nextB = bLength > length ? b[bStart + length]! : bDir ? SLASH : -1;
+  return nextA - nextB;
+}
+
 /** Parses a tree strictly: allowed modes only, valid names, git order, no duplicates. */
 export function parseTree(raw: Buffer): TreeEntry[] {
-  if (raw.length > LIMITS.treeBytes) fail('object too large');
-  const entries: TreeEntry[] = [];
-  let previous: { bytes: Buffer; dir: boolean } | null = null;
-  let offset = 0;
-  while (offset < raw.length) {
-    const space = raw.indexOf(0x20, offset);
-    const nul = raw.indexOf(0x00, space + 1);
-    if (space < 0 || nul < 0 || nul + 21 > raw.length) fail('truncated entry');
-    const mode = raw.toString('latin1', offset, space);
-    if (mode !== '40000' && mode !== '100644') fail(`mode ${mode} is not allowed (only directories and regular files)`);
-    const nameBytes = raw.subarray(space + 1, nul);
-    const name = nameBytes.toString('utf8');
-    if (name.includes('\uFFFD') && !Buffer.from(name, 'utf8').equals(nameBytes)) fail('entry name is not UTF-8');
-    checkName(name);
-    if (previous !== null && (compareRaw(previous.bytes, previous.dir, nameBytes, mode === '40000') >= 0 || previous.bytes.equals(nameBytes))) {
-      fail('entries out of order or duplicated');
-    }
-    previous = { bytes: nameBytes, dir: mode === '40000' };
-    entries.push({ name, mode, oid: raw.toString('hex', nul + 1, nul + 21) });
-    offset = nul + 21;
-  }
-  return entries;
+  return RawTree.parse(raw).entries();
 }
 
 export function renderTree(entries: readonly TreeEntry[]): Buffer {
