@@ -37,20 +37,11 @@ function fail(reason: string): never {
 
 const SLASH = 0x2f;
 
-/** Compares raw names in git's order without allocating: byte order, a directory's name read as if it ended in "/". */
-function compareRaw(a: Buffer, aDir: boolean, b: Buffer, bDir: boolean): number {
-  const length = Math.min(a.length, b.length);
-  for (let i = 0; i < length; i += 1) {
-    if (a[i] !== b[i]) return a[i]! - b[i]!;
-  }
-  const nextA = a.length > length ? a[length]! : aDir ? SLASH : -1;
-  const nextB = b.length > length ? b[length]! : bDir ? SLASH : -1;
-  return nextA - nextB;
-}
-
 /** git's order: byte order of names, with directory names compared as if they ended in "/". */
 export function compareEntries(a: TreeEntry, b: TreeEntry): number {
-  return compareRaw(Buffer.from(a.name, 'utf8'), a.mode === '40000', Buffer.from(b.name, 'utf8'), b.mode === '40000');
+  const left = Buffer.from(a.name, 'utf8');
+  const right = Buffer.from(b.name, 'utf8');
+  return compareRawRange(left, 0, left.length, a.mode === '40000', right, 0, right.length, b.mode === '40000', false);
 }
 
 function checkName(name: string): void {
