@@ -165,11 +165,12 @@ class CommitCheck {
   private checkCommitSignature(commit: ParsedCommit): Signer | null {
     return (
       this.attempt(undefined, () => {
-        const sig = parseSshsig(commit.gpgsig);
+        const pre = this.facts.preverified?.get('commit');
+        const sig = pre?.sig ?? parseSshsig(commit.gpgsig);
         if (sig.namespace !== GIT_NAMESPACE) {
           throw new CooError('SIG_NAMESPACE', `commit signature namespace is ${JSON.stringify(sig.namespace)}, expected "git"`);
         }
-        if (!(this.facts.preverified?.get('commit') ?? verifySshsig(sig, commit.payload, GIT_NAMESPACE))) {
+        if (!(pre?.valid ?? verifySshsig(sig, commit.payload, GIT_NAMESPACE))) {
           throw new CooError('SIG_INVALID', `commit signature by ${sig.publicKey.keyId} does not verify`);
         }
         const keyId = sig.publicKey.keyId;
@@ -243,11 +244,12 @@ class CommitCheck {
   private checkEntry(entry: EntryFile, signer: Signer | null): void {
     const sigBytes = this.facts.blobs.get(sigPath(entry.path));
     if (sigBytes === undefined) throw new CooError('INTERNAL', `no content gathered for ${sigPath(entry.path)}`);
-    const sig = parseSshsig(sigBytes.toString('utf8'));
+    const pre = this.facts.preverified?.get(entry.path);
+    const sig = pre?.sig ?? parseSshsig(sigBytes.toString('utf8'));
     if (sig.namespace !== ENTRY_NAMESPACE) {
       throw new CooError('SIG_NAMESPACE', `${entry.path}: signature namespace is ${JSON.stringify(sig.namespace)}, expected ${ENTRY_NAMESPACE}`, { where: entry.path });
     }
-    if (!(this.facts.preverified?.get(entry.path) ?? verifySshsig(sig, entry.bytes, ENTRY_NAMESPACE))) {
+    if (!(pre?.valid ?? verifySshsig(sig, entry.bytes, ENTRY_NAMESPACE))) {
       throw new CooError('SIG_INVALID', `${entry.path}: signature by ${sig.publicKey.keyId} does not verify`, { where: entry.path });
     }
     if (signer !== null && sig.publicKey.keyId !== signer.keyId) {

@@ -1,3 +1,5 @@
+import type { Sshsig } from '../crypto/sshsig.js';
+
 /** One path a commit touches, relative to its parent (for the first commit: every file). */
 export interface FileChange {
   readonly path: string;
@@ -13,8 +15,14 @@ export interface CommitFacts {
   /** The bytes of every added file. */
   readonly blobs: ReadonlyMap<string, Buffer>;
   /**
-   * Signature verdicts already computed over exactly these bytes (by the replay's worker threads):
-   * `commit` for the commit signature, an entry's path for its detached signature.
+   * Signatures already parsed and verified over exactly these bytes (by the replay's worker
+   * threads): `commit` for the commit signature, an entry's path for its detached signature.
    */
-  readonly preverified?: ReadonlyMap<string, boolean>;
+  readonly preverified?: ReadonlyMap<string, PreverifiedSignature>;
+}
+
+/** A signature parsed from a commit's bytes, in the namespace its place requires, and its verdict. */
+export interface PreverifiedSignature {
+  readonly sig: Sshsig;
+  readonly valid: boolean;
 }

@@ -1,5 +1,5 @@
 import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig, signedData } from '../crypto/sshsig.js';
-import type { CommitFacts } from './commit-facts.js';
+import type { CommitFacts, PreverifiedSignature } from './commit-facts.js';
 import { parseCommit } from './commit-format.js';
 import { SIG_SUFFIX } from './layout.js';
 import type { SignaturePool } from './signature-pool.js';
@@ -8,13 +8,13 @@ import type { SignaturePool } from './signature-pool.js';
  * Verifies a commit's signatures on the pool before the validator needs them. Anything that does
  * not parse is left out, so the validator reaches it and names the problem itself.
  */
-export async function preverify(pool: SignaturePool, facts: CommitFacts): Promise<Map<string, boolean>> {
-  const jobs: Array<Promise<[string, boolean]>> = [];
+export async function preverify(pool: SignaturePool, facts: CommitFacts): Promise<Map<string, PreverifiedSignature>> {
+  const jobs: Array<Promise<[string, PreverifiedSignature]>> = [];
   try {
     const commit = parseCommit(facts.raw);
     const sig = parseSshsig(commit.gpgsig);
     if (sig.namespace === GIT_NAMESPACE) {
-      jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, commit.payload), sig.signature).then((ok) => ['commit', ok]));
+      jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, commit.payload), sig.signature).then((valid) => ['commit', { sig, valid }]));
     }
   } catch {
     // the validator reports it
@@ -27,7 +27,7 @@ export async function preverify(pool: SignaturePool, facts: CommitFacts): Promis
     try {
       const sig = parseSshsig(bytes.toString('utf8'));
       if (sig.namespace !== ENTRY_NAMESPACE) continue;
-      jobs.push(pool.verify(sig.publicKey.bytes, signedData(ENTRY_NAMESPACE, message), sig.signature).then((ok) => [entry, ok]));
+      jobs.push(pool.verify(sig.publicKey.bytes, signedData(ENTRY_NAMESPACE, message), sig.signature).then((valid) => [entry, { sig, valid }]));
     } catch {
       // the validator reports it
     }
