@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
+import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CooError, type Finding } from '../errors.js';
 import { activeKeys } from '../authority/keys.js';
 import { emptyState, type LedgerState } from '../authority/state.js';
@@ -45,6 +46,15 @@ const PARALLEL_FROM = 256;
 
 /** Commits whose objects are read ahead of the one being validated. */
 const REPLAY_WINDOW = 256;
+
+/**
+ * A replay gives the event loop a turn every this many commits. Once reads run ahead, awaiting an
+ * already-read commit resumes on a microtask, so without a turn the loop validated long runs of
+ * commits while the reads it had queued sat unsent, git's replies sat unread and the signature
+ * worker went without work, and then all three waited for each other (measured: about a quarter of
+ * the main thread idle on a 10,000-commit replay; under 5% with a turn every 16 commits).
+ */
+const YIELD_EVERY = 16;
 
 /**
  * Commits replayed or appended before the state cache is written again. Writing it costs time in
@@ -185,6 +195,7 @@ export class Ledger {
     };
     for (let index = 0; index < commits.length; index += 1) {
       for (let ahead = index; ahead < Math.min(commits.length, index + REPLAY_WINDOW); ahead += 1) prefetch(ahead);
+      if (index % YIELD_EVERY === YIELD_EVERY - 1) await nextTurn();
       const { links: own, facts } = await pending[index]!;
       delete pending[index];
       linksOf.delete(index - 2);
