@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CatFileReader } from '../../src/ledger/object-store.js';
+import { CatFileReader, catFileProtocol } from '../../src/ledger/object-store.js';
 import { commitsSince, TreeReader } from '../../src/ledger/history.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -97,5 +97,37 @@ describe('the difference between two trees', () => {
       .sort();
     expect(theirs).toEqual(['A a/y', 'A c', 'A new', 'D a', 'D c/x', 'D gone', 'M a-b']);
     expect(ours).toEqual(theirs);
+  });
+});
+
+describe('reading objects through git cat-file', () => {
+  it('answers the same through either protocol: contents, types, a missing object, and a burst in one turn', async () => {
+    const text = 'binary \u0000 and\nnewlines\n\n';
+    const stored = blob(text);
+    const absent = '0'.repeat(40);
+    const tree = git(['--git-dir', gitdir, 'rev-parse', `${main[7]!}^{tree}`]).trim();
+    const oids = [main[0]!, stored, absent, tree, ...main.slice(10, 60)];
+    const answers = await Promise.all(
+      (['batch', 'batch-command'] as const).map(async (protocol) => {
+        const own = new CatFileReader(gitdir, { protocol });
+        try {
+          return await Promise.all(oids.map((oid) => own.read(oid)));
+        } finally {
+          own.close();
+        }
+      }),
+    );
+    const [batch, command] = answers as [Awaited<ReturnType<CatFileReader['read']>>[], Awaited<ReturnType<CatFileReader['read']>>[]];
+    expect(command).toEqual(batch);
+    expect(batch[1]).toEqual({ type: 'blob', content: Buffer.from(text) });
+    expect(batch[2]).toBeNull();
+    expect(batch[3]?.type).toBe('tree');
+    expect(batch[0]?.content.toString('utf8')).toBe(git(['--git-dir', gitdir, 'cat-file', 'commit', main[0]!]));
+    expect(batch.slice(4).map((object) => object?.content.toString('utf8').trim().split('\n').pop())).toEqual(main.slice(10, 60).map((_, i) => `c${i + 11}`));
+  });
+
+  it('uses the buffered protocol where git has it', () => {
+    const [, major, minor] = /git version (\d+)\.(\d+)/.exec(git(['--version'])) ?? [];
+    expect(catFileProtocol()).toBe(Number(major) > 2 || (Number(major) === 2 && Number(minor) >= 36) ? 'batch-command' : 'batch');
   });
 });
