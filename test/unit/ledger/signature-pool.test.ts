@@ -35,7 +35,7 @@ describe('the signature pool', () => {
     const data = Buffer.from('a message the pool checks');
     const sig = signEd25519(key.keyObject, data);
     const altered = Uint8Array.from(sig);
-    altered[10] ^= 1;
+    altered[10] = altered[10]! ^ 1;
     const verdicts = await Promise.all([
       pool.verify(key.publicKey.bytes, data, sig),
       pool.verify(viewInPool(key.publicKey.bytes), viewInPool(data), viewInPool(sig)),
