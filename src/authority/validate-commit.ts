@@ -56,7 +56,8 @@ export interface CommitVerdict {
 const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget', 'payload_ref']);
 
 export function requestFingerprint(message: CooMessage): string {
-  const asked: Record<string, unknown> = Object.fromEntries(Object.entries(message).filter(([key]) => !VOLATILE_FIELDS.has(key)));
+  const asked: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) if (!VOLATILE_FIELDS.has(key)) asked[key] = value;
   const pin = asked['context_pin'] as Record<string, unknown> | null | undefined;
   if (pin != null) asked['context_pin'] = { ...pin, context_manifest_ref: undefined };
   return sha256Ref(canonicalJson(asked));
@@ -127,7 +128,7 @@ class CommitCheck {
   }
 
   run(): CommitVerdict {
-    const commit = this.attempt(undefined, () => parseCommit(this.facts.raw)) ?? null;
+    const commit = this.attempt(undefined, () => this.facts.parsed ?? parseCommit(this.facts.raw)) ?? null;
     if (commit !== null) this.checkPosition(commit);
     const signer = commit === null ? null : this.checkCommitSignature(commit);
     const entries = this.collectFiles();

@@ -24,10 +24,27 @@ export interface Sshsig {
   readonly signature: Uint8Array;
 }
 
-/** The bytes an SSHSIG signature is computed over (PROTOCOL.sshsig): magic, namespace, reserved, hash algorithm, H(message). */
+/** sha512's digest length, as SSH wire encoding prefixes it. */
+const DIGEST_BYTES = 64;
+
+function signedPrefix(namespace: string): Buffer {
+  return Buffer.concat([MAGIC, encodeString(namespace), encodeString(''), encodeString(HASH_ALG), encodeUint32(DIGEST_BYTES)]);
+}
+
+/** Everything before the digest, for the two namespaces the ledger checks on every commit. */
+const PREFIXES = new Map([GIT_NAMESPACE, ENTRY_NAMESPACE].map((namespace) => [namespace, signedPrefix(namespace)]));
+
+/**
+ * The bytes an SSHSIG signature is computed over (PROTOCOL.sshsig): magic, namespace, reserved,
+ * hash algorithm, H(message). One allocation of its own, so a replay can hand it to a worker
+ * without copying a shared pool along with it.
+ */
 export function signedData(namespace: string, message: Uint8Array): Buffer {
-  const digest = createHash(HASH_ALG).update(message).digest();
-  return Buffer.concat([MAGIC, encodeString(namespace), encodeString(''), encodeString(HASH_ALG), encodeString(digest)]);
+  const prefix = PREFIXES.get(namespace) ?? signedPrefix(namespace);
+  const out = Buffer.allocUnsafeSlow(prefix.length + DIGEST_BYTES);
+  prefix.copy(out, 0);
+  createHash(HASH_ALG).update(message).digest().copy(out, prefix.length);
+  return out;
 }
 
 export function armor(blob: Buffer): string {

@@ -1,4 +1,5 @@
 import type { Sshsig } from '../crypto/sshsig.js';
+import type { ParsedCommit } from './commit-format.js';
 
 /** One path a commit touches, relative to its parent (for the first commit: every file). */
 export interface FileChange {
@@ -19,6 +20,8 @@ export interface CommitFacts {
    * threads): `commit` for the commit signature, an entry's path for its detached signature.
    */
   readonly preverified?: ReadonlyMap<string, PreverifiedSignature>;
+  /** `raw`, already parsed by the same strict parser (when the replay's preparation parsed it). */
+  readonly parsed?: ParsedCommit;
 }
 
 /** A signature parsed from a commit's bytes, in the namespace its place requires, and its verdict. */

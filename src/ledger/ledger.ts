@@ -189,7 +189,7 @@ export class Ledger {
         const own = await links(index);
         const parentTree = index === 0 ? base.tree : (await links(index - 1)).tree;
         const facts = await gatherFacts(this.reader, this.trees, own, parentTree);
-        return { links: own, facts: this.pool === null ? facts : { ...facts, preverified: await preverify(this.pool, facts) } };
+        return { links: own, facts: this.pool === null ? facts : await preverify(this.pool, facts) };
       })();
       pending[index].catch(() => undefined);
     };

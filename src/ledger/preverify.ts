@@ -1,17 +1,20 @@
 import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig, signedData } from '../crypto/sshsig.js';
 import type { CommitFacts, PreverifiedSignature } from './commit-facts.js';
-import { parseCommit } from './commit-format.js';
+import { parseCommit, type ParsedCommit } from './commit-format.js';
 import { SIG_SUFFIX } from './layout.js';
 import type { SignaturePool } from './signature-pool.js';
 
 /**
- * Verifies a commit's signatures on the pool before the validator needs them. Anything that does
- * not parse is left out, so the validator reaches it and names the problem itself.
+ * Verifies a commit's signatures on the pool before the validator needs them, and hands on the
+ * parsed commit and signatures with their verdicts. Anything that does not parse is left out, so
+ * the validator reaches it and names the problem itself.
  */
-export async function preverify(pool: SignaturePool, facts: CommitFacts): Promise<Map<string, PreverifiedSignature>> {
+export async function preverify(pool: SignaturePool, facts: CommitFacts): Promise<CommitFacts> {
   const jobs: Array<Promise<[string, PreverifiedSignature]>> = [];
+  let parsed: ParsedCommit | undefined;
   try {
     const commit = parseCommit(facts.raw);
+    parsed = commit;
     const sig = parseSshsig(commit.gpgsig);
     if (sig.namespace === GIT_NAMESPACE) {
       jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, commit.payload), sig.signature).then((valid) => ['commit', { sig, valid }]));
@@ -32,5 +35,6 @@ export async function preverify(pool: SignaturePool, facts: CommitFacts): Promis
       // the validator reports it
     }
   }
-  return new Map(await Promise.all(jobs));
+  const preverified = new Map(await Promise.all(jobs));
+  return parsed === undefined ? { ...facts, preverified } : { ...facts, preverified, parsed };
 }
