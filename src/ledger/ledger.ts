@@ -173,7 +173,7 @@ export class Ledger {
   async replay(base: Snapshot, commits: readonly string[], observer: ReplayObserver = {}): Promise<Snapshot> {
     let { state, tree } = base;
     if (this.pool === null && commits.length >= PARALLEL_FROM) this.pool = new SignaturePool();
-    const pending: Array<Promise<{ links: CommitLinks; facts: CommitFacts }>> = [];
+    const pending = new Map<number, Promise<{ links: CommitLinks; facts: CommitFacts }>>();
     const linksOf = new Map<number, Promise<CommitLinks>>();
     const links = (index: number): Promise<CommitLinks> => {
       let promise = linksOf.get(index);
@@ -184,20 +184,21 @@ export class Ledger {
       return promise;
     };
     const prefetch = (index: number): void => {
-      if (index >= commits.length || pending[index] !== undefined) return;
-      pending[index] = (async () => {
+      const gathered = (async () => {
         const own = await links(index);
         const parentTree = index === 0 ? base.tree : (await links(index - 1)).tree;
         const facts = await gatherFacts(this.reader, this.trees, own, parentTree);
         return { links: own, facts: this.pool === null ? facts : await preverify(this.pool, facts) };
       })();
-      pending[index].catch(() => undefined);
+      gathered.catch(() => undefined);
+      pending.set(index, gathered);
     };
+    let next = 0;
     for (let index = 0; index < commits.length; index += 1) {
-      for (let ahead = index; ahead < Math.min(commits.length, index + REPLAY_WINDOW); ahead += 1) prefetch(ahead);
+      for (; next < Math.min(commits.length, index + REPLAY_WINDOW); next += 1) prefetch(next);
       if (index % YIELD_EVERY === YIELD_EVERY - 1) await nextTurn();
-      const { links: own, facts } = await pending[index]!;
-      delete pending[index];
+      const { links: own, facts } = await pending.get(index)!;
+      pending.delete(index);
       linksOf.delete(index - 2);
       const verdict = validateCommit(state, facts);
       for (const finding of verdict.findings) observer.onFinding?.(finding);
