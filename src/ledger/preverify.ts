@@ -13,11 +13,10 @@ export async function preverify(pool: SignaturePool, facts: CommitFacts): Promis
   const jobs: Array<Promise<[string, PreverifiedSignature]>> = [];
   let parsed: ParsedCommit | undefined;
   try {
-    const commit = parseCommit(facts.raw);
-    parsed = commit;
-    const sig = parseSshsig(commit.gpgsig);
+    parsed = parseCommit(facts.raw);
+    const sig = parseSshsig(parsed.gpgsig);
     if (sig.namespace === GIT_NAMESPACE) {
-      jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, commit.payload), sig.signature).then((valid) => ['commit', { sig, valid }]));
+      jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, parsed.payload), sig.signature).then((valid) => ['commit', { sig, valid }]));
     }
   } catch {
     // the validator reports it
