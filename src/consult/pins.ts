@@ -106,7 +106,7 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };
 
 /**
- * A target repository the runner checks pins against, with one long-lived `git cat-file --batch`:
+ * A target repository the runner checks pins against, with one long-lived `git cat-file`:
  * after the first consult, checking a pin starts no process.
  */
 export class PinnedRepo {

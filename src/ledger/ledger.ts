@@ -77,7 +77,7 @@ export interface Snapshot {
 
 /**
  * A ledger: a bare git repository with one linear, signed `main`. Reads go through one
- * `git cat-file --batch`; writes are atomic loose objects under git's own ref lock; every
+ * `git cat-file`; writes are atomic loose objects under git's own ref lock; every
  * commit, ours or pushed, passes the one validator.
  */
 export class Ledger {
