@@ -1,5 +1,6 @@
 import { execFile } from 'node:child_process';
 import { CooError } from '../errors.js';
+import { ownMemory } from '../util/bytes.js';
 import type { CommitFacts, FileChange } from './commit-facts.js';
 import type { ObjectReader } from './object-store.js';
 import { RawTree, type TreeEntry } from './tree-format.js';
@@ -146,14 +147,6 @@ export class TreeReader {
     }
     return out;
   }
-}
-
-/** `bytes` in a buffer of its own: a cached slice of a shared pool would keep the whole pool alive. */
-function ownMemory(bytes: Buffer): Buffer {
-  if (bytes.byteOffset === 0 && bytes.buffer.byteLength === bytes.length) return bytes;
-  const copy = Buffer.allocUnsafeSlow(bytes.length);
-  bytes.copy(copy);
-  return copy;
 }
 
 /** Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, added blobs. */

@@ -1,5 +1,6 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { ownMemory } from '../util/bytes.js';
 
 /**
  * ed25519 verification on worker threads, for replays of long histories: verification is most of
@@ -77,7 +78,7 @@ export class SignaturePool {
   /** Resolves to the verdict on `sig` over `data` by `key` (a raw 32-byte ed25519 key). */
   verify(key: Uint8Array, data: Uint8Array, sig: Uint8Array): Promise<boolean> {
     return new Promise((resolve) => {
-      if (this.batch.push({ key: ownBytes(key), keyHex: Buffer.from(key).toString('hex'), data: ownBytes(data), sig: ownBytes(sig) }) === 1) queueMicrotask(this.flush);
+      if (this.batch.push({ key: ownMemory(key), keyHex: Buffer.from(key).toString('hex'), data: ownMemory(data), sig: ownMemory(sig) }) === 1) queueMicrotask(this.flush);
       this.resolvers.push(resolve);
     });
   }
@@ -85,14 +86,4 @@ export class SignaturePool {
   close(): void {
     for (const { worker } of this.workers) void worker.terminate();
   }
-}
-
-/**
- * `bytes` in memory of their own. A message to a worker copies a typed array's whole backing
- * buffer, not just its view: a 100-byte view into Node's 8 KiB allocation pool crossed as 8 KiB,
- * which made every signature job some 80 times larger than itself (measured: a second of CPU on a
- * 10,000-commit replay).
- */
-export function ownBytes(bytes: Uint8Array): Uint8Array {
-  return bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength ? bytes : new Uint8Array(bytes);
 }

@@ -1,7 +1,8 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { signEd25519 } from '../../../src/crypto/ed25519.js';
 import { privateKeyFromSeed } from '../../../src/crypto/keys.js';
-import { ownBytes, SignaturePool } from '../../../src/ledger/signature-pool.js';
+import { SignaturePool } from '../../../src/ledger/signature-pool.js';
+import { ownMemory } from '../../../src/util/bytes.js';
 
 const key = privateKeyFromSeed(Buffer.alloc(32, 7), 'pool-test');
 const pool = new SignaturePool(1);
@@ -17,16 +18,16 @@ function viewInPool(bytes: Uint8Array): Buffer {
 describe('bytes sent to a worker', () => {
   it('are copied into memory of their own when they are a view into a larger buffer', () => {
     const view = viewInPool(Buffer.from('signed data'));
-    const own = ownBytes(view);
+    const own = ownMemory(view);
     expect(own.buffer.byteLength).toBe(view.length);
     expect(Buffer.from(own).equals(view)).toBe(true);
     expect(Buffer.from('x').buffer.byteLength).toBeGreaterThan(1);
-    expect(ownBytes(Buffer.from('x')).buffer.byteLength).toBe(1);
+    expect(ownMemory(Buffer.from('x')).buffer.byteLength).toBe(1);
   });
 
   it('are passed through when they already own their memory', () => {
     const whole = new Uint8Array(64);
-    expect(ownBytes(whole)).toBe(whole);
+    expect(ownMemory(whole)).toBe(whole);
   });
 });
 

@@ -1,0 +1,13 @@
+/**
+ * `bytes` in memory of their own: the same object when it already spans its whole backing buffer,
+ * otherwise a copy of the same kind (a Buffer stays a Buffer). A view into a shared buffer, such as
+ * Node's 8 KiB allocation pool, keeps the whole buffer alive while it is cached, and a message to a
+ * worker copies the whole backing buffer, not just the view: a 100-byte signature job had crossed
+ * as 8 KiB (measured: a second of CPU on a 10,000-commit replay).
+ */
+export function ownMemory<T extends Uint8Array>(bytes: T): T {
+  if (bytes.byteOffset === 0 && bytes.byteLength === bytes.buffer.byteLength) return bytes;
+  const copy = Buffer.isBuffer(bytes) ? Buffer.allocUnsafeSlow(bytes.byteLength) : new Uint8Array(bytes.byteLength);
+  copy.set(bytes);
+  return copy as T;
+}
