@@ -27,21 +27,41 @@ interface Line {
   readonly text: string;
 }
 
+/** Whether `code` is an ASCII digit. */
+function isDigit(code: number): boolean {
+  return code >= 0x30 && code <= 0x39;
+}
+
+/**
+ * A plain scalar's value. Regular expressions are tried only where they can match: NUMBER and
+ * TIMESTAMP start with a digit or `-`, and SPECIAL and NUMERIC match nothing that starts with a
+ * letter other than n, t or f (in either case) or with `_` or `/`, which is how most strings start.
+ */
 function scalar(text: string): Value | typeof DECLINE {
   if (text === 'null') return null;
   if (text === 'true') return true;
   if (text === 'false') return false;
   if (text === '[]') return [];
   if (text === '{}') return {};
-  if (NUMBER.test(text)) {
-    const value = Number(text);
-    if (!Number.isFinite(value) || Object.is(value, -0) || (Number.isInteger(value) && !Number.isSafeInteger(value))) return DECLINE;
-    return value;
+  const first = text.charCodeAt(0);
+  if (first === 0x22) return quoted(text);
+  if (isDigit(first) || first === 0x2d) {
+    if (NUMBER.test(text)) {
+      const value = Number(text);
+      if (!Number.isFinite(value) || Object.is(value, -0) || (Number.isInteger(value) && !Number.isSafeInteger(value))) return DECLINE;
+      return value;
+    }
+    if (TIMESTAMP.test(text)) return text;
   }
-  if (text.startsWith('"')) return quoted(text);
-  if (TIMESTAMP.test(text)) return text;
-  if (SPECIAL.test(text) || NUMERIC.test(text) || !PLAIN.test(text) || text.includes(': ') || text.includes(' #') || text.endsWith(' ') || text.endsWith(':')) return DECLINE;
+  if (mayBeSpecial(first) && (SPECIAL.test(text) || NUMERIC.test(text))) return DECLINE;
+  if (!PLAIN.test(text) || text.includes(': ') || text.includes(' #') || text.endsWith(' ') || text.endsWith(':')) return DECLINE;
   return text;
+}
+
+/** Whether a scalar starting with `first` could match SPECIAL or NUMERIC (both need one of these first). */
+function mayBeSpecial(first: number): boolean {
+  const lower = first | 0x20;
+  return !((lower >= 0x61 && lower <= 0x7a && lower !== 0x6e && lower !== 0x74 && lower !== 0x66) || first === 0x5f || first === 0x2f);
 }
 
 function quoted(text: string): string | typeof DECLINE {
@@ -107,7 +127,8 @@ class Reader {
       const colon = text.indexOf(':');
       if (colon <= 0) return DECLINE;
       const key = text.slice(0, colon);
-      if (!KEY.test(key) || SPECIAL.test(key) || NUMERIC.test(key) || key === '__proto__' || Object.hasOwn(out, key)) return DECLINE;
+      // KEY admits only a letter or `_` first, so NUMERIC cannot match a key KEY accepts.
+      if (!KEY.test(key) || (mayBeSpecial(key.charCodeAt(0)) && SPECIAL.test(key)) || key === '__proto__' || Object.hasOwn(out, key)) return DECLINE;
       const rest = text.slice(colon + 1);
       let value: Value | typeof DECLINE;
       if (rest === '') value = this.nested(indent, depth + 1);
@@ -151,7 +172,8 @@ export function readCanonicalYaml(text: string, maxDepth: number): { value: unkn
   const lines: Line[] = [];
   for (const entry of raw) {
     if (entry === '' || entry.endsWith(' ')) return null;
-    const indent = entry.length - entry.trimStart().length;
+    let indent = 0;
+    while (entry.charCodeAt(indent) === 0x20) indent += 1;
     if (indent % 2 !== 0) return null;
     const body = entry.slice(indent);
     if (body.startsWith('#') || body.startsWith('---') || body.startsWith('...') || body.startsWith('%') || body.includes(' #')) return null;
