@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { ISO_UTC, isoUtcMillis } from '../util/time.js';
 
 /** Shared field types. Every document is a strict object: unknown keys are errors, never dropped. */
 
@@ -22,16 +23,11 @@ export const keyId = z.string().regex(/^SHA256:[A-Za-z0-9+/]{43}$/, 'key ids are
 
 export const publicKeyLine = z.string().regex(/^ssh-ed25519 [A-Za-z0-9+/]+={0,2}$/, 'an OpenSSH public key line without comment');
 
-const ISO_UTC = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,3})?Z$/;
-
 /** RFC 3339 UTC timestamps with a `Z`, and a real calendar date. */
 export const timestamp = z
   .string()
   .regex(ISO_UTC, 'timestamps are UTC, e.g. 2026-11-30T07:00:00Z')
-  .refine((value) => {
-    const parsed = new Date(value);
-    return !Number.isNaN(parsed.getTime()) && parsed.toISOString().slice(0, 19) === value.slice(0, 19);
-  }, 'not a real date and time');
+  .refine((value) => !Number.isNaN(isoUtcMillis(value)), 'not a real date and time');
 
 /** A relative path with `/` separators that cannot leave its root. */
 export const relativePath = z
@@ -66,6 +62,8 @@ export const COMMAND_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'ea_d
 export const actorClass = z.enum(['human_authority', 'orchestrator', 'execution_agent', 'advisory_agent']);
 export type ActorClass = z.infer<typeof actorClass>;
 
+/** Milliseconds since the epoch of a timestamp (arithmetic for the entry form, Date for anything else). */
 export function toMillis(value: string): number {
-  return new Date(value).getTime();
+  const millis = isoUtcMillis(value);
+  return Number.isNaN(millis) ? new Date(value).getTime() : millis;
 }
