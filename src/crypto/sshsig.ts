@@ -1,4 +1,4 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { signEd25519, verifyEd25519 } from './ed25519.js';
@@ -43,7 +43,7 @@ export function signedData(namespace: string, message: Uint8Array): Buffer {
   const prefix = PREFIXES.get(namespace) ?? signedPrefix(namespace);
   const out = Buffer.allocUnsafeSlow(prefix.length + DIGEST_BYTES);
   prefix.copy(out, 0);
-  createHash(HASH_ALG).update(message).digest().copy(out, prefix.length);
+  hash(HASH_ALG, message, 'buffer').copy(out, prefix.length);
   return out;
 }
 

@@ -1,8 +1,8 @@
-import { createHash } from 'node:crypto';
+import { hash } from 'node:crypto';
 
 /** `sha256:<hex>`, the form every hash in an entry takes. */
 export function sha256Ref(bytes: Uint8Array | string): string {
-  return `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+  return `sha256:${hash('sha256', bytes, 'hex')}`;
 }
 
 /** JSON with object keys sorted at every level: a stable form to hash parsed values by. */
