@@ -92,12 +92,18 @@ export class RawTree {
 
   static readonly EMPTY = new RawTree(Buffer.alloc(0), [], [], []);
 
-  static parse(raw: Buffer): RawTree {
+  /**
+   * Checks and indexes `raw`. With `base` (an earlier version of the same folder), the entries `raw`
+   * shares byte for byte with the start of `base` were checked when `base` was and are taken from it
+   * as they are: a folder that gains one entry per commit is not checked again in full each time.
+   */
+  static parse(raw: Buffer, base?: RawTree): RawTree {
     if (raw.length > LIMITS.treeBytes) fail('object too large');
-    const nameStarts: number[] = [];
-    const nameEnds: number[] = [];
-    const dirs: boolean[] = [];
-    let offset = 0;
+    const shared = base === undefined ? 0 : base.sharedWith(raw);
+    const nameStarts: number[] = shared === 0 ? [] : base!.nameStarts.slice(0, shared);
+    const nameEnds: number[] = shared === 0 ? [] : base!.nameEnds.slice(0, shared);
+    const dirs: boolean[] = shared === 0 ? [] : base!.dirs.slice(0, shared);
+    let offset = shared === 0 ? 0 : base!.end(shared - 1);
     while (offset < raw.length) {
       const space = raw.indexOf(0x20, offset);
       const nul = space < 0 ? -1 : raw.indexOf(0x00, space + 1);
@@ -121,6 +127,32 @@ export class RawTree {
 
   get count(): number {
     return this.nameStarts.length;
+  }
+
+  /** Where entry `i` ends: after its name's NUL and its 20-byte id. */
+  private end(i: number): number {
+    return this.nameEnds[i]! + 21;
+  }
+
+  /**
+   * How many entries at the start of this tree `raw` repeats byte for byte. Found by halving: when
+   * the bytes of the first k entries are equal, so are those of the first k - 1.
+   */
+  private sharedWith(raw: Buffer): number {
+    let low = 0;
+    let high = this.count;
+    while (low < high) {
+      const k = (low + high + 1) >> 1;
+      const end = this.end(k - 1);
+      if (end <= raw.length && raw.compare(this.raw, 0, end, 0, end) === 0) low = k;
+      else high = k - 1;
+    }
+    return low;
+  }
+
+  /** How many entries at the start of this tree and of `other` are the same (names, kinds and ids). */
+  sharedPrefix(other: RawTree): number {
+    return this.sharedWith(other.raw);
   }
 
   isDir(i: number): boolean {

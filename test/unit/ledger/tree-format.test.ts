@@ -71,4 +71,39 @@ describe('ledger trees', () => {
       { numRuns: 300 },
     );
   });
+
+  it('parses against an earlier version exactly as from scratch, and finds the entries both share (property)', () => {
+    const name = fc.stringMatching(/^[a-z0-9._-]{1,4}$/).filter((text) => !['.', '..', '.git'].includes(text.toLowerCase()));
+    const entry = fc.record({ name, mode: fc.constantFrom<'40000' | '100644'>('40000', '100644'), oid: fc.constantFrom(A, B) });
+    const entries = fc.uniqueArray(entry, { selector: (item: TreeEntry) => item.name, maxLength: 10 });
+    fc.assert(
+      fc.property(entries, entries, (before, after) => {
+        const base = RawTree.parse(renderTree(before));
+        const bytes = renderTree(after);
+        const fresh = RawTree.parse(bytes);
+        const incremental = RawTree.parse(bytes, base);
+        expect(incremental.entries()).toEqual(fresh.entries());
+        for (let i = 0; i < fresh.count; i += 1) expect(incremental.compare(i, fresh, i)).toBe(0);
+        let shared = 0;
+        const a = base.entries();
+        const b = fresh.entries();
+        while (shared < a.length && shared < b.length && JSON.stringify(a[shared]) === JSON.stringify(b[shared])) shared += 1;
+        expect(base.sharedPrefix(fresh)).toBe(shared);
+        expect(fresh.sharedPrefix(base)).toBe(shared);
+      }),
+      { numRuns: 500 },
+    );
+  });
+
+  it('still refuses what follows the shared entries when it is malformed', () => {
+    const base = RawTree.parse(Buffer.concat([raw('100644', 'a'), raw('100644', 'c')]));
+    const cases: Array<[Buffer, string]> = [
+      [Buffer.concat([raw('100644', 'a'), raw('100644', 'c'), raw('100644', 'b')]), 'out of order'],
+      [Buffer.concat([raw('100644', 'a'), raw('100644', 'c'), raw('100644', 'c', B)]), 'out of order or duplicated'],
+      [Buffer.concat([raw('100644', 'a'), raw('100644', 'c'), raw('100755', 'd')]), 'not allowed'],
+      [Buffer.concat([raw('100644', 'a'), raw('100644', 'c'), raw('100644', '.git')]), 'not allowed'],
+      [Buffer.concat([raw('100644', 'a'), raw('100644', 'c')]).subarray(0, 40), 'truncated'],
+    ];
+    for (const [bytes, reason] of cases) expect(() => RawTree.parse(bytes, base)).toThrow(reason);
+  });
 });
