@@ -27,7 +27,8 @@ export interface Sshsig {
 /** sha512's digest length, as SSH wire encoding prefixes it. */
 const DIGEST_BYTES = 64;
 
-function signedPrefix(namespace: string): Buffer {
+/** The signed data before the message's digest: magic, namespace, reserved field, hash algorithm, digest length. */
+export function signedPrefix(namespace: string): Buffer {
   return Buffer.concat([MAGIC, encodeString(namespace), encodeString(''), encodeString(HASH_ALG), encodeUint32(DIGEST_BYTES)]);
 }
 

@@ -1,4 +1,4 @@
-import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig, signedData } from '../crypto/sshsig.js';
+import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig } from '../crypto/sshsig.js';
 import type { CommitFacts, PreverifiedSignature } from './commit-facts.js';
 import { parseCommit, type ParsedCommit } from './commit-format.js';
 import { SIG_SUFFIX } from './layout.js';
@@ -16,7 +16,7 @@ export async function preverify(pool: SignaturePool, facts: CommitFacts): Promis
     parsed = parseCommit(facts.raw);
     const sig = parseSshsig(parsed.gpgsig);
     if (sig.namespace === GIT_NAMESPACE) {
-      jobs.push(pool.verify(sig.publicKey.bytes, signedData(GIT_NAMESPACE, parsed.payload), sig.signature).then((valid) => ['commit', { sig, valid }]));
+      jobs.push(pool.verify(sig.publicKey.bytes, GIT_NAMESPACE, parsed.payload, sig.signature).then((valid) => ['commit', { sig, valid }]));
     }
   } catch {
     // the validator reports it
@@ -29,7 +29,7 @@ export async function preverify(pool: SignaturePool, facts: CommitFacts): Promis
     try {
       const sig = parseSshsig(bytes.toString('utf8'));
       if (sig.namespace !== ENTRY_NAMESPACE) continue;
-      jobs.push(pool.verify(sig.publicKey.bytes, signedData(ENTRY_NAMESPACE, message), sig.signature).then((valid) => [entry, { sig, valid }]));
+      jobs.push(pool.verify(sig.publicKey.bytes, ENTRY_NAMESPACE, message, sig.signature).then((valid) => [entry, { sig, valid }]));
     } catch {
       // the validator reports it
     }

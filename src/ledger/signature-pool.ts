@@ -1,55 +1,91 @@
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
-import { ownMemory } from '../util/bytes.js';
+import { signedPrefix } from '../crypto/sshsig.js';
 
 /**
- * ed25519 verification on worker threads, for replays of long histories: verification is most of
+ * SSHSIG verification on worker threads, for replays of long histories: verification is most of
  * the CPU a full `coo verify` spends, and it is independent per signature. The workers run the same
- * check as crypto/ed25519.ts (canonical S, then OpenSSL). Requests made in one turn are sent as one
- * batch.
+ * check as crypto/sshsig.ts and crypto/ed25519.ts (canonical S, then OpenSSL over the signed data,
+ * which they complete with the message's sha512 themselves). Requests made in one turn go to a worker
+ * as one batch in one transferred buffer; keys and namespace prefixes cross once, then by number.
+ *
+ * A job in the batch: u8 prefix number, u32 key number, 64 signature bytes, u32 message length, the message.
  */
+const JOB_HEADER = 1 + 4 + 64 + 4;
+
 const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
-const { createPublicKey, verify } = require('node:crypto');
+const { createPublicKey, hash, verify } = require('node:crypto');
 const L = (1n << 252n) + 27742317777372353535851937790883648493n;
-const keys = new Map();
+const keys = [];
+const prefixes = [];
 function canonical(sig) {
   let s = 0n;
   for (let i = 63; i >= 32; i -= 1) s = (s << 8n) | BigInt(sig[i]);
   return s < L;
 }
-parentPort.on('message', (batch) => {
-  const results = new Uint8Array(batch.length);
-  batch.forEach((job, index) => {
-    let key = keys.get(job.keyHex);
-    if (key === undefined) {
-      key = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(job.key).toString('base64url') }, format: 'jwk' });
-      keys.set(job.keyHex, key);
+parentPort.on('message', ({ newKeys, newPrefixes, count, jobs }) => {
+  for (const raw of newKeys) {
+    try {
+      keys.push(createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(raw).toString('base64url') }, format: 'jwk' }));
+    } catch {
+      keys.push(null);
     }
+  }
+  for (const prefix of newPrefixes) {
+    const data = Buffer.alloc(prefix.length + 64);
+    data.set(prefix);
+    prefixes.push({ data, at: prefix.length });
+  }
+  const view = Buffer.from(jobs.buffer, jobs.byteOffset, jobs.byteLength);
+  const results = new Uint8Array(count);
+  let offset = 0;
+  for (let index = 0; index < count; index += 1) {
+    const prefix = prefixes[view[offset]];
+    const key = keys[view.readUInt32LE(offset + 1)];
+    const sig = view.subarray(offset + 5, offset + 69);
+    const length = view.readUInt32LE(offset + 69);
+    const message = view.subarray(offset + ${JOB_HEADER}, offset + ${JOB_HEADER} + length);
+    offset += ${JOB_HEADER} + length;
     let ok = false;
     try {
-      ok = job.sig.length === 64 && canonical(job.sig) && verify(null, job.data, key, job.sig);
+      if (key != null && canonical(sig)) {
+        hash('sha512', message, 'buffer').copy(prefix.data, prefix.at);
+        ok = verify(null, prefix.data, key, sig);
+      }
     } catch {
       ok = false;
     }
     results[index] = ok ? 1 : 0;
-  });
-  parentPort.postMessage(results);
+  }
+  parentPort.postMessage(results, [results.buffer]);
 });
 `;
 
 interface Job {
-  readonly key: Uint8Array;
-  readonly keyHex: string;
-  readonly data: Uint8Array;
+  readonly prefix: number;
+  readonly key: number;
   readonly sig: Uint8Array;
+  readonly message: Uint8Array;
+}
+
+interface PoolWorker {
+  readonly worker: Worker;
+  readonly queue: Array<Array<(ok: boolean) => void>>;
+  /** How many of the pool's keys and prefixes this worker has been sent. */
+  keysSent: number;
+  prefixesSent: number;
 }
 
 export class SignaturePool {
-  private readonly workers: Array<{ readonly worker: Worker; readonly queue: Array<Array<(ok: boolean) => void>> }> = [];
+  private readonly workers: PoolWorker[] = [];
   private next = 0;
   private batch: Job[] = [];
   private resolvers: Array<(ok: boolean) => void> = [];
+  private readonly keys: Uint8Array[] = [];
+  private readonly keyNumbers = new Map<string, number>();
+  private readonly prefixes: Uint8Array[] = [];
+  private readonly prefixNumbers = new Map<string, number>();
 
   constructor(size = Math.max(1, availableParallelism() - 1)) {
     for (let i = 0; i < size; i += 1) {
@@ -60,7 +96,7 @@ export class SignaturePool {
         const resolvers = queue.shift() ?? [];
         resolvers.forEach((resolve, index) => resolve(results[index] === 1));
       });
-      this.workers.push({ worker, queue });
+      this.workers.push({ worker, queue, keysSent: 0, prefixesSent: 0 });
     }
   }
 
@@ -69,16 +105,47 @@ export class SignaturePool {
     const resolvers = this.resolvers;
     this.batch = [];
     this.resolvers = [];
+    let size = 0;
+    for (const job of jobs) size += JOB_HEADER + job.message.length;
+    const packed = Buffer.allocUnsafeSlow(size);
+    let offset = 0;
+    for (const job of jobs) {
+      packed[offset] = job.prefix;
+      packed.writeUInt32LE(job.key, offset + 1);
+      packed.set(job.sig, offset + 5);
+      packed.writeUInt32LE(job.message.length, offset + 69);
+      packed.set(job.message, offset + JOB_HEADER);
+      offset += JOB_HEADER + job.message.length;
+    }
     const target = this.workers[this.next % this.workers.length]!;
     this.next += 1;
     target.queue.push(resolvers);
-    target.worker.postMessage(jobs);
+    const message = { newKeys: this.keys.slice(target.keysSent), newPrefixes: this.prefixes.slice(target.prefixesSent), count: jobs.length, jobs: packed };
+    target.keysSent = this.keys.length;
+    target.prefixesSent = this.prefixes.length;
+    target.worker.postMessage(message, [packed.buffer]);
   };
 
-  /** Resolves to the verdict on `sig` over `data` by `key` (a raw 32-byte ed25519 key). */
-  verify(key: Uint8Array, data: Uint8Array, sig: Uint8Array): Promise<boolean> {
+  private number(table: Uint8Array[], numbers: Map<string, number>, name: string, bytes: () => Uint8Array): number {
+    let found = numbers.get(name);
+    if (found === undefined) {
+      found = table.push(Uint8Array.from(bytes())) - 1;
+      numbers.set(name, found);
+    }
+    return found;
+  }
+
+  /**
+   * Resolves to whether `sig` is the ed25519 signature by `key` (32 raw bytes) over the SSHSIG
+   * signed data of `message` under `namespace`.
+   */
+  verify(key: Uint8Array, namespace: string, message: Uint8Array, sig: Uint8Array): Promise<boolean> {
+    if (sig.length !== 64 || key.length !== 32) return Promise.resolve(false);
+    const prefix = this.number(this.prefixes, this.prefixNumbers, namespace, () => signedPrefix(namespace));
+    if (prefix > 0xff) return Promise.reject(new Error('signature pool: more than 256 namespaces'));
+    const keyNumber = this.number(this.keys, this.keyNumbers, Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1'), () => key);
     return new Promise((resolve) => {
-      if (this.batch.push({ key: ownMemory(key), keyHex: Buffer.from(key).toString('hex'), data: ownMemory(data), sig: ownMemory(sig) }) === 1) queueMicrotask(this.flush);
+      if (this.batch.push({ prefix, key: keyNumber, sig, message }) === 1) queueMicrotask(this.flush);
       this.resolvers.push(resolve);
     });
   }

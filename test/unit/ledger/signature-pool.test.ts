@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { signEd25519 } from '../../../src/crypto/ed25519.js';
+import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig, signSshsig, verifySshsig } from '../../../src/crypto/sshsig.js';
 import { privateKeyFromSeed } from '../../../src/crypto/keys.js';
 import { SignaturePool } from '../../../src/ledger/signature-pool.js';
 import { ownMemory } from '../../../src/util/bytes.js';
@@ -32,18 +32,50 @@ describe('bytes sent to a worker', () => {
 });
 
 describe('the signature pool', () => {
-  it('gives the verdicts of node:crypto for good, altered and misplaced signatures, views included', async () => {
-    const data = Buffer.from('a message the pool checks');
-    const sig = signEd25519(key.keyObject, data);
+  it('gives the verdicts of the SSHSIG check for good, altered and misplaced signatures, views included', async () => {
+    const message = Buffer.from('a message the pool checks');
+    const sig = parseSshsig(signSshsig(key, message, ENTRY_NAMESPACE)).signature;
+    const commitSig = parseSshsig(signSshsig(key, message, GIT_NAMESPACE)).signature;
     const altered = Uint8Array.from(sig);
     altered[10] = altered[10]! ^ 1;
+    const other = privateKeyFromSeed(Buffer.alloc(32, 8), 'other');
+    const big = Buffer.alloc(100_000, 0x61);
+    const bigSig = parseSshsig(signSshsig(other, big, ENTRY_NAMESPACE)).signature;
+    const bytes = key.publicKey.bytes;
     const verdicts = await Promise.all([
-      pool.verify(key.publicKey.bytes, data, sig),
-      pool.verify(viewInPool(key.publicKey.bytes), viewInPool(data), viewInPool(sig)),
-      pool.verify(key.publicKey.bytes, data, altered),
-      pool.verify(key.publicKey.bytes, Buffer.from('another message'), sig),
-      pool.verify(key.publicKey.bytes, data, sig.subarray(0, 63)),
+      pool.verify(bytes, ENTRY_NAMESPACE, message, sig),
+      pool.verify(viewInPool(bytes), ENTRY_NAMESPACE, viewInPool(message), viewInPool(sig)),
+      pool.verify(bytes, GIT_NAMESPACE, message, commitSig),
+      pool.verify(other.publicKey.bytes, ENTRY_NAMESPACE, big, bigSig),
+      pool.verify(bytes, ENTRY_NAMESPACE, message, altered),
+      pool.verify(bytes, ENTRY_NAMESPACE, Buffer.from('another message'), sig),
+      pool.verify(bytes, GIT_NAMESPACE, message, sig),
+      pool.verify(other.publicKey.bytes, ENTRY_NAMESPACE, message, sig),
+      pool.verify(bytes, ENTRY_NAMESPACE, message, sig.subarray(0, 63)),
+      pool.verify(Buffer.alloc(32, 0xff), ENTRY_NAMESPACE, message, sig),
     ]);
-    expect(verdicts).toEqual([true, true, false, false, false]);
+    expect(verdicts).toEqual([true, true, true, true, false, false, false, false, false, false]);
+    // Keys and prefixes already sent are named by number in later batches.
+    expect(await Promise.all([pool.verify(bytes, ENTRY_NAMESPACE, message, sig), pool.verify(bytes, GIT_NAMESPACE, message, sig)])).toEqual([true, false]);
+  });
+
+  it('agrees with verifySshsig on every signature, across batches and workers', async () => {
+    const twoWorkers = new SignaturePool(2);
+    try {
+      const cases = Array.from({ length: 40 }, (_, index) => {
+        const message = Buffer.from(`message ${index}`);
+        const namespace = index % 2 === 0 ? ENTRY_NAMESPACE : GIT_NAMESPACE;
+        const parsed = parseSshsig(signSshsig(index % 3 === 0 ? key : privateKeyFromSeed(Buffer.alloc(32, index), 'k'), message, namespace));
+        const signature = Uint8Array.from(parsed.signature);
+        if (index % 5 === 0) signature[0] = signature[0]! ^ 0x80;
+        return { sig: { ...parsed, signature }, message, namespace: index % 7 === 0 ? 'elsewhere' : namespace };
+      });
+      const first = await Promise.all(cases.slice(0, 20).map((c) => twoWorkers.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
+      const second = await Promise.all(cases.slice(20).map((c) => twoWorkers.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
+      expect([...first, ...second]).toEqual(cases.map((c) => verifySshsig(c.sig, c.message, c.namespace)));
+      expect([...first, ...second].filter(Boolean).length).toBeGreaterThan(10);
+    } finally {
+      twoWorkers.close();
+    }
   });
 });
