@@ -22,11 +22,6 @@ const TIMESTAMP = /^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}(\.\d{1,9})?Z$/;
 const DECLINE = Symbol('decline');
 type Value = unknown;
 
-interface Line {
-  readonly indent: number;
-  readonly text: string;
-}
-
 /** Whether `code` is an ASCII digit. */
 function isDigit(code: number): boolean {
   return code >= 0x30 && code <= 0x39;
@@ -91,11 +86,16 @@ function quoted(text: string): string | typeof DECLINE {
   return out;
 }
 
+/**
+ * Reads lines in place: each line stays the string `split` made, with its indentation beside it,
+ * and keys and values are cut from it by offset (no per-line objects or intermediate slices).
+ */
 class Reader {
   private index = 0;
 
   constructor(
-    private readonly lines: readonly Line[],
+    private readonly lines: readonly string[],
+    private readonly indents: readonly number[],
     private readonly maxDepth: number,
   ) {}
 
@@ -103,36 +103,41 @@ class Reader {
     return this.index >= this.lines.length;
   }
 
-  private peek(): Line | undefined {
-    return this.lines[this.index];
+  /** Whether line `i`'s content (after its indentation) starts a sequence item. */
+  private isItem(i: number): boolean {
+    return this.lines[i]!.startsWith('- ', this.indents[i]);
   }
 
-  /** A block mapping whose keys sit at `indent`; `first` is the rest of a line already consumed (`- key: value`). */
-  mapping(indent: number, depth: number, first?: string): Record<string, Value> | typeof DECLINE {
+  /**
+   * A block mapping whose keys sit at `indent`. `first`, when given, is a pair already under way on
+   * a sequence item's line (`- key: value`): that line and where its key starts.
+   */
+  mapping(indent: number, depth: number, first?: { line: string; start: number }): Record<string, Value> | typeof DECLINE {
     if (depth > this.maxDepth) return DECLINE;
     const out: Record<string, Value> = {};
-    let pendingFirst = first;
+    let pending = first;
     for (;;) {
-      let text: string;
-      if (pendingFirst !== undefined) {
-        text = pendingFirst;
-        pendingFirst = undefined;
+      let line: string;
+      let start: number;
+      if (pending !== undefined) {
+        ({ line, start } = pending);
+        pending = undefined;
       } else {
-        const line = this.peek();
-        if (line === undefined || line.indent < indent) return out;
-        if (line.indent > indent || line.text.startsWith('- ')) return DECLINE;
+        if (this.index >= this.lines.length || this.indents[this.index]! < indent) return out;
+        if (this.indents[this.index]! > indent || this.isItem(this.index)) return DECLINE;
+        line = this.lines[this.index]!;
+        start = indent;
         this.index += 1;
-        text = line.text;
       }
-      const colon = text.indexOf(':');
-      if (colon <= 0) return DECLINE;
-      const key = text.slice(0, colon);
+      const colon = line.indexOf(':', start);
+      if (colon <= start) return DECLINE;
+      const key = line.slice(start, colon);
       // KEY admits only a letter or `_` first, so NUMERIC cannot match a key KEY accepts.
       if (!KEY.test(key) || (mayBeSpecial(key.charCodeAt(0)) && SPECIAL.test(key)) || key === '__proto__' || Object.hasOwn(out, key)) return DECLINE;
-      const rest = text.slice(colon + 1);
+      const rest = line.length - colon - 1;
       let value: Value | typeof DECLINE;
-      if (rest === '') value = this.nested(indent, depth + 1);
-      else if (rest.startsWith(' ') && rest.length > 1 && !rest.startsWith('  ')) value = scalar(rest.slice(1));
+      if (rest === 0) value = this.nested(indent, depth + 1);
+      else if (line.charCodeAt(colon + 1) === 0x20 && rest > 1 && line.charCodeAt(colon + 2) !== 0x20) value = scalar(line.slice(colon + 2));
       else return DECLINE;
       if (value === DECLINE) return DECLINE;
       out[key] = value;
@@ -141,24 +146,23 @@ class Reader {
 
   /** What follows `key:` at the end of a line: a sequence or a mapping indented two more. */
   private nested(indent: number, depth: number): Value | typeof DECLINE {
-    const line = this.peek();
-    if (line === undefined || line.indent !== indent + 2) return DECLINE;
-    return line.text.startsWith('- ') ? this.sequence(indent + 2, depth) : this.mapping(indent + 2, depth);
+    if (this.index >= this.lines.length || this.indents[this.index] !== indent + 2) return DECLINE;
+    return this.isItem(this.index) ? this.sequence(indent + 2, depth) : this.mapping(indent + 2, depth);
   }
 
   sequence(indent: number, depth: number): Value[] | typeof DECLINE {
     if (depth > this.maxDepth) return DECLINE;
     const out: Value[] = [];
     for (;;) {
-      const line = this.peek();
-      if (line === undefined || line.indent < indent) return out;
-      if (line.indent > indent || !line.text.startsWith('- ')) return DECLINE;
+      if (this.index >= this.lines.length || this.indents[this.index]! < indent) return out;
+      if (this.indents[this.index]! > indent || !this.isItem(this.index)) return DECLINE;
+      const line = this.lines[this.index]!;
       this.index += 1;
-      const item = line.text.slice(2);
-      if (item.startsWith('- ') || item.startsWith(' ') || item === '') return DECLINE;
-      const colon = item.indexOf(':');
-      const looksLikePair = colon > 0 && (item.length === colon + 1 || item[colon + 1] === ' ') && !item.startsWith('"');
-      const value = looksLikePair ? this.mapping(indent + 2, depth + 1, item) : scalar(item);
+      const start = indent + 2;
+      if (line.length === start || line.startsWith('- ', start) || line.charCodeAt(start) === 0x20) return DECLINE;
+      const colon = line.indexOf(':', start);
+      const looksLikePair = colon > start && (line.length === colon + 1 || line.charCodeAt(colon + 1) === 0x20) && line.charCodeAt(start) !== 0x22;
+      const value = looksLikePair ? this.mapping(indent + 2, depth + 1, { line, start }) : scalar(line.slice(start));
       if (value === DECLINE) return DECLINE;
       out.push(value);
     }
@@ -168,19 +172,19 @@ class Reader {
 /** Returns the value of `text` if it is in the canonical layout, else null (the strict reader then decides). */
 export function readCanonicalYaml(text: string, maxDepth: number): { value: unknown } | null {
   if (text.length === 0 || !text.endsWith('\n') || text.includes('\r') || text.includes('\t')) return null;
-  const raw = text.slice(0, -1).split('\n');
-  const lines: Line[] = [];
-  for (const entry of raw) {
-    if (entry === '' || entry.endsWith(' ')) return null;
+  const lines = text.slice(0, -1).split('\n');
+  const indents: number[] = [];
+  for (const line of lines) {
+    if (line === '' || line.charCodeAt(line.length - 1) === 0x20) return null;
     let indent = 0;
-    while (entry.charCodeAt(indent) === 0x20) indent += 1;
+    while (line.charCodeAt(indent) === 0x20) indent += 1;
     if (indent % 2 !== 0) return null;
-    const body = entry.slice(indent);
-    if (body.startsWith('#') || body.startsWith('---') || body.startsWith('...') || body.startsWith('%') || body.includes(' #')) return null;
-    lines.push({ indent, text: body });
+    const first = line.charCodeAt(indent);
+    if (first === 0x23 || first === 0x25 || line.startsWith('---', indent) || line.startsWith('...', indent) || line.includes(' #', indent)) return null;
+    indents.push(indent);
   }
-  if (lines[0]?.indent !== 0) return null;
-  const reader = new Reader(lines, maxDepth);
+  if (indents[0] !== 0) return null;
+  const reader = new Reader(lines, indents, maxDepth);
   const value = reader.mapping(0, 1);
   if (value === DECLINE || !reader.done()) return null;
   return { value };
