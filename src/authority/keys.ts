@@ -23,15 +23,37 @@ export function checkKeyIds(entries: ReadonlyArray<{ key_id: string; public_key:
   }
 }
 
+/**
+ * The key holders of each pair of trust files, made once: every commit of a replay asks for them,
+ * and the files change only with a new trust version. Keyed by the parsed documents, which no one
+ * changes once read.
+ */
+const holdersOf = new WeakMap<object, Map<TrustRoot | null, ReadonlyMap<string, KeyHolder>>>();
+const NO_REGISTRY = {};
+
 /** The key holders the given root and registry allow. */
-export function activeKeys(root: TrustRoot | null, registry: ActorRegistry | null): Map<string, KeyHolder> {
+export function activeKeys(root: TrustRoot | null, registry: ActorRegistry | null): ReadonlyMap<string, KeyHolder> {
+  let byRoot = holdersOf.get(registry ?? NO_REGISTRY);
+  if (byRoot === undefined) {
+    byRoot = new Map();
+    holdersOf.set(registry ?? NO_REGISTRY, byRoot);
+  }
+  let holders = byRoot.get(root);
+  if (holders === undefined) {
+    holders = collectHolders(root, registry);
+    byRoot.set(root, holders);
+  }
+  return holders;
+}
+
+function collectHolders(root: TrustRoot | null, registry: ActorRegistry | null): ReadonlyMap<string, KeyHolder> {
   const holders = new Map<string, KeyHolder>();
   for (const actor of registry?.actors ?? []) {
-    for (const key of actor.keys) holders.set(key.key_id, { actor: actor.id, actorClass: actor.class, rootAuthority: false });
+    for (const key of actor.keys) holders.set(key.key_id, Object.freeze({ actor: actor.id, actorClass: actor.class, rootAuthority: false }));
   }
   for (const authority of root?.authorities ?? []) {
     const known = holders.get(authority.key_id);
-    holders.set(authority.key_id, { actor: authority.actor, actorClass: known?.actorClass ?? 'human_authority', rootAuthority: true });
+    holders.set(authority.key_id, Object.freeze({ actor: authority.actor, actorClass: known?.actorClass ?? 'human_authority', rootAuthority: true }));
   }
   return holders;
 }

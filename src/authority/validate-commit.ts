@@ -193,7 +193,7 @@ class CommitCheck {
     return authority.actor;
   }
 
-  private holders(): Map<string, KeyHolder> {
+  private holders(): ReadonlyMap<string, KeyHolder> {
     return activeKeys(this.root?.doc ?? null, this.registry?.doc ?? null);
   }
 
