@@ -1,3 +1,4 @@
+import { isUtf8 } from 'node:buffer';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 
@@ -78,8 +79,8 @@ export function parseSeq(message: string): number {
 
 export function parseCommit(raw: Buffer): ParsedCommit {
   if (raw.length > LIMITS.commitBytes) malformed('object too large');
+  if (!isUtf8(raw)) malformed('not valid UTF-8');
   const text = raw.toString('utf8');
-  if (!Buffer.from(text, 'utf8').equals(raw)) malformed('not valid UTF-8');
   if (text.includes('\r')) malformed('carriage return in commit');
   const split = text.indexOf('\n\n');
   if (split < 0) malformed('no blank line before the message');

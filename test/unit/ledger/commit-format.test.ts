@@ -55,6 +55,19 @@ describe('raw commits', () => {
     });
   }
 
+  it.each([
+    ['a byte that is never UTF-8', [0xff]],
+    ['an overlong encoding of "/"', [0xc0, 0xaf]],
+    ['an encoded surrogate', [0xed, 0xa0, 0x80]],
+    ['a truncated sequence', [0xe2, 0x82]],
+  ])('refuses a message with %s', (_name, bytes) => {
+    const at = raw.indexOf('genesis');
+    const broken = Buffer.concat([raw.subarray(0, at), Buffer.from(bytes), raw.subarray(at)]);
+    expect(codeOf(() => parseCommit(broken))).toBe('COMMIT_MALFORMED');
+    expect(() => parseCommit(broken)).toThrow('not valid UTF-8');
+    expect(parseCommit(Buffer.concat([raw.subarray(0, at), Buffer.from('é€😀', 'utf8'), raw.subarray(at)])).message).toContain('é€😀genesis');
+  });
+
   it('refuses a signature rewritten as S+L, which ssh-keygen and tweetnacl accept', () => {
     const sig = parseSshsig(signature);
     const s = BigInt('0x' + Buffer.from(sig.signature.subarray(32)).reverse().toString('hex')) + L;
