@@ -119,7 +119,8 @@ export class CatFileReader implements ObjectReader {
         continue;
       }
       if (this.buffer.length < newline + 1 + size + 1) return;
-      const content = Buffer.from(this.buffer.subarray(newline + 1, newline + 1 + size));
+      const content = Buffer.allocUnsafe(size);
+      this.buffer.copy(content, 0, newline + 1, newline + 1 + size);
       this.buffer = this.buffer.subarray(newline + 1 + size + 1);
       this.pending.shift();
       request.resolve({ type: type as ObjectType, content });

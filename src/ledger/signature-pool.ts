@@ -17,12 +17,15 @@ const WORKER_SOURCE = `
 const { parentPort } = require('node:worker_threads');
 const { createPublicKey, hash, verify } = require('node:crypto');
 const L = (1n << 252n) + 27742317777372353535851937790883648493n;
+const L_BYTES = Array.from({ length: 32 }, (_, i) => Number((L >> BigInt(8 * i)) & 0xffn));
 const keys = [];
 const prefixes = [];
+/** S (little-endian, the signature's second half) below the group order, compared from its top byte. */
 function canonical(sig) {
-  let s = 0n;
-  for (let i = 63; i >= 32; i -= 1) s = (s << 8n) | BigInt(sig[i]);
-  return s < L;
+  for (let i = 31; i >= 0; i -= 1) {
+    if (sig[32 + i] !== L_BYTES[i]) return sig[32 + i] < L_BYTES[i];
+  }
+  return false;
 }
 parentPort.on('message', ({ newKeys, newPrefixes, count, jobs }) => {
   for (const raw of newKeys) {

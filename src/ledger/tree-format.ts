@@ -84,13 +84,15 @@ export class RawTree {
 
   private constructor(
     private readonly raw: Buffer,
-    /** Per entry: where its name starts, and the NUL after it (its 20-byte id follows). */
-    private readonly nameStarts: readonly number[],
+    /**
+     * Per entry: the NUL after its name (its 20-byte id follows). Its name starts after the end
+     * of the entry before it and its mode: `40000 ` for a directory, `100644 ` for a file.
+     */
     private readonly nameEnds: readonly number[],
     private readonly dirs: readonly boolean[],
   ) {}
 
-  static readonly EMPTY = new RawTree(Buffer.alloc(0), [], [], []);
+  static readonly EMPTY = new RawTree(Buffer.alloc(0), [], []);
 
   /**
    * Checks and indexes `raw`. With `base` (an earlier version of the same folder), the entries `raw`
@@ -100,10 +102,10 @@ export class RawTree {
   static parse(raw: Buffer, base?: RawTree): RawTree {
     if (raw.length > LIMITS.treeBytes) fail('object too large');
     const shared = base === undefined ? 0 : base.sharedWith(raw);
-    const nameStarts: number[] = shared === 0 ? [] : base!.nameStarts.slice(0, shared);
     const nameEnds: number[] = shared === 0 ? [] : base!.nameEnds.slice(0, shared);
     const dirs: boolean[] = shared === 0 ? [] : base!.dirs.slice(0, shared);
     let offset = shared === 0 ? 0 : base!.end(shared - 1);
+    let previousStart = shared === 0 ? -1 : base!.nameStart(shared - 1);
     while (offset < raw.length) {
       const space = raw.indexOf(0x20, offset);
       const nul = space < 0 ? -1 : raw.indexOf(0x00, space + 1);
@@ -113,20 +115,24 @@ export class RawTree {
         fail(`mode ${raw.toString('latin1', offset, space)} is not allowed (only directories and regular files)`);
       }
       checkNameBytes(raw, space + 1, nul);
-      const count = nameStarts.length;
-      if (count > 0 && compareRawRange(raw, nameStarts[count - 1]!, nameEnds[count - 1]!, dirs[count - 1]!, raw, space + 1, nul, dir, true) >= 0) {
+      const count = nameEnds.length;
+      if (count > 0 && compareRawRange(raw, previousStart, nameEnds[count - 1]!, dirs[count - 1]!, raw, space + 1, nul, dir, true) >= 0) {
         fail('entries out of order or duplicated');
       }
-      nameStarts.push(space + 1);
+      previousStart = space + 1;
       nameEnds.push(nul);
       dirs.push(dir);
       offset = nul + 21;
     }
-    return new RawTree(raw, nameStarts, nameEnds, dirs);
+    return new RawTree(raw, nameEnds, dirs);
   }
 
   get count(): number {
-    return this.nameStarts.length;
+    return this.nameEnds.length;
+  }
+
+  private nameStart(i: number): number {
+    return (i === 0 ? 0 : this.nameEnds[i - 1]! + 21) + (this.dirs[i] ? 6 : 7);
   }
 
   /** Where entry `i` ends: after its name's NUL and its 20-byte id. */
@@ -160,7 +166,7 @@ export class RawTree {
   }
 
   name(i: number): string {
-    return this.raw.toString('utf8', this.nameStarts[i], this.nameEnds[i]);
+    return this.raw.toString('utf8', this.nameStart(i), this.nameEnds[i]);
   }
 
   oid(i: number): string {
@@ -174,7 +180,7 @@ export class RawTree {
 
   /** git's order of entry `i` here against entry `j` of `other`: negative, zero (same name and kind) or positive. */
   compare(i: number, other: RawTree, j: number): number {
-    return compareRawRange(this.raw, this.nameStarts[i]!, this.nameEnds[i]!, this.dirs[i]!, other.raw, other.nameStarts[j]!, other.nameEnds[j]!, other.dirs[j]!, false);
+    return compareRawRange(this.raw, this.nameStart(i), this.nameEnds[i]!, this.dirs[i]!, other.raw, other.nameStart(j), other.nameEnds[j]!, other.dirs[j]!, false);
   }
 
   /** Whether entry `i` here and entry `j` of `other` name the same object (same id; compare first for name and kind). */

@@ -55,6 +55,12 @@ describe('the signature pool', () => {
       pool.verify(Buffer.alloc(32, 0xff), ENTRY_NAMESPACE, message, sig),
     ]);
     expect(verdicts).toEqual([true, true, true, true, false, false, false, false, false, false]);
+    // S + L: the same signature in a second encoding, which ssh-keygen and tweetnacl accept.
+    const L = (1n << 252n) + 27742317777372353535851937790883648493n;
+    const s = BigInt(`0x${Buffer.from(sig.subarray(32)).reverse().toString('hex')}`) + L;
+    const malleated = Buffer.concat([Buffer.from(sig.subarray(0, 32)), Buffer.from(s.toString(16).padStart(64, '0'), 'hex').reverse()]);
+    expect(malleated.length).toBe(64);
+    expect(await pool.verify(bytes, ENTRY_NAMESPACE, message, malleated)).toBe(false);
     // Keys and prefixes already sent are named by number in later batches.
     expect(await Promise.all([pool.verify(bytes, ENTRY_NAMESPACE, message, sig), pool.verify(bytes, GIT_NAMESPACE, message, sig)])).toEqual([true, false]);
   });
