@@ -149,12 +149,12 @@ export class Ledger {
       const saved = loadCheckpoint(this.gitdir);
       if (saved !== null && saved.state.head !== null) {
         base = saved;
-        commits = await commitsSince(this.reader, head, saved.state.head);
+        [commits] = await Promise.all([commitsSince(this.reader, head, saved.state.head), this.prepareForReplay(head, saved.state.seq)]);
       }
     }
     if (commits === null || base === null) {
       base = { state: emptyState(), tree: null };
-      commits = await commitsSince(this.reader, head, null);
+      [commits] = await Promise.all([commitsSince(this.reader, head, null), this.prepareForReplay(head, 0)]);
       if (commits === null) throw new CooError('INTERNAL', `cannot walk the history of ${head}`);
     }
     this.snapshot = null;
@@ -163,6 +163,17 @@ export class Ledger {
     this.replayedSinceCheckpoint += commits.length;
     if (this.options.checkpoints && this.replayedSinceCheckpoint >= CHECKPOINT_EVERY) this.checkpoint();
     return next;
+  }
+
+  /**
+   * Starts the object reader and, when the head's Ledger-Seq says the replay will be long, the
+   * signature workers, while git lists the history: both take tens of milliseconds to start. The
+   * sequence number is the commit's own claim, used only to decide this; the replay decides the rest.
+   */
+  private async prepareForReplay(head: string, fromSeq: number): Promise<void> {
+    if (this.pool !== null) return;
+    const links = await readCommitLinks(this.reader, head).catch(() => null);
+    if (this.pool === null && links?.seq != null && links.seq - fromSeq >= PARALLEL_FROM) this.pool = new SignaturePool();
   }
 
   /**
