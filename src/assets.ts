@@ -1,10 +1,20 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { existsSync, readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 
-/** The package root: where policy/, ledger/ and dist/ live, from src/ or from dist/. */
+let root: string | null = null;
+
+/**
+ * The package root: where policy/, ledger/ and dist/ live. Found by walking up from this module to
+ * the nearest package.json, so it holds from src/, from dist/ and from the bundled CLI in dist/cli/.
+ */
 export function packageRoot(): string {
-  return resolve(dirname(fileURLToPath(import.meta.url)), '..');
+  if (root === null) {
+    let dir = dirname(fileURLToPath(import.meta.url));
+    while (!existsSync(join(dir, 'package.json')) && dirname(dir) !== dir) dir = dirname(dir);
+    root = dir;
+  }
+  return root;
 }
 
 export function readAsset(relative: string): Buffer {
