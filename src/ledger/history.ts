@@ -126,41 +126,47 @@ export class TreeReader {
    */
   async diff(before: string | null, after: string, prefix = ''): Promise<Array<FileChange & { oid: string }>> {
     const changes: Array<FileChange & { oid: string }> = [];
-    const old = before === null ? RawTree.EMPTY : await this.tree(before);
-    const now = await this.tree(after, before === null ? undefined : old);
-    const pathOf = (name: string): string => (prefix === '' ? name : `${prefix}/${name}`);
-    const gone: number[] = [];
+    await this.diffInto(before, after, prefix, changes);
+    return changes;
+  }
+
+  /**
+   * diff's walk, appending to `changes` in the same order a recursive concatenation would. A tree
+   * already in the cache is taken without an asynchronous call: a replay meets every folder's
+   * previous version there, and each call of an async function allocates its own frame and promise.
+   */
+  private async diffInto(before: string | null, after: string, prefix: string, changes: Array<FileChange & { oid: string }>): Promise<void> {
+    const old = before === null ? RawTree.EMPTY : (this.cache.get(before) ?? (await this.tree(before)));
+    const now = this.cache.get(after) ?? (await this.tree(after, before === null ? undefined : old));
     const shared = old.sharedPrefix(now);
+    let gone: number[] | null = null;
     let i = shared;
     for (let j = shared; j < now.count; j += 1) {
-      while (i < old.count && old.compare(i, now, j) < 0) gone.push(i++);
+      while (i < old.count && old.compare(i, now, j) < 0) (gone ??= []).push(i++);
       const paired = i < old.count && old.compare(i, now, j) === 0;
       if (paired && old.sameObject(i, now, j)) {
         i += 1;
         continue;
       }
-      const path = pathOf(now.name(j));
-      if (now.isDir(j)) changes.push(...(await this.diff(paired ? old.oid(i) : null, now.oid(j), path)));
+      const path = prefix === '' ? now.name(j) : `${prefix}/${now.name(j)}`;
+      if (now.isDir(j)) await this.diffInto(paired ? old.oid(i) : null, now.oid(j), path, changes);
       else changes.push({ path, status: paired ? 'modified' : 'added', mode: '100644', oid: now.oid(j) });
       if (paired) i += 1;
     }
-    while (i < old.count) gone.push(i++);
-    for (const index of gone) {
-      const path = pathOf(old.name(index));
-      if (old.isDir(index)) changes.push(...(await this.removed(old.oid(index), path)));
+    while (i < old.count) (gone ??= []).push(i++);
+    for (const index of gone ?? []) {
+      const path = prefix === '' ? old.name(index) : `${prefix}/${old.name(index)}`;
+      if (old.isDir(index)) await this.removedInto(old.oid(index), path, changes);
       else changes.push({ path, status: 'deleted', mode: '100644', oid: old.oid(index) });
     }
-    return changes;
   }
 
-  private async removed(tree: string, prefix: string): Promise<Array<FileChange & { oid: string }>> {
-    const out: Array<FileChange & { oid: string }> = [];
+  private async removedInto(tree: string, prefix: string, out: Array<FileChange & { oid: string }>): Promise<void> {
     for (const entry of await this.entries(tree)) {
       const path = `${prefix}/${entry.name}`;
-      if (entry.mode === '40000') out.push(...(await this.removed(entry.oid, path)));
+      if (entry.mode === '40000') await this.removedInto(entry.oid, path, out);
       else out.push({ path, status: 'deleted', mode: entry.mode, oid: entry.oid });
     }
-    return out;
   }
 }
 

@@ -1,6 +1,8 @@
 import { join } from 'node:path';
+import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CatFileReader, catFileProtocol } from '../../src/ledger/object-store.js';
+import { CatFileReader, ObjectWriter, catFileProtocol } from '../../src/ledger/object-store.js';
+import { renderTree, type TreeEntry } from '../../src/ledger/tree-format.js';
 import { commitsSince, TreeReader } from '../../src/ledger/history.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -97,6 +99,49 @@ describe('the difference between two trees', () => {
       .sort();
     expect(theirs).toEqual(['A a/y', 'A c', 'A new', 'D a', 'D c/x', 'D gone', 'M a-b']);
     expect(ours).toEqual(theirs);
+  });
+
+  it('agrees with git diff-tree on folders that grow, shrink and change, read through one cache (property)', async () => {
+    const writer = new ObjectWriter(gitdir);
+    const blobs = [blob('p\n'), blob('q\n')];
+    /** Writes nested folders for `files` (path -> blob index) and returns the root tree's id. */
+    const write = async (files: Map<string, number>): Promise<string> => {
+      const entries: TreeEntry[] = [];
+      const folders = new Map<string, Map<string, number>>();
+      for (const [path, which] of files) {
+        const [head, ...rest] = path.split('/');
+        if (rest.length === 0) entries.push({ name: head!, mode: '100644', oid: blobs[which]! });
+        else folders.set(head!, (folders.get(head!) ?? new Map()).set(rest.join('/'), which));
+      }
+      for (const [name, inner] of folders) entries.push({ name, mode: '40000', oid: await write(inner) });
+      return writer.write('tree', renderTree(entries));
+    };
+    const segment = fc.constantFrom('a', 'b', 'b-c', 'd', 'msg_1', 'msg_2', 'msg_3', 'z');
+    const path = fc.array(segment, { minLength: 1, maxLength: 3 }).map((parts) => parts.join('/'));
+    const files = fc.dictionary(path, fc.integer({ min: 0, max: 1 }), { maxKeys: 12 }).map((record) => {
+      // A path may not be both a file and a folder: keep the first of any clash.
+      const kept = new Map<string, number>();
+      for (const [name, which] of Object.entries(record)) {
+        if ([...kept.keys()].some((other) => other.startsWith(`${name}/`) || name.startsWith(`${other}/`))) continue;
+        kept.set(name, which);
+      }
+      return kept;
+    });
+    const trees = new TreeReader(reader);
+    await fc.assert(
+      fc.asyncProperty(files, files, async (first, second) => {
+        const before = await write(first);
+        const after = await write(second);
+        const ours = (await trees.diff(before, after)).map((change) => `${change.status[0]!.toUpperCase()} ${change.path}`).sort();
+        const theirs = git(['--git-dir', gitdir, 'diff-tree', '-r', '--no-renames', '--name-status', before, after])
+          .split('\n')
+          .filter((line) => line !== '')
+          .map((line) => line.replace('\t', ' '))
+          .sort();
+        expect(ours).toEqual(theirs);
+      }),
+      { numRuns: 60 },
+    );
   });
 });
 
