@@ -131,8 +131,9 @@ export class RawTree {
     return this.nameEnds.length;
   }
 
+  /** Where entry `i`'s name starts: after the entry before it and this one's mode and space. */
   private nameStart(i: number): number {
-    return (i === 0 ? 0 : this.nameEnds[i - 1]! + 21) + (this.dirs[i] ? 6 : 7);
+    return (i === 0 ? 0 : this.end(i - 1)) + (this.dirs[i] ? 6 : 7);
   }
 
   /** Where entry `i` ends: after its name's NUL and its 20-byte id. */
