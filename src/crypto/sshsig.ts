@@ -37,8 +37,8 @@ const PREFIXES = new Map([GIT_NAMESPACE, ENTRY_NAMESPACE].map((namespace) => [na
 
 /**
  * The bytes an SSHSIG signature is computed over (PROTOCOL.sshsig): magic, namespace, reserved,
- * hash algorithm, H(message). One allocation of its own, so a replay can hand it to a worker
- * without copying a shared pool along with it.
+ * hash algorithm, H(message), in one allocation. The replay's signature workers build the same
+ * bytes from signedPrefix and the digest they compute themselves.
  */
 export function signedData(namespace: string, message: Uint8Array): Buffer {
   const prefix = PREFIXES.get(namespace) ?? signedPrefix(namespace);

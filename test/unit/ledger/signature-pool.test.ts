@@ -15,7 +15,7 @@ function viewInPool(bytes: Uint8Array): Buffer {
   return shared.subarray(1000, 1000 + bytes.length);
 }
 
-describe('bytes sent to a worker', () => {
+describe('bytes kept in memory of their own', () => {
   it('are copied into memory of their own when they are a view into a larger buffer', () => {
     const view = viewInPool(Buffer.from('signed data'));
     const own = ownMemory(view);
