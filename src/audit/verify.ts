@@ -3,7 +3,7 @@ import { cloneState, emptyState, type LedgerState } from '../authority/state.js'
 import type { PublicKey } from '../crypto/keys.js';
 import { trustPath } from '../ledger/layout.js';
 import { readDocument } from '../schema/documents.js';
-import { commitsSince, isAncestor, readCommitLinks } from '../ledger/history.js';
+import { isAncestor, readCommitLinks } from '../ledger/history.js';
 import { Ledger } from '../ledger/ledger.js';
 import { isoSeconds } from '../util/time.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
@@ -63,7 +63,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     if (saved !== null) {
       if (await descends(ledger, head, saved.head)) {
         if (options.full !== true && options.timeline !== true) {
-          commits = await commitsSince(ledger.reader, head, saved.head);
+          commits = await ledger.rangeToReplay(head, saved.head, saved.seq);
           base = { state: cloneState(saved.state), tree: saved.tree };
           incremental = true;
         }
@@ -77,7 +77,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
         );
       }
     }
-    const all = commits ?? (await commitsSince(ledger.reader, head, null));
+    const all = commits ?? (await ledger.rangeToReplay(head, null, 0));
     if (all === null) throw new CooError('INTERNAL', `cannot walk the history of ${head}`);
     const recorder = options.timeline === true ? new TimelineRecorder() : null;
     const total = all.length;
