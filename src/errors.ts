@@ -1,6 +1,6 @@
 /**
  * The closed set of error codes. Every failure the library reports carries one of these,
- * and the CLI maps each code's class to an exit status in one place (cli/main.ts).
+ * and the CLI maps each code's class to an exit status in one place (cli/coo.ts).
  *
  * Classes: `usage` (the caller asked for something malformed, exit 2), `rejected` (input was
  * read and refused: verification, authority, policy; exit 3), `error` (anything else, exit 1).

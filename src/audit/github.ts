@@ -1,4 +1,6 @@
+import type * as OctokitRest from '@octokit/rest';
 import { CooError } from '../errors.js';
+import { importPackage } from '../util/import-package.js';
 
 /** Where a citation goes: `OWNER/REPO#N`, an issue or a pull request. */
 export interface IssueRef {
@@ -23,7 +25,7 @@ export interface PostResult {
  * leaves one comment. The only user of the GitHub API; the token never leaves this call.
  */
 export async function postComment(ref: IssueRef, body: string, marker: string, options: { token: string; baseUrl?: string }): Promise<PostResult> {
-  const { Octokit } = await import('@octokit/rest');
+  const { Octokit } = await importPackage<typeof OctokitRest>('@octokit/rest');
   const octokit = new Octokit({ auth: options.token, ...(options.baseUrl === undefined ? {} : { baseUrl: options.baseUrl }), userAgent: 'coo-commons' });
   try {
     const comments = await octokit.paginate(octokit.rest.issues.listComments, { owner: ref.owner, repo: ref.repo, issue_number: ref.number, per_page: 100 });

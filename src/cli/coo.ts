@@ -1,4 +1,3 @@
-#!/usr/bin/env node
 import { run, type RunOutcome } from './program.js';
 
 /** The one place exit statuses are decided: 0 ok, 1 error, 2 usage, 3 verification failed or rejected. */

@@ -1,6 +1,6 @@
 /**
  * How a verb ended when it did not throw: `rejected` when it found problems it has already
- * printed (verify, the hook). cli/main.ts turns this into the exit status.
+ * printed (verify, the hook). cli/coo.ts turns this into the exit status.
  */
 let outcome: 'ok' | 'rejected' = 'ok';
 

@@ -18,7 +18,7 @@ import { showVerb } from './show.js';
 import { trustVerb } from './trust.js';
 import { verifyVerb } from './verify.js';
 
-/** How a run ended; cli/main.ts turns it into the exit status. */
+/** How a run ended; cli/coo.ts turns it into the exit status. */
 export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected';
 
 export function buildProgram(): Command {

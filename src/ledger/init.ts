@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import type * as IsomorphicGit from 'isomorphic-git';
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
 import { cliEntryPoint, readAsset } from '../assets.js';
@@ -8,6 +9,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { TrustRoot } from '../schema/control.js';
 import { toYaml } from '../schema/strict-yaml.js';
+import { importPackage } from '../util/import-package.js';
 import { isoSeconds } from '../util/time.js';
 import { README_PATH, trustPath } from './layout.js';
 import { Ledger, type AppendResult } from './ledger.js';
@@ -95,7 +97,7 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
   try {
     fs.mkdirSync(gitdir, { recursive: true });
     // Loaded here, not at start-up: creating a ledger is the only use, and the module costs every other verb ~0.1 s.
-    const { default: git } = await import('isomorphic-git');
+    const { default: git } = await importPackage<typeof IsomorphicGit>('isomorphic-git');
     await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });
     for (const [path, value] of [
       ['receive.denyNonFastForwards', true],
