@@ -7,7 +7,7 @@
 // modules beside it) stays as tsc writes it. Packages that only some verbs load, on demand, stay
 // outside the bundle.
 import { spawnSync } from 'node:child_process';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { build } from 'rolldown';
@@ -43,6 +43,8 @@ try {
   if (demo.status !== 0) {
     process.stderr.write(`bundle-cli: the demo failed (exit ${demo.status}), so coo starts without a code cache:\n${demo.stderr}`);
     rmSync(cache, { force: true });
+  } else if (!existsSync(cache)) {
+    process.stderr.write(`bundle-cli: no code cache was recorded, so coo starts without one:\n${demo.stderr}`);
   }
 } finally {
   rmSync(dir, { recursive: true, force: true });

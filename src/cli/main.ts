@@ -24,8 +24,12 @@ if (existsSync(bundle)) {
   if (process.env['COO_RECORD_CODE_CACHE'] === '1') {
     // Build time only (scripts/bundle-cli.mjs): at exit, so the functions the run called are in the cache.
     process.on('exit', () => {
-      writeFileSync(`${cacheFile}.tmp`, script.createCachedData());
-      renameSync(`${cacheFile}.tmp`, cacheFile);
+      try {
+        writeFileSync(`${cacheFile}.tmp`, script.createCachedData());
+        renameSync(`${cacheFile}.tmp`, cacheFile);
+      } catch (error) {
+        process.stderr.write(`coo: cannot record the code cache ${cacheFile}: ${(error as Error).message}\n`);
+      }
     });
   }
 } else {
