@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CatFileReader, ObjectWriter, catFileProtocol } from '../../src/ledger/object-store.js';
+import { CatFileReader, ObjectWriter, catFileProtocol, type ObjectReader } from '../../src/ledger/object-store.js';
 import { renderTree, type TreeEntry } from '../../src/ledger/tree-format.js';
 import { commitsSince, TreeReader } from '../../src/ledger/history.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -99,6 +99,33 @@ describe('the difference between two trees', () => {
       .sort();
     expect(theirs).toEqual(['A a/y', 'A c', 'A new', 'D a', 'D c/x', 'D gone', 'M a-b']);
     expect(ours).toEqual(theirs);
+  });
+
+  it('reads a folder once when two diffs ask for it at the same time', async () => {
+    const writer = new ObjectWriter(gitdir);
+    const files = [blob('r\n'), blob('s\n'), blob('t\n')];
+    const version = async (count: number): Promise<string> => {
+      const day = await writer.write('tree', renderTree(files.slice(0, count).map((oid, i) => ({ name: `msg_${i}`, mode: '100644', oid }))));
+      const month = await writer.write('tree', renderTree([{ name: '01', mode: '40000', oid: day }]));
+      return writer.write('tree', renderTree([{ name: '2024', mode: '40000', oid: month }]));
+    };
+    const [one, two, three] = [await version(1), await version(2), await version(3)];
+    const reads = new Map<string, number>();
+    const counting: ObjectReader = {
+      gitdir,
+      read: (oid) => {
+        reads.set(oid, (reads.get(oid) ?? 0) + 1);
+        return reader.read(oid);
+      },
+      close: () => undefined,
+    };
+    const trees = new TreeReader(counting);
+    // As in a replay's read-ahead: the second commit's diff starts while the first one's is reading.
+    const [first, second] = await Promise.all([trees.diff(one, two), trees.diff(two, three)]);
+    expect(first.map((change) => change.path)).toEqual(['2024/01/msg_1']);
+    expect(second.map((change) => change.path)).toEqual(['2024/01/msg_2']);
+    expect([...reads.values()].filter((count) => count > 1)).toEqual([]);
+    expect(reads.size).toBe(9);
   });
 
   it('agrees with git diff-tree on folders that grow, shrink and change, read through one cache (property)', async () => {
