@@ -1,5 +1,7 @@
+import { hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
+import { verifyEd25519 } from '../crypto/ed25519.js';
 import { signedPrefix } from '../crypto/sshsig.js';
 
 /**
@@ -8,6 +10,8 @@ import { signedPrefix } from '../crypto/sshsig.js';
  * check as crypto/sshsig.ts and crypto/ed25519.ts (canonical S, then OpenSSL over the signed data,
  * which they complete with the message's sha512 themselves). Requests made in one turn go to a worker
  * as one batch in one transferred buffer; keys and namespace prefixes cross once, then by number.
+ * Until a worker has started (tens of milliseconds, in which the first commits of a replay would
+ * wait), batches are checked on the calling thread with crypto/ed25519.ts instead.
  *
  * A job in the batch: u8 prefix number, u32 key number, 64 signature bytes, u32 message length, the message.
  */
@@ -75,6 +79,7 @@ interface Job {
 interface PoolWorker {
   readonly worker: Worker;
   readonly queue: Array<Array<(ok: boolean) => void>>;
+  online: boolean;
   /** How many of the pool's keys and prefixes this worker has been sent. */
   keysSent: number;
   prefixesSent: number;
@@ -89,8 +94,12 @@ export class SignaturePool {
   private readonly keyNumbers = new Map<string, number>();
   private readonly prefixes: Uint8Array[] = [];
   private readonly prefixNumbers = new Map<string, number>();
+  private readonly started: Promise<void>;
+  /** Signatures checked on the calling thread and by the workers, for tests and diagnostics. */
+  readonly counts = { inline: 0, workers: 0 };
 
   constructor(size = Math.max(1, availableParallelism() - 1)) {
+    const online: Array<Promise<void>> = [];
     for (let i = 0; i < size; i += 1) {
       const worker = new Worker(WORKER_SOURCE, { eval: true });
       worker.unref();
@@ -99,8 +108,23 @@ export class SignaturePool {
         const resolvers = queue.shift() ?? [];
         resolvers.forEach((resolve, index) => resolve(results[index] === 1));
       });
-      this.workers.push({ worker, queue, keysSent: 0, prefixesSent: 0 });
+      const entry: PoolWorker = { worker, queue, online: false, keysSent: 0, prefixesSent: 0 };
+      online.push(
+        new Promise((resolve) => {
+          worker.once('online', () => {
+            entry.online = true;
+            resolve();
+          });
+        }),
+      );
+      this.workers.push(entry);
     }
+    this.started = Promise.race(online);
+  }
+
+  /** Resolves once some worker has started; batches made before then are checked on this thread. */
+  whenStarted(): Promise<void> {
+    return this.started;
   }
 
   private flush = (): void => {
@@ -108,6 +132,12 @@ export class SignaturePool {
     const resolvers = this.resolvers;
     this.batch = [];
     this.resolvers = [];
+    if (!this.workers.some((worker) => worker.online)) {
+      this.counts.inline += jobs.length;
+      jobs.forEach((job, index) => resolvers[index]!(this.verifyHere(job)));
+      return;
+    }
+    this.counts.workers += jobs.length;
     let size = 0;
     for (const job of jobs) size += JOB_HEADER + job.message.length;
     const packed = Buffer.allocUnsafeSlow(size);
@@ -120,14 +150,24 @@ export class SignaturePool {
       packed.set(job.message, offset + JOB_HEADER);
       offset += JOB_HEADER + job.message.length;
     }
-    const target = this.workers[this.next % this.workers.length]!;
+    let target = this.workers[this.next % this.workers.length]!;
     this.next += 1;
+    if (!target.online) target = this.workers.find((worker) => worker.online)!;
     target.queue.push(resolvers);
     const message = { newKeys: this.keys.slice(target.keysSent), newPrefixes: this.prefixes.slice(target.prefixesSent), count: jobs.length, jobs: packed };
     target.keysSent = this.keys.length;
     target.prefixesSent = this.prefixes.length;
     target.worker.postMessage(message, [packed.buffer]);
   };
+
+  /** The workers' check, on this thread. */
+  private verifyHere(job: Job): boolean {
+    const prefix = this.prefixes[job.prefix]!;
+    const data = Buffer.allocUnsafe(prefix.length + 64);
+    data.set(prefix);
+    hash('sha512', job.message, 'buffer').copy(data, prefix.length);
+    return verifyEd25519(this.keys[job.key]!, data, job.sig);
+  }
 
   private number(table: Uint8Array[], numbers: Map<string, number>, name: string, bytes: () => Uint8Array): number {
     let found = numbers.get(name);

@@ -33,6 +33,7 @@ describe('bytes kept in memory of their own', () => {
 
 describe('the signature pool', () => {
   it('gives the verdicts of the SSHSIG check for good, altered and misplaced signatures, views included', async () => {
+    await pool.whenStarted();
     const message = Buffer.from('a message the pool checks');
     const sig = parseSshsig(signSshsig(key, message, ENTRY_NAMESPACE)).signature;
     const commitSig = parseSshsig(signSshsig(key, message, GIT_NAMESPACE)).signature;
@@ -63,25 +64,45 @@ describe('the signature pool', () => {
     expect(await pool.verify(bytes, ENTRY_NAMESPACE, message, malleated)).toBe(false);
     // Keys and prefixes already sent are named by number in later batches.
     expect(await Promise.all([pool.verify(bytes, ENTRY_NAMESPACE, message, sig), pool.verify(bytes, GIT_NAMESPACE, message, sig)])).toEqual([true, false]);
+    expect(pool.counts).toEqual({ inline: 0, workers: 12 }); // the 63-byte signature is refused before any check
+  });
+
+  const cases = Array.from({ length: 40 }, (_, index) => {
+    const message = Buffer.from(`message ${index}`);
+    const namespace = index % 2 === 0 ? ENTRY_NAMESPACE : GIT_NAMESPACE;
+    const parsed = parseSshsig(signSshsig(index % 3 === 0 ? key : privateKeyFromSeed(Buffer.alloc(32, index), 'k'), message, namespace));
+    const signature = Uint8Array.from(parsed.signature);
+    if (index % 5 === 0) signature[0] = signature[0]! ^ 0x80;
+    return { sig: { ...parsed, signature }, message, namespace: index % 7 === 0 ? 'elsewhere' : namespace };
   });
 
   it('agrees with verifySshsig on every signature, across batches and workers', async () => {
     const twoWorkers = new SignaturePool(2);
     try {
-      const cases = Array.from({ length: 40 }, (_, index) => {
-        const message = Buffer.from(`message ${index}`);
-        const namespace = index % 2 === 0 ? ENTRY_NAMESPACE : GIT_NAMESPACE;
-        const parsed = parseSshsig(signSshsig(index % 3 === 0 ? key : privateKeyFromSeed(Buffer.alloc(32, index), 'k'), message, namespace));
-        const signature = Uint8Array.from(parsed.signature);
-        if (index % 5 === 0) signature[0] = signature[0]! ^ 0x80;
-        return { sig: { ...parsed, signature }, message, namespace: index % 7 === 0 ? 'elsewhere' : namespace };
-      });
+      await twoWorkers.whenStarted();
       const first = await Promise.all(cases.slice(0, 20).map((c) => twoWorkers.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
       const second = await Promise.all(cases.slice(20).map((c) => twoWorkers.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
       expect([...first, ...second]).toEqual(cases.map((c) => verifySshsig(c.sig, c.message, c.namespace)));
       expect([...first, ...second].filter(Boolean).length).toBeGreaterThan(10);
+      expect(twoWorkers.counts).toEqual({ inline: 0, workers: 40 });
     } finally {
       twoWorkers.close();
+    }
+  });
+
+  it('checks what it is asked before a worker has started on the calling thread, with the same verdicts', async () => {
+    const fresh = new SignaturePool(1);
+    try {
+      // Asked in the constructor's own turn: no worker can have reported that it started.
+      const early = await Promise.all(cases.map((c) => fresh.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
+      expect(fresh.counts).toEqual({ inline: 40, workers: 0 });
+      expect(early).toEqual(cases.map((c) => verifySshsig(c.sig, c.message, c.namespace)));
+      await fresh.whenStarted();
+      const later = await Promise.all(cases.map((c) => fresh.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
+      expect(later).toEqual(early);
+      expect(fresh.counts).toEqual({ inline: 40, workers: 40 });
+    } finally {
+      fresh.close();
     }
   });
 });
