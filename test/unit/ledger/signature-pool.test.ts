@@ -32,39 +32,58 @@ describe('bytes kept in memory of their own', () => {
 });
 
 describe('the signature pool', () => {
-  it('gives the verdicts of the SSHSIG check for good, altered and misplaced signatures, views included', async () => {
-    await pool.whenStarted();
-    const message = Buffer.from('a message the pool checks');
-    const sig = parseSshsig(signSshsig(key, message, ENTRY_NAMESPACE)).signature;
+  const message = Buffer.from('a message the pool checks');
+  const sig = parseSshsig(signSshsig(key, message, ENTRY_NAMESPACE)).signature;
+  const bytes = key.publicKey.bytes;
+
+  /** Good, altered and misplaced signatures, views into shared buffers, a malleated S and a key that is no point. */
+  function special(on: SignaturePool): { verdicts: Promise<boolean[]>; expected: boolean[] } {
     const commitSig = parseSshsig(signSshsig(key, message, GIT_NAMESPACE)).signature;
     const altered = Uint8Array.from(sig);
     altered[10] = altered[10]! ^ 1;
     const other = privateKeyFromSeed(Buffer.alloc(32, 8), 'other');
     const big = Buffer.alloc(100_000, 0x61);
     const bigSig = parseSshsig(signSshsig(other, big, ENTRY_NAMESPACE)).signature;
-    const bytes = key.publicKey.bytes;
-    const verdicts = await Promise.all([
-      pool.verify(bytes, ENTRY_NAMESPACE, message, sig),
-      pool.verify(viewInPool(bytes), ENTRY_NAMESPACE, viewInPool(message), viewInPool(sig)),
-      pool.verify(bytes, GIT_NAMESPACE, message, commitSig),
-      pool.verify(other.publicKey.bytes, ENTRY_NAMESPACE, big, bigSig),
-      pool.verify(bytes, ENTRY_NAMESPACE, message, altered),
-      pool.verify(bytes, ENTRY_NAMESPACE, Buffer.from('another message'), sig),
-      pool.verify(bytes, GIT_NAMESPACE, message, sig),
-      pool.verify(other.publicKey.bytes, ENTRY_NAMESPACE, message, sig),
-      pool.verify(bytes, ENTRY_NAMESPACE, message, sig.subarray(0, 63)),
-      pool.verify(Buffer.alloc(32, 0xff), ENTRY_NAMESPACE, message, sig),
-    ]);
-    expect(verdicts).toEqual([true, true, true, true, false, false, false, false, false, false]);
     // S + L: the same signature in a second encoding, which ssh-keygen and tweetnacl accept.
     const L = (1n << 252n) + 27742317777372353535851937790883648493n;
     const s = BigInt(`0x${Buffer.from(sig.subarray(32)).reverse().toString('hex')}`) + L;
     const malleated = Buffer.concat([Buffer.from(sig.subarray(0, 32)), Buffer.from(s.toString(16).padStart(64, '0'), 'hex').reverse()]);
     expect(malleated.length).toBe(64);
-    expect(await pool.verify(bytes, ENTRY_NAMESPACE, message, malleated)).toBe(false);
+    const verdicts = Promise.all([
+      on.verify(bytes, ENTRY_NAMESPACE, message, sig),
+      on.verify(viewInPool(bytes), ENTRY_NAMESPACE, viewInPool(message), viewInPool(sig)),
+      on.verify(bytes, GIT_NAMESPACE, message, commitSig),
+      on.verify(other.publicKey.bytes, ENTRY_NAMESPACE, big, bigSig),
+      on.verify(bytes, ENTRY_NAMESPACE, message, altered),
+      on.verify(bytes, ENTRY_NAMESPACE, Buffer.from('another message'), sig),
+      on.verify(bytes, GIT_NAMESPACE, message, sig),
+      on.verify(other.publicKey.bytes, ENTRY_NAMESPACE, message, sig),
+      on.verify(bytes, ENTRY_NAMESPACE, message, sig.subarray(0, 63)),
+      on.verify(Buffer.alloc(32, 0xff), ENTRY_NAMESPACE, message, sig),
+      on.verify(bytes, ENTRY_NAMESPACE, message, malleated),
+    ]);
+    return { verdicts, expected: [true, true, true, true, false, false, false, false, false, false, false] };
+  }
+
+  it('gives the verdicts of the SSHSIG check on a worker', async () => {
+    await pool.whenStarted();
+    const { verdicts, expected } = special(pool);
+    expect(await verdicts).toEqual(expected);
     // Keys and prefixes already sent are named by number in later batches.
     expect(await Promise.all([pool.verify(bytes, ENTRY_NAMESPACE, message, sig), pool.verify(bytes, GIT_NAMESPACE, message, sig)])).toEqual([true, false]);
     expect(pool.counts).toEqual({ inline: 0, workers: 12 }); // the 63-byte signature is refused before any check
+  });
+
+  it('gives the same verdicts on the calling thread before a worker has started', async () => {
+    const fresh = new SignaturePool(1);
+    try {
+      // Asked in the constructor's own turn: no worker can have reported that it started.
+      const { verdicts, expected } = special(fresh);
+      expect(await verdicts).toEqual(expected);
+      expect(fresh.counts).toEqual({ inline: 10, workers: 0 });
+    } finally {
+      fresh.close();
+    }
   });
 
   const cases = Array.from({ length: 40 }, (_, index) => {
