@@ -69,12 +69,18 @@ function malformed(reason: string): never {
 /** Reads the sequence number from a message's last paragraph; exactly one trailer. */
 export function parseSeq(message: string): number {
   const paragraphs = message.replace(/\n+$/, '').split('\n\n');
-  const last = paragraphs[paragraphs.length - 1] ?? '';
-  const found = last.split('\n').map((line) => SEQ_TRAILER.exec(line)).filter((m) => m !== null);
-  if (found.length !== 1 || message.split('Ledger-Seq:').length !== 2) {
+  let found: RegExpExecArray | null = null;
+  let count = 0;
+  for (const line of (paragraphs[paragraphs.length - 1] ?? '').split('\n')) {
+    const match = SEQ_TRAILER.exec(line);
+    if (match === null) continue;
+    found = match;
+    count += 1;
+  }
+  if (found === null || count !== 1 || message.split('Ledger-Seq:').length !== 2) {
     throw new CooError('COMMIT_SEQ', 'commit message must end with exactly one "Ledger-Seq: N" trailer');
   }
-  return Number(found[0]![1]);
+  return Number(found[1]);
 }
 
 export function parseCommit(raw: Buffer): ParsedCommit {

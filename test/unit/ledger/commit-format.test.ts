@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { privateKeyFromSeed } from '../../../src/crypto/keys.js';
 import { GIT_NAMESPACE, armor, parseSshsig, signSshsig, verifySshsig } from '../../../src/crypto/sshsig.js';
-import { formatIdent, ledgerMessage, parseCommit, renderCommitPayload, renderSignedCommit } from '../../../src/ledger/commit-format.js';
+import { formatIdent, ledgerMessage, parseCommit, parseSeq, renderCommitPayload, renderSignedCommit } from '../../../src/ledger/commit-format.js';
 import { hashObject } from '../../../src/ledger/object-store.js';
 import { codeOf } from '../../helpers/codes.js';
 
@@ -48,6 +48,26 @@ describe('raw commits', () => {
     ['two Ledger-Seq trailers', text.replace('Ledger-Seq: 1\n', 'Ledger-Seq: 1\nLedger-Seq: 2\n'), 'COMMIT_SEQ'],
     ['headers out of order', text.replace(/^(tree .*\n)(author .*\n)/, '$2$1'), 'COMMIT_MALFORMED'],
   ];
+  it.each([
+    ['the trailer alone', 'genesis\n\nLedger-Seq: 7\n', 7],
+    ['other trailers before it', 'summary\n\nbody\n\nSigned-off-by: x\nLedger-Seq: 12\n', 12],
+    ['blank lines after it', 'summary\n\nLedger-Seq: 3\n\n\n', 3],
+    ['three newlines before its paragraph', 'summary\n\n\nLedger-Seq: 4\n', 4],
+  ])('reads the sequence number from a message with %s', (_name, message, seq) => {
+    expect(parseSeq(message)).toBe(seq);
+  });
+
+  it.each([
+    ['no trailer', 'summary\n'],
+    ['the trailer outside the last paragraph', 'summary\n\nLedger-Seq: 1\n\nmore text\n'],
+    ['two trailers', 'summary\n\nLedger-Seq: 1\nLedger-Seq: 1\n'],
+    ['"Ledger-Seq:" in the summary as well', 'set Ledger-Seq: 9\n\nLedger-Seq: 1\n'],
+    ['a zero', 'summary\n\nLedger-Seq: 0\n'],
+    ['a leading zero', 'summary\n\nLedger-Seq: 01\n'],
+  ])('refuses a message with %s', (_name, message) => {
+    expect(codeOf(() => parseSeq(message))).toBe('COMMIT_SEQ');
+  });
+
   for (const [name, variant, code] of variants) {
     it(`refuses ${name}`, () => {
       expect(variant).not.toBe(text);
