@@ -11,7 +11,8 @@ import { signedPrefix } from '../crypto/sshsig.js';
  * which they complete with the message's sha512 themselves). Requests made in one turn go to a worker
  * as one batch in one transferred buffer; keys and namespace prefixes cross once, then by number.
  * Until a worker has started (tens of milliseconds, in which the first commits of a replay would
- * wait), batches are checked on the calling thread with crypto/ed25519.ts instead.
+ * wait), batches are checked on the calling thread with crypto/ed25519.ts instead, and so are the
+ * batches of a worker that stops: a replay never waits on a worker that is gone.
  *
  * A job in the batch: u8 prefix number, u32 key number, 64 signature bytes, u32 message length, the message.
  */
@@ -76,9 +77,16 @@ interface Job {
   readonly message: Uint8Array;
 }
 
+interface Batch {
+  readonly jobs: readonly Job[];
+  readonly resolvers: ReadonlyArray<(ok: boolean) => void>;
+}
+
 interface PoolWorker {
   readonly worker: Worker;
-  readonly queue: Array<Array<(ok: boolean) => void>>;
+  /** Batches sent and not yet answered, oldest first. */
+  readonly queue: Batch[];
+  /** Started and not stopped: batches go only to such workers. */
   online: boolean;
   /** How many of the pool's keys and prefixes this worker has been sent. */
   keysSent: number;
@@ -95,6 +103,7 @@ export class SignaturePool {
   private readonly prefixes: Uint8Array[] = [];
   private readonly prefixNumbers = new Map<string, number>();
   private readonly started: Promise<void>;
+  private closed = false;
   /** Signatures checked on the calling thread and by the workers, for tests and diagnostics. */
   readonly counts = { inline: 0, workers: 0 };
 
@@ -103,12 +112,22 @@ export class SignaturePool {
     for (let i = 0; i < size; i += 1) {
       const worker = new Worker(WORKER_SOURCE, { eval: true });
       worker.unref();
-      const queue: Array<Array<(ok: boolean) => void>> = [];
+      const queue: Batch[] = [];
       worker.on('message', (results: Uint8Array) => {
-        const resolvers = queue.shift() ?? [];
-        resolvers.forEach((resolve, index) => resolve(results[index] === 1));
+        const batch = queue.shift();
+        if (batch === undefined) return;
+        this.counts.workers += batch.jobs.length;
+        batch.resolvers.forEach((resolve, index) => resolve(results[index] === 1));
       });
       const entry: PoolWorker = { worker, queue, online: false, keysSent: 0, prefixesSent: 0 };
+      // A worker that fails or stops (out of memory, say) hands back what it was sent: those
+      // signatures are checked here, and later batches go to the others or stay here.
+      const stopped = (): void => {
+        entry.online = false;
+        for (const batch of queue.splice(0)) if (!this.closed) this.checkHere(batch);
+      };
+      worker.on('error', stopped);
+      worker.on('exit', stopped);
       online.push(
         new Promise((resolve) => {
           worker.once('online', () => {
@@ -133,11 +152,9 @@ export class SignaturePool {
     this.batch = [];
     this.resolvers = [];
     if (!this.workers.some((worker) => worker.online)) {
-      this.counts.inline += jobs.length;
-      jobs.forEach((job, index) => resolvers[index]!(this.verifyHere(job)));
+      this.checkHere({ jobs, resolvers });
       return;
     }
-    this.counts.workers += jobs.length;
     let size = 0;
     for (const job of jobs) size += JOB_HEADER + job.message.length;
     const packed = Buffer.allocUnsafeSlow(size);
@@ -153,12 +170,17 @@ export class SignaturePool {
     let target = this.workers[this.next % this.workers.length]!;
     this.next += 1;
     if (!target.online) target = this.workers.find((worker) => worker.online)!;
-    target.queue.push(resolvers);
+    target.queue.push({ jobs, resolvers });
     const message = { newKeys: this.keys.slice(target.keysSent), newPrefixes: this.prefixes.slice(target.prefixesSent), count: jobs.length, jobs: packed };
     target.keysSent = this.keys.length;
     target.prefixesSent = this.prefixes.length;
     target.worker.postMessage(message, [packed.buffer]);
   };
+
+  private checkHere({ jobs, resolvers }: Batch): void {
+    this.counts.inline += jobs.length;
+    jobs.forEach((job, index) => resolvers[index]!(this.verifyHere(job)));
+  }
 
   /** The workers' check, on this thread. */
   private verifyHere(job: Job): boolean {
@@ -194,6 +216,7 @@ export class SignaturePool {
   }
 
   close(): void {
+    this.closed = true;
     for (const { worker } of this.workers) void worker.terminate();
   }
 }

@@ -1,3 +1,4 @@
+import type { Worker } from 'node:worker_threads';
 import { afterAll, describe, expect, it } from 'vitest';
 import { ENTRY_NAMESPACE, GIT_NAMESPACE, parseSshsig, signSshsig, verifySshsig } from '../../../src/crypto/sshsig.js';
 import { privateKeyFromSeed } from '../../../src/crypto/keys.js';
@@ -106,6 +107,25 @@ describe('the signature pool', () => {
       expect(twoWorkers.counts).toEqual({ inline: 0, workers: 40 });
     } finally {
       twoWorkers.close();
+    }
+  });
+
+  it('checks on the calling thread what a worker that stopped had been sent, and what comes after', async () => {
+    const dying = new SignaturePool(1);
+    try {
+      await dying.whenStarted();
+      const expected = cases.map((c) => verifySshsig(c.sig, c.message, c.namespace));
+      const sent = Promise.all(cases.map((c) => dying.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
+      await Promise.resolve(); // the batch is flushed to the worker on a microtask
+      // Stopped with the batch sent: its answer may or may not have come back first; either way every verdict arrives.
+      await (dying as unknown as { workers: Array<{ worker: Worker }> }).workers[0]!.worker.terminate();
+      expect(await sent).toEqual(expected);
+      const after = await Promise.all(cases.map((c) => dying.verify(c.sig.publicKey.bytes, c.namespace, c.message, c.sig.signature)));
+      expect(after).toEqual(expected);
+      expect(dying.counts.inline + dying.counts.workers).toBe(80);
+      expect(dying.counts.inline).toBeGreaterThanOrEqual(40);
+    } finally {
+      dying.close();
     }
   });
 
