@@ -1,6 +1,7 @@
 import { existsSync, readFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
+import { CooError } from './errors.js';
 
 let root: string | null = null;
 
@@ -17,8 +18,14 @@ export function packageRoot(): string {
   return root;
 }
 
+/** One of coo's own files (policy/, ledger/ templates); a missing one means an incomplete installation. */
 export function readAsset(relative: string): Buffer {
-  return readFileSync(join(packageRoot(), relative));
+  const path = join(packageRoot(), relative);
+  try {
+    return readFileSync(path);
+  } catch (error) {
+    throw new CooError('NOT_FOUND', `coo's own file ${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): the installation is incomplete; reinstall coo-commons`, { cause: error });
+  }
 }
 
 /** The built CLI entry point hooks and child processes run. */
