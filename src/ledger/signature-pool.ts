@@ -1,8 +1,7 @@
-import { hash } from 'node:crypto';
 import { availableParallelism } from 'node:os';
 import { Worker } from 'node:worker_threads';
 import { verifyEd25519 } from '../crypto/ed25519.js';
-import { signedPrefix } from '../crypto/sshsig.js';
+import { signedData, signedPrefix } from '../crypto/sshsig.js';
 
 /**
  * SSHSIG verification on worker threads, for replays of long histories: verification is most of
@@ -71,6 +70,7 @@ parentPort.on('message', ({ newKeys, newPrefixes, count, jobs }) => {
 `;
 
 interface Job {
+  readonly namespace: string;
   readonly prefix: number;
   readonly key: number;
   readonly sig: Uint8Array;
@@ -184,11 +184,7 @@ export class SignaturePool {
 
   /** The workers' check, on this thread. */
   private verifyHere(job: Job): boolean {
-    const prefix = this.prefixes[job.prefix]!;
-    const data = Buffer.allocUnsafe(prefix.length + 64);
-    data.set(prefix);
-    hash('sha512', job.message, 'buffer').copy(data, prefix.length);
-    return verifyEd25519(this.keys[job.key]!, data, job.sig);
+    return verifyEd25519(this.keys[job.key]!, signedData(job.namespace, job.message), job.sig);
   }
 
   private number(table: Uint8Array[], numbers: Map<string, number>, name: string, bytes: () => Uint8Array): number {
@@ -210,7 +206,7 @@ export class SignaturePool {
     if (prefix > 0xff) return Promise.reject(new Error('signature pool: more than 256 namespaces'));
     const keyNumber = this.number(this.keys, this.keyNumbers, Buffer.from(key.buffer, key.byteOffset, key.length).toString('latin1'), () => key);
     return new Promise((resolve) => {
-      if (this.batch.push({ prefix, key: keyNumber, sig, message }) === 1) queueMicrotask(this.flush);
+      if (this.batch.push({ namespace, prefix, key: keyNumber, sig, message }) === 1) queueMicrotask(this.flush);
       this.resolvers.push(resolve);
     });
   }
