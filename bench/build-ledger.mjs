@@ -148,9 +148,10 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
     const { id, created, doc } = envelopeFor(i, createdMs);
     const bytes = Buffer.from(
       template
-        .replaceAll(first.id, id)
-        .replaceAll(first.created, created)
-        .replaceAll(first.doc.expires_at, doc.expires_at)
+        .replace(`message_id: ${first.id}\n`, `message_id: ${id}\n`)
+        .replace(`created_at: ${first.created}\n`, `created_at: ${created}\n`)
+        .replace(`expires_at: ${first.doc.expires_at}\n`, `expires_at: ${doc.expires_at}\n`)
+        .replace(`deadline_at: ${first.doc.deadline_at}\n`, `deadline_at: ${doc.deadline_at}\n`)
         .replace('correlation_id: corr_bench0\n', `correlation_id: corr_bench${i}\n`)
         .replace('idempotency_key: bench-0\n', `idempotency_key: bench-${i}\n`)
         .replace('attempt_id: ea_attempt_bench_0\n', `attempt_id: ea_attempt_bench_${i}\n`)
