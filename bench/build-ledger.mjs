@@ -1,7 +1,8 @@
 // Builds a synthetic ledger of N signed dispatch envelopes quickly: genesis through the library,
 // then every commit made here with real SSHSIG entry signatures and real signed commits, objects
-// written loose with zlib and packed once at the end. Messages are spread over days (100 a day), as
-// a ledger that grew over time would be. The result passes `coo verify`.
+// written loose with zlib and packed once at the end. Messages are spread over days (100 a day) and
+// over sixteen hours of each day, as a ledger that grew over time would be. The result passes
+// `coo verify`.
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
@@ -115,6 +116,8 @@ function treeEntries(gitdir, oid) {
 }
 
 const DAY0 = Date.parse('2024-01-01T08:00:00Z');
+/** A day's messages are spread from 08:00 to midnight (UTC), whole seconds apart. */
+const WORKDAY = 16 * 3_600_000;
 
 export function envelopeFor(i, createdMs) {
   const created = new Date(createdMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -144,7 +147,7 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
   const first = envelopeFor(0, DAY0);
   const template = toYaml(first.doc);
   for (let i = 0; i < count; i += 1) {
-    const createdMs = DAY0 + Math.floor(i / perDay) * 86_400_000 + (i % perDay) * 1000;
+    const createdMs = DAY0 + Math.floor(i / perDay) * 86_400_000 + (i % perDay) * Math.floor(WORKDAY / perDay / 1000) * 1000;
     const { id, created, doc } = envelopeFor(i, createdMs);
     const bytes = Buffer.from(
       template
@@ -158,15 +161,14 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
         .replace('branch_name: coo/bench-0\n', `branch_name: coo/bench-${i}\n`),
     );
     const sig = Buffer.from(signSshsig(coo, bytes, ENTRY_NAMESPACE));
-    const [y, m, d] = created.slice(0, 10).split('-');
     const messages = root.child('messages');
-    const year = messages.child(y);
-    const month = year.child(m);
-    const day = month.child(d);
-    const folder = day.child(id);
+    const month = messages.child(created.slice(0, 7));
+    const day = month.child(created.slice(8, 10));
+    const hour = day.child(created.slice(11, 13));
+    const folder = hour.child(id);
     folder.files.set('envelope.yaml', pack.write('blob', bytes));
     folder.files.set('envelope.yaml.sig', pack.write('blob', sig));
-    for (const dir of [root, messages, year, month, day, folder]) dir.oid = null;
+    for (const dir of [root, messages, month, day, hour, folder]) dir.oid = null;
     const tree = root.write(pack);
     const ident = formatIdent('coo.hermes', coo.publicKey.keyId, Math.floor(createdMs / 1000));
     const fields = { tree, parents: [head], author: ident, committer: ident, message: ledgerMessage(`ea_dispatch ${id}`, i + 2) };

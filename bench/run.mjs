@@ -1,4 +1,4 @@
-// npm run bench [-- --quick] [-- verify append consult watch cold]
+// npm run bench [-- --quick] [-- verify append busy consult watch cold]
 // Each figure is measured against its peer in the same run, on the same machine: the VM is noisy,
 // so ratios are the result and absolute times are context. Writes bench/RESULTS.md.
 import { execFileSync, spawn, spawnSync } from 'node:child_process';
@@ -184,7 +184,7 @@ if (run('append')) {
     const env = { ...process.env, GIT_AUTHOR_NAME: 'coo', GIT_AUTHOR_EMAIL: 'coo@x', GIT_COMMITTER_NAME: 'coo', GIT_COMMITTER_EMAIL: 'coo@x' };
     const peer = timed(() => {
       for (let i = 0; i < peerCount; i += 1) {
-        const path = `messages/2027/01/01/peer-${i}/envelope.yaml`;
+        const path = `messages/2027-01/01/00/peer-${i}/envelope.yaml`;
         mkdirSync(join(clone, path, '..'), { recursive: true });
         writeFileSync(join(clone, path), `peer ${i}\n`);
         execFileSync('ssh-keygen', ['-Y', 'sign', '-q', '-n', 'coo-commons.entry.v0', '-f', keyFile, join(clone, path)], { stdio: 'ignore' });
@@ -217,6 +217,46 @@ async function laneWorld(name) {
 }
 
 // 3. Consult overhead: enqueue to committed receipt through the lane, against a bare oracle call.
+// Context, no target: every commit rewrites (appends) and brings a new version of (replays) each
+// folder on its paths, so no folder may grow with a day's traffic. Messages go under their hour.
+if (run('busy')) {
+  const size = QUICK ? 600 : 3000;
+  const day0 = Date.parse('2024-01-01T08:00:00Z');
+  const subjects = [];
+  for (const perDay of [100, size]) {
+    const gitdir = join(work, `busy-${perDay}.git`);
+    const k = keys();
+    log(`building a ledger of ${size} signed entries, ${perDay} a day...`);
+    await buildLedger(gitdir, size, k, { perDay });
+    const ledger = Ledger.open(gitdir);
+    await ledger.state();
+    // Appends go onto the ledger's last day, at 08:30, among that day's messages.
+    const start = day0 + Math.floor((size - 1) / perDay) * 86_400_000 + 30 * 60_000;
+    subjects.push({ perDay, gitdir, k, ledger, start, appended: 0, ms: 0, verifies: [] });
+  }
+  const perRound = QUICK ? 10 : 25;
+  for (let round = 0; round < 4; round += 1) {
+    for (const subject of subjects) {
+      const { ms } = await timedAsync(async () => {
+        for (let i = 0; i < perRound; i += 1) {
+          const n = subject.appended + i;
+          const at = subject.start + n * 1000;
+          const { doc } = envelopeFor(size + 10 + n, at);
+          await appendEnvelope(subject.ledger, Buffer.from(toYaml({ ...doc, idempotency_key: `busy-${n}` })), new Map(), subject.k.coo, new Date(at));
+        }
+      });
+      subject.appended += perRound;
+      subject.ms += ms;
+    }
+  }
+  for (const subject of subjects) subject.ledger.close();
+  for (let round = 0; round < 3; round += 1) for (const subject of subjects) subject.verifies.push(cooVerify(subject.gitdir));
+  const [spread, busy] = subjects;
+  const rate = (subject) => (subject.appended * 1000) / subject.ms;
+  row(`append onto a day of ${size} messages (${size}-entry ledger, ${busy.appended} in 4 alternating rounds)`, `${rate(busy).toFixed(0)}/s`, `onto a day of 100 (${size}-entry ledger)`, `${rate(spread).toFixed(0)}/s`, `${(rate(spread) / rate(busy)).toFixed(1)}x slower`, 'context', null);
+  row(`verify ${size + 1} commits, all on one day (median of 3)`, seconds(median(busy.verifies)), '100 a day', seconds(median(spread.verifies)), `${(median(busy.verifies) / median(spread.verifies)).toFixed(1)}x slower`, 'context', null);
+}
+
 if (run('consult')) {
   const server = await startFakeModelServer(['ok']);
   const world = await laneWorld('consult');

@@ -3,6 +3,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { KillSwitch, TrustRoot } from '../schema/control.js';
 import type { Intent } from '../schema/common.js';
+import { messageFolder } from '../ledger/layout.js';
 
 /**
  * What the ledger says at one commit, derived by folding commits from genesis (authority/fold.ts).
@@ -69,9 +70,9 @@ export interface LedgerState {
   readonly lastHeartbeat: { readonly seq: number; readonly expiresAt: string; readonly runner: string } | null;
 }
 
-/** The folder of a message, derived from its id and creation time (ledger/layout.ts). Kept out of the record: a large ledger holds many. */
+/** The folder of a message, derived from its id and creation time. Kept out of the record: a large ledger holds many. */
 export function folderOf(record: Pick<MessageRecord, 'id' | 'createdAt'>): string {
-  return `messages/${record.createdAt.slice(0, 10).replace(/-/g, '/')}/${record.id}`;
+  return messageFolder(record.id, record.createdAt);
 }
 
 export function emptyState(): LedgerState {

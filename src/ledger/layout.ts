@@ -4,13 +4,14 @@
  *   README.md                                      genesis only
  *   trust/{root,registry,policy}/NNNNNN.yaml(.sig)  numbered versions, each previous + 1
  *   control/kill-switch/NNNNNN.yaml(.sig)
- *   heartbeats/YYYY/MM/DD/SSSSSSSSSS.yaml(.sig)     SSSSSSSSSS = Ledger-Seq of the commit
- *   messages/YYYY/MM/DD/<message_id>/
+ *   heartbeats/YYYY-MM/DD/HH/SSSSSSSSSS.yaml(.sig)  SSSSSSSSSS = Ledger-Seq of the commit
+ *   messages/YYYY-MM/DD/HH/<message_id>/           month, day and hour (UTC) of created_at
  *     envelope.yaml(.sig)  prompt.md  context-manifest.yaml
  *     claims/NNN.yaml(.sig)  receipts/NNN.yaml(.sig)  artifacts/NNN/<name>
  *
- * Every file is write-once. A day folder and a message folder keep each commit's tree rewrite
- * small, whatever the size of the ledger.
+ * Every file is write-once. A commit rewrites, and a replay reads, every folder on its paths, so
+ * each folder stays small whatever the size of the ledger: one entry a month, at most 31 days, at
+ * most 24 hours, one hour's messages (docs/design.md has what a whole day's folder cost).
  */
 
 export type TrustRole = 'root' | 'registry' | 'policy';
@@ -19,8 +20,8 @@ export type PathInfo =
   | { readonly kind: 'readme' }
   | { readonly kind: 'trust'; readonly role: TrustRole; readonly version: number }
   | { readonly kind: 'kill_switch'; readonly version: number }
-  | { readonly kind: 'heartbeat'; readonly day: string; readonly seq: number }
-  | { readonly kind: 'envelope'; readonly messageId: string; readonly day: string; readonly folder: string }
+  | { readonly kind: 'heartbeat'; readonly hour: string; readonly seq: number }
+  | { readonly kind: 'envelope'; readonly messageId: string; readonly hour: string; readonly folder: string }
   | { readonly kind: 'claim'; readonly messageId: string; readonly folder: string; readonly attempt: number }
   | { readonly kind: 'receipt'; readonly messageId: string; readonly folder: string; readonly attempt: number }
   | { readonly kind: 'message_artifact'; readonly messageId: string; readonly folder: string; readonly name: 'prompt.md' | 'context-manifest.yaml' }
@@ -35,12 +36,9 @@ const THREE = (n: number): string => String(n).padStart(3, '0');
 export const README_PATH = 'README.md';
 export const SIG_SUFFIX = '.sig';
 
-export function dayOf(timestamp: string): string {
-  return timestamp.slice(0, 10);
-}
-
-function dayPath(day: string): string {
-  return day.replace(/-/g, '/');
+/** `YYYY-MM/DD/HH` of an entry timestamp (`YYYY-MM-DDTHH:MM:SSZ`, UTC). */
+export function hourPath(timestamp: string): string {
+  return `${timestamp.slice(0, 7)}/${timestamp.slice(8, 10)}/${timestamp.slice(11, 13)}`;
 }
 
 export function trustPath(role: TrustRole, version: number): string {
@@ -52,11 +50,11 @@ export function killSwitchPath(version: number): string {
 }
 
 export function heartbeatPath(createdAt: string, seq: number): string {
-  return `heartbeats/${dayPath(dayOf(createdAt))}/${String(seq).padStart(10, '0')}.yaml`;
+  return `heartbeats/${hourPath(createdAt)}/${String(seq).padStart(10, '0')}.yaml`;
 }
 
 export function messageFolder(messageId: string, createdAt: string): string {
-  return `messages/${dayPath(dayOf(createdAt))}/${messageId}`;
+  return `messages/${hourPath(createdAt)}/${messageId}`;
 }
 
 export function envelopePath(folder: string): string {
@@ -87,13 +85,13 @@ export function sigPath(path: string): string {
   return `${path}${SIG_SUFFIX}`;
 }
 
-const DAY = '(\\d{4})/(\\d{2})/(\\d{2})';
+const HOUR = '(\\d{4}-\\d{2})/(\\d{2})/(\\d{2})';
 const MESSAGE_ID = '(msg_[0-9A-HJKMNP-TV-Z]{26})';
 const RE = {
   trust: /^trust\/(root|registry|policy)\/(\d{6})\.yaml$/,
   killSwitch: /^control\/kill-switch\/(\d{6})\.yaml$/,
-  heartbeat: new RegExp(`^heartbeats/${DAY}/(\\d{10})\\.yaml$`),
-  message: new RegExp(`^(messages/${DAY}/${MESSAGE_ID})/(.+)$`),
+  heartbeat: new RegExp(`^heartbeats/${HOUR}/(\\d{10})\\.yaml$`),
+  message: new RegExp(`^(messages/${HOUR}/${MESSAGE_ID})/(.+)$`),
   claim: /^claims\/(\d{3})\.yaml$/,
   receipt: /^receipts\/(\d{3})\.yaml$/,
   artifact: /^artifacts\/(\d{3})\/([a-z0-9][a-z0-9._-]{0,63})$/,
@@ -125,14 +123,14 @@ export function classifyPath(path: string): PathInfo | null {
   m = RE.heartbeat.exec(path);
   if (m !== null) {
     const seq = positive(m[4]!);
-    return seq === null ? null : { kind: 'heartbeat', day: `${m[1]}-${m[2]}-${m[3]}`, seq };
+    return seq === null ? null : { kind: 'heartbeat', hour: `${m[1]}-${m[2]}T${m[3]}`, seq };
   }
   m = RE.message.exec(path);
   if (m === null) return null;
   const folder = m[1]!;
   const messageId = m[5]!;
   const rest = m[6]!;
-  if (rest === 'envelope.yaml') return { kind: 'envelope', messageId, day: `${m[2]}-${m[3]}-${m[4]}`, folder };
+  if (rest === 'envelope.yaml') return { kind: 'envelope', messageId, hour: `${m[2]}-${m[3]}T${m[4]}`, folder };
   if (rest === 'prompt.md' || rest === 'context-manifest.yaml') return { kind: 'message_artifact', messageId, folder, name: rest };
   let r = RE.claim.exec(rest);
   if (r !== null) {

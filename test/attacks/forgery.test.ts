@@ -16,7 +16,7 @@ beforeAll(async () => {
 
 
 
-const folder = (id: string): string => `messages/2026/11/30/${id}`;
+const folder = (id: string): string => `messages/2026-11/30/07/${id}`;
 let n = 0;
 const nextId = (): string => `msg_01M8NQFJ01J7CG66HWNDDJ${String(8400 + (n += 1)).padStart(4, '0')}`;
 

@@ -185,12 +185,12 @@ describe('coo verify over time', () => {
     const gitdir = join(fresh, 'ledger.git');
     const state = json<Array<{ seq: number }>>(coo(['log', '--ledger', gitdir, '--json', '-n', '1']));
     const seq = state[0]!.seq + 1;
-    const day = '2026/11/29';
+    const hour = '2026-11/29/00';
     const beat = `schema_version: heartbeat.v0\nrunner_id: old-runner\nledger_seq: ${seq}\ncreated_at: 2026-11-29T00:00:00Z\nexpires_at: 2026-11-29T00:15:00Z\n`;
-    const path = `heartbeats/${day}/${String(seq).padStart(10, '0')}.yaml`;
+    const path = `heartbeats/${hour}/${String(seq).padStart(10, '0')}.yaml`;
     const work = join(dir, 'hb-work');
     git(['clone', '-q', gitdir, work]);
-    mkdirSync(join(work, 'heartbeats', day), { recursive: true });
+    mkdirSync(join(work, 'heartbeats', hour), { recursive: true });
     writeFileSync(join(work, path), beat);
     expect(run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', join(fresh, 'keys', 'coo.hermes.key'), join(work, path)]).status).toBe(0);
     git(['add', '-A'], { cwd: work });

@@ -45,6 +45,15 @@ describe('write-time authority', () => {
     expect(await codeOfAsync(append(dispatchEnvelope()))).toBe('no error');
   });
 
+  it('refuses an envelope outside the month, day and hour folder of its created_at', async () => {
+    const message = dispatchEnvelope();
+    const { path, bytes } = envelopeFile(message);
+    expect(path).toBe(`messages/2026-11/30/08/${message.message_id}/envelope.yaml`);
+    for (const elsewhere of [path.replace('/30/08/', '/30/09/'), path.replace('2026-11/30/08/', '2026-11/29/08/'), `messages/2026/11/30/${message.message_id}/envelope.yaml`]) {
+      await expectRejected('PATH_INVALID', () => ledger.append({ files: [{ path: elsewhere, bytes }], key: actors.coo, summary: 'test', now: T0 }));
+    }
+  });
+
   it('refuses a command-class envelope whose principal is not the active COO', async () => {
     await expectRejected('NOT_ACTIVE_COO', append(dispatchEnvelope({ principal: 'ceo' })));
   });

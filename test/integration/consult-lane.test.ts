@@ -13,6 +13,9 @@ import { push, stockCommit } from '../helpers/stock.js';
 import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
+/** `YYYY-MM/DD/HH` of a timestamp: where the layout puts a message created then. */
+const hourFolder = (at: string): string => `${at.slice(0, 7)}/${at.slice(8, 10)}/${at.slice(11, 13)}`;
+
 const fresh = worlds(tempDir());
 
 describe('the consult lane', () => {
@@ -25,7 +28,7 @@ describe('the consult lane', () => {
     expect(summary.receipts).toBe(1);
     const [receipt] = await receiptsOf(w, messageId);
     expect(receipt).toMatchObject({ status: 'succeeded', authority_class: 'advisory_only', engine: 'api', transport: 'oracle', model: 'gpt-5.5', route: { offline: true } });
-    const folder = `messages/${envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${messageId}`;
+    const folder = `messages/${hourFolder(envelope.created_at)}/${messageId}`;
     expect(receipt!['output_ref']).toBe(`${folder}/artifacts/001/answer.md`);
     const answer = (await w.ledger.readFile(`${folder}/artifacts/001/answer.md`))!;
     expect(receipt!['output_hash']).toBe(sha256Ref(answer));
@@ -79,7 +82,7 @@ describe('the consult lane', () => {
     const { envelope } = await w.consult({ idempotencyKey: 'template' });
     const wrong = `sha256:${'0'.repeat(64)}`;
     const id = newMessageId(Date.now());
-    const folder = `messages/${envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${id}`;
+    const folder = `messages/${hourFolder(envelope.created_at)}/${id}`;
     const manifest = Buffer.from(toYaml({ schema_version: 'context_manifest.v0', repo_commit_sha: envelope.context_pin.repo_commit_sha, files: [{ path: 'src/add.ts', sha256: wrong, bytes: 10 }] }));
     const prompt = Buffer.from('Is add() correct?\n');
     const forged = {
@@ -126,7 +129,7 @@ describe('the consult lane', () => {
     expect(again).toMatchObject({ messageId: first.messageId, existing: true, commit: null });
     // A second envelope with the same key and request, under a new message id, committed and pushed with stock git.
     const id = newMessageId(Date.now() + 1);
-    const folder = `messages/${first.envelope.created_at.slice(0, 10).replace(/-/g, '/')}/${id}`;
+    const folder = `messages/${hourFolder(first.envelope.created_at)}/${id}`;
     const prompt = (await w.ledger.readFile(first.envelope.payload_ref))!.toString('utf8');
     const manifest = (await w.ledger.readFile(first.envelope.context_pin.context_manifest_ref))!.toString('utf8');
     const copy = { ...first.envelope, message_id: id, payload_ref: `${folder}/prompt.md`, context_pin: { ...first.envelope.context_pin, context_manifest_ref: `${folder}/context-manifest.yaml` } };

@@ -19,7 +19,7 @@ function freshClone(): string {
 
 const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
 const seq = (): number => Number(/Ledger-Seq: (\d+)/.exec(git(['--git-dir', ledger, 'log', '-1', '--format=%B', 'main']))![1]);
-const folder = (id: string): string => `messages/2026/11/30/${id}/envelope.yaml`;
+const folder = (id: string): string => `messages/2026-11/30/07/${id}/envelope.yaml`;
 
 beforeAll(() => {
   for (const actor of ['ceo', 'coo.hermes', 'ea.codex']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);

@@ -20,7 +20,7 @@ beforeAll(async () => {
   expect(await kit.seq()).toBeGreaterThanOrEqual(LENGTH);
 }, 120_000);
 
-const folder = (id: string): string => `messages/2026/11/30/${id}`;
+const folder = (id: string): string => `messages/2026-11/30/07/${id}`;
 const id = 'msg_01M8NQFJ01J7CG66HWNDDJ9001';
 
 describe(`a history of more than ${LENGTH} commits`, () => {

@@ -35,7 +35,7 @@ describe('auditing with stock git and ssh-keygen', () => {
   });
 
   it('ssh-keygen -Y verify accepts an entry and its .sig checked out of the ledger', () => {
-    const path = 'messages/2026/11/30/msg_01M8NQFJ01J7CG66HWNDDJ8485/envelope.yaml';
+    const path = 'messages/2026-11/30/07/msg_01M8NQFJ01J7CG66HWNDDJ8485/envelope.yaml';
     const entry = git(['--git-dir', ledger, 'show', `main:${path}`]);
     writeFileSync(join(dir, 'entry.sig'), git(['--git-dir', ledger, 'show', `main:${path}.sig`]));
     const verified = run('ssh-keygen', ['-Y', 'verify', '-f', allowed, '-I', 'coo.hermes', '-n', 'coo-commons.entry.v0', '-s', join(dir, 'entry.sig')], { input: entry });
@@ -95,7 +95,7 @@ describe('key rotation is decided by the chain, never by timestamps', () => {
 
     const work = join(dir, 'work');
     git(['clone', '-q', ledger, work]);
-    const folder = join(work, 'messages/2019/01/01/msg_01M8NQFJ01J7CG66HWNDDJ8499');
+    const folder = join(work, 'messages/2019-01/01/00/msg_01M8NQFJ01J7CG66HWNDDJ8499');
     mkdirSync(folder, { recursive: true });
     writeFileSync(join(folder, 'envelope.yaml'), envelope('msg_01M8NQFJ01J7CG66HWNDDJ8499', 'k-backdated').replace(/2026-11-30T07:00:00Z/, '2019-01-01T00:00:00Z').replace(/2026-11-30T2/g, '2019-01-01T0'));
     expect(run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', join(keys, 'coo.hermes.key'), join(folder, 'envelope.yaml')]).status).toBe(0);

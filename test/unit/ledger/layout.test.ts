@@ -1,0 +1,33 @@
+import { describe, expect, it } from 'vitest';
+import { classifyPath, envelopePath, heartbeatPath, messageFolder } from '../../../src/ledger/layout.js';
+
+const ID = 'msg_01M8NQFJ01J7CG66HWNDDJ8485';
+
+describe('ledger layout', () => {
+  it('puts a message under the month, day and hour (UTC) of its created_at', () => {
+    expect(messageFolder(ID, '2026-11-30T14:05:09Z')).toBe(`messages/2026-11/30/14/${ID}`);
+    expect(messageFolder(ID, '2026-01-02T00:00:00.250Z')).toBe(`messages/2026-01/02/00/${ID}`);
+    expect(heartbeatPath('2026-11-30T23:59:59Z', 42)).toBe('heartbeats/2026-11/30/23/0000000042.yaml');
+  });
+
+  it('reads the same places back', () => {
+    expect(classifyPath(envelopePath(messageFolder(ID, '2026-11-30T14:05:09Z')))).toEqual({ kind: 'envelope', messageId: ID, hour: '2026-11-30T14', folder: `messages/2026-11/30/14/${ID}` });
+    expect(classifyPath(`messages/2026-11/30/14/${ID}/receipts/001.yaml`)).toEqual({ kind: 'receipt', messageId: ID, folder: `messages/2026-11/30/14/${ID}`, attempt: 1 });
+    expect(classifyPath('heartbeats/2026-11/30/23/0000000042.yaml')).toEqual({ kind: 'heartbeat', hour: '2026-11-30T23', seq: 42 });
+    expect(classifyPath('heartbeats/2026-11/30/23/0000000042.yaml.sig')).toEqual({ kind: 'signature', of: 'heartbeats/2026-11/30/23/0000000042.yaml' });
+  });
+
+  it('has no place for a day folder without its hour, or for malformed month, day or hour folders', () => {
+    for (const path of [
+      `messages/2026/11/30/${ID}/envelope.yaml`,
+      `messages/2026-11/30/${ID}/envelope.yaml`,
+      `messages/2026-11/30/4/${ID}/envelope.yaml`,
+      `messages/2026/11/30/14/${ID}/envelope.yaml`,
+      `messages/2026-11/30/14/15/${ID}/envelope.yaml`,
+      'heartbeats/2026/11/30/0000000042.yaml',
+      'heartbeats/2026-11/30/0000000042.yaml',
+    ]) {
+      expect(classifyPath(path), path).toBeNull();
+    }
+  });
+});
