@@ -5,6 +5,7 @@ import { parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
 import type { CommitFacts } from '../ledger/commit-facts.js';
 import {
   classifyPath,
+  heartbeatPath,
   isEntry,
   manifestPath,
   messageFolder,
@@ -663,6 +664,9 @@ class CommitCheck {
     const where = entry.path;
     const doc = this.read('heartbeat.v0', entry);
     this.requireActiveCoo(keyId, where, 'heartbeats');
+    if (heartbeatPath(doc.created_at, pathSeq) !== where) {
+      throw new CooError('PATH_INVALID', `${where}: a heartbeat lives under the hour of its created_at, at ${heartbeatPath(doc.created_at, pathSeq)}`, { where });
+    }
     if (doc.ledger_seq !== this.seq || pathSeq !== this.seq) {
       throw new CooError('COMMIT_SEQ', `${where}: a heartbeat names the sequence of its own commit (${this.seq})`, { where });
     }

@@ -1,7 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
-import { killSwitchPath, trustPath } from '../../src/ledger/layout.js';
+import { heartbeatPath, killSwitchPath, trustPath } from '../../src/ledger/layout.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -52,6 +52,18 @@ describe('write-time authority', () => {
     for (const elsewhere of [path.replace('/30/08/', '/30/09/'), path.replace('2026-11/30/08/', '2026-11/29/08/'), `messages/2026/11/30/${message.message_id}/envelope.yaml`]) {
       await expectRejected('PATH_INVALID', () => ledger.append({ files: [{ path: elsewhere, bytes }], key: actors.coo, summary: 'test', now: T0 }));
     }
+  });
+
+  it('refuses a heartbeat outside the hour folder of its created_at, and takes it in its place', async () => {
+    const seq = (await ledger.state()).seq + 1;
+    const beat = { schema_version: 'heartbeat.v0', runner_id: 'runner-a', ledger_seq: seq, created_at: '2026-11-30T08:00:00Z', expires_at: '2026-11-30T08:10:00Z' };
+    const bytes = Buffer.from(toYaml(beat));
+    const path = heartbeatPath(beat.created_at, seq);
+    expect(path).toBe(`heartbeats/2026-11/30/08/${String(seq).padStart(10, '0')}.yaml`);
+    const place = (at: string) => () => ledger.append({ files: [{ path: at, bytes }], key: actors.coo, summary: 'heartbeat', now: T0 });
+    await expectRejected('PATH_INVALID', place(path.replace('/30/08/', '/30/09/')));
+    await expectRejected('PATH_INVALID', place(path.replace('2026-11/30/', '2026-10/30/')));
+    expect(await codeOfAsync(place(path))).toBe('no error');
   });
 
   it('refuses a command-class envelope whose principal is not the active COO', async () => {
