@@ -198,27 +198,9 @@ if (run('append')) {
   if (rates.length === 2) row(`time per append, ${SIZES.append[1]} vs ${SIZES.append[0]} entries`, `${(rates[0] / rates[1]).toFixed(2)}x`, '', '', '', '<= 1.5x', rates[0] / rates[1] <= 1.5);
 }
 
-// 3 and 4 share a lane: a target repo, a ledger, the offline model.
-async function laneWorld(name) {
-  const dir = join(work, name);
-  mkdirSync(dir, { recursive: true });
-  const k = keys();
-  const gitdir = join(dir, 'ledger.git');
-  await initLedger({ gitdir, ceoKey: k.ceo, actors: new Map([['coo.hermes', k.coo.publicKey]]), now: new Date() });
-  const target = join(dir, 'target');
-  mkdirSync(join(target, 'src'), { recursive: true });
-  writeFileSync(join(target, 'src', 'add.ts'), 'export function add(a: number, b: number): number {\n  return a + b;\n}\n');
-  writeFileSync(join(target, 'README.md'), '# calc\n');
-  const g = (...a) => execFileSync('git', ['-C', target, ...a], { env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@x' } });
-  g('init', '-q', '-b', 'main');
-  g('add', '-A');
-  g('commit', '-q', '-m', 'first');
-  return { dir, gitdir, target, keys: k };
-}
-
-// 3. Consult overhead: enqueue to committed receipt through the lane, against a bare oracle call.
-// Context, no target: every commit rewrites (appends) and brings a new version of (replays) each
-// folder on its paths, so no folder may grow with a day's traffic. Messages go under their hour.
+// 2b. Context, no target: one busy day. Every commit rewrites (appends) and brings a new version of
+// (replays) each folder on its paths, so no folder may grow with a day's traffic: messages go under
+// their hour.
 if (run('busy')) {
   const size = QUICK ? 600 : 3000;
   const day0 = Date.parse('2024-01-01T08:00:00Z');
@@ -257,6 +239,25 @@ if (run('busy')) {
   row(`verify ${size + 1} commits, all on one day (median of 3)`, seconds(median(busy.verifies)), '100 a day', seconds(median(spread.verifies)), `${(median(busy.verifies) / median(spread.verifies)).toFixed(1)}x slower`, 'context', null);
 }
 
+// 3 and 4 share a lane: a target repo, a ledger, the offline model.
+async function laneWorld(name) {
+  const dir = join(work, name);
+  mkdirSync(dir, { recursive: true });
+  const k = keys();
+  const gitdir = join(dir, 'ledger.git');
+  await initLedger({ gitdir, ceoKey: k.ceo, actors: new Map([['coo.hermes', k.coo.publicKey]]), now: new Date() });
+  const target = join(dir, 'target');
+  mkdirSync(join(target, 'src'), { recursive: true });
+  writeFileSync(join(target, 'src', 'add.ts'), 'export function add(a: number, b: number): number {\n  return a + b;\n}\n');
+  writeFileSync(join(target, 'README.md'), '# calc\n');
+  const g = (...a) => execFileSync('git', ['-C', target, ...a], { env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@x' } });
+  g('init', '-q', '-b', 'main');
+  g('add', '-A');
+  g('commit', '-q', '-m', 'first');
+  return { dir, gitdir, target, keys: k };
+}
+
+// 3. Consult overhead: enqueue to committed receipt through the lane, against a bare oracle call.
 if (run('consult')) {
   const server = await startFakeModelServer(['ok']);
   const world = await laneWorld('consult');
