@@ -37,7 +37,7 @@ export const README_PATH = 'README.md';
 export const SIG_SUFFIX = '.sig';
 
 /** `YYYY-MM/DD/HH` of an entry timestamp (`YYYY-MM-DDTHH:MM:SSZ`, UTC). */
-export function hourPath(timestamp: string): string {
+function hourPath(timestamp: string): string {
   return `${timestamp.slice(0, 7)}/${timestamp.slice(8, 10)}/${timestamp.slice(11, 13)}`;
 }
 
