@@ -271,12 +271,32 @@ if (run('consult')) {
   writeFileSync(join(bareDir, 'README.md'), readFileSync(join(world.target, 'README.md')));
   const lane = [];
   const bare = [];
+  // Where a lane consult's time goes: the enqueue, the runner before Oracle starts, Oracle's call, after it.
+  const parts = { enqueue: [], before: [], oracle: [], after: [] };
+  let oracleCall = { start: 0, end: 0 };
+  const transportRun = transport.run.bind(transport);
+  transport.run = async (request) => {
+    oracleCall.start = performance.now();
+    try {
+      return await transportRun(request);
+    } finally {
+      oracleCall.end = performance.now();
+    }
+  };
   const question = 'Review add() for numeric edge cases before an execution agent extends it.';
   for (let i = 0; i < SIZES.consults; i += 1) {
+    oracleCall = { start: 0, end: 0 };
+    let enqueued = 0;
     const t = await timedAsync(async () => {
+      const start = performance.now();
       await enqueueConsult({ ledger, key: world.keys.coo, now: new Date(), target: 'aa.chatgpt', repo: world.target, patterns: ['src/add.ts', 'README.md'], question, maxRuntimeSeconds: 120, idempotencyKey: `bench-${i}` });
+      enqueued = performance.now();
+      parts.enqueue.push(enqueued - start);
       await runner.runOnce();
+      parts.after.push(performance.now() - oracleCall.end);
     });
+    parts.before.push(oracleCall.start - enqueued);
+    parts.oracle.push(oracleCall.end - oracleCall.start);
     lane.push(t.ms);
     const home = mkdtempSync(join(work, 'bare-home-'));
     const b = await timedAsync(
@@ -300,7 +320,12 @@ if (run('consult')) {
   await server.close();
   const ratio = median(lane) / median(bare);
   row(`consult, enqueue to committed receipt (median of ${SIZES.consults})`, seconds(median(lane)), 'bare oracle call, same prompt, files and model server', seconds(median(bare)), `${ratio.toFixed(2)}x`, '<= 1.15x', ratio <= 1.15);
-  notes.push(`Consult overhead per call: ${((median(lane) - median(bare)) / 1000).toFixed(3)} s over the bare call (pins, claim and receipt commits, sandbox, bubblewrap ${transport.isolated ? 'on' : 'off'}).`);
+  const ms = (values) => `${median(values).toFixed(0)} ms`;
+  notes.push(
+    `Consult overhead per call: ${((median(lane) - median(bare)) / 1000).toFixed(3)} s over the bare call (bubblewrap ${transport.isolated ? 'on' : 'off'}). ` +
+      `Medians of each part: the enqueue ${ms(parts.enqueue)}, the runner before Oracle (pins, claim commit, sandbox) ${ms(parts.before)}, ` +
+      `Oracle's call in the lane ${ms(parts.oracle)} against ${ms(bare)} bare, after it (receipt commit, sandbox removed) ${ms(parts.after)}.`,
+  );
 }
 
 // 4. Watcher latency: from the envelope's commit to the runner starting Oracle.
