@@ -1,4 +1,4 @@
-import { createHash, generateKeyPairSync, randomBytes, type KeyObject } from 'node:crypto';
+import { createHash, randomBytes, type KeyObject } from 'node:crypto';
 import { CooError } from '../errors.js';
 import { privateKeyObject, publicKeyFromSeed } from './ed25519.js';
 import { WireReader, encodeString, encodeUint32 } from './ssh-wire.js';
@@ -86,12 +86,14 @@ function wrap(text: string, width: number): string {
   return lines.join('\n');
 }
 
+/**
+ * A new key: an ed25519 private key is 32 random bytes (RFC 8032 section 5.1.5), taken from the
+ * operating system's generator. Not generateKeyPairSync and then a JWK export of the key: on node
+ * 20 that pair can deadlock the process for good (a garbage collection inside the export destroys
+ * the key's generation job, which waits for the mutex the export holds).
+ */
 export function generatePrivateKey(comment: string): PrivateKey {
-  const { privateKey } = generateKeyPairSync('ed25519');
-  const jwk = privateKey.export({ format: 'jwk' });
-  const seed = Buffer.from(String(jwk.d), 'base64url');
-  const pub = Buffer.from(String(jwk.x), 'base64url');
-  return { publicKey: toPublicKey(pub), seed, comment, keyObject: privateKey };
+  return privateKeyFromSeed(randomBytes(32), comment);
 }
 
 export function privateKeyFromSeed(seed: Uint8Array, comment = ''): PrivateKey {
