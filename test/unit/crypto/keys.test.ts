@@ -18,7 +18,6 @@ const dir = tempDir();
 /** The built module (npm test builds first): the check below runs in a process of its own. */
 const BUILT_KEYS = pathToFileURL(join(import.meta.dirname, '..', '..', '..', 'dist', 'crypto', 'keys.js')).href;
 
-
 describe('OpenSSH key files', () => {
   it('gives the same key id as ssh-keygen -l for a key we made', () => {
     const key = generatePrivateKey('coo.hermes');
