@@ -276,7 +276,14 @@ if (run('consult') && CHILD) {
   const world = await laneWorld('consult');
   const ledger = Ledger.open(world.gitdir);
   const transport = new OracleCli({ route: { baseUrl: `${server.url}/v1` }, env: { OPENAI_API_KEY: 'sk-bench' }, hide: [world.gitdir] });
-  const runner = new Runner({ ledger, key: world.keys.coo, repo: world.target, stateDir: join(world.dir, 'state'), transport });
+  // Where a lane consult's time goes: the enqueue, the runner before Oracle starts, Oracle's call, after it.
+  const parts = { enqueue: [], before: [], oracle: [], after: [] };
+  let oracleCall = { start: 0, end: 0 };
+  const onEvent = (event) => {
+    if (event.type === 'oracle_started') oracleCall.start = performance.now();
+    if (event.type === 'oracle_ended') oracleCall.end = performance.now();
+  };
+  const runner = new Runner({ ledger, key: world.keys.coo, repo: world.target, stateDir: join(world.dir, 'state'), transport, onEvent });
   const oracleCli = join(root, 'node_modules', '@steipete', 'oracle', 'dist', 'bin', 'oracle-cli.js');
   const bareDir = join(world.dir, 'bare');
   mkdirSync(join(bareDir, 'src'), { recursive: true });
@@ -284,18 +291,6 @@ if (run('consult') && CHILD) {
   writeFileSync(join(bareDir, 'README.md'), readFileSync(join(world.target, 'README.md')));
   const lane = [];
   const bare = [];
-  // Where a lane consult's time goes: the enqueue, the runner before Oracle starts, Oracle's call, after it.
-  const parts = { enqueue: [], before: [], oracle: [], after: [] };
-  let oracleCall = { start: 0, end: 0 };
-  const transportRun = transport.run.bind(transport);
-  transport.run = async (request) => {
-    oracleCall.start = performance.now();
-    try {
-      return await transportRun(request);
-    } finally {
-      oracleCall.end = performance.now();
-    }
-  };
   const question = 'Review add() for numeric edge cases before an execution agent extends it.';
   for (let i = 0; i < SIZES.consults; i += 1) {
     oracleCall = { start: 0, end: 0 };

@@ -23,6 +23,10 @@ export function describeEvent(event: RunnerEvent): string {
       return `claimed ${event.messageId} attempt ${event.attempt}`;
     case 'oracle_started':
       return `consulting for ${event.messageId} attempt ${event.attempt}`;
+    case 'oracle_ended': {
+      const how = event.killedByTimer ? 'killed at its runtime budget' : event.signal !== null ? `ended by ${event.signal}` : `exit ${event.exitCode}`;
+      return `Oracle ended for ${event.messageId} attempt ${event.attempt} after ${(event.elapsedMs / 1000).toFixed(1)} s (${how})`;
+    }
     case 'receipt':
       return `receipt ${event.messageId} attempt ${event.attempt}: ${event.status}${event.blockers.length > 0 ? ` (${event.blockers.join(', ')})` : ''}${event.retryAt === null ? '' : `, next attempt after ${event.retryAt}`}`;
     case 'skipped':

@@ -29,6 +29,17 @@ import { addSeconds, isoSeconds } from '../util/time.js';
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
+  /** Oracle's process is gone; the answer is judged and the receipt committed after this. */
+  | {
+      readonly type: 'oracle_ended';
+      readonly messageId: string;
+      readonly attempt: number;
+      readonly at: number;
+      readonly elapsedMs: number;
+      readonly exitCode: number | null;
+      readonly signal: string | null;
+      readonly killedByTimer: boolean;
+    }
   | { readonly type: 'receipt'; readonly messageId: string; readonly attempt: number; readonly status: ReceiptStatus; readonly blockers: readonly BlockerCode[]; readonly retryAt: string | null }
   | { readonly type: 'skipped'; readonly messageId: string; readonly reason: string }
   | { readonly type: 'heartbeat'; readonly seq: number }
@@ -270,6 +281,7 @@ export class Runner {
     });
     failpoint('during-oracle');
     const run = await running;
+    this.emit({ type: 'oracle_ended', messageId: message.message_id, attempt, at: Date.now(), elapsedMs: run.elapsedMs, exitCode: run.exitCode, signal: run.signal, killedByTimer: run.killedByTimer });
     failpoint('after-answer');
     await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files);
     return true;

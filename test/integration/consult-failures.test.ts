@@ -2,6 +2,7 @@ import { existsSync, readFileSync, readdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
+import { describeEvent } from '../../src/cli/watch.js';
 import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { codeOfAsync } from '../helpers/codes.js';
@@ -98,6 +99,9 @@ describe('when the advisory agent is unavailable', () => {
     const receipts = await receiptsOf(w, messageId);
     expect(receipts[0]).toMatchObject({ status: 'timed_out', next_attempt_at: null });
     expect(blockersOf(receipts[0]!)).toEqual(['budget_runtime_breach']);
+    const ended = w.events.find((event) => event.type === 'oracle_ended' && event.messageId === messageId)!;
+    expect(ended).toMatchObject({ attempt: 1, killedByTimer: true });
+    expect(describeEvent(ended)).toContain('(killed at its runtime budget)');
     const sandboxes = readdirSync(join(w.dir, 'state', 'sandboxes'));
     const root = join(w.dir, 'state', 'sandboxes', sandboxes[0]!);
     const pid = Number(readFileSync(join(root, 'oracle.pid'), 'utf8'));

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
+import { describeEvent } from '../../src/cli/watch.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -45,6 +46,11 @@ describe('the consult lane', () => {
     const log = git(['--git-dir', w.gitdir, 'log', '-1', '--format=%s']);
     expect(log).toContain(`receipt ${messageId} attempt 1: succeeded`);
     expect(laneStateOf((await w.ledger.state()).messages.get(messageId)!)).toBe('succeeded');
+    // The runner says when Oracle starts and when its process is gone, between the claim and the receipt.
+    const mine = w.events.filter((event) => 'messageId' in event && event.messageId === messageId);
+    expect(mine.map((event) => event.type)).toEqual(['claimed', 'oracle_started', 'oracle_ended', 'receipt']);
+    expect(mine[2]).toMatchObject({ attempt: 1, exitCode: 0, signal: null, killedByTimer: false });
+    expect(describeEvent(mine[2]!)).toMatch(new RegExp(`^Oracle ended for ${messageId} attempt 1 after \\d+\\.\\d s \\(exit 0\\)$`));
   });
 
   it('sends the pinned bytes, not the working tree, when a file changes after pinning', async () => {
