@@ -12,7 +12,7 @@ import type { CommitFacts } from './commit-facts.js';
 import { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } from './commit-format.js';
 import { commitsSince, gatherFacts, readCommitLinks, TreeReader, type CommitLinks } from './history.js';
 import { classifyPath, isEntry, sigPath } from './layout.js';
-import { CatFileReader, ObjectWriter, hashObject, type ObjectReader } from './object-store.js';
+import { CatFileReader, ObjectWriter, hashObject, packLooseObjects, type ObjectReader } from './object-store.js';
 import { PendingObjects } from './pending-objects.js';
 import { preverify } from './preverify.js';
 import { SignaturePool } from './signature-pool.js';
@@ -69,6 +69,9 @@ const YIELD_EVERY = 16;
  * this many commits from it.
  */
 const CHECKPOINT_EVERY = 512;
+
+/** Every this many commits (by Ledger-Seq) a writer asks git whether to pack (object-store.ts, packLooseObjects). */
+export const PACK_CHECK_EVERY = 256;
 
 /** What a replay reports as it goes. */
 export interface ReplayObserver {
@@ -292,6 +295,7 @@ export class Ledger {
       this.snapshot = { state: verdict.advance(), tree };
       this.replayedSinceCheckpoint += 1;
       if (this.replayedSinceCheckpoint >= CHECKPOINT_EVERY) this.checkpoint();
+      if (result.seq % PACK_CHECK_EVERY === 0) packLooseObjects(this.gitdir);
       return result;
     });
   }

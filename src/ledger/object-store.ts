@@ -157,6 +157,26 @@ export class CatFileReader implements ObjectReader {
   }
 }
 
+/**
+ * Asks git to pack the ledger's loose objects once there are many (`git gc --auto`: git's own
+ * threshold, `gc.auto`, 6,700 by default; `gc.auto=0` in the ledger's config turns it off). The
+ * writer makes loose objects, about nine a commit, and nothing else packs a ledger that only coo
+ * writes: a 10,001-commit ledger of loose objects took 7.1 to 8.4 s to verify against 5.0 to 5.8 s
+ * packed, the difference mostly system time opening objects. Runs apart from this process, as git
+ * itself runs it after a commit: packing 1,000 commits' objects takes a second or two, which no
+ * append should wait for. Leaves refs alone (`gc.packRefs=false`): the ledger's head stays the file
+ * the runner watches.
+ */
+export function packLooseObjects(gitdir: string): void {
+  try {
+    const child = spawn('git', ['--git-dir', gitdir, '-c', 'gc.packRefs=false', 'gc', '--auto', '--quiet'], { detached: true, stdio: 'ignore' });
+    child.on('error', () => undefined);
+    child.unref();
+  } catch {
+    // packing only saves reading time; the commit has landed either way
+  }
+}
+
 export function hashObject(type: ObjectType, content: Buffer): string {
   return createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
 }
@@ -179,7 +199,17 @@ export class ObjectWriter implements ObjectSink {
   async write(type: ObjectType, content: Buffer): Promise<string> {
     const oid = hashObject(type, content);
     const path = looseObjectPath(this.gitdir, oid);
-    if (fs.existsSync(path)) return oid;
+    if (fs.existsSync(path)) {
+      // Freshened, as git does: `git gc` prunes only unreachable objects older than two weeks, and
+      // this one is about to be referenced again.
+      try {
+        const now = new Date();
+        fs.utimesSync(path, now, now);
+      } catch {
+        // pruned just now (written again below) or not ours to touch
+      }
+      if (fs.existsSync(path)) return oid;
+    }
     const temp = `${path}.${process.pid}.tmp`;
     try {
       fs.mkdirSync(join(this.gitdir, 'objects', oid.slice(0, 2)), { recursive: true });

@@ -1,8 +1,11 @@
-import { writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { allowedSigners } from '../../src/audit/allowed-signers.js';
+import { verifyLedger } from '../../src/audit/verify.js';
 import { isCooError } from '../../src/errors.js';
+import { PACK_CHECK_EVERY } from '../../src/ledger/ledger.js';
+import { ObjectWriter, hashObject } from '../../src/ledger/object-store.js';
 import { git, run, tempDir } from '../helpers/tmp.js';
 import { T0, dispatchEnvelope, envelopeFile, makeLedger } from '../helpers/ledger.js';
 
@@ -16,6 +19,12 @@ async function rejectionCode(promise: Promise<unknown>): Promise<string> {
     throw error;
   }
   return 'accepted';
+}
+
+/** git's loose and packed object counts (`git count-objects -v`). */
+function objectCounts(gitdir: string): { loose: number; packed: number } {
+  const out = git(['--git-dir', gitdir, 'count-objects', '-v']);
+  return { loose: Number(/^count: (\d+)$/m.exec(out)![1]), packed: Number(/^in-pack: (\d+)$/m.exec(out)![1]) };
 }
 
 describe('the signed ledger', () => {
@@ -59,5 +68,50 @@ describe('the signed ledger', () => {
     expect(code).toBe('SIGNER_WRONG_ACTOR');
     expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(before);
     ledger.close();
+  });
+  it(`asks git to pack its loose objects every ${PACK_CHECK_EVERY} commits, and leaves the head a loose ref`, async () => {
+    const { gitdir, actors, ledger } = await makeLedger(dir, undefined, 'pack.git');
+    // git packs once objects/17 holds more than gc.auto / 256 loose objects. With gc.auto at 1 and
+    // two unreachable objects planted there, git's answer is yes whenever it is asked: what is
+    // under test is that the writer asks, at the commits it should, and what packing leaves.
+    git(['--git-dir', gitdir, 'config', 'gc.auto', '1']);
+    const writer = new ObjectWriter(gitdir);
+    const planted: string[] = [];
+    for (let i = 0; planted.length < 2; i += 1) {
+      const bytes = Buffer.from(`planted ${i}\n`);
+      if (hashObject('blob', bytes).startsWith('17')) planted.push(await writer.write('blob', bytes));
+    }
+    for (let seq = 2; seq < PACK_CHECK_EVERY; seq += 1) await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    expect(objectCounts(gitdir).packed).toBe(0);
+    const last = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    expect('seq' in last && last.seq).toBe(PACK_CHECK_EVERY);
+    // git gc runs apart from the writer; gc.pid is held until it is done.
+    for (let i = 0; i < 2400 && (objectCounts(gitdir).packed === 0 || existsSync(join(gitdir, 'gc.pid'))); i += 1) await new Promise((resolve) => setTimeout(resolve, 25));
+    const reachable = git(['--git-dir', gitdir, 'rev-list', '--objects', '--all']).trim().split('\n').length;
+    expect(objectCounts(gitdir)).toEqual({ loose: 2, packed: reachable });
+    for (const oid of planted) expect(git(['--git-dir', gitdir, 'cat-file', '-t', oid]).trim()).toBe('blob');
+    const head = git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
+    expect(readFileSync(join(gitdir, 'refs', 'heads', 'main'), 'utf8').trim()).toBe(head);
+    expect(existsSync(join(gitdir, 'packed-refs'))).toBe(false);
+    expect(git(['--git-dir', gitdir, 'fsck', '--strict', '--no-dangling'])).toBe('');
+    const report = await verifyLedger(gitdir, { full: true });
+    expect(report.findings).toEqual([]);
+    expect(report.seq).toBe(PACK_CHECK_EVERY);
+    const next = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    expect('seq' in next && next.seq).toBe(PACK_CHECK_EVERY + 1);
+    ledger.close();
+  }, 120_000);
+  it('freshens a loose object it writes again, as git does, so that git gc does not prune it as old', async () => {
+    const { gitdir, ledger } = await makeLedger(dir, undefined, 'freshen.git');
+    ledger.close();
+    const writer = new ObjectWriter(gitdir);
+    const bytes = Buffer.from('written once, unreferenced, then needed again\n');
+    const oid = await writer.write('blob', bytes);
+    const path = join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+    const longAgo = new Date('2020-01-01T00:00:00Z');
+    utimesSync(path, longAgo, longAgo);
+    expect(await writer.write('blob', bytes)).toBe(oid);
+    git(['--git-dir', gitdir, 'prune', '--expire=2.weeks.ago']);
+    expect(existsSync(path)).toBe(true);
   });
 });
