@@ -1,6 +1,7 @@
 // Builds a synthetic ledger of N signed dispatch envelopes quickly: genesis through the library,
 // then every commit made here with real SSHSIG entry signatures and real signed commits, objects
-// written loose with zlib and packed once at the end. Messages are spread over days (100 a day) and
+// written straight into one pack, stored without compression as a ledger's own config
+// (core.compression 0) has git store them, and without deltas. Messages are spread over days (100 a day) and
 // over sixteen hours of each day, as a ledger that grew over time would be. The result passes
 // `coo verify`.
 import { createHash } from 'node:crypto';
@@ -60,7 +61,7 @@ class PackWriter {
     }
     header.push(byte);
     this.put(Buffer.from(header));
-    this.put(deflateSync(content, { level: 1 }));
+    this.put(deflateSync(content, { level: 0 }));
     this.count += 1;
     return oid;
   }

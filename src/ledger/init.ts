@@ -105,6 +105,8 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
       ['receive.fsckObjects', true],
       ['receive.maxInputSize', 64 * 1024 * 1024],
       ['core.logAllRefUpdates', true],
+      // Objects stored without compression: every full verify reads every object (docs/design.md, Packing).
+      ['core.compression', 0],
     ] as const) {
       await git.setConfig({ fs, gitdir, path, value });
     }

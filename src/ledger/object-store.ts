@@ -165,11 +165,12 @@ export class CatFileReader implements ObjectReader {
  * packed, the difference mostly system time opening objects. Runs apart from this process, as git
  * itself runs it after a commit: packing 1,000 commits' objects takes a second or two, which no
  * append should wait for. Leaves refs alone (`gc.packRefs=false`): the ledger's head stays the file
- * the runner watches.
+ * the runner watches. Keeps every reflog entry (`gc.reflogExpire*=never`): they record how the head
+ * moved, and keep what they name.
  */
 export function packLooseObjects(gitdir: string): void {
   try {
-    const child = spawn('git', ['--git-dir', gitdir, '-c', 'gc.packRefs=false', 'gc', '--auto', '--quiet'], { detached: true, stdio: 'ignore' });
+    const child = spawn('git', ['--git-dir', gitdir, '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', 'gc', '--auto', '--quiet'], { detached: true, stdio: 'ignore' });
     child.on('error', () => undefined);
     child.unref();
   } catch {
@@ -187,7 +188,8 @@ function looseObjectPath(gitdir: string, oid: string): string {
 
 /**
  * Writes loose objects the way git does: deflate, write a temporary file, rename it into place, so
- * a crash never leaves a truncated object behind. (isomorphic-git's writeObject was the first
+ * a crash never leaves a truncated object behind. Deflate at level 0 (zlib's stored blocks), as the
+ * ledger's `core.compression 0` asks: a full verify reads every object. (isomorphic-git's writeObject was the first
  * writer here; measured on this machine it cost 28 ms per ledger commit against 7.6 ms for this,
  * through its asynchronous file calls and CompressionStream deflate, and it writes in place, so a
  * crash mid-write left a truncated object that later identical writes kept. isomorphic-git still
@@ -213,7 +215,7 @@ export class ObjectWriter implements ObjectSink {
     const temp = `${path}.${process.pid}.tmp`;
     try {
       fs.mkdirSync(join(this.gitdir, 'objects', oid.slice(0, 2)), { recursive: true });
-      fs.writeFileSync(temp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]), { level: 1 }));
+      fs.writeFileSync(temp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]), { level: 0 }));
       fs.renameSync(temp, path);
     } catch (error) {
       fs.rmSync(temp, { force: true });

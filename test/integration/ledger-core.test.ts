@@ -101,13 +101,16 @@ describe('the signed ledger', () => {
     expect('seq' in next && next.seq).toBe(PACK_CHECK_EVERY + 1);
     ledger.close();
   }, 120_000);
-  it('freshens a loose object it writes again, as git does, so that git gc does not prune it as old', async () => {
+  it('stores objects uncompressed, and freshens one it writes again, as git does, so that git gc does not prune it as old', async () => {
     const { gitdir, ledger } = await makeLedger(dir, undefined, 'freshen.git');
     ledger.close();
     const writer = new ObjectWriter(gitdir);
     const bytes = Buffer.from('written once, unreferenced, then needed again\n');
     const oid = await writer.write('blob', bytes);
     const path = join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
+    // zlib's header for level 0: stored, not compressed, as the ledger's core.compression asks.
+    expect(readFileSync(path).subarray(0, 2).toString('hex')).toBe('7801');
+    expect(git(['--git-dir', gitdir, 'config', '--get', 'core.compression']).trim()).toBe('0');
     const longAgo = new Date('2020-01-01T00:00:00Z');
     utimesSync(path, longAgo, longAgo);
     expect(await writer.write('blob', bytes)).toBe(oid);
