@@ -163,8 +163,8 @@ export class CatFileReader implements ObjectReader {
  * writer makes loose objects, about nine a commit, and nothing else packs a ledger that only coo
  * writes: a 10,001-commit ledger of loose objects took 7.1 to 8.4 s to verify against 5.0 to 5.8 s
  * packed, the difference mostly system time opening objects. Runs apart from this process, as git
- * itself runs it after a commit: packing 1,000 commits' objects takes a second or two, which no
- * append should wait for. Leaves refs alone (`gc.packRefs=false`): the ledger's head stays the file
+ * itself runs it after a commit: packing those 10,001 commits' loose objects at once took 12.5 s,
+ * and no append should wait for any of it. Leaves refs alone (`gc.packRefs=false`): the ledger's head stays the file
  * the runner watches. Keeps every reflog entry (`gc.reflogExpire*=never`): they record how the head
  * moved, and keep what they name.
  */
@@ -188,12 +188,12 @@ function looseObjectPath(gitdir: string, oid: string): string {
 
 /**
  * Writes loose objects the way git does: deflate, write a temporary file, rename it into place, so
- * a crash never leaves a truncated object behind. Deflate at level 0 (zlib's stored blocks), as the
- * ledger's `core.compression 0` asks: a full verify reads every object. (isomorphic-git's writeObject was the first
- * writer here; measured on this machine it cost 28 ms per ledger commit against 7.6 ms for this,
- * through its asynchronous file calls and CompressionStream deflate, and it writes in place, so a
- * crash mid-write left a truncated object that later identical writes kept. isomorphic-git still
- * creates and configures new ledgers: ledger/init.ts.)
+ * a crash never leaves a truncated object behind. Deflate at level 0 (zlib's stored blocks), as
+ * the ledger's `core.compression 0` asks: a full verify reads every object. (isomorphic-git's
+ * writeObject was the first writer here; measured on this machine it cost 28 ms per ledger commit
+ * against 7.6 ms for this, through its asynchronous file calls and CompressionStream deflate, and
+ * it writes in place, so a crash mid-write left a truncated object that later identical writes
+ * kept. isomorphic-git still creates and configures new ledgers: ledger/init.ts.)
  */
 export class ObjectWriter implements ObjectSink {
   constructor(private readonly gitdir: string) {}
