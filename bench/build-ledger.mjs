@@ -1,8 +1,8 @@
 // Builds a synthetic ledger of N signed dispatch envelopes quickly: genesis through the library,
 // then every commit made here with real SSHSIG entry signatures and real signed commits, objects
-// written straight into one pack, stored without compression as a ledger's own config
-// (core.compression 0) has git store them, and without deltas. Messages are spread over days (100 a day) and
-// over sixteen hours of each day, as a ledger that grew over time would be. The result passes
+// written straight into one pack without deltas, uncompressed as a ledger's own config
+// (core.compression 0) has git store them. Messages are spread over days (100 a day) and over
+// sixteen hours of each day, as a ledger that grew over time would be. The result passes
 // `coo verify`.
 import { createHash } from 'node:crypto';
 import { closeSync, mkdirSync, openSync, readFileSync, rmSync, writeFileSync, writeSync } from 'node:fs';

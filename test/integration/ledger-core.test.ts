@@ -69,6 +69,7 @@ describe('the signed ledger', () => {
     expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(before);
     ledger.close();
   });
+
   it(`asks git to pack its loose objects every ${PACK_CHECK_EVERY} commits, and leaves the head a loose ref`, async () => {
     const { gitdir, actors, ledger } = await makeLedger(dir, undefined, 'pack.git');
     // git packs once objects/17 holds more than gc.auto / 256 loose objects. With gc.auto at 1 and
@@ -81,9 +82,10 @@ describe('the signed ledger', () => {
       const bytes = Buffer.from(`planted ${i}\n`);
       if (hashObject('blob', bytes).startsWith('17')) planted.push(await writer.write('blob', bytes));
     }
-    for (let seq = 2; seq < PACK_CHECK_EVERY; seq += 1) await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const appendOne = () => ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    for (let seq = 2; seq < PACK_CHECK_EVERY; seq += 1) await appendOne();
     expect(objectCounts(gitdir).packed).toBe(0);
-    const last = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const last = await appendOne();
     expect('seq' in last && last.seq).toBe(PACK_CHECK_EVERY);
     // git gc runs apart from the writer; gc.pid is held until it is done.
     for (let i = 0; i < 2400 && (objectCounts(gitdir).packed === 0 || existsSync(join(gitdir, 'gc.pid'))); i += 1) await new Promise((resolve) => setTimeout(resolve, 25));
@@ -97,10 +99,11 @@ describe('the signed ledger', () => {
     const report = await verifyLedger(gitdir, { full: true });
     expect(report.findings).toEqual([]);
     expect(report.seq).toBe(PACK_CHECK_EVERY);
-    const next = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const next = await appendOne();
     expect('seq' in next && next.seq).toBe(PACK_CHECK_EVERY + 1);
     ledger.close();
   }, 120_000);
+
   it('stores objects uncompressed, and freshens one it writes again, as git does, so that git gc does not prune it as old', async () => {
     const { gitdir, ledger } = await makeLedger(dir, undefined, 'freshen.git');
     ledger.close();
