@@ -111,8 +111,8 @@ describe('the signed ledger', () => {
     const bytes = Buffer.from('written once, unreferenced, then needed again\n');
     const oid = await writer.write('blob', bytes);
     const path = join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2));
-    // zlib's header for level 0: stored, not compressed, as the ledger's core.compression asks.
-    expect(readFileSync(path).subarray(0, 2).toString('hex')).toBe('7801');
+    // Stored, not compressed, as the ledger's core.compression asks: the bytes sit in the file as they are.
+    expect(readFileSync(path).includes(bytes)).toBe(true);
     expect(git(['--git-dir', gitdir, 'config', '--get', 'core.compression']).trim()).toBe('0');
     const longAgo = new Date('2020-01-01T00:00:00Z');
     utimesSync(path, longAgo, longAgo);
