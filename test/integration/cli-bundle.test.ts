@@ -6,6 +6,8 @@ import { bundleScript } from '../../src/cli/bundle-script.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const CLI = join(import.meta.dirname, '..', '..', 'dist', 'cli');
+/** Made when the file is collected: a temporary folder made inside a test is never removed. */
+const scratch = tempDir();
 
 describe('the bundled coo command', () => {
   it('was built with a V8 code cache this node accepts for it', () => {
@@ -16,7 +18,7 @@ describe('the bundled coo command', () => {
 
   it('refuses a cache made for other source, and runs without one', () => {
     const bundle = join(CLI, 'coo.cjs');
-    const other = join(tempDir(), 'other.cjs');
+    const other = join(scratch, 'other.cjs');
     writeFileSync(other, `${readFileSync(bundle, 'utf8')}\n// changed\n`);
     expect(bundleScript(other, readFileSync(`${bundle}.cache`)).cachedDataRejected).toBe(true);
   });
@@ -35,7 +37,7 @@ describe('the bundled coo command', () => {
     expect(version.stdout.trim()).toBe('0.1.0');
     rmSync(join(copy, 'coo.cjs.cache'));
     // init loads isomorphic-git through import-package.cjs: import() is refused inside the vm script itself.
-    const dir = tempDir();
+    const dir = scratch;
     for (const actor of ['ceo', 'coo.hermes']) expect(run(['keygen', '--actor', actor, '--out', join(dir, 'keys')]).status).toBe(0);
     const init = run(['init', '--ledger', join(dir, 'ledger.git'), '--ceo-key', join(dir, 'keys', 'ceo.key'), '--actor', `coo.hermes=${join(dir, 'keys', 'coo.hermes.pub')}`]);
     expect(init.stderr).toBe('');
