@@ -126,7 +126,8 @@ if (run('verify')) {
     cooRuns.push(cooVerify(gitdir));
     const coo = median(cooRuns);
     log(`  coo runs: ${cooRuns.map(seconds).join(', ')}`);
-    row(`verify ${size + 1} commits (coo verify --full, median of 3)`, seconds(coo), 'git log %G? (allowed signers)', seconds(git.ms), `${(git.ms / coo).toFixed(1)}x faster`, size >= 10000 ? '>= 50x faster' : 'context', size >= 10000 ? git.ms / coo >= 50 : null);
+    // Rounded down, as the efficiency row is: 49.96x is not shown as 50.0x beside a target it missed.
+    row(`verify ${size + 1} commits (coo verify --full, median of 3)`, seconds(coo), 'git log %G? (allowed signers)', seconds(git.ms), `${(Math.floor((10 * git.ms) / coo) / 10).toFixed(1)}x faster`, size >= 10000 ? '>= 50x faster' : 'context', size >= 10000 ? git.ms / coo >= 50 : null);
     row(`verify ${size + 1} commits: efficiency`, seconds(coo), `limit (median of 3): ${jobs.length} node:crypto verifies + cat-file of ${oids.length} objects`, seconds(limit), `${Math.floor((100 * limit) / coo)}% of the limit`, '>= 50%', limit / coo >= 0.5);
   }
   // Context for the efficiency rows: what a fresh process costs before its first commits, which the
