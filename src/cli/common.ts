@@ -1,7 +1,9 @@
 import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
+import { lastPackingFailure } from '../ledger/object-store.js';
 
 /** Options every verb that touches a ledger shares. */
 export function ledgerOption(): Option {
@@ -58,3 +60,11 @@ export function now(): Date {
 }
 
 export type Verb = (program: Command) => void;
+
+/** A note for the operator when git's background packing of the ledger failed (object-store.ts lastPackingFailure), or null. */
+export function packingNote(gitdir: string): string | null {
+  const failure = lastPackingFailure(gitdir);
+  if (failure === null) return null;
+  const said = failure.split('\n').find((line) => line.trim() !== '') ?? failure;
+  return `git's last background packing of this ledger failed, and git skips packing it while ${join(gitdir, 'gc.log')} is there (for up to a day, gc.logExpiry; git said "${said.trim()}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
+}

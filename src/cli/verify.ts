@@ -4,7 +4,7 @@ import cliProgress from 'cli-progress';
 import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
 import { verifyLedger } from '../audit/verify.js';
 import type { Finding } from '../errors.js';
-import { emit, jsonOption, ledgerOption, loadPublicKey, required } from './common.js';
+import { emit, jsonOption, ledgerOption, loadPublicKey, packingNote, required } from './common.js';
 import { markRejected } from './outcome.js';
 
 /** Findings printed for a human; --json prints every one. */
@@ -43,9 +43,11 @@ export function verifyVerb(program: Command): void {
       });
       if (started) bar?.stop();
       if (report.findings.length > 0) markRejected();
+      const notes = [packingNote(gitdir)].filter((note) => note !== null);
+      if (opts.json !== true) for (const note of notes) process.stderr.write(`note: ${note}\n`);
       emit(
         opts.json,
-        { ok: report.findings.length === 0, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings },
+        { ok: report.findings.length === 0, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes },
         () => {
           const scope = report.incremental ? `${report.replayed} new commit(s) since the last verified head` : `${report.commits} commits from genesis`;
           const head = `head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;

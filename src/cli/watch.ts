@@ -7,7 +7,7 @@ import { OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { watchLedger } from '../runner/watch.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, required } from './common.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
 const IDLE_CHECKPOINT_COMMITS = 64;
@@ -96,6 +96,8 @@ export function watchVerb(program: Command): void {
       const transport = oracleFromFlags(opts, [resolve(gitdir), dirname(resolve(keyPath))]);
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
+      const note = packingNote(gitdir);
+      if (note !== null) process.stderr.write(`coo watch: note: ${note}\n`);
       const print = (event: RunnerEvent): void => {
         if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
         else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);

@@ -178,6 +178,21 @@ export function packLooseObjects(gitdir: string): void {
   }
 }
 
+/**
+ * What git's last background packing of the ledger reported, when it failed (`gc.log`), or null.
+ * While that file is there git skips automatic packing (for `gc.logExpiry`, a day by default) and
+ * says so only on the standard error of the detached run, which no one reads; the verbs that
+ * write or audit a ledger print it instead.
+ */
+export function lastPackingFailure(gitdir: string): string | null {
+  try {
+    const text = fs.readFileSync(join(gitdir, 'gc.log'), 'utf8').trim();
+    return text === '' ? null : text;
+  } catch {
+    return null;
+  }
+}
+
 export function hashObject(type: ObjectType, content: Buffer): string {
   return createHash('sha1').update(`${type} ${content.length}\0`).update(content).digest('hex');
 }

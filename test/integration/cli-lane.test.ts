@@ -1,3 +1,4 @@
+import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
@@ -73,6 +74,19 @@ describe('the lane from the command line', () => {
     expect(coo(['kill-switch', 'off', '--reason', 'done'], { env }).status).toBe(0);
     expect(coo(['kill-switch', 'maybe', '--reason', 'x'], { env }).status).toBe(2);
     expect(coo(['verify'], { env }).status).toBe(0);
+  });
+
+  it('notes at start when git has stopped packing the ledger after a failed background run', async () => {
+    expect((await watchOnce()).stderr).not.toContain('note:');
+    const log = join(ledger, 'gc.log');
+    writeFileSync(log, 'fatal: write error: No space left on device\n');
+    try {
+      const result = await watchOnce();
+      expect(result.status).toBe(0);
+      expect(result.stderr).toContain(`coo watch: note: git's last background packing of this ledger failed, and git skips packing it while ${log} is there (for up to a day, gc.logExpiry; git said "fatal: write error: No space left on device")`);
+    } finally {
+      rmSync(log);
+    }
   });
 });
 

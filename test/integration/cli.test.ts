@@ -1,4 +1,4 @@
-import { readFileSync, statSync, writeFileSync } from 'node:fs';
+import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { coo, json } from '../helpers/cli.js';
@@ -80,6 +80,26 @@ describe('the coo command line', () => {
       [1, 'ceo'],
     ]);
     expect(json(coo(['verify', '--ledger', ledger, '--json']))).toMatchObject({ ok: true, seq: 2, findings: [] });
+  });
+
+  it('notes, on verify, that git has stopped packing the ledger after a failed background run, and still verifies', () => {
+    expect(json(coo(['verify', '--ledger', ledger, '--no-checkpoint', '--json']))).toMatchObject({ ok: true, notes: [] });
+    // What git's detached gc wrote when it failed (seen on git 2.39); while gc.log is there, `git gc --auto` packs nothing.
+    const log = join(ledger, 'gc.log');
+    writeFileSync(log, "warning: There are too many unreachable loose objects; run 'git prune' to remove them.\n");
+    try {
+      const human = coo(['verify', '--ledger', ledger, '--no-checkpoint']);
+      expect(human.status).toBe(0);
+      expect(human.stdout).toMatch(/^ok: /);
+      expect(human.stderr).toContain(`note: git's last background packing of this ledger failed, and git skips packing it while ${log} is there`);
+      expect(human.stderr).toContain('too many unreachable loose objects');
+      const report = json<{ ok: boolean; notes: string[] }>(coo(['verify', '--ledger', ledger, '--no-checkpoint', '--json']));
+      expect(report.ok).toBe(true);
+      expect(report.notes).toHaveLength(1);
+      expect(report.notes[0]).toContain(`run "git --git-dir ${ledger} gc"`);
+    } finally {
+      rmSync(log);
+    }
   });
 
   it('prints an allowed-signers file that names each actor', () => {
