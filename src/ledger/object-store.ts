@@ -181,8 +181,8 @@ export function packLooseObjects(gitdir: string): void {
 /**
  * What git's last background packing of the ledger reported, when it failed (`gc.log`), or null.
  * While that file is there git skips automatic packing (for `gc.logExpiry`, a day by default) and
- * says so only on the standard error of the detached run, which no one reads; the verbs that
- * write or audit a ledger print it instead.
+ * says so only on the standard error of the detached run, which no one reads; `coo verify` and
+ * `coo watch` print it instead.
  */
 export function lastPackingFailure(gitdir: string): string | null {
   try {

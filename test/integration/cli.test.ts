@@ -84,7 +84,7 @@ describe('the coo command line', () => {
 
   it('notes, on verify, that git has stopped packing the ledger after a failed background run, and still verifies', () => {
     expect(json(coo(['verify', '--ledger', ledger, '--no-checkpoint', '--json']))).toMatchObject({ ok: true, notes: [] });
-    // What git's detached gc wrote when it failed (seen on git 2.39); while gc.log is there, `git gc --auto` packs nothing.
+    // What git's detached gc wrote when it failed (seen on git 2.39); while gc.log is there (up to a day), `git gc --auto` packs nothing.
     const log = join(ledger, 'gc.log');
     writeFileSync(log, "warning: There are too many unreachable loose objects; run 'git prune' to remove them.\n");
     try {
