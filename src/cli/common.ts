@@ -1,5 +1,4 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
 import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
@@ -65,6 +64,6 @@ export type Verb = (program: Command) => void;
 export function packingNote(gitdir: string): string | null {
   const failure = lastPackingFailure(gitdir);
   if (failure === null) return null;
-  const said = failure.split('\n').find((line) => line.trim() !== '') ?? failure;
-  return `git's last background packing of this ledger failed, and git skips packing it while ${join(gitdir, 'gc.log')} is there (for up to a day, gc.logExpiry; git said "${said.trim()}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
+  const said = failure.text.split('\n').find((line) => line.trim() !== '') ?? failure.text;
+  return `git's last background packing of this ledger failed, and git skips packing it while ${failure.log} is there (for up to a day, gc.logExpiry; git said "${said.trim()}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
 }

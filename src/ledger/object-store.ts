@@ -179,15 +179,16 @@ export function packLooseObjects(gitdir: string): void {
 }
 
 /**
- * What git's last background packing of the ledger reported, when it failed (`gc.log`), or null.
- * While that file is there git skips automatic packing (for `gc.logExpiry`, a day by default) and
- * says so only on the standard error of the detached run, which no one reads; `coo verify` and
- * `coo watch` print it instead.
+ * What git's last background packing of the ledger reported, when it failed, and the file it is
+ * in (`gc.log`), or null. While that file is there git skips automatic packing (for `gc.logExpiry`,
+ * a day by default) and says so only on the standard error of the detached run, which no one
+ * reads; `coo verify` and `coo watch` print it instead.
  */
-export function lastPackingFailure(gitdir: string): string | null {
+export function lastPackingFailure(gitdir: string): { readonly log: string; readonly text: string } | null {
+  const log = join(gitdir, 'gc.log');
   try {
-    const text = fs.readFileSync(join(gitdir, 'gc.log'), 'utf8').trim();
-    return text === '' ? null : text;
+    const text = fs.readFileSync(log, 'utf8').trim();
+    return text === '' ? null : { log, text };
   } catch {
     return null;
   }
