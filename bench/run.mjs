@@ -80,9 +80,9 @@ async function ledgerOf(size) {
   return entry;
 }
 
-/** One `coo verify --full` of `gitdir` in a fresh process, in milliseconds; it must find nothing. */
-function cooVerify(gitdir) {
-  const one = timed(() => execFileSync(process.execPath, [COO, 'verify', '--ledger', gitdir, '--full', '--no-checkpoint'], { encoding: 'utf8' }));
+/** One `coo verify --full` of `gitdir` in a fresh process (with `env`, or this one's), in milliseconds; it must find nothing. */
+function cooVerify(gitdir, env = process.env) {
+  const one = timed(() => execFileSync(process.execPath, [COO, 'verify', '--ledger', gitdir, '--full', '--no-checkpoint'], { encoding: 'utf8', env }));
   if (!one.result.startsWith('ok:')) throw new Error(`coo verify failed: ${one.result}`);
   return one.ms;
 }
@@ -136,6 +136,20 @@ if (run('verify')) {
   const fresh = median(Array.from({ length: 5 }, () => cooVerify(small)));
   const bare = median(Array.from({ length: 5 }, () => timed(() => execFileSync(process.execPath, ['-e', '0'])).ms));
   notes.push(`A fresh \`coo verify --full\` of an 11-commit ledger took ${seconds(fresh)} (median of 5); node starting and exiting alone took ${seconds(bare)}. The limit is measured inside one process and carries neither.`);
+  // Node 20 reads and parses every certificate NODE_EXTRA_CA_CERTS names when it starts, before any
+  // of coo's code runs. The rows above keep the environment they were given; this says what it costs.
+  const extraCa = process.env.NODE_EXTRA_CA_CERTS;
+  if (extraCa !== undefined && extraCa !== '') {
+    const without = { ...process.env };
+    delete without.NODE_EXTRA_CA_CERTS;
+    const bareWithout = median(Array.from({ length: 5 }, () => timed(() => execFileSync(process.execPath, ['-e', '0'], { env: without })).ms));
+    const first = await ledgerOf(SIZES.verify[0]);
+    const pairs = Array.from({ length: 3 }, () => [cooVerify(first.gitdir), cooVerify(first.gitdir, without)]);
+    notes.push(
+      `This machine sets NODE_EXTRA_CA_CERTS (${extraCa}), and node 20 parses every certificate it names at each start: node started and exited in ${seconds(bareWithout)} without it (median of 5). ` +
+        `\`coo verify --full\` of ${SIZES.verify[0] + 1} commits took ${seconds(median(pairs.map(([withIt]) => withIt)))} with it and ${seconds(median(pairs.map(([, withoutIt]) => withoutIt)))} without (medians of 3, alternating); the rows above are with it.`,
+    );
+  }
 }
 
 // 2. Append rate at two ledger sizes, and stock git commit -S of one entry as the peer. The sizes are
