@@ -136,7 +136,7 @@ if (run('verify')) {
   const fresh = median(Array.from({ length: 5 }, () => cooVerify(small)));
   const bare = median(Array.from({ length: 5 }, () => timed(() => execFileSync(process.execPath, ['-e', '0'])).ms));
   notes.push(`A fresh \`coo verify --full\` of an 11-commit ledger took ${seconds(fresh)} (median of 5); node starting and exiting alone took ${seconds(bare)}. The limit is measured inside one process and carries neither.`);
-  // Node 20 reads and parses every certificate NODE_EXTRA_CA_CERTS names when it starts, before any
+  // Node (20 at least) reads and parses every certificate NODE_EXTRA_CA_CERTS names when it starts, before any
   // of coo's code runs. The rows above keep the environment they were given; this says what it costs.
   const extraCa = process.env.NODE_EXTRA_CA_CERTS;
   if (extraCa !== undefined && extraCa !== '') {
@@ -146,7 +146,7 @@ if (run('verify')) {
     const first = await ledgerOf(SIZES.verify[0]);
     const pairs = Array.from({ length: 3 }, () => [cooVerify(first.gitdir), cooVerify(first.gitdir, without)]);
     notes.push(
-      `This machine sets NODE_EXTRA_CA_CERTS (${extraCa}), and node 20 parses every certificate it names at each start: node started and exited in ${seconds(bareWithout)} without it (median of 5). ` +
+      `This machine sets NODE_EXTRA_CA_CERTS (${extraCa}), and node ${process.versions.node.split('.')[0]} parses every certificate it names at each start: node started and exited in ${seconds(bareWithout)} without it (median of 5). ` +
         `\`coo verify --full\` of ${SIZES.verify[0] + 1} commits took ${seconds(median(pairs.map(([withIt]) => withIt)))} with it and ${seconds(median(pairs.map(([, withoutIt]) => withoutIt)))} without (medians of 3, alternating); the rows above are with it.`,
     );
   }
