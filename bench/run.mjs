@@ -136,8 +136,9 @@ if (run('verify')) {
   const fresh = median(Array.from({ length: 5 }, () => cooVerify(small)));
   const bare = median(Array.from({ length: 5 }, () => timed(() => execFileSync(process.execPath, ['-e', '0'])).ms));
   notes.push(`A fresh \`coo verify --full\` of an 11-commit ledger took ${seconds(fresh)} (median of 5); node starting and exiting alone took ${seconds(bare)}. The limit is measured inside one process and carries neither.`);
-  // Node (20 at least) reads and parses every certificate NODE_EXTRA_CA_CERTS names when it starts, before any
-  // of coo's code runs. The rows above keep the environment they were given; this says what it costs.
+  // Node (20 at least) reads and parses every certificate NODE_EXTRA_CA_CERTS names when it starts,
+  // before any of coo's code runs. The rows above keep the environment they were given; this says
+  // what it costs.
   const extraCa = process.env.NODE_EXTRA_CA_CERTS;
   if (extraCa !== undefined && extraCa !== '') {
     const without = { ...process.env };

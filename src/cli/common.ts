@@ -64,6 +64,7 @@ export type Verb = (program: Command) => void;
 export function packingNote(gitdir: string): string | null {
   const failure = lastPackingFailure(gitdir);
   if (failure === null) return null;
-  const said = failure.text.split('\n').find((line) => line.trim() !== '') ?? failure.text;
-  return `git's last background packing of this ledger failed, and git skips packing it while ${failure.log} is there (for up to a day, gc.logExpiry; git said "${said.trim()}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
+  // The text is trimmed and not empty, so its first line is git's first words.
+  const said = failure.text.split('\n', 1)[0]!.trim();
+  return `git's last background packing of this ledger failed, and git skips packing it while ${failure.log} is there (for up to a day, gc.logExpiry; git said "${said}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
 }
