@@ -77,6 +77,8 @@ const CODES = {
   ATTEMPT_INVALID: 'rejected',
   IDEMPOTENCY_CONFLICT: 'rejected',
   HEARTBEAT_EXPIRED: 'rejected',
+  // portable evidence
+  BUNDLE_INVALID: 'rejected',
   // consult lane
   CONTEXT_INVALID: 'rejected',
   ORACLE_CONFIG: 'usage',

@@ -1,6 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { citationMarker, isVerified, renderCitation } from '../audit/cite.js';
+import { gatherBundle } from '../audit/bundle-gather.js';
 import { gatherEvidence } from '../audit/evidence.js';
 import { parseIssueRef, postComment } from '../audit/github.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
@@ -12,13 +14,15 @@ export function citeVerb(program: Command): void {
     .argument('<message-id>', 'the consult to cite')
     .addOption(ledgerOption())
     .option('--post <owner/repo#n>', 'post it as a comment (needs GITHUB_TOKEN); refused when the evidence does not verify; never posted twice')
+    .option('--bundle <file>', 'also write a self-contained evidence bundle (a tar archive) that coo verify-bundle, or git and ssh-keygen, check without the ledger')
     .option('--github-api-url <url>', 'GitHub API base URL, for GitHub Enterprise (default $GITHUB_API_URL or https://api.github.com)')
     .addOption(jsonOption())
-    .action(async (messageId: string, opts: { ledger?: string; post?: string; githubApiUrl?: string; json?: boolean }) => {
+    .action(async (messageId: string, opts: { ledger?: string; post?: string; bundle?: string; githubApiUrl?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const target = opts.post === undefined ? null : parseIssueRef(opts.post);
       const evidence = await gatherEvidence(gitdir, messageId);
       const markdown = renderCitation(evidence);
+      if (opts.bundle !== undefined) writeFileSync(opts.bundle, await gatherBundle(gitdir, evidence));
       if (target === null) {
         emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), findings: evidence.findings, markdown }, () => markdown.trimEnd());
         return;

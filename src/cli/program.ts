@@ -2,6 +2,7 @@ import { Command, CommanderError } from 'commander';
 import { errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
+import { attestVerb } from './attest.js';
 import { citeVerb } from './cite.js';
 import { consultVerb } from './consult.js';
 import { reportVerb } from './report.js';
@@ -17,6 +18,7 @@ import { schemasVerb } from './schemas.js';
 import { showVerb } from './show.js';
 import { trustVerb } from './trust.js';
 import { verifyVerb } from './verify.js';
+import { verifyBundleVerb } from './verify-bundle.js';
 
 /** How a run ended; cli/coo.ts turns it into the exit status. */
 export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected';
@@ -28,7 +30,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, reportVerb, schemasVerb, demoVerb, hookVerb]) {
+  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -1,0 +1,80 @@
+import { CooError } from '../errors.js';
+import { envelopePath, sigPath } from '../ledger/layout.js';
+import { readCommitLinks } from '../ledger/history.js';
+import { CatFileReader } from '../ledger/object-store.js';
+import { parseTree } from '../ledger/tree-format.js';
+import { readDocument } from '../schema/documents.js';
+import type { TrustRoot } from '../schema/control.js';
+import type { ActorRegistry } from '../schema/registry.js';
+import { isVerified, type Evidence } from './cite.js';
+import { renderBundle } from './bundle.js';
+
+/**
+ * Reads from the ledger what a bundle holds for one cited message: the receipt's commit, the trees
+ * from its root down to every file, the message's files and every trust root and registry version.
+ * Refuses evidence that `coo verify` does not find clean: a bundle is for handing out.
+ */
+export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<Buffer> {
+  if (!isVerified(evidence)) {
+    throw new CooError('SIG_INVALID', `no bundle: the evidence for ${evidence.messageId} does not verify (${evidence.findings[0]!.code}: ${evidence.findings[0]!.message})`, { findings: evidence.findings });
+  }
+  const reader = new CatFileReader(gitdir);
+  try {
+    const links = await readCommitLinks(reader, evidence.receiptCommit);
+    const trees = new Map<string, Buffer>();
+    const readTree = async (oid: string): Promise<ReturnType<typeof parseTree>> => {
+      const object = await reader.read(oid);
+      if (object === null || object.type !== 'tree') throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
+      trees.set(oid, object.content);
+      return parseTree(object.content);
+    };
+    const files = new Map<string, Buffer>();
+    /** Reads `path` at the receipt's commit, keeping every tree on the way. */
+    const take = async (path: string): Promise<Buffer> => {
+      let entries = await readTree(links.tree);
+      const parts = path.split('/');
+      for (const [index, part] of parts.entries()) {
+        const entry = entries.find((item) => item.name === part);
+        if (entry === undefined) throw new CooError('NOT_FOUND', `${path} is not in commit ${evidence.receiptCommit}`);
+        if (index < parts.length - 1) {
+          entries = await readTree(entry.oid);
+          continue;
+        }
+        const blob = await reader.read(entry.oid);
+        if (blob === null) throw new CooError('NOT_FOUND', `${path} is missing from the ledger`);
+        files.set(path, blob.content);
+        return blob.content;
+      }
+      throw new CooError('INTERNAL', `empty path ${path}`);
+    };
+    const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
+    const envelope = readDocument('coo_message.v0', await take(envelopePath(folder)), envelopePath(folder));
+    for (const path of [envelopePath(folder), evidence.receiptPath]) await take(sigPath(path));
+    await take(evidence.receiptPath);
+    if (envelope.intent === 'aa_consult') {
+      await take(envelope.payload_ref);
+      await take(envelope.context_pin.context_manifest_ref);
+    }
+    if (evidence.receipt.output_ref !== null) await take(evidence.receipt.output_ref);
+    const trust = { root: [] as TrustRoot[], registry: [] as ActorRegistry[] };
+    const trustFolder = await readTree(folderOid(await readTree(links.tree), 'trust'));
+    for (const role of ['root', 'registry'] as const) {
+      const listing = await readTree(folderOid(trustFolder, role));
+      for (const entry of listing) {
+        const bytes = await take(`trust/${role}/${entry.name}`);
+        if (!entry.name.endsWith('.yaml')) continue;
+        if (role === 'root') trust.root.push(readDocument('trust_root.v0', bytes, `trust/root/${entry.name}`));
+        else trust.registry.push(readDocument('actor_registry.v0', bytes, `trust/registry/${entry.name}`));
+      }
+    }
+    return renderBundle({ messageId: evidence.messageId, receiptPath: evidence.receiptPath, commit: links.raw, trees, files }, trust.root, trust.registry);
+  } finally {
+    reader.close();
+  }
+}
+
+function folderOid(entries: ReturnType<typeof parseTree>, name: string): string {
+  const entry = entries.find((item) => item.name === name && item.mode === '40000');
+  if (entry === undefined) throw new CooError('NOT_FOUND', `the ledger has no ${name} folder`);
+  return entry.oid;
+}

@@ -1,0 +1,53 @@
+import { writeFileSync } from 'node:fs';
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { activeKeys } from '../authority/keys.js';
+import { receiptStatement, signStatement } from '../audit/attest.js';
+import { isVerified } from '../audit/cite.js';
+import { gatherEvidence } from '../audit/evidence.js';
+import { envelopePath } from '../ledger/layout.js';
+import { Ledger } from '../ledger/ledger.js';
+import { sha256Ref } from '../util/hash.js';
+import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required } from './common.js';
+
+export function attestVerb(program: Command): void {
+  program
+    .command('attest')
+    .description('export a consult\'s receipt as an in-toto Statement v1 in a DSSE envelope signed with the COO key (docs/attestation.md)')
+    .argument('<message-id>', 'the consult to attest')
+    .addOption(ledgerOption())
+    .addOption(keyOption('the COO private key that signs the envelope; default $COO_KEY'))
+    .option('--out <file>', 'write the DSSE envelope (JSON) here instead of standard output')
+    .addOption(jsonOption())
+    .action(async (messageId: string, opts: { ledger?: string; key?: string; out?: string; json?: boolean }) => {
+      const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
+      const key = loadPrivateKey(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
+      const evidence = await gatherEvidence(gitdir, messageId);
+      if (!isVerified(evidence)) {
+        throw new CooError('SIG_INVALID', `not attesting: the evidence for ${evidence.messageId} does not verify (${evidence.findings[0]!.code}: ${evidence.findings[0]!.message})`, { findings: evidence.findings });
+      }
+      const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
+      const ledger = Ledger.open(gitdir, { checkpoints: false });
+      let envelope: Buffer | null;
+      try {
+        // Only the active COO speaks for the ledger's receipts: an attestation signed by any other key says nothing.
+        const state = await ledger.state();
+        const coo = state.registry?.doc.active_coo;
+        if (activeKeys(state.root?.doc ?? null, state.registry?.doc ?? null).get(key.publicKey.keyId)?.actor !== coo) {
+          throw new CooError('SIGNER_WRONG_ACTOR', `--key ${key.publicKey.keyId} is not a key of the active COO ${coo ?? '(none)'}: attest with the COO key`);
+        }
+        envelope = await ledger.readFile(envelopePath(folder), evidence.receiptCommit);
+      } finally {
+        ledger.close();
+      }
+      if (envelope === null) throw new CooError('NOT_FOUND', `${envelopePath(folder)} is missing`);
+      const dsse = signStatement(receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) }), key);
+      const text = `${JSON.stringify(dsse, null, 2)}\n`;
+      if (opts.out === undefined) {
+        process.stdout.write(text);
+        return;
+      }
+      writeFileSync(opts.out, text);
+      process.stdout.write(opts.json === true ? `${JSON.stringify({ message_id: evidence.messageId, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${evidence.messageId} written to ${opts.out}\n`);
+    });
+}
