@@ -27,7 +27,7 @@ export interface VerifyOptions {
   /** Replay everything from genesis even when a checkpoint exists. */
   readonly full?: boolean;
   /** The trust root key the auditor expects genesis to name (pinned out of band). */
-  readonly trustRoot?: PublicKey;
+  readonly trustRoot?: Pick<PublicKey, 'keyId'>;
   /** The time heartbeats are judged against; captured once by the caller. */
   readonly now?: Date;
   /** Collect every commit's signer and entries (for the report). Forces a full replay. */

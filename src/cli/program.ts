@@ -4,6 +4,7 @@ import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
 import { attestVerb } from './attest.js';
 import { citeVerb } from './cite.js';
+import { cloneVerb } from './clone.js';
 import { consultVerb } from './consult.js';
 import { reportVerb } from './report.js';
 import { demoVerb } from './demo.js';
@@ -30,7 +31,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

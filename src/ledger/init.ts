@@ -81,6 +81,23 @@ function hookScript(command: { node: string; script: string }): string {
   return readAsset('ledger/hooks/pre-receive').toString('utf8').replace('@NODE@', command.node).replace('@COO@', command.script);
 }
 
+/** A ledger's git settings, made by `coo init` and by `coo clone` alike. */
+export const LEDGER_CONFIG = [
+  ['receive.denyNonFastForwards', true],
+  ['receive.denyDeletes', true],
+  ['receive.fsckObjects', true],
+  ['receive.maxInputSize', 64 * 1024 * 1024],
+  ['core.logAllRefUpdates', true],
+  // Objects stored without compression: every full verify reads every object (docs/design.md, Packing).
+  ['core.compression', 0],
+] as const;
+
+/** The pre-receive hook that runs the validator on every push into the ledger. */
+export function installHook(gitdir: string, command?: { node: string; script: string }): void {
+  fs.mkdirSync(join(gitdir, 'hooks'), { recursive: true });
+  fs.writeFileSync(join(gitdir, 'hooks', 'pre-receive'), hookScript(command ?? { node: process.execPath, script: cliEntryPoint() }), { mode: 0o755 });
+}
+
 /**
  * Creates a ledger: a bare repository whose first commit, signed by the CEO, holds the ledger
  * README, trust root, registry and policy (each version 1), and a pre-receive hook that runs the
@@ -99,17 +116,7 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
     // Loaded here, not at start-up: creating a ledger is the only use, and the module costs every other verb ~0.1 s.
     const { default: git } = await importPackage<typeof IsomorphicGit>('isomorphic-git');
     await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });
-    for (const [path, value] of [
-      ['receive.denyNonFastForwards', true],
-      ['receive.denyDeletes', true],
-      ['receive.fsckObjects', true],
-      ['receive.maxInputSize', 64 * 1024 * 1024],
-      ['core.logAllRefUpdates', true],
-      // Objects stored without compression: every full verify reads every object (docs/design.md, Packing).
-      ['core.compression', 0],
-    ] as const) {
-      await git.setConfig({ fs, gitdir, path, value });
-    }
+    for (const [path, value] of LEDGER_CONFIG) await git.setConfig({ fs, gitdir, path, value });
     ledger = Ledger.forInit(gitdir);
     const result = await ledger.append({
       files: [
@@ -122,9 +129,7 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
       summary: 'genesis: trust root, registry and policy version 1',
       now: options.now,
     });
-    const hook = join(gitdir, 'hooks', 'pre-receive');
-    fs.mkdirSync(join(gitdir, 'hooks'), { recursive: true });
-    fs.writeFileSync(hook, hookScript(options.hookCommand ?? { node: process.execPath, script: cliEntryPoint() }), { mode: 0o755 });
+    installHook(gitdir, options.hookCommand);
     if ('skipped' in result) throw new CooError('INTERNAL', 'genesis was skipped');
     ledger.checkpoint();
     return result;

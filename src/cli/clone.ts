@@ -1,0 +1,31 @@
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { cloneLedger } from '../remote/clone.js';
+import { emit, jsonOption, loadPublicKey, now, required } from './common.js';
+
+const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;
+
+/** A pinned trust root: a public key file, or the SHA256 fingerprint `coo init` printed. */
+function pinnedKeyId(value: string): { keyId: string } {
+  if (FINGERPRINT.test(value)) return { keyId: value };
+  return { keyId: loadPublicKey(value).keyId };
+}
+
+export function cloneVerb(program: Command): void {
+  program
+    .command('clone')
+    .description("make a local working ledger of a remote one; its whole history must verify from the trust root you pin, or nothing is cloned")
+    .argument('<url>', 'the remote ledger (ssh://, https://, or a path)')
+    .argument('<dir>', 'where the local ledger goes (a new folder)')
+    .option('--trust-root <pub-or-fingerprint>', "the CEO public key file, or its SHA256:... fingerprint (coo init prints it), that the ledger's first trust root must name")
+    .addOption(jsonOption())
+    .action(async (url: string, dir: string, opts: { trustRoot?: string; json?: boolean }) => {
+      const trustRoot = pinnedKeyId(required(opts.trustRoot, '--trust-root', 'the CEO key you trust, as a .pub file or its SHA256:... fingerprint'));
+      if (url.startsWith('-')) throw new CooError('USAGE', `${url} is not a remote`);
+      const result = await cloneLedger({ url, gitdir: dir, trustRoot, now: now() });
+      for (const note of result.notes) process.stderr.write(`coo clone: note: ${note.code}: ${note.message}\n`);
+      emit(opts.json, { ok: true, ledger: result.gitdir, head: result.head, seq: result.seq, commits: result.commits, trust_root: trustRoot.keyId, notes: result.notes }, () =>
+        `cloned ${url} into ${result.gitdir}: ${result.commits} commits verified from the trust root ${trustRoot.keyId}, head ${result.head ?? '(none)'} at Ledger-Seq ${result.seq}`,
+      );
+    });
+}

@@ -1,0 +1,62 @@
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { basename, dirname, join, resolve } from 'node:path';
+import { CooError, type Finding } from '../errors.js';
+import { verifyLedger } from '../audit/verify.js';
+import { installHook, LEDGER_CONFIG } from '../ledger/init.js';
+import { runGit } from '../util/exec.js';
+
+export interface CloneOptions {
+  /** Anything `git clone` takes: ssh://, https://, a path. */
+  readonly url: string;
+  readonly gitdir: string;
+  /** The CEO key (its SHA256 fingerprint) the ledger's first trust root must name, pinned by the user. */
+  readonly trustRoot: { readonly keyId: string };
+  readonly now: Date;
+}
+
+export interface CloneResult {
+  readonly gitdir: string;
+  readonly head: string | null;
+  readonly seq: number;
+  readonly commits: number;
+  /** Findings that say nothing against the history (an expired heartbeat: the remote's runners are quiet). */
+  readonly notes: readonly Finding[];
+}
+
+/** Findings about liveness, not about what the history holds: reported, never a reason to refuse a clone. */
+const LIVENESS = new Set(['HEARTBEAT_EXPIRED']);
+
+/**
+ * Makes a local working ledger of a remote one: stock git clones `main` alone into a folder beside
+ * the target, the whole history is replayed through the validator from the pinned trust root, and
+ * only then is the folder moved into place, configured as `coo init` configures a ledger and with
+ * its pre-receive hook. A history that does not verify leaves nothing behind.
+ */
+export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
+  const gitdir = resolve(options.gitdir);
+  if (fs.existsSync(gitdir) && fs.readdirSync(gitdir).length > 0) {
+    throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
+  }
+  fs.mkdirSync(dirname(gitdir), { recursive: true });
+  const temp = join(dirname(gitdir), `.${basename(gitdir)}.clone-${randomBytes(4).toString('hex')}`);
+  try {
+    await runGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp]);
+    for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
+    // Fetches keep the remote's main apart from the local one, which moves only after verification.
+    await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', '+refs/heads/main:refs/remotes/origin/main']);
+    const report = await verifyLedger(temp, { full: true, trustRoot: options.trustRoot, now: options.now });
+    const refusals = report.findings.filter((finding) => !LIVENESS.has(finding.code));
+    if (refusals.length > 0) {
+      const first = refusals[0]!;
+      throw new CooError(first.code, `the history of ${options.url} does not verify (${refusals.length} finding(s), first at ${first.commit?.slice(0, 12) ?? 'the history'}): ${first.message}; nothing was cloned`, { findings: refusals });
+    }
+    installHook(temp);
+    if (fs.existsSync(gitdir)) fs.rmdirSync(gitdir);
+    fs.renameSync(temp, gitdir);
+    return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)) };
+  } catch (error) {
+    fs.rmSync(temp, { recursive: true, force: true });
+    throw error;
+  }
+}
