@@ -86,6 +86,29 @@ describe('a ledger packed by git while the writer writes', () => {
     await expectSound(gitdir, 2);
   });
 
+  it('gives up with a coded error, the head unmoved and nothing left behind, when the folder is removed at every try', async () => {
+    const { gitdir, actors, ledger } = await ledgerWithEverythingPacked('folder-always-removed.git');
+    git(['--git-dir', gitdir, 'prune-packed']);
+    const head = git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
+    let removals = 0;
+    hook.beforeCall = (call, path) => {
+      if (call !== 'openSync' || !isObjectTemp(path) || !fs.existsSync(dirname(path))) return;
+      fs.rmdirSync(dirname(path));
+      removals += 1;
+    };
+    await expect(ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 })).rejects.toMatchObject({
+      code: 'IO_ERROR',
+      message: "cannot write to the ledger's objects: ENOENT; the ledger is unchanged",
+    });
+    hook.beforeCall = null;
+    expect(removals).toBeGreaterThan(1);
+    expect(removals).toBeLessThan(10);
+    expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(head);
+    expect(git(['--git-dir', gitdir, 'count-objects', '-v'])).toMatch(/^count: 0$[\s\S]*^garbage: 0$/m);
+    ledger.close();
+    await expectSound(gitdir, 1);
+  });
+
   it("names its temporary objects as git does, so that git's prune (run by gc) neither complains about them nor keeps a crashed write's forever", async () => {
     const { gitdir, actors, ledger } = await makeLedger(dir, undefined, 'prune-quiet.git');
     let complaint = '';
