@@ -1,7 +1,7 @@
 import { execFileSync, spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
-import { createHash } from 'node:crypto';
+import { createHash, randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { CooError } from '../errors.js';
 
@@ -203,6 +203,15 @@ function looseObjectPath(gitdir: string, oid: string): string {
 }
 
 /**
+ * Tries at writing one object. A process packing the ledger (a background `git gc`, `git repack
+ * -d`, `git prune-packed`, `git prune`) removes each fan-out folder it empties, also between the
+ * writer finding the folder and creating its temporary file there; git then makes the folder again
+ * and tries once more (object-file.c, create_tmpfile). Running out of tries here takes a packer
+ * removing the same folder at that moment this many times in a row.
+ */
+const WRITE_TRIES = 8;
+
+/**
  * Writes loose objects the way git does: deflate, write a temporary file, rename it into place, so
  * a crash never leaves a truncated object behind. Deflate at level 0 (zlib's stored blocks), as
  * the ledger's `core.compression 0` asks: a full verify reads every object. (isomorphic-git's
@@ -210,6 +219,12 @@ function looseObjectPath(gitdir: string, oid: string): string {
  * against 7.6 ms for this, through its asynchronous file calls and CompressionStream deflate, and
  * it writes in place, so a crash mid-write left a truncated object that later identical writes
  * kept. isomorphic-git still creates and configures new ledgers: ledger/init.ts.)
+ *
+ * Safe against git packing the same ledger at any moment: a folder removed under the writer is
+ * made again (WRITE_TRIES), an object packed and removed while it is freshened is written again,
+ * and the temporary file is named as git names its own (`tmp_obj_*` in the object's folder), which
+ * git's prune leaves alone while it is young and removes once a crash has left it old; any other
+ * name there is "garbage" to git, which `git gc` reports in `gc.log` and then packs nothing more.
  */
 export class ObjectWriter implements ObjectSink {
   constructor(private readonly gitdir: string) {}
@@ -217,26 +232,62 @@ export class ObjectWriter implements ObjectSink {
   async write(type: ObjectType, content: Buffer): Promise<string> {
     const oid = hashObject(type, content);
     const path = looseObjectPath(this.gitdir, oid);
-    if (fs.existsSync(path)) {
-      // Freshened, as git does: `git gc` prunes only unreachable objects older than two weeks, and
-      // this one is about to be referenced again. One pruned just now is written again below.
+    if (freshen(path)) return oid;
+    const bytes = deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]), { level: 0 });
+    const folder = dirname(path);
+    for (let tries = 1; ; tries += 1) {
+      const temp = join(folder, `tmp_obj_${randomBytes(6).toString('hex')}`);
+      let created = false;
       try {
-        const now = new Date();
-        fs.utimesSync(path, now, now);
+        // The folder usually exists: made (never its parents) only once creating the file says it is gone, as git does.
+        if (tries > 1) makeFolder(folder);
+        const fd = fs.openSync(temp, 'wx');
+        created = true;
+        try {
+          fs.writeFileSync(fd, bytes);
+        } finally {
+          fs.closeSync(fd);
+        }
+        fs.renameSync(temp, path);
         return oid;
-      } catch {
-        if (fs.existsSync(path)) return oid;
+      } catch (error) {
+        if (created) fs.rmSync(temp, { force: true });
+        if (error instanceof CooError) throw error;
+        const code = (error as NodeJS.ErrnoException).code;
+        // ENOENT: the folder (or the temporary file) was removed under us; EEXIST: a name taken.
+        if ((code === 'ENOENT' || code === 'EEXIST') && tries < WRITE_TRIES) continue;
+        throw writeFailure(error);
       }
     }
-    const temp = `${path}.${process.pid}.tmp`;
-    try {
-      fs.mkdirSync(join(this.gitdir, 'objects', oid.slice(0, 2)), { recursive: true });
-      fs.writeFileSync(temp, deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]), { level: 0 }));
-      fs.renameSync(temp, path);
-    } catch (error) {
-      fs.rmSync(temp, { force: true });
-      throw new CooError('IO_ERROR', `cannot write to the ledger's objects: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; the ledger is unchanged`, { cause: error });
-    }
-    return oid;
+  }
+}
+
+/** Makes an object's fan-out folder; a folder that cannot be made (the ledger gone, a full disk) is no race to retry. */
+function makeFolder(folder: string): void {
+  try {
+    fs.mkdirSync(folder);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw writeFailure(error);
+  }
+}
+
+function writeFailure(error: unknown): CooError {
+  return new CooError('IO_ERROR', `cannot write to the ledger's objects: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}; the ledger is unchanged`, { cause: error });
+}
+
+/**
+ * Marks a loose object as just written, as git does before reusing one (`git gc` prunes only
+ * unreachable objects older than two weeks, and this one is about to be referenced again). False
+ * when there is no loose copy, including one a packer packed and removed (or pruned) a moment ago:
+ * the caller then writes it again, which is never wrong for content-addressed files.
+ */
+function freshen(path: string): boolean {
+  try {
+    const now = new Date();
+    fs.utimesSync(path, now, now);
+    return true;
+  } catch (error) {
+    // There but not ours to touch (another user's object, a read-only ledger): reused as it is.
+    return (error as NodeJS.ErrnoException).code !== 'ENOENT' && fs.existsSync(path);
   }
 }

@@ -149,7 +149,10 @@ export async function withRefLock<T>(
     const current = readRef(gitdir, ref);
     const { next, result } = await update(current);
     if (next !== null && next !== current) {
-      const temp = `${refPath}.coo-${owner.nonce}`;
+      // Named `*.lock`, a name git never reads as a ref: to git any other file under refs/ is a
+      // branch, which `git pack-refs` (run by `git gc`) copies into packed-refs and removes, also
+      // between this write and the rename, and which a crash there would leave behind.
+      const temp = `${refPath}.coo-${owner.nonce}.lock`;
       try {
         failpoint('ref-update');
         fs.writeFileSync(temp, `${next}\n`);
