@@ -13,9 +13,10 @@ const accepted = attacks.filter((a) => a.accepted);
 const byVia = Object.entries(attacks.reduce((acc, a) => ({ ...acc, [a.via]: (acc[a.via] ?? 0) + 1 }), {})).map(([via, n]) => `${via} ${n}`).join(', ');
 const points = Object.entries(faults.reduce((acc, f) => ({ ...acc, [f.point]: (acc[f.point] ?? 0) + 1 }), {})).map(([p, n]) => `${p} ${n}`).join(', ');
 const duplicates = faults.reduce((sum, f) => sum + f.duplicate_calls, 0) + load.reduce((sum, l) => sum + (l.duplicate_calls ?? 0), 0);
-const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) => sum + (l.lost ?? 0), 0);
+const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) => sum + (l.lost ?? 0), 0) + load.reduce((sum, l) => sum + (l.commits !== undefined ? l.commits - l.landed : 0), 0);
 const lane = load.find((l) => l.test === 'lane');
 const shared = load.find((l) => l.test === 'four runners');
+const packing = load.find((l) => l.test === 'packing under the writer');
 
 const rows = [
   ['attacks tried', `${attacks.length} (${byVia})`],
@@ -26,6 +27,7 @@ const rows = [
   ['lost envelopes (must be 0)', String(lost)],
   ['load through the lane', lane ? `${lane.completed}/${lane.consults} consults completed, ${lane.paid_calls} paid calls` : 'not run'],
   ['peak memory under load', lane ? `${lane.peak_rss_mb} MB RSS; live heap grew ${lane.heap_growth_after_warmup_mb} MB after warm-up` : 'not run'],
+  ['packing under the writer', packing ? `${packing.landed}/${packing.commits} commits landed, ${packing.errors} errors, ${packing.packing_passes} packing passes` : 'not run'],
   ['four runners on one ledger', shared ? `${shared.consults} consults, ${shared.paid_calls} paid calls, ${shared.duplicate_calls} duplicates, ${shared.runners_that_claimed} runners claimed work` : 'not run'],
 ];
 const width = Math.max(...rows.map(([name]) => name.length));
