@@ -6,7 +6,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { appendEnvelope, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
 import { manifestPath, messageFolder, promptPath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { parseDocument } from '../schema/documents.js';
+import { parseDocument, readDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import { sha256Ref } from '../util/hash.js';
@@ -150,5 +150,9 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
     key,
     now,
   );
-  return { ...result, envelope };
+  if (!result.existing) return { ...result, envelope };
+  // A repeated request: what the caller gets is the envelope the ledger holds, not the one not written.
+  const stored = await ledger.readFile(result.path);
+  if (stored === null) throw new CooError('NOT_FOUND', `${result.path} is missing`);
+  return { ...result, envelope: readDocument('coo_message.v0', stored, result.path) as AaConsultMessage };
 }
