@@ -158,6 +158,25 @@ describe('entries outside their own message folder', () => {
     return code;
   });
 
+  attack("a claim under another hour's folder pushed with stock git", 'hook', 'PATH_INVALID', async () => {
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('pushed-elsewhere') });
+    return kit.push({ [claimPath(elsewhere(folderOfEnvelope(envelope)), 1)]: claimOf(messageId, envelope.created_at) }, { key: kit.keys.coo.file });
+  });
+
+  attack("a receipt under another hour's folder written behind the hook's back", 'verify', 'PATH_INVALID', async () => {
+    const { firstOr } = await import('../helpers/attack-kit.js');
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('bypass-elsewhere') });
+    const folder = folderOfEnvelope(envelope);
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(messageId, envelope.created_at) }], kit.keys.coo.key);
+    const receipt = { ...forgedReceipt(envelope), output_ref: null, output_hash: null, status: 'failed', blockers: [{ code: 'interrupted', detail: 'x' }], output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] } };
+    let codes: string[] = [];
+    await kit.bypass({ [receiptPath(elsewhere(folder), 1)]: toYaml(receipt) }, { key: kit.keys.coo.file }, () => {
+      codes = kit.verifyCodes();
+    });
+    await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
+    return firstOr(codes, 'PATH_INVALID');
+  });
+
   attack("an ea_receipt in one dispatch's folder naming another dispatch", 'library', 'ATTEMPT_INVALID', async () => {
     const [one, other] = [dispatchEnvelope(), dispatchEnvelope()];
     await kit.append([envelopeFile(one), envelopeFile(other)], kit.keys.coo.key);
