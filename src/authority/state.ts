@@ -4,6 +4,7 @@ import type { ActorRegistry } from '../schema/registry.js';
 import type { KillSwitch, TrustRoot } from '../schema/control.js';
 import type { Intent } from '../schema/common.js';
 import { messageFolder } from '../ledger/layout.js';
+import { CooError } from '../errors.js';
 
 /**
  * What the ledger says at one commit, derived by folding commits from genesis (authority/fold.ts).
@@ -41,6 +42,8 @@ export interface MessageRecord {
   readonly correlation: string;
   readonly createdAt: string;
   readonly chain: readonly string[];
+  /** The envelope's max_hops: a reply may declare no more than this (hop limits only tighten down a chain). */
+  readonly maxHops: number;
   readonly idempotencyKey: string;
   readonly fingerprint: string;
   readonly payloadHash: string | null;
@@ -142,9 +145,21 @@ export function cloneState(state: LedgerState): LedgerState {
   };
 }
 
+/**
+ * What the policy in force leaves a correlation after what its receipts have cost: the figure an
+ * envelope's `correlation_budget_remaining_usd` must state, when it states one.
+ */
+export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): number {
+  return Math.max(0, policy.budgets.max_cost_usd_per_correlation - spentUsd);
+}
+
+/** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
+const STATE_SHAPE = 2;
+
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {
   return {
+    shape: STATE_SHAPE,
     ...state,
     everKeys: [...state.everKeys],
     messages: [...state.messages.values()],
@@ -155,13 +170,15 @@ export function stateToJson(state: LedgerState): unknown {
 }
 
 export function stateFromJson(value: unknown): LedgerState {
-  const raw = value as Record<string, unknown> & {
+  const { shape, ...raw } = value as Record<string, unknown> & {
+    shape?: unknown;
     everKeys: Array<[string, { actor: string; publicKey: string }]>;
     messages: MessageRecord[];
     idempotency: Array<[string, string]>;
     spendByCorrelation: Array<[string, number]>;
     spendByDay: Array<[string, number]>;
   };
+  if (shape !== STATE_SHAPE) throw new CooError('INTERNAL', `a checkpoint of state shape ${String(shape)}, not ${STATE_SHAPE}`);
   return {
     ...(raw as unknown as LedgerState),
     everKeys: new Map(raw.everKeys),

@@ -20,10 +20,12 @@ import type { CooMessage } from '../schema/message.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { TrustRoot } from '../schema/control.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
-import { attemptIdFor } from '../util/ids.js';
+import { repeatedRequest, requestFingerprint } from './idempotency.js';
 import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
 import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, isCommandIntent } from './policy-check.js';
+import { attemptIdOf, isRunnerIntent, withinHopLimit } from './runnable.js';
 import {
+  correlationRemainingUsd,
   folderOf,
   idempotencySlot,
   isTerminal,
@@ -50,19 +52,8 @@ export interface CommitVerdict {
   readonly advance: () => LedgerState;
 }
 
-/**
- * What an envelope asks, without what differs between two submissions of the same request (ids,
- * times, budget, and paths inside the message's own folder). Equal fingerprints ask the same thing.
- */
-const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget', 'payload_ref']);
-
-export function requestFingerprint(message: CooMessage): string {
-  const asked: Record<string, unknown> = {};
-  for (const [key, value] of Object.entries(message)) if (!VOLATILE_FIELDS.has(key)) asked[key] = value;
-  const pin = asked['context_pin'] as Record<string, unknown> | null | undefined;
-  if (pin != null) asked['context_pin'] = { ...pin, context_manifest_ref: undefined };
-  return sha256Ref(canonicalJson(asked));
-}
+/** How far a stated dollar figure may differ from the ledger's (floating-point sums of costs). */
+const USD_TOLERANCE = 1e-9;
 
 /** Processing order inside one commit: trust first, so a genesis or rotation commit sees its own files. */
 const ORDER: Record<string, number> = { root: 0, registry: 1, policy: 2, kill_switch: 3, envelope: 4, claim: 5, receipt: 6, heartbeat: 7 };
@@ -345,7 +336,11 @@ class CommitCheck {
     return holder;
   }
 
-  /** The kill switch: a CEO may set either way; the active COO may stop, and may restart only what it stopped. */
+  /**
+   * The kill switch: a CEO may set either way; the active COO may stop, and may restart only what it
+   * stopped. A stop belongs to whoever set it, and ownership does not pass by re-asserting it: the
+   * COO may not set `on` over another's standing stop (its `off` would then release that stop).
+   */
   private checkKillSwitch(entry: EntryFile, version: number, keyId: string): void {
     const doc = this.read('kill_switch.v0', entry);
     this.requireVersion(this.killSwitch, version, doc.version, entry.path);
@@ -358,8 +353,9 @@ class CommitCheck {
       throw new CooError('TRUST_AUTHORITY', `${entry.path}: only a trust-root authority or the active COO may set the kill switch`, { where: entry.path });
     }
     const current = this.killSwitch?.doc;
-    if (!holder.rootAuthority && doc.state === 'off' && current !== undefined && current.state === 'on' && current.set_by !== holder.actor) {
-      throw new CooError('TRUST_AUTHORITY', `${entry.path}: the kill switch was set by ${current.set_by}; the COO cannot release it`, { where: entry.path });
+    if (!holder.rootAuthority && current !== undefined && current.state === 'on' && current.set_by !== holder.actor) {
+      const what = doc.state === 'off' ? 'the COO cannot release it' : 'the COO cannot take the stop over by setting it again';
+      throw new CooError('TRUST_AUTHORITY', `${entry.path}: the kill switch was set by ${current.set_by}; ${what}`, { where: entry.path });
     }
     this.killSwitch = this.trustFile(entry, version, doc);
   }
@@ -416,16 +412,9 @@ class CommitCheck {
     const fingerprint = requestFingerprint(doc);
     const slot = idempotencySlot(doc.source_actor, doc.idempotency_key);
     const firstId = this.idempotency.get(slot) ?? this.state.idempotency.get(slot);
-    let duplicateOf: string | null = null;
-    if (firstId !== undefined) {
-      const first = this.message(firstId);
-      if (first === undefined || first.fingerprint !== fingerprint) {
-        throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key ${JSON.stringify(doc.idempotency_key)} was used by ${firstId} for a different request`, { where });
-      }
-      duplicateOf = first.duplicateOf ?? first.id;
-    } else {
-      this.idempotency.set(slot, doc.message_id);
-    }
+    const first = repeatedRequest(doc, fingerprint, firstId, firstId === undefined ? undefined : this.message(firstId), where);
+    const duplicateOf = first === null ? null : (first.duplicateOf ?? first.id);
+    if (first === null) this.idempotency.set(slot, doc.message_id);
     this.messages.set(doc.message_id, {
       id: doc.message_id,
       intent: doc.intent,
@@ -434,6 +423,7 @@ class CommitCheck {
       correlation: doc.correlation_id,
       createdAt: doc.created_at,
       chain: doc.causality_chain,
+      maxHops: doc.max_hops,
       idempotencyKey: doc.idempotency_key,
       fingerprint,
       payloadHash: 'payload_hash' in doc ? doc.payload_hash : null,
@@ -474,8 +464,20 @@ class CommitCheck {
           throw new CooError('MESSAGE_UNKNOWN', `${where}: about_message_id ${doc.about_message_id} does not exist`, { where });
         }
         return;
-      case 'receipt_notice':
+      case 'receipt_notice': {
+        // The path names a message: it must be a receipt the ledger holds, in that message's own folder.
+        const info = classifyPath(doc.receipt_ref.path);
+        const record = info?.kind === 'receipt' ? this.message(info.messageId) : undefined;
+        const receipt = info?.kind === 'receipt' ? record?.attempts[info.attempt - 1]?.receipt : undefined;
+        if (receipt?.path !== doc.receipt_ref.path) {
+          throw new CooError('MESSAGE_UNKNOWN', `${where}: receipt_ref ${doc.receipt_ref.path} is not a receipt in the ledger`, { where: `${where}:receipt_ref` });
+        }
+        return;
+      }
       case 'blocker':
+        if (doc.about_message_id !== null && this.message(doc.about_message_id) === undefined) {
+          throw new CooError('MESSAGE_UNKNOWN', `${where}: about_message_id ${doc.about_message_id} does not exist`, { where });
+        }
         return;
     }
   }
@@ -491,6 +493,10 @@ class CommitCheck {
     }
     if (parent.correlation !== doc.correlation_id) {
       throw new CooError('SCHEMA_INVALID', `${where}: a reply keeps its parent's correlation_id ${parent.correlation}`, { where: `${where}:correlation_id` });
+    }
+    // Hop limits only tighten down a chain: max_hops counts from the chain's first message, so a reply leaves at most what its parent left.
+    if (doc.max_hops > parent.maxHops) {
+      throw new CooError('POLICY_LIMIT', `${where}: max_hops ${doc.max_hops} exceeds the ${parent.maxHops} its parent ${parent.id} leaves`, { where: `${where}:max_hops` });
     }
     if (doc.intent === 'ea_dispatch') {
       for (const id of doc.causality_chain) {
@@ -509,11 +515,30 @@ class CommitCheck {
       if (!ok) throw new CooError('POLICY_LIMIT', `${where}: ${what} (policy v${policy.version})`, { where });
     };
     limit(doc.max_hops <= policy.limits.max_hops, `max_hops ${doc.max_hops} exceeds ${policy.limits.max_hops}`);
+    // The runner blocks a message at its hop limit; one it would never run is refused now, not queued.
+    limit(!isRunnerIntent(doc.intent) || withinHopLimit(doc), `hop_count ${doc.hop_count} reaches max_hops ${doc.max_hops}: the runner would never run it`);
     limit((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 <= policy.limits.max_ttl_seconds, `time to live exceeds ${policy.limits.max_ttl_seconds} s`);
     limit(doc.budget.max_cost_usd <= policy.budgets.max_cost_usd_per_message, `max_cost_usd ${doc.budget.max_cost_usd} exceeds ${policy.budgets.max_cost_usd_per_message}`);
     limit(doc.budget.max_runtime_seconds <= policy.budgets.max_runtime_seconds, `max_runtime_seconds exceeds ${policy.budgets.max_runtime_seconds}`);
     if (doc.intent === 'aa_consult') {
       limit(doc.context_pin.files.length <= policy.limits.max_context_files, `${doc.context_pin.files.length} context files exceed ${policy.limits.max_context_files}`);
+    }
+    this.checkCorrelationBudget(doc, where);
+  }
+
+  /**
+   * An envelope's correlation_budget_remaining_usd is the writer's claim about the ledger; when it
+   * states one, it must be the ledger's own figure at this commit's parent (the policy in force less
+   * what the correlation's receipts have cost). Null states none.
+   */
+  private checkCorrelationBudget(doc: CooMessage, where: string): void {
+    const claimed = doc.budget.correlation_budget_remaining_usd;
+    if (claimed === null) return;
+    const actual = correlationRemainingUsd(this.policy!.doc, this.state.spendByCorrelation.get(doc.correlation_id) ?? 0);
+    if (Math.abs(claimed - actual) > USD_TOLERANCE) {
+      throw new CooError('POLICY_LIMIT', `${where}: correlation_budget_remaining_usd ${claimed} is not the ${actual} the ledger leaves ${doc.correlation_id} (policy v${this.policy!.doc.version})`, {
+        where: `${where}:budget.correlation_budget_remaining_usd`,
+      });
     }
   }
 
@@ -557,15 +582,33 @@ class CommitCheck {
     this.messages.set(record.id, { ...record, attempts });
   }
 
-  /** A claim takes exactly the next attempt of a live message, before anything is paid for. */
+  /**
+   * The message an entry under a message folder belongs to: it exists, and the folder is the one its
+   * id and created_at name. A claim or receipt for M under another hour's folder would close M's
+   * attempt from a path the runner never writes, and split M's files across two folders.
+   */
+  private messageAt(info: { readonly messageId: string; readonly folder: string }, where: string): MessageRecord {
+    const record = this.message(info.messageId);
+    if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: ${info.messageId} does not exist`, { where });
+    const folder = folderOf(record);
+    if (info.folder !== folder) throw new CooError('PATH_INVALID', `${where}: the entries of ${record.id} live under ${folder}/`, { where });
+    return record;
+  }
+
+  /**
+   * A claim takes exactly the next attempt of a live message of an intent the runner executes, at
+   * or after the time a retry may start, before anything is paid for. A claim the runner would never
+   * make would hold the attempt open, and every later receipt for the message would be refused.
+   */
   private checkClaim(entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
     const where = entry.path;
     const doc = this.read('claim.v0', entry);
     this.requireActiveCoo(keyId, where, 'claims');
-    const record = this.message(info.messageId);
-    if (record === undefined || doc.message_id !== info.messageId) {
-      throw new CooError('MESSAGE_UNKNOWN', `${where}: claim for ${doc.message_id}, which is not the message of this folder or does not exist`, { where });
+    const record = this.messageAt(info, where);
+    if (doc.message_id !== record.id) {
+      throw new CooError('MESSAGE_UNKNOWN', `${where}: claim for ${doc.message_id}, which is not the message of this folder`, { where });
     }
+    if (!isRunnerIntent(record.intent)) throw new CooError('ATTEMPT_INVALID', `${where}: the runner does not execute ${record.intent} messages; they take no claims`, { where });
     if (record.duplicateOf !== null) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} repeats ${record.duplicateOf} and is never run`, { where });
     const next = record.attempts.length + 1;
     const last = record.attempts[record.attempts.length - 1];
@@ -575,8 +618,12 @@ class CommitCheck {
     if (last !== undefined && (last.receipt === null || last.receipt.nextAttemptAt === null)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${last.number} is ${last.receipt === null ? 'still open' : 'final'}`, { where });
     }
-    if (doc.attempt_id !== attemptIdFor(record.id, next)) {
-      throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptIdFor(record.id, next)}`, { where });
+    if (last?.receipt?.nextAttemptAt != null && toMillis(doc.claimed_at) < toMillis(last.receipt.nextAttemptAt)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: claimed at ${doc.claimed_at}, before attempt ${next} may start at ${last.receipt.nextAttemptAt}`, { where });
+    }
+    const attemptId = attemptIdOf(record, next);
+    if (doc.attempt_id !== attemptId) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
     }
     this.updateMessage(record, [
       ...record.attempts,
@@ -584,15 +631,24 @@ class CommitCheck {
     ]);
   }
 
+  /** A receipt sits in its message's own folder, names that message and closes one of its attempts. */
   private checkReceipt(entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, keyId: string): void {
     const where = entry.path;
-    const record = this.message(info.messageId);
-    if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: receipt for a message that does not exist`, { where });
-    if (record.intent === 'ea_dispatch') {
-      this.checkEaReceipt(entry, info, record, keyId);
-      return;
+    const record = this.messageAt(info, where);
+    switch (record.intent) {
+      case 'aa_consult':
+        this.checkAaReceipt(entry, info, record, keyId);
+        return;
+      case 'ea_dispatch':
+        this.checkEaReceipt(entry, info, record, keyId);
+        return;
+      default:
+        throw new CooError('ATTEMPT_INVALID', `${where}: ${record.intent} messages take no receipts`, { where });
     }
-    if (record.intent !== 'aa_consult') throw new CooError('ATTEMPT_INVALID', `${where}: ${record.intent} messages take no receipts`, { where });
+  }
+
+  private checkAaReceipt(entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, record: MessageRecord, keyId: string): void {
+    const where = entry.path;
     const doc = this.read('aa_receipt.v0', entry);
     this.requireActiveCoo(keyId, where, 'receipts');
     const attempt = this.openAttempt(record, info.attempt, doc, where);
@@ -611,6 +667,11 @@ class CommitCheck {
     this.closeAttempt(record, attempt, doc, where);
   }
 
+  /**
+   * An EA receipt names its dispatch, its target and its attempt. While the runner does not execute
+   * dispatches, the EA (or the COO) reports each attempt unclaimed; once it does, a receipt closes
+   * the claimed attempt, as a consult's does.
+   */
   private checkEaReceipt(entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, record: MessageRecord, keyId: string): void {
     const where = entry.path;
     const doc = this.read('ea_receipt.v0', entry);
@@ -618,17 +679,26 @@ class CommitCheck {
     if (holder.actor !== record.target && holder.actor !== this.registry?.doc.active_coo) {
       throw new CooError('SIGNER_WRONG_ACTOR', `${where}: an EA receipt comes from ${record.target} or the active COO, not ${holder.actor}`, { where });
     }
+    if (isRunnerIntent(record.intent)) {
+      this.closeAttempt(record, this.openAttempt(record, info.attempt, doc, where), doc, where);
+      return;
+    }
+    if (doc.message_id !== record.id) throw new CooError('ATTEMPT_INVALID', `${where}: receipt for ${doc.message_id} in the folder of ${record.id}`, { where });
+    if (doc.target_actor !== record.target) throw new CooError('ATTEMPT_INVALID', `${where}: target_actor differs from the envelope's`, { where });
+    if (isTerminal(record)) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} is already final`, { where });
     const next = record.attempts.length + 1;
     const last = record.attempts[record.attempts.length - 1];
     if (info.attempt !== next || doc.attempt_number !== next || (last !== undefined && last.receipt?.nextAttemptAt == null)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${doc.attempt_number} where ${next} comes next`, { where });
     }
-    const attempt: AttemptRecord = { number: next, attemptId: doc.attempt_id, claim: null, receipt: null };
+    const attemptId = attemptIdOf(record, next);
+    if (doc.attempt_id !== attemptId) throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
+    const attempt: AttemptRecord = { number: next, attemptId, claim: null, receipt: null };
     this.closeAttempt(record, attempt, doc, where, [...record.attempts, attempt]);
   }
 
   /** The claimed, still open attempt a receipt closes. */
-  private openAttempt(record: MessageRecord, number: number, doc: AaReceipt, where: string): AttemptRecord {
+  private openAttempt(record: MessageRecord, number: number, doc: AaReceipt | EaReceipt, where: string): AttemptRecord {
     const attempt = record.attempts[number - 1];
     if (doc.message_id !== record.id || doc.attempt_number !== number || attempt === undefined || attempt.claim === null) {
       throw new CooError('ATTEMPT_INVALID', `${where}: no claimed attempt ${number} of ${record.id} for this receipt`, { where });

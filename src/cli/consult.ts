@@ -27,10 +27,10 @@ export function consultVerb(program: Command): void {
     .option('--max-cost <usd>', 'budget for this consult in USD (default: the policy cap)')
     .option('--max-runtime <seconds>', 'runtime budget in seconds (default: 600 or the policy cap)')
     .option('--ttl <duration>', 'how long the consult may wait to start, e.g. 30m, 2h (default 1h)')
-    .option('--idempotency-key <key>', 'the same key with the same request returns the message already there')
-    .option('--correlation <id>', 'correlation id (corr_...) shared by related messages')
+    .option('--idempotency-key <key>', 'the same key with the same request returns the message already there; with another request or correlation it is refused')
+    .option('--correlation <id>', "correlation id (corr_...) shared by related messages (default: the parent's, or the original's under the same --idempotency-key, or a new one)")
     .option('--parent <message-id>', 'the message this one follows from')
-    .option('--max-hops <n>', 'how many hops a chain from this message may take (default: the policy limit)')
+    .option('--max-hops <n>', 'how many hops a chain through this message may take, counted from its first message (default: what the parent leaves, or the policy limit)')
     .addOption(jsonOption())
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');

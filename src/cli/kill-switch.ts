@@ -8,7 +8,7 @@ import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, require
 export function killSwitchVerb(program: Command): void {
   program
     .command('kill-switch')
-    .description('stop (on) or allow (off) every advisory consult; a signed control entry. The COO may release only a stop it set itself')
+    .description('stop (on) or allow (off) every advisory consult; a signed control entry. A stop belongs to whoever set it: the COO may release only a stop it set itself, and cannot take over a CEO stop by setting it again')
     .argument('<state>', 'on or off')
     .addOption(ledgerOption())
     .addOption(keyOption('the CEO or active COO private key; default $COO_KEY'))

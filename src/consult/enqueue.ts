@@ -1,11 +1,12 @@
 import { randomBytes } from 'node:crypto';
 import { CooError } from '../errors.js';
 import { activeKeys } from '../authority/keys.js';
+import { correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { appendEnvelope, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
 import { manifestPath, messageFolder, promptPath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { parseDocument } from '../schema/documents.js';
+import { parseDocument, readDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import { sha256Ref } from '../util/hash.js';
@@ -28,9 +29,10 @@ export interface ConsultRequest {
   readonly maxRuntimeSeconds?: number;
   readonly ttlSeconds?: number;
   readonly idempotencyKey?: string;
+  /** Default: the parent's, else the correlation of the first request under this idempotency key, else a new one. */
   readonly correlationId?: string;
   readonly parentMessageId?: string;
-  /** How many hops a chain from this message may take (at most the policy's). */
+  /** How many hops a chain through this message may take: at most what the parent leaves (its own max_hops) and the policy's; that by default. */
   readonly maxHops?: number;
 }
 
@@ -71,8 +73,12 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
 
   const parent = request.parentMessageId === undefined ? undefined : state.messages.get(request.parentMessageId);
   if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
-  const correlation = parent?.correlation ?? request.correlationId ?? newCorrelationId();
+  const idempotencyKey = request.idempotencyKey ?? `consult-${randomBytes(8).toString('hex')}`;
+  // A retry under the same key names the same request in the same correlation: reuse the original's.
+  const original = state.messages.get(state.idempotency.get(idempotencySlot(holder.actor, idempotencyKey)) ?? '');
+  const correlation = parent?.correlation ?? request.correlationId ?? original?.correlation ?? newCorrelationId();
   const chain = parent === undefined ? [] : [...parent.chain, parent.id];
+  const maxHops = request.maxHops ?? Math.min(parent?.maxHops ?? policy.limits.max_hops, policy.limits.max_hops);
   const messageId = newMessageId(now.getTime());
   const createdAt = isoSeconds(now);
   const folder = messageFolder(messageId, createdAt);
@@ -90,47 +96,53 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
       ),
     ),
   );
-  const envelope = parseDocument(
-    'coo_message.v0',
-    {
-      schema_version: 'coo_message.v0',
-      message_id: messageId,
-      correlation_id: correlation,
-      parent_message_id: parent?.id ?? null,
-      causality_chain: chain,
-      hop_count: chain.length,
-      max_hops: request.maxHops ?? policy.limits.max_hops,
-      expires_at: isoSeconds(expires),
-      deadline_at: isoSeconds(addSeconds(expires, runtime)),
-      principal: holder.actor,
-      source_actor: holder.actor,
-      target_actor: request.target,
-      intent: 'aa_consult',
-      authority_class: 'advisory_only',
-      idempotency_key: request.idempotencyKey ?? `consult-${randomBytes(8).toString('hex')}`,
-      budget: {
-        max_cost_usd: request.maxCostUsd ?? policy.budgets.max_cost_usd_per_message,
-        max_runtime_seconds: runtime,
-        correlation_budget_remaining_usd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - (state.spendByCorrelation.get(correlation) ?? 0)),
+  // The correlation's remaining budget is stated as the ledger has it at the head the envelope lands on.
+  const envelopeAt = (head: LedgerState): AaConsultMessage =>
+    parseDocument(
+      'coo_message.v0',
+      {
+        schema_version: 'coo_message.v0',
+        message_id: messageId,
+        correlation_id: correlation,
+        parent_message_id: parent?.id ?? null,
+        causality_chain: chain,
+        hop_count: chain.length,
+        max_hops: maxHops,
+        expires_at: isoSeconds(expires),
+        deadline_at: isoSeconds(addSeconds(expires, runtime)),
+        principal: holder.actor,
+        source_actor: holder.actor,
+        target_actor: request.target,
+        intent: 'aa_consult',
+        authority_class: 'advisory_only',
+        idempotency_key: idempotencyKey,
+        budget: {
+          max_cost_usd: request.maxCostUsd ?? policy.budgets.max_cost_usd_per_message,
+          max_runtime_seconds: runtime,
+          correlation_budget_remaining_usd: correlationRemainingUsd(head.policy?.doc ?? policy, head.spendByCorrelation.get(correlation) ?? 0),
+        },
+        prompt_template_version: PROMPT_TEMPLATE_VERSION,
+        payload_ref: promptPath(folder),
+        payload_hash: sha256Ref(prompt),
+        context_pin: {
+          repo_commit_sha: commit,
+          context_manifest_ref: manifestPath(folder),
+          context_manifest_hash: sha256Ref(manifest),
+          files: files.map((file) => ({ path: file.path, sha256: file.sha256 })),
+        },
+        expected_receipt_schema: 'aa_receipt.v0',
+        status: 'queued',
+        created_at: createdAt,
       },
-      prompt_template_version: PROMPT_TEMPLATE_VERSION,
-      payload_ref: promptPath(folder),
-      payload_hash: sha256Ref(prompt),
-      context_pin: {
-        repo_commit_sha: commit,
-        context_manifest_ref: manifestPath(folder),
-        context_manifest_hash: sha256Ref(manifest),
-        files: files.map((file) => ({ path: file.path, sha256: file.sha256 })),
-      },
-      expected_receipt_schema: 'aa_receipt.v0',
-      status: 'queued',
-      created_at: createdAt,
-    },
-    'envelope',
-  ) as AaConsultMessage;
+      'envelope',
+    ) as AaConsultMessage;
+  let envelope = envelopeAt(state);
   const result = await appendEnvelope(
     ledger,
-    Buffer.from(toYaml(envelope)),
+    (head) => {
+      envelope = envelopeAt(head);
+      return Buffer.from(toYaml(envelope));
+    },
     new Map([
       ['prompt.md', prompt],
       ['context-manifest.yaml', manifest],
@@ -138,5 +150,9 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
     key,
     now,
   );
-  return { ...result, envelope };
+  if (!result.existing) return { ...result, envelope };
+  // A repeated request: what the caller gets is the envelope the ledger holds, not the one not written.
+  const stored = await ledger.readFile(result.path);
+  if (stored === null) throw new CooError('NOT_FOUND', `${result.path} is missing`);
+  return { ...result, envelope: readDocument('coo_message.v0', stored, result.path) as AaConsultMessage };
 }

@@ -1,7 +1,7 @@
 import { CooError } from '../errors.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { folderOf, idempotencySlot } from '../authority/state.js';
-import { requestFingerprint } from '../authority/validate-commit.js';
+import { repeatedRequest, requestFingerprint } from '../authority/idempotency.js';
+import { folderOf, idempotencySlot, type LedgerState } from '../authority/state.js';
 import { readDocument } from '../schema/documents.js';
 import type { CooMessage } from '../schema/message.js';
 import { envelopePath, messageFolder } from './layout.js';
@@ -20,40 +20,46 @@ export interface EnvelopeAppendResult {
 export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml'] as const;
 
 /**
+ * An envelope whose bytes depend on the ledger at the head it lands on (the correlation's remaining
+ * budget it states), built under the ledger's lock. Only such figures may differ between two calls:
+ * the id, times and request stay the same.
+ */
+export type EnvelopeAtHead = (state: LedgerState) => Buffer;
+
+/**
  * Signs and appends an envelope with its artifacts. The same idempotency key with the same request
- * returns the message already there and writes nothing; with a different request it is refused.
+ * in the same correlation returns the message already there and writes nothing; with a different
+ * request, or under another correlation, it is refused.
  */
 export async function appendEnvelope(
   ledger: Ledger,
-  envelopeBytes: Buffer,
+  envelope: Buffer | EnvelopeAtHead,
   artifacts: ReadonlyMap<string, Buffer>,
   key: PrivateKey,
   now: Date,
   file = 'envelope',
 ): Promise<EnvelopeAppendResult> {
-  const message: CooMessage = readDocument('coo_message.v0', envelopeBytes, file);
+  const bytesAt = typeof envelope === 'function' ? envelope : () => envelope;
+  const initial = typeof envelope === 'function' ? envelope(await ledger.state()) : envelope;
+  const message: CooMessage = readDocument('coo_message.v0', initial, file);
   const folder = messageFolder(message.message_id, message.created_at);
-  const files: NewFile[] = [{ path: envelopePath(folder), bytes: envelopeBytes }];
+  const extra: NewFile[] = [];
   for (const [name, bytes] of artifacts) {
     if (!(MESSAGE_ARTIFACTS as readonly string[]).includes(name)) {
       throw new CooError('USAGE', `artifact ${name} has no place beside an envelope (allowed: ${MESSAGE_ARTIFACTS.join(', ')})`);
     }
-    files.push({ path: `${folder}/${name}`, bytes });
+    extra.push({ path: `${folder}/${name}`, bytes });
   }
   const fingerprint = requestFingerprint(message);
   const result = await ledger.append<EnvelopeAppendResult>({
-    files,
+    files: (state) => [{ path: envelopePath(folder), bytes: bytesAt(state) }, ...extra],
     key,
     now,
     summary: `${message.intent} ${message.message_id} ${message.source_actor} -> ${message.target_actor}`,
     precheck: (state) => {
       const firstId = state.idempotency.get(idempotencySlot(message.source_actor, message.idempotency_key));
-      if (firstId === undefined) return undefined;
-      const first = state.messages.get(firstId);
-      if (first !== undefined && first.fingerprint === fingerprint) {
-        return { messageId: first.id, path: envelopePath(folderOf(first)), commit: null, existing: true };
-      }
-      throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key ${JSON.stringify(message.idempotency_key)} was used by ${firstId} for a different request`);
+      const first = repeatedRequest(message, fingerprint, firstId, firstId === undefined ? undefined : state.messages.get(firstId), file);
+      return first === null ? undefined : { messageId: first.id, path: envelopePath(folderOf(first)), commit: null, existing: true };
     },
   });
   if ('skipped' in result) return result.skipped;

@@ -1,7 +1,9 @@
-import { beforeAll, describe } from 'vitest';
+import { beforeAll, describe, expect } from 'vitest';
+import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
+import { forgedReceipt } from '../helpers/forged.js';
 import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -110,3 +112,159 @@ describe('replay and duplication', () => {
     return kit.append([{ path: `${base}/receipts/001.yaml`, bytes: Buffer.from(toYaml({ ...forgedReceipt(envelope), output_ref: null, output_hash: null, status: 'failed', blockers: [{ code: 'interrupted', detail: 'x' }], output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] } })) }], kit.keys.coo.key);
   });
 });
+
+/** The same folder under another hour of the same day (or the day before, at midnight). */
+function elsewhere(folder: string): string {
+  return folder.replace(/\/(\d{2})\/(msg_[^/]+)$/, (_all, hour: string, id: string) => `/${hour === '00' ? '01' : String(Number(hour) - 1).padStart(2, '0')}/${id}`);
+}
+
+const folderOfEnvelope = (envelope: { payload_ref: string }): string => envelope.payload_ref.replace(/\/prompt\.md$/, '');
+
+function claimOf(messageId: string, claimedAt: string, attempt = 1, attemptId = `aa_attempt_${messageId.slice(4)}_${attempt}`): Buffer {
+  return Buffer.from(toYaml({ schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptId, attempt_number: attempt, runner_id: 'stray', transport_session_id: 'stray', claimed_at: claimedAt }));
+}
+
+let serial = 0;
+const key = (what: string): string => `${what}-${(serial += 1)}-${Date.now()}`;
+
+describe('kill switch ownership', () => {
+  attack("a COO taking over the CEO's stop by setting it again, then releasing it", 'library', 'TRUST_AUTHORITY', async () => {
+    const { appendKillSwitch } = await import('../../src/ledger/trust-update.js');
+    const { codeOf } = await import('../helpers/attack-kit.js');
+    await appendKillSwitch(kit.world.ledger, 'on', 'CEO stop', 'ceo', kit.keys.ceo.key, new Date());
+    const takeover = await codeOf(() => appendKillSwitch(kit.world.ledger, 'on', 'COO re-asserts', 'coo.hermes', kit.keys.coo.key, new Date()));
+    const release = await codeOf(() => appendKillSwitch(kit.world.ledger, 'off', 'COO releases', 'coo.hermes', kit.keys.coo.key, new Date()));
+    const held = (await kit.world.ledger.state()).killSwitch!.doc;
+    await appendKillSwitch(kit.world.ledger, 'off', 'CEO resume', 'ceo', kit.keys.ceo.key, new Date());
+    if (held.state !== 'on' || held.set_by !== 'ceo') return 'accepted';
+    return takeover === release ? takeover : `${takeover}/${release}`;
+  });
+});
+
+describe('entries outside their own message folder', () => {
+  attack("a COO-signed claim for a consult under another hour's folder", 'library', 'PATH_INVALID', async () => {
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('claim-elsewhere') });
+    return kit.append([{ path: claimPath(elsewhere(folderOfEnvelope(envelope)), 1), bytes: claimOf(messageId, envelope.created_at) }], kit.keys.coo.key);
+  });
+
+  attack("a COO-signed aa_receipt under another hour's folder closing a claimed attempt", 'library', 'PATH_INVALID', async () => {
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('receipt-elsewhere') });
+    const folder = folderOfEnvelope(envelope);
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(messageId, envelope.created_at) }], kit.keys.coo.key);
+    const receipt = { ...forgedReceipt(envelope), output_ref: null, output_hash: null, status: 'failed', blockers: [{ code: 'interrupted', detail: 'x' }], output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] } };
+    const code = await kit.append([{ path: receiptPath(elsewhere(folder), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
+    // Close the attempt where it belongs, so the runner of a later test does not recover it.
+    await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
+    return code;
+  });
+
+  attack("a claim under another hour's folder pushed with stock git", 'hook', 'PATH_INVALID', async () => {
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('pushed-elsewhere') });
+    return kit.push({ [claimPath(elsewhere(folderOfEnvelope(envelope)), 1)]: claimOf(messageId, envelope.created_at) }, { key: kit.keys.coo.file });
+  });
+
+  attack("a receipt under another hour's folder written behind the hook's back", 'verify', 'PATH_INVALID', async () => {
+    const { firstOr } = await import('../helpers/attack-kit.js');
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('bypass-elsewhere') });
+    const folder = folderOfEnvelope(envelope);
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(messageId, envelope.created_at) }], kit.keys.coo.key);
+    const receipt = { ...forgedReceipt(envelope), output_ref: null, output_hash: null, status: 'failed', blockers: [{ code: 'interrupted', detail: 'x' }], output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] } };
+    let codes: string[] = [];
+    await kit.bypass({ [receiptPath(elsewhere(folder), 1)]: toYaml(receipt) }, { key: kit.keys.coo.file }, () => {
+      codes = kit.verifyCodes();
+    });
+    await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
+    return firstOr(codes, 'PATH_INVALID');
+  });
+
+  attack("an ea_receipt in one dispatch's folder naming another dispatch", 'library', 'ATTEMPT_INVALID', async () => {
+    const [one, other] = [dispatchEnvelope(), dispatchEnvelope()];
+    await kit.append([envelopeFile(one), envelopeFile(other)], kit.keys.coo.key);
+    const receipt = eaReceipt(other.message_id, `ea_attempt_${other.message_id.slice(4)}_1`);
+    return kit.append([{ path: receiptPath(messageFolder(one.message_id, one.created_at), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
+  });
+
+  attack('an ea_receipt whose attempt_id is not its attempt', 'library', 'ATTEMPT_INVALID', async () => {
+    const dispatch = dispatchEnvelope();
+    await kit.append([envelopeFile(dispatch)], kit.keys.coo.key);
+    const receipt = eaReceipt(dispatch.message_id, 'ea_attempt_someone_else_7');
+    return kit.append([{ path: receiptPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
+  });
+});
+
+describe('claims the runner would never make', () => {
+  attack('a stray claim on a dispatch, which the runner does not execute', 'library', 'ATTEMPT_INVALID', async () => {
+    const dispatch = dispatchEnvelope();
+    await kit.append([envelopeFile(dispatch)], kit.keys.coo.key);
+    const folder = messageFolder(dispatch.message_id, dispatch.created_at);
+    const code = await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(dispatch.message_id, dispatch.created_at) }], kit.keys.coo.key);
+    // Had the claim landed, the EA's report of the attempt would be refused for good.
+    if (code === 'accepted') return 'accepted';
+    const report = await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(eaReceipt(dispatch.message_id, `ea_attempt_${dispatch.message_id.slice(4)}_1`))) }], kit.keys.codex.key);
+    return report === 'accepted' ? code : `${code}, then the report: ${report}`;
+  });
+
+  attack('a claim on a blocker notice', 'library', 'ATTEMPT_INVALID', async () => {
+    const notice = evidence('ea.codex', 'coo.hermes');
+    expect(await kit.append([envelopeFile(notice)], kit.keys.codex.key)).toBe('accepted');
+    return kit.append([{ path: claimPath(messageFolder(notice.message_id, notice.created_at), 1), bytes: claimOf(notice.message_id, notice.created_at) }], kit.keys.coo.key);
+  });
+
+  attack('a claim for the next attempt before its retry time', 'library', 'ATTEMPT_INVALID', async () => {
+    const { messageId, envelope } = await kit.world.consult({ idempotencyKey: key('early-retry') });
+    const folder = folderOfEnvelope(envelope);
+    const retryAt = new Date(Date.parse(envelope.created_at) + 60_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
+    const failed = { ...forgedReceipt(envelope), output_ref: null, output_hash: null, status: 'failed', blockers: [{ code: 'interrupted', detail: 'x' }], next_attempt_at: retryAt, output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] } };
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(messageId, envelope.created_at) }, { path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(failed)) }], kit.keys.coo.key);
+    const code = await kit.append([{ path: claimPath(folder, 2), bytes: claimOf(messageId, envelope.created_at, 2) }], kit.keys.coo.key);
+    // End the message, so the runner of a later test leaves it alone.
+    const final = { ...failed, attempt_id: `aa_attempt_${messageId.slice(4)}_2`, attempt_number: 2, next_attempt_at: null };
+    await kit.append([{ path: claimPath(folder, 2), bytes: claimOf(messageId, retryAt, 2) }, { path: receiptPath(folder, 2), bytes: Buffer.from(toYaml(final)) }], kit.keys.coo.key);
+    return code;
+  });
+});
+
+describe('hop limits', () => {
+  attack('a reply declaring more hops than its parent leaves', 'cli', 'POLICY_LIMIT', async () => {
+    const { codeOf } = await import('../helpers/attack-kit.js');
+    const parent = await kit.world.consult({ idempotencyKey: key('hop-parent'), maxHops: 2 });
+    return codeOf(() => kit.world.consult({ idempotencyKey: key('hop-child'), parentMessageId: parent.messageId, maxHops: 3 }));
+  });
+
+  attack('a consult at its hop limit, which the runner would never run', 'cli', 'POLICY_LIMIT', async () => {
+    const { codeOf } = await import('../helpers/attack-kit.js');
+    const parent = await kit.world.consult({ idempotencyKey: key('limit-parent'), maxHops: 1 });
+    return codeOf(() => kit.world.consult({ idempotencyKey: key('limit-child'), parentMessageId: parent.messageId }));
+  });
+});
+
+describe('claims an envelope makes about the ledger', () => {
+  attack("an envelope stating a correlation budget the ledger does not leave", 'library', 'POLICY_LIMIT', () =>
+    kit.append([envelopeFile(dispatchEnvelope({ budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: 999 } }))], kit.keys.coo.key),
+  );
+
+  attack('the same idempotency key and request under another correlation', 'library', 'IDEMPOTENCY_CONFLICT', async () => {
+    const first = dispatchEnvelope({ idempotency_key: key('corr-key') });
+    await kit.append([envelopeFile(first)], kit.keys.coo.key);
+    return kit.append([envelopeFile(dispatchEnvelope({ idempotency_key: first.idempotency_key, dispatch: (first as { dispatch: unknown }).dispatch, correlation_id: 'corr_another' }))], kit.keys.coo.key);
+  });
+});
+
+function eaReceipt(messageId: string, attemptId: string): Record<string, unknown> {
+  return {
+    schema_version: 'ea_receipt.v0',
+    message_id: messageId,
+    attempt_id: attemptId,
+    attempt_number: 1,
+    target_actor: 'ea.codex',
+    status: 'failed',
+    created_at: '2026-11-30T08:30:00Z',
+    blockers: [{ code: 'tests_failed', detail: 'x' }],
+    next_attempt_at: null,
+    commands_run: ['npm test'],
+    inner_exit_codes: [1],
+    files_changed: [],
+    tests_run: ['npm test'],
+    head_sha: null,
+  };
+}

@@ -1,3 +1,4 @@
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
@@ -7,6 +8,7 @@ import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-upd
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { T0, dispatchEnvelope, envelopeFile, makeLedger, type Actors } from '../helpers/ledger.js';
+import { worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -119,13 +121,22 @@ describe('write-time authority', () => {
 
   it('treats the same idempotency key: same request is a duplicate, another request a conflict', async () => {
     const first = dispatchEnvelope({ idempotency_key: 'same-key' });
+    const same = { idempotency_key: 'same-key', correlation_id: first.correlation_id, dispatch: first.intent === 'ea_dispatch' ? first.dispatch : undefined };
     await append(first)();
-    const repeat = dispatchEnvelope({ idempotency_key: 'same-key', dispatch: first.intent === 'ea_dispatch' ? first.dispatch : undefined });
+    const repeat = dispatchEnvelope(same);
     await append(repeat)();
     expect((await ledger.state()).messages.get(repeat.message_id)?.duplicateOf).toBe(first.message_id);
-    await expectRejected('IDEMPOTENCY_CONFLICT', append(dispatchEnvelope({ idempotency_key: 'same-key' })));
-    const viaApi = await appendEnvelope(ledger, Buffer.from(toYaml(dispatchEnvelope({ idempotency_key: 'same-key', dispatch: first.intent === 'ea_dispatch' ? first.dispatch : undefined }))), new Map(), actors.coo, T0);
+    await expectRejected('IDEMPOTENCY_CONFLICT', append(dispatchEnvelope({ idempotency_key: 'same-key', correlation_id: first.correlation_id })));
+    const viaApi = await appendEnvelope(ledger, Buffer.from(toYaml(dispatchEnvelope(same))), new Map(), actors.coo, T0);
     expect(viaApi).toMatchObject({ messageId: first.message_id, existing: true, commit: null });
+  });
+
+  it('refuses the same idempotency key and request under another correlation, at write time and in the writer', async () => {
+    const first = dispatchEnvelope({ idempotency_key: 'one-correlation' });
+    await append(first)();
+    const elsewhere = dispatchEnvelope({ idempotency_key: 'one-correlation', correlation_id: 'corr_elsewhere', dispatch: first.intent === 'ea_dispatch' ? first.dispatch : undefined });
+    await expectRejected('IDEMPOTENCY_CONFLICT', append(elsewhere));
+    await expectRejected('IDEMPOTENCY_CONFLICT', () => appendEnvelope(ledger, Buffer.from(toYaml(elsewhere)), new Map(), actors.coo, T0));
   });
 
   it('refuses a parent that does not exist and a chain that does not extend the parent', async () => {
@@ -179,5 +190,62 @@ describe('trust files', () => {
     );
     expect((await ledger.state()).killSwitch?.doc.state).toBe('on');
     await appendKillSwitch(ledger, 'off', 'CEO resume', 'ceo', actors.ceo, T0);
+  });
+
+  it('keeps a CEO stop until the CEO releases it: the COO can neither take it over by setting it again nor then release it', async () => {
+    await appendKillSwitch(ledger, 'on', 'CEO stop', 'ceo', actors.ceo, T0);
+    await expectRejected('TRUST_AUTHORITY', () => appendKillSwitch(ledger, 'on', 'COO re-asserts', 'coo.hermes', actors.coo, T0));
+    await expectRejected('TRUST_AUTHORITY', () => appendKillSwitch(ledger, 'off', 'COO releases', 'coo.hermes', actors.coo, T0));
+    expect((await ledger.state()).killSwitch?.doc).toMatchObject({ state: 'on', set_by: 'ceo' });
+    await appendKillSwitch(ledger, 'on', 'CEO again', 'ceo', actors.ceo, T0);
+    await appendKillSwitch(ledger, 'off', 'CEO resume', 'ceo', actors.ceo, T0);
+    expect((await ledger.state()).killSwitch?.doc.state).toBe('off');
+  });
+
+  it("lets the COO set its own stop again, and makes a COO stop the CEO sets again the CEO's", async () => {
+    await appendKillSwitch(ledger, 'on', 'COO pause', 'coo.hermes', actors.coo, T0);
+    await appendKillSwitch(ledger, 'on', 'COO pause, still', 'coo.hermes', actors.coo, T0);
+    await appendKillSwitch(ledger, 'on', 'CEO holds it', 'ceo', actors.ceo, T0);
+    await expectRejected('TRUST_AUTHORITY', () => appendKillSwitch(ledger, 'off', 'COO resume', 'coo.hermes', actors.coo, T0));
+    await appendKillSwitch(ledger, 'off', 'CEO resume', 'ceo', actors.ceo, T0);
+  });
+});
+
+describe('what an enqueued consult states', () => {
+  const world = worlds(join(dir, 'worlds'));
+
+  it("defaults a reply's max_hops to what its parent leaves, not the policy's maximum", async () => {
+    const w = await world();
+    const parent = await w.consult({ idempotencyKey: 'parent', maxHops: 2 });
+    const child = await w.consult({ idempotencyKey: 'child', parentMessageId: parent.messageId });
+    expect(child.envelope).toMatchObject({ hop_count: 1, max_hops: 2 });
+    expect((await w.ledger.state()).messages.get(child.messageId)?.maxHops).toBe(2);
+    expect(await codeOfAsync(() => w.consult({ idempotencyKey: 'grandchild', parentMessageId: child.messageId }))).toBe('POLICY_LIMIT');
+  });
+
+  it("reuses the original's correlation for a retry under the same idempotency key that gives none, and returns the envelope the ledger holds", async () => {
+    const w = await world();
+    const first = await w.consult({ idempotencyKey: 'retried' });
+    const again = await w.consult({ idempotencyKey: 'retried' });
+    expect(again).toMatchObject({ existing: true, messageId: first.messageId, commit: null });
+    expect(again.envelope).toEqual(first.envelope);
+    expect(await codeOfAsync(() => w.consult({ idempotencyKey: 'retried', correlationId: 'corr_other' }))).toBe('IDEMPOTENCY_CONFLICT');
+  });
+
+  it("holds an envelope's correlation_budget_remaining_usd to the ledger's own figure", async () => {
+    const w = await world();
+    const first = await w.consult({ idempotencyKey: 'spends', correlationId: 'corr_spent' });
+    await w.runner().runOnce();
+    const state = await w.ledger.state();
+    const spent = state.spendByCorrelation.get('corr_spent') ?? 0;
+    expect(spent).toBeGreaterThan(0);
+    const cap = state.policy!.doc.budgets.max_cost_usd_per_correlation;
+    const stated = (usd: number | null) => () =>
+      w.ledger.append({ files: [envelopeFile(dispatchEnvelope({ correlation_id: 'corr_spent', budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: usd } }, new Date()))], key: w.actors.coo, summary: 'test', now: new Date() });
+    expect(await codeOfAsync(stated(cap))).toBe('POLICY_LIMIT');
+    expect(await codeOfAsync(stated(cap - spent))).toBe('no error');
+    expect(await codeOfAsync(stated(null))).toBe('no error');
+    const second = await w.consult({ idempotencyKey: 'states', correlationId: first.envelope.correlation_id });
+    expect(second.envelope.budget.correlation_budget_remaining_usd).toBe(cap - spent);
   });
 });

@@ -1,0 +1,46 @@
+import { CooError } from '../errors.js';
+import type { CooMessage } from '../schema/message.js';
+import { canonicalJson, sha256Ref } from '../util/hash.js';
+import type { MessageRecord } from './state.js';
+
+/**
+ * What an envelope asks, without what differs between two submissions of the same request (ids,
+ * times, budget, and paths inside the message's own folder). Equal fingerprints ask the same thing.
+ * The correlation is left out here and compared on its own, so that the conflict can say so.
+ */
+const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget', 'payload_ref']);
+
+export function requestFingerprint(message: CooMessage): string {
+  const asked: Record<string, unknown> = {};
+  for (const [key, value] of Object.entries(message)) if (!VOLATILE_FIELDS.has(key)) asked[key] = value;
+  const pin = asked['context_pin'] as Record<string, unknown> | null | undefined;
+  if (pin != null) asked['context_pin'] = { ...pin, context_manifest_ref: undefined };
+  return sha256Ref(canonicalJson(asked));
+}
+
+/**
+ * An idempotency key names one request in one correlation. Given the first message that used the
+ * sender's key (`firstId`, undefined when the key is new), returns the message this envelope
+ * repeats, or null when it is the first; throws IDEMPOTENCY_CONFLICT when the key was used for
+ * another request or under another correlation. The one rule: the validator and the writer's
+ * shortcut (ledger/append-envelope.ts) both ask it.
+ */
+export function repeatedRequest(
+  message: Pick<CooMessage, 'idempotency_key' | 'correlation_id'>,
+  fingerprint: string,
+  firstId: string | undefined,
+  first: MessageRecord | undefined,
+  where: string,
+): MessageRecord | null {
+  if (firstId === undefined) return null;
+  const key = JSON.stringify(message.idempotency_key);
+  if (first === undefined || first.fingerprint !== fingerprint) {
+    throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key ${key} was used by ${firstId} for a different request`, { where });
+  }
+  if (first.correlation !== message.correlation_id) {
+    throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key ${key} names ${firstId} in ${first.correlation}, not a request in ${message.correlation_id}`, {
+      where: `${where}:correlation_id`,
+    });
+  }
+  return first;
+}
