@@ -112,10 +112,10 @@ describe('budget and control', () => {
 
   attack('an expired TTL', 'runner', 'expired', () => outcome({ ttlSeconds: 1 }, 'ok', new Date(Date.now() + 10_000)));
 
-  attack('a chain at its hop limit', 'runner', 'hop_limit', async () => {
+  attack('a chain at its hop limit', 'cli', 'POLICY_LIMIT', async () => {
     n += 1;
     const parent = await kit.world.consult({ idempotencyKey: `hop-parent-${n}` });
-    return outcome({ parentMessageId: parent.messageId, maxHops: 1 });
+    return codeOf(() => kit.world.consult({ idempotencyKey: `hop-child-${n}`, parentMessageId: parent.messageId, maxHops: 1 }));
   });
 });
 
