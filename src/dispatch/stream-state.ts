@@ -20,6 +20,10 @@ export class StreamState {
   terminal: 'completed' | 'failed' | null = null;
   afterTerminal = 0;
   malformedLines = 0;
+  /** Tool uses waiting for their results, by id (Claude Code's stream). */
+  readonly toolUses = new Map<string, { readonly name: string; readonly input: Record<string, unknown> }>();
+  /** Denials already counted, by tool and id: one refusal reported twice counts once. */
+  readonly denialKeys = new Set<string>();
   private pending = '';
 
   constructor(

@@ -27,13 +27,14 @@ let n = 0;
 export async function runAttempt(
   setup: AttemptSetup,
   executor: Executor,
-  options: { prompt?: string; timeoutSeconds?: number; scope?: readonly string[]; verify?: readonly string[] } = {},
+  options: { prompt?: string; timeoutSeconds?: number; scope?: readonly string[]; verify?: readonly string[]; prepare?: (worktree: string) => void } = {},
 ): Promise<AttemptResult> {
   n += 1;
   const attemptId = `ea_attempt_CONTRACT${process.pid}_${n}`;
   const scratch = join(setup.dir, `scratch-${executor.name}-${n}`);
   mkdirSync(scratch, { recursive: true });
   const wt = await createAttemptWorktree({ repo: setup.repo, base: setup.base, branch: `coo/${executor.name}-${n}`, path: join(setup.dir, `wt-${executor.name}-${n}`) });
+  options.prepare?.(wt.path);
   const run = await executor.run({ attemptId, worktree: wt.path, scratch, prompt: options.prompt ?? 'Fix add() so that test.sh passes.', timeoutSeconds: options.timeoutSeconds ?? 60 });
   const snapshot = await snapshotWork(wt, scratch);
   const scope = checkScope(snapshot.changes, options.scope ?? ['src/**']);
