@@ -9,6 +9,7 @@ import { CooError } from '../errors.js';
 import { formatIdent, renderCommitPayload, renderSignedCommit } from '../ledger/commit-format.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import type { EvidenceSummary } from './outcome.js';
 import { worktreeGit, type AttemptWorktree } from './worktree.js';
 
 /**
@@ -59,8 +60,8 @@ async function blobHashes(worktree: AttemptWorktree, oids: readonly string[]): P
 export async function snapshotWork(worktree: AttemptWorktree, scratch: string): Promise<WorkSnapshot> {
   const index = join(scratch, 'evidence.index');
   fs.rmSync(index, { force: true });
+  // An empty index: every file is hashed from the disk, nothing is taken from stat data.
   const env = { GIT_INDEX_FILE: index };
-  await worktreeGit(worktree, ['read-tree', worktree.base], { env });
   await worktreeGit(worktree, ['add', '--all', '--force', '--', '.'], { env });
   const tree = (await worktreeGit(worktree, ['write-tree'], { env })).toString('utf8').trim();
   fs.rmSync(index, { force: true });
@@ -210,11 +211,72 @@ export async function commitAttempt(worktree: AttemptWorktree, tree: string, opt
  * commit lacks (a verification that changed files, a partial commit). Paths of what differs.
  */
 export async function checkCommitted(worktree: AttemptWorktree, expected: string): Promise<{ readonly headMatches: boolean; readonly dirty: readonly string[] }> {
-  const head = (await worktreeGit(worktree, ['rev-parse', '--verify', `refs/heads/${worktree.branch}`])).toString('utf8').trim();
-  const status = (await worktreeGit(worktree, ['status', '--porcelain=v1', '-z', '--untracked-files=all'])).toString('utf8');
-  const dirty = status
-    .split('\0')
-    .filter((entry) => entry.length > 3)
-    .map((entry) => entry.slice(3));
-  return { headMatches: head === expected, dirty };
+  // porcelain v2 with --branch names the head commit and the branch: one process for both checks.
+  const status = (await worktreeGit(worktree, ['status', '--porcelain=v2', '--branch', '-z', '--untracked-files=all'])).toString('utf8').split('\0');
+  const head = status.find((entry) => entry.startsWith('# branch.oid '))?.slice('# branch.oid '.length);
+  const branch = status.find((entry) => entry.startsWith('# branch.head '))?.slice('# branch.head '.length);
+  const dirty: string[] = [];
+  for (let i = 0; i < status.length; i += 1) {
+    const entry = status[i]!;
+    if (entry.startsWith('1 ') || entry.startsWith('u ')) dirty.push(entry.split(' ').slice(entry.startsWith('1 ') ? 8 : 10).join(' '));
+    else if (entry.startsWith('2 ')) {
+      dirty.push(entry.split(' ').slice(9).join(' '));
+      i += 1; // the original path follows
+    } else if (entry.startsWith('? ')) dirty.push(entry.slice(2));
+  }
+  return { headMatches: head === expected && branch === worktree.branch, dirty };
+}
+
+export interface GatherOptions {
+  readonly scratch: string;
+  readonly scope: readonly string[];
+  readonly verify: readonly string[];
+  /** The time box of each verification command. */
+  readonly verifyTimeoutSeconds: number;
+  readonly isolation: 'bwrap' | 'none';
+  readonly hide: readonly string[];
+  readonly commit: AttemptCommitOptions;
+}
+
+export interface GatheredEvidence {
+  readonly snapshot: WorkSnapshot;
+  readonly verification: readonly VerificationResult[];
+  readonly commit: AttemptCommit | null;
+  /** What the decision reads (outcome.ts). */
+  readonly summary: EvidenceSummary;
+}
+
+/**
+ * All of the COO's evidence for one attempt, after the EA has exited: the snapshot and its scope
+ * check, then the verification commands in order while the snapshot is committed (the commit
+ * touches the index and refs, never the work tree), then the check that the work tree holds
+ * nothing the commit lacks. An attempt without changes commits nothing; its head is the base.
+ */
+export async function gatherEvidence(worktree: AttemptWorktree, options: GatherOptions): Promise<GatheredEvidence> {
+  const snapshot = await snapshotWork(worktree, options.scratch);
+  const scope = checkScope(snapshot.changes, options.scope);
+  const verifying = (async () => {
+    const results: VerificationResult[] = [];
+    for (const command of options.verify) {
+      results.push(await runVerification(worktree, command, { timeoutSeconds: options.verifyTimeoutSeconds, isolation: options.isolation, scratch: options.scratch, hide: options.hide }));
+    }
+    return results;
+  })();
+  const committing = snapshot.changes.length === 0 ? Promise.resolve(null) : commitAttempt(worktree, snapshot.tree, options.commit);
+  const [verification, commit] = await Promise.all([verifying, committing]);
+  const committed = await checkCommitted(worktree, commit?.headSha ?? worktree.base);
+  return {
+    snapshot,
+    verification,
+    commit,
+    summary: {
+      changes: snapshot.changes,
+      outOfScope: scope.outOfScope,
+      notRegular: scope.notRegular,
+      gitLinkTampered: snapshot.gitLinkTampered,
+      verification,
+      commit: commit === null ? null : { headSha: commit.headSha, ...committed },
+      ...(commit === null ? { dirtyWithoutCommit: committed.dirty } : {}),
+    },
+  };
 }

@@ -75,18 +75,21 @@ export async function createAttemptWorktree(options: CreateWorktreeOptions): Pro
   }
   if (!/^[0-9a-f]{40}$/.test(options.base)) throw new CooError('USAGE', 'the base must be a full commit id');
   if (fs.existsSync(options.path)) throw new CooError('USAGE', `${options.path} already exists: an attempt gets a fresh worktree`);
-  const gitdir = resolve(options.repo, (await safeGit(['rev-parse', '--git-common-dir'], { cwd: options.repo })).toString('utf8').trim());
-  const commit = (await safeGit([`--git-dir=${gitdir}`, 'rev-parse', '--verify', '--end-of-options', `${options.base}^{commit}`])).toString('utf8').trim();
-  if (commit !== options.base) throw new CooError('USAGE', `${options.base} is not a commit in ${options.repo}`);
-  const exists = await safeGit([`--git-dir=${gitdir}`, 'rev-parse', '--verify', '--quiet', `refs/heads/${options.branch}`]).then(
-    () => true,
-    () => false,
-  );
-  if (exists) throw new CooError('USAGE', `branch ${options.branch} already exists: an attempt gets a branch of its own`);
+  // One rev-parse for the common git folder and the base; `worktree add -b` refuses a branch that exists.
+  const [common, commit] = (await safeGit(['rev-parse', '--git-common-dir', `${options.base}^{commit}`], { cwd: options.repo })).toString('utf8').trim().split('\n');
+  if (commit !== options.base || common === undefined) throw new CooError('USAGE', `${options.base} is not a commit in ${options.repo}`);
+  const gitdir = resolve(options.repo, common);
   const path = resolve(options.path);
-  await safeGit([`--git-dir=${gitdir}`, 'worktree', 'add', '--quiet', '-b', options.branch, path, options.base]);
-  const worktreeGitdir = (await safeGit(['rev-parse', '--absolute-git-dir'], { cwd: path })).toString('utf8').trim();
+  try {
+    await safeGit([`--git-dir=${gitdir}`, 'worktree', 'add', '--quiet', '-b', options.branch, path, options.base]);
+  } catch (error) {
+    if (error instanceof CooError && /already exists/.test(error.message)) throw new CooError('USAGE', `branch ${options.branch} already exists: an attempt gets a branch of its own`);
+    throw error;
+  }
   const gitLink = fs.readFileSync(resolve(path, '.git'), 'utf8');
+  const match = /^gitdir: (.+)\n?$/.exec(gitLink);
+  if (match === null) throw new CooError('GIT_FAILED', `git worktree add left no gitdir link in ${path}`);
+  const worktreeGitdir = resolve(path, match[1]!);
   return { gitdir, worktreeGitdir, path, branch: options.branch, base: options.base, gitLink };
 }
 

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PrivateKey } from '../../src/crypto/keys.js';
-import { checkCommitted, checkScope, commitAttempt, runVerification, snapshotWork } from '../../src/dispatch/evidence.js';
+import { gatherEvidence } from '../../src/dispatch/evidence.js';
 import type { Executor, ExecutorRun } from '../../src/dispatch/executor.js';
 import { decideDispatch, type DispatchDecision, type EvidenceSummary } from '../../src/dispatch/outcome.js';
 import { createAttemptWorktree, type AttemptWorktree } from '../../src/dispatch/worktree.js';
@@ -36,16 +36,16 @@ export async function runAttempt(
   const wt = await createAttemptWorktree({ repo: setup.repo, base: setup.base, branch: `coo/${executor.name}-${n}`, path: join(setup.dir, `wt-${executor.name}-${n}`) });
   options.prepare?.(wt.path);
   const run = await executor.run({ attemptId, worktree: wt.path, scratch, prompt: options.prompt ?? 'Fix add() so that test.sh passes.', timeoutSeconds: options.timeoutSeconds ?? 60 });
-  const snapshot = await snapshotWork(wt, scratch);
-  const scope = checkScope(snapshot.changes, options.scope ?? ['src/**']);
-  const verification = [];
-  for (const command of options.verify ?? ['sh test.sh']) verification.push(await runVerification(wt, command, { timeoutSeconds: 30, isolation: executor.isolated ? 'bwrap' : 'none', scratch, hide: setup.hide }));
-  let commit: EvidenceSummary['commit'] = null;
-  if (snapshot.changes.length > 0) {
-    const made = await commitAttempt(wt, snapshot.tree, { key: setup.key, actor: 'coo.hermes', attemptId, summary: `Work of ${attemptId}`, now: new Date() });
-    commit = { headSha: made.headSha, ...(await checkCommitted(wt, made.headSha)) };
-  }
-  const evidence: EvidenceSummary = { changes: snapshot.changes, outOfScope: scope.outOfScope, notRegular: scope.notRegular, gitLinkTampered: snapshot.gitLinkTampered, verification, commit };
+  const gathered = await gatherEvidence(wt, {
+    scratch,
+    scope: options.scope ?? ['src/**'],
+    verify: options.verify ?? ['sh test.sh'],
+    verifyTimeoutSeconds: 30,
+    isolation: executor.isolated ? 'bwrap' : 'none',
+    hide: setup.hide,
+    commit: { key: setup.key, actor: 'coo.hermes', attemptId, summary: `Work of ${attemptId}`, now: new Date() },
+  });
+  const evidence = gathered.summary;
   const decision = decideDispatch({ expected: { executor: executor.name, attemptId }, attemptTerminal: false, run, evidence, costUsd: 0, maxCostUsd: 1, baseSha: setup.base });
   return { wt, run, evidence, decision };
 }

@@ -3,7 +3,7 @@ import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
-import { checkCommitted, checkScope, commitAttempt, runVerification, snapshotWork } from '../../src/dispatch/evidence.js';
+import { checkCommitted, checkScope, commitAttempt, gatherEvidence, runVerification, snapshotWork } from '../../src/dispatch/evidence.js';
 import { createAttemptWorktree, type AttemptWorktree } from '../../src/dispatch/worktree.js';
 import { makeTargetRepo, writeAllowedSigners } from '../helpers/dispatch-repo.js';
 import { git, gitEnv, run, tempDir } from '../helpers/tmp.js';
@@ -119,6 +119,24 @@ describe('dispatch evidence', () => {
     const { wt, scratch } = await attempt();
     const read = await runVerification(wt, `cat ${allowed}`, verifyOptions(scratch));
     expect(read.output.toString()).not.toContain('ssh-ed25519');
+  });
+
+  it('gathers everything in one call: commits the snapshot beside the verification, then finds what the verification left', async () => {
+    const { wt, scratch } = await attempt();
+    writeFileSync(join(wt.path, 'src', 'add.js'), 'export const add = (a, b) => a + b;\n');
+    const commit = { key, actor: 'coo.hermes', attemptId: 'ea_attempt_X_9', summary: 'Fix add', now: NOW };
+    const gathered = await gatherEvidence(wt, { scratch, scope: ['src/**'], verify: ['sh test.sh', 'echo more > src/extra.js'], verifyTimeoutSeconds: 30, isolation: 'bwrap', hide: [allowed], commit });
+    expect(gathered.summary).toMatchObject({ outOfScope: [], verification: [{ exitCode: 0 }, { exitCode: 0 }], commit: { headMatches: true, dirty: ['src/extra.js'] } });
+    expect(git(['rev-parse', wt.branch], { cwd: repo }).trim()).toBe(gathered.commit?.headSha);
+  });
+
+  it('commits nothing for an attempt without changes: its head is the base', async () => {
+    const { wt, scratch } = await attempt();
+    const commit = { key, actor: 'coo.hermes', attemptId: 'ea_attempt_X_10', summary: 'nothing', now: NOW };
+    const gathered = await gatherEvidence(wt, { scratch, scope: ['src/**'], verify: ['true'], verifyTimeoutSeconds: 30, isolation: 'none', hide: [], commit });
+    expect(gathered.commit).toBeNull();
+    expect(gathered.summary).toMatchObject({ changes: [], commit: null, dirtyWithoutCommit: [] });
+    expect(git(['rev-parse', wt.branch], { cwd: repo }).trim()).toBe(base);
   });
 
   it('refuses an attempt branch that already exists and a path that exists', async () => {
