@@ -23,6 +23,7 @@ export interface ClaudeCodeConfig {
   /** The tools the agent may use without asking, of the available ones; the rest are denied. */
   readonly tools?: readonly string[];
   readonly providerKeyEnv?: 'ANTHROPIC_API_KEY';
+  /** `bwrap` by default: without it nothing keeps Claude Code's writes in the worktree, so `none` must be asked for. */
   readonly isolation?: Isolation;
   readonly hide?: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
@@ -44,7 +45,7 @@ export class ClaudeCodeExecutor implements Executor {
   private readonly isolation: 'bwrap' | 'none';
 
   constructor(private readonly config: ClaudeCodeConfig = {}) {
-    this.isolation = chooseIsolation(config.isolation ?? 'auto');
+    this.isolation = chooseIsolation(config.isolation ?? 'bwrap');
     for (const tool of config.tools ?? []) {
       if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(tool)) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${JSON.stringify(tool)} is not a tool name`);
     }
