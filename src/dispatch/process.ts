@@ -1,6 +1,7 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
@@ -90,6 +91,8 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
     let kept = 0;
     let overflow = false;
     let stderr = '';
+    // A character split across two reads is decoded whole.
+    const decoder = new StringDecoder('utf8');
     let killedBy: ExecutorRun['killedBy'] = null;
     let settled = false;
     // detached: its own process group, so the timer ends every process the executor started.
@@ -105,7 +108,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
       const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
       chunks.push(part);
       kept += part.length;
-      plan.state.feed(part.toString('utf8'));
+      plan.state.feed(decoder.write(part));
       if (chunk.length > room) {
         overflow = true;
         kill('stream_bound');
@@ -122,6 +125,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
       clearTimeout(timer);
       // Whatever the executor left running in its group ends with it.
       if (child.pid !== undefined) killGroup(child.pid);
+      plan.state.feed(decoder.end());
       resolvePromise({
         executor: plan.executor,
         attemptId: plan.attemptId,

@@ -48,6 +48,11 @@ describe('the executor process', () => {
     expect(run.stream.toString()).toBe('{"type":"thread.started","thread_id":"t"}\n{"type":"turn.comp');
   });
 
+  it('decodes a character split across two reads of the stream whole', async () => {
+    const { run } = await runFake(`printf '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"caf\\303'\nsleep 0.3\nprintf '\\251"}}\\n'\n${EVENT({ type: 'turn.completed', usage: {} })}`);
+    expect(run.facts).toMatchObject({ finalMessage: 'café', malformedLines: 0 });
+  });
+
   it('passes only the allow-listed environment, a fresh HOME and CODEX_HOME, and closes stdin', async () => {
     const { run, scratch } = await runFake(`env > "$TMPDIR/env.txt"\nif read -r line; then echo stdin-open >> "$TMPDIR/env.txt"; fi\n${EVENT({ type: 'turn.completed', usage: {} })}`);
     expect(run.facts.terminal).toBe('completed');
