@@ -84,6 +84,8 @@ const CODES = {
   ORACLE_CONFIG: 'usage',
   ORACLE_FAILED: 'error',
   GITHUB_FAILED: 'error',
+  // dispatch lane
+  EXECUTOR_CONFIG: 'usage',
 } as const;
 
 export type ErrorCode = keyof typeof CODES;

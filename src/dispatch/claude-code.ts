@@ -1,0 +1,125 @@
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { CooError } from '../errors.js';
+import { claudeStreamState } from './claude-events.js';
+import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
+import { chooseIsolation, executorPath, resolveCommand, runExecutorProcess, type Isolation } from './process.js';
+
+/**
+ * Claude Code as an execution agent: `claude -p --output-format stream-json`, with edits accepted
+ * and only the tools named, no settings, hooks or MCP servers from the worktree or a home folder
+ * (`--setting-sources user` over a fresh CLAUDE_CONFIG_DIR, `--strict-mcp-config`), one provider
+ * key, stdin closed. (`--bare` is not used: it takes Write away even when `--tools` names it.) Claude Code has no sandbox of its own
+ * here: bubblewrap is what keeps its writes in the worktree.
+ */
+
+export interface ClaudeCodeConfig {
+  /** The command (`--ea-command`); `claude` on the runner's PATH by default. */
+  readonly command?: readonly string[];
+  readonly model?: string;
+  /** An Anthropic Messages base URL (without `/v1`); the provider's own when absent. */
+  readonly baseUrl?: string;
+  /** The tools the agent may use without asking, of the available ones; the rest are denied. */
+  readonly tools?: readonly string[];
+  readonly providerKeyEnv?: 'ANTHROPIC_API_KEY';
+  /** `bwrap` by default: without it nothing keeps Claude Code's writes in the worktree, so `none` must be asked for. */
+  readonly isolation?: Isolation;
+  readonly hide?: readonly string[];
+  readonly env?: NodeJS.ProcessEnv;
+  readonly maxStreamBytes?: number;
+}
+
+/** The built-in tools an EA has (`--tools`). */
+const AVAILABLE_TOOLS = ['Bash', 'Read', 'Edit', 'Write', 'Glob', 'Grep'];
+const MAX_PROMPT_BYTES = 100 * 1024;
+
+/** This package's pinned @anthropic-ai/claude-code binary (a development dependency). */
+export function pinnedClaudeCommand(): string[] {
+  const require = createRequire(import.meta.url);
+  return [join(dirname(require.resolve('@anthropic-ai/claude-code/package.json')), 'bin', 'claude.exe')];
+}
+
+export class ClaudeCodeExecutor implements Executor {
+  readonly name = 'claude_code' as const;
+  private readonly isolation: 'bwrap' | 'none';
+
+  constructor(private readonly config: ClaudeCodeConfig = {}) {
+    this.isolation = chooseIsolation(config.isolation ?? 'bwrap');
+    for (const tool of config.tools ?? []) {
+      if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(tool)) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${JSON.stringify(tool)} is not a tool name`);
+    }
+  }
+
+  get isolated(): boolean {
+    return this.isolation === 'bwrap';
+  }
+
+  private source(): NodeJS.ProcessEnv {
+    return this.config.env ?? process.env;
+  }
+
+  private program(): string[] {
+    return resolveCommand(this.config.command ?? ['claude'], this.source()['PATH'], 'ea.claude_code');
+  }
+
+  check(): void {
+    this.program();
+    const key = this.source()['ANTHROPIC_API_KEY'];
+    if (key === undefined || key === '') throw new CooError('EXECUTOR_CONFIG', "ea.claude_code: ANTHROPIC_API_KEY is not set in the runner's environment");
+  }
+
+  argv(request: ExecutorRequest): string[] {
+    if (Buffer.byteLength(request.prompt) > MAX_PROMPT_BYTES) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: the task is over ${MAX_PROMPT_BYTES} bytes`);
+    return [
+      '-p', request.prompt,
+      '--setting-sources', 'user',
+      '--strict-mcp-config',
+      '--no-session-persistence',
+      '--permission-mode', 'acceptEdits',
+      '--tools', AVAILABLE_TOOLS.join(','),
+      '--allowedTools', (this.config.tools ?? AVAILABLE_TOOLS).join(' '),
+      ...(this.config.model === undefined ? [] : ['--model', this.config.model]),
+      '--output-format', 'stream-json',
+      '--verbose',
+    ];
+  }
+
+  run(request: ExecutorRequest): Promise<ExecutorRun> {
+    const command = this.program();
+    const home = join(request.scratch, 'home');
+    const configDir = join(request.scratch, 'claude-config');
+    const tmp = join(request.scratch, 'tmp');
+    for (const dir of [home, configDir, tmp]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const env: NodeJS.ProcessEnv = {
+      PATH: executorPath(command[0]!),
+      HOME: home,
+      CLAUDE_CONFIG_DIR: configDir,
+      TMPDIR: tmp,
+      LANG: 'C.UTF-8',
+      NO_COLOR: '1',
+      GIT_CONFIG_NOSYSTEM: '1',
+      CLAUDE_CODE_DISABLE_NONESSENTIAL_TRAFFIC: '1',
+      DISABLE_TELEMETRY: '1',
+      DISABLE_AUTOUPDATER: '1',
+      DISABLE_ERROR_REPORTING: '1',
+      ANTHROPIC_API_KEY: this.source()['ANTHROPIC_API_KEY'] ?? '',
+      ...(this.config.baseUrl === undefined ? {} : { ANTHROPIC_BASE_URL: this.config.baseUrl }),
+    };
+    return runExecutorProcess({
+      executor: 'claude_code',
+      attemptId: request.attemptId,
+      argv: [...command, ...this.argv(request)],
+      cwd: request.worktree,
+      env,
+      isolation: this.isolation,
+      writable: [request.worktree, request.scratch],
+      readOnly: [],
+      hide: this.config.hide ?? [],
+      timeoutSeconds: request.timeoutSeconds,
+      ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
+      ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
+      state: claudeStreamState(),
+    });
+  }
+}

@@ -1,0 +1,138 @@
+import * as fs from 'node:fs';
+import { createRequire } from 'node:module';
+import { dirname, join } from 'node:path';
+import { CooError } from '../errors.js';
+import { codexStreamState } from './codex-events.js';
+import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
+import { chooseIsolation, executorPath, resolveCommand, runExecutorProcess, type Isolation } from './process.js';
+
+/**
+ * The Codex CLI as an execution agent: `codex exec --json` with no user configuration, its own
+ * `workspace-write` sandbox (writes in the worktree only: neither /tmp nor $TMPDIR, no network for
+ * its commands), approval policy `never`, a fresh CODEX_HOME and HOME, one provider key, stdin
+ * closed, and bubblewrap around all of it where installed.
+ */
+
+export interface CodexConfig {
+  /** The command (`--ea-command`); `codex` on the runner's PATH by default. */
+  readonly command?: readonly string[];
+  readonly model?: string;
+  /** A Responses API base URL (`…/v1`); the provider's own endpoint when absent. */
+  readonly baseUrl?: string;
+  /** The environment variable that holds the provider key; the only one passed through. */
+  readonly providerKeyEnv?: string;
+  readonly isolation?: Isolation;
+  /** Paths hidden from the executor entirely (the ledger, the key folder, the runner's state). */
+  readonly hide?: readonly string[];
+  /** Where the command and provider key are read from; the runner's environment by default. */
+  readonly env?: NodeJS.ProcessEnv;
+  readonly price?: { readonly inputPerMillion: number; readonly outputPerMillion: number };
+  readonly maxStreamBytes?: number;
+}
+
+/** This package's pinned @openai/codex launcher, under the current node. */
+export function pinnedCodexCommand(): string[] {
+  const require = createRequire(import.meta.url);
+  return [process.execPath, join(dirname(require.resolve('@openai/codex/package.json')), 'bin', 'codex.js')];
+}
+
+/** `-c` values are TOML; a string is quoted as a TOML basic string. */
+function toml(value: string): string {
+  return JSON.stringify(value);
+}
+
+/** The largest prompt passed as an argument (Linux caps one argument at 128 KiB). */
+const MAX_PROMPT_BYTES = 100 * 1024;
+
+export class CodexExecutor implements Executor {
+  readonly name = 'codex' as const;
+  private readonly isolation: 'bwrap' | 'none';
+  private readonly providerKeyEnv: string;
+
+  constructor(private readonly config: CodexConfig = {}) {
+    this.isolation = chooseIsolation(config.isolation ?? 'auto');
+    this.providerKeyEnv = config.providerKeyEnv ?? 'OPENAI_API_KEY';
+    if (!/^[A-Z_][A-Z0-9_]{0,63}$/.test(this.providerKeyEnv)) throw new CooError('EXECUTOR_CONFIG', `${this.providerKeyEnv} is not an environment variable name`);
+  }
+
+  get isolated(): boolean {
+    return this.isolation === 'bwrap';
+  }
+
+  private source(): NodeJS.ProcessEnv {
+    return this.config.env ?? process.env;
+  }
+
+  private program(): string[] {
+    return resolveCommand(this.config.command ?? ['codex'], this.source()['PATH'], 'ea.codex');
+  }
+
+  check(): void {
+    this.program();
+    const key = this.source()[this.providerKeyEnv];
+    if (key === undefined || key === '') throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${this.providerKeyEnv} is not set in the runner's environment`);
+  }
+
+  /** The arguments after the command: everything the lane decides, nothing from the user's config. */
+  argv(request: ExecutorRequest): string[] {
+    if (Buffer.byteLength(request.prompt) > MAX_PROMPT_BYTES) throw new CooError('EXECUTOR_CONFIG', `ea.codex: the task is over ${MAX_PROMPT_BYTES} bytes`);
+    const provider =
+      this.config.baseUrl === undefined
+        ? []
+        : ['-c', 'model_provider=coo', '-c', `model_providers.coo={name="coo",base_url=${toml(this.config.baseUrl)},env_key=${toml(this.providerKeyEnv)},wire_api="responses",request_max_retries=0,stream_max_retries=0}`];
+    return [
+      'exec',
+      '--ignore-user-config',
+      ...provider,
+      ...(this.config.model === undefined ? [] : ['-c', `model=${toml(this.config.model)}`]),
+      '-c', 'approval_policy="never"',
+      '-c', 'analytics.enabled=false',
+      '-c', 'features.plugins=false',
+      '-c', 'features.remote_plugin=false',
+      '-c', 'sandbox_workspace_write.exclude_slash_tmp=true',
+      '-c', 'sandbox_workspace_write.exclude_tmpdir_env_var=true',
+      '-c', 'sandbox_workspace_write.network_access=false',
+      '--sandbox', 'workspace-write',
+      '--cd', request.worktree,
+      '--json',
+      '--',
+      request.prompt,
+    ];
+  }
+
+  run(request: ExecutorRequest): Promise<ExecutorRun> {
+    const command = this.program();
+    // CODEX_HOME must not be under the temporary folder Codex sees, or it refuses to install its
+    // sandbox helper; TMPDIR is the scratch folder's own.
+    const home = join(request.scratch, 'home');
+    const codexHome = join(request.scratch, 'codex-home');
+    const tmp = join(request.scratch, 'tmp');
+    for (const dir of [home, codexHome, tmp]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const env: NodeJS.ProcessEnv = {
+      PATH: executorPath(command[0]!),
+      HOME: home,
+      CODEX_HOME: codexHome,
+      TMPDIR: tmp,
+      LANG: 'C.UTF-8',
+      NO_COLOR: '1',
+      GIT_CONFIG_NOSYSTEM: '1',
+      [this.providerKeyEnv]: this.source()[this.providerKeyEnv] ?? '',
+    };
+    return runExecutorProcess({
+      executor: 'codex',
+      attemptId: request.attemptId,
+      argv: [...command, ...this.argv(request)],
+      cwd: request.worktree,
+      env,
+      isolation: this.isolation,
+      writable: [request.worktree, request.scratch],
+      readOnly: [],
+      hide: this.config.hide ?? [],
+      timeoutSeconds: request.timeoutSeconds,
+      ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
+      ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
+      ...(this.config.price === undefined ? {} : { price: this.config.price }),
+      state: codexStreamState(),
+    });
+  }
+}

@@ -1,0 +1,106 @@
+/**
+ * The execution-agent port: one run of an EA in one worktree, and the facts its event stream
+ * states. Facts are what the agent says; the COO's own evidence (evidence.ts) is what it checks.
+ * The adapters (codex.ts, claude-code.ts) are the only places the lane starts an EA.
+ */
+
+export type ExecutorName = 'codex' | 'claude_code';
+
+export interface CommandFact {
+  readonly command: string;
+  /** Null when the stream never gave one (the command was cut off or declined). */
+  readonly exitCode: number | null;
+}
+
+export interface FileChangeFact {
+  /** As the agent named it: absolute or relative; the COO never trusts it for evidence. */
+  readonly path: string;
+  readonly kind: string;
+}
+
+/**
+ * A refusal the executor reports in a structured field, never found by matching text: Codex's
+ * `declined` command status, Claude Code's `permission_denials` list.
+ */
+export interface PermissionDenial {
+  readonly code: 'command_declined' | 'tool_denied';
+  readonly tool: string;
+}
+
+export interface StreamUsage {
+  readonly inputTokens: number;
+  readonly cachedInputTokens: number;
+  readonly outputTokens: number;
+  readonly reasoningTokens: number;
+  /** The executor's own cost figure, when it reports one (Claude Code's `total_cost_usd`). */
+  readonly costUsd: number | null;
+}
+
+/** What one event stream states, read by a pure parser (codex-events.ts, claude-events.ts). */
+export interface StreamFacts {
+  readonly executor: ExecutorName;
+  /** The executor's own session id (Codex's thread id, Claude Code's session id). */
+  readonly sessionId: string | null;
+  readonly commands: readonly CommandFact[];
+  readonly fileChanges: readonly FileChangeFact[];
+  readonly denials: readonly PermissionDenial[];
+  readonly usage: StreamUsage | null;
+  readonly finalMessage: string | null;
+  /** Error messages the stream carried, as facts to show; decisions never read their text. */
+  readonly errors: readonly string[];
+  /** The first terminal event: a completed turn, a failed one, or none at all. */
+  readonly terminal: 'completed' | 'failed' | null;
+  /** Events after the first terminal one: recorded, never applied. */
+  readonly afterTerminal: number;
+  /** Lines that are not JSON objects of a known shape. */
+  readonly malformedLines: number;
+  /** The last line had no newline: the stream was cut off mid-event. */
+  readonly truncated: boolean;
+}
+
+export interface ExecutorRequest {
+  /** The attempt this run belongs to; the adapter echoes it in the run so a late or stray result can be told apart. */
+  readonly attemptId: string;
+  /** The worktree the EA may write; the only writable place it gets. */
+  readonly worktree: string;
+  /** A fresh folder for the EA's HOME, config home and temporary files, outside the worktree. */
+  readonly scratch: string;
+  readonly prompt: string;
+  readonly timeoutSeconds: number;
+  /** Kills the run once the stream's usage costs more than this (when the executor reports usage as it goes). */
+  readonly maxCostUsd?: number;
+}
+
+export interface ExecutorRun {
+  readonly executor: ExecutorName;
+  readonly attemptId: string;
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  /** Why our own code killed the process group, if it did. */
+  readonly killedBy: 'timeout' | 'cost' | 'stream_bound' | null;
+  readonly elapsedMs: number;
+  /** The raw event stream (stdout), bounded; keep it as a hashed artifact. */
+  readonly stream: Buffer;
+  /** True when the stream passed the bound: the run was killed and `stream` holds only its first bytes. */
+  readonly streamOverflow: boolean;
+  readonly stderrTail: string;
+  readonly facts: StreamFacts;
+  /** True when bubblewrap wrapped the executor. */
+  readonly isolated: boolean;
+}
+
+export interface Executor {
+  readonly name: ExecutorName;
+  readonly isolated: boolean;
+  /** Throws EXECUTOR_CONFIG when the command is missing or not executable, or the provider key is not set. */
+  check(): void;
+  run(request: ExecutorRequest): Promise<ExecutorRun>;
+}
+
+/** Cost of a stream's usage at a price per million tokens. */
+export function costOf(usage: StreamUsage | null, price: { readonly inputPerMillion: number; readonly outputPerMillion: number } | null): number {
+  if (usage === null) return 0;
+  if (usage.costUsd !== null) return usage.costUsd;
+  if (price === null) return 0;
+  return (usage.inputTokens * price.inputPerMillion + (usage.outputTokens + usage.reasoningTokens) * price.outputPerMillion) / 1_000_000;
+}

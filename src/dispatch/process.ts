@@ -1,0 +1,151 @@
+import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
+import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
+import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { costOf, type ExecutorRun, type ExecutorName } from './executor.js';
+import type { StreamState } from './stream-state.js';
+
+/**
+ * Starting an executor: the command checked before anything runs, bubblewrap around it where
+ * installed, an allow-listed environment, stdin closed, our own kill timer on its process group,
+ * and the event stream captured up to a bound and parsed as it arrives.
+ */
+
+export type Isolation = 'auto' | 'bwrap' | 'none';
+
+function isExecutable(path: string): boolean {
+  try {
+    fs.accessSync(path, fs.constants.X_OK);
+    return fs.statSync(path).isFile();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The command with its program resolved to an absolute path: a path is checked as given, a bare
+ * name is looked up on `PATH`. Missing or not executable is EXECUTOR_CONFIG, before anything runs.
+ */
+export function resolveCommand(command: readonly string[], path: string | undefined, label: string): string[] {
+  const program = command[0];
+  if (program === undefined || program === '') throw new CooError('EXECUTOR_CONFIG', `${label}: the executor command is empty`);
+  if (program.includes('/')) {
+    const full = isAbsolute(program) ? program : resolve(program);
+    if (!isExecutable(full)) throw new CooError('EXECUTOR_CONFIG', `${label}: ${full} is missing or not executable`);
+    return [full, ...command.slice(1)];
+  }
+  for (const dir of (path ?? '').split(delimiter)) {
+    if (dir === '') continue;
+    const full = join(dir, program);
+    if (isExecutable(full)) return [full, ...command.slice(1)];
+  }
+  throw new CooError('EXECUTOR_CONFIG', `${label}: ${program} is not on PATH (set the executor command, e.g. --ea-command)`);
+}
+
+/** Resolves `isolation` against what is installed; asking for bwrap without it is EXECUTOR_CONFIG. */
+export function chooseIsolation(wanted: Isolation): 'bwrap' | 'none' {
+  const bwrap = findBwrap();
+  if (wanted === 'bwrap' && bwrap === null) throw new CooError('EXECUTOR_CONFIG', 'isolation "bwrap" was asked for but bubblewrap is not installed (apt-get install bubblewrap)');
+  return wanted === 'none' || bwrap === null ? 'none' : 'bwrap';
+}
+
+/** The PATH an executor gets: node's folder, the command's folder and the system folders. */
+export function executorPath(program: string): string {
+  return [...new Set([dirname(process.execPath), dirname(program), '/usr/local/bin', '/usr/bin', '/bin'])].join(':');
+}
+
+export interface ProcessPlan {
+  readonly executor: ExecutorName;
+  readonly attemptId: string;
+  readonly argv: readonly string[];
+  readonly cwd: string;
+  readonly env: NodeJS.ProcessEnv;
+  readonly isolation: 'bwrap' | 'none';
+  /** Under bubblewrap: the writable paths (worktree, scratch), read-only binds, and the hidden ones. */
+  readonly writable: readonly string[];
+  readonly readOnly: readonly string[];
+  readonly hide: readonly string[];
+  readonly timeoutSeconds: number;
+  readonly maxStreamBytes?: number;
+  readonly maxCostUsd?: number;
+  readonly price?: { readonly inputPerMillion: number; readonly outputPerMillion: number };
+  readonly state: StreamState;
+}
+
+const STDERR_TAIL = 4000;
+
+/** Runs one executor process to its end and returns the run with its parsed facts. */
+export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
+  const program = plan.argv[0]!;
+  const argv =
+    plan.isolation === 'bwrap'
+      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true }), ...plan.argv]
+      : [...plan.argv];
+  const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
+  const started = Date.now();
+  return new Promise((resolvePromise) => {
+    const chunks: Buffer[] = [];
+    let kept = 0;
+    let overflow = false;
+    let stderr = '';
+    // A character split across two reads is decoded whole.
+    const decoder = new StringDecoder('utf8');
+    let killedBy: ExecutorRun['killedBy'] = null;
+    let settled = false;
+    // detached: its own process group, so the timer ends every process the executor started.
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const kill = (reason: NonNullable<ExecutorRun['killedBy']>): void => {
+      if (killedBy === null) killedBy = reason;
+      if (child.pid !== undefined) killGroup(child.pid);
+    };
+    const timer = setTimeout(() => kill('timeout'), plan.timeoutSeconds * 1000);
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (overflow) return;
+      const room = bound - kept;
+      const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
+      chunks.push(part);
+      kept += part.length;
+      plan.state.feed(decoder.write(part));
+      if (chunk.length > room) {
+        overflow = true;
+        kill('stream_bound');
+        return;
+      }
+      if (plan.maxCostUsd !== undefined && costOf(plan.state.usage, plan.price ?? null) > plan.maxCostUsd) kill('cost');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
+    });
+    const finish = (exitCode: number | null, signal: string | null, startError?: string): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      // Whatever the executor left running in its group ends with it.
+      if (child.pid !== undefined) killGroup(child.pid);
+      plan.state.feed(decoder.end());
+      resolvePromise({
+        executor: plan.executor,
+        attemptId: plan.attemptId,
+        exitCode,
+        signal,
+        killedBy,
+        elapsedMs: Date.now() - started,
+        stream: Buffer.concat(chunks),
+        streamOverflow: overflow,
+        stderrTail: startError ?? stderr,
+        facts: plan.state.finish(),
+        isolated: plan.isolation === 'bwrap',
+      });
+    };
+    // The executor is done: what it left running (and holding its pipes) ends now.
+    child.on('exit', () => {
+      if (child.pid !== undefined) killGroup(child.pid);
+    });
+    child.on('error', (error) => finish(null, null, `cannot start ${plan.executor}: ${error.message}`));
+    // close, not exit: the pipes are drained before the stream is parsed.
+    child.on('close', (code, signal) => finish(code, signal));
+  });
+}

@@ -1,0 +1,72 @@
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { homedir } from 'node:os';
+import { join, resolve } from 'node:path';
+
+/**
+ * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
+ * bound writable, and the ledger, the key folder and the home folder's credentials hidden.
+ */
+
+/** Where credentials usually live in a home folder: hidden under bubblewrap. */
+export const CREDENTIALS = ['.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker'];
+
+let bwrapPath: string | null | undefined;
+
+/** The bubblewrap executable, or null when it is not installed. Looked up once. */
+export function findBwrap(): string | null {
+  if (bwrapPath !== undefined) return bwrapPath;
+  const found = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' });
+  bwrapPath = found.status === 0 && found.stdout.trim() !== '' ? found.stdout.trim() : null;
+  return bwrapPath;
+}
+
+export interface BwrapLayout {
+  /** Bound read-write, in this order. */
+  readonly writable: readonly string[];
+  /** Bound read-only over whatever is above them (a worktree's own git folder). */
+  readonly readOnly?: readonly string[];
+  /** Hidden entirely: an empty tmpfs over a folder, /dev/null over a file. */
+  readonly hide: readonly string[];
+  /** Paths that must stay visible even when a hidden folder holds them (the command's own files). */
+  readonly keep?: readonly string[];
+  readonly chdir: string;
+  /**
+   * Its own PID namespace, ended with its parent: killing bubblewrap ends every process inside,
+   * even one that left the process group.
+   */
+  readonly ownPids?: boolean;
+}
+
+/** The bwrap argv prefix for `layout`; the command follows it. */
+export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
+  const keep = [...layout.writable, ...(layout.readOnly ?? []), ...(layout.keep ?? [])].map((path) => resolve(path));
+  const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name))]
+    .map((path) => resolve(path))
+    .filter((path) => fs.existsSync(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
+  return [
+    bwrap,
+    '--ro-bind', '/', '/',
+    '--dev', '/dev',
+    ...(layout.ownPids === true ? ['--unshare-pid', '--die-with-parent'] : []),
+    '--proc', '/proc',
+    ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
+    ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
+    '--chdir', resolve(layout.chdir),
+    '--',
+  ];
+}
+
+/** Kills a process group (detached children lead their own), or the process alone if the group is gone. */
+export function killGroup(pid: number): void {
+  try {
+    process.kill(-pid, 'SIGKILL');
+  } catch {
+    try {
+      process.kill(pid, 'SIGKILL');
+    } catch {
+      // already gone
+    }
+  }
+}

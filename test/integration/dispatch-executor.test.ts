@@ -1,0 +1,93 @@
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { CodexExecutor } from '../../src/dispatch/codex.js';
+import type { ExecutorRun } from '../../src/dispatch/executor.js';
+import { run as runCommand, tempDir } from '../helpers/tmp.js';
+
+/**
+ * The adapter's process handling with a stand-in executor (a shell script as --ea-command): what
+ * the real CLIs cannot be made to do on demand, such as a wrapper exiting 0 mid-stream, a child left
+ * holding the pipe, or a stream that reports a cost over budget.
+ */
+const dir = tempDir('coo-dispatch-executor-');
+let n = 0;
+
+function script(body: string): string {
+  n += 1;
+  const path = join(dir, `fake-ea-${n}.sh`);
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+async function runFake(body: string, options: { timeoutSeconds?: number; isolation?: 'bwrap' | 'none'; maxStreamBytes?: number; maxCostUsd?: number } = {}): Promise<{ run: ExecutorRun; scratch: string; worktree: string }> {
+  const worktree = join(dir, `wt-${n + 1}`);
+  const scratch = join(dir, `scratch-${n + 1}`);
+  mkdirSync(worktree, { recursive: true });
+  mkdirSync(scratch, { recursive: true });
+  const executor = new CodexExecutor({
+    command: [script(body)],
+    providerKeyEnv: 'MOCK_API_KEY',
+    env: { PATH: process.env['PATH'], MOCK_API_KEY: 'sk-fake', RUNNER_SECRET: 'do-not-leak', SSH_AUTH_SOCK: '/tmp/agent.sock' },
+    isolation: options.isolation ?? 'none',
+    price: { inputPerMillion: 1_000_000, outputPerMillion: 1_000_000 },
+    ...(options.maxStreamBytes === undefined ? {} : { maxStreamBytes: options.maxStreamBytes }),
+  });
+  const run = await executor.run({ attemptId: 'ea_attempt_X_1', worktree, scratch, prompt: 'task', timeoutSeconds: options.timeoutSeconds ?? 30, ...(options.maxCostUsd === undefined ? {} : { maxCostUsd: options.maxCostUsd }) });
+  return { run, scratch, worktree };
+}
+
+const EVENT = (event: unknown): string => `printf '%s\\n' '${JSON.stringify(event)}'`;
+
+describe('the executor process', () => {
+  it('keeps a wrapper exit 0 mid-stream as a truncated stream without a terminal event', async () => {
+    const { run } = await runFake(`${EVENT({ type: 'thread.started', thread_id: 't' })}\nprintf '{"type":"turn.comp'\nexit 0`);
+    expect(run.exitCode).toBe(0);
+    expect(run.facts).toMatchObject({ terminal: null, truncated: true, malformedLines: 1, sessionId: 't' });
+    expect(run.stream.toString()).toBe('{"type":"thread.started","thread_id":"t"}\n{"type":"turn.comp');
+  });
+
+  it('decodes a character split across two reads of the stream whole', async () => {
+    const { run } = await runFake(`printf '{"type":"item.completed","item":{"id":"i","type":"agent_message","text":"caf\\303'\nsleep 0.3\nprintf '\\251"}}\\n'\n${EVENT({ type: 'turn.completed', usage: {} })}`);
+    expect(run.facts).toMatchObject({ finalMessage: 'café', malformedLines: 0 });
+  });
+
+  it('passes only the allow-listed environment, a fresh HOME and CODEX_HOME, and closes stdin', async () => {
+    const { run, scratch } = await runFake(`env > "$TMPDIR/env.txt"\nif read -r line; then echo stdin-open >> "$TMPDIR/env.txt"; fi\n${EVENT({ type: 'turn.completed', usage: {} })}`);
+    expect(run.facts.terminal).toBe('completed');
+    const env = Object.fromEntries(readFileSync(join(scratch, 'tmp', 'env.txt'), 'utf8').trim().split('\n').map((line) => [line.slice(0, line.indexOf('=')), line.slice(line.indexOf('=') + 1)]));
+    expect(env['HOME']).toBe(join(scratch, 'home'));
+    expect(env['CODEX_HOME']).toBe(join(scratch, 'codex-home'));
+    expect(env['MOCK_API_KEY']).toBe('sk-fake');
+    expect(env['RUNNER_SECRET']).toBeUndefined();
+    expect(env['SSH_AUTH_SOCK']).toBeUndefined();
+    expect(Object.keys(env).sort()).toEqual(['CODEX_HOME', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'LANG', 'MOCK_API_KEY', 'NO_COLOR', 'OLDPWD', 'PATH', 'PWD', 'SHLVL', 'TMPDIR', '_'].filter((key) => key in env));
+    expect(readFileSync(join(scratch, 'tmp', 'env.txt'), 'utf8')).not.toContain('stdin-open');
+  });
+
+  it('ends a child the executor left holding its output when the executor exits', async () => {
+    const { run } = await runFake(`sh -c 'sleep 987654' &\n${EVENT({ type: 'turn.completed', usage: {} })}\nexit 0`, { timeoutSeconds: 20 });
+    expect(run.killedBy).toBeNull();
+    expect(run.facts.terminal).toBe('completed');
+    expect(runCommand('pgrep', ['-f', 'sleep 987654']).stdout).toBe('');
+  });
+
+  it('ends every process of the run at the timeout, inside bubblewrap too', async () => {
+    const { run } = await runFake(`sh -c 'sleep 987653' &\nsleep 987653`, { timeoutSeconds: 2, isolation: 'bwrap' });
+    expect(run.killedBy).toBe('timeout');
+    expect(run.isolated).toBe(true);
+    expect(runCommand('pgrep', ['-f', 'sleep 987653']).stdout).toBe('');
+  });
+
+  it('stops a run whose stream passes its bound and keeps exactly the bound', async () => {
+    const { run } = await runFake(`while true; do ${EVENT({ type: 'item.completed', item: { id: 'i', type: 'agent_message', text: 'x'.repeat(200) } })}; done`, { maxStreamBytes: 10_000 });
+    expect(run).toMatchObject({ killedBy: 'stream_bound', streamOverflow: true });
+    expect(run.stream.length).toBe(10_000);
+  });
+
+  it('stops a run as soon as its reported usage costs more than the budget', async () => {
+    const { run } = await runFake(`${EVENT({ type: 'turn.completed', usage: { input_tokens: 5, output_tokens: 5 } })}\nsleep 987652`, { maxCostUsd: 1, timeoutSeconds: 20 });
+    expect(run.killedBy).toBe('cost');
+  });
+});
