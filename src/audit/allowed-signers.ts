@@ -61,7 +61,7 @@ const NAMESPACES = `namespaces="${GIT_NAMESPACE},${ENTRY_NAMESPACE}"`;
  * `ssh-keygen -Y verify` check signatures.
  *
  * Given the trust chain's history, each key gets the lifetime the chain gave it: `valid-after` the
- * commit time of the trust change that put it in force, and, for a key rotated out or revoked,
+ * commit time of the trust change that put it in force (none for keys in force since genesis), and, for a key rotated out or revoked,
  * `valid-before` the second after the commit time of the trust change that retired it (valid through
  * that commit's second), with a comment line naming
  * the key and why. Git compares those with the signed commit's own committer date, which its
@@ -79,14 +79,15 @@ export function allowedSigners(state: LedgerState, history: readonly TrustEpoch[
   const close = (keyId: string, at: TrustEpoch | null): void => {
     const span = open.get(keyId)!;
     open.delete(keyId);
-    const after = `valid-after="${sshTime(span.from.time)}"`;
-    if (at === null) {
-      lines.push(`${span.actor} ${NAMESPACES},${after} ${span.publicKey}`);
-      return;
-    }
-    // valid-before is exclusive and git's clock has whole seconds: the key stays valid through the
-    // second of the retiring commit, or its own last commits in that second would show as bad.
-    lines.push(`${span.actor} ${NAMESPACES},${after},valid-before="${sshTime(at.time + 1)}" ${span.publicKey}`);
+    // A key in force since genesis needs no valid-after: no commit of the chain comes before it.
+    const limits = [
+      ...(span.from === history[0] ? [] : [`valid-after="${sshTime(span.from.time)}"`]),
+      // valid-before is exclusive and git's clock has whole seconds: the key stays valid through the
+      // second of the retiring commit, or its own last commits in that second would show as bad.
+      ...(at === null ? [] : [`valid-before="${sshTime(at.time + 1)}"`]),
+    ];
+    lines.push(`${span.actor} ${[NAMESPACES, ...limits].join(',')} ${span.publicKey}`);
+    if (at === null) return;
     const reason = at.revoked.get(keyId);
     const why = reason === undefined ? 'rotated out' : `revoked (${JSON.stringify(reason)})`;
     comments.push(

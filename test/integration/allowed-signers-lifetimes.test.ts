@@ -95,11 +95,10 @@ beforeAll(() => {
 describe('signer lifetimes in stock git', () => {
   it('prints each key with the lifetime the chain gave it, and a comment naming each retired key and why', () => {
     const seconds = (rev: string, extra = 0): string => `${new Date((commitTime(rev) + extra) * 1000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
-    const genesis = git(['--git-dir', ledger, 'rev-list', '--max-parents=0', 'main']).trim();
-    expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-after="${seconds(genesis)}",valid-before="${seconds(commits['rotation']!, 1)}" ${pub('coo.hermes')}`);
+    expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-before="${seconds(commits['rotation']!, 1)}" ${pub('coo.hermes')}`);
     expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-after="${seconds(commits['rotation']!)}",valid-before="${seconds(commits['revocation']!, 1)}" ${pub('coo.hermes.b')}`);
     expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-after="${seconds(commits['revocation']!)}" ${pub('coo.hermes.c')}`);
-    expect(printed).toContain(`ceo namespaces="git,coo-commons.entry.v0",valid-after="${seconds(genesis)}" ${pub('ceo')}`);
+    expect(printed).toContain(`ceo namespaces="git,coo-commons.entry.v0" ${pub('ceo')}`);
     expect(printed).toMatch(new RegExp(`^# ${keyIdOf('coo.hermes').replace(/\+/g, '\\+')} of coo\\.hermes: rotated out by trust/registry/000002\\.yaml at Ledger-Seq \\d+ \\(commit ${commits['rotation']}\\)`, 'm'));
     expect(printed).toMatch(new RegExp(`^# ${keyIdOf('coo.hermes.b').replace(/\+/g, '\\+')} of coo\\.hermes: revoked \\("laptop stolen"\\) by trust/registry/000003\\.yaml`, 'm'));
   });
