@@ -137,4 +137,11 @@ describe('signer lifetimes in stock git', () => {
     expect(audit.status).toBe(3);
     expect(json<{ findings: Array<{ code: string }> }>(audit).findings.map((finding) => finding.code)).toContain('SIGNER_RETIRED');
   });
+
+  it('refuses a revocation file it cannot write with a coded error, and prints nothing', () => {
+    const result = coo(['allowed-signers', '--ledger', ledger, '--revocations', join(dir, 'missing', 'revoked_keys')]);
+    expect(result.status).toBe(1);
+    expect(result.stderr).toMatch(/^coo: IO_ERROR: cannot write /);
+    expect(result.stdout).toBe('');
+  });
 });
