@@ -1,7 +1,8 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { DOCUMENT_KINDS, toJsonSchema } from '../schema/documents.js';
+import { DOCUMENT_KINDS } from '../schema/documents.js';
+import { toJsonSchema } from '../schema/json-schema.js';
 import { markRejected } from './outcome.js';
 
 export function schemaFiles(): Map<string, string> {

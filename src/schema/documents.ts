@@ -1,4 +1,4 @@
-import { z } from 'zod';
+import type { z } from 'zod';
 import { CooError } from '../errors.js';
 import { aaAnswer } from './aa-answer.js';
 import { claim, contextManifest, heartbeat, killSwitch, trustRoot } from './control.js';
@@ -75,10 +75,4 @@ export function readAnyDocument(bytes: Uint8Array, file: string): { kind: Docume
     throw new CooError('SCHEMA_UNKNOWN', `${file}: unknown schema_version ${JSON.stringify(declared)}`, { where: `${file}:schema_version` });
   }
   return { kind: declared, doc: parseDocument(declared, value, file) };
-}
-
-/** JSON Schema (draft 2020-12) of one kind, as written to schemas/. */
-export function toJsonSchema(kind: DocumentKind): Record<string, unknown> {
-  const schema = z.toJSONSchema(DOCUMENTS[kind], { target: 'draft-2020-12', io: 'input', unrepresentable: 'any' });
-  return { $id: `https://coo-commons.dev/schemas/${kind}.json`, title: kind, ...schema };
 }

@@ -1,4 +1,5 @@
 import {
+  Document,
   isAlias,
   isCollection,
   isMap,
@@ -6,11 +7,15 @@ import {
   isScalar,
   isSeq,
   parseAllDocuments,
-  stringify,
+  Scalar,
+  visit,
+  type CreateNodeOptions,
   type DocumentOptions,
   type Node,
   type ParseOptions,
   type SchemaOptions,
+  type ScalarTag,
+  type ToStringOptions,
 } from 'yaml';
 import { CooError, type ErrorCode } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -144,15 +149,56 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
 }
 
 /**
- * The one writer: deterministic YAML 1.2 that readStrictYaml reads back to the same value.
- * Entries are signed over the bytes this returns; nothing ever re-serializes a signed entry.
+ * Plain scalars that a YAML 1.1 reader (PyYAML, Go's yaml.v2) may read as something other than a
+ * string, beyond what the yaml-1.1 compat schema already quotes: PyYAML's value tag `=`, the merge
+ * key `<<`, and, to be sure, anything number- or date-like in any of their dialects (underscores,
+ * sexagesimal `1:20`, radix prefixes, dates with one-digit fields) and every case of the boolean
+ * and null words (`y`, `n`, `on`, `off`, `yes`, `no`, `~`). Quoting more than needed is harmless:
+ * a double-quoted scalar is a string in every YAML version.
+ */
+const RETYPED_BY_YAML_1_1 =
+  /^(=|<<|~|[yYnN]|(on|off|yes|no|true|false|null)|[-+]?\.(inf|nan)|[-+]?[0-9._][0-9_.:eE+-]*|[-+]?0[xXoObB][0-9a-fA-F_]*|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt \t].*)?)$/i;
+
+/**
+ * Fractions in a form both versions read as a float: YAML 1.1 needs a `.` and a signed exponent,
+ * so `1e-7` (a string to PyYAML) is written `1.0e-7`. Placed first, it wins over the core float tag.
+ */
+const PORTABLE_FLOAT: ScalarTag = {
+  identify: (value) => typeof value === 'number' && Number.isFinite(value) && !Number.isInteger(value),
+  default: true,
+  tag: 'tag:yaml.org,2002:float',
+  test: /^[-+]?(\.[0-9]+|[0-9]+(\.[0-9]*)?)([eE][-+]?[0-9]+)?$/,
+  resolve: (text) => Number(text),
+  stringify: ({ value }) => {
+    const text = String(value);
+    const e = text.indexOf('e');
+    return e < 0 || text.slice(0, e).includes('.') ? text : `${text.slice(0, e)}.0${text.slice(e)}`;
+  },
+};
+
+const WRITE_OPTIONS: DocumentOptions & SchemaOptions & CreateNodeOptions & ToStringOptions = {
+  version: '1.2',
+  compat: 'yaml-1.1',
+  customTags: (tags) => [PORTABLE_FLOAT, ...tags],
+  lineWidth: 0,
+  minContentWidth: 0,
+  aliasDuplicateObjects: false,
+  indentSeq: true,
+};
+
+/**
+ * The one writer: deterministic YAML 1.2 that readStrictYaml reads back to the same value, and that
+ * YAML 1.1 readers read to the same value too (every string they would retype is double-quoted).
+ * Entries are signed over the bytes this returns; nothing ever re-serializes a signed entry, so
+ * entries written before the quoting keep their bytes, and the reader (YAML 1.2 core) still takes
+ * their plain `2026-11-30T08:00:00Z` and `on` as the strings they always were.
  */
 export function toYaml(value: unknown): string {
-  return stringify(value, {
-    version: '1.2',
-    lineWidth: 0,
-    minContentWidth: 0,
-    aliasDuplicateObjects: false,
-    indentSeq: true,
+  const doc = new Document(value, WRITE_OPTIONS);
+  visit(doc, {
+    Scalar(_key, node) {
+      if (typeof node.value === 'string' && RETYPED_BY_YAML_1_1.test(node.value)) node.type = Scalar.QUOTE_DOUBLE;
+    },
   });
+  return doc.toString(WRITE_OPTIONS);
 }

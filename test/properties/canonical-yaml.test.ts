@@ -4,7 +4,8 @@ import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { isCooError } from '../../src/errors.js';
 import { readCanonicalYaml } from '../../src/schema/canonical-yaml.js';
-import { readStrictYamlGeneral, toYaml } from '../../src/schema/strict-yaml.js';
+import { readStrictYaml, readStrictYamlGeneral, toYaml } from '../../src/schema/strict-yaml.js';
+import { loadWithPyYaml } from '../helpers/pyyaml.js';
 import { tally } from '../helpers/tally.js';
 
 const RUNS = Number(process.env['COO_PROPERTY_RUNS'] ?? 300);
@@ -86,5 +87,34 @@ describe('the canonical YAML fast path', () => {
     ['an empty value', 'a:\nb: 1\n'],
   ])('declines %s', (_name, text) => {
     expect(readCanonicalYaml(text, 22)).toBeNull();
+  });
+});
+
+/** Characters YAML 1.1 resolvers look for: digits, signs, radix letters, `_`, `:`, dates, the boolean and null words. */
+const hazard = fc.oneof(
+  fc.string({ maxLength: 12, unit: fc.constantFrom('0', '1', '7', '9', '_', '.', ':', '-', '+', 'e', 'E', 'x', 'o', 'b', 'T', 't', 'Z', ' ', '~', '=', '<', 'y', 'n', 'N', 'f', 'O') }),
+  fc.constantFrom('on', 'On', 'ON', 'off', 'Off', 'yes', 'Yes', 'no', 'NO', 'y', 'Y', 'n', 'N', 'true', 'False', '~', '=', '<<', 'null', 'Null', '', '1:20', '-1:20:30.5', '0755', '0o17', '0x1F', '0b1_0', '1_000', '.5', '1.', '.inf', '-.INF', '.NaN', '1e5', '1e+5', '12:30'),
+  fc
+    .tuple(fc.integer({ min: 0, max: 9999 }), fc.integer({ min: 1, max: 12 }), fc.integer({ min: 1, max: 31 }), fc.constantFrom('', 'T08:00:00Z', 't8:00:00', ' 08:00:00.5 +01:00', 'T08:00:00.123Z'))
+    .map(([y, m, d, time]) => `${String(y).padStart(4, '0')}-${m}-${String(d).padStart(2, '0')}${time}`),
+);
+const anyString = fc.oneof(hazard, fc.string({ maxLength: 24 }), fc.string({ maxLength: 12, unit: 'binary' }));
+
+describe('strings through a YAML 1.1 reader (PyYAML)', () => {
+  it('round-trips any string value and key equal through coo and PyYAML', () => {
+    // One python process per run, each run a batch of written documents.
+    fc.assert(
+      fc.property(fc.array(fc.tuple(anyString, anyString), { minLength: 1, maxLength: 40 }), (pairs) => {
+        const docs = pairs.map(([name, text]) => ({ value: text, list: [text], map: { [name === '__proto__' ? 'k' : name]: text } }));
+        const texts = docs.map((doc) => toYaml(doc));
+        const loaded = loadWithPyYaml(texts);
+        docs.forEach((doc, index) => {
+          expect(readStrictYaml(Buffer.from(texts[index]!), 'x.yaml')).toEqual(doc);
+          expect(loaded[index], texts[index]).toEqual({ value: doc });
+        });
+      }),
+      { numRuns: Math.max(10, Math.round(RUNS / 10)) },
+    );
+    tally('properties', { property: 'any string value round-trips equal through coo and PyYAML', runs: Math.max(10, Math.round(RUNS / 10)) * 40 });
   });
 });

@@ -1,7 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CooError, isCooError } from '../../../src/errors.js';
-import { readStrictYaml, toYaml } from '../../../src/schema/strict-yaml.js';
+import { readStrictYaml, readStrictYamlGeneral, toYaml } from '../../../src/schema/strict-yaml.js';
 import { codeOf } from '../../helpers/codes.js';
 
 const read = (text: string | Buffer): unknown => readStrictYaml(typeof text === 'string' ? Buffer.from(text) : text, 'entry.yaml');
@@ -59,6 +59,32 @@ describe('the strict YAML reader', () => {
       f: 'x',
       g: [1, { h: 'i' }],
     });
+  });
+
+  it('still reads an entry written before the writer quoted, plain timestamps and on as the strings they were, on both paths', () => {
+    const old = 'schema_version: kill_switch.v0\nversion: 1\nstate: on\nreason: y\nset_by: ceo\ncreated_at: 2026-11-30T08:00:00Z\n';
+    const value = { schema_version: 'kill_switch.v0', version: 1, state: 'on', reason: 'y', set_by: 'ceo', created_at: '2026-11-30T08:00:00Z' };
+    expect(read(old)).toEqual(value);
+    expect(readStrictYamlGeneral(Buffer.from(old), 'entry.yaml')).toEqual(value);
+  });
+
+  it('writes double-quoted every string a YAML 1.1 reader would retype, and fractions with a dot and a signed exponent', () => {
+    const hazards = ['2026-11-30T08:00:00Z', '2026-11-30', 'on', 'Off', 'YES', 'n', 'Y', '~', '=', '<<', '1:20', '0755', '0o17', '0x1F', '0b101', '1_000', '.inf', '1e5', '+1', ''];
+    const text = toYaml({ hazards, small: 1e-7, plain: ['deadbeef', 'gpt-5.5', 'coo.hermes', 'budget review'] });
+    expect(text).toBe(
+      [
+        'hazards:',
+        ...hazards.map((hazard) => `  - ${JSON.stringify(hazard)}`),
+        'small: 1.0e-7',
+        'plain:',
+        '  - deadbeef',
+        '  - gpt-5.5',
+        '  - coo.hermes',
+        '  - budget review',
+        '',
+      ].join('\n'),
+    );
+    expect(read(text)).toEqual({ hazards, small: 1e-7, plain: ['deadbeef', 'gpt-5.5', 'coo.hermes', 'budget review'] });
   });
 
   it('gives a coded error or a value for any input, never a crash', () => {

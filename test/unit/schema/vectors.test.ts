@@ -31,3 +31,23 @@ describe('frozen schema vectors', () => {
     });
   }
 });
+
+/** test/fixtures/legacy-entries/<kind>--<file>: valid vectors as the writer wrote them before it quoted YAML 1.1 hazards. */
+describe('entries written before the writer quoted', () => {
+  const legacy = join(import.meta.dirname, '..', '..', 'fixtures', 'legacy-entries');
+  const files = readdirSync(legacy);
+
+  it('keeps a corpus with plain timestamps and a plain on', () => {
+    expect(files.length).toBeGreaterThan(10);
+    expect(readFileSync(join(legacy, 'kill_switch.v0--on.yaml'), 'utf8')).toMatch(/^state: on$/m);
+    expect(readFileSync(join(legacy, 'kill_switch.v0--on.yaml'), 'utf8')).toMatch(/^created_at: 2026-11-30T08:00:00Z$/m);
+  });
+
+  for (const name of files) {
+    const [kind, file] = name.split('--') as [DocumentKind, string];
+    it(`reads ${name} unchanged: the value of the quoted vector it became`, () => {
+      const old = readDocument(kind, readFileSync(join(legacy, name)), name);
+      expect(old).toEqual(readDocument(kind, readFileSync(join(root, kind, 'valid', file)), file));
+    });
+  }
+});
