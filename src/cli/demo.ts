@@ -4,6 +4,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { laneStateOf } from '../authority/state.js';
 import { allowedSigners } from '../audit/allowed-signers.js';
+import { signerHistory } from './allowed-signers.js';
 import { verifyLedger } from '../audit/verify.js';
 import { enqueueConsult } from '../consult/enqueue.js';
 import { startFakeModelServer, type FakeModelServer } from '../consult/fake-model-server.js';
@@ -152,7 +153,13 @@ export function demoVerb(program: Command): void {
         }
         ledger.checkpoint();
         const report = await verifyLedger(gitdir);
-        fs.writeFileSync(join(dir, 'allowed_signers'), allowedSigners(report.state));
+        const signers = Ledger.open(gitdir);
+        try {
+          const { state, history } = await signerHistory(signers);
+          fs.writeFileSync(join(dir, 'allowed_signers'), allowedSigners(state, history));
+        } finally {
+          signers.close();
+        }
         say(`8. coo verify: ${report.findings.length === 0 ? 'ok' : `${report.findings.length} finding(s)`}, ${report.commits} commits, every signature and signer checked from the trust root`);
         for (const finding of report.findings) say(`   ${finding.code}: ${finding.message}`);
         if (server !== null) say(`9. the offline model served ${server.requests.length} request(s); nothing left this machine`);
