@@ -3,6 +3,7 @@ import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRe
 import type { Finding } from '../errors.js';
 import { classifyPath } from '../ledger/layout.js';
 import type { Timeline, TimelineCommit, TimelineEntry } from './timeline.js';
+import { warningMeaning } from './warnings.js';
 
 /**
  * One self-contained HTML page about a ledger. Pure: facts in, a string out; no script, no remote
@@ -51,13 +52,6 @@ const STATE_CLASS: Record<LaneState, string> = {
   duplicate: 'muted',
 };
 
-/** What the warnings the runner writes mean (docs/design.md, Known limits); any other is shown as written. */
-const WARNING_MEANING: Readonly<Record<string, string>> = {
-  sandbox_unenforced: 'the attempt ran in a clean folder and environment, but without bubblewrap: the OS did not enforce the sandbox',
-  context_injection_suspected: 'the pinned context holds text that reads as instructions to the agent',
-  usage_unreported: 'the provider reported no usage: the cost is our higher estimate',
-};
-
 function costOf(record: MessageRecord): number {
   return record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0);
 }
@@ -72,7 +66,7 @@ function bar(value: number, limit: number): string {
 }
 
 function warningBadges(warnings: readonly string[]): string {
-  return warnings.map((warning) => `<span class="badge warn" title="${escape(WARNING_MEANING[warning] ?? warning)}">${escape(warning)}</span>`).join(' ');
+  return warnings.map((warning) => `<span class="badge warn" title="${escape(warningMeaning(warning))}">${escape(warning)}</span>`).join(' ');
 }
 
 /** Every receipt's warnings by its path, from the commits that added them. */
@@ -104,7 +98,7 @@ function warningsSection(state: LedgerState, warnings: ReadonlyMap<string, reado
           ['warning', `<span class="badge warn nowrap">${escape(warning)}</span>`],
           ['message', `${messageId(record.id)} attempt ${attempt.number}`],
           ['receipt', `<code>${escape(attempt.receipt!.path)}</code>`],
-          ['meaning', escape(WARNING_MEANING[warning] ?? 'a warning this report does not know; see the receipt')],
+          ['meaning', escape(warningMeaning(warning))],
         ]),
       ),
     ),
