@@ -1,8 +1,14 @@
+import { activeKeys } from '../authority/keys.js';
 import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { Finding } from '../errors.js';
-import type { Timeline, TimelineCommit } from './timeline.js';
+import { classifyPath } from '../ledger/layout.js';
+import type { Timeline, TimelineCommit, TimelineEntry } from './timeline.js';
+import { warningMeaning } from './warnings.js';
 
-/** One self-contained HTML page about a ledger. Pure: facts in, a string out; no script, no remote resource. */
+/**
+ * One self-contained HTML page about a ledger. Pure: facts in, a string out; no script, no remote
+ * resource. Every table stacks into labelled rows on a narrow screen, so a phone never scrolls sideways.
+ */
 
 export interface ReportInput {
   readonly ledger: string;
@@ -16,6 +22,22 @@ export interface ReportInput {
 const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
 const short = (oid: string | null | undefined): string => (oid == null ? '' : oid.slice(0, 10));
 const usd = (value: number): string => `$${value.toFixed(value < 0.01 ? 5 : 2)}`;
+/** A commit id as shown (its first ten digits) and as copied (all of it, on hover). */
+const oid = (commit: string | null | undefined): string => (commit == null ? '' : `<code class="nowrap" title="${escape(commit)}">${escape(short(commit))}</code>`);
+/** A key's whole fingerprint: the value an auditor copies into allowed-signers or ssh-keygen. */
+const fingerprint = (keyId: string): string => `<code class="fp nowrap">${escape(keyId)}</code>`;
+const messageId = (id: string): string => `<code class="nowrap">${escape(id)}</code>`;
+const time = (iso: string | null): string => (iso === null ? '' : `<span class="nowrap">${escape(iso)}</span>`);
+
+/** A table row: each cell carries its column's name, shown beside the value when the row is stacked. */
+function row(attrs: string, cells: ReadonlyArray<readonly [label: string, html: string]>): string {
+  return `<tr${attrs}>${cells.map(([label, html]) => `<td data-label="${escape(label)}">${html}</td>`).join('')}</tr>`;
+}
+
+function table(head: readonly string[], rows: readonly string[]): string {
+  const thead = head.length === 0 ? '' : `<thead><tr>${head.map((name) => `<th>${escape(name)}</th>`).join('')}</tr></thead>`;
+  return `<table>${thead}<tbody>${rows.join('')}</tbody></table>`;
+}
 
 const STATE_CLASS: Record<LaneState, string> = {
   queued: 'muted',
@@ -34,31 +56,76 @@ function costOf(record: MessageRecord): number {
   return record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0);
 }
 
+/** A spend bar and its share of the cap, in words as well as in width. */
 function bar(value: number, limit: number): string {
-  const ratio = limit <= 0 ? 1 : Math.min(1, value / limit);
+  const ratio = limit <= 0 ? (value > 0 ? Infinity : 0) : value / limit;
   const cls = ratio >= 1 ? 'bad' : ratio > 0.8 ? 'warn' : 'ok';
-  return `<div class="bar" title="${usd(value)} of ${usd(limit)}"><span class="${cls}" style="width:${(ratio * 100).toFixed(1)}%"></span></div>`;
+  const percent = !Number.isFinite(ratio) ? 'over a $0 cap' : ratio > 0 && ratio < 0.0001 ? 'under 0.01%' : `${(ratio * 100).toFixed(ratio < 0.01 ? 2 : ratio < 0.1 ? 1 : 0)}%`;
+  const width = Number.isFinite(ratio) ? Math.min(1, ratio) * 100 : 100;
+  return `<div class="meter"><div class="bar" title="${usd(value)} of ${usd(limit)}"><span class="fill-${cls}" style="width:${width.toFixed(1)}%"></span></div><span class="pct ${cls}-text">${percent}</span></div>`;
+}
+
+function warningBadges(warnings: readonly string[]): string {
+  return warnings.map((warning) => `<span class="badge warn" title="${escape(warningMeaning(warning))}">${escape(warning)}</span>`).join(' ');
+}
+
+/** Every receipt's warnings by its path, from the commits that added them. */
+function warningsByReceipt(timeline: Timeline): ReadonlyMap<string, readonly string[]> {
+  const out = new Map<string, readonly string[]>();
+  for (const commit of timeline.commits) for (const entry of commit.entries) if (entry.warnings.length > 0) out.set(entry.path, entry.warnings);
+  return out;
 }
 
 function findingsSection(findings: readonly Finding[]): string {
   if (findings.length === 0) return '<section id="findings"><h2>Verification</h2><p class="ok-text">No findings: every commit and entry signature, signer, path, sequence and hash checks out.</p></section>';
-  const rows = findings
-    .map((finding) => `<tr class="finding"><td><code>${escape(finding.code)}</code></td><td><code>${escape(short(finding.commit))}</code></td><td><code>${escape(finding.path ?? '')}</code></td><td>${escape(finding.message)}</td></tr>`)
-    .join('');
-  return `<section id="findings" class="alarm"><h2>Verification: ${findings.length} finding(s)</h2><table><thead><tr><th>code</th><th>commit</th><th>path</th><th>what</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+  const rows = findings.map((finding) =>
+    row(' class="finding"', [
+      ['code', `<code>${escape(finding.code)}</code>`],
+      ['commit', oid(finding.commit)],
+      ['path', `<code>${escape(finding.path ?? '')}</code>`],
+      ['what', `<span class="text">${escape(finding.message)}</span>`],
+    ]),
+  );
+  return `<section id="findings" class="alarm"><h2>Verification: ${findings.length} finding(s)</h2>${table(['code', 'commit', 'path', 'what'], rows)}</section>`;
 }
 
-function messagesSection(state: LedgerState, findings: readonly Finding[]): string {
+function warningsSection(state: LedgerState, warnings: ReadonlyMap<string, readonly string[]>): string {
   const records = [...state.messages.values()].sort((a, b) => a.seq - b.seq);
-  const rows = records
-    .map((record) => {
-      const lane = laneStateOf(record);
-      const touched = findings.filter((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true).length;
-      const blockers = [...new Set(record.attempts.flatMap((attempt) => attempt.receipt?.blockers ?? []))];
-      return `<tr class="message${touched > 0 ? ' tampered' : ''}" data-state="${lane}"><td><code>${escape(record.id)}</code>${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}</td><td>${escape(record.intent)}</td><td>${escape(record.source)} &rarr; ${escape(record.target)}</td><td><code>${escape(record.correlation)}</code></td><td>${escape(record.createdAt)}</td><td><span class="badge ${STATE_CLASS[lane]}">${lane}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}</td><td>${record.attempts.length}</td><td>${usd(costOf(record))}</td></tr>`;
-    })
-    .join('');
-  return `<section id="messages"><h2>Messages (${records.length})</h2><table><thead><tr><th>message</th><th>intent</th><th>edge</th><th>correlation</th><th>created</th><th>state</th><th>attempts</th><th>cost</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+  const rows = records.flatMap((record) =>
+    record.attempts.flatMap((attempt) =>
+      (attempt.receipt === null ? [] : warnings.get(attempt.receipt.path) ?? []).map((warning) =>
+        row(' class="receipt-warning"', [
+          ['warning', `<span class="badge warn nowrap">${escape(warning)}</span>`],
+          ['message', `${messageId(record.id)} attempt ${attempt.number}`],
+          ['receipt', `<code>${escape(attempt.receipt!.path)}</code>`],
+          ['meaning', escape(warningMeaning(warning))],
+        ]),
+      ),
+    ),
+  );
+  if (rows.length === 0) return '<section id="warnings"><h2>Receipt warnings</h2><p class="ok-text">No receipt carries a warning.</p></section>';
+  return `<section id="warnings" class="caution"><h2>Receipt warnings (${rows.length})</h2><p>What held, but less strongly than it should have: each receipt says so itself.</p>${table(['warning', 'message', 'receipt', 'meaning'], rows)}</section>`;
+}
+
+function messagesSection(state: LedgerState, findings: readonly Finding[], warnings: ReadonlyMap<string, readonly string[]>): string {
+  const records = [...state.messages.values()].sort((a, b) => a.seq - b.seq);
+  const rows = records.map((record) => {
+    const lane = laneStateOf(record);
+    const touched = findings.filter((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true).length;
+    const blockers = [...new Set(record.attempts.flatMap((attempt) => attempt.receipt?.blockers ?? []))];
+    const warned = [...new Set(record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : warnings.get(attempt.receipt.path) ?? [])))];
+    return row(`${touched > 0 ? ' class="message tampered"' : ' class="message"'} data-state="${lane}"`, [
+      ['message', `${messageId(record.id)}${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}`],
+      ['intent', escape(record.intent)],
+      ['edge', `${escape(record.source)} &rarr; ${escape(record.target)}`],
+      ['correlation', `<code>${escape(record.correlation)}</code>`],
+      ['created', escape(record.createdAt)],
+      ['state', `<span class="badge ${STATE_CLASS[lane]}">${lane}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}${warned.length > 0 ? ` ${warningBadges(warned)}` : ''}`],
+      ['attempts', String(record.attempts.length)],
+      ['cost', usd(costOf(record))],
+    ]);
+  });
+  return `<section id="messages"><h2>Messages (${records.length})</h2>${table(['message', 'intent', 'edge', 'correlation', 'created', 'state', 'attempts', 'cost'], rows)}</section>`;
 }
 
 function spendSection(state: LedgerState): string {
@@ -66,57 +133,156 @@ function spendSection(state: LedgerState): string {
   if (budgets === undefined) return '';
   const days = [...state.spendByDay].sort(([a], [b]) => (a < b ? -1 : 1));
   const correlations = [...state.spendByCorrelation].sort(([, a], [, b]) => b - a).slice(0, 50);
-  const dayRows = days.map(([day, spent]) => `<tr><td>${escape(day)}</td><td>${usd(spent)}</td><td>${bar(spent, budgets.daily_cost_cap_usd)}</td></tr>`).join('');
-  const corrRows = correlations.map(([id, spent]) => `<tr><td><code>${escape(id)}</code></td><td>${usd(spent)}</td><td>${bar(spent, budgets.max_cost_usd_per_correlation)}</td></tr>`).join('');
-  return `<section id="spend"><h2>Spend against budgets</h2><div class="cols"><div><h3>Per day (cap ${usd(budgets.daily_cost_cap_usd)})</h3><table><tbody>${dayRows || '<tr><td>nothing spent</td></tr>'}</tbody></table></div><div><h3>Per correlation (cap ${usd(budgets.max_cost_usd_per_correlation)})</h3><table><tbody>${corrRows || '<tr><td>nothing spent</td></tr>'}</tbody></table></div></div></section>`;
+  const none = ['<tr><td>nothing spent</td></tr>'];
+  const dayRows = days.map(([day, spent]) => row('', [['day', escape(day)], ['spent', usd(spent)], ['of the cap', bar(spent, budgets.daily_cost_cap_usd)]]));
+  const corrRows = correlations.map(([id, spent]) => row('', [['correlation', `<code>${escape(id)}</code>`], ['spent', usd(spent)], ['of the cap', bar(spent, budgets.max_cost_usd_per_correlation)]]));
+  return `<section id="spend"><h2>Spend against budgets</h2><div class="cols"><div><h3>Per day (cap ${usd(budgets.daily_cost_cap_usd)})</h3>${table([], dayRows.length > 0 ? dayRows : none)}</div><div><h3>Per correlation (cap ${usd(budgets.max_cost_usd_per_correlation)})</h3>${table([], corrRows.length > 0 ? corrRows : none)}</div></div></section>`;
+}
+
+/** Every key the trust files ever allowed: whose, whether it is in force now, and which commits it signed. */
+function signersSection(state: LedgerState, timeline: Timeline): string {
+  const holders = activeKeys(state.root?.doc ?? null, state.registry?.doc ?? null);
+  const revoked = new Map((state.registry?.doc.revoked_keys ?? []).map((entry) => [entry.key_id, entry.reason]));
+  const rows = [...state.everKeys].map(([keyId, { actor }]) => {
+    const signed = timeline.commits.filter((commit) => commit.signer?.keyId === keyId);
+    const holder = holders.get(keyId);
+    const reason = revoked.get(keyId);
+    const status =
+      holder !== undefined
+        ? `<span class="badge ok">active</span>${holder.rootAuthority ? ' <small>trust root authority</small>' : ''}`
+        : reason !== undefined
+          ? `<span class="badge bad">revoked</span> <small>${escape(reason)}</small>`
+          : '<span class="badge muted">retired</span>';
+    const span = signed.length === 0 ? 'none' : `${signed.length} commit(s), Ledger-Seq ${signed[0]!.seq}${signed.length > 1 ? ` to ${signed[signed.length - 1]!.seq}` : ''}`;
+    return row(` class="signer" data-status="${holder !== undefined ? 'active' : reason !== undefined ? 'revoked' : 'retired'}"`, [
+      ['actor', escape(actor)],
+      ['key', fingerprint(keyId)],
+      ['status', status],
+      ['signed', span],
+    ]);
+  });
+  return `<section id="signers"><h2>Signers (${rows.length})</h2>${table(['actor', 'key (SHA256 fingerprint)', 'status', 'signed'], rows)}</section>`;
+}
+
+/** What a file in a commit is: trust files by role and version, so genesis reads as its three trust files. */
+function entryLabel(entry: TimelineEntry): string {
+  const info = classifyPath(entry.path);
+  if (info === null) return entry.path.split('/').pop() ?? entry.path;
+  switch (info.kind) {
+    case 'readme':
+      return 'README.md';
+    case 'trust':
+      return `${info.role === 'root' ? 'trust root' : info.role === 'registry' ? 'actor registry' : 'actor policy'} v${info.version}`;
+    case 'kill_switch':
+      return `kill switch v${info.version}`;
+    case 'heartbeat':
+      return 'heartbeat';
+    case 'envelope':
+      return 'envelope';
+    case 'claim':
+      return `claim ${info.attempt}`;
+    case 'receipt':
+      return `receipt ${info.attempt}`;
+    case 'message_artifact':
+    case 'attempt_artifact':
+      return info.name;
+    case 'signature':
+      return `signature of ${info.of}`;
+  }
+}
+
+/** A commit's trust files in the order they depend on each other (authority/validate-commit.ts reads them so). */
+const TRUST_ORDER = ['root', 'registry', 'policy', 'kill-switch'];
+
+/** Genesis reads README, root, registry, policy; other entries keep the commit's order. */
+function entryRank(entry: TimelineEntry): number {
+  if (entry.kind === 'readme') return -1;
+  return entry.kind === 'trust' || entry.kind === 'kill_switch' ? TRUST_ORDER.indexOf(entry.path.split('/')[1]!) : TRUST_ORDER.length;
+}
+
+function trustSection(timeline: Timeline): string {
+  const rows = timeline.commits.flatMap((commit) =>
+    commit.entries
+      .filter((entry) => entry.kind === 'trust' || entry.kind === 'kill_switch')
+      .sort((a, b) => entryRank(a) - entryRank(b))
+      .map((entry) =>
+        row(`${commit.findings.length > 0 ? ' class="trust-file tampered"' : ' class="trust-file"'}`, [
+          ['file', `<code>${escape(entry.path)}</code>`],
+          ['what', escape(entryLabel(entry))],
+          ['Ledger-Seq', `#${commit.seq}${commit.seq === 1 ? ' <small>genesis</small>' : ''}`],
+          ['commit', oid(commit.commit)],
+          ['signed by', commit.signer === null ? '<span class="badge bad">unverified</span>' : escape(commit.signer.actor)],
+        ]),
+      ),
+  );
+  return `<section id="trust"><h2>Trust files</h2>${table(['file', 'what', 'Ledger-Seq', 'commit', 'signed by'], rows)}</section>`;
 }
 
 function commitRow(commit: TimelineCommit): string {
   const bad = commit.findings.length > 0;
-  const entries = commit.entries
-    .map((entry) => {
-      const label = entry.kind === 'message_artifact' || entry.kind === 'attempt_artifact' || entry.kind === 'unknown' ? entry.path.split('/').pop() ?? entry.path : entry.kind.replace('_', ' ');
-      return `<span class="entry kind-${escape(entry.kind)}" title="${escape(entry.path)}">${escape(label)}</span>`;
-    })
+  const entries = [...commit.entries]
+    .sort((a, b) => entryRank(a) - entryRank(b))
+    .map((entry) => `<span class="entry kind-${escape(entry.kind)}" title="${escape(entry.path)}">${escape(entryLabel(entry))}</span>${entry.warnings.length > 0 ? ` ${warningBadges(entry.warnings)}` : ''}`)
     .join(' ');
-  const signer = commit.signer === null ? '<span class="badge bad">unverified</span>' : `${escape(commit.signer.actor)} <small><code>${escape(commit.signer.keyId.slice(0, 19))}&hellip;</code></small>`;
-  const problems = bad ? `<div class="problems">${commit.findings.map((finding) => `<code>${escape(finding.code)}</code> ${escape(finding.message)}`).join('<br>')}</div>` : '';
-  return `<tr class="commit${bad ? ' tampered' : ''}"><td>#${commit.seq}</td><td><code>${escape(short(commit.commit))}</code></td><td>${escape(commit.time ?? '')}</td><td>${signer}</td><td>${escape(commit.summary)}<div>${entries}</div>${problems}</td></tr>`;
+  const signer = commit.signer === null ? '<span class="badge bad">unverified</span>' : `${escape(commit.signer.actor)} ${fingerprint(commit.signer.keyId)}`;
+  const problems = bad ? `<div class="problems text">${commit.findings.map((finding) => `<code>${escape(finding.code)}</code> ${escape(finding.message)}`).join('<br>')}</div>` : '';
+  return row(`${bad ? ' class="commit tampered"' : ' class="commit"'}`, [
+    ['seq', `#${commit.seq}`],
+    ['commit', oid(commit.commit)],
+    ['time', time(commit.time)],
+    ['signed by', signer],
+    ['what it added', `<span class="text">${escape(commit.summary)}</span><div>${entries}</div>${problems}`],
+  ]);
 }
 
 function timelineSection(timeline: Timeline): string {
-  const rows = [...timeline.commits].reverse().map(commitRow).join('');
-  return `<section id="timeline"><h2>Timeline (newest first)</h2><table><thead><tr><th>seq</th><th>commit</th><th>time</th><th>signed by</th><th>what it added</th></tr></thead><tbody>${rows}</tbody></table></section>`;
+  const rows = [...timeline.commits].reverse().map(commitRow);
+  return `<section id="timeline"><h2>Timeline (newest first)</h2>${table(['seq', 'commit', 'time', 'signed by', 'what it added'], rows)}</section>`;
 }
 
 const STYLE = `
 body{font:14px/1.45 system-ui,-apple-system,"Segoe UI",sans-serif;margin:0;color:#1d2433;background:#f6f7f9}
-header{background:#1d2433;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:20px}header p{margin:2px 0;color:#c9d1e0}
-main{padding:8px 28px 40px}section{background:#fff;border:1px solid #e1e5eb;border-radius:8px;margin:16px 0;padding:12px 18px}
+header{background:#1d2433;color:#fff;padding:18px 28px}header h1{margin:0 0 4px;font-size:20px}header p{margin:2px 0;color:#c9d1e0;overflow-wrap:anywhere}
+main{padding:8px 28px 40px}section{background:#fff;border:1px solid #e1e5eb;border-radius:8px;margin:16px 0;padding:12px 18px;min-width:0}
 h2{font-size:16px;margin:4px 0 10px}h3{font-size:14px;margin:6px 0}table{border-collapse:collapse;width:100%}
-th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef0f3;vertical-align:top}th{font-size:12px;color:#5b6578;text-transform:uppercase}
-code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace}small{color:#5b6578}
-.badge{display:inline-block;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef0f3;vertical-align:top;overflow-wrap:break-word}th{font-size:12px;color:#5b6578;text-transform:uppercase}
+code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere}small{color:#5b6578}
+.fp{user-select:all}.text{overflow-wrap:anywhere}.nowrap{white-space:nowrap}
+.badge{display:inline-block;max-width:100%;box-sizing:border-box;overflow-wrap:anywhere;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
 .ok{background:#d6f5df;color:#146c2e}.bad{background:#fde0e0;color:#a11d1d}.warn{background:#fff1cc;color:#8a5a00}.unavail{background:#ece2fb;color:#5b2ca0}.muted{background:#eceff3;color:#4a5366}
 .status{font-size:15px;font-weight:700;padding:4px 12px;border-radius:6px;display:inline-block;margin-top:6px}
-.alarm{border:2px solid #d33;background:#fff6f6}.finding td{color:#7a1010}.ok-text{color:#146c2e}
+.alarm{border:2px solid #d33;background:#fff6f6}.finding td{color:#7a1010}.ok-text{color:#146c2e}.caution{border:2px solid #e0a800}
+.warn-text{color:#8a5a00}.bad-text{color:#a11d1d;font-weight:700}
 tr.tampered{background:#ffe8e8;outline:2px solid #d33}.problems{margin-top:4px;color:#a11d1d;font-size:12px}
 .entry{display:inline-block;margin:2px 3px 0 0;padding:0 6px;border-radius:4px;font-size:11px;background:#eef2f8;color:#33415c}
 .kind-receipt{background:#e3f1ff}.kind-claim{background:#f3ecff}.kind-envelope{background:#fff4dc}.kind-trust{background:#ffe9e9}
-.bar{width:220px;height:10px;background:#eef0f3;border-radius:5px;overflow:hidden}.bar span{display:block;height:100%}
-.cols{display:grid;grid-template-columns:1fr 1fr;gap:24px}`;
+.meter{display:flex;align-items:center;gap:8px}.pct{font-size:12px;min-width:3.5em}
+.bar{flex:1 1 auto;min-width:60px;max-width:220px;height:10px;background:#eef0f3;border-radius:5px;overflow:hidden}.bar span{display:block;height:100%}
+.fill-ok{background:#3fae5f}.fill-warn{background:#e0a800}.fill-bad{background:#d33}
+.cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:24px}
+@media (max-width:1000px){
+.nowrap{white-space:normal}
+header{padding:14px 14px}main{padding:4px 8px 28px}section{padding:10px 12px;margin:12px 0}
+.cols{grid-template-columns:minmax(0,1fr);gap:8px}
+table,tbody,tr,td{display:block;width:auto}thead{display:none}
+tr{padding:6px 0;border-bottom:1px solid #e1e5eb}td{border:0;padding:2px 0;position:relative}
+td[data-label]{padding-left:104px;min-height:1.45em}
+td[data-label]::before{content:attr(data-label);position:absolute;left:0;top:4px;width:96px;color:#5b6578;font-size:11px;line-height:1.3;text-transform:uppercase}
+tr.tampered{outline-offset:-2px;padding:6px}
+}`;
 
 export function renderReport(input: ReportInput): string {
   const ok = input.findings.length === 0;
+  const warnings = warningsByReceipt(input.timeline);
   const status = ok ? '<span class="status ok">verified: no findings</span>' : `<span class="status bad">${input.findings.length} verification finding(s)</span>`;
   return `<!doctype html>
 <html lang="en"><head><meta charset="utf-8"><meta name="viewport" content="width=device-width,initial-scale=1">
 <meta http-equiv="Content-Security-Policy" content="default-src 'none'; style-src 'unsafe-inline'">
 <title>coo-commons ledger report</title><style>${STYLE}</style></head>
 <body><header><h1>coo-commons ledger report</h1>
-<p><code>${escape(input.ledger)}</code> &middot; head <code>${escape(short(input.head))}</code> at Ledger-Seq ${input.state.seq} &middot; generated ${escape(input.generatedAt)}</p>
+<p><code>${escape(input.ledger)}</code> &middot; head ${oid(input.head)} at Ledger-Seq ${input.state.seq} &middot; generated ${escape(input.generatedAt)}</p>
 <p>trust root v${input.state.root?.version ?? '-'} &middot; registry v${input.state.registry?.version ?? '-'} (active COO ${escape(input.state.registry?.doc.active_coo ?? '-')}) &middot; policy v${input.state.policy?.version ?? '-'} &middot; kill switch ${escape(input.state.killSwitch?.doc.state ?? 'off')}</p>
 ${status}</header>
-<main>${findingsSection(input.findings)}${messagesSection(input.state, input.findings)}${spendSection(input.state)}${timelineSection(input.timeline)}</main></body></html>
+<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.findings, warnings)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
 `;
 }

@@ -3,12 +3,27 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { renderReport } from '../audit/report.js';
 import { verifyLedger } from '../audit/verify.js';
+import { CooError } from '../errors.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { markRejected } from './outcome.js';
+import { createProgress } from './progress.js';
+
+/** Writes the page whole or not at all: a temporary file beside it, renamed over it. */
+function writePage(out: string, html: string): void {
+  const temp = `${out}.${process.pid}.tmp`;
+  try {
+    fs.writeFileSync(temp, html);
+    fs.renameSync(temp, out);
+  } catch (error) {
+    fs.rmSync(temp, { force: true });
+    throw new CooError('IO_ERROR', `cannot write the report ${out}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { where: out });
+  }
+}
 
 export function reportVerb(program: Command): void {
   program
     .command('report')
-    .description('write one self-contained HTML page: timeline, message states, spend against budgets, signers, every verification finding')
+    .description('write one self-contained HTML page: timeline, message states, receipt warnings, spend against budgets, signers, every verification finding (exit 3 if any)')
     .addOption(ledgerOption())
     .option('--html <file>', 'where to write the page')
     .addOption(jsonOption())
@@ -16,11 +31,17 @@ export function reportVerb(program: Command): void {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const out = required(opts.html, '--html', 'the HTML file to write');
       const now = new Date();
-      const report = await verifyLedger(gitdir, { timeline: true, now });
-      const html = renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline: report.timeline! });
-      const temp = `${out}.${process.pid}.tmp`;
-      fs.writeFileSync(temp, html);
-      fs.renameSync(temp, out);
-      emit(opts.json, { html: resolve(out), commits: report.commits, findings: report.findings.length }, () => `wrote ${out}: ${report.commits} commits, ${report.findings.length} finding(s)`);
+      const progress = createProgress('verifying', 'commits', opts.json === true);
+      const report = await progress.until(verifyLedger(gitdir, { timeline: true, now, onProgress: progress.update }));
+      // An empty ledger has no timeline: no commit was replayed.
+      const timeline = report.timeline ?? { commits: [] };
+      writePage(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline }));
+      // The page is written either way: with findings, it is the evidence of what is wrong.
+      if (report.findings.length > 0) markRejected();
+      emit(
+        opts.json,
+        { ok: report.findings.length === 0, html: resolve(out), commits: report.commits, findings: report.findings.length },
+        () => `${report.findings.length === 0 ? 'ok' : 'FAILED'}: wrote ${out}: ${report.commits} commits, ${report.findings.length} finding(s)`,
+      );
     });
 }

@@ -1,11 +1,11 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
-import cliProgress from 'cli-progress';
 import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
 import { verifyLedger } from '../audit/verify.js';
 import type { Finding } from '../errors.js';
 import { emit, jsonOption, ledgerOption, loadPublicKey, packingNote, required } from './common.js';
 import { markRejected } from './outcome.js';
+import { createProgress } from './progress.js';
 
 /** Findings printed for a human; --json prints every one. */
 const SHOWN = 50;
@@ -27,21 +27,14 @@ export function verifyVerb(program: Command): void {
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; json?: boolean }) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
-      const bar = process.stderr.isTTY && opts.json !== true ? new cliProgress.SingleBar({ format: 'verifying [{bar}] {value}/{total} commits', hideCursor: true, clearOnComplete: true, stream: process.stderr }, cliProgress.Presets.shades_classic) : null;
-      let started = false;
-      const report = await verifyLedger(gitdir, {
+      const progress = createProgress('verifying', 'commits', opts.json === true);
+      const report = await progress.until(verifyLedger(gitdir, {
         ...(opts.checkpoint ? { checkpointFile: checkpointFile(opts.stateDir ?? defaultAuditDir(), gitdir) } : {}),
         ...(opts.full === true ? { full: true } : {}),
         ...(opts.trustRoot === undefined ? {} : { trustRoot: loadPublicKey(opts.trustRoot) }),
         now: new Date(),
-        onProgress: (done, total) => {
-          if (bar === null || total < 200) return;
-          if (!started) bar.start(total, 0);
-          started = true;
-          bar.update(done);
-        },
-      });
-      if (started) bar?.stop();
+        onProgress: progress.update,
+      }));
       if (report.findings.length > 0) markRejected();
       const notes = [packingNote(gitdir)].filter((note) => note !== null);
       if (opts.json !== true) for (const note of notes) process.stderr.write(`note: ${note}\n`);

@@ -1,0 +1,15 @@
+/**
+ * What a receipt's warnings mean: what held, but less strongly than it should have. The runner
+ * writes them (runner/runner.ts, consult/receipt.ts); docs/design.md, Known limits, says why each
+ * can happen. Pure: the report, `coo show` and `coo cite` word them alike.
+ */
+const MEANING: Readonly<Record<string, string>> = {
+  sandbox_unenforced: 'the attempt ran in a clean folder and environment, but without bubblewrap: the OS did not enforce the sandbox',
+  context_injection_suspected: 'the pinned context holds text that reads as instructions to the agent',
+  usage_unreported: 'the provider reported no usage: the cost is our higher estimate',
+};
+
+/** One line on a warning code; a code this version does not know is named as such. */
+export function warningMeaning(code: string): string {
+  return Object.hasOwn(MEANING, code) ? MEANING[code]! : 'a warning this version of coo does not know; see the receipt';
+}

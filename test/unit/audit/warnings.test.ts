@@ -1,0 +1,12 @@
+import { describe, expect, it } from 'vitest';
+import { warningMeaning } from '../../../src/audit/warnings.js';
+
+describe('warningMeaning', () => {
+  it('words each warning the runner writes, and names an unknown one as unknown', () => {
+    expect(warningMeaning('sandbox_unenforced')).toContain('without bubblewrap');
+    expect(warningMeaning('context_injection_suspected')).toContain('instructions');
+    expect(warningMeaning('usage_unreported')).toContain('estimate');
+    expect(warningMeaning('constructor')).toContain('does not know');
+    expect(warningMeaning('future_warning')).toContain('does not know');
+  });
+});
