@@ -1,7 +1,11 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
+import { checkPins } from '../../src/consult/pins.js';
+import { isCooError } from '../../src/errors.js';
 import { describeEvent } from '../../src/cli/watch.js';
 import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -149,6 +153,44 @@ describe('judging answers', () => {
     expect(blockersOf(receipts[0]!)).toEqual(['output_invalid']);
     const answer = await w.ledger.readFile(receipts[0]!['output_ref'] as string);
     expect(answer!.length).toBeLessThanOrEqual(4 * 1024 * 1024);
+  });
+});
+
+/**
+ * Commits `path` to the target as a blob whose header says `size` bytes but whose body holds only a
+ * few: git reports its size from the header, and reading its bytes fails. A reader that refuses it
+ * by size never touches the body; one that reads first fails or waits.
+ */
+function commitHeaderOnlyBlob(target: string, path: string, size: number): string {
+  const oid = createHash('sha1').update(`header only ${path} ${size}`).digest('hex');
+  const gitdir = git(['rev-parse', '--absolute-git-dir'], { cwd: target }).trim();
+  mkdirSync(join(gitdir, 'objects', oid.slice(0, 2)), { recursive: true });
+  writeFileSync(join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2)), deflateSync(Buffer.concat([Buffer.from(`blob ${size}\0`), Buffer.alloc(1000, 0x78)])));
+  const entries = git(['ls-tree', 'HEAD'], { cwd: target });
+  const tree = git(['mktree'], { cwd: target, input: `${entries}100644 blob ${oid}\t${path}\n` }).trim();
+  const commit = git(['commit-tree', tree, '-p', 'HEAD', '-m', `add ${path}`], { cwd: target }).trim();
+  git(['update-ref', 'refs/heads/main', commit], { cwd: target });
+  return commit;
+}
+
+describe('a context file over the size limit', () => {
+  it('is refused at enqueue from the size git reports, without reading its bytes', async () => {
+    const w = await fresh();
+    commitHeaderOnlyBlob(w.target, 'big.bin', 50 * 1024 * 1024);
+    const error = await w.consult({ patterns: ['big.bin'] }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(isCooError(error) && error.code).toBe('CONTEXT_INVALID');
+    expect((error as Error).message).toBe('big.bin: 52428800 bytes exceeds the 1048576-byte limit for one context file');
+    expect((await w.ledger.state()).messages.size).toBe(0);
+  });
+
+  it("fails the runner's pin check from the size git reports, without reading its bytes", async () => {
+    const w = await fresh();
+    const commit = commitHeaderOnlyBlob(w.target, 'big.bin', 50 * 1024 * 1024);
+    const check = await checkPins(w.target, commit, [{ path: 'big.bin', sha256: `sha256:${'0'.repeat(64)}` }]);
+    expect(check).toEqual({ ok: false, detail: 'big.bin: 52428800 bytes exceeds the 1048576-byte limit for one context file' });
   });
 });
 
