@@ -34,6 +34,25 @@ async function lane(w: World, id: string): Promise<string> {
   return laneStateOf((await w.ledger.state()).messages.get(id)!);
 }
 
+describe("a consult's cost", () => {
+  it('fails an attempt that cost eighty times its max_cost_usd with budget_cost_breach, and spends nothing more on it', async () => {
+    const w = await fresh({ modes: ['costly'] });
+    const { messageId } = await w.consult({ maxCostUsd: 0.5 });
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, budget_remaining_usd: 0 });
+    expect(receipts[0]!['actual_cost_usd']).toBeGreaterThan(40);
+    expect(blockersOf(receipts[0]!)).toEqual(['budget_cost_breach']);
+    expect(receipts[0]!['warnings']).not.toContain('budget_overrun');
+    expect(await lane(w, messageId)).toBe('failed');
+    // Before the call, the output cap was what the budget pays for after the estimated input.
+    expect(w.server.requests).toHaveLength(1);
+    expect(w.server.requests[0]!.maxTokens).toBeLessThanOrEqual(Math.floor(0.5 / (30 / 1e6)));
+    expect(w.events.find((event) => event.type === 'receipt' && event.messageId === messageId)).toMatchObject({ status: 'failed', blockers: ['budget_cost_breach'], retryAt: null });
+  });
+});
+
 describe('when the advisory agent is unavailable', () => {
   const unavailable: Array<[string, 'quota' | 'auth' | 'server-error', string]> = [
     ['quota exhaustion', 'quota', 'aa_unavailable:quota'],
@@ -114,6 +133,37 @@ describe('when the advisory agent is unavailable', () => {
   });
 });
 
+describe('an Oracle that cannot be started during a run', () => {
+  const cases: Array<[string, 'auto' | 'none']> = [
+    ['under bubblewrap', 'auto'],
+    ['without isolation', 'none'],
+  ];
+  for (const [name, isolation] of cases) {
+    it(`is a retryable aa_unavailable:transport ${name}, and the consult completes once Oracle is back`, async () => {
+      const w = await fresh({ policy: (policy) => ({ ...policy, retries: { ...policy.retries, backoff_base_seconds: 60, backoff_max_seconds: 60 } }) });
+      const { messageId } = await w.consult();
+      // A command that exists and is executable but cannot be executed: its interpreter is gone.
+      const command = join(w.dir, 'oracle-broken');
+      writeFileSync(command, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+      const broken = w.transport({ command: [command], isolation });
+      await w.runner({ transport: broken }).runOnce();
+      const first = await receiptsOf(w, messageId);
+      expect(first).toHaveLength(1);
+      expect(first[0]!['status']).toBe('failed');
+      expect(blockersOf(first[0]!)).toEqual(['aa_unavailable:transport']);
+      expect((first[0]!['blockers'] as Array<{ detail: string }>)[0]!.detail).toMatch(/^Oracle could not be started: /);
+      expect(first[0]!['next_attempt_at']).not.toBeNull();
+      // A command that is gone altogether is found before it is started.
+      const gone = w.transport({ command: [join(w.dir, 'no-such-oracle')], isolation });
+      expect(gone.commandProblem()).toBe(`${join(w.dir, 'no-such-oracle')} is missing or not executable`);
+      await w.runner({ transport: w.transport({ isolation }), clock: () => new Date(Date.now() + 120_000) }).runOnce();
+      const all = await receiptsOf(w, messageId);
+      expect(all.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+      expect(w.server.requests).toHaveLength(1);
+    });
+  }
+});
+
 describe('judging answers', () => {
   it('fails malformed answers output validation, retries them a bounded number of times, then ends failed', async () => {
     const w = await fresh({ modes: ['malformed'] });
@@ -145,14 +195,32 @@ describe('judging answers', () => {
     expect(prompt).toContain(w.server.requests[0]!.canary!);
   });
 
-  it('bounds an enormous answer and never crashes on it', async () => {
+  it('fails an answer over the artifact limit with output_too_large and its size, and judges and stores no part of it', async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
     await w.runner({ transport: w.fakeOracle('enormous') }).runOnce();
     const receipts = await receiptsOf(w, messageId);
-    expect(blockersOf(receipts[0]!)).toEqual(['output_invalid']);
-    const answer = await w.ledger.readFile(receipts[0]!['output_ref'] as string);
-    expect(answer!.length).toBeLessThanOrEqual(4 * 1024 * 1024);
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, output_ref: null, output_hash: null, output_validation: { status: 'not_run', errors: [] } });
+    expect(receipts[0]!['blockers']).toEqual([{ code: 'output_too_large', detail: 'the answer is 10485760 bytes, over the 4194304-byte artifact limit' }]);
+    const files = git(['--git-dir', w.gitdir, 'ls-tree', '-r', '--name-only', 'HEAD']).split('\n');
+    expect(files.filter((path) => path.includes(messageId) && path.endsWith('answer.md'))).toEqual([]);
+    expect(await lane(w, messageId)).toBe('failed');
+  });
+
+  it('fails an answer over the output cap it was given with output_too_large, through the real Oracle', async () => {
+    const w = await fresh({ modes: ['over-cap'] });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts).toHaveLength(1);
+    const cap = w.server.requests[0]!.maxTokens!;
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, output_validation: { status: 'not_run' } });
+    expect(blockersOf(receipts[0]!)).toEqual(['output_too_large']);
+    // The answer file is whole (the cap was broken in tokens, not cut in bytes): it is kept as evidence, unjudged.
+    const kept = (await w.ledger.readFile(receipts[0]!['output_ref'] as string))!.toString('utf8');
+    expect(kept).toMatch(/```aa_answer\n[^\n]+\n```\n$/);
+    expect((receipts[0]!['blockers'] as Array<{ detail: string }>)[0]!.detail).toMatch(new RegExp(`^the answer is ${cap + 1000} output tokens, over the ${cap}-token output cap \\(\\d+ bytes\\)$`));
   });
 });
 
