@@ -233,7 +233,13 @@ export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile): Oracle
 }
 
 /** The PATH Oracle runs with: this Node's folder and the system's, nothing from the caller. */
-const ORACLE_PATH = (): string[] => [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
+function oraclePath(): string[] {
+  return [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
+}
+
+function isNode(executable: string): boolean {
+  return /(^|\/)node(js)?$/.test(executable) || resolve(executable) === process.execPath;
+}
 
 function isExecutableFile(path: string): boolean {
   try {
@@ -279,7 +285,10 @@ export class OracleCli implements AaTransport {
       provider: route.azure !== undefined ? 'azure' : route.baseUrl !== undefined ? 'openai-compatible' : 'provider-default',
       offline: url !== undefined && isLoopback(url),
     };
-    this.command = config.command ?? defaultCommand();
+    // Oracle starts in its sandbox's folder: a relative executable, or Node's script, means the caller's folder.
+    this.command = (config.command ?? defaultCommand()).map((part, index) =>
+      (index === 0 && part.includes('/')) || (index === 1 && isNode(config.command?.[0] ?? '') && !part.startsWith('-')) ? resolve(part) : part,
+    );
     const wanted = config.isolation ?? 'auto';
     const bwrap = findBwrap();
     if (wanted === 'bwrap' && bwrap === null) throw new CooError('ORACLE_CONFIG', 'isolation "bwrap" was asked for but bubblewrap is not installed (apt-get install bubblewrap)');
@@ -298,13 +307,12 @@ export class OracleCli implements AaTransport {
   commandProblem(): string | null {
     const [executable, script] = this.command;
     if (executable === undefined || executable === '') return 'the Oracle command is empty';
-    const candidates = executable.includes('/') ? [resolve(executable)] : ORACLE_PATH().map((dir) => join(dir, executable));
+    const candidates = executable.includes('/') ? [resolve(executable)] : oraclePath().map((dir) => join(dir, executable));
     const found = candidates.find((path) => isExecutableFile(path));
     if (found === undefined) {
-      return executable.includes('/') ? `${executable} is missing or not executable` : `${executable} is not on Oracle's PATH (${ORACLE_PATH().join(':')})`;
+      return executable.includes('/') ? `${executable} is missing or not executable` : `${executable} is not on Oracle's PATH (${oraclePath().join(':')})`;
     }
-    const node = /(^|\/)node(js)?$/.test(executable) || resolve(executable) === process.execPath;
-    if (node && script !== undefined && !script.startsWith('-') && !isReadableFile(resolve(script))) return `${script} (Oracle's entry script) is missing`;
+    if (isNode(executable) && script !== undefined && !script.startsWith('-') && !isReadableFile(resolve(script))) return `${script} (Oracle's entry script) is missing`;
     return null;
   }
 
@@ -317,7 +325,7 @@ export class OracleCli implements AaTransport {
   private environment(request: TransportRequest): NodeJS.ProcessEnv {
     const source = this.config.env ?? process.env;
     return {
-      PATH: ORACLE_PATH().join(':'),
+      PATH: oraclePath().join(':'),
       HOME: request.sandbox.home,
       ORACLE_HOME_DIR: request.sandbox.oracleHome,
       TMPDIR: request.sandbox.tmp,

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { join, relative } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
@@ -11,7 +11,7 @@ import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { coo } from '../helpers/cli.js';
-import { blockersOf, receiptsOf, type World, worlds } from '../helpers/lane.js';
+import { FAKE_ORACLE, blockersOf, receiptsOf, type World, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const fresh = worlds(tempDir());
@@ -162,6 +162,17 @@ describe('an Oracle that cannot be started during a run', () => {
       expect(w.server.requests).toHaveLength(1);
     });
   }
+});
+
+describe('a relative Oracle command', () => {
+  it("is run from the caller's folder, not the sandbox's", async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const transport = w.transport({ command: [process.execPath, relative(process.cwd(), FAKE_ORACLE), '--fake-mode', 'ok'] });
+    expect(transport.commandProblem()).toBeNull();
+    await w.runner({ transport }).runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
 });
 
 describe('judging answers', () => {
