@@ -18,6 +18,11 @@ export const LIMITS = {
   contextFiles: 200,
   /** Largest single pinned context file. */
   contextFileBytes: 1024 * 1024,
+  /**
+   * Largest Oracle session record (`meta.json`) read. It holds the prompt sent, which a policy may
+   * allow up to 4 MiB, escaped as JSON: a record over this is refused, never read in part.
+   */
+  sessionRecordBytes: 16 * 1024 * 1024,
   /** Largest subprocess output captured (stdout or stderr). */
   subprocessOutputBytes: 2 * 1024 * 1024,
   /** How long a lock may be held before a waiter gives up. */

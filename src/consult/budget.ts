@@ -21,6 +21,7 @@ export function costUsd(inputTokens: number, outputTokens: number, price: ModelP
 export interface BudgetFacts {
   readonly price: ModelPrice;
   readonly inputTokens: number;
+  /** The message's budget less what its earlier attempts cost. */
   readonly messageMaxUsd: number;
   readonly correlationRemainingUsd: number;
   readonly dailyRemainingUsd: number;
@@ -37,7 +38,7 @@ export type BudgetDecision =
  */
 export function planBudget(facts: BudgetFacts): BudgetDecision {
   const limits: Array<[number, 'budget_preflight' | 'correlation_budget_exhausted' | 'daily_cap_reached', string]> = [
-    [facts.messageMaxUsd, 'budget_preflight', 'the message budget'],
+    [facts.messageMaxUsd, 'budget_preflight', "the message's remaining budget"],
     [facts.correlationRemainingUsd, 'correlation_budget_exhausted', "the correlation's remaining budget"],
     [facts.dailyRemainingUsd, 'daily_cap_reached', "the day's remaining cap"],
   ];
@@ -54,4 +55,9 @@ export function planBudget(facts: BudgetFacts): BudgetDecision {
     };
   }
   return { ok: true, maxOutputTokens, limitUsd, worstCaseUsd: costUsd(facts.inputTokens, maxOutputTokens, facts.price) };
+}
+
+/** What a message's attempts other than `attempt` cost, from their receipts: the message's budget covers all of them. */
+export function spentOnMessageUsd(attempts: ReadonlyArray<{ readonly number: number; readonly receipt: { readonly costUsd: number } | null }>, attempt: number): number {
+  return attempts.reduce((sum, other) => sum + (other.number !== attempt && other.receipt !== null ? other.receipt.costUsd : 0), 0);
 }

@@ -19,7 +19,11 @@ export type FakeMode =
   | 'server-error'
   | 'hang'
   | 'incomplete'
-  | 'slow';
+  | 'slow'
+  /** Reports more output tokens than the request's cap allowed (a provider that ignores the cap). */
+  | 'over-cap'
+  /** Reports eight million input tokens: a call that costs far more than any consult's budget. */
+  | 'costly';
 
 export interface FakeRequest {
   readonly path: string;
@@ -97,12 +101,14 @@ function sse(res: ServerResponse, events: Array<{ event?: string; data: unknown 
   res.end();
 }
 
-function usageOf(prompt: string, text: string): { input: number; output: number } {
-  return { input: Math.ceil(prompt.length / 4) + 50, output: Math.ceil(text.length / 4) };
+/** The usage a mode reports: about four characters a token, or what the mode is there to show. */
+function usageOf(prompt: string, text: string, mode: FakeMode, maxTokens: number | null): { input: number; output: number } {
+  const input = mode === 'costly' ? 8_000_000 : Math.ceil(prompt.length / 4) + 50;
+  const output = mode === 'over-cap' ? (maxTokens ?? 0) + 1000 : Math.ceil(text.length / 4);
+  return { input, output };
 }
 
-function chatCompletion(res: ServerResponse, body: Record<string, unknown>, prompt: string, text: string, withUsage: boolean): void {
-  const usage = usageOf(prompt, text);
+function chatCompletion(res: ServerResponse, body: Record<string, unknown>, text: string, withUsage: boolean, usage: { input: number; output: number }): void {
   const id = `chatcmpl-fake-${Date.now()}`;
   if (body['stream'] !== true) {
     res.writeHead(200, { 'content-type': 'application/json' });
@@ -128,8 +134,7 @@ function chatCompletion(res: ServerResponse, body: Record<string, unknown>, prom
   ]);
 }
 
-function responsesStream(res: ServerResponse, prompt: string, text: string, incomplete: boolean, withUsage: boolean): void {
-  const usage = usageOf(prompt, text);
+function responsesStream(res: ServerResponse, text: string, incomplete: boolean, withUsage: boolean, usage: { input: number; output: number }): void {
   const id = `resp_fake_${Date.now()}`;
   const base = { id, object: 'response', created_at: 0, model: 'fake', error: null, incomplete_details: null };
   const item = { id: 'msg_fake', type: 'message', role: 'assistant' };
@@ -215,8 +220,9 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
       if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, 1500));
       const text = answerFor(prompt, canary, mode);
       const withUsage = mode !== 'no-usage';
-      if (url.pathname.endsWith('/responses')) responsesStream(res, prompt, text, mode === 'incomplete', withUsage);
-      else if (url.pathname.endsWith('/chat/completions')) chatCompletion(res, body, prompt, text, withUsage);
+      const usage = usageOf(prompt, text, mode, maxTokens);
+      if (url.pathname.endsWith('/responses')) responsesStream(res, text, mode === 'incomplete', withUsage, usage);
+      else if (url.pathname.endsWith('/chat/completions')) chatCompletion(res, body, text, withUsage, usage);
       else sendError(res, 404, 'not_found', `no route ${url.pathname}`);
     })();
   });

@@ -21,6 +21,8 @@ export interface PreflightFacts {
   readonly killSwitch: KillSwitch | null;
   readonly registry: ActorRegistry;
   readonly policy: ActorPolicy;
+  /** What this message's earlier attempts cost: its budget is for the message, retries included. */
+  readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
   readonly spentTodayUsd: number;
   readonly inputTokens: number;
@@ -40,7 +42,11 @@ export type Preflight =
 
 const stop = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Preflight => ({ kind: 'stop', status, blocker, detail });
 
-/** Everything that must hold before a consult may cost anything, in the order it is checked. */
+/**
+ * Everything that must hold before a consult may cost anything, in the order it is checked. What
+ * the call may spend is bounded here: Oracle's output cap is what the tightest remaining budget
+ * pays for after the estimated input.
+ */
 export function preflight(facts: PreflightFacts): Preflight {
   const { now, message, policy, registry } = facts;
   if (facts.killSwitch?.state === 'on') return stop('blocked', 'kill_switch', `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}`);
@@ -61,7 +67,7 @@ export function preflight(facts: PreflightFacts): Preflight {
   const budget = planBudget({
     price,
     inputTokens: facts.inputTokens,
-    messageMaxUsd: Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message),
+    messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
     correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
     dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
   });

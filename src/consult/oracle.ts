@@ -6,7 +6,7 @@ import { dirname, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
-import type { Sandbox } from './sandbox.js';
+import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 
 /**
  * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
@@ -123,10 +123,46 @@ function tailOf(path: string, max = 4000): string {
   }
 }
 
-function readJson(path: string, maxBytes: number): Record<string, unknown> | null {
+/**
+ * A file's whole bytes when it holds at most `max`, otherwise only its size; null when it cannot
+ * be read. Read through one descriptor up to one byte past the limit, so a file that grows while
+ * it is read is still seen as over it: a prefix is never returned as the whole.
+ */
+export function readWithin(path: string, max: number): { readonly bytes: Buffer | null; readonly size: number } | null {
+  let fd: number;
   try {
-    if (fs.statSync(path).size > maxBytes) return null;
-    const value = JSON.parse(fs.readFileSync(path, 'utf8')) as unknown;
+    fd = fs.openSync(path, 'r');
+  } catch {
+    return null;
+  }
+  try {
+    const size = fs.fstatSync(fd).size;
+    if (size > max) return { bytes: null, size };
+    let buffer = Buffer.allocUnsafe(size + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        if (length > max) return { bytes: null, size: length };
+        const grown = Buffer.allocUnsafe(Math.min(buffer.length * 2, max + 1));
+        buffer.copy(grown, 0, 0, length);
+        buffer = grown;
+      }
+      const read = fs.readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) return { bytes: buffer.subarray(0, length), size: length };
+      length += read;
+    }
+  } catch {
+    return null;
+  } finally {
+    fs.closeSync(fd);
+  }
+}
+
+function readJson(path: string, maxBytes: number): Record<string, unknown> | null {
+  const file = readWithin(path, maxBytes);
+  if (file?.bytes == null) return null;
+  try {
+    const value = JSON.parse(file.bytes.toString('utf8')) as unknown;
     return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : null;
   } catch {
     return null;
@@ -138,7 +174,7 @@ const str = (value: unknown): string | null => (typeof value === 'string' ? valu
 
 /** The fields of Oracle's session record the lane reads; everything else is ignored. */
 export function readSessionMeta(oracleHome: string, slug: string): OracleSessionMeta | null {
-  const raw = readJson(join(oracleHome, 'sessions', slug, 'meta.json'), 1024 * 1024);
+  const raw = readJson(join(oracleHome, 'sessions', slug, 'meta.json'), LIMITS.sessionRecordBytes);
   if (raw === null) return null;
   const usage = raw['usage'] as Record<string, unknown> | undefined;
   const transport = raw['transport'] as Record<string, unknown> | undefined;
@@ -159,12 +195,67 @@ export function readSessionMeta(oracleHome: string, slug: string): OracleSession
   };
 }
 
-export function readAnswer(path: string): Buffer | null {
+/** The answer file: its whole bytes within the artifact limit, otherwise only its size (0 when there is none). */
+export function readAnswer(path: string): { readonly bytes: Buffer | null; readonly size: number } {
+  return readWithin(path, LIMITS.artifactBytes) ?? { bytes: null, size: 0 };
+}
+
+/** Largest Oracle session record kept with a receipt; a larger one is left out, never cut. */
+const SESSION_ATTACHMENT_BYTES = 256 * 1024;
+
+/** Oracle's session record, whole, for the receipt's attachments; null when absent or too large. */
+export function readSessionRecord(oracleHome: string, slug: string | null): Buffer | null {
+  return slug === null ? null : (readWithin(join(oracleHome, 'sessions', slug, 'meta.json'), SESSION_ATTACHMENT_BYTES)?.bytes ?? null);
+}
+
+/**
+ * What an Oracle that no runner saw end left in its sandbox: the run to judge when its session
+ * completed and it wrote an answer file (whole or over the limit), otherwise null.
+ */
+export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile): OracleRun | null {
+  const meta = readSessionMeta(sandbox.oracleHome, attempt.slug);
+  const answer = readAnswer(sandbox.answerPath);
+  if (meta?.status !== 'completed' || answer.size === 0) return null;
+  return {
+    exitCode: 0,
+    signal: null,
+    killedByTimer: false,
+    elapsedMs: 0,
+    sessionId: attempt.slug,
+    meta,
+    answer: answer.bytes,
+    answerBytes: answer.size,
+    maxOutputTokens: attempt.max_output_tokens,
+    startError: null,
+    stdoutTail: '',
+    stderrTail: '',
+  };
+}
+
+/** The PATH Oracle runs with: this Node's folder and the system's, nothing from the caller. */
+function oraclePath(): string[] {
+  return [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'];
+}
+
+function isNode(executable: string): boolean {
+  return /(^|\/)node(js)?$/.test(executable) || resolve(executable) === process.execPath;
+}
+
+function isExecutableFile(path: string): boolean {
   try {
-    if (fs.statSync(path).size > LIMITS.artifactBytes) return fs.readFileSync(path).subarray(0, LIMITS.artifactBytes);
-    return fs.readFileSync(path);
+    fs.accessSync(path, fs.constants.X_OK);
+    return fs.statSync(path).isFile();
   } catch {
-    return null;
+    return false;
+  }
+}
+
+function isReadableFile(path: string): boolean {
+  try {
+    fs.accessSync(path, fs.constants.R_OK);
+    return fs.statSync(path).isFile();
+  } catch {
+    return false;
   }
 }
 
@@ -194,7 +285,10 @@ export class OracleCli implements AaTransport {
       provider: route.azure !== undefined ? 'azure' : route.baseUrl !== undefined ? 'openai-compatible' : 'provider-default',
       offline: url !== undefined && isLoopback(url),
     };
-    this.command = config.command ?? defaultCommand();
+    // Oracle starts in its sandbox's folder: a relative executable, or Node's script, means the caller's folder.
+    this.command = (config.command ?? defaultCommand()).map((part, index) =>
+      (index === 0 && part.includes('/')) || (index === 1 && isNode(config.command?.[0] ?? '') && !part.startsWith('-')) ? resolve(part) : part,
+    );
     const wanted = config.isolation ?? 'auto';
     const bwrap = findBwrap();
     if (wanted === 'bwrap' && bwrap === null) throw new CooError('ORACLE_CONFIG', 'isolation "bwrap" was asked for but bubblewrap is not installed (apt-get install bubblewrap)');
@@ -203,6 +297,23 @@ export class OracleCli implements AaTransport {
 
   get isolated(): boolean {
     return this.isolation === 'bwrap';
+  }
+
+  /**
+   * Why Oracle's command cannot be started, or null: its executable is missing, not executable or
+   * not on the PATH Oracle is given, or the script Node is asked to run is missing. Checked before
+   * every start; a command that vanishes mid-run is caught by the start itself.
+   */
+  commandProblem(): string | null {
+    const [executable, script] = this.command;
+    if (executable === undefined || executable === '') return 'the Oracle command is empty';
+    const candidates = executable.includes('/') ? [resolve(executable)] : oraclePath().map((dir) => join(dir, executable));
+    const found = candidates.find((path) => isExecutableFile(path));
+    if (found === undefined) {
+      return executable.includes('/') ? `${executable} is missing or not executable` : `${executable} is not on Oracle's PATH (${oraclePath().join(':')})`;
+    }
+    if (isNode(executable) && script !== undefined && !script.startsWith('-') && !isReadableFile(resolve(script))) return `${script} (Oracle's entry script) is missing`;
+    return null;
   }
 
   /** A consult needs its provider key; without it the lane fails closed before claiming anything. */
@@ -214,7 +325,7 @@ export class OracleCli implements AaTransport {
   private environment(request: TransportRequest): NodeJS.ProcessEnv {
     const source = this.config.env ?? process.env;
     return {
-      PATH: [dirname(process.execPath), '/usr/local/bin', '/usr/bin', '/bin'].join(':'),
+      PATH: oraclePath().join(':'),
       HOME: request.sandbox.home,
       ORACLE_HOME_DIR: request.sandbox.oracleHome,
       TMPDIR: request.sandbox.tmp,
@@ -285,6 +396,25 @@ export class OracleCli implements AaTransport {
     const started = Date.now();
     const stdoutPath = `${request.sandbox.root}/oracle.stdout`;
     const stderrPath = `${request.sandbox.root}/oracle.stderr`;
+    const ended = (exitCode: number | null, signal: string | null, killedByTimer: boolean, startError: string | null): OracleRun => {
+      const answer = readAnswer(request.sandbox.answerPath);
+      return {
+        exitCode,
+        signal,
+        killedByTimer,
+        elapsedMs: Date.now() - started,
+        sessionId: request.slug,
+        meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
+        answer: answer.bytes,
+        answerBytes: answer.size,
+        maxOutputTokens: request.maxOutputTokens,
+        startError,
+        stdoutTail: tailOf(stdoutPath),
+        stderrTail: tailOf(stderrPath),
+      };
+    };
+    const problem = this.commandProblem();
+    if (problem !== null) return Promise.resolve(ended(null, null, false, problem));
     const stdio: [number, number, number] = [fs.openSync(request.sandbox.promptPath, 'r'), fs.openSync(stdoutPath, 'w', 0o600), fs.openSync(stderrPath, 'w', 0o600)];
     return new Promise((resolvePromise) => {
       let killedByTimer = false;
@@ -299,24 +429,14 @@ export class OracleCli implements AaTransport {
         killedByTimer = true;
         if (child.pid !== undefined) killGroup(child.pid);
       }, request.runtimeSeconds * 1000);
-      const finish = (exitCode: number | null, signal: string | null, startError?: string): void => {
+      const finish = (exitCode: number | null, signal: string | null, startError: string | null = null): void => {
         if (settled) return;
         settled = true;
         clearTimeout(timer);
         if (child.pid !== undefined) killGroup(child.pid);
-        resolvePromise({
-          exitCode,
-          signal,
-          killedByTimer,
-          elapsedMs: Date.now() - started,
-          sessionId: request.slug,
-          meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
-          answer: readAnswer(request.sandbox.answerPath),
-          stdoutTail: tailOf(stdoutPath),
-          stderrTail: startError ?? tailOf(stderrPath),
-        });
+        resolvePromise(ended(exitCode, signal, killedByTimer, startError));
       };
-      child.on('error', (error) => finish(null, null, `cannot start Oracle: ${error.message}`));
+      child.on('error', (error) => finish(null, null, error.message));
       child.on('exit', (code, signal) => finish(code, signal));
     });
   }

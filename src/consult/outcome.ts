@@ -1,3 +1,4 @@
+import { LIMITS } from '../limits.js';
 import type { BlockerCode } from '../schema/receipt.js';
 
 /** What one Oracle run left behind, gathered by the adapter. */
@@ -9,7 +10,14 @@ export interface OracleRun {
   readonly elapsedMs: number;
   readonly sessionId: string | null;
   readonly meta: OracleSessionMeta | null;
+  /** The whole answer file; null when there is none or it is over the artifact limit: never a prefix. */
   readonly answer: Buffer | null;
+  /** The answer file's size as found, whether it was read or not (0 when there is none). */
+  readonly answerBytes: number;
+  /** The output cap (`--max-output`) the attempt ran under. */
+  readonly maxOutputTokens: number;
+  /** Why Oracle's process could not be started (a missing or unexecutable command), or null. */
+  readonly startError: string | null;
   readonly stdoutTail: string;
   readonly stderrTail: string;
 }
@@ -38,17 +46,32 @@ function classify(text: string): BlockerCode | null {
   return null;
 }
 
+/** What bubblewrap prints when it cannot set up the sandbox or execute the command in it. */
+const BWRAP_EXEC_FAILED = /^bwrap: /m;
+
 /**
- * Success is exit 0, and `meta.json` status `completed`, and an answer file. Exit codes alone are
- * not evidence: Oracle exits 1 for every failure and can exit 0 when a session failed.
+ * Success is exit 0, and `meta.json` status `completed`, and the whole answer file, within the
+ * artifact limit and the output cap. Exit codes alone are not evidence: Oracle exits 1 for every
+ * failure and can exit 0 when a session failed. An answer over a limit is never judged on a part.
  */
 export function judgeRun(run: OracleRun): RunVerdict {
   if (run.killedByTimer) {
     return { ok: false, blocker: 'budget_runtime_breach', status: 'timed_out', detail: `killed after ${Math.round(run.elapsedMs / 1000)} s: the message's runtime budget` };
   }
+  // Our transport did not start: nothing reached the provider, and another attempt may find it back.
+  if (run.startError !== null || (run.exitCode !== 0 && run.meta === null && BWRAP_EXEC_FAILED.test(run.stderrTail))) {
+    return { ok: false, blocker: 'aa_unavailable:transport', status: 'failed', detail: `Oracle could not be started: ${(run.startError ?? run.stderrTail.trim()).slice(0, 300)}` };
+  }
   const meta = run.meta;
   const text = [meta?.errorMessage, meta?.errorCategory, run.stdoutTail.split('\n').filter((line) => line.includes('ERROR')).join(' '), run.stderrTail].filter(Boolean).join(' ');
   if (run.exitCode === 0 && meta?.status === 'completed') {
+    if (run.answerBytes > LIMITS.artifactBytes) {
+      return { ok: false, blocker: 'output_too_large', status: 'failed', detail: `the answer is ${run.answerBytes} bytes, over the ${LIMITS.artifactBytes}-byte artifact limit` };
+    }
+    const outputTokens = meta.usage?.outputTokens ?? 0;
+    if (outputTokens > run.maxOutputTokens) {
+      return { ok: false, blocker: 'output_too_large', status: 'failed', detail: `the answer is ${outputTokens} output tokens, over the ${run.maxOutputTokens}-token output cap (${run.answerBytes} bytes)` };
+    }
     if (run.answer === null || run.answer.length === 0) return { ok: false, blocker: 'output_missing', status: 'failed', detail: 'Oracle reported completion but wrote no answer file' };
     return { ok: true };
   }

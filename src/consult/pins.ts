@@ -3,7 +3,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { parseAnyTree } from '../ledger/tree-format.js';
-import { runGit } from '../util/exec.js';
+import { ObjectSizes, runGit } from '../util/exec.js';
 import { sha256Ref } from '../util/hash.js';
 
 /** Reading consult context from a target repository's git objects at one commit (never its working tree). */
@@ -18,6 +18,8 @@ interface TreeItem {
   readonly mode: string;
   readonly type: string;
   readonly oid: string;
+  /** The object's size as git reports it without reading it; null for trees and submodules. */
+  readonly size: number | null;
   readonly path: string;
 }
 
@@ -42,18 +44,26 @@ async function gitDir(repo: string): Promise<string> {
   return (await runGit(['-C', repo, 'rev-parse', '--absolute-git-dir'])).toString('utf8').trim();
 }
 
-/** Every path in the commit's tree, with its mode (symlinks and submodules included, so they can be refused). */
+/**
+ * Every path in the commit's tree, with its mode (symlinks and submodules included, so they can be
+ * refused) and each blob's size (`--long`: git reads an object's header, not its bytes).
+ */
 async function listTree(repo: string, commit: string): Promise<TreeItem[]> {
-  const out = await runGit(['-C', repo, 'ls-tree', '-r', '-z', '--full-tree', commit]);
+  const out = await runGit(['-C', repo, 'ls-tree', '-r', '-z', '--long', '--full-tree', commit]);
   return out
     .toString('utf8')
     .split('\0')
     .filter((line) => line !== '')
     .map((line) => {
       const tab = line.indexOf('\t');
-      const [mode, type, oid] = line.slice(0, tab).split(' ');
-      return { mode: mode ?? '', type: type ?? '', oid: oid ?? '', path: line.slice(tab + 1) };
+      const [mode, type, oid, sizeText] = line.slice(0, tab).split(/ +/);
+      const size = sizeText === undefined || sizeText === '-' ? null : Number(sizeText);
+      return { mode: mode ?? '', type: type ?? '', oid: oid ?? '', size: size !== null && Number.isSafeInteger(size) ? size : null, path: line.slice(tab + 1) };
     });
+}
+
+function tooLarge(path: string, size: number): string {
+  return `${path}: ${size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`;
 }
 
 function checkPattern(pattern: string): void {
@@ -69,9 +79,7 @@ async function readBlobs(gitdir: string, items: readonly TreeItem[]): Promise<Pi
       items.map(async (item) => {
         const object = await reader.read(item.oid);
         if (object === null) throw new CooError('CONTEXT_INVALID', `${item.path}: object ${item.oid} is missing`);
-        if (object.content.length > LIMITS.contextFileBytes) {
-          throw new CooError('CONTEXT_INVALID', `${item.path}: ${object.content.length} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`);
-        }
+        if (object.content.length > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, object.content.length));
         return { path: item.path, sha256: sha256Ref(object.content), bytes: object.content };
       }),
     );
@@ -100,31 +108,55 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
     }
   }
   if (chosen.length > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${chosen.length} files exceed the ${LIMITS.contextFiles}-file limit`);
+  // Refused from git's size, before any byte is read: the cost of a refusal does not grow with the file.
+  for (const item of chosen) {
+    if (item.size === null) throw new CooError('CONTEXT_INVALID', `${item.path}: git reports no size for object ${item.oid}`);
+    if (item.size > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, item.size));
+  }
   return readBlobs(at.gitdir, chosen.sort((a, b) => (a.path < b.path ? -1 : 1)));
 }
 
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };
 
 /**
- * A target repository the runner checks pins against, with one long-lived `git cat-file`:
- * after the first consult, checking a pin starts no process.
+ * A target repository the runner checks pins against, with one long-lived `git cat-file` for
+ * objects and one for their sizes: after the first consult, checking a pin starts no process.
  */
 export class PinnedRepo {
   private reader: CatFileReader | null = null;
+  private sizes: ObjectSizes | null = null;
 
   constructor(private readonly repo: string) {}
 
-  private async open(): Promise<CatFileReader> {
-    if (this.reader === null) this.reader = new CatFileReader(await gitDir(this.repo));
-    return this.reader;
+  private async open(): Promise<{ reader: CatFileReader; sizes: ObjectSizes }> {
+    if (this.reader === null || this.sizes === null) {
+      const gitdir = await gitDir(this.repo);
+      this.reader = new CatFileReader(gitdir);
+      this.sizes = new ObjectSizes(gitdir);
+    }
+    return { reader: this.reader, sizes: this.sizes };
   }
 
-  private async find(reader: CatFileReader, tree: string, path: string): Promise<{ mode: string; oid: string } | null> {
+  /**
+   * The object's bytes when it has the type asked for and is within `limit`; its size is asked
+   * first, so an object over the limit is refused without reading it.
+   */
+  private async readWithin(oid: string, type: string, limit: number): Promise<{ content: Buffer } | { missing: true } | { tooLarge: number }> {
+    const { reader, sizes } = await this.open();
+    const info = await sizes.info(oid);
+    if (info === null || info.type !== type) return { missing: true };
+    if (info.size > limit) return { tooLarge: info.size };
+    const object = await reader.read(oid);
+    if (object === null || object.type !== type) return { missing: true };
+    return { content: object.content };
+  }
+
+  private async find(tree: string, path: string): Promise<{ mode: string; oid: string } | null> {
     let current = tree;
     const parts = path.split('/');
     for (let i = 0; i < parts.length; i += 1) {
-      const object = await reader.read(current);
-      if (object === null || object.type !== 'tree') return null;
+      const object = await this.readWithin(current, 'tree', LIMITS.treeBytes);
+      if (!('content' in object)) return null;
       const entry = parseAnyTree(object.content).find((item) => item.name === parts[i]);
       if (entry === undefined) return null;
       if (i === parts.length - 1) return entry;
@@ -139,24 +171,23 @@ export class PinnedRepo {
    * not moved between enqueue and execution. Any difference fails closed.
    */
   async check(commit: string, pinned: ReadonlyArray<{ path: string; sha256: string }>): Promise<PinCheck> {
-    let reader: CatFileReader;
     try {
-      reader = await this.open();
+      await this.open();
     } catch (error) {
       return { ok: false, detail: `${this.repo} is not readable as a git repository: ${error instanceof Error ? error.message : String(error)}` };
     }
-    const object = await reader.read(commit).catch(() => null);
-    if (object === null || object.type !== 'commit') return { ok: false, detail: `pinned commit ${commit} is gone from ${this.repo}` };
+    const object = await this.readWithin(commit, 'commit', LIMITS.commitBytes).catch(() => ({ missing: true as const }));
+    if (!('content' in object)) return { ok: false, detail: `pinned commit ${commit} is gone from ${this.repo}` };
     const tree = /^tree ([0-9a-f]{40})$/m.exec(object.content.toString('utf8'))?.[1];
     if (tree === undefined) return { ok: false, detail: `${commit} names no tree` };
     const files: PinnedFile[] = [];
     for (const pin of pinned) {
-      const entry = await this.find(reader, tree, pin.path);
+      const entry = await this.find(tree, pin.path);
       if (entry === null) return { ok: false, detail: `${pin.path} is not in ${commit.slice(0, 12)}` };
       if (entry.mode !== '100644' && entry.mode !== '100755') return { ok: false, detail: `${pin.path} is not a regular file at ${commit.slice(0, 12)}` };
-      const blob = await reader.read(entry.oid);
-      if (blob === null || blob.type !== 'blob') return { ok: false, detail: `${pin.path}: object ${entry.oid} is missing` };
-      if (blob.content.length > LIMITS.contextFileBytes) return { ok: false, detail: `${pin.path} exceeds the context file limit` };
+      const blob = await this.readWithin(entry.oid, 'blob', LIMITS.contextFileBytes);
+      if ('missing' in blob) return { ok: false, detail: `${pin.path}: object ${entry.oid} is missing` };
+      if ('tooLarge' in blob) return { ok: false, detail: tooLarge(pin.path, blob.tooLarge) };
       const sha256 = sha256Ref(blob.content);
       if (sha256 !== pin.sha256) return { ok: false, detail: `${pin.path} has ${sha256}, pinned ${pin.sha256}` };
       files.push({ path: pin.path, sha256, bytes: blob.content });
@@ -166,7 +197,9 @@ export class PinnedRepo {
 
   close(): void {
     this.reader?.close();
+    this.sizes?.close();
     this.reader = null;
+    this.sizes = null;
   }
 }
 

@@ -3,7 +3,7 @@ import type { AaConsultMessage } from '../schema/message.js';
 import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { attemptIdFor } from '../util/ids.js';
 import { isoSeconds } from '../util/time.js';
-import { costUsd, type ModelPrice } from './budget.js';
+import { costUsd, spentOnMessageUsd, type ModelPrice } from './budget.js';
 import type { OracleSessionMeta } from './outcome.js';
 
 /** Building an aa_receipt.v0. Pure: the runner supplies the facts, this decides every field. */
@@ -62,23 +62,40 @@ export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>):
   };
 }
 
+const micro = (usd: number): number => Math.round(usd * 1e6) / 1e6;
+
+/**
+ * The receipt. A recorded cost over what the message's budget had left (its `max_cost_usd` less
+ * what its other attempts cost) fails the attempt with `budget_cost_breach`, whatever else was
+ * decided, and ends the message: the answer was paid for, but not within the budget it was
+ * allowed. The output cap bounds the spend before the call; this holds when the provider did not.
+ */
 export function buildReceipt(facts: ReceiptFacts): AaReceipt {
   const { message, transport } = facts;
   const accounted = transport === undefined ? null : accountUsage(transport);
-  const cost = accounted?.cost ?? 0;
+  const cost = micro(accounted?.cost ?? 0);
+  const spentBefore = spentOnMessageUsd(facts.record.attempts, facts.attempt);
+  const left = micro(Math.max(0, message.budget.max_cost_usd - spentBefore));
   const warnings = [...facts.warnings];
   if (accounted !== null && !accounted.reported && cost > 0) warnings.push('usage_unreported');
-  if (cost > message.budget.max_cost_usd) warnings.push('budget_overrun');
+  let status = facts.status;
+  let blockers = [...facts.blockers];
+  let nextAttemptAt = facts.nextAttemptAt;
+  if (cost > left) {
+    status = status === 'succeeded' ? 'failed' : status;
+    blockers = [{ code: 'budget_cost_breach', detail: `cost $${cost} exceeds the $${left} the message's budget had left ($${message.budget.max_cost_usd}, $${micro(spentBefore)} spent by earlier attempts)` }, ...blockers];
+    nextAttemptAt = null;
+  }
   return {
     schema_version: 'aa_receipt.v0',
     message_id: message.message_id,
     attempt_id: attemptIdFor(message.message_id, facts.attempt),
     attempt_number: facts.attempt,
     target_actor: message.target_actor,
-    status: facts.status,
+    status,
     created_at: isoSeconds(facts.now),
-    blockers: facts.blockers.map((blocker) => ({ code: blocker.code, detail: blocker.detail.slice(0, 2000) })),
-    next_attempt_at: facts.nextAttemptAt,
+    blockers: blockers.map((blocker) => ({ code: blocker.code, detail: blocker.detail.slice(0, 2000) })),
+    next_attempt_at: nextAttemptAt,
     authority_class: 'advisory_only',
     transport: 'oracle',
     transport_session_id: transport?.sessionId ?? null,
@@ -94,8 +111,8 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
     attachments: [...(facts.attachments ?? [])],
     policy_decision_ref: facts.policyRef,
     usage: accounted?.usage ?? null,
-    actual_cost_usd: Math.round(cost * 1e6) / 1e6,
-    budget_remaining_usd: Math.max(0, Math.round((message.budget.max_cost_usd - cost) * 1e6) / 1e6),
+    actual_cost_usd: cost,
+    budget_remaining_usd: micro(Math.max(0, left - cost)),
     warnings: [...new Set(warnings)].slice(0, 20),
   };
 }

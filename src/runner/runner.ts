@@ -5,9 +5,9 @@ import { CooError, isCooError } from '../errors.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { judgeAnswer } from '../consult/answer.js';
-import { estimateInputTokens } from '../consult/budget.js';
+import { estimateInputTokens, spentOnMessageUsd } from '../consult/budget.js';
 import { nextAttemptAt, nextWork, preflight, type Preflight } from '../consult/lane.js';
-import { readAnswer, readSessionMeta, killGroup, type AaTransport } from '../consult/oracle.js';
+import { harvestRun, readSessionMeta, readSessionRecord, killGroup, type AaTransport } from '../consult/oracle.js';
 import { hostLabel, isAlive } from '../util/process.js';
 import { judgeRun, type OracleRun } from '../consult/outcome.js';
 import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
@@ -225,6 +225,7 @@ export class Runner {
       killSwitch: state.killSwitch?.doc ?? null,
       registry,
       policy: policy.doc,
+      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
       spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
       spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
       inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
@@ -360,7 +361,7 @@ export class Runner {
     const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
     const bundleBytes = Buffer.from(bundle, 'utf8');
     attachments.push(add('prompt-sent.md', bundleBytes));
-    const metaBytes = this.sessionRecord(sandbox, run.sessionId);
+    const metaBytes = readSessionRecord(sandbox.oracleHome, run.sessionId);
     if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
     const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
     const warnings: string[] = [];
@@ -382,7 +383,7 @@ export class Runner {
         meta: run.meta,
         price: decision.price,
         estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
-        answerBytes: run.answer?.length ?? 0,
+        answerBytes: run.answerBytes,
         bundleHash: sha256Ref(bundleBytes),
       },
       ...(output === undefined ? {} : { output }),
@@ -391,20 +392,10 @@ export class Runner {
       warnings,
     });
     files_.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) });
-    await this.commit(files_, `receipt ${message.message_id} attempt ${attempt}: ${status}${blocker === null ? '' : ` (${blocker.code})`}`, now);
-    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status, blockers: blocker === null ? [] : [blocker.code], retryAt });
+    const blockers = receipt.blockers.map((item) => item.code);
+    await this.commit(files_, `receipt ${message.message_id} attempt ${attempt}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}`, now);
+    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status: receipt.status, blockers, retryAt: receipt.next_attempt_at });
     if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
-  }
-
-  /** Oracle's session record for the receipt's attachments, bounded. */
-  private sessionRecord(sandbox: Sandbox, slug: string | null): Buffer | null {
-    if (slug === null) return null;
-    try {
-      const bytes = fs.readFileSync(`${sandbox.oracleHome}/sessions/${slug}/meta.json`);
-      return bytes.length > 256 * 1024 ? null : bytes;
-    } catch {
-      return null;
-    }
   }
 
   /**
@@ -430,17 +421,16 @@ export class Runner {
       if (isAlive(pid)) killGroup(pid);
     }
     const meta = attemptFile === null ? null : readSessionMeta(sandbox.oracleHome, attemptFile.slug);
-    const answer = readAnswer(sandbox.answerPath);
-    if (attemptFile !== null && meta?.status === 'completed' && answer !== null) {
+    const harvested = attemptFile === null ? null : harvestRun(sandbox, attemptFile);
+    if (attemptFile !== null && harvested !== null) {
       const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
       const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
       const policy = state.policy!.doc;
       const model = attemptFile.model;
       const price = policy.models[model];
       if (pins.ok && price !== undefined) {
-        const run: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 0, sessionId: attemptFile.slug, meta, answer, stdoutTail: '', stderrTail: '' };
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0 };
-        await this.finish(message, record, last.number, sandbox, run, decision, attemptFile.canary, prompt, pins.files);
+        await this.finish(message, record, last.number, sandbox, harvested, decision, attemptFile.canary, prompt, pins.files);
         return true;
       }
     }

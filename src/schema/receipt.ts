@@ -29,6 +29,7 @@ export const BLOCKER_CODES = [
   'output_missing',
   'output_invalid',
   'output_injection',
+  'output_too_large',
   // the runner
   'interrupted',
   // execution agents (ea_receipt.v0)

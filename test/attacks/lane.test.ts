@@ -124,6 +124,21 @@ describe('hostile answers and transports', () => {
 
   attack('an answer without the structured block', 'runner', 'output_missing', () => outcome({}, 'no-output'));
 
+  attack('an answer larger than the artifact limit', 'runner', 'output_too_large', () => outcome({}, 'enormous'));
+
+  attack('a provider that charges eighty times the message budget', 'runner', 'budget_cost_breach', async () => {
+    kit.world.server.setModes(['costly']);
+    try {
+      n += 1;
+      const { messageId } = await kit.world.consult({ idempotencyKey: `costly-${n}`, maxCostUsd: 0.5 });
+      await kit.world.runner().runOnce();
+      const receipts = await receiptsOf(kit.world, messageId);
+      return receipts.length === 1 && receipts[0]!['status'] === 'failed' ? blockersOf(receipts[0]!)[0]! : 'accepted';
+    } finally {
+      kit.world.server.setModes(['ok']);
+    }
+  });
+
   attack('an adapter that writes where it must not', 'runner', 'unchanged', async () => {
     const before = { repo: git(['rev-parse', 'HEAD'], { cwd: kit.world.target }), add: readFileSync(join(kit.world.target, 'src', 'add.ts'), 'utf8') };
     n += 1;

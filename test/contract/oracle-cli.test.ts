@@ -80,6 +80,13 @@ describe.each(routes)('the Oracle CLI over %s', (_name, route) => {
     expect(judgeRun(run)).toMatchObject({ ok: false, blocker: 'budget_runtime_breach', status: 'timed_out' });
   });
 
+  it('reports an answer over the --max-output cap as output_too_large, from the usage Oracle records', async () => {
+    const { run } = await consult(route(), 'over-cap');
+    expect(run.exitCode).toBe(0);
+    expect(run.meta?.usage?.outputTokens).toBe(2000);
+    expect(judgeRun(run)).toMatchObject({ ok: false, blocker: 'output_too_large', status: 'failed' });
+  });
+
   it('completes a malformed answer that judgement then refuses', async () => {
     const { run, canary } = await consult(route(), 'malformed');
     expect(judgeRun(run)).toEqual({ ok: true });

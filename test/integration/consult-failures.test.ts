@@ -1,13 +1,17 @@
-import { existsSync, readFileSync, readdirSync } from 'node:fs';
-import { join } from 'node:path';
+import { createHash } from 'node:crypto';
+import { existsSync, mkdirSync, readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join, relative } from 'node:path';
+import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
+import { checkPins } from '../../src/consult/pins.js';
+import { isCooError } from '../../src/errors.js';
 import { describeEvent } from '../../src/cli/watch.js';
 import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { coo } from '../helpers/cli.js';
-import { blockersOf, receiptsOf, type World, worlds } from '../helpers/lane.js';
+import { FAKE_ORACLE, blockersOf, receiptsOf, type World, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const fresh = worlds(tempDir());
@@ -29,6 +33,25 @@ function processesMentioning(text: string): number[] {
 async function lane(w: World, id: string): Promise<string> {
   return laneStateOf((await w.ledger.state()).messages.get(id)!);
 }
+
+describe("a consult's cost", () => {
+  it('fails an attempt that cost eighty times its max_cost_usd with budget_cost_breach, and spends nothing more on it', async () => {
+    const w = await fresh({ modes: ['costly'] });
+    const { messageId } = await w.consult({ maxCostUsd: 0.5 });
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, budget_remaining_usd: 0 });
+    expect(receipts[0]!['actual_cost_usd']).toBeGreaterThan(40);
+    expect(blockersOf(receipts[0]!)).toEqual(['budget_cost_breach']);
+    expect(receipts[0]!['warnings']).not.toContain('budget_overrun');
+    expect(await lane(w, messageId)).toBe('failed');
+    // Before the call, the output cap was what the budget pays for after the estimated input.
+    expect(w.server.requests).toHaveLength(1);
+    expect(w.server.requests[0]!.maxTokens).toBeLessThanOrEqual(Math.floor(0.5 / (30 / 1e6)));
+    expect(w.events.find((event) => event.type === 'receipt' && event.messageId === messageId)).toMatchObject({ status: 'failed', blockers: ['budget_cost_breach'], retryAt: null });
+  });
+});
 
 describe('when the advisory agent is unavailable', () => {
   const unavailable: Array<[string, 'quota' | 'auth' | 'server-error', string]> = [
@@ -110,6 +133,48 @@ describe('when the advisory agent is unavailable', () => {
   });
 });
 
+describe('an Oracle that cannot be started during a run', () => {
+  const cases: Array<[string, 'auto' | 'none']> = [
+    ['under bubblewrap', 'auto'],
+    ['without isolation', 'none'],
+  ];
+  for (const [name, isolation] of cases) {
+    it(`is a retryable aa_unavailable:transport ${name}, and the consult completes once Oracle is back`, async () => {
+      const w = await fresh({ policy: (policy) => ({ ...policy, retries: { ...policy.retries, backoff_base_seconds: 60, backoff_max_seconds: 60 } }) });
+      const { messageId } = await w.consult();
+      // A command that exists and is executable but cannot be executed: its interpreter is gone.
+      const command = join(w.dir, 'oracle-broken');
+      writeFileSync(command, '#!/nonexistent/interpreter\n', { mode: 0o755 });
+      const broken = w.transport({ command: [command], isolation });
+      await w.runner({ transport: broken }).runOnce();
+      const first = await receiptsOf(w, messageId);
+      expect(first).toHaveLength(1);
+      expect(first[0]!['status']).toBe('failed');
+      expect(blockersOf(first[0]!)).toEqual(['aa_unavailable:transport']);
+      expect((first[0]!['blockers'] as Array<{ detail: string }>)[0]!.detail).toMatch(/^Oracle could not be started: /);
+      expect(first[0]!['next_attempt_at']).not.toBeNull();
+      // A command that is gone altogether is found before it is started.
+      const gone = w.transport({ command: [join(w.dir, 'no-such-oracle')], isolation });
+      expect(gone.commandProblem()).toBe(`${join(w.dir, 'no-such-oracle')} is missing or not executable`);
+      await w.runner({ transport: w.transport({ isolation }), clock: () => new Date(Date.now() + 120_000) }).runOnce();
+      const all = await receiptsOf(w, messageId);
+      expect(all.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+      expect(w.server.requests).toHaveLength(1);
+    });
+  }
+});
+
+describe('a relative Oracle command', () => {
+  it("is run from the caller's folder, not the sandbox's", async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const transport = w.transport({ command: [process.execPath, relative(process.cwd(), FAKE_ORACLE), '--fake-mode', 'ok'] });
+    expect(transport.commandProblem()).toBeNull();
+    await w.runner({ transport }).runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
+});
+
 describe('judging answers', () => {
   it('fails malformed answers output validation, retries them a bounded number of times, then ends failed', async () => {
     const w = await fresh({ modes: ['malformed'] });
@@ -141,14 +206,70 @@ describe('judging answers', () => {
     expect(prompt).toContain(w.server.requests[0]!.canary!);
   });
 
-  it('bounds an enormous answer and never crashes on it', async () => {
+  it('fails an answer over the artifact limit with output_too_large and its size, and judges and stores no part of it', async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
     await w.runner({ transport: w.fakeOracle('enormous') }).runOnce();
     const receipts = await receiptsOf(w, messageId);
-    expect(blockersOf(receipts[0]!)).toEqual(['output_invalid']);
-    const answer = await w.ledger.readFile(receipts[0]!['output_ref'] as string);
-    expect(answer!.length).toBeLessThanOrEqual(4 * 1024 * 1024);
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, output_ref: null, output_hash: null, output_validation: { status: 'not_run', errors: [] } });
+    expect(receipts[0]!['blockers']).toEqual([{ code: 'output_too_large', detail: 'the answer is 10485760 bytes, over the 4194304-byte artifact limit' }]);
+    const files = git(['--git-dir', w.gitdir, 'ls-tree', '-r', '--name-only', 'HEAD']).split('\n');
+    expect(files.filter((path) => path.includes(messageId) && path.endsWith('answer.md'))).toEqual([]);
+    expect(await lane(w, messageId)).toBe('failed');
+  });
+
+  it('fails an answer over the output cap it was given with output_too_large, through the real Oracle', async () => {
+    const w = await fresh({ modes: ['over-cap'] });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts).toHaveLength(1);
+    const cap = w.server.requests[0]!.maxTokens!;
+    expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, output_validation: { status: 'not_run' } });
+    expect(blockersOf(receipts[0]!)).toEqual(['output_too_large']);
+    // The answer file is whole (the cap was broken in tokens, not cut in bytes): it is kept as evidence, unjudged.
+    const kept = (await w.ledger.readFile(receipts[0]!['output_ref'] as string))!.toString('utf8');
+    expect(kept).toMatch(/```aa_answer\n[^\n]+\n```\n$/);
+    expect((receipts[0]!['blockers'] as Array<{ detail: string }>)[0]!.detail).toMatch(new RegExp(`^the answer is ${cap + 1000} output tokens, over the ${cap}-token output cap \\(\\d+ bytes\\)$`));
+  });
+});
+
+/**
+ * Commits `path` to the target as a blob whose header says `size` bytes but whose body holds only a
+ * few: git reports its size from the header, and reading its bytes fails. A reader that refuses it
+ * by size never touches the body; one that reads first fails or waits.
+ */
+function commitHeaderOnlyBlob(target: string, path: string, size: number): string {
+  const oid = createHash('sha1').update(`header only ${path} ${size}`).digest('hex');
+  const gitdir = git(['rev-parse', '--absolute-git-dir'], { cwd: target }).trim();
+  mkdirSync(join(gitdir, 'objects', oid.slice(0, 2)), { recursive: true });
+  writeFileSync(join(gitdir, 'objects', oid.slice(0, 2), oid.slice(2)), deflateSync(Buffer.concat([Buffer.from(`blob ${size}\0`), Buffer.alloc(1000, 0x78)])));
+  const entries = git(['ls-tree', 'HEAD'], { cwd: target });
+  const tree = git(['mktree'], { cwd: target, input: `${entries}100644 blob ${oid}\t${path}\n` }).trim();
+  const commit = git(['commit-tree', tree, '-p', 'HEAD', '-m', `add ${path}`], { cwd: target }).trim();
+  git(['update-ref', 'refs/heads/main', commit], { cwd: target });
+  return commit;
+}
+
+describe('a context file over the size limit', () => {
+  it('is refused at enqueue from the size git reports, without reading its bytes', async () => {
+    const w = await fresh();
+    commitHeaderOnlyBlob(w.target, 'big.bin', 50 * 1024 * 1024);
+    const error = await w.consult({ patterns: ['big.bin'] }).then(
+      () => null,
+      (caught: unknown) => caught,
+    );
+    expect(isCooError(error) && error.code).toBe('CONTEXT_INVALID');
+    expect((error as Error).message).toBe('big.bin: 52428800 bytes exceeds the 1048576-byte limit for one context file');
+    expect((await w.ledger.state()).messages.size).toBe(0);
+  });
+
+  it("fails the runner's pin check from the size git reports, without reading its bytes", async () => {
+    const w = await fresh();
+    const commit = commitHeaderOnlyBlob(w.target, 'big.bin', 50 * 1024 * 1024);
+    const check = await checkPins(w.target, commit, [{ path: 'big.bin', sha256: `sha256:${'0'.repeat(64)}` }]);
+    expect(check).toEqual({ ok: false, detail: 'big.bin: 52428800 bytes exceeds the 1048576-byte limit for one context file' });
   });
 });
 

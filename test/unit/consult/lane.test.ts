@@ -17,7 +17,7 @@ const message = {
   deadline_at: '2026-11-30T09:10:00Z',
   budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
 } as unknown as AaConsultMessage;
-const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000 };
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000 };
 const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
 const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
 
@@ -37,6 +37,15 @@ describe('pre-flight', () => {
     ['a spent day', { spentTodayUsd: 50 }, 'blocked', 'daily_cap_reached'],
   ])('stops on %s', (_name, change, status, blocker) => {
     expect(preflight({ ...facts, ...(change as Partial<PreflightFacts>) })).toMatchObject({ kind: 'stop', status, blocker });
+  });
+
+  it("bounds a retry's output by what the message's budget has left after its earlier attempts", () => {
+    const fresh = preflight({ ...facts, attempt: 2 });
+    const spent = preflight({ ...facts, attempt: 2, spentOnMessageUsd: 1.9 });
+    expect(fresh).toMatchObject({ kind: 'run', budgetLimitUsd: 2 });
+    expect(spent.kind === 'run' && spent.budgetLimitUsd).toBeCloseTo(0.1, 9);
+    expect(spent.kind === 'run' && fresh.kind === 'run' && spent.maxOutputTokens < fresh.maxOutputTokens).toBe(true);
+    expect(preflight({ ...facts, attempt: 2, spentOnMessageUsd: 2 })).toMatchObject({ kind: 'stop', status: 'blocked', blocker: 'budget_preflight' });
   });
 
   it('lets a retry start after expires_at while the deadline holds', () => {
@@ -81,10 +90,16 @@ describe('what the runner does next', () => {
 });
 
 describe("judging Oracle's exit", () => {
-  const base: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 10, sessionId: 's', meta: null, answer: null, stdoutTail: '', stderrTail: '' };
+  const base: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 10, sessionId: 's', meta: null, answer: null, answerBytes: 0, maxOutputTokens: 1000, startError: null, stdoutTail: '', stderrTail: '' };
+  const usage = (outputTokens: number) => ({ inputTokens: 10, outputTokens, reasoningTokens: 0, totalTokens: 10 + outputTokens, cost: null });
   const meta = (status: string, extra: object = {}) => ({ status, model: 'gpt-5.5', usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null, ...extra });
   it.each([
-    ['exit 0, completed, an answer', { meta: meta('completed'), answer: Buffer.from('x') }, { ok: true }],
+    ['exit 0, completed, an answer', { meta: meta('completed'), answer: Buffer.from('x'), answerBytes: 1 }, { ok: true }],
+    ['an answer over the artifact limit, never judged on a part', { meta: meta('completed'), answer: null, answerBytes: 4 * 1024 * 1024 + 1 }, { blocker: 'output_too_large', status: 'failed', detail: 'the answer is 4194305 bytes, over the 4194304-byte artifact limit' }],
+    ['an answer over the output cap', { meta: meta('completed', { usage: usage(1001) }), answer: Buffer.from('x'), answerBytes: 1 }, { blocker: 'output_too_large', status: 'failed', detail: 'the answer is 1001 output tokens, over the 1000-token output cap (1 bytes)' }],
+    ['an answer at the output cap', { meta: meta('completed', { usage: usage(1000) }), answer: Buffer.from('x'), answerBytes: 1 }, { ok: true }],
+    ['a command that could not be started, retryable', { exitCode: null, startError: 'spawn /gone/oracle ENOENT' }, { blocker: 'aa_unavailable:transport', status: 'failed', detail: 'Oracle could not be started: spawn /gone/oracle ENOENT' }],
+    ['bubblewrap unable to execute the command, retryable', { exitCode: 1, stderrTail: 'bwrap: execvp /gone/oracle: No such file or directory\n' }, { blocker: 'aa_unavailable:transport', detail: 'Oracle could not be started: bwrap: execvp /gone/oracle: No such file or directory' }],
     ['exit 0, completed, no answer', { meta: meta('completed') }, { blocker: 'output_missing' }],
     ['exit 0 without a session record', {}, { blocker: 'output_missing' }],
     ['exit 0 with session status error', { meta: meta('error') }, { blocker: 'aa_unavailable:unknown' }],
