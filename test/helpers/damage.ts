@@ -32,8 +32,8 @@ export function cooBounded(args: readonly string[], options: { cwd?: string; env
 }
 
 /** A long-running CLI process and how it ended: status null when it had to be killed after HUNG_MS. */
-export function startBounded(args: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; ended: Promise<BoundedResult>; stderr: () => string } {
-  const child = spawn(process.execPath, [COO, ...args], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: STATE_HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+export function startBounded(args: readonly string[], env: NodeJS.ProcessEnv = {}, cwd?: string): { child: ChildProcess; ended: Promise<BoundedResult>; stderr: () => string } {
+  const child = spawn(process.execPath, [COO, ...args], { cwd, env: { ...process.env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: STATE_HOME, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
   let stdout = '';
   let stderr = '';
   child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
@@ -64,10 +64,15 @@ export function writeKey(dir: string, name: string, key: PrivateKey): string {
 }
 
 /** `coo watch` arguments for a world: the fake Oracle in http mode against the world's loopback model. */
-export function watchArgs(world: World, keyFile: string, stateDir: string): string[] {
-  const wrapper = join(world.dir, 'oracle-http.sh');
+export function watchArgs(world: World, keyFile: string, stateDir: string, oracle = httpOracle(world.dir)): string[] {
+  return ['watch', '--ledger', world.gitdir, '--key', keyFile, '--repo', world.target, '--state-dir', stateDir, '--oracle-command', oracle, '--oracle-base-url', `${world.server.url}/v1`];
+}
+
+/** Writes `dir/oracle-http.sh`, the fake Oracle in http mode (a model call to --base-url, as Oracle's own route makes it). */
+export function httpOracle(dir: string): string {
+  const wrapper = join(dir, 'oracle-http.sh');
   writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
-  return ['watch', '--ledger', world.gitdir, '--key', keyFile, '--repo', world.target, '--state-dir', stateDir, '--oracle-command', wrapper, '--oracle-base-url', `${world.server.url}/v1`];
+  return wrapper;
 }
 
 export function headOf(gitdir: string): string {
