@@ -74,17 +74,32 @@ describe('coo watch on a damaged ledger', () => {
     expect(ended.stderr).toMatch(/^coo: HISTORY_ROLLBACK: the ledger head \S+ is behind /m);
   });
 
-  it('stops with HISTORY_FORK and exit 3 when the head does not descend from the head it saw', async () => {
+  it('stops with HISTORY_FORK and exit 3 when the head it is watching is replaced by one that does not descend from it', async () => {
     const world = await fresh();
-    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'watch-state')), '--once'];
+    const stateDir = join(world.dir, 'watch-state');
+    const headFile = join(stateDir, 'ledger-head.json');
+    const seen = (): string | null => (existsSync(headFile) ? (JSON.parse(readFileSync(headFile, 'utf8')) as { head: string }).head : null);
     const base = headOf(world.gitdir);
+    const watcher = startBounded(watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), stateDir), { OPENAI_API_KEY: 'sk-test-key' });
+    await until('the watcher to see the head', () => seen() === base);
     await world.runner().heartbeat();
-    expect(cooBounded(args).status).toBe(0);
-    git(['--git-dir', world.gitdir, 'update-ref', 'refs/heads/main', base]);
-    await world.runner().heartbeat();
-    const result = cooBounded(args);
-    expect(result.status).toBe(3);
-    expect(result.stderr).toMatch(/^coo: HISTORY_FORK: /);
+    const first = headOf(world.gitdir);
+    await until('the watcher to see the new head', () => seen() === first);
+    // Another line from the same parent, written where the watcher does not look until it lands.
+    const other = `${world.dir}/other.git`;
+    git(['clone', '-q', '--bare', world.gitdir, other]);
+    git(['--git-dir', other, 'update-ref', 'refs/heads/main', base]);
+    const { Ledger } = await import('../../src/ledger/ledger.js');
+    const side = Ledger.open(other);
+    try {
+      await world.runner({ ledger: side }).heartbeat();
+    } finally {
+      side.close();
+    }
+    git(['--git-dir', world.gitdir, 'fetch', '-q', other, '+main:refs/heads/main']);
+    const ended = await watcher.ended;
+    expect(ended.status).toBe(3);
+    expect(ended.stderr).toMatch(/^coo: HISTORY_FORK: the ledger head \S+ does not descend from /m);
   });
 
   it('stops with the finding and exit 3 on an invalid head commit signed by a real key, and appends nothing on top of it', async () => {
