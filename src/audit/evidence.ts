@@ -21,7 +21,19 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
   if (record.duplicateOf !== null) record = report.state.messages.get(record.duplicateOf) ?? record;
   if (record.intent !== 'aa_consult') throw new CooError('USAGE', `${messageId} is ${record.intent}: only advisory consults are cited`);
   const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null);
-  if (last === undefined || last.receipt === null) throw new CooError('NOT_FOUND', `${record.id} has no receipt yet`);
+  if (last === undefined || last.receipt === null) {
+    // A receipt in a commit the validator refused never took effect: that is the news, not its absence.
+    const id = record.id;
+    const refused = report.timeline?.commits.find((commit) => commit.findings.length > 0 && commit.entries.some((entry) => entry.kind === 'receipt' && entry.messageId === id));
+    const finding = refused?.findings[0];
+    if (refused !== undefined && finding !== undefined) {
+      throw new CooError(finding.code, `${id} has no valid receipt: its receipt commit ${refused.commit} (Ledger-Seq ${refused.seq}) is invalid: ${finding.message}`, {
+        findings: refused.findings,
+        ...(finding.path === undefined ? {} : { where: finding.path }),
+      });
+    }
+    throw new CooError('NOT_FOUND', `${id} has no receipt yet`);
+  }
   const ledger = Ledger.open(gitdir, { checkpoints: false });
   try {
     const read = async (path: string): Promise<Buffer> => {

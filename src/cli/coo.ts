@@ -3,11 +3,23 @@ import { run, type RunOutcome } from './program.js';
 /** The one place exit statuses are decided: 0 ok, 1 error, 2 usage, 3 verification failed or rejected. */
 const EXIT: Record<RunOutcome, number> = { ok: 0, error: 1, usage: 2, rejected: 3 };
 
+/**
+ * Ends the process once the verb's outcome is known and what it printed is written. Whatever a verb
+ * left running by mistake (a git child, a worker, a watcher, a timer) cannot keep the command from
+ * ending with its status.
+ */
+function exit(code: number): void {
+  process.exitCode = code;
+  let open = 2;
+  const written = (): void => {
+    open -= 1;
+    if (open === 0) process.exit(code);
+  };
+  process.stdout.write('', written);
+  process.stderr.write('', written);
+}
+
 run(process.argv.slice(2)).then(
-  (outcome) => {
-    process.exitCode = EXIT[outcome];
-  },
-  () => {
-    process.exitCode = EXIT.error;
-  },
+  (outcome) => exit(EXIT[outcome]),
+  () => exit(EXIT.error),
 );

@@ -57,7 +57,6 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
         process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings } }, null, 2)}\n`);
       }
       process.stderr.write(`coo: ${error.code}: ${error.message}\n`);
-      for (const finding of error.findings.slice(1)) process.stderr.write(`  also ${finding.code}: ${finding.message}\n`);
       return errorClassOf(error.code);
     }
     const message = error instanceof Error ? error.message : String(error);

@@ -7,6 +7,7 @@ import { OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { watchLedger } from '../runner/watch.js';
+import { probeBubblewrap, resolveOracleCommand } from '../runner/oracle-check.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
@@ -48,7 +49,10 @@ export interface OracleFlags {
   isolation: string;
 }
 
-/** Turns the runner's Oracle flags into a transport; the browser engine and its flags are a config error here, before anything runs. */
+/**
+ * Turns the runner's Oracle flags into a transport; the browser engine and its flags, and an Oracle
+ * that cannot be started (oracle-check.ts), are a config error here, before anything runs.
+ */
 export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): OracleCli {
   if (flags.engine !== undefined && flags.engine !== 'api') {
     throw new CooError('ORACLE_CONFIG', `--engine ${flags.engine} is not allowed: the first slice runs Oracle's API engine only`);
@@ -57,8 +61,9 @@ export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): Or
   if ((flags.oracleAzureEndpoint === undefined) !== (flags.oracleAzureDeployment === undefined)) {
     throw new CooError('USAGE', '--oracle-azure-endpoint and --oracle-azure-deployment go together');
   }
+  const command = flags.oracleCommand === undefined ? undefined : resolveOracleCommand(flags.oracleCommand);
   const config: OracleConfig = {
-    ...(flags.oracleCommand === undefined ? {} : { command: [flags.oracleCommand] }),
+    ...(command === undefined ? {} : { command: [command] }),
     route: {
       ...(flags.oracleBaseUrl === undefined ? {} : { baseUrl: flags.oracleBaseUrl }),
       ...(flags.oracleAzureEndpoint === undefined ? {} : { azure: { endpoint: flags.oracleAzureEndpoint, deployment: flags.oracleAzureDeployment! } }),
@@ -67,7 +72,16 @@ export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): Or
     isolation: flags.isolation as 'auto' | 'bwrap' | 'none',
     hide,
   };
-  return new OracleCli(config);
+  let transport: OracleCli;
+  try {
+    transport = new OracleCli(config);
+  } catch (error) {
+    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+    throw new CooError('ORACLE_CONFIG', 'the pinned @steipete/oracle is not installed: run npm ci, or give --oracle-command');
+  }
+  // The default command is this node running the pinned package's script.
+  if (transport.isolated) probeBubblewrap(command ?? process.execPath);
+  return transport;
 }
 
 export function watchVerb(program: Command): void {
@@ -90,10 +104,12 @@ export function watchVerb(program: Command): void {
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
     .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
-      const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
-      const keyPath = required(opts.key, '--key', 'the COO private key or $COO_KEY');
-      const repo = required(opts.repo, '--repo', 'the repository consults pin their context in');
-      const transport = oracleFromFlags(opts, [resolve(gitdir), dirname(resolve(keyPath))]);
+      // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
+      const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
+      const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
+      const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
+      const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
+      const transport = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
       const note = packingNote(gitdir);
@@ -102,7 +118,8 @@ export function watchVerb(program: Command): void {
         if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
         else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
       };
-      const runner = new Runner({ ledger, key, repo, stateDir: opts.stateDir ?? defaultStateDir(gitdir), transport, onEvent: print, keepSandboxes: opts.keepSandboxes === true });
+      let stopSignals = (): void => undefined;
+      const runner = new Runner({ ledger, key, repo, stateDir, transport, onEvent: print, keepSandboxes: opts.keepSandboxes === true });
       try {
         if (opts.once === true) {
           const summary = await runner.runOnce();
@@ -111,7 +128,11 @@ export function watchVerb(program: Command): void {
           return;
         }
         const controller = new AbortController();
-        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+        const abort = (): void => controller.abort();
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, abort);
+        stopSignals = () => {
+          for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, abort);
+        };
         const policy = (await ledger.state()).policy?.doc;
         process.stderr.write(`coo watch: watching ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
         await watchLedger(runner, gitdir, {
@@ -120,6 +141,7 @@ export function watchVerb(program: Command): void {
           onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
         });
       } finally {
+        stopSignals();
         runner.close();
         ledger.close();
       }

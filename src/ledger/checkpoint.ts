@@ -5,9 +5,11 @@ import { stateFromJson, stateToJson, type LedgerState } from '../authority/state
 /**
  * A cache of the derived state at one commit, kept inside the ledger's git directory so that
  * opening a large ledger replays only the commits since. It is never evidence: `coo verify --full`
- * ignores it, and a checkpoint whose commit is not an ancestor of the head is discarded.
+ * ignores it, and a checkpoint whose commit is not an ancestor of the head is discarded. It is
+ * written only for a history without an invalid commit (ledger.ts), so a later process still finds
+ * such a commit; format 5 leaves behind the caches earlier versions wrote for any history.
  */
-const FORMAT = 4;
+const FORMAT = 5;
 
 export function checkpointPath(gitdir: string): string {
   return join(gitdir, 'coo', 'checkpoint.json');

@@ -153,8 +153,8 @@ export class TreeReader {
    * previous version there, and each call of an async function allocates its own frame and promise.
    */
   private async diffInto(before: string | null, after: string, prefix: string, changes: Array<FileChange & { oid: string }>): Promise<void> {
-    const old = before === null ? RawTree.EMPTY : (this.cache.get(before) ?? (await this.tree(before)));
-    const now = this.cache.get(after) ?? (await this.tree(after, before === null ? undefined : old));
+    const old = before === null ? RawTree.EMPTY : (this.cache.get(before) ?? (await this.tree(before).catch((error: unknown) => inFolder(error, prefix))));
+    const now = this.cache.get(after) ?? (await this.tree(after, before === null ? undefined : old).catch((error: unknown) => inFolder(error, prefix)));
     const shared = old.sharedPrefix(now);
     let gone: number[] | null = null;
     let i = shared;
@@ -185,6 +185,12 @@ export class TreeReader {
       else out.push({ path, status: 'deleted', mode: entry.mode, oid: entry.oid });
     }
   }
+}
+
+/** Names the folder whose tree could not be read, when nothing more precise is named. */
+function inFolder(error: unknown, prefix: string): never {
+  if (error instanceof CooError && error.where === undefined && prefix !== '') throw new CooError(error.code, error.message, { where: prefix, cause: error });
+  throw error;
 }
 
 /** Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, added blobs. */

@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
-import { CooError, type Finding } from '../errors.js';
+import { CooError, isCooError, toFinding, type Finding } from '../errors.js';
 import { activeKeys } from '../authority/keys.js';
 import { emptyState, type LedgerState } from '../authority/state.js';
 import { validateCommit, type CommitVerdict } from '../authority/validate-commit.js';
@@ -79,6 +79,26 @@ export interface ReplayObserver {
   readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;
 }
 
+/** One commit's objects, read ahead of its validation; `unreadable` when its tree or files could not be read. */
+interface Gathered {
+  readonly links: CommitLinks;
+  readonly facts: CommitFacts;
+  readonly unreadable?: Finding;
+}
+
+/**
+ * The verdict on a commit whose tree or files could not be read: the validator judges the commit
+ * itself (position, signature) with no files, after the finding of the reading. Given no files, the
+ * validator always finds something, so the commit is skipped; when that is only that the commit adds
+ * nothing (its one finding, with no path), it says no more than the reading's finding and is left out.
+ */
+function unreadableVerdict(state: LedgerState, facts: CommitFacts, unreadable: Finding): CommitVerdict {
+  const verdict = validateCommit(state, facts);
+  const only = verdict.findings.length === 1 ? verdict.findings[0]! : null;
+  const own = only !== null && only.code === 'PATH_INVALID' && only.path === undefined ? [] : verdict.findings;
+  return { ...verdict, findings: [unreadable, ...own] };
+}
+
 export interface Snapshot {
   readonly state: LedgerState;
   /** Root tree of the head commit, or null before genesis. */
@@ -96,8 +116,12 @@ export class Ledger {
   private readonly writer: ObjectWriter;
   private snapshot: Snapshot | null = null;
   private queue: Promise<unknown> = Promise.resolve();
-  /** Findings met while replaying commits others wrote (invalid commits are skipped, never applied). */
-  readonly findings: Finding[] = [];
+  /**
+   * Findings of the invalid commits in the history of the current state (each skipped, never
+   * applied), as far as this handle replayed it: from genesis, or from a state cache, which is
+   * written only for a history without any.
+   */
+  private damage: readonly Finding[] = [];
   private replayedSinceCheckpoint = 0;
   private pool: SignaturePool | null = null;
 
@@ -133,6 +157,11 @@ export class Ledger {
     return readRef(this.gitdir, MAIN_REF);
   }
 
+  /** The findings of the invalid commits in the history of the state last read (see `intactState`). */
+  get findings(): readonly Finding[] {
+    return this.damage;
+  }
+
   /** Serializes every state operation of this handle: the fold extends shared maps in place. */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const run = this.queue.then(fn, fn);
@@ -150,26 +179,56 @@ export class Ledger {
     return this.exclusive(async () => (await this.snapshotAt(head)).state);
   }
 
+  /**
+   * The state at the current head, to act on: refused, with the first finding, when the history
+   * holds an invalid commit. Such a commit's files never take effect, but the head and the files
+   * read at it are not what the ledger's rules allow: the runner acts on nothing and no writer
+   * builds on it until someone has looked (`coo verify`).
+   */
+  intactState(): Promise<LedgerState> {
+    return this.exclusive(async () => {
+      const { state } = await this.snapshotAt(this.head());
+      this.refuseDamaged();
+      return state;
+    });
+  }
+
+  private refuseDamaged(): void {
+    const first = this.damage[0];
+    if (first === undefined) return;
+    const more = this.damage.length > 1 ? ` (${this.damage.length - 1} more finding(s))` : '';
+    throw new CooError(
+      first.code,
+      `the ledger's history holds an invalid commit${first.commit === undefined ? '' : ` ${first.commit}`} (${first.message})${more}: nothing acts on it or builds on it; run coo verify`,
+      { findings: this.damage, ...(first.path === undefined ? {} : { where: first.path }) },
+    );
+  }
+
   private async snapshotAt(head: string | null): Promise<Snapshot> {
     if (head === null) return { state: emptyState(), tree: null };
     if (this.snapshot?.state.head === head) return this.snapshot;
     let base = this.snapshot;
+    let damage = this.damage;
     let commits = base === null ? null : await commitsSince(this.reader, head, base.state.head);
     if (commits === null && this.options.checkpoints) {
       const saved = loadCheckpoint(this.gitdir);
       if (saved !== null && saved.state.head !== null) {
         base = saved;
+        damage = [];
         commits = await this.rangeToReplay(head, saved.state.head, saved.state.seq);
       }
     }
     if (commits === null || base === null) {
       base = { state: emptyState(), tree: null };
+      damage = [];
       commits = await this.rangeToReplay(head, null, 0);
       if (commits === null) throw new CooError('INTERNAL', `cannot walk the history of ${head}`);
     }
     this.snapshot = null;
-    const next = await this.replay(base, commits, { onFinding: (finding) => this.findings.push(finding) });
+    const found = [...damage];
+    const next = await this.replay(base, commits, { onFinding: (finding) => found.push(finding) });
     this.snapshot = next;
+    this.damage = found;
     this.replayedSinceCheckpoint += commits.length;
     if (this.options.checkpoints && this.replayedSinceCheckpoint >= CHECKPOINT_EVERY) this.checkpoint();
     return next;
@@ -181,8 +240,11 @@ export class Ledger {
    * `fromSeq` is the Ledger-Seq at `stop`.
    */
   async rangeToReplay(head: string, stop: string | null, fromSeq: number): Promise<string[] | null> {
-    const [commits] = await Promise.all([commitsSince(this.reader, head, stop), this.prepareForReplay(head, fromSeq)]);
-    return commits;
+    // Both settle before either's failure is passed on: the caller closes the reader then.
+    const [commits, prepared] = await Promise.allSettled([commitsSince(this.reader, head, stop), this.prepareForReplay(head, fromSeq)]);
+    if (commits.status === 'rejected') throw commits.reason;
+    if (prepared.status === 'rejected') throw prepared.reason;
+    return commits.value;
   }
 
   /**
@@ -204,7 +266,7 @@ export class Ledger {
   async replay(base: Snapshot, commits: readonly string[], observer: ReplayObserver = {}): Promise<Snapshot> {
     let { state, tree } = base;
     if (this.pool === null && commits.length >= PARALLEL_FROM) this.pool = new SignaturePool();
-    const pending = new Map<number, Promise<{ links: CommitLinks; facts: CommitFacts }>>();
+    const pending = new Map<number, Promise<Gathered>>();
     const linksOf = new Map<number, Promise<CommitLinks>>();
     const links = (index: number): Promise<CommitLinks> => {
       let promise = linksOf.get(index);
@@ -215,27 +277,41 @@ export class Ledger {
       return promise;
     };
     const prefetch = (index: number): void => {
-      const gathered = (async () => {
+      const gathered = (async (): Promise<Gathered> => {
         const own = await links(index);
         const parentTree = index === 0 ? base.tree : (await links(index - 1)).tree;
-        const facts = await gatherFacts(this.reader, this.trees, own, parentTree);
-        return { links: own, facts: this.pool === null ? facts : await preverify(this.pool, facts) };
+        try {
+          const facts = await gatherFacts(this.reader, this.trees, own, parentTree);
+          return { links: own, facts: this.pool === null ? facts : await preverify(this.pool, facts) };
+        } catch (error) {
+          // A tree or file of this commit that cannot be read as a ledger's (a symlink, an
+          // executable, a missing object): a finding of this commit, not the end of the replay.
+          if (!isCooError(error)) throw error;
+          return { links: own, facts: { oid: own.oid, raw: own.raw, changes: [], blobs: new Map() }, unreadable: toFinding(error, own.oid) };
+        }
       })();
       gathered.catch(() => undefined);
       pending.set(index, gathered);
     };
     let next = 0;
-    for (let index = 0; index < commits.length; index += 1) {
-      for (; next < Math.min(commits.length, index + Math.min(REPLAY_WINDOW, READ_AHEAD_FIRST + index)); next += 1) prefetch(next);
-      if (index % YIELD_EVERY === YIELD_EVERY - 1) await nextTurn();
-      const { links: own, facts } = await pending.get(index)!;
-      pending.delete(index);
-      linksOf.delete(index - 2);
-      const verdict = validateCommit(state, facts);
-      for (const finding of verdict.findings) observer.onFinding?.(finding);
-      state = verdict.advance();
-      tree = own.tree;
-      observer.onCommit?.(facts, verdict, state);
+    try {
+      for (let index = 0; index < commits.length; index += 1) {
+        for (; next < Math.min(commits.length, index + Math.min(REPLAY_WINDOW, READ_AHEAD_FIRST + index)); next += 1) prefetch(next);
+        if (index % YIELD_EVERY === YIELD_EVERY - 1) await nextTurn();
+        const { links: own, facts, unreadable } = await pending.get(index)!;
+        pending.delete(index);
+        linksOf.delete(index - 2);
+        const verdict = unreadable === undefined ? validateCommit(state, facts) : unreadableVerdict(state, facts, unreadable);
+        for (const finding of verdict.findings) observer.onFinding?.(finding);
+        state = verdict.advance();
+        tree = own.tree;
+        observer.onCommit?.(facts, verdict, state);
+      }
+    } catch (error) {
+      // Reads of the commits ahead are still under way: let them end before the caller closes
+      // the reader, or one of them would start a new git cat-file that nothing ever closes.
+      await Promise.allSettled(pending.values());
+      throw error;
     }
     return { state, tree };
   }
@@ -245,7 +321,7 @@ export class Ledger {
    * calls this when idle). Writing costs time and memory in proportion to the ledger.
    */
   checkpoint(minCommits = 1): void {
-    if (this.snapshot === null || this.snapshot.tree === null || !this.options.checkpoints) return;
+    if (this.snapshot === null || this.snapshot.tree === null || !this.options.checkpoints || this.damage.length > 0) return;
     if (this.replayedSinceCheckpoint < minCommits) return;
     try {
       saveCheckpoint(this.gitdir, this.snapshot.state, this.snapshot.tree);
@@ -275,6 +351,7 @@ export class Ledger {
       let accepted: { verdict: ReturnType<typeof validateCommit>; tree: string; result: AppendResult } | null = null;
       const outcome = await withRefLock<AppendResult | { skipped: T }>(this.gitdir, async (current) => {
         const snapshot = await this.snapshotAt(current);
+        this.refuseDamaged();
         const state = snapshot.state;
         const skipped = options.precheck?.(state);
         if (skipped !== undefined) return { next: null, result: { skipped } };

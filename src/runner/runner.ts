@@ -15,7 +15,7 @@ import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
 import { buildReceipt, type ReceiptArtifact } from '../consult/receipt.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from '../consult/sandbox.js';
 import { attemptArtifactPath, claimPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
-import { commitsSince } from '../ledger/history.js';
+import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { Ledger, NewFile } from '../ledger/ledger.js';
 import { readDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
@@ -119,7 +119,10 @@ export class Runner {
       return;
     }
     if (head === null || (await commitsSince(this.options.ledger.reader, head, saved.head)) === null) {
-      throw new CooError('HISTORY_FORK', `the ledger head ${head ?? '(none)'} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back or forked; run coo verify`);
+      if (head === null || (await isAncestor(this.options.ledger.gitdir, head, saved.head))) {
+        throw new CooError('HISTORY_ROLLBACK', `the ledger head ${head ?? '(none)'} is behind ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back; run coo verify`);
+      }
+      throw new CooError('HISTORY_FORK', `the ledger head ${head} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: forked; run coo verify`);
     }
   }
 
@@ -137,7 +140,7 @@ export class Runner {
     let receipts = 0;
     const skipped = new Set<string>();
     for (;;) {
-      const state = await this.options.ledger.state();
+      const state = await this.options.ledger.intactState();
       const now = this.clock();
       const ready = [...state.messages.values()]
         .filter((record) => record.intent === 'aa_consult' && !isTerminal(record) && !skipped.has(record.id))

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { watch } from 'chokidar';
+import { errorClassOf, isCooError } from '../errors.js';
 import { readRef } from '../ledger/ref-lock.js';
 import type { Runner, RunSummary } from './runner.js';
 
@@ -18,7 +19,9 @@ export interface WatchOptions {
 /**
  * Runs the runner whenever the ledger's head moves (chokidar on the ref files, so a commit made
  * by `coo consult`, by stock git or by another runner wakes it at once), when a retry comes due,
- * and at start. One run at a time; a change during a run schedules one more.
+ * and at start. One run at a time; a change during a run schedules one more. A run that fails as a
+ * whole (a ledger rolled back, forked or holding an invalid commit; the runner's own message errors
+ * are events, not failures) ends the watch: everything is stopped, then the failure is thrown.
  */
 export async function watchLedger(runner: Runner, gitdir: string, options: WatchOptions = {}): Promise<void> {
   const refs = [join(gitdir, 'refs', 'heads', 'main'), join(gitdir, 'packed-refs')];
@@ -30,6 +33,17 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   let stopped = false;
   /** The head the last run finished on; a head that moved without an event (coalesced by the file watcher) is caught by the poll. */
   let seen: string | null = null;
+  /** What ended the watch, when a failure did. */
+  const failure: { failed: boolean; error?: unknown } = { failed: false };
+  let stop: () => void = () => undefined;
+  const done = new Promise<void>((resolve) => {
+    stop = resolve;
+  });
+  const fail = (error: unknown): void => {
+    if (!failure.failed) Object.assign(failure, { failed: true, error });
+    stopped = true;
+    stop();
+  };
 
   const run = async (): Promise<void> => {
     if (stopped) return;
@@ -47,6 +61,9 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
         if (head !== seen) again = again || seen !== null;
         seen = head;
       } while (again && !stopped);
+    } catch (error) {
+      fail(error);
+      return;
     } finally {
       running = false;
     }
@@ -67,7 +84,12 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   });
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   if (options.heartbeatSeconds !== undefined) {
-    const heartbeat = (): void => void runner.heartbeat().catch(() => undefined);
+    // A heartbeat the ledger refuses (its history is damaged) ends the watch; any other failure
+    // (a busy lock, say) waits for the next beat.
+    const heartbeat = (): void =>
+      void runner.heartbeat().catch((error: unknown) => {
+        if (isCooError(error) && errorClassOf(error.code) === 'rejected') fail(error);
+      });
     heartbeat();
     beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
   }
@@ -75,14 +97,15 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   const poll = setInterval(() => {
     if (!running && readRef(gitdir) !== seen) void run();
   }, POLL_MS);
-  await new Promise<void>((resolve) => {
-    if (options.signal?.aborted === true) resolve();
-    options.signal?.addEventListener('abort', () => resolve(), { once: true });
-  });
+  if (options.signal?.aborted === true) stop();
+  options.signal?.addEventListener('abort', stop, { once: true });
+  await done;
   stopped = true;
   clearInterval(poll);
   if (wake !== undefined) clearTimeout(wake);
   if (beat !== undefined) clearInterval(beat);
+  options.signal?.removeEventListener('abort', stop);
   await watcher.close();
   while (running) await new Promise((resolve) => setTimeout(resolve, 50));
+  if (failure.failed) throw failure.error;
 }

@@ -1,0 +1,63 @@
+import { spawnSync } from 'node:child_process';
+import * as fs from 'node:fs';
+import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { CooError } from '../errors.js';
+
+/**
+ * Before the runner claims anything: can the Oracle it was given be started at all? A command that
+ * is missing, not executable or not on PATH, or a bubblewrap that cannot start anything, fails
+ * every consult the same way; found at start, it is a configuration error (exit 2) and every
+ * envelope stays queued until the runner starts with a working Oracle.
+ */
+
+/** How long bubblewrap may take to start the probe. */
+const PROBE_MS = 10_000;
+
+function isExecutableFile(path: string): boolean {
+  try {
+    if (!fs.statSync(path).isFile()) return false;
+    fs.accessSync(path, fs.constants.X_OK);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * The executable `--oracle-command` names, as an absolute path. Oracle runs in the attempt's
+ * sandbox folder with a PATH of its own, where a relative path or a name found on the runner's
+ * PATH would not be found: both are resolved here, against the runner's own folder and PATH.
+ */
+export function resolveOracleCommand(command: string, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
+  if (command === '') throw new CooError('ORACLE_CONFIG', '--oracle-command is empty: give the path of an Oracle executable');
+  if (!command.includes('/')) {
+    const found = (env['PATH'] ?? '')
+      .split(delimiter)
+      .map((dir) => join(dir === '' ? cwd : resolve(cwd, dir), command))
+      .find(isExecutableFile);
+    if (found === undefined) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command}: no executable of that name on PATH; give its path, or install it`);
+    return found;
+  }
+  const path = isAbsolute(command) ? command : resolve(cwd, command);
+  let stat: fs.Stats;
+  try {
+    stat = fs.statSync(path);
+  } catch (error) {
+    throw new CooError('ORACLE_CONFIG', `--oracle-command ${command}: ${(error as NodeJS.ErrnoException).code === 'ENOENT' ? 'no such file' : (error as Error).message}; give the path of an Oracle executable`);
+  }
+  if (!stat.isFile()) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command} is not a file; give the path of an Oracle executable`);
+  if (!isExecutableFile(path)) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command} is not executable; chmod +x it`);
+  return path;
+}
+
+/**
+ * With bubblewrap, starts `executable`'s check inside a sandbox as the runner's would (everything
+ * read-only, fresh /dev and /proc): where bubblewrap cannot create its namespaces, or cannot see
+ * the executable, no consult could run.
+ */
+export function probeBubblewrap(executable: string): void {
+  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
+  if (probe.status === 0) return;
+  const said = (probe.error?.message ?? probe.stderr.trim().split('\n', 1)[0]) || `exit ${probe.status ?? probe.signal}`;
+  throw new CooError('ORACLE_CONFIG', `bubblewrap cannot start ${executable} (${said}): fix bubblewrap, or run with --isolation none`);
+}
