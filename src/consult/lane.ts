@@ -1,4 +1,5 @@
 import { checkEdge } from '../authority/policy-check.js';
+import { withinHopLimit } from '../authority/runnable.js';
 import type { MessageRecord } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import type { KillSwitch } from '../schema/control.js';
@@ -53,7 +54,7 @@ export function preflight(facts: PreflightFacts): Preflight {
   // expires_at bounds when a consult may first start; deadline_at bounds every attempt, retries included.
   if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return stop('blocked', 'expired', `not started before it expired at ${message.expires_at}`);
   if (now.getTime() >= Date.parse(message.deadline_at)) return stop('blocked', 'deadline_passed', `deadline ${message.deadline_at} has passed`);
-  if (message.hop_count >= message.max_hops) return stop('blocked', 'hop_limit', `hop ${message.hop_count} of at most ${message.max_hops}`);
+  if (!withinHopLimit(message)) return stop('blocked', 'hop_limit', `hop ${message.hop_count} of at most ${message.max_hops}`);
   try {
     checkEdge(registry, policy, message.source_actor, message.target_actor, message.intent, 'consult');
   } catch (error) {

@@ -1,10 +1,11 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
-import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { findExecutable, isReadableFile } from '../util/executable.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 
@@ -57,9 +58,6 @@ export interface AaTransport {
   run(request: TransportRequest): Promise<OracleRun>;
 }
 
-/** Where credentials usually live in a home folder: hidden from Oracle under bubblewrap. */
-const CREDENTIALS = ['.ssh', '.oracle', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker'];
-
 const FORBIDDEN_ARGS = [
   /^--browser/,
   /^--remote/,
@@ -95,14 +93,6 @@ function isLoopback(url: string): boolean {
   } catch {
     return false;
   }
-}
-
-let bwrapPath: string | null | undefined;
-function findBwrap(): string | null {
-  if (bwrapPath !== undefined) return bwrapPath;
-  const found = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' });
-  bwrapPath = found.status === 0 && found.stdout.trim() !== '' ? found.stdout.trim() : null;
-  return bwrapPath;
 }
 
 /** The last bytes of a file: untrusted subprocess output is never read whole. */
@@ -241,36 +231,6 @@ function isNode(executable: string): boolean {
   return /(^|\/)node(js)?$/.test(executable) || resolve(executable) === process.execPath;
 }
 
-function isExecutableFile(path: string): boolean {
-  try {
-    fs.accessSync(path, fs.constants.X_OK);
-    return fs.statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
-function isReadableFile(path: string): boolean {
-  try {
-    fs.accessSync(path, fs.constants.R_OK);
-    return fs.statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
-export function killGroup(pid: number): void {
-  try {
-    process.kill(-pid, 'SIGKILL');
-  } catch {
-    try {
-      process.kill(pid, 'SIGKILL');
-    } catch {
-      // already gone
-    }
-  }
-}
-
 export class OracleCli implements AaTransport {
   readonly label: { provider: string; offline: boolean };
   private readonly command: readonly string[];
@@ -307,9 +267,7 @@ export class OracleCli implements AaTransport {
   commandProblem(): string | null {
     const [executable, script] = this.command;
     if (executable === undefined || executable === '') return 'the Oracle command is empty';
-    const candidates = executable.includes('/') ? [resolve(executable)] : oraclePath().map((dir) => join(dir, executable));
-    const found = candidates.find((path) => isExecutableFile(path));
-    if (found === undefined) {
+    if (findExecutable(executable, oraclePath().join(':')) === null) {
       return executable.includes('/') ? `${executable} is missing or not executable` : `${executable} is not on Oracle's PATH (${oraclePath().join(':')})`;
     }
     if (isNode(executable) && script !== undefined && !script.startsWith('-') && !isReadableFile(resolve(script))) return `${script} (Oracle's entry script) is missing`;
@@ -366,24 +324,9 @@ export class OracleCli implements AaTransport {
   private wrap(request: TransportRequest, argv: readonly string[]): string[] {
     const command = [...this.command, ...argv];
     if (this.isolation === 'none') return command;
-    const sandbox = resolve(request.sandbox.root);
     // Keep visible what Oracle needs to run: the sandbox and the executable files of the command.
-    const needed = [sandbox, ...this.command.map((part) => resolve(part)).filter((part) => fs.existsSync(part) && fs.statSync(part).isFile())];
-    const hidden = [...(this.config.hide ?? []), ...CREDENTIALS.map((name) => join(homedir(), name))]
-      .map((path) => resolve(path))
-      .filter((path) => fs.existsSync(path) && !needed.some((keep) => keep === path || keep.startsWith(`${path}/`)));
-    return [
-      findBwrap()!,
-      '--ro-bind', '/', '/',
-      '--dev', '/dev',
-      '--proc', '/proc',
-      ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
-      '--bind', sandbox, sandbox,
-      '--ro-bind', resolve(request.sandbox.work), resolve(request.sandbox.work),
-      '--chdir', resolve(request.sandbox.work),
-      '--',
-      ...command,
-    ];
+    const keep = this.command.map((part) => resolve(part)).filter((part) => fs.existsSync(part) && fs.statSync(part).isFile());
+    return [...bwrapArgs(findBwrap()!, { writable: [request.sandbox.root], readOnly: [request.sandbox.work], hide: this.config.hide ?? [], keep, chdir: request.sandbox.work }), ...command];
   }
 
   /**

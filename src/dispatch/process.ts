@@ -1,10 +1,10 @@
 import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
-import { delimiter, dirname, isAbsolute, join, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { findExecutable } from '../util/executable.js';
 import { costOf, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
 
@@ -16,15 +16,6 @@ import type { StreamState } from './stream-state.js';
 
 export type Isolation = 'auto' | 'bwrap' | 'none';
 
-function isExecutable(path: string): boolean {
-  try {
-    fs.accessSync(path, fs.constants.X_OK);
-    return fs.statSync(path).isFile();
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The command with its program resolved to an absolute path: a path is checked as given, a bare
  * name is looked up on `PATH`. Missing or not executable is EXECUTOR_CONFIG, before anything runs.
@@ -32,16 +23,9 @@ function isExecutable(path: string): boolean {
 export function resolveCommand(command: readonly string[], path: string | undefined, label: string): string[] {
   const program = command[0];
   if (program === undefined || program === '') throw new CooError('EXECUTOR_CONFIG', `${label}: the executor command is empty`);
-  if (program.includes('/')) {
-    const full = isAbsolute(program) ? program : resolve(program);
-    if (!isExecutable(full)) throw new CooError('EXECUTOR_CONFIG', `${label}: ${full} is missing or not executable`);
-    return [full, ...command.slice(1)];
-  }
-  for (const dir of (path ?? '').split(delimiter)) {
-    if (dir === '') continue;
-    const full = join(dir, program);
-    if (isExecutable(full)) return [full, ...command.slice(1)];
-  }
+  const full = findExecutable(program, path ?? '');
+  if (full !== null) return [full, ...command.slice(1)];
+  if (program.includes('/')) throw new CooError('EXECUTOR_CONFIG', `${label}: ${resolve(program)} is missing or not executable`);
   throw new CooError('EXECUTOR_CONFIG', `${label}: ${program} is not on PATH (set the executor command, e.g. --ea-command)`);
 }
 

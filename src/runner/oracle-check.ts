@@ -1,7 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { isAbsolute, resolve } from 'node:path';
 import { CooError } from '../errors.js';
+import { findExecutable, isExecutableFile } from '../util/executable.js';
 
 /**
  * Before the runner claims anything: can the Oracle it was given be started at all? A command that
@@ -13,16 +14,6 @@ import { CooError } from '../errors.js';
 /** How long bubblewrap may take to start the probe. */
 const PROBE_MS = 10_000;
 
-function isExecutableFile(path: string): boolean {
-  try {
-    if (!fs.statSync(path).isFile()) return false;
-    fs.accessSync(path, fs.constants.X_OK);
-    return true;
-  } catch {
-    return false;
-  }
-}
-
 /**
  * The executable `--oracle-command` names, as an absolute path. Oracle runs in the attempt's
  * sandbox folder with a PATH of its own, where a relative path or a name found on the runner's
@@ -31,11 +22,8 @@ function isExecutableFile(path: string): boolean {
 export function resolveOracleCommand(command: string, env: NodeJS.ProcessEnv = process.env, cwd = process.cwd()): string {
   if (command === '') throw new CooError('ORACLE_CONFIG', '--oracle-command is empty: give the path of an Oracle executable');
   if (!command.includes('/')) {
-    const found = (env['PATH'] ?? '')
-      .split(delimiter)
-      .map((dir) => join(dir === '' ? cwd : resolve(cwd, dir), command))
-      .find(isExecutableFile);
-    if (found === undefined) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command}: no executable of that name on PATH; give its path, or install it`);
+    const found = findExecutable(command, env['PATH'] ?? '', cwd);
+    if (found === null) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command}: no executable of that name on PATH; give its path, or install it`);
     return found;
   }
   const path = isAbsolute(command) ? command : resolve(cwd, command);
