@@ -114,7 +114,8 @@ describe('an agent that tries to use coo mcp to leave its role', () => {
       expect(output).not.toContain('sk-test-key');
     }
     // The receipt really is there: the answer came back quoted.
-    expect(readStrictYaml(Buffer.from((await mcp.client.readResource({ uri: `coo://messages/${id}/receipt` })).contents[0]!.text as string), 'receipt')).toMatchObject({ status: 'succeeded' });
+    const receipt = (await mcp.client.readResource({ uri: `coo://messages/${id}/receipt` })).contents[0] as { text: string };
+    expect(readStrictYaml(Buffer.from(receipt.text), 'receipt')).toMatchObject({ status: 'succeeded' });
     await mcp.close();
   });
 });
