@@ -73,4 +73,20 @@ describe('coo mcp under the MCP Inspector, a separate client process', () => {
     expect(unknown.content[0]!.text).toMatch(/^MESSAGE_UNKNOWN: /);
     expect(JSON.stringify(unknown)).not.toContain(dir);
   }, 120_000);
+
+  it('coo mcp refuses a missing --repo, a browser engine and a path that is not a ledger before it serves, with one coded line on stderr', () => {
+    const cases: Array<[string[], number, RegExp]> = [
+      [['mcp', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key')], 2, /^coo: USAGE: --repo is required/],
+      [['mcp', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), '--repo', target, '--run', '--engine', 'browser'], 2, /^coo: ORACLE_CONFIG: --engine browser is not allowed/],
+      [['mcp', '--ledger', target, '--key', join(keys, 'coo.hermes.key'), '--repo', target], 1, /^coo: LEDGER_NOT_FOUND: /],
+      [['mcp', '--ledger', ledger, '--key', join(dir, 'no-such.key'), '--repo', target], 1, /^coo: NOT_FOUND: cannot read key file/],
+    ];
+    for (const [args, status, stderr] of cases) {
+      const result = coo(args, { env });
+      expect(result.status, args.join(' ')).toBe(status);
+      expect(result.stderr).toMatch(stderr);
+      expect(result.stdout).toBe('');
+    }
+    expect(coo(['mcp', '--help']).stdout).toContain('Usage: coo mcp');
+  });
 });
