@@ -105,9 +105,9 @@ export async function awaitOutcome(context: ToolContext, messageId: string, seco
 export type ConsultArgs = z.infer<typeof consultInput>;
 
 /**
- * `coo consult`, over MCP: the same enqueue through the write-time validator, recorded as submitted
- * over MCP, with a key derived from the request unless the agent gives one, so a retried call finds
- * the message the first one queued.
+ * `coo consult`, over MCP: the same enqueue through the write-time validator, refused while the kill
+ * switch is on, with a key derived from the request unless the agent gives one, so a retried call
+ * finds the message the first one queued.
  */
 export async function consultTool(context: ToolContext, args: ConsultArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
   refuseWhileStopped(await context.ledger.state());
@@ -121,7 +121,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     ...(args.max_hops === undefined ? {} : { maxHops: args.max_hops }),
   };
   const idempotencyKey = args.idempotency_key ?? derivedIdempotencyKey({ target: args.to, commit, patterns: args.files, question: args.prompt, ...optional });
-  const request: ConsultRequest & { readonly submittedVia: 'mcp' } = {
+  const request: ConsultRequest = {
     ledger: context.ledger,
     key: context.key,
     now: context.clock(),
@@ -131,7 +131,6 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     patterns: args.files,
     question: args.prompt,
     idempotencyKey,
-    submittedVia: 'mcp',
     ...optional,
   };
   const queued = await enqueueConsult(request);
