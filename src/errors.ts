@@ -65,6 +65,7 @@ const CODES = {
   POLICY_INTENT_NOT_ALLOWED: 'rejected',
   POLICY_PROPOSAL_TO_DISPATCH: 'rejected',
   POLICY_LIMIT: 'rejected',
+  KILL_SWITCH: 'rejected',
   // ledger layout and content
   PATH_INVALID: 'rejected',
   WRITE_ONCE: 'rejected',

@@ -117,7 +117,7 @@ function messagesSection(state: LedgerState, findings: readonly Finding[], warni
     return row(`${touched > 0 ? ' class="message tampered"' : ' class="message"'} data-state="${lane}"`, [
       ['message', `${messageId(record.id)}${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}`],
       ['intent', escape(record.intent)],
-      ['edge', `${escape(record.source)} &rarr; ${escape(record.target)}`],
+      ['edge', `${escape(record.source)} &rarr; ${escape(record.target)}${record.submittedVia === undefined ? '' : ` <span class="badge muted via">via ${escape(record.submittedVia)}</span>`}`],
       ['correlation', `<code>${escape(record.correlation)}</code>`],
       ['created', escape(record.createdAt)],
       ['state', `<span class="badge ${STATE_CLASS[lane]}">${lane}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}${warned.length > 0 ? ` ${warningBadges(warned)}` : ''}`],

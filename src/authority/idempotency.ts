@@ -5,10 +5,11 @@ import type { MessageRecord } from './state.js';
 
 /**
  * What an envelope asks, without what differs between two submissions of the same request (ids,
- * times, budget, and paths inside the message's own folder). Equal fingerprints ask the same thing.
+ * times, budget, paths inside the message's own folder, and the route it came by: a CLI retry of a
+ * request an agent made over MCP asks the same thing). Equal fingerprints ask the same thing.
  * The correlation is left out here and compared on its own, so that the conflict can say so.
  */
-const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget', 'payload_ref']);
+const VOLATILE_FIELDS = new Set(['message_id', 'correlation_id', 'created_at', 'expires_at', 'deadline_at', 'budget', 'payload_ref', 'submitted_via']);
 
 export function requestFingerprint(message: CooMessage): string {
   const asked: Record<string, unknown> = {};

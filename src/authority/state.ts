@@ -53,6 +53,8 @@ export interface MessageRecord {
   /** The earlier message with the same idempotency key and request, when this one repeats it. */
   readonly duplicateOf: string | null;
   readonly attempts: readonly AttemptRecord[];
+  /** The envelope's `submitted_via` when it has one (`mcp`); absent for CLI requests and older entries. */
+  readonly submittedVia?: 'mcp';
 }
 
 export interface LedgerState {

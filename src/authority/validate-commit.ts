@@ -432,6 +432,7 @@ class CommitCheck {
       seq: this.seq,
       duplicateOf,
       attempts: [],
+      ...(doc.submitted_via === undefined ? {} : { submittedVia: doc.submitted_via }),
     });
   }
 

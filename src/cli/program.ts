@@ -14,6 +14,7 @@ import { hookVerb } from './hook.js';
 import { initVerb } from './init.js';
 import { keygenVerb } from './keygen.js';
 import { logVerb } from './log.js';
+import { mcpVerb } from './mcp.js';
 import { currentOutcome } from './outcome.js';
 import { schemasVerb } from './schemas.js';
 import { showVerb } from './show.js';
@@ -31,7 +32,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb, mcpVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -1,9 +1,7 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { folderOf, laneStateOf } from '../authority/state.js';
-import { envelopePath } from '../ledger/layout.js';
+import { viewMessage } from '../audit/message-view.js';
 import { Ledger } from '../ledger/ledger.js';
-import { readStrictYaml } from '../schema/strict-yaml.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
 
 export function showVerb(program: Command): void {
@@ -25,30 +23,10 @@ export function showVerb(program: Command): void {
           else process.stdout.write(bytes);
           return;
         }
-        const read = async (path: string): Promise<unknown> => {
-          const bytes = await ledger.readFile(path);
-          return bytes === null ? null : readStrictYaml(bytes, path);
-        };
-        const attempts = [];
-        for (const attempt of record.attempts) {
-          attempts.push({
-            number: attempt.number,
-            attempt_id: attempt.attemptId,
-            claim: attempt.claim,
-            receipt: attempt.receipt === null ? null : { path: attempt.receipt.path, document: await read(attempt.receipt.path) },
-          });
-        }
-        const duplicateOf = record.duplicateOf === null ? null : state.messages.get(record.duplicateOf) ?? null;
-        const view = {
-          message_id: record.id,
-          lane_state: laneStateOf(record),
-          duplicate_of: record.duplicateOf,
-          envelope: await read(envelopePath(folderOf(record))),
-          attempts,
-          ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf), original_attempts: duplicateOf.attempts }),
-        };
+        const view = await viewMessage(ledger, state, record);
         emit(opts.json, view, () => {
           const lines = [`${record.id} ${record.intent} ${record.source} -> ${record.target}: ${view.lane_state}`];
+          if (view.submitted_via !== null) lines.push(`  submitted via ${view.submitted_via}`);
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
           for (const attempt of record.attempts) {
             lines.push(`  attempt ${attempt.number} ${attempt.attemptId}: ${attempt.claim === null ? 'unclaimed' : `claimed by ${attempt.claim.runner}`}, ${attempt.receipt === null ? 'no receipt yet' : `${attempt.receipt.status}${attempt.receipt.blockers.length > 0 ? ` (${attempt.receipt.blockers.join(', ')})` : ''} ${attempt.receipt.path}`}`);

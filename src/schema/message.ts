@@ -51,6 +51,11 @@ const header = {
   budget: messageBudget,
   status: z.literal('queued'),
   created_at: timestamp,
+  /**
+   * How the request reached the ledger when it was not typed at the CLI: `mcp` for a tool call to
+   * `coo mcp`. Signed with the rest; absent in CLI requests and in entries written before the field.
+   */
+  submitted_via: z.literal('mcp').optional(),
 };
 
 const aaConsult = z.strictObject({

@@ -1,0 +1,78 @@
+import { dirname, resolve } from 'node:path';
+import type * as SdkStdio from '@modelcontextprotocol/sdk/server/stdio.js';
+import type { Command } from 'commander';
+import { defaultAuditDir } from '../audit/checkpoint.js';
+import { Ledger } from '../ledger/ledger.js';
+import { Redactor } from '../mcp/results.js';
+import { createCooMcpServer } from '../mcp/server.js';
+import { Runner } from '../runner/runner.js';
+import { watchLedger } from '../runner/watch.js';
+import { importPackage } from '../util/import-package.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
+import { defaultStateDir, describeEvent, oracleFromFlags, type OracleFlags } from './watch.js';
+
+type McpOptions = OracleFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean };
+
+export function mcpVerb(program: Command): void {
+  program
+    .command('mcp')
+    .description("serve the ledger's lanes to an agent as MCP tools over stdio (consult, wait, sessions, show, cite, verify); logs go to stderr")
+    .addOption(ledgerOption())
+    .addOption(keyOption('the COO private key the server signs consults with (never shown to the agent); default $COO_KEY'))
+    .option('--repo <path>', 'the repository consults pin their context in (fixed for the agent)')
+    .option('--run', 'also run the runner in this process, as `coo watch` does')
+    .option('--state-dir <dir>', 'where attempt sandboxes live, with --run (default ~/.local/state/coo-commons/runner/<ledger>)')
+    .option('--engine <engine>', 'Oracle engine, with --run: only "api" is accepted')
+    .option('--oracle-command <path>', 'an Oracle executable to run instead of the pinned @steipete/oracle')
+    .option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url)')
+    .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
+    .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
+    .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
+    .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto')
+    .option('--heartbeat', 'with --run: append signed heartbeats at the policy interval')
+    .action(async (opts: McpOptions) => {
+      const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
+      const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
+      const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
+      const transport = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
+      const key = loadPrivateKey(keyPath);
+      const ledger = Ledger.open(gitdir);
+      const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
+      const auditDir = defaultAuditDir();
+      const log = (line: string): void => void process.stderr.write(`coo mcp: ${line}\n`);
+      const note = packingNote(gitdir);
+      if (note !== null) log(`note: ${note}`);
+      const redactor = new Redactor([gitdir, keyPath, dirname(keyPath), repo, stateDir, auditDir, ...Redactor.environmentSecrets(process.env)]);
+      const runner = transport === null ? null : new Runner({ ledger, key, repo, stateDir, transport, onEvent: (event) => log(describeEvent(event)) });
+      const controller = new AbortController();
+      try {
+        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), redactor, version: program.version() ?? '0.0.0', log });
+        const { StdioServerTransport } = await importPackage<typeof SdkStdio>('@modelcontextprotocol/sdk/server/stdio.js');
+        const stdio = new StdioServerTransport();
+        stdio.onclose = () => controller.abort();
+        // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).
+        process.stdin.once('end', () => controller.abort());
+        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+        await server.connect(stdio);
+        log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio`);
+        const policy = (await ledger.state()).policy?.doc;
+        const watching =
+          runner === null
+            ? Promise.resolve()
+            : watchLedger(runner, gitdir, {
+                signal: controller.signal,
+                ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
+                onIdle: () => ledger.checkpoint(64),
+              });
+        await new Promise<void>((done) => {
+          if (controller.signal.aborted) done();
+          controller.signal.addEventListener('abort', () => done(), { once: true });
+        });
+        await watching;
+        await server.close();
+      } finally {
+        runner?.close();
+        ledger.close();
+      }
+    });
+}

@@ -1,0 +1,146 @@
+import { z } from 'zod';
+import { actorId, correlationId, messageId, timestamp } from '../schema/common.js';
+import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
+
+/**
+ * The MCP tools' arguments and results. Arguments are strict objects: an unknown key (a path, a key,
+ * a budget or authority field the CLI does not take from an agent) is refused before any rule runs.
+ * There is no ledger, key, repository or output path among them: the server's configuration fixes those.
+ */
+
+/** The longest a tool call waits for a receipt. */
+export const MAX_WAIT_SECONDS = 900;
+
+const laneState = z.enum(['queued', 'claimed', 'retry_wait', 'succeeded', 'failed', 'blocked', 'timed_out', 'aa_unavailable', 'stale_context', 'duplicate']);
+
+const waitSeconds = z.number().min(0).max(MAX_WAIT_SECONDS);
+
+export const consultInput = z.strictObject({
+  to: actorId.describe('the advisory agent to consult, e.g. aa.chatgpt'),
+  files: z
+    .array(z.string().min(1).max(500))
+    .min(1)
+    .max(1000)
+    .describe('context files or globs, relative to the repository root, pinned at the commit (e.g. ["src/add.ts", "docs/**/*.md"])'),
+  prompt: z.string().min(1).max(100_000).describe('the question for the advisory agent'),
+  rev: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
+    .optional()
+    .describe('the commit to pin the files at (default HEAD)'),
+  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for this consult in USD (default: the policy's cap; more than the cap is refused)"),
+  max_runtime_seconds: z.number().int().positive().max(86_400).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
+  ttl_seconds: z.number().int().positive().max(604_800).optional().describe('how long the consult may wait to start (default 3600)'),
+  idempotency_key: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
+    .optional()
+    .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
+  correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
+  parent_message_id: messageId.optional().describe('the message this one follows from'),
+  max_hops: z.number().int().positive().max(64).optional().describe('how many hops a chain from this message may take'),
+  wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
+});
+
+export const waitInput = z.strictObject({
+  message_id: messageId.describe('the consult to wait for'),
+  timeout_seconds: waitSeconds.describe(`how long to wait for a final receipt, in seconds (at most ${MAX_WAIT_SECONDS})`),
+});
+
+export const sessionsInput = z.strictObject({
+  correlation_id: correlationId.optional().describe('only messages of this correlation'),
+  state: laneState.optional().describe('only messages in this lane state'),
+  since: timestamp.optional().describe('only messages created at or after this UTC time, e.g. 2026-12-01T00:00:00Z'),
+  until: timestamp.optional().describe('only messages created before this UTC time'),
+  before: z.number().int().positive().optional().describe('the next_before of the previous page'),
+  limit: z.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().describe(`messages per page (default 20, at most ${MAX_SESSIONS_PAGE})`),
+});
+
+export const messageInput = z.strictObject({
+  message_id: messageId.describe('a message id (msg_...)'),
+});
+
+export const verifyInput = z.strictObject({});
+
+const receiptSummary = z
+  .strictObject({
+    attempt: z.number().int(),
+    status: z.string(),
+    blockers: z.array(z.string()),
+    cost_usd: z.number(),
+    created_at: z.string(),
+    path: z.string(),
+  })
+  .nullable();
+
+export const outcomeOutput = z.strictObject({
+  message_id: z.string(),
+  existing: z.boolean().optional(),
+  state: laneState,
+  terminal: z.boolean(),
+  attempts: z.number().int(),
+  receipt: receiptSummary,
+  answers_for: z.string().nullable(),
+  submitted_via: z.string().nullable(),
+  next: z.string(),
+});
+
+const sessionSummary = z.strictObject({
+  message_id: z.string(),
+  intent: z.string(),
+  target: z.string(),
+  correlation_id: z.string(),
+  created_at: z.string(),
+  state: laneState,
+  attempts: z.number().int(),
+  cost_usd: z.number(),
+  receipt: z.strictObject({ status: z.string(), path: z.string() }).nullable(),
+  duplicate_of: z.string().nullable(),
+  submitted_via: z.string().nullable(),
+  seq: z.number().int(),
+});
+
+export const sessionsOutput = z.strictObject({
+  sessions: z.array(sessionSummary),
+  next_before: z.number().int().nullable(),
+});
+
+export const untrustedAnswer = z.strictObject({
+  advisory: z.literal(true),
+  untrusted: z.literal(true),
+  notice: z.string(),
+  path: z.string(),
+  text: z.string(),
+});
+
+export const showOutput = z.strictObject({
+  message_id: z.string(),
+  lane_state: laneState,
+  duplicate_of: z.string().nullable(),
+  submitted_via: z.string().nullable(),
+  envelope: z.unknown(),
+  attempts: z.array(z.unknown()),
+  original_lane_state: laneState.optional(),
+  original_attempts: z.array(z.unknown()).optional(),
+  answer: untrustedAnswer.nullable(),
+});
+
+export const citeOutput = z.strictObject({
+  message_id: z.string(),
+  advisory: z.literal(true),
+  verified: z.boolean(),
+  findings: z.array(z.unknown()),
+  markdown: z.string(),
+});
+
+export const verifyOutput = z.strictObject({
+  ok: z.boolean(),
+  head: z.string().nullable(),
+  seq: z.number().int(),
+  commits: z.number().int(),
+  replayed: z.number().int(),
+  incremental: z.boolean(),
+  findings: z.array(z.unknown()),
+  kill_switch: z.enum(['on', 'off']),
+  heartbeat: z.strictObject({ seq: z.number().int(), runner: z.string(), expires_at: z.string(), fresh: z.boolean() }).nullable(),
+});

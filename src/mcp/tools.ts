@@ -1,0 +1,219 @@
+import { isVerified, renderCitation } from '../audit/cite.js';
+import { checkpointFile } from '../audit/checkpoint.js';
+import { gatherEvidence } from '../audit/evidence.js';
+import { viewMessage } from '../audit/message-view.js';
+import { listSessions, type SessionPage } from '../audit/sessions.js';
+import { verifyLedger } from '../audit/verify.js';
+import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { refuseWhileStopped } from '../consult/admission.js';
+import { enqueueConsult, type ConsultRequest } from '../consult/enqueue.js';
+import { resolveCommit } from '../consult/pins.js';
+import { derivedIdempotencyKey } from '../consult/request-key.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { CooError } from '../errors.js';
+import { envelopePath } from '../ledger/layout.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { readDocument } from '../schema/documents.js';
+import type { z } from 'zod';
+import type { consultInput, messageInput, sessionsInput, waitInput } from './schemas.js';
+import { untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+
+/**
+ * The MCP tools' handlers: arguments in, the library calls the CLI verbs make, plain results out.
+ * No rule lives here; each one is the library's, as `coo consult`, `coo show`, `coo cite` and
+ * `coo verify` run it.
+ */
+
+export interface ToolContext {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  /** The repository consults pin their context in: the server's, never the agent's choice. */
+  readonly repo: string;
+  /** Where `verify` keeps the last verified head, as `coo verify` does; null: none. */
+  readonly auditDir: string | null;
+  readonly clock: () => Date;
+}
+
+/** How often a waiting call looks at the ledger's head again. */
+const POLL_MS = 200;
+
+export interface Outcome {
+  readonly [key: string]: unknown;
+  readonly message_id: string;
+  readonly state: LaneState;
+  readonly terminal: boolean;
+  readonly attempts: number;
+  readonly receipt: { attempt: number; status: string; blockers: string[]; cost_usd: number; created_at: string; path: string } | null;
+  /** The earlier message whose receipts answer this one, when it repeats a request. */
+  readonly answers_for: string | null;
+  readonly submitted_via: string | null;
+  readonly next: string;
+}
+
+function recordOf(state: LedgerState, messageId: string): MessageRecord {
+  const record = state.messages.get(messageId);
+  if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${messageId} is not a message of this ledger`);
+  return record;
+}
+
+function outcomeOf(state: LedgerState, record: MessageRecord): Outcome {
+  const answering = record.duplicateOf === null ? record : state.messages.get(record.duplicateOf) ?? record;
+  const last = [...answering.attempts].reverse().find((attempt) => attempt.receipt !== null);
+  const lane = laneStateOf(answering);
+  const terminal = isTerminal(answering);
+  return {
+    message_id: record.id,
+    state: lane,
+    terminal,
+    attempts: answering.attempts.length,
+    receipt:
+      last?.receipt == null
+        ? null
+        : { attempt: last.number, status: last.receipt.status, blockers: [...last.receipt.blockers], cost_usd: last.receipt.costUsd, created_at: last.receipt.createdAt, path: last.receipt.path },
+    answers_for: answering === record ? null : answering.id,
+    submitted_via: record.submittedVia ?? null,
+    next: terminal
+      ? `final: read the answer with show (message_id ${answering.id}) or cite it`
+      : `not final yet: call wait with message_id ${record.id}; do not call consult again for it`,
+  };
+}
+
+function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
+  return new Promise((resolve) => {
+    const timer = setTimeout(done, ms);
+    function done(): void {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', done);
+      resolve();
+    }
+    signal?.addEventListener('abort', done, { once: true });
+  });
+}
+
+/** The message's outcome once it is final, or as it stands when `seconds` pass or the call is cancelled. Starts nothing. */
+export async function awaitOutcome(context: ToolContext, messageId: string, seconds: number, signal?: AbortSignal): Promise<Outcome> {
+  const deadline = Date.now() + seconds * 1000;
+  for (;;) {
+    const state = await context.ledger.state();
+    const outcome = outcomeOf(state, recordOf(state, messageId));
+    const left = deadline - Date.now();
+    if (outcome.terminal || left <= 0 || signal?.aborted === true) return outcome;
+    await sleep(Math.min(POLL_MS, left), signal);
+  }
+}
+
+export type ConsultArgs = z.infer<typeof consultInput>;
+
+/**
+ * `coo consult`, over MCP: the same enqueue through the write-time validator, refused while the kill
+ * switch is on, with a key derived from the request unless the agent gives one, so a retried call
+ * finds the message the first one queued.
+ */
+export async function consultTool(context: ToolContext, args: ConsultArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
+  refuseWhileStopped(await context.ledger.state());
+  const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD');
+  const optional = {
+    ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+    ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
+    ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
+    ...(args.correlation_id === undefined ? {} : { correlationId: args.correlation_id }),
+    ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
+    ...(args.max_hops === undefined ? {} : { maxHops: args.max_hops }),
+  };
+  const idempotencyKey = args.idempotency_key ?? derivedIdempotencyKey({ target: args.to, commit, patterns: args.files, question: args.prompt, ...optional });
+  const request: ConsultRequest = {
+    ledger: context.ledger,
+    key: context.key,
+    now: context.clock(),
+    target: args.to,
+    repo: context.repo,
+    rev: commit,
+    patterns: args.files,
+    question: args.prompt,
+    idempotencyKey,
+    ...optional,
+  };
+  const queued = await enqueueConsult(request);
+  const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
+  return { ...outcome, existing: queued.existing };
+}
+
+export async function waitTool(context: ToolContext, args: z.infer<typeof waitInput>, signal?: AbortSignal): Promise<Outcome> {
+  return awaitOutcome(context, args.message_id, args.timeout_seconds, signal);
+}
+
+export async function sessionsTool(context: ToolContext, args: z.infer<typeof sessionsInput>): Promise<SessionPage> {
+  return listSessions(await context.ledger.state(), {
+    limit: args.limit ?? 20,
+    ...(args.correlation_id === undefined ? {} : { correlationId: args.correlation_id }),
+    ...(args.state === undefined ? {} : { state: args.state }),
+    ...(args.since === undefined ? {} : { since: args.since }),
+    ...(args.until === undefined ? {} : { until: args.until }),
+    ...(args.before === undefined ? {} : { before: args.before }),
+  });
+}
+
+/** The answer of a message's latest receipt that points at one, or null. */
+async function answerOf(context: ToolContext, state: LedgerState, record: MessageRecord): Promise<UntrustedAnswer | null> {
+  const answering = record.duplicateOf === null ? record : state.messages.get(record.duplicateOf) ?? record;
+  for (const attempt of [...answering.attempts].reverse()) {
+    if (attempt.receipt === null) continue;
+    const bytes = await context.ledger.readFile(attempt.receipt.path);
+    if (bytes === null) continue;
+    const receipt = readDocument(answering.intent === 'ea_dispatch' ? 'ea_receipt.v0' : 'aa_receipt.v0', bytes, attempt.receipt.path);
+    const ref = 'output_ref' in receipt ? receipt.output_ref : null;
+    if (ref === null) continue;
+    const answer = await context.ledger.readFile(ref);
+    if (answer !== null) return untrustedAnswer(ref, answer.toString('utf8'));
+  }
+  return null;
+}
+
+/** `coo show` of one message, by id only (never a path), with its answer quoted as untrusted data. */
+export async function showTool(context: ToolContext, args: z.infer<typeof messageInput>): Promise<Record<string, unknown>> {
+  const state = await context.ledger.state();
+  const record = recordOf(state, args.message_id);
+  const view = await viewMessage(context.ledger, state, record);
+  return { ...view, answer: await answerOf(context, state, record) };
+}
+
+/** A message's envelope, latest receipt or answer, for the resources. */
+export async function messagePart(context: ToolContext, messageId: string, part: 'envelope' | 'receipt' | 'answer'): Promise<{ text: string; mimeType: string }> {
+  const state = await context.ledger.state();
+  const record = recordOf(state, messageId);
+  if (part === 'answer') {
+    const answer = await answerOf(context, state, record);
+    if (answer === null) throw new CooError('NOT_FOUND', `${messageId} has no answer yet`);
+    return { text: `${answer.notice}\n\n${answer.text}\n`, mimeType: 'text/markdown' };
+  }
+  const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null)?.receipt ?? null;
+  const path = part === 'envelope' ? envelopePath(folderOf(record)) : last?.path;
+  if (path === undefined) throw new CooError('NOT_FOUND', `${messageId} has no receipt yet`);
+  const bytes = await context.ledger.readFile(path);
+  if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
+  return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
+}
+
+/** `coo cite` without posting: the Markdown evidence and whether it verifies. */
+export async function citeTool(context: ToolContext, args: z.infer<typeof messageInput>): Promise<Record<string, unknown>> {
+  const evidence = await gatherEvidence(context.ledger.gitdir, args.message_id);
+  return { message_id: evidence.messageId, advisory: true, verified: isVerified(evidence), findings: evidence.findings, markdown: renderCitation(evidence) };
+}
+
+/** `coo verify`: the ledger's health, with the kill switch and the runner's heartbeat. */
+export async function verifyTool(context: ToolContext): Promise<Record<string, unknown>> {
+  const now = context.clock();
+  const report = await verifyLedger(context.ledger.gitdir, { now, ...(context.auditDir === null ? {} : { checkpointFile: checkpointFile(context.auditDir, context.ledger.gitdir) }) });
+  const beat = report.state.lastHeartbeat;
+  return {
+    ok: report.findings.length === 0,
+    head: report.head,
+    seq: report.seq,
+    commits: report.commits,
+    replayed: report.replayed,
+    incremental: report.incremental,
+    findings: report.findings,
+    kill_switch: report.state.killSwitch?.doc.state ?? 'off',
+    heartbeat: beat === null ? null : { seq: beat.seq, runner: beat.runner, expires_at: beat.expiresAt, fresh: Date.parse(beat.expiresAt) > now.getTime() },
+  };
+}

@@ -1,0 +1,143 @@
+import { describe, expect, it } from 'vitest';
+import { laneStateOf } from '../../src/authority/state.js';
+import { git, tempDir } from '../helpers/tmp.js';
+import { worlds } from '../helpers/lane.js';
+import { connectMcp, structured, textOf } from '../helpers/mcp.js';
+
+const fresh = worlds(tempDir());
+
+const ASK = { to: 'aa.chatgpt', files: ['src/add.ts', 'README.md'], prompt: 'Is add() correct for NaN?', max_runtime_seconds: 60 };
+
+describe('coo mcp, through the SDK client in process', () => {
+  it('lists the six tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const { tools } = await mcp.client.listTools();
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['cite', 'consult', 'sessions', 'show', 'verify', 'wait']);
+    for (const tool of tools) {
+      expect(tool.inputSchema['additionalProperties'], tool.name).toBe(false);
+      expect(tool.outputSchema, tool.name).toBeDefined();
+    }
+    const byName = new Map(tools.map((tool) => [tool.name, tool]));
+    for (const name of ['sessions', 'show', 'verify', 'cite', 'wait']) expect(byName.get(name)!.annotations?.readOnlyHint, name).toBe(true);
+    expect(byName.get('consult')!.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
+    const consultProps = Object.keys(byName.get('consult')!.inputSchema.properties ?? {});
+    for (const forbidden of ['repo', 'ledger', 'key', 'prompt_file', 'budget', 'authority_class']) expect(consultProps).not.toContain(forbidden);
+    await mcp.close();
+  });
+
+  it('consult queues a pinned consult, the runner answers it with one paid call, and wait, sessions, show, cite and verify read it', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const queued = structured(await mcp.call('consult', ASK));
+    expect(queued).toMatchObject({ state: 'queued', terminal: false, existing: false, receipt: null });
+    const id = queued['message_id'] as string;
+    expect((await w.runner().runOnce()).receipts).toBe(1);
+    const done = structured(await mcp.call('wait', { message_id: id, timeout_seconds: 5 }));
+    expect(done).toMatchObject({ message_id: id, state: 'succeeded', terminal: true, receipt: { attempt: 1, status: 'succeeded', blockers: [] } });
+    expect(w.server.requests).toHaveLength(1);
+
+    const page = structured<{ sessions: Array<Record<string, unknown>>; next_before: number | null }>(await mcp.call('sessions', { limit: 5 }));
+    expect(page.sessions.map((session) => session['message_id'])).toEqual([id]);
+    expect(page.sessions[0]).toMatchObject({ state: 'succeeded', target: 'aa.chatgpt', receipt: { status: 'succeeded' } });
+
+    const shown = structured<Record<string, unknown>>(await mcp.call('show', { message_id: id }));
+    expect(shown['lane_state']).toBe('succeeded');
+    expect(shown['answer']).toMatchObject({ advisory: true, untrusted: true });
+    const answer = shown['answer'] as { text: string; notice: string };
+    expect(answer.notice).toMatch(/^UNTRUSTED DATA/);
+    expect(answer.text.startsWith('<<<\n')).toBe(true);
+    expect(answer.text.endsWith('\n>>>')).toBe(true);
+
+    const cited = structured<Record<string, unknown>>(await mcp.call('cite', { message_id: id }));
+    expect(cited).toMatchObject({ message_id: id, advisory: true, verified: true });
+    expect(cited['markdown']).toContain(id);
+
+    const health = structured<Record<string, unknown>>(await mcp.call('verify'));
+    expect(health).toMatchObject({ ok: true, findings: [], kill_switch: 'off' });
+
+    const envelope = await mcp.client.readResource({ uri: `coo://messages/${id}/envelope` });
+    expect((envelope.contents[0] as { text: string }).text).toContain(`message_id: ${id}`);
+    const receipt = await mcp.client.readResource({ uri: `coo://messages/${id}/receipt` });
+    expect((receipt.contents[0] as { text: string }).text).toContain('schema_version: aa_receipt.v0');
+    const quoted = await mcp.client.readResource({ uri: `coo://messages/${id}/answer` });
+    expect((quoted.contents[0] as { text: string }).text).toMatch(/^UNTRUSTED DATA[\s\S]*\n<<<\n[\s\S]*\n>>>\n$/);
+    await mcp.close();
+  });
+
+  it('a consult called again with the same request returns the same message and the runner pays once', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const first = structured(await mcp.call('consult', ASK));
+    const again = structured(await mcp.call('consult', ASK));
+    expect(again['message_id']).toBe(first['message_id']);
+    expect(again['existing']).toBe(true);
+    await w.runner().runOnce();
+    const third = structured(await mcp.call('consult', { ...ASK, wait_seconds: 5 }));
+    expect(third).toMatchObject({ message_id: first['message_id'], existing: true, state: 'succeeded', terminal: true });
+    expect(w.server.requests).toHaveLength(1);
+    expect((await w.ledger.state()).messages.size).toBe(1);
+    await mcp.close();
+  });
+
+  it('a new commit to pin is a new request: the derived key changes with the resolved commit', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const first = structured(await mcp.call('consult', ASK));
+    git(['-c', 'user.name=x', '-c', 'user.email=x@x', 'commit', '-q', '--allow-empty', '-m', 'move on'], { cwd: w.target });
+    const second = structured(await mcp.call('consult', ASK));
+    expect(second['message_id']).not.toBe(first['message_id']);
+    expect(second['existing']).toBe(false);
+    await mcp.close();
+  });
+
+  it('wait on a consult nobody runs returns its state when the time is up, and starts nothing', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const id = structured(await mcp.call('consult', ASK))['message_id'] as string;
+    const waited = structured(await mcp.call('wait', { message_id: id, timeout_seconds: 0.3 }));
+    expect(waited).toMatchObject({ state: 'queued', terminal: false, receipt: null });
+    expect(waited['next']).toContain('call wait');
+    expect(w.server.requests).toHaveLength(0);
+    expect(laneStateOf((await w.ledger.state()).messages.get(id)!)).toBe('queued');
+    await mcp.close();
+  });
+
+  it('sessions filters by correlation and state and pages newest first', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const ids: string[] = [];
+    for (let i = 0; i < 5; i++) {
+      ids.push(structured(await mcp.call('consult', { ...ASK, prompt: `question ${i}`, correlation_id: i % 2 === 0 ? 'corr_even' : 'corr_odd' }))['message_id'] as string);
+    }
+    const first = structured<{ sessions: Array<{ message_id: string }>; next_before: number | null }>(await mcp.call('sessions', { limit: 2 }));
+    expect(first.sessions.map((s) => s.message_id)).toEqual([ids[4], ids[3]]);
+    const second = structured<{ sessions: Array<{ message_id: string }>; next_before: number | null }>(await mcp.call('sessions', { limit: 2, before: first.next_before }));
+    expect(second.sessions.map((s) => s.message_id)).toEqual([ids[2], ids[1]]);
+    const last = structured<{ sessions: Array<{ message_id: string }>; next_before: number | null }>(await mcp.call('sessions', { limit: 2, before: second.next_before }));
+    expect(last).toEqual({ sessions: [expect.objectContaining({ message_id: ids[0] })], next_before: null });
+    const even = structured<{ sessions: Array<{ message_id: string }> }>(await mcp.call('sessions', { correlation_id: 'corr_even' }));
+    expect(even.sessions.map((s) => s.message_id)).toEqual([ids[4], ids[2], ids[0]]);
+    expect(structured<{ sessions: unknown[] }>(await mcp.call('sessions', { state: 'succeeded' })).sessions).toEqual([]);
+    expect(structured<{ sessions: unknown[] }>(await mcp.call('sessions', { since: '2999-01-01T00:00:00Z' })).sessions).toEqual([]);
+    await mcp.close();
+  });
+
+  it('reports a coded tool error with one line on what to do, and never the ledger or repository path', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const unknown = await mcp.call('show', { message_id: 'msg_01KZZZZZZZZZZZZZZZZZZZZZZZ' });
+    expect(unknown.isError).toBe(true);
+    expect(textOf(unknown)).toMatch(/^MESSAGE_UNKNOWN: .*\n.+/);
+    const badFile = await mcp.call('consult', { ...ASK, files: ['no/such/file.ts'] });
+    expect(badFile.isError).toBe(true);
+    expect(textOf(badFile)).toMatch(/^CONTEXT_INVALID: /);
+    const badRev = await mcp.call('consult', { ...ASK, rev: 'nosuchbranch' });
+    expect(textOf(badRev)).toMatch(/^CONTEXT_INVALID: /);
+    for (const result of [unknown, badFile, badRev]) {
+      expect(textOf(result)).not.toContain(w.target);
+      expect(textOf(result)).not.toContain(w.gitdir);
+    }
+    await mcp.close();
+  });
+});
