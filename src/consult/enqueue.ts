@@ -34,6 +34,8 @@ export interface ConsultRequest {
   readonly parentMessageId?: string;
   /** How many hops a chain through this message may take: at most what the parent leaves (its own max_hops) and the policy's; that by default. */
   readonly maxHops?: number;
+  /** How the request reached the ledger when not typed at the CLI; recorded as the envelope's submitted_via. */
+  readonly submittedVia?: 'mcp';
 }
 
 export interface ConsultEnqueued extends EnvelopeAppendResult {
@@ -133,6 +135,7 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
         expected_receipt_schema: 'aa_receipt.v0',
         status: 'queued',
         created_at: createdAt,
+        ...(request.submittedVia === undefined ? {} : { submitted_via: request.submittedVia }),
       },
       'envelope',
     ) as AaConsultMessage;

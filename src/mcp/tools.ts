@@ -131,6 +131,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     patterns: args.files,
     question: args.prompt,
     idempotencyKey,
+    submittedVia: 'mcp',
     ...optional,
   };
   const queued = await enqueueConsult(request);

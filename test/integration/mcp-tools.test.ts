@@ -43,6 +43,9 @@ describe('coo mcp, through the SDK client in process', () => {
 
     const shown = structured<Record<string, unknown>>(await mcp.call('show', { message_id: id }));
     expect(shown['lane_state']).toBe('succeeded');
+    // The signed envelope says the request came over MCP, and the auditor's coo show names it.
+    expect(shown['envelope']).toMatchObject({ submitted_via: 'mcp' });
+    expect(shown['submitted_via']).toBe('mcp');
     expect(shown['answer']).toMatchObject({ advisory: true, untrusted: true });
     const answer = shown['answer'] as { text: string; notice: string };
     expect(answer.notice).toMatch(/^UNTRUSTED DATA/);
