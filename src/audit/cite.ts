@@ -1,6 +1,7 @@
 import type { Finding } from '../errors.js';
 import type { AaAnswer } from '../schema/aa-answer.js';
 import type { AaReceipt } from '../schema/receipt.js';
+import { warningMeaning } from './warnings.js';
 
 /** Everything a citation states, gathered by audit/evidence.ts. */
 export interface Evidence {
@@ -88,6 +89,7 @@ export function renderCitation(evidence: Evidence): string {
         ? `verified by \`coo verify\`: envelope, claim and receipt signed by ${evidence.signer ?? 'the COO'}, history clean to Ledger-Seq ${evidence.ledgerSeq}`
         : `**NOT VERIFIED**: ${evidence.findings.length} finding(s), e.g. ${evidence.findings[0]!.code}`
     } |`,
+    `| warnings | ${receipt.warnings.length === 0 ? 'none' : receipt.warnings.map((warning) => `\`${inert(warning)}\`: ${warningMeaning(warning)}`).join('; ')} |`,
   );
   return `${lines.join('\n')}\n`;
 }

@@ -1,4 +1,4 @@
-import { CooError } from '../errors.js';
+import { CooError, type Finding } from '../errors.js';
 import { folderOf } from '../authority/state.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -34,21 +34,30 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
     }
     throw new CooError('NOT_FOUND', `${id} has no receipt yet`);
   }
+  const commits = report.timeline?.commits ?? [];
+  const mine = commits.filter((commit) => commit.entries.some((entry) => entry.messageId === record.id));
+  const receiptCommit = commits.find((commit) => commit.entries.some((entry) => entry.path === last.receipt!.path));
   const ledger = Ledger.open(gitdir, { checkpoints: false });
   try {
-    const read = async (path: string): Promise<Buffer> => {
-      const bytes = await ledger.readFile(path);
+    // Read as the receipt's commit holds them, not at the head; and a file an invalid commit
+    // replaced on the way (its changes stay in later trees) shows as a hash that does not match.
+    const mismatches: Finding[] = [];
+    const read = async (path: string, sha256?: string | null): Promise<Buffer> => {
+      const bytes = await ledger.readFile(path, receiptCommit?.commit);
       if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
+      if (sha256 != null && sha256Ref(bytes) !== sha256) {
+        mismatches.push({ code: 'ARTIFACT_HASH_MISMATCH', message: `${path} does not match the hash its signed entry records`, path, ...(receiptCommit === undefined ? {} : { commit: receiptCommit.commit }) });
+      }
       return bytes;
     };
     const receiptBytes = await read(last.receipt.path);
     const receipt = readDocument('aa_receipt.v0', receiptBytes, last.receipt.path);
     const envelope = readDocument('coo_message.v0', await read(envelopePath(folderOf(record))), envelopePath(folderOf(record)));
     if (envelope.intent !== 'aa_consult') throw new CooError('INTERNAL', 'not a consult');
-    const question = (await read(envelope.payload_ref)).toString('utf8');
+    const question = (await read(envelope.payload_ref, record.payloadHash)).toString('utf8');
     let answer = null;
     if (receipt.output_ref !== null) {
-      const text = (await read(receipt.output_ref)).toString('utf8');
+      const text = (await read(receipt.output_ref, receipt.output_hash)).toString('utf8');
       const block = /```aa_answer[ \t]*\n([\s\S]*?)\n```/.exec(text)?.[1];
       if (block !== undefined) {
         try {
@@ -59,10 +68,7 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
         }
       }
     }
-    const commits = report.timeline?.commits ?? [];
-    const mine = commits.filter((commit) => commit.entries.some((entry) => entry.messageId === record.id));
-    const receiptCommit = commits.find((commit) => commit.entries.some((entry) => entry.path === last.receipt!.path));
-    const findings = [...mine.flatMap((commit) => commit.findings), ...report.findings.filter((finding) => HISTORY_CODES.has(finding.code) || finding.commit === undefined)];
+    const findings = [...mismatches, ...mine.flatMap((commit) => commit.findings), ...report.findings.filter((finding) => HISTORY_CODES.has(finding.code) || finding.commit === undefined)];
     return {
       messageId: record.id,
       source: record.source,

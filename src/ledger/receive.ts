@@ -44,6 +44,12 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
       }
       const oldHead = update.oldOid === ZERO ? null : update.oldOid;
       const base = await ledger.stateAt(oldHead);
+      // Nothing builds on an invalid commit: a push on top of one is declined, as a local write is (Ledger.intactState).
+      if (ledger.findings.length > 0) {
+        const first = ledger.findings[0]!;
+        findings.push({ ...first, message: `the ledger's history holds an invalid commit${first.commit === undefined ? '' : ` ${first.commit}`} (${first.message}): nothing builds on it; move main back to the last valid commit` });
+        continue;
+      }
       const commits = await commitsSince(ledger.reader, update.newOid, oldHead);
       if (commits === null) {
         findings.push({ code: 'HISTORY_FORK', message: `${update.newOid} does not descend from ${oldHead}: the ledger only moves forward` });

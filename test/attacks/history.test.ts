@@ -90,6 +90,15 @@ describe('history', () => {
     return code;
   });
 
+  attack('a well-formed push on top of an invalid commit that reached main behind the hook', 'hook', 'PATH_INVALID', async () => {
+    let code = '';
+    await kit.bypass({ 'notes/forged.yaml': 'x: 1\n' }, { key: kit.keys.coo.file }, async () => {
+      const id = nextId();
+      code = await kit.push({ [`${folder(id)}/envelope.yaml`]: fixtureEnvelope(id, id) }, { key: kit.keys.coo.file });
+    });
+    return code;
+  });
+
   attack('an extra gpgsig-sha256 header (git still says Good)', 'verify', 'COMMIT_MALFORMED', async () => {
     let code = '';
     await kit.rewriteHead((raw) => raw.replace('gpgsig ', 'gpgsig-sha256 junk\ngpgsig '), () => {

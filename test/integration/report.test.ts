@@ -174,3 +174,13 @@ describe('coo report --html', () => {
     expect(existsSync(join(out, 'index.html'))).toBe(false);
   });
 });
+
+describe('receipt warnings beyond the report', () => {
+  it('coo show names each receipt warning with what it means, and coo cite carries it in its evidence table', () => {
+    const shown = coo(['show', warned.messageId, '--ledger', warned.gitdir]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toMatch(/^ {4}warning sandbox_unenforced: .*without bubblewrap/m);
+    const cited = coo(['cite', warned.messageId, '--ledger', warned.gitdir]);
+    expect(cited.stdout).toMatch(/^\| warnings \| `sandbox_unenforced`: .*without bubblewrap.* \|$/m);
+  });
+});
