@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { claudeMcpJson, codexConfigToml } from '../../helpers/agent-config.js';
 
@@ -45,5 +47,11 @@ describe('the agent configuration the README shows', () => {
 
   it('is what the Claude Code contract test writes to .mcp.json', () => {
     expect(claudeMcpJson(PLACEHOLDERS)).toBe(CLAUDE);
+  });
+
+  it('is what the README shows, byte for byte', () => {
+    const readme = readFileSync(join(import.meta.dirname, '..', '..', '..', 'README.md'), 'utf8');
+    expect(readme).toContain(`\`\`\`toml\n${CODEX}\`\`\``);
+    expect(readme).toContain(`\`\`\`json\n${CLAUDE}\`\`\``);
   });
 });
