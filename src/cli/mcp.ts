@@ -8,27 +8,21 @@ import { createCooMcpServer } from '../mcp/server.js';
 import { Runner } from '../runner/runner.js';
 import { watchLedger } from '../runner/watch.js';
 import { importPackage } from '../util/import-package.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
-import { defaultStateDir, describeEvent, oracleFromFlags, type OracleFlags } from './watch.js';
+import { keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
+import { defaultStateDir, describeEvent, oracleFromFlags, withOracleOptions, type OracleFlags } from './watch.js';
 
 type McpOptions = OracleFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean };
 
 export function mcpVerb(program: Command): void {
-  program
+  const command = program
     .command('mcp')
     .description("serve the ledger's lanes to an agent as MCP tools over stdio (consult, wait, sessions, show, cite, verify); logs go to stderr")
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key the server signs consults with (never shown to the agent); default $COO_KEY'))
     .option('--repo <path>', 'the repository consults pin their context in (fixed for the agent)')
     .option('--run', 'also run the runner in this process, as `coo watch` does')
-    .option('--state-dir <dir>', 'where attempt sandboxes live, with --run (default ~/.local/state/coo-commons/runner/<ledger>)')
-    .option('--engine <engine>', 'Oracle engine, with --run: only "api" is accepted')
-    .option('--oracle-command <path>', 'an Oracle executable to run instead of the pinned @steipete/oracle')
-    .option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url)')
-    .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
-    .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
-    .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
-    .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto')
+    .option('--state-dir <dir>', 'where attempt sandboxes live, with --run (default ~/.local/state/coo-commons/runner/<ledger>)');
+  withOracleOptions(command, 'Oracle engine, with --run: only "api" is accepted')
     .option('--heartbeat', 'with --run: append signed heartbeats at the policy interval')
     .action(async (opts: McpOptions) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));

@@ -84,22 +84,28 @@ export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): Or
   return transport;
 }
 
+/** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
+export function withOracleOptions(command: Command, engineHelp: string): Command {
+  return command
+    .option('--engine <engine>', engineHelp)
+    .option('--oracle-command <path>', 'an Oracle executable to run instead of the pinned @steipete/oracle')
+    .option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url)')
+    .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
+    .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
+    .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
+    .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto');
+}
+
 export function watchVerb(program: Command): void {
-  program
+  const command = program
     .command('watch')
     .description('the runner: consult advisory agents for queued envelopes and commit a COO-signed receipt for every outcome')
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key that signs claims and receipts; default $COO_KEY'))
     .option('--repo <path>', 'the repository consults pin their context in')
     .option('--once', 'process what is ready now and exit')
-    .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)')
-    .option('--engine <engine>', 'Oracle engine: only "api" is accepted')
-    .option('--oracle-command <path>', 'an Oracle executable to run instead of the pinned @steipete/oracle')
-    .option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url)')
-    .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
-    .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
-    .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
-    .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto')
+    .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)');
+  withOracleOptions(command, 'Oracle engine: only "api" is accepted')
     .option('--heartbeat', 'append signed heartbeats at the policy interval while watching')
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
