@@ -150,17 +150,22 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
   for (let i = 0; i < count; i += 1) {
     const createdMs = DAY0 + Math.floor(i / perDay) * 86_400_000 + (i % perDay) * Math.floor(WORKDAY / perDay / 1000) * 1000;
     const { id, created, doc } = envelopeFor(i, createdMs);
-    const bytes = Buffer.from(
+    const text =
       template
         .replace(`message_id: ${first.id}\n`, `message_id: ${id}\n`)
-        .replace(`created_at: ${first.created}\n`, `created_at: ${created}\n`)
-        .replace(`expires_at: ${first.doc.expires_at}\n`, `expires_at: ${doc.expires_at}\n`)
-        .replace(`deadline_at: ${first.doc.deadline_at}\n`, `deadline_at: ${doc.deadline_at}\n`)
+        // Timestamps are written double-quoted, so that YAML 1.1 readers see strings as coo does.
+        .replace(`created_at: "${first.created}"\n`, `created_at: "${created}"\n`)
+        .replace(`expires_at: "${first.doc.expires_at}"\n`, `expires_at: "${doc.expires_at}"\n`)
+        .replace(`deadline_at: "${first.doc.deadline_at}"\n`, `deadline_at: "${doc.deadline_at}"\n`)
         .replace('correlation_id: corr_bench0\n', `correlation_id: corr_bench${i}\n`)
         .replace('idempotency_key: bench-0\n', `idempotency_key: bench-${i}\n`)
         .replace('attempt_id: ea_attempt_bench_0\n', `attempt_id: ea_attempt_bench_${i}\n`)
-        .replace('branch_name: coo/bench-0\n', `branch_name: coo/bench-${i}\n`),
-    );
+        .replace('branch_name: coo/bench-0\n', `branch_name: coo/bench-${i}\n`);
+    // A substitution that found nothing would write the template's value silently: refuse instead.
+    for (const line of [`message_id: ${id}\n`, `created_at: "${created}"\n`, `expires_at: "${doc.expires_at}"\n`, `branch_name: coo/bench-${i}\n`]) {
+      if (!text.includes(line)) throw new Error(`build-ledger: the envelope template has no line ${JSON.stringify(line)}: toYaml changed its form`);
+    }
+    const bytes = Buffer.from(text);
     const sig = Buffer.from(signSshsig(coo, bytes, ENTRY_NAMESPACE));
     const messages = root.child('messages');
     const month = messages.child(created.slice(0, 7));
