@@ -70,6 +70,8 @@ function quoted(text: string): string | typeof DECLINE {
       out += c;
       continue;
     }
+    // An escape that would take the closing quote leaves the scalar open: that is not one line.
+    if (i + 1 >= text.length - 1) return DECLINE;
     const next = text[i + 1];
     i += 1;
     if (next === '\\' || next === '"') out += next;

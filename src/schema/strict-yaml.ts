@@ -160,6 +160,13 @@ const RETYPED_BY_YAML_1_1 =
   /^(=|<<|~|[yYnN]|(on|off|yes|no|true|false|null)|[-+]?\.(inf|nan)|[-+]?[0-9._][0-9_.:eE+-]*|[-+]?0[xXoObB][0-9a-fA-F_]*|[0-9]{4}-[0-9]{1,2}-[0-9]{1,2}([Tt \t].*)?)$/i;
 
 /**
+ * Characters a YAML 1.1 reader does not take inside a plain scalar the way YAML 1.2 does: PyYAML
+ * refuses a tab before an indicator such as `!` (found by the round-trip property: `(\t!`), and
+ * control and line-break characters are best escaped. Such strings are double-quoted.
+ */
+const UNPLAIN_IN_YAML_1_1 = /[\t\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]/;
+
+/**
  * Fractions in a form both versions read as a float: YAML 1.1 needs a `.` and a signed exponent,
  * so `1e-7` (a string to PyYAML) is written `1.0e-7`. Placed first, it wins over the core float tag.
  */
@@ -197,7 +204,7 @@ export function toYaml(value: unknown): string {
   const doc = new Document(value, WRITE_OPTIONS);
   visit(doc, {
     Scalar(_key, node) {
-      if (typeof node.value === 'string' && RETYPED_BY_YAML_1_1.test(node.value)) node.type = Scalar.QUOTE_DOUBLE;
+      if (typeof node.value === 'string' && (RETYPED_BY_YAML_1_1.test(node.value) || UNPLAIN_IN_YAML_1_1.test(node.value))) node.type = Scalar.QUOTE_DOUBLE;
     },
   });
   return doc.toString(WRITE_OPTIONS);

@@ -124,3 +124,17 @@ describe('the strict YAML reader', () => {
     );
   });
 });
+
+describe('found by the properties at full strength', () => {
+  it('declines, on the fast path, a double-quoted scalar whose last escape takes its closing quote, and refuses it as the general reader does', async () => {
+    const { readCanonicalYaml } = await import('../../../src/schema/canonical-yaml.js');
+    const text = 'a: "2026-11-30T08:00:\\"\nb: c\n';
+    expect(readCanonicalYaml(text, 64)).toBeNull();
+    expect(codeOf(() => readStrictYaml(Buffer.from(text), 'x.yaml'))).toBe(codeOf(() => readStrictYamlGeneral(Buffer.from(text), 'x.yaml')));
+  });
+
+  it('double-quotes a string with a tab, which PyYAML refuses before an indicator in a plain scalar', () => {
+    expect(toYaml({ value: '(\t!' })).toBe('value: "(\\t!"\n');
+    expect(readStrictYaml(Buffer.from(toYaml({ value: '(\t!' })), 'x.yaml')).toEqual({ value: '(\t!' });
+  });
+});
