@@ -164,6 +164,7 @@ const RETYPED_BY_YAML_1_1 =
  * refuses a tab before an indicator such as `!` (found by the round-trip property: `(\t!`), and
  * control and line-break characters are best escaped. Such strings are double-quoted.
  */
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
 const UNPLAIN_IN_YAML_1_1 = /[\t\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]/;
 
 /**
