@@ -1,5 +1,5 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { COO } from './cli.js';
@@ -9,8 +9,12 @@ import { FAKE_ORACLE, type World } from './lane.js';
 export function startRunner(world: World, options: { failpoint?: string; stateDir?: string } = {}): ChildProcess {
   const keyFile = join(world.dir, 'runner-coo.key');
   writeFileSync(keyFile, formatPrivateKey(world.actors.coo), { mode: 0o600 });
+  // Written beside and renamed into place: an Oracle a killed runner left behind may still be
+  // executing the wrapper, and writing a running script in place fails with ETXTBSY.
   const wrapper = join(world.dir, 'oracle-http.sh');
-  writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
+  const temp = `${wrapper}.${process.pid}.tmp`;
+  writeFileSync(temp, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
+  renameSync(temp, wrapper);
   return spawn(
     process.execPath,
     [COO, 'watch', '--once', '--json', '--ledger', world.gitdir, '--key', keyFile, '--repo', world.target, '--state-dir', options.stateDir ?? join(world.dir, 'state'), '--oracle-command', wrapper, '--oracle-base-url', `${world.server.url}/v1`],
