@@ -208,5 +208,8 @@ export function toYaml(value: unknown): string {
       if (typeof node.value === 'string' && (RETYPED_BY_YAML_1_1.test(node.value) || UNPLAIN_IN_YAML_1_1.test(node.value))) node.type = Scalar.QUOTE_DOUBLE;
     },
   });
-  return doc.toString(WRITE_OPTIONS);
+  // Inside double quotes the library leaves DEL, the C1 controls and the Unicode line separators
+  // raw, which PyYAML refuses or reads as line breaks: every such character is in a scalar forced to
+  // double quotes above, so each is written as a \u escape, which both versions read back.
+  return doc.toString(WRITE_OPTIONS).replace(/[\x7f-\x9f\u2028\u2029\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

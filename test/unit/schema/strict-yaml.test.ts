@@ -138,3 +138,13 @@ describe('found by the properties at full strength', () => {
     expect(readStrictYaml(Buffer.from(toYaml({ value: '(\t!' })), 'x.yaml')).toEqual({ value: '(\t!' });
   });
 });
+
+describe('characters PyYAML will not take raw', () => {
+  it('writes DEL, C1 controls and the Unicode line separators as escapes, and reads them back', () => {
+    const value = { value: '\u007f', list: ['\u0085\u2028'], map: { '\u009f': '\u2029\ufeff' } };
+    const text = toYaml(value);
+    expect(text).not.toMatch(/[\u007f-\u009f\u2028\u2029\ufeff]/);
+    expect(readStrictYaml(Buffer.from(text), 'x.yaml')).toEqual(value);
+    expect(readStrictYamlGeneral(Buffer.from(text), 'x.yaml')).toEqual(value);
+  });
+});
