@@ -64,6 +64,10 @@ const CODES = {
   POLICY_EDGE_NOT_ALLOWED: 'rejected',
   POLICY_INTENT_NOT_ALLOWED: 'rejected',
   POLICY_PROPOSAL_TO_DISPATCH: 'rejected',
+  /** A dispatch the policy's edge gives to the CEO, written without an approval. */
+  APPROVAL_REQUIRED: 'rejected',
+  /** An approval that is missing, of another request, used, or expired. */
+  APPROVAL_INVALID: 'rejected',
   POLICY_LIMIT: 'rejected',
   KILL_SWITCH: 'rejected',
   // ledger layout and content

@@ -175,6 +175,8 @@ function entryLabel(entry: TimelineEntry): string {
       return `${info.role === 'root' ? 'trust root' : info.role === 'registry' ? 'actor registry' : 'actor policy'} v${info.version}`;
     case 'kill_switch':
       return `kill switch v${info.version}`;
+    case 'approval':
+      return `approval ${info.approvalId}`;
     case 'heartbeat':
       return 'heartbeat';
     case 'envelope':

@@ -1,6 +1,7 @@
 import { CooError } from '../errors.js';
 import type { CooMessage } from '../schema/message.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
+import { stableDispatchFields } from './dispatch-rules.js';
 import type { MessageRecord } from './state.js';
 
 /**
@@ -16,6 +17,8 @@ export function requestFingerprint(message: CooMessage): string {
   for (const [key, value] of Object.entries(message)) if (!VOLATILE_FIELDS.has(key)) asked[key] = value;
   const pin = asked['context_pin'] as Record<string, unknown> | null | undefined;
   if (pin != null) asked['context_pin'] = { ...pin, context_manifest_ref: undefined };
+  // A dispatch's attempt id and default branch derive from its message id.
+  if (message.intent === 'ea_dispatch') asked['dispatch'] = stableDispatchFields(message);
   return sha256Ref(canonicalJson(asked));
 }
 

@@ -1,6 +1,6 @@
 import { CooError } from '../errors.js';
 import { COMMAND_INTENTS, type ActorClass, type Intent } from '../schema/common.js';
-import type { ActorPolicy } from '../schema/policy.js';
+import type { ActorPolicy, PolicyEdge } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 
 /**
@@ -52,6 +52,11 @@ export function checkEdge(registry: ActorRegistry, policy: ActorPolicy, source: 
   if (!edges.some((edge) => edge.intents.includes(intent))) {
     throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: policy v${policy.version} does not allow ${intent} on ${source} -> ${target}`, { where });
   }
+}
+
+/** Whether any policy edge carrying `intent` from `source` to `target` requires `requirement`: a laxer twin edge does not lift it. */
+export function edgeRequires(policy: ActorPolicy, source: string, target: string, intent: Intent, requirement: PolicyEdge['requires'][number]): boolean {
+  return policy.edges.some((edge) => matchesPattern(edge.from, source) && matchesPattern(edge.to, target) && edge.intents.includes(intent) && edge.requires.includes(requirement));
 }
 
 /** A policy may not open an edge the first slice forbids, for any pair of registered actors. */

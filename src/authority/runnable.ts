@@ -1,5 +1,13 @@
+import { CooError } from '../errors.js';
 import type { Intent } from '../schema/common.js';
+import type { KillSwitch } from '../schema/control.js';
+import type { CooMessage } from '../schema/message.js';
+import type { ActorPolicy } from '../schema/policy.js';
+import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import type { ActorRegistry } from '../schema/registry.js';
 import { attemptIdFor } from '../util/ids.js';
+import { checkEdge } from './policy-check.js';
+import { retryApproved, type MessageRecord } from './state.js';
 
 /**
  * What the runner executes. The validator holds claims, hops and attempt ids to these rules at
@@ -10,7 +18,7 @@ import { attemptIdFor } from '../util/ids.js';
  * Intents the runner executes: each is claimed before it runs and closed by receipts. The one list:
  * a lane the runner learns to execute adds its intent here, and claims on it become valid.
  */
-export const RUNNER_INTENTS: ReadonlySet<Intent> = new Set<Intent>(['aa_consult']);
+export const RUNNER_INTENTS: ReadonlySet<Intent> = new Set<Intent>(['aa_consult', 'ea_dispatch']);
 
 export function isRunnerIntent(intent: Intent): boolean {
   return RUNNER_INTENTS.has(intent);
@@ -28,4 +36,63 @@ export function withinHopLimit(message: { readonly hop_count: number; readonly m
 /** The one attempt id attempt `attempt` of a message can have: its lane's prefix, the message id, the number. */
 export function attemptIdOf(record: { readonly id: string; readonly intent: Intent }, attempt: number): string {
   return attemptIdFor(record.id, attempt, record.intent === 'ea_dispatch' ? 'ea' : 'aa');
+}
+
+export interface GateFacts {
+  readonly now: Date;
+  readonly message: CooMessage;
+  /** 1 for the first attempt: only it is bound by expires_at; every attempt is bound by deadline_at. */
+  readonly attempt: number;
+  readonly killSwitch: KillSwitch | null;
+  readonly registry: ActorRegistry;
+  readonly policy: ActorPolicy;
+}
+
+export interface Stop {
+  readonly status: ReceiptStatus;
+  readonly blocker: BlockerCode;
+  readonly detail: string;
+}
+
+/**
+ * What must hold before any attempt of any lane may start, in the order it is checked: the kill
+ * switch, the message's times, its hop limit and the policy in force. Null when it may start; each
+ * lane then checks what is its own (consult/lane.ts, dispatch/lane.ts).
+ */
+export function gateAttempt(facts: GateFacts): Stop | null {
+  const { now, message, policy, registry } = facts;
+  if (facts.killSwitch?.state === 'on') return { status: 'blocked', blocker: 'kill_switch', detail: `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}` };
+  // expires_at bounds when a message may first start; deadline_at bounds every attempt, retries included.
+  if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return { status: 'blocked', blocker: 'expired', detail: `not started before it expired at ${message.expires_at}` };
+  if (now.getTime() >= Date.parse(message.deadline_at)) return { status: 'blocked', blocker: 'deadline_passed', detail: `deadline ${message.deadline_at} has passed` };
+  if (!withinHopLimit(message)) return { status: 'blocked', blocker: 'hop_limit', detail: `hop ${message.hop_count} of at most ${message.max_hops}` };
+  try {
+    checkEdge(registry, policy, message.source_actor, message.target_actor, message.intent, 'attempt');
+  } catch (error) {
+    if (!(error instanceof CooError)) throw error;
+    return { status: 'blocked', blocker: 'policy_denied', detail: `the policy in force (v${policy.version}) no longer allows it: ${error.code}` };
+  }
+  return null;
+}
+
+/** What the runner should do with one message now. */
+export type Work =
+  | { readonly kind: 'attempt'; readonly number: number }
+  | { readonly kind: 'recover'; readonly number: number }
+  | { readonly kind: 'wait'; readonly until: string }
+  | { readonly kind: 'none' };
+
+/**
+ * From a message's attempts: start the next attempt, recover an open one, wait for a retry time, or
+ * nothing. A dispatch that ended starts again only when the CEO approved the retry.
+ */
+export function nextWork(record: MessageRecord, now: Date): Work {
+  if (record.duplicateOf !== null || !isRunnerIntent(record.intent)) return { kind: 'none' };
+  const last = record.attempts[record.attempts.length - 1];
+  if (last === undefined) return { kind: 'attempt', number: 1 };
+  if (last.receipt === null) return { kind: 'recover', number: last.number };
+  const at = last.receipt.nextAttemptAt;
+  if (at === null) return retryApproved(record) ? { kind: 'attempt', number: last.number + 1 } : { kind: 'none' };
+  if (Date.parse(at) > now.getTime()) return { kind: 'wait', until: at };
+  return { kind: 'attempt', number: last.number + 1 };
 }

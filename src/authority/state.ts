@@ -55,6 +55,23 @@ export interface MessageRecord {
   readonly attempts: readonly AttemptRecord[];
   /** The envelope's `submitted_via` when it has one (`mcp`); absent for CLI requests and older entries. */
   readonly submittedVia?: 'mcp';
+  /** Dispatches: the attempt numbers the CEO approved as retries (approval.v0), each reopening an ended dispatch once. */
+  readonly approvedRetries?: readonly number[];
+}
+
+/** A CEO approval the ledger holds (approval.v0). */
+export interface ApprovalRecord {
+  readonly id: string;
+  readonly path: string;
+  readonly approves: 'dispatch' | 'retry';
+  readonly requestHash: string | null;
+  readonly messageId: string | null;
+  readonly attempt: number | null;
+  readonly approvedBy: string;
+  readonly expiresAt: string;
+  readonly seq: number;
+  /** A dispatch approval is used once: the message that named it. */
+  readonly usedBy: string | null;
 }
 
 export interface LedgerState {
@@ -73,6 +90,7 @@ export interface LedgerState {
   readonly spendByCorrelation: ReadonlyMap<string, number>;
   readonly spendByDay: ReadonlyMap<string, number>;
   readonly lastHeartbeat: { readonly seq: number; readonly expiresAt: string; readonly runner: string } | null;
+  readonly approvals: ReadonlyMap<string, ApprovalRecord>;
 }
 
 /** The folder of a message, derived from its id and creation time. Kept out of the record: a large ledger holds many. */
@@ -95,6 +113,7 @@ export function emptyState(): LedgerState {
     spendByCorrelation: new Map(),
     spendByDay: new Map(),
     lastHeartbeat: null,
+    approvals: new Map(),
   };
 }
 
@@ -106,7 +125,13 @@ export function idempotencySlot(source: string, key: string): string {
 export function isTerminal(record: MessageRecord): boolean {
   if (record.duplicateOf !== null) return true;
   const last = record.attempts[record.attempts.length - 1];
-  return last?.receipt != null && last.receipt.nextAttemptAt === null;
+  return last?.receipt != null && last.receipt.nextAttemptAt === null && !retryApproved(record);
+}
+
+/** Whether the CEO approved the attempt after an ended one: the next attempt may start now. */
+export function retryApproved(record: MessageRecord): boolean {
+  const last = record.attempts[record.attempts.length - 1];
+  return last?.receipt != null && last.receipt.status !== 'succeeded' && (record.approvedRetries ?? []).includes(last.number + 1);
 }
 
 /** The lane state a COO sees for one message, derived from its attempts. */
@@ -127,7 +152,7 @@ export function laneStateOf(record: MessageRecord): LaneState {
   const last = record.attempts[record.attempts.length - 1];
   if (last === undefined) return 'queued';
   if (last.receipt === null) return 'claimed';
-  if (last.receipt.nextAttemptAt !== null) return 'retry_wait';
+  if (last.receipt.nextAttemptAt !== null || retryApproved(record)) return 'retry_wait';
   const { status, blockers } = last.receipt;
   if (status === 'succeeded') return 'succeeded';
   if (blockers.some((code) => code.startsWith('aa_unavailable:'))) return 'aa_unavailable';
@@ -144,6 +169,7 @@ export function cloneState(state: LedgerState): LedgerState {
     idempotency: new Map(state.idempotency),
     spendByCorrelation: new Map(state.spendByCorrelation),
     spendByDay: new Map(state.spendByDay),
+    approvals: new Map(state.approvals),
   };
 }
 
@@ -156,7 +182,7 @@ export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): 
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 2;
+const STATE_SHAPE = 3;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {
@@ -168,6 +194,7 @@ export function stateToJson(state: LedgerState): unknown {
     idempotency: [...state.idempotency],
     spendByCorrelation: [...state.spendByCorrelation],
     spendByDay: [...state.spendByDay],
+    approvals: [...state.approvals],
   };
 }
 
@@ -179,6 +206,7 @@ export function stateFromJson(value: unknown): LedgerState {
     idempotency: Array<[string, string]>;
     spendByCorrelation: Array<[string, number]>;
     spendByDay: Array<[string, number]>;
+    approvals: Array<[string, ApprovalRecord]>;
   };
   if (shape !== STATE_SHAPE) throw new CooError('INTERNAL', `a checkpoint of state shape ${String(shape)}, not ${STATE_SHAPE}`);
   return {
@@ -188,5 +216,6 @@ export function stateFromJson(value: unknown): LedgerState {
     idempotency: new Map(raw.idempotency),
     spendByCorrelation: new Map(raw.spendByCorrelation),
     spendByDay: new Map(raw.spendByDay),
+    approvals: new Map(raw.approvals),
   };
 }

@@ -4,6 +4,7 @@ import { parseSshsig, verifySshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } from '../cr
 import { parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
 import type { CommitFacts } from '../ledger/commit-facts.js';
 import {
+  approvalPath,
   classifyPath,
   heartbeatPath,
   isEntry,
@@ -16,19 +17,23 @@ import {
 import { readDocument, type DocumentKind, type DocumentOf } from '../schema/documents.js';
 import { toMillis } from '../schema/common.js';
 import type { AaReceipt, EaReceipt } from '../schema/receipt.js';
-import type { CooMessage } from '../schema/message.js';
+import type { CooMessage, EaDispatchMessage } from '../schema/message.js';
+import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { TrustRoot } from '../schema/control.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { repeatedRequest, requestFingerprint } from './idempotency.js';
 import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
-import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, isCommandIntent } from './policy-check.js';
+import { dispatchRequestHash } from './dispatch-rules.js';
+import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, edgeRequires, isCommandIntent } from './policy-check.js';
 import { attemptIdOf, isRunnerIntent, withinHopLimit } from './runnable.js';
 import {
   correlationRemainingUsd,
   folderOf,
   idempotencySlot,
   isTerminal,
+  retryApproved,
+  type ApprovalRecord,
   type AttemptRecord,
   type LedgerState,
   type MessageRecord,
@@ -56,11 +61,11 @@ export interface CommitVerdict {
 const USD_TOLERANCE = 1e-9;
 
 /** Processing order inside one commit: trust first, so a genesis or rotation commit sees its own files. */
-const ORDER: Record<string, number> = { root: 0, registry: 1, policy: 2, kill_switch: 3, envelope: 4, claim: 5, receipt: 6, heartbeat: 7 };
+const ORDER: Record<string, number> = { root: 0, registry: 1, policy: 2, kill_switch: 3, approval: 4, envelope: 5, claim: 6, receipt: 7, heartbeat: 8 };
 
 interface EntryFile {
   readonly path: string;
-  readonly info: Extract<PathInfo, { kind: 'trust' | 'kill_switch' | 'heartbeat' | 'envelope' | 'claim' | 'receipt' }>;
+  readonly info: Extract<PathInfo, { kind: 'trust' | 'kill_switch' | 'approval' | 'heartbeat' | 'envelope' | 'claim' | 'receipt' }>;
   readonly bytes: Buffer;
 }
 
@@ -88,6 +93,7 @@ class CommitCheck {
   private readonly idempotency = new Map<string, string>();
   private readonly spend: Array<{ correlation: string; day: string; usd: number }> = [];
   private heartbeat: LedgerState['lastHeartbeat'];
+  private readonly approvals = new Map<string, ApprovalRecord>();
   /** Artifacts added by this commit and the entry that references each, with the hash it expects. */
   private readonly references = new Map<string, string>();
   private seq: number;
@@ -259,6 +265,9 @@ class CommitCheck {
       case 'kill_switch':
         this.checkKillSwitch(entry, info.version, keyId);
         return;
+      case 'approval':
+        this.checkApproval(entry, keyId);
+        return;
       case 'envelope':
         this.checkEnvelope(entry, info, keyId);
         return;
@@ -360,6 +369,96 @@ class CommitCheck {
     this.killSwitch = this.trustFile(entry, version, doc);
   }
 
+  private approval(id: string): ApprovalRecord | undefined {
+    return this.approvals.get(id) ?? this.state.approvals.get(id);
+  }
+
+  /**
+   * A CEO approval (approval.v0): signed by a trust-root authority in its own name, living under
+   * the hour of its creation, within the policy's time-to-live. A retry approval reopens a dispatch
+   * whose last attempt ended without success, for exactly the next attempt, once.
+   */
+  private checkApproval(entry: EntryFile, keyId: string): void {
+    const where = entry.path;
+    const doc = this.read('approval.v0', entry);
+    const { policy } = this.requireTrust(where);
+    if (approvalPath(doc.approval_id, doc.created_at) !== where) {
+      throw new CooError('PATH_INVALID', `${where}: an approval lives at ${approvalPath(doc.approval_id, doc.created_at)}`, { where });
+    }
+    const holder = this.signerHolder(keyId, where);
+    if (!holder.rootAuthority) throw new CooError('TRUST_AUTHORITY', `${where}: approvals are signed by a trust-root authority (the CEO), not ${holder.actor}`, { where });
+    if (holder.actor !== doc.approved_by) throw new CooError('SIGNER_WRONG_ACTOR', `${where}: approved_by ${doc.approved_by} but signed by a key of ${holder.actor}`, { where });
+    if (this.approval(doc.approval_id) !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: approval ${doc.approval_id} already exists`, { where });
+    if ((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 > policy.limits.max_ttl_seconds) {
+      throw new CooError('POLICY_LIMIT', `${where}: an approval lives at most ${policy.limits.max_ttl_seconds} s (policy v${policy.version})`, { where });
+    }
+    if (doc.approves === 'retry') {
+      const record = this.message(doc.message_id!);
+      if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: ${doc.message_id} does not exist`, { where });
+      if (record.intent !== 'ea_dispatch') throw new CooError('ATTEMPT_INVALID', `${where}: only dispatches take retry approvals; ${record.id} is ${record.intent}`, { where });
+      const last = record.attempts[record.attempts.length - 1];
+      if (last?.receipt == null || last.receipt.status === 'succeeded' || last.receipt.nextAttemptAt !== null || record.duplicateOf !== null) {
+        throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} has no ended, unsuccessful attempt to retry`, { where });
+      }
+      if (doc.attempt_number !== last.number + 1 || (record.approvedRetries ?? []).includes(last.number + 1)) {
+        throw new CooError('ATTEMPT_INVALID', `${where}: a retry approval names attempt ${last.number + 1} of ${record.id}, once`, { where });
+      }
+      this.messages.set(record.id, { ...record, approvedRetries: [...(record.approvedRetries ?? []), last.number + 1] });
+    }
+    this.approvals.set(doc.approval_id, {
+      id: doc.approval_id,
+      path: where,
+      approves: doc.approves,
+      requestHash: doc.request_hash,
+      messageId: doc.message_id,
+      attempt: doc.attempt_number,
+      approvedBy: doc.approved_by,
+      expiresAt: doc.expires_at,
+      seq: this.seq,
+      usedBy: null,
+    });
+  }
+
+  /**
+   * A dispatch the runner can execute: its executor is the one the registry gives its target, it is
+   * pinned to a full base commit (the context pin, when it has one, at the same commit), it carries
+   * its task, its first attempt id is the lane's, and its timeout is within the policy. Where the
+   * policy's edge asks for the CEO, it names an unused, unexpired approval of its exact request.
+   */
+  private checkDispatch(doc: EaDispatchMessage, registry: ActorRegistry, policy: ActorPolicy, folder: string, where: string): void {
+    const executor = registry.actors.find((actor) => actor.id === doc.target_actor)?.executor;
+    if (executor === undefined) throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${doc.target_actor} has no executor in the registry`, { where });
+    if (doc.dispatch.executor !== executor.kind) {
+      throw new CooError('SCHEMA_INVALID', `${where}: ${doc.target_actor} runs ${executor.kind}, not ${doc.dispatch.executor}`, { where: `${where}:dispatch.executor` });
+    }
+    if (!/^[0-9a-f]{40}$/.test(doc.dispatch.base_ref)) {
+      throw new CooError('SCHEMA_INVALID', `${where}: base_ref must be the full commit the work starts from`, { where: `${where}:dispatch.base_ref` });
+    }
+    if (doc.context_pin !== null && doc.context_pin.repo_commit_sha !== doc.dispatch.base_ref) {
+      throw new CooError('SCHEMA_INVALID', `${where}: the context pin and base_ref name different commits`, { where: `${where}:context_pin.repo_commit_sha` });
+    }
+    if (doc.payload_ref === null || doc.payload_hash === null) throw new CooError('SCHEMA_INVALID', `${where}: a dispatch carries its task (payload_ref)`, { where: `${where}:payload_ref` });
+    this.checkTask(doc.payload_ref, doc.payload_hash, folder, where);
+    if (doc.context_pin !== null) this.checkManifest(doc.context_pin, folder, where);
+    const attemptId = attemptIdOf({ id: doc.message_id, intent: doc.intent }, 1);
+    if (doc.dispatch.attempt_id !== attemptId) throw new CooError('ATTEMPT_INVALID', `${where}: dispatch.attempt_id must be ${attemptId}`, { where: `${where}:dispatch.attempt_id` });
+    if (doc.dispatch.timeout_seconds > policy.budgets.max_runtime_seconds || doc.dispatch.timeout_seconds > doc.budget.max_runtime_seconds) {
+      throw new CooError('POLICY_LIMIT', `${where}: timeout_seconds ${doc.dispatch.timeout_seconds} exceeds the runtime budget`, { where: `${where}:dispatch.timeout_seconds` });
+    }
+    const required = edgeRequires(policy, doc.source_actor, doc.target_actor, doc.intent, 'ceo_approval');
+    if (doc.approval_id === undefined) {
+      if (required) throw new CooError('APPROVAL_REQUIRED', `${where}: the policy (v${policy.version}) requires the CEO's approval for ea_dispatch to ${doc.target_actor}; request ${dispatchRequestHash(doc)}`, { where });
+      return;
+    }
+    const approval = this.approval(doc.approval_id);
+    const hash = dispatchRequestHash(doc);
+    if (approval === undefined || approval.approves !== 'dispatch') throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} is not a dispatch approval in the ledger`, { where: `${where}:approval_id` });
+    if (approval.requestHash !== hash) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} approves another request than ${hash}`, { where: `${where}:approval_id` });
+    if (approval.usedBy !== null) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was used by ${approval.usedBy}`, { where: `${where}:approval_id` });
+    if (toMillis(doc.created_at) >= toMillis(approval.expiresAt)) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} expired at ${approval.expiresAt}`, { where: `${where}:approval_id` });
+    this.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
+  }
+
   private message(id: string): MessageRecord | undefined {
     return this.messages.get(id) ?? this.state.messages.get(id);
   }
@@ -406,9 +505,7 @@ class CommitCheck {
     this.checkLimits(doc, where);
     const folder = info.folder;
     if (doc.intent === 'aa_consult') this.checkConsultArtifacts(doc, folder, where);
-    if (doc.intent === 'ea_dispatch' && doc.payload_ref !== null && doc.payload_hash !== null) {
-      this.expectArtifact(doc.payload_ref, promptPath(folder), doc.payload_hash, where);
-    }
+    if (doc.intent === 'ea_dispatch') this.checkDispatch(doc, registry, policy, folder, where);
     const fingerprint = requestFingerprint(doc);
     const slot = idempotencySlot(doc.source_actor, doc.idempotency_key);
     const firstId = this.idempotency.get(slot) ?? this.state.idempotency.get(slot);
@@ -521,9 +618,8 @@ class CommitCheck {
     limit((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 <= policy.limits.max_ttl_seconds, `time to live exceeds ${policy.limits.max_ttl_seconds} s`);
     limit(doc.budget.max_cost_usd <= policy.budgets.max_cost_usd_per_message, `max_cost_usd ${doc.budget.max_cost_usd} exceeds ${policy.budgets.max_cost_usd_per_message}`);
     limit(doc.budget.max_runtime_seconds <= policy.budgets.max_runtime_seconds, `max_runtime_seconds exceeds ${policy.budgets.max_runtime_seconds}`);
-    if (doc.intent === 'aa_consult') {
-      limit(doc.context_pin.files.length <= policy.limits.max_context_files, `${doc.context_pin.files.length} context files exceed ${policy.limits.max_context_files}`);
-    }
+    const pin = doc.intent === 'aa_consult' || doc.intent === 'ea_dispatch' ? doc.context_pin : null;
+    if (pin !== null) limit(pin.files.length <= policy.limits.max_context_files, `${pin.files.length} context files exceed ${policy.limits.max_context_files}`);
     this.checkCorrelationBudget(doc, where);
   }
 
@@ -550,19 +646,30 @@ class CommitCheck {
 
   /** A consult's prompt and context manifest are added with it, match their hashes, and the manifest matches the pin. */
   private checkConsultArtifacts(doc: Extract<CooMessage, { intent: 'aa_consult' }>, folder: string, where: string): void {
+    this.checkTask(doc.payload_ref, doc.payload_hash, folder, where);
+    this.checkManifest(doc.context_pin, folder, where);
+  }
+
+  /** A message's prompt or task: in its own folder, added with it, hashed, within the policy's size. */
+  private checkTask(ref: string, hash: string, folder: string, where: string): void {
     const policy = this.policy!.doc;
-    this.expectArtifact(doc.payload_ref, promptPath(folder), doc.payload_hash, where);
-    this.expectArtifact(doc.context_pin.context_manifest_ref, manifestPath(folder), doc.context_pin.context_manifest_hash, where);
-    const prompt = this.facts.blobs.get(doc.payload_ref);
+    this.expectArtifact(ref, promptPath(folder), hash, where);
+    const prompt = this.facts.blobs.get(ref);
     if (prompt !== undefined && prompt.length > policy.limits.max_prompt_bytes) {
       throw new CooError('POLICY_LIMIT', `${where}: prompt of ${prompt.length} bytes exceeds ${policy.limits.max_prompt_bytes}`, { where });
     }
-    const manifestBytes = this.facts.blobs.get(doc.context_pin.context_manifest_ref);
+  }
+
+  /** A context pin's manifest: added with the message, hashed, listing exactly the pinned files, within the policy's limits. */
+  private checkManifest(pin: NonNullable<EaDispatchMessage['context_pin']>, folder: string, where: string): void {
+    const policy = this.policy!.doc;
+    this.expectArtifact(pin.context_manifest_ref, manifestPath(folder), pin.context_manifest_hash, where);
+    const manifestBytes = this.facts.blobs.get(pin.context_manifest_ref);
     if (manifestBytes === undefined) return;
-    const manifest = readDocument('context_manifest.v0', manifestBytes, doc.context_pin.context_manifest_ref);
-    const pinned = doc.context_pin.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
+    const manifest = readDocument('context_manifest.v0', manifestBytes, pin.context_manifest_ref);
+    const pinned = pin.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
     const listed = manifest.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
-    if (manifest.repo_commit_sha !== doc.context_pin.repo_commit_sha || canonicalJson(pinned) !== canonicalJson(listed)) {
+    if (manifest.repo_commit_sha !== pin.repo_commit_sha || canonicalJson(pinned) !== canonicalJson(listed)) {
       throw new CooError('CONTEXT_INVALID', `${where}: context_pin and the context manifest disagree`, { where });
     }
     const bytes = manifest.files.reduce((sum, file) => sum + file.bytes, 0);
@@ -570,6 +677,7 @@ class CommitCheck {
       throw new CooError('POLICY_LIMIT', `${where}: ${bytes} bytes of context exceed ${policy.limits.max_context_bytes}`, { where });
     }
   }
+
 
   private requireActiveCoo(keyId: string, where: string, what: string): void {
     const holder = this.signerHolder(keyId, where);
@@ -616,8 +724,14 @@ class CommitCheck {
     if (info.attempt !== next || doc.attempt_number !== next) {
       throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${doc.attempt_number} where ${next} comes next`, { where });
     }
-    if (last !== undefined && (last.receipt === null || last.receipt.nextAttemptAt === null)) {
+    if (last !== undefined && (last.receipt === null || (last.receipt.nextAttemptAt === null && !retryApproved(record)))) {
       throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${last.number} is ${last.receipt === null ? 'still open' : 'final'}`, { where });
+    }
+    if (last?.receipt?.nextAttemptAt === null) {
+      const approval = [...this.approvals.values(), ...this.state.approvals.values()].find((item) => item.approves === 'retry' && item.messageId === record.id && item.attempt === next);
+      if (approval === undefined || toMillis(doc.claimed_at) >= toMillis(approval.expiresAt)) {
+        throw new CooError('ATTEMPT_INVALID', `${where}: the CEO's approval of attempt ${next} ${approval === undefined ? 'is missing' : `expired at ${approval.expiresAt}`}`, { where });
+      }
     }
     if (last?.receipt?.nextAttemptAt != null && toMillis(doc.claimed_at) < toMillis(last.receipt.nextAttemptAt)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: claimed at ${doc.claimed_at}, before attempt ${next} may start at ${last.receipt.nextAttemptAt}`, { where });
@@ -656,47 +770,33 @@ class CommitCheck {
     if (doc.prompt_hash !== record.payloadHash || doc.context_manifest_hash !== record.manifestHash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: prompt_hash or context_manifest_hash differs from the envelope's`, { where });
     }
-    const prefix = `${folderOf(record)}/artifacts/${String(info.attempt).padStart(3, '0')}/`;
-    const refs = [
-      ...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []),
-      ...doc.attachments,
-    ];
-    for (const ref of refs) {
-      if (!ref.path.startsWith(prefix)) throw new CooError('PATH_INVALID', `${where}: ${ref.path} is outside ${prefix}`, { where });
-      this.references.set(ref.path, ref.sha256);
-    }
+    const refs = [...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []), ...doc.attachments];
+    this.referenceAttemptArtifacts(record, info.attempt, refs, where);
     this.closeAttempt(record, attempt, doc, where);
   }
 
   /**
-   * An EA receipt names its dispatch, its target and its attempt. While the runner does not execute
-   * dispatches, the EA (or the COO) reports each attempt unclaimed; once it does, a receipt closes
-   * the claimed attempt, as a consult's does.
+   * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from
+   * the evidence its runner gathered, its attachments inside the attempt's own artifact folder.
    */
   private checkEaReceipt(entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, record: MessageRecord, keyId: string): void {
     const where = entry.path;
     const doc = this.read('ea_receipt.v0', entry);
-    const holder = this.signerHolder(keyId, where);
-    if (holder.actor !== record.target && holder.actor !== this.registry?.doc.active_coo) {
-      throw new CooError('SIGNER_WRONG_ACTOR', `${where}: an EA receipt comes from ${record.target} or the active COO, not ${holder.actor}`, { where });
-    }
-    if (isRunnerIntent(record.intent)) {
-      this.closeAttempt(record, this.openAttempt(record, info.attempt, doc, where), doc, where);
-      return;
-    }
-    if (doc.message_id !== record.id) throw new CooError('ATTEMPT_INVALID', `${where}: receipt for ${doc.message_id} in the folder of ${record.id}`, { where });
-    if (doc.target_actor !== record.target) throw new CooError('ATTEMPT_INVALID', `${where}: target_actor differs from the envelope's`, { where });
-    if (isTerminal(record)) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} is already final`, { where });
-    const next = record.attempts.length + 1;
-    const last = record.attempts[record.attempts.length - 1];
-    if (info.attempt !== next || doc.attempt_number !== next || (last !== undefined && last.receipt?.nextAttemptAt == null)) {
-      throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${doc.attempt_number} where ${next} comes next`, { where });
-    }
-    const attemptId = attemptIdOf(record, next);
-    if (doc.attempt_id !== attemptId) throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
-    const attempt: AttemptRecord = { number: next, attemptId, claim: null, receipt: null };
-    this.closeAttempt(record, attempt, doc, where, [...record.attempts, attempt]);
+    this.requireActiveCoo(keyId, where, 'receipts');
+    const attempt = this.openAttempt(record, info.attempt, doc, where);
+    this.referenceAttemptArtifacts(record, info.attempt, doc.attachments, where);
+    this.closeAttempt(record, attempt, doc, where);
   }
+
+  /** Artifacts a receipt names: each inside its attempt's folder, added by the same commit with the hash named. */
+  private referenceAttemptArtifacts(record: MessageRecord, attempt: number, refs: ReadonlyArray<{ readonly path: string; readonly sha256: string }>, where: string): void {
+    const prefix = `${folderOf(record)}/artifacts/${String(attempt).padStart(3, '0')}/`;
+    for (const ref of refs) {
+      if (!ref.path.startsWith(prefix)) throw new CooError('PATH_INVALID', `${where}: ${ref.path} is outside ${prefix}`, { where });
+      this.references.set(ref.path, ref.sha256);
+    }
+  }
+
 
   /** The claimed, still open attempt a receipt closes. */
   private openAttempt(record: MessageRecord, number: number, doc: AaReceipt | EaReceipt, where: string): AttemptRecord {
@@ -780,6 +880,8 @@ class CommitCheck {
     for (const [id, record] of this.messages) messages.set(id, record);
     const idempotency = state.idempotency as Map<string, string>;
     for (const [slot, id] of this.idempotency) idempotency.set(slot, id);
+    const approvals = state.approvals as Map<string, ApprovalRecord>;
+    for (const [id, approval] of this.approvals) approvals.set(id, approval);
     const byCorrelation = state.spendByCorrelation as Map<string, number>;
     const byDay = state.spendByDay as Map<string, number>;
     for (const item of this.spend) {

@@ -3,6 +3,7 @@ import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
 import { lastPackingFailure } from '../ledger/object-store.js';
+import { parseDuration } from '../util/time.js';
 
 /** Options every verb that touches a ledger shares. */
 export function ledgerOption(): Option {
@@ -67,4 +68,20 @@ export function packingNote(gitdir: string): string | null {
   // The text is trimmed and not empty, so its first line is git's first words.
   const said = failure.text.split('\n', 1)[0]!.trim();
   return `git's last background packing of this ledger failed, and git skips packing it while ${failure.log} is there (for up to a day, gc.logExpiry; git said "${said}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
+}
+
+/** A flag's positive number, or undefined when the flag was not given. */
+export function positiveNumber(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}`);
+  return n;
+}
+
+/** A flag's duration (`90`, `30m`, `2h`) in seconds, or undefined when the flag was not given. */
+export function durationFlag(value: string | undefined, flag: string): number | undefined {
+  if (value === undefined) return undefined;
+  const seconds = parseDuration(value);
+  if (seconds === null || seconds === 0) throw new CooError('USAGE', `${flag} takes a duration such as 90s, 30m or 2h, got ${JSON.stringify(value)}`);
+  return seconds;
 }

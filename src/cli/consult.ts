@@ -2,15 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueConsult } from '../consult/enqueue.js';
 import { Ledger } from '../ledger/ledger.js';
-import { parseDuration } from '../util/time.js';
-import { collectPairs, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
-
-function positiveNumber(value: string | undefined, flag: string): number | undefined {
-  if (value === undefined) return undefined;
-  const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}`);
-  return n;
-}
+import { collectPairs, emit, jsonOption, keyOption, ledgerOption, durationFlag, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
 
 export function consultVerb(program: Command): void {
   program
@@ -41,9 +33,7 @@ export function consultVerb(program: Command): void {
       const promptFile = opts['promptFile'] as string | undefined;
       if ((promptText === undefined) === (promptFile === undefined)) throw new CooError('USAGE', 'give exactly one of --prompt or --prompt-file');
       const question = promptText ?? readInput(promptFile!, 'prompt file').toString('utf8');
-      const ttlText = opts['ttl'] as string | undefined;
-      const ttl = ttlText === undefined ? undefined : parseDuration(ttlText);
-      if (ttl === null || ttl === 0) throw new CooError('USAGE', `--ttl takes a duration such as 30m or 2h, got ${JSON.stringify(ttlText)}`);
+      const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
       const maxHops = positiveNumber(opts['maxHops'] as string | undefined, '--max-hops');

@@ -2,12 +2,14 @@ import { Command, CommanderError } from 'commander';
 import { errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
+import { approveVerb } from './approve.js';
 import { attestVerb } from './attest.js';
 import { citeVerb } from './cite.js';
 import { cloneVerb } from './clone.js';
 import { consultVerb } from './consult.js';
 import { reportVerb } from './report.js';
 import { demoVerb } from './demo.js';
+import { dispatchVerb } from './dispatch.js';
 import { killSwitchVerb } from './kill-switch.js';
 import { watchVerb } from './watch.js';
 import { hookVerb } from './hook.js';
@@ -32,7 +34,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb, mcpVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, approveVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb, mcpVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -9,6 +9,8 @@ import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { watchLedger } from '../runner/watch.js';
 import { probeBubblewrap, resolveOracleCommand } from '../runner/oracle-check.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
+import { executorFactory } from '../dispatch/executors.js';
+import type { Isolation } from '../dispatch/process.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
 const IDLE_CHECKPOINT_COMMITS = 64;
@@ -36,6 +38,14 @@ export function describeEvent(event: RunnerEvent): string {
       return `heartbeat at Ledger-Seq ${event.seq}`;
     case 'error':
       return `error${event.messageId === null ? '' : ` on ${event.messageId}`}: ${event.code}: ${event.message}`;
+    case 'executor_started':
+      return `dispatching ${event.messageId} attempt ${event.attempt} to ${event.executor} on branch ${event.branch}`;
+    case 'executor_ended':
+      return `executor ended for ${event.messageId} attempt ${event.attempt} after ${(event.elapsedMs / 1000).toFixed(1)} s (${event.killedBy === null ? `exit ${event.exitCode ?? 'by a signal'}` : `killed: ${event.killedBy}`})`;
+    case 'verified':
+      return `verified ${event.messageId} attempt ${event.attempt}: ${event.commands - event.failed} of ${event.commands} command(s) passed`;
+    case 'late_result':
+      return `late result for ${event.messageId} attempt ${event.attempt}: ${event.detail}`;
   }
 }
 
@@ -99,17 +109,19 @@ export function withOracleOptions(command: Command, engineHelp: string): Command
 export function watchVerb(program: Command): void {
   const command = program
     .command('watch')
-    .description('the runner: consult advisory agents for queued envelopes and commit a COO-signed receipt for every outcome')
+    .description('the runner: consult advisory agents and dispatch execution agents for queued envelopes, and commit a COO-signed receipt for every outcome')
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key that signs claims and receipts; default $COO_KEY'))
-    .option('--repo <path>', 'the repository consults pin their context in')
+    .option('--repo <path>', 'the repository consults pin their context in and dispatches work in')
+    .option('--ea-command <path>', 'the execution agent executable (default: codex or claude on PATH, as the registry names)')
+    .option('--ea-base-url <url>', "a model API base URL for the execution agent (a gateway or a scripted model); the provider's own by default")
     .option('--once', 'process what is ready now and exit')
     .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)');
   withOracleOptions(command, 'Oracle engine: only "api" is accepted')
     .option('--heartbeat', 'append signed heartbeats at the policy interval while watching')
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
+    .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean; eaCommand?: string; eaBaseUrl?: string }) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
@@ -125,7 +137,14 @@ export function watchVerb(program: Command): void {
         else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
       };
       let stopSignals = (): void => undefined;
-      const runner = new Runner({ ledger, key, repo, stateDir, transport, onEvent: print, keepSandboxes: opts.keepSandboxes === true });
+      const hide = [dirname(keyPath)];
+      const executors = executorFactory({
+        hide: [gitdir, stateDir, ...hide],
+        isolation: opts.isolation as Isolation,
+        ...(opts.eaCommand === undefined ? {} : { command: [resolve(opts.eaCommand)] }),
+        ...(opts.eaBaseUrl === undefined ? {} : { baseUrl: opts.eaBaseUrl }),
+      });
+      const runner = new Runner({ ledger, key, repo, stateDir, transport, executors, hide, onEvent: print, keepSandboxes: opts.keepSandboxes === true });
       try {
         if (opts.once === true) {
           const summary = await runner.runOnce();

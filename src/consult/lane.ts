@@ -1,12 +1,8 @@
-import { checkEdge } from '../authority/policy-check.js';
-import { withinHopLimit } from '../authority/runnable.js';
+import { gateAttempt, type GateFacts } from '../authority/runnable.js';
 import type { MessageRecord } from '../authority/state.js';
-import { CooError } from '../errors.js';
-import type { KillSwitch } from '../schema/control.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
-import type { ActorRegistry } from '../schema/registry.js';
 import { planBudget, type ModelPrice } from './budget.js';
 
 /**
@@ -14,14 +10,8 @@ import { planBudget, type ModelPrice } from './budget.js';
  * (ledger state, clock, pins, Oracle's outcome) and carries out what is decided here.
  */
 
-export interface PreflightFacts {
-  readonly now: Date;
+export interface PreflightFacts extends GateFacts {
   readonly message: AaConsultMessage;
-  /** 1 for the first attempt: only it is bound by expires_at; every attempt is bound by deadline_at. */
-  readonly attempt: number;
-  readonly killSwitch: KillSwitch | null;
-  readonly registry: ActorRegistry;
-  readonly policy: ActorPolicy;
   /** What this message's earlier attempts cost: its budget is for the message, retries included. */
   readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
@@ -50,17 +40,8 @@ const stop = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Pref
  */
 export function preflight(facts: PreflightFacts): Preflight {
   const { now, message, policy, registry } = facts;
-  if (facts.killSwitch?.state === 'on') return stop('blocked', 'kill_switch', `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}`);
-  // expires_at bounds when a consult may first start; deadline_at bounds every attempt, retries included.
-  if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return stop('blocked', 'expired', `not started before it expired at ${message.expires_at}`);
-  if (now.getTime() >= Date.parse(message.deadline_at)) return stop('blocked', 'deadline_passed', `deadline ${message.deadline_at} has passed`);
-  if (!withinHopLimit(message)) return stop('blocked', 'hop_limit', `hop ${message.hop_count} of at most ${message.max_hops}`);
-  try {
-    checkEdge(registry, policy, message.source_actor, message.target_actor, message.intent, 'consult');
-  } catch (error) {
-    if (!(error instanceof CooError)) throw error;
-    return stop('blocked', 'policy_denied', `the policy in force (v${policy.version}) no longer allows it: ${error.code}`);
-  }
+  const gate = gateAttempt(facts);
+  if (gate !== null) return { kind: 'stop', ...gate };
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
   if (transport === undefined) return stop('failed', 'config_error', `${message.target_actor} has no transport in the registry`);
   const price = policy.models[transport.model];
@@ -105,21 +86,3 @@ export function nextAttemptAt(facts: RetryFacts): string | null {
   return at.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
-/** What the runner should do with one consult now. */
-export type Work =
-  | { readonly kind: 'attempt'; readonly number: number }
-  | { readonly kind: 'recover'; readonly number: number }
-  | { readonly kind: 'wait'; readonly until: string }
-  | { readonly kind: 'none' };
-
-/** From a message's attempts: start the next attempt, recover an open one, wait for a retry time, or nothing. */
-export function nextWork(record: MessageRecord, now: Date): Work {
-  if (record.duplicateOf !== null || record.intent !== 'aa_consult') return { kind: 'none' };
-  const last = record.attempts[record.attempts.length - 1];
-  if (last === undefined) return { kind: 'attempt', number: 1 };
-  if (last.receipt === null) return { kind: 'recover', number: last.number };
-  const at = last.receipt.nextAttemptAt;
-  if (at === null) return { kind: 'none' };
-  if (Date.parse(at) > now.getTime()) return { kind: 'wait', until: at };
-  return { kind: 'attempt', number: last.number + 1 };
-}

@@ -131,6 +131,7 @@ export class CodexExecutor implements Executor {
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
+      ...(request.pidFile === undefined ? {} : { pidFile: request.pidFile }),
       ...(this.config.price === undefined ? {} : { price: this.config.price }),
       state: codexStreamState(),
     });

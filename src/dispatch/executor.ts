@@ -69,6 +69,8 @@ export interface ExecutorRequest {
   readonly timeoutSeconds: number;
   /** Kills the run once the stream's usage costs more than this (when the executor reports usage as it goes). */
   readonly maxCostUsd?: number;
+  /** Where the executor's process group id is written, so that a runner after a crash can end it. */
+  readonly pidFile?: string;
 }
 
 export interface ExecutorRun {
@@ -104,3 +106,14 @@ export function costOf(usage: StreamUsage | null, price: { readonly inputPerMill
   if (price === null) return 0;
   return (usage.inputTokens * price.inputPerMillion + (usage.outputTokens + usage.reasoningTokens) * price.outputPerMillion) / 1_000_000;
 }
+
+/** What the registry and policy say about one dispatch's executor. */
+export interface ExecutorSpec {
+  readonly kind: ExecutorName;
+  readonly model: string;
+  readonly providerKeyEnv: string;
+  readonly price: { readonly inputPerMillion: number; readonly outputPerMillion: number };
+}
+
+/** How the runner makes an executor for a dispatch (cli/watch.ts configures it from its flags). */
+export type ExecutorFactory = (spec: ExecutorSpec) => Executor;

@@ -97,10 +97,10 @@ function runBlockers(facts: DispatchFacts): DispatchBlocker[] {
   };
   if (run.killedBy === 'timeout') add('budget_runtime_breach', 'budget_time', 'killed by the runner at the dispatch\'s timeout');
   if (run.killedBy === 'cost' || facts.costUsd > facts.maxCostUsd) add('budget_cost_breach', 'budget_cost', `cost ${facts.costUsd.toFixed(4)} USD over the ${facts.maxCostUsd} USD budget`);
-  if (run.killedBy === 'stream_bound' || run.streamOverflow) add('output_invalid', 'stream_overflow', 'the event stream passed its bound: the run was stopped and its stream kept up to the bound');
+  if (run.killedBy === 'stream_bound' || run.streamOverflow) add('stream_overflow', 'stream_overflow', 'the event stream passed its bound: the run was stopped and its stream kept up to the bound');
   const stream = run.facts;
-  if (stream.malformedLines > 0) add('output_invalid', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events`);
-  if (stream.truncated) add('output_invalid', 'truncated_stream', 'the event stream ends mid-event');
+  if (stream.malformedLines > 0) add('stream_malformed', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events`);
+  if (stream.truncated) add('stream_truncated', 'truncated_stream', 'the event stream ends mid-event');
   if (stream.terminal === null && run.killedBy === null) add('timeout', 'missing_result', `the executor exited ${run.exitCode ?? 'by a signal'} without a terminal event`);
   if (stream.terminal === 'failed') add('output_missing', 'no_completed_turn', `the turn failed (wrapper exit ${run.exitCode ?? 'none'}): transport health is not success`);
   if (stream.terminal === 'completed' && run.exitCode !== 0 && run.killedBy === null) add('needs_decision', 'ambiguous', `a completed turn, but the executor exited ${run.exitCode ?? 'by a signal'}`);
@@ -120,9 +120,9 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (failed.length > 0) out.push({ code: 'tests_failed', row: 'verification_failed', detail: `${failed.length} verification command(s) did not exit 0: ${failed.map((result) => (result.killedByTimer ? `${result.command} (timed out)` : `${result.command} (exit ${result.exitCode ?? 'none'})`)).join('; ').slice(0, 400)}` });
   const stated = facts.run.facts.fileChanges.length;
   if (stated > 0 && evidence.changes.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: `the executor reports ${stated} file change(s), git shows none` });
-  if (evidence.commit !== null && !evidence.commit.headMatches) out.push({ code: 'command_failed', row: 'partial_commit', detail: 'the attempt branch does not hold the commit the runner made' });
+  if (evidence.commit !== null && !evidence.commit.headMatches) out.push({ code: 'commit_partial', row: 'partial_commit', detail: 'the attempt branch does not hold the commit the runner made' });
   const dirty = evidence.commit?.dirty ?? evidence.dirtyWithoutCommit ?? [];
-  if (dirty.length > 0) out.push({ code: 'command_failed', row: 'dirty_worktree', detail: `the worktree differs from the committed work: ${list(dirty)}` });
+  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the worktree differs from the committed work: ${list(dirty)}` });
   return out;
 }
 

@@ -1,4 +1,5 @@
 import { spawn } from 'node:child_process';
+import * as fs from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
@@ -55,6 +56,7 @@ export interface ProcessPlan {
   readonly timeoutSeconds: number;
   readonly maxStreamBytes?: number;
   readonly maxCostUsd?: number;
+  readonly pidFile?: string;
   readonly price?: { readonly inputPerMillion: number; readonly outputPerMillion: number };
   readonly state: StreamState;
 }
@@ -81,6 +83,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
     let settled = false;
     // detached: its own process group, so the timer ends every process the executor started.
     const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    if (plan.pidFile !== undefined && child.pid !== undefined) fs.writeFileSync(plan.pidFile, `${child.pid}\n`);
     const kill = (reason: NonNullable<ExecutorRun['killedBy']>): void => {
       if (killedBy === null) killedBy = reason;
       if (child.pid !== undefined) killGroup(child.pid);

@@ -3,6 +3,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { repeatedRequest, requestFingerprint } from '../authority/idempotency.js';
 import { folderOf, idempotencySlot, type LedgerState } from '../authority/state.js';
 import { readDocument } from '../schema/documents.js';
+import { toYaml } from '../schema/strict-yaml.js';
 import type { CooMessage } from '../schema/message.js';
 import { envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
@@ -64,4 +65,32 @@ export async function appendEnvelope(
   });
   if ('skipped' in result) return result.skipped;
   return { messageId: message.message_id, path: envelopePath(folder), commit: result.commit, existing: false };
+}
+
+/**
+ * A lane's request: the envelope built at the head it lands on, appended with its artifacts. The
+ * caller gets the envelope the ledger holds: for a repeated request, the earlier one.
+ */
+export async function appendRequest<M extends CooMessage>(
+  ledger: Ledger,
+  envelopeAt: (state: LedgerState) => M,
+  artifacts: ReadonlyMap<string, Buffer>,
+  key: PrivateKey,
+  now: Date,
+): Promise<EnvelopeAppendResult & { readonly envelope: M }> {
+  let envelope = envelopeAt(await ledger.state());
+  const result = await appendEnvelope(
+    ledger,
+    (head) => {
+      envelope = envelopeAt(head);
+      return Buffer.from(toYaml(envelope));
+    },
+    artifacts,
+    key,
+    now,
+  );
+  if (!result.existing) return { ...result, envelope };
+  const stored = await ledger.readFile(result.path);
+  if (stored === null) throw new CooError('NOT_FOUND', `${result.path} is missing`);
+  return { ...result, envelope: readDocument('coo_message.v0', stored, result.path) as M };
 }

@@ -4,6 +4,7 @@
  *   README.md                                      genesis only
  *   trust/{root,registry,policy}/NNNNNN.yaml(.sig)  numbered versions, each previous + 1
  *   control/kill-switch/NNNNNN.yaml(.sig)
+ *   approvals/YYYY-MM/DD/HH/<approval_id>.yaml(.sig) the CEO's approvals, by hour of created_at
  *   heartbeats/YYYY-MM/DD/HH/SSSSSSSSSS.yaml(.sig)  SSSSSSSSSS = Ledger-Seq of the commit
  *   messages/YYYY-MM/DD/HH/<message_id>/           month, day and hour (UTC) of created_at
  *     envelope.yaml(.sig)  prompt.md  context-manifest.yaml
@@ -20,6 +21,7 @@ export type PathInfo =
   | { readonly kind: 'readme' }
   | { readonly kind: 'trust'; readonly role: TrustRole; readonly version: number }
   | { readonly kind: 'kill_switch'; readonly version: number }
+  | { readonly kind: 'approval'; readonly approvalId: string; readonly hour: string }
   | { readonly kind: 'heartbeat'; readonly hour: string; readonly seq: number }
   | { readonly kind: 'envelope'; readonly messageId: string; readonly hour: string; readonly folder: string }
   | { readonly kind: 'claim'; readonly messageId: string; readonly folder: string; readonly attempt: number }
@@ -28,7 +30,7 @@ export type PathInfo =
   | { readonly kind: 'attempt_artifact'; readonly messageId: string; readonly folder: string; readonly attempt: number; readonly name: string }
   | { readonly kind: 'signature'; readonly of: string };
 
-export type EntryKind = 'trust' | 'kill_switch' | 'heartbeat' | 'envelope' | 'claim' | 'receipt';
+export type EntryKind = 'trust' | 'kill_switch' | 'approval' | 'heartbeat' | 'envelope' | 'claim' | 'receipt';
 
 const SIX = (n: number): string => String(n).padStart(6, '0');
 const THREE = (n: number): string => String(n).padStart(3, '0');
@@ -47,6 +49,10 @@ export function trustPath(role: TrustRole, version: number): string {
 
 export function killSwitchPath(version: number): string {
   return `control/kill-switch/${SIX(version)}.yaml`;
+}
+
+export function approvalPath(approvalId: string, createdAt: string): string {
+  return `approvals/${hourPath(createdAt)}/${approvalId}.yaml`;
 }
 
 export function heartbeatPath(createdAt: string, seq: number): string {
@@ -91,6 +97,7 @@ const RE = {
   trust: /^trust\/(root|registry|policy)\/(\d{6})\.yaml$/,
   killSwitch: /^control\/kill-switch\/(\d{6})\.yaml$/,
   heartbeat: new RegExp(`^heartbeats/${HOUR}/(\\d{10})\\.yaml$`),
+  approval: new RegExp(`^approvals/${HOUR}/(apr_[0-9A-HJKMNP-TV-Z]{26})\\.yaml$`),
   message: new RegExp(`^(messages/${HOUR}/${MESSAGE_ID})/(.+)$`),
   claim: /^claims\/(\d{3})\.yaml$/,
   receipt: /^receipts\/(\d{3})\.yaml$/,
@@ -125,6 +132,8 @@ export function classifyPath(path: string): PathInfo | null {
     const seq = positive(m[4]!);
     return seq === null ? null : { kind: 'heartbeat', hour: `${m[1]}-${m[2]}T${m[3]}`, seq };
   }
+  m = RE.approval.exec(path);
+  if (m !== null) return { kind: 'approval', approvalId: m[4]!, hour: `${m[1]}-${m[2]}T${m[3]}` };
   m = RE.message.exec(path);
   if (m === null) return null;
   const folder = m[1]!;
@@ -154,6 +163,7 @@ export function isEntry(info: PathInfo): info is Extract<PathInfo, { kind: Entry
   return (
     info.kind === 'trust' ||
     info.kind === 'kill_switch' ||
+    info.kind === 'approval' ||
     info.kind === 'heartbeat' ||
     info.kind === 'envelope' ||
     info.kind === 'claim' ||

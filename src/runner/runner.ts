@@ -6,7 +6,11 @@ import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../a
 import type { PrivateKey } from '../crypto/keys.js';
 import { judgeAnswer } from '../consult/answer.js';
 import { estimateInputTokens, spentOnMessageUsd } from '../consult/budget.js';
-import { nextAttemptAt, nextWork, preflight, type Preflight } from '../consult/lane.js';
+import { nextAttemptAt, preflight, type Preflight } from '../consult/lane.js';
+import { attemptIdOf, isRunnerIntent, nextWork } from '../authority/runnable.js';
+import { executorFactory } from '../dispatch/executors.js';
+import type { ExecutorFactory } from '../dispatch/executor.js';
+import { DispatchLane, type DispatchEvent } from '../dispatch/runner-lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport } from '../consult/oracle.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { hostLabel, isAlive } from '../util/process.js';
@@ -44,7 +48,8 @@ export type RunnerEvent =
   | { readonly type: 'receipt'; readonly messageId: string; readonly attempt: number; readonly status: ReceiptStatus; readonly blockers: readonly BlockerCode[]; readonly retryAt: string | null }
   | { readonly type: 'skipped'; readonly messageId: string; readonly reason: string }
   | { readonly type: 'heartbeat'; readonly seq: number }
-  | { readonly type: 'error'; readonly messageId: string | null; readonly code: string; readonly message: string };
+  | { readonly type: 'error'; readonly messageId: string | null; readonly code: string; readonly message: string }
+  | DispatchEvent;
 
 export interface RunnerOptions {
   readonly ledger: Ledger;
@@ -59,6 +64,10 @@ export interface RunnerOptions {
   readonly onEvent?: (event: RunnerEvent) => void;
   /** Keep sandboxes after a receipt (for inspection); removed by default. */
   readonly keepSandboxes?: boolean;
+  /** How dispatches start their executor; `codex` and `claude` on PATH, with the providers' own endpoints, by default. */
+  readonly executors?: ExecutorFactory;
+  /** Paths no executor or verification command may see besides the ledger and the runner's state (the COO key's folder). */
+  readonly hide?: readonly string[];
 }
 
 export interface RunSummary {
@@ -87,11 +96,29 @@ export class Runner {
   readonly runnerId: string;
   private readonly clock: () => Date;
   private readonly repo: PinnedRepo;
+  private readonly dispatch: DispatchLane;
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = options.runnerId ?? defaultRunnerId();
     this.clock = options.clock ?? (() => new Date());
     this.repo = new PinnedRepo(options.repo);
+    const hide = [options.ledger.gitdir, options.stateDir, ...(options.hide ?? [])];
+    this.dispatch = new DispatchLane({
+      ledger: options.ledger,
+      key: options.key,
+      stateDir: options.stateDir,
+      repo: options.repo,
+      pins: this.repo,
+      executors: options.executors ?? executorFactory({ hide }),
+      hide,
+      clock: this.clock,
+      runnerId: this.runnerId,
+      keepWorktrees: options.keepSandboxes === true,
+      claim: (record, attempt, now, receipt) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary),
+      commit: (files, summary, now) => this.commit(files, summary, now),
+      onReceipt: (messageId, attempt, status, blockers) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt: null }),
+      onEvent: (event) => this.emit(event),
+    });
   }
 
   /** Stops the runner's long-lived readers. */
@@ -144,7 +171,7 @@ export class Runner {
       const state = await this.options.ledger.intactState();
       const now = this.clock();
       const ready = [...state.messages.values()]
-        .filter((record) => record.intent === 'aa_consult' && !isTerminal(record) && !skipped.has(record.id))
+        .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id))
         .map((record) => ({ record, work: nextWork(record, now) }))
         .filter(({ work }) => work.kind === 'attempt' || work.kind === 'recover')
         .sort((a, b) => a.record.seq - b.record.seq);
@@ -155,7 +182,7 @@ export class Runner {
         return { receipts, waiting: waiting.sort() };
       }
       try {
-        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.attempt(state, item.record);
+        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : item.record.intent === 'ea_dispatch' ? await this.dispatch.attempt(state, item.record) : await this.attempt(state, item.record);
         if (wrote) receipts += 1;
         else skipped.add(item.record.id);
       } catch (error) {
@@ -198,18 +225,38 @@ export class Runner {
     await this.options.ledger.append({ files, key: this.options.key, now, summary });
   }
 
-  private claimFile(message: AaConsultMessage, record: MessageRecord, attempt: number, now: Date): NewFile {
+  private claimFile(record: MessageRecord, attempt: number, now: Date): NewFile {
     const doc = {
       schema_version: 'claim.v0',
-      message_id: message.message_id,
-      attempt_id: attemptIdFor(message.message_id, attempt),
+      message_id: record.id,
+      attempt_id: attemptIdOf(record, attempt),
       attempt_number: attempt,
       runner_id: this.runnerId,
-      transport_session_id: sessionSlugFor(message.message_id, attempt),
+      transport_session_id: sessionSlugFor(record.id, attempt),
       claimed_at: isoSeconds(now),
     };
     return { path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(doc)) };
   }
+
+  /**
+   * The one claim rule of every lane: the claim of `attempt` (with `files` in the same commit, for
+   * an outcome decided before anything runs) lands before anything is paid for. False when another
+   * runner took the attempt first.
+   */
+  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`): Promise<boolean> {
+    try {
+      await this.commit([this.claimFile(record, attempt, now), ...files], summary, now);
+    } catch (error) {
+      if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
+        this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} was claimed by another runner` });
+        return false;
+      }
+      throw error;
+    }
+    if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
+    return true;
+  }
+
 
   /** One new attempt: pre-flight, pins, claim, transport, receipt. Returns false when another runner has it. */
   private async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
@@ -250,16 +297,7 @@ export class Runner {
       if (!isCooError(error)) throw error;
       return stopHere('failed', 'config_error', error.message);
     }
-    try {
-      await this.commit([this.claimFile(message, record, attempt, now)], `claim ${message.message_id} attempt ${attempt}`, now);
-    } catch (error) {
-      if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
-        this.emit({ type: 'skipped', messageId: message.message_id, reason: `attempt ${attempt} was claimed by another runner` });
-        return false;
-      }
-      throw error;
-    }
-    this.emit({ type: 'claimed', messageId: message.message_id, attempt });
+    if (!(await this.claim(record, attempt, now, []))) return false;
     failpoint('after-claim');
     const sandbox = sandboxFor(this.options.stateDir, attemptIdFor(message.message_id, attempt));
     const canary = `canary-${randomBytes(12).toString('hex')}`;
@@ -307,19 +345,7 @@ export class Runner {
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    try {
-      await this.commit(
-        [this.claimFile(message, record, attempt, now), { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }],
-        `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`,
-        now,
-      );
-    } catch (error) {
-      if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
-        this.emit({ type: 'skipped', messageId: message.message_id, reason: `attempt ${attempt} was taken by another runner` });
-        return false;
-      }
-      throw error;
-    }
+    if (!(await this.claim(record, attempt, now, [{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`))) return false;
     this.emit({ type: 'receipt', messageId: message.message_id, attempt, status, blockers: [blocker], retryAt });
     return true;
   }
@@ -415,6 +441,7 @@ export class Runner {
       this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
       return false;
     }
+    if (record.intent === 'ea_dispatch') return this.dispatch.recover(state, record);
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.options.stateDir, last.attemptId);
     const attemptFile = readAttemptFile(sandbox);

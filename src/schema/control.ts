@@ -37,6 +37,43 @@ export const claim = z.strictObject({
 });
 export type Claim = z.infer<typeof claim>;
 
+/** `apr_` and 26 Crockford base32 characters, as message ids. */
+export const approvalId = z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/, 'approval ids look like apr_ followed by 26 base32 characters');
+
+/**
+ * approval.v0: the CEO's signed consent to governed work the policy does not let the COO start
+ * alone. `dispatch` approves one new dispatch, named by the hash of its request (the dispatch is
+ * written after, naming this approval); `retry` approves the next attempt of a dispatch that ended.
+ */
+export const approval = z
+  .strictObject({
+    schema_version: z.literal('approval.v0'),
+    approval_id: approvalId,
+    approves: z.enum(['dispatch', 'retry']),
+    /** dispatch: the request hash the dispatch must have (authority/approval.ts); null for a retry. */
+    request_hash: sha256Ref.nullable(),
+    /** retry: the dispatch and the attempt approved; null for a new dispatch. */
+    message_id: messageId.nullable(),
+    attempt_number: positiveInt.max(100).nullable(),
+    reason: shortText.min(1),
+    approved_by: actorId,
+    created_at: timestamp,
+    expires_at: timestamp,
+  })
+  .superRefine((doc, ctx) => {
+    const retry = doc.approves === 'retry';
+    if (retry !== (doc.message_id !== null) || retry !== (doc.attempt_number !== null) || retry === (doc.request_hash !== null)) {
+      ctx.addIssue({ code: 'custom', path: ['approves'], message: 'a dispatch approval names request_hash only; a retry approval names message_id and attempt_number only' });
+    }
+    if (retry && doc.attempt_number !== null && doc.attempt_number < 2) {
+      ctx.addIssue({ code: 'custom', path: ['attempt_number'], message: 'a retry approves attempt 2 or later' });
+    }
+    if (Date.parse(doc.expires_at) <= Date.parse(doc.created_at)) {
+      ctx.addIssue({ code: 'custom', path: ['expires_at'], message: 'expires_at must be after created_at' });
+    }
+  });
+export type Approval = z.infer<typeof approval>;
+
 /** heartbeat.v0: a runner's signed statement that the ledger was live at `ledger_seq`, valid until `expires_at`. */
 export const heartbeat = z.strictObject({
   schema_version: z.literal('heartbeat.v0'),

@@ -1,7 +1,7 @@
 import type { z } from 'zod';
 import { CooError } from '../errors.js';
 import { aaAnswer } from './aa-answer.js';
-import { claim, contextManifest, heartbeat, killSwitch, trustRoot } from './control.js';
+import { approval, claim, contextManifest, heartbeat, killSwitch, trustRoot } from './control.js';
 import { cooMessage } from './message.js';
 import { actorPolicy } from './policy.js';
 import { aaReceipt, eaReceipt } from './receipt.js';
@@ -19,6 +19,7 @@ export const DOCUMENTS = {
   'trust_root.v0': trustRoot,
   'kill_switch.v0': killSwitch,
   'claim.v0': claim,
+  'approval.v0': approval,
   'heartbeat.v0': heartbeat,
   'context_manifest.v0': contextManifest,
 } as const;

@@ -14,6 +14,7 @@ import {
   toMillis,
   usd,
 } from './common.js';
+import { approvalId } from './control.js';
 
 export const MESSAGE_SCHEMA = 'coo_message.v0';
 
@@ -72,7 +73,8 @@ const aaConsult = z.strictObject({
 /** LifeOS's COO->EA dispatch request fields (coo_ea_dispatch_request.v0), carried inside the shared envelope. */
 export const dispatchRequest = z.strictObject({
   repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'owner/name'),
-  issue_number: positiveInt,
+  /** The forge issue the work answers, when there is one. */
+  issue_number: positiveInt.nullable(),
   attempt_id: attemptId,
   executor: z.enum(['codex', 'claude_code']),
   base_ref: z.string().min(1).max(200).regex(/^[A-Za-z0-9._/-]+$/, 'git ref-safe characters'),
@@ -92,6 +94,10 @@ const eaDispatch = z.strictObject({
   payload_hash: sha256Ref.nullable(),
   context_pin: contextPin.nullable(),
   expected_receipt_schema: z.literal('ea_receipt.v0'),
+  /** The CEO's approval (approval.v0) when the policy's edge requires one; absent otherwise. */
+  approval_id: approvalId.optional(),
+  /** Push the attempt's branch to the forge repository `dispatch.repo` and open a pull request once it succeeds. */
+  open_pr: z.boolean().optional(),
 });
 
 const statusQuery = z.strictObject({
@@ -162,3 +168,4 @@ export const cooMessage = z
 
 export type CooMessage = z.infer<typeof cooMessage>;
 export type AaConsultMessage = Extract<CooMessage, { intent: 'aa_consult' }>;
+export type EaDispatchMessage = Extract<CooMessage, { intent: 'ea_dispatch' }>;

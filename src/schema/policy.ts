@@ -8,7 +8,8 @@ export const actorPattern = z
   .string()
   .regex(/^(\*|[a-z][a-z0-9_]*(\.[a-z0-9_]+)*(\.\*)?)$/, 'an actor id, a prefix such as aa.*, or *');
 
-export const requirement = z.enum(['budget_check', 'context_pin', 'delegation_envelope_check', 'task_scope_bound', 'coo_gate']);
+/** `ceo_approval`: a dispatch along the edge carries a CEO-signed approval of its exact request (approval.v0). */
+export const requirement = z.enum(['budget_check', 'context_pin', 'delegation_envelope_check', 'task_scope_bound', 'coo_gate', 'ceo_approval']);
 
 export const edge = z.strictObject({
   from: actorPattern,

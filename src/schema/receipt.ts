@@ -39,6 +39,13 @@ export const BLOCKER_CODES = [
   'scope_violation',
   'needs_decision',
   'timeout',
+  // the dispatch lane's fail-closed matrix (dispatch/outcome.ts)
+  'stream_malformed',
+  'stream_truncated',
+  'stream_overflow',
+  'worktree_dirty',
+  'commit_partial',
+  'attempt_mismatch',
 ] as const;
 
 export const blockerCode = z.enum(BLOCKER_CODES);
@@ -132,7 +139,15 @@ export const aaReceipt = z
   });
 export type AaReceipt = z.infer<typeof aaReceipt>;
 
-/** ea_receipt.v0 with LifeOS's seven fields and their rules (runtime/receipts/ea_receipt.py). */
+const attachment = z.strictObject({ path: relativePath, sha256: sha256Ref });
+
+/**
+ * ea_receipt.v0: LifeOS's seven fields and their rules (runtime/receipts/ea_receipt.py), with the
+ * evidence the runner gathers itself: the executor and its session, the base and the attempt's
+ * branch, each changed file's hash (null: deleted), usage and cost, and the raw event stream and
+ * verification output as hashed attachments. commands_run holds the EA's commands, then the
+ * verification commands, in order.
+ */
 export const eaReceipt = z
   .strictObject({
     schema_version: z.literal('ea_receipt.v0'),
@@ -142,6 +157,18 @@ export const eaReceipt = z
     files_changed: z.array(relativePath).max(10_000),
     tests_run: z.array(shortText).max(1000),
     head_sha: z.string().regex(/^[0-9a-f]{40}$/).nullable(),
+    executor: z.enum(['codex', 'claude_code']),
+    executor_session_id: z.string().max(120).nullable(),
+    model: z.string().max(120).nullable(),
+    base_sha: z.string().regex(/^[0-9a-f]{40}$/),
+    /** The attempt's branch in the target repository; null when nothing was committed. */
+    branch: z.string().max(200).nullable(),
+    file_hashes: z.array(z.strictObject({ path: relativePath, sha256: sha256Ref.nullable() })).max(10_000),
+    attachments: z.array(attachment).max(120),
+    policy_decision_ref: z.string().max(300),
+    usage: usage.nullable(),
+    actual_cost_usd: usd,
+    warnings: z.array(z.string().regex(/^[a-z_:]{1,64}$/)).max(20),
   })
   .superRefine((receipt, ctx) => {
     checkStatus(receipt, ctx);
@@ -150,6 +177,12 @@ export const eaReceipt = z
     }
     if (receipt.inner_exit_codes.some((code) => code !== 0) && receipt.status !== 'failed' && receipt.status !== 'timed_out') {
       ctx.addIssue({ code: 'custom', path: ['status'], message: 'a nonzero inner exit code forces status failed' });
+    }
+    if (receipt.file_hashes.length !== receipt.files_changed.length || receipt.file_hashes.some((file, index) => file.path !== receipt.files_changed[index])) {
+      ctx.addIssue({ code: 'custom', path: ['file_hashes'], message: 'file_hashes names the files of files_changed, in order' });
+    }
+    if (receipt.status === 'succeeded' && (receipt.tests_run.length === 0 || receipt.head_sha === null)) {
+      ctx.addIssue({ code: 'custom', path: ['tests_run'], message: 'a succeeded receipt ran its verification and names its head' });
     }
   });
 export type EaReceipt = z.infer<typeof eaReceipt>;

@@ -13,12 +13,21 @@ export const aaTransport = z.strictObject({
   provider_key_env: z.enum(['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY', 'GEMINI_API_KEY', 'ANTHROPIC_API_KEY', 'XAI_API_KEY']),
 });
 
+/** How the runner starts an execution agent: the CLI, the model it runs and the one provider key it gets. */
+export const eaExecutor = z.strictObject({
+  kind: z.enum(['codex', 'claude_code']),
+  model: z.string().regex(/^[a-z0-9][a-z0-9.-]{0,60}$/, 'a model key the policy prices, such as gpt-5.5'),
+  provider_key_env: z.enum(['OPENAI_API_KEY', 'ANTHROPIC_API_KEY']),
+});
+
 export const actor = z.strictObject({
   id: actorId,
   class: actorClass,
   description: shortText.optional(),
   keys: z.array(actorKey).max(16),
   transport: aaTransport.optional(),
+  /** An execution agent the runner can dispatch to; without it, dispatches to the actor are refused. */
+  executor: eaExecutor.optional(),
 });
 
 /** actor_registry.v0: who exists, in which class, with which keys, and which actor is the active COO. */
@@ -48,6 +57,9 @@ export const actorRegistry = z
       }
       if (entry.class !== 'advisory_agent' && entry.transport !== undefined) {
         ctx.addIssue({ code: 'custom', path: ['actors', index, 'transport'], message: 'only advisory agents have a transport' });
+      }
+      if (entry.class !== 'execution_agent' && entry.executor !== undefined) {
+        ctx.addIssue({ code: 'custom', path: ['actors', index, 'executor'], message: 'only execution agents have an executor' });
       }
     });
     const coo = registry.actors.find((entry) => entry.id === registry.active_coo);

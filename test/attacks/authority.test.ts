@@ -4,7 +4,7 @@ import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
-import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
+import { dispatchEnvelope, envelopeFile, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -18,26 +18,26 @@ const evidence = (source: string, target: string) =>
   dispatchEnvelope({ source_actor: source, principal: source, target_actor: target, intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined });
 
 describe('authority spoofing and forbidden edges', () => {
-  attack("a command whose principal is not the active COO", 'library', 'NOT_ACTIVE_COO', () => kit.append([envelopeFile(dispatchEnvelope({ principal: 'ceo' }))], kit.keys.coo.key));
+  attack("a command whose principal is not the active COO", 'library', 'NOT_ACTIVE_COO', () => kit.append([...messageFiles(dispatchEnvelope({ principal: 'ceo' }))], kit.keys.coo.key));
 
   attack('a dispatch an execution agent sends on its own authority', 'library', 'NOT_ACTIVE_COO', () =>
-    kit.append([envelopeFile(dispatchEnvelope({ source_actor: 'ea.codex', principal: 'ea.codex', target_actor: 'ea.claude_code' }))], kit.keys.codex.key),
+    kit.append([...messageFiles(dispatchEnvelope({ source_actor: 'ea.codex', principal: 'ea.codex', target_actor: 'ea.claude_code' }))], kit.keys.codex.key),
   );
 
   attack('an advisory agent key signing a dispatch (AA -> EA)', 'library', 'POLICY_EDGE_FORBIDDEN', () =>
-    kit.append([envelopeFile(dispatchEnvelope({ source_actor: 'aa.chatgpt', principal: 'aa.chatgpt' }))], kit.keys.aa.key),
+    kit.append([...messageFiles(dispatchEnvelope({ source_actor: 'aa.chatgpt', principal: 'aa.chatgpt' }))], kit.keys.aa.key),
   );
 
-  attack('AA -> EA evidence', 'library', 'POLICY_EDGE_FORBIDDEN', () => kit.append([envelopeFile(evidence('aa.chatgpt', 'ea.codex'))], kit.keys.aa.key));
+  attack('AA -> EA evidence', 'library', 'POLICY_EDGE_FORBIDDEN', () => kit.append([...messageFiles(evidence('aa.chatgpt', 'ea.codex'))], kit.keys.aa.key));
 
-  attack('EA -> AA traffic', 'library', 'POLICY_EDGE_FORBIDDEN', () => kit.append([envelopeFile(evidence('ea.codex', 'aa.chatgpt'))], kit.keys.codex.key));
+  attack('EA -> AA traffic', 'library', 'POLICY_EDGE_FORBIDDEN', () => kit.append([...messageFiles(evidence('ea.codex', 'aa.chatgpt'))], kit.keys.codex.key));
 
-  attack('AA -> AA cross-talk', 'library', 'POLICY_EDGE_FORBIDDEN', () => kit.append([envelopeFile(evidence('aa.chatgpt', 'aa.gemini'))], kit.keys.aa.key));
+  attack('AA -> AA cross-talk', 'library', 'POLICY_EDGE_FORBIDDEN', () => kit.append([...messageFiles(evidence('aa.chatgpt', 'aa.gemini'))], kit.keys.aa.key));
 
   attack('an AA proposal turned into a dispatch (a dispatch descending from a consult)', 'library', 'POLICY_PROPOSAL_TO_DISPATCH', async () => {
     const consult = await kit.world.consult({ idempotencyKey: `proposal-${Date.now()}` });
     const dispatch = dispatchEnvelope({ parent_message_id: consult.messageId, causality_chain: [consult.messageId], hop_count: 1, correlation_id: consult.envelope.correlation_id });
-    return kit.append([envelopeFile(dispatch)], kit.keys.coo.key);
+    return kit.append([...messageFiles(dispatch)], kit.keys.coo.key);
   });
 
   attack('a command from an orchestrator that is not the active COO', 'library', 'NOT_ACTIVE_COO', async () => {
@@ -51,10 +51,10 @@ describe('authority spoofing and forbidden edges', () => {
       kit.keys.ceo.key,
       new Date(),
     );
-    return kit.append([envelopeFile(dispatchEnvelope({ source_actor: 'coo.backup', principal: 'coo.backup' }))], backup);
+    return kit.append([...messageFiles(dispatchEnvelope({ source_actor: 'coo.backup', principal: 'coo.backup' }))], backup);
   });
 
-  attack('an envelope from an actor the registry does not know', 'library', 'ACTOR_UNKNOWN', () => kit.append([envelopeFile(dispatchEnvelope({ target_actor: 'ea.ghost' }))], kit.keys.coo.key));
+  attack('an envelope from an actor the registry does not know', 'library', 'ACTOR_UNKNOWN', () => kit.append([...messageFiles(dispatchEnvelope({ target_actor: 'ea.ghost' }))], kit.keys.coo.key));
 
   attack('a consult enqueued against an advisory agent the policy has no edge to', 'cli', 'POLICY_EDGE_NOT_ALLOWED', async () => {
     const { codeOf } = await import('../helpers/attack-kit.js');
@@ -74,19 +74,19 @@ describe('authority spoofing and forbidden edges', () => {
 describe('replay and duplication', () => {
   attack('the same envelope again', 'library', 'WRITE_ONCE', async () => {
     const message = dispatchEnvelope();
-    await kit.append([envelopeFile(message)], kit.keys.coo.key);
-    return kit.append([envelopeFile(message)], kit.keys.coo.key);
+    await kit.append([...messageFiles(message)], kit.keys.coo.key);
+    return kit.append([...messageFiles(message)], kit.keys.coo.key);
   });
 
   attack('the same message id under another day', 'library', 'MESSAGE_DUPLICATE', async () => {
     const message = dispatchEnvelope();
-    await kit.append([envelopeFile(message)], kit.keys.coo.key);
-    return kit.append([envelopeFile({ ...message, created_at: '2026-11-29T23:00:00Z' })], kit.keys.coo.key);
+    await kit.append([...messageFiles(message)], kit.keys.coo.key);
+    return kit.append([...messageFiles({ ...message, created_at: '2026-11-29T23:00:00Z' })], kit.keys.coo.key);
   });
 
   attack('the same idempotency key with another payload', 'library', 'IDEMPOTENCY_CONFLICT', async () => {
-    await kit.append([envelopeFile(dispatchEnvelope({ idempotency_key: 'replayed-key' }))], kit.keys.coo.key);
-    return kit.append([envelopeFile(dispatchEnvelope({ idempotency_key: 'replayed-key', max_hops: 2 }))], kit.keys.coo.key);
+    await kit.append([...messageFiles(dispatchEnvelope({ idempotency_key: 'replayed-key' }))], kit.keys.coo.key);
+    return kit.append([...messageFiles(dispatchEnvelope({ idempotency_key: 'replayed-key', max_hops: 2 }))], kit.keys.coo.key);
   });
 
   attack('the same idempotency key with the same payload: no second consult', 'cli', 'accepted-no-duplicate', async () => {
@@ -179,14 +179,14 @@ describe('entries outside their own message folder', () => {
 
   attack("an ea_receipt in one dispatch's folder naming another dispatch", 'library', 'ATTEMPT_INVALID', async () => {
     const [one, other] = [dispatchEnvelope(), dispatchEnvelope()];
-    await kit.append([envelopeFile(one), envelopeFile(other)], kit.keys.coo.key);
+    await kit.append([...messageFiles(one), envelopeFile(other)], kit.keys.coo.key);
     const receipt = eaReceipt(other.message_id, `ea_attempt_${other.message_id.slice(4)}_1`);
     return kit.append([{ path: receiptPath(messageFolder(one.message_id, one.created_at), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
   });
 
   attack('an ea_receipt whose attempt_id is not its attempt', 'library', 'ATTEMPT_INVALID', async () => {
     const dispatch = dispatchEnvelope();
-    await kit.append([envelopeFile(dispatch)], kit.keys.coo.key);
+    await kit.append([...messageFiles(dispatch)], kit.keys.coo.key);
     const receipt = eaReceipt(dispatch.message_id, 'ea_attempt_someone_else_7');
     return kit.append([{ path: receiptPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
   });
@@ -195,7 +195,7 @@ describe('entries outside their own message folder', () => {
 describe('claims the runner would never make', () => {
   attack('a stray claim on a dispatch, which the runner does not execute', 'library', 'ATTEMPT_INVALID', async () => {
     const dispatch = dispatchEnvelope();
-    await kit.append([envelopeFile(dispatch)], kit.keys.coo.key);
+    await kit.append([...messageFiles(dispatch)], kit.keys.coo.key);
     const folder = messageFolder(dispatch.message_id, dispatch.created_at);
     const code = await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(dispatch.message_id, dispatch.created_at) }], kit.keys.coo.key);
     // Had the claim landed, the EA's report of the attempt would be refused for good.
@@ -206,7 +206,7 @@ describe('claims the runner would never make', () => {
 
   attack('a claim on a blocker notice', 'library', 'ATTEMPT_INVALID', async () => {
     const notice = evidence('ea.codex', 'coo.hermes');
-    expect(await kit.append([envelopeFile(notice)], kit.keys.codex.key)).toBe('accepted');
+    expect(await kit.append([...messageFiles(notice)], kit.keys.codex.key)).toBe('accepted');
     return kit.append([{ path: claimPath(messageFolder(notice.message_id, notice.created_at), 1), bytes: claimOf(notice.message_id, notice.created_at) }], kit.keys.coo.key);
   });
 
@@ -240,13 +240,13 @@ describe('hop limits', () => {
 
 describe('claims an envelope makes about the ledger', () => {
   attack("an envelope stating a correlation budget the ledger does not leave", 'library', 'POLICY_LIMIT', () =>
-    kit.append([envelopeFile(dispatchEnvelope({ budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: 999 } }))], kit.keys.coo.key),
+    kit.append([...messageFiles(dispatchEnvelope({ budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: 999 } }))], kit.keys.coo.key),
   );
 
   attack('the same idempotency key and request under another correlation', 'library', 'IDEMPOTENCY_CONFLICT', async () => {
     const first = dispatchEnvelope({ idempotency_key: key('corr-key') });
-    await kit.append([envelopeFile(first)], kit.keys.coo.key);
-    return kit.append([envelopeFile(dispatchEnvelope({ idempotency_key: first.idempotency_key, dispatch: (first as { dispatch: unknown }).dispatch, correlation_id: 'corr_another' }))], kit.keys.coo.key);
+    await kit.append([...messageFiles(first)], kit.keys.coo.key);
+    return kit.append([...messageFiles(dispatchEnvelope({ idempotency_key: first.idempotency_key, dispatch: (first as { dispatch: unknown }).dispatch, correlation_id: 'corr_another' }))], kit.keys.coo.key);
   });
 });
 

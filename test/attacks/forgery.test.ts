@@ -3,7 +3,7 @@ import { claimPath, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attack, firstOr, sshSign, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
-import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -27,7 +27,7 @@ describe('forgery and tampering', () => {
   });
 
   attack('an envelope signed by the CEO but naming the COO as its source', 'library', 'SIGNER_WRONG_ACTOR', () =>
-    kit.append([envelopeFile(dispatchEnvelope())], kit.keys.ceo.key),
+    kit.append([...messageFiles(dispatchEnvelope())], kit.keys.ceo.key),
   );
 
   attack('an envelope signed by an execution agent but naming the COO as its source', 'hook', 'SIGNER_WRONG_ACTOR', () => {

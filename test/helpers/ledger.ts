@@ -2,10 +2,12 @@ import { join } from 'node:path';
 import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { initLedger } from '../../src/ledger/init.js';
 import { Ledger, type NewFile } from '../../src/ledger/ledger.js';
-import { envelopePath, messageFolder } from '../../src/ledger/layout.js';
+import { defaultBranchFor } from '../../src/authority/dispatch-rules.js';
+import { envelopePath, messageFolder, promptPath } from '../../src/ledger/layout.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { newMessageId } from '../../src/util/ids.js';
+import { attemptIdFor, newMessageId } from '../../src/util/ids.js';
+import { sha256Ref } from '../../src/util/hash.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
 
 export const T0 = new Date('2026-11-30T08:00:00Z');
@@ -67,17 +69,17 @@ export function dispatchEnvelope(overrides: Partial<Record<string, unknown>> = {
     dispatch: {
       repo: 'lifeos/example',
       issue_number: 62,
-      attempt_id: `ea_attempt_${counter}`,
+      attempt_id: attemptIdFor(id, 1, 'ea'),
       executor: 'codex',
-      base_ref: 'main',
-      branch_name: `coo/issue-62-${counter}`,
+      base_ref: 'b'.repeat(40),
+      branch_name: defaultBranchFor(id),
       scope_paths: ['src'],
       acceptance_criteria: ['tests pass'],
       verification_commands: ['npm test'],
       timeout_seconds: 600,
     },
-    payload_ref: null,
-    payload_hash: null,
+    payload_ref: promptPath(messageFolder(id, isoSeconds(now))),
+    payload_hash: sha256Ref(TASK),
     context_pin: null,
     expected_receipt_schema: 'ea_receipt.v0',
     status: 'queued',
@@ -88,4 +90,14 @@ export function dispatchEnvelope(overrides: Partial<Record<string, unknown>> = {
 
 export function envelopeFile(message: CooMessage): NewFile {
   return { path: envelopePath(messageFolder(message.message_id, message.created_at)), bytes: Buffer.from(toYaml(message)) };
+}
+
+/** The task every test dispatch carries. */
+export const TASK = Buffer.from('Fix add() so that test.sh passes.\n');
+
+/** An envelope with the artifacts it needs in its commit: a dispatch's task. */
+export function messageFiles(message: CooMessage): NewFile[] {
+  const files = [...messageFiles(message)];
+  if (message.intent === 'ea_dispatch' && message.payload_ref !== null) files.push({ path: message.payload_ref, bytes: TASK });
+  return files;
 }

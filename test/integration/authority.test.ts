@@ -7,7 +7,7 @@ import type { Ledger } from '../../src/ledger/ledger.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { codeOfAsync } from '../helpers/codes.js';
-import { T0, dispatchEnvelope, envelopeFile, makeLedger, type Actors } from '../helpers/ledger.js';
+import { T0, dispatchEnvelope, envelopeFile, messageFiles, makeLedger, type Actors } from '../helpers/ledger.js';
 import { worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -35,7 +35,7 @@ async function expectRejected(code: string, run: () => Promise<unknown>): Promis
   expect(ledger.head()).toBe(before);
 }
 
-const append = (message: ReturnType<typeof dispatchEnvelope>, key = actors.coo) => () => ledger.append({ files: [envelopeFile(message)], key, summary: 'test', now: T0 });
+const append = (message: ReturnType<typeof dispatchEnvelope>, key = actors.coo) => () => ledger.append({ files: [...messageFiles(message)], key, summary: 'test', now: T0 });
 
 /** A blocker notice from one actor to another: the smallest envelope that exercises an edge. */
 function blockerEnvelope(source: string, target: string): ReturnType<typeof dispatchEnvelope> {
@@ -241,7 +241,7 @@ describe('what an enqueued consult states', () => {
     expect(spent).toBeGreaterThan(0);
     const cap = state.policy!.doc.budgets.max_cost_usd_per_correlation;
     const stated = (usd: number | null) => () =>
-      w.ledger.append({ files: [envelopeFile(dispatchEnvelope({ correlation_id: 'corr_spent', budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: usd } }, new Date()))], key: w.actors.coo, summary: 'test', now: new Date() });
+      w.ledger.append({ files: [...messageFiles(dispatchEnvelope({ correlation_id: 'corr_spent', budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: usd } }, new Date()))], key: w.actors.coo, summary: 'test', now: new Date() });
     expect(await codeOfAsync(stated(cap))).toBe('POLICY_LIMIT');
     expect(await codeOfAsync(stated(cap - spent))).toBe('no error');
     expect(await codeOfAsync(stated(null))).toBe('no error');

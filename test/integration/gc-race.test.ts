@@ -3,7 +3,7 @@ import { basename, dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { ObjectWriter } from '../../src/ledger/object-store.js';
-import { T0, dispatchEnvelope, envelopeFile, makeLedger } from '../helpers/ledger.js';
+import { T0, dispatchEnvelope, messageFiles, makeLedger } from '../helpers/ledger.js';
 import { git, run, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -78,7 +78,7 @@ describe('a ledger packed by git while the writer writes', () => {
         folderRemoved = !fs.existsSync(dirname(path));
       },
     );
-    const result = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const result = await ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
     expect(removed.fired()).toBe(true);
     expect(folderRemoved).toBe(true);
     expect('seq' in result && result.seq).toBe(2);
@@ -96,7 +96,7 @@ describe('a ledger packed by git while the writer writes', () => {
       fs.rmdirSync(dirname(path));
       removals += 1;
     };
-    await expect(ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 })).rejects.toMatchObject({
+    await expect(ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 })).rejects.toMatchObject({
       code: 'IO_ERROR',
       message: "cannot write to the ledger's objects: ENOENT; the ledger is unchanged",
     });
@@ -126,7 +126,7 @@ describe('a ledger packed by git while the writer writes', () => {
         abandonedKept = fs.existsSync(abandoned);
       },
     );
-    await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    await ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
     expect(pruned.fired()).toBe(true);
     expect(complaint).toBe('');
     expect(abandonedKept).toBe(false);
@@ -158,7 +158,7 @@ describe('a ledger packed by git while the writer writes', () => {
       (call, path) => call === 'renameSync' && dirname(path) === refs,
       () => git(['--git-dir', gitdir, 'pack-refs', '--all']),
     );
-    const result = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const result = await ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
     expect(packed.fired()).toBe(true);
     expect('commit' in result && git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe('commit' in result && result.commit);
     expect(fs.readFileSync(join(gitdir, 'packed-refs'), 'utf8')).not.toMatch(/refs\/heads\/main\S/);
@@ -168,7 +168,7 @@ describe('a ledger packed by git while the writer writes', () => {
 
   it('moves the head by compare-and-swap when git gc has packed it into packed-refs and removed the loose ref', async () => {
     const { gitdir, actors, ledger } = await makeLedger(dir, undefined, 'packed-head.git');
-    const appendOne = () => ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const appendOne = () => ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
     await appendOne();
     git(['--git-dir', gitdir, 'gc', '-q']);
     expect(fs.existsSync(join(gitdir, 'refs', 'heads', 'main'))).toBe(false);

@@ -7,7 +7,7 @@ import { isCooError } from '../../src/errors.js';
 import { PACK_CHECK_EVERY } from '../../src/ledger/ledger.js';
 import { ObjectWriter, hashObject } from '../../src/ledger/object-store.js';
 import { git, run, tempDir } from '../helpers/tmp.js';
-import { T0, dispatchEnvelope, envelopeFile, makeLedger } from '../helpers/ledger.js';
+import { T0, dispatchEnvelope, messageFiles, makeLedger } from '../helpers/ledger.js';
 
 const dir = tempDir();
 
@@ -47,7 +47,7 @@ describe('the signed ledger', () => {
   it('appends a COO-signed envelope as commit 2 and stock git sees its signature as Good', async () => {
     const { gitdir, actors, ledger } = await makeLedger(dir, undefined, 'append.git');
     const message = dispatchEnvelope();
-    const result = await ledger.append({ files: [envelopeFile(message)], key: actors.coo, summary: 'dispatch', now: T0 });
+    const result = await ledger.append({ files: [...messageFiles(message)], key: actors.coo, summary: 'dispatch', now: T0 });
     expect('commit' in result && result.seq).toBe(2);
     const state = await ledger.state();
     expect(state.messages.get(message.message_id)?.source).toBe('coo.hermes');
@@ -64,7 +64,7 @@ describe('the signed ledger', () => {
   it('refuses an envelope claiming to be from the COO but signed by an EA key, and leaves the ref where it was', async () => {
     const { gitdir, actors, ledger } = await makeLedger(dir, undefined, 'spoof.git');
     const before = git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
-    const code = await rejectionCode(ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.codex, summary: 'spoof', now: T0 }));
+    const code = await rejectionCode(ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.codex, summary: 'spoof', now: T0 }));
     expect(code).toBe('SIGNER_WRONG_ACTOR');
     expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(before);
     ledger.close();
@@ -82,7 +82,7 @@ describe('the signed ledger', () => {
       const bytes = Buffer.from(`planted ${i}\n`);
       if (hashObject('blob', bytes).startsWith('17')) planted.push(await writer.write('blob', bytes));
     }
-    const appendOne = () => ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+    const appendOne = () => ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
     for (let seq = 2; seq < PACK_CHECK_EVERY; seq += 1) await appendOne();
     expect(objectCounts(gitdir).packed).toBe(0);
     const last = await appendOne();

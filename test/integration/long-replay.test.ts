@@ -1,6 +1,6 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sshSign, useKit, type Kit } from '../helpers/attack-kit.js';
-import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -16,7 +16,7 @@ const LENGTH = 300;
 
 beforeAll(async () => {
   kit = getKit();
-  for (let i = 0; i < LENGTH; i += 1) expect(await kit.append([envelopeFile(dispatchEnvelope())], kit.keys.coo.key)).toBe('accepted');
+  for (let i = 0; i < LENGTH; i += 1) expect(await kit.append([...messageFiles(dispatchEnvelope())], kit.keys.coo.key)).toBe('accepted');
   expect(await kit.seq()).toBeGreaterThanOrEqual(LENGTH);
 }, 120_000);
 

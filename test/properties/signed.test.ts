@@ -10,7 +10,7 @@ import { gatherFacts, readCommitLinks } from '../../src/ledger/history.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 import { readDocument } from '../../src/schema/documents.js';
 import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
-import { dispatchEnvelope, envelopeFile, makeLedger, T0 } from '../helpers/ledger.js';
+import { dispatchEnvelope, messageFiles, makeLedger, T0 } from '../helpers/ledger.js';
 import { tally } from '../helpers/tally.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -24,7 +24,7 @@ beforeAll(async () => {
   const made = await makeLedger(dir);
   ledger = made.ledger;
   parentState = cloneState(await ledger.state());
-  await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: made.actors.coo, summary: 'property base', now: T0 });
+  await ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: made.actors.coo, summary: 'property base', now: T0 });
   const head = await readCommitLinks(ledger.reader, ledger.head()!);
   const parent = await readCommitLinks(ledger.reader, head.parents[0]!);
   facts = await gatherFacts(ledger.reader, ledger.trees, head, parent.tree);

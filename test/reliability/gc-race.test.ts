@@ -3,7 +3,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
-import { T0, dispatchEnvelope, envelopeFile, makeLedger } from '../helpers/ledger.js';
+import { T0, dispatchEnvelope, messageFiles, makeLedger } from '../helpers/ledger.js';
 import { tally } from '../helpers/tally.js';
 import { git, gitEnv, tempDir } from '../helpers/tmp.js';
 
@@ -61,7 +61,7 @@ describe('git packing the ledger under a writer', () => {
       while (passes === 0 && packers.exitCode === null) await new Promise((resolve) => setTimeout(resolve, 20));
       for (let i = 0; i < COMMITS; i += 1) {
         try {
-          const result = await ledger.append({ files: [envelopeFile(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
+          const result = await ledger.append({ files: [...messageFiles(dispatchEnvelope())], key: actors.coo, summary: 'dispatch', now: T0 });
           if ('seq' in result) landed += 1;
         } catch (error) {
           errors.push((error as Error).message);

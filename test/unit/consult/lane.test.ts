@@ -1,6 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../../src/authority/state.js';
-import { nextAttemptAt, nextWork, preflight, type PreflightFacts } from '../../../src/consult/lane.js';
+import { nextAttemptAt, preflight, type PreflightFacts } from '../../../src/consult/lane.js';
+import { nextWork } from '../../../src/authority/runnable.js';
 import { judgeRun, type OracleRun } from '../../../src/consult/outcome.js';
 import { defaultPolicy, defaultRegistry } from '../../../src/ledger/init.js';
 import type { AaConsultMessage } from '../../../src/schema/message.js';

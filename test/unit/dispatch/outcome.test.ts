@@ -70,6 +70,17 @@ function receipt(f: DispatchFacts) {
     files_changed: decision.filesChanged,
     tests_run: decision.testsRun,
     head_sha: decision.headSha,
+    executor: 'codex',
+    executor_session_id: 'thread-1',
+    model: 'gpt-5.5',
+    base_sha: BASE,
+    branch: decision.headSha === BASE ? null : 'coo/x',
+    file_hashes: decision.filesChanged.map((path) => ({ path, sha256: `sha256:${'0'.repeat(64)}` })),
+    attachments: [],
+    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
+    usage: null,
+    actual_cost_usd: 0.01,
+    warnings: [],
   });
   return decision;
 }

@@ -1,0 +1,84 @@
+import type { Command } from 'commander';
+import { CooError } from '../errors.js';
+import { enqueueDispatch } from '../dispatch/enqueue.js';
+import { Ledger } from '../ledger/ledger.js';
+import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+
+export function dispatchVerb(program: Command): void {
+  program
+    .command('dispatch')
+    .description('enqueue governed work for an execution agent: pin the base commit, write the task, sign and append an ea_dispatch envelope; `coo watch` runs it and proves the outcome itself')
+    .addOption(ledgerOption())
+    .addOption(keyOption('the COO private key; default $COO_KEY'))
+    .option('--to <actor>', 'the execution agent, e.g. ea.codex')
+    .option('--repo <path>', 'the repository the work is done in')
+    .option('--rev <rev>', 'the base commit (default HEAD)')
+    .option('--task <text>', 'what to do')
+    .option('--task-file <file>', 'read the task from a file')
+    .option('--scope <glob>', 'a path glob the work may change, relative to the repository root (repeatable; at least one)', collectPairs, [])
+    .option('--accept <text>', 'an acceptance criterion (repeatable; at least one)', collectPairs, [])
+    .option('--verify <command>', 'a command the runner runs itself in the worktree afterwards; every one must exit 0 (repeatable; at least one)', collectPairs, [])
+    .option('--file <glob>', 'a context file to pin at the base commit (repeatable)', collectPairs, [])
+    .option('--branch <name>', 'the branch the work is committed on (default coo/<message id>; later attempts add -attempt-N)')
+    .option('--timeout <duration>', "the executor's time box, e.g. 10m (default: the runtime budget)")
+    .option('--max-cost <usd>', 'budget for this dispatch in USD, all attempts (default: the policy cap)')
+    .option('--ttl <duration>', 'how long the dispatch may wait to start (default 1h)')
+    .option('--approval <id>', "the CEO's approval (apr_...) of this exact request, when the policy asks for one")
+    .option('--open-pr <owner/repo>', 'once the work succeeds, push its branch and open a pull request there')
+    .option('--issue <n>', 'the forge issue the work answers')
+    .option('--idempotency-key <key>', 'the same key with the same request returns the message already there; with another request it is refused')
+    .option('--correlation <id>', "correlation id (corr_...) (default: the parent's, or the original's under the same --idempotency-key, or a new one)")
+    .option('--parent <message-id>', 'the message this one follows from (never advisory traffic)')
+    .addOption(jsonOption())
+    .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
+      const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
+      const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
+      const target = required(opts['to'] as string | undefined, '--to', 'the execution agent, e.g. ea.codex');
+      const repo = required(opts['repo'] as string | undefined, '--repo', 'the repository the work is done in');
+      const taskText = opts['task'] as string | undefined;
+      const taskFile = opts['taskFile'] as string | undefined;
+      if ((taskText === undefined) === (taskFile === undefined)) throw new CooError('USAGE', 'give exactly one of --task or --task-file');
+      const task = taskText ?? readInput(taskFile!, 'task file').toString('utf8');
+      const openPr = opts['openPr'] as string | undefined;
+      if (openPr !== undefined && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(openPr)) throw new CooError('USAGE', `--open-pr takes OWNER/REPO, got ${JSON.stringify(openPr)}`);
+      const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout');
+      const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
+      const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
+      const issue = positiveNumber(opts['issue'] as string | undefined, '--issue');
+      if (issue !== undefined && !Number.isInteger(issue)) throw new CooError('USAGE', '--issue takes an issue number');
+      const optional = {
+        ...(opts['rev'] === undefined ? {} : { rev: opts['rev'] as string }),
+        ...(opts['branch'] === undefined ? {} : { branch: opts['branch'] as string }),
+        ...(timeout === undefined ? {} : { timeoutSeconds: Math.round(timeout), maxRuntimeSeconds: Math.round(timeout) }),
+        ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
+        ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
+        ...(issue === undefined ? {} : { issueNumber: issue }),
+        ...(openPr === undefined ? {} : { openPr }),
+        ...(opts['approval'] === undefined ? {} : { approvalId: opts['approval'] as string }),
+        ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
+        ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
+        ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
+      };
+      const ledger = Ledger.open(gitdir);
+      try {
+        const result = await enqueueDispatch({
+          ledger,
+          key,
+          now: now(),
+          target,
+          repo,
+          task,
+          scope: opts['scope'] as string[],
+          accept: opts['accept'] as string[],
+          verify: opts['verify'] as string[],
+          patterns: opts['file'] as string[],
+          ...optional,
+        });
+        emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope }, () =>
+          result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : `${result.messageId} (base ${result.envelope.dispatch.base_ref.slice(0, 12)}, branch ${result.envelope.dispatch.branch_name})`,
+        );
+      } finally {
+        ledger.close();
+      }
+    });
+}

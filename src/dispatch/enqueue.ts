@@ -1,0 +1,125 @@
+import { basename, resolve } from 'node:path';
+import { defaultBranchFor, dispatchRequestHash } from '../authority/dispatch-rules.js';
+import { edgeRequires } from '../authority/policy-check.js';
+import { attemptIdOf } from '../authority/runnable.js';
+import type { LedgerState } from '../authority/state.js';
+import { contextManifestBytes } from '../consult/enqueue.js';
+import { pinFiles, resolveCommit } from '../consult/pins.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { CooError } from '../errors.js';
+import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
+import { budgetAt, planEnvelope, type EnvelopeRequest } from '../ledger/envelope-plan.js';
+import { manifestPath, promptPath } from '../ledger/layout.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { parseDocument } from '../schema/documents.js';
+import type { EaDispatchMessage } from '../schema/message.js';
+import { sha256Ref } from '../util/hash.js';
+
+export interface DispatchRequest extends EnvelopeRequest {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  readonly now: Date;
+  /** The execution agent, e.g. ea.codex. */
+  readonly target: string;
+  /** The repository the work is done in (its work tree or git folder); the base is pinned from it. */
+  readonly repo: string;
+  readonly rev?: string;
+  readonly task: string;
+  readonly scope: readonly string[];
+  readonly accept: readonly string[];
+  readonly verify: readonly string[];
+  /** Context files to pin at the base, as for a consult. */
+  readonly patterns?: readonly string[];
+  readonly branch?: string;
+  readonly timeoutSeconds?: number;
+  readonly issueNumber?: number;
+  /** The forge repository (`owner/name`) a pull request opens in once the work succeeds. */
+  readonly openPr?: string;
+  /** The CEO's approval (approval.v0) of this exact request, when the policy asks for one. */
+  readonly approvalId?: string;
+}
+
+export interface DispatchEnqueued extends EnvelopeAppendResult {
+  readonly envelope: EaDispatchMessage;
+}
+
+/** The forge name a dispatch records when it opens no pull request: the repository's folder name. */
+function localRepoName(repo: string): string {
+  const name = basename(resolve(repo)).replace(/\.git$/, '').replace(/[^A-Za-z0-9_.-]/g, '-') || 'repo';
+  return `local/${name}`;
+}
+
+/**
+ * Builds, signs and appends an ea_dispatch envelope: the task as a hashed artifact, the base
+ * pinned to the commit `rev` resolves to (with any context files, hashed as for a consult), the
+ * scope, acceptance criteria and verification commands, and the executor the registry names for
+ * the target. Where the policy asks for the CEO's approval and none is given, it is refused with
+ * the request hash the CEO approves (`coo approve --request`); the validator decides the rest.
+ */
+export async function enqueueDispatch(request: DispatchRequest): Promise<DispatchEnqueued> {
+  const { ledger, key, now } = request;
+  const state = await ledger.state();
+  const plan = planEnvelope(state, key, request.target, request, now, 'dispatch');
+  const { policy } = plan;
+  const executor = state.registry!.doc.actors.find((actor) => actor.id === request.target)?.executor;
+  if (executor === undefined) throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${request.target} is not an execution agent with an executor in the registry`);
+  if (request.task.trim() === '') throw new CooError('USAGE', 'the task is empty');
+  for (const [list, flag] of [[request.scope, '--scope'], [request.accept, '--accept'], [request.verify, '--verify']] as const) {
+    if (list.length === 0) throw new CooError('USAGE', `give at least one ${flag}`);
+  }
+  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD');
+  const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns);
+  const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+  if (files.length > policy.limits.max_context_files) throw new CooError('POLICY_LIMIT', `${files.length} context files exceed the policy's ${policy.limits.max_context_files}`);
+  if (contextBytes > policy.limits.max_context_bytes) throw new CooError('POLICY_LIMIT', `${contextBytes} bytes of context exceed the policy's ${policy.limits.max_context_bytes}`);
+  const task = Buffer.from(request.task.endsWith('\n') ? request.task : `${request.task}\n`, 'utf8');
+  const manifest = files.length === 0 ? null : contextManifestBytes(resolved.commit, files);
+  const timeout = request.timeoutSeconds ?? plan.runtimeSeconds;
+  const envelopeAt = (head: LedgerState): EaDispatchMessage =>
+    parseDocument(
+      'coo_message.v0',
+      {
+        ...plan.header,
+        intent: 'ea_dispatch',
+        authority_class: 'governed_execution',
+        budget: budgetAt(plan, head, request.maxCostUsd),
+        dispatch: {
+          repo: request.openPr ?? localRepoName(request.repo),
+          issue_number: request.issueNumber ?? null,
+          attempt_id: attemptIdOf({ id: plan.messageId, intent: 'ea_dispatch' }, 1),
+          executor: executor.kind,
+          base_ref: resolved.commit,
+          branch_name: request.branch ?? defaultBranchFor(plan.messageId),
+          scope_paths: [...request.scope],
+          acceptance_criteria: [...request.accept],
+          verification_commands: [...request.verify],
+          timeout_seconds: timeout,
+        },
+        payload_ref: promptPath(plan.folder),
+        payload_hash: sha256Ref(task),
+        context_pin:
+          manifest === null
+            ? null
+            : {
+                repo_commit_sha: resolved.commit,
+                context_manifest_ref: manifestPath(plan.folder),
+                context_manifest_hash: sha256Ref(manifest),
+                files: files.map((file) => ({ path: file.path, sha256: file.sha256 })),
+              },
+        expected_receipt_schema: 'ea_receipt.v0',
+        ...(request.approvalId === undefined ? {} : { approval_id: request.approvalId }),
+        ...(request.openPr === undefined ? {} : { open_pr: true }),
+      },
+      'envelope',
+    ) as EaDispatchMessage;
+  const first = envelopeAt(state);
+  if (request.approvalId === undefined && edgeRequires(policy, plan.actor, request.target, 'ea_dispatch', 'ceo_approval')) {
+    const hash = dispatchRequestHash(first);
+    throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask for \`coo approve --request ${hash} --reason TEXT\`, then repeat this command with --approval APPROVAL_ID`, {
+      where: hash,
+    });
+  }
+  const artifacts = new Map<string, Buffer>([['prompt.md', task]]);
+  if (manifest !== null) artifacts.set('context-manifest.yaml', manifest);
+  return appendRequest(ledger, envelopeAt, artifacts, key, now);
+}

@@ -1,0 +1,142 @@
+import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
+import type { MessageRecord } from '../authority/state.js';
+import { planBudget, type ModelPrice } from '../consult/budget.js';
+import type { EaDispatchMessage } from '../schema/message.js';
+import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import type { Actor } from '../schema/registry.js';
+import { attemptIdOf } from '../authority/runnable.js';
+import { isoSeconds } from '../util/time.js';
+import type { StreamUsage } from './executor.js';
+
+/**
+ * The dispatch lane's decisions. Pure: facts in, decision out. The runner gathers the facts (the
+ * ledger state, the clock, the executor's run and its own evidence) and carries out what is
+ * decided here and in outcome.ts.
+ */
+
+export interface DispatchPreflightFacts extends GateFacts {
+  readonly message: EaDispatchMessage;
+  readonly spentOnMessageUsd: number;
+  readonly spentOnCorrelationUsd: number;
+  readonly spentTodayUsd: number;
+}
+
+export type DispatchPreflight =
+  | ({ readonly kind: 'stop' } & Stop)
+  | {
+      readonly kind: 'run';
+      readonly executor: NonNullable<Actor['executor']>;
+      readonly price: ModelPrice;
+      readonly timeoutSeconds: number;
+      /** What the run may cost at most: the tightest of the message's, the correlation's and the day's remainders. */
+      readonly maxCostUsd: number;
+    };
+
+/** Everything that must hold before a dispatch may start an executor, in the order it is checked. */
+export function preflightDispatch(facts: DispatchPreflightFacts): DispatchPreflight {
+  const { now, message, policy, registry } = facts;
+  const gate = gateAttempt(facts);
+  if (gate !== null) return { kind: 'stop', ...gate };
+  const executor = registry.actors.find((actor) => actor.id === message.target_actor)?.executor;
+  if (executor === undefined) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `${message.target_actor} has no executor in the registry in force` };
+  if (executor.kind !== message.dispatch.executor) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `${message.target_actor} now runs ${executor.kind}, the dispatch names ${message.dispatch.executor}` };
+  const price = policy.models[executor.model];
+  if (price === undefined) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `the policy has no price for model ${executor.model}: a dispatch cannot be budgeted` };
+  // The same budget rule as a consult's, with the task as input: the run must afford a first turn.
+  const budget = planBudget({
+    price,
+    inputTokens: 0,
+    messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
+    correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
+    dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
+  });
+  if (!budget.ok) return { kind: 'stop', status: 'blocked', blocker: budget.blocker, detail: budget.detail };
+  const untilDeadline = Math.floor((Date.parse(message.deadline_at) - now.getTime()) / 1000);
+  const timeoutSeconds = Math.max(1, Math.min(message.dispatch.timeout_seconds, message.budget.max_runtime_seconds, policy.budgets.max_runtime_seconds, untilDeadline));
+  return { kind: 'run', executor, price, timeoutSeconds, maxCostUsd: budget.limitUsd };
+}
+
+/** The task as the executor reads it: the COO's text, then the dispatch's bounds, stated as facts. */
+export function renderTask(message: EaDispatchMessage, task: string, contextFiles: readonly string[]): string {
+  const list = (items: readonly string[]): string => items.map((item) => `- ${item}`).join('\n');
+  return [
+    task.trimEnd(),
+    '',
+    'Acceptance criteria:',
+    list(message.dispatch.acceptance_criteria),
+    '',
+    'Change only files matching:',
+    list(message.dispatch.scope_paths),
+    '',
+    'The runner verifies the work itself afterwards with:',
+    list(message.dispatch.verification_commands),
+    ...(contextFiles.length === 0 ? [] : ['', 'Context files:', list(contextFiles)]),
+    '',
+    'Work in the current directory only. Do not commit, push or create branches: the runner commits your changes.',
+    '',
+  ].join('\n');
+}
+
+export interface EaReceiptFacts {
+  readonly now: Date;
+  readonly message: EaDispatchMessage;
+  readonly record: MessageRecord;
+  readonly attempt: number;
+  readonly status: ReceiptStatus;
+  readonly blockers: ReadonlyArray<{ readonly code: BlockerCode; readonly detail: string }>;
+  readonly policyRef: string;
+  readonly executor: EaReceipt['executor'];
+  readonly model: string | null;
+  readonly sessionId: string | null;
+  readonly commandsRun: readonly string[];
+  readonly innerExitCodes: readonly number[];
+  readonly files: ReadonlyArray<{ readonly path: string; readonly sha256: string | null }>;
+  readonly testsRun: readonly string[];
+  readonly headSha: string | null;
+  readonly branch: string | null;
+  readonly usage: StreamUsage | null;
+  readonly costUsd: number;
+  readonly attachments: ReadonlyArray<{ readonly path: string; readonly sha256: string }>;
+  readonly warnings: readonly string[];
+}
+
+/** An ea_receipt.v0 for one attempt. A dispatch never retries on its own: the next attempt needs the CEO. */
+export function buildEaReceipt(facts: EaReceiptFacts): EaReceipt {
+  const usage = facts.usage;
+  return {
+    schema_version: 'ea_receipt.v0',
+    message_id: facts.message.message_id,
+    attempt_id: attemptIdOf(facts.record, facts.attempt),
+    attempt_number: facts.attempt,
+    target_actor: facts.message.target_actor,
+    status: facts.status,
+    created_at: isoSeconds(facts.now),
+    blockers: facts.blockers.map((blocker) => ({ code: blocker.code, detail: blocker.detail.slice(0, 2000) })),
+    next_attempt_at: null,
+    commands_run: [...facts.commandsRun],
+    inner_exit_codes: [...facts.innerExitCodes],
+    files_changed: facts.files.map((file) => file.path),
+    tests_run: [...facts.testsRun],
+    head_sha: facts.headSha,
+    executor: facts.executor,
+    executor_session_id: facts.sessionId === null ? null : facts.sessionId.slice(0, 120),
+    model: facts.model,
+    base_sha: facts.message.dispatch.base_ref,
+    branch: facts.branch,
+    file_hashes: facts.files.map((file) => ({ path: file.path, sha256: file.sha256 })),
+    attachments: [...facts.attachments],
+    policy_decision_ref: facts.policyRef,
+    usage:
+      usage === null
+        ? null
+        : {
+            input_tokens: usage.inputTokens,
+            output_tokens: usage.outputTokens,
+            reasoning_tokens: usage.reasoningTokens,
+            total_tokens: usage.inputTokens + usage.outputTokens + usage.reasoningTokens,
+            reported: true,
+          },
+    actual_cost_usd: facts.costUsd,
+    warnings: [...facts.warnings],
+  };
+}

@@ -1,0 +1,335 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { attemptBranchFor } from '../authority/dispatch-rules.js';
+import { attemptIdOf } from '../authority/runnable.js';
+import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { spentOnMessageUsd } from '../consult/budget.js';
+import type { PinnedRepo } from '../consult/pins.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { CooError, isCooError } from '../errors.js';
+import { attemptArtifactPath, envelopePath, receiptPath } from '../ledger/layout.js';
+import type { Ledger, NewFile } from '../ledger/ledger.js';
+import { LIMITS } from '../limits.js';
+import { readDocument } from '../schema/documents.js';
+import type { EaDispatchMessage } from '../schema/message.js';
+import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import { toYaml } from '../schema/strict-yaml.js';
+import { killGroup } from '../util/bubblewrap.js';
+import { failpoint } from '../util/failpoint.js';
+import { sha256Ref } from '../util/hash.js';
+import { isAlive } from '../util/process.js';
+import { isoSeconds } from '../util/time.js';
+import { gatherEvidence, type GatheredEvidence } from './evidence.js';
+import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
+import { buildEaReceipt, preflightDispatch, renderTask, type EaReceiptFacts } from './lane.js';
+import { decideDispatch } from './outcome.js';
+import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
+
+/** What the runner lends the dispatch lane: its ledger, key, clock, claim rule, commit path and events. */
+export interface DispatchContext {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  readonly stateDir: string;
+  /** The repository dispatches work in (the runner's `--repo`). */
+  readonly repo: string;
+  readonly pins: PinnedRepo;
+  readonly executors: ExecutorFactory;
+  /** Paths no executor or verification command sees (the ledger, the key's folder, the runner's state). */
+  readonly hide: readonly string[];
+  readonly clock: () => Date;
+  readonly runnerId: string;
+  readonly keepWorktrees: boolean;
+  /** Commits the claim of `attempt`, with a receipt decided before anything ran; false when another runner has it. */
+  readonly claim: (record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }) => Promise<boolean>;
+  readonly commit: (files: NewFile[], summary: string, now: Date) => Promise<void>;
+  readonly onReceipt: (messageId: string, attempt: number, status: ReceiptStatus, blockers: readonly BlockerCode[]) => void;
+  readonly onEvent: (event: DispatchEvent) => void;
+}
+
+export type DispatchEvent =
+  | { readonly type: 'executor_started'; readonly messageId: string; readonly attempt: number; readonly executor: string; readonly branch: string; readonly at: number }
+  | { readonly type: 'executor_ended'; readonly messageId: string; readonly attempt: number; readonly exitCode: number | null; readonly killedBy: string | null; readonly elapsedMs: number }
+  | { readonly type: 'verified'; readonly messageId: string; readonly attempt: number; readonly commands: number; readonly failed: number }
+  | { readonly type: 'late_result'; readonly messageId: string; readonly attempt: number; readonly detail: string };
+
+interface AttemptFolder {
+  readonly root: string;
+  readonly worktree: string;
+  readonly scratch: string;
+  readonly pidPath: string;
+}
+
+function attemptFolder(stateDir: string, attemptId: string): AttemptFolder {
+  const root = join(stateDir, 'dispatch', attemptId);
+  return { root, worktree: join(root, 'worktree'), scratch: join(root, 'scratch'), pidPath: join(root, 'executor.pid') };
+}
+
+/** The ledger keeps at most the artifact bound of a stream or an output; the receipt says when it was cut. */
+function boundedArtifact(bytes: Buffer): { bytes: Buffer; cut: boolean } {
+  return bytes.length > LIMITS.artifactBytes ? { bytes: bytes.subarray(0, LIMITS.artifactBytes), cut: true } : { bytes, cut: false };
+}
+
+/**
+ * The runner's side of a dispatch: claim, a fresh worktree at the pinned base, the executor under
+ * our own timer, then the COO's own evidence (changed files, verification, a signed commit on the
+ * attempt's branch) and a COO-signed ea_receipt.v0 for every outcome.
+ */
+export class DispatchLane {
+  constructor(private readonly ctx: DispatchContext) {}
+
+  private async readEnvelope(record: MessageRecord): Promise<EaDispatchMessage> {
+    const path = envelopePath(folderOf(record));
+    const bytes = await this.ctx.ledger.readFile(path);
+    if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
+    const message = readDocument('coo_message.v0', bytes, path);
+    if (message.intent !== 'ea_dispatch') throw new CooError('INTERNAL', `${record.id} is not a dispatch`);
+    return message;
+  }
+
+  private policyRef(state: LedgerState): string {
+    return `${state.policy!.path}@${state.policy!.sha256}`;
+  }
+
+  /** A receipt with nothing run: the fields a run would fill are empty. */
+  private emptyFacts(state: LedgerState, message: EaDispatchMessage, record: MessageRecord, attempt: number, now: Date): Omit<EaReceiptFacts, 'status' | 'blockers'> {
+    return {
+      now,
+      message,
+      record,
+      attempt,
+      policyRef: this.policyRef(state),
+      executor: message.dispatch.executor,
+      model: null,
+      sessionId: null,
+      commandsRun: [],
+      innerExitCodes: [],
+      files: [],
+      testsRun: [],
+      headSha: null,
+      branch: null,
+      usage: null,
+      costUsd: 0,
+      attachments: [],
+      warnings: [],
+    };
+  }
+
+  /** A pre-flight outcome: claim and receipt in one commit, nothing run or paid for. */
+  private async stop(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
+    const receipt = buildEaReceipt({ ...this.emptyFacts(state, message, record, attempt, now), status, blockers: [{ code: blocker, detail }] });
+    const landed = await this.ctx.claim(record, attempt, now, {
+      file: { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) },
+      summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`,
+    });
+    if (landed) this.ctx.onReceipt(message.message_id, attempt, status, [blocker]);
+    return landed;
+  }
+
+  /** One new attempt. Returns false when another runner has it. */
+  async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const { ledger } = this.ctx;
+    const attempt = record.attempts.length + 1;
+    const now = this.ctx.clock();
+    const message = await this.readEnvelope(record);
+    const decision = preflightDispatch({
+      now,
+      message,
+      attempt,
+      killSwitch: state.killSwitch?.doc ?? null,
+      registry: state.registry!.doc,
+      policy: state.policy!.doc,
+      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
+      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
+    });
+    const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
+    if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
+    const task = await ledger.readFile(message.payload_ref!);
+    if (task === null || sha256Ref(task) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
+    const pins = await this.ctx.pins.check(message.dispatch.base_ref, message.context_pin?.files ?? []);
+    if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    const executor = this.ctx.executors({
+      kind: decision.executor.kind,
+      model: decision.executor.model,
+      providerKeyEnv: decision.executor.provider_key_env,
+      price: { inputPerMillion: decision.price.input_usd_per_million, outputPerMillion: decision.price.output_usd_per_million },
+    });
+    // A missing executor is the runner's configuration, not the dispatch's fault: it stays queued.
+    executor.check();
+    if (!(await this.ctx.claim(record, attempt, now))) return false;
+    failpoint('after-claim');
+    const attemptId = attemptIdOf(record, attempt);
+    const folder = attemptFolder(this.ctx.stateDir, attemptId);
+    fs.rmSync(folder.root, { recursive: true, force: true });
+    fs.mkdirSync(folder.scratch, { recursive: true, mode: 0o700 });
+    const branch = attemptBranchFor(message.dispatch.branch_name, attempt);
+    let worktree: AttemptWorktree;
+    try {
+      worktree = await createAttemptWorktree({ repo: this.ctx.repo, base: message.dispatch.base_ref, branch, path: folder.worktree });
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      await this.finishWithout(state, record, message, attempt, 'failed', 'config_error', `no worktree for ${branch}: ${error.message}`);
+      return true;
+    }
+    try {
+      const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? []);
+      this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
+      const running = executor.run({ attemptId, worktree: worktree.path, scratch: folder.scratch, prompt, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, pidFile: folder.pidPath });
+      failpoint('during-executor');
+      const run = await running;
+      this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
+      const gathered = await gatherEvidence(worktree, {
+        scratch: folder.scratch,
+        scope: message.dispatch.scope_paths,
+        verify: message.dispatch.verification_commands,
+        verifyTimeoutSeconds: decision.timeoutSeconds,
+        isolation: executor.isolated ? 'bwrap' : 'none',
+        hide: this.ctx.hide,
+        commit: { key: this.ctx.key, actor: state.registry!.doc.active_coo, attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
+      }).catch((error: unknown) => {
+        if (isCooError(error)) return null;
+        throw error;
+      });
+      if (gathered !== null) {
+        this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: gathered.verification.length, failed: gathered.verification.filter((result) => result.exitCode !== 0).length });
+      }
+      await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model);
+    } finally {
+      if (!this.ctx.keepWorktrees) {
+        await removeAttemptWorktree(worktree);
+        fs.rmSync(folder.root, { recursive: true, force: true });
+      }
+    }
+    return true;
+  }
+
+  /** A receipt for an attempt whose executor never ran (a worktree could not be made). */
+  private async finishWithout(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<void> {
+    const now = this.ctx.clock();
+    const receipt = buildEaReceipt({ ...this.emptyFacts(state, message, record, attempt, now), status, blockers: [{ code: blocker, detail }] });
+    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`, now);
+    this.ctx.onReceipt(message.message_id, attempt, status, [blocker]);
+  }
+
+  /** Decides the run from the COO's own evidence and commits the receipt with the stream and verification output. */
+  private async finish(record: MessageRecord, message: EaDispatchMessage, attempt: number, run: ExecutorRun, gathered: GatheredEvidence | null, maxCostUsd: number, isolated: boolean, model: string): Promise<void> {
+    const now = this.ctx.clock();
+    const state = await this.ctx.ledger.state();
+    const latest = state.messages.get(record.id) ?? record;
+    const attemptId = attemptIdOf(record, attempt);
+    const costUsd = costOf(run.facts.usage, this.priceOf(state, model));
+    const decision = decideDispatch({
+      expected: { executor: message.dispatch.executor, attemptId },
+      attemptTerminal: latest.attempts[attempt - 1]?.receipt != null || isTerminal(latest),
+      run,
+      evidence: gathered?.summary ?? null,
+      costUsd,
+      maxCostUsd,
+      baseSha: message.dispatch.base_ref,
+    });
+    if (decision.kind === 'late') {
+      // Another runner closed the attempt (it took it over): the result is kept beside the runner, never applied.
+      const lateDir = join(this.ctx.stateDir, 'late-results');
+      fs.mkdirSync(lateDir, { recursive: true });
+      fs.writeFileSync(join(lateDir, `${attemptId}.jsonl`), run.stream);
+      this.ctx.onEvent({ type: 'late_result', messageId: message.message_id, attempt, detail: decision.detail });
+      return;
+    }
+    const files: NewFile[] = [];
+    const attachments: Array<{ path: string; sha256: string }> = [];
+    const warnings: string[] = [];
+    const add = (name: string, bytes: Buffer): void => {
+      const bounded = boundedArtifact(bytes);
+      if (bounded.cut && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
+      const path = attemptArtifactPath(folderOf(record), attempt, name);
+      files.push({ path, bytes: bounded.bytes });
+      attachments.push({ path, sha256: sha256Ref(bounded.bytes) });
+    };
+    add(`${run.executor === 'codex' ? 'codex' : 'claude'}-events.jsonl`, run.stream);
+    if (run.stderrTail !== '') add('executor-stderr.txt', Buffer.from(run.stderrTail, 'utf8'));
+    if (run.facts.finalMessage !== null) add('final-message.md', Buffer.from(run.facts.finalMessage, 'utf8'));
+    gathered?.verification.forEach((result, index) => add(`verify-${String(index + 1).padStart(2, '0')}.log`, result.output));
+    if (!isolated) warnings.push('sandbox_unenforced');
+    const receiptDoc =
+      decision.kind === 'foreign'
+        ? buildEaReceipt({
+            ...this.baseFacts(state, message, latest, attempt, now, run, gathered, costUsd, attachments, warnings, model),
+            status: 'failed',
+            blockers: [{ code: 'attempt_mismatch', detail: decision.detail }],
+            commandsRun: [],
+            innerExitCodes: [],
+            testsRun: [],
+          })
+        : buildEaReceipt({
+            ...this.baseFacts(state, message, latest, attempt, now, run, gathered, costUsd, attachments, warnings, model),
+            status: decision.status,
+            blockers: decision.blockers,
+            commandsRun: decision.commandsRun,
+            innerExitCodes: decision.innerExitCodes,
+            testsRun: decision.testsRun,
+            headSha: decision.headSha,
+          });
+    files.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receiptDoc)) });
+    const codes = receiptDoc.blockers.map((blocker) => blocker.code);
+    await this.ctx.commit(files, `receipt ${message.message_id} attempt ${attempt}: ${receiptDoc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
+    this.ctx.onReceipt(message.message_id, attempt, receiptDoc.status, codes);
+  }
+
+  private priceOf(state: LedgerState, model: string): { inputPerMillion: number; outputPerMillion: number } | null {
+    const price = state.policy?.doc.models[model];
+    return price === undefined ? null : { inputPerMillion: price.input_usd_per_million, outputPerMillion: price.output_usd_per_million };
+  }
+
+  private baseFacts(
+    state: LedgerState,
+    message: EaDispatchMessage,
+    record: MessageRecord,
+    attempt: number,
+    now: Date,
+    run: ExecutorRun,
+    gathered: GatheredEvidence | null,
+    costUsd: number,
+    attachments: ReadonlyArray<{ path: string; sha256: string }>,
+    warnings: readonly string[],
+    model: string,
+  ): Omit<EaReceiptFacts, 'status' | 'blockers' | 'commandsRun' | 'innerExitCodes' | 'testsRun'> {
+    const changes = gathered?.snapshot.changes ?? [];
+    return {
+      ...this.emptyFacts(state, message, record, attempt, now),
+      executor: run.executor,
+      model,
+      sessionId: run.facts.sessionId,
+      files: changes.map((change) => ({ path: change.path, sha256: change.sha256 })),
+      headSha: gathered?.commit?.headSha ?? null,
+      branch: gathered?.commit?.branch ?? null,
+      usage: run.facts.usage,
+      costUsd,
+      attachments,
+      warnings,
+    };
+  }
+
+  /**
+   * An attempt claimed but never receipted whose runner is gone: whatever it started is ended, and
+   * the attempt is recorded as interrupted. A dispatch is not harvested (its evidence was never
+   * gathered by a live runner) and does not retry on its own: the next attempt needs the CEO.
+   */
+  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const last = record.attempts[record.attempts.length - 1]!;
+    const message = await this.readEnvelope(record);
+    const folder = attemptFolder(this.ctx.stateDir, last.attemptId);
+    const pid = Number(fs.existsSync(folder.pidPath) ? fs.readFileSync(folder.pidPath, 'utf8').trim() : NaN);
+    if (Number.isInteger(pid) && isAlive(pid)) killGroup(pid);
+    const now = this.ctx.clock();
+    const receipt = buildEaReceipt({
+      ...this.emptyFacts(state, message, record, last.number, now),
+      status: 'failed',
+      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
+    });
+    await this.ctx.commit([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
+    this.ctx.onReceipt(message.message_id, last.number, 'failed', ['interrupted']);
+    fs.rmSync(folder.root, { recursive: true, force: true });
+    await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);
+    return true;
+  }
+}

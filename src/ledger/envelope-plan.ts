@@ -1,0 +1,99 @@
+import { randomBytes } from 'node:crypto';
+import { activeKeys } from '../authority/keys.js';
+import { correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { CooError } from '../errors.js';
+import type { ActorPolicy } from '../schema/policy.js';
+import { newCorrelationId, newMessageId } from '../util/ids.js';
+import { addSeconds, isoSeconds } from '../util/time.js';
+import { messageFolder } from './layout.js';
+
+/** What a COO request says about its place in the ledger; everything else has a default. */
+export interface EnvelopeRequest {
+  readonly maxCostUsd?: number;
+  readonly maxRuntimeSeconds?: number;
+  readonly ttlSeconds?: number;
+  readonly idempotencyKey?: string;
+  /** Default: the parent's, else the correlation of the first request under this idempotency key, else a new one. */
+  readonly correlationId?: string;
+  readonly parentMessageId?: string;
+  /** How many hops a chain through this message may take: at most what the parent leaves (its own max_hops) and the policy's; that by default. */
+  readonly maxHops?: number;
+  /** How the request reached the ledger when not typed at the CLI; recorded as the envelope's submitted_via. */
+  readonly submittedVia?: 'mcp';
+}
+
+/** The header fields every lane's envelope shares, decided once for the writers of both lanes. */
+export interface EnvelopePlan {
+  readonly actor: string;
+  readonly policy: ActorPolicy;
+  readonly messageId: string;
+  readonly createdAt: string;
+  readonly folder: string;
+  /** The envelope's header, but for the correlation's remaining budget, which depends on the head it lands on. */
+  readonly header: Record<string, unknown>;
+  readonly correlation: string;
+  readonly runtimeSeconds: number;
+}
+
+/** Defaults when the caller gives none: the policy's caps, an hour to start, a runtime of ten minutes at most. */
+const DEFAULT_TTL_SECONDS = 3600;
+const DEFAULT_RUNTIME_SECONDS = 600;
+
+/** Plans the shared header of a new envelope from `key`'s holder to `target`, refusing what cannot be sent. */
+export function planEnvelope(state: LedgerState, key: PrivateKey, target: string, request: EnvelopeRequest, now: Date, keyPrefix: string): EnvelopePlan {
+  const registry = state.registry?.doc;
+  const policy = state.policy?.doc;
+  if (registry === undefined || policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no registry and policy');
+  const holder = activeKeys(state.root?.doc ?? null, registry).get(key.publicKey.keyId);
+  if (holder === undefined) throw new CooError('SIGNER_UNKNOWN', `key ${key.publicKey.keyId} is not in the registry: requests are sent by the active COO ${registry.active_coo}`);
+  const parent = request.parentMessageId === undefined ? undefined : state.messages.get(request.parentMessageId);
+  if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
+  const idempotencyKey = request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`;
+  // A retry under the same key names the same request in the same correlation: reuse the original's.
+  const original = state.messages.get(state.idempotency.get(idempotencySlot(holder.actor, idempotencyKey)) ?? '');
+  const correlation = parent?.correlation ?? request.correlationId ?? original?.correlation ?? newCorrelationId();
+  const chain = parent === undefined ? [] : [...parent.chain, parent.id];
+  const maxHops = request.maxHops ?? Math.min(parent?.maxHops ?? policy.limits.max_hops, policy.limits.max_hops);
+  const messageId = newMessageId(now.getTime());
+  const createdAt = isoSeconds(now);
+  const ttl = request.ttlSeconds ?? Math.min(DEFAULT_TTL_SECONDS, policy.limits.max_ttl_seconds);
+  const runtime = request.maxRuntimeSeconds ?? Math.min(DEFAULT_RUNTIME_SECONDS, policy.budgets.max_runtime_seconds);
+  const expires = addSeconds(now, ttl);
+  return {
+    actor: holder.actor,
+    policy,
+    messageId,
+    createdAt,
+    folder: messageFolder(messageId, createdAt),
+    correlation,
+    runtimeSeconds: runtime,
+    header: {
+      schema_version: 'coo_message.v0',
+      message_id: messageId,
+      correlation_id: correlation,
+      parent_message_id: parent?.id ?? null,
+      causality_chain: chain,
+      hop_count: chain.length,
+      max_hops: maxHops,
+      expires_at: isoSeconds(expires),
+      deadline_at: isoSeconds(addSeconds(expires, runtime)),
+      principal: holder.actor,
+      source_actor: holder.actor,
+      target_actor: target,
+      idempotency_key: idempotencyKey,
+      status: 'queued',
+      created_at: createdAt,
+      ...(request.submittedVia === undefined ? {} : { submitted_via: request.submittedVia }),
+    },
+  };
+}
+
+/** The envelope's budget as the ledger stands at `head`: the correlation's remaining budget is the ledger's own figure. */
+export function budgetAt(plan: EnvelopePlan, head: LedgerState, maxCostUsd: number | undefined): Record<string, unknown> {
+  return {
+    max_cost_usd: maxCostUsd ?? plan.policy.budgets.max_cost_usd_per_message,
+    max_runtime_seconds: plan.runtimeSeconds,
+    correlation_budget_remaining_usd: correlationRemainingUsd(head.policy?.doc ?? plan.policy, head.spendByCorrelation.get(plan.correlation) ?? 0),
+  };
+}
