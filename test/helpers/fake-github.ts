@@ -9,6 +9,8 @@ export interface FakeGitHub {
   readonly pulls: FakePull[];
   /** The next request with this method gets this status and message instead of its answer. */
   failNext(method: string, status: number, message: string): void;
+  /** Called as each request arrives, before it is answered: a test may change the state under it. */
+  onRequest: ((method: string, path: string) => void) | null;
   close(): Promise<void>;
 }
 
@@ -45,6 +47,7 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
       const url = new URL(req.url ?? '/', 'http://127.0.0.1');
       const path = url.pathname;
       requests.push({ method: req.method ?? '', path, authorization: req.headers.authorization, body, query: url.searchParams });
+      fake.onRequest?.(req.method ?? '', path);
       const match = /^\/repos\/([^/]+)\/([^/]+)\/issues\/(\d+)\/comments$/.exec(path);
       res.setHeader('content-type', 'application/json');
       const failure = failures.findIndex((entry) => entry.method === req.method);
@@ -100,14 +103,16 @@ export async function startFakeGitHub(options: FakeGitHubOptions = {}): Promise<
     });
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
-  return {
+  const fake: FakeGitHub = {
     url: `http://127.0.0.1:${(server.address() as AddressInfo).port}`,
     requests,
     comments,
     pulls,
+    onRequest: null,
     failNext: (method, status, message) => {
       failures.push({ method, status, message });
     },
     close: () => new Promise((resolve) => server.close(() => resolve())),
   };
+  return fake;
 }

@@ -189,6 +189,18 @@ describe('dispatch --open-pr', () => {
     expect(remoteHead(work.branch)).toBeNull();
   });
 
+  it('returns the pull request another call opened between its look and its own opening, and creates none', async () => {
+    const work = await attempt();
+    const number = github.pulls.length + 1;
+    github.onRequest = (method, path) => {
+      if (method !== 'POST' || path !== '/repos/acme/target/pulls') return;
+      github.onRequest = null;
+      github.pulls.push({ number, state: 'open', title: 'first', body: pullRequestMarker(work.attemptId), html_url: `https://github.example/acme/target/pull/${number}`, head: { ref: work.branch, label: `acme:${work.branch}` }, base: { ref: 'main' } });
+    };
+    expect(await publishAttempt(options(work))).toMatchObject({ number, created: false, pushed: 'created' });
+    expect(github.pulls.filter((pull) => pull.head.ref === work.branch)).toHaveLength(1);
+  });
+
   it('opens the pull request when the branch was pushed by an earlier call that stopped before it', async () => {
     const work = await attempt();
     expect(await pushAttemptBranch({ gitdir: work.gitdir, branch: work.branch, headSha: work.head, attemptId: work.attemptId, pushUrl: `${server.url}/target.git`, token: TOKEN })).toBe('created');
