@@ -67,20 +67,24 @@ function fail(code: ErrorCode, message: string, token: string): CooError {
   return new CooError(code, redact(message, token).slice(0, 2 * LIMITS.pathChars));
 }
 
-/** The origin the credential is scoped to, or null for a local remote, which needs none. */
-function credentialOrigin(pushUrl: string): string | null {
-  if (pushUrl.startsWith('/')) return null;
+/** The origin of a URL the token is sent to: https, or plain http on a loopback address only, with no credentials of its own. */
+function tokenOrigin(text: string, what: string, others = ''): string {
   let url: URL;
   try {
-    url = new URL(pushUrl);
+    url = new URL(text);
   } catch {
-    throw new CooError('USAGE', 'the push URL is not a URL or an absolute path');
+    throw new CooError('USAGE', `the ${what} is not a URL`);
   }
-  if (url.username !== '' || url.password !== '') throw new CooError('USAGE', 'the push URL carries credentials: the runner gives git its token itself');
-  if (url.protocol === 'file:') return null;
+  if (url.username !== '' || url.password !== '') throw new CooError('USAGE', `the ${what} carries credentials: the runner gives its token itself`);
   if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) throw new CooError('USAGE', `refusing to send the token over plain http to ${url.hostname}: use https`);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CooError('USAGE', `the push URL must be https://, a loopback http:// or a local path, not ${url.protocol}`);
+  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CooError('USAGE', `the ${what} must be https:// or a loopback http://${others}, not ${url.protocol}`);
   return url.origin;
+}
+
+/** The origin the push's credential is scoped to, or null for a local remote, which needs none. */
+function credentialOrigin(pushUrl: string): string | null {
+  if (pushUrl.startsWith('/') || pushUrl.startsWith('file:///')) return null;
+  return tokenOrigin(pushUrl, 'push URL', ' or a local path');
 }
 
 interface GitResult {
@@ -230,6 +234,7 @@ export async function publishAttempt(options: PublishOptions): Promise<Published
   if (!TOKEN.test(token)) throw new CooError('USAGE', 'the GitHub token is empty or has characters a token cannot have');
   const pushUrl = options.pushUrl ?? defaultPushUrl(slug);
   credentialOrigin(pushUrl);
+  if (options.apiBaseUrl !== undefined) tokenOrigin(options.apiBaseUrl, 'GitHub API URL');
   const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
   const marker = pullRequestMarker(receipt.attempt_id);
   const { Octokit } = await importPackage<typeof OctokitRest>('@octokit/rest');

@@ -321,12 +321,16 @@ describe('dispatch --open-pr', () => {
     expect(remoteHead(work.branch)).toBeNull();
   });
 
-  it('refuses a push URL that carries credentials or would send the token over plain http off loopback', async () => {
+  it('refuses a push or API URL that carries credentials or would send the token over plain http off loopback, before any request', async () => {
     const work = await attempt();
     const push = { gitdir: work.gitdir, branch: work.branch, headSha: work.head, attemptId: work.attemptId, token: TOKEN };
     expect(await codeOfAsync(() => pushAttemptBranch({ ...push, pushUrl: 'http://git.example.com/acme/target.git' }))).toBe('USAGE');
     expect(await codeOfAsync(() => pushAttemptBranch({ ...push, pushUrl: `https://x-access-token:${TOKEN}@github.com/acme/target.git` }))).toBe('USAGE');
     expect(await codeOfAsync(() => pushAttemptBranch({ ...push, pushUrl: 'ssh://git@github.com/acme/target.git' }))).toBe('USAGE');
     expect(await codeOfAsync(() => pushAttemptBranch({ ...push, pushUrl: remote, token: 'two\nlines' }))).toBe('USAGE');
+    expect(await pushAttemptBranch({ ...push, pushUrl: `file://${remote}` })).toBe('created');
+    const requests = github.requests.length;
+    expect(await codeOfAsync(() => publishAttempt(options(work, { apiBaseUrl: 'http://api.example.com' })))).toBe('USAGE');
+    expect(github.requests.length).toBe(requests);
   });
 });
