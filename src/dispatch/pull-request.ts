@@ -7,6 +7,7 @@ import { CooError, type ErrorCode } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { importPackage } from '../util/import-package.js';
+import { tokenOrigin } from '../util/token-url.js';
 import { pullRequestMarker, pullRequestTitle, renderPullRequestBody, type PullRequestEvidence } from './pull-request-body.js';
 
 /**
@@ -52,7 +53,6 @@ export type PushOutcome = 'created' | 'up_to_date';
 
 const DEFAULT_TIMEOUT_MS = 120_000;
 const TOKEN = /^[\x21-\x7e]{1,1024}$/;
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
 /** Proxies and certificate stores the operator set up: the only variables of the runner git keeps. */
 const KEPT_ENV = ['PATH', 'http_proxy', 'https_proxy', 'HTTP_PROXY', 'HTTPS_PROXY', 'no_proxy', 'NO_PROXY', 'ALL_PROXY', 'SSL_CERT_FILE', 'SSL_CERT_DIR', 'GIT_SSL_CAINFO', 'GIT_SSL_CAPATH'];
 /** The one credential git can ask for: the token from the push's own environment, for `get` only. */
@@ -65,20 +65,6 @@ function redact(text: string, token: string): string {
 
 function fail(code: ErrorCode, message: string, token: string): CooError {
   return new CooError(code, redact(message, token).slice(0, 2 * LIMITS.pathChars));
-}
-
-/** The origin of a URL the token is sent to: https, or plain http on a loopback address only, with no credentials of its own. */
-function tokenOrigin(text: string, what: string, others = ''): string {
-  let url: URL;
-  try {
-    url = new URL(text);
-  } catch {
-    throw new CooError('USAGE', `the ${what} is not a URL`);
-  }
-  if (url.username !== '' || url.password !== '') throw new CooError('USAGE', `the ${what} carries credentials: the runner gives its token itself`);
-  if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) throw new CooError('USAGE', `refusing to send the token over plain http to ${url.hostname}: use https`);
-  if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CooError('USAGE', `the ${what} must be https:// or a loopback http://${others}, not ${url.protocol}`);
-  return url.origin;
 }
 
 /** The origin the push's credential is scoped to, or null for a local remote, which needs none. */
