@@ -91,6 +91,9 @@ const CODES = {
   GITHUB_FAILED: 'error',
   // dispatch lane
   EXECUTOR_CONFIG: 'usage',
+  PR_REFUSED: 'rejected',
+  PUSH_CONFLICT: 'rejected',
+  PUSH_FAILED: 'error',
 } as const;
 
 export type ErrorCode = keyof typeof CODES;
