@@ -1,10 +1,11 @@
 import { beforeAll, describe, expect } from 'vitest';
-import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import { claimPath, messageFolder, promptPath, receiptPath } from '../../src/ledger/layout.js';
+import type { CooMessage } from '../../src/schema/message.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
-import { dispatchEnvelope, envelopeFile, messageFiles } from '../helpers/ledger.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -81,7 +82,8 @@ describe('replay and duplication', () => {
   attack('the same message id under another day', 'library', 'MESSAGE_DUPLICATE', async () => {
     const message = dispatchEnvelope();
     await kit.append([...messageFiles(message)], kit.keys.coo.key);
-    return kit.append([...messageFiles({ ...message, created_at: '2026-11-29T23:00:00Z' })], kit.keys.coo.key);
+    const elsewhere = '2026-11-29T23:00:00Z';
+    return kit.append([...messageFiles({ ...message, created_at: elsewhere, payload_ref: promptPath(messageFolder(message.message_id, elsewhere)) } as CooMessage)], kit.keys.coo.key);
   });
 
   attack('the same idempotency key with another payload', 'library', 'IDEMPOTENCY_CONFLICT', async () => {
@@ -179,29 +181,40 @@ describe('entries outside their own message folder', () => {
 
   attack("an ea_receipt in one dispatch's folder naming another dispatch", 'library', 'ATTEMPT_INVALID', async () => {
     const [one, other] = [dispatchEnvelope(), dispatchEnvelope()];
-    await kit.append([...messageFiles(one), envelopeFile(other)], kit.keys.coo.key);
+    await kit.append([...messageFiles(one), ...messageFiles(other)], kit.keys.coo.key);
+    const folder = messageFolder(one.message_id, one.created_at);
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(one.message_id, one.created_at, 1, `ea_attempt_${one.message_id.slice(4)}_1`) }], kit.keys.coo.key);
     const receipt = eaReceipt(other.message_id, `ea_attempt_${other.message_id.slice(4)}_1`);
-    return kit.append([{ path: receiptPath(messageFolder(one.message_id, one.created_at), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
+    return kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
   });
 
   attack('an ea_receipt whose attempt_id is not its attempt', 'library', 'ATTEMPT_INVALID', async () => {
     const dispatch = dispatchEnvelope();
     await kit.append([...messageFiles(dispatch)], kit.keys.coo.key);
+    const folder = messageFolder(dispatch.message_id, dispatch.created_at);
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(dispatch.message_id, dispatch.created_at, 1, `ea_attempt_${dispatch.message_id.slice(4)}_1`) }], kit.keys.coo.key);
     const receipt = eaReceipt(dispatch.message_id, 'ea_attempt_someone_else_7');
-    return kit.append([{ path: receiptPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
+    return kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
+  });
+
+  attack('an ea_receipt signed by the execution agent instead of the COO', 'library', 'NOT_ACTIVE_COO', async () => {
+    const dispatch = dispatchEnvelope();
+    await kit.append([...messageFiles(dispatch)], kit.keys.coo.key);
+    const folder = messageFolder(dispatch.message_id, dispatch.created_at);
+    await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(dispatch.message_id, dispatch.created_at, 1, `ea_attempt_${dispatch.message_id.slice(4)}_1`) }], kit.keys.coo.key);
+    const receipt = { ...eaReceipt(dispatch.message_id, `ea_attempt_${dispatch.message_id.slice(4)}_1`), status: 'succeeded', blockers: [], inner_exit_codes: [0], head_sha: 'c'.repeat(40) };
+    return kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.codex.key);
   });
 });
 
 describe('claims the runner would never make', () => {
-  attack('a stray claim on a dispatch, which the runner does not execute', 'library', 'ATTEMPT_INVALID', async () => {
+  attack('a claim on the next attempt of a failed dispatch without the CEO\'s approval', 'library', 'ATTEMPT_INVALID', async () => {
     const dispatch = dispatchEnvelope();
     await kit.append([...messageFiles(dispatch)], kit.keys.coo.key);
     const folder = messageFolder(dispatch.message_id, dispatch.created_at);
-    const code = await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(dispatch.message_id, dispatch.created_at) }], kit.keys.coo.key);
-    // Had the claim landed, the EA's report of the attempt would be refused for good.
-    if (code === 'accepted') return 'accepted';
-    const report = await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(eaReceipt(dispatch.message_id, `ea_attempt_${dispatch.message_id.slice(4)}_1`))) }], kit.keys.codex.key);
-    return report === 'accepted' ? code : `${code}, then the report: ${report}`;
+    const failed = eaReceipt(dispatch.message_id, `ea_attempt_${dispatch.message_id.slice(4)}_1`);
+    expect(await kit.append([{ path: claimPath(folder, 1), bytes: claimOf(dispatch.message_id, dispatch.created_at, 1, `ea_attempt_${dispatch.message_id.slice(4)}_1`) }, { path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(failed)) }], kit.keys.coo.key)).toBe('accepted');
+    return kit.append([{ path: claimPath(folder, 2), bytes: claimOf(dispatch.message_id, dispatch.created_at, 2, `ea_attempt_${dispatch.message_id.slice(4)}_2`) }], kit.keys.coo.key);
   });
 
   attack('a claim on a blocker notice', 'library', 'ATTEMPT_INVALID', async () => {
@@ -246,7 +259,7 @@ describe('claims an envelope makes about the ledger', () => {
   attack('the same idempotency key and request under another correlation', 'library', 'IDEMPOTENCY_CONFLICT', async () => {
     const first = dispatchEnvelope({ idempotency_key: key('corr-key') });
     await kit.append([...messageFiles(first)], kit.keys.coo.key);
-    return kit.append([...messageFiles(dispatchEnvelope({ idempotency_key: first.idempotency_key, dispatch: (first as { dispatch: unknown }).dispatch, correlation_id: 'corr_another' }))], kit.keys.coo.key);
+    return kit.append([...messageFiles(dispatchEnvelope({ idempotency_key: first.idempotency_key, correlation_id: 'corr_another' }))], kit.keys.coo.key);
   });
 });
 
@@ -266,5 +279,16 @@ function eaReceipt(messageId: string, attemptId: string): Record<string, unknown
     files_changed: [],
     tests_run: ['npm test'],
     head_sha: null,
+    executor: 'codex',
+    executor_session_id: null,
+    model: 'gpt-5.5',
+    base_sha: 'b'.repeat(40),
+    branch: null,
+    file_hashes: [],
+    attachments: [],
+    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
+    usage: null,
+    actual_cost_usd: 0,
+    warnings: [],
   };
 }

@@ -97,7 +97,7 @@ export const TASK = Buffer.from('Fix add() so that test.sh passes.\n');
 
 /** An envelope with the artifacts it needs in its commit: a dispatch's task. */
 export function messageFiles(message: CooMessage): NewFile[] {
-  const files = [...messageFiles(message)];
+  const files = [envelopeFile(message)];
   if (message.intent === 'ea_dispatch' && message.payload_ref !== null) files.push({ path: message.payload_ref, bytes: TASK });
   return files;
 }

@@ -2,10 +2,11 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
-import { heartbeatPath, killSwitchPath, trustPath } from '../../src/ledger/layout.js';
+import { heartbeatPath, killSwitchPath, messageFolder, promptPath, trustPath } from '../../src/ledger/layout.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
+import type { CooMessage } from '../../src/schema/message.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { T0, dispatchEnvelope, envelopeFile, messageFiles, makeLedger, type Actors } from '../helpers/ledger.js';
 import { worlds } from '../helpers/lane.js';
@@ -116,17 +117,17 @@ describe('write-time authority', () => {
     const message = dispatchEnvelope();
     await append(message)();
     await expectRejected('WRITE_ONCE', append({ ...message, idempotency_key: 'other' }));
-    await expectRejected('MESSAGE_DUPLICATE', append({ ...message, idempotency_key: 'other', created_at: '2026-11-29T23:00:00Z' }));
+    await expectRejected('MESSAGE_DUPLICATE', append({ ...message, idempotency_key: 'other', created_at: '2026-11-29T23:00:00Z', payload_ref: promptPath(messageFolder(message.message_id, '2026-11-29T23:00:00Z')) } as CooMessage));
   });
 
   it('treats the same idempotency key: same request is a duplicate, another request a conflict', async () => {
     const first = dispatchEnvelope({ idempotency_key: 'same-key' });
-    const same = { idempotency_key: 'same-key', correlation_id: first.correlation_id, dispatch: first.intent === 'ea_dispatch' ? first.dispatch : undefined };
+    const same = { idempotency_key: 'same-key', correlation_id: first.correlation_id };
     await append(first)();
     const repeat = dispatchEnvelope(same);
     await append(repeat)();
     expect((await ledger.state()).messages.get(repeat.message_id)?.duplicateOf).toBe(first.message_id);
-    await expectRejected('IDEMPOTENCY_CONFLICT', append(dispatchEnvelope({ idempotency_key: 'same-key', correlation_id: first.correlation_id })));
+    await expectRejected('IDEMPOTENCY_CONFLICT', append(dispatchEnvelope({ idempotency_key: 'same-key', correlation_id: first.correlation_id, max_hops: 2 })));
     const viaApi = await appendEnvelope(ledger, Buffer.from(toYaml(dispatchEnvelope(same))), new Map(), actors.coo, T0);
     expect(viaApi).toMatchObject({ messageId: first.message_id, existing: true, commit: null });
   });
@@ -134,7 +135,7 @@ describe('write-time authority', () => {
   it('refuses the same idempotency key and request under another correlation, at write time and in the writer', async () => {
     const first = dispatchEnvelope({ idempotency_key: 'one-correlation' });
     await append(first)();
-    const elsewhere = dispatchEnvelope({ idempotency_key: 'one-correlation', correlation_id: 'corr_elsewhere', dispatch: first.intent === 'ea_dispatch' ? first.dispatch : undefined });
+    const elsewhere = dispatchEnvelope({ idempotency_key: 'one-correlation', correlation_id: 'corr_elsewhere' });
     await expectRejected('IDEMPOTENCY_CONFLICT', append(elsewhere));
     await expectRejected('IDEMPOTENCY_CONFLICT', () => appendEnvelope(ledger, Buffer.from(toYaml(elsewhere)), new Map(), actors.coo, T0));
   });

@@ -31,6 +31,10 @@ const NOT_EXPRESSIBLE: Record<string, string> = {
   'actor_policy.v0/SCHEMA_INVALID--backoff-inverted.yaml': 'compares two fields (backoff_max_seconds at least backoff_base_seconds)',
   'trust_root.v0/SCHEMA_INVALID--duplicate-key.yaml': 'uniqueness of one field across array items (key_id)',
   'ea_receipt.v0/SCHEMA_INVALID--unequal-lengths.yaml': 'compares two arrays (commands_run and inner_exit_codes have equal length)',
+  'ea_receipt.v0/SCHEMA_INVALID--file-hashes-not-the-files-changed.yaml': 'compares two arrays (file_hashes names the files of files_changed)',
+  'approval.v0/SCHEMA_INVALID--dispatch-naming-a-message.yaml': 'fields required or forbidden by the value of another (approves)',
+  'approval.v0/SCHEMA_INVALID--retry-of-attempt-one.yaml': 'a bound that depends on another field (a retry approves attempt 2 or later)',
+  'approval.v0/SCHEMA_INVALID--expires-before-created.yaml': 'compares two fields (expires_at after created_at)',
 };
 
 type Verdict = boolean;

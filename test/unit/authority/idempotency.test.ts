@@ -6,7 +6,7 @@ import { dispatchEnvelope } from '../../helpers/ledger.js';
 
 const first = dispatchEnvelope({ idempotency_key: 'k' });
 const record = { id: first.message_id, correlation: first.correlation_id, fingerprint: requestFingerprint(first), duplicateOf: null } as unknown as MessageRecord;
-const again = (overrides: Record<string, unknown>) => dispatchEnvelope({ idempotency_key: 'k', dispatch: (first as { dispatch: unknown }).dispatch, ...overrides });
+const again = (overrides: Record<string, unknown>) => dispatchEnvelope({ idempotency_key: 'k', ...overrides });
 
 describe('an idempotency key names one request in one correlation', () => {
   it('is new when nothing used the key', () => {
@@ -19,7 +19,7 @@ describe('an idempotency key names one request in one correlation', () => {
   });
 
   it('conflicts for another request, or for the same request under another correlation', () => {
-    const other = dispatchEnvelope({ idempotency_key: 'k', correlation_id: first.correlation_id });
+    const other = dispatchEnvelope({ idempotency_key: 'k', correlation_id: first.correlation_id, max_hops: 2 });
     expect(codeOf(() => repeatedRequest(other, requestFingerprint(other), first.message_id, record, 'e'))).toBe('IDEMPOTENCY_CONFLICT');
     const moved = again({ correlation_id: 'corr_moved' });
     expect(requestFingerprint(moved)).toBe(record.fingerprint);

@@ -22,6 +22,17 @@ function receipt(fields: Partial<EaReceipt> = {}): EaReceipt {
     files_changed: ['src/add.js', 'src/old.js'],
     tests_run: ['npm test', 'sh test.sh'],
     head_sha: HEAD,
+    executor: 'codex',
+    executor_session_id: 'thread-1',
+    model: 'gpt-5.5',
+    base_sha: 'b'.repeat(40),
+    branch: 'coo/body',
+    file_hashes: ((fields['files_changed'] as string[] | undefined) ?? ['src/add.js', 'src/old.js']).map((path) => ({ path, sha256: `sha256:${'1'.repeat(64)}` })),
+    attachments: [],
+    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
+    usage: null,
+    actual_cost_usd: 0,
+    warnings: [],
     ...fields,
   });
 }
