@@ -10,6 +10,9 @@ import { sha256Ref } from '../../src/util/hash.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
+import { codeOfAsync } from '../helpers/codes.js';
+import { approve } from '../../src/dispatch/approve.js';
+import { hostLabel } from '../../src/util/process.js';
 
 /**
  * The dispatch lane end to end: `coo dispatch`'s writer, the runner, the real Codex CLI (the pinned
@@ -54,6 +57,137 @@ describe('the dispatch lane', () => {
       expect(git(['rev-parse', 'main'], { cwd: s.repo }).trim()).toBe(s.base);
       const report = await verifyLedger(w.gitdir, { full: true, now: new Date() });
       expect(report.findings.filter((finding) => finding.code !== 'HEARTBEAT_EXPIRED')).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('fails an attempt whose verification fails, whatever Codex says', async () => {
+    const w = await world();
+    const s = await setup(w, [{ kind: 'message', text: 'All done, tests pass.' }]);
+    try {
+      const { messageId } = await s.dispatch();
+      await s.runner.runOnce();
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt).toMatchObject({ status: 'failed', files_changed: [], head_sha: s.base, branch: null, next_attempt_at: null });
+      expect((receipt!['blockers'] as Array<{ code: string }>).map((blocker) => blocker.code)).toEqual(['tests_failed']);
+      expect(receipt!['inner_exit_codes']).toEqual([1]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('fails an attempt that changed a file outside its scope, and leaves the base branch as it was', async () => {
+    const w = await world();
+    const s = await setup(w, [FIX, { kind: 'patch', patch: '*** Update File: .github/ci.yml\n@@\n-on: push\n+on: [push, pull_request]' }, DONE]);
+    try {
+      const { messageId } = await s.dispatch();
+      await s.runner.runOnce();
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt!['status']).toBe('failed');
+      expect((receipt!['blockers'] as Array<{ code: string }>).map((blocker) => blocker.code)).toContain('scope_violation');
+      expect(receipt!['files_changed']).toEqual(['.github/ci.yml', 'src/add.js']);
+      expect(git(['rev-parse', 'main'], { cwd: s.repo }).trim()).toBe(s.base);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('leaves a dispatch queued, unclaimed, when the executor is missing, and says so', async () => {
+    const w = await world();
+    const s = await setup(w, [FIX, DONE]);
+    try {
+      const runner = w.runner({ repo: s.repo, executors: executorFactory({ command: [join(w.dir, 'no-such-codex')], hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: 'sk-test-key' } }) });
+      const { messageId } = await s.dispatch();
+      const summary = await runner.runOnce();
+      expect(summary.receipts).toBe(0);
+      expect(w.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'EXECUTOR_CONFIG' }));
+      expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+      expect(s.model.calls).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('blocks a dispatch while the kill switch is on, before anything runs', async () => {
+    const w = await world();
+    const s = await setup(w, [FIX, DONE]);
+    try {
+      const { messageId } = await s.dispatch();
+      const { appendKillSwitch } = await import('../../src/ledger/trust-update.js');
+      await appendKillSwitch(w.ledger, 'on', 'stop all work', 'ceo', w.actors.ceo, new Date());
+      await s.runner.runOnce();
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt).toMatchObject({ status: 'blocked', blockers: [{ code: 'kill_switch' }] });
+      expect(s.model.calls).toEqual([]);
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('retries a failed dispatch only with the CEO\'s approval, on a branch of its own', async () => {
+    const w = await world();
+    const s = await setup(w, [{ kind: 'message', text: 'nothing to do' }, FIX, DONE]);
+    try {
+      const { messageId, envelope } = await s.dispatch();
+      await s.runner.runOnce();
+      expect((await receiptsOf(w, messageId))[0]!['status']).toBe('failed');
+      // Nothing more runs on the COO's word.
+      expect((await s.runner.runOnce()).receipts).toBe(0);
+      expect(await codeOfAsync(() => approve({ ledger: w.ledger, key: w.actors.coo, now: new Date(), reason: 'again', messageId }))).toBe('TRUST_AUTHORITY');
+      const approved = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'try once more', messageId });
+      expect(approved.approval).toMatchObject({ approves: 'retry', message_id: messageId, attempt_number: 2, approved_by: 'ceo' });
+      await s.runner.runOnce();
+      const receipts = await receiptsOf(w, messageId);
+      expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+      expect(receipts[1]!['branch']).toBe(`${envelope.dispatch.branch_name}-attempt-2`);
+      // The approval is for one attempt: a third needs another.
+      expect(await codeOfAsync(() => approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'a third', messageId }))).toBe('ATTEMPT_INVALID');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('refuses a dispatch the policy gives to the CEO until the CEO approves its exact request, once', async () => {
+    const w = await world();
+    const s = await setup(w, []);
+    try {
+      const request = { target: 'ea.claude_code', idempotencyKey: 'claude-work' } as const;
+      const refused = await codeOfAsync(() => s.dispatch(request));
+      expect(refused).toBe('APPROVAL_REQUIRED');
+      let hash = '';
+      try {
+        await s.dispatch(request);
+      } catch (error) {
+        hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
+      }
+      const other = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'another request', requestHash: sha256Ref('something else') });
+      expect(await codeOfAsync(() => s.dispatch({ ...request, approvalId: other.approval.approval_id }))).toBe('APPROVAL_INVALID');
+      expect(await codeOfAsync(() => approve({ ledger: w.ledger, key: w.actors.coo, now: new Date(), reason: 'self-approved', requestHash: hash }))).toBe('TRUST_AUTHORITY');
+      const approval = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'Claude Code may do this', requestHash: hash });
+      const { envelope } = await s.dispatch({ ...request, approvalId: approval.approval.approval_id });
+      expect(envelope.approval_id).toBe(approval.approval.approval_id);
+      // Used once: the same approval does not carry a second dispatch.
+      expect(await codeOfAsync(() => s.dispatch({ ...request, idempotencyKey: 'claude-work-2', approvalId: approval.approval.approval_id }))).toBe('APPROVAL_INVALID');
+    } finally {
+      await s.close();
+    }
+  });
+
+  it('records an attempt whose runner died as interrupted, and does not run it again on its own', async () => {
+    const w = await world();
+    const s = await setup(w, [FIX, DONE]);
+    try {
+      const { messageId } = await s.dispatch();
+      // A runner of this host whose process is gone claimed attempt 1 and died before running it.
+      const dead = w.runner({ repo: s.repo, runnerId: `${hostLabel()}-p999999` });
+      const record = (await w.ledger.state()).messages.get(messageId)!;
+      expect(await (dead as unknown as { claim(record: unknown, attempt: number, now: Date, files: unknown[]): Promise<boolean> }).claim(record, 1, new Date(), [])).toBe(true);
+      await s.runner.runOnce();
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt).toMatchObject({ status: 'failed', blockers: [{ code: 'interrupted' }], next_attempt_at: null });
+      expect((await s.runner.runOnce()).receipts).toBe(0);
+      expect(s.model.calls).toEqual([]);
     } finally {
       await s.close();
     }
