@@ -46,6 +46,8 @@ export function describeEvent(event: RunnerEvent): string {
       return `verified ${event.messageId} attempt ${event.attempt}: ${event.commands - event.failed} of ${event.commands} command(s) passed`;
     case 'late_result':
       return `late result for ${event.messageId} attempt ${event.attempt}: ${event.detail}`;
+    case 'pull_request':
+      return `pull request for ${event.messageId} attempt ${event.attempt}: ${event.url ?? 'none'} (${event.detail})`;
   }
 }
 
@@ -115,13 +117,17 @@ export function watchVerb(program: Command): void {
     .option('--repo <path>', 'the repository consults pin their context in and dispatches work in')
     .option('--ea-command <path>', 'the execution agent executable (default: codex or claude on PATH, as the registry names)')
     .option('--ea-base-url <url>', "a model API base URL for the execution agent (a gateway or a scripted model); the provider's own by default")
+    .option('--github-token-env <name>', 'the environment variable holding the token that pushes branches and opens pull requests for --open-pr dispatches (default GITHUB_TOKEN; the agent never sees it)')
+    .option('--push-url <url>', 'where --open-pr branches are pushed (default https://github.com/OWNER/REPO.git)')
+    .option('--github-api-url <url>', 'the GitHub API for --open-pr (default $GITHUB_API_URL or https://api.github.com)')
+    .option('--pr-base <branch>', 'the branch pull requests ask to merge into (default main)')
     .option('--once', 'process what is ready now and exit')
     .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)');
   withOracleOptions(command, 'Oracle engine: only "api" is accepted')
     .option('--heartbeat', 'append signed heartbeats at the policy interval while watching')
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean; eaCommand?: string; eaBaseUrl?: string }) => {
+    .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean; eaCommand?: string; eaBaseUrl?: string; githubTokenEnv?: string; pushUrl?: string; githubApiUrl?: string; prBase?: string }) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
@@ -144,7 +150,13 @@ export function watchVerb(program: Command): void {
         ...(opts.eaCommand === undefined ? {} : { command: [resolve(opts.eaCommand)] }),
         ...(opts.eaBaseUrl === undefined ? {} : { baseUrl: opts.eaBaseUrl }),
       });
-      const runner = new Runner({ ledger, key, repo, stateDir, transport, executors, hide, onEvent: print, keepSandboxes: opts.keepSandboxes === true });
+      const token = process.env[opts.githubTokenEnv ?? 'GITHUB_TOKEN'];
+      const apiBaseUrl = opts.githubApiUrl ?? process.env['GITHUB_API_URL'];
+      const pullRequests =
+        token === undefined || token === ''
+          ? undefined
+          : { token, base: opts.prBase ?? 'main', ...(opts.pushUrl === undefined ? {} : { pushUrl: opts.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
+      const runner = new Runner({ ledger, key, repo, stateDir, transport, executors, hide, onEvent: print, keepSandboxes: opts.keepSandboxes === true, ...(pullRequests === undefined ? {} : { pullRequests }) });
       try {
         if (opts.once === true) {
           const summary = await runner.runOnce();

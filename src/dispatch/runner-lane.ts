@@ -12,7 +12,7 @@ import type { Ledger, NewFile } from '../ledger/ledger.js';
 import { LIMITS } from '../limits.js';
 import { readDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
-import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import type { BlockerCode, EaReceipt, ReceiptStatus } from '../schema/receipt.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { failpoint } from '../util/failpoint.js';
@@ -23,6 +23,7 @@ import { gatherEvidence, type GatheredEvidence } from './evidence.js';
 import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
 import { buildEaReceipt, preflightDispatch, renderTask, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
+import { parseRepoSlug, publishAttempt } from './pull-request.js';
 import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
 
 /** What the runner lends the dispatch lane: its ledger, key, clock, claim rule, commit path and events. */
@@ -44,13 +45,26 @@ export interface DispatchContext {
   readonly commit: (files: NewFile[], summary: string, now: Date) => Promise<void>;
   readonly onReceipt: (messageId: string, attempt: number, status: ReceiptStatus, blockers: readonly BlockerCode[]) => void;
   readonly onEvent: (event: DispatchEvent) => void;
+  /** How a succeeded dispatch that asks for it (`open_pr`) becomes a pull request; absent, none is opened. */
+  readonly pullRequests?: PullRequestConfig;
+}
+
+/** The runner's forge credentials and endpoints: the executor never sees them. */
+export interface PullRequestConfig {
+  readonly token: string;
+  /** The branch pull requests ask to merge into. */
+  readonly base: string;
+  /** Where the branch is pushed; https://github.com/OWNER/REPO.git by default. */
+  readonly pushUrl?: string;
+  readonly apiBaseUrl?: string;
 }
 
 export type DispatchEvent =
   | { readonly type: 'executor_started'; readonly messageId: string; readonly attempt: number; readonly executor: string; readonly branch: string; readonly at: number }
   | { readonly type: 'executor_ended'; readonly messageId: string; readonly attempt: number; readonly exitCode: number | null; readonly killedBy: string | null; readonly elapsedMs: number }
   | { readonly type: 'verified'; readonly messageId: string; readonly attempt: number; readonly commands: number; readonly failed: number }
-  | { readonly type: 'late_result'; readonly messageId: string; readonly attempt: number; readonly detail: string };
+  | { readonly type: 'late_result'; readonly messageId: string; readonly attempt: number; readonly detail: string }
+  | { readonly type: 'pull_request'; readonly messageId: string; readonly attempt: number; readonly url: string | null; readonly created: boolean; readonly detail: string };
 
 interface AttemptFolder {
   readonly root: string;
@@ -193,7 +207,8 @@ export class DispatchLane {
       if (gathered !== null) {
         this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: gathered.verification.length, failed: gathered.verification.filter((result) => result.exitCode !== 0).length });
       }
-      await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const receipt = await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true) await this.openPullRequest(message, attempt, worktree, receipt, gathered);
     } finally {
       if (!this.ctx.keepWorktrees) {
         await removeAttemptWorktree(worktree);
@@ -211,8 +226,58 @@ export class DispatchLane {
     this.ctx.onReceipt(message.message_id, attempt, status, [blocker]);
   }
 
-  /** Decides the run from the COO's own evidence and commits the receipt with the stream and verification output. */
-  private async finish(record: MessageRecord, message: EaDispatchMessage, attempt: number, run: ExecutorRun, gathered: GatheredEvidence | null, maxCostUsd: number, isolated: boolean, model: string): Promise<void> {
+  /**
+   * Pushes a succeeded attempt's branch with the runner's credentials and opens one pull request
+   * whose body is the receipt's evidence. The receipt stands whatever happens here: a failure is
+   * reported, and publishing again later finds what this did.
+   */
+  private async openPullRequest(message: EaDispatchMessage, attempt: number, worktree: AttemptWorktree, receipt: { readonly doc: EaReceipt; readonly path: string; readonly sha256: string }, gathered: GatheredEvidence | null): Promise<void> {
+    const config = this.ctx.pullRequests;
+    const event = (url: string | null, created: boolean, detail: string): void => this.ctx.onEvent({ type: 'pull_request', messageId: message.message_id, attempt, url, created, detail });
+    if (config === undefined) {
+      event(null, false, 'the runner has no forge token (coo watch --github-token-env): no pull request opened');
+      return;
+    }
+    try {
+      const github = parseRepoSlug(message.dispatch.repo);
+      const opened = await publishAttempt({
+        github,
+        evidence: {
+          receipt: receipt.doc,
+          receiptPath: receipt.path,
+          receiptSha256: receipt.sha256,
+          branch: worktree.branch,
+          baseSha: message.dispatch.base_ref,
+          ...(gathered === null ? {} : { files: gathered.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 })) }),
+          cost: { usd: receipt.doc.actual_cost_usd, reported: receipt.doc.usage !== null },
+          ...(message.dispatch.issue_number === null ? {} : { issueNumber: message.dispatch.issue_number }),
+          acceptance: message.dispatch.acceptance_criteria,
+          signer: this.ctx.key.publicKey.keyId,
+        },
+        gitdir: worktree.gitdir,
+        base: config.base,
+        token: config.token,
+        ...(config.pushUrl === undefined ? {} : { pushUrl: config.pushUrl }),
+        ...(config.apiBaseUrl === undefined ? {} : { apiBaseUrl: config.apiBaseUrl }),
+      });
+      event(opened.url, opened.created, opened.created ? `opened pull request #${opened.number}` : `pull request #${opened.number} was already open for this attempt`);
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      event(null, false, `${error.code}: ${error.message}`);
+    }
+  }
+
+  /** Decides the run from the COO's own evidence and commits the receipt with the stream and verification output; null when the result was late. */
+  private async finish(
+    record: MessageRecord,
+    message: EaDispatchMessage,
+    attempt: number,
+    run: ExecutorRun,
+    gathered: GatheredEvidence | null,
+    maxCostUsd: number,
+    isolated: boolean,
+    model: string,
+  ): Promise<{ readonly doc: EaReceipt; readonly path: string; readonly sha256: string } | null> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const latest = state.messages.get(record.id) ?? record;
@@ -233,7 +298,7 @@ export class DispatchLane {
       fs.mkdirSync(lateDir, { recursive: true });
       fs.writeFileSync(join(lateDir, `${attemptId}.jsonl`), run.stream);
       this.ctx.onEvent({ type: 'late_result', messageId: message.message_id, attempt, detail: decision.detail });
-      return;
+      return null;
     }
     const files: NewFile[] = [];
     const attachments: Array<{ path: string; sha256: string }> = [];
@@ -269,10 +334,13 @@ export class DispatchLane {
             testsRun: decision.testsRun,
             headSha: decision.headSha,
           });
-    files.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receiptDoc)) });
+    const receiptBytes = Buffer.from(toYaml(receiptDoc));
+    const path = receiptPath(folderOf(record), attempt);
+    files.push({ path, bytes: receiptBytes });
     const codes = receiptDoc.blockers.map((blocker) => blocker.code);
     await this.ctx.commit(files, `receipt ${message.message_id} attempt ${attempt}: ${receiptDoc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
     this.ctx.onReceipt(message.message_id, attempt, receiptDoc.status, codes);
+    return { doc: receiptDoc, path, sha256: sha256Ref(receiptBytes) };
   }
 
   private priceOf(state: LedgerState, model: string): { inputPerMillion: number; outputPerMillion: number } | null {

@@ -10,7 +10,7 @@ import { nextAttemptAt, preflight, type Preflight } from '../consult/lane.js';
 import { attemptIdOf, isRunnerIntent, nextWork } from '../authority/runnable.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
-import { DispatchLane, type DispatchEvent } from '../dispatch/runner-lane.js';
+import { DispatchLane, type DispatchEvent, type PullRequestConfig } from '../dispatch/runner-lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport } from '../consult/oracle.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { hostLabel, isAlive } from '../util/process.js';
@@ -68,6 +68,8 @@ export interface RunnerOptions {
   readonly executors?: ExecutorFactory;
   /** Paths no executor or verification command may see besides the ledger and the runner's state (the COO key's folder). */
   readonly hide?: readonly string[];
+  /** The runner's forge credentials for dispatches that open a pull request (`--open-pr`). */
+  readonly pullRequests?: PullRequestConfig;
 }
 
 export interface RunSummary {
@@ -118,6 +120,7 @@ export class Runner {
       commit: (files, summary, now) => this.commit(files, summary, now),
       onReceipt: (messageId, attempt, status, blockers) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt: null }),
       onEvent: (event) => this.emit(event),
+      ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }),
     });
   }
 

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
@@ -8,6 +8,8 @@ import { executorFactory } from '../../src/dispatch/executors.js';
 import { startScriptedResponsesServer, type ScriptTurn } from '../../src/dispatch/fake-responses-server.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { startFakeGitHub } from '../helpers/fake-github.js';
+import { startGitHttpServer } from '../helpers/git-http-server.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 import { codeOfAsync } from '../helpers/codes.js';
@@ -189,6 +191,39 @@ describe('the dispatch lane', () => {
       expect((await s.runner.runOnce()).receipts).toBe(0);
       expect(s.model.calls).toEqual([]);
     } finally {
+      await s.close();
+    }
+  });
+
+  it('opens one pull request for a succeeded --open-pr dispatch with the runner\'s token, which the agent never sees', async () => {
+    const w = await world();
+    const TOKEN = 'ghs_RunnerOnlyToken0123456789SECRET';
+    const s = await setup(w, [{ kind: 'shell', cmd: 'env > seen-env.txt; true' }, FIX, DONE]);
+    const served = join(w.dir, 'served');
+    mkdirSync(served);
+    const remote = join(served, 'work.git');
+    git(['init', '-q', '--bare', '-b', 'main', remote]);
+    git(['push', '-q', remote, `${s.base}:refs/heads/main`], { cwd: s.repo });
+    const github = await startFakeGitHub({ headExists: () => true });
+    const http = await startGitHttpServer({ projectRoot: served, token: TOKEN });
+    try {
+      const executors = executorFactory({ command: pinnedCodexCommand(), baseUrl: `${s.model.url}/v1`, hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', GITHUB_TOKEN: TOKEN } });
+      const runner = w.runner({ repo: s.repo, executors, pullRequests: { token: TOKEN, base: 'main', pushUrl: `${http.url}/work.git`, apiBaseUrl: github.url } });
+      const { messageId, envelope } = await s.dispatch({ openPr: 'acme/work', scope: ['src/**', 'seen-env.txt'] });
+      await runner.runOnce();
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt!['status']).toBe('succeeded');
+      expect(w.events).toContainEqual(expect.objectContaining({ type: 'pull_request', messageId, created: true }));
+      expect(github.pulls).toHaveLength(1);
+      expect(github.pulls[0]!.head.ref).toBe(envelope.dispatch.branch_name);
+      expect(git(['--git-dir', remote, 'rev-parse', envelope.dispatch.branch_name]).trim()).toBe(receipt!['head_sha']);
+      // What the agent's shell saw: no token, no key, no ledger.
+      const seen = git(['show', `${receipt!['head_sha'] as string}:seen-env.txt`], { cwd: s.repo });
+      expect(seen).not.toContain(TOKEN);
+      expect(seen).not.toContain('GITHUB_TOKEN');
+    } finally {
+      await github.close();
+      await http.close();
       await s.close();
     }
   });
