@@ -68,6 +68,7 @@ export interface ApprovalRecord {
   readonly messageId: string | null;
   readonly attempt: number | null;
   readonly approvedBy: string;
+  readonly createdAt: string;
   readonly expiresAt: string;
   readonly seq: number;
   /** A dispatch approval is used once: the message that named it. */

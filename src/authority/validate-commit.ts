@@ -413,6 +413,7 @@ class CommitCheck {
       messageId: doc.message_id,
       attempt: doc.attempt_number,
       approvedBy: doc.approved_by,
+      createdAt: doc.created_at,
       expiresAt: doc.expires_at,
       seq: this.seq,
       usedBy: null,
@@ -455,7 +456,10 @@ class CommitCheck {
     if (approval === undefined || approval.approves !== 'dispatch') throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} is not a dispatch approval in the ledger`, { where: `${where}:approval_id` });
     if (approval.requestHash !== hash) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} approves another request than ${hash}`, { where: `${where}:approval_id` });
     if (approval.usedBy !== null) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was used by ${approval.usedBy}`, { where: `${where}:approval_id` });
-    if (toMillis(doc.created_at) >= toMillis(approval.expiresAt)) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} expired at ${approval.expiresAt}`, { where: `${where}:approval_id` });
+    // Times are the writers' statements, as everywhere in the ledger: the dispatch is dated within the approval's life.
+    if (toMillis(doc.created_at) >= toMillis(approval.expiresAt) || toMillis(doc.created_at) < toMillis(approval.createdAt)) {
+      throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} holds from ${approval.createdAt} until ${approval.expiresAt}, not at ${doc.created_at}`, { where: `${where}:approval_id` });
+    }
     this.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
   }
 
