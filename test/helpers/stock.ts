@@ -2,8 +2,18 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { git, gitEnv, run } from './tmp.js';
 
+/** A valid COO -> EA dispatch (test/fixtures/dispatch.yaml), created 2026-11-30T07:00:00Z; its task is FIXTURE_TASK beside it as prompt.md. */
 export function fixtureEnvelope(id: string, idempotencyKey: string): string {
-  return readFileSync(join(import.meta.dirname, '..', 'fixtures', 'dispatch.yaml'), 'utf8').replace(/MESSAGE_ID/g, id).replace(/IDEMPOTENCY/g, idempotencyKey);
+  return readFileSync(join(import.meta.dirname, '..', 'fixtures', 'dispatch.yaml'), 'utf8').replace(/MESSAGE_TAIL/g, id.slice(4)).replace(/MESSAGE_ID/g, id).replace(/IDEMPOTENCY/g, idempotencyKey);
+}
+
+/** The task of every fixture dispatch. */
+export const FIXTURE_TASK = 'Fix add() so that test.sh passes.\n';
+
+/** A fixture dispatch with its task, keyed by ledger path: what one commit adds. */
+export function fixtureFiles(id: string, idempotencyKey: string): Record<string, string> {
+  const folder = `messages/2026-11/30/07/${id}`;
+  return { [`${folder}/envelope.yaml`]: fixtureEnvelope(id, idempotencyKey), [`${folder}/prompt.md`]: FIXTURE_TASK };
 }
 
 /** Writes files into a clone, signs the YAML entries with ssh-keygen, and commits with `git commit -S` using `key`. */

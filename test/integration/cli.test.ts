@@ -2,13 +2,14 @@ import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { coo, json } from '../helpers/cli.js';
-import { fixtureEnvelope } from '../helpers/stock.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { FIXTURE_TASK, fixtureEnvelope } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
 const keys = join(dir, 'keys');
 const ledger = join(dir, 'ledger.git');
-const VERBS = ['keygen', 'init', 'trust', 'append', 'consult', 'watch', 'kill-switch', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'demo', 'hook'];
+const VERBS = ['keygen', 'init', 'trust', 'append', 'consult', 'dispatch', 'approve', 'watch', 'kill-switch', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'demo', 'hook'];
 
 beforeAll(() => {
   for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
@@ -50,7 +51,8 @@ describe('the coo command line', () => {
 
   it('takes the ledger and key from COO_LEDGER and COO_KEY', () => {
     writeFileSync(join(dir, 'env1.yaml'), fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8480', 'cli-env'));
-    const result = coo(['append', join(dir, 'env1.yaml'), '--json'], { env: { COO_LEDGER: ledger, COO_KEY: join(keys, 'coo.hermes.key') } });
+    writeFileSync(join(dir, 'prompt.md'), FIXTURE_TASK);
+    const result = coo(['append', join(dir, 'env1.yaml'), join(dir, 'prompt.md'), '--json'], { env: { COO_LEDGER: ledger, COO_KEY: join(keys, 'coo.hermes.key') } });
     expect(result.status).toBe(0);
     expect(json(result)).toMatchObject({ message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8480', existing: false });
   });
@@ -110,7 +112,43 @@ describe('the coo command line', () => {
 
   it('checks that schemas/ matches the source', () => {
     const result = coo(['schemas', '--check', '--out', join(import.meta.dirname, '..', '..', 'schemas')]);
-    expect(result.stdout).toContain('ok: 11 schemas match');
+    expect(result.stdout).toContain('ok: 12 schemas match');
     expect(result.status).toBe(0);
+  });
+});
+
+describe('coo dispatch and coo approve', () => {
+  const work = join(dir, 'dispatch-target');
+  const base = makeTargetRepo(work);
+  const coo_ = ['--ledger', ledger, '--key', join(keys, 'coo.hermes.key')];
+  const request = ['--repo', work, '--task', 'Fix add() so that test.sh passes.', '--scope', 'src/**', '--accept', 'test.sh passes', '--verify', 'sh test.sh'];
+
+  it('queues a dispatch pinned to the base commit, with its branch', () => {
+    const result = coo(['dispatch', ...coo_, '--to', 'ea.codex', ...request, '--json']);
+    expect(result.status).toBe(0);
+    const out = json(result) as { message_id: string; envelope: { dispatch: { base_ref: string; branch_name: string; executor: string } } };
+    expect(out.envelope.dispatch).toMatchObject({ base_ref: base, executor: 'codex', branch_name: `coo/${out.message_id.toLowerCase()}` });
+  });
+
+  it('refuses a dispatch without a scope, acceptance or verification as a usage error', () => {
+    const result = coo(['dispatch', ...coo_, '--to', 'ea.codex', '--repo', work, '--task', 'x', '--scope', 'src/**', '--accept', 'y']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/USAGE: give at least one --verify/);
+  });
+
+  it('refuses a dispatch the policy gives to the CEO, names the request to approve, and takes it once the CEO approved', () => {
+    const refused = coo(['dispatch', ...coo_, '--to', 'ea.claude_code', ...request, '--idempotency-key', 'cli-claude']);
+    expect(refused.status).toBe(3);
+    const hash = /APPROVAL_REQUIRED: .*coo approve --request (sha256:[0-9a-f]{64})/.exec(refused.stderr)?.[1];
+    expect(hash).toBeDefined();
+    const byCoo = coo(['approve', '--ledger', ledger, '--ceo-key', join(keys, 'coo.hermes.key'), '--request', hash!, '--reason', 'self']);
+    expect(byCoo.status).toBe(3);
+    expect(byCoo.stderr).toMatch(/TRUST_AUTHORITY/);
+    const approved = coo(['approve', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--request', hash!, '--reason', 'Claude Code may fix add()', '--json']);
+    expect(approved.status).toBe(0);
+    const approvalId = (json(approved) as { approval_id: string }).approval_id;
+    const accepted = coo(['dispatch', ...coo_, '--to', 'ea.claude_code', ...request, '--idempotency-key', 'cli-claude', '--approval', approvalId, '--json']);
+    expect(accepted.status).toBe(0);
+    expect((json(accepted) as { envelope: { approval_id: string } }).envelope.approval_id).toBe(approvalId);
   });
 });

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { coo } from '../helpers/cli.js';
-import { fixtureEnvelope, push, stockCommit } from '../helpers/stock.js';
+import { fixtureEnvelope, fixtureFiles, push, stockCommit } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -30,7 +30,7 @@ beforeAll(() => {
 describe('the pre-receive hook on pushes made with stock git', () => {
   it('lets a valid COO-signed envelope land', () => {
     const work = freshClone();
-    stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8480')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8480', 'h0') }, { key: key('coo.hermes'), seq: seq() + 1 });
+    stockCommit(work, fixtureFiles('msg_01M8NQFJ01J7CG66HWNDDJ8480', 'h0'), { key: key('coo.hermes'), seq: seq() + 1 });
     const result = push(work, 'main');
     expect(result.stderr).toContain('push accepted');
     expect(result.status).toBe(0);
@@ -63,7 +63,7 @@ describe('the pre-receive hook on pushes made with stock git', () => {
     const before = head();
     const work = freshClone();
     git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: work });
-    stockCommit(work, { [folder('msg_01M8NQFJ01J7CG66HWNDDJ8487')]: fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8487', 'h7') }, { key: key('coo.hermes'), seq: seq() });
+    stockCommit(work, fixtureFiles('msg_01M8NQFJ01J7CG66HWNDDJ8487', 'h7'), { key: key('coo.hermes'), seq: seq() });
     const result = push(work, '--force', 'main');
     expect(result.status).not.toBe(0);
     expect(head()).toBe(before);
