@@ -99,6 +99,7 @@ export class Runner {
   private readonly clock: () => Date;
   private readonly repo: PinnedRepo;
   private readonly dispatch: DispatchLane;
+  private readonly configErrors = new Set<string>();
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = options.runnerId ?? defaultRunnerId();
@@ -190,7 +191,12 @@ export class Runner {
         else skipped.add(item.record.id);
       } catch (error) {
         skipped.add(item.record.id);
-        this.emit({ type: 'error', messageId: item.record.id, code: isCooError(error) ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) });
+        const code = isCooError(error) ? error.code : 'INTERNAL';
+        const message = error instanceof Error ? error.message : String(error);
+        // A configuration error stays until someone fixes the runner: said once per message, not every pass.
+        const said = `${item.record.id} ${code} ${message}`;
+        if (code !== 'EXECUTOR_CONFIG' || !this.configErrors.has(said)) this.emit({ type: 'error', messageId: item.record.id, code, message });
+        if (code === 'EXECUTOR_CONFIG') this.configErrors.add(said);
       }
     }
   }

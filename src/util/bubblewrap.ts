@@ -40,10 +40,13 @@ export interface BwrapLayout {
 
 /** The bwrap argv prefix for `layout`; the command follows it. */
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
-  const keep = [...layout.writable, ...(layout.readOnly ?? []), ...(layout.keep ?? [])].map((path) => resolve(path));
+  // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
+  // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
+  const keep = (layout.keep ?? []).map((path) => resolve(path));
+  const bound = [...layout.writable, ...(layout.readOnly ?? [])].map((path) => resolve(path));
   const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name))]
     .map((path) => resolve(path))
-    .filter((path) => fs.existsSync(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
+    .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
   return [
     bwrap,
     '--ro-bind', '/', '/',

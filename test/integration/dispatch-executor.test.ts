@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CodexExecutor } from '../../src/dispatch/codex.js';
 import type { ExecutorRun } from '../../src/dispatch/executor.js';
+import { bwrapArgs, findBwrap } from '../../src/util/bubblewrap.js';
 import { run as runCommand, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -89,5 +91,23 @@ describe('the executor process', () => {
   it('stops a run as soon as its reported usage costs more than the budget', async () => {
     const { run } = await runFake(`${EVENT({ type: 'turn.completed', usage: { input_tokens: 5, output_tokens: 5 } })}\nsleep 987652`, { maxCostUsd: 1, timeoutSeconds: 20 });
     expect(run.killedBy).toBe('cost');
+  });
+});
+
+describe('the bubblewrap layout', () => {
+  it('hides the siblings of a writable folder that lies inside a hidden one, and keeps the folder writable', () => {
+    // .ci/run installs bubblewrap: without it this test has nothing to check and fails.
+    const bwrap = findBwrap();
+    expect(bwrap).not.toBeNull();
+    const state = join(tempDir('bwrap-layout'), 'state');
+    mkdirSync(join(state, 'attempt', 'worktree'), { recursive: true });
+    mkdirSync(join(state, 'other'), { recursive: true });
+    writeFileSync(join(state, 'other', 'secret.txt'), 'runner state\n');
+    const worktree = join(state, 'attempt', 'worktree');
+    const args = bwrapArgs(bwrap!, { writable: [worktree], hide: [state], chdir: worktree, ownPids: true });
+    const result = spawnSync(args[0]!, [...args.slice(1), '/bin/sh', '-c', `echo made > made.txt; cat ${join(state, 'other', 'secret.txt')} 2>/dev/null; ls ${state}`], { encoding: 'utf8' });
+    expect(result.stdout).not.toContain('runner state');
+    expect(result.stdout.trim().split('\n')).toEqual(['attempt']);
+    expect(readFileSync(join(worktree, 'made.txt'), 'utf8')).toBe('made\n');
   });
 });

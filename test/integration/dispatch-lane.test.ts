@@ -104,6 +104,9 @@ describe('the dispatch lane', () => {
       const summary = await runner.runOnce();
       expect(summary.receipts).toBe(0);
       expect(w.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'EXECUTOR_CONFIG' }));
+      // Said once, not on every pass of the watcher.
+      await runner.runOnce();
+      expect(w.events.filter((event) => event.type === 'error' && event.code === 'EXECUTOR_CONFIG')).toHaveLength(1);
       expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
       expect(s.model.calls).toEqual([]);
     } finally {
