@@ -6,6 +6,20 @@ import { canonicalJson, sha256Ref } from '../util/hash.js';
  * runner. Pure.
  */
 
+/**
+ * A branch name git takes and the lane uses: ref-safe characters, no `..`, no empty, `.`-led or
+ * `.lock` component, no leading `-` or `/`, no trailing `/`. The writer, the validator and the
+ * worktree ask this one rule.
+ */
+export function isBranchName(name: string): boolean {
+  return (
+    /^[A-Za-z0-9._/-]{1,180}$/.test(name) &&
+    !name.includes('..') &&
+    !name.startsWith('-') &&
+    name.split('/').every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.lock'))
+  );
+}
+
 /** The branch a dispatch works on when the COO names none: one per message. */
 export function defaultBranchFor(messageId: string): string {
   return `coo/${messageId.toLowerCase()}`;

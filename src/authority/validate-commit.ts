@@ -24,7 +24,7 @@ import type { TrustRoot } from '../schema/control.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { repeatedRequest, requestFingerprint } from './idempotency.js';
 import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
-import { dispatchRequestHash } from './dispatch-rules.js';
+import { attemptBranchFor, dispatchRequestHash, isBranchName } from './dispatch-rules.js';
 import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, edgeRequires, isCommandIntent } from './policy-check.js';
 import { attemptIdOf, isRunnerIntent, withinHopLimit } from './runnable.js';
 import {
@@ -434,6 +434,9 @@ class CommitCheck {
     }
     if (!/^[0-9a-f]{40}$/.test(doc.dispatch.base_ref)) {
       throw new CooError('SCHEMA_INVALID', `${where}: base_ref must be the full commit the work starts from`, { where: `${where}:dispatch.base_ref` });
+    }
+    if (!isBranchName(doc.dispatch.branch_name) || !isBranchName(attemptBranchFor(doc.dispatch.branch_name, 100))) {
+      throw new CooError('SCHEMA_INVALID', `${where}: branch_name ${JSON.stringify(doc.dispatch.branch_name)} is not a branch name git takes`, { where: `${where}:dispatch.branch_name` });
     }
     if (doc.context_pin !== null && doc.context_pin.repo_commit_sha !== doc.dispatch.base_ref) {
       throw new CooError('SCHEMA_INVALID', `${where}: the context pin and base_ref name different commits`, { where: `${where}:context_pin.repo_commit_sha` });

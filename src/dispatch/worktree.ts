@@ -1,6 +1,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import { resolve } from 'node:path';
+import { isBranchName } from '../authority/dispatch-rules.js';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 
@@ -56,7 +57,6 @@ export function worktreeGit(worktree: AttemptWorktree, args: readonly string[], 
   return safeGit([`--git-dir=${worktree.worktreeGitdir}`, `--work-tree=${worktree.path}`, ...args], { ...options, cwd: worktree.path });
 }
 
-const BRANCH = /^[A-Za-z0-9._/-]{1,200}$/;
 
 export interface CreateWorktreeOptions {
   /** The target repository (its work tree or its git folder). */
@@ -70,7 +70,7 @@ export interface CreateWorktreeOptions {
 
 /** A fresh worktree at the base commit on a new branch; an existing branch or path is refused. */
 export async function createAttemptWorktree(options: CreateWorktreeOptions): Promise<AttemptWorktree> {
-  if (!BRANCH.test(options.branch) || options.branch.includes('..') || options.branch.startsWith('-') || options.branch.endsWith('.lock')) {
+  if (!isBranchName(options.branch)) {
     throw new CooError('USAGE', `${JSON.stringify(options.branch)} is not a branch name the lane uses`);
   }
   if (!/^[0-9a-f]{40}$/.test(options.base)) throw new CooError('USAGE', 'the base must be a full commit id');

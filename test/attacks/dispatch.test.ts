@@ -162,6 +162,11 @@ describe('dispatches the runner could not execute', () => {
     return kit.append(messageFiles({ ...message, dispatch: { ...message.dispatch, base_ref: 'main' } }), kit.keys.coo.key);
   });
 
+  attack('a dispatch whose branch name git would refuse or read as an option', 'library', 'SCHEMA_INVALID', () => {
+    const message = dispatchEnvelope() as EaDispatchMessage;
+    return kit.append(messageFiles({ ...message, dispatch: { ...message.dispatch, branch_name: '-main/..' } }), kit.keys.coo.key);
+  });
+
   attack('a dispatch without its task', 'library', 'SCHEMA_INVALID', () => kit.append(messageFiles(dispatchEnvelope({ payload_ref: null, payload_hash: null })), kit.keys.coo.key));
 
   attack('a dispatch whose first attempt id is not the lane\'s', 'library', 'ATTEMPT_INVALID', () => {
