@@ -1,8 +1,12 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
+import { allowedSigners } from '../../src/audit/allowed-signers.js';
+import { pinnedClaudeCommand } from '../../src/dispatch/claude-code.js';
 import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
+import { startScriptedMessagesServer } from '../../src/dispatch/fake-messages-server.js';
+import { attemptIdFor } from '../../src/util/ids.js';
 import { enqueueDispatch, type DispatchRequest } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import { startScriptedResponsesServer, type ScriptTurn } from '../../src/dispatch/fake-responses-server.js';
@@ -55,6 +59,10 @@ describe('the dispatch lane', () => {
       expect(receipt!['file_hashes']).toEqual([{ path: 'src/add.js', sha256: sha256Ref(Buffer.from(content)) }]);
       expect((receipt!['inner_exit_codes'] as number[]).every((code) => code === 0)).toBe(true);
       expect((receipt!['attachments'] as Array<{ path: string }>).map((item) => item.path.split('/').pop())).toEqual(expect.arrayContaining(['codex-events.jsonl', 'verify-01.log']));
+      // Stock git reads the work's commit as signed by the COO, with the ledger's allowed signers.
+      const signers = join(w.dir, 'allowed_signers');
+      writeFileSync(signers, allowedSigners(await w.ledger.state()));
+      expect(git(['-c', `gpg.ssh.allowedSignersFile=${signers}`, 'log', '-1', '--format=%G?', envelope.dispatch.branch_name], { cwd: s.repo }).trim()).toBe('G');
       // The base branch is untouched; the work lives on the attempt's branch alone.
       expect(git(['rev-parse', 'main'], { cwd: s.repo }).trim()).toBe(s.base);
       const report = await verifyLedger(w.gitdir, { full: true, now: new Date() });
@@ -227,6 +235,35 @@ describe('the dispatch lane', () => {
     } finally {
       await github.close();
       await http.close();
+      await s.close();
+    }
+  });
+
+  it('runs Claude Code the same way once the CEO approved the request, and records its own cost', async () => {
+    const w = await world();
+    const s = await setup(w, []);
+    const model = await startScriptedMessagesServer();
+    try {
+      let hash = '';
+      try {
+        await s.dispatch({ target: 'ea.claude_code' });
+      } catch (error) {
+        hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
+      }
+      const { approval } = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'Claude Code may fix add()', requestHash: hash });
+      const { messageId, envelope } = await s.dispatch({ target: 'ea.claude_code', approvalId: approval.approval_id });
+      const worktree = join(w.dir, 'state', 'dispatch', attemptIdFor(messageId, 1, 'ea'), 'worktree');
+      model.setScript([
+        { kind: 'tool', name: 'Write', input: { file_path: join(worktree, 'src', 'add.js'), content: 'export const add = (a, b) => a + b;\n' } },
+        { kind: 'message', text: 'Fixed add().' },
+      ]);
+      const executors = executorFactory({ command: pinnedClaudeCommand(), baseUrl: model.url, hide: [w.gitdir], env: { PATH: process.env['PATH'], ANTHROPIC_API_KEY: 'sk-ant-test' } });
+      await w.runner({ repo: s.repo, executors }).runOnce();
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt).toMatchObject({ status: 'succeeded', executor: 'claude_code', files_changed: ['src/add.js'], branch: envelope.dispatch.branch_name });
+      expect(receipt!['actual_cost_usd']).toBeGreaterThan(0);
+    } finally {
+      await model.close();
       await s.close();
     }
   });
