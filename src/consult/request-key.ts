@@ -32,5 +32,10 @@ export function derivedIdempotencyKey(parts: ConsultRequestParts): string {
     parent_message_id: parts.parentMessageId ?? null,
     max_hops: parts.maxHops ?? null,
   };
+  return derivedRequestKey(asked);
+}
+
+/** An idempotency key from what a request asks, every unset field null: the same request, the same key. */
+export function derivedRequestKey(asked: Record<string, unknown>): string {
   return `req-${sha256Ref(canonicalJson(asked)).slice('sha256:'.length, 'sha256:'.length + 40)}`;
 }

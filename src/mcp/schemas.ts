@@ -42,6 +42,34 @@ export const consultInput = z.strictObject({
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
 });
 
+const list = (what: string, example: string) => z.array(z.string().min(1).max(2000)).min(1).max(100).describe(`${what} (e.g. ${example})`);
+
+export const dispatchInput = z.strictObject({
+  to: actorId.describe('the execution agent, e.g. ea.codex'),
+  task: z.string().min(1).max(100_000).describe('what the agent is to do'),
+  scope: list('path globs the work may change, relative to the repository root; a change elsewhere fails the attempt', '["src/**", "test/**"]'),
+  accept: list('acceptance criteria', '["add(NaN, 1) is NaN"]'),
+  verify: list('commands the runner itself runs in the worktree afterwards; every one must exit 0', '["npm test"]'),
+  files: z.array(z.string().min(1).max(500)).max(1000).optional().describe('context files or globs to pin at the base commit'),
+  rev: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
+    .optional()
+    .describe('the base commit (default HEAD)'),
+  timeout_seconds: z.number().int().positive().max(86_400).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
+  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
+  ttl_seconds: z.number().int().positive().max(604_800).optional().describe('how long the dispatch may wait to start (default 3600)'),
+  approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact request, when the policy asks for one (the refusal names the request hash to approve)"),
+  idempotency_key: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
+    .optional()
+    .describe('the same key with the same request returns the message already there (default: derived from the request)'),
+  correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
+  parent_message_id: messageId.optional().describe('the message this one follows from (never advisory traffic)'),
+  wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
+});
+
 export const waitInput = z.strictObject({
   message_id: messageId.describe('the consult to wait for'),
   timeout_seconds: waitSeconds.describe(`how long to wait for a final receipt, in seconds (at most ${MAX_WAIT_SECONDS})`),

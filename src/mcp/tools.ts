@@ -8,14 +8,15 @@ import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, ty
 import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, type ConsultRequest } from '../consult/enqueue.js';
 import { resolveCommit } from '../consult/pins.js';
-import { derivedIdempotencyKey } from '../consult/request-key.js';
+import { derivedIdempotencyKey, derivedRequestKey } from '../consult/request-key.js';
+import { enqueueDispatch } from '../dispatch/enqueue.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { readDocument } from '../schema/documents.js';
 import type { z } from 'zod';
-import type { consultInput, messageInput, sessionsInput, waitInput } from './schemas.js';
+import type { consultInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 
 /**
@@ -74,7 +75,7 @@ function outcomeOf(state: LedgerState, record: MessageRecord): Outcome {
     submitted_via: record.submittedVia ?? null,
     next: terminal
       ? `final: read the answer with show (message_id ${answering.id}) or cite it`
-      : `not final yet: call wait with message_id ${record.id}; do not call consult again for it`,
+      : `not final yet: call wait with message_id ${record.id}; do not call ${record.intent === 'ea_dispatch' ? 'dispatch' : 'consult'} again for it`,
   };
 }
 
@@ -135,6 +136,45 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     ...optional,
   };
   const queued = await enqueueConsult(request);
+  const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
+  return { ...outcome, existing: queued.existing };
+}
+
+export type DispatchArgs = z.infer<typeof dispatchInput>;
+
+/**
+ * `coo dispatch`, over MCP: the same enqueue through the write-time validator (a dispatch the
+ * policy gives to the CEO is refused with the request hash to approve), refused while the kill
+ * switch is on, with a key derived from the request unless the agent gives one.
+ */
+export async function dispatchTool(context: ToolContext, args: DispatchArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
+  refuseWhileStopped(await context.ledger.state());
+  const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD');
+  const optional = {
+    ...(args.timeout_seconds === undefined ? {} : { timeoutSeconds: args.timeout_seconds, maxRuntimeSeconds: args.timeout_seconds }),
+    ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+    ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
+    ...(args.approval_id === undefined ? {} : { approvalId: args.approval_id }),
+    ...(args.correlation_id === undefined ? {} : { correlationId: args.correlation_id }),
+    ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
+  };
+  const asked = { lane: 'dispatch', target: args.to, commit, task: args.task, scope: args.scope, accept: args.accept, verify: args.verify, files: args.files ?? [], ...optional };
+  const queued = await enqueueDispatch({
+    ledger: context.ledger,
+    key: context.key,
+    now: context.clock(),
+    target: args.to,
+    repo: context.repo,
+    rev: commit,
+    task: args.task,
+    scope: args.scope,
+    accept: args.accept,
+    verify: args.verify,
+    patterns: args.files ?? [],
+    idempotencyKey: args.idempotency_key ?? derivedRequestKey(asked),
+    submittedVia: 'mcp',
+    ...optional,
+  });
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
 }

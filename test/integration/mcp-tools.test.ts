@@ -9,11 +9,11 @@ const fresh = worlds(tempDir());
 const ASK = { to: 'aa.chatgpt', files: ['src/add.ts', 'README.md'], prompt: 'Is add() correct for NaN?', max_runtime_seconds: 60 };
 
 describe('coo mcp, through the SDK client in process', () => {
-  it('lists the six tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
+  it('lists the seven tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
     const w = await fresh();
     const mcp = await connectMcp(w);
     const { tools } = await mcp.client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['cite', 'consult', 'sessions', 'show', 'verify', 'wait']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['cite', 'consult', 'dispatch', 'sessions', 'show', 'verify', 'wait']);
     for (const tool of tools) {
       expect(tool.inputSchema['additionalProperties'], tool.name).toBe(false);
       expect(tool.outputSchema, tool.name).toBeDefined();
@@ -23,6 +23,9 @@ describe('coo mcp, through the SDK client in process', () => {
     expect(byName.get('consult')!.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
     const consultProps = Object.keys(byName.get('consult')!.inputSchema.properties ?? {});
     for (const forbidden of ['repo', 'ledger', 'key', 'prompt_file', 'budget', 'authority_class']) expect(consultProps).not.toContain(forbidden);
+    expect(byName.get('dispatch')!.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
+    const dispatchProps = Object.keys(byName.get('dispatch')!.inputSchema.properties ?? {});
+    for (const forbidden of ['repo', 'ledger', 'key', 'task_file', 'budget', 'authority_class', 'executor', 'base_ref', 'open_pr']) expect(dispatchProps).not.toContain(forbidden);
     await mcp.close();
   });
 
@@ -141,6 +144,24 @@ describe('coo mcp, through the SDK client in process', () => {
       expect(textOf(result)).not.toContain(w.target);
       expect(textOf(result)).not.toContain(w.gitdir);
     }
+    await mcp.close();
+  });
+
+  it('dispatch queues governed work once per request, signed as coming over MCP, and refuses what the policy gives to the CEO', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const ask = { to: 'ea.codex', task: 'Make add() reject NaN.', scope: ['src/**'], accept: ['add(NaN, 1) throws'], verify: ['true'] };
+    const queued = structured(await mcp.call('dispatch', ask));
+    expect(queued).toMatchObject({ state: 'queued', terminal: false, existing: false });
+    const again = structured(await mcp.call('dispatch', ask));
+    expect(again).toMatchObject({ message_id: queued['message_id'], existing: true });
+    const shown = structured<Record<string, unknown>>(await mcp.call('show', { message_id: queued['message_id'] }));
+    expect(shown['envelope']).toMatchObject({ intent: 'ea_dispatch', submitted_via: 'mcp', dispatch: { executor: 'codex', scope_paths: ['src/**'] } });
+    const refused = await mcp.call('dispatch', { ...ask, to: 'ea.claude_code' });
+    expect(refused.isError).toBe(true);
+    expect(textOf(refused)).toMatch(/APPROVAL_REQUIRED.*sha256:[0-9a-f]{64}/);
+    const smuggled = await mcp.call('dispatch', { ...ask, base_ref: 'b'.repeat(40) });
+    expect(smuggled.isError).toBe(true);
     await mcp.close();
   });
 });
