@@ -12,11 +12,13 @@ const { newMessageId } = await import(join(dist, 'util', 'ids.js'));
 const [gitdir, keyFile, worker, count] = process.argv.slice(2);
 const key = parsePrivateKey(readFileSync(keyFile, 'utf8'));
 const template = readFileSync(join(import.meta.dirname, '..', 'fixtures', 'dispatch.yaml'), 'utf8');
+// The fixture dispatch's task (test/helpers/stock.ts FIXTURE_TASK).
+const TASK = Buffer.from('Fix add() so that test.sh passes.\n');
 const ledger = Ledger.open(gitdir);
 for (let i = 0; i < Number(count); i += 1) {
   const id = newMessageId(Date.parse('2026-11-30T07:00:00Z'));
-  const envelope = template.replace(/MESSAGE_ID/g, id).replace(/IDEMPOTENCY/g, `w${worker}-${i}`);
-  await appendEnvelope(ledger, Buffer.from(envelope), new Map(), key, new Date());
+  const envelope = template.replace(/MESSAGE_TAIL/g, id.slice(4)).replace(/MESSAGE_ID/g, id).replace(/IDEMPOTENCY/g, `w${worker}-${i}`);
+  await appendEnvelope(ledger, Buffer.from(envelope), new Map([['prompt.md', TASK]]), key, new Date());
 }
 ledger.close();
 process.stdout.write(`worker ${worker} appended ${count}\n`);
