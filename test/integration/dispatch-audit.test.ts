@@ -8,6 +8,8 @@ import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { enqueueDispatch, type DispatchRequest } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer } from '../../src/dispatch/fake-responses-server.js';
+import { showOutput } from '../../src/mcp/schemas.js';
+import { showTool } from '../../src/mcp/tools.js';
 import { coo, json } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeWorld, type World } from '../helpers/lane.js';
@@ -158,6 +160,13 @@ describe('coo show on a dispatch', () => {
     expect(queued.dispatch.approval).toMatchObject({ approval_id: dispatchApproval, approved_by: 'ceo', reason: 'Claude Code may add the test', used_by: approved });
   });
 
+  it('gives the MCP show tool a dispatch its output schema accepts, with the same request and evidence', async () => {
+    const view = await showTool({ ledger: w.ledger, key: w.actors.coo, repo: join(w.dir, 'work'), auditDir: null, clock: () => new Date() }, { message_id: fixed });
+    const parsed = showOutput.parse(view) as unknown as ShownDispatch;
+    expect(parsed.dispatch.verification_commands).toEqual(['sh test.sh']);
+    expect(parsed.attempts[0]!.dispatch!.status).toBe('succeeded');
+  });
+
   it('shows an approval by its id: who approved what, and what used it', () => {
     const text = coo(['show', dispatchApproval, '--ledger', ledger]).stdout;
     expect(text).toMatch(new RegExp(`^approval ${dispatchApproval} by ceo .*used by ${approved}`));
@@ -231,6 +240,7 @@ describe('coo verify and coo cite on dispatches', () => {
     const findings = json<{ findings: Array<{ code: string; path?: string }> }>(result).findings.filter((finding) => finding.code !== 'HEARTBEAT_EXPIRED');
     expect(findings.length).toBeGreaterThan(0);
     expect(findings.some((finding) => finding.path?.startsWith(path) === true)).toBe(true);
+    expect(findings.map((finding) => finding.code)).toContain('WRITE_ONCE');
   });
 
   it('refuses to cite a dispatch, saying where its evidence is instead', () => {
