@@ -139,6 +139,10 @@ describe('coo report', () => {
       expect(await page.locator('tr.message.tampered').textContent()).toContain(succeeded);
       expect(await page.locator(`tr.message[data-state="failed"]`).textContent()).toContain('output_injection');
       expect(await page.locator('#spend').textContent()).toContain('Per correlation');
+      const dispatch = await page.locator('#dispatches tr.dispatch[data-status="succeeded"]').textContent();
+      expect(dispatch).toMatch(/coo\/msg_\w+ at [0-9a-f]{10}/);
+      expect(dispatch).toContain('exit 0 node --test');
+      expect(dispatch).toMatch(/\$0\.\d+/);
       expect(await page.locator('#timeline tr.commit').count()).toBe(11);
       const signers = await page.locator('#timeline tr.commit td:nth-child(4)').allTextContents();
       expect(signers.some((text) => text.startsWith('ceo'))).toBe(true);
