@@ -19,7 +19,10 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
   let record = report.state.messages.get(messageId);
   if (record === undefined) throw new CooError('NOT_FOUND', `${messageId} is not a valid message of this ledger`);
   if (record.duplicateOf !== null) record = report.state.messages.get(record.duplicateOf) ?? record;
-  if (record.intent !== 'aa_consult') throw new CooError('USAGE', `${messageId} is ${record.intent}: only advisory consults are cited`);
+  if (record.intent !== 'aa_consult') {
+    const instead = record.intent === 'ea_dispatch' ? `; a dispatch's evidence is its receipt, branch and verification: \`coo show ${record.id}\`, and its branch checks with stock git (\`coo allowed-signers\`, \`git log %G?\`)` : '';
+    throw new CooError('USAGE', `${messageId} is ${record.intent}: only advisory consults are cited${instead}`);
+  }
   const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null);
   if (last === undefined || last.receipt === null) {
     // A receipt in a commit the validator refused never took effect: that is the news, not its absence.

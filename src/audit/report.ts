@@ -2,7 +2,7 @@ import { activeKeys } from '../authority/keys.js';
 import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { Finding } from '../errors.js';
 import { classifyPath } from '../ledger/layout.js';
-import type { Timeline, TimelineCommit, TimelineEntry } from './timeline.js';
+import type { Timeline, TimelineCommit, TimelineDispatch, TimelineEntry } from './timeline.js';
 import { warningMeaning } from './warnings.js';
 
 /**
@@ -114,7 +114,7 @@ function messagesSection(state: LedgerState, findings: readonly Finding[], warni
     const touched = findings.filter((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true).length;
     const blockers = [...new Set(record.attempts.flatMap((attempt) => attempt.receipt?.blockers ?? []))];
     const warned = [...new Set(record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : warnings.get(attempt.receipt.path) ?? [])))];
-    return row(`${touched > 0 ? ' class="message tampered"' : ' class="message"'} data-state="${lane}"`, [
+    return row(`${touched > 0 ? ' class="message tampered"' : ' class="message"'} data-state="${lane}" data-intent="${escape(record.intent)}"`, [
       ['message', `${messageId(record.id)}${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}`],
       ['intent', escape(record.intent)],
       ['edge', `${escape(record.source)} &rarr; ${escape(record.target)}${record.submittedVia === undefined ? '' : ` <span class="badge muted via">via ${escape(record.submittedVia)}</span>`}`],
@@ -126,6 +126,92 @@ function messagesSection(state: LedgerState, findings: readonly Finding[], warni
     ]);
   });
   return `<section id="messages"><h2>Messages (${records.length})</h2>${table(['message', 'intent', 'edge', 'correlation', 'created', 'state', 'attempts', 'cost'], rows)}</section>`;
+}
+
+/** Every ea receipt's dispatch facts by its path, from the commits that added them. */
+function dispatchesByReceipt(timeline: Timeline): ReadonlyMap<string, TimelineDispatch> {
+  const out = new Map<string, TimelineDispatch>();
+  for (const commit of timeline.commits) for (const entry of commit.entries) if (entry.dispatch !== undefined) out.set(entry.path, entry.dispatch);
+  return out;
+}
+
+function verificationCell(dispatch: TimelineDispatch): string {
+  if (dispatch.verification.length === 0) return '<span class="badge muted">not run</span>';
+  return dispatch.verification
+    .map((check) => `<span class="badge ${check.exitCode === 0 ? 'ok' : 'bad'}" title="exit ${check.exitCode}">exit ${check.exitCode}</span> <code>${escape(check.command)}</code>`)
+    .join('<br>');
+}
+
+/** Every attempt of every dispatch: the branch the runner committed, its own verification, the cost. */
+function dispatchesSection(state: LedgerState, timeline: Timeline, findings: readonly Finding[]): string {
+  const facts = dispatchesByReceipt(timeline);
+  const records = [...state.messages.values()].filter((record) => record.intent === 'ea_dispatch').sort((a, b) => a.seq - b.seq);
+  if (records.length === 0) return '';
+  const approvals = [...state.approvals.values()];
+  const rows = records.flatMap((record) => {
+    const touched = findings.some((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true);
+    const approved = approvals.filter((approval) => approval.usedBy === record.id || (approval.approves === 'retry' && approval.messageId === record.id));
+    const approvalCell = (attempt: number): string => {
+      const approval = approved.find((item) => (item.approves === 'dispatch' ? attempt === 1 : item.attempt === attempt));
+      return approval === undefined ? '<small>none needed</small>' : `<code class="nowrap">${escape(approval.id)}</code> <small>by ${escape(approval.approvedBy)}</small>`;
+    };
+    const pending = approved.filter((item) => item.approves === 'retry' && item.attempt !== null && !record.attempts.some((attempt) => attempt.number === item.attempt));
+    const attempts = record.attempts.length === 0 ? [null] : record.attempts;
+    const waiting = pending.map((approval) =>
+      row(' class="dispatch" data-status="approved"', [
+        ['message', `${messageId(record.id)} <small>attempt ${approval.attempt!}</small>`],
+        ['executor', escape(record.target)],
+        ['status', '<span class="badge muted">approved, not run yet</span>'],
+        ['branch', ''],
+        ['verification', ''],
+        ['approval', approvalCell(approval.attempt!)],
+        ['cost', usd(0)],
+      ]),
+    );
+    return [...attempts.map((attempt) => {
+      const dispatch = attempt?.receipt == null ? undefined : facts.get(attempt.receipt.path);
+      const status = attempt?.receipt == null ? laneStateOf(record) : attempt.receipt.status;
+      const blockers = attempt?.receipt?.blockers ?? [];
+      return row(`${touched ? ' class="dispatch tampered"' : ' class="dispatch"'} data-status="${escape(status)}"`, [
+        ['message', `${messageId(record.id)}${attempt === null ? '' : ` <small>attempt ${attempt.number}</small>`}`],
+        ['executor', `${escape(record.target)}${dispatch === undefined ? '' : ` <small>${escape(dispatch.executor)}</small>`}`],
+        ['status', `<span class="badge ${STATE_CLASS[status as LaneState] ?? 'muted'}">${escape(status)}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}`],
+        ['branch', dispatch?.branch == null ? '<small>nothing committed</small>' : `<code>${escape(dispatch.branch)}</code> at ${oid(dispatch.headSha)}<br><small>${dispatch.filesChanged} file(s) changed</small>`],
+        ['verification', dispatch === undefined ? '' : verificationCell(dispatch)],
+        ['approval', attempt === null ? approvalCell(1) : approvalCell(attempt.number)],
+        ['cost', dispatch === undefined ? usd(attempt?.receipt?.costUsd ?? 0) : usd(dispatch.costUsd)],
+      ]);
+    }), ...waiting];
+  });
+  return `<section id="dispatches"><h2>Dispatches (${records.length})</h2><p>Work an execution agent did in a worktree of its own; the branch, its commit and the verification are the runner's, never the agent's word.</p>${table(['message', 'executor', 'status', 'branch', 'verification', 'approval', 'cost'], rows)}</section>`;
+}
+
+/** The CEO's approvals, from the commits that added them: who approved what, why, and what used it. */
+function approvalsSection(state: LedgerState, timeline: Timeline): string {
+  const rows = timeline.commits.flatMap((commit) =>
+    commit.entries.flatMap((entry) => {
+      const approval = entry.approval;
+      if (approval === undefined) return [];
+      const info = classifyPath(entry.path);
+      const id = info?.kind === 'approval' ? info.approvalId : entry.path;
+      const usedBy = state.approvals.get(id)?.usedBy ?? null;
+      const what =
+        approval.approves === 'dispatch'
+          ? `a dispatch: request <code>${escape(approval.requestHash ?? '')}</code>${usedBy === null ? ' <small>not used</small>' : ` <small>used by</small> ${messageId(usedBy)}`}`
+          : `a retry: ${messageId(approval.messageId ?? '')} attempt ${approval.attempt ?? ''}`;
+      return [
+        row(' class="approval"', [
+          ['approval', `<code class="nowrap">${escape(id)}</code>`],
+          ['approved by', escape(approval.approvedBy)],
+          ['approves', what],
+          ['reason', `<span class="text">${escape(approval.reason)}</span>`],
+          ['Ledger-Seq', `#${commit.seq} ${oid(commit.commit)}`],
+        ]),
+      ];
+    }),
+  );
+  if (rows.length === 0) return '';
+  return `<section id="approvals"><h2>Approvals (${rows.length})</h2>${table(['approval', 'approved by', 'approves', 'reason', 'Ledger-Seq'], rows)}</section>`;
 }
 
 function spendSection(state: LedgerState): string {
@@ -175,8 +261,12 @@ function entryLabel(entry: TimelineEntry): string {
       return `${info.role === 'root' ? 'trust root' : info.role === 'registry' ? 'actor registry' : 'actor policy'} v${info.version}`;
     case 'kill_switch':
       return `kill switch v${info.version}`;
-    case 'approval':
-      return `approval ${info.approvalId}`;
+    case 'approval': {
+      const approval = entry.approval;
+      if (approval === undefined) return `approval ${info.approvalId}`;
+      const what = approval.approves === 'dispatch' ? `dispatch request ${(approval.requestHash ?? '').slice(0, 19)}…` : `retry of ${approval.messageId ?? ''} as attempt ${approval.attempt ?? ''}`;
+      return `approval ${info.approvalId} by ${approval.approvedBy}: ${what}`;
+    }
     case 'heartbeat':
       return 'heartbeat';
     case 'envelope':
@@ -224,7 +314,7 @@ function commitRow(commit: TimelineCommit): string {
   const bad = commit.findings.length > 0;
   const entries = [...commit.entries]
     .sort((a, b) => entryRank(a) - entryRank(b))
-    .map((entry) => `<span class="entry kind-${escape(entry.kind)}" title="${escape(entry.path)}">${escape(entryLabel(entry))}</span>${entry.warnings.length > 0 ? ` ${warningBadges(entry.warnings)}` : ''}`)
+    .map((entry) => `<span class="entry kind-${escape(entry.kind)}" title="${escape(entry.approval === undefined ? entry.path : `${entry.path}: ${entry.approval.reason}`)}">${escape(entryLabel(entry))}</span>${entry.warnings.length > 0 ? ` ${warningBadges(entry.warnings)}` : ''}`)
     .join(' ');
   const signer = commit.signer === null ? '<span class="badge bad">unverified</span>' : `${escape(commit.signer.actor)} ${fingerprint(commit.signer.keyId)}`;
   const problems = bad ? `<div class="problems text">${commit.findings.map((finding) => `<code>${escape(finding.code)}</code> ${escape(finding.message)}`).join('<br>')}</div>` : '';
@@ -257,7 +347,7 @@ code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywher
 .warn-text{color:#8a5a00}.bad-text{color:#a11d1d;font-weight:700}
 tr.tampered{background:#ffe8e8;outline:2px solid #d33}.problems{margin-top:4px;color:#a11d1d;font-size:12px}
 .entry{display:inline-block;margin:2px 3px 0 0;padding:0 6px;border-radius:4px;font-size:11px;background:#eef2f8;color:#33415c}
-.kind-receipt{background:#e3f1ff}.kind-claim{background:#f3ecff}.kind-envelope{background:#fff4dc}.kind-trust{background:#ffe9e9}
+.kind-receipt{background:#e3f1ff}.kind-approval{background:#e6f7ea}.kind-claim{background:#f3ecff}.kind-envelope{background:#fff4dc}.kind-trust{background:#ffe9e9}
 .meter{display:flex;align-items:center;gap:8px}.pct{font-size:12px;min-width:3.5em}
 .bar{flex:1 1 auto;min-width:60px;max-width:220px;height:10px;background:#eef0f3;border-radius:5px;overflow:hidden}.bar span{display:block;height:100%}
 .fill-ok{background:#3fae5f}.fill-warn{background:#e0a800}.fill-bad{background:#d33}
@@ -285,6 +375,6 @@ export function renderReport(input: ReportInput): string {
 <p><code>${escape(input.ledger)}</code> &middot; head ${oid(input.head)} at Ledger-Seq ${input.state.seq} &middot; generated ${escape(input.generatedAt)}</p>
 <p>trust root v${input.state.root?.version ?? '-'} &middot; registry v${input.state.registry?.version ?? '-'} (active COO ${escape(input.state.registry?.doc.active_coo ?? '-')}) &middot; policy v${input.state.policy?.version ?? '-'} &middot; kill switch ${escape(input.state.killSwitch?.doc.state ?? 'off')}</p>
 ${status}</header>
-<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.findings, warnings)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
+<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.findings, warnings)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
 `;
 }

@@ -4,6 +4,8 @@ import type { CommitVerdict } from '../authority/validate-commit.js';
 import type { CommitFacts } from '../ledger/commit-facts.js';
 import { identTime } from '../ledger/commit-format.js';
 import { classifyPath, type PathInfo } from '../ledger/layout.js';
+import type { Approval } from '../schema/control.js';
+import type { EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 
 /** One file a commit added, as the report lists it. */
@@ -13,6 +15,30 @@ export interface TimelineEntry {
   readonly messageId: string | null;
   /** A receipt's `warnings` (what held but was weaker than it should be), when its commit is valid. */
   readonly warnings: readonly string[];
+  /** An approval (approval.v0) in a valid commit: who approved what, and why. */
+  readonly approval?: TimelineApproval;
+  /** An ea_receipt.v0 in a valid commit: the attempt's branch, verification and cost. */
+  readonly dispatch?: TimelineDispatch;
+}
+
+export interface TimelineApproval {
+  readonly approvedBy: string;
+  readonly approves: 'dispatch' | 'retry';
+  readonly requestHash: string | null;
+  readonly messageId: string | null;
+  readonly attempt: number | null;
+  readonly reason: string;
+}
+
+export interface TimelineDispatch {
+  readonly status: string;
+  readonly executor: string;
+  readonly branch: string | null;
+  readonly headSha: string | null;
+  readonly filesChanged: number;
+  /** The runner's own verification commands with their exit codes, in order. */
+  readonly verification: ReadonlyArray<{ readonly command: string; readonly exitCode: number }>;
+  readonly costUsd: number;
 }
 
 /** One commit as an auditor sees it: position, time, signer, what it added, what was wrong with it. */
@@ -40,6 +66,30 @@ function receiptWarnings(bytes: Buffer | undefined, path: string): readonly stri
   return Array.isArray(doc.warnings) ? doc.warnings.filter((warning): warning is string => typeof warning === 'string') : [];
 }
 
+function approvalOf(bytes: Buffer | undefined, path: string): TimelineApproval | undefined {
+  if (bytes === undefined) return undefined;
+  const doc = readStrictYaml(bytes, path) as Approval;
+  return { approvedBy: doc.approved_by, approves: doc.approves, requestHash: doc.request_hash, messageId: doc.message_id, attempt: doc.attempt_number, reason: doc.reason };
+}
+
+/** The dispatch facts of a receipt the validator accepted, when it is an ea_receipt.v0. */
+function dispatchOf(bytes: Buffer | undefined, path: string): TimelineDispatch | undefined {
+  if (bytes === undefined) return undefined;
+  const doc = readStrictYaml(bytes, path) as EaReceipt | { schema_version?: unknown };
+  if (doc.schema_version !== 'ea_receipt.v0') return undefined;
+  const receipt = doc as EaReceipt;
+  const first = receipt.commands_run.length - receipt.tests_run.length;
+  return {
+    status: receipt.status,
+    executor: receipt.executor,
+    branch: receipt.branch,
+    headSha: receipt.head_sha,
+    filesChanged: receipt.files_changed.length,
+    verification: receipt.tests_run.map((command, index) => ({ command, exitCode: receipt.inner_exit_codes[first + index] ?? 0 })),
+    costUsd: receipt.actual_cost_usd,
+  };
+}
+
 /** Collects the timeline during a verification replay (audit/verify.ts), for the report. */
 export class TimelineRecorder {
   private readonly commits: TimelineCommit[] = [];
@@ -58,8 +108,11 @@ export class TimelineRecorder {
         .map((change) => {
           const info = classifyPath(change.path);
           const messageId = info !== null && 'messageId' in info ? info.messageId : null;
-          const warnings = valid && info?.kind === 'receipt' ? receiptWarnings(facts.blobs.get(change.path), change.path) : [];
-          return { path: change.path, kind: info?.kind ?? 'unknown', messageId, warnings };
+          const blob = facts.blobs.get(change.path);
+          const warnings = valid && info?.kind === 'receipt' ? receiptWarnings(blob, change.path) : [];
+          const approval = valid && info?.kind === 'approval' ? approvalOf(blob, change.path) : undefined;
+          const dispatch = valid && info?.kind === 'receipt' ? dispatchOf(blob, change.path) : undefined;
+          return { path: change.path, kind: info?.kind ?? 'unknown', messageId, warnings, ...(approval === undefined ? {} : { approval }), ...(dispatch === undefined ? {} : { dispatch }) };
         }),
       findings: verdict.findings,
     });

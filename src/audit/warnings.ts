@@ -1,12 +1,13 @@
 /**
  * What a receipt's warnings mean: what held, but less strongly than it should have. The runner
- * writes them (runner/runner.ts, consult/receipt.ts); docs/design.md, Known limits, says why each
+ * writes them (runner/runner.ts, consult/receipt.ts, dispatch/runner-lane.ts); docs/design.md, Known limits, says why each
  * can happen. Pure: the report, `coo show` and `coo cite` word them alike.
  */
 const MEANING: Readonly<Record<string, string>> = {
   sandbox_unenforced: 'the attempt ran in a clean folder and environment, but without bubblewrap: the OS did not enforce the sandbox',
   context_injection_suspected: 'the pinned context holds text that reads as instructions to the agent',
   usage_unreported: 'the provider reported no usage: the cost is our higher estimate',
+  artifact_truncated: 'an attachment (the event stream, a log) was larger than the ledger keeps: it is stored cut at the limit, and its hash is of what is stored',
 };
 
 /** One line on a warning code; a code this version does not know is named as such. */

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { viewMessage } from '../audit/message-view.js';
+import { viewApproval, viewMessage, type ApprovalView, type DispatchAttemptView, type DispatchView } from '../audit/message-view.js';
 import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
@@ -8,8 +8,8 @@ import { emit, jsonOption, ledgerOption, required } from './common.js';
 export function showVerb(program: Command): void {
   program
     .command('show')
-    .description('show a message (its envelope, lane state, claims and receipts) or print one ledger file')
-    .argument('<target>', 'a message id (msg_...) or a path inside the ledger')
+    .description('show a message (its envelope, lane state, claims and receipts; a dispatch\'s request, approval and evidence), an approval, or print one ledger file')
+    .argument('<target>', 'a message id (msg_...), an approval id (apr_...) or a path inside the ledger')
     .addOption(ledgerOption())
     .addOption(jsonOption())
     .action(async (target: string, opts: { ledger?: string; json?: boolean }) => {
@@ -17,6 +17,12 @@ export function showVerb(program: Command): void {
       try {
         const state = await ledger.state();
         const record = state.messages.get(target);
+        const approval = state.approvals.get(target);
+        if (record === undefined && approval !== undefined) {
+          const view = await viewApproval(ledger, approval);
+          emit(opts.json, view, () => approvalLine(view, ''));
+          return;
+        }
         if (record === undefined) {
           const bytes = await ledger.readFile(target);
           if (bytes === null) throw new CooError('NOT_FOUND', `${target} is neither a message id nor a file in the ledger`);
@@ -29,10 +35,17 @@ export function showVerb(program: Command): void {
           const lines = [`${record.id} ${record.intent} ${record.source} -> ${record.target}: ${view.lane_state}`];
           if (view.submitted_via !== null) lines.push(`  submitted via ${view.submitted_via}`);
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
+          if (view.dispatch !== undefined) lines.push(...dispatchLines(view.dispatch));
           record.attempts.forEach((attempt, index) => {
+            const attemptView = view.attempts[index];
+            if (attemptView?.approval !== undefined) lines.push(approvalLine(attemptView.approval, '  '));
             lines.push(`  attempt ${attempt.number} ${attempt.attemptId}: ${attempt.claim === null ? 'unclaimed' : `claimed by ${attempt.claim.runner}`}, ${attempt.receipt === null ? 'no receipt yet' : `${attempt.receipt.status}${attempt.receipt.blockers.length > 0 ? ` (${attempt.receipt.blockers.join(', ')})` : ''} ${attempt.receipt.path}`}`);
-            for (const warning of receiptWarnings(view.attempts[index]?.receipt?.document)) lines.push(`    warning ${warning}: ${warningMeaning(warning)}`);
+            if (attemptView?.dispatch !== undefined) lines.push(...evidenceLines(attemptView.dispatch));
+            for (const warning of receiptWarnings(attemptView?.receipt?.document)) lines.push(`    warning ${warning}: ${warningMeaning(warning)}`);
           });
+          for (const approval of view.dispatch?.retry_approvals ?? []) {
+            if (!record.attempts.some((attempt) => attempt.number === approval.attempt_number)) lines.push(approvalLine(approval, '  '), `  attempt ${approval.attempt_number ?? ''}: approved, not run yet`);
+          }
           return lines.join('\n');
         });
       } finally {
@@ -45,4 +58,44 @@ export function showVerb(program: Command): void {
 function receiptWarnings(document: unknown): string[] {
   const warnings = (document as { warnings?: unknown } | null)?.warnings;
   return Array.isArray(warnings) ? warnings.filter((item): item is string => typeof item === 'string') : [];
+}
+
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
+const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+
+/**
+ * Text from the ledger as one terminal line: control characters (a terminal's escape sequences
+ * among them) are shown as `\uNNNN` and never reach the terminal; long text is cut with `…`.
+ */
+export function printable(text: string, max = 200): string {
+  const line = text.replace(/\r?\n/g, ' ⏎ ').replace(UNPRINTABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return line.length > max ? `${line.slice(0, max - 1)}…` : line;
+}
+
+function approvalLine(approval: ApprovalView, indent: string): string {
+  const what = approval.approves === 'dispatch' ? `dispatch request ${approval.request_hash ?? ''}${approval.used_by === null ? ' (not used yet)' : ` (used by ${approval.used_by})`}` : `retry of ${approval.message_id ?? ''} as attempt ${approval.attempt_number ?? ''}`;
+  return `${indent}approval ${approval.approval_id} by ${approval.approved_by} at ${approval.created_at} (expires ${approval.expires_at}): ${what}; reason: ${printable(approval.reason)}`;
+}
+
+function dispatchLines(dispatch: DispatchView): string[] {
+  const lines = ['  task:'];
+  for (const line of (dispatch.task ?? '(not in the ledger)').trimEnd().split('\n')) lines.push(`    ${printable(line)}`);
+  lines.push(`  repo ${dispatch.repo}, base ${dispatch.base_sha}, branch ${dispatch.branch_name}, executor ${dispatch.executor}, timeout ${dispatch.timeout_seconds} s${dispatch.open_pr ? ', opens a pull request' : ''}`);
+  lines.push(`  scope: ${dispatch.scope_paths.map((path) => printable(path)).join(' ')}`);
+  for (const criterion of dispatch.acceptance_criteria) lines.push(`  accept: ${printable(criterion)}`);
+  for (const command of dispatch.verification_commands) lines.push(`  verify: ${printable(command)}`);
+  if (dispatch.approval !== null) lines.push(approvalLine(dispatch.approval, '  '));
+  return lines;
+}
+
+function evidenceLines(evidence: DispatchAttemptView): string[] {
+  const lines = [`    executor ${evidence.executor}, model ${evidence.model ?? 'unknown'}${evidence.executor_session_id === null ? '' : `, session ${printable(evidence.executor_session_id)}`}`];
+  lines.push(evidence.branch === null ? `    nothing committed (base ${evidence.base_sha})` : `    branch ${evidence.branch} at ${evidence.head_sha ?? '-'} (base ${evidence.base_sha}), committed and signed by the runner`);
+  for (const blocker of evidence.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
+  for (const file of evidence.files) lines.push(`    changed ${printable(file.path)} ${file.sha256 ?? '(deleted)'}`);
+  for (const command of evidence.commands) lines.push(`    ${command.by === 'executor' ? 'ran' : 'verified'} \`${printable(command.command, 120)}\` exit ${command.exit_code}`);
+  const tokens = evidence.usage === null ? 'no usage reported' : `${evidence.usage.total_tokens} tokens`;
+  lines.push(`    cost $${evidence.cost_usd} (${tokens})`);
+  for (const attachment of evidence.attachments) lines.push(`    attachment ${attachment.path} ${attachment.sha256}`);
+  return lines;
 }

@@ -148,6 +148,8 @@ export const showOutput = z.strictObject({
   submitted_via: z.string().nullable(),
   envelope: z.unknown(),
   attempts: z.array(z.unknown()),
+  /** A dispatch's request, its approval and the CEO's approved retries (audit/message-view.ts). */
+  dispatch: z.unknown().optional(),
   original_lane_state: laneState.optional(),
   original_attempts: z.array(z.unknown()).optional(),
   answer: untrustedAnswer.nullable(),

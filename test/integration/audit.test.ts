@@ -47,7 +47,7 @@ describe('auditing with stock tools, following the ledger README', () => {
     const result = shell(log);
     expect(result.status).toBe(0);
     const statuses = result.stdout.split('\n').filter((line) => /^[0-9a-f]{40} /.test(line)).map((line) => line.split(' ').slice(1, 3).join(' '));
-    expect(statuses.length).toBe(7);
+    expect(statuses.length).toBe(10);
     expect(statuses.every((status) => status === 'G coo.hermes' || status === 'G ceo')).toBe(true);
   });
 });
@@ -135,11 +135,15 @@ describe('coo report', () => {
       expect(findings.join(' ')).toContain('WRITE_ONCE');
       expect(await page.locator('tr.commit.tampered').count()).toBe(1);
       expect(await page.locator('tr.commit.tampered').textContent()).toContain('WRITE_ONCE');
-      expect(await page.locator(`tr.message[data-state="succeeded"]`).textContent()).toContain(succeeded);
+      expect(await page.locator(`tr.message[data-state="succeeded"][data-intent="aa_consult"]`).textContent()).toContain(succeeded);
       expect(await page.locator('tr.message.tampered').textContent()).toContain(succeeded);
       expect(await page.locator(`tr.message[data-state="failed"]`).textContent()).toContain('output_injection');
       expect(await page.locator('#spend').textContent()).toContain('Per correlation');
-      expect(await page.locator('#timeline tr.commit').count()).toBe(8);
+      const dispatch = await page.locator('#dispatches tr.dispatch[data-status="succeeded"]').textContent();
+      expect(dispatch).toMatch(/coo\/msg_\w+ at [0-9a-f]{10}/);
+      expect(dispatch).toContain('exit 0 node --test');
+      expect(dispatch).toMatch(/\$0\.\d+/);
+      expect(await page.locator('#timeline tr.commit').count()).toBe(11);
       const signers = await page.locator('#timeline tr.commit td:nth-child(4)').allTextContents();
       expect(signers.some((text) => text.startsWith('ceo'))).toBe(true);
       mkdirSync(join(import.meta.dirname, '..', '..', 'test-artifacts'), { recursive: true });
@@ -156,11 +160,11 @@ describe('coo verify over time', () => {
     expect(coo(['demo', '--dir', fresh]).status).toBe(0);
     const gitdir = join(fresh, 'ledger.git');
     const first = json<{ incremental: boolean; replayed: number }>(coo(['verify', '--ledger', gitdir, '--state-dir', stateDir, '--json']));
-    expect(first).toMatchObject({ incremental: false, replayed: 7 });
+    expect(first).toMatchObject({ incremental: false, replayed: 10 });
     expect(coo(['kill-switch', 'on', '--reason', 'audit', '--ledger', gitdir, '--key', join(fresh, 'keys', 'ceo.key')]).status).toBe(0);
     const second = json<{ incremental: boolean; replayed: number; ok: boolean }>(coo(['verify', '--ledger', gitdir, '--state-dir', stateDir, '--json']));
     expect(second).toMatchObject({ ok: true, incremental: true, replayed: 1 });
-    expect(json(coo(['verify', '--ledger', gitdir, '--state-dir', stateDir, '--json', '--full']))).toMatchObject({ incremental: false, replayed: 8 });
+    expect(json(coo(['verify', '--ledger', gitdir, '--state-dir', stateDir, '--json', '--full']))).toMatchObject({ incremental: false, replayed: 11 });
   });
 
   it('reports a rollback to an older head, and a fork', () => {

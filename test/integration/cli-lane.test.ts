@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
 const keys = join(dir, 'keys');
@@ -133,5 +133,24 @@ describe('coo demo', () => {
     expect(coo(['verify', '--ledger', join(demoDir, 'ledger.git')]).status).toBe(0);
     expect(coo(['demo', '--dir', demoDir]).status).toBe(0);
     expect(coo(['demo', '--dir', target]).status).toBe(2);
+  });
+
+  it('dispatches to the real Codex CLI, which fixes the target repository on a branch the runner verified, committed and signed, and stock git reads that signature as Good', () => {
+    const demoDir = join(dir, 'demo-dispatch');
+    const result = coo(['demo', '--dir', demoDir]);
+    expect(result.status).toBe(0);
+    const messageId = /dispatch (msg_\w+) queued to ea\.codex/.exec(result.stdout)![1]!;
+    expect(result.stdout).toContain(`dispatch ${messageId}: succeeded`);
+    expect(result.stdout).toContain('verified by the runner: `node --test` exit 0');
+    const shown = json<{ attempts: Array<{ receipt: { document: Record<string, unknown> } }> }>(coo(['show', messageId, '--ledger', join(demoDir, 'ledger.git'), '--json']));
+    const receipt = shown.attempts[0]!.receipt.document;
+    expect(receipt).toMatchObject({ schema_version: 'ea_receipt.v0', status: 'succeeded', executor: 'codex', files_changed: ['src/mean.js'], tests_run: ['node --test'], blockers: [] });
+    const repo = join(demoDir, 'target');
+    const branch = receipt['branch'] as string;
+    expect(git(['-C', repo, 'rev-parse', branch]).trim()).toBe(receipt['head_sha']);
+    expect(git(['-C', repo, 'show', `${branch}:src/mean.js`])).toContain('/ xs.length;');
+    expect(git(['-C', repo, 'show', 'main:src/mean.js'])).toContain('/ (xs.length + 1);');
+    const signers = join(demoDir, 'allowed_signers');
+    expect(git(['-C', repo, '-c', 'gpg.format=ssh', '-c', `gpg.ssh.allowedSignersFile=${signers}`, 'log', '-1', '--format=%G? %GS', branch]).trim()).toBe('G coo.hermes');
   });
 });

@@ -6,6 +6,7 @@ describe('warningMeaning', () => {
     expect(warningMeaning('sandbox_unenforced')).toContain('without bubblewrap');
     expect(warningMeaning('context_injection_suspected')).toContain('instructions');
     expect(warningMeaning('usage_unreported')).toContain('estimate');
+    expect(warningMeaning('artifact_truncated')).toContain('cut');
     expect(warningMeaning('constructor')).toContain('does not know');
     expect(warningMeaning('future_warning')).toContain('does not know');
   });
