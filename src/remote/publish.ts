@@ -90,10 +90,7 @@ export class RemoteLedger {
   /** Fetches the remote's main, verifies what arrived from the local verified state, and moves the local main to it. */
   async sync(): Promise<SyncResult> {
     await this.checkOrigin();
-    return this.exclusive(async () => {
-      await this.fetch();
-      return this.adopt();
-    });
+    return this.exclusive(async () => this.adopt(await this.fetch()));
   }
 
   /** `Ledger.append`, published: see `write`. */
@@ -111,9 +108,9 @@ export class RemoteLedger {
     await this.checkOrigin();
     return this.exclusive(async () => {
       let conflicts = 0;
-      await this.fetch();
+      let previous = await this.fetch();
       for (let tries = 1; ; tries += 1) {
-        const { head: base } = await this.adopt();
+        const { head: base } = await this.adopt(previous);
         const report = (): PublishReport => ({ url: this.url, tries, conflicts });
         let result: R;
         try {
@@ -130,11 +127,14 @@ export class RemoteLedger {
           return { result, commit: written, report: report() };
         }
         await this.rewind(base);
+        // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
+        await sleep(this.backoffMs(conflicts + 1));
+        previous = readRef(this.gitdir, ORIGIN_REF);
         const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
         const remoteHead = fetched.ok ? readRef(this.gitdir, ORIGIN_REF) : null;
         if (remoteHead === written) {
           // The remote took the push and its answer was lost on the way back.
-          await this.adopt();
+          await this.adopt(previous);
           return { result, commit: written, report: report() };
         }
         if (!fetched.ok) {
@@ -149,11 +149,9 @@ export class RemoteLedger {
         }
         conflicts += 1;
         if (tries >= this.maxTries) {
-          await this.adopt();
+          await this.adopt(previous);
           throw new CooError('REMOTE_CONFLICT', `${this.url} moved under ${tries} tries in a row (other writers published first each time); nothing was written; the local ledger is at the remote's head; try again`);
         }
-        await sleep(this.backoffMs(conflicts));
-        await this.fetch();
       }
     });
   }
@@ -163,23 +161,39 @@ export class RemoteLedger {
     return withRefLock(this.gitdir, async () => ({ next: null, result: await fn() }), { ref: PUBLISH_LOCK, waitMs: LIMITS.lockWaitMs });
   }
 
-  private async fetch(): Promise<void> {
+  /** Fetches the remote's main into ORIGIN_REF; returns what ORIGIN_REF held before (the remote's head last verified). */
+  private async fetch(): Promise<string | null> {
+    const previous = readRef(this.gitdir, ORIGIN_REF);
     const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
     if (!fetched.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot fetch from ${this.url}: ${gitSaid(fetched)}; nothing was written (the local ledger is as it was)`);
+    return previous;
   }
 
   /**
    * Verifies the fetched main from the local verified state and moves the local main to it: the
    * fetched main must descend from the local one, and every commit that arrived must pass the
-   * validator. Otherwise nothing moves and nothing is acted on.
+   * validator. Otherwise nothing moves, nothing is acted on, and ORIGIN_REF goes back to
+   * `previous`, the remote's head last verified.
    */
-  private async adopt(): Promise<SyncResult> {
+  private async adopt(previous: string | null): Promise<SyncResult> {
+    try {
+      return await this.verifyFetched(previous);
+    } catch (error) {
+      if (previous !== null) await withRefLock(this.gitdir, async () => ({ next: previous, result: undefined }), { ref: ORIGIN_REF });
+      throw error;
+    }
+  }
+
+  private async verifyFetched(previous: string | null): Promise<SyncResult> {
     await this.ledger.intactState();
     const local = this.ledger.head();
     const remote = readRef(this.gitdir, ORIGIN_REF);
     if (remote === null) throw new CooError('REMOTE_UNVERIFIED', `${this.url} has no main to verify; nothing was written`);
     if (remote === local) return { head: remote, arrived: 0 };
     if (local !== null && !(await isAncestor(this.gitdir, local, remote))) {
+      if (previous !== null && remote !== previous && (await isAncestor(this.gitdir, remote, previous))) {
+        throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${previous.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);
+      }
       if (await isAncestor(this.gitdir, remote, local)) {
         throw new CooError(
           'REMOTE_UNPUBLISHED',
@@ -217,11 +231,11 @@ export class RemoteLedger {
   }
 }
 
-/** The remote's reason for refusing a push: the hook's first finding, else git's status line. */
+/** The remote's reason for refusing a push: the ledger hook's first finding, else the first thing the remote said, with git's status line. */
 function refusal(pushed: { stdout: string; stderr: string }): string {
-  const finding = /^remote:\s+(\S.*)$/m.exec(pushed.stderr.split('\n').filter((line) => /^remote:\s+[A-Z_]+ \[/.test(line)).join('\n'));
-  if (finding !== null) return finding[1]!.trim();
+  const said = pushed.stderr.split('\n').map((line) => /^remote:\s+(\S.*)$/.exec(line.trim())?.[1]?.trim()).filter((line): line is string => line !== undefined);
+  const first = said.find((line) => /^[A-Z_]+ \[/.test(line)) ?? said[0];
   const status = pushed.stdout.split('\n').find((line) => line.startsWith('!'));
-  if (status !== undefined) return status.split('\t').slice(2).join(' ').trim() || status;
-  return gitSaid({ ok: false, stdout: pushed.stdout, stderr: pushed.stderr });
+  const reason = status === undefined ? gitSaid({ ok: false, stdout: pushed.stdout, stderr: pushed.stderr }) : status.split('\t').slice(2).join(' ').trim() || status;
+  return (first === undefined ? reason : `${first} (${reason})`).slice(0, LIMITS.pathChars);
 }
