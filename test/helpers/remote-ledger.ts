@@ -27,7 +27,7 @@ export async function makeServedLedger(dir: string, name = 'ledger.git'): Promis
   const ceo = generatePrivateKey('ceo');
   const cooKey = generatePrivateKey('coo.hermes');
   const gitdir = join(root, name);
-  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', cooKey.publicKey]]), now: new Date() });
+  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', cooKey.publicKey], ['ea.codex', generatePrivateKey('ea.codex').publicKey]]), now: new Date() });
   const keys = { ceo: join(dir, 'ceo.key'), coo: join(dir, 'coo.key') };
   writeFileSync(keys.ceo, formatPrivateKey(ceo), { mode: 0o600 });
   writeFileSync(keys.coo, formatPrivateKey(cooKey), { mode: 0o600 });

@@ -1,6 +1,9 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { coo } from '../helpers/cli.js';
+import { coo, cooAsync } from '../helpers/cli.js';
+import { dispatchEnvelope } from '../helpers/ledger.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
 import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
 import { consultThrough, holdPushesUntil, makeServedLedger, makeWriter, publishedJson, type ServedLedger } from '../helpers/remote-ledger.js';
 import { startSshd, type SshServer } from '../helpers/sshd.js';
@@ -72,5 +75,33 @@ describe('publishing through a remote', () => {
     // Each writer's local main is where its own write landed: nothing unpublished stays there.
     for (const [index, writer] of [first, second].entries()) expect(writer.head()).toBe(results[index]!.commit);
     expect(coo(['verify', '--ledger', served.gitdir, '--no-checkpoint']).status).toBe(0);
+  });
+
+  it('publishes kill-switch, trust and append through the remote, and their --json says how', async () => {
+    const caseDir = join(dir, 'verbs');
+    const served = await makeServedLedger(caseDir);
+    const url = await transports[1]!.url(served);
+    const ceo = await makeWriter(caseDir, 'ceo', served, url);
+    const published = async (args: string[]): Promise<Record<string, unknown>> => {
+      const before = served.seq();
+      const result = await cooAsync([...args, '--ledger', ceo.gitdir, '--remote', url, '--json'], { env: ceo.env });
+      expect(result.stderr).toBe('');
+      expect(result.status).toBe(0);
+      const parsed = JSON.parse(result.stdout) as Record<string, unknown>;
+      expect(parsed['remote']).toEqual({ url, tries: 1, conflicts: 0 });
+      expect(parsed['commit']).toBe(served.head());
+      expect(served.seq()).toBe(before + 1);
+      expect(ceo.head()).toBe(served.head());
+      return parsed;
+    };
+
+    expect(await published(['kill-switch', 'on', '--reason', 'maintenance', '--key', served.keys.ceo])).toMatchObject({ state: 'on', set_by: 'ceo' });
+    expect(await published(['kill-switch', 'off', '--reason', 'done', '--key', served.keys.ceo])).toMatchObject({ state: 'off' });
+    const policy = git(['--git-dir', served.gitdir, 'show', 'main:trust/policy/000001.yaml']).replace(/^version: 1$/m, 'version: 2');
+    writeFileSync(join(caseDir, 'policy2.yaml'), policy);
+    expect(await published(['trust', '--policy', join(caseDir, 'policy2.yaml'), '--ceo-key', served.keys.ceo])).toMatchObject({ role: 'policy', version: 2 });
+    const envelope = dispatchEnvelope({}, new Date());
+    writeFileSync(join(caseDir, 'envelope.yaml'), toYaml(envelope));
+    expect(await published(['append', join(caseDir, 'envelope.yaml'), '--key', served.keys.coo])).toMatchObject({ message_id: envelope.message_id, existing: false });
   });
 });
