@@ -107,6 +107,13 @@ function runWriter(args, env) {
 }
 
 const sshd = await startSshd(join(work, 'sshd'));
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    sshd.close();
+    rmSync(work, { recursive: true, force: true });
+    process.exit(130);
+  });
+}
 try {
   const { initLedger } = await import(join(dist, 'ledger', 'init.js'));
   const ceo = generatePrivateKey('ceo');

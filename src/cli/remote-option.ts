@@ -6,8 +6,8 @@ import { RemoteLedger, type PublishReport } from '../remote/publish.js';
 export function remoteOption(): Option {
   return new Option(
     '--remote <url>',
-    "publish through this remote; --ledger is then a local clone of it (coo clone URL DIR), whose origin must be this URL. The write is validated and signed locally, then pushed (never forced); when someone else wrote first it is rebuilt on the remote's verified new head and pushed again (bounded retries). Nothing is reported written until the remote has it; default $COO_REMOTE",
-  ).env('COO_REMOTE');
+    "publish through this remote; --ledger is then a local clone of it (coo clone URL DIR), whose origin must be this URL. The write is validated and signed locally, then pushed (never forced); when someone else wrote first it is rebuilt on the remote's verified new head and pushed again (bounded retries). Nothing is reported written until the remote has it",
+  );
 }
 
 export interface WriteOutcome<R> {

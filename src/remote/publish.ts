@@ -50,6 +50,9 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
+/** Commits verified from the remote before the state cache is written again (see `verifyFetched`). */
+const CHECKPOINT_LAG = 64;
+
 /** The lock that keeps a second publisher on the same clone out while a write is on the local main. */
 const PUBLISH_LOCK = 'coo/publish';
 
@@ -132,8 +135,8 @@ export class RemoteLedger {
         previous = readRef(this.gitdir, ORIGIN_REF);
         const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
         const remoteHead = fetched.ok ? readRef(this.gitdir, ORIGIN_REF) : null;
-        if (remoteHead === written) {
-          // The remote took the push and its answer was lost on the way back.
+        if (remoteHead !== null && (remoteHead === written || (await isAncestor(this.gitdir, written, remoteHead)))) {
+          // The remote took the push and its answer was lost on the way back (others may have written on top since).
           await this.adopt(previous);
           return { result, commit: written, report: report() };
         }
@@ -217,6 +220,9 @@ export class RemoteLedger {
       if (current !== local) throw new CooError('LEDGER_CONFLICT', `the local main of ${this.gitdir} moved while the remote's was verified; try again`);
       return { next: remote, result: undefined };
     });
+    // A write taken back after a refused push leaves the handle's state at a commit the new head
+    // does not descend from: the state is then rebuilt from the state cache, kept this close.
+    this.ledger.checkpoint(CHECKPOINT_LAG);
     return { head: remote, arrived: state.seq - before };
   }
 

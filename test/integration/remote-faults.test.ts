@@ -102,7 +102,7 @@ describe('publishing through a remote, when it goes wrong', () => {
     const verified = coo(['verify', '--ledger', fresh, '--no-checkpoint', '--json']);
     expect(verified.status).toBe(3);
     expect(json<{ findings: Array<{ commit?: string }> }>(verified).findings.map((finding) => finding.commit)).toContain(forged);
-  });
+  }, 120_000);
 
   it('refuses a remote whose main went back from the head this clone verified (a rollback)', async () => {
     const { served: ledger, url, env, caseDir } = await served('ssh');
@@ -118,7 +118,7 @@ describe('publishing through a remote, when it goes wrong', () => {
     expect(error.code).toBe('REMOTE_UNVERIFIED');
     expect(error.message).toMatch(/^the main of .* went back from [0-9a-f]{12}, which this clone verified/);
     expect(state(writer)).toEqual(before);
-  });
+  }, 120_000);
 
   it('gives REMOTE_UNREACHABLE for a remote that is down, leaves the local ledger as it was, and reports nothing written', async () => {
     const { served: ledger, caseDir } = await served('ssh');
@@ -182,6 +182,20 @@ describe('publishing through a remote, when it goes wrong', () => {
     expect(theirs).toContain(result.message_id);
     expect(ledger.head()).toBe(chain[0]);
     expect(state(writer)).toEqual({ main: chain[0], origin: chain[0] });
+  }, 120_000);
+
+  it('reports a write whose push the remote took as written, once, when the answer is lost on the way back', async () => {
+    const { served: ledger, url, env, caseDir } = await served('ssh');
+    const writer = await makeWriter(caseDir, 'coo', ledger, url, env);
+    const before = ledger.seq();
+    writeFileSync(join(ledger.gitdir, 'hooks', 'post-receive'), '#!/bin/sh\n# Test fixture: main has moved; the connection drops before the client hears so.\ncat >/dev/null\nkill -9 $PPID\n', { mode: 0o755 });
+
+    const result = publishedJson(await consultThrough(writer, ledger));
+
+    expect(result).toMatchObject({ existing: false, remote: { tries: 1, conflicts: 0 } });
+    expect(ledger.head()).toBe(result.commit);
+    expect(ledger.seq()).toBe(before + 1);
+    expect(state(writer)).toEqual({ main: result.commit, origin: result.commit });
   }, 120_000);
 
   it('gives REMOTE_REJECTED when the remote refuses the write without moving, and leaves the local ledger as it was', async () => {

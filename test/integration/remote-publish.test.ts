@@ -75,7 +75,7 @@ describe('publishing through a remote', () => {
     // Each writer's local main is where its own write landed: nothing unpublished stays there.
     for (const [index, writer] of [first, second].entries()) expect(writer.head()).toBe(results[index]!.commit);
     expect(coo(['verify', '--ledger', served.gitdir, '--no-checkpoint']).status).toBe(0);
-  });
+  }, 120_000);
 
   it('publishes kill-switch, trust and append through the remote, and their --json says how', async () => {
     const caseDir = join(dir, 'verbs');
