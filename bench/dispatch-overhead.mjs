@@ -1,7 +1,9 @@
-// node bench/dispatch-overhead.mjs [rounds]   (after npm run build)
-// One scripted Codex task end to end through the dispatch adapter and the COO's evidence (no
-// ledger) against a bare `codex exec` of the same script on the same repository, alternating in
-// one run. Prints the medians, the ratio and the parts of the adapter's time.
+// node bench/dispatch-overhead.mjs [rounds] [--adapter]   (after npm run build)
+// One scripted Codex task end to end through the dispatch lane, from `enqueueDispatch` to the
+// committed receipt (a ledger made with initLedger, the runner's `runOnce`: claim commit, worktree,
+// Codex, the COO's evidence and verification, its signed commit, the receipt commit), against a
+// bare `codex exec` of the same script on the same repository, alternating in one run. Prints the
+// medians, the ratio and the parts. With --adapter: the adapter and the evidence alone, no ledger.
 import { spawn, execFileSync } from 'node:child_process';
 import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
@@ -14,8 +16,16 @@ const { createAttemptWorktree } = await import(join(dist, 'dispatch', 'worktree.
 const { gatherEvidence } = await import(join(dist, 'dispatch', 'evidence.js'));
 const { decideDispatch } = await import(join(dist, 'dispatch', 'outcome.js'));
 const { generatePrivateKey } = await import(join(dist, 'crypto', 'keys.js'));
+const { initLedger, defaultPolicy } = await import(join(dist, 'ledger', 'init.js'));
+const { Ledger } = await import(join(dist, 'ledger', 'ledger.js'));
+const { Runner } = await import(join(dist, 'runner', 'runner.js'));
+const { OracleCli } = await import(join(dist, 'consult', 'oracle.js'));
+const { enqueueDispatch } = await import(join(dist, 'dispatch', 'enqueue.js'));
+const { executorFactory } = await import(join(dist, 'dispatch', 'executors.js'));
 
-const ROUNDS = Number(process.argv[2] ?? 5);
+const args = process.argv.slice(2);
+const ADAPTER = args.includes('--adapter');
+const ROUNDS = Number(args.find((arg) => /^\d+$/.test(arg)) ?? 5);
 const dir = mkdtempSync(join(tmpdir(), 'coo-bench-dispatch-'));
 const repo = join(dir, 'target');
 const git = (args, cwd) => execFileSync('git', args, { cwd, encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 'b', GIT_AUTHOR_EMAIL: 'b@x', GIT_COMMITTER_NAME: 'b', GIT_COMMITTER_EMAIL: 'b@x' } });
@@ -85,17 +95,56 @@ async function dispatch(isolation) {
   return { total: t() - started, parts };
 }
 
+// The ledger and the runner, as `coo watch` makes them (initLedger's default policy: ea.codex dispatches without the CEO).
+const ceo = generatePrivateKey('ceo');
+const codexKey = generatePrivateKey('ea.codex');
+const gitdir = join(dir, 'ledger.git');
+await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', key.publicKey], ['ea.codex', codexKey.publicKey]]), policy: defaultPolicy(), now: new Date() });
+const ledger = Ledger.open(gitdir);
+
+async function lane(isolation) {
+  n += 1;
+  const stateDir = join(dir, `state-${n}`);
+  const seen = {};
+  const t = () => performance.now();
+  const executors = executorFactory({ command, baseUrl, isolation, hide: [gitdir, stateDir], env: { ...env, OPENAI_API_KEY: 'sk-bench' } });
+  const runner = new Runner({ ledger, key, repo, stateDir, transport: new OracleCli({ route: {}, hide: [gitdir] }), executors, onEvent: (event) => (seen[event.type] ??= t()) });
+  server.setScript(SCRIPT);
+  const started = t();
+  const { messageId } = await enqueueDispatch({ ledger, key, now: new Date(), target: 'ea.codex', repo, task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 120, maxRuntimeSeconds: 120, idempotencyKey: `bench-${n}` });
+  const enqueued = t();
+  await runner.runOnce();
+  const ended = t();
+  runner.close();
+  const record = (await ledger.state()).messages.get(messageId);
+  const receipt = record.attempts[0]?.receipt;
+  if (receipt?.status !== 'succeeded') throw new Error(`dispatch ${messageId} did not succeed: ${JSON.stringify(receipt)}`);
+  const parts = {
+    enqueue: enqueued - started,
+    'claim commit': seen.claimed - enqueued,
+    worktree: seen.executor_started - seen.claimed,
+    codex: seen.executor_ended - seen.executor_started,
+    'evidence, verification and signed commit': seen.verified - seen.executor_ended,
+    'receipt commit': seen.receipt - seen.verified,
+    'then, after the receipt: worktree removed': ended - seen.receipt,
+  };
+  // The figure ends at the committed receipt; removing the worktree comes after it, shown as a part.
+  return { total: seen.receipt - started, parts };
+}
+
 const median = (values) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.floor(sorted.length / 2)];
 };
 const results = { bare: [], bwrap: [], none: [] };
+const measured = ADAPTER ? dispatch : lane;
 await bare(); // warm the binary's pages
 for (let i = 0; i < ROUNDS; i += 1) {
   results.bare.push(await bare());
-  results.bwrap.push(await dispatch('bwrap'));
-  results.none.push(await dispatch('none'));
+  results.bwrap.push(await measured('bwrap'));
+  results.none.push(await measured('none'));
 }
+ledger.close();
 await server.close();
 rmSync(dir, { recursive: true, force: true });
 const m = (list, pick) => median(list.map(pick));
@@ -104,6 +153,6 @@ for (const name of ['bwrap', 'none']) {
   const list = results[name];
   const total = m(list, (r) => r.total);
   const parts = Object.keys(list[0].parts).map((part) => `${part} ${m(list, (r) => r.parts[part]).toFixed(0)} ms`).join(', ');
-  console.log(`dispatch (${name === 'bwrap' ? 'bubblewrap' : 'no bubblewrap'}): ${total.toFixed(0)} ms vs bare codex exec ${bareMs.toFixed(0)} ms = ${(total / bareMs).toFixed(2)}x  [${parts}]`);
+  console.log(`${ADAPTER ? 'adapter, no ledger' : 'dispatch, enqueue to committed receipt'} (${name === 'bwrap' ? 'bubblewrap' : 'no bubblewrap'}): ${total.toFixed(0)} ms vs bare codex exec ${bareMs.toFixed(0)} ms = ${(total / bareMs).toFixed(2)}x  [${parts}]`);
 }
 console.log(`rounds: ${ROUNDS}, medians; bare runs: ${results.bare.map((r) => r.total.toFixed(0)).join(' ')}`);

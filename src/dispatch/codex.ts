@@ -92,6 +92,8 @@ export class CodexExecutor implements Executor {
       '-c', 'sandbox_workspace_write.exclude_slash_tmp=true',
       '-c', 'sandbox_workspace_write.exclude_tmpdir_env_var=true',
       '-c', 'sandbox_workspace_write.network_access=false',
+      // Codex hands its own environment to the agent's commands: the provider key is kept from them.
+      '-c', `shell_environment_policy.exclude=[${toml(this.providerKeyEnv)}]`,
       '--sandbox', 'workspace-write',
       '--cd', request.worktree,
       '--json',

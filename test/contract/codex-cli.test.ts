@@ -126,6 +126,15 @@ describe('the Codex CLI as an execution agent', () => {
     expect(readFileSync(join(ledger, 'HEAD'), 'utf8')).toBe('LEDGER-CANARY-7f3a\n');
   });
 
+  it('keeps the provider key from the agent\'s commands: not in their environment, not in what they write', async () => {
+    server.setScript([{ kind: 'shell', cmd: 'env; echo "key=$MOCK_API_KEY"; printenv > src/env.txt; echo "ran-$((40 + 2))"' }, { kind: 'message', text: 'Done.' }]);
+    const { run, wt } = await runAttempt(setup, codex());
+    const seen = server.calls.flatMap((call) => call.toolOutputs).join('\n') + run.stream.toString();
+    expect(seen).toContain('ran-42');
+    expect(seen).not.toContain('sk-contract');
+    expect(readFileSync(join(wt.path, 'src', 'env.txt'), 'utf8')).not.toContain('sk-contract');
+  });
+
   it('reports a missing or non-executable command as a configuration error before anything runs', () => {
     const calls = server.calls.length;
     expect(() => codex({ command: [join(dir, 'no-such-codex')] }).check()).toThrow(expect.objectContaining({ code: 'EXECUTOR_CONFIG' }));

@@ -11,7 +11,14 @@ const load = read('load.jsonl');
 
 const accepted = attacks.filter((a) => a.accepted);
 const byVia = Object.entries(attacks.reduce((acc, a) => ({ ...acc, [a.via]: (acc[a.via] ?? 0) + 1 }), {})).map(([via, n]) => `${via} ${n}`).join(', ');
-const points = Object.entries(faults.reduce((acc, f) => ({ ...acc, [f.point]: (acc[f.point] ?? 0) + 1 }), {})).map(([p, n]) => `${p} ${n}`).join(', ');
+const consultFaults = faults.filter((f) => f.lane !== 'dispatch');
+const dispatchFaults = faults.filter((f) => f.lane === 'dispatch');
+const escapes = attacks.filter((a) => a.name.startsWith('dispatch escape:'));
+const race = load.find((l) => l.test === 'four runners, one dispatch queue');
+const orphans = dispatchFaults.reduce((sum, f) => sum + f.orphans, 0);
+const doubleReceipts = race?.double_receipts ?? 0;
+const dispatchPoints = Object.entries(dispatchFaults.reduce((acc, f) => ({ ...acc, [f.point]: (acc[f.point] ?? 0) + 1 }), {})).map(([p, n]) => `${p} ${n}`).join(', ');
+const points = Object.entries(consultFaults.reduce((acc, f) => ({ ...acc, [f.point]: (acc[f.point] ?? 0) + 1 }), {})).map(([p, n]) => `${p} ${n}`).join(', ');
 const duplicates = faults.reduce((sum, f) => sum + f.duplicate_calls, 0) + load.reduce((sum, l) => sum + (l.duplicate_calls ?? 0), 0);
 const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) => sum + (l.lost ?? 0), 0) + load.reduce((sum, l) => sum + (l.commits !== undefined ? l.commits - l.landed : 0), 0);
 const lane = load.find((l) => l.test === 'lane');
@@ -22,16 +29,21 @@ const rows = [
   ['attacks tried', `${attacks.length} (${byVia})`],
   ['attacks accepted (must be 0)', String(accepted.length)],
   ['property cases run', `${properties.reduce((sum, p) => sum + p.runs, 0)} over ${properties.length} properties`],
-  ['crashes survived', `${faults.filter((f) => f.killed).length} of ${faults.length} SIGKILLed runs (${points})`],
+  ['crashes survived', `${consultFaults.filter((f) => f.killed).length} of ${consultFaults.length} SIGKILLed runs (${points})`],
   ['duplicate consults (must be 0)', String(duplicates)],
   ['lost envelopes (must be 0)', String(lost)],
   ['load through the lane', lane ? `${lane.completed}/${lane.consults} consults completed, ${lane.paid_calls} paid calls` : 'not run'],
   ['peak memory under load', lane ? `${lane.peak_rss_mb} MB RSS; live heap grew ${lane.heap_growth_after_warmup_mb} MB after warm-up` : 'not run'],
   ['packing under the writer', packing ? `${packing.landed}/${packing.commits} commits landed, ${packing.errors} errors, ${packing.packing_passes} packing passes` : 'not run'],
   ['four runners on one ledger', shared ? `${shared.consults} consults, ${shared.paid_calls} paid calls, ${shared.duplicate_calls} duplicates, ${shared.runners_that_claimed} runners claimed work` : 'not run'],
+  ['dispatch escapes tried / refused', escapes.length > 0 ? `${escapes.length} / ${escapes.filter((a) => !a.accepted).length} (real Codex through the runner)` : 'not run'],
+  ['dispatch kills survived', dispatchFaults.length > 0 ? `${dispatchFaults.filter((f) => f.killed && f.lost === 0).length} of ${dispatchFaults.length} SIGKILLed runners (${dispatchPoints}); ${dispatchFaults.reduce((sum, f) => sum + f.duplicate_calls, 0)} model calls for killed attempts` : 'not run'],
+  ['executors left running (must be 0)', String(orphans)],
+  ['no dispatch attempt run twice', race ? `${race.dispatches} dispatches, 4 runner processes: ${race.runs} runs, ${race.duplicate_calls} run twice, ${race.runners_that_claimed} runners claimed work` : 'not run'],
+  ['attempts receipted twice (must be 0)', String(doubleReceipts)],
 ];
 const width = Math.max(...rows.map(([name]) => name.length));
 process.stdout.write(`\ncoo-commons reliability figures\n${'-'.repeat(width + 40)}\n`);
 for (const [name, value] of rows) process.stdout.write(`${name.padEnd(width)}  ${value}\n`);
 for (const a of accepted) process.stdout.write(`ACCEPTED: ${a.name} (${a.via})\n`);
-process.exitCode = accepted.length > 0 || duplicates > 0 || lost > 0 || attacks.length === 0 ? 1 : 0;
+process.exitCode = accepted.length > 0 || duplicates > 0 || lost > 0 || orphans > 0 || doubleReceipts > 0 || attacks.length === 0 ? 1 : 0;
