@@ -120,6 +120,12 @@ const DAY0 = Date.parse('2024-01-01T08:00:00Z');
 /** A day's messages are spread from 08:00 to midnight (UTC), whole seconds apart. */
 const WORKDAY = 16 * 3_600_000;
 
+/** The task every synthetic dispatch carries, as its prompt.md. */
+const TASK = Buffer.from('Fix add() so that test.sh passes.\n');
+const TASK_HASH = `sha256:${createHash('sha256').update(TASK).digest('hex')}`;
+
+const promptRef = (id, created) => `messages/${created.slice(0, 7)}/${created.slice(8, 10)}/${created.slice(11, 13)}/${id}/prompt.md`;
+
 export function envelopeFor(i, createdMs) {
   const created = new Date(createdMs).toISOString().replace(/\.\d{3}Z$/, 'Z');
   const expires = new Date(createdMs + 3600_000).toISOString().replace(/\.\d{3}Z$/, 'Z');
@@ -131,8 +137,8 @@ export function envelopeFor(i, createdMs) {
       schema_version: 'coo_message.v0', message_id: id, correlation_id: `corr_bench${i}`, parent_message_id: null, causality_chain: [], hop_count: 0, max_hops: 3,
       expires_at: expires, deadline_at: expires, principal: 'coo.hermes', source_actor: 'coo.hermes', target_actor: 'ea.codex', intent: 'ea_dispatch',
       authority_class: 'governed_execution', idempotency_key: `bench-${i}`, budget: { max_cost_usd: 1, max_runtime_seconds: 600, correlation_budget_remaining_usd: null },
-      dispatch: { repo: 'lifeos/example', issue_number: 62, attempt_id: `ea_attempt_bench_${i}`, executor: 'codex', base_ref: 'main', branch_name: `coo/bench-${i}`, scope_paths: ['src'], acceptance_criteria: ['tests pass'], verification_commands: ['npm test'], timeout_seconds: 600 },
-      payload_ref: null, payload_hash: null, context_pin: null, expected_receipt_schema: 'ea_receipt.v0', status: 'queued', created_at: created,
+      dispatch: { repo: 'lifeos/example', issue_number: 62, attempt_id: `ea_attempt_${id.slice(4)}_1`, executor: 'codex', base_ref: 'b'.repeat(40), branch_name: `coo/bench-${i}`, scope_paths: ['src'], acceptance_criteria: ['tests pass'], verification_commands: ['npm test'], timeout_seconds: 600 },
+      payload_ref: promptRef(id, created), payload_hash: TASK_HASH, context_pin: null, expected_receipt_schema: 'ea_receipt.v0', status: 'queued', created_at: created,
     },
   };
 }
@@ -147,6 +153,7 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
   // Every envelope has the same shape: write it once, then substitute what differs.
   const first = envelopeFor(0, DAY0);
   const template = toYaml(first.doc);
+  const taskBlob = pack.write('blob', TASK);
   for (let i = 0; i < count; i += 1) {
     const createdMs = DAY0 + Math.floor(i / perDay) * 86_400_000 + (i % perDay) * Math.floor(WORKDAY / perDay / 1000) * 1000;
     const { id, created, doc } = envelopeFor(i, createdMs);
@@ -159,10 +166,11 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
         .replace(`deadline_at: "${first.doc.deadline_at}"\n`, `deadline_at: "${doc.deadline_at}"\n`)
         .replace('correlation_id: corr_bench0\n', `correlation_id: corr_bench${i}\n`)
         .replace('idempotency_key: bench-0\n', `idempotency_key: bench-${i}\n`)
-        .replace('attempt_id: ea_attempt_bench_0\n', `attempt_id: ea_attempt_bench_${i}\n`)
+        .replace(`attempt_id: ea_attempt_${first.id.slice(4)}_1\n`, `attempt_id: ea_attempt_${id.slice(4)}_1\n`)
+        .replace(`payload_ref: ${promptRef(first.id, first.created)}\n`, `payload_ref: ${promptRef(id, created)}\n`)
         .replace('branch_name: coo/bench-0\n', `branch_name: coo/bench-${i}\n`);
     // A substitution that found nothing would write the template's value silently: refuse instead.
-    for (const line of [`message_id: ${id}\n`, `created_at: "${created}"\n`, `expires_at: "${doc.expires_at}"\n`, `branch_name: coo/bench-${i}\n`]) {
+    for (const line of [`message_id: ${id}\n`, `created_at: "${created}"\n`, `expires_at: "${doc.expires_at}"\n`, `branch_name: coo/bench-${i}\n`, `attempt_id: ea_attempt_${id.slice(4)}_1\n`, `payload_ref: ${promptRef(id, created)}\n`]) {
       if (!text.includes(line)) throw new Error(`build-ledger: the envelope template has no line ${JSON.stringify(line)}: toYaml changed its form`);
     }
     const bytes = Buffer.from(text);
@@ -174,6 +182,7 @@ export async function buildLedger(gitdir, count, { ceo, coo, codex }, { perDay =
     const folder = hour.child(id);
     folder.files.set('envelope.yaml', pack.write('blob', bytes));
     folder.files.set('envelope.yaml.sig', pack.write('blob', sig));
+    folder.files.set('prompt.md', taskBlob);
     for (const dir of [root, messages, month, day, hour, folder]) dir.oid = null;
     const tree = root.write(pack);
     const ident = formatIdent('coo.hermes', coo.publicKey.keyId, Math.floor(createdMs / 1000));

@@ -23,17 +23,22 @@ if (process.argv[2] === '--writer') {
   const { newMessageId } = await import(join(dist, 'util', 'ids.js'));
   const key = parsePrivateKey(readFileSync(keyFile, 'utf8'));
   const template = readFileSync(join(root, 'test', 'fixtures', 'dispatch.yaml'), 'utf8');
+  // The fixture dispatch's task, whose hash the fixture names.
+  const TASK = Buffer.from('Fix add() so that test.sh passes.\n');
   const ledger = Ledger.open(gitdir);
   const remote = new RemoteLedger(ledger, { remote: url });
   const writes = [];
   for (let i = 0; i < Number(count); i += 1) {
     const now = new Date();
     const at = (seconds) => new Date(Math.floor(now.getTime() / 1000) * 1000 + seconds * 1000).toISOString().replace('.000Z', 'Z');
+    const messageId = newMessageId(now.getTime());
+    const created = at(0);
     const envelope = template
-      .replace(/MESSAGE_ID/g, newMessageId(now.getTime()))
+      .replace(/payload_ref: .*/, `payload_ref: messages/${created.slice(0, 7)}/${created.slice(8, 10)}/${created.slice(11, 13)}/${messageId}/prompt.md`)
+      .replace(/MESSAGE_TAIL/g, messageId.slice(4))
+      .replace(/MESSAGE_ID/g, messageId)
       .replace(/IDEMPOTENCY/g, `w${id}-${i}`)
-      .replace(/ea_attempt_demo_1/g, `ea_attempt_w${id}_${i}`)
-      .replace(/created_at: .*/, `created_at: "${at(0)}"`)
+      .replace(/created_at: .*/, `created_at: "${created}"`)
       .replace(/expires_at: .*/, `expires_at: "${at(3600)}"`)
       .replace(/deadline_at: .*/, `deadline_at: "${at(7200)}"`);
     const started = performance.now();
@@ -41,7 +46,7 @@ if (process.argv[2] === '--writer') {
     let exhausted = 0;
     for (;;) {
       try {
-        const published = await remote.write((own) => appendEnvelope(own, Buffer.from(envelope), new Map(), key, new Date()));
+        const published = await remote.write((own) => appendEnvelope(own, Buffer.from(envelope), new Map([['prompt.md', TASK]]), key, new Date()));
         writes.push({ tries: published.report.tries + 8 * exhausted, conflicts: published.report.conflicts + 8 * exhausted, exhausted, ms: performance.now() - started, landed: published.commit !== null });
         break;
       } catch (error) {

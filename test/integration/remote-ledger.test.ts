@@ -6,7 +6,7 @@ import { isCooError } from '../../src/errors.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
-import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { advanceBeforeEachPush, makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -27,10 +27,10 @@ describe('RemoteLedger', () => {
     const rival = await makeWriter(dir, 'rival', served, url);
     const key = parsePrivateKey(readFileSync(served.keys.coo, 'utf8'));
     const envelope = dispatchEnvelope({}, new Date());
-    const file = envelopeFile(envelope);
+    const files = messageFiles(envelope);
     // The rival writes the same entry on its clone; its commit reaches the remote between my fetch and my push.
     const theirs = Ledger.open(rival.gitdir);
-    const landed = await theirs.append({ files: [file], key, summary: 'rival', now: new Date() });
+    const landed = await theirs.append({ files, key, summary: 'rival', now: new Date() });
     theirs.close();
     if ('skipped' in landed) throw new Error('the rival skipped');
     git(['--git-dir', served.gitdir, 'fetch', '-q', rival.gitdir, 'main']);
@@ -39,7 +39,7 @@ describe('RemoteLedger', () => {
     const ledger = Ledger.open(mine.gitdir);
     try {
       const remote = new RemoteLedger(ledger, { remote: url, backoffMs: () => 0 });
-      const published = await remote.append({ files: [file], key, summary: 'mine', now: new Date(), precheck: (state) => (state.messages.has(envelope.message_id) ? 'taken' : undefined) });
+      const published = await remote.append({ files, key, summary: 'mine', now: new Date(), precheck: (state) => (state.messages.has(envelope.message_id) ? 'taken' : undefined) });
 
       expect(published).toEqual({ result: { skipped: 'taken' }, commit: null, report: { url, tries: 2, conflicts: 1 } });
       expect(served.head()).toBe(landed.commit);
@@ -59,7 +59,7 @@ describe('RemoteLedger', () => {
     const other = await makeWriter(join(dir, 'sync'), 'other', served, url);
     const key = parsePrivateKey(readFileSync(served.keys.coo, 'utf8'));
     const otherLedger = Ledger.open(other.gitdir);
-    const written = await new RemoteLedger(otherLedger, { remote: url }).append({ files: [envelopeFile(dispatchEnvelope({}, new Date()))], key, summary: 'other', now: new Date() });
+    const written = await new RemoteLedger(otherLedger, { remote: url }).append({ files: messageFiles(dispatchEnvelope({}, new Date())), key, summary: 'other', now: new Date() });
     otherLedger.close();
 
     const ledger = Ledger.open(mine.gitdir);

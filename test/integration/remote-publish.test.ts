@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coo, cooAsync } from '../helpers/cli.js';
-import { dispatchEnvelope } from '../helpers/ledger.js';
+import { TASK, dispatchEnvelope } from '../helpers/ledger.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
 import { consultThrough, holdPushesUntil, makeServedLedger, makeWriter, publishedJson, type ServedLedger } from '../helpers/remote-ledger.js';
@@ -102,6 +102,7 @@ describe('publishing through a remote', () => {
     expect(await published(['trust', '--policy', join(caseDir, 'policy2.yaml'), '--ceo-key', served.keys.ceo])).toMatchObject({ role: 'policy', version: 2 });
     const envelope = dispatchEnvelope({}, new Date());
     writeFileSync(join(caseDir, 'envelope.yaml'), toYaml(envelope));
-    expect(await published(['append', join(caseDir, 'envelope.yaml'), '--key', served.keys.coo])).toMatchObject({ message_id: envelope.message_id, existing: false });
+    writeFileSync(join(caseDir, 'prompt.md'), TASK);
+    expect(await published(['append', join(caseDir, 'envelope.yaml'), join(caseDir, 'prompt.md'), '--key', served.keys.coo])).toMatchObject({ message_id: envelope.message_id, existing: false });
   });
 });
