@@ -95,6 +95,17 @@ function receiptOf(work: Attempt, status: EaReceipt['status'] = 'succeeded'): Ea
     files_changed: work.files.map((file) => file.path),
     tests_run: ['sh test.sh'],
     head_sha: work.head,
+    executor: 'codex',
+    executor_session_id: 'thread-pr',
+    model: 'gpt-5.5',
+    base_sha: base,
+    branch: work.branch,
+    file_hashes: work.files.map((file) => ({ path: file.path, sha256: file.sha256 })),
+    attachments: [],
+    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
+    usage: null,
+    actual_cost_usd: 0.01,
+    warnings: [],
   });
 }
 
