@@ -14,7 +14,11 @@ beforeAll(() => {
   expect(coo(['demo', '--dir', demo]).status).toBe(0);
   const ledger = join(demo, 'ledger.git');
   const log = json<Array<{ summary: string }>>(coo(['log', '--ledger', ledger, '--json']));
-  const id = log.map((entry) => /^receipt (msg_\w+) attempt \d+: succeeded/.exec(entry.summary)?.[1]).find((found) => found !== undefined)!;
+  // A consult's succeeded receipt (the demo also dispatches; cite is for consults).
+  const id = log
+    .map((entry) => /^receipt (msg_\w+) attempt \d+: succeeded/.exec(entry.summary)?.[1])
+    .filter((found): found is string => found !== undefined)
+    .find((found) => json<{ envelope: { intent: string } }>(coo(['show', found, '--ledger', ledger, '--json'])).envelope.intent === 'aa_consult')!;
   const out = join(scratch, 'evidence.tar');
   expect(coo(['cite', id, '--ledger', ledger, '--bundle', out]).status).toBe(0);
   bytes = readFileSync(out);

@@ -3,7 +3,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { L_PLUS } from '../helpers/malleate.js';
-import { fixtureEnvelope } from '../helpers/stock.js';
+import { FIXTURE_TASK, fixtureEnvelope } from '../helpers/stock.js';
 import { coo, json } from '../helpers/cli.js';
 import { git, gitEnv, run, tempDir } from '../helpers/tmp.js';
 
@@ -18,7 +18,8 @@ beforeAll(() => {
   for (const actor of ['ceo', 'coo.hermes', 'ea.codex']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
   expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`, '--actor', `ea.codex=${join(keys, 'ea.codex.pub')}`]).status).toBe(0);
   writeFileSync(join(dir, 'e1.yaml'), envelope('msg_01M8NQFJ01J7CG66HWNDDJ8485', 'k1'));
-  expect(coo(['append', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), join(dir, 'e1.yaml')]).status).toBe(0);
+  writeFileSync(join(dir, 'prompt.md'), FIXTURE_TASK);
+  expect(coo(['append', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), join(dir, 'e1.yaml'), join(dir, 'prompt.md')]).status).toBe(0);
   const printed = coo(['allowed-signers', '--ledger', ledger]);
   expect(printed.status).toBe(0);
   writeFileSync(allowed, printed.stdout);
