@@ -1,10 +1,8 @@
 import { CooError } from '../errors.js';
 import type { LedgerState } from '../authority/state.js';
-import type { PrivateKey } from '../crypto/keys.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, planEnvelope, type EnvelopeRequest } from '../ledger/envelope-plan.js';
+import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
-import type { Ledger } from '../ledger/ledger.js';
 import { parseDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { toYaml } from '../schema/strict-yaml.js';
@@ -13,13 +11,7 @@ import { isOracleSafePath } from './oracle.js';
 import { pinFiles, resolveCommit } from './pins.js';
 import { PROMPT_TEMPLATE_VERSION } from './prompt.js';
 
-export interface ConsultRequest extends EnvelopeRequest {
-  readonly ledger: Ledger;
-  readonly key: PrivateKey;
-  readonly now: Date;
-  readonly target: string;
-  readonly repo: string;
-  readonly rev?: string;
+export interface ConsultRequest extends LaneRequest {
   readonly patterns: readonly string[];
   readonly question: string;
 }

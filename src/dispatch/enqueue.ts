@@ -5,25 +5,16 @@ import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
 import { contextManifestBytes } from '../consult/enqueue.js';
 import { pinFiles, resolveCommit } from '../consult/pins.js';
-import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, planEnvelope, type EnvelopeRequest } from '../ledger/envelope-plan.js';
+import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
-import type { Ledger } from '../ledger/ledger.js';
 import { parseDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
 
-export interface DispatchRequest extends EnvelopeRequest {
-  readonly ledger: Ledger;
-  readonly key: PrivateKey;
-  readonly now: Date;
-  /** The execution agent, e.g. ea.codex. */
-  readonly target: string;
-  /** The repository the work is done in (its work tree or git folder); the base is pinned from it. */
-  readonly repo: string;
-  readonly rev?: string;
+/** `target` is the execution agent (e.g. ea.codex); `repo` the repository the work is done in, whose `rev` is the base. */
+export interface DispatchRequest extends LaneRequest {
   readonly task: string;
   readonly scope: readonly string[];
   readonly accept: readonly string[];

@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { activeKeys } from '../authority/keys.js';
 import { correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
+import type { Ledger } from './ledger.js';
 import { CooError } from '../errors.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import { newCorrelationId, newMessageId } from '../util/ids.js';
@@ -21,6 +22,16 @@ export interface EnvelopeRequest {
   readonly maxHops?: number;
   /** How the request reached the ledger when not typed at the CLI; recorded as the envelope's submitted_via. */
   readonly submittedVia?: 'mcp';
+}
+
+/** What every lane's writer is given: where, by whom, when, to whom, and the repository and commit it pins. */
+export interface LaneRequest extends EnvelopeRequest {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  readonly now: Date;
+  readonly target: string;
+  readonly repo: string;
+  readonly rev?: string;
 }
 
 /** The header fields every lane's envelope shares, decided once for the writers of both lanes. */

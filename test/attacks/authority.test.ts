@@ -5,7 +5,7 @@ import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
-import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -264,31 +264,5 @@ describe('claims an envelope makes about the ledger', () => {
 });
 
 function eaReceipt(messageId: string, attemptId: string): Record<string, unknown> {
-  return {
-    schema_version: 'ea_receipt.v0',
-    message_id: messageId,
-    attempt_id: attemptId,
-    attempt_number: 1,
-    target_actor: 'ea.codex',
-    status: 'failed',
-    created_at: '2026-11-30T08:30:00Z',
-    blockers: [{ code: 'tests_failed', detail: 'x' }],
-    next_attempt_at: null,
-    commands_run: ['npm test'],
-    inner_exit_codes: [1],
-    files_changed: [],
-    tests_run: ['npm test'],
-    head_sha: null,
-    executor: 'codex',
-    executor_session_id: null,
-    model: 'gpt-5.5',
-    base_sha: 'b'.repeat(40),
-    branch: null,
-    file_hashes: [],
-    attachments: [],
-    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
-    usage: null,
-    actual_cost_usd: 0,
-    warnings: [],
-  };
+  return eaReceiptDoc(messageId, 1, { attempt_id: attemptId });
 }

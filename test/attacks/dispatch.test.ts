@@ -6,7 +6,7 @@ import { toYaml } from '../../src/schema/strict-yaml.js';
 import { newMessageId } from '../../src/util/ids.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
-import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -47,33 +47,7 @@ function claudeDispatch(overrides: Record<string, unknown> = {}, now?: Date): Ea
 }
 
 function failedReceipt(message: CooMessage, attempt: number): { path: string; bytes: Buffer } {
-  const doc = {
-    schema_version: 'ea_receipt.v0',
-    message_id: message.message_id,
-    attempt_id: `ea_attempt_${message.message_id.slice(4)}_${attempt}`,
-    attempt_number: attempt,
-    target_actor: message.target_actor,
-    status: 'failed',
-    created_at: message.created_at,
-    blockers: [{ code: 'tests_failed', detail: 'x' }],
-    next_attempt_at: null,
-    commands_run: [],
-    inner_exit_codes: [],
-    files_changed: [],
-    tests_run: [],
-    head_sha: null,
-    executor: 'codex',
-    executor_session_id: null,
-    model: 'gpt-5.5',
-    base_sha: 'b'.repeat(40),
-    branch: null,
-    file_hashes: [],
-    attachments: [],
-    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
-    usage: null,
-    actual_cost_usd: 0,
-    warnings: [],
-  };
+  const doc = eaReceiptDoc(message.message_id, attempt, { target_actor: message.target_actor, created_at: message.created_at, commands_run: [], inner_exit_codes: [], tests_run: [] });
   return { path: receiptPath(messageFolder(message.message_id, message.created_at), attempt), bytes: Buffer.from(toYaml(doc)) };
 }
 

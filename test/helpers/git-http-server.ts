@@ -1,4 +1,4 @@
-import { spawn } from 'node:child_process';
+import { serveGitHttp } from './git-http.js';
 import { createServer, type Server } from 'node:http';
 import type { AddressInfo } from 'node:net';
 
@@ -27,48 +27,7 @@ export async function startGitHttpServer(options: { readonly projectRoot: string
       res.end('authentication required\n');
       return;
     }
-    const cgi = spawn('git', ['http-backend'], {
-      env: {
-        PATH: process.env['PATH'],
-        GIT_CONFIG_NOSYSTEM: '1',
-        GIT_CONFIG_GLOBAL: '/dev/null',
-        GIT_PROJECT_ROOT: options.projectRoot,
-        GIT_HTTP_EXPORT_ALL: '1',
-        REMOTE_USER: 'x-access-token',
-        REMOTE_ADDR: '127.0.0.1',
-        REQUEST_METHOD: req.method ?? 'GET',
-        PATH_INFO: url.pathname,
-        QUERY_STRING: url.search.slice(1),
-        CONTENT_TYPE: req.headers['content-type'] ?? '',
-        ...(req.headers['content-encoding'] === undefined ? {} : { HTTP_CONTENT_ENCODING: req.headers['content-encoding'] }),
-        ...(req.headers['git-protocol'] === undefined ? {} : { GIT_PROTOCOL: String(req.headers['git-protocol']) }),
-      },
-      stdio: ['pipe', 'pipe', 'inherit'],
-    });
-    req.pipe(cgi.stdin);
-    let head = Buffer.alloc(0);
-    let headersDone = false;
-    cgi.stdout.on('data', (chunk: Buffer) => {
-      if (headersDone) {
-        res.write(chunk);
-        return;
-      }
-      head = Buffer.concat([head, chunk]);
-      const end = head.indexOf('\r\n\r\n');
-      if (end < 0) return;
-      headersDone = true;
-      let status = 200;
-      for (const line of head.subarray(0, end).toString('latin1').split('\r\n')) {
-        const colon = line.indexOf(':');
-        const name = line.slice(0, colon).trim();
-        const value = line.slice(colon + 1).trim();
-        if (name.toLowerCase() === 'status') status = Number(value.split(' ')[0]);
-        else res.setHeader(name, value);
-      }
-      res.writeHead(status);
-      res.write(head.subarray(end + 4));
-    });
-    cgi.on('close', () => res.end());
+    serveGitHttp(req, res, options.projectRoot);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   return {

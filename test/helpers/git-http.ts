@@ -35,8 +35,8 @@ function cgiEnv(request: IncomingMessage, projectRoot: string): NodeJS.ProcessEn
   return env;
 }
 
-/** Runs `git http-backend` for one request and relays its CGI reply. */
-function serve(request: IncomingMessage, response: ServerResponse, projectRoot: string): void {
+/** Runs `git http-backend` for one request and relays its CGI reply (git-http-server.ts puts Basic authentication in front of it). */
+export function serveGitHttp(request: IncomingMessage, response: ServerResponse, projectRoot: string): void {
   const child = spawn('git', ['http-backend'], { env: cgiEnv(request, projectRoot), stdio: ['pipe', 'pipe', 'ignore'] });
   request.pipe(child.stdin);
   child.stdin.on('error', () => undefined);
@@ -77,7 +77,7 @@ function serve(request: IncomingMessage, response: ServerResponse, projectRoot: 
  * each request, with receive-pack enabled, serving the repositories under `projectRoot`.
  */
 export async function startGitHttp(projectRoot: string): Promise<GitHttpServer> {
-  const server = createServer((request, response) => serve(request, response, projectRoot));
+  const server = createServer((request, response) => serveGitHttp(request, response, projectRoot));
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   const { port } = server.address() as AddressInfo;
   return {

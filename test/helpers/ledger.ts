@@ -101,3 +101,35 @@ export function messageFiles(message: CooMessage): NewFile[] {
   if (message.intent === 'ea_dispatch' && message.payload_ref !== null) files.push({ path: message.payload_ref, bytes: TASK });
   return files;
 }
+
+/** A failed ea_receipt.v0 for attempt `attempt` of a dispatch, as a runner writes one; override any field. */
+export function eaReceiptDoc(messageId: string, attempt: number, overrides: Record<string, unknown> = {}): Record<string, unknown> {
+  return {
+    schema_version: 'ea_receipt.v0',
+    message_id: messageId,
+    attempt_id: attemptIdFor(messageId, attempt, 'ea'),
+    attempt_number: attempt,
+    target_actor: 'ea.codex',
+    status: 'failed',
+    created_at: '2026-11-30T08:30:00Z',
+    blockers: [{ code: 'tests_failed', detail: 'x' }],
+    next_attempt_at: null,
+    commands_run: ['npm test'],
+    inner_exit_codes: [1],
+    files_changed: [],
+    tests_run: ['npm test'],
+    head_sha: null,
+    executor: 'codex',
+    executor_session_id: null,
+    model: 'gpt-5.5',
+    base_sha: 'b'.repeat(40),
+    branch: null,
+    file_hashes: [],
+    attachments: [],
+    policy_decision_ref: 'trust/policy/000001.yaml@sha256:0',
+    usage: null,
+    actual_cost_usd: 0,
+    warnings: [],
+    ...overrides,
+  };
+}
