@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
-import { Ledger } from '../ledger/ledger.js';
 import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
   program
@@ -29,6 +29,7 @@ export function dispatchVerb(program: Command): void {
     .option('--idempotency-key <key>', 'the same key with the same request returns the message already there; with another request it is refused')
     .option('--correlation <id>', "correlation id (corr_...) (default: the parent's, or the original's under the same --idempotency-key, or a new one)")
     .option('--parent <message-id>', 'the message this one follows from (never advisory traffic)')
+    .addOption(remoteOption())
     .addOption(jsonOption())
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
@@ -59,9 +60,8 @@ export function dispatchVerb(program: Command): void {
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
       };
-      const ledger = Ledger.open(gitdir);
-      try {
-        const result = await enqueueDispatch({
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
+        enqueueDispatch({
           ledger,
           key,
           now: now(),
@@ -73,12 +73,10 @@ export function dispatchVerb(program: Command): void {
           verify: opts['verify'] as string[],
           patterns: opts['file'] as string[],
           ...optional,
-        });
-        emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope }, () =>
-          result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : `${result.messageId} (base ${result.envelope.dispatch.base_ref.slice(0, 12)}, branch ${result.envelope.dispatch.branch_name})`,
-        );
-      } finally {
-        ledger.close();
-      }
+        }),
+      );
+      emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) }, () =>
+        (result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : `${result.messageId} (base ${result.envelope.dispatch.base_ref.slice(0, 12)}, branch ${result.envelope.dispatch.branch_name})`) + remoteText(remote),
+      );
     });
 }

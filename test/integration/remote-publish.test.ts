@@ -2,6 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { coo, cooAsync } from '../helpers/cli.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { TASK, dispatchEnvelope } from '../helpers/ledger.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
@@ -77,7 +78,7 @@ describe('publishing through a remote', () => {
     expect(coo(['verify', '--ledger', served.gitdir, '--no-checkpoint']).status).toBe(0);
   }, 120_000);
 
-  it('publishes kill-switch, trust and append through the remote, and their --json says how', async () => {
+  it('publishes kill-switch, trust, append, approve and dispatch through the remote, and their --json says how', async () => {
     const caseDir = join(dir, 'verbs');
     const served = await makeServedLedger(caseDir);
     const url = await transports[1]!.url(served);
@@ -104,5 +105,14 @@ describe('publishing through a remote', () => {
     writeFileSync(join(caseDir, 'envelope.yaml'), toYaml(envelope));
     writeFileSync(join(caseDir, 'prompt.md'), TASK);
     expect(await published(['append', join(caseDir, 'envelope.yaml'), join(caseDir, 'prompt.md'), '--key', served.keys.coo])).toMatchObject({ message_id: envelope.message_id, existing: false });
+    // The dispatch lane's writers publish the same way: a dispatch the policy gives to the CEO, its approval, the dispatch.
+    const work = join(caseDir, 'work');
+    makeTargetRepo(work);
+    const request = ['--to', 'ea.claude_code', '--repo', work, '--task', 'Fix add().', '--scope', 'src/**', '--accept', 'test.sh passes', '--verify', 'sh test.sh', '--idempotency-key', 'remote-dispatch'];
+    const refused = await cooAsync(['dispatch', ...request, '--ledger', ceo.gitdir, '--remote', url, '--key', served.keys.coo], { env: ceo.env });
+    expect(refused.status).toBe(3);
+    const hash = /--request (sha256:[0-9a-f]{64})/.exec(refused.stderr)![1]!;
+    const approved = await published(['approve', '--request', hash, '--reason', 'over the remote', '--ceo-key', served.keys.ceo]);
+    expect(await published(['dispatch', ...request, '--approval', approved['approval_id'] as string, '--key', served.keys.coo])).toMatchObject({ existing: false, envelope: { approval_id: approved['approval_id'] } });
   });
 });
