@@ -17,6 +17,10 @@ const CODES = {
   LEDGER_EXISTS: 'error',
   LEDGER_LOCKED: 'error',
   LEDGER_CONFLICT: 'error',
+  // remotes: a clone publishing through its origin (src/remote)
+  REMOTE_UNREACHABLE: 'error',
+  REMOTE_CONFLICT: 'error',
+  REMOTE_UNPUBLISHED: 'error',
   INTERNAL: 'error',
   // untrusted YAML
   YAML_TOO_LARGE: 'rejected',
@@ -48,6 +52,8 @@ const CODES = {
   HISTORY_ROLLBACK: 'rejected',
   HISTORY_FORK: 'rejected',
   REF_FORBIDDEN: 'rejected',
+  REMOTE_UNVERIFIED: 'rejected',
+  REMOTE_REJECTED: 'rejected',
   // authority and trust
   SIGNER_UNKNOWN: 'rejected',
   SIGNER_RETIRED: 'rejected',

@@ -1,8 +1,8 @@
 import { basename } from 'node:path';
 import type { Command } from 'commander';
 import { appendEnvelope } from '../ledger/append-envelope.js';
-import { Ledger } from '../ledger/ledger.js';
 import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
+import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function appendVerb(program: Command): void {
   program
@@ -12,21 +12,18 @@ export function appendVerb(program: Command): void {
     .argument('[artifacts...]', 'files that belong beside it, by name: prompt.md, context-manifest.yaml')
     .addOption(ledgerOption())
     .addOption(keyOption())
+    .addOption(remoteOption())
     .addOption(jsonOption())
-    .action(async (envelope: string, artifacts: string[], opts: { ledger?: string; key?: string; json?: boolean }) => {
+    .action(async (envelope: string, artifacts: string[], opts: { ledger?: string; key?: string; remote?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts.key, '--key', 'your private key file or $COO_KEY'));
       const files = new Map(artifacts.map((file) => [basename(file), readInput(file, 'artifact')]));
-      const ledger = Ledger.open(gitdir);
-      try {
-        const result = await appendEnvelope(ledger, readInput(envelope, 'envelope'), files, key, now(), envelope);
-        emit(opts.json, { message_id: result.messageId, path: result.path, commit: result.commit, existing: result.existing }, () =>
-          result.existing
-            ? `${result.messageId} (already in the ledger with this idempotency key and request; nothing written)`
-            : `${result.messageId} appended in ${result.commit}`,
-        );
-      } finally {
-        ledger.close();
-      }
+      let bytes: Buffer | undefined;
+      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) => appendEnvelope(ledger, (bytes ??= readInput(envelope, 'envelope')), files, key, now(), envelope));
+      emit(opts.json, { message_id: result.messageId, path: result.path, commit: result.commit, existing: result.existing, ...remoteJson(remote) }, () =>
+        (result.existing
+          ? `${result.messageId} (already in the ledger with this idempotency key and request; nothing written)`
+          : `${result.messageId} appended in ${result.commit}`) + remoteText(remote),
+      );
     });
 }

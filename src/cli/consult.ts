@@ -1,8 +1,8 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueConsult } from '../consult/enqueue.js';
-import { Ledger } from '../ledger/ledger.js';
-import { collectPairs, emit, jsonOption, keyOption, ledgerOption, durationFlag, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function consultVerb(program: Command): void {
   program
@@ -23,6 +23,7 @@ export function consultVerb(program: Command): void {
     .option('--correlation <id>', "correlation id (corr_...) shared by related messages (default: the parent's, or the original's under the same --idempotency-key, or a new one)")
     .option('--parent <message-id>', 'the message this one follows from')
     .option('--max-hops <n>', 'how many hops a chain through this message may take, counted from its first message (default: what the parent leaves, or the policy limit)')
+    .addOption(remoteOption())
     .addOption(jsonOption())
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
@@ -47,14 +48,11 @@ export function consultVerb(program: Command): void {
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
       };
-      const ledger = Ledger.open(gitdir);
-      try {
-        const result = await enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional });
-        emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope }, () =>
-          result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : result.messageId,
-        );
-      } finally {
-        ledger.close();
-      }
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
+        enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional }),
+      );
+      emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) }, () =>
+        (result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : result.messageId) + remoteText(remote),
+      );
     });
 }

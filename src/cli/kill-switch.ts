@@ -1,9 +1,9 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { activeKeys } from '../authority/keys.js';
-import { Ledger } from '../ledger/ledger.js';
 import { appendKillSwitch } from '../ledger/trust-update.js';
 import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, required } from './common.js';
+import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function killSwitchVerb(program: Command): void {
   program
@@ -13,20 +13,21 @@ export function killSwitchVerb(program: Command): void {
     .addOption(ledgerOption())
     .addOption(keyOption('the CEO or active COO private key; default $COO_KEY'))
     .option('--reason <text>', 'why, for the record')
+    .addOption(remoteOption())
     .addOption(jsonOption())
-    .action(async (state: string, opts: { ledger?: string; key?: string; reason?: string; json?: boolean }) => {
+    .action(async (state: string, opts: { ledger?: string; key?: string; reason?: string; remote?: string; json?: boolean }) => {
       if (state !== 'on' && state !== 'off') throw new CooError('USAGE', `kill-switch takes on or off, got ${JSON.stringify(state)}`);
       const reason = required(opts.reason, '--reason', 'why the switch is set, for the record');
       const key = loadPrivateKey(required(opts.key, '--key', 'a CEO or COO private key or $COO_KEY'));
-      const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
-      try {
+      const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
+      const { result, remote } = await writeLedger(gitdir, opts.remote, async (ledger) => {
         const current = await ledger.state();
         const actor = activeKeys(current.root?.doc ?? null, current.registry?.doc ?? null).get(key.publicKey.keyId)?.actor;
         if (actor === undefined) throw new CooError('SIGNER_UNKNOWN', `key ${key.publicKey.keyId} is not in the trust files`);
-        const result = await appendKillSwitch(ledger, state, reason, actor, key, now());
-        emit(opts.json, { state, version: result.version, commit: result.commit, set_by: actor }, () => `kill switch ${state} (version ${result.version}, set by ${actor}) in ${result.commit}`);
-      } finally {
-        ledger.close();
-      }
+        return { ...(await appendKillSwitch(ledger, state, reason, actor, key, now())), actor };
+      });
+      emit(opts.json, { state, version: result.version, commit: result.commit, set_by: result.actor, ...remoteJson(remote) }, () =>
+        `kill switch ${state} (version ${result.version}, set by ${result.actor}) in ${result.commit}${remoteText(remote)}`,
+      );
     });
 }

@@ -1,11 +1,11 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { Ledger } from '../ledger/ledger.js';
 import { appendTrustVersion } from '../ledger/trust-update.js';
 import type { TrustRole } from '../ledger/layout.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 import type { PublicKey } from '../crypto/keys.js';
 import { collectPairs, emit, jsonOption, ledgerOption, loadPrivateKey, loadPublicKey, now, readInput, required, splitPair } from './common.js';
+import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function trustVerb(program: Command): void {
   program
@@ -18,8 +18,9 @@ export function trustVerb(program: Command): void {
     .option('--policy <file>', 'the next actor policy')
     .option('--actor <id=pubfile>', 'with --registry: set an actor\'s key (rotation); repeatable', collectPairs, [])
     .option('--revoke <keyid=reason>', 'with --registry: revoke a key; repeatable', collectPairs, [])
+    .addOption(remoteOption())
     .addOption(jsonOption())
-    .action(async (opts: { ledger?: string; ceoKey?: string; root?: string; registry?: string; policy?: string; actor: string[]; revoke: string[]; json?: boolean }) => {
+    .action(async (opts: { ledger?: string; ceoKey?: string; root?: string; registry?: string; policy?: string; actor: string[]; revoke: string[]; remote?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path');
       const key = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'a trust-root private key'));
       const chosen = (['root', 'registry', 'policy'] as const).filter((role) => opts[role] !== undefined);
@@ -33,9 +34,8 @@ export function trustVerb(program: Command): void {
         return [id, loadPublicKey(pub)];
       }));
       const revoke = new Map(opts.revoke.map((pair) => splitPair(pair, '--revoke')));
-      const ledger = Ledger.open(gitdir);
-      try {
-        const result = await appendTrustVersion(
+      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) =>
+        appendTrustVersion(
           ledger,
           {
             role,
@@ -45,10 +45,10 @@ export function trustVerb(program: Command): void {
           },
           key,
           now(),
-        );
-        emit(opts.json, { role, version: result.version, commit: result.commit, seq: result.seq }, () => `${role} version ${result.version} appended in ${result.commit} (Ledger-Seq ${result.seq})`);
-      } finally {
-        ledger.close();
-      }
+        ),
+      );
+      emit(opts.json, { role, version: result.version, commit: result.commit, seq: result.seq, ...remoteJson(remote) }, () =>
+        `${role} version ${result.version} appended in ${result.commit} (Ledger-Seq ${result.seq})${remoteText(remote)}`,
+      );
     });
 }

@@ -52,6 +52,8 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
       throw new CooError(first.code, `the history of ${options.url} does not verify (${refusals.length} finding(s), first at ${first.commit?.slice(0, 12) ?? 'the history'}): ${first.message}; nothing was cloned`, { findings: refusals });
     }
     installHook(temp);
+    // The remote's head as verified: a later fetch that finds main gone back from it is a rollback (publish.ts).
+    if (report.head !== null) await runGit(['--git-dir', temp, 'update-ref', 'refs/remotes/origin/main', report.head]);
     if (fs.existsSync(gitdir)) fs.rmdirSync(gitdir);
     fs.renameSync(temp, gitdir);
     return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)) };

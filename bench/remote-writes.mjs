@@ -1,0 +1,162 @@
+// node bench/remote-writes.mjs [writers] [appends-per-writer]   (npm run build first)
+// Writers on separate clones (each its own process and HOME) append envelopes through one remote
+// ledger served by OpenSSH on 127.0.0.1, with its pre-receive hook; every write is published with
+// RemoteLedger (fetch, verify, append, push; rebuilt on the new head when a push is refused).
+// Prints the push conflicts and tries per write. The keys made here are throwaway bench fixtures.
+import { execFileSync, spawn } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir, userInfo } from 'node:os';
+import { join } from 'node:path';
+
+const root = join(import.meta.dirname, '..');
+const dist = join(root, 'dist');
+const COO = join(dist, 'cli', 'main.js');
+const { generatePrivateKey, formatPrivateKey, parsePrivateKey } = await import(join(dist, 'crypto', 'keys.js'));
+
+if (process.argv[2] === '--writer') {
+  // One writer: node remote-writes.mjs --writer <clone> <url> <coo.key> <id> <count>
+  const [, , , gitdir, url, keyFile, id, count] = process.argv;
+  const { Ledger } = await import(join(dist, 'ledger', 'ledger.js'));
+  const { RemoteLedger } = await import(join(dist, 'remote', 'publish.js'));
+  const { appendEnvelope } = await import(join(dist, 'ledger', 'append-envelope.js'));
+  const { newMessageId } = await import(join(dist, 'util', 'ids.js'));
+  const key = parsePrivateKey(readFileSync(keyFile, 'utf8'));
+  const template = readFileSync(join(root, 'test', 'fixtures', 'dispatch.yaml'), 'utf8');
+  const ledger = Ledger.open(gitdir);
+  const remote = new RemoteLedger(ledger, { remote: url });
+  const writes = [];
+  for (let i = 0; i < Number(count); i += 1) {
+    const now = new Date();
+    const at = (seconds) => new Date(Math.floor(now.getTime() / 1000) * 1000 + seconds * 1000).toISOString().replace('.000Z', 'Z');
+    const envelope = template
+      .replace(/MESSAGE_ID/g, newMessageId(now.getTime()))
+      .replace(/IDEMPOTENCY/g, `w${id}-${i}`)
+      .replace(/ea_attempt_demo_1/g, `ea_attempt_w${id}_${i}`)
+      .replace(/created_at: .*/, `created_at: "${at(0)}"`)
+      .replace(/expires_at: .*/, `expires_at: "${at(3600)}"`)
+      .replace(/deadline_at: .*/, `deadline_at: "${at(7200)}"`);
+    const started = performance.now();
+    // A write whose tries all met a competing push (REMOTE_CONFLICT) is counted and run again.
+    let exhausted = 0;
+    for (;;) {
+      try {
+        const published = await remote.write((own) => appendEnvelope(own, Buffer.from(envelope), new Map(), key, new Date()));
+        writes.push({ tries: published.report.tries + 8 * exhausted, conflicts: published.report.conflicts + 8 * exhausted, exhausted, ms: performance.now() - started, landed: published.commit !== null });
+        break;
+      } catch (error) {
+        if (error?.code !== 'REMOTE_CONFLICT') throw error;
+        exhausted += 1;
+      }
+    }
+  }
+  ledger.close();
+  process.stdout.write(`${JSON.stringify(writes)}\n`);
+  process.exit(0);
+}
+
+const WRITERS = Number(process.argv[2] ?? 4);
+const EACH = Number(process.argv[3] ?? 25);
+const work = mkdtempSync(join(tmpdir(), 'coo-bench-remote-'));
+const log = (line) => process.stderr.write(`${line}\n`);
+
+function freePort() {
+  return new Promise((resolve, reject) => {
+    const server = createServer();
+    server.once('error', reject);
+    server.listen(0, '127.0.0.1', () => {
+      const { port } = server.address();
+      server.close(() => resolve(port));
+    });
+  });
+}
+
+async function startSshd(dir) {
+  mkdirSync(dir, { recursive: true });
+  for (const name of ['bench-fixture-host-key', 'bench-fixture-client-key']) {
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'coo bench fixture, not a secret', '-f', join(dir, name)]);
+  }
+  writeFileSync(join(dir, 'bench-fixture-authorized_keys'), readFileSync(join(dir, 'bench-fixture-client-key.pub')));
+  if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
+  const port = await freePort();
+  const pidFile = join(dir, 'sshd.pid');
+  writeFileSync(
+    join(dir, 'sshd.config'),
+    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'bench-fixture-host-key')}`, `AuthorizedKeysFile ${join(dir, 'bench-fixture-authorized_keys')}`, `PidFile ${pidFile}`, 'UsePAM no', 'StrictModes no', 'PasswordAuthentication no', 'PermitRootLogin prohibit-password', 'MaxStartups 100', 'LogLevel ERROR', ''].join('\n'),
+  );
+  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd.config')], { stdio: ['ignore', 'ignore', 'inherit'] });
+  while (!existsSync(pidFile)) {
+    if (child.exitCode !== null) throw new Error('sshd did not start');
+    await new Promise((resolve) => setTimeout(resolve, 20));
+  }
+  const [type, body] = readFileSync(join(dir, 'bench-fixture-host-key.pub'), 'utf8').split(' ');
+  writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${port} ${type} ${body}\n`);
+  const env = {
+    GIT_SSH_COMMAND: `ssh -F /dev/null -i ${join(dir, 'bench-fixture-client-key')} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=${join(dir, 'known_hosts')} -o LogLevel=ERROR`,
+  };
+  return { url: (path) => `ssh://${userInfo().username}@127.0.0.1:${port}${path}`, env, close: () => child.kill('SIGTERM') };
+}
+
+function runWriter(args, env) {
+  return new Promise((resolve, reject) => {
+    const child = spawn(process.execPath, [import.meta.filename, '--writer', ...args], { env, stdio: ['ignore', 'pipe', 'inherit'] });
+    let out = '';
+    child.stdout.on('data', (chunk) => (out += chunk));
+    child.on('close', (code) => (code === 0 ? resolve(JSON.parse(out)) : reject(new Error(`writer exited with ${code}`))));
+  });
+}
+
+const sshd = await startSshd(join(work, 'sshd'));
+try {
+  const { initLedger } = await import(join(dist, 'ledger', 'init.js'));
+  const ceo = generatePrivateKey('ceo');
+  const coo = generatePrivateKey('coo.hermes');
+  const codex = generatePrivateKey('ea.codex');
+  const served = join(work, 'served', 'ledger.git');
+  await initLedger({ gitdir: served, ceoKey: ceo, actors: new Map([['coo.hermes', coo.publicKey], ['ea.codex', codex.publicKey]]), now: new Date() });
+  const keyFile = join(work, 'bench-fixture-coo.key');
+  writeFileSync(keyFile, formatPrivateKey(coo), { mode: 0o600 });
+  const url = sshd.url(served);
+  const writers = [];
+  for (let id = 1; id <= WRITERS; id += 1) {
+    const home = join(work, 'homes', `w${id}`);
+    mkdirSync(home, { recursive: true });
+    const env = { ...process.env, HOME: home, COO_LEDGER: '', COO_KEY: '', ...sshd.env };
+    const gitdir = join(home, 'ledger.git');
+    execFileSync(process.execPath, [COO, 'clone', url, gitdir, '--trust-root', ceo.publicKey.keyId], { env, stdio: 'ignore' });
+    writers.push({ args: [gitdir, url, keyFile, String(id), String(EACH)], env });
+  }
+  log(`${WRITERS} writers x ${EACH} appends over ssh://, each on its own clone`);
+  const started = performance.now();
+  const results = await Promise.all(writers.map((writer) => runWriter(writer.args, writer.env)));
+  const seconds = (performance.now() - started) / 1000;
+  const writes = results.flat();
+  const conflicts = writes.reduce((sum, write) => sum + write.conflicts, 0);
+  const tries = writes.reduce((sum, write) => sum + write.tries, 0);
+  const landed = writes.filter((write) => write.landed).length;
+  const seq = Number(/Ledger-Seq: (\d+)/.exec(execFileSync('git', ['--git-dir', served, 'log', '-1', '--format=%B', 'main'], { encoding: 'utf8' }))?.[1]);
+  const sorted = writes.map((write) => write.ms).sort((a, b) => a - b);
+  const at = (p) => sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
+  const verify = execFileSync(process.execPath, [COO, 'verify', '--ledger', served, '--no-checkpoint', '--json'], { encoding: 'utf8' });
+  const summary = {
+    writers: WRITERS,
+    appends: writes.length,
+    landed,
+    remote_seq: seq,
+    conflicts,
+    tries,
+    conflicts_per_100_writes: Number(((100 * conflicts) / writes.length).toFixed(1)),
+    max_conflicts_one_write: Math.max(...writes.map((write) => write.conflicts)),
+    per_writer_conflicts: results.map((list) => list.reduce((sum, write) => sum + write.conflicts, 0)),
+    seconds: Number(seconds.toFixed(1)),
+    writes_per_second: Number((writes.length / seconds).toFixed(2)),
+    write_ms_p50: Math.round(at(50)),
+    write_ms_p95: Math.round(at(95)),
+    retries_exhausted: writes.reduce((sum, write) => sum + write.exhausted, 0),
+    remote_findings: JSON.parse(verify).findings.length,
+  };
+  process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+} finally {
+  sshd.close();
+  rmSync(work, { recursive: true, force: true });
+}

@@ -1,0 +1,69 @@
+import { spawn } from 'node:child_process';
+import { resolve } from 'node:path';
+import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { runGit } from '../util/exec.js';
+
+/** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
+export const ORIGIN_REF = 'refs/remotes/origin/main';
+
+/** A fetch or push that has not finished in this long is given up (a remote that accepts the connection and then hangs). */
+const REMOTE_TIMEOUT_MS = 120_000;
+
+/** What a git command against the remote said; it never throws for git's own failure. */
+export interface RemoteGitResult {
+  readonly ok: boolean;
+  readonly stdout: string;
+  readonly stderr: string;
+}
+
+/**
+ * Runs stock git against the clone's origin: never a shell, never a prompt (a transport that wants
+ * a password fails instead of waiting for a terminal), bounded in time.
+ */
+export function runRemoteGit(gitdir: string, args: readonly string[]): Promise<RemoteGitResult> {
+  return new Promise((done) => {
+    const child = spawn('git', ['--git-dir', gitdir, ...args], {
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+      stdio: ['ignore', 'pipe', 'pipe'],
+      timeout: REMOTE_TIMEOUT_MS,
+    });
+    let stdout = '';
+    let stderr = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      if (stdout.length < 65_536) stdout += chunk.toString('utf8');
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < 65_536) stderr += chunk.toString('utf8');
+    });
+    child.on('error', (error) => done({ ok: false, stdout, stderr: `cannot run git: ${error.message}` }));
+    child.on('close', (code, signal) => done({ ok: code === 0, stdout, stderr: signal === null ? stderr : `${stderr}git was stopped (${signal}) after ${REMOTE_TIMEOUT_MS / 1000} s` }));
+  });
+}
+
+/** git's last words on a failure, one line, for a message. */
+export function gitSaid(result: RemoteGitResult): string {
+  const lines = result.stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+  const fatal = lines.find((line) => line.startsWith('fatal:')) ?? lines[lines.length - 1] ?? 'no output';
+  return fatal.slice(0, LIMITS.pathChars);
+}
+
+/** A URL as git records it: a local path made absolute, no trailing slash. */
+function normalized(url: string): string {
+  const trimmed = url.replace(/\/+$/, '');
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) || /^[^/]+@[^/]+:/.test(trimmed) ? trimmed : resolve(trimmed);
+}
+
+/**
+ * Checks that `url` is the clone's origin (what `coo clone` recorded): a write goes to the remote
+ * this clone verified, never to another one named by mistake.
+ */
+export async function checkOrigin(gitdir: string, url: string): Promise<void> {
+  const origin = (await runGit(['--git-dir', gitdir, 'config', '--get', 'remote.origin.url']).catch(() => Buffer.from(''))).toString('utf8').trim();
+  if (origin === '') {
+    throw new CooError('USAGE', `${gitdir} has no origin: --remote works through a clone of the remote (coo clone ${url} DIR)`);
+  }
+  if (normalized(origin) !== normalized(url)) {
+    throw new CooError('USAGE', `--remote ${url} is not the origin of ${gitdir} (${origin}); give that URL, or clone ${url} with coo clone`);
+  }
+}

@@ -1,0 +1,241 @@
+import { CooError } from '../errors.js';
+import { isAncestor } from '../ledger/history.js';
+import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
+import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
+import { LIMITS } from '../limits.js';
+import { checkOrigin, gitSaid, ORIGIN_REF, runRemoteGit } from './git-remote.js';
+
+/** Tries of one write before it gives up with REMOTE_CONFLICT. */
+export const DEFAULT_MAX_TRIES = 8;
+
+export interface RemoteLedgerOptions {
+  /** The remote's URL: the origin of the clone (checked). */
+  readonly remote: string;
+  /** Tries of one write, the first included (default 8). */
+  readonly maxTries?: number;
+  /** The wait before the try after the `conflicts`-th conflict, in ms (default: random, up to 25 ms x 2^conflicts, at most 1 s). */
+  readonly backoffMs?: (conflicts: number) => number;
+}
+
+/** How a write reached the remote. */
+export interface PublishReport {
+  readonly url: string;
+  /** Writes built and pushed, the last included. */
+  readonly tries: number;
+  /** Pushes refused because someone else advanced the remote's main first. */
+  readonly conflicts: number;
+}
+
+export interface Published<R> {
+  /** What the write returned on its last try: an existing message when the idempotency rules found one on the new head. */
+  readonly result: R;
+  /** The commit the remote now has, or null when the write wrote nothing. */
+  readonly commit: string | null;
+  readonly report: PublishReport;
+}
+
+export interface SyncResult {
+  /** The remote's main, verified, and now the local main. */
+  readonly head: string;
+  /** Commits that arrived and were replayed through the validator. */
+  readonly arrived: number;
+}
+
+/** Full jitter: a random wait, up to twice as long after every conflict. */
+function defaultBackoff(conflicts: number): number {
+  return Math.random() * Math.min(1_000, 25 * 2 ** conflicts);
+}
+
+function sleep(ms: number): Promise<void> {
+  return new Promise((resolve) => setTimeout(resolve, ms));
+}
+
+/** The lock that keeps a second publisher on the same clone out while a write is on the local main. */
+const PUBLISH_LOCK = 'coo/publish';
+
+/**
+ * A local working ledger (made by `coo clone`) that publishes through its origin. The remote's
+ * fast-forward-only update is the compare-and-swap: a write is validated and signed on the local
+ * main at the remote's verified head, then pushed, never forced. When the push is refused because
+ * someone else wrote first, the local main goes back to the remote's head, what arrived is fetched
+ * and verified, and the same write runs again on the new head (a function of the state, so the
+ * idempotency and claim rules judge it anew), with bounded, jittered retries. Nothing is reported
+ * written until the remote has it, and nothing unpublished stays on the local main.
+ */
+export class RemoteLedger {
+  readonly url: string;
+  private readonly maxTries: number;
+  private readonly backoffMs: (conflicts: number) => number;
+  private origin: Promise<void> | null = null;
+
+  constructor(
+    readonly ledger: Ledger,
+    options: RemoteLedgerOptions,
+  ) {
+    this.url = options.remote;
+    this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
+    if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
+    this.backoffMs = options.backoffMs ?? defaultBackoff;
+  }
+
+  private get gitdir(): string {
+    return this.ledger.gitdir;
+  }
+
+  private checkOrigin(): Promise<void> {
+    this.origin ??= checkOrigin(this.gitdir, this.url);
+    return this.origin;
+  }
+
+  /** Fetches the remote's main, verifies what arrived from the local verified state, and moves the local main to it. */
+  async sync(): Promise<SyncResult> {
+    await this.checkOrigin();
+    return this.exclusive(async () => this.adopt(await this.fetch()));
+  }
+
+  /** `Ledger.append`, published: see `write`. */
+  append<T = never>(options: AppendOptions<T>): Promise<Published<AppendResult | { skipped: T }>> {
+    return this.write((ledger) => ledger.append(options));
+  }
+
+  /**
+   * Runs `write` against the local ledger at the remote's verified head and publishes what it
+   * appended. `write` may run more than once (once per try): it must be a function of the ledger's
+   * state, as every writer built on `Ledger.append` is. A write that appends nothing (an existing
+   * message, a skipped precheck) publishes nothing.
+   */
+  async write<R>(write: (ledger: Ledger) => Promise<R>): Promise<Published<R>> {
+    await this.checkOrigin();
+    return this.exclusive(async () => {
+      let conflicts = 0;
+      let previous = await this.fetch();
+      for (let tries = 1; ; tries += 1) {
+        const { head: base } = await this.adopt(previous);
+        const report = (): PublishReport => ({ url: this.url, tries, conflicts });
+        let result: R;
+        try {
+          result = await write(this.ledger);
+        } catch (error) {
+          await this.rewind(base);
+          throw error;
+        }
+        const written = this.ledger.head();
+        if (written === base || written === null) return { result, commit: null, report: report() };
+        const pushed = await runRemoteGit(this.gitdir, ['push', '--porcelain', '--quiet', 'origin', `${written}:${MAIN_REF}`]);
+        if (pushed.ok) {
+          await this.trackPushed(written);
+          return { result, commit: written, report: report() };
+        }
+        await this.rewind(base);
+        // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
+        await sleep(this.backoffMs(conflicts + 1));
+        previous = readRef(this.gitdir, ORIGIN_REF);
+        const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
+        const remoteHead = fetched.ok ? readRef(this.gitdir, ORIGIN_REF) : null;
+        if (remoteHead === written) {
+          // The remote took the push and its answer was lost on the way back.
+          await this.adopt(previous);
+          return { result, commit: written, report: report() };
+        }
+        if (!fetched.ok) {
+          const refused = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
+          throw new CooError(
+            'REMOTE_UNREACHABLE',
+            `cannot reach ${this.url} to publish: ${gitSaid(refused ? fetched : pushed)}; ${refused ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
+          );
+        }
+        if (remoteHead === base) {
+          throw new CooError('REMOTE_REJECTED', `${this.url} refused the write: ${refusal(pushed)}; nothing was written (the local ledger is as it was)`);
+        }
+        conflicts += 1;
+        if (tries >= this.maxTries) {
+          await this.adopt(previous);
+          throw new CooError('REMOTE_CONFLICT', `${this.url} moved under ${tries} tries in a row (other writers published first each time); nothing was written; the local ledger is at the remote's head; try again`);
+        }
+      }
+    });
+  }
+
+  /** One publisher per clone at a time: a write sits on the local main until the push settles. */
+  private exclusive<T>(fn: () => Promise<T>): Promise<T> {
+    return withRefLock(this.gitdir, async () => ({ next: null, result: await fn() }), { ref: PUBLISH_LOCK, waitMs: LIMITS.lockWaitMs });
+  }
+
+  /** Fetches the remote's main into ORIGIN_REF; returns what ORIGIN_REF held before (the remote's head last verified). */
+  private async fetch(): Promise<string | null> {
+    const previous = readRef(this.gitdir, ORIGIN_REF);
+    const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
+    if (!fetched.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot fetch from ${this.url}: ${gitSaid(fetched)}; nothing was written (the local ledger is as it was)`);
+    return previous;
+  }
+
+  /**
+   * Verifies the fetched main from the local verified state and moves the local main to it: the
+   * fetched main must descend from the local one, and every commit that arrived must pass the
+   * validator. Otherwise nothing moves, nothing is acted on, and ORIGIN_REF goes back to
+   * `previous`, the remote's head last verified.
+   */
+  private async adopt(previous: string | null): Promise<SyncResult> {
+    try {
+      return await this.verifyFetched(previous);
+    } catch (error) {
+      if (previous !== null) await withRefLock(this.gitdir, async () => ({ next: previous, result: undefined }), { ref: ORIGIN_REF });
+      throw error;
+    }
+  }
+
+  private async verifyFetched(previous: string | null): Promise<SyncResult> {
+    await this.ledger.intactState();
+    const local = this.ledger.head();
+    const remote = readRef(this.gitdir, ORIGIN_REF);
+    if (remote === null) throw new CooError('REMOTE_UNVERIFIED', `${this.url} has no main to verify; nothing was written`);
+    if (remote === local) return { head: remote, arrived: 0 };
+    if (local !== null && !(await isAncestor(this.gitdir, local, remote))) {
+      if (previous !== null && remote !== previous && (await isAncestor(this.gitdir, remote, previous))) {
+        throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${previous.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);
+      }
+      if (await isAncestor(this.gitdir, remote, local)) {
+        throw new CooError(
+          'REMOTE_UNPUBLISHED',
+          `the local main of ${this.gitdir} holds commits ${this.url} does not have (written without --remote, or by a writer stopped before it published); nothing was written: publish them with "git --git-dir ${this.gitdir} push origin main", or drop them with "git --git-dir ${this.gitdir} update-ref refs/heads/main ${ORIGIN_REF}"`,
+        );
+      }
+      throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${local.slice(0, 12)}): its history was rewritten; nothing was acted on; run coo verify on a fresh clone`);
+    }
+    const before = (await this.ledger.state()).seq;
+    const state = await this.ledger.stateAt(remote);
+    const findings = this.ledger.findings;
+    if (findings.length > 0) {
+      const first = findings[0]!;
+      throw new CooError(
+        'REMOTE_UNVERIFIED',
+        `what ${this.url} holds does not verify (${findings.length} finding(s), first ${first.code} at ${first.commit?.slice(0, 12) ?? 'the history'}: ${first.message}); nothing was acted on; run coo verify on a fresh clone`,
+        { findings },
+      );
+    }
+    await withRefLock(this.gitdir, async (current) => {
+      if (current !== local) throw new CooError('LEDGER_CONFLICT', `the local main of ${this.gitdir} moved while the remote's was verified; try again`);
+      return { next: remote, result: undefined };
+    });
+    return { head: remote, arrived: state.seq - before };
+  }
+
+  /** Puts the local main back at `base`: a write the remote did not take stays nowhere. */
+  private async rewind(base: string): Promise<void> {
+    await withRefLock(this.gitdir, async (current) => ({ next: current === base ? null : base, result: undefined }));
+  }
+
+  /** Records the pushed head as the remote's (git does too, when the fetch refspec names it). */
+  private async trackPushed(head: string): Promise<void> {
+    await withRefLock(this.gitdir, async () => ({ next: head, result: undefined }), { ref: ORIGIN_REF });
+  }
+}
+
+/** The remote's reason for refusing a push: the ledger hook's first finding, else the first thing the remote said, with git's status line. */
+function refusal(pushed: { stdout: string; stderr: string }): string {
+  const said = pushed.stderr.split('\n').map((line) => /^remote:\s+(\S.*)$/.exec(line.trim())?.[1]?.trim()).filter((line): line is string => line !== undefined);
+  const first = said.find((line) => /^[A-Z_]+ \[/.test(line)) ?? said[0];
+  const status = pushed.stdout.split('\n').find((line) => line.startsWith('!'));
+  const reason = status === undefined ? gitSaid({ ok: false, stdout: pushed.stdout, stderr: pushed.stderr }) : status.split('\t').slice(2).join(' ').trim() || status;
+  return (first === undefined ? reason : `${first} (${reason})`).slice(0, LIMITS.pathChars);
+}
