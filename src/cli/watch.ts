@@ -56,6 +56,8 @@ export function describeEvent(event: RunnerEvent): string {
       return `back on ${event.url} at ${event.at} (cut off since ${event.since})`;
     case 'journaled':
       return `receipt ${event.messageId} attempt ${event.attempt} kept in the journal until the remote takes it (${event.detail})`;
+    case 'rebuilt':
+      return `${event.summary}: published after ${event.conflicts} push conflict(s), ${event.tries} tries`;
     case 'takeover':
       return `taking over ${event.messageId} attempt ${event.attempt} from ${event.runner}: ${event.detail}`;
   }

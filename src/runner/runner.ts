@@ -57,6 +57,8 @@ export type RunnerEvent =
   | { readonly type: 'reconnected'; readonly url: string; readonly since: string; readonly at: string }
   /** A receipt the remote could not take now, kept in the runner's journal until it can. */
   | { readonly type: 'journaled'; readonly messageId: string; readonly attempt: number; readonly detail: string }
+  /** A write of this runner that other writers beat to the remote, rebuilt on the new head and published (or refused there). */
+  | { readonly type: 'rebuilt'; readonly summary: string; readonly tries: number; readonly conflicts: number }
   /** Another runner's claim whose lease and runtime budget both ran out: the attempt is recorded as interrupted. */
   | { readonly type: 'takeover'; readonly messageId: string; readonly attempt: number; readonly runner: string; readonly detail: string }
   | DispatchEvent;
@@ -401,7 +403,9 @@ export class Runner {
   /** Appends to the ledger, or through the remote: the write counts once the remote took it. */
   private async append(options: AppendOptions<never>): Promise<AppendResult> {
     if (this.options.remote === undefined) return (await this.options.ledger.append(options)) as AppendResult;
-    return (await this.options.remote.append(options)).result as AppendResult;
+    const published = await this.options.remote.append(options);
+    if (published.report.conflicts > 0) this.emit({ type: 'rebuilt', summary: options.summary, tries: published.report.tries, conflicts: published.report.conflicts });
+    return published.result as AppendResult;
   }
 
   private async commit(files: NewFile[], summary: string, now: Date): Promise<void> {
