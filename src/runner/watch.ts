@@ -150,13 +150,21 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
   options.signal?.addEventListener('abort', stop, { once: true });
   let beat: NodeJS.Timeout | undefined;
   if (options.heartbeatSeconds !== undefined) {
-    const heartbeat = (): void =>
-      void runner.heartbeat().catch((error: unknown) => {
-        if (isCooError(error) && errorClassOf(error.code) === 'rejected') {
-          failure ??= { error };
-          stop();
-        }
-      });
+    // One heartbeat in flight at a time: a slow remote must not stack them up in front of the passes.
+    let beating = false;
+    const heartbeat = (): void => {
+      if (beating) return;
+      beating = true;
+      void runner
+        .heartbeat()
+        .catch((error: unknown) => {
+          if (isCooError(error) && errorClassOf(error.code) === 'rejected') {
+            failure ??= { error };
+            stop();
+          }
+        })
+        .finally(() => (beating = false));
+    };
     heartbeat();
     beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
   }
