@@ -17,6 +17,8 @@ const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) =
 const lane = load.find((l) => l.test === 'lane');
 const shared = load.find((l) => l.test === 'four runners');
 const packing = load.find((l) => l.test === 'packing under the writer');
+const remoteDrain = load.find((l) => l.test === 'four runners, four clones');
+const takeovers = faults.filter((f) => f.point === 'remote-takeover');
 
 const rows = [
   ['attacks tried', `${attacks.length} (${byVia})`],
@@ -29,6 +31,13 @@ const rows = [
   ['peak memory under load', lane ? `${lane.peak_rss_mb} MB RSS; live heap grew ${lane.heap_growth_after_warmup_mb} MB after warm-up` : 'not run'],
   ['packing under the writer', packing ? `${packing.landed}/${packing.commits} commits landed, ${packing.errors} errors, ${packing.packing_passes} packing passes` : 'not run'],
   ['four runners on one ledger', shared ? `${shared.consults} consults, ${shared.paid_calls} paid calls, ${shared.duplicate_calls} duplicates, ${shared.runners_that_claimed} runners claimed work` : 'not run'],
+  [
+    'four runners on four clones (ssh://)',
+    remoteDrain
+      ? `${remoteDrain.consults} consults, ${remoteDrain.paid_calls} paid calls, ${remoteDrain.duplicate_calls} duplicates, ${remoteDrain.lost} lost, ${remoteDrain.runners_that_claimed} runners claimed work, ${remoteDrain.claims_lost_to_another_runner} claims lost to another runner, ${remoteDrain.push_conflicts} push conflicts rebuilt`
+      : 'not run',
+  ],
+  ['lease takeovers after SIGKILL', takeovers.length > 0 ? `${takeovers.length} run(s), ${takeovers.reduce((sum, f) => sum + f.duplicate_calls, 0)} attempts paid twice` : 'not run'],
 ];
 const width = Math.max(...rows.map(([name]) => name.length));
 process.stdout.write(`\ncoo-commons reliability figures\n${'-'.repeat(width + 40)}\n`);
