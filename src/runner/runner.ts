@@ -66,6 +66,9 @@ export type RunnerEvent =
 /** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
 export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'>;
 
+/** Runners through a remote pick their next work among this many of the oldest ready messages. */
+const REMOTE_PICK_WINDOW = 4;
+
 /** Seconds past an attempt's runtime budget before a runner on another machine may take it over (by default). */
 export const DEFAULT_LEASE_GRACE_SECONDS = 60;
 
@@ -223,7 +226,9 @@ export class Runner {
         .map((record) => ({ record, work: nextWork(record, now) }))
         .filter(({ work }) => work.kind === 'attempt' || work.kind === 'recover')
         .sort((a, b) => a.record.seq - b.record.seq);
-      const item = ready[0];
+      // Runners on other machines all see the same queue: each picks at random among the oldest few,
+      // so they do not all race for the oldest one (a lost race costs a fetch, a rebuild and a skip).
+      const item = ready[this.options.remote === undefined ? 0 : Math.floor(Math.random() * Math.min(ready.length, REMOTE_PICK_WINDOW))];
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
