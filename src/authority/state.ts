@@ -91,6 +91,8 @@ export interface LedgerState {
   readonly spendByCorrelation: ReadonlyMap<string, number>;
   readonly spendByDay: ReadonlyMap<string, number>;
   readonly lastHeartbeat: { readonly seq: number; readonly expiresAt: string; readonly runner: string } | null;
+  /** Each runner's newest heartbeat: it renews the lease on that runner's open claims (authority/lease.ts). */
+  readonly runnerHeartbeats: ReadonlyMap<string, { readonly seq: number; readonly createdAt: string; readonly expiresAt: string }>;
   readonly approvals: ReadonlyMap<string, ApprovalRecord>;
 }
 
@@ -114,6 +116,7 @@ export function emptyState(): LedgerState {
     spendByCorrelation: new Map(),
     spendByDay: new Map(),
     lastHeartbeat: null,
+    runnerHeartbeats: new Map(),
     approvals: new Map(),
   };
 }
@@ -170,6 +173,7 @@ export function cloneState(state: LedgerState): LedgerState {
     idempotency: new Map(state.idempotency),
     spendByCorrelation: new Map(state.spendByCorrelation),
     spendByDay: new Map(state.spendByDay),
+    runnerHeartbeats: new Map(state.runnerHeartbeats),
     approvals: new Map(state.approvals),
   };
 }
@@ -183,7 +187,7 @@ export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): 
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 3;
+const STATE_SHAPE = 4;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {
@@ -195,6 +199,7 @@ export function stateToJson(state: LedgerState): unknown {
     idempotency: [...state.idempotency],
     spendByCorrelation: [...state.spendByCorrelation],
     spendByDay: [...state.spendByDay],
+    runnerHeartbeats: [...state.runnerHeartbeats],
     approvals: [...state.approvals],
   };
 }
@@ -207,6 +212,7 @@ export function stateFromJson(value: unknown): LedgerState {
     idempotency: Array<[string, string]>;
     spendByCorrelation: Array<[string, number]>;
     spendByDay: Array<[string, number]>;
+    runnerHeartbeats: Array<[string, { seq: number; createdAt: string; expiresAt: string }]>;
     approvals: Array<[string, ApprovalRecord]>;
   };
   if (shape !== STATE_SHAPE) throw new CooError('INTERNAL', `a checkpoint of state shape ${String(shape)}, not ${STATE_SHAPE}`);
@@ -217,6 +223,7 @@ export function stateFromJson(value: unknown): LedgerState {
     idempotency: new Map(raw.idempotency),
     spendByCorrelation: new Map(raw.spendByCorrelation),
     spendByDay: new Map(raw.spendByDay),
+    runnerHeartbeats: new Map(raw.runnerHeartbeats),
     approvals: new Map(raw.approvals),
   };
 }

@@ -93,6 +93,7 @@ class CommitCheck {
   private readonly idempotency = new Map<string, string>();
   private readonly spend: Array<{ correlation: string; day: string; usd: number }> = [];
   private heartbeat: LedgerState['lastHeartbeat'];
+  private runnerHeartbeat: { runner: string; seq: number; createdAt: string; expiresAt: string } | null = null;
   private readonly approvals = new Map<string, ApprovalRecord>();
   /** Artifacts added by this commit and the entry that references each, with the hash it expects. */
   private readonly references = new Map<string, string>();
@@ -852,6 +853,7 @@ class CommitCheck {
     const limit = this.policy?.doc.heartbeat.ttl_seconds ?? 0;
     if (ttl <= 0 || ttl > limit) throw new CooError('POLICY_LIMIT', `${where}: a heartbeat lives between 0 and ${limit} seconds`, { where });
     this.heartbeat = { seq: this.seq, expiresAt: doc.expires_at, runner: doc.runner_id };
+    this.runnerHeartbeat = { runner: doc.runner_id, seq: this.seq, createdAt: doc.created_at, expiresAt: doc.expires_at };
   }
 
   /** Every artifact the commit adds is referenced by an entry of the same commit, with its hash; every reference is present. */
@@ -889,6 +891,10 @@ class CommitCheck {
     for (const [slot, id] of this.idempotency) idempotency.set(slot, id);
     const approvals = state.approvals as Map<string, ApprovalRecord>;
     for (const [id, approval] of this.approvals) approvals.set(id, approval);
+    if (this.runnerHeartbeat !== null) {
+      const { runner, ...beat } = this.runnerHeartbeat;
+      (state.runnerHeartbeats as Map<string, typeof beat>).set(runner, beat);
+    }
     const byCorrelation = state.spendByCorrelation as Map<string, number>;
     const byDay = state.spendByDay as Map<string, number>;
     for (const item of this.spend) {

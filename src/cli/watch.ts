@@ -6,7 +6,9 @@ import { CooError } from '../errors.js';
 import { OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
-import { watchLedger } from '../runner/watch.js';
+import { watchLedger, watchRemote } from '../runner/watch.js';
+import { RemoteLedger } from '../remote/publish.js';
+import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
 import { probeBubblewrap, resolveOracleCommand } from '../runner/oracle-check.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
@@ -48,6 +50,16 @@ export function describeEvent(event: RunnerEvent): string {
       return `late result for ${event.messageId} attempt ${event.attempt}: ${event.detail}`;
     case 'pull_request':
       return `pull request for ${event.messageId} attempt ${event.attempt}: ${event.url ?? 'none'} (${event.detail})`;
+    case 'cut_off':
+      return `CUT OFF from ${event.url} since ${event.since}: no new work starts until it answers (${event.detail})`;
+    case 'reconnected':
+      return `back on ${event.url} at ${event.at} (cut off since ${event.since})`;
+    case 'journaled':
+      return `receipt ${event.messageId} attempt ${event.attempt} kept in the journal until the remote takes it (${event.detail})`;
+    case 'rebuilt':
+      return `${event.summary}: published after ${event.conflicts} push conflict(s), ${event.tries} tries`;
+    case 'takeover':
+      return `taking over ${event.messageId} attempt ${event.attempt} from ${event.runner}: ${event.detail}`;
   }
 }
 
@@ -124,15 +136,33 @@ export function watchVerb(program: Command): void {
     .option('--once', 'process what is ready now and exit')
     .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)');
   withOracleOptions(command, 'Oracle engine: only "api" is accepted')
-    .option('--heartbeat', 'append signed heartbeats at the policy interval while watching')
+    .option('--heartbeat', 'append signed heartbeats at the policy interval while watching (always on with --remote: they renew the leases of its claims)')
+    .option(
+      '--remote <url>',
+      "work through this remote; --ledger is then a local clone of it (coo clone URL DIR) whose origin must be this URL. Every claim, receipt and heartbeat is published there (a claim counts once the remote took it), each pass starts from the remote's verified head, and a claim another runner left is taken over only after its lease and its runtime budget plus --lease-grace both ran out. Cut off from the remote, the runner starts nothing new and keeps receipts of paid calls in a journal until the remote takes them",
+    )
+    .option('--poll-interval <seconds>', 'with --remote: seconds between looks at the remote (git ls-remote), growing while idle or failing', '2')
+    .option('--poll-max <seconds>', 'with --remote: the longest wait between looks', '30')
+    .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget before another runner may take it over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & { ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean; eaCommand?: string; eaBaseUrl?: string; githubTokenEnv?: string; pushUrl?: string; githubApiUrl?: string; prBase?: string }) => {
+    .action(async (opts: OracleFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean; eaCommand?: string; eaBaseUrl?: string; githubTokenEnv?: string; pushUrl?: string; githubApiUrl?: string; prBase?: string }) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
+      const seconds = (flag: string, text: string | undefined, fallback: number): number => {
+        if (text === undefined) return fallback;
+        const value = Number(text);
+        if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
+        return value;
+      };
+      const pollSeconds = seconds('--poll-interval', opts.pollInterval, 2);
+      const maxPollSeconds = seconds('--poll-max', opts.pollMax, 30);
+      const leaseGraceSeconds = seconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
+      const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
+      if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');
       const transport = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
@@ -156,7 +186,20 @@ export function watchVerb(program: Command): void {
         token === undefined || token === ''
           ? undefined
           : { token, base: opts.prBase ?? 'main', ...(opts.pushUrl === undefined ? {} : { pushUrl: opts.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
-      const runner = new Runner({ ledger, key, repo, stateDir, transport, executors, hide, onEvent: print, keepSandboxes: opts.keepSandboxes === true, ...(pullRequests === undefined ? {} : { pullRequests }) });
+      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl });
+      const runner = new Runner({
+        ledger,
+        key,
+        repo,
+        stateDir,
+        transport,
+        executors,
+        hide,
+        onEvent: print,
+        keepSandboxes: opts.keepSandboxes === true,
+        ...(pullRequests === undefined ? {} : { pullRequests }),
+        ...(remote === undefined ? {} : { remote, leaseGraceSeconds }),
+      });
       try {
         if (opts.once === true) {
           const summary = await runner.runOnce();
@@ -171,6 +214,19 @@ export function watchVerb(program: Command): void {
           for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, abort);
         };
         const policy = (await ledger.state()).policy?.doc;
+        if (remote !== undefined) {
+          process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
+          await watchRemote(runner, {
+            gitdir,
+            signal: controller.signal,
+            pollSeconds,
+            maxPollSeconds,
+            ...(policy === undefined ? {} : { heartbeatSeconds: policy.heartbeat.interval_seconds }),
+            onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
+            onError: (error) => print({ type: 'error', messageId: null, code: error instanceof CooError ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) }),
+          });
+          return;
+        }
         process.stderr.write(`coo watch: watching ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
         await watchLedger(runner, gitdir, {
           signal: controller.signal,

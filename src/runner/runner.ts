@@ -19,13 +19,15 @@ import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
 import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
 import { buildReceipt, type ReceiptArtifact } from '../consult/receipt.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from '../consult/sandbox.js';
-import { attemptArtifactPath, claimPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
+import { attemptArtifactPath, claimPath, classifyPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
-import type { Ledger, NewFile } from '../ledger/ledger.js';
+import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
+import { leaseDecision } from '../authority/lease.js';
+import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
-import type { AaConsultMessage } from '../schema/message.js';
+import type { AaConsultMessage, CooMessage } from '../schema/message.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
-import { toYaml } from '../schema/strict-yaml.js';
+import { readStrictYaml, toYaml } from '../schema/strict-yaml.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { failpoint } from '../util/failpoint.js';
@@ -49,7 +51,26 @@ export type RunnerEvent =
   | { readonly type: 'skipped'; readonly messageId: string; readonly reason: string }
   | { readonly type: 'heartbeat'; readonly seq: number }
   | { readonly type: 'error'; readonly messageId: string | null; readonly code: string; readonly message: string }
+  /** The remote cannot be reached: no new work starts until it can; receipts of paid calls wait in the journal. */
+  | { readonly type: 'cut_off'; readonly url: string; readonly since: string; readonly detail: string }
+  /** The remote answers again after a cut-off. */
+  | { readonly type: 'reconnected'; readonly url: string; readonly since: string; readonly at: string }
+  /** A receipt the remote could not take now, kept in the runner's journal until it can. */
+  | { readonly type: 'journaled'; readonly messageId: string; readonly attempt: number; readonly detail: string }
+  /** A write of this runner that other writers beat to the remote, rebuilt on the new head and published (or refused there). */
+  | { readonly type: 'rebuilt'; readonly summary: string; readonly tries: number; readonly conflicts: number }
+  /** Another runner's claim whose lease and runtime budget both ran out: the attempt is recorded as interrupted. */
+  | { readonly type: 'takeover'; readonly messageId: string; readonly attempt: number; readonly runner: string; readonly detail: string }
   | DispatchEvent;
+
+/** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
+export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'>;
+
+/** Runners through a remote pick their next work among this many of the oldest ready messages. */
+const REMOTE_PICK_WINDOW = 4;
+
+/** Seconds past an attempt's runtime budget before a runner on another machine may take it over (by default). */
+export const DEFAULT_LEASE_GRACE_SECONDS = 60;
 
 export interface RunnerOptions {
   readonly ledger: Ledger;
@@ -70,6 +91,23 @@ export interface RunnerOptions {
   readonly hide?: readonly string[];
   /** The runner's forge credentials for dispatches that open a pull request (`--open-pr`). */
   readonly pullRequests?: PullRequestConfig;
+  /**
+   * Work through a remote: `ledger` is its clone. Every claim, receipt and heartbeat is published
+   * there (a claim counts once the remote took it), each pass starts from the remote's verified
+   * head, and leases (authority/lease.ts) replace the same-host pid check.
+   */
+  readonly remote?: RunnerRemote;
+  /** Seconds past an attempt's runtime budget before another runner may take it over (remote only; default 60). */
+  readonly leaseGraceSeconds?: number;
+}
+
+/** A receipt for a call already paid that the remote could not take yet, kept across restarts. */
+interface JournalEntry {
+  readonly messageId: string;
+  readonly attempt: number;
+  readonly summary: string;
+  readonly at: string;
+  readonly files: ReadonlyArray<{ readonly path: string; readonly base64: string }>;
 }
 
 export interface RunSummary {
@@ -100,6 +138,10 @@ export class Runner {
   private readonly repo: PinnedRepo;
   private readonly dispatch: DispatchLane;
   private readonly configErrors = new Set<string>();
+  /** When the remote was found unreachable; null while it answers. */
+  private cutOffSince: Date | null = null;
+  /** When the leases of claims other runners hold end, as seen by the last pass: a watch wakes then. */
+  private leaseWaits: string[] = [];
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = options.runnerId ?? defaultRunnerId();
@@ -118,7 +160,11 @@ export class Runner {
       runnerId: this.runnerId,
       keepWorktrees: options.keepSandboxes === true,
       claim: (record, attempt, now, receipt) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary),
-      commit: (files, summary, now) => this.commit(files, summary, now),
+      commit: async (files, summary, now) => {
+        const outcome = await this.publishReceipt(files, summary, now);
+        if (outcome === 'journaled') throw new CooError('REMOTE_UNREACHABLE', `${this.options.remote?.url ?? 'the remote'} cannot be reached: the receipt is kept in the runner's journal and published when it can be`);
+        if (outcome === 'late') throw new CooError('ATTEMPT_INVALID', 'the attempt was taken over by another runner: the result is kept as late, never applied');
+      },
       onReceipt: (messageId, attempt, status, blockers) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt: null }),
       onEvent: (event) => this.emit(event),
       ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }),
@@ -168,7 +214,9 @@ export class Runner {
 
   /** Handles every consult that is ready now, until none is; returns what was written and what waits. */
   async runOnce(): Promise<RunSummary> {
+    if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [] };
     await this.checkHistory();
+    this.leaseWaits = [];
     let receipts = 0;
     const skipped = new Set<string>();
     for (;;) {
@@ -179,11 +227,13 @@ export class Runner {
         .map((record) => ({ record, work: nextWork(record, now) }))
         .filter(({ work }) => work.kind === 'attempt' || work.kind === 'recover')
         .sort((a, b) => a.record.seq - b.record.seq);
-      const item = ready[0];
+      // Runners on other machines all see the same queue: each picks at random among the oldest few,
+      // so they do not all race for the oldest one (a lost race costs a fetch, a rebuild and a skip).
+      const item = ready[this.options.remote === undefined ? 0 : Math.floor(Math.random() * Math.min(ready.length, REMOTE_PICK_WINDOW))];
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
-        return { receipts, waiting: waiting.sort() };
+        return { receipts, waiting: [...waiting, ...this.leaseWaits].sort() };
       }
       try {
         const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : item.record.intent === 'ea_dispatch' ? await this.dispatch.attempt(state, item.record) : await this.attempt(state, item.record);
@@ -197,8 +247,135 @@ export class Runner {
         const said = `${item.record.id} ${code} ${message}`;
         if (code !== 'EXECUTOR_CONFIG' || !this.configErrors.has(said)) this.emit({ type: 'error', messageId: item.record.id, code, message });
         if (code === 'EXECUTOR_CONFIG') this.configErrors.add(said);
+        if (code === 'REMOTE_UNREACHABLE') {
+          // Cut off: nothing new starts until the remote answers again.
+          this.cutOff(message);
+          return { receipts, waiting: [] };
+        }
       }
     }
+  }
+
+  /** When the remote was found unreachable, or null while it answers. */
+  get cutOffAt(): Date | null {
+    return this.cutOffSince;
+  }
+
+  private cutOff(detail: string): void {
+    if (this.cutOffSince !== null) return;
+    this.cutOffSince = this.clock();
+    this.emit({ type: 'cut_off', url: this.options.remote!.url, since: isoSeconds(this.cutOffSince), detail });
+  }
+
+  /**
+   * Fetches, verifies and adopts the remote's head, then publishes what the journal holds. False
+   * when the remote cannot be reached: the runner starts no new work. A history that does not
+   * verify throws, and the runner acts on nothing, as with a damaged local ledger.
+   */
+  private async syncRemote(): Promise<boolean> {
+    try {
+      await this.options.remote!.sync();
+    } catch (error) {
+      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+      this.cutOff(error.message);
+      return false;
+    }
+    if (this.cutOffSince !== null) {
+      this.emit({ type: 'reconnected', url: this.options.remote!.url, since: isoSeconds(this.cutOffSince), at: isoSeconds(this.clock()) });
+      this.cutOffSince = null;
+    }
+    return this.flushJournal();
+  }
+
+  private get journalDir(): string {
+    return join(this.options.stateDir, 'journal');
+  }
+
+  /** Keeps a receipt the remote could not take, durably, until it can. */
+  private journal(entry: JournalEntry): void {
+    fs.mkdirSync(this.journalDir, { recursive: true });
+    const path = join(this.journalDir, `${attemptIdFor(entry.messageId, entry.attempt)}.json`);
+    const temp = `${path}.${process.pid}.tmp`;
+    const fd = fs.openSync(temp, 'w', 0o600);
+    try {
+      fs.writeSync(fd, JSON.stringify(entry));
+      fs.fsyncSync(fd);
+    } finally {
+      fs.closeSync(fd);
+    }
+    fs.renameSync(temp, path);
+  }
+
+  /** Publishes the journal's receipts, oldest first; false when the remote went away again. */
+  private async flushJournal(): Promise<boolean> {
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.journalDir).filter((name) => name.endsWith('.json')).sort();
+    } catch {
+      return true;
+    }
+    for (const name of names) {
+      const path = join(this.journalDir, name);
+      const entry = JSON.parse(fs.readFileSync(path, 'utf8')) as JournalEntry;
+      const files = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
+      const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
+      if (outcome === 'journaled') return false;
+      fs.rmSync(path, { force: true });
+      if (outcome === 'published') this.emit(receiptEvent(entry.messageId, entry.attempt, files));
+    }
+    return true;
+  }
+
+  /**
+   * The one receipt path of every lane. Commits `files` (a receipt and its artifacts); through a
+   * remote, a receipt the remote cannot take now is journaled (published by the next pass that
+   * reaches it), and one whose attempt another runner closed meanwhile (a takeover) is late: kept
+   * in the state folder, never applied. A receipt already on the ledger with these exact bytes (a
+   * journal entry published before a crash) is not published again.
+   */
+  private async publishReceipt(files: NewFile[], summary: string, now: Date, journal = true): Promise<'published' | 'journaled' | 'late'> {
+    const receiptFile = files.find((file) => classifyPath(file.path)?.kind === 'receipt');
+    const info = receiptFile === undefined ? null : classifyPath(receiptFile.path);
+    if (this.options.remote === undefined || receiptFile === undefined || info === null || info.kind !== 'receipt') {
+      await this.commit(files, summary, now);
+      return 'published';
+    }
+    const landed = async (): Promise<'published' | 'late' | null> => {
+      const existing = await this.options.ledger.readFile(receiptFile.path);
+      if (existing === null) return null;
+      if (existing.equals(receiptFile.bytes)) return 'published';
+      this.keepLate(info.messageId, info.attempt, summary, now, files);
+      return 'late';
+    };
+    const before = await landed();
+    if (before !== null) return before;
+    try {
+      await this.commit(files, summary, now);
+      return 'published';
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      if (error.code === 'REMOTE_UNREACHABLE' || error.code === 'REMOTE_CONFLICT') {
+        if (journal) {
+          this.journal({ messageId: info.messageId, attempt: info.attempt, summary, at: now.toISOString(), files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) });
+          this.emit({ type: 'journaled', messageId: info.messageId, attempt: info.attempt, detail: error.message });
+        }
+        if (error.code === 'REMOTE_UNREACHABLE') this.cutOff(error.message);
+        return 'journaled';
+      }
+      // Refused on the remote's new head: late when the attempt has a receipt there now.
+      const after = await landed();
+      if (after !== null) return after;
+      throw error;
+    }
+  }
+
+  /** A result whose attempt another runner closed: kept beside the runner, never applied. */
+  private keepLate(messageId: string, attempt: number, summary: string, now: Date, files: NewFile[]): void {
+    const lateDir = join(this.options.stateDir, 'late-results');
+    fs.mkdirSync(lateDir, { recursive: true });
+    const entry: JournalEntry = { messageId, attempt, summary, at: now.toISOString(), files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
+    fs.writeFileSync(join(lateDir, `${attemptIdFor(messageId, attempt)}.json`), JSON.stringify(entry));
+    this.emit({ type: 'late_result', messageId, attempt, detail: 'another runner closed the attempt first (its lease ran out and it was taken over); this result is kept in the state folder, never applied' });
   }
 
   /** Appends a signed heartbeat naming the sequence of its own commit. */
@@ -206,7 +383,7 @@ export class Runner {
     const now = this.clock();
     const policy = (await this.options.ledger.state()).policy?.doc;
     if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
-    const result = await this.options.ledger.append({
+    const result = await this.append({
       files: (state) => {
         const seq = state.seq + 1;
         const doc = { schema_version: 'heartbeat.v0', runner_id: this.runnerId, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, policy.heartbeat.ttl_seconds)) };
@@ -221,17 +398,29 @@ export class Runner {
     return seq;
   }
 
-  private async readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
+  private async readMessage(record: MessageRecord): Promise<CooMessage> {
     const path = envelopePath(folderOf(record));
     const bytes = await this.options.ledger.readFile(path);
     if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
-    const message = readDocument('coo_message.v0', bytes, path);
+    return readDocument('coo_message.v0', bytes, path);
+  }
+
+  private async readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
+    const message = await this.readMessage(record);
     if (message.intent !== 'aa_consult') throw new CooError('INTERNAL', `${record.id} is not a consult`);
     return message;
   }
 
+  /** Appends to the ledger, or through the remote: the write counts once the remote took it. */
+  private async append(options: AppendOptions<never>): Promise<AppendResult> {
+    if (this.options.remote === undefined) return (await this.options.ledger.append(options)) as AppendResult;
+    const published = await this.options.remote.append(options);
+    if (published.report.conflicts > 0) this.emit({ type: 'rebuilt', summary: options.summary, tries: published.report.tries, conflicts: published.report.conflicts });
+    return published.result as AppendResult;
+  }
+
   private async commit(files: NewFile[], summary: string, now: Date): Promise<void> {
-    await this.options.ledger.append({ files, key: this.options.key, now, summary });
+    await this.append({ files, key: this.options.key, now, summary });
   }
 
   private claimFile(record: MessageRecord, attempt: number, now: Date): NewFile {
@@ -432,8 +621,10 @@ export class Runner {
     });
     files_.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) });
     const blockers = receipt.blockers.map((item) => item.code);
-    await this.commit(files_, `receipt ${message.message_id} attempt ${attempt}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}`, now);
-    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status: receipt.status, blockers, retryAt: receipt.next_attempt_at });
+    failpoint('before-receipt');
+    const outcome = await this.publishReceipt(files_, `receipt ${message.message_id} attempt ${attempt}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}`, now);
+    if (outcome === 'published') this.emit({ type: 'receipt', messageId: message.message_id, attempt, status: receipt.status, blockers, retryAt: receipt.next_attempt_at });
+    // A journaled receipt holds every file it needs; the sandbox is not.
     if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
   }
 
@@ -446,9 +637,32 @@ export class Runner {
   private async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const claim = last.claim!;
-    if (claim.runner !== this.runnerId && ownerAlive(claim.runner)) {
-      this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
-      return false;
+    if (claim.runner !== this.runnerId) {
+      if (this.options.remote === undefined) {
+        if (ownerAlive(claim.runner)) {
+          this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
+          return false;
+        }
+      } else {
+        // Across machines a pid says nothing: the claim's lease and the attempt's runtime budget decide.
+        const message = await this.readMessage(record);
+        const lease = leaseDecision(
+          {
+            claim,
+            message,
+            heartbeat: state.runnerHeartbeats.get(claim.runner),
+            heartbeatTtlSeconds: state.policy!.doc.heartbeat.ttl_seconds,
+            graceSeconds: this.options.leaseGraceSeconds ?? DEFAULT_LEASE_GRACE_SECONDS,
+          },
+          this.clock(),
+        );
+        if (lease.kind === 'held') {
+          this.leaseWaits.push(lease.until);
+          this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is held by ${claim.runner} until ${lease.until}` });
+          return false;
+        }
+        this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
+      }
     }
     if (record.intent === 'ea_dispatch') return this.dispatch.recover(state, record);
     const message = await this.readEnvelope(record);
@@ -495,3 +709,9 @@ export class Runner {
   }
 }
 
+/** The receipt event of a receipt published from the journal, read from its own bytes. */
+function receiptEvent(messageId: string, attempt: number, files: readonly NewFile[]): RunnerEvent {
+  const file = files.find((item) => classifyPath(item.path)?.kind === 'receipt')!;
+  const doc = readStrictYaml(file.bytes, file.path) as { status: ReceiptStatus; blockers: Array<{ code: BlockerCode }>; next_attempt_at?: string | null };
+  return { type: 'receipt', messageId, attempt, status: doc.status, blockers: doc.blockers.map((item) => item.code), retryAt: doc.next_attempt_at ?? null };
+}

@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { watch } from 'chokidar';
 import { errorClassOf, isCooError } from '../errors.js';
-import { readRef } from '../ledger/ref-lock.js';
+import { MAIN_REF, readRef } from '../ledger/ref-lock.js';
+import { runRemoteGit } from '../remote/git-remote.js';
 import type { Runner, RunSummary } from './runner.js';
 
 /** A backstop for file events the watcher coalesces or drops: the head is also checked this often. */
@@ -108,4 +109,97 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   await watcher.close();
   while (running) await new Promise((resolve) => setTimeout(resolve, 50));
   if (failure.failed) throw failure.error;
+}
+
+export interface RemoteWatchOptions extends WatchOptions {
+  /** The clone of the remote the runner works through (its origin is the remote). */
+  readonly gitdir: string;
+  /** Seconds between looks at the remote's main while things move (default 2). */
+  readonly pollSeconds?: number;
+  /** The longest wait between looks, idle or failing (default 30 s). */
+  readonly maxPollSeconds?: number;
+  /** A pass that failed for a passing reason (a busy lock, retries exhausted): reported, then retried with backoff. */
+  readonly onError?: (error: unknown) => void;
+}
+
+/**
+ * Runs the runner against a remote: it looks at the remote's main with `git ls-remote` every poll
+ * interval and runs a pass (which fetches, verifies and adopts it first) when main moved, when a
+ * retry or a lease comes due, and while cut off (each pass tries the remote again). The interval
+ * grows by half while idle and doubles on errors, up to the maximum; anything that moves sets it
+ * back. A history that does not verify (or any `rejected` failure) ends the watch, as a damaged
+ * local ledger does; a pass that fails for a passing reason is reported and retried.
+ */
+export async function watchRemote(runner: Runner, options: RemoteWatchOptions): Promise<void> {
+  const interval = Math.max(0.05, options.pollSeconds ?? 2) * 1000;
+  const max = Math.max(interval, (options.maxPollSeconds ?? 30) * 1000);
+  let stopped = options.signal?.aborted === true;
+  let failure: { error: unknown } | null = null;
+  let sleeping: { timer: NodeJS.Timeout; resolve: () => void } | null = null;
+  const sleep = (ms: number): Promise<void> =>
+    new Promise((resolve) => {
+      sleeping = { timer: setTimeout(resolve, ms), resolve };
+    });
+  const stop = (): void => {
+    stopped = true;
+    if (sleeping !== null) {
+      clearTimeout(sleeping.timer);
+      sleeping.resolve();
+    }
+  };
+  options.signal?.addEventListener('abort', stop, { once: true });
+  let beat: NodeJS.Timeout | undefined;
+  if (options.heartbeatSeconds !== undefined) {
+    // One heartbeat in flight at a time: a slow remote must not stack them up in front of the passes.
+    let beating = false;
+    const heartbeat = (): void => {
+      if (beating) return;
+      beating = true;
+      void runner
+        .heartbeat()
+        .catch((error: unknown) => {
+          if (isCooError(error) && errorClassOf(error.code) === 'rejected') {
+            failure ??= { error };
+            stop();
+          }
+        })
+        .finally(() => (beating = false));
+    };
+    heartbeat();
+    beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
+  }
+  let delay = interval;
+  let seen: string | null = null;
+  let due: number | null = null;
+  try {
+    while (!stopped) {
+      const looked = await runRemoteGit(options.gitdir, ['ls-remote', '--quiet', 'origin', MAIN_REF]);
+      const head = looked.ok ? (looked.stdout.split(/\s/)[0] ?? '') : null;
+      const moved = head === null || head !== seen || runner.cutOffAt !== null || (due !== null && Date.now() >= due);
+      if (moved) {
+        try {
+          const summary = await runner.runOnce();
+          if (runner.cutOffAt === null) seen = head;
+          const next = summary.waiting[0];
+          due = next === undefined ? null : Date.parse(next);
+          delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : interval;
+          options.onIdle?.();
+        } catch (error) {
+          if (!isCooError(error) || errorClassOf(error.code) === 'rejected' || errorClassOf(error.code) === 'usage') throw error;
+          options.onError?.(error);
+          delay = Math.min(max, delay * 2);
+        }
+      } else {
+        delay = Math.min(max, delay * 1.5);
+      }
+      const wait = due === null ? delay : Math.max(0, Math.min(delay, due - Date.now() + 50));
+      if (!stopped) await sleep(wait);
+    }
+  } catch (error) {
+    failure ??= { error };
+  } finally {
+    if (beat !== undefined) clearInterval(beat);
+    options.signal?.removeEventListener('abort', stop);
+  }
+  if (failure !== null) throw (failure as { error: unknown }).error;
 }

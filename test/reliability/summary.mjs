@@ -24,6 +24,8 @@ const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) =
 const lane = load.find((l) => l.test === 'lane');
 const shared = load.find((l) => l.test === 'four runners');
 const packing = load.find((l) => l.test === 'packing under the writer');
+const remoteDrain = load.find((l) => l.test === 'four runners, four clones');
+const takeovers = faults.filter((f) => f.point === 'remote-takeover');
 
 const rows = [
   ['attacks tried', `${attacks.length} (${byVia})`],
@@ -41,6 +43,13 @@ const rows = [
   ['executors left running (must be 0)', String(orphans)],
   ['no dispatch attempt run twice', race ? `${race.dispatches} dispatches, 4 runner processes: ${race.runs} runs, ${race.duplicate_calls} run twice, ${race.runners_that_claimed} runners claimed work` : 'not run'],
   ['attempts receipted twice (must be 0)', String(doubleReceipts)],
+  [
+    'four runners on four clones (ssh://)',
+    remoteDrain
+      ? `${remoteDrain.consults} consults, ${remoteDrain.paid_calls} paid calls, ${remoteDrain.duplicate_calls} duplicates, ${remoteDrain.lost} lost, ${remoteDrain.runners_that_claimed} runners claimed work, ${remoteDrain.claims_lost_to_another_runner} claims lost to another runner, ${remoteDrain.push_conflicts} push conflicts rebuilt`
+      : 'not run',
+  ],
+  ['lease takeovers after SIGKILL', takeovers.length > 0 ? `${takeovers.length} run(s), ${takeovers.reduce((sum, f) => sum + f.duplicate_calls, 0)} attempts paid twice` : 'not run'],
 ];
 const width = Math.max(...rows.map(([name]) => name.length));
 process.stdout.write(`\ncoo-commons reliability figures\n${'-'.repeat(width + 40)}\n`);

@@ -1,0 +1,296 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
+import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
+import { enqueueConsult } from '../../src/consult/enqueue.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { OracleCli } from '../../src/consult/oracle.js';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf } from '../../src/authority/state.js';
+import { claimPath } from '../../src/ledger/layout.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { RemoteLedger } from '../../src/remote/publish.js';
+import { Runner, type RunnerEvent, type RunnerOptions, type RunnerRemote } from '../../src/runner/runner.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { sessionSlugFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { coo, cooAsync, json } from '../helpers/cli.js';
+import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
+import { makeServedLedger, makeWriter, removeHook, type ServedLedger } from '../helpers/remote-ledger.js';
+import { stockCommit } from '../helpers/stock.js';
+import { tempDir } from '../helpers/tmp.js';
+
+const dir = tempDir('coo-runner-remote-');
+const run = promisify(execFile);
+const closers: Array<() => Promise<void> | void> = [];
+
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+interface Machine {
+  readonly name: string;
+  readonly gitdir: string;
+  readonly ledger: Ledger;
+  readonly remote: RemoteLedger;
+  readonly stateDir: string;
+  readonly events: RunnerEvent[];
+  runner(options?: Partial<RunnerOptions>): Runner;
+}
+
+interface Case {
+  readonly dir: string;
+  readonly served: ServedLedger;
+  readonly url: string;
+  readonly model: FakeModelServer;
+  machine(name: string): Promise<Machine>;
+  /** The COO's machine enqueues one consult through the remote; its message id. */
+  consult(): Promise<string>;
+}
+
+let cases = 0;
+
+/** A served ledger behind git http-backend, the loopback model, and machines: each its own HOME and clone. */
+async function makeCase(): Promise<Case> {
+  cases += 1;
+  const caseDir = join(dir, `case-${cases}`);
+  const served = await makeServedLedger(caseDir);
+  const http: GitHttpServer = await startGitHttp(served.root);
+  closers.push(() => http.close());
+  const url = http.url(served.name);
+  const model = await startFakeModelServer(['ok']);
+  closers.push(() => model.close());
+  const key = loadPrivateKey(served.keys.coo);
+  const machine = async (name: string): Promise<Machine> => {
+    const writer = await makeWriter(caseDir, name, served, url);
+    const ledger = Ledger.open(writer.gitdir);
+    closers.push(() => ledger.close());
+    const remote = new RemoteLedger(ledger, { remote: url });
+    const events: RunnerEvent[] = [];
+    const stateDir = join(writer.home, 'state');
+    return {
+      name,
+      gitdir: writer.gitdir,
+      ledger,
+      remote,
+      stateDir,
+      events,
+      runner: (options = {}) => {
+        const transport = new OracleCli({ route: { baseUrl: `${model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [writer.gitdir] });
+        const runner = new Runner({ ledger, key, repo: served.target, stateDir, transport, remote, runnerId: `${name}-p1`, onEvent: (event) => events.push(event), ...options });
+        closers.push(() => runner.close());
+        return runner;
+      },
+    };
+  };
+  let cooMachine: Machine | null = null;
+  return {
+    dir: caseDir,
+    served,
+    url,
+    model,
+    machine,
+    consult: async () => {
+      cooMachine ??= await machine('coo');
+      const published = await cooMachine.remote.write((ledger) =>
+        enqueueConsult({ ledger, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 }),
+      );
+      return published.result.messageId;
+    },
+  };
+}
+
+/** The receipts the remote holds for a message: attempt number and blockers. */
+async function remoteReceipts(served: ServedLedger, messageId: string): Promise<Array<{ attempt: number; status: string; blockers: readonly string[] }>> {
+  const ledger = Ledger.open(served.gitdir);
+  try {
+    const record = (await ledger.state()).messages.get(messageId)!;
+    return record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : [{ attempt: attempt.number, status: attempt.receipt.status, blockers: attempt.receipt.blockers }]));
+  } finally {
+    ledger.close();
+  }
+}
+
+function types(events: readonly RunnerEvent[]): string[] {
+  return events.map((event) => event.type);
+}
+
+describe('runners through a remote', () => {
+  it('a runner behind on fetch tries to claim: it is refused by CAS and skips, and never calls the model', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    const firstRunner = first.runner();
+    let builds = 0;
+    // The second runner's publisher: the first runner claims (and finishes) the attempt after the
+    // second fetched and before it pushed, so its claim, built on the head it fetched, is refused by
+    // the remote's compare-and-swap; rebuilt on the new head, the validator refuses it.
+    const behind: RunnerRemote = {
+      url: second.remote.url,
+      sync: () => second.remote.sync(),
+      append: (options) =>
+        second.remote.write(async (ledger) => {
+          builds += 1;
+          if (builds === 1) await firstRunner.runOnce();
+          return ledger.append(options);
+        }),
+    };
+
+    const summary = await second.runner({ remote: behind }).runOnce();
+
+    expect(summary.receipts).toBe(0);
+    expect(builds).toBe(2);
+    expect(second.events).toContainEqual({ type: 'skipped', messageId, reason: 'attempt 1 was claimed by another runner' });
+    expect(types(second.events)).not.toContain('oracle_started');
+    expect(world.model.requests).toHaveLength(1);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+  });
+
+  it('the remote goes away between a paid call and its receipt, then comes back: the receipt lands exactly once', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const away = `${world.served.gitdir}.away`;
+    const onEvent = (event: RunnerEvent): void => {
+      machine.events.push(event);
+      // The call is paid; the remote goes away before the receipt is published.
+      if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
+    };
+
+    await machine.runner({ onEvent }).runOnce();
+
+    expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'oracle_ended', 'journaled', 'cut_off']));
+    expect(types(machine.events)).not.toContain('receipt');
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toHaveLength(1);
+    // Cut off, a pass starts nothing, and says so.
+    const cutOff = machine.events.length;
+    const waiting = machine.runner({ onEvent });
+    await waiting.runOnce();
+    expect(types(machine.events.slice(cutOff))).toEqual(['cut_off']);
+    renameSync(away, world.served.gitdir);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+
+    // A restarted runner (the journal is on disk) publishes it when the remote is back.
+    const restarted = machine.runner({ onEvent });
+    await restarted.runOnce();
+    await restarted.runOnce();
+    // The runner that was cut off says it is back, and finds nothing left to publish.
+    await waiting.runOnce();
+
+    expect(machine.events.filter((event) => event.type === 'receipt')).toEqual([{ type: 'receipt', messageId, attempt: 1, status: 'succeeded', blockers: [], retryAt: null }]);
+    expect(types(machine.events)).toContain('reconnected');
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toEqual([]);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+    expect(coo(['verify', '--ledger', world.served.gitdir, '--no-checkpoint']).status).toBe(0);
+  });
+
+  it('a forged commit pushed to a hookless remote: every runner refuses to act, and coo watch --remote exits 3', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const machines = [await world.machine('runner-1'), await world.machine('runner-2')];
+    removeHook(world.served);
+    const intruder = join(world.dir, 'intruder.key');
+    writeFileSync(intruder, formatPrivateKey(generatePrivateKey('intruder')), { mode: 0o600 });
+    const work = join(world.dir, 'forger');
+    // Stock git over the in-process http server: run without blocking this process.
+    await run('git', ['clone', '-q', world.url, work]);
+    stockCommit(work, { 'notes/forged.yaml': 'x: 1\n' }, { key: intruder, seq: world.served.seq() + 1 });
+    await run('git', ['push', '-q', 'origin', 'main'], { cwd: work });
+
+    for (const machine of machines) {
+      await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+      expect(types(machine.events)).not.toContain('claimed');
+    }
+    const watched = await cooAsync(
+      ['watch', '--once', '--json', '--remote', world.url, '--ledger', machines[0]!.gitdir, '--key', world.served.keys.coo, '--repo', world.served.target, '--state-dir', join(world.dir, 'cli-state'), '--oracle-base-url', `${world.model.url}/v1`],
+      { env: { OPENAI_API_KEY: 'sk-test-key' } },
+    );
+    expect(watched.status).toBe(3);
+    expect(json<{ ok: boolean; error: { code: string } }>(watched).error.code).toBe('REMOTE_UNVERIFIED');
+    expect(world.model.requests).toHaveLength(0);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+  });
+
+  it('takes over a claim only once its lease and its runtime budget plus grace both ran out, records it as interrupted, and the original runner keeps its result as late', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    // The first runner's call is paid and its answer held until the takeover has landed.
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    let paid: () => void = () => undefined;
+    const answered = new Promise<void>((resolve) => (paid = resolve));
+    const real = new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [first.gitdir] });
+    const slow = Object.assign(Object.create(real) as OracleCli, {
+      run: async (request: Parameters<OracleCli['run']>[0]) => {
+        const run = await real.run(request);
+        paid();
+        await held;
+        return run;
+      },
+    });
+    const running = first.runner({ transport: slow }).runOnce();
+    await answered;
+    const claim = (await first.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!;
+    const claimedAt = Date.parse(claim.at);
+    // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s.
+    let now = claimedAt;
+    const taker = second.runner({ clock: () => new Date(now), leaseGraceSeconds: 600 });
+
+    // The runtime budget and grace (660 s) have run out, the lease (900 s from the claim) has not.
+    now = claimedAt + 661_000;
+    await taker.runOnce();
+    now = claimedAt + 899_000;
+    await taker.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+    expect(second.events.filter((event) => event.type === 'skipped')).toHaveLength(2);
+    expect(second.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: `attempt 1 is held by runner-1-p1 until ${new Date(claimedAt + 900_000).toISOString()}` });
+
+    // Both have run out: the attempt is taken over, recorded as interrupted.
+    now = claimedAt + 901_000;
+    await taker.runOnce();
+    expect(types(second.events)).toContain('takeover');
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+
+    // The original runner comes back with its answer: refused, kept as late, never applied.
+    release();
+    await running;
+    expect(first.events.filter((event) => event.type === 'late_result')).toEqual([expect.objectContaining({ messageId, attempt: 1 })]);
+    expect(types(first.events)).not.toContain('receipt');
+    expect(existsSync(join(first.stateDir, 'late-results', `${attemptIdOf((await first.ledger.state()).messages.get(messageId)!, 1)}.json`))).toBe(true);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
+  it('waits out a runtime budget longer than the lease before a takeover', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const coo = await world.machine('elsewhere');
+    const record = (await coo.ledger.state()).messages.get(messageId)!;
+    // A claim another machine made and then went silent (no heartbeat): its lease is claimed_at + 900 s.
+    const claimedAt = new Date();
+    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'gone-p7', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
+    await coo.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(doc)) }], key: loadPrivateKey(world.served.keys.coo), now: claimedAt, summary: `claim ${messageId} attempt 1` });
+    const base = Date.parse(isoSeconds(claimedAt));
+    let now = base;
+    const machine = await world.machine('runner');
+    const taker = machine.runner({ clock: () => new Date(now), leaseGraceSeconds: 1000 });
+
+    now = base + 950_000;
+    await taker.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+    expect(machine.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: `attempt 1 is held by gone-p7 until ${new Date(base + 1_060_000).toISOString()}` });
+
+    now = base + 1_061_000;
+    await taker.runOnce();
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId, attempt: 1, runner: 'gone-p7' }));
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+    expect(world.model.requests).toHaveLength(0);
+  });
+});

@@ -1,0 +1,200 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { laneStateOf } from '../../src/authority/state.js';
+import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
+import { enqueueConsult } from '../../src/consult/enqueue.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { defaultPolicy, initLedger } from '../../src/ledger/init.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { COO, coo, json } from '../helpers/cli.js';
+import { FAKE_ORACLE, makeTargetRepo } from '../helpers/lane.js';
+import { makeWriter, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
+import { startSshd, type SshServer } from '../helpers/sshd.js';
+import { tally } from '../helpers/tally.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * Runners on separate machines (each its own HOME, clone and state folder) working one ledger
+ * through an OpenSSH remote with the ledger's hook: every claim is a push, and at most one paid
+ * call per attempt must hold across them, through a SIGKILL and a lease takeover.
+ * `COO_RELIABILITY=full` drains 100 consults; the normal suite drains 8.
+ */
+const FULL = process.env['COO_RELIABILITY'] === 'full';
+const DRAIN = FULL ? 100 : 8;
+
+const dir = tempDir('coo-runner-remote-load-');
+let sshd: SshServer;
+const children: ChildProcess[] = [];
+const servers: FakeModelServer[] = [];
+
+beforeAll(async () => {
+  sshd = await startSshd(join(dir, 'sshd'));
+});
+
+afterAll(async () => {
+  for (const child of children) if (child.exitCode === null && child.signalCode === null) child.kill('SIGKILL');
+  for (const server of servers) await server.close();
+  await sshd?.close();
+});
+
+/** A served ledger made by `coo init` with `policy`, as makeServedLedger makes one with the default. */
+async function servedWith(caseDir: string, policy: ActorPolicy): Promise<ServedLedger> {
+  const root = join(caseDir, 'served');
+  mkdirSync(root, { recursive: true });
+  const ceo = generatePrivateKey('ceo');
+  const cooKey = generatePrivateKey('coo.hermes');
+  const gitdir = join(root, 'ledger.git');
+  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', cooKey.publicKey], ['ea.codex', generatePrivateKey('ea.codex').publicKey]]), policy, now: new Date() });
+  const keys = { ceo: join(caseDir, 'ceo.key'), coo: join(caseDir, 'coo.key') };
+  writeFileSync(keys.ceo, formatPrivateKey(ceo), { mode: 0o600 });
+  writeFileSync(keys.coo, formatPrivateKey(cooKey), { mode: 0o600 });
+  const target = join(caseDir, 'target');
+  makeTargetRepo(target);
+  const head = (): string => git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
+  return { root, gitdir, name: 'ledger.git', keys, ceoKeyId: ceo.publicKey.keyId, target, head, seq: (commit = head()) => Number(/Ledger-Seq: (\d+)/.exec(git(['--git-dir', gitdir, 'log', '-1', '--format=%B', commit]))?.[1]) };
+}
+
+/** Queues consults straight into the served ledger (its own history, so valid), before any runner clones it. */
+async function enqueue(served: ServedLedger, count: number, runtimeSeconds: number): Promise<string[]> {
+  const ledger = Ledger.open(served.gitdir);
+  const key = loadPrivateKey(served.keys.coo);
+  const ids: string[] = [];
+  try {
+    for (let i = 0; i < count; i += 1) {
+      const written = await enqueueConsult({ ledger, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: `Is add() correct for input ${i}?`, idempotencyKey: `drain-${i}`, maxRuntimeSeconds: runtimeSeconds });
+      ids.push(written.messageId);
+    }
+  } finally {
+    ledger.close();
+  }
+  return ids;
+}
+
+/** `coo watch --remote` on one machine; its --json events are collected. */
+function watchOn(machine: Writer, served: ServedLedger, model: FakeModelServer, extra: readonly string[], env: NodeJS.ProcessEnv = {}): { child: ChildProcess; events: Array<Record<string, unknown>>; exited: Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }> } {
+  const wrapper = join(machine.home, 'oracle-http.sh');
+  writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
+  const child = spawn(
+    process.execPath,
+    [COO, 'watch', '--json', '--remote', machine.url, '--ledger', machine.gitdir, '--key', served.keys.coo, '--repo', served.target, '--state-dir', join(machine.home, 'state'), '--oracle-command', wrapper, '--oracle-base-url', `${model.url}/v1`, '--poll-interval', '1', '--poll-max', '2', ...extra],
+    { env: { ...process.env, ...machine.env, OPENAI_API_KEY: 'sk-test-key', ...env }, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
+  children.push(child);
+  const events: Array<Record<string, unknown>> = [];
+  let buffer = '';
+  child.stdout!.on('data', (chunk: Buffer) => {
+    buffer += chunk.toString('utf8');
+    const lines = buffer.split('\n');
+    buffer = lines.pop()!;
+    for (const line of lines) if (line.trim() !== '') events.push(JSON.parse(line) as Record<string, unknown>);
+  });
+  let stderr = '';
+  child.stderr!.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<{ code: number | null; signal: NodeJS.Signals | null; stderr: string }>((resolve) => child.on('exit', (code, signal) => resolve({ code, signal, stderr })));
+  return { child, events, exited };
+}
+
+/** Waits until `done` holds, checking every 250 ms, for at most `seconds`. */
+async function until(done: () => Promise<boolean> | boolean, seconds: number, what: string): Promise<void> {
+  const end = Date.now() + seconds * 1000;
+  while (!(await done())) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((resolve) => setTimeout(resolve, 250));
+  }
+}
+
+async function servedState(served: ServedLedger): Promise<Awaited<ReturnType<Ledger['state']>>> {
+  const ledger = Ledger.open(served.gitdir);
+  try {
+    return await ledger.state();
+  } finally {
+    ledger.close();
+  }
+}
+
+describe('runners on separate machines through a remote', () => {
+  it(`four runners on four clones drain ${DRAIN} consults with no duplicate paid call and no lost message (over ssh://)`, async () => {
+    const caseDir = join(dir, 'drain');
+    const base = defaultPolicy();
+    const served = await servedWith(caseDir, { ...base, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
+    const ids = await enqueue(served, DRAIN, 60);
+    const model = await startFakeModelServer(['ok']);
+    servers.push(model);
+    const machines = await Promise.all([1, 2, 3, 4].map((n) => makeWriter(caseDir, `runner-${n}`, served, sshd.url(served.gitdir), sshd.env)));
+    const runners = machines.map((machine) => watchOn(machine, served, model, []));
+
+    await until(async () => {
+      const state = await servedState(served);
+      return ids.every((id) => laneStateOf(state.messages.get(id)!) === 'succeeded');
+    }, FULL ? 1800 : 900, `${DRAIN} consults to succeed`).catch((error: unknown) => {
+      throw new Error(`${String(error)}; the runners said ${JSON.stringify(runners.map((runner) => runner.events))}`);
+    });
+    for (const runner of runners) runner.child.kill('SIGTERM');
+    const exits = await Promise.all(runners.map((runner) => runner.exited));
+
+    expect(exits.map((exit) => exit.code)).toEqual([0, 0, 0, 0]);
+    const state = await servedState(served);
+    const lost = ids.filter((id) => laneStateOf(state.messages.get(id)!) !== 'succeeded');
+    const canaries = model.requests.map((request) => request.canary);
+    expect(lost).toEqual([]);
+    expect(canaries).toHaveLength(DRAIN);
+    expect(new Set(canaries).size).toBe(DRAIN);
+    for (const id of ids) expect(state.messages.get(id)!.attempts).toHaveLength(1);
+    expect(git(['--git-dir', served.gitdir, 'rev-list', '--merges', 'main']).trim()).toBe('');
+    expect(coo(['verify', '--ledger', served.gitdir, '--no-checkpoint']).status).toBe(0);
+    const events = runners.flatMap((runner) => runner.events);
+    const runnersUsed = new Set([...state.messages.values()].flatMap((record) => record.attempts.map((attempt) => attempt.claim?.runner)));
+    const rebuilt = events.filter((event) => event.type === 'rebuilt');
+    tally('load', {
+      test: 'four runners, four clones',
+      consults: DRAIN,
+      paid_calls: canaries.length,
+      duplicate_calls: canaries.length - new Set(canaries).size,
+      lost: lost.length,
+      runners_that_claimed: runnersUsed.size,
+      claims_lost_to_another_runner: events.filter((event) => event.type === 'skipped' && String(event['reason']).endsWith('was claimed by another runner')).length,
+      writes_rebuilt: rebuilt.length,
+      push_conflicts: rebuilt.reduce((sum, event) => sum + Number(event['conflicts']), 0),
+    });
+  }, 40 * 60_000);
+
+  it('a runner killed with SIGKILL mid-consult is taken over after its lease, and no attempt is paid twice', async () => {
+    const caseDir = join(dir, 'takeover');
+    const base = defaultPolicy();
+    const served = await servedWith(caseDir, { ...base, heartbeat: { interval_seconds: 1, ttl_seconds: 3 }, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
+    const [id] = await enqueue(served, 1, 2);
+    const model = await startFakeModelServer(['ok']);
+    servers.push(model);
+    const [doomed, survivor] = await Promise.all(['runner-doomed', 'runner-survivor'].map((name) => makeWriter(caseDir, name, served, sshd.url(served.gitdir), sshd.env)));
+
+    const killed = watchOn(doomed!, served, model, [], { COO_FAILPOINT: 'during-oracle' });
+    const death = await killed.exited;
+    expect(death.signal).toBe('SIGKILL');
+    const claimed = (await servedState(served)).messages.get(id!)!.attempts[0]!.claim!;
+    const taker = watchOn(survivor!, served, model, ['--lease-grace', '1']);
+    await until(async () => laneStateOf((await servedState(served)).messages.get(id!)!) === 'succeeded', 600, 'the takeover and a new attempt').catch((error: unknown) => {
+      throw new Error(`${String(error)}; the taker said ${JSON.stringify(taker.events)}`);
+    });
+    taker.child.kill('SIGTERM');
+    expect((await taker.exited).code).toBe(0);
+
+    const record = (await servedState(served)).messages.get(id!)!;
+    expect(record.attempts).toHaveLength(2);
+    expect(record.attempts[0]!.receipt!.blockers).toEqual(['interrupted']);
+    // Not before both ran out: the lease (claim + 3 s TTL, no heartbeat after it) and the runtime budget (2 s) plus grace (1 s).
+    const takenAt = Date.parse(record.attempts[0]!.receipt!.createdAt);
+    expect(takenAt).toBeGreaterThanOrEqual(Date.parse(claimed.at) + 3_000);
+    expect(taker.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId: id, attempt: 1, runner: claimed.runner }));
+    const canaries = model.requests.map((request) => request.canary);
+    expect(canaries.length).toBeLessThanOrEqual(2);
+    expect(new Set(canaries).size).toBe(canaries.length);
+    // The history verifies; the one finding is about liveness: with the runners stopped, the 3 s heartbeats expired.
+    const findings = json<{ findings: Array<{ code: string }> }>(coo(['verify', '--ledger', served.gitdir, '--no-checkpoint', '--json'])).findings.map((finding) => finding.code);
+    expect(findings.filter((code) => code !== 'HEARTBEAT_EXPIRED')).toEqual([]);
+    tally('faults', { point: 'remote-takeover', killed: true, duplicate_calls: canaries.length - new Set(canaries).size, lost: 0, attempts: record.attempts.length });
+  }, 40 * 60_000);
+});
