@@ -6,11 +6,11 @@
 // the time from a COO's push on its own clone to Oracle's start on a runner (p50, p95). The keys
 // made here are throwaway bench fixtures.
 import { execFileSync, spawn } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
-import { createServer as createNetServer } from 'node:net';
-import { cpus, tmpdir, userInfo } from 'node:os';
+import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { startSshd } from './sshd.mjs';
 
 const root = join(import.meta.dirname, '..');
 const dist = join(root, 'dist');
@@ -30,42 +30,6 @@ const work = mkdtempSync(join(tmpdir(), 'coo-bench-runners-'));
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 
-function freePort() {
-  return new Promise((resolve, reject) => {
-    const server = createNetServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const { port } = server.address();
-      server.close(() => resolve(port));
-    });
-  });
-}
-
-async function startSshd(dir) {
-  mkdirSync(dir, { recursive: true });
-  for (const name of ['bench-fixture-host-key', 'bench-fixture-client-key']) {
-    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'coo bench fixture, not a secret', '-f', join(dir, name)]);
-  }
-  writeFileSync(join(dir, 'bench-fixture-authorized_keys'), readFileSync(join(dir, 'bench-fixture-client-key.pub')));
-  if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
-  const port = await freePort();
-  const pidFile = join(dir, 'sshd.pid');
-  writeFileSync(
-    join(dir, 'sshd.config'),
-    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'bench-fixture-host-key')}`, `AuthorizedKeysFile ${join(dir, 'bench-fixture-authorized_keys')}`, `PidFile ${pidFile}`, 'UsePAM no', 'StrictModes no', 'PasswordAuthentication no', 'PermitRootLogin prohibit-password', 'MaxStartups 100', 'LogLevel ERROR', ''].join('\n'),
-  );
-  const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd.config')], { stdio: ['ignore', 'ignore', 'inherit'] });
-  while (!existsSync(pidFile)) {
-    if (child.exitCode !== null) throw new Error('sshd did not start');
-    await sleep(20);
-  }
-  const [type, body] = readFileSync(join(dir, 'bench-fixture-host-key.pub'), 'utf8').split(' ');
-  writeFileSync(join(dir, 'known_hosts'), `[127.0.0.1]:${port} ${type} ${body}\n`);
-  const env = {
-    GIT_SSH_COMMAND: `ssh -F /dev/null -i ${join(dir, 'bench-fixture-client-key')} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=${join(dir, 'known_hosts')} -o LogLevel=ERROR`,
-  };
-  return { url: (path) => `ssh://${userInfo().username}@127.0.0.1:${port}${path}`, env, close: () => child.kill('SIGTERM') };
-}
 
 /** The fake model server behind a proxy that holds every request for 1 s: a model that takes a fixed 1 s per answer. */
 async function slowModel() {
