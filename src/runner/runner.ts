@@ -291,10 +291,15 @@ export class Runner {
     return join(this.options.stateDir, 'journal');
   }
 
+  /** Where the journal keeps the receipt of a message's attempt (one name for both lanes). */
+  private journalPath(messageId: string, attempt: number): string {
+    return join(this.journalDir, `${attemptIdFor(messageId, attempt)}.json`);
+  }
+
   /** Keeps a receipt the remote could not take, durably, until it can. */
   private journal(entry: JournalEntry): void {
     fs.mkdirSync(this.journalDir, { recursive: true });
-    const path = join(this.journalDir, `${attemptIdFor(entry.messageId, entry.attempt)}.json`);
+    const path = this.journalPath(entry.messageId, entry.attempt);
     const temp = `${path}.${process.pid}.tmp`;
     const fd = fs.openSync(temp, 'w', 0o600);
     try {
@@ -314,16 +319,19 @@ export class Runner {
     } catch {
       return true;
     }
-    for (const name of names) {
-      const path = join(this.journalDir, name);
-      const entry = JSON.parse(fs.readFileSync(path, 'utf8')) as JournalEntry;
-      const files = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
-      const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
-      if (outcome === 'journaled') return false;
-      fs.rmSync(path, { force: true });
-      if (outcome === 'published') this.emit(receiptEvent(entry.messageId, entry.attempt, files));
-    }
+    for (const name of names) if ((await this.publishJournaled(join(this.journalDir, name))) === 'journaled') return false;
     return true;
+  }
+
+  /** Publishes one receipt of the journal; it leaves the journal once the remote has it (or has another receipt of its attempt). */
+  private async publishJournaled(path: string): Promise<'published' | 'journaled' | 'late'> {
+    const entry = JSON.parse(fs.readFileSync(path, 'utf8')) as JournalEntry;
+    const files = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
+    const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
+    if (outcome === 'journaled') return outcome;
+    fs.rmSync(path, { force: true });
+    if (outcome === 'published') this.emit(receiptEvent(entry.messageId, entry.attempt, files));
+    return outcome;
   }
 
   /**
@@ -637,6 +645,12 @@ export class Runner {
   private async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const claim = last.claim!;
+    const journaled = this.journalPath(record.id, last.number);
+    if (this.options.remote !== undefined && fs.existsSync(journaled)) {
+      // This runner finished the attempt and its receipt waits in the journal (the remote was away,
+      // or other writers beat it there too often): publish that, never an "interrupted" in its place.
+      return (await this.publishJournaled(journaled)) === 'published';
+    }
     if (claim.runner !== this.runnerId) {
       if (this.options.remote === undefined) {
         if (ownerAlive(claim.runner)) {

@@ -4,6 +4,7 @@ import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
+import { CooError } from '../../src/errors.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
@@ -187,6 +188,34 @@ describe('runners through a remote', () => {
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
     expect(coo(['verify', '--ledger', world.served.gitdir, '--no-checkpoint']).status).toBe(0);
+  });
+
+  it('a receipt that lost every push to other writers waits in the journal, and the same pass publishes it rather than record its own attempt as interrupted', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    let refusals = 0;
+    // Other writers beat this receipt to the remote on every try, once.
+    const remote: RunnerRemote = {
+      url: machine.remote.url,
+      sync: () => machine.remote.sync(),
+      append: (options) => {
+        if (options.summary.startsWith('receipt ') && refusals === 0) {
+          refusals += 1;
+          return Promise.reject(new CooError('REMOTE_CONFLICT', `${world.url} moved under 8 tries in a row`));
+        }
+        return machine.remote.append(options);
+      },
+    };
+
+    await machine.runner({ remote }).runOnce();
+
+    expect(refusals).toBe(1);
+    expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'oracle_ended', 'journaled', 'receipt']));
+    expect(machine.events.filter((event) => event.type === 'receipt')).toEqual([{ type: 'receipt', messageId, attempt: 1, status: 'succeeded', blockers: [], retryAt: null }]);
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toEqual([]);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
   });
 
   it('a forged commit pushed to a hookless remote: every runner refuses to act, and coo watch --remote exits 3', async () => {
