@@ -124,6 +124,8 @@ export class Ledger {
   private damage: readonly Finding[] = [];
   private replayedSinceCheckpoint = 0;
   private pool: SignaturePool | null = null;
+  /** Set by `publishing`: what an append must get done before the local main moves. */
+  private publisher: ((commit: string) => Promise<void>) | null = null;
 
   private constructor(
     readonly gitdir: string,
@@ -331,6 +333,28 @@ export class Ledger {
     }
   }
 
+  /**
+   * Runs `fn` with its append published by `publish` before anything moves here: `publish` gets the
+   * new commit, signed and validated against the state at the head, its objects written, while the
+   * ref lock is held. When `publish` throws, the append writes nothing: the local main and this
+   * handle's state stay at the head it was built on, so a write refused elsewhere costs no replay.
+   * One append per call (a remote takes a write as one commit).
+   */
+  async publishing<T>(publish: (commit: string) => Promise<void>, fn: () => Promise<T>): Promise<T> {
+    if (this.publisher !== null) throw new CooError('INTERNAL', 'a publishing write is already under way on this ledger handle');
+    let used = false;
+    this.publisher = async (commit) => {
+      if (used) throw new CooError('INTERNAL', 'a published write appends one commit; this one tried a second');
+      used = true;
+      await publish(commit);
+    };
+    try {
+      return await fn();
+    } finally {
+      this.publisher = null;
+    }
+  }
+
   /** Reads a file at the head (or at `commit`). */
   async readFile(path: string, commit?: string): Promise<Buffer | null> {
     const at = commit ?? this.head();
@@ -363,6 +387,7 @@ export class Ledger {
           throw new CooError(first.code, `rejected: ${first.message}${more}`, { findings: verdict.findings, ...(first.path === undefined ? {} : { where: first.path }) });
         }
         await built.objects.flush(this.writer);
+        if (this.publisher !== null) await this.publisher(built.facts.oid);
         const result: AppendResult = { commit: built.facts.oid, seq: state.seq + 1, paths: [...built.facts.blobs.keys()] };
         accepted = { verdict, tree: built.tree, result };
         return { next: built.facts.oid, result };

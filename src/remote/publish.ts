@@ -3,7 +3,7 @@ import { isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { LIMITS } from '../limits.js';
-import { checkOrigin, gitSaid, ORIGIN_REF, runRemoteGit } from './git-remote.js';
+import { checkOrigin, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -15,6 +15,8 @@ export interface RemoteLedgerOptions {
   readonly maxTries?: number;
   /** The wait before the try after the `conflicts`-th conflict, in ms (default: random, up to 25 ms x 2^conflicts, at most 1 s). */
   readonly backoffMs?: (conflicts: number) => number;
+  /** Share one ssh connection among this handle's git commands until `close` (a long-lived client such as a runner; see shareSshConnection). */
+  readonly shareConnection?: boolean;
 }
 
 /** How a write reached the remote. */
@@ -41,6 +43,13 @@ export interface SyncResult {
   readonly arrived: number;
 }
 
+/** A push the remote did not take, and what a fetch found after it. */
+interface Refused {
+  readonly pushed: RemoteGitResult;
+  readonly fetched: RemoteGitResult;
+  readonly remoteHead: string | null;
+}
+
 /** Full jitter: a random wait, up to twice as long after every conflict. */
 function defaultBackoff(conflicts: number): number {
   return Math.random() * Math.min(1_000, 25 * 2 ** conflicts);
@@ -50,17 +59,14 @@ function sleep(ms: number): Promise<void> {
   return new Promise((resolve) => setTimeout(resolve, ms));
 }
 
-/** Commits verified from the remote before the state cache is written again (see `verifyFetched`). */
-const CHECKPOINT_LAG = 64;
-
-/** The lock that keeps a second publisher on the same clone out while a write is on the local main. */
+/** The lock that keeps a second publisher on the same clone out while a write is being published. */
 const PUBLISH_LOCK = 'coo/publish';
 
 /**
  * A local working ledger (made by `coo clone`) that publishes through its origin. The remote's
  * fast-forward-only update is the compare-and-swap: a write is validated and signed on the local
- * main at the remote's verified head, then pushed, never forced. When the push is refused because
- * someone else wrote first, the local main goes back to the remote's head, what arrived is fetched
+ * main at the remote's verified head, then pushed, never forced, before the local main moves. When
+ * the push is refused because someone else wrote first, what arrived is fetched
  * and verified, and the same write runs again on the new head (a function of the state, so the
  * idempotency and claim rules judge it anew), with bounded, jittered retries. Nothing is reported
  * written until the remote has it, and nothing unpublished stays on the local main.
@@ -70,12 +76,14 @@ export class RemoteLedger {
   private readonly maxTries: number;
   private readonly backoffMs: (conflicts: number) => number;
   private origin: Promise<void> | null = null;
+  private readonly shared: SharedSshConnection | null;
 
   constructor(
     readonly ledger: Ledger,
     options: RemoteLedgerOptions,
   ) {
     this.url = options.remote;
+    this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
     if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
     this.backoffMs = options.backoffMs ?? defaultBackoff;
@@ -83,6 +91,21 @@ export class RemoteLedger {
 
   private get gitdir(): string {
     return this.ledger.gitdir;
+  }
+
+  /** Ends the shared ssh connection, if any. */
+  close(): void {
+    this.shared?.close();
+  }
+
+  /** The remote's main as `git ls-remote` sees it now, or null when the remote cannot be reached. */
+  async remoteHead(): Promise<string | null> {
+    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF]);
+    return looked.ok ? (looked.stdout.split(/\s/)[0] ?? '') : null;
+  }
+
+  private git(args: readonly string[]): Promise<RemoteGitResult> {
+    return runRemoteGit(this.gitdir, args, this.shared?.env);
   }
 
   private checkOrigin(): Promise<void> {
@@ -103,9 +126,11 @@ export class RemoteLedger {
 
   /**
    * Runs `write` against the local ledger at the remote's verified head and publishes what it
-   * appended. `write` may run more than once (once per try): it must be a function of the ledger's
-   * state, as every writer built on `Ledger.append` is. A write that appends nothing (an existing
-   * message, a skipped precheck) publishes nothing.
+   * appended: its commit is pushed before the local main moves (Ledger.publishing), so a write the
+   * remote refused leaves nothing here, and one it took is the local main's next commit. `write`
+   * may run more than once (once per try): it must be a function of the ledger's state, as every
+   * writer built on `Ledger.append` is. A write that appends nothing (an existing message, a
+   * skipped precheck) publishes nothing.
    */
   async write<R>(write: (ledger: Ledger) => Promise<R>): Promise<Published<R>> {
     await this.checkOrigin();
@@ -115,46 +140,47 @@ export class RemoteLedger {
       for (let tries = 1; ; tries += 1) {
         const { head: base } = await this.adopt(previous);
         const report = (): PublishReport => ({ url: this.url, tries, conflicts });
+        let written: string | null = null;
+        let refused: Refused | null = null;
         let result: R;
         try {
-          result = await write(this.ledger);
+          result = await this.ledger.publishing(async (commit) => {
+            written = commit;
+            const pushed = await this.git(['push', '--porcelain', '--quiet', 'origin', `${commit}:${MAIN_REF}`]);
+            if (pushed.ok) return;
+            // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
+            await sleep(this.backoffMs(conflicts + 1));
+            previous = readRef(this.gitdir, ORIGIN_REF);
+            const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
+            const remoteHead = fetched.ok ? readRef(this.gitdir, ORIGIN_REF) : null;
+            // The remote took the push and its answer was lost on the way back (others may have written on top since).
+            if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return;
+            refused = { pushed, fetched, remoteHead };
+            throw new CooError('REMOTE_CONFLICT', 'not published');
+          }, () => write(this.ledger));
         } catch (error) {
-          await this.rewind(base);
-          throw error;
+          if (refused === null) throw error;
+          const { pushed, fetched, remoteHead } = refused as Refused;
+          if (!fetched.ok) {
+            const rejected = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
+            throw new CooError(
+              'REMOTE_UNREACHABLE',
+              `cannot reach ${this.url} to publish: ${gitSaid(rejected ? fetched : pushed)}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
+            );
+          }
+          if (remoteHead === base) {
+            throw new CooError('REMOTE_REJECTED', `${this.url} refused the write: ${refusal(pushed)}; nothing was written (the local ledger is as it was)`);
+          }
+          conflicts += 1;
+          if (tries >= this.maxTries) {
+            await this.adopt(previous);
+            throw new CooError('REMOTE_CONFLICT', `${this.url} moved under ${tries} tries in a row (other writers published first each time); nothing was written; the local ledger is at the remote's head; try again`);
+          }
+          continue;
         }
-        const written = this.ledger.head();
-        if (written === base || written === null) return { result, commit: null, report: report() };
-        const pushed = await runRemoteGit(this.gitdir, ['push', '--porcelain', '--quiet', 'origin', `${written}:${MAIN_REF}`]);
-        if (pushed.ok) {
-          await this.trackPushed(written);
-          return { result, commit: written, report: report() };
-        }
-        await this.rewind(base);
-        // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
-        await sleep(this.backoffMs(conflicts + 1));
-        previous = readRef(this.gitdir, ORIGIN_REF);
-        const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
-        const remoteHead = fetched.ok ? readRef(this.gitdir, ORIGIN_REF) : null;
-        if (remoteHead !== null && (remoteHead === written || (await isAncestor(this.gitdir, written, remoteHead)))) {
-          // The remote took the push and its answer was lost on the way back (others may have written on top since).
-          await this.adopt(previous);
-          return { result, commit: written, report: report() };
-        }
-        if (!fetched.ok) {
-          const refused = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
-          throw new CooError(
-            'REMOTE_UNREACHABLE',
-            `cannot reach ${this.url} to publish: ${gitSaid(refused ? fetched : pushed)}; ${refused ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
-          );
-        }
-        if (remoteHead === base) {
-          throw new CooError('REMOTE_REJECTED', `${this.url} refused the write: ${refusal(pushed)}; nothing was written (the local ledger is as it was)`);
-        }
-        conflicts += 1;
-        if (tries >= this.maxTries) {
-          await this.adopt(previous);
-          throw new CooError('REMOTE_CONFLICT', `${this.url} moved under ${tries} tries in a row (other writers published first each time); nothing was written; the local ledger is at the remote's head; try again`);
-        }
+        if (written === null) return { result, commit: null, report: report() };
+        await this.trackPushed(written);
+        return { result, commit: written, report: report() };
       }
     });
   }
@@ -167,7 +193,7 @@ export class RemoteLedger {
   /** Fetches the remote's main into ORIGIN_REF; returns what ORIGIN_REF held before (the remote's head last verified). */
   private async fetch(): Promise<string | null> {
     const previous = readRef(this.gitdir, ORIGIN_REF);
-    const fetched = await runRemoteGit(this.gitdir, ['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
+    const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
     if (!fetched.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot fetch from ${this.url}: ${gitSaid(fetched)}; nothing was written (the local ledger is as it was)`);
     return previous;
   }
@@ -220,15 +246,7 @@ export class RemoteLedger {
       if (current !== local) throw new CooError('LEDGER_CONFLICT', `the local main of ${this.gitdir} moved while the remote's was verified; try again`);
       return { next: remote, result: undefined };
     });
-    // A write taken back after a refused push leaves the handle's state at a commit the new head
-    // does not descend from: the state is then rebuilt from the state cache, kept this close.
-    this.ledger.checkpoint(CHECKPOINT_LAG);
     return { head: remote, arrived: state.seq - before };
-  }
-
-  /** Puts the local main back at `base`: a write the remote did not take stays nowhere. */
-  private async rewind(base: string): Promise<void> {
-    await withRefLock(this.gitdir, async (current) => ({ next: current === base ? null : base, result: undefined }));
   }
 
   /** Records the pushed head as the remote's (git does too, when the fetch refspec names it). */
