@@ -186,7 +186,7 @@ export function watchVerb(program: Command): void {
         token === undefined || token === ''
           ? undefined
           : { token, base: opts.prBase ?? 'main', ...(opts.pushUrl === undefined ? {} : { pushUrl: opts.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
-      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl });
+      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true });
       const runner = new Runner({
         ledger,
         key,
@@ -217,7 +217,7 @@ export function watchVerb(program: Command): void {
         if (remote !== undefined) {
           process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
           await watchRemote(runner, {
-            gitdir,
+            remote,
             signal: controller.signal,
             pollSeconds,
             maxPollSeconds,
@@ -236,6 +236,7 @@ export function watchVerb(program: Command): void {
       } finally {
         stopSignals();
         runner.close();
+        remote?.close();
         ledger.close();
       }
     });

@@ -1,5 +1,7 @@
-import { spawn } from 'node:child_process';
-import { resolve } from 'node:path';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { basename, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { runGit } from '../util/exec.js';
@@ -21,10 +23,10 @@ export interface RemoteGitResult {
  * Runs stock git against the clone's origin: never a shell, never a prompt (a transport that wants
  * a password fails instead of waiting for a terminal), bounded in time.
  */
-export function runRemoteGit(gitdir: string, args: readonly string[]): Promise<RemoteGitResult> {
+export function runRemoteGit(gitdir: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<RemoteGitResult> {
   return new Promise((done) => {
     const child = spawn('git', ['--git-dir', gitdir, ...args], {
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0' },
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
       timeout: REMOTE_TIMEOUT_MS,
     });
@@ -66,4 +68,45 @@ export async function checkOrigin(gitdir: string, url: string): Promise<void> {
   if (normalized(origin) !== normalized(url)) {
     throw new CooError('USAGE', `--remote ${url} is not the origin of ${gitdir} (${origin}); give that URL, or clone ${url} with coo clone`);
   }
+}
+
+/** One ssh connection that a long-lived client's git commands share (OpenSSH's connection multiplexing). */
+export interface SharedSshConnection {
+  /** The environment that makes git's ssh use the shared connection. */
+  readonly env: NodeJS.ProcessEnv;
+  /** Ends the shared connection and removes its socket's folder. */
+  close(): void;
+}
+
+/** An ssh:// URL or git's scp-like `[user@]host:path`. */
+function isSshUrl(url: string): boolean {
+  return /^(ssh|git\+ssh|ssh\+git):\/\//i.test(url) || (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && /^[^/:]+:/.test(url));
+}
+
+/**
+ * Shares one ssh connection among the git commands a long-lived client (a runner polling its
+ * remote every few seconds) runs against an ssh remote: each ls-remote, fetch and push then opens a
+ * channel on it instead of a new login (key exchange, authentication and a new session process on
+ * the server each time). Only for OpenSSH as git would run it (GIT_SSH_COMMAND, else core.sshCommand,
+ * else ssh; not GIT_SSH), and not for other transports: then null, and git connects as usual. The
+ * socket lives in a private folder of this process; the connection ends at `close`, or by itself
+ * after 30 s without use if the process dies first.
+ */
+export function shareSshConnection(gitdir: string, url: string): SharedSshConnection | null {
+  if (!isSshUrl(url) || (process.env['GIT_SSH'] ?? '') !== '') return null;
+  const configured = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'core.sshCommand'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+  const command = process.env['GIT_SSH_COMMAND'] || configured || 'ssh';
+  if (basename(command.trim().split(/\s+/)[0] ?? '') !== 'ssh') return null;
+  const dir = mkdtempSync(join(tmpdir(), 'coo-ssh-'));
+  if (dir.includes("'")) {
+    rmSync(dir, { recursive: true, force: true });
+    return null;
+  }
+  return {
+    env: { GIT_SSH_COMMAND: `${command} -o ControlMaster=auto -o 'ControlPath=${join(dir, '%C')}' -o ControlPersist=30` },
+    close: () => {
+      for (const name of readdirSync(dir)) spawnSync('ssh', ['-o', `ControlPath=${join(dir, name)}`, '-O', 'exit', 'shared'], { stdio: 'ignore', timeout: 5_000 });
+      rmSync(dir, { recursive: true, force: true });
+    },
+  };
 }

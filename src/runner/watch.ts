@@ -1,8 +1,8 @@
 import { join } from 'node:path';
 import { watch } from 'chokidar';
 import { errorClassOf, isCooError } from '../errors.js';
-import { MAIN_REF, readRef } from '../ledger/ref-lock.js';
-import { runRemoteGit } from '../remote/git-remote.js';
+import { readRef } from '../ledger/ref-lock.js';
+import type { RemoteLedger } from '../remote/publish.js';
 import type { Runner, RunSummary } from './runner.js';
 
 /** A backstop for file events the watcher coalesces or drops: the head is also checked this often. */
@@ -112,8 +112,8 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
 }
 
 export interface RemoteWatchOptions extends WatchOptions {
-  /** The clone of the remote the runner works through (its origin is the remote). */
-  readonly gitdir: string;
+  /** The remote the runner works through: where it looks for a moved main. */
+  readonly remote: Pick<RemoteLedger, 'remoteHead'>;
   /** Seconds between looks at the remote's main while things move (default 2). */
   readonly pollSeconds?: number;
   /** The longest wait between looks, idle or failing (default 30 s). */
@@ -173,8 +173,7 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
   let due: number | null = null;
   try {
     while (!stopped) {
-      const looked = await runRemoteGit(options.gitdir, ['ls-remote', '--quiet', 'origin', MAIN_REF]);
-      const head = looked.ok ? (looked.stdout.split(/\s/)[0] ?? '') : null;
+      const head = await options.remote.remoteHead();
       const moved = head === null || head !== seen || runner.cutOffAt !== null || (due !== null && Date.now() >= due);
       if (moved) {
         try {
