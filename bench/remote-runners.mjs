@@ -6,7 +6,7 @@
 // the time from a COO's push on its own clone to Oracle's start on a runner (p50, p95). The keys
 // made here are throwaway bench fixtures.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -116,6 +116,12 @@ async function waitFor(done, seconds) {
   }
 }
 
+/** CPU seconds the whole machine spent busy (all processes, all cores) since boot, from /proc/stat. */
+function busyCpuSeconds() {
+  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
+  return (user + nice + system + irq + softirq + steal) / 100;
+}
+
 const percentile = (values, p) => {
   const sorted = [...values].sort((a, b) => a - b);
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
@@ -130,9 +136,13 @@ try {
     direct.close();
     const machines = Array.from({ length: count }, (_, n) => clone(ledger, `runner-${n + 1}`));
     const before = model.requests.length;
+    const busyBefore = busyCpuSeconds();
+    const wallBefore = Date.now();
     const runners = machines.map((machine) => runner(ledger, machine));
     const all = () => runners.flatMap((r) => r.events);
     await waitFor(() => all().filter((event) => event.type === 'receipt').length >= CONSULTS, 900);
+    const busy = busyCpuSeconds() - busyBefore;
+    const wall = (Date.now() - wallBefore) / 1000;
     await Promise.all(runners.map((r) => r.stop()));
     const events = all();
     const first = Math.min(...events.filter((event) => event.type === 'claimed').map((event) => event.seen));
@@ -154,6 +164,10 @@ try {
       conflicts_per_100_consults: Number(((100 * (conflicts + lostClaims)) / CONSULTS).toFixed(1)),
       retries_per_100_consults: Number(((100 * (rebuilt.length + lostClaims)) / CONSULTS).toFixed(1)),
       errors: events.filter((event) => event.type === 'error').length,
+      // The machine's bound: with every core busy, this many CPU seconds per consult allow at most cores x 60 / that per minute.
+      cpu_seconds_per_consult: Number((busy / CONSULTS).toFixed(2)),
+      cpu_busy_percent: Number(((100 * busy) / (cpus().length * wall)).toFixed(0)),
+      cpu_bound_consults_per_minute: Number(((cpus().length * 60 * CONSULTS) / busy).toFixed(1)),
     };
     log(JSON.stringify(row));
     throughput.push(row);

@@ -21,13 +21,15 @@ export async function startSshd(dir) {
   for (const name of ['bench-fixture-host-key', 'bench-fixture-client-key']) {
     execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'coo bench fixture, not a secret', '-f', join(dir, name)]);
   }
-  writeFileSync(join(dir, 'bench-fixture-authorized_keys'), readFileSync(join(dir, 'bench-fixture-client-key.pub')));
+  // The session's HOME is a bare folder, so the login shell reads no rc file of the user running the bench (see test/helpers/sshd.ts).
+  mkdirSync(join(dir, 'home'), { recursive: true });
+  writeFileSync(join(dir, 'bench-fixture-authorized_keys'), `environment="HOME=${join(dir, 'home')}" ${readFileSync(join(dir, 'bench-fixture-client-key.pub'), 'utf8')}`);
   if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   const port = await freePort();
   const pidFile = join(dir, 'sshd.pid');
   writeFileSync(
     join(dir, 'sshd.config'),
-    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'bench-fixture-host-key')}`, `AuthorizedKeysFile ${join(dir, 'bench-fixture-authorized_keys')}`, `PidFile ${pidFile}`, 'UsePAM no', 'StrictModes no', 'PasswordAuthentication no', 'PermitRootLogin prohibit-password', 'MaxStartups 100', 'LogLevel ERROR', ''].join('\n'),
+    [`Port ${port}`, 'ListenAddress 127.0.0.1', `HostKey ${join(dir, 'bench-fixture-host-key')}`, `AuthorizedKeysFile ${join(dir, 'bench-fixture-authorized_keys')}`, `PidFile ${pidFile}`, 'UsePAM no', 'StrictModes no', 'PasswordAuthentication no', 'PermitRootLogin prohibit-password', 'MaxStartups 100', 'PermitUserEnvironment HOME', 'LogLevel ERROR', ''].join('\n'),
   );
   const child = spawn('/usr/sbin/sshd', ['-D', '-e', '-f', join(dir, 'sshd.config')], { stdio: ['ignore', 'ignore', 'inherit'] });
   while (!existsSync(pidFile)) {

@@ -63,7 +63,13 @@ export async function startSshd(dir: string): Promise<SshServer> {
   const authorized = join(dir, 'test-fixture-authorized_keys');
   keygen(hostKey, 'coo test fixture: sshd host key, not a secret');
   keygen(clientKey, 'coo test fixture: git client key, not a secret');
-  writeFileSync(authorized, readFileSync(`${clientKey}.pub`));
+  // sshd runs every command through the user's login shell, and bash started by sshd reads ~/.bashrc
+  // (Debian builds it so): a developer's rc file (a version manager's init, say) would then run on
+  // every fetch and push, which costs the tests and benches most of their CPU. The session's HOME is
+  // an empty folder instead, as on a git server's own account.
+  const home = join(dir, 'session-home');
+  mkdirSync(home, { recursive: true });
+  writeFileSync(authorized, `environment="HOME=${home}" ${readFileSync(`${clientKey}.pub`, 'utf8')}`);
   // sshd run by root needs its privilege separation directory (the Debian service makes it at start).
   if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   for (let attempt = 1; ; attempt += 1) {
@@ -77,6 +83,7 @@ export async function startSshd(dir: string): Promise<SshServer> {
         'ListenAddress 127.0.0.1',
         `HostKey ${hostKey}`,
         `AuthorizedKeysFile ${authorized}`,
+        'PermitUserEnvironment HOME',
         `PidFile ${pidFile}`,
         'UsePAM no',
         'StrictModes no',
