@@ -12,6 +12,13 @@ export interface RefUpdate {
 
 const ZERO = '0'.repeat(40);
 
+/**
+ * The hook writes the state cache of the head it checked against once it replayed this many commits
+ * since the last one: nothing else opens a served ledger, so without it every push would replay the
+ * history from the start (a cache only: never evidence, see checkpoint.ts).
+ */
+const HOOK_CHECKPOINT_COMMITS = 32;
+
 /** Parses git's pre-receive input: one `<old> <new> <ref>` line per update. */
 export function parseRefUpdates(text: string): RefUpdate[] {
   return text
@@ -50,6 +57,7 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
         findings.push({ ...first, message: `the ledger's history holds an invalid commit${first.commit === undefined ? '' : ` ${first.commit}`} (${first.message}): nothing builds on it; move main back to the last valid commit` });
         continue;
       }
+      ledger.checkpoint(HOOK_CHECKPOINT_COMMITS);
       const commits = await commitsSince(ledger.reader, update.newOid, oldHead);
       if (commits === null) {
         findings.push({ code: 'HISTORY_FORK', message: `${update.newOid} does not descend from ${oldHead}: the ledger only moves forward` });

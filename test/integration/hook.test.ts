@@ -1,5 +1,9 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { checkpointPath, loadCheckpoint } from '../../src/ledger/checkpoint.js';
+import { Ledger } from '../../src/ledger/ledger.js';
 import { coo } from '../helpers/cli.js';
 import { fixtureEnvelope, fixtureFiles, push, stockCommit } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -19,6 +23,8 @@ function freshClone(): string {
 
 const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
 const seq = (): number => Number(/Ledger-Seq: (\d+)/.exec(git(['--git-dir', ledger, 'log', '-1', '--format=%B', 'main']))![1]);
+/** Crockford's base32, the alphabet of a ULID. */
+const ULID_CHARS = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
 const folder = (id: string): string => `messages/2026-11/30/07/${id}/envelope.yaml`;
 
 beforeAll(() => {
@@ -76,6 +82,26 @@ describe('the pre-receive hook on pushes made with stock git', () => {
     expect(other.stderr).toContain('REF_FORBIDDEN');
     const deletion = push(work, ':main');
     expect(deletion.status).not.toBe(0);
+  });
+
+  it('keeps the state cache of the head it checked a push against, so the next push does not replay the history from the start', async () => {
+    const written = Ledger.open(ledger, { checkpoints: false });
+    const signer = loadPrivateKey(key('coo.hermes'));
+    try {
+      for (let i = 0; i < 40; i += 1) {
+        const id = `msg_01M8NQFJ01J7CG66HWNDDJ90${ULID_CHARS[Math.floor(i / 32)]}${ULID_CHARS[i % 32]}`;
+        const files = Object.entries(fixtureFiles(id, `cache-${i}`)).map(([path, text]) => ({ path, bytes: Buffer.from(text) }));
+        await written.append({ files, key: signer, now: new Date(), summary: `dispatch ${i}` });
+      }
+    } finally {
+      written.close();
+    }
+    rmSync(checkpointPath(ledger), { force: true });
+    const before = head();
+    const work = freshClone();
+    stockCommit(work, fixtureFiles('msg_01M8NQFJ01J7CG66HWNDDJ8488', 'h8'), { key: key('coo.hermes'), seq: seq() + 1 });
+    expect(push(work, 'main').status).toBe(0);
+    expect(loadCheckpoint(ledger)?.state.head).toBe(before);
   });
 
   it('leaves a ledger that coo verify finds clean', () => {
