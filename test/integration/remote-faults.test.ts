@@ -198,6 +198,22 @@ describe('publishing through a remote, when it goes wrong', () => {
     expect(state(writer)).toEqual({ main: result.commit, origin: result.commit });
   }, 120_000);
 
+  it('a writer killed after the remote took its push and before its own main moved leaves nothing unpublished: run again, it returns what landed', async () => {
+    const { served: ledger, url, env, caseDir } = await served('ssh');
+    const writer = await makeWriter(caseDir, 'coo', ledger, url, env);
+    const before = ledger.seq();
+    const key = ['--idempotency-key', 'killed-mid-write'];
+
+    const killed = await cooAsync(consultArgs(writer, ledger, key), { env: { ...writer.env, COO_FAILPOINT: 'ref-update' } });
+
+    expect(killed.status).toBeNull();
+    expect(ledger.seq()).toBe(before + 1);
+    const again = publishedJson(await consultThrough(writer, ledger, key));
+    expect(again).toMatchObject({ existing: true });
+    expect(ledger.seq()).toBe(before + 1);
+    expect(state(writer)).toEqual({ main: ledger.head(), origin: ledger.head() });
+  }, 120_000);
+
   it('gives REMOTE_REJECTED when the remote refuses the write without moving, and leaves the local ledger as it was', async () => {
     const { served: ledger, url, env, caseDir } = await served('http');
     const writer = await makeWriter(caseDir, 'coo', ledger, url, env);
