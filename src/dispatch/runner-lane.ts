@@ -23,6 +23,7 @@ import { gatherEvidence, type GatheredEvidence } from './evidence.js';
 import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
 import { buildEaReceipt, preflightDispatch, renderTask, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
+import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
 import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
 
@@ -208,7 +209,10 @@ export class DispatchLane {
         this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: gathered.verification.length, failed: gathered.verification.filter((result) => result.exitCode !== 0).length });
       }
       const receipt = await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model);
-      if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true) await this.openPullRequest(message, attempt, worktree, receipt, gathered);
+      if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true) {
+        const files = gathered?.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 }));
+        await this.openPullRequest(message, attempt, worktree, receipt, files);
+      }
     } finally {
       if (!this.ctx.keepWorktrees) {
         await removeAttemptWorktree(worktree);
@@ -227,11 +231,32 @@ export class DispatchLane {
   }
 
   /**
+   * A succeeded receipt that waited in the runner's journal (the remote was away) and is now
+   * published: its pull request is opened then, from the receipt's own evidence and the attempt's
+   * branch, which the target repository kept.
+   */
+  async afterJournaledReceipt(messageId: string, attempt: number, receiptFile: NewFile): Promise<void> {
+    const record = (await this.ctx.ledger.state()).messages.get(messageId);
+    if (record === undefined || record.intent !== 'ea_dispatch') return;
+    const message = await this.readEnvelope(record);
+    const doc = readDocument('ea_receipt.v0', receiptFile.bytes, receiptFile.path) as EaReceipt;
+    if (doc.status !== 'succeeded' || message.open_pr !== true || doc.branch === null) return;
+    const common = (await safeGit(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: this.ctx.repo })).toString('utf8').trim();
+    await this.openPullRequest(message, attempt, { gitdir: common, branch: doc.branch }, { doc, path: receiptFile.path, sha256: sha256Ref(receiptFile.bytes) }, doc.file_hashes);
+  }
+
+  /**
    * Pushes a succeeded attempt's branch with the runner's credentials and opens one pull request
    * whose body is the receipt's evidence. The receipt stands whatever happens here: a failure is
    * reported, and publishing again later finds what this did.
    */
-  private async openPullRequest(message: EaDispatchMessage, attempt: number, worktree: AttemptWorktree, receipt: { readonly doc: EaReceipt; readonly path: string; readonly sha256: string }, gathered: GatheredEvidence | null): Promise<void> {
+  private async openPullRequest(
+    message: EaDispatchMessage,
+    attempt: number,
+    worktree: Pick<AttemptWorktree, 'gitdir' | 'branch'>,
+    receipt: { readonly doc: EaReceipt; readonly path: string; readonly sha256: string },
+    files: PullRequestEvidence['files'],
+  ): Promise<void> {
     const config = this.ctx.pullRequests;
     const event = (url: string | null, created: boolean, detail: string): void => this.ctx.onEvent({ type: 'pull_request', messageId: message.message_id, attempt, url, created, detail });
     if (config === undefined) {
@@ -248,7 +273,7 @@ export class DispatchLane {
           receiptSha256: receipt.sha256,
           branch: worktree.branch,
           baseSha: message.dispatch.base_ref,
-          ...(gathered === null ? {} : { files: gathered.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 })) }),
+          ...(files === undefined ? {} : { files }),
           cost: { usd: receipt.doc.actual_cost_usd, reported: receipt.doc.usage !== null },
           ...(message.dispatch.issue_number === null ? {} : { issueNumber: message.dispatch.issue_number }),
           acceptance: message.dispatch.acceptance_criteria,

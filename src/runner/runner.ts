@@ -330,7 +330,11 @@ export class Runner {
     const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
     if (outcome === 'journaled') return outcome;
     fs.rmSync(path, { force: true });
-    if (outcome === 'published') this.emit(receiptEvent(entry.messageId, entry.attempt, files));
+    if (outcome === 'published') {
+      this.emit(receiptEvent(entry.messageId, entry.attempt, files));
+      const receiptFile = files.find((file) => classifyPath(file.path)?.kind === 'receipt');
+      if (receiptFile !== undefined) await this.dispatch.afterJournaledReceipt(entry.messageId, entry.attempt, receiptFile);
+    }
     return outcome;
   }
 

@@ -19,6 +19,8 @@ import { git, tempDir } from '../helpers/tmp.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { hostLabel } from '../../src/util/process.js';
+import { CooError } from '../../src/errors.js';
+import type { RunnerEvent, RunnerRemote } from '../../src/runner/runner.js';
 
 /**
  * The dispatch lane end to end: `coo dispatch`'s writer, the runner, the real Codex CLI (the pinned
@@ -232,6 +234,64 @@ describe('the dispatch lane', () => {
       const seen = git(['show', `${receipt!['head_sha'] as string}:seen-env.txt`], { cwd: s.repo });
       expect(seen).not.toContain(TOKEN);
       expect(seen).not.toContain('GITHUB_TOKEN');
+    } finally {
+      await github.close();
+      await http.close();
+      await s.close();
+    }
+  });
+
+  it('opens the pull request of a succeeded dispatch whose receipt waited in the journal, once the remote takes it', async () => {
+    const w = await world();
+    const TOKEN = 'ghs_RunnerOnlyToken0123456789SECRET';
+    const s = await setup(w, [FIX, DONE]);
+    const served = join(w.dir, 'served');
+    mkdirSync(served);
+    const forge = join(served, 'work.git');
+    git(['init', '-q', '--bare', '-b', 'main', forge]);
+    git(['push', '-q', forge, `${s.base}:refs/heads/main`], { cwd: s.repo });
+    const github = await startFakeGitHub({ headExists: () => true });
+    const http = await startGitHttpServer({ projectRoot: served, token: TOKEN });
+    // The runner works through a remote that goes away just when the receipt is published.
+    let away = false;
+    const remote: RunnerRemote = {
+      url: 'ssh://ledger.invalid/ledger.git',
+      sync: async () => {
+        if (away) throw new CooError('REMOTE_UNREACHABLE', 'cannot fetch from ssh://ledger.invalid/ledger.git');
+        return { head: w.ledger.head()!, arrived: 0 };
+      },
+      append: async (options) => {
+        if (options.summary.startsWith('receipt ') && !away && github.pulls.length === 0 && journaled === 0) {
+          away = true;
+          throw new CooError('REMOTE_UNREACHABLE', 'cannot reach ssh://ledger.invalid/ledger.git to publish');
+        }
+        const result = await w.ledger.append(options);
+        return { result, commit: w.ledger.head(), report: { url: 'ssh://ledger.invalid/ledger.git', tries: 1, conflicts: 0 } };
+      },
+    };
+    let journaled = 0;
+    try {
+      const executors = executorFactory({ command: pinnedCodexCommand(), baseUrl: `${s.model.url}/v1`, hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: 'sk-test-key' } });
+      const onEvent = (event: RunnerEvent): void => {
+        w.events.push(event);
+        if (event.type === 'journaled') journaled += 1;
+      };
+      const runner = w.runner({ repo: s.repo, executors, remote, onEvent, pullRequests: { token: TOKEN, base: 'main', pushUrl: `${http.url}/work.git`, apiBaseUrl: github.url } });
+      const { messageId, envelope } = await s.dispatch({ openPr: 'acme/work' });
+      await runner.runOnce();
+      expect(journaled).toBe(1);
+      expect(await receiptsOf(w, messageId)).toEqual([]);
+      expect(github.pulls).toHaveLength(0);
+
+      away = false;
+      await runner.runOnce();
+
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt!['status']).toBe('succeeded');
+      expect(github.pulls).toHaveLength(1);
+      expect(github.pulls[0]!.head.ref).toBe(envelope.dispatch.branch_name);
+      expect(git(['--git-dir', forge, 'rev-parse', envelope.dispatch.branch_name]).trim()).toBe(receipt!['head_sha']);
+      expect(w.events).toContainEqual(expect.objectContaining({ type: 'pull_request', messageId, created: true }));
     } finally {
       await github.close();
       await http.close();
