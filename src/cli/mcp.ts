@@ -6,12 +6,14 @@ import { Ledger } from '../ledger/ledger.js';
 import { Redactor } from '../mcp/results.js';
 import { createCooMcpServer } from '../mcp/server.js';
 import { Runner } from '../runner/runner.js';
-import { watchLedger } from '../runner/watch.js';
+import { watchLedger, watchRemote } from '../runner/watch.js';
+import { RemoteLedger } from '../remote/publish.js';
+import { remoteOption } from './remote-option.js';
 import { importPackage } from '../util/import-package.js';
-import { keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
+import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
 import { defaultStateDir, describeEvent, oracleFromFlags, withOracleOptions, type OracleFlags } from './watch.js';
 
-type McpOptions = OracleFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean };
+type McpOptions = OracleFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
 
 export function mcpVerb(program: Command): void {
   const command = program
@@ -23,7 +25,9 @@ export function mcpVerb(program: Command): void {
     .option('--run', 'also run the runner in this process, as `coo watch` does')
     .option('--state-dir <dir>', 'where attempt sandboxes live, with --run (default ~/.local/state/coo-commons/runner/<ledger>)');
   withOracleOptions(command, 'Oracle engine, with --run: only "api" is accepted')
-    .option('--heartbeat', 'with --run: append signed heartbeats at the policy interval')
+    .option('--heartbeat', 'with --run: append signed heartbeats at the policy interval (always on with --remote)')
+    .addOption(remoteOption())
+    .option('--poll-interval <seconds>', 'with --run and --remote: seconds between looks at the remote (git ls-remote)', '2')
     .action(async (opts: McpOptions) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
@@ -37,10 +41,12 @@ export function mcpVerb(program: Command): void {
       const note = packingNote(gitdir);
       if (note !== null) log(`note: ${note}`);
       const redactor = new Redactor([gitdir, keyPath, dirname(keyPath), repo, stateDir, auditDir, ...Redactor.environmentSecrets(process.env)]);
-      const runner = transport === null ? null : new Runner({ ledger, key, repo, stateDir, transport, onEvent: (event) => log(describeEvent(event)) });
+      const remote = opts.remote === undefined || opts.remote === '' ? undefined : new RemoteLedger(ledger, { remote: opts.remote, shareConnection: true });
+      const pollSeconds = positiveNumber(opts.pollInterval, '--poll-interval') ?? 2;
+      const runner = transport === null ? null : new Runner({ ledger, key, repo, stateDir, transport, onEvent: (event) => log(describeEvent(event)), ...(remote === undefined ? {} : { remote }) });
       const controller = new AbortController();
       try {
-        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), redactor, version: program.version() ?? '0.0.0', log });
+        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), redactor, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }) });
         const { StdioServerTransport } = await importPackage<typeof SdkStdio>('@modelcontextprotocol/sdk/server/stdio.js');
         const stdio = new StdioServerTransport();
         stdio.onclose = () => controller.abort();
@@ -48,16 +54,15 @@ export function mcpVerb(program: Command): void {
         process.stdin.once('end', () => controller.abort());
         for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
         await server.connect(stdio);
-        log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio`);
+        log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;
+        const heartbeat = (opts.heartbeat === true || remote !== undefined) && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {};
         const watching =
           runner === null
             ? Promise.resolve()
-            : watchLedger(runner, gitdir, {
-                signal: controller.signal,
-                ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
-                onIdle: () => ledger.checkpoint(64),
-              });
+            : remote === undefined
+              ? watchLedger(runner, gitdir, { signal: controller.signal, ...heartbeat, onIdle: () => ledger.checkpoint(64) })
+              : watchRemote(runner, { remote, signal: controller.signal, pollSeconds, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError: (error) => log(error instanceof Error ? error.message : String(error)) });
         await new Promise<void>((done) => {
           if (controller.signal.aborted) done();
           controller.signal.addEventListener('abort', () => done(), { once: true });
@@ -66,6 +71,7 @@ export function mcpVerb(program: Command): void {
         await server.close();
       } finally {
         runner?.close();
+        remote?.close();
         ledger.close();
       }
     });

@@ -14,6 +14,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
+import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
 import type { z } from 'zod';
 import type { consultInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
@@ -33,10 +34,27 @@ export interface ToolContext {
   /** Where `verify` keeps the last verified head, as `coo verify` does; null: none. */
   readonly auditDir: string | null;
   readonly clock: () => Date;
+  /** The remote the ledger is a clone of (`coo mcp --remote`): writes are published there, reads start from its verified head. */
+  readonly remote?: Pick<RemoteLedger, 'write' | 'sync'>;
 }
 
-/** How often a waiting call looks at the ledger's head again. */
+/** How often a waiting call looks at the ledger's head again (a clone of a remote: at the remote's). */
 const POLL_MS = 200;
+const REMOTE_POLL_MS = 2_000;
+
+/** A write of a tool: on the ledger, or through the remote (published before it is reported). */
+async function writeThrough<R>(context: ToolContext, write: (ledger: Ledger) => Promise<R>): Promise<R> {
+  return context.remote === undefined ? write(context.ledger) : (await context.remote.write(write)).result;
+}
+
+/** Brings a clone to the remote's verified head before a read; a remote that cannot be reached leaves the clone's last verified state. */
+async function fresh(context: ToolContext): Promise<void> {
+  try {
+    await context.remote?.sync();
+  } catch (error) {
+    if (!(error instanceof CooError) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+  }
+}
 
 export interface Outcome {
   readonly [key: string]: unknown;
@@ -95,11 +113,12 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 export async function awaitOutcome(context: ToolContext, messageId: string, seconds: number, signal?: AbortSignal): Promise<Outcome> {
   const deadline = Date.now() + seconds * 1000;
   for (;;) {
+    await fresh(context);
     const state = await context.ledger.state();
     const outcome = outcomeOf(state, recordOf(state, messageId));
     const left = deadline - Date.now();
     if (outcome.terminal || left <= 0 || signal?.aborted === true) return outcome;
-    await sleep(Math.min(POLL_MS, left), signal);
+    await sleep(Math.min(context.remote === undefined ? POLL_MS : REMOTE_POLL_MS, left), signal);
   }
 }
 
@@ -111,6 +130,7 @@ export type ConsultArgs = z.infer<typeof consultInput>;
  * finds the message the first one queued.
  */
 export async function consultTool(context: ToolContext, args: ConsultArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
+  await fresh(context);
   refuseWhileStopped(await context.ledger.state());
   const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD');
   const optional = {
@@ -135,7 +155,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     submittedVia: 'mcp',
     ...optional,
   };
-  const queued = await enqueueConsult(request);
+  const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
 }
@@ -148,6 +168,7 @@ export type DispatchArgs = z.infer<typeof dispatchInput>;
  * switch is on, with a key derived from the request unless the agent gives one.
  */
 export async function dispatchTool(context: ToolContext, args: DispatchArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
+  await fresh(context);
   refuseWhileStopped(await context.ledger.state());
   const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD');
   const optional = {
@@ -159,8 +180,8 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
   };
   const asked = { lane: 'dispatch', target: args.to, commit, task: args.task, scope: args.scope, accept: args.accept, verify: args.verify, files: args.files ?? [], ...optional };
-  const queued = await enqueueDispatch({
-    ledger: context.ledger,
+  const queued = await writeThrough(context, (ledger) => enqueueDispatch({
+    ledger,
     key: context.key,
     now: context.clock(),
     target: args.to,
@@ -174,7 +195,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     idempotencyKey: args.idempotency_key ?? derivedRequestKey(asked),
     submittedVia: 'mcp',
     ...optional,
-  });
+  }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
 }
@@ -184,6 +205,7 @@ export async function waitTool(context: ToolContext, args: z.infer<typeof waitIn
 }
 
 export async function sessionsTool(context: ToolContext, args: z.infer<typeof sessionsInput>): Promise<SessionPage> {
+  await fresh(context);
   return listSessions(await context.ledger.state(), {
     limit: args.limit ?? 20,
     ...(args.correlation_id === undefined ? {} : { correlationId: args.correlation_id }),
@@ -212,6 +234,7 @@ async function answerOf(context: ToolContext, state: LedgerState, record: Messag
 
 /** `coo show` of one message, by id only (never a path), with its answer quoted as untrusted data. */
 export async function showTool(context: ToolContext, args: z.infer<typeof messageInput>): Promise<Record<string, unknown>> {
+  await fresh(context);
   const state = await context.ledger.state();
   const record = recordOf(state, args.message_id);
   const view = await viewMessage(context.ledger, state, record);
@@ -220,6 +243,7 @@ export async function showTool(context: ToolContext, args: z.infer<typeof messag
 
 /** A message's envelope, latest receipt or answer, for the resources. */
 export async function messagePart(context: ToolContext, messageId: string, part: 'envelope' | 'receipt' | 'answer'): Promise<{ text: string; mimeType: string }> {
+  await fresh(context);
   const state = await context.ledger.state();
   const record = recordOf(state, messageId);
   if (part === 'answer') {
@@ -237,12 +261,14 @@ export async function messagePart(context: ToolContext, messageId: string, part:
 
 /** `coo cite` without posting: the Markdown evidence and whether it verifies. */
 export async function citeTool(context: ToolContext, args: z.infer<typeof messageInput>): Promise<Record<string, unknown>> {
+  await fresh(context);
   const evidence = await gatherEvidence(context.ledger.gitdir, args.message_id);
   return { message_id: evidence.messageId, advisory: true, verified: isVerified(evidence), findings: evidence.findings, markdown: renderCitation(evidence) };
 }
 
 /** `coo verify`: the ledger's health, with the kill switch and the runner's heartbeat. */
 export async function verifyTool(context: ToolContext): Promise<Record<string, unknown>> {
+  await fresh(context);
   const now = context.clock();
   const report = await verifyLedger(context.ledger.gitdir, { now, ...(context.auditDir === null ? {} : { checkpointFile: checkpointFile(context.auditDir, context.ledger.gitdir) }) });
   const beat = report.state.lastHeartbeat;

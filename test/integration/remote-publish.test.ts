@@ -1,7 +1,13 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { coo, cooAsync } from '../helpers/cli.js';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { startFakeModelServer } from '../../src/consult/fake-model-server.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { COO, coo, cooAsync } from '../helpers/cli.js';
+import { FAKE_ORACLE } from '../helpers/lane.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { TASK, dispatchEnvelope } from '../helpers/ledger.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -115,4 +121,44 @@ describe('publishing through a remote', () => {
     const approved = await published(['approve', '--request', hash, '--reason', 'over the remote', '--ceo-key', served.keys.ceo]);
     expect(await published(['dispatch', ...request, '--approval', approved['approval_id'] as string, '--key', served.keys.coo])).toMatchObject({ existing: false, envelope: { approval_id: approved['approval_id'] } });
   });
+
+  it('an agent COO on its own clone consults over MCP through the remote (coo mcp --remote --run), and the receipt comes back through it', async () => {
+    const caseDir = join(dir, 'mcp');
+    const served = await makeServedLedger(caseDir);
+    const url = sshd.url(served.gitdir);
+    const agent = await makeWriter(caseDir, 'agent', served, url, sshd.env);
+    const model = await startFakeModelServer(['ok']);
+    const wrapper = join(agent.home, 'oracle-http.sh');
+    writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
+    const client = new Client({ name: 'coo-test', version: '0.0.0' });
+    const env: Record<string, string> = {};
+    for (const [name, value] of Object.entries({ ...process.env, ...agent.env, OPENAI_API_KEY: 'sk-test-key' })) if (value !== undefined) env[name] = value;
+    const transport = new StdioClientTransport({
+      command: process.execPath,
+      args: [COO, 'mcp', '--remote', url, '--ledger', agent.gitdir, '--key', served.keys.coo, '--repo', served.target, '--run', '--state-dir', join(agent.home, 'state'), '--oracle-command', wrapper, '--oracle-base-url', `${model.url}/v1`, '--poll-interval', '0.5'],
+      env,
+      stderr: 'pipe',
+    });
+    try {
+      await client.connect(transport);
+      const result = (await client.callTool({ name: 'consult', arguments: { to: 'aa.chatgpt', files: ['README.md'], prompt: 'Is add() correct for NaN?', wait_seconds: 90 } })) as CallToolResult;
+      expect(result.isError).not.toBe(true);
+      const outcome = result.structuredContent as { message_id: string; state: string; receipt: { status: string } | null };
+      expect(outcome).toMatchObject({ state: 'succeeded', receipt: { status: 'succeeded' } });
+      // The remote holds the envelope, the claim and the receipt; the model was paid once.
+      const remote = Ledger.open(served.gitdir);
+      try {
+        const record = (await remote.state()).messages.get(outcome.message_id)!;
+        expect(record.submittedVia).toBe('mcp');
+        expect(record.attempts.map((attempt) => attempt.receipt?.status)).toEqual(['succeeded']);
+      } finally {
+        remote.close();
+      }
+      expect(model.requests).toHaveLength(1);
+    } finally {
+      await client.close();
+      await model.close();
+    }
+  }, 180_000);
 });
+
