@@ -44,6 +44,18 @@ async function setup(w: World, script: readonly ScriptTurn[]) {
   return { repo, base, model, runner, dispatch, close: () => model.close() };
 }
 
+/** A forge for pull requests: the target's base pushed to a bare repository behind git http-backend with `token`, and a fake GitHub API. */
+async function forgeOf(w: World, s: { readonly repo: string; readonly base: string }, token: string) {
+  const served = join(w.dir, 'served');
+  mkdirSync(served);
+  const forge = join(served, 'work.git');
+  git(['init', '-q', '--bare', '-b', 'main', forge]);
+  git(['push', '-q', forge, `${s.base}:refs/heads/main`], { cwd: s.repo });
+  const github = await startFakeGitHub({ headExists: () => true });
+  const http = await startGitHttpServer({ projectRoot: served, token });
+  return { forge, github, http };
+}
+
 describe('the dispatch lane', () => {
   it('runs Codex in a worktree of its own, verifies and commits the work itself, and receipts it with the evidence', async () => {
     const w = await world();
@@ -212,13 +224,7 @@ describe('the dispatch lane', () => {
     const w = await world();
     const TOKEN = 'ghs_RunnerOnlyToken0123456789SECRET';
     const s = await setup(w, [{ kind: 'shell', cmd: 'env > seen-env.txt; true' }, FIX, DONE]);
-    const served = join(w.dir, 'served');
-    mkdirSync(served);
-    const remote = join(served, 'work.git');
-    git(['init', '-q', '--bare', '-b', 'main', remote]);
-    git(['push', '-q', remote, `${s.base}:refs/heads/main`], { cwd: s.repo });
-    const github = await startFakeGitHub({ headExists: () => true });
-    const http = await startGitHttpServer({ projectRoot: served, token: TOKEN });
+    const { forge: remote, github, http } = await forgeOf(w, s, TOKEN);
     try {
       const executors = executorFactory({ command: pinnedCodexCommand(), baseUrl: `${s.model.url}/v1`, hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', GITHUB_TOKEN: TOKEN } });
       const runner = w.runner({ repo: s.repo, executors, pullRequests: { token: TOKEN, base: 'main', pushUrl: `${http.url}/work.git`, apiBaseUrl: github.url } });
@@ -245,13 +251,7 @@ describe('the dispatch lane', () => {
     const w = await world();
     const TOKEN = 'ghs_RunnerOnlyToken0123456789SECRET';
     const s = await setup(w, [FIX, DONE]);
-    const served = join(w.dir, 'served');
-    mkdirSync(served);
-    const forge = join(served, 'work.git');
-    git(['init', '-q', '--bare', '-b', 'main', forge]);
-    git(['push', '-q', forge, `${s.base}:refs/heads/main`], { cwd: s.repo });
-    const github = await startFakeGitHub({ headExists: () => true });
-    const http = await startGitHttpServer({ projectRoot: served, token: TOKEN });
+    const { forge, github, http } = await forgeOf(w, s, TOKEN);
     // The runner works through a remote that goes away just when the receipt is published.
     let away = false;
     const remote: RunnerRemote = {
