@@ -3,7 +3,7 @@ import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { Approval } from '../schema/control.js';
 import type { EaDispatchMessage } from '../schema/message.js';
-import type { EaReceipt } from '../schema/receipt.js';
+import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 
 /** A CEO approval (approval.v0) as `coo show` presents it, with the message that used it. */
@@ -125,7 +125,6 @@ export async function viewApproval(ledger: Ledger, record: ApprovalRecord): Prom
 export function dispatchAttemptOf(document: unknown): DispatchAttemptView | undefined {
   if (document === null || typeof document !== 'object' || (document as { schema_version?: unknown }).schema_version !== 'ea_receipt.v0') return undefined;
   const receipt = document as EaReceipt;
-  const executorCommands = receipt.commands_run.length - receipt.tests_run.length;
   return {
     status: receipt.status,
     blockers: receipt.blockers,
@@ -136,7 +135,7 @@ export function dispatchAttemptOf(document: unknown): DispatchAttemptView | unde
     branch: receipt.branch,
     head_sha: receipt.head_sha,
     files: receipt.file_hashes,
-    commands: receipt.commands_run.map((command, index) => ({ command, exit_code: receipt.inner_exit_codes[index] ?? 0, by: index < executorCommands ? 'executor' : 'verification' })),
+    commands: eaCommands(receipt).map(({ command, exitCode, by }) => ({ command, exit_code: exitCode, by })),
     cost_usd: receipt.actual_cost_usd,
     usage: receipt.usage,
     attachments: receipt.attachments,

@@ -5,7 +5,7 @@ import type { CommitFacts } from '../ledger/commit-facts.js';
 import { identTime } from '../ledger/commit-format.js';
 import { classifyPath, type PathInfo } from '../ledger/layout.js';
 import type { Approval } from '../schema/control.js';
-import type { EaReceipt } from '../schema/receipt.js';
+import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 
 /** One file a commit added, as the report lists it. */
@@ -78,14 +78,13 @@ function dispatchOf(bytes: Buffer | undefined, path: string): TimelineDispatch |
   const doc = readStrictYaml(bytes, path) as EaReceipt | { schema_version?: unknown };
   if (doc.schema_version !== 'ea_receipt.v0') return undefined;
   const receipt = doc as EaReceipt;
-  const first = receipt.commands_run.length - receipt.tests_run.length;
   return {
     status: receipt.status,
     executor: receipt.executor,
     branch: receipt.branch,
     headSha: receipt.head_sha,
     filesChanged: receipt.files_changed.length,
-    verification: receipt.tests_run.map((command, index) => ({ command, exitCode: receipt.inner_exit_codes[first + index] ?? 0 })),
+    verification: eaCommands(receipt).filter(({ by }) => by === 'verification').map(({ command, exitCode }) => ({ command, exitCode })),
     costUsd: receipt.actual_cost_usd,
   };
 }

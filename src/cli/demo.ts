@@ -17,7 +17,7 @@ import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey } from '../cr
 import { initLedger } from '../ledger/init.js';
 import { Ledger } from '../ledger/ledger.js';
 import { Runner } from '../runner/runner.js';
-import type { EaReceipt } from '../schema/receipt.js';
+import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 import { runGit } from '../util/exec.js';
 import { describeEvent } from './watch.js';
@@ -212,8 +212,7 @@ export function demoVerb(program: Command): void {
           say(`   status ${ea.status}, executor ${ea.executor} (model ${ea.model ?? 'unknown'}), cost $${ea.actual_cost_usd}`);
           say(`   branch ${ea.branch ?? '(nothing committed)'} at ${ea.head_sha ?? '-'}, base ${ea.base_sha.slice(0, 12)}, signed by the COO`);
           for (const file of ea.file_hashes) say(`   changed ${file.path} ${file.sha256 ?? '(deleted)'}`);
-          const ran = ea.commands_run.map((command, index) => ({ command, code: ea.inner_exit_codes[index] }));
-          for (const { command, code } of ran.slice(ran.length - ea.tests_run.length)) say(`   verified by the runner: \`${command}\` exit ${String(code)}`);
+          for (const { command, exitCode } of eaCommands(ea).filter(({ by }) => by === 'verification')) say(`   verified by the runner: \`${command}\` exit ${exitCode}`);
           for (const blocker of ea.blockers) say(`   blocker ${blocker.code}: ${blocker.detail}`);
         }
         ledger.checkpoint();

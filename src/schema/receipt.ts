@@ -186,3 +186,9 @@ export const eaReceipt = z
     }
   });
 export type EaReceipt = z.infer<typeof eaReceipt>;
+
+/** An ea_receipt's commands with their exit codes, as the lane writes them: the executor's own first, then the runner's verification (`tests_run`). */
+export function eaCommands(receipt: EaReceipt): Array<{ readonly command: string; readonly exitCode: number; readonly by: 'executor' | 'verification' }> {
+  const executorCommands = receipt.commands_run.length - receipt.tests_run.length;
+  return receipt.commands_run.map((command, index) => ({ command, exitCode: receipt.inner_exit_codes[index] ?? 0, by: index < executorCommands ? 'executor' : 'verification' }));
+}

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { initLedger } from '../../src/ledger/init.js';
 import { cooAsync, json, type CliResult } from './cli.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { makeTargetRepo } from './lane.js';
 import { git } from './tmp.js';
 
@@ -21,13 +22,13 @@ export interface ServedLedger {
   seq(commit?: string): number;
 }
 
-export async function makeServedLedger(dir: string, name = 'ledger.git'): Promise<ServedLedger> {
+export async function makeServedLedger(dir: string, name = 'ledger.git', policy?: ActorPolicy): Promise<ServedLedger> {
   const root = join(dir, 'served');
   mkdirSync(root, { recursive: true });
   const ceo = generatePrivateKey('ceo');
   const cooKey = generatePrivateKey('coo.hermes');
   const gitdir = join(root, name);
-  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', cooKey.publicKey], ['ea.codex', generatePrivateKey('ea.codex').publicKey]]), now: new Date() });
+  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', cooKey.publicKey], ['ea.codex', generatePrivateKey('ea.codex').publicKey]]), ...(policy === undefined ? {} : { policy }), now: new Date() });
   const keys = { ceo: join(dir, 'ceo.key'), coo: join(dir, 'coo.key') };
   writeFileSync(keys.ceo, formatPrivateKey(ceo), { mode: 0o600 });
   writeFileSync(keys.coo, formatPrivateKey(cooKey), { mode: 0o600 });

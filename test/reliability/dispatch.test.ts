@@ -18,6 +18,7 @@ import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.j
 import { finished } from '../helpers/runner-process.js';
 import { tally } from '../helpers/tally.js';
 import { git, tempDir } from '../helpers/tmp.js';
+import { seededRandom } from '../helpers/seeded.js';
 
 /**
  * The dispatch lane under attack and under faults, with the real Codex CLI (the pinned
@@ -88,18 +89,6 @@ function running(pid: number): boolean {
   } catch {
     return false;
   }
-}
-
-/** A small deterministic generator (mulberry32), so seed i always kills at the same place. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
 }
 
 describe('an execution agent that tries to escape, through the runner', () => {
@@ -268,7 +257,7 @@ describe('runners SIGKILLed mid-dispatch', () => {
   });
 
   for (let seed = 0; seed < SEEDS; seed += 1) {
-    const next = random(seed + 101);
+    const next = seededRandom(seed + 101);
     const point = POINTS[seed % POINTS.length]!;
     const dispatches = 1 + ((seed >> 1) % 2);
     const occurrence = 1 + Math.floor(next() * dispatches);

@@ -6,6 +6,7 @@ import { makeWorld, type World } from '../helpers/lane.js';
 import { finished, startRunner } from '../helpers/runner-process.js';
 import { tally } from '../helpers/tally.js';
 import { tempDir } from '../helpers/tmp.js';
+import { seededRandom } from '../helpers/seeded.js';
 
 /**
  * SIGKILL the runner at the named points of a consult, then restart it: every envelope must end with
@@ -17,18 +18,6 @@ const FULL = process.env['COO_RELIABILITY'] === 'full';
 const RUNS = FULL ? 30 : POINTS.length;
 const CONSULTS = 3;
 
-/** A small deterministic generator (mulberry32), so run i always kills at the same place. */
-function random(seed: number): () => number {
-  let a = seed >>> 0;
-  return () => {
-    a = (a + 0x6d2b79f5) >>> 0;
-    let t = a;
-    t = Math.imul(t ^ (t >>> 15), t | 1);
-    t ^= t + Math.imul(t ^ (t >>> 7), t | 61);
-    return ((t ^ (t >>> 14)) >>> 0) / 4294967296;
-  };
-}
-
 const dir = tempDir();
 let world: World | null = null;
 afterEach(async () => {
@@ -38,7 +27,7 @@ afterEach(async () => {
 
 describe('crashes', () => {
   for (let seed = 0; seed < RUNS; seed += 1) {
-    const next = random(seed + 1);
+    const next = seededRandom(seed + 1);
     const point = POINTS[seed % POINTS.length]!;
     const occurrence = 1 + Math.floor(next() * (point.includes('ref-update') ? 6 : CONSULTS));
     it(`survives SIGKILL at ${point}@${occurrence} (seed ${seed})`, async () => {

@@ -1,18 +1,16 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
-import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
-import { defaultPolicy, initLedger } from '../../src/ledger/init.js';
+import { defaultPolicy } from '../../src/ledger/init.js';
 import { Ledger } from '../../src/ledger/ledger.js';
-import type { ActorPolicy } from '../../src/schema/policy.js';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { COO, coo, json } from '../helpers/cli.js';
-import { FAKE_ORACLE, makeTargetRepo } from '../helpers/lane.js';
-import { makeWriter, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
+import { FAKE_ORACLE } from '../helpers/lane.js';
+import { makeServedLedger, makeWriter, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
 import { startSshd, type SshServer } from '../helpers/sshd.js';
 import { tally } from '../helpers/tally.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -40,23 +38,6 @@ afterAll(async () => {
   for (const server of servers) await server.close();
   await sshd?.close();
 });
-
-/** A served ledger made by `coo init` with `policy`, as makeServedLedger makes one with the default. */
-async function servedWith(caseDir: string, policy: ActorPolicy): Promise<ServedLedger> {
-  const root = join(caseDir, 'served');
-  mkdirSync(root, { recursive: true });
-  const ceo = generatePrivateKey('ceo');
-  const cooKey = generatePrivateKey('coo.hermes');
-  const gitdir = join(root, 'ledger.git');
-  await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', cooKey.publicKey], ['ea.codex', generatePrivateKey('ea.codex').publicKey]]), policy, now: new Date() });
-  const keys = { ceo: join(caseDir, 'ceo.key'), coo: join(caseDir, 'coo.key') };
-  writeFileSync(keys.ceo, formatPrivateKey(ceo), { mode: 0o600 });
-  writeFileSync(keys.coo, formatPrivateKey(cooKey), { mode: 0o600 });
-  const target = join(caseDir, 'target');
-  makeTargetRepo(target);
-  const head = (): string => git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
-  return { root, gitdir, name: 'ledger.git', keys, ceoKeyId: ceo.publicKey.keyId, target, head, seq: (commit = head()) => Number(/Ledger-Seq: (\d+)/.exec(git(['--git-dir', gitdir, 'log', '-1', '--format=%B', commit]))?.[1]) };
-}
 
 /** Queues consults straight into the served ledger (its own history, so valid), before any runner clones it. */
 async function enqueue(served: ServedLedger, count: number, runtimeSeconds: number): Promise<string[]> {
@@ -120,7 +101,7 @@ describe('runners on separate machines through a remote', () => {
   it(`four runners on four clones drain ${DRAIN} consults with no duplicate paid call and no lost message (over ssh://)`, async () => {
     const caseDir = join(dir, 'drain');
     const base = defaultPolicy();
-    const served = await servedWith(caseDir, { ...base, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
+    const served = await makeServedLedger(caseDir, 'ledger.git', { ...base, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
     const ids = await enqueue(served, DRAIN, 60);
     const model = await startFakeModelServer(['ok']);
     servers.push(model);
@@ -165,7 +146,7 @@ describe('runners on separate machines through a remote', () => {
   it('a runner killed with SIGKILL mid-consult is taken over after its lease, and no attempt is paid twice', async () => {
     const caseDir = join(dir, 'takeover');
     const base = defaultPolicy();
-    const served = await servedWith(caseDir, { ...base, heartbeat: { interval_seconds: 1, ttl_seconds: 3 }, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
+    const served = await makeServedLedger(caseDir, 'ledger.git', { ...base, heartbeat: { interval_seconds: 1, ttl_seconds: 3 }, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
     const [id] = await enqueue(served, 1, 2);
     const model = await startFakeModelServer(['ok']);
     servers.push(model);
