@@ -8,6 +8,8 @@ export const LIMITS = {
   sigBytes: 8 * 1024,
   /** Largest artifact (prompt, manifest, answer) stored in the ledger. */
   artifactBytes: 4 * 1024 * 1024,
+  /** Largest forge file (a workflow the CEO signed): a check is a page of YAML, not a payload. */
+  forgeFileBytes: 64 * 1024,
   /** Largest raw commit object. */
   commitBytes: 64 * 1024,
   /** Largest tree object. */

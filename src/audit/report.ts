@@ -278,6 +278,8 @@ function entryLabel(entry: TimelineEntry): string {
     case 'message_artifact':
     case 'attempt_artifact':
       return info.name;
+    case 'forge_file':
+      return `forge workflow ${info.name}`;
     case 'signature':
       return `signature of ${info.of}`;
   }

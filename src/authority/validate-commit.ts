@@ -8,6 +8,7 @@ import {
   classifyPath,
   heartbeatPath,
   isEntry,
+  isForgePath,
   manifestPath,
   messageFolder,
   promptPath,
@@ -21,7 +22,9 @@ import type { CooMessage, EaDispatchMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { TrustRoot } from '../schema/control.js';
+import type { FileChange } from '../ledger/commit-facts.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
+import { checkForgeChanges } from './forge-rules.js';
 import { repeatedRequest, requestFingerprint } from './idempotency.js';
 import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
 import { attemptBranchFor, dispatchRequestHash, isBranchName } from './dispatch-rules.js';
@@ -97,6 +100,8 @@ class CommitCheck {
   private readonly approvals = new Map<string, ApprovalRecord>();
   /** Artifacts added by this commit and the entry that references each, with the hash it expects. */
   private readonly references = new Map<string, string>();
+  /** Changes under forge paths, judged by their own rules once the commit's trust files are read. */
+  private readonly forgeChanges: FileChange[] = [];
   private seq: number;
 
   constructor(
@@ -134,6 +139,7 @@ class CommitCheck {
     for (const entry of entries) {
       this.attempt(entry.path, () => this.checkEntry(entry, signer));
     }
+    for (const error of checkForgeChanges(this.forgeChanges, this.facts, signer?.keyId ?? null, this.root?.doc ?? null)) this.report(error);
     this.checkArtifacts();
     if (this.state.seq === 0 && (this.root === null || this.registry === null || this.policy === null)) {
       this.report(new CooError('TRUST_VERSION', 'the first commit adds trust root, registry and policy, each version 1'));
@@ -201,6 +207,10 @@ class CommitCheck {
     const entries: EntryFile[] = [];
     const added = new Set<string>();
     for (const change of this.facts.changes) {
+      if (isForgePath(change.path)) {
+        this.forgeChanges.push(change);
+        continue;
+      }
       if (change.status !== 'added') {
         this.report(new CooError('WRITE_ONCE', `${change.path} was ${change.status}: ledger files are write-once`, { where: change.path }));
         continue;
@@ -211,7 +221,7 @@ class CommitCheck {
       }
       added.add(change.path);
     }
-    if (added.size === 0 && this.findings.length === 0) {
+    if (added.size === 0 && this.forgeChanges.length === 0 && this.findings.length === 0) {
       this.report(new CooError('PATH_INVALID', 'the commit adds nothing'));
     }
     for (const path of added) {

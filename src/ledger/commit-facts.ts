@@ -13,7 +13,7 @@ export interface CommitFacts {
   readonly oid: string;
   readonly raw: Buffer;
   readonly changes: readonly FileChange[];
-  /** The bytes of every added file. */
+  /** The bytes of every added file, and of every forge file the commit replaced (layout.ts). */
   readonly blobs: ReadonlyMap<string, Buffer>;
   /**
    * Signatures already parsed and verified over exactly these bytes (by the replay's worker

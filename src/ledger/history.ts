@@ -2,6 +2,7 @@ import { execFile } from 'node:child_process';
 import { CooError } from '../errors.js';
 import { ownMemory } from '../util/bytes.js';
 import type { CommitFacts, FileChange } from './commit-facts.js';
+import { isForgePath } from './layout.js';
 import type { ObjectReader } from './object-store.js';
 import { RawTree, type TreeEntry } from './tree-format.js';
 
@@ -193,13 +194,16 @@ function inFolder(error: unknown, prefix: string): never {
   throw error;
 }
 
-/** Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, added blobs. */
+/**
+ * Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, the
+ * blobs it added, and the new version of any forge file it replaced (the one kind of file that may change).
+ */
 export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links: CommitLinks, parentTree: string | null): Promise<CommitFacts> {
   const changes = await trees.diff(parentTree, links.tree);
   const blobs = new Map<string, Buffer>();
   await Promise.all(
     changes
-      .filter((change) => change.status === 'added')
+      .filter((change) => change.status === 'added' || (change.status === 'modified' && isForgePath(change.path)))
       .map(async (change) => {
         const object = await reader.read(change.oid);
         if (object === null) throw new CooError('NOT_FOUND', `blob ${change.oid} (${change.path}) is missing`);

@@ -9,8 +9,10 @@
  *   messages/YYYY-MM/DD/HH/<message_id>/           month, day and hour (UTC) of created_at
  *     envelope.yaml(.sig)  prompt.md  context-manifest.yaml
  *     claims/NNN.yaml(.sig)  receipts/NNN.yaml(.sig)  artifacts/NNN/<name>
+ *   .github/workflows/<name>.yml(.sig)             a forge's check, signed by the CEO (forge files)
  *
- * Every file is write-once. A commit rewrites, and a replay reads, every folder on its paths, so
+ * Every file is write-once, but for forge files: a forge runs the workflow file of the commit it
+ * was pushed, so the CEO may replace one (never remove it), each version with its signature. A commit rewrites, and a replay reads, every folder on its paths, so
  * each folder stays small whatever the size of the ledger: one entry a month, at most 31 days, at
  * most 24 hours, one hour's messages (docs/design.md has what a whole day's folder cost).
  */
@@ -28,6 +30,7 @@ export type PathInfo =
   | { readonly kind: 'receipt'; readonly messageId: string; readonly folder: string; readonly attempt: number }
   | { readonly kind: 'message_artifact'; readonly messageId: string; readonly folder: string; readonly name: 'prompt.md' | 'context-manifest.yaml' }
   | { readonly kind: 'attempt_artifact'; readonly messageId: string; readonly folder: string; readonly attempt: number; readonly name: string }
+  | { readonly kind: 'forge_file'; readonly name: string }
   | { readonly kind: 'signature'; readonly of: string };
 
 export type EntryKind = 'trust' | 'kill_switch' | 'approval' | 'heartbeat' | 'envelope' | 'claim' | 'receipt';
@@ -87,6 +90,11 @@ export function attemptArtifactPath(folder: string, attempt: number, name: strin
   return `${folder}/artifacts/${THREE(attempt)}/${name}`;
 }
 
+/** Where a forge runs a workflow from: GitHub Actions reads `.github/workflows/` of the pushed commit. */
+export function forgeWorkflowPath(name: string): string {
+  return `.github/workflows/${name}`;
+}
+
 export function sigPath(path: string): string {
   return `${path}${SIG_SUFFIX}`;
 }
@@ -102,6 +110,7 @@ const RE = {
   claim: /^claims\/(\d{3})\.yaml$/,
   receipt: /^receipts\/(\d{3})\.yaml$/,
   artifact: /^artifacts\/(\d{3})\/([a-z0-9][a-z0-9._-]{0,63})$/,
+  forge: /^\.github\/workflows\/([a-z0-9][a-z0-9._-]{0,63}\.ya?ml)$/,
 };
 
 function positive(text: string): number | null {
@@ -114,9 +123,11 @@ export function classifyPath(path: string): PathInfo | null {
   if (path.endsWith(SIG_SUFFIX)) {
     const of = path.slice(0, -SIG_SUFFIX.length);
     const target = classifyPath(of);
-    return target !== null && isEntry(target) ? { kind: 'signature', of } : null;
+    return target !== null && isSigned(target) ? { kind: 'signature', of } : null;
   }
   if (path === README_PATH) return { kind: 'readme' };
+  const forge = RE.forge.exec(path);
+  if (forge !== null) return { kind: 'forge_file', name: forge[1]! };
   let m = RE.trust.exec(path);
   if (m !== null) {
     const version = positive(m[2]!);
@@ -157,6 +168,17 @@ export function classifyPath(path: string): PathInfo | null {
     return attempt === null ? null : { kind: 'attempt_artifact', messageId, folder, attempt, name: r[2]! };
   }
   return null;
+}
+
+/** A forge file or its signature: the paths a trust-root authority may replace (authority/forge-rules.ts). */
+export function isForgePath(path: string): boolean {
+  const info = classifyPath(path);
+  return info !== null && (info.kind === 'forge_file' || (info.kind === 'signature' && classifyPath(info.of)?.kind === 'forge_file'));
+}
+
+/** Files that carry a detached signature: entries, and forge files (which are not YAML documents of ours). */
+export function isSigned(info: PathInfo): boolean {
+  return isEntry(info) || info.kind === 'forge_file';
 }
 
 export function isEntry(info: PathInfo): info is Extract<PathInfo, { kind: EntryKind }> {

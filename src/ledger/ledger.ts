@@ -11,7 +11,7 @@ import { loadCheckpoint, saveCheckpoint } from './checkpoint.js';
 import type { CommitFacts } from './commit-facts.js';
 import { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } from './commit-format.js';
 import { commitsSince, gatherFacts, readCommitLinks, TreeReader, type CommitLinks } from './history.js';
-import { classifyPath, isEntry, sigPath } from './layout.js';
+import { classifyPath, isForgePath, isSigned, sigPath } from './layout.js';
 import { CatFileReader, ObjectWriter, hashObject, packLooseObjects, type ObjectReader } from './object-store.js';
 import { PendingObjects } from './pending-objects.js';
 import { preverify } from './preverify.js';
@@ -406,16 +406,17 @@ export class Ledger {
     const objects = new PendingObjects();
     const builder = new TreeBuilder(this.trees, snapshot.tree);
     const blobs = new Map<string, Buffer>();
+    const statuses = new Map<string, 'added' | 'modified' | 'unchanged'>();
     const add = async (path: string, bytes: Buffer): Promise<void> => {
       if (blobs.has(path)) throw new CooError('USAGE', `${path} is given twice`);
       blobs.set(path, bytes);
-      await builder.add(path, await objects.write('blob', bytes));
+      statuses.set(path, await builder.add(path, await objects.write('blob', bytes), { replace: isForgePath(path) }));
     };
     const files = typeof options.files === 'function' ? options.files(snapshot.state) : options.files;
     for (const file of files) {
       await add(file.path, file.bytes);
       const info = classifyPath(file.path);
-      if (info !== null && isEntry(info)) {
+      if (info !== null && isSigned(info)) {
         await add(sigPath(file.path), Buffer.from(signSshsig(options.key, file.bytes, ENTRY_NAMESPACE), 'utf8'));
       }
     }
@@ -434,7 +435,8 @@ export class Ledger {
     const raw = renderSignedCommit(fields, signature);
     const oid = await objects.write('commit', raw);
     if (oid !== hashObject('commit', raw)) throw new CooError('INTERNAL', 'commit id mismatch');
-    const changes = [...blobs.keys()].map((path) => ({ path, status: 'added' as const, mode: '100644' }));
+    // The changes a diff of the trees finds, so the validator judges here what a replay will judge.
+    const changes = [...statuses].flatMap(([path, status]) => (status === 'unchanged' ? [] : [{ path, status, mode: '100644' }]));
     return { facts: { oid, raw, changes, blobs }, objects, tree };
   }
 }

@@ -10,7 +10,8 @@ interface Node {
 
 /**
  * Adds files to a tree without an index: only the directories on the added paths are read and
- * rewritten, so the cost of a commit does not grow with the ledger. Never replaces a file.
+ * rewritten, so the cost of a commit does not grow with the ledger. Replaces a file only when the
+ * caller says so (a forge file, layout.ts); the validator decides whether that replacement stands.
  */
 export class TreeBuilder {
   private readonly root: Promise<Node>;
@@ -27,7 +28,11 @@ export class TreeBuilder {
     return { entries: new Map(entries.map((entry) => [entry.name, entry])), children: new Map() };
   }
 
-  async add(path: string, blobOid: string): Promise<void> {
+  /**
+   * Adds `path`; with `replace`, an existing file at `path` is replaced. Says which it did, as a diff
+   * of the trees would: replacing a file with the same bytes changes nothing.
+   */
+  async add(path: string, blobOid: string, options: { readonly replace?: boolean } = {}): Promise<'added' | 'modified' | 'unchanged'> {
     const parts = path.split('/');
     let node = await this.root;
     for (let i = 0; i < parts.length - 1; i += 1) {
@@ -44,10 +49,13 @@ export class TreeBuilder {
       node = child;
     }
     const name = parts[parts.length - 1]!;
-    if (node.entries.has(name) || node.children.has(name)) {
+    const existing = node.entries.get(name);
+    const replacing = options.replace === true && existing !== undefined && existing.mode === '100644' && !node.children.has(name);
+    if (!replacing && (existing !== undefined || node.children.has(name))) {
       throw new CooError('WRITE_ONCE', `${path} already exists: ledger files are write-once`, { where: path });
     }
     node.entries.set(name, { name, mode: '100644', oid: blobOid });
+    return !replacing ? 'added' : existing.oid === blobOid ? 'unchanged' : 'modified';
   }
 
   /** Writes the changed trees bottom-up; returns the new root tree id. */

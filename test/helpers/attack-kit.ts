@@ -86,6 +86,8 @@ export async function makeKit(dir: string): Promise<Kit> {
       mkdirSync(join(work, path, '..'), { recursive: true });
       writeFileSync(join(work, path), content);
       const sign = Array.isArray(options.sign) ? options.sign.includes(path) : options.sign !== false && path.endsWith('.yaml');
+      // ssh-keygen asks before replacing a signature file, and on a closed stdin keeps the old one (exit 0).
+      if (sign) rmSync(join(work, `${path}.sig`), { force: true });
       if (sign) expect(run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', options.entryKey ?? options.key ?? keys.coo.file, join(work, path)]).status).toBe(0);
     }
     git(['add', '-A'], { cwd: work });

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { git, gitEnv, run } from './tmp.js';
 
@@ -28,6 +28,8 @@ export function stockCommit(
     writeFileSync(full, content);
     const signIt = Array.isArray(options.sign) ? options.sign.includes(path) : path.endsWith('.yaml') && options.sign !== false;
     if (signIt) {
+      // ssh-keygen asks before replacing a signature file, and on a closed stdin keeps the old one (exit 0).
+      rmSync(`${full}.sig`, { force: true });
       const signed = run('ssh-keygen', ['-Y', 'sign', '-n', 'coo-commons.entry.v0', '-f', options.entryKey ?? options.key ?? '', full]);
       if (signed.status !== 0) throw new Error(signed.stderr);
     }

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyPath, envelopePath, heartbeatPath, messageFolder } from '../../../src/ledger/layout.js';
+import { classifyPath, envelopePath, forgeWorkflowPath, heartbeatPath, isForgePath, messageFolder } from '../../../src/ledger/layout.js';
 
 const ID = 'msg_01M8NQFJ01J7CG66HWNDDJ8485';
 
@@ -28,6 +28,16 @@ describe('ledger layout', () => {
       'heartbeats/2026-11/30/0000000042.yaml',
     ]) {
       expect(classifyPath(path), path).toBeNull();
+    }
+  });
+
+  it('places a workflow under .github/workflows with its signature, and nothing else under .github', () => {
+    expect(classifyPath(forgeWorkflowPath('coo-verify.yml'))).toEqual({ kind: 'forge_file', name: 'coo-verify.yml' });
+    expect(classifyPath('.github/workflows/coo-verify.yml.sig')).toEqual({ kind: 'signature', of: '.github/workflows/coo-verify.yml' });
+    expect(isForgePath('.github/workflows/coo-verify.yml.sig')).toBe(true);
+    for (const path of ['.github/workflows/Verify.yml', '.github/workflows/sub/x.yml', '.github/workflows/x.json', '.github/actions/x/action.yml', '.github/CODEOWNERS', '.github/workflows/.yml', 'github/workflows/x.yml']) {
+      expect(classifyPath(path), path).toBeNull();
+      expect(isForgePath(path), path).toBe(false);
     }
   });
 });
