@@ -1,15 +1,7 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { cloneLedger } from '../remote/clone.js';
-import { emit, jsonOption, loadPublicKey, now, required } from './common.js';
-
-const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;
-
-/** A pinned trust root: a public key file, or the SHA256 fingerprint `coo init` printed. */
-function pinnedKeyId(value: string): { keyId: string } {
-  if (FINGERPRINT.test(value)) return { keyId: value };
-  return { keyId: loadPublicKey(value).keyId };
-}
+import { emit, jsonOption, now, pinnedKeyId, required } from './common.js';
 
 export function cloneVerb(program: Command): void {
   program

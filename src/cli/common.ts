@@ -39,6 +39,14 @@ export function loadPublicKey(path: string): PublicKey {
   return parsePublicKeyLine(readInput(path, 'public key file').toString('utf8')).key;
 }
 
+const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;
+
+/** A pinned trust root (`--trust-root`): a public key file, or the SHA256 fingerprint `coo init` printed. */
+export function pinnedKeyId(value: string): { keyId: string } {
+  if (FINGERPRINT.test(value)) return { keyId: value };
+  return { keyId: loadPublicKey(value).keyId };
+}
+
 /** `ID=VALUE` pairs of a repeatable option. */
 export function collectPairs(value: string, previous: string[] = []): string[] {
   return [...previous, value];

@@ -10,6 +10,7 @@ import { consultVerb } from './consult.js';
 import { reportVerb } from './report.js';
 import { demoVerb } from './demo.js';
 import { dispatchVerb } from './dispatch.js';
+import { forgeVerb } from './forge.js';
 import { killSwitchVerb } from './kill-switch.js';
 import { watchVerb } from './watch.js';
 import { hookVerb } from './hook.js';
@@ -34,7 +35,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, approveVerb, watchVerb, killSwitchVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb, mcpVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, approveVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb, mcpVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
 import { verifyLedger } from '../audit/verify.js';
 import type { Finding } from '../errors.js';
-import { emit, jsonOption, ledgerOption, loadPublicKey, packingNote, required } from './common.js';
+import { emit, jsonOption, ledgerOption, packingNote, pinnedKeyId, required } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
 
@@ -23,7 +23,7 @@ export function verifyVerb(program: Command): void {
     .option('--full', 'replay everything from genesis, ignoring the last verified head')
     .option('--state-dir <dir>', 'where the last verified head is kept (default ~/.local/state/coo-commons/verified)')
     .option('--no-checkpoint', 'neither read nor write the last verified head')
-    .option('--trust-root <pubfile>', "the CEO public key the ledger's first trust root must name")
+    .option('--trust-root <pub-or-fingerprint>', "the CEO public key file, or its SHA256:... fingerprint, that the ledger's first trust root must name")
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; json?: boolean }) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
@@ -31,7 +31,7 @@ export function verifyVerb(program: Command): void {
       const report = await progress.until(verifyLedger(gitdir, {
         ...(opts.checkpoint ? { checkpointFile: checkpointFile(opts.stateDir ?? defaultAuditDir(), gitdir) } : {}),
         ...(opts.full === true ? { full: true } : {}),
-        ...(opts.trustRoot === undefined ? {} : { trustRoot: loadPublicKey(opts.trustRoot) }),
+        ...(opts.trustRoot === undefined ? {} : { trustRoot: pinnedKeyId(opts.trustRoot) }),
         now: new Date(),
         onProgress: progress.update,
       }));
