@@ -38,6 +38,8 @@ const CODES = {
   // keys and signatures
   KEY_MALFORMED: 'rejected',
   KEY_UNSUPPORTED: 'rejected',
+  /** A trust file that gives a revoked key a role again, or drops its revocation: revocation is final. */
+  KEY_REVOKED: 'rejected',
   SIG_MISSING: 'rejected',
   SIG_MALFORMED: 'rejected',
   SIG_NONCANONICAL: 'rejected',
@@ -65,6 +67,8 @@ const CODES = {
   TRUST_VERSION: 'rejected',
   TRUST_AUTHORITY: 'rejected',
   TRUST_ROOT_MISMATCH: 'rejected',
+  /** A trust change that would leave the root and the registry disagreeing about who holds a key. */
+  TRUST_CONFLICT: 'rejected',
   // policy
   POLICY_EDGE_FORBIDDEN: 'rejected',
   POLICY_EDGE_NOT_ALLOWED: 'rejected',

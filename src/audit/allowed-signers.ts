@@ -1,4 +1,4 @@
-import { activeKeys } from '../authority/keys.js';
+import { keyHolders } from '../authority/keys.js';
 import type { LedgerState } from '../authority/state.js';
 import type { CommitVerdict } from '../authority/validate-commit.js';
 import { ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
@@ -34,8 +34,8 @@ export class TrustHistoryRecorder {
     for (const authority of next.root?.doc.authorities ?? []) publicKeys.set(authority.key_id, authority.public_key);
     for (const actor of next.registry?.doc.actors ?? []) for (const key of actor.keys) publicKeys.set(key.key_id, key.public_key);
     const keys = new Map<string, { actor: string; publicKey: string }>();
-    for (const [keyId, holder] of activeKeys(next.root?.doc ?? null, next.registry?.doc ?? null)) keys.set(keyId, { actor: holder.actor, publicKey: publicKeys.get(keyId)! });
-    const revoked = new Map((next.registry?.doc.revoked_keys ?? []).map((entry) => [entry.key_id, entry.reason] as const));
+    for (const [keyId, holder] of keyHolders(next)) keys.set(keyId, { actor: holder.actor, publicKey: publicKeys.get(keyId)! });
+    const revoked = new Map([...next.revocations].map(([keyId, revocation]) => [keyId, revocation.reason] as const));
     this.epochs.push({ seq: next.seq, commit: facts.oid, time: identTime(verdict.commit.committer), changed, keys, revoked });
   }
 

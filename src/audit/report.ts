@@ -1,4 +1,4 @@
-import { activeKeys } from '../authority/keys.js';
+import { keyStatus } from '../authority/keys.js';
 import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { Finding } from '../errors.js';
 import { classifyPath } from '../ledger/layout.js';
@@ -227,20 +227,19 @@ function spendSection(state: LedgerState): string {
 
 /** Every key the trust files ever allowed: whose, whether it is in force now, and which commits it signed. */
 function signersSection(state: LedgerState, timeline: Timeline): string {
-  const holders = activeKeys(state.root?.doc ?? null, state.registry?.doc ?? null);
-  const revoked = new Map((state.registry?.doc.revoked_keys ?? []).map((entry) => [entry.key_id, entry.reason]));
   const rows = [...state.everKeys].map(([keyId, { actor }]) => {
     const signed = timeline.commits.filter((commit) => commit.signer?.keyId === keyId);
-    const holder = holders.get(keyId);
-    const reason = revoked.get(keyId);
+    const key = keyStatus(state, keyId);
     const status =
-      holder !== undefined
-        ? `<span class="badge ok">active</span>${holder.rootAuthority ? ' <small>trust root authority</small>' : ''}`
-        : reason !== undefined
-          ? `<span class="badge bad">revoked</span> <small>${escape(reason)}</small>`
-          : '<span class="badge muted">retired</span>';
+      key.status === 'active'
+        ? `<span class="badge ok">active</span>${key.rootAuthority ? ' <small>trust root authority</small>' : ''}`
+        : key.status === 'revoked'
+          ? `<span class="badge bad">revoked</span> <small>at Ledger-Seq ${key.revocation.seq}: ${escape(key.revocation.reason)}</small>`
+          : key.status === 'retired'
+            ? `<span class="badge muted">retired</span> <small>at Ledger-Seq ${key.seq}</small>`
+            : '<span class="badge muted">retired</span>';
     const span = signed.length === 0 ? 'none' : `${signed.length} commit(s), Ledger-Seq ${signed[0]!.seq}${signed.length > 1 ? ` to ${signed[signed.length - 1]!.seq}` : ''}`;
-    return row(` class="signer" data-status="${holder !== undefined ? 'active' : reason !== undefined ? 'revoked' : 'retired'}"`, [
+    return row(` class="signer" data-status="${key.status === 'unknown' ? 'retired' : key.status}"`, [
       ['actor', escape(actor)],
       ['key', fingerprint(keyId)],
       ['status', status],

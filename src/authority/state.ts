@@ -75,6 +75,24 @@ export interface ApprovalRecord {
   readonly usedBy: string | null;
 }
 
+/** What the chain says of one key any root or registry ever gave. */
+export interface KeyRecord {
+  readonly actor: string;
+  readonly publicKey: string;
+  /** A trust root named it at some point: from then on only the root in force gives it a role. */
+  readonly rootNamed: boolean;
+  /** The trust change that last took it out of force without revoking it (a rotation), if one did. */
+  readonly retired: { readonly seq: number; readonly by: readonly string[] } | null;
+}
+
+/** A registry's revocation of a key: final, whatever later trust files say. */
+export interface Revocation {
+  readonly seq: number;
+  readonly reason: string;
+  /** The registry version that first revoked it. */
+  readonly by: string;
+}
+
 export interface LedgerState {
   readonly seq: number;
   readonly head: string | null;
@@ -84,7 +102,9 @@ export interface LedgerState {
   readonly policy: TrustFile<ActorPolicy> | null;
   readonly killSwitch: TrustFile<KillSwitch> | null;
   /** Every key any root or registry ever allowed, with the actor it was given to (retired keys stay). */
-  readonly everKeys: ReadonlyMap<string, { readonly actor: string; readonly publicKey: string }>;
+  readonly everKeys: ReadonlyMap<string, KeyRecord>;
+  /** Every key any registry revoked, known or not, from the first registry that did: revocation is final. */
+  readonly revocations: ReadonlyMap<string, Revocation>;
   readonly messages: ReadonlyMap<string, MessageRecord>;
   /** `${source_actor} ${idempotency_key}` -> the first message that used it. */
   readonly idempotency: ReadonlyMap<string, string>;
@@ -111,6 +131,7 @@ export function emptyState(): LedgerState {
     policy: null,
     killSwitch: null,
     everKeys: new Map(),
+    revocations: new Map(),
     messages: new Map(),
     idempotency: new Map(),
     spendByCorrelation: new Map(),
@@ -169,6 +190,7 @@ export function cloneState(state: LedgerState): LedgerState {
   return {
     ...state,
     everKeys: new Map(state.everKeys),
+    revocations: new Map(state.revocations),
     messages: new Map(state.messages),
     idempotency: new Map(state.idempotency),
     spendByCorrelation: new Map(state.spendByCorrelation),
@@ -187,7 +209,7 @@ export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): 
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 4;
+const STATE_SHAPE = 5;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {
@@ -195,6 +217,7 @@ export function stateToJson(state: LedgerState): unknown {
     shape: STATE_SHAPE,
     ...state,
     everKeys: [...state.everKeys],
+    revocations: [...state.revocations],
     messages: [...state.messages.values()],
     idempotency: [...state.idempotency],
     spendByCorrelation: [...state.spendByCorrelation],
@@ -207,7 +230,8 @@ export function stateToJson(state: LedgerState): unknown {
 export function stateFromJson(value: unknown): LedgerState {
   const { shape, ...raw } = value as Record<string, unknown> & {
     shape?: unknown;
-    everKeys: Array<[string, { actor: string; publicKey: string }]>;
+    everKeys: Array<[string, KeyRecord]>;
+    revocations: Array<[string, Revocation]>;
     messages: MessageRecord[];
     idempotency: Array<[string, string]>;
     spendByCorrelation: Array<[string, number]>;
@@ -219,6 +243,7 @@ export function stateFromJson(value: unknown): LedgerState {
   return {
     ...(raw as unknown as LedgerState),
     everKeys: new Map(raw.everKeys),
+    revocations: new Map(raw.revocations),
     messages: new Map(raw.messages.map((record) => [record.id, record])),
     idempotency: new Map(raw.idempotency),
     spendByCorrelation: new Map(raw.spendByCorrelation),

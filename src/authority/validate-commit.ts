@@ -26,7 +26,7 @@ import type { FileChange } from '../ledger/commit-facts.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { checkForgeChanges } from './forge-rules.js';
 import { repeatedRequest, requestFingerprint } from './idempotency.js';
-import { activeKeys, checkKeyIds, unknownSignerError, type KeyHolder } from './keys.js';
+import { activeKeys, checkKeyIds, keyHolders, keyStatus, signerError, type KeyHolder, type KeyStatus } from './keys.js';
 import { attemptBranchFor, dispatchRequestHash, isBranchName } from './dispatch-rules.js';
 import { checkEdge, checkForbiddenEdge, checkPolicyAgainstRegistry, classOf, edgeRequires, isCommandIntent } from './policy-check.js';
 import { attemptIdOf, isRunnerIntent, withinHopLimit } from './runnable.js';
@@ -38,8 +38,10 @@ import {
   retryApproved,
   type ApprovalRecord,
   type AttemptRecord,
+  type KeyRecord,
   type LedgerState,
   type MessageRecord,
+  type Revocation,
   type TrustFile,
 } from './state.js';
 
@@ -91,7 +93,11 @@ class CommitCheck {
   private registry: TrustFile<ActorRegistry> | null;
   private policy: LedgerState['policy'];
   private killSwitch: LedgerState['killSwitch'];
-  private readonly everKeys = new Map<string, { actor: string; publicKey: string }>();
+  /** Keys this commit's trust files name, and the revocations its registry adds. */
+  private readonly everKeys = new Map<string, KeyRecord>();
+  private readonly revocations = new Map<string, Revocation>();
+  /** The trust files this commit adds, for the record of the keys they retire. */
+  private readonly trustPaths: string[] = [];
   private readonly messages = new Map<string, MessageRecord>();
   private readonly idempotency = new Map<string, string>();
   private readonly spend: Array<{ correlation: string; day: string; usd: number }> = [];
@@ -181,8 +187,8 @@ class CommitCheck {
         }
         const keyId = sig.publicKey.keyId;
         if (this.state.seq === 0) return { keyId, actor: this.genesisSigner(keyId) };
-        const holder = this.holders().get(keyId);
-        if (holder === undefined) throw unknownSignerError(this.state, this.registry?.doc ?? null, keyId, 'commit');
+        const holder = keyHolders(this.state).get(keyId);
+        if (holder === undefined) throw signerError(keyStatus(this.state, keyId), keyId, 'commit');
         return { keyId, actor: holder.actor };
       }) ?? null
     );
@@ -198,8 +204,26 @@ class CommitCheck {
     return authority.actor;
   }
 
+  /** The key holders once this commit's trust files so far are in force. */
   private holders(): ReadonlyMap<string, KeyHolder> {
-    return activeKeys(this.root?.doc ?? null, this.registry?.doc ?? null);
+    return activeKeys(this.root?.doc ?? null, this.registry?.doc ?? null, (keyId) => this.record(keyId)?.rootNamed === true);
+  }
+
+  private record(keyId: string): KeyRecord | undefined {
+    return this.everKeys.get(keyId) ?? this.state.everKeys.get(keyId);
+  }
+
+  private revocation(keyId: string): Revocation | undefined {
+    return this.revocations.get(keyId) ?? this.state.revocations.get(keyId);
+  }
+
+  /** A key's status with this commit's trust files so far in force: a key it revokes or retires is already out. */
+  private statusOf(keyId: string): KeyStatus {
+    const revocation = this.revocation(keyId);
+    const record = this.record(keyId) ?? null;
+    if (revocation !== undefined) return { status: 'revoked', actor: record?.actor ?? null, revocation, record };
+    if (record !== null && keyHolders(this.state).has(keyId)) return { status: 'retired', actor: record.actor, seq: this.seq, by: this.trustPaths, record };
+    return keyStatus(this.state, keyId);
   }
 
   /** Sorts the commit's files into entries, signatures and artifacts; anything else is a finding. */
@@ -298,11 +322,30 @@ class CommitCheck {
     return readDocument(kind, entry.bytes, entry.path);
   }
 
+  /**
+   * A trust file is signed by an authority of the trust in force at its commit's parent (genesis:
+   * by its own root), so a commit that rotates the root out from under its signer may still bring
+   * the registry that follows the rotation. A revoked or retired key is told apart from a stranger.
+   */
   private requireRootAuthority(keyId: string, where: string, what: string): void {
-    const authorities = this.root?.doc.authorities ?? [];
-    if (!authorities.some((authority) => authority.key_id === keyId)) {
+    const holder = (this.state.seq === 0 ? this.holders() : keyHolders(this.state)).get(keyId);
+    if (holder === undefined && this.state.seq !== 0) throw signerError(keyStatus(this.state, keyId), keyId, where);
+    if (holder?.rootAuthority !== true) {
       throw new CooError('TRUST_AUTHORITY', `${where}: ${what} must be signed by a trust-root authority in force, not ${keyId}`, { where });
     }
+  }
+
+  /** A revoked key never regains a role, by any trust file. */
+  private refuseRevoked(keyId: string, where: string, role: string): void {
+    const revocation = this.revocation(keyId);
+    if (revocation !== undefined) {
+      throw new CooError('KEY_REVOKED', `${where}: gives ${keyId} ${role}, but it was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key never regains a role`, { where });
+    }
+  }
+
+  private noteKey(keyId: string, actor: string, publicKey: string, rootNamed: boolean): void {
+    const known = this.record(keyId);
+    this.everKeys.set(keyId, { actor, publicKey, rootNamed: rootNamed || known?.rootNamed === true, retired: known?.retired ?? null });
   }
 
   private requireVersion(current: { version: number } | null, version: number, docVersion: number, where: string): void {
@@ -325,8 +368,11 @@ class CommitCheck {
     if (!signers.some((authority) => authority.key_id === keyId)) {
       throw new CooError('TRUST_AUTHORITY', `${entry.path}: a trust root must be signed by an authority of the root before it`, { where: entry.path });
     }
+    if (version > 1) this.requireRootAuthority(keyId, entry.path, 'a trust root');
+    for (const authority of doc.authorities) this.refuseRevoked(authority.key_id, entry.path, `trust-root authority for ${authority.actor}`);
     this.root = this.trustFile(entry, version, doc);
-    for (const authority of doc.authorities) this.everKeys.set(authority.key_id, { actor: authority.actor, publicKey: authority.public_key });
+    this.trustPaths.push(entry.path);
+    for (const authority of doc.authorities) this.noteKey(authority.key_id, authority.actor, authority.public_key, true);
   }
 
   private checkRegistry(entry: EntryFile, version: number, keyId: string): void {
@@ -335,9 +381,21 @@ class CommitCheck {
     this.requireRootAuthority(keyId, entry.path, 'a registry');
     doc.actors.forEach((actor, index) => checkKeyIds(actor.keys, `${entry.path}:actors[${index}]`));
     if (this.policy !== null) checkPolicyAgainstRegistry(this.policy.doc, doc, entry.path);
+    // Revocation is final: every later registry keeps every revocation, and gives no revoked key a role.
+    const listed = new Set(doc.revoked_keys.map((revoked) => revoked.key_id));
+    for (const [revokedId, revocation] of [...this.state.revocations, ...this.revocations]) {
+      if (!listed.has(revokedId)) {
+        throw new CooError('KEY_REVOKED', `${entry.path}: drops the revocation of ${revokedId} (Ledger-Seq ${revocation.seq}, ${revocation.by}): revocation is final, and every later registry lists it`, { where: entry.path });
+      }
+    }
+    for (const actor of doc.actors) for (const key of actor.keys) this.refuseRevoked(key.key_id, entry.path, `to ${actor.id}`);
     this.registry = this.trustFile(entry, version, doc);
+    this.trustPaths.push(entry.path);
+    for (const revoked of doc.revoked_keys) {
+      if (this.revocation(revoked.key_id) === undefined) this.revocations.set(revoked.key_id, { seq: this.seq, reason: revoked.reason, by: entry.path });
+    }
     for (const actor of doc.actors) {
-      for (const key of actor.keys) this.everKeys.set(key.key_id, { actor: actor.id, publicKey: key.public_key });
+      for (const key of actor.keys) this.noteKey(key.key_id, actor.id, key.public_key, false);
     }
   }
 
@@ -352,7 +410,7 @@ class CommitCheck {
 
   private signerHolder(keyId: string, where: string): KeyHolder {
     const holder = this.holders().get(keyId);
-    if (holder === undefined) throw unknownSignerError(this.state, this.registry?.doc ?? null, keyId, where);
+    if (holder === undefined) throw signerError(this.statusOf(keyId), keyId, where);
     return holder;
   }
 
@@ -890,11 +948,30 @@ class CommitCheck {
     }
   }
 
+  /**
+   * What this commit's trust change does to each key's life: a key that leaves force without being
+   * revoked is retired here; a key that comes back into force is no longer retired.
+   */
+  private keyChanges(): Array<[string, KeyRecord['retired']]> {
+    const before = keyHolders(this.state);
+    const after = this.holders();
+    const changes: Array<[string, KeyRecord['retired']]> = [];
+    for (const keyId of before.keys()) {
+      if (!after.has(keyId) && this.revocation(keyId) === undefined) changes.push([keyId, { seq: this.seq, by: [...this.trustPaths] }]);
+    }
+    for (const keyId of after.keys()) if (!before.has(keyId) && this.record(keyId)?.retired != null) changes.push([keyId, null]);
+    return changes;
+  }
+
   /** The next state. Maps are extended in place: a fold over 100k commits must not copy them per commit. */
   private apply(): LedgerState {
     const state = this.state;
-    const everKeys = state.everKeys as Map<string, { actor: string; publicKey: string }>;
+    const retiring = this.trustPaths.length === 0 ? [] : this.keyChanges();
+    const everKeys = state.everKeys as Map<string, KeyRecord>;
     for (const [key, value] of this.everKeys) everKeys.set(key, value);
+    for (const [key, retired] of retiring) everKeys.set(key, { ...everKeys.get(key)!, retired });
+    const revocations = state.revocations as Map<string, Revocation>;
+    for (const [key, value] of this.revocations) revocations.set(key, value);
     const messages = state.messages as Map<string, MessageRecord>;
     for (const [id, record] of this.messages) messages.set(id, record);
     const idempotency = state.idempotency as Map<string, string>;

@@ -1,6 +1,6 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { activeKeys } from '../authority/keys.js';
+import { requireHolder } from '../authority/keys.js';
 import { appendKillSwitch } from '../ledger/trust-update.js';
 import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
@@ -22,8 +22,7 @@ export function killSwitchVerb(program: Command): void {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const { result, remote } = await writeLedger(gitdir, opts.remote, async (ledger) => {
         const current = await ledger.state();
-        const actor = activeKeys(current.root?.doc ?? null, current.registry?.doc ?? null).get(key.publicKey.keyId)?.actor;
-        if (actor === undefined) throw new CooError('SIGNER_UNKNOWN', `key ${key.publicKey.keyId} is not in the trust files`);
+        const { actor } = requireHolder(current, key.publicKey.keyId, '--key');
         return { ...(await appendKillSwitch(ledger, state, reason, actor, key, now())), actor };
       });
       emit(opts.json, { state, version: result.version, commit: result.commit, set_by: result.actor, ...remoteJson(remote) }, () =>

@@ -1,4 +1,4 @@
-import { activeKeys } from '../authority/keys.js';
+import { requireHolder } from '../authority/keys.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { approvalPath } from '../ledger/layout.js';
@@ -43,8 +43,8 @@ export async function approve(request: ApproveRequest): Promise<Approved> {
   const state = await ledger.state();
   const policy = state.policy?.doc;
   if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
-  const holder = activeKeys(state.root?.doc ?? null, state.registry?.doc ?? null).get(key.publicKey.keyId);
-  if (holder === undefined || !holder.rootAuthority) throw new CooError('TRUST_AUTHORITY', `key ${key.publicKey.keyId} is not a trust-root authority: approvals are the CEO's`);
+  const holder = requireHolder(state, key.publicKey.keyId, 'the approving key');
+  if (!holder.rootAuthority) throw new CooError('TRUST_AUTHORITY', `key ${key.publicKey.keyId} is not a trust-root authority: approvals are the CEO's`);
   let attempt: number | null = null;
   if (request.messageId !== undefined) {
     const record = state.messages.get(request.messageId);

@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { activeKeys } from '../authority/keys.js';
+import { requireHolder } from '../authority/keys.js';
 import { correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { Ledger } from './ledger.js';
@@ -56,8 +56,7 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
   const registry = state.registry?.doc;
   const policy = state.policy?.doc;
   if (registry === undefined || policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no registry and policy');
-  const holder = activeKeys(state.root?.doc ?? null, registry).get(key.publicKey.keyId);
-  if (holder === undefined) throw new CooError('SIGNER_UNKNOWN', `key ${key.publicKey.keyId} is not in the registry: requests are sent by the active COO ${registry.active_coo}`);
+  const holder = requireHolder(state, key.publicKey.keyId, `the sender's key (requests are sent by the active COO ${registry.active_coo})`);
   const parent = request.parentMessageId === undefined ? undefined : state.messages.get(request.parentMessageId);
   if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
   const idempotencyKey = request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`;

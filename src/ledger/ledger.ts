@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { setImmediate as nextTurn } from 'node:timers/promises';
 import { CooError, isCooError, toFinding, type Finding } from '../errors.js';
-import { activeKeys } from '../authority/keys.js';
+import { keyHolders } from '../authority/keys.js';
 import { emptyState, type LedgerState } from '../authority/state.js';
 import { validateCommit, type CommitVerdict } from '../authority/validate-commit.js';
 import { ENTRY_NAMESPACE, GIT_NAMESPACE, signSshsig } from '../crypto/sshsig.js';
@@ -421,7 +421,7 @@ export class Ledger {
       }
     }
     const tree = await builder.write(objects);
-    const holder = activeKeys(snapshot.state.root?.doc ?? null, snapshot.state.registry?.doc ?? null).get(options.key.publicKey.keyId);
+    const holder = keyHolders(snapshot.state).get(options.key.publicKey.keyId);
     const name = holder?.actor ?? (options.key.comment.trim() === '' ? 'unknown' : options.key.comment.trim());
     const ident = formatIdent(name, options.key.publicKey.keyId, Math.floor(options.now.getTime() / 1000));
     const fields = {
