@@ -13,11 +13,11 @@ export function trustVerb(program: Command): void {
     .description('append the next version of the trust root, registry or policy, signed by a trust-root authority (the CEO)')
     .addOption(ledgerOption())
     .option('--ceo-key <file>', 'a private key of the trust root in force')
-    .option('--root <file>', 'the next trust root (key rotation of the CEO)')
+    .option('--root <file>', 'the next trust root (key rotation of the CEO); the registry follows in the same commit, so both name the same CEO keys')
     .option('--registry <file>', 'the next actor registry')
     .option('--policy <file>', 'the next actor policy')
     .option('--actor <id=pubfile>', 'with --registry: set an actor\'s key (rotation); repeatable', collectPairs, [])
-    .option('--revoke <keyid=reason>', 'with --registry: revoke a key; repeatable', collectPairs, [])
+    .option('--revoke <keyid=reason>', 'with --registry or --root: revoke a key (compromise: final, it never regains any role); a CEO key is revoked with the --root that names its successor; repeatable', collectPairs, [])
     .addOption(remoteOption())
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; ceoKey?: string; root?: string; registry?: string; policy?: string; actor: string[]; revoke: string[]; remote?: string; json?: boolean }) => {
@@ -47,8 +47,9 @@ export function trustVerb(program: Command): void {
           now(),
         ),
       );
-      emit(opts.json, { role, version: result.version, commit: result.commit, seq: result.seq, ...remoteJson(remote) }, () =>
-        `${role} version ${result.version} appended in ${result.commit} (Ledger-Seq ${result.seq})${remoteText(remote)}`,
+      const registryVersion = result.registryVersion;
+      emit(opts.json, { role, version: result.version, ...(registryVersion === undefined ? {} : { registry_version: registryVersion }), commit: result.commit, seq: result.seq, ...remoteJson(remote) }, () =>
+        `${role} version ${result.version}${registryVersion === undefined ? '' : ` and registry version ${registryVersion}`} appended in ${result.commit} (Ledger-Seq ${result.seq})${remoteText(remote)}`,
       );
     });
 }

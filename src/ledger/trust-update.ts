@@ -2,7 +2,9 @@ import { CooError } from '../errors.js';
 import { formatPublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
 import { parseDocument } from '../schema/documents.js';
 import { toYaml } from '../schema/strict-yaml.js';
-import type { KillSwitch } from '../schema/control.js';
+import type { KillSwitch, TrustRoot } from '../schema/control.js';
+import type { ActorRegistry } from '../schema/registry.js';
+import { checkRegistryAgreesWithRoot, registryFollowingRoot } from '../authority/trust-agreement.js';
 import { isoSeconds } from '../util/time.js';
 import { killSwitchPath, trustPath, type TrustRole } from './layout.js';
 import type { AppendResult, Ledger } from './ledger.js';
@@ -15,12 +17,23 @@ export interface TrustUpdate {
   readonly document: Record<string, unknown>;
   /** Registry only: replace these actors' keys (key rotation). */
   readonly actorKeys?: ReadonlyMap<string, PublicKey>;
-  /** Registry only: revoke these key ids, with reasons. */
+  /** Registry or root: revoke these key ids, with reasons; each loses every role it holds. */
   readonly revoke?: ReadonlyMap<string, string>;
 }
 
-/** Appends the next version of a trust file, signed by `key` (a trust-root authority in force). */
-export async function appendTrustVersion(ledger: Ledger, update: TrustUpdate, key: PrivateKey, now: Date): Promise<AppendResult & { version: number }> {
+export interface TrustAppended extends AppendResult {
+  readonly version: number;
+  /** The registry version written with a root, so that both name the same CEO keys. */
+  readonly registryVersion?: number;
+}
+
+/**
+ * Appends the next version of a trust file, signed by `key` (a trust-root authority in force). A
+ * root comes with the registry that agrees with it in the same commit (the CEO actor's keys are
+ * the root's, a revoked key is listed and given to no one); a registry that would disagree with
+ * the root in force is refused with what to do instead (authority/trust-agreement.ts).
+ */
+export async function appendTrustVersion(ledger: Ledger, update: TrustUpdate, key: PrivateKey, now: Date): Promise<TrustAppended> {
   const state = await ledger.state();
   const current = update.role === 'root' ? state.root : update.role === 'registry' ? state.registry : state.policy;
   const next = (current?.version ?? 0) + 1;
@@ -29,6 +42,7 @@ export async function appendTrustVersion(ledger: Ledger, update: TrustUpdate, ke
     throw new CooError('TRUST_VERSION', `the file says version ${String(given)} but version ${next} comes next (omit the field or set it to ${next})`);
   }
   let document: Record<string, unknown> = { ...update.document, version: next };
+  const revoke = update.revoke ?? new Map<string, string>();
   if (update.role === 'registry') {
     const actors = (document['actors'] as Array<Record<string, unknown>> | undefined) ?? [];
     for (const id of update.actorKeys?.keys() ?? []) {
@@ -38,22 +52,35 @@ export async function appendTrustVersion(ledger: Ledger, update: TrustUpdate, ke
       ...document,
       actors: actors.map((actor) => {
         const key = update.actorKeys?.get(String(actor['id']));
-        return key === undefined ? actor : { ...actor, keys: [{ key_id: key.keyId, public_key: formatPublicKeyLine(key) }] };
+        const keys = key === undefined ? ((actor['keys'] as Array<Record<string, unknown>> | undefined) ?? []) : [{ key_id: key.keyId, public_key: formatPublicKeyLine(key) }];
+        // A revocation ends every role of the key: it leaves whichever actor held it.
+        return { ...actor, keys: keys.filter((entry) => !revoke.has(String(entry['key_id']))) };
       }),
       revoked_keys: [
         ...((document['revoked_keys'] as unknown[] | undefined) ?? []),
-        ...[...(update.revoke ?? [])].map(([keyId, reason]) => ({ key_id: keyId, reason })),
+        ...[...revoke].map(([keyId, reason]) => ({ key_id: keyId, reason })),
       ],
     };
-  } else if (update.actorKeys !== undefined || update.revoke !== undefined) {
-    throw new CooError('USAGE', 'actor keys and revocations belong to the registry');
+  } else if (update.actorKeys !== undefined || (update.role === 'policy' && update.revoke !== undefined)) {
+    throw new CooError('USAGE', update.actorKeys !== undefined ? "actor keys belong to the registry; a CEO key changes with --root" : 'revocations belong to the registry, or to a root that rotates the revoked key out');
   }
   if (update.role === 'root' && document['created_at'] === undefined) document = { ...document, created_at: isoSeconds(now) };
   const parsed = parseDocument(KIND[update.role], document, `${update.role} file`);
-  const path = trustPath(update.role, next);
-  const result = await ledger.append({ files: [{ path, bytes: Buffer.from(toYaml(parsed)) }], key, now, summary: `trust: ${update.role} version ${next}` });
+  const files = [{ path: trustPath(update.role, next), bytes: Buffer.from(toYaml(parsed)) }];
+  let registryVersion: number | undefined;
+  if (update.role === 'registry') checkRegistryAgreesWithRoot(state, parsed as ActorRegistry);
+  if (update.role === 'root' && state.registry !== null) {
+    const following = registryFollowingRoot(state.registry.doc, state.root?.doc ?? null, parsed as TrustRoot, revoke);
+    if (following !== null) {
+      registryVersion = state.registry.version + 1;
+      const registry = parseDocument('actor_registry.v0', { ...following, version: registryVersion }, 'registry following the root');
+      files.push({ path: trustPath('registry', registryVersion), bytes: Buffer.from(toYaml(registry)) });
+    }
+  }
+  const summary = `trust: ${update.role} version ${next}${registryVersion === undefined ? '' : ` and registry version ${registryVersion}`}`;
+  const result = await ledger.append({ files, key, now, summary });
   if ('skipped' in result) throw new CooError('INTERNAL', 'trust update skipped');
-  return { ...result, version: next };
+  return { ...result, version: next, ...(registryVersion === undefined ? {} : { registryVersion }) };
 }
 
 /** Appends the next kill-switch version, signed by `key` on behalf of `actor`. */
