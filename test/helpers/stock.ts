@@ -20,7 +20,7 @@ export function fixtureFiles(id: string, idempotencyKey: string): Record<string,
 export function stockCommit(
   work: string,
   files: Record<string, string>,
-  options: { key: string | null; seq: number; entryKey?: string; message?: string; sign?: boolean | readonly string[] },
+  options: { key: string | null; seq: number; entryKey?: string; message?: string; sign?: boolean | readonly string[]; date?: string },
 ): void {
   for (const [path, content] of Object.entries(files)) {
     const full = join(work, path);
@@ -36,7 +36,8 @@ export function stockCommit(
   }
   git(['add', '-A'], { cwd: work });
   const signing = options.key === null ? [] : ['-c', 'gpg.format=ssh', '-c', `user.signingkey=${options.key}`];
-  git([...signing, 'commit', '-q', ...(options.key === null ? [] : ['-S']), '-m', options.message ?? 'by hand', '-m', `Ledger-Seq: ${options.seq}`], { cwd: work, env: gitEnv() });
+  const dated = options.date === undefined ? {} : { GIT_COMMITTER_DATE: options.date, GIT_AUTHOR_DATE: options.date };
+  git([...signing, 'commit', '-q', ...(options.key === null ? [] : ['-S']), '-m', options.message ?? 'by hand', '-m', `Ledger-Seq: ${options.seq}`], { cwd: work, env: { ...gitEnv(), ...dated } });
 }
 
 export function push(work: string, ...args: string[]): { status: number | null; stderr: string } {
