@@ -1,6 +1,6 @@
 import { appendFileSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { afterAll, beforeAll, expect, it } from 'vitest';
 import { formatPrivateKey, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
@@ -22,7 +22,8 @@ export function attack(name: string, via: Via, expected: string, perform: () => 
   it(`${name} (${via}: ${expected})`, async () => {
     const observed = await perform();
     mkdirSync(TALLY_DIR, { recursive: true });
-    appendFileSync(join(TALLY_DIR, 'attacks.jsonl'), `${JSON.stringify({ name, via, expected, observed, accepted: observed === 'accepted' })}\n`);
+    const file = basename(expect.getState().testPath ?? '');
+    appendFileSync(join(TALLY_DIR, 'attacks.jsonl'), `${JSON.stringify({ name, via, file, expected, observed, accepted: observed === 'accepted' })}\n`);
     expect(observed).toBe(expected);
   });
 }

@@ -27,9 +27,17 @@ const packing = load.find((l) => l.test === 'packing under the writer');
 const remoteDrain = load.find((l) => l.test === 'four runners, four clones');
 const takeovers = faults.filter((f) => f.point === 'remote-takeover');
 
+/** Attacks by the catalog file they come from: trust over time, and what auditors are told. */
+const inFiles = (pattern) => attacks.filter((a) => pattern.test(a.file ?? ''));
+const trustAttacks = inFiles(/^trust/);
+const auditAttacks = inFiles(/^(audit|bundle)/);
+const triedRefused = (list) => (list.length > 0 ? `${list.length} / ${list.filter((a) => !a.accepted).length}` : 'not run');
+
 const rows = [
   ['attacks tried', `${attacks.length} (${byVia})`],
   ['attacks accepted (must be 0)', String(accepted.length)],
+  ['trust attacks tried / refused', triedRefused(trustAttacks)],
+  ['audit attacks tried / refused', triedRefused(auditAttacks)],
   ['property cases run', `${properties.reduce((sum, p) => sum + p.runs, 0)} over ${properties.length} properties`],
   ['crashes survived', `${consultFaults.filter((f) => f.killed).length} of ${consultFaults.length} SIGKILLed runs (${points})`],
   ['duplicate consults (must be 0)', String(duplicates)],
