@@ -1,6 +1,7 @@
 import { signEd25519 } from '../crypto/ed25519.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import type { Evidence } from './cite.js';
+import { CooError } from '../errors.js';
+import { isVerified, whatIsWrong, type Evidence } from './cite.js';
 
 /**
  * A receipt as an in-toto Statement v1 in a DSSE envelope, signed with the COO's ed25519 key, so
@@ -32,8 +33,12 @@ function descriptor(name: string, sha256Ref: string): ResourceDescriptor {
   return { name, digest: { sha256: sha256Ref.replace(/^sha256:/, '') } };
 }
 
-/** The statement for one cited receipt; `envelope` is the message's envelope path and sha256. */
+/**
+ * The statement for one cited receipt; `envelope` is the message's envelope path and sha256. Only
+ * for evidence `coo verify` found clean: `verified_to_seq` is the head it replayed clean.
+ */
 export function receiptStatement(evidence: Evidence, envelope: { path: string; sha256: string }): Record<string, unknown> {
+  if (!isVerified(evidence)) throw new CooError('SIG_INVALID', `not attesting: the ledger does not verify (${whatIsWrong(evidence)})`, { findings: evidence.findings });
   const { receipt } = evidence;
   const outputs = [
     ...(receipt.output_ref !== null && receipt.output_hash !== null ? [descriptor(receipt.output_ref, receipt.output_hash)] : []),
@@ -64,7 +69,7 @@ export function receiptStatement(evidence: Evidence, envelope: { path: string; s
         commit: evidence.receiptCommit,
         seq: evidence.receiptSeq,
         signer: evidence.signer,
-        verified_to_seq: evidence.ledgerSeq,
+        verified_to_seq: evidence.cleanToSeq,
       },
     },
   };

@@ -8,11 +8,9 @@ import { sha256Ref } from '../util/hash.js';
 import type { Evidence } from './cite.js';
 import { verifyLedger } from './verify.js';
 
-const HISTORY_CODES = new Set(['HISTORY_ROLLBACK', 'HISTORY_FORK', 'TRUST_ROOT_MISMATCH', 'COMMIT_MERGE', 'COMMIT_SEQ']);
-
 /**
- * Gathers a message's evidence for citing: its final receipt and answer, and whether `coo verify`
- * (a full replay) finds anything wrong with the commits that carry the message or with the history.
+ * Gathers a message's evidence for citing: its final receipt and answer, and what `coo verify` (a
+ * full replay) finds anywhere in the ledger: evidence is verified only when the whole history is.
  */
 export async function gatherEvidence(gitdir: string, messageId: string): Promise<Evidence> {
   const report = await verifyLedger(gitdir, { timeline: true });
@@ -38,7 +36,6 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
     throw new CooError('NOT_FOUND', `${id} has no receipt yet`);
   }
   const commits = report.timeline?.commits ?? [];
-  const mine = commits.filter((commit) => commit.entries.some((entry) => entry.messageId === record.id));
   const receiptCommit = commits.find((commit) => commit.entries.some((entry) => entry.path === last.receipt!.path));
   const ledger = Ledger.open(gitdir, { checkpoints: false });
   try {
@@ -71,7 +68,9 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
         }
       }
     }
-    const findings = [...mismatches, ...mine.flatMap((commit) => commit.findings), ...report.findings.filter((finding) => HISTORY_CODES.has(finding.code) || finding.commit === undefined)];
+    // Evidence is clean only when history is: every finding of the replay counts, wherever it is.
+    const findings = [...mismatches, ...report.findings];
+    const firstBad = commits.find((commit) => commit.findings.length > 0);
     return {
       messageId: record.id,
       source: record.source,
@@ -87,8 +86,9 @@ export async function gatherEvidence(gitdir: string, messageId: string): Promise
       signer: receiptCommit?.signer?.actor ?? null,
       answer,
       findings: [...new Map(findings.map((finding) => [`${finding.code} ${finding.commit ?? ''} ${finding.path ?? ''} ${finding.message}`, finding])).values()],
-      ledgerSeq: report.seq,
-      ledgerFindings: report.findings.length,
+      genesis: report.state.genesis ?? '(none)',
+      headSeq: report.seq,
+      cleanToSeq: firstBad === undefined ? report.seq : firstBad.seq - 1,
     };
   } finally {
     ledger.close();

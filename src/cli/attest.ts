@@ -3,7 +3,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { keyHolders } from '../authority/keys.js';
 import { receiptStatement, signStatement } from '../audit/attest.js';
-import { isVerified } from '../audit/cite.js';
+import { isVerified, whatIsWrong } from '../audit/cite.js';
 import { gatherEvidence } from '../audit/evidence.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -24,7 +24,7 @@ export function attestVerb(program: Command): void {
       const key = loadPrivateKey(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const evidence = await gatherEvidence(gitdir, messageId);
       if (!isVerified(evidence)) {
-        throw new CooError('SIG_INVALID', `not attesting: the evidence for ${evidence.messageId} does not verify (${evidence.findings[0]!.code}: ${evidence.findings[0]!.message})`, { findings: evidence.findings });
+        throw new CooError('SIG_INVALID', `not attesting: the evidence for ${evidence.messageId} does not verify (${whatIsWrong(evidence)})`, { findings: evidence.findings });
       }
       const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
       const ledger = Ledger.open(gitdir, { checkpoints: false });

@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { citationMarker, isVerified, renderCitation } from '../audit/cite.js';
+import { citationMarker, isVerified, renderCitation, whatIsWrong } from '../audit/cite.js';
 import { gatherBundle } from '../audit/bundle-gather.js';
 import { gatherEvidence } from '../audit/evidence.js';
 import { parseIssueRef, postComment } from '../audit/github.js';
@@ -24,11 +24,11 @@ export function citeVerb(program: Command): void {
       const markdown = renderCitation(evidence);
       if (opts.bundle !== undefined) writeFileSync(opts.bundle, await gatherBundle(gitdir, evidence));
       if (target === null) {
-        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), findings: evidence.findings, markdown }, () => markdown.trimEnd());
+        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), head_seq: evidence.headSeq, clean_to_seq: evidence.cleanToSeq, findings: evidence.findings, markdown }, () => markdown.trimEnd());
         return;
       }
       if (!isVerified(evidence)) {
-        throw new CooError('SIG_INVALID', `not posting: the evidence for ${evidence.messageId} does not verify (${evidence.findings[0]!.code}: ${evidence.findings[0]!.message})`, { findings: evidence.findings });
+        throw new CooError('SIG_INVALID', `not posting: the evidence for ${evidence.messageId} does not verify (${whatIsWrong(evidence)})`, { findings: evidence.findings });
       }
       const token = process.env['GITHUB_TOKEN'];
       if (token === undefined || token === '') throw new CooError('USAGE', 'posting needs GITHUB_TOKEN in the environment');

@@ -94,7 +94,7 @@ export function renderPullRequestBody(evidence: PullRequestEvidence): string {
     `Head ${receipt.head_sha === null ? 'none' : `\`${receipt.head_sha}\``} on ${codeSpan(evidence.branch)}${evidence.baseSha === undefined ? '' : `, base \`${evidence.baseSha}\``}${evidence.issueNumber === undefined ? '' : `. Refs #${evidence.issueNumber}`}`,
   ];
   const criteria = evidence.acceptance ?? [];
-  lines.push(...section('Acceptance criteria', [...criteria.slice(0, BODY_LIMITS.criteria).map((item) => `- ${inert(item).slice(0, BODY_LIMITS.textChars)}`), ...more(criteria.length, BODY_LIMITS.criteria, 'in the dispatch')]));
+  lines.push(...section('Acceptance criteria', [...criteria.slice(0, BODY_LIMITS.criteria).map((item) => `- ${inert([...item].slice(0, BODY_LIMITS.textChars).join(''))}`), ...more(criteria.length, BODY_LIMITS.criteria, 'in the dispatch')]));
   lines.push(
     ...section(`Files changed (${files.length})`, [
       ...files.slice(0, BODY_LIMITS.files).map((file) => `- ${codeSpan(file.path)}${file.status === undefined ? '' : ` ${file.status}`}${file.sha256 === null ? '' : `, \`${file.sha256}\``}`),

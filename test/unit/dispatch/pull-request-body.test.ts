@@ -115,7 +115,7 @@ describe('pull request body', () => {
 
   it('makes the dispatch\'s acceptance criteria inert text', () => {
     const body = renderPullRequestBody(evidence());
-    expect(body).toContain('**Acceptance criteria**\n- add(2, 3) returns 5\n- ping @\u200boctocat &lt;img src=x&gt;\n');
+    expect(body).toContain('**Acceptance criteria**\n- add\\(2\\, 3\\) returns 5\n- ping \\@\u200boctocat \\<img src\\=x\\>\n');
   });
 
   it('keeps the largest receipt the schema allows under GitHub\'s 65,536-character body, saying how many items it left out', () => {
