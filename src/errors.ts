@@ -94,6 +94,8 @@ const CODES = {
   HEARTBEAT_EXPIRED: 'rejected',
   // portable evidence
   BUNDLE_INVALID: 'rejected',
+  /** Evidence from another ledger than the one pinned (its genesis commit). */
+  LEDGER_MISMATCH: 'rejected',
   // consult lane
   CONTEXT_INVALID: 'rejected',
   ORACLE_CONFIG: 'usage',

@@ -6,17 +6,18 @@ import { parseTree } from '../ledger/tree-format.js';
 import { readDocument } from '../schema/documents.js';
 import type { TrustRoot } from '../schema/control.js';
 import type { ActorRegistry } from '../schema/registry.js';
-import { isVerified, type Evidence } from './cite.js';
+import { isVerified, whatIsWrong, type Evidence } from './cite.js';
 import { renderBundle } from './bundle.js';
 
 /**
  * Reads from the ledger what a bundle holds for one cited message: the receipt's commit, the trees
- * from its root down to every file, the message's files and every trust root and registry version.
- * Refuses evidence that `coo verify` does not find clean: a bundle is for handing out.
+ * from its root down to every file, the message's files and every trust root and registry version,
+ * and the ledger's genesis commit with the trees down to its first trust root, which name the
+ * ledger. Refuses evidence that `coo verify` does not find clean: a bundle is for handing out.
  */
 export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<Buffer> {
   if (!isVerified(evidence)) {
-    throw new CooError('SIG_INVALID', `no bundle: the evidence for ${evidence.messageId} does not verify (${evidence.findings[0]!.code}: ${evidence.findings[0]!.message})`, { findings: evidence.findings });
+    throw new CooError('SIG_INVALID', `no bundle: the evidence for ${evidence.messageId} does not verify (${whatIsWrong(evidence)})`, { findings: evidence.findings });
   }
   const reader = new CatFileReader(gitdir);
   try {
@@ -67,7 +68,14 @@ export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<
         else trust.registry.push(readDocument('actor_registry.v0', bytes, `trust/registry/${entry.name}`));
       }
     }
-    return renderBundle({ messageId: evidence.messageId, receiptPath: evidence.receiptPath, commit: links.raw, trees, files }, trust.root, trust.registry);
+    // The ledger's name: its genesis commit, and the trees down to the first trust files it laid, in it and in the receipt's commit.
+    const genesis = await readCommitLinks(reader, evidence.genesis);
+    const genesisTrust = await readTree(folderOid(await readTree(genesis.tree), 'trust'));
+    for (const role of ['root', 'registry', 'policy']) {
+      await readTree(folderOid(genesisTrust, role));
+      await readTree(folderOid(trustFolder, role));
+    }
+    return renderBundle({ messageId: evidence.messageId, receiptPath: evidence.receiptPath, commit: links.raw, genesis: genesis.raw, trees, files }, trust.root, trust.registry);
   } finally {
     reader.close();
   }

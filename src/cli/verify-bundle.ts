@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
-import { verifyBundle } from '../audit/bundle.js';
+import { verifyBundle } from '../audit/bundle-verify.js';
+import { CooError } from '../errors.js';
 import { emit, jsonOption, loadPublicKey, readInput } from './common.js';
 
 export function verifyBundleVerb(program: Command): void {
@@ -8,16 +9,23 @@ export function verifyBundleVerb(program: Command): void {
     .description('check an evidence bundle (coo cite --bundle) with no access to the ledger; exit 3 if any byte of it fails')
     .argument('<file>', 'the bundle (a tar archive)')
     .option('--trust-root <pub>', 'the CEO public key you trust: the bundle\'s trust root version 1 must list it')
+    .option('--genesis <commit>', "the ledger the evidence must come from: its genesis commit (git rev-list --max-parents=0 main, or genesis in coo verify --json)")
     .addOption(jsonOption())
-    .action((file: string, opts: { trustRoot?: string; json?: boolean }) => {
+    .action((file: string, opts: { trustRoot?: string; genesis?: string; json?: boolean }) => {
       const pinned = opts.trustRoot === undefined ? undefined : loadPublicKey(opts.trustRoot);
-      const report = verifyBundle(readInput(file, 'bundle'), pinned === undefined ? {} : { trustRoot: pinned });
+      if (opts.genesis !== undefined && !/^[0-9a-f]{40}$/.test(opts.genesis)) throw new CooError('USAGE', `--genesis takes a full commit id (40 hex digits), not ${JSON.stringify(opts.genesis)}`);
+      const report = verifyBundle(readInput(file, 'bundle'), { ...(pinned === undefined ? {} : { trustRoot: pinned }), ...(opts.genesis === undefined ? {} : { genesis: opts.genesis }) });
       emit(opts.json, { ok: true, ...report }, () =>
         [
           `ok: ${report.receiptPath} (${report.status}) of ${report.messageId}, in commit ${report.commit} at Ledger-Seq ${report.seq}, signed by ${report.signer.actor} ${report.signer.keyId}`,
           report.pinned
             ? `trust root pinned: ${report.rootKeys.join(', ')}`
             : `trust root NOT pinned: it lists ${report.rootKeys.join(', ')}; compare with the CEO key you know, or pass --trust-root`,
+          report.ledger === null
+            ? 'ledger NOT named: an older bundle, which does not say which ledger it comes from'
+            : report.ledgerPinned
+              ? `ledger pinned: genesis ${report.ledger}`
+              : `ledger NOT pinned: genesis ${report.ledger}; compare with the ledger you expect, or pass --genesis`,
         ].join('\n'),
       );
     });

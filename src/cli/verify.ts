@@ -40,7 +40,7 @@ export function verifyVerb(program: Command): void {
       if (opts.json !== true) for (const note of notes) process.stderr.write(`note: ${note}\n`);
       emit(
         opts.json,
-        { ok: report.findings.length === 0, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes },
+        { ok: report.findings.length === 0, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes },
         () => {
           const scope = report.incremental ? `${report.replayed} new commit(s) since the last verified head` : `${report.commits} commits from genesis`;
           const head = `head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;

@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { verifyBundle } from '../../src/audit/bundle.js';
+import { verifyBundle } from '../../src/audit/bundle-verify.js';
 import { isCooError } from '../../src/errors.js';
 import { coo, json } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';

@@ -35,9 +35,9 @@ export interface World {
 }
 
 /** A ledger with quick retries, a target repository, the offline model, and factories for transports and runners. */
-export async function makeWorld(dir: string, options: { policy?: (policy: ActorPolicy) => ActorPolicy; modes?: FakeMode[] } = {}): Promise<World> {
+export async function makeWorld(dir: string, options: { policy?: (policy: ActorPolicy) => ActorPolicy; modes?: FakeMode[]; actors?: Actors } = {}): Promise<World> {
   mkdirSync(dir, { recursive: true });
-  const actors = makeActors();
+  const actors = options.actors ?? makeActors();
   const gitdir = join(dir, 'ledger.git');
   const base = defaultPolicy();
   const policy = (options.policy ?? ((p) => p))({ ...base, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
