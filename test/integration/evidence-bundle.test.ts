@@ -53,6 +53,27 @@ describe('coo cite --bundle and coo verify-bundle', () => {
     expect(result.stderr).toMatch(/^coo: TRUST_ROOT_MISMATCH: /);
   });
 
+  it('still verifies a bundle written before bundles named their ledger, pinned to its CEO key, and will not hold it to a genesis', () => {
+    const legacy = join(REPO, 'test', 'fixtures', 'legacy-bundles');
+    const bundle = join(legacy, 'coo_evidence_bundle.v0--consult.tar');
+    const result = coo(['verify-bundle', bundle, '--trust-root', join(legacy, 'ceo.pub'), '--json']);
+    expect(result.stderr).toBe('');
+    expect(json(result)).toMatchObject({ ok: true, status: 'succeeded', pinned: true, ledger: null });
+    const pinned = coo(['verify-bundle', bundle, '--genesis', '6cf05e2a157dc53317192a1333465e1fad14a881']);
+    expect(pinned.status).toBe(3);
+    expect(pinned.stderr).toMatch(/^coo: LEDGER_MISMATCH: the bundle names no ledger/);
+  });
+
+  it('names the ledger it comes from, and verify-bundle holds it to the genesis commit an auditor pins', () => {
+    const genesis = json<{ genesis: string }>(coo(['verify', '--ledger', ledger, '--no-checkpoint', '--json'])).genesis;
+    expect(genesis).toMatch(/^[0-9a-f]{40}$/);
+    const file = join(scratch, `${succeeded}.tar`);
+    expect(json(coo(['verify-bundle', file, '--genesis', genesis, '--json']))).toMatchObject({ ok: true, ledger: genesis, ledgerPinned: true });
+    const other = coo(['verify-bundle', file, '--genesis', 'f'.repeat(40)]);
+    expect(other.status).toBe(3);
+    expect(other.stderr).toMatch(/^coo: LEDGER_MISMATCH: /);
+  });
+
   it('follows the README procedure with tar, git and ssh-keygen alone, and the procedure catches a changed answer', () => {
     const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
     const section = readme.slice(readme.indexOf('### Checking a bundle with git and ssh-keygen'));
