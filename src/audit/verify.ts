@@ -8,6 +8,7 @@ import { Ledger } from '../ledger/ledger.js';
 import { isoSeconds } from '../util/time.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
 import { TimelineRecorder, type Timeline } from './timeline.js';
+import { judgePin } from './trust-pin.js';
 
 export interface VerifyReport {
   readonly head: string | null;
@@ -17,6 +18,8 @@ export interface VerifyReport {
   readonly replayed: number;
   readonly incremental: boolean;
   readonly findings: readonly Finding[];
+  /** What the auditor should know that is not wrong with the ledger: a pinned key since rotated out or revoked. */
+  readonly notes: readonly string[];
   readonly state: LedgerState;
   readonly timeline: Timeline | null;
 }
@@ -55,7 +58,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     const saved = options.checkpointFile === undefined ? null : loadVerified(options.checkpointFile);
     if (head === null) {
       if (saved !== null) findings.push({ code: 'HISTORY_ROLLBACK', message: `the ledger is empty, but ${saved.head} (Ledger-Seq ${saved.seq}) was verified before` });
-      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, state: emptyState(), timeline: null };
+      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
     let commits: string[] | null = null;
@@ -92,13 +95,13 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     if (state.genesis !== null && saved !== null && saved.genesis !== state.genesis) {
       findings.push({ code: 'TRUST_ROOT_MISMATCH', message: `genesis is ${state.genesis}, but ${saved.genesis} was verified before at this path` });
     }
+    const notes: string[] = [];
     if (options.trustRoot !== undefined && state.genesis !== null) {
       // Version 1 of the root is write-once: read it as genesis laid it, whatever came later.
       const bytes = await ledger.readFile(trustPath('root', 1), state.genesis);
-      const names = bytes === null ? [] : readDocument('trust_root.v0', bytes, trustPath('root', 1)).authorities.map((authority) => authority.key_id);
-      if (!names.includes(options.trustRoot.keyId)) {
-        findings.push({ code: 'TRUST_ROOT_MISMATCH', commit: state.genesis, message: `the ledger's first trust root does not name the pinned key ${options.trustRoot.keyId}` });
-      }
+      const pin = judgePin(state, bytes === null ? null : readDocument('trust_root.v0', bytes, trustPath('root', 1)), options.trustRoot.keyId);
+      if (pin.finding !== null) findings.push(pin.finding);
+      if (pin.note !== null) notes.push(pin.note);
     }
     const beat = state.lastHeartbeat;
     if (beat !== null && Date.parse(beat.expiresAt) <= now.getTime()) {
@@ -108,7 +111,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       const tree = (await readCommitLinks(ledger.reader, head)).tree;
       saveVerified(options.checkpointFile, { genesis: state.genesis, seq: state.seq, head, tree, verifiedAt: isoSeconds(now), state });
     }
-    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, state, timeline: recorder?.timeline() ?? null };
+    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, state, timeline: recorder?.timeline() ?? null };
   } finally {
     ledger.close();
   }

@@ -16,7 +16,8 @@ export function cloneVerb(program: Command): void {
       if (url.startsWith('-')) throw new CooError('USAGE', `${url} is not a remote`);
       const result = await cloneLedger({ url, gitdir: dir, trustRoot, now: now() });
       for (const note of result.notes) process.stderr.write(`coo clone: note: ${note.code}: ${note.message}\n`);
-      emit(opts.json, { ok: true, ledger: result.gitdir, head: result.head, seq: result.seq, commits: result.commits, trust_root: trustRoot.keyId, notes: result.notes }, () =>
+      if (result.trustRootNote !== null) process.stderr.write(`coo clone: note: ${result.trustRootNote}\n`);
+      emit(opts.json, { ok: true, ledger: result.gitdir, head: result.head, seq: result.seq, commits: result.commits, trust_root: trustRoot.keyId, trust_root_note: result.trustRootNote, notes: result.notes }, () =>
         `cloned ${url} into ${result.gitdir}: ${result.commits} commits verified from the trust root ${trustRoot.keyId}, head ${result.head ?? '(none)'} at Ledger-Seq ${result.seq}`,
       );
     });

@@ -36,7 +36,7 @@ export function verifyVerb(program: Command): void {
         onProgress: progress.update,
       }));
       if (report.findings.length > 0) markRejected();
-      const notes = [packingNote(gitdir)].filter((note) => note !== null);
+      const notes = [...report.notes, packingNote(gitdir)].filter((note) => note !== null);
       if (opts.json !== true) for (const note of notes) process.stderr.write(`note: ${note}\n`);
       emit(
         opts.json,

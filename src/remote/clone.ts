@@ -22,6 +22,8 @@ export interface CloneResult {
   readonly commits: number;
   /** Findings that say nothing against the history (an expired heartbeat: the remote's runners are quiet). */
   readonly notes: readonly Finding[];
+  /** What the pinned key is now, when it anchors the ledger but no longer holds (rotated out or revoked). */
+  readonly trustRootNote: string | null;
 }
 
 /** Findings about liveness, not about what the history holds: reported, never a reason to refuse a clone. */
@@ -56,7 +58,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     if (report.head !== null) await runGit(['--git-dir', temp, 'update-ref', 'refs/remotes/origin/main', report.head]);
     if (fs.existsSync(gitdir)) fs.rmdirSync(gitdir);
     fs.renameSync(temp, gitdir);
-    return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)) };
+    return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)), trustRootNote: report.notes[0] ?? null };
   } catch (error) {
     fs.rmSync(temp, { recursive: true, force: true });
     throw error;

@@ -1,0 +1,39 @@
+import { describeStatus, keyStatus } from '../authority/keys.js';
+import type { LedgerState } from '../authority/state.js';
+import type { Finding } from '../errors.js';
+import type { TrustRoot } from '../schema/control.js';
+
+/** What an auditor's pinned key turned out to be: a refusal when it does not anchor the ledger, a note when it did but no longer holds. */
+export interface PinOutcome {
+  readonly finding: Finding | null;
+  readonly note: string | null;
+}
+
+/**
+ * Judges the key an auditor pins (`--trust-root`) against the ledger: it must be an authority of
+ * the first trust root, the one genesis laid, since a later root proves nothing alone (anyone can
+ * make a ledger whose chain rotates to a public key they know). Says what the key is either way:
+ * the CEO key since rotated out or revoked, the current CEO key of a rotated ledger, another
+ * actor's key, or a key the ledger never knew. Pure.
+ */
+export function judgePin(state: LedgerState, firstRoot: TrustRoot | null, keyId: string): PinOutcome {
+  const first = (firstRoot?.authorities ?? []).map((authority) => authority.key_id);
+  const status = keyStatus(state, keyId);
+  const now = (state.root?.doc.authorities ?? []).map((authority) => authority.key_id).join(', ') || '(none)';
+  if (first.includes(keyId)) {
+    if (status.status === 'active' && status.rootAuthority) return { finding: null, note: null };
+    return { finding: null, note: `the pinned key ${keyId} is the ledger's first trust root, and the history verifies from it; it is now ${describeStatus(status)}: the trust root in force names ${now}` };
+  }
+  const pinFirst = `pin the key the ledger started from, ${first.join(', ') || '(none)'}: the chain from it is what carries authority to later keys, and a later root key proves nothing alone`;
+  const record = status.status === 'unknown' ? null : status.record;
+  const what =
+    status.status === 'unknown'
+      ? 'a key the trust files never gave'
+      : record?.rootNamed === true
+        ? `a trust-root key the chain reached after genesis, ${describeStatus(status)}`
+        : `not a trust-root key but ${describeStatus(status)}`;
+  return {
+    finding: { code: 'TRUST_ROOT_MISMATCH', ...(state.genesis === null ? {} : { commit: state.genesis }), message: `the ledger's first trust root does not name the pinned key ${keyId}, ${what}; ${pinFirst}` },
+    note: null,
+  };
+}
