@@ -19,6 +19,9 @@ export interface VerifiedCheckpoint {
   readonly state: LedgerState;
 }
 
+/** A checkpoint as read back: its state is null when it was written in another shape (the next run replays in full). */
+export type LoadedCheckpoint = Omit<VerifiedCheckpoint, 'state'> & { readonly state: LedgerState | null };
+
 const FORMAT = 2;
 
 export function defaultAuditDir(): string {
@@ -29,11 +32,21 @@ export function checkpointFile(dir: string, gitdir: string): string {
   return join(dir, `${createHash('sha256').update(resolve(gitdir)).digest('hex').slice(0, 16)}.json`);
 }
 
-export function loadVerified(file: string): VerifiedCheckpoint | null {
+/**
+ * The last verified head. A state of an older shape is dropped, but the head it names still holds:
+ * a new version of coo must not forget what the auditor verified, or a rollback would pass once.
+ */
+export function loadVerified(file: string): LoadedCheckpoint | null {
   try {
     const raw = JSON.parse(fs.readFileSync(file, 'utf8')) as Omit<VerifiedCheckpoint, 'state'> & { format: number; state: unknown };
     if (raw.format !== FORMAT) return null;
-    return { ...raw, state: stateFromJson(raw.state) };
+    let state: LedgerState | null = null;
+    try {
+      state = stateFromJson(raw.state);
+    } catch {
+      state = null;
+    }
+    return { ...raw, state };
   } catch {
     return null;
   }

@@ -65,7 +65,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     let incremental = false;
     if (saved !== null) {
       if (await descends(ledger, head, saved.head)) {
-        if (options.full !== true && options.timeline !== true) {
+        if (options.full !== true && options.timeline !== true && saved.state !== null) {
           commits = await ledger.rangeToReplay(head, saved.head, saved.seq);
           base = { state: cloneState(saved.state), tree: saved.tree };
           incremental = true;

@@ -1,3 +1,4 @@
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe } from 'vitest';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
@@ -25,6 +26,21 @@ const verifyWithCheckpoint = (): string[] =>
 describe('history', () => {
   attack('a rollback to an older head', 'verify', 'HISTORY_ROLLBACK', () => {
     verifyWithCheckpoint();
+    const head = kit.head();
+    git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', 'main~1']);
+    try {
+      return firstOr(verifyWithCheckpoint(), 'HISTORY_ROLLBACK');
+    } finally {
+      git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
+    }
+  });
+
+  attack('a rollback after coo changed the shape of the state it saves (the verified head still holds)', 'verify', 'HISTORY_ROLLBACK', () => {
+    verifyWithCheckpoint();
+    for (const name of readdirSync(stateDir).filter((file) => file.endsWith('.json'))) {
+      const saved = JSON.parse(readFileSync(join(stateDir, name), 'utf8')) as { state: { shape: number } };
+      writeFileSync(join(stateDir, name), JSON.stringify({ ...saved, state: { ...saved.state, shape: 1 } }));
+    }
     const head = kit.head();
     git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', 'main~1']);
     try {
