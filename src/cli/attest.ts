@@ -1,7 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { keyHolders } from '../authority/keys.js';
+import { requireHolder } from '../authority/keys.js';
 import { receiptStatement, signStatement } from '../audit/attest.js';
 import { isVerified, whatIsWrong } from '../audit/cite.js';
 import { gatherEvidence } from '../audit/evidence.js';
@@ -33,7 +33,7 @@ export function attestVerb(program: Command): void {
         // Only the active COO speaks for the ledger's receipts: an attestation signed by any other key says nothing.
         const state = await ledger.state();
         const coo = state.registry?.doc.active_coo;
-        if (keyHolders(state).get(key.publicKey.keyId)?.actor !== coo) {
+        if (requireHolder(state, key.publicKey.keyId, '--key').actor !== coo) {
           throw new CooError('SIGNER_WRONG_ACTOR', `--key ${key.publicKey.keyId} is not a key of the active COO ${coo ?? '(none)'}: attest with the COO key`);
         }
         envelope = await ledger.readFile(envelopePath(folder), evidence.receiptCommit);
