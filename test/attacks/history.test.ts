@@ -23,32 +23,30 @@ const stateDir = join(dir, 'verified');
 const verifyWithCheckpoint = (): string[] =>
   json<{ findings: Array<{ code: string }> }>(coo(['verify', '--ledger', kit.world.gitdir, '--state-dir', stateDir, '--json'])).findings.map((finding) => finding.code);
 
-describe('history', () => {
-  attack('a rollback to an older head', 'verify', 'HISTORY_ROLLBACK', () => {
-    verifyWithCheckpoint();
-    const head = kit.head();
-    git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', 'main~1']);
-    try {
-      return firstOr(verifyWithCheckpoint(), 'HISTORY_ROLLBACK');
-    } finally {
-      git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
-    }
-  });
+/** Verifies (saving the head), lets `between` touch the saved checkpoint, rolls main back one commit, and verifies again. */
+function rollback(between: () => void = () => undefined): string {
+  verifyWithCheckpoint();
+  between();
+  const head = kit.head();
+  git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', 'main~1']);
+  try {
+    return firstOr(verifyWithCheckpoint(), 'HISTORY_ROLLBACK');
+  } finally {
+    git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
+  }
+}
 
-  attack('a rollback after coo changed the shape of the state it saves (the verified head still holds)', 'verify', 'HISTORY_ROLLBACK', () => {
-    verifyWithCheckpoint();
-    for (const name of readdirSync(stateDir).filter((file) => file.endsWith('.json'))) {
-      const saved = JSON.parse(readFileSync(join(stateDir, name), 'utf8')) as { state: { shape: number } };
-      writeFileSync(join(stateDir, name), JSON.stringify({ ...saved, state: { ...saved.state, shape: 1 } }));
-    }
-    const head = kit.head();
-    git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', 'main~1']);
-    try {
-      return firstOr(verifyWithCheckpoint(), 'HISTORY_ROLLBACK');
-    } finally {
-      git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
-    }
-  });
+describe('history', () => {
+  attack('a rollback to an older head', 'verify', 'HISTORY_ROLLBACK', () => rollback());
+
+  attack('a rollback after coo changed the shape of the state it saves (the verified head still holds)', 'verify', 'HISTORY_ROLLBACK', () =>
+    rollback(() => {
+      for (const name of readdirSync(stateDir).filter((file) => file.endsWith('.json'))) {
+        const saved = JSON.parse(readFileSync(join(stateDir, name), 'utf8')) as { state: { shape: number } };
+        writeFileSync(join(stateDir, name), JSON.stringify({ ...saved, state: { ...saved.state, shape: 1 } }));
+      }
+    }),
+  );
 
   attack('a fork: another history from an earlier commit', 'verify', 'HISTORY_FORK', async () => {
     verifyWithCheckpoint();
