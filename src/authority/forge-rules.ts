@@ -3,7 +3,6 @@ import { LIMITS } from '../limits.js';
 import { ENTRY_NAMESPACE, parseSshsig, verifySshsig } from '../crypto/sshsig.js';
 import type { CommitFacts, FileChange } from '../ledger/commit-facts.js';
 import { classifyPath, sigPath } from '../ledger/layout.js';
-import type { TrustRoot } from '../schema/control.js';
 
 /**
  * The rules of forge files (`.github/workflows/<name>.yml` and its `.sig`), the one place where a
@@ -13,15 +12,16 @@ import type { TrustRoot } from '../schema/control.js';
  * trust file, in a commit the same key signs. Removing one would silently stop the check, and is
  * refused like any other change to a write-once file.
  *
- * Pure: `changes` are the commit's changes under forge paths, `root` the trust root in force once
- * the commit's own trust files are read (so a genesis commit may lay one), `signerKeyId` the key
+ * Pure: `changes` are the commit's changes under forge paths, `isRootAuthority` tells a trust-root
+ * authority in force once the commit's own trust files are read (so a genesis commit may lay one;
+ * a revoked or rotated-out key is none, whatever a root document still lists), `signerKeyId` the key
  * that signed the commit when its signature verified. Every problem is returned, none thrown.
  */
 export function checkForgeChanges(
   changes: readonly FileChange[],
   facts: Pick<CommitFacts, 'blobs' | 'preverified'>,
   signerKeyId: string | null,
-  root: TrustRoot | null,
+  isRootAuthority: (keyId: string) => boolean,
 ): CooError[] {
   const errors: CooError[] = [];
   const changed = new Set<string>();
@@ -46,7 +46,7 @@ export function checkForgeChanges(
       continue;
     }
     try {
-      checkForgeFile(path, facts, signerKeyId, root);
+      checkForgeFile(path, facts, signerKeyId, isRootAuthority);
     } catch (error) {
       if (!(error instanceof CooError)) throw error;
       errors.push(error);
@@ -55,7 +55,7 @@ export function checkForgeChanges(
   return errors;
 }
 
-function checkForgeFile(path: string, facts: Pick<CommitFacts, 'blobs' | 'preverified'>, signerKeyId: string | null, root: TrustRoot | null): void {
+function checkForgeFile(path: string, facts: Pick<CommitFacts, 'blobs' | 'preverified'>, signerKeyId: string | null, isRootAuthority: (keyId: string) => boolean): void {
   const bytes = facts.blobs.get(path);
   const sigBytes = facts.blobs.get(sigPath(path));
   if (bytes === undefined || sigBytes === undefined) throw new CooError('INTERNAL', `no content gathered for ${path}`);
@@ -74,7 +74,7 @@ function checkForgeFile(path: string, facts: Pick<CommitFacts, 'blobs' | 'prever
   if (signerKeyId !== null && keyId !== signerKeyId) {
     throw new CooError('SIGNER_MISMATCH', `${path}: signed by ${keyId} but the commit by ${signerKeyId}: one signer per commit`, { where: path });
   }
-  if (!(root?.authorities ?? []).some((authority) => authority.key_id === keyId)) {
+  if (!isRootAuthority(keyId)) {
     throw new CooError('TRUST_AUTHORITY', `${path}: what a forge runs is set by a trust-root authority in force, not ${keyId}`, { where: path });
   }
 }

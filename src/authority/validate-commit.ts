@@ -145,7 +145,7 @@ class CommitCheck {
     for (const entry of entries) {
       this.attempt(entry.path, () => this.checkEntry(entry, signer));
     }
-    for (const error of checkForgeChanges(this.forgeChanges, this.facts, signer?.keyId ?? null, this.root?.doc ?? null)) this.report(error);
+    for (const error of checkForgeChanges(this.forgeChanges, this.facts, signer?.keyId ?? null, (keyId) => this.holders().get(keyId)?.rootAuthority === true)) this.report(error);
     this.checkArtifacts();
     if (this.state.seq === 0 && (this.root === null || this.registry === null || this.policy === null)) {
       this.report(new CooError('TRUST_VERSION', 'the first commit adds trust root, registry and policy, each version 1'));

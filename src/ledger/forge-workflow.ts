@@ -4,6 +4,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { readDocument } from '../schema/documents.js';
 import { forgeWorkflowPath, trustPath } from './layout.js';
 import type { Ledger } from './ledger.js';
+import { requireHolder } from '../authority/keys.js';
 
 /** Where GitHub Actions finds the ledger's check. */
 export const GITHUB_WORKFLOW_PATH = forgeWorkflowPath('coo-verify.yml');
@@ -67,7 +68,7 @@ export async function layGithubWorkflow(ledger: Ledger, pins: ForgeWorkflowPins,
   const bytes = renderGithubWorkflow(readAsset(TEMPLATE).toString('utf8'), pins);
   const state = await ledger.state();
   if (state.genesis === null || state.root === null) throw new CooError('LEDGER_NOT_FOUND', `${ledger.gitdir} has no genesis commit`);
-  if (!state.root.doc.authorities.some((authority) => authority.key_id === key.publicKey.keyId)) {
+  if (!requireHolder(state, key.publicKey.keyId, 'the signing key').rootAuthority) {
     throw new CooError('TRUST_AUTHORITY', `key ${key.publicKey.keyId} is not a trust-root authority in force: the forge workflow is the CEO's`);
   }
   const genesisRoot = await ledger.readFile(trustPath('root', 1), state.genesis);

@@ -7,6 +7,7 @@ import { signerHistory } from '../../src/cli/allowed-signers.js';
 import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approvalPath, killSwitchPath, trustPath } from '../../src/ledger/layout.js';
 import type { Ledger, NewFile } from '../../src/ledger/ledger.js';
+import { layGithubWorkflow } from '../../src/ledger/forge-workflow.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { newMessageId } from '../../src/util/ids.js';
@@ -126,6 +127,10 @@ describe('a key the root rotates out is retired everywhere', () => {
   });
 
   attack("the rotated-out CEO key signs as the registry's ceo actor", 'library', 'SIGNER_RETIRED', async () => append(world.ledger, [await killSwitchFile(world.ledger, 'ceo')], world.actors.ceo));
+
+  attack('the rotated-out CEO key lays the forge check, refused with the code the validator gives', 'library', 'SIGNER_RETIRED', () =>
+    codeOf(() => layGithubWorkflow(world.ledger, { packageSpec: 'coo-commons@0.1.0', trustRoot: world.actors.ceo.publicKey.keyId }, world.actors.ceo, new Date())),
+  );
 
   attack('the rotated-out CEO key signs a commit dated after the rotation, checked with stock git and the exported allowed-signers', 'verify', 'SIGNER_RETIRED', async () => {
     const work = join(dir, `work-${made}-rotated`);
