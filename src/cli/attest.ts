@@ -13,7 +13,7 @@ import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required } from '.
 export function attestVerb(program: Command): void {
   program
     .command('attest')
-    .description('export a consult\'s receipt as an in-toto Statement v1 in a DSSE envelope signed with the COO key (docs/attestation.md)')
+    .description('export a consult\'s receipt as an in-toto Statement v1 in a DSSE envelope signed with the COO key (docs/attestation.md); refused unless coo verify finds the whole ledger clean')
     .argument('<message-id>', 'the consult to attest')
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key that signs the envelope; default $COO_KEY'))

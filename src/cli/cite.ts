@@ -10,7 +10,7 @@ import { emit, jsonOption, ledgerOption, required } from './common.js';
 export function citeVerb(program: Command): void {
   program
     .command('cite')
-    .description('print a consult\'s answer as Markdown evidence for an issue or PR comment (marked advisory, not authority), or post it')
+    .description('print a consult\'s answer as Markdown evidence for an issue or PR comment (marked advisory, not authority), or post it; verified only when coo verify finds the whole ledger clean, and the model\'s text is literal, on one line')
     .argument('<message-id>', 'the consult to cite')
     .addOption(ledgerOption())
     .option('--post <owner/repo#n>', 'post it as a comment (needs GITHUB_TOKEN); refused when the evidence does not verify; never posted twice')

@@ -23,7 +23,7 @@ export function verifyVerb(program: Command): void {
     .option('--full', 'replay everything from genesis, ignoring the last verified head')
     .option('--state-dir <dir>', 'where the last verified head is kept (default ~/.local/state/coo-commons/verified)')
     .option('--no-checkpoint', 'neither read nor write the last verified head')
-    .option('--trust-root <pub-or-fingerprint>', "the CEO public key file, or its SHA256:... fingerprint, that the ledger's first trust root must name")
+    .option('--trust-root <pub-or-fingerprint>', "the CEO public key file, or its SHA256:... fingerprint, that the ledger's first trust root must name (a later root's key is refused, with the key to pin; a first-root key since rotated out or revoked is named as such)")
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; json?: boolean }) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
