@@ -10,9 +10,9 @@ import { renderTar, type TarFile } from './tar.js';
  * - `bundle.json`: which ledger (its genesis commit), message, receipt and commit the bundle is about;
  * - `allowed_signers`: the lines `git verify-commit` and `ssh-keygen -Y verify` need;
  * - `git/<oid>`: the raw commit that added the receipt, the ledger's genesis commit, and the raw
- *   trees from each one's root tree down to every file below (the genesis's down to its first
- *   trust root), so each file is proven to be in that signed commit, and that commit to share the
- *   genesis's first trust root, by git's own object ids;
+ *   trees from each one's root tree down to every file below and to the first trust root, registry
+ *   and policy, so each file is proven to be in that signed commit, and that commit to hold the
+ *   first trust files the genesis laid, by git's own object ids;
  * - `ledger/<path>`: the envelope, prompt, context manifest, receipt and answer of one message, their
  *   `.sig` files, and every version of `trust/root` and `trust/registry` with theirs.
  * Nothing in it is trusted for being there: every byte is re-derived, hashed or signature-checked,
@@ -29,7 +29,7 @@ export interface BundleParts {
   readonly commit: Buffer;
   /** The ledger's raw genesis commit; null only when reading a bundle written before bundles named their ledger. */
   readonly genesis: Buffer | null;
-  /** Raw trees by id: every tree on the path from the commit's root to each ledger file, and from the genesis's to its first root. */
+  /** Raw trees by id: every tree on the path from the commit's root to each ledger file, and from both commits' roots to the first trust files. */
   readonly trees: ReadonlyMap<string, Buffer>;
   /** Ledger files by path, `.sig` files included. */
   readonly files: ReadonlyMap<string, Buffer>;
