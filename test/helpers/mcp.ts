@@ -1,7 +1,7 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Redactor } from '../../src/mcp/results.js';
+import { serverScrubber } from '../../src/mcp/results.js';
 import { createCooMcpServer } from '../../src/mcp/server.js';
 import type { World } from './lane.js';
 
@@ -20,7 +20,7 @@ export async function connectMcp(world: World, log: string[] = []): Promise<McpS
     repo: world.target,
     auditDir: null,
     clock: () => new Date(),
-    redactor: new Redactor([world.gitdir, world.target, world.dir]),
+    scrubber: serverScrubber({ key: world.actors.coo, env: {}, places: [{ name: 'ledger', path: world.gitdir }, { name: 'repo', path: world.target }, { name: 'test-folder', path: world.dir }] }),
     version: '0.1.0',
     log: (line) => log.push(line),
   });

@@ -50,10 +50,10 @@ describe('coo mcp, through the SDK client in process', () => {
     expect(shown['envelope']).toMatchObject({ submitted_via: 'mcp' });
     expect(shown['submitted_via']).toBe('mcp');
     expect(shown['answer']).toMatchObject({ advisory: true, untrusted: true });
-    const answer = shown['answer'] as { text: string; notice: string };
+    const answer = shown['answer'] as { text: string; notice: string; boundary: string };
     expect(answer.notice).toMatch(/^UNTRUSTED DATA/);
-    expect(answer.text.startsWith('<<<\n')).toBe(true);
-    expect(answer.text.endsWith('\n>>>')).toBe(true);
+    expect(answer.text.startsWith(`<<<UNTRUSTED ${answer.boundary}\n`)).toBe(true);
+    expect(answer.text.endsWith(`\nUNTRUSTED ${answer.boundary}>>>`)).toBe(true);
 
     const cited = structured<Record<string, unknown>>(await mcp.call('cite', { message_id: id }));
     expect(cited).toMatchObject({ message_id: id, advisory: true, verified: true });
@@ -67,7 +67,12 @@ describe('coo mcp, through the SDK client in process', () => {
     const receipt = await mcp.client.readResource({ uri: `coo://messages/${id}/receipt` });
     expect((receipt.contents[0] as { text: string }).text).toContain('schema_version: aa_receipt.v0');
     const quoted = await mcp.client.readResource({ uri: `coo://messages/${id}/answer` });
-    expect((quoted.contents[0] as { text: string }).text).toMatch(/^UNTRUSTED DATA[\s\S]*\n<<<\n[\s\S]*\n>>>\n$/);
+    const resource = (quoted.contents[0] as { text: string }).text;
+    const boundary = /^<<<UNTRUSTED ([0-9a-f]+)$/m.exec(resource)?.[1];
+    expect(resource).toMatch(/^UNTRUSTED DATA[\s\S]*\n<<<UNTRUSTED [0-9a-f]+\n[\s\S]*\nUNTRUSTED [0-9a-f]+>>>\n$/);
+    // The notice names the boundary's id but never draws a boundary line itself.
+    expect(resource.split(`<<<UNTRUSTED ${boundary}`)).toHaveLength(2);
+    expect(resource.split(`UNTRUSTED ${boundary}>>>`)).toHaveLength(2);
     await mcp.close();
   });
 
