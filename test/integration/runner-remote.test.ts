@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
@@ -13,6 +13,7 @@ import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { claimPath } from '../../src/ledger/layout.js';
 import { Ledger } from '../../src/ledger/ledger.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { Runner, type RunnerEvent, type RunnerOptions, type RunnerRemote } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -22,6 +23,7 @@ import { coo, cooAsync, json } from '../helpers/cli.js';
 import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
 import { makeServedLedger, makeWriter, removeHook, type ServedLedger } from '../helpers/remote-ledger.js';
 import { stockCommit } from '../helpers/stock.js';
+import { tally } from '../helpers/tally.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir('coo-runner-remote-');
@@ -81,7 +83,7 @@ async function makeCase(): Promise<Case> {
       events,
       runner: (options = {}) => {
         const transport = new OracleCli({ route: { baseUrl: `${model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [writer.gitdir] });
-        const runner = new Runner({ ledger, key, repo: served.target, stateDir, transport, remote, runnerId: `${name}-p1`, onEvent: (event) => events.push(event), ...options });
+        const runner = new Runner({ ledger, key, repo: served.target, stateDir, transport, remote, onEvent: (event) => events.push(event), ...options });
         closers.push(() => runner.close());
         return runner;
       },
@@ -245,50 +247,37 @@ describe('runners through a remote', () => {
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
   });
 
-  it('takes over a claim only once its lease and its runtime budget plus grace both ran out, records it as interrupted, and the original runner keeps its result as late', async () => {
+  it('takes over a claim only once it was quiet for its lease and its runtime budget plus grace passed since it was first seen, both on its own clock, records it as interrupted, and the original runner keeps its result as late', async () => {
     const world = await makeCase();
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
-    // The first runner's call is paid and its answer held until the takeover has landed.
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let paid: () => void = () => undefined;
-    const answered = new Promise<void>((resolve) => (paid = resolve));
-    const real = new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [first.gitdir] });
-    const slow = Object.assign(Object.create(real) as OracleCli, {
-      run: async (request: Parameters<OracleCli['run']>[0]) => {
-        const run = await real.run(request);
-        paid();
-        await held;
-        return run;
-      },
-    });
-    const running = first.runner({ transport: slow }).runOnce();
-    await answered;
-    const claim = (await first.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!;
-    const claimedAt = Date.parse(claim.at);
-    // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s.
-    let now = claimedAt;
-    const taker = second.runner({ clock: () => new Date(now), leaseGraceSeconds: 600 });
+    const slow = heldTransport(world, first);
+    const original = first.runner({ transport: slow.transport });
+    const running = original.runOnce();
+    await slow.paid;
+    // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s. The taker's own monotonic clock:
+    let tick = 0;
+    const taker = second.runner({ monotonic: () => tick, leaseGraceSeconds: 600 });
 
-    // The runtime budget and grace (660 s) have run out, the lease (900 s from the claim) has not.
-    now = claimedAt + 661_000;
     await taker.runOnce();
-    now = claimedAt + 899_000;
+    // The runtime budget and grace (660 s) have passed since the claim was first seen, the lease (900 s quiet) has not.
+    tick = 661_000;
+    await taker.runOnce();
+    tick = 899_000;
     await taker.runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
-    expect(second.events.filter((event) => event.type === 'skipped')).toHaveLength(2);
-    expect(second.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: `attempt 1 is held by runner-1-p1 until ${new Date(claimedAt + 900_000).toISOString()}` });
+    expect(second.events.filter((event) => event.type === 'skipped')).toHaveLength(3);
+    expect(second.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: expect.stringMatching(new RegExp(`^attempt 1 is held by ${original.runnerId} for at least 1 s more: `)) });
 
     // Both have run out: the attempt is taken over, recorded as interrupted.
-    now = claimedAt + 901_000;
+    tick = 901_000;
     await taker.runOnce();
     expect(types(second.events)).toContain('takeover');
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
 
     // The original runner comes back with its answer: refused, kept as late, never applied.
-    release();
+    slow.release();
     await running;
     expect(first.events.filter((event) => event.type === 'late_result')).toEqual([expect.objectContaining({ messageId, attempt: 1 })]);
     expect(types(first.events)).not.toContain('receipt');
@@ -302,24 +291,143 @@ describe('runners through a remote', () => {
     const messageId = await world.consult();
     const coo = await world.machine('elsewhere');
     const record = (await coo.ledger.state()).messages.get(messageId)!;
-    // A claim another machine made and then went silent (no heartbeat): its lease is claimed_at + 900 s.
+    // A claim another machine made and then went silent (no heartbeat).
     const claimedAt = new Date();
-    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'gone-p7', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
+    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-gone', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
     await coo.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(doc)) }], key: loadPrivateKey(world.served.keys.coo), now: claimedAt, summary: `claim ${messageId} attempt 1` });
-    const base = Date.parse(isoSeconds(claimedAt));
-    let now = base;
+    let tick = 0;
     const machine = await world.machine('runner');
-    const taker = machine.runner({ clock: () => new Date(now), leaseGraceSeconds: 1000 });
+    const taker = machine.runner({ monotonic: () => tick, leaseGraceSeconds: 1000 });
 
-    now = base + 950_000;
+    await taker.runOnce();
+    // Quiet for longer than the lease (900 s), but the runtime budget and grace (1,060 s) have not passed.
+    tick = 950_000;
     await taker.runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
-    expect(machine.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: `attempt 1 is held by gone-p7 until ${new Date(base + 1_060_000).toISOString()}` });
+    expect(machine.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: expect.stringMatching(/^attempt 1 is held by run-gone for at least 110 s more: /) });
 
-    now = base + 1_061_000;
+    tick = 1_061_000;
     await taker.runOnce();
-    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId, attempt: 1, runner: 'gone-p7' }));
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId, attempt: 1, runner: 'run-gone' }));
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
     expect(world.model.requests).toHaveLength(0);
   });
+
+  for (const [skew, hours] of [['an hour ahead', 1], ['an hour behind', -1]] as const) {
+    it(`a runner whose clock is ${skew} never takes over a live claim whose holder heartbeats, and no attempt is paid twice`, async () => {
+      const world = await makeCase();
+      const messageId = await world.consult();
+      const holderMachine = await world.machine('holder');
+      const skewedMachine = await world.machine('skewed');
+      const slow = heldTransport(world, holderMachine);
+      const holder = holderMachine.runner({ transport: slow.transport });
+      const running = holder.runOnce();
+      await slow.paid;
+      let tick = 0;
+      const skewed = skewedMachine.runner({ clock: () => new Date(Date.now() + hours * 3_600_000), monotonic: () => tick, leaseGraceSeconds: 1 });
+
+      // Far past the lease (900 s) and the runtime budget (60 s) plus grace on the skewed runner's own
+      // clock, while the holder, alive inside its paid call, sends a heartbeat between every two looks.
+      for (let look = 0; look < 4; look += 1) {
+        await skewed.runOnce();
+        await holder.heartbeat();
+        tick += 1_000_000;
+      }
+      await skewed.runOnce();
+
+      expect(types(skewedMachine.events)).not.toContain('takeover');
+      expect(types(skewedMachine.events)).not.toContain('oracle_started');
+      expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+      // A runner an hour behind sees the holder's entries dated an hour ahead: said once each, never acted on.
+      const flagged = skewedMachine.events.filter((event) => event.type === 'clock_skew');
+      if (hours < 0) expect(flagged).toContainEqual(expect.objectContaining({ messageId, runner: holder.runnerId, aheadSeconds: expect.any(Number) }));
+      else expect(flagged).toEqual([]);
+
+      slow.release();
+      await running;
+      expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+      expect(world.model.requests).toHaveLength(1);
+      tally('faults', { point: `remote-clock-${hours > 0 ? 'ahead' : 'behind'}`, killed: false, duplicate_calls: world.model.requests.length - 1, lost: 0, attempts: 1 });
+    });
+  }
+
+  it("two runners on hosts of the same name whose node is pid 1 (two containers) are two runners: the second never takes the first's live claim for its own", async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const firstMachine = await world.machine('container-1');
+    const secondMachine = await world.machine('container-2');
+    // Both runners live in this one process: same host name, same pid, as two containers of one image.
+    const slow = heldTransport(world, firstMachine);
+    const first = firstMachine.runner({ transport: slow.transport });
+    const running = first.runOnce();
+    await slow.paid;
+    const second = secondMachine.runner();
+    expect(second.runnerId).not.toBe(first.runnerId);
+
+    await second.runOnce();
+    await second.runOnce();
+
+    expect(types(secondMachine.events)).not.toContain('takeover');
+    expect(types(secondMachine.events)).not.toContain('oracle_started');
+    expect(secondMachine.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId }));
+    slow.release();
+    await running;
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+    tally('faults', { point: 'remote-id-collision', killed: false, duplicate_calls: world.model.requests.length - 1, lost: 0, attempts: 1 });
+  });
+
+  it('a COO key rotated by the CEO while a paid call is in flight: the refused receipt is kept and said, and a runner with the new key publishes it without paying again', async () => {
+    const world = await makeCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const slow = heldTransport(world, machine);
+    const before = machine.runner({ transport: slow.transport });
+    const running = before.runOnce();
+    await slow.paid;
+
+    // The CEO rotates the COO's key through the remote while the call is in flight.
+    const ceoMachine = await world.machine('ceo');
+    const rotated = generatePrivateKey('coo.hermes');
+    const registry = (await ceoMachine.ledger.state()).registry!.doc;
+    await ceoMachine.remote.write((ledger) => appendTrustVersion(ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', rotated.publicKey]]) }, loadPrivateKey(world.served.keys.ceo), new Date()));
+
+    slow.release();
+    await expect(running).resolves.toBeDefined();
+    const kept = machine.events.filter((event) => event.type === 'result_kept');
+    expect(kept).toEqual([expect.objectContaining({ messageId, attempt: 1, code: expect.stringMatching(/^SIGNER_|NOT_ACTIVE_COO/) })]);
+    const keptPath = (kept[0] as { kept: string }).kept;
+    expect(existsSync(keptPath)).toBe(true);
+    expect(JSON.parse(readFileSync(keptPath, 'utf8'))).toMatchObject({ messageId, attempt: 1, refused: { code: expect.any(String) } });
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'error', messageId }));
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+
+    // The operator restarts the runner with the new key on the same machine: once the old claim's
+    // lease has run out on its clock, it recovers the answer already paid for from the sandbox.
+    let tick = 0;
+    const after = machine.runner({ key: rotated, monotonic: () => tick, leaseGraceSeconds: 1 });
+    await after.runOnce();
+    tick = 1_000_000;
+    await after.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
 });
+
+/** A transport whose call is paid and whose answer is then held until `release`. */
+function heldTransport(world: Case, machine: Machine): { transport: OracleCli; paid: Promise<void>; release: () => void } {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let paid: () => void = () => undefined;
+  const answered = new Promise<void>((resolve) => (paid = resolve));
+  const real = new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [machine.gitdir] });
+  const transport = Object.assign(Object.create(real) as OracleCli, {
+    run: async (request: Parameters<OracleCli['run']>[0]) => {
+      const run = await real.run(request);
+      paid();
+      await held;
+      return run;
+    },
+  });
+  return { transport, paid: answered, release };
+}
