@@ -15,7 +15,7 @@ import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
  * - A folder of the runner's machine is replaced by `[NAME]` (`[sandbox]`, `[worktree]`,
  *   `[runner-state]`, `[home]`), so a recorded path is relative to the place it names and the
  *   ledger does not tell its readers how the operator's machine is laid out. A folder matches only
- *   where its name ends (`/a/state` is not found in `/a/state2`).
+ *   as a whole path (`/a/state` is not found in `/a/state2`, nor `/root` in `trust/root`).
  *
  * Longer values win where two overlap (a sandbox inside the state folder is `[sandbox]`).
  */
@@ -42,6 +42,11 @@ const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$/;
 const MIN_PLACE_CHARS = 4;
 
 const PATH_CHAR = /[A-Za-z0-9._-]/;
+/**
+ * Where a folder's path may start: not inside another path (`trust/root` is not `/root`), but after
+ * a JSON escape such as `\n` (a path on the next line of a command's output, inside an event).
+ */
+const NOT_AFTER_PATH = '(?<=^|[^A-Za-z0-9._~/\\\\-]|\\\\[nrtbf"/\\\\])';
 
 interface Pattern {
   readonly text: string;
@@ -94,7 +99,7 @@ export class Scrubber {
       const alternatives = this.patterns.map((pattern) => {
         const text = encode(pattern.text);
         markers.set(text, pattern);
-        return `${escapeRegex(text)}${pattern.place ? `(?!${PATH_CHAR.source})` : ''}`;
+        return pattern.place ? `${NOT_AFTER_PATH}${escapeRegex(text)}(?!${PATH_CHAR.source})` : escapeRegex(text);
       });
       return new RegExp(alternatives.join('|'), 'g');
     };

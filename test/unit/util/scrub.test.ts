@@ -33,6 +33,10 @@ describe('the scrubber', () => {
     ]);
     expect(scrub.text('cwd=/home/op/.local/state/coo/sandboxes/aa_1/work/README.md')).toBe('cwd=[sandbox]/work/README.md');
     expect(scrub.text('/home/op/.local/state/coo/journal /home/op/x /home/opal /home/op')).toBe('[runner-state]/journal [home]/x /home/opal [home]');
+    const root = new Scrubber([], [{ name: 'home', path: '/root' }]);
+    expect(root.text('trust/root/000001.yaml at /root/x and "/root"')).toBe('trust/root/000001.yaml at [home]/x and "[home]"');
+    // A path on the next line of a command's output, inside a JSON event: after the escape \n.
+    expect(root.text(JSON.stringify({ out: 'ok\n/root/work\n' }))).toBe('{"out":"ok\\n[home]/work\\n"}');
   });
 
   it('leaves bytes that are not UTF-8 as they were, and returns the same buffer when nothing was found', () => {
