@@ -6,24 +6,18 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { CooError } from '../../src/errors.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
-import { enqueueConsult } from '../../src/consult/enqueue.js';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
-import { OracleCli } from '../../src/consult/oracle.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { claimPath } from '../../src/ledger/layout.js';
-import { Ledger } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
-import { RemoteLedger } from '../../src/remote/publish.js';
-import { Runner, type RunnerEvent, type RunnerOptions, type RunnerRemote } from '../../src/runner/runner.js';
+import { type RunnerEvent, type RunnerRemote } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
-import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
-import { makeServedLedger, makeWriter, removeHook, type ServedLedger } from '../helpers/remote-ledger.js';
+import { removeHook } from '../helpers/remote-ledger.js';
+import { heldTransport, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { stockCommit } from '../helpers/stock.js';
-import { tally } from '../helpers/tally.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir('coo-runner-remote-');
@@ -34,96 +28,11 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close();
 });
 
-interface Machine {
-  readonly name: string;
-  readonly gitdir: string;
-  readonly ledger: Ledger;
-  readonly remote: RemoteLedger;
-  readonly stateDir: string;
-  readonly events: RunnerEvent[];
-  runner(options?: Partial<RunnerOptions>): Runner;
-}
-
-interface Case {
-  readonly dir: string;
-  readonly served: ServedLedger;
-  readonly url: string;
-  readonly model: FakeModelServer;
-  machine(name: string): Promise<Machine>;
-  /** The COO's machine enqueues one consult through the remote; its message id. */
-  consult(): Promise<string>;
-}
-
-let cases = 0;
-
-/** A served ledger behind git http-backend, the loopback model, and machines: each its own HOME and clone. */
-async function makeCase(): Promise<Case> {
-  cases += 1;
-  const caseDir = join(dir, `case-${cases}`);
-  const served = await makeServedLedger(caseDir);
-  const http: GitHttpServer = await startGitHttp(served.root);
-  closers.push(() => http.close());
-  const url = http.url(served.name);
-  const model = await startFakeModelServer(['ok']);
-  closers.push(() => model.close());
-  const key = loadPrivateKey(served.keys.coo);
-  const machine = async (name: string): Promise<Machine> => {
-    const writer = await makeWriter(caseDir, name, served, url);
-    const ledger = Ledger.open(writer.gitdir);
-    closers.push(() => ledger.close());
-    const remote = new RemoteLedger(ledger, { remote: url });
-    const events: RunnerEvent[] = [];
-    const stateDir = join(writer.home, 'state');
-    return {
-      name,
-      gitdir: writer.gitdir,
-      ledger,
-      remote,
-      stateDir,
-      events,
-      runner: (options = {}) => {
-        const transport = new OracleCli({ route: { baseUrl: `${model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [writer.gitdir] });
-        const runner = new Runner({ ledger, key, repo: served.target, stateDir, transport, remote, onEvent: (event) => events.push(event), ...options });
-        closers.push(() => runner.close());
-        return runner;
-      },
-    };
-  };
-  let cooMachine: Machine | null = null;
-  return {
-    dir: caseDir,
-    served,
-    url,
-    model,
-    machine,
-    consult: async () => {
-      cooMachine ??= await machine('coo');
-      const published = await cooMachine.remote.write((ledger) =>
-        enqueueConsult({ ledger, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 }),
-      );
-      return published.result.messageId;
-    },
-  };
-}
-
-/** The receipts the remote holds for a message: attempt number and blockers. */
-async function remoteReceipts(served: ServedLedger, messageId: string): Promise<Array<{ attempt: number; status: string; blockers: readonly string[] }>> {
-  const ledger = Ledger.open(served.gitdir);
-  try {
-    const record = (await ledger.state()).messages.get(messageId)!;
-    return record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : [{ attempt: attempt.number, status: attempt.receipt.status, blockers: attempt.receipt.blockers }]));
-  } finally {
-    ledger.close();
-  }
-}
-
-function types(events: readonly RunnerEvent[]): string[] {
-  return events.map((event) => event.type);
-}
+const newCase = (): Promise<Case> => makeCase(dir, closers);
 
 describe('runners through a remote', () => {
   it('a runner behind on fetch tries to claim: it is refused by CAS and skips, and never calls the model', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
@@ -154,7 +63,7 @@ describe('runners through a remote', () => {
   });
 
   it('the remote goes away between a paid call and its receipt, then comes back: the receipt lands exactly once', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     const away = `${world.served.gitdir}.away`;
@@ -193,7 +102,7 @@ describe('runners through a remote', () => {
   });
 
   it('a receipt that lost every push to other writers waits in the journal, and the same pass publishes it rather than record its own attempt as interrupted', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     let refusals = 0;
@@ -221,7 +130,7 @@ describe('runners through a remote', () => {
   });
 
   it('a forged commit pushed to a hookless remote: every runner refuses to act, and coo watch --remote exits 3', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machines = [await world.machine('runner-1'), await world.machine('runner-2')];
     removeHook(world.served);
@@ -248,7 +157,7 @@ describe('runners through a remote', () => {
   });
 
   it('takes over a claim only once it was quiet for its lease and its runtime budget plus grace passed since it was first seen, both on its own clock, records it as interrupted, and the original runner keeps its result as late', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
@@ -287,7 +196,7 @@ describe('runners through a remote', () => {
   });
 
   it('waits out a runtime budget longer than the lease before a takeover', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const coo = await world.machine('elsewhere');
     const record = (await coo.ledger.state()).messages.get(messageId)!;
@@ -313,72 +222,8 @@ describe('runners through a remote', () => {
     expect(world.model.requests).toHaveLength(0);
   });
 
-  for (const [skew, hours] of [['an hour ahead', 1], ['an hour behind', -1]] as const) {
-    it(`a runner whose clock is ${skew} never takes over a live claim whose holder heartbeats, and no attempt is paid twice`, async () => {
-      const world = await makeCase();
-      const messageId = await world.consult();
-      const holderMachine = await world.machine('holder');
-      const skewedMachine = await world.machine('skewed');
-      const slow = heldTransport(world, holderMachine);
-      const holder = holderMachine.runner({ transport: slow.transport });
-      const running = holder.runOnce();
-      await slow.paid;
-      let tick = 0;
-      const skewed = skewedMachine.runner({ clock: () => new Date(Date.now() + hours * 3_600_000), monotonic: () => tick, leaseGraceSeconds: 1 });
-
-      // Far past the lease (900 s) and the runtime budget (60 s) plus grace on the skewed runner's own
-      // clock, while the holder, alive inside its paid call, sends a heartbeat between every two looks.
-      for (let look = 0; look < 4; look += 1) {
-        await skewed.runOnce();
-        await holder.heartbeat();
-        tick += 1_000_000;
-      }
-      await skewed.runOnce();
-
-      expect(types(skewedMachine.events)).not.toContain('takeover');
-      expect(types(skewedMachine.events)).not.toContain('oracle_started');
-      expect(await remoteReceipts(world.served, messageId)).toEqual([]);
-      // A runner an hour behind sees the holder's entries dated an hour ahead: said once each, never acted on.
-      const flagged = skewedMachine.events.filter((event) => event.type === 'clock_skew');
-      if (hours < 0) expect(flagged).toContainEqual(expect.objectContaining({ messageId, runner: holder.runnerId, aheadSeconds: expect.any(Number) }));
-      else expect(flagged).toEqual([]);
-
-      slow.release();
-      await running;
-      expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
-      expect(world.model.requests).toHaveLength(1);
-      tally('faults', { point: `remote-clock-${hours > 0 ? 'ahead' : 'behind'}`, killed: false, duplicate_calls: world.model.requests.length - 1, lost: 0, attempts: 1 });
-    });
-  }
-
-  it("two runners on hosts of the same name whose node is pid 1 (two containers) are two runners: the second never takes the first's live claim for its own", async () => {
-    const world = await makeCase();
-    const messageId = await world.consult();
-    const firstMachine = await world.machine('container-1');
-    const secondMachine = await world.machine('container-2');
-    // Both runners live in this one process: same host name, same pid, as two containers of one image.
-    const slow = heldTransport(world, firstMachine);
-    const first = firstMachine.runner({ transport: slow.transport });
-    const running = first.runOnce();
-    await slow.paid;
-    const second = secondMachine.runner();
-    expect(second.runnerId).not.toBe(first.runnerId);
-
-    await second.runOnce();
-    await second.runOnce();
-
-    expect(types(secondMachine.events)).not.toContain('takeover');
-    expect(types(secondMachine.events)).not.toContain('oracle_started');
-    expect(secondMachine.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId }));
-    slow.release();
-    await running;
-    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
-    expect(world.model.requests).toHaveLength(1);
-    tally('faults', { point: 'remote-id-collision', killed: false, duplicate_calls: world.model.requests.length - 1, lost: 0, attempts: 1 });
-  });
-
   it('a COO key rotated by the CEO while a paid call is in flight: the refused receipt is kept and said, and a runner with the new key publishes it without paying again', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     const slow = heldTransport(world, machine);
@@ -413,21 +258,3 @@ describe('runners through a remote', () => {
     expect(world.model.requests).toHaveLength(1);
   });
 });
-
-/** A transport whose call is paid and whose answer is then held until `release`. */
-function heldTransport(world: Case, machine: Machine): { transport: OracleCli; paid: Promise<void>; release: () => void } {
-  let release: () => void = () => undefined;
-  const held = new Promise<void>((resolve) => (release = resolve));
-  let paid: () => void = () => undefined;
-  const answered = new Promise<void>((resolve) => (paid = resolve));
-  const real = new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [machine.gitdir] });
-  const transport = Object.assign(Object.create(real) as OracleCli, {
-    run: async (request: Parameters<OracleCli['run']>[0]) => {
-      const run = await real.run(request);
-      paid();
-      await held;
-      return run;
-    },
-  });
-  return { transport, paid: answered, release };
-}
