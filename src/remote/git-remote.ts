@@ -54,7 +54,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     let stderr = '';
     let timedOut: string | null = null;
     const timer = setTimeout(() => {
-      timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote accepted the connection but did not answer in time`;
+      timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
     }, limit);
     child.stdout.on('data', (chunk: Buffer) => {
