@@ -10,22 +10,36 @@ const SCHEME_URL = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i;
 /** User info inside running text: a scheme, then anything up to the last `@` before the host's end. */
 const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#'"<>`]*@/gi;
 
-/** `url` without its user info; a path or git's scp-like `host:path` (which cannot carry a password) as it is. */
-export function displayUrl(url: string): string {
-  return url.replace(SCHEME_URL, '$1');
+/** ssh takes no password from a URL: its user name says whom to log in as and is kept, anything after a colon is not. */
+const SSH_SCHEME = /^(ssh|git\+ssh|ssh\+git):\/\/$/i;
+
+function shown(scheme: string, info: string): string {
+  if (!SSH_SCHEME.test(scheme)) return scheme;
+  const user = info.split(':')[0] ?? '';
+  return user === '' ? scheme : `${scheme}${user}@`;
 }
 
-/** `text` with the user info of every URL in it removed. */
+/**
+ * `url` without the user info that can carry a credential: all of it for http(s) and other
+ * schemes (a token may stand as the user name), the password for ssh. A path, or git's scp-like
+ * `user@host:path` (which cannot carry a password), is as it was.
+ */
+export function displayUrl(url: string): string {
+  return url.replace(SCHEME_URL, (_match, scheme: string, info: string) => shown(scheme, info));
+}
+
+/** `text` with the credentials of every URL in it removed, as `displayUrl` removes them. */
 export function withoutUserInfo(text: string): string {
-  return text.replace(USER_INFO_IN_TEXT, '$1');
+  return text.replace(USER_INFO_IN_TEXT, (match, scheme: string) => shown(scheme, match.slice(scheme.length, -1)));
 }
 
 /** The credentials a URL carries in its user info (the whole of it, and a password or token alone), for a scrubber. */
 export function urlCredentials(url: string): string[] {
-  const info = SCHEME_URL.exec(url)?.[2];
-  if (info === undefined || info === '') return [];
+  const match = SCHEME_URL.exec(url);
+  const info = match?.[2];
+  if (match === null || info === undefined || info === '') return [];
   const colon = info.indexOf(':');
-  const values = [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])];
+  const values = SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])];
   return [...new Set([...values, ...values.map((value) => safeDecode(value))])].filter((value) => value !== '');
 }
 

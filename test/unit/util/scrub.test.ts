@@ -78,10 +78,12 @@ describe('the scrubber', () => {
 });
 
 describe('a remote URL shown to people and machines', () => {
-  it('has its user info removed, password or token included', () => {
+  it('has the user info that can carry a credential removed: all of it over http(s), the password over ssh', () => {
     expect(displayUrl('http://user:TOKEN@127.0.0.1:8080/L.git')).toBe('http://127.0.0.1:8080/L.git');
     expect(displayUrl('https://x-access-token:ghs_abc@github.com/o/r.git')).toBe('https://github.com/o/r.git');
-    expect(displayUrl('ssh://git@host:22/srv/L.git')).toBe('ssh://host:22/srv/L.git');
+    expect(displayUrl('ssh://git@host:22/srv/L.git')).toBe('ssh://git@host:22/srv/L.git');
+    expect(displayUrl('ssh://git:secret@host/srv/L.git')).toBe('ssh://git@host/srv/L.git');
+    expect(displayUrl('https://ghp_TokenAsUserName@github.com/o/r.git')).toBe('https://github.com/o/r.git');
     expect(displayUrl('https://a%40b:p@ss@host/L.git')).toBe('https://host/L.git');
     expect(displayUrl('git@github.com:o/r.git')).toBe('git@github.com:o/r.git');
     expect(displayUrl('/srv/ledger.git')).toBe('/srv/ledger.git');
@@ -89,6 +91,6 @@ describe('a remote URL shown to people and machines', () => {
 
   it("is removed from git's own messages, wherever the URL stands in them", () => {
     expect(withoutUserInfo("fatal: unable to access 'http://user:TOKEN@127.0.0.1:1/L.git/': Failed to connect")).toBe("fatal: unable to access 'http://127.0.0.1:1/L.git/': Failed to connect");
-    expect(withoutUserInfo('from https://u:p@a/x and http://v:q@b/y')).toBe('from https://a/x and http://b/y');
+    expect(withoutUserInfo('from https://u:p@a/x and http://v:q@b/y and ssh://git:s@c/z')).toBe('from https://a/x and http://b/y and ssh://git@c/z');
   });
 });
