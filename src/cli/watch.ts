@@ -180,11 +180,11 @@ export function watchVerb(program: Command): void {
     .option('--heartbeat', 'append signed heartbeats at the policy interval while watching (always on with --remote: they renew the leases of its claims)')
     .option(
       '--remote <url>',
-      "work through this remote; --ledger is then a local clone of it (coo clone URL DIR) whose origin must be this URL. Every claim, receipt and heartbeat is published there (a claim counts once the remote took it), each pass starts from the remote's verified head, and a claim another runner left is taken over only after its lease and its runtime budget plus --lease-grace both ran out. Cut off from the remote, the runner starts nothing new and keeps receipts of paid calls in a journal until the remote takes them",
+      "work through this remote; --ledger is then a local clone of it (coo clone URL DIR) whose origin must be this URL. Every claim, receipt and heartbeat is published there (a claim counts once the remote took it), each pass starts from the remote's verified head, and a claim another runner left is taken over only once its runner showed no progress (no heartbeat) for its lease and its runtime budget plus --lease-grace has passed since this runner first saw it, both measured on this runner's own clock. Cut off from the remote, the runner starts nothing new and keeps receipts of paid calls in a journal until the remote takes them",
     )
     .option('--poll-interval <seconds>', 'with --remote: seconds between looks at the remote (git ls-remote), growing while idle or failing', '2')
     .option('--poll-max <seconds>', 'with --remote: the longest wait between looks', '30')
-    .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget before another runner may take it over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
+    .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget (counted from when this runner first saw the claim) before it may take the attempt over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
     .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -140,6 +140,8 @@ export class Runner {
   private pruned = false;
   /** What every output of a transport or executor passes before it is hashed, signed or committed. */
   private readonly scrubber: Scrubber;
+  /** The same secrets without the folders: what the runner's events pass before they are printed. */
+  private readonly printable: Scrubber;
   /** What this runner saw of other runners' open claims, on its own clock, by claim path. */
   private readonly observed = new Map<string, LeaseObservation>();
   /** Entries already flagged as dated ahead of this runner's clock. */
@@ -161,6 +163,7 @@ export class Runner {
       [...environmentSecrets(process.env), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
       runnerPlaces({ stateDir: options.stateDir, ledger: options.ledger.gitdir, repo: options.repo, hidden: options.hide ?? [] }),
     );
+    this.printable = new Scrubber(this.scrubber.secrets);
     this.repo = new PinnedRepo(options.repo);
     const hide = [options.ledger.gitdir, options.stateDir, ...(options.hide ?? [])];
     this.dispatch = new DispatchLane({
@@ -192,8 +195,9 @@ export class Runner {
     this.repo.close();
   }
 
+  /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
   private emit(event: RunnerEvent): void {
-    this.options.onEvent?.(event);
+    this.options.onEvent?.(this.printable.value(event));
   }
 
   /** Says, once, in the ledger's folder that this runner is this process (identity.ts), before it claims anything. */
@@ -356,17 +360,7 @@ export class Runner {
 
   /** Keeps a receipt the remote could not take, durably, until it can. */
   private journal(entry: JournalEntry): void {
-    fs.mkdirSync(this.journalDir, { recursive: true });
-    const path = this.journalPath(entry.messageId, entry.attempt);
-    const temp = `${path}.${process.pid}.tmp`;
-    const fd = fs.openSync(temp, 'w', 0o600);
-    try {
-      fs.writeSync(fd, JSON.stringify(entry));
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(temp, path);
+    writeDurably(this.journalPath(entry.messageId, entry.attempt), JSON.stringify(entry));
   }
 
   /** Publishes the journal's receipts, oldest first; false when the remote went away again. */
@@ -458,19 +452,9 @@ export class Runner {
   private keepRefused(messageId: string, attempt: number, summary: string, now: Date, files: NewFile[], error: unknown): void {
     const code = isCooError(error) ? error.code : 'INTERNAL';
     const detail = error instanceof Error ? error.message : String(error);
-    const dir = join(this.options.stateDir, 'kept-results');
-    const path = join(dir, `${attemptIdFor(messageId, attempt)}.json`);
-    fs.mkdirSync(dir, { recursive: true });
+    const path = join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
     const entry = { messageId, attempt, summary, at: now.toISOString(), refused: { code, message: detail }, files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
-    const temp = `${path}.${process.pid}.tmp`;
-    const fd = fs.openSync(temp, 'w', 0o600);
-    try {
-      fs.writeSync(fd, JSON.stringify(entry));
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(temp, path);
+    writeDurably(path, JSON.stringify(entry));
     this.emit({ type: 'result_kept', messageId, attempt, code, detail, kept: path });
   }
 
@@ -831,6 +815,20 @@ export class Runner {
     removeSandbox(sandbox);
     return true;
   }
+}
+
+/** Writes `text` to `path` so that it survives a crash: a private temporary file, synced, then renamed into place. */
+function writeDurably(path: string, text: string): void {
+  fs.mkdirSync(dirname(path), { recursive: true });
+  const temp = `${path}.${process.pid}.tmp`;
+  const fd = fs.openSync(temp, 'w', 0o600);
+  try {
+    fs.writeSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temp, path);
 }
 
 /** The receipt event of a receipt published from the journal, read from its own bytes. */

@@ -103,12 +103,11 @@ export function types(events: readonly RunnerEvent[]): string[] {
 }
 
 /** A transport whose call is paid and whose answer is then held until `release`. */
-export function heldTransport(world: Case, machine: Machine): { transport: OracleCli; paid: Promise<void>; release: () => void } {
+export function holdAnswers(real: OracleCli): { transport: OracleCli; paid: Promise<void>; release: () => void } {
   let release: () => void = () => undefined;
   const held = new Promise<void>((resolve) => (release = resolve));
   let paid: () => void = () => undefined;
   const answered = new Promise<void>((resolve) => (paid = resolve));
-  const real = new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [machine.gitdir] });
   const transport = Object.assign(Object.create(real) as OracleCli, {
     run: async (request: Parameters<OracleCli['run']>[0]) => {
       const run = await real.run(request);
@@ -118,4 +117,18 @@ export function heldTransport(world: Case, machine: Machine): { transport: Oracl
     },
   });
   return { transport, paid: answered, release };
+}
+
+/** `holdAnswers` for a machine of a case, against the case's model. */
+export function heldTransport(world: Case, machine: Machine): { transport: OracleCli; paid: Promise<void>; release: () => void } {
+  return holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [machine.gitdir] }));
+}
+
+/** A runner of `machine` inside its paid call, its answer held: the runner, its pass, and the release. */
+export async function holdingRunner(world: Case, machine: Machine): Promise<{ runner: Runner; running: Promise<unknown>; release: () => void }> {
+  const slow = heldTransport(world, machine);
+  const runner = machine.runner({ transport: slow.transport });
+  const running = runner.runOnce();
+  await slow.paid;
+  return { runner, running, release: slow.release };
 }

@@ -1,10 +1,10 @@
 import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { OracleCli } from '../../src/consult/oracle.js';
 import { LocalRunners, newRunnerId } from '../../src/runner/identity.js';
 import { hostLabel } from '../../src/util/process.js';
 import { worlds } from '../helpers/lane.js';
+import { holdAnswers } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir('coo-runner-identity-');
@@ -55,27 +55,15 @@ describe("a runner's identity", () => {
   it("two runners of one host and one pid on one ledger (two containers of one image): the second leaves the first's live claim alone and pays nothing", async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let paid: () => void = () => undefined;
-    const answered = new Promise<void>((resolve) => (paid = resolve));
-    const real = w.transport();
-    const slow = Object.assign(Object.create(real) as OracleCli, {
-      run: async (request: Parameters<OracleCli['run']>[0]) => {
-        const run = await real.run(request);
-        paid();
-        await held;
-        return run;
-      },
-    });
-    const first = w.runner({ transport: slow });
+    const slow = holdAnswers(w.transport());
+    const first = w.runner({ transport: slow.transport });
     const running = first.runOnce();
-    await answered;
+    await slow.paid;
     const second = w.runner({ stateDir: join(w.dir, 'state-2') });
     expect(second.runnerId).not.toBe(first.runnerId);
     await second.runOnce();
     expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: `attempt 1 is being run by ${first.runnerId}` });
-    release();
+    slow.release();
     await running;
     const record = (await w.ledger.state()).messages.get(messageId)!;
     expect(record.attempts).toHaveLength(1);

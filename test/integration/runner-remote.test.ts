@@ -16,7 +16,7 @@ import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
 import { removeHook } from '../helpers/remote-ledger.js';
-import { heldTransport, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { stockCommit } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -161,10 +161,7 @@ describe('runners through a remote', () => {
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
-    const slow = heldTransport(world, first);
-    const original = first.runner({ transport: slow.transport });
-    const running = original.runOnce();
-    await slow.paid;
+    const { runner: original, running, release } = await holdingRunner(world, first);
     // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s. The taker's own monotonic clock:
     let tick = 0;
     const taker = second.runner({ monotonic: () => tick, leaseGraceSeconds: 600 });
@@ -186,7 +183,7 @@ describe('runners through a remote', () => {
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
 
     // The original runner comes back with its answer: refused, kept as late, never applied.
-    slow.release();
+    release();
     await running;
     expect(first.events.filter((event) => event.type === 'late_result')).toEqual([expect.objectContaining({ messageId, attempt: 1 })]);
     expect(types(first.events)).not.toContain('receipt');
@@ -226,10 +223,7 @@ describe('runners through a remote', () => {
     const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
-    const slow = heldTransport(world, machine);
-    const before = machine.runner({ transport: slow.transport });
-    const running = before.runOnce();
-    await slow.paid;
+    const { running, release } = await holdingRunner(world, machine);
 
     // The CEO rotates the COO's key through the remote while the call is in flight.
     const ceoMachine = await world.machine('ceo');
@@ -237,7 +231,7 @@ describe('runners through a remote', () => {
     const registry = (await ceoMachine.ledger.state()).registry!.doc;
     await ceoMachine.remote.write((ledger) => appendTrustVersion(ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', rotated.publicKey]]) }, loadPrivateKey(world.served.keys.ceo), new Date()));
 
-    slow.release();
+    release();
     await expect(running).resolves.toBeDefined();
     const kept = machine.events.filter((event) => event.type === 'result_kept');
     expect(kept).toEqual([expect.objectContaining({ messageId, attempt: 1, code: expect.stringMatching(/^SIGNER_|NOT_ACTIVE_COO/) })]);

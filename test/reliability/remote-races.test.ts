@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { heldTransport, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { tally } from '../helpers/tally.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -24,10 +24,7 @@ describe('runners through a remote, racing', () => {
       const messageId = await world.consult();
       const holderMachine = await world.machine('holder');
       const skewedMachine = await world.machine('skewed');
-      const slow = heldTransport(world, holderMachine);
-      const holder = holderMachine.runner({ transport: slow.transport });
-      const running = holder.runOnce();
-      await slow.paid;
+      const { runner: holder, running, release } = await holdingRunner(world, holderMachine);
       let tick = 0;
       const skewed = skewedMachine.runner({ clock: () => new Date(Date.now() + hours * 3_600_000), monotonic: () => tick, leaseGraceSeconds: 1 });
 
@@ -48,7 +45,7 @@ describe('runners through a remote, racing', () => {
       if (hours < 0) expect(flagged).toContainEqual(expect.objectContaining({ messageId, runner: holder.runnerId, aheadSeconds: expect.any(Number) }));
       else expect(flagged).toEqual([]);
 
-      slow.release();
+      release();
       await running;
       expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
       expect(world.model.requests).toHaveLength(1);
@@ -62,10 +59,7 @@ describe('runners through a remote, racing', () => {
     const firstMachine = await world.machine('container-1');
     const secondMachine = await world.machine('container-2');
     // Both runners live in this one process: same host name, same pid, as two containers of one image.
-    const slow = heldTransport(world, firstMachine);
-    const first = firstMachine.runner({ transport: slow.transport });
-    const running = first.runOnce();
-    await slow.paid;
+    const { runner: first, running, release } = await holdingRunner(world, firstMachine);
     const second = secondMachine.runner();
     expect(second.runnerId).not.toBe(first.runnerId);
 
@@ -75,7 +69,7 @@ describe('runners through a remote, racing', () => {
     expect(types(secondMachine.events)).not.toContain('takeover');
     expect(types(secondMachine.events)).not.toContain('oracle_started');
     expect(secondMachine.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId }));
-    slow.release();
+    release();
     await running;
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
