@@ -56,6 +56,8 @@ const CODES = {
   REF_FORBIDDEN: 'rejected',
   REMOTE_UNVERIFIED: 'rejected',
   REMOTE_REJECTED: 'rejected',
+  /** A remote that answers but has no main: a finding about it, never taken for a network failure. */
+  REMOTE_MAIN_MISSING: 'rejected',
   // authority and trust
   SIGNER_UNKNOWN: 'rejected',
   SIGNER_RETIRED: 'rejected',
@@ -96,6 +98,8 @@ const CODES = {
   BUNDLE_INVALID: 'rejected',
   /** Evidence from another ledger than the one pinned (its genesis commit). */
   LEDGER_MISMATCH: 'rejected',
+  // the MCP shell: a client message over the transport's limit
+  MCP_MESSAGE_TOO_LARGE: 'rejected',
   // consult lane
   CONTEXT_INVALID: 'rejected',
   ORACLE_CONFIG: 'usage',

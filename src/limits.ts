@@ -27,6 +27,15 @@ export const LIMITS = {
   sessionRecordBytes: 16 * 1024 * 1024,
   /** Largest subprocess output captured (stdout or stderr). */
   subprocessOutputBytes: 2 * 1024 * 1024,
+  /** Largest MCP message (one line of the stdio transport) `coo mcp` reads; a longer one ends the session with MCP_MESSAGE_TOO_LARGE. */
+  mcpMessageBytes: 10 * 1024 * 1024,
+  /** How long one git command against a remote (ls-remote, fetch, push, clone) may take before it is killed. */
+  remoteGitMs: 120_000,
+  /**
+   * How far ahead of a runner's clock another machine's entry may be dated before the runner flags
+   * it (a `clock_skew` event). No decision reads such times: leases are measured on the runner's own clock.
+   */
+  clockSkewSeconds: 300,
   /** How long a lock may be held before a waiter gives up. */
   lockWaitMs: 30_000,
 } as const;

@@ -3,34 +3,50 @@ import type { CooMessage } from '../schema/message.js';
 import type { AttemptRecord } from './state.js';
 
 /**
- * Leases: when a runner on another machine may take over a claimed attempt whose receipt never
- * came. The claim names its runner (`runner_id`); that runner's signed heartbeats renew its lease.
+ * Leases: when a runner may take over an attempt another runner claimed and never receipted.
  *
- * - The lease of a claim runs to the later of `claimed_at` + the policy's heartbeat TTL and the
- *   `expires_at` of the newest heartbeat its runner committed (any heartbeat of that runner renews
- *   every open claim it holds).
- * - The attempt's runtime budget is an upper bound fixed by the envelope and the claim alone, so a
- *   later policy change cannot shorten it: for a consult min(budget.max_runtime_seconds, deadline_at
- *   - claimed_at), for a dispatch the same with the dispatch's timeout_seconds. The runner's own kill
- *   timer ends its call within the runtime it computed at claim time, never more than this.
- * - A takeover needs BOTH: the lease ran out, AND claimed_at + runtime budget + grace has passed. By
- *   then the original call cannot still be paying, whatever the original runner's state; the grace
- *   covers clock skew between machines and the time a kill takes.
+ * Liveness is judged by the observer's own clock, never by comparing it with a time another machine
+ * wrote: a runner whose clock ran an hour ahead read a live claim's `claimed_at` and its holder's
+ * heartbeats as an hour old, took the attempt over and paid for it again. So the observer measures,
+ * on its own monotonic clock:
  *
- * Pure: the caller gives the clock.
+ * - how long the claim has been quiet: since it first saw the claim, or since it last saw the
+ *   holder make progress (a heartbeat newer than the last one it saw; any heartbeat of the holder
+ *   renews every open claim it holds). A holder that makes none for the lease period (the policy's
+ *   heartbeat TTL) has lost its lease.
+ * - how long ago it first saw the claim. The attempt's runtime budget is an upper bound fixed by
+ *   the envelope and the claim alone (a later policy change cannot shorten it): for a consult
+ *   min(budget.max_runtime_seconds, deadline_at - claimed_at), for a dispatch the same with its
+ *   timeout_seconds; the holder's own kill timer ends its call within it.
+ *
+ * A takeover needs both: the lease ran out AND the runtime budget plus the grace has passed since
+ * the claim was first seen. By then the original call cannot still be paying, whatever the holder's
+ * state or clock. A claim is seen only after it was made, so measuring from first sight only ever
+ * waits longer than needed; a runner that restarts starts its observations over.
+ *
+ * Pure: the caller gives its own clock's readings and what it observed.
  */
 
 export interface LeaseFacts {
   readonly claim: NonNullable<AttemptRecord['claim']>;
   readonly message: Pick<CooMessage, 'budget' | 'deadline_at'> & { readonly dispatch?: { readonly timeout_seconds: number } };
-  /** The newest heartbeat of the claim's runner, if it ever sent one. */
-  readonly heartbeat: { readonly expiresAt: string } | undefined;
   readonly heartbeatTtlSeconds: number;
   readonly graceSeconds: number;
+  readonly observed: LeaseObservation;
+}
+
+/** What one runner saw of one claim, on its own monotonic clock (milliseconds). */
+export interface LeaseObservation {
+  /** When it first saw the claim. */
+  readonly firstSeen: number;
+  /** When it last saw the holder make progress (first sight counts as such). */
+  readonly lastProgress: number;
+  /** The sequence of the holder's newest heartbeat it saw then; null: none. */
+  readonly heartbeatSeq: number | null;
 }
 
 export type LeaseDecision =
-  | { readonly kind: 'held'; readonly until: string; readonly detail: string }
+  | { readonly kind: 'held'; readonly remainingMs: number; readonly detail: string }
   | { readonly kind: 'expired'; readonly detail: string };
 
 /** The longest an attempt claimed at `claimedAt` may run, from the envelope alone. */
@@ -39,13 +55,35 @@ export function runtimeBoundSeconds(message: LeaseFacts['message'], claimedAt: s
   return Math.max(1, Math.min(message.budget.max_runtime_seconds, message.dispatch?.timeout_seconds ?? Number.MAX_SAFE_INTEGER, untilDeadline));
 }
 
-/** Whether another runner may take over the claimed attempt at `now`. */
-export function leaseDecision(facts: LeaseFacts, now: Date): LeaseDecision {
-  const claimedAt = toMillis(facts.claim.at);
-  const leaseEnd = Math.max(claimedAt + facts.heartbeatTtlSeconds * 1000, facts.heartbeat === undefined ? 0 : toMillis(facts.heartbeat.expiresAt));
+/**
+ * The observation after one more look at a claim at `now`: the holder made progress when its
+ * newest heartbeat is one this observer has not seen before.
+ */
+export function observeClaim(previous: LeaseObservation | undefined, heartbeatSeq: number | null, now: number): LeaseObservation {
+  if (previous === undefined) return { firstSeen: now, lastProgress: now, heartbeatSeq };
+  if (heartbeatSeq !== null && heartbeatSeq !== previous.heartbeatSeq) return { ...previous, lastProgress: now, heartbeatSeq };
+  return previous;
+}
+
+/** Whether another runner may take over the claimed attempt at `now` (the observer's monotonic clock, ms). */
+export function leaseDecision(facts: LeaseFacts, now: number): LeaseDecision {
+  const { observed } = facts;
+  const quietMs = now - observed.lastProgress;
+  const seenMs = now - observed.firstSeen;
   const runtime = runtimeBoundSeconds(facts.message, facts.claim.at);
-  const runtimeEnd = claimedAt + (runtime + facts.graceSeconds) * 1000;
-  const until = Math.max(leaseEnd, runtimeEnd);
-  const detail = `the lease of ${facts.claim.runner} ran to ${new Date(leaseEnd).toISOString()}, its runtime budget (${runtime} s) and grace (${facts.graceSeconds} s) to ${new Date(runtimeEnd).toISOString()}`;
-  return now.getTime() < until ? { kind: 'held', until: new Date(until).toISOString(), detail } : { kind: 'expired', detail };
+  const leaseLeft = facts.heartbeatTtlSeconds * 1000 - quietMs;
+  const runtimeLeft = (runtime + facts.graceSeconds) * 1000 - seenMs;
+  const remainingMs = Math.max(leaseLeft, runtimeLeft);
+  const detail = `${facts.claim.runner} made no progress for ${Math.floor(quietMs / 1000)} s of its ${facts.heartbeatTtlSeconds} s lease, and its claim was first seen ${Math.floor(seenMs / 1000)} s ago against a runtime budget of ${runtime} s and a grace of ${facts.graceSeconds} s (measured on this runner's own clock)`;
+  return remainingMs > 0 ? { kind: 'held', remainingMs, detail } : { kind: 'expired', detail };
+}
+
+/**
+ * How far an entry's time (`at`, written by another machine) lies ahead of the observer's wall
+ * clock, in seconds, when that is more than `skewSeconds`; else null. Such an entry says its writer's
+ * clock runs ahead: flagged, and never a reason for a decision (leases do not read it).
+ */
+export function aheadOfClock(at: string, wallNow: Date, skewSeconds: number): number | null {
+  const ahead = Math.floor((toMillis(at) - wallNow.getTime()) / 1000);
+  return ahead > skewSeconds ? ahead : null;
 }

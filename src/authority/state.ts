@@ -209,7 +209,7 @@ export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): 
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 5;
+const STATE_SHAPE = 6;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

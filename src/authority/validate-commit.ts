@@ -1,3 +1,4 @@
+import { keepHeartbeat } from './heartbeats.js';
 import { CooError, isCooError, toFinding, type Finding } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { parseSshsig, verifySshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
@@ -980,7 +981,7 @@ class CommitCheck {
     for (const [id, approval] of this.approvals) approvals.set(id, approval);
     if (this.runnerHeartbeat !== null) {
       const { runner, ...beat } = this.runnerHeartbeat;
-      (state.runnerHeartbeats as Map<string, typeof beat>).set(runner, beat);
+      keepHeartbeat(state.runnerHeartbeats as Map<string, typeof beat>, runner, beat);
     }
     const byCorrelation = state.spendByCorrelation as Map<string, number>;
     const byDay = state.spendByDay as Map<string, number>;

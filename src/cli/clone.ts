@@ -1,7 +1,8 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { cloneLedger } from '../remote/clone.js';
-import { emit, jsonOption, now, pinnedKeyId, required } from './common.js';
+import { displayUrl } from '../util/display-url.js';
+import { emit, jsonOption, now, pinnedKeyId, positiveNumber, required } from './common.js';
 
 export function cloneVerb(program: Command): void {
   program
@@ -10,15 +11,17 @@ export function cloneVerb(program: Command): void {
     .argument('<url>', 'the remote ledger (ssh://, https://, or a path)')
     .argument('<dir>', 'where the local ledger goes (a new folder)')
     .option('--trust-root <pub-or-fingerprint>', "the CEO public key file, or its SHA256:... fingerprint (coo init prints it), that the ledger's first trust root must name")
+    .option('--timeout <seconds>', 'give up when git has not finished cloning in this long (a remote that accepts the connection and never answers); default 120')
     .addOption(jsonOption())
-    .action(async (url: string, dir: string, opts: { trustRoot?: string; json?: boolean }) => {
+    .action(async (url: string, dir: string, opts: { trustRoot?: string; timeout?: string; json?: boolean }) => {
       const trustRoot = pinnedKeyId(required(opts.trustRoot, '--trust-root', 'the CEO key you trust, as a .pub file or its SHA256:... fingerprint'));
       if (url.startsWith('-')) throw new CooError('USAGE', `${url} is not a remote`);
-      const result = await cloneLedger({ url, gitdir: dir, trustRoot, now: now() });
+      const seconds = positiveNumber(opts.timeout, '--timeout');
+      const result = await cloneLedger({ url, gitdir: dir, trustRoot, now: now(), ...(seconds === undefined ? {} : { timeoutMs: seconds * 1000, limitName: '--timeout' }) });
       for (const note of result.notes) process.stderr.write(`coo clone: note: ${note.code}: ${note.message}\n`);
       if (result.trustRootNote !== null) process.stderr.write(`coo clone: note: ${result.trustRootNote}\n`);
-      emit(opts.json, { ok: true, ledger: result.gitdir, head: result.head, seq: result.seq, commits: result.commits, trust_root: trustRoot.keyId, trust_root_note: result.trustRootNote, notes: result.notes }, () =>
-        `cloned ${url} into ${result.gitdir}: ${result.commits} commits verified from the trust root ${trustRoot.keyId}, head ${result.head ?? '(none)'} at Ledger-Seq ${result.seq}`,
+      emit(opts.json, { ok: true, url: displayUrl(url), ledger: result.gitdir, head: result.head, seq: result.seq, commits: result.commits, trust_root: trustRoot.keyId, trust_root_note: result.trustRootNote, notes: result.notes }, () =>
+        `cloned ${displayUrl(url)} into ${result.gitdir}: ${result.commits} commits verified from the trust root ${trustRoot.keyId}, head ${result.head ?? '(none)'} at Ledger-Seq ${result.seq}`,
       );
     });
 }

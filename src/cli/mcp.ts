@@ -3,28 +3,38 @@ import type * as SdkStdio from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Command } from 'commander';
 import { defaultAuditDir } from '../audit/checkpoint.js';
 import { Ledger } from '../ledger/ledger.js';
-import { Redactor } from '../mcp/results.js';
-import { createCooMcpServer } from '../mcp/server.js';
+import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { serverScrubber } from '../mcp/results.js';
+import { RunnerProblems } from '../mcp/runner-problems.js';
+import { createCooMcpServer, TOOL_SUMMARIES } from '../mcp/server.js';
 import { Runner } from '../runner/runner.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
 import { importPackage } from '../util/import-package.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
-import { defaultStateDir, describeEvent, oracleFromFlags, withOracleOptions, type OracleFlags } from './watch.js';
+import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 
-type McpOptions = OracleFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
+type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
+
+/** The tools, one line each, for `coo mcp --help`. */
+function toolsHelp(): string {
+  const width = Math.max(...TOOL_SUMMARIES.map(([name]) => name.length));
+  return `\nTools:\n${TOOL_SUMMARIES.map(([name, summary]) => `  ${name.padEnd(width)}  ${summary}`).join('\n')}\n\nResources: coo://messages/<id>/envelope, /receipt and /answer.\n`;
+}
 
 export function mcpVerb(program: Command): void {
   const command = program
     .command('mcp')
-    .description("serve the ledger's lanes to an agent as MCP tools over stdio (consult, wait, sessions, show, cite, verify); logs go to stderr")
+    .description(`serve the ledger's lanes to an agent as MCP tools over stdio (${TOOL_SUMMARIES.map(([name]) => name).join(', ')}); logs go to stderr`)
+    .addHelpText('after', toolsHelp())
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key the server signs consults with (never shown to the agent); default $COO_KEY'))
     .option('--repo <path>', 'the repository consults pin their context in (fixed for the agent)')
     .option('--run', 'also run the runner in this process, as `coo watch` does')
     .option('--state-dir <dir>', 'where attempt sandboxes live, with --run (default ~/.local/state/coo-commons/runner/<ledger>)');
-  withOracleOptions(command, 'Oracle engine, with --run: only "api" is accepted')
+  withExecutorOptions(withOracleOptions(command, 'Oracle engine, with --run: only "api" is accepted'))
     .option('--heartbeat', 'with --run: append signed heartbeats at the policy interval (always on with --remote)')
     .addOption(remoteOption())
     .option('--poll-interval <seconds>', 'with --run and --remote: seconds between looks at the remote (git ls-remote)', '2')
@@ -40,15 +50,55 @@ export function mcpVerb(program: Command): void {
       const log = (line: string): void => void process.stderr.write(`coo mcp: ${line}\n`);
       const note = packingNote(gitdir);
       if (note !== null) log(`note: ${note}`);
-      const redactor = new Redactor([gitdir, keyPath, dirname(keyPath), repo, stateDir, auditDir, ...Redactor.environmentSecrets(process.env)]);
-      const remote = opts.remote === undefined || opts.remote === '' ? undefined : new RemoteLedger(ledger, { remote: opts.remote, shareConnection: true });
+      const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
+      const scrubber = serverScrubber({
+        key,
+        env: process.env,
+        places: [
+          { name: 'ledger', path: gitdir },
+          { name: 'key', path: keyPath },
+          { name: 'key-folder', path: dirname(keyPath) },
+          { name: 'repo', path: repo },
+          { name: 'runner-state', path: stateDir },
+          { name: 'audit-state', path: auditDir },
+        ],
+        ...(remoteUrl === undefined ? {} : { remoteUrl }),
+      });
+      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true });
       const pollSeconds = positiveNumber(opts.pollInterval, '--poll-interval') ?? 2;
-      const runner = transport === null ? null : new Runner({ ledger, key, repo, stateDir, transport, onEvent: (event) => log(describeEvent(event)), ...(remote === undefined ? {} : { remote }) });
+      const hide = [dirname(keyPath)];
+      const problems = new RunnerProblems();
+      const pullRequests = pullRequestsFromFlags(opts);
+      const runner =
+        transport === null
+          ? null
+          : new Runner({
+              ledger,
+              key,
+              repo,
+              stateDir,
+              transport,
+              executors: executorsFromFlags(opts, [gitdir, stateDir, ...hide]),
+              hide,
+              onEvent: (event) => {
+                problems.observe(event);
+                log(scrubber.text(describeEvent(event)));
+              },
+              ...(pullRequests === undefined ? {} : { pullRequests }),
+              ...(remote === undefined ? {} : { remote }),
+            });
       const controller = new AbortController();
+      /** The transport's own reason for ending the session, when it was a message over its limit. */
+      let overLimit: Error | null = null;
       try {
-        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), redactor, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }) });
+        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
         const { StdioServerTransport } = await importPackage<typeof SdkStdio>('@modelcontextprotocol/sdk/server/stdio.js');
-        const stdio = new StdioServerTransport();
+        const stdio = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: LIMITS.mcpMessageBytes });
+        // The SDK's transport reports a message over its buffer limit as an error and then closes,
+        // which would end the session as if the client had left: remember why, and say so.
+        stdio.onerror = (error) => {
+          if (/maximum size/i.test(error.message)) overLimit = error;
+        };
         stdio.onclose = () => controller.abort();
         // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).
         process.stdin.once('end', () => controller.abort());
@@ -69,6 +119,9 @@ export function mcpVerb(program: Command): void {
         });
         await watching;
         await server.close();
+        if (overLimit !== null) {
+          throw new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${LIMITS.mcpMessageBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
+        }
       } finally {
         runner?.close();
         remote?.close();

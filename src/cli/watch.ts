@@ -13,6 +13,8 @@ import { probeBubblewrap, resolveOracleCommand } from '../runner/oracle-check.js
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { Isolation } from '../dispatch/process.js';
+import type { ExecutorFactory } from '../dispatch/executor.js';
+import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
 const IDLE_CHECKPOINT_COMMITS = 64;
@@ -60,6 +62,10 @@ export function describeEvent(event: RunnerEvent): string {
       return `${event.summary}: published after ${event.conflicts} push conflict(s), ${event.tries} tries`;
     case 'takeover':
       return `taking over ${event.messageId} attempt ${event.attempt} from ${event.runner}: ${event.detail}`;
+    case 'clock_skew':
+      return `clock skew: ${event.entry} (${event.messageId}, runner ${event.runner}) is dated ${event.aheadSeconds} s ahead of this runner's clock; leases do not read such times, but check that machine's clock`;
+    case 'result_kept':
+      return `KEPT a paid result for ${event.messageId} attempt ${event.attempt}: the ledger refused its receipt (${event.code}: ${event.detail}); it is kept in ${event.kept} and the attempt stays open`;
   }
 }
 
@@ -120,33 +126,68 @@ export function withOracleOptions(command: Command, engineHelp: string): Command
     .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto');
 }
 
+/** The execution-agent flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
+export interface ExecutorFlags {
+  isolation: string;
+  eaCommand?: string;
+  eaBaseUrl?: string;
+  githubTokenEnv?: string;
+  pushUrl?: string;
+  githubApiUrl?: string;
+  prBase?: string;
+}
+
+export function withExecutorOptions(command: Command): Command {
+  return command
+    .option('--ea-command <path>', 'the execution agent executable (default: codex or claude on PATH, as the registry names)')
+    .option('--ea-base-url <url>', "a model API base URL for the execution agent (a gateway or a scripted model); the provider's own by default")
+    .option('--github-token-env <name>', 'the environment variable holding the token that pushes branches and opens pull requests for --open-pr dispatches (default GITHUB_TOKEN; the agent never sees it)')
+    .option('--push-url <url>', 'where --open-pr branches are pushed (default https://github.com/OWNER/REPO.git)')
+    .option('--github-api-url <url>', 'the GitHub API for --open-pr (default $GITHUB_API_URL or https://api.github.com)')
+    .option('--pr-base <branch>', 'the branch pull requests ask to merge into (default main)');
+}
+
+/** How the runner starts execution agents, from its flags; `hide` is what no executor sees. */
+export function executorsFromFlags(flags: ExecutorFlags, hide: readonly string[]): ExecutorFactory {
+  return executorFactory({
+    hide,
+    isolation: flags.isolation as Isolation,
+    ...(flags.eaCommand === undefined ? {} : { command: [resolve(flags.eaCommand)] }),
+    ...(flags.eaBaseUrl === undefined ? {} : { baseUrl: flags.eaBaseUrl }),
+  });
+}
+
+/** The runner's forge credentials for --open-pr dispatches, from its flags and environment; none without a token. */
+export function pullRequestsFromFlags(flags: ExecutorFlags): PullRequestConfig | undefined {
+  const token = process.env[flags.githubTokenEnv ?? 'GITHUB_TOKEN'];
+  const apiBaseUrl = flags.githubApiUrl ?? process.env['GITHUB_API_URL'];
+  return token === undefined || token === ''
+    ? undefined
+    : { token, base: flags.prBase ?? 'main', ...(flags.pushUrl === undefined ? {} : { pushUrl: flags.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
+}
+
 export function watchVerb(program: Command): void {
   const command = program
     .command('watch')
     .description('the runner: consult advisory agents and dispatch execution agents for queued envelopes, and commit a COO-signed receipt for every outcome')
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key that signs claims and receipts; default $COO_KEY'))
-    .option('--repo <path>', 'the repository consults pin their context in and dispatches work in')
-    .option('--ea-command <path>', 'the execution agent executable (default: codex or claude on PATH, as the registry names)')
-    .option('--ea-base-url <url>', "a model API base URL for the execution agent (a gateway or a scripted model); the provider's own by default")
-    .option('--github-token-env <name>', 'the environment variable holding the token that pushes branches and opens pull requests for --open-pr dispatches (default GITHUB_TOKEN; the agent never sees it)')
-    .option('--push-url <url>', 'where --open-pr branches are pushed (default https://github.com/OWNER/REPO.git)')
-    .option('--github-api-url <url>', 'the GitHub API for --open-pr (default $GITHUB_API_URL or https://api.github.com)')
-    .option('--pr-base <branch>', 'the branch pull requests ask to merge into (default main)')
+    .option('--repo <path>', 'the repository consults pin their context in and dispatches work in');
+  withExecutorOptions(command)
     .option('--once', 'process what is ready now and exit')
     .option('--state-dir <dir>', 'where attempt sandboxes live (default ~/.local/state/coo-commons/runner/<ledger>)');
   withOracleOptions(command, 'Oracle engine: only "api" is accepted')
     .option('--heartbeat', 'append signed heartbeats at the policy interval while watching (always on with --remote: they renew the leases of its claims)')
     .option(
       '--remote <url>',
-      "work through this remote; --ledger is then a local clone of it (coo clone URL DIR) whose origin must be this URL. Every claim, receipt and heartbeat is published there (a claim counts once the remote took it), each pass starts from the remote's verified head, and a claim another runner left is taken over only after its lease and its runtime budget plus --lease-grace both ran out. Cut off from the remote, the runner starts nothing new and keeps receipts of paid calls in a journal until the remote takes them",
+      "work through this remote; --ledger is then a local clone of it (coo clone URL DIR) whose origin must be this URL. Every claim, receipt and heartbeat is published there (a claim counts once the remote took it), each pass starts from the remote's verified head, and a claim another runner left is taken over only once its runner showed no progress (no heartbeat) for its lease and its runtime budget plus --lease-grace has passed since this runner first saw it, both measured on this runner's own clock. Cut off from the remote, the runner starts nothing new and keeps receipts of paid calls in a journal until the remote takes them",
     )
     .option('--poll-interval <seconds>', 'with --remote: seconds between looks at the remote (git ls-remote), growing while idle or failing', '2')
     .option('--poll-max <seconds>', 'with --remote: the longest wait between looks', '30')
-    .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget before another runner may take it over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
+    .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget (counted from when this runner first saw the claim) before it may take the attempt over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean; eaCommand?: string; eaBaseUrl?: string; githubTokenEnv?: string; pushUrl?: string; githubApiUrl?: string; prBase?: string }) => {
+    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
@@ -174,18 +215,8 @@ export function watchVerb(program: Command): void {
       };
       let stopSignals = (): void => undefined;
       const hide = [dirname(keyPath)];
-      const executors = executorFactory({
-        hide: [gitdir, stateDir, ...hide],
-        isolation: opts.isolation as Isolation,
-        ...(opts.eaCommand === undefined ? {} : { command: [resolve(opts.eaCommand)] }),
-        ...(opts.eaBaseUrl === undefined ? {} : { baseUrl: opts.eaBaseUrl }),
-      });
-      const token = process.env[opts.githubTokenEnv ?? 'GITHUB_TOKEN'];
-      const apiBaseUrl = opts.githubApiUrl ?? process.env['GITHUB_API_URL'];
-      const pullRequests =
-        token === undefined || token === ''
-          ? undefined
-          : { token, base: opts.prBase ?? 'main', ...(opts.pushUrl === undefined ? {} : { pushUrl: opts.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
+      const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
+      const pullRequests = pullRequestsFromFlags(opts);
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true });
       const runner = new Runner({
         ledger,

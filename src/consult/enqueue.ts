@@ -1,4 +1,5 @@
 import { CooError } from '../errors.js';
+import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import type { LedgerState } from '../authority/state.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
 import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
@@ -45,11 +46,12 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
   const plan = planEnvelope(state, key, request.target, request, now, 'consult');
   const policy = plan.policy;
   if (request.question.trim() === '') throw new CooError('USAGE', 'the prompt is empty');
-  if (request.patterns.length === 0) throw new CooError('USAGE', 'give at least one --file to pin as context');
+  const names = request.names ?? CLI_ARGUMENTS;
+  if (request.patterns.length === 0) throw new CooError('USAGE', `give at least one ${names.file} to pin as context`);
 
-  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD');
+  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
   const { commit } = resolved;
-  const files = await pinFiles(request.repo, resolved, request.patterns);
+  const files = await pinFiles(request.repo, resolved, request.patterns, names);
   for (const file of files) {
     if (!isOracleSafePath(file.path)) throw new CooError('CONTEXT_INVALID', `${file.path}: the AA transport would read this name as a pattern (characters * ? [ ] { } ( ) , ! or a leading -)`);
   }
@@ -66,7 +68,7 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
     parseDocument(
       'coo_message.v0',
       {
-        ...plan.header,
+        ...plan.headerAt(head),
         intent: 'aa_consult',
         authority_class: 'advisory_only',
         budget: budgetAt(plan, head, request.maxCostUsd),

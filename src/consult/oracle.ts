@@ -6,6 +6,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
 import { findExecutable, isReadableFile } from '../util/executable.js';
+import { environmentSecrets, type Secret } from '../util/scrub.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 
@@ -55,6 +56,11 @@ export interface AaTransport {
   /** True when the OS enforces the sandbox (bubblewrap): everything but the sandbox is read-only. */
   readonly isolated: boolean;
   check(providerKeyEnv: string): void;
+  /**
+   * The secret values a run hands the child: the value of `providerKeyEnv`, or with none named,
+   * every provider key and token the transport could hand (util/scrub.ts scrubs output of them).
+   */
+  handedSecrets(providerKeyEnv?: string): readonly Secret[];
   run(request: TransportRequest): Promise<OracleRun>;
 }
 
@@ -278,6 +284,13 @@ export class OracleCli implements AaTransport {
   check(providerKeyEnv: string): void {
     const value = (this.config.env ?? process.env)[providerKeyEnv];
     if (value === undefined || value === '') throw new CooError('ORACLE_CONFIG', `${providerKeyEnv} is not set in the runner's environment`);
+  }
+
+  handedSecrets(providerKeyEnv?: string): Secret[] {
+    const source = this.config.env ?? process.env;
+    if (providerKeyEnv === undefined) return environmentSecrets(source);
+    const value = source[providerKeyEnv];
+    return value === undefined || value === '' ? [] : [{ name: providerKeyEnv, value }];
   }
 
   private environment(request: TransportRequest): NodeJS.ProcessEnv {

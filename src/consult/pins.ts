@@ -1,5 +1,6 @@
 import picomatch from 'picomatch';
 import { CooError } from '../errors.js';
+import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { parseAnyTree } from '../ledger/tree-format.js';
@@ -30,8 +31,8 @@ export interface ResolvedCommit {
 }
 
 /** The commit `rev` names in `repo`, and the repository's git directory, from one `git rev-parse`. */
-export async function resolveCommit(repo: string, rev: string): Promise<ResolvedCommit> {
-  if (rev.startsWith('-')) throw new CooError('USAGE', `--rev ${rev} is not a revision`);
+export async function resolveCommit(repo: string, rev: string, names: ArgumentNames = CLI_ARGUMENTS): Promise<ResolvedCommit> {
+  if (rev.startsWith('-')) throw new CooError('USAGE', `${names.rev} ${rev} is not a revision`);
   const out = await runGit(['-C', repo, 'rev-parse', '--absolute-git-dir', '--verify', '--quiet', '--end-of-options', `${rev}^{commit}`]).catch(() => {
     throw new CooError('CONTEXT_INVALID', `${rev} is not a commit in ${repo}`);
   });
@@ -66,9 +67,9 @@ function tooLarge(path: string, size: number): string {
   return `${path}: ${size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`;
 }
 
-function checkPattern(pattern: string): void {
+function checkPattern(pattern: string, names: ArgumentNames): void {
   if (pattern.startsWith('/') || pattern.split('/').includes('..') || pattern.includes('\\') || pattern.includes('\0')) {
-    throw new CooError('CONTEXT_INVALID', `--file ${JSON.stringify(pattern)} escapes the repository: give paths relative to its root`);
+    throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} escapes the repository: give paths relative to its root`);
   }
 }
 
@@ -93,15 +94,15 @@ function isRegularFile(item: TreeItem): boolean {
 }
 
 /** The files matching `patterns` at `commit`, read from git objects, with their hashes. Symlinks and submodules are refused. */
-export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[]): Promise<PinnedFile[]> {
-  patterns.forEach(checkPattern);
+export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[], names: ArgumentNames = CLI_ARGUMENTS): Promise<PinnedFile[]> {
+  for (const pattern of patterns) checkPattern(pattern, names);
   const { commit } = at;
   const items = await listTree(repo, commit);
   const matchers = patterns.map((pattern) => ({ pattern, match: picomatch(pattern, { dot: true }) }));
   const chosen: TreeItem[] = [];
   for (const { pattern, match } of matchers) {
     const hits = items.filter((item) => match(item.path));
-    if (hits.length === 0) throw new CooError('CONTEXT_INVALID', `--file ${JSON.stringify(pattern)} matches nothing at ${commit.slice(0, 12)}`);
+    if (hits.length === 0) throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} matches nothing at ${commit.slice(0, 12)}`);
     for (const hit of hits) {
       if (!isRegularFile(hit)) throw new CooError('CONTEXT_INVALID', `${hit.path} is a ${hit.mode === '120000' ? 'symbolic link' : hit.type} at ${commit.slice(0, 12)}: only regular files can be pinned`);
       if (!chosen.some((item) => item.path === hit.path)) chosen.push(hit);

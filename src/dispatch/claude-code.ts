@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
 import { claudeStreamState } from './claude-events.js';
+import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { chooseIsolation, executorPath, resolveCommand, runExecutorProcess, type Isolation } from './process.js';
 
@@ -67,6 +68,11 @@ export class ClaudeCodeExecutor implements Executor {
     this.program();
     const key = this.source()['ANTHROPIC_API_KEY'];
     if (key === undefined || key === '') throw new CooError('EXECUTOR_CONFIG', "ea.claude_code: ANTHROPIC_API_KEY is not set in the runner's environment");
+  }
+
+  handedSecrets(): Secret[] {
+    const value = this.source()['ANTHROPIC_API_KEY'];
+    return value === undefined || value === '' ? [] : [{ name: 'ANTHROPIC_API_KEY', value }];
   }
 
   argv(request: ExecutorRequest): string[] {

@@ -3,6 +3,7 @@ import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
 import { codexStreamState } from './codex-events.js';
+import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { chooseIsolation, executorPath, resolveCommand, runExecutorProcess, type Isolation } from './process.js';
 
@@ -71,6 +72,11 @@ export class CodexExecutor implements Executor {
     this.program();
     const key = this.source()[this.providerKeyEnv];
     if (key === undefined || key === '') throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${this.providerKeyEnv} is not set in the runner's environment`);
+  }
+
+  handedSecrets(): Secret[] {
+    const value = this.source()[this.providerKeyEnv];
+    return value === undefined || value === '' ? [] : [{ name: this.providerKeyEnv, value }];
   }
 
   /** The arguments after the command: everything the lane decides, nothing from the user's config. */

@@ -6,6 +6,7 @@ import type { LedgerState } from '../authority/state.js';
 import { contextManifestBytes } from '../consult/enqueue.js';
 import { pinFiles, resolveCommit } from '../consult/pins.js';
 import { CooError } from '../errors.js';
+import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
 import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
@@ -55,11 +56,12 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   const executor = state.registry!.doc.actors.find((actor) => actor.id === request.target)?.executor;
   if (executor === undefined) throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${request.target} is not an execution agent with an executor in the registry`);
   if (request.task.trim() === '') throw new CooError('USAGE', 'the task is empty');
-  for (const [list, flag] of [[request.scope, '--scope'], [request.accept, '--accept'], [request.verify, '--verify']] as const) {
+  const names = request.names ?? CLI_ARGUMENTS;
+  for (const [list, flag] of [[request.scope, names.scope], [request.accept, names.accept], [request.verify, names.verify]] as const) {
     if (list.length === 0) throw new CooError('USAGE', `give at least one ${flag}`);
   }
-  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD');
-  const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns);
+  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
+  const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns, names);
   const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
   if (files.length > policy.limits.max_context_files) throw new CooError('POLICY_LIMIT', `${files.length} context files exceed the policy's ${policy.limits.max_context_files}`);
   if (contextBytes > policy.limits.max_context_bytes) throw new CooError('POLICY_LIMIT', `${contextBytes} bytes of context exceed the policy's ${policy.limits.max_context_bytes}`);
@@ -70,7 +72,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
     parseDocument(
       'coo_message.v0',
       {
-        ...plan.header,
+        ...plan.headerAt(head),
         intent: 'ea_dispatch',
         authority_class: 'governed_execution',
         budget: budgetAt(plan, head, request.maxCostUsd),
@@ -106,7 +108,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   const first = envelopeAt(state);
   if (request.approvalId === undefined && edgeRequires(policy, plan.actor, request.target, 'ea_dispatch', 'ceo_approval')) {
     const hash = dispatchRequestHash(first);
-    throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask for \`coo approve --request ${hash} --reason TEXT\`, then repeat this command with --approval APPROVAL_ID`, {
+    throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask for \`coo approve --request ${hash} --reason TEXT\`, then ${names.again} with ${names.approval} APPROVAL_ID`, {
       where: hash,
     });
   }

@@ -1,3 +1,5 @@
+import type { Secret } from '../util/scrub.js';
+
 /**
  * The execution-agent port: one run of an EA in one worktree, and the facts its event stream
  * states. Facts are what the agent says; the COO's own evidence (evidence.ts) is what it checks.
@@ -96,6 +98,8 @@ export interface Executor {
   readonly isolated: boolean;
   /** Throws EXECUTOR_CONFIG when the command is missing or not executable, or the provider key is not set. */
   check(): void;
+  /** The secret values a run hands the executor (its provider key), so its output can be scrubbed of them (util/scrub.ts). */
+  handedSecrets(): readonly Secret[];
   run(request: ExecutorRequest): Promise<ExecutorRun>;
 }
 

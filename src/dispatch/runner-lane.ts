@@ -18,6 +18,7 @@ import { killGroup } from '../util/bubblewrap.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
 import { isAlive } from '../util/process.js';
+import type { Scrubber } from '../util/scrub.js';
 import { isoSeconds } from '../util/time.js';
 import { gatherEvidence, type GatheredEvidence } from './evidence.js';
 import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
@@ -40,6 +41,8 @@ export interface DispatchContext {
   readonly hide: readonly string[];
   readonly clock: () => Date;
   readonly runnerId: string;
+  /** The runner's scrubber: the executor's stream, final message, stderr and verification output pass it before they become evidence. */
+  readonly scrubber: Scrubber;
   readonly keepWorktrees: boolean;
   /** Commits the claim of `attempt`, with a receipt decided before anything ran; false when another runner has it. */
   readonly claim: (record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }) => Promise<boolean>;
@@ -191,7 +194,9 @@ export class DispatchLane {
       this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
       const running = executor.run({ attemptId, worktree: worktree.path, scratch: folder.scratch, prompt, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, pidFile: folder.pidPath });
       failpoint('during-executor');
-      const run = await running;
+      // What the executor said is scrubbed of the key it was handed and of the runner's paths before anything reads it.
+      const scrub = this.ctx.scrubber.with(executor.handedSecrets(), [{ name: 'worktree', path: worktree.path }, { name: 'attempt', path: folder.root }]);
+      const run = scrub.value(await running);
       this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
       const gathered = await gatherEvidence(worktree, {
         scratch: folder.scratch,
@@ -208,7 +213,7 @@ export class DispatchLane {
       if (gathered !== null) {
         this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: gathered.verification.length, failed: gathered.verification.filter((result) => result.exitCode !== 0).length });
       }
-      const receipt = await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const receipt = await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model, scrub);
       if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true) {
         const files = gathered?.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 }));
         await this.openPullRequest(message, attempt, worktree, receipt, files);
@@ -302,6 +307,7 @@ export class DispatchLane {
     maxCostUsd: number,
     isolated: boolean,
     model: string,
+    scrub: Scrubber,
   ): Promise<{ readonly doc: EaReceipt; readonly path: string; readonly sha256: string } | null> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
@@ -329,7 +335,7 @@ export class DispatchLane {
     const attachments: Array<{ path: string; sha256: string }> = [];
     const warnings: string[] = [];
     const add = (name: string, bytes: Buffer): void => {
-      const bounded = boundedArtifact(bytes);
+      const bounded = boundedArtifact(scrub.bytes(bytes));
       if (bounded.cut && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
       const path = attemptArtifactPath(folderOf(record), attempt, name);
       files.push({ path, bytes: bounded.bytes });

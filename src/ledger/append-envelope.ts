@@ -51,15 +51,25 @@ export async function appendEnvelope(
     }
     extra.push({ path: `${folder}/${name}`, bytes });
   }
-  const fingerprint = requestFingerprint(message);
+  // The envelope as it lands on the head the lock holds: the lookup of an earlier message under the
+  // same key and the envelope's own correlation are decided there, never on a head read before.
+  let landing: { state: LedgerState; bytes: Buffer; message: CooMessage } | null = null;
+  const at = (state: LedgerState): { bytes: Buffer; message: CooMessage } => {
+    if (landing?.state !== state) {
+      const bytes = bytesAt(state);
+      landing = { state, bytes, message: bytes === initial ? message : readDocument('coo_message.v0', bytes, file) };
+    }
+    return landing;
+  };
   const result = await ledger.append<EnvelopeAppendResult>({
-    files: (state) => [{ path: envelopePath(folder), bytes: bytesAt(state) }, ...extra],
+    files: (state) => [{ path: envelopePath(folder), bytes: at(state).bytes }, ...extra],
     key,
     now,
     summary: `${message.intent} ${message.message_id} ${message.source_actor} -> ${message.target_actor}`,
     precheck: (state) => {
-      const firstId = state.idempotency.get(idempotencySlot(message.source_actor, message.idempotency_key));
-      const first = repeatedRequest(message, fingerprint, firstId, firstId === undefined ? undefined : state.messages.get(firstId), file);
+      const landed = at(state).message;
+      const firstId = state.idempotency.get(idempotencySlot(landed.source_actor, landed.idempotency_key));
+      const first = repeatedRequest(landed, requestFingerprint(landed), firstId, firstId === undefined ? undefined : state.messages.get(firstId), file);
       return first === null ? undefined : { messageId: first.id, path: envelopePath(folderOf(first)), commit: null, existing: true };
     },
   });

@@ -8,6 +8,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import { newCorrelationId, newMessageId } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { messageFolder } from './layout.js';
+import type { ArgumentNames } from '../util/argument-names.js';
 
 /** What a COO request says about its place in the ledger; everything else has a default. */
 export interface EnvelopeRequest {
@@ -32,6 +33,8 @@ export interface LaneRequest extends EnvelopeRequest {
   readonly target: string;
   readonly repo: string;
   readonly rev?: string;
+  /** How the caller names the request's arguments in errors: the CLI's flags by default. */
+  readonly names?: ArgumentNames;
 }
 
 /** The header fields every lane's envelope shares, decided once for the writers of both lanes. */
@@ -43,7 +46,11 @@ export interface EnvelopePlan {
   readonly folder: string;
   /** The envelope's header, but for the correlation's remaining budget, which depends on the head it lands on. */
   readonly header: Record<string, unknown>;
+  /** The correlation as decided at the plan's state; `headerAt` decides it again at the head the envelope lands on. */
   readonly correlation: string;
+  readonly correlationAt: (head: LedgerState) => string;
+  /** The header as it is written at `head`. */
+  readonly headerAt: (head: LedgerState) => Record<string, unknown>;
   readonly runtimeSeconds: number;
 }
 
@@ -61,8 +68,14 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
   if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
   const idempotencyKey = request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`;
   // A retry under the same key names the same request in the same correlation: reuse the original's.
-  const original = state.messages.get(state.idempotency.get(idempotencySlot(holder.actor, idempotencyKey)) ?? '');
-  const correlation = parent?.correlation ?? request.correlationId ?? original?.correlation ?? newCorrelationId();
+  // Which message is the original is decided at the head the envelope lands on, under the ledger's
+  // lock: two identical requests written at once both find the first, and neither is refused for
+  // naming a correlation of its own.
+  const given = parent?.correlation ?? request.correlationId;
+  const fresh = newCorrelationId();
+  const slot = idempotencySlot(holder.actor, idempotencyKey);
+  const correlationAt = (head: LedgerState): string => given ?? head.messages.get(head.idempotency.get(slot) ?? '')?.correlation ?? fresh;
+  const correlation = correlationAt(state);
   const chain = parent === undefined ? [] : [...parent.chain, parent.id];
   const maxHops = request.maxHops ?? Math.min(parent?.maxHops ?? policy.limits.max_hops, policy.limits.max_hops);
   const messageId = newMessageId(now.getTime());
@@ -70,6 +83,24 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
   const ttl = request.ttlSeconds ?? Math.min(DEFAULT_TTL_SECONDS, policy.limits.max_ttl_seconds);
   const runtime = request.maxRuntimeSeconds ?? Math.min(DEFAULT_RUNTIME_SECONDS, policy.budgets.max_runtime_seconds);
   const expires = addSeconds(now, ttl);
+  const header = {
+    schema_version: 'coo_message.v0',
+    message_id: messageId,
+    correlation_id: correlation,
+    parent_message_id: parent?.id ?? null,
+    causality_chain: chain,
+    hop_count: chain.length,
+    max_hops: maxHops,
+    expires_at: isoSeconds(expires),
+    deadline_at: isoSeconds(addSeconds(expires, runtime)),
+    principal: holder.actor,
+    source_actor: holder.actor,
+    target_actor: target,
+    idempotency_key: idempotencyKey,
+    status: 'queued',
+    created_at: createdAt,
+    ...(request.submittedVia === undefined ? {} : { submitted_via: request.submittedVia }),
+  };
   return {
     actor: holder.actor,
     policy,
@@ -77,25 +108,10 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
     createdAt,
     folder: messageFolder(messageId, createdAt),
     correlation,
+    correlationAt,
+    headerAt: (head) => ({ ...header, correlation_id: correlationAt(head) }),
     runtimeSeconds: runtime,
-    header: {
-      schema_version: 'coo_message.v0',
-      message_id: messageId,
-      correlation_id: correlation,
-      parent_message_id: parent?.id ?? null,
-      causality_chain: chain,
-      hop_count: chain.length,
-      max_hops: maxHops,
-      expires_at: isoSeconds(expires),
-      deadline_at: isoSeconds(addSeconds(expires, runtime)),
-      principal: holder.actor,
-      source_actor: holder.actor,
-      target_actor: target,
-      idempotency_key: idempotencyKey,
-      status: 'queued',
-      created_at: createdAt,
-      ...(request.submittedVia === undefined ? {} : { submitted_via: request.submittedVia }),
-    },
+    header,
   };
 }
 
@@ -104,6 +120,6 @@ export function budgetAt(plan: EnvelopePlan, head: LedgerState, maxCostUsd: numb
   return {
     max_cost_usd: maxCostUsd ?? plan.policy.budgets.max_cost_usd_per_message,
     max_runtime_seconds: plan.runtimeSeconds,
-    correlation_budget_remaining_usd: correlationRemainingUsd(head.policy?.doc ?? plan.policy, head.spendByCorrelation.get(plan.correlation) ?? 0),
+    correlation_budget_remaining_usd: correlationRemainingUsd(head.policy?.doc ?? plan.policy, head.spendByCorrelation.get(plan.correlationAt(head)) ?? 0),
   };
 }

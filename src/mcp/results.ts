@@ -1,36 +1,32 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isCooError, type ErrorCode } from '../errors.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { urlCredentials } from '../util/display-url.js';
+import { environmentSecrets, privateKeySecrets, Scrubber, type Place } from '../util/scrub.js';
 
 /**
  * How tool results leave the server: JSON text plus `structuredContent`, with every secret the
- * server holds (the ledger's and key's paths, the repository's, provider keys in its environment)
- * replaced before anything is sent; and every failure as an MCP tool error that names its code.
+ * server holds (the ledger's and key's paths, the repository's, provider keys in its environment,
+ * the key itself, a remote's credentials) replaced before anything is sent (util/scrub.ts): in the
+ * values, before they are serialised, so no escaping hides one; and every failure as an MCP tool
+ * error that names its code.
  */
 
-/** What the server never sends, replaced wherever it appears in a result or an error. */
-export class Redactor {
-  private readonly secrets: string[];
+export interface ServerSecrets {
+  readonly key: PrivateKey;
+  /** The server's folders and files, by the name their marker gives them (ledger, key, repo, state). */
+  readonly places: readonly Place[];
+  readonly env: NodeJS.ProcessEnv;
+  /** The remote the ledger is a clone of, whose URL may carry credentials. */
+  readonly remoteUrl?: string;
+}
 
-  constructor(secrets: readonly string[]) {
-    this.secrets = [...new Set(secrets.filter((secret) => secret.length >= 4))].sort((a, b) => b.length - a.length);
-  }
-
-  /** Provider keys and tokens in an environment: values of *_KEY, *_TOKEN and *_SECRET variables. */
-  static environmentSecrets(env: NodeJS.ProcessEnv): string[] {
-    return Object.entries(env)
-      .filter(([name, value]) => /(_KEY|_TOKEN|_SECRET)$/.test(name) && value !== undefined && value.length >= 8)
-      .map(([, value]) => value!);
-  }
-
-  text(value: string): string {
-    let out = value;
-    for (const secret of this.secrets) out = out.split(secret).join('<hidden>');
-    return out;
-  }
-
-  value<T>(value: T): T {
-    return JSON.parse(this.text(JSON.stringify(value))) as T;
-  }
+/** What the server never sends: its key, the secrets of its environment, a remote's credentials, its folders. */
+export function serverScrubber(held: ServerSecrets): Scrubber {
+  return new Scrubber(
+    [...privateKeySecrets(held.key), ...environmentSecrets(held.env), ...(held.remoteUrl === undefined ? [] : urlCredentials(held.remoteUrl).map((value) => ({ name: 'remote credentials', value })))],
+    held.places,
+  );
 }
 
 /** One line on what to do, per code an agent can meet here. */
@@ -45,26 +41,27 @@ const NEXT_STEP: Partial<Record<ErrorCode, string>> = {
   POLICY_EDGE_NOT_ALLOWED: 'This actor may not be consulted from here; pick an advisory agent the policy allows.',
   POLICY_INTENT_NOT_ALLOWED: 'This actor does not take consults; pick an advisory agent.',
   ACTOR_UNKNOWN: 'Use an actor id from the registry, such as aa.chatgpt.',
-  IDEMPOTENCY_CONFLICT: 'This key names a different request; drop idempotency_key, or use a new one for a new request.',
+  IDEMPOTENCY_CONFLICT: 'This idempotency key already names another request, or the same request in another correlation: for a new request give a new idempotency_key, or none and one is derived from the request; to repeat the first, call again without correlation_id.',
   CONTEXT_INVALID: 'Name files that exist as regular files at that commit of the repository, relative to its root.',
   SIGNER_UNKNOWN: "The server's key is not the active COO's; ask the operator.",
   NOT_ACTIVE_COO: "The server's key is not the active COO's; ask the operator.",
   LEDGER_LOCKED: 'Another writer holds the ledger; call again in a moment (a retried consult is never paid twice).',
   LEDGER_CONFLICT: 'Another writer moved the ledger; call again (a retried consult is never paid twice).',
   ORACLE_CONFIG: 'The runner is misconfigured; ask the operator.',
+  EXECUTOR_CONFIG: "The server's runner cannot start this message (its execution agent is missing or misconfigured); ask the operator, and do not queue it again: it stays queued and runs once the runner is fixed.",
 };
 
 const DEFAULT_STEP = 'Read the message; if it does not say what to change, report it to the operator.';
 
-export function okResult(value: Record<string, unknown>, redactor: Redactor): CallToolResult {
-  const clean = redactor.value(value);
+export function okResult(value: Record<string, unknown>, scrubber: Scrubber): CallToolResult {
+  const clean = scrubber.value(value);
   return { content: [{ type: 'text', text: JSON.stringify(clean, null, 2) }], structuredContent: clean };
 }
 
 /** An MCP tool error: `CODE: message`, then the next step; never a stack trace. */
-export function errorResult(error: unknown, redactor: Redactor): CallToolResult {
+export function errorResult(error: unknown, scrubber: Scrubber): CallToolResult {
   const code: ErrorCode = isCooError(error) ? error.code : 'INTERNAL';
   const message = isCooError(error) ? error.message : 'the server failed unexpectedly (details are in its log)';
   const next = NEXT_STEP[code] ?? DEFAULT_STEP;
-  return { isError: true, content: [{ type: 'text', text: redactor.text(`${code}: ${message}\n${next}`) }] };
+  return { isError: true, content: [{ type: 'text', text: scrubber.text(`${code}: ${message}\n${next}`) }] };
 }

@@ -137,6 +137,7 @@ export const untrustedAnswer = z.strictObject({
   advisory: z.literal(true),
   untrusted: z.literal(true),
   notice: z.string(),
+  boundary: z.string(),
   path: z.string(),
   text: z.string(),
 });

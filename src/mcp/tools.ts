@@ -18,6 +18,8 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
 import type { z } from 'zod';
 import type { consultInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
+import { MCP_ARGUMENTS } from '../util/argument-names.js';
+import type { RunnerProblems } from './runner-problems.js';
 import { untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 
 /**
@@ -36,6 +38,8 @@ export interface ToolContext {
   readonly clock: () => Date;
   /** The remote the ledger is a clone of (`coo mcp --remote`): writes are published there, reads start from its verified head. */
   readonly remote?: Pick<RemoteLedger, 'write' | 'sync'>;
+  /** What stops the server's own runner from starting a message (`coo mcp --run`; runner-problems.ts). */
+  readonly runnerProblems?: Pick<RunnerProblems, 'problemOf'>;
 }
 
 /** How often a waiting call looks at the ledger's head again (a clone of a remote: at the remote's). */
@@ -116,6 +120,10 @@ export async function awaitOutcome(context: ToolContext, messageId: string, seco
     await fresh(context);
     const state = await context.ledger.state();
     const outcome = outcomeOf(state, recordOf(state, messageId));
+    // A message the server's runner cannot start (its executor is missing, say) would only ever
+    // look queued: the agent hears why, as a coded error, rather than wait for nothing.
+    const problem = outcome.state === 'queued' ? (context.runnerProblems?.problemOf(outcome.message_id) ?? null) : null;
+    if (problem !== null) throw new CooError(problem.code, `${messageId} is queued, but the runner cannot start it: ${problem.message}`);
     const left = deadline - Date.now();
     if (outcome.terminal || left <= 0 || signal?.aborted === true) return outcome;
     await sleep(Math.min(context.remote === undefined ? POLL_MS : REMOTE_POLL_MS, left), signal);
@@ -132,7 +140,7 @@ export type ConsultArgs = z.infer<typeof consultInput>;
 export async function consultTool(context: ToolContext, args: ConsultArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
   await fresh(context);
   refuseWhileStopped(await context.ledger.state());
-  const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD');
+  const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD', MCP_ARGUMENTS);
   const optional = {
     ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
     ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
@@ -153,6 +161,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     question: args.prompt,
     idempotencyKey,
     submittedVia: 'mcp',
+    names: MCP_ARGUMENTS,
     ...optional,
   };
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
@@ -170,7 +179,7 @@ export type DispatchArgs = z.infer<typeof dispatchInput>;
 export async function dispatchTool(context: ToolContext, args: DispatchArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
   await fresh(context);
   refuseWhileStopped(await context.ledger.state());
-  const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD');
+  const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD', MCP_ARGUMENTS);
   const optional = {
     ...(args.timeout_seconds === undefined ? {} : { timeoutSeconds: args.timeout_seconds, maxRuntimeSeconds: args.timeout_seconds }),
     ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
@@ -194,6 +203,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     patterns: args.files ?? [],
     idempotencyKey: args.idempotency_key ?? derivedRequestKey(asked),
     submittedVia: 'mcp',
+    names: MCP_ARGUMENTS,
     ...optional,
   }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);

@@ -4,7 +4,9 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { CooError, type Finding } from '../errors.js';
 import { verifyLedger } from '../audit/verify.js';
 import { installHook, LEDGER_CONFIG } from '../ledger/init.js';
+import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
+import { DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -13,6 +15,10 @@ export interface CloneOptions {
   /** The CEO key (its SHA256 fingerprint) the ledger's first trust root must name, pinned by the user. */
   readonly trustRoot: { readonly keyId: string };
   readonly now: Date;
+  /** The time limit of the clone (and of the look that explains a failed one), in ms; LIMITS.remoteGitMs by default. */
+  readonly timeoutMs?: number;
+  /** The limit's name in messages (the flag that set it). */
+  readonly limitName?: string;
 }
 
 export interface CloneResult {
@@ -43,7 +49,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   fs.mkdirSync(dirname(gitdir), { recursive: true });
   const temp = join(dirname(gitdir), `.${basename(gitdir)}.clone-${randomBytes(4).toString('hex')}`);
   try {
-    await runGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp]);
+    await fetchClone(options, temp);
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', '+refs/heads/main:refs/remotes/origin/main']);
@@ -51,11 +57,11 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     const refusals = report.findings.filter((finding) => !LIVENESS.has(finding.code));
     if (refusals.length > 0) {
       const first = refusals[0]!;
-      throw new CooError(first.code, `the history of ${options.url} does not verify (${refusals.length} finding(s), first at ${first.commit?.slice(0, 12) ?? 'the history'}): ${first.message}; nothing was cloned`, { findings: refusals });
+      throw new CooError(first.code, `the history of ${displayUrl(options.url)} does not verify (${refusals.length} finding(s), first at ${first.commit?.slice(0, 12) ?? 'the history'}): ${first.message}; nothing was cloned`, { findings: refusals });
     }
     installHook(temp);
     // The remote's head as verified: a later fetch that finds main gone back from it is a rollback (publish.ts).
-    if (report.head !== null) await runGit(['--git-dir', temp, 'update-ref', 'refs/remotes/origin/main', report.head]);
+    if (report.head !== null) await runGit(['--git-dir', temp, 'update-ref', ORIGIN_REF, report.head]);
     if (fs.existsSync(gitdir)) fs.rmdirSync(gitdir);
     fs.renameSync(temp, gitdir);
     return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)), trustRootNote: report.notes[0] ?? null };
@@ -63,4 +69,22 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     fs.rmSync(temp, { recursive: true, force: true });
     throw error;
   }
+}
+
+/**
+ * Stock git's clone of `main` alone, within a time limit and without prompts (git-remote.ts). A
+ * clone that fails is explained by a look at the remote: one that answers but has no main is a
+ * finding about it (REMOTE_MAIN_MISSING), one that does not answer is REMOTE_UNREACHABLE. `--branch
+ * main` names refs/heads/main exactly: a branch that merely ends in that name is never cloned.
+ */
+async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
+  const limits = { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), limitName: options.limitName ?? DEFAULT_LIMIT_NAME };
+  const url = displayUrl(options.url);
+  const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp], limits);
+  if (cloned.ok) return;
+  if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
+  const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], limits);
+  if (!looked.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
+  if (exactRef(looked.stdout, 'refs/heads/main') === null) throw new CooError('REMOTE_MAIN_MISSING', `${url} answers but has no main (refs/heads/main) to clone; nothing was cloned`);
+  throw new CooError('GIT_FAILED', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
 }

@@ -4,50 +4,95 @@ import { tmpdir } from 'node:os';
 import { basename, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { killGroup } from '../util/bubblewrap.js';
+import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
 export const ORIGIN_REF = 'refs/remotes/origin/main';
-
-/** A fetch or push that has not finished in this long is given up (a remote that accepts the connection and then hangs). */
-const REMOTE_TIMEOUT_MS = 120_000;
 
 /** What a git command against the remote said; it never throws for git's own failure. */
 export interface RemoteGitResult {
   readonly ok: boolean;
   readonly stdout: string;
   readonly stderr: string;
+  /** Set when the command was stopped at its time limit: what it was doing and which limit ran out. */
+  readonly timedOut: string | null;
 }
 
+export interface RemoteGitOptions {
+  /** The repository the command runs in (`--git-dir`); none for a clone. */
+  readonly gitdir?: string;
+  readonly env?: NodeJS.ProcessEnv;
+  /** The command's time limit (default LIMITS.remoteGitMs). */
+  readonly timeoutMs?: number;
+  /** The limit's name in messages: the flag that sets it, or the default's name. */
+  readonly limitName?: string;
+}
+
+/** The name a time limit goes by when the caller did not set it. */
+export const DEFAULT_LIMIT_NAME = 'the time limit of one remote git command';
+
 /**
- * Runs stock git against the clone's origin: never a shell, never a prompt (a transport that wants
- * a password fails instead of waiting for a terminal), bounded in time.
+ * Runs stock git against a remote: never a shell, never a prompt (GIT_TERMINAL_PROMPT=0, no
+ * terminal: a transport that wants a password fails instead of waiting for one), and within a time
+ * limit. A remote that accepts the connection and never answers would otherwise hold the caller for
+ * ever: at the limit the command's whole process group (git, its remote helper, ssh) is killed, and
+ * the result says which command and which limit.
  */
-export function runRemoteGit(gitdir: string, args: readonly string[], env: NodeJS.ProcessEnv = {}): Promise<RemoteGitResult> {
+export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
+  const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
+  const argv = options.gitdir === undefined ? [...args] : ['--git-dir', options.gitdir, ...args];
   return new Promise((done) => {
-    const child = spawn('git', ['--git-dir', gitdir, ...args], {
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', ...env },
+    // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
+    const child = spawn('git', argv, {
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env },
       stdio: ['ignore', 'pipe', 'pipe'],
-      timeout: REMOTE_TIMEOUT_MS,
+      detached: true,
     });
     let stdout = '';
     let stderr = '';
+    let timedOut: string | null = null;
+    const timer = setTimeout(() => {
+      timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
+      if (child.pid !== undefined) killGroup(child.pid);
+    }, limit);
     child.stdout.on('data', (chunk: Buffer) => {
       if (stdout.length < 65_536) stdout += chunk.toString('utf8');
     });
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 65_536) stderr += chunk.toString('utf8');
     });
-    child.on('error', (error) => done({ ok: false, stdout, stderr: `cannot run git: ${error.message}` }));
-    child.on('close', (code, signal) => done({ ok: code === 0, stdout, stderr: signal === null ? stderr : `${stderr}git was stopped (${signal}) after ${REMOTE_TIMEOUT_MS / 1000} s` }));
+    child.on('error', (error) => {
+      clearTimeout(timer);
+      done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null });
+    });
+    child.on('close', (code) => {
+      clearTimeout(timer);
+      done({ ok: code === 0 && timedOut === null, stdout, stderr, timedOut });
+    });
   });
 }
 
-/** git's last words on a failure, one line, for a message. */
+/** git's last words on a failure, one line, for a message; a time limit that ran out says so. Credentials in a URL are never repeated. */
 export function gitSaid(result: RemoteGitResult): string {
+  if (result.timedOut !== null) return result.timedOut;
   const lines = result.stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '');
   const fatal = lines.find((line) => line.startsWith('fatal:')) ?? lines[lines.length - 1] ?? 'no output';
-  return fatal.slice(0, LIMITS.pathChars);
+  return withoutUserInfo(fatal).slice(0, LIMITS.pathChars);
+}
+
+/**
+ * The remote's main, by its exact name: `git ls-remote origin refs/heads/main` also lists every ref
+ * whose name ends in `/refs/heads/main` (a branch `a/refs/heads/main` on a forge), so only the line
+ * naming `refs/heads/main` itself counts. Null when the remote has no main.
+ */
+export function exactRef(lsRemote: string, ref: string): string | null {
+  for (const line of lsRemote.split('\n')) {
+    const [oid, name] = line.split('\t');
+    if (name === ref && oid !== undefined && /^[0-9a-f]{40,64}$/.test(oid)) return oid;
+  }
+  return null;
 }
 
 /** A URL as git records it: a local path made absolute, no trailing slash. */
@@ -63,10 +108,10 @@ function normalized(url: string): string {
 export async function checkOrigin(gitdir: string, url: string): Promise<void> {
   const origin = (await runGit(['--git-dir', gitdir, 'config', '--get', 'remote.origin.url']).catch(() => Buffer.from(''))).toString('utf8').trim();
   if (origin === '') {
-    throw new CooError('USAGE', `${gitdir} has no origin: --remote works through a clone of the remote (coo clone ${url} DIR)`);
+    throw new CooError('USAGE', `${gitdir} has no origin: --remote works through a clone of the remote (coo clone ${displayUrl(url)} DIR)`);
   }
   if (normalized(origin) !== normalized(url)) {
-    throw new CooError('USAGE', `--remote ${url} is not the origin of ${gitdir} (${origin}); give that URL, or clone ${url} with coo clone`);
+    throw new CooError('USAGE', `--remote ${displayUrl(url)} is not the origin of ${gitdir} (${displayUrl(origin)}); give that URL, or clone ${displayUrl(url)} with coo clone`);
   }
 }
 

@@ -3,7 +3,9 @@ import { isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { LIMITS } from '../limits.js';
-import { checkOrigin, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { displayUrl } from '../util/display-url.js';
+import { runGit } from '../util/exec.js';
+import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -17,10 +19,15 @@ export interface RemoteLedgerOptions {
   readonly backoffMs?: (conflicts: number) => number;
   /** Share one ssh connection among this handle's git commands until `close` (a long-lived client such as a runner; see shareSshConnection). */
   readonly shareConnection?: boolean;
+  /** The time limit of each git command against the remote, in ms (default LIMITS.remoteGitMs). */
+  readonly timeoutMs?: number;
+  /** The limit's name in messages (the flag that set it). */
+  readonly limitName?: string;
 }
 
 /** How a write reached the remote. */
 export interface PublishReport {
+  /** The remote's URL as shown to people and machines: without credentials (util/display-url.ts). */
   readonly url: string;
   /** Writes built and pushed, the last included. */
   readonly tries: number;
@@ -43,10 +50,13 @@ export interface SyncResult {
   readonly arrived: number;
 }
 
+/** What a look at the remote's main found: its head, no main at all, or no answer. */
+type MainLook = { readonly kind: 'head'; readonly head: string } | { readonly kind: 'missing' } | { readonly kind: 'unreachable'; readonly result: RemoteGitResult };
+
 /** A push the remote did not take, and what a fetch found after it. */
 interface Refused {
   readonly pushed: RemoteGitResult;
-  readonly fetched: RemoteGitResult;
+  readonly fetched: MainLook;
   readonly remoteHead: string | null;
 }
 
@@ -72,7 +82,12 @@ const PUBLISH_LOCK = 'coo/publish';
  * written until the remote has it, and nothing unpublished stays on the local main.
  */
 export class RemoteLedger {
+  /** The remote's URL as shown: user info (credentials) removed. */
   readonly url: string;
+  /** The URL as given: checked against the clone's origin, never printed. */
+  private readonly remoteUrl: string;
+  private readonly timeoutMs: number | undefined;
+  private readonly limitName: string;
   private readonly maxTries: number;
   private readonly backoffMs: (conflicts: number) => number;
   private origin: Promise<void> | null = null;
@@ -82,7 +97,10 @@ export class RemoteLedger {
     readonly ledger: Ledger,
     options: RemoteLedgerOptions,
   ) {
-    this.url = options.remote;
+    this.remoteUrl = options.remote;
+    this.url = displayUrl(options.remote);
+    this.timeoutMs = options.timeoutMs;
+    this.limitName = options.limitName ?? DEFAULT_LIMIT_NAME;
     this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
     if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
@@ -98,19 +116,70 @@ export class RemoteLedger {
     this.shared?.close();
   }
 
-  /** The remote's main as `git ls-remote` sees it now, or null when the remote cannot be reached. */
+  /**
+   * The remote's main as `git ls-remote` sees it now: its commit, an empty string when the remote
+   * answers but has no main (a pass then finds out why), or null when it cannot be reached.
+   */
   async remoteHead(): Promise<string | null> {
-    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF]);
-    return looked.ok ? (looked.stdout.split(/\s/)[0] ?? '') : null;
+    const looked = await this.lookMain();
+    return looked.kind === 'head' ? looked.head : looked.kind === 'missing' ? '' : null;
   }
 
   private git(args: readonly string[]): Promise<RemoteGitResult> {
-    return runRemoteGit(this.gitdir, args, this.shared?.env);
+    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName });
   }
 
   private checkOrigin(): Promise<void> {
-    this.origin ??= checkOrigin(this.gitdir, this.url);
+    this.origin ??= checkOrigin(this.gitdir, this.remoteUrl);
     return this.origin;
+  }
+
+  /** The remote's main by its exact name (git-remote.ts, exactRef). */
+  private async lookMain(): Promise<MainLook> {
+    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF]);
+    if (!looked.ok) return { kind: 'unreachable', result: looked };
+    const head = exactRef(looked.stdout, MAIN_REF);
+    return head === null ? { kind: 'missing' } : { kind: 'head', head };
+  }
+
+  /**
+   * Brings the remote's main into ORIGIN_REF, by its exact name: a fetch of `refs/heads/main`
+   * would take a branch named `refs/heads/main` (that is, `refs/heads/refs/heads/main`) when main
+   * itself is gone, so the commit is looked up by name with ls-remote and fetched by its id (and
+   * not fetched at all when this clone has it already). A remote whose main moved between the two
+   * (an older server refuses an id it no longer advertises) is looked at again.
+   */
+  private async fetchMain(): Promise<MainLook> {
+    for (let tries = 1; ; tries += 1) {
+      const looked = await this.lookMain();
+      if (looked.kind !== 'head') return looked;
+      if (!(await this.hasCommit(looked.head))) {
+        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head]);
+        if (!fetched.ok) {
+          const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
+          if (again.kind === 'head' && again.head !== looked.head) continue;
+          return again.kind === 'missing' ? again : { kind: 'unreachable', result: fetched };
+        }
+      }
+      await withRefLock(this.gitdir, async () => ({ next: looked.head, result: undefined }), { ref: ORIGIN_REF });
+      return looked;
+    }
+  }
+
+  private async hasCommit(oid: string): Promise<boolean> {
+    if (readRef(this.gitdir, ORIGIN_REF) === oid || this.ledger.head() === oid) return true;
+    return runGit(['--git-dir', this.gitdir, 'cat-file', '-e', `${oid}^{commit}`]).then(
+      () => true,
+      () => false,
+    );
+  }
+
+  /** The error for a remote that answers without a main: a finding about the remote, not a network failure. */
+  private mainMissing(): CooError {
+    return new CooError(
+      'REMOTE_MAIN_MISSING',
+      `${this.url} answers but has no main (refs/heads/main): it was deleted or never made there; nothing was written; restore it from a verified clone (git push ORIGIN ${ORIGIN_REF}:${MAIN_REF} from one), never by writing on top of something else`,
+    );
   }
 
   /** Fetches the remote's main, verifies what arrived from the local verified state, and moves the local main to it. */
@@ -151,8 +220,8 @@ export class RemoteLedger {
             // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
             await sleep(this.backoffMs(conflicts + 1));
             previous = readRef(this.gitdir, ORIGIN_REF);
-            const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
-            const remoteHead = fetched.ok ? readRef(this.gitdir, ORIGIN_REF) : null;
+            const fetched = await this.fetchMain();
+            const remoteHead = fetched.kind === 'head' ? fetched.head : null;
             // The remote took the push and its answer was lost on the way back (others may have written on top since).
             if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return;
             refused = { pushed, fetched, remoteHead };
@@ -161,11 +230,12 @@ export class RemoteLedger {
         } catch (error) {
           if (refused === null) throw error;
           const { pushed, fetched, remoteHead } = refused as Refused;
-          if (!fetched.ok) {
+          if (fetched.kind === 'missing') throw this.mainMissing();
+          if (fetched.kind === 'unreachable') {
             const rejected = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
             throw new CooError(
               'REMOTE_UNREACHABLE',
-              `cannot reach ${this.url} to publish: ${gitSaid(rejected ? fetched : pushed)}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
+              `cannot reach ${this.url} to publish: ${gitSaid(rejected ? fetched.result : pushed)}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
             );
           }
           if (remoteHead === base) {
@@ -193,8 +263,9 @@ export class RemoteLedger {
   /** Fetches the remote's main into ORIGIN_REF; returns what ORIGIN_REF held before (the remote's head last verified). */
   private async fetch(): Promise<string | null> {
     const previous = readRef(this.gitdir, ORIGIN_REF);
-    const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', `+${MAIN_REF}:${ORIGIN_REF}`]);
-    if (!fetched.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot fetch from ${this.url}: ${gitSaid(fetched)}; nothing was written (the local ledger is as it was)`);
+    const fetched = await this.fetchMain();
+    if (fetched.kind === 'missing') throw this.mainMissing();
+    if (fetched.kind === 'unreachable') throw new CooError('REMOTE_UNREACHABLE', `cannot fetch from ${this.url}: ${gitSaid(fetched.result)}; nothing was written (the local ledger is as it was)`);
     return previous;
   }
 
@@ -260,6 +331,6 @@ function refusal(pushed: { stdout: string; stderr: string }): string {
   const said = pushed.stderr.split('\n').map((line) => /^remote:\s+(\S.*)$/.exec(line.trim())?.[1]?.trim()).filter((line): line is string => line !== undefined);
   const first = said.find((line) => /^[A-Z_]+ \[/.test(line)) ?? said[0];
   const status = pushed.stdout.split('\n').find((line) => line.startsWith('!'));
-  const reason = status === undefined ? gitSaid({ ok: false, stdout: pushed.stdout, stderr: pushed.stderr }) : status.split('\t').slice(2).join(' ').trim() || status;
+  const reason = status === undefined ? gitSaid({ ok: false, stdout: pushed.stdout, stderr: pushed.stderr, timedOut: null }) : status.split('\t').slice(2).join(' ').trim() || status;
   return (first === undefined ? reason : `${first} (${reason})`).slice(0, LIMITS.pathChars);
 }

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -13,7 +13,7 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import { DispatchLane, type DispatchEvent, type PullRequestConfig } from '../dispatch/runner-lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport } from '../consult/oracle.js';
 import { killGroup } from '../util/bubblewrap.js';
-import { hostLabel, isAlive } from '../util/process.js';
+import { isAlive } from '../util/process.js';
 import { judgeRun, type OracleRun } from '../consult/outcome.js';
 import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
 import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
@@ -22,7 +22,7 @@ import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox
 import { attemptArtifactPath, claimPath, classifyPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
-import { leaseDecision } from '../authority/lease.js';
+import { aheadOfClock, leaseDecision, observeClaim, type LeaseObservation } from '../authority/lease.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
 import type { AaConsultMessage, CooMessage } from '../schema/message.js';
@@ -32,6 +32,9 @@ import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { failpoint } from '../util/failpoint.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
+import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
+import { LIMITS } from '../limits.js';
+import { LocalRunners, newRunnerId } from './identity.js';
 
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
@@ -61,6 +64,10 @@ export type RunnerEvent =
   | { readonly type: 'rebuilt'; readonly summary: string; readonly tries: number; readonly conflicts: number }
   /** Another runner's claim whose lease and runtime budget both ran out: the attempt is recorded as interrupted. */
   | { readonly type: 'takeover'; readonly messageId: string; readonly attempt: number; readonly runner: string; readonly detail: string }
+  /** An entry another runner wrote dated ahead of this runner's clock by more than the stated skew: its writer's clock is off. Flagged once; no decision reads it. */
+  | { readonly type: 'clock_skew'; readonly messageId: string; readonly runner: string; readonly entry: string; readonly aheadSeconds: number }
+  /** A paid result the ledger refused for a reason other than an unreachable remote or lost races (a COO key rotated meanwhile, say): kept in the state folder, never lost. */
+  | { readonly type: 'result_kept'; readonly messageId: string; readonly attempt: number; readonly code: string; readonly detail: string; readonly kept: string }
   | DispatchEvent;
 
 /** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
@@ -80,8 +87,10 @@ export interface RunnerOptions {
   /** Where attempt sandboxes live; keep it across restarts so a crashed attempt can be harvested. */
   readonly stateDir: string;
   readonly transport: AaTransport;
-  readonly runnerId?: string;
+  /** The wall clock: times written into entries, expiry and retry times. */
   readonly clock?: () => Date;
+  /** This runner's own monotonic clock in milliseconds (performance.now by default): leases are measured on it alone. */
+  readonly monotonic?: () => number;
   readonly onEvent?: (event: RunnerEvent) => void;
   /** Keep sandboxes after a receipt (for inspection); removed by default. */
   readonly keepSandboxes?: boolean;
@@ -115,17 +124,6 @@ export interface RunSummary {
   readonly waiting: readonly string[];
 }
 
-/** `host-pPID`: a runner id that says where to check whether its owner is still alive. */
-export function defaultRunnerId(): string {
-  return `${hostLabel()}-p${process.pid}`;
-}
-
-function ownerAlive(runnerId: string): boolean {
-  const match = /^(.*)-p(\d+)$/.exec(runnerId);
-  if (match === null) return false;
-  if (match[1] !== hostLabel()) return true;
-  return Number(match[2]) !== process.pid && isAlive(Number(match[2]));
-}
 
 /**
  * The COO-controlled runner: picks queued consults from the committed ledger, decides with the
@@ -133,8 +131,21 @@ function ownerAlive(runnerId: string): boolean {
  * transport, and commits a receipt signed with the COO key for every outcome.
  */
 export class Runner {
+  /** Random per runner start (identity.ts): "my own attempt" is decided by this id alone. */
   readonly runnerId: string;
   private readonly clock: () => Date;
+  private readonly monotonic: () => number;
+  private readonly local: LocalRunners;
+  private registered = false;
+  private pruned = false;
+  /** What every output of a transport or executor passes before it is hashed, signed or committed. */
+  private readonly scrubber: Scrubber;
+  /** The same secrets without the folders: what the runner's events pass before they are printed. */
+  private readonly printable: Scrubber;
+  /** What this runner saw of other runners' open claims, on its own clock, by claim path. */
+  private readonly observed = new Map<string, LeaseObservation>();
+  /** Entries already flagged as dated ahead of this runner's clock. */
+  private readonly flagged = new Set<string>();
   private readonly repo: PinnedRepo;
   private readonly dispatch: DispatchLane;
   private readonly configErrors = new Set<string>();
@@ -144,8 +155,15 @@ export class Runner {
   private leaseWaits: string[] = [];
 
   constructor(private readonly options: RunnerOptions) {
-    this.runnerId = options.runnerId ?? defaultRunnerId();
+    this.runnerId = newRunnerId();
     this.clock = options.clock ?? (() => new Date());
+    this.monotonic = options.monotonic ?? (() => performance.now());
+    this.local = new LocalRunners(options.ledger.gitdir);
+    this.scrubber = new Scrubber(
+      [...environmentSecrets(process.env), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
+      runnerPlaces({ stateDir: options.stateDir, ledger: options.ledger.gitdir, repo: options.repo, hidden: options.hide ?? [] }),
+    );
+    this.printable = new Scrubber(this.scrubber.secrets);
     this.repo = new PinnedRepo(options.repo);
     const hide = [options.ledger.gitdir, options.stateDir, ...(options.hide ?? [])];
     this.dispatch = new DispatchLane({
@@ -158,6 +176,7 @@ export class Runner {
       hide,
       clock: this.clock,
       runnerId: this.runnerId,
+      scrubber: this.scrubber,
       keepWorktrees: options.keepSandboxes === true,
       claim: (record, attempt, now, receipt) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary),
       commit: async (files, summary, now) => {
@@ -176,8 +195,16 @@ export class Runner {
     this.repo.close();
   }
 
+  /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
   private emit(event: RunnerEvent): void {
-    this.options.onEvent?.(event);
+    this.options.onEvent?.(this.printable.value(event));
+  }
+
+  /** Says, once, in the ledger's folder that this runner is this process (identity.ts), before it claims anything. */
+  private register(): void {
+    if (this.registered) return;
+    this.local.register(this.runnerId);
+    this.registered = true;
   }
 
   private get headFile(): string {
@@ -214,14 +241,21 @@ export class Runner {
 
   /** Handles every consult that is ready now, until none is; returns what was written and what waits. */
   async runOnce(): Promise<RunSummary> {
+    this.register();
     if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [] };
     await this.checkHistory();
     this.leaseWaits = [];
     let receipts = 0;
     const skipped = new Set<string>();
-    for (;;) {
+    for (let pass = 0; ; pass += 1) {
       const state = await this.options.ledger.intactState();
       const now = this.clock();
+      const holders = this.observeClaims(state, now);
+      if (pass === 0 && !this.pruned) {
+        // Records of this host's runners that are gone and hold nothing are of no more use.
+        this.local.prune(holders);
+        this.pruned = true;
+      }
       const ready = [...state.messages.values()]
         .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id))
         .map((record) => ({ record, work: nextWork(record, now) }))
@@ -254,6 +288,34 @@ export class Runner {
         }
       }
     }
+  }
+
+  /**
+   * Looks at every open claim another runner holds, on this runner's own clocks: the monotonic one
+   * records when each was first seen and when its holder last showed progress (a heartbeat this
+   * runner had not seen), for the leases; the wall clock flags entries dated ahead of it by more
+   * than the stated skew, whose writer's clock is off. Claims that closed are forgotten.
+   */
+  private observeClaims(state: LedgerState, now: Date): Set<string> {
+    const tick = this.monotonic();
+    const open = new Set<string>();
+    const holders = new Set<string>();
+    for (const record of state.messages.values()) {
+      const claim = record.attempts[record.attempts.length - 1]?.claim;
+      if (claim == null || record.attempts[record.attempts.length - 1]!.receipt !== null || claim.runner === this.runnerId) continue;
+      open.add(claim.path);
+      holders.add(claim.runner);
+      const beat = state.runnerHeartbeats.get(claim.runner);
+      this.observed.set(claim.path, observeClaim(this.observed.get(claim.path), beat?.seq ?? null, tick));
+      for (const [entry, at] of [[claim.path, claim.at], ...(beat === undefined ? [] : [[`heartbeat of ${claim.runner} at Ledger-Seq ${beat.seq}`, beat.createdAt]])] as const) {
+        const ahead = aheadOfClock(at, now, LIMITS.clockSkewSeconds);
+        if (ahead === null || this.flagged.has(entry)) continue;
+        this.flagged.add(entry);
+        this.emit({ type: 'clock_skew', messageId: record.id, runner: claim.runner, entry, aheadSeconds: ahead });
+      }
+    }
+    for (const path of this.observed.keys()) if (!open.has(path)) this.observed.delete(path);
+    return holders;
   }
 
   /** When the remote was found unreachable, or null while it answers. */
@@ -298,17 +360,7 @@ export class Runner {
 
   /** Keeps a receipt the remote could not take, durably, until it can. */
   private journal(entry: JournalEntry): void {
-    fs.mkdirSync(this.journalDir, { recursive: true });
-    const path = this.journalPath(entry.messageId, entry.attempt);
-    const temp = `${path}.${process.pid}.tmp`;
-    const fd = fs.openSync(temp, 'w', 0o600);
-    try {
-      fs.writeSync(fd, JSON.stringify(entry));
-      fs.fsyncSync(fd);
-    } finally {
-      fs.closeSync(fd);
-    }
-    fs.renameSync(temp, path);
+    writeDurably(this.journalPath(entry.messageId, entry.attempt), JSON.stringify(entry));
   }
 
   /** Publishes the journal's receipts, oldest first; false when the remote went away again. */
@@ -348,9 +400,18 @@ export class Runner {
   private async publishReceipt(files: NewFile[], summary: string, now: Date, journal = true): Promise<'published' | 'journaled' | 'late'> {
     const receiptFile = files.find((file) => classifyPath(file.path)?.kind === 'receipt');
     const info = receiptFile === undefined ? null : classifyPath(receiptFile.path);
-    if (this.options.remote === undefined || receiptFile === undefined || info === null || info.kind !== 'receipt') {
+    if (receiptFile === undefined || info === null || info.kind !== 'receipt') {
       await this.commit(files, summary, now);
       return 'published';
+    }
+    if (this.options.remote === undefined) {
+      try {
+        await this.commit(files, summary, now);
+        return 'published';
+      } catch (error) {
+        this.keepRefused(info.messageId, info.attempt, summary, now, files, error);
+        throw error;
+      }
     }
     const landed = async (): Promise<'published' | 'late' | null> => {
       const existing = await this.options.ledger.readFile(receiptFile.path);
@@ -375,10 +436,26 @@ export class Runner {
         return 'journaled';
       }
       // Refused on the remote's new head: late when the attempt has a receipt there now.
-      const after = await landed();
+      const after = await landed().catch(() => null);
       if (after !== null) return after;
+      this.keepRefused(info.messageId, info.attempt, summary, now, files, error);
       throw error;
     }
+  }
+
+  /**
+   * A receipt the ledger refused for any other reason (the COO key was rotated while the call was
+   * in flight, the remote's hook refused it, its main is gone): the result was paid for, so it is
+   * kept in the state folder with why, and said (`result_kept`), never dropped. The attempt stays
+   * open; a consult's sandbox stays too, so a runner with a valid key recovers it without paying again.
+   */
+  private keepRefused(messageId: string, attempt: number, summary: string, now: Date, files: NewFile[], error: unknown): void {
+    const code = isCooError(error) ? error.code : 'INTERNAL';
+    const detail = error instanceof Error ? error.message : String(error);
+    const path = join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
+    const entry = { messageId, attempt, summary, at: now.toISOString(), refused: { code, message: detail }, files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
+    writeDurably(path, JSON.stringify(entry));
+    this.emit({ type: 'result_kept', messageId, attempt, code, detail, kept: path });
   }
 
   /** A result whose attempt another runner closed: kept beside the runner, never applied. */
@@ -533,11 +610,18 @@ export class Runner {
       providerKeyEnv: decision.providerKeyEnv,
     });
     failpoint('during-oracle');
-    const run = await running;
+    // What Oracle left (answer, session record, error text, output tails) is scrubbed before anything judges, hashes or keeps it.
+    const scrub = this.consultScrubber(sandbox, decision.providerKeyEnv);
+    const run = scrub.value(await running);
     this.emit({ type: 'oracle_ended', messageId: message.message_id, attempt, at: Date.now(), elapsedMs: run.elapsedMs, exitCode: run.exitCode, signal: run.signal, killedByTimer: run.killedByTimer });
     failpoint('after-answer');
-    await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files);
+    await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files, scrub);
     return true;
+  }
+
+  /** The runner's scrubber with what one consult attempt adds: the key handed to Oracle (all it could hand, when not known) and the sandbox. */
+  private consultScrubber(sandbox: Sandbox, providerKeyEnv?: string): Scrubber {
+    return this.scrubber.with(this.options.transport.handedSecrets(providerKeyEnv === '' ? undefined : providerKeyEnv), [{ name: 'sandbox', path: sandbox.root }]);
   }
 
   /** A pre-flight outcome: claim and receipt in one commit, nothing paid for. */
@@ -571,6 +655,7 @@ export class Runner {
     canary: string,
     bundle: string,
     files: readonly PinnedFile[],
+    scrub: Scrubber,
   ): Promise<void> {
     const now = this.clock();
     const state = await this.options.ledger.state();
@@ -601,7 +686,8 @@ export class Runner {
     const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
     const bundleBytes = Buffer.from(bundle, 'utf8');
     attachments.push(add('prompt-sent.md', bundleBytes));
-    const metaBytes = readSessionRecord(sandbox.oracleHome, run.sessionId);
+    const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
+    const metaBytes = session === null ? null : scrub.bytes(session);
     if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
     const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
     const warnings: string[] = [];
@@ -657,26 +743,29 @@ export class Runner {
     }
     if (claim.runner !== this.runnerId) {
       if (this.options.remote === undefined) {
-        if (ownerAlive(claim.runner)) {
+        if (this.local.mayBeAlive(claim.runner)) {
           this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
           return false;
         }
       } else {
-        // Across machines a pid says nothing: the claim's lease and the attempt's runtime budget decide.
+        // Across machines a pid says nothing, and another machine's clock is not this one's: the
+        // holder's progress as this runner saw it, on its own clock, and the attempt's runtime budget decide.
         const message = await this.readMessage(record);
+        const observed = this.observed.get(claim.path)!;
         const lease = leaseDecision(
           {
             claim,
             message,
-            heartbeat: state.runnerHeartbeats.get(claim.runner),
             heartbeatTtlSeconds: state.policy!.doc.heartbeat.ttl_seconds,
             graceSeconds: this.options.leaseGraceSeconds ?? DEFAULT_LEASE_GRACE_SECONDS,
+            observed,
           },
-          this.clock(),
+          this.monotonic(),
         );
         if (lease.kind === 'held') {
-          this.leaseWaits.push(lease.until);
-          this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is held by ${claim.runner} until ${lease.until}` });
+          const until = isoSeconds(new Date(this.clock().getTime() + Math.ceil(lease.remainingMs / 1000) * 1000));
+          this.leaseWaits.push(until);
+          this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is held by ${claim.runner} for at least ${Math.ceil(lease.remainingMs / 1000)} s more: ${lease.detail}` });
           return false;
         }
         this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
@@ -692,8 +781,9 @@ export class Runner {
       while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
       if (isAlive(pid)) killGroup(pid);
     }
-    const meta = attemptFile === null ? null : readSessionMeta(sandbox.oracleHome, attemptFile.slug);
-    const harvested = attemptFile === null ? null : harvestRun(sandbox, attemptFile);
+    const scrub = this.consultScrubber(sandbox);
+    const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
+    const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
     if (attemptFile !== null && harvested !== null) {
       const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
       const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
@@ -702,7 +792,7 @@ export class Runner {
       const price = policy.models[model];
       if (pins.ok && price !== undefined) {
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0 };
-        await this.finish(message, record, last.number, sandbox, harvested, decision, attemptFile.canary, prompt, pins.files);
+        await this.finish(message, record, last.number, sandbox, harvested, decision, attemptFile.canary, prompt, pins.files, scrub);
         return true;
       }
     }
@@ -725,6 +815,20 @@ export class Runner {
     removeSandbox(sandbox);
     return true;
   }
+}
+
+/** Writes `text` to `path` so that it survives a crash: a private temporary file, synced, then renamed into place. */
+function writeDurably(path: string, text: string): void {
+  fs.mkdirSync(dirname(path), { recursive: true });
+  const temp = `${path}.${process.pid}.tmp`;
+  const fd = fs.openSync(temp, 'w', 0o600);
+  try {
+    fs.writeSync(fd, text);
+    fs.fsyncSync(fd);
+  } finally {
+    fs.closeSync(fd);
+  }
+  fs.renameSync(temp, path);
 }
 
 /** The receipt event of a receipt published from the journal, read from its own bytes. */

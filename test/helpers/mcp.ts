@@ -1,8 +1,8 @@
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { InMemoryTransport } from '@modelcontextprotocol/sdk/inMemory.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { Redactor } from '../../src/mcp/results.js';
-import { createCooMcpServer } from '../../src/mcp/server.js';
+import { serverScrubber } from '../../src/mcp/results.js';
+import { createCooMcpServer, type CooMcpOptions } from '../../src/mcp/server.js';
 import type { World } from './lane.js';
 
 export interface McpSession {
@@ -12,17 +12,18 @@ export interface McpSession {
   close(): Promise<void>;
 }
 
-/** `coo mcp`'s server for a world, connected in process to the SDK's own client. */
-export async function connectMcp(world: World, log: string[] = []): Promise<McpSession> {
+/** `coo mcp`'s server for a world, connected in process to the SDK's own client; `overrides` replace its options (another ledger handle, a runner's problems). */
+export async function connectMcp(world: World, log: string[] = [], overrides: Partial<CooMcpOptions> = {}): Promise<McpSession> {
   const server = await createCooMcpServer({
     ledger: world.ledger,
     key: world.actors.coo,
     repo: world.target,
     auditDir: null,
     clock: () => new Date(),
-    redactor: new Redactor([world.gitdir, world.target, world.dir]),
+    scrubber: serverScrubber({ key: world.actors.coo, env: {}, places: [{ name: 'ledger', path: world.gitdir }, { name: 'repo', path: world.target }, { name: 'test-folder', path: world.dir }] }),
     version: '0.1.0',
     log: (line) => log.push(line),
+    ...overrides,
   });
   const [clientSide, serverSide] = InMemoryTransport.createLinkedPair();
   const client = new Client({ name: 'coo-test', version: '0.0.0' });

@@ -207,9 +207,11 @@ describe('the dispatch lane', () => {
     try {
       const { messageId } = await s.dispatch();
       // A runner of this host whose process is gone claimed attempt 1 and died before running it.
-      const dead = w.runner({ repo: s.repo, runnerId: `${hostLabel()}-p999999` });
+      const dead = w.runner({ repo: s.repo });
       const record = (await w.ledger.state()).messages.get(messageId)!;
       expect(await (dead as unknown as { claim(record: unknown, attempt: number, now: Date, files: unknown[]): Promise<boolean> }).claim(record, 1, new Date(), [])).toBe(true);
+      mkdirSync(join(w.gitdir, 'coo', 'runners'), { recursive: true });
+      writeFileSync(join(w.gitdir, 'coo', 'runners', `${dead.runnerId}.json`), JSON.stringify({ host: hostLabel(), pid: 999_999, started: null }));
       await s.runner.runOnce();
       const [receipt] = await receiptsOf(w, messageId);
       expect(receipt).toMatchObject({ status: 'failed', blockers: [{ code: 'interrupted' }], next_attempt_at: null });

@@ -3,6 +3,8 @@ import { laneStateOf } from '../../src/authority/state.js';
 import { git, tempDir } from '../helpers/tmp.js';
 import { worlds } from '../helpers/lane.js';
 import { connectMcp, structured, textOf } from '../helpers/mcp.js';
+import { RunnerProblems } from '../../src/mcp/runner-problems.js';
+import { TOOL_SUMMARIES } from '../../src/mcp/server.js';
 
 const fresh = worlds(tempDir());
 
@@ -14,6 +16,8 @@ describe('coo mcp, through the SDK client in process', () => {
     const mcp = await connectMcp(w);
     const { tools } = await mcp.client.listTools();
     expect(tools.map((tool) => tool.name).sort()).toEqual(['cite', 'consult', 'dispatch', 'sessions', 'show', 'verify', 'wait']);
+    // coo mcp --help lists the same tools, in the same order.
+    expect(tools.map((tool) => tool.name)).toEqual(TOOL_SUMMARIES.map(([name]) => name));
     for (const tool of tools) {
       expect(tool.inputSchema['additionalProperties'], tool.name).toBe(false);
       expect(tool.outputSchema, tool.name).toBeDefined();
@@ -50,10 +54,10 @@ describe('coo mcp, through the SDK client in process', () => {
     expect(shown['envelope']).toMatchObject({ submitted_via: 'mcp' });
     expect(shown['submitted_via']).toBe('mcp');
     expect(shown['answer']).toMatchObject({ advisory: true, untrusted: true });
-    const answer = shown['answer'] as { text: string; notice: string };
+    const answer = shown['answer'] as { text: string; notice: string; boundary: string };
     expect(answer.notice).toMatch(/^UNTRUSTED DATA/);
-    expect(answer.text.startsWith('<<<\n')).toBe(true);
-    expect(answer.text.endsWith('\n>>>')).toBe(true);
+    expect(answer.text.startsWith(`<<<UNTRUSTED ${answer.boundary}\n`)).toBe(true);
+    expect(answer.text.endsWith(`\nUNTRUSTED ${answer.boundary}>>>`)).toBe(true);
 
     const cited = structured<Record<string, unknown>>(await mcp.call('cite', { message_id: id }));
     expect(cited).toMatchObject({ message_id: id, advisory: true, verified: true });
@@ -67,7 +71,12 @@ describe('coo mcp, through the SDK client in process', () => {
     const receipt = await mcp.client.readResource({ uri: `coo://messages/${id}/receipt` });
     expect((receipt.contents[0] as { text: string }).text).toContain('schema_version: aa_receipt.v0');
     const quoted = await mcp.client.readResource({ uri: `coo://messages/${id}/answer` });
-    expect((quoted.contents[0] as { text: string }).text).toMatch(/^UNTRUSTED DATA[\s\S]*\n<<<\n[\s\S]*\n>>>\n$/);
+    const resource = (quoted.contents[0] as { text: string }).text;
+    const boundary = /^<<<UNTRUSTED ([0-9a-f]+)$/m.exec(resource)?.[1];
+    expect(resource).toMatch(/^UNTRUSTED DATA[\s\S]*\n<<<UNTRUSTED [0-9a-f]+\n[\s\S]*\nUNTRUSTED [0-9a-f]+>>>\n$/);
+    // The notice names the boundary's id but never draws a boundary line itself.
+    expect(resource.split(`<<<UNTRUSTED ${boundary}`)).toHaveLength(2);
+    expect(resource.split(`UNTRUSTED ${boundary}>>>`)).toHaveLength(2);
     await mcp.close();
   });
 
@@ -162,6 +171,40 @@ describe('coo mcp, through the SDK client in process', () => {
     expect(textOf(refused)).toMatch(/APPROVAL_REQUIRED.*sha256:[0-9a-f]{64}/);
     const smuggled = await mcp.call('dispatch', { ...ask, base_ref: 'b'.repeat(40) });
     expect(smuggled.isError).toBe(true);
+    // The CEO's approval is passed as the tool's argument, and the error says so in those words.
+    expect(textOf(refused)).toContain('call the dispatch tool again with approval_id APPROVAL_ID');
+    expect(textOf(refused)).not.toContain('--approval ');
+    await mcp.close();
+  });
+
+  it("names the tool's own arguments in a context error, never the CLI's flags", async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    const missing = await mcp.call('consult', { ...ASK, files: ['nothing/**'] });
+    expect(missing.isError).toBe(true);
+    expect(textOf(missing)).toMatch(/^CONTEXT_INVALID: files "nothing\/\*\*" matches nothing at [0-9a-f]{12}/);
+    const escaping = await mcp.call('dispatch', { to: 'ea.codex', task: 'x', scope: ['src/**'], accept: ['a'], verify: ['true'], files: ['../outside'] });
+    expect(textOf(escaping)).toMatch(/^CONTEXT_INVALID: files "\.\.\/outside" escapes the repository/);
+    for (const result of [missing, escaping]) expect(textOf(result)).not.toMatch(/--file|--rev/);
+    await mcp.close();
+  });
+
+  it("returns a configuration problem of the server's own runner as a coded tool error from dispatch and wait, rather than an endless queued", async () => {
+    const w = await fresh();
+    const problems = new RunnerProblems();
+    const mcp = await connectMcp(w, [], { runnerProblems: problems });
+    const ask = { to: 'ea.codex', task: 'Make add() reject NaN.', scope: ['src/**'], accept: ['add(NaN, 1) throws'], verify: ['true'] };
+    const queued = structured(await mcp.call('dispatch', ask));
+    const id = queued['message_id'] as string;
+    // The runner could not start it: its executor is missing (what coo mcp --run's runner reports).
+    problems.observe({ type: 'error', messageId: id, code: 'EXECUTOR_CONFIG', message: 'ea.codex: codex is not on PATH' });
+    for (const result of [await mcp.call('wait', { message_id: id, timeout_seconds: 1 }), await mcp.call('dispatch', ask)]) {
+      expect(result.isError).toBe(true);
+      expect(textOf(result)).toMatch(new RegExp(`^EXECUTOR_CONFIG: ${id} is queued, but the runner cannot start it: ea.codex: codex is not on PATH\\n`));
+    }
+    // Once the runner claims it, the message reads as it stands again.
+    problems.observe({ type: 'claimed', messageId: id, attempt: 1 });
+    expect(structured(await mcp.call('wait', { message_id: id, timeout_seconds: 0 }))).toMatchObject({ message_id: id, state: 'queued' });
     await mcp.close();
   });
 });

@@ -1,26 +1,22 @@
 import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { CooError } from '../../src/errors.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
-import { enqueueConsult } from '../../src/consult/enqueue.js';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
-import { OracleCli } from '../../src/consult/oracle.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { claimPath } from '../../src/ledger/layout.js';
-import { Ledger } from '../../src/ledger/ledger.js';
-import { RemoteLedger } from '../../src/remote/publish.js';
-import { Runner, type RunnerEvent, type RunnerOptions, type RunnerRemote } from '../../src/runner/runner.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { type RunnerEvent, type RunnerRemote } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
-import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
-import { makeServedLedger, makeWriter, removeHook, type ServedLedger } from '../helpers/remote-ledger.js';
+import { removeHook } from '../helpers/remote-ledger.js';
+import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { stockCommit } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -32,96 +28,11 @@ afterAll(async () => {
   for (const close of closers.reverse()) await close();
 });
 
-interface Machine {
-  readonly name: string;
-  readonly gitdir: string;
-  readonly ledger: Ledger;
-  readonly remote: RemoteLedger;
-  readonly stateDir: string;
-  readonly events: RunnerEvent[];
-  runner(options?: Partial<RunnerOptions>): Runner;
-}
-
-interface Case {
-  readonly dir: string;
-  readonly served: ServedLedger;
-  readonly url: string;
-  readonly model: FakeModelServer;
-  machine(name: string): Promise<Machine>;
-  /** The COO's machine enqueues one consult through the remote; its message id. */
-  consult(): Promise<string>;
-}
-
-let cases = 0;
-
-/** A served ledger behind git http-backend, the loopback model, and machines: each its own HOME and clone. */
-async function makeCase(): Promise<Case> {
-  cases += 1;
-  const caseDir = join(dir, `case-${cases}`);
-  const served = await makeServedLedger(caseDir);
-  const http: GitHttpServer = await startGitHttp(served.root);
-  closers.push(() => http.close());
-  const url = http.url(served.name);
-  const model = await startFakeModelServer(['ok']);
-  closers.push(() => model.close());
-  const key = loadPrivateKey(served.keys.coo);
-  const machine = async (name: string): Promise<Machine> => {
-    const writer = await makeWriter(caseDir, name, served, url);
-    const ledger = Ledger.open(writer.gitdir);
-    closers.push(() => ledger.close());
-    const remote = new RemoteLedger(ledger, { remote: url });
-    const events: RunnerEvent[] = [];
-    const stateDir = join(writer.home, 'state');
-    return {
-      name,
-      gitdir: writer.gitdir,
-      ledger,
-      remote,
-      stateDir,
-      events,
-      runner: (options = {}) => {
-        const transport = new OracleCli({ route: { baseUrl: `${model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [writer.gitdir] });
-        const runner = new Runner({ ledger, key, repo: served.target, stateDir, transport, remote, runnerId: `${name}-p1`, onEvent: (event) => events.push(event), ...options });
-        closers.push(() => runner.close());
-        return runner;
-      },
-    };
-  };
-  let cooMachine: Machine | null = null;
-  return {
-    dir: caseDir,
-    served,
-    url,
-    model,
-    machine,
-    consult: async () => {
-      cooMachine ??= await machine('coo');
-      const published = await cooMachine.remote.write((ledger) =>
-        enqueueConsult({ ledger, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 }),
-      );
-      return published.result.messageId;
-    },
-  };
-}
-
-/** The receipts the remote holds for a message: attempt number and blockers. */
-async function remoteReceipts(served: ServedLedger, messageId: string): Promise<Array<{ attempt: number; status: string; blockers: readonly string[] }>> {
-  const ledger = Ledger.open(served.gitdir);
-  try {
-    const record = (await ledger.state()).messages.get(messageId)!;
-    return record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : [{ attempt: attempt.number, status: attempt.receipt.status, blockers: attempt.receipt.blockers }]));
-  } finally {
-    ledger.close();
-  }
-}
-
-function types(events: readonly RunnerEvent[]): string[] {
-  return events.map((event) => event.type);
-}
+const newCase = (): Promise<Case> => makeCase(dir, closers);
 
 describe('runners through a remote', () => {
   it('a runner behind on fetch tries to claim: it is refused by CAS and skips, and never calls the model', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
@@ -152,7 +63,7 @@ describe('runners through a remote', () => {
   });
 
   it('the remote goes away between a paid call and its receipt, then comes back: the receipt lands exactly once', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     const away = `${world.served.gitdir}.away`;
@@ -191,7 +102,7 @@ describe('runners through a remote', () => {
   });
 
   it('a receipt that lost every push to other writers waits in the journal, and the same pass publishes it rather than record its own attempt as interrupted', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     let refusals = 0;
@@ -219,7 +130,7 @@ describe('runners through a remote', () => {
   });
 
   it('a forged commit pushed to a hookless remote: every runner refuses to act, and coo watch --remote exits 3', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const machines = [await world.machine('runner-1'), await world.machine('runner-2')];
     removeHook(world.served);
@@ -245,44 +156,28 @@ describe('runners through a remote', () => {
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
   });
 
-  it('takes over a claim only once its lease and its runtime budget plus grace both ran out, records it as interrupted, and the original runner keeps its result as late', async () => {
-    const world = await makeCase();
+  it('takes over a claim only once it was quiet for its lease and its runtime budget plus grace passed since it was first seen, both on its own clock, records it as interrupted, and the original runner keeps its result as late', async () => {
+    const world = await newCase();
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
-    // The first runner's call is paid and its answer held until the takeover has landed.
-    let release: () => void = () => undefined;
-    const held = new Promise<void>((resolve) => (release = resolve));
-    let paid: () => void = () => undefined;
-    const answered = new Promise<void>((resolve) => (paid = resolve));
-    const real = new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [first.gitdir] });
-    const slow = Object.assign(Object.create(real) as OracleCli, {
-      run: async (request: Parameters<OracleCli['run']>[0]) => {
-        const run = await real.run(request);
-        paid();
-        await held;
-        return run;
-      },
-    });
-    const running = first.runner({ transport: slow }).runOnce();
-    await answered;
-    const claim = (await first.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!;
-    const claimedAt = Date.parse(claim.at);
-    // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s.
-    let now = claimedAt;
-    const taker = second.runner({ clock: () => new Date(now), leaseGraceSeconds: 600 });
+    const { runner: original, running, release } = await holdingRunner(world, first);
+    // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s. The taker's own monotonic clock:
+    let tick = 0;
+    const taker = second.runner({ monotonic: () => tick, leaseGraceSeconds: 600 });
 
-    // The runtime budget and grace (660 s) have run out, the lease (900 s from the claim) has not.
-    now = claimedAt + 661_000;
     await taker.runOnce();
-    now = claimedAt + 899_000;
+    // The runtime budget and grace (660 s) have passed since the claim was first seen, the lease (900 s quiet) has not.
+    tick = 661_000;
+    await taker.runOnce();
+    tick = 899_000;
     await taker.runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
-    expect(second.events.filter((event) => event.type === 'skipped')).toHaveLength(2);
-    expect(second.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: `attempt 1 is held by runner-1-p1 until ${new Date(claimedAt + 900_000).toISOString()}` });
+    expect(second.events.filter((event) => event.type === 'skipped')).toHaveLength(3);
+    expect(second.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: expect.stringMatching(new RegExp(`^attempt 1 is held by ${original.runnerId} for at least 1 s more: `)) });
 
     // Both have run out: the attempt is taken over, recorded as interrupted.
-    now = claimedAt + 901_000;
+    tick = 901_000;
     await taker.runOnce();
     expect(types(second.events)).toContain('takeover');
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
@@ -298,28 +193,62 @@ describe('runners through a remote', () => {
   });
 
   it('waits out a runtime budget longer than the lease before a takeover', async () => {
-    const world = await makeCase();
+    const world = await newCase();
     const messageId = await world.consult();
     const coo = await world.machine('elsewhere');
     const record = (await coo.ledger.state()).messages.get(messageId)!;
-    // A claim another machine made and then went silent (no heartbeat): its lease is claimed_at + 900 s.
+    // A claim another machine made and then went silent (no heartbeat).
     const claimedAt = new Date();
-    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'gone-p7', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
+    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-gone', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
     await coo.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(doc)) }], key: loadPrivateKey(world.served.keys.coo), now: claimedAt, summary: `claim ${messageId} attempt 1` });
-    const base = Date.parse(isoSeconds(claimedAt));
-    let now = base;
+    let tick = 0;
     const machine = await world.machine('runner');
-    const taker = machine.runner({ clock: () => new Date(now), leaseGraceSeconds: 1000 });
+    const taker = machine.runner({ monotonic: () => tick, leaseGraceSeconds: 1000 });
 
-    now = base + 950_000;
+    await taker.runOnce();
+    // Quiet for longer than the lease (900 s), but the runtime budget and grace (1,060 s) have not passed.
+    tick = 950_000;
     await taker.runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
-    expect(machine.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: `attempt 1 is held by gone-p7 until ${new Date(base + 1_060_000).toISOString()}` });
+    expect(machine.events.at(-1)).toEqual({ type: 'skipped', messageId, reason: expect.stringMatching(/^attempt 1 is held by run-gone for at least 110 s more: /) });
 
-    now = base + 1_061_000;
+    tick = 1_061_000;
     await taker.runOnce();
-    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId, attempt: 1, runner: 'gone-p7' }));
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId, attempt: 1, runner: 'run-gone' }));
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
     expect(world.model.requests).toHaveLength(0);
+  });
+
+  it('a COO key rotated by the CEO while a paid call is in flight: the refused receipt is kept and said, and a runner with the new key publishes it without paying again', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const { running, release } = await holdingRunner(world, machine);
+
+    // The CEO rotates the COO's key through the remote while the call is in flight.
+    const ceoMachine = await world.machine('ceo');
+    const rotated = generatePrivateKey('coo.hermes');
+    const registry = (await ceoMachine.ledger.state()).registry!.doc;
+    await ceoMachine.remote.write((ledger) => appendTrustVersion(ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', rotated.publicKey]]) }, loadPrivateKey(world.served.keys.ceo), new Date()));
+
+    release();
+    await expect(running).resolves.toBeDefined();
+    const kept = machine.events.filter((event) => event.type === 'result_kept');
+    expect(kept).toEqual([expect.objectContaining({ messageId, attempt: 1, code: expect.stringMatching(/^SIGNER_|NOT_ACTIVE_COO/) })]);
+    const keptPath = (kept[0] as { kept: string }).kept;
+    expect(existsSync(keptPath)).toBe(true);
+    expect(JSON.parse(readFileSync(keptPath, 'utf8'))).toMatchObject({ messageId, attempt: 1, refused: { code: expect.any(String) } });
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'error', messageId }));
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+
+    // The operator restarts the runner with the new key on the same machine: once the old claim's
+    // lease has run out on its clock, it recovers the answer already paid for from the sandbox.
+    let tick = 0;
+    const after = machine.runner({ key: rotated, monotonic: () => tick, leaseGraceSeconds: 1 });
+    await after.runOnce();
+    tick = 1_000_000;
+    await after.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
   });
 });

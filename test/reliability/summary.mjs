@@ -26,6 +26,10 @@ const shared = load.find((l) => l.test === 'four runners');
 const packing = load.find((l) => l.test === 'packing under the writer');
 const remoteDrain = load.find((l) => l.test === 'four runners, four clones');
 const takeovers = faults.filter((f) => f.point === 'remote-takeover');
+const clocks = ['clock an hour ahead', 'clock an hour behind'].map((test) => load.find((l) => l.test === test)).filter(Boolean);
+const collision = load.find((l) => l.test === 'two containers, one host name and pid');
+const mcpRace = load.find((l) => l.test === 'identical MCP consults at once');
+const mcpRefused = mcpRace?.refused ?? 0;
 
 /** Attacks by the catalog file they come from: trust over time, and what auditors are told. */
 const inFiles = (pattern) => attacks.filter((a) => pattern.test(a.file ?? ''));
@@ -58,9 +62,15 @@ const rows = [
       : 'not run',
   ],
   ['lease takeovers after SIGKILL', takeovers.length > 0 ? `${takeovers.length} run(s), ${takeovers.reduce((sum, f) => sum + f.duplicate_calls, 0)} attempts paid twice` : 'not run'],
+  [
+    'double payments under clock skew (must be 0)',
+    clocks.length > 0 ? `${clocks.reduce((sum, l) => sum + l.duplicate_calls, 0)} (${clocks.map((l) => `${l.test}: ${l.paid_calls} paid call(s), ${l.takeovers} takeover(s) of a live claim`).join('; ')})` : 'not run',
+  ],
+  ['double payments under runner id collision (must be 0)', collision ? `${collision.duplicate_calls} (two runners of one host name and pid: ${collision.paid_calls} paid call(s), ${collision.takeovers} takeover(s))` : 'not run'],
+  ['identical MCP consults at once (refused must be 0)', mcpRace ? `${mcpRace.calls} calls on two servers of one ledger: ${mcpRace.messages} message, ${mcpRefused} refused` : 'not run'],
 ];
 const width = Math.max(...rows.map(([name]) => name.length));
 process.stdout.write(`\ncoo-commons reliability figures\n${'-'.repeat(width + 40)}\n`);
 for (const [name, value] of rows) process.stdout.write(`${name.padEnd(width)}  ${value}\n`);
 for (const a of accepted) process.stdout.write(`ACCEPTED: ${a.name} (${a.via})\n`);
-process.exitCode = accepted.length > 0 || duplicates > 0 || lost > 0 || orphans > 0 || doubleReceipts > 0 || attacks.length === 0 ? 1 : 0;
+process.exitCode = accepted.length > 0 || duplicates > 0 || lost > 0 || orphans > 0 || doubleReceipts > 0 || mcpRefused > 0 || (mcpRace !== undefined && mcpRace.messages !== 1) || attacks.length === 0 ? 1 : 0;

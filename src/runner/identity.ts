@@ -1,0 +1,107 @@
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { join } from 'node:path';
+import { hostLabel, isAlive } from '../util/process.js';
+
+/**
+ * Who a runner is, and whether a runner of this host is still alive.
+ *
+ * A runner's id is random, drawn when it starts: never host and pid, which two containers of one
+ * image share (same hostname, node as pid 1), so that the second took the first's live claim for
+ * its own crashed attempt and paid again. "My own attempt" is decided by this id and nothing else.
+ *
+ * Without a remote, a claim whose runner is gone is recovered by a runner of the same host, which
+ * needs to tell a live runner from a dead one: each runner says who it is in the ledger's folder
+ * (`coo/runners/<id>.json`: host, pid, and the process's start time, so a reused pid is not taken
+ * for the runner). A runner of another host, or one that never said, is left alive: a claim is
+ * never taken from a runner that may still be paying for it.
+ */
+
+/** A new runner id: `run-` and 80 random bits. */
+export function newRunnerId(): string {
+  return `run-${randomBytes(10).toString('hex')}`;
+}
+
+interface RunnerRecord {
+  readonly host: string;
+  readonly pid: number;
+  /** The process's start time in clock ticks since boot (/proc/PID/stat), or null where there is no /proc. */
+  readonly started: string | null;
+}
+
+/** A process's start time, which a reused pid does not share; null where it cannot be read. */
+function processStart(pid: number): string | null {
+  try {
+    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
+    // Fields after the command name (which may hold spaces and parentheses): state is field 3, starttime field 22.
+    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
+  } catch {
+    return null;
+  }
+}
+
+/** Runner ids of coo versions that derived them from host and pid: `host-pPID`. */
+const LEGACY_ID = /^(.*)-p(\d+)$/;
+
+export class LocalRunners {
+  private readonly dir: string;
+
+  constructor(gitdir: string) {
+    this.dir = join(gitdir, 'coo', 'runners');
+  }
+
+  private path(runnerId: string): string {
+    return join(this.dir, `${runnerId}.json`);
+  }
+
+  /** Says, in the ledger's folder, that `runnerId` is this process on this host. */
+  register(runnerId: string): void {
+    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStart(process.pid) };
+    fs.mkdirSync(this.dir, { recursive: true });
+    const temp = `${this.path(runnerId)}.${process.pid}.tmp`;
+    fs.writeFileSync(temp, JSON.stringify(record));
+    fs.renameSync(temp, this.path(runnerId));
+  }
+
+  private read(runnerId: string): RunnerRecord | null {
+    if (!/^[A-Za-z0-9._-]{1,80}$/.test(runnerId)) return null;
+    try {
+      const value = JSON.parse(fs.readFileSync(this.path(runnerId), 'utf8')) as RunnerRecord;
+      return typeof value.host === 'string' && Number.isSafeInteger(value.pid) ? value : null;
+    } catch {
+      return null;
+    }
+  }
+
+  /**
+   * Whether `runnerId` may still be running: true unless it is known to be a runner of this host
+   * whose process is gone (or whose pid now belongs to a process started later).
+   */
+  mayBeAlive(runnerId: string): boolean {
+    const record = this.read(runnerId);
+    if (record === null) {
+      const legacy = LEGACY_ID.exec(runnerId);
+      if (legacy === null || legacy[1] !== hostLabel()) return true;
+      const pid = Number(legacy[2]);
+      return pid !== process.pid && isAlive(pid);
+    }
+    if (record.host !== hostLabel()) return true;
+    if (!isAlive(record.pid)) return false;
+    return record.started === null || processStart(record.pid) === record.started;
+  }
+
+  /** Forgets the records of this host's runners that are gone and hold no open claim (`held`). */
+  prune(held: ReadonlySet<string>): void {
+    let names: string[];
+    try {
+      names = fs.readdirSync(this.dir).filter((name) => name.endsWith('.json'));
+    } catch {
+      return;
+    }
+    for (const name of names) {
+      const runnerId = name.slice(0, -'.json'.length);
+      if (held.has(runnerId) || this.mayBeAlive(runnerId)) continue;
+      fs.rmSync(this.path(runnerId), { force: true });
+    }
+  }
+}

@@ -1,0 +1,52 @@
+/**
+ * A remote's URL as it is shown to people and written for machines (messages, events, --json):
+ * git takes credentials in a URL's user info (`https://user:TOKEN@host/ledger.git`), and a URL
+ * that is printed or logged must not carry them. The one rendering: every place that shows a
+ * remote's URL uses it, and git's own messages (which quote the URL they were given) pass
+ * `withoutUserInfo`.
+ */
+
+const SCHEME_URL = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i;
+/** User info inside running text: a scheme, then anything up to the last `@` before the host's end. */
+const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#'"<>`]*@/gi;
+
+/** ssh takes no password from a URL: its user name says whom to log in as and is kept, anything after a colon is not. */
+const SSH_SCHEME = /^(ssh|git\+ssh|ssh\+git):\/\/$/i;
+
+function shown(scheme: string, info: string): string {
+  if (!SSH_SCHEME.test(scheme)) return scheme;
+  const user = info.split(':')[0] ?? '';
+  return user === '' ? scheme : `${scheme}${user}@`;
+}
+
+/**
+ * `url` without the user info that can carry a credential: all of it for http(s) and other
+ * schemes (a token may stand as the user name), the password for ssh. A path, or git's scp-like
+ * `user@host:path` (which cannot carry a password), is as it was.
+ */
+export function displayUrl(url: string): string {
+  return url.replace(SCHEME_URL, (_match, scheme: string, info: string) => shown(scheme, info));
+}
+
+/** `text` with the credentials of every URL in it removed, as `displayUrl` removes them. */
+export function withoutUserInfo(text: string): string {
+  return text.replace(USER_INFO_IN_TEXT, (match, scheme: string) => shown(scheme, match.slice(scheme.length, -1)));
+}
+
+/** The credentials a URL carries in its user info (the whole of it, and a password or token alone), for a scrubber. */
+export function urlCredentials(url: string): string[] {
+  const match = SCHEME_URL.exec(url);
+  const info = match?.[2];
+  if (match === null || info === undefined || info === '') return [];
+  const colon = info.indexOf(':');
+  const values = SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])];
+  return [...new Set([...values, ...values.map((value) => safeDecode(value))])].filter((value) => value !== '');
+}
+
+function safeDecode(text: string): string {
+  try {
+    return decodeURIComponent(text);
+  } catch {
+    return text;
+  }
+}

@@ -1,0 +1,134 @@
+import { join } from 'node:path';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { enqueueConsult } from '../../src/consult/enqueue.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { OracleCli } from '../../src/consult/oracle.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { RemoteLedger } from '../../src/remote/publish.js';
+import { Runner, type RunnerEvent, type RunnerOptions } from '../../src/runner/runner.js';
+import { startGitHttp, type GitHttpServer } from './git-http.js';
+import { makeServedLedger, makeWriter, type ServedLedger } from './remote-ledger.js';
+
+/**
+ * Runners on separate machines in one test process: a served ledger behind git http-backend, the
+ * loopback model, and machines, each its own HOME, clone and state folder, whose runners work
+ * through the remote. What they open is closed by the `closers` the caller runs after its tests.
+ */
+
+export interface Machine {
+  readonly name: string;
+  readonly gitdir: string;
+  readonly ledger: Ledger;
+  readonly remote: RemoteLedger;
+  readonly stateDir: string;
+  readonly events: RunnerEvent[];
+  runner(options?: Partial<RunnerOptions>): Runner;
+}
+
+export interface Case {
+  readonly dir: string;
+  readonly served: ServedLedger;
+  readonly url: string;
+  readonly model: FakeModelServer;
+  machine(name: string): Promise<Machine>;
+  /** The COO's machine enqueues one consult through the remote; its message id. */
+  consult(): Promise<string>;
+}
+
+let cases = 0;
+
+/** A served ledger behind git http-backend, the loopback model, and machines: each its own HOME and clone. */
+export async function makeCase(dir: string, closers: Array<() => Promise<void> | void>): Promise<Case> {
+  cases += 1;
+  const caseDir = join(dir, `case-${cases}`);
+  const served = await makeServedLedger(caseDir);
+  const http: GitHttpServer = await startGitHttp(served.root);
+  closers.push(() => http.close());
+  const url = http.url(served.name);
+  const model = await startFakeModelServer(['ok']);
+  closers.push(() => model.close());
+  const key = loadPrivateKey(served.keys.coo);
+  const machine = async (name: string): Promise<Machine> => {
+    const writer = await makeWriter(caseDir, name, served, url);
+    const ledger = Ledger.open(writer.gitdir);
+    closers.push(() => ledger.close());
+    const remote = new RemoteLedger(ledger, { remote: url });
+    const events: RunnerEvent[] = [];
+    const stateDir = join(writer.home, 'state');
+    return {
+      name,
+      gitdir: writer.gitdir,
+      ledger,
+      remote,
+      stateDir,
+      events,
+      runner: (options = {}) => {
+        const transport = new OracleCli({ route: { baseUrl: `${model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [writer.gitdir] });
+        const runner = new Runner({ ledger, key, repo: served.target, stateDir, transport, remote, onEvent: (event) => events.push(event), ...options });
+        closers.push(() => runner.close());
+        return runner;
+      },
+    };
+  };
+  let cooMachine: Machine | null = null;
+  return {
+    dir: caseDir,
+    served,
+    url,
+    model,
+    machine,
+    consult: async () => {
+      cooMachine ??= await machine('coo');
+      const published = await cooMachine.remote.write((ledger) =>
+        enqueueConsult({ ledger, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 }),
+      );
+      return published.result.messageId;
+    },
+  };
+}
+
+/** The receipts the remote holds for a message: attempt number and blockers. */
+export async function remoteReceipts(served: ServedLedger, messageId: string): Promise<Array<{ attempt: number; status: string; blockers: readonly string[] }>> {
+  const ledger = Ledger.open(served.gitdir);
+  try {
+    const record = (await ledger.state()).messages.get(messageId)!;
+    return record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : [{ attempt: attempt.number, status: attempt.receipt.status, blockers: attempt.receipt.blockers }]));
+  } finally {
+    ledger.close();
+  }
+}
+
+export function types(events: readonly RunnerEvent[]): string[] {
+  return events.map((event) => event.type);
+}
+
+/** A transport whose call is paid and whose answer is then held until `release`. */
+export function holdAnswers(real: OracleCli): { transport: OracleCli; paid: Promise<void>; release: () => void } {
+  let release: () => void = () => undefined;
+  const held = new Promise<void>((resolve) => (release = resolve));
+  let paid: () => void = () => undefined;
+  const answered = new Promise<void>((resolve) => (paid = resolve));
+  const transport = Object.assign(Object.create(real) as OracleCli, {
+    run: async (request: Parameters<OracleCli['run']>[0]) => {
+      const run = await real.run(request);
+      paid();
+      await held;
+      return run;
+    },
+  });
+  return { transport, paid: answered, release };
+}
+
+/** `holdAnswers` for a machine of a case, against the case's model. */
+export function heldTransport(world: Case, machine: Machine): { transport: OracleCli; paid: Promise<void>; release: () => void } {
+  return holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [machine.gitdir] }));
+}
+
+/** A runner of `machine` inside its paid call, its answer held: the runner, its pass, and the release. */
+export async function holdingRunner(world: Case, machine: Machine): Promise<{ runner: Runner; running: Promise<unknown>; release: () => void }> {
+  const slow = heldTransport(world, machine);
+  const runner = machine.runner({ transport: slow.transport });
+  const running = runner.runOnce();
+  await slow.paid;
+  return { runner, running, release: slow.release };
+}
