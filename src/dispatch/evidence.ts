@@ -173,7 +173,10 @@ export interface GatherOptions {
   readonly isolation: 'bwrap' | 'none';
   readonly hide: readonly string[];
   readonly commit: AttemptCommitOptions;
-  /** Leave the verification's checkout in place (for inspection). */
+  /**
+   * Leave the verification's checkout (`runnerDir/checkout`) in place: the runner removes it with
+   * the attempt's folders once the receipt is committed, and keeps it when asked to keep sandboxes.
+   */
   readonly keepCheckout?: boolean;
 }
 

@@ -270,7 +270,8 @@ export class DispatchLane {
       isolation: executor.isolated ? 'bwrap' : 'none',
       hide: this.ctx.hide,
       commit: { key: this.ctx.key, actor: a.actor, attemptId: a.attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
-      keepCheckout: this.ctx.keepWorktrees,
+      // Removed with the attempt's folders after the receipt, off the receipt's path.
+      keepCheckout: true,
     });
     this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: out.gathered.verification.length, failed: out.gathered.verification.filter((result) => result.exitCode !== 0).length });
   }

@@ -98,9 +98,8 @@ export async function checkoutCommit(options: CheckoutOptions): Promise<Checkout
   const match = /^gitdir: (.+)\n?$/.exec(gitLink);
   if (match === null) throw new CooError('GIT_FAILED', `git worktree add left no gitdir link in ${path}`);
   const worktreeGitdir = resolve(path, match[1]!);
-  // The index of the commit, for the agent's own `git status` and `git diff`; never evidence.
-  await safeGit([`--git-dir=${worktreeGitdir}`, 'read-tree', options.commit]);
-  const files = await listTree(options.gitdir, options.commit);
+  // The index of the commit (for `git status` and `git diff` in the worktree; never evidence) and the commit's files, at once.
+  const [files] = await Promise.all([listTree(options.gitdir, options.commit), safeGit([`--git-dir=${worktreeGitdir}`, 'read-tree', options.commit])]);
   const reader = new CatFileReader(options.gitdir);
   try {
     await materialize(reader, files, path);

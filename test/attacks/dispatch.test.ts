@@ -322,7 +322,7 @@ describe('a hostile execution agent', () => {
     if (watch.hung || receipt === undefined) return `no receipt (exit ${watch.status})`;
     const artifact = (receipt['attachments'] as Array<{ path: string }>).find((item) => item.path.endsWith('commands.json'));
     const whole = artifact !== undefined && (JSON.parse((await where.world.ledger.readFile(artifact.path))!.toString('utf8')) as unknown[]).length === 250;
-    return whole && (receipt['commands_run'] as string[]).at(-1) === 'sh test.sh' && (receipt['commands_run'] as string[]).length === 200 ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+    return whole && (receipt['warnings'] as string[]).includes('commands_in_artifact') && (receipt['commands_run'] as string[]).at(-1) === 'sh test.sh' && (receipt['commands_run'] as string[]).length === 200 ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
   });
 
   attack('a hostile agent: folders and files where the runner made its own scratch (evidence.index, verify-home)', 'runner', 'refused', async () => {
