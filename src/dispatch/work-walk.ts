@@ -91,17 +91,26 @@ export async function walkWork(options: WalkOptions): Promise<WalkResult> {
   while (level.length > 0) {
     const found: Array<{ path: Buffer; stats: fs.Stats }> = [];
     for (const folder of level) {
-      let names: Buffer[];
+      // Read one entry at a time, so a folder of millions of names stops at the bound, not in memory.
+      let dir: fs.Dir;
       try {
-        names = fs.readdirSync(absolute(folder), { encoding: 'buffer' });
+        dir = fs.opendirSync(absolute(folder), { encoding: 'buffer' as BufferEncoding });
       } catch {
         refused.push({ path: folder, why: 'unreadable' });
         continue;
       }
+      const names = (function* (): Generator<Buffer> {
+        try {
+          for (let entry = dir.readSync(); entry !== null; entry = dir.readSync()) yield entry.name as unknown as Buffer;
+        } finally {
+          dir.closeSync();
+        }
+      })();
       for (const name of names) {
         const path = join(folder, name);
         if (folder.length === 0 && name.equals(Buffer.from('.git'))) continue;
         entries += 1;
+        // Leaving the loop closes the folder (the generator's finally).
         if (entries > maxEntries) return { files, refused, tooLarge, submodules, overflow: true };
         if (isGitName(name)) {
           refused.push({ path, why: 'git_entry' });

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
@@ -30,12 +30,12 @@ async function attempt(): Promise<{ wt: AttemptWorktree; scratch: string }> {
 }
 
 /** The runner's reading of the worktree against the base, with the base's ignore rules. */
-async function snapshot(wt: AttemptWorktree, scratch: string) {
+async function snapshot(wt: AttemptWorktree, scratch: string, limits?: { maxEntries?: number; maxFileBytes?: number }) {
   const reader = new CatFileReader(wt.gitdir);
   const baseFiles = await listTree(wt.gitdir, wt.base);
   const rules = await baseIgnoreRules(baseFiles, join(scratch, `ignore-${Math.random().toString(36).slice(2)}`), (oids) => readBlobs(reader, oids));
   try {
-    return await snapshotWork(wt, { baseFiles, rules, objects: new ObjectWriter(wt.gitdir, -1) });
+    return await snapshotWork(wt, { baseFiles, rules, objects: new ObjectWriter(wt.gitdir, -1), ...(limits === undefined ? {} : { limits }) });
   } finally {
     rules.close();
     reader.close();
@@ -166,6 +166,33 @@ describe('dispatch evidence', () => {
     expect(gathered.commit).toBeNull();
     expect(gathered.summary).toMatchObject({ changes: [], commit: null, dirtyWithoutCommit: [] });
     expect(branchOf(wt)).toBe(base);
+  });
+
+  it('stops at the entry bound and at a file over the file bound: work not read whole has no tree to commit', async () => {
+    const { wt, scratch } = await attempt();
+    for (let i = 0; i < 50; i += 1) writeFileSync(join(wt.path, 'src', `f${i}.js`), `${i}\n`);
+    const many = await snapshot(wt, scratch, { maxEntries: 20 });
+    expect(many).toMatchObject({ tree: null, overflow: true });
+    const big = await snapshot(wt, scratch, { maxFileBytes: 4 });
+    expect(big.tree).toBeNull();
+    expect(big.refused.filter((entry) => entry.why === 'too_large').map((entry) => entry.path)).toContain('src/add.js');
+  });
+
+  it('writes the agent\'s worktree from the base\'s objects, so a no-op agent changes nothing whatever the base\'s .gitattributes say', async () => {
+    const attributed = join(dir, 'attributed');
+    const first = makeTargetRepo(attributed);
+    writeFileSync(join(attributed, '.gitattributes'), '* text eol=crlf\nsrc/add.js ident\n');
+    writeFileSync(join(attributed, 'src', 'add.js'), 'export const add = (a, b) => a - b; // $Id$\n');
+    git(['add', '-A'], { cwd: attributed });
+    git(['commit', '-q', '-m', 'attributes'], { cwd: attributed, env: gitEnv() });
+    const head = git(['rev-parse', 'HEAD'], { cwd: attributed }).trim();
+    expect(head).not.toBe(first);
+    const wt = await createAttemptWorktree({ repo: attributed, base: head, branch: 'coo/attributed', path: join(dir, 'wt-attributed') });
+    const scratch = join(dir, 'scratch-attributed');
+    mkdirSync(scratch);
+    const work = await snapshot(wt, scratch);
+    expect(work.changes).toEqual([]);
+    expect(readFileSync(join(wt.path, 'src', 'add.js'), 'utf8')).toBe('export const add = (a, b) => a - b; // $Id$\n');
   });
 
   it('refuses an attempt branch that already exists and a path that exists', async () => {
