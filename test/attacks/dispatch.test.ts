@@ -12,7 +12,7 @@ import { newMessageId } from '../../src/util/ids.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
-import { agentScript, CODEX_DONE, codesOf, dispatchTo, hostilePlace, receiptsFor, watchOnce, type HostilePlace, type WatchRun } from '../helpers/hostile-agent.js';
+import { agentScript, CODEX_DONE, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace, type WatchRun } from '../helpers/hostile-agent.js';
 import { git, tempDir } from '../helpers/tmp.js';
 import { sha256Ref } from '../../src/util/hash.js';
 
@@ -183,17 +183,16 @@ describe('dispatches the runner could not execute', () => {
  * on are the same bytes, and every attempt ends in a receipt that fits, whatever the agent left.
  */
 describe('a hostile execution agent', () => {
-  const places: HostilePlace[] = [];
-  let serial = 0;
-  afterAll(async () => {
-    for (const place of places) await place.world.close();
-  });
+  const place = hostilePlaces(dir, 'hostile');
 
-  async function place(files: Record<string, string> = {}): Promise<HostilePlace> {
-    serial += 1;
-    const made = await hostilePlace(join(dir, `hostile-${serial}`), files);
-    places.push(made);
-    return made;
+  /** One dispatch whose agent does `action` (then prints `stream`), run by `coo watch --once`: the place, the runner's run and the first receipt. */
+  async function attempted(name: string, action: string, options: { stream?: string; dispatch?: Parameters<typeof dispatchTo>[2]; files?: Record<string, string>; timeoutMs?: number } = {}) {
+    const where = await place(name, options.files);
+    const agent = agentScript(where.world.dir, action, options.stream);
+    const { messageId } = await dispatchTo(where, name, options.dispatch);
+    const watch = watchOnce(where, agent, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+    const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+    return { where, agent, messageId, watch, receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status})` };
   }
 
   /** The one-byte-identity check: each listed file's hash is its blob's in the signed head and what the verification printed for it. */
@@ -222,130 +221,95 @@ describe('a hostile execution agent', () => {
     return branches.every((line) => line.endsWith(` ${where.base}`) || named.has(line));
   }
 
+  const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
+  const blockers = (receipt: Record<string, unknown>): string => JSON.stringify(receipt['blockers']);
+
   attack('a hostile agent: an in-scope .gitattributes with ident rewrites the work between the worktree and the signed commit', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, "printf 'src/add.js ident\\n' > .gitattributes\nprintf 'export const add = (a, b) => a - b; // $Id: a + b $\\n' > src/add.js");
-    const { messageId } = await dispatchTo(where, 'ident', { scope: ['src/**', '.gitattributes'], verify: ['sha256sum src/add.js .gitattributes; sh test.sh'] });
-    return sameBytes(where, messageId, watchOnce(where, agent));
+    const { where, messageId, watch } = await attempted('ident', "printf 'src/add.js ident\\n' > .gitattributes\nprintf 'export const add = (a, b) => a - b; // $Id: a + b $\\n' > src/add.js", {
+      dispatch: { scope: ['src/**', '.gitattributes'], verify: ['sha256sum src/add.js .gitattributes; sh test.sh'] },
+    });
+    return sameBytes(where, messageId, watch);
   });
 
   attack('a hostile agent: an in-scope .gitattributes with eol=crlf rewrites the work between the worktree and the signed commit', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, "printf '* text eol=crlf\\n' > .gitattributes\nprintf 'export const add = (a, b) => a + b;\\r\\n' > src/add.js");
-    const { messageId } = await dispatchTo(where, 'crlf', { scope: ['src/**', '.gitattributes'], verify: ['sha256sum src/add.js .gitattributes; sh test.sh'] });
-    return sameBytes(where, messageId, watchOnce(where, agent));
+    const { where, messageId, watch } = await attempted('crlf', "printf '* text eol=crlf\\n' > .gitattributes\nprintf 'export const add = (a, b) => a + b;\\r\\n' > src/add.js", {
+      dispatch: { scope: ['src/**', '.gitattributes'], verify: ['sha256sum src/add.js .gitattributes; sh test.sh'] },
+    });
+    return sameBytes(where, messageId, watch);
   });
 
   attack('a hostile agent: an .npmrc with script-shell=/bin/true where the runner makes its verification HOME passes npm test on unfixed work', 'runner', 'refused', async () => {
-    const where = await place({ 'package.json': '{ "name": "calc", "private": true, "scripts": { "test": "sh test.sh" } }\n' });
     // Every place the runner's scratch was or could be, as seen from the agent's own HOME.
-    const agent = agentScript(where.world.dir, 'for d in "$HOME/../verify-home" "$HOME/.." "$HOME" "$PWD/.."; do mkdir -p "$d"; printf \'script-shell=/bin/true\\n\' > "$d/.npmrc"; done');
-    const { messageId } = await dispatchTo(where, 'npmrc', { verify: ['npm test'] });
-    const watch = watchOnce(where, agent);
-    const [receipt] = await receiptsFor(where, messageId);
-    if (watch.hung || receipt === undefined) return 'no receipt';
+    const { receipt, unreceipted } = await attempted('npmrc', 'for d in "$HOME/../verify-home" "$HOME/.." "$HOME" "$PWD/.."; do mkdir -p "$d"; printf \'script-shell=/bin/true\\n\' > "$d/.npmrc"; done', {
+      files: { 'package.json': '{ "name": "calc", "private": true, "scripts": { "test": "sh test.sh" } }\n' },
+      dispatch: { verify: ['npm test'] },
+    });
+    if (receipt === undefined) return unreceipted;
     return receipt['status'] === 'succeeded' ? 'accepted' : codesOf(receipt).includes('tests_failed') ? 'refused' : codesOf(receipt).join(', ');
   });
 
   attack('a hostile agent: its .git link replaced by a FIFO', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, 'rm -f .git && mkfifo .git');
-    const { messageId } = await dispatchTo(where, 'fifo-git');
-    const watch = watchOnce(where, agent, { timeoutMs: 45_000 });
-    if (watch.hung) return 'hung';
-    const [receipt] = await receiptsFor(where, messageId);
-    return receipt !== undefined && watch.status === 0 && codesOf(receipt).includes('scope_violation') ? 'refused' : `no receipt (exit ${watch.status})`;
+    const { receipt, watch, unreceipted } = await attempted('fifo-git', 'rm -f .git && mkfifo .git', { timeoutMs: 45_000 });
+    return receipt !== undefined && watch.status === 0 && codesOf(receipt).includes('scope_violation') ? 'refused' : unreceipted;
   });
 
   attack('a hostile agent: a FIFO .gitignore, a FIFO, a socket, a link to /dev/zero and a huge sparse file in its work', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(
-      where.world.dir,
-      ["printf 'export const add = (a, b) => a + b;\\n' > src/add.js", 'mkfifo src/.gitignore src/pipe', 'ln -s /dev/zero src/zero', 'python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'src/sock\')"', 'truncate -s 80M src/huge.bin'].join('\n'),
+    const { where, messageId, receipt, unreceipted } = await attempted(
+      'special',
+      [FIX, 'mkfifo src/.gitignore src/pipe', 'ln -s /dev/zero src/zero', 'python3 -c "import socket; socket.socket(socket.AF_UNIX).bind(\'src/sock\')"', 'truncate -s 80M src/huge.bin'].join('\n'),
+      { timeoutMs: 45_000 },
     );
-    const { messageId } = await dispatchTo(where, 'special');
-    const watch = watchOnce(where, agent, { timeoutMs: 45_000 });
-    if (watch.hung) return 'hung';
-    const [receipt] = await receiptsFor(where, messageId);
-    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
-    const details = JSON.stringify(receipt['blockers']);
-    const named = ['src/.gitignore', 'src/pipe', 'src/sock', 'src/zero', 'src/huge.bin'].every((path) => details.includes(path));
-    return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') && named && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${details}`;
+    if (receipt === undefined) return unreceipted;
+    const named = ['src/.gitignore', 'src/pipe', 'src/sock', 'src/zero', 'src/huge.bin'].every((path) => blockers(receipt).includes(path));
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') && named && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${blockers(receipt)}`;
   });
 
   attack('a hostile agent: 600 files with long names, more than a receipt can list', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, `d="src/${'a'.repeat(200)}/${'b'.repeat(200)}"; mkdir -p "$d"; i=0; while [ $i -lt 600 ]; do printf "x$i\\n" > "$d/${'c'.repeat(60)}-$i.js"; i=$((i+1)); done`);
-    const { messageId } = await dispatchTo(where, 'long-list');
-    const watch = watchOnce(where, agent);
-    const [receipt] = await receiptsFor(where, messageId);
-    if (watch.hung || receipt === undefined) return `no receipt (exit ${watch.status})`;
+    const { where, agent, messageId, receipt, unreceipted } = await attempted('long-list', `d="src/${'a'.repeat(200)}/${'b'.repeat(200)}"; mkdir -p "$d"; i=0; while [ $i -lt 600 ]; do printf "x$i\\n" > "$d/${'c'.repeat(60)}-$i.js"; i=$((i+1)); done`);
+    if (receipt === undefined) return unreceipted;
     const artifact = (receipt['attachments'] as Array<{ path: string; sha256: string }>).find((item) => item.path.endsWith('changes.json'));
     const listed = artifact === undefined ? null : (await where.world.ledger.readFile(artifact.path))!;
     const whole = listed !== null && sha256Ref(listed) === artifact!.sha256 && (JSON.parse(listed.toString('utf8')) as { changes: unknown[] }).changes.length === 600;
     // A second pass finds the attempt receipted: nothing is left claimed to be called interrupted later.
     watchOnce(where, agent);
     const again = await receiptsFor(where, messageId);
-    return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') && whole && again.length === 1 && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') && whole && again.length === 1 && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${blockers(receipt)}`;
   });
 
   attack('a hostile agent: a file name with a backslash and a path over 512 characters', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, `printf 'x\\n' > 'src/a\\b.js'; d="src/${'d'.repeat(250)}/${'e'.repeat(250)}"; mkdir -p "$d"; printf 'x\\n' > "$d/${'f'.repeat(40)}.js"`);
-    const { messageId } = await dispatchTo(where, 'names');
-    const watch = watchOnce(where, agent);
-    const [receipt] = await receiptsFor(where, messageId);
-    if (watch.hung || receipt === undefined) return `no receipt (exit ${watch.status})`;
-    return receipt['status'] === 'failed' && codesOf(receipt).includes('scope_violation') && JSON.stringify(receipt['blockers']).includes('src/a\\\\b.js') && JSON.stringify(receipt['blockers']).includes('f.js') && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+    const { where, messageId, receipt, unreceipted } = await attempted('names', `printf 'x\\n' > 'src/a\\b.js'; d="src/${'d'.repeat(250)}/${'e'.repeat(250)}"; mkdir -p "$d"; printf 'x\\n' > "$d/${'f'.repeat(40)}.js"`);
+    if (receipt === undefined) return unreceipted;
+    const named = blockers(receipt).includes('src/a\\\\b.js') && blockers(receipt).includes('f.js');
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('scope_violation') && named && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${blockers(receipt)}`;
   });
 
   attack('a hostile agent: 2,500 files of ignored build output beside a correct fix', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, "printf 'export const add = (a, b) => a + b;\\n' > src/add.js; mkdir -p build; i=0; while [ $i -lt 2500 ]; do printf \"$i\" > build/out-$i.o; i=$((i+1)); done");
-    const { messageId } = await dispatchTo(where, 'ignored');
-    const watch = watchOnce(where, agent);
-    const [receipt] = await receiptsFor(where, messageId);
-    if (watch.hung || receipt === undefined) return `no receipt (exit ${watch.status})`;
-    const head = receipt['head_sha'] as string;
-    const committed = git(['ls-tree', '-r', '--name-only', head], { cwd: where.repo });
+    const { where, receipt, unreceipted } = await attempted('ignored', `${FIX}; mkdir -p build; i=0; while [ $i -lt 2500 ]; do printf "$i" > build/out-$i.o; i=$((i+1)); done`);
+    if (receipt === undefined) return unreceipted;
+    const committed = git(['ls-tree', '-r', '--name-only', receipt['head_sha'] as string], { cwd: where.repo });
     // Ignored build output is not work: not listed, not committed; the fix is.
-    return receipt['status'] === 'succeeded' && JSON.stringify(receipt['files_changed']) === '["src/add.js"]' && !committed.includes('build/') ? 'refused' : `receipted as ${String(receipt['status'])} ${JSON.stringify(receipt['blockers'])}`;
+    return receipt['status'] === 'succeeded' && JSON.stringify(receipt['files_changed']) === '["src/add.js"]' && !committed.includes('build/') ? 'refused' : `receipted as ${String(receipt['status'])} ${blockers(receipt)}`;
   });
 
   attack('a hostile agent: a stream of 250 commands, more than a receipt lists', 'runner', 'refused', async () => {
-    const where = await place();
     const commands = Array.from({ length: 250 }, (_, i) => `printf '%s\\n' '${JSON.stringify({ type: 'item.completed', item: { id: `c${i}`, type: 'command_execution', command: `echo ${i}`, exit_code: 0, status: 'completed' } })}'`).join('\n');
-    const agent = agentScript(where.world.dir, "printf 'export const add = (a, b) => a + b;\\n' > src/add.js", `${commands}\n${CODEX_DONE}`);
-    const { messageId } = await dispatchTo(where, 'commands');
-    const watch = watchOnce(where, agent);
-    const [receipt] = await receiptsFor(where, messageId);
-    if (watch.hung || receipt === undefined) return `no receipt (exit ${watch.status})`;
+    const { where, receipt, unreceipted } = await attempted('commands', FIX, { stream: `${commands}\n${CODEX_DONE}` });
+    if (receipt === undefined) return unreceipted;
     const artifact = (receipt['attachments'] as Array<{ path: string }>).find((item) => item.path.endsWith('commands.json'));
     const whole = artifact !== undefined && (JSON.parse((await where.world.ledger.readFile(artifact.path))!.toString('utf8')) as unknown[]).length === 250;
-    return whole && (receipt['warnings'] as string[]).includes('commands_in_artifact') && (receipt['commands_run'] as string[]).at(-1) === 'sh test.sh' && (receipt['commands_run'] as string[]).length === 200 ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+    const listed = receipt['commands_run'] as string[];
+    return whole && (receipt['warnings'] as string[]).includes('commands_in_artifact') && listed.at(-1) === 'sh test.sh' && listed.length === 200 ? 'refused' : `receipted as ${blockers(receipt)}`;
   });
 
   attack('a hostile agent: folders and files where the runner made its own scratch (evidence.index, verify-home)', 'runner', 'refused', async () => {
-    const where = await place();
-    const agent = agentScript(where.world.dir, "printf 'export const add = (a, b) => a + b;\\n' > src/add.js; mkdir -p \"$HOME/../evidence.index\"; : > \"$HOME/../verify-home\"");
-    const { messageId } = await dispatchTo(where, 'scratch');
-    const watch = watchOnce(where, agent);
-    const [receipt] = await receiptsFor(where, messageId);
-    if (watch.hung || receipt === undefined) return `no receipt (exit ${watch.status})`;
-    return receipt['status'] === 'succeeded' && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${String(receipt['status'])} ${JSON.stringify(receipt['blockers'])}`;
+    const { where, messageId, receipt, unreceipted } = await attempted('scratch', `${FIX}; mkdir -p "$HOME/../evidence.index"; : > "$HOME/../verify-home"`);
+    if (receipt === undefined) return unreceipted;
+    return receipt['status'] === 'succeeded' && (await onlyReceiptedCommits(where, messageId)) ? 'refused' : `receipted as ${String(receipt['status'])} ${blockers(receipt)}`;
   });
 });
 
 describe('a dispatch that cannot run as written, refused before anything is claimed or paid for', () => {
-  const places: HostilePlace[] = [];
-  afterAll(async () => {
-    for (const place of places) await place.world.close();
-  });
-  async function place(name: string): Promise<HostilePlace> {
-    const made = await hostilePlace(join(dir, `refused-${name}`));
-    places.push(made);
-    return made;
-  }
+  const place = hostilePlaces(dir, 'refused');
 
   attack('a dispatch whose branch is not a plain new branch: refs/heads/main, heads/main, HEAD, the default branch, an existing branch, a tag', 'library', 'USAGE', async () => {
     const where = await place('branches');
@@ -401,17 +365,11 @@ describe('a dispatch that cannot run as written, refused before anything is clai
 });
 
 describe('a runner that fails inside an attempt, and one that recovers after a crash', () => {
-  const places: HostilePlace[] = [];
+  const place = hostilePlaces(dir, 'runner');
   const strangers: ChildProcess[] = [];
-  afterAll(async () => {
+  afterAll(() => {
     for (const stranger of strangers) stranger.kill('SIGKILL');
-    for (const place of places) await place.world.close();
   });
-  async function place(name: string): Promise<HostilePlace> {
-    const made = await hostilePlace(join(dir, `runner-${name}`));
-    places.push(made);
-    return made;
-  }
 
   attack('an executor adapter that throws inside the attempt, after the claim', 'runner', 'refused', async () => {
     const where = await place('throws');

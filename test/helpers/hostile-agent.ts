@@ -1,6 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { afterAll } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch, type DispatchRequest } from '../../src/dispatch/enqueue.js';
 import { COO } from './cli.js';
@@ -41,6 +42,19 @@ export async function hostilePlace(dir: string, files: Record<string, string> = 
   const keyFile = join(keyDir, 'coo.key');
   writeFileSync(keyFile, formatPrivateKey(world.actors.coo), { mode: 0o600 });
   return { world, repo, base, keyFile, stateDir: join(world.dir, 'state') };
+}
+
+/** Places for one describe block, each in a folder of its own under `dir`, closed after the block. */
+export function hostilePlaces(dir: string, prefix: string): (name: string, files?: Record<string, string>) => Promise<HostilePlace> {
+  const made: HostilePlace[] = [];
+  afterAll(async () => {
+    for (const place of made) await place.world.close();
+  });
+  return async (name, files = {}) => {
+    const place = await hostilePlace(join(dir, `${prefix}-${name}`), files);
+    made.push(place);
+    return place;
+  };
 }
 
 const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
