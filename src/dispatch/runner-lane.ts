@@ -66,7 +66,9 @@ export type DispatchEvent =
   | { readonly type: 'executor_ended'; readonly messageId: string; readonly attempt: number; readonly exitCode: number | null; readonly killedBy: string | null; readonly elapsedMs: number }
   | { readonly type: 'verified'; readonly messageId: string; readonly attempt: number; readonly commands: number; readonly failed: number }
   | { readonly type: 'late_result'; readonly messageId: string; readonly attempt: number; readonly detail: string }
-  | { readonly type: 'pull_request'; readonly messageId: string; readonly attempt: number; readonly url: string | null; readonly created: boolean; readonly detail: string };
+  | { readonly type: 'pull_request'; readonly messageId: string; readonly attempt: number; readonly url: string | null; readonly created: boolean; readonly detail: string }
+  /** Something after the receipt that did not happen (the work's commit could not be put on its branch): the receipt stands. */
+  | { readonly type: 'error'; readonly messageId: string; readonly code: string; readonly message: string };
 
 interface AttemptFolder {
   readonly root: string;
@@ -212,7 +214,7 @@ export class DispatchLane {
       const commit = out.gathered?.commit ?? null;
       // The work's commit goes on the branch only now that a receipt names it.
       if (receipt !== null && commit !== null && receipt.doc.branch !== null && receipt.doc.head_sha === commit.headSha) {
-        await landAttemptCommit({ gitdir: out.worktree!.gitdir, branch: commit.branch, base: message.dispatch.base_ref }, commit.headSha, attemptId);
+        await this.land(message.message_id, { gitdir: out.worktree!.gitdir, branch: commit.branch, base: message.dispatch.base_ref }, commit.headSha, attemptId);
       }
       if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true && out.worktree !== null) {
         const files = out.gathered?.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 }));
@@ -289,9 +291,24 @@ export class DispatchLane {
     if (doc.branch === null || doc.head_sha === null) return;
     const common = (await safeGit(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: this.ctx.repo })).toString('utf8').trim();
     const attemptBranch = { gitdir: common, branch: doc.branch, base: doc.base_sha };
-    if (doc.head_sha !== doc.base_sha && (await branchHead(attemptBranch)) !== doc.head_sha) await landAttemptCommit(attemptBranch, doc.head_sha, doc.attempt_id);
+    if (doc.head_sha !== doc.base_sha) await this.land(messageId, attemptBranch, doc.head_sha, doc.attempt_id);
     if (doc.status !== 'succeeded' || message.open_pr !== true) return;
     await this.openPullRequest(message, attempt, attemptBranch, { doc, path: receiptFile.path, sha256: sha256Ref(receiptFile.bytes) }, doc.file_hashes);
+  }
+
+  /**
+   * Puts the work's commit on its branch once a receipt names it (a compare-and-swap from the base;
+   * already there is done). A branch someone moved meanwhile is left as it is and said as an event:
+   * the receipt stands, and names the commit.
+   */
+  private async land(messageId: string, attemptBranch: { readonly gitdir: string; readonly branch: string; readonly base: string }, head: string, attemptId: string): Promise<void> {
+    try {
+      if ((await branchHead(attemptBranch)) === head) return;
+      await landAttemptCommit(attemptBranch, head, attemptId);
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      this.ctx.onEvent({ type: 'error', messageId, code: error.code, message: `the receipt names ${head} on ${attemptBranch.branch}, but the branch was not moved there: ${error.message}` });
+    }
   }
 
   /**

@@ -186,11 +186,11 @@ describe('a hostile execution agent', () => {
   const place = hostilePlaces(dir, 'hostile');
 
   /** One dispatch whose agent does `action` (then prints `stream`), run by `coo watch --once`: the place, the runner's run and the first receipt. */
-  async function attempted(name: string, action: string, options: { stream?: string; dispatch?: Parameters<typeof dispatchTo>[2]; files?: Record<string, string>; timeoutMs?: number } = {}) {
+  async function attempted(name: string, action: string, options: { stream?: string; dispatch?: Parameters<typeof dispatchTo>[2]; files?: Record<string, string>; timeoutMs?: number; isolation?: 'auto' | 'none' } = {}) {
     const where = await place(name, options.files);
     const agent = agentScript(where.world.dir, action, options.stream);
     const { messageId } = await dispatchTo(where, name, options.dispatch);
-    const watch = watchOnce(where, agent, options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs });
+    const watch = watchOnce(where, agent, { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), ...(options.isolation === undefined ? {} : { isolation: options.isolation }) });
     const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
     return { where, agent, messageId, watch, receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status})` };
   }
@@ -299,6 +299,14 @@ describe('a hostile execution agent', () => {
     const whole = artifact !== undefined && (JSON.parse((await where.world.ledger.readFile(artifact.path))!.toString('utf8')) as unknown[]).length === 250;
     const listed = receipt['commands_run'] as string[];
     return whole && (receipt['warnings'] as string[]).includes('commands_in_artifact') && listed.at(-1) === 'sh test.sh' && listed.length === 200 ? 'refused' : `receipted as ${blockers(receipt)}`;
+  });
+
+  attack('a hostile agent: without bubblewrap, it moves its own branch to a commit of its own', 'runner', 'refused', async () => {
+    const { where, receipt, unreceipted } = await attempted('own-branch', `${FIX}; git update-ref "refs/heads/$(git symbolic-ref --short HEAD)" "$(git -c user.name=x -c user.email=x@x commit-tree HEAD^{tree} -p HEAD -m sneaky)"`, { isolation: 'none' });
+    if (receipt === undefined) return unreceipted;
+    const branchHead = git(['rev-parse', `coo/${String(receipt['message_id'])}`], { cwd: where.repo }).trim();
+    // The receipt names the COO's commit and no branch; the runner did not put its commit over the agent's, nor the agent's under a receipt.
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('commit_partial') && receipt['branch'] === null && receipt['head_sha'] !== branchHead && branchHead !== where.base ? 'refused' : `receipted as ${String(receipt['branch'])} ${blockers(receipt)}`;
   });
 
   attack('a hostile agent: folders and files where the runner made its own scratch (evidence.index, verify-home)', 'runner', 'refused', async () => {

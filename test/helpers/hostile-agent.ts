@@ -92,10 +92,10 @@ export interface WatchRun {
 }
 
 /** `coo watch --once` with `agent` as the execution agent; killed if it runs past `timeoutMs`. */
-export function watchOnce(place: HostilePlace, agent: string, options: { timeoutMs?: number; env?: NodeJS.ProcessEnv } = {}): WatchRun {
+export function watchOnce(place: HostilePlace, agent: string, options: { timeoutMs?: number; env?: NodeJS.ProcessEnv; isolation?: 'auto' | 'none' } = {}): WatchRun {
   const result = spawnSync(
     process.execPath,
-    [COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--ea-command', agent, '--isolation', 'auto'],
+    [COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--ea-command', agent, '--isolation', options.isolation ?? 'auto'],
     { env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test', ...options.env }, encoding: 'utf8', timeout: options.timeoutMs ?? 60_000, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
   );
   const timedOut = (result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT';
