@@ -87,7 +87,7 @@ async function dispatch(isolation) {
   executor.check();
   const run = await executor.run({ attemptId: `ea_attempt_BENCH_${n}`, worktree: wt.path, scratch, prompt: 'Fix add() so that test.sh passes.', timeoutSeconds: 120 });
   lap('codex');
-  const gathered = await gatherEvidence(wt, { scratch, scope: ['src/**'], verify: ['sh test.sh'], verifyTimeoutSeconds: 30, isolation, hide: [], commit: { key, actor: 'coo.hermes', attemptId: `ea_attempt_BENCH_${n}`, summary: 'Fix add', now: new Date() } });
+  const gathered = await gatherEvidence(wt, { runnerDir: join(dir, `runner-${n}`), scope: ['src/**'], verify: ['sh test.sh'], verifyTimeoutSeconds: 30, isolation, hide: [], commit: { key, actor: 'coo.hermes', attemptId: `ea_attempt_BENCH_${n}`, summary: 'Fix add', now: new Date() } });
   lap('evidence, verification and commit');
   const decision = decideDispatch({ expected: { executor: 'codex', attemptId: `ea_attempt_BENCH_${n}` }, attemptTerminal: false, run, evidence: gathered.summary, costUsd: 0, maxCostUsd: 1, baseSha: base });
   lap('decision');

@@ -36,6 +36,21 @@ export const LIMITS = {
    * it (a `clock_skew` event). No decision reads such times: leases are measured on the runner's own clock.
    */
   clockSkewSeconds: 300,
+  /**
+   * The largest task an execution agent is given, as rendered for it (task, acceptance, scope,
+   * verification, context list): Codex and Claude Code take it as one argument, and Linux caps
+   * one argument at 128 KiB. Checked when the dispatch is written and again before a claim.
+   */
+  executorPromptBytes: 100 * 1024,
+  /**
+   * What the runner reads of the work an execution agent left (dispatch/work-walk.ts): the most
+   * entries it lists (ignored folders are not entered), the largest file it hashes, and the most
+   * bytes it reads in all. Work past a bound is not read in part: the attempt fails with
+   * `work_too_large` and nothing is committed.
+   */
+  workEntries: 200_000,
+  workFileBytes: 64 * 1024 * 1024,
+  workBytes: 1024 * 1024 * 1024,
   /** How long a lock may be held before a waiter gives up. */
   lockWaitMs: 30_000,
 } as const;

@@ -1,7 +1,10 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
-import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import * as fs from 'node:fs';
+import { LIMITS } from '../limits.js';
+import { readBounded } from '../util/bounded-read.js';
+import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
@@ -14,12 +17,12 @@ export function dispatchVerb(program: Command): void {
     .option('--repo <path>', 'the repository the work is done in')
     .option('--rev <rev>', 'the base commit (default HEAD)')
     .option('--task <text>', 'what to do')
-    .option('--task-file <file>', 'read the task from a file')
-    .option('--scope <glob>', 'a path glob the work may change, relative to the repository root (repeatable; at least one)', collectPairs, [])
+    .option('--task-file <file>', `read the task from a regular file, or - for standard input (at most ${LIMITS.executorPromptBytes / 1024} KiB with the rest of what the executor is given)`)
+    .option('--scope <glob>', 'a path glob the work may change, relative to the repository root; a folder (src or src/) covers everything under it (repeatable; at least one)', collectPairs, [])
     .option('--accept <text>', 'an acceptance criterion (repeatable; at least one)', collectPairs, [])
-    .option('--verify <command>', 'a command the runner runs itself in the worktree afterwards; every one must exit 0 (repeatable; at least one)', collectPairs, [])
+    .option('--verify <command>', 'a command the runner runs itself afterwards, on a fresh checkout of the signed commit in a fresh HOME; every one must exit 0 (repeatable; at least one)', collectPairs, [])
     .option('--file <glob>', 'a context file to pin at the base commit (repeatable)', collectPairs, [])
-    .option('--branch <name>', 'the branch the work is committed on (default coo/<message id>; later attempts add -attempt-N)')
+    .option('--branch <name>', 'a new branch the work is committed on: not HEAD, the default branch, an existing name, or a refs/, heads/, tags/ or remotes/ name (default coo/<message id>; later attempts add -attempt-N)')
     .option('--timeout <duration>', "the executor's time box, e.g. 10m (default: the runtime budget)")
     .option('--max-cost <usd>', 'budget for this dispatch in USD, all attempts (default: the policy cap)')
     .option('--ttl <duration>', 'how long the dispatch may wait to start (default 1h)')
@@ -39,7 +42,7 @@ export function dispatchVerb(program: Command): void {
       const taskText = opts['task'] as string | undefined;
       const taskFile = opts['taskFile'] as string | undefined;
       if ((taskText === undefined) === (taskFile === undefined)) throw new CooError('USAGE', 'give exactly one of --task or --task-file');
-      const task = taskText ?? readInput(taskFile!, 'task file').toString('utf8');
+      const task = taskText ?? readTaskFile(taskFile!);
       const openPr = opts['openPr'] as string | undefined;
       if (openPr !== undefined && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(openPr)) throw new CooError('USAGE', `--open-pr takes OWNER/REPO, got ${JSON.stringify(openPr)}`);
       const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout');
@@ -79,4 +82,34 @@ export function dispatchVerb(program: Command): void {
         (result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : `${result.messageId} (base ${result.envelope.dispatch.base_ref.slice(0, 12)}, branch ${result.envelope.dispatch.branch_name})`) + remoteText(remote),
       );
     });
+}
+
+/**
+ * The task file, read whole up to the bound: a FIFO, a device or a folder is refused rather than
+ * waited on, and a longer file is refused rather than cut. `-` reads standard input to the bound.
+ */
+function readTaskFile(path: string): string {
+  const max = LIMITS.executorPromptBytes;
+  if (path === '-') {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const chunk = Buffer.alloc(64 * 1024);
+    for (let read = fs.readSync(0, chunk); read > 0; read = fs.readSync(0, chunk)) {
+      length += read;
+      if (length > max) throw new CooError('USAGE', `the task on standard input is over ${max} bytes`);
+      chunks.push(Buffer.from(chunk.subarray(0, read)));
+    }
+    return Buffer.concat(chunks).toString('utf8');
+  }
+  const read = readBounded(path, { maxBytes: max, follow: true });
+  switch (read.kind) {
+    case 'file':
+      return read.bytes.toString('utf8');
+    case 'too_large':
+      throw new CooError('USAGE', `the task file ${path} is over ${max} bytes`);
+    case 'not_regular':
+      throw new CooError('USAGE', `the task file ${path} is a ${read.type}, not a regular file`);
+    case 'unreadable':
+      throw new CooError('NOT_FOUND', `cannot read task file ${path}: ${read.code}`);
+  }
 }

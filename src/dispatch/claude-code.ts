@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { claudeStreamState } from './claude-events.js';
 import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
@@ -33,7 +34,6 @@ export interface ClaudeCodeConfig {
 
 /** The built-in tools an EA has (`--tools`). */
 const AVAILABLE_TOOLS = ['Bash', 'Read', 'Edit', 'Write', 'Glob', 'Grep'];
-const MAX_PROMPT_BYTES = 100 * 1024;
 
 /** This package's pinned @anthropic-ai/claude-code binary (a development dependency). */
 export function pinnedClaudeCommand(): string[] {
@@ -76,7 +76,7 @@ export class ClaudeCodeExecutor implements Executor {
   }
 
   argv(request: ExecutorRequest): string[] {
-    if (Buffer.byteLength(request.prompt) > MAX_PROMPT_BYTES) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: the task is over ${MAX_PROMPT_BYTES} bytes`);
+    if (Buffer.byteLength(request.prompt) > LIMITS.executorPromptBytes) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: the task is over ${LIMITS.executorPromptBytes} bytes`);
     return [
       '-p', request.prompt,
       '--setting-sources', 'user',

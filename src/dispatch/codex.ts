@@ -2,6 +2,7 @@ import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { codexStreamState } from './codex-events.js';
 import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
@@ -42,8 +43,6 @@ function toml(value: string): string {
   return JSON.stringify(value);
 }
 
-/** The largest prompt passed as an argument (Linux caps one argument at 128 KiB). */
-const MAX_PROMPT_BYTES = 100 * 1024;
 
 export class CodexExecutor implements Executor {
   readonly name = 'codex' as const;
@@ -81,7 +80,7 @@ export class CodexExecutor implements Executor {
 
   /** The arguments after the command: everything the lane decides, nothing from the user's config. */
   argv(request: ExecutorRequest): string[] {
-    if (Buffer.byteLength(request.prompt) > MAX_PROMPT_BYTES) throw new CooError('EXECUTOR_CONFIG', `ea.codex: the task is over ${MAX_PROMPT_BYTES} bytes`);
+    if (Buffer.byteLength(request.prompt) > LIMITS.executorPromptBytes) throw new CooError('EXECUTOR_CONFIG', `ea.codex: the task is over ${LIMITS.executorPromptBytes} bytes`);
     const provider =
       this.config.baseUrl === undefined
         ? []

@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { defaultBranchFor, dispatchRequestHash } from '../authority/dispatch-rules.js';
+import { defaultBranchFor, dispatchRequestHash, isBranchName } from '../authority/dispatch-rules.js';
 import { edgeRequires } from '../authority/policy-check.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
@@ -12,7 +12,10 @@ import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-pla
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
+import { LIMITS } from '../limits.js';
 import { sha256Ref } from '../util/hash.js';
+import { renderTask } from './lane.js';
+import { safeGit } from './worktree.js';
 
 /** `target` is the execution agent (e.g. ea.codex); `repo` the repository the work is done in, whose `rev` is the base. */
 export interface DispatchRequest extends LaneRequest {
@@ -42,6 +45,23 @@ function localRepoName(repo: string): string {
 }
 
 /**
+ * Refuses a branch name that is not a plain new branch of `repo`: one the lane's rule refuses
+ * (dispatch-rules.ts), the repository's default branch, or any name git already resolves there (a
+ * branch, a tag, a remote branch, an object). Asked before anything is written, so a name that
+ * would only fail once the attempt is claimed is refused now.
+ */
+async function refuseTakenBranch(repo: string, name: string): Promise<void> {
+  if (!isBranchName(name)) throw new CooError('USAGE', `--branch ${JSON.stringify(name)} is not a name for a new branch (git's branch rules; no HEAD, no refs/, heads/, tags/ or remotes/ prefix)`);
+  const head = (await safeGit(['symbolic-ref', '--quiet', '--short', 'HEAD'], { cwd: repo }).catch(() => Buffer.alloc(0))).toString('utf8').trim();
+  if (name === head) throw new CooError('USAGE', `--branch ${name} is the repository's default branch: the work gets a branch of its own`);
+  const taken = await safeGit(['rev-parse', '--verify', '--quiet', '--end-of-options', name], { cwd: repo }).then(
+    () => true,
+    () => false,
+  );
+  if (taken) throw new CooError('USAGE', `--branch ${name} already names something in ${repo}: the work gets a new branch`);
+}
+
+/**
  * Builds, signs and appends an ea_dispatch envelope: the task as a hashed artifact, the base
  * pinned to the commit `rev` resolves to (with any context files, hashed as for a consult), the
  * scope, acceptance criteria and verification commands, and the executor the registry names for
@@ -60,6 +80,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   for (const [list, flag] of [[request.scope, names.scope], [request.accept, names.accept], [request.verify, names.verify]] as const) {
     if (list.length === 0) throw new CooError('USAGE', `give at least one ${flag}`);
   }
+  if (request.branch !== undefined) await refuseTakenBranch(request.repo, request.branch);
   const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
   const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns, names);
   const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
@@ -106,6 +127,9 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
       'envelope',
     ) as EaDispatchMessage;
   const first = envelopeAt(state);
+  // The executor takes the task as one argument: one over the bound would fail only after the claim.
+  const promptBytes = Buffer.byteLength(renderTask(first, task.toString('utf8'), files.map((file) => file.path)));
+  if (promptBytes > LIMITS.executorPromptBytes) throw new CooError('USAGE', `the task as the executor gets it (with acceptance, scope, verification and context list) is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
   if (request.approvalId === undefined && edgeRequires(policy, plan.actor, request.target, 'ea_dispatch', 'ceo_approval')) {
     const hash = dispatchRequestHash(first);
     throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask for \`coo approve --request ${hash} --reason TEXT\`, then ${names.again} with ${names.approval} APPROVAL_ID`, {

@@ -5,8 +5,11 @@ import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { Actor } from '../schema/registry.js';
 import { attemptIdOf } from '../authority/runnable.js';
+import { LIMITS } from '../limits.js';
+import { toYaml } from '../schema/strict-yaml.js';
 import { isoSeconds } from '../util/time.js';
 import type { StreamUsage } from './executor.js';
+import type { WorkSnapshot } from './snapshot.js';
 
 /**
  * The dispatch lane's decisions. Pure: facts in, decision out. The runner gathers the facts (the
@@ -138,5 +141,34 @@ export function buildEaReceipt(facts: EaReceiptFacts): EaReceipt {
           },
     actual_cost_usd: facts.costUsd,
     warnings: [...facts.warnings],
+  };
+}
+
+/** The most files an ea_receipt.v0 lists itself. */
+const MAX_RECEIPT_FILES = 10_000;
+
+/** Whether the receipt fits a ledger entry with its own lists: the schema's count and the entry's size. */
+export function fitsReceipt(doc: EaReceipt): boolean {
+  return doc.files_changed.length <= MAX_RECEIPT_FILES && Buffer.byteLength(toYaml(doc)) <= LIMITS.yamlBytes;
+}
+
+/** The whole of what the agent left, as the attempt's `changes.json`: every change, every entry refused, and whether the walk stopped at its bound. */
+export function changesArtifact(snapshot: Pick<WorkSnapshot, 'changes' | 'refused' | 'overflow'>): Buffer {
+  return Buffer.from(`${JSON.stringify({ changes: snapshot.changes, refused: snapshot.refused, overflow: snapshot.overflow }, null, 1)}\n`);
+}
+
+/**
+ * A receipt whose file list does not fit a ledger entry: the list is the artifact the receipt
+ * names by hash, and the attempt fails with `work_too_large`, since a receipt that cannot list its
+ * work proves nothing about it.
+ */
+export function withFilesInArtifact(doc: EaReceipt, artifact: { readonly path: string; readonly sha256: string }): EaReceipt {
+  const blocker = { code: 'work_too_large' as const, detail: `${doc.files_changed.length} changed files are more than a receipt lists: they are in ${artifact.path} (${artifact.sha256})` };
+  return {
+    ...doc,
+    status: doc.status === 'timed_out' ? 'timed_out' : 'failed',
+    blockers: [blocker, ...doc.blockers].slice(0, 20),
+    files_changed: [],
+    file_hashes: [],
   };
 }

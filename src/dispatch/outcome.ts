@@ -25,7 +25,9 @@ export type MatrixRow =
   | 'out_of_scope'
   | 'budget_time'
   | 'budget_cost'
-  | 'inner_command_failed';
+  | 'inner_command_failed'
+  | 'work_too_large'
+  | 'runner_error';
 
 export interface RunSummary {
   readonly executor: ExecutorName;
@@ -39,12 +41,21 @@ export interface RunSummary {
 export interface EvidenceSummary {
   readonly changes: ReadonlyArray<{ readonly path: string }>;
   readonly outOfScope: readonly string[];
-  readonly notRegular: readonly string[];
+  /** Entries that are not work, with what each is: a link, a FIFO, a socket, a `.git` entry, a name the ledger cannot record. */
+  readonly notRegular: ReadonlyArray<{ readonly path: string; readonly why: string }>;
+  /** Files over the bound the runner reads: the work was not read whole. */
+  readonly tooLarge: readonly string[];
+  /** More entries or bytes than the runner reads: the work was not read whole. */
+  readonly overflow: boolean;
   readonly gitLinkTampered: boolean;
   readonly verification: ReadonlyArray<{ readonly command: string; readonly exitCode: number | null; readonly killedByTimer: boolean }>;
-  /** Null when nothing was committed (no changes). */
-  readonly commit: { readonly headSha: string; readonly headMatches: boolean; readonly dirty: readonly string[] } | null;
-  /** The dirty paths when nothing was committed (the work tree against the base). */
+  /**
+   * The runner's commit of the work; null when nothing was committed (no changes, or work not read
+   * whole). `branchAtBase`: the attempt's branch still points at the base, so the commit can land
+   * on it; `dirty`: what the verification changed in its checkout of the commit.
+   */
+  readonly commit: { readonly headSha: string; readonly branchAtBase: boolean; readonly dirty: readonly string[] } | null;
+  /** What the verification changed in its checkout of the base, when nothing was committed. */
   readonly dirtyWithoutCommit?: readonly string[];
 }
 
@@ -59,6 +70,8 @@ export interface DispatchFacts {
   readonly costUsd: number;
   readonly maxCostUsd: number;
   readonly baseSha: string;
+  /** An error of the runner's own inside the attempt (its code and message): what is known is still receipted. */
+  readonly runnerError?: { readonly code: string; readonly message: string } | null;
 }
 
 export interface DispatchBlocker {
@@ -79,10 +92,15 @@ export type DispatchDecision =
       /** The EA's commands, then the verification commands, in order; exit codes beside them (-1: none). */
       readonly commandsRun: readonly string[];
       readonly innerExitCodes: readonly number[];
+      /** The executor's commands past what a receipt holds (ea_receipt.v0: 200 in all). */
+      readonly commandsOmitted: number;
       readonly filesChanged: readonly string[];
       readonly testsRun: readonly string[];
       readonly headSha: string | null;
     };
+
+/** The most commands an ea_receipt.v0 lists. */
+const MAX_COMMANDS = 200;
 
 const TIMED_OUT: ReadonlySet<MatrixRow> = new Set(['missing_result', 'budget_time']);
 const BLOCKED: ReadonlySet<MatrixRow> = new Set(['permission_denied', 'ambiguous']);
@@ -110,20 +128,33 @@ function runBlockers(facts: DispatchFacts): DispatchBlocker[] {
 
 function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   const evidence = facts.evidence;
+  if (facts.runnerError != null) {
+    const runner: DispatchBlocker = { code: 'runner_error', row: 'runner_error', detail: `${facts.runnerError.code}: ${facts.runnerError.message}` };
+    return evidence === null ? [runner] : [runner, ...evidenceBlockers({ ...facts, runnerError: null })];
+  }
   if (evidence === null) return [{ code: 'output_missing', row: 'no_evidence', detail: 'the runner could not gather its own evidence from the worktree' }];
   const out: DispatchBlocker[] = [];
+  if (evidence.overflow) out.push({ code: 'work_too_large', row: 'work_too_large', detail: 'the worktree holds more entries or bytes than the runner reads: nothing was committed or verified' });
+  if (evidence.tooLarge.length > 0) out.push({ code: 'work_too_large', row: 'work_too_large', detail: `files over the bound the runner reads: ${list(evidence.tooLarge)}; nothing was committed or verified` });
   if (evidence.outOfScope.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `changed outside the scope: ${list(evidence.outOfScope)}` });
-  if (evidence.notRegular.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not regular files: ${list(evidence.notRegular)}` });
+  if (evidence.notRegular.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record are): ${list(evidence.notRegular.map((entry) => `${entry.path} (${entry.why})`))}` });
   if (evidence.gitLinkTampered) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: 'the worktree\'s .git link was changed' });
-  if (evidence.verification.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
+  if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
   const failed = evidence.verification.filter((result) => result.exitCode !== 0);
   if (failed.length > 0) out.push({ code: 'tests_failed', row: 'verification_failed', detail: `${failed.length} verification command(s) did not exit 0: ${failed.map((result) => (result.killedByTimer ? `${result.command} (timed out)` : `${result.command} (exit ${result.exitCode ?? 'none'})`)).join('; ').slice(0, 400)}` });
   const stated = facts.run.facts.fileChanges.length;
   if (stated > 0 && evidence.changes.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: `the executor reports ${stated} file change(s), git shows none` });
-  if (evidence.commit !== null && !evidence.commit.headMatches) out.push({ code: 'commit_partial', row: 'partial_commit', detail: 'the attempt branch does not hold the commit the runner made' });
+  if (evidence.commit !== null && !evidence.commit.branchAtBase) out.push({ code: 'commit_partial', row: 'partial_commit', detail: 'the attempt branch moved off the base: the runner\'s commit was not put on it' });
   const dirty = evidence.commit?.dirty ?? evidence.dirtyWithoutCommit ?? [];
-  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the worktree differs from the committed work: ${list(dirty)}` });
+  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the verification changed its checkout of the committed work: ${list(dirty)}` });
   return out;
+}
+
+/** The commit the receipt names: the runner's, the base when nothing changed, none when the work was not read whole. */
+function headOf(facts: DispatchFacts): string | null {
+  const evidence = facts.evidence;
+  if (evidence === null || evidence.overflow || evidence.tooLarge.length > 0) return null;
+  return evidence.commit?.headSha ?? facts.baseSha;
 }
 
 /** The decision for one executor result. */
@@ -134,10 +165,14 @@ export function decideDispatch(facts: DispatchFacts): DispatchDecision {
   if (run.attemptId !== expected.attemptId) return { kind: 'foreign', row: 'wrong_attempt', detail: `a result for ${run.attemptId}, expected ${expected.attemptId}` };
   const blockers = [...runBlockers(facts), ...evidenceBlockers(facts)];
   const verification = facts.evidence?.verification ?? [];
-  const commandsRun = [...run.facts.commands.map((command) => command.command), ...verification.map((result) => result.command)].map((command) => command.slice(0, 2000));
-  const innerExitCodes = [...run.facts.commands.map((command) => command.exitCode), ...verification.map((result) => result.exitCode)].map((code) => (code === null ? -1 : Math.max(-255, Math.min(255, code))));
+  const allCodes = [...run.facts.commands.map((command) => command.exitCode), ...verification.map((result) => result.exitCode)].map((code) => (code === null ? -1 : Math.max(-255, Math.min(255, code))));
+  // The receipt holds MAX_COMMANDS: the executor's first ones and every verification; the rest are counted (and kept whole as an artifact by the runner).
+  const kept = Math.max(0, Math.min(run.facts.commands.length, MAX_COMMANDS - verification.length));
+  const commandsOmitted = run.facts.commands.length - kept;
+  const commandsRun = [...run.facts.commands.slice(0, kept).map((command) => command.command), ...verification.map((result) => result.command)].map((command) => command.slice(0, 2000));
+  const innerExitCodes = [...allCodes.slice(0, kept), ...allCodes.slice(run.facts.commands.length)];
   // ea_receipt.v0: any nonzero inner exit code forces failure, the EA's own commands included.
-  if (innerExitCodes.some((code) => code !== 0) && !blockers.some((blocker) => !TIMED_OUT.has(blocker.row) && !BLOCKED.has(blocker.row))) {
+  if (allCodes.some((code) => code !== 0) && !blockers.some((blocker) => !TIMED_OUT.has(blocker.row) && !BLOCKED.has(blocker.row))) {
     const failedCommands = run.facts.commands.filter((command) => command.exitCode !== 0);
     if (failedCommands.length > 0) blockers.push({ code: 'command_failed', row: 'inner_command_failed', detail: `${failedCommands.length} command(s) of the executor did not exit 0` });
   }
@@ -147,7 +182,7 @@ export function decideDispatch(facts: DispatchFacts): DispatchDecision {
       ? 'succeeded'
       : [...rows].some((row) => TIMED_OUT.has(row))
         ? 'timed_out'
-        : [...rows].every((row) => BLOCKED.has(row)) && innerExitCodes.every((code) => code === 0)
+        : [...rows].every((row) => BLOCKED.has(row)) && allCodes.every((code) => code === 0)
           ? 'blocked'
           : 'failed';
   return {
@@ -156,8 +191,9 @@ export function decideDispatch(facts: DispatchFacts): DispatchDecision {
     blockers: blockers.slice(0, 20).map((blocker) => ({ ...blocker, detail: blocker.detail.slice(0, 2000) })),
     commandsRun,
     innerExitCodes,
+    commandsOmitted,
     filesChanged: (facts.evidence?.changes ?? []).map((change) => change.path),
     testsRun: verification.map((result) => result.command),
-    headSha: facts.evidence?.commit?.headSha ?? (facts.evidence === null ? null : facts.baseSha),
+    headSha: headOf(facts),
   };
 }

@@ -6,6 +6,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
 import { findExecutable } from '../util/executable.js';
+import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { costOf, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
 
@@ -83,7 +84,8 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
     let settled = false;
     // detached: its own process group, so the timer ends every process the executor started.
     const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
-    if (plan.pidFile !== undefined && child.pid !== undefined) fs.writeFileSync(plan.pidFile, `${child.pid}\n`);
+    // The pid with its start time: a runner after a crash ends this process's group only if the pid is still this process.
+    if (plan.pidFile !== undefined && child.pid !== undefined) fs.writeFileSync(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
     const kill = (reason: NonNullable<ExecutorRun['killedBy']>): void => {
       if (killedBy === null) killedBy = reason;
       if (child.pid !== undefined) killGroup(child.pid);

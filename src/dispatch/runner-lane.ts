@@ -14,15 +14,16 @@ import { readDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { BlockerCode, EaReceipt, ReceiptStatus } from '../schema/receipt.js';
 import { toYaml } from '../schema/strict-yaml.js';
-import { killGroup } from '../util/bubblewrap.js';
+import { readBounded } from '../util/bounded-read.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
-import { isAlive } from '../util/process.js';
 import type { Scrubber } from '../util/scrub.js';
+import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
+import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
-import { gatherEvidence, type GatheredEvidence } from './evidence.js';
+import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
-import { buildEaReceipt, preflightDispatch, renderTask, type EaReceiptFacts } from './lane.js';
+import { buildEaReceipt, changesArtifact, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
@@ -68,7 +69,9 @@ export type DispatchEvent =
   | { readonly type: 'executor_ended'; readonly messageId: string; readonly attempt: number; readonly exitCode: number | null; readonly killedBy: string | null; readonly elapsedMs: number }
   | { readonly type: 'verified'; readonly messageId: string; readonly attempt: number; readonly commands: number; readonly failed: number }
   | { readonly type: 'late_result'; readonly messageId: string; readonly attempt: number; readonly detail: string }
-  | { readonly type: 'pull_request'; readonly messageId: string; readonly attempt: number; readonly url: string | null; readonly created: boolean; readonly detail: string };
+  | { readonly type: 'pull_request'; readonly messageId: string; readonly attempt: number; readonly url: string | null; readonly created: boolean; readonly detail: string }
+  /** Something after the receipt that did not happen (the work's commit could not be put on its branch): the receipt stands. */
+  | { readonly type: 'error'; readonly messageId: string; readonly code: string; readonly message: string };
 
 interface AttemptFolder {
   readonly root: string;
@@ -80,6 +83,27 @@ interface AttemptFolder {
 function attemptFolder(stateDir: string, attemptId: string): AttemptFolder {
   const root = join(stateDir, 'dispatch', attemptId);
   return { root, worktree: join(root, 'worktree'), scratch: join(root, 'scratch'), pidPath: join(root, 'executor.pid') };
+}
+
+/** What one attempt got to, as far as it got: each part is null until reached. */
+interface AttemptOutcome {
+  worktree: AttemptWorktree | null;
+  /** Why no worktree could be made (an existing branch, a base the repository lacks). */
+  noWorktree: string | null;
+  run: ExecutorRun | null;
+  gathered: GatheredEvidence | null;
+  /** An error of the runner's own inside the attempt. */
+  error: { readonly code: string; readonly message: string } | null;
+  /** What the executor said passes this (the key it was handed, the runner's folders) before anything reads it. */
+  scrub: Scrubber | null;
+}
+
+/** One line for a receipt: a coded error's message, or a system error's code and text. */
+function describeError(error: unknown): string {
+  if (isCooError(error)) return error.message;
+  const code = (error as NodeJS.ErrnoException | null)?.code;
+  const text = error instanceof Error ? error.message : String(error);
+  return (code === undefined ? text : `${code}: ${text}`).split('\n')[0]!.slice(0, 1000);
 }
 
 /** The ledger keeps at most the artifact bound of a stream or an output; the receipt says when it was cut. */
@@ -174,80 +198,125 @@ export class DispatchLane {
     });
     // A missing executor is the runner's configuration, not the dispatch's fault: it stays queued.
     executor.check();
+    // The executor takes the task as one argument: a task over the bound is refused before anything is claimed or paid for.
+    const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? []);
+    const promptBytes = Buffer.byteLength(prompt);
+    if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
     if (!(await this.ctx.claim(record, attempt, now))) return false;
     failpoint('after-claim');
     const attemptId = attemptIdOf(record, attempt);
     const folder = attemptFolder(this.ctx.stateDir, attemptId);
-    fs.rmSync(folder.root, { recursive: true, force: true });
-    fs.mkdirSync(folder.scratch, { recursive: true, mode: 0o700 });
     const branch = attemptBranchFor(message.dispatch.branch_name, attempt);
-    let worktree: AttemptWorktree;
+    const out: AttemptOutcome = { worktree: null, noWorktree: null, run: null, gathered: null, error: null, scrub: null };
     try {
-      worktree = await createAttemptWorktree({ repo: this.ctx.repo, base: message.dispatch.base_ref, branch, path: folder.worktree });
+      await this.runAttempt(out, { message, attempt, attemptId, folder, branch, executor, prompt, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, actor: state.registry!.doc.active_coo });
     } catch (error) {
-      if (!isCooError(error)) throw error;
-      await this.finishWithout(state, record, message, attempt, 'failed', 'config_error', `no worktree for ${branch}: ${error.message}`);
-      return true;
+      // Whatever went wrong inside the attempt is the runner's: it ends in a failed receipt with what is known.
+      out.error = { code: isCooError(error) ? error.code : 'INTERNAL', message: describeError(error) };
     }
     try {
-      const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? []);
-      this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
-      const running = executor.run({ attemptId, worktree: worktree.path, scratch: folder.scratch, prompt, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, pidFile: folder.pidPath });
-      failpoint('during-executor');
-      // What the executor said is scrubbed of the key it was handed and of the runner's paths before anything reads it.
-      const scrub = this.ctx.scrubber.with(executor.handedSecrets(), [{ name: 'worktree', path: worktree.path }, { name: 'attempt', path: folder.root }]);
-      const run = scrub.value(await running);
-      this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
-      const gathered = await gatherEvidence(worktree, {
-        scratch: folder.scratch,
-        scope: message.dispatch.scope_paths,
-        verify: message.dispatch.verification_commands,
-        verifyTimeoutSeconds: decision.timeoutSeconds,
-        isolation: executor.isolated ? 'bwrap' : 'none',
-        hide: this.ctx.hide,
-        commit: { key: this.ctx.key, actor: state.registry!.doc.active_coo, attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
-      }).catch((error: unknown) => {
-        if (isCooError(error)) return null;
-        throw error;
-      });
-      if (gathered !== null) {
-        this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: gathered.verification.length, failed: gathered.verification.filter((result) => result.exitCode !== 0).length });
+      const receipt = await this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const commit = out.gathered?.commit ?? null;
+      // The work's commit goes on the branch only now that a receipt names it.
+      if (receipt !== null && commit !== null && receipt.doc.branch !== null && receipt.doc.head_sha === commit.headSha) {
+        await this.land(message.message_id, { gitdir: out.worktree!.gitdir, branch: commit.branch, base: message.dispatch.base_ref }, commit.headSha, attemptId);
       }
-      const receipt = await this.finish(record, message, attempt, run, gathered, decision.maxCostUsd, executor.isolated, decision.executor.model, scrub);
-      if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true) {
-        const files = gathered?.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 }));
-        await this.openPullRequest(message, attempt, worktree, receipt, files);
+      if (receipt !== null && receipt.doc.status === 'succeeded' && message.open_pr === true && out.worktree !== null) {
+        const files = out.gathered?.snapshot.changes.map((change) => ({ path: change.path, status: change.status, sha256: change.sha256 }));
+        await this.openPullRequest(message, attempt, out.worktree, receipt, files);
       }
     } finally {
       if (!this.ctx.keepWorktrees) {
-        await removeAttemptWorktree(worktree);
-        fs.rmSync(folder.root, { recursive: true, force: true });
+        if (out.worktree !== null) await removeAttemptWorktree(out.worktree);
+        removeTree(folder.root);
+        await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);
       }
     }
     return true;
   }
 
-  /** A receipt for an attempt whose executor never ran (a worktree could not be made). */
-  private async finishWithout(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<void> {
-    const now = this.ctx.clock();
-    const receipt = buildEaReceipt({ ...this.emptyFacts(state, message, record, attempt, now), status, blockers: [{ code: blocker, detail }] });
-    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`, now);
-    this.ctx.onReceipt(message.message_id, attempt, status, [blocker]);
+  /** The attempt from the worktree to the evidence; fills `out` as it goes, so a failure part way keeps what is known. */
+  private async runAttempt(
+    out: AttemptOutcome,
+    a: {
+      readonly message: EaDispatchMessage;
+      readonly attempt: number;
+      readonly attemptId: string;
+      readonly folder: AttemptFolder;
+      readonly branch: string;
+      readonly executor: ReturnType<ExecutorFactory>;
+      readonly prompt: string;
+      readonly timeoutSeconds: number;
+      readonly maxCostUsd: number;
+      readonly actor: string;
+    },
+  ): Promise<void> {
+    const { message, attempt, folder, branch, executor } = a;
+    removeTree(folder.root);
+    fs.mkdirSync(folder.scratch, { recursive: true, mode: 0o700 });
+    try {
+      out.worktree = await createAttemptWorktree({ repo: this.ctx.repo, base: message.dispatch.base_ref, branch, path: folder.worktree });
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      out.noWorktree = `no worktree for ${branch}: ${error.message}`;
+      return;
+    }
+    this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
+    const running = executor.run({ attemptId: a.attemptId, worktree: out.worktree.path, scratch: folder.scratch, prompt: a.prompt, timeoutSeconds: a.timeoutSeconds, maxCostUsd: a.maxCostUsd, pidFile: folder.pidPath });
+    failpoint('during-executor');
+    // What the executor said is scrubbed of the key it was handed and of the runner's paths before anything reads it.
+    const scrub = this.ctx.scrubber.with(executor.handedSecrets(), [{ name: 'worktree', path: out.worktree.path }, { name: 'attempt', path: folder.root }]);
+    out.scrub = scrub;
+    const run = scrub.value(await running);
+    out.run = run;
+    this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
+    // The runner's own folder for its evidence, made now that the agent is gone, where the agent could not write: a fresh name beside its worktree.
+    const runnerDir = fs.mkdtempSync(join(folder.root, 'runner-'));
+    out.gathered = await gatherEvidence(out.worktree, {
+      runnerDir,
+      scope: message.dispatch.scope_paths,
+      verify: message.dispatch.verification_commands,
+      verifyTimeoutSeconds: a.timeoutSeconds,
+      isolation: executor.isolated ? 'bwrap' : 'none',
+      hide: this.ctx.hide,
+      commit: { key: this.ctx.key, actor: a.actor, attemptId: a.attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
+      // Removed with the attempt's folders after the receipt, off the receipt's path.
+      keepCheckout: true,
+    });
+    this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: out.gathered.verification.length, failed: out.gathered.verification.filter((result) => result.exitCode !== 0).length });
   }
 
   /**
-   * A succeeded receipt that waited in the runner's journal (the remote was away) and is now
-   * published: its pull request is opened then, from the receipt's own evidence and the attempt's
-   * branch, which the target repository kept.
+   * A receipt that waited in the runner's journal (the remote was away) and is now published: the
+   * work's commit goes on the attempt's branch now that a receipt names it, and a succeeded
+   * dispatch that asks for one gets its pull request, from the receipt's own evidence.
    */
   async afterJournaledReceipt(messageId: string, attempt: number, receiptFile: NewFile): Promise<void> {
     const record = (await this.ctx.ledger.state()).messages.get(messageId);
     if (record === undefined || record.intent !== 'ea_dispatch') return;
     const message = await this.readEnvelope(record);
     const doc = readDocument('ea_receipt.v0', receiptFile.bytes, receiptFile.path) as EaReceipt;
-    if (doc.status !== 'succeeded' || message.open_pr !== true || doc.branch === null) return;
+    if (doc.branch === null || doc.head_sha === null) return;
     const common = (await safeGit(['rev-parse', '--path-format=absolute', '--git-common-dir'], { cwd: this.ctx.repo })).toString('utf8').trim();
-    await this.openPullRequest(message, attempt, { gitdir: common, branch: doc.branch }, { doc, path: receiptFile.path, sha256: sha256Ref(receiptFile.bytes) }, doc.file_hashes);
+    const attemptBranch = { gitdir: common, branch: doc.branch, base: doc.base_sha };
+    if (doc.head_sha !== doc.base_sha) await this.land(messageId, attemptBranch, doc.head_sha, doc.attempt_id);
+    if (doc.status !== 'succeeded' || message.open_pr !== true) return;
+    await this.openPullRequest(message, attempt, attemptBranch, { doc, path: receiptFile.path, sha256: sha256Ref(receiptFile.bytes) }, doc.file_hashes);
+  }
+
+  /**
+   * Puts the work's commit on its branch once a receipt names it (a compare-and-swap from the base;
+   * already there is done). A branch someone moved meanwhile is left as it is and said as an event:
+   * the receipt stands, and names the commit.
+   */
+  private async land(messageId: string, attemptBranch: { readonly gitdir: string; readonly branch: string; readonly base: string }, head: string, attemptId: string): Promise<void> {
+    try {
+      if ((await branchHead(attemptBranch)) === head) return;
+      await landAttemptCommit(attemptBranch, head, attemptId);
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      this.ctx.onEvent({ type: 'error', messageId, code: error.code, message: `the receipt names ${head} on ${attemptBranch.branch}, but the branch was not moved there: ${error.message}` });
+    }
   }
 
   /**
@@ -297,23 +366,43 @@ export class DispatchLane {
     }
   }
 
-  /** Decides the run from the COO's own evidence and commits the receipt with the stream and verification output; null when the result was late. */
+  /**
+   * Decides the attempt from the COO's own evidence and commits the receipt with the stream,
+   * verification output and any list too long for the receipt as hashed artifacts; null when the
+   * result was late. An attempt whose executor never ran (no worktree, a runner error) gets a
+   * receipt too: every claimed attempt ends in one.
+   */
   private async finish(
+    claimState: LedgerState,
     record: MessageRecord,
     message: EaDispatchMessage,
     attempt: number,
-    run: ExecutorRun,
-    gathered: GatheredEvidence | null,
+    out: AttemptOutcome,
     maxCostUsd: number,
     isolated: boolean,
     model: string,
-    scrub: Scrubber,
   ): Promise<{ readonly doc: EaReceipt; readonly path: string; readonly sha256: string } | null> {
     const now = this.ctx.clock();
+    const scrub = out.scrub ?? this.ctx.scrubber;
+    const path = receiptPath(folderOf(record), attempt);
+    const commitReceipt = async (doc: EaReceipt, files: NewFile[]): Promise<{ doc: EaReceipt; path: string; sha256: string }> => {
+      const bytes = Buffer.from(toYaml(doc));
+      files.push({ path, bytes });
+      const codes = doc.blockers.map((blocker) => blocker.code);
+      await this.ctx.commit(files, `receipt ${message.message_id} attempt ${attempt}: ${doc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
+      this.ctx.onReceipt(message.message_id, attempt, doc.status, codes);
+      return { doc, path, sha256: sha256Ref(bytes) };
+    };
+    const run = out.run;
+    if (run === null) {
+      const blocker = out.noWorktree !== null ? { code: 'config_error' as const, detail: out.noWorktree } : { code: 'runner_error' as const, detail: `${out.error?.code ?? 'INTERNAL'}: ${out.error?.message ?? 'the attempt ended before its executor ran'}` };
+      return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [blocker] }), []);
+    }
     const state = await this.ctx.ledger.state();
     const latest = state.messages.get(record.id) ?? record;
     const attemptId = attemptIdOf(record, attempt);
     const costUsd = costOf(run.facts.usage, this.priceOf(state, model));
+    const gathered = out.gathered;
     const decision = decideDispatch({
       expected: { executor: message.dispatch.executor, attemptId },
       attemptTerminal: latest.attempts[attempt - 1]?.receipt != null || isTerminal(latest),
@@ -322,6 +411,7 @@ export class DispatchLane {
       costUsd,
       maxCostUsd,
       baseSha: message.dispatch.base_ref,
+      runnerError: out.error,
     });
     if (decision.kind === 'late') {
       // Another runner closed the attempt (it took it over): the result is kept beside the runner, never applied.
@@ -334,44 +424,52 @@ export class DispatchLane {
     const files: NewFile[] = [];
     const attachments: Array<{ path: string; sha256: string }> = [];
     const warnings: string[] = [];
-    const add = (name: string, bytes: Buffer): void => {
+    const add = (name: string, bytes: Buffer): { path: string; sha256: string } => {
       const bounded = boundedArtifact(scrub.bytes(bytes));
       if (bounded.cut && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
-      const path = attemptArtifactPath(folderOf(record), attempt, name);
-      files.push({ path, bytes: bounded.bytes });
-      attachments.push({ path, sha256: sha256Ref(bounded.bytes) });
+      const artifact = { path: attemptArtifactPath(folderOf(record), attempt, name), sha256: sha256Ref(bounded.bytes) };
+      files.push({ path: artifact.path, bytes: bounded.bytes });
+      attachments.push(artifact);
+      return artifact;
     };
     add(`${run.executor === 'codex' ? 'codex' : 'claude'}-events.jsonl`, run.stream);
     if (run.stderrTail !== '') add('executor-stderr.txt', Buffer.from(run.stderrTail, 'utf8'));
     if (run.facts.finalMessage !== null) add('final-message.md', Buffer.from(run.facts.finalMessage, 'utf8'));
     gathered?.verification.forEach((result, index) => add(`verify-${String(index + 1).padStart(2, '0')}.log`, result.output));
+    if (decision.kind === 'receipt' && decision.commandsOmitted > 0) {
+      add('commands.json', Buffer.from(`${JSON.stringify(run.facts.commands, null, 1)}\n`));
+      warnings.push('commands_in_artifact');
+    }
+    const snapshot = gathered?.snapshot ?? null;
+    // The whole list of what the agent left, where the receipt's own list is not the whole.
+    const listed = snapshot !== null && (snapshot.refused.length > 0 || snapshot.overflow) ? add('changes.json', changesArtifact(snapshot)) : null;
     if (!isolated) warnings.push('sandbox_unenforced');
-    const receiptDoc =
+    const landing = gathered?.summary.commit ?? null;
+    const facts = {
+      ...this.baseFacts(claimState, message, latest, attempt, now, run, costUsd, attachments, warnings, model),
+      files: (snapshot?.changes ?? []).map((change) => ({ path: change.path, sha256: change.sha256 })),
+      branch: gathered?.commit != null && landing?.branchAtBase === true ? gathered.commit.branch : null,
+    };
+    let doc =
       decision.kind === 'foreign'
-        ? buildEaReceipt({
-            ...this.baseFacts(state, message, latest, attempt, now, run, gathered, costUsd, attachments, warnings, model),
-            status: 'failed',
-            blockers: [{ code: 'attempt_mismatch', detail: decision.detail }],
-            commandsRun: [],
-            innerExitCodes: [],
-            testsRun: [],
-          })
-        : buildEaReceipt({
-            ...this.baseFacts(state, message, latest, attempt, now, run, gathered, costUsd, attachments, warnings, model),
-            status: decision.status,
-            blockers: decision.blockers,
-            commandsRun: decision.commandsRun,
-            innerExitCodes: decision.innerExitCodes,
-            testsRun: decision.testsRun,
-            headSha: decision.headSha,
-          });
-    const receiptBytes = Buffer.from(toYaml(receiptDoc));
-    const path = receiptPath(folderOf(record), attempt);
-    files.push({ path, bytes: receiptBytes });
-    const codes = receiptDoc.blockers.map((blocker) => blocker.code);
-    await this.ctx.commit(files, `receipt ${message.message_id} attempt ${attempt}: ${receiptDoc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
-    this.ctx.onReceipt(message.message_id, attempt, receiptDoc.status, codes);
-    return { doc: receiptDoc, path, sha256: sha256Ref(receiptBytes) };
+        ? buildEaReceipt({ ...facts, status: 'failed', blockers: [{ code: 'attempt_mismatch', detail: decision.detail }], commandsRun: [], innerExitCodes: [], testsRun: [], branch: null })
+        : buildEaReceipt({ ...facts, status: decision.status, blockers: decision.blockers, commandsRun: decision.commandsRun, innerExitCodes: decision.innerExitCodes, testsRun: decision.testsRun, headSha: decision.headSha });
+    if (!fitsReceipt(doc) && snapshot !== null) {
+      const artifact = listed ?? add('changes.json', changesArtifact(snapshot));
+      doc = withFilesInArtifact({ ...doc, attachments: [...attachments], warnings: [...warnings] }, artifact);
+    }
+    try {
+      readDocument('ea_receipt.v0', Buffer.from(toYaml(doc)), path);
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      // Still no fit (a list the lane did not foresee): the attempt ends failed with what is surely known, its cost and its artifacts.
+      doc = buildEaReceipt({
+        ...this.baseFacts(claimState, message, latest, attempt, now, run, costUsd, attachments, warnings, model),
+        status: 'failed',
+        blockers: [{ code: 'runner_error', detail: `${error.code}: the receipt did not fit the ledger (${error.message}); the stream and outputs are attached` }],
+      });
+    }
+    return commitReceipt(doc, files);
   }
 
   private priceOf(state: LedgerState, model: string): { inputPerMillion: number; outputPerMillion: number } | null {
@@ -386,21 +484,16 @@ export class DispatchLane {
     attempt: number,
     now: Date,
     run: ExecutorRun,
-    gathered: GatheredEvidence | null,
     costUsd: number,
     attachments: ReadonlyArray<{ path: string; sha256: string }>,
     warnings: readonly string[],
     model: string,
-  ): Omit<EaReceiptFacts, 'status' | 'blockers' | 'commandsRun' | 'innerExitCodes' | 'testsRun'> {
-    const changes = gathered?.snapshot.changes ?? [];
+  ): Omit<EaReceiptFacts, 'status' | 'blockers'> {
     return {
       ...this.emptyFacts(state, message, record, attempt, now),
       executor: run.executor,
       model,
       sessionId: run.facts.sessionId,
-      files: changes.map((change) => ({ path: change.path, sha256: change.sha256 })),
-      headSha: gathered?.commit?.headSha ?? null,
-      branch: gathered?.commit?.branch ?? null,
       usage: run.facts.usage,
       costUsd,
       attachments,
@@ -417,8 +510,10 @@ export class DispatchLane {
     const last = record.attempts[record.attempts.length - 1]!;
     const message = await this.readEnvelope(record);
     const folder = attemptFolder(this.ctx.stateDir, last.attemptId);
-    const pid = Number(fs.existsSync(folder.pidPath) ? fs.readFileSync(folder.pidPath, 'utf8').trim() : NaN);
-    if (Number.isInteger(pid) && isAlive(pid)) killGroup(pid);
+    // The executor's pid with its start time: its group is ended only if that pid is still the executor.
+    const pidFile = readBounded(folder.pidPath, { maxBytes: 64 });
+    const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
+    if (started !== null) endRecordedGroup(started);
     const now = this.ctx.clock();
     const receipt = buildEaReceipt({
       ...this.emptyFacts(state, message, record, last.number, now),
@@ -427,7 +522,7 @@ export class DispatchLane {
     });
     await this.ctx.commit([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, last.number, 'failed', ['interrupted']);
-    fs.rmSync(folder.root, { recursive: true, force: true });
+    removeTree(folder.root);
     await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);
     return true;
   }

@@ -3,13 +3,18 @@ import * as fs from 'node:fs';
 import { resolve } from 'node:path';
 import { isBranchName } from '../authority/dispatch-rules.js';
 import { CooError } from '../errors.js';
+import { CatFileReader } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
+import { removeTree } from '../util/remove-tree.js';
+import { materialize } from './checkout.js';
+import { parseLsTree, type TreeFile } from './git-tree.js';
 
 /**
  * One attempt's worktree: a `git worktree` of the target repository at the pinned base commit, on
- * a branch of its own. The EA writes only the work tree; every git command the COO runs afterwards
- * names the git folders itself (never the `.git` file the EA could have replaced) and turns off
- * hooks and fsmonitor, so nothing the EA wrote runs in the COO's process.
+ * a branch of its own, its files written from the base's objects byte for byte (checkout.ts). The
+ * EA writes only the work tree; every git command the COO runs afterwards names the git folders
+ * itself (never the `.git` file the EA could have replaced), runs with hooks and fsmonitor off, and
+ * never takes the EA's work tree as its own: what the EA left is read by the runner (work-walk.ts).
  */
 
 export interface AttemptWorktree {
@@ -52,11 +57,57 @@ export function safeGit(args: readonly string[], options: GitOptions = {}): Prom
   });
 }
 
-/** git in the attempt's worktree, with both git folders named explicitly. */
-export function worktreeGit(worktree: AttemptWorktree, args: readonly string[], options: GitOptions = {}): Promise<Buffer> {
-  return safeGit([`--git-dir=${worktree.worktreeGitdir}`, `--work-tree=${worktree.path}`, ...args], { ...options, cwd: worktree.path });
+/** Every file of a commit or tree, paths as bytes, from the target's objects. */
+export async function listTree(gitdir: string, treeish: string): Promise<TreeFile[]> {
+  return parseLsTree(await safeGit([`--git-dir=${gitdir}`, 'ls-tree', '-r', '-z', '--full-tree', treeish]));
 }
 
+export interface CheckoutOptions {
+  /** The target repository's common git folder. */
+  readonly gitdir: string;
+  /** A full commit id. */
+  readonly commit: string;
+  /** Where the worktree goes; must not exist. */
+  readonly path: string;
+  /** A new branch at the commit; detached when absent. */
+  readonly branch?: string;
+}
+
+export interface Checkout {
+  readonly path: string;
+  readonly worktreeGitdir: string;
+  readonly gitLink: string;
+  /** The commit's files, as written. */
+  readonly files: readonly TreeFile[];
+}
+
+/**
+ * A new worktree of the target at `commit`: git makes the worktree (its `.git` link, HEAD and an
+ * index of the commit) without checking anything out, and the files are written from the objects.
+ */
+export async function checkoutCommit(options: CheckoutOptions): Promise<Checkout> {
+  const path = resolve(options.path);
+  const where = options.branch === undefined ? ['--detach'] : ['-b', options.branch];
+  try {
+    await safeGit([`--git-dir=${options.gitdir}`, 'worktree', 'add', '--quiet', '--no-checkout', ...where, path, options.commit]);
+  } catch (error) {
+    if (error instanceof CooError && /already exists/.test(error.message)) throw new CooError('USAGE', `branch ${options.branch ?? ''} already exists: an attempt gets a branch of its own`);
+    throw error;
+  }
+  const gitLink = fs.readFileSync(resolve(path, '.git'), 'utf8');
+  const match = /^gitdir: (.+)\n?$/.exec(gitLink);
+  if (match === null) throw new CooError('GIT_FAILED', `git worktree add left no gitdir link in ${path}`);
+  const worktreeGitdir = resolve(path, match[1]!);
+  // The index of the commit (for `git status` and `git diff` in the worktree; never evidence) and the commit's files, at once.
+  const [files] = await Promise.all([listTree(options.gitdir, options.commit), safeGit([`--git-dir=${worktreeGitdir}`, 'read-tree', options.commit])]);
+  const reader = new CatFileReader(options.gitdir);
+  try {
+    await materialize(reader, files, path);
+  } finally {
+    reader.close();
+  }
+  return { path, worktreeGitdir, gitLink, files };
+}
 
 export interface CreateWorktreeOptions {
   /** The target repository (its work tree or its git folder). */
@@ -68,6 +119,13 @@ export interface CreateWorktreeOptions {
   readonly path: string;
 }
 
+/** The target repository's common git folder, and `base` (a full commit id) as git resolves it. */
+async function resolveBase(repo: string, base: string): Promise<{ readonly gitdir: string; readonly commit: string | undefined }> {
+  const [common, commit] = (await safeGit(['rev-parse', '--git-common-dir', `${base}^{commit}`], { cwd: repo })).toString('utf8').trim().split('\n');
+  if (common === undefined) throw new CooError('USAGE', `${repo} is not a git repository`);
+  return { gitdir: resolve(repo, common), commit };
+}
+
 /** A fresh worktree at the base commit on a new branch; an existing branch or path is refused. */
 export async function createAttemptWorktree(options: CreateWorktreeOptions): Promise<AttemptWorktree> {
   if (!isBranchName(options.branch)) {
@@ -75,27 +133,24 @@ export async function createAttemptWorktree(options: CreateWorktreeOptions): Pro
   }
   if (!/^[0-9a-f]{40}$/.test(options.base)) throw new CooError('USAGE', 'the base must be a full commit id');
   if (fs.existsSync(options.path)) throw new CooError('USAGE', `${options.path} already exists: an attempt gets a fresh worktree`);
-  // One rev-parse for the common git folder and the base; `worktree add -b` refuses a branch that exists.
-  const [common, commit] = (await safeGit(['rev-parse', '--git-common-dir', `${options.base}^{commit}`], { cwd: options.repo })).toString('utf8').trim().split('\n');
-  if (commit !== options.base || common === undefined) throw new CooError('USAGE', `${options.base} is not a commit in ${options.repo}`);
-  const gitdir = resolve(options.repo, common);
-  const path = resolve(options.path);
-  try {
-    await safeGit([`--git-dir=${gitdir}`, 'worktree', 'add', '--quiet', '-b', options.branch, path, options.base]);
-  } catch (error) {
-    if (error instanceof CooError && /already exists/.test(error.message)) throw new CooError('USAGE', `branch ${options.branch} already exists: an attempt gets a branch of its own`);
-    throw error;
-  }
-  const gitLink = fs.readFileSync(resolve(path, '.git'), 'utf8');
-  const match = /^gitdir: (.+)\n?$/.exec(gitLink);
-  if (match === null) throw new CooError('GIT_FAILED', `git worktree add left no gitdir link in ${path}`);
-  const worktreeGitdir = resolve(path, match[1]!);
-  return { gitdir, worktreeGitdir, path, branch: options.branch, base: options.base, gitLink };
+  const { gitdir, commit } = await resolveBase(options.repo, options.base);
+  if (commit !== options.base) throw new CooError('USAGE', `${options.base} is not a commit in ${options.repo}`);
+  // `worktree add -b` refuses a branch that exists.
+  const checkout = await checkoutCommit({ gitdir, commit: options.base, path: options.path, branch: options.branch });
+  return { gitdir, worktreeGitdir: checkout.worktreeGitdir, path: checkout.path, branch: options.branch, base: options.base, gitLink: checkout.gitLink };
 }
 
-/** Removes the work tree and its git folder; the branch and its commits stay. */
+/**
+ * Removes a worktree the agent (or code it wrote) had: the folder first, by the runner's own hostile-safe
+ * removal, then git's record of it. `git worktree remove` is not used: it reads the folder's `.git`,
+ * which may be a FIFO. The branch and its commits stay.
+ */
+export async function removeWorktree(gitdir: string, path: string): Promise<void> {
+  removeTree(path);
+  await safeGit([`--git-dir=${gitdir}`, 'worktree', 'prune']).catch(() => undefined);
+}
+
+/** Removes the attempt's worktree; the branch and its commits stay. */
 export async function removeAttemptWorktree(worktree: AttemptWorktree): Promise<void> {
-  await safeGit([`--git-dir=${worktree.gitdir}`, 'worktree', 'remove', '--force', '--force', worktree.path]).catch(() => undefined);
-  fs.rmSync(worktree.path, { recursive: true, force: true });
-  await safeGit([`--git-dir=${worktree.gitdir}`, 'worktree', 'prune']).catch(() => undefined);
+  await removeWorktree(worktree.gitdir, worktree.path);
 }

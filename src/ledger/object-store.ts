@@ -227,13 +227,17 @@ const WRITE_TRIES = 8;
  * name there is "garbage" to git, which `git gc` reports in `gc.log` and then packs nothing more.
  */
 export class ObjectWriter implements ObjectSink {
-  constructor(private readonly gitdir: string) {}
+  /** `level` is zlib's: 0 for a ledger (above); a target repository's work is written at zlib's default (-1), as git writes it. */
+  constructor(
+    private readonly gitdir: string,
+    private readonly level = 0,
+  ) {}
 
   async write(type: ObjectType, content: Buffer): Promise<string> {
     const oid = hashObject(type, content);
     const path = looseObjectPath(this.gitdir, oid);
     if (freshen(path)) return oid;
-    const bytes = deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]), { level: 0 });
+    const bytes = deflateSync(Buffer.concat([Buffer.from(`${type} ${content.length}\0`), content]), { level: this.level });
     const folder = dirname(path);
     for (let tries = 1; ; tries += 1) {
       const temp = join(folder, `tmp_obj_${randomBytes(6).toString('hex')}`);

@@ -47,9 +47,9 @@ const list = (what: string, example: string) => z.array(z.string().min(1).max(20
 export const dispatchInput = z.strictObject({
   to: actorId.describe('the execution agent, e.g. ea.codex'),
   task: z.string().min(1).max(100_000).describe('what the agent is to do'),
-  scope: list('path globs the work may change, relative to the repository root; a change elsewhere fails the attempt', '["src/**", "test/**"]'),
+  scope: list('path globs the work may change, relative to the repository root, a folder covering what is under it; a change elsewhere fails the attempt', '["src/**", "test/**"]'),
   accept: list('acceptance criteria', '["add(NaN, 1) is NaN"]'),
-  verify: list('commands the runner itself runs in the worktree afterwards; every one must exit 0', '["npm test"]'),
+  verify: list('commands the runner itself runs afterwards on a fresh checkout of the signed commit; every one must exit 0', '["npm test"]'),
   files: z.array(z.string().min(1).max(500)).max(1000).optional().describe('context files or globs to pin at the base commit'),
   rev: z
     .string()

@@ -32,6 +32,8 @@ export const BLOCKER_CODES = [
   'output_too_large',
   // the runner
   'interrupted',
+  /** An error of the runner's own inside an attempt: the receipt records what is known, with the error's code. */
+  'runner_error',
   // execution agents (ea_receipt.v0)
   'command_failed',
   'tests_failed',
@@ -46,6 +48,8 @@ export const BLOCKER_CODES = [
   'worktree_dirty',
   'commit_partial',
   'attempt_mismatch',
+  /** More work than the runner reads or a receipt records: the full list is the attempt's `changes.json`. */
+  'work_too_large',
 ] as const;
 
 export const blockerCode = z.enum(BLOCKER_CODES);

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { hostname } from 'node:os';
 
 /** Whether a process with this pid exists on this host (EPERM: it exists, owned by someone else). */
@@ -13,4 +14,67 @@ export function isAlive(pid: number): boolean {
 /** This host's name, reduced to the characters ids and lock files allow. */
 export function hostLabel(): string {
   return hostname().replace(/[^A-Za-z0-9._-]/g, '-').slice(0, 60) || 'host';
+}
+
+/**
+ * A process the runner started, as it recorded it at the start: its pid and its start time (in
+ * clock ticks since boot, field 22 of /proc/PID/stat). A pid alone names whoever has that number
+ * now; with the start time it names one process.
+ */
+export interface ProcessRecord {
+  readonly pid: number;
+  /** Null when the process was gone before its start time could be read. */
+  readonly start: string | null;
+}
+
+/** The start time in /proc/PID/stat's text: field 22, counted after the command name, which may hold spaces and parentheses. */
+export function startTimeOf(stat: string): string | null {
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // Field 3 (the state) is the first after the name: field 22 is the 20th.
+  const start = fields[19];
+  return start !== undefined && /^\d+$/.test(start) ? start : null;
+}
+
+/** The start time of a running process, or null when there is no such process (or no /proc). */
+export function processStartTime(pid: number): string | null {
+  try {
+    return startTimeOf(readFileSync(`/proc/${pid}/stat`, 'utf8'));
+  } catch {
+    return null;
+  }
+}
+
+export function formatProcessRecord(record: ProcessRecord): string {
+  return `${record.pid} ${record.start ?? '-'}\n`;
+}
+
+export function parseProcessRecord(text: string): ProcessRecord | null {
+  const match = /^(\d+) (\d+|-)\n?$/.exec(text);
+  if (match === null) return null;
+  const pid = Number(match[1]);
+  return Number.isSafeInteger(pid) && pid > 1 ? { pid, start: match[2] === '-' ? null : match[2]! } : null;
+}
+
+/**
+ * Ends the process group a record names, if it is still the one the runner started. A process with
+ * that pid and the recorded start time is it: its group is killed. A process with that pid and
+ * another start time is someone else's: nothing is killed. No process with that pid: what is left
+ * of the group (if anything) is the runner's, since Linux does not give a pid to a new process
+ * while a process group of that number has members; only the group is signalled, never a pid alone.
+ */
+export function endRecordedGroup(record: ProcessRecord): 'killed' | 'gone' | 'reused' {
+  const now = processStartTime(record.pid);
+  if (now !== null && now !== record.start) return 'reused';
+  try {
+    process.kill(-record.pid, 'SIGKILL');
+  } catch {
+    if (now === null) return 'gone';
+    // The leader is alive but leads no group of that number (it moved): it alone is ours.
+    try {
+      process.kill(record.pid, 'SIGKILL');
+    } catch {
+      return 'gone';
+    }
+  }
+  return 'killed';
 }

@@ -1,7 +1,7 @@
 import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PrivateKey } from '../../src/crypto/keys.js';
-import { gatherEvidence } from '../../src/dispatch/evidence.js';
+import { gatherEvidence, landAttemptCommit } from '../../src/dispatch/evidence.js';
 import type { Executor, ExecutorRun } from '../../src/dispatch/executor.js';
 import { decideDispatch, type DispatchDecision, type EvidenceSummary } from '../../src/dispatch/outcome.js';
 import { createAttemptWorktree, type AttemptWorktree } from '../../src/dispatch/worktree.js';
@@ -37,7 +37,7 @@ export async function runAttempt(
   options.prepare?.(wt.path);
   const run = await executor.run({ attemptId, worktree: wt.path, scratch, prompt: options.prompt ?? 'Fix add() so that test.sh passes.', timeoutSeconds: options.timeoutSeconds ?? 60 });
   const gathered = await gatherEvidence(wt, {
-    scratch,
+    runnerDir: join(setup.dir, `runner-${executor.name}-${n}`),
     scope: options.scope ?? ['src/**'],
     verify: options.verify ?? ['sh test.sh'],
     verifyTimeoutSeconds: 30,
@@ -47,5 +47,7 @@ export async function runAttempt(
   });
   const evidence = gathered.summary;
   const decision = decideDispatch({ expected: { executor: executor.name, attemptId }, attemptTerminal: false, run, evidence, costUsd: 0, maxCostUsd: 1, baseSha: setup.base });
+  // As the runner does once the receipt is written: the commit goes on the branch.
+  if (gathered.commit !== null && evidence.commit?.branchAtBase === true) await landAttemptCommit(wt, gathered.commit.headSha, attemptId);
   return { wt, run, evidence, decision };
 }

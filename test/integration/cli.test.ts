@@ -127,7 +127,7 @@ describe('coo dispatch and coo approve', () => {
     const result = coo(['dispatch', ...coo_, '--to', 'ea.codex', ...request, '--json']);
     expect(result.status).toBe(0);
     const out = json(result) as { message_id: string; envelope: { dispatch: { base_ref: string; branch_name: string; executor: string } } };
-    expect(out.envelope.dispatch).toMatchObject({ base_ref: base, executor: 'codex', branch_name: `coo/${out.message_id.toLowerCase()}` });
+    expect(out.envelope.dispatch).toMatchObject({ base_ref: base, executor: 'codex', branch_name: `coo/${out.message_id}` });
   });
 
   it('refuses a dispatch without a scope, acceptance or verification as a usage error', () => {

@@ -7,7 +7,7 @@ import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
-import { commitAttempt, snapshotWork, type ChangedFile } from '../../src/dispatch/evidence.js';
+import { gatherEvidence, landAttemptCommit, type ChangedFile } from '../../src/dispatch/evidence.js';
 import { pullRequestMarker, type PullRequestEvidence } from '../../src/dispatch/pull-request-body.js';
 import { publishAttempt, pushAttemptBranch, type PublishOptions } from '../../src/dispatch/pull-request.js';
 import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
@@ -74,9 +74,10 @@ async function attempt(): Promise<Attempt> {
   mkdirSync(scratch);
   const wt = await createAttemptWorktree({ repo: target, base, branch: `coo/attempt-${n}`, path: join(dir, `wt-${n}`) });
   writeFileSync(join(wt.path, 'src', 'add.js'), 'export const add = (a, b) => a + b;\n');
-  const snapshot = await snapshotWork(wt, scratch);
-  const commit = await commitAttempt(wt, snapshot.tree, { key, actor: 'coo.hermes', attemptId, summary: 'Fix add', now: new Date('2026-12-01T12:00:00Z') });
-  return { attemptId, branch: wt.branch, gitdir: wt.gitdir, head: commit.headSha, files: snapshot.changes };
+  const gathered = await gatherEvidence(wt, { runnerDir: join(scratch, 'runner'), scope: ['src/**'], verify: ['true'], verifyTimeoutSeconds: 30, isolation: 'none', hide: [], commit: { key, actor: 'coo.hermes', attemptId, summary: 'Fix add', now: new Date('2026-12-01T12:00:00Z') } });
+  const head = gathered.commit!.headSha;
+  await landAttemptCommit(wt, head, attemptId);
+  return { attemptId, branch: wt.branch, gitdir: wt.gitdir, head, files: gathered.snapshot.changes };
 }
 
 function receiptOf(work: Attempt, status: EaReceipt['status'] = 'succeeded'): EaReceipt {

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, symlinkSync } from 'node:fs';
+import { mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { coo } from '../helpers/cli.js';
@@ -55,5 +55,51 @@ describe('ledger/README.md, followed literally', () => {
     expect(logLines.length).toBeGreaterThan(3);
     for (const line of logLines) expect(line).toMatch(/^[0-9a-f]{40} G (ceo|coo\.hermes) /);
     expect(result.stdout).toMatch(/^ok: \d+ commits from genesis/m);
+  });
+});
+
+/** The ```sh block of a Markdown file that follows `heading`. */
+function blockAfter(markdown: string, heading: string): string {
+  return shellBlocks(markdown.slice(markdown.indexOf(heading)))[0]!;
+}
+
+describe("README.md's dispatch, followed as written", () => {
+  it('dispatches, runs the agent, and shows the signed work with stock git on the branch named by the id coo dispatch printed', () => {
+    const root = join(scratch, 'readme-dispatch');
+    const [work, calc, bin] = ['work', 'calc', 'bin'].map((name) => join(root, name)) as [string, string, string];
+    for (const folder of [work, join(calc, 'src'), join(calc, 'test'), bin, join(root, 'home')]) mkdirSync(folder, { recursive: true });
+    writeFileSync(join(calc, 'package.json'), '{ "name": "calc", "private": true, "type": "module", "scripts": { "test": "node test/add.test.js" } }\n');
+    writeFileSync(join(calc, 'src', 'add.js'), 'export const add = (a, b) => (Number.isNaN(a) ? 0 : a + b);\n');
+    writeFileSync(join(calc, 'test', 'add.test.js'), "import { add } from '../src/add.js';\nif (!Number.isNaN(add(NaN, 1)) || add(1, 2) !== 3) process.exit(1);\n");
+    execFileSync('git', ['init', '-q', '-b', 'main', calc]);
+    execFileSync('git', ['-C', calc, 'add', '-A']);
+    execFileSync('git', ['-C', calc, '-c', 'user.name=calc', '-c', 'user.email=calc@example.invalid', 'commit', '-q', '-m', 'calc']);
+    // `codex` on PATH, as the README asks: an agent that fixes add() and ends its turn as Codex does.
+    const turn = [{ type: 'thread.started', thread_id: 'readme' }, { type: 'item.completed', item: { id: 'm', type: 'agent_message', text: 'Fixed.' } }, { type: 'turn.completed', usage: { input_tokens: 10, output_tokens: 5 } }];
+    writeFileSync(join(bin, 'codex'), `#!/bin/sh\nprintf 'export const add = (a, b) => a + b;\\n' > src/add.js\n${turn.map((event) => `printf '%s\\n' '${JSON.stringify(event)}'`).join('\n')}\n`, { mode: 0o755 });
+    writeFileSync(join(bin, 'coo'), `#!/bin/sh\nexec "${process.execPath}" "${join(REPO, 'dist', 'cli', 'main.js')}" "$@"\n`, { mode: 0o755 });
+    const env = { PATH: `${bin}:/usr/bin:/bin`, HOME: join(root, 'home'), OPENAI_API_KEY: 'sk-readme-test', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', XDG_STATE_HOME: join(root, 'state') };
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    // The consult section's first lines make the keys and the ledger and point COO_LEDGER and COO_KEY at them.
+    const setup = blockAfter(readme, '## What happens in one consult').split('\n').filter((line) => /^(coo keygen|coo init|export) /.test(line));
+    const lines = blockAfter(readme, '## What happens in one dispatch').trimEnd().split('\n');
+    const watchAt = lines.findIndex((line) => line.startsWith('coo watch '));
+    const sh = (script: string) => spawnSync('/bin/sh', ['-c', ['set -eu', ...setup.filter((line) => line.startsWith('export ')), script].join('\n')], { cwd: work, env, encoding: 'utf8' });
+    const init = spawnSync('/bin/sh', ['-c', ['set -eu', ...setup].join('\n')], { cwd: work, env, encoding: 'utf8' });
+    expect(init.status, init.stderr).toBe(0);
+    const dispatched = sh(lines.slice(0, watchAt).join('\n'));
+    expect(dispatched.status, dispatched.stderr).toBe(0);
+    const [id, , , , branch] = dispatched.stdout.trim().split(/[ ,()]+/);
+    expect(id).toMatch(/^msg_[0-9A-Z]{26}$/);
+    // The branch coo dispatch prints is the README's coo/msg_01... with the printed id pasted in.
+    expect(branch).toBe(`coo/${id}`);
+    // The reader pastes the id; `coo watch` drains and exits as the consult section says (--once).
+    const rest = lines.slice(watchAt).map((line) => line.replaceAll('msg_01...', id!).replace(/^coo watch /, 'coo watch --once '));
+    const ran = sh(rest.join('\n'));
+    expect(ran.status, ran.stderr).toBe(0);
+    // git log's last two lines: the COO's commit of the work, Good, then the base, unsigned.
+    const [workLine, baseLine] = ran.stdout.trim().split('\n').slice(-2);
+    expect(workLine).toMatch(new RegExp(`^[0-9a-f]{7,} G ${id} attempt 1: work of ea.codex$`));
+    expect(baseLine).toMatch(/^[0-9a-f]{7,} N calc$/);
   });
 });

@@ -277,7 +277,8 @@ describe('runners SIGKILLed mid-dispatch', () => {
       expect(killed).toBeDefined();
       const attemptId = stateAtKill.messages.get(killed)!.attempts[0]!.attemptId;
       const pidFile = join(place.stateDir, 'dispatch', attemptId, 'executor.pid');
-      const executorPid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').trim()) : null;
+      // The runner records the executor's pid with its start time: `PID START`.
+      const executorPid = existsSync(pidFile) ? Number(readFileSync(pidFile, 'utf8').split(' ')[0]) : null;
       if (point === 'during-executor') expect(executorPid).not.toBeNull();
       const again = await finished(startDispatchRunner(place, model, { isolation }));
       expect(again.code).toBe(0);

@@ -14,6 +14,7 @@ const byVia = Object.entries(attacks.reduce((acc, a) => ({ ...acc, [a.via]: (acc
 const consultFaults = faults.filter((f) => f.lane !== 'dispatch');
 const dispatchFaults = faults.filter((f) => f.lane === 'dispatch');
 const escapes = attacks.filter((a) => a.name.startsWith('dispatch escape:'));
+const hostile = attacks.filter((a) => a.name.startsWith('a hostile agent:'));
 const race = load.find((l) => l.test === 'four runners, one dispatch queue');
 const orphans = dispatchFaults.reduce((sum, f) => sum + f.orphans, 0);
 const doubleReceipts = race?.double_receipts ?? 0;
@@ -51,6 +52,7 @@ const rows = [
   ['packing under the writer', packing ? `${packing.landed}/${packing.commits} commits landed, ${packing.errors} errors, ${packing.packing_passes} packing passes` : 'not run'],
   ['four runners on one ledger', shared ? `${shared.consults} consults, ${shared.paid_calls} paid calls, ${shared.duplicate_calls} duplicates, ${shared.runners_that_claimed} runners claimed work` : 'not run'],
   ['dispatch escapes tried / refused', escapes.length > 0 ? `${escapes.length} / ${escapes.filter((a) => !a.accepted).length} (real Codex through the runner)` : 'not run'],
+  ['dispatch evidence attacks tried / held', hostile.length > 0 ? `${hostile.length} / ${hostile.filter((a) => a.observed === a.expected).length} (a script in place of Codex through coo watch: receipts' hashes, signed blobs and verified bytes the same; every attempt receipted)` : 'not run'],
   ['dispatch kills survived', dispatchFaults.length > 0 ? `${dispatchFaults.filter((f) => f.killed && f.lost === 0).length} of ${dispatchFaults.length} SIGKILLed runners (${dispatchPoints}); ${dispatchFaults.reduce((sum, f) => sum + f.duplicate_calls, 0)} model calls for killed attempts` : 'not run'],
   ['executors left running (must be 0)', String(orphans)],
   ['no dispatch attempt run twice', race ? `${race.dispatches} dispatches, 4 runner processes: ${race.runs} runs, ${race.duplicate_calls} run twice, ${race.runners_that_claimed} runners claimed work` : 'not run'],

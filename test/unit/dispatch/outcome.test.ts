@@ -31,9 +31,11 @@ function evidence(over: Partial<EvidenceSummary> = {}): EvidenceSummary {
     changes: [{ path: 'src/a.txt' }],
     outOfScope: [],
     notRegular: [],
+    tooLarge: [],
+    overflow: false,
     gitLinkTampered: false,
     verification: [{ command: 'npm test', exitCode: 0, killedByTimer: false }],
-    commit: { headSha: HEAD, headMatches: true, dirty: [] },
+    commit: { headSha: HEAD, branchAtBase: true, dirty: [] },
     ...over,
   };
 }
@@ -124,14 +126,14 @@ describe('the dispatch decision', () => {
     expect(receipt(f).status).not.toBe('succeeded');
   });
 
-  it('fails a worktree left dirty after the commit', () => {
-    const f = facts({ evidence: evidence({ commit: { headSha: HEAD, headMatches: true, dirty: ['src/generated.txt'] } }) });
+  it('fails a checkout of the commit that the verification left dirty', () => {
+    const f = facts({ evidence: evidence({ commit: { headSha: HEAD, branchAtBase: true, dirty: ['src/generated.txt'] } }) });
     expect(receipt(f).status).toBe('failed');
     expect(rows(f)).toEqual(['dirty_worktree']);
   });
 
-  it('fails a partial commit (the branch does not hold the runner\'s commit)', () => {
-    const f = facts({ evidence: evidence({ commit: { headSha: HEAD, headMatches: false, dirty: [] } }) });
+  it('fails a partial commit (the branch moved off the base before the runner\'s commit could land)', () => {
+    const f = facts({ evidence: evidence({ commit: { headSha: HEAD, branchAtBase: false, dirty: [] } }) });
     expect(receipt(f).status).toBe('failed');
     expect(rows(f)).toEqual(['partial_commit']);
   });
@@ -198,8 +200,36 @@ describe('the dispatch decision', () => {
   });
 
   it('fails a symbolic link or a replaced .git link as out of scope', () => {
-    expect(rows(facts({ evidence: evidence({ notRegular: ['src/link'] }) }))).toEqual(['out_of_scope']);
+    expect(rows(facts({ evidence: evidence({ notRegular: [{ path: 'src/link', why: 'symlink' }] }) }))).toEqual(['out_of_scope']);
     expect(rows(facts({ evidence: evidence({ gitLinkTampered: true }) }))).toEqual(['out_of_scope']);
+  });
+
+  it('fails work the runner could not read whole, names no head, and does not ask for a verification that could not run', () => {
+    for (const over of [{ overflow: true }, { tooLarge: ['src/huge.bin'] }]) {
+      const f = facts({ evidence: evidence({ ...over, commit: null, verification: [] }) });
+      expect(rows(f)).toEqual(['work_too_large']);
+      expect(receipt(f)).toMatchObject({ status: 'failed', headSha: null });
+    }
+  });
+
+  it('fails an attempt with an error of the runner\'s own, keeping the evidence it had', () => {
+    const error = { code: 'INTERNAL', message: 'EISDIR: illegal operation on a directory' };
+    expect(rows(facts({ evidence: null, top: { runnerError: error } }))).toEqual(['runner_error']);
+    const f = facts({ top: { runnerError: error }, evidence: evidence({ outOfScope: ['.github/ci.yml'] }) });
+    expect(rows(f)).toEqual(['runner_error', 'out_of_scope']);
+    expect(receipt(f).blockers[0]!.detail).toBe('INTERNAL: EISDIR: illegal operation on a directory');
+  });
+
+  it('keeps the executor\'s first commands and every verification command within the 200 a receipt lists, and counts the rest', () => {
+    const commands = Array.from({ length: 250 }, (_, i) => ({ command: `echo ${i}`, exitCode: i === 230 ? 1 : 0 }));
+    const f = facts({ stream: { commands } });
+    const decided = receipt(f);
+    expect(decided.commandsRun).toHaveLength(200);
+    expect(decided.commandsRun.at(-1)).toBe('npm test');
+    expect(decided.commandsOmitted).toBe(51);
+    // A failure among the commands left out still fails the attempt.
+    expect(decided.status).toBe('failed');
+    expect(rows(f)).toEqual(['inner_command_failed']);
   });
 
   it('times out on a time budget breach', () => {

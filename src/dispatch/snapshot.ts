@@ -1,0 +1,129 @@
+import { isUtf8 } from 'node:buffer';
+import { join } from 'node:path';
+import { relativePath } from '../schema/common.js';
+import type { ObjectSink } from '../ledger/object-store.js';
+import { readBounded } from '../util/bounded-read.js';
+import { buildTree, type TreeFile } from './git-tree.js';
+import type { IgnoreRules } from './ignore-rules.js';
+import { keyOf, walkWork, type RefusedWhy, type Tracked, type WalkOptions } from './work-walk.js';
+import type { AttemptWorktree } from './worktree.js';
+
+/**
+ * What the EA left, as the runner reads it (work-walk.ts) against the base commit: the changed
+ * files with the sha256 of the bytes read, and one git tree holding exactly those bytes (blobs
+ * written by the runner's own object writer, never through `git add`). The receipt's hashes, the
+ * signed commit's blobs and the verification's checkout are built from the same bytes.
+ */
+
+export interface ChangedFile {
+  readonly path: string;
+  readonly status: 'added' | 'modified' | 'deleted' | 'type_changed';
+  /** The git mode after the change (`000000` when deleted). */
+  readonly mode: string;
+  /** sha256 of the new content; null when deleted. */
+  readonly sha256: string | null;
+}
+
+/** An entry that is not taken as work, named as well as the ledger can (lossy where a name is not UTF-8). */
+export interface RefusedEntry {
+  readonly path: string;
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name';
+}
+
+export interface WorkSnapshot {
+  /** The tree of the base with the work applied; null when the work could not be read whole. */
+  readonly tree: string | null;
+  /** Changes whose paths the ledger can record, applied in `tree`, in byte order of their paths. */
+  readonly changes: readonly ChangedFile[];
+  /** Entries that are not work: links, special files, `.git` entries, files over the bound, names the ledger cannot record. */
+  readonly refused: readonly RefusedEntry[];
+  /** The walk stopped at its bound: `changes` is not the whole. */
+  readonly overflow: boolean;
+  /** The work tree's `.git` link was changed, replaced or removed. */
+  readonly gitLinkTampered: boolean;
+}
+
+const STATUS_ORDER = (a: { path: Buffer }, b: { path: Buffer }): number => Buffer.compare(a.path, b.path);
+
+/** What the base tracks, for the walk: paths with their blobs, and every folder that holds one. */
+export function trackedOf(baseFiles: readonly TreeFile[]): Tracked {
+  const oids = new Map<string, { mode: string; oid: string }>();
+  const folders = new Set<string>();
+  for (const file of baseFiles) {
+    const key = keyOf(file.path);
+    oids.set(key, { mode: file.mode, oid: file.oid });
+    for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) folders.add(key.slice(0, slash));
+  }
+  return { oids, folders };
+}
+
+/** Whether a receipt can name this path (the ledger's own path rule, on UTF-8 bytes). */
+function recordable(path: Buffer): boolean {
+  return isUtf8(path) && relativePath.safeParse(path.toString('utf8')).success;
+}
+
+function typeOf(mode: string): string {
+  return mode === '120000' ? 'link' : mode === '160000' ? 'submodule' : 'file';
+}
+
+export interface SnapshotOptions {
+  readonly baseFiles: readonly TreeFile[];
+  readonly rules: IgnoreRules;
+  /** Where the new blobs and trees are written (the target's objects). */
+  readonly objects: ObjectSink;
+  readonly limits?: Pick<WalkOptions, 'maxEntries' | 'maxFileBytes' | 'maxBytes'>;
+}
+
+/** Reads the worktree, writes the blobs and trees of the work, and lists what changed against the base. */
+export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotOptions): Promise<WorkSnapshot> {
+  const tracked = trackedOf(options.baseFiles);
+  const walk = await walkWork({
+    root: worktree.path,
+    rules: options.rules,
+    tracked,
+    onNewBlob: async (_oid, bytes) => {
+      await options.objects.write('blob', bytes);
+    },
+    ...options.limits,
+  });
+  const link = readBounded(join(worktree.path, '.git'), { maxBytes: 4096 });
+  const gitLinkTampered = link.kind !== 'file' || link.bytes.toString('utf8') !== worktree.gitLink;
+  const refused: RefusedEntry[] = [
+    ...walk.refused.map((entry) => ({ path: entry.path.toString('utf8'), why: entry.why })),
+    ...walk.tooLarge.map((entry) => ({ path: entry.path.toString('utf8'), why: 'too_large' as const })),
+  ];
+  const seen = new Map(walk.files.map((file) => [keyOf(file.path), file]));
+  const changed: Array<{ path: Buffer; change: Omit<ChangedFile, 'path'> }> = [];
+  for (const file of walk.files) {
+    const before = tracked.oids.get(keyOf(file.path));
+    if (before !== undefined && before.oid === file.oid && before.mode === file.mode) continue;
+    const status = before === undefined ? 'added' : typeOf(before.mode) !== typeOf(file.mode) ? 'type_changed' : 'modified';
+    changed.push({ path: file.path, change: { status, mode: file.mode, sha256: file.sha256 } });
+  }
+  // A file under the bound's reach that was not read is not deleted: it was refused or not reached.
+  const unread = new Set([...walk.refused, ...walk.tooLarge].map((entry) => keyOf(entry.path)));
+  for (const file of options.baseFiles) {
+    const key = keyOf(file.path);
+    if (seen.has(key) || walk.submodules.has(key) || unread.has(key)) continue;
+    changed.push({ path: file.path, change: { status: 'deleted', mode: '000000', sha256: null } });
+  }
+  changed.sort(STATUS_ORDER);
+  const changes: ChangedFile[] = [];
+  const applied = new Set<string>();
+  for (const { path, change } of changed) {
+    if (!recordable(path)) {
+      refused.push({ path: path.toString('utf8'), why: 'unrecordable_name' });
+      continue;
+    }
+    applied.add(keyOf(path));
+    changes.push({ path: path.toString('utf8'), ...change });
+    if (change.mode === '120000') refused.push({ path: path.toString('utf8'), why: 'symlink' });
+  }
+  if (walk.overflow || walk.tooLarge.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered };
+  // The base with the recordable changes applied: a change the ledger cannot name is not committed.
+  const files: TreeFile[] = options.baseFiles.filter((file) => !applied.has(keyOf(file.path)));
+  for (const file of walk.files) if (applied.has(keyOf(file.path))) files.push({ path: file.path, mode: file.mode, oid: file.oid });
+  const tree = buildTree(files);
+  for (const object of tree.objects) await options.objects.write('tree', object.content);
+  return { tree: tree.oid, changes, refused, overflow: false, gitLinkTampered };
+}

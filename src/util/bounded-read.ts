@@ -1,0 +1,69 @@
+import * as fs from 'node:fs';
+
+/**
+ * Reading a file someone else may have made hostile: a FIFO that blocks its reader, a device, a
+ * symbolic link to /dev/zero, a file that grows while it is read. The file is opened without
+ * following a last-component link (unless asked) and without blocking, checked to be a regular
+ * file on the descriptor itself, and read up to a bound; nothing is read in part.
+ */
+
+export type BoundedRead =
+  | { readonly kind: 'file'; readonly bytes: Buffer; readonly mode: number }
+  | { readonly kind: 'not_regular'; readonly type: string }
+  | { readonly kind: 'too_large'; readonly size: number }
+  | { readonly kind: 'unreadable'; readonly code: string };
+
+/** What a stat says a path is, in the words a receipt uses. */
+export function fileType(stats: fs.Stats | fs.BigIntStats): string {
+  if (stats.isFile()) return 'file';
+  if (stats.isDirectory()) return 'directory';
+  if (stats.isSymbolicLink()) return 'symlink';
+  if (stats.isFIFO()) return 'fifo';
+  if (stats.isSocket()) return 'socket';
+  if (stats.isCharacterDevice() || stats.isBlockDevice()) return 'device';
+  return 'unknown';
+}
+
+export interface BoundedReadOptions {
+  readonly maxBytes: number;
+  /** Follow a symbolic link at the last component (an operator's own file); never for an agent's. */
+  readonly follow?: boolean;
+}
+
+/** Reads a regular file whole, or says why not, without ever blocking on or following what is there. */
+export function readBounded(path: string | Buffer, options: BoundedReadOptions): BoundedRead {
+  let fd: number;
+  try {
+    fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | (options.follow === true ? 0 : fs.constants.O_NOFOLLOW));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'EIO';
+    // O_NOFOLLOW on a link: ELOOP. Said as what it is.
+    if (code === 'ELOOP') return { kind: 'not_regular', type: 'symlink' };
+    return { kind: 'unreadable', code };
+  }
+  try {
+    const stats = fs.fstatSync(fd);
+    if (!stats.isFile()) return { kind: 'not_regular', type: fileType(stats) };
+    if (stats.size > options.maxBytes) return { kind: 'too_large', size: stats.size };
+    // Read to the bound plus one: a file that grew since fstat is read as it is now, and one that
+    // passed the bound is too large, never cut.
+    let buffer = Buffer.allocUnsafe(Math.min(options.maxBytes, stats.size) + 1);
+    let length = 0;
+    for (;;) {
+      if (length === buffer.length) {
+        if (length > options.maxBytes) return { kind: 'too_large', size: length };
+        const grown = Buffer.allocUnsafe(Math.min(options.maxBytes + 1, buffer.length * 2));
+        buffer.copy(grown, 0, 0, length);
+        buffer = grown;
+      }
+      const read = fs.readSync(fd, buffer, length, buffer.length - length, null);
+      if (read === 0) break;
+      length += read;
+    }
+    return { kind: 'file', bytes: buffer.subarray(0, length), mode: stats.mode };
+  } catch (error) {
+    return { kind: 'unreadable', code: (error as NodeJS.ErrnoException).code ?? 'EIO' };
+  } finally {
+    fs.closeSync(fd);
+  }
+}

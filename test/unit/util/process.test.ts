@@ -1,0 +1,56 @@
+import { spawn } from 'node:child_process';
+import { readFileSync } from 'node:fs';
+import { afterAll, describe, expect, it } from 'vitest';
+import { endRecordedGroup, formatProcessRecord, parseProcessRecord, processStartTime, startTimeOf } from '../../../src/util/process.js';
+
+const children: number[] = [];
+afterAll(() => {
+  for (const pid of children) {
+    try {
+      process.kill(-pid, 'SIGKILL');
+    } catch {
+      // ended by the test
+    }
+  }
+});
+
+/** A process in a group of its own, as the runner starts an executor. */
+function leader(): number {
+  const child = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' });
+  children.push(child.pid!);
+  return child.pid!;
+}
+
+const ended = (pid: number): boolean => {
+  try {
+    return readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z');
+  } catch {
+    return true;
+  }
+};
+
+describe('a process the runner recorded', () => {
+  it('reads the start time after the command name, whatever the name holds', () => {
+    const fields = Array.from({ length: 50 }, (_, i) => String(i + 3));
+    expect(startTimeOf(`1234 (a) (b c) ${fields.join(' ')}`)).toBe('22');
+    expect(startTimeOf('1234 (x)')).toBeNull();
+  });
+
+  it('writes and reads a record, and takes no record without its start time', () => {
+    expect(parseProcessRecord(formatProcessRecord({ pid: 4242, start: '987' }))).toEqual({ pid: 4242, start: '987' });
+    expect(parseProcessRecord(formatProcessRecord({ pid: 4242, start: null }))).toEqual({ pid: 4242, start: null });
+    for (const text of ['4242\n', '4242', 'x 1', '1 2', '-5 3', '']) expect(parseProcessRecord(text), text).toBeNull();
+  });
+
+  it('ends the group of a process that still has its recorded start time, and nothing with another start time', () => {
+    const stranger = leader();
+    expect(endRecordedGroup({ pid: stranger, start: String(Number(processStartTime(stranger)) + 1) })).toBe('reused');
+    expect(endRecordedGroup({ pid: stranger, start: null })).toBe('reused');
+    expect(ended(stranger)).toBe(false);
+    const own = leader();
+    expect(endRecordedGroup({ pid: own, start: processStartTime(own) })).toBe('killed');
+    // The kernel ends it: a zombie until this test's process reaps it.
+    for (let i = 0; i < 200 && !ended(own); i += 1) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
+    expect(ended(own)).toBe(true);
+  });
+});
