@@ -9,6 +9,10 @@ const CODES = {
   // usage
   USAGE: 'usage',
   CONFIG_INVALID: 'usage',
+  /** The runner's own setup cannot run any lane (its repository, its key): found at start, nothing claimed. */
+  RUNNER_CONFIG: 'usage',
+  /** No OS sandbox (bubblewrap) where one is required: no lane runs unless --isolation none is chosen. */
+  SANDBOX_UNAVAILABLE: 'usage',
   // plain errors
   IO_ERROR: 'error',
   NOT_FOUND: 'error',

@@ -14,7 +14,8 @@ import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
 import { importPackage } from '../util/import-package.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
-import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
+import { defaultStateDir, describeEvent, executorsFromFlags, isolationFlag, oracleFromFlags, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
+import { runnerKeyProblem, startLanes } from '../runner/startup.js';
 
 type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
 
@@ -42,7 +43,7 @@ export function mcpVerb(program: Command): void {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
-      const transport = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
+      const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
@@ -69,28 +70,35 @@ export function mcpVerb(program: Command): void {
       const hide = [dirname(keyPath)];
       const problems = new RunnerProblems();
       const pullRequests = pullRequestsFromFlags(opts);
-      const runner =
-        transport === null
-          ? null
-          : new Runner({
-              ledger,
-              key,
-              repo,
-              stateDir,
-              transport,
-              executors: executorsFromFlags(opts, [gitdir, stateDir, ...hide]),
-              hide,
-              onEvent: (event) => {
-                problems.observe(event);
-                log(scrubber.text(describeEvent(event)));
-              },
-              ...(pullRequests === undefined ? {} : { pullRequests }),
-              ...(remote === undefined ? {} : { remote }),
-            });
+      const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const controller = new AbortController();
       /** The transport's own reason for ending the session, when it was a message over its limit. */
       let overLimit: Error | null = null;
+      let runner: Runner | null = null;
       try {
+        // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run.
+        const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
+        if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
+        if (oracle !== null && executors !== null) {
+          const lanes = await startLanes({ ledger, key, keyLabel: keyPath, repo, isolation: isolationFlag(opts.isolation), consult: oracle, dispatch: executors });
+          for (const note of lanes.notes) log(scrubber.text(note.text));
+          runner = new Runner({
+            ledger,
+            key,
+            repo,
+            stateDir,
+            transport: lanes.transport!,
+            executors: lanes.executors!,
+            waiting: lanes.waiting,
+            hide,
+            onEvent: (event) => {
+              problems.observe(event);
+              log(scrubber.text(describeEvent(event)));
+            },
+            ...(pullRequests === undefined ? {} : { pullRequests }),
+            ...(remote === undefined ? {} : { remote }),
+          });
+        }
         const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
         const { StdioServerTransport } = await importPackage<typeof SdkStdio>('@modelcontextprotocol/sdk/server/stdio.js');
         const stdio = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: LIMITS.mcpMessageBytes });

@@ -1,18 +1,20 @@
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
-import type { Command } from 'commander';
+import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
-import { OracleCli, type OracleConfig } from '../consult/oracle.js';
+import { checkOracleArgs, OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
-import { probeBubblewrap, resolveOracleCommand } from '../runner/oracle-check.js';
+import { resolveOracleCommand } from '../runner/oracle-check.js';
+import { startLanes } from '../runner/startup.js';
+import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
-import type { Isolation } from '../dispatch/process.js';
+import { resolveCommand } from '../dispatch/process.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 
@@ -80,38 +82,48 @@ export interface OracleFlags {
 }
 
 /**
- * Turns the runner's Oracle flags into a transport; the browser engine and its flags, and an Oracle
- * that cannot be started (oracle-check.ts), are a config error here, before anything runs.
+ * Checks the runner's Oracle flags (the browser engine and its flags, an `--oracle-command` that
+ * names nothing, are a config error here, before anything runs) and returns how to make the
+ * transport once the start-up checks (runner/startup.ts) know the sandbox.
  */
-export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): OracleCli {
+export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): (isolation: 'bwrap' | 'none') => OracleCli {
   if (flags.engine !== undefined && flags.engine !== 'api') {
     throw new CooError('ORACLE_CONFIG', `--engine ${flags.engine} is not allowed: the first slice runs Oracle's API engine only`);
   }
-  if (!['auto', 'bwrap', 'none'].includes(flags.isolation)) throw new CooError('USAGE', '--isolation takes auto, bwrap or none');
+  isolationFlag(flags.isolation);
   if ((flags.oracleAzureEndpoint === undefined) !== (flags.oracleAzureDeployment === undefined)) {
     throw new CooError('USAGE', '--oracle-azure-endpoint and --oracle-azure-deployment go together');
   }
+  checkOracleArgs(flags.oracleArg);
   const command = flags.oracleCommand === undefined ? undefined : resolveOracleCommand(flags.oracleCommand);
   const config: OracleConfig = {
     ...(command === undefined ? {} : { command: [command] }),
     route: {
-      ...(flags.oracleBaseUrl === undefined ? {} : { baseUrl: flags.oracleBaseUrl }),
+      ...(flags.oracleBaseUrl === undefined || flags.oracleBaseUrl === '' ? {} : { baseUrl: flags.oracleBaseUrl }),
       ...(flags.oracleAzureEndpoint === undefined ? {} : { azure: { endpoint: flags.oracleAzureEndpoint, deployment: flags.oracleAzureDeployment! } }),
     },
     extraArgs: flags.oracleArg,
-    isolation: flags.isolation as 'auto' | 'bwrap' | 'none',
     hide,
   };
-  let transport: OracleCli;
-  try {
-    transport = new OracleCli(config);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
-    throw new CooError('ORACLE_CONFIG', 'the pinned @steipete/oracle is not installed: run npm ci, or give --oracle-command');
-  }
-  // The default command is this node running the pinned package's script.
-  if (transport.isolated) probeBubblewrap(command ?? process.execPath);
-  return transport;
+  return (isolation) => {
+    try {
+      return new OracleCli({ ...config, isolation });
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'MODULE_NOT_FOUND') throw error;
+      throw new CooError('ORACLE_CONFIG', 'the pinned @steipete/oracle is not installed: run npm ci, or give --oracle-command');
+    }
+  };
+}
+
+/** `--isolation`: bwrap (the default, bubblewrap required), none (chosen in so many words), or auto (an older name of bwrap). */
+export function isolationFlag(value: string): Isolation {
+  if (!(ISOLATIONS as readonly string[]).includes(value)) throw new CooError('USAGE', '--isolation takes bwrap or none');
+  return value as Isolation;
+}
+
+/** Prints what the start-up checks want said once: lanes that wait, and an explicit --isolation none. */
+export function printStartNotes(verb: string, notes: ReadonlyArray<{ readonly text: string }>): void {
+  for (const note of notes) process.stderr.write(`coo ${verb}: ${note.text}\n`);
 }
 
 /** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -119,11 +131,11 @@ export function withOracleOptions(command: Command, engineHelp: string): Command
   return command
     .option('--engine <engine>', engineHelp)
     .option('--oracle-command <path>', 'an Oracle executable to run instead of the pinned @steipete/oracle')
-    .option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url)')
+    .addOption(new Option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url); default $COO_ORACLE_BASE_URL (coo model serve prints one)').env('COO_ORACLE_BASE_URL'))
     .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
     .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
     .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
-    .option('--isolation <mode>', 'auto (bubblewrap when installed), bwrap, or none', 'auto');
+    .option('--isolation <mode>', 'bwrap: every lane runs under bubblewrap, and without it none runs (auto is an older name of it); none: no OS sandbox, only a clean folder and environment, said at start and in every receipt', 'bwrap');
 }
 
 /** The execution-agent flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -139,22 +151,23 @@ export interface ExecutorFlags {
 
 export function withExecutorOptions(command: Command): Command {
   return command
-    .option('--ea-command <path>', 'the execution agent executable (default: codex or claude on PATH, as the registry names)')
-    .option('--ea-base-url <url>', "a model API base URL for the execution agent (a gateway or a scripted model); the provider's own by default")
+    .option('--ea-command <path>', 'the execution agent executable (default: codex or claude on PATH, else the installed @openai/codex or @anthropic-ai/claude-code, as the registry names)')
+    .addOption(new Option('--ea-base-url <url>', "a model API base URL for the execution agent (a gateway or a scripted model); default $COO_EA_BASE_URL (coo model serve prints one), else the provider's own").env('COO_EA_BASE_URL'))
     .option('--github-token-env <name>', 'the environment variable holding the token that pushes branches and opens pull requests for --open-pr dispatches (default GITHUB_TOKEN; the agent never sees it)')
     .option('--push-url <url>', 'where --open-pr branches are pushed (default https://github.com/OWNER/REPO.git)')
     .option('--github-api-url <url>', 'the GitHub API for --open-pr (default $GITHUB_API_URL or https://api.github.com)')
     .option('--pr-base <branch>', 'the branch pull requests ask to merge into (default main)');
 }
 
-/** How the runner starts execution agents, from its flags; `hide` is what no executor sees. */
-export function executorsFromFlags(flags: ExecutorFlags, hide: readonly string[]): ExecutorFactory {
-  return executorFactory({
-    hide,
-    isolation: flags.isolation as Isolation,
-    ...(flags.eaCommand === undefined ? {} : { command: [resolve(flags.eaCommand)] }),
-    ...(flags.eaBaseUrl === undefined ? {} : { baseUrl: flags.eaBaseUrl }),
-  });
+/**
+ * How the runner starts execution agents, from its flags, once the start-up checks know the sandbox
+ * (runner/startup.ts); an --ea-command that names nothing is refused here, before anything runs.
+ * `hide` is what no executor sees.
+ */
+export function executorsFromFlags(flags: ExecutorFlags, hide: readonly string[]): (isolation: 'bwrap' | 'none') => ExecutorFactory {
+  const command = flags.eaCommand === undefined ? undefined : resolveCommand([resolve(flags.eaCommand)], undefined, '--ea-command');
+  const baseUrl = flags.eaBaseUrl === undefined || flags.eaBaseUrl === '' ? undefined : flags.eaBaseUrl;
+  return (isolation) => executorFactory({ hide, isolation, ...(command === undefined ? {} : { command }), ...(baseUrl === undefined ? {} : { baseUrl }) });
 }
 
 /** The runner's forge credentials for --open-pr dispatches, from its flags and environment; none without a token. */
@@ -204,37 +217,50 @@ export function watchVerb(program: Command): void {
       const leaseGraceSeconds = seconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
       if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');
-      const transport = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
+      const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
-      const note = packingNote(gitdir);
-      if (note !== null) process.stderr.write(`coo watch: note: ${note}\n`);
-      const print = (event: RunnerEvent): void => {
-        if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
-        else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
-      };
-      let stopSignals = (): void => undefined;
       const hide = [dirname(keyPath)];
       const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const pullRequests = pullRequestsFromFlags(opts);
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true });
-      const runner = new Runner({
-        ledger,
-        key,
-        repo,
-        stateDir,
-        transport,
-        executors,
-        hide,
-        onEvent: print,
-        keepSandboxes: opts.keepSandboxes === true,
-        ...(pullRequests === undefined ? {} : { pullRequests }),
-        ...(remote === undefined ? {} : { remote, leaseGraceSeconds }),
-      });
+      let runner: Runner | undefined;
+      let stopSignals = (): void => undefined;
       try {
+        const note = packingNote(gitdir);
+        if (note !== null) process.stderr.write(`coo watch: note: ${note}\n`);
+        const print = (event: RunnerEvent): void => {
+          if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
+          else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
+        };
+        const lanes = await startLanes({
+          ledger,
+          key,
+          keyLabel: keyPath,
+          repo,
+          isolation: isolationFlag(opts.isolation),
+          consult: oracle,
+          dispatch: executors,
+        });
+        printStartNotes('watch', lanes.notes);
+        runner = new Runner({
+          ledger,
+          key,
+          repo,
+          stateDir,
+          transport: lanes.transport!,
+          executors: lanes.executors!,
+          waiting: lanes.waiting,
+          hide,
+          onEvent: print,
+          keepSandboxes: opts.keepSandboxes === true,
+          ...(pullRequests === undefined ? {} : { pullRequests }),
+          ...(remote === undefined ? {} : { remote, leaseGraceSeconds }),
+        });
         if (opts.once === true) {
           const summary = await runner.runOnce();
-          if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}\n`);
+          const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued for a lane that cannot run here (above)` : '';
+          if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
           ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
           return;
         }
@@ -246,7 +272,7 @@ export function watchVerb(program: Command): void {
         };
         const policy = (await ledger.state()).policy?.doc;
         if (remote !== undefined) {
-          process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
+          process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${runner.runnerId} (Ctrl-C stops)\n`);
           await watchRemote(runner, {
             remote,
             signal: controller.signal,
@@ -258,7 +284,7 @@ export function watchVerb(program: Command): void {
           });
           return;
         }
-        process.stderr.write(`coo watch: watching ${gitdir} as ${runner.runnerId} (Ctrl-C stops)${transport.isolated ? '' : '; bubblewrap not found: the sandbox is not OS-enforced'}\n`);
+        process.stderr.write(`coo watch: watching ${gitdir} as ${runner.runnerId} (Ctrl-C stops)\n`);
         await watchLedger(runner, gitdir, {
           signal: controller.signal,
           ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
@@ -266,7 +292,7 @@ export function watchVerb(program: Command): void {
         });
       } finally {
         stopSignals();
-        runner.close();
+        runner?.close();
         remote?.close();
         ledger.close();
       }

@@ -4,7 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { findExecutable, isReadableFile } from '../util/executable.js';
 import { environmentSecrets, type Secret } from '../util/scrub.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
@@ -13,8 +13,8 @@ import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 /**
  * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
  * Every call runs in its attempt's sandbox with an allow-listed environment, under its own kill
- * timer, and, where bubblewrap is installed, with every path but the sandbox read-only and the
- * ledger, the key folder and the real HOME hidden.
+ * timer, and under bubblewrap (unless `none` was chosen) with every path but the sandbox read-only
+ * and the ledger, the key folder and the real HOME hidden.
  */
 
 export interface OracleRoute {
@@ -30,8 +30,8 @@ export interface OracleConfig {
   readonly route?: OracleRoute;
   /** Extra Oracle arguments; anything that selects the browser, a remote, a follow-up or what the lane owns is refused. */
   readonly extraArgs?: readonly string[];
-  /** `auto` uses bubblewrap when it is installed. */
-  readonly isolation?: 'auto' | 'bwrap' | 'none';
+  /** Bubblewrap by default, and required then (util/bubblewrap.ts); `none` must be asked for. */
+  readonly isolation?: Isolation;
   /** Paths hidden from Oracle entirely (the ledger, the key folder). */
   readonly hide?: readonly string[];
   /** Where provider keys are read from; the runner's environment by default. */
@@ -255,10 +255,7 @@ export class OracleCli implements AaTransport {
     this.command = (config.command ?? defaultCommand()).map((part, index) =>
       (index === 0 && part.includes('/')) || (index === 1 && isNode(config.command?.[0] ?? '') && !part.startsWith('-')) ? resolve(part) : part,
     );
-    const wanted = config.isolation ?? 'auto';
-    const bwrap = findBwrap();
-    if (wanted === 'bwrap' && bwrap === null) throw new CooError('ORACLE_CONFIG', 'isolation "bwrap" was asked for but bubblewrap is not installed (apt-get install bubblewrap)');
-    this.isolation = wanted === 'none' || bwrap === null ? 'none' : 'bwrap';
+    this.isolation = resolveIsolation(config.isolation ?? 'bwrap');
   }
 
   get isolated(): boolean {

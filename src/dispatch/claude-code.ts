@@ -1,12 +1,13 @@
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { claudeStreamState } from './claude-events.js';
 import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
-import { chooseIsolation, executorPath, resolveCommand, runExecutorProcess, type Isolation } from './process.js';
+import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { executorPath, resolveCommand, runExecutorProcess } from './process.js';
 
 /**
  * Claude Code as an execution agent: `claude -p --output-format stream-json`, with edits accepted
@@ -37,8 +38,9 @@ const AVAILABLE_TOOLS = ['Bash', 'Read', 'Edit', 'Write', 'Glob', 'Grep'];
 
 /** This package's pinned @anthropic-ai/claude-code binary (a development dependency). */
 export function pinnedClaudeCommand(): string[] {
-  const require = createRequire(import.meta.url);
-  return [join(dirname(require.resolve('@anthropic-ai/claude-code/package.json')), 'bin', 'claude.exe')];
+  const found = installedAgentCommand('claude_code');
+  if (found === null) throw new CooError('EXECUTOR_CONFIG', `${AGENT_CLIS.claude_code.packageName} is not installed`);
+  return found;
 }
 
 export class ClaudeCodeExecutor implements Executor {
@@ -46,7 +48,7 @@ export class ClaudeCodeExecutor implements Executor {
   private readonly isolation: 'bwrap' | 'none';
 
   constructor(private readonly config: ClaudeCodeConfig = {}) {
-    this.isolation = chooseIsolation(config.isolation ?? 'bwrap');
+    this.isolation = resolveIsolation(config.isolation ?? 'bwrap');
     for (const tool of config.tools ?? []) {
       if (!/^[A-Za-z][A-Za-z0-9_]{0,63}$/.test(tool)) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${JSON.stringify(tool)} is not a tool name`);
     }
@@ -61,7 +63,8 @@ export class ClaudeCodeExecutor implements Executor {
   }
 
   private program(): string[] {
-    return resolveCommand(this.config.command ?? ['claude'], this.source()['PATH'], 'ea.claude_code');
+    const path = this.source()['PATH'];
+    return this.config.command === undefined ? defaultAgentCommand('claude_code', path, 'ea.claude_code') : resolveCommand(this.config.command, path, 'ea.claude_code');
   }
 
   check(): void {

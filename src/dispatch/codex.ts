@@ -1,12 +1,13 @@
 import * as fs from 'node:fs';
-import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { codexStreamState } from './codex-events.js';
 import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
-import { chooseIsolation, executorPath, resolveCommand, runExecutorProcess, type Isolation } from './process.js';
+import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { executorPath, resolveCommand, runExecutorProcess } from './process.js';
 
 /**
  * The Codex CLI as an execution agent: `codex exec --json` with no user configuration, its own
@@ -34,8 +35,9 @@ export interface CodexConfig {
 
 /** This package's pinned @openai/codex launcher, under the current node. */
 export function pinnedCodexCommand(): string[] {
-  const require = createRequire(import.meta.url);
-  return [process.execPath, join(dirname(require.resolve('@openai/codex/package.json')), 'bin', 'codex.js')];
+  const found = installedAgentCommand('codex');
+  if (found === null) throw new CooError('EXECUTOR_CONFIG', `${AGENT_CLIS.codex.packageName} is not installed`);
+  return found;
 }
 
 /** `-c` values are TOML; a string is quoted as a TOML basic string. */
@@ -50,7 +52,7 @@ export class CodexExecutor implements Executor {
   private readonly providerKeyEnv: string;
 
   constructor(private readonly config: CodexConfig = {}) {
-    this.isolation = chooseIsolation(config.isolation ?? 'auto');
+    this.isolation = resolveIsolation(config.isolation ?? 'bwrap');
     this.providerKeyEnv = config.providerKeyEnv ?? 'OPENAI_API_KEY';
     if (!/^[A-Z_][A-Z0-9_]{0,63}$/.test(this.providerKeyEnv)) throw new CooError('EXECUTOR_CONFIG', `${this.providerKeyEnv} is not an environment variable name`);
   }
@@ -64,7 +66,8 @@ export class CodexExecutor implements Executor {
   }
 
   private program(): string[] {
-    return resolveCommand(this.config.command ?? ['codex'], this.source()['PATH'], 'ea.codex');
+    const path = this.source()['PATH'];
+    return this.config.command === undefined ? defaultAgentCommand('codex', path, 'ea.codex') : resolveCommand(this.config.command, path, 'ea.codex');
   }
 
   check(): void {

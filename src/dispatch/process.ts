@@ -16,7 +16,7 @@ import type { StreamState } from './stream-state.js';
  * and the event stream captured up to a bound and parsed as it arrives.
  */
 
-export type Isolation = 'auto' | 'bwrap' | 'none';
+export type { Isolation } from '../util/bubblewrap.js';
 
 /**
  * The command with its program resolved to an absolute path: a path is checked as given, a bare
@@ -29,13 +29,6 @@ export function resolveCommand(command: readonly string[], path: string | undefi
   if (full !== null) return [full, ...command.slice(1)];
   if (program.includes('/')) throw new CooError('EXECUTOR_CONFIG', `${label}: ${resolve(program)} is missing or not executable`);
   throw new CooError('EXECUTOR_CONFIG', `${label}: ${program} is not on PATH (set the executor command, e.g. --ea-command)`);
-}
-
-/** Resolves `isolation` against what is installed; asking for bwrap without it is EXECUTOR_CONFIG. */
-export function chooseIsolation(wanted: Isolation): 'bwrap' | 'none' {
-  const bwrap = findBwrap();
-  if (wanted === 'bwrap' && bwrap === null) throw new CooError('EXECUTOR_CONFIG', 'isolation "bwrap" was asked for but bubblewrap is not installed (apt-get install bubblewrap)');
-  return wanted === 'none' || bwrap === null ? 'none' : 'bwrap';
 }
 
 /** The PATH an executor gets: node's folder, the command's folder and the system folders. */

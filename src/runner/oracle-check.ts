@@ -1,4 +1,3 @@
-import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { isAbsolute, resolve } from 'node:path';
 import { CooError } from '../errors.js';
@@ -6,13 +5,10 @@ import { findExecutable, isExecutableFile } from '../util/executable.js';
 
 /**
  * Before the runner claims anything: can the Oracle it was given be started at all? A command that
- * is missing, not executable or not on PATH, or a bubblewrap that cannot start anything, fails
- * every consult the same way; found at start, it is a configuration error (exit 2) and every
- * envelope stays queued until the runner starts with a working Oracle.
+ * is missing, not executable or not on PATH fails every consult the same way; found at start
+ * (runner/startup.ts), it is a configuration error (exit 2) and every envelope stays queued until
+ * the runner starts with a working Oracle.
  */
-
-/** How long bubblewrap may take to start the probe. */
-const PROBE_MS = 10_000;
 
 /**
  * The executable `--oracle-command` names, as an absolute path. Oracle runs in the attempt's
@@ -36,16 +32,4 @@ export function resolveOracleCommand(command: string, env: NodeJS.ProcessEnv = p
   if (!stat.isFile()) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command} is not a file; give the path of an Oracle executable`);
   if (!isExecutableFile(path)) throw new CooError('ORACLE_CONFIG', `--oracle-command ${command} is not executable; chmod +x it`);
   return path;
-}
-
-/**
- * With bubblewrap, starts `executable`'s check inside a sandbox as the runner's would (everything
- * read-only, fresh /dev and /proc): where bubblewrap cannot create its namespaces, or cannot see
- * the executable, no consult could run.
- */
-export function probeBubblewrap(executable: string): void {
-  const probe = spawnSync('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
-  if (probe.status === 0) return;
-  const said = (probe.error?.message ?? probe.stderr.trim().split('\n', 1)[0]) || `exit ${probe.status ?? probe.signal}`;
-  throw new CooError('ORACLE_CONFIG', `bubblewrap cannot start ${executable} (${said}): fix bubblewrap, or run with --isolation none`);
 }

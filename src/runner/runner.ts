@@ -108,6 +108,11 @@ export interface RunnerOptions {
   readonly remote?: RunnerRemote;
   /** Seconds past an attempt's runtime budget before another runner may take it over (remote only; default 60). */
   readonly leaseGraceSeconds?: number;
+  /**
+   * Targets whose lane cannot run here (runner/startup.ts: a provider key or an executor is missing),
+   * with why: their messages stay queued and unclaimed, and the reason was said once at start.
+   */
+  readonly waiting?: ReadonlyMap<string, string>;
 }
 
 /** A receipt for a call already paid that the remote could not take yet, kept across restarts. */
@@ -122,6 +127,8 @@ interface JournalEntry {
 export interface RunSummary {
   readonly receipts: number;
   readonly waiting: readonly string[];
+  /** Messages left queued because their target's lane cannot run here (`waiting` in the options). */
+  readonly held: readonly string[];
 }
 
 
@@ -242,7 +249,7 @@ export class Runner {
   /** Handles every consult that is ready now, until none is; returns what was written and what waits. */
   async runOnce(): Promise<RunSummary> {
     this.register();
-    if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [] };
+    if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [], held: [] };
     await this.checkHistory();
     this.leaseWaits = [];
     let receipts = 0;
@@ -256,10 +263,13 @@ export class Runner {
         this.local.prune(holders);
         this.pruned = true;
       }
-      const ready = [...state.messages.values()]
+      const open = [...state.messages.values()]
         .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id))
-        .map((record) => ({ record, work: nextWork(record, now) }))
-        .filter(({ work }) => work.kind === 'attempt' || work.kind === 'recover')
+        .map((record) => ({ record, work: nextWork(record, now) }));
+      // A new attempt of a target whose lane cannot run here is never claimed; an open claim is still recovered.
+      const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
+      const ready = open
+        .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
         .sort((a, b) => a.record.seq - b.record.seq);
       // Runners on other machines all see the same queue: each picks at random among the oldest few,
       // so they do not all race for the oldest one (a lost race costs a fetch, a rebuild and a skip).
@@ -267,7 +277,7 @@ export class Runner {
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
-        return { receipts, waiting: [...waiting, ...this.leaseWaits].sort() };
+        return { receipts, waiting: [...waiting, ...this.leaseWaits].sort(), held };
       }
       try {
         const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : item.record.intent === 'ea_dispatch' ? await this.dispatch.attempt(state, item.record) : await this.attempt(state, item.record);
@@ -279,12 +289,13 @@ export class Runner {
         const message = error instanceof Error ? error.message : String(error);
         // A configuration error stays until someone fixes the runner: said once per message, not every pass.
         const said = `${item.record.id} ${code} ${message}`;
-        if (code !== 'EXECUTOR_CONFIG' || !this.configErrors.has(said)) this.emit({ type: 'error', messageId: item.record.id, code, message });
-        if (code === 'EXECUTOR_CONFIG') this.configErrors.add(said);
+        const config = code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE';
+        if (!config || !this.configErrors.has(said)) this.emit({ type: 'error', messageId: item.record.id, code, message });
+        if (config) this.configErrors.add(said);
         if (code === 'REMOTE_UNREACHABLE') {
           // Cut off: nothing new starts until the remote answers again.
           this.cutOff(message);
-          return { receipts, waiting: [] };
+          return { receipts, waiting: [], held: [] };
         }
       }
     }
@@ -578,12 +589,8 @@ export class Runner {
     }
     const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
-    try {
-      this.options.transport.check(decision.providerKeyEnv);
-    } catch (error) {
-      if (!isCooError(error)) throw error;
-      return stopHere('failed', 'config_error', error.message);
-    }
+    // A missing provider key is the runner's configuration, not the consult's fault: it stays queued.
+    this.options.transport.check(decision.providerKeyEnv);
     if (!(await this.claim(record, attempt, now, []))) return false;
     failpoint('after-claim');
     const sandbox = sandboxFor(this.options.stateDir, attemptIdFor(message.message_id, attempt));

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
+import { CooError } from '../errors.js';
 
 /**
  * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
@@ -12,6 +13,42 @@ import { join, resolve } from 'node:path';
 export const CREDENTIALS = ['.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker'];
 
 let bwrapPath: string | null | undefined;
+
+/**
+ * How a lane's processes are confined: `bwrap` (bubblewrap, required: the default) or `none` (a
+ * clean folder and environment only, which the operator must choose in so many words). `auto` is
+ * an older name of `bwrap`: it never falls back to no sandbox.
+ */
+export type Isolation = 'auto' | 'bwrap' | 'none';
+
+export const ISOLATIONS: readonly Isolation[] = ['bwrap', 'none', 'auto'];
+
+/** How long bubblewrap may take to start a probe. */
+const PROBE_MS = 10_000;
+
+/**
+ * The isolation a lane runs with. Fails closed: without bubblewrap no lane runs, unless `none`
+ * was asked for (the receipts then say `sandbox_unenforced`).
+ */
+export function resolveIsolation(wanted: Isolation): 'bwrap' | 'none' {
+  if (wanted === 'none') return 'none';
+  if (findBwrap() === null) {
+    throw new CooError('SANDBOX_UNAVAILABLE', 'bubblewrap is not installed, and no lane runs without a sandbox: install it (apt-get install bubblewrap), or choose --isolation none to run with a clean folder and environment only');
+  }
+  return 'bwrap';
+}
+
+/**
+ * Starts `executable`'s check inside a sandbox as a lane's would (everything read-only, fresh /dev
+ * and /proc): where bubblewrap cannot create its namespaces, or cannot see the executable, no
+ * attempt could run, so this is found before anything is claimed.
+ */
+export function probeBubblewrap(executable: string, label: string): void {
+  const probe = spawnSync(findBwrap() ?? 'bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
+  if (probe.status === 0) return;
+  const said = (probe.error?.message ?? probe.stderr.trim().split('\n', 1)[0]) || `exit ${probe.status ?? probe.signal}`;
+  throw new CooError('SANDBOX_UNAVAILABLE', `bubblewrap cannot start ${executable} for ${label} (${said}): fix bubblewrap, or choose --isolation none to run without it`);
+}
 
 /** The bubblewrap executable, or null when it is not installed. Looked up once. */
 export function findBwrap(): string | null {

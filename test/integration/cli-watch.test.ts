@@ -50,7 +50,7 @@ describe('coo watch with an Oracle that cannot be started', () => {
     const before = headOf(world.gitdir);
     const result = await watchOnce(world, httpOracle(world.dir), { PATH: `${bin}:${process.env['PATH'] ?? ''}` });
     expect(result.status).toBe(2);
-    expect(result.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^coo: ORACLE_CONFIG: bubblewrap cannot start .*No permissions to create new namespace.*--isolation none$/)]);
+    expect(result.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^coo: SANDBOX_UNAVAILABLE: bubblewrap cannot start .*No permissions to create new namespace.*--isolation none to run without it$/)]);
     expect(headOf(world.gitdir)).toBe(before);
     expect(laneState(world, messageId)).toBe('queued');
   });

@@ -218,7 +218,7 @@ describe('the consult lane', () => {
     expect(w.server.requests).toHaveLength(1);
   });
 
-  it('keeps aa.gemini and aa.claude in the registry, mapped to Oracle models, and lets the policy decide', async () => {
+  it('keeps aa.gemini and aa.claude in the registry, mapped to Oracle models, lets the policy decide, and leaves a consult queued, unclaimed, while the runner lacks its provider key', async () => {
     const w = await fresh();
     const registry = (await w.ledger.state()).registry!.doc;
     expect(registry.actors.find((actor) => actor.id === 'aa.gemini')?.transport?.model).toBe('gemini-3.1-pro');
@@ -227,10 +227,17 @@ describe('the consult lane', () => {
     const policy = (await w.ledger.state()).policy!.doc;
     await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, edges: [...policy.edges, { from: 'coo.*', to: 'aa.gemini', intents: ['aa_consult'], requires: ['budget_check'] }] } }, w.actors.ceo, new Date());
     const allowed = await w.consult({ target: 'aa.gemini', idempotencyKey: 'gemini' });
-    await w.runner().runOnce();
-    // The runner holds no GEMINI_API_KEY: a config error before any claim is paid for.
-    const receipt = (await receiptsOf(w, allowed.messageId))[0]!;
-    expect(blockersOf(receipt)).toEqual(['config_error']);
-    expect(String((receipt['blockers'] as Array<{ detail: string }>)[0]!.detail)).toContain('GEMINI_API_KEY');
+    const runner = w.runner();
+    await runner.runOnce();
+    await runner.runOnce();
+    // The runner holds no GEMINI_API_KEY: its own configuration, not the consult's fault. Nothing is
+    // claimed or receipted, the consult stays queued, and the reason is said once, not every pass.
+    expect(await receiptsOf(w, allowed.messageId)).toEqual([]);
+    expect((await w.ledger.state()).messages.get(allowed.messageId)!.attempts).toEqual([]);
+    const errors = w.events.filter((event) => event.type === 'error');
+    expect(errors).toEqual([{ type: 'error', messageId: allowed.messageId, code: 'ORACLE_CONFIG', message: expect.stringContaining('GEMINI_API_KEY') }]);
+    expect(w.server.requests).toHaveLength(0);
+    await w.runner({ transport: w.transport({ env: { GEMINI_API_KEY: 'sk-gemini-test' } }) }).runOnce();
+    expect((await receiptsOf(w, allowed.messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   });
 });

@@ -1,0 +1,149 @@
+import { CooError, isCooError } from '../errors.js';
+import { describeStatus, keyStatus } from '../authority/keys.js';
+import { checkEdge } from '../authority/policy-check.js';
+import type { LedgerState } from '../authority/state.js';
+import type { OracleCli } from '../consult/oracle.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import type { ExecutorFactory } from '../dispatch/executor.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { runGit } from '../util/exec.js';
+import { planStartup, type Problem, type TargetFacts } from './readiness.js';
+
+/**
+ * Fail closed at start: everything that can be checked before a claim is checked here, once, per
+ * lane, before the runner claims anything (`coo watch`, `coo mcp --run` and `coo demo` alike). The
+ * repository, the COO key and the sandbox serve every lane; Oracle and each advisory agent's
+ * provider key serve consults; each execution agent's executor and key serve its dispatches.
+ * What the checks found is decided in readiness.ts.
+ */
+
+export interface StartupOptions {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  /** How the key was given (a path), for the message that refuses it. */
+  readonly keyLabel: string;
+  /** The repository consults pin their context in and dispatches work in. */
+  readonly repo: string;
+  readonly isolation: Isolation;
+  /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
+  readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
+  /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
+  readonly dispatch?: (isolation: 'bwrap' | 'none') => ExecutorFactory;
+}
+
+export interface StartedLanes {
+  readonly isolation: 'bwrap' | 'none';
+  readonly transport: OracleCli | null;
+  readonly executors: ExecutorFactory | null;
+  /** Targets whose messages stay queued and unclaimed: actor -> why. */
+  readonly waiting: ReadonlyMap<string, string>;
+  /** What to tell the operator once, at start (target null: about every lane). */
+  readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
+}
+
+function problemOf(error: unknown): Problem {
+  if (isCooError(error)) return { code: error.code, message: error.message };
+  throw error;
+}
+
+/**
+ * Why `key` may not act as the runner (sign claims and receipts), or null when it is the active
+ * COO's key in the trust files in force. A retired or revoked key is named so, from the one record
+ * of each key the validator also reads (authority/keys.ts keyStatus).
+ */
+export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: string): Problem | null {
+  const registry = state.registry?.doc ?? null;
+  if (registry === null) return null;
+  const keyId = key.publicKey.keyId;
+  const coo = registry.active_coo;
+  const status = keyStatus(state, keyId);
+  if (status.status === 'active' && status.actor === coo) return null;
+  const not = `${label} (${keyId}) is not the active COO's key`;
+  const fix = `give ${coo}'s key (--key or $COO_KEY)`;
+  if (status.status === 'active') return { code: 'RUNNER_CONFIG', message: `${not}: it is the key of ${status.actor}, and claims and receipts are ${coo}'s to sign; ${fix}` };
+  return { code: 'RUNNER_CONFIG', message: `${not}: it is ${describeStatus(status)}; ${fix}` };
+}
+
+async function repoProblem(repo: string): Promise<Problem | null> {
+  try {
+    await runGit(['-C', repo, 'rev-parse', '--git-dir']);
+    return null;
+  } catch {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
+  }
+}
+
+/** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */
+function targetsOf(state: LedgerState): Array<{ actor: string; lane: 'consult' | 'dispatch'; providerKeyEnv: string; executor?: { kind: 'codex' | 'claude_code'; model: string } }> {
+  const registry = state.registry?.doc;
+  const policy = state.policy?.doc;
+  if (registry === undefined || policy === undefined) return [];
+  return registry.actors.flatMap((actor) => {
+    const lane = actor.transport !== undefined ? 'consult' : actor.executor !== undefined ? 'dispatch' : null;
+    if (lane === null) return [];
+    try {
+      checkEdge(registry, policy, registry.active_coo, actor.id, lane === 'consult' ? 'aa_consult' : 'ea_dispatch', 'start');
+    } catch (error) {
+      if (isCooError(error)) return [];
+      throw error;
+    }
+    if (actor.transport !== undefined) return [{ actor: actor.id, lane, providerKeyEnv: actor.transport.provider_key_env }];
+    const executor = actor.executor!;
+    return [{ actor: actor.id, lane, providerKeyEnv: executor.provider_key_env, executor: { kind: executor.kind, model: executor.model } }];
+  });
+}
+
+/**
+ * Runs every start-up check and returns the lanes ready to run, or throws the one coded line that
+ * refuses the start (exit 2): nothing has been claimed then.
+ */
+export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
+  const state = await options.ledger.state();
+  const shared: Problem[] = [];
+  const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
+  if (keyProblem !== null) shared.push(keyProblem);
+  const repo = await repoProblem(options.repo);
+  if (repo !== null) shared.push(repo);
+  let isolation: 'bwrap' | 'none' = 'none';
+  try {
+    isolation = resolveIsolation(options.isolation);
+    if (isolation === 'bwrap') probeBubblewrap(process.execPath, 'the lanes');
+  } catch (error) {
+    shared.push(problemOf(error));
+  }
+  const refuse = (code: Problem['code'], message: string): never => {
+    throw new CooError(code, message);
+  };
+  if (shared.length > 0) {
+    const plan = planStartup({ shared, isolation, targets: [] });
+    if (plan.kind === 'refuse') refuse(plan.code, plan.message);
+  }
+  const transport = options.consult?.(isolation) ?? null;
+  const executors = options.dispatch?.(isolation) ?? null;
+  const oracleProblem = transport?.commandProblem() ?? null;
+  const targets: TargetFacts[] = [];
+  for (const target of targetsOf(state)) {
+    const problems: Problem[] = [];
+    if (target.lane === 'consult') {
+      if (transport === null) continue;
+      if (oracleProblem !== null) problems.push({ code: 'ORACLE_CONFIG', message: `Oracle cannot be started: ${oracleProblem}` });
+      try {
+        transport.check(target.providerKeyEnv);
+      } catch (error) {
+        problems.push(problemOf(error));
+      }
+    } else {
+      if (executors === null) continue;
+      try {
+        executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } }).check();
+      } catch (error) {
+        problems.push(problemOf(error));
+      }
+    }
+    targets.push({ actor: target.actor, lane: target.lane, problems });
+  }
+  const plan = planStartup({ shared, isolation, targets });
+  if (plan.kind === 'refuse') return refuse(plan.code, plan.message);
+  return { isolation, transport, executors, waiting: plan.waiting, notes: plan.notes };
+}
