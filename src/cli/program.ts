@@ -18,6 +18,7 @@ import { initVerb } from './init.js';
 import { keygenVerb } from './keygen.js';
 import { logVerb } from './log.js';
 import { mcpVerb } from './mcp.js';
+import { modelVerb } from './model.js';
 import { currentOutcome } from './outcome.js';
 import { schemasVerb } from './schemas.js';
 import { showVerb } from './show.js';
@@ -35,7 +36,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, approveVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, hookVerb, mcpVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, approveVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, mcpVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

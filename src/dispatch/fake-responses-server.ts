@@ -83,7 +83,18 @@ function itemsFor(turn: ScriptTurn, n: number): Array<Record<string, unknown>> {
   }
 }
 
-export async function startScriptedResponsesServer(initial: readonly ScriptTurn[] = [], port = 0): Promise<ScriptedModelServer> {
+export interface ScriptedServerOptions {
+  readonly port?: number;
+  /**
+   * Every session plays the script from its first turn: a call's turn is the number of tool results
+   * it carries (Codex sends a turn's whole input each call). Without it, calls take turns in order
+   * across sessions, as the contract tests count them.
+   */
+  readonly perSession?: boolean;
+}
+
+export async function startScriptedResponsesServer(initial: readonly ScriptTurn[] = [], options: ScriptedServerOptions = {}): Promise<ScriptedModelServer> {
+  const { port = 0, perSession = false } = options;
   let script: readonly ScriptTurn[] = initial;
   let next = 0;
   const calls: ModelCall[] = [];
@@ -103,9 +114,10 @@ export async function startScriptedResponsesServer(initial: readonly ScriptTurn[
         sendJsonError(res, 400, 'invalid_request_error', 'body is not JSON');
         return;
       }
-      const turn = script[next] ?? null;
+      const toolOutputs = toolOutputsOf(body);
+      const turn = script[perSession ? toolOutputs.length : next] ?? null;
       next += 1;
-      const n = calls.push({ path: url.pathname, model: typeof body['model'] === 'string' ? body['model'] : null, toolOutputs: toolOutputsOf(body), turn });
+      const n = calls.push({ path: url.pathname, model: typeof body['model'] === 'string' ? body['model'] : null, toolOutputs, turn });
       if (turn === null) {
         sendJsonError(res, 500, 'server_error', 'the script has no more turns');
         return;
