@@ -7,7 +7,8 @@ import { formatFinding } from './verify.js';
 
 export function hookVerb(program: Command): void {
   program
-    .command('hook')
+    // Git runs it from the hook coo init installs; it is not a verb for people, so help does not list it.
+    .command('hook', { hidden: true })
     .description('git hooks of a ledger (installed by coo init)')
     .argument('<name>', 'pre-receive')
     .action(async (name: string) => {
