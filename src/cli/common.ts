@@ -63,6 +63,19 @@ export function emit(json: boolean | undefined, value: unknown, human: () => str
   process.stdout.write(json === true ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
 }
 
+/**
+ * Prints a written message: with `--json` the whole result; otherwise only its id on standard
+ * output, so `id=$(coo consult ...)` works, and what else there is to say on standard error.
+ */
+export function emitMessage<T extends { readonly message_id: string }>(verb: string, json: boolean | undefined, value: T, note: string): void {
+  if (json === true) {
+    process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    return;
+  }
+  process.stdout.write(`${value.message_id}\n`);
+  if (note !== '') process.stderr.write(`coo ${verb}: ${value.message_id}${note}\n`);
+}
+
 export function now(): Date {
   return new Date();
 }

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueConsult } from '../consult/enqueue.js';
-import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function consultVerb(program: Command): void {
@@ -51,8 +51,11 @@ export function consultVerb(program: Command): void {
       const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
         enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional }),
       );
-      emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) }, () =>
-        (result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : result.messageId) + remoteText(remote),
+      emitMessage(
+        'consult',
+        opts['json'] === true,
+        { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) },
+        (result.existing ? ' (already queued with this idempotency key and request)' : '') + remoteText(remote),
       );
     });
 }

@@ -4,7 +4,7 @@ import { enqueueDispatch } from '../dispatch/enqueue.js';
 import * as fs from 'node:fs';
 import { LIMITS } from '../limits.js';
 import { readBounded } from '../util/bounded-read.js';
-import { collectPairs, durationFlag, emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
@@ -78,8 +78,11 @@ export function dispatchVerb(program: Command): void {
           ...optional,
         }),
       );
-      emit(opts['json'] === true, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) }, () =>
-        (result.existing ? `${result.messageId} (already queued with this idempotency key and request)` : `${result.messageId} (base ${result.envelope.dispatch.base_ref.slice(0, 12)}, branch ${result.envelope.dispatch.branch_name})`) + remoteText(remote),
+      emitMessage(
+        'dispatch',
+        opts['json'] === true,
+        { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) },
+        (result.existing ? ' (already queued with this idempotency key and request)' : ` (base ${result.envelope.dispatch.base_ref.slice(0, 12)}, branch ${result.envelope.dispatch.branch_name})`) + remoteText(remote),
       );
     });
 }

@@ -38,7 +38,8 @@ describe('the lane from the command line', () => {
     expect(printed.envelope.context_pin.files.map((file) => file.path)).toEqual(['src/add.ts']);
     expect(printed.envelope.budget.max_cost_usd).toBe(0.5);
     const again = coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'Review add().', '--max-cost', '0.5', '--idempotency-key', 'cli-1'], { env });
-    expect(again.stdout).toContain(`${messageId} (already queued`);
+    expect(again.stdout).toBe(`${messageId}\n`);
+    expect(again.stderr).toContain(`coo consult: ${messageId} (already queued`);
   });
 
   it('refuses bad consult input with coded errors', () => {
