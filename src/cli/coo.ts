@@ -1,7 +1,11 @@
 import { run, type RunOutcome } from './program.js';
 
-/** The one place exit statuses are decided: 0 ok, 1 error, 2 usage, 3 verification failed or rejected. */
-const EXIT: Record<RunOutcome, number> = { ok: 0, error: 1, usage: 2, rejected: 3 };
+/**
+ * The one place exit statuses are decided: 0 ok, 1 error, 2 usage, 3 verification failed or
+ * rejected, 130 a runner the operator stopped (Ctrl-C) while an attempt was in flight, as a shell
+ * reports a command SIGINT ended.
+ */
+const EXIT: Record<RunOutcome, number> = { ok: 0, error: 1, usage: 2, rejected: 3, interrupted: 130 };
 
 /**
  * Ends the process once the verb's outcome is known and what it printed is written. Whatever a verb

@@ -8,7 +8,8 @@ import { LIMITS } from '../limits.js';
 import { serverScrubber } from '../mcp/results.js';
 import { RunnerProblems } from '../mcp/runner-problems.js';
 import { createCooMcpServer, TOOL_SUMMARIES } from '../mcp/server.js';
-import { Runner } from '../runner/runner.js';
+import { Runner, type RunnerEvent } from '../runner/runner.js';
+import { stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
@@ -75,6 +76,7 @@ export function mcpVerb(program: Command): void {
       /** The transport's own reason for ending the session, when it was a message over its limit. */
       let overLimit: Error | null = null;
       let runner: Runner | null = null;
+      let observe: (event: RunnerEvent) => void = () => undefined;
       try {
         // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run.
         const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
@@ -92,6 +94,7 @@ export function mcpVerb(program: Command): void {
             waiting: lanes.waiting,
             hide,
             onEvent: (event) => {
+              observe(event);
               problems.observe(event);
               log(scrubber.text(describeEvent(event)));
             },
@@ -110,7 +113,10 @@ export function mcpVerb(program: Command): void {
         stdio.onclose = () => controller.abort();
         // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).
         process.stdin.once('end', () => controller.abort());
-        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+        // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
+        const stop = runner === null ? null : stopOnSignal(runner, () => controller.abort());
+        if (stop !== null) observe = stop.observe;
+        if (stop === null) for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
         await server.connect(stdio);
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;
@@ -127,6 +133,11 @@ export function mcpVerb(program: Command): void {
         });
         await watching;
         await server.close();
+        if (stop !== null) {
+          const messages = (await ledger.state()).messages;
+          for (const line of stop.closing((id) => messages.get(id)?.intent)) log(line);
+          stop.dispose();
+        }
         if (overLimit !== null) {
           throw new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${LIMITS.mcpMessageBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
         }

@@ -27,7 +27,7 @@ import { verifyVerb } from './verify.js';
 import { verifyBundleVerb } from './verify-bundle.js';
 
 /** How a run ended; cli/coo.ts turns it into the exit status. */
-export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected';
+export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected' | 'interrupted';
 
 export function buildProgram(): Command {
   const program = new Command('coo')

@@ -10,6 +10,8 @@ import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
 import { resolveOracleCommand } from '../runner/oracle-check.js';
+import { markInterrupted } from './outcome.js';
+import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
@@ -229,7 +231,9 @@ export function watchVerb(program: Command): void {
       try {
         const note = packingNote(gitdir);
         if (note !== null) process.stderr.write(`coo watch: note: ${note}\n`);
+        let observe: (event: RunnerEvent) => void = () => undefined;
         const print = (event: RunnerEvent): void => {
+          observe(event);
           if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
           else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
         };
@@ -257,39 +261,48 @@ export function watchVerb(program: Command): void {
           ...(pullRequests === undefined ? {} : { pullRequests }),
           ...(remote === undefined ? {} : { remote, leaseGraceSeconds }),
         });
-        if (opts.once === true) {
-          const summary = await runner.runOnce();
-          const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued for a lane that cannot run here (above)` : '';
-          if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
-          ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
-          return;
-        }
         const controller = new AbortController();
-        const abort = (): void => controller.abort();
-        for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, abort);
-        stopSignals = () => {
-          for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, abort);
-        };
-        const policy = (await ledger.state()).policy?.doc;
-        if (remote !== undefined) {
-          process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${runner.runnerId} (Ctrl-C stops)\n`);
-          await watchRemote(runner, {
-            remote,
-            signal: controller.signal,
-            pollSeconds,
-            maxPollSeconds,
-            ...(policy === undefined ? {} : { heartbeatSeconds: policy.heartbeat.interval_seconds }),
-            onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
-            onError: (error) => print({ type: 'error', messageId: null, code: error instanceof CooError ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) }),
-          });
-          return;
+        const stop = stopOnSignal(runner, () => controller.abort());
+        observe = stop.observe;
+        stopSignals = stop.dispose;
+        await runLanes();
+        if (stop.signal() !== null) {
+          const messages = (await ledger.state()).messages;
+          const closing = stop.closing((id) => messages.get(id)?.intent);
+          for (const line of closing) process.stderr.write(`coo watch: ${line}\n`);
+          if (!closing[0]!.includes('no attempt was in flight')) markInterrupted();
         }
-        process.stderr.write(`coo watch: watching ${gitdir} as ${runner.runnerId} (Ctrl-C stops)\n`);
-        await watchLedger(runner, gitdir, {
-          signal: controller.signal,
-          ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
-          onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
-        });
+
+        async function runLanes(): Promise<void> {
+          const active = runner!;
+          if (opts.once === true) {
+            const summary = await active.runOnce();
+            const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued for a lane that cannot run here (above)` : '';
+            if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
+            ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
+            return;
+          }
+          const policy = (await ledger.state()).policy?.doc;
+          if (remote !== undefined) {
+            process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${active.runnerId} (Ctrl-C stops)\n`);
+            await watchRemote(active, {
+              remote,
+              signal: controller.signal,
+              pollSeconds,
+              maxPollSeconds,
+              ...(policy === undefined ? {} : { heartbeatSeconds: policy.heartbeat.interval_seconds }),
+              onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
+              onError: (error) => print({ type: 'error', messageId: null, code: error instanceof CooError ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) }),
+            });
+            return;
+          }
+          process.stderr.write(`coo watch: watching ${gitdir} as ${active.runnerId} (Ctrl-C stops)\n`);
+          await watchLedger(active, gitdir, {
+            signal: controller.signal,
+            ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
+            onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
+          });
+        }
       } finally {
         stopSignals();
         runner?.close();

@@ -5,6 +5,7 @@ import { dirname, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile } from '../util/executable.js';
 import { environmentSecrets, type Secret } from '../util/scrub.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
@@ -377,6 +378,7 @@ export class OracleCli implements AaTransport {
       // it outlives a crashed runner (no --die-with-parent), so its answer can still be harvested.
       const child = spawn(argv[0]!, argv.slice(1), { cwd: request.sandbox.work, env: this.environment(request), detached: true, stdio });
       for (const fd of stdio) fs.closeSync(fd);
+      const untrack = trackGroup(child.pid);
       if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, `${child.pid}\n`);
       const timer = setTimeout(() => {
         killedByTimer = true;
@@ -387,6 +389,7 @@ export class OracleCli implements AaTransport {
         settled = true;
         clearTimeout(timer);
         if (child.pid !== undefined) killGroup(child.pid);
+        untrack();
         resolvePromise(ended(exitCode, signal, killedByTimer, startError));
       };
       child.on('error', (error) => finish(null, null, error.message));

@@ -6,7 +6,8 @@ import { GIT_NAMESPACE, signSshsig } from '../crypto/sshsig.js';
 import { formatIdent, renderCommitPayload, renderSignedCommit } from '../ledger/commit-format.js';
 import { CatFileReader, ObjectWriter } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
-import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { bwrapArgs, findBwrap, killGroup, resolveIsolation } from '../util/bubblewrap.js';
+import { trackGroup } from '../util/children.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
 import type { EvidenceSummary } from './outcome.js';
@@ -63,7 +64,9 @@ export interface VerificationOptions {
 /** Runs one verification command with `sh -c` in `cwd`, in its own process group, under our timer. */
 export function runVerification(cwd: string, command: string, options: VerificationOptions): Promise<VerificationResult> {
   const home = options.home;
+  // Asked for bubblewrap, a verification never runs without it (it was checked at start; this is a bubblewrap that went away).
   const bwrap = options.isolation === 'bwrap' ? findBwrap() : null;
+  if (options.isolation === 'bwrap' && bwrap === null) resolveIsolation('bwrap');
   const argv = [...(bwrap === null ? [] : bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true })), '/bin/sh', '-c', command];
   const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1' };
   const bound = options.maxOutputBytes ?? LIMITS.subprocessOutputBytes;
@@ -74,6 +77,7 @@ export function runVerification(cwd: string, command: string, options: Verificat
     let overflow = false;
     let killedByTimer = false;
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const untrack = trackGroup(child.pid);
     const timer = setTimeout(() => {
       killedByTimer = true;
       if (child.pid !== undefined) killGroup(child.pid);
@@ -96,6 +100,7 @@ export function runVerification(cwd: string, command: string, options: Verificat
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      untrack();
       if (startError !== undefined) take(Buffer.from(startError));
       resolvePromise({ command, exitCode: killedByTimer ? null : exitCode, killedByTimer, output: Buffer.concat(chunks), outputOverflow: overflow, elapsedMs: Date.now() - started });
     };

@@ -5,6 +5,7 @@ import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { trackGroup } from '../util/children.js';
 import { findExecutable } from '../util/executable.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { costOf, type ExecutorRun, type ExecutorName } from './executor.js';
@@ -77,6 +78,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
     let settled = false;
     // detached: its own process group, so the timer ends every process the executor started.
     const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const untrack = trackGroup(child.pid);
     // The pid with its start time: a runner after a crash ends this process's group only if the pid is still this process.
     if (plan.pidFile !== undefined && child.pid !== undefined) fs.writeFileSync(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
     const kill = (reason: NonNullable<ExecutorRun['killedBy']>): void => {
@@ -107,6 +109,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
       clearTimeout(timer);
       // Whatever the executor left running in its group ends with it.
       if (child.pid !== undefined) killGroup(child.pid);
+      untrack();
       plan.state.feed(decoder.end());
       resolvePromise({
         executor: plan.executor,

@@ -52,6 +52,8 @@ export interface DispatchContext {
   readonly onEvent: (event: DispatchEvent) => void;
   /** How a succeeded dispatch that asks for it (`open_pr`) becomes a pull request; absent, none is opened. */
   readonly pullRequests?: PullRequestConfig;
+  /** Why the operator stopped the runner, once they did (Runner.interrupt): the attempt in flight then ends interrupted. */
+  readonly stoppedBy?: () => string | null;
 }
 
 /** The runner's forge credentials and endpoints: the executor never sees them. */
@@ -96,6 +98,8 @@ interface AttemptOutcome {
   error: { readonly code: string; readonly message: string } | null;
   /** What the executor said passes this (the key it was handed, the runner's folders) before anything reads it. */
   scrub: Scrubber | null;
+  /** The operator stopped the runner (Runner.interrupt) before or while the executor ran: the attempt ends interrupted, nothing judged. */
+  interrupted: string | null;
 }
 
 /** One line for a receipt: a coded error's message, or a system error's code and text. */
@@ -207,7 +211,7 @@ export class DispatchLane {
     const attemptId = attemptIdOf(record, attempt);
     const folder = attemptFolder(this.ctx.stateDir, attemptId);
     const branch = attemptBranchFor(message.dispatch.branch_name, attempt);
-    const out: AttemptOutcome = { worktree: null, noWorktree: null, run: null, gathered: null, error: null, scrub: null };
+    const out: AttemptOutcome = { worktree: null, noWorktree: null, run: null, gathered: null, error: null, scrub: null, interrupted: null };
     try {
       await this.runAttempt(out, { message, attempt, attemptId, folder, branch, executor, prompt, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, actor: state.registry!.doc.active_coo });
     } catch (error) {
@@ -261,6 +265,11 @@ export class DispatchLane {
       out.noWorktree = `no worktree for ${branch}: ${error.message}`;
       return;
     }
+    const stoppedFirst = this.ctx.stoppedBy?.() ?? null;
+    if (stoppedFirst !== null) {
+      out.interrupted = `the runner was stopped (${stoppedFirst}) before ${executor.name} started; nothing ran`;
+      return;
+    }
     this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
     const running = executor.run({ attemptId: a.attemptId, worktree: out.worktree.path, scratch: folder.scratch, prompt: a.prompt, timeoutSeconds: a.timeoutSeconds, maxCostUsd: a.maxCostUsd, pidFile: folder.pidPath });
     failpoint('during-executor');
@@ -270,6 +279,12 @@ export class DispatchLane {
     const run = scrub.value(await running);
     out.run = run;
     this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
+    const stoppedBy = this.ctx.stoppedBy?.() ?? null;
+    if (stoppedBy !== null && run.exitCode === null) {
+      // Killed by the operator's stop: nothing is gathered or judged from a run cut short.
+      out.interrupted = `the runner was stopped (${stoppedBy}) while ${executor.name} ran; it was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`;
+      return;
+    }
     // The runner's own folder for its evidence, made now that the agent is gone, where the agent could not write: a fresh name beside its worktree.
     const runnerDir = fs.mkdtempSync(join(folder.root, 'runner-'));
     out.gathered = await gatherEvidence(out.worktree, {
@@ -393,6 +408,9 @@ export class DispatchLane {
       this.ctx.onReceipt(message.message_id, attempt, doc.status, codes);
       return { doc, path, sha256: sha256Ref(bytes) };
     };
+    if (out.interrupted !== null) {
+      return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [{ code: 'interrupted', detail: out.interrupted }] }), []);
+    }
     const run = out.run;
     if (run === null) {
       const blocker = out.noWorktree !== null ? { code: 'config_error' as const, detail: out.noWorktree } : { code: 'runner_error' as const, detail: `${out.error?.code ?? 'INTERNAL'}: ${out.error?.message ?? 'the attempt ended before its executor ran'}` };

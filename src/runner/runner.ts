@@ -13,6 +13,7 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import { DispatchLane, type DispatchEvent, type PullRequestConfig } from '../dispatch/runner-lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport } from '../consult/oracle.js';
 import { killGroup } from '../util/bubblewrap.js';
+import { stopGroups } from '../util/children.js';
 import { isAlive } from '../util/process.js';
 import { judgeRun, type OracleRun } from '../consult/outcome.js';
 import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
@@ -160,6 +161,8 @@ export class Runner {
   private cutOffSince: Date | null = null;
   /** When the leases of claims other runners hold end, as seen by the last pass: a watch wakes then. */
   private leaseWaits: string[] = [];
+  /** Why the operator stopped the runner (`SIGINT`), once they did: no new work starts, and the attempt in flight ends interrupted. */
+  private stoppedBy: string | null = null;
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = newRunnerId();
@@ -193,8 +196,19 @@ export class Runner {
       },
       onReceipt: (messageId, attempt, status, blockers) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt: null }),
       onEvent: (event) => this.emit(event),
+      stoppedBy: () => this.stoppedBy,
       ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }),
     });
+  }
+
+  /**
+   * The operator stops the runner (Ctrl-C): no new attempt starts, the processes of the attempt in
+   * flight (Oracle, the executor, a verification) are killed, and that attempt is receipted
+   * `interrupted`, as a runner after a crash would record it, before the pass returns.
+   */
+  interrupt(reason: string): void {
+    this.stoppedBy ??= reason;
+    stopGroups();
   }
 
   /** Stops the runner's long-lived readers. */
@@ -255,6 +269,7 @@ export class Runner {
     let receipts = 0;
     const skipped = new Set<string>();
     for (let pass = 0; ; pass += 1) {
+      if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       const state = await this.options.ledger.intactState();
       const now = this.clock();
       const holders = this.observeClaims(state, now);
@@ -593,6 +608,10 @@ export class Runner {
     this.options.transport.check(decision.providerKeyEnv);
     if (!(await this.claim(record, attempt, now, []))) return false;
     failpoint('after-claim');
+    if (this.stoppedBy !== null) {
+      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${this.stoppedBy}) before Oracle started; nothing was paid for`);
+      return true;
+    }
     const sandbox = sandboxFor(this.options.stateDir, attemptIdFor(message.message_id, attempt));
     const canary = `canary-${randomBytes(12).toString('hex')}`;
     const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: pins.files.map((file) => file.path) });
@@ -621,6 +640,12 @@ export class Runner {
     const scrub = this.consultScrubber(sandbox, decision.providerKeyEnv);
     const run = scrub.value(await running);
     this.emit({ type: 'oracle_ended', messageId: message.message_id, attempt, at: Date.now(), elapsedMs: run.elapsedMs, exitCode: run.exitCode, signal: run.signal, killedByTimer: run.killedByTimer });
+    if (this.stoppedBy !== null && run.exitCode === null) {
+      // Killed by the operator's stop, not judged: an Oracle that had already ended is judged as usual.
+      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${this.stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`);
+      if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
+      return true;
+    }
     failpoint('after-answer');
     await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files, scrub);
     return true;
@@ -733,6 +758,28 @@ export class Runner {
     if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
   }
 
+  /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
+  private async writeInterrupted(message: AaConsultMessage, messageId: string, attempt: number, detail: string): Promise<void> {
+    const now = this.clock();
+    const state = await this.options.ledger.state();
+    const record = state.messages.get(messageId)!;
+    const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
+    const receipt = buildReceipt({
+      now,
+      message,
+      record,
+      attempt,
+      status: 'failed',
+      blockers: [{ code: 'interrupted', detail }],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      validation: { status: 'not_run', errors: [] },
+      warnings: [],
+    });
+    await this.commit([{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
+    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status: 'failed', blockers: ['interrupted'], retryAt });
+  }
+
   /**
    * An attempt claimed but never receipted: a runner crashed, or another runner holds it. If its
    * owner is alive elsewhere, leave it. Otherwise wait out an Oracle that is still running, harvest
@@ -803,22 +850,7 @@ export class Runner {
         return true;
       }
     }
-    const now = this.clock();
-    const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
-    const receipt = buildReceipt({
-      now,
-      message,
-      record,
-      attempt: last.number,
-      status: 'failed',
-      blockers: [{ code: 'interrupted', detail: `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}` }],
-      nextAttemptAt: retryAt,
-      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      validation: { status: 'not_run', errors: [] },
-      warnings: [],
-    });
-    await this.commit([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
-    this.emit({ type: 'receipt', messageId: message.message_id, attempt: last.number, status: 'failed', blockers: ['interrupted'], retryAt });
+    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`);
     removeSandbox(sandbox);
     return true;
   }

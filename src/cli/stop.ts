@@ -1,0 +1,47 @@
+import type { Intent } from '../schema/common.js';
+import type { Runner, RunnerEvent } from '../runner/runner.js';
+
+/**
+ * Ctrl-C (or SIGTERM) on a running runner: the first signal stops it (no new attempt starts, the
+ * processes of the attempt in flight are killed and that attempt is receipted `interrupted`), and
+ * one line says what became of it; a second signal ends the process at once.
+ */
+export interface StopOnSignal {
+  /** The signal that stopped the runner, or null. */
+  readonly signal: () => NodeJS.Signals | null;
+  /** Feed every runner event: receipts of attempts cut short are remembered for the closing line. */
+  readonly observe: (event: RunnerEvent) => void;
+  /** The closing lines: one per attempt the stop cut short, or one saying none was in flight. */
+  readonly closing: (intentOf: (messageId: string) => Intent | undefined) => string[];
+  readonly dispose: () => void;
+}
+
+export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => void): StopOnSignal {
+  let stopped: NodeJS.Signals | null = null;
+  const cut: Array<Extract<RunnerEvent, { type: 'receipt' }>> = [];
+  const handler = (signal: NodeJS.Signals): void => {
+    stopped = signal;
+    runner.interrupt(signal);
+    onStop();
+  };
+  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, handler);
+  return {
+    signal: () => stopped,
+    observe: (event) => {
+      if (stopped !== null && event.type === 'receipt' && event.blockers.includes('interrupted')) cut.push(event);
+    },
+    closing: (intentOf) => {
+      if (stopped === null) return [];
+      if (cut.length === 0) return [`stopped by ${stopped}; no attempt was in flight`];
+      return cut.map((event) => {
+        const what = `stopped by ${stopped}: ${event.messageId} attempt ${event.attempt} was cut short, its processes ended, and it is receipted failed (interrupted)`;
+        if (intentOf(event.messageId) === 'ea_dispatch') return `${what}; a dispatch runs again only when the CEO approves it (coo approve ${event.messageId} --ceo-key CEO.key --reason ...)`;
+        if (event.retryAt === null) return `${what}; the policy allows it no further attempt`;
+        return `${what}; the next coo watch runs attempt ${event.attempt + 1} from ${event.retryAt}`;
+      });
+    },
+    dispose: () => {
+      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, handler);
+    },
+  };
+}
