@@ -1,0 +1,43 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from '../../../src/dispatch/agent-cli.js';
+import { CooError } from '../../../src/errors.js';
+
+const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
+  dependencies: Record<string, string>;
+  devDependencies: Record<string, string>;
+  peerDependencies: Record<string, string>;
+  peerDependenciesMeta: Record<string, { optional?: boolean }>;
+};
+
+describe('the agent CLIs', () => {
+  it('are optional peers of the version coo names, installed for the checkout only', () => {
+    for (const cli of Object.values(AGENT_CLIS)) {
+      expect(pkg.peerDependencies[cli.packageName]).toBe(cli.version);
+      expect(pkg.peerDependenciesMeta[cli.packageName]).toEqual({ optional: true });
+      expect(pkg.devDependencies[cli.packageName]).toBe(cli.version);
+      expect(pkg.dependencies[cli.packageName]).toBeUndefined();
+    }
+  });
+
+  it('are found on PATH first, then as the installed package', () => {
+    expect(installedAgentCommand('codex')).toEqual([process.execPath, expect.stringMatching(/@openai\/codex\/bin\/codex\.js$/)]);
+    expect(defaultAgentCommand('codex', '/nowhere', 'ea.codex')).toEqual(installedAgentCommand('codex'));
+    expect(defaultAgentCommand('codex', join(import.meta.dirname, 'no-such-dir'), 'ea.codex')[1]).toMatch(/codex\.js$/);
+  });
+
+  it('asked for by name and version when neither is there', () => {
+    // A kind whose package is not installed anywhere: the message says how to get it.
+    const missing = { ...AGENT_CLIS.codex, program: 'coo-no-such-agent', packageName: '@coo-test/no-such-agent' };
+    const saved = AGENT_CLIS.codex;
+    (AGENT_CLIS as Record<string, typeof saved>)['codex'] = missing;
+    try {
+      expect(() => defaultAgentCommand('codex', '/usr/bin:/bin', 'ea.codex')).toThrow(
+        new CooError('EXECUTOR_CONFIG', 'ea.codex: coo-no-such-agent is not on PATH and @coo-test/no-such-agent is not installed: install it (npm install -g @coo-test/no-such-agent@0.169.0), or give its path with --ea-command'),
+      );
+    } finally {
+      (AGENT_CLIS as Record<string, typeof saved>)['codex'] = saved;
+    }
+  });
+});
