@@ -78,7 +78,9 @@ export function genesisDocuments(options: InitOptions): { root: TrustRoot; regis
 }
 
 function hookScript(command: { node: string; script: string }): string {
-  return readAsset('ledger/hooks/pre-receive').toString('utf8').replace('@NODE@', command.node).replace('@COO@', command.script);
+  // A path with a double quote, backslash, dollar or backtick cannot stand in the hook's quotes: it is left for coo on PATH to run.
+  const quotable = (path: string): string => (/["\\$`\n]/.test(path) ? '' : path);
+  return readAsset('ledger/hooks/pre-receive').toString('utf8').replace('@NODE@', quotable(command.node)).replace('@COO@', quotable(command.script));
 }
 
 /** A ledger's git settings, made by `coo init` and by `coo clone` alike. */

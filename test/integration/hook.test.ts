@@ -1,12 +1,13 @@
-import { rmSync } from 'node:fs';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { checkpointPath, loadCheckpoint } from '../../src/ledger/checkpoint.js';
 import { Ledger } from '../../src/ledger/ledger.js';
-import { coo } from '../helpers/cli.js';
+import { COO, coo } from '../helpers/cli.js';
 import { fixtureEnvelope, fixtureFiles, push, stockCommit } from '../helpers/stock.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, gitEnv, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
 const ledger = join(dir, 'ledger.git');
@@ -106,5 +107,51 @@ describe('the pre-receive hook on pushes made with stock git', () => {
 
   it('leaves a ledger that coo verify finds clean', () => {
     expect(coo(['verify', '--ledger', ledger]).status).toBe(0);
+  });
+});
+
+describe('the pre-receive hook of a ledger whose coo moved', () => {
+  /** A ledger made by a coo at a path that no longer exists, as when its checkout was moved or deleted. */
+  function movedLedger(name: string): string {
+    const gitdir = join(dir, name);
+    expect(coo(['init', '--ledger', gitdir, '--ceo-key', key('ceo'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`, '--actor', `ea.codex=${join(keys, 'ea.codex.pub')}`]).status).toBe(0);
+    const hook = join(gitdir, 'hooks', 'pre-receive');
+    const text = readFileSync(hook, 'utf8');
+    expect(text).toContain(COO);
+    writeFileSync(hook, text.split(COO).join(join(dir, 'moved-checkout', 'dist', 'cli', 'main.js')));
+    return gitdir;
+  }
+
+  /** Pushes one valid COO-signed envelope to `gitdir` with `PATH` as the pusher's. */
+  function pushEnvelope(gitdir: string, id: string, PATH: string): { status: number | null; stderr: string } {
+    const work = join(dir, `work-${id}`);
+    git(['clone', '-q', gitdir, work]);
+    const seqOf = Number(/Ledger-Seq: (\d+)/.exec(git(['--git-dir', gitdir, 'log', '-1', '--format=%B', 'main']))![1]);
+    stockCommit(work, fixtureFiles(id, id.slice(-2)), { key: key('coo.hermes'), seq: seqOf + 1 });
+    const result = spawnSync('git', ['push', 'origin', 'main'], { cwd: work, env: { ...gitEnv(), PATH }, encoding: 'utf8' });
+    return { status: result.status, stderr: result.stderr };
+  }
+
+  it('checks pushes with the coo on PATH', () => {
+    const gitdir = movedLedger('moved-path.git');
+    const bin = join(dir, 'bin-with-coo');
+    mkdirSync(bin);
+    writeFileSync(join(bin, 'coo'), `#!/bin/sh\nexec "${process.execPath}" "${COO}" "$@"\n`, { mode: 0o755 });
+    const result = pushEnvelope(gitdir, 'msg_01M8NQFJ01J7CG66HWNDDJ84A0', `${bin}:${process.env['PATH'] ?? ''}`);
+    expect(result.stderr).toContain('coo: push accepted: every commit passes the ledger validator');
+    expect(result.status).toBe(0);
+  });
+
+  it('declines every push, saying what to do, when no coo can be found', () => {
+    const gitdir = movedLedger('moved-none.git');
+    const before = git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
+    // The pusher's PATH holds git and nothing else: no coo.
+    const bin = join(dir, 'bin-git-only');
+    mkdirSync(bin);
+    symlinkSync(execFileSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).trim(), join(bin, 'git'));
+    const result = pushEnvelope(gitdir, 'msg_01M8NQFJ01J7CG66HWNDDJ84A1', bin);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/remote: coo: push declined: this ledger's pre-receive hook cannot find coo \(it was made with \S+moved-checkout\/dist\/cli\/main\.js, which is gone, and coo is not on PATH\); put coo on PATH \(npm install -g coo-commons\)/);
+    expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(before);
   });
 });
