@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
+import { findExecutable } from './executable.js';
 
 /**
  * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
@@ -50,11 +51,10 @@ export function probeBubblewrap(executable: string, label: string): void {
   throw new CooError('SANDBOX_UNAVAILABLE', `bubblewrap cannot start ${executable} for ${label} (${said}): fix bubblewrap, or choose --isolation none to run without it`);
 }
 
-/** The bubblewrap executable, or null when it is not installed. Looked up once. */
+/** The bubblewrap executable on PATH, or null when it is not installed. Looked up once, without a shell (PATH may hold none). */
 export function findBwrap(): string | null {
   if (bwrapPath !== undefined) return bwrapPath;
-  const found = spawnSync('sh', ['-c', 'command -v bwrap'], { encoding: 'utf8' });
-  bwrapPath = found.status === 0 && found.stdout.trim() !== '' ? found.stdout.trim() : null;
+  bwrapPath = findExecutable('bwrap', process.env['PATH'] ?? '');
   return bwrapPath;
 }
 

@@ -14,15 +14,23 @@ function shellBlocks(markdown: string): string[] {
 }
 
 /** A PATH of one folder holding only the tools the README names, plus node for coo's own shebang. */
-function toolFolder(cooBin: string): string {
-  const bin = join(scratch, 'bin');
+function toolFolder(cooBin: string, tools: readonly string[] = ['git', 'ssh-keygen'], name = 'bin'): string {
+  const bin = join(scratch, name);
   mkdirSync(bin);
-  for (const tool of ['git', 'ssh-keygen']) {
+  for (const tool of tools) {
     symlinkSync(execFileSync('sh', ['-c', `command -v ${tool}`], { encoding: 'utf8' }).trim(), join(bin, tool));
   }
   symlinkSync(process.execPath, join(bin, 'node'));
   symlinkSync(cooBin, join(bin, 'coo'));
   return bin;
+}
+
+/** The ```sh blocks of the part of a Markdown file under the heading `title`, up to the next heading of its level. */
+function sectionBlocks(markdown: string, title: string): string[] {
+  const start = markdown.indexOf(`\n## ${title}\n`);
+  expect(start).toBeGreaterThan(0);
+  const end = markdown.indexOf('\n## ', start + 1);
+  return shellBlocks(markdown.slice(start, end < 0 ? undefined : end));
 }
 
 describe('ledger/README.md, followed literally', () => {
@@ -83,23 +91,42 @@ describe("README.md's dispatch, followed as written", () => {
     // The consult section's first lines make the keys and the ledger and point COO_LEDGER and COO_KEY at them.
     const setup = blockAfter(readme, '## What happens in one consult').split('\n').filter((line) => /^(coo keygen|coo init|export) /.test(line));
     const lines = blockAfter(readme, '## What happens in one dispatch').trimEnd().split('\n');
-    const watchAt = lines.findIndex((line) => line.startsWith('coo watch '));
-    const sh = (script: string) => spawnSync('/bin/sh', ['-c', ['set -eu', ...setup.filter((line) => line.startsWith('export ')), script].join('\n')], { cwd: work, env, encoding: 'utf8' });
-    const init = spawnSync('/bin/sh', ['-c', ['set -eu', ...setup].join('\n')], { cwd: work, env, encoding: 'utf8' });
-    expect(init.status, init.stderr).toBe(0);
-    const dispatched = sh(lines.slice(0, watchAt).join('\n'));
-    expect(dispatched.status, dispatched.stderr).toBe(0);
-    const [id, , , , branch] = dispatched.stdout.trim().split(/[ ,()]+/);
-    expect(id).toMatch(/^msg_[0-9A-Z]{26}$/);
-    // The branch coo dispatch prints is the README's coo/msg_01... with the printed id pasted in.
-    expect(branch).toBe(`coo/${id}`);
-    // The reader pastes the id; `coo watch` drains and exits as the consult section says (--once).
-    const rest = lines.slice(watchAt).map((line) => line.replaceAll('msg_01...', id!).replace(/^coo watch /, 'coo watch --once '));
-    const ran = sh(rest.join('\n'));
+    // One shell for all of it, as a reader at a terminal: the id coo dispatch printed is in $id for the lines after it.
+    const ran = spawnSync('/bin/sh', ['-c', ['set -eu', ...setup, ...lines].join('\n')], { cwd: work, env, encoding: 'utf8' });
     expect(ran.status, ran.stderr).toBe(0);
+    const printed = /^coo dispatch: (msg_[0-9A-Z]{26}) \(base [0-9a-f]{12}, branch (\S+)\)$/m.exec(ran.stderr);
+    expect(printed, ran.stderr).not.toBeNull();
+    const [, id, branch] = printed!;
+    // The branch coo dispatch prints is the README's coo/$id.
+    expect(branch).toBe(`coo/${id}`);
     // git log's last two lines: the COO's commit of the work, Good, then the base, unsigned.
     const [workLine, baseLine] = ran.stdout.trim().split('\n').slice(-2);
     expect(workLine).toMatch(new RegExp(`^[0-9a-f]{7,} G ${id} attempt 1: work of ea.codex$`));
     expect(baseLine).toMatch(/^[0-9a-f]{7,} N calc$/);
+  });
+});
+
+describe('README.md, followed literally', () => {
+  it('runs the walk-throughs "What happens in one consult" and "What happens in one dispatch" as written, offline, on the built-in model', () => {
+    const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
+    const bin = toolFolder(join(scratch, 'prefix', 'bin', 'coo'), ['git', 'ssh-keygen', 'bwrap'], 'bin-readme');
+    const work = join(scratch, 'walk', 'work');
+    mkdirSync(work, { recursive: true });
+    const blocks = [...sectionBlocks(readme, 'What happens in one consult'), ...sectionBlocks(readme, 'What happens in one dispatch')];
+    expect(blocks).toHaveLength(3);
+    // The harness's own line: the built-in model is stopped even if a block fails.
+    const script = ['set -eu', 'trap \'[ -n "${COO_MODEL_PID:-}" ] && kill "$COO_MODEL_PID" 2>/dev/null; true\' EXIT', ...blocks].join('\n');
+    const result = spawnSync('/bin/sh', ['-c', script], {
+      cwd: work,
+      encoding: 'utf8',
+      env: { PATH: bin, HOME: scratch, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', XDG_STATE_HOME: join(scratch, 'walk-state') },
+    });
+    expect(result.status, `${result.stderr}\n${result.stdout}`).toBe(0);
+    expect(result.stdout).toMatch(/^msg_\S+ aa_consult coo\.hermes -> aa\.chatgpt: succeeded$/m);
+    expect(result.stdout).toMatch(/^msg_\S+ ea_dispatch coo\.hermes -> ea\.codex: succeeded$/m);
+    expect(result.stdout).toMatch(/^ok: \d+ commits from genesis/m);
+    // Stock git, with the allowed-signers file coo printed, shows the COO's commit of the work on the branch as Good.
+    expect(result.stdout).toMatch(/^[0-9a-f]{7,} G msg_[0-9A-Z]{26} attempt 1: work of ea\.codex$/m);
+    expect(result.stderr).not.toMatch(/^coo: /m);
   });
 });
