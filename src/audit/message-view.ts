@@ -1,6 +1,7 @@
 import { folderOf, laneStateOf, type ApprovalRecord, type AttemptRecord, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
+import { consultAttemptOf, consultOf, type ConsultAttemptView, type ConsultView } from './consult-view.js';
 import type { Approval } from '../schema/control.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import { eaCommands, type EaReceipt } from '../schema/receipt.js';
@@ -58,6 +59,8 @@ export interface AttemptView {
   readonly dispatch?: DispatchAttemptView;
   /** Dispatches: the CEO's approval of this attempt as a retry. */
   readonly approval?: ApprovalView;
+  /** Consults: the receipt's outcome and where the answer is, when the attempt has an aa_receipt.v0. */
+  readonly consult?: ConsultAttemptView;
 }
 
 /** A dispatch's request: what the COO asked for, where, and how the runner checks it. */
@@ -91,6 +94,8 @@ export interface MessageView {
   readonly attempts: readonly AttemptView[];
   /** Dispatches: the request and its approval. */
   readonly dispatch?: DispatchView;
+  /** Consults: the question, its pinned context and its budget. */
+  readonly consult?: ConsultView;
   readonly original_lane_state?: LaneState;
   readonly original_attempts?: readonly AttemptRecord[];
 }
@@ -179,6 +184,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
   for (const attempt of record.attempts) {
     const document = attempt.receipt === null ? null : await read(attempt.receipt.path);
     const dispatch = dispatchAttemptOf(document);
+    const consult = consultAttemptOf(document);
     const approval = retries.get(attempt.number);
     attempts.push({
       number: attempt.number,
@@ -186,12 +192,19 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
       claim: attempt.claim,
       receipt: attempt.receipt === null ? null : { path: attempt.receipt.path, document },
       ...(dispatch === undefined ? {} : { dispatch }),
+      ...(consult === undefined ? {} : { consult }),
       ...(approval === undefined ? {} : { approval }),
     });
   }
   const duplicateOf = record.duplicateOf === null ? null : state.messages.get(record.duplicateOf) ?? null;
   const envelope = await read(envelopePath(folderOf(record)));
   let dispatch: DispatchView | undefined;
+  let consult: ConsultView | undefined;
+  if (record.intent === 'aa_consult') {
+    const ref = (envelope as { payload_ref?: unknown } | null)?.payload_ref;
+    const question = typeof ref === 'string' ? await ledger.readFile(ref) : null;
+    consult = consultOf(envelope, question === null ? null : question.toString('utf8'));
+  }
   if (record.intent === 'ea_dispatch') {
     const message = envelope as EaDispatchMessage | null;
     const taskBytes = message?.payload_ref == null ? null : await ledger.readFile(message.payload_ref);
@@ -206,6 +219,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
     envelope,
     attempts,
     ...(dispatch === undefined ? {} : { dispatch }),
+    ...(consult === undefined ? {} : { consult }),
     ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf), original_attempts: duplicateOf.attempts }),
   };
 }

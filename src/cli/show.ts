@@ -1,5 +1,6 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
+import type { ConsultAttemptView, ConsultView } from '../audit/consult-view.js';
 import { viewApproval, viewMessage, type ApprovalView, type DispatchAttemptView, type DispatchView } from '../audit/message-view.js';
 import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -11,8 +12,9 @@ export function showVerb(program: Command): void {
     .description('show a message (its envelope, lane state, claims and receipts; a dispatch\'s request, approval and evidence), an approval, or print one ledger file')
     .argument('<target>', 'a message id (msg_...), an approval id (apr_...) or a path inside the ledger')
     .addOption(ledgerOption())
+    .option('--answer', "a consult's answer: the answer of its latest attempt that kept one, as text (advice, not authority; control characters shown escaped)")
     .addOption(jsonOption())
-    .action(async (target: string, opts: { ledger?: string; json?: boolean }) => {
+    .action(async (target: string, opts: { ledger?: string; json?: boolean; answer?: boolean }) => {
       const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       try {
         const state = await ledger.state();
@@ -31,16 +33,26 @@ export function showVerb(program: Command): void {
           return;
         }
         const view = await viewMessage(ledger, state, record);
+        if (opts.answer === true) {
+          const ref = [...view.attempts].reverse().find((attempt) => attempt.consult?.answer_ref != null)?.consult?.answer_ref ?? null;
+          if (ref === null) throw new CooError('NOT_FOUND', `${record.id} has no answer${record.intent === 'aa_consult' ? ` yet (${view.lane_state})` : ': it is not a consult'}`);
+          const answer = (await ledger.readFile(ref))?.toString('utf8') ?? '';
+          if (opts.json === true) emit(true, { message_id: record.id, answer_ref: ref, answer }, () => '');
+          else process.stdout.write(`${answer.split('\n').map((line) => printable(line, Number.POSITIVE_INFINITY)).join('\n').trimEnd()}\n`);
+          return;
+        }
         emit(opts.json, view, () => {
           const lines = [`${record.id} ${record.intent} ${record.source} -> ${record.target}: ${view.lane_state}`];
           if (view.submitted_via !== null) lines.push(`  submitted via ${view.submitted_via}`);
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
           if (view.dispatch !== undefined) lines.push(...dispatchLines(view.dispatch));
+          if (view.consult !== undefined) lines.push(...consultLines(view.consult));
           record.attempts.forEach((attempt, index) => {
             const attemptView = view.attempts[index];
             if (attemptView?.approval !== undefined) lines.push(approvalLine(attemptView.approval, '  '));
             lines.push(`  attempt ${attempt.number} ${attempt.attemptId}: ${attempt.claim === null ? 'unclaimed' : `claimed by ${attempt.claim.runner}`}, ${attempt.receipt === null ? 'no receipt yet' : `${attempt.receipt.status}${attempt.receipt.blockers.length > 0 ? ` (${attempt.receipt.blockers.join(', ')})` : ''} ${attempt.receipt.path}`}`);
             if (attemptView?.dispatch !== undefined) lines.push(...evidenceLines(attemptView.dispatch));
+            if (attemptView?.consult !== undefined) lines.push(...consultAttemptLines(attemptView.consult));
             for (const warning of receiptWarnings(attemptView?.receipt?.document)) lines.push(`    warning ${warning}: ${warningMeaning(warning)}`);
           });
           for (const approval of view.dispatch?.retry_approvals ?? []) {
@@ -85,6 +97,24 @@ function dispatchLines(dispatch: DispatchView): string[] {
   for (const criterion of dispatch.acceptance_criteria) lines.push(`  accept: ${printable(criterion)}`);
   for (const command of dispatch.verification_commands) lines.push(`  verify: ${printable(command)}`);
   if (dispatch.approval !== null) lines.push(approvalLine(dispatch.approval, '  '));
+  return lines;
+}
+
+function consultLines(consult: ConsultView): string[] {
+  const lines = ['  question:'];
+  for (const line of (consult.question ?? '(not in the ledger)').trimEnd().split('\n')) lines.push(`    ${printable(line)}`);
+  lines.push(`  context: ${consult.files.length} file(s) pinned at ${consult.repo_commit}: ${consult.files.map((file) => printable(file.path)).join(' ')}`);
+  lines.push(`  budget: at most $${consult.max_cost_usd} and ${consult.max_runtime_seconds} s; starts by ${consult.expires_at}, ends by ${consult.deadline_at}`);
+  return lines;
+}
+
+function consultAttemptLines(attempt: ConsultAttemptView): string[] {
+  const route = attempt.route === null ? '' : ` (${attempt.route.provider}${attempt.route.offline ? ', offline' : ''})`;
+  const lines = [`    model ${attempt.model ?? 'none'}${route}, cost $${attempt.cost_usd}, $${attempt.budget_remaining_usd} of the budget left`];
+  for (const blocker of attempt.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
+  if (attempt.validation.status === 'fail') for (const error of attempt.validation.errors) lines.push(`    answer refused: ${printable(error)}`);
+  if (attempt.answer_ref !== null) lines.push(`    answer ${attempt.answer_ref} ${attempt.answer_hash ?? ''} (coo show --answer prints it)`);
+  if (attempt.next_attempt_at !== null) lines.push(`    next attempt from ${attempt.next_attempt_at}`);
   return lines;
 }
 

@@ -151,6 +151,8 @@ export const showOutput = z.strictObject({
   attempts: z.array(z.unknown()),
   /** A dispatch's request, its approval and the CEO's approved retries (audit/message-view.ts). */
   dispatch: z.unknown().optional(),
+  /** A consult's question, pinned context and budget (audit/consult-view.ts). */
+  consult: z.unknown().optional(),
   original_lane_state: laneState.optional(),
   original_attempts: z.array(z.unknown()).optional(),
   answer: untrustedAnswer.nullable(),

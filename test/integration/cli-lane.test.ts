@@ -68,6 +68,26 @@ describe('the lane from the command line', () => {
     expect(shown.attempts[0]!.receipt.document.status).toBe('succeeded');
   });
 
+  it('shows a consult with its question, pinned context, budget, each attempt with its receipt, and where the answer is; --answer prints the answer', () => {
+    const text = coo(['show', messageId], { env }).stdout;
+    const receipt = json<{ attempts: Array<{ consult: { answer_ref: string; answer_hash: string; model: string } }> }>(coo(['show', messageId, '--json'], { env })).attempts[0]!.consult;
+    expect(text.split('\n')).toEqual([
+      `${messageId} aa_consult coo.hermes -> aa.chatgpt: succeeded`,
+      '  question:',
+      '    Review add().',
+      expect.stringMatching(/^ {2}context: 1 file\(s\) pinned at [0-9a-f]{40}: src\/add\.ts$/),
+      expect.stringMatching(/^ {2}budget: at most \$0\.5 and \d+ s; starts by \S+, ends by \S+$/),
+      expect.stringMatching(new RegExp(`^ {2}attempt 1 aa_attempt_${messageId.slice(4)}_1: claimed by \\S+, succeeded messages/\\S+/receipts/001\\.yaml$`)),
+      expect.stringMatching(/^ {4}model \S+ \(openai-compatible, offline\), cost \$[\d.]+, \$[\d.]+ of the budget left$/),
+      `    answer ${receipt.answer_ref} ${receipt.answer_hash} (coo show --answer prints it)`,
+      '',
+    ]);
+    const answer = coo(['show', messageId, '--answer'], { env });
+    expect(answer.status).toBe(0);
+    expect(answer.stdout).toContain('```aa_answer');
+    expect(coo(['show', messageId, '--answer', '--json'], { env }).stdout).toContain(`"answer_ref": "${receipt.answer_ref}"`);
+  });
+
   it('holds consults with the kill switch and releases them', async () => {
     expect(coo(['kill-switch', 'on', '--reason', 'spend review'], { env }).status).toBe(0);
     const queued = json<{ message_id: string }>(coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'README.md', '--prompt', 'Anything?', '--json'], { env }));
