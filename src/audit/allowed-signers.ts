@@ -61,7 +61,7 @@ const NAMESPACES = `namespaces="${GIT_NAMESPACE},${ENTRY_NAMESPACE}"`;
  * `ssh-keygen -Y verify` check signatures.
  *
  * Given the trust chain's history, each key gets the lifetime the chain gave it: `valid-after` the
- * commit time of the trust change that put it in force (none for keys in force since genesis), and, for a key rotated out or revoked,
+ * commit time of the trust change that put it in force (genesis for the first keys), and, for a key rotated out or revoked,
  * `valid-before` the second after the commit time of the trust change that retired it (valid through
  * that commit's second), with a comment line naming
  * the key and why. Git compares those with the signed commit's own committer date, which its
@@ -79,9 +79,10 @@ export function allowedSigners(state: LedgerState, history: readonly TrustEpoch[
   const close = (keyId: string, at: TrustEpoch | null): void => {
     const span = open.get(keyId)!;
     open.delete(keyId);
-    // A key in force since genesis needs no valid-after: no commit of the chain comes before it.
+    // Every key, genesis's too, is valid from the commit that put it in force: a commit back-dated
+    // before the ledger existed is not the chain's, and git should not show it as good.
     const limits = [
-      ...(span.from === history[0] ? [] : [`valid-after="${sshTime(span.from.time)}"`]),
+      `valid-after="${sshTime(span.from.time)}"`,
       // valid-before is exclusive and git's clock has whole seconds: the key stays valid through the
       // second of the retiring commit, or its own last commits in that second would show as bad.
       ...(at === null ? [] : [`valid-before="${sshTime(at.time + 1)}"`]),

@@ -56,6 +56,7 @@ beforeAll(() => {
     writeFileSync(join(keys, `coo.hermes.${next}.pub`), readFileSync(join(keys, next, 'coo.hermes.pub')));
   }
   expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+  commits['genesis'] = git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
   const ks = (state: string, key: string): void => {
     expect(coo(['kill-switch', state, '--reason', `by ${key}`, '--ledger', ledger, '--key', join(keys, `${key}.key`)]).stderr).toBe('');
   };
@@ -84,6 +85,7 @@ beforeAll(() => {
   commits['B after revocation'] = bypass('b-after', 'coo.hermes.b', stamp(commitTime(commits['revocation']) + day), 9);
   commits['B back-dated'] = bypass('b-backdated', 'coo.hermes.b', stamp(commitTime(commits['revocation'])), 9);
   commits['C before its grant'] = bypass('c-early', 'coo.hermes.c', stamp(commitTime(commits['revocation']) - day), 9);
+  commits['A before the ledger'] = bypass('a-before-ledger', 'coo.hermes', stamp(commitTime(commits['genesis']) - day), 9);
 
   const result = coo(['allowed-signers', '--ledger', ledger, '--revocations', revocations]);
   expect(result.stderr).toBe('');
@@ -95,10 +97,10 @@ beforeAll(() => {
 describe('signer lifetimes in stock git', () => {
   it('prints each key with the lifetime the chain gave it, and a comment naming each retired key and why', () => {
     const seconds = (rev: string, extra = 0): string => `${new Date((commitTime(rev) + extra) * 1000).toISOString().replace(/[-:T]/g, '').slice(0, 14)}Z`;
-    expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-before="${seconds(commits['rotation']!, 1)}" ${pub('coo.hermes')}`);
+    expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-after="${seconds(commits['genesis']!)}",valid-before="${seconds(commits['rotation']!, 1)}" ${pub('coo.hermes')}`);
     expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-after="${seconds(commits['rotation']!)}",valid-before="${seconds(commits['revocation']!, 1)}" ${pub('coo.hermes.b')}`);
     expect(printed).toContain(`coo.hermes namespaces="git,coo-commons.entry.v0",valid-after="${seconds(commits['revocation']!)}" ${pub('coo.hermes.c')}`);
-    expect(printed).toContain(`ceo namespaces="git,coo-commons.entry.v0" ${pub('ceo')}`);
+    expect(printed).toContain(`ceo namespaces="git,coo-commons.entry.v0",valid-after="${seconds(commits['genesis']!)}" ${pub('ceo')}`);
     expect(printed).toMatch(new RegExp(`^# ${keyIdOf('coo.hermes').replace(/\+/g, '\\+')} of coo\\.hermes: rotated out by trust/registry/000002\\.yaml at Ledger-Seq \\d+ \\(commit ${commits['rotation']}\\)`, 'm'));
     expect(printed).toMatch(new RegExp(`^# ${keyIdOf('coo.hermes.b').replace(/\+/g, '\\+')} of coo\\.hermes: revoked \\("laptop stolen"\\) by trust/registry/000003\\.yaml`, 'm'));
   });
@@ -111,8 +113,8 @@ describe('signer lifetimes in stock git', () => {
     expect(coo(['verify', '--ledger', ledger, '--full']).status).toBe(0);
   });
 
-  it('refuses a commit by a rotated key dated after the rotation, and one by a key dated before its grant', () => {
-    for (const name of ['A after rotation', 'B after revocation', 'C before its grant']) {
+  it('refuses a commit by a rotated key dated after the rotation, one by a key dated before its grant, and one by a genesis key dated before the ledger existed', () => {
+    for (const name of ['A after rotation', 'B after revocation', 'C before its grant', 'A before the ledger']) {
       expect(gitStatus(commits[name]!), name).not.toBe('G');
       expect(verifyCommit(commits[name]!), name).not.toBe(0);
     }
