@@ -4,7 +4,27 @@ import { allowedSigners, revocationList, TrustHistoryRecorder, type TrustEpoch }
 import { emptyState, type LedgerState } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { Ledger } from '../ledger/ledger.js';
-import { ledgerOption, required } from './common.js';
+import { jsonOption, ledgerOption, required } from './common.js';
+
+/** One signer of the allowed-signers file, for --json: the actor, its key and the lifetime git is given. */
+interface SignerEntry {
+  readonly actor: string;
+  readonly public_key: string;
+  readonly valid_after: string | null;
+  readonly valid_before: string | null;
+}
+
+/** The file's signer lines, read back into entries (the comment lines are for people). */
+function signerEntries(text: string): SignerEntry[] {
+  return text
+    .split('\n')
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => {
+      const [actor, options, ...key] = line.split(' ');
+      const option = (name: string): string | null => new RegExp(`${name}="([^"]*)"`).exec(options ?? '')?.[1] ?? null;
+      return { actor: actor!, public_key: key.join(' '), valid_after: option('valid-after'), valid_before: option('valid-before') };
+    });
+}
 
 /** The lifetimes need the whole chain: a replay from genesis, recording each trust change. */
 export async function signerHistory(ledger: Ledger): Promise<{ state: LedgerState; history: readonly TrustEpoch[] }> {
@@ -22,7 +42,8 @@ export function allowedSignersVerb(program: Command): void {
     .description('print the allowed-signers file for git verify-commit / git log --show-signature / ssh-keygen -Y verify, with each key\'s lifetime from the trust chain')
     .addOption(ledgerOption())
     .option('--revocations <file>', "also write the revoked keys, one per line, for git's gpg.ssh.revocationFile")
-    .action(async (opts: { ledger?: string; revocations?: string }) => {
+    .addOption(jsonOption())
+    .action(async (opts: { ledger?: string; revocations?: string; json?: boolean }) => {
       const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       try {
         const { state, history } = await signerHistory(ledger);
@@ -36,7 +57,9 @@ export function allowedSignersVerb(program: Command): void {
             throw new CooError('IO_ERROR', `cannot write ${opts.revocations}: ${error instanceof Error ? error.message : String(error)}`);
           }
         }
-        process.stdout.write(allowedSigners(state, history));
+        const text = allowedSigners(state, history);
+        if (opts.json === true) process.stdout.write(`${JSON.stringify({ allowed_signers: text, signers: signerEntries(text), revocations: opts.revocations ?? null, revoked: revocationList(history).split('\n').filter((line) => line !== '') }, null, 2)}\n`);
+        else process.stdout.write(text);
       } finally {
         ledger.close();
       }

@@ -14,6 +14,11 @@ export function keyOption(description = 'your OpenSSH ed25519 private key file; 
   return new Option('--key <file>', description).env('COO_KEY');
 }
 
+/** The CEO's key, for the verbs only the CEO may run (init, trust, approve): `--ceo-key`, else `$COO_CEO_KEY`. */
+export function ceoKeyOption(description: string): Option {
+  return new Option('--ceo-key <file>', `${description}; default $COO_CEO_KEY`).env('COO_CEO_KEY');
+}
+
 export function jsonOption(): Option {
   return new Option('--json', 'print machine-readable JSON');
 }

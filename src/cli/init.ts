@@ -2,21 +2,21 @@ import type { Command } from 'commander';
 import { initLedger } from '../ledger/init.js';
 import { readDocument } from '../schema/documents.js';
 import type { PublicKey } from '../crypto/keys.js';
-import { collectPairs, emit, jsonOption, ledgerOption, loadPrivateKey, loadPublicKey, now, readInput, required, splitPair } from './common.js';
+import { ceoKeyOption, collectPairs, emit, jsonOption, ledgerOption, loadPrivateKey, loadPublicKey, now, readInput, required, splitPair } from './common.js';
 
 export function initVerb(program: Command): void {
   program
     .command('init')
     .description('create a ledger: a bare git repository whose first commit, signed by the CEO, holds the trust root, registry and policy')
     .addOption(ledgerOption())
-    .option('--ceo-key <file>', 'the CEO private key; its public key becomes the trust root')
+    .addOption(ceoKeyOption('the CEO private key; its public key becomes the trust root'))
     .option('--actor <id=pubfile>', 'give an actor of the registry its public key (repeatable)', collectPairs, [])
     .option('--registry <file>', 'registry to start from (default: policy/actor_registry.v0.yaml)')
     .option('--policy <file>', 'policy to start from (default: policy/actor_policy.v0.yaml)')
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; ceoKey?: string; actor: string[]; registry?: string; policy?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'where to create the ledger, e.g. ledger.git');
-      const ceoKey = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'the CEO private key file'));
+      const ceoKey = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'the CEO private key or $COO_CEO_KEY'));
       const actors = new Map<string, PublicKey>(opts.actor.map((pair) => {
         const [id, file] = splitPair(pair, '--actor');
         return [id, loadPublicKey(file)];

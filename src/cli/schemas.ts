@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { DOCUMENT_KINDS } from '../schema/documents.js';
 import { toJsonSchema } from '../schema/json-schema.js';
+import { emit, jsonOption } from './common.js';
 import { markRejected } from './outcome.js';
 
 export function schemaFiles(): Map<string, string> {
@@ -15,18 +16,20 @@ export function schemasVerb(program: Command): void {
     .description('write the JSON Schema (draft 2020-12) of every document kind, or check that a folder matches')
     .option('--out <dir>', 'folder to write to', 'schemas')
     .option('--check', 'compare instead of writing; exit 3 when the folder has drifted')
-    .action((opts: { out: string; check?: boolean }) => {
+    .addOption(jsonOption())
+    .action((opts: { out: string; check?: boolean; json?: boolean }) => {
       const files = schemaFiles();
+      const names = [...files.keys()];
       if (opts.check === true) {
-        const drifted = [...files].filter(([name, text]) => !fs.existsSync(join(opts.out, name)) || fs.readFileSync(join(opts.out, name), 'utf8') !== text);
-        if (drifted.length > 0) {
-          markRejected();
-          process.stdout.write(`drifted: ${drifted.map(([name]) => name).join(', ')} (run: coo schemas --out ${opts.out})\n`);
-        } else process.stdout.write(`ok: ${files.size} schemas match\n`);
+        const drifted = [...files].filter(([name, text]) => !fs.existsSync(join(opts.out, name)) || fs.readFileSync(join(opts.out, name), 'utf8') !== text).map(([name]) => name);
+        if (drifted.length > 0) markRejected();
+        emit(opts.json, { out: opts.out, ok: drifted.length === 0, schemas: names, drifted }, () =>
+          drifted.length > 0 ? `drifted: ${drifted.join(', ')} (run: coo schemas --out ${opts.out})` : `ok: ${files.size} schemas match`,
+        );
         return;
       }
       fs.mkdirSync(opts.out, { recursive: true });
       for (const [name, text] of files) fs.writeFileSync(join(opts.out, name), text);
-      process.stdout.write(`wrote ${files.size} schemas to ${opts.out}\n`);
+      emit(opts.json, { out: opts.out, written: names }, () => `wrote ${files.size} schemas to ${opts.out}`);
     });
 }

@@ -4,7 +4,7 @@ import { appendTrustVersion } from '../ledger/trust-update.js';
 import type { TrustRole } from '../ledger/layout.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 import type { PublicKey } from '../crypto/keys.js';
-import { collectPairs, emit, jsonOption, ledgerOption, loadPrivateKey, loadPublicKey, now, readInput, required, splitPair } from './common.js';
+import { ceoKeyOption, collectPairs, emit, jsonOption, ledgerOption, loadPrivateKey, loadPublicKey, now, readInput, required, splitPair } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function trustVerb(program: Command): void {
@@ -12,7 +12,7 @@ export function trustVerb(program: Command): void {
     .command('trust')
     .description('append the next version of the trust root, registry or policy, signed by a trust-root authority (the CEO)')
     .addOption(ledgerOption())
-    .option('--ceo-key <file>', 'a private key of the trust root in force')
+    .addOption(ceoKeyOption('a private key of the trust root in force'))
     .option('--root <file>', 'the next trust root (key rotation of the CEO); the registry follows in the same commit, so both name the same CEO keys')
     .option('--registry <file>', 'the next actor registry')
     .option('--policy <file>', 'the next actor policy')
@@ -22,7 +22,7 @@ export function trustVerb(program: Command): void {
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; ceoKey?: string; root?: string; registry?: string; policy?: string; actor: string[]; revoke: string[]; remote?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path');
-      const key = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'a trust-root private key'));
+      const key = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'a trust-root private key or $COO_CEO_KEY'));
       const chosen = (['root', 'registry', 'policy'] as const).filter((role) => opts[role] !== undefined);
       if (chosen.length !== 1) throw new CooError('USAGE', 'give exactly one of --root, --registry or --policy');
       const role: TrustRole = chosen[0]!;

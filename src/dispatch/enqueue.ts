@@ -132,7 +132,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   if (promptBytes > LIMITS.executorPromptBytes) throw new CooError('USAGE', `the task as the executor gets it (with acceptance, scope, verification and context list) is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
   if (request.approvalId === undefined && edgeRequires(policy, plan.actor, request.target, 'ea_dispatch', 'ceo_approval')) {
     const hash = dispatchRequestHash(first);
-    throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask for \`coo approve --request ${hash} --reason TEXT\`, then ${names.again} with ${names.approval} APPROVAL_ID`, {
+    throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask the CEO for \`coo approve --request ${hash} --ceo-key CEO.key --reason TEXT\`, then ${names.again} with ${names.approval} APPROVAL_ID`, {
       where: hash,
     });
   }

@@ -152,7 +152,15 @@ describe('coo demo', () => {
     expect(result.stdout).toContain('blocker output_injection');
     expect(result.stdout).toMatch(/coo verify: ok/);
     expect(coo(['verify', '--ledger', join(demoDir, 'ledger.git')]).status).toBe(0);
-    expect(coo(['demo', '--dir', demoDir]).status).toBe(0);
+    // Each step is numbered once, and the story says what its sandbox is.
+    const steps = result.stdout.split('\n').flatMap((line) => /^(\d+)\. /.exec(line)?.[1] ?? []);
+    expect(steps).toEqual(['1', '2', '3', '4', '5', '6', '7', '8', '9', '10', '11', '12']);
+    expect(result.stdout).toContain('runs Oracle or Codex under bubblewrap');
+    // Again in the same folder: it says it replaces the earlier demo, keys included; --json gives the outcome.
+    const again = coo(['demo', '--dir', demoDir, '--json']);
+    expect(again.status).toBe(0);
+    expect(again.stderr.split('\n')[0]).toBe(`coo demo: replacing the earlier demo in ${demoDir}: its keys, ledger, target repository and runner state are deleted`);
+    expect(json<Record<string, unknown>>(again)).toMatchObject({ dir: demoDir, isolation: 'bwrap', consults: [{ lane_state: 'succeeded' }, { lane_state: 'failed' }], verify: { ok: true } });
     expect(coo(['demo', '--dir', target]).status).toBe(2);
   });
 

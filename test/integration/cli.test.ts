@@ -9,7 +9,7 @@ import { git, tempDir } from '../helpers/tmp.js';
 const dir = tempDir();
 const keys = join(dir, 'keys');
 const ledger = join(dir, 'ledger.git');
-const VERBS = ['keygen', 'init', 'trust', 'append', 'consult', 'dispatch', 'approve', 'watch', 'kill-switch', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'demo', 'hook'];
+const VERBS = ['keygen', 'init', 'trust', 'append', 'consult', 'dispatch', 'approve', 'watch', 'kill-switch', 'show', 'log', 'verify', 'allowed-signers', 'schemas', 'demo', 'model', 'hook'];
 
 beforeAll(() => {
   for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
@@ -24,6 +24,37 @@ describe('the coo command line', () => {
       expect(result.stdout).toContain(`Usage: coo ${verb}`);
     });
   }
+
+  it('lists every verb for people in its help, and not the hook git runs', () => {
+    const help = coo(['--help']).stdout;
+    for (const verb of VERBS.filter((name) => name !== 'hook')) expect(help).toMatch(new RegExp(`^  ${verb}\\b`, 'm'));
+    expect(help).not.toMatch(/^ {2}hook\b/m);
+  });
+
+  it('takes the CEO key from $COO_CEO_KEY in every verb that needs it, and says so in their help', () => {
+    for (const verb of ['init', 'trust', 'approve']) expect(coo([verb, '--help']).stdout, verb).toContain('$COO_CEO_KEY');
+    const other = join(dir, 'by-env.git');
+    const made = coo(['init', '--ledger', other, '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`], { env: { COO_CEO_KEY: join(keys, 'ceo.key') } });
+    expect(made.stderr).toBe('');
+    expect(made.status).toBe(0);
+    const policy = join(dir, 'policy-by-env.yaml');
+    writeFileSync(policy, git(['--git-dir', other, 'show', 'main:trust/policy/000001.yaml']).replace(/^version: 1$/m, 'version: 2'));
+    const trusted = coo(['trust', '--ledger', other, '--policy', policy], { env: { COO_CEO_KEY: join(keys, 'ceo.key') } });
+    expect(trusted.stderr).toBe('');
+    expect(trusted.status).toBe(0);
+  });
+
+  it('prints allowed-signers and schemas as JSON with --json', () => {
+    const signers = json<{ allowed_signers: string; signers: Array<{ actor: string; public_key: string; valid_after: string | null; valid_before: string | null }>; revoked: string[] }>(coo(['allowed-signers', '--ledger', ledger, '--json']));
+    expect(signers.allowed_signers).toContain('coo.hermes namespaces=');
+    expect(signers.signers.map((signer) => signer.actor).sort()).toEqual(['ceo', 'coo.hermes']);
+    for (const signer of signers.signers) expect(signer).toMatchObject({ public_key: expect.stringMatching(/^ssh-ed25519 /), valid_after: expect.stringMatching(/^\d{14}Z$/), valid_before: null });
+    expect(signers.revoked).toEqual([]);
+    const out = join(dir, 'schemas-json');
+    const written = json<{ out: string; written: string[] }>(coo(['schemas', '--out', out, '--json']));
+    expect(written.written).toContain('coo_message.v0.json');
+    expect(json<{ ok: boolean; drifted: string[] }>(coo(['schemas', '--out', out, '--check', '--json']))).toMatchObject({ ok: true, drifted: [] });
+  });
 
   const table: Array<[string, string[], number, RegExp]> = [
     ['an unknown verb', ['frobnicate'], 2, /unknown command/],
@@ -139,7 +170,7 @@ describe('coo dispatch and coo approve', () => {
   it('refuses a dispatch the policy gives to the CEO, names the request to approve, and takes it once the CEO approved', () => {
     const refused = coo(['dispatch', ...coo_, '--to', 'ea.claude_code', ...request, '--idempotency-key', 'cli-claude']);
     expect(refused.status).toBe(3);
-    const hash = /APPROVAL_REQUIRED: .*coo approve --request (sha256:[0-9a-f]{64})/.exec(refused.stderr)?.[1];
+    const hash = /APPROVAL_REQUIRED: .*ask the CEO for `coo approve --request (sha256:[0-9a-f]{64}) --ceo-key CEO\.key --reason TEXT`/.exec(refused.stderr)?.[1];
     expect(hash).toBeDefined();
     const byCoo = coo(['approve', '--ledger', ledger, '--ceo-key', join(keys, 'coo.hermes.key'), '--request', hash!, '--reason', 'self']);
     expect(byCoo.status).toBe(3);
