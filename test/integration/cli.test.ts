@@ -137,7 +137,7 @@ describe('the coo command line', () => {
 
   it('prints an allowed-signers file that names each actor', () => {
     const text = coo(['allowed-signers', '--ledger', ledger]).stdout;
-    expect(text).toContain(`ceo namespaces="git,coo-commons.entry.v0" ${readFileSync(join(keys, 'ceo.pub'), 'utf8').split(' ').slice(0, 2).join(' ')}`);
+    expect(text).toMatch(new RegExp(`ceo namespaces="git,coo-commons.entry.v0",valid-after="${'\\d'.repeat(14)}Z" ${readFileSync(join(keys, 'ceo.pub'), 'utf8').split(' ').slice(0, 2).join(' ').replace(/[+/]/g, '\\$&')}`));
     expect(text).toContain('coo.hermes namespaces=');
   });
 
