@@ -20,6 +20,11 @@ export interface VerifyReport {
   readonly findings: readonly Finding[];
   /** What the auditor should know that is not wrong with the ledger: a pinned key since rotated out or revoked. */
   readonly notes: readonly string[];
+  /**
+   * The first commit the replay refused and the one before it (null: none before it, genesis was
+   * refused), or null when the replay refused none: where a damaged ledger was last whole.
+   */
+  readonly firstInvalid: { readonly commit: string; readonly seq: number; readonly lastValid: { readonly commit: string; readonly seq: number } | null } | null;
   readonly state: LedgerState;
   readonly timeline: Timeline | null;
 }
@@ -58,7 +63,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     const saved = options.checkpointFile === undefined ? null : loadVerified(options.checkpointFile);
     if (head === null) {
       if (saved !== null) findings.push({ code: 'HISTORY_ROLLBACK', message: `the ledger is empty, but ${saved.head} (Ledger-Seq ${saved.seq}) was verified before` });
-      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], state: emptyState(), timeline: null };
+      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], firstInvalid: null, state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
     let commits: string[] | null = null;
@@ -85,10 +90,14 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     const recorder = options.timeline === true ? new TimelineRecorder() : null;
     const total = all.length;
     const startSeq = base.state.seq;
+    let previous = base.state.head === null ? null : { commit: base.state.head, seq: base.state.seq };
+    let firstInvalid: VerifyReport['firstInvalid'] = null;
     const { state } = await ledger.replay(base, all, {
       onFinding: (finding) => findings.push(finding),
       onCommit: (facts, verdict, next) => {
         recorder?.record(facts, verdict, next);
+        if (firstInvalid === null && verdict.findings.length > 0) firstInvalid = { commit: facts.oid, seq: next.seq, lastValid: previous };
+        previous = { commit: facts.oid, seq: next.seq };
         options.onProgress?.(next.seq - startSeq, total);
       },
     });
@@ -111,7 +120,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       const tree = (await readCommitLinks(ledger.reader, head)).tree;
       saveVerified(options.checkpointFile, { genesis: state.genesis, seq: state.seq, head, tree, verifiedAt: isoSeconds(now), state });
     }
-    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, state, timeline: recorder?.timeline() ?? null };
+    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, firstInvalid, state, timeline: recorder?.timeline() ?? null };
   } finally {
     ledger.close();
   }

@@ -7,6 +7,7 @@ import type { CommitFacts } from '../ledger/commit-facts.js';
 import {
   approvalPath,
   classifyPath,
+  explainPath,
   heartbeatPath,
   isEntry,
   isForgePath,
@@ -110,6 +111,8 @@ class CommitCheck {
   /** Changes under forge paths, judged by their own rules once the commit's trust files are read. */
   private readonly forgeChanges: FileChange[] = [];
   private seq: number;
+  /** Message folders whose envelope or receipt this commit was refused: their artifacts are not reported again as unreferenced. */
+  private readonly refusedFolders = new Set<string>();
 
   constructor(
     private readonly state: LedgerState,
@@ -144,7 +147,9 @@ class CommitCheck {
     const signer = commit === null ? null : this.checkCommitSignature(commit);
     const entries = this.collectFiles();
     for (const entry of entries) {
+      const before = this.findings.length;
       this.attempt(entry.path, () => this.checkEntry(entry, signer));
+      if (this.findings.length > before && 'folder' in entry.info) this.refusedFolders.add(entry.info.folder);
     }
     for (const error of checkForgeChanges(this.forgeChanges, this.facts, signer?.keyId ?? null, (keyId) => this.holders().get(keyId)?.rootAuthority === true)) this.report(error);
     this.checkArtifacts();
@@ -227,6 +232,14 @@ class CommitCheck {
     return keyStatus(this.state, keyId);
   }
 
+  /** A key id with whose key it is, for messages: `SHA256:... (coo.hermes)`. */
+  private named(keyId: string): string {
+    const holder = this.holders().get(keyId);
+    if (holder !== undefined) return `${keyId} (${holder.actor})`;
+    const past = this.state.everKeys.get(keyId);
+    return `${keyId} (${past === undefined ? 'a key the trust files do not know' : `a retired key of ${past.actor}`})`;
+  }
+
   /** Sorts the commit's files into entries, signatures and artifacts; anything else is a finding. */
   private collectFiles(): EntryFile[] {
     const entries: EntryFile[] = [];
@@ -252,7 +265,7 @@ class CommitCheck {
     for (const path of added) {
       const info = classifyPath(path);
       if (info === null) {
-        this.report(new CooError('PATH_INVALID', `${path} has no place in the ledger layout`, { where: path }));
+        this.report(new CooError('PATH_INVALID', `${path} has no place in the ledger layout: ${explainPath(path)}`, { where: path }));
         continue;
       }
       if (info.kind === 'readme') {
@@ -285,10 +298,10 @@ class CommitCheck {
       throw new CooError('SIG_NAMESPACE', `${entry.path}: signature namespace is ${JSON.stringify(sig.namespace)}, expected ${ENTRY_NAMESPACE}`, { where: entry.path });
     }
     if (!(pre?.valid ?? verifySshsig(sig, entry.bytes, ENTRY_NAMESPACE))) {
-      throw new CooError('SIG_INVALID', `${entry.path}: signature by ${sig.publicKey.keyId} does not verify`, { where: entry.path });
+      throw new CooError('SIG_INVALID', `${entry.path}: the signature by ${this.named(sig.publicKey.keyId)} does not verify over these bytes (was the file changed after ssh-keygen -Y sign?)`, { where: entry.path });
     }
     if (signer !== null && sig.publicKey.keyId !== signer.keyId) {
-      throw new CooError('SIGNER_MISMATCH', `${entry.path}: signed by ${sig.publicKey.keyId} but the commit by ${signer.keyId}: one signer per commit`, { where: entry.path });
+      throw new CooError('SIGNER_MISMATCH', `${entry.path}: signed by ${this.named(sig.publicKey.keyId)} but the commit by ${this.named(signer.keyId)}: one signer per commit`, { where: entry.path });
     }
     const keyId = sig.publicKey.keyId;
     const info = entry.info;
@@ -332,7 +345,7 @@ class CommitCheck {
     const holder = (this.state.seq === 0 ? this.holders() : keyHolders(this.state)).get(keyId);
     if (holder === undefined && this.state.seq !== 0) throw signerError(keyStatus(this.state, keyId), keyId, where);
     if (holder?.rootAuthority !== true) {
-      throw new CooError('TRUST_AUTHORITY', `${where}: ${what} must be signed by a trust-root authority in force, not ${keyId}`, { where });
+      throw new CooError('TRUST_AUTHORITY', `${where}: ${what} must be signed by a trust-root authority in force, not ${this.named(keyId)}`, { where });
     }
   }
 
@@ -703,11 +716,11 @@ class CommitCheck {
   /**
    * An envelope's correlation_budget_remaining_usd is the writer's claim about the ledger; when it
    * states one, it must be the ledger's own figure at this commit's parent (the policy in force less
-   * what the correlation's receipts have cost). Null states none.
+   * what the correlation's receipts have cost). Null, or leaving the field out, states none.
    */
   private checkCorrelationBudget(doc: CooMessage, where: string): void {
     const claimed = doc.budget.correlation_budget_remaining_usd;
-    if (claimed === null) return;
+    if (claimed == null) return;
     const actual = correlationRemainingUsd(this.policy!.doc, this.state.spendByCorrelation.get(doc.correlation_id) ?? 0);
     if (Math.abs(claimed - actual) > USD_TOLERANCE) {
       throw new CooError('POLICY_LIMIT', `${where}: correlation_budget_remaining_usd ${claimed} is not the ${actual} the ledger leaves ${doc.correlation_id} (policy v${this.policy!.doc.version})`, {
@@ -937,7 +950,8 @@ class CommitCheck {
       if (bytes.length > LIMITS.artifactBytes) {
         this.report(new CooError('POLICY_LIMIT', `${change.path}: artifact exceeds ${LIMITS.artifactBytes} bytes`, { where: change.path }));
       } else if (expected === undefined) {
-        this.report(new CooError('ARTIFACT_UNREFERENCED', `${change.path} is referenced by no entry of this commit`, { where: change.path }));
+        // Beside a refused envelope or receipt, an artifact is unreferenced only because that entry was refused: one finding says why.
+        if (!this.refusedFolders.has(info.folder)) this.report(new CooError('ARTIFACT_UNREFERENCED', `${change.path} is referenced by no entry of this commit`, { where: change.path }));
       } else if (sha256Ref(bytes) !== expected) {
         this.report(new CooError('ARTIFACT_HASH_MISMATCH', `${change.path} does not match the hash its entry records`, { where: change.path }));
       }

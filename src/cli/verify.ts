@@ -15,6 +15,15 @@ export function formatFinding(finding: Finding): string {
   return `  ${finding.code}${at === '' ? '' : ` [${at}]`}: ${finding.message}`;
 }
 
+/** What to do about a damaged ledger, in commands an operator can paste: where it was last whole, and how to go back there. */
+function repairAdvice(gitdir: string, head: string, last: { readonly commit: string; readonly seq: number } | null, headSeq: number): string {
+  if (last === null) return 'no commit of this history replays clean, not even the first: it is not a ledger of this trust root; start again from a copy you trust';
+  return [
+    `the last valid commit is ${last.commit} (Ledger-Seq ${last.seq}); the ${headSeq - last.seq} commit(s) after it are not the ledger's, and no coo writer builds on them.`,
+    `To repair: keep them for review (git --git-dir ${gitdir} branch damaged ${head}), move main back (git --git-dir ${gitdir} update-ref refs/heads/main ${last.commit} ${head}), then run coo verify again`,
+  ].join(' ');
+}
+
 export function verifyVerb(program: Command): void {
   program
     .command('verify')
@@ -36,18 +45,19 @@ export function verifyVerb(program: Command): void {
         onProgress: progress.update,
       }));
       if (report.findings.length > 0) markRejected();
+      const repair = report.firstInvalid === null || report.head === null ? null : repairAdvice(gitdir, report.head, report.firstInvalid.lastValid, report.seq);
       const notes = [...report.notes, packingNote(gitdir)].filter((note) => note !== null);
       if (opts.json !== true) for (const note of notes) process.stderr.write(`note: ${note}\n`);
       emit(
         opts.json,
-        { ok: report.findings.length === 0, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes },
+        { ok: report.findings.length === 0, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes, last_valid: report.firstInvalid?.lastValid ?? null, repair },
         () => {
           const scope = report.incremental ? `${report.replayed} new commit(s) since the last verified head` : `${report.commits} commits from genesis`;
           const head = `head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;
           if (report.findings.length === 0) return `ok: ${scope}, ${head}; every signature, signer, path, sequence and hash checks out`;
           const shown = report.findings.slice(0, SHOWN).map(formatFinding);
           const more = report.findings.length > SHOWN ? [`  ... and ${report.findings.length - SHOWN} more (all of them with --json)`] : [];
-          return [`FAILED: ${report.findings.length} finding(s); ${scope}, ${head}`, ...shown, ...more].join('\n');
+          return [`FAILED: ${report.findings.length} finding(s); ${scope}, ${head}`, ...shown, ...more, ...(repair === null ? [] : [repair])].join('\n');
         },
       );
     });

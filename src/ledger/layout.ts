@@ -181,6 +181,32 @@ export function isSigned(info: PathInfo): boolean {
   return isEntry(info) || info.kind === 'forge_file';
 }
 
+/**
+ * Why the layout has no place for `path` (classifyPath gave null): the rule it breaks, in words a
+ * person writing files by hand can act on.
+ */
+export function explainPath(path: string): string {
+  const parts = path.split('/');
+  const [top] = parts;
+  if (top === 'messages') {
+    if (parts.length < 6 || !/^\d{4}-\d{2}$/.test(parts[1]!) || !/^\d{2}$/.test(parts[2]!) || !/^\d{2}$/.test(parts[3]!)) {
+      return "a message's files live in messages/YYYY-MM/DD/HH/<message_id>/, the month, day and hour (UTC) of the envelope's created_at";
+    }
+    const id = parts[4]!;
+    if (!new RegExp(`^${MESSAGE_ID}$`).test(id)) {
+      return `${JSON.stringify(id)} is not a message id: msg_ and then 26 characters of Crockford's base32 (0-9 and A-Z without I, L, O and U), as a ULID is written, e.g. msg_01JZ3K8W6QF4S2V9X0B1C5D7EA`;
+    }
+    return 'a message folder holds envelope.yaml, prompt.md, context-manifest.yaml, claims/NNN.yaml, receipts/NNN.yaml and artifacts/NNN/<name> (lower-case letters, digits, ".", "_" and "-"), each .yaml with its .sig';
+  }
+  if (top === 'trust') return 'trust files are trust/root|registry|policy/NNNNNN.yaml, six digits from 000001';
+  if (top === 'control') return 'the kill switch is control/kill-switch/NNNNNN.yaml, six digits from 000001';
+  if (top === 'heartbeats') return 'heartbeats are heartbeats/YYYY-MM/DD/HH/SSSSSSSSSS.yaml, ten digits of the Ledger-Seq of their commit';
+  if (top === 'approvals') return 'approvals are approvals/YYYY-MM/DD/HH/apr_<26 characters of base32>.yaml';
+  if (top === '.github') return 'under .github only workflows/<name>.yml or .yaml (lower-case letters, digits, ".", "_" and "-"), each with its .sig, written by a trust-root authority';
+  if (path.endsWith(SIG_SUFFIX)) return 'a .sig file signs an entry (a .yaml file with a place of its own) and sits beside it';
+  return 'the ledger holds README.md (laid by its first commit) and the folders trust/, control/, approvals/, heartbeats/, messages/ and .github/workflows/, nothing else';
+}
+
 export function isEntry(info: PathInfo): info is Extract<PathInfo, { kind: EntryKind }> {
   return (
     info.kind === 'trust' ||

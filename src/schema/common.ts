@@ -9,7 +9,7 @@ export const actorId = z
   .max(64);
 
 /** `msg_` and 26 Crockford base32 characters (time then randomness, so ids sort by creation). */
-export const messageId = z.string().regex(/^msg_[0-9A-HJKMNP-TV-Z]{26}$/, 'message ids look like msg_ followed by 26 base32 characters');
+export const messageId = z.string().regex(/^msg_[0-9A-HJKMNP-TV-Z]{26}$/, "message ids look like msg_ followed by 26 characters of Crockford's base32 (0-9 and A-Z without I, L, O and U)");
 
 export const correlationId = z.string().regex(/^corr_[A-Za-z0-9_-]{1,64}$/, 'correlation ids look like corr_...');
 

@@ -6,7 +6,7 @@ import { cooMessage } from './message.js';
 import { actorPolicy } from './policy.js';
 import { aaReceipt, eaReceipt } from './receipt.js';
 import { actorRegistry } from './registry.js';
-import { readStrictYaml } from './strict-yaml.js';
+import { readStrictYaml, yamlPosition } from './strict-yaml.js';
 
 /** Every document kind, by its `schema_version`. */
 export const DOCUMENTS = {
@@ -42,15 +42,19 @@ function formatPath(path: readonly PropertyKey[]): string {
   return out;
 }
 
-/** Validates a plain value against one document kind; the first issue becomes a SCHEMA_INVALID naming file and path. */
-export function parseDocument<K extends DocumentKind>(kind: K, value: unknown, file: string): DocumentOf<K> {
+/**
+ * Validates a plain value against one document kind; the first issue becomes a SCHEMA_INVALID naming
+ * file and path, and, when the text it came from is given, the line and column there.
+ */
+export function parseDocument<K extends DocumentKind>(kind: K, value: unknown, file: string, source?: Uint8Array): DocumentOf<K> {
   const result = DOCUMENTS[kind].safeParse(value);
   if (result.success) return result.data as DocumentOf<K>;
   const issue = result.error.issues[0];
   const path = issue === undefined ? '' : formatPath(issue.path);
   const where = path === '' ? file : `${file}:${path}`;
   const more = result.error.issues.length > 1 ? ` (and ${result.error.issues.length - 1} more)` : '';
-  throw new CooError('SCHEMA_INVALID', `${where}: ${issue?.message ?? 'invalid'}${more}`, { where });
+  const position = source === undefined || issue === undefined ? null : yamlPosition(source, issue.path);
+  throw new CooError('SCHEMA_INVALID', `${where}: ${issue?.message ?? 'invalid'}${more}${position === null ? '' : ` (${position})`}`, { where });
 }
 
 /** Reads untrusted YAML bytes strictly, then validates them as `kind`. */
@@ -65,7 +69,7 @@ export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array,
       where: `${file}:schema_version`,
     });
   }
-  return parseDocument(kind, value, file);
+  return parseDocument(kind, value, file, bytes);
 }
 
 /** Reads a document whose kind it names itself. */
@@ -75,5 +79,5 @@ export function readAnyDocument(bytes: Uint8Array, file: string): { kind: Docume
   if (!isDocumentKind(declared)) {
     throw new CooError('SCHEMA_UNKNOWN', `${file}: unknown schema_version ${JSON.stringify(declared)}`, { where: `${file}:schema_version` });
   }
-  return { kind: declared, doc: parseDocument(declared, value, file) };
+  return { kind: declared, doc: parseDocument(declared, value, file, bytes) };
 }

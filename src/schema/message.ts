@@ -31,7 +31,8 @@ export const contextPin = z.strictObject({
 export const messageBudget = z.strictObject({
   max_cost_usd: usd,
   max_runtime_seconds: positiveInt.max(86_400),
-  correlation_budget_remaining_usd: usd.nullable(),
+  /** The correlation's remaining budget as the writer saw it, when it states one (then it must be the ledger's figure); null or absent states none. */
+  correlation_budget_remaining_usd: usd.nullable().optional(),
 });
 
 /** Fields every envelope carries, whatever its intent. */

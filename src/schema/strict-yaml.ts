@@ -47,9 +47,58 @@ export interface StrictYamlOptions {
   readonly maxBytes?: number;
 }
 
-function fail(code: ErrorCode, file: string, path: string, reason: string): never {
+/** `line L, column C` (1-based, as editors count) of a character offset in `text`. */
+function lineColumn(text: string, offset: number): string {
+  const before = text.slice(0, Math.max(0, offset));
+  const line = before.split('\n').length;
+  return `line ${line}, column ${offset - (before.lastIndexOf('\n') + 1) + 1}`;
+}
+
+/** Where in the text a refusal points, for a person with an editor: ` (line L, column C)`, or nothing. */
+function at(text: string | undefined, offset: number | undefined): string {
+  return text === undefined || offset === undefined ? '' : ` (${lineColumn(text, offset)})`;
+}
+
+function fail(code: ErrorCode, file: string, path: string, reason: string, position = ''): never {
   const where = path === '' ? file : `${file}:${path}`;
-  throw new CooError(code, `${where}: ${reason}`, { where });
+  throw new CooError(code, `${where}: ${reason}${position}`, { where });
+}
+
+/**
+ * The position of the node at `path` in a YAML document (or of the deepest part of the path that
+ * is there: the mapping a missing key belongs in), for messages about a document that parsed but
+ * does not fit its schema. Null when the text does not parse.
+ */
+export function yamlPosition(bytes: Uint8Array, path: ReadonlyArray<PropertyKey>): string | null {
+  const text = new TextDecoder('utf-8').decode(bytes);
+  let docs: ReturnType<typeof parseAllDocuments>;
+  try {
+    docs = parseAllDocuments(text, PARSE_OPTIONS);
+  } catch {
+    return null;
+  }
+  if (!Array.isArray(docs) || docs.length !== 1) return null;
+  let node = docs[0]!.contents as Node | null;
+  let offset = node?.range?.[0];
+  for (const part of path) {
+    if (node === null) break;
+    if (isMap(node)) {
+      const pair = node.items.find((item) => isScalar(item.key) && item.key.value === part);
+      if (pair === undefined) break;
+      offset = (pair.key as Node).range?.[0] ?? offset;
+      node = pair.value as Node | null;
+      continue;
+    }
+    if (isSeq(node) && typeof part === 'number') {
+      const item = node.items[part] as Node | undefined;
+      if (item === undefined) break;
+      node = item;
+      offset = item.range?.[0] ?? offset;
+      continue;
+    }
+    break;
+  }
+  return offset === undefined ? null : lineColumn(text, offset);
 }
 
 function childPath(parent: string, key: string | number): string {
@@ -57,41 +106,43 @@ function childPath(parent: string, key: string | number): string {
   return parent === '' ? key : `${parent}.${key}`;
 }
 
-function checkNode(node: Node | null, file: string, path: string, depth: number): void {
+function checkNode(node: Node | null, file: string, path: string, depth: number, text: string): void {
   if (node === null) return;
-  if (isAlias(node)) fail('YAML_ALIAS', file, path, 'aliases are not allowed');
-  if (node.anchor !== undefined) fail('YAML_ALIAS', file, path, 'anchors are not allowed');
-  if (node.tag !== undefined && !CORE_TAGS.has(node.tag)) fail('YAML_TAG', file, path, `tag ${node.tag} is not allowed`);
+  const here = at(text, node.range?.[0]);
+  if (isAlias(node)) fail('YAML_ALIAS', file, path, 'aliases are not allowed', here);
+  if (node.anchor !== undefined) fail('YAML_ALIAS', file, path, 'anchors are not allowed', here);
+  if (node.tag !== undefined && !CORE_TAGS.has(node.tag)) fail('YAML_TAG', file, path, `tag ${node.tag} is not allowed`, here);
   if (isScalar(node)) {
     const value = node.value;
-    if (typeof value === 'number' && !Number.isFinite(value)) fail('YAML_NON_JSON', file, path, 'infinite or NaN numbers are not allowed');
+    if (typeof value === 'number' && !Number.isFinite(value)) fail('YAML_NON_JSON', file, path, 'infinite or NaN numbers are not allowed', here);
     if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
-      fail('YAML_NON_JSON', file, path, 'integer exceeds 2^53 and would lose precision');
+      fail('YAML_NON_JSON', file, path, 'integer exceeds 2^53 and would lose precision', here);
     }
     if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') {
-      fail('YAML_NON_JSON', file, path, 'value has no JSON form');
+      fail('YAML_NON_JSON', file, path, 'value has no JSON form', here);
     }
     return;
   }
-  if (!isCollection(node)) fail('YAML_NON_JSON', file, path, 'unsupported node');
-  if (depth >= LIMITS.yamlDepth) fail('YAML_DEPTH', file, path, `nesting deeper than ${LIMITS.yamlDepth}`);
+  if (!isCollection(node)) fail('YAML_NON_JSON', file, path, 'unsupported node', here);
+  if (depth >= LIMITS.yamlDepth) fail('YAML_DEPTH', file, path, `nesting deeper than ${LIMITS.yamlDepth}`, here);
   if (isSeq(node)) {
-    node.items.forEach((item, index) => checkNode(item as Node | null, file, childPath(path, index), depth + 1));
+    node.items.forEach((item, index) => checkNode(item as Node | null, file, childPath(path, index), depth + 1, text));
     return;
   }
   if (isMap(node)) {
     for (const pair of node.items) {
-      if (!isPair(pair)) fail('YAML_NON_JSON', file, path, 'malformed mapping');
+      if (!isPair(pair)) fail('YAML_NON_JSON', file, path, 'malformed mapping', here);
       const key = pair.key as Node | null;
+      const keyAt = at(text, key?.range?.[0]);
       if (key === null || !isScalar(key) || typeof key.value !== 'string') {
-        fail('YAML_NON_JSON', file, path, 'mapping keys must be plain strings');
+        fail('YAML_NON_JSON', file, path, 'mapping keys must be plain strings', keyAt);
       }
       if (key.anchor !== undefined || (key.tag !== undefined && key.tag !== 'tag:yaml.org,2002:str')) {
-        fail('YAML_TAG', file, path, 'mapping keys may not carry tags or anchors');
+        fail('YAML_TAG', file, path, 'mapping keys may not carry tags or anchors', keyAt);
       }
       const name = key.value;
-      if (name === '__proto__') fail('YAML_NON_JSON', file, path, 'key "__proto__" is not allowed');
-      checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1);
+      if (name === '__proto__') fail('YAML_NON_JSON', file, path, 'key "__proto__" is not allowed', keyAt);
+      checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1, text);
     }
   }
 }
@@ -134,17 +185,17 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
   const doc = docs[0]!;
   for (const error of doc.errors) {
     const code: ErrorCode = error.code === 'DUPLICATE_KEY' ? 'YAML_DUPLICATE_KEY' : 'YAML_SYNTAX';
-    fail(code, file, '', error.message.split('\n')[0] ?? error.code);
+    fail(code, file, '', error.message.split('\n')[0] ?? error.code, at(text, error.pos[0]));
   }
   for (const warning of doc.warnings) {
     const code: ErrorCode = warning.code === 'TAG_RESOLVE_FAILED' ? 'YAML_TAG' : 'YAML_SYNTAX';
-    fail(code, file, '', warning.message.split('\n')[0] ?? warning.code);
+    fail(code, file, '', warning.message.split('\n')[0] ?? warning.code, at(text, warning.pos[0]));
   }
   const directives = doc.directives;
   if (directives !== undefined && (directives.yaml.explicit || Object.keys(directives.tags).some((handle) => handle !== '!!'))) {
     fail('YAML_SYNTAX', file, '', 'YAML directives are not allowed');
   }
-  checkNode(doc.contents as Node | null, file, '', 0);
+  checkNode(doc.contents as Node | null, file, '', 0, text);
   return doc.toJS({ maxAliasCount: 0 }) as unknown;
 }
 

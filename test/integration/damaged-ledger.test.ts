@@ -172,3 +172,26 @@ describe('a refused write', () => {
     expect(headOf(world.gitdir)).toBe(before);
   });
 });
+
+describe('coo verify on a damaged ledger', () => {
+  it('names the last valid commit and what to do, and doing it leaves a ledger that verifies', async () => {
+    const world = await fresh();
+    await world.consult();
+    const lastValid = headOf(world.gitdir);
+    // Two commits behind the hook's back: one no key of the ledger signed, and one on top of it.
+    const { malformed, last } = addMalformedTree(world.gitdir, 0, 1);
+    expect(git(['--git-dir', world.gitdir, 'rev-parse', `${malformed}^`]).trim()).toBe(lastValid);
+    const result = cooBounded(['verify', '--ledger', world.gitdir, '--no-checkpoint']);
+    expect(result.status).toBe(3);
+    const advice = result.stdout.trimEnd().split('\n').at(-1)!;
+    expect(advice).toBe(
+      `the last valid commit is ${lastValid} (Ledger-Seq 2); the 2 commit(s) after it are not the ledger's, and no coo writer builds on them. To repair: keep them for review (git --git-dir ${world.gitdir} branch damaged ${last}), move main back (git --git-dir ${world.gitdir} update-ref refs/heads/main ${lastValid} ${last}), then run coo verify again`,
+    );
+    expect(JSON.parse(cooBounded(['verify', '--ledger', world.gitdir, '--no-checkpoint', '--json']).stdout)).toMatchObject({ ok: false, last_valid: { commit: lastValid, seq: 2 } });
+    for (const command of [...advice.matchAll(/\((git --git-dir [^)]+)\)/g)].map((match) => match[1]!)) {
+      git(command.split(' ').slice(1));
+    }
+    expect(cooBounded(['verify', '--ledger', world.gitdir, '--no-checkpoint']).status).toBe(0);
+    expect(git(['--git-dir', world.gitdir, 'rev-parse', 'damaged']).trim()).toBe(last);
+  });
+});

@@ -155,3 +155,31 @@ describe('the pre-receive hook of a ledger whose coo moved', () => {
     expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(before);
   });
 });
+
+describe("the hook's answers to a COO writing by hand", () => {
+  it('explains an id outside the alphabet, names the actors of two signers, and reports a refused envelope once, without its task as a second finding', () => {
+    const before = head();
+    const badId = 'msg_01M8NQFJ01J7CG66HWNDDJ84IL';
+    let work = freshClone();
+    stockCommit(work, { [folder(badId)]: fixtureEnvelope(badId, 'bad-id') }, { key: key('coo.hermes'), seq: seq() + 1 });
+    let result = push(work, 'main');
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain(`PATH_INVALID [`);
+    expect(result.stderr).toContain(`"${badId}" is not a message id: msg_ and then 26 characters of Crockford's base32 (0-9 and A-Z without I, L, O and U)`);
+
+    work = freshClone();
+    stockCommit(work, fixtureFiles('msg_01M8NQFJ01J7CG66HWNDDJ84B0', 'two-signers'), { key: key('ceo'), entryKey: key('coo.hermes'), seq: seq() + 1 });
+    result = push(work, 'main');
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/SIGNER_MISMATCH \[[^\]]+\]: \S+envelope\.yaml: signed by SHA256:\S+ \(coo\.hermes\) but the commit by SHA256:\S+ \(ceo\): one signer per commit/);
+
+    work = freshClone();
+    stockCommit(work, fixtureFiles('msg_01M8NQFJ01J7CG66HWNDDJ84B1', 'wrong-actor'), { key: key('ea.codex'), seq: seq() + 1 });
+    result = push(work, 'main');
+    expect(result.status).not.toBe(0);
+    const findings = result.stderr.split('\n').filter((line) => /^remote: {3}[A-Z_]+ /.test(line));
+    expect(findings).toEqual([expect.stringMatching(/^remote: {3}SIGNER_WRONG_ACTOR \[/)]);
+    expect(result.stderr).not.toContain('ARTIFACT_UNREFERENCED');
+    expect(head()).toBe(before);
+  });
+});

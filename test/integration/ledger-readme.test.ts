@@ -43,10 +43,11 @@ describe('ledger/README.md, followed literally', () => {
     expect(version.stdout.trim()).toBe(JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')).version);
   });
 
-  it('runs every shell block as written against a demo ledger, with only git, ssh-keygen and the installed coo on the PATH', () => {
+  it('runs every shell block as written against a demo ledger, with only git, ssh-keygen, the POSIX tools it names and the installed coo on the PATH, the envelope written by hand included', () => {
     const demo = join(scratch, 'demo');
     expect(coo(['demo', '--dir', demo]).status).toBe(0);
-    const bin = toolFolder(join(scratch, 'prefix', 'bin', 'coo'));
+    // git, ssh-keygen and coo, and the POSIX tools the hand-written envelope's recipe names.
+    const bin = toolFolder(join(scratch, 'prefix', 'bin', 'coo'), ['git', 'ssh-keygen', 'date', 'sha256sum', 'sed', 'cut', 'mkdir', 'cat']);
     const blocks = shellBlocks(readFileSync(join(REPO, 'ledger', 'README.md'), 'utf8'));
     expect(blocks.length).toBeGreaterThanOrEqual(4);
     // One shell, so a variable set by one block is there for the next, as for a reader at a terminal.
@@ -63,6 +64,9 @@ describe('ledger/README.md, followed literally', () => {
     expect(logLines.length).toBeGreaterThan(3);
     for (const line of logLines) expect(line).toMatch(/^[0-9a-f]{40} G (ceo|coo\.hermes) /);
     expect(result.stdout).toMatch(/^ok: \d+ commits from genesis/m);
+    // The envelope written by hand, signed with ssh-keygen, committed with git commit -S and pushed, is queued.
+    expect(result.stdout, result.stdout.slice(-2000)).toMatch(/^remote: coo: push accepted: every commit passes the ledger validator\s*$/m);
+    expect(result.stdout).toMatch(/^msg_01\d{14}HAND000000 ea_dispatch coo\.hermes -> ea\.codex: queued$/m);
   });
 });
 

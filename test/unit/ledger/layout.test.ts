@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { classifyPath, envelopePath, forgeWorkflowPath, heartbeatPath, isForgePath, messageFolder } from '../../../src/ledger/layout.js';
+import { classifyPath, envelopePath, explainPath, forgeWorkflowPath, heartbeatPath, isForgePath, messageFolder } from '../../../src/ledger/layout.js';
 
 const ID = 'msg_01M8NQFJ01J7CG66HWNDDJ8485';
 
@@ -38,6 +38,20 @@ describe('ledger layout', () => {
     for (const path of ['.github/workflows/Verify.yml', '.github/workflows/sub/x.yml', '.github/workflows/x.json', '.github/actions/x/action.yml', '.github/CODEOWNERS', '.github/workflows/.yml', 'github/workflows/x.yml']) {
       expect(classifyPath(path), path).toBeNull();
       expect(isForgePath(path), path).toBe(false);
+    }
+  });
+
+  it('says why a path has no place, in words a person writing files by hand can act on', () => {
+    const cases: Array<[string, RegExp]> = [
+      ['messages/2026-11/30/07/msg_01HANDWRITTEN0000000000IL/envelope.yaml', /^"msg_01HANDWRITTEN0000000000IL" is not a message id: msg_ and then 26 characters of Crockford's base32 \(0-9 and A-Z without I, L, O and U\)/],
+      ['messages/2026-11/30/msg_01M8NQFJ01J7CG66HWNDDJ8485/envelope.yaml', /^a message's files live in messages\/YYYY-MM\/DD\/HH\/<message_id>\//],
+      [`messages/2026-11/30/07/${ID}/notes.txt`, /^a message folder holds envelope\.yaml, prompt\.md/],
+      ['trust/registry/2.yaml', /^trust files are trust\/root\|registry\|policy\/NNNNNN\.yaml/],
+      ['notes.txt', /^the ledger holds README\.md/],
+    ];
+    for (const [path, why] of cases) {
+      expect(classifyPath(path), path).toBeNull();
+      expect(explainPath(path), path).toMatch(why);
     }
   });
 });

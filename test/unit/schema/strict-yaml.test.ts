@@ -1,6 +1,7 @@
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { CooError, isCooError } from '../../../src/errors.js';
+import { readDocument } from '../../../src/schema/documents.js';
 import { readStrictYaml, readStrictYamlGeneral, toYaml } from '../../../src/schema/strict-yaml.js';
 import { codeOf } from '../../helpers/codes.js';
 
@@ -47,6 +48,22 @@ describe('the strict YAML reader', () => {
       expect((error as CooError).where).toBe('entry.yaml:outer.list[1]');
       expect((error as CooError).message).toContain('entry.yaml:outer.list[1]');
     }
+  });
+
+  it('says the line and column of what it refuses, as an editor counts them, and so does the schema check after it', () => {
+    const message = (text: string): string => {
+      try {
+        readDocument('claim.v0', Buffer.from(text), 'claim.yaml');
+      } catch (error) {
+        if (isCooError(error)) return error.message;
+      }
+      return 'accepted';
+    };
+    expect(message('schema_version: claim.v0\nmessage_id: msg_X\nmessage_id: msg_Y\n')).toBe('claim.yaml: Map keys must be unique (line 3, column 1)');
+    expect(message('schema_version: claim.v0\nrunner_id: &r x\n')).toBe('claim.yaml:runner_id: anchors are not allowed (line 2, column 15)');
+    expect(message('schema_version: claim.v0\nattempt_number: [1,\n')).toMatch(/^claim\.yaml: .* \(line 3, column 1\)$/);
+    expect(message('schema_version: claim.v0\nmessage_id: msg_01M8NQFJ01J7CG66HWNDDJ8485\n  \nattempt_number: -1\n')).toMatch(/^claim\.yaml:\S+: .* \(line \d+, column 1\)$/);
+    expect(message('schema_version: claim.v0\nmessage_id: nope\n')).toMatch(/^claim\.yaml:message_id: message ids look like msg_ .* \(line 2, column 1\)$/);
   });
 
   it('reads plain YAML 1.2 core values, where yes and on stay strings', () => {
