@@ -17,6 +17,8 @@ export interface ReportInput {
   readonly state: LedgerState;
   readonly findings: readonly Finding[];
   readonly timeline: Timeline;
+  /** The CEO key the auditor pinned (`--trust-root`), or null when the page trusts whatever genesis the ledger holds. */
+  readonly trustRoot: string | null;
 }
 
 const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
@@ -76,6 +78,14 @@ function warningsByReceipt(timeline: Timeline): ReadonlyMap<string, readonly str
   return out;
 }
 
+/** A finding's message without the path it starts with: the path has a column of its own. */
+function findingText(finding: Finding): string {
+  const path = finding.path;
+  if (path === undefined || !finding.message.startsWith(path)) return finding.message;
+  const rest = finding.message.slice(path.length);
+  return rest.startsWith(': ') ? rest.slice(2) : rest.startsWith(' ') ? rest.slice(1) : finding.message;
+}
+
 function findingsSection(findings: readonly Finding[]): string {
   if (findings.length === 0) return '<section id="findings"><h2>Verification</h2><p class="ok-text">No findings: every commit and entry signature, signer, path, sequence and hash checks out.</p></section>';
   const rows = findings.map((finding) =>
@@ -83,7 +93,7 @@ function findingsSection(findings: readonly Finding[]): string {
       ['code', `<code>${escape(finding.code)}</code>`],
       ['commit', oid(finding.commit)],
       ['path', `<code>${escape(finding.path ?? '')}</code>`],
-      ['what', `<span class="text">${escape(finding.message)}</span>`],
+      ['what', `<span class="text">${escape(findingText(finding))}</span>`],
     ]),
   );
   return `<section id="findings" class="alarm"><h2>Verification: ${findings.length} finding(s)</h2>${table(['code', 'commit', 'path', 'what'], rows)}</section>`;
@@ -107,20 +117,64 @@ function warningsSection(state: LedgerState, warnings: ReadonlyMap<string, reado
   return `<section id="warnings" class="caution"><h2>Receipt warnings (${rows.length})</h2><p>What held, but less strongly than it should have: each receipt says so itself.</p>${table(['warning', 'message', 'receipt', 'meaning'], rows)}</section>`;
 }
 
-function messagesSection(state: LedgerState, findings: readonly Finding[], warnings: ReadonlyMap<string, readonly string[]>): string {
+/** What the timeline holds of each message: its question, the verdict of each attempt's answer, and the commits that added its envelope and receipts. */
+interface MessageFacts {
+  question?: string;
+  envelopeSeq?: number;
+  readonly receipts: Map<number, number>;
+  readonly verdicts: Map<number, { readonly verdict: string; readonly summary: string }>;
+}
+
+function messageFacts(timeline: Timeline): ReadonlyMap<string, MessageFacts> {
+  const out = new Map<string, MessageFacts>();
+  for (const commit of timeline.commits) {
+    if (commit.findings.length > 0) continue;
+    for (const entry of commit.entries) {
+      if (entry.messageId === null) continue;
+      let facts = out.get(entry.messageId);
+      if (facts === undefined) {
+        facts = { receipts: new Map(), verdicts: new Map() };
+        out.set(entry.messageId, facts);
+      }
+      const info = classifyPath(entry.path);
+      if (entry.question !== undefined) facts.question = entry.question;
+      if (info?.kind === 'envelope') facts.envelopeSeq = commit.seq;
+      if (info?.kind === 'receipt') facts.receipts.set(info.attempt, commit.seq);
+      if (info?.kind === 'attempt_artifact' && entry.verdict !== undefined) facts.verdicts.set(info.attempt, entry.verdict);
+    }
+  }
+  return out;
+}
+
+/** A link to the timeline row of the commit that added something. */
+const commitLink = (seq: number | undefined, label: string): string => (seq === undefined ? '' : `<a href="#seq-${seq}">${escape(label)} #${seq}</a>`);
+
+function messagesSection(state: LedgerState, timeline: Timeline, findings: readonly Finding[], warnings: ReadonlyMap<string, readonly string[]>): string {
   const records = [...state.messages.values()].sort((a, b) => a.seq - b.seq);
+  const known = messageFacts(timeline);
   const rows = records.map((record) => {
+    const facts = known.get(record.id);
+    const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null);
+    // Only an answer that passed judgement is advice: a refused one shows no verdict.
+    const verdict = last?.receipt?.status === 'succeeded' ? facts?.verdicts.get(last.number) : undefined;
+    const links = [commitLink(facts?.envelopeSeq, 'envelope'), last === undefined ? '' : commitLink(facts?.receipts.get(last.number), `receipt ${last.number}`)].filter((link) => link !== '').join(' ');
     const lane = laneStateOf(record);
     const touched = findings.filter((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true).length;
     const blockers = [...new Set(record.attempts.flatMap((attempt) => attempt.receipt?.blockers ?? []))];
     const warned = [...new Set(record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : warnings.get(attempt.receipt.path) ?? [])))];
     return row(`${touched > 0 ? ' class="message tampered"' : ' class="message"'} data-state="${lane}" data-intent="${escape(record.intent)}"`, [
-      ['message', `${messageId(record.id)}${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}`],
+      [
+        'message',
+        `${messageId(record.id)}${touched > 0 ? ` <span class="badge bad">${touched} finding(s)</span>` : ''}${facts?.question === undefined ? '' : `<div class="question text">${escape(facts.question.split('\n')[0]!)}</div>`}${links === '' ? '' : `<div><small>${links}</small></div>`}`,
+      ],
       ['intent', escape(record.intent)],
       ['edge', `${escape(record.source)} &rarr; ${escape(record.target)}${record.submittedVia === undefined ? '' : ` <span class="badge muted via">via ${escape(record.submittedVia)}</span>`}`],
       ['correlation', `<code>${escape(record.correlation)}</code>`],
       ['created', escape(record.createdAt)],
-      ['state', `<span class="badge ${STATE_CLASS[lane]}">${lane}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}${warned.length > 0 ? ` ${warningBadges(warned)}` : ''}`],
+      [
+        'state',
+        `<span class="badge ${STATE_CLASS[lane]}">${lane}</span>${blockers.length > 0 ? ` <small>${blockers.map(escape).join(', ')}</small>` : ''}${warned.length > 0 ? ` ${warningBadges(warned)}` : ''}${verdict === undefined ? '' : `<div class="verdict" title="${escape(verdict.summary)}"><small>advice:</small> <span class="badge muted">${escape(verdict.verdict)}</span></div>`}`,
+      ],
       ['attempts', String(record.attempts.length)],
       ['cost', usd(costOf(record))],
     ]);
@@ -318,8 +372,8 @@ function commitRow(commit: TimelineCommit): string {
     .map((entry) => `<span class="entry kind-${escape(entry.kind)}" title="${escape(entry.approval === undefined ? entry.path : `${entry.path}: ${entry.approval.reason}`)}">${escape(entryLabel(entry))}</span>${entry.warnings.length > 0 ? ` ${warningBadges(entry.warnings)}` : ''}`)
     .join(' ');
   const signer = commit.signer === null ? '<span class="badge bad">unverified</span>' : `${escape(commit.signer.actor)} ${fingerprint(commit.signer.keyId)}`;
-  const problems = bad ? `<div class="problems text">${commit.findings.map((finding) => `<code>${escape(finding.code)}</code> ${escape(finding.message)}`).join('<br>')}</div>` : '';
-  return row(`${bad ? ' class="commit tampered"' : ' class="commit"'}`, [
+  const problems = bad ? `<div class="problems text">${commit.findings.map((finding) => `<code>${escape(finding.code)}</code>${finding.path === undefined ? '' : ` <code>${escape(finding.path)}</code>`} ${escape(findingText(finding))}`).join('<br>')}</div>` : '';
+  return row(` id="seq-${commit.seq}"${bad ? ' class="commit tampered"' : ' class="commit"'}`, [
     ['seq', `#${commit.seq}`],
     ['commit', oid(commit.commit)],
     ['time', time(commit.time)],
@@ -341,7 +395,8 @@ h2{font-size:16px;margin:4px 0 10px}h3{font-size:14px;margin:6px 0}table{border-
 th,td{text-align:left;padding:5px 8px;border-bottom:1px solid #eef0f3;vertical-align:top;overflow-wrap:break-word}th{font-size:12px;color:#5b6578;text-transform:uppercase}
 code{font:12px ui-monospace,SFMono-Regular,Menlo,monospace;overflow-wrap:anywhere}small{color:#5b6578}
 .fp{user-select:all}.text{overflow-wrap:anywhere}.nowrap{white-space:nowrap}
-.badge{display:inline-block;max-width:100%;box-sizing:border-box;overflow-wrap:anywhere;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.badge{display:inline-block;max-width:100%;box-sizing:border-box;white-space:nowrap;padding:1px 8px;border-radius:10px;font-size:12px;font-weight:600}
+.question{color:#33415c;margin-top:2px}.verdict{margin-top:2px}
 .ok{background:#d6f5df;color:#146c2e}.bad{background:#fde0e0;color:#a11d1d}.warn{background:#fff1cc;color:#8a5a00}.unavail{background:#ece2fb;color:#5b2ca0}.muted{background:#eceff3;color:#4a5366}
 .status{font-size:15px;font-weight:700;padding:4px 12px;border-radius:6px;display:inline-block;margin-top:6px}
 .alarm{border:2px solid #d33;background:#fff6f6}.finding td{color:#7a1010}.ok-text{color:#146c2e}.caution{border:2px solid #e0a800}
@@ -354,7 +409,7 @@ tr.tampered{background:#ffe8e8;outline:2px solid #d33}.problems{margin-top:4px;c
 .fill-ok{background:#3fae5f}.fill-warn{background:#e0a800}.fill-bad{background:#d33}
 .cols{display:grid;grid-template-columns:minmax(0,1fr) minmax(0,1fr);gap:24px}
 @media (max-width:1000px){
-.nowrap{white-space:normal}
+.nowrap{white-space:normal}.badge{white-space:normal;overflow-wrap:anywhere}
 header{padding:14px 14px}main{padding:4px 8px 28px}section{padding:10px 12px;margin:12px 0}
 .cols{grid-template-columns:minmax(0,1fr);gap:8px}
 table,tbody,tr,td{display:block;width:auto}thead{display:none}
@@ -374,8 +429,9 @@ export function renderReport(input: ReportInput): string {
 <title>coo-commons ledger report</title><style>${STYLE}</style></head>
 <body><header><h1>coo-commons ledger report</h1>
 <p><code>${escape(input.ledger)}</code> &middot; head ${oid(input.head)} at Ledger-Seq ${input.state.seq} &middot; generated ${escape(input.generatedAt)}</p>
+<p>${input.trustRoot === null ? "trust root <strong>not pinned</strong>: read from the ledger's own genesis (pin the CEO key with --trust-root)" : `trust root pinned to ${fingerprint(input.trustRoot)}`}</p>
 <p>trust root v${input.state.root?.version ?? '-'} &middot; registry v${input.state.registry?.version ?? '-'} (active COO ${escape(input.state.registry?.doc.active_coo ?? '-')}) &middot; policy v${input.state.policy?.version ?? '-'} &middot; kill switch ${escape(input.state.killSwitch?.doc.state ?? 'off')}</p>
 ${status}</header>
-<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.findings, warnings)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
+<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.timeline, input.findings, warnings)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
 `;
 }

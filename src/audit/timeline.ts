@@ -7,6 +7,7 @@ import { classifyPath, type PathInfo } from '../ledger/layout.js';
 import type { Approval } from '../schema/control.js';
 import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
+import { readAnswerBlock } from '../consult/answer.js';
 
 /** One file a commit added, as the report lists it. */
 export interface TimelineEntry {
@@ -19,6 +20,10 @@ export interface TimelineEntry {
   readonly approval?: TimelineApproval;
   /** An ea_receipt.v0 in a valid commit: the attempt's branch, verification and cost. */
   readonly dispatch?: TimelineDispatch;
+  /** A message's prompt.md in a valid commit: the question (or task), as the COO wrote it. */
+  readonly question?: string;
+  /** An attempt's answer.md in a valid commit, when it holds one valid aa_answer block: the advice's verdict and summary. */
+  readonly verdict?: { readonly verdict: string; readonly summary: string };
 }
 
 export interface TimelineApproval {
@@ -89,6 +94,20 @@ function dispatchOf(bytes: Buffer | undefined, path: string): TimelineDispatch |
   };
 }
 
+/** The longest question or summary the report keeps of a message: the page shows a line of it. */
+const TEXT_CHARS = 300;
+
+function clip(text: string): string {
+  const trimmed = text.trim();
+  return trimmed.length > TEXT_CHARS ? `${trimmed.slice(0, TEXT_CHARS - 1)}…` : trimmed;
+}
+
+function verdictOf(bytes: Buffer | undefined): TimelineEntry['verdict'] {
+  if (bytes === undefined) return undefined;
+  const read = readAnswerBlock(bytes.toString('utf8'));
+  return 'answer' in read ? { verdict: read.answer.verdict, summary: clip(read.answer.summary) } : undefined;
+}
+
 /** Collects the timeline during a verification replay (audit/verify.ts), for the report. */
 export class TimelineRecorder {
   private readonly commits: TimelineCommit[] = [];
@@ -111,7 +130,18 @@ export class TimelineRecorder {
           const warnings = valid && info?.kind === 'receipt' ? receiptWarnings(blob, change.path) : [];
           const approval = valid && info?.kind === 'approval' ? approvalOf(blob, change.path) : undefined;
           const dispatch = valid && info?.kind === 'receipt' ? dispatchOf(blob, change.path) : undefined;
-          return { path: change.path, kind: info?.kind ?? 'unknown', messageId, warnings, ...(approval === undefined ? {} : { approval }), ...(dispatch === undefined ? {} : { dispatch }) };
+          const question = valid && info?.kind === 'message_artifact' && info.name === 'prompt.md' && blob !== undefined ? clip(blob.toString('utf8')) : undefined;
+          const verdict = valid && info?.kind === 'attempt_artifact' && info.name === 'answer.md' ? verdictOf(blob) : undefined;
+          return {
+            path: change.path,
+            kind: info?.kind ?? 'unknown',
+            messageId,
+            warnings,
+            ...(approval === undefined ? {} : { approval }),
+            ...(dispatch === undefined ? {} : { dispatch }),
+            ...(question === undefined ? {} : { question }),
+            ...(verdict === undefined ? {} : { verdict }),
+          };
         }),
       findings: verdict.findings,
     });

@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { renderReport } from '../audit/report.js';
 import { verifyLedger } from '../audit/verify.js';
 import { CooError } from '../errors.js';
-import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { emit, jsonOption, ledgerOption, loadPublicKey, required } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
 
@@ -26,21 +26,23 @@ export function reportVerb(program: Command): void {
     .description('write one self-contained HTML page: timeline, message states, receipt warnings, spend against budgets, signers, every verification finding (exit 3 if any)')
     .addOption(ledgerOption())
     .option('--html <file>', 'where to write the page')
+    .option('--trust-root <pubfile>', "the CEO public key the ledger's first trust root must name (from the CEO, not the ledger): without it the page trusts whatever genesis the ledger holds, and says so")
     .addOption(jsonOption())
-    .action(async (opts: { ledger?: string; html?: string; json?: boolean }) => {
+    .action(async (opts: { ledger?: string; html?: string; json?: boolean; trustRoot?: string }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const out = required(opts.html, '--html', 'the HTML file to write');
       const now = new Date();
       const progress = createProgress('verifying', 'commits', opts.json === true);
-      const report = await progress.until(verifyLedger(gitdir, { timeline: true, now, onProgress: progress.update }));
+      const trustRoot = opts.trustRoot === undefined ? undefined : loadPublicKey(opts.trustRoot);
+      const report = await progress.until(verifyLedger(gitdir, { timeline: true, now, onProgress: progress.update, ...(trustRoot === undefined ? {} : { trustRoot }) }));
       // An empty ledger has no timeline: no commit was replayed.
       const timeline = report.timeline ?? { commits: [] };
-      writePage(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline }));
+      writePage(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline, trustRoot: trustRoot?.keyId ?? null }));
       // The page is written either way: with findings, it is the evidence of what is wrong.
       if (report.findings.length > 0) markRejected();
       emit(
         opts.json,
-        { ok: report.findings.length === 0, html: resolve(out), commits: report.commits, findings: report.findings.length },
+        { ok: report.findings.length === 0, html: resolve(out), commits: report.commits, findings: report.findings.length, trust_root: trustRoot?.keyId ?? null },
         () => `${report.findings.length === 0 ? 'ok' : 'FAILED'}: wrote ${out}: ${report.commits} commits, ${report.findings.length} finding(s)`,
       );
     });

@@ -47,24 +47,27 @@ export interface JudgeInput {
  * steering line of the context. Malformed is `output_invalid` (retried); the rest is
  * `output_injection` (never retried: the same context would steer the model again).
  */
-export function judgeAnswer(input: JudgeInput): AnswerJudgement {
-  const blocks = [...input.text.matchAll(BLOCK)].map((match) => match[1] ?? '');
-  if (blocks.length !== 1) {
-    return { status: 'fail', blocker: 'output_invalid', errors: [blocks.length === 0 ? 'no aa_answer block' : `${blocks.length} aa_answer blocks; exactly one is allowed`] };
-  }
+/** The one aa_answer block of an answer, parsed and checked against aa_answer.v0; the errors when there is not exactly one valid block. */
+export function readAnswerBlock(text: string): { readonly answer: AaAnswer } | { readonly errors: readonly string[] } {
+  const blocks = [...text.matchAll(BLOCK)].map((match) => match[1] ?? '');
+  if (blocks.length !== 1) return { errors: [blocks.length === 0 ? 'no aa_answer block' : `${blocks.length} aa_answer blocks; exactly one is allowed`] };
   const block = blocks[0]!;
-  if (Buffer.byteLength(block) > MAX_BLOCK_BYTES) return { status: 'fail', blocker: 'output_invalid', errors: ['aa_answer block too large'] };
+  if (Buffer.byteLength(block) > MAX_BLOCK_BYTES) return { errors: ['aa_answer block too large'] };
   let value: unknown;
   try {
     value = JSON.parse(block);
   } catch (error) {
-    return { status: 'fail', blocker: 'output_invalid', errors: [`aa_answer block is not JSON: ${(error as Error).message}`] };
+    return { errors: [`aa_answer block is not JSON: ${(error as Error).message}`] };
   }
   const parsed = aaAnswer.safeParse(value);
-  if (!parsed.success) {
-    return { status: 'fail', blocker: 'output_invalid', errors: parsed.error.issues.slice(0, 10).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`) };
-  }
-  const answer = parsed.data;
+  if (!parsed.success) return { errors: parsed.error.issues.slice(0, 10).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`) };
+  return { answer: parsed.data };
+}
+
+export function judgeAnswer(input: JudgeInput): AnswerJudgement {
+  const read = readAnswerBlock(input.text);
+  if ('errors' in read) return { status: 'fail', blocker: 'output_invalid', errors: read.errors };
+  const answer = read.answer;
   const errors: string[] = [];
   if (answer.canary !== input.canary) errors.push("the answer does not carry this attempt's canary: it was not written to this prompt's rules");
   for (const text of texts(answer)) {

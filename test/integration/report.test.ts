@@ -53,6 +53,8 @@ interface Reading {
   readonly errors: readonly string[];
   readonly outside: readonly string[];
   readonly text: (selector: string) => Promise<string[]>;
+  /** Runs a script in the page (a string: this project's types have no DOM) and returns its value. */
+  readonly evaluate: <T>(script: string) => Promise<T>;
   readonly close: () => Promise<void>;
 }
 
@@ -77,7 +79,7 @@ async function read(html: string, width: number, screenshot?: string): Promise<R
     mkdirSync(artifacts, { recursive: true });
     await page.screenshot({ path: join(artifacts, screenshot), fullPage: true });
   }
-  return { scrollWidth, errors, outside, text: (selector) => page.locator(selector).allTextContents(), close: () => page.close() };
+  return { scrollWidth, errors, outside, text: (selector) => page.locator(selector).allTextContents(), evaluate: async <T>(script: string) => (await page.evaluate(script)) as T, close: () => page.close() };
 }
 
 describe('coo report --html', () => {
@@ -94,6 +96,64 @@ describe('coo report --html', () => {
         await page.close();
       }
     }
+  });
+
+  it('breaks no badge inside a word at 1280 px, and still fits 390 px', async () => {
+    const out = join(dir, 'badges.html');
+    expect(coo(['report', '--ledger', join(demo, 'ledger.git'), '--html', out]).status).toBe(0);
+    // A badge on one line is about one line high (12 px text): a word broken in two doubles it.
+    const broken = "[...document.querySelectorAll('.badge')].filter((badge) => badge.getBoundingClientRect().height > 24).map((badge) => badge.textContent)";
+    for (const width of [1280, 390]) {
+      const page = await read(out, width);
+      try {
+        expect(page.scrollWidth).toBeLessThanOrEqual(width);
+        const badges = await page.evaluate<number>("document.querySelectorAll('#messages .badge').length");
+        expect(badges).toBeGreaterThanOrEqual(3);
+        if (width === 1280) expect(await page.evaluate<string[]>(broken)).toEqual([]);
+      } finally {
+        await page.close();
+      }
+    }
+  });
+
+  it('shows each message with its question and the verdict of its advice, and links to the commits that added its envelope and receipt', async () => {
+    const out = join(dir, 'messages.html');
+    expect(coo(['report', '--ledger', join(demo, 'ledger.git'), '--html', out]).status).toBe(0);
+    const page = await read(out, 1280);
+    try {
+      const rows = await page.text('#messages tr.message');
+      const consults = rows.filter((row) => row.includes('aa_consult'));
+      expect(consults).toHaveLength(2);
+      expect(consults[0]).toContain('Review add() in src/add.ts and its test.');
+      expect(consults[0]).toMatch(/advice: approve_with_changes/);
+      // The second consult's answer obeyed the injected text and was refused: no verdict is shown as advice.
+      expect(consults[1]).toContain('Summarise the maintainer notes');
+      expect(consults[1]).not.toContain('advice:');
+      const links = await page.evaluate<Array<{ text: string; target: string | null }>>(
+        "[...document.querySelectorAll('#messages tr.message a')].map((a) => ({ text: a.textContent, target: document.querySelector(a.getAttribute('href'))?.textContent ?? null }))",
+      );
+      expect(links.length).toBeGreaterThanOrEqual(6);
+      for (const link of links) {
+        expect(link.text).toMatch(/^(envelope|receipt \d+) #\d+$/);
+        expect(link.target, link.text).toMatch(new RegExp(`^#${link.text.split('#')[1]}`));
+        expect(link.target).toMatch(link.text.startsWith('envelope') ? /(aa_consult|ea_dispatch) msg_/ : /receipt msg_/);
+      }
+    } finally {
+      await page.close();
+    }
+  });
+
+  it('says whether the trust root was pinned, and pinned to another key, finds it', async () => {
+    const pinned = join(dir, 'pinned.html');
+    expect(coo(['report', '--ledger', join(demo, 'ledger.git'), '--html', pinned, '--trust-root', join(demo, 'keys', 'ceo.pub')]).status).toBe(0);
+    const unpinned = join(dir, 'unpinned.html');
+    expect(coo(['report', '--ledger', join(demo, 'ledger.git'), '--html', unpinned]).status).toBe(0);
+    const ceo = /SHA256:[A-Za-z0-9+/]{43}/.exec(run('ssh-keygen', ['-l', '-f', join(demo, 'keys', 'ceo.pub')]).stdout)![0];
+    expect(readFileSync(pinned, 'utf8')).toContain(`trust root pinned to <code class="fp nowrap">${ceo}</code>`);
+    expect(readFileSync(unpinned, 'utf8')).toContain('trust root <strong>not pinned</strong>');
+    const wrong = coo(['report', '--ledger', join(demo, 'ledger.git'), '--html', join(dir, 'wrong.html'), '--trust-root', join(demo, 'keys', 'coo.hermes.pub'), '--json']);
+    expect(wrong.status).toBe(3);
+    expect(readFileSync(join(dir, 'wrong.html'), 'utf8')).toContain('TRUST_ROOT_MISMATCH');
   });
 
   it('shows each signer with its full key fingerprint, and which trust file each genesis entry is', async () => {
@@ -142,6 +202,10 @@ describe('coo report --html', () => {
         expect(page.errors).toEqual([]);
         expect(page.outside).toEqual([]);
         expect((await page.text('#findings .finding')).join(' ')).toContain('COMMIT_UNSIGNED');
+        // The WHAT column says what is wrong; the path has its own column and is not repeated.
+        const placeless = await page.text('#findings .finding td[data-label="what"]');
+        expect(placeless).toContainEqual(expect.stringMatching(/^has no place in the ledger layout: /));
+        for (const what of placeless) expect(what.startsWith('notes.txt')).toBe(false);
         const warnings = await page.text('#warnings tr.receipt-warning');
         expect(warnings).toHaveLength(1);
         expect(warnings[0]).toContain('sandbox_unenforced');
