@@ -1,9 +1,11 @@
 import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
-import { CooError } from '../errors.js';
+import { CooError, type Finding } from '../errors.js';
 import { requireHolder } from '../authority/keys.js';
 import { receiptStatement, signStatement } from '../audit/attest.js';
 import { isVerified, whatIsWrong } from '../audit/cite.js';
+import { dispatchStatement } from '../audit/dispatch-attest.js';
+import { gatherDispatchEvidence } from '../audit/dispatch-evidence.js';
 import { gatherEvidence } from '../audit/evidence.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -13,8 +15,8 @@ import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required } from '.
 export function attestVerb(program: Command): void {
   program
     .command('attest')
-    .description('export a consult\'s receipt as an in-toto Statement v1 in a DSSE envelope signed with the COO key (docs/attestation.md); refused unless coo verify finds the whole ledger clean')
-    .argument('<message-id>', 'the consult to attest')
+    .description("export a consult's or a dispatch's receipt as an in-toto Statement v1 in a DSSE envelope signed with the COO key: a consult's subjects are its answer and attachments, a dispatch's the signed head commit and the files it changed (docs/attestation.md); refused unless coo verify finds the whole ledger clean")
+    .argument('<message-id>', 'the consult or dispatch to attest')
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key that signs the envelope; default $COO_KEY'))
     .option('--out <file>', 'write the DSSE envelope (JSON) here instead of standard output')
@@ -22,13 +24,8 @@ export function attestVerb(program: Command): void {
     .action(async (messageId: string, opts: { ledger?: string; key?: string; out?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
-      const evidence = await gatherEvidence(gitdir, messageId);
-      if (!isVerified(evidence)) {
-        throw new CooError('SIG_INVALID', `not attesting: the evidence for ${evidence.messageId} does not verify (${whatIsWrong(evidence)})`, { findings: evidence.findings });
-      }
-      const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
       const ledger = Ledger.open(gitdir, { checkpoints: false });
-      let envelope: Buffer | null;
+      let intent: string | undefined;
       try {
         // Only the active COO speaks for the ledger's receipts: an attestation signed by any other key says nothing.
         const state = await ledger.state();
@@ -36,18 +33,44 @@ export function attestVerb(program: Command): void {
         if (requireHolder(state, key.publicKey.keyId, '--key').actor !== coo) {
           throw new CooError('SIGNER_WRONG_ACTOR', `--key ${key.publicKey.keyId} is not a key of the active COO ${coo ?? '(none)'}: attest with the COO key`);
         }
-        envelope = await ledger.readFile(envelopePath(folder), evidence.receiptCommit);
+        intent = state.messages.get(messageId)?.intent;
       } finally {
         ledger.close();
       }
-      if (envelope === null) throw new CooError('NOT_FOUND', `${envelopePath(folder)} is missing`);
-      const dsse = signStatement(receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) }), key);
-      const text = `${JSON.stringify(dsse, null, 2)}\n`;
+      const { id, statement } = intent === 'ea_dispatch' ? await dispatchAttestation(gitdir, messageId) : await consultAttestation(gitdir, messageId);
+      const text = `${JSON.stringify(signStatement(statement, key), null, 2)}\n`;
       if (opts.out === undefined) {
         process.stdout.write(text);
         return;
       }
       writeFileSync(opts.out, text);
-      process.stdout.write(opts.json === true ? `${JSON.stringify({ message_id: evidence.messageId, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${evidence.messageId} written to ${opts.out}\n`);
+      process.stdout.write(opts.json === true ? `${JSON.stringify({ message_id: id, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${id} written to ${opts.out}\n`);
     });
+}
+
+/** Evidence that does not verify is not attested: what is wrong says why, and every finding is kept. */
+function refuseUnverified(id: string, findings: readonly Finding[], wrong: string): void {
+  if (findings.length > 0) throw new CooError('SIG_INVALID', `not attesting: the evidence for ${id} does not verify (${wrong})`, { findings });
+}
+
+async function consultAttestation(gitdir: string, messageId: string): Promise<{ id: string; statement: Record<string, unknown> }> {
+  const evidence = await gatherEvidence(gitdir, messageId);
+  if (!isVerified(evidence)) refuseUnverified(evidence.messageId, evidence.findings, whatIsWrong(evidence));
+  const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
+  const ledger = Ledger.open(gitdir, { checkpoints: false });
+  let envelope: Buffer | null;
+  try {
+    envelope = await ledger.readFile(envelopePath(folder), evidence.receiptCommit);
+  } finally {
+    ledger.close();
+  }
+  if (envelope === null) throw new CooError('NOT_FOUND', `${envelopePath(folder)} is missing`);
+  return { id: evidence.messageId, statement: receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) }) };
+}
+
+async function dispatchAttestation(gitdir: string, messageId: string): Promise<{ id: string; statement: Record<string, unknown> }> {
+  const evidence = await gatherDispatchEvidence(gitdir, messageId);
+  const first = evidence.findings[0];
+  refuseUnverified(evidence.messageId, evidence.findings, first === undefined ? '' : `${first.code}${first.commit === undefined ? '' : ` in commit ${first.commit.slice(0, 12)}`}: ${first.message}`);
+  return { id: evidence.messageId, statement: dispatchStatement(evidence) };
 }

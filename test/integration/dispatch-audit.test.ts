@@ -2,7 +2,11 @@ import { cpSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { isCooError } from '../../src/errors.js';
-import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { createHash } from 'node:crypto';
+import Ajv2020 from 'ajv/dist/2020.js';
+import { STATEMENT_TYPE } from '../../src/audit/attest.js';
+import { DISPATCH_PREDICATE_TYPE } from '../../src/audit/dispatch-attest.js';
+import { formatPrivateKey, formatPublicKeyLine } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { enqueueDispatch, type DispatchRequest } from '../../src/dispatch/enqueue.js';
@@ -11,6 +15,7 @@ import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer
 import { showOutput } from '../../src/mcp/schemas.js';
 import { showTool } from '../../src/mcp/tools.js';
 import { coo, json } from '../helpers/cli.js';
+import { statementOf, verifyDsse, type Dsse } from '../helpers/dsse.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { git, gitEnv, tempDir } from '../helpers/tmp.js';
@@ -241,6 +246,45 @@ describe('coo verify and coo cite on dispatches', () => {
     expect(findings.length).toBeGreaterThan(0);
     expect(findings.some((finding) => finding.path?.startsWith(path) === true)).toBe(true);
     expect(findings.map((finding) => finding.code)).toContain('WRITE_ONCE');
+  });
+
+  it('attests a dispatch: the signed head commit and the changed files are the subjects, the receipt\'s evidence the predicate, and @sigstore/verify accepts it with the COO public key only', () => {
+    const cooKey = join(dir, 'coo.key');
+    writeFileSync(cooKey, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const out = join(dir, 'dispatch.intoto.json');
+    const result = coo(['attest', fixed, '--ledger', ledger, '--key', cooKey, '--out', out]);
+    expect(result.stderr).toBe('');
+    expect(result.status).toBe(0);
+    const dsse = JSON.parse(readFileSync(out, 'utf8')) as Dsse;
+    expect(verifyDsse(dsse, formatPublicKeyLine(w.actors.coo.publicKey))).toBeDefined();
+    expect(() => verifyDsse(dsse, formatPublicKeyLine(w.actors.ceo.publicKey))).toThrow(/signature verification failed/);
+    const statement = statementOf<{ _type: string; predicateType: string; subject: Array<{ name: string; digest: Record<string, string> }>; predicate: Record<string, unknown> }>(dsse);
+    expect(statement._type).toBe(STATEMENT_TYPE);
+    expect(statement.predicateType).toBe(DISPATCH_PREDICATE_TYPE);
+    const receipt = json<{ attempts: Array<{ receipt: { document: { branch: string; head_sha: string } } }> }>(coo(['show', fixed, '--ledger', ledger, '--json'])).attempts[0]!.receipt.document;
+    const repo = join(w.dir, 'work');
+    // The head the receipt names is the branch's commit in the target repository, signed by the COO.
+    expect(git(['rev-parse', receipt.branch], { cwd: repo }).trim()).toBe(receipt.head_sha);
+    const [head, ...rest] = statement.subject;
+    expect(head).toEqual({ name: `local/work@${receipt.branch}`, digest: { gitCommit: receipt.head_sha } });
+    const files = rest.slice(0, -1);
+    expect(files.map((file) => file.name)).toEqual(['src/add.js']);
+    for (const file of files) expect(createHash('sha256').update(git(['show', `${receipt.head_sha}:${file.name}`], { cwd: repo })).digest('hex')).toBe(file.digest['sha256']);
+    expect(rest.at(-1)!.name).toMatch(/\/envelope\.yaml$/);
+    expect(statement.predicate).toMatchObject({
+      authority: 'governed_execution',
+      message: { message_id: fixed, intent: 'ea_dispatch', source_actor: 'coo.hermes', target_actor: 'ea.codex' },
+      attempt: { attempt_number: 1, status: 'succeeded', blockers: [] },
+      base: { base_sha: base },
+      scope: ['src/**'],
+      branch: receipt.branch,
+      head_sha: receipt.head_sha,
+      verification: [{ command: 'sh test.sh', exit_code: 0 }],
+      executor: { kind: 'codex' },
+    });
+    const schema = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'attestation', 'dispatch-receipt.v0.schema.json'), 'utf8')) as object;
+    const ajv = new Ajv2020.default({ strict: true, allErrors: true });
+    expect(ajv.validate(schema, statement.predicate), JSON.stringify(ajv.errors)).toBe(true);
   });
 
   it('refuses to cite a dispatch, saying where its evidence is instead', () => {

@@ -1,14 +1,12 @@
 import { spawnSync } from 'node:child_process';
-import { createHash, createPublicKey } from 'node:crypto';
+import { createHash } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { bundleFromJSON } from '@sigstore/bundle';
-import { toSignedEntity, toTrustMaterial, Verifier } from '@sigstore/verify';
 import Ajv2020 from 'ajv/dist/2020.js';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PREDICATE_TYPE, STATEMENT_TYPE } from '../../src/audit/attest.js';
-import { parsePublicKeyLine } from '../../src/crypto/keys.js';
 import { coo, json } from '../helpers/cli.js';
+import { statementOf, verifyDsse, type Dsse } from '../helpers/dsse.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const REPO = join(import.meta.dirname, '..', '..');
@@ -107,22 +105,12 @@ describe('coo attest', () => {
     const result = coo(['attest', succeeded, '--ledger', ledger, '--key', join(demo, 'keys', 'coo.hermes.key'), '--out', out]);
     expect(result.stderr).toBe('');
     expect(result.status).toBe(0);
-    const dsse = JSON.parse(readFileSync(out, 'utf8')) as { payload: string; payloadType: string; signatures: Array<{ keyid: string }> };
-    const verifyWith = (pubFile: string): unknown => {
-      const key = parsePublicKeyLine(readFileSync(pubFile, 'utf8')).key;
-      const publicKey = createPublicKey({ key: { kty: 'OKP', crv: 'Ed25519', x: Buffer.from(key.bytes).toString('base64url') }, format: 'jwk' });
-      const bundle = bundleFromJSON({
-        mediaType: 'application/vnd.dev.sigstore.bundle.v0.3+json',
-        verificationMaterial: { publicKey: { hint: dsse.signatures[0]!.keyid }, tlogEntries: [], timestampVerificationData: { rfc3161Timestamps: [] } },
-        dsseEnvelope: dsse,
-      });
-      const trust = toTrustMaterial({ mediaType: 'application/vnd.dev.sigstore.trustedroot+json;version=0.1', tlogs: [], certificateAuthorities: [], ctlogs: [], timestampAuthorities: [] }, () => ({ publicKey, validFor: () => true }));
-      return new Verifier(trust, { tlogThreshold: 0, ctlogThreshold: 0, timestampThreshold: 0 }).verify(toSignedEntity(bundle));
-    };
+    const dsse = JSON.parse(readFileSync(out, 'utf8')) as Dsse;
+    const verifyWith = (pubFile: string): unknown => verifyDsse(dsse, readFileSync(pubFile, 'utf8'));
     expect(verifyWith(join(demo, 'keys', 'coo.hermes.pub'))).toBeDefined();
     expect(() => verifyWith(join(demo, 'keys', 'ceo.pub'))).toThrow(/signature verification failed/);
 
-    const statement = JSON.parse(Buffer.from(dsse.payload, 'base64').toString('utf8')) as { _type: string; predicateType: string; subject: Array<{ name: string; digest: { sha256: string } }>; predicate: unknown };
+    const statement = statementOf<{ _type: string; predicateType: string; subject: Array<{ name: string; digest: { sha256: string } }>; predicate: unknown }>(dsse);
     expect(statement._type).toBe(STATEMENT_TYPE);
     expect(statement.predicateType).toBe(PREDICATE_TYPE);
     const names = statement.subject.map((subject) => subject.name);

@@ -1,0 +1,68 @@
+import { eaCommands } from '../schema/receipt.js';
+import { STATEMENT_TYPE } from './attest.js';
+import type { DispatchEvidence } from './dispatch-evidence.js';
+
+/**
+ * A dispatch's receipt as an in-toto Statement v1: its subjects are the signed head commit the
+ * work landed in (by its `gitCommit` digest, in the repository and on the branch the receipt
+ * names) and every file it changed (by sha256, as the runner hashed the committed bytes), then the
+ * envelope that asked for it; the predicate is the receipt's evidence, every field measured by the
+ * runner itself (docs/attestation.md). Pure; signed by attest.ts's signStatement.
+ */
+export const DISPATCH_PREDICATE_TYPE = 'urn:coo-commons:predicate:dispatch-receipt:v0';
+
+/** An in-toto resource descriptor: a name and its digests, by algorithm (`sha256`, or `gitCommit` for a commit). */
+interface Subject {
+  readonly name: string;
+  readonly digest: Readonly<Record<string, string>>;
+}
+
+const hex = (ref: string): string => ref.replace(/^sha256:/, '');
+
+export function dispatchStatement(evidence: DispatchEvidence): Record<string, unknown> {
+  const { receipt, request } = evidence;
+  const commands = eaCommands(receipt);
+  const subject: Subject[] = [
+    ...(receipt.head_sha === null ? [] : [{ name: `${request.dispatch.repo}@${receipt.branch ?? receipt.head_sha}`, digest: { gitCommit: receipt.head_sha } }]),
+    ...receipt.file_hashes.flatMap((file) => (file.sha256 === null ? [] : [{ name: file.path, digest: { sha256: hex(file.sha256) } }])),
+    { name: evidence.envelope.path, digest: { sha256: hex(evidence.envelope.sha256) } },
+  ];
+  return {
+    _type: STATEMENT_TYPE,
+    subject,
+    predicateType: DISPATCH_PREDICATE_TYPE,
+    predicate: {
+      authority: 'governed_execution',
+      message: { message_id: evidence.messageId, intent: 'ea_dispatch', source_actor: evidence.source, target_actor: evidence.target },
+      attempt: {
+        attempt_id: receipt.attempt_id,
+        attempt_number: receipt.attempt_number,
+        status: receipt.status,
+        blockers: receipt.blockers.map((blocker) => blocker.code),
+        warnings: receipt.warnings,
+      },
+      task_hash: request.payload_hash,
+      base: { repo: request.dispatch.repo, base_sha: receipt.base_sha },
+      scope: request.dispatch.scope_paths,
+      branch: receipt.branch,
+      head_sha: receipt.head_sha,
+      files: receipt.file_hashes.map((file) => ({ path: file.path, sha256: file.sha256 === null ? null : hex(file.sha256) })),
+      verification: commands.filter(({ by }) => by === 'verification').map(({ command, exitCode }) => ({ command, exit_code: exitCode })),
+      executor: {
+        kind: receipt.executor,
+        model: receipt.model,
+        session_id: receipt.executor_session_id,
+        commands: commands.filter(({ by }) => by === 'executor').map(({ command, exitCode }) => ({ command, exit_code: exitCode })),
+      },
+      cost: { actual_cost_usd: receipt.actual_cost_usd, usage: receipt.usage },
+      ledger: {
+        receipt_path: evidence.receiptPath,
+        receipt_sha256: hex(evidence.receiptSha256),
+        commit: evidence.receiptCommit,
+        seq: evidence.receiptSeq,
+        signer: evidence.signer,
+        verified_to_seq: evidence.cleanToSeq,
+      },
+    },
+  };
+}
