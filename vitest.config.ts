@@ -4,6 +4,7 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     globalSetup: ['test/setup/clear-tally.ts'],
+    setupFiles: ['test/setup/bubblewrap.ts'],
     environment: 'node',
     testTimeout: 60_000,
     hookTimeout: 60_000,

@@ -2,6 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { COO } from '../helpers/cli.js';
 import { makeLedger } from '../helpers/ledger.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
@@ -9,7 +10,7 @@ import { git, run, tempDir } from '../helpers/tmp.js';
 
 /** Runs a shell script under bubblewrap: the whole file system read-only but for what `extra` mounts. */
 function sandboxed(script: string, extra: string[]): { status: number | null; stdout: string; stderr: string } {
-  const result = run('bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...extra, '--', 'sh', '-c', script]);
+  const result = run(requireBubblewrap('the disk fault tests'), ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...extra, '--', 'sh', '-c', script]);
   return { status: result.status, stdout: result.stdout, stderr: result.stderr };
 }
 

@@ -4,7 +4,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CodexExecutor } from '../../src/dispatch/codex.js';
 import type { ExecutorRun } from '../../src/dispatch/executor.js';
-import { bwrapArgs, findBwrap } from '../../src/util/bubblewrap.js';
+import { bwrapArgs } from '../../src/util/bubblewrap.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { run as runCommand, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -96,15 +97,13 @@ describe('the executor process', () => {
 
 describe('the bubblewrap layout', () => {
   it('hides the siblings of a writable folder that lies inside a hidden one, and keeps the folder writable', () => {
-    // .ci/run installs bubblewrap: without it this test has nothing to check and fails.
-    const bwrap = findBwrap();
-    expect(bwrap).not.toBeNull();
+    const bwrap = requireBubblewrap('the bubblewrap layout test');
     const state = join(tempDir('bwrap-layout'), 'state');
     mkdirSync(join(state, 'attempt', 'worktree'), { recursive: true });
     mkdirSync(join(state, 'other'), { recursive: true });
     writeFileSync(join(state, 'other', 'secret.txt'), 'runner state\n');
     const worktree = join(state, 'attempt', 'worktree');
-    const args = bwrapArgs(bwrap!, { writable: [worktree], hide: [state], chdir: worktree, ownPids: true });
+    const args = bwrapArgs(bwrap, { writable: [worktree], hide: [state], chdir: worktree, ownPids: true });
     const result = spawnSync(args[0]!, [...args.slice(1), '/bin/sh', '-c', `echo made > made.txt; cat ${join(state, 'other', 'secret.txt')} 2>/dev/null; ls ${state}`], { encoding: 'utf8' });
     expect(result.stdout).not.toContain('runner state');
     expect(result.stdout.trim().split('\n')).toEqual(['attempt']);
