@@ -29,6 +29,17 @@ export function preAuthEncoding(payloadType: string, payload: Buffer): Buffer {
   return Buffer.concat([Buffer.from(`DSSEv1 ${type.length} `), type, Buffer.from(` ${payload.length} `), payload]);
 }
 
+/** The `attempt` part of both predicates: which attempt, how it ended, and what its receipt warns of. */
+export function attemptPredicate(receipt: { attempt_id: string; attempt_number: number; status: string; blockers: ReadonlyArray<{ code: string }>; warnings: readonly string[] }): Record<string, unknown> {
+  return {
+    attempt_id: receipt.attempt_id,
+    attempt_number: receipt.attempt_number,
+    status: receipt.status,
+    blockers: receipt.blockers.map((blocker) => blocker.code),
+    warnings: receipt.warnings,
+  };
+}
+
 function descriptor(name: string, sha256Ref: string): ResourceDescriptor {
   return { name, digest: { sha256: sha256Ref.replace(/^sha256:/, '') } };
 }
@@ -51,13 +62,7 @@ export function receiptStatement(evidence: Evidence, envelope: { path: string; s
     predicate: {
       authority: 'advisory_only',
       message: { message_id: evidence.messageId, intent: 'aa_consult', source_actor: evidence.source, target_actor: evidence.target },
-      attempt: {
-        attempt_id: receipt.attempt_id,
-        attempt_number: receipt.attempt_number,
-        status: receipt.status,
-        blockers: receipt.blockers.map((blocker) => blocker.code),
-        warnings: receipt.warnings,
-      },
+      attempt: attemptPredicate(receipt),
       context: { repo_commit_sha: evidence.repoCommit, context_manifest_hash: receipt.context_manifest_hash, files: evidence.contextFiles },
       prompt_hash: receipt.prompt_hash,
       output_hash: receipt.output_hash,

@@ -1,5 +1,5 @@
 import { eaCommands } from '../schema/receipt.js';
-import { STATEMENT_TYPE } from './attest.js';
+import { attemptPredicate, STATEMENT_TYPE } from './attest.js';
 import type { DispatchEvidence } from './dispatch-evidence.js';
 
 /**
@@ -34,13 +34,7 @@ export function dispatchStatement(evidence: DispatchEvidence): Record<string, un
     predicate: {
       authority: 'governed_execution',
       message: { message_id: evidence.messageId, intent: 'ea_dispatch', source_actor: evidence.source, target_actor: evidence.target },
-      attempt: {
-        attempt_id: receipt.attempt_id,
-        attempt_number: receipt.attempt_number,
-        status: receipt.status,
-        blockers: receipt.blockers.map((blocker) => blocker.code),
-        warnings: receipt.warnings,
-      },
+      attempt: attemptPredicate(receipt),
       task_hash: request.payload_hash,
       base: { repo: request.dispatch.repo, base_sha: receipt.base_sha },
       scope: request.dispatch.scope_paths,

@@ -15,8 +15,8 @@ import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
 import { importPackage } from '../util/import-package.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
-import { defaultStateDir, describeEvent, executorsFromFlags, isolationFlag, oracleFromFlags, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
-import { runnerKeyProblem, startLanes } from '../runner/startup.js';
+import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
+import { runnerKeyProblem } from '../runner/startup.js';
 
 type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
 
@@ -82,8 +82,7 @@ export function mcpVerb(program: Command): void {
         const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
         if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
         if (oracle !== null && executors !== null) {
-          const lanes = await startLanes({ ledger, key, keyLabel: keyPath, repo, isolation: isolationFlag(opts.isolation), consult: oracle, dispatch: executors });
-          for (const note of lanes.notes) log(scrubber.text(note.text));
+          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, isolation: opts.isolation, oracle, executors }, (line) => log(scrubber.text(line)));
           runner = new Runner({
             ledger,
             key,

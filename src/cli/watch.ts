@@ -12,7 +12,8 @@ import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
 import { resolveOracleCommand } from '../runner/oracle-check.js';
 import { markInterrupted } from './outcome.js';
 import { stopOnSignal } from './stop.js';
-import { startLanes } from '../runner/startup.js';
+import { startLanes, type StartedLanes } from '../runner/startup.js';
+import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
@@ -123,9 +124,25 @@ export function isolationFlag(value: string): Isolation {
   return value as Isolation;
 }
 
-/** Prints what the start-up checks want said once: lanes that wait, and an explicit --isolation none. */
-export function printStartNotes(verb: string, notes: ReadonlyArray<{ readonly text: string }>): void {
-  for (const note of notes) process.stderr.write(`coo ${verb}: ${note.text}\n`);
+/** What a verb that runs the runner hands its start-up checks, from its flags. */
+export interface RunnerLaneFlags {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  readonly keyPath: string;
+  readonly repo: string;
+  readonly isolation: string;
+  readonly oracle: (isolation: 'bwrap' | 'none') => OracleCli;
+  readonly executors: (isolation: 'bwrap' | 'none') => ExecutorFactory;
+}
+
+/**
+ * The start-up checks of a verb that runs the runner (`coo watch`, `coo mcp --run`): refuses the
+ * start (exit 2) or returns the lanes, having said once, through `say`, what waits and why.
+ */
+export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<StartedLanes> {
+  const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors });
+  for (const note of lanes.notes) say(note.text);
+  return lanes;
 }
 
 /** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -237,16 +254,7 @@ export function watchVerb(program: Command): void {
           if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
           else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
         };
-        const lanes = await startLanes({
-          ledger,
-          key,
-          keyLabel: keyPath,
-          repo,
-          isolation: isolationFlag(opts.isolation),
-          consult: oracle,
-          dispatch: executors,
-        });
-        printStartNotes('watch', lanes.notes);
+        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, isolation: opts.isolation, oracle, executors }, (line) => process.stderr.write(`coo watch: ${line}\n`));
         runner = new Runner({
           ledger,
           key,
