@@ -99,7 +99,8 @@ function targetsOf(state: LedgerState): Array<{ actor: string; lane: 'consult' |
  * refuses the start (exit 2): nothing has been claimed then.
  */
 export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
-  const state = await options.ledger.state();
+  // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
+  const state = await options.ledger.intactState();
   const shared: Problem[] = [];
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) shared.push(keyProblem);

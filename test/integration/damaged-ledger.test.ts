@@ -7,7 +7,7 @@ import { toYaml } from '../../src/schema/strict-yaml.js';
 import { forgedReceipt } from '../helpers/forged.js';
 import { addMalformedTree, bypassCommit, cooBounded, headOf, startBounded, until, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
-import { fixtureEnvelope } from '../helpers/stock.js';
+import { FIXTURE_TASK, fixtureEnvelope } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -158,18 +158,32 @@ describe('a refused write', () => {
     const coo = writeKey(world.dir, 'coo', world.actors.coo);
     const file = join(world.dir, 'envelope.yaml');
     const prompt = join(world.dir, 'prompt.md');
-    // Two things wrong: the principal is not the active COO, and a dispatch references no prompt.md.
-    writeFileSync(file, fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8481', 'two-findings').replace('principal: coo.hermes', 'principal: ceo'));
-    writeFileSync(prompt, 'unreferenced\n');
+    const manifest = join(world.dir, 'context-manifest.yaml');
+    // Two things wrong beside a valid envelope: the task is not the one it hashed, and a dispatch with no context pin references no manifest.
+    writeFileSync(file, fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8481', 'two-findings'));
+    writeFileSync(prompt, 'not the task the envelope hashed\n');
+    writeFileSync(manifest, 'schema_version: context_manifest.v0\n');
     const before = headOf(world.gitdir);
-    const plain = cooBounded(['append', '--ledger', world.gitdir, '--key', coo, file, prompt]);
+    const plain = cooBounded(['append', '--ledger', world.gitdir, '--key', coo, file, prompt, manifest]);
     expect(plain.status).toBe(3);
-    expect(plain.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^coo: NOT_ACTIVE_COO: rejected: .*\(1 more finding\(s\)\)$/)]);
-    const json = cooBounded(['append', '--ledger', world.gitdir, '--key', coo, file, prompt, '--json']);
+    expect(plain.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^coo: ARTIFACT_[A-Z_]+: rejected: .*\(1 more finding\(s\)\)$/)]);
+    const json = cooBounded(['append', '--ledger', world.gitdir, '--key', coo, file, prompt, manifest, '--json']);
     expect(json.status).toBe(3);
-    expect((JSON.parse(json.stdout) as { error: Findings }).error.findings.map((finding) => finding.code)).toEqual(['NOT_ACTIVE_COO', 'ARTIFACT_UNREFERENCED']);
+    expect((JSON.parse(json.stdout) as { error: Findings }).error.findings.map((finding) => finding.code).sort()).toEqual(['ARTIFACT_HASH_MISMATCH', 'ARTIFACT_UNREFERENCED']);
     expect(json.stderr.trimEnd().split('\n')).toHaveLength(1);
     expect(headOf(world.gitdir)).toBe(before);
+  });
+
+  it('reports a refused envelope once: its task is not a second finding', async () => {
+    const world = await fresh();
+    const coo = writeKey(world.dir, 'coo', world.actors.coo);
+    const file = join(world.dir, 'envelope.yaml');
+    const prompt = join(world.dir, 'prompt.md');
+    writeFileSync(file, fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ8482', 'one-finding').replace('principal: coo.hermes', 'principal: ceo'));
+    writeFileSync(prompt, FIXTURE_TASK);
+    const json = cooBounded(['append', '--ledger', world.gitdir, '--key', coo, file, prompt, '--json']);
+    expect(json.status).toBe(3);
+    expect((JSON.parse(json.stdout) as { error: Findings }).error.findings.map((finding) => finding.code)).toEqual(['NOT_ACTIVE_COO']);
   });
 });
 

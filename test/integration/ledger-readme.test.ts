@@ -93,7 +93,7 @@ describe("README.md's dispatch, followed as written", () => {
     const env = { PATH: `${bin}:/usr/bin:/bin`, HOME: join(root, 'home'), OPENAI_API_KEY: 'sk-readme-test', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', XDG_STATE_HOME: join(root, 'state') };
     const readme = readFileSync(join(REPO, 'README.md'), 'utf8');
     // The consult section's first lines make the keys and the ledger and point COO_LEDGER and COO_KEY at them.
-    const setup = blockAfter(readme, '## What happens in one consult').split('\n').filter((line) => /^(coo keygen|coo init|export) /.test(line));
+    const setup = sectionBlocks(readme, 'What happens in one consult').find((block) => block.includes('coo keygen'))!.split('\n').filter((line) => /^(coo keygen|coo init|export) /.test(line));
     const lines = blockAfter(readme, '## What happens in one dispatch').trimEnd().split('\n');
     // One shell for all of it, as a reader at a terminal: the id coo dispatch printed is in $id for the lines after it.
     const ran = spawnSync('/bin/sh', ['-c', ['set -eu', ...setup, ...lines].join('\n')], { cwd: work, env, encoding: 'utf8' });
