@@ -151,7 +151,7 @@ export function demoVerb(program: Command): void {
           idempotencyKey: 'demo-read-notes',
         });
         say(`5. consult ${second.messageId} queued over docs/notes.md (${opts.live === true ? 'the live model reads the injected text' : 'the offline model will obey the injected text'})`);
-        const codexWaits = lanes.waiting.get('ea.codex');
+        const codexWaits = lanes.waiting.get('ea.codex')?.message;
         const dispatch =
           codexWaits !== undefined
             ? null

@@ -17,7 +17,6 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
-import { resolveCommand } from '../dispatch/process.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 
@@ -180,13 +179,12 @@ export function withExecutorOptions(command: Command): Command {
 
 /**
  * How the runner starts execution agents, from its flags, once the start-up checks know the sandbox
- * (runner/startup.ts); an --ea-command that names nothing is refused here, before anything runs.
- * `hide` is what no executor sees.
+ * (runner/startup.ts), where an --ea-command that names nothing makes the dispatches wait while the
+ * consults run. `hide` is what no executor sees.
  */
 export function executorsFromFlags(flags: ExecutorFlags, hide: readonly string[]): (isolation: 'bwrap' | 'none') => ExecutorFactory {
-  const command = flags.eaCommand === undefined ? undefined : resolveCommand([resolve(flags.eaCommand)], undefined, '--ea-command');
   const baseUrl = flags.eaBaseUrl === undefined || flags.eaBaseUrl === '' ? undefined : flags.eaBaseUrl;
-  return (isolation) => executorFactory({ hide, isolation, ...(command === undefined ? {} : { command }), ...(baseUrl === undefined ? {} : { baseUrl }) });
+  return (isolation) => executorFactory({ hide, isolation, ...(flags.eaCommand === undefined ? {} : { command: [resolve(flags.eaCommand)] }), ...(baseUrl === undefined ? {} : { baseUrl }) });
 }
 
 /** The runner's forge credentials for --open-pr dispatches, from its flags and environment; none without a token. */

@@ -36,8 +36,8 @@ export type StartupPlan =
   | { readonly kind: 'refuse'; readonly code: ErrorCode; readonly message: string }
   | {
       readonly kind: 'run';
-      /** Targets whose messages stay queued: actor -> why, said once at start. */
-      readonly waiting: ReadonlyMap<string, string>;
+      /** Targets whose messages stay queued: actor -> why (the first problem's code), said once at start. */
+      readonly waiting: ReadonlyMap<string, Problem>;
       /** Lines for the operator at start: an explicit `--isolation none` (target null), and each target that waits and why. */
       readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
     };
@@ -62,7 +62,7 @@ export function planStartup(facts: StartupFacts): StartupPlan {
       message: `no lane can run here, so nothing is claimed: ${blocked.map((target) => `${NOUN[target.lane]} to ${target.actor}: ${why(target.problems, target.actor)}`).join('; ')}`,
     };
   }
-  const waiting = new Map(blocked.map((target) => [target.actor, why(target.problems, target.actor)] as const));
+  const waiting = new Map(blocked.map((target) => [target.actor, { code: target.problems[0]!.code, message: why(target.problems, target.actor) }] as const));
   const notes = blocked.map((target) => ({ target: target.actor as string | null, text: `${NOUN[target.lane]} to ${target.actor} wait, queued and unclaimed: ${why(target.problems, target.actor)}` }));
   if (facts.isolation === 'none') {
     notes.unshift({

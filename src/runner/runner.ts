@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
-import { CooError, isCooError } from '../errors.js';
+import { CooError, isCooError, type ErrorCode } from '../errors.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { judgeAnswer } from '../consult/answer.js';
@@ -113,7 +113,7 @@ export interface RunnerOptions {
    * Targets whose lane cannot run here (runner/startup.ts: a provider key or an executor is missing),
    * with why: their messages stay queued and unclaimed, and the reason was said once at start.
    */
-  readonly waiting?: ReadonlyMap<string, string>;
+  readonly waiting?: ReadonlyMap<string, { readonly code: ErrorCode; readonly message: string }>;
 }
 
 /** A receipt for a call already paid that the remote could not take yet, kept across restarts. */
@@ -283,6 +283,8 @@ export class Runner {
         .map((record) => ({ record, work: nextWork(record, now) }));
       // A new attempt of a target whose lane cannot run here is never claimed; an open claim is still recovered.
       const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
+      // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
+      for (const id of held) this.configError(id, this.options.waiting!.get(state.messages.get(id)!.target)!);
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
         .sort((a, b) => a.record.seq - b.record.seq);
@@ -302,11 +304,8 @@ export class Runner {
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
-        // A configuration error stays until someone fixes the runner: said once per message, not every pass.
-        const said = `${item.record.id} ${code} ${message}`;
-        const config = code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE';
-        if (!config || !this.configErrors.has(said)) this.emit({ type: 'error', messageId: item.record.id, code, message });
-        if (config) this.configErrors.add(said);
+        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE') this.configError(item.record.id, { code, message });
+        else this.emit({ type: 'error', messageId: item.record.id, code, message });
         if (code === 'REMOTE_UNREACHABLE') {
           // Cut off: nothing new starts until the remote answers again.
           this.cutOff(message);
@@ -342,6 +341,14 @@ export class Runner {
     }
     for (const path of this.observed.keys()) if (!open.has(path)) this.observed.delete(path);
     return holders;
+  }
+
+  /** A configuration error stays until someone fixes the runner: said once per message, not every pass. */
+  private configError(messageId: string, problem: { readonly code: ErrorCode; readonly message: string }): void {
+    const said = `${messageId} ${problem.code} ${problem.message}`;
+    if (this.configErrors.has(said)) return;
+    this.configErrors.add(said);
+    this.emit({ type: 'error', messageId, code: problem.code, message: problem.message });
   }
 
   /** When the remote was found unreachable, or null while it answers. */

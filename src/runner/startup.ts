@@ -37,7 +37,7 @@ export interface StartedLanes {
   readonly transport: OracleCli | null;
   readonly executors: ExecutorFactory | null;
   /** Targets whose messages stay queued and unclaimed: actor -> why. */
-  readonly waiting: ReadonlyMap<string, string>;
+  readonly waiting: ReadonlyMap<string, Problem>;
   /** What to tell the operator once, at start (target null: about every lane). */
   readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
 }

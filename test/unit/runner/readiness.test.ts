@@ -13,7 +13,7 @@ describe('the start-up decision', () => {
     const plan = planStartup({ shared: [], isolation: 'bwrap', targets: [blocked('ea.claude_code', 'dispatch', 'ea.claude_code: claude is not on PATH'), ready('aa.chatgpt', 'consult')] });
     expect(plan).toEqual({
       kind: 'run',
-      waiting: new Map([['ea.claude_code', 'claude is not on PATH']]),
+      waiting: new Map([['ea.claude_code', { code: 'EXECUTOR_CONFIG', message: 'claude is not on PATH' }]]),
       notes: [{ target: 'ea.claude_code', text: 'dispatches to ea.claude_code wait, queued and unclaimed: claude is not on PATH' }],
     });
   });
