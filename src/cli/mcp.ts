@@ -88,9 +88,7 @@ export function mcpVerb(program: Command): void {
             key,
             repo,
             stateDir,
-            transport: lanes.transport!,
-            executors: lanes.executors!,
-            waiting: lanes.waiting,
+            ...lanes,
             hide,
             onEvent: (event) => {
               observe(event);

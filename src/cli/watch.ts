@@ -5,14 +5,14 @@ import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
 import { checkOracleArgs, OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
-import { Runner, type RunnerEvent } from '../runner/runner.js';
+import { Runner, type RunnerEvent, type RunnerOptions } from '../runner/runner.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
 import { resolveOracleCommand } from '../runner/oracle-check.js';
 import { markInterrupted } from './outcome.js';
 import { stopOnSignal } from './stop.js';
-import { startLanes, type StartedLanes } from '../runner/startup.js';
+import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
 import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
@@ -138,10 +138,11 @@ export interface RunnerLaneFlags {
  * The start-up checks of a verb that runs the runner (`coo watch`, `coo mcp --run`): refuses the
  * start (exit 2) or returns the lanes, having said once, through `say`, what waits and why.
  */
-export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<StartedLanes> {
+export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>> {
   const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors });
   for (const note of lanes.notes) say(note.text);
-  return lanes;
+  // A verb that runs the runner serves both lanes: the start-up checks made both.
+  return { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting };
 }
 
 /** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -258,9 +259,7 @@ export function watchVerb(program: Command): void {
           key,
           repo,
           stateDir,
-          transport: lanes.transport!,
-          executors: lanes.executors!,
-          waiting: lanes.waiting,
+          ...lanes,
           hide,
           onEvent: print,
           keepSandboxes: opts.keepSandboxes === true,
