@@ -1,7 +1,7 @@
 import { CooError } from '../errors.js';
 import type { CooMessage } from '../schema/message.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
-import { stableDispatchFields } from './dispatch-rules.js';
+import { stableDispatchFields } from './rules/intents/dispatch.js';
 import type { MessageRecord } from './state.js';
 
 /**

@@ -1,5 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { defaultBranchFor, dispatchRequestHash, isBranchName } from '../authority/dispatch-rules.js';
+import { defaultBranchFor, dispatchRequestHash, isBranchName } from '../authority/rules/intents/dispatch.js';
 import { edgeRequires } from '../authority/policy-check.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
@@ -46,7 +46,7 @@ function localRepoName(repo: string): string {
 
 /**
  * Refuses a branch name that is not a plain new branch of `repo`: one the lane's rule refuses
- * (dispatch-rules.ts), the repository's default branch, or any name git already resolves there (a
+ * (authority/rules/intents/dispatch.ts), the repository's default branch, or any name git already resolves there (a
  * branch, a tag, a remote branch, an object). Asked before anything is written, so a name that
  * would only fail once the attempt is claimed is refused now.
  */

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { attemptBranchFor } from '../authority/dispatch-rules.js';
+import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { spentOnMessageUsd } from '../consult/budget.js';

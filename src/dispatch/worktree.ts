@@ -1,7 +1,7 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
 import { resolve } from 'node:path';
-import { isBranchName } from '../authority/dispatch-rules.js';
+import { isBranchName } from '../authority/rules/intents/dispatch.js';
 import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';

@@ -170,7 +170,7 @@ export function classifyPath(path: string): PathInfo | null {
   return null;
 }
 
-/** A forge file or its signature: the paths a trust-root authority may replace (authority/forge-rules.ts). */
+/** A forge file or its signature: the paths a trust-root authority may replace (authority/rules/forge.ts). */
 export function isForgePath(path: string): boolean {
   const info = classifyPath(path);
   return info !== null && (info.kind === 'forge_file' || (info.kind === 'signature' && classifyPath(info.of)?.kind === 'forge_file'));

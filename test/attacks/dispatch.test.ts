@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect } from 'vitest';
 import type { Executor } from '../../src/dispatch/executor.js';
 import { COO } from '../helpers/cli.js';
-import { dispatchRequestHash } from '../../src/authority/dispatch-rules.js';
+import { dispatchRequestHash } from '../../src/authority/rules/intents/dispatch.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { CooMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';

@@ -2,7 +2,7 @@ import { join } from 'node:path';
 import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { initLedger } from '../../src/ledger/init.js';
 import { Ledger, type NewFile } from '../../src/ledger/ledger.js';
-import { defaultBranchFor } from '../../src/authority/dispatch-rules.js';
+import { defaultBranchFor } from '../../src/authority/rules/intents/dispatch.js';
 import { envelopePath, messageFolder, promptPath } from '../../src/ledger/layout.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';

@@ -1,5 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { RUNNERS_KEPT } from '../../src/authority/heartbeats.js';
+import { RUNNERS_KEPT } from '../../src/authority/rules/heartbeat.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { heartbeatPath } from '../../src/ledger/layout.js';
 import { newRunnerId } from '../../src/runner/identity.js';

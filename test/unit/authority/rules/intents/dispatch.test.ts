@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { attemptBranchFor, defaultBranchFor, dispatchRequestHash, isBranchName, stableDispatchFields } from '../../../src/authority/dispatch-rules.js';
-import type { EaDispatchMessage } from '../../../src/schema/message.js';
-import { dispatchEnvelope } from '../../helpers/ledger.js';
+import { attemptBranchFor, defaultBranchFor, dispatchRequestHash, isBranchName, stableDispatchFields } from '../../../../../src/authority/rules/intents/dispatch.js';
+import type { EaDispatchMessage } from '../../../../../src/schema/message.js';
+import { dispatchEnvelope } from '../../../../helpers/ledger.js';
 
 describe('branch names for a dispatch', () => {
   it('takes plain new branch names, and their numbered attempts', () => {

@@ -1,8 +1,8 @@
-import { CooError } from '../errors.js';
-import { LIMITS } from '../limits.js';
-import { ENTRY_NAMESPACE, parseSshsig, verifySshsig } from '../crypto/sshsig.js';
-import type { CommitFacts, FileChange } from '../ledger/commit-facts.js';
-import { classifyPath, sigPath } from '../ledger/layout.js';
+import { CooError } from '../../errors.js';
+import { LIMITS } from '../../limits.js';
+import { ENTRY_NAMESPACE, parseSshsig, verifySshsig } from '../../crypto/sshsig.js';
+import type { CommitFacts, FileChange } from '../../ledger/commit-facts.js';
+import { classifyPath, sigPath } from '../../ledger/layout.js';
 
 /**
  * The rules of forge files (`.github/workflows/<name>.yml` and its `.sig`), the one place where a

@@ -1,0 +1,218 @@
+import { CooError, isCooError, toFinding, type Finding } from '../errors.js';
+import type { CommitFacts, FileChange } from '../ledger/commit-facts.js';
+import { folderOf, type ApprovalRecord, type AttemptRecord, type KeyRecord, type LedgerState, type MessageRecord, type Revocation, type TrustFile } from './state.js';
+import { activeKeys, keyHolders, keyStatus, signerError, type KeyHolder, type KeyStatus } from './keys.js';
+import { keepHeartbeat } from './rules/heartbeat.js';
+import { readDocument, type DocumentKind, type DocumentOf } from '../schema/documents.js';
+import type { PathInfo } from '../ledger/layout.js';
+import type { ActorRegistry } from '../schema/registry.js';
+import type { TrustRoot } from '../schema/control.js';
+
+/** The kinds of signed entry a commit may add, each judged by the rules of its kind (authority/rules/). */
+export type EntryInfo = Extract<PathInfo, { kind: 'trust' | 'kill_switch' | 'approval' | 'heartbeat' | 'envelope' | 'claim' | 'receipt' }>;
+
+/** One signed entry of a commit, its signature already checked. */
+export interface EntryFile<I extends EntryInfo = EntryInfo> {
+  readonly path: string;
+  readonly info: I;
+  readonly bytes: Buffer;
+}
+
+/**
+ * What one pass over one commit works with: the state at the commit's parent, the commit's facts,
+ * the running state the pass extends entry by entry (a trust file read first is in force for the
+ * entries after it), and the findings. The rules of each entry kind (authority/rules/) read and
+ * extend it; validate-commit.ts runs them in one fixed order. Pure.
+ */
+export class CommitCheck {
+  readonly findings: Finding[] = [];
+  root: TrustFile<TrustRoot> | null;
+  registry: TrustFile<ActorRegistry> | null;
+  policy: LedgerState['policy'];
+  killSwitch: LedgerState['killSwitch'];
+  /** Keys this commit's trust files name, and the revocations its registry adds. */
+  readonly everKeys = new Map<string, KeyRecord>();
+  readonly revocations = new Map<string, Revocation>();
+  /** The trust files this commit adds, for the record of the keys they retire. */
+  readonly trustPaths: string[] = [];
+  readonly messages = new Map<string, MessageRecord>();
+  readonly idempotency = new Map<string, string>();
+  readonly spend: Array<{ correlation: string; day: string; usd: number }> = [];
+  heartbeat: LedgerState['lastHeartbeat'];
+  runnerHeartbeat: { runner: string; seq: number; createdAt: string; expiresAt: string } | null = null;
+  readonly approvals = new Map<string, ApprovalRecord>();
+  /** Artifacts added by this commit and the entry that references each, with the hash it expects. */
+  readonly references = new Map<string, string>();
+  /** Changes under forge paths, judged by their own rules once the commit's trust files are read. */
+  readonly forgeChanges: FileChange[] = [];
+  /** The Ledger-Seq this commit takes. */
+  readonly seq: number;
+  /** Message folders whose envelope or receipt this commit was refused: their artifacts are not reported again as unreferenced. */
+  readonly refusedFolders = new Set<string>();
+
+  constructor(
+    readonly state: LedgerState,
+    readonly facts: CommitFacts,
+  ) {
+    this.root = state.root;
+    this.registry = state.registry;
+    this.policy = state.policy;
+    this.killSwitch = state.killSwitch;
+    this.heartbeat = state.lastHeartbeat;
+    this.seq = state.seq + 1;
+  }
+
+  report(error: unknown, path?: string): void {
+    if (!isCooError(error)) throw error;
+    const finding = toFinding(error, this.facts.oid);
+    this.findings.push(path !== undefined && finding.path === undefined ? { ...finding, path } : finding);
+  }
+
+  attempt<T>(path: string | undefined, fn: () => T): T | undefined {
+    try {
+      return fn();
+    } catch (error) {
+      this.report(error, path);
+      return undefined;
+    }
+  }
+
+  read<K extends DocumentKind>(kind: K, entry: EntryFile): DocumentOf<K> {
+    return readDocument(kind, entry.bytes, entry.path);
+  }
+
+  /** The key holders once this commit's trust files so far are in force. */
+  holders(): ReadonlyMap<string, KeyHolder> {
+    return activeKeys(this.root?.doc ?? null, this.registry?.doc ?? null, (keyId) => this.record(keyId)?.rootNamed === true);
+  }
+
+  record(keyId: string): KeyRecord | undefined {
+    return this.everKeys.get(keyId) ?? this.state.everKeys.get(keyId);
+  }
+
+  revocation(keyId: string): Revocation | undefined {
+    return this.revocations.get(keyId) ?? this.state.revocations.get(keyId);
+  }
+
+  /** A key's status with this commit's trust files so far in force: a key it revokes or retires is already out. */
+  statusOf(keyId: string): KeyStatus {
+    const revocation = this.revocation(keyId);
+    const record = this.record(keyId) ?? null;
+    if (revocation !== undefined) return { status: 'revoked', actor: record?.actor ?? null, revocation, record };
+    if (record !== null && keyHolders(this.state).has(keyId)) return { status: 'retired', actor: record.actor, seq: this.seq, by: this.trustPaths, record };
+    return keyStatus(this.state, keyId);
+  }
+
+  /** A key id with whose key it is, for messages: `SHA256:... (coo.hermes)`. */
+  named(keyId: string): string {
+    const holder = this.holders().get(keyId);
+    if (holder !== undefined) return `${keyId} (${holder.actor})`;
+    const past = this.state.everKeys.get(keyId);
+    return `${keyId} (${past === undefined ? 'a key the trust files do not know' : `a retired key of ${past.actor}`})`;
+  }
+
+  signerHolder(keyId: string, where: string): KeyHolder {
+    const holder = this.holders().get(keyId);
+    if (holder === undefined) throw signerError(this.statusOf(keyId), keyId, where);
+    return holder;
+  }
+
+  requireActiveCoo(keyId: string, where: string, what: string): void {
+    const holder = this.signerHolder(keyId, where);
+    const coo = this.registry?.doc.active_coo;
+    if (holder.actor !== coo) {
+      throw new CooError('NOT_ACTIVE_COO', `${where}: ${what} are written by the active COO ${coo ?? '(none)'}, not ${holder.actor}`, { where });
+    }
+  }
+
+  requireTrust(where: string): { registry: ActorRegistry; policy: NonNullable<LedgerState['policy']>['doc'] } {
+    if (this.registry === null || this.policy === null) {
+      throw new CooError('TRUST_VERSION', `${where}: the ledger has no registry and policy yet`, { where });
+    }
+    return { registry: this.registry.doc, policy: this.policy.doc };
+  }
+
+  message(id: string): MessageRecord | undefined {
+    return this.messages.get(id) ?? this.state.messages.get(id);
+  }
+
+  updateMessage(record: MessageRecord, attempts: AttemptRecord[]): void {
+    this.messages.set(record.id, { ...record, attempts });
+  }
+
+  /**
+   * The message an entry under a message folder belongs to: it exists, and the folder is the one its
+   * id and created_at name. A claim or receipt for M under another hour's folder would close M's
+   * attempt from a path the runner never writes, and split M's files across two folders.
+   */
+  messageAt(info: { readonly messageId: string; readonly folder: string }, where: string): MessageRecord {
+    const record = this.message(info.messageId);
+    if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: ${info.messageId} does not exist`, { where });
+    const folder = folderOf(record);
+    if (info.folder !== folder) throw new CooError('PATH_INVALID', `${where}: the entries of ${record.id} live under ${folder}/`, { where });
+    return record;
+  }
+
+  approval(id: string): ApprovalRecord | undefined {
+    return this.approvals.get(id) ?? this.state.approvals.get(id);
+  }
+
+  /** An artifact an entry names: at the one path it may have, added by this commit with the hash named. */
+  expectArtifact(ref: string, expectedPath: string, sha256: string, where: string): void {
+    if (ref !== expectedPath) throw new CooError('PATH_INVALID', `${where}: reference ${ref} must be ${expectedPath}`, { where });
+    this.references.set(ref, sha256);
+  }
+
+  /**
+   * What this commit's trust change does to each key's life: a key that leaves force without being
+   * revoked is retired here; a key that comes back into force is no longer retired.
+   */
+  private keyChanges(): Array<[string, KeyRecord['retired']]> {
+    const before = keyHolders(this.state);
+    const after = this.holders();
+    const changes: Array<[string, KeyRecord['retired']]> = [];
+    for (const keyId of before.keys()) {
+      if (!after.has(keyId) && this.revocation(keyId) === undefined) changes.push([keyId, { seq: this.seq, by: [...this.trustPaths] }]);
+    }
+    for (const keyId of after.keys()) if (!before.has(keyId) && this.record(keyId)?.retired != null) changes.push([keyId, null]);
+    return changes;
+  }
+
+  /** The next state. Maps are extended in place: a fold over 100k commits must not copy them per commit. */
+  apply(): LedgerState {
+    const state = this.state;
+    const retiring = this.trustPaths.length === 0 ? [] : this.keyChanges();
+    const everKeys = state.everKeys as Map<string, KeyRecord>;
+    for (const [key, value] of this.everKeys) everKeys.set(key, value);
+    for (const [key, retired] of retiring) everKeys.set(key, { ...everKeys.get(key)!, retired });
+    const revocations = state.revocations as Map<string, Revocation>;
+    for (const [key, value] of this.revocations) revocations.set(key, value);
+    const messages = state.messages as Map<string, MessageRecord>;
+    for (const [id, record] of this.messages) messages.set(id, record);
+    const idempotency = state.idempotency as Map<string, string>;
+    for (const [slot, id] of this.idempotency) idempotency.set(slot, id);
+    const approvals = state.approvals as Map<string, ApprovalRecord>;
+    for (const [id, approval] of this.approvals) approvals.set(id, approval);
+    if (this.runnerHeartbeat !== null) {
+      const { runner, ...beat } = this.runnerHeartbeat;
+      keepHeartbeat(state.runnerHeartbeats as Map<string, typeof beat>, runner, beat);
+    }
+    const byCorrelation = state.spendByCorrelation as Map<string, number>;
+    const byDay = state.spendByDay as Map<string, number>;
+    for (const item of this.spend) {
+      byCorrelation.set(item.correlation, (byCorrelation.get(item.correlation) ?? 0) + item.usd);
+      byDay.set(item.day, (byDay.get(item.day) ?? 0) + item.usd);
+    }
+    return {
+      ...state,
+      seq: this.seq,
+      head: this.facts.oid,
+      genesis: state.genesis ?? this.facts.oid,
+      root: this.root,
+      registry: this.registry,
+      policy: this.policy,
+      killSwitch: this.killSwitch,
+      lastHeartbeat: this.heartbeat,
+    };
+  }
+}

@@ -1,0 +1,51 @@
+import { CooError } from '../../errors.js';
+import { approvalPath } from '../../ledger/layout.js';
+import { toMillis } from '../../schema/common.js';
+import type { CommitCheck, EntryFile } from '../commit-check.js';
+
+/**
+ * A CEO approval (approval.v0): signed by a trust-root authority in its own name, living under
+ * the hour of its creation, within the policy's time-to-live. A retry approval reopens a dispatch
+ * whose last attempt ended without success, for exactly the next attempt, once.
+ */
+export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: string): void {
+  const where = entry.path;
+  const doc = check.read('approval.v0', entry);
+  const { policy } = check.requireTrust(where);
+  if (approvalPath(doc.approval_id, doc.created_at) !== where) {
+    throw new CooError('PATH_INVALID', `${where}: an approval lives at ${approvalPath(doc.approval_id, doc.created_at)}`, { where });
+  }
+  const holder = check.signerHolder(keyId, where);
+  if (!holder.rootAuthority) throw new CooError('TRUST_AUTHORITY', `${where}: approvals are signed by a trust-root authority (the CEO), not ${holder.actor}`, { where });
+  if (holder.actor !== doc.approved_by) throw new CooError('SIGNER_WRONG_ACTOR', `${where}: approved_by ${doc.approved_by} but signed by a key of ${holder.actor}`, { where });
+  if (check.approval(doc.approval_id) !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: approval ${doc.approval_id} already exists`, { where });
+  if ((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 > policy.limits.max_ttl_seconds) {
+    throw new CooError('POLICY_LIMIT', `${where}: an approval lives at most ${policy.limits.max_ttl_seconds} s (policy v${policy.version})`, { where });
+  }
+  if (doc.approves === 'retry') {
+    const record = check.message(doc.message_id!);
+    if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: ${doc.message_id} does not exist`, { where });
+    if (record.intent !== 'ea_dispatch') throw new CooError('ATTEMPT_INVALID', `${where}: only dispatches take retry approvals; ${record.id} is ${record.intent}`, { where });
+    const last = record.attempts[record.attempts.length - 1];
+    if (last?.receipt == null || last.receipt.status === 'succeeded' || last.receipt.nextAttemptAt !== null || record.duplicateOf !== null) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} has no ended, unsuccessful attempt to retry`, { where });
+    }
+    if (doc.attempt_number !== last.number + 1 || (record.approvedRetries ?? []).includes(last.number + 1)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: a retry approval names attempt ${last.number + 1} of ${record.id}, once`, { where });
+    }
+    check.messages.set(record.id, { ...record, approvedRetries: [...(record.approvedRetries ?? []), last.number + 1] });
+  }
+  check.approvals.set(doc.approval_id, {
+    id: doc.approval_id,
+    path: where,
+    approves: doc.approves,
+    requestHash: doc.request_hash,
+    messageId: doc.message_id,
+    attempt: doc.attempt_number,
+    approvedBy: doc.approved_by,
+    createdAt: doc.created_at,
+    expiresAt: doc.expires_at,
+    seq: check.seq,
+    usedBy: null,
+  });
+}

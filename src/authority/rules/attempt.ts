@@ -1,0 +1,48 @@
+import { CooError } from '../../errors.js';
+import type { AaReceipt, EaReceipt } from '../../schema/receipt.js';
+import { folderOf, isTerminal, type AttemptRecord, type MessageRecord } from '../state.js';
+import type { CommitCheck } from '../commit-check.js';
+
+/** What every intent's receipt does to its attempt: find the open one, reference its artifacts, close it. */
+
+/** The claimed, still open attempt a receipt closes. */
+export function openAttempt(record: MessageRecord, number: number, doc: AaReceipt | EaReceipt, where: string): AttemptRecord {
+  const attempt = record.attempts[number - 1];
+  if (doc.message_id !== record.id || doc.attempt_number !== number || attempt === undefined || attempt.claim === null) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: no claimed attempt ${number} of ${record.id} for this receipt`, { where });
+  }
+  if (attempt.receipt !== null) throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${number} already has a receipt`, { where });
+  if (doc.attempt_id !== attempt.attemptId) throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id ${doc.attempt_id} is not the claimed ${attempt.attemptId}`, { where });
+  if (doc.target_actor !== record.target) throw new CooError('ATTEMPT_INVALID', `${where}: target_actor differs from the envelope's`, { where });
+  if (isTerminal(record)) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} is already final`, { where });
+  return attempt;
+}
+
+/** Artifacts a receipt names: each inside its attempt's folder, added by the same commit with the hash named. */
+export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRecord, attempt: number, refs: ReadonlyArray<{ readonly path: string; readonly sha256: string }>, where: string): void {
+  const prefix = `${folderOf(record)}/artifacts/${String(attempt).padStart(3, '0')}/`;
+  for (const ref of refs) {
+    if (!ref.path.startsWith(prefix)) throw new CooError('PATH_INVALID', `${where}: ${ref.path} is outside ${prefix}`, { where });
+    check.references.set(ref.path, ref.sha256);
+  }
+}
+
+export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
+  const cost = 'actual_cost_usd' in doc ? doc.actual_cost_usd : 0;
+  const closed: AttemptRecord = {
+    ...attempt,
+    receipt: {
+      path: where,
+      status: doc.status,
+      blockers: doc.blockers.map((blocker) => blocker.code),
+      costUsd: cost,
+      nextAttemptAt: doc.next_attempt_at,
+      createdAt: doc.created_at,
+      seq: check.seq,
+    },
+  };
+  const attempts = [...record.attempts];
+  attempts[attempt.number - 1] = closed;
+  check.updateMessage(record, attempts);
+  if (cost > 0) check.spend.push({ correlation: record.correlation, day: doc.created_at.slice(0, 10), usd: cost });
+}

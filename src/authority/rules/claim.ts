@@ -1,0 +1,49 @@
+import { CooError } from '../../errors.js';
+import type { PathInfo } from '../../ledger/layout.js';
+import { toMillis } from '../../schema/common.js';
+import { attemptIdOf, isRunnerIntent } from '../runnable.js';
+import { retryApproved } from '../state.js';
+import type { CommitCheck, EntryFile } from '../commit-check.js';
+
+/**
+ * A claim (claim.v0) takes exactly the next attempt of a live message of an intent the runner
+ * executes, at or after the time a retry may start, before anything is paid for. A claim the runner
+ * would never make would hold the attempt open, and every later receipt for the message would be
+ * refused.
+ */
+export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
+  const where = entry.path;
+  const doc = check.read('claim.v0', entry);
+  check.requireActiveCoo(keyId, where, 'claims');
+  const record = check.messageAt(info, where);
+  if (doc.message_id !== record.id) {
+    throw new CooError('MESSAGE_UNKNOWN', `${where}: claim for ${doc.message_id}, which is not the message of this folder`, { where });
+  }
+  if (!isRunnerIntent(record.intent)) throw new CooError('ATTEMPT_INVALID', `${where}: the runner does not execute ${record.intent} messages; they take no claims`, { where });
+  if (record.duplicateOf !== null) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} repeats ${record.duplicateOf} and is never run`, { where });
+  const next = record.attempts.length + 1;
+  const last = record.attempts[record.attempts.length - 1];
+  if (info.attempt !== next || doc.attempt_number !== next) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${doc.attempt_number} where ${next} comes next`, { where });
+  }
+  if (last !== undefined && (last.receipt === null || (last.receipt.nextAttemptAt === null && !retryApproved(record)))) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${last.number} is ${last.receipt === null ? 'still open' : 'final'}`, { where });
+  }
+  if (last?.receipt?.nextAttemptAt === null) {
+    const approval = [...check.approvals.values(), ...check.state.approvals.values()].find((item) => item.approves === 'retry' && item.messageId === record.id && item.attempt === next);
+    if (approval === undefined || toMillis(doc.claimed_at) >= toMillis(approval.expiresAt)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: the CEO's approval of attempt ${next} ${approval === undefined ? 'is missing' : `expired at ${approval.expiresAt}`}`, { where });
+    }
+  }
+  if (last?.receipt?.nextAttemptAt != null && toMillis(doc.claimed_at) < toMillis(last.receipt.nextAttemptAt)) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: claimed at ${doc.claimed_at}, before attempt ${next} may start at ${last.receipt.nextAttemptAt}`, { where });
+  }
+  const attemptId = attemptIdOf(record, next);
+  if (doc.attempt_id !== attemptId) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
+  }
+  check.updateMessage(record, [
+    ...record.attempts,
+    { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq }, receipt: null },
+  ]);
+}

@@ -1,0 +1,156 @@
+import { CooError } from '../../../errors.js';
+import type { EaDispatchMessage } from '../../../schema/message.js';
+import { toMillis } from '../../../schema/common.js';
+import { canonicalJson, sha256Ref } from '../../../util/hash.js';
+import { classOf, edgeRequires } from '../../policy-check.js';
+import { attemptIdOf } from '../../runnable.js';
+import type { IntentRules } from '../intent.js';
+import { checkManifest, checkTask } from '../message-artifacts.js';
+import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
+import { requireTargetClass } from './target-class.js';
+
+/**
+ * ea_dispatch: work for an execution agent. Its naming and approval rules are shared by the
+ * writer (dispatch/enqueue.ts), the validator and the runner; the validator's rules for the
+ * envelope and its receipts (ea_receipt.v0) follow them. Pure.
+ */
+
+/** First components that make a name resolve to another ref than the branch (`heads/main` is main). */
+const SHADOWING = new Set(['refs', 'heads', 'tags', 'remotes']);
+
+/**
+ * A name for a new branch of the lane, whatever the repository holds: what `git check-ref-format
+ * --branch` takes (ref-safe characters, no `..`, no empty, `.`-led, `.`-ended or `.lock` component,
+ * no leading `-`), and no name that git would resolve to something else: not `HEAD` or another name
+ * of git's pseudo-ref form (capitals and underscores), and no `refs/`, `heads/`, `tags/` or
+ * `remotes/` prefix (`git rev-parse heads/main` is main, `refs/heads/main` would be made as
+ * `refs/heads/refs/heads/main`). The writer, the validator and the worktree ask this one rule;
+ * whether the name is free in the repository is asked when the dispatch is written (enqueue.ts).
+ */
+export function isBranchName(name: string): boolean {
+  const parts = name.split('/');
+  return (
+    /^[A-Za-z0-9._/-]{1,180}$/.test(name) &&
+    !name.includes('..') &&
+    !name.startsWith('-') &&
+    !/^[A-Z_]+$/.test(name) &&
+    !SHADOWING.has(parts[0]!) &&
+    parts.every((part) => part !== '' && !part.startsWith('.') && !part.endsWith('.') && !part.endsWith('.lock'))
+  );
+}
+
+/** The branch a dispatch works on when the COO names none: one per message, named by its id as printed. */
+export function defaultBranchFor(messageId: string): string {
+  return `coo/${messageId}`;
+}
+
+/** Whether `branch` is the one a dispatch gets without naming any: by the id as printed, or lowercased as dispatches written before named it. */
+function isDefaultBranch(branch: string, messageId: string): boolean {
+  return branch === defaultBranchFor(messageId) || branch === `coo/${messageId.toLowerCase()}`;
+}
+
+/** Each attempt gets a branch of its own: the dispatch's branch for the first, a numbered one after. */
+export function attemptBranchFor(branchName: string, attempt: number): string {
+  return attempt === 1 ? branchName : `${branchName}-attempt-${attempt}`;
+}
+
+/** The dispatch fields that derive from the message id, left out wherever two submissions are compared. */
+export function stableDispatchFields(message: Pick<EaDispatchMessage, 'message_id' | 'dispatch'>): Record<string, unknown> {
+  const { attempt_id: _attemptId, branch_name: branch, ...rest } = message.dispatch;
+  return isDefaultBranch(branch, message.message_id) ? rest : { ...rest, branch_name: branch };
+}
+
+/**
+ * What a CEO approves for a new dispatch: the target, the work (task hash, base commit, context
+ * pins, scope, acceptance, verification, timeout, and the branch when one is named), its budget
+ * and whether a pull request opens. Ids and times are not part of it, nor the default branch, which
+ * derives from the id. `coo dispatch` prints it when the policy asks for an approval; `coo approve
+ * --request` signs it.
+ */
+export function dispatchRequestHash(message: Pick<EaDispatchMessage, 'message_id' | 'target_actor' | 'dispatch' | 'payload_hash' | 'context_pin' | 'budget' | 'open_pr'>): string {
+  const work = stableDispatchFields(message);
+  return sha256Ref(
+    canonicalJson({
+      target_actor: message.target_actor,
+      dispatch: work,
+      payload_hash: message.payload_hash,
+      context_pin: message.context_pin === null ? null : { repo_commit_sha: message.context_pin.repo_commit_sha, files: message.context_pin.files },
+      max_cost_usd: message.budget.max_cost_usd,
+      max_runtime_seconds: message.budget.max_runtime_seconds,
+      open_pr: message.open_pr === true,
+    }),
+  );
+}
+
+export const dispatchRules: IntentRules<'ea_dispatch'> = {
+  target(_check, doc, registry, where) {
+    requireTargetClass(registry, doc, 'execution_agent', 'an execution agent', where);
+  },
+  /** Advice never becomes a dispatch: no message of its chain is to or from an advisory agent. */
+  ancestry(check, doc, registry, where) {
+    for (const id of doc.causality_chain) {
+      const ancestor = check.message(id);
+      if (ancestor === undefined) continue;
+      if (classOf(registry, ancestor.target) === 'advisory_agent' || classOf(registry, ancestor.source) === 'advisory_agent') {
+        throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: a dispatch may not descend from advisory traffic (${id}); AA proposals do not become dispatches in the first slice`, { where });
+      }
+    }
+  },
+  /**
+   * A dispatch the runner can execute: its executor is the one the registry gives its target, it is
+   * pinned to a full base commit (the context pin, when it has one, at the same commit), it carries
+   * its task, its first attempt id is the lane's, and its timeout is within the policy. Where the
+   * policy's edge asks for the CEO, it names an unused, unexpired approval of its exact request.
+   */
+  envelope(check, doc, registry, policy, folder, where) {
+    const executor = registry.actors.find((actor) => actor.id === doc.target_actor)?.executor;
+    if (executor === undefined) throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${doc.target_actor} has no executor in the registry`, { where });
+    if (doc.dispatch.executor !== executor.kind) {
+      throw new CooError('SCHEMA_INVALID', `${where}: ${doc.target_actor} runs ${executor.kind}, not ${doc.dispatch.executor}`, { where: `${where}:dispatch.executor` });
+    }
+    if (!/^[0-9a-f]{40}$/.test(doc.dispatch.base_ref)) {
+      throw new CooError('SCHEMA_INVALID', `${where}: base_ref must be the full commit the work starts from`, { where: `${where}:dispatch.base_ref` });
+    }
+    if (!isBranchName(doc.dispatch.branch_name) || !isBranchName(attemptBranchFor(doc.dispatch.branch_name, 100))) {
+      throw new CooError('SCHEMA_INVALID', `${where}: branch_name ${JSON.stringify(doc.dispatch.branch_name)} is not a branch name git takes`, { where: `${where}:dispatch.branch_name` });
+    }
+    if (doc.context_pin !== null && doc.context_pin.repo_commit_sha !== doc.dispatch.base_ref) {
+      throw new CooError('SCHEMA_INVALID', `${where}: the context pin and base_ref name different commits`, { where: `${where}:context_pin.repo_commit_sha` });
+    }
+    if (doc.payload_ref === null || doc.payload_hash === null) throw new CooError('SCHEMA_INVALID', `${where}: a dispatch carries its task (payload_ref)`, { where: `${where}:payload_ref` });
+    checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
+    if (doc.context_pin !== null) checkManifest(check, doc.context_pin, folder, where);
+    const attemptId = attemptIdOf({ id: doc.message_id, intent: doc.intent }, 1);
+    if (doc.dispatch.attempt_id !== attemptId) throw new CooError('ATTEMPT_INVALID', `${where}: dispatch.attempt_id must be ${attemptId}`, { where: `${where}:dispatch.attempt_id` });
+    if (doc.dispatch.timeout_seconds > policy.budgets.max_runtime_seconds || doc.dispatch.timeout_seconds > doc.budget.max_runtime_seconds) {
+      throw new CooError('POLICY_LIMIT', `${where}: timeout_seconds ${doc.dispatch.timeout_seconds} exceeds the runtime budget`, { where: `${where}:dispatch.timeout_seconds` });
+    }
+    const required = edgeRequires(policy, doc.source_actor, doc.target_actor, doc.intent, 'ceo_approval');
+    if (doc.approval_id === undefined) {
+      if (required) throw new CooError('APPROVAL_REQUIRED', `${where}: the policy (v${policy.version}) requires the CEO's approval for ea_dispatch to ${doc.target_actor}; request ${dispatchRequestHash(doc)}`, { where });
+      return;
+    }
+    const approval = check.approval(doc.approval_id);
+    const hash = dispatchRequestHash(doc);
+    if (approval === undefined || approval.approves !== 'dispatch') throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} is not a dispatch approval in the ledger`, { where: `${where}:approval_id` });
+    if (approval.requestHash !== hash) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} approves another request than ${hash}`, { where: `${where}:approval_id` });
+    if (approval.usedBy !== null) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was used by ${approval.usedBy}`, { where: `${where}:approval_id` });
+    // Times are the writers' statements, as everywhere in the ledger: the dispatch is dated within the approval's life.
+    if (toMillis(doc.created_at) >= toMillis(approval.expiresAt) || toMillis(doc.created_at) < toMillis(approval.createdAt)) {
+      throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} holds from ${approval.createdAt} until ${approval.expiresAt}, not at ${doc.created_at}`, { where: `${where}:approval_id` });
+    }
+    check.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
+  },
+  /**
+   * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from
+   * the evidence its runner gathered, its attachments inside the attempt's own artifact folder.
+   */
+  receipt(check, entry, info, record, keyId) {
+    const where = entry.path;
+    const doc = check.read('ea_receipt.v0', entry);
+    check.requireActiveCoo(keyId, where, 'receipts');
+    const attempt = openAttempt(record, info.attempt, doc, where);
+    referenceAttemptArtifacts(check, record, info.attempt, doc.attachments, where);
+    closeAttempt(check, record, attempt, doc, where);
+  },
+};

@@ -1,0 +1,99 @@
+import { CooError } from '../../errors.js';
+import { sha256Ref } from '../../util/hash.js';
+import type { TrustFile } from '../state.js';
+import { checkKeyIds, keyHolders, keyStatus, signerError } from '../keys.js';
+import { checkPolicyAgainstRegistry } from '../policy-check.js';
+import type { CommitCheck, EntryFile } from '../commit-check.js';
+
+/**
+ * The trust files (trust_root.v0, actor_registry.v0, actor_policy.v0): each version follows the one
+ * before, signed by a trust-root authority; a commit reads them first, so the entries after them
+ * see them in force.
+ */
+
+/** A versioned file takes exactly the next version, at the position its path names. */
+export function requireVersion(current: { version: number } | null, version: number, docVersion: number, where: string): void {
+  const expected = (current?.version ?? 0) + 1;
+  if (version !== expected || docVersion !== version) {
+    throw new CooError('TRUST_VERSION', `${where}: version ${docVersion} at position ${version} where exactly ${expected} comes next`, { where });
+  }
+}
+
+export function toTrustFile<T>(check: CommitCheck, entry: EntryFile, version: number, doc: T): TrustFile<T> {
+  return { version, path: entry.path, sha256: sha256Ref(entry.bytes), seq: check.seq, doc };
+}
+
+/**
+ * A trust file is signed by an authority of the trust in force at its commit's parent (genesis:
+ * by its own root), so a commit that rotates the root out from under its signer may still bring
+ * the registry that follows the rotation. A revoked or retired key is told apart from a stranger.
+ */
+function requireRootAuthority(check: CommitCheck, keyId: string, where: string, what: string): void {
+  const holder = (check.state.seq === 0 ? check.holders() : keyHolders(check.state)).get(keyId);
+  if (holder === undefined && check.state.seq !== 0) throw signerError(keyStatus(check.state, keyId), keyId, where);
+  if (holder?.rootAuthority !== true) {
+    throw new CooError('TRUST_AUTHORITY', `${where}: ${what} must be signed by a trust-root authority in force, not ${check.named(keyId)}`, { where });
+  }
+}
+
+/** A revoked key never regains a role, by any trust file. */
+function refuseRevoked(check: CommitCheck, keyId: string, where: string, role: string): void {
+  const revocation = check.revocation(keyId);
+  if (revocation !== undefined) {
+    throw new CooError('KEY_REVOKED', `${where}: gives ${keyId} ${role}, but it was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key never regains a role`, { where });
+  }
+}
+
+function noteKey(check: CommitCheck, keyId: string, actor: string, publicKey: string, rootNamed: boolean): void {
+  const known = check.record(keyId);
+  check.everKeys.set(keyId, { actor, publicKey, rootNamed: rootNamed || known?.rootNamed === true, retired: known?.retired ?? null });
+}
+
+export function checkRoot(check: CommitCheck, entry: EntryFile, version: number, keyId: string): void {
+  const doc = check.read('trust_root.v0', entry);
+  requireVersion(check.root, version, doc.version, entry.path);
+  checkKeyIds(doc.authorities, entry.path);
+  // Version 1 is signed by one of its own authorities; every later root by an authority of the one before.
+  const signers = version === 1 ? doc.authorities : (check.root?.doc.authorities ?? []);
+  if (!signers.some((authority) => authority.key_id === keyId)) {
+    throw new CooError('TRUST_AUTHORITY', `${entry.path}: a trust root must be signed by an authority of the root before it`, { where: entry.path });
+  }
+  if (version > 1) requireRootAuthority(check, keyId, entry.path, 'a trust root');
+  for (const authority of doc.authorities) refuseRevoked(check, authority.key_id, entry.path, `trust-root authority for ${authority.actor}`);
+  check.root = toTrustFile(check, entry, version, doc);
+  check.trustPaths.push(entry.path);
+  for (const authority of doc.authorities) noteKey(check, authority.key_id, authority.actor, authority.public_key, true);
+}
+
+export function checkRegistry(check: CommitCheck, entry: EntryFile, version: number, keyId: string): void {
+  const doc = check.read('actor_registry.v0', entry);
+  requireVersion(check.registry, version, doc.version, entry.path);
+  requireRootAuthority(check, keyId, entry.path, 'a registry');
+  doc.actors.forEach((actor, index) => checkKeyIds(actor.keys, `${entry.path}:actors[${index}]`));
+  if (check.policy !== null) checkPolicyAgainstRegistry(check.policy.doc, doc, entry.path);
+  // Revocation is final: every later registry keeps every revocation, and gives no revoked key a role.
+  const listed = new Set(doc.revoked_keys.map((revoked) => revoked.key_id));
+  for (const [revokedId, revocation] of [...check.state.revocations, ...check.revocations]) {
+    if (!listed.has(revokedId)) {
+      throw new CooError('KEY_REVOKED', `${entry.path}: drops the revocation of ${revokedId} (Ledger-Seq ${revocation.seq}, ${revocation.by}): revocation is final, and every later registry lists it`, { where: entry.path });
+    }
+  }
+  for (const actor of doc.actors) for (const key of actor.keys) refuseRevoked(check, key.key_id, entry.path, `to ${actor.id}`);
+  check.registry = toTrustFile(check, entry, version, doc);
+  check.trustPaths.push(entry.path);
+  for (const revoked of doc.revoked_keys) {
+    if (check.revocation(revoked.key_id) === undefined) check.revocations.set(revoked.key_id, { seq: check.seq, reason: revoked.reason, by: entry.path });
+  }
+  for (const actor of doc.actors) {
+    for (const key of actor.keys) noteKey(check, key.key_id, actor.id, key.public_key, false);
+  }
+}
+
+export function checkPolicy(check: CommitCheck, entry: EntryFile, version: number, keyId: string): void {
+  const doc = check.read('actor_policy.v0', entry);
+  requireVersion(check.policy, version, doc.version, entry.path);
+  requireRootAuthority(check, keyId, entry.path, 'a policy');
+  if (check.registry === null) throw new CooError('TRUST_VERSION', `${entry.path}: a policy needs a registry first`, { where: entry.path });
+  checkPolicyAgainstRegistry(doc, check.registry.doc, entry.path);
+  check.policy = toTrustFile(check, entry, version, doc);
+}
