@@ -10,7 +10,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 
 const dist = join(import.meta.dirname, '..', 'dist');
-const { startScriptedResponsesServer } = await import(join(dist, 'dispatch', 'fake-responses-server.js'));
+const { startScriptedResponsesServer } = await import(join(dist, 'offline', 'fake-responses-server.js'));
 const { CodexExecutor, pinnedCodexCommand } = await import(join(dist, 'dispatch', 'codex.js'));
 const { createAttemptWorktree } = await import(join(dist, 'dispatch', 'worktree.js'));
 const { gatherEvidence } = await import(join(dist, 'dispatch', 'evidence.js'));

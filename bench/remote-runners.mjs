@@ -21,7 +21,7 @@ const { initLedger, defaultPolicy } = await import(join(dist, 'ledger', 'init.js
 const { Ledger } = await import(join(dist, 'ledger', 'ledger.js'));
 const { RemoteLedger } = await import(join(dist, 'remote', 'publish.js'));
 const { enqueueConsult } = await import(join(dist, 'consult', 'enqueue.js'));
-const { startFakeModelServer } = await import(join(dist, 'consult', 'fake-model-server.js'));
+const { startFakeModelServer } = await import(join(dist, 'offline', 'fake-model-server.js'));
 
 const CONSULTS = Number(process.argv[2] ?? 24);
 const SAMPLES = Number(process.argv[3] ?? 20);

@@ -18,7 +18,7 @@ import { Runner } from '../runner/runner.js';
 import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 import { runGit } from '../util/exec.js';
-import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../model/builtin.js';
+import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../offline/builtin.js';
 import { startLanes } from '../runner/startup.js';
 import { probeBubblewrap, resolveIsolation } from '../util/bubblewrap.js';
 import { describeEvent, isolationFlag } from './watch.js';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { Command } from 'commander';
 import { cliEntryPoint } from '../assets.js';
 import { CooError } from '../errors.js';
-import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../model/builtin.js';
+import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../offline/builtin.js';
 
 /** How long a detached model may take to say where it listens. */
 const READY_MS = 30_000;

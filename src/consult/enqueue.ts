@@ -5,11 +5,11 @@ import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envel
 import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
+import { contextManifestBytes } from '../lane/context-manifest.js';
 import type { AaConsultMessage } from '../schema/message.js';
-import { toYaml } from '../schema/strict-yaml.js';
 import { sha256Ref } from '../util/hash.js';
 import { isOracleSafePath } from './oracle.js';
-import { pinFiles, resolveCommit } from './pins.js';
+import { pinFiles, resolveCommit } from '../lane/pins.js';
 import { PROMPT_TEMPLATE_VERSION } from './prompt.js';
 
 export interface ConsultRequest extends LaneRequest {
@@ -19,19 +19,6 @@ export interface ConsultRequest extends LaneRequest {
 
 export interface ConsultEnqueued extends EnvelopeAppendResult {
   readonly envelope: AaConsultMessage;
-}
-
-/** The context manifest of files pinned at `commit`: what a consult may see, or a dispatch is given. */
-export function contextManifestBytes(commit: string, files: ReadonlyArray<{ readonly path: string; readonly sha256: string; readonly bytes: Buffer }>): Buffer {
-  return Buffer.from(
-    toYaml(
-      parseDocument(
-        'context_manifest.v0',
-        { schema_version: 'context_manifest.v0', repo_commit_sha: commit, files: files.map((file) => ({ path: file.path, sha256: file.sha256, bytes: file.bytes.length })) },
-        'context manifest',
-      ),
-    ),
-  );
 }
 
 /**

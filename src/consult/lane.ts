@@ -3,7 +3,7 @@ import type { MessageRecord } from '../authority/state.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
-import { planBudget, type ModelPrice } from './budget.js';
+import { planBudget, type ModelPrice } from '../lane/budget.js';
 
 /**
  * The consult lane's decisions. Pure: facts in, decision out. The runner gathers the facts

@@ -3,7 +3,7 @@ import type { AaConsultMessage } from '../schema/message.js';
 import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { attemptIdFor } from '../util/ids.js';
 import { isoSeconds } from '../util/time.js';
-import { costUsd, spentOnMessageUsd, type ModelPrice } from './budget.js';
+import { costUsd, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import type { OracleSessionMeta } from './outcome.js';
 
 /** Building an aa_receipt.v0. Pure: the runner supplies the facts, this decides every field. */

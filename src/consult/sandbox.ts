@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
-import type { PinnedFile } from './pins.js';
+import type { PinnedFile } from '../lane/pins.js';
 
 /**
  * One directory per attempt, at a path derived from the attempt id so that a restarted runner finds

@@ -3,8 +3,8 @@ import { defaultBranchFor, dispatchRequestHash, isBranchName } from '../authorit
 import { edgeRequires } from '../authority/policy-check.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
-import { contextManifestBytes } from '../consult/enqueue.js';
-import { pinFiles, resolveCommit } from '../consult/pins.js';
+import { contextManifestBytes } from '../lane/context-manifest.js';
+import { pinFiles, resolveCommit } from '../lane/pins.js';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';

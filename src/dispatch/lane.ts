@@ -1,6 +1,6 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
 import type { MessageRecord } from '../authority/state.js';
-import { planBudget, type ModelPrice } from '../consult/budget.js';
+import { planBudget, type ModelPrice } from '../lane/budget.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { Actor } from '../schema/registry.js';

@@ -3,12 +3,12 @@ import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { spentOnMessageUsd } from '../consult/budget.js';
-import type { PinnedRepo } from '../consult/pins.js';
-import type { PrivateKey } from '../crypto/keys.js';
+import { spentOnMessageUsd } from '../lane/budget.js';
+import { readLaneMessage } from '../lane/envelope.js';
+import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
-import { attemptArtifactPath, envelopePath, receiptPath } from '../ledger/layout.js';
-import type { Ledger, NewFile } from '../ledger/ledger.js';
+import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
+import type { NewFile } from '../ledger/ledger.js';
 import { LIMITS } from '../limits.js';
 import { readDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
@@ -29,31 +29,11 @@ import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
 import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
 
-/** What the runner lends the dispatch lane: its ledger, key, clock, claim rule, commit path and events. */
-export interface DispatchContext {
-  readonly ledger: Ledger;
-  readonly key: PrivateKey;
-  readonly stateDir: string;
-  /** The repository dispatches work in (the runner's `--repo`). */
-  readonly repo: string;
-  readonly pins: PinnedRepo;
+/** What the dispatch lane needs besides what the runner lends every lane: how executors start, and the forge. */
+export interface DispatchLaneOptions {
   readonly executors: ExecutorFactory;
-  /** Paths no executor or verification command sees (the ledger, the key's folder, the runner's state). */
-  readonly hide: readonly string[];
-  readonly clock: () => Date;
-  readonly runnerId: string;
-  /** The runner's scrubber: the executor's stream, final message, stderr and verification output pass it before they become evidence. */
-  readonly scrubber: Scrubber;
-  readonly keepWorktrees: boolean;
-  /** Commits the claim of `attempt`, with a receipt decided before anything ran; false when another runner has it. */
-  readonly claim: (record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }) => Promise<boolean>;
-  readonly commit: (files: NewFile[], summary: string, now: Date) => Promise<void>;
-  readonly onReceipt: (messageId: string, attempt: number, status: ReceiptStatus, blockers: readonly BlockerCode[]) => void;
-  readonly onEvent: (event: DispatchEvent) => void;
   /** How a succeeded dispatch that asks for it (`open_pr`) becomes a pull request; absent, none is opened. */
   readonly pullRequests?: PullRequestConfig;
-  /** Why the operator stopped the runner, once they did (Runner.interrupt): the attempt in flight then ends interrupted. */
-  readonly stoppedBy?: () => string | null;
 }
 
 /** The runner's forge credentials and endpoints: the executor never sees them. */
@@ -74,6 +54,20 @@ export type DispatchEvent =
   | { readonly type: 'pull_request'; readonly messageId: string; readonly attempt: number; readonly url: string | null; readonly created: boolean; readonly detail: string }
   /** Something after the receipt that did not happen (the work's commit could not be put on its branch): the receipt stands. */
   | { readonly type: 'error'; readonly messageId: string; readonly code: string; readonly message: string };
+
+/** The dispatch lane's start-up check: each execution agent's executor can be started, with its key. */
+export function dispatchReadiness(executors: ExecutorFactory): LaneReadiness {
+  return {
+    problems(target: LaneTarget): Problem[] {
+      try {
+        executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } }).check();
+        return [];
+      } catch (error) {
+        return [toProblem(error)];
+      }
+    },
+  };
+}
 
 interface AttemptFolder {
   readonly root: string;
@@ -120,16 +114,25 @@ function boundedArtifact(bytes: Buffer): { bytes: Buffer; cut: boolean } {
  * our own timer, then the COO's own evidence (changed files, verification, a signed commit on the
  * attempt's branch) and a COO-signed ea_receipt.v0 for every outcome.
  */
-export class DispatchLane {
-  constructor(private readonly ctx: DispatchContext) {}
+export class DispatchLane implements RunnerLane {
+  constructor(
+    private readonly ctx: LaneContext<DispatchEvent>,
+    private readonly options: DispatchLaneOptions,
+  ) {}
 
-  private async readEnvelope(record: MessageRecord): Promise<EaDispatchMessage> {
-    const path = envelopePath(folderOf(record));
-    const bytes = await this.ctx.ledger.readFile(path);
-    if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
-    const message = readDocument('coo_message.v0', bytes, path);
-    if (message.intent !== 'ea_dispatch') throw new CooError('INTERNAL', `${record.id} is not a dispatch`);
-    return message;
+  /**
+   * A receipt through the runner's one receipt path. A dispatch's follow-up (its branch, its pull
+   * request) needs the receipt on the ledger: a journaled or late one stops the attempt here, and
+   * the journal's publication does the rest (afterJournaledReceipt).
+   */
+  private async commitReceipt(files: NewFile[], summary: string, now: Date): Promise<void> {
+    const outcome = await this.ctx.publishReceipt(files, summary, now);
+    if (outcome === 'journaled') throw new CooError('REMOTE_UNREACHABLE', `${this.ctx.remoteUrl ?? 'the remote'} cannot be reached: the receipt is kept in the runner's journal and published when it can be`);
+    if (outcome === 'late') throw new CooError('ATTEMPT_INVALID', 'the attempt was taken over by another runner: the result is kept as late, never applied');
+  }
+
+  private readEnvelope(record: MessageRecord): Promise<EaDispatchMessage> {
+    return readLaneMessage(this.ctx.ledger, record, 'ea_dispatch', 'a dispatch');
   }
 
   private policyRef(state: LedgerState): string {
@@ -167,7 +170,7 @@ export class DispatchLane {
       file: { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) },
       summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`,
     });
-    if (landed) this.ctx.onReceipt(message.message_id, attempt, status, [blocker]);
+    if (landed) this.ctx.onReceipt(message.message_id, attempt, status, [blocker], null);
     return landed;
   }
 
@@ -194,7 +197,7 @@ export class DispatchLane {
     if (task === null || sha256Ref(task) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
     const pins = await this.ctx.pins.check(message.dispatch.base_ref, message.context_pin?.files ?? []);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
-    const executor = this.ctx.executors({
+    const executor = this.options.executors({
       kind: decision.executor.kind,
       model: decision.executor.model,
       providerKeyEnv: decision.executor.provider_key_env,
@@ -230,7 +233,7 @@ export class DispatchLane {
         await this.openPullRequest(message, attempt, out.worktree, receipt, files);
       }
     } finally {
-      if (!this.ctx.keepWorktrees) {
+      if (!this.ctx.keepAttemptFiles) {
         if (out.worktree !== null) await removeAttemptWorktree(out.worktree);
         removeTree(folder.root);
         await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);
@@ -265,7 +268,7 @@ export class DispatchLane {
       out.noWorktree = `no worktree for ${branch}: ${error.message}`;
       return;
     }
-    const stoppedFirst = this.ctx.stoppedBy?.() ?? null;
+    const stoppedFirst = this.ctx.stoppedBy();
     if (stoppedFirst !== null) {
       out.interrupted = `the runner was stopped (${stoppedFirst}) before ${executor.name} started; nothing ran`;
       return;
@@ -279,7 +282,7 @@ export class DispatchLane {
     const run = scrub.value(await running);
     out.run = run;
     this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
-    const stoppedBy = this.ctx.stoppedBy?.() ?? null;
+    const stoppedBy = this.ctx.stoppedBy();
     if (stoppedBy !== null && run.exitCode === null) {
       // Killed by the operator's stop: nothing is gathered or judged from a run cut short.
       out.interrupted = `the runner was stopped (${stoppedBy}) while ${executor.name} ran; it was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`;
@@ -306,9 +309,8 @@ export class DispatchLane {
    * work's commit goes on the attempt's branch now that a receipt names it, and a succeeded
    * dispatch that asks for one gets its pull request, from the receipt's own evidence.
    */
-  async afterJournaledReceipt(messageId: string, attempt: number, receiptFile: NewFile): Promise<void> {
-    const record = (await this.ctx.ledger.state()).messages.get(messageId);
-    if (record === undefined || record.intent !== 'ea_dispatch') return;
+  async afterJournaledReceipt(record: MessageRecord, attempt: number, receiptFile: NewFile): Promise<void> {
+    const messageId = record.id;
     const message = await this.readEnvelope(record);
     const doc = readDocument('ea_receipt.v0', receiptFile.bytes, receiptFile.path) as EaReceipt;
     if (doc.branch === null || doc.head_sha === null) return;
@@ -346,7 +348,7 @@ export class DispatchLane {
     receipt: { readonly doc: EaReceipt; readonly path: string; readonly sha256: string },
     files: PullRequestEvidence['files'],
   ): Promise<void> {
-    const config = this.ctx.pullRequests;
+    const config = this.options.pullRequests;
     const event = (url: string | null, created: boolean, detail: string): void => this.ctx.onEvent({ type: 'pull_request', messageId: message.message_id, attempt, url, created, detail });
     if (config === undefined) {
       event(null, false, 'the runner has no forge token (coo watch --github-token-env): no pull request opened');
@@ -404,8 +406,8 @@ export class DispatchLane {
       const bytes = Buffer.from(toYaml(doc));
       files.push({ path, bytes });
       const codes = doc.blockers.map((blocker) => blocker.code);
-      await this.ctx.commit(files, `receipt ${message.message_id} attempt ${attempt}: ${doc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
-      this.ctx.onReceipt(message.message_id, attempt, doc.status, codes);
+      await this.commitReceipt(files, `receipt ${message.message_id} attempt ${attempt}: ${doc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
+      this.ctx.onReceipt(message.message_id, attempt, doc.status, codes, null);
       return { doc, path, sha256: sha256Ref(bytes) };
     };
     if (out.interrupted !== null) {
@@ -538,8 +540,8 @@ export class DispatchLane {
       status: 'failed',
       blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
     });
-    await this.ctx.commit([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
-    this.ctx.onReceipt(message.message_id, last.number, 'failed', ['interrupted']);
+    await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
+    this.ctx.onReceipt(message.message_id, last.number, 'failed', ['interrupted'], null);
     removeTree(folder.root);
     await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);
     return true;

@@ -1,4 +1,5 @@
 import type { ErrorCode } from '../errors.js';
+import type { Problem } from '../lane/runner-lane.js';
 
 /**
  * The start-up decision, pure: from what the checks found before anything is claimed, run (with
@@ -10,11 +11,6 @@ import type { ErrorCode } from '../errors.js';
  */
 
 export type Lane = 'consult' | 'dispatch';
-
-export interface Problem {
-  readonly code: ErrorCode;
-  readonly message: string;
-}
 
 export interface TargetFacts {
   /** The actor messages are addressed to (`aa.chatgpt`, `ea.codex`). */

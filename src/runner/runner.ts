@@ -1,37 +1,27 @@
-import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CooError, isCooError, type ErrorCode } from '../errors.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { judgeAnswer } from '../consult/answer.js';
-import { estimateInputTokens, spentOnMessageUsd } from '../consult/budget.js';
-import { nextAttemptAt, preflight, type Preflight } from '../consult/lane.js';
 import { attemptIdOf, isRunnerIntent, nextWork } from '../authority/runnable.js';
+import { ConsultLane, type ConsultEvent } from '../consult/runner-lane.js';
+import type { AaTransport } from '../consult/oracle.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import { DispatchLane, type DispatchEvent, type PullRequestConfig } from '../dispatch/runner-lane.js';
-import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport } from '../consult/oracle.js';
-import { killGroup } from '../util/bubblewrap.js';
+import { PinnedRepo } from '../lane/pins.js';
+import { readMessage } from '../lane/envelope.js';
+import type { LaneContext, RunnerLane } from '../lane/runner-lane.js';
 import { stopGroups } from '../util/children.js';
-import { isAlive } from '../util/process.js';
-import { judgeRun, type OracleRun } from '../consult/outcome.js';
-import { PinnedRepo, type PinnedFile } from '../consult/pins.js';
-import { renderConsultPrompt, suspiciousLines } from '../consult/prompt.js';
-import { buildReceipt, type ReceiptArtifact } from '../consult/receipt.js';
-import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from '../consult/sandbox.js';
-import { attemptArtifactPath, claimPath, classifyPath, envelopePath, heartbeatPath, receiptPath } from '../ledger/layout.js';
+import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
 import { aheadOfClock, leaseDecision, observeClaim, type LeaseObservation } from '../authority/lease.js';
 import type { RemoteLedger } from '../remote/publish.js';
-import { readDocument } from '../schema/documents.js';
-import type { AaConsultMessage, CooMessage } from '../schema/message.js';
+import type { Intent } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { readStrictYaml, toYaml } from '../schema/strict-yaml.js';
-import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
-import { failpoint } from '../util/failpoint.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
 import { LIMITS } from '../limits.js';
@@ -39,18 +29,6 @@ import { LocalRunners, newRunnerId } from './identity.js';
 
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
-  | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
-  /** Oracle's process is gone; the answer is judged and the receipt committed after this. */
-  | {
-      readonly type: 'oracle_ended';
-      readonly messageId: string;
-      readonly attempt: number;
-      readonly at: number;
-      readonly elapsedMs: number;
-      readonly exitCode: number | null;
-      readonly signal: string | null;
-      readonly killedByTimer: boolean;
-    }
   | { readonly type: 'receipt'; readonly messageId: string; readonly attempt: number; readonly status: ReceiptStatus; readonly blockers: readonly BlockerCode[]; readonly retryAt: string | null }
   | { readonly type: 'skipped'; readonly messageId: string; readonly reason: string }
   | { readonly type: 'heartbeat'; readonly seq: number }
@@ -69,6 +47,7 @@ export type RunnerEvent =
   | { readonly type: 'clock_skew'; readonly messageId: string; readonly runner: string; readonly entry: string; readonly aheadSeconds: number }
   /** A paid result the ledger refused for a reason other than an unreachable remote or lost races (a COO key rotated meanwhile, say): kept in the state folder, never lost. */
   | { readonly type: 'result_kept'; readonly messageId: string; readonly attempt: number; readonly code: string; readonly detail: string; readonly kept: string }
+  | ConsultEvent
   | DispatchEvent;
 
 /** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
@@ -134,9 +113,10 @@ export interface RunSummary {
 
 
 /**
- * The COO-controlled runner: picks queued consults from the committed ledger, decides with the
- * lane's pure rules, claims each attempt in the ledger before anything is paid for, runs the AA
- * transport, and commits a receipt signed with the COO key for every outcome.
+ * The COO-controlled runner: the loop over the committed ledger's ready messages, the one claim
+ * rule (each attempt is claimed in the ledger before anything is paid for), the one receipt path
+ * (with its journal) and the leases. What an attempt does is the lane's registered for the
+ * message's intent (lane/runner-lane.ts): every outcome ends in a receipt signed with the COO key.
  */
 export class Runner {
   /** Random per runner start (identity.ts): "my own attempt" is decided by this id alone. */
@@ -155,7 +135,8 @@ export class Runner {
   /** Entries already flagged as dated ahead of this runner's clock. */
   private readonly flagged = new Set<string>();
   private readonly repo: PinnedRepo;
-  private readonly dispatch: DispatchLane;
+  /** The lane of each intent the runner executes (authority/runnable.ts). */
+  private readonly lanes: ReadonlyMap<Intent, RunnerLane>;
   private readonly configErrors = new Set<string>();
   /** When the remote was found unreachable; null while it answers. */
   private cutOffSince: Date | null = null;
@@ -176,29 +157,37 @@ export class Runner {
     this.printable = new Scrubber(this.scrubber.secrets);
     this.repo = new PinnedRepo(options.repo);
     const hide = [options.ledger.gitdir, options.stateDir, ...(options.hide ?? [])];
-    this.dispatch = new DispatchLane({
+    // One context for every lane: the same claim rule, receipt path, clock, folders, scrubber and events.
+    const context: LaneContext<RunnerEvent> = {
       ledger: options.ledger,
       key: options.key,
       stateDir: options.stateDir,
       repo: options.repo,
       pins: this.repo,
-      executors: options.executors ?? executorFactory({ hide }),
       hide,
       clock: this.clock,
       runnerId: this.runnerId,
       scrubber: this.scrubber,
-      keepWorktrees: options.keepSandboxes === true,
+      keepAttemptFiles: options.keepSandboxes === true,
+      remoteUrl: options.remote?.url ?? null,
       claim: (record, attempt, now, receipt) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary),
-      commit: async (files, summary, now) => {
-        const outcome = await this.publishReceipt(files, summary, now);
-        if (outcome === 'journaled') throw new CooError('REMOTE_UNREACHABLE', `${this.options.remote?.url ?? 'the remote'} cannot be reached: the receipt is kept in the runner's journal and published when it can be`);
-        if (outcome === 'late') throw new CooError('ATTEMPT_INVALID', 'the attempt was taken over by another runner: the result is kept as late, never applied');
-      },
-      onReceipt: (messageId, attempt, status, blockers) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt: null }),
+      publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
+      commit: (files, summary, now) => this.commit(files, summary, now),
+      onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy,
-      ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }),
-    });
+    };
+    this.lanes = new Map<Intent, RunnerLane>([
+      ['aa_consult', new ConsultLane(context, options.transport)],
+      ['ea_dispatch', new DispatchLane(context, { executors: options.executors ?? executorFactory({ hide }), ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }) })],
+    ]);
+  }
+
+  /** The lane that runs `record`'s intent. */
+  private laneFor(record: MessageRecord): RunnerLane {
+    const lane = this.lanes.get(record.intent);
+    if (lane === undefined) throw new CooError('INTERNAL', `no lane runs ${record.intent} messages`);
+    return lane;
   }
 
   /**
@@ -260,7 +249,7 @@ export class Runner {
     fs.renameSync(temp, this.headFile);
   }
 
-  /** Handles every consult that is ready now, until none is; returns what was written and what waits. */
+  /** Handles every message that is ready now, until none is; returns what was written and what waits. */
   async runOnce(): Promise<RunSummary> {
     this.register();
     if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [], held: [] };
@@ -297,7 +286,7 @@ export class Runner {
         return { receipts, waiting: [...waiting, ...this.leaseWaits].sort(), held };
       }
       try {
-        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : item.record.intent === 'ea_dispatch' ? await this.dispatch.attempt(state, item.record) : await this.attempt(state, item.record);
+        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
         if (wrote) receipts += 1;
         else skipped.add(item.record.id);
       } catch (error) {
@@ -418,7 +407,8 @@ export class Runner {
     if (outcome === 'published') {
       this.emit(receiptEvent(entry.messageId, entry.attempt, files));
       const receiptFile = files.find((file) => classifyPath(file.path)?.kind === 'receipt');
-      if (receiptFile !== undefined) await this.dispatch.afterJournaledReceipt(entry.messageId, entry.attempt, receiptFile);
+      const record = receiptFile === undefined ? undefined : (await this.options.ledger.state()).messages.get(entry.messageId);
+      if (record !== undefined) await this.lanes.get(record.intent)?.afterJournaledReceipt?.(record, entry.attempt, receiptFile!);
     }
     return outcome;
   }
@@ -520,19 +510,6 @@ export class Runner {
     return seq;
   }
 
-  private async readMessage(record: MessageRecord): Promise<CooMessage> {
-    const path = envelopePath(folderOf(record));
-    const bytes = await this.options.ledger.readFile(path);
-    if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
-    return readDocument('coo_message.v0', bytes, path);
-  }
-
-  private async readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
-    const message = await this.readMessage(record);
-    if (message.intent !== 'aa_consult') throw new CooError('INTERNAL', `${record.id} is not a consult`);
-    return message;
-  }
-
   /** Appends to the ledger, or through the remote: the write counts once the remote took it. */
   private async append(options: AppendOptions<never>): Promise<AppendResult> {
     if (this.options.remote === undefined) return (await this.options.ledger.append(options)) as AppendResult;
@@ -578,220 +555,10 @@ export class Runner {
   }
 
 
-  /** One new attempt: pre-flight, pins, claim, transport, receipt. Returns false when another runner has it. */
-  private async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
-    const ledger = this.options.ledger;
-    const attempt = record.attempts.length + 1;
-    const now = this.clock();
-    const message = await this.readEnvelope(record);
-    const policy = state.policy!;
-    const registry = state.registry!.doc;
-    const prompt = await ledger.readFile(message.payload_ref);
-    const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
-    const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
-    const decision = preflight({
-      now,
-      message,
-      attempt,
-      killSwitch: state.killSwitch?.doc ?? null,
-      registry,
-      policy: policy.doc,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
-      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-      inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
-    });
-    const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
-    if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
-    // Context pins (review correction 6): the prompt and manifest still hash as enqueued, and every
-    // pinned file still hashes as pinned at the pinned commit. Anything else fails closed, unpaid.
-    if (prompt === null || sha256Ref(prompt) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
-    if (manifest === null || sha256Ref(manifest) !== message.context_pin.context_manifest_hash) {
-      return stopHere('failed', 'stale_context', `${message.context_pin.context_manifest_ref} does not hash to context_manifest_hash`);
-    }
-    const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
-    if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
-    // A missing provider key is the runner's configuration, not the consult's fault: it stays queued.
-    this.options.transport.check(decision.providerKeyEnv);
-    if (!(await this.claim(record, attempt, now, []))) return false;
-    failpoint('after-claim');
-    if (this.stoppedBy !== null) {
-      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${this.stoppedBy}) before Oracle started; nothing was paid for`);
-      return true;
-    }
-    const sandbox = sandboxFor(this.options.stateDir, attemptIdFor(message.message_id, attempt));
-    const canary = `canary-${randomBytes(12).toString('hex')}`;
-    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: pins.files.map((file) => file.path) });
-    const slug = sessionSlugFor(message.message_id, attempt);
-    createSandbox(sandbox, pins.files, bundle, {
-      attempt_id: attemptIdFor(message.message_id, attempt),
-      canary,
-      slug,
-      model: decision.model,
-      max_output_tokens: decision.maxOutputTokens,
-      runtime_seconds: decision.runtimeSeconds,
-      started_at: now.toISOString(),
-    });
-    this.emit({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
-    const running = this.options.transport.run({
-      sandbox,
-      model: decision.model,
-      slug,
-      files: pins.files.map((file) => file.path),
-      maxOutputTokens: decision.maxOutputTokens,
-      runtimeSeconds: decision.runtimeSeconds,
-      providerKeyEnv: decision.providerKeyEnv,
-    });
-    failpoint('during-oracle');
-    // What Oracle left (answer, session record, error text, output tails) is scrubbed before anything judges, hashes or keeps it.
-    const scrub = this.consultScrubber(sandbox, decision.providerKeyEnv);
-    const run = scrub.value(await running);
-    this.emit({ type: 'oracle_ended', messageId: message.message_id, attempt, at: Date.now(), elapsedMs: run.elapsedMs, exitCode: run.exitCode, signal: run.signal, killedByTimer: run.killedByTimer });
-    if (this.stoppedBy !== null && run.exitCode === null) {
-      // Killed by the operator's stop, not judged: an Oracle that had already ended is judged as usual.
-      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${this.stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`);
-      if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
-      return true;
-    }
-    failpoint('after-answer');
-    await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files, scrub);
-    return true;
-  }
-
-  /** The runner's scrubber with what one consult attempt adds: the key handed to Oracle (all it could hand, when not known) and the sandbox. */
-  private consultScrubber(sandbox: Sandbox, providerKeyEnv?: string): Scrubber {
-    return this.scrubber.with(this.options.transport.handedSecrets(providerKeyEnv === '' ? undefined : providerKeyEnv), [{ name: 'sandbox', path: sandbox.root }]);
-  }
-
-  /** A pre-flight outcome: claim and receipt in one commit, nothing paid for. */
-  private async stop(state: LedgerState, record: MessageRecord, message: AaConsultMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
-    const retryAt = status === 'succeeded' ? null : nextAttemptAt({ now, blocker, record, message, policy: state.policy!.doc });
-    const receipt = buildReceipt({
-      now,
-      message,
-      record,
-      attempt,
-      status,
-      blockers: [{ code: blocker, detail }],
-      nextAttemptAt: retryAt,
-      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      validation: { status: 'not_run', errors: [] },
-      warnings: [],
-    });
-    if (!(await this.claim(record, attempt, now, [{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`))) return false;
-    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status, blockers: [blocker], retryAt });
-    return true;
-  }
-
-  /** Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record. */
-  private async finish(
-    message: AaConsultMessage,
-    record: MessageRecord,
-    attempt: number,
-    sandbox: Sandbox,
-    run: OracleRun,
-    decision: Extract<Preflight, { kind: 'run' }>,
-    canary: string,
-    bundle: string,
-    files: readonly PinnedFile[],
-    scrub: Scrubber,
-  ): Promise<void> {
-    const now = this.clock();
-    const state = await this.options.ledger.state();
-    const latest = state.messages.get(record.id) ?? record;
-    const steering = files.flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
-    const verdict = judgeRun(run);
-    let status: ReceiptStatus = 'succeeded';
-    let blocker: { code: BlockerCode; detail: string } | null = null;
-    let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
-    if (!verdict.ok) {
-      status = verdict.status;
-      blocker = { code: verdict.blocker, detail: verdict.detail };
-    } else {
-      const judged = judgeAnswer({ text: run.answer!.toString('utf8'), canary, steering });
-      validation = { status: judged.status, errors: [...judged.errors] };
-      if (judged.status === 'fail') {
-        status = 'failed';
-        blocker = { code: judged.blocker, detail: judged.errors.join('; ') };
-      }
-    }
-    const files_: NewFile[] = [];
-    const attachments: ReceiptArtifact[] = [];
-    const add = (name: string, bytes: Buffer): ReceiptArtifact => {
-      const path = attemptArtifactPath(folderOf(record), attempt, name);
-      files_.push({ path, bytes });
-      return { path, sha256: sha256Ref(bytes) };
-    };
-    const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
-    const bundleBytes = Buffer.from(bundle, 'utf8');
-    attachments.push(add('prompt-sent.md', bundleBytes));
-    const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
-    const metaBytes = session === null ? null : scrub.bytes(session);
-    if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
-    const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
-    const warnings: string[] = [];
-    if (steering.length > 0) warnings.push('context_injection_suspected');
-    if (!this.options.transport.isolated) warnings.push('sandbox_unenforced');
-    const receipt = buildReceipt({
-      now,
-      message,
-      record: latest,
-      attempt,
-      status,
-      blockers: blocker === null ? [] : [blocker],
-      nextAttemptAt: retryAt,
-      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      transport: {
-        sessionId: run.sessionId ?? sessionSlugFor(message.message_id, attempt),
-        model: decision.model,
-        route: this.options.transport.label,
-        meta: run.meta,
-        price: decision.price,
-        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
-        answerBytes: run.answerBytes,
-        bundleHash: sha256Ref(bundleBytes),
-      },
-      ...(output === undefined ? {} : { output }),
-      attachments,
-      validation,
-      warnings,
-    });
-    files_.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) });
-    const blockers = receipt.blockers.map((item) => item.code);
-    failpoint('before-receipt');
-    const outcome = await this.publishReceipt(files_, `receipt ${message.message_id} attempt ${attempt}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}`, now);
-    if (outcome === 'published') this.emit({ type: 'receipt', messageId: message.message_id, attempt, status: receipt.status, blockers, retryAt: receipt.next_attempt_at });
-    // A journaled receipt holds every file it needs; the sandbox is not.
-    if (this.options.keepSandboxes !== true) removeSandbox(sandbox);
-  }
-
-  /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
-  private async writeInterrupted(message: AaConsultMessage, messageId: string, attempt: number, detail: string): Promise<void> {
-    const now = this.clock();
-    const state = await this.options.ledger.state();
-    const record = state.messages.get(messageId)!;
-    const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
-    const receipt = buildReceipt({
-      now,
-      message,
-      record,
-      attempt,
-      status: 'failed',
-      blockers: [{ code: 'interrupted', detail }],
-      nextAttemptAt: retryAt,
-      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      validation: { status: 'not_run', errors: [] },
-      warnings: [],
-    });
-    await this.commit([{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
-    this.emit({ type: 'receipt', messageId: message.message_id, attempt, status: 'failed', blockers: ['interrupted'], retryAt });
-  }
-
   /**
-   * An attempt claimed but never receipted: a runner crashed, or another runner holds it. If its
-   * owner is alive elsewhere, leave it. Otherwise wait out an Oracle that is still running, harvest
-   * a session that completed (the answer was paid for once; it is not bought again), or record the
-   * attempt as interrupted, with a new attempt when the policy allows.
+   * An attempt claimed but never receipted: a runner crashed, or another runner holds it. A receipt
+   * this runner journaled is published; an owner alive elsewhere (its pid here, its lease through a
+   * remote) keeps it; otherwise the attempt is its lane's to recover.
    */
   private async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
@@ -811,7 +578,7 @@ export class Runner {
       } else {
         // Across machines a pid says nothing, and another machine's clock is not this one's: the
         // holder's progress as this runner saw it, on its own clock, and the attempt's runtime budget decide.
-        const message = await this.readMessage(record);
+        const message = await readMessage(this.options.ledger, record);
         const observed = this.observed.get(claim.path)!;
         const lease = leaseDecision(
           {
@@ -832,34 +599,7 @@ export class Runner {
         this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
       }
     }
-    if (record.intent === 'ea_dispatch') return this.dispatch.recover(state, record);
-    const message = await this.readEnvelope(record);
-    const sandbox = sandboxFor(this.options.stateDir, last.attemptId);
-    const attemptFile = readAttemptFile(sandbox);
-    const pid = Number(fs.existsSync(sandbox.pidPath) ? fs.readFileSync(sandbox.pidPath, 'utf8').trim() : NaN);
-    if (attemptFile !== null && Number.isInteger(pid) && isAlive(pid)) {
-      const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
-      while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-      if (isAlive(pid)) killGroup(pid);
-    }
-    const scrub = this.consultScrubber(sandbox);
-    const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
-    const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
-    if (attemptFile !== null && harvested !== null) {
-      const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
-      const pins = await this.repo.check(message.context_pin.repo_commit_sha, message.context_pin.files);
-      const policy = state.policy!.doc;
-      const model = attemptFile.model;
-      const price = policy.models[model];
-      if (pins.ok && price !== undefined) {
-        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0 };
-        await this.finish(message, record, last.number, sandbox, harvested, decision, attemptFile.canary, prompt, pins.files, scrub);
-        return true;
-      }
-    }
-    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`);
-    removeSandbox(sandbox);
-    return true;
+    return this.laneFor(record).recover(state, record);
   }
 }
 

@@ -8,7 +8,10 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
-import { planStartup, type Problem, type TargetFacts } from './readiness.js';
+import { consultReadiness } from '../consult/runner-lane.js';
+import { dispatchReadiness } from '../dispatch/runner-lane.js';
+import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
+import { planStartup, type Lane, type TargetFacts } from './readiness.js';
 
 /**
  * Fail closed at start: everything that can be checked before a claim is checked here, once, per
@@ -42,11 +45,6 @@ export interface StartedLanes {
   readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
 }
 
-function problemOf(error: unknown): Problem {
-  if (isCooError(error)) return { code: error.code, message: error.message };
-  throw error;
-}
-
 /**
  * Why `key` may not act as the runner (sign claims and receipts), or null when it is the active
  * COO's key in the trust files in force. A retired or revoked key is named so, from the one record
@@ -75,7 +73,7 @@ async function repoProblem(repo: string): Promise<Problem | null> {
 }
 
 /** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */
-function targetsOf(state: LedgerState): Array<{ actor: string; lane: 'consult' | 'dispatch'; providerKeyEnv: string; executor?: { kind: 'codex' | 'claude_code'; model: string } }> {
+function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane }> {
   const registry = state.registry?.doc;
   const policy = state.policy?.doc;
   if (registry === undefined || policy === undefined) return [];
@@ -111,7 +109,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
     isolation = resolveIsolation(options.isolation);
     if (isolation === 'bwrap') probeBubblewrap(process.execPath, 'the lanes');
   } catch (error) {
-    shared.push(problemOf(error));
+    shared.push(toProblem(error));
   }
   const refuse = (code: Problem['code'], message: string): never => {
     throw new CooError(code, message);
@@ -122,27 +120,16 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const transport = options.consult?.(isolation) ?? null;
   const executors = options.dispatch?.(isolation) ?? null;
-  const oracleProblem = transport?.commandProblem() ?? null;
+  // Each lane reports its own readiness; a lane that does not run here reports nothing.
+  const lanes: Partial<Record<Lane, LaneReadiness>> = {
+    ...(transport === null ? {} : { consult: consultReadiness(transport) }),
+    ...(executors === null ? {} : { dispatch: dispatchReadiness(executors) }),
+  };
   const targets: TargetFacts[] = [];
   for (const target of targetsOf(state)) {
-    const problems: Problem[] = [];
-    if (target.lane === 'consult') {
-      if (transport === null) continue;
-      if (oracleProblem !== null) problems.push({ code: 'ORACLE_CONFIG', message: `Oracle cannot be started: ${oracleProblem}` });
-      try {
-        transport.check(target.providerKeyEnv);
-      } catch (error) {
-        problems.push(problemOf(error));
-      }
-    } else {
-      if (executors === null) continue;
-      try {
-        executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } }).check();
-      } catch (error) {
-        problems.push(problemOf(error));
-      }
-    }
-    targets.push({ actor: target.actor, lane: target.lane, problems });
+    const readiness = lanes[target.lane];
+    if (readiness === undefined) continue;
+    targets.push({ actor: target.actor, lane: target.lane, problems: readiness.problems(target) });
   }
   const plan = planStartup({ shared, isolation, targets });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);

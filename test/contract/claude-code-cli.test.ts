@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { ClaudeCodeExecutor, pinnedClaudeCommand, type ClaudeCodeConfig } from '../../src/dispatch/claude-code.js';
-import { startScriptedMessagesServer, type ScriptedMessagesServer } from '../../src/dispatch/fake-messages-server.js';
+import { startScriptedMessagesServer, type ScriptedMessagesServer } from '../../src/offline/fake-messages-server.js';
 import { runAttempt, type AttemptSetup } from '../helpers/dispatch-attempt.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { git, tempDir } from '../helpers/tmp.js';

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { CodexExecutor, pinnedCodexCommand, type CodexConfig } from '../../src/dispatch/codex.js';
-import { hugeMessage, startScriptedResponsesServer, type ScriptedModelServer, type ScriptTurn } from '../../src/dispatch/fake-responses-server.js';
+import { hugeMessage, startScriptedResponsesServer, type ScriptedModelServer, type ScriptTurn } from '../../src/offline/fake-responses-server.js';
 import { runAttempt, type AttemptSetup } from '../helpers/dispatch-attempt.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { git, tempDir } from '../helpers/tmp.js';

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { codexConfigToml } from '../helpers/agent-config.js';
 import { COO, coo, json } from '../helpers/cli.js';

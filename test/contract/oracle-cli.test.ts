@@ -1,6 +1,6 @@
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { judgeAnswer } from '../../src/consult/answer.js';
-import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { OracleCli, type OracleRoute } from '../../src/consult/oracle.js';
 import { judgeRun, type OracleRun } from '../../src/consult/outcome.js';
 import { renderConsultPrompt } from '../../src/consult/prompt.js';

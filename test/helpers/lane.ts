@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { afterEach } from 'vitest';
 import { join } from 'node:path';
 import { enqueueConsult, type ConsultRequest } from '../../src/consult/enqueue.js';
-import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { OracleCli, type OracleConfig } from '../../src/consult/oracle.js';
 import { initLedger, defaultPolicy } from '../../src/ledger/init.js';
 import { Ledger } from '../../src/ledger/ledger.js';

@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { OracleCli } from '../../src/consult/oracle.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { RemoteLedger } from '../../src/remote/publish.js';

@@ -1,7 +1,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';

@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
-import { startScriptedResponsesServer } from '../../src/dispatch/fake-responses-server.js';
+import { startScriptedResponsesServer } from '../../src/offline/fake-responses-server.js';
 import { cooBounded, httpOracle, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';

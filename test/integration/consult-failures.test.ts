@@ -4,7 +4,7 @@ import { join, relative } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
-import { checkPins } from '../../src/consult/pins.js';
+import { checkPins } from '../../src/lane/pins.js';
 import { isCooError } from '../../src/errors.js';
 import { describeEvent } from '../../src/cli/watch.js';
 import { claimPath, receiptPath } from '../../src/ledger/layout.js';

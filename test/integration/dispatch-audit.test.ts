@@ -11,7 +11,7 @@ import { approve } from '../../src/dispatch/approve.js';
 import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { enqueueDispatch, type DispatchRequest } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
-import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer } from '../../src/dispatch/fake-responses-server.js';
+import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer } from '../../src/offline/fake-responses-server.js';
 import { showOutput } from '../../src/mcp/schemas.js';
 import { showTool } from '../../src/mcp/tools.js';
 import { coo, json } from '../helpers/cli.js';

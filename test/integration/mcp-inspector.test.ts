@@ -1,6 +1,6 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { coo, cooAsync } from '../helpers/cli.js';
 import { inspect, toolCall } from '../helpers/inspector.js';
 import { makeTargetRepo } from '../helpers/lane.js';

@@ -4,7 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { COO, cooAsync, json, type CliResult } from '../helpers/cli.js';
 import { startGitHttpServer, type GitHttpServer } from '../helpers/git-http-server.js';
 import { consultArgs, makeServedLedger, makeWriter, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
-import { startFakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer } from '../../src/offline/fake-model-server.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**

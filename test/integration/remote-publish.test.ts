@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { startFakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer } from '../../src/offline/fake-model-server.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { COO, coo, cooAsync } from '../helpers/cli.js';
 import { FAKE_ORACLE } from '../helpers/lane.js';

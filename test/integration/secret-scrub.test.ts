@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
-import { startScriptedResponsesServer } from '../../src/dispatch/fake-responses-server.js';
+import { startScriptedResponsesServer } from '../../src/offline/fake-responses-server.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { KEY_PLACEHOLDER, startEchoGateway } from '../helpers/echo-gateway.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';

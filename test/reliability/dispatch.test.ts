@@ -9,7 +9,7 @@ import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
-import { startScriptedResponsesServer, type ScriptedModelServer, type ScriptTurn } from '../../src/dispatch/fake-responses-server.js';
+import { startScriptedResponsesServer, type ScriptedModelServer, type ScriptTurn } from '../../src/offline/fake-responses-server.js';
 import type { Runner } from '../../src/runner/runner.js';
 import { attack } from '../helpers/attack-kit.js';
 import { COO, coo } from '../helpers/cli.js';

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
-import { startFakeModelServer, type FakeModelServer } from '../../src/consult/fake-model-server.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { defaultPolicy } from '../../src/ledger/init.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { loadPrivateKey } from '../../src/cli/common.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { derivedIdempotencyKey } from '../../../src/consult/request-key.js';
+import { derivedIdempotencyKey } from '../../../src/lane/request-key.js';
 import { errorResult, okResult } from '../../../src/mcp/results.js';
 import { quoteUntrusted, untrustedAnswer } from '../../../src/mcp/untrusted.js';
 import { CooError } from '../../../src/errors.js';

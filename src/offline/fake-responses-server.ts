@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { listenLoopback, readBody } from './loopback-server.js';
 
 /**
  * An offline model for Codex on 127.0.0.1: the streaming Responses API (`POST …/responses`), driven
@@ -43,14 +43,6 @@ export interface ScriptedModelServer {
 /** A final message of `bytes` bytes: the huge-output turn. */
 export function hugeMessage(bytes: number): ScriptTurn {
   return { kind: 'message', text: 'x'.repeat(bytes) };
-}
-
-export function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-  });
 }
 
 export function sendJsonError(res: ServerResponse, status: number, code: string, message: string): void {
@@ -149,20 +141,13 @@ export async function startScriptedResponsesServer(initial: readonly ScriptTurn[
       res.end();
     })();
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  const address = server.address() as AddressInfo;
+  const listening = await listenLoopback(server, port, hanging);
   return {
-    url: `http://127.0.0.1:${address.port}`,
-    port: address.port,
+    ...listening,
     calls,
     setScript(turns) {
       script = turns;
       next = 0;
-    },
-    close() {
-      for (const res of hanging) res.destroy();
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
     },
   };
 }

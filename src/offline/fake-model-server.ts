@@ -1,5 +1,5 @@
-import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
+import { createServer, type Server, type ServerResponse } from 'node:http';
+import { listenLoopback, readBody } from './loopback-server.js';
 
 /**
  * An offline model on 127.0.0.1 that speaks the two wire formats Oracle uses: Chat Completions
@@ -77,14 +77,6 @@ function answerFor(prompt: string, canary: string | null, mode: FakeMode): strin
     canary: canary ?? 'canary-missing',
   };
   return `Offline model review.\n\n\`\`\`aa_answer\n${JSON.stringify(answer)}\n\`\`\`\n`;
-}
-
-function readBody(req: IncomingMessage): Promise<string> {
-  return new Promise((resolve) => {
-    const chunks: Buffer[] = [];
-    req.on('data', (chunk: Buffer) => chunks.push(chunk));
-    req.on('end', () => resolve(Buffer.concat(chunks).toString('utf8')));
-  });
 }
 
 function sendError(res: ServerResponse, status: number, code: string, message: string): void {
@@ -226,19 +218,12 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
       else sendError(res, 404, 'not_found', `no route ${url.pathname}`);
     })();
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  const address = server.address() as AddressInfo;
+  const listening = await listenLoopback(server, port, hanging);
   return {
-    url: `http://127.0.0.1:${address.port}`,
-    port: address.port,
+    ...listening,
     requests,
     setModes(next) {
       modes = next;
-    },
-    close() {
-      for (const res of hanging) res.destroy();
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
     },
   };
 }

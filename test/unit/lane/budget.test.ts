@@ -1,5 +1,6 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_OUTPUT_TOKENS, costUsd, estimateInputTokens, planBudget } from '../../../src/consult/budget.js';
+import { MIN_OUTPUT_TOKENS, costUsd, planBudget } from '../../../src/lane/budget.js';
+import { estimateInputTokens } from '../../../src/consult/input-tokens.js';
 
 const price = { input_usd_per_million: 5, output_usd_per_million: 30, max_output_tokens: 32_000 };
 

@@ -1,19 +1,11 @@
 import type { ActorPolicy } from '../schema/policy.js';
 
-/** Cost arithmetic for one consult. Pure. */
+/** Cost arithmetic for one attempt of any lane: a model's price, the budgets that bound it. Pure. */
 
 export type ModelPrice = ActorPolicy['models'][string];
 
 /** Fewest output tokens worth paying for; a budget that allows less blocks the consult. */
 export const MIN_OUTPUT_TOKENS = 512;
-/** Oracle adds its system prompt and bundling around our text; measured about 4.3k tokens with search on, much less off. */
-const ORACLE_OVERHEAD_TOKENS = 1500;
-
-/** A deliberately high estimate of input tokens: about 3 bytes a token, plus Oracle's overhead. */
-export function estimateInputTokens(promptBytes: number, contextBytes: number): number {
-  return Math.ceil((promptBytes + contextBytes) / 3) + ORACLE_OVERHEAD_TOKENS;
-}
-
 export function costUsd(inputTokens: number, outputTokens: number, price: ModelPrice): number {
   return (inputTokens * price.input_usd_per_million + outputTokens * price.output_usd_per_million) / 1_000_000;
 }

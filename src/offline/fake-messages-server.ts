@@ -1,6 +1,6 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
-import type { AddressInfo } from 'node:net';
-import { readBody, sendJsonError } from './fake-responses-server.js';
+import { listenLoopback, readBody } from './loopback-server.js';
+import { sendJsonError } from './fake-responses-server.js';
 
 /**
  * An offline model for Claude Code on 127.0.0.1: the Anthropic Messages API with streaming
@@ -120,20 +120,13 @@ export async function startScriptedMessagesServer(initial: readonly MessagesTurn
       res.end();
     })();
   });
-  await new Promise<void>((resolve) => server.listen(port, '127.0.0.1', resolve));
-  const address = server.address() as AddressInfo;
+  const listening = await listenLoopback(server, port, hanging);
   return {
-    url: `http://127.0.0.1:${address.port}`,
-    port: address.port,
+    ...listening,
     calls,
     setScript(turns) {
       script = turns;
       next = 0;
-    },
-    close() {
-      for (const res of hanging) res.destroy();
-      server.closeAllConnections();
-      return new Promise((resolve) => server.close(() => resolve()));
     },
   };
 }

@@ -1,5 +1,5 @@
-import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../consult/fake-model-server.js';
-import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer } from '../dispatch/fake-responses-server.js';
+import { startFakeModelServer, type FakeMode, type FakeModelServer } from './fake-model-server.js';
+import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer } from './fake-responses-server.js';
 
 /**
  * The built-in offline model, on 127.0.0.1: what `coo demo` runs both lanes against and what

@@ -1,0 +1,324 @@
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+import { folderOf, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { spentOnMessageUsd } from '../lane/budget.js';
+import type { PinnedFile } from '../lane/pins.js';
+import { readLaneMessage } from '../lane/envelope.js';
+import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
+import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
+import type { NewFile } from '../ledger/ledger.js';
+import { readDocument } from '../schema/documents.js';
+import type { AaConsultMessage } from '../schema/message.js';
+import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import { toYaml } from '../schema/strict-yaml.js';
+import { killGroup } from '../util/bubblewrap.js';
+import { failpoint } from '../util/failpoint.js';
+import { sha256Ref } from '../util/hash.js';
+import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
+import { isAlive } from '../util/process.js';
+import type { Scrubber } from '../util/scrub.js';
+import { isoSeconds } from '../util/time.js';
+import { judgeAnswer } from './answer.js';
+import { estimateInputTokens } from './input-tokens.js';
+import { nextAttemptAt, preflight, type Preflight } from './lane.js';
+import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
+import { judgeRun, type OracleRun } from './outcome.js';
+import { renderConsultPrompt, suspiciousLines } from './prompt.js';
+import { buildReceipt, type ReceiptArtifact } from './receipt.js';
+import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from './sandbox.js';
+
+export type ConsultEvent =
+  | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
+  /** Oracle's process is gone; the answer is judged and the receipt committed after this. */
+  | {
+      readonly type: 'oracle_ended';
+      readonly messageId: string;
+      readonly attempt: number;
+      readonly at: number;
+      readonly elapsedMs: number;
+      readonly exitCode: number | null;
+      readonly signal: string | null;
+      readonly killedByTimer: boolean;
+    };
+
+/** The consult lane's start-up check: Oracle can be started, and each advisory agent's provider key is there. */
+export function consultReadiness(transport: OracleCli): LaneReadiness {
+  const oracleProblem = transport.commandProblem();
+  return {
+    problems(target: LaneTarget): Problem[] {
+      const problems: Problem[] = [];
+      if (oracleProblem !== null) problems.push({ code: 'ORACLE_CONFIG', message: `Oracle cannot be started: ${oracleProblem}` });
+      try {
+        transport.check(target.providerKeyEnv);
+      } catch (error) {
+        problems.push(toProblem(error));
+      }
+      return problems;
+    },
+  };
+}
+
+/**
+ * The runner's side of a consult: pre-flight, pins, claim, one Oracle call in the attempt's
+ * sandbox, then the answer judged and a COO-signed aa_receipt.v0 for every outcome. A crashed
+ * attempt's completed session is harvested, never bought again.
+ */
+export class ConsultLane implements RunnerLane {
+  constructor(
+    private readonly ctx: LaneContext<ConsultEvent>,
+    private readonly transport: AaTransport,
+  ) {}
+
+  private readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
+    return readLaneMessage(this.ctx.ledger, record, 'aa_consult', 'a consult');
+  }
+
+  /** One new attempt: pre-flight, pins, claim, transport, receipt. Returns false when another runner has it. */
+  async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const ledger = this.ctx.ledger;
+    const attempt = record.attempts.length + 1;
+    const now = this.ctx.clock();
+    const message = await this.readEnvelope(record);
+    const policy = state.policy!;
+    const registry = state.registry!.doc;
+    const prompt = await ledger.readFile(message.payload_ref);
+    const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
+    const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    const decision = preflight({
+      now,
+      message,
+      attempt,
+      killSwitch: state.killSwitch?.doc ?? null,
+      registry,
+      policy: policy.doc,
+      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
+      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
+      inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
+    });
+    const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
+    if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
+    // Context pins (review correction 6): the prompt and manifest still hash as enqueued, and every
+    // pinned file still hashes as pinned at the pinned commit. Anything else fails closed, unpaid.
+    if (prompt === null || sha256Ref(prompt) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
+    if (manifest === null || sha256Ref(manifest) !== message.context_pin.context_manifest_hash) {
+      return stopHere('failed', 'stale_context', `${message.context_pin.context_manifest_ref} does not hash to context_manifest_hash`);
+    }
+    const pins = await this.ctx.pins.check(message.context_pin.repo_commit_sha, message.context_pin.files);
+    if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    // A missing provider key is the runner's configuration, not the consult's fault: it stays queued.
+    this.transport.check(decision.providerKeyEnv);
+    if (!(await this.ctx.claim(record, attempt, now))) return false;
+    failpoint('after-claim');
+    const stoppedFirst = this.ctx.stoppedBy();
+    if (stoppedFirst !== null) {
+      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedFirst}) before Oracle started; nothing was paid for`);
+      return true;
+    }
+    const sandbox = sandboxFor(this.ctx.stateDir, attemptIdFor(message.message_id, attempt));
+    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: pins.files.map((file) => file.path) });
+    const slug = sessionSlugFor(message.message_id, attempt);
+    createSandbox(sandbox, pins.files, bundle, {
+      attempt_id: attemptIdFor(message.message_id, attempt),
+      canary,
+      slug,
+      model: decision.model,
+      max_output_tokens: decision.maxOutputTokens,
+      runtime_seconds: decision.runtimeSeconds,
+      started_at: now.toISOString(),
+    });
+    this.ctx.onEvent({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
+    const running = this.transport.run({
+      sandbox,
+      model: decision.model,
+      slug,
+      files: pins.files.map((file) => file.path),
+      maxOutputTokens: decision.maxOutputTokens,
+      runtimeSeconds: decision.runtimeSeconds,
+      providerKeyEnv: decision.providerKeyEnv,
+    });
+    failpoint('during-oracle');
+    // What Oracle left (answer, session record, error text, output tails) is scrubbed before anything judges, hashes or keeps it.
+    const scrub = this.consultScrubber(sandbox, decision.providerKeyEnv);
+    const run = scrub.value(await running);
+    this.ctx.onEvent({ type: 'oracle_ended', messageId: message.message_id, attempt, at: Date.now(), elapsedMs: run.elapsedMs, exitCode: run.exitCode, signal: run.signal, killedByTimer: run.killedByTimer });
+    const stoppedBy = this.ctx.stoppedBy();
+    if (stoppedBy !== null && run.exitCode === null) {
+      // Killed by the operator's stop, not judged: an Oracle that had already ended is judged as usual.
+      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`);
+      if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
+      return true;
+    }
+    failpoint('after-answer');
+    await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files, scrub);
+    return true;
+  }
+
+  /** The runner's scrubber with what one consult attempt adds: the key handed to Oracle (all it could hand, when not known) and the sandbox. */
+  private consultScrubber(sandbox: Sandbox, providerKeyEnv?: string): Scrubber {
+    return this.ctx.scrubber.with(this.transport.handedSecrets(providerKeyEnv === '' ? undefined : providerKeyEnv), [{ name: 'sandbox', path: sandbox.root }]);
+  }
+
+  /** A pre-flight outcome: claim and receipt in one commit, nothing paid for. */
+  private async stop(state: LedgerState, record: MessageRecord, message: AaConsultMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
+    const retryAt = status === 'succeeded' ? null : nextAttemptAt({ now, blocker, record, message, policy: state.policy!.doc });
+    const receipt = buildReceipt({
+      now,
+      message,
+      record,
+      attempt,
+      status,
+      blockers: [{ code: blocker, detail }],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      validation: { status: 'not_run', errors: [] },
+      warnings: [],
+    });
+    const file = { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) };
+    if (!(await this.ctx.claim(record, attempt, now, { file, summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})` }))) return false;
+    this.ctx.onReceipt(message.message_id, attempt, status, [blocker], retryAt);
+    return true;
+  }
+
+  /** Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record. */
+  private async finish(
+    message: AaConsultMessage,
+    record: MessageRecord,
+    attempt: number,
+    sandbox: Sandbox,
+    run: OracleRun,
+    decision: Extract<Preflight, { kind: 'run' }>,
+    canary: string,
+    bundle: string,
+    files: readonly PinnedFile[],
+    scrub: Scrubber,
+  ): Promise<void> {
+    const now = this.ctx.clock();
+    const state = await this.ctx.ledger.state();
+    const latest = state.messages.get(record.id) ?? record;
+    const steering = files.flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
+    const verdict = judgeRun(run);
+    let status: ReceiptStatus = 'succeeded';
+    let blocker: { code: BlockerCode; detail: string } | null = null;
+    let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
+    if (!verdict.ok) {
+      status = verdict.status;
+      blocker = { code: verdict.blocker, detail: verdict.detail };
+    } else {
+      const judged = judgeAnswer({ text: run.answer!.toString('utf8'), canary, steering });
+      validation = { status: judged.status, errors: [...judged.errors] };
+      if (judged.status === 'fail') {
+        status = 'failed';
+        blocker = { code: judged.blocker, detail: judged.errors.join('; ') };
+      }
+    }
+    const files_: NewFile[] = [];
+    const attachments: ReceiptArtifact[] = [];
+    const add = (name: string, bytes: Buffer): ReceiptArtifact => {
+      const path = attemptArtifactPath(folderOf(record), attempt, name);
+      files_.push({ path, bytes });
+      return { path, sha256: sha256Ref(bytes) };
+    };
+    const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
+    const bundleBytes = Buffer.from(bundle, 'utf8');
+    attachments.push(add('prompt-sent.md', bundleBytes));
+    const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
+    const metaBytes = session === null ? null : scrub.bytes(session);
+    if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
+    const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
+    const warnings: string[] = [];
+    if (steering.length > 0) warnings.push('context_injection_suspected');
+    if (!this.transport.isolated) warnings.push('sandbox_unenforced');
+    const receipt = buildReceipt({
+      now,
+      message,
+      record: latest,
+      attempt,
+      status,
+      blockers: blocker === null ? [] : [blocker],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      transport: {
+        sessionId: run.sessionId ?? sessionSlugFor(message.message_id, attempt),
+        model: decision.model,
+        route: this.transport.label,
+        meta: run.meta,
+        price: decision.price,
+        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
+        answerBytes: run.answerBytes,
+        bundleHash: sha256Ref(bundleBytes),
+      },
+      ...(output === undefined ? {} : { output }),
+      attachments,
+      validation,
+      warnings,
+    });
+    files_.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) });
+    const blockers = receipt.blockers.map((item) => item.code);
+    failpoint('before-receipt');
+    const outcome = await this.ctx.publishReceipt(files_, `receipt ${message.message_id} attempt ${attempt}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}`, now);
+    if (outcome === 'published') this.ctx.onReceipt(message.message_id, attempt, receipt.status, blockers, receipt.next_attempt_at);
+    // A journaled receipt holds every file it needs; the sandbox is not.
+    if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
+  }
+
+  /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
+  private async writeInterrupted(message: AaConsultMessage, messageId: string, attempt: number, detail: string): Promise<void> {
+    const now = this.ctx.clock();
+    const state = await this.ctx.ledger.state();
+    const record = state.messages.get(messageId)!;
+    const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
+    const receipt = buildReceipt({
+      now,
+      message,
+      record,
+      attempt,
+      status: 'failed',
+      blockers: [{ code: 'interrupted', detail }],
+      nextAttemptAt: retryAt,
+      policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      validation: { status: 'not_run', errors: [] },
+      warnings: [],
+    });
+    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
+    this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
+  }
+
+  /**
+   * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
+   * that completed (the answer was paid for once; it is not bought again), or record the attempt
+   * as interrupted, with a new attempt when the policy allows.
+   */
+  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const last = record.attempts[record.attempts.length - 1]!;
+    const claim = last.claim!;
+    const message = await this.readEnvelope(record);
+    const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
+    const attemptFile = readAttemptFile(sandbox);
+    const pid = Number(fs.existsSync(sandbox.pidPath) ? fs.readFileSync(sandbox.pidPath, 'utf8').trim() : NaN);
+    if (attemptFile !== null && Number.isInteger(pid) && isAlive(pid)) {
+      const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
+      while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      if (isAlive(pid)) killGroup(pid);
+    }
+    const scrub = this.consultScrubber(sandbox);
+    const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
+    const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
+    if (attemptFile !== null && harvested !== null) {
+      const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
+      const pins = await this.ctx.pins.check(message.context_pin.repo_commit_sha, message.context_pin.files);
+      const policy = state.policy!.doc;
+      const model = attemptFile.model;
+      const price = policy.models[model];
+      if (pins.ok && price !== undefined) {
+        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0 };
+        await this.finish(message, record, last.number, sandbox, harvested, decision, attemptFile.canary, prompt, pins.files, scrub);
+        return true;
+      }
+    }
+    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`);
+    removeSandbox(sandbox);
+    return true;
+  }
+}

@@ -1,0 +1,90 @@
+import type { LedgerState, MessageRecord } from '../authority/state.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { isCooError, type ErrorCode } from '../errors.js';
+import type { Ledger, NewFile } from '../ledger/ledger.js';
+import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import type { Scrubber } from '../util/scrub.js';
+import type { PinnedRepo } from './pins.js';
+
+/**
+ * The port between the runner and a lane. The runner is the loop, the claim rule, the one receipt
+ * path (with its journal) and the leases; it asks the lane registered for a message's intent to
+ * run one attempt or to recover one a gone runner left open. Both lanes (consult/runner-lane.ts,
+ * dispatch/runner-lane.ts) implement it over the same context.
+ */
+export interface RunnerLane {
+  /** One new attempt of `record`: pre-flight, claim, run, receipt. False when another runner has it. */
+  attempt(state: LedgerState, record: MessageRecord): Promise<boolean>;
+  /**
+   * The open attempt of `record`, claimed by a runner that is gone (or whose lease ran out): the
+   * runner has decided it is this one's to close. Finishes it from what is left, or records it
+   * interrupted. False when nothing was written.
+   */
+  recover(state: LedgerState, record: MessageRecord): Promise<boolean>;
+  /** A receipt of this lane that waited in the runner's journal and is now published: what follows a receipt, done now. */
+  afterJournaledReceipt?(record: MessageRecord, attempt: number, receiptFile: NewFile): Promise<void>;
+}
+
+/** Why a target's attempts cannot run here, found at start (runner/startup.ts). */
+export interface Problem {
+  readonly code: ErrorCode;
+  readonly message: string;
+}
+
+/** A coded error as a start-up problem; anything else is a bug, and thrown on. */
+export function toProblem(error: unknown): Problem {
+  if (isCooError(error)) return { code: error.code, message: error.message };
+  throw error;
+}
+
+/** A target the policy lets the active COO reach, as its lane's start-up check sees it. */
+export interface LaneTarget {
+  readonly actor: string;
+  readonly providerKeyEnv: string;
+  /** The registry's executor of an execution agent. */
+  readonly executor?: { readonly kind: 'codex' | 'claude_code'; readonly model: string };
+}
+
+/** What a lane reports at start, before anything is claimed: why a target of it cannot run here. */
+export interface LaneReadiness {
+  problems(target: LaneTarget): Problem[];
+}
+
+/** Where a receipt went: on the ledger, into the journal (the remote is away), or kept as late (another runner closed the attempt). */
+export type ReceiptOutcome = 'published' | 'journaled' | 'late';
+
+/**
+ * What the runner lends every lane, the same for each: its ledger, key, clock and state folder, the
+ * pinned repository, the paths no child may see, the scrubber every output passes, the claim rule,
+ * the receipt path and its events.
+ */
+export interface LaneContext<E> {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  /** Where attempts keep their files across restarts (sandboxes, worktrees), so a crashed attempt can be recovered. */
+  readonly stateDir: string;
+  /** The repository consults pin their context in and dispatches work in (the runner's `--repo`). */
+  readonly repo: string;
+  readonly pins: PinnedRepo;
+  /** Paths no transport, executor or verification command sees (the ledger, the key's folder, the runner's state). */
+  readonly hide: readonly string[];
+  readonly clock: () => Date;
+  readonly runnerId: string;
+  /** The runner's scrubber: whatever a child left passes it before it is judged, hashed, signed or committed. */
+  readonly scrubber: Scrubber;
+  /** Keep an attempt's sandbox or worktree after its receipt (for inspection); removed by default. */
+  readonly keepAttemptFiles: boolean;
+  /** The remote the runner publishes through, for messages; null on a local ledger. */
+  readonly remoteUrl: string | null;
+  /** The one claim rule: commits the claim of `attempt` (with a receipt decided before anything ran); false when another runner has it. */
+  claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }): Promise<boolean>;
+  /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */
+  publishReceipt(files: NewFile[], summary: string, now: Date): Promise<ReceiptOutcome>;
+  /** A plain signed commit of the runner's. */
+  commit(files: NewFile[], summary: string, now: Date): Promise<void>;
+  /** A receipt landed on the ledger. */
+  onReceipt(messageId: string, attempt: number, status: ReceiptStatus, blockers: readonly BlockerCode[], retryAt: string | null): void;
+  onEvent(event: E): void;
+  /** Why the operator stopped the runner, once they did (Runner.interrupt): the attempt in flight then ends interrupted. */
+  stoppedBy(): string | null;
+}
