@@ -8,7 +8,7 @@ import { parseDocument } from '../schema/documents.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
-import { isOracleSafePath } from './oracle.js';
+import { oraclePathProblem } from './oracle-inputs.js';
 import { pinFiles, resolveCommit } from '../lane/pins.js';
 import { PROMPT_TEMPLATE_VERSION } from './prompt.js';
 
@@ -40,7 +40,8 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
   const { commit } = resolved;
   const files = await pinFiles(request.repo, resolved, request.patterns, names);
   for (const file of files) {
-    if (!isOracleSafePath(file.path)) throw new CooError('CONTEXT_INVALID', `${file.path}: the AA transport would read this name as a pattern (characters * ? [ ] { } ( ) , ! or a leading -)`);
+    const problem = oraclePathProblem(file.path);
+    if (problem !== null) throw new CooError('CONTEXT_INVALID', `${file.path}: ${problem}; rename it, or leave it out, to pin the rest`);
   }
   const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
   if (files.length > policy.limits.max_context_files) throw new CooError('POLICY_LIMIT', `${files.length} context files exceed the policy's ${policy.limits.max_context_files}`);

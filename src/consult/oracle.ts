@@ -8,6 +8,8 @@ import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } fro
 import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile } from '../util/executable.js';
 import { environmentSecrets, type Secret } from '../util/scrub.js';
+import { formatProcessRecord, processStartTime } from '../util/process.js';
+import { dotenvArgumentProblem, oraclePathProblem } from './oracle-inputs.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 
@@ -73,18 +75,15 @@ const FORBIDDEN_ARGS = [
   /^-[empf]$/,
 ];
 
-/** Refuses configuration that would leave the API engine or take over what the lane decides. */
+/** Refuses configuration that would leave the API engine, take over what the lane decides, or feed dotenv an option. */
 export function checkOracleArgs(args: readonly string[]): void {
   for (const arg of args) {
     if (FORBIDDEN_ARGS.some((pattern) => pattern.test(arg))) {
       throw new CooError('ORACLE_CONFIG', `Oracle argument ${arg} is not allowed: the lane runs the API engine only, and owns model, prompt, files, output and session`);
     }
+    const dotenv = dotenvArgumentProblem(arg);
+    if (dotenv !== null) throw new CooError('ORACLE_CONFIG', dotenv);
   }
-}
-
-/** Oracle reads `--file` values as globs, splits them on commas and treats `!` and `-` prefixes specially. */
-export function isOracleSafePath(path: string): boolean {
-  return !/[*?[\]{}(),!\\]/.test(path) && !path.startsWith('-') && !path.includes('\n');
 }
 
 function defaultCommand(): string[] {
@@ -303,6 +302,9 @@ export class OracleCli implements AaTransport {
       FORCE_COLOR: '0',
       ORACLE_NOTIFY: '0',
       ORACLE_NO_OSC_PROGRESS: '1',
+      // Oracle imports dotenv/config first, which loads a .env from its working folder: the pinned
+      // files. Pointed at an empty file, it loads nothing (the pinned .env stays context only).
+      DOTENV_CONFIG_PATH: '/dev/null',
       [request.providerKeyEnv]: source[request.providerKeyEnv] ?? '',
     };
   }
@@ -310,7 +312,8 @@ export class OracleCli implements AaTransport {
   private argv(request: TransportRequest): string[] {
     const route = this.config.route ?? {};
     for (const file of request.files) {
-      if (!isOracleSafePath(file)) throw new CooError('CONTEXT_INVALID', `${file}: Oracle would read this name as a pattern; rename it to pin it`);
+      const problem = oraclePathProblem(file);
+      if (problem !== null) throw new CooError('CONTEXT_INVALID', `${file}: ${problem}`);
     }
     return [
       '--engine', 'api',
@@ -379,7 +382,8 @@ export class OracleCli implements AaTransport {
       const child = spawn(argv[0]!, argv.slice(1), { cwd: request.sandbox.work, env: this.environment(request), detached: true, stdio });
       for (const fd of stdio) fs.closeSync(fd);
       const untrack = trackGroup(child.pid);
-      if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, `${child.pid}\n`);
+      // The pid with its start time: a runner recovering this attempt ends the group only while the pid is still this process.
+      if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
       const timer = setTimeout(() => {
         killedByTimer = true;
         if (child.pid !== undefined) killGroup(child.pid);

@@ -11,14 +11,14 @@ import { readDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { toYaml } from '../schema/strict-yaml.js';
-import { killGroup } from '../util/bubblewrap.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
-import { isAlive } from '../util/process.js';
+import { endRecordedGroup, parseProcessRecord, processStartTime, type ProcessRecord } from '../util/process.js';
 import type { Scrubber } from '../util/scrub.js';
 import { isoSeconds } from '../util/time.js';
 import { judgeAnswer } from './answer.js';
+import { oraclePathProblem } from './oracle-inputs.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, preflight, type Preflight } from './lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
@@ -106,6 +106,11 @@ export class ConsultLane implements RunnerLane {
     }
     const pins = await this.ctx.pins.check(message.context_pin.repo_commit_sha, message.context_pin.files);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    // What enqueue refuses, refused again for an envelope written by other means: before the claim, unpaid.
+    for (const file of pins.files) {
+      const problem = oraclePathProblem(file.path);
+      if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
+    }
     // A missing provider key is the runner's configuration, not the consult's fault: it stays queued.
     this.transport.check(decision.providerKeyEnv);
     if (!(await this.ctx.claim(record, attempt, now))) return false;
@@ -296,11 +301,12 @@ export class ConsultLane implements RunnerLane {
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
     const attemptFile = readAttemptFile(sandbox);
-    const pid = Number(fs.existsSync(sandbox.pidPath) ? fs.readFileSync(sandbox.pidPath, 'utf8').trim() : NaN);
-    if (attemptFile !== null && Number.isInteger(pid) && isAlive(pid)) {
+    const oracle = readOracleRecord(sandbox.pidPath);
+    if (attemptFile !== null && oracle !== null) {
+      // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
       const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
-      while (isAlive(pid) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-      if (isAlive(pid)) killGroup(pid);
+      while (isStill(oracle) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      endRecordedGroup(oracle);
     }
     const scrub = this.consultScrubber(sandbox);
     const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
@@ -321,4 +327,25 @@ export class ConsultLane implements RunnerLane {
     removeSandbox(sandbox);
     return true;
   }
+}
+
+/**
+ * The Oracle process an attempt recorded: its pid and start time (util/process.ts). A record of an
+ * older runner holds the pid alone; its start time is then unknown, so it is never taken for a
+ * live Oracle and never signalled while a process holds that pid.
+ */
+function readOracleRecord(path: string): ProcessRecord | null {
+  let text: string;
+  try {
+    text = fs.readFileSync(path, 'utf8');
+  } catch {
+    return null;
+  }
+  const legacy = /^(\d+)\n?$/.exec(text);
+  return parseProcessRecord(text) ?? (legacy === null ? null : { pid: Number(legacy[1]), start: null });
+}
+
+/** Whether the recorded process is still running as itself. */
+function isStill(record: ProcessRecord): boolean {
+  return record.start !== null && processStartTime(record.pid) === record.start;
 }

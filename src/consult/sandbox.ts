@@ -31,10 +31,13 @@ export interface AttemptRecordFile {
 
 export function sandboxFor(stateDir: string, attemptId: string): Sandbox {
   const root = join(stateDir, 'sandboxes', attemptId);
+  // The work folder is inside HOME: Oracle looks for .oracle/config.json in its folder and each one
+  // above it until it meets HOME, so it never reads one from the runner's state folder or above.
+  const home = join(root, 'home');
   return {
     root,
-    work: join(root, 'work'),
-    home: join(root, 'home'),
+    work: join(home, 'work'),
+    home,
     oracleHome: join(root, 'oracle-home'),
     tmp: join(root, 'tmp'),
     answerPath: join(root, 'out', 'answer.md'),
@@ -64,7 +67,7 @@ export function removeSandbox(sandbox: Sandbox): void {
 /** A fresh sandbox: pinned files written read-only under work/, empty homes, the prompt and the attempt record. */
 export function createSandbox(sandbox: Sandbox, files: readonly PinnedFile[], prompt: string, attempt: AttemptRecordFile): void {
   removeSandbox(sandbox);
-  for (const dir of [sandbox.work, sandbox.home, sandbox.oracleHome, sandbox.tmp, dirname(sandbox.answerPath)]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+  for (const dir of [sandbox.home, sandbox.work, sandbox.oracleHome, sandbox.tmp, dirname(sandbox.answerPath)]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
   const dirs = new Set<string>();
   for (const file of files) {
     const full = join(sandbox.work, file.path);

@@ -32,6 +32,8 @@ export interface FakeRequest {
   readonly canary: string | null;
   readonly maxTokens: number | null;
   readonly mode: FakeMode;
+  /** The request's headers, names lower-cased (as node gives them). */
+  readonly headers: Readonly<Record<string, string>>;
 }
 
 export interface FakeModelServer {
@@ -189,7 +191,8 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
       const canary = CANARY.exec(prompt)?.[1] ?? null;
       const mode = modeFor(canary);
       const maxTokens = (body['max_tokens'] ?? body['max_output_tokens'] ?? null) as number | null;
-      requests.push({ path: url.pathname, model: typeof body['model'] === 'string' ? body['model'] : null, prompt, canary, maxTokens, mode });
+      const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')]));
+      requests.push({ path: url.pathname, model: typeof body['model'] === 'string' ? body['model'] : null, prompt, canary, maxTokens, mode, headers });
       switch (mode) {
         case 'rate-limit':
           sendError(res, 429, 'rate_limit_exceeded', 'Rate limit reached for requests');

@@ -67,7 +67,7 @@ describe('crash safety', () => {
     first.kill('SIGKILL');
     await exited(first);
     const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
-    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8'));
+    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
     process.kill(-pid, 'SIGKILL');
     const second = runnerProcess(w, keyFile);
     expect(await exited(second)).toBe(0);
