@@ -111,7 +111,8 @@ export function demoVerb(program: Command): void {
       // The execution agent is always the real Codex CLI on the built-in model; --live changes the consults' model only.
       const model = await startBuiltinModel({ consultModes: ['ok', 'obey-injection'] });
       const ledger = Ledger.open(gitdir);
-      const offline = { ...process.env, OPENAI_API_KEY: OFFLINE_PROVIDER_KEY };
+      const offline = { ...process.env, OPENAI_API_KEY: OFFLINE_PROVIDER_KEY, ANTHROPIC_API_KEY: OFFLINE_PROVIDER_KEY, GEMINI_API_KEY: OFFLINE_PROVIDER_KEY };
+      const offlineEndpoints = { anthropic: model.anthropicUrl, google: model.geminiUrl, hosts: [model.anthropicHost] };
       const codex = installedAgentCommand('codex');
       try {
         const lanes = await startLanes({
@@ -120,7 +121,7 @@ export function demoVerb(program: Command): void {
           keyLabel: join(keysDir, 'coo.hermes.key'),
           repo: target,
           isolation: wanted,
-          consult: (isolation) => new OracleCli({ ...(opts.live === true ? {} : { route: { baseUrl: model.consultBaseUrl }, env: offline }), isolation, hide: [gitdir, keysDir] }),
+          consult: (isolation) => new OracleCli({ ...(opts.live === true ? {} : { route: { baseUrl: model.consultBaseUrl }, endpoints: offlineEndpoints, env: offline }), isolation, hide: [gitdir, keysDir] }),
           dispatch: (isolation) => executorFactory({ ...(codex === null ? {} : { command: codex }), baseUrl: model.dispatchBaseUrl, isolation, hide: [gitdir, keysDir], env: offline }),
         });
         // The demo consults aa.chatgpt and dispatches to ea.codex; what it says of the sandbox is what it has.

@@ -9,9 +9,15 @@ const READY_MS = 30_000;
 
 interface Served {
   readonly oracle_base_url: string;
+  readonly oracle_anthropic_url: string;
+  readonly oracle_gemini_url: string;
+  /** `name=address`: the host the Anthropic URL names, resolved to the model inside the sandbox. */
+  readonly oracle_hosts: string;
   readonly ea_base_url: string;
   readonly provider_key_env: 'OPENAI_API_KEY';
   readonly provider_key: string;
+  /** The other providers' keys, which the model ignores as well. */
+  readonly provider_keys: Readonly<Record<string, string>>;
   readonly pid: number;
 }
 
@@ -19,8 +25,11 @@ interface Served {
 function shellLines(served: Served): string {
   return [
     `export COO_ORACLE_BASE_URL=${served.oracle_base_url}`,
+    `export COO_ORACLE_ANTHROPIC_URL=${served.oracle_anthropic_url}`,
+    `export COO_ORACLE_GEMINI_URL=${served.oracle_gemini_url}`,
+    `export COO_ORACLE_HOSTS=${served.oracle_hosts}`,
     `export COO_EA_BASE_URL=${served.ea_base_url}`,
-    `export ${served.provider_key_env}=${served.provider_key}`,
+    ...Object.entries({ [served.provider_key_env]: served.provider_key, ...served.provider_keys }).map(([name, value]) => `export ${name}=${value}`),
     `export COO_MODEL_PID=${served.pid}`,
   ].join('\n');
 }
@@ -60,7 +69,7 @@ export function modelVerb(program: Command): void {
   model
     .command('serve')
     .description(
-      'serve the built-in offline model on 127.0.0.1 until Ctrl-C: consults (pass its URL with --oracle-base-url, or $COO_ORACLE_BASE_URL) and Codex dispatches (--ea-base-url, or $COO_EA_BASE_URL); it prints the shell lines that set both and a provider key it ignores. Its dispatch script knows one task, the demo repository\'s mean() bug',
+      "serve the built-in offline model on 127.0.0.1 until Ctrl-C: consults to ChatGPT, Claude and Gemini, each on its provider's own API ($COO_ORACLE_BASE_URL, $COO_ORACLE_ANTHROPIC_URL with $COO_ORACLE_HOSTS, $COO_ORACLE_GEMINI_URL), and Codex dispatches ($COO_EA_BASE_URL); it prints the shell lines that set them and provider keys it ignores. Its dispatch script knows one task, the demo repository's mean() bug",
     )
     .option('--detach', 'run it in the background: print the shell lines (with COO_MODEL_PID, the process to kill when done) and return; eval "$(coo model serve --detach)"')
     .option('--json', 'print the URLs, key and pid as JSON')
@@ -71,7 +80,17 @@ export function modelVerb(program: Command): void {
         return;
       }
       const builtin = await startBuiltinModel();
-      const served: Served = { oracle_base_url: builtin.consultBaseUrl, ea_base_url: builtin.dispatchBaseUrl, provider_key_env: 'OPENAI_API_KEY', provider_key: OFFLINE_PROVIDER_KEY, pid: process.pid };
+      const served: Served = {
+        oracle_base_url: builtin.consultBaseUrl,
+        oracle_anthropic_url: builtin.anthropicUrl,
+        oracle_gemini_url: builtin.geminiUrl,
+        oracle_hosts: `${builtin.anthropicHost.name}=${builtin.anthropicHost.address}`,
+        ea_base_url: builtin.dispatchBaseUrl,
+        provider_key_env: 'OPENAI_API_KEY',
+        provider_key: OFFLINE_PROVIDER_KEY,
+        provider_keys: { ANTHROPIC_API_KEY: OFFLINE_PROVIDER_KEY, GEMINI_API_KEY: OFFLINE_PROVIDER_KEY },
+        pid: process.pid,
+      };
       process.stdout.write(opts.json === true ? `${JSON.stringify(served, null, 2)}\n` : `${shellLines(served)}\n`);
       process.stderr.write('coo model serve: the built-in offline model listens on 127.0.0.1 (Ctrl-C stops it); nothing it serves leaves this machine\n');
       await new Promise<void>((done) => {

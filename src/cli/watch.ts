@@ -15,7 +15,7 @@ import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required } from './common.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required, splitPair } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
@@ -79,6 +79,11 @@ export interface OracleFlags {
   oracleBaseUrl?: string;
   oracleAzureEndpoint?: string;
   oracleAzureDeployment?: string;
+  oracleAnthropicUrl?: string;
+  oracleGeminiUrl?: string;
+  oracleOpenrouterUrl?: string;
+  oracleGateway?: string[];
+  oracleHost?: string[];
   oracleArg: string[];
   isolation: string;
 }
@@ -98,11 +103,25 @@ export function oracleFromFlags(flags: OracleFlags, hide: readonly string[]): (i
   }
   checkOracleArgs(flags.oracleArg);
   const command = flags.oracleCommand === undefined ? undefined : resolveOracleCommand(flags.oracleCommand);
+  const given = (value: string | undefined): string | undefined => (value === undefined || value === '' ? undefined : value);
+  const anthropic = given(flags.oracleAnthropicUrl);
+  const google = given(flags.oracleGeminiUrl);
+  const openrouter = given(flags.oracleOpenrouterUrl);
   const config: OracleConfig = {
     ...(command === undefined ? {} : { command: [command] }),
     route: {
-      ...(flags.oracleBaseUrl === undefined || flags.oracleBaseUrl === '' ? {} : { baseUrl: flags.oracleBaseUrl }),
+      ...(given(flags.oracleBaseUrl) === undefined ? {} : { baseUrl: flags.oracleBaseUrl! }),
       ...(flags.oracleAzureEndpoint === undefined ? {} : { azure: { endpoint: flags.oracleAzureEndpoint, deployment: flags.oracleAzureDeployment! } }),
+    },
+    endpoints: {
+      ...(anthropic === undefined ? {} : { anthropic }),
+      ...(google === undefined ? {} : { google }),
+      ...(openrouter === undefined ? {} : { openrouter }),
+      gateways: Object.fromEntries((flags.oracleGateway ?? []).map((pair) => splitPair(pair, '--oracle-gateway'))),
+      hosts: (flags.oracleHost ?? []).flatMap((list) => list.split(/[\s,]+/).filter((pair) => pair !== '')).map((pair) => {
+        const [name, address] = splitPair(pair, '--oracle-host');
+        return { name, address };
+      }),
     },
     extraArgs: flags.oracleArg,
     hide,
@@ -153,6 +172,11 @@ export function withOracleOptions(command: Command, engineHelp: string): Command
     .addOption(new Option('--oracle-base-url <url>', 'an OpenAI-compatible base URL for Oracle (--base-url); default $COO_ORACLE_BASE_URL (coo model serve prints one)').env('COO_ORACLE_BASE_URL'))
     .option('--oracle-azure-endpoint <url>', "an Azure OpenAI endpoint (Oracle's Responses API route)")
     .option('--oracle-azure-deployment <name>', 'the Azure deployment name')
+    .addOption(new Option('--oracle-anthropic-url <url>', "the Anthropic route's Messages endpoint (ANTHROPIC_BASE_URL), on api.anthropic.com, ending in /v1/messages; default $COO_ORACLE_ANTHROPIC_URL").env('COO_ORACLE_ANTHROPIC_URL'))
+    .addOption(new Option('--oracle-gemini-url <url>', "the Google route's Gemini API base URL (GOOGLE_GEMINI_BASE_URL); default $COO_ORACLE_GEMINI_URL").env('COO_ORACLE_GEMINI_URL'))
+    .option('--oracle-openrouter-url <url>', "the OpenRouter route's API base URL")
+    .option('--oracle-gateway <name=url>', 'where the OpenAI-compatible gateway a registry entry names is (repeatable)', collectPairs, [])
+    .addOption(new Option('--oracle-host <name=address>', 'resolve a host name to this address inside the sandbox (repeatable; needs bubblewrap): an offline model under a provider\'s own host name; default $COO_ORACLE_HOSTS (comma-separated)').argParser(collectPairs).default([]).env('COO_ORACLE_HOSTS'))
     .option('--oracle-arg <arg>', 'an extra Oracle argument (repeatable); browser, remote and follow-up flags are refused', collectPairs, [])
     .option('--isolation <mode>', 'bwrap: every lane runs under bubblewrap, and without it none runs (auto is an older name of it); none: no OS sandbox, only a clean folder and environment, said at start and in every receipt', 'bwrap');
 }

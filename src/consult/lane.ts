@@ -17,6 +17,8 @@ export interface PreflightFacts extends GateFacts {
   readonly spentOnCorrelationUsd: number;
   readonly spentTodayUsd: number;
   readonly inputTokens: number;
+  /** Output tokens the route always asks for (Claude through Oracle: 2048), or null when it sends the cap (providers/provider.ts). */
+  readonly fixedOutputTokens: number | null;
 }
 
 export type Preflight =
@@ -29,6 +31,8 @@ export type Preflight =
       readonly maxOutputTokens: number;
       readonly runtimeSeconds: number;
       readonly budgetLimitUsd: number;
+      /** What this attempt may cost at most: the estimated input and its whole output cap. */
+      readonly worstCaseUsd: number;
     };
 
 const stop = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Preflight => ({ kind: 'stop', status, blocker, detail });
@@ -46,7 +50,11 @@ export function preflight(facts: PreflightFacts): Preflight {
   if (transport === undefined) return stop('failed', 'config_error', `${message.target_actor} has no transport in the registry`);
   const price = policy.models[transport.model];
   if (price === undefined) return stop('failed', 'config_error', `the policy has no price for model ${transport.model}: a consult cannot be budgeted`);
+  if (facts.fixedOutputTokens !== null && facts.fixedOutputTokens > price.max_output_tokens) {
+    return stop('failed', 'config_error', `the route always asks ${transport.model} for ${facts.fixedOutputTokens} output tokens, over the ${price.max_output_tokens} the policy allows it`);
+  }
   const budget = planBudget({
+    fixedOutputTokens: facts.fixedOutputTokens,
     price,
     inputTokens: facts.inputTokens,
     messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
@@ -56,7 +64,7 @@ export function preflight(facts: PreflightFacts): Preflight {
   if (!budget.ok) return stop('blocked', budget.blocker, budget.detail);
   const untilDeadline = Math.floor((Date.parse(message.deadline_at) - now.getTime()) / 1000);
   const runtimeSeconds = Math.max(1, Math.min(message.budget.max_runtime_seconds, policy.budgets.max_runtime_seconds, untilDeadline));
-  return { kind: 'run', model: transport.model, providerKeyEnv: transport.provider_key_env, price, maxOutputTokens: budget.maxOutputTokens, runtimeSeconds, budgetLimitUsd: budget.limitUsd };
+  return { kind: 'run', model: transport.model, providerKeyEnv: transport.provider_key_env, price, maxOutputTokens: budget.maxOutputTokens, runtimeSeconds, budgetLimitUsd: budget.limitUsd, worstCaseUsd: budget.worstCaseUsd };
 }
 
 /** Failures worth another attempt after a pause; each further attempt is claimed and receipted on its own. */

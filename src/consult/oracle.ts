@@ -10,7 +10,10 @@ import { findExecutable, isReadableFile } from '../util/executable.js';
 import { environmentSecrets, type Secret } from '../util/scrub.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { dotenvArgumentProblem, oraclePathProblem } from './oracle-inputs.js';
+import type { AaTransportEntry } from '../schema/registry.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
+import { planRoute } from './providers/routes.js';
+import type { OracleEndpoints, RoutePlan } from './providers/provider.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 
 /**
@@ -20,6 +23,7 @@ import type { AttemptRecordFile, Sandbox } from './sandbox.js';
  * and the ledger, the key folder and the real HOME hidden.
  */
 
+/** The OpenAI route's endpoint, when it is not OpenAI's own. */
 export interface OracleRoute {
   /** An OpenAI-compatible base URL (`--base-url`); a loopback one marks the receipt as offline. */
   readonly baseUrl?: string;
@@ -30,7 +34,10 @@ export interface OracleRoute {
 export interface OracleConfig {
   /** The command to run; by default this package's pinned @steipete/oracle under the current node. */
   readonly command?: readonly string[];
+  /** The OpenAI route's endpoint. */
   readonly route?: OracleRoute;
+  /** The other routes' endpoints, gateways and host pins (providers/provider.ts). */
+  readonly endpoints?: Omit<OracleEndpoints, 'openaiBaseUrl' | 'azure'>;
   /** Extra Oracle arguments; anything that selects the browser, a remote, a follow-up or what the lane owns is refused. */
   readonly extraArgs?: readonly string[];
   /** Bubblewrap by default, and required then (util/bubblewrap.ts); `none` must be asked for. */
@@ -50,15 +57,20 @@ export interface TransportRequest {
   readonly files: readonly string[];
   readonly maxOutputTokens: number;
   readonly runtimeSeconds: number;
-  readonly providerKeyEnv: string;
+  /** The route the call takes (plan): its one key, its endpoint's variables and arguments. */
+  readonly route: RoutePlan;
 }
 
 /** The port the runner uses; tests may put a fake executable behind OracleCli, never a fake in the lane itself. */
 export interface AaTransport {
-  readonly label: { readonly provider: string; readonly offline: boolean };
   /** True when the OS enforces the sandbox (bubblewrap): everything but the sandbox is read-only. */
   readonly isolated: boolean;
-  check(providerKeyEnv: string): void;
+  /**
+   * The route of a call to the advisory agent a registry entry describes, with its provider key
+   * present in the runner's environment; ORACLE_CONFIG when it cannot be made here (the consult
+   * then stays queued: the runner's configuration, not the consult's fault).
+   */
+  plan(entry: AaTransportEntry): RoutePlan;
   /**
    * The secret values a run hands the child: the value of `providerKeyEnv`, or with none named,
    * every provider key and token the transport could hand (util/scrub.ts scrubs output of them).
@@ -90,15 +102,6 @@ function defaultCommand(): string[] {
   const require = createRequire(import.meta.url);
   const pkg = require.resolve('@steipete/oracle/package.json');
   return [process.execPath, join(dirname(pkg), 'dist', 'bin', 'oracle-cli.js')];
-}
-
-function isLoopback(url: string): boolean {
-  try {
-    const host = new URL(url).hostname;
-    return host === '127.0.0.1' || host === 'localhost' || host === '[::1]' || host === '::1';
-  } catch {
-    return false;
-  }
 }
 
 /** The last bytes of a file: untrusted subprocess output is never read whole. */
@@ -237,25 +240,32 @@ function isNode(executable: string): boolean {
   return /(^|\/)node(js)?$/.test(executable) || resolve(executable) === process.execPath;
 }
 
+/** A host name the sandbox may resolve to a pinned address: a DNS name, and an IPv4 or IPv6 address. */
+const HOST_NAME = /^[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?(\.[a-z0-9]([a-z0-9-]{0,61}[a-z0-9])?)*$/i;
+const HOST_ADDRESS = /^(\d{1,3}(\.\d{1,3}){3}|[0-9a-f:]+)$/i;
+
 export class OracleCli implements AaTransport {
-  readonly label: { provider: string; offline: boolean };
   private readonly command: readonly string[];
   private readonly isolation: 'bwrap' | 'none';
+  private readonly endpoints: OracleEndpoints;
 
   constructor(private readonly config: OracleConfig = {}) {
     checkOracleArgs(config.extraArgs ?? []);
     const route = config.route ?? {};
     if (route.baseUrl !== undefined && route.azure !== undefined) throw new CooError('ORACLE_CONFIG', 'give a base URL or an Azure endpoint, not both');
-    const url = route.baseUrl ?? route.azure?.endpoint;
-    this.label = {
-      provider: route.azure !== undefined ? 'azure' : route.baseUrl !== undefined ? 'openai-compatible' : 'provider-default',
-      offline: url !== undefined && isLoopback(url),
+    this.endpoints = {
+      ...config.endpoints,
+      ...(route.baseUrl === undefined ? {} : { openaiBaseUrl: route.baseUrl }),
+      ...(route.azure === undefined ? {} : { azure: route.azure }),
     };
+    this.isolation = resolveIsolation(config.isolation ?? 'bwrap');
+    for (const pin of this.endpoints.hosts ?? []) {
+      if (!HOST_NAME.test(pin.name) || !HOST_ADDRESS.test(pin.address)) throw new CooError('ORACLE_CONFIG', `--oracle-host ${pin.name}=${pin.address}: give a host name and an IP address`);
+    }
     // Oracle starts in its sandbox's folder: a relative executable, or Node's script, means the caller's folder.
     this.command = (config.command ?? defaultCommand()).map((part, index) =>
       (index === 0 && part.includes('/')) || (index === 1 && isNode(config.command?.[0] ?? '') && !part.startsWith('-')) ? resolve(part) : part,
     );
-    this.isolation = resolveIsolation(config.isolation ?? 'bwrap');
   }
 
   get isolated(): boolean {
@@ -277,10 +287,18 @@ export class OracleCli implements AaTransport {
     return null;
   }
 
-  /** A consult needs its provider key; without it the lane fails closed before claiming anything. */
-  check(providerKeyEnv: string): void {
-    const value = (this.config.env ?? process.env)[providerKeyEnv];
-    if (value === undefined || value === '') throw new CooError('ORACLE_CONFIG', `${providerKeyEnv} is not set in the runner's environment`);
+  plan(entry: AaTransportEntry): RoutePlan {
+    const plan = planRoute(entry, this.endpoints);
+    if (typeof plan === 'string') throw new CooError('ORACLE_CONFIG', plan);
+    // A host pin is a hosts file bound over /etc/hosts inside the sandbox: without bubblewrap nothing enforces it, and the call would go to the real host.
+    const host = plan.endpoint === null ? null : new URL(plan.endpoint).hostname;
+    if (this.isolation !== 'bwrap' && (this.endpoints.hosts ?? []).some((pin) => pin.name === host)) {
+      throw new CooError('ORACLE_CONFIG', `${plan.endpoint} relies on the host pin ${host}, which needs bubblewrap: without it Oracle would reach the real ${host}`);
+    }
+    // A consult needs its provider key; without it the lane fails closed before claiming anything.
+    const value = (this.config.env ?? process.env)[plan.keyEnv];
+    if (value === undefined || value === '') throw new CooError('ORACLE_CONFIG', `${plan.keyEnv} is not set in the runner's environment`);
+    return plan;
   }
 
   handedSecrets(providerKeyEnv?: string): Secret[] {
@@ -305,12 +323,13 @@ export class OracleCli implements AaTransport {
       // Oracle imports dotenv/config first, which loads a .env from its working folder: the pinned
       // files. Pointed at an empty file, it loads nothing (the pinned .env stays context only).
       DOTENV_CONFIG_PATH: '/dev/null',
-      [request.providerKeyEnv]: source[request.providerKeyEnv] ?? '',
+      // The route's endpoint, then its one key: no other provider's key, so Oracle cannot fall back to another route.
+      ...request.route.env,
+      [request.route.keyEnv]: source[request.route.keyEnv] ?? '',
     };
   }
 
   private argv(request: TransportRequest): string[] {
-    const route = this.config.route ?? {};
     for (const file of request.files) {
       const problem = oraclePathProblem(file);
       if (problem !== null) throw new CooError('CONTEXT_INVALID', `${file}: ${problem}`);
@@ -327,8 +346,7 @@ export class OracleCli implements AaTransport {
       '--write-output', request.sandbox.answerPath,
       '--max-output', String(request.maxOutputTokens),
       '--timeout', String(request.runtimeSeconds),
-      ...(route.baseUrl === undefined ? [] : ['--base-url', route.baseUrl]),
-      ...(route.azure === undefined ? [] : ['--azure-endpoint', route.azure.endpoint, '--azure-deployment', route.azure.deployment]),
+      ...request.route.args,
       ...(this.config.extraArgs ?? []),
       '-p', '-',
       ...(request.files.length === 0 ? [] : ['--file', ...request.files]),
@@ -340,7 +358,17 @@ export class OracleCli implements AaTransport {
     if (this.isolation === 'none') return command;
     // Keep visible what Oracle needs to run: the sandbox and the executable files of the command.
     const keep = this.command.map((part) => resolve(part)).filter((part) => fs.existsSync(part) && fs.statSync(part).isFile());
-    return [...bwrapArgs(findBwrap()!, { writable: [request.sandbox.root], readOnly: [request.sandbox.work], hide: this.config.hide ?? [], keep, chdir: request.sandbox.work }), ...command];
+    const hosts = this.endpoints.hosts ?? [];
+    const overlays = hosts.length === 0 ? [] : [{ source: this.hostsFile(request.sandbox), target: '/etc/hosts' }];
+    return [...bwrapArgs(findBwrap()!, { writable: [request.sandbox.root], readOnly: [request.sandbox.work], hide: this.config.hide ?? [], keep, overlays, chdir: request.sandbox.work }), ...command];
+  }
+
+  /** The hosts file Oracle resolves names with when hosts are pinned: localhost and the pins, nothing else. */
+  private hostsFile(sandbox: Sandbox): string {
+    const path = join(sandbox.root, 'hosts');
+    const lines = ['127.0.0.1 localhost', '::1 localhost', ...(this.endpoints.hosts ?? []).map((pin) => `${pin.address} ${pin.name}`)];
+    fs.writeFileSync(path, `${lines.join('\n')}\n`, { mode: 0o444 });
+    return path;
   }
 
   /**

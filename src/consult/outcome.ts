@@ -54,7 +54,7 @@ const BWRAP_EXEC_FAILED = /^bwrap: /m;
  * artifact limit and the output cap. Exit codes alone are not evidence: Oracle exits 1 for every
  * failure and can exit 0 when a session failed. An answer over a limit is never judged on a part.
  */
-export function judgeRun(run: OracleRun): RunVerdict {
+export function judgeRun(run: OracleRun, classifyProvider: (text: string) => BlockerCode | null = () => null): RunVerdict {
   if (run.killedByTimer) {
     return { ok: false, blocker: 'budget_runtime_breach', status: 'timed_out', detail: `killed after ${Math.round(run.elapsedMs / 1000)} s: the message's runtime budget` };
   }
@@ -72,13 +72,18 @@ export function judgeRun(run: OracleRun): RunVerdict {
     if (outputTokens > run.maxOutputTokens) {
       return { ok: false, blocker: 'output_too_large', status: 'failed', detail: `the answer is ${outputTokens} output tokens, over the ${run.maxOutputTokens}-token output cap (${run.answerBytes} bytes)` };
     }
+    // A provider stops at the cap and Oracle still calls the answer completed (Claude's max_tokens,
+    // Gemini's MAX_TOKENS, a Chat Completions "length"): an answer that reached the cap was cut.
+    if (outputTokens === run.maxOutputTokens) {
+      return { ok: false, blocker: 'output_too_large', status: 'failed', detail: `the answer reached the ${run.maxOutputTokens}-token output cap and was cut there (${run.answerBytes} bytes)` };
+    }
     if (run.answer === null || run.answer.length === 0) return { ok: false, blocker: 'output_missing', status: 'failed', detail: 'Oracle reported completion but wrote no answer file' };
     return { ok: true };
   }
   if (meta?.incompleteReason != null) {
     return { ok: false, blocker: 'output_missing', status: 'failed', detail: `response did not complete: ${meta.incompleteReason}` };
   }
-  const named = classify(text);
+  const named = classifyProvider(text) ?? classify(text);
   if (named !== null) return { ok: false, blocker: named, status: 'failed', detail: (meta?.errorMessage ?? text).slice(0, 300) };
   if (meta?.transportReason === 'client-timeout') return { ok: false, blocker: 'aa_unavailable:timeout', status: 'failed', detail: 'the provider did not answer in time' };
   if (meta?.transportReason != null) return { ok: false, blocker: 'aa_unavailable:transport', status: 'failed', detail: `${meta.transportReason}: ${(meta.errorMessage ?? '').slice(0, 200)}` };

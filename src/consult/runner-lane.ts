@@ -7,6 +7,7 @@ import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
 import type { NewFile } from '../ledger/ledger.js';
+import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -25,7 +26,9 @@ import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type 
 import { judgeRun, type OracleRun } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact } from './receipt.js';
-import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type Sandbox } from './sandbox.js';
+import { classifyFor } from './providers/routes.js';
+import type { RoutePlan } from './providers/provider.js';
+import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRoute, type Sandbox } from './sandbox.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -41,15 +44,16 @@ export type ConsultEvent =
       readonly killedByTimer: boolean;
     };
 
-/** The consult lane's start-up check: Oracle can be started, and each advisory agent's provider key is there. */
+/** The consult lane's start-up check: Oracle can be started, and each advisory agent's route is configured here and its provider key is there. */
 export function consultReadiness(transport: OracleCli): LaneReadiness {
   const oracleProblem = transport.commandProblem();
   return {
     problems(target: LaneTarget): Problem[] {
       const problems: Problem[] = [];
       if (oracleProblem !== null) problems.push({ code: 'ORACLE_CONFIG', message: `Oracle cannot be started: ${oracleProblem}` });
+      if (target.transport === undefined) return problems;
       try {
-        transport.check(target.providerKeyEnv);
+        transport.plan(target.transport);
       } catch (error) {
         problems.push(toProblem(error));
       }
@@ -84,7 +88,17 @@ export class ConsultLane implements RunnerLane {
     const prompt = await ledger.readFile(message.payload_ref);
     const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    // The route, from the registry entry and the runner's endpoints: what it asks the provider for bounds the budget.
+    const entry = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
+    let route: RoutePlan | null = null;
+    let unroutable: unknown = null;
+    try {
+      if (entry !== undefined) route = this.transport.plan(entry);
+    } catch (error) {
+      unroutable = error;
+    }
     const decision = preflight({
+      fixedOutputTokens: route?.fixedOutputTokens ?? null,
       now,
       message,
       attempt,
@@ -111,8 +125,8 @@ export class ConsultLane implements RunnerLane {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
-    // A missing provider key is the runner's configuration, not the consult's fault: it stays queued.
-    this.transport.check(decision.providerKeyEnv);
+    // A missing provider key or an unconfigured route is the runner's configuration, not the consult's fault: it stays queued.
+    if (unroutable !== null || route === null) throw unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`);
     if (!(await this.ctx.claim(record, attempt, now))) return false;
     failpoint('after-claim');
     const stoppedFirst = this.ctx.stoppedBy();
@@ -132,6 +146,7 @@ export class ConsultLane implements RunnerLane {
       max_output_tokens: decision.maxOutputTokens,
       runtime_seconds: decision.runtimeSeconds,
       started_at: now.toISOString(),
+      route: { name: route.route, ...route.label },
     });
     this.ctx.onEvent({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
     const running = this.transport.run({
@@ -141,11 +156,11 @@ export class ConsultLane implements RunnerLane {
       files: pins.files.map((file) => file.path),
       maxOutputTokens: decision.maxOutputTokens,
       runtimeSeconds: decision.runtimeSeconds,
-      providerKeyEnv: decision.providerKeyEnv,
+      route,
     });
     failpoint('during-oracle');
     // What Oracle left (answer, session record, error text, output tails) is scrubbed before anything judges, hashes or keeps it.
-    const scrub = this.consultScrubber(sandbox, decision.providerKeyEnv);
+    const scrub = this.consultScrubber(sandbox, route.keyEnv);
     const run = scrub.value(await running);
     this.ctx.onEvent({ type: 'oracle_ended', messageId: message.message_id, attempt, at: Date.now(), elapsedMs: run.elapsedMs, exitCode: run.exitCode, signal: run.signal, killedByTimer: run.killedByTimer });
     const stoppedBy = this.ctx.stoppedBy();
@@ -156,7 +171,7 @@ export class ConsultLane implements RunnerLane {
       return true;
     }
     failpoint('after-answer');
-    await this.finish(message, record, attempt, sandbox, run, decision, canary, bundle, pins.files, scrub);
+    await this.finish(message, record, attempt, sandbox, run, decision, { name: route.route, ...route.label }, canary, bundle, pins.files, scrub);
     return true;
   }
 
@@ -194,6 +209,7 @@ export class ConsultLane implements RunnerLane {
     sandbox: Sandbox,
     run: OracleRun,
     decision: Extract<Preflight, { kind: 'run' }>,
+    route: AttemptRoute,
     canary: string,
     bundle: string,
     files: readonly PinnedFile[],
@@ -203,7 +219,7 @@ export class ConsultLane implements RunnerLane {
     const state = await this.ctx.ledger.state();
     const latest = state.messages.get(record.id) ?? record;
     const steering = files.flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
-    const verdict = judgeRun(run);
+    const verdict = judgeRun(run, classifyFor(route.name));
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;
     let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
@@ -247,7 +263,7 @@ export class ConsultLane implements RunnerLane {
       transport: {
         sessionId: run.sessionId ?? sessionSlugFor(message.message_id, attempt),
         model: decision.model,
-        route: this.transport.label,
+        route: { provider: route.provider, offline: route.offline },
         meta: run.meta,
         price: decision.price,
         estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
@@ -318,8 +334,10 @@ export class ConsultLane implements RunnerLane {
       const model = attemptFile.model;
       const price = policy.models[model];
       if (pins.ok && price !== undefined) {
-        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0 };
-        await this.finish(message, record, last.number, sandbox, harvested, decision, attemptFile.canary, prompt, pins.files, scrub);
+        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
+        // An attempt file of an older runner names no route: the receipt says so rather than guess.
+        const route = attemptFile.route ?? { name: null, provider: 'unknown', offline: false };
+        await this.finish(message, record, last.number, sandbox, harvested, decision, route, attemptFile.canary, prompt, pins.files, scrub);
         return true;
       }
     }

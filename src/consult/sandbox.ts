@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { PinnedFile } from '../lane/pins.js';
+import type { OracleRouteName } from './providers/provider.js';
 
 /**
  * One directory per attempt, at a path derived from the attempt id so that a restarted runner finds
@@ -19,6 +20,13 @@ export interface Sandbox {
   readonly pidPath: string;
 }
 
+/** The route an attempt took, as its receipt names it; null name for an attempt file of an older runner. */
+export interface AttemptRoute {
+  readonly name: OracleRouteName | null;
+  readonly provider: string;
+  readonly offline: boolean;
+}
+
 export interface AttemptRecordFile {
   readonly attempt_id: string;
   readonly canary: string;
@@ -27,6 +35,8 @@ export interface AttemptRecordFile {
   readonly max_output_tokens: number;
   readonly runtime_seconds: number;
   readonly started_at: string;
+  /** Absent in the files of runners before routes. */
+  readonly route?: AttemptRoute;
 }
 
 export function sandboxFor(stateDir: string, attemptId: string): Sandbox {

@@ -17,6 +17,12 @@ export interface BudgetFacts {
   readonly messageMaxUsd: number;
   readonly correlationRemainingUsd: number;
   readonly dailyRemainingUsd: number;
+  /**
+   * Output tokens the transport asks for whatever cap it is given (Oracle sends Claude max_tokens
+   * 2048): the budget must pay for that many, and the cap is that many. Absent: the cap is what the
+   * budget pays for, within the model's.
+   */
+  readonly fixedOutputTokens?: number | null;
 }
 
 export type BudgetDecision =
@@ -38,6 +44,14 @@ export function planBudget(facts: BudgetFacts): BudgetDecision {
   const inputUsd = costUsd(facts.inputTokens, 0, facts.price);
   const left = limitUsd - inputUsd;
   const affordable = facts.price.output_usd_per_million === 0 ? facts.price.max_output_tokens : Math.floor((left * 1_000_000) / facts.price.output_usd_per_million);
+  const fixed = facts.fixedOutputTokens ?? null;
+  if (fixed !== null) {
+    // The worst case is what the transport asks for, not what the budget would have allowed.
+    if (left <= 0 || affordable < fixed) {
+      return { ok: false, blocker, detail: `${name} ($${limitUsd.toFixed(4)}) cannot pay for about ${facts.inputTokens} input tokens ($${inputUsd.toFixed(4)}) and the ${fixed} output tokens the provider is always asked for` };
+    }
+    return { ok: true, maxOutputTokens: fixed, limitUsd, worstCaseUsd: costUsd(facts.inputTokens, fixed, facts.price) };
+  }
   const maxOutputTokens = Math.min(affordable, facts.price.max_output_tokens);
   if (left <= 0 || maxOutputTokens < MIN_OUTPUT_TOKENS) {
     return {

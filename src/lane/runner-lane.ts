@@ -3,6 +3,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { isCooError, type ErrorCode } from '../errors.js';
 import type { Ledger, NewFile } from '../ledger/ledger.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
+import type { AaTransportEntry } from '../schema/registry.js';
 import type { Scrubber } from '../util/scrub.js';
 import type { PinnedRepo } from './pins.js';
 
@@ -43,6 +44,8 @@ export interface LaneTarget {
   readonly providerKeyEnv: string;
   /** The registry's executor of an execution agent. */
   readonly executor?: { readonly kind: 'codex' | 'claude_code'; readonly model: string };
+  /** The registry's transport of an advisory agent: its model, route and key. */
+  readonly transport?: AaTransportEntry;
 }
 
 /** What a lane reports at start, before anything is claimed: why a target of it cannot run here. */

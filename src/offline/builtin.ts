@@ -4,8 +4,8 @@ import { startScriptedResponsesServer, type ScriptTurn, type ScriptedModelServer
 /**
  * The built-in offline model, on 127.0.0.1: what `coo demo` runs both lanes against and what
  * `coo model serve` exposes, so the README's walk-throughs run with nothing leaving the machine.
- * Consults get Chat Completions answers that follow the aa_consult_v0 template (pass the URL with
- * `--oracle-base-url`); Codex gets the Responses API, scripted to fix the demo repository's one bug
+ * Consults get answers that follow the aa_consult_v0 template, on each provider's own API (OpenAI's
+ * Chat Completions with `--oracle-base-url`, Anthropic's Messages API, the Gemini API); Codex gets the Responses API, scripted to fix the demo repository's one bug
  * (`--ea-base-url`). It knows that one task: any other dispatch gets the same patch, which fails
  * where there is no `src/mean.js` to fix, as an honest receipt shows.
  */
@@ -23,8 +23,17 @@ export const DEMO_DISPATCH_SCRIPT: readonly ScriptTurn[] = [
 ];
 
 export interface BuiltinModel {
-  /** For Oracle (`--oracle-base-url`, `$COO_ORACLE_BASE_URL`). */
+  /** For Oracle's OpenAI route (`--oracle-base-url`, `$COO_ORACLE_BASE_URL`). */
   readonly consultBaseUrl: string;
+  /**
+   * For Oracle's Anthropic route (`--oracle-anthropic-url`): the model's Messages endpoint under
+   * Anthropic's own host name, which the sandbox resolves to 127.0.0.1 (`anthropicHost`): Oracle
+   * uses its Claude client for api.anthropic.com only.
+   */
+  readonly anthropicUrl: string;
+  readonly anthropicHost: { readonly name: string; readonly address: string };
+  /** For Oracle's Google route (`--oracle-gemini-url`): the Gemini API's base URL. */
+  readonly geminiUrl: string;
   /** For Codex (`--ea-base-url`, `$COO_EA_BASE_URL`). */
   readonly dispatchBaseUrl: string;
   /** Model calls served so far: consult requests and Codex calls. */
@@ -48,6 +57,9 @@ export async function startBuiltinModel(options: BuiltinModelOptions = {}): Prom
   }
   return {
     consultBaseUrl: `${consults.url}/v1`,
+    anthropicUrl: `http://api.anthropic.com:${consults.port}/v1/messages`,
+    anthropicHost: { name: 'api.anthropic.com', address: '127.0.0.1' },
+    geminiUrl: consults.url,
     dispatchBaseUrl: `${dispatch.url}/v1`,
     counts: () => ({ consults: consults.requests.length, dispatchCalls: dispatch.calls.length }),
     close: async () => {

@@ -1,29 +1,20 @@
 import { createServer, type Server, type ServerResponse } from 'node:http';
+import type { FakeAnswer, FakeMode } from './consult-wire.js';
 import { listenLoopback, readBody } from './loopback-server.js';
+import { anthropicAnswer, anthropicFailure } from './wire-anthropic.js';
+import { GEMINI_PATH, geminiAnswer, geminiFailure } from './wire-gemini.js';
+import { chatCompletion, openAiFailure, responsesStream, sendOpenAiError } from './wire-openai.js';
 
 /**
- * An offline model on 127.0.0.1 that speaks the two wire formats Oracle uses: Chat Completions
- * (`--base-url`) and the Responses API (`--azure-endpoint`). It answers like a model that follows
- * the aa_consult_v0 template, or fails in one of the ways real providers fail. The demo labels
- * receipts from it as offline; the tests count its requests to prove nothing was paid for twice.
+ * An offline model on 127.0.0.1 that speaks every wire Oracle uses: OpenAI's Chat Completions
+ * (`--base-url`) and Responses API (`--azure-endpoint`), Anthropic's Messages API (Oracle's Claude
+ * client) and the Gemini API (@google/genai). It answers like a model that follows the
+ * aa_consult_v0 template, or fails in one of the ways real providers fail, each in its provider's
+ * own words (consult-wire.ts, wire-*.ts). The demo labels receipts from it as offline; the tests
+ * count its requests to prove nothing was paid for twice.
  */
 
-export type FakeMode =
-  | 'ok'
-  | 'no-usage'
-  | 'malformed'
-  | 'obey-injection'
-  | 'rate-limit'
-  | 'quota'
-  | 'auth'
-  | 'server-error'
-  | 'hang'
-  | 'incomplete'
-  | 'slow'
-  /** Reports more output tokens than the request's cap allowed (a provider that ignores the cap). */
-  | 'over-cap'
-  /** Reports eight million input tokens: a call that costs far more than any consult's budget. */
-  | 'costly';
+export type { FakeMode } from './consult-wire.js';
 
 export interface FakeRequest {
   readonly path: string;
@@ -47,9 +38,17 @@ export interface FakeModelServer {
 
 const CANARY = /"canary" value must be exactly (canary-[a-z0-9-]+)/;
 
+function textOf(content: unknown): string {
+  if (typeof content === 'string') return content;
+  if (Array.isArray(content)) return content.map((part) => String((part as { text?: unknown }).text ?? '')).join('');
+  return '';
+}
+
 function extractPrompt(body: Record<string, unknown>): string {
   const messages = body['messages'];
-  if (Array.isArray(messages)) return messages.map((message) => String((message as { content?: unknown }).content ?? '')).join('\n');
+  if (Array.isArray(messages)) return messages.map((message) => textOf((message as { content?: unknown }).content)).join('\n');
+  const contents = body['contents'];
+  if (Array.isArray(contents)) return contents.map((content) => textOf((content as { parts?: unknown }).parts)).join('\n');
   const input = body['input'];
   if (Array.isArray(input)) {
     return input
@@ -60,7 +59,11 @@ function extractPrompt(body: Record<string, unknown>): string {
   return '';
 }
 
+/** Bytes of the `huge` answer: over the 4 MiB artifact limit. */
+const HUGE_BYTES = 5 * 1024 * 1024;
+
 function answerFor(prompt: string, canary: string | null, mode: FakeMode): string {
+  if (mode === 'huge') return `${'x'.repeat(HUGE_BYTES - 1)}\n`;
   const files = [...prompt.matchAll(/^### File \d+: (.+)$/gm)].map((match) => match[1]!);
   if (mode === 'malformed') return 'I reviewed the files and they look fine to me. (No structured block, because this model ignores formats.)\n';
   const obey = mode === 'obey-injection';
@@ -81,77 +84,11 @@ function answerFor(prompt: string, canary: string | null, mode: FakeMode): strin
   return `Offline model review.\n\n\`\`\`aa_answer\n${JSON.stringify(answer)}\n\`\`\`\n`;
 }
 
-function sendError(res: ServerResponse, status: number, code: string, message: string): void {
-  res.writeHead(status, { 'content-type': 'application/json', 'retry-after-ms': '5', 'x-request-id': `req_fake_${status}` });
-  res.end(JSON.stringify({ error: { message, type: code, code, param: null } }));
-}
-
-function sse(res: ServerResponse, events: Array<{ event?: string; data: unknown }>): void {
-  res.writeHead(200, { 'content-type': 'text/event-stream', 'cache-control': 'no-cache', 'x-request-id': 'req_fake_1' });
-  for (const item of events) {
-    if (item.event !== undefined) res.write(`event: ${item.event}\n`);
-    res.write(`data: ${typeof item.data === 'string' ? item.data : JSON.stringify(item.data)}\n\n`);
-  }
-  res.end();
-}
-
 /** The usage a mode reports: about four characters a token, or what the mode is there to show. */
 function usageOf(prompt: string, text: string, mode: FakeMode, maxTokens: number | null): { input: number; output: number } {
   const input = mode === 'costly' ? 8_000_000 : Math.ceil(prompt.length / 4) + 50;
-  const output = mode === 'over-cap' ? (maxTokens ?? 0) + 1000 : Math.ceil(text.length / 4);
+  const output = mode === 'over-cap' ? (maxTokens ?? 0) + 1000 : mode === 'cut' ? (maxTokens ?? 0) : Math.ceil(text.length / 4);
   return { input, output };
-}
-
-function chatCompletion(res: ServerResponse, body: Record<string, unknown>, text: string, withUsage: boolean, usage: { input: number; output: number }): void {
-  const id = `chatcmpl-fake-${Date.now()}`;
-  if (body['stream'] !== true) {
-    res.writeHead(200, { 'content-type': 'application/json' });
-    res.end(
-      JSON.stringify({
-        id,
-        object: 'chat.completion',
-        model: body['model'],
-        choices: [{ index: 0, message: { role: 'assistant', content: text }, finish_reason: 'stop' }],
-        ...(withUsage ? { usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } : {}),
-      }),
-    );
-    return;
-  }
-  const chunk = (delta: Record<string, unknown>, finish: string | null = null): unknown => ({ id, object: 'chat.completion.chunk', model: body['model'], choices: [{ index: 0, delta, finish_reason: finish }] });
-  const pieces = text.match(/[\s\S]{1,400}/g) ?? [''];
-  sse(res, [
-    { data: chunk({ role: 'assistant', content: '' }) },
-    ...pieces.map((piece) => ({ data: chunk({ content: piece }) })),
-    { data: chunk({}, 'stop') },
-    ...(withUsage ? [{ data: { id, object: 'chat.completion.chunk', choices: [], usage: { prompt_tokens: usage.input, completion_tokens: usage.output, total_tokens: usage.input + usage.output } } }] : []),
-    { data: '[DONE]' },
-  ]);
-}
-
-function responsesStream(res: ServerResponse, text: string, incomplete: boolean, withUsage: boolean, usage: { input: number; output: number }): void {
-  const id = `resp_fake_${Date.now()}`;
-  const base = { id, object: 'response', created_at: 0, model: 'fake', error: null, incomplete_details: null };
-  const item = { id: 'msg_fake', type: 'message', role: 'assistant' };
-  const shownText = incomplete ? text.slice(0, 40) : text;
-  const final = incomplete
-    ? { type: 'response.incomplete', sequence_number: 4, response: { ...base, status: 'incomplete', incomplete_details: { reason: 'max_output_tokens' }, output: [], usage: null } }
-    : {
-        type: 'response.completed',
-        sequence_number: 4,
-        response: {
-          ...base,
-          status: 'completed',
-          output: [{ ...item, status: 'completed', content: [{ type: 'output_text', text: shownText, annotations: [] }] }],
-          usage: withUsage ? { input_tokens: usage.input, output_tokens: usage.output, total_tokens: usage.input + usage.output, output_tokens_details: { reasoning_tokens: 0 } } : null,
-        },
-      };
-  sse(res, [
-    { event: 'response.created', data: { type: 'response.created', sequence_number: 0, response: { ...base, status: 'in_progress', output: [], usage: null } } },
-    { event: 'response.output_item.added', data: { type: 'response.output_item.added', sequence_number: 1, output_index: 0, item: { ...item, status: 'in_progress', content: [] } } },
-    { event: 'response.content_part.added', data: { type: 'response.content_part.added', sequence_number: 2, item_id: 'msg_fake', output_index: 0, content_index: 0, part: { type: 'output_text', text: '', annotations: [] } } },
-    { event: 'response.output_text.delta', data: { type: 'response.output_text.delta', sequence_number: 3, item_id: 'msg_fake', output_index: 0, content_index: 0, delta: shownText, logprobs: [] } },
-    { event: final.type, data: final },
-  ]);
 }
 
 export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok'], port = 0): Promise<FakeModelServer> {
@@ -176,7 +113,7 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
         return;
       }
       if (req.method !== 'POST') {
-        sendError(res, 404, 'not_found', `no route ${req.method} ${url.pathname}`);
+        sendOpenAiError(res, 404, 'not_found', `no route ${req.method} ${url.pathname}`);
         return;
       }
       const raw = await readBody(req);
@@ -184,41 +121,33 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
       try {
         body = JSON.parse(raw) as Record<string, unknown>;
       } catch {
-        sendError(res, 400, 'invalid_request_error', 'body is not JSON');
+        sendOpenAiError(res, 400, 'invalid_request_error', 'body is not JSON');
         return;
       }
+      const gemini = GEMINI_PATH.exec(url.pathname);
       const prompt = extractPrompt(body);
       const canary = CANARY.exec(prompt)?.[1] ?? null;
       const mode = modeFor(canary);
-      const maxTokens = (body['max_tokens'] ?? body['max_output_tokens'] ?? null) as number | null;
+      const generation = body['generationConfig'] as { maxOutputTokens?: unknown } | undefined;
+      const maxTokens = (body['max_tokens'] ?? body['max_output_tokens'] ?? generation?.maxOutputTokens ?? null) as number | null;
+      const model = gemini?.[1] ?? (typeof body['model'] === 'string' ? body['model'] : null);
       const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')]));
-      requests.push({ path: url.pathname, model: typeof body['model'] === 'string' ? body['model'] : null, prompt, canary, maxTokens, mode, headers });
-      switch (mode) {
-        case 'rate-limit':
-          sendError(res, 429, 'rate_limit_exceeded', 'Rate limit reached for requests');
-          return;
-        case 'quota':
-          sendError(res, 429, 'insufficient_quota', 'You exceeded your current quota, please check your plan and billing details.');
-          return;
-        case 'auth':
-          sendError(res, 401, 'invalid_api_key', 'Incorrect API key provided: sk-fake***.');
-          return;
-        case 'server-error':
-          sendError(res, 500, 'server_error', 'The server had an error while processing your request.');
-          return;
-        case 'hang':
-          hanging.add(res);
-          return;
-        default:
-          break;
+      requests.push({ path: url.pathname, model, prompt, canary, maxTokens, mode, headers });
+      if (mode === 'hang') {
+        hanging.add(res);
+        return;
       }
+      const stream = gemini !== null ? gemini[2] === 'streamGenerateContent' : body['stream'] === true;
+      const anthropic = url.pathname.endsWith('/v1/messages');
+      if (gemini !== null ? geminiFailure(res, mode, stream) : anthropic ? anthropicFailure(res, mode) : openAiFailure(res, mode, stream)) return;
       if (mode === 'slow') await new Promise((resolve) => setTimeout(resolve, 1500));
       const text = answerFor(prompt, canary, mode);
-      const withUsage = mode !== 'no-usage';
-      const usage = usageOf(prompt, text, mode, maxTokens);
-      if (url.pathname.endsWith('/responses')) responsesStream(res, text, mode === 'incomplete', withUsage, usage);
-      else if (url.pathname.endsWith('/chat/completions')) chatCompletion(res, body, text, withUsage, usage);
-      else sendError(res, 404, 'not_found', `no route ${url.pathname}`);
+      const answer: FakeAnswer = { text, withUsage: mode !== 'no-usage', ...usageOf(prompt, text, mode, maxTokens), cut: mode === 'cut' };
+      if (gemini !== null) geminiAnswer(res, gemini[1]!, stream, answer);
+      else if (anthropic) anthropicAnswer(res, body, answer);
+      else if (url.pathname.endsWith('/responses')) responsesStream(res, answer, mode === 'incomplete');
+      else if (url.pathname.endsWith('/chat/completions')) chatCompletion(res, body, answer);
+      else sendOpenAiError(res, 404, 'not_found', `no route ${url.pathname}`);
     })();
   });
   const listening = await listenLoopback(server, port, hanging);

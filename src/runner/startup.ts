@@ -77,7 +77,7 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
   const registry = state.registry?.doc;
   const policy = state.policy?.doc;
   if (registry === undefined || policy === undefined) return [];
-  return registry.actors.flatMap((actor) => {
+  return registry.actors.flatMap((actor): Array<LaneTarget & { readonly lane: Lane }> => {
     const lane = actor.transport !== undefined ? 'consult' : actor.executor !== undefined ? 'dispatch' : null;
     if (lane === null) return [];
     try {
@@ -86,7 +86,7 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
       if (isCooError(error)) return [];
       throw error;
     }
-    if (actor.transport !== undefined) return [{ actor: actor.id, lane, providerKeyEnv: actor.transport.provider_key_env }];
+    if (actor.transport !== undefined) return [{ actor: actor.id, lane, providerKeyEnv: actor.transport.provider_key_env, transport: actor.transport }];
     const executor = actor.executor!;
     return [{ actor: actor.id, lane, providerKeyEnv: executor.provider_key_env, executor: { kind: executor.kind, model: executor.model } }];
   });

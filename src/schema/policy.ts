@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { intent, positiveInt, usd, version } from './common.js';
+import { intent, oracleModelName, positiveInt, usd, version } from './common.js';
 
 export const POLICY_SCHEMA = 'actor_policy.v0';
 
@@ -50,7 +50,7 @@ export const actorPolicy = z
       backoff_base_seconds: z.number().finite().nonnegative().max(3600),
       backoff_max_seconds: z.number().finite().nonnegative().max(86_400),
     }),
-    models: z.record(z.string().regex(/^[a-z0-9][a-z0-9.-]{0,60}$/), modelPrice),
+    models: z.record(oracleModelName, modelPrice),
     heartbeat: z.strictObject({ interval_seconds: positiveInt.max(86_400), ttl_seconds: positiveInt.max(7 * 86_400) }),
   })
   .superRefine((policy, ctx) => {

@@ -1,17 +1,67 @@
 import { z } from 'zod';
-import { actorClass, actorId, keyId, publicKeyLine, shortText, version } from './common.js';
+import { actorClass, actorId, keyId, oracleModelName, publicKeyLine, shortText, version } from './common.js';
 
 export const REGISTRY_SCHEMA = 'actor_registry.v0';
 
 export const actorKey = z.strictObject({ key_id: keyId, public_key: publicKeyLine });
 
-/** How the runner reaches an advisory agent. Only Oracle's API engine exists in the first slice. */
-export const aaTransport = z.strictObject({
-  kind: z.literal('oracle'),
-  engine: z.literal('api', { message: 'only engine "api" is allowed: the browser engine is out of the first slice' }),
-  model: z.string().regex(/^[a-z0-9][a-z0-9.-]{0,60}$/, 'an Oracle model key such as gpt-5.5'),
-  provider_key_env: z.enum(['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY', 'GEMINI_API_KEY', 'ANTHROPIC_API_KEY', 'XAI_API_KEY']),
-});
+/**
+ * Which API Oracle calls for an advisory agent: a provider's own (openai, anthropic, google),
+ * OpenRouter, or an OpenAI-compatible gateway the runner names (LiteLLM, vLLM).
+ */
+export const ORACLE_ROUTES = ['openai', 'anthropic', 'google', 'openrouter', 'openai_compatible'] as const;
+
+/** The one key each route with a fixed provider hands Oracle (a gateway's is its model family's). */
+export const ROUTE_KEYS: Readonly<Record<Exclude<(typeof ORACLE_ROUTES)[number], 'openai_compatible'>, readonly string[]>> = {
+  openai: ['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY'],
+  anthropic: ['ANTHROPIC_API_KEY'],
+  google: ['GEMINI_API_KEY'],
+  openrouter: ['OPENROUTER_API_KEY'],
+};
+
+/** How the runner reaches an advisory agent: Oracle's API engine, one model, one route, one provider key. */
+export const aaTransport = z
+  .strictObject({
+    kind: z.literal('oracle'),
+    engine: z.literal('api', { message: 'only engine "api" is allowed: the browser engine is out of the first slice' }),
+    model: oracleModelName,
+    provider_key_env: z.enum(['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY', 'GEMINI_API_KEY', 'ANTHROPIC_API_KEY', 'XAI_API_KEY', 'OPENROUTER_API_KEY']),
+    /** Absent in entries written before routes: the route of the provider whose key it names (routeOf). */
+    route: z.enum(ORACLE_ROUTES).optional(),
+    /** An openai_compatible route's gateway, by name: the runner says where it is (`--oracle-gateway NAME=URL`). */
+    gateway: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/, 'a gateway name such as litellm').optional(),
+  })
+  .superRefine((transport, ctx) => {
+    if ((transport.route === 'openai_compatible') !== (transport.gateway !== undefined)) {
+      ctx.addIssue({ code: 'custom', path: ['gateway'], message: 'an openai_compatible route names its gateway, and only it does' });
+    }
+    const keys = transport.route === undefined || transport.route === 'openai_compatible' ? null : ROUTE_KEYS[transport.route];
+    if (keys !== null && !keys.includes(transport.provider_key_env)) {
+      ctx.addIssue({ code: 'custom', path: ['provider_key_env'], message: `the ${transport.route} route hands Oracle ${keys.join(' or ')}` });
+    }
+    if (transport.route === 'openai_compatible' && !['OPENAI_API_KEY', 'ANTHROPIC_API_KEY', 'GEMINI_API_KEY'].includes(transport.provider_key_env)) {
+      ctx.addIssue({ code: 'custom', path: ['provider_key_env'], message: 'through a gateway Oracle sends OPENAI_API_KEY, ANTHROPIC_API_KEY or GEMINI_API_KEY, as the model family says' });
+    }
+  });
+export type AaTransportEntry = z.infer<typeof aaTransport>;
+
+/** The route an entry names, or for an entry written before routes, that of the provider whose key it names; null for none coo runs. */
+export function routeOf(transport: AaTransportEntry): (typeof ORACLE_ROUTES)[number] | null {
+  if (transport.route !== undefined) return transport.route;
+  switch (transport.provider_key_env) {
+    case 'OPENAI_API_KEY':
+    case 'AZURE_OPENAI_API_KEY':
+      return 'openai';
+    case 'ANTHROPIC_API_KEY':
+      return 'anthropic';
+    case 'GEMINI_API_KEY':
+      return 'google';
+    case 'OPENROUTER_API_KEY':
+      return 'openrouter';
+    case 'XAI_API_KEY':
+      return null;
+  }
+}
 
 /** How the runner starts an execution agent: the CLI, the model it runs and the one provider key it gets. */
 export const eaExecutor = z.strictObject({

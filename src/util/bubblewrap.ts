@@ -67,6 +67,8 @@ export interface BwrapLayout {
   readonly hide: readonly string[];
   /** Paths that must stay visible even when a hidden folder holds them (the command's own files). */
   readonly keep?: readonly string[];
+  /** Files bound read-only over others, last (a hosts file over /etc/hosts). */
+  readonly overlays?: ReadonlyArray<{ readonly source: string; readonly target: string }>;
   readonly chdir: string;
   /**
    * Its own PID namespace, ended with its parent: killing bubblewrap ends every process inside,
@@ -93,6 +95,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
+    ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
     '--chdir', resolve(layout.chdir),
     '--',
   ];

@@ -59,7 +59,13 @@ describe('authority spoofing and forbidden edges', () => {
 
   attack('a consult enqueued against an advisory agent the policy has no edge to', 'cli', 'POLICY_EDGE_NOT_ALLOWED', async () => {
     const { codeOf } = await import('../helpers/attack-kit.js');
-    return codeOf(() => kit.world.consult({ target: 'aa.claude' }));
+    const { appendTrustVersion } = await import('../../src/ledger/trust-update.js');
+    const registry = (await kit.world.ledger.state()).registry!.doc;
+    if (!registry.actors.some((actor) => actor.id === 'aa.unlisted')) {
+      const unlisted = { id: 'aa.unlisted', class: 'advisory_agent' as const, keys: [], transport: { kind: 'oracle' as const, engine: 'api' as const, model: 'gpt-5.5', provider_key_env: 'OPENAI_API_KEY' as const } };
+      await appendTrustVersion(kit.world.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: [...registry.actors, unlisted] } }, kit.keys.ceo.key, new Date());
+    }
+    return codeOf(() => kit.world.consult({ target: 'aa.unlisted' }));
   });
 
   attack('a kill switch released by the COO after the CEO set it', 'library', 'TRUST_AUTHORITY', async () => {

@@ -48,7 +48,7 @@ export async function makeWorld(dir: string, options: { policy?: (policy: ActorP
   const ledger = Ledger.open(gitdir);
   const events: RunnerEvent[] = [];
   const runners: Runner[] = [];
-  const env = { OPENAI_API_KEY: 'sk-test-key' };
+  const env = { OPENAI_API_KEY: 'sk-test-key', ANTHROPIC_API_KEY: 'sk-ant-test-key', GEMINI_API_KEY: 'gemini-test-key' };
   const world: World = {
     dir,
     gitdir,
@@ -57,7 +57,7 @@ export async function makeWorld(dir: string, options: { policy?: (policy: ActorP
     target,
     server,
     events,
-    transport: (config = {}) => new OracleCli({ route: { baseUrl: `${server.url}/v1` }, env, hide: [gitdir], ...config }),
+    transport: (config = {}) => new OracleCli({ route: { baseUrl: `${server.url}/v1` }, endpoints: offlineEndpoints(server), env, hide: [gitdir], ...config }),
     fakeOracle: (mode, extra = []) => new OracleCli({ command: [process.execPath, FAKE_ORACLE, '--fake-mode', mode, ...extra], env, hide: [gitdir] }),
     runner: (overrides = {}) => {
       const runner = new Runner({ ledger, key: actors.coo, repo: target, stateDir: join(dir, 'state'), transport: world.transport(), onEvent: (event) => events.push(event), ...overrides });
@@ -73,6 +73,15 @@ export async function makeWorld(dir: string, options: { policy?: (policy: ActorP
     },
   };
   return world;
+}
+
+/**
+ * The Claude and Gemini routes pointed at the offline model: Anthropic's endpoint keeps its host,
+ * which the sandbox resolves to 127.0.0.1 (Oracle's Claude client is used for api.anthropic.com
+ * only), and the Gemini API's base URL is the server itself.
+ */
+export function offlineEndpoints(server: { readonly port: number; readonly url: string }): NonNullable<OracleConfig['endpoints']> {
+  return { anthropic: `http://api.anthropic.com:${server.port}/v1/messages`, google: server.url, hosts: [{ name: 'api.anthropic.com', address: '127.0.0.1' }] };
 }
 
 /** The parsed receipts of a message, attempt by attempt. */

@@ -48,7 +48,7 @@ describe('the lane from the command line', () => {
       [['--to', 'aa.chatgpt', '--repo', target, '--file', '../etc/passwd', '--prompt', 'x'], 3, /CONTEXT_INVALID: .*escapes the repository/],
       [['--to', 'aa.chatgpt', '--repo', target, '--file', 'nothing/**', '--prompt', 'x'], 3, /CONTEXT_INVALID: .*matches nothing/],
       [['--to', 'aa.chatgpt', '--repo', target, '--rev', 'no-such-rev', '--file', 'src/**', '--prompt', 'x'], 3, /CONTEXT_INVALID/],
-      [['--to', 'aa.gemini', '--repo', target, '--file', 'src/**', '--prompt', 'x'], 3, /POLICY_EDGE_NOT_ALLOWED/],
+      [['--to', 'aa.grok', '--repo', target, '--file', 'src/**', '--prompt', 'x'], 3, /ACTOR_UNKNOWN/],
       [['--to', 'ea.codex', '--repo', target, '--file', 'src/**', '--prompt', 'x'], 3, /POLICY_EDGE_NOT_ALLOWED|POLICY_INTENT_NOT_ALLOWED/],
       [['--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'x', '--ttl', 'soon'], 2, /--ttl takes a duration/],
     ];

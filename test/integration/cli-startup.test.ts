@@ -85,7 +85,7 @@ describe('coo watch refuses at start, exit 2, claiming nothing', () => {
     const ids = await queued(world);
     const before = headOf(world.gitdir);
     const line = refusal(await watchOnce(world, [], { OPENAI_API_KEY: '' }));
-    expect(line).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: OPENAI_API_KEY is not set in the runner's environment; dispatches to ea\.codex: OPENAI_API_KEY is not set/);
+    expect(line).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: OPENAI_API_KEY is not set in the runner's environment; .*dispatches to ea\.codex: OPENAI_API_KEY is not set/);
     await nothingClaimed(world, before, ids);
   });
 
@@ -154,6 +154,34 @@ describe('coo watch runs what it can', () => {
     expect(laneState(world, ids.consult)).toBe('succeeded');
     expect(laneState(world, ids.dispatch)).toBe('queued');
     expect((await world.ledger.state()).messages.get(ids.dispatch)!.attempts).toEqual([]);
+  });
+
+  it("leaves consults to an advisory agent whose key is missing or whose route is not configured here queued and unclaimed, said once at start, while the others run", async () => {
+    const world = await fresh();
+    // A fourth advisory agent behind an OpenAI-compatible gateway the registry names and this runner does not know.
+    await nextRegistry(world, (registry) => ({
+      ...registry,
+      actors: [...registry.actors, { id: 'aa.local', class: 'advisory_agent' as const, keys: [], transport: { kind: 'oracle' as const, engine: 'api' as const, model: 'llama-3.1-8b', provider_key_env: 'OPENAI_API_KEY' as const, route: 'openai_compatible' as const, gateway: 'litellm' } }],
+    }));
+    const policy = (await world.ledger.state()).policy!.doc;
+    await appendTrustVersion(world.ledger, { role: 'policy', document: { ...policy, version: undefined, edges: [...policy.edges, { from: 'coo.*', to: 'aa.local', intents: ['aa_consult'], requires: [] }] } }, world.actors.ceo, new Date());
+    const chatgpt = (await world.consult({ idempotencyKey: 'chatgpt' })).messageId;
+    const claude = (await world.consult({ target: 'aa.claude', idempotencyKey: 'claude' })).messageId;
+    const local = (await world.consult({ target: 'aa.local', idempotencyKey: 'local' })).messageId;
+    const result = await watchOnce(world, [], { ANTHROPIC_API_KEY: '', GEMINI_API_KEY: '' });
+    expect(result.status).toBe(0);
+    const waits = result.stderr.split('\n').filter((line) => line.includes('consults to') && line.includes(' wait, queued and unclaimed'));
+    expect(waits).toEqual([
+      "coo watch: consults to aa.gemini wait, queued and unclaimed: GEMINI_API_KEY is not set in the runner's environment",
+      "coo watch: consults to aa.claude wait, queued and unclaimed: ANTHROPIC_API_KEY is not set in the runner's environment",
+      'coo watch: consults to aa.local wait, queued and unclaimed: the route\'s gateway litellm is not configured here: give the runner --oracle-gateway litellm=URL',
+    ]);
+    expect(laneState(world, chatgpt)).toBe('succeeded');
+    for (const id of [claude, local]) {
+      expect(laneState(world, id)).toBe('queued');
+      expect((await world.ledger.state()).messages.get(id)!.attempts).toEqual([]);
+    }
+    expect(world.server.requests).toHaveLength(1);
   });
 
   it('with --isolation none, says so at start and in every receipt', async () => {

@@ -18,7 +18,7 @@ const message = {
   deadline_at: '2026-11-30T09:10:00Z',
   budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
 } as unknown as AaConsultMessage;
-const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000 };
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
 const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
 const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
 
@@ -98,7 +98,8 @@ describe("judging Oracle's exit", () => {
     ['exit 0, completed, an answer', { meta: meta('completed'), answer: Buffer.from('x'), answerBytes: 1 }, { ok: true }],
     ['an answer over the artifact limit, never judged on a part', { meta: meta('completed'), answer: null, answerBytes: 4 * 1024 * 1024 + 1 }, { blocker: 'output_too_large', status: 'failed', detail: 'the answer is 4194305 bytes, over the 4194304-byte artifact limit' }],
     ['an answer over the output cap', { meta: meta('completed', { usage: usage(1001) }), answer: Buffer.from('x'), answerBytes: 1 }, { blocker: 'output_too_large', status: 'failed', detail: 'the answer is 1001 output tokens, over the 1000-token output cap (1 bytes)' }],
-    ['an answer at the output cap', { meta: meta('completed', { usage: usage(1000) }), answer: Buffer.from('x'), answerBytes: 1 }, { ok: true }],
+    ['an answer that reached the output cap: the provider cut it there (Claude, Gemini and Chat Completions report completion)', { meta: meta('completed', { usage: usage(1000) }), answer: Buffer.from('x'), answerBytes: 1 }, { blocker: 'output_too_large', status: 'failed', detail: 'the answer reached the 1000-token output cap and was cut there (1 bytes)' }],
+    ['an answer one token under the output cap', { meta: meta('completed', { usage: usage(999) }), answer: Buffer.from('x'), answerBytes: 1 }, { ok: true }],
     ['a command that could not be started, retryable', { exitCode: null, startError: 'spawn /gone/oracle ENOENT' }, { blocker: 'aa_unavailable:transport', status: 'failed', detail: 'Oracle could not be started: spawn /gone/oracle ENOENT' }],
     ['bubblewrap unable to execute the command, retryable', { exitCode: 1, stderrTail: 'bwrap: execvp /gone/oracle: No such file or directory\n' }, { blocker: 'aa_unavailable:transport', detail: 'Oracle could not be started: bwrap: execvp /gone/oracle: No such file or directory' }],
     ['exit 0, completed, no answer', { meta: meta('completed') }, { blocker: 'output_missing' }],
