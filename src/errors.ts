@@ -85,6 +85,10 @@ const CODES = {
   /** An approval that is missing, of another request, used, or expired. */
   APPROVAL_INVALID: 'rejected',
   POLICY_LIMIT: 'rejected',
+  /** A consult fanned out to several advisory agents where no policy panel allows it. */
+  POLICY_PANEL_NOT_ALLOWED: 'rejected',
+  /** A panel's member messages that do not put one question, or that were not written together. */
+  PANEL_INVALID: 'rejected',
   KILL_SWITCH: 'rejected',
   // ledger layout and content
   PATH_INVALID: 'rejected',

@@ -18,6 +18,17 @@ export interface EntryFile<I extends EntryInfo = EntryInfo> {
   readonly bytes: Buffer;
 }
 
+/** A panel as the envelopes of one commit write it. */
+export interface PanelInCommit {
+  readonly name: string;
+  readonly members: readonly string[];
+  /** The first member's request: every member puts the same question, with the same context, in the same place of a chain. */
+  readonly request: { readonly payloadHash: string; readonly manifestHash: string; readonly correlation: string; readonly parent: string | null; readonly source: string };
+  /** Member actor -> its message id. */
+  readonly seen: Map<string, string>;
+  readonly where: string;
+}
+
 /**
  * What one pass over one commit works with: the state at the commit's parent, the commit's facts,
  * the running state the pass extends entry by entry (a trust file read first is in force for the
@@ -41,6 +52,11 @@ export class CommitCheck {
   heartbeat: LedgerState['lastHeartbeat'];
   runnerHeartbeat: { runner: string; seq: number; createdAt: string; expiresAt: string } | null = null;
   readonly approvals = new Map<string, ApprovalRecord>();
+  /** Panels this commit writes: the members each declares, and the member messages seen so far (rules/panel.ts). */
+  readonly panels = new Map<string, PanelInCommit>();
+  /** Fan-out and in-flight counts as this commit extends them (rules/fanout.ts). */
+  readonly children = new Map<string, number>();
+  readonly openByCorrelation = new Map<string, readonly string[]>();
   /** Artifacts added by this commit and the entry that references each, with the hash it expects. */
   readonly references = new Map<string, string>();
   /** Changes under forge paths, judged by their own rules once the commit's trust files are read. */
@@ -193,6 +209,12 @@ export class CommitCheck {
     for (const [slot, id] of this.idempotency) idempotency.set(slot, id);
     const approvals = state.approvals as Map<string, ApprovalRecord>;
     for (const [id, approval] of this.approvals) approvals.set(id, approval);
+    const panels = state.panels as Map<string, readonly string[]>;
+    for (const [id, written] of this.panels) panels.set(id, written.members.map((member) => written.seen.get(member)!));
+    const children = state.children as Map<string, number>;
+    for (const [id, count] of this.children) children.set(id, count);
+    const open = state.openByCorrelation as Map<string, readonly string[]>;
+    for (const [correlation, ids] of this.openByCorrelation) open.set(correlation, ids);
     if (this.runnerHeartbeat !== null) {
       const { runner, ...beat } = this.runnerHeartbeat;
       keepHeartbeat(state.runnerHeartbeats as Map<string, typeof beat>, runner, beat);

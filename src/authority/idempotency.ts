@@ -19,6 +19,8 @@ export function requestFingerprint(message: CooMessage): string {
   if (pin != null) asked['context_pin'] = { ...pin, context_manifest_ref: undefined };
   // A dispatch's attempt id and default branch derive from its message id.
   if (message.intent === 'ea_dispatch') asked['dispatch'] = stableDispatchFields(message);
+  // A panel's id is new with every submission; which panel and which members are the request.
+  if (message.intent === 'aa_consult' && message.panel !== undefined) asked['panel'] = { name: message.panel.name, members: message.panel.members };
   return sha256Ref(canonicalJson(asked));
 }
 

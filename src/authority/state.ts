@@ -57,6 +57,8 @@ export interface MessageRecord {
   readonly submittedVia?: 'mcp';
   /** Dispatches: the attempt numbers the CEO approved as retries (approval.v0), each reopening an ended dispatch once. */
   readonly approvedRetries?: readonly number[];
+  /** The panel the message is a member of (its envelope's `panel.id`), when it is one. */
+  readonly panel?: string;
 }
 
 /** A CEO approval the ledger holds (approval.v0). */
@@ -114,6 +116,12 @@ export interface LedgerState {
   /** Each runner's newest heartbeat: it renews the lease on that runner's open claims (authority/lease.ts). */
   readonly runnerHeartbeats: ReadonlyMap<string, { readonly seq: number; readonly createdAt: string; readonly expiresAt: string }>;
   readonly approvals: ReadonlyMap<string, ApprovalRecord>;
+  /** Each panel's member messages, in the order they were written. */
+  readonly panels: ReadonlyMap<string, readonly string[]>;
+  /** How many messages name each message as their parent: its fan-out. */
+  readonly children: ReadonlyMap<string, number>;
+  /** Per correlation, its messages of a runner intent not yet known to have ended: the in-flight limit counts those still open. */
+  readonly openByCorrelation: ReadonlyMap<string, readonly string[]>;
 }
 
 /** The folder of a message, derived from its id and creation time. Kept out of the record: a large ledger holds many. */
@@ -139,6 +147,9 @@ export function emptyState(): LedgerState {
     lastHeartbeat: null,
     runnerHeartbeats: new Map(),
     approvals: new Map(),
+    panels: new Map(),
+    children: new Map(),
+    openByCorrelation: new Map(),
   };
 }
 
@@ -197,6 +208,9 @@ export function cloneState(state: LedgerState): LedgerState {
     spendByDay: new Map(state.spendByDay),
     runnerHeartbeats: new Map(state.runnerHeartbeats),
     approvals: new Map(state.approvals),
+    panels: new Map(state.panels),
+    children: new Map(state.children),
+    openByCorrelation: new Map(state.openByCorrelation),
   };
 }
 
@@ -209,7 +223,7 @@ export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): 
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 6;
+const STATE_SHAPE = 7;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {
@@ -224,6 +238,9 @@ export function stateToJson(state: LedgerState): unknown {
     spendByDay: [...state.spendByDay],
     runnerHeartbeats: [...state.runnerHeartbeats],
     approvals: [...state.approvals],
+    panels: [...state.panels],
+    children: [...state.children],
+    openByCorrelation: [...state.openByCorrelation],
   };
 }
 
@@ -238,6 +255,9 @@ export function stateFromJson(value: unknown): LedgerState {
     spendByDay: Array<[string, number]>;
     runnerHeartbeats: Array<[string, { seq: number; createdAt: string; expiresAt: string }]>;
     approvals: Array<[string, ApprovalRecord]>;
+    panels: Array<[string, string[]]>;
+    children: Array<[string, number]>;
+    openByCorrelation: Array<[string, string[]]>;
   };
   if (shape !== STATE_SHAPE) throw new CooError('INTERNAL', `a checkpoint of state shape ${String(shape)}, not ${STATE_SHAPE}`);
   return {
@@ -250,5 +270,8 @@ export function stateFromJson(value: unknown): LedgerState {
     spendByDay: new Map(raw.spendByDay),
     runnerHeartbeats: new Map(raw.runnerHeartbeats),
     approvals: new Map(raw.approvals),
+    panels: new Map(raw.panels),
+    children: new Map(raw.children),
+    openByCorrelation: new Map(raw.openByCorrelation),
   };
 }

@@ -13,6 +13,7 @@ import { checkPolicy, checkRegistry, checkRoot } from './rules/trust.js';
 import { checkKillSwitch } from './rules/kill-switch.js';
 import { checkApproval } from './rules/approval.js';
 import { checkEnvelope } from './rules/envelope.js';
+import { checkPanels } from './rules/panel.js';
 import { checkClaim } from './rules/claim.js';
 import { checkReceipt } from './rules/receipt.js';
 import { checkHeartbeat } from './rules/heartbeat.js';
@@ -61,6 +62,7 @@ export function validateCommit(state: LedgerState, facts: CommitFacts): CommitVe
     check.attempt(entry.path, () => checkEntry(check, entry, signer));
     if (check.findings.length > before && 'folder' in entry.info) check.refusedFolders.add(entry.info.folder);
   }
+  checkPanels(check);
   for (const error of checkForgeChanges(check.forgeChanges, facts, signer?.keyId ?? null, (keyId) => check.holders().get(keyId)?.rootAuthority === true)) check.report(error);
   checkArtifacts(check);
   if (state.seq === 0 && (check.root === null || check.registry === null || check.policy === null)) {

@@ -1,22 +1,25 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
-import { enqueueConsult } from '../consult/enqueue.js';
+import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function consultVerb(program: Command): void {
   program
     .command('consult')
-    .description('enqueue an advisory consult: pin context files at a commit, write prompt and manifest, sign and append an aa_consult envelope')
+    .description(
+      'enqueue an advisory consult: pin context files at a commit, write prompt and manifest, sign and append an aa_consult envelope; with several --to, or --panel, one consult to each member of a panel the policy names, written together (prints the panel id)',
+    )
     .addOption(ledgerOption())
     .addOption(keyOption('the COO private key; default $COO_KEY'))
-    .option('--to <actor>', 'the advisory agent, e.g. aa.chatgpt')
+    .option('--to <actor>', 'the advisory agent, e.g. aa.chatgpt; repeat it to ask several at once (a panel the policy allows)', collectPairs, [])
+    .option('--panel <name>', "ask a policy panel: all its members, or the --to ones among them")
     .option('--repo <path>', 'the repository the context is pinned from')
     .option('--rev <rev>', 'the commit to pin (default HEAD)')
     .option('--file <glob>', 'a context file or glob, relative to the repository root (repeatable)', collectPairs, [])
     .option('--prompt <text>', 'the question for the advisory agent')
     .option('--prompt-file <file>', 'read the question from a file')
-    .option('--max-cost <usd>', 'budget for this consult in USD (default: the policy cap)')
+    .option('--max-cost <usd>', "budget for this consult in USD, each panel member's for a panel (default: the policy cap)")
     .option('--max-runtime <seconds>', 'runtime budget in seconds (default: 600 or the policy cap)')
     .option('--ttl <duration>', 'how long the consult may wait to start, e.g. 30m, 2h (default 1h)')
     .option('--idempotency-key <key>', 'the same key with the same request returns the message already there; with another request or correlation it is refused')
@@ -28,7 +31,9 @@ export function consultVerb(program: Command): void {
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
-      const target = required(opts['to'] as string | undefined, '--to', 'the advisory agent, e.g. aa.chatgpt');
+      const targets = opts['to'] as string[];
+      const panel = opts['panel'] as string | undefined;
+      if (targets.length === 0 && panel === undefined) required(undefined, '--to', 'the advisory agent, e.g. aa.chatgpt (or several, or --panel NAME)');
       const repo = required(opts['repo'] as string | undefined, '--repo', 'the repository to pin context from');
       const promptText = opts['prompt'] as string | undefined;
       const promptFile = opts['promptFile'] as string | undefined;
@@ -48,6 +53,21 @@ export function consultVerb(program: Command): void {
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
       };
+      if (targets.length > 1 || panel !== undefined) {
+        const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
+          enqueuePanel({ ledger, key, now: now(), ...(targets.length === 0 ? {} : { members: targets }), ...(panel === undefined ? {} : { panel }), repo, patterns: opts['file'] as string[], question, ...optional }),
+        );
+        if (opts['json'] === true) {
+          process.stdout.write(`${JSON.stringify({ panel_id: result.panelId, panel: result.name, members: result.members.map((member) => ({ target: member.target, message_id: member.messageId })), existing: result.existing, commit: result.commit, ...remoteJson(remote) }, null, 2)}\n`);
+          return;
+        }
+        process.stdout.write(`${result.panelId}\n`);
+        process.stderr.write(
+          `coo consult: ${result.panelId} (panel ${result.name}${result.existing ? ', already queued with this idempotency key and request' : ''}): ${result.members.map((member) => `${member.target} ${member.messageId}`).join(', ')}${remoteText(remote)}\n`,
+        );
+        return;
+      }
+      const target = targets[0]!;
       const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
         enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional }),
       );

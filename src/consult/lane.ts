@@ -94,3 +94,33 @@ export function nextAttemptAt(facts: RetryFacts): string | null {
   return at.toISOString().replace(/\.\d{3}Z$/, 'Z');
 }
 
+
+/** Blockers that say a budget cannot pay: for a panel member, they stop every member. */
+const BUDGET_STOPS: ReadonlySet<BlockerCode> = new Set(['budget_preflight', 'correlation_budget_exhausted', 'daily_cap_reached']);
+
+export interface PanelFacts {
+  /** The panel's members ready to start now, each with its own pre-flight. */
+  readonly members: ReadonlyArray<{ readonly actor: string; readonly decision: Preflight }>;
+  /** What the correlation (every member's) and the day have left. */
+  readonly correlationRemainingUsd: number;
+  readonly dailyRemainingUsd: number;
+}
+
+/**
+ * A panel is paid for whole or not at all: before any member is claimed, every member's estimate
+ * must fit its own budget, and their worst cases together must fit what the correlation and the
+ * day have left. Null when the members may start; otherwise the stop every member ready now gets.
+ */
+export function planPanel(facts: PanelFacts): { readonly blocker: BlockerCode; readonly detail: string } | null {
+  const unpaid = facts.members.find((member) => member.decision.kind === 'stop' && BUDGET_STOPS.has(member.decision.blocker));
+  if (unpaid !== undefined && unpaid.decision.kind === 'stop') {
+    return { blocker: unpaid.decision.blocker, detail: `panel member ${unpaid.actor} cannot be paid for (${unpaid.decision.detail}): no member of the panel is paid` };
+  }
+  const running = facts.members.flatMap((member) => (member.decision.kind === 'run' ? [member.decision.worstCaseUsd] : []));
+  if (running.length < 2) return null;
+  const together = running.reduce((sum, usd) => sum + usd, 0);
+  const [limit, blocker, name]: [number, BlockerCode, string] =
+    facts.dailyRemainingUsd < facts.correlationRemainingUsd ? [facts.dailyRemainingUsd, 'daily_cap_reached', "the day's remaining cap"] : [facts.correlationRemainingUsd, 'correlation_budget_exhausted', "the correlation's remaining budget"];
+  if (together <= limit) return null;
+  return { blocker, detail: `the panel's ${running.length} members may cost up to $${together.toFixed(4)} together, over ${name} ($${limit.toFixed(4)}): no member of the panel is paid` };
+}

@@ -1,6 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { folderOf, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { nextWork } from '../authority/runnable.js';
+import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { spentOnMessageUsd } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { readLaneMessage } from '../lane/envelope.js';
@@ -21,7 +22,7 @@ import { isoSeconds } from '../util/time.js';
 import { judgeAnswer } from './answer.js';
 import { oraclePathProblem } from './oracle-inputs.js';
 import { estimateInputTokens } from './input-tokens.js';
-import { nextAttemptAt, preflight, type Preflight } from './lane.js';
+import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
 import { judgeRun, type OracleRun } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines } from './prompt.js';
@@ -62,6 +63,22 @@ export function consultReadiness(transport: OracleCli): LaneReadiness {
   };
 }
 
+/** A consult attempt as decided before any claim. */
+type Prepared =
+  | { readonly kind: 'stop'; readonly record: MessageRecord; readonly message: AaConsultMessage; readonly attempt: number; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
+  /** Its route cannot be called here (a key, an endpoint): it stays queued, said by the runner. */
+  | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AaConsultMessage; readonly error: unknown }
+  | {
+      readonly kind: 'run';
+      readonly record: MessageRecord;
+      readonly message: AaConsultMessage;
+      readonly attempt: number;
+      readonly decision: Extract<Preflight, { kind: 'run' }>;
+      readonly route: RoutePlan;
+      readonly prompt: Buffer;
+      readonly files: readonly PinnedFile[];
+    };
+
 /**
  * The runner's side of a consult: pre-flight, pins, claim, one Oracle call in the attempt's
  * sandbox, then the answer judged and a COO-signed aa_receipt.v0 for every outcome. A crashed
@@ -77,11 +94,60 @@ export class ConsultLane implements RunnerLane {
     return readLaneMessage(this.ctx.ledger, record, 'aa_consult', 'a consult');
   }
 
-  /** One new attempt: pre-flight, pins, claim, transport, receipt. Returns false when another runner has it. */
+  /**
+   * One new attempt: pre-flight, pins, claim, transport, receipt. A panel member's ready siblings
+   * start with it: the panel is paid for whole or not at all (planPanel), each member is claimed
+   * before it is paid, and their Oracles run at the same time, each receipted as it ends. Returns
+   * false when another runner has the attempt.
+   */
   async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
+    const now = this.ctx.clock();
+    const group = this.startingWith(state, record, now);
+    const prepared: Prepared[] = [];
+    for (const member of group) prepared.push(await this.prepare(state, member, now));
+    if (prepared.length > 1) {
+      const correlation = prepared[0]!.message.correlation_id;
+      const policy = state.policy!.doc;
+      const panel = planPanel({
+        members: prepared.flatMap((item) => (item.kind === 'unroutable' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
+        correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - (state.spendByCorrelation.get(correlation) ?? 0)),
+        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - (state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0)),
+      });
+      if (panel !== null) {
+        for (const [index, item] of prepared.entries()) if (item.kind === 'run') prepared[index] = { kind: 'stop', record: item.record, message: item.message, attempt: item.attempt, status: 'blocked', blocker: panel.blocker, detail: panel.detail };
+      }
+    }
+    let wrote = false;
+    for (const item of prepared) if (item.kind === 'stop') wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
+    const claimed: Array<Extract<Prepared, { kind: 'run' }>> = [];
+    for (const item of prepared) if (item.kind === 'run' && (await this.ctx.claim(item.record, item.attempt, now))) claimed.push(item);
+    if (claimed.length > 0) failpoint('after-claim');
+    const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
+    const failed = runs.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    if (failed !== undefined) throw failed.reason;
+    // A missing provider key or an unconfigured route is the runner's configuration, not the consult's fault: it stays queued.
+    const mine = prepared.find((item) => item.record.id === record.id)!;
+    if (mine.kind === 'unroutable' && !wrote && claimed.length === 0) throw mine.error;
+    return wrote || claimed.length > 0;
+  }
+
+  /**
+   * The messages that start with `record`: itself, and when it is a panel member, every other member
+   * ready for a new attempt now whose target this runner can reach (the runner holds the others).
+   */
+  private startingWith(state: LedgerState, record: MessageRecord, now: Date): MessageRecord[] {
+    if (record.panel === undefined) return [record];
+    const siblings = (state.panels.get(record.panel) ?? [])
+      .filter((id) => id !== record.id)
+      .map((id) => state.messages.get(id))
+      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target));
+    return [record, ...siblings];
+  }
+
+  /** Everything decided before a claim: pre-flight, the hashes and pins, the names Oracle is handed, and the route. */
+  private async prepare(state: LedgerState, record: MessageRecord, now: Date): Promise<Prepared> {
     const ledger = this.ctx.ledger;
     const attempt = record.attempts.length + 1;
-    const now = this.ctx.clock();
     const message = await this.readEnvelope(record);
     const policy = state.policy!;
     const registry = state.registry!.doc;
@@ -110,7 +176,7 @@ export class ConsultLane implements RunnerLane {
       spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
       inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
     });
-    const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
+    const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     // Context pins (review correction 6): the prompt and manifest still hash as enqueued, and every
     // pinned file still hashes as pinned at the pinned commit. Anything else fails closed, unpaid.
@@ -125,20 +191,23 @@ export class ConsultLane implements RunnerLane {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
-    // A missing provider key or an unconfigured route is the runner's configuration, not the consult's fault: it stays queued.
-    if (unroutable !== null || route === null) throw unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`);
-    if (!(await this.ctx.claim(record, attempt, now))) return false;
-    failpoint('after-claim');
+    if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
+    return { kind: 'run', record, message, attempt, decision, route, prompt, files: pins.files };
+  }
+
+  /** A claimed attempt: Oracle in its sandbox, then the receipt. */
+  private async run(item: Extract<Prepared, { kind: 'run' }>, now: Date): Promise<void> {
+    const { record, message, attempt, decision, route, prompt, files } = item;
     const stoppedFirst = this.ctx.stoppedBy();
     if (stoppedFirst !== null) {
       await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedFirst}) before Oracle started; nothing was paid for`);
-      return true;
+      return;
     }
     const sandbox = sandboxFor(this.ctx.stateDir, attemptIdFor(message.message_id, attempt));
     const canary = `canary-${randomBytes(12).toString('hex')}`;
-    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: pins.files.map((file) => file.path) });
+    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: files.map((file) => file.path) });
     const slug = sessionSlugFor(message.message_id, attempt);
-    createSandbox(sandbox, pins.files, bundle, {
+    createSandbox(sandbox, files, bundle, {
       attempt_id: attemptIdFor(message.message_id, attempt),
       canary,
       slug,
@@ -153,7 +222,7 @@ export class ConsultLane implements RunnerLane {
       sandbox,
       model: decision.model,
       slug,
-      files: pins.files.map((file) => file.path),
+      files: files.map((file) => file.path),
       maxOutputTokens: decision.maxOutputTokens,
       runtimeSeconds: decision.runtimeSeconds,
       route,
@@ -168,11 +237,10 @@ export class ConsultLane implements RunnerLane {
       // Killed by the operator's stop, not judged: an Oracle that had already ended is judged as usual.
       await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`);
       if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
-      return true;
+      return;
     }
     failpoint('after-answer');
-    await this.finish(message, record, attempt, sandbox, run, decision, { name: route.route, ...route.label }, canary, bundle, pins.files, scrub);
-    return true;
+    await this.finish(message, record, attempt, sandbox, run, decision, { name: route.route, ...route.label }, canary, bundle, files, scrub);
   }
 
   /** The runner's scrubber with what one consult attempt adds: the key handed to Oracle (all it could hand, when not known) and the sandbox. */

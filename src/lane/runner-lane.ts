@@ -90,4 +90,6 @@ export interface LaneContext<E> {
   onEvent(event: E): void;
   /** Why the operator stopped the runner, once they did (Runner.interrupt): the attempt in flight then ends interrupted. */
   stoppedBy(): string | null;
+  /** Whether the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts): they are not started. */
+  isHeld(target: string): boolean;
 }

@@ -104,3 +104,50 @@ export async function appendRequest<M extends CooMessage>(
   if (stored === null) throw new CooError('NOT_FOUND', `${result.path} is missing`);
   return { ...result, envelope: readDocument('coo_message.v0', stored, result.path) as M };
 }
+
+/** The envelopes of one panel, as they land on one head: every member's envelope and its artifacts. */
+export type PanelAtHead = (state: LedgerState) => ReadonlyArray<{ readonly envelope: CooMessage; readonly artifacts: ReadonlyMap<string, Buffer> }>;
+
+export interface PanelAppendResult {
+  /** The members' messages, in the order given; for a repeated request, the ones already there. */
+  readonly messages: ReadonlyArray<{ readonly messageId: string; readonly path: string; readonly target: string }>;
+  readonly commit: string | null;
+  readonly existing: boolean;
+}
+
+/**
+ * Signs and appends a panel: every member's envelope with its artifacts, in one commit, so that a
+ * panel is whole or absent. A repeated request (the first member's idempotency key and request)
+ * returns the panel already there and writes nothing.
+ */
+export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: PrivateKey, now: Date): Promise<PanelAppendResult> {
+  let landing: { state: LedgerState; members: ReturnType<PanelAtHead> } | null = null;
+  const at = (state: LedgerState): ReturnType<PanelAtHead> => {
+    if (landing?.state !== state) landing = { state, members: membersAt(state) };
+    return landing.members;
+  };
+  const first = at(await ledger.state())[0]!.envelope;
+  const result = await ledger.append<PanelAppendResult>({
+    files: (state) =>
+      at(state).flatMap(({ envelope, artifacts }) => {
+        const folder = messageFolder(envelope.message_id, envelope.created_at);
+        for (const name of artifacts.keys()) if (!(MESSAGE_ARTIFACTS as readonly string[]).includes(name)) throw new CooError('USAGE', `artifact ${name} has no place beside an envelope`);
+        return [{ path: envelopePath(folder), bytes: Buffer.from(toYaml(envelope)) }, ...[...artifacts].map(([name, bytes]) => ({ path: `${folder}/${name}`, bytes }))];
+      }),
+    key,
+    now,
+    summary: `aa_consult panel ${first.intent === 'aa_consult' ? (first.panel?.id ?? '') : ''} ${first.source_actor} -> ${at(landing!.state).map((member) => member.envelope.target_actor).join(', ')}`,
+    precheck: (state) => {
+      const landed = at(state)[0]!.envelope;
+      const firstId = state.idempotency.get(idempotencySlot(landed.source_actor, landed.idempotency_key));
+      const repeated = repeatedRequest(landed, requestFingerprint(landed), firstId, firstId === undefined ? undefined : state.messages.get(firstId), 'panel');
+      if (repeated === null) return undefined;
+      const original = state.messages.get(repeated.duplicateOf ?? repeated.id) ?? repeated;
+      const ids = original.panel === undefined ? [original.id] : (state.panels.get(original.panel) ?? [original.id]);
+      const messages = ids.map((id) => state.messages.get(id)!).map((record) => ({ messageId: record.id, path: envelopePath(folderOf(record)), target: record.target }));
+      return { messages, commit: null, existing: true };
+    },
+  });
+  if ('skipped' in result) return result.skipped;
+  return { messages: at(landing!.state).map(({ envelope }) => ({ messageId: envelope.message_id, path: envelopePath(messageFolder(envelope.message_id, envelope.created_at)), target: envelope.target_actor })), commit: result.commit, existing: false };
+}

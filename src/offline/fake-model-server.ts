@@ -33,6 +33,10 @@ export interface FakeModelServer {
   readonly requests: FakeRequest[];
   /** Modes by attempt: the n-th distinct canary seen gets modes[n], the last mode repeats. */
   setModes(modes: readonly FakeMode[]): void;
+  /** Modes for the requests of one model as it is named on the wire (gpt-5.5, claude-sonnet-4-6, gemini-3.1-pro-preview), by attempt as setModes; these win over setModes. */
+  setModelModes(model: string, modes: readonly FakeMode[]): void;
+  /** Holds every answer until `count` requests have arrived since: calls that only end together prove they were in flight together. */
+  holdUntil(count: number): void;
   close(): Promise<void>;
 }
 
@@ -97,11 +101,27 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
   const requests: FakeRequest[] = [];
   const hanging = new Set<ServerResponse>();
 
-  const modeFor = (canary: string | null): FakeMode => {
-    if (canary === null) return modes[0] ?? 'ok';
-    let index = canaries.indexOf(canary);
-    if (index < 0) index = canaries.push(canary) - 1;
-    return modes[Math.min(index, modes.length - 1)] ?? 'ok';
+  const byModel = new Map<string, { modes: readonly FakeMode[]; canaries: string[] }>();
+  let barrier: { count: number; arrived: number; release: Array<() => void> } | null = null;
+  const modeFor = (canary: string | null, model: string | null): FakeMode => {
+    const scoped = model === null ? undefined : byModel.get(model);
+    const list = scoped?.modes ?? modes;
+    const seen = scoped?.canaries ?? canaries;
+    if (canary === null) return list[0] ?? 'ok';
+    let index = seen.indexOf(canary);
+    if (index < 0) index = seen.push(canary) - 1;
+    return list[Math.min(index, list.length - 1)] ?? 'ok';
+  };
+  const passBarrier = async (): Promise<void> => {
+    const gate = barrier;
+    if (gate === null) return;
+    gate.arrived += 1;
+    if (gate.arrived >= gate.count) {
+      for (const release of gate.release.splice(0)) release();
+      barrier = null;
+      return;
+    }
+    await new Promise<void>((resolve) => gate.release.push(resolve));
   };
 
   const server: Server = createServer((req, res) => {
@@ -127,16 +147,17 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
       const gemini = GEMINI_PATH.exec(url.pathname);
       const prompt = extractPrompt(body);
       const canary = CANARY.exec(prompt)?.[1] ?? null;
-      const mode = modeFor(canary);
+      const wireModel = gemini?.[1] ?? (typeof body['model'] === 'string' ? body['model'] : null);
+      const mode = modeFor(canary, wireModel);
       const generation = body['generationConfig'] as { maxOutputTokens?: unknown } | undefined;
       const maxTokens = (body['max_tokens'] ?? body['max_output_tokens'] ?? generation?.maxOutputTokens ?? null) as number | null;
-      const model = gemini?.[1] ?? (typeof body['model'] === 'string' ? body['model'] : null);
       const headers = Object.fromEntries(Object.entries(req.headers).map(([name, value]) => [name, Array.isArray(value) ? value.join(', ') : (value ?? '')]));
-      requests.push({ path: url.pathname, model, prompt, canary, maxTokens, mode, headers });
+      requests.push({ path: url.pathname, model: wireModel, prompt, canary, maxTokens, mode, headers });
       if (mode === 'hang') {
         hanging.add(res);
         return;
       }
+      await passBarrier();
       const stream = gemini !== null ? gemini[2] === 'streamGenerateContent' : body['stream'] === true;
       const anthropic = url.pathname.endsWith('/v1/messages');
       if (gemini !== null ? geminiFailure(res, mode, stream) : anthropic ? anthropicFailure(res, mode) : openAiFailure(res, mode, stream)) return;
@@ -156,6 +177,12 @@ export async function startFakeModelServer(initial: readonly FakeMode[] = ['ok']
     requests,
     setModes(next) {
       modes = next;
+    },
+    setModelModes(model, next) {
+      byModel.set(model, { modes: next, canaries: [] });
+    },
+    holdUntil(count) {
+      barrier = { count, arrived: 0, release: [] };
     },
   };
 }

@@ -176,6 +176,7 @@ export class Runner {
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy,
+      isHeld: (target) => this.options.waiting?.has(target) === true,
     };
     this.lanes = new Map<Intent, RunnerLane>([
       ['aa_consult', new ConsultLane(context, options.transport)],

@@ -60,9 +60,28 @@ const header = {
   submitted_via: z.literal('mcp').optional(),
 };
 
+/** `pnl_` and 26 Crockford base32 characters, as message ids. */
+export const panelId = z.string().regex(/^pnl_[0-9A-HJKMNP-TV-Z]{26}$/, 'panel ids look like pnl_ followed by 26 base32 characters');
+
+/**
+ * One member's place in a panel: the same question to each member, each its own message with its
+ * own attempts and receipts, all written in one commit. `name` is the policy panel that allows it.
+ */
+export const panelMembership = z.strictObject({
+  id: panelId,
+  name: z.string().regex(/^[a-z][a-z0-9_-]{0,31}$/),
+  members: z
+    .array(actorId)
+    .min(2)
+    .max(16)
+    .refine((members) => new Set(members).size === members.length, 'a panel names each member once'),
+});
+
 const aaConsult = z.strictObject({
   ...header,
   intent: z.literal('aa_consult'),
+  /** Present when the consult is one member of a panel. */
+  panel: panelMembership.optional(),
   authority_class: z.literal('advisory_only'),
   prompt_template_version: z.literal('aa_consult_v0'),
   payload_ref: relativePath,
@@ -161,6 +180,9 @@ export const cooMessage = z
     }
     if (message.source_actor === message.target_actor) {
       ctx.addIssue({ code: 'custom', path: ['target_actor'], message: 'an actor cannot message itself' });
+    }
+    if (message.intent === 'aa_consult' && message.panel !== undefined && !message.panel.members.includes(message.target_actor)) {
+      ctx.addIssue({ code: 'custom', path: ['panel', 'members'], message: 'a panel member is one of the panel\'s members' });
     }
     if (message.intent === 'ea_dispatch' && (message.payload_ref === null) !== (message.payload_hash === null)) {
       ctx.addIssue({ code: 'custom', path: ['payload_hash'], message: 'payload_ref and payload_hash go together' });

@@ -17,6 +17,11 @@ export function newMessageId(nowMs: number, random: Uint8Array = randomBytes(10)
   return `msg_${encode(BigInt(nowMs), 10)}${encode(randomPart, 16)}`;
 }
 
+/** A panel's id: `pnl_` and a ULID-shaped 26 characters, as message ids. */
+export function newPanelId(nowMs: number, random: Uint8Array = randomBytes(10)): string {
+  return `pnl_${newMessageId(nowMs, random).slice(4)}`;
+}
+
 export function newCorrelationId(random: Uint8Array = randomBytes(10)): string {
   return `corr_${Buffer.from(random).toString('hex')}`;
 }

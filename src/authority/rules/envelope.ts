@@ -8,6 +8,7 @@ import { checkEdge, checkForbiddenEdge, classOf, isCommandIntent } from '../poli
 import { isRunnerIntent, withinHopLimit } from '../runnable.js';
 import { correlationRemainingUsd, idempotencySlot } from '../state.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
+import { checkFanout } from './fanout.js';
 import { intentRules } from './intent.js';
 
 /** How far a stated dollar figure may differ from the ledger's (floating-point sums of costs). */
@@ -76,6 +77,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     duplicateOf,
     attempts: [],
     ...(doc.submitted_via === undefined ? {} : { submittedVia: doc.submitted_via }),
+    ...(doc.intent === 'aa_consult' && doc.panel !== undefined ? { panel: doc.panel.id } : {}),
   });
 }
 
@@ -110,6 +112,7 @@ function checkLimits(check: CommitCheck, doc: CooMessage, where: string): void {
   // The runner blocks a message at its hop limit; one it would never run is refused now, not queued.
   limit(!isRunnerIntent(doc.intent) || withinHopLimit(doc), `hop_count ${doc.hop_count} reaches max_hops ${doc.max_hops}: the runner would never run it`);
   limit((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 <= policy.limits.max_ttl_seconds, `time to live exceeds ${policy.limits.max_ttl_seconds} s`);
+  checkFanout(check, doc, policy, where);
   limit(doc.budget.max_cost_usd <= policy.budgets.max_cost_usd_per_message, `max_cost_usd ${doc.budget.max_cost_usd} exceeds ${policy.budgets.max_cost_usd_per_message}`);
   limit(doc.budget.max_runtime_seconds <= policy.budgets.max_runtime_seconds, `max_runtime_seconds exceeds ${policy.budgets.max_runtime_seconds}`);
   const pin = 'context_pin' in doc ? doc.context_pin : null;

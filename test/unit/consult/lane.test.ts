@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../../src/authority/state.js';
-import { nextAttemptAt, preflight, type PreflightFacts } from '../../../src/consult/lane.js';
+import { nextAttemptAt, planPanel, preflight, type PreflightFacts } from '../../../src/consult/lane.js';
 import { nextWork } from '../../../src/authority/runnable.js';
 import { judgeRun, type OracleRun } from '../../../src/consult/outcome.js';
 import { defaultPolicy, defaultRegistry } from '../../../src/ledger/init.js';
@@ -113,5 +113,22 @@ describe("judging Oracle's exit", () => {
     ['a crash with only stdout', { exitCode: 1, stdoutTail: 'ERROR: Rate limit reached for requests' }, { blocker: 'aa_unavailable:rate_limited' }],
   ])('%s', (_name, run, expected) => {
     expect(judgeRun({ ...base, ...(run as Partial<OracleRun>) })).toMatchObject(expected);
+  });
+});
+
+describe('a panel pre-flight', () => {
+  const run = (worstCaseUsd: number) => ({ kind: 'run' as const, model: 'm', providerKeyEnv: 'K', price: { input_usd_per_million: 1, output_usd_per_million: 1, max_output_tokens: 1000 }, maxOutputTokens: 1000, runtimeSeconds: 60, budgetLimitUsd: 1, worstCaseUsd });
+  it('lets members start when their worst cases together fit the correlation and the day', () => {
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: run(0.1) }], correlationRemainingUsd: 0.2, dailyRemainingUsd: 1 })).toBeNull();
+  });
+  it('stops every member when together they could cost more than the tighter of the two', () => {
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: run(0.1) }], correlationRemainingUsd: 0.19, dailyRemainingUsd: 1 })).toMatchObject({ blocker: 'correlation_budget_exhausted' });
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: run(0.1) }], correlationRemainingUsd: 1, dailyRemainingUsd: 0.15 })).toMatchObject({ blocker: 'daily_cap_reached' });
+  });
+  it("stops every member when one member's own budget cannot pay, but not for another member's other stop", () => {
+    const unpaid = { kind: 'stop' as const, status: 'blocked' as const, blocker: 'budget_preflight' as const, detail: 'too little' };
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: unpaid }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toEqual({ blocker: 'budget_preflight', detail: 'panel member b cannot be paid for (too little): no member of the panel is paid' });
+    const expired = { kind: 'stop' as const, status: 'blocked' as const, blocker: 'expired' as const, detail: 'late' };
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: expired }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toBeNull();
   });
 });

@@ -2,6 +2,7 @@ import { CooError } from '../../../errors.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
+import { notePanelMember } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
 /**
@@ -13,9 +14,10 @@ export const consultRules: IntentRules<'aa_consult'> = {
   target(_check, doc, registry, where) {
     requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
   },
-  envelope(check, doc, _registry, _policy, folder, where) {
+  envelope(check, doc, _registry, policy, folder, where) {
     checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
     checkManifest(check, doc.context_pin, folder, where);
+    notePanelMember(check, doc, policy, where);
   },
   receipt(check, entry, info, record, keyId) {
     const where = entry.path;

@@ -1,0 +1,59 @@
+import { CooError } from '../../errors.js';
+import type { AaConsultMessage } from '../../schema/message.js';
+import type { ActorPolicy } from '../../schema/policy.js';
+import type { CommitCheck } from '../commit-check.js';
+import { matchesPattern } from '../policy-check.js';
+
+/**
+ * Panels: one question to several advisory agents, each member its own aa_consult message with its
+ * own attempts and receipts, all written in one commit. A fan-out exists only where a policy panel
+ * allows it (the sender matches its `from`, and every member is one of its members), within the
+ * policy's max_fanout; every member puts the same question with the same context in the same place
+ * of one correlation, and a panel, once written, takes no further members.
+ */
+export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, policy: ActorPolicy, where: string): void {
+  const membership = doc.panel;
+  if (membership === undefined) return;
+  const allowed = (policy.panels ?? []).find((panel) => panel.name === membership.name);
+  if (allowed === undefined || !matchesPattern(allowed.from, doc.source_actor)) {
+    throw new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: policy v${policy.version} has no panel ${membership.name} that ${doc.source_actor} may ask: no fan-out is allowed there`, { where: `${where}:panel` });
+  }
+  const outside = membership.members.filter((member) => !allowed.members.includes(member));
+  if (outside.length > 0) {
+    throw new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: panel ${membership.name} of policy v${policy.version} does not have ${outside.join(', ')} among its members`, { where: `${where}:panel.members` });
+  }
+  const limit = policy.limits.max_fanout;
+  if (limit !== undefined && membership.members.length > limit) {
+    throw new CooError('POLICY_LIMIT', `${where}: a panel of ${membership.members.length} members is over the policy's max_fanout ${limit} (policy v${policy.version})`, { where: `${where}:panel.members` });
+  }
+  if (check.state.panels.has(membership.id)) {
+    throw new CooError('PANEL_INVALID', `${where}: panel ${membership.id} was written before; a panel takes all its members in one commit`, { where: `${where}:panel.id` });
+  }
+  const request = { payloadHash: doc.payload_hash, manifestHash: doc.context_pin.context_manifest_hash, correlation: doc.correlation_id, parent: doc.parent_message_id, source: doc.source_actor };
+  let written = check.panels.get(membership.id);
+  if (written === undefined) {
+    written = { name: membership.name, members: membership.members, request, seen: new Map(), where };
+    check.panels.set(membership.id, written);
+  }
+  if (written.name !== membership.name || written.members.join(' ') !== membership.members.join(' ')) {
+    throw new CooError('PANEL_INVALID', `${where}: the members of panel ${membership.id} name another panel or other members than ${written.where}`, { where: `${where}:panel` });
+  }
+  const differs = (Object.keys(request) as Array<keyof typeof request>).find((field) => request[field] !== written.request[field]);
+  if (differs !== undefined) {
+    throw new CooError('PANEL_INVALID', `${where}: a panel's members put one question (the same prompt and context, correlation, parent and sender); this one's ${differs} differs from ${written.where}`, { where: `${where}:panel` });
+  }
+  if (written.seen.has(doc.target_actor)) {
+    throw new CooError('PANEL_INVALID', `${where}: panel ${membership.id} already has a message to ${doc.target_actor} (${written.seen.get(doc.target_actor)})`, { where: `${where}:target_actor` });
+  }
+  written.seen.set(doc.target_actor, doc.message_id);
+}
+
+/** After every entry of the commit: each panel it writes has a message to every member it names. */
+export function checkPanels(check: CommitCheck): void {
+  for (const [id, written] of check.panels) {
+    const missing = written.members.filter((member) => !written.seen.has(member));
+    if (missing.length > 0) {
+      check.report(new CooError('PANEL_INVALID', `${written.where}: panel ${id} names ${missing.join(', ')} but this commit has no message to ${missing.length === 1 ? 'it' : 'them'}: a panel's members are written together`, { where: written.where }));
+    }
+  }
+}
