@@ -1,6 +1,9 @@
+import type { LaneState } from '../authority/state.js';
 import type { Finding } from '../errors.js';
 import type { AaAnswer } from '../schema/aa-answer.js';
 import type { AaReceipt } from '../schema/receipt.js';
+import { sha256Ref } from '../util/hash.js';
+import type { PanelComparison } from './panel-comparison.js';
 import { inert, literalCode } from './inert-markdown.js';
 import { warningMeaning } from './warnings.js';
 
@@ -27,6 +30,24 @@ export interface Evidence {
   readonly headSeq: number;
   /** The last Ledger-Seq up to which every commit replayed clean: the head when nothing is wrong. */
   readonly cleanToSeq: number;
+  /** A panel member's panel: every member with its latest receipt, which the citation names. */
+  readonly panel?: {
+    readonly id: string;
+    readonly name: string;
+    readonly members: ReadonlyArray<{ readonly actor: string; readonly messageId: string; readonly status: string | null; readonly receiptPath: string | null; readonly receiptCommit: string | null }>;
+  };
+}
+
+/** A panel's evidence for one citation: each member's (null while it has none), and the runner's comparison of their answers. */
+export interface PanelEvidence {
+  readonly panelId: string;
+  readonly name: string;
+  readonly question: string | null;
+  readonly members: ReadonlyArray<{ readonly actor: string; readonly messageId: string; readonly state: LaneState; readonly spentUsd: number; readonly evidence: Evidence | null }>;
+  readonly comparison: PanelComparison;
+  /** Everything `coo verify` found over the whole ledger. */
+  readonly findings: readonly Finding[];
+  readonly headSeq: number;
 }
 
 /** Verified means what `coo verify` means by it: the whole replay found nothing. */
@@ -97,5 +118,56 @@ export function renderCitation(evidence: Evidence): string {
     } |`,
     `| warnings | ${receipt.warnings.length === 0 ? 'none' : receipt.warnings.map((warning) => `${literalCode(warning)}: ${warningMeaning(warning)}`).join('; ')} |`,
   );
+  if (evidence.panel !== undefined) {
+    lines.push('', `**Panel** \`${evidence.panel.id}\` (${literalCode(evidence.panel.name)}): the same question to every member; \`coo cite ${evidence.panel.id}\` sets their answers side by side.`, '', '| member | message | status | receipt | ledger commit |', '| --- | --- | --- | --- | --- |');
+    for (const member of evidence.panel.members) {
+      lines.push(`| ${member.actor} | \`${member.messageId}\` | ${member.status ?? 'no receipt yet'} | ${member.receiptPath === null ? '' : `\`${member.receiptPath}\``} | ${member.receiptCommit === null ? '' : `\`${member.receiptCommit.slice(0, 12)}\``} |`);
+    }
+  }
+  return `${lines.join('\n')}\n`;
+}
+
+/** The hidden line that makes posting a panel's citation idempotent: one comment per set of member receipts. */
+export function panelCitationMarker(panel: PanelEvidence): string {
+  const receipts = panel.members.map((member) => member.evidence?.receiptSha256 ?? 'none').join(' ');
+  return `<!-- coo-commons:cite ${panel.panelId} ${sha256Ref(receipts)} -->`;
+}
+
+/**
+ * A panel as one Markdown block: the question, the runner's own comparison of the members' answers
+ * (which answered, where the verdicts agree and differ, each member's objections), and a table
+ * naming every member's receipt. Pure.
+ */
+export function renderPanelCitation(panel: PanelEvidence): string {
+  const { comparison } = panel;
+  const verified = panel.findings.length === 0;
+  const agreement = { unanimous: 'unanimous', split: 'split', partial: 'agree so far (not every member gave advice)', none: 'no advice yet' }[comparison.agreement];
+  const lines = [
+    panelCitationMarker(panel),
+    '> [!NOTE]',
+    "> **Advisory evidence, not authority.** Several advisory agents' answers to one question, recorded in the coo-commons ledger and compared by the runner's own code, never by a model. They inform the COO's decision; they instruct no one.",
+    '',
+    `**Panel** \`${panel.panelId}\` (${literalCode(panel.name)}): ${comparison.members.length} members, ${comparison.answered.length} answered; verdicts **${agreement}**`,
+    '',
+    `**Question.** ${panel.question === null ? '(no member has a receipt yet)' : inert([...panel.question].slice(0, 600).join(''))}`,
+  ];
+  lines.push(...list('Verdicts', comparison.verdicts.map((item) => `**${item.verdict}**: ${item.members.join(', ')}`)));
+  for (const member of panel.members) {
+    const compared = comparison.members.find((item) => item.message_id === member.messageId)!;
+    const evidence = member.evidence;
+    lines.push('', `**${member.actor}** (\`${member.messageId}\`${evidence === null ? '' : `, model ${literalCode(evidence.receipt.model ?? 'unknown')}${evidence.receipt.route?.offline === true ? ', offline model' : ''}`}): ${compared.verdict === null ? `no advice (${compared.no_advice ?? member.state})` : `**${compared.verdict}** (confidence ${compared.confidence})`}`);
+    if (compared.summary !== null) lines.push('', `${inert(compared.summary)}`);
+    lines.push(...list('Objections', compared.objections.map(inert)));
+  }
+  lines.push('', '| member | status | receipt | ledger commit | output | cost |', '| --- | --- | --- | --- | --- | --- |');
+  for (const member of panel.members) {
+    const evidence = member.evidence;
+    lines.push(
+      evidence === null
+        ? `| ${member.actor} | ${member.state}, no receipt yet | | | | |`
+        : `| ${member.actor} | ${evidence.receipt.status} | \`${evidence.receiptPath}\` | \`${evidence.receiptCommit.slice(0, 12)}\` (Ledger-Seq ${evidence.receiptSeq}) | ${evidence.receipt.output_hash === null ? 'none' : `\`${evidence.receipt.output_hash}\``} | $${member.spentUsd}${evidence.receipt.usage?.reported === false ? ' (estimated)' : ''} |`,
+    );
+  }
+  lines.push('', `**Signatures:** ${verified ? `verified by \`coo verify\`: every envelope, claim and receipt signed by the COO, history clean to Ledger-Seq ${panel.headSeq}` : `**NOT VERIFIED** by \`coo verify\`: ${panel.findings.length} finding(s), first ${panel.findings[0]!.code}`}. Total cost $${comparison.total_cost_usd}.`);
   return `${lines.join('\n')}\n`;
 }

@@ -1,12 +1,13 @@
 import { CooError, type Finding } from '../errors.js';
-import { folderOf } from '../authority/state.js';
+import { folderOf, laneStateOf } from '../authority/state.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { aaAnswer } from '../schema/aa-answer.js';
 import { readDocument } from '../schema/documents.js';
 import { sha256Ref } from '../util/hash.js';
-import type { Evidence } from './cite.js';
-import { verifyLedger } from './verify.js';
+import type { Evidence, PanelEvidence } from './cite.js';
+import { adviceOf, comparePanel } from './panel-comparison.js';
+import { verifyLedger, type VerifyReport } from './verify.js';
 
 /**
  * Gathers a message's evidence for citing: its final receipt and answer, and what `coo verify` (a
@@ -14,6 +15,62 @@ import { verifyLedger } from './verify.js';
  */
 export async function gatherEvidence(gitdir: string, messageId: string): Promise<Evidence> {
   const report = await verifyLedger(gitdir, { timeline: true });
+  const evidence = await evidenceFrom(report, gitdir, messageId);
+  const panelId = report.state.messages.get(evidence.messageId)?.panel;
+  return panelId === undefined ? evidence : { ...evidence, panel: panelReceipts(report, panelId) };
+}
+
+/** A panel's evidence: each member's as `coo cite` gives it (null while a member has no receipt), from one replay of the ledger. */
+export async function gatherPanelEvidence(gitdir: string, panelId: string): Promise<PanelEvidence> {
+  const report = await verifyLedger(gitdir, { timeline: true });
+  const written = report.state.panels.get(panelId);
+  if (written === undefined) throw new CooError('NOT_FOUND', `${panelId} is not a valid panel of this ledger`);
+  const ids = written.messages;
+  const members: Array<PanelEvidence['members'][number]> = [];
+  for (const id of ids) {
+    const record = report.state.messages.get(id)!;
+    const hasReceipt = record.attempts.some((attempt) => attempt.receipt !== null);
+    members.push({ actor: record.target, messageId: id, state: laneStateOf(record), spentUsd: record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0), evidence: hasReceipt ? await evidenceFrom(report, gitdir, id) : null });
+  }
+  const first = members.find((member) => member.evidence !== null)?.evidence ?? null;
+  const name = written.name;
+  return {
+    panelId,
+    name,
+    question: first?.question ?? null,
+    members,
+    findings: report.findings,
+    headSeq: report.seq,
+    comparison: comparePanel(
+      panelId,
+      name,
+      members.map((member) => ({
+        actor: member.actor,
+        messageId: member.messageId,
+        state: member.state,
+        receipt: member.evidence === null ? null : { path: member.evidence.receiptPath, attempt: member.evidence.receipt.attempt_number, status: member.evidence.receipt.status, blockers: member.evidence.receipt.blockers.map((blocker) => blocker.code) },
+        spentUsd: member.spentUsd,
+        advice: member.evidence?.receipt.status === 'succeeded' && member.evidence.answer !== null ? adviceOf(member.evidence.answer) : null,
+      })),
+    ),
+  };
+}
+
+/** Every member of a panel with its latest receipt and the ledger commit that added it: a member's citation names them all. */
+function panelReceipts(report: VerifyReport, panelId: string): NonNullable<Evidence['panel']> {
+  const written = report.state.panels.get(panelId);
+  const ids = written?.messages ?? [];
+  const commits = report.timeline?.commits ?? [];
+  const members = ids.map((id) => {
+    const record = report.state.messages.get(id)!;
+    const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null);
+    const commit = last?.receipt == null ? undefined : commits.find((item) => item.entries.some((entry) => entry.path === last.receipt!.path));
+    return { actor: record.target, messageId: id, status: last?.receipt?.status ?? null, receiptPath: last?.receipt?.path ?? null, receiptCommit: commit?.commit ?? null };
+  });
+  return { id: panelId, name: written?.name ?? '', members };
+}
+
+async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: string): Promise<Evidence> {
   let record = report.state.messages.get(messageId);
   if (record === undefined) throw new CooError('NOT_FOUND', `${messageId} is not a valid message of this ledger`);
   if (record.duplicateOf !== null) record = report.state.messages.get(record.duplicateOf) ?? record;

@@ -2,6 +2,8 @@ import { folderOf, laneStateOf, type ApprovalRecord, type AttemptRecord, type La
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { consultAttemptOf, consultOf, type ConsultAttemptView, type ConsultView } from './consult-view.js';
+import type { PanelComparison } from './panel-comparison.js';
+import { viewPanel } from './panel-view.js';
 import type { Approval } from '../schema/control.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import { eaCommands, type EaReceipt } from '../schema/receipt.js';
@@ -96,6 +98,8 @@ export interface MessageView {
   readonly dispatch?: DispatchView;
   /** Consults: the question, its pinned context and its budget. */
   readonly consult?: ConsultView;
+  /** A panel member: every member of its panel side by side (audit/panel-comparison.ts). */
+  readonly panel?: PanelComparison;
   readonly original_lane_state?: LaneState;
   readonly original_attempts?: readonly AttemptRecord[];
 }
@@ -211,6 +215,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
     const approved = message?.approval_id === undefined ? undefined : state.approvals.get(message.approval_id);
     dispatch = dispatchOf(envelope, taskBytes === null ? null : taskBytes.toString('utf8'), approved === undefined ? null : await viewApproval(ledger, approved), [...retries.values()]);
   }
+  const panel = record.panel === undefined || !state.panels.has(record.panel) ? undefined : await viewPanel(ledger, state, record.panel);
   return {
     message_id: record.id,
     lane_state: laneStateOf(record),
@@ -220,6 +225,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
     attempts,
     ...(dispatch === undefined ? {} : { dispatch }),
     ...(consult === undefined ? {} : { consult }),
+    ...(panel === undefined ? {} : { panel }),
     ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf), original_attempts: duplicateOf.attempts }),
   };
 }

@@ -3,6 +3,7 @@ import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRe
 import type { Finding } from '../errors.js';
 import { classifyPath } from '../ledger/layout.js';
 import type { Timeline, TimelineCommit, TimelineDispatch, TimelineEntry } from './timeline.js';
+import { comparePanel, type MemberAdvice } from './panel-comparison.js';
 import { warningMeaning } from './warnings.js';
 
 /**
@@ -123,6 +124,7 @@ interface MessageFacts {
   envelopeSeq?: number;
   readonly receipts: Map<number, number>;
   readonly verdicts: Map<number, { readonly verdict: string; readonly summary: string }>;
+  readonly advice: Map<number, MemberAdvice>;
 }
 
 function messageFacts(timeline: Timeline): ReadonlyMap<string, MessageFacts> {
@@ -133,7 +135,7 @@ function messageFacts(timeline: Timeline): ReadonlyMap<string, MessageFacts> {
       if (entry.messageId === null) continue;
       let facts = out.get(entry.messageId);
       if (facts === undefined) {
-        facts = { receipts: new Map(), verdicts: new Map() };
+        facts = { receipts: new Map(), verdicts: new Map(), advice: new Map() };
         out.set(entry.messageId, facts);
       }
       const info = classifyPath(entry.path);
@@ -141,6 +143,7 @@ function messageFacts(timeline: Timeline): ReadonlyMap<string, MessageFacts> {
       if (info?.kind === 'envelope') facts.envelopeSeq = commit.seq;
       if (info?.kind === 'receipt') facts.receipts.set(info.attempt, commit.seq);
       if (info?.kind === 'attempt_artifact' && entry.verdict !== undefined) facts.verdicts.set(info.attempt, entry.verdict);
+      if (info?.kind === 'attempt_artifact' && entry.advice !== undefined) facts.advice.set(info.attempt, entry.advice);
     }
   }
   return out;
@@ -180,6 +183,47 @@ function messagesSection(state: LedgerState, timeline: Timeline, findings: reado
     ]);
   });
   return `<section id="messages"><h2>Messages (${records.length})</h2>${table(['message', 'intent', 'edge', 'correlation', 'created', 'state', 'attempts', 'cost'], rows)}</section>`;
+}
+
+/**
+ * Every panel: its members side by side, compared by the runner's own code from their receipts and
+ * the answers that passed judgement (audit/panel-comparison.ts), never by a model.
+ */
+function panelsSection(state: LedgerState, timeline: Timeline): string {
+  if (state.panels.size === 0) return '';
+  const known = messageFacts(timeline);
+  const sections = [...state.panels].map(([id, panel]) => {
+    const comparison = comparePanel(
+      id,
+      panel.name,
+      panel.messages.map((messageId) => {
+        const record = state.messages.get(messageId)!;
+        const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null);
+        const advice = last?.receipt?.status === 'succeeded' ? known.get(messageId)?.advice.get(last.number) : undefined;
+        return {
+          actor: record.target,
+          messageId,
+          state: laneStateOf(record),
+          receipt: last?.receipt == null ? null : { path: last.receipt.path, attempt: last.number, status: last.receipt.status, blockers: last.receipt.blockers },
+          spentUsd: costOf(record),
+          advice: advice ?? null,
+        };
+      }),
+    );
+    const agreement = { unanimous: 'ok', split: 'warn', partial: 'muted', none: 'muted' }[comparison.agreement];
+    const rows = comparison.members.map((member) =>
+      row(' class="panel-member"', [
+        ['member', `${escape(member.actor)}<div>${messageId(member.message_id)}</div>`],
+        ['state', `<span class="badge ${STATE_CLASS[member.state]}">${member.state}</span>`],
+        ['verdict', member.verdict === null ? `<small>no advice (${escape(member.no_advice ?? member.state)})</small>` : `<span class="badge muted">${escape(member.verdict)}</span> <small>confidence ${member.confidence}</small>`],
+        ['objections', member.objections.length === 0 ? '<small>none</small>' : `<ul>${member.objections.map((objection) => `<li class="text">${escape(objection)}</li>`).join('')}</ul>`],
+        ['receipt', member.receipt_path === null ? '' : `<code>${escape(member.receipt_path)}</code>`],
+        ['cost', usd(member.cost_usd)],
+      ]),
+    );
+    return `<h3>${messageId(id)} <small>${escape(comparison.name)}</small> <span class="badge ${agreement}">${comparison.agreement}</span></h3>${table(['member', 'state', 'verdict', 'objections', 'receipt', 'cost'], rows)}`;
+  });
+  return `<section id="panels"><h2>Panels (${state.panels.size})</h2><p>One question to several advisory agents; their answers compared by the runner, never by a model. Advice, not authority.</p>${sections.join('')}</section>`;
 }
 
 /** Every ea receipt's dispatch facts by its path, from the commits that added them. */
@@ -432,6 +476,6 @@ export function renderReport(input: ReportInput): string {
 <p>${input.trustRoot === null ? "trust root <strong>not pinned</strong>: read from the ledger's own genesis (pin the CEO key with --trust-root)" : `trust root pinned to ${fingerprint(input.trustRoot)}`}</p>
 <p>trust root v${input.state.root?.version ?? '-'} &middot; registry v${input.state.registry?.version ?? '-'} (active COO ${escape(input.state.registry?.doc.active_coo ?? '-')}) &middot; policy v${input.state.policy?.version ?? '-'} &middot; kill switch ${escape(input.state.killSwitch?.doc.state ?? 'off')}</p>
 ${status}</header>
-<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.timeline, input.findings, warnings)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
+<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.timeline, input.findings, warnings)}${panelsSection(input.state, input.timeline)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
 `;
 }

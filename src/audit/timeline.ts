@@ -8,6 +8,7 @@ import type { Approval } from '../schema/control.js';
 import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
 import { readAnswerBlock } from '../consult/answer.js';
+import { adviceOf, type MemberAdvice } from './panel-comparison.js';
 
 /** One file a commit added, as the report lists it. */
 export interface TimelineEntry {
@@ -24,6 +25,8 @@ export interface TimelineEntry {
   readonly question?: string;
   /** An attempt's answer.md in a valid commit, when it holds one valid aa_answer block: the advice's verdict and summary. */
   readonly verdict?: { readonly verdict: string; readonly summary: string };
+  /** The same answer as a panel's comparison reads it: verdict, confidence, objections and findings (texts clipped). */
+  readonly advice?: MemberAdvice;
 }
 
 export interface TimelineApproval {
@@ -102,10 +105,12 @@ function clip(text: string): string {
   return trimmed.length > TEXT_CHARS ? `${trimmed.slice(0, TEXT_CHARS - 1)}…` : trimmed;
 }
 
-function verdictOf(bytes: Buffer | undefined): TimelineEntry['verdict'] {
-  if (bytes === undefined) return undefined;
+function verdictOf(bytes: Buffer | undefined): Pick<TimelineEntry, 'verdict' | 'advice'> {
+  if (bytes === undefined) return {};
   const read = readAnswerBlock(bytes.toString('utf8'));
-  return 'answer' in read ? { verdict: read.answer.verdict, summary: clip(read.answer.summary) } : undefined;
+  if (!('answer' in read)) return {};
+  const advice = adviceOf(read.answer);
+  return { verdict: { verdict: read.answer.verdict, summary: clip(read.answer.summary) }, advice: { ...advice, summary: clip(advice.summary), objections: advice.objections.slice(0, 20).map(clip) } };
 }
 
 /** Collects the timeline during a verification replay (audit/verify.ts), for the report. */
@@ -131,7 +136,7 @@ export class TimelineRecorder {
           const approval = valid && info?.kind === 'approval' ? approvalOf(blob, change.path) : undefined;
           const dispatch = valid && info?.kind === 'receipt' ? dispatchOf(blob, change.path) : undefined;
           const question = valid && info?.kind === 'message_artifact' && info.name === 'prompt.md' && blob !== undefined ? clip(blob.toString('utf8')) : undefined;
-          const verdict = valid && info?.kind === 'attempt_artifact' && info.name === 'answer.md' ? verdictOf(blob) : undefined;
+          const advice = valid && info?.kind === 'attempt_artifact' && info.name === 'answer.md' ? verdictOf(blob) : {};
           return {
             path: change.path,
             kind: info?.kind ?? 'unknown',
@@ -140,7 +145,7 @@ export class TimelineRecorder {
             ...(approval === undefined ? {} : { approval }),
             ...(dispatch === undefined ? {} : { dispatch }),
             ...(question === undefined ? {} : { question }),
-            ...(verdict === undefined ? {} : { verdict }),
+            ...advice,
           };
         }),
       findings: verdict.findings,

@@ -1,6 +1,6 @@
 import { CooError, isCooError, toFinding, type Finding } from '../errors.js';
 import type { CommitFacts, FileChange } from '../ledger/commit-facts.js';
-import { folderOf, type ApprovalRecord, type AttemptRecord, type KeyRecord, type LedgerState, type MessageRecord, type Revocation, type TrustFile } from './state.js';
+import { folderOf, type ApprovalRecord, type AttemptRecord, type KeyRecord, type LedgerState, type MessageRecord, type PanelRecord, type Revocation, type TrustFile } from './state.js';
 import { activeKeys, keyHolders, keyStatus, signerError, type KeyHolder, type KeyStatus } from './keys.js';
 import { keepHeartbeat } from './rules/heartbeat.js';
 import { readDocument, type DocumentKind, type DocumentOf } from '../schema/documents.js';
@@ -209,8 +209,8 @@ export class CommitCheck {
     for (const [slot, id] of this.idempotency) idempotency.set(slot, id);
     const approvals = state.approvals as Map<string, ApprovalRecord>;
     for (const [id, approval] of this.approvals) approvals.set(id, approval);
-    const panels = state.panels as Map<string, readonly string[]>;
-    for (const [id, written] of this.panels) panels.set(id, written.members.map((member) => written.seen.get(member)!));
+    const panels = state.panels as Map<string, PanelRecord>;
+    for (const [id, written] of this.panels) panels.set(id, { name: written.name, messages: written.members.map((member) => written.seen.get(member)!) });
     const children = state.children as Map<string, number>;
     for (const [id, count] of this.children) children.set(id, count);
     const open = state.openByCorrelation as Map<string, readonly string[]>;

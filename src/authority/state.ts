@@ -61,6 +61,12 @@ export interface MessageRecord {
   readonly panel?: string;
 }
 
+/** A panel the ledger holds: one question to several advisory agents (rules/panel.ts). */
+export interface PanelRecord {
+  readonly name: string;
+  readonly messages: readonly string[];
+}
+
 /** A CEO approval the ledger holds (approval.v0). */
 export interface ApprovalRecord {
   readonly id: string;
@@ -116,8 +122,8 @@ export interface LedgerState {
   /** Each runner's newest heartbeat: it renews the lease on that runner's open claims (authority/lease.ts). */
   readonly runnerHeartbeats: ReadonlyMap<string, { readonly seq: number; readonly createdAt: string; readonly expiresAt: string }>;
   readonly approvals: ReadonlyMap<string, ApprovalRecord>;
-  /** Each panel's member messages, in the order they were written. */
-  readonly panels: ReadonlyMap<string, readonly string[]>;
+  /** Each panel: the policy panel that allowed it, and its member messages in the order the panel names them. */
+  readonly panels: ReadonlyMap<string, PanelRecord>;
   /** How many messages name each message as their parent: its fan-out. */
   readonly children: ReadonlyMap<string, number>;
   /** Per correlation, its messages of a runner intent not yet known to have ended: the in-flight limit counts those still open. */
@@ -255,7 +261,7 @@ export function stateFromJson(value: unknown): LedgerState {
     spendByDay: Array<[string, number]>;
     runnerHeartbeats: Array<[string, { seq: number; createdAt: string; expiresAt: string }]>;
     approvals: Array<[string, ApprovalRecord]>;
-    panels: Array<[string, string[]]>;
+    panels: Array<[string, PanelRecord]>;
     children: Array<[string, number]>;
     openByCorrelation: Array<[string, string[]]>;
   };

@@ -2,6 +2,8 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import type { ConsultAttemptView, ConsultView } from '../audit/consult-view.js';
 import { viewApproval, viewMessage, type ApprovalView, type DispatchAttemptView, type DispatchView } from '../audit/message-view.js';
+import type { PanelComparison } from '../audit/panel-comparison.js';
+import { viewPanel } from '../audit/panel-view.js';
 import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
@@ -9,8 +11,8 @@ import { emit, jsonOption, ledgerOption, required } from './common.js';
 export function showVerb(program: Command): void {
   program
     .command('show')
-    .description('show a message (its envelope, lane state, claims and receipts; a dispatch\'s request, approval and evidence), an approval, or print one ledger file')
-    .argument('<target>', 'a message id (msg_...), an approval id (apr_...) or a path inside the ledger')
+    .description('show a message (its envelope, lane state, claims and receipts; a dispatch\'s request, approval and evidence; a panel member\'s panel), a panel (its members\' answers compared by the runner, never by a model), an approval, or print one ledger file')
+    .argument('<target>', 'a message id (msg_...), a panel id (pnl_...: its members side by side), an approval id (apr_...) or a path inside the ledger')
     .addOption(ledgerOption())
     .option('--answer', "a consult's answer: the answer of its latest attempt that kept one, as text (advice, not authority; control characters shown escaped)")
     .addOption(jsonOption())
@@ -18,6 +20,11 @@ export function showVerb(program: Command): void {
       const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       try {
         const state = await ledger.state();
+        if (state.panels.has(target)) {
+          const comparison = await viewPanel(ledger, state, target);
+          emit(opts.json, comparison, () => panelLines(comparison).join('\n'));
+          return;
+        }
         const record = state.messages.get(target);
         const approval = state.approvals.get(target);
         if (record === undefined && approval !== undefined) {
@@ -47,6 +54,7 @@ export function showVerb(program: Command): void {
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
           if (view.dispatch !== undefined) lines.push(...dispatchLines(view.dispatch));
           if (view.consult !== undefined) lines.push(...consultLines(view.consult));
+          if (view.panel !== undefined) lines.push(`  a member of panel ${view.panel.panel_id} (${view.panel.name}): coo show ${view.panel.panel_id} sets the members side by side`, ...panelLines(view.panel).slice(1).map((line) => `  ${line}`));
           record.attempts.forEach((attempt, index) => {
             const attemptView = view.attempts[index];
             if (attemptView?.approval !== undefined) lines.push(approvalLine(attemptView.approval, '  '));
@@ -127,5 +135,24 @@ function evidenceLines(evidence: DispatchAttemptView): string[] {
   const tokens = evidence.usage === null ? 'no usage reported' : `${evidence.usage.total_tokens} tokens`;
   lines.push(`    cost $${evidence.cost_usd} (${tokens})`);
   for (const attachment of evidence.attachments) lines.push(`    attachment ${attachment.path} ${attachment.sha256}`);
+  return lines;
+}
+
+/** A panel's comparison as lines: the verdicts and where they agree, then each member with its verdict, objections and findings, or why it gave no advice. */
+export function panelLines(panel: PanelComparison): string[] {
+  const verdicts = panel.verdicts.map((item) => `${item.verdict} (${item.members.join(', ')})`).join('; ');
+  const agreement = { unanimous: 'unanimous', split: 'split', partial: 'agree so far', none: 'no advice yet' }[panel.agreement];
+  const lines = [`${panel.panel_id} panel ${panel.name}: ${panel.members.length} members, ${panel.answered.length} answered; verdicts ${agreement}${verdicts === '' ? '' : `: ${verdicts}`}; $${panel.total_cost_usd} in all (advice, not authority: compared by the runner, never by a model)`];
+  for (const member of panel.members) {
+    const findings = Object.entries(member.findings).map(([severity, count]) => `${count} ${severity}`).join(', ');
+    lines.push(
+      member.verdict === null
+        ? `  ${member.actor} ${member.message_id}: no advice (${member.no_advice ?? member.state}), $${member.cost_usd}`
+        : `  ${member.actor} ${member.message_id}: ${member.verdict} (confidence ${member.confidence}), $${member.cost_usd}${findings === '' ? '' : `; findings: ${findings}`}`,
+    );
+    if (member.summary !== null) lines.push(`    summary: ${printable(member.summary)}`);
+    for (const objection of member.objections) lines.push(`    objection: ${printable(objection)}`);
+    if (member.receipt_path !== null) lines.push(`    receipt ${member.receipt_path} (attempt ${member.attempt})`);
+  }
   return lines;
 }

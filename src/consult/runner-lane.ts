@@ -137,7 +137,7 @@ export class ConsultLane implements RunnerLane {
    */
   private startingWith(state: LedgerState, record: MessageRecord, now: Date): MessageRecord[] {
     if (record.panel === undefined) return [record];
-    const siblings = (state.panels.get(record.panel) ?? [])
+    const siblings = (state.panels.get(record.panel)?.messages ?? [])
       .filter((id) => id !== record.id)
       .map((id) => state.messages.get(id))
       .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target));

@@ -143,7 +143,7 @@ export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: P
       const repeated = repeatedRequest(landed, requestFingerprint(landed), firstId, firstId === undefined ? undefined : state.messages.get(firstId), 'panel');
       if (repeated === null) return undefined;
       const original = state.messages.get(repeated.duplicateOf ?? repeated.id) ?? repeated;
-      const ids = original.panel === undefined ? [original.id] : (state.panels.get(original.panel) ?? [original.id]);
+      const ids = original.panel === undefined ? [original.id] : (state.panels.get(original.panel)?.messages ?? [original.id]);
       const messages = ids.map((id) => state.messages.get(id)!).map((record) => ({ messageId: record.id, path: envelopePath(folderOf(record)), target: record.target }));
       return { messages, commit: null, existing: true };
     },

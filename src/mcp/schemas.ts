@@ -16,7 +16,15 @@ const laneState = z.enum(['queued', 'claimed', 'retry_wait', 'succeeded', 'faile
 const waitSeconds = z.number().min(0).max(MAX_WAIT_SECONDS);
 
 export const consultInput = z.strictObject({
-  to: actorId.describe('the advisory agent to consult, e.g. aa.chatgpt'),
+  to: z
+    .union([actorId, z.array(actorId).min(2).max(16)])
+    .optional()
+    .describe('the advisory agent to consult, e.g. aa.chatgpt; or a list of several (a panel the policy allows): one question to each, each with its own receipt'),
+  panel: z
+    .string()
+    .regex(/^[a-z][a-z0-9_-]{0,31}$/)
+    .optional()
+    .describe("a panel the policy names: all its members, or the listed ones among them (to). Without to or panel the call is refused"),
   files: z
     .array(z.string().min(1).max(500))
     .min(1)
@@ -113,6 +121,17 @@ export const outcomeOutput = z.strictObject({
   next: z.string(),
 });
 
+/** A consult's outcome; for a panel, the first member's, with every member's beside it. */
+export const consultOutput = outcomeOutput.extend({
+  panel: z
+    .strictObject({
+      panel_id: z.string(),
+      name: z.string(),
+      members: z.array(outcomeOutput.extend({ target: z.string() })),
+    })
+    .optional(),
+});
+
 const sessionSummary = z.strictObject({
   message_id: z.string(),
   intent: z.string(),
@@ -153,6 +172,8 @@ export const showOutput = z.strictObject({
   dispatch: z.unknown().optional(),
   /** A consult's question, pinned context and budget (audit/consult-view.ts). */
   consult: z.unknown().optional(),
+  /** A panel member's panel: every member side by side (audit/panel-comparison.ts). */
+  panel: z.unknown().optional(),
   original_lane_state: laneState.optional(),
   original_attempts: z.array(z.unknown()).optional(),
   answer: untrustedAnswer.nullable(),

@@ -6,7 +6,7 @@ import { CooError } from '../errors.js';
 import { importPackage } from '../util/import-package.js';
 import type { Scrubber } from '../util/scrub.js';
 import { errorResult, okResult } from './results.js';
-import { citeOutput, consultInput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
+import { citeOutput, consultInput, consultOutput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
 import { citeTool, consultTool, dispatchTool, messagePart, sessionsTool, showTool, verifyTool, waitTool, type ToolContext } from './tools.js';
 
 /**
@@ -73,9 +73,9 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
     {
       title: 'Consult an advisory agent',
       description:
-        "Queue an advisory consult, as `coo consult` does: the files are pinned at a commit of the server's repository, the request is signed and checked against the policy (budget, limits, kill switch) before it lands. Returns the message id and state, and the receipt if it lands within wait_seconds. Calling again with the same request returns the same message, never a second paid call.",
+        "Queue an advisory consult, as `coo consult` does: the files are pinned at a commit of the server's repository, the request is signed and checked against the policy (budget, limits, kill switch) before it lands. Returns the message id and state, and the receipt if it lands within wait_seconds. With a list of agents (to) or a policy panel (panel), one question goes to each member, each with its own message and receipt, and the result lists every member. Calling again with the same request returns the same message, never a second paid call.",
       inputSchema: consultInput,
-      outputSchema: outcomeOutput,
+      outputSchema: consultOutput,
       annotations: { title: 'Consult an advisory agent', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     (args, extra) => guard('consult', () => consultTool(options, args, extra.signal)),

@@ -6,7 +6,7 @@ import { listSessions, type SessionPage } from '../audit/sessions.js';
 import { verifyLedger } from '../audit/verify.js';
 import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { refuseWhileStopped } from '../consult/admission.js';
-import { enqueueConsult, type ConsultRequest } from '../consult/enqueue.js';
+import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
 import { resolveCommit } from '../lane/pins.js';
 import { derivedIdempotencyKey, derivedRequestKey } from '../lane/request-key.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
@@ -137,24 +137,20 @@ export type ConsultArgs = z.infer<typeof consultInput>;
  * switch is on, with a key derived from the request unless the agent gives one, so a retried call
  * finds the message the first one queued.
  */
-export async function consultTool(context: ToolContext, args: ConsultArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
+export async function consultTool(context: ToolContext, args: ConsultArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean; panel?: { panel_id: string; name: string; members: Array<Outcome & { target: string }> } }> {
   await fresh(context);
   refuseWhileStopped(await context.ledger.state());
+  if (args.to === undefined && args.panel === undefined) throw new CooError('USAGE', 'give to (an advisory agent, or a list of them) or panel (a panel the policy names)');
   const { commit } = await resolveCommit(context.repo, args.rev ?? 'HEAD', MCP_ARGUMENTS);
-  const optional = {
-    ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
-    ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
-    ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
-    ...(args.correlation_id === undefined ? {} : { correlationId: args.correlation_id }),
-    ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
-    ...(args.max_hops === undefined ? {} : { maxHops: args.max_hops }),
-  };
-  const idempotencyKey = args.idempotency_key ?? derivedIdempotencyKey({ target: args.to, commit, patterns: args.files, question: args.prompt, ...optional });
+  if (Array.isArray(args.to) || args.panel !== undefined) return panelTool(context, args, commit, signal);
+  const optional = consultOptions(args);
+  const target = args.to as string;
+  const idempotencyKey = args.idempotency_key ?? derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional });
   const request: ConsultRequest = {
     ledger: context.ledger,
     key: context.key,
     now: context.clock(),
-    target: args.to,
+    target,
     repo: context.repo,
     rev: commit,
     patterns: args.files,
@@ -167,6 +163,48 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
+}
+
+/** The optional request fields of a consult call, as the library takes them. */
+function consultOptions(args: ConsultArgs): Partial<ConsultRequest> {
+  return {
+    ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+    ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
+    ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
+    ...(args.correlation_id === undefined ? {} : { correlationId: args.correlation_id }),
+    ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
+    ...(args.max_hops === undefined ? {} : { maxHops: args.max_hops }),
+  };
+}
+
+/** A consult to several advisory agents: a panel, queued as `coo consult --to A --to B` does, with every member's outcome. */
+async function panelTool(context: ToolContext, args: ConsultArgs, commit: string, signal?: AbortSignal): Promise<Outcome & { existing: boolean; panel: { panel_id: string; name: string; members: Array<Outcome & { target: string }> } }> {
+  const members = Array.isArray(args.to) ? args.to : typeof args.to === 'string' ? [args.to] : undefined;
+  const optional = consultOptions(args);
+  const idempotencyKey = args.idempotency_key ?? derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional });
+  const queued = await writeThrough(context, (ledger) =>
+    enqueuePanel({
+      ledger,
+      key: context.key,
+      now: context.clock(),
+      ...(members === undefined ? {} : { members }),
+      ...(args.panel === undefined ? {} : { panel: args.panel }),
+      repo: context.repo,
+      rev: commit,
+      patterns: args.files,
+      question: args.prompt,
+      idempotencyKey,
+      submittedVia: 'mcp',
+      names: MCP_ARGUMENTS,
+      ...optional,
+    }),
+  );
+  // Each member is waited for in turn, within the one time the call was given.
+  const deadline = Date.now() + (args.wait_seconds ?? 0) * 1000;
+  const outcomes: Array<Outcome & { target: string }> = [];
+  for (const member of queued.members) outcomes.push({ ...(await awaitOutcome(context, member.messageId, Math.max(0, (deadline - Date.now()) / 1000), signal)), target: member.target });
+  const { target: _first, ...first } = outcomes[0]!;
+  return { ...first, existing: queued.existing, panel: { panel_id: queued.panelId, name: queued.name, members: outcomes } };
 }
 
 export type DispatchArgs = z.infer<typeof dispatchInput>;

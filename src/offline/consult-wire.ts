@@ -10,6 +10,8 @@ export type FakeMode =
   | 'ok'
   | 'no-usage'
   | 'malformed'
+  /** A well-formed answer that disagrees: verdict reject, with an objection. */
+  | 'dissent'
   | 'obey-injection'
   | 'rate-limit'
   | 'quota'

@@ -54,7 +54,7 @@ describe('a panel', () => {
     expect(new Set(records.map((record) => record.payloadHash)).size).toBe(1);
     expect(new Set(records.map((record) => record.manifestHash)).size).toBe(1);
     expect(records.every((record) => record.panel === written.panelId)).toBe(true);
-    expect(state.panels.get(written.panelId)).toEqual(written.members.map((member) => member.messageId));
+    expect(state.panels.get(written.panelId)).toEqual({ name: 'review', messages: written.members.map((member) => member.messageId) });
     // The same request again returns the panel already there.
     const again = await panel(w, { idempotencyKey: 'twice' });
     const repeat = await panel(w, { idempotencyKey: 'twice' });

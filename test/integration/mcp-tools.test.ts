@@ -207,4 +207,31 @@ describe('coo mcp, through the SDK client in process', () => {
     expect(structured(await mcp.call('wait', { message_id: id, timeout_seconds: 0 }))).toMatchObject({ message_id: id, state: 'queued' });
     await mcp.close();
   });
+
+  it('consult with a list of agents queues a panel where the policy names one, and returns every member; where none does, a coded tool error', async () => {
+    const refused = await fresh();
+    const none = await connectMcp(refused);
+    const result = await none.call('consult', { ...ASK, to: ['aa.chatgpt', 'aa.claude'] });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^POLICY_PANEL_NOT_ALLOWED: /);
+    await none.close();
+
+    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude', 'aa.gemini'] }] }) });
+    const mcp = await connectMcp(w);
+    const ask = { ...ASK, to: ['aa.chatgpt', 'aa.claude', 'aa.gemini'] };
+    const queued = structured<Record<string, unknown> & { panel: { panel_id: string; name: string; members: Array<{ target: string; message_id: string; state: string }> } }>(await mcp.call('consult', ask));
+    expect(queued.panel.name).toBe('review');
+    expect(queued.panel.members.map((member) => [member.target, member.state])).toEqual([['aa.chatgpt', 'queued'], ['aa.claude', 'queued'], ['aa.gemini', 'queued']]);
+    expect(queued['message_id']).toBe(queued.panel.members[0]!.message_id);
+    await w.runner().runOnce();
+    const again = structured<typeof queued>(await mcp.call('consult', { ...ask, wait_seconds: 5 }));
+    expect(again['existing']).toBe(true);
+    expect(again.panel.panel_id).toBe(queued.panel.panel_id);
+    expect(again.panel.members.map((member) => member.state)).toEqual(['succeeded', 'succeeded', 'succeeded']);
+    // The panel by its policy name asks the same members.
+    const named = structured<typeof queued>(await mcp.call('consult', { ...ASK, to: undefined, panel: 'review', prompt: 'Is add() correct for Infinity?' }));
+    expect(named.panel.members.map((member) => member.target)).toEqual(['aa.chatgpt', 'aa.claude', 'aa.gemini']);
+    expect(w.server.requests).toHaveLength(3);
+    await mcp.close();
+  });
 });
