@@ -3,7 +3,7 @@ import tseslint from 'typescript-eslint';
 
 const IO_MODULES = ['fs', 'node:fs', 'fs/promises', 'node:fs/promises', 'child_process', 'node:child_process', 'isomorphic-git', 'chokidar', 'node:net', 'node:http', '@octokit/rest', 'playwright-core'];
 /** The pure core: schema, crypto, authority and the lane's decisions never touch the disk, git, processes or the network. */
-const PURE = ['src/schema/**', 'src/crypto/**', 'src/authority/**', 'src/consult/lane.ts', 'src/lane/budget.ts', 'src/lane/context-manifest.ts', 'src/lane/request-key.ts', 'src/consult/input-tokens.ts', 'src/consult/oracle-inputs.ts', 'src/consult/providers/**', 'src/consult/answer.ts', 'src/consult/prompt.ts', 'src/ledger/layout.ts', 'src/ledger/commit-format.ts', 'src/ledger/tree-format.ts', 'src/runner/readiness.ts', 'src/dispatch/outcome.ts', 'src/dispatch/scope.ts', 'src/dispatch/git-tree.ts', 'src/dispatch/executor.ts', 'src/dispatch/stream-state.ts', 'src/dispatch/codex-events.ts', 'src/dispatch/claude-events.ts', 'src/audit/tar.ts'];
+const PURE = ['src/schema/**', 'src/crypto/**', 'src/authority/**', 'src/consult/lane.ts', 'src/lane/budget.ts', 'src/lane/context-manifest.ts', 'src/lane/request-key.ts', 'src/consult/input-tokens.ts', 'src/lane/oracle-inputs.ts', 'src/consult/providers/**', 'src/consult/answer.ts', 'src/consult/prompt.ts', 'src/ledger/layout.ts', 'src/ledger/commit-format.ts', 'src/ledger/tree-format.ts', 'src/runner/readiness.ts', 'src/dispatch/outcome.ts', 'src/dispatch/git-tree.ts', 'src/dispatch/executor.ts', 'src/dispatch/stream-state.ts', 'src/dispatch/codex-events.ts', 'src/dispatch/claude-events.ts', 'src/audit/tar.ts'];
 
 const ROOM_MESSAGES = {
   consult: 'The dispatch lane does not import the consult lane: what both use lives in src/lane/.',

@@ -89,6 +89,10 @@ const CODES = {
   POLICY_PANEL_NOT_ALLOWED: 'rejected',
   /** A panel's member messages that do not put one question, or that were not written together. */
   PANEL_INVALID: 'rejected',
+  /** A consult an execution agent asks about files outside its dispatch's scope. */
+  SCOPE_VIOLATION: 'rejected',
+  /** A consult that would cost more than its dispatch (or the command it serves) has left. */
+  BUDGET_EXCEEDED: 'rejected',
   KILL_SWITCH: 'rejected',
   // ledger layout and content
   PATH_INVALID: 'rejected',

@@ -4,13 +4,14 @@ import type { ActorPolicy, PolicyEdge } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 
 /**
- * Edges the first slice forbids whatever a policy says: an advisory agent never reaches an
- * execution agent, an execution agent does not consult advisory agents, and advisory agents do
- * not talk to each other. (Design review of #63, corrections 4 and the roadmap note.)
+ * Edges forbidden whatever a policy says: an advisory agent never reaches an execution agent, and
+ * advisory agents do not talk to each other. An execution agent reaches an advisory agent only
+ * with a consult, which the COO signs on its behalf inside one of its dispatch attempts
+ * (rules/intents/consult-in-dispatch.ts); no other intent.
  */
-const FORBIDDEN: ReadonlyArray<{ from: ActorClass; to: ActorClass; why: string }> = [
+const FORBIDDEN: ReadonlyArray<{ from: ActorClass; to: ActorClass; why: string; except?: readonly Intent[] }> = [
   { from: 'advisory_agent', to: 'execution_agent', why: 'AA->EA is forbidden: advice reaches execution only through a COO decision' },
-  { from: 'execution_agent', to: 'advisory_agent', why: 'EA->AA consults are out of the first slice' },
+  { from: 'execution_agent', to: 'advisory_agent', why: 'an execution agent reaches an advisory agent only with a consult asked inside its dispatch', except: ['aa_consult'] },
   { from: 'advisory_agent', to: 'advisory_agent', why: 'AA->AA cross-checks are out of the first slice' },
 ];
 
@@ -24,27 +25,30 @@ export function classOf(registry: ActorRegistry, actorId: string): ActorClass | 
   return registry.actors.find((actor) => actor.id === actorId)?.class ?? null;
 }
 
-export function forbiddenEdge(fromClass: ActorClass, toClass: ActorClass): string | null {
-  return FORBIDDEN.find((rule) => rule.from === fromClass && rule.to === toClass)?.why ?? null;
+/** Why `intent` (any intent, when not given) may never pass from one class to the other, or null. */
+export function forbiddenEdge(fromClass: ActorClass, toClass: ActorClass, intent?: Intent): string | null {
+  const rule = FORBIDDEN.find((item) => item.from === fromClass && item.to === toClass);
+  if (rule === undefined) return null;
+  return intent !== undefined && rule.except?.includes(intent) === true ? null : rule.why;
 }
 
 export function isCommandIntent(intent: Intent): boolean {
   return COMMAND_INTENTS.has(intent);
 }
 
-/** Throws when the first slice forbids any traffic from `source` to `target`, whatever the intent. */
-export function checkForbiddenEdge(registry: ActorRegistry, source: string, target: string, where: string): void {
+/** Throws when `intent` may never pass from `source` to `target`, whatever a policy says. */
+export function checkForbiddenEdge(registry: ActorRegistry, source: string, target: string, intent: Intent, where: string): void {
   const sourceClass = classOf(registry, source);
   const targetClass = classOf(registry, target);
   if (sourceClass === null) throw new CooError('ACTOR_UNKNOWN', `${where}: source_actor ${source} is not in the registry`, { where });
   if (targetClass === null) throw new CooError('ACTOR_UNKNOWN', `${where}: target_actor ${target} is not in the registry`, { where });
-  const why = forbiddenEdge(sourceClass, targetClass);
+  const why = forbiddenEdge(sourceClass, targetClass, intent);
   if (why !== null) throw new CooError('POLICY_EDGE_FORBIDDEN', `${where}: ${source} -> ${target}: ${why}`, { where });
 }
 
 /** Throws the coded reason when `intent` from `source` to `target` is not allowed. */
 export function checkEdge(registry: ActorRegistry, policy: ActorPolicy, source: string, target: string, intent: Intent, where: string): void {
-  checkForbiddenEdge(registry, source, target, where);
+  checkForbiddenEdge(registry, source, target, intent, where);
   const edges = policy.edges.filter((edge) => matchesPattern(edge.from, source) && matchesPattern(edge.to, target));
   if (edges.length === 0) {
     throw new CooError('POLICY_EDGE_NOT_ALLOWED', `${where}: policy v${policy.version} has no edge ${source} -> ${target}`, { where });
@@ -59,14 +63,14 @@ export function edgeRequires(policy: ActorPolicy, source: string, target: string
   return policy.edges.some((edge) => matchesPattern(edge.from, source) && matchesPattern(edge.to, target) && edge.intents.includes(intent) && edge.requires.includes(requirement));
 }
 
-/** A policy may not open an edge the first slice forbids, for any pair of registered actors. */
+/** A policy may not open an edge forbidden whatever it says, for any pair of registered actors and any intent it lists. */
 export function checkPolicyAgainstRegistry(policy: ActorPolicy, registry: ActorRegistry, where: string): void {
   policy.edges.forEach((edge, index) => {
     for (const from of registry.actors) {
       if (!matchesPattern(edge.from, from.id)) continue;
       for (const to of registry.actors) {
         if (!matchesPattern(edge.to, to.id)) continue;
-        const why = forbiddenEdge(from.class, to.class);
+        const why = edge.intents.map((intent) => forbiddenEdge(from.class, to.class, intent)).find((reason) => reason !== null) ?? null;
         if (why !== null) {
           throw new CooError('POLICY_EDGE_FORBIDDEN', `${where}:edges[${index}]: ${edge.from} -> ${edge.to} would allow ${from.id} -> ${to.id}; ${why}`, {
             where: `${where}:edges[${index}]`,

@@ -59,6 +59,14 @@ export interface MessageRecord {
   readonly approvedRetries?: readonly number[];
   /** The panel the message is a member of (its envelope's `panel.id`), when it is one. */
   readonly panel?: string;
+  // --- Consults an execution agent asks inside a dispatch attempt (rules/intents/consult-in-dispatch.ts).
+  /** Dispatches: the commit the work starts from and the paths it may change; a consult its agent asks is bounded by both. */
+  readonly base?: string;
+  readonly scope?: readonly string[];
+  /** Dispatches: the consults its agent asked, with the attempt each was asked in, in the order asked. */
+  readonly consults?: ReadonlyArray<{ readonly id: string; readonly attempt: number }>;
+  /** Consults: the attempt of the parent dispatch this consult was asked in (`asked_in_attempt`). */
+  readonly askedIn?: number;
 }
 
 /** A panel the ledger holds: one question to several advisory agents (rules/panel.ts). */

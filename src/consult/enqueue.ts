@@ -10,7 +10,7 @@ import { parseDocument } from '../schema/documents.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
-import { oraclePathProblem } from './oracle-inputs.js';
+import { oraclePathProblem } from '../lane/oracle-inputs.js';
 import { pinFiles, resolveCommit, type PinnedFile } from '../lane/pins.js';
 import type { ActorPolicy, PolicyPanel } from '../schema/policy.js';
 import { newPanelId } from '../util/ids.js';

@@ -82,6 +82,8 @@ export interface RetryFacts {
 /** When the next attempt may start, or null when this failure ends the message. */
 export function nextAttemptAt(facts: RetryFacts): string | null {
   const { blocker, record, policy } = facts;
+  // The agent that asked waits for this answer inside its attempt: one attempt; it may ask again.
+  if (facts.message.asked_in_attempt !== undefined) return null;
   const sameClass = TRANSIENT.has(blocker) ? TRANSIENT : MALFORMED.has(blocker) ? MALFORMED : null;
   if (sameClass === null) return null;
   const limit = sameClass === TRANSIENT ? policy.retries.transient_max_attempts : policy.retries.malformed_output_max_attempts;

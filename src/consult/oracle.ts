@@ -9,7 +9,7 @@ import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile } from '../util/executable.js';
 import { environmentSecrets, type Secret } from '../util/scrub.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
-import { dotenvArgumentProblem, oraclePathProblem } from './oracle-inputs.js';
+import { dotenvArgumentProblem, oraclePathProblem } from '../lane/oracle-inputs.js';
 import type { AaTransportEntry } from '../schema/registry.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
 import { planRoute } from './providers/routes.js';

@@ -4,6 +4,7 @@ import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { spentOnMessageUsd } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
+import { checkContextPin } from '../lane/context-pin.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
@@ -20,7 +21,7 @@ import { endRecordedGroup, parseProcessRecord, processStartTime, type ProcessRec
 import type { Scrubber } from '../util/scrub.js';
 import { isoSeconds } from '../util/time.js';
 import { judgeAnswer } from './answer.js';
-import { oraclePathProblem } from './oracle-inputs.js';
+import { oraclePathProblem } from '../lane/oracle-inputs.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
@@ -184,7 +185,7 @@ export class ConsultLane implements RunnerLane {
     if (manifest === null || sha256Ref(manifest) !== message.context_pin.context_manifest_hash) {
       return stopHere('failed', 'stale_context', `${message.context_pin.context_manifest_ref} does not hash to context_manifest_hash`);
     }
-    const pins = await this.ctx.pins.check(message.context_pin.repo_commit_sha, message.context_pin.files);
+    const pins = await checkContextPin(ledger, this.ctx.pins, record, message.context_pin);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
     // What enqueue refuses, refused again for an envelope written by other means: before the claim, unpaid.
     for (const file of pins.files) {
@@ -397,7 +398,7 @@ export class ConsultLane implements RunnerLane {
     const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
     if (attemptFile !== null && harvested !== null) {
       const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
-      const pins = await this.ctx.pins.check(message.context_pin.repo_commit_sha, message.context_pin.files);
+      const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
       const policy = state.policy!.doc;
       const model = attemptFile.model;
       const price = policy.models[model];

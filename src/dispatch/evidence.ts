@@ -11,7 +11,7 @@ import { trackGroup } from '../util/children.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
 import type { EvidenceSummary } from './outcome.js';
-import { outOfScope } from './scope.js';
+import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
 import type { TreeFile } from './git-tree.js';
 import { keyOf, walkWork } from './work-walk.js';

@@ -5,7 +5,7 @@ import { folderOf, idempotencySlot, type LedgerState } from '../authority/state.
 import { readDocument } from '../schema/documents.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import type { CooMessage } from '../schema/message.js';
-import { envelopePath, messageFolder } from './layout.js';
+import { classifyPath, envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
 
 export interface EnvelopeAppendResult {
@@ -17,8 +17,8 @@ export interface EnvelopeAppendResult {
   readonly existing: boolean;
 }
 
-/** Artifacts of a message folder a caller may supply by name. */
-export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml'] as const;
+/** Artifacts of a message folder a caller may supply by name (a snapshot's files are `context/<sha256 hex>`). */
+export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml', 'proposal.yaml', 'context/<sha256 hex>'] as const;
 
 /**
  * An envelope whose bytes depend on the ledger at the head it lands on (the correlation's remaining
@@ -46,7 +46,7 @@ export async function appendEnvelope(
   const folder = messageFolder(message.message_id, message.created_at);
   const extra: NewFile[] = [];
   for (const [name, bytes] of artifacts) {
-    if (!(MESSAGE_ARTIFACTS as readonly string[]).includes(name)) {
+    if (classifyPath(`${folder}/${name}`)?.kind !== 'message_artifact') {
       throw new CooError('USAGE', `artifact ${name} has no place beside an envelope (allowed: ${MESSAGE_ARTIFACTS.join(', ')})`);
     }
     extra.push({ path: `${folder}/${name}`, bytes });

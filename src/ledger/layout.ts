@@ -7,7 +7,7 @@
  *   approvals/YYYY-MM/DD/HH/<approval_id>.yaml(.sig) the CEO's approvals, by hour of created_at
  *   heartbeats/YYYY-MM/DD/HH/SSSSSSSSSS.yaml(.sig)  SSSSSSSSSS = Ledger-Seq of the commit
  *   messages/YYYY-MM/DD/HH/<message_id>/           month, day and hour (UTC) of created_at
- *     envelope.yaml(.sig)  prompt.md  context-manifest.yaml
+ *     envelope.yaml(.sig)  prompt.md  context-manifest.yaml  context/<sha256 hex>  proposal.yaml
  *     claims/NNN.yaml(.sig)  receipts/NNN.yaml(.sig)  artifacts/NNN/<name>
  *   .github/workflows/<name>.yml(.sig)             a forge's check, signed by the CEO (forge files)
  *
@@ -28,10 +28,16 @@ export type PathInfo =
   | { readonly kind: 'envelope'; readonly messageId: string; readonly hour: string; readonly folder: string }
   | { readonly kind: 'claim'; readonly messageId: string; readonly folder: string; readonly attempt: number }
   | { readonly kind: 'receipt'; readonly messageId: string; readonly folder: string; readonly attempt: number }
-  | { readonly kind: 'message_artifact'; readonly messageId: string; readonly folder: string; readonly name: 'prompt.md' | 'context-manifest.yaml' }
+  /**
+   * Beside an envelope: its prompt or task, its context manifest, a snapshot pin's files by their
+   * content's sha256 (`context/<hex>`), an adopted proposal's bytes (`proposal.yaml`).
+   */
+  | { readonly kind: 'message_artifact'; readonly messageId: string; readonly folder: string; readonly name: MessageArtifactName }
   | { readonly kind: 'attempt_artifact'; readonly messageId: string; readonly folder: string; readonly attempt: number; readonly name: string }
   | { readonly kind: 'forge_file'; readonly name: string }
   | { readonly kind: 'signature'; readonly of: string };
+
+export type MessageArtifactName = 'prompt.md' | 'context-manifest.yaml' | 'proposal.yaml' | `context/${string}`;
 
 export type EntryKind = 'trust' | 'kill_switch' | 'approval' | 'heartbeat' | 'envelope' | 'claim' | 'receipt';
 
@@ -78,6 +84,16 @@ export function manifestPath(folder: string): string {
   return `${folder}/context-manifest.yaml`;
 }
 
+/** Where a snapshot pin keeps one file's bytes: named by their sha256, so one name can hold only those bytes. */
+export function snapshotFilePath(folder: string, sha256: string): string {
+  return `${folder}/context/${sha256.replace(/^sha256:/, '')}`;
+}
+
+/** An adopted proposal's bytes, beside the dispatch that adopted it. */
+export function proposalPath(folder: string): string {
+  return `${folder}/proposal.yaml`;
+}
+
 export function claimPath(folder: string, attempt: number): string {
   return `${folder}/claims/${THREE(attempt)}.yaml`;
 }
@@ -110,6 +126,7 @@ const RE = {
   claim: /^claims\/(\d{3})\.yaml$/,
   receipt: /^receipts\/(\d{3})\.yaml$/,
   artifact: /^artifacts\/(\d{3})\/([a-z0-9][a-z0-9._-]{0,63})$/,
+  snapshot: /^context\/[0-9a-f]{64}$/,
   forge: /^\.github\/workflows\/([a-z0-9][a-z0-9._-]{0,63}\.ya?ml)$/,
 };
 
@@ -151,7 +168,8 @@ export function classifyPath(path: string): PathInfo | null {
   const messageId = m[5]!;
   const rest = m[6]!;
   if (rest === 'envelope.yaml') return { kind: 'envelope', messageId, hour: `${m[2]}-${m[3]}T${m[4]}`, folder };
-  if (rest === 'prompt.md' || rest === 'context-manifest.yaml') return { kind: 'message_artifact', messageId, folder, name: rest };
+  if (rest === 'prompt.md' || rest === 'context-manifest.yaml' || rest === 'proposal.yaml') return { kind: 'message_artifact', messageId, folder, name: rest };
+  if (RE.snapshot.test(rest)) return { kind: 'message_artifact', messageId, folder, name: rest as `context/${string}` };
   let r = RE.claim.exec(rest);
   if (r !== null) {
     const attempt = positive(r[1]!);
@@ -196,7 +214,7 @@ export function explainPath(path: string): string {
     if (!new RegExp(`^${MESSAGE_ID}$`).test(id)) {
       return `${JSON.stringify(id)} is not a message id: msg_ and then 26 characters of Crockford's base32 (0-9 and A-Z without I, L, O and U), as a ULID is written, e.g. msg_01JZ3K8W6QF4S2V9X0B1C5D7EA`;
     }
-    return 'a message folder holds envelope.yaml, prompt.md, context-manifest.yaml, claims/NNN.yaml, receipts/NNN.yaml and artifacts/NNN/<name> (lower-case letters, digits, ".", "_" and "-"), each .yaml with its .sig';
+    return 'a message folder holds envelope.yaml, prompt.md, context-manifest.yaml, context/<64 hex digits of a sha256>, proposal.yaml, claims/NNN.yaml, receipts/NNN.yaml, ack.yaml and artifacts/NNN/<name> (lower-case letters, digits, ".", "_" and "-"), each entry .yaml with its .sig';
   }
   if (top === 'trust') return 'trust files are trust/root|registry|policy/NNNNNN.yaml, six digits from 000001';
   if (top === 'control') return 'the kill switch is control/kill-switch/NNNNNN.yaml, six digits from 000001';

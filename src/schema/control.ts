@@ -88,6 +88,8 @@ export type Heartbeat = z.infer<typeof heartbeat>;
 export const contextManifest = z.strictObject({
   schema_version: z.literal('context_manifest.v0'),
   repo_commit_sha: gitSha,
+  /** A snapshot of this dispatch attempt's worktree (the pin's `snapshot_of`); absent: files at `repo_commit_sha`. */
+  snapshot_of: attemptId.optional(),
   files: z
     .array(z.strictObject({ path: relativePath, sha256: sha256Ref, bytes: z.number().int().nonnegative() }))
     .max(1000),

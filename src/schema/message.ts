@@ -20,6 +20,13 @@ export const MESSAGE_SCHEMA = 'coo_message.v0';
 
 export const contextPin = z.strictObject({
   repo_commit_sha: gitSha,
+  /**
+   * The second pin form, a snapshot: the files as they stood in this dispatch attempt's worktree
+   * when its execution agent asked (each file's bytes stored beside the envelope as
+   * `context/<sha256 hex>`), `repo_commit_sha` being the commit that worktree started from. Absent:
+   * the files are read from `repo_commit_sha` itself.
+   */
+  snapshot_of: attemptId.optional(),
   context_manifest_ref: relativePath,
   context_manifest_hash: sha256Ref,
   files: z
@@ -88,6 +95,13 @@ const aaConsult = z.strictObject({
   payload_hash: sha256Ref,
   context_pin: contextPin,
   expected_receipt_schema: z.literal('aa_receipt.v0'),
+  // --- A consult an execution agent asks while it works (EA -> AA), signed by the COO on its behalf.
+  /**
+   * The attempt of the parent dispatch this consult was asked in: its source is that dispatch's
+   * execution agent, its context a snapshot of that attempt's worktree, its cost the dispatch's.
+   * Absent for a consult the COO asks.
+   */
+  asked_in_attempt: positiveInt.max(100).optional(),
 });
 
 /** LifeOS's COO->EA dispatch request fields (coo_ea_dispatch_request.v0), carried inside the shared envelope. */

@@ -173,6 +173,11 @@ export const eaReceipt = z
     usage: usage.nullable(),
     actual_cost_usd: usd,
     warnings: z.array(z.string().regex(/^[a-z_:]{1,64}$/)).max(20),
+    /**
+     * The consults the agent asked during this attempt (EA -> AA), each a message of its own with
+     * its own receipt and cost, in the order asked. Absent in receipts written before the field.
+     */
+    consults: z.array(z.strictObject({ message_id: messageId, receipt: relativePath.nullable() })).max(100).optional(),
   })
   .superRefine((receipt, ctx) => {
     checkStatus(receipt, ctx);

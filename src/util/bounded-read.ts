@@ -28,6 +28,12 @@ export interface BoundedReadOptions {
   readonly maxBytes: number;
   /** Follow a symbolic link at the last component (an operator's own file); never for an agent's. */
   readonly follow?: boolean;
+  /**
+   * Refuse a file reached through a link in any folder on the way, not only at the last
+   * component: the file the descriptor opened must be at exactly `path` (absolute, without links),
+   * as Linux names it (`/proc/self/fd`). For a path inside a folder its writer may still be changing.
+   */
+  readonly exact?: boolean;
 }
 
 /** Reads a regular file whole, or says why not, without ever blocking on or following what is there. */
@@ -42,6 +48,7 @@ export function readBounded(path: string | Buffer, options: BoundedReadOptions):
     return { kind: 'unreadable', code };
   }
   try {
+    if (options.exact === true && fs.readlinkSync(`/proc/self/fd/${fd}`) !== path.toString()) return { kind: 'not_regular', type: 'symlink' };
     const stats = fs.fstatSync(fd);
     if (!stats.isFile()) return { kind: 'not_regular', type: fileType(stats) };
     if (stats.size > options.maxBytes) return { kind: 'too_large', size: stats.size };

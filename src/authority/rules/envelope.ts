@@ -6,7 +6,7 @@ import { canonicalJson } from '../../util/hash.js';
 import { repeatedRequest, requestFingerprint } from '../idempotency.js';
 import { checkEdge, checkForbiddenEdge, classOf, isCommandIntent } from '../policy-check.js';
 import { isRunnerIntent, withinHopLimit } from '../runnable.js';
-import { correlationRemainingUsd, idempotencySlot } from '../state.js';
+import { correlationRemainingUsd, idempotencySlot, type MessageRecord } from '../state.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkFanout } from './fanout.js';
 import { intentRules } from './intent.js';
@@ -29,16 +29,19 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   if (check.message(doc.message_id) !== undefined) {
     throw new CooError('MESSAGE_DUPLICATE', `${where}: message ${doc.message_id} already exists`, { where });
   }
+  const rules = intentRules(doc.intent);
   const holder = check.signerHolder(keyId, where);
-  if (holder.actor !== doc.source_actor) {
+  // Signed by its source, or by the active COO on behalf of a source whose authority the parent chain proves (the intent's rules check the proof).
+  if (holder.actor !== doc.source_actor && (holder.actor !== registry.active_coo || rules.onBehalf?.(doc) !== true)) {
     throw new CooError('SIGNER_WRONG_ACTOR', `${where}: source_actor is ${doc.source_actor} but the key belongs to ${holder.actor}`, { where });
   }
   if (classOf(registry, doc.principal) === null) {
     throw new CooError('ACTOR_UNKNOWN', `${where}: principal ${doc.principal} is not in the registry`, { where });
   }
-  checkForbiddenEdge(registry, doc.source_actor, doc.target_actor, where);
+  checkForbiddenEdge(registry, doc.source_actor, doc.target_actor, doc.intent, where);
   if (isCommandIntent(doc.intent)) {
-    if (doc.source_actor !== registry.active_coo) {
+    // Who commands is who signs: the active COO, in its own name or on an agent's behalf.
+    if (holder.actor !== registry.active_coo) {
       throw new CooError('NOT_ACTIVE_COO', `${where}: ${doc.intent} is command-class; only the active COO ${registry.active_coo} may send it, not ${doc.source_actor}`, { where });
     }
     if (doc.principal !== registry.active_coo) {
@@ -48,7 +51,6 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     throw new CooError('NOT_ACTIVE_COO', `${where}: principal ${doc.principal} is neither the sender nor the active COO`, { where });
   }
   checkEdge(registry, policy, doc.source_actor, doc.target_actor, doc.intent, where);
-  const rules = intentRules(doc.intent);
   rules.target(check, doc, registry, where);
   if (checkChain(check, doc, where)) rules.ancestry?.(check, doc, registry, where);
   checkLimits(check, doc, where);
@@ -59,7 +61,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   const first = repeatedRequest(doc, fingerprint, firstId, firstId === undefined ? undefined : check.message(firstId), where);
   const duplicateOf = first === null ? null : (first.duplicateOf ?? first.id);
   if (first === null) check.idempotency.set(slot, doc.message_id);
-  check.messages.set(doc.message_id, {
+  const record: MessageRecord = {
     id: doc.message_id,
     intent: doc.intent,
     source: doc.source_actor,
@@ -78,7 +80,10 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     attempts: [],
     ...(doc.submitted_via === undefined ? {} : { submittedVia: doc.submitted_via }),
     ...(doc.intent === 'aa_consult' && doc.panel !== undefined ? { panel: doc.panel.id } : {}),
-  });
+    ...rules.record?.(doc),
+  };
+  check.messages.set(doc.message_id, record);
+  if (duplicateOf === null) rules.accepted?.(check, doc, record, where);
 }
 
 /**

@@ -26,6 +26,16 @@ export interface IntentRules<I extends Intent = Intent> {
   ancestry?(check: CommitCheck, doc: MessageOf<I>, registry: ActorRegistry, where: string): void;
   /** The envelope's artifacts and what its lane needs to run it: checked after the limits. */
   envelope?(check: CommitCheck, doc: MessageOf<I>, registry: ActorRegistry, policy: ActorPolicy, folder: string, where: string): void;
+  /**
+   * Whether the active COO may sign this envelope on behalf of its `source_actor`: an actor with no
+   * key of its own in this exchange, whose authority the parent chain proves (the other hooks check
+   * that proof). Absent: an envelope is signed by its source.
+   */
+  onBehalf?(doc: MessageOf<I>): boolean;
+  /** What the intent keeps of its envelope in the message's record, besides the fields every intent keeps. */
+  record?(doc: MessageOf<I>): Partial<MessageRecord>;
+  /** The envelope was accepted and is no repeat of an earlier request: what it does to the records of others (its parent's). */
+  accepted?(check: CommitCheck, doc: MessageOf<I>, record: MessageRecord, where: string): void;
   /** A receipt for one of its attempts; an intent without one takes no receipts. */
   receipt?(check: CommitCheck, entry: EntryFile, info: Extract<PathInfo, { kind: 'receipt' }>, record: MessageRecord, keyId: string): void;
 }

@@ -1,6 +1,7 @@
 import { CooError } from '../../errors.js';
 import { manifestPath, promptPath } from '../../ledger/layout.js';
 import { readDocument } from '../../schema/documents.js';
+import type { ContextManifest } from '../../schema/control.js';
 import type { EaDispatchMessage } from '../../schema/message.js';
 import { canonicalJson } from '../../util/hash.js';
 import type { CommitCheck } from '../commit-check.js';
@@ -17,20 +18,25 @@ export function checkTask(check: CommitCheck, ref: string, hash: string, folder:
   }
 }
 
-/** A context pin's manifest: added with the message, hashed, listing exactly the pinned files, within the policy's limits. */
-export function checkManifest(check: CommitCheck, pin: NonNullable<EaDispatchMessage['context_pin']>, folder: string, where: string): void {
+/**
+ * A context pin's manifest: added with the message, hashed, listing exactly the pinned files (a
+ * snapshot's manifest naming the same attempt), within the policy's limits. Its files, when the
+ * manifest is in this commit.
+ */
+export function checkManifest(check: CommitCheck, pin: NonNullable<EaDispatchMessage['context_pin']>, folder: string, where: string): ContextManifest['files'] | null {
   const policy = check.policy!.doc;
   check.expectArtifact(pin.context_manifest_ref, manifestPath(folder), pin.context_manifest_hash, where);
   const manifestBytes = check.facts.blobs.get(pin.context_manifest_ref);
-  if (manifestBytes === undefined) return;
+  if (manifestBytes === undefined) return null;
   const manifest = readDocument('context_manifest.v0', manifestBytes, pin.context_manifest_ref);
   const pinned = pin.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
   const listed = manifest.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
-  if (manifest.repo_commit_sha !== pin.repo_commit_sha || canonicalJson(pinned) !== canonicalJson(listed)) {
+  if (manifest.repo_commit_sha !== pin.repo_commit_sha || manifest.snapshot_of !== pin.snapshot_of || canonicalJson(pinned) !== canonicalJson(listed)) {
     throw new CooError('CONTEXT_INVALID', `${where}: context_pin and the context manifest disagree`, { where });
   }
   const bytes = manifest.files.reduce((sum, file) => sum + file.bytes, 0);
   if (bytes > policy.limits.max_context_bytes) {
     throw new CooError('POLICY_LIMIT', `${where}: ${bytes} bytes of context exceed ${policy.limits.max_context_bytes}`, { where });
   }
+  return manifest.files;
 }

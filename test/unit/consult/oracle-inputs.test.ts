@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { checkOracleArgs } from '../../../src/consult/oracle.js';
-import { oraclePathProblem } from '../../../src/consult/oracle-inputs.js';
+import { oraclePathProblem } from '../../../src/lane/oracle-inputs.js';
 import { codeOf } from '../../helpers/codes.js';
 
 describe('which pinned names Oracle may be handed', () => {

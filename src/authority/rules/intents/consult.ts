@@ -4,6 +4,7 @@ import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
 import { notePanelMember } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
+import { checkAskedInDispatch, expectSnapshotFiles } from './consult-in-dispatch.js';
 
 /**
  * aa_consult: a question to an advisory agent. Its prompt and context manifest are added with it,
@@ -14,16 +15,35 @@ export const consultRules: IntentRules<'aa_consult'> = {
   target(_check, doc, registry, where) {
     requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
   },
-  envelope(check, doc, _registry, policy, folder, where) {
+  /** The COO signs a consult on behalf of the execution agent that asked it inside its dispatch (consult-in-dispatch.ts proves it). */
+  onBehalf(doc) {
+    return doc.asked_in_attempt !== undefined;
+  },
+  envelope(check, doc, registry, policy, folder, where) {
+    checkAskedInDispatch(check, doc, registry, where);
     checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
-    checkManifest(check, doc.context_pin, folder, where);
+    const manifestFiles = checkManifest(check, doc.context_pin, folder, where);
+    expectSnapshotFiles(check, doc, manifestFiles, folder, where);
     notePanelMember(check, doc, policy, where);
+  },
+  record(doc) {
+    return doc.asked_in_attempt === undefined ? {} : { askedIn: doc.asked_in_attempt };
+  },
+  /** A consult asked in a dispatch attempt is the dispatch's: listed there, its cost charged to the dispatch's budget. */
+  accepted(check, doc, record) {
+    if (doc.asked_in_attempt === undefined || doc.parent_message_id === null) return;
+    const parent = check.message(doc.parent_message_id)!;
+    check.messages.set(parent.id, { ...parent, consults: [...(parent.consults ?? []), { id: record.id, attempt: doc.asked_in_attempt }] });
   },
   receipt(check, entry, info, record, keyId) {
     const where = entry.path;
     const doc = check.read('aa_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
+    // The agent that asked waits for this answer inside its attempt: one attempt, no retry later.
+    if (record.askedIn !== undefined && doc.next_attempt_at !== null) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: a consult asked inside a dispatch attempt takes one attempt; next_attempt_at is null`, { where: `${where}:next_attempt_at` });
+    }
     if (doc.prompt_hash !== record.payloadHash || doc.context_manifest_hash !== record.manifestHash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: prompt_hash or context_manifest_hash differs from the envelope's`, { where });
     }

@@ -114,6 +114,9 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (!isBranchName(doc.dispatch.branch_name) || !isBranchName(attemptBranchFor(doc.dispatch.branch_name, 100))) {
       throw new CooError('SCHEMA_INVALID', `${where}: branch_name ${JSON.stringify(doc.dispatch.branch_name)} is not a branch name git takes`, { where: `${where}:dispatch.branch_name` });
     }
+    if (doc.context_pin?.snapshot_of !== undefined) {
+      throw new CooError('CONTEXT_INVALID', `${where}: a dispatch's context is pinned at its base commit, never a snapshot`, { where: `${where}:context_pin.snapshot_of` });
+    }
     if (doc.context_pin !== null && doc.context_pin.repo_commit_sha !== doc.dispatch.base_ref) {
       throw new CooError('SCHEMA_INVALID', `${where}: the context pin and base_ref name different commits`, { where: `${where}:context_pin.repo_commit_sha` });
     }
@@ -141,15 +144,28 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     }
     check.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
   },
+  /** What a consult its agent asks is bounded by: the base its worktree starts from and the scope it may change. */
+  record(doc) {
+    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths };
+  },
   /**
    * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from
-   * the evidence its runner gathered, its attachments inside the attempt's own artifact folder.
+   * the evidence its runner gathered, its attachments inside the attempt's own artifact folder, and
+   * listing exactly the consults its agent asked in that attempt, each with its receipt.
    */
   receipt(check, entry, info, record, keyId) {
     const where = entry.path;
     const doc = check.read('ea_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
+    const asked = (record.consults ?? []).filter((consult) => consult.attempt === info.attempt).map((consult) => {
+      const consult_ = check.message(consult.id);
+      const last = consult_?.attempts[consult_.attempts.length - 1];
+      return { message_id: consult.id, receipt: last?.receipt?.path ?? null };
+    });
+    if (canonicalJson(doc.consults ?? []) !== canonicalJson(asked)) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: consults must list the ${asked.length} consult(s) the agent asked in attempt ${info.attempt}, in order, each with its latest receipt`, { where: `${where}:consults` });
+    }
     referenceAttemptArtifacts(check, record, info.attempt, doc.attachments, where);
     closeAttempt(check, record, attempt, doc, where);
   },

@@ -3,7 +3,8 @@ import picomatch from 'picomatch';
 /**
  * A dispatch's scope: which paths the work may change. Each entry is a glob relative to the
  * repository root (picomatch, dot files included), and it also covers everything under the folder
- * it names, as git's pathspecs do: `src` (or `src/`) is `src` and `src/**`. Pure.
+ * it names, as git's pathspecs do: `src` (or `src/`) is `src` and `src/**`. Pure. The runner judges
+ * an attempt's changes by it, and the validator a consult the agent asks about its files.
  */
 
 /** One matcher for a scope list. */

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { outOfScope, scopeMatcher } from '../../../src/dispatch/scope.js';
+import { outOfScope, scopeMatcher } from '../../../src/authority/scope.js';
 
 describe('a dispatch scope', () => {
   it('takes a folder as the folder and everything under it, with or without its slash', () => {

@@ -1,0 +1,26 @@
+import { isTerminal, type MessageRecord } from './state.js';
+
+/**
+ * What a dispatch has left for the consults its agent asks (EA -> AA): its budget less what its
+ * attempts cost and what its consults cost or may still cost (an open consult holds its whole
+ * budget until its receipt says what it spent). The validator holds each new consult to it, the
+ * runner offers it as the consult's default budget, and judges the dispatch's own cost against
+ * the rest. Pure.
+ */
+export function dispatchBudgetLeftUsd(dispatch: MessageRecord, messageOf: (id: string) => MessageRecord | undefined): number {
+  const spentOn = (record: MessageRecord): number => record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0);
+  const consults = (dispatch.consults ?? []).reduce((sum, asked) => {
+    const consult = messageOf(asked.id);
+    if (consult === undefined) return sum;
+    const spent = spentOn(consult);
+    return sum + (isTerminal(consult) ? spent : Math.max(spent, consult.maxCostUsd));
+  }, 0);
+  return Math.max(0, dispatch.maxCostUsd - spentOn(dispatch) - consults);
+}
+
+/** What the consults asked in one attempt of a dispatch cost, from their receipts. */
+export function consultsCostUsd(dispatch: MessageRecord, attempt: number, messageOf: (id: string) => MessageRecord | undefined): number {
+  return (dispatch.consults ?? [])
+    .filter((asked) => asked.attempt === attempt)
+    .reduce((sum, asked) => sum + (messageOf(asked.id)?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0), 0);
+}

@@ -1,0 +1,151 @@
+import { realpathSync } from 'node:fs';
+import { join } from 'node:path';
+import { dispatchBudgetLeftUsd } from '../authority/dispatch-budget.js';
+import { scopeMatcher } from '../authority/scope.js';
+import type { LedgerState } from '../authority/state.js';
+import type { PrivateKey } from '../crypto/keys.js';
+import { CooError } from '../errors.js';
+import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
+import { budgetAt, planEnvelope } from '../ledger/envelope-plan.js';
+import { manifestPath, promptPath, snapshotFilePath } from '../ledger/layout.js';
+import type { Ledger } from '../ledger/ledger.js';
+import { contextManifestBytes } from '../lane/context-manifest.js';
+import { oraclePathProblem } from '../lane/oracle-inputs.js';
+import type { PinnedFile } from '../lane/pins.js';
+import { derivedRequestKey } from '../lane/request-key.js';
+import { LIMITS } from '../limits.js';
+import { relativePath } from '../schema/common.js';
+import { parseDocument } from '../schema/documents.js';
+import type { AaConsultMessage, EaDispatchMessage } from '../schema/message.js';
+import { readBounded } from '../util/bounded-read.js';
+import { sha256Ref } from '../util/hash.js';
+
+/**
+ * A consult an execution agent asks while it works (EA -> AA), written by the runner: the files the
+ * agent names, read from its worktree as they stand now and stored in the ledger with their hashes
+ * (a snapshot pin), its question, and a budget out of what the dispatch has left. The COO signs it on
+ * the agent's behalf, with the agent as `source_actor` and the dispatch as its parent; the validator
+ * (authority/rules/intents/consult-in-dispatch.ts) decides whether it may land.
+ */
+
+/** How long an asked consult may wait to start: the runner starts it at once, and nobody waits for one that starts later. */
+export const ASKED_CONSULT_TTL_SECONDS = 60;
+
+/**
+ * The files `paths` names in the attempt's worktree, read now, each a regular file inside the
+ * dispatch's scope reached through no link, within the size bound. A path outside the scope is
+ * refused before anything is read.
+ */
+export function snapshotFiles(worktree: string, paths: readonly string[], scope: readonly string[]): PinnedFile[] {
+  if (paths.length === 0) throw new CooError('USAGE', 'name at least one file of the worktree as context (files)');
+  const unique = [...new Set(paths)];
+  if (unique.length > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${unique.length} files exceed the ${LIMITS.contextFiles}-file limit`);
+  for (const path of unique) {
+    if (!relativePath.safeParse(path).success) throw new CooError('CONTEXT_INVALID', `${JSON.stringify(path)} is not a path relative to the worktree's root`);
+    const problem = oraclePathProblem(path);
+    if (problem !== null) throw new CooError('CONTEXT_INVALID', `${path}: ${problem}`);
+  }
+  const inScope = scopeMatcher(scope);
+  const outside = unique.filter((path) => !inScope(path));
+  if (outside.length > 0) throw new CooError('SCOPE_VIOLATION', `${outside.join(', ')} lie outside the dispatch's scope (${scope.join(', ')}): a consult's context is bounded by it`);
+  const root = realpathSync(worktree);
+  return unique.sort().map((path) => {
+    const read = readBounded(join(root, path), { maxBytes: LIMITS.contextFileBytes, exact: true });
+    switch (read.kind) {
+      case 'file':
+        return { path, sha256: sha256Ref(read.bytes), bytes: read.bytes };
+      case 'not_regular':
+        throw new CooError('CONTEXT_INVALID', `${path} is a ${read.type} in the worktree (or lies behind one): only regular files are context`);
+      case 'too_large':
+        throw new CooError('CONTEXT_INVALID', `${path}: ${read.size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`);
+      case 'unreadable':
+        throw new CooError('CONTEXT_INVALID', `${path} cannot be read in the worktree (${read.code})`);
+    }
+  });
+}
+
+export interface AskedConsultRequest {
+  readonly ledger: Ledger;
+  readonly key: PrivateKey;
+  readonly now: Date;
+  /** The dispatch the agent works on, and the attempt it asks in. */
+  readonly dispatch: EaDispatchMessage;
+  readonly attempt: number;
+  readonly attemptId: string;
+  readonly target: string;
+  readonly question: string;
+  readonly files: readonly PinnedFile[];
+  /** What the consult may cost; by default what the dispatch has left, within the policy's cap for one message. */
+  readonly maxCostUsd?: number;
+}
+
+export interface AskedConsultEnqueued extends EnvelopeAppendResult {
+  readonly envelope: AaConsultMessage;
+}
+
+/** What the dispatch has left for its agent's consults, at `state`. */
+export function askedConsultBudgetUsd(state: LedgerState, dispatchId: string): number {
+  const record = state.messages.get(dispatchId);
+  if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${dispatchId} is not in the ledger`);
+  return dispatchBudgetLeftUsd(record, (id) => state.messages.get(id));
+}
+
+export interface AskedConsultPlan {
+  /** The envelope as written at `head` (its correlation's remaining budget is the ledger's figure there). */
+  readonly envelopeAt: (head: LedgerState) => AaConsultMessage;
+  /** Its artifacts by name in its folder: prompt, manifest, and each snapshotted file as `context/<sha256 hex>`. */
+  readonly artifacts: ReadonlyMap<string, Buffer>;
+}
+
+/** The consult's envelope and artifacts, planned at `state`; nothing is written. */
+export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultRequest, 'ledger'>): AskedConsultPlan {
+  const { key, now, dispatch, files } = request;
+  if (request.question.trim() === '') throw new CooError('USAGE', 'the question is empty');
+  const policy = state.policy?.doc;
+  if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
+  const left = askedConsultBudgetUsd(state, dispatch.message_id);
+  const maxCostUsd = request.maxCostUsd ?? Math.min(left, policy.budgets.max_cost_usd_per_message);
+  if (maxCostUsd <= 0) throw new CooError('BUDGET_EXCEEDED', `${dispatch.message_id} has nothing left of its budget for a consult`);
+  const asked = { lane: 'asked-consult', attempt: request.attemptId, target: request.target, question: request.question, files: files.map((file) => [file.path, file.sha256]), max_cost_usd: request.maxCostUsd ?? null };
+  const plan = planEnvelope(state, key, request.target, { parentMessageId: dispatch.message_id, idempotencyKey: derivedRequestKey(asked), ttlSeconds: Math.min(ASKED_CONSULT_TTL_SECONDS, policy.limits.max_ttl_seconds) }, now, 'asked-consult');
+  const folder = plan.folder;
+  const prompt = Buffer.from(request.question.endsWith('\n') ? request.question : `${request.question}\n`, 'utf8');
+  const manifest = contextManifestBytes(dispatch.dispatch.base_ref, files, request.attemptId);
+  const envelopeAt = (head: LedgerState): AaConsultMessage =>
+    parseDocument(
+      'coo_message.v0',
+      {
+        ...plan.headerAt(head),
+        // The agent asks; the COO signs on its behalf and stays the principal.
+        source_actor: dispatch.target_actor,
+        intent: 'aa_consult',
+        authority_class: 'advisory_only',
+        budget: budgetAt(plan, head, maxCostUsd),
+        prompt_template_version: 'aa_consult_v0',
+        payload_ref: promptPath(folder),
+        payload_hash: sha256Ref(prompt),
+        context_pin: {
+          repo_commit_sha: dispatch.dispatch.base_ref,
+          snapshot_of: request.attemptId,
+          context_manifest_ref: manifestPath(folder),
+          context_manifest_hash: sha256Ref(manifest),
+          files: files.map((file) => ({ path: file.path, sha256: file.sha256 })),
+        },
+        expected_receipt_schema: 'aa_receipt.v0',
+        asked_in_attempt: request.attempt,
+      },
+      'envelope',
+    ) as AaConsultMessage;
+  const artifacts = new Map<string, Buffer>([
+    ['prompt.md', prompt],
+    ['context-manifest.yaml', manifest],
+  ]);
+  for (const file of files) artifacts.set(snapshotFilePath('', file.sha256).slice(1), file.bytes);
+  return { envelopeAt, artifacts };
+}
+
+/** Signs and appends the consult; the same question about the same bytes in the same attempt is the same message. */
+export async function enqueueAskedConsult(request: AskedConsultRequest): Promise<AskedConsultEnqueued> {
+  const plan = planAskedConsult(await request.ledger.state(), request);
+  return appendRequest(request.ledger, plan.envelopeAt, plan.artifacts, request.key, request.now);
+}
