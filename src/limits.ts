@@ -29,6 +29,11 @@ export const LIMITS = {
   subprocessOutputBytes: 2 * 1024 * 1024,
   /** Largest MCP message (one line of the stdio transport) `coo mcp` reads; a longer one ends the session with MCP_MESSAGE_TOO_LARGE. */
   mcpMessageBytes: 10 * 1024 * 1024,
+  /**
+   * Largest call or answer of the consult tool a dispatch attempt's agent is given: one line between
+   * the relay inside the agent's sandbox and the runner (a question, file names, and the answer back).
+   */
+  consultToolBytes: 8 * 1024 * 1024,
   /** How long one git command against a remote (ls-remote, fetch, push, clone) may take before it is killed. */
   remoteGitMs: 120_000,
   /**

@@ -1,6 +1,6 @@
 import { realpathSync } from 'node:fs';
 import { join } from 'node:path';
-import { dispatchBudgetLeftUsd } from '../authority/dispatch-budget.js';
+import { dispatchBudgetLeftUsd } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';

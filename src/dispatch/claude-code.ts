@@ -78,16 +78,19 @@ export class ClaudeCodeExecutor implements Executor {
     return value === undefined || value === '' ? [] : [{ name: 'ANTHROPIC_API_KEY', value }];
   }
 
-  argv(request: ExecutorRequest): string[] {
+  argv(request: ExecutorRequest, mcpConfig?: string): string[] {
     if (Buffer.byteLength(request.prompt) > LIMITS.executorPromptBytes) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: the task is over ${LIMITS.executorPromptBytes} bytes`);
+    const tool = request.consultTool;
     return [
       '-p', request.prompt,
       '--setting-sources', 'user',
+      // Only the MCP servers named here: the agent's consult tool, when it has one.
       '--strict-mcp-config',
+      ...(tool === undefined || mcpConfig === undefined ? [] : ['--mcp-config', mcpConfig]),
       '--no-session-persistence',
       '--permission-mode', 'acceptEdits',
       '--tools', AVAILABLE_TOOLS.join(','),
-      '--allowedTools', (this.config.tools ?? AVAILABLE_TOOLS).join(' '),
+      '--allowedTools', [...(this.config.tools ?? AVAILABLE_TOOLS), ...(tool === undefined ? [] : [`mcp__${tool.server}__consult`])].join(' '),
       ...(this.config.model === undefined ? [] : ['--model', this.config.model]),
       '--output-format', 'stream-json',
       '--verbose',
@@ -100,6 +103,13 @@ export class ClaudeCodeExecutor implements Executor {
     const configDir = join(request.scratch, 'claude-config');
     const tmp = join(request.scratch, 'tmp');
     for (const dir of [home, configDir, tmp]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const tool = request.consultTool;
+    // Claude Code reads its MCP servers from a file: written where the agent cannot write, before it starts.
+    const mcpConfig = tool === undefined ? undefined : join(tool.socketDir, 'mcp.json');
+    if (tool !== undefined && mcpConfig !== undefined) {
+      const [toolCommand, ...args] = tool.command;
+      fs.writeFileSync(mcpConfig, JSON.stringify({ mcpServers: { [tool.server]: { type: 'stdio', command: toolCommand, args } } }), { mode: 0o600 });
+    }
     const env: NodeJS.ProcessEnv = {
       PATH: executorPath(command[0]!),
       HOME: home,
@@ -114,16 +124,18 @@ export class ClaudeCodeExecutor implements Executor {
       DISABLE_ERROR_REPORTING: '1',
       ANTHROPIC_API_KEY: this.source()['ANTHROPIC_API_KEY'] ?? '',
       ...(this.config.baseUrl === undefined ? {} : { ANTHROPIC_BASE_URL: this.config.baseUrl }),
+      // MCP tools are offered at once (not behind tool search), and a consult may take the attempt's time box.
+      ...(tool === undefined ? {} : { ENABLE_TOOL_SEARCH: 'false', MCP_TIMEOUT: '30000', MCP_TOOL_TIMEOUT: String(Math.max(1, Math.ceil(tool.timeoutSeconds)) * 1000) }),
     };
     return runExecutorProcess({
       executor: 'claude_code',
       attemptId: request.attemptId,
-      argv: [...command, ...this.argv(request)],
+      argv: [...command, ...this.argv(request, mcpConfig)],
       cwd: request.worktree,
       env,
       isolation: this.isolation,
       writable: [request.worktree, request.scratch],
-      readOnly: [],
+      readOnly: tool === undefined ? [] : [tool.socketDir],
       hide: this.config.hide ?? [],
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),

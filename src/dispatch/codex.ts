@@ -46,6 +46,25 @@ function toml(value: string): string {
 }
 
 
+/**
+ * The agent's consult tool as Codex configures an MCP server: Codex starts it as its own child and
+ * under approval policy `never` calls its tools only when they are approved in advance.
+ */
+function consultToolConfig(tool: ExecutorRequest['consultTool']): string[] {
+  if (tool === undefined) return [];
+  const [command, ...args] = tool.command;
+  const key = `mcp_servers.${tool.server}`;
+  return [
+    '-c', `${key}.command=${toml(command!)}`,
+    '-c', `${key}.args=[${args.map(toml).join(',')}]`,
+    '-c', `${key}.startup_timeout_sec=30`,
+    '-c', `${key}.tool_timeout_sec=${Math.max(1, Math.ceil(tool.timeoutSeconds))}`,
+    '-c', `${key}.default_tools_approval_mode="approve"`,
+    // The turn starts once the tool is there (or not at all): a model may call it from its first request.
+    '-c', `${key}.required=true`,
+  ];
+}
+
 export class CodexExecutor implements Executor {
   readonly name = 'codex' as const;
   private readonly isolation: 'bwrap' | 'none';
@@ -102,6 +121,7 @@ export class CodexExecutor implements Executor {
       '-c', 'sandbox_workspace_write.network_access=false',
       // Codex hands its own environment to the agent's commands: the provider key is kept from them.
       '-c', `shell_environment_policy.exclude=[${toml(this.providerKeyEnv)}]`,
+      ...consultToolConfig(request.consultTool),
       '--sandbox', 'workspace-write',
       '--cd', request.worktree,
       '--json',
@@ -136,7 +156,7 @@ export class CodexExecutor implements Executor {
       env,
       isolation: this.isolation,
       writable: [request.worktree, request.scratch],
-      readOnly: [],
+      readOnly: request.consultTool === undefined ? [] : [request.consultTool.socketDir],
       hide: this.config.hide ?? [],
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),

@@ -128,7 +128,8 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
     ) as EaDispatchMessage;
   const first = envelopeAt(state);
   // The executor takes the task as one argument: one over the bound would fail only after the claim.
-  const promptBytes = Buffer.byteLength(renderTask(first, task.toString('utf8'), files.map((file) => file.path)));
+  // Bounded as the executor gets it, with the consult tool's line, whether its attempts will offer the tool or not.
+  const promptBytes = Buffer.byteLength(renderTask(first, task.toString('utf8'), files.map((file) => file.path), true));
   if (promptBytes > LIMITS.executorPromptBytes) throw new CooError('USAGE', `the task as the executor gets it (with acceptance, scope, verification and context list) is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
   if (request.approvalId === undefined && edgeRequires(policy, plan.actor, request.target, 'ea_dispatch', 'ceo_approval')) {
     const hash = dispatchRequestHash(first);

@@ -73,6 +73,22 @@ export interface ExecutorRequest {
   readonly maxCostUsd?: number;
   /** Where the executor's process group id is written, so that a runner after a crash can end it. */
   readonly pidFile?: string;
+  /** The agent's consult tool for this attempt, when it has one (dispatch/consult-bridge.ts). */
+  readonly consultTool?: ConsultToolSpec;
+}
+
+/**
+ * The MCP server an executor starts for its agent and names in its own configuration (Codex's
+ * `mcp_servers`, Claude Code's `--mcp-config`): the relay, which reaches the runner through the
+ * socket in `socketDir` (bound read-only into the agent's sandbox) and holds nothing itself.
+ */
+export interface ConsultToolSpec {
+  /** The MCP server's name: its tool is `mcp__<server>__consult` to the agent. */
+  readonly server: string;
+  readonly command: readonly string[];
+  readonly socketDir: string;
+  /** How long one call may take: an answer runs within the attempt's time box. */
+  readonly timeoutSeconds: number;
 }
 
 export interface ExecutorRun {

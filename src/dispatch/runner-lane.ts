@@ -28,12 +28,29 @@ import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
 import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
+import { CONSULT_TOOL_SERVER, openConsultBridge } from './consult-bridge.js';
+import { answerConsultCall } from './consult-tool.js';
+import { attemptConsults, consultsCostUsd } from '../authority/dispatch-consults.js';
+import { matchesPattern } from '../authority/policy-check.js';
+import { cliEntryPoint } from '../assets.js';
+import type { AskedConsults } from '../lane/runner-lane.js';
 
-/** What the dispatch lane needs besides what the runner lends every lane: how executors start, and the forge. */
+
+/** What the dispatch lane needs besides what the runner lends every lane: how executors start, the forge, and the consult lane. */
 export interface DispatchLaneOptions {
   readonly executors: ExecutorFactory;
   /** How a succeeded dispatch that asks for it (`open_pr`) becomes a pull request; absent, none is opened. */
   readonly pullRequests?: PullRequestConfig;
+  /** How the consults an agent asks run (the runner lends the consult lane); absent, agents get no consult tool. */
+  readonly consults?: AskedConsults;
+  /** The command of the agent's consult tool (`coo consult-relay`); the built coo's by default. */
+  readonly consultRelay?: readonly string[];
+}
+
+/** The built coo's consult relay, when there is a built coo to run. */
+function defaultConsultRelay(): string[] | null {
+  const entry = cliEntryPoint();
+  return fs.existsSync(entry) ? [process.execPath, entry, 'consult-relay'] : null;
 }
 
 /** The runner's forge credentials and endpoints: the executor never sees them. */
@@ -206,7 +223,8 @@ export class DispatchLane implements RunnerLane {
     // A missing executor is the runner's configuration, not the dispatch's fault: it stays queued.
     executor.check();
     // The executor takes the task as one argument: a task over the bound is refused before anything is claimed or paid for.
-    const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? []);
+    const relay = this.consultRelayFor(state, message);
+    const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? [], relay !== null);
     const promptBytes = Buffer.byteLength(prompt);
     if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
     if (!(await this.ctx.claim(record, attempt, now))) return false;
@@ -216,7 +234,7 @@ export class DispatchLane implements RunnerLane {
     const branch = attemptBranchFor(message.dispatch.branch_name, attempt);
     const out: AttemptOutcome = { worktree: null, noWorktree: null, run: null, gathered: null, error: null, scrub: null, interrupted: null };
     try {
-      await this.runAttempt(out, { message, attempt, attemptId, folder, branch, executor, prompt, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, actor: state.registry!.doc.active_coo });
+      await this.runAttempt(out, { message, attempt, attemptId, folder, branch, executor, prompt, relay, timeoutSeconds: decision.timeoutSeconds, maxCostUsd: decision.maxCostUsd, actor: state.registry!.doc.active_coo });
     } catch (error) {
       // Whatever went wrong inside the attempt is the runner's: it ends in a failed receipt with what is known.
       out.error = { code: isCooError(error) ? error.code : 'INTERNAL', message: describeError(error) };
@@ -253,6 +271,8 @@ export class DispatchLane implements RunnerLane {
       readonly branch: string;
       readonly executor: ReturnType<ExecutorFactory>;
       readonly prompt: string;
+      /** The agent's consult tool's command, when the attempt offers one. */
+      readonly relay: readonly string[] | null;
       readonly timeoutSeconds: number;
       readonly maxCostUsd: number;
       readonly actor: string;
@@ -273,13 +293,33 @@ export class DispatchLane implements RunnerLane {
       out.interrupted = `the runner was stopped (${stoppedFirst}) before ${executor.name} started; nothing ran`;
       return;
     }
+    // The agent's consult tool: the runner listens; the executor starts the relay that reaches it.
+    const consults = this.options.consults;
+    const worktree = out.worktree.path;
+    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree }, request));
     this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
-    const running = executor.run({ attemptId: a.attemptId, worktree: out.worktree.path, scratch: folder.scratch, prompt: a.prompt, timeoutSeconds: a.timeoutSeconds, maxCostUsd: a.maxCostUsd, pidFile: folder.pidPath });
-    failpoint('during-executor');
+    let ran: ExecutorRun;
+    try {
+      const running = executor.run({
+        attemptId: a.attemptId,
+        worktree: out.worktree.path,
+        scratch: folder.scratch,
+        prompt: a.prompt,
+        timeoutSeconds: a.timeoutSeconds,
+        maxCostUsd: a.maxCostUsd,
+        pidFile: folder.pidPath,
+        ...(bridge === null || a.relay === null ? {} : { consultTool: { server: CONSULT_TOOL_SERVER, command: [...a.relay, '--socket', bridge.socket], socketDir: bridge.dir, timeoutSeconds: a.timeoutSeconds } }),
+      });
+      failpoint('during-executor');
+      ran = await running;
+    } finally {
+      // A consult asked before the agent was gone still lands with its receipt: the dispatch's receipt lists it.
+      await bridge?.close();
+    }
     // What the executor said is scrubbed of the key it was handed and of the runner's paths before anything reads it.
     const scrub = this.ctx.scrubber.with(executor.handedSecrets(), [{ name: 'worktree', path: out.worktree.path }, { name: 'attempt', path: folder.root }]);
     out.scrub = scrub;
-    const run = scrub.value(await running);
+    const run = scrub.value(ran);
     out.run = run;
     this.ctx.onEvent({ type: 'executor_ended', messageId: message.message_id, attempt, exitCode: run.exitCode, killedBy: run.killedBy, elapsedMs: run.elapsedMs });
     const stoppedBy = this.ctx.stoppedBy();
@@ -302,6 +342,18 @@ export class DispatchLane implements RunnerLane {
       keepCheckout: true,
     });
     this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: out.gathered.verification.length, failed: out.gathered.verification.filter((result) => result.exitCode !== 0).length });
+  }
+
+  /**
+   * The command of the agent's consult tool, when its attempt offers one: the agent may consult at
+   * all (the policy in force has an edge from it carrying consults), and the runner has the consult
+   * lane and a relay to start. Null: the agent gets no tool.
+   */
+  private consultRelayFor(state: LedgerState, message: EaDispatchMessage): readonly string[] | null {
+    if (this.options.consults === undefined) return null;
+    const policy = state.policy?.doc;
+    if (policy?.edges.some((edge) => matchesPattern(edge.from, message.target_actor) && edge.intents.includes('aa_consult')) !== true) return null;
+    return this.options.consultRelay ?? defaultConsultRelay();
   }
 
   /**
@@ -402,7 +454,8 @@ export class DispatchLane implements RunnerLane {
     const now = this.ctx.clock();
     const scrub = out.scrub ?? this.ctx.scrubber;
     const path = receiptPath(folderOf(record), attempt);
-    const commitReceipt = async (doc: EaReceipt, files: NewFile[]): Promise<{ doc: EaReceipt; path: string; sha256: string }> => {
+    const commitReceipt = async (built: EaReceipt, files: NewFile[]): Promise<{ doc: EaReceipt; path: string; sha256: string }> => {
+      const doc = await this.withConsults(built, record.id, attempt);
       const bytes = Buffer.from(toYaml(doc));
       files.push({ path, bytes });
       const codes = doc.blockers.map((blocker) => blocker.code);
@@ -423,13 +476,15 @@ export class DispatchLane implements RunnerLane {
     const attemptId = attemptIdOf(record, attempt);
     const costUsd = costOf(run.facts.usage, this.priceOf(state, model));
     const gathered = out.gathered;
+    // What the agent's consults cost came out of the same budget: the run's own cost is judged against the rest.
+    const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
     const decision = decideDispatch({
       expected: { executor: message.dispatch.executor, attemptId },
       attemptTerminal: latest.attempts[attempt - 1]?.receipt != null || isTerminal(latest),
       run,
       evidence: gathered?.summary ?? null,
       costUsd,
-      maxCostUsd,
+      maxCostUsd: Math.max(0, maxCostUsd - consultsUsd),
       baseSha: message.dispatch.base_ref,
       runnerError: out.error,
     });
@@ -492,6 +547,14 @@ export class DispatchLane implements RunnerLane {
     return commitReceipt(doc, files);
   }
 
+  /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */
+  private async withConsults(doc: EaReceipt, messageId: string, attempt: number): Promise<EaReceipt> {
+    const state = await this.ctx.ledger.state();
+    const record = state.messages.get(messageId);
+    const consults = record === undefined ? [] : attemptConsults(record, attempt, (id) => state.messages.get(id));
+    return consults.length === 0 ? doc : { ...doc, consults };
+  }
+
   private priceOf(state: LedgerState, model: string): { inputPerMillion: number; outputPerMillion: number } | null {
     const price = state.policy?.doc.models[model];
     return price === undefined ? null : { inputPerMillion: price.input_usd_per_million, outputPerMillion: price.output_usd_per_million };
@@ -540,7 +603,8 @@ export class DispatchLane implements RunnerLane {
       status: 'failed',
       blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
     });
-    await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
+    const listed = await this.withConsults(receipt, record.id, last.number);
+    await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(listed)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, last.number, 'failed', ['interrupted'], null);
     removeTree(folder.root);
     await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);

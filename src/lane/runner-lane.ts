@@ -85,6 +85,8 @@ export interface LaneContext<E> {
   publishReceipt(files: NewFile[], summary: string, now: Date): Promise<ReceiptOutcome>;
   /** A plain signed commit of the runner's. */
   commit(files: NewFile[], summary: string, now: Date): Promise<void>;
+  /** A write of the lane's own built on `Ledger.append` (an envelope): on the ledger, or published through the remote. */
+  write<R>(write: (ledger: Ledger) => Promise<R>): Promise<R>;
   /** A receipt landed on the ledger. */
   onReceipt(messageId: string, attempt: number, status: ReceiptStatus, blockers: readonly BlockerCode[], retryAt: string | null): void;
   onEvent(event: E): void;
@@ -92,4 +94,14 @@ export interface LaneContext<E> {
   stoppedBy(): string | null;
   /** Whether the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts): they are not started. */
   isHeld(target: string): boolean;
+}
+
+/**
+ * The consult lane as a dispatch attempt's consult tool uses it, lent by the runner (the dispatch
+ * lane does not import the consult lane): a consult the agent asked runs at once, through the
+ * consult lane's own attempt, while the agent waits for its answer.
+ */
+export interface AskedConsults {
+  /** Runs the first attempt of consult `messageId` now, or waits for the runner that claimed it first; resolves once its receipt is on the ledger or its time is up. */
+  run(messageId: string): Promise<void>;
 }

@@ -13,6 +13,12 @@ export type ScriptTurn =
   | { readonly kind: 'shell'; readonly cmd: string }
   /** An `apply_patch` body (the lines between `*** Begin Patch` and `*** End Patch`). */
   | { readonly kind: 'patch'; readonly patch: string }
+  /**
+   * A call of an MCP server's tool (the namespace `mcp__<server>`). Codex starts MCP servers beside
+   * its first request: until the server's tools are offered, the model has Codex wait a second and
+   * asks again, without taking the turn.
+   */
+  | { readonly kind: 'mcp'; readonly server: string; readonly tool: string; readonly args: Record<string, unknown> }
   /** The final answer: the turn ends. */
   | { readonly kind: 'message'; readonly text: string }
   /** Accept the request and never answer. */
@@ -58,6 +64,16 @@ function toolOutputsOf(body: Record<string, unknown>): string[] {
     .map((item) => (typeof item['output'] === 'string' ? item['output'] : JSON.stringify(item['output'] ?? null)));
 }
 
+/** What the model does while an MCP server's tools are not offered yet: Codex waits a second. */
+const WAIT_FOR_TOOLS = { kind: 'shell', cmd: 'sleep 1' } as const;
+
+/** The tool names and namespaces a request offers. */
+function toolsOf(body: Record<string, unknown>): string[] {
+  const tools = body['tools'];
+  // A function or namespace has a name; tool search is named by its type.
+  return Array.isArray(tools) ? tools.map((tool) => (tool !== null && typeof tool === 'object' ? String((tool as { name?: unknown; type?: unknown }).name ?? (tool as { type?: unknown }).type ?? '') : '')) : [];
+}
+
 function itemsFor(turn: ScriptTurn, n: number): Array<Record<string, unknown>> {
   switch (turn.kind) {
     case 'shell':
@@ -66,6 +82,8 @@ function itemsFor(turn: ScriptTurn, n: number): Array<Record<string, unknown>> {
       const cmd = `apply_patch <<'PATCH'\n*** Begin Patch\n${turn.patch.replace(/\n?$/, '\n')}*** End Patch\nPATCH`;
       return [{ type: 'function_call', id: `fc_${n}`, name: 'exec_command', call_id: `call_${n}`, arguments: JSON.stringify({ cmd }) }];
     }
+    case 'mcp':
+      return [{ type: 'function_call', id: `fc_${n}`, namespace: `mcp__${turn.server}`, name: turn.tool, call_id: `call_${n}`, arguments: JSON.stringify(turn.args) }];
     case 'message':
     case 'drop':
       return [{ type: 'message', id: `msg_${n}`, role: 'assistant', status: 'completed', content: [{ type: 'output_text', text: turn.text, annotations: [] }] }];
@@ -107,8 +125,13 @@ export async function startScriptedResponsesServer(initial: readonly ScriptTurn[
         return;
       }
       const toolOutputs = toolOutputsOf(body);
-      const turn = script[perSession ? toolOutputs.length : next] ?? null;
-      next += 1;
+      const scripted = script[perSession ? toolOutputs.length : next] ?? null;
+      // An MCP call waits (a second at a time, at most a minute) until the request offers the server's
+      // tools: outright, or behind Codex's tool search (models that have it get MCP tools that way).
+      const offered = scripted?.kind !== 'mcp' || toolsOf(body).includes(`mcp__${scripted.server}`) || toolsOf(body).includes('tool_search');
+      const waits = calls.filter((call) => call.turn?.kind === 'shell' && call.turn.cmd === WAIT_FOR_TOOLS.cmd).length;
+      const turn = offered || waits >= 60 ? scripted : WAIT_FOR_TOOLS;
+      if (turn === scripted) next += 1;
       const n = calls.push({ path: url.pathname, model: typeof body['model'] === 'string' ? body['model'] : null, toolOutputs, turn });
       if (turn === null) {
         sendJsonError(res, 500, 'server_error', 'the script has no more turns');

@@ -51,7 +51,7 @@ export type RunnerEvent =
   | DispatchEvent;
 
 /** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
-export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'>;
+export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'> & Partial<Pick<RemoteLedger, 'write'>>;
 
 /** Runners through a remote pick their next work among this many of the oldest ready messages. */
 const REMOTE_PICK_WINDOW = 4;
@@ -88,6 +88,11 @@ export interface RunnerOptions {
   readonly remote?: RunnerRemote;
   /** Seconds past an attempt's runtime budget before another runner may take it over (remote only; default 60). */
   readonly leaseGraceSeconds?: number;
+  /**
+   * The command a dispatch attempt's executor runs as its agent's consult tool (an MCP server on
+   * stdio: `coo consult-relay`, to which `--socket PATH` is added); the built coo by default.
+   */
+  readonly consultRelay?: readonly string[];
   /**
    * Targets whose lane cannot run here (runner/startup.ts: a provider key or an executor is missing),
    * with why: their messages stay queued and unclaimed, and the reason was said once at start.
@@ -173,15 +178,53 @@ export class Runner {
       claim: (record, attempt, now, receipt) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
       commit: (files, summary, now) => this.commit(files, summary, now),
+      write: (write) => this.write(write),
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy,
       isHeld: (target) => this.options.waiting?.has(target) === true,
     };
+    const consults = new ConsultLane(context, options.transport);
     this.lanes = new Map<Intent, RunnerLane>([
-      ['aa_consult', new ConsultLane(context, options.transport)],
-      ['ea_dispatch', new DispatchLane(context, { executors: options.executors ?? executorFactory({ hide }), ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }) })],
+      ['aa_consult', consults],
+      [
+        'ea_dispatch',
+        new DispatchLane(context, {
+          executors: options.executors ?? executorFactory({ hide }),
+          ...(options.pullRequests === undefined ? {} : { pullRequests: options.pullRequests }),
+          // The consults a dispatch's agent asks run through the consult lane, at once, while it waits.
+          consults: { run: (messageId) => this.runAsked(consults, messageId) },
+          ...(options.consultRelay === undefined ? {} : { consultRelay: options.consultRelay }),
+        }),
+      ],
     ]);
+  }
+
+  /**
+   * A consult a dispatch's agent asked: its first attempt runs now, through the consult lane, while
+   * the dispatch attempt waits for it. When another runner claimed it first, this waits for that
+   * runner's receipt, until the consult's deadline.
+   */
+  private async runAsked(lane: RunnerLane, messageId: string): Promise<void> {
+    for (;;) {
+      if (this.options.remote !== undefined) await this.options.remote.sync().catch(() => undefined);
+      const state = await this.options.ledger.state();
+      const record = state.messages.get(messageId);
+      if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${messageId} is not in the ledger`);
+      const work = nextWork(record, this.clock());
+      if (work.kind === 'none' || work.kind === 'wait') return;
+      if (work.kind === 'attempt' && (await lane.attempt(state, record))) return;
+      const message = await readMessage(this.options.ledger, record);
+      if (this.clock().getTime() > Date.parse(message.deadline_at) || this.stoppedBy !== null) return;
+      await new Promise((resolve) => setTimeout(resolve, this.options.remote === undefined ? 200 : 2000));
+    }
+  }
+
+  /** A write of a lane's own (an envelope), on the ledger or published through the remote. */
+  private async write<R>(write: (ledger: Ledger) => Promise<R>): Promise<R> {
+    if (this.options.remote === undefined) return write(this.options.ledger);
+    if (this.options.remote.write === undefined) throw new CooError('INTERNAL', "the runner's remote cannot publish a write of its own");
+    return (await this.options.remote.write(write)).result;
   }
 
   /** The lane that runs `record`'s intent. */

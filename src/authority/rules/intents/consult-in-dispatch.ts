@@ -2,7 +2,7 @@ import { CooError } from '../../../errors.js';
 import { snapshotFilePath } from '../../../ledger/layout.js';
 import type { AaConsultMessage } from '../../../schema/message.js';
 import type { ActorRegistry } from '../../../schema/registry.js';
-import { dispatchBudgetLeftUsd } from '../../dispatch-budget.js';
+import { dispatchBudgetLeftUsd } from '../../dispatch-consults.js';
 import { classOf } from '../../policy-check.js';
 import { scopeMatcher } from '../../scope.js';
 import type { MessageRecord } from '../../state.js';

@@ -4,6 +4,7 @@ import { toMillis } from '../../../schema/common.js';
 import { canonicalJson, sha256Ref } from '../../../util/hash.js';
 import { classOf, edgeRequires } from '../../policy-check.js';
 import { attemptIdOf } from '../../runnable.js';
+import { attemptConsults } from '../../dispatch-consults.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
@@ -158,11 +159,7 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     const doc = check.read('ea_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
-    const asked = (record.consults ?? []).filter((consult) => consult.attempt === info.attempt).map((consult) => {
-      const consult_ = check.message(consult.id);
-      const last = consult_?.attempts[consult_.attempts.length - 1];
-      return { message_id: consult.id, receipt: last?.receipt?.path ?? null };
-    });
+    const asked = attemptConsults(record, info.attempt, (id) => check.message(id));
     if (canonicalJson(doc.consults ?? []) !== canonicalJson(asked)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: consults must list the ${asked.length} consult(s) the agent asked in attempt ${info.attempt}, in order, each with its latest receipt`, { where: `${where}:consults` });
     }

@@ -1,5 +1,7 @@
 import { isTerminal, type MessageRecord } from './state.js';
 
+/** The consults a dispatch's agent asks (EA -> AA), as the validator and the runner both count them. Pure. */
+
 /**
  * What a dispatch has left for the consults its agent asks (EA -> AA): its budget less what its
  * attempts cost and what its consults cost or may still cost (an open consult holds its whole
@@ -23,4 +25,14 @@ export function consultsCostUsd(dispatch: MessageRecord, attempt: number, messag
   return (dispatch.consults ?? [])
     .filter((asked) => asked.attempt === attempt)
     .reduce((sum, asked) => sum + (messageOf(asked.id)?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0), 0);
+}
+
+/** The consults asked in one attempt of a dispatch, in the order asked, each with its latest receipt: what that attempt's ea_receipt lists. */
+export function attemptConsults(dispatch: MessageRecord, attempt: number, messageOf: (id: string) => MessageRecord | undefined): Array<{ message_id: string; receipt: string | null }> {
+  return (dispatch.consults ?? [])
+    .filter((asked) => asked.attempt === attempt)
+    .map((asked) => {
+      const consult = messageOf(asked.id);
+      return { message_id: asked.id, receipt: consult?.attempts[consult.attempts.length - 1]?.receipt?.path ?? null };
+    });
 }

@@ -1,0 +1,146 @@
+import * as fs from 'node:fs';
+import { createConnection, createServer, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { CooError, isCooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { removeTree } from '../util/remove-tree.js';
+
+/**
+ * The pipe between a dispatch attempt's consult tool and the runner. The agent's executor starts
+ * the tool's MCP server (`coo consult-relay`) itself, inside the agent's sandbox, where it holds no
+ * key and reaches no provider: it forwards each call, as one line of JSON, over a unix socket the
+ * runner listens on outside the sandbox, and hands back the runner's one-line answer. The runner
+ * signs and pays; the agent's process tree never holds the COO key or the advisory agent's
+ * provider key. A socket, not the executor's stdio: the executor owns the MCP server's stdio.
+ */
+
+/** The consult tool's MCP server as executors name it: the agent calls `mcp__coo__consult`. */
+export const CONSULT_TOOL_SERVER = 'coo';
+
+export type BridgeReply = { readonly ok: true; readonly text: string; readonly result: Record<string, unknown> } | { readonly ok: false; readonly code: string; readonly message: string };
+
+export interface ConsultBridge {
+  /** Where the relay connects: in a private folder of its own, short enough for a socket's name. */
+  readonly socket: string;
+  /** The folder that holds it, which the agent's sandbox sees read-only. */
+  readonly dir: string;
+  /** Stops taking calls, waits for the one in flight, and removes the socket. */
+  close(): Promise<void>;
+}
+
+/** Reads one line of at most LIMITS.consultToolBytes from a socket. */
+function readLine(socket: Socket): Promise<string> {
+  return new Promise((resolve, reject) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    const onData = (chunk: Buffer): void => {
+      const end = chunk.indexOf(0x0a);
+      const part = end === -1 ? chunk : chunk.subarray(0, end);
+      size += part.length;
+      if (size > LIMITS.consultToolBytes) {
+        cleanup();
+        reject(new CooError('MCP_MESSAGE_TOO_LARGE', `a consult tool message is over ${LIMITS.consultToolBytes} bytes`));
+        return;
+      }
+      chunks.push(part);
+      if (end !== -1) {
+        cleanup();
+        resolve(Buffer.concat(chunks).toString('utf8'));
+      }
+    };
+    const onEnd = (): void => {
+      // An ended or destroyed connection: the call never came whole.
+      cleanup();
+      reject(new CooError('USAGE', 'the consult tool closed before a whole line'));
+    };
+    const cleanup = (): void => {
+      socket.off('data', onData);
+      socket.off('end', onEnd);
+      socket.off('error', onEnd);
+      socket.off('close', onEnd);
+    };
+    socket.on('data', onData);
+    socket.on('end', onEnd);
+    socket.on('error', onEnd);
+    socket.on('close', onEnd);
+  });
+}
+
+/**
+ * Listens for the attempt's consult calls. Calls are answered one at a time, in the order they
+ * came: an attempt's consults are charged to one budget, one after the other.
+ */
+export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>): Promise<ConsultBridge> {
+  const dir = fs.mkdtempSync(join(tmpdir(), 'coo-consult-'));
+  const socket = join(dir, 's');
+  let queue: Promise<void> = Promise.resolve();
+  /** Connections whose call has not been read yet: ended when the bridge closes, so none holds it open. */
+  const waiting = new Set<Socket>();
+  let closing = false;
+  const server = createServer((client) => {
+    client.on('error', () => undefined);
+    if (closing) {
+      client.destroy();
+      return;
+    }
+    waiting.add(client);
+    client.once('close', () => waiting.delete(client));
+    queue = queue.then(async () => {
+      if (client.destroyed) return;
+      let reply: BridgeReply;
+      try {
+        const line = await readLine(client);
+        waiting.delete(client);
+        let request: unknown;
+        try {
+          request = JSON.parse(line);
+        } catch {
+          throw new CooError('USAGE', 'a consult tool call is one line of JSON');
+        }
+        reply = await handle(request);
+      } catch (error) {
+        reply = isCooError(error) ? { ok: false, code: error.code, message: error.message } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
+      }
+      if (!client.destroyed) client.end(`${JSON.stringify(reply)}\n`);
+    });
+  });
+  await new Promise<void>((resolve, reject) => {
+    server.once('error', reject);
+    server.listen(socket, () => resolve());
+  });
+  fs.chmodSync(socket, 0o600);
+  return {
+    socket,
+    dir,
+    async close() {
+      closing = true;
+      const closed = new Promise<void>((resolve) => server.close(() => resolve()));
+      for (const client of waiting) client.destroy();
+      await closed;
+      await queue;
+      removeTree(dir);
+    },
+  };
+}
+
+/** The relay's side: one call, one answer. */
+export function callConsultBridge(socket: string, request: Record<string, unknown>): Promise<BridgeReply> {
+  return new Promise((resolve) => {
+    const client = createConnection(socket);
+    const fail = (message: string): void => resolve({ ok: false, code: 'INTERNAL', message });
+    client.on('error', (error) => fail(`the runner's consult tool cannot be reached: ${error.message}`));
+    client.on('connect', () => client.write(`${JSON.stringify(request)}\n`));
+    readLine(client).then(
+      (line) => {
+        client.destroy();
+        try {
+          resolve(JSON.parse(line) as BridgeReply);
+        } catch {
+          fail('the runner answered with something that is not JSON');
+        }
+      },
+      (error: unknown) => fail(error instanceof Error ? error.message : String(error)),
+    );
+  });
+}

@@ -1,0 +1,84 @@
+import { z } from 'zod';
+import { CooError } from '../errors.js';
+import type { AskedConsults, LaneContext } from '../lane/runner-lane.js';
+import { quoteUntrusted, untrustedNotice } from '../mcp/untrusted.js';
+import { actorId } from '../schema/common.js';
+import { readDocument } from '../schema/documents.js';
+import type { EaDispatchMessage } from '../schema/message.js';
+import { enqueueAskedConsult, snapshotFiles } from './asked-consult.js';
+import type { BridgeReply } from './consult-bridge.js';
+
+/**
+ * What a dispatch attempt's `consult` tool does with one call, in the runner: the agent names an
+ * advisory agent, a question and files of its worktree; the runner snapshots the files, writes the
+ * consult (the validator decides whether it may land: edge, scope, budget, hops, the attempt still
+ * open), runs it through the consult lane, and hands the answer back quoted as untrusted data. A
+ * call refused before it lands costs nothing: it comes back as a coded tool error.
+ */
+
+/** The tool's arguments, as the agent gives them (the relay's input schema says the same). */
+export const consultToolArgs = z.strictObject({
+  to: actorId.describe('the advisory agent to ask, e.g. aa.chatgpt'),
+  question: z.string().min(1).max(100_000).describe('what to ask'),
+  files: z.array(z.string().min(1).max(512)).min(1).max(200).describe("files of your worktree, relative to its root and inside the task's scope, sent as they are now"),
+  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("at most this much for the answer (default: what the dispatch's budget has left)"),
+});
+
+export interface ConsultToolCall {
+  readonly ctx: Pick<LaneContext<unknown>, 'ledger' | 'key' | 'clock' | 'write'>;
+  readonly consults: AskedConsults;
+  readonly dispatch: EaDispatchMessage;
+  readonly attempt: number;
+  readonly attemptId: string;
+  readonly worktree: string;
+}
+
+/** Answers one call of the consult tool; every refusal is a coded reply, never a throw. */
+export async function answerConsultCall(call: ConsultToolCall, request: unknown): Promise<BridgeReply> {
+  const parsed = consultToolArgs.safeParse(request);
+  if (!parsed.success) {
+    const issue = parsed.error.issues[0];
+    throw new CooError('USAGE', `${issue?.path.join('.') || 'arguments'}: ${issue?.message ?? 'invalid'}`);
+  }
+  const args = parsed.data;
+  const { ctx, dispatch } = call;
+  const files = snapshotFiles(call.worktree, args.files, dispatch.dispatch.scope_paths);
+  const queued = await ctx.write((ledger) =>
+    enqueueAskedConsult({
+      ledger,
+      key: ctx.key,
+      now: ctx.clock(),
+      dispatch,
+      attempt: call.attempt,
+      attemptId: call.attemptId,
+      target: args.to,
+      question: args.question,
+      files,
+      ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+    }),
+  );
+  await call.consults.run(queued.messageId);
+  const record = (await ctx.ledger.state()).messages.get(queued.messageId);
+  const receiptPath = record?.attempts[record.attempts.length - 1]?.receipt?.path ?? null;
+  if (record === undefined || receiptPath === null) {
+    return { ok: true, text: `consult ${queued.messageId} to ${args.to} has no receipt yet; its answer will not reach this attempt`, result: { message_id: queued.messageId, status: 'queued', blockers: [], cost_usd: 0, answer: null } };
+  }
+  const bytes = await ctx.ledger.readFile(receiptPath);
+  if (bytes === null) throw new CooError('NOT_FOUND', `${receiptPath} is missing`);
+  const receipt = readDocument('aa_receipt.v0', bytes, receiptPath);
+  const answer = receipt.output_ref === null || receipt.status !== 'succeeded' ? null : await ctx.ledger.readFile(receipt.output_ref);
+  const quoted = answer === null ? null : quoteUntrusted(answer.toString('utf8'));
+  const blockers = receipt.blockers.map((blocker) => blocker.code);
+  const head = `consult ${queued.messageId} to ${args.to}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}, cost ${receipt.actual_cost_usd.toFixed(6)} USD, charged to dispatch ${dispatch.message_id}`;
+  return {
+    ok: true,
+    text: quoted === null ? head : `${head}\n\n${untrustedNotice(quoted.boundary)}\n\n${quoted.text}\n`,
+    result: {
+      message_id: queued.messageId,
+      status: receipt.status,
+      blockers,
+      cost_usd: receipt.actual_cost_usd,
+      answer: quoted === null ? null : { advisory: true, untrusted: true, boundary: quoted.boundary, path: receipt.output_ref, text: quoted.text },
+    },
+  };
+}

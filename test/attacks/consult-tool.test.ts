@@ -1,0 +1,101 @@
+import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { Client } from '@modelcontextprotocol/sdk/client/index.js';
+import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
+import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
+import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { openConsultBridge, type ConsultBridge } from '../../src/dispatch/consult-bridge.js';
+import { answerConsultCall } from '../../src/dispatch/consult-tool.js';
+import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import type { EaDispatchMessage } from '../../src/schema/message.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { attemptIdFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { attack } from '../helpers/attack-kit.js';
+import { COO } from '../helpers/cli.js';
+import { makeWorld, type World } from '../helpers/lane.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * The consult tool an execution agent gets, attacked through its real relay (`coo consult-relay`)
+ * with the MCP SDK's client over stdio, as the executor talks to it: every call the rules refuse
+ * comes back as a coded tool error, writes nothing to the ledger and pays for nothing.
+ */
+
+const dir = tempDir('consult-tool');
+let w: World;
+const worktree = join(dir, 'worktree');
+
+beforeAll(async () => {
+  w = await makeWorld(join(dir, 'world'));
+  mkdirSync(join(worktree, 'src'), { recursive: true });
+  mkdirSync(join(worktree, 'docs'), { recursive: true });
+  writeFileSync(join(worktree, 'src', 'add.ts'), 'export const add = (a: number, b: number) => a + b;\n');
+  writeFileSync(join(worktree, 'docs', 'notes.md'), '# notes\n');
+  // A link inside the scope to a file outside it: the snapshot never follows it.
+  symlinkSync(join(worktree, 'docs', 'notes.md'), join(worktree, 'src', 'notes.md'));
+});
+afterAll(async () => w.close());
+
+/** A dispatch to ea.codex in the ledger with its attempt 1 claimed, unless said otherwise. */
+async function openDispatch(overrides: Record<string, unknown> = {}): Promise<EaDispatchMessage> {
+  const message = dispatchEnvelope(overrides, new Date()) as EaDispatchMessage;
+  await w.ledger.append({ files: messageFiles(message), key: w.actors.coo, summary: 'dispatch', now: new Date() });
+  const claim = { schema_version: 'claim.v0', message_id: message.message_id, attempt_id: attemptIdFor(message.message_id, 1, 'ea'), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
+  await w.ledger.append({ files: [{ path: claimPath(messageFolder(message.message_id, message.created_at), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now: new Date() });
+  return message;
+}
+
+/**
+ * One call of the tool through the relay, for an attempt of `dispatch`: the code of the tool error,
+ * or 'accepted'. Whatever it answers, the ledger did not move and the advisory agent was not called.
+ */
+async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknown>): Promise<string> {
+  const ran: string[] = [];
+  const bridge: ConsultBridge = await openConsultBridge((request) =>
+    answerConsultCall({ ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async (id) => void ran.push(id) }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree }, request),
+  );
+  const client = new Client({ name: 'attacker', version: '0.0.0' });
+  await client.connect(new StdioClientTransport({ command: process.execPath, args: [COO, 'consult-relay', '--socket', bridge.socket], stderr: 'ignore' }));
+  try {
+    const head = w.ledger.head();
+    const result = (await client.callTool({ name: 'consult', arguments: args })) as CallToolResult;
+    const text = result.content[0]?.type === 'text' ? result.content[0].text : '';
+    if (result.isError !== true) return 'accepted';
+    expect(w.ledger.head()).toBe(head);
+    expect(ran).toEqual([]);
+    expect(w.server.requests).toEqual([]);
+    return /^([A-Z_]+):/.exec(text)?.[1] ?? text;
+  } finally {
+    await client.close();
+    await bridge.close();
+  }
+}
+
+const ASK = { to: 'aa.chatgpt', question: 'Is add() right?', files: ['src/add.ts'] };
+
+describe('the consult tool of a dispatch attempt', () => {
+  attack("a consult about a file outside the dispatch's scope", 'runner', 'SCOPE_VIOLATION', async () => callTool(await openDispatch(), { ...ASK, files: ['docs/notes.md'] }));
+
+  attack("a consult about a link inside the scope that leads out of it", 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src/notes.md'] }));
+
+  attack('a consult that asks for more than the dispatch has left', 'runner', 'BUDGET_EXCEEDED', async () =>
+    callTool(await openDispatch({ budget: { max_cost_usd: 0.5, max_runtime_seconds: 600, correlation_budget_remaining_usd: null } }), { ...ASK, max_cost_usd: 0.75 }),
+  );
+
+  attack('a consult past the hop limit of its chain', 'runner', 'POLICY_LIMIT', async () => callTool(await openDispatch({ max_hops: 1 }), ASK));
+
+  attack('a consult addressed to an execution agent', 'runner', 'POLICY_EDGE_NOT_ALLOWED', async () => callTool(await openDispatch(), { ...ASK, to: 'ea.claude_code' }));
+
+  attack('a consult addressed to the COO', 'runner', 'POLICY_INTENT_NOT_ALLOWED', async () => callTool(await openDispatch(), { ...ASK, to: 'coo.hermes' }));
+
+  attack('a consult asked after its attempt ended', 'runner', 'ATTEMPT_INVALID', async () => {
+    const dispatch = await openDispatch();
+    const receipt = { path: receiptPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1))) };
+    await w.ledger.append({ files: [receipt], key: w.actors.coo, summary: 'receipt', now: new Date() });
+    return callTool(dispatch, ASK);
+  });
+
+  attack('a call with arguments the tool does not take (a key, a ledger path)', 'runner', 'USAGE', async () => callTool(await openDispatch(), { ...ASK, key: '/root/.ssh/id_ed25519' }));
+});
