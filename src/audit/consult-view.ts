@@ -34,6 +34,8 @@ export interface ConsultAttemptView {
   readonly validation: AaReceipt['output_validation'];
   readonly next_attempt_at: string | null;
   readonly attachments: ReadonlyArray<{ readonly path: string; readonly sha256: string }>;
+  /** The answer's proposals that passed judgement, stored as aa_proposal.v0 artifacts: advice `coo adopt` can turn into work. */
+  readonly proposals: ReadonlyArray<{ readonly path: string; readonly sha256: string }>;
   readonly warnings: readonly string[];
 }
 
@@ -69,6 +71,7 @@ export function consultAttemptOf(document: unknown): ConsultAttemptView | undefi
     validation: receipt.output_validation,
     next_attempt_at: receipt.next_attempt_at,
     attachments: receipt.attachments,
+    proposals: receipt.proposals ?? [],
     warnings: receipt.warnings,
   };
 }

@@ -31,6 +31,8 @@ export interface AttemptRecord {
     readonly nextAttemptAt: string | null;
     readonly createdAt: string;
     readonly seq: number;
+    /** A consult's: the sha256 of each proposal its answer carried that passed judgement, in order (aa_proposal.v0 artifacts). */
+    readonly proposals?: readonly string[];
   } | null;
 }
 
@@ -67,6 +69,8 @@ export interface MessageRecord {
   readonly consults?: ReadonlyArray<{ readonly id: string; readonly attempt: number }>;
   /** Consults: the attempt of the parent dispatch this consult was asked in (`asked_in_attempt`). */
   readonly askedIn?: number;
+  /** Dispatches: the consult whose proposal this dispatch adopted (`adopted_proposal`), its parent. */
+  readonly adopted?: string;
 }
 
 /** A panel the ledger holds: one question to several advisory agents (rules/panel.ts). */

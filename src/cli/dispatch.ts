@@ -91,7 +91,7 @@ export function dispatchVerb(program: Command): void {
  * The task file, read whole up to the bound: a FIFO, a device or a folder is refused rather than
  * waited on, and a longer file is refused rather than cut. `-` reads standard input to the bound.
  */
-function readTaskFile(path: string): string {
+export function readTaskFile(path: string): string {
   const max = LIMITS.executorPromptBytes;
   if (path === '-') {
     const chunks: Buffer[] = [];

@@ -8,6 +8,7 @@ import { citeVerb } from './cite.js';
 import { cloneVerb } from './clone.js';
 import { consultVerb } from './consult.js';
 import { consultRelayVerb } from './consult-relay.js';
+import { adoptVerb } from './adopt.js';
 import { reportVerb } from './report.js';
 import { demoVerb } from './demo.js';
 import { dispatchVerb } from './dispatch.js';
@@ -37,7 +38,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, approveVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, adoptVerb, approveVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

@@ -122,6 +122,9 @@ function consultAttemptLines(attempt: ConsultAttemptView): string[] {
   for (const blocker of attempt.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
   if (attempt.validation.status === 'fail') for (const error of attempt.validation.errors) lines.push(`    answer refused: ${printable(error)}`);
   if (attempt.answer_ref !== null) lines.push(`    answer ${attempt.answer_ref} ${attempt.answer_hash ?? ''} (coo show --answer prints it)`);
+  // Findings on an answer that passed: the proposals stripped because they tried to carry authority.
+  if (attempt.validation.status === 'pass') for (const error of attempt.validation.errors) lines.push(`    ${printable(error)}`);
+  attempt.proposals.forEach((item, index) => lines.push(`    proposal ${index + 1} ${item.path} ${item.sha256} (coo adopt --proposal ${index + 1} turns it into work)`));
   if (attempt.next_attempt_at !== null) lines.push(`    next attempt from ${attempt.next_attempt_at}`);
   return lines;
 }

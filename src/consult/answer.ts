@@ -1,5 +1,7 @@
-import { aaAnswer, type AaAnswer } from '../schema/aa-answer.js';
+import { aaAnswer, type AaAnswer, type Proposal } from '../schema/aa-answer.js';
 import type { BlockerCode } from '../schema/receipt.js';
+import { COMMAND_PATTERNS } from './answer-patterns.js';
+import { judgeProposals } from './proposals.js';
 
 /** Judging an advisory answer. Pure: text in, verdict out. */
 
@@ -7,16 +9,10 @@ const MAX_BLOCK_BYTES = 64 * 1024;
 const BLOCK = /```aa_answer[ \t]*\n([\s\S]*?)\n```/g;
 
 export type AnswerJudgement =
-  | { readonly status: 'pass'; readonly answer: AaAnswer; readonly errors: readonly string[] }
+  /** `proposals` are the ones kept; `errors` say which were stripped and why (findings that do not fail the answer). */
+  | { readonly status: 'pass'; readonly answer: AaAnswer; readonly proposals: readonly Proposal[]; readonly errors: readonly string[] }
   | { readonly status: 'fail'; readonly blocker: Extract<BlockerCode, 'output_invalid' | 'output_injection'>; readonly errors: readonly string[] };
 
-/** Command-shaped text that has no place in advice. */
-const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
-  [/\b(curl|wget)\b[^\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b/i, 'pipes a download into a shell'],
-  [/\brm\s+-[a-z]*r[a-z]*f?\s+(\/|~|\$HOME)/i, 'deletes recursively from a root'],
-  [/\bgit\s+push\b[^\n]*(--force|-f\b)/i, 'force-pushes'],
-  [/\bchmod\s+(\+x|[0-7]*7[0-7]*)\b[^\n]*&&/i, 'makes a file executable and runs it'],
-];
 
 /** Wording that addresses an actor instead of advising the COO. */
 const ADDRESSING = /\b(ea\.[a-z0-9_]+|aa\.[a-z0-9_]+|execution agents?|the EA)\b/i;
@@ -48,7 +44,7 @@ export interface JudgeInput {
  * `output_injection` (never retried: the same context would steer the model again).
  */
 /** The one aa_answer block of an answer, parsed and checked against aa_answer.v0; the errors when there is not exactly one valid block. */
-export function readAnswerBlock(text: string): { readonly answer: AaAnswer } | { readonly errors: readonly string[] } {
+export function readAnswerBlock(text: string): { readonly answer: AaAnswer; readonly rawProposals: unknown } | { readonly errors: readonly string[] } {
   const blocks = [...text.matchAll(BLOCK)].map((match) => match[1] ?? '');
   if (blocks.length !== 1) return { errors: [blocks.length === 0 ? 'no aa_answer block' : `${blocks.length} aa_answer blocks; exactly one is allowed`] };
   const block = blocks[0]!;
@@ -59,9 +55,16 @@ export function readAnswerBlock(text: string): { readonly answer: AaAnswer } | {
   } catch (error) {
     return { errors: [`aa_answer block is not JSON: ${(error as Error).message}`] };
   }
+  // Proposals are judged one by one (proposals.ts): one that carries authority is stripped, never the answer.
+  let rawProposals: unknown;
+  if (value !== null && typeof value === 'object' && !Array.isArray(value) && 'proposals' in value) {
+    const { proposals, ...rest } = value as Record<string, unknown>;
+    rawProposals = proposals;
+    value = rest;
+  }
   const parsed = aaAnswer.safeParse(value);
   if (!parsed.success) return { errors: parsed.error.issues.slice(0, 10).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`) };
-  return { answer: parsed.data };
+  return { answer: parsed.data, rawProposals };
 }
 
 export function judgeAnswer(input: JudgeInput): AnswerJudgement {
@@ -81,5 +84,6 @@ export function judgeAnswer(input: JudgeInput): AnswerJudgement {
     }
   }
   if (errors.length > 0) return { status: 'fail', blocker: 'output_injection', errors: [...new Set(errors)] };
-  return { status: 'pass', answer, errors: [] };
+  const proposals = judgeProposals(read.rawProposals);
+  return { status: 'pass', answer: proposals.kept.length === 0 ? answer : { ...answer, proposals: [...proposals.kept] }, proposals: proposals.kept, errors: proposals.stripped };
 }

@@ -35,6 +35,8 @@ export interface ReceiptFacts {
   };
   readonly output?: ReceiptArtifact;
   readonly attachments?: readonly ReceiptArtifact[];
+  /** The answer's proposals that passed judgement, stored as aa_proposal.v0 artifacts of the attempt. */
+  readonly proposals?: readonly ReceiptArtifact[];
   readonly validation: { readonly status: 'pass' | 'fail' | 'not_run'; readonly errors: readonly string[] };
   readonly warnings: readonly string[];
 }
@@ -114,5 +116,6 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
     actual_cost_usd: cost,
     budget_remaining_usd: micro(Math.max(0, left - cost)),
     warnings: [...new Set(warnings)].slice(0, 20),
+    ...(facts.proposals === undefined || facts.proposals.length === 0 ? {} : { proposals: [...facts.proposals] }),
   };
 }

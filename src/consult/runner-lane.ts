@@ -22,6 +22,8 @@ import type { Scrubber } from '../util/scrub.js';
 import { isoSeconds } from '../util/time.js';
 import { judgeAnswer } from './answer.js';
 import { oraclePathProblem } from '../lane/oracle-inputs.js';
+import { storedProposalBytes } from './proposal-artifact.js';
+import type { Proposal } from '../schema/aa-answer.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
@@ -292,6 +294,7 @@ export class ConsultLane implements RunnerLane {
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;
     let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
+    let proposals: readonly Proposal[] = [];
     if (!verdict.ok) {
       status = verdict.status;
       blocker = { code: verdict.blocker, detail: verdict.detail };
@@ -301,6 +304,8 @@ export class ConsultLane implements RunnerLane {
       if (judged.status === 'fail') {
         status = 'failed';
         blocker = { code: judged.blocker, detail: judged.errors.join('; ') };
+      } else {
+        proposals = judged.proposals;
       }
     }
     const files_: NewFile[] = [];
@@ -316,8 +321,11 @@ export class ConsultLane implements RunnerLane {
     const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
     const metaBytes = session === null ? null : scrub.bytes(session);
     if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
+    // Each proposal kept is stored on its own, so that a dispatch can adopt it by its hash.
+    const proposalRefs = proposals.map((item, index) => add(`proposal-${String(index + 1).padStart(2, '0')}.yaml`, storedProposalBytes(message.message_id, attempt, index + 1, item)));
     const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
     const warnings: string[] = [];
+    if (validation.status === 'pass' && validation.errors.length > 0) warnings.push('proposal_stripped');
     if (steering.length > 0) warnings.push('context_injection_suspected');
     if (!this.transport.isolated) warnings.push('sandbox_unenforced');
     const receipt = buildReceipt({
@@ -341,6 +349,7 @@ export class ConsultLane implements RunnerLane {
       },
       ...(output === undefined ? {} : { output }),
       attachments,
+      proposals: proposalRefs,
       validation,
       warnings,
     });

@@ -1,6 +1,5 @@
 import { basename, resolve } from 'node:path';
-import { defaultBranchFor, dispatchRequestHash, isBranchName } from '../authority/rules/intents/dispatch.js';
-import { edgeRequires } from '../authority/policy-check.js';
+import { approvalRequired, defaultBranchFor, dispatchRequestHash, isBranchName } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
@@ -11,7 +10,7 @@ import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envel
 import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
-import type { EaDispatchMessage } from '../schema/message.js';
+import type { AdoptedProposal, EaDispatchMessage } from '../schema/message.js';
 import { LIMITS } from '../limits.js';
 import { sha256Ref } from '../util/hash.js';
 import { renderTask } from './lane.js';
@@ -32,6 +31,8 @@ export interface DispatchRequest extends LaneRequest {
   readonly openPr?: string;
   /** The CEO's approval (approval.v0) of this exact request, when the policy asks for one. */
   readonly approvalId?: string;
+  /** An advisory agent's proposal this dispatch adopts (dispatch/adopt.ts): its stored bytes and what names it; the parent is its consult. */
+  readonly adoption?: { readonly proposal: Buffer; readonly adopted: AdoptedProposal };
 }
 
 export interface DispatchEnqueued extends EnvelopeAppendResult {
@@ -123,6 +124,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
         expected_receipt_schema: 'ea_receipt.v0',
         ...(request.approvalId === undefined ? {} : { approval_id: request.approvalId }),
         ...(request.openPr === undefined ? {} : { open_pr: true }),
+        ...(request.adoption === undefined ? {} : { adopted_proposal: request.adoption.adopted }),
       },
       'envelope',
     ) as EaDispatchMessage;
@@ -131,13 +133,15 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   // Bounded as the executor gets it, with the consult tool's line, whether its attempts will offer the tool or not.
   const promptBytes = Buffer.byteLength(renderTask(first, task.toString('utf8'), files.map((file) => file.path), true));
   if (promptBytes > LIMITS.executorPromptBytes) throw new CooError('USAGE', `the task as the executor gets it (with acceptance, scope, verification and context list) is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
-  if (request.approvalId === undefined && edgeRequires(policy, plan.actor, request.target, 'ea_dispatch', 'ceo_approval')) {
+  const required = request.approvalId === undefined ? approvalRequired(policy, plan.actor, request.target, request.adoption !== undefined) : null;
+  if (required !== null) {
     const hash = dispatchRequestHash(first);
-    throw new CooError('APPROVAL_REQUIRED', `the policy (v${policy.version}) gives dispatches to ${request.target} to the CEO: ask the CEO for \`coo approve --request ${hash} --ceo-key CEO.key --reason TEXT\`, then ${names.again} with ${names.approval} APPROVAL_ID`, {
+    throw new CooError('APPROVAL_REQUIRED', `${required}: ask the CEO for \`coo approve --request ${hash} --ceo-key CEO.key --reason TEXT\`, then ${names.again} with ${names.approval} APPROVAL_ID`, {
       where: hash,
     });
   }
   const artifacts = new Map<string, Buffer>([['prompt.md', task]]);
+  if (request.adoption !== undefined) artifacts.set('proposal.yaml', request.adoption.proposal);
   if (manifest !== null) artifacts.set('context-manifest.yaml', manifest);
   return appendRequest(ledger, envelopeAt, artifacts, key, now);
 }

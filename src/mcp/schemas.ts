@@ -78,6 +78,32 @@ export const dispatchInput = z.strictObject({
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
 });
 
+export const adoptInput = z.strictObject({
+  message_id: messageId.describe('the consult whose answer carried the proposal'),
+  proposal: z.number().int().min(1).max(5).describe('which of its stored proposals (show lists them), from 1'),
+  to: actorId.describe('the execution agent that does the work, e.g. ea.codex (a proposal names none)'),
+  attempt: z.number().int().min(1).max(100).optional().describe("the consult's attempt that answered (default: its latest succeeded one)"),
+  task: z.string().min(1).max(100_000).optional().describe("the task, in place of the proposal's"),
+  scope: list("path globs the work may change, in place of the proposal's", '["src/**"]').optional(),
+  accept: list("acceptance criteria, in place of the proposal's", '["add(NaN, 1) is NaN"]').optional(),
+  verify: list("commands the runner itself runs afterwards, in place of the proposal's", '["npm test"]').optional(),
+  rev: z
+    .string()
+    .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
+    .optional()
+    .describe("the base commit (default: the commit the consult's context was pinned at)"),
+  timeout_seconds: z.number().int().positive().max(86_400).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
+  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
+  approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact adoption, when the policy asks for one (the refusal names the request hash to approve)"),
+  idempotency_key: z
+    .string()
+    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
+    .max(200)
+    .optional()
+    .describe('the same key with the same request returns the message already there (default: derived from the request)'),
+  wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
+});
+
 export const waitInput = z.strictObject({
   message_id: messageId.describe('the consult to wait for'),
   timeout_seconds: waitSeconds.describe(`how long to wait for a final receipt, in seconds (at most ${MAX_WAIT_SECONDS})`),

@@ -10,6 +10,7 @@ import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/en
 import { resolveCommit } from '../lane/pins.js';
 import { derivedIdempotencyKey, derivedRequestKey } from '../lane/request-key.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
+import { adoptProposal } from '../dispatch/adopt.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { envelopePath } from '../ledger/layout.js';
@@ -17,7 +18,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
 import type { z } from 'zod';
-import type { consultInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
+import type { adoptInput, consultInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
 import { untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
@@ -246,6 +247,47 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
   }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
+}
+
+export type AdoptArgs = z.infer<typeof adoptInput>;
+
+/**
+ * `coo adopt`, over MCP: the COO adopts an advisory agent's proposal as a dispatch, through the same
+ * writer and validator (an adoption the policy gives to the CEO is refused with the request hash the
+ * CEO approves). There is no approve tool: only the CEO approves, with its own key.
+ */
+export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean; changed: readonly string[] }> {
+  await fresh(context);
+  refuseWhileStopped(await context.ledger.state());
+  const optional = {
+    ...(args.attempt === undefined ? {} : { attempt: args.attempt }),
+    ...(args.task === undefined ? {} : { task: args.task }),
+    ...(args.scope === undefined ? {} : { scope: args.scope }),
+    ...(args.accept === undefined ? {} : { accept: args.accept }),
+    ...(args.verify === undefined ? {} : { verify: args.verify }),
+    ...(args.rev === undefined ? {} : { rev: (await resolveCommit(context.repo, args.rev, MCP_ARGUMENTS)).commit }),
+    ...(args.timeout_seconds === undefined ? {} : { timeoutSeconds: args.timeout_seconds, maxRuntimeSeconds: args.timeout_seconds }),
+    ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+    ...(args.approval_id === undefined ? {} : { approvalId: args.approval_id }),
+  };
+  const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, ...asked } = args;
+  const queued = await writeThrough(context, (ledger) =>
+    adoptProposal({
+      ledger,
+      key: context.key,
+      now: context.clock(),
+      target: args.to,
+      repo: context.repo,
+      consultId: args.message_id,
+      proposal: args.proposal,
+      idempotencyKey: key ?? derivedRequestKey({ lane: 'adopt', ...asked }),
+      submittedVia: 'mcp',
+      names: { ...MCP_ARGUMENTS, again: 'call the adopt tool again' },
+      ...optional,
+    }),
+  );
+  const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
+  return { ...outcome, existing: queued.existing, changed: queued.changed };
 }
 
 export async function waitTool(context: ToolContext, args: z.infer<typeof waitInput>, signal?: AbortSignal): Promise<Outcome> {

@@ -31,7 +31,11 @@ export type FakeMode =
   /** An answer over the artifact limit (5 MiB). */
   | 'huge'
   /** Reports eight million input tokens: a call that costs far more than any consult's budget. */
-  | 'costly';
+  | 'costly'
+  /** Answers with a proposal: a task, its scope, acceptance and verification (the demo target's add() fix). */
+  | 'propose'
+  /** Answers with that proposal and four that try to carry authority: an actor, an approval, an unbounded scope, a field for a target. */
+  | 'propose-authority';
 
 /** The text and usage one answer carries, whatever the wire. */
 export interface FakeAnswer {

@@ -1,6 +1,6 @@
 import type { z } from 'zod';
 import { CooError } from '../errors.js';
-import { aaAnswer } from './aa-answer.js';
+import { aaAnswer, storedProposal } from './aa-answer.js';
 import { approval, claim, contextManifest, heartbeat, killSwitch, trustRoot } from './control.js';
 import { cooMessage } from './message.js';
 import { actorPolicy } from './policy.js';
@@ -16,6 +16,7 @@ export const DOCUMENTS = {
   'actor_registry.v0': actorRegistry,
   'actor_policy.v0': actorPolicy,
   'aa_answer.v0': aaAnswer,
+  'aa_proposal.v0': storedProposal,
   'trust_root.v0': trustRoot,
   'kill_switch.v0': killSwitch,
   'claim.v0': claim,

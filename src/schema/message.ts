@@ -119,6 +119,19 @@ export const dispatchRequest = z.strictObject({
   timeout_seconds: positiveInt.max(86_400),
 });
 
+/** The fields of a proposal a COO may change when it adopts it: the work is what the COO signs. */
+export const ADOPTION_FIELDS = ['task', 'scope', 'acceptance', 'verification'] as const;
+
+export const adoptedProposal = z.strictObject({
+  attempt_number: positiveInt.max(100),
+  index: positiveInt.max(5),
+  sha256: sha256Ref,
+  changed: z
+    .array(z.enum(ADOPTION_FIELDS))
+    .max(ADOPTION_FIELDS.length)
+    .refine((fields) => new Set(fields).size === fields.length, 'each field is named once'),
+});
+
 const eaDispatch = z.strictObject({
   ...header,
   intent: z.literal('ea_dispatch'),
@@ -132,6 +145,13 @@ const eaDispatch = z.strictObject({
   approval_id: approvalId.optional(),
   /** Push the attempt's branch to the forge repository `dispatch.repo` and open a pull request once it succeeds. */
   open_pr: z.boolean().optional(),
+  // --- AA -> COO -> EA: the COO adopts an advisory agent's proposal (`coo adopt`).
+  /**
+   * The proposal this dispatch adopts, by hash: one the parent consult's receipt stores (its bytes
+   * are beside this envelope as `proposal.yaml`), and what the COO changed of it. A dispatch that
+   * descends from advisory traffic is only ever such an adoption.
+   */
+  adopted_proposal: adoptedProposal.optional(),
 });
 
 const statusQuery = z.strictObject({
@@ -206,3 +226,4 @@ export const cooMessage = z
 export type CooMessage = z.infer<typeof cooMessage>;
 export type AaConsultMessage = Extract<CooMessage, { intent: 'aa_consult' }>;
 export type EaDispatchMessage = Extract<CooMessage, { intent: 'ea_dispatch' }>;
+export type AdoptedProposal = z.infer<typeof adoptedProposal>;

@@ -77,6 +77,9 @@ export const actorPolicy = z
     heartbeat: z.strictObject({ interval_seconds: positiveInt.max(86_400), ttl_seconds: positiveInt.max(7 * 86_400) }),
     /** Where the COO may put one question to several advisory agents; none, absent or empty: no fan-out. */
     panels: z.array(panel).max(50).optional(),
+    // --- AA proposals adopted through the COO's gate (`coo adopt`).
+    /** Whether a dispatch that adopts an advisory agent's proposal needs the CEO's approval of its exact request; absent: it does. */
+    adoptions: z.strictObject({ ceo_approval: z.boolean() }).optional(),
   })
   .superRefine((policy, ctx) => {
     if (policy.retries.backoff_max_seconds < policy.retries.backoff_base_seconds) {

@@ -126,6 +126,12 @@ export const aaReceipt = z
     actual_cost_usd: usd,
     budget_remaining_usd: usd,
     warnings: z.array(z.string().regex(/^[a-z_:]{1,64}$/)).max(20),
+    /**
+     * The answer's proposals that passed judgement, each stored as an aa_proposal.v0 artifact of
+     * this attempt, in order: advice a dispatch can adopt by hash, never work by itself. Absent
+     * when there are none, and in receipts written before the field.
+     */
+    proposals: z.array(z.strictObject({ path: relativePath, sha256: sha256Ref })).max(5).optional(),
   })
   .superRefine((receipt, ctx) => {
     checkStatus(receipt, ctx);

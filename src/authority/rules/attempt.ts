@@ -29,6 +29,7 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
 
 export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
   const cost = 'actual_cost_usd' in doc ? doc.actual_cost_usd : 0;
+  const proposals = 'proposals' in doc && doc.proposals !== undefined ? doc.proposals.map((item) => item.sha256) : [];
   const closed: AttemptRecord = {
     ...attempt,
     receipt: {
@@ -39,6 +40,7 @@ export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt:
       nextAttemptAt: doc.next_attempt_at,
       createdAt: doc.created_at,
       seq: check.seq,
+      ...(proposals.length === 0 ? {} : { proposals }),
     },
   };
   const attempts = [...record.attempts];

@@ -1,4 +1,6 @@
 import { CooError } from '../../../errors.js';
+import { readDocument } from '../../../schema/documents.js';
+import type { CommitCheck } from '../../commit-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
@@ -11,6 +13,21 @@ import { checkAskedInDispatch, expectSnapshotFiles } from './consult-in-dispatch
  * match their hashes, and the manifest matches the pin; its receipt (aa_receipt.v0) answers that
  * exact prompt and context.
  */
+/**
+ * Each proposal a receipt stores is an aa_proposal.v0 of this very message and attempt, in its
+ * place: what a dispatch adopts by hash is advice with no field for authority.
+ */
+function checkStoredProposals(check: CommitCheck, refs: ReadonlyArray<{ readonly path: string; readonly sha256: string }>, messageId: string, attempt: number, where: string): void {
+  refs.forEach((ref, index) => {
+    const bytes = check.facts.blobs.get(ref.path);
+    if (bytes === undefined) return;
+    const stored = readDocument('aa_proposal.v0', bytes, ref.path);
+    if (stored.message_id !== messageId || stored.attempt_number !== attempt || stored.index !== index + 1) {
+      throw new CooError('SCHEMA_INVALID', `${where}: ${ref.path} is proposal ${stored.index} of ${stored.message_id} attempt ${stored.attempt_number}, not proposal ${index + 1} of this attempt`, { where: `${where}:proposals` });
+    }
+  });
+}
+
 export const consultRules: IntentRules<'aa_consult'> = {
   target(_check, doc, registry, where) {
     requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
@@ -47,8 +64,9 @@ export const consultRules: IntentRules<'aa_consult'> = {
     if (doc.prompt_hash !== record.payloadHash || doc.context_manifest_hash !== record.manifestHash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: prompt_hash or context_manifest_hash differs from the envelope's`, { where });
     }
-    const refs = [...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []), ...doc.attachments];
+    const refs = [...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []), ...doc.attachments, ...(doc.proposals ?? [])];
     referenceAttemptArtifacts(check, record, info.attempt, refs, where);
+    checkStoredProposals(check, doc.proposals ?? [], record.id, info.attempt, where);
     closeAttempt(check, record, attempt, doc, where);
   },
 };

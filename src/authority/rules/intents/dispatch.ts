@@ -3,6 +3,12 @@ import type { EaDispatchMessage } from '../../../schema/message.js';
 import { toMillis } from '../../../schema/common.js';
 import { canonicalJson, sha256Ref } from '../../../util/hash.js';
 import { classOf, edgeRequires } from '../../policy-check.js';
+import { proposalPath } from '../../../ledger/layout.js';
+import { ADOPTION_FIELDS } from '../../../schema/message.js';
+import type { Proposal } from '../../../schema/aa-answer.js';
+import type { ActorPolicy } from '../../../schema/policy.js';
+import { readDocument } from '../../../schema/documents.js';
+import type { CommitCheck } from '../../commit-check.js';
 import { attemptIdOf } from '../../runnable.js';
 import { attemptConsults } from '../../dispatch-consults.js';
 import type { IntentRules } from '../intent.js';
@@ -68,7 +74,7 @@ export function stableDispatchFields(message: Pick<EaDispatchMessage, 'message_i
  * derives from the id. `coo dispatch` prints it when the policy asks for an approval; `coo approve
  * --request` signs it.
  */
-export function dispatchRequestHash(message: Pick<EaDispatchMessage, 'message_id' | 'target_actor' | 'dispatch' | 'payload_hash' | 'context_pin' | 'budget' | 'open_pr'>): string {
+export function dispatchRequestHash(message: Pick<EaDispatchMessage, 'message_id' | 'target_actor' | 'dispatch' | 'payload_hash' | 'context_pin' | 'budget' | 'open_pr' | 'parent_message_id' | 'adopted_proposal'>): string {
   const work = stableDispatchFields(message);
   return sha256Ref(
     canonicalJson({
@@ -79,23 +85,75 @@ export function dispatchRequestHash(message: Pick<EaDispatchMessage, 'message_id
       max_cost_usd: message.budget.max_cost_usd,
       max_runtime_seconds: message.budget.max_runtime_seconds,
       open_pr: message.open_pr === true,
+      // An adoption is approved as the adoption of that proposal of that consult, with what the COO changed.
+      ...(message.adopted_proposal === undefined ? {} : { adopted_proposal: { consult: message.parent_message_id, ...message.adopted_proposal } }),
     }),
   );
+}
+
+/**
+ * Why a dispatch needs the CEO's approval of its exact request, or null: the policy's edge gives
+ * dispatches to its target to the CEO (`ceo_approval`), or it adopts an advisory agent's proposal
+ * and the policy does not say adoptions go without (`adoptions.ceo_approval`, true when absent).
+ * The writer (`coo dispatch`, `coo adopt`) and the validator ask this one rule.
+ */
+export function approvalRequired(policy: ActorPolicy, source: string, target: string, adopting: boolean): string | null {
+  if (edgeRequires(policy, source, target, 'ea_dispatch', 'ceo_approval')) return `the policy (v${policy.version}) gives dispatches to ${target} to the CEO`;
+  if (adopting && policy.adoptions?.ceo_approval !== false) return `the policy (v${policy.version}) gives the adoption of an advisory agent's proposal to the CEO`;
+  return null;
+}
+
+/** The fields of an adopted proposal the dispatch states differently, as `adopted_proposal.changed` must name them. */
+export function adoptionChanges(adopted: Proposal, dispatch: { readonly task: string; readonly scope: readonly string[]; readonly acceptance: readonly string[]; readonly verification: readonly string[] }): Array<(typeof ADOPTION_FIELDS)[number]> {
+  const same = (a: readonly string[], b: readonly string[]): boolean => canonicalJson(a) === canonicalJson(b);
+  return ADOPTION_FIELDS.filter((field) => (field === 'task' ? adopted.task.trimEnd() !== dispatch.task.trimEnd() : !same(adopted[field], dispatch[field])));
+}
+
+/** A dispatch adopting a proposal of its parent consult: the proposal the consult's receipt stores, its bytes beside the envelope, and exactly what the COO changed. */
+function checkAdoption(check: CommitCheck, doc: EaDispatchMessage, folder: string, where: string): void {
+  const adopted = doc.adopted_proposal!;
+  const consult = doc.parent_message_id === null ? undefined : check.message(doc.parent_message_id);
+  if (consult === undefined || consult.intent !== 'aa_consult') {
+    throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: adopted_proposal adopts a proposal of the dispatch's parent, which must be a consult`, { where: `${where}:adopted_proposal` });
+  }
+  const receipt = consult.attempts[adopted.attempt_number - 1]?.receipt;
+  if (receipt?.status !== 'succeeded' || receipt.proposals?.[adopted.index - 1] !== adopted.sha256) {
+    throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: ${consult.id} attempt ${adopted.attempt_number} stores no succeeded proposal ${adopted.index} with hash ${adopted.sha256}`, { where: `${where}:adopted_proposal` });
+  }
+  const path = proposalPath(folder);
+  check.expectArtifact(path, path, adopted.sha256, where);
+  const bytes = check.facts.blobs.get(path);
+  const task = doc.payload_ref === null ? undefined : check.facts.blobs.get(doc.payload_ref);
+  if (bytes === undefined || task === undefined) return;
+  // Read only the bytes the consult's receipt names: the change is judged against the proposal adopted, never another.
+  if (sha256Ref(bytes) !== adopted.sha256) throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: ${path} is not the proposal ${adopted.sha256} it adopts`, { where: path });
+  const stored = readDocument('aa_proposal.v0', bytes, path);
+  const changed = adoptionChanges(stored, { task: task.toString('utf8'), scope: doc.dispatch.scope_paths, acceptance: doc.dispatch.acceptance_criteria, verification: doc.dispatch.verification_commands });
+  if (canonicalJson([...adopted.changed].sort()) !== canonicalJson([...changed].sort())) {
+    throw new CooError('SCHEMA_INVALID', `${where}: adopted_proposal.changed names ${JSON.stringify(adopted.changed)}; what the dispatch changed of the proposal is ${JSON.stringify(changed)}`, { where: `${where}:adopted_proposal.changed` });
+  }
 }
 
 export const dispatchRules: IntentRules<'ea_dispatch'> = {
   target(_check, doc, registry, where) {
     requireTargetClass(registry, doc, 'execution_agent', 'an execution agent', where);
   },
-  /** Advice never becomes a dispatch: no message of its chain is to or from an advisory agent. */
+  /**
+   * Advice becomes work only through the COO's adoption: every message of the chain that is to or
+   * from an advisory agent is followed by a dispatch that adopted a proposal of it (this one, for
+   * its parent).
+   */
   ancestry(check, doc, registry, where) {
-    for (const id of doc.causality_chain) {
+    doc.causality_chain.forEach((id, index) => {
       const ancestor = check.message(id);
-      if (ancestor === undefined) continue;
-      if (classOf(registry, ancestor.target) === 'advisory_agent' || classOf(registry, ancestor.source) === 'advisory_agent') {
-        throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: a dispatch may not descend from advisory traffic (${id}); AA proposals do not become dispatches in the first slice`, { where });
+      if (ancestor === undefined) return;
+      if (classOf(registry, ancestor.target) !== 'advisory_agent' && classOf(registry, ancestor.source) !== 'advisory_agent') return;
+      const nextId = doc.causality_chain[index + 1];
+      const adopted = nextId === undefined ? doc.adopted_proposal !== undefined : check.message(nextId)?.adopted === id;
+      if (!adopted) {
+        throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: a dispatch descends from advisory traffic (${id}) only by adopting a proposal of it (coo adopt), which names the proposal by hash`, { where });
       }
-    }
+    });
   },
   /**
    * A dispatch the runner can execute: its executor is the one the registry gives its target, it is
@@ -129,9 +187,10 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (doc.dispatch.timeout_seconds > policy.budgets.max_runtime_seconds || doc.dispatch.timeout_seconds > doc.budget.max_runtime_seconds) {
       throw new CooError('POLICY_LIMIT', `${where}: timeout_seconds ${doc.dispatch.timeout_seconds} exceeds the runtime budget`, { where: `${where}:dispatch.timeout_seconds` });
     }
-    const required = edgeRequires(policy, doc.source_actor, doc.target_actor, doc.intent, 'ceo_approval');
+    if (doc.adopted_proposal !== undefined) checkAdoption(check, doc, folder, where);
+    const required = approvalRequired(policy, doc.source_actor, doc.target_actor, doc.adopted_proposal !== undefined);
     if (doc.approval_id === undefined) {
-      if (required) throw new CooError('APPROVAL_REQUIRED', `${where}: the policy (v${policy.version}) requires the CEO's approval for ea_dispatch to ${doc.target_actor}; request ${dispatchRequestHash(doc)}`, { where });
+      if (required !== null) throw new CooError('APPROVAL_REQUIRED', `${where}: ${required}: it needs the CEO's approval of request ${dispatchRequestHash(doc)}`, { where });
       return;
     }
     const approval = check.approval(doc.approval_id);
@@ -147,7 +206,7 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
   },
   /** What a consult its agent asks is bounded by: the base its worktree starts from and the scope it may change. */
   record(doc) {
-    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths };
+    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
   },
   /**
    * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from

@@ -1,0 +1,7 @@
+/** Command-shaped text that has no place in advice: in an answer's prose or in a proposal (consult/answer.ts, consult/proposals.ts). */
+export const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
+  [/\b(curl|wget)\b[^\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b/i, 'pipes a download into a shell'],
+  [/\brm\s+-[a-z]*r[a-z]*f?\s+(\/|~|\$HOME)/i, 'deletes recursively from a root'],
+  [/\bgit\s+push\b[^\n]*(--force|-f\b)/i, 'force-pushes'],
+  [/\bchmod\s+(\+x|[0-7]*7[0-7]*)\b[^\n]*&&/i, 'makes a file executable and runs it'],
+];

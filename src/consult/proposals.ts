@@ -1,0 +1,68 @@
+import { MAX_PROPOSALS, proposal, type Proposal } from '../schema/aa-answer.js';
+import { COMMAND_PATTERNS } from './answer-patterns.js';
+
+/**
+ * Judging an answer's proposals, each on its own. Pure. A proposal is advice a COO may adopt; one
+ * that tries to carry authority (a field for an actor, an approval, a budget; text addressed to an
+ * actor or naming an approval; a scope that covers the whole repository; a command that has no
+ * place in advice) is stripped with a finding, and the rest of the answer stands.
+ */
+
+export interface ProposalJudgement {
+  readonly kept: readonly Proposal[];
+  /** One line per stripped proposal, numbered as the answer gave them. */
+  readonly stripped: readonly string[];
+}
+
+const FIELDS = new Set(Object.keys(proposal.shape));
+
+/** Text that addresses an actor, by id, by class or by role. */
+const ADDRESSED = /\b((ea|aa|coo)\.[a-z0-9_]+|ceo|coo|execution agents?|advisory agents?|the EA|the AA)\b/i;
+
+/** Text that names an approval: an approval id, or an approval claimed for it. */
+const APPROVAL = /\bapr_[0-9A-HJKMNP-TV-Z]{26}\b|\b(pre-?approved|already approved|without (an? )?approval|no approval (is )?(needed|required))\b/i;
+
+/** A scope entry that is no bound at all: the whole repository, or a path that leaves it. */
+function unbounded(entry: string): boolean {
+  const trimmed = entry.trim().replace(/\/+$/, '');
+  return trimmed === '' || /^[*/.]+$/.test(trimmed) || trimmed.startsWith('/') || trimmed.split('/').includes('..') || trimmed.includes('\\');
+}
+
+function textsOf(item: Proposal): string[] {
+  return [item.task, ...item.scope, ...item.acceptance, ...item.verification];
+}
+
+function whyStripped(raw: unknown): string | null {
+  if (raw === null || typeof raw !== 'object' || Array.isArray(raw)) return 'it is not an object';
+  const extra = Object.keys(raw).filter((key) => !FIELDS.has(key));
+  if (extra.length > 0) return `it carries fields a proposal has no place for (${extra.slice(0, 5).join(', ')}): no actor, approval, budget or branch rides on advice`;
+  const parsed = proposal.safeParse(raw);
+  if (!parsed.success) return `it is malformed (${parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')})`;
+  const item = parsed.data;
+  for (const text of textsOf(item)) {
+    const addressed = ADDRESSED.exec(text);
+    if (addressed !== null) return `it addresses an actor (${JSON.stringify(addressed[0])}): a proposal is addressed to no one`;
+    if (APPROVAL.test(text)) return 'it names an approval: only the CEO approves, in the ledger';
+    for (const [pattern, what] of COMMAND_PATTERNS) if (pattern.test(text)) return `it carries a command that ${what}`;
+  }
+  const wide = item.scope.find(unbounded);
+  if (wide !== undefined) return `its scope ${JSON.stringify(wide)} is no bound: a proposal names the paths its work may change`;
+  return null;
+}
+
+export function judgeProposals(raw: unknown): ProposalJudgement {
+  if (raw === undefined) return { kept: [], stripped: [] };
+  if (!Array.isArray(raw)) return { kept: [], stripped: ['proposals is not a list: none kept'] };
+  const kept: Proposal[] = [];
+  const stripped: string[] = [];
+  raw.forEach((item, index) => {
+    if (index >= MAX_PROPOSALS) {
+      stripped.push(`proposal ${index + 1} stripped: an answer carries at most ${MAX_PROPOSALS}`);
+      return;
+    }
+    const why = whyStripped(item);
+    if (why === null) kept.push(proposal.parse(item));
+    else stripped.push(`proposal ${index + 1} stripped: ${why}`);
+  });
+  return { kept, stripped };
+}
