@@ -11,11 +11,11 @@ const fresh = worlds(tempDir());
 const ASK = { to: 'aa.chatgpt', files: ['src/add.ts', 'README.md'], prompt: 'Is add() correct for NaN?', max_runtime_seconds: 60 };
 
 describe('coo mcp, through the SDK client in process', () => {
-  it('lists the seven tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
+  it('lists the eight tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
     const w = await fresh();
     const mcp = await connectMcp(w);
     const { tools } = await mcp.client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['cite', 'consult', 'dispatch', 'sessions', 'show', 'verify', 'wait']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['adopt', 'cite', 'consult', 'dispatch', 'sessions', 'show', 'verify', 'wait']);
     // coo mcp --help lists the same tools, in the same order.
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_SUMMARIES.map(([name]) => name));
     for (const tool of tools) {
@@ -30,6 +30,9 @@ describe('coo mcp, through the SDK client in process', () => {
     expect(byName.get('dispatch')!.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
     const dispatchProps = Object.keys(byName.get('dispatch')!.inputSchema.properties ?? {});
     for (const forbidden of ['repo', 'ledger', 'key', 'task_file', 'budget', 'authority_class', 'executor', 'base_ref', 'open_pr']) expect(dispatchProps).not.toContain(forbidden);
+    expect(byName.get('adopt')!.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
+    const adoptProps = Object.keys(byName.get('adopt')!.inputSchema.properties ?? {});
+    for (const forbidden of ['repo', 'ledger', 'key', 'task_file', 'budget', 'authority_class', 'executor', 'base_ref', 'open_pr', 'sha256', 'changed']) expect(adoptProps).not.toContain(forbidden);
     await mcp.close();
   });
 
