@@ -71,6 +71,13 @@ export interface MessageRecord {
   readonly askedIn?: number;
   /** Dispatches: the consult whose proposal this dispatch adopted (`adopted_proposal`), its parent. */
   readonly adopted?: string;
+  // --- CEO -> COO: commands, rejections and the COO's acknowledgements (rules/intents/ceo-*.ts, ack.ts).
+  /** Acks and rejections: the message they are about (`about_message_id`). */
+  readonly about?: string;
+  /** Rejections: the request hash rejected (`request_hash`). */
+  readonly rejectsRequest?: string;
+  /** Messages addressed to the COO, and the COO's consults: the ack that acknowledged it. */
+  readonly ackedBy?: string;
 }
 
 /** A panel the ledger holds: one question to several advisory agents (rules/panel.ts). */

@@ -224,3 +224,32 @@ export const verifyOutput = z.strictObject({
   kill_switch: z.enum(['on', 'off']),
   heartbeat: z.strictObject({ seq: z.number().int(), runner: z.string(), expires_at: z.string(), fresh: z.boolean() }).nullable(),
 });
+
+// --- CEO -> COO: the COO's inbox and its acknowledgements.
+export const inboxInput = z.strictObject({});
+
+export const inboxOutput = z.strictObject({
+  items: z.array(
+    z
+      .object({
+        message_id: messageId,
+        kind: z.enum(['command', 'rejection', 'blocker', 'receipt_notice', 'answer']),
+        from: actorId,
+        created_at: timestamp,
+        correlation_id: correlationId,
+        ceo_text: z.string().nullable(),
+      })
+      .passthrough(),
+  ),
+});
+
+export const ackInput = z.strictObject({
+  message_id: messageId.describe('the inbox item to acknowledge (inbox lists them)'),
+  note: z.string().max(2000).optional().describe('what you make of it, for the CEO'),
+});
+
+export const ackOutput = z.strictObject({
+  message_id: messageId.describe("the acknowledgement's own id"),
+  acknowledges: messageId,
+  existing: z.boolean(),
+});

@@ -7,7 +7,8 @@ import { CooError } from '../errors.js';
 import { importPackage } from '../util/import-package.js';
 import type { Scrubber } from '../util/scrub.js';
 import { errorResult, okResult } from './results.js';
-import { adoptInput, citeOutput, consultInput, consultOutput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
+import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
+import { ackTool, inboxTool } from './inbox-tools.js';
 import { adoptTool, citeTool, consultTool, dispatchTool, messagePart, sessionsTool, showTool, verifyTool, waitTool, type ToolContext } from './tools.js';
 
 /**
@@ -30,6 +31,8 @@ export const TOOL_SUMMARIES: ReadonlyArray<readonly [name: string, summary: stri
   ['show', "one message: envelope, attempts, receipts, and the answer quoted as untrusted data"],
   ['cite', "a consult's answer as Markdown evidence, marked advisory"],
   ['verify', "the ledger's health: head, findings, kill switch, heartbeat"],
+  ['inbox', "what reached you and you have not acknowledged: the CEO's commands and rejections, agents' blockers and receipt notices, answers with proposals"],
+  ['ack', 'acknowledge an inbox item to the CEO, once: a signed entry naming it'],
 ];
 
 interface Sdk {
@@ -160,6 +163,29 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       annotations: { title: 'Verify the ledger', readOnlyHint: true, openWorldHint: false },
     },
     () => guard('verify', () => verifyTool(options)),
+  );
+  server.registerTool(
+    'inbox',
+    {
+      title: 'Read your inbox',
+      description:
+        "What reached you (the active COO) and you have not acknowledged, oldest first: the CEO's signed commands (ceo_text, and budget_usd when the CEO set one) and rejections of requests that waited for its approval (ceo_text is the reason), execution agents' blockers (their words quoted as untrusted data) and receipt notices, and answers to your consults with how many proposals they stored (show, then adopt). Acknowledge each with ack once you have taken it up.",
+      inputSchema: inboxInput,
+      outputSchema: inboxOutput,
+      annotations: { title: 'Read your inbox', readOnlyHint: true, openWorldHint: false },
+    },
+    () => guard('inbox', () => inboxTool(options)),
+  );
+  server.registerTool(
+    'ack',
+    {
+      title: 'Acknowledge an inbox item',
+      description: 'Acknowledge one inbox item to the CEO: a COO-signed entry naming it, with your note; the item leaves the inbox. Once per item: the same call again returns the acknowledgement already there.',
+      inputSchema: ackInput,
+      outputSchema: ackOutput,
+      annotations: { title: 'Acknowledge an inbox item', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    (args) => guard('ack', () => ackTool(options, args)),
   );
 
   server.registerResource(

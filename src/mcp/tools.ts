@@ -48,12 +48,12 @@ const POLL_MS = 200;
 const REMOTE_POLL_MS = 2_000;
 
 /** A write of a tool: on the ledger, or through the remote (published before it is reported). */
-async function writeThrough<R>(context: ToolContext, write: (ledger: Ledger) => Promise<R>): Promise<R> {
+export async function writeThrough<R>(context: ToolContext, write: (ledger: Ledger) => Promise<R>): Promise<R> {
   return context.remote === undefined ? write(context.ledger) : (await context.remote.write(write)).result;
 }
 
 /** Brings a clone to the remote's verified head before a read; a remote that cannot be reached leaves the clone's last verified state. */
-async function fresh(context: ToolContext): Promise<void> {
+export async function fresh(context: ToolContext): Promise<void> {
   try {
     await context.remote?.sync();
   } catch (error) {

@@ -56,7 +56,7 @@ export const shortText = z.string().max(2000);
 
 export const version = z.number().int().min(1).max(999_999);
 
-export const intent = z.enum(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'receipt_notice', 'blocker']);
+export const intent = z.enum(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'receipt_notice', 'blocker', 'ceo_command', 'ceo_reject', 'ack']);
 export type Intent = z.infer<typeof intent>;
 
 /** Intents that make another actor act: accepted only from the active COO with the COO as principal. */

@@ -188,9 +188,56 @@ const blocker = z.strictObject({
   expected_receipt_schema: z.null(),
 });
 
+// --- CEO -> COO: the CEO's commands and rejections, and the COO's acknowledgements of what reached it.
+
+/**
+ * A CEO's command to the active COO: its text (`prompt.md`, by hash) and, optionally, what the CEO
+ * allows the work it asks for to cost. Signed by the CEO; nothing runs it: the COO reads it in its
+ * inbox, acts through its own lanes, and acknowledges it.
+ */
+const ceoCommand = z.strictObject({
+  ...header,
+  intent: z.literal('ceo_command'),
+  authority_class: z.literal('directive'),
+  payload_ref: relativePath,
+  payload_hash: sha256Ref,
+  /** What the CEO allows the work this command asks for to cost, in USD; null: the policy's caps. */
+  budget_usd: usd.nullable(),
+  expected_receipt_schema: z.null(),
+});
+
+/**
+ * The CEO's refusal of a request that waits for its approval, with the reason: a new dispatch or
+ * adoption by its request hash, or the next attempt of a dispatch that ended without success.
+ */
+const ceoReject = z
+  .strictObject({
+    ...header,
+    intent: z.literal('ceo_reject'),
+    authority_class: z.literal('directive'),
+    /** The request hash `coo dispatch` or `coo adopt` was refused with; null when a dispatch's next attempt is rejected. */
+    request_hash: sha256Ref.nullable(),
+    /** The dispatch whose next attempt is rejected; null when a request hash is. */
+    about_message_id: messageId.nullable(),
+    reason: shortText.min(1),
+    expected_receipt_schema: z.null(),
+  })
+  .refine((doc) => (doc.request_hash === null) !== (doc.about_message_id === null), { path: ['request_hash'], message: 'a rejection names a request_hash or an about_message_id, one of them' });
+
+/** The COO has read a message addressed to it (or a consult's answer): signed by the COO, to the CEO, once per message. */
+const ack = z.strictObject({
+  ...header,
+  intent: z.literal('ack'),
+  authority_class: z.literal('evidence'),
+  about_message_id: messageId,
+  /** What the COO makes of it, when it says. */
+  note: shortText,
+  expected_receipt_schema: z.null(),
+});
+
 /** coo_message.v0: the single envelope of every lane; `intent` discriminates. */
 export const cooMessage = z
-  .discriminatedUnion('intent', [aaConsult, eaDispatch, statusQuery, retry, receiptNotice, blocker])
+  .discriminatedUnion('intent', [aaConsult, eaDispatch, statusQuery, retry, receiptNotice, blocker, ceoCommand, ceoReject, ack])
   .superRefine((message, ctx) => {
     const created = toMillis(message.created_at);
     if (toMillis(message.expires_at) <= created) {
@@ -227,3 +274,6 @@ export type CooMessage = z.infer<typeof cooMessage>;
 export type AaConsultMessage = Extract<CooMessage, { intent: 'aa_consult' }>;
 export type EaDispatchMessage = Extract<CooMessage, { intent: 'ea_dispatch' }>;
 export type AdoptedProposal = z.infer<typeof adoptedProposal>;
+export type CeoCommandMessage = Extract<CooMessage, { intent: 'ceo_command' }>;
+export type CeoRejectMessage = Extract<CooMessage, { intent: 'ceo_reject' }>;
+export type AckMessage = Extract<CooMessage, { intent: 'ack' }>;

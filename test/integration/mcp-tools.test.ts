@@ -11,11 +11,11 @@ const fresh = worlds(tempDir());
 const ASK = { to: 'aa.chatgpt', files: ['src/add.ts', 'README.md'], prompt: 'Is add() correct for NaN?', max_runtime_seconds: 60 };
 
 describe('coo mcp, through the SDK client in process', () => {
-  it('lists the eight tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
+  it('lists the ten tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
     const w = await fresh();
     const mcp = await connectMcp(w);
     const { tools } = await mcp.client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['adopt', 'cite', 'consult', 'dispatch', 'sessions', 'show', 'verify', 'wait']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['ack', 'adopt', 'cite', 'consult', 'dispatch', 'inbox', 'sessions', 'show', 'verify', 'wait']);
     // coo mcp --help lists the same tools, in the same order.
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_SUMMARIES.map(([name]) => name));
     for (const tool of tools) {
@@ -23,7 +23,7 @@ describe('coo mcp, through the SDK client in process', () => {
       expect(tool.outputSchema, tool.name).toBeDefined();
     }
     const byName = new Map(tools.map((tool) => [tool.name, tool]));
-    for (const name of ['sessions', 'show', 'verify', 'cite', 'wait']) expect(byName.get(name)!.annotations?.readOnlyHint, name).toBe(true);
+    for (const name of ['sessions', 'show', 'verify', 'cite', 'wait', 'inbox']) expect(byName.get(name)!.annotations?.readOnlyHint, name).toBe(true);
     expect(byName.get('consult')!.annotations).toMatchObject({ idempotentHint: true, readOnlyHint: false });
     const consultProps = Object.keys(byName.get('consult')!.inputSchema.properties ?? {});
     for (const forbidden of ['repo', 'ledger', 'key', 'prompt_file', 'budget', 'authority_class']) expect(consultProps).not.toContain(forbidden);

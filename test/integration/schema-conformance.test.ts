@@ -25,6 +25,7 @@ const NOT_EXPRESSIBLE: Record<string, string> = {
   'coo_message.v0/YAML_DUPLICATE_KEY--two-targets.yaml': 'YAML level: a duplicate key never reaches a schema',
   'coo_message.v0/SCHEMA_INVALID--expires-before-created.yaml': 'compares two fields (expires_at after created_at)',
   'coo_message.v0/SCHEMA_INVALID--hop-count-without-chain.yaml': 'compares two fields (hop_count equals the length of causality_chain)',
+  'coo_message.v0/SCHEMA_INVALID--rejection-names-both.yaml': 'fields required or forbidden by the value of another (a rejection names request_hash or about_message_id)',
   'actor_registry.v0/SCHEMA_INVALID--duplicate-actor.yaml': 'uniqueness of one field across array items (actor ids)',
   'actor_registry.v0/SCHEMA_INVALID--revoked-key-still-given.yaml': 'a value in one array must not appear in another (revoked key still given)',
   'actor_registry.v0/SCHEMA_INVALID--active-coo-not-orchestrator.yaml': 'a reference between fields (active_coo names an orchestrator listed in actors)',

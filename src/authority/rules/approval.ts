@@ -2,6 +2,20 @@ import { CooError } from '../../errors.js';
 import { approvalPath } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
+import type { AttemptRecord, MessageRecord } from '../state.js';
+
+/** A dispatch's last attempt when it ended without success and nothing will retry it on its own: what a retry approval (or a rejection) is about; else null. */
+export function endedWithoutSuccess(record: MessageRecord): AttemptRecord | null {
+  const last = record.attempts[record.attempts.length - 1];
+  if (last?.receipt == null || last.receipt.status === 'succeeded' || last.receipt.nextAttemptAt !== null || record.duplicateOf !== null) return null;
+  return last;
+}
+
+/** Whether a dispatch waits for the CEO's word on its next attempt: ended without success, and no approval of the next attempt yet. */
+export function awaitsRetryApproval(record: MessageRecord): boolean {
+  const last = record.intent === 'ea_dispatch' ? endedWithoutSuccess(record) : null;
+  return last !== null && !(record.approvedRetries ?? []).includes(last.number + 1);
+}
 
 /**
  * A CEO approval (approval.v0): signed by a trust-root authority in its own name, living under
@@ -26,10 +40,8 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
     const record = check.message(doc.message_id!);
     if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: ${doc.message_id} does not exist`, { where });
     if (record.intent !== 'ea_dispatch') throw new CooError('ATTEMPT_INVALID', `${where}: only dispatches take retry approvals; ${record.id} is ${record.intent}`, { where });
-    const last = record.attempts[record.attempts.length - 1];
-    if (last?.receipt == null || last.receipt.status === 'succeeded' || last.receipt.nextAttemptAt !== null || record.duplicateOf !== null) {
-      throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} has no ended, unsuccessful attempt to retry`, { where });
-    }
+    const last = endedWithoutSuccess(record);
+    if (last === null) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} has no ended, unsuccessful attempt to retry`, { where });
     if (doc.attempt_number !== last.number + 1 || (record.approvedRetries ?? []).includes(last.number + 1)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: a retry approval names attempt ${last.number + 1} of ${record.id}, once`, { where });
     }

@@ -11,6 +11,9 @@ import { retryRules } from './intents/retry.js';
 import { statusQueryRules } from './intents/status-query.js';
 import { receiptNoticeRules } from './intents/receipt-notice.js';
 import { blockerRules } from './intents/blocker.js';
+import { ceoCommandRules } from './intents/ceo-command.js';
+import { ceoRejectRules } from './intents/ceo-reject.js';
+import { ackRules } from './intents/ack.js';
 
 export type MessageOf<I extends Intent> = Extract<CooMessage, { intent: I }>;
 
@@ -47,6 +50,9 @@ const INTENT_RULES: { readonly [I in Intent]: IntentRules<I> } = {
   status_query: statusQueryRules,
   receipt_notice: receiptNoticeRules,
   blocker: blockerRules,
+  ceo_command: ceoCommandRules,
+  ceo_reject: ceoRejectRules,
+  ack: ackRules,
 };
 
 /** The rules of one intent; for a message of any intent, its rules take that message. */

@@ -2,8 +2,8 @@ import { describe, expect, it } from 'vitest';
 import { isRunnerIntent } from '../../../src/authority/runnable.js';
 import { defaultPolicy } from '../../../src/ledger/init.js';
 
-/** Intents the default policy may list without a runner executing them: evidence the COO reads. */
-const READ_BY_THE_COO = new Set(['receipt_notice', 'blocker']);
+/** Intents the default policy may list without a runner executing them: what the COO reads in its inbox (coo inbox), and its acknowledgements. */
+const READ_BY_THE_COO = new Set(['receipt_notice', 'blocker', 'ceo_command', 'ceo_reject', 'ack']);
 
 describe('the default policy', () => {
   it('lists no intent that nothing executes or reads', () => {

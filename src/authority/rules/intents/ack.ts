@@ -1,0 +1,45 @@
+import { CooError } from '../../../errors.js';
+import type { ActorRegistry } from '../../../schema/registry.js';
+import type { MessageRecord } from '../../state.js';
+import { classOf } from '../../policy-check.js';
+import type { IntentRules } from '../intent.js';
+
+/** Intents that reach the COO as news: what the CEO, an execution agent or the ledger tells it. */
+export const INBOX_INTENTS = new Set(['ceo_command', 'ceo_reject', 'blocker', 'receipt_notice']);
+
+/**
+ * Whether a message is the active COO's to acknowledge: one addressed to it that tells it
+ * something (a CEO's command or rejection, an agent's blocker or receipt notice), or a consult it
+ * asked itself whose answer has landed. Pure; the inbox (inbox/inbox.ts) and the validator ask it.
+ */
+export function isForCoo(registry: ActorRegistry, record: MessageRecord): boolean {
+  if (record.duplicateOf !== null) return false;
+  if (record.target === registry.active_coo) return INBOX_INTENTS.has(record.intent);
+  return record.intent === 'aa_consult' && record.source === registry.active_coo && record.attempts[record.attempts.length - 1]?.receipt?.status === 'succeeded';
+}
+
+/**
+ * ack: the active COO has read a message that reached it, and tells the CEO, once per message. A
+ * command the COO never acknowledged stays in its inbox; what the COO made of it is its `note`.
+ */
+export const ackRules: IntentRules<'ack'> = {
+  target(check, doc, registry, where) {
+    if (doc.source_actor !== registry.active_coo) throw new CooError('NOT_ACTIVE_COO', `${where}: acknowledgements are the active COO's (${registry.active_coo}), not ${doc.source_actor}'s`, { where });
+    if (classOf(registry, doc.target_actor) !== 'human_authority') {
+      throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: an acknowledgement is addressed to the CEO (a human authority), not ${doc.target_actor}`, { where });
+    }
+    const about = check.message(doc.about_message_id);
+    if (about === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: about_message_id ${doc.about_message_id} does not exist`, { where });
+    if (!isForCoo(registry, about)) {
+      throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${about.id} (${about.intent} ${about.source} -> ${about.target}) is nothing the COO acknowledges: a message addressed to it, or the answer to a consult it asked`, { where: `${where}:about_message_id` });
+    }
+    if (about.ackedBy !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: ${about.id} was acknowledged by ${about.ackedBy}`, { where: `${where}:about_message_id` });
+  },
+  record(doc) {
+    return { about: doc.about_message_id };
+  },
+  accepted(check, doc, _record, _where) {
+    const about = check.message(doc.about_message_id)!;
+    check.messages.set(about.id, { ...about, ackedBy: doc.message_id });
+  },
+};

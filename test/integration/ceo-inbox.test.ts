@@ -1,0 +1,99 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { verifyLedger } from '../../src/audit/verify.js';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { rejectRequest, sendCommand } from '../../src/inbox/ceo-messages.js';
+import { readInbox } from '../../src/inbox/inbox.js';
+import { readMessage } from '../../src/lane/envelope.js';
+import { coo, json } from '../helpers/cli.js';
+import { worlds } from '../helpers/lane.js';
+import { connectMcp, structured, textOf } from '../helpers/mcp.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * CEO -> COO: the CEO's signed command and rejection reach the COO's inbox, which an agent COO
+ * reads and acknowledges over MCP with the SDK's own client, and a person with coo inbox and coo ack.
+ */
+
+const world = worlds(tempDir('ceo-inbox'));
+
+function cleanFindings(report: Awaited<ReturnType<typeof verifyLedger>>): unknown[] {
+  return report.findings.filter((finding) => finding.code !== 'HEARTBEAT_EXPIRED');
+}
+
+describe("the CEO's commands and the COO's inbox", () => {
+  it("a CEO command is read and acknowledged through MCP by the SDK client, and leaves the inbox; the ledger verifies", async () => {
+    const w = await world();
+    const sent = await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Review the NaN handling of add() and fix it if it is wrong.', budgetUsd: 3 });
+    expect(sent.envelope).toMatchObject({ intent: 'ceo_command', source_actor: 'ceo', target_actor: 'coo.hermes', principal: 'ceo', budget_usd: 3 });
+    const mcp = await connectMcp(w);
+    try {
+      const inbox = structured<{ items: Array<Record<string, unknown>> }>(await mcp.call('inbox'));
+      expect(inbox.items).toEqual([expect.objectContaining({ message_id: sent.messageId, kind: 'command', from: 'ceo', ceo_text: 'Review the NaN handling of add() and fix it if it is wrong.\n', budget_usd: 3 })]);
+      const acked = structured<{ message_id: string; acknowledges: string; existing: boolean }>(await mcp.call('ack', { message_id: sent.messageId, note: 'Taking it: a consult first, then a dispatch.' }));
+      expect(acked).toMatchObject({ acknowledges: sent.messageId, existing: false });
+      // Acknowledging again returns the acknowledgement already there.
+      expect(structured(await mcp.call('ack', { message_id: sent.messageId, note: 'Taking it: a consult first, then a dispatch.' }))).toMatchObject({ message_id: acked.message_id, existing: true });
+      expect(structured<{ items: unknown[] }>(await mcp.call('inbox')).items).toEqual([]);
+      const state = await w.ledger.state();
+      const ack = await readMessage(w.ledger, state.messages.get(acked.message_id)!);
+      expect(ack).toMatchObject({ intent: 'ack', source_actor: 'coo.hermes', target_actor: 'ceo', about_message_id: sent.messageId, note: 'Taking it: a consult first, then a dispatch.', submitted_via: 'mcp' });
+      // There is no tool for what only the CEO does.
+      const names = (await mcp.client.listTools()).tools.map((tool) => tool.name);
+      expect(names.filter((name) => /approve|command|reject/.test(name))).toEqual([]);
+      const refused = await mcp.call('ack', { message_id: acked.message_id });
+      expect(refused.isError).toBe(true);
+      expect(textOf(refused)).toMatch(/^POLICY_INTENT_NOT_ALLOWED: /);
+    } finally {
+      await mcp.close();
+    }
+    expect(cleanFindings(await verifyLedger(w.gitdir, { full: true, now: new Date() }))).toEqual([]);
+    await w.close();
+  });
+
+  it('lists answers to the COO consults with their proposals, and rejections, until acknowledged', async () => {
+    const w = await world({ modes: ['propose'] });
+    const consult = await w.consult();
+    expect(await readInbox(w.ledger)).toEqual([]);
+    await w.runner().runOnce();
+    const rejected = await rejectRequest({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), requestHash: `sha256:${'a'.repeat(64)}`, reason: 'Not this quarter.' });
+    const items = await readInbox(w.ledger);
+    expect(items.map((item) => [item.message_id, item.kind])).toEqual([
+      [consult.messageId, 'answer'],
+      [rejected.messageId, 'rejection'],
+    ]);
+    expect(items[0]).toMatchObject({ from: 'coo.hermes', answer: { attempt: 1, proposals: 1 } });
+    expect(items[1]).toMatchObject({ from: 'ceo', ceo_text: 'Not this quarter.', rejects: { request_hash: `sha256:${'a'.repeat(64)}`, message_id: null } });
+    await w.close();
+  });
+
+  it('coo command, coo reject, coo inbox and coo ack work from the command line', async () => {
+    const w = await world();
+    const ceoKey = join(w.dir, 'ceo.key');
+    const cooKey = join(w.dir, 'coo.key');
+    writeFileSync(ceoKey, formatPrivateKey(w.actors.ceo), { mode: 0o600 });
+    writeFileSync(cooKey, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const command = coo(['command', '--ledger', w.gitdir, '--ceo-key', ceoKey, '--text', 'Ship the fix by Friday.', '--budget', '2']);
+    expect(command.stderr).toMatch(/^coo command: msg_\S+ to coo\.hermes\n$/);
+    const commandId = command.stdout.trim();
+    const shown = coo(['show', commandId, '--ledger', w.gitdir]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toContain('ceo_command');
+    const reject = json<{ message_id: string }>(coo(['reject', '--ledger', w.gitdir, '--ceo-key', ceoKey, '--request', `sha256:${'b'.repeat(64)}`, '--reason', 'Too wide a scope.', '--json']));
+    const listed = coo(['inbox', '--ledger', w.gitdir]);
+    expect(listed.stdout).toContain(`${commandId} `);
+    expect(listed.stdout).toMatch(/command from ceo \(budget \$2\): Ship the fix by Friday\. ⏎/);
+    expect(listed.stdout).toMatch(new RegExp(`${reject.message_id} \\S+ rejection from ceo: rejects request sha256:b{64}; reason: Too wide a scope\\.`));
+    // The COO's key cannot command, and the CEO's key cannot acknowledge.
+    expect(coo(['command', '--ledger', w.gitdir, '--ceo-key', cooKey, '--text', 'x']).stderr).toMatch(/^coo: TRUST_AUTHORITY: /);
+    expect(coo(['ack', commandId, '--ledger', w.gitdir, '--key', ceoKey]).stderr).toMatch(/^coo: NOT_ACTIVE_COO: /);
+    const acked = coo(['ack', commandId, '--ledger', w.gitdir, '--key', cooKey, '--note', 'On it.']);
+    expect(acked.status).toBe(0);
+    expect(acked.stderr).toContain(`acknowledges ${commandId}`);
+    const after = json<{ items: Array<{ message_id: string }> }>(coo(['inbox', '--ledger', w.gitdir, '--json']));
+    expect(after.items.map((item) => item.message_id)).toEqual([reject.message_id]);
+    for (const verb of ['command', 'reject', 'inbox', 'ack']) expect(coo([verb, '--help']).stdout).toContain('--json');
+    await w.close();
+  });
+});
