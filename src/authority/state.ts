@@ -78,6 +78,8 @@ export interface MessageRecord {
   readonly rejectsRequest?: string;
   /** Messages addressed to the COO, and the COO's consults: the ack that acknowledged it. */
   readonly ackedBy?: string;
+  /** Commands: what the CEO allows the work it asks for to cost (`budget_usd`), when it says. */
+  readonly budgetUsd?: number;
 }
 
 /** A panel the ledger holds: one question to several advisory agents (rules/panel.ts). */
@@ -245,6 +247,17 @@ export function cloneState(state: LedgerState): LedgerState {
  */
 export function correlationRemainingUsd(policy: ActorPolicy, spentUsd: number): number {
   return Math.max(0, policy.budgets.max_cost_usd_per_correlation - spentUsd);
+}
+
+/**
+ * What a CEO command's budget leaves the work that descends from it, or null when the chain does
+ * not start at a command with a budget: its `budget_usd` less what its correlation has cost (a
+ * reply keeps its parent's correlation, so the command's descendants are its correlation).
+ */
+export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelation'>, message: (id: string) => MessageRecord | undefined, chain: readonly string[]): { readonly command: string; readonly left: number } | null {
+  const root = chain[0] === undefined ? undefined : message(chain[0]);
+  if (root?.intent !== 'ceo_command' || root.budgetUsd === undefined) return null;
+  return { command: root.id, left: Math.max(0, root.budgetUsd - (state.spendByCorrelation.get(root.correlation) ?? 0)) };
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { requireHolder } from '../authority/keys.js';
-import { correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
+import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { Ledger } from './ledger.js';
 import { CooError } from '../errors.js';
@@ -117,8 +117,10 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
 
 /** The envelope's budget as the ledger stands at `head`: the correlation's remaining budget is the ledger's own figure. */
 export function budgetAt(plan: EnvelopePlan, head: LedgerState, maxCostUsd: number | undefined): Record<string, unknown> {
+  // By default the policy's cap, or less: what a CEO command the chain starts at has left of its budget.
+  const command = commandBudgetLeftUsd(head, (id) => head.messages.get(id), plan.header['causality_chain'] as string[]);
   return {
-    max_cost_usd: maxCostUsd ?? plan.policy.budgets.max_cost_usd_per_message,
+    max_cost_usd: maxCostUsd ?? Math.min(plan.policy.budgets.max_cost_usd_per_message, command?.left ?? Number.POSITIVE_INFINITY),
     max_runtime_seconds: plan.runtimeSeconds,
     correlation_budget_remaining_usd: correlationRemainingUsd(head.policy?.doc ?? plan.policy, head.spendByCorrelation.get(plan.correlationAt(head)) ?? 0),
   };

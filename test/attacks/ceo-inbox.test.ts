@@ -59,6 +59,17 @@ describe("only the CEO commands the COO, and only the COO acknowledges what reac
 
   attack("a command whose budget is over the policy's cap for a correlation", 'library', 'POLICY_LIMIT', () => codeOf(() => sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Spend freely.', budgetUsd: 1000 })));
 
+  attack("a consult under a CEO command that asks for more than the command's budget has left", 'library', 'BUDGET_EXCEEDED', async () => {
+    const command = await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ask once about add().', budgetUsd: 1 });
+    // By default a consult under the command asks for what the command has left, not the policy's cap.
+    const first = await w.consult({ parentMessageId: command.messageId });
+    expect(first.envelope.budget.max_cost_usd).toBe(1);
+    await w.runner().runOnce();
+    const spent = (await w.ledger.state()).spendByCorrelation.get(command.envelope.correlation_id) ?? 0;
+    expect(spent).toBeGreaterThan(0);
+    return codeOf(() => w.consult({ parentMessageId: command.messageId, maxCostUsd: 1, question: 'And again?' }));
+  });
+
   attack('a rejection of a request the CEO already approved', 'library', 'APPROVAL_INVALID', async () => {
     const requestHash = `sha256:${'c'.repeat(64)}`;
     await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'yes', requestHash });

@@ -6,7 +6,7 @@ import { canonicalJson } from '../../util/hash.js';
 import { repeatedRequest, requestFingerprint } from '../idempotency.js';
 import { checkEdge, checkForbiddenEdge, classOf, isCommandIntent } from '../policy-check.js';
 import { isRunnerIntent, withinHopLimit } from '../runnable.js';
-import { correlationRemainingUsd, idempotencySlot, type MessageRecord } from '../state.js';
+import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type MessageRecord } from '../state.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkFanout } from './fanout.js';
 import { intentRules } from './intent.js';
@@ -123,6 +123,16 @@ function checkLimits(check: CommitCheck, doc: CooMessage, where: string): void {
   const pin = 'context_pin' in doc ? doc.context_pin : null;
   if (pin !== null) limit(pin.files.length <= policy.limits.max_context_files, `${pin.files.length} context files exceed ${policy.limits.max_context_files}`);
   checkCorrelationBudget(check, doc, where);
+  checkCommandBudget(check, doc, where);
+}
+
+/** Work that descends from a CEO command with a budget may cost at most what that budget has left. */
+function checkCommandBudget(check: CommitCheck, doc: CooMessage, where: string): void {
+  if (!isRunnerIntent(doc.intent)) return;
+  const budget = commandBudgetLeftUsd(check.state, (id) => check.message(id), doc.causality_chain);
+  if (budget !== null && doc.budget.max_cost_usd > budget.left + USD_TOLERANCE) {
+    throw new CooError('BUDGET_EXCEEDED', `${where}: max_cost_usd ${doc.budget.max_cost_usd} exceeds the ${budget.left} that the CEO's command ${budget.command} has left`, { where: `${where}:budget.max_cost_usd` });
+  }
 }
 
 /**
