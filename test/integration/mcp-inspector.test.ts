@@ -37,11 +37,11 @@ async function call(name: string, args: Record<string, unknown>): Promise<{ isEr
 describe('coo mcp under the MCP Inspector, a separate client process', () => {
   let messageId = '';
 
-  it('lists the seven tools, each with its input and output schema', async () => {
+  it('lists the ten tools, each with its input and output schema', async () => {
     const result = await inspect(serverArgs, ['--method', 'tools/list'], env);
     expect(result.status, result.stderr).toBe(0);
     const { tools } = JSON.parse(result.stdout) as { tools: Array<{ name: string; inputSchema: { properties?: Record<string, { description?: string }> }; outputSchema?: unknown }> };
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['cite', 'consult', 'dispatch', 'sessions', 'show', 'verify', 'wait']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['ack', 'adopt', 'cite', 'consult', 'dispatch', 'inbox', 'sessions', 'show', 'verify', 'wait']);
     expect(tools.every((tool) => tool.outputSchema !== undefined)).toBe(true);
     // The bundled CLI's zod and the SDK's share descriptions: the agent reads what each argument means.
     expect(tools.find((tool) => tool.name === 'consult')!.inputSchema.properties!['wait_seconds']!.description).toMatch(/wait up to/);
@@ -62,6 +62,21 @@ describe('coo mcp under the MCP Inspector, a separate client process', () => {
     expect((await call('cite', { message_id: messageId })).structuredContent).toMatchObject({ verified: true, advisory: true });
     expect((await call('verify', {})).structuredContent).toMatchObject({ ok: true, findings: [] });
     expect(server.requests).toHaveLength(1);
+  }, 300_000);
+
+  it("a CEO command sent with coo command is read from the inbox and acknowledged through the Inspector, and leaves the inbox", async () => {
+    const sent = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Find out whether add() handles NaN.', '--budget', '1']);
+    expect(sent.status, sent.stderr).toBe(0);
+    const commandId = sent.stdout.trim();
+    const inbox = (await call('inbox', {})).structuredContent as { items: Array<Record<string, unknown>> };
+    expect(inbox.items.filter((item) => item['kind'] === 'command')).toEqual([expect.objectContaining({ message_id: commandId, from: 'ceo', ceo_text: 'Find out whether add() handles NaN.\n', budget_usd: 1 })]);
+    const acked = (await call('ack', { message_id: commandId, note: 'Consulting aa.chatgpt under it.' })).structuredContent!;
+    expect(acked).toMatchObject({ acknowledges: commandId, existing: false });
+    const after = (await call('inbox', {})).structuredContent as { items: Array<{ message_id: string }> };
+    expect(after.items.map((item) => item.message_id)).not.toContain(commandId);
+    const shown = JSON.parse(coo(['show', acked['message_id'] as string, '--ledger', ledger, '--json']).stdout) as { envelope: Record<string, unknown> };
+    expect(shown.envelope).toMatchObject({ intent: 'ack', source_actor: 'coo.hermes', target_actor: 'ceo', about_message_id: commandId, submitted_via: 'mcp' });
+    expect((await call('verify', {})).structuredContent).toMatchObject({ ok: true, findings: [] });
   }, 300_000);
 
   it('refuses bad arguments and unknown messages as tool errors, with the code and what to do', async () => {
