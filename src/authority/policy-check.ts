@@ -4,15 +4,16 @@ import type { ActorPolicy, PolicyEdge } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 
 /**
- * Edges forbidden whatever a policy says: an advisory agent never reaches an execution agent, and
- * advisory agents do not talk to each other. An execution agent reaches an advisory agent only
- * with a consult, which the COO signs on its behalf inside one of its dispatch attempts
- * (rules/intents/consult-in-dispatch.ts); no other intent.
+ * Edges forbidden whatever a policy says: an advisory agent never reaches an execution agent. An
+ * execution agent reaches an advisory agent only with a consult, which the COO signs on its behalf
+ * inside one of its dispatch attempts (rules/intents/consult-in-dispatch.ts), and an advisory agent
+ * reaches another only with a cross-check, which the COO writes on its behalf
+ * (rules/intents/cross-check.ts); no other intent.
  */
 const FORBIDDEN: ReadonlyArray<{ from: ActorClass; to: ActorClass; why: string; except?: readonly Intent[] }> = [
   { from: 'advisory_agent', to: 'execution_agent', why: 'AA->EA is forbidden: advice reaches execution only through a COO decision' },
   { from: 'execution_agent', to: 'advisory_agent', why: 'an execution agent reaches an advisory agent only with a consult asked inside its dispatch', except: ['aa_consult'] },
-  { from: 'advisory_agent', to: 'advisory_agent', why: 'AA->AA cross-checks are out of the first slice' },
+  { from: 'advisory_agent', to: 'advisory_agent', why: 'an advisory agent reaches another only with a cross-check the COO writes', except: ['cross_check'] },
 ];
 
 export function matchesPattern(pattern: string, actorId: string): boolean {

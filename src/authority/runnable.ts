@@ -18,7 +18,7 @@ import { retryApproved, type MessageRecord } from './state.js';
  * Intents the runner executes: each is claimed before it runs and closed by receipts. The one list:
  * a lane the runner learns to execute adds its intent here, and claims on it become valid.
  */
-export const RUNNER_INTENTS: ReadonlySet<Intent> = new Set<Intent>(['aa_consult', 'ea_dispatch']);
+export const RUNNER_INTENTS: ReadonlySet<Intent> = new Set<Intent>(['aa_consult', 'ea_dispatch', 'cross_check']);
 
 export function isRunnerIntent(intent: Intent): boolean {
   return RUNNER_INTENTS.has(intent);

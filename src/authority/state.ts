@@ -33,6 +33,8 @@ export interface AttemptRecord {
     readonly seq: number;
     /** A consult's: the sha256 of each proposal its answer carried that passed judgement, in order (aa_proposal.v0 artifacts). */
     readonly proposals?: readonly string[];
+    /** The answer an advisory receipt points at (output_ref and output_hash), when it has one: what a cross-check may challenge. */
+    readonly output?: { readonly path: string; readonly sha256: string };
   } | null;
 }
 

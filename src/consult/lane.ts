@@ -1,6 +1,6 @@
 import { gateAttempt, type GateFacts } from '../authority/runnable.js';
 import type { MessageRecord } from '../authority/state.js';
-import type { AaConsultMessage } from '../schema/message.js';
+import type { AdvisoryMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { planBudget, type ModelPrice } from '../lane/budget.js';
@@ -11,7 +11,7 @@ import { planBudget, type ModelPrice } from '../lane/budget.js';
  */
 
 export interface PreflightFacts extends GateFacts {
-  readonly message: AaConsultMessage;
+  readonly message: AdvisoryMessage;
   /** What this message's earlier attempts cost: its budget is for the message, retries included. */
   readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
@@ -75,7 +75,7 @@ export interface RetryFacts {
   readonly now: Date;
   readonly blocker: BlockerCode;
   readonly record: MessageRecord;
-  readonly message: AaConsultMessage;
+  readonly message: AdvisoryMessage;
   readonly policy: ActorPolicy;
 }
 
@@ -83,7 +83,7 @@ export interface RetryFacts {
 export function nextAttemptAt(facts: RetryFacts): string | null {
   const { blocker, record, policy } = facts;
   // The agent that asked waits for this answer inside its attempt: one attempt; it may ask again.
-  if (facts.message.asked_in_attempt !== undefined) return null;
+  if (facts.message.intent === 'aa_consult' && facts.message.asked_in_attempt !== undefined) return null;
   const sameClass = TRANSIENT.has(blocker) ? TRANSIENT : MALFORMED.has(blocker) ? MALFORMED : null;
   if (sameClass === null) return null;
   const limit = sameClass === TRANSIENT ? policy.retries.transient_max_attempts : policy.retries.malformed_output_max_attempts;

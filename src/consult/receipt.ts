@@ -1,5 +1,5 @@
 import type { MessageRecord } from '../authority/state.js';
-import type { AaConsultMessage } from '../schema/message.js';
+import type { AdvisoryMessage } from '../schema/message.js';
 import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { attemptIdFor } from '../util/ids.js';
 import { isoSeconds } from '../util/time.js';
@@ -15,7 +15,7 @@ export interface ReceiptArtifact {
 
 export interface ReceiptFacts {
   readonly now: Date;
-  readonly message: AaConsultMessage;
+  readonly message: AdvisoryMessage;
   readonly record: MessageRecord;
   readonly attempt: number;
   readonly status: ReceiptStatus;

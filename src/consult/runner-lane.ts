@@ -5,13 +5,13 @@ import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../a
 import { spentOnMessageUsd } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
-import { readLaneMessage } from '../lane/envelope.js';
+import { readMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
 import type { NewFile } from '../ledger/ledger.js';
 import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
-import type { AaConsultMessage } from '../schema/message.js';
+import type { AdvisoryMessage } from '../schema/message.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import { failpoint } from '../util/failpoint.js';
@@ -28,7 +28,7 @@ import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
 import { judgeRun, type OracleRun } from './outcome.js';
-import { renderConsultPrompt, suspiciousLines } from './prompt.js';
+import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact } from './receipt.js';
 import { classifyFor } from './providers/routes.js';
 import type { RoutePlan } from './providers/provider.js';
@@ -68,18 +68,20 @@ export function consultReadiness(transport: OracleCli): LaneReadiness {
 
 /** A consult attempt as decided before any claim. */
 type Prepared =
-  | { readonly kind: 'stop'; readonly record: MessageRecord; readonly message: AaConsultMessage; readonly attempt: number; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
+  | { readonly kind: 'stop'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly attempt: number; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
   /** Its route cannot be called here (a key, an endpoint): it stays queued, said by the runner. */
-  | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AaConsultMessage; readonly error: unknown }
+  | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly error: unknown }
   | {
       readonly kind: 'run';
       readonly record: MessageRecord;
-      readonly message: AaConsultMessage;
+      readonly message: AdvisoryMessage;
       readonly attempt: number;
       readonly decision: Extract<Preflight, { kind: 'run' }>;
       readonly route: RoutePlan;
       readonly prompt: Buffer;
       readonly files: readonly PinnedFile[];
+      /** A cross-check's challenged answer, its hash as the envelope pins it. */
+      readonly challenged?: ChallengedAnswer;
     };
 
 /**
@@ -93,8 +95,10 @@ export class ConsultLane implements RunnerLane {
     private readonly transport: AaTransport,
   ) {}
 
-  private readEnvelope(record: MessageRecord): Promise<AaConsultMessage> {
-    return readLaneMessage(this.ctx.ledger, record, 'aa_consult', 'a consult');
+  private async readEnvelope(record: MessageRecord): Promise<AdvisoryMessage> {
+    const message = await readMessage(this.ctx.ledger, record);
+    if (message.intent !== 'aa_consult' && message.intent !== 'cross_check') throw new CooError('INTERNAL', `${record.id} is not a question to an advisory agent`);
+    return message;
   }
 
   /**
@@ -194,13 +198,20 @@ export class ConsultLane implements RunnerLane {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
+    let challenged: ChallengedAnswer | undefined;
+    if (message.intent === 'cross_check') {
+      // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
+      const answer = await ledger.readFile(message.challenge.answer_ref);
+      if (answer === null || sha256Ref(answer) !== message.challenge.answer_hash) return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
+      challenged = { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') };
+    }
     if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
-    return { kind: 'run', record, message, attempt, decision, route, prompt, files: pins.files };
+    return { kind: 'run', record, message, attempt, decision, route, prompt, files: pins.files, ...(challenged === undefined ? {} : { challenged }) };
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */
   private async run(item: Extract<Prepared, { kind: 'run' }>, now: Date): Promise<void> {
-    const { record, message, attempt, decision, route, prompt, files } = item;
+    const { record, message, attempt, decision, route, prompt, files, challenged } = item;
     const stoppedFirst = this.ctx.stoppedBy();
     if (stoppedFirst !== null) {
       await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedFirst}) before Oracle started; nothing was paid for`);
@@ -208,7 +219,7 @@ export class ConsultLane implements RunnerLane {
     }
     const sandbox = sandboxFor(this.ctx.stateDir, attemptIdFor(message.message_id, attempt));
     const canary = `canary-${randomBytes(12).toString('hex')}`;
-    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: files.map((file) => file.path) });
+    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: files.map((file) => file.path), ...(challenged === undefined ? {} : { challenged }) });
     const slug = sessionSlugFor(message.message_id, attempt);
     createSandbox(sandbox, files, bundle, {
       attempt_id: attemptIdFor(message.message_id, attempt),
@@ -252,7 +263,7 @@ export class ConsultLane implements RunnerLane {
   }
 
   /** A pre-flight outcome: claim and receipt in one commit, nothing paid for. */
-  private async stop(state: LedgerState, record: MessageRecord, message: AaConsultMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
+  private async stop(state: LedgerState, record: MessageRecord, message: AdvisoryMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
     const retryAt = status === 'succeeded' ? null : nextAttemptAt({ now, blocker, record, message, policy: state.policy!.doc });
     const receipt = buildReceipt({
       now,
@@ -274,7 +285,7 @@ export class ConsultLane implements RunnerLane {
 
   /** Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record. */
   private async finish(
-    message: AaConsultMessage,
+    message: AdvisoryMessage,
     record: MessageRecord,
     attempt: number,
     sandbox: Sandbox,
@@ -363,7 +374,7 @@ export class ConsultLane implements RunnerLane {
   }
 
   /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
-  private async writeInterrupted(message: AaConsultMessage, messageId: string, attempt: number, detail: string): Promise<void> {
+  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string): Promise<void> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const record = state.messages.get(messageId)!;

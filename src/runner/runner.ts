@@ -187,6 +187,7 @@ export class Runner {
     const consults = new ConsultLane(context, options.transport);
     this.lanes = new Map<Intent, RunnerLane>([
       ['aa_consult', consults],
+      ['cross_check', consults],
       [
         'ea_dispatch',
         new DispatchLane(context, {

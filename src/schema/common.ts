@@ -56,11 +56,14 @@ export const shortText = z.string().max(2000);
 
 export const version = z.number().int().min(1).max(999_999);
 
-export const intent = z.enum(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'receipt_notice', 'blocker', 'ceo_command', 'ceo_reject', 'ack']);
+export const intent = z.enum(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'receipt_notice', 'blocker', 'ceo_command', 'ceo_reject', 'ack', 'cross_check']);
 export type Intent = z.infer<typeof intent>;
 
 /** Intents that make another actor act: accepted only from the active COO with the COO as principal. */
-export const COMMAND_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'ea_dispatch', 'status_query', 'retry']);
+export const COMMAND_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'cross_check']);
+
+/** Intents that put a question to an advisory agent and take aa_receipt.v0: the consult lane runs them. */
+export const ADVISORY_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'cross_check']);
 
 export const actorClass = z.enum(['human_authority', 'orchestrator', 'execution_agent', 'advisory_agent']);
 export type ActorClass = z.infer<typeof actorClass>;

@@ -104,6 +104,36 @@ const aaConsult = z.strictObject({
   asked_in_attempt: positiveInt.max(100).optional(),
 });
 
+/**
+ * What a cross-check challenges: one answer of the parent message (the receipt of its attempt that
+ * succeeded, and that receipt's answer by path and hash). The answer goes to the target quoted as
+ * untrusted data; the hash is what the auditor checks the sent prompt against.
+ */
+export const challenge = z.strictObject({
+  receipt_ref: relativePath,
+  answer_ref: relativePath,
+  answer_hash: sha256Ref,
+});
+
+/**
+ * cross_check: the COO puts one advisory agent's answer to another to challenge. Written and signed
+ * by the COO on behalf of the challenged agent (`source_actor`, which holds no key), along a policy
+ * edge aa.* -> aa.*; its parent is the message the answer belongs to, its context that message's
+ * pin. Its question and receipt are a consult's.
+ */
+const crossCheck = z.strictObject({
+  ...header,
+  parent_message_id: messageId,
+  intent: z.literal('cross_check'),
+  authority_class: z.literal('advisory_only'),
+  prompt_template_version: z.literal('cross_check_v0'),
+  payload_ref: relativePath,
+  payload_hash: sha256Ref,
+  context_pin: contextPin,
+  challenge,
+  expected_receipt_schema: z.literal('aa_receipt.v0'),
+});
+
 /** LifeOS's COO->EA dispatch request fields (coo_ea_dispatch_request.v0), carried inside the shared envelope. */
 export const dispatchRequest = z.strictObject({
   repo: z.string().regex(/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/, 'owner/name'),
@@ -237,7 +267,7 @@ const ack = z.strictObject({
 
 /** coo_message.v0: the single envelope of every lane; `intent` discriminates. */
 export const cooMessage = z
-  .discriminatedUnion('intent', [aaConsult, eaDispatch, statusQuery, retry, receiptNotice, blocker, ceoCommand, ceoReject, ack])
+  .discriminatedUnion('intent', [aaConsult, eaDispatch, statusQuery, retry, receiptNotice, blocker, ceoCommand, ceoReject, ack, crossCheck])
   .superRefine((message, ctx) => {
     const created = toMillis(message.created_at);
     if (toMillis(message.expires_at) <= created) {
@@ -272,6 +302,9 @@ export const cooMessage = z
 
 export type CooMessage = z.infer<typeof cooMessage>;
 export type AaConsultMessage = Extract<CooMessage, { intent: 'aa_consult' }>;
+export type CrossCheckMessage = Extract<CooMessage, { intent: 'cross_check' }>;
+/** A message the consult lane runs: a question to an advisory agent, answered by aa_receipt.v0. */
+export type AdvisoryMessage = AaConsultMessage | CrossCheckMessage;
 export type EaDispatchMessage = Extract<CooMessage, { intent: 'ea_dispatch' }>;
 export type AdoptedProposal = z.infer<typeof adoptedProposal>;
 export type CeoCommandMessage = Extract<CooMessage, { intent: 'ceo_command' }>;

@@ -41,6 +41,7 @@ export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt:
       createdAt: doc.created_at,
       seq: check.seq,
       ...(proposals.length === 0 ? {} : { proposals }),
+      ...('output_ref' in doc && doc.output_ref !== null && doc.output_hash !== null ? { output: { path: doc.output_ref, sha256: doc.output_hash } } : {}),
     },
   };
   const attempts = [...record.attempts];

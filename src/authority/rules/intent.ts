@@ -14,6 +14,7 @@ import { blockerRules } from './intents/blocker.js';
 import { ceoCommandRules } from './intents/ceo-command.js';
 import { ceoRejectRules } from './intents/ceo-reject.js';
 import { ackRules } from './intents/ack.js';
+import { crossCheckRules } from './intents/cross-check.js';
 
 export type MessageOf<I extends Intent> = Extract<CooMessage, { intent: I }>;
 
@@ -53,6 +54,7 @@ const INTENT_RULES: { readonly [I in Intent]: IntentRules<I> } = {
   ceo_command: ceoCommandRules,
   ceo_reject: ceoRejectRules,
   ack: ackRules,
+  cross_check: crossCheckRules,
 };
 
 /** The rules of one intent; for a message of any intent, its rules take that message. */

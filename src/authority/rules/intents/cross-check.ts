@@ -1,0 +1,45 @@
+import { CooError } from '../../../errors.js';
+import { ADVISORY_INTENTS } from '../../../schema/common.js';
+import { classOf } from '../../policy-check.js';
+import type { IntentRules } from '../intent.js';
+import { checkManifest, checkTask } from '../message-artifacts.js';
+import { consultRules } from './consult.js';
+import { requireTargetClass } from './target-class.js';
+
+/**
+ * cross_check: the COO puts advisory agent A's answer to advisory agent B to challenge. A holds no
+ * key, so the COO signs on A's behalf; what proves A's part is the parent: the message A answered,
+ * its succeeded receipt and that receipt's answer, named by path and hash. B judges it against the
+ * context A was given, and answers with a consult's receipt.
+ */
+export const crossCheckRules: IntentRules<'cross_check'> = {
+  onBehalf: () => true,
+  target(_check, doc, registry, where) {
+    if (classOf(registry, doc.source_actor) !== 'advisory_agent') {
+      throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: a cross-check is written on behalf of the advisory agent whose answer it challenges, not ${doc.source_actor}`, { where });
+    }
+    requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
+  },
+  ancestry(check, doc, _registry, where) {
+    const parent = check.message(doc.parent_message_id)!;
+    if (!ADVISORY_INTENTS.has(parent.intent) || parent.target !== doc.source_actor) {
+      throw new CooError('SCHEMA_INVALID', `${where}: a cross-check's parent is a question ${doc.source_actor} answered, not ${parent.intent} ${parent.id} to ${parent.target}`, { where: `${where}:parent_message_id` });
+    }
+    const receipt = parent.attempts.map((attempt) => attempt.receipt).find((item) => item !== null && item.path === doc.challenge.receipt_ref);
+    if (receipt === undefined || receipt === null || receipt.status !== 'succeeded' || receipt.output === undefined) {
+      throw new CooError('SCHEMA_INVALID', `${where}: ${doc.challenge.receipt_ref} is no succeeded receipt of ${parent.id} with an answer to challenge`, { where: `${where}:challenge.receipt_ref` });
+    }
+    if (receipt.output.path !== doc.challenge.answer_ref || receipt.output.sha256 !== doc.challenge.answer_hash) {
+      throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: the challenged answer is ${receipt.output.path} (${receipt.output.sha256}), as its receipt says`, { where: `${where}:challenge` });
+    }
+    // The challenger judges against the exact context the challenged answer was given.
+    if (parent.manifestHash !== doc.context_pin.context_manifest_hash) {
+      throw new CooError('CONTEXT_INVALID', `${where}: a cross-check pins the context of the answer it challenges (${parent.manifestHash ?? 'none'})`, { where: `${where}:context_pin` });
+    }
+  },
+  envelope(check, doc, _registry, _policy, folder, where) {
+    checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
+    checkManifest(check, doc.context_pin, folder, where);
+  },
+  receipt: consultRules.receipt!,
+};
