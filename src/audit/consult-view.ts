@@ -1,4 +1,4 @@
-import type { AaConsultMessage } from '../schema/message.js';
+import type { AdvisoryMessage } from '../schema/message.js';
 import type { AaReceipt } from '../schema/receipt.js';
 
 /**
@@ -19,6 +19,8 @@ export interface ConsultView {
   readonly max_runtime_seconds: number;
   readonly expires_at: string;
   readonly deadline_at: string;
+  /** A cross-check's challenged answer: whose it is, its receipt, its path and the hash the envelope pins; absent for a consult. */
+  readonly challenges?: { readonly author: string; readonly receipt_ref: string; readonly answer_ref: string; readonly answer_hash: string };
 }
 
 export interface ConsultAttemptView {
@@ -40,8 +42,9 @@ export interface ConsultAttemptView {
 }
 
 export function consultOf(envelope: unknown, question: string | null): ConsultView | undefined {
-  if (envelope === null || typeof envelope !== 'object' || (envelope as { intent?: unknown }).intent !== 'aa_consult') return undefined;
-  const message = envelope as AaConsultMessage;
+  const intent = envelope === null || typeof envelope !== 'object' ? undefined : (envelope as { intent?: unknown }).intent;
+  if (intent !== 'aa_consult' && intent !== 'cross_check') return undefined;
+  const message = envelope as AdvisoryMessage;
   return {
     question,
     question_ref: message.payload_ref,
@@ -53,6 +56,7 @@ export function consultOf(envelope: unknown, question: string | null): ConsultVi
     max_runtime_seconds: message.budget.max_runtime_seconds,
     expires_at: message.expires_at,
     deadline_at: message.deadline_at,
+    ...(message.intent === 'cross_check' ? { challenges: { author: message.source_actor, ...message.challenge } } : {}),
   };
 }
 

@@ -5,6 +5,7 @@ import { consultAttemptOf, consultOf, type ConsultAttemptView, type ConsultView 
 import type { PanelComparison } from './panel-comparison.js';
 import { viewPanel } from './panel-view.js';
 import type { Approval } from '../schema/control.js';
+import { ADVISORY_INTENTS } from '../schema/common.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import { eaCommands, type EaReceipt } from '../schema/receipt.js';
 import { readStrictYaml } from '../schema/strict-yaml.js';
@@ -204,7 +205,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
   const envelope = await read(envelopePath(folderOf(record)));
   let dispatch: DispatchView | undefined;
   let consult: ConsultView | undefined;
-  if (record.intent === 'aa_consult') {
+  if (ADVISORY_INTENTS.has(record.intent)) {
     const ref = (envelope as { payload_ref?: unknown } | null)?.payload_ref;
     const question = typeof ref === 'string' ? await ledger.readFile(ref) : null;
     consult = consultOf(envelope, question === null ? null : question.toString('utf8'));

@@ -11,6 +11,7 @@ import { consultRelayVerb } from './consult-relay.js';
 import { adoptVerb } from './adopt.js';
 import { commandVerb, rejectVerb } from './ceo-messages.js';
 import { ackVerb, inboxVerb } from './inbox.js';
+import { crossCheckVerb } from './cross-check.js';
 import { reportVerb } from './report.js';
 import { demoVerb } from './demo.js';
 import { dispatchVerb } from './dispatch.js';
@@ -40,7 +41,7 @@ export function buildProgram(): Command {
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     .configureOutput({ writeErr: (text) => process.stderr.write(text) });
-  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, dispatchVerb, adoptVerb, approveVerb, rejectVerb, commandVerb, inboxVerb, ackVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
+  for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, crossCheckVerb, dispatchVerb, adoptVerb, approveVerb, rejectVerb, commandVerb, inboxVerb, ackVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();

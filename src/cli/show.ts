@@ -6,6 +6,7 @@ import type { PanelComparison } from '../audit/panel-comparison.js';
 import { viewPanel } from '../audit/panel-view.js';
 import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
+import { ADVISORY_INTENTS } from '../schema/common.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
 
 export function showVerb(program: Command): void {
@@ -42,7 +43,7 @@ export function showVerb(program: Command): void {
         const view = await viewMessage(ledger, state, record);
         if (opts.answer === true) {
           const ref = [...view.attempts].reverse().find((attempt) => attempt.consult?.answer_ref != null)?.consult?.answer_ref ?? null;
-          if (ref === null) throw new CooError('NOT_FOUND', `${record.id} has no answer${record.intent === 'aa_consult' ? ` yet (${view.lane_state})` : ': it is not a consult'}`);
+          if (ref === null) throw new CooError('NOT_FOUND', `${record.id} has no answer${ADVISORY_INTENTS.has(record.intent) ? ` yet (${view.lane_state})` : ': it is not a consult'}`);
           const answer = (await ledger.readFile(ref))?.toString('utf8') ?? '';
           if (opts.json === true) emit(true, { message_id: record.id, answer_ref: ref, answer }, () => '');
           else process.stdout.write(`${answer.split('\n').map((line) => printable(line, Number.POSITIVE_INFINITY)).join('\n').trimEnd()}\n`);
@@ -113,6 +114,10 @@ function consultLines(consult: ConsultView): string[] {
   for (const line of (consult.question ?? '(not in the ledger)').trimEnd().split('\n')) lines.push(`    ${printable(line)}`);
   lines.push(`  context: ${consult.files.length} file(s) pinned at ${consult.repo_commit}: ${consult.files.map((file) => printable(file.path)).join(' ')}`);
   lines.push(`  budget: at most $${consult.max_cost_usd} and ${consult.max_runtime_seconds} s; starts by ${consult.expires_at}, ends by ${consult.deadline_at}`);
+  if (consult.challenges !== undefined) {
+    const challenged = consult.challenges;
+    lines.push(`  challenges: the answer of ${challenged.author} (${printable(challenged.answer_ref)}, ${challenged.answer_hash}), sent quoted as untrusted data; its receipt ${printable(challenged.receipt_ref)}`);
+  }
   return lines;
 }
 

@@ -1,10 +1,14 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { appendRequest } from '../../src/ledger/append-envelope.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { CrossCheckMessage } from '../../src/schema/message.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { sha256Ref } from '../../src/util/hash.js';
+import { coo, json } from '../helpers/cli.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -142,6 +146,27 @@ describe('a cross-check', () => {
     const byAgent = { ...written.envelope, message_id: written.envelope.message_id.slice(0, -2) + '06', idempotency_key: 'forged-6' };
     expect(await codeOfAsync(() => appendRequest(w.ledger, () => byAgent, artifacts, w.actors.codex, new Date()))).toBe('SIGNER_WRONG_ACTOR');
     expect((await w.ledger.state()).seq).toBe(seq);
+  });
+});
+
+describe('coo cross-check', () => {
+  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, and an unknown challenger or answer is a coded refusal', async () => {
+    const w = await fresh({ policy: withCrossChecks });
+    const consult = await answered(w);
+    const keyFile = join(w.dir, 'coo.key');
+    writeFileSync(keyFile, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const env = { COO_LEDGER: w.gitdir, COO_KEY: keyFile };
+    const result = coo(['cross-check', consult, '--to', 'aa.gemini', '--prompt', 'Is the NaN claim right?', '--max-cost', '0.5', '--json'], { env });
+    expect(result.status, result.stderr).toBe(0);
+    const written = json<{ message_id: string; envelope: CrossCheckMessage }>(result);
+    expect(written.envelope).toMatchObject({ intent: 'cross_check', source_actor: 'aa.chatgpt', target_actor: 'aa.gemini', parent_message_id: consult });
+    expect((await w.ledger.readFile(written.envelope.payload_ref))!.toString('utf8')).toBe('Is the NaN claim right?\n');
+    const shown = json<{ consult: { challenges: Record<string, string> } }>(coo(['show', written.message_id, '--json'], { env }));
+    expect(shown.consult.challenges).toEqual({ author: 'aa.chatgpt', ...written.envelope.challenge });
+    const refused = coo(['cross-check', consult, '--to', 'aa.unknown'], { env });
+    expect(refused.status).toBe(3);
+    expect(refused.stderr).toMatch(/^coo: ACTOR_UNKNOWN: /m);
+    expect(coo(['cross-check', 'msg_00000000000000000000000000', '--to', 'aa.claude'], { env }).stderr).toMatch(/^coo: MESSAGE_UNKNOWN: /m);
   });
 });
 
