@@ -4,16 +4,22 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { COO, coo } from '../helpers/cli.js';
-import { receiptsOf, blockersOf, type World, worlds } from '../helpers/lane.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { receiptsOf, blockersOf, offlineEndpoints, type World, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const fresh = worlds(tempDir());
 
 function runnerProcess(w: World, keyFile: string): ChildProcess {
+  // Claude's and Gemini's routes point at the offline model as the in-process runner's do (helpers/lane.ts).
+  const endpoints = offlineEndpoints(w.server);
   return spawn(
     process.execPath,
-    [COO, 'watch', '--once', '--json', '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, 'state'), '--oracle-base-url', `${w.server.url}/v1`],
-    { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
+    [
+      COO, 'watch', '--once', '--json', '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, 'state'),
+      '--oracle-base-url', `${w.server.url}/v1`, '--oracle-anthropic-url', endpoints.anthropic!, '--oracle-gemini-url', endpoints.google!, '--oracle-host', 'api.anthropic.com=127.0.0.1',
+    ],
+    { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', ANTHROPIC_API_KEY: 'sk-ant-test-key', GEMINI_API_KEY: 'gemini-test-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
 }
 
@@ -75,6 +81,41 @@ describe('crash safety', () => {
     expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
     expect(blockersOf(receipts[0]!)).toEqual(['interrupted']);
     expect(new Set(w.server.requests.map((request) => request.canary)).size).toBe(2);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  });
+});
+
+describe('a panel under crash and retry', () => {
+  it('pays each member once per attempt: killed mid-panel, the answers in flight are harvested and the lost call is bought again only as a new attempt', async () => {
+    const members = ['aa.chatgpt', 'aa.claude', 'aa.gemini'];
+    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members }] }) });
+    // ChatGPT and Gemini answer after the runner is gone; Claude's first call never answers, and its Oracle dies with the runner.
+    w.server.setModelModes('gpt-5.5', ['slow']);
+    w.server.setModelModes('gemini-3.1-pro-preview', ['slow']);
+    w.server.setModelModes('claude-sonnet-4-6', ['hang', 'ok']);
+    const panel = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct?', maxRuntimeSeconds: 60 });
+    const ids = new Map(panel.members.map((member) => [member.target, member.messageId]));
+    const keyFile = await keyFileFor(w);
+    const first = runnerProcess(w, keyFile);
+    await until(() => w.server.requests.length === 3, 'the three members\' calls');
+    first.kill('SIGKILL');
+    await exited(first);
+    const claudeSandbox = readdirSync(join(w.dir, 'state', 'sandboxes')).find((name) => name.includes(ids.get('aa.claude')!.slice(4)))!;
+    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', claudeSandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
+    process.kill(-pid, 'SIGKILL');
+    const second = runnerProcess(w, keyFile);
+    expect(await exited(second)).toBe(0);
+    const statuses = async (actor: string): Promise<unknown[]> => (await receiptsOf(w, ids.get(actor)!)).map((receipt) => receipt['status']);
+    expect(await statuses('aa.chatgpt')).toEqual(['succeeded']);
+    expect(await statuses('aa.gemini')).toEqual(['succeeded']);
+    const claude = await receiptsOf(w, ids.get('aa.claude')!);
+    expect(claude.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+    expect(blockersOf(claude[0]!)).toEqual(['interrupted']);
+    // One paid call per member per attempt: every call has its own attempt's canary, and no canary was sent twice.
+    const calls = (model: string): number => w.server.requests.filter((request) => request.model === model).length;
+    expect([calls('gpt-5.5'), calls('claude-sonnet-4-6'), calls('gemini-3.1-pro-preview')]).toEqual([1, 2, 1]);
+    const canaries = w.server.requests.map((request) => request.canary);
+    expect(new Set(canaries).size).toBe(canaries.length);
     expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
   });
 });
