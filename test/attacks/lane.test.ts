@@ -5,6 +5,7 @@ import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-upd
 import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { blockersOf, receiptsOf } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
+import { sandboxFor } from '../../src/consult/sandbox.js';
 
 const dir = tempDir();
 const getKit = useKit(dir);
@@ -45,7 +46,7 @@ describe('context', () => {
     await kit.world.runner({ transport: kit.world.fakeOracle('ok'), keepSandboxes: true }).runOnce();
     git(['checkout', '-q', '--', 'src/add.ts'], { cwd: kit.world.target });
     const record = (await kit.world.ledger.state()).messages.get(messageId)!;
-    const sandbox = join(kit.world.dir, 'state', 'sandboxes', record.attempts[0]!.attemptId, 'work', 'src', 'add.ts');
+    const sandbox = join(sandboxFor(join(kit.world.dir, 'state'), record.attempts[0]!.attemptId).work, 'src', 'add.ts');
     return readFileSync(sandbox, 'utf8').includes('return a + b;') ? 'pinned-bytes-sent' : 'accepted';
   });
 
