@@ -50,6 +50,25 @@ export const consultInput = z.strictObject({
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
 });
 
+export const crossCheckInput = z.strictObject({
+  answer: z
+    .string()
+    .min(1)
+    .max(512)
+    .describe("the answer to challenge: a consult's message id (its latest answer), or the path of the receipt that holds it"),
+  to: actorId.describe('the advisory agent that challenges it, e.g. aa.claude'),
+  prompt: z.string().min(1).max(100_000).optional().describe('what to ask about the answer (default: a standing request to challenge it against the pinned files)'),
+  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for the challenge in USD (default: the policy's cap); it counts against the correlation"),
+  max_runtime_seconds: z.number().int().positive().max(86_400).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
+  ttl_seconds: z.number().int().positive().max(604_800).optional().describe('how long the challenge may wait to start (default 3600)'),
+  idempotency_key: z
+    .string()
+    .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
+    .optional()
+    .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
+  wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
+});
+
 const list = (what: string, example: string) => z.array(z.string().min(1).max(2000)).min(1).max(100).describe(`${what} (e.g. ${example})`);
 
 export const dispatchInput = z.strictObject({

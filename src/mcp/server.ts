@@ -7,9 +7,9 @@ import { CooError } from '../errors.js';
 import { importPackage } from '../util/import-package.js';
 import type { Scrubber } from '../util/scrub.js';
 import { errorResult, okResult } from './results.js';
-import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
+import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, crossCheckInput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
 import { ackTool, inboxTool } from './inbox-tools.js';
-import { adoptTool, citeTool, consultTool, dispatchTool, messagePart, sessionsTool, showTool, verifyTool, waitTool, type ToolContext } from './tools.js';
+import { adoptTool, citeTool, consultTool, crossCheckTool, dispatchTool, messagePart, sessionsTool, showTool, verifyTool, waitTool, type ToolContext } from './tools.js';
 
 /**
  * `coo mcp`'s server: the ledger's lanes as MCP tools, each backed by the library call of its CLI
@@ -24,6 +24,7 @@ const PARTS = ['envelope', 'receipt', 'answer'] as const;
 /** The tools the server registers, in order, with one line each: `coo mcp --help` lists them (a test holds the two to the same list). */
 export const TOOL_SUMMARIES: ReadonlyArray<readonly [name: string, summary: string]> = [
   ['consult', 'queue a signed, pinned, budgeted advisory consult; the same request again returns the same message'],
+  ['cross_check', "put one advisory agent's answer to another to challenge, where the policy allows it"],
   ['dispatch', 'queue governed work for an execution agent; a dispatch the policy gives to the CEO needs approval_id'],
   ['adopt', "adopt an advisory agent's proposal as governed work, naming it by hash; an adoption the policy gives to the CEO needs approval_id"],
   ['wait', "wait for a message's final receipt; a runner configuration problem that stops it is a tool error"],
@@ -84,6 +85,18 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       annotations: { title: 'Consult an advisory agent', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
     (args, extra) => guard('consult', () => consultTool(options, args, extra.signal)),
+  );
+  server.registerTool(
+    'cross_check',
+    {
+      title: "Challenge an advisory agent's answer",
+      description:
+        "Put one advisory agent's answer to another to challenge, as `coo cross-check` does, where the policy has an edge between them for cross_check (the default policy has none): signed by the COO, one hop below the answered consult, paid from its correlation. The challenger gets the answer quoted as untrusted data under its pinned hash and answers with a receipt of its own. Returns the message id and state, and the receipt if it lands within wait_seconds.",
+      inputSchema: crossCheckInput,
+      outputSchema: outcomeOutput,
+      annotations: { title: "Challenge an advisory agent's answer", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
+    },
+    (args, extra) => guard('cross_check', () => crossCheckTool(options, args, extra.signal)),
   );
   server.registerTool(
     'dispatch',

@@ -7,6 +7,7 @@ import { verifyLedger } from '../audit/verify.js';
 import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
+import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { resolveCommit } from '../lane/pins.js';
 import { derivedIdempotencyKey, derivedRequestKey } from '../lane/request-key.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
@@ -18,7 +19,7 @@ import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
 import type { z } from 'zod';
-import type { adoptInput, consultInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
+import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
 import { untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
@@ -162,6 +163,28 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
     ...optional,
   };
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
+  const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
+  return { ...outcome, existing: queued.existing };
+}
+
+export type CrossCheckArgs = z.infer<typeof crossCheckInput>;
+
+/**
+ * `coo cross-check`, over MCP: one advisory agent's answer put to another to challenge, through the
+ * write-time validator (the policy's cross_check edge, hops, budget), refused while the kill switch
+ * is on; a retried call finds the message the first one queued.
+ */
+export async function crossCheckTool(context: ToolContext, args: CrossCheckArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean }> {
+  await fresh(context);
+  refuseWhileStopped(await context.ledger.state());
+  const optional = {
+    ...(args.prompt === undefined ? {} : { question: args.prompt }),
+    ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+    ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
+    ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
+  };
+  const idempotencyKey = args.idempotency_key ?? derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional });
+  const queued = await writeThrough(context, (ledger) => enqueueCrossCheck({ ledger, key: context.key, now: context.clock(), of: args.answer, target: args.to, idempotencyKey, submittedVia: 'mcp', ...optional }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
 }

@@ -37,11 +37,11 @@ async function call(name: string, args: Record<string, unknown>): Promise<{ isEr
 describe('coo mcp under the MCP Inspector, a separate client process', () => {
   let messageId = '';
 
-  it('lists the ten tools, each with its input and output schema', async () => {
+  it('lists the eleven tools, each with its input and output schema', async () => {
     const result = await inspect(serverArgs, ['--method', 'tools/list'], env);
     expect(result.status, result.stderr).toBe(0);
     const { tools } = JSON.parse(result.stdout) as { tools: Array<{ name: string; inputSchema: { properties?: Record<string, { description?: string }> }; outputSchema?: unknown }> };
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['ack', 'adopt', 'cite', 'consult', 'dispatch', 'inbox', 'sessions', 'show', 'verify', 'wait']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['ack', 'adopt', 'cite', 'consult', 'cross_check', 'dispatch', 'inbox', 'sessions', 'show', 'verify', 'wait']);
     expect(tools.every((tool) => tool.outputSchema !== undefined)).toBe(true);
     // The bundled CLI's zod and the SDK's share descriptions: the agent reads what each argument means.
     expect(tools.find((tool) => tool.name === 'consult')!.inputSchema.properties!['wait_seconds']!.description).toMatch(/wait up to/);

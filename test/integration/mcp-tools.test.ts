@@ -11,11 +11,11 @@ const fresh = worlds(tempDir());
 const ASK = { to: 'aa.chatgpt', files: ['src/add.ts', 'README.md'], prompt: 'Is add() correct for NaN?', max_runtime_seconds: 60 };
 
 describe('coo mcp, through the SDK client in process', () => {
-  it('lists the ten tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
+  it('lists the eleven tools with input and output schemas, read-only and idempotent hints, and no CEO-only operation', async () => {
     const w = await fresh();
     const mcp = await connectMcp(w);
     const { tools } = await mcp.client.listTools();
-    expect(tools.map((tool) => tool.name).sort()).toEqual(['ack', 'adopt', 'cite', 'consult', 'dispatch', 'inbox', 'sessions', 'show', 'verify', 'wait']);
+    expect(tools.map((tool) => tool.name).sort()).toEqual(['ack', 'adopt', 'cite', 'consult', 'cross_check', 'dispatch', 'inbox', 'sessions', 'show', 'verify', 'wait']);
     // coo mcp --help lists the same tools, in the same order.
     expect(tools.map((tool) => tool.name)).toEqual(TOOL_SUMMARIES.map(([name]) => name));
     for (const tool of tools) {
@@ -235,6 +235,32 @@ describe('coo mcp, through the SDK client in process', () => {
     const named = structured<typeof queued>(await mcp.call('consult', { ...ASK, to: undefined, panel: 'review', prompt: 'Is add() correct for Infinity?' }));
     expect(named.panel.members.map((member) => member.target)).toEqual(['aa.chatgpt', 'aa.claude', 'aa.gemini']);
     expect(w.server.requests).toHaveLength(3);
+    await mcp.close();
+  });
+
+  it("cross_check puts one agent's answer to another where the policy allows it, once per request; where it does not, a coded tool error", async () => {
+    const refused = await fresh();
+    const none = await connectMcp(refused);
+    const consult = structured<{ message_id: string }>(await none.call('consult', ASK));
+    await refused.runner().runOnce();
+    const result = await none.call('cross_check', { answer: consult.message_id, to: 'aa.claude' });
+    expect(result.isError).toBe(true);
+    expect(textOf(result)).toMatch(/^POLICY_EDGE_NOT_ALLOWED: /);
+    await none.close();
+
+    const w = await fresh({ policy: (policy) => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] }) });
+    const mcp = await connectMcp(w);
+    const asked = structured<{ message_id: string }>(await mcp.call('consult', ASK));
+    await w.runner().runOnce();
+    const challenge = { answer: asked.message_id, to: 'aa.gemini', prompt: 'Is the NaN claim right?' };
+    const queued = structured<{ message_id: string; state: string; existing: boolean }>(await mcp.call('cross_check', challenge));
+    expect(queued).toMatchObject({ state: 'queued', existing: false });
+    await w.runner().runOnce();
+    const again = structured<typeof queued>(await mcp.call('cross_check', { ...challenge, wait_seconds: 5 }));
+    expect(again).toMatchObject({ message_id: queued.message_id, state: 'succeeded', existing: true });
+    const record = (await w.ledger.state()).messages.get(queued.message_id)!;
+    expect(record).toMatchObject({ intent: 'cross_check', source: 'aa.chatgpt', target: 'aa.gemini', submittedVia: 'mcp' });
+    expect(w.server.requests).toHaveLength(2);
     await mcp.close();
   });
 });
