@@ -150,7 +150,7 @@ describe('a cross-check', () => {
 });
 
 describe('coo cross-check', () => {
-  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, and an unknown challenger or answer is a coded refusal', async () => {
+  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, the ledger verifies and reports, and an unknown challenger or answer is a coded refusal', async () => {
     const w = await fresh({ policy: withCrossChecks });
     const consult = await answered(w);
     const keyFile = join(w.dir, 'coo.key');
@@ -163,6 +163,11 @@ describe('coo cross-check', () => {
     expect((await w.ledger.readFile(written.envelope.payload_ref))!.toString('utf8')).toBe('Is the NaN claim right?\n');
     const shown = json<{ consult: { challenges: Record<string, string> } }>(coo(['show', written.message_id, '--json'], { env }));
     expect(shown.consult.challenges).toEqual({ author: 'aa.chatgpt', ...written.envelope.challenge });
+    // The ledger holding a cross-check verifies from its first commit, and the report reads it.
+    await w.runner().runOnce();
+    expect(coo(['verify', '--full'], { env }).status).toBe(0);
+    const report = coo(['report', '--html', join(w.dir, 'report.html')], { env });
+    expect(report.status, report.stderr).toBe(0);
     const refused = coo(['cross-check', consult, '--to', 'aa.unknown'], { env });
     expect(refused.status).toBe(3);
     expect(refused.stderr).toMatch(/^coo: ACTOR_UNKNOWN: /m);
