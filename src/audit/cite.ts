@@ -30,6 +30,8 @@ export interface Evidence {
   readonly headSeq: number;
   /** The last Ledger-Seq up to which every commit replayed clean: the head when nothing is wrong. */
   readonly cleanToSeq: number;
+  /** A cross-check's challenged answer: whose, the message and receipt it came from, its hash as pinned. */
+  readonly challenges?: { readonly author: string; readonly messageId: string; readonly receiptPath: string; readonly answerHash: string };
   /** A panel member's panel: every member with its latest receipt, which the citation names. */
   readonly panel?: {
     readonly id: string;
@@ -117,6 +119,9 @@ export function renderCitation(evidence: Evidence): string {
           }`
     } |`,
     `| warnings | ${receipt.warnings.length === 0 ? 'none' : receipt.warnings.map((warning) => `${literalCode(warning)}: ${warningMeaning(warning)}`).join('; ')} |`,
+    ...(evidence.challenges === undefined
+      ? []
+      : [`| challenges | the answer of ${evidence.challenges.author} (\`${evidence.challenges.answerHash}\`), receipt \`${evidence.challenges.receiptPath}\` of \`${evidence.challenges.messageId}\`, sent quoted as untrusted data |`]),
   );
   if (evidence.panel !== undefined) {
     lines.push('', `**Panel** \`${evidence.panel.id}\` (${literalCode(evidence.panel.name)}): the same question to every member; \`coo cite ${evidence.panel.id}\` sets their answers side by side.`, '', '| member | message | status | receipt | ledger commit |', '| --- | --- | --- | --- | --- |');

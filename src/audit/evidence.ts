@@ -3,6 +3,7 @@ import { folderOf, laneStateOf } from '../authority/state.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { aaAnswer } from '../schema/aa-answer.js';
+import { ADVISORY_INTENTS } from '../schema/common.js';
 import { readDocument } from '../schema/documents.js';
 import { sha256Ref } from '../util/hash.js';
 import type { Evidence, PanelEvidence } from './cite.js';
@@ -74,7 +75,7 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
   let record = report.state.messages.get(messageId);
   if (record === undefined) throw new CooError('NOT_FOUND', `${messageId} is not a valid message of this ledger`);
   if (record.duplicateOf !== null) record = report.state.messages.get(record.duplicateOf) ?? record;
-  if (record.intent !== 'aa_consult') {
+  if (!ADVISORY_INTENTS.has(record.intent)) {
     const instead = record.intent === 'ea_dispatch' ? `; a dispatch's evidence is its receipt, branch and verification: \`coo show ${record.id}\`, and its branch checks with stock git (\`coo allowed-signers\`, \`git log %G?\`)` : '';
     throw new CooError('USAGE', `${messageId} is ${record.intent}: only advisory consults are cited${instead}`);
   }
@@ -110,7 +111,7 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
     const receiptBytes = await read(last.receipt.path);
     const receipt = readDocument('aa_receipt.v0', receiptBytes, last.receipt.path);
     const envelope = readDocument('coo_message.v0', await read(envelopePath(folderOf(record))), envelopePath(folderOf(record)));
-    if (envelope.intent !== 'aa_consult') throw new CooError('INTERNAL', 'not a consult');
+    if (envelope.intent !== 'aa_consult' && envelope.intent !== 'cross_check') throw new CooError('INTERNAL', 'not a consult');
     const question = (await read(envelope.payload_ref, record.payloadHash)).toString('utf8');
     let answer = null;
     if (receipt.output_ref !== null) {
@@ -138,6 +139,9 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
       receipt,
       receiptPath: last.receipt.path,
       receiptSha256: sha256Ref(receiptBytes),
+      ...(envelope.intent === 'cross_check'
+        ? { challenges: { author: envelope.source_actor, messageId: envelope.parent_message_id, receiptPath: envelope.challenge.receipt_ref, answerHash: envelope.challenge.answer_hash } }
+        : {}),
       receiptCommit: receiptCommit?.commit ?? '(unknown)',
       receiptSeq: receiptCommit?.seq ?? last.receipt.seq,
       signer: receiptCommit?.signer?.actor ?? null,

@@ -150,7 +150,7 @@ describe('a cross-check', () => {
 });
 
 describe('coo cross-check', () => {
-  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, the ledger verifies and reports, and an unknown challenger or answer is a coded refusal', async () => {
+  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, the ledger verifies, cites it naming the challenged answer and reports, and an unknown challenger or answer is a coded refusal', async () => {
     const w = await fresh({ policy: withCrossChecks });
     const consult = await answered(w);
     const keyFile = join(w.dir, 'coo.key');
@@ -166,6 +166,9 @@ describe('coo cross-check', () => {
     // The ledger holding a cross-check verifies from its first commit, and the report reads it.
     await w.runner().runOnce();
     expect(coo(['verify', '--full'], { env }).status).toBe(0);
+    const cited = coo(['cite', written.message_id], { env });
+    expect(cited.status, cited.stderr).toBe(0);
+    expect(cited.stdout).toContain(`| challenges | the answer of aa.chatgpt (\`${written.envelope.challenge.answer_hash}\`), receipt \`${written.envelope.challenge.receipt_ref}\` of \`${consult}\``);
     const report = coo(['report', '--html', join(w.dir, 'report.html')], { env });
     expect(report.status, report.stderr).toBe(0);
     const refused = coo(['cross-check', consult, '--to', 'aa.unknown'], { env });
