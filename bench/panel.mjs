@@ -123,7 +123,7 @@ for (const actor of members) {
   await laneConsult(actor);
 }
 const single = Object.fromEntries(members.map((actor) => [actor, { lane: [], bare: [] }]));
-const panel = { lane: [], slowest: [], members: [] };
+const panel = { lane: [], slowest: [], members: [], together: [] };
 for (let round = 0; round < ROUNDS; round += 1) {
   for (const actor of members) {
     // Alternate which runs first, so neither always gets the warmer machine.
@@ -139,6 +139,8 @@ for (let round = 0; round < ROUNDS; round += 1) {
   for (const actor of members) bares.push(await bare(actor));
   panel.slowest.push(Math.max(...bares));
   panel.members.push(bares);
+  // The same three bare calls started at once: what three Oracle processes cost on this machine without the lane.
+  panel.together.push(await timed(() => Promise.all(members.map((actor) => bare(actor)))));
   panel.lane.push(await lanePanel());
 }
 
@@ -161,6 +163,8 @@ for (const actor of members) {
 const laneP = median(panel.lane);
 const slowest = median(panel.slowest);
 row(`three-member panel, enqueue to the last committed receipt (median of ${ROUNDS})`, seconds(laneP), "the slowest member's bare Oracle call in the same round", seconds(slowest), laneP / slowest, '<= 1.15x');
+const together = median(panel.together);
+rows.push(`| three-member panel (the row above) | ${seconds(laneP)} | the three bare calls started at once, to the last one's end | ${seconds(together)} | ${(laneP / together).toFixed(2)}x | context | n/a |`);
 
 const out = [
   `Run ${new Date().toISOString()} with \`node bench/panel.mjs ${ROUNDS}\` on ${cpus().length} x ${cpus()[0]?.model.trim()}, ${Math.round(totalmem() / 2 ** 30)} GiB, Node ${process.version}; bubblewrap on in the lane; the scripted server answers every call after ${DELAY_MS} ms.`,
@@ -171,7 +175,8 @@ const out = [
   ...rows,
   '',
   `- Panel rounds, lane (s): ${panel.lane.map((ms) => (ms / 1000).toFixed(2)).join(' ')}; slowest bare member (s): ${panel.slowest.map((ms) => (ms / 1000).toFixed(2)).join(' ')}.`,
+  `- Three bare calls at once (s): ${panel.together.map((ms) => (ms / 1000).toFixed(2)).join(' ')}.`,
   `- Bare calls per member, medians: ${members.map((actor, index) => `${actor} ${seconds(median(panel.members.map((round) => round[index])))}`).join(', ')}.`,
-  `- Paid calls the server saw: ${calls} (${members.length} warm-up consults, ${members.length * ROUNDS} single consults, ${members.length * ROUNDS} panel members, ${bareCount} bare calls): one per attempt.`,
+  `- Calls the server saw: ${calls} (${members.length} warm-up consults, ${members.length * ROUNDS} single consults, ${members.length * ROUNDS} panel members, ${bareCount} bare calls): one per attempt.`,
 ];
 process.stdout.write(`${out.join('\n')}\n`);
