@@ -15,6 +15,21 @@ const laneState = z.enum(['queued', 'claimed', 'retry_wait', 'succeeded', 'faile
 
 const waitSeconds = z.number().min(0).max(MAX_WAIT_SECONDS);
 
+/** What a request to an advisory agent may say of its budget, its time, its idempotency and how long the call waits. */
+function requestFields(what: string) {
+  return {
+    max_cost_usd: z.number().positive().max(1_000_000).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
+    max_runtime_seconds: z.number().int().positive().max(86_400).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
+    ttl_seconds: z.number().int().positive().max(604_800).optional().describe(`how long the ${what} may wait to start (default 3600)`),
+    idempotency_key: z
+      .string()
+      .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
+      .optional()
+      .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
+    wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
+  };
+}
+
 export const consultInput = z.strictObject({
   to: z
     .union([actorId, z.array(actorId).min(2).max(16)])
@@ -36,18 +51,10 @@ export const consultInput = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
     .optional()
     .describe('the commit to pin the files at (default HEAD)'),
-  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for this consult in USD (default: the policy's cap; more than the cap is refused)"),
-  max_runtime_seconds: z.number().int().positive().max(86_400).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
-  ttl_seconds: z.number().int().positive().max(604_800).optional().describe('how long the consult may wait to start (default 3600)'),
-  idempotency_key: z
-    .string()
-    .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
-    .optional()
-    .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
+  ...requestFields('consult'),
   correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
   parent_message_id: messageId.optional().describe('the message this one follows from'),
   max_hops: z.number().int().positive().max(64).optional().describe('how many hops a chain from this message may take'),
-  wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
 });
 
 export const crossCheckInput = z.strictObject({
@@ -58,15 +65,7 @@ export const crossCheckInput = z.strictObject({
     .describe("the answer to challenge: a consult's message id (its latest answer), or the path of the receipt that holds it"),
   to: actorId.describe('the advisory agent that challenges it, e.g. aa.claude'),
   prompt: z.string().min(1).max(100_000).optional().describe('what to ask about the answer (default: a standing request to challenge it against the pinned files)'),
-  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for the challenge in USD (default: the policy's cap); it counts against the correlation"),
-  max_runtime_seconds: z.number().int().positive().max(86_400).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
-  ttl_seconds: z.number().int().positive().max(604_800).optional().describe('how long the challenge may wait to start (default 3600)'),
-  idempotency_key: z
-    .string()
-    .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
-    .optional()
-    .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
-  wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
+  ...requestFields('challenge'),
 });
 
 const list = (what: string, example: string) => z.array(z.string().min(1).max(2000)).min(1).max(100).describe(`${what} (e.g. ${example})`);
