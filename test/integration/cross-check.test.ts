@@ -119,7 +119,7 @@ describe('a cross-check', () => {
     expect(w.server.requests.length).toBe(paid);
   });
 
-  it("is refused when it names an answer other than the one its receipt holds, or targets the COO, or is signed by anyone but the COO", async () => {
+  it("is refused when it names an answer other than the one its receipt holds, or pins another context, or targets the COO, or is signed by anyone but the COO", async () => {
     const w = await fresh({ policy: (policy) => ({ ...withCrossChecks(policy), edges: [...withCrossChecks(policy).edges, { from: 'aa.*', to: 'coo.*', intents: ['cross_check'], requires: [] }] }) });
     const consult = await answered(w);
     const written = await crossCheck(w, consult, 'aa.claude', { idempotencyKey: 'honest' });
@@ -140,6 +140,8 @@ describe('a cross-check', () => {
     expect(await codeOfAsync(forged({ target_actor: 'coo.hermes' }, 2))).toBe('POLICY_INTENT_NOT_ALLOWED');
     // The challenger is not the one challenged: the parent is a question aa.chatgpt answered.
     expect(await codeOfAsync(forged({ source_actor: 'aa.gemini' }, 3))).toBe('SCHEMA_INVALID');
+    // The challenger judges the context the answer was given, no other.
+    expect(await codeOfAsync(forged({ context_pin: { ...written.envelope.context_pin, context_manifest_hash: sha256Ref(Buffer.from('another context')) } }, 5))).toBe('CONTEXT_INVALID');
     // A cross-check has a parent: the schema refuses one without.
     expect(await codeOfAsync(forged({ parent_message_id: null, causality_chain: [], hop_count: 0 } as unknown as Partial<CrossCheckMessage>, 4))).toBe('SCHEMA_INVALID');
     // Signed by the execution agent's key, on nobody's behalf it may claim.
