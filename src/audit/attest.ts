@@ -61,7 +61,11 @@ export function receiptStatement(evidence: Evidence, envelope: { path: string; s
     predicateType: PREDICATE_TYPE,
     predicate: {
       authority: 'advisory_only',
-      message: { message_id: evidence.messageId, intent: 'aa_consult', source_actor: evidence.source, target_actor: evidence.target },
+      message: { message_id: evidence.messageId, intent: evidence.challenges === undefined ? 'aa_consult' : 'cross_check', source_actor: evidence.source, target_actor: evidence.target },
+      // A cross-check's statement names the answer it challenged, by the hash its envelope pins.
+      ...(evidence.challenges === undefined
+        ? {}
+        : { challenges: { author: evidence.challenges.author, message_id: evidence.challenges.messageId, receipt_path: evidence.challenges.receiptPath, answer_sha256: evidence.challenges.answerHash.replace(/^sha256:/, '') } }),
       attempt: attemptPredicate(receipt),
       context: { repo_commit_sha: evidence.repoCommit, context_manifest_hash: receipt.context_manifest_hash, files: evidence.contextFiles },
       prompt_hash: receipt.prompt_hash,

@@ -52,10 +52,12 @@ export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<
     const envelope = readDocument('coo_message.v0', await take(envelopePath(folder)), envelopePath(folder));
     for (const path of [envelopePath(folder), evidence.receiptPath]) await take(sigPath(path));
     await take(evidence.receiptPath);
-    if (envelope.intent === 'aa_consult') {
+    if (envelope.intent === 'aa_consult' || envelope.intent === 'cross_check') {
       await take(envelope.payload_ref);
       await take(envelope.context_pin.context_manifest_ref);
     }
+    // A cross-check's bundle holds the answer it challenged, so that what the challenger was sent can be proved from it.
+    if (envelope.intent === 'cross_check') await take(envelope.challenge.answer_ref);
     if (evidence.receipt.output_ref !== null) await take(evidence.receipt.output_ref);
     const trust = { root: [] as TrustRoot[], registry: [] as ActorRegistry[] };
     const trustFolder = await readTree(folderOid(await readTree(links.tree), 'trust'));

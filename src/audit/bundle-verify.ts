@@ -224,8 +224,10 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
   const envelopeSigner = signedBy(files, envelopePath);
   const revoked = registry.revoked_keys.find((entry) => entry.key_id === envelopeSigner.keyId);
   if (revoked !== undefined) throw new CooError('SIGNER_REVOKED', `${envelopePath}: signed by revoked key ${envelopeSigner.keyId} (${revoked.reason})`);
-  if (!keysOf(envelope.source_actor, true).has(envelopeSigner.keyId) && !(envelope.source_actor === root.authorities.find((authority) => authority.key_id === envelopeSigner.keyId)?.actor)) {
-    throw new CooError('SIGNER_WRONG_ACTOR', `${envelopePath}: signed by ${envelopeSigner.keyId}, not a key of ${envelope.source_actor}`);
+  // A cross-check is signed by the COO, its principal, on behalf of the advisory agent it names as source (the validator holds the principal to the active COO).
+  const signerActor = envelope.intent === 'cross_check' ? envelope.principal : envelope.source_actor;
+  if (!keysOf(signerActor, true).has(envelopeSigner.keyId) && !(signerActor === root.authorities.find((authority) => authority.key_id === envelopeSigner.keyId)?.actor)) {
+    throw new CooError('SIGNER_WRONG_ACTOR', `${envelopePath}: signed by ${envelopeSigner.keyId}, not a key of ${signerActor}`);
   }
   const receiptSigner = signedBy(files, receiptPath);
   if (receiptSigner.keyId !== commitSig.publicKey.keyId) throw new CooError('SIGNER_MISMATCH', `${receiptPath}: signed by another key than its commit`);
@@ -235,9 +237,10 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
     throw invalid(`${receiptPath} names ${receipt.message_id} attempt ${receipt.attempt_number}`);
   }
   const bound: Array<{ path: string; sha256: string }> = [];
-  if (envelope.intent === 'aa_consult') {
+  if (envelope.intent === 'aa_consult' || envelope.intent === 'cross_check') {
     bound.push({ path: envelope.payload_ref, sha256: envelope.payload_hash }, { path: envelope.context_pin.context_manifest_ref, sha256: envelope.context_pin.context_manifest_hash });
   }
+  if (envelope.intent === 'cross_check') bound.push({ path: envelope.challenge.answer_ref, sha256: envelope.challenge.answer_hash });
   if ('output_ref' in receipt && receipt.output_ref !== null && receipt.output_hash !== null) bound.push({ path: receipt.output_ref, sha256: receipt.output_hash });
   for (const item of bound) {
     const content = files.get(item.path);

@@ -152,7 +152,7 @@ describe('a cross-check', () => {
 });
 
 describe('coo cross-check', () => {
-  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, the ledger verifies, cites it naming the challenged answer and reports, and an unknown challenger or answer is a coded refusal', async () => {
+  it('writes the challenge of an answer named by its message id and prints the envelope with --json, coo show says what it challenges, the ledger verifies, cites it naming the challenged answer, bundles it with that answer, attests it as a cross-check and reports, and an unknown challenger or answer is a coded refusal', async () => {
     const w = await fresh({ policy: withCrossChecks });
     const consult = await answered(w);
     const keyFile = join(w.dir, 'coo.key');
@@ -171,6 +171,16 @@ describe('coo cross-check', () => {
     const cited = coo(['cite', written.message_id], { env });
     expect(cited.status, cited.stderr).toBe(0);
     expect(cited.stdout).toContain(`| challenges | the answer of aa.chatgpt (\`${written.envelope.challenge.answer_hash}\`), receipt \`${written.envelope.challenge.receipt_ref}\` of \`${consult}\``);
+    // Its evidence bundle holds the challenged answer under the hash the envelope pins, and verifies without the ledger.
+    const bundle = join(w.dir, 'cross-check.tar');
+    expect(coo(['cite', written.message_id, '--bundle', bundle], { env }).status).toBe(0);
+    const checked = coo(['verify-bundle', bundle, '--json']);
+    expect(checked.status, checked.stderr).toBe(0);
+    const attested = coo(['attest', written.message_id], { env });
+    expect(attested.status, attested.stderr).toBe(0);
+    const statement = JSON.parse(Buffer.from((JSON.parse(attested.stdout) as { payload: string }).payload, 'base64').toString('utf8')) as { predicate: Record<string, unknown> };
+    expect(statement.predicate['message']).toMatchObject({ intent: 'cross_check', source_actor: 'aa.chatgpt', target_actor: 'aa.gemini' });
+    expect(statement.predicate['challenges']).toEqual({ author: 'aa.chatgpt', message_id: consult, receipt_path: written.envelope.challenge.receipt_ref, answer_sha256: written.envelope.challenge.answer_hash.slice(7) });
     const report = coo(['report', '--html', join(w.dir, 'report.html')], { env });
     expect(report.status, report.stderr).toBe(0);
     const refused = coo(['cross-check', consult, '--to', 'aa.unknown'], { env });
