@@ -1,5 +1,6 @@
-import { writeFileSync } from 'node:fs';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import Ajv2020 from 'ajv/dist/2020.js';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
@@ -180,6 +181,11 @@ describe('coo cross-check', () => {
     expect(attested.status, attested.stderr).toBe(0);
     const statement = JSON.parse(Buffer.from((JSON.parse(attested.stdout) as { payload: string }).payload, 'base64').toString('utf8')) as { predicate: Record<string, unknown> };
     expect(statement.predicate['message']).toMatchObject({ intent: 'cross_check', source_actor: 'aa.chatgpt', target_actor: 'aa.gemini' });
+    // The predicate keeps to its published JSON Schema.
+    const schema = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', 'docs', 'attestation', 'agent-receipt.v0.schema.json'), 'utf8')) as object;
+    const ajv = new Ajv2020.default({ strict: true, allErrors: true });
+    ajv.validate(schema, statement.predicate);
+    expect(ajv.errors ?? []).toEqual([]);
     expect(statement.predicate['challenges']).toEqual({ author: 'aa.chatgpt', message_id: consult, receipt_path: written.envelope.challenge.receipt_ref, answer_sha256: written.envelope.challenge.answer_hash.slice(7) });
     const report = coo(['report', '--html', join(w.dir, 'report.html')], { env });
     expect(report.status, report.stderr).toBe(0);
