@@ -56,6 +56,9 @@ export async function enqueueCrossCheck(request: CrossCheckRequest): Promise<Cro
   const { record, attempt } = challengedAnswer(state, request.of);
   const parent = await readMessage(ledger, record);
   if (parent.intent !== 'aa_consult' && parent.intent !== 'cross_check') throw new CooError('INTERNAL', `${record.id} is not a question to an advisory agent`);
+  if (parent.context_pin.snapshot_of !== undefined) {
+    throw new CooError('CONTEXT_INVALID', `${record.id} was answered from a snapshot of a dispatch's worktree; a cross-check pins a repository commit, so ask again with coo consult and cross-check that answer`);
+  }
   const manifest = await ledger.readFile(parent.context_pin.context_manifest_ref);
   if (manifest === null) throw new CooError('NOT_FOUND', `${parent.context_pin.context_manifest_ref} is missing`);
   const question = (request.question ?? DEFAULT_QUESTION).trim();

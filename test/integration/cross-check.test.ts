@@ -143,6 +143,8 @@ describe('a cross-check', () => {
     expect(await codeOfAsync(forged({ source_actor: 'aa.gemini' }, 3))).toBe('SCHEMA_INVALID');
     // The challenger judges the context the answer was given, no other.
     expect(await codeOfAsync(forged({ context_pin: { ...written.envelope.context_pin, context_manifest_hash: sha256Ref(Buffer.from('another context')) } }, 5))).toBe('CONTEXT_INVALID');
+    // A snapshot pin's bytes stand beside the consult an execution agent asked, never beside a cross-check.
+    expect(await codeOfAsync(forged({ context_pin: { ...written.envelope.context_pin, snapshot_of: `ea_attempt_${consult.slice(4)}_1` } }, 7))).toBe('CONTEXT_INVALID');
     // A cross-check has a parent: the schema refuses one without.
     expect(await codeOfAsync(forged({ parent_message_id: null, causality_chain: [], hop_count: 0 } as unknown as Partial<CrossCheckMessage>, 4))).toBe('SCHEMA_INVALID');
     // Signed by the execution agent's key, on nobody's behalf it may claim.

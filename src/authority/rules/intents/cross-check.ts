@@ -38,6 +38,10 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
     }
   },
   envelope(check, doc, _registry, _policy, folder, where) {
+    // A snapshot's bytes stand beside the consult an execution agent asked, not beside a cross-check: only a commit pin is carried over.
+    if (doc.context_pin.snapshot_of !== undefined) {
+      throw new CooError('CONTEXT_INVALID', `${where}: a cross-check pins a repository commit, not a snapshot of a dispatch's worktree`, { where: `${where}:context_pin` });
+    }
     checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
     checkManifest(check, doc.context_pin, folder, where);
   },
