@@ -34,6 +34,12 @@ export const LIMITS = {
    * the relay inside the agent's sandbox and the runner (a question, file names, and the answer back).
    */
   consultToolBytes: 8 * 1024 * 1024,
+  /**
+   * Most connections the runner's consult socket holds open at once for one attempt. Calls are
+   * answered one at a time, so a relay needs one or two; more are an agent holding the runner's
+   * descriptors, which every lane shares.
+   */
+  consultToolConnections: 8,
   /** How long one git command against a remote (ls-remote, fetch, push, clone) may take before it is killed. */
   remoteGitMs: 120_000,
   /**

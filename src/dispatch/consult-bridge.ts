@@ -105,6 +105,9 @@ export async function openConsultBridge(handle: (request: unknown) => Promise<Br
       if (!client.destroyed) client.end(`${JSON.stringify(reply)}\n`);
     });
   });
+  // The socket is the agent's to reach: connections past the bound are closed as they come, so it
+  // cannot hold the runner's descriptors, which the ledger and every other lane need too.
+  server.maxConnections = LIMITS.consultToolConnections;
   await new Promise<void>((resolve, reject) => {
     server.once('error', reject);
     server.listen(socket, () => resolve());
