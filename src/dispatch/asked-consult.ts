@@ -31,6 +31,9 @@ import { sha256Ref } from '../util/hash.js';
 /** How long an asked consult may wait to start: the runner starts it at once, and nobody waits for one that starts later. */
 export const ASKED_CONSULT_TTL_SECONDS = 60;
 
+/** How far a dollar figure may differ from a sum of costs (floating point). */
+const USD_TOLERANCE = 1e-9;
+
 /**
  * The files `paths` names in the attempt's worktree, read now, each a regular file inside the
  * dispatch's scope reached through no link, within the size bound. A path outside the scope is
@@ -77,6 +80,11 @@ export interface AskedConsultRequest {
   readonly files: readonly PinnedFile[];
   /** What the consult may cost; by default what the dispatch has left, within the policy's cap for one message. */
   readonly maxCostUsd?: number;
+  /**
+   * What the attempt's executor has cost so far, which the ledger learns only from the attempt's
+   * receipt: the consult's budget comes out of what it left.
+   */
+  readonly executorSpentUsd?: number;
 }
 
 export interface AskedConsultEnqueued extends EnvelopeAppendResult {
@@ -103,9 +111,14 @@ export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultR
   if (request.question.trim() === '') throw new CooError('USAGE', 'the question is empty');
   const policy = state.policy?.doc;
   if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
-  const left = askedConsultBudgetUsd(state, dispatch.message_id);
+  const running = request.executorSpentUsd ?? 0;
+  const left = Math.max(0, askedConsultBudgetUsd(state, dispatch.message_id) - running);
   const maxCostUsd = request.maxCostUsd ?? Math.min(left, policy.budgets.max_cost_usd_per_message);
   if (maxCostUsd <= 0) throw new CooError('BUDGET_EXCEEDED', `${dispatch.message_id} has nothing left of its budget for a consult`);
+  // The validator holds the consult to what the ledger says is left; the executor's cost so far is the runner's to count.
+  if (running > 0 && maxCostUsd > left + USD_TOLERANCE) {
+    throw new CooError('BUDGET_EXCEEDED', `max_cost_usd ${maxCostUsd} exceeds the ${left.toFixed(6)} USD ${dispatch.message_id} has left after its executor's ${running.toFixed(6)} USD so far`);
+  }
   const asked = { lane: 'asked-consult', attempt: request.attemptId, target: request.target, question: request.question, files: files.map((file) => [file.path, file.sha256]), max_cost_usd: request.maxCostUsd ?? null };
   const plan = planEnvelope(state, key, request.target, { parentMessageId: dispatch.message_id, idempotencyKey: derivedRequestKey(asked), ttlSeconds: Math.min(ASKED_CONSULT_TTL_SECONDS, policy.limits.max_ttl_seconds) }, now, 'asked-consult');
   const folder = plan.folder;

@@ -140,6 +140,7 @@ export class ClaudeCodeExecutor implements Executor {
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
+      ...(request.spend === undefined ? {} : { spend: request.spend }),
       ...(request.pidFile === undefined ? {} : { pidFile: request.pidFile }),
       state: claudeStreamState(),
     });

@@ -161,6 +161,7 @@ export class CodexExecutor implements Executor {
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
+      ...(request.spend === undefined ? {} : { spend: request.spend }),
       ...(request.pidFile === undefined ? {} : { pidFile: request.pidFile }),
       ...(this.config.price === undefined ? {} : { price: this.config.price }),
       state: codexStreamState(),

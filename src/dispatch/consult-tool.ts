@@ -6,7 +6,9 @@ import { actorId } from '../schema/common.js';
 import { readDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import { enqueueAskedConsult, snapshotFiles } from './asked-consult.js';
+import type { AttemptSpend } from './attempt-spend.js';
 import type { BridgeReply } from './consult-bridge.js';
+import { isTerminal } from '../authority/state.js';
 
 /**
  * What a dispatch attempt's `consult` tool does with one call, in the runner: the agent names an
@@ -31,6 +33,8 @@ export interface ConsultToolCall {
   readonly attempt: number;
   readonly attemptId: string;
   readonly worktree: string;
+  /** The attempt's live spend: its executor's cost so far bounds the consult, and the consult's hold bounds the executor. */
+  readonly spend?: AttemptSpend;
 }
 
 /** Answers one call of the consult tool; every refusal is a coded reply, never a throw. */
@@ -55,11 +59,15 @@ export async function answerConsultCall(call: ConsultToolCall, request: unknown)
       question: args.question,
       files,
       ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
+      ...(call.spend === undefined ? {} : { executorSpentUsd: call.spend.executorSpentUsd() }),
     }),
   );
+  call.spend?.holdConsult(queued.messageId, queued.envelope.budget.max_cost_usd);
   await call.consults.run(queued.messageId);
   const record = (await ctx.ledger.state()).messages.get(queued.messageId);
-  const receiptPath = record?.attempts[record.attempts.length - 1]?.receipt?.path ?? null;
+  const latest = record?.attempts[record.attempts.length - 1]?.receipt ?? null;
+  if (latest !== null && record !== undefined && isTerminal(record)) call.spend?.holdConsult(queued.messageId, latest.costUsd);
+  const receiptPath = latest?.path ?? null;
   if (record === undefined || receiptPath === null) {
     return { ok: true, text: `consult ${queued.messageId} to ${args.to} has no receipt yet; its answer will not reach this attempt`, result: { message_id: queued.messageId, status: 'queued', blockers: [], cost_usd: 0, answer: null } };
   }

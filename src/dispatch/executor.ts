@@ -1,4 +1,5 @@
 import type { Secret } from '../util/scrub.js';
+import type { AttemptSpend } from './attempt-spend.js';
 
 /**
  * The execution-agent port: one run of an EA in one worktree, and the facts its event stream
@@ -71,6 +72,8 @@ export interface ExecutorRequest {
   readonly timeoutSeconds: number;
   /** Kills the run once the stream's usage costs more than this (when the executor reports usage as it goes). */
   readonly maxCostUsd?: number;
+  /** The attempt's live spend, when its agent may consult: the run reports its cost to it and is stopped at what its consults leave. */
+  readonly spend?: AttemptSpend;
   /** Where the executor's process group id is written, so that a runner after a crash can end it. */
   readonly pidFile?: string;
   /** The agent's consult tool for this attempt, when it has one (dispatch/consult-bridge.ts). */

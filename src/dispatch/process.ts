@@ -10,6 +10,7 @@ import { findExecutable } from '../util/executable.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { costOf, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
+import type { AttemptSpend } from './attempt-spend.js';
 
 /**
  * Starting an executor: the command checked before anything runs, bubblewrap around it where
@@ -51,6 +52,8 @@ export interface ProcessPlan {
   readonly timeoutSeconds: number;
   readonly maxStreamBytes?: number;
   readonly maxCostUsd?: number;
+  /** The attempt's live spend: told the run's cost as it goes, and its ceiling (what the consults leave) stops the run. */
+  readonly spend?: AttemptSpend;
   readonly pidFile?: string;
   readonly price?: { readonly inputPerMillion: number; readonly outputPerMillion: number };
   readonly state: StreamState;
@@ -98,7 +101,11 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
         kill('stream_bound');
         return;
       }
-      if (plan.maxCostUsd !== undefined && costOf(plan.state.usage, plan.price ?? null) > plan.maxCostUsd) kill('cost');
+      if (plan.maxCostUsd === undefined && plan.spend === undefined) return;
+      const cost = costOf(plan.state.usage, plan.price ?? null);
+      plan.spend?.reportExecutor(cost);
+      const ceiling = Math.min(plan.maxCostUsd ?? Infinity, plan.spend?.executorCeilingUsd() ?? Infinity);
+      if (cost > ceiling) kill('cost');
     });
     child.stderr.on('data', (chunk: Buffer) => {
       stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);

@@ -30,6 +30,7 @@ import { parseRepoSlug, publishAttempt } from './pull-request.js';
 import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
 import { CONSULT_TOOL_SERVER, openConsultBridge } from './consult-bridge.js';
 import { answerConsultCall } from './consult-tool.js';
+import { AttemptSpend } from './attempt-spend.js';
 import { attemptConsults, consultsCostUsd } from '../authority/dispatch-consults.js';
 import { matchesPattern } from '../authority/policy-check.js';
 import { cliEntryPoint } from '../assets.js';
@@ -296,7 +297,9 @@ export class DispatchLane implements RunnerLane {
     // The agent's consult tool: the runner listens; the executor starts the relay that reaches it.
     const consults = this.options.consults;
     const worktree = out.worktree.path;
-    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree }, request));
+    // The executor and the consults its agent asks spend one budget: each is held to what the other left.
+    const spend = new AttemptSpend(a.maxCostUsd);
+    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree, spend }, request));
     this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
     let ran: ExecutorRun;
     try {
@@ -308,7 +311,7 @@ export class DispatchLane implements RunnerLane {
         timeoutSeconds: a.timeoutSeconds,
         maxCostUsd: a.maxCostUsd,
         pidFile: folder.pidPath,
-        ...(bridge === null || a.relay === null ? {} : { consultTool: { server: CONSULT_TOOL_SERVER, command: [...a.relay, '--socket', bridge.socket], socketDir: bridge.dir, timeoutSeconds: a.timeoutSeconds } }),
+        ...(bridge === null || a.relay === null ? {} : { spend, consultTool: { server: CONSULT_TOOL_SERVER, command: [...a.relay, '--socket', bridge.socket], socketDir: bridge.dir, timeoutSeconds: a.timeoutSeconds } }),
       });
       failpoint('during-executor');
       ran = await running;

@@ -3,7 +3,8 @@ import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
 import { StdioClientTransport } from '@modelcontextprotocol/sdk/client/stdio.js';
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { AttemptSpend } from '../../src/dispatch/attempt-spend.js';
 import { openConsultBridge, type ConsultBridge } from '../../src/dispatch/consult-bridge.js';
 import { answerConsultCall } from '../../src/dispatch/consult-tool.js';
 import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
@@ -51,10 +52,10 @@ async function openDispatch(overrides: Record<string, unknown> = {}): Promise<Ea
  * One call of the tool through the relay, for an attempt of `dispatch`: the code of the tool error,
  * or 'accepted'. Whatever it answers, the ledger did not move and the advisory agent was not called.
  */
-async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknown>): Promise<string> {
+async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknown>, spend?: AttemptSpend): Promise<string> {
   const ran: string[] = [];
   const bridge: ConsultBridge = await openConsultBridge((request) =>
-    answerConsultCall({ ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async (id) => void ran.push(id) }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree }, request),
+    answerConsultCall({ ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async (id) => void ran.push(id) }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree, ...(spend === undefined ? {} : { spend }) }, request),
   );
   const client = new Client({ name: 'attacker', version: '0.0.0' });
   await client.connect(new StdioClientTransport({ command: process.execPath, args: [COO, 'consult-relay', '--socket', bridge.socket], stderr: 'ignore' }));
@@ -83,6 +84,24 @@ describe('the consult tool of a dispatch attempt', () => {
   attack('a consult that asks for more than the dispatch has left', 'runner', 'BUDGET_EXCEEDED', async () =>
     callTool(await openDispatch({ budget: { max_cost_usd: 0.5, max_runtime_seconds: 600, correlation_budget_remaining_usd: null } }), { ...ASK, max_cost_usd: 0.75 }),
   );
+
+  attack("a consult that asks for what the dispatch has left while its own executor has already spent most of it", 'runner', 'BUDGET_EXCEEDED', async () => {
+    const spend = new AttemptSpend(0.5);
+    spend.reportExecutor(0.45);
+    return callTool(await openDispatch({ budget: { max_cost_usd: 0.5, max_runtime_seconds: 600, correlation_budget_remaining_usd: null } }), { ...ASK, max_cost_usd: 0.2 }, spend);
+  });
+
+  it("gives a consult by default only what the dispatch's executor left of its budget, and holds it against the executor", async () => {
+    const spend = new AttemptSpend(0.5);
+    spend.reportExecutor(0.45);
+    const dispatch = await openDispatch({ budget: { max_cost_usd: 0.5, max_runtime_seconds: 600, correlation_budget_remaining_usd: null } });
+    expect(await callTool(dispatch, { ...ASK, question: 'Is add() right for NaN?' }, spend)).toBe('accepted');
+    const state = await w.ledger.state();
+    const asked = state.messages.get(dispatch.message_id)!.consults!;
+    expect(asked).toHaveLength(1);
+    expect(state.messages.get(asked[0]!.id)!.maxCostUsd).toBeCloseTo(0.05, 9);
+    expect(spend.executorCeilingUsd()).toBeCloseTo(0.45, 9);
+  });
 
   attack('a consult past the hop limit of its chain', 'runner', 'POLICY_LIMIT', async () => callTool(await openDispatch({ max_hops: 1 }), ASK));
 

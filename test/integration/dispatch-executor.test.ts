@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { AttemptSpend } from '../../src/dispatch/attempt-spend.js';
 import { CodexExecutor } from '../../src/dispatch/codex.js';
 import type { ExecutorRun } from '../../src/dispatch/executor.js';
 import { bwrapArgs } from '../../src/util/bubblewrap.js';
@@ -24,7 +25,7 @@ function script(body: string): string {
   return path;
 }
 
-async function runFake(body: string, options: { timeoutSeconds?: number; isolation?: 'bwrap' | 'none'; maxStreamBytes?: number; maxCostUsd?: number } = {}): Promise<{ run: ExecutorRun; scratch: string; worktree: string }> {
+async function runFake(body: string, options: { timeoutSeconds?: number; isolation?: 'bwrap' | 'none'; maxStreamBytes?: number; maxCostUsd?: number; spend?: AttemptSpend } = {}): Promise<{ run: ExecutorRun; scratch: string; worktree: string }> {
   const worktree = join(dir, `wt-${n + 1}`);
   const scratch = join(dir, `scratch-${n + 1}`);
   mkdirSync(worktree, { recursive: true });
@@ -37,7 +38,7 @@ async function runFake(body: string, options: { timeoutSeconds?: number; isolati
     price: { inputPerMillion: 1_000_000, outputPerMillion: 1_000_000 },
     ...(options.maxStreamBytes === undefined ? {} : { maxStreamBytes: options.maxStreamBytes }),
   });
-  const run = await executor.run({ attemptId: 'ea_attempt_X_1', worktree, scratch, prompt: 'task', timeoutSeconds: options.timeoutSeconds ?? 30, ...(options.maxCostUsd === undefined ? {} : { maxCostUsd: options.maxCostUsd }) });
+  const run = await executor.run({ attemptId: 'ea_attempt_X_1', worktree, scratch, prompt: 'task', timeoutSeconds: options.timeoutSeconds ?? 30, ...(options.maxCostUsd === undefined ? {} : { maxCostUsd: options.maxCostUsd }), ...(options.spend === undefined ? {} : { spend: options.spend }) });
   return { run, scratch, worktree };
 }
 
@@ -92,6 +93,15 @@ describe('the executor process', () => {
   it('stops a run as soon as its reported usage costs more than the budget', async () => {
     const { run } = await runFake(`${EVENT({ type: 'turn.completed', usage: { input_tokens: 5, output_tokens: 5 } })}\nsleep 987652`, { maxCostUsd: 1, timeoutSeconds: 20 });
     expect(run.killedBy).toBe('cost');
+  });
+
+  it("stops a run whose cost passes what its agent's consults left of the budget, and tells the attempt what it cost", async () => {
+    const spend = new AttemptSpend(100);
+    // A consult the agent asked holds 95 of the 100: the run's 10 is over the 5 left.
+    spend.holdConsult('aa_consult_X', 95);
+    const { run } = await runFake(`${EVENT({ type: 'turn.completed', usage: { input_tokens: 5, output_tokens: 5 } })}\nsleep 987651`, { maxCostUsd: 100, spend, timeoutSeconds: 20 });
+    expect(run.killedBy).toBe('cost');
+    expect(spend.executorSpentUsd()).toBe(10);
   });
 });
 
