@@ -5,3 +5,12 @@ export const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
   [/\bgit\s+push\b[^\n]*(--force|-f\b)/i, 'force-pushes'],
   [/\bchmod\s+(\+x|[0-7]*7[0-7]*)\b[^\n]*&&/i, 'makes a file executable and runs it'],
 ];
+
+/**
+ * Text as the patterns read it: compatibility forms folded (fullwidth letters, ligatures, one-dot
+ * leaders) and invisible characters dropped (zero-width spaces, joiners, soft hyphens), so text
+ * that reads as an address or a command to whoever acts on it is judged as what it reads as.
+ */
+export function patternText(text: string): string {
+  return text.normalize('NFKC').replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
+}

@@ -1,6 +1,6 @@
 import { aaAnswer, type AaAnswer, type Proposal } from '../schema/aa-answer.js';
 import type { BlockerCode } from '../schema/receipt.js';
-import { COMMAND_PATTERNS } from './answer-patterns.js';
+import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 import { judgeProposals } from './proposals.js';
 
 /** Judging an advisory answer. Pure: text in, verdict out. */
@@ -23,11 +23,11 @@ function texts(answer: AaAnswer): string[] {
     ...answer.findings.flatMap((finding) => [finding.title, finding.detail]),
     ...answer.recommendations,
     ...answer.objections,
-  ];
+  ].map(patternText);
 }
 
 function normalize(text: string): string {
-  return text.toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim();
+  return patternText(text).toLowerCase().replace(/[^a-z0-9]+/g, ' ').trim();
 }
 
 export interface JudgeInput {

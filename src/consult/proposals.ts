@@ -1,5 +1,5 @@
 import { MAX_PROPOSALS, proposal, type Proposal } from '../schema/aa-answer.js';
-import { COMMAND_PATTERNS } from './answer-patterns.js';
+import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 
 /**
  * Judging an answer's proposals, each on its own. Pure. A proposal is advice a COO may adopt; one
@@ -24,12 +24,12 @@ const APPROVAL = /\bapr_[0-9A-HJKMNP-TV-Z]{26}\b|\b(pre-?approved|already approv
 
 /** A scope entry that is no bound at all: the whole repository, or a path that leaves it. */
 function unbounded(entry: string): boolean {
-  const trimmed = entry.trim().replace(/\/+$/, '');
+  const trimmed = patternText(entry).trim().replace(/\/+$/, '');
   return trimmed === '' || /^[*/.]+$/.test(trimmed) || trimmed.startsWith('/') || trimmed.split('/').includes('..') || trimmed.includes('\\');
 }
 
 function textsOf(item: Proposal): string[] {
-  return [item.task, ...item.scope, ...item.acceptance, ...item.verification];
+  return [item.task, ...item.scope, ...item.acceptance, ...item.verification].map(patternText);
 }
 
 function whyStripped(raw: unknown): string | null {
