@@ -25,6 +25,7 @@ const { enqueueConsult } = await import(join(dist, 'consult', 'enqueue.js'));
 const { enqueueDispatch } = await import(join(dist, 'dispatch', 'enqueue.js'));
 const { openConsultBridge } = await import(join(dist, 'dispatch', 'consult-bridge.js'));
 const { answerConsultCall } = await import(join(dist, 'dispatch', 'consult-tool.js'));
+const { Scrubber } = await import(join(dist, 'util', 'scrub.js'));
 const { startFakeModelServer } = await import(join(dist, 'offline', 'fake-model-server.js'));
 const { claimPath, messageFolder } = await import(join(dist, 'ledger', 'layout.js'));
 const { readStrictYaml, toYaml } = await import(join(dist, 'schema', 'strict-yaml.js'));
@@ -65,7 +66,7 @@ async function openAttempt(i) {
 async function eaConsult(i) {
   const dispatch = await openAttempt(i);
   const bridge = await openConsultBridge((request) =>
-    answerConsultCall({ ctx: { ledger, key: keys.coo, clock: () => new Date(), write: (write) => write(ledger) }, consults: { run: runAsked }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree: repo }, request),
+    answerConsultCall({ ctx: { ledger, key: keys.coo, clock: () => new Date(), write: (write) => write(ledger) }, consults: { run: runAsked }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree: repo, secrets: new Scrubber() }, request),
   );
   const client = new Client({ name: 'bench-agent', version: '0.0.0' });
   // The relay is started before the clock runs, as the executor starts it when the agent's session begins.

@@ -8,6 +8,8 @@ import type { EaDispatchMessage } from '../schema/message.js';
 import { enqueueAskedConsult, snapshotFiles } from './asked-consult.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import type { BridgeReply } from './consult-bridge.js';
+import type { PinnedFile } from '../lane/pins.js';
+import type { Scrubber } from '../util/scrub.js';
 import { isTerminal } from '../authority/state.js';
 
 /**
@@ -35,6 +37,19 @@ export interface ConsultToolCall {
   readonly worktree: string;
   /** The attempt's live spend: its executor's cost so far bounds the consult, and the consult's hold bounds the executor. */
   readonly spend?: AttemptSpend;
+  /**
+   * The secrets the runner holds and those it handed the executor (its provider key): the agent
+   * may have read one, and a consult is signed into the ledger and sent to a provider, for good.
+   */
+  readonly secrets: Scrubber;
+}
+
+/** Refuses a question or a snapshotted file that holds a secret the runner knows, before anything is written. */
+function refuseSecrets(secrets: Scrubber, question: string, files: readonly PinnedFile[]): void {
+  const why = 'a consult is signed into the ledger and sent to a provider; nothing was written or sent';
+  if (secrets.text(question) !== question) throw new CooError('CONTEXT_INVALID', `the question holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
+  const holding = files.filter((file) => secrets.bytes(file.bytes) !== file.bytes).map((file) => file.path);
+  if (holding.length > 0) throw new CooError('CONTEXT_INVALID', `${holding.join(', ')} hold${holding.length === 1 ? 's' : ''} a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
 }
 
 /** Answers one call of the consult tool; every refusal is a coded reply, never a throw. */
@@ -47,6 +62,7 @@ export async function answerConsultCall(call: ConsultToolCall, request: unknown)
   const args = parsed.data;
   const { ctx, dispatch } = call;
   const files = snapshotFiles(call.worktree, args.files, dispatch.dispatch.scope_paths);
+  refuseSecrets(call.secrets, args.question, files);
   const queued = await ctx.write((ledger) =>
     enqueueAskedConsult({
       ledger,

@@ -17,7 +17,7 @@ import { toYaml } from '../schema/strict-yaml.js';
 import { readBounded } from '../util/bounded-read.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
-import type { Scrubber } from '../util/scrub.js';
+import { Scrubber } from '../util/scrub.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
@@ -299,7 +299,9 @@ export class DispatchLane implements RunnerLane {
     const worktree = out.worktree.path;
     // The executor and the consults its agent asks spend one budget: each is held to what the other left.
     const spend = new AttemptSpend(a.maxCostUsd);
-    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree, spend }, request));
+    // Secrets only, no folders: a question naming a path is no leak, one holding a key is.
+    const secrets = new Scrubber(this.ctx.scrubber.with(executor.handedSecrets()).secrets);
+    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree, spend, secrets }, request));
     this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
     let ran: ExecutorRun;
     try {

@@ -7,6 +7,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AttemptSpend } from '../../src/dispatch/attempt-spend.js';
 import { openConsultBridge, type ConsultBridge } from '../../src/dispatch/consult-bridge.js';
 import { answerConsultCall } from '../../src/dispatch/consult-tool.js';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -52,10 +54,10 @@ async function openDispatch(overrides: Record<string, unknown> = {}): Promise<Ea
  * One call of the tool through the relay, for an attempt of `dispatch`: the code of the tool error,
  * or 'accepted'. Whatever it answers, the ledger did not move and the advisory agent was not called.
  */
-async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknown>, spend?: AttemptSpend): Promise<string> {
+async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknown>, spend?: AttemptSpend, secrets = SECRETS): Promise<string> {
   const ran: string[] = [];
   const bridge: ConsultBridge = await openConsultBridge((request) =>
-    answerConsultCall({ ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async (id) => void ran.push(id) }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree, ...(spend === undefined ? {} : { spend }) }, request),
+    answerConsultCall({ ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async (id) => void ran.push(id) }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree, secrets, ...(spend === undefined ? {} : { spend }) }, request),
   );
   const client = new Client({ name: 'attacker', version: '0.0.0' });
   await client.connect(new StdioClientTransport({ command: process.execPath, args: [COO, 'consult-relay', '--socket', bridge.socket], stderr: 'ignore' }));
@@ -75,6 +77,15 @@ async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknow
 }
 
 const ASK = { to: 'aa.chatgpt', question: 'Is add() right?', files: ['src/add.ts'] };
+
+/** A provider key as the executor was handed it: Claude Code's agent reads its own environment. */
+const PROVIDER_KEY = 'sk-ant-test-0123456789abcdefghij';
+let SECRETS: Scrubber;
+beforeAll(() => {
+  SECRETS = new Scrubber([{ name: 'ANTHROPIC_API_KEY', value: PROVIDER_KEY }, ...privateKeySecrets(w.actors.coo)]);
+  writeFileSync(join(worktree, 'src', 'env.ts'), `export const key = '${PROVIDER_KEY}';\n`);
+  writeFileSync(join(worktree, 'src', 'backup.txt'), formatPrivateKey(w.actors.coo));
+});
 
 describe('the consult tool of a dispatch attempt', () => {
   attack("a consult about a file outside the dispatch's scope", 'runner', 'SCOPE_VIOLATION', async () => callTool(await openDispatch(), { ...ASK, files: ['docs/notes.md'] }));
@@ -102,6 +113,12 @@ describe('the consult tool of a dispatch attempt', () => {
     expect(state.messages.get(asked[0]!.id)!.maxCostUsd).toBeCloseTo(0.05, 9);
     expect(spend.executorCeilingUsd()).toBeCloseTo(0.45, 9);
   });
+
+  attack('a consult whose question carries the provider key the executor was handed', 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, question: `Is this key still valid? ${PROVIDER_KEY}` }));
+
+  attack('a consult that snapshots a file of the worktree holding the provider key', 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src/add.ts', 'src/env.ts'] }));
+
+  attack("a consult that snapshots a file holding the COO's private key", 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src/backup.txt'] }));
 
   attack('a consult past the hop limit of its chain', 'runner', 'POLICY_LIMIT', async () => callTool(await openDispatch({ max_hops: 1 }), ASK));
 
