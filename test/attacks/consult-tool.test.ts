@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { Client } from '@modelcontextprotocol/sdk/client/index.js';
@@ -119,6 +120,29 @@ describe('the consult tool of a dispatch attempt', () => {
   attack('a consult that snapshots a file of the worktree holding the provider key', 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src/add.ts', 'src/env.ts'] }));
 
   attack("a consult that snapshots a file holding the COO's private key", 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src/backup.txt'] }));
+
+  attack('a consult the agent addresses to itself', 'runner', 'SCHEMA_INVALID', async () => callTool(await openDispatch(), { ...ASK, to: 'ea.codex' }));
+
+  attack('a consult addressed to the CEO', 'runner', 'POLICY_EDGE_NOT_ALLOWED', async () => callTool(await openDispatch(), { ...ASK, to: 'ceo' }));
+
+  attack('a consult addressed to an advisory agent the registry does not know', 'runner', 'ACTOR_UNKNOWN', async () => callTool(await openDispatch(), { ...ASK, to: 'aa.nobody' }));
+
+  for (const [what, path] of [
+    ['a path that climbs out of the worktree', '../../etc/passwd'],
+    ['a path that climbs out of the scope and back', 'src/../docs/notes.md'],
+    ['an absolute path', '/etc/passwd'],
+    ['a path with a NUL byte', 'src/add.ts\u0000.md'],
+    ['a path with a backslash', 'src\\..\\docs\\notes.md'],
+  ] as const) {
+    attack(`a consult about ${what}`, 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: [path] }));
+  }
+
+  attack('a consult about a folder of the worktree', 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src'] }));
+
+  attack('a consult about a FIFO in the scope, which the runner never blocks on', 'runner', 'CONTEXT_INVALID', async () => {
+    execFileSync('mkfifo', [join(worktree, 'src', 'pipe.ts')]);
+    return callTool(await openDispatch(), { ...ASK, files: ['src/pipe.ts'] });
+  });
 
   attack('a consult past the hop limit of its chain', 'runner', 'POLICY_LIMIT', async () => callTool(await openDispatch({ max_hops: 1 }), ASK));
 
