@@ -36,3 +36,17 @@ export function attemptConsults(dispatch: MessageRecord, attempt: number, messag
       return { message_id: asked.id, receipt: consult?.attempts[consult.attempts.length - 1]?.receipt?.path ?? null };
     });
 }
+
+/**
+ * Why no one waits for a consult an agent asked any more: the dispatch attempt it was asked in has
+ * its receipt (the agent is gone, its tool closed). Such a consult is receipted without running,
+ * never paid for. Null when it is no asked consult, or its attempt is still open. Pure.
+ */
+export function askerGone(consult: MessageRecord, messageOf: (id: string) => MessageRecord | undefined): string | null {
+  if (consult.askedIn === undefined) return null;
+  const parentId = consult.chain[consult.chain.length - 1];
+  const parent = parentId === undefined ? undefined : messageOf(parentId);
+  const ended = parent?.attempts[consult.askedIn - 1]?.receipt;
+  if (parent === undefined || ended == null) return null;
+  return `attempt ${consult.askedIn} of ${parent.id}, which asked it, ended (${ended.path}): no agent waits for its answer`;
+}

@@ -33,6 +33,7 @@ import { buildReceipt, type ReceiptArtifact } from './receipt.js';
 import { classifyFor } from './providers/routes.js';
 import type { RoutePlan } from './providers/provider.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRoute, type Sandbox } from './sandbox.js';
+import { askerGone } from '../authority/dispatch-consults.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -185,6 +186,9 @@ export class ConsultLane implements RunnerLane {
     });
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
+    // A consult its agent left behind (the attempt that asked it ended) is receipted unrun: nobody would read the answer.
+    const gone = askerGone(record, (id) => state.messages.get(id));
+    if (gone !== null) return stopHere('blocked', 'expired', gone);
     // Context pins (review correction 6): the prompt and manifest still hash as enqueued, and every
     // pinned file still hashes as pinned at the pinned commit. Anything else fails closed, unpaid.
     if (prompt === null || sha256Ref(prompt) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);

@@ -4,6 +4,7 @@ import type { NewFile } from '../../src/ledger/ledger.js';
 import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
+import { askerGone, dispatchBudgetLeftUsd } from '../../src/authority/dispatch-consults.js';
 import { attemptIdFor } from '../../src/util/ids.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { isoSeconds } from '../../src/util/time.js';
@@ -153,6 +154,48 @@ describe('a consult an execution agent asks inside its dispatch', () => {
     expect(await kit.append(await askedFiles(dispatch, { maxCostUsd: 0.1 }), kit.keys.coo.key)).toBe('accepted');
     const receipt = { path: receiptPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1))) };
     return kit.append([receipt], kit.keys.coo.key);
+  });
+
+  /** A consult asked in attempt 1 of a new dispatch, whose attempt then ended with a receipt that lists it, and the consult's claim after that: its folder, its envelope. */
+  async function leftBehind(): Promise<{ consult: { id: string; folder: string }; envelope: AaConsultMessage }> {
+    const dispatch = await dispatched();
+    const files = await askedFiles(dispatch, { maxCostUsd: 0.1 });
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
+    const consultId = (await kit.world.ledger.state()).messages.get(dispatch.message_id)!.consults![0]!.id;
+    const receipt = { path: receiptPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1, { consults: [{ message_id: consultId, receipt: null }] }))) };
+    expect(await kit.append([receipt], kit.keys.coo.key)).toBe('accepted');
+    const record = (await kit.world.ledger.state()).messages.get(consultId)!;
+    const folder = messageFolder(record.id, record.createdAt);
+    const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdFor(record.id, 1), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
+    expect(await kit.append([{ path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], kit.keys.coo.key)).toBe('accepted');
+    return { consult: { id: record.id, folder }, envelope: readStrictYaml(files[0]!.bytes, 'envelope') as AaConsultMessage };
+  }
+
+  /** An aa_receipt of attempt 1 of `consult`, with `fields` over a blocked one that ran nothing. */
+  function consultReceipt(consult: { id: string; folder: string }, envelope: AaConsultMessage, fields: Record<string, unknown>): NewFile {
+    const doc = {
+      schema_version: 'aa_receipt.v0', message_id: consult.id, attempt_id: attemptIdFor(consult.id, 1), attempt_number: 1, target_actor: 'aa.chatgpt', status: 'blocked', created_at: isoSeconds(new Date()),
+      blockers: [{ code: 'expired', detail: 'the attempt that asked it ended' }], next_attempt_at: null, authority_class: 'advisory_only', transport: 'oracle', transport_session_id: null, engine: 'api', model: null, route: null,
+      prompt_hash: envelope.payload_hash, context_manifest_hash: envelope.context_pin.context_manifest_hash, bundle_hash: null, output_ref: null, output_hash: null, output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] }, attachments: [],
+      policy_decision_ref: 'x', usage: null, actual_cost_usd: 0, budget_remaining_usd: 0.1, warnings: [],
+      ...fields,
+    };
+    return { path: receiptPath(consult.folder, 1), bytes: Buffer.from(toYaml(doc)) };
+  }
+
+  attack('a paid receipt of a consult claimed after the dispatch attempt that asked it ended, which no agent waits for', 'library', 'ATTEMPT_INVALID', async () => {
+    const { consult, envelope } = await leftBehind();
+    return kit.append([consultReceipt(consult, envelope, { status: 'failed', blockers: [{ code: 'aa_unavailable:transport', detail: 'x' }], actual_cost_usd: 0.05, budget_remaining_usd: 0.05 })], kit.keys.coo.key);
+  });
+
+  it('accepts the receipt that ends such a consult unrun, and then holds nothing of the dispatch\'s budget', async () => {
+    const { consult, envelope } = await leftBehind();
+    expect(await kit.append([consultReceipt(consult, envelope, {})], kit.keys.coo.key)).toBe('accepted');
+    const state = await kit.world.ledger.state();
+    const record = state.messages.get(consult.id)!;
+    expect(askerGone(record, (id) => state.messages.get(id))).toMatch(/^attempt 1 of \S+, which asked it, ended/);
+    const dispatch = state.messages.get(record.chain[record.chain.length - 1]!)!;
+    expect(dispatchBudgetLeftUsd(dispatch, (id) => state.messages.get(id))).toBeCloseTo(dispatch.maxCostUsd, 9);
   });
 
   attack('a retry scheduled for a consult asked inside a dispatch attempt', 'library', 'ATTEMPT_INVALID', async () => {

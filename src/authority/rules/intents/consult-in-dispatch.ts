@@ -1,11 +1,12 @@
 import { CooError } from '../../../errors.js';
 import { snapshotFilePath } from '../../../ledger/layout.js';
 import type { AaConsultMessage } from '../../../schema/message.js';
+import type { AaReceipt } from '../../../schema/receipt.js';
 import type { ActorRegistry } from '../../../schema/registry.js';
-import { dispatchBudgetLeftUsd } from '../../dispatch-consults.js';
+import { askerGone, dispatchBudgetLeftUsd } from '../../dispatch-consults.js';
 import { classOf } from '../../policy-check.js';
 import { scopeMatcher } from '../../scope.js';
-import type { MessageRecord } from '../../state.js';
+import type { AttemptRecord, MessageRecord } from '../../state.js';
 import type { CommitCheck } from '../../commit-check.js';
 
 /** How far a stated dollar figure may differ from the ledger's (floating-point sums of costs). */
@@ -66,5 +67,22 @@ export function expectSnapshotFiles(check: CommitCheck, doc: AaConsultMessage, m
     if (stored !== undefined && stated !== undefined && stored.length !== stated) {
       throw new CooError('CONTEXT_INVALID', `${where}: the manifest says ${file.path} is ${stated} bytes; its snapshot holds ${stored.length}`, { where });
     }
+  }
+}
+
+/**
+ * A consult claimed once the dispatch attempt it was asked in had ended answers no one: its
+ * receipt says it ran nothing (not succeeded, nothing spent). Otherwise a queued consult the agent
+ * left behind would be paid for by whichever runner took it up later, its cost outside the receipt
+ * of the attempt that asked it.
+ */
+export function checkAskerWaits(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt, where: string): void {
+  const gone = askerGone(record, (id) => check.message(id));
+  if (gone === null || attempt.claim === null) return;
+  const parent = check.message(record.chain[record.chain.length - 1]!)!;
+  const ended = parent.attempts[record.askedIn! - 1]!.receipt!;
+  if (ended.seq > attempt.claim.seq) return;
+  if (doc.status === 'succeeded' || doc.actual_cost_usd > 0) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: ${gone} before this attempt was claimed; its receipt runs and spends nothing`, { where: `${where}:status` });
   }
 }

@@ -6,7 +6,7 @@ import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
 import { notePanelMember } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
-import { checkAskedInDispatch, expectSnapshotFiles } from './consult-in-dispatch.js';
+import { checkAskedInDispatch, checkAskerWaits, expectSnapshotFiles } from './consult-in-dispatch.js';
 
 /**
  * aa_consult: a question to an advisory agent. Its prompt and context manifest are added with it,
@@ -57,6 +57,7 @@ export const consultRules: IntentRules<'aa_consult'> = {
     const doc = check.read('aa_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
+    checkAskerWaits(check, record, attempt, doc, where);
     // The agent that asked waits for this answer inside its attempt: one attempt, no retry later.
     if (record.askedIn !== undefined && doc.next_attempt_at !== null) {
       throw new CooError('ATTEMPT_INVALID', `${where}: a consult asked inside a dispatch attempt takes one attempt; next_attempt_at is null`, { where: `${where}:next_attempt_at` });
