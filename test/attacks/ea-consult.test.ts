@@ -208,12 +208,7 @@ describe('a consult an execution agent asks inside its dispatch', () => {
     const claim = { schema_version: 'claim.v0', message_id: consult.id, attempt_id: attemptIdFor(consult.id, 1), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
     expect(await kit.append([{ path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], kit.keys.coo.key)).toBe('accepted');
     const envelope = readStrictYaml(files[0]!.bytes, 'envelope') as AaConsultMessage;
-    const receipt = {
-      schema_version: 'aa_receipt.v0', message_id: consult.id, attempt_id: attemptIdFor(consult.id, 1), attempt_number: 1, target_actor: 'aa.chatgpt', status: 'failed', created_at: isoSeconds(new Date()),
-      blockers: [{ code: 'aa_unavailable:transport', detail: 'x' }], next_attempt_at: isoSeconds(new Date(Date.now() + 60_000)), authority_class: 'advisory_only', transport: 'oracle', transport_session_id: null, engine: 'api', model: null, route: null,
-      prompt_hash: envelope.payload_hash, context_manifest_hash: envelope.context_pin.context_manifest_hash, bundle_hash: null, output_ref: null, output_hash: null, output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] }, attachments: [],
-      policy_decision_ref: 'x', usage: null, actual_cost_usd: 0, budget_remaining_usd: 0.1, warnings: [],
-    };
-    return kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key);
+    const retry = { status: 'failed', blockers: [{ code: 'aa_unavailable:transport', detail: 'x' }], next_attempt_at: isoSeconds(new Date(Date.now() + 60_000)) };
+    return kit.append([consultReceipt({ id: consult.id, folder }, envelope, retry)], kit.keys.coo.key);
   });
 });
