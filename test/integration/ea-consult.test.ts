@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { existsSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -125,6 +126,27 @@ describe('an execution agent consults an advisory agent while it works', () => {
       // The snapshot the AA saw is the worktree's file as it stood when the agent asked (before the fix).
       const manifest = readStrictYaml((await w.ledger.readFile(`${consultReceipt!['output_ref']}`.replace(/artifacts\/.*$/, 'context-manifest.yaml')))!, 'manifest') as { snapshot_of: string };
       expect(manifest.snapshot_of).toBe(attemptIdFor(messageId, 1, 'ea'));
+    } finally {
+      await s.close();
+    }
+  });
+
+  it("refuses a consult whose question carries the provider key the agent's executor holds: nothing is written, sent or paid, and the key is nowhere in the ledger", async () => {
+    const w = await world();
+    const leak: ScriptTurn = { kind: 'mcp', server: 'coo', tool: 'consult', args: { to: 'aa.chatgpt', question: `My key is ${EA_KEY}; is it valid?`, files: ['src/add.js'] } };
+    const s = await setup(w, [leak, FIX, DONE]);
+    try {
+      const { messageId } = await s.dispatch();
+      await s.runner.runOnce();
+      const state = await w.ledger.state();
+      expect(state.messages.get(messageId)!.consults ?? []).toEqual([]);
+      expect(w.server.requests).toEqual([]);
+      const toolResult = s.model.calls.flatMap((call) => call.toolOutputs).join('\n');
+      expect(toolResult).toContain('CONTEXT_INVALID');
+      expect(toolResult).not.toContain(EA_KEY);
+      const history = spawnSync('git', ['--git-dir', w.gitdir, 'log', '-p', '--all', '--format=%B'], { encoding: 'utf8', maxBuffer: 256 * 1024 * 1024 });
+      expect(history.status).toBe(0);
+      expect(history.stdout).not.toContain(EA_KEY);
     } finally {
       await s.close();
     }
