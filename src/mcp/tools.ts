@@ -1,7 +1,7 @@
 import { isVerified, renderCitation } from '../audit/cite.js';
 import { checkpointFile } from '../audit/checkpoint.js';
 import { gatherEvidence } from '../audit/evidence.js';
-import { viewMessage } from '../audit/message-view.js';
+import { viewMessage, type MessageView } from '../audit/message-view.js';
 import { listSessions, type SessionPage } from '../audit/sessions.js';
 import { verifyLedger } from '../audit/verify.js';
 import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
@@ -22,7 +22,8 @@ import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
-import { untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { classOf } from '../authority/policy-check.js';
 
 /**
  * The MCP tools' handlers: arguments in, the library calls the CLI verbs make, plain results out.
@@ -350,8 +351,26 @@ export async function showTool(context: ToolContext, args: z.infer<typeof messag
   await fresh(context);
   const state = await context.ledger.state();
   const record = recordOf(state, args.message_id);
-  const view = await viewMessage(context.ledger, state, record);
+  const view = quoteAgentWords(await viewMessage(context.ledger, state, record), record, state);
   return { ...view, answer: await answerOf(context, state, record) };
+}
+
+/**
+ * What an agent wrote in its own words, as show hands it to an agent COO: an execution agent's
+ * blocker and the question it asked inside its dispatch are quoted as untrusted data, as the inbox
+ * quotes them, so that show is no way around the quoting.
+ */
+function quoteAgentWords(view: MessageView, record: MessageRecord, state: LedgerState): MessageView {
+  const registry = state.registry?.doc;
+  const from = registry === undefined ? undefined : classOf(registry, record.source);
+  if (from !== 'execution_agent' && from !== 'advisory_agent') return view;
+  const envelope = view.envelope as { blocker?: { detail?: unknown } } | null;
+  const detail = envelope?.blocker?.detail;
+  return {
+    ...view,
+    ...(typeof detail === 'string' ? { envelope: { ...envelope, blocker: { ...envelope!.blocker, detail: quoteUntrusted(detail).text } } } : {}),
+    ...(view.consult?.question == null ? {} : { consult: { ...view.consult, question: quoteUntrusted(view.consult.question).text } }),
+  };
 }
 
 /** A message's envelope, latest receipt or answer, for the resources. */
