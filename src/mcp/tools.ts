@@ -355,15 +355,20 @@ export async function showTool(context: ToolContext, args: z.infer<typeof messag
   return { ...view, answer: await answerOf(context, state, record) };
 }
 
+/** Whether a message's source is an execution or advisory agent: what it says is its own words, never the COO's or the CEO's. */
+function agentWrote(record: MessageRecord, state: LedgerState): boolean {
+  const registry = state.registry?.doc;
+  const from = registry === undefined ? undefined : classOf(registry, record.source);
+  return from === 'execution_agent' || from === 'advisory_agent';
+}
+
 /**
  * What an agent wrote in its own words, as show hands it to an agent COO: an execution agent's
  * blocker and the question it asked inside its dispatch are quoted as untrusted data, as the inbox
  * quotes them, so that show is no way around the quoting.
  */
 function quoteAgentWords(view: MessageView, record: MessageRecord, state: LedgerState): MessageView {
-  const registry = state.registry?.doc;
-  const from = registry === undefined ? undefined : classOf(registry, record.source);
-  if (from !== 'execution_agent' && from !== 'advisory_agent') return view;
+  if (!agentWrote(record, state)) return view;
   const envelope = view.envelope as { blocker?: { detail?: unknown } } | null;
   const detail = envelope?.blocker?.detail;
   return {
@@ -388,6 +393,8 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   if (path === undefined) throw new CooError('NOT_FOUND', `${messageId} has no receipt yet`);
   const bytes = await context.ledger.readFile(path);
   if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
+  // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it.
+  if (part === 'envelope' && agentWrote(record, state)) return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
 }
 
