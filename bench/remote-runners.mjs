@@ -1,15 +1,32 @@
-// node bench/remote-runners.mjs [consults] [latency-samples]   (npm run build first)
-// Runners on separate clones (each its own process, HOME and state folder) drain consults through
-// one remote ledger served by OpenSSH on 127.0.0.1, with its pre-receive hook, against a loopback
-// model that takes a fixed 1 s per answer (the fake model server behind a 1 s delay). Prints
-// consults per minute with 1, 2 and 4 runners, the push conflicts and retries per 100 consults, and
-// the time from a COO's push on its own clone to Oracle's start on a runner (p50, p95). The keys
-// made here are throwaway bench fixtures.
+// node bench/remote-runners.mjs [--models 1,15] [--runners 1,2,4,8] [--consults 24] [--samples 20]
+//   [--idle-runners 2] [--profile 8] [--poll 0.5,2] [--skip throughput,latency,profile]   (npm run build first)
+//
+// Runners on separate clones (each its own `coo watch --remote` process, HOME and state folder)
+// drain consults through one remote ledger served by OpenSSH on 127.0.0.1, with its pre-receive
+// hook, against a loopback model that answers after a fixed delay (the fake model server behind a
+// proxy that holds each request): 1 s, where the two cores are the bound, and 15 s, a real model's
+// latency, where the runners mostly wait and what grows with them is the coordination's cost.
+//
+// - throughput: for each delay and runner count, a fresh served ledger; the runners start, beat
+//   once and go idle; then a COO pushes the row's consults in one push and the runners drain them.
+//   Per row: consults a minute (first claim to last receipt), scaling against one runner, push
+//   conflicts and retries per consult, pushes that reached the hook, paid calls, and CPU seconds per
+//   consult of the processes the bench started (runners, their git and ssh, sshd, git on the
+//   server, the hook), from the idle point to the last receipt. The machine is shared, so that sum,
+//   not /proc/stat, is the figure; the machine's busy time is printed beside it for context.
+// - latency: a COO on its own clone publishes one consult at a time; idle runners poll the remote;
+//   the time from the published push to Oracle's start on a runner.
+// - profile: one runner drains the same consults through the remote and on a local ledger, with
+//   every git, ssh, Oracle, server session and hook wrapped to report its CPU time: where one
+//   consult's CPU goes.
+//
+// The keys made here are throwaway bench fixtures.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { cpuOfMatching, grown, loadAverage, machineBusySeconds, readTimings, selfCpu, snapshot, timingWrapper, treeCpu, treeOf } from './procs.mjs';
 import { startSshd } from './sshd.mjs';
 
 const root = join(import.meta.dirname, '..');
@@ -23,23 +40,35 @@ const { RemoteLedger } = await import(join(dist, 'remote', 'publish.js'));
 const { enqueueConsult } = await import(join(dist, 'consult', 'enqueue.js'));
 const { startFakeModelServer } = await import(join(dist, 'offline', 'fake-model-server.js'));
 
-const CONSULTS = Number(process.argv[2] ?? 24);
-const SAMPLES = Number(process.argv[3] ?? 20);
-const POLL = ['--poll-interval', '0.5', '--poll-max', '2'];
+function flag(name, fallback) {
+  const at = process.argv.indexOf(`--${name}`);
+  return at < 0 ? fallback : process.argv[at + 1];
+}
+const list = (text) => text.split(',').filter((item) => item !== '').map(Number);
+const MODELS = list(flag('models', '1,15'));
+const RUNNERS = list(flag('runners', '1,2,4,8'));
+const CONSULTS = Number(flag('consults', '24'));
+const SAMPLES = Number(flag('samples', '20'));
+const IDLE_RUNNERS = Number(flag('idle-runners', '2'));
+const PROFILE = Number(flag('profile', '8'));
+const [POLL_MIN, POLL_MAX] = flag('poll', '0.5,2').split(',');
+const POLL = ['--poll-interval', POLL_MIN, '--poll-max', POLL_MAX];
+const SKIP = flag('skip', '').split(',');
+
 const work = mkdtempSync(join(tmpdir(), 'coo-bench-runners-'));
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
+const round = (value, digits = 2) => Number(value.toFixed(digits));
 
-
-/** The fake model server behind a proxy that holds every request for 1 s: a model that takes a fixed 1 s per answer. */
-async function slowModel() {
+/** The fake model server behind a proxy that holds every request for `seconds`: a model that takes that long per answer. */
+async function slowModel(seconds) {
   const model = await startFakeModelServer(['ok']);
   const target = new URL(model.url);
   const proxy = createServer((req, res) => {
     const chunks = [];
     req.on('data', (chunk) => chunks.push(chunk));
     req.on('end', async () => {
-      await sleep(1000);
+      await sleep(seconds * 1000);
       const forward = request({ host: target.hostname, port: target.port, path: req.url, method: req.method, headers: req.headers }, (answer) => {
         res.writeHead(answer.statusCode ?? 502, answer.headers);
         answer.pipe(res);
@@ -52,9 +81,14 @@ async function slowModel() {
 }
 
 const sshd = await startSshd(join(work, 'sshd'));
-const model = await slowModel();
-const wrapper = join(work, 'oracle-http.sh');
-writeFileSync(wrapper, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
+// The bench's own git against the remote (the COO's writes) goes through the same server.
+process.env.GIT_SSH_COMMAND = sshd.env.GIT_SSH_COMMAND;
+const models = new Map();
+for (const seconds of new Set([...MODELS, 1])) models.set(seconds, await slowModel(seconds));
+const bin = join(work, 'bin');
+mkdirSync(bin, { recursive: true });
+const oracle = join(bin, 'oracle-http.sh');
+writeFileSync(oracle, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
 let cases = 0;
 
 /** A served ledger with quick retries, a target repository, and a COO key. */
@@ -77,49 +111,106 @@ async function served() {
   return { dir, gitdir, url: sshd.url(gitdir), key: coo, keyFile, target, trustRoot: ceo.publicKey.keyId };
 }
 
-function clone(ledger, name) {
+/**
+ * Makes the served ledger's pre-receive hook report the CPU time of each run to `timings` (the
+ * hook `coo init` installed, its last `exec` line timed by bash): every push that reaches the hook
+ * is one line. The wrapper costs a few milliseconds of a hook's hundreds.
+ */
+function timeHook(ledger, timings) {
+  const path = join(ledger.gitdir, 'hooks', 'pre-receive');
+  const hook = readFileSync(path, 'utf8');
+  const exec = /^exec (.+)$/m.exec(hook);
+  if (exec === null) throw new Error(`no exec line in ${path}`);
+  const timed = hook.replace(/^#!.*$/m, '#!/bin/bash').replace(exec[0], `TIMEFORMAT="hook %3U %3S"\n{ time ${exec[1]} 2>&3 3>&- ; } 3>&2 2>>'${timings}'`);
+  writeFileSync(path, timed);
+  chmodSync(path, 0o755);
+}
+
+function clone(ledger, name, extraEnv = {}) {
   const home = join(ledger.dir, 'homes', name);
   mkdirSync(home, { recursive: true });
-  const env = { ...process.env, HOME: home, COO_LEDGER: '', COO_KEY: '', ...sshd.env };
+  const env = { ...process.env, HOME: home, COO_LEDGER: '', COO_KEY: '', ...sshd.env, ...extraEnv };
   const gitdir = join(home, 'ledger.git');
   execFileSync(process.execPath, [COO, 'clone', ledger.url, gitdir, '--trust-root', ledger.trustRoot], { env, stdio: 'ignore' });
   return { home, env, gitdir };
 }
 
 function consultOf(ledger, own, i) {
-  return enqueueConsult({ ledger: own, key: ledger.key, now: new Date(), target: 'aa.chatgpt', repo: ledger.target, patterns: ['README.md'], question: `Is add() correct for input ${i}?`, idempotencyKey: `bench-${cases}-${i}`, maxRuntimeSeconds: 60 });
+  return enqueueConsult({ ledger: own, key: ledger.key, now: new Date(), target: 'aa.chatgpt', repo: ledger.target, patterns: ['README.md'], question: `Is add() correct for input ${i}?`, idempotencyKey: `bench-${cases}-${i}`, maxRuntimeSeconds: 120 });
 }
 
-/** `coo watch --remote` on its own clone; its --json events, each stamped with when it arrived. */
-function runner(ledger, machine) {
-  const child = spawn(process.execPath, [COO, 'watch', '--json', '--remote', ledger.url, '--ledger', machine.gitdir, '--key', ledger.keyFile, '--repo', ledger.target, '--state-dir', join(machine.home, 'state'), '--oracle-command', wrapper, '--oracle-base-url', `${model.url}/v1`, '--isolation', 'none', ...POLL], {
+/**
+ * A COO on its own clone. `stage` brings the clone to the remote's verified head (after the
+ * runners' first beats) and enqueues `count` consults there without publishing them; `push` then
+ * publishes them all in one push, so every row starts from the same queue.
+ */
+function cooClone(ledger) {
+  const machine = clone(ledger, 'coo');
+  const stage = async (count) => {
+    const own = Ledger.open(machine.gitdir);
+    const remote = new RemoteLedger(own, { remote: ledger.url });
+    await remote.sync();
+    for (let i = 0; i < count; i += 1) await consultOf(ledger, own, i);
+    remote.close();
+    own.close();
+  };
+  const push = () =>
+    new Promise((resolve, reject) => {
+      const child = spawn('git', ['--git-dir', machine.gitdir, 'push', '--quiet', 'origin', 'refs/heads/main:refs/heads/main'], { env: machine.env, stdio: 'ignore' });
+      child.on('exit', (code) => (code === 0 ? resolve() : reject(new Error(`the COO's push exited with ${code}`))));
+    });
+  return { stage, push };
+}
+
+/** `coo watch` on its own clone (or, with remote false, on a local ledger); its --json events, each stamped with when it arrived. */
+function runner(ledger, machine, options = {}) {
+  const remote = options.remote === false ? [] : ['--remote', ledger.url, ...POLL];
+  const child = spawn(process.execPath, [COO, 'watch', '--json', ...remote, '--ledger', machine.gitdir, '--key', ledger.keyFile, '--repo', ledger.target, '--state-dir', join(machine.home, 'state'), '--oracle-command', options.oracle ?? oracle, '--oracle-base-url', `${options.model.url}/v1`, '--isolation', 'none'], {
     env: { ...machine.env, OPENAI_API_KEY: 'sk-bench-fixture' },
-    stdio: ['ignore', 'pipe', 'ignore'],
+    stdio: ['ignore', 'pipe', 'pipe'],
   });
   const events = [];
   let buffer = '';
+  let said = '';
   child.stdout.on('data', (chunk) => {
     buffer += chunk;
     const lines = buffer.split('\n');
     buffer = lines.pop();
     for (const line of lines) if (line.trim() !== '') events.push({ ...JSON.parse(line), seen: Date.now() });
   });
+  child.stderr.on('data', (chunk) => {
+    if (said.length < 65_536) said += chunk;
+  });
   const exited = new Promise((resolve) => child.on('exit', resolve));
-  return { child, events, stop: async () => (child.kill('SIGTERM'), await exited) };
+  return { child, events, said: () => said, stop: async () => (child.kill('SIGTERM'), await exited) };
 }
 
-async function waitFor(done, seconds) {
+async function waitFor(done, seconds, what) {
   const end = Date.now() + seconds * 1000;
   while (!done()) {
-    if (Date.now() > end) throw new Error('timed out');
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
     await sleep(50);
   }
 }
 
-/** CPU seconds the whole machine spent busy (all processes, all cores) since boot, from /proc/stat. */
-function busyCpuSeconds() {
-  const [user, nice, system, , , irq, softirq, steal] = readFileSync('/proc/stat', 'utf8').split('\n')[0].trim().split(/\s+/).slice(1).map(Number);
-  return (user + nice + system + irq + softirq + steal) / 100;
+/**
+ * Waits until every runner watches (through a remote: has beaten once; at most 60 s), then lets
+ * them settle into idle polling: the figures start from there, without the runners' start.
+ */
+async function settle(runners, { beats = true } = {}) {
+  const ready = (r) => (beats ? r.events.some((event) => event.type === 'heartbeat') : r.said().includes('coo watch: watching'));
+  const end = Date.now() + 60_000;
+  while (Date.now() < end && !runners.every(ready)) await sleep(100);
+  await sleep(2000);
+}
+
+/** The bench's own processes: what each runner tree, the ssh masters that left them, sshd's tree and this process have spent. */
+function account(runners) {
+  const procs = snapshot();
+  const trees = runners.map((r) => treeCpu(procs, r.child.pid));
+  const inTrees = new Set(runners.flatMap((r) => treeOf(procs, r.child.pid)));
+  const masters = new Map([...cpuOfMatching(procs, ['ControlPersist', sshd.clientKey])].filter(([pid]) => !inTrees.has(pid)));
+  return { procs, trees, masters, sshd: treeCpu(procs, sshd.pid), sshdMaster: procs.get(sshd.pid), bench: selfCpu(), busy: machineBusySeconds(), at: Date.now() };
 }
 
 const percentile = (values, p) => {
@@ -127,87 +218,233 @@ const percentile = (values, p) => {
   return sorted[Math.min(sorted.length - 1, Math.ceil((p / 100) * sorted.length) - 1)];
 };
 
-try {
-  const throughput = [];
-  for (const count of [1, 2, 4]) {
-    const ledger = await served();
-    const direct = Ledger.open(ledger.gitdir);
-    for (let i = 0; i < CONSULTS; i += 1) await consultOf(ledger, direct, i);
-    direct.close();
-    const machines = Array.from({ length: count }, (_, n) => clone(ledger, `runner-${n + 1}`));
-    const before = model.requests.length;
-    const busyBefore = busyCpuSeconds();
-    const wallBefore = Date.now();
-    const runners = machines.map((machine) => runner(ledger, machine));
-    const all = () => runners.flatMap((r) => r.events);
-    await waitFor(() => all().filter((event) => event.type === 'receipt').length >= CONSULTS, 900);
-    const busy = busyCpuSeconds() - busyBefore;
-    const wall = (Date.now() - wallBefore) / 1000;
-    await Promise.all(runners.map((r) => r.stop()));
-    const events = all();
-    const first = Math.min(...events.filter((event) => event.type === 'claimed').map((event) => event.seen));
-    const last = Math.max(...events.filter((event) => event.type === 'receipt').map((event) => event.seen));
-    const rebuilt = events.filter((event) => event.type === 'rebuilt');
-    const lostClaims = events.filter((event) => event.type === 'skipped' && String(event.reason).endsWith('was claimed by another runner')).length;
-    const conflicts = rebuilt.reduce((sum, event) => sum + event.conflicts, 0);
-    const paid = model.requests.slice(before).map((r) => r.canary);
-    const row = {
-      runners: count,
-      consults: CONSULTS,
-      seconds: Number(((last - first) / 1000).toFixed(1)),
-      consults_per_minute: Number(((CONSULTS * 60_000) / (last - first)).toFixed(1)),
-      paid_calls: paid.length,
-      duplicate_paid_calls: paid.length - new Set(paid).size,
-      claims_lost_to_another_runner: lostClaims,
-      writes_rebuilt_after_conflicts: rebuilt.length,
-      push_conflicts_of_landed_writes: conflicts,
-      conflicts_per_100_consults: Number(((100 * (conflicts + lostClaims)) / CONSULTS).toFixed(1)),
-      retries_per_100_consults: Number(((100 * (rebuilt.length + lostClaims)) / CONSULTS).toFixed(1)),
-      errors: events.filter((event) => event.type === 'error').length,
-      // The machine's bound: with every core busy, this many CPU seconds per consult allow at most cores x 60 / that per minute.
-      cpu_seconds_per_consult: Number((busy / CONSULTS).toFixed(2)),
-      cpu_busy_percent: Number(((100 * busy) / (cpus().length * wall)).toFixed(0)),
-      cpu_bound_consults_per_minute: Number(((cpus().length * 60 * CONSULTS) / busy).toFixed(1)),
-    };
-    log(JSON.stringify(row));
-    throughput.push(row);
-  }
+async function throughputRow(modelSeconds, count) {
+  const model = models.get(modelSeconds);
+  const ledger = await served();
+  const timings = join(ledger.dir, 'hook-times.log');
+  timeHook(ledger, timings);
+  const machines = Array.from({ length: count }, (_, n) => clone(ledger, `runner-${n + 1}`));
+  const coo = cooClone(ledger);
+  const runners = machines.map((machine) => runner(ledger, machine, { model }));
+  await settle(runners);
+  await coo.stage(CONSULTS);
+  const loadBefore = loadAverage();
+  const paidBefore = model.requests.length;
+  const hooksBefore = readTimings(timings).lines;
+  const a = account(runners);
+  await coo.push();
+  const all = () => runners.flatMap((r) => r.events.filter((event) => event.seen >= a.at));
+  await waitFor(() => all().filter((event) => event.type === 'receipt').length >= CONSULTS, 900 + CONSULTS * modelSeconds * 2, `${CONSULTS} receipts`);
+  const b = account(runners);
+  const loadAfter = loadAverage();
+  await Promise.all(runners.map((r) => r.stop()));
+  const events = all();
+  const first = Math.min(...events.filter((event) => event.type === 'claimed').map((event) => event.seen));
+  const last = Math.max(...events.filter((event) => event.type === 'receipt').map((event) => event.seen));
+  const rebuilt = events.filter((event) => event.type === 'rebuilt');
+  const lostClaims = events.filter((event) => event.type === 'skipped' && String(event.reason).endsWith('was claimed by another runner')).length;
+  const conflicts = rebuilt.reduce((sum, event) => sum + event.conflicts, 0);
+  const paid = model.requests.slice(paidBefore).map((r) => r.canary);
+  // The first hook run after the idle point is the COO's push of the row's consults.
+  const hooks = readTimings(timings, hooksBefore).entries.slice(1);
+  const hookSeconds = hooks.reduce((sum, line) => sum + Number(line.split(' ')[1]) + Number(line.split(' ')[2]), 0);
+  const runnersCpu = b.trees.reduce((sum, value, i) => sum + value - a.trees[i], 0);
+  const mastersCpu = grown(a.masters, b.masters);
+  const serverCpu = b.sshd - a.sshd;
+  const cooPushCpu = b.bench.children - a.bench.children;
+  const own = runnersCpu + mastersCpu + serverCpu + cooPushCpu;
+  const wall = (b.at - a.at) / 1000;
+  return {
+    model_seconds: modelSeconds,
+    runners: count,
+    consults: CONSULTS,
+    seconds: round((last - first) / 1000, 1),
+    consults_per_minute: round((CONSULTS * 60_000) / (last - first), 1),
+    paid_calls: paid.length,
+    duplicate_paid_calls: paid.length - new Set(paid).size,
+    claims_lost_to_another_runner: lostClaims,
+    writes_rebuilt_after_conflicts: rebuilt.length,
+    push_conflicts_of_landed_writes: conflicts,
+    conflicts_per_consult: round((conflicts + lostClaims) / CONSULTS),
+    retries_per_consult: round((rebuilt.length + lostClaims) / CONSULTS),
+    runner_pushes_at_the_hook_per_consult: round(hooks.length / CONSULTS),
+    hook_cpu_seconds_per_consult: round(hookSeconds / CONSULTS),
+    errors: events.filter((event) => event.type === 'error').length,
+    journaled: events.filter((event) => event.type === 'journaled').length,
+    // The processes the bench started, from the idle point to the last receipt (the model's stand-in, in this process, is not counted).
+    cpu_seconds_per_consult: round(own / CONSULTS),
+    cpu_parts_per_consult: { runners: round(runnersCpu / CONSULTS), ssh_masters: round(mastersCpu / CONSULTS), server: round(serverCpu / CONSULTS), coo_push_client: round(cooPushCpu / CONSULTS) },
+    // With every core busy, this many CPU seconds per consult allow at most cores x 60 / that a minute.
+    cpu_bound_consults_per_minute: round((cpus().length * 60 * CONSULTS) / own, 1),
+    machine_busy_percent_all_users: round((100 * (b.busy - a.busy)) / (cpus().length * wall), 0),
+    load_average_before: loadBefore,
+    load_average_after: loadAfter,
+  };
+}
 
-  // Latency: a COO on its own clone pushes one consult at a time; two idle runners poll the remote.
+async function latency() {
+  const model = models.get(1);
   const ledger = await served();
   const cooMachine = clone(ledger, 'coo');
   const cooLedger = Ledger.open(cooMachine.gitdir);
   const publisher = new RemoteLedger(cooLedger, { remote: ledger.url });
-  process.env.GIT_SSH_COMMAND = sshd.env.GIT_SSH_COMMAND;
-  const runners = [clone(ledger, 'runner-1'), clone(ledger, 'runner-2')].map((machine) => runner(ledger, machine));
+  const runners = Array.from({ length: IDLE_RUNNERS }, (_, n) => runner(ledger, clone(ledger, `runner-${n + 1}`), { model }));
   const all = () => runners.flatMap((r) => r.events);
-  await sleep(3000);
+  await settle(runners);
   const latencies = [];
+  const loadBefore = loadAverage();
   for (let i = 0; i < SAMPLES; i += 1) {
     // A gap that is not a multiple of the poll interval, so pushes land anywhere in the runners' cycle.
     await sleep(700 + Math.floor(Math.random() * 1500));
     const published = await publisher.write((own) => consultOf(ledger, own, i));
     const pushed = Date.now();
     const id = published.result.messageId;
-    await waitFor(() => all().some((event) => event.type === 'receipt' && event.messageId === id), 120);
+    await waitFor(() => all().some((event) => event.type === 'receipt' && event.messageId === id), 120, `the receipt of ${id}`);
     const started = all().find((event) => event.type === 'oracle_started' && event.messageId === id);
     latencies.push(started.at - pushed);
   }
+  const loadAfter = loadAverage();
   await Promise.all(runners.map((r) => r.stop()));
+  publisher.close();
   cooLedger.close();
-  const one = throughput.find((row) => row.runners === 1);
-  const summary = {
-    cores: cpus().length,
-    poll: POLL.join(' '),
-    model_seconds_per_answer: 1,
-    throughput,
-    scaling_2_runners: Number((throughput[1].consults_per_minute / one.consults_per_minute).toFixed(2)),
-    scaling_4_runners: Number((throughput[2].consults_per_minute / one.consults_per_minute).toFixed(2)),
-    push_to_oracle_start_ms: { samples: latencies.length, p50: percentile(latencies, 50), p95: percentile(latencies, 95), max: Math.max(...latencies) },
-  };
+  return { idle_runners: IDLE_RUNNERS, samples: latencies.length, p50_ms: percentile(latencies, 50), p95_ms: percentile(latencies, 95), max_ms: Math.max(...latencies), load_average_before: loadBefore, load_average_after: loadAfter };
+}
+
+/**
+ * One runner drains PROFILE consults with a 1 s model, through the remote and on a local ledger,
+ * with each git, ssh, Oracle, server session and hook run by a wrapper that reports its CPU time.
+ * Per consult: the runner's own node process; git (without the ssh it ran); ssh (the per-command
+ * clients and the shared connection's master); sshd; git on the server (upload-pack, receive-pack,
+ * without the hook); the hook; Oracle; and what no wrapper saw (the wrappers' own bash, processes
+ * that straddle the start). The COO's one push of the consults is shown apart.
+ */
+async function profile() {
+  const model = models.get(1);
+  const timings = join(work, 'profile-times.log');
+  const pbin = join(work, 'profile-bin');
+  mkdirSync(pbin, { recursive: true });
+  const wrap = (name, target, label, extra) => writeFileSync(join(pbin, name), timingWrapper(target, label, timings, extra), { mode: 0o755 });
+  wrap('git', '/usr/bin/git', 'git');
+  wrap('ssh', '/usr/bin/ssh', 'ssh');
+  wrap('oracle', `"${process.execPath}" "${FAKE_ORACLE}" --fake-mode http`, 'oracle');
+  // sshd runs the forced command with the client's command in SSH_ORIGINAL_COMMAND; its first word says fetch or push.
+  wrap('server', '/bin/sh -c "$SSH_ORIGINAL_COMMAND"', 'server', '${SSH_ORIGINAL_COMMAND%% *}');
+  const env = { PATH: `${pbin}:${process.env.PATH}`, GIT_SSH_COMMAND: sshd.env.GIT_SSH_COMMAND.replace(/^ssh /, `${join(pbin, 'ssh')} `) };
+  const parts = {};
+
+  // Through the remote.
+  {
+    const ledger = await served();
+    timeHook(ledger, timings);
+    const machine = clone(ledger, 'runner-1', env);
+    const coo = cooClone(ledger);
+    sshd.forceCommand(join(pbin, 'server'));
+    const r = runner(ledger, machine, { model, oracle: join(pbin, 'oracle') });
+    await settle([r]);
+    await coo.stage(PROFILE);
+    const from = readTimings(timings).lines;
+    const a = account([r]);
+    await coo.push();
+    await waitFor(() => r.events.filter((event) => event.type === 'receipt' && event.seen >= a.at).length >= PROFILE, 600, `${PROFILE} receipts`);
+    const b = account([r]);
+    await r.stop();
+    sshd.forceCommand(null);
+    const all = readTimings(timings, from).entries;
+    // The COO's push: its session ended (into sshd's own reaped children) with the first receive-pack and hook after the idle point.
+    const cooHook = all.findIndex((line) => line.startsWith('hook '));
+    const cooServer = all.findIndex((line) => line.startsWith('server ') && line.endsWith('git-receive-pack'));
+    const secondsOf = (line) => (line === undefined ? 0 : Number(line.split(' ')[1]) + Number(line.split(' ')[2]));
+    const cooPush = { hook: all[cooHook], server: all[cooServer] };
+    const entries = all.filter((_, i) => i !== cooHook && i !== cooServer);
+    const sum = (label) => entries.filter((line) => line.split(' ')[0] === label).reduce((total, line) => total + secondsOf(line), 0);
+    const cooSession = b.sshdMaster.children - a.sshdMaster.children;
+    const runnerSelf = b.procs.get(r.child.pid).self - a.procs.get(r.child.pid).self;
+    const tree = b.trees[0] - a.trees[0];
+    const [git, ssh, oracleCpu, server, hook] = ['git', 'ssh', 'oracle', 'server', 'hook'].map(sum);
+    const masters = grown(a.masters, b.masters);
+    const serverTree = b.sshd - a.sshd - cooSession - (b.sshdMaster.self - a.sshdMaster.self);
+    parts.remote = {
+      consults: PROFILE,
+      runner_node: runnerSelf,
+      git: git - ssh,
+      ssh_client: ssh + masters,
+      sshd: serverTree - server,
+      server_git: server - hook,
+      hook,
+      oracle: oracleCpu,
+      unattributed: tree - runnerSelf - git - oracleCpu,
+      hook_runs: entries.filter((line) => line.startsWith('hook ')).length,
+      server_sessions: Object.fromEntries(['git-upload-pack', 'git-receive-pack'].map((kind) => [kind, entries.filter((line) => line.startsWith('server ') && line.endsWith(kind)).length])),
+      git_commands: entries.filter((line) => line.startsWith('git ')).length,
+      coo_push: { session: cooSession, hook: secondsOf(cooPush.hook), server_git: secondsOf(cooPush.server) - secondsOf(cooPush.hook) },
+    };
+  }
+
+  // The same consults on a local ledger.
+  {
+    const ledger = await served();
+    const machine = { home: join(ledger.dir, 'homes', 'local'), gitdir: ledger.gitdir, env: { ...process.env, ...env } };
+    mkdirSync(machine.home, { recursive: true });
+    const r = runner(ledger, machine, { model, oracle: join(pbin, 'oracle'), remote: false });
+    await settle([r], { beats: false });
+    const from = readTimings(timings).lines;
+    const a = account([r]);
+    const own = Ledger.open(ledger.gitdir);
+    for (let i = 0; i < PROFILE; i += 1) await consultOf(ledger, own, i);
+    own.close();
+    await waitFor(() => r.events.filter((event) => event.type === 'receipt' && event.seen >= a.at).length >= PROFILE, 600, `${PROFILE} receipts`);
+    const b = account([r]);
+    await r.stop();
+    const entries = readTimings(timings, from).entries;
+    const sum = (label) => entries.filter((line) => line.split(' ')[0] === label).reduce((total, line) => total + Number(line.split(' ')[1]) + Number(line.split(' ')[2]), 0);
+    const runnerSelf = b.procs.get(r.child.pid).self - a.procs.get(r.child.pid).self;
+    const tree = b.trees[0] - a.trees[0];
+    const [git, oracleCpu] = ['git', 'oracle'].map(sum);
+    parts.local = { consults: PROFILE, runner_node: runnerSelf, git, ssh_client: 0, sshd: 0, server_git: 0, hook: 0, oracle: oracleCpu, unattributed: tree - runnerSelf - git - oracleCpu, git_commands: entries.filter((line) => line.startsWith('git ')).length };
+  }
+  const perConsult = (row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'number' && !['consults', 'hook_runs', 'git_commands'].includes(key) ? round(value / row.consults, 3) : value]));
+  return { remote: perConsult(parts.remote), local: perConsult(parts.local) };
+}
+
+function table(rows) {
+  const one = new Map(rows.filter((row) => row.runners === 1).map((row) => [row.model_seconds, row.consults_per_minute]));
+  const head = '| model | runners | consults/min | scaling | conflicts / consult | retries / consult | runner pushes at the hook / consult | hook CPU s / consult | CPU s / consult | CPU vs 1 runner | paid calls / consults | errors |';
+  const out = [head, `|${' --- |'.repeat(12)}`];
+  const cpuOne = new Map(rows.filter((row) => row.runners === 1).map((row) => [row.model_seconds, row.cpu_seconds_per_consult]));
+  for (const row of rows) {
+    const scaling = one.has(row.model_seconds) ? `${(row.consults_per_minute / one.get(row.model_seconds)).toFixed(2)}x` : '';
+    const cpu = cpuOne.has(row.model_seconds) ? `${(row.cpu_seconds_per_consult / cpuOne.get(row.model_seconds)).toFixed(2)}x` : '';
+    out.push(`| ${row.model_seconds} s | ${row.runners} | ${row.consults_per_minute} | ${scaling} | ${row.conflicts_per_consult} | ${row.retries_per_consult} | ${row.runner_pushes_at_the_hook_per_consult} | ${row.hook_cpu_seconds_per_consult} | ${row.cpu_seconds_per_consult} | ${cpu} | ${row.paid_calls} / ${row.consults} | ${row.errors} |`);
+  }
+  return out.join('\n');
+}
+
+try {
+  const summary = { cores: cpus().length, poll: POLL.join(' '), consults_per_row: CONSULTS, load_average_at_start: loadAverage() };
+  if (!SKIP.includes('throughput')) {
+    summary.throughput = [];
+    for (const modelSeconds of MODELS) {
+      for (const count of RUNNERS) {
+        const row = await throughputRow(modelSeconds, count);
+        log(JSON.stringify(row));
+        summary.throughput.push(row);
+      }
+    }
+    summary.table = table(summary.throughput);
+  }
+  if (!SKIP.includes('latency')) {
+    summary.push_to_oracle_start = await latency();
+    log(JSON.stringify(summary.push_to_oracle_start));
+  }
+  if (!SKIP.includes('profile')) {
+    summary.profile_cpu_seconds_per_consult = await profile();
+    log(JSON.stringify(summary.profile_cpu_seconds_per_consult));
+  }
+  summary.load_average_at_end = loadAverage();
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
+  if (summary.table !== undefined) process.stdout.write(`\n${summary.table}\n`);
 } finally {
-  await model.close();
+  for (const model of models.values()) await model.close();
   sshd.close();
   rmSync(work, { recursive: true, force: true });
 }

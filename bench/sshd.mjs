@@ -23,7 +23,13 @@ export async function startSshd(dir) {
   }
   // The session's HOME is a bare folder, so the login shell reads no rc file of the user running the bench (see test/helpers/sshd.ts).
   mkdirSync(join(dir, 'home'), { recursive: true });
-  writeFileSync(join(dir, 'bench-fixture-authorized_keys'), `environment="HOME=${join(dir, 'home')}" ${readFileSync(join(dir, 'bench-fixture-client-key.pub'), 'utf8')}`);
+  // sshd reads the file at each login, so a forced command set later holds for the sessions after it.
+  const authorize = (command) =>
+    writeFileSync(
+      join(dir, 'bench-fixture-authorized_keys'),
+      `environment="HOME=${join(dir, 'home')}"${command === null ? '' : `,command="${command}"`} ${readFileSync(join(dir, 'bench-fixture-client-key.pub'), 'utf8')}`,
+    );
+  authorize(null);
   if (process.getuid?.() === 0) mkdirSync('/run/sshd', { recursive: true, mode: 0o755 });
   const port = await freePort();
   const pidFile = join(dir, 'sshd.pid');
@@ -41,5 +47,14 @@ export async function startSshd(dir) {
   const env = {
     GIT_SSH_COMMAND: `ssh -F /dev/null -i ${join(dir, 'bench-fixture-client-key')} -o IdentitiesOnly=yes -o IdentityAgent=none -o BatchMode=yes -o StrictHostKeyChecking=yes -o UserKnownHostsFile=${join(dir, 'known_hosts')} -o LogLevel=ERROR`,
   };
-  return { url: (path) => `ssh://${userInfo().username}@127.0.0.1:${port}${path}`, env, close: () => child.kill('SIGTERM') };
+  return {
+    url: (path) => `ssh://${userInfo().username}@127.0.0.1:${port}${path}`,
+    env,
+    pid: child.pid,
+    /** The client's key file: it names the bench's own ssh processes on the command line. */
+    clientKey: join(dir, 'bench-fixture-client-key'),
+    /** The client key's sessions run `command` (with SSH_ORIGINAL_COMMAND set) from the next login on; null: what the client asked. */
+    forceCommand: authorize,
+    close: () => child.kill('SIGTERM'),
+  };
 }
