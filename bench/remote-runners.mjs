@@ -56,6 +56,12 @@ const POLL = ['--poll-interval', POLL_MIN, '--poll-max', POLL_MAX];
 const SKIP = flag('skip', '').split(',');
 
 const work = mkdtempSync(join(tmpdir(), 'coo-bench-runners-'));
+// The runners' temporary folder: OpenSSH's shared connection (its master, which leaves the runner's
+// process tree and renames itself to its socket's path) is found by this path.
+const runnerTmp = join(work, 'tmp');
+mkdirSync(runnerTmp, { recursive: true });
+/** Every process the bench started and has not stopped, for a stop by signal. */
+const children = new Set();
 const log = (line) => process.stderr.write(`${line}\n`);
 const sleep = (ms) => new Promise((resolve) => setTimeout(resolve, ms));
 const round = (value, digits = 2) => Number(value.toFixed(digits));
@@ -166,9 +172,11 @@ function cooClone(ledger) {
 function runner(ledger, machine, options = {}) {
   const remote = options.remote === false ? [] : ['--remote', ledger.url, ...POLL];
   const child = spawn(process.execPath, [COO, 'watch', '--json', ...remote, '--ledger', machine.gitdir, '--key', ledger.keyFile, '--repo', ledger.target, '--state-dir', join(machine.home, 'state'), '--oracle-command', options.oracle ?? oracle, '--oracle-base-url', `${options.model.url}/v1`, '--isolation', 'none'], {
-    env: { ...machine.env, OPENAI_API_KEY: 'sk-bench-fixture' },
+    env: { ...machine.env, OPENAI_API_KEY: 'sk-bench-fixture', TMPDIR: runnerTmp },
     stdio: ['ignore', 'pipe', 'pipe'],
   });
+  children.add(child);
+  child.on('exit', () => children.delete(child));
   const events = [];
   let buffer = '';
   let said = '';
@@ -209,7 +217,7 @@ function account(runners) {
   const procs = snapshot();
   const trees = runners.map((r) => treeCpu(procs, r.child.pid));
   const inTrees = new Set(runners.flatMap((r) => treeOf(procs, r.child.pid)));
-  const masters = new Map([...cpuOfMatching(procs, ['ControlPersist', sshd.clientKey])].filter(([pid]) => !inTrees.has(pid)));
+  const masters = new Map([...cpuOfMatching(procs, [join(runnerTmp, 'coo-ssh-')])].filter(([pid]) => !inTrees.has(pid)));
   return { procs, trees, masters, sshd: treeCpu(procs, sshd.pid), sshdMaster: procs.get(sshd.pid), bench: selfCpu(), busy: machineBusySeconds(), at: Date.now() };
 }
 
@@ -417,6 +425,17 @@ function table(rows) {
     out.push(`| ${row.model_seconds} s | ${row.runners} | ${row.consults_per_minute} | ${scaling} | ${row.conflicts_per_consult} | ${row.retries_per_consult} | ${row.runner_pushes_at_the_hook_per_consult} | ${row.hook_cpu_seconds_per_consult} | ${row.cpu_seconds_per_consult} | ${cpu} | ${row.paid_calls} / ${row.consults} | ${row.errors} |`);
   }
   return out.join('\n');
+}
+
+for (const signal of ['SIGINT', 'SIGTERM']) {
+  process.once(signal, () => {
+    for (const child of children) child.kill('SIGTERM');
+    sshd.close();
+    setTimeout(() => {
+      rmSync(work, { recursive: true, force: true });
+      process.exit(1);
+    }, 2000);
+  });
 }
 
 try {

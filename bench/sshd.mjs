@@ -51,8 +51,6 @@ export async function startSshd(dir) {
     url: (path) => `ssh://${userInfo().username}@127.0.0.1:${port}${path}`,
     env,
     pid: child.pid,
-    /** The client's key file: it names the bench's own ssh processes on the command line. */
-    clientKey: join(dir, 'bench-fixture-client-key'),
     /** The client key's sessions run `command` (with SSH_ORIGINAL_COMMAND set) from the next login on; null: what the client asked. */
     forceCommand: authorize,
     close: () => child.kill('SIGTERM'),
