@@ -22,7 +22,7 @@
 //
 // The keys made here are throwaway bench fixtures.
 import { execFileSync, spawn } from 'node:child_process';
-import { chmodSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -118,18 +118,14 @@ async function served() {
 }
 
 /**
- * Makes the served ledger's pre-receive hook report the CPU time of each run to `timings` (the
- * hook `coo init` installed, its last `exec` line timed by bash): every push that reaches the hook
+ * Makes the served ledger's pre-receive hook report the CPU time of each run to `timings`: the hook
+ * `coo init` installed moves aside and a bash wrapper times it, so every push that reaches the hook
  * is one line. The wrapper costs a few milliseconds of a hook's hundreds.
  */
 function timeHook(ledger, timings) {
   const path = join(ledger.gitdir, 'hooks', 'pre-receive');
-  const hook = readFileSync(path, 'utf8');
-  const exec = /^exec (.+)$/m.exec(hook);
-  if (exec === null) throw new Error(`no exec line in ${path}`);
-  const timed = hook.replace(/^#!.*$/m, '#!/bin/bash').replace(exec[0], `TIMEFORMAT="hook %3U %3S"\n{ time ${exec[1]} 2>&3 3>&- ; } 3>&2 2>>'${timings}'`);
-  writeFileSync(path, timed);
-  chmodSync(path, 0o755);
+  renameSync(path, `${path}.timed`);
+  writeFileSync(path, timingWrapper(`'${path}.timed'`, 'hook', timings), { mode: 0o755 });
 }
 
 function clone(ledger, name, extraEnv = {}) {
