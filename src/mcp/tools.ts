@@ -149,20 +149,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
   const optional = consultOptions(args);
   const target = args.to as string;
   const idempotencyKey = args.idempotency_key ?? derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional });
-  const request: ConsultRequest = {
-    ledger: context.ledger,
-    key: context.key,
-    now: context.clock(),
-    target,
-    repo: context.repo,
-    rev: commit,
-    patterns: args.files,
-    question: args.prompt,
-    idempotencyKey,
-    submittedVia: 'mcp',
-    names: MCP_ARGUMENTS,
-    ...optional,
-  };
+  const request: ConsultRequest = { ledger: context.ledger, target, ...askedFields(context, args, commit, idempotencyKey) };
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
@@ -190,6 +177,22 @@ export async function crossCheckTool(context: ToolContext, args: CrossCheckArgs,
   return { ...outcome, existing: queued.existing };
 }
 
+/** What a consult and a panel are asked with over MCP, besides whom: the signer, the pinned commit, the question and the call's options. */
+function askedFields(context: ToolContext, args: ConsultArgs, commit: string, idempotencyKey: string) {
+  return {
+    key: context.key,
+    now: context.clock(),
+    repo: context.repo,
+    rev: commit,
+    patterns: args.files,
+    question: args.prompt,
+    idempotencyKey,
+    submittedVia: 'mcp' as const,
+    names: MCP_ARGUMENTS,
+    ...consultOptions(args),
+  };
+}
+
 /** The optional request fields of a consult call, as the library takes them. */
 function consultOptions(args: ConsultArgs): Partial<ConsultRequest> {
   return {
@@ -210,18 +213,9 @@ async function panelTool(context: ToolContext, args: ConsultArgs, commit: string
   const queued = await writeThrough(context, (ledger) =>
     enqueuePanel({
       ledger,
-      key: context.key,
-      now: context.clock(),
       ...(members === undefined ? {} : { members }),
       ...(args.panel === undefined ? {} : { panel: args.panel }),
-      repo: context.repo,
-      rev: commit,
-      patterns: args.files,
-      question: args.prompt,
-      idempotencyKey,
-      submittedVia: 'mcp',
-      names: MCP_ARGUMENTS,
-      ...optional,
+      ...askedFields(context, args, commit, idempotencyKey),
     }),
   );
   // Each member is waited for in turn, within the one time the call was given.

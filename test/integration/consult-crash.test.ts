@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { COO, coo } from '../helpers/cli.js';
+import { exited, until } from '../helpers/child.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { receiptsOf, blockersOf, offlineEndpoints, type World, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -21,21 +22,6 @@ function runnerProcess(w: World, keyFile: string): ChildProcess {
     ],
     { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', ANTHROPIC_API_KEY: 'sk-ant-test-key', GEMINI_API_KEY: 'gemini-test-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once('exit', (code) => resolve(code));
-  });
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 600; i += 1) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 async function keyFileFor(w: World): Promise<string> {

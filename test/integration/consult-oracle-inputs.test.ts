@@ -9,6 +9,7 @@ import { sha256Ref } from '../../src/util/hash.js';
 import { newMessageId } from '../../src/util/ids.js';
 import { formatProcessRecord, isAlive, processStartTime } from '../../src/util/process.js';
 import { COO } from '../helpers/cli.js';
+import { exited, until } from '../helpers/child.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { blockersOf, receiptsOf, type World, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -127,21 +128,6 @@ function runnerProcess(w: World, keyFile: string): ChildProcess {
     [COO, 'watch', '--once', '--json', '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, 'state'), '--oracle-base-url', `${w.server.url}/v1`],
     { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
-}
-
-function exited(child: ChildProcess): Promise<number | null> {
-  return new Promise((resolve) => {
-    if (child.exitCode !== null || child.signalCode !== null) resolve(child.exitCode);
-    else child.once('exit', (code) => resolve(code));
-  });
-}
-
-async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 600; i += 1) {
-    if (condition()) return;
-    await new Promise((resolve) => setTimeout(resolve, 25));
-  }
-  throw new Error(`timed out waiting for ${what}`);
 }
 
 describe("recovering a crashed consult's Oracle", () => {
