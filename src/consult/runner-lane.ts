@@ -304,7 +304,9 @@ export class ConsultLane implements RunnerLane {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const latest = state.messages.get(record.id) ?? record;
-    const steering = files.flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
+    // What was put to the model as data and reads as instructions: the pinned files, and a cross-check's challenged answer.
+    const challenged = message.intent === 'cross_check' ? await this.ctx.ledger.readFile(message.challenge.answer_ref) : null;
+    const steering = [...files, ...(challenged === null ? [] : [{ bytes: challenged }])].flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
     const verdict = judgeRun(run, classifyFor(route.name));
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;

@@ -13,6 +13,8 @@ export type FakeMode =
   /** A well-formed answer that disagrees: verdict reject, with an objection. */
   | 'dissent'
   | 'obey-injection'
+  /** A well-formed answer with a line that reads as instructions to whoever reads it next (a cross-check's challenger). */
+  | 'steer'
   | 'rate-limit'
   | 'quota'
   | 'auth'

@@ -88,6 +88,18 @@ describe('a cross-check', () => {
     expect(onTheWire[0]!.canary).not.toBe(w.server.requests[0]!.canary);
   });
 
+  it("warns that the challenged answer holds a line that reads as instructions, as a pinned file that does would, and B's answer stands on its own", async () => {
+    const w = await fresh({ policy: withCrossChecks, modes: ['steer', 'ok'] });
+    const consult = await answered(w);
+    const written = await crossCheck(w, consult, 'aa.claude');
+    await w.runner().runOnce();
+    const [receipt] = await receiptsOf(w, written.messageId);
+    expect(receipt).toMatchObject({ status: 'succeeded' });
+    expect(receipt!['warnings']).toContain('context_injection_suspected');
+    const [first] = await receiptsOf(w, consult);
+    expect(first!['warnings']).not.toContain('context_injection_suspected');
+  });
+
   it('challenges the latest answer of a message named by its id, and a chain of cross-checks stops at the hop limit, refused at write time', async () => {
     const w = await fresh({ policy: withCrossChecks });
     const consult = await answered(w, { maxHops: 2 });
