@@ -1,5 +1,17 @@
 import type { AaConsultMessage } from '../../src/schema/message.js';
 
+const CROCKFORD = '0123456789ABCDEFGHJKMNPQRSTVWXYZ';
+
+/**
+ * The n-th id (n >= 1) that shares all but the last character of `id` and is never `id` itself: forged
+ * siblings of a real message, distinct from it whatever its random tail was.
+ */
+export function siblingId(id: string, n: number): string {
+  const tails = CROCKFORD.replace(id.slice(-1), '');
+  if (n < 1 || n > tails.length) throw new Error(`siblingId: n must be 1..${tails.length}`);
+  return id.slice(0, -1) + tails[n - 1];
+}
+
 /** A well-formed succeeded aa_receipt.v0 for attempt 1, as a forger would write it. */
 export function forgedReceipt(envelope: AaConsultMessage): Record<string, unknown> {
   const folder = envelope.payload_ref.replace(/\/prompt\.md$/, '');

@@ -6,6 +6,7 @@ import type { AaConsultMessage } from '../../src/schema/message.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { newPanelId } from '../../src/util/ids.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { siblingId } from '../helpers/forged.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -31,7 +32,7 @@ describe('a panel', () => {
     const id = newPanelId(Date.now());
     const one = (await w.consult({ idempotencyKey: 'solo' })).envelope;
     const seq = (await w.ledger.state()).seq;
-    const member = (target: string, n: number): AaConsultMessage => ({ ...one, message_id: one.message_id.slice(0, -1) + String(n), target_actor: target, idempotency_key: `forged-${n}`, panel: { id, name: 'review', members: ['aa.chatgpt', 'aa.claude'] } });
+    const member = (target: string, n: number): AaConsultMessage => ({ ...one, message_id: siblingId(one.message_id, n), target_actor: target, idempotency_key: `forged-${n}`, panel: { id, name: 'review', members: ['aa.chatgpt', 'aa.claude'] } });
     const forged = [member('aa.chatgpt', 1), member('aa.claude', 2)];
     const prompt = (await w.ledger.readFile(one.payload_ref))!;
     const manifest = (await w.ledger.readFile(one.context_pin.context_manifest_ref))!;

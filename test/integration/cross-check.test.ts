@@ -11,6 +11,7 @@ import type { ActorPolicy } from '../../src/schema/policy.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { coo, json } from '../helpers/cli.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { siblingId } from '../helpers/forged.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -143,7 +144,7 @@ describe('a cross-check', () => {
       ['context-manifest.yaml', manifest],
     ]);
     const forged = (changes: Partial<CrossCheckMessage>, n: number): (() => Promise<unknown>) => {
-      const id = written.envelope.message_id.slice(0, -2) + String(n).padStart(2, '0');
+      const id = siblingId(written.envelope.message_id, n);
       const folder = `messages/${written.envelope.created_at.slice(0, 7)}/${written.envelope.created_at.slice(8, 10)}/${written.envelope.created_at.slice(11, 13)}/${id}`;
       const envelope = { ...written.envelope, message_id: id, idempotency_key: `forged-${n}`, payload_ref: `${folder}/prompt.md`, context_pin: { ...written.envelope.context_pin, context_manifest_ref: `${folder}/context-manifest.yaml` }, ...changes };
       return () => appendRequest(w.ledger, () => envelope as CrossCheckMessage, artifacts, w.actors.coo, new Date());
@@ -160,7 +161,7 @@ describe('a cross-check', () => {
     // A cross-check has a parent: the schema refuses one without.
     expect(await codeOfAsync(forged({ parent_message_id: null, causality_chain: [], hop_count: 0 } as unknown as Partial<CrossCheckMessage>, 4))).toBe('SCHEMA_INVALID');
     // Signed by the execution agent's key, on nobody's behalf it may claim.
-    const byAgent = { ...written.envelope, message_id: written.envelope.message_id.slice(0, -2) + '06', idempotency_key: 'forged-6' };
+    const byAgent = { ...written.envelope, message_id: siblingId(written.envelope.message_id, 6), idempotency_key: 'forged-6' };
     expect(await codeOfAsync(() => appendRequest(w.ledger, () => byAgent, artifacts, w.actors.codex, new Date()))).toBe('SIGNER_WRONG_ACTOR');
     expect((await w.ledger.state()).seq).toBe(seq);
   });
