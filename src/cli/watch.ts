@@ -288,7 +288,10 @@ export function watchVerb(program: Command): void {
           onEvent: print,
           keepSandboxes: opts.keepSandboxes === true,
           ...(pullRequests === undefined ? {} : { pullRequests }),
-          ...(remote === undefined ? {} : { remote, leaseGraceSeconds }),
+          // A watching runner shares the queue (runner/runner.ts, QueueSharing): another live runner sees
+          // its message within one longest poll, and a claim lands within seconds; a one-shot pass
+          // takes what it finds.
+          ...(remote === undefined ? {} : { remote, leaseGraceSeconds, ...(opts.once === true ? {} : { share: { handoffMs: Math.max(15_000, (2 * maxPollSeconds + 1) * 1000), staggerMs: (maxPollSeconds + 1) * 1000 } }) }),
         });
         const controller = new AbortController();
         const stop = stopOnSignal(runner, () => controller.abort());

@@ -3,7 +3,7 @@ import { dirname, join } from 'node:path';
 import { CooError, isCooError, type ErrorCode } from '../errors.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { attemptIdOf, isRunnerIntent, nextWork } from '../authority/runnable.js';
+import { attemptIdOf, isRunnerIntent, nextWork, type Work } from '../authority/runnable.js';
 import { ConsultLane, type ConsultEvent } from '../consult/runner-lane.js';
 import type { AaTransport } from '../consult/oracle.js';
 import { executorFactory } from '../dispatch/executors.js';
@@ -26,6 +26,7 @@ import { addSeconds, isoSeconds } from '../util/time.js';
 import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
 import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
+import { assignWork } from './assignment.js';
 
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
@@ -98,6 +99,29 @@ export interface RunnerOptions {
    * with why: their messages stay queued and unclaimed, and the reason was said once at start.
    */
   readonly waiting?: ReadonlyMap<string, { readonly code: ErrorCode; readonly message: string }>;
+  /**
+   * Through a remote, runners share the queue by assignment (runner/assignment.ts). Absent, each
+   * pass picks among the oldest ready messages at random (a one-shot pass, which will not be there
+   * later to take what another runner left).
+   */
+  readonly share?: QueueSharing;
+}
+
+/** How runners through one remote share its queue (times on each runner's own monotonic clock). */
+export interface QueueSharing {
+  /**
+   * A new attempt the assignment gives another live, idle runner is left to it this long from when
+   * this runner first saw it ready; then this runner takes it, and leaves that runner out of the
+   * assignment until it shows progress (a heartbeat or a claim).
+   */
+  readonly handoffMs: number;
+  /**
+   * Claims go out one at a time, in queue order: a runner whose message is k-th among those the
+   * assignment gives out claims once the ones before it are claimed (it sees them land), or after
+   * k times this long since it first saw its message, whichever comes first. Runners then do not
+   * all push to the one ref at the same moment.
+   */
+  readonly staggerMs: number;
 }
 
 /** A receipt for a call already paid that the remote could not take yet, kept across restarts. */
@@ -147,6 +171,10 @@ export class Runner {
   private cutOffSince: Date | null = null;
   /** When the leases of claims other runners hold end, as seen by the last pass: a watch wakes then. */
   private leaseWaits: string[] = [];
+  /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
+  private readonly readySince = new Map<string, number>();
+  /** Runners that let a message matched to them pass the hand-off, with their newest heartbeat then: left out of the matching until they show progress. */
+  private readonly suspects = new Map<string, number | null>();
   /** Why the operator stopped the runner (`SIGINT`), once they did: no new work starts, and the attempt in flight ends interrupted. */
   private stoppedBy: string | null = null;
 
@@ -322,9 +350,7 @@ export class Runner {
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
         .sort((a, b) => a.record.seq - b.record.seq);
-      // Runners on other machines all see the same queue: each picks at random among the oldest few,
-      // so they do not all race for the oldest one (a lost race costs a fetch, a rebuild and a skip).
-      const item = ready[this.options.remote === undefined ? 0 : Math.floor(Math.random() * Math.min(ready.length, REMOTE_PICK_WINDOW))];
+      const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
@@ -375,6 +401,56 @@ export class Runner {
     }
     for (const path of this.observed.keys()) if (!open.has(path)) this.observed.delete(path);
     return holders;
+  }
+
+  /**
+   * The next work of a runner through a remote. Runners on other machines all see the same queue:
+   * with a hand-off time, each takes the recoveries and the messages the assignment gives it
+   * (runner/assignment.ts) and leaves the others to their runners for that long; without one, or
+   * while it knows of no other live runner, it picks at random among the oldest few, so they do
+   * not all race for the oldest one (a lost race costs a push, a fetch, a rebuild and a skip).
+   */
+  private pick(state: LedgerState, ready: ReadonlyArray<{ record: MessageRecord; work: Work }>, holders: ReadonlySet<string>, now: Date): { record: MessageRecord; work: Work } | undefined {
+    const share = this.options.share;
+    const random = (): { record: MessageRecord; work: Work } | undefined => ready[Math.floor(Math.random() * Math.min(ready.length, REMOTE_PICK_WINDOW))];
+    if (share === undefined) return random();
+    const tick = this.monotonic();
+    const fresh = ready.filter(({ work }) => work.kind === 'attempt').map(({ record }) => record.id);
+    const freshIds = new Set(fresh);
+    for (const id of this.readySince.keys()) if (!freshIds.has(id)) this.readySince.delete(id);
+    for (const id of fresh) if (!this.readySince.has(id)) this.readySince.set(id, tick);
+    // Live: a heartbeat not yet expired, with the skew allowed between machines. A suspect is live
+    // again once it shows progress: a new heartbeat, or a claim of its own.
+    const live = new Set<string>([this.runnerId]);
+    for (const [runner, beat] of state.runnerHeartbeats) {
+      if (this.suspects.has(runner) && this.suspects.get(runner) === beat.seq && !holders.has(runner)) continue;
+      this.suspects.delete(runner);
+      if (Date.parse(beat.expiresAt) + LIMITS.clockSkewSeconds * 1000 > now.getTime()) live.add(runner);
+    }
+    if (live.size === 1) return random();
+    const matched = assignWork(
+      fresh,
+      [...live].filter((runner) => runner === this.runnerId || !holders.has(runner)),
+    );
+    const order = [...matched.keys()];
+    const wake = (ms: number): void => void this.leaseWaits.push(isoSeconds(new Date(now.getTime() + Math.ceil(ms / 1000) * 1000)));
+    for (const candidate of ready) {
+      if (candidate.work.kind === 'recover') return candidate;
+      const owner = matched.get(candidate.record.id);
+      const waited = tick - this.readySince.get(candidate.record.id)!;
+      if (owner === this.runnerId) {
+        const turn = order.indexOf(candidate.record.id) * share.staggerMs;
+        if (waited >= turn) return candidate;
+        wake(turn - waited);
+        continue;
+      }
+      if (waited >= share.handoffMs) {
+        if (owner !== undefined) this.suspects.set(owner, state.runnerHeartbeats.get(owner)?.seq ?? null);
+        return candidate;
+      }
+      wake(share.handoffMs - waited);
+    }
+    return undefined;
   }
 
   /** A configuration error stays until someone fixes the runner: said once per message, not every pass. */

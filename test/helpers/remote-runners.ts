@@ -125,9 +125,9 @@ export function heldTransport(world: Case, machine: Machine): { transport: Oracl
 }
 
 /** A runner of `machine` inside its paid call, its answer held: the runner, its pass, and the release. */
-export async function holdingRunner(world: Case, machine: Machine): Promise<{ runner: Runner; running: Promise<unknown>; release: () => void }> {
+export async function holdingRunner(world: Case, machine: Machine, options: Partial<RunnerOptions> = {}): Promise<{ runner: Runner; running: Promise<unknown>; release: () => void }> {
   const slow = heldTransport(world, machine);
-  const runner = machine.runner({ transport: slow.transport });
+  const runner = machine.runner({ ...options, transport: slow.transport });
   const running = runner.runOnce();
   await slow.paid;
   return { runner, running, release: slow.release };

@@ -161,10 +161,12 @@ describe('runners through a remote', () => {
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
-    const { runner: original, running, release } = await holdingRunner(world, first);
+    // Both wall clocks stand still: the retry the takeover schedules (2 s on) never comes due in this test, however slow the machine.
+    const frozen = new Date();
+    const { runner: original, running, release } = await holdingRunner(world, first, { clock: () => frozen });
     // Policy: heartbeat TTL 900 s; the consult's runtime budget 60 s; grace 600 s. The taker's own monotonic clock:
     let tick = 0;
-    const taker = second.runner({ monotonic: () => tick, leaseGraceSeconds: 600 });
+    const taker = second.runner({ monotonic: () => tick, clock: () => frozen, leaseGraceSeconds: 600 });
 
     await taker.runOnce();
     // The runtime budget and grace (660 s) have passed since the claim was first seen, the lease (900 s quiet) has not.
@@ -203,7 +205,8 @@ describe('runners through a remote', () => {
     await coo.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(doc)) }], key: loadPrivateKey(world.served.keys.coo), now: claimedAt, summary: `claim ${messageId} attempt 1` });
     let tick = 0;
     const machine = await world.machine('runner');
-    const taker = machine.runner({ monotonic: () => tick, leaseGraceSeconds: 1000 });
+    // Its wall clock stands still: the retry the takeover schedules never comes due in this test.
+    const taker = machine.runner({ monotonic: () => tick, clock: () => claimedAt, leaseGraceSeconds: 1000 });
 
     await taker.runOnce();
     // Quiet for longer than the lease (900 s), but the runtime budget and grace (1,060 s) have not passed.

@@ -1,0 +1,70 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { assignWork } from '../../src/runner/assignment.js';
+import { makeCase, remoteReceipts, type Case } from '../helpers/remote-runners.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Runners that share one remote's queue (runner/runner.ts, QueueSharing): each takes what the
+ * assignment gives it, in turn, and leaves the rest to its runner for the hand-off time, measured
+ * on its own monotonic clock; a runner that lets its message pass is left out until it shows progress.
+ */
+const dir = tempDir('coo-runner-share-');
+const closers: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+const share = { handoffMs: 10_000, staggerMs: 4_000 };
+
+describe('runners sharing a remote queue', () => {
+  it('take their own messages in turn, leave the others for the hand-off, then take them and leave the silent runner out until it beats again', async () => {
+    const world: Case = await makeCase(dir, closers);
+    const a = await world.machine('runner-a');
+    const b = await world.machine('runner-b');
+    let tick = 0;
+    const mine = a.runner({ share, monotonic: () => tick });
+    const silent = b.runner({ share });
+    await mine.heartbeat();
+    await silent.heartbeat();
+    const first = await world.consult();
+    const second = await world.consult();
+    const matched = assignWork([first, second], [mine.runnerId, silent.runnerId]);
+    const own = [...matched.entries()].find(([, runner]) => runner === mine.runnerId)![0];
+    const theirs = own === first ? second : first;
+    const ownTurn = [...matched.keys()].indexOf(own);
+
+    // At first sight: its own message if it comes first, and nothing of the other runner's.
+    const firstPass = await mine.runOnce();
+    expect(firstPass.receipts).toBe(ownTurn === 0 ? 1 : 0);
+    expect(await remoteReceipts(world.served, theirs)).toEqual([]);
+    // Its own message once its turn has come, still nothing of the other's; it says when to look again.
+    tick = share.staggerMs;
+    await mine.runOnce();
+    expect((await remoteReceipts(world.served, own)).map((receipt) => receipt.status)).toEqual(['succeeded']);
+    const waiting = await mine.runOnce();
+    expect(await remoteReceipts(world.served, theirs)).toEqual([]);
+    expect(waiting.waiting.length).toBeGreaterThan(0);
+    // The other runner said nothing for the hand-off time: the message is taken, once.
+    tick = share.handoffMs;
+    expect((await mine.runOnce()).receipts).toBe(1);
+    expect((await remoteReceipts(world.served, theirs)).map((receipt) => receipt.status)).toEqual(['succeeded']);
+    // The silent runner is left out: a new message is taken at once, whoever the assignment would name.
+    const third = await world.consult();
+    expect((await mine.runOnce()).receipts).toBe(1);
+    expect((await remoteReceipts(world.served, third)).map((receipt) => receipt.status)).toEqual(['succeeded']);
+    // Once it beats again it is back in the assignment: a message given to it waits for it again.
+    await silent.heartbeat();
+    let given: string | null = null;
+    let taken = 0;
+    for (let tries = 0; tries < 40 && given === null; tries += 1) {
+      const next = await world.consult();
+      if (assignWork([next], [mine.runnerId, silent.runnerId]).get(next) === silent.runnerId) given = next;
+      else taken += (await mine.runOnce()).receipts;
+    }
+    expect(given).not.toBeNull();
+    expect((await mine.runOnce()).receipts).toBe(0);
+    expect(await remoteReceipts(world.served, given!)).toEqual([]);
+    // One paid call for each message taken, none for the one left.
+    expect(world.model.requests).toHaveLength(3 + taken);
+  });
+});
