@@ -41,7 +41,7 @@ async function setup(w: World, script: readonly ScriptTurn[]) {
   const runner = w.runner({ repo, executors });
   const dispatch = (overrides: Partial<DispatchRequest> = {}) =>
     enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 120, maxRuntimeSeconds: 120, ...overrides });
-  return { repo, base, model, runner, dispatch, close: () => model.close() };
+  return { repo, base, model, executors, runner, dispatch, close: () => model.close() };
 }
 
 /** A forge for pull requests: the target's base pushed to a bare repository behind git http-backend with `token`, and a fake GitHub API. */
@@ -132,6 +132,40 @@ describe('the dispatch lane', () => {
       expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
       expect(s.model.calls).toEqual([]);
     } finally {
+      await s.close();
+    }
+  });
+
+  it('leaves an --open-pr dispatch queued, unclaimed, on a runner with no forge token, and runs it on one with a token', async () => {
+    const w = await world();
+    const TOKEN = 'ghs_RunnerOnlyToken0123456789SECRET';
+    const s = await setup(w, [FIX, DONE]);
+    const { github, http } = await forgeOf(w, s, TOKEN);
+    try {
+      const plain = await s.dispatch();
+      const { messageId } = await s.dispatch({ openPr: 'acme/work' });
+      // s.runner has no pullRequests: the dispatch without open_pr runs, the one with it is held.
+      const summary = await s.runner.runOnce();
+      expect(summary.receipts).toBe(1);
+      expect((await receiptsOf(w, plain.messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const held = w.events.filter((event) => event.type === 'error' && event.messageId === messageId);
+      expect(held).toEqual([expect.objectContaining({ code: 'EXECUTOR_CONFIG', message: expect.stringContaining('no forge token') })]);
+      // Said once, not on every pass of the watcher; nothing claimed, no executor started, nothing paid.
+      const calls = s.model.calls.length;
+      await s.runner.runOnce();
+      expect(w.events.filter((event) => event.type === 'error' && event.messageId === messageId)).toHaveLength(1);
+      expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+      expect(w.events.filter((event) => event.type === 'executor_started').map((event) => event.messageId)).toEqual([plain.messageId]);
+      expect(s.model.calls).toHaveLength(calls);
+      // The same message runs on a runner that holds a token, and opens its pull request.
+      s.model.setScript([FIX, DONE]);
+      const runner = w.runner({ repo: s.repo, executors: s.executors, pullRequests: { token: TOKEN, base: 'main', pushUrl: `${http.url}/work.git`, apiBaseUrl: github.url } });
+      expect((await runner.runOnce()).receipts).toBe(1);
+      expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(github.pulls).toHaveLength(1);
+    } finally {
+      await github.close();
+      await http.close();
       await s.close();
     }
   });
