@@ -75,6 +75,8 @@ export interface BwrapLayout {
    * even one that left the process group.
    */
   readonly ownPids?: boolean;
+  /** A network namespace of its own: loopback only, nothing on the host or beyond is reachable (the host's 127.0.0.1 included). */
+  readonly noNetwork?: boolean;
 }
 
 /** The bwrap argv prefix for `layout`; the command follows it. */
@@ -91,6 +93,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     ...(layout.ownPids === true ? ['--unshare-pid', '--die-with-parent'] : []),
+    ...(layout.noNetwork === true ? ['--unshare-net'] : []),
     '--proc', '/proc',
     ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
