@@ -137,7 +137,11 @@ export class CodexExecutor implements Executor {
     const home = join(request.scratch, 'home');
     const codexHome = join(request.scratch, 'codex-home');
     const tmp = join(request.scratch, 'tmp');
-    for (const dir of [home, codexHome, tmp]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Codex's own sandbox takes a lock under /tmp (/tmp/codex-bwrap-synthetic-mount-targets-UID) before
+    // each command: under our bubblewrap it gets a /tmp of its own, or on a host where that folder is
+    // not there yet every command fails with "Read-only file system".
+    const slashTmp = join(request.scratch, 'slash-tmp');
+    for (const dir of [home, codexHome, tmp, slashTmp]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const env: NodeJS.ProcessEnv = {
       PATH: executorPath(command[0]!),
       HOME: home,
@@ -158,6 +162,7 @@ export class CodexExecutor implements Executor {
       writable: [request.worktree, request.scratch],
       readOnly: request.consultTool === undefined ? [] : [request.consultTool.socketDir],
       hide: this.config.hide ?? [],
+      tmp: slashTmp,
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),

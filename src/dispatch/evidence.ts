@@ -54,20 +54,24 @@ export interface VerificationResult {
 export interface VerificationOptions {
   readonly timeoutSeconds: number;
   readonly maxOutputBytes?: number;
-  /** Under bubblewrap: the checkout and the home writable, these hidden. */
+  /** Under bubblewrap: the checkout and the home writable, these hidden, and no network but a loopback of its own. */
   readonly isolation: 'bwrap' | 'none';
   /** A folder made for this command alone, after the agent exited: its HOME and TMPDIR. */
   readonly home: string;
   readonly hide: readonly string[];
 }
 
-/** Runs one verification command with `sh -c` in `cwd`, in its own process group, under our timer. */
+/**
+ * Runs one verification command with `sh -c` in `cwd`, in its own process group, under our timer.
+ * Under bubblewrap it has no network: a loopback of its own, and neither the host's ports nor the
+ * internet (`--isolation none` gives no such guarantee).
+ */
 export function runVerification(cwd: string, command: string, options: VerificationOptions): Promise<VerificationResult> {
   const home = options.home;
   // Asked for bubblewrap, a verification never runs without it (it was checked at start; this is a bubblewrap that went away).
   const bwrap = options.isolation === 'bwrap' ? findBwrap() : null;
   if (options.isolation === 'bwrap' && bwrap === null) resolveIsolation('bwrap');
-  const argv = [...(bwrap === null ? [] : bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true })), '/bin/sh', '-c', command];
+  const argv = [...(bwrap === null ? [] : bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true, noNetwork: true })), '/bin/sh', '-c', command];
   const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1' };
   const bound = options.maxOutputBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();

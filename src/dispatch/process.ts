@@ -49,6 +49,8 @@ export interface ProcessPlan {
   readonly writable: readonly string[];
   readonly readOnly: readonly string[];
   readonly hide: readonly string[];
+  /** Under bubblewrap: a folder of the attempt's bound writable over /tmp (the executor's own /tmp). */
+  readonly tmp?: string;
   readonly timeoutSeconds: number;
   readonly maxStreamBytes?: number;
   readonly maxCostUsd?: number;
@@ -66,7 +68,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
   const program = plan.argv[0]!;
   const argv =
     plan.isolation === 'bwrap'
-      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true }), ...plan.argv]
+      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.tmp === undefined ? {} : { tmp: plan.tmp }) }), ...plan.argv]
       : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();

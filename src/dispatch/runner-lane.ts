@@ -192,6 +192,19 @@ export class DispatchLane implements RunnerLane {
     return landed;
   }
 
+  /**
+   * A dispatch that asks for a pull request (`open_pr`) needs the runner's forge token: without
+   * one it is held as a missing executor is, before the claim (EXECUTOR_CONFIG keeps it queued,
+   * unclaimed, and the runner says why once). A dispatch without `open_pr` runs as before.
+   */
+  private checkForge(message: EaDispatchMessage): void {
+    if (message.open_pr !== true || this.options.pullRequests !== undefined) return;
+    throw new CooError(
+      'EXECUTOR_CONFIG',
+      `${message.message_id} asks for a pull request on ${message.dispatch.repo} and this runner has no forge token: it stays queued, unclaimed; start the runner with the token in GITHUB_TOKEN, or in the variable --github-token-env names`,
+    );
+  }
+
   /** One new attempt. Returns false when another runner has it. */
   async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const { ledger } = this.ctx;
@@ -223,6 +236,8 @@ export class DispatchLane implements RunnerLane {
     });
     // A missing executor is the runner's configuration, not the dispatch's fault: it stays queued.
     executor.check();
+    // So is a forge token for a dispatch that asks for a pull request: without one, the work would be paid for and never opened.
+    this.checkForge(message);
     // The executor takes the task as one argument: a task over the bound is refused before anything is claimed or paid for.
     const relay = this.consultRelayFor(state, message);
     const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? [], relay !== null);

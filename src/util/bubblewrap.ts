@@ -75,6 +75,13 @@ export interface BwrapLayout {
    * even one that left the process group.
    */
   readonly ownPids?: boolean;
+  /**
+   * A folder bound writable over /tmp before anything else is bound: the process's own /tmp in place
+   * of the host's, which it would otherwise see read-only (and could not take a lock file in).
+   */
+  readonly tmp?: string;
+  /** A network namespace of its own: loopback only, nothing on the host or beyond is reachable (the host's 127.0.0.1 included). */
+  readonly noNetwork?: boolean;
 }
 
 /** The bwrap argv prefix for `layout`; the command follows it. */
@@ -91,7 +98,10 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     '--ro-bind', '/', '/',
     '--dev', '/dev',
     ...(layout.ownPids === true ? ['--unshare-pid', '--die-with-parent'] : []),
+    ...(layout.noNetwork === true ? ['--unshare-net'] : []),
     '--proc', '/proc',
+    // A command whose own files are in the host's /tmp still sees them (read-only) over a /tmp of its own.
+    ...(layout.tmp === undefined ? [] : ['--bind', resolve(layout.tmp), '/tmp', ...keep.filter((path) => path.startsWith('/tmp/')).flatMap((path) => ['--ro-bind', path, path])]),
     ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),

@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
@@ -11,6 +12,7 @@ import { baseIgnoreRules } from '../../src/dispatch/ignore-rules.js';
 import { readBlobs } from '../../src/dispatch/checkout.js';
 import { makeTargetRepo, writeAllowedSigners } from '../helpers/dispatch-repo.js';
 import { git, gitEnv, run, tempDir } from '../helpers/tmp.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
 
 /** The evidence the COO gathers itself, in real git worktrees, and the signed commit checked with stock git. */
 const dir = tempDir('coo-dispatch-evidence-');
@@ -140,6 +142,36 @@ describe('dispatch evidence', () => {
     expect(loud.output.length).toBe(1000);
     const failing = await runVerification(wt.path, 'sh test.sh', verifyOptions(scratch));
     expect(failing.exitCode).toBe(1);
+  });
+
+  it('gives a verification command no network under bubblewrap: a server on the host\'s 127.0.0.1 is out of its reach, its own loopback is not', async () => {
+    requireBubblewrap('a verification without network');
+    const { wt, scratch } = await attempt();
+    const accepted: string[] = [];
+    const server = createServer((socket) => {
+      accepted.push('connection');
+      socket.destroy();
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    const port = (server.address() as AddressInfo).port;
+    // Exit 0 once connected, 7 when the connection is refused or fails.
+    const reach = (where: number | 'own') =>
+      where === 'own'
+        ? `node -e 'const net = require("net"); const s = net.createServer().listen(0, "127.0.0.1", () => net.connect(s.address().port, "127.0.0.1").on("connect", () => process.exit(0)).on("error", () => process.exit(7)))'`
+        : `node -e 'require("net").connect(${where}, "127.0.0.1").on("connect", () => process.exit(0)).on("error", () => process.exit(7))'`;
+    try {
+      const sandboxed = await runVerification(wt.path, reach(port), verifyOptions(scratch));
+      expect(sandboxed.exitCode, sandboxed.output.toString()).toBe(7);
+      expect(accepted).toEqual([]);
+      const own = await runVerification(wt.path, reach('own'), verifyOptions(scratch));
+      expect(own.exitCode, own.output.toString()).toBe(0);
+      // Without bubblewrap there is no such guarantee: the same command reaches the server.
+      const bare = await runVerification(wt.path, reach(port), { ...verifyOptions(scratch), isolation: 'none' });
+      expect(bare.exitCode, bare.output.toString()).toBe(0);
+      expect(accepted).toEqual(['connection']);
+    } finally {
+      await new Promise((resolve) => server.close(resolve));
+    }
   });
 
   it('hides the ledger stand-in from a verification command', async () => {

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
@@ -41,7 +41,7 @@ async function setup(w: World, script: readonly ScriptTurn[]) {
   const runner = w.runner({ repo, executors });
   const dispatch = (overrides: Partial<DispatchRequest> = {}) =>
     enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 120, maxRuntimeSeconds: 120, ...overrides });
-  return { repo, base, model, runner, dispatch, close: () => model.close() };
+  return { repo, base, model, executors, runner, dispatch, close: () => model.close() };
 }
 
 /** A forge for pull requests: the target's base pushed to a bare repository behind git http-backend with `token`, and a fake GitHub API. */
@@ -132,6 +132,67 @@ describe('the dispatch lane', () => {
       expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
       expect(s.model.calls).toEqual([]);
     } finally {
+      await s.close();
+    }
+  });
+
+  it('leaves an --open-pr dispatch queued, unclaimed, on a runner with no forge token, and runs it on one with a token', async () => {
+    const w = await world();
+    const TOKEN = 'ghs_RunnerOnlyToken0123456789SECRET';
+    const s = await setup(w, [FIX, DONE]);
+    const { github, http } = await forgeOf(w, s, TOKEN);
+    try {
+      const plain = await s.dispatch();
+      const { messageId } = await s.dispatch({ openPr: 'acme/work' });
+      // s.runner has no pullRequests: the dispatch without open_pr runs, the one with it is held.
+      const summary = await s.runner.runOnce();
+      expect(summary.receipts).toBe(1);
+      expect((await receiptsOf(w, plain.messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const held = w.events.filter((event) => event.type === 'error' && event.messageId === messageId);
+      expect(held).toEqual([expect.objectContaining({ code: 'EXECUTOR_CONFIG', message: expect.stringContaining('no forge token') })]);
+      // Said once, not on every pass of the watcher; nothing claimed, no executor started, nothing paid.
+      const calls = s.model.calls.length;
+      await s.runner.runOnce();
+      expect(w.events.filter((event) => event.type === 'error' && event.messageId === messageId)).toHaveLength(1);
+      expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+      expect(w.events.filter((event) => event.type === 'executor_started').map((event) => event.messageId)).toEqual([plain.messageId]);
+      expect(s.model.calls).toHaveLength(calls);
+      // The same message runs on a runner that holds a token, and opens its pull request.
+      s.model.setScript([FIX, DONE]);
+      const runner = w.runner({ repo: s.repo, executors: s.executors, pullRequests: { token: TOKEN, base: 'main', pushUrl: `${http.url}/work.git`, apiBaseUrl: github.url } });
+      expect((await runner.runOnce()).receipts).toBe(1);
+      expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(github.pulls).toHaveLength(1);
+    } finally {
+      await github.close();
+      await http.close();
+      await s.close();
+    }
+  });
+
+  it('keeps the provider key from the commands Codex runs (not in their environment, not in /proc), and gives Codex a /tmp of its own', async () => {
+    const w = await world();
+    const KEY = 'sk-test-ProviderKeyOnlyCodexHolds0123';
+    // A file in the host's /tmp: Codex's sandbox takes a lock under /tmp, so Codex gets its own and sees none of the host's.
+    const hostTmp = mkdtempSync('/tmp/coo-host-tmp-');
+    writeFileSync(join(hostTmp, 'canary.txt'), 'HOST-TMP-CANARY');
+    const probe = `echo SHELL-RAN; env; echo "key=$OPENAI_API_KEY"; for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f" 2>/dev/null; done; cat ${hostTmp}/canary.txt 2>&1; true`;
+    const s = await setup(w, [{ kind: 'shell', cmd: probe }, FIX, DONE]);
+    try {
+      const executors = executorFactory({ command: pinnedCodexCommand(), baseUrl: `${s.model.url}/v1`, hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: KEY } });
+      const { messageId } = await s.dispatch();
+      await w.runner({ repo: s.repo, executors }).runOnce();
+      // What the command printed went back to the model as its tool output: it ran, and saw no key.
+      const outputs = s.model.calls.flatMap((call) => call.toolOutputs).join('\n');
+      expect(outputs).toContain('SHELL-RAN');
+      expect(outputs).toContain('key=\n');
+      expect(outputs).not.toContain(KEY);
+      expect(outputs).not.toContain('OPENAI_API_KEY=');
+      expect(outputs).not.toContain('HOST-TMP-CANARY');
+      // Codex itself had the key: its model calls were answered.
+      expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    } finally {
+      rmSync(hostTmp, { recursive: true, force: true });
       await s.close();
     }
   });
