@@ -84,6 +84,8 @@ const CODES = {
   APPROVAL_REQUIRED: 'rejected',
   /** An approval that is missing, of another request, used, or expired. */
   APPROVAL_INVALID: 'rejected',
+  /** An approval of what the CEO rejected (a request hash, a dispatch's next attempt): a rejection is final. */
+  APPROVAL_REJECTED: 'rejected',
   POLICY_LIMIT: 'rejected',
   /** A consult fanned out to several advisory agents where no policy panel allows it. */
   POLICY_PANEL_NOT_ALLOWED: 'rejected',

@@ -32,7 +32,7 @@ export type { ConsultEnqueued, ConsultRequest } from './consult/enqueue.js';
 export { enqueueDispatch } from './dispatch/enqueue.js';
 export type { DispatchEnqueued, DispatchRequest } from './dispatch/enqueue.js';
 
-export { laneStateOf } from './authority/state.js';
+export { LANE_STATES, laneStateOf } from './authority/state.js';
 export type { AttemptRecord, LaneState, LedgerState, MessageRecord } from './authority/state.js';
 
 export { readDocument } from './schema/documents.js';

@@ -31,7 +31,7 @@ export async function gatherPanelEvidence(gitdir: string, panelId: string): Prom
   for (const id of ids) {
     const record = report.state.messages.get(id)!;
     const hasReceipt = record.attempts.some((attempt) => attempt.receipt !== null);
-    members.push({ actor: record.target, messageId: id, state: laneStateOf(record), spentUsd: record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0), evidence: hasReceipt ? await evidenceFrom(report, gitdir, id) : null });
+    members.push({ actor: record.target, messageId: id, state: laneStateOf(record, report.state.registry?.doc), spentUsd: record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0), evidence: hasReceipt ? await evidenceFrom(report, gitdir, id) : null });
   }
   const first = members.find((member) => member.evidence !== null)?.evidence ?? null;
   const name = written.name;

@@ -103,6 +103,8 @@ export interface MessageView {
   readonly panel?: PanelComparison;
   readonly original_lane_state?: LaneState;
   readonly original_attempts?: readonly AttemptRecord[];
+  /** A message the active COO acknowledged (lane state `acknowledged`): its ack. */
+  readonly acknowledged_by?: string;
 }
 
 /** The envelope's `submitted_via`, or null; read from the parsed document, so old entries without it read as null. */
@@ -219,7 +221,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
   const panel = record.panel === undefined || !state.panels.has(record.panel) ? undefined : await viewPanel(ledger, state, record.panel);
   return {
     message_id: record.id,
-    lane_state: laneStateOf(record),
+    lane_state: laneStateOf(record, state.registry?.doc),
     duplicate_of: record.duplicateOf,
     submitted_via: submittedViaOf(envelope),
     envelope,
@@ -227,6 +229,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
     ...(dispatch === undefined ? {} : { dispatch }),
     ...(consult === undefined ? {} : { consult }),
     ...(panel === undefined ? {} : { panel }),
-    ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf), original_attempts: duplicateOf.attempts }),
+    ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf, state.registry?.doc), original_attempts: duplicateOf.attempts }),
+    ...(record.ackedBy === undefined ? {} : { acknowledged_by: record.ackedBy }),
   };
 }

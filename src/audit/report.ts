@@ -53,6 +53,9 @@ const STATE_CLASS: Record<LaneState, string> = {
   aa_unavailable: 'unavail',
   stale_context: 'warn',
   duplicate: 'muted',
+  awaiting_ack: 'warn',
+  acknowledged: 'ok',
+  recorded: 'muted',
 };
 
 function costOf(record: MessageRecord): number {
@@ -161,7 +164,7 @@ function messagesSection(state: LedgerState, timeline: Timeline, findings: reado
     // Only an answer that passed judgement is advice: a refused one shows no verdict.
     const verdict = last?.receipt?.status === 'succeeded' ? facts?.verdicts.get(last.number) : undefined;
     const links = [commitLink(facts?.envelopeSeq, 'envelope'), last === undefined ? '' : commitLink(facts?.receipts.get(last.number), `receipt ${last.number}`)].filter((link) => link !== '').join(' ');
-    const lane = laneStateOf(record);
+    const lane = laneStateOf(record, state.registry?.doc);
     const touched = findings.filter((finding) => finding.path?.startsWith(`${folderOf(record)}/`) === true).length;
     const blockers = [...new Set(record.attempts.flatMap((attempt) => attempt.receipt?.blockers ?? []))];
     const warned = [...new Set(record.attempts.flatMap((attempt) => (attempt.receipt === null ? [] : warnings.get(attempt.receipt.path) ?? [])))];
@@ -203,7 +206,7 @@ function panelsSection(state: LedgerState, timeline: Timeline): string {
         return {
           actor: record.target,
           messageId,
-          state: laneStateOf(record),
+          state: laneStateOf(record, state.registry?.doc),
           receipt: last?.receipt == null ? null : { path: last.receipt.path, attempt: last.number, status: last.receipt.status, blockers: last.receipt.blockers },
           spentUsd: costOf(record),
           advice: advice ?? null,
@@ -268,7 +271,7 @@ function dispatchesSection(state: LedgerState, timeline: Timeline, findings: rea
     );
     return [...attempts.map((attempt) => {
       const dispatch = attempt?.receipt == null ? undefined : facts.get(attempt.receipt.path);
-      const status = attempt?.receipt == null ? laneStateOf(record) : attempt.receipt.status;
+      const status = attempt?.receipt == null ? laneStateOf(record, state.registry?.doc) : attempt.receipt.status;
       const blockers = attempt?.receipt?.blockers ?? [];
       return row(`${touched ? ' class="dispatch tampered"' : ' class="dispatch"'} data-status="${escape(status)}"`, [
         ['message', `${messageId(record.id)}${attempt === null ? '' : ` <small>attempt ${attempt.number}</small>`}`],

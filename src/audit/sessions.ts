@@ -1,6 +1,7 @@
 import { laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { toMillis } from '../schema/common.js';
+import type { ActorRegistry } from '../schema/registry.js';
 
 /** Which messages a listing holds: all of each given filter, newest first, one page at a time. */
 export interface SessionFilter {
@@ -41,7 +42,8 @@ export interface SessionPage {
 /** The most a page holds. */
 export const MAX_SESSIONS_PAGE = 200;
 
-export function summarizeSession(record: MessageRecord): SessionSummary {
+/** One message's line in a listing; `registry` (the ledger's) says whose acknowledgement a message waits for (laneStateOf). */
+export function summarizeSession(record: MessageRecord, registry?: ActorRegistry): SessionSummary {
   const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null)?.receipt ?? null;
   return {
     message_id: record.id,
@@ -49,7 +51,7 @@ export function summarizeSession(record: MessageRecord): SessionSummary {
     target: record.target,
     correlation_id: record.correlation,
     created_at: record.createdAt,
-    state: laneStateOf(record),
+    state: laneStateOf(record, registry),
     attempts: record.attempts.length,
     cost_usd: record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0),
     receipt: last === null ? null : { status: last.status, path: last.path },
@@ -77,7 +79,7 @@ export function listSessions(state: LedgerState, filter: SessionFilter): Session
     const record = records[i]!;
     if (filter.before !== undefined && record.seq >= filter.before) continue;
     if (filter.correlationId !== undefined && record.correlation !== filter.correlationId) continue;
-    if (filter.state !== undefined && laneStateOf(record) !== filter.state) continue;
+    if (filter.state !== undefined && laneStateOf(record, state.registry?.doc) !== filter.state) continue;
     const created = toMillis(record.createdAt);
     if (since !== null && created < since) continue;
     if (until !== null && created >= until) continue;
@@ -85,7 +87,7 @@ export function listSessions(state: LedgerState, filter: SessionFilter): Session
       more = true;
       break;
     }
-    sessions.push(summarizeSession(record));
+    sessions.push(summarizeSession(record, state.registry?.doc));
   }
   return { sessions, next_before: more ? sessions[sessions.length - 1]!.seq : null };
 }

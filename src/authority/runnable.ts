@@ -1,5 +1,5 @@
 import { CooError } from '../errors.js';
-import type { Intent } from '../schema/common.js';
+import { isRunnerIntent, type Intent } from '../schema/common.js';
 import type { KillSwitch } from '../schema/control.js';
 import type { CooMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
@@ -14,15 +14,8 @@ import { retryApproved, type MessageRecord } from './state.js';
  * write time, so nothing lands that the runner would never run or that would wedge a message.
  */
 
-/**
- * Intents the runner executes: each is claimed before it runs and closed by receipts. The one list:
- * a lane the runner learns to execute adds its intent here, and claims on it become valid.
- */
-export const RUNNER_INTENTS: ReadonlySet<Intent> = new Set<Intent>(['aa_consult', 'ea_dispatch', 'cross_check']);
-
-export function isRunnerIntent(intent: Intent): boolean {
-  return RUNNER_INTENTS.has(intent);
-}
+/** Intents the runner executes (the one list lives beside the intents, so the lane state can ask it too). */
+export { RUNNER_INTENTS, isRunnerIntent } from '../schema/common.js';
 
 /**
  * Whether a message may still run at its place in a chain: `hop_count` counts the hops already

@@ -2,9 +2,10 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { KillSwitch, TrustRoot } from '../schema/control.js';
-import type { Intent } from '../schema/common.js';
+import { isRunnerIntent, type Intent } from '../schema/common.js';
 import { messageFolder } from '../ledger/layout.js';
 import { CooError } from '../errors.js';
+import { isForCoo } from './rules/intents/ack.js';
 
 /**
  * What the ledger says at one commit, derived by folding commits from genesis (authority/fold.ts).
@@ -186,9 +187,9 @@ export function idempotencySlot(source: string, key: string): string {
   return `${source} ${key}`;
 }
 
-/** Whether no further attempt of this message will run. */
+/** Whether no further attempt of this message will run: none ever runs of a message no runner executes. */
 export function isTerminal(record: MessageRecord): boolean {
-  if (record.duplicateOf !== null) return true;
+  if (record.duplicateOf !== null || !isRunnerIntent(record.intent)) return true;
   const last = record.attempts[record.attempts.length - 1];
   return last?.receipt != null && last.receipt.nextAttemptAt === null && !retryApproved(record);
 }
@@ -199,21 +200,28 @@ export function retryApproved(record: MessageRecord): boolean {
   return last?.receipt != null && last.receipt.status !== 'succeeded' && (record.approvedRetries ?? []).includes(last.number + 1);
 }
 
-/** The lane state a COO sees for one message, derived from its attempts. */
-export type LaneState =
-  | 'queued'
-  | 'claimed'
-  | 'retry_wait'
-  | 'succeeded'
-  | 'failed'
-  | 'blocked'
-  | 'timed_out'
-  | 'aa_unavailable'
-  | 'stale_context'
-  | 'duplicate';
+/**
+ * The state a COO or an auditor sees for one message. Work the runner executes (consults,
+ * dispatches, cross-checks) has a lane state derived from its attempts: `queued`, `claimed`,
+ * `retry_wait`, then how its last attempt ended. A message no runner executes is never queued: one
+ * the active COO acknowledges (a CEO's command or rejection, a blocker or notice addressed to it) is
+ * `awaiting_ack` until its ack lands, then `acknowledged`; anything else (an ack itself, a status
+ * query, a notice to anyone else) is `recorded`. A repeat of an earlier request is `duplicate`.
+ */
+export const LANE_STATES = ['queued', 'claimed', 'retry_wait', 'succeeded', 'failed', 'blocked', 'timed_out', 'aa_unavailable', 'stale_context', 'duplicate', 'awaiting_ack', 'acknowledged', 'recorded'] as const;
+export type LaneState = (typeof LANE_STATES)[number];
 
-export function laneStateOf(record: MessageRecord): LaneState {
+/**
+ * The state of `record` (LANE_STATES). `registry` (the ledger's, `state.registry?.doc`) says who the
+ * active COO is, whose acknowledgement a message waits for; without it such a message reads `recorded`
+ * until acknowledged, so every reader of a ledger passes it.
+ */
+export function laneStateOf(record: MessageRecord, registry?: ActorRegistry): LaneState {
   if (record.duplicateOf !== null) return 'duplicate';
+  if (!isRunnerIntent(record.intent)) {
+    if (record.ackedBy !== undefined) return 'acknowledged';
+    return registry !== undefined && isForCoo(registry, record) ? 'awaiting_ack' : 'recorded';
+  }
   const last = record.attempts[record.attempts.length - 1];
   if (last === undefined) return 'queued';
   if (last.receipt === null) return 'claimed';

@@ -35,11 +35,11 @@ export function commandVerb(program: Command): void {
 export function rejectVerb(program: Command): void {
   program
     .command('reject')
-    .description("the CEO's signed refusal, with the reason, of a request that waits for its approval: a new dispatch or adoption (--request, the hash it was refused with) or the next attempt of a dispatch that ended without success (MESSAGE_ID); the COO reads it in its inbox")
+    .description("the CEO's signed refusal, with the reason, of a request that waits for its approval: a new dispatch or adoption (--request, the hash it was refused with) or the next attempt of a dispatch that ended without success (MESSAGE_ID); the COO reads it in its inbox. A rejection is final: no approval of what it names is accepted afterwards (APPROVAL_REJECTED). A request waiting for approval is never written to the ledger, so --request takes any well-formed hash, even one the ledger has never seen: a standing refusal of that exact request")
     .argument('[message-id]', 'a dispatch whose last attempt ended without success: reject its next attempt')
     .addOption(ledgerOption())
     .addOption(ceoKeyOption('the CEO private key (a trust-root authority)'))
-    .option('--request <sha256>', 'reject a new dispatch or adoption by its request hash')
+    .option('--request <sha256>', 'reject a new dispatch or adoption by its request hash (the one `coo dispatch` or `coo adopt` was refused with); not checked against the ledger, which holds no pending request')
     .option('--reason <text>', 'why, for the COO and the record')
     .addOption(remoteOption())
     .addOption(jsonOption())

@@ -52,6 +52,7 @@ export function showVerb(program: Command): void {
         emit(opts.json, view, () => {
           const lines = [`${record.id} ${record.intent} ${record.source} -> ${record.target}: ${view.lane_state}`];
           if (view.submitted_via !== null) lines.push(`  submitted via ${view.submitted_via}`);
+          if (view.acknowledged_by !== undefined) lines.push(`  acknowledged by the COO in ${view.acknowledged_by}`);
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
           if (view.dispatch !== undefined) lines.push(...dispatchLines(view.dispatch));
           if (view.consult !== undefined) lines.push(...consultLines(view.consult));

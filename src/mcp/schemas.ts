@@ -1,6 +1,7 @@
 import { z } from 'zod';
 import { actorId, correlationId, messageId, timestamp } from '../schema/common.js';
 import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
+import { LANE_STATES } from '../authority/state.js';
 
 /**
  * The MCP tools' arguments and results. Arguments are strict objects: an unknown key (a path, a key,
@@ -11,7 +12,8 @@ import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
 /** The longest a tool call waits for a receipt. */
 export const MAX_WAIT_SECONDS = 900;
 
-const laneState = z.enum(['queued', 'claimed', 'retry_wait', 'succeeded', 'failed', 'blocked', 'timed_out', 'aa_unavailable', 'stale_context', 'duplicate']);
+/** A message's state (authority/state.ts LANE_STATES): a lane state for work the runner executes, `awaiting_ack`, `acknowledged` or `recorded` for what it never runs. */
+const laneState = z.enum(LANE_STATES);
 
 const waitSeconds = z.number().min(0).max(MAX_WAIT_SECONDS);
 
@@ -129,7 +131,7 @@ export const waitInput = z.strictObject({
 
 export const sessionsInput = z.strictObject({
   correlation_id: correlationId.optional().describe('only messages of this correlation'),
-  state: laneState.optional().describe('only messages in this lane state'),
+  state: laneState.optional().describe('only messages in this state (a lane state; awaiting_ack, acknowledged or recorded for messages no runner executes)'),
   since: timestamp.optional().describe('only messages created at or after this UTC time, e.g. 2026-12-01T00:00:00Z'),
   until: timestamp.optional().describe('only messages created before this UTC time'),
   before: z.number().int().positive().optional().describe('the next_before of the previous page'),
@@ -220,6 +222,8 @@ export const showOutput = z.strictObject({
   panel: z.unknown().optional(),
   original_lane_state: laneState.optional(),
   original_attempts: z.array(z.unknown()).optional(),
+  /** A message the active COO acknowledged: its ack. */
+  acknowledged_by: z.string().optional(),
   answer: untrustedAnswer.nullable(),
 });
 

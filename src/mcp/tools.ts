@@ -18,6 +18,7 @@ import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
+import { isRunnerIntent } from '../schema/common.js';
 import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
@@ -85,7 +86,7 @@ function recordOf(state: LedgerState, messageId: string): MessageRecord {
 function outcomeOf(state: LedgerState, record: MessageRecord): Outcome {
   const answering = record.duplicateOf === null ? record : state.messages.get(record.duplicateOf) ?? record;
   const last = [...answering.attempts].reverse().find((attempt) => attempt.receipt !== null);
-  const lane = laneStateOf(answering);
+  const lane = laneStateOf(answering, state.registry?.doc);
   const terminal = isTerminal(answering);
   return {
     message_id: record.id,
@@ -98,7 +99,9 @@ function outcomeOf(state: LedgerState, record: MessageRecord): Outcome {
         : { attempt: last.number, status: last.receipt.status, blockers: [...last.receipt.blockers], cost_usd: last.receipt.costUsd, created_at: last.receipt.createdAt, path: last.receipt.path },
     answers_for: answering === record ? null : answering.id,
     submitted_via: record.submittedVia ?? null,
-    next: terminal
+    next: !isRunnerIntent(answering.intent)
+      ? `${lane}: no runner executes a ${answering.intent}, so there is nothing to wait for${lane === 'awaiting_ack' ? ` (it waits in the inbox until acknowledged: ack with message_id ${answering.id})` : ''}; read it with show (message_id ${answering.id})`
+      : terminal
       ? `final: read the answer with show (message_id ${answering.id}) or cite it`
       : `not final yet: call wait with message_id ${record.id}; do not call ${record.intent === 'ea_dispatch' ? 'dispatch' : 'consult'} again for it`,
   };

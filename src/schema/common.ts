@@ -62,6 +62,18 @@ export type Intent = z.infer<typeof intent>;
 /** Intents that make another actor act: accepted only from the active COO with the COO as principal. */
 export const COMMAND_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'ea_dispatch', 'status_query', 'retry', 'cross_check']);
 
+/**
+ * Intents the runner executes: each is claimed before it runs and closed by receipts. The one list:
+ * a lane the runner learns to execute adds its intent here, and claims on it become valid. Every
+ * other message (a CEO's command or rejection, an acknowledgement, a blocker, a notice) is recorded
+ * and read, never run (authority/runnable.ts, authority/state.ts laneStateOf).
+ */
+export const RUNNER_INTENTS: ReadonlySet<Intent> = new Set<Intent>(['aa_consult', 'ea_dispatch', 'cross_check']);
+
+export function isRunnerIntent(intent: Intent): boolean {
+  return RUNNER_INTENTS.has(intent);
+}
+
 /** Intents that put a question to an advisory agent and take aa_receipt.v0: the consult lane runs them. */
 export const ADVISORY_INTENTS: ReadonlySet<Intent> = new Set(['aa_consult', 'cross_check']);
 

@@ -1,16 +1,18 @@
 import { execFileSync, spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { approve } from '../../src/dispatch/approve.js';
 import type { Executor } from '../../src/dispatch/executor.js';
-import { COO } from '../helpers/cli.js';
+import { rejectRequest } from '../../src/inbox/ceo-messages.js';
+import { COO, coo } from '../helpers/cli.js';
 import { dispatchRequestHash } from '../../src/authority/rules/intents/dispatch.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { CooMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { newMessageId } from '../../src/util/ids.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
-import { attack, codeOf, useKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { agentScript, CODEX_DONE, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace, type WatchRun } from '../helpers/hostile-agent.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -130,6 +132,66 @@ describe('approvals', () => {
   });
 
   attack('an approval pushed past the writer by an intruder with stock git', 'hook', 'SIGNER_UNKNOWN', () => kit.push({ [approval().path]: approval().bytes }, { key: kit.keys.intruder.file }));
+});
+
+/**
+ * A CEO rejection is final: an approval of the request hash it refused, or of the next attempt of the
+ * dispatch it refused, is refused by the validator wherever it is written (the writer, the CLI, a
+ * stock-git push through the hook) and reported by `coo verify` when forced in behind its back.
+ */
+describe("the CEO's rejection stands", () => {
+  const rejectedHash = async (fill: string): Promise<string> => {
+    const requestHash = `sha256:${fill.repeat(64)}`;
+    await rejectRequest({ ledger: kit.world.ledger, key: kit.keys.ceo.key, now: new Date(), requestHash, reason: 'Too wide a scope.' });
+    return requestHash;
+  };
+
+  attack('an approval of a request hash the CEO rejected, through the writer', 'library', 'APPROVAL_REJECTED', async () =>
+    codeOf(async () => approve({ ledger: kit.world.ledger, key: kit.keys.ceo.key, now: new Date(), reason: 'yes after all', requestHash: await rejectedHash('1') })),
+  );
+
+  attack('an approval of the next attempt of a dispatch the CEO rejected, through the writer', 'library', 'APPROVAL_REJECTED', async () => {
+    const message = dispatchEnvelope();
+    await kit.append(messageFiles(message), kit.keys.coo.key);
+    await kit.append([claim(message, 1), failedReceipt(message, 1)], kit.keys.coo.key);
+    await rejectRequest({ ledger: kit.world.ledger, key: kit.keys.ceo.key, now: new Date(), messageId: message.message_id, reason: 'Not again.' });
+    return codeOf(() => approve({ ledger: kit.world.ledger, key: kit.keys.ceo.key, now: new Date(), reason: 'yes after all', messageId: message.message_id }));
+  });
+
+  attack('a retry approval written by hand for the next attempt the CEO rejected', 'library', 'APPROVAL_REJECTED', async () => {
+    const message = dispatchEnvelope();
+    await kit.append(messageFiles(message), kit.keys.coo.key);
+    await kit.append([claim(message, 1), failedReceipt(message, 1)], kit.keys.coo.key);
+    await rejectRequest({ ledger: kit.world.ledger, key: kit.keys.ceo.key, now: new Date(), messageId: message.message_id, reason: 'Not again.' });
+    return kit.append([approval({ approves: 'retry', request_hash: null, message_id: message.message_id, attempt_number: 2 })], kit.keys.ceo.key);
+  });
+
+  attack('coo approve of a request hash the CEO rejected', 'cli', 'APPROVAL_REJECTED', async () => {
+    const requestHash = await rejectedHash('2');
+    const result = coo(['approve', '--ledger', kit.world.gitdir, '--ceo-key', kit.keys.ceo.file, '--request', requestHash, '--reason', 'yes after all']);
+    if (result.status === 0) return 'accepted';
+    const code = /^coo: ([A-Z_]+):/.exec(result.stderr)?.[1] ?? 'DECLINED';
+    return code === 'APPROVAL_REJECTED' && !/rejection stands at msg_/.test(result.stderr) ? 'APPROVAL_REJECTED without naming the rejection' : code;
+  });
+
+  attack('an approval of a rejected request hash pushed with stock git', 'hook', 'APPROVAL_REJECTED', async () => {
+    const entry = approval({ request_hash: await rejectedHash('3') });
+    return kit.push({ [entry.path]: entry.bytes }, { key: kit.keys.ceo.file });
+  });
+
+  attack("an approval of a rejected request hash written behind the hook's back", 'verify', 'APPROVAL_REJECTED', async () => {
+    const entry = approval({ request_hash: await rejectedHash('4') });
+    let codes: string[] = [];
+    await kit.bypass({ [entry.path]: entry.bytes }, { key: kit.keys.ceo.file }, () => {
+      codes = kit.verifyCodes();
+    });
+    return firstOr(codes, 'APPROVAL_REJECTED');
+  });
+
+  it('accepts the same approval of a request no rejection names: the attacks above are refused for the rejection alone', async () => {
+    const entry = approval({ request_hash: `sha256:${'5'.repeat(64)}` });
+    expect(await kit.push({ [entry.path]: entry.bytes }, { key: kit.keys.ceo.file })).toBe('accepted');
+  });
 });
 
 describe('dispatches the runner could not execute', () => {

@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { acknowledge } from '../../src/inbox/ack.js';
 import { rejectRequest, sendCommand } from '../../src/inbox/ceo-messages.js';
 import { readInbox } from '../../src/inbox/inbox.js';
 import { readMessage } from '../../src/lane/envelope.js';
@@ -154,6 +155,46 @@ describe("the CEO's commands and the COO's inbox", () => {
     const after = json<{ items: Array<{ message_id: string }> }>(coo(['inbox', '--ledger', w.gitdir, '--json']));
     expect(after.items.map((item) => item.message_id)).toEqual([reject.message_id]);
     for (const verb of ['command', 'reject', 'inbox', 'ack']) expect(coo([verb, '--help']).stdout).toContain('--json');
+    await w.close();
+  });
+
+  it('shows what no runner executes in its true state, never queued: coo show (text and --json) and the MCP show, sessions and wait tools agree', async () => {
+    const w = await world();
+    const command = await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship the fix by Friday.' });
+    const rejection = await rejectRequest({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), requestHash: `sha256:${'e'.repeat(64)}`, reason: 'Too wide a scope.' });
+    const shownJson = (id: string) => json<{ lane_state: string; acknowledged_by?: string }>(coo(['show', id, '--ledger', w.gitdir, '--json']));
+    expect(shownJson(command.messageId)).toMatchObject({ lane_state: 'awaiting_ack' });
+    expect(shownJson(command.messageId).acknowledged_by).toBeUndefined();
+    expect(coo(['show', command.messageId, '--ledger', w.gitdir]).stdout).toMatch(new RegExp(`^${command.messageId} ceo_command ceo -> coo\\.hermes: awaiting_ack\n`));
+    const ack = await acknowledge({ ledger: w.ledger, key: w.actors.coo, now: new Date(), messageId: command.messageId });
+    expect(shownJson(command.messageId)).toMatchObject({ lane_state: 'acknowledged', acknowledged_by: ack.messageId });
+    const text = coo(['show', command.messageId, '--ledger', w.gitdir]).stdout;
+    expect(text).toMatch(new RegExp(`^${command.messageId} ceo_command ceo -> coo\\.hermes: acknowledged\n  acknowledged by the COO in ${ack.messageId}\n`));
+    expect(shownJson(ack.messageId)).toMatchObject({ lane_state: 'recorded' });
+    expect(coo(['show', ack.messageId, '--ledger', w.gitdir]).stdout).toMatch(new RegExp(`^${ack.messageId} ack coo\\.hermes -> ceo: recorded\n`));
+    expect(shownJson(rejection.messageId)).toMatchObject({ lane_state: 'awaiting_ack' });
+    const mcp = await connectMcp(w);
+    try {
+      const sessions = structured<{ sessions: Array<{ message_id: string; state: string }> }>(await mcp.call('sessions', {})).sessions;
+      expect(new Map(sessions.map((session) => [session.message_id, session.state]))).toEqual(
+        new Map([
+          [ack.messageId, 'recorded'],
+          [rejection.messageId, 'awaiting_ack'],
+          [command.messageId, 'acknowledged'],
+        ]),
+      );
+      expect(structured<{ sessions: Array<{ message_id: string }> }>(await mcp.call('sessions', { state: 'awaiting_ack' })).sessions.map((session) => session.message_id)).toEqual([rejection.messageId]);
+      expect(structured<{ sessions: unknown[] }>(await mcp.call('sessions', { state: 'queued' })).sessions).toEqual([]);
+      expect(structured(await mcp.call('show', { message_id: command.messageId }))).toMatchObject({ lane_state: 'acknowledged', acknowledged_by: ack.messageId });
+      expect(structured(await mcp.call('show', { message_id: ack.messageId }))).toMatchObject({ lane_state: 'recorded' });
+      // Nothing runs a rejection, so there is nothing to wait for: wait answers at once, final, with what to do.
+      const waited = structured<{ state: string; terminal: boolean; next: string }>(await mcp.call('wait', { message_id: rejection.messageId, timeout_seconds: 30 }));
+      expect(waited).toMatchObject({ state: 'awaiting_ack', terminal: true });
+      expect(waited.next).toContain(`ack with message_id ${rejection.messageId}`);
+    } finally {
+      await mcp.close();
+    }
+    expect(coo(['reject', '--help']).stdout).toMatch(/standing refusal/);
     await w.close();
   });
 });

@@ -18,9 +18,19 @@ export function awaitsRetryApproval(record: MessageRecord): boolean {
 }
 
 /**
+ * The CEO's rejection (ceo_reject) of `about`, when the ledger holds one: a request hash, or a
+ * dispatch whose next attempt it refused (by message id). A rejection is final: nothing approves what
+ * it refused, and it is given once.
+ */
+export function rejectionOf(check: CommitCheck, about: string): MessageRecord | undefined {
+  return [...check.state.messages.values(), ...check.messages.values()].find((record) => record.intent === 'ceo_reject' && record.duplicateOf === null && (record.about ?? record.rejectsRequest) === about);
+}
+
+/**
  * A CEO approval (approval.v0): signed by a trust-root authority in its own name, living under
  * the hour of its creation, within the policy's time-to-live. A retry approval reopens a dispatch
- * whose last attempt ended without success, for exactly the next attempt, once.
+ * whose last attempt ended without success, for exactly the next attempt, once. What the CEO
+ * rejected (rules/intents/ceo-reject.ts) it never approves afterwards: the rejection stands.
  */
 export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: string): void {
   const where = entry.path;
@@ -35,6 +45,11 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
   if (check.approval(doc.approval_id) !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: approval ${doc.approval_id} already exists`, { where });
   if ((toMillis(doc.expires_at) - toMillis(doc.created_at)) / 1000 > policy.limits.max_ttl_seconds) {
     throw new CooError('POLICY_LIMIT', `${where}: an approval lives at most ${policy.limits.max_ttl_seconds} s (policy v${policy.version})`, { where });
+  }
+  const rejected = rejectionOf(check, doc.approves === 'retry' ? doc.message_id! : doc.request_hash!);
+  if (rejected !== undefined) {
+    const what = doc.approves === 'retry' ? `the next attempt of ${doc.message_id!}` : `request ${doc.request_hash!}`;
+    throw new CooError('APPROVAL_REJECTED', `${where}: the CEO rejected ${what} (${rejected.id}), and a rejection is final: the CEO's rejection stands at ${rejected.id}; write a new request for the work instead`, { where });
   }
   if (doc.approves === 'retry') {
     const record = check.message(doc.message_id!);

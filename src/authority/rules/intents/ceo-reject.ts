@@ -1,13 +1,16 @@
 import { CooError } from '../../../errors.js';
 import type { IntentRules } from '../intent.js';
-import { awaitsRetryApproval } from '../approval.js';
+import { awaitsRetryApproval, rejectionOf } from '../approval.js';
 import { requireCeoToCoo } from './ceo-authority.js';
 
 /**
  * ceo_reject: the CEO refuses a request that waits for its approval, with the reason, and tells
  * the active COO: a new dispatch or adoption by the request hash it was refused with (one no
  * approval in the ledger grants), or the next attempt of a dispatch that ended without success
- * (one no approval has reopened). Once per request.
+ * (one no approval has reopened). Once per request, and final: no approval of it is accepted
+ * afterwards (rules/approval.ts). A request waiting for approval never enters the ledger (the writer
+ * and the validator refuse it with its hash), so a rejection by hash names any well-formed hash: a
+ * standing refusal of that exact request.
  */
 export const ceoRejectRules: IntentRules<'ceo_reject'> = {
   target(check, doc, registry, where) {
@@ -19,8 +22,8 @@ export const ceoRejectRules: IntentRules<'ceo_reject'> = {
     } else if ([...check.state.approvals.values(), ...check.approvals.values()].some((approval) => approval.requestHash === doc.request_hash)) {
       throw new CooError('APPROVAL_INVALID', `${where}: request ${doc.request_hash} is approved already; nothing waits to be rejected`, { where: `${where}:request_hash` });
     }
-    const about = doc.about_message_id ?? doc.request_hash;
-    const earlier = [...check.state.messages.values(), ...check.messages.values()].find((record) => record.intent === 'ceo_reject' && record.duplicateOf === null && (record.about ?? record.rejectsRequest) === about);
+    const about = doc.about_message_id ?? doc.request_hash!;
+    const earlier = rejectionOf(check, about);
     if (earlier !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: ${earlier.id} rejected ${about} already`, { where });
   },
   record(doc) {
