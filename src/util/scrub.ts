@@ -69,8 +69,8 @@ interface Pattern {
   readonly marker: string;
   /** The fewest characters a match holds: the longer patterns are tried first, so the longer value wins. */
   readonly length: number;
-  /** Base64 or hex, which an encoder may break into lines. */
-  readonly encoded?: boolean;
+  /** Base64 or hex (which an encoder may break into lines), or percent-encoding (looked for where a text holds an escape). */
+  readonly kind?: 'encoded' | 'percent';
 }
 
 function escapeRegex(text: string): string {
@@ -96,22 +96,58 @@ const BREAK_IN_ENCODED = /(?:\r?\n|(?:\\r)?\\n)(?=[A-Za-z0-9+/=_-])/g;
 /** The shortest line of an encoder's wrapped output (a shorter one is ordinary text, or the last line). */
 const MIN_LINE_CHARS = 16;
 const LINE_BREAK = /\r?\n|(?:\\r)?\\n/g;
-const ENCODED_CHAR = /[A-Za-z0-9+/=_-]/;
+/** The characters of base64, base64url and hex, by character code. */
+const ENCODED_CHARS = new Uint8Array(128).map((_, code) => (/[A-Za-z0-9+/=_-]/.test(String.fromCharCode(code)) ? 1 : 0));
+const encodedAt = (text: string, at: number): boolean => ENCODED_CHARS[text.charCodeAt(at)] === 1;
+/** A slash as JSON may escape it (`\/`), which a line of base64 may hold. */
+const escapedSlashAt = (text: string, at: number): boolean => text[at] === '\\' && text[at + 1] === '/';
 
 /** Where the runs of lines in `text` that an encoder broke start and end, breaks included. */
 function wrappedRuns(text: string): Array<{ start: number; end: number }> {
   const runs: Array<{ start: number; end: number }> = [];
   for (const lineBreak of text.matchAll(BREAK_IN_ENCODED)) {
     let start = lineBreak.index;
-    while (start > 0 && ENCODED_CHAR.test(text[start - 1]!)) start -= 1;
+    while (start > 0 && (encodedAt(text, start - 1) || escapedSlashAt(text, start - 1))) start -= 1;
+    // A line that starts after a JSON escape starts after its letter (the `n` of `\n`).
+    if (start > 0 && text[start - 1] === '\\') start += 1;
     if (lineBreak.index - start < MIN_LINE_CHARS) continue;
     const last = runs.at(-1);
-    // The line before this break goes back to (or into, for the `n` of an escaped break) the end of the run so far: one run.
-    if (last !== undefined && start <= last.end) last.end = lineBreak.index + lineBreak[0].length;
+    if (last !== undefined && start === last.end) last.end = lineBreak.index + lineBreak[0].length;
     else runs.push({ start, end: lineBreak.index + lineBreak[0].length });
   }
-  for (const run of runs) while (run.end < text.length && ENCODED_CHAR.test(text[run.end]!)) run.end += 1;
+  for (const run of runs) while (run.end < text.length && (encodedAt(text, run.end) || escapedSlashAt(text, run.end))) run.end += escapedSlashAt(text, run.end) ? 2 : 1;
   return runs;
+}
+
+/** `text` from `start` to `end` with its line breaks taken out, and where each piece of it stands in `text`. */
+function joinLines(text: string, start: number, end: number): { joined: string; at: (index: number) => number } {
+  const pieces: string[] = [];
+  /** For each piece, where it starts in the joined text and in `text`. */
+  const starts: Array<{ joined: number; text: number }> = [];
+  let length = 0;
+  let from = start;
+  const add = (to: number): void => {
+    starts.push({ joined: length, text: from });
+    pieces.push(text.slice(from, to));
+    length += to - from;
+  };
+  LINE_BREAK.lastIndex = start;
+  for (let lineBreak = LINE_BREAK.exec(text); lineBreak !== null && lineBreak.index < end; lineBreak = LINE_BREAK.exec(text)) {
+    add(lineBreak.index);
+    from = lineBreak.index + lineBreak[0].length;
+  }
+  add(end);
+  const at = (index: number): number => {
+    let low = 0;
+    let high = starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (starts[middle]!.joined <= index) low = middle;
+      else high = middle - 1;
+    }
+    return starts[low]!.text + index - starts[low]!.joined;
+  };
+  return { joined: pieces.join(''), at };
 }
 
 /** A character of an encoding that comes in either case (a hex digit), as a class of both. */
@@ -164,21 +200,37 @@ function secretPatterns(secret: Secret): Pattern[] {
   const literal = (text: string, form: string): Pattern => ({ text: escapeRegex(text), bytes: escapeRegex(latin1(text)), marker: named(form), length: text.length });
   const encoded = (chars: readonly string[], form: string): Pattern => {
     const source = chars.join('');
-    return { text: source, bytes: source, marker: named(form), length: chars.length, encoded: true };
+    return { text: source, bytes: source, marker: named(form), length: chars.length, kind: 'encoded' };
   };
   const reversed = [...secret.value].reverse().join('');
   const patterns = [...new Set([secret.value, jsonForm(secret.value)])].map((text) => literal(text, ''));
   patterns.push(...[...new Set([reversed, jsonForm(reversed)])].map((text) => literal(text, 'reversed')));
   for (const core of base64Cores(secret.value)) if (core.length >= MIN_SECRET_CHARS) patterns.push(encoded([...core].map(base64Char), 'base64'));
   patterns.push(encoded([...Buffer.from(secret.value, 'utf8').toString('hex')].map(eitherCase), 'hex'));
-  patterns.push({ text: percentForm(secret.value, (char) => char), bytes: percentForm(secret.value, latin1), marker: named('percent-encoded'), length: secret.value.length });
+  patterns.push({ text: percentForm(secret.value, (char) => char), bytes: percentForm(secret.value, latin1), marker: named('percent-encoded'), length: secret.value.length, kind: 'percent' });
   return patterns;
+}
+
+/** A percent escape (or a space written as `+`, when a secret holds a space): where a text holds none, no percent-encoded secret is looked for. */
+const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
+
+/** Patterns as one regular expression, one group each. */
+interface Compiled {
+  readonly regex: RegExp;
+  readonly patterns: readonly Pattern[];
 }
 
 export class Scrubber {
   private readonly patterns: readonly Pattern[];
-  /** The patterns as one regular expression each over text and over bytes read as latin1 (bytes are scrubbed byte for byte, whatever their encoding), one group per pattern. */
-  private compiled: { text: RegExp; bytes: RegExp; encoded: { regex: RegExp; patterns: readonly Pattern[] } | null } | null = null;
+  private readonly percentEscape: RegExp;
+  /**
+   * The patterns as one regular expression for each use, built when first needed, one group per
+   * pattern: over text and over bytes read as latin1 (bytes are scrubbed byte for byte, whatever
+   * their encoding); base64 and hex again over lines joined; percent-encoding where a text holds an
+   * escape (its expression, one alternative per character, is the slowest to build).
+   */
+  private readonly compiled = new Map<string, Compiled | null>();
 
   constructor(
     readonly secrets: readonly Secret[] = [],
@@ -200,6 +252,7 @@ export class Scrubber {
     }
     // A stable sort: of two patterns as long, the one added first (a value as written before its encodings) is tried first.
     this.patterns = [...patterns.values()].sort((a, b) => b.length - a.length);
+    this.percentEscape = secrets.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
   }
 
   /** This scrubber with more secrets and folders (an attempt's own sandbox or worktree). */
@@ -207,44 +260,37 @@ export class Scrubber {
     return new Scrubber([...this.secrets, ...secrets], [...this.places, ...places]);
   }
 
-  private regexes(): NonNullable<Scrubber['compiled']> | null {
-    if (this.patterns.length === 0) return null;
-    const encoded = this.patterns.filter((pattern) => pattern.encoded === true);
-    const combined = (patterns: readonly Pattern[], source: (pattern: Pattern) => string): RegExp => new RegExp(patterns.map((pattern) => `(${source(pattern)})`).join('|'), 'g');
-    this.compiled ??= {
-      text: combined(this.patterns, (pattern) => pattern.text),
-      bytes: combined(this.patterns, (pattern) => pattern.bytes),
-      encoded: encoded.length === 0 ? null : { regex: combined(encoded, (pattern) => pattern.text), patterns: encoded },
-    };
-    return this.compiled;
+  private regex(use: 'text' | 'bytes' | 'encoded' | 'percent-text' | 'percent-bytes'): Compiled | null {
+    let compiled = this.compiled.get(use);
+    if (compiled === undefined) {
+      const percent = use.startsWith('percent');
+      const patterns = this.patterns.filter((pattern) => (use === 'encoded' ? pattern.kind === 'encoded' : percent === (pattern.kind === 'percent')));
+      const bytes = use.endsWith('bytes');
+      compiled = patterns.length === 0 ? null : { regex: new RegExp(patterns.map((pattern) => `(${bytes ? pattern.bytes : pattern.text})`).join('|'), 'g'), patterns };
+      this.compiled.set(use, compiled);
+    }
+    return compiled;
   }
 
-  /** `text` with every secret and folder replaced by its marker; `found` is told when one was. */
-  private scrub(text: string, regex: RegExp, found: () => void): string {
-    const marker = (patterns: readonly Pattern[], groups: readonly unknown[]): string => {
+  /** `text` (or bytes read as latin1) with every secret and folder replaced by its marker; `found` is told when one was. */
+  private scrub(text: string, view: 'text' | 'bytes', found: () => void): string {
+    const marker = ({ patterns }: Compiled, groups: readonly unknown[]): string => {
       found();
       return patterns[groups.findIndex((group) => group !== undefined)]!.marker;
     };
-    const scrubbed = text.replace(regex, (_match, ...groups: unknown[]) => marker(this.patterns, groups));
-    const encoded = this.compiled!.encoded;
+    const replace = (input: string, compiled: Compiled | null): string => (compiled === null ? input : input.replace(compiled.regex, (_match, ...groups: unknown[]) => marker(compiled, groups)));
+    let scrubbed = replace(text, this.regex(view));
+    if (this.percentEscape.test(scrubbed)) scrubbed = replace(scrubbed, this.regex(view === 'text' ? 'percent-text' : 'percent-bytes'));
+    const encoded = this.regex('encoded');
     if (encoded === null) return scrubbed;
     // A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced.
     let out = '';
     let done = 0;
     for (const run of wrappedRuns(scrubbed)) {
-      const block = scrubbed.slice(run.start, run.end);
-      const kept: number[] = [];
-      let joined = '';
-      let from = 0;
-      for (const lineBreak of [...block.matchAll(LINE_BREAK), null]) {
-        const to = lineBreak === null ? block.length : lineBreak.index;
-        for (let at = from; at < to; at += 1) kept.push(run.start + at);
-        joined += block.slice(from, to);
-        if (lineBreak !== null) from = to + lineBreak[0].length;
-      }
+      const { joined, at } = joinLines(scrubbed, run.start, run.end);
       for (const match of joined.matchAll(encoded.regex)) {
-        out += scrubbed.slice(done, kept[match.index]!) + marker(encoded.patterns, match.slice(1));
-        done = kept[match.index + match[0].length - 1]! + 1;
+        out += scrubbed.slice(done, at(match.index)) + marker(encoded, match.slice(1));
+        done = at(match.index + match[0].length - 1) + 1;
       }
     }
     return done === 0 ? scrubbed : out + scrubbed.slice(done);
@@ -252,17 +298,15 @@ export class Scrubber {
 
   /** `text` with every secret and folder replaced by its marker. */
   text(text: string): string {
-    const regexes = this.regexes();
-    return regexes === null ? text : this.scrub(text, regexes.text, () => undefined);
+    return this.patterns.length === 0 ? text : this.scrub(text, 'text', () => undefined);
   }
 
   /** `bytes` scrubbed byte for byte: bytes that are not UTF-8 pass unchanged. The same buffer when nothing was found. */
   bytes(bytes: Uint8Array): Buffer {
     const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes);
-    const regexes = this.regexes();
-    if (regexes === null) return buffer;
+    if (this.patterns.length === 0) return buffer;
     let found = false;
-    const out = this.scrub(buffer.toString('latin1'), regexes.bytes, () => {
+    const out = this.scrub(buffer.toString('latin1'), 'bytes', () => {
       found = true;
     });
     return found ? Buffer.from(out, 'latin1') : buffer;
