@@ -28,9 +28,10 @@ import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
  *   ledger does not tell its readers how the operator's machine is laid out. A folder matches only
  *   as a whole path (`/a/state` is not found in `/a/state2`, nor `/root` in `trust/root`).
  *
- * Longer values win where two overlap (a sandbox inside the state folder is `[sandbox]`). Every
- * form is in one regular expression built once per scrubber; a text is scrubbed whole (a secret
- * split across two texts is not found), so callers scrub a whole output, not its chunks.
+ * Longer values win where two overlap (a sandbox inside the state folder is `[sandbox]`). The forms
+ * are combined into a few regular expressions, each built once per scrubber when first needed (the
+ * speed over 1 MB is in test/unit/util/scrub.test.ts). A text is scrubbed whole: a secret split
+ * across two texts is not found, so callers scrub a whole output, never its chunks.
  */
 
 /** A secret value the runner holds or handed a child, by the name it goes by. */
