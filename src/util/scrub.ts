@@ -11,13 +11,27 @@ import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
  *
  * - A secret value is replaced by `[removed: NAME]`, NAME saying what it was (the environment
  *   variable it was handed under, `coo key`). It is looked for as written and as JSON escapes it,
- *   since most of what comes back is JSON.
+ *   since most of what comes back is JSON; and, marked `[removed: NAME (FORM)]`, in what a script
+ *   that holds it reaches for in one line: reversed; base64 and base64url at each of the three
+ *   alignments (so inside a longer encoded text: the characters that hold only the secret's bits),
+ *   also broken into lines as `base64`, `openssl base64` and `xxd -p` break them, written or
+ *   JSON-escaped; hex in either case; percent-encoded, whatever the encoder left alone. A value
+ *   shorter than MIN_SECRET_CHARS is not looked for in any form. At two of the three base64
+ *   alignments a few bits of the secret's first and last byte stand outside the characters looked
+ *   for, and stay beside the marker.
+ * - What no scrubber finds: a secret encrypted, compressed, hashed, split across outputs or
+ *   encoded twice or in any way of a program's own choosing. A child that holds a key can always
+ *   get it out; this catches the echo and the one-line encoding, not a determined agent. The defence
+ *   against that is not handing it the key.
  * - A folder of the runner's machine is replaced by `[NAME]` (`[sandbox]`, `[worktree]`,
  *   `[runner-state]`, `[home]`), so a recorded path is relative to the place it names and the
  *   ledger does not tell its readers how the operator's machine is laid out. A folder matches only
  *   as a whole path (`/a/state` is not found in `/a/state2`, nor `/root` in `trust/root`).
  *
- * Longer values win where two overlap (a sandbox inside the state folder is `[sandbox]`).
+ * Longer values win where two overlap (a sandbox inside the state folder is `[sandbox]`). The forms
+ * are combined into a few regular expressions, each built once per scrubber when first needed (the
+ * speed over 1 MB is in test/unit/util/scrub.test.ts). A text is scrubbed whole: a secret split
+ * across two texts is not found, so callers scrub a whole output, never its chunks.
  */
 
 /** A secret value the runner holds or handed a child, by the name it goes by. */
@@ -46,13 +60,18 @@ const PATH_CHAR = /[A-Za-z0-9._-]/;
  * Where a folder's path may start: not inside another path (`trust/root` is not `/root`), but after
  * a JSON escape such as `\n` (a path on the next line of a command's output, inside an event).
  */
-const NOT_AFTER_PATH = '(?<=^|[^A-Za-z0-9._~/\\\\-]|\\\\[nrtbf"/\\\\])';
+const BEFORE_PATH = '(?:^|[^A-Za-z0-9._~/\\\\-]|\\\\[nrtbf"/\\\\])';
 
 interface Pattern {
+  /** What is looked for, as a regular expression over text. */
   readonly text: string;
+  /** The same over bytes read as latin1 (a UTF-8 character is its bytes there). */
+  readonly bytes: string;
   readonly marker: string;
-  /** A folder: matches only where its name ends. */
-  readonly place: boolean;
+  /** The fewest characters a match holds: the longer patterns are tried first, so the longer value wins. */
+  readonly length: number;
+  /** Base64 or hex (which an encoder may break into lines), or percent-encoding (looked for where a text holds an escape). */
+  readonly kind?: 'encoded' | 'percent';
 }
 
 function escapeRegex(text: string): string {
@@ -64,10 +83,155 @@ function jsonForm(text: string): string {
   return JSON.stringify(text).slice(1, -1);
 }
 
+/** `text` as latin1 reads its UTF-8 bytes. */
+function latin1(text: string): string {
+  return Buffer.from(text, 'utf8').toString('latin1');
+}
+
+/**
+ * A line break an encoder put inside its output (`base64` at 76 columns, `openssl base64` at 64,
+ * `xxd -p` at 60), as written or JSON-escaped, before a line of base64 or hex (and after one of 16 or
+ * more characters, MIN_LINE_CHARS). A run of such lines is looked in again with its breaks taken out.
+ */
+const BREAK_IN_ENCODED = /(?:\r?\n|(?:\\r)?\\n)(?=[A-Za-z0-9+/=_-])/g;
+/** The shortest line of an encoder's wrapped output (a shorter one is ordinary text, or the last line). */
+const MIN_LINE_CHARS = 16;
+const LINE_BREAK = /\r?\n|(?:\\r)?\\n/g;
+/** The characters of base64, base64url and hex, by character code. */
+const ENCODED_CHARS = new Uint8Array(128).map((_, code) => (/[A-Za-z0-9+/=_-]/.test(String.fromCharCode(code)) ? 1 : 0));
+const encodedAt = (text: string, at: number): boolean => ENCODED_CHARS[text.charCodeAt(at)] === 1;
+/** A slash as JSON may escape it (`\/`), which a line of base64 may hold. */
+const escapedSlashAt = (text: string, at: number): boolean => text[at] === '\\' && text[at + 1] === '/';
+
+/** Where the runs of lines in `text` that an encoder broke start and end, breaks included. */
+function wrappedRuns(text: string): Array<{ start: number; end: number }> {
+  const runs: Array<{ start: number; end: number }> = [];
+  for (const lineBreak of text.matchAll(BREAK_IN_ENCODED)) {
+    let start = lineBreak.index;
+    while (start > 0 && (encodedAt(text, start - 1) || escapedSlashAt(text, start - 1))) start -= 1;
+    // A line that starts after a JSON escape starts after its letter (the `n` of `\n`).
+    if (start > 0 && text[start - 1] === '\\') start += 1;
+    if (lineBreak.index - start < MIN_LINE_CHARS) continue;
+    const last = runs.at(-1);
+    if (last !== undefined && start === last.end) last.end = lineBreak.index + lineBreak[0].length;
+    else runs.push({ start, end: lineBreak.index + lineBreak[0].length });
+  }
+  for (const run of runs) while (run.end < text.length && (encodedAt(text, run.end) || escapedSlashAt(text, run.end))) run.end += escapedSlashAt(text, run.end) ? 2 : 1;
+  return runs;
+}
+
+/** `text` from `start` to `end` with its line breaks taken out, and where each piece of it stands in `text`. */
+function joinLines(text: string, start: number, end: number): { joined: string; at: (index: number) => number } {
+  const pieces: string[] = [];
+  /** For each piece, where it starts in the joined text and in `text`. */
+  const starts: Array<{ joined: number; text: number }> = [];
+  let length = 0;
+  let from = start;
+  const add = (to: number): void => {
+    starts.push({ joined: length, text: from });
+    pieces.push(text.slice(from, to));
+    length += to - from;
+  };
+  LINE_BREAK.lastIndex = start;
+  for (let lineBreak = LINE_BREAK.exec(text); lineBreak !== null && lineBreak.index < end; lineBreak = LINE_BREAK.exec(text)) {
+    add(lineBreak.index);
+    from = lineBreak.index + lineBreak[0].length;
+  }
+  add(end);
+  const at = (index: number): number => {
+    let low = 0;
+    let high = starts.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (starts[middle]!.joined <= index) low = middle;
+      else high = middle - 1;
+    }
+    return starts[low]!.text + index - starts[low]!.joined;
+  };
+  return { joined: pieces.join(''), at };
+}
+
+/** A character of an encoding that comes in either case (a hex digit), as a class of both. */
+function eitherCase(char: string): string {
+  const lower = char.toLowerCase();
+  const upper = char.toUpperCase();
+  return lower === upper ? escapeRegex(char) : `[${lower}${upper}]`;
+}
+
+/** Standard base64 and base64url (and JSON's `\/`) alike. */
+function base64Char(char: string): string {
+  if (char === '+' || char === '-') return '[+-]';
+  if (char === '/' || char === '_') return String.raw`(?:[/_]|\\/)`;
+  return escapeRegex(char);
+}
+
+/**
+ * The characters of `value`'s base64 that depend on its bytes alone, for each of the three ways its
+ * first byte can fall in a 3-byte group: encoded after k filler bytes, the first ceil(8k/6) characters
+ * hold filler bits and those past floor(8(k+n)/6) the bits of whatever follows; the core between them
+ * is the same wherever the value stands in a longer encoded text.
+ */
+function base64Cores(value: string): string[] {
+  const bytes = Buffer.from(value, 'utf8');
+  const cores: string[] = [];
+  for (let k = 0; k < 3; k += 1) {
+    const encoded = Buffer.concat([Buffer.alloc(k), bytes]).toString('base64');
+    cores.push(encoded.slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + bytes.length)) / 6)));
+  }
+  return cores;
+}
+
+/** Each character of `value` as itself or percent-encoded in either case (a space also as `+`), whatever an encoder left alone. */
+function percentForm(value: string, view: (text: string) => string): string {
+  return [...value]
+    .map((char) => {
+      const escaped = [...Buffer.from(char, 'utf8')].map((byte) => `%${[...byte.toString(16).toUpperCase().padStart(2, '0')].map(eitherCase).join('')}`).join('');
+      return `(?:${escapeRegex(view(char))}|${escaped}${char === ' ' ? '|\\+' : ''})`;
+    })
+    .join('');
+}
+
+/**
+ * The forms a secret is looked for in: as written and as JSON escapes it, reversed, and in the
+ * encodings a script reaches for in one line (base64 and base64url at every alignment, hex in
+ * either case, percent-encoding).
+ */
+function secretPatterns(secret: Secret): Pattern[] {
+  const named = (form: string): string => `[removed: ${secret.name}${form === '' ? '' : ` (${form})`}]`;
+  const literal = (text: string, form: string): Pattern => ({ text: escapeRegex(text), bytes: escapeRegex(latin1(text)), marker: named(form), length: text.length });
+  const encoded = (chars: readonly string[], form: string): Pattern => {
+    const source = chars.join('');
+    return { text: source, bytes: source, marker: named(form), length: chars.length, kind: 'encoded' };
+  };
+  const reversed = [...secret.value].reverse().join('');
+  const patterns = [...new Set([secret.value, jsonForm(secret.value)])].map((text) => literal(text, ''));
+  patterns.push(...[...new Set([reversed, jsonForm(reversed)])].map((text) => literal(text, 'reversed')));
+  for (const core of base64Cores(secret.value)) if (core.length >= MIN_SECRET_CHARS) patterns.push(encoded([...core].map(base64Char), 'base64'));
+  patterns.push(encoded([...Buffer.from(secret.value, 'utf8').toString('hex')].map(eitherCase), 'hex'));
+  patterns.push({ text: percentForm(secret.value, (char) => char), bytes: percentForm(secret.value, latin1), marker: named('percent-encoded'), length: secret.value.length, kind: 'percent' });
+  return patterns;
+}
+
+/** A percent escape (or a space written as `+`, when a secret holds a space): where a text holds none, no percent-encoded secret is looked for. */
+const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
+const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
+
+/** Patterns as one regular expression, one group each. */
+interface Compiled {
+  readonly regex: RegExp;
+  readonly patterns: readonly Pattern[];
+}
+
 export class Scrubber {
   private readonly patterns: readonly Pattern[];
-  /** The same patterns over text read as latin1: bytes are scrubbed byte for byte, whatever their encoding. */
-  private compiled: { text: RegExp | null; bytes: RegExp | null; markers: Map<string, Pattern> } | null = null;
+  private readonly percentEscape: RegExp;
+  /**
+   * The patterns as one regular expression for each use, built when first needed, one group per
+   * pattern: over text and over bytes read as latin1 (bytes are scrubbed byte for byte, whatever
+   * their encoding); base64 and hex again over lines joined; percent-encoding where a text holds an
+   * escape (its expression, one alternative per character, is the slowest to build).
+   */
+  private readonly compiled = new Map<string, Compiled | null>();
 
   constructor(
     readonly secrets: readonly Secret[] = [],
@@ -76,14 +240,20 @@ export class Scrubber {
     const patterns = new Map<string, Pattern>();
     for (const secret of secrets) {
       if (secret.value.length < MIN_SECRET_CHARS) continue;
-      for (const form of new Set([secret.value, jsonForm(secret.value)])) patterns.set(form, { text: form, marker: `[removed: ${secret.name}]`, place: false });
+      for (const pattern of secretPatterns(secret)) if (!patterns.has(pattern.text)) patterns.set(pattern.text, pattern);
     }
     for (const place of places) {
       const path = place.path.replace(/\/+$/, '');
-      if (path.length < MIN_PLACE_CHARS || patterns.has(path)) continue;
-      for (const form of new Set([path, jsonForm(path)])) patterns.set(form, { text: form, marker: `[${place.name}]`, place: true });
+      if (path.length < MIN_PLACE_CHARS || patterns.has(escapeRegex(path))) continue;
+      for (const form of new Set([path, jsonForm(path)])) {
+        // The check of what stands before comes after the first character, so the combined expression can skip ahead to where that character is.
+        const whole = (text: string): string => `${escapeRegex(text[0]!)}(?<=${BEFORE_PATH}${escapeRegex(text[0]!)})${escapeRegex(text.slice(1))}(?!${PATH_CHAR.source})`;
+        patterns.set(escapeRegex(form), { text: whole(form), bytes: whole(latin1(form)), marker: `[${place.name}]`, length: form.length });
+      }
     }
-    this.patterns = [...patterns.values()].sort((a, b) => b.text.length - a.text.length);
+    // A stable sort: of two patterns as long, the one added first (a value as written before its encodings) is tried first.
+    this.patterns = [...patterns.values()].sort((a, b) => b.length - a.length);
+    this.percentEscape = secrets.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
   }
 
   /** This scrubber with more secrets and folders (an attempt's own sandbox or worktree). */
@@ -91,40 +261,54 @@ export class Scrubber {
     return new Scrubber([...this.secrets, ...secrets], [...this.places, ...places]);
   }
 
-  private regexes(): NonNullable<Scrubber['compiled']> {
-    if (this.compiled !== null) return this.compiled;
-    const markers = new Map<string, Pattern>();
-    const build = (encode: (text: string) => string): RegExp | null => {
-      if (this.patterns.length === 0) return null;
-      const alternatives = this.patterns.map((pattern) => {
-        const text = encode(pattern.text);
-        markers.set(text, pattern);
-        return pattern.place ? `${NOT_AFTER_PATH}${escapeRegex(text)}(?!${PATH_CHAR.source})` : escapeRegex(text);
-      });
-      return new RegExp(alternatives.join('|'), 'g');
+  private regex(use: 'text' | 'bytes' | 'encoded' | 'percent-text' | 'percent-bytes'): Compiled | null {
+    let compiled = this.compiled.get(use);
+    if (compiled === undefined) {
+      const percent = use.startsWith('percent');
+      const patterns = this.patterns.filter((pattern) => (use === 'encoded' ? pattern.kind === 'encoded' : percent === (pattern.kind === 'percent')));
+      const bytes = use.endsWith('bytes');
+      compiled = patterns.length === 0 ? null : { regex: new RegExp(patterns.map((pattern) => `(${bytes ? pattern.bytes : pattern.text})`).join('|'), 'g'), patterns };
+      this.compiled.set(use, compiled);
+    }
+    return compiled;
+  }
+
+  /** `text` (or bytes read as latin1) with every secret and folder replaced by its marker; `found` is told when one was. */
+  private scrub(text: string, view: 'text' | 'bytes', found: () => void): string {
+    const marker = ({ patterns }: Compiled, groups: readonly unknown[]): string => {
+      found();
+      return patterns[groups.findIndex((group) => group !== undefined)]!.marker;
     };
-    const text = build((value) => value);
-    const bytes = build((value) => Buffer.from(value, 'utf8').toString('latin1'));
-    this.compiled = { text, bytes, markers };
-    return this.compiled;
+    const replace = (input: string, compiled: Compiled | null): string => (compiled === null ? input : input.replace(compiled.regex, (_match, ...groups: unknown[]) => marker(compiled, groups)));
+    let scrubbed = replace(text, this.regex(view));
+    if (this.percentEscape.test(scrubbed)) scrubbed = replace(scrubbed, this.regex(view === 'text' ? 'percent-text' : 'percent-bytes'));
+    const encoded = this.regex('encoded');
+    if (encoded === null) return scrubbed;
+    // A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced.
+    let out = '';
+    let done = 0;
+    for (const run of wrappedRuns(scrubbed)) {
+      const { joined, at } = joinLines(scrubbed, run.start, run.end);
+      for (const match of joined.matchAll(encoded.regex)) {
+        out += scrubbed.slice(done, at(match.index)) + marker(encoded, match.slice(1));
+        done = at(match.index + match[0].length - 1) + 1;
+      }
+    }
+    return done === 0 ? scrubbed : out + scrubbed.slice(done);
   }
 
   /** `text` with every secret and folder replaced by its marker. */
   text(text: string): string {
-    const { text: regex, markers } = this.regexes();
-    return regex === null ? text : text.replace(regex, (match) => markers.get(match)!.marker);
+    return this.patterns.length === 0 ? text : this.scrub(text, 'text', () => undefined);
   }
 
   /** `bytes` scrubbed byte for byte: bytes that are not UTF-8 pass unchanged. The same buffer when nothing was found. */
   bytes(bytes: Uint8Array): Buffer {
     const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes);
-    const { bytes: regex, markers } = this.regexes();
-    if (regex === null) return buffer;
-    const latin1 = buffer.toString('latin1');
+    if (this.patterns.length === 0) return buffer;
     let found = false;
-    const out = latin1.replace(regex, (match) => {
+    const out = this.scrub(buffer.toString('latin1'), 'bytes', () => {
       found = true;
-      return markers.get(match)!.marker;
     });
     return found ? Buffer.from(out, 'latin1') : buffer;
   }

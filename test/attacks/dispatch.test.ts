@@ -248,11 +248,11 @@ describe('a hostile execution agent', () => {
   const place = hostilePlaces(dir, 'hostile');
 
   /** One dispatch whose agent does `action` (then prints `stream`), run by `coo watch --once`: the place, the runner's run and the first receipt. */
-  async function attempted(name: string, action: string, options: { stream?: string; dispatch?: Parameters<typeof dispatchTo>[2]; files?: Record<string, string>; timeoutMs?: number; isolation?: 'auto' | 'none' } = {}) {
+  async function attempted(name: string, action: string, options: { stream?: string; dispatch?: Parameters<typeof dispatchTo>[2]; files?: Record<string, string>; timeoutMs?: number; isolation?: 'auto' | 'none'; env?: NodeJS.ProcessEnv } = {}) {
     const where = await place(name, options.files);
     const agent = agentScript(where.world.dir, action, options.stream);
     const { messageId } = await dispatchTo(where, name, options.dispatch);
-    const watch = watchOnce(where, agent, { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), ...(options.isolation === undefined ? {} : { isolation: options.isolation }) });
+    const watch = watchOnce(where, agent, { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), ...(options.isolation === undefined ? {} : { isolation: options.isolation }), ...(options.env === undefined ? {} : { env: options.env }) });
     const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
     return { where, agent, messageId, watch, receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status})` };
   }
@@ -369,6 +369,37 @@ describe('a hostile execution agent', () => {
     const branchHead = git(['rev-parse', `coo/${String(receipt['message_id'])}`], { cwd: where.repo }).trim();
     // The receipt names the COO's commit and no branch; the runner did not put its commit over the agent's, nor the agent's under a receipt.
     return receipt['status'] === 'failed' && codesOf(receipt).includes('commit_partial') && receipt['branch'] === null && receipt['head_sha'] !== branchHead && branchHead !== where.base ? 'refused' : `receipted as ${String(receipt['branch'])} ${blockers(receipt)}`;
+  });
+
+  attack('a hostile agent: it prints the provider key it was handed base64-encoded (at three alignments, and wrapped at 76 columns) in its stream, its final message and its stderr', 'runner', 'refused', async () => {
+    const key = 'sk-proj-HostileBase64Key0123456789abcdefXYZ';
+    // Each encoding of the key, on one line; the wrapped one with its line breaks written as JSON escapes them.
+    const action = [
+      FIX,
+      'B0=$(printf %s "$OPENAI_API_KEY" | base64 -w0)',
+      "B1=$(printf 'k=%s' \"$OPENAI_API_KEY\" | base64 -w0)",
+      "B2=$(printf 'key=%s;' \"$OPENAI_API_KEY\" | base64 -w0)",
+      "W=$(printf '%080d%s%040d' 0 \"$OPENAI_API_KEY\" 0 | base64 | sed ':a;N;$!ba;s/\\n/\\\\n/g')",
+      "printf '%080d%s%040d' 0 \"$OPENAI_API_KEY\" 0 | base64 >&2",
+    ].join('\n');
+    const stream = [
+      `printf '%s\\n' '${JSON.stringify({ type: 'thread.started', thread_id: 'thread-hostile' })}'`,
+      `printf '{"type":"item.completed","item":{"id":"i0","type":"command_execution","command":"base64","aggregated_output":"%s","exit_code":0,"status":"completed"}}\\n' "$W"`,
+      `printf '{"type":"item.completed","item":{"id":"i1","type":"agent_message","text":"Done. %s %s %s"}}\\n' "$B0" "$B1" "$B2"`,
+      `printf '%s\\n' '${JSON.stringify({ type: 'turn.completed', usage: { input_tokens: 100, cached_input_tokens: 0, output_tokens: 10 } })}'`,
+    ].join('\n');
+    const { where, receipt, unreceipted } = await attempted('base64-key', action, { stream, env: { OPENAI_API_KEY: key } });
+    if (receipt === undefined) return unreceipted;
+    // Every object of the ledger, its line breaks (as written and JSON-escaped) taken out so a wrapped encoding reads whole.
+    const ledger = git(['--git-dir', where.world.gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+    const joined = ledger.replace(/\r|\n|\\r|\\n/g, '');
+    const n = Buffer.byteLength(key);
+    // What of the base64 of anything holding the key depends on the key alone, at each alignment.
+    const cores = [0, 1, 2].map((k) => Buffer.concat([Buffer.alloc(k), Buffer.from(key)]).toString('base64').slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + n)) / 6)));
+    const leaked = [key, Buffer.from(key).toString('base64'), ...cores].filter((form) => joined.includes(form) || ledger.includes(form));
+    if (leaked.length > 0) return 'accepted';
+    // The agent did print it: the receipt's artifacts hold the marker where the encoded key stood.
+    return ledger.includes('[removed: OPENAI_API_KEY (base64)]') ? 'refused' : 'the agent printed no encoded key';
   });
 
   attack('a hostile agent: folders and files where the runner made its own scratch (evidence.index, verify-home)', 'runner', 'refused', async () => {

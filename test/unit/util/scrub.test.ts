@@ -1,8 +1,9 @@
 import { homedir } from 'node:os';
+import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey, generatePrivateKey } from '../../../src/crypto/keys.js';
 import { displayUrl, withoutUserInfo } from '../../../src/util/display-url.js';
-import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../../../src/util/scrub.js';
+import { environmentSecrets, MIN_SECRET_CHARS, privateKeySecrets, runnerPlaces, Scrubber } from '../../../src/util/scrub.js';
 
 const KEY = 'sk-live-0123456789abcdef';
 
@@ -74,6 +75,176 @@ describe('the scrubber', () => {
   it("names the runner's folders, the user's home last", () => {
     expect(runnerPlaces({ stateDir: '/s', ledger: '/l', repo: '/r', hidden: ['/k'] }).map((place) => place.name)).toEqual(['runner-state', 'ledger', 'repo', 'hidden', 'home']);
     expect(runnerPlaces({ stateDir: '/s', ledger: '/l', repo: '/r' }).at(-1)!.path).toBe(homedir());
+  });
+});
+
+/** `bytes` in base64, as a script's `base64` prints it: broken into lines of `width` when one is given. */
+function base64(bytes: Buffer | string, width = 0): string {
+  const encoded = Buffer.from(bytes).toString('base64');
+  return width === 0 ? encoded : (encoded.match(new RegExp(`.{1,${width}}`, 'g')) ?? []).join('\n');
+}
+
+const base64url = (bytes: Buffer | string): string => Buffer.from(bytes).toString('base64url');
+
+/**
+ * The characters of the base64 of `value` that depend on its bytes alone, when it stands after k
+ * bytes of anything (k = 0, 1, 2): what must never survive the scrubber, whatever stands around it.
+ */
+function stableBase64(value: string): string[] {
+  const n = Buffer.byteLength(value);
+  return [0, 1, 2].map((k) => Buffer.concat([Buffer.alloc(k, 0x7e), Buffer.from(value)]).toString('base64').slice(Math.ceil((8 * k) / 6), Math.floor((8 * (k + n)) / 6)));
+}
+
+/** Every byte percent-encoded, lower-case hex, as an encoder that escapes everything writes it. */
+const percentAll = (value: string): string => [...Buffer.from(value)].map((byte) => `%${byte.toString(16).padStart(2, '0')}`).join('');
+
+/*
+ * Speed, best of five on a loaded 2-core machine (node 20), 11 secrets (the COO key's forms and three
+ * provider keys) and three folders, over 1 MB of a Codex-like event stream (with a percent escape in
+ * every line) and 1 MB of base64:
+ *   before (as written and JSON-escaped only): stream 17-30 ms as text, 17-31 ms as bytes; base64
+ *     12-26 ms; building the expression 1-2 ms.
+ *   after (also reversed, base64 and base64url at three alignments, hex, percent-encoded, wrapped
+ *     lines): stream 10-29 ms as text, 15-37 ms as bytes; base64 10-28 ms; 1 MB of base64 wrapped at
+ *     76 columns 23-44 ms; building 13-100 ms once per scrubber, of which the percent expression
+ *     (built only when a text holds an escape) is most.
+ * A folder's check of what stands before it follows its first character, so the combined expression
+ * skips ahead to that character (a lookbehind first made the same stream take 80-200 ms).
+ */
+describe('the scrubber, against a secret encoded in one line', () => {
+  const scrub = new Scrubber([{ name: 'K', value: KEY }]);
+  /** A text that shares its first characters with KEY and then differs in three whole bytes. */
+  const NEAR = `${KEY.slice(0, -3)}XYZ`;
+
+  /** That no part of any alignment's stable base64 of KEY longer than 8 characters is left in `text`. */
+  function noBase64Left(text: string): void {
+    for (const core of stableBase64(KEY)) for (const form of [core, core.replace(/\+/g, '-').replace(/\//g, '_')]) for (let at = 0; at + 9 <= form.length; at += 1) expect(text).not.toContain(form.slice(at, at + 9));
+  }
+
+  it('finds its base64 and base64url at each of the three alignments, inside a longer encoded text', () => {
+    for (const before of ['', 'a', 'ab', 'abc', 'token: ']) {
+      for (const encode of [base64, base64url]) {
+        const encoded = encode(`${before}${KEY}","expires":3600}`);
+        const cleaned = scrub.text(`got ${encoded} back`);
+        expect(cleaned, `${before} ${encode.name}`).toContain('[removed: K (base64)]');
+        noBase64Left(cleaned);
+      }
+    }
+    // And where JSON escaped its slashes.
+    const slashed = '\x3f\xff\xfe\x00sk-live-0123456789abcdef\xfb\xff';
+    const encoded = Buffer.from(slashed, 'latin1').toString('base64');
+    expect(scrub.text(JSON.stringify(encoded).replace(/\//g, '\\/'))).toContain('[removed: K (base64)]');
+  });
+
+  it('finds its base64 broken into lines, as written and inside a JSON string, with \\n or \\r\\n, its slashes escaped or not', () => {
+    for (const width of [60, 64, 76]) {
+      for (let before = 0; before < 80; before += 7) {
+        const encoded = base64(`${'?'.repeat(before)}${KEY}${'~'.repeat(40)}`, width);
+        const json = JSON.stringify({ out: encoded });
+        for (const text of [encoded, encoded.replace(/\n/g, '\r\n'), json, JSON.stringify({ out: encoded.replace(/\n/g, '\r\n') }), json.replace(/\//g, '\\/')]) {
+          const cleaned = scrub.text(text);
+          expect(cleaned).toContain('[removed: K (base64)]');
+          noBase64Left(cleaned.replace(/\r|\n|\\r|\\n/g, '').replace(/\\\//g, '/'));
+        }
+      }
+    }
+  });
+
+  it('finds its hex in lower and upper case, at any byte offset and broken into lines as xxd -p breaks them', () => {
+    const hex = Buffer.from(KEY).toString('hex');
+    for (const text of [`a1b2${hex}c3d4`, `0x${hex.toUpperCase()}`, `{"hex":"ff${hex}00"}`]) {
+      const cleaned = scrub.text(text);
+      expect(cleaned).toContain('[removed: K (hex)]');
+      expect(cleaned.toLowerCase()).not.toContain(hex.slice(0, 16));
+      expect(cleaned.toLowerCase()).not.toContain(hex.slice(-16));
+    }
+    const wrapped = `${'0'.repeat(50)}${hex}${'f'.repeat(30)}`.match(/.{1,60}/g)!.join('\n');
+    expect(scrub.text(wrapped).replace(/\n/g, '')).not.toContain(hex.slice(20, 36));
+  });
+
+  it('finds it percent-encoded, whatever the encoder left alone and in either case, and a space written as +', () => {
+    const odd = 'p@ss word/0123+&é';
+    const oddScrub = new Scrubber([{ name: 'K', value: odd }]);
+    for (const encoded of [encodeURIComponent(odd), encodeURI(odd), percentAll(odd), percentAll(odd).toUpperCase(), encodeURIComponent(odd).replace(/%20/g, '+')]) {
+      expect(oddScrub.text(`url?key=${encoded}&x=1`), encoded).toBe('url?key=[removed: K (percent-encoded)]&x=1');
+    }
+    expect(scrub.text(`?k=${percentAll(KEY)}`)).toBe('?k=[removed: K (percent-encoded)]');
+    expect(new Scrubber([{ name: 'K', value: 'my secret pass' }]).text('p=my+secret+pass&q=1')).toBe('p=[removed: K (percent-encoded)]&q=1');
+    // As written it is the secret itself, under the plain marker.
+    expect(oddScrub.text(`key ${odd}.`)).toBe('key [removed: K].');
+  });
+
+  it('finds it reversed, as written and as JSON escapes it', () => {
+    const reversed = [...KEY].reverse().join('');
+    expect(scrub.text(`rev: ${reversed}!`)).toBe('rev: [removed: K (reversed)]!');
+    const odd = 'k"e\\y-0123456789';
+    expect(new Scrubber([{ name: 'K', value: odd }]).text(JSON.stringify({ r: [...odd].reverse().join('') }))).toBe('{"r":"[removed: K (reversed)]"}');
+  });
+
+  it('does not take a text that shares only its first characters for it, in any encoding', () => {
+    for (const text of [NEAR, base64(NEAR), base64(`a${NEAR}`), base64(`ab${NEAR}`), base64url(NEAR), Buffer.from(NEAR).toString('hex'), Buffer.from(NEAR).toString('hex').toUpperCase(), percentAll(NEAR), [...NEAR].reverse().join('')]) {
+      expect(scrub.text(`say ${text} end`)).toBe(`say ${text} end`);
+    }
+  });
+
+  it('scrubs the encoded forms in bytes too, and returns the same buffer when nothing was found', () => {
+    const bytes = Buffer.from([0xff, 0x00, ...Buffer.from(`${base64(`xy${KEY}`)} ${Buffer.from(KEY).toString('hex')}`), 0xc3]);
+    const cleaned = scrub.bytes(bytes);
+    expect(cleaned.toString('latin1')).toContain('[removed: K (base64)]');
+    expect(cleaned.toString('latin1')).toContain('[removed: K (hex)]');
+    expect([...cleaned.subarray(0, 2)]).toEqual([0xff, 0x00]);
+    const clean = Buffer.from(base64('nothing secret here, just a long enough text to wrap around', 16));
+    expect(scrub.bytes(clean)).toBe(clean);
+  });
+
+  it('does not look for the encodings of a value too short to be a secret', () => {
+    const short = 'x'.repeat(MIN_SECRET_CHARS - 1);
+    const text = `${short} ${base64(short)} ${Buffer.from(short).toString('hex')} ${percentAll(short)}`;
+    expect(new Scrubber([{ name: 'K', value: short }]).text(text)).toBe(text);
+  });
+
+  it("finds the COO key's secret part in its key file base64-encoded again, as `base64 < coo.key` prints it", () => {
+    const key = generatePrivateKey('coo.hermes');
+    const keyScrub = new Scrubber(privateKeySecrets(key));
+    const file = formatPrivateKey(key);
+    const secretTail = file.split('\n').slice(1, -2).join('').slice(-64);
+    for (const width of [0, 76]) {
+      const cleaned = keyScrub.text(base64(file, width));
+      expect(cleaned).toContain('[removed: coo key (base64)]');
+      expect(Buffer.from(cleaned.replace(/\[removed: [^\]]*\]/g, '').replace(/\n/g, ''), 'base64').toString('latin1')).not.toContain(secretTail.slice(0, 24));
+    }
+  });
+
+  it('finds any secret in any of these encodings wherever it stands (property)', () => {
+    const encodings: Record<string, (text: string) => string> = {
+      base64: (text) => base64(text),
+      base64url,
+      'base64, 76 columns': (text) => base64(text, 76),
+      'base64, JSON, 64 columns': (text) => JSON.stringify(base64(text, 64)),
+      hex: (text) => Buffer.from(text).toString('hex'),
+      HEX: (text) => Buffer.from(text).toString('hex').toUpperCase(),
+    };
+    fc.assert(
+      fc.property(fc.string({ minLength: MIN_SECRET_CHARS, maxLength: 48, unit: 'grapheme' }), fc.string({ maxLength: 90 }), fc.string({ maxLength: 20 }), fc.constantFrom(...Object.keys(encodings)), (secret, before, after, name) => {
+        fc.pre(secret.length >= MIN_SECRET_CHARS);
+        const s = new Scrubber([{ name: 'K', value: secret }]);
+        const cleaned = s.text(`<${encodings[name]!(`${before}${secret}${after}`)}>`);
+        expect(cleaned).toContain('[removed: K');
+        const joined = cleaned.replace(/\r|\n|\\r|\\n/g, '');
+        if (name.startsWith('base64')) for (const core of stableBase64(secret)) expect(joined.replace(/-/g, '+').replace(/_/g, '/')).not.toContain(core);
+        else expect(joined.toLowerCase()).not.toContain(Buffer.from(secret).toString('hex'));
+      }),
+      { numRuns: 300, seed: 20261202 },
+    );
+    fc.assert(
+      fc.property(fc.string({ minLength: MIN_SECRET_CHARS, maxLength: 48 }), fc.string({ maxLength: 40 }), fc.string({ maxLength: 40 }), fc.boolean(), (secret, before, after, reversed) => {
+        const shown = reversed ? [...secret].reverse().join('') : encodeURIComponent(secret);
+        const cleaned = new Scrubber([{ name: 'K', value: secret }]).text(`${before}${shown}${after}`);
+        expect(cleaned).toContain('[removed: K');
+        expect(cleaned.replace(/\[removed: K[^\]]*\]/g, '')).not.toContain(shown);
+      }),
+      { numRuns: 300, seed: 20261202 },
+    );
   });
 });
 
