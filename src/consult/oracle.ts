@@ -15,6 +15,7 @@ import type { OracleRun, OracleSessionMeta } from './outcome.js';
 import { planRoute } from './providers/routes.js';
 import type { OracleEndpoints, RoutePlan } from './providers/provider.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
+import { wholeLinesOf } from '../util/bytes.js';
 
 /**
  * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
@@ -113,7 +114,8 @@ function tailOf(path: string, max = 4000): string {
       const length = Math.min(size, max);
       const buffer = Buffer.alloc(length);
       fs.readSync(fd, buffer, 0, length, size - length);
-      return buffer.toString('utf8');
+      // Cut: its first line began before the tail, so it is dropped rather than kept in part.
+      return size > max ? wholeLinesOf(buffer, 'start').toString('utf8') : buffer.toString('utf8');
     } finally {
       fs.closeSync(fd);
     }

@@ -11,6 +11,7 @@ import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { costOf, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
 import type { AttemptSpend } from './attempt-spend.js';
+import { wholeLinesOf } from '../util/bytes.js';
 
 /**
  * Starting an executor: the command checked before anything runs, bubblewrap around it where
@@ -77,6 +78,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
     let kept = 0;
     let overflow = false;
     let stderr = '';
+    let stderrCut = false;
     // A character split across two reads is decoded whole.
     const decoder = new StringDecoder('utf8');
     let killedBy: ExecutorRun['killedBy'] = null;
@@ -110,7 +112,9 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
       if (cost > ceiling) kill('cost');
     });
     child.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString('utf8')).slice(-STDERR_TAIL);
+      const longer = stderr + chunk.toString('utf8');
+      stderrCut ||= longer.length > STDERR_TAIL;
+      stderr = longer.slice(-STDERR_TAIL);
     });
     const finish = (exitCode: number | null, signal: string | null, startError?: string): void => {
       if (settled) return;
@@ -127,9 +131,10 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
         signal,
         killedBy,
         elapsedMs: Date.now() - started,
-        stream: Buffer.concat(chunks),
+        // Cut at a bound: the line the cut went through is dropped, not kept in part (util/bytes.ts).
+        stream: overflow ? wholeLinesOf(Buffer.concat(chunks), 'end') : Buffer.concat(chunks),
         streamOverflow: overflow,
-        stderrTail: startError ?? stderr,
+        stderrTail: startError ?? (stderrCut ? wholeLinesOf(stderr, 'start') : stderr),
         facts: plan.state.finish(),
         isolated: plan.isolation === 'bwrap',
       });

@@ -10,3 +10,19 @@ export function ownMemory<T extends Uint8Array>(bytes: T): T {
   copy.set(bytes);
   return copy as T;
 }
+
+/**
+ * A text or stream cut at a bound, without the partial line at the cut: a secret the cut split
+ * would otherwise be kept in part, and the scrubber finds only whole ones (util/scrub.ts). `start`:
+ * a tail, whose first line began before it; `end`: a head, whose last line goes on past it. A cut
+ * text with no line break keeps nothing.
+ */
+export function wholeLinesOf<T extends string | Buffer>(text: T, cut: 'start' | 'end'): T {
+  const newline = typeof text === 'string' ? '\n' : 0x0a;
+  if (cut === 'start') {
+    const at = (text as string).indexOf(newline as string);
+    return (at < 0 ? text.slice(0, 0) : text.slice(at + 1)) as T;
+  }
+  const at = (text as string).lastIndexOf(newline as string);
+  return (at < 0 ? text.slice(0, 0) : text.slice(0, at + 1)) as T;
+}

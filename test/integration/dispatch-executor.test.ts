@@ -84,10 +84,22 @@ describe('the executor process', () => {
     expect(runCommand('pgrep', ['-f', 'sleep 987653']).stdout).toBe('');
   });
 
-  it('stops a run whose stream passes its bound and keeps exactly the bound', async () => {
+  it('stops a run whose stream passes its bound and keeps its whole lines up to the bound, never the line the bound cut', async () => {
     const { run } = await runFake(`while true; do ${EVENT({ type: 'item.completed', item: { id: 'i', type: 'agent_message', text: 'x'.repeat(200) } })}; done`, { maxStreamBytes: 10_000 });
     expect(run).toMatchObject({ killedBy: 'stream_bound', streamOverflow: true });
-    expect(run.stream.length).toBe(10_000);
+    expect(run.stream.length).toBeLessThanOrEqual(10_000);
+    expect(run.stream.length).toBeGreaterThan(10_000 - 300);
+    expect(run.stream.at(-1)).toBe(0x0a);
+    // Every line kept is a whole event.
+    for (const line of run.stream.toString('utf8').trimEnd().split('\n')) expect(() => JSON.parse(line) as unknown).not.toThrow();
+  });
+
+  it('keeps no part of the stderr line its tail cut through: a secret there is dropped whole, not kept in part', async () => {
+    const secret = 'sk-split-' + 'q'.repeat(40);
+    // One line holding the secret, then enough to push the tail's cut into its middle.
+    const { run } = await runFake(`printf '%s' '${secret}' >&2; printf '%3970s\\nlast line\\n' '' >&2`, {});
+    expect(run.stderrTail).toBe('last line\n');
+    expect(run.stderrTail).not.toContain('q'.repeat(5));
   });
 
   it('stops a run as soon as its reported usage costs more than the budget', async () => {
