@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import { dirname, resolve } from 'node:path';
+import { dirname, isAbsolute, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -69,7 +69,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
   const program = plan.argv[0]!;
   const argv =
     plan.isolation === 'bwrap'
-      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.tmp === undefined ? {} : { tmp: plan.tmp }) }), ...plan.argv]
+      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program, ...plan.argv.slice(1).filter((arg) => isAbsolute(arg) && fs.existsSync(arg))], chdir: plan.cwd, ownPids: true, ...(plan.tmp === undefined ? {} : { tmp: plan.tmp }) }), ...plan.argv]
       : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();

@@ -100,8 +100,9 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...(layout.ownPids === true ? ['--unshare-pid', '--die-with-parent'] : []),
     ...(layout.noNetwork === true ? ['--unshare-net'] : []),
     '--proc', '/proc',
-    // A command whose own files are in the host's /tmp still sees them (read-only) over a /tmp of its own.
-    ...(layout.tmp === undefined ? [] : ['--bind', resolve(layout.tmp), '/tmp', ...keep.filter((path) => path.startsWith('/tmp/')).flatMap((path) => ['--ro-bind', path, path])]),
+    // A command whose own files are in the host's /tmp still sees them (read-only) over a /tmp of its own:
+    // a kept file inside a node_modules folder keeps that whole folder (a package finds its native parts there).
+    ...(layout.tmp === undefined ? [] : ['--bind', resolve(layout.tmp), '/tmp', ...[...new Set(keep.filter((path) => path.startsWith('/tmp/')).map(packageRootOf))].flatMap((path) => ['--ro-bind', path, path])]),
     ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
@@ -122,4 +123,10 @@ export function killGroup(pid: number): void {
       // already gone
     }
   }
+}
+
+/** The node_modules folder `path` is inside (the outermost), or `path` itself when it is in none. */
+function packageRootOf(path: string): string {
+  const at = path.indexOf('/node_modules/');
+  return at < 0 ? path : path.slice(0, at + '/node_modules'.length);
 }
