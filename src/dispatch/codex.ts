@@ -137,11 +137,12 @@ export class CodexExecutor implements Executor {
     const home = join(request.scratch, 'home');
     const codexHome = join(request.scratch, 'codex-home');
     const tmp = join(request.scratch, 'tmp');
-    // Codex's own sandbox takes a lock under /tmp (/tmp/codex-bwrap-synthetic-mount-targets-UID) before
-    // each command: under our bubblewrap it gets a /tmp of its own, or on a host where that folder is
-    // not there yet every command fails with "Read-only file system".
-    const slashTmp = join(request.scratch, 'slash-tmp');
-    for (const dir of [home, codexHome, tmp, slashTmp]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    // Codex's own sandbox takes a lock in /tmp/codex-bwrap-synthetic-mount-targets-UID before each
+    // command, whatever TMPDIR says: under our bubblewrap, where the host's /tmp is read-only, that
+    // folder is one of the attempt's own, or on a host where it is not there yet every command fails
+    // with "Read-only file system".
+    const lockDir = join(request.scratch, 'codex-mount-targets');
+    for (const dir of [home, codexHome, tmp, lockDir]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const env: NodeJS.ProcessEnv = {
       PATH: executorPath(command[0]!),
       HOME: home,
@@ -162,7 +163,7 @@ export class CodexExecutor implements Executor {
       writable: [request.worktree, request.scratch],
       readOnly: request.consultTool === undefined ? [] : [request.consultTool.socketDir],
       hide: this.config.hide ?? [],
-      tmp: slashTmp,
+      privateDirs: [{ source: lockDir, target: `/tmp/codex-bwrap-synthetic-mount-targets-${process.getuid?.() ?? 0}` }],
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),

@@ -1,6 +1,6 @@
 import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
-import { dirname, isAbsolute, resolve } from 'node:path';
+import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -50,8 +50,8 @@ export interface ProcessPlan {
   readonly writable: readonly string[];
   readonly readOnly: readonly string[];
   readonly hide: readonly string[];
-  /** Under bubblewrap: a folder of the attempt's bound writable over /tmp (the executor's own /tmp). */
-  readonly tmp?: string;
+  /** Under bubblewrap: folders of the attempt's, bound writable where the host has its own (util/bubblewrap.ts). */
+  readonly privateDirs?: ReadonlyArray<{ readonly source: string; readonly target: string }>;
   readonly timeoutSeconds: number;
   readonly maxStreamBytes?: number;
   readonly maxCostUsd?: number;
@@ -69,7 +69,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
   const program = plan.argv[0]!;
   const argv =
     plan.isolation === 'bwrap'
-      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program, ...plan.argv.slice(1).filter((arg) => isAbsolute(arg) && fs.existsSync(arg))], chdir: plan.cwd, ownPids: true, ...(plan.tmp === undefined ? {} : { tmp: plan.tmp }) }), ...plan.argv]
+      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), ...plan.argv]
       : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();

@@ -76,10 +76,11 @@ export interface BwrapLayout {
    */
   readonly ownPids?: boolean;
   /**
-   * A folder bound writable over /tmp before anything else is bound: the process's own /tmp in place
-   * of the host's, which it would otherwise see read-only (and could not take a lock file in).
+   * Folders of the process's own, each bound writable at `target` in place of what the host has there
+   * (which the process would otherwise see read-only, and could not take a lock file in). `target` is
+   * made on the host, empty, as the mount point, when it is not there.
    */
-  readonly tmp?: string;
+  readonly privateDirs?: ReadonlyArray<{ readonly source: string; readonly target: string }>;
   /** A network namespace of its own: loopback only, nothing on the host or beyond is reachable (the host's 127.0.0.1 included). */
   readonly noNetwork?: boolean;
 }
@@ -100,9 +101,10 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...(layout.ownPids === true ? ['--unshare-pid', '--die-with-parent'] : []),
     ...(layout.noNetwork === true ? ['--unshare-net'] : []),
     '--proc', '/proc',
-    // A command whose own files are in the host's /tmp still sees them (read-only) over a /tmp of its own:
-    // a kept file inside a node_modules folder keeps that whole folder (a package finds its native parts there).
-    ...(layout.tmp === undefined ? [] : ['--bind', resolve(layout.tmp), '/tmp', ...[...new Set(keep.filter((path) => path.startsWith('/tmp/')).map(packageRootOf))].flatMap((path) => ['--ro-bind', path, path])]),
+    ...(layout.privateDirs ?? []).flatMap(({ source, target }) => {
+      fs.mkdirSync(target, { recursive: true, mode: 0o700 });
+      return ['--bind', resolve(source), target];
+    }),
     ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
@@ -125,8 +127,3 @@ export function killGroup(pid: number): void {
   }
 }
 
-/** The node_modules folder `path` is inside (the outermost), or `path` itself when it is in none. */
-function packageRootOf(path: string): string {
-  const at = path.indexOf('/node_modules/');
-  return at < 0 ? path : path.slice(0, at + '/node_modules'.length);
-}

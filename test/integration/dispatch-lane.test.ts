@@ -1,4 +1,4 @@
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
@@ -170,29 +170,25 @@ describe('the dispatch lane', () => {
     }
   });
 
-  it('keeps the provider key from the commands Codex runs (not in their environment, not in /proc), and gives Codex a /tmp of its own', async () => {
+  it('keeps the provider key from the commands Codex runs (not in their environment, not in /proc), and lets Codex\'s own sandbox take its lock in a folder of the attempt\'s', async () => {
     const w = await world();
     const KEY = 'sk-test-ProviderKeyOnlyCodexHolds0123';
-    // A file in the host's /tmp: Codex's sandbox takes a lock under /tmp, so Codex gets its own and sees none of the host's.
-    const hostTmp = mkdtempSync('/tmp/coo-host-tmp-');
-    writeFileSync(join(hostTmp, 'canary.txt'), 'HOST-TMP-CANARY');
-    const probe = `echo SHELL-RAN; env; echo "key=$OPENAI_API_KEY"; for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f" 2>/dev/null; done; cat ${hostTmp}/canary.txt 2>&1; true`;
+    const probe = `echo SHELL-RAN; env; echo "key=$OPENAI_API_KEY"; for f in /proc/[0-9]*/environ; do tr "\\0" "\\n" < "$f" 2>/dev/null; done; true`;
     const s = await setup(w, [{ kind: 'shell', cmd: probe }, FIX, DONE]);
     try {
       const executors = executorFactory({ command: pinnedCodexCommand(), baseUrl: `${s.model.url}/v1`, hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: KEY } });
       const { messageId } = await s.dispatch();
       await w.runner({ repo: s.repo, executors }).runOnce();
-      // What the command printed went back to the model as its tool output: it ran, and saw no key.
+      // What the command printed went back to the model as its tool output: it ran (Codex's sandbox took its
+      // lock in /tmp, which it could not have in the host's read-only /tmp), and saw no key.
       const outputs = s.model.calls.flatMap((call) => call.toolOutputs).join('\n');
       expect(outputs).toContain('SHELL-RAN');
       expect(outputs).toContain('key=\n');
       expect(outputs).not.toContain(KEY);
       expect(outputs).not.toContain('OPENAI_API_KEY=');
-      expect(outputs).not.toContain('HOST-TMP-CANARY');
       // Codex itself had the key: its model calls were answered.
       expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
     } finally {
-      rmSync(hostTmp, { recursive: true, force: true });
       await s.close();
     }
   });
