@@ -40,6 +40,9 @@ export function pinnedCodexCommand(): string[] {
   return found;
 }
 
+/** The folders Codex keeps in /tmp whatever TMPDIR says (each with the user's id after a dash). */
+const CODEX_TMP_DIRS = ['codex-bwrap-synthetic-mount-targets', 'codex-daemon'];
+
 /** `-c` values are TOML; a string is quoted as a TOML basic string. */
 function toml(value: string): string {
   return JSON.stringify(value);
@@ -137,12 +140,11 @@ export class CodexExecutor implements Executor {
     const home = join(request.scratch, 'home');
     const codexHome = join(request.scratch, 'codex-home');
     const tmp = join(request.scratch, 'tmp');
-    // Codex's own sandbox takes a lock in /tmp/codex-bwrap-synthetic-mount-targets-UID before each
-    // command, whatever TMPDIR says: under our bubblewrap, where the host's /tmp is read-only, that
-    // folder is one of the attempt's own, or on a host where it is not there yet every command fails
-    // with "Read-only file system".
+    // Codex keeps folders in /tmp whatever TMPDIR says (its sandbox's lock before each command, its
+    // daemon): under our bubblewrap, where the host's /tmp is read-only, each is one of the attempt's
+    // own, or on a host where they are not there yet every command fails with "Read-only file system".
     const lockDir = join(request.scratch, 'codex-mount-targets');
-    for (const dir of [home, codexHome, tmp, lockDir]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
+    for (const dir of [home, codexHome, tmp, ...CODEX_TMP_DIRS.map((name) => join(lockDir, name))]) fs.mkdirSync(dir, { recursive: true, mode: 0o700 });
     const env: NodeJS.ProcessEnv = {
       PATH: executorPath(command[0]!),
       HOME: home,
@@ -163,7 +165,7 @@ export class CodexExecutor implements Executor {
       writable: [request.worktree, request.scratch],
       readOnly: request.consultTool === undefined ? [] : [request.consultTool.socketDir],
       hide: this.config.hide ?? [],
-      privateDirs: [{ source: lockDir, target: `/tmp/codex-bwrap-synthetic-mount-targets-${process.getuid?.() ?? 0}` }],
+      privateDirs: CODEX_TMP_DIRS.map((name) => ({ source: join(lockDir, name), target: `/tmp/${name}-${process.getuid?.() ?? 0}` })),
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
