@@ -99,9 +99,9 @@ async function servedState(served: ServedLedger): Promise<Awaited<ReturnType<Led
 
 describe('runners on separate machines through a remote', () => {
   it.each([
-    { runners: 4, killed: 0 },
-    { runners: 8, killed: 1 },
-  ])(`$runners runners on $runners clones drain ${DRAIN} consults, $killed of them killed mid-consult, with no duplicate paid call and no lost message (over ssh://)`, async ({ runners: count, killed }) => {
+    { runners: 4, killed: 0, which: 'none of them' },
+    { runners: 8, killed: 1, which: 'one of them' },
+  ])(`$runners runners on $runners clones drain ${DRAIN} consults, $which killed mid-consult, with no duplicate paid call and no lost message (over ssh://)`, async ({ runners: count, killed }) => {
     const caseDir = join(dir, `drain-${count}`);
     const base = defaultPolicy();
     // Short heartbeats, so that a killed runner's lease runs out within the test.
