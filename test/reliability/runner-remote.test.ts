@@ -88,6 +88,17 @@ async function until(done: () => Promise<boolean> | boolean, seconds: number, wh
   }
 }
 
+/** `promise`, or a failure naming `what` once `seconds` have passed without it settling. */
+async function withinSeconds<T>(promise: Promise<T>, seconds: number, what: string): Promise<T> {
+  let timer: NodeJS.Timeout | undefined;
+  const timeout = new Promise<never>((_, reject) => (timer = setTimeout(() => reject(new Error(`timed out waiting for ${what}`)), seconds * 1000)));
+  try {
+    return await Promise.race([promise, timeout]);
+  } finally {
+    clearTimeout(timer);
+  }
+}
+
 async function servedState(served: ServedLedger): Promise<Awaited<ReturnType<Ledger['state']>>> {
   const ledger = Ledger.open(served.gitdir);
   try {
@@ -110,8 +121,15 @@ describe('runners on separate machines through a remote', () => {
     const model = await startFakeModelServer(['ok']);
     servers.push(model);
     const machines = await Promise.all(Array.from({ length: count }, (_, n) => makeWriter(caseDir, `runner-${n + 1}`, served, sshd.url(served.gitdir), sshd.env)));
-    // The first `killed` runners die inside their first paid call (SIGKILL, no receipt); the others take their attempts over.
-    const runners = machines.map((machine, n) => watchOn(machine, served, model, n < killed ? [] : ['--lease-grace', '1'], n < killed ? { COO_FAILPOINT: 'during-oracle' } : {}));
+    // The first `killed` runners die inside their first paid call (SIGKILL, no receipt), each before the others start:
+    // started together, the others can drain the queue before a doomed runner claims anything, and it then never dies.
+    // The others take their attempts over.
+    const doomed = machines.slice(0, killed).map((machine) => watchOn(machine, served, model, [], { COO_FAILPOINT: 'during-oracle' }));
+    for (const runner of doomed) {
+      const death = await withinSeconds(runner.exited, 600, 'a doomed runner to die in its paid call');
+      expect(death.signal, death.stderr).toBe('SIGKILL');
+    }
+    const runners = [...doomed, ...machines.slice(killed).map((machine) => watchOn(machine, served, model, ['--lease-grace', '1']))];
 
     await until(async () => {
       const state = await servedState(served);
@@ -120,7 +138,7 @@ describe('runners on separate machines through a remote', () => {
       throw new Error(`${String(error)}; the runners said ${JSON.stringify(runners.map((runner) => runner.events))}`);
     });
     for (const runner of runners.slice(killed)) runner.child.kill('SIGTERM');
-    const exits = await Promise.all(runners.map((runner) => runner.exited));
+    const exits = await withinSeconds(Promise.all(runners.map((runner) => runner.exited)), 300, 'every runner to stop on SIGTERM');
 
     expect(exits.map((exit) => exit.signal ?? exit.code)).toEqual([...Array<string>(killed).fill('SIGKILL'), ...Array<number>(count - killed).fill(0)]);
     const state = await servedState(served);
@@ -166,7 +184,7 @@ describe('runners on separate machines through a remote', () => {
     const [doomed, survivor] = await Promise.all(['runner-doomed', 'runner-survivor'].map((name) => makeWriter(caseDir, name, served, sshd.url(served.gitdir), sshd.env)));
 
     const killed = watchOn(doomed!, served, model, [], { COO_FAILPOINT: 'during-oracle' });
-    const death = await killed.exited;
+    const death = await withinSeconds(killed.exited, 600, 'the doomed runner to die in its paid call');
     expect(death.signal).toBe('SIGKILL');
     const claimed = (await servedState(served)).messages.get(id!)!.attempts[0]!.claim!;
     const taker = watchOn(survivor!, served, model, ['--lease-grace', '1']);
@@ -174,7 +192,7 @@ describe('runners on separate machines through a remote', () => {
       throw new Error(`${String(error)}; the taker said ${JSON.stringify(taker.events)}`);
     });
     taker.child.kill('SIGTERM');
-    expect((await taker.exited).code).toBe(0);
+    expect((await withinSeconds(taker.exited, 300, 'the taker to stop on SIGTERM')).code).toBe(0);
 
     const record = (await servedState(served)).messages.get(id!)!;
     expect(record.attempts).toHaveLength(2);
