@@ -1,9 +1,9 @@
 import * as fs from 'node:fs';
 import { createConnection, createServer, type Socket } from 'node:net';
-import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { privateSocketFolder } from '../util/private-sockets.js';
 import { removeTree } from '../util/remove-tree.js';
 
 /**
@@ -72,7 +72,7 @@ function readLine(socket: Socket): Promise<string> {
  * came: an attempt's consults are charged to one budget, one after the other.
  */
 export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>): Promise<ConsultBridge> {
-  const dir = fs.mkdtempSync(join(tmpdir(), 'coo-consult-'));
+  const dir = privateSocketFolder('consult-');
   const socket = join(dir, 's');
   let queue: Promise<void> = Promise.resolve();
   /** Connections whose call has not been read yet: ended when the bridge closes, so none holds it open. */

@@ -1,11 +1,11 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdtempSync, readdirSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { readdirSync, rmSync } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
+import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -134,15 +134,15 @@ function isSshUrl(url: string): boolean {
  * channel on it instead of a new login (key exchange, authentication and a new session process on
  * the server each time). Only for OpenSSH as git would run it (GIT_SSH_COMMAND, else core.sshCommand,
  * else ssh; not GIT_SSH), and not for other transports: then null, and git connects as usual. The
- * socket lives in a private folder of this process; the connection ends at `close`, or by itself
- * after 30 s without use if the process dies first.
+ * socket lives in a private folder of this process, which no sandbox sees (util/private-sockets.ts);
+ * the connection ends at `close`, or by itself after 30 s without use if the process dies first.
  */
 export function shareSshConnection(gitdir: string, url: string): SharedSshConnection | null {
   if (!isSshUrl(url) || (process.env['GIT_SSH'] ?? '') !== '') return null;
   const configured = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'core.sshCommand'], { encoding: 'utf8' }).stdout?.trim() ?? '';
   const command = process.env['GIT_SSH_COMMAND'] || configured || 'ssh';
   if (basename(command.trim().split(/\s+/)[0] ?? '') !== 'ssh') return null;
-  const dir = mkdtempSync(join(tmpdir(), 'coo-ssh-'));
+  const dir = privateSocketFolder('ssh-');
   if (dir.includes("'")) {
     rmSync(dir, { recursive: true, force: true });
     return null;

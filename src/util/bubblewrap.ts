@@ -4,6 +4,7 @@ import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
+import { privateSocketsDir } from './private-sockets.js';
 
 /**
  * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
@@ -91,7 +92,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map((path) => resolve(path));
   const bound = [...layout.writable, ...(layout.readOnly ?? [])].map((path) => resolve(path));
-  const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name))]
+  // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
+  const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), privateSocketsDir()]
     .map((path) => resolve(path))
     .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
   return [

@@ -1,8 +1,14 @@
+import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createConnection, type Socket } from 'node:net';
+import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { callConsultBridge, openConsultBridge, type BridgeReply } from '../../src/dispatch/consult-bridge.js';
+import { CodexExecutor } from '../../src/dispatch/codex.js';
+import { shareSshConnection } from '../../src/remote/git-remote.js';
 import { LIMITS } from '../../src/limits.js';
 import { attack } from '../helpers/attack-kit.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The runner's consult socket, reached by an agent directly rather than through the relay: what
@@ -101,5 +107,65 @@ describe("the runner's consult socket, reached without the relay", () => {
     const reply = await callConsultBridge(bridge.socket, { to: 'aa.chatgpt' });
     expect(seen).toEqual([]);
     return reply.ok ? 'accepted' : reply.code;
+  });
+});
+
+describe("another attempt's consult socket, reached from inside an agent's sandbox", () => {
+  /**
+   * Two attempts at once (two runners sharing the queue): agent B looks for A's socket beside its
+   * own and calls it. Answered, the call would be a consult of A's dispatch, about A's worktree,
+   * charged to A's budget and listed in A's receipt. The sandbox shows B its own socket only.
+   */
+  it("shows an agent its own attempt's socket and no other's", async () => {
+    requireBubblewrap("the consult socket's sandbox test");
+    const a = await recordingBridge();
+    const b = await recordingBridge();
+    const root = tempDir('consult-socket-sandbox');
+    const worktree = join(root, 'worktree');
+    const scratch = join(root, 'scratch');
+    mkdirSync(worktree, { recursive: true });
+    mkdirSync(scratch, { recursive: true });
+    // The hostile agent: a call to each socket it can name, and what it sees beside its own.
+    const call = (name: string, socket: string): string =>
+      `${JSON.stringify(process.execPath)} -e 'const s=require("net").createConnection(process.argv[1]);s.on("connect",()=>{s.end(JSON.stringify({to:"aa.chatgpt"})+"\\n");});s.on("data",()=>{});s.on("close",()=>{});s.on("error",(e)=>{require("fs").writeFileSync(process.argv[2],e.code);});s.on("end",()=>{require("fs").writeFileSync(process.argv[2],"reached");});' ${JSON.stringify(socket)} ${name}.txt`;
+    const script = join(root, 'agent.sh');
+    writeFileSync(script, `#!/bin/sh\n${call('own', b.bridge.socket)}\n${call('other', a.bridge.socket)}\nls ${JSON.stringify(join(a.bridge.dir, '..'))} > listed.txt 2>&1\n`);
+    chmodSync(script, 0o755);
+    try {
+      const executor = new CodexExecutor({ command: [script], providerKeyEnv: 'MOCK_API_KEY', env: { PATH: process.env['PATH'], MOCK_API_KEY: 'sk-fake' }, isolation: 'bwrap' });
+      await executor.run({ attemptId: 'ea_attempt_B_1', worktree, scratch, prompt: 'task', timeoutSeconds: 30, consultTool: { server: 'coo', command: ['/bin/true'], socketDir: b.bridge.dir, timeoutSeconds: 30 } });
+      expect(readFileSync(join(worktree, 'own.txt'), 'utf8')).toBe('reached');
+      expect(readFileSync(join(worktree, 'other.txt'), 'utf8')).toBe('ENOENT');
+      expect(readFileSync(join(worktree, 'listed.txt'), 'utf8')).not.toContain(basename(a.bridge.dir));
+      expect(a.seen).toEqual([]);
+      expect(b.seen).toEqual([{ to: 'aa.chatgpt' }]);
+    } finally {
+      await a.bridge.close();
+      await b.bridge.close();
+    }
+  });
+
+  it("hides the ssh connection the runner shares with a remote ledger, which answers without its key", async () => {
+    requireBubblewrap("the consult socket's sandbox test");
+    const shared = shareSshConnection(tempDir('ssh-shared'), 'ssh://ledger.example/ledger.git');
+    const folder = /ControlPath=(.*)\/%C'/.exec(shared?.env['GIT_SSH_COMMAND'] ?? '')?.[1];
+    expect(folder).toBeDefined();
+    writeFileSync(join(folder!, 'master'), 'a socket of the runner\n');
+    const root = tempDir('ssh-sandbox');
+    const worktree = join(root, 'worktree');
+    const scratch = join(root, 'scratch');
+    mkdirSync(worktree, { recursive: true });
+    mkdirSync(scratch, { recursive: true });
+    const script = join(root, 'agent.sh');
+    writeFileSync(script, `#!/bin/sh\nls ${JSON.stringify(folder)} > listed.txt 2>&1; cat ${JSON.stringify(join(folder!, 'master'))} >> listed.txt 2>&1\n`);
+    chmodSync(script, 0o755);
+    try {
+      await new CodexExecutor({ command: [script], providerKeyEnv: 'MOCK_API_KEY', env: { PATH: process.env['PATH'], MOCK_API_KEY: 'sk-fake' }, isolation: 'bwrap' }).run({ attemptId: 'ea_attempt_B_1', worktree, scratch, prompt: 'task', timeoutSeconds: 30 });
+      const listed = readFileSync(join(worktree, 'listed.txt'), 'utf8');
+      expect(listed).toMatch(/No such file or directory/);
+      expect(listed).not.toContain('a socket of the runner');
+    } finally {
+      shared?.close();
+    }
   });
 });
