@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir } from 'node:os';
-import { join, resolve } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
@@ -86,6 +86,18 @@ export interface BwrapLayout {
   readonly noNetwork?: boolean;
 }
 
+/**
+ * The sockets of the user's session a sandbox could otherwise reach, since it sees the host's files
+ * and a unix socket answers whoever can name it: the ssh agent the runner was started with (its
+ * keys sign for whoever asks, though its variable is never handed on), and the session's runtime
+ * folder (gpg-agent, the session bus, which starts commands outside any sandbox).
+ */
+function sessionSockets(): string[] {
+  const uid = process.getuid?.();
+  const sshAgent = process.env['SSH_AUTH_SOCK'];
+  return [...(sshAgent !== undefined && isAbsolute(sshAgent) ? [sshAgent] : []), ...(uid === undefined ? [] : [`/run/user/${uid}`])];
+}
+
 /** The bwrap argv prefix for `layout`; the command follows it. */
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
@@ -93,7 +105,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keep = (layout.keep ?? []).map((path) => resolve(path));
   const bound = [...layout.writable, ...(layout.readOnly ?? [])].map((path) => resolve(path));
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
-  const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), privateSocketsDir()]
+  const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()]
     .map((path) => resolve(path))
     .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
   return [

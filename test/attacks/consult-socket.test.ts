@@ -1,5 +1,5 @@
 import { chmodSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createConnection, type Socket } from 'node:net';
+import { createConnection, createServer, type Socket } from 'node:net';
 import { basename, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { callConsultBridge, openConsultBridge, type BridgeReply } from '../../src/dispatch/consult-bridge.js';
@@ -110,6 +110,14 @@ describe("the runner's consult socket, reached without the relay", () => {
   });
 });
 
+/**
+ * A line of a hostile agent's script that calls the socket at `socket` and writes to `<name>.txt` in
+ * its worktree whether it was answered ('reached') or the code it was refused with.
+ */
+function reach(name: string, socket: string): string {
+  return `${JSON.stringify(process.execPath)} -e 'const s=require("net").createConnection(process.argv[1]);s.on("connect",()=>{s.end(JSON.stringify({to:"aa.chatgpt"})+"\\n");});s.on("data",()=>{});s.on("error",(e)=>{require("fs").writeFileSync(process.argv[2],e.code);});s.on("end",()=>{require("fs").writeFileSync(process.argv[2],"reached");});' ${JSON.stringify(socket)} ${name}.txt`;
+}
+
 describe("another attempt's consult socket, reached from inside an agent's sandbox", () => {
   /**
    * Two attempts at once (two runners sharing the queue): agent B looks for A's socket beside its
@@ -126,10 +134,8 @@ describe("another attempt's consult socket, reached from inside an agent's sandb
     mkdirSync(worktree, { recursive: true });
     mkdirSync(scratch, { recursive: true });
     // The hostile agent: a call to each socket it can name, and what it sees beside its own.
-    const call = (name: string, socket: string): string =>
-      `${JSON.stringify(process.execPath)} -e 'const s=require("net").createConnection(process.argv[1]);s.on("connect",()=>{s.end(JSON.stringify({to:"aa.chatgpt"})+"\\n");});s.on("data",()=>{});s.on("close",()=>{});s.on("error",(e)=>{require("fs").writeFileSync(process.argv[2],e.code);});s.on("end",()=>{require("fs").writeFileSync(process.argv[2],"reached");});' ${JSON.stringify(socket)} ${name}.txt`;
     const script = join(root, 'agent.sh');
-    writeFileSync(script, `#!/bin/sh\n${call('own', b.bridge.socket)}\n${call('other', a.bridge.socket)}\nls ${JSON.stringify(join(a.bridge.dir, '..'))} > listed.txt 2>&1\n`);
+    writeFileSync(script, `#!/bin/sh\n${reach('own', b.bridge.socket)}\n${reach('other', a.bridge.socket)}\nls ${JSON.stringify(join(a.bridge.dir, '..'))} > listed.txt 2>&1\n`);
     chmodSync(script, 0o755);
     try {
       const executor = new CodexExecutor({ command: [script], providerKeyEnv: 'MOCK_API_KEY', env: { PATH: process.env['PATH'], MOCK_API_KEY: 'sk-fake' }, isolation: 'bwrap' });
@@ -166,6 +172,37 @@ describe("another attempt's consult socket, reached from inside an agent's sandb
       expect(listed).not.toContain('a socket of the runner');
     } finally {
       shared?.close();
+    }
+  });
+
+  it("hides the ssh agent the runner was started with, whose keys sign for whoever asks", async () => {
+    requireBubblewrap("the consult socket's sandbox test");
+    const root = tempDir('ssh-agent-sandbox');
+    const agentSocket = join(root, 'ssh-agent', 'agent.1');
+    mkdirSync(join(root, 'ssh-agent'), { mode: 0o700 });
+    const asked: string[] = [];
+    const server = createServer((client) => {
+      asked.push('signed');
+      client.end();
+    });
+    await new Promise<void>((resolve) => server.listen(agentSocket, resolve));
+    const worktree = join(root, 'worktree');
+    const scratch = join(root, 'scratch');
+    mkdirSync(worktree, { recursive: true });
+    mkdirSync(scratch, { recursive: true });
+    const script = join(root, 'agent.sh');
+    writeFileSync(script, `#!/bin/sh\n${reach('agent', agentSocket)}\n`);
+    chmodSync(script, 0o755);
+    const before = process.env['SSH_AUTH_SOCK'];
+    process.env['SSH_AUTH_SOCK'] = agentSocket;
+    try {
+      await new CodexExecutor({ command: [script], providerKeyEnv: 'MOCK_API_KEY', env: { PATH: process.env['PATH'], MOCK_API_KEY: 'sk-fake' }, isolation: 'bwrap' }).run({ attemptId: 'ea_attempt_B_1', worktree, scratch, prompt: 'task', timeoutSeconds: 30 });
+      expect(readFileSync(join(worktree, 'agent.txt'), 'utf8')).not.toBe('reached');
+      expect(asked).toEqual([]);
+    } finally {
+      if (before === undefined) delete process.env['SSH_AUTH_SOCK'];
+      else process.env['SSH_AUTH_SOCK'] = before;
+      await new Promise<void>((resolve) => server.close(() => resolve()));
     }
   });
 });
