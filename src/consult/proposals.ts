@@ -1,3 +1,4 @@
+import { scopeMatcher } from '../authority/scope.js';
 import { MAX_PROPOSALS, proposal, type Proposal } from '../schema/aa-answer.js';
 import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 
@@ -22,10 +23,27 @@ const ADDRESSED = /\b((ea|aa|coo)\.[a-z0-9_]+|ceo|coo|execution agents?|advisory
 /** Text that names an approval: an approval id, or an approval claimed for it. */
 const APPROVAL = /\bapr_[0-9A-HJKMNP-TV-Z]{26}\b|\b(pre-?approved|already approved|without (an? )?approval|no approval (is )?(needed|required))\b/i;
 
+/**
+ * Paths no scope names, at the root and below it, plain and dotted: an entry that matches one of them
+ * as the runner matches a scope (authority/scope.ts) matches whatever is there, however it is spelled
+ * (`*?`, `{**,src}`, `+(*)`, `!(src)`).
+ */
+const ANY_PATHS = ['zz-any-path-0', '.zz-any-path-0', 'zz-any-path-0/zz-any-path-0'];
+
+function matchesAnyPath(entry: string): boolean {
+  try {
+    const inScope = scopeMatcher([entry]);
+    return ANY_PATHS.some((path) => inScope(path));
+  } catch {
+    // A glob the matcher cannot read bounds nothing anyone can check.
+    return true;
+  }
+}
+
 /** A scope entry that is no bound at all: the whole repository, or a path that leaves it. */
 function unbounded(entry: string): boolean {
   const trimmed = patternText(entry).trim().replace(/\/+$/, '');
-  return trimmed === '' || /^[*/.]+$/.test(trimmed) || trimmed.startsWith('/') || trimmed.split('/').includes('..') || trimmed.includes('\\');
+  return trimmed === '' || /^[*/.]+$/.test(trimmed) || trimmed.startsWith('/') || trimmed.split('/').includes('..') || trimmed.includes('\\') || matchesAnyPath(entry) || matchesAnyPath(trimmed);
 }
 
 function textsOf(item: Proposal): string[] {
