@@ -44,10 +44,16 @@ export interface ConsultToolCall {
   readonly secrets: Scrubber;
 }
 
-/** Refuses a question or a snapshotted file that holds a secret the runner knows, before anything is written. */
+/**
+ * Refuses a question, a file's name or a snapshotted file that holds a secret the runner knows,
+ * before anything is written: the names are signed into the envelope and its manifest and sent
+ * with the files, as the question is.
+ */
 function refuseSecrets(secrets: Scrubber, question: string, files: readonly PinnedFile[]): void {
   const why = 'a consult is signed into the ledger and sent to a provider; nothing was written or sent';
   if (secrets.text(question) !== question) throw new CooError('CONTEXT_INVALID', `the question holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
+  const named = files.filter((file) => secrets.text(file.path) !== file.path).map((file) => secrets.text(file.path));
+  if (named.length > 0) throw new CooError('CONTEXT_INVALID', `the name of ${named.join(', ')} holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
   const holding = files.filter((file) => secrets.bytes(file.bytes) !== file.bytes).map((file) => file.path);
   if (holding.length > 0) throw new CooError('CONTEXT_INVALID', `${holding.join(', ')} hold${holding.length === 1 ? 's' : ''} a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
 }

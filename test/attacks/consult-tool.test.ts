@@ -121,6 +121,18 @@ describe('the consult tool of a dispatch attempt', () => {
 
   attack("a consult that snapshots a file holding the COO's private key", 'runner', 'CONTEXT_INVALID', async () => callTool(await openDispatch(), { ...ASK, files: ['src/backup.txt'] }));
 
+  attack('a consult that names a file whose name is the provider key the executor was handed', 'runner', 'CONTEXT_INVALID', async () => {
+    // The path is signed into the envelope and the manifest and sent with the files, as the question is.
+    writeFileSync(join(worktree, 'src', `${PROVIDER_KEY}.ts`), 'export {};\n');
+    return callTool(await openDispatch(), { ...ASK, files: ['src/add.ts', `src/${PROVIDER_KEY}.ts`] });
+  });
+
+  attack('a consult that names a file whose name is the provider key in base64', 'runner', 'CONTEXT_INVALID', async () => {
+    const encoded = Buffer.from(PROVIDER_KEY).toString('base64url');
+    writeFileSync(join(worktree, 'src', `${encoded}.ts`), 'export {};\n');
+    return callTool(await openDispatch(), { ...ASK, files: [`src/${encoded}.ts`] });
+  });
+
   attack('a consult the agent addresses to itself', 'runner', 'SCHEMA_INVALID', async () => callTool(await openDispatch(), { ...ASK, to: 'ea.codex' }));
 
   attack('a consult addressed to the CEO', 'runner', 'POLICY_EDGE_NOT_ALLOWED', async () => callTool(await openDispatch(), { ...ASK, to: 'ceo' }));
