@@ -16,7 +16,7 @@ import type { BlockerCode, EaReceipt, ReceiptStatus } from '../schema/receipt.js
 import { toYaml } from '../schema/strict-yaml.js';
 import { readBounded } from '../util/bounded-read.js';
 import { failpoint } from '../util/failpoint.js';
-import { sha256Ref } from '../util/hash.js';
+import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { Scrubber } from '../util/scrub.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
@@ -549,6 +549,14 @@ export class DispatchLane implements RunnerLane {
       decision.kind === 'foreign'
         ? buildEaReceipt({ ...facts, status: 'failed', blockers: [{ code: 'attempt_mismatch', detail: decision.detail }], commandsRun: [], innerExitCodes: [], testsRun: [], branch: null })
         : buildEaReceipt({ ...facts, status: decision.status, blockers: decision.blockers, commandsRun: decision.commandsRun, innerExitCodes: decision.innerExitCodes, testsRun: decision.testsRun, headSha: decision.headSha });
+    // The work's names (files, those outside the scope) can carry a secret the agent was handed, as its
+    // output can; the receipt is signed for good, so it holds the marker in its place, and work named so
+    // is not landed: the branch would carry the name where the ledger does not.
+    const scrubbed = scrub.value(doc);
+    if (canonicalJson(scrubbed) !== canonicalJson(doc)) {
+      const detail = 'a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch';
+      doc = { ...scrubbed, status: 'failed', branch: null, blockers: [...scrubbed.blockers, { code: 'scope_violation', detail }] };
+    }
     if (!fitsReceipt(doc) && snapshot !== null) {
       const artifact = listed ?? add('changes.json', changesArtifact(snapshot));
       doc = withFilesInArtifact({ ...doc, attachments: [...attachments], warnings: [...warnings] }, artifact);
