@@ -552,7 +552,7 @@ export class DispatchLane implements RunnerLane {
     // The work's names (files, those outside the scope) can carry a secret the agent was handed, as its
     // output can; the receipt is signed for good, so it holds the marker in its place, and work named so
     // is not landed: the branch would carry the name where the ledger does not.
-    const scrubbed = scrub.value(doc);
+    const scrubbed = new Scrubber(scrub.secrets).value(doc);
     if (canonicalJson(scrubbed) !== canonicalJson(doc)) {
       const detail = 'a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch';
       doc = { ...scrubbed, status: 'failed', branch: null, blockers: [...scrubbed.blockers, { code: 'scope_violation', detail }] };
