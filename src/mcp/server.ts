@@ -70,7 +70,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       return okResult(await fn(), scrubber);
     } catch (error) {
       options.log?.(scrubber.text(`${tool}: ${error instanceof CooError ? `${error.code}: ${error.message}` : error instanceof Error ? (error.stack ?? error.message) : String(error)}`));
-      return errorResult(error, scrubber);
+      return errorResult(error, scrubber, tool);
     }
   };
 
