@@ -29,7 +29,7 @@ describe('GuardedStdioTransport', () => {
     const line = ping(1);
     const utf8 = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { note: 'é€😀' } })}\n`);
     const { messages, written } = await feed([line.slice(0, 5), line.slice(5), '\r\n\n', `${ping(2)}\n${ping(3)}\n`, utf8.subarray(0, utf8.length - 4), utf8.subarray(utf8.length - 4)]);
-    expect(messages.map((message) => ('id' in message ? message.id : (message.params as { note: string }).note))).toEqual([1, 2, 3, 'é€😀']);
+    expect(messages.map((message) => ('id' in message ? message.id : 'params' in message ? (message.params as { note: string }).note : null))).toEqual([1, 2, 3, 'é€😀']);
     expect(written).toEqual([]);
   });
 
