@@ -10,7 +10,8 @@ import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSche
  * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
  * server sees it, and every line the server cannot take answered with a coded JSON-RPC error
  * rather than dropped. It also holds the session to the protocol's order: nothing but initialize
- * and ping before initialize, and no request under an id a request not yet answered holds. The id
+ * and ping before initialize, initialize once, and no request under an id a request not yet
+ * answered holds. The id
  * of a cancelled request stays held: nothing answers it, and the SDK's cancellation, handled after
  * the lines read with it, would land on a new request under the same id and leave that unanswered.
  * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
@@ -83,6 +84,9 @@ export class GuardedStdioTransport implements Transport {
     if ('method' in message && 'id' in message) {
       if (!this.initialized && !BEFORE_INITIALIZE.has(message.method)) {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${message.method} before initialize: initialize the session first` });
+      }
+      if (this.initialized && message.method === 'initialize') {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the session is initialized already: initialize once, at its start` });
       }
       if (this.inFlight.has(idKey(message.id))) {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${JSON.stringify(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });

@@ -102,7 +102,7 @@ function refusal(response: Response): string {
 }
 
 describe('coo mcp answers every line it cannot take with a coded JSON-RPC error, and serves on', () => {
-  it('refuses a request before initialize, then serves the session that initializes', async () => {
+  it('refuses a request before initialize and a second initialize, and serves the session that initializes once', async () => {
     const w = await fresh();
     const session = serve(w);
     const early = await session.ask(call(1, 'inbox', {}));
@@ -111,6 +111,9 @@ describe('coo mcp answers every line it cannot take with a coded JSON-RPC error,
     expect((await session.ask(rpc(2, 'ping'))).result).toEqual({});
     expect((await session.ask(INITIALIZE)).result).toBeDefined();
     expect((await session.ask(call(3, 'inbox', {}))).result?.structuredContent).toEqual({ items: [] });
+    const twice = await session.ask(INITIALIZE.replace('"id":0', '"id":4'));
+    expect([twice.id, refusal(twice)]).toEqual([4, '-32600 MCP_MESSAGE_INVALID']);
+    expect(twice.error?.message).toMatch(/initialized already/);
     expect(await session.end()).toBe(0);
   }, 60_000);
 
