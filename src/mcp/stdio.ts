@@ -11,9 +11,9 @@ import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSche
  * server sees it, and every line the server cannot take answered with a coded JSON-RPC error
  * rather than dropped. It also holds the session to the protocol's order: nothing but initialize
  * and ping before initialize, initialize once, and no request under an id a request not yet
- * answered holds. The id
- * of a cancelled request stays held: nothing answers it, and the SDK's cancellation, handled after
- * the lines read with it, would land on a new request under the same id and leave that unanswered.
+ * answered holds. The id of a cancelled request stays held: nothing answers it, and the SDK's
+ * cancellation, handled after the lines read with it, would land on a new request under the same
+ * id and leave that unanswered.
  * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
  */
 
