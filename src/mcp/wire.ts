@@ -19,6 +19,7 @@ export const WIRE_CODE: ErrorCode = 'MCP_MESSAGE_INVALID';
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
 export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
 
 export interface WireRefusal {
   /** The request's id when one could be read, else null (JSON-RPC's answer to what has none). */

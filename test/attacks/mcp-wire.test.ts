@@ -148,6 +148,21 @@ describe('coo mcp answers every line it cannot take with a coded JSON-RPC error,
     expect(await session.end()).toBe(0);
   }, 60_000);
 
+  it('refuses a resource read of a path-like or unknown message as the client\'s mistake, with the code first', async () => {
+    const w = await fresh();
+    const session = await initialized(w);
+    const read = (id: number, uri: string) => session.ask(rpc(id, 'resources/read', { uri }));
+    const cases: ReadonlyArray<readonly [string, string]> = [
+      ['coo://messages/..%2F..%2Fetc%2Fpasswd/envelope', '-32602 USAGE'],
+      ['coo://messages/msg_00000000000000000000000000/..%2Fprompt.md', '-32602 USAGE'],
+      ['coo://messages/__proto__/envelope', '-32602 USAGE'],
+      ['coo://messages/msg_00000000000000000000000000/envelope', '-32602 MESSAGE_UNKNOWN'],
+    ];
+    let id = 40;
+    for (const [uri, expected] of cases) expect([uri, refusal(await read((id += 1), uri))]).toEqual([uri, expected]);
+    expect(await session.end()).toBe(0);
+  }, 60_000);
+
   it('refuses a request under the id of one not yet answered or cancelled, and answers the next id', async () => {
     const w = await fresh();
     const session = await initialized(w);
