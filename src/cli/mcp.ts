@@ -13,6 +13,7 @@ import { stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
+import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem } from '../runner/startup.js';
@@ -48,7 +49,8 @@ export function mcpVerb(program: Command): void {
       const ledger = Ledger.open(gitdir);
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
       const auditDir = defaultAuditDir();
-      const log = (line: string): void => void process.stderr.write(`coo mcp: ${line}\n`);
+      // One line each, with what acts on a terminal shown as code points: lines carry what the client sent (a method, a path).
+      const log = (line: string): void => void process.stderr.write(`coo mcp: ${printable(line, Number.POSITIVE_INFINITY)}\n`);
       const note = packingNote(gitdir);
       if (note !== null) log(`note: ${note}`);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;

@@ -108,9 +108,14 @@ describe('coo mcp answers every line it cannot take with a coded JSON-RPC error,
     const early = await session.ask(call(1, 'inbox', {}));
     expect([early.id, refusal(early)]).toEqual([1, '-32600 MCP_MESSAGE_INVALID']);
     expect(early.error?.message).toMatch(/initialize the session first/);
+    // A method that carries terminal escape sequences reaches the operator's log as code points, never as escapes.
+    const escaping = await session.ask(rpc(5, '\u001b]0;owned\u0007\u001b[2J', {}));
+    expect(refusal(escaping)).toBe('-32600 MCP_MESSAGE_INVALID');
     expect((await session.ask(rpc(2, 'ping'))).result).toEqual({});
     expect((await session.ask(INITIALIZE)).result).toBeDefined();
     expect((await session.ask(call(3, 'inbox', {}))).result?.structuredContent).toEqual({ items: [] });
+    expect(session.stderr).toContain('\\u001b]0;owned\\u0007\\u001b[2J before initialize');
+    expect([...session.stderr].some((char) => char !== "\n" && char.charCodeAt(0) < 0x20)).toBe(false);
     const twice = await session.ask(INITIALIZE.replace('"id":0', '"id":4'));
     expect([twice.id, refusal(twice)]).toEqual([4, '-32600 MCP_MESSAGE_INVALID']);
     expect(twice.error?.message).toMatch(/initialized already/);
