@@ -26,6 +26,12 @@ export async function loadWireSchemas(): Promise<WireSchemas> {
   return { message: types.JSONRPCMessageSchema, requests };
 }
 
+/** What the client sent, as a refusal names it: short, whatever its length. */
+function shown(value: string | number): string {
+  const text = typeof value === 'string' ? value : String(value);
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
 function idKey(id: string | number): string {
   return `${typeof id}:${id}`;
 }
@@ -83,13 +89,13 @@ export class GuardedStdioTransport implements Transport {
     const message = decoded.message;
     if ('method' in message && 'id' in message) {
       if (!this.initialized && !BEFORE_INITIALIZE.has(message.method)) {
-        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${message.method} before initialize: initialize the session first` });
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${shown(message.method)} before initialize: initialize the session first` });
       }
       if (this.initialized && message.method === 'initialize') {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the session is initialized already: initialize once, at its start` });
       }
       if (this.inFlight.has(idKey(message.id))) {
-        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${JSON.stringify(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${shown(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });
       }
       this.inFlight.add(idKey(message.id));
       if (message.method === 'initialize') this.initialized = true;

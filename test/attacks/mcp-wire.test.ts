@@ -111,6 +111,8 @@ describe('coo mcp answers every line it cannot take with a coded JSON-RPC error,
     // A method that carries terminal escape sequences reaches the operator's log as code points, never as escapes.
     const escaping = await session.ask(rpc(5, '\u001b]0;owned\u0007\u001b[2J', {}));
     expect(refusal(escaping)).toBe('-32600 MCP_MESSAGE_INVALID');
+    const long = await session.ask(rpc(6, 'x'.repeat(1_000_000), {}));
+    expect(long.error?.message.length).toBeLessThan(200);
     expect((await session.ask(rpc(2, 'ping'))).result).toEqual({});
     expect((await session.ask(INITIALIZE)).result).toBeDefined();
     expect((await session.ask(call(3, 'inbox', {}))).result?.structuredContent).toEqual({ items: [] });
