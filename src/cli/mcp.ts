@@ -106,7 +106,7 @@ export function mcpVerb(program: Command): void {
         // Any other line refused (mcp/wire.ts) is answered to the client and logged here.
         stdio.onerror = (error) => {
           if (error instanceof CooError && error.code === 'MCP_MESSAGE_TOO_LARGE') overLimit = error;
-          else log(scrubber.text(error.message));
+          else log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
         };
         stdio.onclose = () => controller.abort();
         // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).

@@ -69,6 +69,13 @@ export class GuardedStdioTransport implements Transport {
 
   private readonly onStreamError = (error: Error): void => this.onerror?.(error);
 
+  /** A client that closed its end of our stdout has left: the session ends, and a write error never throws (it stays listened to). */
+  private readonly onWriteError = (error: Error): void => {
+    if (this.closed) return;
+    this.onerror?.(new CooError('IO_ERROR', `the client's end of stdout is closed (${(error as NodeJS.ErrnoException).code ?? error.message}): the session ends`));
+    void this.close();
+  };
+
   /** Adds part of a line; false (and the session ends) once the line is over the limit. */
   private take(part: Buffer): boolean {
     this.pendingBytes += part.length;
@@ -111,6 +118,7 @@ export class GuardedStdioTransport implements Transport {
   start(): Promise<void> {
     this.stdin.on('data', this.onData);
     this.stdin.on('error', this.onStreamError);
+    this.stdout.on('error', this.onWriteError);
     return Promise.resolve();
   }
 
@@ -120,9 +128,18 @@ export class GuardedStdioTransport implements Transport {
   }
 
   private write(message: unknown): Promise<void> {
+    if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
       if (this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
-      else this.stdout.once('drain', resolve);
+      else {
+        const done = (): void => {
+          this.stdout.off('drain', done);
+          this.stdout.off('error', done);
+          resolve();
+        };
+        this.stdout.on('drain', done);
+        this.stdout.on('error', done);
+      }
     });
   }
 

@@ -32,7 +32,7 @@ class RawSession {
   stderr = '';
   readonly exited: Promise<number | null>;
 
-  constructor(private readonly child: ChildProcessWithoutNullStreams) {
+  constructor(readonly child: ChildProcessWithoutNullStreams) {
     child.stdout.on('data', (chunk: Buffer) => {
       this.buffered += chunk.toString('utf8');
       const parts = this.buffered.split('\n');
@@ -187,6 +187,21 @@ describe('coo mcp answers every line it cannot take with a coded JSON-RPC error,
     const other = await session.ask(call(8, 'inbox', {}));
     expect([other.id, other.result?.structuredContent]).toEqual([8, { items: [] }]);
     expect(await session.end()).toBe(0);
+  }, 60_000);
+});
+
+describe('coo mcp ends the session when the client closes its end of stdout', () => {
+  it('with one coded line on stderr and exit 0, never an unhandled EPIPE and a stack trace', async () => {
+    const w = await fresh();
+    const session = await initialized(w);
+    const closed = new Promise((resolve) => session.child.stdout.once('close', resolve));
+    session.child.stdout.destroy();
+    await closed;
+    // Each refusal is a write to the closed pipe.
+    for (let i = 0; i < 3; i += 1) session.send('not json');
+    expect(await session.end()).toBe(0);
+    expect(session.stderr).toMatch(/^coo mcp: IO_ERROR: the client's end of stdout is closed \(EPIPE\): the session ends$/m);
+    expect(session.stderr).not.toMatch(/node:events|Unhandled|\n {4}at /);
   }, 60_000);
 });
 
