@@ -112,8 +112,9 @@ const CODES = {
   BUNDLE_INVALID: 'rejected',
   /** Evidence from another ledger than the one pinned (its genesis commit). */
   LEDGER_MISMATCH: 'rejected',
-  // the MCP shell: a client message over the transport's limit
+  // the MCP shell: a client message over the transport's limit, or one it cannot take (mcp/wire.ts)
   MCP_MESSAGE_TOO_LARGE: 'rejected',
+  MCP_MESSAGE_INVALID: 'rejected',
   // consult lane
   CONTEXT_INVALID: 'rejected',
   ORACLE_CONFIG: 'usage',

@@ -29,6 +29,8 @@ export const LIMITS = {
   subprocessOutputBytes: 2 * 1024 * 1024,
   /** Largest MCP message (one line of the stdio transport) `coo mcp` reads; a longer one ends the session with MCP_MESSAGE_TOO_LARGE. */
   mcpMessageBytes: 10 * 1024 * 1024,
+  /** Deepest nesting of one MCP message: the tools' arguments nest a few levels; a deeper message is refused unread. */
+  mcpMessageDepth: 64,
   /**
    * Largest call or answer of the consult tool a dispatch attempt's agent is given: one line between
    * the relay inside the agent's sandbox and the runner (a question, file names, and the answer back).

@@ -1,3 +1,5 @@
+import { invisibleCharacters } from '../util/invisible.js';
+
 /**
  * Untrusted text (an advisory agent's answer, an agent's narrative) inside Markdown that GitHub
  * renders: it must read as what it says and do nothing. Pure.
@@ -15,8 +17,7 @@
 const LINE_ENDS = /\r\n|[\n\r\t\v\f\u0085\u2028\u2029]/g;
 
 /** Controls, zero-width and bidirectional characters: shown as their code point instead of acting. */
-// eslint-disable-next-line no-control-regex -- control characters are what this finds
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u202a-\u202e\u2060-\u2069\ufeff]/gu;
+const INVISIBLE = invisibleCharacters();
 
 /** ASCII punctuation: the characters CommonMark lets a backslash make literal. */
 const PUNCTUATION = /[!-/:-@[-`{-~]/g;

@@ -1,5 +1,4 @@
 import { dirname, resolve } from 'node:path';
-import type * as SdkStdio from '@modelcontextprotocol/sdk/server/stdio.js';
 import type { Command } from 'commander';
 import { defaultAuditDir } from '../audit/checkpoint.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -8,12 +7,13 @@ import { LIMITS } from '../limits.js';
 import { serverScrubber } from '../mcp/results.js';
 import { RunnerProblems } from '../mcp/runner-problems.js';
 import { createCooMcpServer, TOOL_SUMMARIES } from '../mcp/server.js';
+import { GuardedStdioTransport, loadWireSchemas } from '../mcp/stdio.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
-import { importPackage } from '../util/import-package.js';
+import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem } from '../runner/startup.js';
@@ -49,7 +49,8 @@ export function mcpVerb(program: Command): void {
       const ledger = Ledger.open(gitdir);
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
       const auditDir = defaultAuditDir();
-      const log = (line: string): void => void process.stderr.write(`coo mcp: ${line}\n`);
+      // One line each, with what acts on a terminal shown as code points: lines carry what the client sent (a method, a path).
+      const log = (line: string): void => void process.stderr.write(`coo mcp: ${printable(line, Number.POSITIVE_INFINITY)}\n`);
       const note = packingNote(gitdir);
       if (note !== null) log(`note: ${note}`);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
@@ -100,12 +101,12 @@ export function mcpVerb(program: Command): void {
           });
         }
         const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
-        const { StdioServerTransport } = await importPackage<typeof SdkStdio>('@modelcontextprotocol/sdk/server/stdio.js');
-        const stdio = new StdioServerTransport(process.stdin, process.stdout, { maxBufferSize: LIMITS.mcpMessageBytes });
-        // The SDK's transport reports a message over its buffer limit as an error and then closes,
-        // which would end the session as if the client had left: remember why, and say so.
+        const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes);
+        // A message over the limit ends the session: remember why, and say so, rather than end as if the client had left.
+        // Any other line refused (mcp/wire.ts) is answered to the client and logged here.
         stdio.onerror = (error) => {
-          if (/maximum size/i.test(error.message)) overLimit = error;
+          if (error instanceof CooError && error.code === 'MCP_MESSAGE_TOO_LARGE') overLimit = error;
+          else log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
         };
         stdio.onclose = () => controller.abort();
         // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).

@@ -8,6 +8,7 @@ import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { invisibleCharacters } from '../util/invisible.js';
 
 export function showVerb(program: Command): void {
   program
@@ -82,8 +83,7 @@ function receiptWarnings(document: unknown): string[] {
   return Array.isArray(warnings) ? warnings.filter((item): item is string => typeof item === 'string') : [];
 }
 
-// eslint-disable-next-line no-control-regex -- control characters are what this finds
-const UNPRINTABLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/g;
+const UNPRINTABLE = invisibleCharacters();
 
 /**
  * Text from the ledger as one terminal line: control characters (a terminal's escape sequences

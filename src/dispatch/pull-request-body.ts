@@ -1,5 +1,6 @@
 import { inert } from '../audit/cite.js';
 import type { EaReceipt } from '../schema/receipt.js';
+import { invisibleCharacters } from '../util/invisible.js';
 
 /**
  * The body of an attempt's pull request: the receipt's evidence as Markdown. Pure. Everything the
@@ -40,8 +41,7 @@ export function pullRequestMarker(attemptId: string): string {
 }
 
 /** Controls, zero-width and bidirectional characters, shown as their code point instead of acting. */
-// eslint-disable-next-line no-control-regex -- control characters are what this finds
-const INVISIBLE = /[\u0000-\u001f\u007f-\u009f\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/gu;
+const INVISIBLE = invisibleCharacters();
 
 /**
  * Untrusted text as one CommonMark code span: literal, on one line, with a backtick fence longer

@@ -4,6 +4,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
 import { planEnvelope } from '../ledger/envelope-plan.js';
+import { readMessage } from '../lane/envelope.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { parseDocument } from '../schema/documents.js';
 import type { AckMessage } from '../schema/message.js';
@@ -36,8 +37,11 @@ export async function acknowledge(request: AckRequest): Promise<EnvelopeAppendRe
   const about = state.messages.get(request.messageId);
   if (about === undefined) throw new CooError('MESSAGE_UNKNOWN', `${request.messageId} is not in the ledger`);
   if (about.ackedBy !== undefined) {
-    // The same acknowledgement again is the one already there; another is refused by the validator.
-    if (state.messages.get(about.ackedBy)?.idempotencyKey !== ackKey(about.id)) throw new CooError('MESSAGE_DUPLICATE', `${about.id} was acknowledged by ${about.ackedBy}`);
+    // The same acknowledgement again is the one already there; another (another key, another note) is
+    // a second acknowledgement, refused as such rather than as an idempotency key reused.
+    const acked = state.messages.get(about.ackedBy);
+    const same = acked !== undefined && acked.idempotencyKey === ackKey(about.id) && (await readMessage(ledger, acked) as AckMessage).note === (request.note ?? '');
+    if (!same) throw new CooError('MESSAGE_DUPLICATE', `${about.id} was acknowledged by ${about.ackedBy}, once for all: an item is acknowledged once (the same note again returns that acknowledgement)`);
   } else if (!isForCoo(registry, about)) {
     throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${about.id} is not in the COO's inbox (coo inbox lists it): a message addressed to the COO, or the answer to a consult it asked`);
   }

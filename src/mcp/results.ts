@@ -51,6 +51,24 @@ const NEXT_STEP: Partial<Record<ErrorCode, string>> = {
   EXECUTOR_CONFIG: "The server's runner cannot start this message (its execution agent is missing or misconfigured); ask the operator, and do not queue it again: it stays queued and runs once the runner is fixed.",
 };
 
+/** What the consult lines above say of an actor, for the tools that give work to an execution agent. */
+const WORK_STEP: Partial<Record<ErrorCode, string>> = {
+  POLICY_EDGE_FORBIDDEN: 'This actor may not be given work from here; pick an execution agent the policy allows.',
+  POLICY_EDGE_NOT_ALLOWED: 'This actor may not be given work from here; pick an execution agent the policy allows.',
+  POLICY_INTENT_NOT_ALLOWED: 'This actor does not take dispatches; pick an execution agent, such as ea.codex.',
+};
+
+/** Where a code means something else for one tool than the lines above say: per tool, it wins. */
+const TOOL_STEP: Readonly<Record<string, Partial<Record<ErrorCode, string>>>> = {
+  ack: {
+    MESSAGE_UNKNOWN: 'Acknowledge an item the inbox tool lists, by its message_id.',
+    POLICY_INTENT_NOT_ALLOWED: 'Only what reached you is acknowledged: call the inbox tool and acknowledge an item it lists.',
+    MESSAGE_DUPLICATE: 'The item is acknowledged already, once for all: show the acknowledgement the message names; do not acknowledge it again.',
+  },
+  dispatch: WORK_STEP,
+  adopt: WORK_STEP,
+};
+
 const DEFAULT_STEP = 'Read the message; if it does not say what to change, report it to the operator.';
 
 export function okResult(value: Record<string, unknown>, scrubber: Scrubber): CallToolResult {
@@ -59,9 +77,9 @@ export function okResult(value: Record<string, unknown>, scrubber: Scrubber): Ca
 }
 
 /** An MCP tool error: `CODE: message`, then the next step; never a stack trace. */
-export function errorResult(error: unknown, scrubber: Scrubber): CallToolResult {
+export function errorResult(error: unknown, scrubber: Scrubber, tool?: string): CallToolResult {
   const code: ErrorCode = isCooError(error) ? error.code : 'INTERNAL';
   const message = isCooError(error) ? error.message : 'the server failed unexpectedly (details are in its log)';
-  const next = NEXT_STEP[code] ?? DEFAULT_STEP;
+  const next = (tool === undefined ? undefined : TOOL_STEP[tool]?.[code]) ?? NEXT_STEP[code] ?? DEFAULT_STEP;
   return { isError: true, content: [{ type: 'text', text: scrubber.text(`${code}: ${message}\n${next}`) }] };
 }

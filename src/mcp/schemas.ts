@@ -230,6 +230,9 @@ export const showOutput = z.strictObject({
 export const citeOutput = z.strictObject({
   message_id: z.string(),
   advisory: z.literal(true),
+  untrusted: z.literal(true),
+  notice: z.string(),
+  boundary: z.string(),
   verified: z.boolean(),
   findings: z.array(z.unknown()),
   markdown: z.string(),

@@ -1,7 +1,8 @@
 import { isVerified, renderCitation } from '../audit/cite.js';
 import { checkpointFile } from '../audit/checkpoint.js';
 import { gatherEvidence } from '../audit/evidence.js';
-import { viewMessage, type MessageView } from '../audit/message-view.js';
+import { viewMessage, type AttemptView, type MessageView } from '../audit/message-view.js';
+import type { PanelComparison } from '../audit/panel-comparison.js';
 import { listSessions, type SessionPage } from '../audit/sessions.js';
 import { verifyLedger } from '../audit/verify.js';
 import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
@@ -23,7 +24,7 @@ import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
-import { quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { citationNotice, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 import { classOf } from '../authority/policy-check.js';
 
 /**
@@ -365,13 +366,48 @@ function agentWrote(record: MessageRecord, state: LedgerState): boolean {
  * quotes them, so that show is no way around the quoting.
  */
 function quoteAgentWords(view: MessageView, record: MessageRecord, state: LedgerState): MessageView {
-  if (!agentWrote(record, state)) return view;
-  const envelope = view.envelope as { blocker?: { detail?: unknown } } | null;
+  const quoted = { ...view, attempts: view.attempts.map(quoteExecutorCommands), ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) };
+  if (!agentWrote(record, state)) return quoted;
+  const envelope = quoted.envelope as { blocker?: { detail?: unknown } } | null;
   const detail = envelope?.blocker?.detail;
   return {
-    ...view,
+    ...quoted,
     ...(typeof detail === 'string' ? { envelope: { ...envelope, blocker: { ...envelope!.blocker, detail: quoteUntrusted(detail).text } } } : {}),
-    ...(view.consult?.question == null ? {} : { consult: { ...view.consult, question: quoteUntrusted(view.consult.question).text } }),
+    ...(quoted.consult?.question == null ? {} : { consult: { ...quoted.consult, question: quoteUntrusted(quoted.consult.question).text } }),
+  };
+}
+
+/**
+ * A dispatch attempt as show hands it to an agent COO: the commands the execution agent chose to run
+ * (the first of its receipt's commands_run; the rest are the runner's verification) are its own
+ * words, quoted as untrusted data in the evidence and in the receipt document alike.
+ */
+function quoteExecutorCommands(attempt: AttemptView): AttemptView {
+  if (attempt.dispatch === undefined) return attempt;
+  const quote = (text: string): string => quoteUntrusted(text).text;
+  const executorCommands = attempt.dispatch.commands.filter((command) => command.by === 'executor').length;
+  const document = attempt.receipt?.document as { commands_run?: unknown } | null | undefined;
+  const commandsRun = document?.commands_run;
+  return {
+    ...attempt,
+    dispatch: { ...attempt.dispatch, commands: attempt.dispatch.commands.map((command) => (command.by === 'executor' ? { ...command, command: quote(command.command) } : command)) },
+    ...(attempt.receipt === null || !Array.isArray(commandsRun)
+      ? {}
+      : { receipt: { ...attempt.receipt, document: { ...document, commands_run: commandsRun.map((command: unknown, index) => (index < executorCommands && typeof command === 'string' ? quote(command) : command)) } } }),
+  };
+}
+
+/**
+ * A panel's comparison as show hands it to an agent COO: each member's summary and objections are
+ * its advisory agent's words, quoted as untrusted data as its answer is (the verdicts, counts and
+ * paths beside them are the runner's).
+ */
+function quotePanel(panel: PanelComparison): PanelComparison {
+  const quote = (text: string): string => quoteUntrusted(text).text;
+  return {
+    ...panel,
+    members: panel.members.map((member) => ({ ...member, summary: member.summary === null ? null : quote(member.summary), objections: member.objections.map(quote) })),
+    objections: panel.objections.map((entry) => ({ ...entry, objection: quote(entry.objection) })),
   };
 }
 
@@ -390,8 +426,9 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   if (path === undefined) throw new CooError('NOT_FOUND', `${messageId} has no receipt yet`);
   const bytes = await context.ledger.readFile(path);
   if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
-  // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it.
-  if (part === 'envelope' && agentWrote(record, state)) return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
+  // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it,
+  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run.
+  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && record.intent === 'ea_dispatch')) return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
 }
 
@@ -399,7 +436,9 @@ export async function messagePart(context: ToolContext, messageId: string, part:
 export async function citeTool(context: ToolContext, args: z.infer<typeof messageInput>): Promise<Record<string, unknown>> {
   await fresh(context);
   const evidence = await gatherEvidence(context.ledger.gitdir, args.message_id);
-  return { message_id: evidence.messageId, advisory: true, verified: isVerified(evidence), findings: evidence.findings, markdown: renderCitation(evidence) };
+  // The citation carries the advisory agents' words (summary, findings, recommendations, objections): quoted as an answer is.
+  const quoted = quoteUntrusted(renderCitation(evidence));
+  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings, markdown: quoted.text };
 }
 
 /** `coo verify`: the ledger's health, with the kill switch and the runner's heartbeat. */

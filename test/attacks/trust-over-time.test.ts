@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe } from 'vitest';
 import { allowedSigners } from '../../src/audit/allowed-signers.js';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { signerHistory } from '../../src/cli/allowed-signers.js';
+import { rejectRequest, sendCommand } from '../../src/inbox/ceo-messages.js';
 import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approvalPath, killSwitchPath, trustPath } from '../../src/ledger/layout.js';
 import type { Ledger, NewFile } from '../../src/ledger/ledger.js';
@@ -97,6 +98,10 @@ describe('a revocation ends every role of the key, root authority included', () 
   attack('the revoked CEO key sets the kill switch', 'library', 'SIGNER_REVOKED', async () => append(world.ledger, [await killSwitchFile(world.ledger, 'ceo')], world.actors.ceo));
 
   attack('the revoked CEO key signs the next trust root, naming a key of its own', 'library', 'SIGNER_REVOKED', async () => append(world.ledger, [await rootFile(world.ledger, generatePrivateKey('ceo'))], world.actors.ceo));
+
+  attack('the revoked CEO key sends the COO a command', 'library', 'SIGNER_REVOKED', () => codeOf(() => sendCommand({ ledger: world.ledger, key: world.actors.ceo, now: new Date(), text: 'Dispatch everything the agents propose.' })));
+
+  attack('the revoked CEO key rejects a request', 'library', 'SIGNER_REVOKED', () => codeOf(() => rejectRequest({ ledger: world.ledger, key: world.actors.ceo, now: new Date(), requestHash: `sha256:${'d'.repeat(64)}`, reason: 'no' })));
 });
 
 describe('the writer keeps the root and the registry agreeing', () => {

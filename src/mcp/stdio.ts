@@ -1,0 +1,156 @@
+import type { Readable, Writable } from 'node:stream';
+import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
+import type * as SdkTypes from '@modelcontextprotocol/sdk/types.js';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { CooError } from '../errors.js';
+import { importPackage } from '../util/import-package.js';
+import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
+
+/**
+ * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
+ * server sees it, and every line the server cannot take answered with a coded JSON-RPC error
+ * rather than dropped. It also holds the session to the protocol's order: nothing but initialize
+ * and ping before initialize, initialize once, and no request under an id a request not yet
+ * answered holds. The id of a cancelled request stays held: nothing answers it, and the SDK's
+ * cancellation, handled after the lines read with it, would land on a new request under the same
+ * id and leave that unanswered.
+ * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
+ */
+
+/** Methods a client may send before the session is initialized (the MCP lifecycle). */
+const BEFORE_INITIALIZE = new Set(['initialize', 'ping']);
+
+export async function loadWireSchemas(): Promise<WireSchemas> {
+  const types = await importPackage<typeof SdkTypes>('@modelcontextprotocol/sdk/types.js');
+  const requests = new Map(types.ClientRequestSchema.options.map((schema) => [schema.shape.method.value as string, schema] as const));
+  return { message: types.JSONRPCMessageSchema, requests };
+}
+
+/** What the client sent, as a refusal names it: short, whatever its length. */
+function shown(value: string | number): string {
+  const text = typeof value === 'string' ? value : String(value);
+  return text.length > 80 ? `${text.slice(0, 79)}…` : text;
+}
+
+function idKey(id: string | number): string {
+  return `${typeof id}:${id}`;
+}
+
+export class GuardedStdioTransport implements Transport {
+  onclose?: () => void;
+  onerror?: (error: Error) => void;
+  onmessage?: (message: JSONRPCMessage) => void;
+
+  private pending: Buffer[] = [];
+  private pendingBytes = 0;
+  private initialized = false;
+  private closed = false;
+  private readonly inFlight = new Set<string>();
+
+  constructor(
+    private readonly stdin: Readable,
+    private readonly stdout: Writable,
+    private readonly schemas: WireSchemas,
+    private readonly maxLineBytes: number,
+  ) {}
+
+  private readonly onData = (chunk: Buffer): void => {
+    let start = 0;
+    for (let newline = chunk.indexOf(0x0a); newline !== -1 && !this.closed; newline = chunk.indexOf(0x0a, start)) {
+      if (!this.take(chunk.subarray(start, newline))) return;
+      const line = Buffer.concat(this.pending);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.line(line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
+      start = newline + 1;
+    }
+    if (!this.closed && start < chunk.length) this.take(chunk.subarray(start));
+  };
+
+  private readonly onStreamError = (error: Error): void => this.onerror?.(error);
+
+  /** A client that closed its end of our stdout has left: the session ends, and a write error never throws (it stays listened to). */
+  private readonly onWriteError = (error: Error): void => {
+    if (this.closed) return;
+    this.onerror?.(new CooError('IO_ERROR', `the client's end of stdout is closed (${(error as NodeJS.ErrnoException).code ?? error.message}): the session ends`));
+    void this.close();
+  };
+
+  /** Adds part of a line; false (and the session ends) once the line is over the limit. */
+  private take(part: Buffer): boolean {
+    this.pendingBytes += part.length;
+    if (this.pendingBytes > this.maxLineBytes) {
+      this.pending = [];
+      this.onerror?.(new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${this.maxLineBytes}-byte limit of one MCP message`));
+      void this.close();
+      return false;
+    }
+    if (part.length > 0) this.pending.push(part);
+    return true;
+  }
+
+  private line(bytes: Buffer): void {
+    if (bytes.toString('latin1').trim() === '') return;
+    const decoded = decodeLine(bytes, this.schemas);
+    if (!decoded.ok) return this.answer(decoded.refusal);
+    const message = decoded.message;
+    if ('method' in message && 'id' in message) {
+      if (!this.initialized && !BEFORE_INITIALIZE.has(message.method)) {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${shown(message.method)} before initialize: initialize the session first` });
+      }
+      if (this.initialized && message.method === 'initialize') {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the session is initialized already: initialize once, at its start` });
+      }
+      if (this.inFlight.has(idKey(message.id))) {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${shown(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });
+      }
+      this.inFlight.add(idKey(message.id));
+      if (message.method === 'initialize') this.initialized = true;
+    }
+    this.onmessage?.(message);
+  }
+
+  private answer(refusal: WireRefusal): void {
+    this.onerror?.(new Error(refusal.message));
+    void this.write({ jsonrpc: '2.0', id: refusal.id, error: { code: refusal.code, message: refusal.message } });
+  }
+
+  start(): Promise<void> {
+    this.stdin.on('data', this.onData);
+    this.stdin.on('error', this.onStreamError);
+    this.stdout.on('error', this.onWriteError);
+    return Promise.resolve();
+  }
+
+  send(message: JSONRPCMessage): Promise<void> {
+    if (!('method' in message) && 'id' in message && message.id !== undefined) this.inFlight.delete(idKey(message.id));
+    return this.write(message);
+  }
+
+  private write(message: unknown): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    return new Promise((resolve) => {
+      if (this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
+      else {
+        const done = (): void => {
+          this.stdout.off('drain', done);
+          this.stdout.off('error', done);
+          resolve();
+        };
+        this.stdout.on('drain', done);
+        this.stdout.on('error', done);
+      }
+    });
+  }
+
+  close(): Promise<void> {
+    if (this.closed) return Promise.resolve();
+    this.closed = true;
+    this.stdin.off('data', this.onData);
+    this.stdin.off('error', this.onStreamError);
+    if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
+    this.pending = [];
+    this.onclose?.();
+    return Promise.resolve();
+  }
+}

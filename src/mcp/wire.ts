@@ -1,0 +1,111 @@
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import type { ErrorCode } from '../errors.js';
+import { LIMITS } from '../limits.js';
+
+/**
+ * One line of `coo mcp`'s stdio transport, read as untrusted input before the SDK sees it: valid
+ * UTF-8, one JSON value without a key twice in any object and no deeper than LIMITS.mcpMessageDepth,
+ * one JSON-RPC message (never a batch) whose params fit its method. What fails is refused with the
+ * JSON-RPC error the client is owed, its message starting with a code: the SDK's own reader dropped
+ * such a line with no answer (the client waited for ever), answered wrong params as an internal
+ * error with a schema dump, and read a duplicated key as its last occurrence, where a client or a
+ * proxy in between may read the first.
+ */
+
+/** The code every refusal's message starts with. */
+export const WIRE_CODE: ErrorCode = 'MCP_MESSAGE_INVALID';
+
+/** JSON-RPC 2.0's error codes. */
+export const PARSE_ERROR = -32700;
+export const INVALID_REQUEST = -32600;
+export const INVALID_PARAMS = -32602;
+export const INTERNAL_ERROR = -32603;
+
+export interface WireRefusal {
+  /** The request's id when one could be read, else null (JSON-RPC's answer to what has none). */
+  readonly id: string | number | null;
+  readonly code: number;
+  readonly message: string;
+}
+
+export type WireLine = { readonly ok: true; readonly message: JSONRPCMessage } | { readonly ok: false; readonly refusal: WireRefusal };
+
+/** The SDK's schemas the decoder checks against (loaded on demand with the SDK, server.ts). */
+export interface WireSchemas {
+  readonly message: { safeParse(value: unknown): { success: boolean } };
+  /** Each method a client may ask the server, with the schema of its request. */
+  readonly requests: ReadonlyMap<string, { safeParse(value: unknown): { success: boolean; error?: { issues: ReadonlyArray<{ path: ReadonlyArray<PropertyKey>; message: string }> } } }>;
+}
+
+const refuse = (id: string | number | null, code: number, message: string): WireLine => ({ ok: false, refusal: { id, code, message: `${WIRE_CODE}: ${message}` } });
+
+/**
+ * The first key found twice in one object, or how deep the value nests past `maxDepth`; null when
+ * neither. `text` is JSON that JSON.parse accepted. A loop with its own stack, never recursion, so
+ * no nesting the transport's size allows can overflow the call stack.
+ */
+export function jsonShapeProblem(text: string, maxDepth: number): string | null {
+  const stack: Array<{ keys: Set<string> | null; expectKey: boolean }> = [];
+  for (let i = 0; i < text.length; i += 1) {
+    const c = text[i];
+    if (c === '"') {
+      let end = i + 1;
+      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
+      const top = stack[stack.length - 1];
+      if (top?.keys != null && top.expectKey) {
+        const key = JSON.parse(text.slice(i, end + 1)) as string;
+        if (top.keys.has(key)) return `the key ${JSON.stringify(key.slice(0, 64))} appears twice in one object`;
+        top.keys.add(key);
+        top.expectKey = false;
+      }
+      i = end;
+    } else if (c === '{' || c === '[') {
+      stack.push({ keys: c === '{' ? new Set() : null, expectKey: c === '{' });
+      if (stack.length > maxDepth) return `it nests deeper than ${maxDepth} levels`;
+    } else if (c === '}' || c === ']') {
+      stack.pop();
+    } else if (c === ',') {
+      const top = stack[stack.length - 1];
+      if (top?.keys != null) top.expectKey = true;
+    }
+  }
+  return null;
+}
+
+function idOf(value: unknown): string | number | null {
+  if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
+  const id = (value as Record<string, unknown>)['id'];
+  return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
+}
+
+/** One line of the transport (its newline and any carriage return removed), decoded or refused. */
+export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(bytes);
+  } catch {
+    return refuse(null, PARSE_ERROR, 'the line is not valid UTF-8: send each message as one line of UTF-8 JSON');
+  }
+  let value: unknown;
+  try {
+    value = JSON.parse(text);
+  } catch {
+    return refuse(null, PARSE_ERROR, 'the line is not JSON: send each message as one line of JSON');
+  }
+  const shape = jsonShapeProblem(text, LIMITS.mcpMessageDepth);
+  if (shape !== null) return refuse(idOf(value), INVALID_REQUEST, `the message was refused unread: ${shape}`);
+  if (Array.isArray(value)) return refuse(null, INVALID_REQUEST, 'a batch (a JSON array of messages) is not accepted: send one message per line');
+  const id = idOf(value);
+  if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer; a method that is a string; params an object)');
+  const method = (value as { method?: unknown }).method;
+  const request = typeof method === 'string' && id !== null ? schemas.requests.get(method) : undefined;
+  if (request !== undefined) {
+    const parsed = request.safeParse(value);
+    if (!parsed.success) {
+      const issue = parsed.error?.issues[0];
+      const where = issue === undefined ? '' : ` at ${issue.path.map(String).join('.') || 'the message'}: ${issue.message}`;
+      return refuse(id, INVALID_PARAMS, `the params of ${method} do not fit the method${where}`);
+    }
+  }
+  return { ok: true, message: value as JSONRPCMessage };
+}

@@ -1,0 +1,46 @@
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
+import { GuardedStdioTransport, loadWireSchemas } from '../../../src/mcp/stdio.js';
+
+/** The transport's line reading, fed in chunks the way a pipe splits them. */
+async function feed(chunks: Array<string | Buffer>, maxLineBytes = 1024): Promise<{ messages: JSONRPCMessage[]; written: string[]; errors: string[]; closed: boolean }> {
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const written: string[] = [];
+  stdout.on('data', (chunk: Buffer) => written.push(...chunk.toString('utf8').split('\n').filter((line) => line !== '')));
+  const transport = new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), maxLineBytes);
+  const messages: JSONRPCMessage[] = [];
+  const errors: string[] = [];
+  let closed = false;
+  transport.onmessage = (message) => messages.push(message);
+  transport.onerror = (error) => errors.push(error.message);
+  transport.onclose = () => (closed = true);
+  await transport.start();
+  for (const chunk of chunks) stdin.write(chunk);
+  await new Promise((resolve) => setImmediate(resolve));
+  return { messages, written, errors, closed };
+}
+
+const ping = (id: number): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' });
+
+describe('GuardedStdioTransport', () => {
+  it('reads a line split across chunks, several lines in one chunk, CRLF endings and blank lines', async () => {
+    const line = ping(1);
+    const utf8 = Buffer.from(`${JSON.stringify({ jsonrpc: '2.0', method: 'notifications/message', params: { note: 'é€😀' } })}\n`);
+    const { messages, written } = await feed([line.slice(0, 5), line.slice(5), '\r\n\n', `${ping(2)}\n${ping(3)}\n`, utf8.subarray(0, utf8.length - 4), utf8.subarray(utf8.length - 4)]);
+    expect(messages.map((message) => ('id' in message ? message.id : 'params' in message ? (message.params as { note: string }).note : null))).toEqual([1, 2, 3, 'é€😀']);
+    expect(written).toEqual([]);
+  });
+
+  it('ends the session on a line over the limit, whole or in parts, and reads nothing after it', async () => {
+    const over = await feed([`${ping(1)}\n`, 'x'.repeat(600), 'x'.repeat(600), `\n${ping(2)}\n`]);
+    expect(over.messages.map((message) => ('id' in message ? message.id : null))).toEqual([1]);
+    expect(over.errors).toEqual([expect.stringMatching(/over the 1024-byte limit/)]);
+    expect(over.closed).toBe(true);
+    // Lines under the limit in one chunk over it are read: the limit is per line.
+    const many = await feed([Array.from({ length: 40 }, (_, index) => `${ping(index)}\n`).join('')]);
+    expect(many.messages).toHaveLength(40);
+    expect(many.closed).toBe(false);
+  });
+});

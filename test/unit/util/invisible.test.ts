@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { inert } from '../../../src/audit/inert-markdown.js';
+import { printable } from '../../../src/cli/show.js';
+import { codeSpan } from '../../../src/dispatch/pull-request-body.js';
+
+/**
+ * Every place that shows untrusted text shows the same characters as code points instead of
+ * letting them act: `coo inbox` and `coo show` lines, inert Markdown, pull-request bodies. The CLI
+ * and the pull-request body let the Arabic letter mark (a bidirectional control) and the soft
+ * hyphen through.
+ */
+
+const ACTING = ['\u001b', '\u0007', '\u009b', '\u00ad', '\u061c', '\u200b', '\u200e', '\u202e', '\u2066', '\u2069', '\ufeff'];
+
+describe('the characters that act rather than read are one set, shown as code points everywhere', () => {
+  for (const [name, show] of [
+    ['printable (coo inbox, coo show)', (text: string) => printable(text, Number.POSITIVE_INFINITY)],
+    ['inert Markdown (coo cite)', inert],
+    ['a pull-request code span', (text: string) => codeSpan(text)],
+  ] as const) {
+    it(`${name} lets none of them through`, () => {
+      for (const char of ACTING) {
+        const shown = show(`ship${char}it`);
+        expect([char.codePointAt(0)!.toString(16), [...shown].some((c) => ACTING.includes(c))]).toEqual([char.codePointAt(0)!.toString(16), false]);
+        expect(shown.toLowerCase()).toContain(char.codePointAt(0)!.toString(16).padStart(4, '0'));
+      }
+    });
+  }
+});
