@@ -3,6 +3,7 @@ import { CooError } from '../errors.js';
 import { cloneLedger } from '../remote/clone.js';
 import { displayUrl } from '../util/display-url.js';
 import { emit, jsonOption, now, pinnedKeyId, positiveNumber, required } from './common.js';
+import { writeErr } from './terminal.js';
 
 export function cloneVerb(program: Command): void {
   program
@@ -18,8 +19,8 @@ export function cloneVerb(program: Command): void {
       if (url.startsWith('-')) throw new CooError('USAGE', `${url} is not a remote`);
       const seconds = positiveNumber(opts.timeout, '--timeout');
       const result = await cloneLedger({ url, gitdir: dir, trustRoot, now: now(), ...(seconds === undefined ? {} : { timeoutMs: seconds * 1000, limitName: '--timeout' }) });
-      for (const note of result.notes) process.stderr.write(`coo clone: note: ${note.code}: ${note.message}\n`);
-      if (result.trustRootNote !== null) process.stderr.write(`coo clone: note: ${result.trustRootNote}\n`);
+      for (const note of result.notes) writeErr(`coo clone: note: ${note.code}: ${note.message}\n`);
+      if (result.trustRootNote !== null) writeErr(`coo clone: note: ${result.trustRootNote}\n`);
       emit(opts.json, { ok: true, url: displayUrl(url), ledger: result.gitdir, head: result.head, seq: result.seq, commits: result.commits, trust_root: trustRoot.keyId, trust_root_note: result.trustRootNote, notes: result.notes }, () =>
         `cloned ${displayUrl(url)} into ${result.gitdir}: ${result.commits} commits verified from the trust root ${trustRoot.keyId}, head ${result.head ?? '(none)'} at Ledger-Seq ${result.seq}`,
       );

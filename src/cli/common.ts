@@ -4,6 +4,7 @@ import { CooError } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
 import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
+import { writeErr } from './terminal.js';
 
 /** Options every verb that touches a ledger shares. */
 export function ledgerOption(): Option {
@@ -78,7 +79,7 @@ export function emitMessage<T extends { readonly message_id: string }>(verb: str
     return;
   }
   process.stdout.write(`${value.message_id}\n`);
-  if (note !== '') process.stderr.write(`coo ${verb}: ${value.message_id}${note}\n`);
+  if (note !== '') writeErr(`coo ${verb}: ${value.message_id}${note}\n`);
 }
 
 export function now(): Date {

@@ -3,6 +3,7 @@ import { CooError } from '../errors.js';
 import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
+import { writeErr } from './terminal.js';
 
 export function consultVerb(program: Command): void {
   program
@@ -62,7 +63,7 @@ export function consultVerb(program: Command): void {
           return;
         }
         process.stdout.write(`${result.panelId}\n`);
-        process.stderr.write(
+        writeErr(
           `coo consult: ${result.panelId} (panel ${result.name}${result.existing ? ', already queued with this idempotency key and request' : ''}): ${result.members.map((member) => `${member.target} ${member.messageId}`).join(', ')}${remoteText(remote)}\n`,
         );
         return;

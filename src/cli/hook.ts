@@ -4,6 +4,7 @@ import { checkPush, parseRefUpdates } from '../ledger/receive.js';
 import { readInput } from './common.js';
 import { markRejected } from './outcome.js';
 import { formatFinding } from './verify.js';
+import { writeErr } from './terminal.js';
 
 export function hookVerb(program: Command): void {
   program
@@ -16,10 +17,10 @@ export function hookVerb(program: Command): void {
       const gitdir = resolve(process.env['GIT_DIR'] ?? '.');
       const findings = await checkPush(gitdir, parseRefUpdates(readInput('-', 'ref updates').toString('utf8')));
       if (findings.length === 0) {
-        process.stderr.write('coo: push accepted: every commit passes the ledger validator\n');
+        writeErr('coo: push accepted: every commit passes the ledger validator\n');
         return;
       }
       markRejected();
-      process.stderr.write(`coo: push declined: ${findings.length} finding(s)\n${findings.map(formatFinding).join('\n')}\n`);
+      writeErr(`coo: push declined: ${findings.length} finding(s)\n${findings.map(formatFinding).join('\n')}\n`);
     });
 }

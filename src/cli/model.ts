@@ -3,6 +3,7 @@ import type { Command } from 'commander';
 import { cliEntryPoint } from '../assets.js';
 import { CooError } from '../errors.js';
 import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../offline/builtin.js';
+import { writeErr } from './terminal.js';
 
 /** How long a detached model may take to say where it listens. */
 const READY_MS = 30_000;
@@ -92,12 +93,12 @@ export function modelVerb(program: Command): void {
         pid: process.pid,
       };
       process.stdout.write(opts.json === true ? `${JSON.stringify(served, null, 2)}\n` : `${shellLines(served)}\n`);
-      process.stderr.write('coo model serve: the built-in offline model listens on 127.0.0.1 (Ctrl-C stops it); nothing it serves leaves this machine\n');
+      writeErr('coo model serve: the built-in offline model listens on 127.0.0.1 (Ctrl-C stops it); nothing it serves leaves this machine\n');
       await new Promise<void>((done) => {
         for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => done());
       });
       const counts = builtin.counts();
       await builtin.close();
-      process.stderr.write(`coo model serve: stopped after ${counts.consults} consult request(s) and ${counts.dispatchCalls} Codex call(s)\n`);
+      writeErr(`coo model serve: stopped after ${counts.consults} consult request(s) and ${counts.dispatchCalls} Codex call(s)\n`);
     });
 }

@@ -30,6 +30,7 @@ import { showVerb } from './show.js';
 import { trustVerb } from './trust.js';
 import { verifyVerb } from './verify.js';
 import { verifyBundleVerb } from './verify-bundle.js';
+import { writeErr } from './terminal.js';
 
 /** How a run ended; cli/coo.ts turns it into the exit status. */
 export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected' | 'interrupted';
@@ -40,7 +41,7 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeErr: (text) => process.stderr.write(text) });
+    .configureOutput({ writeErr: (text) => writeErr(text) });
   for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, crossCheckVerb, dispatchVerb, adoptVerb, approveVerb, rejectVerb, commandVerb, inboxVerb, ackVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
     verb(program);
   }
@@ -66,12 +67,12 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
       if (wantsJson(argv)) {
         process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings } }, null, 2)}\n`);
       }
-      process.stderr.write(`coo: ${error.code}: ${error.message}\n`);
+      writeErr(`coo: ${error.code}: ${error.message}\n`);
       return errorClassOf(error.code);
     }
     const message = error instanceof Error ? error.message : String(error);
-    process.stderr.write(`coo: internal error: ${message}\n`);
-    if (process.env['COO_DEBUG'] === '1' && error instanceof Error) process.stderr.write(`${error.stack ?? ''}\n`);
+    writeErr(`coo: internal error: ${message}\n`);
+    if (process.env['COO_DEBUG'] === '1' && error instanceof Error) writeErr(`${error.stack ?? ''}\n`);
     return 'error';
   }
 }

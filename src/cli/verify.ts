@@ -6,6 +6,7 @@ import type { Finding } from '../errors.js';
 import { emit, jsonOption, ledgerOption, packingNote, pinnedKeyId, required } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
+import { writeErr } from './terminal.js';
 
 /** Findings printed for a human; --json prints every one. */
 const SHOWN = 50;
@@ -47,7 +48,7 @@ export function verifyVerb(program: Command): void {
       if (report.findings.length > 0) markRejected();
       const repair = report.firstInvalid === null || report.head === null ? null : repairAdvice(gitdir, report.head, report.firstInvalid.lastValid, report.seq);
       const notes = [...report.notes, packingNote(gitdir)].filter((note) => note !== null);
-      if (opts.json !== true) for (const note of notes) process.stderr.write(`note: ${note}\n`);
+      if (opts.json !== true) for (const note of notes) writeErr(`note: ${note}\n`);
       emit(
         opts.json,
         { ok: report.findings.length === 0, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes, last_valid: report.firstInvalid?.lastValid ?? null, repair },

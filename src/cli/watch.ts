@@ -19,6 +19,7 @@ import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, req
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
+import { writeErr } from './terminal.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
 const IDLE_CHECKPOINT_COMMITS = 64;
@@ -270,14 +271,14 @@ export function watchVerb(program: Command): void {
       let stopSignals = (): void => undefined;
       try {
         const note = packingNote(gitdir);
-        if (note !== null) process.stderr.write(`coo watch: note: ${note}\n`);
+        if (note !== null) writeErr(`coo watch: note: ${note}\n`);
         let observe: (event: RunnerEvent) => void = () => undefined;
         const print = (event: RunnerEvent): void => {
           observe(event);
           if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
-          else process.stderr.write(`coo watch: ${describeEvent(event)}\n`);
+          else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
-        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, isolation: opts.isolation, oracle, executors }, (line) => process.stderr.write(`coo watch: ${line}\n`));
+        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, isolation: opts.isolation, oracle, executors }, (line) => writeErr(`coo watch: ${line}\n`));
         runner = new Runner({
           ledger,
           key,
@@ -301,7 +302,7 @@ export function watchVerb(program: Command): void {
         if (stop.signal() !== null) {
           const messages = (await ledger.state()).messages;
           const closing = stop.closing((id) => messages.get(id)?.intent);
-          for (const line of closing) process.stderr.write(`coo watch: ${line}\n`);
+          for (const line of closing) writeErr(`coo watch: ${line}\n`);
           if (!closing[0]!.includes('no attempt was in flight')) markInterrupted();
         }
 
@@ -310,13 +311,13 @@ export function watchVerb(program: Command): void {
           if (opts.once === true) {
             const summary = await active.runOnce();
             const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued for a lane that cannot run here (above)` : '';
-            if (opts.json !== true) process.stderr.write(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
+            if (opts.json !== true) writeErr(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
             ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
             return;
           }
           const policy = (await ledger.state()).policy?.doc;
           if (remote !== undefined) {
-            process.stderr.write(`coo watch: watching ${remote.url} through ${gitdir} as ${active.runnerId} (Ctrl-C stops)\n`);
+            writeErr(`coo watch: watching ${remote.url} through ${gitdir} as ${active.runnerId} (Ctrl-C stops)\n`);
             await watchRemote(active, {
               remote,
               signal: controller.signal,
@@ -328,7 +329,7 @@ export function watchVerb(program: Command): void {
             });
             return;
           }
-          process.stderr.write(`coo watch: watching ${gitdir} as ${active.runnerId} (Ctrl-C stops)\n`);
+          writeErr(`coo watch: watching ${gitdir} as ${active.runnerId} (Ctrl-C stops)\n`);
           await watchLedger(active, gitdir, {
             signal: controller.signal,
             ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),

@@ -10,3 +10,15 @@ export function invisibleCharacters(): RegExp {
   // eslint-disable-next-line no-control-regex -- control characters are what this finds
   return /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/gu;
 }
+
+const ACTING = invisibleCharacters();
+
+/**
+ * Text for a terminal, kept to its lines: every character of `invisibleCharacters` but the line
+ * break and the tab is shown as `\uNNNN`. For what the CLI writes to stderr, whose errors, notes and
+ * runner events carry text from the ledger, a remote or an agent (a message id, a path, a finding's
+ * detail): an escape sequence there would act on the operator's terminal.
+ */
+export function terminalText(text: string): string {
+  return text.replace(ACTING, (char) => (char === '\n' || char === '\t' ? char : `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`));
+}

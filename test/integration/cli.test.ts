@@ -44,6 +44,13 @@ describe('the coo command line', () => {
     expect(trusted.status).toBe(0);
   });
 
+  it('shows an escape sequence in what an error repeats as a code point, never as a terminal command', () => {
+    const result = coo(['show', 'msg_\u001b[2J\u001b]0;owned\u0007', '--ledger', ledger]);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toContain('coo: NOT_FOUND: msg_\\u001b[2J\\u001b]0;owned\\u0007 is neither');
+    expect([...result.stderr].filter((char) => char === '\u001b' || char === '\u0007')).toEqual([]);
+  });
+
   it('prints allowed-signers and schemas as JSON with --json', () => {
     const signers = json<{ allowed_signers: string; signers: Array<{ actor: string; public_key: string; valid_after: string | null; valid_before: string | null }>; revoked: string[] }>(coo(['allowed-signers', '--ledger', ledger, '--json']));
     expect(signers.allowed_signers).toContain('coo.hermes namespaces=');

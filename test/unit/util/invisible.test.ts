@@ -2,6 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { inert } from '../../../src/audit/inert-markdown.js';
 import { printable } from '../../../src/cli/show.js';
 import { codeSpan } from '../../../src/dispatch/pull-request-body.js';
+import { terminalText } from '../../../src/util/invisible.js';
 
 /**
  * Every place that shows untrusted text shows the same characters as code points instead of
@@ -17,6 +18,7 @@ describe('the characters that act rather than read are one set, shown as code po
     ['printable (coo inbox, coo show)', (text: string) => printable(text, Number.POSITIVE_INFINITY)],
     ['inert Markdown (coo cite)', inert],
     ['a pull-request code span', (text: string) => codeSpan(text)],
+    ['terminalText (every line the CLI writes to stderr)', terminalText],
   ] as const) {
     it(`${name} lets none of them through`, () => {
       for (const char of ACTING) {
@@ -26,4 +28,8 @@ describe('the characters that act rather than read are one set, shown as code po
       }
     });
   }
+});
+
+it('terminalText keeps the lines and tabs of a multi-line error', () => {
+  expect(terminalText('first\tline\nsecond \u001b[2J line\n')).toBe('first\tline\nsecond \\u001b[2J line\n');
 });
