@@ -5,6 +5,7 @@ import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } 
 import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
 import { writeErr } from './terminal.js';
+import { terminalText } from '../util/invisible.js';
 
 /** Options every verb that touches a ledger shares. */
 export function ledgerOption(): Option {
@@ -64,9 +65,9 @@ export function splitPair(pair: string, flag: string): [string, string] {
   return [pair.slice(0, at), pair.slice(at + 1)];
 }
 
-/** Prints a result: JSON when asked, else the human lines. */
+/** Prints a result: JSON when asked, else the human lines, acting characters shown as code points (`terminalText`). */
 export function emit(json: boolean | undefined, value: unknown, human: () => string): void {
-  process.stdout.write(json === true ? `${JSON.stringify(value, null, 2)}\n` : `${human()}\n`);
+  process.stdout.write(json === true ? `${JSON.stringify(value, null, 2)}\n` : `${terminalText(human())}\n`);
 }
 
 /**
