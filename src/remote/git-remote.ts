@@ -11,6 +11,13 @@ import { runGit } from '../util/exec.js';
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
 export const ORIGIN_REF = 'refs/remotes/origin/main';
 
+/**
+ * The remote's head this clone last verified or pushed, moved by coo alone. ORIGIN_REF is git's
+ * remote-tracking ref too: a stock `git fetch` in the clone (or a sync killed before it verified)
+ * leaves there whatever the remote served, so a rollback is judged against this one instead.
+ */
+export const VERIFIED_REF = 'refs/coo/remote-verified';
+
 /** What a git command against the remote said; it never throws for git's own failure. */
 export interface RemoteGitResult {
   readonly ok: boolean;
