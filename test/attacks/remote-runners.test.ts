@@ -1,4 +1,6 @@
 import { execFile } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
@@ -19,6 +21,18 @@ afterAll(async () => {
 });
 
 const newCase = (): Promise<Case> => makeCase(dir, closers);
+
+/** A remote that takes every push (git reports it landed) and then serves main as it was before it. */
+function dropPushes(world: Case): void {
+  writeFileSync(
+    join(world.served.gitdir, 'hooks', 'post-receive'),
+    `#!/bin/sh
+# Test fixture: a lying remote that answers "ok" to a push, then moves main back.
+while read old new ref; do git update-ref "$ref" "$old"; done
+`,
+    { mode: 0o755 },
+  );
+}
 
 describe('runners over a lying remote', () => {
   it('a remote rolled back to before a receipt the runner saw, after a stock git fetch moved origin/main there: refused as a rollback, never as commits to drop, and never paid again', async () => {
@@ -41,5 +55,22 @@ describe('runners over a lying remote', () => {
     await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
     expect(world.model.requests).toHaveLength(1);
     expect(types(machine.events).filter((type) => type === 'claimed')).toHaveLength(1);
+  });
+
+  it('a remote that takes the claim push and then serves main without it: the runner finds its claim gone before it pays, and never calls the model', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    dropPushes(world);
+
+    await machine.runner().runOnce();
+
+    expect(world.model.requests).toHaveLength(0);
+    expect(types(machine.events)).not.toContain('claimed');
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) }));
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+    // The next pass refuses the remote outright.
+    await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    expect(world.model.requests).toHaveLength(0);
   });
 });
