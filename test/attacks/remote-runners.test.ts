@@ -1,9 +1,10 @@
 import { execFile } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import type { RunnerEvent } from '../../src/runner/runner.js';
+import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -72,5 +73,91 @@ describe('runners over a lying remote', () => {
     // The next pass refuses the remote outright.
     await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
     expect(world.model.requests).toHaveLength(0);
+  });
+
+  it('a remote whose main now points at an unrelated ledger history: refused as rewritten, nothing claimed, nothing paid', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    await machine.remote.sync();
+    const other = await newCase();
+    await other.consult();
+    git(['--git-dir', world.served.gitdir, 'fetch', '-q', other.served.gitdir, 'main']);
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', other.served.head()]);
+
+    await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rewritten/) });
+    expect(types(machine.events)).not.toContain('claimed');
+    expect(world.model.requests).toHaveLength(0);
+    expect(other.model.requests).toHaveLength(0);
+    expect((await machine.ledger.state()).messages.has(messageId)).toBe(true);
+  });
+
+  it('runners whose wall clocks differ by minutes, either way: a live claim is never taken over and the call is paid once', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    const third = await world.machine('runner-3');
+    // The holder's clock runs 5 minutes ahead: its claim is dated in the others' future.
+    const { running, release } = await holdingRunner(world, first, { clock: () => new Date(Date.now() + 5 * 60_000) });
+    let tick = 0;
+    const behind = second.runner({ monotonic: () => tick, clock: () => new Date(Date.now() - 10 * 60_000) });
+    const ahead = third.runner({ monotonic: () => tick, clock: () => new Date(Date.now() + 30 * 60_000) });
+
+    await behind.runOnce();
+    await ahead.runOnce();
+    // Past the runtime budget and grace (120 s) on their own clocks, well inside the lease (900 s).
+    tick = 300_000;
+    await behind.runOnce();
+    await ahead.runOnce();
+
+    for (const machine of [second, third]) {
+      expect(types(machine.events)).not.toContain('takeover');
+      expect(types(machine.events)).not.toContain('claimed');
+      expect(machine.events.filter((event) => event.type === 'skipped')).toHaveLength(2);
+    }
+    expect(second.events).toContainEqual(expect.objectContaining({ type: 'clock_skew', messageId }));
+    release();
+    await running;
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    await behind.runOnce();
+    await ahead.runOnce();
+    expect(world.model.requests).toHaveLength(1);
+  });
+
+  it('a runner whose journal holds a receipt for an attempt another runner already closed: kept as late, never published, never paid again', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    const away = `${world.served.gitdir}.away`;
+    const onEvent = (event: RunnerEvent): void => {
+      first.events.push(event);
+      // The call is paid; the remote goes away before the receipt is published.
+      if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
+    };
+    const cutOff = first.runner({ onEvent });
+    await cutOff.runOnce();
+    expect(types(first.events)).toEqual(expect.arrayContaining(['claimed', 'journaled', 'cut_off']));
+    renameSync(away, world.served.gitdir);
+
+    // Another machine takes the quiet attempt over (its own clock, past the lease and the budget) and closes it.
+    const frozen = new Date();
+    let tick = 0;
+    const taker = second.runner({ monotonic: () => tick, clock: () => frozen });
+    await taker.runOnce();
+    tick = 1_000_000;
+    await taker.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+
+    // The first runner reconnects with the receipt in its journal.
+    await cutOff.runOnce();
+
+    expect(first.events.filter((event) => event.type === 'late_result')).toEqual([expect.objectContaining({ messageId, attempt: 1 })]);
+    expect(types(first.events)).not.toContain('receipt');
+    expect(readdirSync(join(first.stateDir, 'journal'))).toEqual([]);
+    expect(existsSync(join(first.stateDir, 'late-results'))).toBe(true);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+    expect(world.model.requests).toHaveLength(1);
   });
 });
