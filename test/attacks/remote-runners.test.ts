@@ -3,8 +3,14 @@ import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
+import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
+import { heartbeatPath } from '../../src/ledger/layout.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { removeHook } from '../helpers/remote-ledger.js';
+import { stockCommit } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -158,6 +164,39 @@ describe('runners over a lying remote', () => {
     expect(readdirSync(join(first.stateDir, 'journal'))).toEqual([]);
     expect(existsSync(join(first.stateDir, 'late-results'))).toBe(true);
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
+  it('a heartbeat signed by a key the trust files do not allow, naming the holder of a live claim, pushed to a hookless remote: every runner refuses the remote, and nothing is paid twice', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    const { runner: holder, running, release } = await holdingRunner(world, first);
+    removeHook(world.served);
+    const intruder = join(world.dir, 'intruder.key');
+    writeFileSync(intruder, formatPrivateKey(generatePrivateKey('coo.hermes')), { mode: 0o600 });
+    const work = join(world.dir, 'forger');
+    await run('git', ['clone', '-q', world.url, work]);
+    const seq = world.served.seq() + 1;
+    const now = new Date();
+    const doc = { schema_version: 'heartbeat.v0', runner_id: holder.runnerId, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(new Date(now.getTime() + 600_000)) };
+    stockCommit(work, { [heartbeatPath(doc.created_at, seq)]: toYaml(doc) }, { key: intruder, seq, message: `heartbeat from ${holder.runnerId}` });
+    await run('git', ['push', '-q', 'origin', 'main'], { cwd: work });
+
+    let tick = 0;
+    const taker = second.runner({ monotonic: () => tick });
+    const refused = (await taker.runOnce().catch((error: unknown) => error)) as { code: string; message: string };
+    expect(refused).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/first SIGNER_UNKNOWN/) });
+    tick = 2_000_000;
+    await expect(taker.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    expect(types(second.events)).not.toContain('takeover');
+    // The holder's answer cannot land on that remote: it is kept, never lost.
+    release();
+    await running;
+    expect(types(first.events)).toContain('result_kept');
+    expect(types(first.events)).not.toContain('receipt');
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
     expect(world.model.requests).toHaveLength(1);
   });
 });
