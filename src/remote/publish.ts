@@ -216,14 +216,15 @@ export class RemoteLedger {
           result = await this.ledger.publishing(async (commit) => {
             written = commit;
             const pushed = await this.git(['push', '--porcelain', '--quiet', 'origin', `${commit}:${MAIN_REF}`]);
-            if (pushed.ok) return;
+            // The remote has it from here on, before the local main moves: a clone killed now still judges a remote without it a rollback.
+            if (pushed.ok) return this.markVerified(commit);
             // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
             await sleep(this.backoffMs(conflicts + 1));
             previous = readRef(this.gitdir, ORIGIN_REF);
             const fetched = await this.fetchMain();
             const remoteHead = fetched.kind === 'head' ? fetched.head : null;
             // The remote took the push and its answer was lost on the way back (others may have written on top since).
-            if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return;
+            if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return this.markVerified(commit);
             refused = { pushed, fetched, remoteHead };
             throw new CooError('REMOTE_CONFLICT', 'not published');
           }, () => write(this.ledger));

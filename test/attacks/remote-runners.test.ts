@@ -9,7 +9,8 @@ import type { RunnerEvent } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
-import { removeHook } from '../helpers/remote-ledger.js';
+import { cooAsync, json } from '../helpers/cli.js';
+import { consultArgs, makeWriter, removeHook } from '../helpers/remote-ledger.js';
 import { stockCommit } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -198,5 +199,23 @@ describe('runners over a lying remote', () => {
     expect(types(first.events)).not.toContain('receipt');
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
     expect(world.model.requests).toHaveLength(1);
+  });
+
+  it('a writer killed after the remote took its push and before its own main moved, then a remote that drops that write: the next write through the clone is refused as a rollback', async () => {
+    const world = await newCase();
+    const writer = await makeWriter(world.dir, 'killed', world.served, world.url);
+    const before = world.served.head();
+
+    // Killed at its second ref update: the first records what the remote took, the second would move its main.
+    const killed = await cooAsync(consultArgs(writer, world.served), { env: { ...writer.env, COO_FAILPOINT: 'ref-update@2' } });
+    expect(killed.status).toBeNull();
+    expect(world.served.head()).not.toBe(before);
+    expect(writer.head()).toBe(before);
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', before]);
+
+    const again = await cooAsync(consultArgs(writer, world.served), { env: writer.env });
+    expect(again.status).toBe(3);
+    expect(json<{ error: { code: string; message: string } }>(again).error).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
+    expect(world.served.head()).toBe(before);
   });
 });
