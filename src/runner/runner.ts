@@ -361,6 +361,8 @@ export class Runner {
         if (wrote) receipts += 1;
         else skipped.add(item.record.id);
       } catch (error) {
+        // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
+        if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
