@@ -69,8 +69,16 @@ describe('runners over a lying remote', () => {
     const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
+    const watcher = await world.machine('watcher');
     dropPushes(world);
 
+    // coo watch --remote on another machine: its claim is dropped too, and it exits 3 before it pays.
+    const watched = await cooAsync(
+      ['watch', '--once', '--json', '--remote', world.url, '--ledger', watcher.gitdir, '--key', world.served.keys.coo, '--repo', world.served.target, '--state-dir', join(world.dir, 'cli-state'), '--oracle-base-url', `${world.model.url}/v1`],
+      { env: { OPENAI_API_KEY: 'sk-test-key' } },
+    );
+    expect(watched.status).toBe(3);
+    expect(world.model.requests).toHaveLength(0);
     // Met mid-pass, the lie stops the runner as it would at the start of a pass (coo watch exits 3).
     await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
 
