@@ -4,9 +4,12 @@ import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
-import { heartbeatPath } from '../../src/ledger/layout.js';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf } from '../../src/authority/state.js';
+import { claimPath, heartbeatPath } from '../../src/ledger/layout.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
+import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { cooAsync, json } from '../helpers/cli.js';
@@ -225,5 +228,23 @@ describe('runners over a lying remote', () => {
     expect(again.status).toBe(3);
     expect(json<{ error: { code: string; message: string } }>(again).error).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
     expect(world.served.head()).toBe(before);
+  });
+
+  it('an unsigned commit on top of a valid head of a hookless remote, taking the queued message for itself: no runner acts on it or pays', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    removeHook(world.served);
+    const work = join(world.dir, 'unsigned');
+    await run('git', ['clone', '-q', world.url, work]);
+    const record = (await machine.ledger.state()).messages.get(messageId)!;
+    const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-unsigned', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(new Date()) };
+    stockCommit(work, { [claimPath(folderOf(record), 1)]: toYaml(claim) }, { key: null, seq: world.served.seq() + 1, sign: false });
+    await run('git', ['push', '-q', 'origin', 'main'], { cwd: work });
+
+    const refused = (await machine.runner().runOnce().catch((error: unknown) => error)) as { code: string; message: string };
+    expect(refused).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/does not verify/) });
+    expect(types(machine.events)).not.toContain('claimed');
+    expect(world.model.requests).toHaveLength(0);
   });
 });
