@@ -102,6 +102,13 @@ export function exactRef(lsRemote: string, ref: string): string | null {
   return null;
 }
 
+/** The origin a clone of a remote records (`coo clone` sets it), or null for a ledger that is no clone. */
+export function cloneOrigin(gitdir: string): string | null {
+  const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'remote.origin.url'], { encoding: 'utf8' });
+  const url = looked.status === 0 ? (looked.stdout ?? '').trim() : '';
+  return url === '' ? null : url;
+}
+
 /** A URL as git records it: a local path made absolute, no trailing slash. */
 function normalized(url: string): string {
   const trimmed = url.replace(/\/+$/, '');

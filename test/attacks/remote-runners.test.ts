@@ -247,4 +247,22 @@ describe('runners over a lying remote', () => {
     expect(types(machine.events)).not.toContain('claimed');
     expect(world.model.requests).toHaveLength(0);
   });
+
+  it('coo watch on a clone of a remote without --remote: a start-up mistake (exit 2) that claims nothing, never a runner paying on a stale copy while others work through the remote', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('careless');
+    const before = machine.ledger.head();
+
+    const watched = await cooAsync(
+      ['watch', '--once', '--json', '--ledger', machine.gitdir, '--key', world.served.keys.coo, '--repo', world.served.target, '--state-dir', join(world.dir, 'careless-state'), '--oracle-base-url', `${world.model.url}/v1`],
+      { env: { OPENAI_API_KEY: 'sk-test-key' } },
+    );
+
+    expect(watched.status).toBe(2);
+    expect(json<{ error: { code: string; message: string } }>(watched).error).toMatchObject({ code: 'USAGE', message: expect.stringMatching(/--remote/) });
+    expect(world.model.requests).toHaveLength(0);
+    expect(machine.ledger.head()).toBe(before);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+  });
 });
