@@ -102,11 +102,17 @@ export function exactRef(lsRemote: string, ref: string): string | null {
   return null;
 }
 
-/** The origin a clone of a remote records (`coo clone` sets it), or null for a ledger that is no clone. */
-export function cloneOrigin(gitdir: string): string | null {
+/**
+ * A runner (coo watch, coo mcp --run) on a clone of a remote works through that remote: on the
+ * clone alone its claims would land on a copy no runner working through the remote sees, and both
+ * would pay for the same attempt. A start-up mistake, said before anything is claimed.
+ */
+export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string): void {
+  if (remote !== undefined) return;
   const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'remote.origin.url'], { encoding: 'utf8' });
-  const url = looked.status === 0 ? (looked.stdout ?? '').trim() : '';
-  return url === '' ? null : url;
+  const origin = looked.status === 0 ? (looked.stdout ?? '').trim() : '';
+  if (origin === '') return;
+  throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, where its claims would be seen by no other runner; nothing was claimed`);
 }
 
 /** A URL as git records it: a local path made absolute, no trailing slash. */

@@ -17,9 +17,7 @@ import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
 import { aheadOfClock, leaseDecision, observeClaim, type LeaseObservation } from '../authority/lease.js';
-import { cloneOrigin } from '../remote/git-remote.js';
 import type { RemoteLedger } from '../remote/publish.js';
-import { displayUrl } from '../util/display-url.js';
 import type { Intent } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { readStrictYaml, toYaml } from '../schema/strict-yaml.js';
@@ -181,13 +179,6 @@ export class Runner {
   private stoppedBy: string | null = null;
 
   constructor(private readonly options: RunnerOptions) {
-    if (options.remote === undefined) {
-      // Claims made on a clone alone land on a copy the runners working through its remote never see: each would pay for the same attempt.
-      const origin = cloneOrigin(options.ledger.gitdir);
-      if (origin !== null) {
-        throw new CooError('USAGE', `${options.ledger.gitdir} is a clone of ${displayUrl(origin)}: a runner works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, where its claims would be seen by no other runner; nothing was claimed`);
-      }
-    }
     this.runnerId = newRunnerId();
     this.clock = options.clock ?? (() => new Date());
     this.monotonic = options.monotonic ?? (() => performance.now());

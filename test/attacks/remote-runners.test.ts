@@ -248,7 +248,7 @@ describe('runners over a lying remote', () => {
     expect(world.model.requests).toHaveLength(0);
   });
 
-  it('coo watch on a clone of a remote without --remote: a start-up mistake (exit 2) that claims nothing, never a runner paying on a stale copy while others work through the remote', async () => {
+  it('coo watch or coo mcp --run on a clone of a remote without --remote: a start-up mistake (exit 2) that claims nothing, never a runner paying on a stale copy while others work through the remote', async () => {
     const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('careless');
@@ -261,6 +261,12 @@ describe('runners over a lying remote', () => {
 
     expect(watched.status).toBe(2);
     expect(json<{ error: { code: string; message: string } }>(watched).error).toMatchObject({ code: 'USAGE', message: expect.stringMatching(/--remote/) });
+    const served = await cooAsync(
+      ['mcp', '--run', '--ledger', machine.gitdir, '--key', world.served.keys.coo, '--repo', world.served.target, '--state-dir', join(world.dir, 'careless-mcp-state'), '--oracle-base-url', `${world.model.url}/v1`],
+      { env: { OPENAI_API_KEY: 'sk-test-key' } },
+    );
+    expect(served.status).toBe(2);
+    expect(served.stderr).toMatch(/^coo: USAGE: .* is a clone of .*: coo mcp --run works through its remote/);
     expect(world.model.requests).toHaveLength(0);
     expect(machine.ledger.head()).toBe(before);
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
