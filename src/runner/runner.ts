@@ -673,7 +673,7 @@ export class Runner {
       }
       throw error;
     }
-    if (files.length === 0 && this.options.remote !== undefined && !(await this.confirmClaim(record, attempt, this.monotonic()))) return false;
+    if (files.length === 0 && this.options.remote !== undefined && !(await this.confirmClaim(record, attempt))) return false;
     if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
     return true;
   }
@@ -683,19 +683,13 @@ export class Runner {
    * that answered "ok" to the push and then serves a main without it (a lying or misconfigured
    * remote, a forced push over it) would let another runner claim the same attempt. The sync
    * refuses a main that does not descend from the claim this clone pushed (publish.ts); false,
-   * and nothing paid, when the attempt is not this runner's there. Other runners measure a lease's
-   * runtime budget from when they first saw the claim (authority/lease.ts): a look that took more
-   * than half the grace would start the call too late for that, so then nothing is paid either,
-   * and the attempt, still this runner's, is recorded interrupted by its next pass.
+   * and nothing paid, when the attempt is not this runner's there.
    */
-  private async confirmClaim(record: MessageRecord, attempt: number, landed: number): Promise<boolean> {
+  private async confirmClaim(record: MessageRecord, attempt: number): Promise<boolean> {
     await this.options.remote!.sync();
     const claim = (await this.options.ledger.state()).messages.get(record.id)?.attempts[attempt - 1]?.claim;
-    const tookMs = this.monotonic() - landed;
-    const limitMs = (this.options.leaseGraceSeconds ?? DEFAULT_LEASE_GRACE_SECONDS) * 500;
-    if (claim?.runner === this.runnerId && tookMs <= limitMs) return true;
-    const why = claim?.runner === this.runnerId ? `the remote took ${Math.ceil(tookMs / 1000)} s to show the claim, more than half the lease grace (${limitMs / 1000} s): the call would start too late for other runners' leases` : claim == null ? 'its claim is gone' : `it is claimed by ${claim.runner}`;
-    this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} is not paid for: ${why}` });
+    if (claim?.runner === this.runnerId) return true;
+    this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} is not this runner's on the remote's main: ${claim == null ? 'its claim is gone' : `it is claimed by ${claim.runner}`}` });
     return false;
   }
 
