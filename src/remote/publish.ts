@@ -178,7 +178,7 @@ export class RemoteLedger {
   private mainMissing(): CooError {
     return new CooError(
       'REMOTE_MAIN_MISSING',
-      `${this.url} answers but has no main (refs/heads/main): it was deleted or never made there; nothing was written; restore it from a verified clone (git push ORIGIN ${ORIGIN_REF}:${MAIN_REF} from one), never by writing on top of something else`,
+      `${this.url} answers but has no main (refs/heads/main): it was deleted or never made there; nothing was written; restore it from a verified clone (git push ORIGIN ${VERIFIED_REF}:${MAIN_REF} from one: the head it last verified there), never by writing on top of something else`,
     );
   }
 

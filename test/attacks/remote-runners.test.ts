@@ -271,4 +271,21 @@ describe('runners over a lying remote', () => {
     expect(machine.ledger.head()).toBe(before);
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
   });
+
+  it('a remote whose main was deleted, after a stock git fetch moved origin/main of a clone to a rolled-back head: the advice restores the head the clone verified, never what git fetched', async () => {
+    const world = await newCase();
+    await world.consult();
+    const machine = await world.machine('runner');
+    await machine.runner().runOnce();
+    const verified = machine.ledger.head()!;
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', `${verified}~1`]);
+    await run('git', ['--git-dir', machine.gitdir, 'fetch', '-q', 'origin']);
+    git(['--git-dir', world.served.gitdir, 'update-ref', '-d', 'refs/heads/main']);
+
+    const refused = (await machine.remote.sync().catch((error: unknown) => error)) as { code: string; message: string };
+    expect(refused.code).toBe('REMOTE_MAIN_MISSING');
+    const ref = /git push ORIGIN (\S+):refs\/heads\/main/.exec(refused.message)?.[1];
+    expect(ref).toBeDefined();
+    expect(git(['--git-dir', machine.gitdir, 'rev-parse', ref!]).trim()).toBe(verified);
+  });
 });
