@@ -11,6 +11,7 @@ import { GuardedStdioTransport, loadWireSchemas } from '../mcp/stdio.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
+import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption } from './remote-option.js';
 import { printable } from './show.js';
@@ -54,6 +55,7 @@ export function mcpVerb(program: Command): void {
       const note = packingNote(gitdir);
       if (note !== null) log(`note: ${note}`);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
+      if (opts.run === true) requireRemoteOfClone(gitdir, remoteUrl, 'coo mcp --run');
       const scrubber = serverScrubber({
         key,
         env: process.env,

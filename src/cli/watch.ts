@@ -7,6 +7,7 @@ import { checkOracleArgs, OracleCli, type OracleConfig } from '../consult/oracle
 import { Ledger } from '../ledger/ledger.js';
 import { Runner, type RunnerEvent, type RunnerOptions } from '../runner/runner.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
+import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
 import { resolveOracleCommand } from '../runner/oracle-check.js';
@@ -260,6 +261,7 @@ export function watchVerb(program: Command): void {
       const leaseGraceSeconds = seconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
       if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');
+      requireRemoteOfClone(gitdir, remoteUrl, 'coo watch');
       const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);

@@ -6,7 +6,7 @@ import { verifyLedger } from '../audit/verify.js';
 import { installHook, LEDGER_CONFIG } from '../ledger/init.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
-import { DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit } from './git-remote.js';
+import { DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -61,7 +61,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     }
     installHook(temp);
     // The remote's head as verified: a later fetch that finds main gone back from it is a rollback (publish.ts).
-    if (report.head !== null) await runGit(['--git-dir', temp, 'update-ref', ORIGIN_REF, report.head]);
+    if (report.head !== null) for (const ref of [ORIGIN_REF, VERIFIED_REF]) await runGit(['--git-dir', temp, 'update-ref', ref, report.head]);
     if (fs.existsSync(gitdir)) fs.rmdirSync(gitdir);
     fs.renameSync(temp, gitdir);
     return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)), trustRootNote: report.notes[0] ?? null };

@@ -11,6 +11,13 @@ import { runGit } from '../util/exec.js';
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
 export const ORIGIN_REF = 'refs/remotes/origin/main';
 
+/**
+ * The remote's head this clone last verified or pushed, moved by coo alone. ORIGIN_REF is git's
+ * remote-tracking ref too: a stock `git fetch` in the clone (or a sync killed before it verified)
+ * leaves there whatever the remote served, so a rollback is judged against this one instead.
+ */
+export const VERIFIED_REF = 'refs/coo/remote-verified';
+
 /** What a git command against the remote said; it never throws for git's own failure. */
 export interface RemoteGitResult {
   readonly ok: boolean;
@@ -93,6 +100,19 @@ export function exactRef(lsRemote: string, ref: string): string | null {
     if (name === ref && oid !== undefined && /^[0-9a-f]{40,64}$/.test(oid)) return oid;
   }
   return null;
+}
+
+/**
+ * A runner (coo watch, coo mcp --run) on a clone of a remote works through that remote: on the
+ * clone alone its claims would land on a copy no runner working through the remote sees, and both
+ * would pay for the same attempt. A start-up mistake, said before anything is claimed.
+ */
+export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string): void {
+  if (remote !== undefined) return;
+  const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'remote.origin.url'], { encoding: 'utf8' });
+  const origin = looked.status === 0 ? (looked.stdout ?? '').trim() : '';
+  if (origin === '') return;
+  throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, where its claims would be seen by no other runner; nothing was claimed`);
 }
 
 /** A URL as git records it: a local path made absolute, no trailing slash. */

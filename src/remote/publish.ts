@@ -5,7 +5,7 @@ import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -178,7 +178,7 @@ export class RemoteLedger {
   private mainMissing(): CooError {
     return new CooError(
       'REMOTE_MAIN_MISSING',
-      `${this.url} answers but has no main (refs/heads/main): it was deleted or never made there; nothing was written; restore it from a verified clone (git push ORIGIN ${ORIGIN_REF}:${MAIN_REF} from one), never by writing on top of something else`,
+      `${this.url} answers but has no main (refs/heads/main): it was deleted or never made there; nothing was written; restore it from a verified clone (git push ORIGIN ${VERIFIED_REF}:${MAIN_REF} from one: the head it last verified there), never by writing on top of something else`,
     );
   }
 
@@ -216,14 +216,15 @@ export class RemoteLedger {
           result = await this.ledger.publishing(async (commit) => {
             written = commit;
             const pushed = await this.git(['push', '--porcelain', '--quiet', 'origin', `${commit}:${MAIN_REF}`]);
-            if (pushed.ok) return;
+            // The remote has it from here on, before the local main moves: a clone killed now still judges a remote without it a rollback.
+            if (pushed.ok) return this.markVerified(commit);
             // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
             await sleep(this.backoffMs(conflicts + 1));
             previous = readRef(this.gitdir, ORIGIN_REF);
             const fetched = await this.fetchMain();
             const remoteHead = fetched.kind === 'head' ? fetched.head : null;
             // The remote took the push and its answer was lost on the way back (others may have written on top since).
-            if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return;
+            if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return this.markVerified(commit);
             refused = { pushed, fetched, remoteHead };
             throw new CooError('REMOTE_CONFLICT', 'not published');
           }, () => write(this.ledger));
@@ -289,18 +290,27 @@ export class RemoteLedger {
     const local = this.ledger.head();
     const remote = readRef(this.gitdir, ORIGIN_REF);
     if (remote === null) throw new CooError('REMOTE_UNVERIFIED', `${this.url} has no main to verify; nothing was written`);
-    if (remote === local) return { head: remote, arrived: 0 };
-    if (local !== null && !(await isAncestor(this.gitdir, local, remote))) {
-      if (previous !== null && remote !== previous && (await isAncestor(this.gitdir, remote, previous))) {
-        throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${previous.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);
+    // The remote's head this clone last verified must still be in its main, whatever ORIGIN_REF says
+    // now (a stock git fetch moves it too); a clone made before VERIFIED_REF existed has only ORIGIN_REF.
+    const verified = readRef(this.gitdir, VERIFIED_REF) ?? previous;
+    if (verified !== null && !(await isAncestor(this.gitdir, verified, remote))) {
+      if (await isAncestor(this.gitdir, remote, verified)) {
+        throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${verified.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);
       }
+      throw this.rewritten(remote, verified);
+    }
+    if (remote === local) {
+      await this.markVerified(remote);
+      return { head: remote, arrived: 0 };
+    }
+    if (local !== null && !(await isAncestor(this.gitdir, local, remote))) {
       if (await isAncestor(this.gitdir, remote, local)) {
         throw new CooError(
           'REMOTE_UNPUBLISHED',
           `the local main of ${this.gitdir} holds commits ${this.url} does not have (written without --remote, or by a writer stopped before it published); nothing was written: publish them with "git --git-dir ${this.gitdir} push origin main", or drop them with "git --git-dir ${this.gitdir} update-ref refs/heads/main ${ORIGIN_REF}"`,
         );
       }
-      throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${local.slice(0, 12)}): its history was rewritten; nothing was acted on; run coo verify on a fresh clone`);
+      throw this.rewritten(remote, local);
     }
     const before = (await this.ledger.state()).seq;
     const state = await this.ledger.stateAt(remote);
@@ -317,12 +327,25 @@ export class RemoteLedger {
       if (current !== local) throw new CooError('LEDGER_CONFLICT', `the local main of ${this.gitdir} moved while the remote's was verified; try again`);
       return { next: remote, result: undefined };
     });
+    await this.markVerified(remote);
     return { head: remote, arrived: state.seq - before };
   }
 
-  /** Records the pushed head as the remote's (git does too, when the fetch refspec names it). */
+  /** The error for a remote main that does not descend from `verified`, a head this clone verified. */
+  private rewritten(remote: string, verified: string): CooError {
+    return new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${verified.slice(0, 12)}): its history was rewritten; nothing was acted on; run coo verify on a fresh clone`);
+  }
+
+  /** Records `head` as the remote's head this clone verified (VERIFIED_REF). */
+  private async markVerified(head: string): Promise<void> {
+    if (readRef(this.gitdir, VERIFIED_REF) === head) return;
+    await withRefLock(this.gitdir, async () => ({ next: head, result: undefined }), { ref: VERIFIED_REF });
+  }
+
+  /** Records the pushed head as the remote's (git does too, when the fetch refspec names it), and as verified: this clone built it. */
   private async trackPushed(head: string): Promise<void> {
     await withRefLock(this.gitdir, async () => ({ next: head, result: undefined }), { ref: ORIGIN_REF });
+    await this.markVerified(head);
   }
 }
 

@@ -361,6 +361,8 @@ export class Runner {
         if (wrote) receipts += 1;
         else skipped.add(item.record.id);
       } catch (error) {
+        // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
+        if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
@@ -671,8 +673,24 @@ export class Runner {
       }
       throw error;
     }
+    if (files.length === 0 && this.options.remote !== undefined && !(await this.confirmClaim(record, attempt))) return false;
     if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
     return true;
+  }
+
+  /**
+   * Through a remote, a claim about to be paid for is looked for on the remote once more: a remote
+   * that answered "ok" to the push and then serves a main without it (a lying or misconfigured
+   * remote, a forced push over it) would let another runner claim the same attempt. The sync
+   * refuses a main that does not descend from the claim this clone pushed (publish.ts); false,
+   * and nothing paid, when the attempt is not this runner's there.
+   */
+  private async confirmClaim(record: MessageRecord, attempt: number): Promise<boolean> {
+    await this.options.remote!.sync();
+    const claim = (await this.options.ledger.state()).messages.get(record.id)?.attempts[attempt - 1]?.claim;
+    if (claim?.runner === this.runnerId) return true;
+    this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} is not this runner's on the remote's main: ${claim == null ? 'its claim is gone' : `it is claimed by ${claim.runner}`}` });
+    return false;
   }
 
 
