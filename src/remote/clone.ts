@@ -6,7 +6,7 @@ import { verifyLedger } from '../audit/verify.js';
 import { installHook, LEDGER_CONFIG } from '../ledger/init.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
-import { DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, VERIFIED_REF } from './git-remote.js';
+import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -52,7 +52,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     await fetchClone(options, temp);
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
-    await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', '+refs/heads/main:refs/remotes/origin/main']);
+    await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);
     const report = await verifyLedger(temp, { full: true, trustRoot: options.trustRoot, now: options.now });
     const refusals = report.findings.filter((finding) => !LIVENESS.has(finding.code));
     if (refusals.length > 0) {

@@ -102,16 +102,27 @@ export function exactRef(lsRemote: string, ref: string): string | null {
   return null;
 }
 
+/** The fetch refspec `coo clone` gives a clone's origin (remote/clone.ts): main alone, never `refs/heads/*`. */
+export const CLONE_FETCH_REFSPEC = `+refs/heads/main:${ORIGIN_REF}`;
+
 /**
  * A runner (coo watch, coo mcp --run) on a clone of a remote works through that remote: on the
  * clone alone its claims would land on a copy no runner working through the remote sees, and both
- * would pay for the same attempt. A start-up mistake, said before anything is claimed.
+ * would pay for the same attempt. A start-up mistake, said before anything is claimed. A clone is
+ * what `coo clone` made (its origin fetches main alone) or what has published through a remote (it
+ * holds VERIFIED_REF); a ledger made by `coo init` that an operator also pushes to a backup remote
+ * (`git remote add`, whose refspec fetches every branch) is not one, and runs on its own.
  */
 export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string): void {
   if (remote !== undefined) return;
-  const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'remote.origin.url'], { encoding: 'utf8' });
-  const origin = looked.status === 0 ? (looked.stdout ?? '').trim() : '';
+  const config = (key: string): string => {
+    const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', key], { encoding: 'utf8' });
+    return looked.status === 0 ? (looked.stdout ?? '').trim() : '';
+  };
+  const origin = config('remote.origin.url');
   if (origin === '') return;
+  const verified = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
+  if (!verified && config('remote.origin.fetch') !== CLONE_FETCH_REFSPEC) return;
   throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, where its claims would be seen by no other runner; nothing was claimed`);
 }
 

@@ -673,7 +673,7 @@ export class Runner {
       }
       throw error;
     }
-    if (files.length === 0 && this.options.remote !== undefined && !(await this.confirmClaim(record, attempt))) return false;
+    if (files.length === 0 && this.options.remote !== undefined) await this.confirmClaim();
     if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
     return true;
   }
@@ -681,18 +681,20 @@ export class Runner {
   /**
    * Through a remote, a claim about to be paid for is looked for on the remote once more: a remote
    * that answered "ok" to the push and then serves a main without it (a lying or misconfigured
-   * remote, a forced push over it) would let another runner claim the same attempt. The sync
-   * refuses a main that does not descend from the claim this clone pushed (publish.ts); false,
-   * and nothing paid, when the attempt is not this runner's there.
+   * remote, a forced push over it) would let another runner claim the same attempt. The sync refuses
+   * (REMOTE_UNVERIFIED, and the runner stops) a main that does not descend from the claim this clone
+   * pushed (publish.ts), so a main it accepts holds the claim. A remote that cannot be reached now
+   * took the push a moment ago and serves nothing to anyone: the attempt goes on as it would have
+   * without this look (its receipt is journaled if the remote stays away), rather than leaving an
+   * open claim that a dispatch could retry only with the CEO's approval.
    */
-  private async confirmClaim(record: MessageRecord, attempt: number): Promise<boolean> {
-    await this.options.remote!.sync();
-    const claim = (await this.options.ledger.state()).messages.get(record.id)?.attempts[attempt - 1]?.claim;
-    if (claim?.runner === this.runnerId) return true;
-    this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} is not this runner's on the remote's main: ${claim == null ? 'its claim is gone' : `it is claimed by ${claim.runner}`}` });
-    return false;
+  private async confirmClaim(): Promise<void> {
+    try {
+      await this.options.remote!.sync();
+    } catch (error) {
+      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+    }
   }
-
 
   /**
    * An attempt claimed but never receipted: a runner crashed, or another runner holds it. A receipt

@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join, relative } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -53,6 +54,21 @@ describe('coo watch with an Oracle that cannot be started', () => {
     expect(result.stderr.trimEnd().split('\n')).toEqual([expect.stringMatching(/^coo: SANDBOX_UNAVAILABLE: bubblewrap cannot start .*No permissions to create new namespace.*--isolation none to run without it$/)]);
     expect(headOf(world.gitdir)).toBe(before);
     expect(laneState(world, messageId)).toBe('queued');
+  });
+});
+
+describe('coo watch on a ledger that is also pushed to a backup', () => {
+  it('runs on its own: a coo init ledger with an origin added by git remote add is not a clone, and its consult is answered', async () => {
+    const world = await fresh();
+    const { messageId } = await world.consult();
+    const backup = join(world.dir, 'backup.git');
+    execFileSync('git', ['init', '-q', '--bare', backup]);
+    execFileSync('git', ['--git-dir', world.gitdir, 'remote', 'add', 'origin', backup]);
+    execFileSync('git', ['--git-dir', world.gitdir, 'push', '-q', 'origin', 'main']);
+    const result = await watchOnce(world, httpOracle(world.dir));
+    expect({ status: result.status, stderr: result.stderr }).toMatchObject({ status: 0 });
+    expect(laneState(world, messageId)).toBe('succeeded');
+    expect(world.server.requests).toHaveLength(1);
   });
 });
 
