@@ -1,5 +1,5 @@
 import { execFile } from 'node:child_process';
-import { existsSync, readdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -93,6 +93,25 @@ describe('runners over a lying remote', () => {
     expect(world.model.requests).toHaveLength(0);
   });
 
+  it('a remote that takes the claim push and then cannot be reached before the claim is looked for again: the runner pays once, as it would have, journals the receipt and publishes it when the remote is back', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const away = `${world.served.gitdir}.away`;
+    // Test fixture: the remote goes away as soon as it has taken a push (the claim).
+    writeFileSync(join(world.served.gitdir, 'hooks', 'post-receive'), '#!/bin/sh\nmv "$(pwd)" "$(pwd).away"\n', { mode: 0o755 });
+    const runner = machine.runner();
+    await runner.runOnce();
+    expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'journaled']));
+    expect(world.model.requests).toHaveLength(1);
+    renameSync(away, world.served.gitdir);
+    rmSync(join(world.served.gitdir, 'hooks', 'post-receive'));
+
+    await runner.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
   it('a remote whose main now points at an unrelated ledger history: refused as rewritten, nothing claimed, nothing paid', async () => {
     const world = await newCase();
     const messageId = await world.consult();
@@ -154,13 +173,15 @@ describe('runners over a lying remote', () => {
       // The call is paid; the remote goes away before the receipt is published.
       if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
     };
-    const cutOff = first.runner({ onEvent });
+    // Both runners' wall clocks stand still, so the retry the take-over schedules never comes due here,
+    // however slow the machine: the attempt that reconnects is the journaled one alone.
+    const frozen = new Date();
+    const cutOff = first.runner({ onEvent, clock: () => frozen });
     await cutOff.runOnce();
     expect(types(first.events)).toEqual(expect.arrayContaining(['claimed', 'journaled', 'cut_off']));
     renameSync(away, world.served.gitdir);
 
     // Another machine takes the quiet attempt over (its own clock, past the lease and the budget) and closes it.
-    const frozen = new Date();
     let tick = 0;
     const taker = second.runner({ monotonic: () => tick, clock: () => frozen });
     await taker.runOnce();
