@@ -213,7 +213,7 @@ function account(runners) {
   const procs = snapshot();
   const trees = runners.map((r) => treeCpu(procs, r.child.pid));
   const inTrees = new Set(runners.flatMap((r) => treeOf(procs, r.child.pid)));
-  const masters = new Map([...cpuOfMatching(procs, [join(runnerTmp, 'coo-ssh-')])].filter(([pid]) => !inTrees.has(pid)));
+  const masters = new Map([...cpuOfMatching(procs, [join(runnerTmp, 'coo-sockets-')])].filter(([pid]) => !inTrees.has(pid)));
   return { procs, trees, masters, sshd: treeCpu(procs, sshd.pid), sshdMaster: procs.get(sshd.pid), bench: selfCpu(), busy: machineBusySeconds(), at: Date.now() };
 }
 

@@ -154,6 +154,9 @@ export interface SharedSshConnection {
   close(): void;
 }
 
+/** The longest path a unix socket can be bound at on Linux (sun_path's 108 bytes, less its final NUL). */
+const UNIX_SOCKET_PATH_MAX = 107;
+
 /** An ssh:// URL or git's scp-like `[user@]host:path`. */
 function isSshUrl(url: string): boolean {
   return /^(ssh|git\+ssh|ssh\+git):\/\//i.test(url) || (!/^[a-z][a-z0-9+.-]*:\/\//i.test(url) && /^[^/:]+:/.test(url));
@@ -174,12 +177,16 @@ export function shareSshConnection(gitdir: string, url: string): SharedSshConnec
   const command = process.env['GIT_SSH_COMMAND'] || configured || 'ssh';
   if (basename(command.trim().split(/\s+/)[0] ?? '') !== 'ssh') return null;
   const dir = privateSocketFolder('ssh-');
-  if (dir.includes("'")) {
+  // One URL, one server: the master's socket takes a one-letter name. ssh binds it first under that
+  // name and a 17-character suffix, and a unix socket's path holds at most 107 bytes; a temporary
+  // folder too deep for that (or one a quote would break out of) gets no shared connection.
+  const socket = join(dir, 'm');
+  if (dir.includes("'") || Buffer.byteLength(socket) + 17 > UNIX_SOCKET_PATH_MAX) {
     rmSync(dir, { recursive: true, force: true });
     return null;
   }
   return {
-    env: { GIT_SSH_COMMAND: `${command} -o ControlMaster=auto -o 'ControlPath=${join(dir, '%C')}' -o ControlPersist=30` },
+    env: { GIT_SSH_COMMAND: `${command} -o ControlMaster=auto -o 'ControlPath=${socket}' -o ControlPersist=30` },
     close: () => {
       for (const name of readdirSync(dir)) spawnSync('ssh', ['-o', `ControlPath=${join(dir, name)}`, '-O', 'exit', 'shared'], { stdio: 'ignore', timeout: 5_000 });
       rmSync(dir, { recursive: true, force: true });

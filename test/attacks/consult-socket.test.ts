@@ -154,7 +154,7 @@ describe("another attempt's consult socket, reached from inside an agent's sandb
   it("hides the ssh connection the runner shares with a remote ledger, which answers without its key", async () => {
     requireBubblewrap("the consult socket's sandbox test");
     const shared = shareSshConnection(tempDir('ssh-shared'), 'ssh://ledger.example/ledger.git');
-    const folder = /ControlPath=(.*)\/%C'/.exec(shared?.env['GIT_SSH_COMMAND'] ?? '')?.[1];
+    const folder = /ControlPath=(.*)\/m'/.exec(shared?.env['GIT_SSH_COMMAND'] ?? '')?.[1];
     expect(folder).toBeDefined();
     writeFileSync(join(folder!, 'master'), 'a socket of the runner\n');
     const root = tempDir('ssh-sandbox');
