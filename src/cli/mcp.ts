@@ -127,17 +127,25 @@ export function mcpVerb(program: Command): void {
             : remote === undefined
               ? watchLedger(runner, gitdir, { signal: controller.signal, ...heartbeat, onIdle: () => ledger.checkpoint(64) })
               : watchRemote(runner, { remote, signal: controller.signal, pollSeconds, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError: (error) => log(error instanceof Error ? error.message : String(error)) });
+        // A runner that stops on its own (a remote that no longer verifies) ends the session, and its
+        // error is the verb's, said as one coded line after the server closes: never an unhandled rejection.
+        let stopped: unknown = null;
+        watching.catch((error: unknown) => {
+          stopped = error;
+          controller.abort();
+        });
         await new Promise<void>((done) => {
           if (controller.signal.aborted) done();
           controller.signal.addEventListener('abort', () => done(), { once: true });
         });
-        await watching;
+        await watching.catch(() => undefined);
         await server.close();
         if (stop !== null) {
           const messages = (await ledger.state()).messages;
           for (const line of stop.closing((id) => messages.get(id)?.intent)) log(line);
           stop.dispose();
         }
+        if (stopped !== null) throw stopped;
         if (overLimit !== null) {
           throw new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${LIMITS.mcpMessageBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
         }

@@ -129,6 +129,26 @@ describe('runners over a lying remote', () => {
     expect((await machine.ledger.state()).messages.has(messageId)).toBe(true);
   });
 
+  it('coo mcp --run through a remote whose main now points at an unrelated history: the session ends with one coded line and exit 3, never a stack trace', async () => {
+    const world = await newCase();
+    await world.consult();
+    const machine = await world.machine('runner');
+    await machine.remote.sync();
+    const other = await newCase();
+    await other.consult();
+    git(['--git-dir', world.served.gitdir, 'fetch', '-q', other.served.gitdir, 'main']);
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', other.served.head()]);
+
+    const served = await cooAsync(
+      ['mcp', '--run', '--remote', world.url, '--ledger', machine.gitdir, '--key', world.served.keys.coo, '--repo', world.served.target, '--state-dir', join(world.dir, 'mcp-rewritten-state'), '--oracle-base-url', `${world.model.url}/v1`],
+      { env: { OPENAI_API_KEY: 'sk-test-key' } },
+    );
+    expect(served.status).toBe(3);
+    expect(served.stderr).toMatch(/^coo: REMOTE_UNVERIFIED: .*rewritten/m);
+    expect(served.stderr).not.toMatch(/^\s+at /m);
+    expect(world.model.requests).toHaveLength(0);
+  });
+
   it('runners whose wall clocks differ by minutes, either way: a live claim is never taken over and the call is paid once', async () => {
     const world = await newCase();
     const messageId = await world.consult();
