@@ -40,10 +40,31 @@ function matchesAnyPath(entry: string): boolean {
   }
 }
 
+/** Characters that make a path segment a glob rather than a name. */
+const GLOB = /[*?[\]{}()!+@]/;
+
+/** A segment that names what it matches: a plain name, or a brace list of plain names (`{src,test}`). */
+function named(segment: string): boolean {
+  if (!GLOB.test(segment)) return true;
+  const alternatives = /^\{([^{}]+)\}$/.exec(segment)?.[1]?.split(',');
+  return alternatives !== undefined && alternatives.every((name) => name !== '' && !GLOB.test(name));
+}
+
+/**
+ * A scope bounds its work by what it names, not by what it happens to miss: its first segment is a
+ * name (or a brace list of names) of a folder or file at the root, or it is the root's files of one
+ * extension (`*.md`). A glob there (`[a-y]*`, `@(s|t)*`, `**\/*.ts`) reaches whatever the repository
+ * holds under names it never says, however few names a probe could show it missing.
+ */
+function namedAtRoot(trimmed: string): boolean {
+  const segments = trimmed.split('/');
+  return named(segments[0]!) || (segments.length === 1 && /^\*\.[A-Za-z0-9_-]+$/.test(segments[0]!));
+}
+
 /** A scope entry that is no bound at all: the whole repository, or a path that leaves it. */
 function unbounded(entry: string): boolean {
   const trimmed = patternText(entry).trim().replace(/\/+$/, '');
-  return trimmed === '' || /^[*/.]+$/.test(trimmed) || trimmed.startsWith('/') || trimmed.split('/').includes('..') || trimmed.includes('\\') || matchesAnyPath(entry) || matchesAnyPath(trimmed);
+  return trimmed === '' || /^[*/.]+$/.test(trimmed) || trimmed.startsWith('/') || trimmed.split('/').includes('..') || trimmed.includes('\\') || !namedAtRoot(trimmed) || matchesAnyPath(entry) || matchesAnyPath(trimmed);
 }
 
 function textsOf(item: Proposal): string[] {
