@@ -1,0 +1,56 @@
+import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it, vi } from 'vitest';
+import { snapshotFiles } from '../../src/dispatch/asked-consult.js';
+import { CatFileReader } from '../../src/ledger/object-store.js';
+import { pinFiles, resolveCommit } from '../../src/lane/pins.js';
+import { readBounded } from '../../src/util/bounded-read.js';
+import type * as BoundedReadModule from '../../src/util/bounded-read.js';
+import { codeOf, codeOfAsync } from '../helpers/codes.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+vi.mock('../../src/util/bounded-read.js', async (importOriginal) => {
+  const original = await importOriginal<typeof BoundedReadModule>();
+  return { ...original, readBounded: vi.fn(original.readBounded) };
+});
+
+const MiB = 1024 * 1024;
+
+describe('a consult naming more context than the policy allows', () => {
+  it("refuses an agent's 200 files of 1 MiB each from their sizes, before reading any", () => {
+    const worktree = tempDir();
+    mkdirSync(join(worktree, 'src'));
+    const names: string[] = [];
+    for (let i = 0; i < 200; i += 1) {
+      const path = `src/f${i}.bin`;
+      writeFileSync(join(worktree, path), '');
+      truncateSync(join(worktree, path), MiB);
+      names.push(path);
+    }
+    const reads = vi.mocked(readBounded);
+    reads.mockClear();
+    expect(codeOf(() => snapshotFiles(worktree, names, ['src/**'], { files: 200, bytes: 4 * MiB }))).toBe('POLICY_LIMIT');
+    expect(reads).not.toHaveBeenCalled();
+    // Within the bounds the same files are read, each at most what is left of the total.
+    reads.mockClear();
+    const files = snapshotFiles(worktree, names.slice(0, 3), ['src/**'], { files: 200, bytes: 4 * MiB });
+    expect(files.map((file) => file.bytes.length)).toEqual([MiB, MiB, MiB]);
+    expect(reads.mock.calls.map((call) => call[1].maxBytes)).toEqual([MiB, MiB, MiB]);
+    expect(codeOf(() => snapshotFiles(worktree, names.slice(0, 3), ['src/**'], { files: 2, bytes: 4 * MiB }))).toBe('POLICY_LIMIT');
+  });
+
+  it('refuses a pinned commit whose matching files pass the policy from git sizes, before reading a blob', async () => {
+    const repo = tempDir();
+    git(['init', '-q', '-b', 'main', repo]);
+    for (let i = 0; i < 5; i += 1) writeFileSync(join(repo, `f${i}.txt`), 'x'.repeat(300 * 1024));
+    git(['add', '.'], { cwd: repo });
+    git(['commit', '-q', '-m', 'context'], { cwd: repo });
+    const at = await resolveCommit(repo, 'HEAD');
+    const reads = vi.spyOn(CatFileReader.prototype, 'read');
+    expect(await codeOfAsync(() => pinFiles(repo, at, ['*.txt'], { files: 200, bytes: MiB }))).toBe('POLICY_LIMIT');
+    expect(reads).not.toHaveBeenCalled();
+    expect(await pinFiles(repo, at, ['f0.txt', 'f1.txt'], { files: 200, bytes: MiB })).toHaveLength(2);
+    expect(reads).toHaveBeenCalledTimes(2);
+    reads.mockRestore();
+  });
+});
