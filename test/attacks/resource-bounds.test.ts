@@ -4,6 +4,7 @@ import { describe, expect, it, vi } from 'vitest';
 import { snapshotFiles } from '../../src/dispatch/asked-consult.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
 import { pinFiles, resolveCommit } from '../../src/lane/pins.js';
+import { readStrictYaml } from '../../src/schema/strict-yaml.js';
 import { readBounded } from '../../src/util/bounded-read.js';
 import type * as BoundedReadModule from '../../src/util/bounded-read.js';
 import { codeOf, codeOfAsync } from '../helpers/codes.js';
@@ -52,5 +53,18 @@ describe('a consult naming more context than the policy allows', () => {
     expect(await pinFiles(repo, at, ['f0.txt', 'f1.txt'], { files: 200, bytes: MiB })).toHaveLength(2);
     expect(reads).toHaveBeenCalledTimes(2);
     reads.mockRestore();
+  });
+});
+
+describe('a YAML document nested deeper than the bound in flow style', () => {
+  it.each([
+    ['a sequence', `a: ${'['.repeat(200_000)}`],
+    ['a mapping', `a: ${'{b: '.repeat(60_000)}`],
+  ])('refuses %s of 200,000 levels as YAML_DEPTH from its tokens, not on the parser\'s stack', (_, text) => {
+    expect(codeOf(() => readStrictYaml(Buffer.from(text), 'envelope.yaml', { maxBytes: 1024 * 1024 }))).toBe('YAML_DEPTH');
+  });
+
+  it('reads flow collections up to the bound', () => {
+    expect(readStrictYaml(Buffer.from(`a: ${'['.repeat(20)}1${']'.repeat(20)}\nb: "[[[["\n`), 'envelope.yaml')).toEqual({ a: JSON.parse(`${'['.repeat(20)}1${']'.repeat(20)}`), b: '[[[[' });
   });
 });
