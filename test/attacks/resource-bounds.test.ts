@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
@@ -8,6 +9,7 @@ import { readStrictYaml } from '../../src/schema/strict-yaml.js';
 import { readBounded } from '../../src/util/bounded-read.js';
 import type * as BoundedReadModule from '../../src/util/bounded-read.js';
 import { codeOf, codeOfAsync } from '../helpers/codes.js';
+import { coo } from '../helpers/cli.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 vi.mock('../../src/util/bounded-read.js', async (importOriginal) => {
@@ -66,5 +68,32 @@ describe('a YAML document nested deeper than the bound in flow style', () => {
 
   it('reads flow collections up to the bound', () => {
     expect(readStrictYaml(Buffer.from(`a: ${'['.repeat(20)}1${']'.repeat(20)}\nb: "[[[["\n`), 'envelope.yaml')).toEqual({ a: JSON.parse(`${'['.repeat(20)}1${']'.repeat(20)}`), b: '[[[[' });
+  });
+});
+
+describe("a file the operator names on the command line, larger than any the CLI takes", () => {
+  const dir = tempDir('operator-files-');
+  const sparse = (name: string, size: number): string => {
+    const path = join(dir, name);
+    writeFileSync(path, '');
+    truncateSync(path, size);
+    return path;
+  };
+
+  it('refuses a key file that is /dev/zero after reading one byte past the key bound, never forever', () => {
+    const result = coo(['append', join(dir, 'envelope.yaml'), '--ledger', join(dir, 'ledger'), '--key', '/dev/zero']);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toContain('USAGE');
+    expect(result.stderr).toContain('the key file /dev/zero is over the 65536-byte limit');
+  });
+
+  it("refuses a 5 GiB artifact for coo append and a 2 GiB bundle for coo verify-bundle from their sizes", () => {
+    execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'coo', '-f', join(dir, 'coo.key')]);
+    const appended = coo(['append', join(dir, 'envelope.yaml'), sparse('prompt.md', 5 * 1024 * MiB), '--ledger', join(dir, 'ledger'), '--key', join(dir, 'coo.key')]);
+    expect(appended.status).toBe(2);
+    expect(appended.stderr).toContain(`is 5368709120 bytes, over the 4194304-byte limit`);
+    const verified = coo(['verify-bundle', sparse('bundle.tar', 2 * 1024 * MiB)]);
+    expect(verified.status).toBe(2);
+    expect(verified.stderr).toContain(`is 2147483648 bytes, over the 1073741824-byte limit`);
   });
 });
