@@ -1,7 +1,8 @@
 import { execFileSync } from 'node:child_process';
-import { mkdirSync, truncateSync, writeFileSync } from 'node:fs';
+import { mkdirSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, vi } from 'vitest';
+import { readAnswer } from '../../src/consult/oracle.js';
 import { snapshotFiles } from '../../src/dispatch/asked-consult.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
 import { pinFiles, resolveCommit } from '../../src/lane/pins.js';
@@ -95,5 +96,22 @@ describe("a file the operator names on the command line, larger than any the CLI
     const verified = coo(['verify-bundle', sparse('bundle.tar', 2 * 1024 * MiB)]);
     expect(verified.status).toBe(2);
     expect(verified.stderr).toContain(`is 2147483648 bytes, over the 1073741824-byte limit`);
+  });
+});
+
+describe('the answer file Oracle leaves in the folder it may change', () => {
+  it('is never read through a link (to a key of the runner) nor waited on as a FIFO, and a large one is refused from its size', () => {
+    const dir = tempDir('oracle-answer-');
+    writeFileSync(join(dir, 'coo.key'), 'the COO private key\n');
+    symlinkSync(join(dir, 'coo.key'), join(dir, 'linked.md'));
+    expect(readAnswer(join(dir, 'linked.md')).bytes).toBeNull();
+    execFileSync('mkfifo', [join(dir, 'fifo.md')]);
+    expect(readAnswer(join(dir, 'fifo.md'))).toEqual({ bytes: null, size: 0 });
+    const large = join(dir, 'large.md');
+    writeFileSync(large, '');
+    truncateSync(large, 5 * MiB);
+    expect(readAnswer(large)).toEqual({ bytes: null, size: 5 * MiB });
+    writeFileSync(join(dir, 'answer.md'), 'an answer\n');
+    expect(readAnswer(join(dir, 'answer.md')).bytes?.toString('utf8')).toBe('an answer\n');
   });
 });
