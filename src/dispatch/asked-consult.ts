@@ -1,5 +1,5 @@
 import { lstatSync, realpathSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { dispatchBudgetLeftUsd } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
@@ -79,9 +79,14 @@ export function snapshotFiles(worktree: string, paths: readonly string[], scope:
   });
 }
 
-/** A path's size as lstat says it, not following a link; 0 for what is not there or not a regular file (the read says why). */
+/**
+ * A path's size as lstat says it, following no link on the way; 0 for what is not there, not a
+ * regular file or behind a linked folder (the read says why): a link never tells the size of a
+ * file outside the worktree.
+ */
 function sizeOf(path: string): number {
   try {
+    if (realpathSync(dirname(path)) !== dirname(path)) return 0;
     const stats = lstatSync(path);
     return stats.isFile() ? stats.size : 0;
   } catch {

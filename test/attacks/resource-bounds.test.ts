@@ -41,6 +41,12 @@ describe('a consult naming more context than the policy allows', () => {
     expect(files.map((file) => file.bytes.length)).toEqual([MiB, MiB, MiB]);
     expect(reads.mock.calls.map((call) => call[1].maxBytes)).toEqual([MiB, MiB, MiB]);
     expect(codeOf(() => snapshotFiles(worktree, names.slice(0, 3), ['src/**'], { files: 2, bytes: 4 * MiB }))).toBe('POLICY_LIMIT');
+    // A folder linked out of the worktree tells nothing of the size of what lies behind it.
+    const outside = tempDir();
+    writeFileSync(join(outside, 'secret.bin'), '');
+    truncateSync(join(outside, 'secret.bin'), 3 * MiB);
+    symlinkSync(outside, join(worktree, 'src', 'out'));
+    expect(() => snapshotFiles(worktree, ['src/out/secret.bin'], ['src/**'], { files: 200, bytes: 4 * MiB })).toThrow(/symlink/);
   });
 
   it('refuses a pinned commit whose matching files pass the policy from git sizes, before reading a blob', async () => {
