@@ -10,6 +10,12 @@ export const LIMITS = {
   artifactBytes: 4 * 1024 * 1024,
   /** Largest forge file (a workflow the CEO signed): a check is a page of YAML, not a payload. */
   forgeFileBytes: 64 * 1024,
+  /** Largest key file (a private or public key) the CLI reads. */
+  keyFileBytes: 64 * 1024,
+  /** Largest list of ref updates the pre-receive hook reads from git (one line a ref). */
+  refUpdatesBytes: 4 * 1024 * 1024,
+  /** Largest audit bundle `coo verify-bundle` reads. */
+  bundleBytes: 1024 * 1024 * 1024,
   /** Largest raw commit object. */
   commitBytes: 64 * 1024,
   /** Largest tree object. */

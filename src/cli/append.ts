@@ -1,4 +1,5 @@
 import { basename } from 'node:path';
+import { LIMITS } from '../limits.js';
 import type { Command } from 'commander';
 import { appendEnvelope } from '../ledger/append-envelope.js';
 import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
@@ -17,9 +18,9 @@ export function appendVerb(program: Command): void {
     .action(async (envelope: string, artifacts: string[], opts: { ledger?: string; key?: string; remote?: string; json?: boolean }) => {
       const gitdir = required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts.key, '--key', 'your private key file or $COO_KEY'));
-      const files = new Map(artifacts.map((file) => [basename(file), readInput(file, 'artifact')]));
+      const files = new Map(artifacts.map((file) => [basename(file), readInput(file, 'artifact', LIMITS.artifactBytes)]));
       let bytes: Buffer | undefined;
-      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) => appendEnvelope(ledger, (bytes ??= readInput(envelope, 'envelope')), files, key, now(), envelope));
+      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) => appendEnvelope(ledger, (bytes ??= readInput(envelope, 'envelope', LIMITS.yamlBytes)), files, key, now(), envelope));
       emit(opts.json, { message_id: result.messageId, path: result.path, commit: result.commit, existing: result.existing, ...remoteJson(remote) }, () =>
         (result.existing
           ? `${result.messageId} (already in the ledger with this idempotency key and request; nothing written)`

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readSync } from 'node:fs';
+import { LIMITS } from '../limits.js';
+import { readBounded } from '../util/bounded-read.js';
 import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
@@ -30,20 +32,50 @@ export function required<T>(value: T | undefined, flag: string, hint: string): T
   return value;
 }
 
-export function readInput(path: string, what: string): Buffer {
+/**
+ * A file the operator names (or `-`, standard input), read up to `maxBytes`: a regular file over
+ * the bound is refused from its size before any byte is read, and a stream (standard input, a pipe
+ * such as `<(...)`, a device such as /dev/zero) is read only to one byte past it, never whole.
+ */
+export function readInput(path: string, what: string, maxBytes: number): Buffer {
+  const over = (size: string): CooError => new CooError('USAGE', `the ${what} ${path === '-' ? 'on standard input' : path} is ${size} the ${maxBytes}-byte limit: give a smaller one`);
+  if (path !== '-') {
+    const read = readBounded(path, { maxBytes, follow: true });
+    if (read.kind === 'file') return read.bytes;
+    if (read.kind === 'too_large') throw over(`${read.size} bytes, over`);
+    if (read.kind === 'unreadable') throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${read.code}`);
+    if (read.type === 'directory') throw new CooError('USAGE', `the ${what} ${path} is a folder: give a file`);
+  }
+  let fd: number;
   try {
-    return readFileSync(path === '-' ? 0 : path);
+    fd = path === '-' ? 0 : openSync(path, 'r');
   } catch (error) {
     throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  }
+  try {
+    const chunks: Buffer[] = [];
+    let length = 0;
+    const chunk = Buffer.alloc(64 * 1024);
+    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
+      length += read;
+      if (length > maxBytes) throw over('over');
+      chunks.push(Buffer.from(chunk.subarray(0, read)));
+    }
+    return Buffer.concat(chunks);
+  } catch (error) {
+    if (error instanceof CooError) throw error;
+    throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+  } finally {
+    if (fd !== 0) closeSync(fd);
   }
 }
 
 export function loadPrivateKey(path: string): PrivateKey {
-  return parsePrivateKey(readInput(path, 'key file').toString('utf8'));
+  return parsePrivateKey(readInput(path, 'key file', LIMITS.keyFileBytes).toString('utf8'));
 }
 
 export function loadPublicKey(path: string): PublicKey {
-  return parsePublicKeyLine(readInput(path, 'public key file').toString('utf8')).key;
+  return parsePublicKeyLine(readInput(path, 'public key file', LIMITS.keyFileBytes).toString('utf8')).key;
 }
 
 const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
@@ -39,7 +40,7 @@ export function consultVerb(program: Command): void {
       const promptText = opts['prompt'] as string | undefined;
       const promptFile = opts['promptFile'] as string | undefined;
       if ((promptText === undefined) === (promptFile === undefined)) throw new CooError('USAGE', 'give exactly one of --prompt or --prompt-file');
-      const question = promptText ?? readInput(promptFile!, 'prompt file').toString('utf8');
+      const question = promptText ?? readInput(promptFile!, 'prompt file', LIMITS.artifactBytes).toString('utf8');
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');

@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
@@ -30,7 +31,7 @@ export function crossCheckVerb(program: Command): void {
       const promptText = opts['prompt'] as string | undefined;
       const promptFile = opts['promptFile'] as string | undefined;
       if (promptText !== undefined && promptFile !== undefined) throw new CooError('USAGE', 'give at most one of --prompt or --prompt-file');
-      const question = promptText ?? (promptFile === undefined ? undefined : readInput(promptFile, 'prompt file').toString('utf8'));
+      const question = promptText ?? (promptFile === undefined ? undefined : readInput(promptFile, 'prompt file', LIMITS.artifactBytes).toString('utf8'));
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');

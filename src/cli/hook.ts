@@ -1,4 +1,5 @@
 import { resolve } from 'node:path';
+import { LIMITS } from '../limits.js';
 import type { Command } from 'commander';
 import { checkPush, parseRefUpdates } from '../ledger/receive.js';
 import { readInput } from './common.js';
@@ -15,7 +16,7 @@ export function hookVerb(program: Command): void {
     .action(async (name: string) => {
       if (name !== 'pre-receive') throw new Error(`unknown hook ${name}`);
       const gitdir = resolve(process.env['GIT_DIR'] ?? '.');
-      const findings = await checkPush(gitdir, parseRefUpdates(readInput('-', 'ref updates').toString('utf8')));
+      const findings = await checkPush(gitdir, parseRefUpdates(readInput('-', 'ref updates', LIMITS.refUpdatesBytes).toString('utf8')));
       if (findings.length === 0) {
         writeErr('coo: push accepted: every commit passes the ledger validator\n');
         return;

@@ -18,6 +18,7 @@ import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem } from '../runner/startup.js';
+import { registerPrivateFolders } from '../util/runner-folders.js';
 
 type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
 
@@ -72,6 +73,8 @@ export function mcpVerb(program: Command): void {
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true });
       const pollSeconds = positiveNumber(opts.pollInterval, '--poll-interval') ?? 2;
       const hide = [dirname(keyPath)];
+      // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
+      if (opts.run === true) registerPrivateFolders([stateDir, ...hide]);
       const problems = new RunnerProblems();
       const pullRequests = pullRequestsFromFlags(opts);
       const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);

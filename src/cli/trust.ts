@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { appendTrustVersion } from '../ledger/trust-update.js';
 import type { TrustRole } from '../ledger/layout.js';
@@ -27,7 +28,7 @@ export function trustVerb(program: Command): void {
       if (chosen.length !== 1) throw new CooError('USAGE', 'give exactly one of --root, --registry or --policy');
       const role: TrustRole = chosen[0]!;
       const file = opts[role]!;
-      const document = readStrictYaml(readInput(file, `${role} file`), file);
+      const document = readStrictYaml(readInput(file, `${role} file`, LIMITS.yamlBytes), file);
       if (document === null || typeof document !== 'object' || Array.isArray(document)) throw new CooError('SCHEMA_INVALID', `${file}: a mapping is expected`);
       const actorKeys = new Map<string, PublicKey>(opts.actor.map((pair) => {
         const [id, pub] = splitPair(pair, '--actor');

@@ -1,5 +1,4 @@
 import { createHash } from 'node:crypto';
-import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { Option, type Command } from 'commander';
 import { CooError } from '../errors.js';
@@ -21,13 +20,13 @@ import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 import { writeErr } from './terminal.js';
+import { registerPrivateFolders, stateRoot } from '../util/runner-folders.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
 const IDLE_CHECKPOINT_COMMITS = 64;
 
 export function defaultStateDir(gitdir: string): string {
-  const base = process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state');
-  return join(base, 'coo-commons', 'runner', createHash('sha256').update(resolve(gitdir)).digest('hex').slice(0, 16));
+  return join(stateRoot(), 'runner', createHash('sha256').update(resolve(gitdir)).digest('hex').slice(0, 16));
 }
 
 export function describeEvent(event: RunnerEvent): string {
@@ -266,6 +265,8 @@ export function watchVerb(program: Command): void {
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
       const hide = [dirname(keyPath)];
+      // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
+      registerPrivateFolders([stateDir, ...hide]);
       const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const pullRequests = pullRequestsFromFlags(opts);
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true });

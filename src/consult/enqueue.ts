@@ -11,7 +11,7 @@ import { contextManifestBytes } from '../lane/context-manifest.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
 import { oraclePathProblem } from '../lane/oracle-inputs.js';
-import { pinFiles, resolveCommit, type PinnedFile } from '../lane/pins.js';
+import { contextBounds, pinFiles, resolveCommit, type PinnedFile } from '../lane/pins.js';
 import type { ActorPolicy, PolicyPanel } from '../schema/policy.js';
 import { newPanelId } from '../util/ids.js';
 import { PROMPT_TEMPLATE_VERSION } from './prompt.js';
@@ -42,14 +42,11 @@ async function pinQuestion(request: ConsultRequest, policy: ActorPolicy): Promis
   const names = request.names ?? CLI_ARGUMENTS;
   if (request.patterns.length === 0) throw new CooError('USAGE', `give at least one ${names.file} to pin as context`);
   const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
-  const files = await pinFiles(request.repo, resolved, request.patterns, names);
+  const files = await pinFiles(request.repo, resolved, request.patterns, contextBounds(policy.limits), names);
   for (const file of files) {
     const problem = oraclePathProblem(file.path);
     if (problem !== null) throw new CooError('CONTEXT_INVALID', `${file.path}: ${problem}; rename it, or leave it out, to pin the rest`);
   }
-  const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
-  if (files.length > policy.limits.max_context_files) throw new CooError('POLICY_LIMIT', `${files.length} context files exceed the policy's ${policy.limits.max_context_files}`);
-  if (contextBytes > policy.limits.max_context_bytes) throw new CooError('POLICY_LIMIT', `${contextBytes} bytes of context exceed the policy's ${policy.limits.max_context_bytes}`);
   const prompt = Buffer.from(request.question.endsWith('\n') ? request.question : `${request.question}\n`, 'utf8');
   return { commit: resolved.commit, files, prompt, manifest: contextManifestBytes(resolved.commit, files) };
 }

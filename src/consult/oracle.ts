@@ -2,6 +2,7 @@ import { spawn } from 'node:child_process';
 import * as fs from 'node:fs';
 import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
+import { readBounded } from '../util/bounded-read.js';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
@@ -126,36 +127,19 @@ function tailOf(path: string, max = 4000): string {
 
 /**
  * A file's whole bytes when it holds at most `max`, otherwise only its size; null when it cannot
- * be read. Read through one descriptor up to one byte past the limit, so a file that grows while
- * it is read is still seen as over it: a prefix is never returned as the whole.
+ * be read or is not a regular file. Oracle writes these files in a folder it may change: a link
+ * there is never followed (to the runner's key or another's files), a FIFO never blocks the
+ * runner, and a file that grows while it is read is still seen as over the limit (util/bounded-read.ts).
  */
 export function readWithin(path: string, max: number): { readonly bytes: Buffer | null; readonly size: number } | null {
-  let fd: number;
-  try {
-    fd = fs.openSync(path, 'r');
-  } catch {
-    return null;
-  }
-  try {
-    const size = fs.fstatSync(fd).size;
-    if (size > max) return { bytes: null, size };
-    let buffer = Buffer.allocUnsafe(size + 1);
-    let length = 0;
-    for (;;) {
-      if (length === buffer.length) {
-        if (length > max) return { bytes: null, size: length };
-        const grown = Buffer.allocUnsafe(Math.min(buffer.length * 2, max + 1));
-        buffer.copy(grown, 0, 0, length);
-        buffer = grown;
-      }
-      const read = fs.readSync(fd, buffer, length, buffer.length - length, null);
-      if (read === 0) return { bytes: buffer.subarray(0, length), size: length };
-      length += read;
-    }
-  } catch {
-    return null;
-  } finally {
-    fs.closeSync(fd);
+  const read = readBounded(path, { maxBytes: max });
+  switch (read.kind) {
+    case 'file':
+      return { bytes: read.bytes, size: read.bytes.length };
+    case 'too_large':
+      return { bytes: null, size: read.size };
+    default:
+      return null;
   }
 }
 

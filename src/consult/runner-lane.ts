@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
-import * as fs from 'node:fs';
+import { readBounded } from '../util/bounded-read.js';
+import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { spentOnMessageUsd } from '../lane/budget.js';
@@ -422,8 +423,10 @@ export class ConsultLane implements RunnerLane {
     const scrub = this.consultScrubber(sandbox);
     const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
     const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
-    if (attemptFile !== null && harvested !== null) {
-      const prompt = fs.readFileSync(sandbox.promptPath, 'utf8');
+    // The prompt as the runner wrote it, in a folder Oracle may change: never through a link or a FIFO, never past the bound.
+    const promptFile = readBounded(sandbox.promptPath, { maxBytes: LIMITS.artifactBytes });
+    if (attemptFile !== null && harvested !== null && promptFile.kind === 'file') {
+      const prompt = promptFile.bytes.toString('utf8');
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
       const policy = state.policy!.doc;
       const model = attemptFile.model;
@@ -448,12 +451,9 @@ export class ConsultLane implements RunnerLane {
  * live Oracle and never signalled while a process holds that pid.
  */
 function readOracleRecord(path: string): ProcessRecord | null {
-  let text: string;
-  try {
-    text = fs.readFileSync(path, 'utf8');
-  } catch {
-    return null;
-  }
+  const read = readBounded(path, { maxBytes: 256 });
+  if (read.kind !== 'file') return null;
+  const text = read.bytes.toString('utf8');
   const legacy = /^(\d+)\n?$/.exec(text);
   return parseProcessRecord(text) ?? (legacy === null ? null : { pid: Number(legacy[1]), start: null });
 }

@@ -1,3 +1,4 @@
+import { readBounded } from '../util/bounded-read.js';
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { PinnedFile } from '../lane/pins.js';
@@ -93,7 +94,8 @@ export function createSandbox(sandbox: Sandbox, files: readonly PinnedFile[], pr
 
 export function readAttemptFile(sandbox: Sandbox): AttemptRecordFile | null {
   try {
-    return JSON.parse(fs.readFileSync(sandbox.attemptPath, 'utf8')) as AttemptRecordFile;
+    const read = readBounded(sandbox.attemptPath, { maxBytes: 64 * 1024 });
+    return read.kind === 'file' ? (JSON.parse(read.bytes.toString('utf8')) as AttemptRecordFile) : null;
   } catch {
     return null;
   }

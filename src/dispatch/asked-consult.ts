@@ -1,5 +1,5 @@
-import { realpathSync } from 'node:fs';
-import { join } from 'node:path';
+import { lstatSync, realpathSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { dispatchBudgetLeftUsd } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
@@ -11,7 +11,7 @@ import { manifestPath, promptPath, snapshotFilePath } from '../ledger/layout.js'
 import type { Ledger } from '../ledger/ledger.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
 import { oraclePathProblem } from '../lane/oracle-inputs.js';
-import type { PinnedFile } from '../lane/pins.js';
+import { refuseContextOverBounds, type ContextBounds, type PinnedFile } from '../lane/pins.js';
 import { derivedRequestKey } from '../lane/request-key.js';
 import { LIMITS } from '../limits.js';
 import { relativePath } from '../schema/common.js';
@@ -36,10 +36,11 @@ const USD_TOLERANCE = 1e-9;
 
 /**
  * The files `paths` names in the attempt's worktree, read now, each a regular file inside the
- * dispatch's scope reached through no link, within the size bound. A path outside the scope is
- * refused before anything is read.
+ * dispatch's scope reached through no link, within the size bound for one file and the policy's
+ * `bounds` for them all. A path outside the scope, or files whose sizes already pass a bound, are
+ * refused before anything is read, and each read stops at what is left of the bounds.
  */
-export function snapshotFiles(worktree: string, paths: readonly string[], scope: readonly string[]): PinnedFile[] {
+export function snapshotFiles(worktree: string, paths: readonly string[], scope: readonly string[], bounds: ContextBounds): PinnedFile[] {
   if (paths.length === 0) throw new CooError('USAGE', 'name at least one file of the worktree as context (files)');
   const unique = [...new Set(paths)];
   if (unique.length > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${unique.length} files exceed the ${LIMITS.contextFiles}-file limit`);
@@ -52,19 +53,45 @@ export function snapshotFiles(worktree: string, paths: readonly string[], scope:
   const outside = unique.filter((path) => !inScope(path));
   if (outside.length > 0) throw new CooError('SCOPE_VIOLATION', `${outside.join(', ')} lie outside the dispatch's scope (${scope.join(', ')}): a consult's context is bounded by it`);
   const root = realpathSync(worktree);
+  const sizes = unique.map((path) => {
+    const size = sizeOf(join(root, path));
+    if (size > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', `${path}: ${size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`);
+    return size;
+  });
+  refuseContextOverBounds(sizes, bounds);
+  let left = bounds.bytes;
   return unique.sort().map((path) => {
-    const read = readBounded(join(root, path), { maxBytes: LIMITS.contextFileBytes, exact: true });
+    const maxBytes = Math.min(LIMITS.contextFileBytes, left);
+    const read = readBounded(join(root, path), { maxBytes, exact: true });
     switch (read.kind) {
       case 'file':
+        left -= read.bytes.length;
         return { path, sha256: sha256Ref(read.bytes), bytes: read.bytes };
       case 'not_regular':
         throw new CooError('CONTEXT_INVALID', `${path} is a ${read.type} in the worktree (or lies behind one): only regular files are context`);
       case 'too_large':
+        // The file grew since its size was taken.
+        if (maxBytes < LIMITS.contextFileBytes) throw new CooError('POLICY_LIMIT', `${path} grew while it was read: the context passes the policy's ${bounds.bytes} bytes`);
         throw new CooError('CONTEXT_INVALID', `${path}: ${read.size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`);
       case 'unreadable':
         throw new CooError('CONTEXT_INVALID', `${path} cannot be read in the worktree (${read.code})`);
     }
   });
+}
+
+/**
+ * A path's size as lstat says it, following no link on the way; 0 for what is not there, not a
+ * regular file or behind a linked folder (the read says why): a link never tells the size of a
+ * file outside the worktree.
+ */
+function sizeOf(path: string): number {
+  try {
+    if (realpathSync(dirname(path)) !== dirname(path)) return 0;
+    const stats = lstatSync(path);
+    return stats.isFile() ? stats.size : 0;
+  } catch {
+    return 0;
+  }
 }
 
 export interface AskedConsultRequest {

@@ -8,7 +8,7 @@ import type { EaDispatchMessage } from '../schema/message.js';
 import { enqueueAskedConsult, snapshotFiles } from './asked-consult.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import type { BridgeReply } from './consult-bridge.js';
-import type { PinnedFile } from '../lane/pins.js';
+import { contextBounds, type PinnedFile } from '../lane/pins.js';
 import type { Scrubber } from '../util/scrub.js';
 import { isTerminal } from '../authority/state.js';
 
@@ -67,7 +67,9 @@ export async function answerConsultCall(call: ConsultToolCall, request: unknown)
   }
   const args = parsed.data;
   const { ctx, dispatch } = call;
-  const files = snapshotFiles(call.worktree, args.files, dispatch.dispatch.scope_paths);
+  const policy = (await ctx.ledger.state()).policy?.doc;
+  if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
+  const files = snapshotFiles(call.worktree, args.files, dispatch.dispatch.scope_paths, contextBounds(policy.limits));
   refuseSecrets(call.secrets, args.question, files);
   const queued = await ctx.write((ledger) =>
     enqueueAskedConsult({

@@ -3,7 +3,7 @@ import { approvalRequired, defaultBranchFor, dispatchRequestHash, isBranchName }
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
-import { pinFiles, resolveCommit } from '../lane/pins.js';
+import { contextBounds, pinFiles, resolveCommit } from '../lane/pins.js';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
@@ -83,10 +83,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   }
   if (request.branch !== undefined) await refuseTakenBranch(request.repo, request.branch);
   const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
-  const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns, names);
-  const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
-  if (files.length > policy.limits.max_context_files) throw new CooError('POLICY_LIMIT', `${files.length} context files exceed the policy's ${policy.limits.max_context_files}`);
-  if (contextBytes > policy.limits.max_context_bytes) throw new CooError('POLICY_LIMIT', `${contextBytes} bytes of context exceed the policy's ${policy.limits.max_context_bytes}`);
+  const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns, contextBounds(policy.limits), names);
   const task = Buffer.from(request.task.endsWith('\n') ? request.task : `${request.task}\n`, 'utf8');
   const manifest = files.length === 0 ? null : contextManifestBytes(resolved.commit, files);
   const timeout = request.timeoutSeconds ?? plan.runtimeSeconds;

@@ -93,8 +93,32 @@ function isRegularFile(item: TreeItem): boolean {
   return item.type === 'blob' && (item.mode === '100644' || item.mode === '100755');
 }
 
-/** The files matching `patterns` at `commit`, read from git objects, with their hashes. Symlinks and submodules are refused. */
-export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[], names: ArgumentNames = CLI_ARGUMENTS): Promise<PinnedFile[]> {
+/** What a policy lets one envelope pin as context: how many files, and how many bytes in all. */
+export interface ContextBounds {
+  readonly files: number;
+  readonly bytes: number;
+}
+
+/** The context bounds of a policy's limits. */
+export function contextBounds(limits: { readonly max_context_files: number; readonly max_context_bytes: number }): ContextBounds {
+  return { files: limits.max_context_files, bytes: limits.max_context_bytes };
+}
+
+/**
+ * Refuses context over the policy's bounds from the files' sizes, before any byte is read: the cost
+ * of a refusal does not grow with what was named.
+ */
+export function refuseContextOverBounds(sizes: readonly number[], bounds: ContextBounds): void {
+  if (sizes.length > bounds.files) throw new CooError('POLICY_LIMIT', `${sizes.length} context files exceed the policy's ${bounds.files}`);
+  const total = sizes.reduce((sum, size) => sum + size, 0);
+  if (total > bounds.bytes) throw new CooError('POLICY_LIMIT', `${total} bytes of context exceed the policy's ${bounds.bytes}; nothing was read`);
+}
+
+/**
+ * The files matching `patterns` at `commit`, read from git objects, with their hashes, within the
+ * policy's `bounds`. Symlinks and submodules are refused.
+ */
+export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[], bounds: ContextBounds, names: ArgumentNames = CLI_ARGUMENTS): Promise<PinnedFile[]> {
   for (const pattern of patterns) checkPattern(pattern, names);
   const { commit } = at;
   const items = await listTree(repo, commit);
@@ -114,6 +138,7 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
     if (item.size === null) throw new CooError('CONTEXT_INVALID', `${item.path}: git reports no size for object ${item.oid}`);
     if (item.size > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, item.size));
   }
+  refuseContextOverBounds(chosen.map((item) => item.size ?? 0), bounds);
   return readBlobs(at.gitdir, chosen.sort((a, b) => (a.path < b.path ? -1 : 1)));
 }
 

@@ -1,5 +1,7 @@
 import {
+  CST,
   Document,
+  Lexer,
   isAlias,
   isCollection,
   isMap,
@@ -148,6 +150,26 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
 }
 
 /**
+ * Refuses flow collections (`[`, `{`) nested deeper than the depth bound from the lexer's tokens,
+ * before the parser sees them: the parser and composer recurse once a level, and a document of
+ * 200,000 `[` would take seconds to fail on the stack rather than on the bound.
+ */
+function refuseDeepFlow(text: string, file: string): void {
+  let depth = 0;
+  let offset = 0;
+  for (const token of new Lexer().lex(text)) {
+    const type = CST.tokenType(token);
+    if (type === 'flow-map-start' || type === 'flow-seq-start') {
+      depth += 1;
+      if (depth > LIMITS.yamlDepth) fail('YAML_DEPTH', file, '', `flow collections nested deeper than ${LIMITS.yamlDepth}`, at(text, offset));
+    } else if ((type === 'flow-map-end' || type === 'flow-seq-end') && depth > 0) {
+      depth -= 1;
+    }
+    offset += token.length;
+  }
+}
+
+/**
  * The one reader for every untrusted YAML document: bounded size, valid UTF-8 without BOM, exactly
  * one YAML 1.2 core document, unique keys, no anchors, aliases or custom tags, bounded depth, and
  * only values JSON can hold. Every violation is a CooError naming `file` and the path inside it.
@@ -174,6 +196,7 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
   // The layout our own writer produces reads about 20x faster; anything else takes the general path.
   const canonical = fast ? readCanonicalYaml(text, LIMITS.yamlDepth - 2) : null;
   if (canonical !== null) return canonical.value;
+  refuseDeepFlow(text, file);
   let docs: ReturnType<typeof parseAllDocuments>;
   try {
     docs = parseAllDocuments(text, PARSE_OPTIONS);

@@ -5,6 +5,7 @@ import { isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
+import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
  * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
@@ -105,8 +106,11 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keep = (layout.keep ?? []).map((path) => resolve(path));
   const bound = [...layout.writable, ...(layout.readOnly ?? [])].map((path) => resolve(path));
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
-  const hidden = [...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()]
-    .map((path) => resolve(path))
+  // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
+  // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
+  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map((path) => resolve(path));
+  const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => kept === path || kept.startsWith(`${path}/`)));
+  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map((path) => resolve(path)).concat(others))]
     .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
   return [
     bwrap,

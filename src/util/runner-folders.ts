@@ -1,0 +1,66 @@
+import * as fs from 'node:fs';
+import { homedir } from 'node:os';
+import { isAbsolute, join, resolve } from 'node:path';
+import { CooError } from '../errors.js';
+import { readBounded } from './bounded-read.js';
+
+/**
+ * The folders of every runner on this machine that no sandbox may read: each runner's state folder
+ * (the worktrees and sandboxes of its attempts) and the folder of its COO key. A sandbox sees the
+ * host read-only; a runner hides its own folders from its own sandboxes, and these rules hide the
+ * other runners' too, whatever `--state-dir` or `--key` each was given:
+ *
+ * - the default state root (`$XDG_STATE_HOME/coo-commons`, else `~/.local/state/coo-commons`), where
+ *   every runner's state folder lives unless told otherwise, is hidden whole; a sandbox's own
+ *   folders in it are bound back on top;
+ * - each runner records its folders, before its first sandbox starts, in a list in that root
+ *   (`private-folders`, one JSON string a line), and every sandbox hides each folder listed.
+ *
+ * A runner started after a sandbox was set up is not hidden from that sandbox: its mounts are fixed.
+ */
+
+/** Largest list of runner folders read; one past it is refused rather than read in part. */
+const LIST_BYTES = 1024 * 1024;
+
+/** The default state root of this user's runners. */
+export function stateRoot(): string {
+  return join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state'), 'coo-commons');
+}
+
+function listPath(): string {
+  return join(stateRoot(), 'private-folders');
+}
+
+/** The folders runners on this machine recorded as theirs; an unreadable or malformed list gives what it can. */
+export function registeredPrivateFolders(): string[] {
+  const read = readBounded(listPath(), { maxBytes: LIST_BYTES });
+  if (read.kind === 'too_large') throw new CooError('RUNNER_CONFIG', `${listPath()}, the list of runner folders every sandbox hides, is over ${LIST_BYTES} bytes: remove it; each runner records its folders again when it starts`);
+  if (read.kind !== 'file') return [];
+  const folders = new Set<string>();
+  for (const line of read.bytes.toString('utf8').split('\n')) {
+    try {
+      const path: unknown = JSON.parse(line);
+      if (typeof path === 'string' && isAbsolute(path)) folders.add(resolve(path));
+    } catch {
+      // a torn or foreign line: skipped
+    }
+  }
+  return [...folders];
+}
+
+/**
+ * Records `folders` as a runner's own, so that every sandbox on this machine hides them. Called
+ * before the runner sets up its first sandbox; a folder already listed is not listed again.
+ */
+export function registerPrivateFolders(folders: readonly string[]): void {
+  const root = stateRoot();
+  try {
+    fs.mkdirSync(root, { recursive: true, mode: 0o700 });
+    const known = new Set(registeredPrivateFolders());
+    const lines = [...new Set(folders.map((folder) => resolve(folder)))].filter((folder) => !known.has(folder)).map((folder) => `${JSON.stringify(folder)}\n`);
+    if (lines.length > 0) fs.appendFileSync(listPath(), lines.join(''), { mode: 0o600 });
+  } catch (error) {
+    if (error instanceof CooError) throw error;
+    throw new CooError('RUNNER_CONFIG', `cannot record this runner's folders in ${listPath()} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}), which every sandbox on this machine hides: check that ${root} is writable`);
+  }
+}
