@@ -232,11 +232,17 @@ export class Runner {
   /**
    * A consult a dispatch's agent asked: its first attempt runs now, through the consult lane, while
    * the dispatch attempt waits for it. When another runner claimed it first, this waits for that
-   * runner's receipt, until the consult's deadline.
+   * runner's receipt, until the consult's deadline. Only an unreachable remote is waited out: a
+   * remote whose main does not verify (rolled back, rewritten, gone) ends the wait at once with its
+   * coded error, as it stops a pass, never a wait on the last verified head until the deadline.
    */
   private async runAsked(lane: RunnerLane, messageId: string): Promise<void> {
     for (;;) {
-      if (this.options.remote !== undefined) await this.options.remote.sync().catch(() => undefined);
+      if (this.options.remote !== undefined) {
+        await this.options.remote.sync().catch((error: unknown) => {
+          if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+        });
+      }
       const state = await this.options.ledger.state();
       const record = state.messages.get(messageId);
       if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${messageId} is not in the ledger`);

@@ -288,4 +288,31 @@ describe('runners over a lying remote', () => {
     expect(ref).toBeDefined();
     expect(git(['--git-dir', machine.gitdir, 'rev-parse', ref!]).trim()).toBe(verified);
   });
+  it("a consult a dispatch's agent asked, claimed by another runner, then a remote rolled back or with main deleted: the wait for its receipt ends at once with the remote's coded error, never at the consult's deadline", async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const queued = world.served.head();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    const { running, release } = await holdingRunner(world, first);
+    const asker = second.runner();
+    await second.remote.sync();
+    expect((await second.ledger.state()).messages.get(messageId)?.attempts).toHaveLength(1);
+    // The white box: the wait a dispatch attempt's consult tool runs, with the consult lane it lends.
+    const internals = asker as unknown as { runAsked(lane: unknown, id: string): Promise<void>; lanes: ReadonlyMap<string, unknown> };
+    const ask = (): Promise<void> => internals.runAsked(internals.lanes.get('aa_consult'), messageId);
+    const claimed = world.served.head();
+
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', queued]);
+    await expect(ask()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
+    git(['--git-dir', world.served.gitdir, 'update-ref', '-d', 'refs/heads/main']);
+    await expect(ask()).rejects.toMatchObject({ code: 'REMOTE_MAIN_MISSING' });
+
+    expect(types(second.events)).not.toContain('claimed');
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', claimed]);
+    release();
+    await running;
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  }, 20_000);
 });
