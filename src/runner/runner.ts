@@ -25,6 +25,7 @@ import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
 import { LIMITS } from '../limits.js';
+import { checkClaimTime } from '../authority/rules/claim.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { assignWork } from './assignment.js';
 
@@ -232,11 +233,17 @@ export class Runner {
   /**
    * A consult a dispatch's agent asked: its first attempt runs now, through the consult lane, while
    * the dispatch attempt waits for it. When another runner claimed it first, this waits for that
-   * runner's receipt, until the consult's deadline.
+   * runner's receipt, until the consult's deadline. Only an unreachable remote is waited out: a
+   * remote whose main does not verify (rolled back, rewritten, gone) ends the wait at once with its
+   * coded error, as it stops a pass, never a wait on the last verified head until the deadline.
    */
   private async runAsked(lane: RunnerLane, messageId: string): Promise<void> {
     for (;;) {
-      if (this.options.remote !== undefined) await this.options.remote.sync().catch(() => undefined);
+      if (this.options.remote !== undefined) {
+        await this.options.remote.sync().catch((error: unknown) => {
+          if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+        });
+      }
       const state = await this.options.ledger.state();
       const record = state.messages.get(messageId);
       if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${messageId} is not in the ledger`);
@@ -362,7 +369,8 @@ export class Runner {
         else skipped.add(item.record.id);
       } catch (error) {
         // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
-        if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
+        // A clock behind the ledger's newest time would have every claim refused the same way: the runner stops too (as it refuses to start).
+        if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING' || error.code === 'CLOCK_BEHIND')) throw error;
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
@@ -664,6 +672,8 @@ export class Runner {
    * runner took the attempt first.
    */
   private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`): Promise<boolean> {
+    // A clock behind the ledger's newest time would judge expiries and retry times in the past: nothing is claimed or paid on it.
+    checkClaimTime((await this.options.ledger.state()).newestAt, isoSeconds(now), `the claim of ${record.id} attempt ${attempt}`);
     try {
       await this.commit([this.claimFile(record, attempt, now), ...files], summary, now);
     } catch (error) {

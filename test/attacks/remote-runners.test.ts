@@ -11,6 +11,7 @@ import type { RunnerEvent } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
+import { loadPrivateKey } from '../../src/cli/common.js';
 import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { cooAsync, json } from '../helpers/cli.js';
 import { consultArgs, makeWriter, removeHook } from '../helpers/remote-ledger.js';
@@ -328,5 +329,74 @@ describe('runners over a lying remote', () => {
     const ref = /git push ORIGIN (\S+):refs\/heads\/main/.exec(refused.message)?.[1];
     expect(ref).toBeDefined();
     expect(git(['--git-dir', machine.gitdir, 'rev-parse', ref!]).trim()).toBe(verified);
+  });
+  it("a consult a dispatch's agent asked, claimed by another runner, then a remote rolled back or with main deleted: the wait for its receipt ends at once with the remote's coded error, never at the consult's deadline", async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const queued = world.served.head();
+    const first = await world.machine('runner-1');
+    const second = await world.machine('runner-2');
+    const { running, release } = await holdingRunner(world, first);
+    const asker = second.runner();
+    await second.remote.sync();
+    expect((await second.ledger.state()).messages.get(messageId)?.attempts).toHaveLength(1);
+    // The white box: the wait a dispatch attempt's consult tool runs, with the consult lane it lends.
+    const internals = asker as unknown as { runAsked(lane: unknown, id: string): Promise<void>; lanes: ReadonlyMap<string, unknown> };
+    const ask = (): Promise<void> => internals.runAsked(internals.lanes.get('aa_consult'), messageId);
+    const claimed = world.served.head();
+
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', queued]);
+    await expect(ask()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
+    git(['--git-dir', world.served.gitdir, 'update-ref', '-d', 'refs/heads/main']);
+    await expect(ask()).rejects.toMatchObject({ code: 'REMOTE_MAIN_MISSING' });
+
+    expect(types(second.events)).not.toContain('claimed');
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', claimed]);
+    release();
+    await running;
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  }, 20_000);
+  it("heartbeats signed with the one COO key naming a crashed runner's id, written by another runner: its claim's takeover waits while they come, and nothing is paid twice or lost", async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const elsewhere = await world.machine('elsewhere');
+    const key = loadPrivateKey(world.served.keys.coo);
+    const record = (await elsewhere.ledger.state()).messages.get(messageId)!;
+    const claimedAt = new Date();
+    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-gone', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
+    await elsewhere.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(doc)) }], key, now: claimedAt, summary: `claim ${messageId} attempt 1` });
+    // Another runner of the same COO (same key) beats in the crashed runner's name: the validator cannot tell.
+    const beatFor = async (runner: string): Promise<void> => {
+      const now = new Date();
+      await elsewhere.remote.append({
+        files: (state) => {
+          const seq = state.seq + 1;
+          const beat = { schema_version: 'heartbeat.v0', runner_id: runner, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(new Date(now.getTime() + 600_000)) };
+          return [{ path: heartbeatPath(beat.created_at, seq), bytes: Buffer.from(toYaml(beat)) }];
+        },
+        key,
+        now,
+        summary: `heartbeat from ${runner}`,
+      });
+    };
+    let tick = 0;
+    const machine = await world.machine('taker');
+    // Its wall clock stands still: the retry a takeover schedules never comes due in this test.
+    const taker = machine.runner({ monotonic: () => tick, clock: () => claimedAt, leaseGraceSeconds: 1 });
+    await taker.runOnce();
+    for (let look = 0; look < 3; look += 1) {
+      await beatFor('run-gone');
+      tick += 1_000_000;
+      await taker.runOnce();
+      expect(types(machine.events)).not.toContain('takeover');
+    }
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+    // The heartbeats stop: past the lease and the runtime budget on the taker's own clock, the attempt is taken over, once.
+    tick += 1_000_000;
+    await taker.runOnce();
+    expect(machine.events.filter((event) => event.type === 'takeover')).toEqual([expect.objectContaining({ messageId, attempt: 1, runner: 'run-gone' })]);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+    expect(world.model.requests).toHaveLength(0);
   });
 });
