@@ -108,8 +108,6 @@ const CODES = {
   ATTEMPT_INVALID: 'rejected',
   IDEMPOTENCY_CONFLICT: 'rejected',
   HEARTBEAT_EXPIRED: 'rejected',
-  /** A claim dated well before the newest time the ledger holds: its writer's clock runs behind (an approval's expiry or a retry time would be judged on it). */
-  CLOCK_BEHIND: 'rejected',
   // portable evidence
   BUNDLE_INVALID: 'rejected',
   /** Evidence from another ledger than the one pinned (its genesis commit). */

@@ -63,8 +63,6 @@ export class CommitCheck {
   readonly forgeChanges: FileChange[] = [];
   /** The Ledger-Seq this commit takes. */
   readonly seq: number;
-  /** The commit's committer time in milliseconds, once its header parsed. */
-  committedAt: number | null = null;
   /** Message folders whose envelope or receipt this commit was refused: their artifacts are not reported again as unreferenced. */
   readonly refusedFolders = new Set<string>();
 
@@ -237,7 +235,6 @@ export class CommitCheck {
       policy: this.policy,
       killSwitch: this.killSwitch,
       lastHeartbeat: this.heartbeat,
-      newestAt: this.committedAt === null ? state.newestAt : Math.max(state.newestAt ?? this.committedAt, this.committedAt),
     };
   }
 }

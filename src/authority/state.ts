@@ -152,12 +152,6 @@ export interface LedgerState {
   readonly children: ReadonlyMap<string, number>;
   /** Per correlation, its messages of a runner intent not yet known to have ended: the in-flight limit counts those still open. */
   readonly openByCorrelation: ReadonlyMap<string, readonly string[]>;
-  /**
-   * The newest committer time among the commits the ledger took, in milliseconds (null: none yet).
-   * Each writer dates its commit and its entries with its own clock; a claim dated well before
-   * this was written by a clock that runs behind (rules/claim.ts).
-   */
-  readonly newestAt: number | null;
 }
 
 /** The folder of a message, derived from its id and creation time. Kept out of the record: a large ledger holds many. */
@@ -186,7 +180,6 @@ export function emptyState(): LedgerState {
     panels: new Map(),
     children: new Map(),
     openByCorrelation: new Map(),
-    newestAt: null,
   };
 }
 

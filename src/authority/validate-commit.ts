@@ -1,7 +1,7 @@
 import { CooError, type Finding } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { parseSshsig, verifySshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
-import { identTime, parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
+import { parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
 import type { CommitFacts } from '../ledger/commit-facts.js';
 import { classifyPath, explainPath, isEntry, isForgePath, sigPath } from '../ledger/layout.js';
 import { readDocument } from '../schema/documents.js';
@@ -54,10 +54,7 @@ function orderOf(entry: EntryFile): number {
 export function validateCommit(state: LedgerState, facts: CommitFacts): CommitVerdict {
   const check = new CommitCheck(state, facts);
   const commit = check.attempt(undefined, () => facts.parsed ?? parseCommit(facts.raw)) ?? null;
-  if (commit !== null) {
-    check.committedAt = identTime(commit.committer) * 1000;
-    checkPosition(check, commit);
-  }
+  if (commit !== null) checkPosition(check, commit);
   const signer = commit === null ? null : checkCommitSignature(check, commit);
   const entries = collectFiles(check);
   for (const entry of entries) {

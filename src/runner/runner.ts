@@ -25,7 +25,6 @@ import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
 import { LIMITS } from '../limits.js';
-import { checkClaimTime } from '../authority/rules/claim.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { assignWork } from './assignment.js';
 
@@ -369,8 +368,7 @@ export class Runner {
         else skipped.add(item.record.id);
       } catch (error) {
         // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
-        // A clock behind the ledger's newest time would have every claim refused the same way: the runner stops too (as it refuses to start).
-        if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING' || error.code === 'CLOCK_BEHIND')) throw error;
+        if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
@@ -672,8 +670,6 @@ export class Runner {
    * runner took the attempt first.
    */
   private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`): Promise<boolean> {
-    // A clock behind the ledger's newest time would judge expiries and retry times in the past: nothing is claimed or paid on it.
-    checkClaimTime((await this.options.ledger.state()).newestAt, isoSeconds(now), `the claim of ${record.id} attempt ${attempt}`);
     try {
       await this.commit([this.claimFile(record, attempt, now), ...files], summary, now);
     } catch (error) {

@@ -12,9 +12,6 @@ import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
 import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
 import { planStartup, type Lane, type TargetFacts } from './readiness.js';
-import { checkClaimTime } from '../authority/rules/claim.js';
-import { LIMITS } from '../limits.js';
-import { isoSeconds } from '../util/time.js';
 
 /**
  * Fail closed at start: everything that can be checked before a claim is checked here, once, per
@@ -36,8 +33,6 @@ export interface StartupOptions {
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
   /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
   readonly dispatch?: (isolation: 'bwrap' | 'none') => ExecutorFactory;
-  /** The wall clock the runner will date its entries with (the system's by default). */
-  readonly clock?: () => Date;
 }
 
 export interface StartedLanes {
@@ -66,21 +61,6 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
   const fix = `give ${coo}'s key (--key or $COO_KEY)`;
   if (status.status === 'active') return { code: 'RUNNER_CONFIG', message: `${not}: it is the key of ${status.actor}, and claims and receipts are ${coo}'s to sign; ${fix}` };
   return { code: 'RUNNER_CONFIG', message: `${not}: it is ${describeStatus(status)}; ${fix}` };
-}
-
-/**
- * Why this machine's clock may not date claims, or null: it runs behind the newest time the ledger
- * holds by more than the skew allowed between machines. The validator would refuse every claim it
- * dated (rules/claim.ts); said at start, before anything is claimed, rather than once per message.
- */
-export function clockProblem(state: LedgerState, now: Date): Problem | null {
-  try {
-    checkClaimTime(state.newestAt, isoSeconds(now), 'this runner');
-    return null;
-  } catch (error) {
-    if (!isCooError(error)) throw error;
-    return { code: 'RUNNER_CONFIG', message: `this machine's clock reads ${isoSeconds(now)}, ${Math.floor((state.newestAt! - now.getTime()) / 1000)} s behind ${isoSeconds(new Date(state.newestAt!))}, the newest time the ledger holds (more than the ${LIMITS.clockSkewSeconds} s of skew allowed between machines): its claims would be dated in the ledger's past, where an approval that has expired still reads as in force; set the clock right (NTP) and start again` };
-  }
 }
 
 async function repoProblem(repo: string): Promise<Problem | null> {
@@ -122,8 +102,6 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   const shared: Problem[] = [];
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) shared.push(keyProblem);
-  const clock = clockProblem(state, (options.clock ?? (() => new Date()))());
-  if (clock !== null) shared.push(clock);
   const repo = await repoProblem(options.repo);
   if (repo !== null) shared.push(repo);
   let isolation: 'bwrap' | 'none' = 'none';
