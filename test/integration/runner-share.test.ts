@@ -22,16 +22,26 @@ describe('runners sharing a remote queue', () => {
     const a = await world.machine('runner-a');
     const b = await world.machine('runner-b');
     let tick = 0;
-    const mine = a.runner({ share, monotonic: () => tick });
-    const silent = b.runner({ share });
-    await mine.heartbeat();
-    await silent.heartbeat();
     const first = await world.consult();
     const second = await world.consult();
-    const matched = assignWork([first, second], [mine.runnerId, silent.runnerId]);
-    const own = [...matched.entries()].find(([, runner]) => runner === mine.runnerId)![0];
-    const theirs = own === first ? second : first;
-    const ownTurn = [...matched.keys()].indexOf(own);
+    const mine = a.runner({ share, monotonic: () => tick });
+    // The assignment is recomputed as the queue drains: once its own message is done, a runner that
+    // scores higher for the other one is given it. The other runner is one that keeps its message
+    // both while the two are queued and once it stands alone (runner ids are random: a few tries).
+    const pairFor = (silentId: string): { own: string; theirs: string; ownTurn: number } | null => {
+      const matched = assignWork([first, second], [mine.runnerId, silentId]);
+      const own = [...matched.entries()].find(([, runner]) => runner === mine.runnerId)![0];
+      const theirs = own === first ? second : first;
+      return assignWork([theirs], [mine.runnerId, silentId]).get(theirs) === silentId ? { own, theirs, ownTurn: [...matched.keys()].indexOf(own) } : null;
+    };
+    let silent = b.runner({ share });
+    for (let tries = 0; tries < 64 && pairFor(silent.runnerId) === null; tries += 1) {
+      silent.close();
+      silent = b.runner({ share });
+    }
+    const { own, theirs, ownTurn } = pairFor(silent.runnerId)!;
+    await mine.heartbeat();
+    await silent.heartbeat();
 
     // At first sight: its own message if it comes first, and nothing of the other runner's.
     const firstPass = await mine.runOnce();
