@@ -24,7 +24,7 @@ import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
-import { citationNotice, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { citationNotice, quoteAgentEnvelope, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 import { classOf } from '../authority/policy-check.js';
 
 /**
@@ -361,18 +361,17 @@ function agentWrote(record: MessageRecord, state: LedgerState): boolean {
 }
 
 /**
- * What an agent wrote in its own words, as show hands it to an agent COO: an execution agent's
- * blocker and the question it asked inside its dispatch are quoted as untrusted data, as the inbox
- * quotes them, so that show is no way around the quoting.
+ * What an agent wrote in its own words, as show hands it to an agent COO: every free string of an
+ * envelope an agent signed (a blocker's detail, its idempotency key, a retry's reason) and the
+ * question it asked inside its dispatch are quoted as untrusted data, as the inbox quotes them, so
+ * that show is no way around the quoting.
  */
 function quoteAgentWords(view: MessageView, record: MessageRecord, state: LedgerState): MessageView {
-  const quoted = { ...view, attempts: view.attempts.map(quoteExecutorCommands), ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) };
+  const quoted = { ...view, attempts: view.attempts.map((attempt) => quoteReceiptDetails(quoteExecutorCommands(attempt))), ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) };
   if (!agentWrote(record, state)) return quoted;
-  const envelope = quoted.envelope as { blocker?: { detail?: unknown } } | null;
-  const detail = envelope?.blocker?.detail;
   return {
     ...quoted,
-    ...(typeof detail === 'string' ? { envelope: { ...envelope, blocker: { ...envelope!.blocker, detail: quoteUntrusted(detail).text } } } : {}),
+    envelope: quoteAgentEnvelope(quoted.envelope),
     ...(quoted.consult?.question == null ? {} : { consult: { ...quoted.consult, question: quoteUntrusted(quoted.consult.question).text } }),
   };
 }
@@ -394,6 +393,31 @@ function quoteExecutorCommands(attempt: AttemptView): AttemptView {
     ...(attempt.receipt === null || !Array.isArray(commandsRun)
       ? {}
       : { receipt: { ...attempt.receipt, document: { ...document, commands_run: commandsRun.map((command: unknown, index) => (index < executorCommands && typeof command === 'string' ? quote(command) : command)) } } }),
+  };
+}
+
+type Detailed = { readonly blockers: ReadonlyArray<{ readonly code: string; readonly detail: string }>; readonly warnings: readonly string[] };
+
+/**
+ * An attempt's blockers and warnings as show hands them to an agent COO: the runner writes them, but
+ * they repeat what the agent made (the names of the files it changed outside its scope, a command's
+ * failure, a runner error about its output), so each detail and warning is quoted as untrusted data
+ * in the evidence and in the receipt document alike; the blocker codes are the schema's enum.
+ */
+function quoteReceiptDetails(attempt: AttemptView): AttemptView {
+  const quote = (text: string): string => quoteUntrusted(text).text;
+  const details = <T extends Partial<Detailed>>(of: T): T => ({
+    ...of,
+    ...(Array.isArray(of.blockers) ? { blockers: of.blockers.map((blocker) => (typeof blocker.detail === 'string' ? { ...blocker, detail: quote(blocker.detail) } : blocker)) } : {}),
+    ...(Array.isArray(of.warnings) ? { warnings: of.warnings.map((warning) => (typeof warning === 'string' ? quote(warning) : warning)) } : {}),
+  });
+  const document = attempt.receipt?.document;
+  const quotedDocument = document !== null && typeof document === 'object' ? details(document as Partial<Detailed>) : document;
+  return {
+    ...attempt,
+    ...(attempt.dispatch === undefined ? {} : { dispatch: details(attempt.dispatch) }),
+    ...(attempt.consult === undefined ? {} : { consult: details(attempt.consult) }),
+    ...(attempt.receipt === null ? {} : { receipt: { ...attempt.receipt, document: quotedDocument } }),
   };
 }
 
