@@ -19,6 +19,7 @@ import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
+import { readStrictYaml } from '../schema/strict-yaml.js';
 import { isRunnerIntent } from '../schema/common.js';
 import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
@@ -451,9 +452,18 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   const bytes = await context.ledger.readFile(path);
   if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
   // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it,
-  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run.
-  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && record.intent === 'ea_dispatch')) return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
+  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, and
+  // any receipt whose blockers or warnings repeat what came from outside (a provider's error).
+  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded' || repeatsOutside(bytes)))) {
+    return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
+  }
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
+}
+
+/** Whether a receipt's bytes hold warnings: the runner's words about what came from outside. */
+function repeatsOutside(bytes: Buffer): boolean {
+  const receipt = readStrictYaml(bytes, 'receipt') as { warnings?: unknown };
+  return Array.isArray(receipt.warnings) && receipt.warnings.length > 0;
 }
 
 /** `coo cite` without posting: the Markdown evidence and whether it verifies. */

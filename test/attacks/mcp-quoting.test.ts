@@ -125,4 +125,23 @@ describe("an advisory agent's words reach an agent COO over MCP only quoted", ()
       await mcp.close();
     }
   }, 120_000);
+
+  it("a consult receipt that did not succeed repeats the provider's error: show and the receipt resource quote it", async () => {
+    const w = await fresh({ modes: ['server-error'] });
+    const mcp = await connectMcp(w);
+    try {
+      const queued = structured<{ message_id: string }>(await mcp.call('consult', { ...ASK, to: 'aa.chatgpt' }));
+      await w.runner().runOnce();
+      const shown = structured<{ attempts: Array<{ consult: { status: string; blockers: Array<{ detail: string }> }; receipt: { document: { blockers: Array<{ detail: string }> } } }> }>(await mcp.call('show', { message_id: queued.message_id }));
+      const [attempt] = shown.attempts;
+      expect(attempt!.consult.status).not.toBe('succeeded');
+      expect(attempt!.consult.blockers.length).toBeGreaterThan(0);
+      expect([...attempt!.consult.blockers, ...attempt!.receipt.document.blockers].every((blocker) => isQuoted(blocker.detail))).toBe(true);
+      const resource = await mcp.client.readResource({ uri: `coo://messages/${queued.message_id}/receipt` });
+      const text = (resource.contents[0] as { text: string }).text;
+      expect([isQuoted(text.trimEnd()), text.includes('schema_version: aa_receipt.v0')]).toEqual([true, true]);
+    } finally {
+      await mcp.close();
+    }
+  }, 60_000);
 });
