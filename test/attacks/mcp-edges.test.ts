@@ -5,11 +5,13 @@ import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { COO } from '../helpers/cli.js';
 import { worlds } from '../helpers/lane.js';
+import { connectMcp, textOf } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * `coo mcp` at its edges: an operator who pipes its log (stderr) to something that goes away
- * leaves a server that goes on serving its client, and never dies of an unhandled EPIPE.
+ * leaves a server that goes on serving its client, and never dies of an unhandled EPIPE; a call
+ * the SDK refuses before any tool runs is coded as every other tool error is.
  */
 
 const fresh = worlds(tempDir('mcp-edges-'));
@@ -56,5 +58,25 @@ describe('coo mcp whose stderr is closed', () => {
     expect((await ask(rpc(2, 'tools/call', { name: 'inbox', arguments: {} }))).result?.structuredContent).toEqual({ items: [] });
     child.stdin.end();
     expect(await exited).toBe(0);
+  }, 60_000);
+});
+
+describe('a call the SDK refuses before any tool runs', () => {
+  it('an unknown tool name and arguments the schema refuses come back coded, with the next step', async () => {
+    const w = await fresh();
+    const mcp = await connectMcp(w);
+    try {
+      for (const name of ['approve', 'kill_switch', '__proto__', 'constructor']) {
+        const result = await mcp.call(name, {});
+        expect([name, result.isError]).toEqual([name, true]);
+        const [head, next] = textOf(result).split('\n');
+        expect(head).toBe(`USAGE: Tool ${name} not found`);
+        expect(next).toMatch(/^Call one of this server's tools \(tools\/list lists them\): consult, cross_check, .*, ack\.$/);
+      }
+      const bad = await mcp.call('show', { message_id: '../../etc/passwd' });
+      expect(textOf(bad)).toMatch(/^USAGE: Input validation error: .*message ids look like msg_[\s\S]*\nFix the arguments as the message says and call again\.$/);
+    } finally {
+      await mcp.close();
+    }
   }, 60_000);
 });
