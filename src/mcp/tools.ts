@@ -14,7 +14,7 @@ import { derivedIdempotencyKey, derivedRequestKey } from '../lane/request-key.js
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { CooError } from '../errors.js';
+import { CooError, type Finding } from '../errors.js';
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
@@ -472,7 +472,16 @@ export async function citeTool(context: ToolContext, args: z.infer<typeof messag
   const evidence = await gatherEvidence(context.ledger.gitdir, args.message_id);
   // The citation carries the advisory agents' words (summary, findings, recommendations, objections): quoted as an answer is.
   const quoted = quoteUntrusted(renderCitation(evidence));
-  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings, markdown: quoted.text };
+  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings.map(quoteFinding), markdown: quoted.text };
+}
+
+/**
+ * A finding as a tool hands it to an agent COO: its message and path repeat what the ledger holds,
+ * and a commit pushed behind the hook's back chooses its own file names and contents, so both are
+ * quoted as untrusted data; the code and the commit id are the auditor's.
+ */
+function quoteFinding(finding: Finding): Finding {
+  return { ...finding, message: quoteUntrusted(finding.message).text, ...(finding.path === undefined ? {} : { path: quoteUntrusted(finding.path).text }) };
 }
 
 /** `coo verify`: the ledger's health, with the kill switch and the runner's heartbeat. */
@@ -488,7 +497,7 @@ export async function verifyTool(context: ToolContext): Promise<Record<string, u
     commits: report.commits,
     replayed: report.replayed,
     incremental: report.incremental,
-    findings: report.findings,
+    findings: report.findings.map(quoteFinding),
     kill_switch: report.state.killSwitch?.doc.state ?? 'off',
     heartbeat: beat === null ? null : { seq: beat.seq, runner: beat.runner, expires_at: beat.expiresAt, fresh: Date.parse(beat.expiresAt) > now.getTime() },
   };
