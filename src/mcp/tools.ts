@@ -19,7 +19,6 @@ import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
-import { readStrictYaml } from '../schema/strict-yaml.js';
 import { isRunnerIntent } from '../schema/common.js';
 import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
@@ -397,27 +396,42 @@ function quoteExecutorCommands(attempt: AttemptView): AttemptView {
   };
 }
 
-type Detailed = { readonly blockers: ReadonlyArray<{ readonly code: string; readonly detail: string }>; readonly warnings: readonly string[] };
+/** What a receipt (or its view) may hold that repeats an agent's or a provider's words. */
+interface Repeating {
+  readonly blockers?: ReadonlyArray<{ readonly code: string; readonly detail: string }>;
+  readonly executor_session_id?: string | null;
+  readonly model?: string | null;
+  readonly files?: ReadonlyArray<{ readonly path: string }>;
+  readonly files_changed?: readonly string[];
+  readonly file_hashes?: ReadonlyArray<{ readonly path: string }>;
+}
 
 /**
- * An attempt's blockers and warnings as show hands them to an agent COO: the runner writes them, but
- * they repeat what the agent made (the names of the files it changed outside its scope, a command's
- * failure, a runner error about its output), so each detail and warning is quoted as untrusted data
- * in the evidence and in the receipt document alike; the blocker codes are the schema's enum.
+ * An attempt's receipt as show hands it to an agent COO: the runner writes it, but parts of it repeat
+ * what the agent or a provider made, so each is quoted as untrusted data in the evidence and in the
+ * receipt document alike: every blocker's detail (the names of files changed outside the scope, a
+ * provider's error), the names of the files the agent changed (it chose them, within its scope),
+ * and the session id and model its event stream reported. Codes, hashes and warnings (a code each)
+ * are the schema's.
  */
 function quoteReceiptDetails(attempt: AttemptView): AttemptView {
   const quote = (text: string): string => quoteUntrusted(text).text;
-  const details = <T extends Partial<Detailed>>(of: T): T => ({
+  const quoteOrNull = (text: string | null | undefined): string | null | undefined => (typeof text === 'string' ? quote(text) : text);
+  const repeated = <T extends Repeating>(of: T): T => ({
     ...of,
     ...(Array.isArray(of.blockers) ? { blockers: of.blockers.map((blocker) => (typeof blocker.detail === 'string' ? { ...blocker, detail: quote(blocker.detail) } : blocker)) } : {}),
-    ...(Array.isArray(of.warnings) ? { warnings: of.warnings.map((warning) => (typeof warning === 'string' ? quote(warning) : warning)) } : {}),
+    ...(of.executor_session_id === undefined ? {} : { executor_session_id: quoteOrNull(of.executor_session_id) }),
+    ...(of.model === undefined || !('executor_session_id' in of) ? {} : { model: quoteOrNull(of.model) }),
+    ...(Array.isArray(of.files) ? { files: of.files.map((file) => ({ ...file, path: quote(file.path) })) } : {}),
+    ...(Array.isArray(of.files_changed) ? { files_changed: of.files_changed.map(quote) } : {}),
+    ...(Array.isArray(of.file_hashes) ? { file_hashes: of.file_hashes.map((file) => ({ ...file, path: quote(file.path) })) } : {}),
   });
   const document = attempt.receipt?.document;
-  const quotedDocument = document !== null && typeof document === 'object' ? details(document as Partial<Detailed>) : document;
+  const quotedDocument = document !== null && typeof document === 'object' ? repeated(document as Repeating) : document;
   return {
     ...attempt,
-    ...(attempt.dispatch === undefined ? {} : { dispatch: details(attempt.dispatch) }),
-    ...(attempt.consult === undefined ? {} : { consult: details(attempt.consult) }),
+    ...(attempt.dispatch === undefined ? {} : { dispatch: repeated(attempt.dispatch) }),
+    ...(attempt.consult === undefined ? {} : { consult: repeated(attempt.consult) }),
     ...(attempt.receipt === null ? {} : { receipt: { ...attempt.receipt, document: quotedDocument } }),
   };
 }
@@ -453,17 +467,11 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
   // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it,
   // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, and
-  // any receipt whose blockers or warnings repeat what came from outside (a provider's error).
-  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded' || repeatsOutside(bytes)))) {
+  // any receipt that did not succeed, whose blockers repeat what came from outside (a provider's error).
+  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded'))) {
     return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
   }
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
-}
-
-/** Whether a receipt's bytes hold warnings: the runner's words about what came from outside. */
-function repeatsOutside(bytes: Buffer): boolean {
-  const receipt = readStrictYaml(bytes, 'receipt') as { warnings?: unknown };
-  return Array.isArray(receipt.warnings) && receipt.warnings.length > 0;
 }
 
 /** `coo cite` without posting: the Markdown evidence and whether it verifies. */
