@@ -372,7 +372,15 @@ function quoteAgentWords(view: MessageView, record: MessageRecord, state: Ledger
   return {
     ...quoted,
     envelope: quoteAgentEnvelope(quoted.envelope),
-    ...(quoted.consult?.question == null ? {} : { consult: { ...quoted.consult, question: quoteUntrusted(quoted.consult.question).text } }),
+    ...(quoted.consult === undefined
+      ? {}
+      : {
+          consult: {
+            ...quoted.consult,
+            question: quoted.consult.question === null ? null : quoteUntrusted(quoted.consult.question).text,
+            files: quoted.consult.files.map((file) => ({ ...file, path: quoteUntrusted(file.path).text })),
+          },
+        }),
   };
 }
 

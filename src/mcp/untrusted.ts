@@ -57,12 +57,13 @@ export function untrustedAnswer(path: string, text: string): UntrustedAnswer {
  * Fields of an envelope whose values the validator constrains to ids, hashes, times, enums, actor
  * names and ledger paths: what an agent writes in them cannot be words to its reader. Every other
  * string of an envelope an agent signed (its idempotency key, a blocker's detail, a retry's reason,
- * and any field added later) is its own words.
+ * the names of the files a consult asked inside a dispatch pins, and any field added later) is its
+ * own words. A receipt_ref is bare whole: the validator holds it to a receipt the ledger has.
  */
 const CONSTRAINED_FIELDS = new Set([
   'schema_version', 'message_id', 'correlation_id', 'parent_message_id', 'causality_chain', 'expires_at', 'deadline_at', 'principal', 'source_actor',
   'target_actor', 'status', 'created_at', 'submitted_via', 'intent', 'authority_class', 'about_message_id', 'retry_of', 'expected_receipt_schema',
-  'code', 'path', 'sha256', 'payload_ref', 'payload_hash', 'prompt_template_version', 'repo_commit_sha', 'snapshot_of', 'context_manifest_ref',
+  'code', 'sha256', 'payload_ref', 'payload_hash', 'prompt_template_version', 'repo_commit_sha', 'snapshot_of', 'context_manifest_ref',
   'context_manifest_hash', 'receipt_ref', 'answer_ref', 'answer_hash', 'approval_id', 'request_hash', 'id', 'name', 'members',
 ]);
 
