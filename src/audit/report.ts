@@ -1,4 +1,5 @@
 import { keyStatus } from '../authority/keys.js';
+import { terminalText } from '../util/invisible.js';
 import { folderOf, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { Finding } from '../errors.js';
 import { classifyPath } from '../ledger/layout.js';
@@ -22,7 +23,12 @@ export interface ReportInput {
   readonly trustRoot: string | null;
 }
 
-const escape = (text: string): string => text.replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;');
+/**
+ * Text from the ledger as HTML: markup characters escaped, and every character that acts rather
+ * than reads (a bidirectional override that reorders what the auditor sees, a zero-width character,
+ * a control) shown as its code point, as the CLI shows it (`terminalText`).
+ */
+const escape = (text: string): string => terminalText(text).replace(/&/g, '&amp;').replace(/</g, '&lt;').replace(/>/g, '&gt;').replace(/"/g, '&quot;').replace(/'/g, '&#39;');
 const short = (oid: string | null | undefined): string => (oid == null ? '' : oid.slice(0, 10));
 const usd = (value: number): string => `$${value.toFixed(value < 0.01 ? 5 : 2)}`;
 /** A commit id as shown (its first ten digits) and as copied (all of it, on hover). */

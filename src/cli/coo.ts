@@ -23,6 +23,14 @@ function exit(code: number): void {
   process.stderr.write('', written);
 }
 
+/**
+ * A stderr whose reader went away (a log piped to a pager the operator quit, a closed descriptor)
+ * leaves nowhere to say anything more: the lines written to it are dropped, and the verb goes on to
+ * its own status. Unlistened, the first EPIPE was an uncaught error that ended `coo mcp` or
+ * `coo watch` with status 1 in the middle of serving.
+ */
+process.stderr.on('error', () => undefined);
+
 run(process.argv.slice(2)).then(
   (outcome) => exit(EXIT[outcome]),
   () => exit(EXIT.error),

@@ -8,7 +8,7 @@ import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
-import { invisibleCharacters } from '../util/invisible.js';
+import { codePointText, invisibleCharacters } from '../util/invisible.js';
 
 export function showVerb(program: Command): void {
   program
@@ -90,7 +90,7 @@ const UNPRINTABLE = invisibleCharacters();
  * among them) are shown as `\uNNNN` and never reach the terminal; long text is cut with `…`.
  */
 export function printable(text: string, max = 200): string {
-  const line = text.replace(/\r?\n/g, ' ⏎ ').replace(UNPRINTABLE, (char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  const line = text.replace(/\r?\n/g, ' ⏎ ').replace(UNPRINTABLE, codePointText);
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 

@@ -69,9 +69,10 @@ function exit(code: number | undefined): string {
   return code === undefined ? 'exit unknown' : code === -1 ? 'no exit code' : `exit ${code}`;
 }
 
-/** The pull request's title: one line, bounded. */
+/** The pull request's title: one line, bounded, with each acting character shown as its code point. */
 export function pullRequestTitle(receipt: EaReceipt, summary?: string): string {
-  const text = (summary ?? '').replace(/\s+/g, ' ').trim();
+  // A title is plain text on the forge: a bidirectional override or a tag character in it would act there too.
+  const text = (summary ?? '').replace(/\s+/g, ' ').replace(INVISIBLE, (char) => `<U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`).trim();
   const title = text === '' ? `${receipt.target_actor}: work of ${receipt.message_id} (attempt ${receipt.attempt_number})` : text;
   return [...title].slice(0, 200).join('');
 }

@@ -83,3 +83,20 @@ export function errorResult(error: unknown, scrubber: Scrubber, tool?: string): 
   const next = (tool === undefined ? undefined : TOOL_STEP[tool]?.[code]) ?? NEXT_STEP[code] ?? DEFAULT_STEP;
   return { isError: true, content: [{ type: 'text', text: scrubber.text(`${code}: ${message}\n${next}`) }] };
 }
+
+/**
+ * A call the SDK refuses before any tool runs (a tool name the server does not have, arguments that
+ * do not fit the tool's schema), as every other tool error is: the code first, the SDK's words, and
+ * the next step. Its output check failing is the server's own fault (INTERNAL). `tools` are the names
+ * the server registers, for the step after a name it does not know.
+ */
+export function sdkToolError(sdkMessage: string, scrubber: Scrubber, tools: readonly string[]): CallToolResult {
+  // The SDK looks a name up in a plain object: `__proto__` or `constructor` is found there and reported
+  // "disabled"; this server disables no tool, so either way the name is not one of its tools.
+  const words = sdkMessage.replace(/^MCP error -?\d+: /, '').replace(/^(Tool .*) disabled$/s, '$1 not found');
+  const unknown = /^Tool .* not found$/s.test(words);
+  const internal = /^Output validation error/.test(words);
+  const code: ErrorCode = internal ? 'INTERNAL' : 'USAGE';
+  const next = unknown ? `Call one of this server's tools (tools/list lists them): ${tools.join(', ')}.` : internal ? DEFAULT_STEP : NEXT_STEP.USAGE!;
+  return { isError: true, content: [{ type: 'text', text: scrubber.text(`${code}: ${internal ? 'the server built a result its own schema refuses (details are in its log)' : words}\n${next}`) }] };
+}

@@ -6,7 +6,7 @@ import { messageId } from '../schema/common.js';
 import { CooError, errorClassOf } from '../errors.js';
 import { importPackage } from '../util/import-package.js';
 import type { Scrubber } from '../util/scrub.js';
-import { errorResult, okResult } from './results.js';
+import { errorResult, okResult, sdkToolError } from './results.js';
 import { INTERNAL_ERROR, INVALID_PARAMS } from './wire.js';
 import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, crossCheckInput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
 import { ackTool, inboxTool } from './inbox-tools.js';
@@ -213,6 +213,14 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
     },
     (args) => guard('ack', () => ackTool(options, args)),
   );
+
+  // The SDK answers a call it refuses itself (an unknown tool, arguments its schema refuses) through
+  // this one method, with its own uncoded words; every tool error the handlers above return is coded.
+  const sdk = server as unknown as { createToolError: (message: string) => CallToolResult };
+  sdk.createToolError = (message) => {
+    options.log?.(scrubber.text(`tools/call refused: ${message}`));
+    return sdkToolError(message, scrubber, TOOL_SUMMARIES.map(([name]) => name));
+  };
 
   server.registerResource(
     'message',

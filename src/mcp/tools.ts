@@ -14,7 +14,7 @@ import { derivedIdempotencyKey, derivedRequestKey } from '../lane/request-key.js
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { CooError } from '../errors.js';
+import { CooError, type Finding } from '../errors.js';
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
@@ -24,7 +24,7 @@ import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
-import { citationNotice, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { citationNotice, quoteAgentEnvelope, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 import { classOf } from '../authority/policy-check.js';
 
 /**
@@ -361,19 +361,26 @@ function agentWrote(record: MessageRecord, state: LedgerState): boolean {
 }
 
 /**
- * What an agent wrote in its own words, as show hands it to an agent COO: an execution agent's
- * blocker and the question it asked inside its dispatch are quoted as untrusted data, as the inbox
- * quotes them, so that show is no way around the quoting.
+ * What an agent wrote in its own words, as show hands it to an agent COO: every free string of an
+ * envelope an agent signed (a blocker's detail, its idempotency key, a retry's reason) and the
+ * question it asked inside its dispatch are quoted as untrusted data, as the inbox quotes them, so
+ * that show is no way around the quoting.
  */
 function quoteAgentWords(view: MessageView, record: MessageRecord, state: LedgerState): MessageView {
-  const quoted = { ...view, attempts: view.attempts.map(quoteExecutorCommands), ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) };
+  const quoted = { ...view, attempts: view.attempts.map((attempt) => quoteReceiptDetails(quoteExecutorCommands(attempt))), ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) };
   if (!agentWrote(record, state)) return quoted;
-  const envelope = quoted.envelope as { blocker?: { detail?: unknown } } | null;
-  const detail = envelope?.blocker?.detail;
   return {
     ...quoted,
-    ...(typeof detail === 'string' ? { envelope: { ...envelope, blocker: { ...envelope!.blocker, detail: quoteUntrusted(detail).text } } } : {}),
-    ...(quoted.consult?.question == null ? {} : { consult: { ...quoted.consult, question: quoteUntrusted(quoted.consult.question).text } }),
+    envelope: quoteAgentEnvelope(quoted.envelope),
+    ...(quoted.consult === undefined
+      ? {}
+      : {
+          consult: {
+            ...quoted.consult,
+            question: quoted.consult.question === null ? null : quoteUntrusted(quoted.consult.question).text,
+            files: quoted.consult.files.map((file) => ({ ...file, path: quoteUntrusted(file.path).text })),
+          },
+        }),
   };
 }
 
@@ -394,6 +401,46 @@ function quoteExecutorCommands(attempt: AttemptView): AttemptView {
     ...(attempt.receipt === null || !Array.isArray(commandsRun)
       ? {}
       : { receipt: { ...attempt.receipt, document: { ...document, commands_run: commandsRun.map((command: unknown, index) => (index < executorCommands && typeof command === 'string' ? quote(command) : command)) } } }),
+  };
+}
+
+/** What a receipt (or its view) may hold that repeats an agent's or a provider's words. */
+interface Repeating {
+  readonly blockers?: ReadonlyArray<{ readonly code: string; readonly detail: string }>;
+  readonly executor_session_id?: string | null;
+  readonly model?: string | null;
+  readonly files?: ReadonlyArray<{ readonly path: string }>;
+  readonly files_changed?: readonly string[];
+  readonly file_hashes?: ReadonlyArray<{ readonly path: string }>;
+}
+
+/**
+ * An attempt's receipt as show hands it to an agent COO: the runner writes it, but parts of it repeat
+ * what the agent or a provider made, so each is quoted as untrusted data in the evidence and in the
+ * receipt document alike: every blocker's detail (the names of files changed outside the scope, a
+ * provider's error), the names of the files the agent changed (it chose them, within its scope),
+ * and the session id and model its event stream reported. Codes, hashes and warnings (a code each)
+ * are the schema's.
+ */
+function quoteReceiptDetails(attempt: AttemptView): AttemptView {
+  const quote = (text: string): string => quoteUntrusted(text).text;
+  const quoteOrNull = (text: string | null | undefined): string | null | undefined => (typeof text === 'string' ? quote(text) : text);
+  const repeated = <T extends Repeating>(of: T): T => ({
+    ...of,
+    ...(Array.isArray(of.blockers) ? { blockers: of.blockers.map((blocker) => (typeof blocker.detail === 'string' ? { ...blocker, detail: quote(blocker.detail) } : blocker)) } : {}),
+    ...(of.executor_session_id === undefined ? {} : { executor_session_id: quoteOrNull(of.executor_session_id) }),
+    ...(of.model === undefined || !('executor_session_id' in of) ? {} : { model: quoteOrNull(of.model) }),
+    ...(Array.isArray(of.files) ? { files: of.files.map((file) => ({ ...file, path: quote(file.path) })) } : {}),
+    ...(Array.isArray(of.files_changed) ? { files_changed: of.files_changed.map(quote) } : {}),
+    ...(Array.isArray(of.file_hashes) ? { file_hashes: of.file_hashes.map((file) => ({ ...file, path: quote(file.path) })) } : {}),
+  });
+  const document = attempt.receipt?.document;
+  const quotedDocument = document !== null && typeof document === 'object' ? repeated(document as Repeating) : document;
+  return {
+    ...attempt,
+    ...(attempt.dispatch === undefined ? {} : { dispatch: repeated(attempt.dispatch) }),
+    ...(attempt.consult === undefined ? {} : { consult: repeated(attempt.consult) }),
+    ...(attempt.receipt === null ? {} : { receipt: { ...attempt.receipt, document: quotedDocument } }),
   };
 }
 
@@ -427,8 +474,11 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   const bytes = await context.ledger.readFile(path);
   if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
   // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it,
-  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run.
-  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && record.intent === 'ea_dispatch')) return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
+  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, and
+  // any receipt that did not succeed, whose blockers repeat what came from outside (a provider's error).
+  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded'))) {
+    return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
+  }
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
 }
 
@@ -438,7 +488,16 @@ export async function citeTool(context: ToolContext, args: z.infer<typeof messag
   const evidence = await gatherEvidence(context.ledger.gitdir, args.message_id);
   // The citation carries the advisory agents' words (summary, findings, recommendations, objections): quoted as an answer is.
   const quoted = quoteUntrusted(renderCitation(evidence));
-  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings, markdown: quoted.text };
+  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings.map(quoteFinding), markdown: quoted.text };
+}
+
+/**
+ * A finding as a tool hands it to an agent COO: its message and path repeat what the ledger holds,
+ * and a commit pushed behind the hook's back chooses its own file names and contents, so both are
+ * quoted as untrusted data; the code and the commit id are the auditor's.
+ */
+function quoteFinding(finding: Finding): Finding {
+  return { ...finding, message: quoteUntrusted(finding.message).text, ...(finding.path === undefined ? {} : { path: quoteUntrusted(finding.path).text }) };
 }
 
 /** `coo verify`: the ledger's health, with the kill switch and the runner's heartbeat. */
@@ -454,7 +513,7 @@ export async function verifyTool(context: ToolContext): Promise<Record<string, u
     commits: report.commits,
     replayed: report.replayed,
     incremental: report.incremental,
-    findings: report.findings,
+    findings: report.findings.map(quoteFinding),
     kill_switch: report.state.killSwitch?.doc.state ?? 'off',
     heartbeat: beat === null ? null : { seq: beat.seq, runner: beat.runner, expires_at: beat.expiresAt, fresh: Date.parse(beat.expiresAt) > now.getTime() },
   };

@@ -52,3 +52,26 @@ export function untrustedAnswer(path: string, text: string): UntrustedAnswer {
   const quoted = quoteUntrusted(text);
   return { advisory: true, untrusted: true, notice: untrustedNotice(quoted.boundary), boundary: quoted.boundary, path, text: quoted.text };
 }
+
+/**
+ * Fields of an envelope whose values the validator constrains to ids, hashes, times, enums, actor
+ * names and ledger paths: what an agent writes in them cannot be words to its reader. Every other
+ * string of an envelope an agent signed (its idempotency key, a blocker's detail, a retry's reason,
+ * the names of the files a consult asked inside a dispatch pins, and any field added later) is its
+ * own words. A receipt_ref is bare whole: the validator holds it to a receipt the ledger has.
+ */
+const CONSTRAINED_FIELDS = new Set([
+  'schema_version', 'message_id', 'correlation_id', 'parent_message_id', 'causality_chain', 'expires_at', 'deadline_at', 'principal', 'source_actor',
+  'target_actor', 'status', 'created_at', 'submitted_via', 'intent', 'authority_class', 'about_message_id', 'retry_of', 'expected_receipt_schema',
+  'code', 'sha256', 'payload_ref', 'payload_hash', 'prompt_template_version', 'repo_commit_sha', 'snapshot_of', 'context_manifest_ref',
+  'context_manifest_hash', 'receipt_ref', 'answer_ref', 'answer_hash', 'approval_id', 'request_hash', 'id', 'name', 'members',
+]);
+
+/** An envelope an agent signed, with each string of its own words quoted as untrusted data; the constrained fields stay as they are. */
+export function quoteAgentEnvelope(value: unknown, field?: string): unknown {
+  if (field !== undefined && CONSTRAINED_FIELDS.has(field)) return value;
+  if (typeof value === 'string') return quoteUntrusted(value).text;
+  if (Array.isArray(value)) return value.map((item) => quoteAgentEnvelope(item, field));
+  if (value === null || typeof value !== 'object') return value;
+  return Object.fromEntries(Object.entries(value).map(([key, item]) => [key, quoteAgentEnvelope(item, key)]));
+}

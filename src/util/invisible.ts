@@ -2,13 +2,21 @@
  * Characters that act rather than read when untrusted text is shown: C0 and C1 controls (a
  * terminal's escape sequences among them), the soft hyphen, zero-width characters, line and
  * paragraph separators, and every bidirectional control (the Arabic letter mark, LRM and RLM, the
- * embeddings, overrides and isolates), and the byte order mark. One set for every place that shows
+ * embeddings, overrides and isolates), the byte order mark, the interlinear annotation marks, and
+ * the tag characters (U+E0000 to U+E007F: invisible everywhere, they spell ASCII a model reads but a
+ * person never sees). One set for every place that shows
  * such text (the CLI's lines, inert Markdown, pull-request bodies), so no place misses one the
  * others catch: each had its own list, and two of them let U+061C and U+00AD through.
  */
 export function invisibleCharacters(): RegExp {
   // eslint-disable-next-line no-control-regex -- control characters are what this finds
-  return /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff]/gu;
+  return /[\u0000-\u001f\u007f-\u009f\u00ad\u061c\u180e\u200b-\u200f\u2028-\u202e\u2060-\u2069\ufeff\ufff9-\ufffb\u{e0000}-\u{e007f}]/gu;
+}
+
+/** A character as the code point a reader can see: `\u202e`, or `\u{e0041}` past the first plane. */
+export function codePointText(char: string): string {
+  const point = char.codePointAt(0)!;
+  return point > 0xffff ? `\\u{${point.toString(16)}}` : `\\u${point.toString(16).padStart(4, '0')}`;
 }
 
 const ACTING = invisibleCharacters();
@@ -20,5 +28,5 @@ const ACTING = invisibleCharacters();
  * detail): an escape sequence there would act on the operator's terminal.
  */
 export function terminalText(text: string): string {
-  return text.replace(ACTING, (char) => (char === '\n' || char === '\t' ? char : `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`));
+  return text.replace(ACTING, (char) => (char === '\n' || char === '\t' ? char : codePointText(char)));
 }

@@ -142,6 +142,7 @@ describe('pull request body', () => {
   it('titles the pull request on one bounded line', () => {
     expect(pullRequestTitle(receipt())).toBe('ea.codex: work of msg_01JDX0000000000000000000AB (attempt 2)');
     expect(pullRequestTitle(receipt(), 'Fix\nadd()  ')).toBe('Fix add()');
+    expect(pullRequestTitle(receipt(), 'Fix \u202Eevil\u202C add()\u{E0041}')).toBe('Fix <U+202E>evil<U+202C> add()<U+E0041>');
     expect([...pullRequestTitle(receipt(), 'y'.repeat(500))].length).toBe(200);
   });
 

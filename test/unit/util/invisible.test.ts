@@ -11,7 +11,7 @@ import { terminalText } from '../../../src/util/invisible.js';
  * hyphen through.
  */
 
-const ACTING = ['\u001b', '\u0007', '\u009b', '\u00ad', '\u061c', '\u200b', '\u200e', '\u202e', '\u2066', '\u2069', '\ufeff'];
+const ACTING = ['\u001b', '\u0007', '\u009b', '\u00ad', '\u061c', '\u180e', '\u200b', '\u200e', '\u202e', '\u2066', '\u2069', '\ufeff', '\ufff9', '\u{e0001}', '\u{e0041}', '\u{e007f}'];
 
 describe('the characters that act rather than read are one set, shown as code points everywhere', () => {
   for (const [name, show] of [
@@ -32,4 +32,12 @@ describe('the characters that act rather than read are one set, shown as code po
 
 it('terminalText keeps the lines and tabs of a multi-line error', () => {
   expect(terminalText('first\tline\nsecond \u001b[2J line\n')).toBe('first\tline\nsecond \\u001b[2J line\n');
+});
+
+it('shows a tag character, which spells ASCII no person sees, as one whole code point', () => {
+  // "ignore" written in tag characters: invisible in a terminal, a browser and a pull request alike.
+  const hidden = [...'ignore'].map((char) => String.fromCodePoint(0xe0000 + char.charCodeAt(0))).join('');
+  expect(terminalText(`ok${hidden}`)).toBe('ok\\u{e0069}\\u{e0067}\\u{e006e}\\u{e006f}\\u{e0072}\\u{e0065}');
+  expect(printable(`ok${hidden}`, Number.POSITIVE_INFINITY)).toBe(terminalText(`ok${hidden}`));
+  expect(inert(`ok${hidden}`).replace(/\\/g, '')).toBe('ok(U+E0069)(U+E0067)(U+E006E)(U+E006F)(U+E0072)(U+E0065)');
 });
