@@ -20,7 +20,7 @@ export function appendVerb(program: Command): void {
       const key = loadPrivateKey(required(opts.key, '--key', 'your private key file or $COO_KEY'));
       const files = new Map(artifacts.map((file) => [basename(file), readInput(file, 'artifact', LIMITS.artifactBytes)]));
       let bytes: Buffer | undefined;
-      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) => appendEnvelope(ledger, (bytes ??= readInput(envelope, 'envelope', LIMITS.yamlBytes)), files, key, now(), envelope));
+      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) => appendEnvelope(ledger, (bytes ??= readInput(envelope, 'envelope', LIMITS.yamlBytes, 'YAML_TOO_LARGE')), files, key, now(), envelope));
       emit(opts.json, { message_id: result.messageId, path: result.path, commit: result.commit, existing: result.existing, ...remoteJson(remote) }, () =>
         (result.existing
           ? `${result.messageId} (already in the ledger with this idempotency key and request; nothing written)`

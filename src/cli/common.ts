@@ -2,7 +2,7 @@ import { closeSync, openSync, readSync } from 'node:fs';
 import { LIMITS } from '../limits.js';
 import { readBounded } from '../util/bounded-read.js';
 import { Option, type Command } from 'commander';
-import { CooError } from '../errors.js';
+import { CooError, type ErrorCode } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
 import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
@@ -35,10 +35,11 @@ export function required<T>(value: T | undefined, flag: string, hint: string): T
 /**
  * A file the operator names (or `-`, standard input), read up to `maxBytes`: a regular file over
  * the bound is refused from its size before any byte is read, and a stream (standard input, a pipe
- * such as `<(...)`, a device such as /dev/zero) is read only to one byte past it, never whole.
+ * such as `<(...)`, a device such as /dev/zero) is read only to one byte past it, never whole. Over the
+ * bound is `overCode`: USAGE, or YAML_TOO_LARGE for a YAML document, as the parser would say it.
  */
-export function readInput(path: string, what: string, maxBytes: number): Buffer {
-  const over = (size: string): CooError => new CooError('USAGE', `the ${what} ${path === '-' ? 'on standard input' : path} is ${size} the ${maxBytes}-byte limit: give a smaller one`);
+export function readInput(path: string, what: string, maxBytes: number, overCode: ErrorCode = 'USAGE'): Buffer {
+  const over = (size: string): CooError => new CooError(overCode, `the ${what} ${path === '-' ? 'on standard input' : path} is ${size} the ${maxBytes}-byte limit: give a smaller one`);
   if (path !== '-') {
     const read = readBounded(path, { maxBytes, follow: true });
     if (read.kind === 'file') return read.bytes;

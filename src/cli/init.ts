@@ -26,8 +26,8 @@ export function initVerb(program: Command): void {
         gitdir,
         ceoKey,
         actors,
-        ...(opts.registry === undefined ? {} : { registry: readDocument('actor_registry.v0', readInput(opts.registry, 'registry', LIMITS.yamlBytes), opts.registry) }),
-        ...(opts.policy === undefined ? {} : { policy: readDocument('actor_policy.v0', readInput(opts.policy, 'policy', LIMITS.yamlBytes), opts.policy) }),
+        ...(opts.registry === undefined ? {} : { registry: readDocument('actor_registry.v0', readInput(opts.registry, 'registry', LIMITS.yamlBytes, 'YAML_TOO_LARGE'), opts.registry) }),
+        ...(opts.policy === undefined ? {} : { policy: readDocument('actor_policy.v0', readInput(opts.policy, 'policy', LIMITS.yamlBytes, 'YAML_TOO_LARGE'), opts.policy) }),
         now: now(),
       });
       emit(opts.json, { ledger: gitdir, commit: result.commit, seq: result.seq, trust_root_key: ceoKey.publicKey.keyId }, () =>

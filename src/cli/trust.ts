@@ -28,7 +28,7 @@ export function trustVerb(program: Command): void {
       if (chosen.length !== 1) throw new CooError('USAGE', 'give exactly one of --root, --registry or --policy');
       const role: TrustRole = chosen[0]!;
       const file = opts[role]!;
-      const document = readStrictYaml(readInput(file, `${role} file`, LIMITS.yamlBytes), file);
+      const document = readStrictYaml(readInput(file, `${role} file`, LIMITS.yamlBytes, 'YAML_TOO_LARGE'), file);
       if (document === null || typeof document !== 'object' || Array.isArray(document)) throw new CooError('SCHEMA_INVALID', `${file}: a mapping is expected`);
       const actorKeys = new Map<string, PublicKey>(opts.actor.map((pair) => {
         const [id, pub] = splitPair(pair, '--actor');
