@@ -46,6 +46,15 @@ while read old new ref; do git update-ref "$ref" "$old"; done
   );
 }
 
+/** The remote's main moved to the history of another ledger (with one consult of its own); that ledger's case. */
+async function pointMainAtAnotherLedger(world: Case): Promise<Case> {
+  const other = await newCase();
+  await other.consult();
+  git(['--git-dir', world.served.gitdir, 'fetch', '-q', other.served.gitdir, 'main']);
+  git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', other.served.head()]);
+  return other;
+}
+
 describe('runners over a lying remote', () => {
   it('a remote rolled back to before a receipt the runner saw, after a stock git fetch moved origin/main there: refused as a rollback, never as commits to drop, and never paid again', async () => {
     const world = await newCase();
@@ -118,10 +127,7 @@ describe('runners over a lying remote', () => {
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     await machine.remote.sync();
-    const other = await newCase();
-    await other.consult();
-    git(['--git-dir', world.served.gitdir, 'fetch', '-q', other.served.gitdir, 'main']);
-    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', other.served.head()]);
+    const other = await pointMainAtAnotherLedger(world);
 
     await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rewritten/) });
     expect(types(machine.events)).not.toContain('claimed');
@@ -135,10 +141,7 @@ describe('runners over a lying remote', () => {
     await world.consult();
     const machine = await world.machine('runner');
     await machine.remote.sync();
-    const other = await newCase();
-    await other.consult();
-    git(['--git-dir', world.served.gitdir, 'fetch', '-q', other.served.gitdir, 'main']);
-    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', other.served.head()]);
+    await pointMainAtAnotherLedger(world);
 
     const served = await cooAsync(
       ['mcp', '--run', '--remote', world.url, '--ledger', machine.gitdir, '--key', world.served.keys.coo, '--repo', world.served.target, '--state-dir', join(world.dir, 'mcp-rewritten-state'), '--oracle-base-url', `${world.model.url}/v1`],
