@@ -1,6 +1,6 @@
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, openSync } from 'node:fs';
 import { LIMITS } from '../limits.js';
-import { readBounded } from '../util/bounded-read.js';
+import { readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { Option, type Command } from 'commander';
 import { CooError, type ErrorCode } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
@@ -54,15 +54,9 @@ export function readInput(path: string, what: string, maxBytes: number, overCode
     throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
   }
   try {
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const chunk = Buffer.alloc(64 * 1024);
-    for (let read = readSync(fd, chunk); read > 0; read = readSync(fd, chunk)) {
-      length += read;
-      if (length > maxBytes) throw over('over');
-      chunks.push(Buffer.from(chunk.subarray(0, read)));
-    }
-    return Buffer.concat(chunks);
+    const bytes = readStreamBounded(fd, maxBytes);
+    if (bytes === null) throw over('over');
+    return bytes;
   } catch (error) {
     if (error instanceof CooError) throw error;
     throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);

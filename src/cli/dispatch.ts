@@ -1,9 +1,8 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
-import * as fs from 'node:fs';
 import { LIMITS } from '../limits.js';
-import { readBounded } from '../util/bounded-read.js';
+import { readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
@@ -94,15 +93,9 @@ export function dispatchVerb(program: Command): void {
 export function readTaskFile(path: string): string {
   const max = LIMITS.executorPromptBytes;
   if (path === '-') {
-    const chunks: Buffer[] = [];
-    let length = 0;
-    const chunk = Buffer.alloc(64 * 1024);
-    for (let read = fs.readSync(0, chunk); read > 0; read = fs.readSync(0, chunk)) {
-      length += read;
-      if (length > max) throw new CooError('USAGE', `the task on standard input is over ${max} bytes`);
-      chunks.push(Buffer.from(chunk.subarray(0, read)));
-    }
-    return Buffer.concat(chunks).toString('utf8');
+    const bytes = readStreamBounded(0, max);
+    if (bytes === null) throw new CooError('USAGE', `the task on standard input is over ${max} bytes`);
+    return bytes.toString('utf8');
   }
   const read = readBounded(path, { maxBytes: max, follow: true });
   switch (read.kind) {

@@ -360,6 +360,9 @@ function agentWrote(record: MessageRecord, state: LedgerState): boolean {
   return from === 'execution_agent' || from === 'advisory_agent';
 }
 
+/** A text as an agent COO receives words that are not the runner's: quoted as untrusted data. */
+const quote = (text: string): string => quoteUntrusted(text).text;
+
 /**
  * What an agent wrote in its own words, as show hands it to an agent COO: every free string of an
  * envelope an agent signed (a blocker's detail, its idempotency key, a retry's reason) and the
@@ -377,8 +380,8 @@ function quoteAgentWords(view: MessageView, record: MessageRecord, state: Ledger
       : {
           consult: {
             ...quoted.consult,
-            question: quoted.consult.question === null ? null : quoteUntrusted(quoted.consult.question).text,
-            files: quoted.consult.files.map((file) => ({ ...file, path: quoteUntrusted(file.path).text })),
+            question: quoted.consult.question === null ? null : quote(quoted.consult.question),
+            files: quoted.consult.files.map((file) => ({ ...file, path: quote(file.path) })),
           },
         }),
   };
@@ -391,7 +394,6 @@ function quoteAgentWords(view: MessageView, record: MessageRecord, state: Ledger
  */
 function quoteExecutorCommands(attempt: AttemptView): AttemptView {
   if (attempt.dispatch === undefined) return attempt;
-  const quote = (text: string): string => quoteUntrusted(text).text;
   const executorCommands = attempt.dispatch.commands.filter((command) => command.by === 'executor').length;
   const document = attempt.receipt?.document as { commands_run?: unknown } | null | undefined;
   const commandsRun = document?.commands_run;
@@ -423,7 +425,6 @@ interface Repeating {
  * are the schema's.
  */
 function quoteReceiptDetails(attempt: AttemptView): AttemptView {
-  const quote = (text: string): string => quoteUntrusted(text).text;
   const quoteOrNull = (text: string | null | undefined): string | null | undefined => (typeof text === 'string' ? quote(text) : text);
   const repeated = <T extends Repeating>(of: T): T => ({
     ...of,
@@ -450,7 +451,6 @@ function quoteReceiptDetails(attempt: AttemptView): AttemptView {
  * paths beside them are the runner's).
  */
 function quotePanel(panel: PanelComparison): PanelComparison {
-  const quote = (text: string): string => quoteUntrusted(text).text;
   return {
     ...panel,
     members: panel.members.map((member) => ({ ...member, summary: member.summary === null ? null : quote(member.summary), objections: member.objections.map(quote) })),
@@ -477,7 +477,7 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, and
   // any receipt that did not succeed, whose blockers repeat what came from outside (a provider's error).
   if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded'))) {
-    return { text: quoteUntrusted(bytes.toString('utf8')).text, mimeType: 'text/plain' };
+    return { text: quote(bytes.toString('utf8')), mimeType: 'text/plain' };
   }
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
 }
@@ -497,7 +497,7 @@ export async function citeTool(context: ToolContext, args: z.infer<typeof messag
  * quoted as untrusted data; the code and the commit id are the auditor's.
  */
 function quoteFinding(finding: Finding): Finding {
-  return { ...finding, message: quoteUntrusted(finding.message).text, ...(finding.path === undefined ? {} : { path: quoteUntrusted(finding.path).text }) };
+  return { ...finding, message: quote(finding.message), ...(finding.path === undefined ? {} : { path: quote(finding.path) }) };
 }
 
 /** `coo verify`: the ledger's health, with the kill switch and the runner's heartbeat. */

@@ -74,3 +74,19 @@ export function readBounded(path: string | Buffer, options: BoundedReadOptions):
     fs.closeSync(fd);
   }
 }
+
+/**
+ * An open stream (standard input, a pipe, a device) read to its end, or to one byte past
+ * `maxBytes`: null when it holds more, never read whole. Read errors are thrown as they come.
+ */
+export function readStreamBounded(fd: number, maxBytes: number): Buffer | null {
+  const chunks: Buffer[] = [];
+  let length = 0;
+  const chunk = Buffer.alloc(64 * 1024);
+  for (let read = fs.readSync(fd, chunk); read > 0; read = fs.readSync(fd, chunk)) {
+    length += read;
+    if (length > maxBytes) return null;
+    chunks.push(Buffer.from(chunk.subarray(0, read)));
+  }
+  return Buffer.concat(chunks);
+}

@@ -99,6 +99,11 @@ function sessionSockets(): string[] {
   return [...(sshAgent !== undefined && isAbsolute(sshAgent) ? [sshAgent] : []), ...(uid === undefined ? [] : [`/run/user/${uid}`])];
 }
 
+/** Whether `folder` is `path` or holds it (both resolved). */
+function holds(folder: string, path: string): boolean {
+  return path === folder || path.startsWith(`${folder}/`);
+}
+
 /** The bwrap argv prefix for `layout`; the command follows it. */
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
@@ -109,9 +114,9 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
   const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map((path) => resolve(path));
-  const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => kept === path || kept.startsWith(`${path}/`)));
+  const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => holds(path, kept)));
   const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map((path) => resolve(path)).concat(others))]
-    .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => kept === path || kept.startsWith(`${path}/`)));
+    .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => holds(path, kept)));
   return [
     bwrap,
     '--ro-bind', '/', '/',
