@@ -82,6 +82,17 @@ function processesUnder(path: string): number[] {
   return found;
 }
 
+/** A process's state, parent and command line, for a failure that names what was left running. */
+function describeProcess(pid: number): string {
+  try {
+    const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+    const cmdline = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0').join(' ');
+    return `${pid} ${stat.slice(stat.lastIndexOf(')') + 2).split(' ').slice(0, 2).join(' ')}: ${cmdline.slice(0, 400)}`;
+  } catch {
+    return `${pid}: gone meanwhile`;
+  }
+}
+
 /** Whether a process runs: a zombie nobody reaped (the dead runner's child, reparented) has ended. */
 function running(pid: number): boolean {
   try {
@@ -284,7 +295,8 @@ describe('runners SIGKILLed mid-dispatch', () => {
       expect(again.code).toBe(0);
       expect(again.stderr).not.toContain('"type":"error"');
       // Nothing the dead runner started is still running.
-      expect(processesUnder(place.stateDir)).toEqual([]);
+      const left = processesUnder(place.stateDir);
+      expect(left, left.map(describeProcess).join('\n')).toEqual([]);
       if (executorPid !== null) expect(running(executorPid)).toBe(false);
       const state = await place.world.ledger.state();
       const [interrupted] = await receiptsOf(place.world, killed);
