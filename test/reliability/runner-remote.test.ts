@@ -115,8 +115,9 @@ describe('runners on separate machines through a remote', () => {
   ])(`$runners runners on $runners clones drain ${DRAIN} consults, $which killed mid-consult, with no duplicate paid call and no lost message (over ssh://)`, async ({ runners: count, killed }) => {
     const caseDir = join(dir, `drain-${count}`);
     const base = defaultPolicy();
-    // Short heartbeats, so that a killed runner's lease runs out within the test.
-    const served = await makeServedLedger(caseDir, 'ledger.git', { ...base, ...(killed > 0 ? { heartbeat: { interval_seconds: 1, ttl_seconds: 3 } } : {}), retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
+    // Heartbeats short enough that a killed runner's lease runs out within the test, and rare enough that they are not
+    // most of the pushes to the one ref.
+    const served = await makeServedLedger(caseDir, 'ledger.git', { ...base, ...(killed > 0 ? { heartbeat: { interval_seconds: 10, ttl_seconds: 30 } } : {}), retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
     const ids = await enqueue(served, DRAIN, killed > 0 ? 20 : 60);
     const model = await startFakeModelServer(['ok']);
     servers.push(model);
@@ -145,14 +146,21 @@ describe('runners on separate machines through a remote', () => {
     const lost = ids.filter((id) => laneStateOf(state.messages.get(id)!) !== 'succeeded');
     const canaries = model.requests.map((request) => request.canary);
     expect(lost).toEqual([]);
-    // One paid call per attempt: every message succeeded on its first attempt, but a killed runner's, which is
-    // recorded interrupted and paid once more by the runner that took it over.
+    // A killed runner's attempt is recorded interrupted and paid once more by the runner that took it over. So is a
+    // live runner's whose heartbeats and receipt lost every race for its lease: with eight runners and a model that
+    // answers at once, two cores cannot run the hook for every push the runners offer (docs/design.md, "Known
+    // limits"); the runner keeps its late result beside it, never applied.
     const retaken = ids.filter((id) => state.messages.get(id)!.attempts.length > 1);
-    expect(retaken).toHaveLength(killed);
+    const killedIds = doomed.flatMap((runner) => runner.events.filter((event) => event.type === 'claimed').map((event) => String(event['messageId'])));
+    expect(killedIds).toHaveLength(killed);
+    expect(retaken).toEqual(expect.arrayContaining(killedIds));
     for (const id of retaken) expect(state.messages.get(id)!.attempts.map((attempt) => attempt.receipt!.blockers)).toEqual([['interrupted'], []]);
-    // A killed runner may die before or after its call reached the model: at most one call each attempt.
-    expect(canaries.length).toBeGreaterThanOrEqual(DRAIN);
-    expect(canaries.length).toBeLessThanOrEqual(DRAIN + killed);
+    const lateKept = runners.flatMap((runner) => runner.events.filter((event) => event.type === 'late_result').map((event) => String(event['messageId'])));
+    for (const id of retaken.filter((id) => !killedIds.includes(id))) expect(lateKept, `${id} was taken over from a live runner`).toContain(id);
+    // One paid call per attempt: a killed runner may die before or after its call reached the model.
+    const attempts = ids.reduce((sum, id) => sum + state.messages.get(id)!.attempts.length, 0);
+    expect(canaries.length).toBeGreaterThanOrEqual(attempts - killed);
+    expect(canaries.length).toBeLessThanOrEqual(attempts);
     expect(new Set(canaries).size).toBe(canaries.length);
     expect(git(['--git-dir', served.gitdir, 'rev-list', '--merges', 'main']).trim()).toBe('');
     const findings = json<{ findings: Array<{ code: string }> }>(coo(['verify', '--ledger', served.gitdir, '--no-checkpoint', '--json'])).findings.map((finding) => finding.code);
@@ -165,6 +173,7 @@ describe('runners on separate machines through a remote', () => {
       test: `${count} runners, ${count} clones${killed > 0 ? `, ${killed} killed` : ''}`,
       consults: DRAIN,
       paid_calls: canaries.length,
+      taken_over_from_live_runners: retaken.length - killed,
       duplicate_calls: canaries.length - new Set(canaries).size,
       lost: lost.length,
       runners_that_claimed: runnersUsed.size,
