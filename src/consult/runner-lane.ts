@@ -309,6 +309,7 @@ export class ConsultLane implements RunnerLane {
     const challenged = message.intent === 'cross_check' ? await this.ctx.ledger.readFile(message.challenge.answer_ref) : null;
     const steering = [...files, ...(challenged === null ? [] : [{ bytes: challenged }])].flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
     const verdict = judgeRun(run, classifyFor(route.name));
+    const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;
     let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
@@ -361,7 +362,8 @@ export class ConsultLane implements RunnerLane {
         route: { provider: route.provider, offline: route.offline },
         meta: run.meta,
         price: decision.price,
-        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
+        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+        sentBytes: Buffer.byteLength(bundle) + contextBytes,
         answerBytes: run.answerBytes,
         bundleHash: sha256Ref(bundleBytes),
       },

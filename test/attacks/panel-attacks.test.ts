@@ -1,0 +1,61 @@
+import { describe } from 'vitest';
+import type { MessageRecord } from '../../src/authority/state.js';
+import { buildReceipt, type ReceiptFacts } from '../../src/consult/receipt.js';
+import type { OracleSessionMeta } from '../../src/consult/outcome.js';
+import type { AaConsultMessage } from '../../src/schema/message.js';
+import { aaReceipt } from '../../src/schema/receipt.js';
+import { attack } from '../helpers/attack-kit.js';
+
+/**
+ * Panels, cross-checks and the consult lane's money rules, attacked by a hostile advisory agent
+ * (the usage it reports), a hostile COO key holder and a careless operator.
+ */
+
+const sha = `sha256:${'a'.repeat(64)}`;
+const message = {
+  message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8485',
+  target_actor: 'aa.chatgpt',
+  payload_hash: sha,
+  context_pin: { context_manifest_hash: sha },
+  budget: { max_cost_usd: 0.5, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
+} as unknown as AaConsultMessage;
+const price = { input_usd_per_million: 5, output_usd_per_million: 30, max_output_tokens: 32_000 };
+
+/** A succeeded attempt that sent about 30,000 tokens' worth of bytes and got a 30,000-byte answer, with the usage the provider reported. */
+function reported(usage: Record<string, number | null>): ReceiptFacts {
+  const meta = { status: 'completed', model: 'gpt-5.5', usage: { inputTokens: 0, outputTokens: 0, reasoningTokens: 0, totalTokens: 0, cost: null, ...usage }, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null } as OracleSessionMeta;
+  return {
+    now: new Date('2026-11-30T08:00:00Z'),
+    message,
+    record: { id: message.message_id, attempts: [] } as unknown as MessageRecord,
+    attempt: 1,
+    status: 'succeeded',
+    blockers: [],
+    nextAttemptAt: null,
+    policyRef: 'trust/policy/000001.yaml@x',
+    transport: { sessionId: 's', model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta, price, estimatedInputTokens: 31_500, sentBytes: 90_000, answerBytes: 30_000, bundleHash: sha },
+    output: { path: 'messages/2026-11/30/08/m/artifacts/001/answer.md', sha256: sha },
+    validation: { status: 'pass', errors: [] },
+    warnings: [],
+  };
+}
+
+/** The cost the runner can see for what it sent and received at 8 bytes a token at the most: the least any honest usage comes to. */
+const FLOOR = (30_000 * 3 / 8) * 5 / 1e6 + (30_000 / 8) * 30 / 1e6;
+
+/** 'schema' when the receipt would not pass its own schema (the runner could never commit it), 'under' when it costs less than the floor, else 'priced'. */
+function priced(usage: Record<string, number | null>): string {
+  const receipt = buildReceipt(reported(usage));
+  if (!aaReceipt.safeParse(receipt).success) return 'schema';
+  return receipt.actual_cost_usd < FLOOR ? 'under' : 'priced';
+}
+
+describe("an advisory agent's usage numbers", () => {
+  attack('usage of one token in and one out for a 90 KB request and a 30 KB answer', 'runner', 'priced', () => priced({ inputTokens: 1, outputTokens: 1, totalTokens: 2 }));
+  attack('usage with honest token counts and a cost of zero', 'runner', 'priced', () => priced({ inputTokens: 30_000, outputTokens: 8_000, totalTokens: 38_000, cost: 0 }));
+  attack('usage whose total is large and whose parts are zero', 'runner', 'priced', () => priced({ inputTokens: 0, outputTokens: 0, totalTokens: 40_000 }));
+  attack('usage in fractions of a token', 'runner', 'priced', () => priced({ inputTokens: 30_000.5, outputTokens: 8_000.25, totalTokens: 38_000.75 }));
+  attack('usage beyond the largest safe integer', 'runner', 'priced', () => priced({ inputTokens: 1e20, outputTokens: 1, totalTokens: 1e20 }));
+  attack('a reported cost beyond any budget', 'runner', 'priced', () => priced({ inputTokens: 30_000, outputTokens: 8_000, totalTokens: 38_000, cost: 5e9 }));
+  attack('usage of 1e300 tokens', 'runner', 'priced', () => priced({ inputTokens: 1e300, outputTokens: 1e300, totalTokens: 1e300 }));
+});
