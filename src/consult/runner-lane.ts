@@ -80,10 +80,10 @@ type Prepared =
       readonly attempt: number;
       readonly decision: Extract<Preflight, { kind: 'run' }>;
       readonly route: RoutePlan;
-      readonly prompt: Buffer;
+      /** The prompt bundle Oracle is handed, whose size the pre-flight estimate was made from, and the canary it holds. */
+      readonly bundle: string;
+      readonly canary: string;
       readonly files: readonly PinnedFile[];
-      /** A cross-check's challenged answer, its hash as the envelope pins it. */
-      readonly challenged?: ChallengedAnswer;
     };
 
 /**
@@ -163,6 +163,17 @@ export class ConsultLane implements RunnerLane {
     const prompt = await ledger.readFile(message.payload_ref);
     const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    // What is sent is the whole bundle: the question in its template and, for a cross-check, the challenged answer quoted; the estimate is of that.
+    const answer = message.intent === 'cross_check' ? await ledger.readFile(message.challenge.answer_ref) : null;
+    const challenged: ChallengedAnswer | undefined = message.intent === 'cross_check' && answer !== null ? { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') } : undefined;
+    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const bundle = renderConsultPrompt({
+      question: prompt?.toString('utf8') ?? '',
+      canary,
+      repoCommit: message.context_pin.repo_commit_sha,
+      files: message.context_pin.files.map((file) => file.path),
+      ...(challenged === undefined ? {} : { challenged }),
+    });
     // The route, from the registry entry and the runner's endpoints: what it asks the provider for bounds the budget.
     const entry = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
     let route: RoutePlan | null = null;
@@ -183,7 +194,7 @@ export class ConsultLane implements RunnerLane {
       spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
       spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
       spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-      inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
+      inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
     });
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
@@ -203,28 +214,23 @@ export class ConsultLane implements RunnerLane {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
-    let challenged: ChallengedAnswer | undefined;
-    if (message.intent === 'cross_check') {
-      // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
-      const answer = await ledger.readFile(message.challenge.answer_ref);
-      if (answer === null || sha256Ref(answer) !== message.challenge.answer_hash) return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
-      challenged = { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') };
+    // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
+    if (message.intent === 'cross_check' && (answer === null || sha256Ref(answer) !== message.challenge.answer_hash)) {
+      return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
     }
     if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
-    return { kind: 'run', record, message, attempt, decision, route, prompt, files: pins.files, ...(challenged === undefined ? {} : { challenged }) };
+    return { kind: 'run', record, message, attempt, decision, route, bundle, canary, files: pins.files };
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */
   private async run(item: Extract<Prepared, { kind: 'run' }>, now: Date): Promise<void> {
-    const { record, message, attempt, decision, route, prompt, files, challenged } = item;
+    const { record, message, attempt, decision, route, bundle, canary, files } = item;
     const stoppedFirst = this.ctx.stoppedBy();
     if (stoppedFirst !== null) {
       await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedFirst}) before Oracle started; nothing was paid for`);
       return;
     }
     const sandbox = sandboxFor(this.ctx.stateDir, attemptIdFor(message.message_id, attempt));
-    const canary = `canary-${randomBytes(12).toString('hex')}`;
-    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: files.map((file) => file.path), ...(challenged === undefined ? {} : { challenged }) });
     const slug = sessionSlugFor(message.message_id, attempt);
     createSandbox(sandbox, files, bundle, {
       attempt_id: attemptIdFor(message.message_id, attempt),

@@ -1,10 +1,14 @@
-import { describe } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../src/authority/state.js';
+import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { buildReceipt, type ReceiptFacts } from '../../src/consult/receipt.js';
 import type { OracleSessionMeta } from '../../src/consult/outcome.js';
 import type { AaConsultMessage } from '../../src/schema/message.js';
 import { aaReceipt } from '../../src/schema/receipt.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { attack } from '../helpers/attack-kit.js';
+import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /**
  * Panels, cross-checks and the consult lane's money rules, attacked by a hostile advisory agent
@@ -58,4 +62,26 @@ describe("an advisory agent's usage numbers", () => {
   attack('usage beyond the largest safe integer', 'runner', 'priced', () => priced({ inputTokens: 1e20, outputTokens: 1, totalTokens: 1e20 }));
   attack('a reported cost beyond any budget', 'runner', 'priced', () => priced({ inputTokens: 30_000, outputTokens: 8_000, totalTokens: 38_000, cost: 5e9 }));
   attack('usage of 1e300 tokens', 'runner', 'priced', () => priced({ inputTokens: 1e300, outputTokens: 1e300, totalTokens: 1e300 }));
+});
+
+const fresh = worlds(tempDir());
+const withCrossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
+
+describe("a cross-check's pre-flight estimate", () => {
+  it('counts the challenged answer it sends: a long answer the budget cannot pay to send is blocked before it is paid', async () => {
+    const w = await fresh({ policy: withCrossChecks });
+    // aa.chatgpt answers with 60 KB of notes before its block: about 20,000 tokens the challenger is sent.
+    w.server.setModelModes('gpt-5.5', ['long']);
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    // $0.05 pays for the question, the files and the 2048 output tokens Claude is always asked for, not for the answer quoted as well (about $0.06 of input).
+    const challenge = await enqueueCrossCheck({ ledger: w.ledger, key: w.actors.coo, now: new Date(), of: messageId, target: 'aa.claude', maxRuntimeSeconds: 60, maxCostUsd: 0.05 });
+    const paid = w.server.requests.length;
+    await w.runner().runOnce();
+    const [receipt] = await receiptsOf(w, challenge.messageId);
+    expect(receipt).toMatchObject({ status: 'blocked', actual_cost_usd: 0 });
+    expect(blockersOf(receipt!)).toEqual(['budget_preflight']);
+    expect(w.server.requests.length).toBe(paid);
+  });
 });
