@@ -1,6 +1,9 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../src/authority/state.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
+import { readSessionMeta } from '../../src/consult/oracle.js';
 import { buildReceipt, type ReceiptFacts } from '../../src/consult/receipt.js';
 import type { OracleSessionMeta } from '../../src/consult/outcome.js';
 import type { AaConsultMessage } from '../../src/schema/message.js';
@@ -15,6 +18,7 @@ import { tempDir } from '../helpers/tmp.js';
  * (the usage it reports), a hostile COO key holder and a careless operator.
  */
 
+const scratch = tempDir();
 const sha = `sha256:${'a'.repeat(64)}`;
 const message = {
   message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8485',
@@ -62,9 +66,18 @@ describe("an advisory agent's usage numbers", () => {
   attack('usage beyond the largest safe integer', 'runner', 'priced', () => priced({ inputTokens: 1e20, outputTokens: 1, totalTokens: 1e20 }));
   attack('a reported cost beyond any budget', 'runner', 'priced', () => priced({ inputTokens: 30_000, outputTokens: 8_000, totalTokens: 38_000, cost: 5e9 }));
   attack('usage of 1e300 tokens', 'runner', 'priced', () => priced({ inputTokens: 1e300, outputTokens: 1e300, totalTokens: 1e300 }));
+  attack('usage with negative counts and a negative cost', 'runner', 'priced', () => priced({ inputTokens: -30_000, outputTokens: -8_000, totalTokens: 38_000, cost: -1 }));
+  attack('a session record whose counts are strings, negative or beyond a double', 'runner', 'priced', () => {
+    const home = join(scratch, 'oracle-home');
+    mkdirSync(join(home, 'sessions', 's'), { recursive: true });
+    writeFileSync(join(home, 'sessions', 's', 'meta.json'), '{"status":"completed","model":"gpt-5.5","usage":{"inputTokens":"90000","outputTokens":-8000,"reasoningTokens":1e400,"totalTokens":1e400,"cost":-5}}');
+    const meta = readSessionMeta(home, 's')!;
+    const receipt = buildReceipt({ ...reported({}), transport: { ...reported({}).transport!, meta } });
+    return !aaReceipt.safeParse(receipt).success ? 'schema' : receipt.actual_cost_usd < FLOOR ? 'under' : 'priced';
+  });
 });
 
-const fresh = worlds(tempDir());
+const fresh = worlds(scratch);
 const withCrossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
 
 describe("a cross-check's pre-flight estimate", () => {
