@@ -1,4 +1,5 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../src/authority/state.js';
@@ -11,6 +12,7 @@ import { aaReceipt } from '../../src/schema/receipt.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { attack } from '../helpers/attack-kit.js';
 import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
+import { cooAsync } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -96,5 +98,24 @@ describe("a cross-check's pre-flight estimate", () => {
     expect(receipt).toMatchObject({ status: 'blocked', actual_cost_usd: 0 });
     expect(blockersOf(receipt!)).toEqual(['budget_preflight']);
     expect(w.server.requests.length).toBe(paid);
+  });
+});
+
+describe('the in-flight limit of a correlation, raced', () => {
+  it('takes one of a panel and a consult written at once by two coo consult processes into a correlation with room for one of them only, and the ledger verifies', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, limits: { ...policy.limits, max_in_flight_per_correlation: 3 }, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }] }) });
+    await w.consult({ correlationId: 'corr_raced', idempotencyKey: 'first' });
+    const keyFile = join(w.dir, 'coo.key');
+    writeFileSync(keyFile, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const env = { COO_LEDGER: w.gitdir, COO_KEY: keyFile };
+    const common = ['--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?', '--correlation', 'corr_raced', '--max-runtime', '60'];
+    // Two slots left: the panel's two members take both, the consult one. Whichever lands first, the other is refused.
+    const [panel, single] = await Promise.all([cooAsync(['consult', '--to', 'aa.chatgpt', '--to', 'aa.claude', ...common, '--idempotency-key', 'panel'], { env }), cooAsync(['consult', '--to', 'aa.gemini', ...common, '--idempotency-key', 'single'], { env })]);
+    const state = await w.ledger.state();
+    const open = [...state.messages.values()].filter((record) => record.correlation === 'corr_raced');
+    expect([panel.status, single.status].sort()).toEqual([0, 3]);
+    expect(open.length).toBe(panel.status === 0 ? 3 : 2);
+    for (const refused of [panel, single].filter((result) => result.status !== 0)) expect(refused.stderr).toMatch(/^coo: POLICY_LIMIT: /m);
+    expect((await cooAsync(['verify', '--full'], { env })).status).toBe(0);
   });
 });
