@@ -5,6 +5,7 @@ import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../src/authority/state.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { readSessionMeta } from '../../src/consult/oracle.js';
+import { consultInput } from '../../src/mcp/schemas.js';
 import { buildReceipt, type ReceiptFacts } from '../../src/consult/receipt.js';
 import type { OracleSessionMeta } from '../../src/consult/outcome.js';
 import type { AaConsultMessage } from '../../src/schema/message.js';
@@ -12,7 +13,7 @@ import { aaReceipt } from '../../src/schema/receipt.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { attack } from '../helpers/attack-kit.js';
 import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
-import { cooAsync } from '../helpers/cli.js';
+import { coo, cooAsync } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -117,5 +118,30 @@ describe('the in-flight limit of a correlation, raced', () => {
     expect(open.length).toBe(panel.status === 0 ? 3 : 2);
     for (const refused of [panel, single].filter((result) => result.status !== 0)) expect(refused.stderr).toMatch(/^coo: POLICY_LIMIT: /m);
     expect((await cooAsync(['verify', '--full'], { env })).status).toBe(0);
+  });
+});
+
+describe("a panel's members as a careless operator names them", () => {
+  it('refuses a member named twice, in capitals, with a Cyrillic look-alike, an execution agent, the COO, one not in the registry, and more than max_fanout, writing nothing', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, limits: { ...policy.limits, max_fanout: 3 }, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude', 'aa.gemini'] }] }) });
+    const keyFile = join(w.dir, 'coo.key');
+    writeFileSync(keyFile, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const env = { COO_LEDGER: w.gitdir, COO_KEY: keyFile };
+    const seq = (await w.ledger.state()).seq;
+    const ask = (...members: string[]): string => {
+      const result = coo(['consult', ...members.flatMap((member) => ['--to', member]), '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?'], { env });
+      return `${result.status} ${/^coo: ([A-Z_]+):/m.exec(result.stderr)?.[1] ?? result.stderr}`;
+    };
+    expect(ask('aa.chatgpt', 'aa.chatgpt')).toBe('2 USAGE');
+    expect(ask('aa.chatgpt', 'AA.CLAUDE')).toBe('3 POLICY_PANEL_NOT_ALLOWED');
+    expect(ask('aa.chatgpt', 'aa.cl\u0430ude')).toBe('3 POLICY_PANEL_NOT_ALLOWED');
+    expect(ask('aa.chatgpt', 'ea.codex')).toBe('3 POLICY_PANEL_NOT_ALLOWED');
+    expect(ask('aa.chatgpt', 'coo.hermes')).toBe('3 POLICY_PANEL_NOT_ALLOWED');
+    expect(ask('aa.chatgpt', 'aa.nobody')).toBe('3 POLICY_PANEL_NOT_ALLOWED');
+    expect(ask('aa.chatgpt', 'aa.claude', 'aa.gemini', 'aa.chatgpt')).toBe('2 USAGE');
+    expect((await w.ledger.state()).seq).toBe(seq);
+    // Over MCP the list is bounded by the tool's schema before anything reads the ledger.
+    expect(consultInput.safeParse({ to: Array.from({ length: 10_000 }, (_, index) => `aa.member_${index}`), files: ['src/add.ts'], prompt: 'q' }).success).toBe(false);
+    expect(consultInput.safeParse({ to: ['aa.chatgpt', 'aa.claude'], files: ['src/add.ts'], prompt: 'q' }).success).toBe(true);
   });
 });
