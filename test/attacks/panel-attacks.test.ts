@@ -11,6 +11,10 @@ import type { OracleSessionMeta } from '../../src/consult/outcome.js';
 import type { AaConsultMessage } from '../../src/schema/message.js';
 import { aaReceipt } from '../../src/schema/receipt.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
+import type { CrossCheckMessage } from '../../src/schema/message.js';
+import { appendRequest } from '../../src/ledger/append-envelope.js';
+import { codeOfAsync } from '../helpers/codes.js';
+import { siblingId } from '../helpers/forged.js';
 import { attack } from '../helpers/attack-kit.js';
 import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { coo, cooAsync } from '../helpers/cli.js';
@@ -143,5 +147,43 @@ describe("a panel's members as a careless operator names them", () => {
     // Over MCP the list is bounded by the tool's schema before anything reads the ledger.
     expect(consultInput.safeParse({ to: Array.from({ length: 10_000 }, (_, index) => `aa.member_${index}`), files: ['src/add.ts'], prompt: 'q' }).success).toBe(false);
     expect(consultInput.safeParse({ to: ['aa.chatgpt', 'aa.claude'], files: ['src/add.ts'], prompt: 'q' }).success).toBe(true);
+  });
+});
+
+describe('a cross-check written by hand with a valid COO signature', () => {
+  it("is refused when it challenges its own author, names another correlation's receipt, a failed receipt, or a consult's receipt under a parent that is not that consult", async () => {
+    const w = await fresh({ policy: withCrossChecks });
+    const { messageId: answered } = await w.consult({ idempotencyKey: 'answered' });
+    // Another correlation's consult, answered too, and a consult whose only receipt failed.
+    const { messageId: elsewhere } = await w.consult({ idempotencyKey: 'elsewhere' });
+    w.server.setModelModes('claude-sonnet-4-6', ['malformed']);
+    const { messageId: failed } = await w.consult({ idempotencyKey: 'failed', target: 'aa.claude' });
+    await w.runner().runOnce();
+    const state = await w.ledger.state();
+    const receiptOf = (id: string) => state.messages.get(id)!.attempts[state.messages.get(id)!.attempts.length - 1]!.receipt!;
+    expect(receiptOf(answered).status).toBe('succeeded');
+    expect(receiptOf(failed).status).toBe('failed');
+    const honest = await enqueueCrossCheck({ ledger: w.ledger, key: w.actors.coo, now: new Date(), of: answered, target: 'aa.claude', maxRuntimeSeconds: 60, idempotencyKey: 'honest' });
+    const envelope = honest.envelope;
+    const artifacts = new Map([
+      ['prompt.md', (await w.ledger.readFile(envelope.payload_ref))!],
+      ['context-manifest.yaml', (await w.ledger.readFile(envelope.context_pin.context_manifest_ref))!],
+    ]);
+    const forged = (changes: Partial<CrossCheckMessage>, n: number): Promise<string> => {
+      const id = siblingId(envelope.message_id, n);
+      const folder = `messages/${envelope.created_at.slice(0, 7)}/${envelope.created_at.slice(8, 10)}/${envelope.created_at.slice(11, 13)}/${id}`;
+      const doc = { ...envelope, message_id: id, idempotency_key: `forged-${n}`, payload_ref: `${folder}/prompt.md`, context_pin: { ...envelope.context_pin, context_manifest_ref: `${folder}/context-manifest.yaml` }, ...changes };
+      return codeOfAsync(() => appendRequest(w.ledger, () => doc as CrossCheckMessage, artifacts, w.actors.coo, new Date()));
+    };
+    const seq = (await w.ledger.state()).seq;
+    const other = receiptOf(elsewhere);
+    expect(await forged({ target_actor: 'aa.chatgpt' }, 1)).toBe('SCHEMA_INVALID');
+    expect(await forged({ challenge: { receipt_ref: other.path, answer_ref: other.output!.path, answer_hash: other.output!.sha256 } }, 2)).toBe('SCHEMA_INVALID');
+    const bad = receiptOf(failed);
+    expect(await forged({ challenge: { ...envelope.challenge, receipt_ref: bad.path } }, 3)).toBe('SCHEMA_INVALID');
+    // The failed consult as the parent: aa.claude's answer there was refused, so there is nothing of its to challenge.
+    const failedRecord = state.messages.get(failed)!;
+    expect(await forged({ source_actor: 'aa.claude', target_actor: 'aa.gemini', parent_message_id: failed, causality_chain: [failed], correlation_id: failedRecord.correlation, challenge: { ...envelope.challenge, receipt_ref: bad.path } }, 4)).toBe('SCHEMA_INVALID');
+    expect((await w.ledger.state()).seq).toBe(seq);
   });
 });
