@@ -162,7 +162,8 @@ export class ConsultLane implements RunnerLane {
     const registry = state.registry!.doc;
     const prompt = await ledger.readFile(message.payload_ref);
     const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
-    const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    const listed = manifest === null ? [] : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files;
+    const contextBytes = listed.reduce((sum, file) => sum + file.bytes, 0);
     // What is sent is the whole bundle: the question in its template and, for a cross-check, the challenged answer quoted; the estimate is of that.
     const answer = message.intent === 'cross_check' ? await ledger.readFile(message.challenge.answer_ref) : null;
     const challenged: ChallengedAnswer | undefined = message.intent === 'cross_check' && answer !== null ? { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') } : undefined;
@@ -209,6 +210,11 @@ export class ConsultLane implements RunnerLane {
     }
     const pins = await checkContextPin(ledger, this.ctx.pins, record, message.context_pin);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    // The manifest's sizes are its writer's word, and the estimate above was made from them: a file of another size than it states is not sent.
+    const missized = pins.files.find((file, index) => listed[index]?.path !== file.path || listed[index]?.bytes !== file.bytes.length);
+    if (missized !== undefined) {
+      return stopHere('failed', 'stale_context', `${missized.path} is ${missized.bytes.length} bytes, not the ${listed.find((file) => file.path === missized.path)?.bytes ?? 'unstated'} its context manifest states; nothing was sent`);
+    }
     // What enqueue refuses, refused again for an envelope written by other means: before the claim, unpaid.
     for (const file of pins.files) {
       const problem = oraclePathProblem(file.path);

@@ -11,10 +11,11 @@ import { comparePanel, type MemberAdvice } from '../../src/audit/panel-compariso
 import { panelLines } from '../../src/cli/show.js';
 import { buildReceipt, type ReceiptFacts } from '../../src/consult/receipt.js';
 import type { OracleSessionMeta } from '../../src/consult/outcome.js';
-import type { AaConsultMessage } from '../../src/schema/message.js';
 import { aaReceipt } from '../../src/schema/receipt.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
-import type { CrossCheckMessage } from '../../src/schema/message.js';
+import type { AaConsultMessage, CrossCheckMessage } from '../../src/schema/message.js';
+import { contextManifestBytes } from '../../src/lane/context-manifest.js';
+import { sha256Ref } from '../../src/util/hash.js';
 import { appendRequest } from '../../src/ledger/append-envelope.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { siblingId } from '../helpers/forged.js';
@@ -212,5 +213,26 @@ describe("a panel member's answer dressed as another member's, or as the runner'
     expect(lines.filter((line) => line.startsWith('> [!NOTE]'))).toHaveLength(1);
     expect(lines.filter((line) => line.includes('gemini')).every((line) => !line.includes('**aa.gemini**') && !line.includes('**approve**'))).toBe(true);
     expect(markdown).not.toMatch(/[\u2028\r]/);
+  });
+});
+
+describe("a consult's context manifest, written by hand with a valid COO signature", () => {
+  it('is not paid for when it states its files smaller than they are: the estimate was made from its word', async () => {
+    const w = await fresh();
+    const honest = (await w.consult({ idempotencyKey: 'honest' })).envelope;
+    // The same files, each said to be one byte: the pre-flight estimate, and max_context_bytes at write time, read these sizes.
+    const manifest = contextManifestBytes(honest.context_pin.repo_commit_sha, honest.context_pin.files.map((file) => ({ path: file.path, sha256: file.sha256, bytes: Buffer.alloc(1) })));
+    const id = siblingId(honest.message_id, 1);
+    const folder = `messages/${honest.created_at.slice(0, 7)}/${honest.created_at.slice(8, 10)}/${honest.created_at.slice(11, 13)}/${id}`;
+    const envelope: AaConsultMessage = { ...honest, message_id: id, idempotency_key: 'understated', payload_ref: `${folder}/prompt.md`, context_pin: { ...honest.context_pin, context_manifest_ref: `${folder}/context-manifest.yaml`, context_manifest_hash: sha256Ref(manifest) } };
+    await appendRequest(w.ledger, () => envelope, new Map([['prompt.md', (await w.ledger.readFile(honest.payload_ref))!], ['context-manifest.yaml', manifest]]), w.actors.coo, new Date());
+    await w.runner().runOnce();
+    const [receipt] = await receiptsOf(w, id);
+    expect(receipt).toMatchObject({ status: 'failed', actual_cost_usd: 0 });
+    expect(blockersOf(receipt!)).toEqual(['stale_context']);
+    expect((receipt!['blockers'] as Array<{ detail: string }>)[0]!.detail).toMatch(/ bytes, not the 1 its context manifest states; nothing was sent$/);
+    // The honest consult beside it is the one call paid for.
+    expect((await receiptsOf(w, honest.message_id)).map((item) => item['status'])).toEqual(['succeeded']);
+    expect(w.server.requests).toHaveLength(1);
   });
 });
