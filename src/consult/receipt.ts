@@ -3,6 +3,7 @@ import type { AdvisoryMessage } from '../schema/message.js';
 import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { attemptIdFor } from '../util/ids.js';
 import { isoSeconds } from '../util/time.js';
+import { MAX_USD } from '../schema/common.js';
 import { costUsd, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import type { OracleSessionMeta } from './outcome.js';
 
@@ -30,6 +31,8 @@ export interface ReceiptFacts {
     readonly meta: OracleSessionMeta | null;
     readonly price: ModelPrice;
     readonly estimatedInputTokens: number;
+    /** The bytes the runner handed Oracle to send: the prompt bundle and the pinned files. */
+    readonly sentBytes: number;
     readonly answerBytes: number;
     readonly bundleHash: string;
   };
@@ -42,25 +45,49 @@ export interface ReceiptFacts {
 }
 
 /**
- * Usage and cost: what Oracle's session record says when the provider reported usage; otherwise a
- * deliberately high estimate (input as estimated before the call, output at about 3 bytes a token),
- * marked unreported, so a silent gateway never makes a consult look free.
+ * The most bytes a token carries on average over a whole request or answer (text runs about 4);
+ * reported usage below what the bytes the runner sent and received come to at this rate is not
+ * credible, and is priced as unreported usage is.
  */
-export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean } {
+const MAX_BYTES_PER_TOKEN = 8;
+
+/** A token count as a receipt can hold it: whole, within the largest safe integer. */
+const tokenCount = (value: number): number => Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(value));
+
+/** A cost as a receipt can hold it: within the schema's bound, which is over any budget. */
+const boundedUsd = (usd: number): number => Math.min(MAX_USD, usd);
+
+/**
+ * Usage and cost: what Oracle's session record says when the provider reported usage that is
+ * credible for the bytes the runner sent and received, priced at the higher of Oracle's figure and
+ * the policy's price for those tokens; otherwise a deliberately high estimate (input as estimated
+ * before the call, output at about 3 bytes a token), marked unreported or implausible, so neither a
+ * silent gateway nor one that under-reports makes a consult look cheaper than it was.
+ */
+export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean } {
   const usage = transport.meta?.usage;
-  if (usage != null && usage.totalTokens > 0) {
-    const cost = usage.cost ?? costUsd(usage.inputTokens, usage.outputTokens + usage.reasoningTokens, transport.price);
-    return {
-      usage: { input_tokens: usage.inputTokens, output_tokens: usage.outputTokens, reasoning_tokens: usage.reasoningTokens, total_tokens: usage.totalTokens, reported: true },
-      cost,
-      reported: true,
-    };
+  const reportedAny = usage != null && usage.totalTokens > 0;
+  if (reportedAny) {
+    const input = tokenCount(usage.inputTokens);
+    const output = tokenCount(usage.outputTokens);
+    const reasoning = tokenCount(usage.reasoningTokens);
+    const credible = input >= Math.ceil(transport.sentBytes / MAX_BYTES_PER_TOKEN) && output + reasoning >= Math.ceil(transport.answerBytes / MAX_BYTES_PER_TOKEN);
+    if (credible) {
+      const cost = Math.max(usage.cost ?? 0, costUsd(input, output + reasoning, transport.price));
+      return {
+        usage: { input_tokens: input, output_tokens: output, reasoning_tokens: reasoning, total_tokens: tokenCount(Math.max(usage.totalTokens, input + output + reasoning)), reported: true },
+        cost: boundedUsd(cost),
+        reported: true,
+        implausible: false,
+      };
+    }
   }
   const output = Math.ceil(transport.answerBytes / 3);
   return {
     usage: { input_tokens: transport.estimatedInputTokens, output_tokens: output, reasoning_tokens: 0, total_tokens: transport.estimatedInputTokens + output, reported: false },
-    cost: transport.meta === null && transport.answerBytes === 0 ? 0 : costUsd(transport.estimatedInputTokens, output, transport.price),
+    cost: transport.meta === null && transport.answerBytes === 0 ? 0 : boundedUsd(costUsd(transport.estimatedInputTokens, output, transport.price)),
     reported: false,
+    implausible: reportedAny,
   };
 }
 
@@ -79,7 +106,7 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
   const spentBefore = spentOnMessageUsd(facts.record.attempts, facts.attempt);
   const left = micro(Math.max(0, message.budget.max_cost_usd - spentBefore));
   const warnings = [...facts.warnings];
-  if (accounted !== null && !accounted.reported && cost > 0) warnings.push('usage_unreported');
+  if (accounted !== null && !accounted.reported && cost > 0) warnings.push(accounted.implausible ? 'usage_implausible' : 'usage_unreported');
   let status = facts.status;
   let blockers = [...facts.blockers];
   let nextAttemptAt = facts.nextAttemptAt;

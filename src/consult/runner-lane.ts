@@ -80,10 +80,10 @@ type Prepared =
       readonly attempt: number;
       readonly decision: Extract<Preflight, { kind: 'run' }>;
       readonly route: RoutePlan;
-      readonly prompt: Buffer;
+      /** The prompt bundle Oracle is handed, whose size the pre-flight estimate was made from, and the canary it holds. */
+      readonly bundle: string;
+      readonly canary: string;
       readonly files: readonly PinnedFile[];
-      /** A cross-check's challenged answer, its hash as the envelope pins it. */
-      readonly challenged?: ChallengedAnswer;
     };
 
 /**
@@ -162,7 +162,19 @@ export class ConsultLane implements RunnerLane {
     const registry = state.registry!.doc;
     const prompt = await ledger.readFile(message.payload_ref);
     const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
-    const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    const listed = manifest === null ? [] : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files;
+    const contextBytes = listed.reduce((sum, file) => sum + file.bytes, 0);
+    // What is sent is the whole bundle: the question in its template and, for a cross-check, the challenged answer quoted; the estimate is of that.
+    const answer = message.intent === 'cross_check' ? await ledger.readFile(message.challenge.answer_ref) : null;
+    const challenged: ChallengedAnswer | undefined = message.intent === 'cross_check' && answer !== null ? { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') } : undefined;
+    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const bundle = renderConsultPrompt({
+      question: prompt?.toString('utf8') ?? '',
+      canary,
+      repoCommit: message.context_pin.repo_commit_sha,
+      files: message.context_pin.files.map((file) => file.path),
+      ...(challenged === undefined ? {} : { challenged }),
+    });
     // The route, from the registry entry and the runner's endpoints: what it asks the provider for bounds the budget.
     const entry = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
     let route: RoutePlan | null = null;
@@ -183,7 +195,7 @@ export class ConsultLane implements RunnerLane {
       spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
       spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
       spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-      inputTokens: estimateInputTokens(prompt?.length ?? 0, contextBytes),
+      inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
     });
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
@@ -198,33 +210,33 @@ export class ConsultLane implements RunnerLane {
     }
     const pins = await checkContextPin(ledger, this.ctx.pins, record, message.context_pin);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    // The manifest's sizes are its writer's word, and the estimate above was made from them: a file of another size than it states is not sent.
+    const missized = pins.files.find((file, index) => listed[index]?.path !== file.path || listed[index]?.bytes !== file.bytes.length);
+    if (missized !== undefined) {
+      return stopHere('failed', 'stale_context', `${missized.path} is ${missized.bytes.length} bytes, not the ${listed.find((file) => file.path === missized.path)?.bytes ?? 'unstated'} its context manifest states; nothing was sent`);
+    }
     // What enqueue refuses, refused again for an envelope written by other means: before the claim, unpaid.
     for (const file of pins.files) {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
-    let challenged: ChallengedAnswer | undefined;
-    if (message.intent === 'cross_check') {
-      // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
-      const answer = await ledger.readFile(message.challenge.answer_ref);
-      if (answer === null || sha256Ref(answer) !== message.challenge.answer_hash) return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
-      challenged = { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') };
+    // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
+    if (message.intent === 'cross_check' && (answer === null || sha256Ref(answer) !== message.challenge.answer_hash)) {
+      return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
     }
     if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
-    return { kind: 'run', record, message, attempt, decision, route, prompt, files: pins.files, ...(challenged === undefined ? {} : { challenged }) };
+    return { kind: 'run', record, message, attempt, decision, route, bundle, canary, files: pins.files };
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */
   private async run(item: Extract<Prepared, { kind: 'run' }>, now: Date): Promise<void> {
-    const { record, message, attempt, decision, route, prompt, files, challenged } = item;
+    const { record, message, attempt, decision, route, bundle, canary, files } = item;
     const stoppedFirst = this.ctx.stoppedBy();
     if (stoppedFirst !== null) {
       await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedFirst}) before Oracle started; nothing was paid for`);
       return;
     }
     const sandbox = sandboxFor(this.ctx.stateDir, attemptIdFor(message.message_id, attempt));
-    const canary = `canary-${randomBytes(12).toString('hex')}`;
-    const bundle = renderConsultPrompt({ question: prompt.toString('utf8'), canary, repoCommit: message.context_pin.repo_commit_sha, files: files.map((file) => file.path), ...(challenged === undefined ? {} : { challenged }) });
     const slug = sessionSlugFor(message.message_id, attempt);
     createSandbox(sandbox, files, bundle, {
       attempt_id: attemptIdFor(message.message_id, attempt),
@@ -309,6 +321,7 @@ export class ConsultLane implements RunnerLane {
     const challenged = message.intent === 'cross_check' ? await this.ctx.ledger.readFile(message.challenge.answer_ref) : null;
     const steering = [...files, ...(challenged === null ? [] : [{ bytes: challenged }])].flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
     const verdict = judgeRun(run, classifyFor(route.name));
+    const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;
     let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
@@ -361,7 +374,8 @@ export class ConsultLane implements RunnerLane {
         route: { provider: route.provider, offline: route.offline },
         meta: run.meta,
         price: decision.price,
-        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), files.reduce((sum, file) => sum + file.bytes.length, 0)),
+        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+        sentBytes: Buffer.byteLength(bundle) + contextBytes,
         answerBytes: run.answerBytes,
         bundleHash: sha256Ref(bundleBytes),
       },

@@ -32,6 +32,8 @@ export type FakeMode =
   | 'cut'
   /** An answer over the artifact limit (5 MiB). */
   | 'huge'
+  /** A well-formed answer after 60 KB of review notes: long, within the cap and the artifact limit. */
+  | 'long'
   /** Reports eight million input tokens: a call that costs far more than any consult's budget. */
   | 'costly'
   /** Answers with a proposal: a task, its scope, acceptance and verification (the demo target's add() fix). */

@@ -46,7 +46,10 @@ export const relativePath = z
 /** A model name as Oracle takes it: one of its keys (gpt-5.5, claude-4.6-sonnet), or a provider's id (OpenRouter's have one `/`). */
 export const oracleModelName = z.string().max(100).regex(/^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)?$/, 'an Oracle model key such as gpt-5.5, or an OpenRouter id such as anthropic/claude-sonnet-4.5');
 
-export const usd = z.number().finite().nonnegative().max(1_000_000);
+/** The largest dollar figure a document holds: over any budget a policy can state. */
+export const MAX_USD = 1_000_000;
+
+export const usd = z.number().finite().nonnegative().max(MAX_USD);
 
 export const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 

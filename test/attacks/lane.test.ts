@@ -12,6 +12,9 @@ const getKit = useKit(dir);
 let kit: Kit;
 beforeAll(async () => {
   kit = getKit();
+  // The hostile transports below are priced as the runner saw them (an enormous answer at its bytes, a costly call at its $40): a day's cap that leaves the other attacks room.
+  const policy = (await kit.world.ledger.state()).policy!.doc;
+  await appendTrustVersion(kit.world.ledger, { role: 'policy', document: { ...policy, version: undefined, budgets: { ...policy.budgets, daily_cost_cap_usd: 1000 } } }, kit.keys.ceo.key, new Date());
 });
 
 let n = 0;
@@ -125,7 +128,14 @@ describe('hostile answers and transports', () => {
 
   attack('an answer without the structured block', 'runner', 'output_missing', () => outcome({}, 'no-output'));
 
-  attack('an answer larger than the artifact limit', 'runner', 'output_too_large', () => outcome({}, 'enormous'));
+  // Its session record claims 50 output tokens for 10 MiB: priced at the runner's estimate of the bytes, over budget (budget_cost_breach first).
+  attack('an answer larger than the artifact limit', 'runner', 'output_too_large', async () => {
+    n += 1;
+    const { messageId } = await kit.world.consult({ idempotencyKey: `enormous-${n}` });
+    await kit.world.runner({ transport: kit.world.fakeOracle('enormous') }).runOnce();
+    const blockers = blockersOf((await receiptsOf(kit.world, messageId))[0]!);
+    return blockers.includes('output_too_large') && blockers.includes('budget_cost_breach') ? 'output_too_large' : (blockers[0] ?? 'accepted');
+  });
 
   attack('a provider that charges eighty times the message budget', 'runner', 'budget_cost_breach', async () => {
     kit.world.server.setModes(['costly']);

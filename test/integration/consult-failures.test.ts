@@ -214,7 +214,10 @@ describe('judging answers', () => {
     const receipts = await receiptsOf(w, messageId);
     expect(receipts).toHaveLength(1);
     expect(receipts[0]).toMatchObject({ status: 'failed', next_attempt_at: null, output_ref: null, output_hash: null, output_validation: { status: 'not_run', errors: [] } });
-    expect(receipts[0]!['blockers']).toEqual([{ code: 'output_too_large', detail: 'the answer is 10485760 bytes, over the 4194304-byte artifact limit' }]);
+    // Its session record claims 50 output tokens for 10 MiB of answer: not credible, so the cost is the runner's estimate of 10 MiB, over the budget.
+    expect((receipts[0]!['blockers'] as Array<{ code: string }>).map((blocker) => blocker.code)).toEqual(['budget_cost_breach', 'output_too_large']);
+    expect((receipts[0]!['blockers'] as unknown[])[1]).toEqual({ code: 'output_too_large', detail: 'the answer is 10485760 bytes, over the 4194304-byte artifact limit' });
+    expect(receipts[0]!['warnings']).toContain('usage_implausible');
     const files = git(['--git-dir', w.gitdir, 'ls-tree', '-r', '--name-only', 'HEAD']).split('\n');
     expect(files.filter((path) => path.includes(messageId) && path.endsWith('answer.md'))).toEqual([]);
     expect(await lane(w, messageId)).toBe('failed');
