@@ -10,6 +10,8 @@ export const LIMITS = {
   artifactBytes: 4 * 1024 * 1024,
   /** Largest forge file (a workflow the CEO signed): a check is a page of YAML, not a payload. */
   forgeFileBytes: 64 * 1024,
+  /** Largest README a ledger's first commit lays (the one coo init writes is about 12 KiB). */
+  readmeBytes: 64 * 1024,
   /** Largest key file (a private or public key) the CLI reads. */
   keyFileBytes: 64 * 1024,
   /** Largest list of ref updates the pre-receive hook reads from git (one line a ref). */

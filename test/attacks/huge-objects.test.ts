@@ -1,0 +1,113 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { messageFolder, promptPath, envelopePath, sigPath, trustPath } from '../../src/ledger/layout.js';
+import { CatFileReader } from '../../src/ledger/object-store.js';
+import { newMessageId } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { COO } from '../helpers/cli.js';
+import { makeLedger, T0 } from '../helpers/ledger.js';
+import { gitEnv, tempDir } from '../helpers/tmp.js';
+
+/**
+ * A ledger object far over every bound: 300 MiB of zeros, which a push carries in a few hundred
+ * KiB of pack (well inside receive.maxInputSize). Whatever reads it must refuse it from git's
+ * header, keeping none of its bytes.
+ */
+const HUGE = 300 * 1024 * 1024;
+/** What a `coo` process may reach at its peak while meeting the object: a run keeping it whole is over 300 MiB. */
+const PEAK_KIB = 160 * 1024;
+
+let dir: string;
+let gitdir: string;
+let huge: string;
+let preload: string;
+
+function gitIn(args: readonly string[], input?: string): string {
+  return execFileSync('git', ['--git-dir', gitdir, ...args], { input, encoding: 'utf8', env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
+}
+
+/** A commit on main's head adding `path` as the huge blob (made with stock git: what a push would carry). */
+function commitAdding(path: string): string {
+  const main = gitIn(['rev-parse', 'main']).trim();
+  const message = 'huge\n\nLedger-Seq: 2\n';
+  const ref = `refs/attack/${Math.random().toString(36).slice(2)}`;
+  const stream = [`commit ${ref}`, 'committer T <t@example.invalid> 1700000000 +0000', `data ${Buffer.byteLength(message)}`, message, `from ${main}`, `M 100644 ${huge} ${path}`, ''].join('\n');
+  gitIn(['fast-import', '--quiet'], stream);
+  return gitIn(['rev-parse', ref]).trim();
+}
+
+/** Runs the built CLI with a preload that reports the process's peak resident memory (KiB) as it exits. */
+function cooMeasured(args: readonly string[], options: { input?: string; env?: NodeJS.ProcessEnv } = {}): { status: number | null; stderr: string; stdout: string; peakKib: number } {
+  const result = spawnSync(process.execPath, ['--require', preload, COO, ...args], {
+    input: options.input,
+    encoding: 'utf8',
+    env: { ...process.env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(dir, 'state'), ...options.env },
+  });
+  const peak = /\ncoo-test-peak-kib (\d+)\n/.exec(result.stderr);
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr.replace(/\ncoo-test-peak-kib \d+\n/, ''), peakKib: Number(peak?.[1] ?? Number.NaN) };
+}
+
+function hook(commit: string): ReturnType<typeof cooMeasured> {
+  const main = gitIn(['rev-parse', 'main']).trim();
+  return cooMeasured(['hook', 'pre-receive'], { input: `${main} ${commit} refs/heads/main\n`, env: { GIT_DIR: gitdir } });
+}
+
+beforeAll(async () => {
+  dir = tempDir();
+  ({ gitdir } = await makeLedger(dir));
+  preload = join(dir, 'peak.cjs');
+  writeFileSync(preload, "process.on('exit', () => require('node:fs').writeSync(2, `\\ncoo-test-peak-kib ${process.resourceUsage().maxRSS}\\n`));\n");
+  // Stored compressed (the ledger's own setting is no compression): a few hundred KiB on disk.
+  huge = execFileSync('sh', ['-c', `head -c ${HUGE} /dev/zero | git --git-dir "$1" -c core.compression=9 -c core.looseCompression=9 hash-object -w --stdin`, 'sh', gitdir], { encoding: 'utf8', env: gitEnv() }).trim();
+}, 120_000);
+
+describe('a 300 MiB object in a push or a ledger', () => {
+  const folder = messageFolder(newMessageId(T0.getTime()), isoSeconds(T0));
+  const cases: ReadonlyArray<readonly [string, string, string]> = [
+    ['a YAML entry', envelopePath(folder), 'YAML_TOO_LARGE'],
+    ['a trust file', trustPath('policy', 2), 'YAML_TOO_LARGE'],
+    ['a signature file', sigPath(trustPath('policy', 2)), 'SIG_MALFORMED'],
+    ['an artifact', promptPath(folder), 'POLICY_LIMIT'],
+    ['a forge workflow', '.github/workflows/coo-verify.yml', 'POLICY_LIMIT'],
+    ['a path the layout has no place for', 'junk/huge.bin', 'PATH_INVALID'],
+  ];
+
+  for (const [what, path, code] of cases) {
+    it(`is refused by the pre-receive hook as ${what} (${code}) from its size, the hook's memory staying small`, () => {
+      const result = hook(commitAdding(path));
+      expect(result.status).not.toBe(0);
+      expect(result.stderr).toMatch(/push declined/);
+      expect(result.stderr).toContain(code);
+      expect(result.stderr).toContain(path);
+      expect(result.stderr).not.toMatch(/\n\s+at /);
+      expect(result.peakKib).toBeLessThan(PEAK_KIB);
+    }, 60_000);
+  }
+
+  it('is a coded finding of coo verify on a ledger whose main holds it, read within the same bound', () => {
+    const commit = commitAdding(envelopePath(folder));
+    gitIn(['update-ref', 'refs/heads/main', commit]);
+    const result = cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']);
+    expect(result.status).toBe(3);
+    expect(`${result.stdout}${result.stderr}`).toContain('YAML_TOO_LARGE');
+    expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /);
+    expect(result.peakKib).toBeLessThan(PEAK_KIB);
+  }, 60_000);
+
+  it('reaches no reader of the ledger whole: the object reader answers its size and keeps none of its bytes', async () => {
+    const reader = new CatFileReader(gitdir);
+    try {
+      const before = process.memoryUsage().arrayBuffers;
+      const over = await reader.read(huge, 1024);
+      expect(over).toEqual({ type: 'blob', size: HUGE, content: null });
+      // The reader goes on answering after passing over the object's bytes.
+      const main = gitIn(['rev-parse', 'main']).trim();
+      expect((await reader.read(main, 64 * 1024))?.type).toBe('commit');
+      expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
+    } finally {
+      reader.close();
+    }
+  }, 60_000);
+});
