@@ -4,11 +4,12 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageFolder, promptPath, envelopePath, sigPath, trustPath } from '../../src/ledger/layout.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
+import { checkPins } from '../../src/lane/pins.js';
 import { newMessageId } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { COO } from '../helpers/cli.js';
 import { makeLedger, T0 } from '../helpers/ledger.js';
-import { gitEnv, tempDir } from '../helpers/tmp.js';
+import { git, gitEnv, tempDir } from '../helpers/tmp.js';
 
 /**
  * A ledger object far over every bound: 300 MiB of zeros, which a push carries in a few hundred
@@ -109,5 +110,19 @@ describe('a 300 MiB object in a push or a ledger', () => {
     } finally {
       reader.close();
     }
+  }, 60_000);
+});
+
+describe('a pinned context file that became 300 MiB in the target repository', () => {
+  it("is refused by the runner's pin check from git's reply header, none of its bytes kept", async () => {
+    const repo = join(dir, 'target');
+    git(['init', '-q', '-b', 'main', repo]);
+    const blob = execFileSync('sh', ['-c', `head -c ${HUGE} /dev/zero | git -C "$1" -c core.looseCompression=9 hash-object -w --stdin`, 'sh', repo], { encoding: 'utf8', env: gitEnv() }).trim();
+    git(['-C', repo, 'update-index', '--add', '--cacheinfo', `100644,${blob},notes.md`]);
+    const commit = git(['-C', repo, 'commit-tree', git(['-C', repo, 'write-tree']).trim(), '-m', 'context']).trim();
+    const before = process.memoryUsage().arrayBuffers;
+    const check = await checkPins(repo, commit, [{ path: 'notes.md', sha256: `sha256:${'0'.repeat(64)}` }]);
+    expect(check).toEqual({ ok: false, detail: `notes.md: ${HUGE} bytes exceeds the 1048576-byte limit for one context file` });
+    expect(process.memoryUsage().arrayBuffers - before).toBeLessThan(64 * 1024 * 1024);
   }, 60_000);
 });
