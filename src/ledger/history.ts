@@ -214,6 +214,7 @@ export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links
         if (bound === null) return;
         const object = await reader.read(change.oid, bound.bytes);
         if (object === null) throw new CooError('NOT_FOUND', `blob ${change.oid} (${change.path}) is missing`);
+        if (object.type !== 'blob') throw notAFile(change.path, object.type);
         if (object.content === null) throw tooLarge(change.path, object.size, bound);
         blobs.set(change.path, object.content);
       }),
@@ -224,6 +225,11 @@ export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links
 /** The refusal of a ledger file over its place's bound, read from its size alone. */
 export function tooLarge(path: string, size: number, bound: BlobBound): CooError {
   return new CooError(bound.code, `${path} is ${size} bytes, over the ${bound.bytes}-byte bound on ${bound.what}: it was not read, and no commit holding it is accepted`, { where: path });
+}
+
+/** The refusal of a file entry of a tree that names another kind of object (a commit, a tree) than a file's. */
+export function notAFile(path: string, type: string): CooError {
+  return new CooError('TREE_MALFORMED', `${path} names a ${type} object where a file belongs: only files`, { where: path });
 }
 
 /** How far `commitsSince` follows parent lines itself before asking git. */

@@ -10,7 +10,7 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint.js';
 import type { CommitFacts } from './commit-facts.js';
 import { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } from './commit-format.js';
-import { commitsSince, gatherFacts, readCommitLinks, tooLarge, TreeReader, type CommitLinks } from './history.js';
+import { commitsSince, gatherFacts, notAFile, readCommitLinks, tooLarge, TreeReader, type CommitLinks } from './history.js';
 import { blobBound, classifyPath, isForgePath, isSigned, sigPath } from './layout.js';
 import { CatFileReader, ObjectWriter, hashObject, packLooseObjects, type ObjectReader } from './object-store.js';
 import { PendingObjects } from './pending-objects.js';
@@ -367,8 +367,10 @@ export class Ledger {
     const bound = blobBound(path);
     if (oid === null || bound === null) return null;
     const object = await this.reader.read(oid, bound.bytes);
-    if (object !== null && object.content === null) throw tooLarge(path, object.size, bound);
-    return object?.content ?? null;
+    if (object === null) return null;
+    if (object.type !== 'blob') throw notAFile(path, object.type);
+    if (object.content === null) throw tooLarge(path, object.size, bound);
+    return object.content;
   }
 
   /**

@@ -3,7 +3,8 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageFolder, promptPath, envelopePath, sigPath, trustPath } from '../../src/ledger/layout.js';
-import { CatFileReader } from '../../src/ledger/object-store.js';
+import { CatFileReader, ObjectWriter } from '../../src/ledger/object-store.js';
+import { renderTree, type TreeEntry } from '../../src/ledger/tree-format.js';
 import { checkPins } from '../../src/lane/pins.js';
 import { newMessageId } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
@@ -89,8 +90,10 @@ describe('a 300 MiB object in a push or a ledger', () => {
 
   it('is a coded finding of coo verify on a ledger whose main holds it, read within the same bound', () => {
     const commit = commitAdding(envelopePath(folder));
+    const main = gitIn(['rev-parse', 'main']).trim();
     gitIn(['update-ref', 'refs/heads/main', commit]);
     const result = cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']);
+    gitIn(['update-ref', 'refs/heads/main', main]);
     expect(result.status).toBe(3);
     expect(`${result.stdout}${result.stderr}`).toContain('YAML_TOO_LARGE');
     expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /);
@@ -110,6 +113,29 @@ describe('a 300 MiB object in a push or a ledger', () => {
     } finally {
       reader.close();
     }
+  }, 60_000);
+});
+
+describe('a file entry of a pushed tree that names a commit instead of a file', () => {
+  it('is refused by the pre-receive hook as TREE_MALFORMED, not read as the file', async () => {
+    const main = gitIn(['rev-parse', 'main']).trim();
+    const writer = new ObjectWriter(gitdir);
+    const root = gitIn(['ls-tree', 'main'])
+      .split('\n')
+      .filter((line) => line !== '')
+      .map((line) => {
+        const [head, name] = line.split('\t') as [string, string];
+        const [mode, , oid] = head.split(' ') as [string, string, string];
+        return { mode: (mode === '040000' ? '40000' : mode) as TreeEntry['mode'], name, oid };
+      });
+    const switches = await writer.write('tree', renderTree([{ mode: '100644', name: '000001.yaml', oid: main }]));
+    const control = await writer.write('tree', renderTree([{ mode: '40000', name: 'kill-switch', oid: switches }]));
+    const tree = await writer.write('tree', renderTree([...root.filter((entry) => entry.name !== 'control'), { mode: '40000', name: 'control', oid: control }]));
+    const commit = gitIn(['commit-tree', tree, '-p', main, '-m', 'not a file\n\nLedger-Seq: 2']).trim();
+    const result = hook(commit);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/TREE_MALFORMED .*control\/kill-switch\/000001\.yaml.*names a commit object/);
+    expect(result.stderr).not.toMatch(/\n\s+at /);
   }, 60_000);
 });
 
