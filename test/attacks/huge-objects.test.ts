@@ -116,6 +116,26 @@ describe('a 300 MiB object in a push or a ledger', () => {
   }, 60_000);
 });
 
+describe('a 300 MiB commit object (its message) in a push or a ledger', () => {
+  it('is refused by the pre-receive hook and coo verify as COMMIT_MALFORMED from its size, memory staying small', () => {
+    const main = gitIn(['rev-parse', 'main']).trim();
+    const tree = gitIn(['rev-parse', 'main^{tree}']).trim();
+    const commit = execFileSync('sh', ['-c', `{ printf 'huge\\n\\n'; head -c ${HUGE} /dev/zero | tr '\\0' x; printf '\\n\\nLedger-Seq: 2\\n'; } | git --git-dir "$1" -c core.compression=9 -c core.looseCompression=9 commit-tree "$2" -p "$3"`, 'sh', gitdir, tree, main], { encoding: 'utf8', env: gitEnv() }).trim();
+    const pushed = hook(commit);
+    expect(pushed.status).not.toBe(0);
+    expect(pushed.stderr).toMatch(/COMMIT_MALFORMED.*over the 65536-byte bound on a commit/);
+    expect(pushed.stderr).not.toMatch(/\n\s+at /);
+    expect(pushed.peakKib).toBeLessThan(PEAK_KIB);
+    gitIn(['update-ref', 'refs/heads/main', commit]);
+    const verified = cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']);
+    gitIn(['update-ref', 'refs/heads/main', main]);
+    expect(verified.status).toBe(3);
+    expect(`${verified.stdout}${verified.stderr}`).toMatch(/COMMIT_MALFORMED/);
+    expect(`${verified.stdout}${verified.stderr}`).not.toMatch(/\n\s+at /);
+    expect(verified.peakKib).toBeLessThan(PEAK_KIB);
+  }, 120_000);
+});
+
 describe('a file entry of a pushed tree that names a commit instead of a file', () => {
   it('is refused by the pre-receive hook as TREE_MALFORMED, not read as the file', async () => {
     const main = gitIn(['rev-parse', 'main']).trim();
