@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageFolder, promptPath, envelopePath, sigPath, trustPath } from '../../src/ledger/layout.js';
@@ -25,6 +25,7 @@ let dir: string;
 let gitdir: string;
 let huge: string;
 let preload: string;
+let ceoKeyId: string;
 
 function gitIn(args: readonly string[], input?: string): string {
   return execFileSync('git', ['--git-dir', gitdir, ...args], { input, encoding: 'utf8', env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] });
@@ -58,7 +59,9 @@ function hook(commit: string): ReturnType<typeof cooMeasured> {
 
 beforeAll(async () => {
   dir = tempDir();
-  ({ gitdir } = await makeLedger(dir));
+  const made = await makeLedger(dir);
+  gitdir = made.gitdir;
+  ceoKeyId = made.actors.ceo.publicKey.keyId;
   preload = join(dir, 'peak.cjs');
   writeFileSync(preload, "process.on('exit', () => require('node:fs').writeSync(2, `\\ncoo-test-peak-kib ${process.resourceUsage().maxRSS}\\n`));\n");
   // Stored compressed (the ledger's own setting is no compression): a few hundred KiB on disk.
@@ -99,6 +102,20 @@ describe('a 300 MiB object in a push or a ledger', () => {
     expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /);
     expect(result.peakKib).toBeLessThan(PEAK_KIB);
   }, 60_000);
+
+  it('is refused by coo clone from a remote whose main holds it, with a coded finding and nothing cloned', () => {
+    const commit = commitAdding(envelopePath(folder));
+    const main = gitIn(['rev-parse', 'main']).trim();
+    gitIn(['update-ref', 'refs/heads/main', commit]);
+    const into = join(dir, 'cloned');
+    const cloned = cooMeasured(['clone', gitdir, into, '--trust-root', ceoKeyId]);
+    gitIn(['update-ref', 'refs/heads/main', main]);
+    expect(cloned.status).toBe(3);
+    expect(cloned.stderr).toMatch(/YAML_TOO_LARGE.*nothing was cloned/s);
+    expect(cloned.stderr).not.toMatch(/\n\s+at /);
+    expect(existsSync(into)).toBe(false);
+    expect(cloned.peakKib).toBeLessThan(PEAK_KIB);
+  }, 120_000);
 
   it('reaches no reader of the ledger whole: the object reader answers its size and keeps none of its bytes', async () => {
     const reader = new CatFileReader(gitdir);
