@@ -16,6 +16,11 @@ export const LIMITS = {
   keyFileBytes: 64 * 1024,
   /** Largest list of ref updates the pre-receive hook reads from git (one line a ref). */
   refUpdatesBytes: 4 * 1024 * 1024,
+  /**
+   * Largest state cache (`coo/checkpoint.json` in a ledger's git directory) read. A cache only: one
+   * over this, or one that is not a regular file, is passed over and the history replayed instead.
+   */
+  checkpointBytes: 512 * 1024 * 1024,
   /** Largest audit bundle `coo verify-bundle` reads. */
   bundleBytes: 1024 * 1024 * 1024,
   /** Largest raw commit object. */

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync } from 'node:child_process';
-import { existsSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { messageFolder, promptPath, envelopePath, sigPath, trustPath } from '../../src/ledger/layout.js';
@@ -173,6 +173,27 @@ describe('a file entry of a pushed tree that names a commit instead of a file', 
     expect(result.status).not.toBe(0);
     expect(result.stderr).toMatch(/TREE_MALFORMED .*control\/kill-switch\/000001\.yaml.*names a commit object/);
     expect(result.stderr).not.toMatch(/\n\s+at /);
+  }, 60_000);
+});
+
+describe("a ledger's state cache that is a FIFO (coo/checkpoint.json)", () => {
+  it('is passed over by the pre-receive hook, which ends and judges the push, never blocking on it', () => {
+    const cache = join(gitdir, 'coo', 'checkpoint.json');
+    mkdirSync(join(gitdir, 'coo'), { recursive: true });
+    rmSync(cache, { force: true });
+    execFileSync('mkfifo', [cache]);
+    const main = gitIn(['rev-parse', 'main']).trim();
+    // Bounded so that a hook blocked on the FIFO fails the test rather than hanging it.
+    const result = spawnSync(process.execPath, [COO, 'hook', 'pre-receive'], {
+      input: `${main} ${commitAdding('junk/file.bin')} refs/heads/main\n`,
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, GIT_DIR: gitdir, XDG_STATE_HOME: join(dir, 'state') },
+    });
+    rmSync(cache, { force: true });
+    expect(result.signal).toBeNull();
+    expect(result.stderr).toMatch(/push declined/);
+    expect(result.stderr).toContain('PATH_INVALID');
   }, 60_000);
 });
 
