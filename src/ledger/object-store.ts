@@ -81,12 +81,8 @@ export function catFileProtocol(): CatFileProtocol {
  * runner, the writer and the auditor share this one read path.
  */
 export class CatFileReader implements ObjectReader {
-  private child: ChildProcessWithoutNullStreams | null = null;
-  /** The part of a reply's header line received so far. */
-  private header: Buffer = Buffer.alloc(0);
-  /** The reply whose bytes are arriving: copied into `content` when within the request's limit, passed over when not. */
-  private body: { readonly request: Request; readonly type: ObjectType; readonly size: number; readonly content: Buffer | null; received: number } | null = null;
-  private readonly pending: Request[] = [];
+  /** The running `git cat-file`, or null before the first read and after close. */
+  private session: CatFileSession | null = null;
   private failure: Error | null = null;
   private protocol: CatFileProtocol | null;
 
@@ -97,11 +93,59 @@ export class CatFileReader implements ObjectReader {
     this.protocol = options.protocol ?? null;
   }
 
-  private start(): ChildProcessWithoutNullStreams {
-    if (this.child !== null) return this.child;
+  read(oid: string): Promise<GitObject | null>;
+  read(oid: string, limit: number): Promise<GitObject | OversizedObject | null>;
+  read(oid: string, limit = Number.POSITIVE_INFINITY): Promise<GitObject | OversizedObject | null> {
+    if (!OID.test(oid)) return Promise.reject(new CooError('INTERNAL', `not an object id: ${oid}`));
+    if (this.failure !== null) return Promise.reject(this.failure);
     this.protocol ??= catFileProtocol();
-    const mode = this.protocol === 'batch-command' ? ['--batch-command', '--buffer'] : ['--batch'];
-    const child = spawn('git', ['--git-dir', this.gitdir, 'cat-file', ...mode], { stdio: ['pipe', 'pipe', 'pipe'] });
+    if (this.session === null) {
+      const session = new CatFileSession(this.gitdir, this.protocol, (error) => {
+        // A git that fails while it is the reader's fails every later read; one closed already fails only its own.
+        if (this.session !== session) return;
+        if (error !== null) this.failure = error;
+        this.session = null;
+      });
+      this.session = session;
+    }
+    return this.session.request(oid, limit);
+  }
+
+  /** Ends the running `git cat-file` once it has answered the reads already asked; a later read starts another. */
+  close(): void {
+    this.session?.end();
+    this.session = null;
+  }
+}
+
+/**
+ * One `git cat-file` process and what is in flight on it: its own requests and its own reply
+ * parser, so a process closed while it still sends (an oversized object being passed over) never
+ * mixes its bytes into the replies of the next.
+ */
+class CatFileSession {
+  private readonly child: ChildProcessWithoutNullStreams;
+  /** The part of a reply's header line received so far. */
+  private header: Buffer = Buffer.alloc(0);
+  /** The reply whose bytes are arriving: copied into `content` when within the request's limit, passed over when not. */
+  private body: { readonly request: Request; readonly type: ObjectType; readonly size: number; readonly content: Buffer | null; received: number } | null = null;
+  private readonly pending: Request[] = [];
+  private failed = false;
+  private ended = false;
+  /**
+   * Requests made in one turn of the event loop go to git in one write: flushed after every
+   * microtask of the turn has run, so a burst of reads that a reply sets off costs one system call.
+   */
+  private outgoing: string[] = [];
+
+  constructor(
+    gitdir: string,
+    private readonly protocol: CatFileProtocol,
+    /** Told when the process fails (the error) or exits with nothing left to answer (null). */
+    private readonly onEnd: (error: Error | null) => void,
+  ) {
+    const mode = protocol === 'batch-command' ? ['--batch-command', '--buffer'] : ['--batch'];
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', ...mode], { stdio: ['pipe', 'pipe', 'pipe'] });
     child.stdout.on('data', (chunk: Buffer) => this.receive(chunk));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {
@@ -109,23 +153,45 @@ export class CatFileReader implements ObjectReader {
     });
     child.on('error', (error) => this.fail(new CooError('GIT_FAILED', `cannot run git (is it installed and on PATH?): ${error.message}`)));
     child.on('exit', (code) => {
-      if (this.pending.length > 0 || this.body !== null) this.fail(new CooError('GIT_FAILED', `git cat-file exited with ${code}: ${stderr.trim().slice(0, LIMITS.pathChars)}`));
-      if (this.child === child) this.child = null;
+      if (this.pending.length > 0 || this.body?.content != null) this.fail(new CooError('GIT_FAILED', `git cat-file exited with ${code}: ${stderr.trim().slice(0, LIMITS.pathChars)}`));
+      // A git gone with nothing asked of it: the next read starts another.
+      else this.onEnd(null);
     });
     child.stdin.on('error', () => undefined);
     this.child = child;
-    return child;
   }
 
-  /** Ends the reader: every read waiting and every later one fails with `error`. */
+  request(oid: string, limit: number): Promise<GitObject | OversizedObject | null> {
+    return new Promise((resolve, reject) => {
+      this.pending.push({ oid, limit, resolve, reject });
+      if (this.outgoing.push(this.protocol === 'batch-command' ? `contents ${oid}\n` : `${oid}\n`) === 1) setImmediate(this.flush);
+    });
+  }
+
+  private flush = (): void => {
+    if (this.outgoing.length === 0 || this.failed) return;
+    const batch = this.outgoing.join('') + (this.protocol === 'batch-command' ? 'flush\n' : '');
+    this.outgoing = [];
+    this.child.stdin.write(batch);
+  };
+
+  /** Sends what is still queued, then ends git's input: git answers it and exits. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.flush();
+    this.child.stdin.end();
+  }
+
+  /** Ends the process: every read waiting on it fails with `error`. */
   private fail(error: Error): void {
-    this.failure = error;
-    const child = this.child;
-    this.child = null;
+    if (this.failed) return;
+    this.failed = true;
     const waiting = [...(this.body === null ? [] : [this.body.request]), ...this.pending.splice(0)];
     this.body = null;
     for (const request of waiting) request.reject(error);
-    child?.kill();
+    this.child.kill();
+    this.onEnd(error);
   }
 
   /**
@@ -136,7 +202,7 @@ export class CatFileReader implements ObjectReader {
    */
   private receive(chunk: Buffer): void {
     let at = 0;
-    while (at < chunk.length && this.failure === null) {
+    while (at < chunk.length && !this.failed) {
       const body = this.body;
       if (body !== null) {
         const take = Math.min(body.size + 1 - body.received, chunk.length - at);
@@ -180,37 +246,6 @@ export class CatFileReader implements ObjectReader {
       this.body = { request, type: type as ObjectType, size, content: null, received: 0 };
     } else {
       this.body = { request, type: type as ObjectType, size, content: Buffer.allocUnsafe(size), received: 0 };
-    }
-  }
-
-  /**
-   * Requests made in one turn of the event loop go to git in one write: flushed after every
-   * microtask of the turn has run, so a burst of reads that a reply sets off costs one system call.
-   */
-  private outgoing: string[] = [];
-
-  private flush = (): void => {
-    const batch = this.outgoing.join('') + (this.protocol === 'batch-command' ? 'flush\n' : '');
-    this.outgoing = [];
-    this.child?.stdin.write(batch);
-  };
-
-  read(oid: string): Promise<GitObject | null>;
-  read(oid: string, limit: number): Promise<GitObject | OversizedObject | null>;
-  read(oid: string, limit = Number.POSITIVE_INFINITY): Promise<GitObject | OversizedObject | null> {
-    if (!OID.test(oid)) return Promise.reject(new CooError('INTERNAL', `not an object id: ${oid}`));
-    if (this.failure !== null) return Promise.reject(this.failure);
-    this.start();
-    return new Promise((resolve, reject) => {
-      this.pending.push({ oid, limit, resolve, reject });
-      if (this.outgoing.push(this.protocol === 'batch-command' ? `contents ${oid}\n` : `${oid}\n`) === 1) setImmediate(this.flush);
-    });
-  }
-
-  close(): void {
-    if (this.child !== null) {
-      this.child.stdin.end();
-      this.child = null;
     }
   }
 }

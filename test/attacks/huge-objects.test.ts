@@ -133,6 +133,23 @@ describe('a 300 MiB object in a push or a ledger', () => {
   }, 60_000);
 });
 
+describe('an object reader closed while it passes over a 300 MiB object', () => {
+  it('answers the next read from a new git cat-file, none of the old one\'s bytes taken for its replies', async () => {
+    const reader = new CatFileReader(gitdir);
+    try {
+      const main = gitIn(['rev-parse', 'main']).trim();
+      expect(await reader.read(huge, 1024)).toEqual({ type: 'blob', size: HUGE, content: null });
+      reader.close();
+      const commit = await reader.read(main, 64 * 1024);
+      expect(commit?.type).toBe('commit');
+      expect(commit?.content?.toString('utf8')).toBe(gitIn(['cat-file', 'commit', main]));
+      expect(await reader.read(huge, 1024)).toEqual({ type: 'blob', size: HUGE, content: null });
+    } finally {
+      reader.close();
+    }
+  }, 60_000);
+});
+
 describe('a 300 MiB commit object (its message) in a push or a ledger', () => {
   it('is refused by the pre-receive hook and coo verify as COMMIT_MALFORMED from its size, memory staying small', () => {
     const main = gitIn(['rev-parse', 'main']).trim();
