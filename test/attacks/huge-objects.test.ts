@@ -133,6 +133,22 @@ describe('a 300 MiB object in a push or a ledger', () => {
   }, 60_000);
 });
 
+describe('a push of a 300 MiB blob with stock git (a few hundred KiB of pack)', () => {
+  it("is declined by the ledger's hook with a coded line, the hook's peak memory staying small", () => {
+    const work = join(dir, 'work');
+    execFileSync('git', ['clone', '-q', gitdir, work], { env: gitEnv() });
+    const blob = execFileSync('sh', ['-c', `head -c ${HUGE} /dev/zero | git -C "$1" -c core.looseCompression=9 hash-object -w --stdin`, 'sh', work], { encoding: 'utf8', env: gitEnv() }).trim();
+    const message = 'huge\n\nLedger-Seq: 2\n';
+    const stream = ['commit refs/heads/main', 'committer T <t@example.invalid> 1700000000 +0000', `data ${Buffer.byteLength(message)}`, message, 'from refs/heads/main^0', `M 100644 ${blob} ${trustPath('policy', 2)}`, ''].join('\n');
+    execFileSync('git', ['-C', work, 'fast-import', '--quiet'], { input: stream, env: gitEnv() });
+    const result = spawnSync('git', ['push', 'origin', 'main'], { cwd: work, encoding: 'utf8', env: { ...gitEnv(), NODE_OPTIONS: `--require ${preload}` } });
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/push declined/);
+    expect(result.stderr).toMatch(/YAML_TOO_LARGE .*trust\/policy\/000002\.yaml is 314572800 bytes/);
+    expect(Number(/coo-test-peak-kib (\d+)/.exec(result.stderr)?.[1] ?? Number.NaN)).toBeLessThan(PEAK_KIB);
+  }, 120_000);
+});
+
 describe('an object reader closed while it passes over a 300 MiB object', () => {
   it('answers the next read from a new git cat-file, none of the old one\'s bytes taken for its replies', async () => {
     const reader = new CatFileReader(gitdir);
