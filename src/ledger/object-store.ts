@@ -5,6 +5,7 @@ import { dirname, join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { readBounded } from '../util/bounded-read.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -277,14 +278,17 @@ export function packLooseObjects(gitdir: string): void {
  * a day by default) and says so only on the standard error of the detached run, which no one
  * reads; `coo verify` and `coo watch` print it instead.
  */
+/** Most of git's `gc.log` read: git writes a few lines there. */
+const GC_LOG_BYTES = 64 * 1024;
+
 export function lastPackingFailure(gitdir: string): { readonly log: string; readonly text: string } | null {
   const log = join(gitdir, 'gc.log');
-  try {
-    const text = fs.readFileSync(log, 'utf8').trim();
-    return text === '' ? null : { log, text };
-  } catch {
-    return null;
-  }
+  // Read as git writes it, a short regular file: never a FIFO that blocks, nor a device or a huge file read whole.
+  const read = readBounded(log, { maxBytes: GC_LOG_BYTES });
+  if (read.kind === 'too_large') return { log, text: `(a ${read.size}-byte gc.log)` };
+  if (read.kind !== 'file') return null;
+  const text = read.bytes.toString('utf8').trim();
+  return text === '' ? null : { log, text };
 }
 
 export function hashObject(type: ObjectType, content: Buffer): string {

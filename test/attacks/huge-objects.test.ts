@@ -230,6 +230,23 @@ describe("a ledger's state cache that is a FIFO (coo/checkpoint.json)", () => {
   }, 60_000);
 });
 
+describe("a FIFO where git's gc.log goes in a ledger", () => {
+  it('is passed over by coo verify, which ends with its verdict, never blocking on it', () => {
+    const log = join(gitdir, 'gc.log');
+    execFileSync('mkfifo', [log]);
+    // Bounded so that a verify blocked on the FIFO fails the test rather than hanging it.
+    const result = spawnSync(process.execPath, [COO, 'verify', '--ledger', gitdir, '--full', '--no-checkpoint'], {
+      encoding: 'utf8',
+      timeout: 30_000,
+      env: { ...process.env, COO_LEDGER: '', XDG_STATE_HOME: join(dir, 'state') },
+    });
+    rmSync(log, { force: true });
+    expect(result.signal).toBeNull();
+    expect(result.status).toBe(0);
+    expect(result.stdout).toMatch(/^ok:/);
+  }, 60_000);
+});
+
 describe('a pinned context file that became 300 MiB in the target repository', () => {
   it("is refused by the runner's pin check from git's reply header, none of its bytes kept", async () => {
     const repo = join(dir, 'target');
