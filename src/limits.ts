@@ -10,10 +10,17 @@ export const LIMITS = {
   artifactBytes: 4 * 1024 * 1024,
   /** Largest forge file (a workflow the CEO signed): a check is a page of YAML, not a payload. */
   forgeFileBytes: 64 * 1024,
+  /** Largest README a ledger's first commit lays (the one coo init writes is about 12 KiB). */
+  readmeBytes: 64 * 1024,
   /** Largest key file (a private or public key) the CLI reads. */
   keyFileBytes: 64 * 1024,
   /** Largest list of ref updates the pre-receive hook reads from git (one line a ref). */
   refUpdatesBytes: 4 * 1024 * 1024,
+  /**
+   * Largest state cache (`coo/checkpoint.json` in a ledger's git directory) read. A cache only: one
+   * over this, or one that is not a regular file, is passed over and the history replayed instead.
+   */
+  checkpointBytes: 512 * 1024 * 1024,
   /** Largest audit bundle `coo verify-bundle` reads. */
   bundleBytes: 1024 * 1024 * 1024,
   /** Largest raw commit object. */

@@ -1,6 +1,7 @@
 import { CooError } from '../errors.js';
-import { envelopePath, sigPath } from '../ledger/layout.js';
-import { readCommitLinks } from '../ledger/history.js';
+import { LIMITS } from '../limits.js';
+import { blobBound, envelopePath, sigPath } from '../ledger/layout.js';
+import { readCommitLinks, tooLarge } from '../ledger/history.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { parseTree } from '../ledger/tree-format.js';
 import { readDocument } from '../schema/documents.js';
@@ -24,8 +25,9 @@ export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<
     const links = await readCommitLinks(reader, evidence.receiptCommit);
     const trees = new Map<string, Buffer>();
     const readTree = async (oid: string): Promise<ReturnType<typeof parseTree>> => {
-      const object = await reader.read(oid);
+      const object = await reader.read(oid, LIMITS.treeBytes);
       if (object === null || object.type !== 'tree') throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
+      if (object.content === null) throw new CooError('TREE_MALFORMED', `tree ${oid} is ${object.size} bytes, over the ${LIMITS.treeBytes}-byte bound on a folder: it was not read`);
       trees.set(oid, object.content);
       return parseTree(object.content);
     };
@@ -41,8 +43,10 @@ export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<
           entries = await readTree(entry.oid);
           continue;
         }
-        const blob = await reader.read(entry.oid);
-        if (blob === null) throw new CooError('NOT_FOUND', `${path} is missing from the ledger`);
+        const bound = blobBound(path);
+        const blob = bound === null ? null : await reader.read(entry.oid, bound.bytes);
+        if (bound === null || blob === null) throw new CooError('NOT_FOUND', `${path} is missing from the ledger`);
+        if (blob.content === null) throw tooLarge(path, blob.size, bound);
         files.set(path, blob.content);
         return blob.content;
       }

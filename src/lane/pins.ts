@@ -4,7 +4,7 @@ import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { parseAnyTree } from '../ledger/tree-format.js';
-import { ObjectSizes, runGit } from '../util/exec.js';
+import { runGit } from '../util/exec.js';
 import { sha256Ref } from '../util/hash.js';
 
 /** Reading consult context from a target repository's git objects at one commit (never its working tree). */
@@ -78,9 +78,9 @@ async function readBlobs(gitdir: string, items: readonly TreeItem[]): Promise<Pi
   try {
     return await Promise.all(
       items.map(async (item) => {
-        const object = await reader.read(item.oid);
+        const object = await reader.read(item.oid, LIMITS.contextFileBytes);
         if (object === null) throw new CooError('CONTEXT_INVALID', `${item.path}: object ${item.oid} is missing`);
-        if (object.content.length > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, object.content.length));
+        if (object.content === null) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, object.size));
         return { path: item.path, sha256: sha256Ref(object.content), bytes: object.content };
       }),
     );
@@ -145,35 +145,27 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };
 
 /**
- * A target repository the runner checks pins against, with one long-lived `git cat-file` for
- * objects and one for their sizes: after the first consult, checking a pin starts no process.
+ * A target repository the runner checks pins against, with one long-lived `git cat-file`: after the
+ * first consult, checking a pin starts no process.
  */
 export class PinnedRepo {
   private reader: CatFileReader | null = null;
-  private sizes: ObjectSizes | null = null;
 
   constructor(private readonly repo: string) {}
 
-  private async open(): Promise<{ reader: CatFileReader; sizes: ObjectSizes }> {
-    if (this.reader === null || this.sizes === null) {
-      const gitdir = await gitDir(this.repo);
-      this.reader = new CatFileReader(gitdir);
-      this.sizes = new ObjectSizes(gitdir);
-    }
-    return { reader: this.reader, sizes: this.sizes };
+  private async open(): Promise<CatFileReader> {
+    this.reader ??= new CatFileReader(await gitDir(this.repo));
+    return this.reader;
   }
 
   /**
-   * The object's bytes when it has the type asked for and is within `limit`; its size is asked
-   * first, so an object over the limit is refused without reading it.
+   * The object's bytes when it has the type asked for and is within `limit`: an object over the
+   * limit is refused from the size in git's reply, its bytes never kept.
    */
   private async readWithin(oid: string, type: string, limit: number): Promise<{ content: Buffer } | { missing: true } | { tooLarge: number }> {
-    const { reader, sizes } = await this.open();
-    const info = await sizes.info(oid);
-    if (info === null || info.type !== type) return { missing: true };
-    if (info.size > limit) return { tooLarge: info.size };
-    const object = await reader.read(oid);
+    const object = await (await this.open()).read(oid, limit);
     if (object === null || object.type !== type) return { missing: true };
+    if (object.content === null) return { tooLarge: object.size };
     return { content: object.content };
   }
 
@@ -223,9 +215,7 @@ export class PinnedRepo {
 
   close(): void {
     this.reader?.close();
-    this.sizes?.close();
     this.reader = null;
-    this.sizes = null;
   }
 }
 

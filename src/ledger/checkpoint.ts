@@ -1,6 +1,8 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
+import { LIMITS } from '../limits.js';
+import { readBounded } from '../util/bounded-read.js';
 
 /**
  * A cache of the derived state at one commit, kept inside the ledger's git directory so that
@@ -16,8 +18,11 @@ export function checkpointPath(gitdir: string): string {
 }
 
 export function loadCheckpoint(gitdir: string): { state: LedgerState; tree: string } | null {
+  // Never a FIFO that blocks, a link to a device, or a file past the bound: a cache passed over costs a replay.
+  const read = readBounded(checkpointPath(gitdir), { maxBytes: LIMITS.checkpointBytes });
+  if (read.kind !== 'file') return null;
   try {
-    const raw = JSON.parse(fs.readFileSync(checkpointPath(gitdir), 'utf8')) as { format: number; tree: string; state: unknown };
+    const raw = JSON.parse(read.bytes.toString('utf8')) as { format: number; tree: string; state: unknown };
     if (raw.format !== FORMAT || typeof raw.tree !== 'string') return null;
     return { state: stateFromJson(raw.state), tree: raw.tree };
   } catch {

@@ -2,7 +2,8 @@ import { execFile } from 'node:child_process';
 import { CooError } from '../errors.js';
 import { ownMemory } from '../util/bytes.js';
 import type { CommitFacts, FileChange } from './commit-facts.js';
-import { isForgePath } from './layout.js';
+import { LIMITS } from '../limits.js';
+import { blobBound, isForgePath, type BlobBound } from './layout.js';
 import type { ObjectReader } from './object-store.js';
 import { RawTree, type TreeEntry } from './tree-format.js';
 
@@ -18,9 +19,10 @@ export interface CommitLinks {
 const HEADER = /^(tree|parent) ([0-9a-f]{40})$/;
 
 export async function readCommitLinks(reader: ObjectReader, oid: string): Promise<CommitLinks> {
-  const object = await reader.read(oid);
+  const object = await reader.read(oid, LIMITS.commitBytes);
   if (object === null) throw new CooError('NOT_FOUND', `commit ${oid} is missing from the ledger`);
   if (object.type !== 'commit') throw new CooError('COMMIT_MALFORMED', `${oid} is a ${object.type}, not a commit`);
+  if (object.content === null) throw new CooError('COMMIT_MALFORMED', `commit ${oid} is ${object.size} bytes, over the ${LIMITS.commitBytes}-byte bound on a commit: it was not read; a ledger's commits are a page of headers`);
   const text = object.content.toString('utf8');
   const end = text.indexOf('\n\n');
   let tree = '';
@@ -84,9 +86,10 @@ export class TreeReader {
   }
 
   private async load(oid: string, base: RawTree | undefined): Promise<RawTree> {
-    const object = await this.reader.read(oid);
+    const object = await this.reader.read(oid, LIMITS.treeBytes);
     if (object === null) throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
     if (object.type !== 'tree') throw new CooError('TREE_MALFORMED', `${oid} is a ${object.type}, not a tree`);
+    if (object.content === null) throw new CooError('TREE_MALFORMED', `tree ${oid} is ${object.size} bytes, over the ${LIMITS.treeBytes}-byte bound on a folder: it was not read`);
     const tree = RawTree.parse(ownMemory(object.content), base);
     this.cache.set(oid, tree);
     this.order.push(oid);
@@ -197,6 +200,8 @@ function inFolder(error: unknown, prefix: string): never {
 /**
  * Gathers what the validator needs about one commit: raw bytes, changes against `parentTree`, the
  * blobs it added, and the new version of any forge file it replaced (the one kind of file that may change).
+ * Each blob is read within its place's bound (layout.ts blobBound): one over it is refused from its
+ * size, unread, and a path the layout has no place for is not read at all (the validator refuses it).
  */
 export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links: CommitLinks, parentTree: string | null): Promise<CommitFacts> {
   const changes = await trees.diff(parentTree, links.tree);
@@ -205,12 +210,26 @@ export async function gatherFacts(reader: ObjectReader, trees: TreeReader, links
     changes
       .filter((change) => change.status === 'added' || (change.status === 'modified' && isForgePath(change.path)))
       .map(async (change) => {
-        const object = await reader.read(change.oid);
+        const bound = blobBound(change.path);
+        if (bound === null) return;
+        const object = await reader.read(change.oid, bound.bytes);
         if (object === null) throw new CooError('NOT_FOUND', `blob ${change.oid} (${change.path}) is missing`);
+        if (object.type !== 'blob') throw notAFile(change.path, object.type);
+        if (object.content === null) throw tooLarge(change.path, object.size, bound);
         blobs.set(change.path, object.content);
       }),
   );
   return { oid: links.oid, raw: links.raw, changes: changes.map(({ path, status, mode }) => ({ path, status, mode })), blobs };
+}
+
+/** The refusal of a ledger file over its place's bound, read from its size alone. */
+export function tooLarge(path: string, size: number, bound: BlobBound): CooError {
+  return new CooError(bound.code, `${path} is ${size} bytes, over the ${bound.bytes}-byte bound on ${bound.what}: it was not read, and no commit holding it is accepted`, { where: path });
+}
+
+/** The refusal of a file entry of a tree that names another kind of object (a commit, a tree) than a file's. */
+export function notAFile(path: string, type: string): CooError {
+  return new CooError('TREE_MALFORMED', `${path} names a ${type} object where a file belongs: only files`, { where: path });
 }
 
 /** How far `commitsSince` follows parent lines itself before asking git. */

@@ -17,6 +17,9 @@
  * most 24 hours, one hour's messages (docs/design.md has what a whole day's folder cost).
  */
 
+import type { ErrorCode } from '../errors.js';
+import { LIMITS } from '../limits.js';
+
 export type TrustRole = 'root' | 'registry' | 'policy';
 
 export type PathInfo =
@@ -192,6 +195,37 @@ export function classifyPath(path: string): PathInfo | null {
 export function isForgePath(path: string): boolean {
   const info = classifyPath(path);
   return info !== null && (info.kind === 'forge_file' || (info.kind === 'signature' && classifyPath(info.of)?.kind === 'forge_file'));
+}
+
+/** The largest file a place in the layout holds, what the file is, and the code that refuses a larger one. */
+export interface BlobBound {
+  readonly bytes: number;
+  readonly what: string;
+  readonly code: ErrorCode;
+}
+
+/**
+ * The bound on the file at `path`, or null when the layout has no place for it (the validator
+ * refuses such a path without reading it). Every read of a ledger file checks the object's size
+ * against this before reading its bytes (history.ts gatherFacts, Ledger.readFile), with the bound
+ * and code the validator applies to the same file when it is written.
+ */
+export function blobBound(path: string): BlobBound | null {
+  const info = classifyPath(path);
+  if (info === null) return null;
+  switch (info.kind) {
+    case 'readme':
+      return { bytes: LIMITS.readmeBytes, what: 'the README', code: 'POLICY_LIMIT' };
+    case 'signature':
+      return { bytes: LIMITS.sigBytes, what: 'a signature file', code: 'SIG_MALFORMED' };
+    case 'forge_file':
+      return { bytes: LIMITS.forgeFileBytes, what: 'a forge file', code: 'POLICY_LIMIT' };
+    case 'message_artifact':
+    case 'attempt_artifact':
+      return { bytes: LIMITS.artifactBytes, what: 'an artifact', code: 'POLICY_LIMIT' };
+    default:
+      return { bytes: LIMITS.yamlBytes, what: 'a YAML entry', code: 'YAML_TOO_LARGE' };
+  }
 }
 
 /** Files that carry a detached signature: entries, and forge files (which are not YAML documents of ours). */

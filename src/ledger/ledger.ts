@@ -10,8 +10,8 @@ import type { PrivateKey } from '../crypto/keys.js';
 import { loadCheckpoint, saveCheckpoint } from './checkpoint.js';
 import type { CommitFacts } from './commit-facts.js';
 import { formatIdent, ledgerMessage, renderCommitPayload, renderSignedCommit } from './commit-format.js';
-import { commitsSince, gatherFacts, readCommitLinks, TreeReader, type CommitLinks } from './history.js';
-import { classifyPath, isForgePath, isSigned, sigPath } from './layout.js';
+import { commitsSince, gatherFacts, notAFile, readCommitLinks, tooLarge, TreeReader, type CommitLinks } from './history.js';
+import { blobBound, classifyPath, isForgePath, isSigned, sigPath } from './layout.js';
 import { CatFileReader, ObjectWriter, hashObject, packLooseObjects, type ObjectReader } from './object-store.js';
 import { PendingObjects } from './pending-objects.js';
 import { preverify } from './preverify.js';
@@ -355,14 +355,22 @@ export class Ledger {
     }
   }
 
-  /** Reads a file at the head (or at `commit`). */
+  /**
+   * Reads a file at the head (or at `commit`): null when it is not there or the layout has no place
+   * for it; a file over its place's bound (blobBound) is refused from its size, unread.
+   */
   async readFile(path: string, commit?: string): Promise<Buffer | null> {
     const at = commit ?? this.head();
     if (at === null) return null;
     const links = await readCommitLinks(this.reader, at);
     const oid = await this.trees.lookup(links.tree, path);
-    if (oid === null) return null;
-    return (await this.reader.read(oid))?.content ?? null;
+    const bound = blobBound(path);
+    if (oid === null || bound === null) return null;
+    const object = await this.reader.read(oid, bound.bytes);
+    if (object === null) return null;
+    if (object.type !== 'blob') throw notAFile(path, object.type);
+    if (object.content === null) throw tooLarge(path, object.size, bound);
+    return object.content;
   }
 
   /**

@@ -4,6 +4,8 @@ import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
+import { readBounded } from '../util/bounded-read.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -12,19 +14,42 @@ export interface GitObject {
   readonly content: Buffer;
 }
 
+/** An object over the bound its reader gave: its type and size, its bytes never held. */
+export interface OversizedObject {
+  readonly type: ObjectType;
+  readonly size: number;
+  readonly content: null;
+}
+
 /** Where new objects go: straight to disk, or held until a commit is accepted. */
 export interface ObjectSink {
   write(type: ObjectType, content: Buffer): Promise<string>;
 }
 
-/** Reads objects by id. The ledger reads through this port only. */
+/**
+ * Reads objects by id. The ledger reads through this port only. Given `limit`, an object larger
+ * than that many bytes comes back as an OversizedObject, judged from git's header before any of its
+ * bytes are kept, so what a hostile ledger holds bounds no reader's memory.
+ */
 export interface ObjectReader {
   readonly gitdir: string;
   read(oid: string): Promise<GitObject | null>;
+  read(oid: string, limit: number): Promise<GitObject | OversizedObject | null>;
   close(): void;
 }
 
 const OID = /^[0-9a-f]{40}$/;
+const OBJECT_TYPES: ReadonlySet<string> = new Set(['blob', 'tree', 'commit', 'tag']);
+/** Longest reply header of `git cat-file --batch`: an id, a type and a size. */
+const MAX_HEADER = 128;
+
+interface Request {
+  readonly oid: string;
+  /** The most bytes this read keeps: a larger object is answered with its size alone. */
+  readonly limit: number;
+  readonly resolve: (value: GitObject | OversizedObject | null) => void;
+  readonly reject: (error: Error) => void;
+}
 
 /**
  * How requests reach `git cat-file`. `--batch` (every git) writes each object with a system call
@@ -57,9 +82,8 @@ export function catFileProtocol(): CatFileProtocol {
  * runner, the writer and the auditor share this one read path.
  */
 export class CatFileReader implements ObjectReader {
-  private child: ChildProcessWithoutNullStreams | null = null;
-  private buffer: Buffer = Buffer.alloc(0);
-  private readonly pending: Array<{ oid: string; resolve: (value: GitObject | null) => void; reject: (error: Error) => void }> = [];
+  /** The running `git cat-file`, or null before the first read and after close. */
+  private session: CatFileSession | null = null;
   private failure: Error | null = null;
   private protocol: CatFileProtocol | null;
 
@@ -70,89 +94,159 @@ export class CatFileReader implements ObjectReader {
     this.protocol = options.protocol ?? null;
   }
 
-  private start(): ChildProcessWithoutNullStreams {
-    if (this.child !== null) return this.child;
+  read(oid: string): Promise<GitObject | null>;
+  read(oid: string, limit: number): Promise<GitObject | OversizedObject | null>;
+  read(oid: string, limit = Number.POSITIVE_INFINITY): Promise<GitObject | OversizedObject | null> {
+    if (!OID.test(oid)) return Promise.reject(new CooError('INTERNAL', `not an object id: ${oid}`));
+    if (this.failure !== null) return Promise.reject(this.failure);
     this.protocol ??= catFileProtocol();
-    const mode = this.protocol === 'batch-command' ? ['--batch-command', '--buffer'] : ['--batch'];
-    const child = spawn('git', ['--git-dir', this.gitdir, 'cat-file', ...mode], { stdio: ['pipe', 'pipe', 'pipe'] });
-    child.stdout.on('data', (chunk: Buffer) => {
-      this.buffer = this.buffer.length === 0 ? chunk : Buffer.concat([this.buffer, chunk]);
-      this.drain();
-    });
-    let stderr = '';
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr += chunk.toString('utf8');
-    });
-    const fail = (error: Error): void => {
-      this.failure = error;
-      this.child = null;
-      for (const request of this.pending.splice(0)) request.reject(error);
-    };
-    child.on('error', (error) => fail(new CooError('GIT_FAILED', `cannot run git (is it installed and on PATH?): ${error.message}`)));
-    child.on('exit', (code) => {
-      if (this.pending.length > 0) fail(new CooError('GIT_FAILED', `git cat-file exited with ${code}: ${stderr.trim()}`));
-      this.child = null;
-    });
-    child.stdin.on('error', () => undefined);
-    this.child = child;
-    return child;
-  }
-
-  private drain(): void {
-    for (;;) {
-      const request = this.pending[0];
-      if (request === undefined) return;
-      const newline = this.buffer.indexOf(0x0a);
-      if (newline < 0) return;
-      const header = this.buffer.toString('latin1', 0, newline);
-      if (header.endsWith(' missing')) {
-        this.buffer = this.buffer.subarray(newline + 1);
-        this.pending.shift();
-        request.resolve(null);
-        continue;
-      }
-      const [oid, type, sizeText] = header.split(' ');
-      const size = Number(sizeText);
-      if (oid !== request.oid || !Number.isSafeInteger(size)) {
-        this.pending.shift();
-        request.reject(new CooError('GIT_FAILED', `unexpected git cat-file reply: ${header}`));
-        continue;
-      }
-      if (this.buffer.length < newline + 1 + size + 1) return;
-      const content = Buffer.allocUnsafe(size);
-      this.buffer.copy(content, 0, newline + 1, newline + 1 + size);
-      this.buffer = this.buffer.subarray(newline + 1 + size + 1);
-      this.pending.shift();
-      request.resolve({ type: type as ObjectType, content });
+    if (this.session === null) {
+      const session = new CatFileSession(this.gitdir, this.protocol, (error) => {
+        // A git that fails while it is the reader's fails every later read; one closed already fails only its own.
+        if (this.session !== session) return;
+        if (error !== null) this.failure = error;
+        this.session = null;
+      });
+      this.session = session;
     }
+    return this.session.request(oid, limit);
   }
 
+  /** Ends the running `git cat-file` once it has answered the reads already asked; a later read starts another. */
+  close(): void {
+    this.session?.end();
+    this.session = null;
+  }
+}
+
+/**
+ * One `git cat-file` process and what is in flight on it: its own requests and its own reply
+ * parser, so a process closed while it still sends (an oversized object being passed over) never
+ * mixes its bytes into the replies of the next.
+ */
+class CatFileSession {
+  private readonly child: ChildProcessWithoutNullStreams;
+  /** The part of a reply's header line received so far. */
+  private header: Buffer = Buffer.alloc(0);
+  /** The reply whose bytes are arriving: copied into `content` when within the request's limit, passed over when not. */
+  private body: { readonly request: Request; readonly type: ObjectType; readonly size: number; readonly content: Buffer | null; received: number } | null = null;
+  private readonly pending: Request[] = [];
+  private failed = false;
+  private ended = false;
   /**
    * Requests made in one turn of the event loop go to git in one write: flushed after every
    * microtask of the turn has run, so a burst of reads that a reply sets off costs one system call.
    */
   private outgoing: string[] = [];
 
-  private flush = (): void => {
-    const batch = this.outgoing.join('') + (this.protocol === 'batch-command' ? 'flush\n' : '');
-    this.outgoing = [];
-    this.child?.stdin.write(batch);
-  };
+  constructor(
+    gitdir: string,
+    private readonly protocol: CatFileProtocol,
+    /** Told when the process fails (the error) or exits with nothing left to answer (null). */
+    private readonly onEnd: (error: Error | null) => void,
+  ) {
+    const mode = protocol === 'batch-command' ? ['--batch-command', '--buffer'] : ['--batch'];
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', ...mode], { stdio: ['pipe', 'pipe', 'pipe'] });
+    child.stdout.on('data', (chunk: Buffer) => this.receive(chunk));
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => {
+      if (stderr.length < 4096) stderr += chunk.toString('utf8');
+    });
+    child.on('error', (error) => this.fail(new CooError('GIT_FAILED', `cannot run git (is it installed and on PATH?): ${error.message}`)));
+    child.on('exit', (code) => {
+      if (this.pending.length > 0 || this.body?.content != null) this.fail(new CooError('GIT_FAILED', `git cat-file exited with ${code}: ${stderr.trim().slice(0, LIMITS.pathChars)}`));
+      // A git gone with nothing asked of it: the next read starts another.
+      else this.onEnd(null);
+    });
+    child.stdin.on('error', () => undefined);
+    this.child = child;
+  }
 
-  read(oid: string): Promise<GitObject | null> {
-    if (!OID.test(oid)) return Promise.reject(new CooError('INTERNAL', `not an object id: ${oid}`));
-    if (this.failure !== null) return Promise.reject(this.failure);
-    this.start();
+  request(oid: string, limit: number): Promise<GitObject | OversizedObject | null> {
     return new Promise((resolve, reject) => {
-      this.pending.push({ oid, resolve, reject });
+      this.pending.push({ oid, limit, resolve, reject });
       if (this.outgoing.push(this.protocol === 'batch-command' ? `contents ${oid}\n` : `${oid}\n`) === 1) setImmediate(this.flush);
     });
   }
 
-  close(): void {
-    if (this.child !== null) {
-      this.child.stdin.end();
-      this.child = null;
+  private flush = (): void => {
+    if (this.outgoing.length === 0 || this.failed) return;
+    const batch = this.outgoing.join('') + (this.protocol === 'batch-command' ? 'flush\n' : '');
+    this.outgoing = [];
+    this.child.stdin.write(batch);
+  };
+
+  /** Sends what is still queued, then ends git's input: git answers it and exits. */
+  end(): void {
+    if (this.ended) return;
+    this.ended = true;
+    this.flush();
+    this.child.stdin.end();
+  }
+
+  /** Ends the process: every read waiting on it fails with `error`. */
+  private fail(error: Error): void {
+    if (this.failed) return;
+    this.failed = true;
+    const waiting = [...(this.body === null ? [] : [this.body.request]), ...this.pending.splice(0)];
+    this.body = null;
+    for (const request of waiting) request.reject(error);
+    this.child.kill();
+    this.onEnd(error);
+  }
+
+  /**
+   * Takes git's replies as they arrive: a header line (`<oid> <type> <size>` or `<oid> missing`),
+   * then that many bytes and a newline. An object's buffer is made once its header gives the size
+   * and only when the size is within the request's limit; the bytes of a larger one are counted
+   * and dropped, so no reply grows this process by more than its request allowed.
+   */
+  private receive(chunk: Buffer): void {
+    let at = 0;
+    while (at < chunk.length && !this.failed) {
+      const body = this.body;
+      if (body !== null) {
+        const take = Math.min(body.size + 1 - body.received, chunk.length - at);
+        if (body.content !== null && body.received < body.size) chunk.copy(body.content, body.received, at, at + Math.min(take, body.size - body.received));
+        body.received += take;
+        at += take;
+        if (body.received === body.size + 1) {
+          this.body = null;
+          if (body.content !== null) body.request.resolve({ type: body.type, content: body.content });
+        }
+        continue;
+      }
+      const newline = chunk.indexOf(0x0a, at);
+      if (newline < 0) {
+        this.header = Buffer.concat([this.header, chunk.subarray(at)]);
+        if (this.header.length > MAX_HEADER) this.fail(new CooError('GIT_FAILED', 'git cat-file replied with an overlong header'));
+        return;
+      }
+      const line = Buffer.concat([this.header, chunk.subarray(at, newline)]).toString('latin1');
+      this.header = Buffer.alloc(0);
+      at = newline + 1;
+      this.startReply(line);
+    }
+  }
+
+  private startReply(line: string): void {
+    const request = this.pending.shift();
+    const [oid, type, sizeText] = line.split(' ');
+    const size = Number(sizeText);
+    if (request === undefined || oid !== request.oid) {
+      if (request !== undefined) this.pending.unshift(request);
+      this.fail(new CooError('GIT_FAILED', `unexpected git cat-file reply: ${line.slice(0, MAX_HEADER)}`));
+    } else if (type === 'missing' && sizeText === undefined) {
+      request.resolve(null);
+    } else if (!OBJECT_TYPES.has(type ?? '') || !Number.isSafeInteger(size) || size < 0) {
+      this.pending.unshift(request);
+      this.fail(new CooError('GIT_FAILED', `unexpected git cat-file reply: ${line.slice(0, MAX_HEADER)}`));
+    } else if (size > request.limit) {
+      // Answered now; the bytes that follow are passed over as they arrive.
+      request.resolve({ type: type as ObjectType, size, content: null });
+      this.body = { request, type: type as ObjectType, size, content: null, received: 0 };
+    } else {
+      this.body = { request, type: type as ObjectType, size, content: Buffer.allocUnsafe(size), received: 0 };
     }
   }
 }
@@ -184,14 +278,17 @@ export function packLooseObjects(gitdir: string): void {
  * a day by default) and says so only on the standard error of the detached run, which no one
  * reads; `coo verify` and `coo watch` print it instead.
  */
+/** Most of git's `gc.log` read: git writes a few lines there. */
+const GC_LOG_BYTES = 64 * 1024;
+
 export function lastPackingFailure(gitdir: string): { readonly log: string; readonly text: string } | null {
   const log = join(gitdir, 'gc.log');
-  try {
-    const text = fs.readFileSync(log, 'utf8').trim();
-    return text === '' ? null : { log, text };
-  } catch {
-    return null;
-  }
+  // Read as git writes it, a short regular file: never a FIFO that blocks, nor a device or a huge file read whole.
+  const read = readBounded(log, { maxBytes: GC_LOG_BYTES });
+  if (read.kind === 'too_large') return { log, text: `(a ${read.size}-byte gc.log)` };
+  if (read.kind !== 'file') return null;
+  const text = read.bytes.toString('utf8').trim();
+  return text === '' ? null : { log, text };
 }
 
 export function hashObject(type: ObjectType, content: Buffer): string {

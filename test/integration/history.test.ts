@@ -1,7 +1,7 @@
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { CatFileReader, ObjectWriter, catFileProtocol, type ObjectReader } from '../../src/ledger/object-store.js';
+import { CatFileReader, ObjectWriter, catFileProtocol, type GitObject, type ObjectReader } from '../../src/ledger/object-store.js';
 import { renderTree, type TreeEntry } from '../../src/ledger/tree-format.js';
 import { commitsSince, TreeReader } from '../../src/ledger/history.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -189,7 +189,7 @@ describe('reading objects through git cat-file', () => {
         }
       }),
     );
-    const [batch, command] = answers as [Awaited<ReturnType<CatFileReader['read']>>[], Awaited<ReturnType<CatFileReader['read']>>[]];
+    const [batch, command] = answers as [Array<GitObject | null>, Array<GitObject | null>];
     expect(command).toEqual(batch);
     expect(batch[1]).toEqual({ type: 'blob', content: Buffer.from(text) });
     expect(batch[2]).toBeNull();
