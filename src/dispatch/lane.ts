@@ -10,6 +10,7 @@ import { toYaml } from '../schema/strict-yaml.js';
 import { isoSeconds } from '../util/time.js';
 import type { StreamUsage } from './executor.js';
 import type { WorkSnapshot } from './snapshot.js';
+import { tokenSum } from './stream-state.js';
 
 /**
  * The dispatch lane's decisions. Pure: facts in, decision out. The runner gathers the facts (the
@@ -145,7 +146,7 @@ export function buildEaReceipt(facts: EaReceiptFacts): EaReceipt {
             input_tokens: usage.inputTokens,
             output_tokens: usage.outputTokens,
             reasoning_tokens: usage.reasoningTokens,
-            total_tokens: usage.inputTokens + usage.outputTokens + usage.reasoningTokens,
+            total_tokens: tokenSum(usage.inputTokens, usage.outputTokens, usage.reasoningTokens),
             reported: true,
           },
     actual_cost_usd: facts.costUsd,

@@ -22,7 +22,7 @@ import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
-import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
+import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
 import { buildEaReceipt, changesArtifact, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
@@ -494,17 +494,19 @@ export class DispatchLane implements RunnerLane {
     const state = await this.ctx.ledger.state();
     const latest = state.messages.get(record.id) ?? record;
     const attemptId = attemptIdOf(record, attempt);
-    const costUsd = costOf(run.facts.usage, this.priceOf(state, model));
     const gathered = out.gathered;
     // What the agent's consults cost came out of the same budget: the run's own cost is judged against the rest.
     const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
+    const allowanceUsd = Math.max(0, maxCostUsd - consultsUsd);
+    const charged = accountRun(run, this.priceOf(state, model), allowanceUsd);
+    const costUsd = charged.costUsd;
     const decision = decideDispatch({
       expected: { executor: message.dispatch.executor, attemptId },
       attemptTerminal: latest.attempts[attempt - 1]?.receipt != null || isTerminal(latest),
       run,
       evidence: gathered?.summary ?? null,
       costUsd,
-      maxCostUsd: Math.max(0, maxCostUsd - consultsUsd),
+      maxCostUsd: allowanceUsd,
       baseSha: message.dispatch.base_ref,
       runnerError: out.error,
     });
@@ -518,7 +520,7 @@ export class DispatchLane implements RunnerLane {
     }
     const files: NewFile[] = [];
     const attachments: Array<{ path: string; sha256: string }> = [];
-    const warnings: string[] = [];
+    const warnings: string[] = charged.warning === null ? [] : [charged.warning];
     const add = (name: string, bytes: Buffer): { path: string; sha256: string } => {
       const bounded = boundedArtifact(scrub.bytes(bytes));
       if (bounded.cut && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
@@ -541,7 +543,7 @@ export class DispatchLane implements RunnerLane {
     if (!isolated) warnings.push('sandbox_unenforced');
     const landing = gathered?.summary.commit ?? null;
     const facts = {
-      ...this.baseFacts(claimState, message, latest, attempt, now, run, costUsd, attachments, warnings, model),
+      ...this.baseFacts(claimState, message, latest, attempt, now, run, charged, attachments, warnings, model),
       files: (snapshot?.changes ?? []).map((change) => ({ path: change.path, sha256: change.sha256 })),
       branch: gathered?.commit != null && landing?.branchAtBase === true ? gathered.commit.branch : null,
     };
@@ -567,7 +569,7 @@ export class DispatchLane implements RunnerLane {
       if (!isCooError(error)) throw error;
       // Still no fit (a list the lane did not foresee): the attempt ends failed with what is surely known, its cost and its artifacts.
       doc = buildEaReceipt({
-        ...this.baseFacts(claimState, message, latest, attempt, now, run, costUsd, attachments, warnings, model),
+        ...this.baseFacts(claimState, message, latest, attempt, now, run, charged, attachments, warnings, model),
         status: 'failed',
         blockers: [{ code: 'runner_error', detail: `${error.code}: the receipt did not fit the ledger (${error.message}); the stream and outputs are attached` }],
       });
@@ -595,7 +597,7 @@ export class DispatchLane implements RunnerLane {
     attempt: number,
     now: Date,
     run: ExecutorRun,
-    costUsd: number,
+    charged: DispatchCost,
     attachments: ReadonlyArray<{ path: string; sha256: string }>,
     warnings: readonly string[],
     model: string,
@@ -605,8 +607,8 @@ export class DispatchLane implements RunnerLane {
       executor: run.executor,
       model,
       sessionId: run.facts.sessionId,
-      usage: run.facts.usage,
-      costUsd,
+      usage: charged.usage,
+      costUsd: charged.costUsd,
       attachments,
       warnings,
     };
