@@ -483,22 +483,20 @@ export class DispatchLane implements RunnerLane {
       this.ctx.onReceipt(message.message_id, attempt, doc.status, codes, null);
       return { doc, path, sha256: sha256Ref(bytes) };
     };
-    if (out.interrupted !== null) {
-      return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [{ code: 'interrupted', detail: out.interrupted }] }), []);
-    }
     const run = out.run;
+    if (out.interrupted !== null) {
+      // A run the operator's stop cut short still spent what it spent: its cost is charged as any run's.
+      const spent = run === null ? null : await this.charge(record, attempt, run, maxCostUsd, model);
+      const ran = run === null || spent === null ? {} : { model, sessionId: run.facts.sessionId, usage: spent.charged.usage, costUsd: spent.charged.costUsd, warnings: spent.charged.warning === null ? [] : [spent.charged.warning] };
+      return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), ...ran, status: 'failed', blockers: [{ code: 'interrupted', detail: out.interrupted }] }), []);
+    }
     if (run === null) {
       const blocker = out.noWorktree !== null ? { code: 'config_error' as const, detail: out.noWorktree } : { code: 'runner_error' as const, detail: `${out.error?.code ?? 'INTERNAL'}: ${out.error?.message ?? 'the attempt ended before its executor ran'}` };
       return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [blocker] }), []);
     }
-    const state = await this.ctx.ledger.state();
-    const latest = state.messages.get(record.id) ?? record;
+    const { latest, allowanceUsd, charged } = await this.charge(record, attempt, run, maxCostUsd, model);
     const attemptId = attemptIdOf(record, attempt);
     const gathered = out.gathered;
-    // What the agent's consults cost came out of the same budget: the run's own cost is judged against the rest.
-    const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
-    const allowanceUsd = Math.max(0, maxCostUsd - consultsUsd);
-    const charged = accountRun(run, this.priceOf(state, model), allowanceUsd);
     const costUsd = charged.costUsd;
     const decision = decideDispatch({
       expected: { executor: message.dispatch.executor, attemptId },
@@ -575,6 +573,18 @@ export class DispatchLane implements RunnerLane {
       });
     }
     return commitReceipt(doc, files);
+  }
+
+  /**
+   * What a run is charged (accountRun), with what it was allowed: the dispatch's budget less what
+   * the agent's consults cost, which came out of the same budget.
+   */
+  private async charge(record: MessageRecord, attempt: number, run: ExecutorRun, maxCostUsd: number, model: string): Promise<{ latest: MessageRecord; allowanceUsd: number; charged: DispatchCost }> {
+    const state = await this.ctx.ledger.state();
+    const latest = state.messages.get(record.id) ?? record;
+    const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
+    const allowanceUsd = Math.max(0, maxCostUsd - consultsUsd);
+    return { latest, allowanceUsd, charged: accountRun(run, this.priceOf(state, model), allowanceUsd) };
   }
 
   /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */

@@ -1,3 +1,4 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { approve } from '../../src/dispatch/approve.js';
@@ -148,6 +149,50 @@ describe('a Claude Code stand-in that states a cost below its tokens', () => {
     expect(receipt['actual_cost_usd']).toBe(0.31);
     expect(receipt['warnings']).not.toContain('usage_implausible');
     expect(receipt['status']).toBe('succeeded');
+  });
+});
+
+describe('an agent that runs on until the operator stops the runner', () => {
+  const fresh = worlds(join(dir, 'stopped'));
+
+  /** A Codex dispatch whose agent prints `stream`, then waits to be stopped: the runner is interrupted once it waits. */
+  async function stoppedReceipt(stream: string): Promise<{ receipt: Record<string, unknown>; budget: number }> {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const { messageId, envelope } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo, target: 'ea.codex', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 60, maxRuntimeSeconds: 60 });
+    const marker = join(w.dir, 'agent-waits');
+    const agent = agentScript(w.dir, '', `${stream}\ntouch '${marker}'\nsleep 60`);
+    const executors = executorFactory({ command: [agent], hide: [w.gitdir], isolation: 'none', env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test' } });
+    const runner = w.runner({ repo, executors });
+    const pass = runner.runOnce();
+    // The agent has printed all it will once it waits: the stop comes after, whenever the runner sees it.
+    await expect.poll(() => existsSync(marker), { timeout: 30_000, interval: 50 }).toBe(true);
+    runner.interrupt('SIGINT');
+    await pass;
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toBeDefined();
+    expect(codesOf(receipt)).toEqual(['interrupted']);
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    return { receipt: receipt!, budget: envelope.budget.max_cost_usd };
+  }
+
+  attack('a hostile agent: states its tokens, then runs until the runner is stopped', 'runner', 'charged', async () => {
+    const { receipt } = await stoppedReceipt(codexStream({ input_tokens: 100_000, cached_input_tokens: 0, output_tokens: 1000 }));
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    // gpt-5.5 at the default policy's $5 / $30 per million.
+    expect(receipt['actual_cost_usd']).toBeCloseTo(0.53, 9);
+    expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(100_000);
+    return 'charged';
+  });
+
+  attack('a hostile agent: states nothing, then runs until the runner is stopped', 'runner', 'charged', async () => {
+    const { receipt, budget } = await stoppedReceipt(codexStream());
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    expect(receipt['actual_cost_usd']).toBe(budget);
+    expect(receipt['usage']).toBeNull();
+    expect(receipt['warnings']).toContain('usage_unreported');
+    return 'charged';
   });
 });
 
