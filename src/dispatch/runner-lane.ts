@@ -21,9 +21,10 @@ import { Scrubber } from '../util/scrub.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
+import { MAX_USD } from '../schema/common.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
-import { buildEaReceipt, changesArtifact, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
+import { buildEaReceipt, changesArtifact, dispatchRemainders, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
@@ -587,6 +588,26 @@ export class DispatchLane implements RunnerLane {
     return { latest, allowanceUsd, charged: accountRun(run, this.priceOf(state, model), allowanceUsd) };
   }
 
+  /**
+   * What an attempt whose runner died was allowed to spend: the tightest of what its message,
+   * correlation and claim's day had left, as its pre-flight found them (dispatch/lane.ts), less its consults.
+   */
+  private allowanceAfterCrash(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number): number {
+    const policy = state.policy?.doc;
+    if (policy === undefined) return 0;
+    const day = (record.attempts[attempt - 1]?.claim?.at ?? isoSeconds(this.ctx.clock())).slice(0, 10);
+    // The attempt's consults have their receipts in the correlation's and the day's spend now; they had not at its pre-flight.
+    const consultsUsd = consultsCostUsd(record, attempt, (id) => state.messages.get(id));
+    const left = dispatchRemainders({
+      message,
+      policy,
+      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+      spentOnCorrelationUsd: Math.max(0, (state.spendByCorrelation.get(message.correlation_id) ?? 0) - consultsUsd),
+      spentTodayUsd: Math.max(0, (state.spendByDay.get(day) ?? 0) - consultsUsd),
+    });
+    return Math.min(MAX_USD, Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - consultsUsd));
+  }
+
   /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */
   private async withConsults(doc: EaReceipt, messageId: string, attempt: number): Promise<EaReceipt> {
     const state = await this.ctx.ledger.state();
@@ -638,8 +659,11 @@ export class DispatchLane implements RunnerLane {
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
     if (started !== null) endRecordedGroup(started);
     const now = this.ctx.clock();
+    // The executor started (its pid was recorded) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
+    const unknownSpend = pidFile.kind === 'file' ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
     const receipt = buildEaReceipt({
       ...this.emptyFacts(state, message, record, last.number, now),
+      ...unknownSpend,
       status: 'failed',
       blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
     });

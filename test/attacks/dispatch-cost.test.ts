@@ -81,6 +81,23 @@ describe('a hostile agent that hides what its dispatch cost', () => {
     return 'charged';
   });
 
+  attack('a runner SIGKILLed while its agent ran: the recovered attempt', 'runner', 'charged', async () => {
+    const where = await place('crash');
+    const { messageId, envelope } = await dispatchTo(where, 'crash');
+    const agent = agentScript(where.world.dir, 'sleep 60', '');
+    const first = watchOnce(where, agent, { env: { COO_FAILPOINT: 'during-executor' } });
+    expect(first.signal).toBe('SIGKILL');
+    const again = watchOnce(where, agent);
+    expect(again.hung).toBe(false);
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(codesOf(receipt)).toEqual(['interrupted']);
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    if (receipt!['actual_cost_usd'] === 0) return 'accepted';
+    expect(receipt!['actual_cost_usd']).toBe(envelope.budget.max_cost_usd);
+    expect(receipt!['warnings']).toContain('usage_unreported');
+    return 'charged';
+  });
+
   attack('a hostile agent: huge, negative and fractional token counts', 'runner', 'bounded', async () => {
     const { receipt } = await codexReceipt('huge', codexStream({ input_tokens: 1e300, cached_input_tokens: -5, output_tokens: 1.5, reasoning_output_tokens: Number.MAX_SAFE_INTEGER + 2 }));
     const usage = receipt['usage'] as Record<string, number>;
