@@ -30,6 +30,8 @@ export interface ClaudeCodeConfig {
   readonly isolation?: Isolation;
   readonly hide?: readonly string[];
   readonly env?: NodeJS.ProcessEnv;
+  /** The policy's price for the model: the live cost bound never counts the stream's tokens below it. */
+  readonly price?: { readonly inputPerMillion: number; readonly outputPerMillion: number };
   readonly maxStreamBytes?: number;
 }
 
@@ -142,6 +144,7 @@ export class ClaudeCodeExecutor implements Executor {
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),
       ...(request.spend === undefined ? {} : { spend: request.spend }),
       ...(request.pidFile === undefined ? {} : { pidFile: request.pidFile }),
+      ...(this.config.price === undefined ? {} : { price: this.config.price }),
       state: claudeStreamState(),
     });
   }

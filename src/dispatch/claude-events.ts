@@ -1,5 +1,5 @@
 import type { StreamFacts } from './executor.js';
-import { StreamState, count, isRecord, text } from './stream-state.js';
+import { StreamState, count, isRecord, text, tokenSum } from './stream-state.js';
 
 /**
  * `claude -p --output-format stream-json --verbose` (2.1.328): `system` (`init`, `permission_denied`),
@@ -83,7 +83,7 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
       const cost = event['total_cost_usd'];
       state.usage = isRecord(usage)
         ? {
-            inputTokens: count(usage['input_tokens']) + count(usage['cache_creation_input_tokens']) + count(usage['cache_read_input_tokens']),
+            inputTokens: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens']), count(usage['cache_read_input_tokens'])),
             cachedInputTokens: count(usage['cache_read_input_tokens']),
             outputTokens: count(usage['output_tokens']),
             reasoningTokens: 0,

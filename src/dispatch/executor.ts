@@ -1,5 +1,6 @@
 import type { Secret } from '../util/scrub.js';
 import type { AttemptSpend } from './attempt-spend.js';
+import { MAX_USD } from '../schema/common.js';
 
 /**
  * The execution-agent port: one run of an EA in one worktree, and the facts its event stream
@@ -110,6 +111,8 @@ export interface ExecutorRun {
   readonly facts: StreamFacts;
   /** True when bubblewrap wrapped the executor. */
   readonly isolated: boolean;
+  /** False when the process could not be started: it ran nothing and spent nothing. */
+  readonly started: boolean;
 }
 
 export interface Executor {
@@ -122,12 +125,57 @@ export interface Executor {
   run(request: ExecutorRequest): Promise<ExecutorRun>;
 }
 
-/** Cost of a stream's usage at a price per million tokens. */
-export function costOf(usage: StreamUsage | null, price: { readonly inputPerMillion: number; readonly outputPerMillion: number } | null): number {
-  if (usage === null) return 0;
-  if (usage.costUsd !== null) return usage.costUsd;
+type TokenPrice = { readonly inputPerMillion: number; readonly outputPerMillion: number };
+
+/** A cost as a receipt can hold it: within the schema's bound, which is over any budget. */
+const boundedUsd = (usd: number): number => Math.min(MAX_USD, usd);
+
+/**
+ * The least a stream's tokens can have cost at the policy's price: uncached input and output
+ * (reasoning included). Cache reads are left out (providers price them lower) and cache writes are
+ * counted as input (they cost more), so no honest figure is below it.
+ */
+export function floorUsd(usage: StreamUsage, price: TokenPrice | null): number {
   if (price === null) return 0;
-  return (usage.inputTokens * price.inputPerMillion + (usage.outputTokens + usage.reasoningTokens) * price.outputPerMillion) / 1_000_000;
+  const uncached = Math.max(0, usage.inputTokens - usage.cachedInputTokens);
+  return boundedUsd((uncached * price.inputPerMillion + (usage.outputTokens + usage.reasoningTokens) * price.outputPerMillion) / 1_000_000);
+}
+
+/** Whether a stream states any usage at all: tokens or a cost. */
+const reportsUsage = (usage: StreamUsage | null): usage is StreamUsage =>
+  usage !== null && (usage.inputTokens + usage.outputTokens + usage.reasoningTokens > 0 || (usage.costUsd ?? 0) > 0);
+
+/**
+ * Cost of a stream's usage at a price per million tokens: the executor's own figure, never below
+ * the floor its tokens give (floorUsd); without a figure, every token at the policy's price.
+ */
+export function costOf(usage: StreamUsage | null, price: TokenPrice | null): number {
+  if (usage === null) return 0;
+  if (usage.costUsd !== null) return boundedUsd(Math.max(usage.costUsd, floorUsd(usage, price)));
+  if (price === null) return 0;
+  return boundedUsd((usage.inputTokens * price.inputPerMillion + (usage.outputTokens + usage.reasoningTokens) * price.outputPerMillion) / 1_000_000);
+}
+
+export interface DispatchCost {
+  /** The usage the receipt records: null when the stream stated none. */
+  readonly usage: StreamUsage | null;
+  readonly costUsd: number;
+  readonly warning: 'usage_implausible' | 'usage_unreported' | null;
+}
+
+/**
+ * What one run is charged. A stated cost below the floor its tokens give is raised to the floor
+ * (`usage_implausible`). A run whose process started and stated no usage spent what the runner
+ * cannot know: it is charged all it was allowed to spend (`usage_unreported`). A run that never
+ * started cost nothing.
+ */
+export function accountRun(run: Pick<ExecutorRun, 'started' | 'facts'>, price: TokenPrice | null, allowanceUsd: number): DispatchCost {
+  const usage = run.facts.usage;
+  if (!reportsUsage(usage)) {
+    return run.started ? { usage: null, costUsd: boundedUsd(Math.max(0, allowanceUsd)), warning: 'usage_unreported' } : { usage: null, costUsd: 0, warning: null };
+  }
+  const implausible = usage.costUsd !== null && usage.costUsd < floorUsd(usage, price);
+  return { usage, costUsd: costOf(usage, price), warning: implausible ? 'usage_implausible' : null };
 }
 
 /** What the registry and policy say about one dispatch's executor. */

@@ -27,6 +27,6 @@ export function executorFactory(flags: ExecutorFlags): ExecutorFactory {
     };
     return spec.kind === 'codex'
       ? new CodexExecutor({ ...common, providerKeyEnv: spec.providerKeyEnv, price: spec.price })
-      : new ClaudeCodeExecutor({ ...common, providerKeyEnv: 'ANTHROPIC_API_KEY' });
+      : new ClaudeCodeExecutor({ ...common, providerKeyEnv: 'ANTHROPIC_API_KEY', price: spec.price });
   };
 }

@@ -10,6 +10,7 @@ import { toYaml } from '../schema/strict-yaml.js';
 import { isoSeconds } from '../util/time.js';
 import type { StreamUsage } from './executor.js';
 import type { WorkSnapshot } from './snapshot.js';
+import { tokenSum } from './stream-state.js';
 
 /**
  * The dispatch lane's decisions. Pure: facts in, decision out. The runner gathers the facts (the
@@ -35,6 +36,16 @@ export type DispatchPreflight =
       readonly maxCostUsd: number;
     };
 
+/** What a dispatch's message, correlation and day have left of their budgets. */
+export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message' | 'policy' | 'spentOnMessageUsd' | 'spentOnCorrelationUsd' | 'spentTodayUsd'>): { messageMaxUsd: number; correlationRemainingUsd: number; dailyRemainingUsd: number } {
+  const { message, policy } = facts;
+  return {
+    messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
+    correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
+    dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
+  };
+}
+
 /** Everything that must hold before a dispatch may start an executor, in the order it is checked. */
 export function preflightDispatch(facts: DispatchPreflightFacts): DispatchPreflight {
   const { now, message, policy, registry } = facts;
@@ -46,13 +57,7 @@ export function preflightDispatch(facts: DispatchPreflightFacts): DispatchPrefli
   const price = policy.models[executor.model];
   if (price === undefined) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `the policy has no price for model ${executor.model}: a dispatch cannot be budgeted` };
   // The same budget rule as a consult's, with the task as input: the run must afford a first turn.
-  const budget = planBudget({
-    price,
-    inputTokens: 0,
-    messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
-    correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
-    dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
-  });
+  const budget = planBudget({ price, inputTokens: 0, ...dispatchRemainders(facts) });
   if (!budget.ok) return { kind: 'stop', status: 'blocked', blocker: budget.blocker, detail: budget.detail };
   const untilDeadline = Math.floor((Date.parse(message.deadline_at) - now.getTime()) / 1000);
   const timeoutSeconds = Math.max(1, Math.min(message.dispatch.timeout_seconds, message.budget.max_runtime_seconds, policy.budgets.max_runtime_seconds, untilDeadline));
@@ -145,7 +150,7 @@ export function buildEaReceipt(facts: EaReceiptFacts): EaReceipt {
             input_tokens: usage.inputTokens,
             output_tokens: usage.outputTokens,
             reasoning_tokens: usage.reasoningTokens,
-            total_tokens: usage.inputTokens + usage.outputTokens + usage.reasoningTokens,
+            total_tokens: tokenSum(usage.inputTokens, usage.outputTokens, usage.reasoningTokens),
             reported: true,
           },
     actual_cost_usd: facts.costUsd,

@@ -137,6 +137,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
         stderrTail: startError ?? (stderrCut ? wholeLinesOf(stderr, 'start') : stderr),
         facts: plan.state.finish(),
         isolated: plan.isolation === 'bwrap',
+        started: startError === undefined && child.pid !== undefined,
       });
     };
     // The executor is done: what it left running (and holding its pipes) ends now.

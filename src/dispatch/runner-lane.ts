@@ -21,9 +21,10 @@ import { Scrubber } from '../util/scrub.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
+import { MAX_USD } from '../schema/common.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
-import { costOf, type ExecutorFactory, type ExecutorRun } from './executor.js';
-import { buildEaReceipt, changesArtifact, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
+import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
+import { buildEaReceipt, changesArtifact, dispatchRemainders, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
@@ -483,28 +484,28 @@ export class DispatchLane implements RunnerLane {
       this.ctx.onReceipt(message.message_id, attempt, doc.status, codes, null);
       return { doc, path, sha256: sha256Ref(bytes) };
     };
-    if (out.interrupted !== null) {
-      return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [{ code: 'interrupted', detail: out.interrupted }] }), []);
-    }
     const run = out.run;
+    if (out.interrupted !== null) {
+      // A run the operator's stop cut short still spent what it spent: its cost is charged as any run's.
+      const spent = run === null ? null : await this.charge(record, attempt, run, maxCostUsd, model);
+      const ran = run === null || spent === null ? {} : { model, sessionId: run.facts.sessionId, usage: spent.charged.usage, costUsd: spent.charged.costUsd, warnings: spent.charged.warning === null ? [] : [spent.charged.warning] };
+      return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), ...ran, status: 'failed', blockers: [{ code: 'interrupted', detail: out.interrupted }] }), []);
+    }
     if (run === null) {
       const blocker = out.noWorktree !== null ? { code: 'config_error' as const, detail: out.noWorktree } : { code: 'runner_error' as const, detail: `${out.error?.code ?? 'INTERNAL'}: ${out.error?.message ?? 'the attempt ended before its executor ran'}` };
       return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [blocker] }), []);
     }
-    const state = await this.ctx.ledger.state();
-    const latest = state.messages.get(record.id) ?? record;
+    const { latest, allowanceUsd, charged } = await this.charge(record, attempt, run, maxCostUsd, model);
     const attemptId = attemptIdOf(record, attempt);
-    const costUsd = costOf(run.facts.usage, this.priceOf(state, model));
     const gathered = out.gathered;
-    // What the agent's consults cost came out of the same budget: the run's own cost is judged against the rest.
-    const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
+    const costUsd = charged.costUsd;
     const decision = decideDispatch({
       expected: { executor: message.dispatch.executor, attemptId },
       attemptTerminal: latest.attempts[attempt - 1]?.receipt != null || isTerminal(latest),
       run,
       evidence: gathered?.summary ?? null,
       costUsd,
-      maxCostUsd: Math.max(0, maxCostUsd - consultsUsd),
+      maxCostUsd: allowanceUsd,
       baseSha: message.dispatch.base_ref,
       runnerError: out.error,
     });
@@ -518,7 +519,7 @@ export class DispatchLane implements RunnerLane {
     }
     const files: NewFile[] = [];
     const attachments: Array<{ path: string; sha256: string }> = [];
-    const warnings: string[] = [];
+    const warnings: string[] = charged.warning === null ? [] : [charged.warning];
     const add = (name: string, bytes: Buffer): { path: string; sha256: string } => {
       const bounded = boundedArtifact(scrub.bytes(bytes));
       if (bounded.cut && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
@@ -541,7 +542,7 @@ export class DispatchLane implements RunnerLane {
     if (!isolated) warnings.push('sandbox_unenforced');
     const landing = gathered?.summary.commit ?? null;
     const facts = {
-      ...this.baseFacts(claimState, message, latest, attempt, now, run, costUsd, attachments, warnings, model),
+      ...this.baseFacts(claimState, message, latest, attempt, now, run, charged, attachments, warnings, model),
       files: (snapshot?.changes ?? []).map((change) => ({ path: change.path, sha256: change.sha256 })),
       branch: gathered?.commit != null && landing?.branchAtBase === true ? gathered.commit.branch : null,
     };
@@ -567,12 +568,44 @@ export class DispatchLane implements RunnerLane {
       if (!isCooError(error)) throw error;
       // Still no fit (a list the lane did not foresee): the attempt ends failed with what is surely known, its cost and its artifacts.
       doc = buildEaReceipt({
-        ...this.baseFacts(claimState, message, latest, attempt, now, run, costUsd, attachments, warnings, model),
+        ...this.baseFacts(claimState, message, latest, attempt, now, run, charged, attachments, warnings, model),
         status: 'failed',
         blockers: [{ code: 'runner_error', detail: `${error.code}: the receipt did not fit the ledger (${error.message}); the stream and outputs are attached` }],
       });
     }
     return commitReceipt(doc, files);
+  }
+
+  /**
+   * What a run is charged (accountRun), with what it was allowed: the dispatch's budget less what
+   * the agent's consults cost, which came out of the same budget.
+   */
+  private async charge(record: MessageRecord, attempt: number, run: ExecutorRun, maxCostUsd: number, model: string): Promise<{ latest: MessageRecord; allowanceUsd: number; charged: DispatchCost }> {
+    const state = await this.ctx.ledger.state();
+    const latest = state.messages.get(record.id) ?? record;
+    const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
+    const allowanceUsd = Math.max(0, maxCostUsd - consultsUsd);
+    return { latest, allowanceUsd, charged: accountRun(run, this.priceOf(state, model), allowanceUsd) };
+  }
+
+  /**
+   * What an attempt whose runner died was allowed to spend: the tightest of what its message,
+   * correlation and claim's day had left, as its pre-flight found them (dispatch/lane.ts), less its consults.
+   */
+  private allowanceAfterCrash(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number): number {
+    const policy = state.policy?.doc;
+    if (policy === undefined) return 0;
+    const day = (record.attempts[attempt - 1]?.claim?.at ?? isoSeconds(this.ctx.clock())).slice(0, 10);
+    // The attempt's consults have their receipts in the correlation's and the day's spend now; they had not at its pre-flight.
+    const consultsUsd = consultsCostUsd(record, attempt, (id) => state.messages.get(id));
+    const left = dispatchRemainders({
+      message,
+      policy,
+      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+      spentOnCorrelationUsd: Math.max(0, (state.spendByCorrelation.get(message.correlation_id) ?? 0) - consultsUsd),
+      spentTodayUsd: Math.max(0, (state.spendByDay.get(day) ?? 0) - consultsUsd),
+    });
+    return Math.min(MAX_USD, Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - consultsUsd));
   }
 
   /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */
@@ -595,7 +628,7 @@ export class DispatchLane implements RunnerLane {
     attempt: number,
     now: Date,
     run: ExecutorRun,
-    costUsd: number,
+    charged: DispatchCost,
     attachments: ReadonlyArray<{ path: string; sha256: string }>,
     warnings: readonly string[],
     model: string,
@@ -605,8 +638,8 @@ export class DispatchLane implements RunnerLane {
       executor: run.executor,
       model,
       sessionId: run.facts.sessionId,
-      usage: run.facts.usage,
-      costUsd,
+      usage: charged.usage,
+      costUsd: charged.costUsd,
       attachments,
       warnings,
     };
@@ -626,8 +659,11 @@ export class DispatchLane implements RunnerLane {
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
     if (started !== null) endRecordedGroup(started);
     const now = this.ctx.clock();
+    // The executor started (its pid was recorded) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
+    const unknownSpend = pidFile.kind === 'file' ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
     const receipt = buildEaReceipt({
       ...this.emptyFacts(state, message, record, last.number, now),
+      ...unknownSpend,
       status: 'failed',
       blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
     });

@@ -87,5 +87,9 @@ export class StreamState {
 }
 
 export const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-export const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.floor(value) : 0);
+/** A count as a stream states it: whole, not negative, within the largest safe integer; anything else is 0. */
+export const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.min(Number.MAX_SAFE_INTEGER, Math.floor(value)) : 0);
+
+/** Token counts added up, within the largest safe integer (a receipt holds no more). */
+export const tokenSum = (...values: readonly number[]): number => Math.min(Number.MAX_SAFE_INTEGER, values.reduce((sum, value) => sum + value, 0));
 export const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);

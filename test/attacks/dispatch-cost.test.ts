@@ -1,0 +1,232 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { approve } from '../../src/dispatch/approve.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { accountRun } from '../../src/dispatch/executor.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
+import { runExecutorProcess } from '../../src/dispatch/process.js';
+import { codexStreamState } from '../../src/dispatch/codex-events.js';
+import { eaReceipt } from '../../src/schema/receipt.js';
+import { MAX_USD } from '../../src/schema/common.js';
+import { attack } from '../helpers/attack-kit.js';
+import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A hostile execution agent (or a script in its place) that calls the model with the key it was
+ * handed and then says nothing of what it spent, or says it spent nothing beside a million tokens:
+ * the attempt's recorded cost is what the correlation and daily budgets count, so it is never
+ * below what the runner can know: the floor the stated tokens give at the policy's price, or,
+ * when nothing is stated, all the attempt was allowed to spend.
+ */
+
+const dir = tempDir('dispatch-cost');
+const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
+const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
+
+/** A Codex stream that finishes its turn with `usage` (omitted: no turn.completed at all). */
+function codexStream(usage?: Record<string, unknown>): string {
+  return [
+    event({ type: 'thread.started', thread_id: 'thread-cost' }),
+    event({ type: 'turn.started' }),
+    event({ type: 'item.completed', item: { id: 'i1', type: 'agent_message', text: 'Done.' } }),
+    ...(usage === undefined ? [] : [event({ type: 'turn.completed', usage })]),
+  ].join('\n');
+}
+
+/** A Claude Code stream that ends in a successful result with `usage` and `total_cost_usd`. */
+function claudeStream(usage: Record<string, unknown>, cost: unknown): string {
+  return [
+    event({ type: 'system', subtype: 'init', session_id: 'session-cost' }),
+    event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-cost', usage, total_cost_usd: cost }),
+  ].join('\n');
+}
+
+describe('a hostile agent that hides what its dispatch cost', () => {
+  const place = hostilePlaces(dir, 'codex');
+
+  async function codexReceipt(name: string, stream: string): Promise<{ receipt: Record<string, unknown>; where: HostilePlace; budget: number }> {
+    const where = await place(name);
+    const { messageId, envelope } = await dispatchTo(where, name);
+    const watch = watchOnce(where, agentScript(where.world.dir, FIX, stream));
+    expect(watch.hung).toBe(false);
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    // Whatever it stated, the receipt is one its own schema takes.
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    return { receipt: receipt!, where, budget: envelope.budget.max_cost_usd };
+  }
+
+  attack('a hostile agent: a finished turn that states no usage at all', 'runner', 'charged', async () => {
+    const { receipt, budget } = await codexReceipt('silent', codexStream({}));
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    expect(receipt['actual_cost_usd']).toBe(budget);
+    expect(receipt['usage']).toBeNull();
+    expect(receipt['warnings']).toContain('usage_unreported');
+    // Charged what it was allowed: not over it.
+    expect(codesOf(receipt)).not.toContain('budget_cost_breach');
+    expect(receipt['status']).toBe('succeeded');
+    return 'charged';
+  });
+
+  attack('a hostile agent: a stream with no terminal event and no usage', 'runner', 'charged', async () => {
+    const { receipt, budget } = await codexReceipt('no-turn', codexStream());
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    expect(receipt['actual_cost_usd']).toBe(budget);
+    expect(receipt['warnings']).toContain('usage_unreported');
+    expect(codesOf(receipt)).not.toContain('budget_cost_breach');
+    return 'charged';
+  });
+
+  attack('a runner SIGKILLed while its agent ran: the recovered attempt', 'runner', 'charged', async () => {
+    const where = await place('crash');
+    const { messageId, envelope } = await dispatchTo(where, 'crash');
+    const agent = agentScript(where.world.dir, 'sleep 60', '');
+    const first = watchOnce(where, agent, { env: { COO_FAILPOINT: 'during-executor' } });
+    expect(first.signal).toBe('SIGKILL');
+    const again = watchOnce(where, agent);
+    expect(again.hung).toBe(false);
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(codesOf(receipt)).toEqual(['interrupted']);
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    if (receipt!['actual_cost_usd'] === 0) return 'accepted';
+    expect(receipt!['actual_cost_usd']).toBe(envelope.budget.max_cost_usd);
+    expect(receipt!['warnings']).toContain('usage_unreported');
+    return 'charged';
+  });
+
+  attack('a hostile agent: huge, negative and fractional token counts', 'runner', 'bounded', async () => {
+    const { receipt } = await codexReceipt('huge', codexStream({ input_tokens: 1e300, cached_input_tokens: -5, output_tokens: 1.5, reasoning_output_tokens: Number.MAX_SAFE_INTEGER + 2 }));
+    const usage = receipt['usage'] as Record<string, number>;
+    expect(usage['input_tokens']).toBe(Number.MAX_SAFE_INTEGER);
+    expect(usage['output_tokens']).toBe(1);
+    expect(usage['total_tokens']).toBe(Number.MAX_SAFE_INTEGER);
+    expect(receipt['actual_cost_usd']).toBe(MAX_USD);
+    expect(codesOf(receipt)).toContain('budget_cost_breach');
+    return 'bounded';
+  });
+});
+
+describe('a Claude Code stand-in that states a cost below its tokens', () => {
+  const fresh = worlds(join(dir, 'claude'));
+
+  /** One approved Claude Code dispatch run by `stream`, with a budget of `budget` USD; its receipt. */
+  async function claudeReceipt(stream: string, budget = 5, timeoutSeconds = 60): Promise<Record<string, unknown>> {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const request = { ledger: w.ledger, key: w.actors.coo, repo, target: 'ea.claude_code', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds, maxRuntimeSeconds: 60, maxCostUsd: budget } as const;
+    let hash = '';
+    try {
+      await enqueueDispatch({ ...request, now: new Date() });
+    } catch (error) {
+      hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
+    }
+    const { approval } = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'the stand-in may run', requestHash: hash });
+    const { messageId } = await enqueueDispatch({ ...request, now: new Date(), approvalId: approval.approval_id });
+    const executors = executorFactory({ command: [agentScript(w.dir, FIX, stream)], hide: [w.gitdir], env: { PATH: process.env['PATH'], ANTHROPIC_API_KEY: 'sk-ant-test' } });
+    await w.runner({ repo, executors }).runOnce();
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toBeDefined();
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    return receipt!;
+  }
+
+  attack('a hostile agent: a million input tokens with total_cost_usd 0', 'runner', 'raised', async () => {
+    const receipt = await claudeReceipt(claudeStream({ input_tokens: 1_000_000, output_tokens: 1000 }, 0));
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    // claude-4.6-sonnet at the default policy's $3 / $15 per million.
+    expect(receipt['actual_cost_usd']).toBeCloseTo(3.015, 9);
+    expect(receipt['warnings']).toContain('usage_implausible');
+    expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(1_000_000);
+    return 'raised';
+  });
+
+  attack('a hostile agent: a stated cost over the schema bound', 'runner', 'bounded', async () => {
+    const receipt = await claudeReceipt(claudeStream({ input_tokens: 10, output_tokens: 10 }, 1e300));
+    expect(receipt['actual_cost_usd']).toBe(MAX_USD);
+    expect(codesOf(receipt)).toContain('budget_cost_breach');
+    return 'bounded';
+  });
+
+  attack('a hostile agent: a stated cost of 0 beside tokens over the budget, then it keeps running', 'runner', 'killed_at_cost', async () => {
+    // The live bound counts the floor: the run is stopped for its cost, not left to its time box.
+    const receipt = await claudeReceipt(`${claudeStream({ input_tokens: 1_000_000, output_tokens: 0 }, 0)}\nsleep 30`, 1, 10);
+    const codes = codesOf(receipt);
+    if (codes.includes('budget_runtime_breach')) return 'ran to its time box';
+    expect(codes).toContain('budget_cost_breach');
+    return 'killed_at_cost';
+  });
+
+  it('cache reads are left out of the floor: an honest cached run carries no warning', async () => {
+    const receipt = await claudeReceipt(claudeStream({ input_tokens: 100, cache_read_input_tokens: 1_000_000, output_tokens: 100 }, 0.31));
+    expect(receipt['actual_cost_usd']).toBe(0.31);
+    expect(receipt['warnings']).not.toContain('usage_implausible');
+    expect(receipt['status']).toBe('succeeded');
+  });
+});
+
+describe('an agent that runs on until the operator stops the runner', () => {
+  const fresh = worlds(join(dir, 'stopped'));
+
+  /** A Codex dispatch whose agent prints `stream`, then waits to be stopped: the runner is interrupted once it waits. */
+  async function stoppedReceipt(stream: string): Promise<{ receipt: Record<string, unknown>; budget: number }> {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const { messageId, envelope } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo, target: 'ea.codex', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 60, maxRuntimeSeconds: 60 });
+    const marker = join(w.dir, 'agent-waits');
+    const agent = agentScript(w.dir, '', `${stream}\ntouch '${marker}'\nsleep 60`);
+    const executors = executorFactory({ command: [agent], hide: [w.gitdir], isolation: 'none', env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test' } });
+    const runner = w.runner({ repo, executors });
+    const pass = runner.runOnce();
+    // The agent has printed all it will once it waits: the stop comes after, whenever the runner sees it.
+    await expect.poll(() => existsSync(marker), { timeout: 30_000, interval: 50 }).toBe(true);
+    runner.interrupt('SIGINT');
+    await pass;
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toBeDefined();
+    expect(codesOf(receipt)).toEqual(['interrupted']);
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    return { receipt: receipt!, budget: envelope.budget.max_cost_usd };
+  }
+
+  attack('a hostile agent: states its tokens, then runs until the runner is stopped', 'runner', 'charged', async () => {
+    const { receipt } = await stoppedReceipt(codexStream({ input_tokens: 100_000, cached_input_tokens: 0, output_tokens: 1000 }));
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    // gpt-5.5 at the default policy's $5 / $30 per million.
+    expect(receipt['actual_cost_usd']).toBeCloseTo(0.53, 9);
+    expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(100_000);
+    return 'charged';
+  });
+
+  attack('a hostile agent: states nothing, then runs until the runner is stopped', 'runner', 'charged', async () => {
+    const { receipt, budget } = await stoppedReceipt(codexStream());
+    if (receipt['actual_cost_usd'] === 0) return 'accepted';
+    expect(receipt['actual_cost_usd']).toBe(budget);
+    expect(receipt['usage']).toBeNull();
+    expect(receipt['warnings']).toContain('usage_unreported');
+    return 'charged';
+  });
+});
+
+describe('what a run is charged', () => {
+  const price = { inputPerMillion: 3, outputPerMillion: 15 };
+  const facts = (usage: Parameters<typeof accountRun>[0]['facts']['usage']) => ({ usage }) as Parameters<typeof accountRun>[0]['facts'];
+
+  it('an executor that never started cost nothing and says nothing of usage', async () => {
+    const run = await runExecutorProcess({ executor: 'codex', attemptId: 'ea_attempt_X_1', argv: [join(dir, 'no-such-executor')], cwd: dir, env: {}, isolation: 'none', writable: [], readOnly: [], hide: [], timeoutSeconds: 5, state: codexStreamState() });
+    expect(run.started).toBe(false);
+    expect(accountRun(run, price, 4)).toEqual({ usage: null, costUsd: 0, warning: null });
+  });
+
+  it('a run that started and stated nothing is charged its allowance, a cost under the floor is raised to it', () => {
+    expect(accountRun({ started: true, facts: facts(null) }, price, 4)).toEqual({ usage: null, costUsd: 4, warning: 'usage_unreported' });
+    const low = { inputTokens: 2_000_000, cachedInputTokens: 1_000_000, outputTokens: 0, reasoningTokens: 0, costUsd: 1 };
+    expect(accountRun({ started: true, facts: facts(low) }, price, 4)).toMatchObject({ costUsd: 3, warning: 'usage_implausible' });
+    expect(accountRun({ started: true, facts: facts({ ...low, costUsd: 3.5 }) }, price, 4)).toMatchObject({ costUsd: 3.5, warning: null });
+  });
+});
