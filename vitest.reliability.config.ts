@@ -5,7 +5,7 @@ export default defineConfig({
   test: {
     include: ['test/attacks/**/*.test.ts', 'test/properties/**/*.test.ts', 'test/reliability/**/*.test.ts'],
     globalSetup: ['test/setup/clear-tally.ts'],
-    setupFiles: ['test/setup/bubblewrap.ts'],
+    setupFiles: ['test/setup/bubblewrap.ts', 'test/setup/state-home.ts'],
     environment: 'node',
     testTimeout: 20 * 60_000,
     hookTimeout: 120_000,
