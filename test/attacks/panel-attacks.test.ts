@@ -23,6 +23,7 @@ import { attack } from '../helpers/attack-kit.js';
 import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { coo, cooAsync } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
+import { receiptMessage, receiptPrice } from '../helpers/consult-receipt.js';
 
 /**
  * Panels, cross-checks and the consult lane's money rules, attacked by a hostile advisory agent
@@ -31,14 +32,8 @@ import { tempDir } from '../helpers/tmp.js';
 
 const scratch = tempDir();
 const sha = `sha256:${'a'.repeat(64)}`;
-const message = {
-  message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8485',
-  target_actor: 'aa.chatgpt',
-  payload_hash: sha,
-  context_pin: { context_manifest_hash: sha },
-  budget: { max_cost_usd: 0.5, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
-} as unknown as AaConsultMessage;
-const price = { input_usd_per_million: 5, output_usd_per_million: 30, max_output_tokens: 32_000 };
+const message = receiptMessage;
+const price = receiptPrice;
 
 /** A succeeded attempt that sent about 30,000 tokens' worth of bytes and got a 30,000-byte answer, with the usage the provider reported. */
 function reported(usage: Record<string, number | null>): ReceiptFacts {

@@ -2,18 +2,12 @@ import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../../src/authority/state.js';
 import { buildReceipt, type ReceiptFacts } from '../../../src/consult/receipt.js';
 import type { OracleSessionMeta } from '../../../src/consult/outcome.js';
-import type { AaConsultMessage } from '../../../src/schema/message.js';
 import { aaReceipt } from '../../../src/schema/receipt.js';
+import { receiptMessage, receiptPrice } from '../../helpers/consult-receipt.js';
 
 const sha = `sha256:${'a'.repeat(64)}`;
-const message = {
-  message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8485',
-  target_actor: 'aa.chatgpt',
-  payload_hash: sha,
-  context_pin: { context_manifest_hash: sha },
-  budget: { max_cost_usd: 0.5, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
-} as unknown as AaConsultMessage;
-const price = { input_usd_per_million: 5, output_usd_per_million: 30, max_output_tokens: 32_000 };
+const message = receiptMessage;
+const price = receiptPrice;
 const meta = (inputTokens: number, outputTokens: number): OracleSessionMeta => ({
   status: 'completed',
   model: 'gpt-5.5',
