@@ -82,10 +82,15 @@ export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>):
       };
     }
   }
-  const output = Math.ceil(transport.answerBytes / 3);
+  // The estimate, never below any part the provider did report: an implausible input count does not erase its
+  // reasoning tokens or its own cost.
+  const input = reportedAny ? Math.max(transport.estimatedInputTokens, tokenCount(usage.inputTokens)) : transport.estimatedInputTokens;
+  const output = reportedAny ? Math.max(Math.ceil(transport.answerBytes / 3), tokenCount(usage.outputTokens)) : Math.ceil(transport.answerBytes / 3);
+  const reasoning = reportedAny ? tokenCount(usage.reasoningTokens) : 0;
+  const estimated = costUsd(input, output + reasoning, transport.price);
   return {
-    usage: { input_tokens: transport.estimatedInputTokens, output_tokens: output, reasoning_tokens: 0, total_tokens: transport.estimatedInputTokens + output, reported: false },
-    cost: transport.meta === null && transport.answerBytes === 0 ? 0 : boundedUsd(costUsd(transport.estimatedInputTokens, output, transport.price)),
+    usage: { input_tokens: input, output_tokens: output, reasoning_tokens: reasoning, total_tokens: tokenCount(input + output + reasoning), reported: false },
+    cost: transport.meta === null && transport.answerBytes === 0 ? 0 : boundedUsd(Math.max(reportedAny ? (usage.cost ?? 0) : 0, estimated)),
     reported: false,
     implausible: reportedAny,
   };

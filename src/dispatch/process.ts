@@ -64,13 +64,19 @@ export interface ProcessPlan {
 
 const STDERR_TAIL = 4000;
 
+/** Inside the sandbox: once the executor's command is there to run, say so on fd 3, close it, and become the executor. */
+const SANDBOX_STOOD = 'command -v "$1" >/dev/null || { echo "coo: $1 cannot be run inside the sandbox" >&2; exit 127; }; printf 1 >&3; exec 3>&-; exec "$@"';
+
 /** Runs one executor process to its end and returns the run with its parsed facts. */
 export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
   const program = plan.argv[0]!;
-  const argv =
-    plan.isolation === 'bwrap'
-      ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), ...plan.argv]
-      : [...plan.argv];
+  const isolated = plan.isolation === 'bwrap';
+  // Under bubblewrap the process started is bubblewrap: a sandbox that could not be set up (a hidden folder
+  // gone, a command it cannot see) ran nothing. A shell inside says on its own pipe, fd 3, that the sandbox
+  // stands and the executor is there, and closes it before the executor takes its place.
+  const argv = isolated
+    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), '/bin/sh', '-c', SANDBOX_STOOD, 'sh', ...plan.argv]
+    : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();
   return new Promise((resolvePromise) => {
@@ -84,7 +90,9 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
     let killedBy: ExecutorRun['killedBy'] = null;
     let settled = false;
     // detached: its own process group, so the timer ends every process the executor started.
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe', isolated ? 'pipe' : 'ignore'] });
+    let stood = !isolated;
+    child.stdio[3]?.on('data', () => (stood = true));
     const untrack = trackGroup(child.pid);
     // The pid with its start time: a runner after a crash ends this process's group only if the pid is still this process.
     if (plan.pidFile !== undefined && child.pid !== undefined) fs.writeFileSync(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
@@ -93,7 +101,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
       if (child.pid !== undefined) killGroup(child.pid);
     };
     const timer = setTimeout(() => kill('timeout'), plan.timeoutSeconds * 1000);
-    child.stdout.on('data', (chunk: Buffer) => {
+    child.stdout!.on('data', (chunk: Buffer) => {
       if (overflow) return;
       const room = bound - kept;
       const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
@@ -111,7 +119,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
       const ceiling = Math.min(plan.maxCostUsd ?? Infinity, plan.spend?.executorCeilingUsd() ?? Infinity);
       if (cost > ceiling) kill('cost');
     });
-    child.stderr.on('data', (chunk: Buffer) => {
+    child.stderr!.on('data', (chunk: Buffer) => {
       const longer = stderr + chunk.toString('utf8');
       stderrCut ||= longer.length > STDERR_TAIL;
       stderr = longer.slice(-STDERR_TAIL);
@@ -137,7 +145,7 @@ export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
         stderrTail: startError ?? (stderrCut ? wholeLinesOf(stderr, 'start') : stderr),
         facts: plan.state.finish(),
         isolated: plan.isolation === 'bwrap',
-        started: startError === undefined && child.pid !== undefined,
+        started: startError === undefined && child.pid !== undefined && stood,
       });
     };
     // The executor is done: what it left running (and holding its pipes) ends now.

@@ -153,7 +153,8 @@ class CatFileSession {
       if (stderr.length < 4096) stderr += chunk.toString('utf8');
     });
     child.on('error', (error) => this.fail(new CooError('GIT_FAILED', `cannot run git (is it installed and on PATH?): ${error.message}`)));
-    child.on('exit', (code) => {
+    // close, not exit: what git wrote before it exited is read first, so answered reads are not failed.
+    child.on('close', (code) => {
       if (this.pending.length > 0 || this.body?.content != null) this.fail(new CooError('GIT_FAILED', `git cat-file exited with ${code}: ${stderr.trim().slice(0, LIMITS.pathChars)}`));
       // A git gone with nothing asked of it: the next read starts another.
       else this.onEnd(null);

@@ -1,4 +1,4 @@
-import { existsSync } from 'node:fs';
+import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { approve } from '../../src/dispatch/approve.js';
@@ -13,6 +13,7 @@ import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -221,6 +222,22 @@ describe('what a run is charged', () => {
     const run = await runExecutorProcess({ executor: 'codex', attemptId: 'ea_attempt_X_1', argv: [join(dir, 'no-such-executor')], cwd: dir, env: {}, isolation: 'none', writable: [], readOnly: [], hide: [], timeoutSeconds: 5, state: codexStreamState() });
     expect(run.started).toBe(false);
     expect(accountRun(run, price, 4)).toEqual({ usage: null, costUsd: 0, warning: null });
+  });
+
+  it('an executor whose sandbox could not be set up ran nothing and cost nothing; one whose sandbox stood started', async () => {
+    requireBubblewrap('running an executor in its sandbox');
+    const script = join(dir, 'silent-executor.sh');
+    writeFileSync(script, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    const plan = { executor: 'codex' as const, attemptId: 'ea_attempt_X_1', argv: [script], cwd: dir, env: {}, isolation: 'bwrap' as const, readOnly: [], hide: [], timeoutSeconds: 5, state: codexStreamState() };
+    // bubblewrap itself starts, and fails before the executor runs: a writable path that is not there.
+    const failed = await runExecutorProcess({ ...plan, writable: [dir, join(dir, 'gone-before-the-sandbox-stood')] });
+    expect(failed.stderrTail).toMatch(/^bwrap: /m);
+    expect(failed.started).toBe(false);
+    expect(accountRun(failed, price, 4)).toEqual({ usage: null, costUsd: 0, warning: null });
+    const stood = await runExecutorProcess({ ...plan, writable: [dir], state: codexStreamState() });
+    expect(stood.exitCode).toBe(1);
+    expect(stood.started).toBe(true);
+    expect(accountRun(stood, price, 4)).toEqual({ usage: null, costUsd: 4, warning: 'usage_unreported' });
   });
 
   it('a run that started and stated nothing is charged its allowance, a cost under the floor is raised to it', () => {

@@ -73,6 +73,13 @@ describe("an advisory agent's usage numbers", () => {
   attack('a reported cost beyond any budget', 'runner', 'priced', () => priced({ inputTokens: 30_000, outputTokens: 8_000, totalTokens: 38_000, cost: 5e9 }));
   attack('usage of 1e300 tokens', 'runner', 'priced', () => priced({ inputTokens: 1e300, outputTokens: 1e300, totalTokens: 1e300 }));
   attack('usage with negative counts and a negative cost', 'runner', 'priced', () => priced({ inputTokens: -30_000, outputTokens: -8_000, totalTokens: 38_000, cost: -1 }));
+  it('an implausible input count does not erase the reasoning tokens and the cost the provider did report', () => {
+    const receipt = buildReceipt(reported({ inputTokens: 10, outputTokens: 8_000, reasoningTokens: 200_000, totalTokens: 208_010, cost: 5 }));
+    expect(receipt.warnings).toContain('usage_implausible');
+    expect(receipt.usage).toMatchObject({ reasoning_tokens: 200_000, reported: false });
+    expect(receipt.usage!.input_tokens).toBeGreaterThanOrEqual(31_500);
+    expect(receipt.actual_cost_usd).toBeGreaterThanOrEqual(5);
+  });
   attack('a session record whose counts are strings, negative or beyond a double', 'runner', 'priced', () => {
     const home = join(scratch, 'oracle-home');
     mkdirSync(join(home, 'sessions', 's'), { recursive: true });
