@@ -3,7 +3,7 @@ import type { AdvisoryMessage } from '../schema/message.js';
 import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { attemptIdFor } from '../util/ids.js';
 import { isoSeconds } from '../util/time.js';
-import { MAX_USD } from '../schema/common.js';
+import { boundedUsd } from '../schema/common.js';
 import { costUsd, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import type { OracleSessionMeta } from './outcome.js';
 
@@ -54,8 +54,6 @@ const MAX_BYTES_PER_TOKEN = 8;
 /** A token count as a receipt can hold it: whole, within the largest safe integer. */
 const tokenCount = (value: number): number => Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(value));
 
-/** A cost as a receipt can hold it: within the schema's bound, which is over any budget. */
-const boundedUsd = (usd: number): number => Math.min(MAX_USD, usd);
 
 /**
  * Usage and cost: what Oracle's session record says when the provider reported usage that is

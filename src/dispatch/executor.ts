@@ -1,6 +1,6 @@
 import type { Secret } from '../util/scrub.js';
 import type { AttemptSpend } from './attempt-spend.js';
-import { MAX_USD } from '../schema/common.js';
+import { boundedUsd } from '../schema/common.js';
 
 /**
  * The execution-agent port: one run of an EA in one worktree, and the facts its event stream
@@ -127,8 +127,6 @@ export interface Executor {
 
 type TokenPrice = { readonly inputPerMillion: number; readonly outputPerMillion: number };
 
-/** A cost as a receipt can hold it: within the schema's bound, which is over any budget. */
-const boundedUsd = (usd: number): number => Math.min(MAX_USD, usd);
 
 /**
  * The least a stream's tokens can have cost at the policy's price: uncached input and output

@@ -21,7 +21,7 @@ import { Scrubber } from '../util/scrub.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
-import { MAX_USD } from '../schema/common.js';
+import { boundedUsd } from '../schema/common.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
 import { buildEaReceipt, changesArtifact, dispatchRemainders, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
@@ -605,7 +605,7 @@ export class DispatchLane implements RunnerLane {
       spentOnCorrelationUsd: Math.max(0, (state.spendByCorrelation.get(message.correlation_id) ?? 0) - consultsUsd),
       spentTodayUsd: Math.max(0, (state.spendByDay.get(day) ?? 0) - consultsUsd),
     });
-    return Math.min(MAX_USD, Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - consultsUsd));
+    return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - consultsUsd));
   }
 
   /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */

@@ -49,6 +49,9 @@ export const oracleModelName = z.string().max(100).regex(/^[a-z0-9][a-z0-9._-]*(
 /** The largest dollar figure a document holds: over any budget a policy can state. */
 export const MAX_USD = 1_000_000;
 
+/** A cost as a document can hold it: within MAX_USD. */
+export const boundedUsd = (usd: number): number => Math.min(MAX_USD, usd);
+
 export const usd = z.number().finite().nonnegative().max(MAX_USD);
 
 export const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);

@@ -52,6 +52,17 @@ function cooMeasured(args: readonly string[], options: { input?: string; env?: N
   return { status: result.status, stdout: result.stdout, stderr: result.stderr.replace(/\ncoo-test-peak-kib \d+\n/, ''), peakKib: Number(peak?.[1] ?? Number.NaN) };
 }
 
+/** Runs `run` on the ledger with main at `commit`, then puts main back where it was. */
+function withMainAt<T>(commit: string, run: () => T): T {
+  const main = gitIn(['rev-parse', 'main']).trim();
+  gitIn(['update-ref', 'refs/heads/main', commit]);
+  try {
+    return run();
+  } finally {
+    gitIn(['update-ref', 'refs/heads/main', main]);
+  }
+}
+
 function hook(commit: string): ReturnType<typeof cooMeasured> {
   const main = gitIn(['rev-parse', 'main']).trim();
   return cooMeasured(['hook', 'pre-receive'], { input: `${main} ${commit} refs/heads/main\n`, env: { GIT_DIR: gitdir } });
@@ -93,10 +104,7 @@ describe('a 300 MiB object in a push or a ledger', () => {
 
   it('is a coded finding of coo verify on a ledger whose main holds it, read within the same bound', () => {
     const commit = commitAdding(envelopePath(folder));
-    const main = gitIn(['rev-parse', 'main']).trim();
-    gitIn(['update-ref', 'refs/heads/main', commit]);
-    const result = cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']);
-    gitIn(['update-ref', 'refs/heads/main', main]);
+    const result = withMainAt(commit, () => cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']));
     expect(result.status).toBe(3);
     expect(`${result.stdout}${result.stderr}`).toContain('YAML_TOO_LARGE');
     expect(`${result.stdout}${result.stderr}`).not.toMatch(/\n\s+at /);
@@ -105,11 +113,8 @@ describe('a 300 MiB object in a push or a ledger', () => {
 
   it('is refused by coo clone from a remote whose main holds it, with a coded finding and nothing cloned', () => {
     const commit = commitAdding(envelopePath(folder));
-    const main = gitIn(['rev-parse', 'main']).trim();
-    gitIn(['update-ref', 'refs/heads/main', commit]);
     const into = join(dir, 'cloned');
-    const cloned = cooMeasured(['clone', gitdir, into, '--trust-root', ceoKeyId]);
-    gitIn(['update-ref', 'refs/heads/main', main]);
+    const cloned = withMainAt(commit, () => cooMeasured(['clone', gitdir, into, '--trust-root', ceoKeyId]));
     expect(cloned.status).toBe(3);
     expect(cloned.stderr).toMatch(/YAML_TOO_LARGE.*nothing was cloned/s);
     expect(cloned.stderr).not.toMatch(/\n\s+at /);
@@ -176,9 +181,7 @@ describe('a 300 MiB commit object (its message) in a push or a ledger', () => {
     expect(pushed.stderr).toMatch(/COMMIT_MALFORMED.*over the 65536-byte bound on a commit/);
     expect(pushed.stderr).not.toMatch(/\n\s+at /);
     expect(pushed.peakKib).toBeLessThan(PEAK_KIB);
-    gitIn(['update-ref', 'refs/heads/main', commit]);
-    const verified = cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']);
-    gitIn(['update-ref', 'refs/heads/main', main]);
+    const verified = withMainAt(commit, () => cooMeasured(['verify', '--ledger', gitdir, '--full', '--no-checkpoint']));
     expect(verified.status).toBe(3);
     expect(`${verified.stdout}${verified.stderr}`).toMatch(/COMMIT_MALFORMED/);
     expect(`${verified.stdout}${verified.stderr}`).not.toMatch(/\n\s+at /);
