@@ -103,8 +103,24 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
   }
 }
 
+/**
+ * What one model call used, as each `assistant` event states it (the API message's `usage`): a
+ * message of several content blocks is reported once per block, under one message id.
+ */
+function onSpend(state: StreamState, event: Record<string, unknown>): void {
+  const message = event['message'];
+  if (event['type'] !== 'assistant' || !isRecord(message) || !isRecord(message['usage'])) return;
+  const usage = message['usage'];
+  state.spentBy(text(message['id']), {
+    uncached: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens'])),
+    cached: count(usage['cache_read_input_tokens']),
+    output: count(usage['output_tokens']),
+    reasoning: 0,
+  });
+}
+
 export function claudeStreamState(): StreamState {
-  return new StreamState('claude_code', onEvent);
+  return new StreamState('claude_code', onEvent, onSpend);
 }
 
 /** The facts of a whole kept stream. */

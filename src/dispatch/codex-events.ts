@@ -87,8 +87,16 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
   }
 }
 
+/** What each turn used, as its `turn.completed` states it: a turn after the first one still spent. */
+function onSpend(state: StreamState, event: Record<string, unknown>): void {
+  const usage = event['usage'];
+  if (event['type'] !== 'turn.completed' || !isRecord(usage)) return;
+  const cached = count(usage['cached_input_tokens']);
+  state.spentBy(null, { uncached: Math.max(0, count(usage['input_tokens']) - cached), cached, output: count(usage['output_tokens']), reasoning: count(usage['reasoning_output_tokens']) });
+}
+
 export function codexStreamState(): StreamState {
-  return new StreamState('codex', onEvent);
+  return new StreamState('codex', onEvent, onSpend);
 }
 
 /** The facts of a whole kept stream. */

@@ -48,7 +48,14 @@ export interface StreamFacts {
   readonly commands: readonly CommandFact[];
   readonly fileChanges: readonly FileChangeFact[];
   readonly denials: readonly PermissionDenial[];
+  /** The terminal event's usage (never below observedUsage); null when no terminal event stated one. */
   readonly usage: StreamUsage | null;
+  /**
+   * What the stream's own model calls state they used (Claude Code's messages, each Codex turn),
+   * wherever they stand in it: a floor under the terminal event's figure, and under what a run that
+   * stated none is charged.
+   */
+  readonly observedUsage: StreamUsage | null;
   readonly finalMessage: string | null;
   /** Error messages the stream carried, as facts to show; decisions never read their text. */
   readonly errors: readonly string[];
@@ -163,14 +170,17 @@ export interface DispatchCost {
 
 /**
  * What one run is charged. A stated cost below the floor its tokens give is raised to the floor
- * (`usage_implausible`). A run whose process started and stated no usage spent what the runner
- * cannot know: it is charged all it was allowed to spend (`usage_unreported`). A run that never
- * started cost nothing.
+ * (`usage_implausible`); its tokens are never fewer than its own model calls state. A run whose
+ * process started and stated no usage spent what the runner cannot know: it is charged all it was
+ * allowed to spend, or the floor of what its model calls state when that is more (`usage_unreported`).
+ * A run that never started cost nothing.
  */
 export function accountRun(run: Pick<ExecutorRun, 'started' | 'facts'>, price: TokenPrice | null, allowanceUsd: number): DispatchCost {
   const usage = run.facts.usage;
   if (!reportsUsage(usage)) {
-    return run.started ? { usage: null, costUsd: boundedUsd(Math.max(0, allowanceUsd)), warning: 'usage_unreported' } : { usage: null, costUsd: 0, warning: null };
+    // Nor below what its own model calls state, when they state more than it was allowed.
+    const observed = run.facts.observedUsage === null ? 0 : floorUsd(run.facts.observedUsage, price);
+    return run.started ? { usage: null, costUsd: boundedUsd(Math.max(0, allowanceUsd, observed)), warning: 'usage_unreported' } : { usage: null, costUsd: 0, warning: null };
   }
   const implausible = usage.costUsd !== null && usage.costUsd < floorUsd(usage, price);
   return { usage, costUsd: costOf(usage, price), warning: implausible ? 'usage_implausible' : null };

@@ -24,12 +24,39 @@ export class StreamState {
   readonly toolUses = new Map<string, { readonly name: string; readonly input: Record<string, unknown> }>();
   /** Denials already counted, by tool and id: one refusal reported twice counts once. */
   readonly denialKeys = new Set<string>();
+  /** The tokens each model call the stream reports used, by the call's key (spentBy). */
+  private readonly calls = new Map<string, Tokens>();
+  private spent: Tokens = NO_TOKENS;
   private pending = '';
 
   constructor(
     readonly executor: ExecutorName,
     private readonly onEvent: (state: StreamState, event: Record<string, unknown>) => boolean,
+    /** Notes the tokens an event says a model call used (spentBy), wherever it stands: after the terminal event too. */
+    private readonly onSpend: (state: StreamState, event: Record<string, unknown>) => void = () => undefined,
   ) {}
+
+  /**
+   * The tokens one model call used, as an event states them: a call reported again (one message per
+   * content block) counts once, at the most it states. `key` names the call; null, a call of its own.
+   */
+  spentBy(key: string | null, tokens: Tokens): void {
+    const id = key ?? `\u0000${this.calls.size}`;
+    const before = this.calls.get(id) ?? NO_TOKENS;
+    const after = widest(before, tokens);
+    this.calls.set(id, after);
+    this.spent = {
+      uncached: tokenSum(this.spent.uncached - before.uncached, after.uncached),
+      cached: tokenSum(this.spent.cached - before.cached, after.cached),
+      output: tokenSum(this.spent.output - before.output, after.output),
+      reasoning: tokenSum(this.spent.reasoning - before.reasoning, after.reasoning),
+    };
+  }
+
+  /** What the stream's own model calls state they used so far; null when none stated any. */
+  get observed(): StreamUsage | null {
+    return this.calls.size === 0 ? null : usageOf(this.spent, null);
+  }
 
   addError(message: unknown): void {
     if (this.errors.length < MAX_ERRORS) this.errors.push(typeof message === 'string' ? message.slice(0, MAX_TEXT) : 'error without a message');
@@ -49,6 +76,8 @@ export class StreamState {
       this.malformedLines += 1;
       return;
     }
+    // What a model call used counts wherever it is said: spent is spent.
+    this.onSpend(this, event as Record<string, unknown>);
     // The first terminal event decides; anything after it is counted and never applied.
     if (this.terminal !== null) {
       this.afterTerminal += 1;
@@ -75,7 +104,9 @@ export class StreamState {
       commands: [...this.commands],
       fileChanges: [...this.fileChanges],
       denials: [...this.denials],
-      usage: this.usage,
+      // The terminal event's usage, never below what the stream's own model calls state.
+      usage: this.usage === null ? null : atLeast(this.usage, this.observed),
+      observedUsage: this.observed,
       finalMessage: this.finalMessage,
       errors: [...this.errors],
       terminal: this.terminal,
@@ -93,3 +124,30 @@ export const count = (value: unknown): number => (typeof value === 'number' && N
 /** Token counts added up, within the largest safe integer (a receipt holds no more). */
 export const tokenSum = (...values: readonly number[]): number => Math.min(Number.MAX_SAFE_INTEGER, values.reduce((sum, value) => sum + value, 0));
 export const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/** Tokens of one or more model calls: uncached and cached input, output, reasoning. */
+export interface Tokens {
+  readonly uncached: number;
+  readonly cached: number;
+  readonly output: number;
+  readonly reasoning: number;
+}
+
+const NO_TOKENS: Tokens = { uncached: 0, cached: 0, output: 0, reasoning: 0 };
+
+function tokensOf(usage: StreamUsage): Tokens {
+  return { uncached: Math.max(0, usage.inputTokens - usage.cachedInputTokens), cached: usage.cachedInputTokens, output: usage.outputTokens, reasoning: usage.reasoningTokens };
+}
+
+function widest(a: Tokens, b: Tokens): Tokens {
+  return { uncached: Math.max(a.uncached, b.uncached), cached: Math.max(a.cached, b.cached), output: Math.max(a.output, b.output), reasoning: Math.max(a.reasoning, b.reasoning) };
+}
+
+function usageOf(tokens: Tokens, costUsd: number | null): StreamUsage {
+  return { inputTokens: tokenSum(tokens.uncached, tokens.cached), cachedInputTokens: tokens.cached, outputTokens: tokens.output, reasoningTokens: tokens.reasoning, costUsd };
+}
+
+/** `usage` with each kind of token raised to what `floor` states (its uncached input kept uncached), its cost as stated. */
+export function atLeast(usage: StreamUsage, floor: StreamUsage | null): StreamUsage {
+  return floor === null ? usage : usageOf(widest(tokensOf(usage), tokensOf(floor)), usage.costUsd);
+}

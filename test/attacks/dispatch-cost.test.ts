@@ -216,7 +216,7 @@ describe('an agent that runs on until the operator stops the runner', () => {
 
 describe('what a run is charged', () => {
   const price = { inputPerMillion: 3, outputPerMillion: 15 };
-  const facts = (usage: Parameters<typeof accountRun>[0]['facts']['usage']) => ({ usage }) as Parameters<typeof accountRun>[0]['facts'];
+  const facts = (usage: Parameters<typeof accountRun>[0]['facts']['usage']) => ({ usage, observedUsage: null }) as Parameters<typeof accountRun>[0]['facts'];
 
   it('an executor that never started cost nothing and says nothing of usage', async () => {
     const run = await runExecutorProcess({ executor: 'codex', attemptId: 'ea_attempt_X_1', argv: [join(dir, 'no-such-executor')], cwd: dir, env: {}, isolation: 'none', writable: [], readOnly: [], hide: [], timeoutSeconds: 5, state: codexStreamState() });

@@ -16,6 +16,7 @@ function stream(over: Partial<StreamFacts> = {}): StreamFacts {
     fileChanges: [],
     denials: [],
     usage: { inputTokens: 600, cachedInputTokens: 0, outputTokens: 60, reasoningTokens: 0, costUsd: null },
+    observedUsage: null,
     finalMessage: 'done',
     errors: [],
     terminal: 'completed',

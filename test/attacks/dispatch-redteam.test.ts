@@ -1,0 +1,112 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { approve } from '../../src/dispatch/approve.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
+import { eaReceipt } from '../../src/schema/receipt.js';
+import { attack } from '../helpers/attack-kit.js';
+import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * The dispatch lane as a hostile execution agent sees it, one script away: what its stream says
+ * is evidence of what it did and spent, never a way to spend more than the runner lets it or to be
+ * charged less than its own stream shows.
+ */
+
+const dir = tempDir('dispatch-redteam');
+const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
+const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
+
+/** One assistant event of Claude Code's stream: a content block of API message `id`, with the message's usage so far. */
+function assistant(id: string, usage: Record<string, number>, text = 'Working.'): string {
+  return event({ type: 'assistant', message: { id, type: 'message', role: 'assistant', content: [{ type: 'text', text }], usage }, session_id: 'session-redteam' });
+}
+
+function result(usage: Record<string, number>, cost: number): string {
+  return event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-redteam', usage, total_cost_usd: cost });
+}
+
+const INIT = event({ type: 'system', subtype: 'init', session_id: 'session-redteam' });
+
+describe('a Codex stand-in whose first turn states less than its stream', () => {
+  const place = hostilePlaces(dir, 'codex');
+
+  attack('a hostile agent: a turn.completed of ten tokens, then another of a million after it', 'runner', 'raised', async () => {
+    const where = await place('second-turn');
+    const { messageId } = await dispatchTo(where, 'second-turn');
+    const stream = [
+      event({ type: 'thread.started', thread_id: 'thread-redteam' }),
+      event({ type: 'item.completed', item: { id: 'i1', type: 'agent_message', text: 'Done.' } }),
+      event({ type: 'turn.completed', usage: { input_tokens: 10, cached_input_tokens: 0, output_tokens: 1 } }),
+      event({ type: 'turn.completed', usage: { input_tokens: 1_000_000, cached_input_tokens: 0, output_tokens: 0 } }),
+    ].join('\n');
+    const watch = watchOnce(where, agentScript(where.world.dir, FIX, stream));
+    expect(watch.hung).toBe(false);
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    const usage = receipt!['usage'] as Record<string, number>;
+    return usage['input_tokens'] === 1_000_010 && (receipt!['actual_cost_usd'] as number) > 1 ? 'raised' : 'accepted';
+  });
+});
+
+describe('a Claude Code stand-in whose result states less than its own messages', () => {
+  const fresh = worlds(join(dir, 'claude'));
+
+  /** One approved Claude Code dispatch run by `stream`, with a budget of `budget` USD; its receipt. */
+  async function claudeReceipt(stream: string, budget = 5, timeoutSeconds = 60): Promise<Record<string, unknown>> {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const request = { ledger: w.ledger, key: w.actors.coo, repo, target: 'ea.claude_code', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds, maxRuntimeSeconds: 60, maxCostUsd: budget } as const;
+    let hash = '';
+    try {
+      await enqueueDispatch({ ...request, now: new Date() });
+    } catch (error) {
+      hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
+    }
+    const { approval } = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'the stand-in may run', requestHash: hash });
+    const { messageId } = await enqueueDispatch({ ...request, now: new Date(), approvalId: approval.approval_id });
+    const executors = executorFactory({ command: [agentScript(w.dir, FIX, stream)], hide: [w.gitdir], env: { PATH: process.env['PATH'], ANTHROPIC_API_KEY: 'sk-ant-test' } });
+    await w.runner({ repo, executors }).runOnce();
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toBeDefined();
+    expect(eaReceipt.safeParse(receipt).success).toBe(true);
+    return receipt!;
+  }
+
+  attack('a hostile agent: its assistant messages state a million input tokens, its result ten at $0.00001', 'runner', 'raised', async () => {
+    const stream = [INIT, assistant('msg_1', { input_tokens: 600_000, output_tokens: 500 }), assistant('msg_2', { input_tokens: 400_000, output_tokens: 500 }), result({ input_tokens: 10, output_tokens: 10 }, 0.00001)].join('\n');
+    const receipt = await claudeReceipt(stream);
+    // claude-4.6-sonnet at the default policy's $3 / $15 per million: the messages' own tokens give at least $3.015.
+    if ((receipt['actual_cost_usd'] as number) < 3.015 - 1e-9) return 'accepted';
+    expect(receipt['warnings']).toContain('usage_implausible');
+    expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(1_000_000);
+    return 'raised';
+  });
+
+  attack('a hostile agent: assistant messages past its budget, then it keeps running without a result', 'runner', 'killed_at_cost', async () => {
+    // The live bound counts what the messages state: the run is stopped for its cost, not left to its time box.
+    const receipt = await claudeReceipt(`${INIT}\n${assistant('msg_1', { input_tokens: 1_000_000, output_tokens: 0 })}\nsleep 30`, 1, 10);
+    const codes = codesOf(receipt);
+    if (codes.includes('budget_runtime_breach')) return 'ran to its time box';
+    expect(codes).toContain('budget_cost_breach');
+    // It stated no result: charged what its messages state ($3), not the $1 it was allowed.
+    expect(receipt['actual_cost_usd']).toBeCloseTo(3, 9);
+    expect(receipt['warnings']).toContain('usage_unreported');
+    return 'killed_at_cost';
+  });
+
+  it('one API message reported once per content block is counted once: an honest run carries no warning', async () => {
+    const usage = { input_tokens: 100_000, output_tokens: 1000 };
+    // $0.3 + $0.015 at the policy's price: what the result states, and what the two blocks of one message state each.
+    const stream = [INIT, assistant('msg_1', usage, 'First.'), assistant('msg_1', usage, 'Second.'), result(usage, 0.315)].join('\n');
+    const receipt = await claudeReceipt(stream);
+    expect(receipt['actual_cost_usd']).toBe(0.315);
+    expect(receipt['warnings']).not.toContain('usage_implausible');
+    expect(receipt['status']).toBe('succeeded');
+  });
+});
