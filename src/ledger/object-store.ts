@@ -6,6 +6,7 @@ import { deflateSync } from 'node:zlib';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { readBounded } from '../util/bounded-read.js';
+import { GIT_OWN_OBJECTS } from '../util/git-env.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -146,7 +147,7 @@ class CatFileSession {
     private readonly onEnd: (error: Error | null) => void,
   ) {
     const mode = protocol === 'batch-command' ? ['--batch-command', '--buffer'] : ['--batch'];
-    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', ...mode], { stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', ...mode], { env: { ...process.env, ...GIT_OWN_OBJECTS }, stdio: ['pipe', 'pipe', 'pipe'] });
     child.stdout.on('data', (chunk: Buffer) => this.receive(chunk));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {
@@ -212,6 +213,11 @@ class CatFileSession {
         body.received += take;
         at += take;
         if (body.received === body.size + 1) {
+          // The bytes are those of the id asked for, or nothing is read: no object passes under another's id.
+          if (body.content !== null && hashObject(body.type, body.content) !== body.request.oid) {
+            this.fail(new CooError('GIT_FAILED', `git cat-file answered ${body.request.oid} with the bytes of another object: the repository's objects are not what their ids name`));
+            return;
+          }
           this.body = null;
           if (body.content !== null) body.request.resolve({ type: body.type, content: body.content });
         }

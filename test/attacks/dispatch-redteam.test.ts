@@ -1,5 +1,7 @@
+import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { CatFileReader } from '../../src/ledger/object-store.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
@@ -8,7 +10,7 @@ import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * The dispatch lane as a hostile execution agent sees it, one script away: what its stream says
@@ -108,5 +110,65 @@ describe('a Claude Code stand-in whose result states less than its own messages'
     expect(receipt['actual_cost_usd']).toBe(0.315);
     expect(receipt['warnings']).not.toContain('usage_implausible');
     expect(receipt['status']).toBe('succeeded');
+  });
+});
+
+describe("a hostile agent that writes its repository's refs/replace (without bubblewrap, where it can)", () => {
+  const place = hostilePlaces(dir, 'replace');
+
+  attack('a hostile agent: the base commit replaced by one whose tree holds its out-of-scope test.sh, so the work read against it hides the change', 'runner', 'refused', async () => {
+    const where = await place('base');
+    const { messageId } = await dispatchTo(where, 'base');
+    const action = [
+      // test.sh (out of scope) always passes; add() is left wrong.
+      "printf 'true\\n' > test.sh",
+      "printf 'export const add = (a, b) => a * b;\\n' > src/add.js",
+      'git add test.sh',
+      'C=$(git -c user.name=x -c user.email=x@x commit-tree "$(git write-tree)" -p HEAD -m base)',
+      'git replace -f "$(git rev-parse HEAD)" "$C"',
+      'git reset -q',
+    ].join('\n');
+    const watch = watchOnce(where, agentScript(where.world.dir, action), { isolation: 'none' });
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
+    const head = receipt['head_sha'] as string | null;
+    // What the signed commit changes, by its own objects: every path of it must be in the receipt.
+    const changed = head === null ? [] : git(['--no-replace-objects', 'diff', '--name-only', where.base, head], { cwd: where.repo }).trim().split('\n');
+    const listed = receipt['files_changed'] as string[];
+    if (receipt['status'] === 'succeeded' || !changed.every((path) => listed.includes(path))) return 'accepted';
+    return codesOf(receipt).includes('scope_violation') && listed.includes('test.sh') ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+  });
+
+  attack("a hostile agent: its wrong add.js blob replaced by a right one, so the verification's checkout holds bytes the receipt does not name", 'runner', 'refused', async () => {
+    const where = await place('blob');
+    const { messageId } = await dispatchTo(where, 'blob');
+    const action = [
+      "printf 'export const add = (a, b) => a - b; // left as it was\\n' > src/add.js",
+      "G=$(printf 'export const add = (a, b) => a + b;\\n' | git hash-object -w --stdin)",
+      'git replace -f "$(git hash-object src/add.js)" "$G"',
+    ].join('\n');
+    const watch = watchOnce(where, agentScript(where.world.dir, action), { isolation: 'none' });
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
+    if (receipt['status'] === 'succeeded') return 'accepted';
+    // The verification ran on the bytes the receipt names (and failed on them), not on the replacement.
+    return JSON.stringify(codesOf(receipt)) === '["tests_failed"]' ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+  });
+
+  it("the object reader takes no object's bytes under another's id: a loose object file copied over another's is a coded failure", async () => {
+    const repo = join(dir, 'swapped');
+    mkdirSync(repo, { recursive: true });
+    git(['init', '-q', '--bare', repo]);
+    const wanted = git(['--git-dir', repo, 'hash-object', '-w', '--stdin'], { input: 'the bytes the id names\n' }).trim();
+    const other = git(['--git-dir', repo, 'hash-object', '-w', '--stdin'], { input: 'other bytes\n' }).trim();
+    const loose = (oid: string): string => join(repo, 'objects', oid.slice(0, 2), oid.slice(2));
+    rmSync(loose(wanted), { force: true });
+    copyFileSync(loose(other), loose(wanted));
+    const reader = new CatFileReader(repo);
+    try {
+      await expect(reader.read(wanted)).rejects.toMatchObject({ code: 'GIT_FAILED' });
+    } finally {
+      reader.close();
+    }
   });
 });

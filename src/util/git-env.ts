@@ -1,0 +1,8 @@
+/**
+ * What every git the runner starts on a repository someone else may have written (a target, a
+ * ledger) is told: an object id names that object's own bytes. With `refs/replace/*` honoured, git
+ * hands its readers another object under an id (a base commit with another tree, a blob with other
+ * bytes), so what the runner reads, diffs and checks out is not what the commit it signs or the
+ * receipt it writes names.
+ */
+export const GIT_OWN_OBJECTS: Readonly<Record<string, string>> = { GIT_NO_REPLACE_OBJECTS: '1' };
