@@ -155,6 +155,26 @@ describe("a hostile agent that writes its repository's refs/replace (without bub
     return JSON.stringify(codesOf(receipt)) === '["tests_failed"]' ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
   });
 
+  attack("a hostile agent: a loose object file at the id of the tree the runner will build, holding another tree (its out-of-scope test.sh that always passes)", 'runner', 'refused', async () => {
+    const where = await place('tree');
+    const { messageId } = await dispatchTo(where, 'tree');
+    const loose = (oid: string): string => `"$O/$(echo ${oid} | cut -c1-2)/$(echo ${oid} | cut -c3-)"`;
+    const action = [
+      // add() left wrong; the tree the runner will build of that (T), and another with test.sh made to pass (F).
+      "printf 'export const add = (a, b) => a * b;\\n' > src/add.js",
+      "printf 'true\\n' > test.sh",
+      'git add -A && F=$(git write-tree)',
+      'git checkout -q HEAD -- test.sh && T=$(git write-tree) && git reset -q',
+      'O=$(git rev-parse --git-path objects)',
+      `rm -f ${loose('$T')} && cp ${loose('$F')} ${loose('$T')}`,
+    ].join('\n');
+    const watch = watchOnce(where, agentScript(where.world.dir, action), { isolation: 'none' });
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
+    // git checks a tree's bytes against its id as it parses it: the checkout is refused, never made of the other tree.
+    return receipt['status'] === 'succeeded' || receipt['head_sha'] !== null ? 'accepted' : 'refused';
+  });
+
   it("the object reader takes no object's bytes under another's id: a loose object file copied over another's is a coded failure", async () => {
     const repo = join(dir, 'swapped');
     mkdirSync(repo, { recursive: true });
