@@ -79,17 +79,20 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
       return true;
     }
     case 'result': {
-      const usage = event['usage'];
+      const usage = isRecord(event['usage']) ? event['usage'] : {};
       const cost = event['total_cost_usd'];
-      state.usage = isRecord(usage)
-        ? {
-            inputTokens: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens']), count(usage['cache_read_input_tokens'])),
-            cachedInputTokens: count(usage['cache_read_input_tokens']),
-            outputTokens: count(usage['output_tokens']),
-            reasoningTokens: 0,
-            costUsd: typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 ? cost : null,
-          }
-        : null;
+      const costUsd = typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 ? cost : null;
+      // A cost stated without a usage object is still the executor's own figure: it counts, with no tokens.
+      state.usage =
+        isRecord(event['usage']) || costUsd !== null
+          ? {
+              inputTokens: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens']), count(usage['cache_read_input_tokens'])),
+              cachedInputTokens: count(usage['cache_read_input_tokens']),
+              outputTokens: count(usage['output_tokens']),
+              reasoningTokens: 0,
+              costUsd,
+            }
+          : null;
       const denials = event['permission_denials'];
       if (Array.isArray(denials)) for (const denial of denials) if (isRecord(denial)) denied(state, denial['tool_name'], denial['tool_use_id']);
       if (typeof event['result'] === 'string') state.finalMessage = event['result'];

@@ -102,6 +102,15 @@ describe('a Claude Code stand-in whose result states less than its own messages'
     return 'killed_at_cost';
   });
 
+  attack('a hostile agent: a result that states a cost over its budget and no usage object', 'runner', 'charged', async () => {
+    const stream = [INIT, event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-redteam', total_cost_usd: 50 })].join('\n');
+    const receipt = await claudeReceipt(stream, 5);
+    // The executor's own figure is what the runner knows: $50, not the $5 it was allowed.
+    if ((receipt['actual_cost_usd'] as number) < 50) return 'accepted';
+    expect(codesOf(receipt)).toContain('budget_cost_breach');
+    return 'charged';
+  });
+
   it('one API message reported once per content block is counted once: an honest run carries no warning', async () => {
     const usage = { input_tokens: 100_000, output_tokens: 1000 };
     // $0.3 + $0.015 at the policy's price: what the result states, and what the two blocks of one message state each.
