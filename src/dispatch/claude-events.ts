@@ -1,4 +1,4 @@
-import type { StreamFacts } from './executor.js';
+import type { StreamFacts, StreamUsage } from './executor.js';
 import { StreamState, count, isRecord, text, tokenSum } from './stream-state.js';
 
 /**
@@ -44,6 +44,21 @@ function denied(state: StreamState, tool: unknown, id: unknown): void {
   state.denials.push({ code: 'tool_denied', tool: typeof tool === 'string' ? tool.slice(0, 100) : 'unknown' });
 }
 
+/** What a `result` states the run used; a cost stated without a usage object is still the executor's own figure, with no tokens. */
+function resultUsage(event: Record<string, unknown>): StreamUsage | null {
+  const usage = isRecord(event['usage']) ? event['usage'] : {};
+  const cost = event['total_cost_usd'];
+  const costUsd = typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 ? cost : null;
+  if (!isRecord(event['usage']) && costUsd === null) return null;
+  return {
+    inputTokens: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens']), count(usage['cache_read_input_tokens'])),
+    cachedInputTokens: count(usage['cache_read_input_tokens']),
+    outputTokens: count(usage['output_tokens']),
+    reasoningTokens: 0,
+    costUsd,
+  };
+}
+
 function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
   const type = event['type'] as string;
   if (!KNOWN.has(type)) return false;
@@ -79,20 +94,7 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
       return true;
     }
     case 'result': {
-      const usage = isRecord(event['usage']) ? event['usage'] : {};
-      const cost = event['total_cost_usd'];
-      const costUsd = typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 ? cost : null;
-      // A cost stated without a usage object is still the executor's own figure: it counts, with no tokens.
-      state.usage =
-        isRecord(event['usage']) || costUsd !== null
-          ? {
-              inputTokens: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens']), count(usage['cache_read_input_tokens'])),
-              cachedInputTokens: count(usage['cache_read_input_tokens']),
-              outputTokens: count(usage['output_tokens']),
-              reasoningTokens: 0,
-              costUsd,
-            }
-          : null;
+      state.usage = resultUsage(event);
       const denials = event['permission_denials'];
       if (Array.isArray(denials)) for (const denial of denials) if (isRecord(denial)) denied(state, denial['tool_name'], denial['tool_use_id']);
       if (typeof event['result'] === 'string') state.finalMessage = event['result'];
@@ -111,6 +113,11 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
  * message of several content blocks is reported once per block, under one message id.
  */
 function onSpend(state: StreamState, event: Record<string, unknown>): void {
+  if (event['type'] === 'result') {
+    const usage = resultUsage(event);
+    if (usage !== null) state.statedTotal(usage);
+    return;
+  }
   const message = event['message'];
   if (event['type'] !== 'assistant' || !isRecord(message) || !isRecord(message['usage'])) return;
   const usage = message['usage'];

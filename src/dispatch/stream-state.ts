@@ -27,6 +27,8 @@ export class StreamState {
   /** The tokens each model call the stream reports used, by the call's key (spentBy). */
   private readonly calls = new Map<string, Tokens>();
   private spent: Tokens = NO_TOKENS;
+  /** The most any terminal event stated in all (tokens, and the executor's own cost), the first one or a later one. */
+  private stated: { tokens: Tokens; costUsd: number | null } | null = null;
   private pending = '';
 
   constructor(
@@ -51,6 +53,15 @@ export class StreamState {
       output: tokenSum(this.spent.output - before.output, after.output),
       reasoning: tokenSum(this.spent.reasoning - before.reasoning, after.reasoning),
     };
+  }
+
+  /**
+   * What a terminal event states the whole run used: the first one decides the turn, and the most
+   * any of them states is a floor under what the run is charged.
+   */
+  statedTotal(usage: StreamUsage): void {
+    const costUsd = usage.costUsd === null ? (this.stated?.costUsd ?? null) : Math.max(usage.costUsd, this.stated?.costUsd ?? 0);
+    this.stated = { tokens: widest(this.stated?.tokens ?? NO_TOKENS, tokensOf(usage)), costUsd };
   }
 
   /** What the stream's own model calls state they used so far; null when none stated any. */
@@ -104,8 +115,8 @@ export class StreamState {
       commands: [...this.commands],
       fileChanges: [...this.fileChanges],
       denials: [...this.denials],
-      // The terminal event's usage, never below what the stream's own model calls state.
-      usage: this.usage === null ? null : atLeast(this.usage, this.observed),
+      // The terminal event's usage, never below what the stream's own model calls state, nor what a later terminal event states.
+      usage: this.usage === null ? null : atLeast(atLeast(this.usage, this.observed), this.stated === null ? null : usageOf(this.stated.tokens, this.stated.costUsd)),
       observedUsage: this.observed,
       finalMessage: this.finalMessage,
       errors: [...this.errors],
@@ -147,7 +158,9 @@ function usageOf(tokens: Tokens, costUsd: number | null): StreamUsage {
   return { inputTokens: tokenSum(tokens.uncached, tokens.cached), cachedInputTokens: tokens.cached, outputTokens: tokens.output, reasoningTokens: tokens.reasoning, costUsd };
 }
 
-/** `usage` with each kind of token raised to what `floor` states (its uncached input kept uncached), its cost as stated. */
+/** `usage` with each kind of token raised to what `floor` states (its uncached input kept uncached), and its cost to the floor's, when either states one. */
 export function atLeast(usage: StreamUsage, floor: StreamUsage | null): StreamUsage {
-  return floor === null ? usage : usageOf(widest(tokensOf(usage), tokensOf(floor)), usage.costUsd);
+  if (floor === null) return usage;
+  const costUsd = floor.costUsd === null ? usage.costUsd : Math.max(usage.costUsd ?? 0, floor.costUsd);
+  return usageOf(widest(tokensOf(usage), tokensOf(floor)), costUsd);
 }

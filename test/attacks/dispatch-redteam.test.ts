@@ -111,6 +111,15 @@ describe('a Claude Code stand-in whose result states less than its own messages'
     return 'charged';
   });
 
+  attack('a hostile agent: a result of ten tokens at $0.00001, then a second result stating a million tokens and $50', 'runner', 'charged', async () => {
+    const stream = [INIT, result({ input_tokens: 10, output_tokens: 10 }, 0.00001), result({ input_tokens: 1_000_000, output_tokens: 10 }, 50)].join('\n');
+    const receipt = await claudeReceipt(stream, 5);
+    // The first result decides the turn; what a later one says was spent is still spent.
+    if ((receipt['actual_cost_usd'] as number) < 50) return 'accepted';
+    expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(1_000_000);
+    return 'charged';
+  });
+
   it('one API message reported once per content block is counted once: an honest run carries no warning', async () => {
     const usage = { input_tokens: 100_000, output_tokens: 1000 };
     // $0.3 + $0.015 at the policy's price: what the result states, and what the two blocks of one message state each.
