@@ -7,7 +7,9 @@ import type { DispatchEvidence } from './dispatch-evidence.js';
  * work landed in (by its `gitCommit` digest, in the repository and on the branch the receipt
  * names) and every file it changed (by sha256, as the runner hashed the committed bytes), then the
  * envelope that asked for it; the predicate is the receipt's evidence, every field measured by the
- * runner itself (docs/attestation.md). Pure; signed by attest.ts's signStatement.
+ * runner itself (docs/attestation.md). Each subject's name is one thing's: a changed file whose path is
+ * the name the head or the envelope goes by is left to the predicate. Pure; signed by attest.ts's
+ * signStatement.
  */
 export const DISPATCH_PREDICATE_TYPE = 'urn:coo-commons:predicate:dispatch-receipt:v0';
 
@@ -22,10 +24,14 @@ const hex = (ref: string): string => ref.replace(/^sha256:/, '');
 export function dispatchStatement(evidence: DispatchEvidence): Record<string, unknown> {
   const { receipt, request } = evidence;
   const commands = eaCommands(receipt);
+  const head: Subject[] = receipt.head_sha === null ? [] : [{ name: `${request.dispatch.repo}@${receipt.branch ?? receipt.head_sha}`, digest: { gitCommit: receipt.head_sha } }];
+  const envelope: Subject = { name: evidence.envelope.path, digest: { sha256: hex(evidence.envelope.sha256) } };
+  // The agent names its files: one it named as the head or the envelope go by is no subject (the predicate's files list it), so each name is one thing.
+  const own = new Set([...head, envelope].map((item) => item.name));
   const subject: Subject[] = [
-    ...(receipt.head_sha === null ? [] : [{ name: `${request.dispatch.repo}@${receipt.branch ?? receipt.head_sha}`, digest: { gitCommit: receipt.head_sha } }]),
-    ...receipt.file_hashes.flatMap((file) => (file.sha256 === null ? [] : [{ name: file.path, digest: { sha256: hex(file.sha256) } }])),
-    { name: evidence.envelope.path, digest: { sha256: hex(evidence.envelope.sha256) } },
+    ...head,
+    ...receipt.file_hashes.flatMap((file) => (file.sha256 === null || own.has(file.path) ? [] : [{ name: file.path, digest: { sha256: hex(file.sha256) } }])),
+    envelope,
   ];
   return {
     _type: STATEMENT_TYPE,

@@ -1,7 +1,11 @@
-import { copyFileSync, mkdirSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { envelopePath, messageFolder } from '../../src/ledger/layout.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
+import { sha256Ref } from '../../src/util/hash.js';
+import { coo } from '../helpers/cli.js';
+import { statementOf, type Dsse } from '../helpers/dsse.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
@@ -208,5 +212,29 @@ describe("a hostile agent that writes its repository's refs/replace (without bub
     } finally {
       reader.close();
     }
+  });
+});
+
+describe("a hostile agent's file named as the COO's own evidence", () => {
+  const place = hostilePlaces(dir, 'names');
+
+  attack("a hostile agent: a file of its work at its envelope's ledger path, so the COO-signed attestation names its bytes as the envelope", 'runner', 'refused', async () => {
+    const where = await place('envelope');
+    const { messageId, envelope } = await dispatchTo(where, 'envelope');
+    // The agent knows its message id (its branch is named by it) and so its envelope's path.
+    const path = envelopePath(messageFolder(messageId, envelope.created_at));
+    const forged = "schema_version: coo_message.v0\nsource_actor: ceo\nintent: ceo_command\n";
+    const watch = watchOnce(where, agentScript(where.world.dir, `mkdir -p "$(dirname '${path}')" && printf '%s' '${forged}' > '${path}'`));
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
+    const out = join(where.world.dir, 'attestation.json');
+    const attested = coo(['attest', messageId, '--ledger', where.world.gitdir, '--key', where.keyFile, '--out', out]);
+    expect(attested.status, attested.stderr).toBe(0);
+    const statement = statementOf<{ subject: Array<{ name: string; digest: Record<string, string> }> }>(JSON.parse(readFileSync(out, 'utf8')) as Dsse);
+    const named = statement.subject.filter((subject) => subject.name === path);
+    const real = sha256Ref((await where.world.ledger.readFile(path))!).slice('sha256:'.length);
+    const names = statement.subject.map((subject) => subject.name);
+    // One subject goes by each name, and the envelope's is the envelope's own digest.
+    return new Set(names).size === names.length && named.length === 1 && named[0]!.digest['sha256'] === real ? 'refused' : 'accepted';
   });
 });
