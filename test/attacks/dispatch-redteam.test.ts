@@ -197,6 +197,27 @@ describe("a hostile agent that writes its repository's refs/replace (without bub
     return receipt['status'] === 'succeeded' || receipt['head_sha'] !== null ? 'accepted' : 'refused';
   });
 
+  attack("a hostile agent: a loose object file at the id of the src subtree the runner will build, holding one whose add.js is right", 'runner', 'refused', async () => {
+    const where = await place('subtree');
+    const { messageId } = await dispatchTo(where, 'subtree');
+    const loose = (oid: string): string => `"$O/$(echo ${oid} | cut -c1-2)/$(echo ${oid} | cut -c3-)"`;
+    const action = [
+      // The src tree of the work it leaves (add.js wrong: S), and one with add.js right (R), both written by git.
+      "printf 'export const add = (a, b) => a + b;\\n' > src/add.js",
+      'git add src/add.js && R=$(git rev-parse "$(git write-tree):src")',
+      "printf 'export const add = (a, b) => a * b;\\n' > src/add.js",
+      'git add src/add.js && S=$(git rev-parse "$(git write-tree):src") && git reset -q',
+      'O=$(git rev-parse --git-path objects)',
+      `rm -f ${loose('$S')} && cp ${loose('$R')} ${loose('$S')}`,
+    ].join('\n');
+    const watch = watchOnce(where, agentScript(where.world.dir, action), { isolation: 'none' });
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
+    if (receipt['status'] === 'succeeded') return 'accepted';
+    // The runner reads the trees it built back through its checking reader: the other tree is found, and nothing is verified on it.
+    return codesOf(receipt).includes('runner_error') && receipt['branch'] === null ? 'refused' : `receipted as ${JSON.stringify(receipt['blockers'])}`;
+  });
+
   it("the object reader takes no object's bytes under another's id: a loose object file copied over another's is a coded failure", async () => {
     const repo = join(dir, 'swapped');
     mkdirSync(repo, { recursive: true });
