@@ -1,5 +1,6 @@
 // node bench/remote-runners.mjs [--models 1,15] [--runners 1,2,4,8] [--consults 24] [--samples 20]
-//   [--idle-runners 2] [--profile 8] [--poll 0.5,2] [--skip throughput,latency,profile]   (npm run build first)
+//   [--idle-runners 2] [--profile 8] [--profile-runners 1] [--profile-delay 1] [--poll 0.5,2]
+//   [--skip throughput,latency,profile] [--hook-template FILE]   (npm run build first)
 //
 // Runners on separate clones (each its own `coo watch --remote` process, HOME and state folder)
 // drain consults through one remote ledger served by OpenSSH on 127.0.0.1, with its pre-receive
@@ -16,13 +17,15 @@
 //   not /proc/stat, is the figure; the machine's busy time is printed beside it for context.
 // - latency: a COO on its own clone publishes one consult at a time; idle runners poll the remote;
 //   the time from the published push to Oracle's start on a runner.
-// - profile: one runner drains the same consults through the remote and on a local ledger, with
-//   every git, ssh, Oracle, server session and hook wrapped to report its CPU time: where one
-//   consult's CPU goes.
+// - profile: one runner (or --profile-runners of them, with a --profile-delay s model) drains the
+//   same consults through the remote (and, with one runner, on a local ledger), with every git, ssh,
+//   Oracle, server session and hook wrapped to report its CPU time: where one consult's CPU goes;
+//   which hook runs were for pushes that won, lost, or were stale (their old value of main no longer
+//   main's) when the hook started.
 //
 // The keys made here are throwaway bench fixtures.
 import { execFileSync, spawn } from 'node:child_process';
-import { mkdirSync, mkdtempSync, renameSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -51,9 +54,13 @@ const CONSULTS = Number(flag('consults', '24'));
 const SAMPLES = Number(flag('samples', '20'));
 const IDLE_RUNNERS = Number(flag('idle-runners', '2'));
 const PROFILE = Number(flag('profile', '8'));
+const PROFILE_RUNNERS = Number(flag('profile-runners', '1'));
+const PROFILE_DELAY = Number(flag('profile-delay', '1'));
 const [POLL_MIN, POLL_MAX] = flag('poll', '0.5,2').split(',');
 const POLL = ['--poll-interval', POLL_MIN, '--poll-max', POLL_MAX];
 const SKIP = flag('skip', '').split(',');
+// Another pre-receive hook template for the served ledgers (e.g. an earlier commit's ledger/hooks/pre-receive), to compare hooks.
+const HOOK_TEMPLATE = flag('hook-template', '');
 
 const work = mkdtempSync(join(tmpdir(), 'coo-bench-runners-'));
 // The runners' temporary folder: OpenSSH's shared connection (its master, which leaves the runner's
@@ -90,7 +97,7 @@ const sshd = await startSshd(join(work, 'sshd'));
 // The bench's own git against the remote (the COO's writes) goes through the same server.
 process.env.GIT_SSH_COMMAND = sshd.env.GIT_SSH_COMMAND;
 const models = new Map();
-for (const seconds of new Set([...MODELS, 1])) models.set(seconds, await slowModel(seconds));
+for (const seconds of new Set([...MODELS, 1, PROFILE_DELAY])) models.set(seconds, await slowModel(seconds));
 const bin = join(work, 'bin');
 mkdirSync(bin, { recursive: true });
 const oracle = join(bin, 'oracle-http.sh');
@@ -106,6 +113,7 @@ async function served() {
   const gitdir = join(dir, 'served', 'ledger.git');
   const base = defaultPolicy();
   await initLedger({ gitdir, ceoKey: ceo, actors: new Map([['coo.hermes', coo.publicKey], ['ea.codex', generatePrivateKey('ea.codex').publicKey]]), policy: { ...base, retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } }, now: new Date() });
+  if (HOOK_TEMPLATE !== '') writeFileSync(join(gitdir, 'hooks', 'pre-receive'), readFileSync(HOOK_TEMPLATE, 'utf8').replace('@NODE@', process.execPath).replace('@COO@', COO), { mode: 0o755 });
   const keyFile = join(dir, 'bench-fixture-coo.key');
   writeFileSync(keyFile, formatPrivateKey(coo), { mode: 0o600 });
   const target = join(dir, 'target');
@@ -153,8 +161,10 @@ function cooClone(ledger) {
     const remote = new RemoteLedger(own, { remote: ledger.url });
     await remote.sync();
     for (let i = 0; i < count; i += 1) await consultOf(ledger, own, i);
+    const head = own.head();
     remote.close();
     own.close();
+    return head;
   };
   const push = () =>
     new Promise((resolve, reject) => {
@@ -315,20 +325,51 @@ async function latency() {
 }
 
 /**
- * One runner drains PROFILE consults with a 1 s model, through the remote and on a local ledger,
- * with each git, ssh, Oracle, server session and hook run by a wrapper that reports its CPU time.
- * Per consult: the runner's own node process; git (without the ssh it ran); ssh (the per-command
- * clients and the shared connection's master); sshd; git on the server (upload-pack, receive-pack,
- * without the hook); the hook; Oracle; and what no wrapper saw (the wrappers' own bash, processes
- * that straddle the start). The COO's one push of the consults is shown apart.
+ * The profile's hook wrapper: like timeHook, and each line also says the push's old and new value of
+ * main, main's value when the hook started, and the hook's exit status
+ * (`hook <user> <system> <old> <new> <main at start> <status>`), so the profile can tell pushes
+ * that won from pushes that lost after the hook took them and pushes already stale when it started.
+ */
+function timeHookDetailed(ledger, timings) {
+  const path = join(ledger.gitdir, 'hooks', 'pre-receive');
+  renameSync(path, `${path}.timed`);
+  const wrapper = [
+    '#!/bin/bash',
+    'input=$(cat)',
+    'read -r old new ref <<<"$input"',
+    'main=$(/usr/bin/git rev-parse -q --verify refs/heads/main)',
+    'TIMEFORMAT="%3U %3S"',
+    'exec 4>&1',
+    `t=$( { time printf '%s\n' "$input" | '${path}.timed' 1>&4 2>&3 3>&- 4>&- ; } 3>&2 2>&1 )`,
+    'status=$?',
+    `echo "hook $t $old $new \${main:-none} $status" >>'${timings}'`,
+    'exit $status',
+    '',
+  ].join('\n');
+  writeFileSync(path, wrapper, { mode: 0o755 });
+}
+
+/**
+ * PROFILE_RUNNERS runners drain PROFILE consults with a PROFILE_DELAY s model through the remote
+ * (and, with one runner, on a local ledger too), with each git, ssh, Oracle, server session and
+ * hook run by a wrapper that reports its CPU time. Per consult: the runners' own node processes;
+ * git (without the ssh it ran), and git by subcommand (with its ssh); ssh (the per-command clients
+ * and the shared connections' masters); sshd; git on the server (upload-pack, receive-pack,
+ * without the hook); the hook, split by how its push ended; Oracle; and what no wrapper saw (the
+ * wrappers' own bash, processes that straddle the start). The COO's one push is shown apart.
  */
 async function profile() {
-  const model = models.get(1);
+  const model = models.get(PROFILE_DELAY);
   const timings = join(work, 'profile-times.log');
   const pbin = join(work, 'profile-bin');
   mkdirSync(pbin, { recursive: true });
   const wrap = (name, target, label, extra) => writeFileSync(join(pbin, name), timingWrapper(target, label, timings, extra), { mode: 0o755 });
-  wrap('git', '/usr/bin/git', 'git');
+  // git's subcommand: its first argument that is a bare lowercase word (options, paths and -c values are not).
+  writeFileSync(
+    join(pbin, 'git'),
+    ['#!/bin/bash', 'sub=none; for a in "$@"; do if [[ $a =~ ^[a-z][a-z-]*$ ]]; then sub=$a; break; fi; done', 'TIMEFORMAT="git %3U %3S $sub"', `{ time /usr/bin/git "$@" 2>&3 3>&- ; } 3>&2 2>>'${timings}'`, ''].join('\n'),
+    { mode: 0o755 },
+  );
   wrap('ssh', '/usr/bin/ssh', 'ssh');
   wrap('oracle', `"${process.execPath}" "${FAKE_ORACLE}" --fake-mode http`, 'oracle');
   // sshd runs the forced command with the client's command in SSH_ORIGINAL_COMMAND; its first word says fetch or push.
@@ -339,36 +380,68 @@ async function profile() {
   // Through the remote.
   {
     const ledger = await served();
-    timeHook(ledger, timings);
-    const machine = clone(ledger, 'runner-1', env);
+    timeHookDetailed(ledger, timings);
+    const machines = Array.from({ length: PROFILE_RUNNERS }, (_, n) => clone(ledger, `runner-${n + 1}`, env));
     const coo = cooClone(ledger);
     sshd.forceCommand(join(pbin, 'server'));
-    const r = runner(ledger, machine, { model, oracle: join(pbin, 'oracle') });
-    await settle([r]);
-    await coo.stage(PROFILE);
+    const runners = machines.map((machine) => runner(ledger, machine, { model, oracle: join(pbin, 'oracle') }));
+    await settle(runners);
+    const cooHead = await coo.stage(PROFILE);
     const from = readTimings(timings).lines;
-    const a = account([r]);
+    const loadBefore = loadAverage();
+    const a = account(runners);
     await coo.push();
-    await waitFor(() => r.events.filter((event) => event.type === 'receipt' && event.seen >= a.at).length >= PROFILE, 600, `${PROFILE} receipts`);
-    const b = account([r]);
-    await r.stop();
+    const receipts = () => runners.reduce((sum, r) => sum + r.events.filter((event) => event.type === 'receipt' && event.seen >= a.at).length, 0);
+    await waitFor(() => receipts() >= PROFILE, 600 + PROFILE * PROFILE_DELAY * 2, `${PROFILE} receipts`);
+    const b = account(runners);
+    const loadAfter = loadAverage();
+    await Promise.all(runners.map((r) => r.stop()));
     sshd.forceCommand(null);
+    const events = runners.flatMap((r) => r.events.filter((event) => event.seen >= a.at));
     const all = readTimings(timings, from).entries;
-    // The COO's push: its session ended (into sshd's own reaped children) with the first receive-pack and hook after the idle point.
-    const cooHook = all.findIndex((line) => line.startsWith('hook '));
+    // The COO's push: its hook run is the one that brought its head; its session ended (into sshd's own reaped children) with the first receive-pack after the idle point.
+    const cooHook = all.findIndex((line) => line.startsWith('hook ') && line.split(' ')[4] === cooHead);
     const cooServer = all.findIndex((line) => line.startsWith('server ') && line.endsWith('git-receive-pack'));
     const secondsOf = (line) => (line === undefined ? 0 : Number(line.split(' ')[1]) + Number(line.split(' ')[2]));
     const cooPush = { hook: all[cooHook], server: all[cooServer] };
     const entries = all.filter((_, i) => i !== cooHook && i !== cooServer);
-    const sum = (label) => entries.filter((line) => line.split(' ')[0] === label).reduce((total, line) => total + secondsOf(line), 0);
+    const sumOf = (lines) => lines.reduce((total, line) => total + secondsOf(line), 0);
+    const sum = (label) => sumOf(entries.filter((line) => line.split(' ')[0] === label));
     const cooSession = b.sshdMaster.children - a.sshdMaster.children;
-    const runnerSelf = b.procs.get(r.child.pid).self - a.procs.get(r.child.pid).self;
-    const tree = b.trees[0] - a.trees[0];
+    const runnerSelf = runners.reduce((total, r) => total + b.procs.get(r.child.pid).self - a.procs.get(r.child.pid).self, 0);
+    const tree = b.trees.reduce((total, value, i) => total + value - a.trees[i], 0);
     const [git, ssh, oracleCpu, server, hook] = ['git', 'ssh', 'oracle', 'server', 'hook'].map(sum);
     const masters = grown(a.masters, b.masters);
     const serverTree = b.sshd - a.sshd - cooSession - (b.sshdMaster.self - a.sshdMaster.self);
+    // How each runner push that reached the hook ended: landed (its new value is in main's history now), taken by the hook and then lost at git's ref update, or declined.
+    const finalMain = execFileSync('git', ['--git-dir', ledger.gitdir, 'rev-parse', 'refs/heads/main'], { encoding: 'utf8' }).trim();
+    const landed = (oid) => {
+      try {
+        execFileSync('git', ['--git-dir', ledger.gitdir, 'merge-base', '--is-ancestor', oid, finalMain], { stdio: 'ignore' });
+        return true;
+      } catch {
+        return false;
+      }
+    };
+    const hookRuns = entries
+      .filter((line) => line.startsWith('hook '))
+      .map((line) => {
+        const [, , , old, next, mainAtStart, status] = line.split(' ');
+        return { line, stale: old !== mainAtStart, outcome: status !== '0' ? 'declined' : landed(next) ? 'won' : 'lost_after_the_hook_took_it' };
+      });
+    const byOutcome = (runs) => Object.fromEntries(['won', 'lost_after_the_hook_took_it', 'declined'].map((outcome) => [outcome, { runs: runs.filter((run) => run.outcome === outcome).length, cpu_seconds: round(sumOf(runs.filter((run) => run.outcome === outcome).map((run) => run.line)), 3) }]));
+    const gitBySubcommand = {};
+    for (const line of entries.filter((item) => item.startsWith('git '))) {
+      const sub = line.split(' ')[3] ?? 'none';
+      gitBySubcommand[sub] ??= { runs: 0, cpu_seconds_with_ssh: 0 };
+      gitBySubcommand[sub].runs += 1;
+      gitBySubcommand[sub].cpu_seconds_with_ssh = round(gitBySubcommand[sub].cpu_seconds_with_ssh + secondsOf(line), 3);
+    }
+    const sessions = (kind) => entries.filter((line) => line.startsWith('server ') && line.endsWith(kind));
     parts.remote = {
       consults: PROFILE,
+      runners: PROFILE_RUNNERS,
+      model_seconds: PROFILE_DELAY,
       runner_node: runnerSelf,
       git: git - ssh,
       ssh_client: ssh + masters,
@@ -377,11 +450,25 @@ async function profile() {
       hook,
       oracle: oracleCpu,
       unattributed: tree - runnerSelf - git - oracleCpu,
-      hook_runs: entries.filter((line) => line.startsWith('hook ')).length,
-      server_sessions: Object.fromEntries(['git-upload-pack', 'git-receive-pack'].map((kind) => [kind, entries.filter((line) => line.startsWith('server ') && line.endsWith(kind)).length])),
+      hook_runs: hookRuns.length,
+      hook_runs_by_outcome: byOutcome(hookRuns),
+      hook_runs_stale_at_start: { runs: hookRuns.filter((run) => run.stale).length, by_outcome: byOutcome(hookRuns.filter((run) => run.stale)) },
+      server_sessions: Object.fromEntries(['git-upload-pack', 'git-receive-pack'].map((kind) => [kind, { sessions: sessions(kind).length, cpu_seconds_with_hook: round(sumOf(sessions(kind)), 3) }])),
       git_commands: entries.filter((line) => line.startsWith('git ')).length,
+      git_by_subcommand: gitBySubcommand,
+      rebuilt_writes: events.filter((event) => event.type === 'rebuilt').length,
+      push_conflicts: events.filter((event) => event.type === 'rebuilt').reduce((total, event) => total + event.conflicts, 0),
+      claims_lost: events.filter((event) => event.type === 'skipped' && String(event.reason).endsWith('was claimed by another runner')).length,
       coo_push: { session: cooSession, hook: secondsOf(cooPush.hook), server_git: secondsOf(cooPush.server) - secondsOf(cooPush.hook) },
+      load_average_before: loadBefore,
+      load_average_after: loadAfter,
+      machine_busy_percent_all_users: round((100 * (b.busy - a.busy)) / (cpus().length * ((b.at - a.at) / 1000)), 0),
+      seconds: round((b.at - a.at) / 1000, 1),
     };
+  }
+  if (PROFILE_RUNNERS > 1) {
+    const perConsult = (row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'number' && ['runner_node', 'git', 'ssh_client', 'sshd', 'server_git', 'hook', 'oracle', 'unattributed'].includes(key) ? round(value / row.consults, 3) : value]));
+    return { remote: perConsult(parts.remote) };
   }
 
   // The same consults on a local ledger.
@@ -406,7 +493,7 @@ async function profile() {
     const [git, oracleCpu] = ['git', 'oracle'].map(sum);
     parts.local = { consults: PROFILE, runner_node: runnerSelf, git, ssh_client: 0, sshd: 0, server_git: 0, hook: 0, oracle: oracleCpu, unattributed: tree - runnerSelf - git - oracleCpu, git_commands: entries.filter((line) => line.startsWith('git ')).length };
   }
-  const perConsult = (row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'number' && !['consults', 'hook_runs', 'git_commands'].includes(key) ? round(value / row.consults, 3) : value]));
+  const perConsult = (row) => Object.fromEntries(Object.entries(row).map(([key, value]) => [key, typeof value === 'number' && ['runner_node', 'git', 'ssh_client', 'sshd', 'server_git', 'hook', 'oracle', 'unattributed'].includes(key) ? round(value / row.consults, 3) : value]));
   return { remote: perConsult(parts.remote), local: perConsult(parts.local) };
 }
 
