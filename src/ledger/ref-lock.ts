@@ -28,7 +28,7 @@ export function readRef(gitdir: string, ref = MAIN_REF): string | null {
     if (OID.test(value)) return value;
     throw new CooError('GIT_FAILED', `${ref} holds ${JSON.stringify(value.slice(0, 60))}, not an object id`);
   }
-  const packed = readOwnFile(join(gitdir, 'packed-refs'), { maxBytes: LIMITS.packedRefsBytes, what: "the ledger's packed refs", remedy: REF_REMEDY, code: 'GIT_FAILED' });
+  const packed = readOwnFile(join(gitdir, 'packed-refs'), { maxBytes: LIMITS.packedRefsBytes, what: "the ledger's packed-refs", remedy: REF_REMEDY, code: 'GIT_FAILED' });
   for (const line of packed === null ? [] : packed.toString('utf8').split('\n')) {
     const [oid, name] = line.split(' ');
     if (name === ref && oid !== undefined && OID.test(oid)) return oid;

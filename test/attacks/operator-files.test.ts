@@ -64,8 +64,25 @@ describe("the ledger's refs", () => {
     truncateSync(packed, LIMITS.packedRefsBytes + 1);
     for (const args of Object.values(run)) {
       const { status, said } = outcome(args);
-      expect({ args: args[0], status, said }).toEqual({ args: args[0], status: 1, said: expect.stringMatching(/^coo: GIT_FAILED: the ledger's packed refs \S+ is \d+ bytes, over the 16777216-byte bound/) });
+      expect({ args: args[0], status, said }).toEqual({ args: args[0], status: 1, said: expect.stringMatching(/^coo: GIT_FAILED: the ledger's packed-refs \S+ is \d+ bytes, over the 16777216-byte bound/) });
     }
+  });
+
+  it("a FIFO at the git folder's HEAD or config, which git itself reads first: each command stops with GIT_FAILED before git waits on it", async () => {
+    const world = await fresh();
+    const run = commands(world);
+    for (const name of ['HEAD', 'config']) {
+      const path = join(world.gitdir, name);
+      renameSync(path, `${path}.kept`);
+      mkfifo(path);
+      for (const args of Object.values(run)) {
+        const { status, said } = outcome(args);
+        expect({ name, args: args[0], status, said }).toEqual({ name, args: args[0], status: 1, said: expect.stringMatching(new RegExp(`^coo: GIT_FAILED: the ledger's ${name} \\S+ is a fifo, not a regular file, which git would wait on`)) });
+      }
+      rmSync(path);
+      renameSync(`${path}.kept`, path);
+    }
+    expect(outcome(run.verify).status).toBe(0);
   });
 
   it('a FIFO at the ref lock: coo append stops with LEDGER_LOCKED saying to remove it, and does not wait', async () => {
