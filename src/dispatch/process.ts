@@ -76,7 +76,9 @@ export async function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun
     () => startExecutor(plan),
     (one) => ({ stood: one.started, exitedByItself: one.exitCode !== null && one.signal === null && one.killedBy === null }),
   );
-  return fell ? { ...run, stderrTail: `${sandboxFellText(tries, run.stderrTail)}\n${run.stderrTail}` } : run;
+  if (!fell) return run;
+  const notStarted = sandboxFellText(tries, run.stderrTail);
+  return { ...run, notStarted, stderrTail: `${notStarted}\n${run.stderrTail}` };
 }
 
 /** One start of the executor: under bubblewrap, the sandbox planned afresh (the folders it hides listed now). */

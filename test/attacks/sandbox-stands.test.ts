@@ -9,6 +9,8 @@ import type * as CodexModule from '../../src/dispatch/codex-events.js';
 import type * as ExecutorModule from '../../src/dispatch/executor.js';
 import type * as OracleModule from '../../src/consult/oracle.js';
 import type * as FoldersModule from '../../src/util/runner-folders.js';
+import type * as EvidenceModule from '../../src/dispatch/evidence.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 
 /**
  * Every sandbox hides the folders each runner on the machine listed. A neighbour runner that deletes
@@ -28,6 +30,7 @@ let modules: {
   readonly executor: typeof ExecutorModule;
   readonly oracle: typeof OracleModule;
   readonly folders: typeof FoldersModule;
+  readonly evidence: typeof EvidenceModule;
 };
 
 beforeAll(async () => {
@@ -39,6 +42,7 @@ beforeAll(async () => {
     executor: await import('../../src/dispatch/executor.js'),
     oracle: await import('../../src/consult/oracle.js'),
     folders: await import('../../src/util/runner-folders.js'),
+    evidence: await import('../../src/dispatch/evidence.js'),
   };
 });
 
@@ -134,5 +138,75 @@ describe("a consult's sandbox and a neighbour's folder gone at the mount", () =>
     expect(blockersOf(receipt!)).toEqual(['aa_unavailable:transport']);
     expect(JSON.stringify(receipt)).toContain('the sandbox could not be set up (3 tries), so nothing ran');
     expect(receipt!['actual_cost_usd']).toBe(0);
+  });
+});
+
+describe("a verification command's sandbox and a neighbour's folder gone at the mount", () => {
+  /** A checkout where the command notes each time it runs. */
+  function checkout(): { cwd: string; home: string; runs: () => number } {
+    count += 1;
+    const cwd = join(dir, `checkout-${count}`);
+    const home = join(dir, `verify-home-${count}`);
+    mkdirSync(cwd, { recursive: true });
+    mkdirSync(home, { recursive: true });
+    return { cwd, home, runs: () => (existsSync(join(cwd, 'ran')) ? readFileSync(join(cwd, 'ran'), 'utf8').split('\n').filter(Boolean).length : 0) };
+  }
+
+  it('is set up again without the vanished folder and runs once', async () => {
+    const { cwd, home, runs } = checkout();
+    flaky.vanishAtMount(neighbourFolder());
+    const before = flaky.calls();
+    const result = await modules.evidence.runVerification(cwd, 'echo ran >> ran; echo verified', { timeoutSeconds: 10, isolation: 'bwrap', home, hide: [] });
+    expect(flaky.calls() - before).toBe(2);
+    expect(result.exitCode).toBe(0);
+    expect(result.output.toString('utf8')).toBe('verified\n');
+    expect(runs()).toBe(1);
+  });
+
+  it('that never stands fails, ran nothing, and says the sandbox could not be set up', async () => {
+    const { cwd, home, runs } = checkout();
+    flaky.failEvery(true);
+    try {
+      const result = await modules.evidence.runVerification(cwd, 'echo ran >> ran', { timeoutSeconds: 10, isolation: 'bwrap', home, hide: [] });
+      expect(result.exitCode).not.toBe(0);
+      expect(result.output.toString('utf8')).toMatch(/^the sandbox could not be set up \(3 tries\), so nothing ran: bwrap: /);
+      expect(runs()).toBe(0);
+    } finally {
+      flaky.failEvery(false);
+    }
+  });
+});
+
+describe('a dispatch through coo watch --once and a neighbour folder gone at the mount', () => {
+  const place = hostilePlaces(join(dir, 'dispatch'), 'stands');
+  const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
+  const env = (): NodeJS.ProcessEnv => ({ PATH: `${flaky.bin}:${process.env['PATH'] ?? ''}` });
+
+  it("succeeds when the folder vanished at its executor's and at its verification's mount", async () => {
+    const where = await place('vanished');
+    const { messageId } = await dispatchTo(where, 'vanished');
+    const agent = agentScript(where.world.dir, FIX);
+    flaky.vanishAtMount(neighbourFolder());
+    expect(watchOnce(where, agent, { env: env() }).hung).toBe(false);
+    flaky.vanishAtMount(neighbourFolder(), '--unshare-net');
+    const [first] = await receiptsFor(where, messageId);
+    expect(first).toMatchObject({ status: 'succeeded' });
+    const second = await dispatchTo(where, 'vanished-at-verification');
+    expect(watchOnce(where, agent, { env: env() }).hung).toBe(false);
+    expect((await receiptsFor(where, second.messageId))[0]).toMatchObject({ status: 'succeeded' });
+  });
+
+  it('fails at no cost, saying the sandbox could not be set up, when it never stands', async () => {
+    const where = await place('never');
+    const { messageId } = await dispatchTo(where, 'never');
+    flaky.failEvery(true);
+    try {
+      expect(watchOnce(where, agentScript(where.world.dir, FIX), { env: env() }).hung).toBe(false);
+    } finally {
+      flaky.failEvery(false);
+    }
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(receipt).toMatchObject({ status: expect.not.stringMatching(/^succeeded$/), actual_cost_usd: 0 });
+    expect((receipt!['blockers'] as Array<{ detail: string }>).map((blocker) => blocker.detail)).toContainEqual(expect.stringMatching(/^the sandbox could not be set up \(3 tries\), so nothing ran: bwrap: /));
   });
 });

@@ -14,9 +14,12 @@ export interface FlakyBwrap {
   readonly bin: string;
   /** How many times bubblewrap was started. */
   calls(): number;
-  /** The next sandbox that hides `folder` finds it gone at its mount (the real race, made certain). */
-  vanishAtMount(folder: string): void;
-  /** Every start fails as bubblewrap fails to mount; `false` restores the real one. */
+  /**
+   * The next sandbox that hides `folder` finds it gone at its mount (the real race, made certain); with
+   * `only`, only a sandbox given that argument (`--unshare-net`: a verification command's).
+   */
+  vanishAtMount(folder: string, only?: string): void;
+  /** Every sandbox's start fails as bubblewrap fails to mount (a start-up probe still runs); `false` restores the real one. */
   failEvery(fail: boolean): void;
 }
 
@@ -34,11 +37,16 @@ export function flakyBwrap(dir: string): FlakyBwrap {
     [
       '#!/bin/sh',
       `echo call >> '${log}'`,
-      `if [ -f '${fail}' ]; then echo "bwrap: Can't mkdir /gone/before/the/mount: Read-only file system" >&2; exit 1; fi`,
+      // A sandbox's start (a start-up probe has no --chdir), and whether it carries the argument a vanish waits for.
+      'sandbox=; marked=',
+      `only=; [ -f '${vanish}.only' ] && only=$(cat '${vanish}.only')`,
+      'for arg in "$@"; do [ "$arg" = --chdir ] && sandbox=1; [ -z "$only" ] || [ "$arg" != "$only" ] || marked=1; done',
+      '[ -z "$only" ] && marked=1',
+      `if [ -n "$sandbox" ] && [ -f '${fail}' ]; then echo "bwrap: Can't mkdir /gone/before/the/mount: Read-only file system" >&2; exit 1; fi`,
       `gone=; [ -f '${vanish}' ] && gone=$(cat '${vanish}')`,
       'prev=',
       'for arg in "$@"; do',
-      '  if [ "$prev" = --tmpfs ] && [ -n "$gone" ] && [ "$arg" = "$gone" ]; then rmdir "$arg"; fi',
+      '  if [ -n "$marked" ] && [ "$prev" = --tmpfs ] && [ -n "$gone" ] && [ "$arg" = "$gone" ]; then rmdir "$arg"; fi',
       '  prev=$arg',
       'done',
       `exec '${real}' "$@"`,
@@ -49,7 +57,11 @@ export function flakyBwrap(dir: string): FlakyBwrap {
   return {
     bin,
     calls: () => readFileSync(log, 'utf8').split('\n').filter(Boolean).length,
-    vanishAtMount: (folder) => writeFileSync(vanish, folder),
+    vanishAtMount: (folder, only) => {
+      writeFileSync(vanish, folder);
+      if (only === undefined) rmSync(`${vanish}.only`, { force: true });
+      else writeFileSync(`${vanish}.only`, only);
+    },
     failEvery: (on) => (on ? writeFileSync(fail, '') : rmSync(fail, { force: true })),
   };
 }
