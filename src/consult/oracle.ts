@@ -107,12 +107,14 @@ function defaultCommand(): string[] {
   return [process.execPath, join(dirname(pkg), 'dist', 'bin', 'oracle-cli.js')];
 }
 
-/** The last bytes of a file: untrusted subprocess output is never read whole. */
+/** The last bytes of a file: untrusted subprocess output is never read whole, a link never followed, a FIFO never waited on. */
 function tailOf(path: string, max = 4000): string {
   try {
-    const fd = fs.openSync(path, 'r');
+    const fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
     try {
-      const size = fs.fstatSync(fd).size;
+      const stats = fs.fstatSync(fd);
+      if (!stats.isFile()) return '';
+      const size = stats.size;
       const length = Math.min(size, max);
       const buffer = Buffer.alloc(length);
       fs.readSync(fd, buffer, 0, length, size - length);

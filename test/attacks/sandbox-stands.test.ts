@@ -141,6 +141,17 @@ describe("a consult's sandbox and a neighbour's folder gone at the mount", () =>
   });
 });
 
+describe("Oracle's output files", () => {
+  it('replaced by FIFOs in its sandbox are not waited on: the attempt fails with its receipt', async () => {
+    const world = await fresh({ policy: (policy) => ({ ...policy, retries: { ...policy.retries, transient_max_attempts: 1 } }) });
+    const { messageId } = await world.consult({ idempotencyKey: 'fifo-output' });
+    await world.runner({ transport: new modules.oracle.OracleCli({ command: [process.execPath, FAKE_ORACLE, '--fake-mode', 'fifo-output'], env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [world.gitdir] }) }).runOnce();
+    const receipts = await receiptsOf(world, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed']);
+    expect(receipts[0]!['actual_cost_usd']).toBe(0);
+  });
+});
+
 describe("a verification command's sandbox and a neighbour's folder gone at the mount", () => {
   /** A checkout where the command notes each time it runs. */
   function checkout(): { cwd: string; home: string; runs: () => number } {
