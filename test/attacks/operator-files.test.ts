@@ -105,6 +105,16 @@ describe("a runner's and an auditor's own files", () => {
     expect(said).toMatch(/^coo: RUNNER_CONFIG: the ledger head this runner last saw \S+ledger-head\.json is a fifo, not a regular file: remove it/);
   });
 
+  it('a FIFO at the list of runner folders every sandbox hides: coo watch --once stops with RUNNER_CONFIG before any sandbox, and does not wait', async () => {
+    const world = await fresh();
+    const xdg = join(world.dir, 'xdg');
+    mkdirSync(join(xdg, 'coo-commons'), { recursive: true });
+    mkfifo(join(xdg, 'coo-commons', 'private-folders'));
+    const result = cooBounded(commands(world).watch, { env: { XDG_STATE_HOME: xdg, OPENAI_API_KEY: 'sk-test-key' } });
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/^coo: RUNNER_CONFIG: the list of runner folders every sandbox hides \S+private-folders is a fifo, not a regular file: remove it/m);
+  });
+
   it("a FIFO or a folder at the auditor's checkpoint: coo verify stops with IO_ERROR and does not wait", async () => {
     const world = await fresh();
     const run = commands(world);
