@@ -77,6 +77,16 @@ export const LIMITS = {
   workEntries: 200_000,
   workFileBytes: 64 * 1024 * 1024,
   workBytes: 1024 * 1024 * 1024,
+  /**
+   * Largest `packed-refs` read from a ledger's git folder: a ledger has a handful of refs, a line
+   * each; one over this is refused, never read whole.
+   */
+  packedRefsBytes: 16 * 1024 * 1024,
+  /**
+   * Largest entry of a runner's journal read back (a receipt the remote could not take, with its
+   * artifacts in base64: each artifact is within artifactBytes).
+   */
+  journalEntryBytes: 64 * 1024 * 1024,
   /** How long a lock may be held before a waiter gives up. */
   lockWaitMs: 30_000,
 } as const;

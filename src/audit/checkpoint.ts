@@ -3,6 +3,8 @@ import * as fs from 'node:fs';
 import { homedir } from 'node:os';
 import { dirname, join, resolve } from 'node:path';
 import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
+import { LIMITS } from '../limits.js';
+import { readOwnFile } from '../util/bounded-read.js';
 
 /**
  * What an auditor or a runner last verified: kept outside the ledger, where whoever controls the
@@ -37,8 +39,16 @@ export function checkpointFile(dir: string, gitdir: string): string {
  * a new version of coo must not forget what the auditor verified, or a rollback would pass once.
  */
 export function loadVerified(file: string): LoadedCheckpoint | null {
+  // Read within the bound of a state cache; a FIFO, a folder, a link or a huge file there is said, never waited on or read whole.
+  const bytes = readOwnFile(file, {
+    maxBytes: LIMITS.checkpointBytes,
+    what: 'the head this auditor last verified',
+    remedy: 'put back the file coo verify wrote there, or remove it (the next coo verify replays the ledger from its start, and cannot tell a rollback to before the head it forgot)',
+    code: 'IO_ERROR',
+  });
+  if (bytes === null) return null;
   try {
-    const raw = JSON.parse(fs.readFileSync(file, 'utf8')) as Omit<VerifiedCheckpoint, 'state'> & { format: number; state: unknown };
+    const raw = JSON.parse(bytes.toString('utf8')) as Omit<VerifiedCheckpoint, 'state'> & { format: number; state: unknown };
     if (raw.format !== FORMAT) return null;
     let state: LedgerState | null = null;
     try {

@@ -17,6 +17,7 @@ import { planRoute } from './providers/routes.js';
 import type { OracleEndpoints, RoutePlan } from './providers/provider.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 import { wholeLinesOf } from '../util/bytes.js';
+import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
 
 /**
  * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
@@ -106,12 +107,14 @@ function defaultCommand(): string[] {
   return [process.execPath, join(dirname(pkg), 'dist', 'bin', 'oracle-cli.js')];
 }
 
-/** The last bytes of a file: untrusted subprocess output is never read whole. */
+/** The last bytes of a file: untrusted subprocess output is never read whole, a link never followed, a FIFO never waited on. */
 function tailOf(path: string, max = 4000): string {
   try {
-    const fd = fs.openSync(path, 'r');
+    const fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK | fs.constants.O_NOFOLLOW);
     try {
-      const size = fs.fstatSync(fd).size;
+      const stats = fs.fstatSync(fd);
+      if (!stats.isFile()) return '';
+      const size = stats.size;
       const length = Math.min(size, max);
       const buffer = Buffer.alloc(length);
       fs.readSync(fd, buffer, 0, length, size - length);
@@ -339,6 +342,10 @@ export class OracleCli implements AaTransport {
     ];
   }
 
+  /**
+   * The command line of one start. Under bubblewrap the sandbox is planned now (the folders it hides
+   * listed now), and a shell inside says on fd 3 that it stands before it becomes Oracle (util/sandbox-start.ts).
+   */
   private wrap(request: TransportRequest, argv: readonly string[]): string[] {
     const command = [...this.command, ...argv];
     if (this.isolation === 'none') return command;
@@ -346,7 +353,7 @@ export class OracleCli implements AaTransport {
     const keep = this.command.map((part) => resolve(part)).filter((part) => fs.existsSync(part) && fs.statSync(part).isFile());
     const hosts = this.endpoints.hosts ?? [];
     const overlays = hosts.length === 0 ? [] : [{ source: this.hostsFile(request.sandbox), target: '/etc/hosts' }];
-    return [...bwrapArgs(findBwrap()!, { writable: [request.sandbox.root], readOnly: [request.sandbox.work], hide: this.config.hide ?? [], keep, overlays, chdir: request.sandbox.work }), ...command];
+    return [...bwrapArgs(findBwrap()!, { writable: [request.sandbox.root], readOnly: [request.sandbox.work], hide: this.config.hide ?? [], keep, overlays, chdir: request.sandbox.work }), ...standingCommand(command)];
   }
 
   /** The hosts file Oracle resolves names with when hosts are pinned: localhost and the pins, nothing else. */
@@ -362,17 +369,17 @@ export class OracleCli implements AaTransport {
    * not pipes: if the runner dies, Oracle finishes the answer that is being paid for, and the next
    * runner harvests it instead of buying it again.
    */
-  run(request: TransportRequest): Promise<OracleRun> {
-    const argv = this.wrap(request, this.argv(request));
+  async run(request: TransportRequest): Promise<OracleRun> {
+    const argv = this.argv(request);
     const started = Date.now();
     const stdoutPath = `${request.sandbox.root}/oracle.stdout`;
     const stderrPath = `${request.sandbox.root}/oracle.stderr`;
-    const ended = (exitCode: number | null, signal: string | null, killedByTimer: boolean, startError: string | null): OracleRun => {
+    const ended = (start: OracleStart, startError: string | null): OracleRun => {
       const answer = readAnswer(request.sandbox.answerPath);
       return {
-        exitCode,
-        signal,
-        killedByTimer,
+        exitCode: start.exitCode,
+        signal: start.signal,
+        killedByTimer: start.killedByTimer,
         elapsedMs: Date.now() - started,
         sessionId: request.slug,
         meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
@@ -385,16 +392,38 @@ export class OracleCli implements AaTransport {
       };
     };
     const problem = this.commandProblem();
-    if (problem !== null) return Promise.resolve(ended(null, null, false, problem));
-    const stdio: [number, number, number] = [fs.openSync(request.sandbox.promptPath, 'r'), fs.openSync(stdoutPath, 'w', 0o600), fs.openSync(stderrPath, 'w', 0o600)];
+    if (problem !== null) return ended({ exitCode: null, signal: null, killedByTimer: false, startError: problem, stood: false }, problem);
+    const once = (): Promise<OracleStart> => this.start(request, this.wrap(request, argv), stdoutPath, stderrPath);
+    if (this.isolation === 'none') {
+      const start = await once();
+      return ended(start, start.startError);
+    }
+    // A sandbox that did not stand ran nothing: it is set up again; one that never stands fails the attempt, at no cost.
+    const { run: start, tries, fell } = await untilSandboxStands(once, (one) => ({ stood: one.stood, exitedByItself: one.exitCode !== null && one.signal === null && !one.killedByTimer }));
+    return ended(start, fell ? sandboxFellText(tries, tailOf(stderrPath)) : start.startError);
+  }
+
+  /**
+   * One start of Oracle, resolved when it ended. Standard input is the prompt file and output goes to
+   * files in the sandbox, not pipes: if the runner dies, Oracle finishes the answer that is being paid
+   * for, and the next runner harvests it instead of buying it again. Under bubblewrap fd 3 is a pipe the
+   * shell inside closes before it becomes Oracle; the start is judged once that pipe is closed too.
+   */
+  private start(request: TransportRequest, argv: readonly string[], stdoutPath: string, stderrPath: string): Promise<OracleStart> {
+    const isolated = this.isolation === 'bwrap';
+    const files = [fs.openSync(request.sandbox.promptPath, 'r'), fs.openSync(stdoutPath, 'w', 0o600), fs.openSync(stderrPath, 'w', 0o600)];
     return new Promise((resolvePromise) => {
       let killedByTimer = false;
       let settled = false;
+      let stood = !isolated;
       // detached: its own session and process group, with no controlling terminal. Oracle stays in
       // that group (no --new-session), so killing the group ends every process of the attempt, and
       // it outlives a crashed runner (no --die-with-parent), so its answer can still be harvested.
-      const child = spawn(argv[0]!, argv.slice(1), { cwd: request.sandbox.work, env: this.environment(request), detached: true, stdio });
-      for (const fd of stdio) fs.closeSync(fd);
+      const child = spawn(argv[0]!, argv.slice(1), { cwd: request.sandbox.work, env: this.environment(request), detached: true, stdio: [...files, isolated ? 'pipe' : 'ignore'] });
+      for (const fd of files) fs.closeSync(fd);
+      const marker = child.stdio[3];
+      let markerClosed = marker == null;
+      marker?.on('data', () => (stood = true));
       const untrack = trackGroup(child.pid);
       // The pid with its start time: a runner recovering this attempt ends the group only while the pid is still this process.
       if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
@@ -402,16 +431,38 @@ export class OracleCli implements AaTransport {
         killedByTimer = true;
         if (child.pid !== undefined) killGroup(child.pid);
       }, request.runtimeSeconds * 1000);
-      const finish = (exitCode: number | null, signal: string | null, startError: string | null = null): void => {
-        if (settled) return;
+      let exit: { readonly exitCode: number | null; readonly signal: string | null; readonly startError: string | null } | null = null;
+      const settle = (): void => {
+        if (settled || exit === null || !markerClosed) return;
         settled = true;
+        resolvePromise({ ...exit, killedByTimer, stood });
+      };
+      const finish = (exitCode: number | null, signal: string | null, startError: string | null = null): void => {
+        if (exit !== null) return;
+        exit = { exitCode, signal, startError };
         clearTimeout(timer);
+        // Whatever is left in the group ends, so the pipe's last holder is gone and it closes.
         if (child.pid !== undefined) killGroup(child.pid);
         untrack();
-        resolvePromise(ended(exitCode, signal, killedByTimer, startError));
+        if (startError !== null) markerClosed = true;
+        settle();
       };
+      marker?.on('close', () => {
+        markerClosed = true;
+        settle();
+      });
       child.on('error', (error) => finish(null, null, error.message));
       child.on('exit', (code, signal) => finish(code, signal));
     });
   }
+}
+
+/** How one start of Oracle ended. */
+interface OracleStart {
+  readonly exitCode: number | null;
+  readonly signal: string | null;
+  readonly killedByTimer: boolean;
+  readonly startError: string | null;
+  /** Under bubblewrap, the shell inside said the sandbox stood; always true without it. */
+  readonly stood: boolean;
 }

@@ -46,8 +46,11 @@ function classify(text: string): BlockerCode | null {
   return null;
 }
 
-/** What bubblewrap prints when it cannot set up the sandbox or execute the command in it. */
-const BWRAP_EXEC_FAILED = /^bwrap: /m;
+/**
+ * What bubblewrap prints when it cannot set up the sandbox, or the shell inside it (util/sandbox-start.ts)
+ * when it cannot become Oracle (an interpreter that is gone).
+ */
+const BWRAP_EXEC_FAILED = /^(bwrap: |sh: (\d+: )?exec: )/m;
 
 /**
  * Success is exit 0, and `meta.json` status `completed`, and the whole answer file, within the

@@ -16,6 +16,7 @@ import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
 import type { TreeFile } from './git-tree.js';
 import { keyOf, walkWork } from './work-walk.js';
 import { checkoutCommit, listTree, removeWorktree, safeGit, type AttemptWorktree } from './worktree.js';
+import { sandboxFellText, standingCommand, untilSandboxStands, type SandboxStart } from '../util/sandbox-start.js';
 
 /**
  * Evidence the COO gathers itself after the EA exits: the work read from the worktree by the
@@ -64,14 +65,23 @@ export interface VerificationOptions {
 /**
  * Runs one verification command with `sh -c` in `cwd`, in its own process group, under our timer.
  * Under bubblewrap it has no network: a loopback of its own, and neither the host's ports nor the
- * internet (`--isolation none` gives no such guarantee).
+ * internet (`--isolation none` gives no such guarantee). A sandbox that did not stand ran nothing and
+ * is set up again (util/sandbox-start.ts); one that never stands is a failed command that says so.
  */
-export function runVerification(cwd: string, command: string, options: VerificationOptions): Promise<VerificationResult> {
-  const home = options.home;
+export async function runVerification(cwd: string, command: string, options: VerificationOptions): Promise<VerificationResult> {
   // Asked for bubblewrap, a verification never runs without it (it was checked at start; this is a bubblewrap that went away).
   const bwrap = options.isolation === 'bwrap' ? findBwrap() : null;
   if (options.isolation === 'bwrap' && bwrap === null) resolveIsolation('bwrap');
-  const argv = [...(bwrap === null ? [] : bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true, noNetwork: true })), '/bin/sh', '-c', command];
+  if (bwrap === null) return (await startVerification(cwd, command, options, null)).result;
+  const { run, tries, fell } = await untilSandboxStands(() => startVerification(cwd, command, options, bwrap), (one) => one);
+  if (!fell) return run.result;
+  return { ...run.result, output: Buffer.concat([Buffer.from(`${sandboxFellText(tries, run.result.output.toString('utf8'))}\n`), run.result.output]) };
+}
+
+/** One start of a verification command: under bubblewrap, its sandbox planned now (the folders it hides listed now). */
+function startVerification(cwd: string, command: string, options: VerificationOptions, bwrap: string | null): Promise<SandboxStart & { readonly result: VerificationResult }> {
+  const home = options.home;
+  const argv = bwrap === null ? ['/bin/sh', '-c', command] : [...bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true, noNetwork: true }), ...standingCommand(['/bin/sh', '-c', command])];
   const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1' };
   const bound = options.maxOutputBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();
@@ -80,7 +90,10 @@ export function runVerification(cwd: string, command: string, options: Verificat
     let kept = 0;
     let overflow = false;
     let killedByTimer = false;
-    const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    // Under bubblewrap, fd 3 is the pipe the shell inside says on that the sandbox stands.
+    const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe', bwrap === null ? 'ignore' : 'pipe'] });
+    let stood = bwrap === null;
+    child.stdio[3]?.on('data', () => (stood = true));
     const untrack = trackGroup(child.pid);
     const timer = setTimeout(() => {
       killedByTimer = true;
@@ -94,22 +107,23 @@ export function runVerification(cwd: string, command: string, options: Verificat
       chunks.push(part);
       kept += part.length;
     };
-    child.stdout.on('data', take);
-    child.stderr.on('data', take);
+    child.stdout!.on('data', take);
+    child.stderr!.on('data', take);
     child.on('exit', () => {
       if (child.pid !== undefined) killGroup(child.pid);
     });
     let settled = false;
-    const finish = (exitCode: number | null, startError?: string): void => {
+    const finish = (exitCode: number | null, signal: string | null, startError?: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
       untrack();
       if (startError !== undefined) take(Buffer.from(startError));
-      resolvePromise({ command, exitCode: killedByTimer ? null : exitCode, killedByTimer, output: Buffer.concat(chunks), outputOverflow: overflow, elapsedMs: Date.now() - started });
+      const result = { command, exitCode: killedByTimer ? null : exitCode, killedByTimer, output: Buffer.concat(chunks), outputOverflow: overflow, elapsedMs: Date.now() - started };
+      resolvePromise({ result, stood, exitedByItself: exitCode !== null && signal === null && !killedByTimer && startError === undefined });
     };
-    child.on('error', (error) => finish(null, `cannot start the verification: ${error.message}`));
-    child.on('close', (code) => finish(code));
+    child.on('error', (error) => finish(null, null, `cannot start the verification: ${error.message}`));
+    child.on('close', (code, signal) => finish(code, signal));
   });
 }
 

@@ -120,6 +120,8 @@ export interface ExecutorRun {
   readonly isolated: boolean;
   /** False when the process could not be started: it ran nothing and spent nothing. */
   readonly started: boolean;
+  /** Why nothing ran when its sandbox never stood (dispatch/process.ts): the receipt says so. */
+  readonly notStarted?: string;
 }
 
 export interface Executor {

@@ -12,6 +12,7 @@ import { costOf, floorUsd, type ExecutorRun, type ExecutorName } from './executo
 import type { StreamState } from './stream-state.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import { wholeLinesOf } from '../util/bytes.js';
+import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
 
 /**
  * Starting an executor: the command checked before anything runs, bubblewrap around it where
@@ -64,18 +65,31 @@ export interface ProcessPlan {
 
 const STDERR_TAIL = 4000;
 
-/** Inside the sandbox: once the executor's command is there to run, say so on fd 3, close it, and become the executor. */
-const SANDBOX_STOOD = 'command -v "$1" >/dev/null || { echo "coo: $1 cannot be run inside the sandbox" >&2; exit 127; }; printf 1 >&3; exec 3>&-; exec "$@"';
+/**
+ * Runs one executor process to its end and returns the run with its parsed facts. Under bubblewrap a
+ * sandbox that did not stand ran nothing and is set up again (util/sandbox-start.ts); one that never
+ * stands is a run that did not start, saying so.
+ */
+export async function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
+  if (plan.isolation !== 'bwrap') return startExecutor(plan);
+  const { run, tries, fell } = await untilSandboxStands(
+    () => startExecutor(plan),
+    (one) => ({ stood: one.started, exitedByItself: one.exitCode !== null && one.signal === null && one.killedBy === null }),
+  );
+  if (!fell) return run;
+  const notStarted = sandboxFellText(tries, run.stderrTail);
+  return { ...run, notStarted, stderrTail: `${notStarted}\n${run.stderrTail}` };
+}
 
-/** Runs one executor process to its end and returns the run with its parsed facts. */
-export function runExecutorProcess(plan: ProcessPlan): Promise<ExecutorRun> {
+/** One start of the executor: under bubblewrap, the sandbox planned afresh (the folders it hides listed now). */
+function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
   const program = plan.argv[0]!;
   const isolated = plan.isolation === 'bwrap';
   // Under bubblewrap the process started is bubblewrap: a sandbox that could not be set up (a hidden folder
   // gone, a command it cannot see) ran nothing. A shell inside says on its own pipe, fd 3, that the sandbox
   // stands and the executor is there, and closes it before the executor takes its place.
   const argv = isolated
-    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), '/bin/sh', '-c', SANDBOX_STOOD, 'sh', ...plan.argv]
+    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), ...standingCommand(plan.argv)]
     : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();

@@ -17,6 +17,7 @@ import { PendingObjects } from './pending-objects.js';
 import { preverify } from './preverify.js';
 import { SignaturePool } from './signature-pool.js';
 import { MAIN_REF, readRef, withRefLock } from './ref-lock.js';
+import { checkGitFiles } from './git-files.js';
 import { TreeBuilder } from './tree-builder.js';
 
 /** A file to add to the ledger. Entries (`*.yaml` at entry paths) are signed; their `.sig` is added for them. */
@@ -141,6 +142,7 @@ export class Ledger {
     if (!fs.existsSync(join(gitdir, 'HEAD')) || !fs.existsSync(join(gitdir, 'objects'))) {
       throw new CooError('LEDGER_NOT_FOUND', `${gitdir} is not a ledger (a bare git repository made by "coo init")`);
     }
+    checkGitFiles(gitdir);
     return new Ledger(gitdir, { checkpoints: options.checkpoints ?? true });
   }
 

@@ -4,6 +4,7 @@ import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { failpoint } from '../util/failpoint.js';
+import { readOwnFile } from '../util/bounded-read.js';
 import { hostLabel, isAlive } from '../util/process.js';
 
 export const MAIN_REF = 'refs/heads/main';
@@ -11,24 +12,33 @@ const OID = /^[0-9a-f]{40}$/;
 /** A lock in a format we did not write (git's own) is considered abandoned after this long. */
 const FOREIGN_LOCK_STALE_MS = 60_000;
 
-/** The current value of a ref: the loose file, else packed-refs, else null. */
+/** Largest loose ref read: git writes an object id and a newline. */
+const LOOSE_REF_BYTES = 1024;
+/** Largest lock file read: ours is a line of JSON, git's an object id. */
+const LOCK_BYTES = 4096;
+
+/** What to do about a ref file that is not what git writes there. */
+const REF_REMEDY = "git writes refs as small regular files: put the ledger's git folder back as git left it (remove what is at this path; restore the ref from a copy or the remote if it held one), then run coo verify";
+
+/** The current value of a ref: the loose file, else packed-refs, else null. Both are read within a bound, never from a FIFO. */
 export function readRef(gitdir: string, ref = MAIN_REF): string | null {
-  try {
-    const value = fs.readFileSync(join(gitdir, ref), 'utf8').trim();
+  const loose = readOwnFile(join(gitdir, ref), { maxBytes: LOOSE_REF_BYTES, what: `the ledger's ref ${ref}`, remedy: REF_REMEDY, code: 'GIT_FAILED' });
+  if (loose !== null) {
+    const value = loose.toString('utf8').trim();
     if (OID.test(value)) return value;
     throw new CooError('GIT_FAILED', `${ref} holds ${JSON.stringify(value.slice(0, 60))}, not an object id`);
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
   }
-  try {
-    for (const line of fs.readFileSync(join(gitdir, 'packed-refs'), 'utf8').split('\n')) {
-      const [oid, name] = line.split(' ');
-      if (name === ref && oid !== undefined && OID.test(oid)) return oid;
-    }
-  } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'ENOENT') throw error;
+  const packed = readOwnFile(join(gitdir, 'packed-refs'), { maxBytes: LIMITS.packedRefsBytes, what: "the ledger's packed-refs", remedy: REF_REMEDY, code: 'GIT_FAILED' });
+  for (const line of packed === null ? [] : packed.toString('utf8').split('\n')) {
+    const [oid, name] = line.split(' ');
+    if (name === ref && oid !== undefined && OID.test(oid)) return oid;
   }
   return null;
+}
+
+/** A lock file's content, or null when it is gone; one that is not a file a lock is written to is a coded error. */
+function readLock(lockPath: string): string | null {
+  return readOwnFile(lockPath, { maxBytes: LOCK_BYTES, what: 'the ledger lock', remedy: 'no coo or git takes a lock like it: remove it', code: 'LEDGER_LOCKED' })?.toString('utf8') ?? null;
 }
 
 interface LockOwner {
@@ -77,7 +87,7 @@ function breakStale(lockPath: string, staleContent: string): void {
     return;
   }
   try {
-    if (fs.readFileSync(lockPath, 'utf8') === staleContent) fs.rmSync(lockPath);
+    if (readLock(lockPath) === staleContent) fs.rmSync(lockPath);
   } catch {
     // already gone
   } finally {
@@ -125,12 +135,8 @@ export async function withRefLock<T>(
         throw new CooError('IO_ERROR', `cannot create ${lockPath}: ${(error as Error).message}`, { cause: error });
       }
     }
-    let content: string;
-    try {
-      content = fs.readFileSync(lockPath, 'utf8');
-    } catch {
-      continue;
-    }
+    const content = readLock(lockPath);
+    if (content === null) continue;
     if (isStale(lockPath, content)) {
       breakStale(lockPath, content);
       continue;
@@ -166,7 +172,7 @@ export async function withRefLock<T>(
     return result;
   } finally {
     try {
-      if (fs.readFileSync(lockPath, 'utf8') === ownerText) fs.rmSync(lockPath);
+      if (readLock(lockPath) === ownerText) fs.rmSync(lockPath);
     } catch {
       // nothing to release
     }

@@ -7,6 +7,7 @@ import { killGroup } from '../util/bubblewrap.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
+import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
 export const ORIGIN_REF = 'refs/remotes/origin/main';
@@ -115,6 +116,8 @@ export const CLONE_FETCH_REFSPEC = `+refs/heads/main:${ORIGIN_REF}`;
  */
 export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string): void {
   if (remote !== undefined) return;
+  // git is asked about the ledger before it is opened: the files git reads first are looked at before it runs.
+  checkGitFiles(gitdir);
   const config = (key: string): string => {
     const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', key], { encoding: 'utf8' });
     return looked.status === 0 ? (looked.stdout ?? '').trim() : '';

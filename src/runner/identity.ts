@@ -2,6 +2,10 @@ import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { hostLabel, isAlive } from '../util/process.js';
+import { readBounded } from '../util/bounded-read.js';
+
+/** Largest runner record read: a line of JSON. */
+const RECORD_BYTES = 4096;
 
 /**
  * Who a runner is, and whether a runner of this host is still alive.
@@ -65,8 +69,11 @@ export class LocalRunners {
 
   private read(runnerId: string): RunnerRecord | null {
     if (!/^[A-Za-z0-9._-]{1,80}$/.test(runnerId)) return null;
+    // Anything but a small file there (a FIFO, a link, a huge file) is a runner that never said: left alive, never waited on.
+    const read = readBounded(this.path(runnerId), { maxBytes: RECORD_BYTES });
+    if (read.kind !== 'file') return null;
     try {
-      const value = JSON.parse(fs.readFileSync(this.path(runnerId), 'utf8')) as RunnerRecord;
+      const value = JSON.parse(read.bytes.toString('utf8')) as RunnerRecord;
       return typeof value.host === 'string' && Number.isSafeInteger(value.pid) ? value : null;
     } catch {
       return null;

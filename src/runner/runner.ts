@@ -13,6 +13,7 @@ import { PinnedRepo } from '../lane/pins.js';
 import { readMessage } from '../lane/envelope.js';
 import type { LaneContext, RunnerLane } from '../lane/runner-lane.js';
 import { stopGroups } from '../util/children.js';
+import { readOwnFile } from '../util/bounded-read.js';
 import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
@@ -306,9 +307,12 @@ export class Runner {
    */
   private async checkHistory(): Promise<void> {
     const head = this.options.ledger.head();
+    // A line of JSON this runner wrote; anything else at its path (a FIFO, a folder, a huge file) is said, never waited on.
+    const bytes = readOwnFile(this.headFile, { maxBytes: HEAD_FILE_BYTES, what: 'the ledger head this runner last saw', remedy: 'remove it (the runner records the head again on its next pass), after checking the ledger with coo verify', code: 'RUNNER_CONFIG' });
+    if (bytes === null) return;
     let saved: { seq: number; head: string };
     try {
-      saved = JSON.parse(fs.readFileSync(this.headFile, 'utf8')) as { seq: number; head: string };
+      saved = JSON.parse(bytes.toString('utf8')) as { seq: number; head: string };
     } catch {
       return;
     }
@@ -528,7 +532,8 @@ export class Runner {
 
   /** Publishes one receipt of the journal; it leaves the journal once the remote has it (or has another receipt of its attempt). */
   private async publishJournaled(path: string): Promise<'published' | 'journaled' | 'late'> {
-    const entry = JSON.parse(fs.readFileSync(path, 'utf8')) as JournalEntry;
+    const entry = readJournalEntry(path);
+    if (entry === null) return 'published';
     const files = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
     const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
     if (outcome === 'journaled') return outcome;
@@ -769,4 +774,23 @@ function receiptEvent(messageId: string, attempt: number, files: readonly NewFil
   const file = files.find((item) => classifyPath(item.path)?.kind === 'receipt')!;
   const doc = readStrictYaml(file.bytes, file.path) as { status: ReceiptStatus; blockers: Array<{ code: BlockerCode }>; next_attempt_at?: string | null };
   return { type: 'receipt', messageId, attempt, status: doc.status, blockers: doc.blockers.map((item) => item.code), retryAt: doc.next_attempt_at ?? null };
+}
+
+/** Largest head file read: a line of JSON. */
+const HEAD_FILE_BYTES = 4096;
+
+/** What to do about an entry of the journal the runner cannot read as one it wrote. */
+const JOURNAL_REMEDY = 'the journal holds only receipts this runner kept; move it out of the journal folder (if it is a receipt, keep it for the operator)';
+
+/** One entry of the journal, read within its bound; null when it is gone (published meanwhile). */
+function readJournalEntry(path: string): JournalEntry | null {
+  const bytes = readOwnFile(path, { maxBytes: LIMITS.journalEntryBytes, what: 'the journaled receipt', remedy: JOURNAL_REMEDY, code: 'IO_ERROR' });
+  if (bytes === null) return null;
+  try {
+    const entry = JSON.parse(bytes.toString('utf8')) as JournalEntry;
+    if (typeof entry.messageId === 'string' && Number.isSafeInteger(entry.attempt) && Array.isArray(entry.files)) return entry;
+  } catch {
+    // said below
+  }
+  throw new CooError('IO_ERROR', `the journaled receipt ${path} is not an entry this runner wrote: ${JOURNAL_REMEDY}`);
 }

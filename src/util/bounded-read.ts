@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import { CooError, type ErrorCode } from '../errors.js';
 
 /**
  * Reading a file someone else may have made hostile: a FIFO that blocks its reader, a device, a
@@ -72,6 +73,36 @@ export function readBounded(path: string | Buffer, options: BoundedReadOptions):
     return { kind: 'unreadable', code: (error as NodeJS.ErrnoException).code ?? 'EIO' };
   } finally {
     fs.closeSync(fd);
+  }
+}
+
+export interface OwnFileOptions {
+  readonly maxBytes: number;
+  /** What the file is, as the error names it (`the ledger's ref refs/heads/main`). */
+  readonly what: string;
+  /** What the operator should do about what is there instead. */
+  readonly remedy: string;
+  readonly code: ErrorCode;
+}
+
+/**
+ * A file in a folder the operator owns (a ref in the ledger's git folder, an entry of a runner's
+ * journal, a checkpoint), read whole within a bound: null when nothing is there. Anything else there
+ * (a FIFO, a device, a folder, a link, a file over the bound, one that cannot be read) is a coded
+ * error that names it and says what to do: never a read that blocks, never one of gigabytes.
+ */
+export function readOwnFile(path: string, options: OwnFileOptions): Buffer | null {
+  const read = readBounded(path, { maxBytes: options.maxBytes });
+  switch (read.kind) {
+    case 'file':
+      return read.bytes;
+    case 'unreadable':
+      if (read.code === 'ENOENT') return null;
+      throw new CooError(options.code, `cannot read ${options.what} ${path} (${read.code}): ${options.remedy}`);
+    case 'too_large':
+      throw new CooError(options.code, `${options.what} ${path} is ${read.size} bytes, over the ${options.maxBytes}-byte bound: ${options.remedy}`);
+    case 'not_regular':
+      throw new CooError(options.code, `${options.what} ${path} is a ${read.type}, not a regular file: ${options.remedy}`);
   }
 }
 

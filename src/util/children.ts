@@ -7,6 +7,13 @@ import { killGroup } from './bubblewrap.js';
  */
 const groups = new Set<number>();
 
+/** How many times the lane's processes were stopped: a start that began before a stop is never begun again after it. */
+let stops = 0;
+
+export function stopCount(): number {
+  return stops;
+}
+
 /** Tracks a started group; the returned function forgets it once it ended. */
 export function trackGroup(pid: number | undefined): () => void {
   if (pid === undefined) return () => undefined;
@@ -17,6 +24,7 @@ export function trackGroup(pid: number | undefined): () => void {
 /** Kills every tracked group; returns how many there were. */
 export function stopGroups(): number {
   const count = groups.size;
+  stops += 1;
   for (const pid of groups) killGroup(pid);
   groups.clear();
   return count;

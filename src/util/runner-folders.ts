@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
-import { readBounded } from './bounded-read.js';
+import { readOwnFile } from './bounded-read.js';
 
 /**
  * The folders of every runner on this machine that no sandbox may read: each runner's state folder
@@ -31,13 +31,13 @@ function listPath(): string {
   return join(stateRoot(), 'private-folders');
 }
 
-/** The folders runners on this machine recorded as theirs; an unreadable or malformed list gives what it can. */
+/** The folders runners on this machine recorded as theirs; a malformed line is skipped, a list that cannot be read is a coded error. */
 export function registeredPrivateFolders(): string[] {
-  const read = readBounded(listPath(), { maxBytes: LIST_BYTES });
-  if (read.kind === 'too_large') throw new CooError('RUNNER_CONFIG', `${listPath()}, the list of runner folders every sandbox hides, is over ${LIST_BYTES} bytes: remove it; each runner records its folders again when it starts`);
-  if (read.kind !== 'file') return [];
+  // Anything but a regular file within its bound there (a FIFO every runner's start would wait on, a huge file) is said, never read: no sandbox starts without the list.
+  const bytes = readOwnFile(listPath(), { maxBytes: LIST_BYTES, what: 'the list of runner folders every sandbox hides', remedy: 'remove it; each runner records its folders again when it starts', code: 'RUNNER_CONFIG' });
+  if (bytes === null) return [];
   const folders = new Set<string>();
-  for (const line of read.bytes.toString('utf8').split('\n')) {
+  for (const line of bytes.toString('utf8').split('\n')) {
     try {
       const path: unknown = JSON.parse(line);
       if (typeof path === 'string' && isAbsolute(path)) folders.add(resolve(path));
