@@ -84,9 +84,11 @@ export const LIMITS = {
   packedRefsBytes: 16 * 1024 * 1024,
   /**
    * Largest entry of a runner's journal read back (a receipt the remote could not take, with its
-   * artifacts in base64: each artifact is within artifactBytes).
+   * artifacts in base64). A dispatch's receipt may carry a hundred verification logs of
+   * subprocessOutputBytes each beside its event stream and attachments, so the bound is the longest
+   * text V8 makes (about 512 MiB): an entry the runner could write as one JSON text is never refused.
    */
-  journalEntryBytes: 64 * 1024 * 1024,
+  journalEntryBytes: 512 * 1024 * 1024,
   /** How long a lock may be held before a waiter gives up. */
   lockWaitMs: 30_000,
 } as const;

@@ -181,7 +181,7 @@ export function accountRun(run: Pick<ExecutorRun, 'started' | 'facts'>, price: T
   const usage = run.facts.usage;
   if (!reportsUsage(usage)) {
     // Nor below what its own model calls state, when they state more than it was allowed.
-    const observed = run.facts.observedUsage === null ? 0 : floorUsd(run.facts.observedUsage, price);
+    const observed = run.facts.observedUsage === null ? 0 : Math.max(run.facts.observedUsage.costUsd ?? 0, floorUsd(run.facts.observedUsage, price));
     return run.started ? { usage: null, costUsd: boundedUsd(Math.max(0, allowanceUsd, observed)), warning: 'usage_unreported' } : { usage: null, costUsd: 0, warning: null };
   }
   const implausible = usage.costUsd !== null && usage.costUsd < floorUsd(usage, price);

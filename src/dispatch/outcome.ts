@@ -121,7 +121,9 @@ function runBlockers(facts: DispatchFacts): DispatchBlocker[] {
   const stream = run.facts;
   if (stream.malformedLines > 0) add('stream_malformed', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events`);
   if (stream.truncated) add('stream_truncated', 'truncated_stream', 'the event stream ends mid-event');
-  if (stream.terminal === null && run.killedBy === null) add('timeout', 'missing_result', run.notStarted ?? `the executor exited ${run.exitCode ?? 'by a signal'} without a terminal event`);
+  // A sandbox that never stood ran nothing: the runner's machine could not set it up, no result went missing.
+  if (run.notStarted !== undefined) add('config_error', 'runner_error', run.notStarted);
+  else if (stream.terminal === null && run.killedBy === null) add('timeout', 'missing_result', `the executor exited ${run.exitCode ?? 'by a signal'} without a terminal event`);
   if (stream.terminal === 'failed') add('output_missing', 'no_completed_turn', `the turn failed (wrapper exit ${run.exitCode ?? 'none'}): transport health is not success`);
   if (stream.terminal === 'completed' && run.exitCode !== 0 && run.killedBy === null) add('needs_decision', 'ambiguous', `a completed turn, but the executor exited ${run.exitCode ?? 'by a signal'}`);
   if (stream.denials.length > 0) add('permission_denied', 'permission_denied', `${stream.denials.length} refusal(s): ${[...new Set(stream.denials.map((denial) => `${denial.code}:${denial.tool}`))].join(', ')}`);

@@ -109,6 +109,7 @@ export class StreamState {
     const truncated = this.pending.trim() !== '';
     if (truncated) this.line(this.pending);
     this.pending = '';
+    const stated = this.stated === null ? null : usageOf(this.stated.tokens, this.stated.costUsd);
     return {
       executor: this.executor,
       sessionId: this.sessionId,
@@ -116,8 +117,9 @@ export class StreamState {
       fileChanges: [...this.fileChanges],
       denials: [...this.denials],
       // The terminal event's usage, never below what the stream's own model calls state, nor what a later terminal event states.
-      usage: this.usage === null ? null : atLeast(atLeast(this.usage, this.observed), this.stated === null ? null : usageOf(this.stated.tokens, this.stated.costUsd)),
-      observedUsage: this.observed,
+      usage: this.usage === null ? null : atLeast(atLeast(this.usage, this.observed), stated),
+      // With no terminal usage, what the model calls and any later terminal event stated is still a floor.
+      observedUsage: this.observed === null ? stated : atLeast(this.observed, stated),
       finalMessage: this.finalMessage,
       errors: [...this.errors],
       terminal: this.terminal,

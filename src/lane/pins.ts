@@ -194,6 +194,17 @@ export class PinnedRepo {
     } catch (error) {
       return { ok: false, detail: `${this.repo} is not readable as a git repository: ${error instanceof Error ? error.message : String(error)}` };
     }
+    try {
+      return await this.checkAt(commit, pinned);
+    } catch (error) {
+      // An object git could not give as its id names (a forged object, a reader gone): this check fails closed, and
+      // the next one starts a reader of its own rather than inherit this one's state.
+      this.close();
+      return { ok: false, detail: `${this.repo} could not be read at ${commit.slice(0, 12)}: ${error instanceof Error ? error.message : String(error)}` };
+    }
+  }
+
+  private async checkAt(commit: string, pinned: ReadonlyArray<{ path: string; sha256: string }>): Promise<PinCheck> {
     const object = await this.readWithin(commit, 'commit', LIMITS.commitBytes).catch(() => ({ missing: true as const }));
     if (!('content' in object)) return { ok: false, detail: `pinned commit ${commit} is gone from ${this.repo}` };
     const tree = /^tree ([0-9a-f]{40})$/m.exec(object.content.toString('utf8'))?.[1];

@@ -213,13 +213,12 @@ class CatFileSession {
         body.received += take;
         at += take;
         if (body.received === body.size + 1) {
-          // The bytes are those of the id asked for, or nothing is read: no object passes under another's id.
-          if (body.content !== null && hashObject(body.type, body.content) !== body.request.oid) {
-            this.fail(new CooError('GIT_FAILED', `git cat-file answered ${body.request.oid} with the bytes of another object: the repository's objects are not what their ids name`));
-            return;
-          }
           this.body = null;
-          if (body.content !== null) body.request.resolve({ type: body.type, content: body.content });
+          // The bytes are those of the id asked for, or nothing is read: no object passes under another's id.
+          // Only this read fails: git's replies are still in step, so the reads after it go on.
+          if (body.content !== null && hashObject(body.type, body.content) !== body.request.oid) {
+            body.request.reject(new CooError('GIT_FAILED', `git cat-file answered ${body.request.oid} with the bytes of another object: the repository's objects are not what their ids name`));
+          } else if (body.content !== null) body.request.resolve({ type: body.type, content: body.content });
         }
         continue;
       }

@@ -115,8 +115,18 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
   const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map((path) => resolve(path));
   const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => holds(path, kept)));
+  // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map((path) => resolve(path)).concat(others))]
-    .filter((path) => fs.existsSync(path) && !bound.includes(path) && !keep.some((kept) => holds(path, kept)));
+    .filter((path) => !bound.includes(path) && !keep.some((kept) => holds(path, kept)))
+    .flatMap((path) => {
+      let stats: fs.Stats;
+      try {
+        stats = fs.statSync(path);
+      } catch {
+        return [];
+      }
+      return [{ path, folder: stats.isDirectory() }];
+    });
   return [
     bwrap,
     '--ro-bind', '/', '/',
@@ -128,7 +138,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       fs.mkdirSync(target, { recursive: true, mode: 0o700 });
       return ['--bind', resolve(source), target];
     }),
-    ...hidden.flatMap((path) => (fs.statSync(path).isDirectory() ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
     ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),

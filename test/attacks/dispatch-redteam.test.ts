@@ -1,8 +1,9 @@
-import { copyFileSync, mkdirSync, readFileSync, rmSync } from 'node:fs';
+import { copyFileSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { envelopePath, messageFolder } from '../../src/ledger/layout.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
+import { PinnedRepo } from '../../src/lane/pins.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { coo } from '../helpers/cli.js';
 import { statementOf, type Dsse } from '../helpers/dsse.js';
@@ -124,6 +125,16 @@ describe('a Claude Code stand-in whose result states less than its own messages'
     return 'charged';
   });
 
+  attack('a hostile agent: a result with no usage and no cost, then a second result stating $50', 'runner', 'charged', async () => {
+    const stream = [INIT, event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-redteam' }), result({ input_tokens: 10, output_tokens: 10 }, 50)].join('\n');
+    const receipt = await claudeReceipt(stream, 5);
+    // The first result stated nothing; what the later one says was spent is still spent: $50, not the $5 allowance.
+    if ((receipt['actual_cost_usd'] as number) < 50) return 'accepted';
+    expect(receipt['warnings']).toContain('usage_unreported');
+    expect(codesOf(receipt)).toContain('budget_cost_breach');
+    return 'charged';
+  });
+
   it('one API message reported once per content block is counted once: an honest run carries no warning', async () => {
     const usage = { input_tokens: 100_000, output_tokens: 1000 };
     // $0.3 + $0.015 at the policy's price: what the result states, and what the two blocks of one message state each.
@@ -230,8 +241,39 @@ describe("a hostile agent that writes its repository's refs/replace (without bub
     const reader = new CatFileReader(repo);
     try {
       await expect(reader.read(wanted)).rejects.toMatchObject({ code: 'GIT_FAILED' });
+      // Only that read fails: the reader goes on giving the objects that are what their ids name.
+      expect((await reader.read(other))?.content?.toString('utf8')).toBe('other bytes\n');
+      await expect(reader.read(wanted)).rejects.toMatchObject({ code: 'GIT_FAILED' });
     } finally {
       reader.close();
+    }
+  });
+});
+
+describe("a pin check after an object under another's id", () => {
+  it("fails that check closed, and the runner's next check of an intact file at the same commit still passes", async () => {
+    const repo = join(dir, 'pins');
+    mkdirSync(repo, { recursive: true });
+    git(['init', '-q', repo]);
+    writeFileSync(join(repo, 'a.txt'), 'the pinned bytes of a\n');
+    writeFileSync(join(repo, 'b.txt'), 'the pinned bytes of b\n');
+    git(['add', 'a.txt', 'b.txt'], { cwd: repo });
+    git(['-c', 'user.name=t', '-c', 'user.email=t@example.com', 'commit', '-qm', 'pins'], { cwd: repo });
+    const commit = git(['rev-parse', 'HEAD'], { cwd: repo }).trim();
+    const blobA = git(['rev-parse', 'HEAD:a.txt'], { cwd: repo }).trim();
+    const other = git(['hash-object', '-w', '--stdin'], { cwd: repo, input: 'other bytes\n' }).trim();
+    const loose = (oid: string): string => join(repo, '.git', 'objects', oid.slice(0, 2), oid.slice(2));
+    rmSync(loose(blobA), { force: true });
+    copyFileSync(loose(other), loose(blobA));
+    const pins = new PinnedRepo(repo);
+    try {
+      const forged = await pins.check(commit, [{ path: 'a.txt', sha256: sha256Ref(Buffer.from('the pinned bytes of a\n')) }]);
+      expect(forged.ok).toBe(false);
+      expect(forged.ok ? '' : forged.detail).toContain('bytes of another object');
+      const intact = await pins.check(commit, [{ path: 'b.txt', sha256: sha256Ref(Buffer.from('the pinned bytes of b\n')) }]);
+      expect(intact.ok).toBe(true);
+    } finally {
+      pins.close();
     }
   });
 });

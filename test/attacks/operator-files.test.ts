@@ -1,6 +1,6 @@
 import { execFileSync } from 'node:child_process';
 import { mkdirSync, renameSync, rmSync, truncateSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { checkpointFile } from '../../src/audit/checkpoint.js';
 import { LIMITS } from '../../src/limits.js';
@@ -85,6 +85,20 @@ describe("the ledger's refs", () => {
     expect(outcome(run.verify).status).toBe(0);
   });
 
+  it("a FIFO at the commit-graph or in the pack folder, which git reads on a walk or a read of an object: coo verify stops with GIT_FAILED and does not wait", async () => {
+    const world = await fresh();
+    const run = commands(world);
+    for (const name of ['objects/info/commit-graph', 'objects/pack/pack-0000000000000000000000000000000000000000.idx']) {
+      const path = join(world.gitdir, name);
+      mkdirSync(dirname(path), { recursive: true });
+      mkfifo(path);
+      const { status, said } = outcome(run.verify);
+      expect({ name, status, said }).toEqual({ name, status: 1, said: expect.stringMatching(/^coo: GIT_FAILED: the ledger's \S+ \S+ is a fifo, not a regular file, which git would wait on/) });
+      rmSync(path);
+    }
+    expect(outcome(run.verify).status).toBe(0);
+  });
+
   it('a FIFO at the ref lock: coo append stops with LEDGER_LOCKED saying to remove it, and does not wait', async () => {
     const world = await fresh();
     mkfifo(join(world.gitdir, 'refs', 'heads', 'main.lock'));
@@ -148,7 +162,7 @@ describe("a runner's journal", () => {
     rmSync(entry);
     writeFileSync(entry, '');
     truncateSync(entry, LIMITS.journalEntryBytes + 1);
-    await expect(machine.runner().runOnce()).rejects.toThrow(/the journaled receipt \S+ is \d+ bytes, over the 67108864-byte bound/);
+    await expect(machine.runner().runOnce()).rejects.toThrow(new RegExp(`the journaled receipt \\S+ is \\d+ bytes, over the ${LIMITS.journalEntryBytes}-byte bound`));
     writeFileSync(entry, '{"not": "a receipt"}');
     await expect(machine.runner().runOnce()).rejects.toThrow(/the journaled receipt \S+ is not an entry this runner wrote/);
     renameSync(entry, join(machine.stateDir, 'moved-aside.json'));

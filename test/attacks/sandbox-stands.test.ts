@@ -197,13 +197,18 @@ describe('a dispatch through coo watch --once and a neighbour folder gone at the
     const where = await place('vanished');
     const { messageId } = await dispatchTo(where, 'vanished');
     const agent = agentScript(where.world.dir, FIX);
-    flaky.vanishAtMount(neighbourFolder());
+    const atExecutor = neighbourFolder();
+    flaky.vanishAtMount(atExecutor);
     expect(watchOnce(where, agent, { env: env() }).hung).toBe(false);
-    flaky.vanishAtMount(neighbourFolder(), '--unshare-net');
+    // The race happened: the neighbour's folder was gone at the mount.
+    expect(existsSync(atExecutor)).toBe(false);
+    const atVerification = neighbourFolder();
+    flaky.vanishAtMount(atVerification, '--unshare-net');
     const [first] = await receiptsFor(where, messageId);
     expect(first).toMatchObject({ status: 'succeeded' });
     const second = await dispatchTo(where, 'vanished-at-verification');
     expect(watchOnce(where, agent, { env: env() }).hung).toBe(false);
+    expect(existsSync(atVerification)).toBe(false);
     expect((await receiptsFor(where, second.messageId))[0]).toMatchObject({ status: 'succeeded' });
   });
 
