@@ -8,6 +8,8 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
+import { privateSocketsDir } from '../util/private-sockets.js';
+import { prepareStateFolder } from '../util/runner-folders.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
 import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
@@ -28,6 +30,8 @@ export interface StartupOptions {
   readonly keyLabel: string;
   /** The repository consults pin their context in and dispatches work in. */
   readonly repo: string;
+  /** The runner's state folder, where every attempt's sandbox or worktree is made after its claim. */
+  readonly stateDir: string;
   readonly isolation: Isolation;
   /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
@@ -72,6 +76,24 @@ async function repoProblem(repo: string): Promise<Problem | null> {
   }
 }
 
+/**
+ * The folders every attempt needs once claimed: the state folder (its sandbox or worktree) and the
+ * private folder of the runner's sockets in the temporary folder (every sandbox hides it; a
+ * dispatch's consult socket and a remote's ssh connection live there). A TMPDIR that names no
+ * folder, a state folder on a read-only file system, are found here, before a claim.
+ */
+function folderProblems(stateDir: string): Problem[] {
+  const problems: Problem[] = [];
+  for (const check of [() => prepareStateFolder(stateDir), () => privateSocketsDir()]) {
+    try {
+      check();
+    } catch (error) {
+      problems.push(toProblem(error));
+    }
+  }
+  return problems;
+}
+
 /** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */
 function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane }> {
   const registry = state.registry?.doc;
@@ -104,6 +126,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   if (keyProblem !== null) shared.push(keyProblem);
   const repo = await repoProblem(options.repo);
   if (repo !== null) shared.push(repo);
+  shared.push(...folderProblems(options.stateDir));
   let isolation: 'bwrap' | 'none' = 'none';
   try {
     isolation = resolveIsolation(options.isolation);

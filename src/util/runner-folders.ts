@@ -64,3 +64,20 @@ export function registerPrivateFolders(folders: readonly string[]): void {
     throw new CooError('RUNNER_CONFIG', `cannot record this runner's folders in ${listPath()} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}), which every sandbox on this machine hides: check that ${root} is writable`);
   }
 }
+
+/**
+ * Makes a runner's state folder, where each attempt's sandbox or worktree is made after its claim,
+ * and writes a file in it: a path that cannot be a folder (a file in the way), a read-only file
+ * system or a full one is found here, at start, before anything is claimed, never in the middle of
+ * an attempt it would leave claimed and unrun.
+ */
+export function prepareStateFolder(stateDir: string): void {
+  const probe = join(stateDir, `.probe-${process.pid}`);
+  try {
+    fs.mkdirSync(stateDir, { recursive: true, mode: 0o700 });
+    fs.writeFileSync(probe, 'coo\n');
+    fs.rmSync(probe, { force: true });
+  } catch (error) {
+    throw new CooError('RUNNER_CONFIG', `cannot use ${stateDir} as the runner's state folder (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room`);
+  }
+}

@@ -1,0 +1,75 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { cooBounded, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
+import { worlds, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator and a real deployment: a mistake in how the runner was started is found
+ * before anything is claimed (exit 2, one coded line), never in the middle of an attempt it would
+ * leave claimed and unrun, burning a consult's attempt or a dispatch the CEO must approve again.
+ */
+
+const dir = tempDir('operator-redteam-');
+const fresh = worlds(dir);
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+function laneState(world: World, messageId: string): string {
+  return (JSON.parse(cooBounded(['show', messageId, '--ledger', world.gitdir, '--json']).stdout) as { lane_state: string }).lane_state;
+}
+
+/** A consult and a dispatch queued in a fresh world. */
+async function queued(world: World): Promise<{ consult: string; dispatch: string }> {
+  const consult = (await world.consult()).messageId;
+  const dispatch = (
+    await enqueueDispatch({ ledger: world.ledger, key: world.actors.coo, now: new Date(), target: 'ea.codex', repo: world.target, task: 'Fix add().', scope: ['src/**'], accept: ['add works'], verify: ['true'], timeoutSeconds: 60, maxRuntimeSeconds: 60 })
+  ).messageId;
+  return { consult, dispatch };
+}
+
+/** The single `coo: CODE: message` line a refused start prints. */
+function refusal(result: BoundedResult): string {
+  expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 2, stdout: '' });
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  return lines[0]!;
+}
+
+async function nothingClaimed(world: World, before: string, ids: { consult: string; dispatch: string }): Promise<void> {
+  expect(headOf(world.gitdir)).toBe(before);
+  expect(laneState(world, ids.consult)).toBe('queued');
+  expect(laneState(world, ids.dispatch)).toBe('queued');
+  expect(world.server.requests).toHaveLength(0);
+}
+
+describe('coo watch started in a broken environment refuses at start, claiming nothing', () => {
+  it('refuses a TMPDIR that names no folder (the runner keeps its sockets there) before a claim', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const missing = join(world.dir, 'no-such-tmp');
+    const args = watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state'));
+    const line = refusal(await startBounded([...args, '--once'], { ...env, TMPDIR: missing }).ended);
+    expect(line).toBe(`coo: RUNNER_CONFIG: cannot make ${missing}/coo-sockets-${process.getuid!()}, the runner's private folder for its sockets (ENOENT): set TMPDIR to a folder that exists and this user may write, or unset it`);
+    await nothingClaimed(world, before, ids);
+  });
+
+  it('refuses a --state-dir it cannot make or write (a file in the way) before a claim', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const file = join(world.dir, 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    const stateDir = join(file, 'state');
+    const args = watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), stateDir);
+    const line = refusal(await startBounded([...args, '--once'], env).ended);
+    expect(line).toBe(`coo: RUNNER_CONFIG: cannot use ${stateDir} as the runner's state folder (ENOTDIR): every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room`);
+    await nothingClaimed(world, before, ids);
+    // coo mcp --run runs the same start-up checks.
+    const mcp = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', writeKey(world.dir, 'coo', world.actors.coo), '--repo', world.target, '--state-dir', stateDir], { env });
+    expect(refusal(mcp)).toBe(line);
+    await nothingClaimed(world, before, ids);
+  });
+});
