@@ -41,7 +41,8 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeErr: (text) => writeErr(text) });
+    // A malformed command line is said as every other failure is: one coded line (`coo: USAGE: ...`).
+    .configureOutput({ writeErr: (text) => writeErr(text), outputError: (text, write) => write(`coo: USAGE: ${text.replace(/^error: /, '')}`) });
   for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, crossCheckVerb, dispatchVerb, adoptVerb, approveVerb, rejectVerb, commandVerb, inboxVerb, ackVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
     verb(program);
   }
@@ -53,6 +54,12 @@ function wantsJson(argv: readonly string[]): boolean {
   return argv.includes('--json');
 }
 
+/** With `--json`, a failure is also one JSON object on standard output, so a script reads it where it reads results. */
+function printJsonError(argv: readonly string[], error: { code: string; message: string; where?: string | undefined; findings?: readonly unknown[] }): void {
+  if (!wantsJson(argv)) return;
+  process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } }, null, 2)}\n`);
+}
+
 /** Runs one command line. Never throws: every failure is printed as one coded line. */
 export async function run(argv: readonly string[]): Promise<RunOutcome> {
   try {
@@ -61,16 +68,16 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 'ok';
+      printJsonError(argv, { code: 'USAGE', message: error.message.replace(/^error: /, '') });
       return 'usage';
     }
     if (isCooError(error)) {
-      if (wantsJson(argv)) {
-        process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings } }, null, 2)}\n`);
-      }
+      printJsonError(argv, error);
       writeErr(`coo: ${error.code}: ${error.message}\n`);
       return errorClassOf(error.code);
     }
     const message = error instanceof Error ? error.message : String(error);
+    printJsonError(argv, { code: 'INTERNAL', message });
     writeErr(`coo: internal error: ${message}\n`);
     if (process.env['COO_DEBUG'] === '1' && error instanceof Error) writeErr(`${error.stack ?? ''}\n`);
     return 'error';

@@ -9,7 +9,8 @@ import type { Ledger } from '../ledger/ledger.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { prepareStateFolder } from '../util/runner-folders.js';
+import { requireWritableFolder } from '../util/runner-folders.js';
+import { LocalRunners } from './identity.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
 import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
@@ -77,14 +78,20 @@ async function repoProblem(repo: string): Promise<Problem | null> {
 }
 
 /**
- * The folders every attempt needs once claimed: the state folder (its sandbox or worktree) and the
- * private folder of the runner's sockets in the temporary folder (every sandbox hides it; a
- * dispatch's consult socket and a remote's ssh connection live there). A TMPDIR that names no
- * folder, a state folder on a read-only file system, are found here, before a claim.
+ * The folders a runner writes once it runs: the ledger's (where it says who it is, and commits its
+ * claims and receipts), the state folder (each attempt's sandbox or worktree) and the private
+ * folder of its sockets in the temporary folder (every sandbox hides it; a dispatch's consult
+ * socket and a remote's ssh connection live there). A read-only ledger or state folder, a TMPDIR
+ * that names no folder, are found here, before a claim.
  */
-function folderProblems(stateDir: string): Problem[] {
+function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
-  for (const check of [() => prepareStateFolder(stateDir), () => privateSocketsDir()]) {
+  const checks = [
+    () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
+    () => requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room"),
+    () => privateSocketsDir(),
+  ];
+  for (const check of checks) {
     try {
       check();
     } catch (error) {
@@ -126,7 +133,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   if (keyProblem !== null) shared.push(keyProblem);
   const repo = await repoProblem(options.repo);
   if (repo !== null) shared.push(repo);
-  shared.push(...folderProblems(options.stateDir));
+  shared.push(...folderProblems(options.ledger, options.stateDir));
   let isolation: 'bwrap' | 'none' = 'none';
   try {
     isolation = resolveIsolation(options.isolation);

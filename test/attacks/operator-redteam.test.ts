@@ -1,8 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
-import { cooBounded, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
+import { COO } from '../helpers/cli.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { cooBounded, HUNG_MS, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -65,11 +68,43 @@ describe('coo watch started in a broken environment refuses at start, claiming n
     const stateDir = join(file, 'state');
     const args = watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), stateDir);
     const line = refusal(await startBounded([...args, '--once'], env).ended);
-    expect(line).toBe(`coo: RUNNER_CONFIG: cannot use ${stateDir} as the runner's state folder (ENOTDIR): every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room`);
+    expect(line).toBe(`coo: RUNNER_CONFIG: cannot write in ${stateDir}, the runner's state folder (ENOTDIR): every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room`);
     await nothingClaimed(world, before, ids);
     // coo mcp --run runs the same start-up checks.
     const mcp = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', writeKey(world.dir, 'coo', world.actors.coo), '--repo', world.target, '--state-dir', stateDir], { env });
     expect(refusal(mcp)).toBe(line);
     await nothingClaimed(world, before, ids);
+  });
+
+  it('refuses a ledger on a read-only file system with a coded line, not an internal error, before a claim', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const args = watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state'));
+    // The ledger mounted read-only for this one command (bubblewrap: a read-only bind), as on a read-only volume.
+    const mount = ['--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--ro-bind', world.gitdir, world.gitdir, '--'];
+    const ran = spawnSync(requireBubblewrap('a read-only ledger'), [...mount, process.execPath, COO, ...args, '--once', '--isolation', 'none'], {
+      env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') },
+      encoding: 'utf8',
+      timeout: HUNG_MS,
+    });
+    const line = refusal({ status: ran.status, stdout: ran.stdout, stderr: ran.stderr });
+    expect(line).toBe(`coo: RUNNER_CONFIG: cannot write in ${world.gitdir}/coo/runners, the ledger's folder of runners (EROFS): the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
+    await nothingClaimed(world, before, ids);
+  });
+});
+
+describe('a script that asked for --json reads every failure as coded JSON on standard output', () => {
+  it('a malformed command line (an unknown option, a missing argument) is a USAGE object, exit 2, and one coded line on stderr', () => {
+    for (const [args, message] of [
+      [['show', '--json', '--bogus'], "unknown option '--bogus'"],
+      [['show', '--json'], "missing required argument 'target'"],
+      [['watch', '--json', '--once', '--poll-interval'], "option '--poll-interval <seconds>' argument missing"],
+    ] as const) {
+      const result = cooBounded(args);
+      expect(result.status).toBe(2);
+      expect(JSON.parse(result.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message, where: null, findings: [] } });
+      expect(result.stderr).toBe(`coo: USAGE: ${message}\n(run with --help for usage)\n`);
+    }
   });
 });
