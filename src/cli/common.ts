@@ -1,4 +1,4 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { LIMITS } from '../limits.js';
 import { readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { Option, type Command } from 'commander';
@@ -65,7 +65,22 @@ export function readInput(path: string, what: string, maxBytes: number, overCode
   }
 }
 
+/**
+ * A private key file, refused (as ssh refuses it) when others than its owner may read or write it:
+ * a key another user of the machine can read is a key they may sign with. A stream (`-`, a pipe
+ * such as `<(pass show ...)`) has no such mode and is read as it is.
+ */
 export function loadPrivateKey(path: string): PrivateKey {
+  let mode: number | null = null;
+  try {
+    const stats = statSync(path);
+    if (stats.isFile()) mode = stats.mode & 0o777;
+  } catch {
+    // unreadable or missing: readInput says which
+  }
+  if (mode !== null && (mode & 0o077) !== 0) {
+    throw new CooError('USAGE', `the key file ${path} is open to others (mode ${mode.toString(8).padStart(4, '0')}): a private key must be its owner's alone, as ssh requires; run chmod 600 ${path}`);
+  }
   return parsePrivateKey(readInput(path, 'key file', LIMITS.keyFileBytes).toString('utf8'));
 }
 

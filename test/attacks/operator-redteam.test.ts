@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { chmodSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
@@ -106,5 +106,28 @@ describe('a script that asked for --json reads every failure as coded JSON on st
       expect(JSON.parse(result.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message, where: null, findings: [] } });
       expect(result.stderr).toBe(`coo: USAGE: ${message}\n(run with --help for usage)\n`);
     }
+  });
+});
+
+describe('a private key file others may read is refused, as ssh refuses it', () => {
+  it('coo watch and a CEO verb refuse a group- or world-readable key with one coded line, claiming and writing nothing', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const loose = writeKey(world.dir, 'loose-coo', world.actors.coo);
+    chmodSync(loose, 0o644);
+    const args = watchArgs(world, loose, join(world.dir, 'state'));
+    const line = refusal(await startBounded([...args, '--once'], env).ended);
+    expect(line).toBe(`coo: USAGE: the key file ${loose} is open to others (mode 0644): a private key must be its owner's alone, as ssh requires; run chmod 600 ${loose}`);
+    await nothingClaimed(world, before, ids);
+    const ceo = writeKey(world.dir, 'loose-ceo', world.actors.ceo);
+    chmodSync(ceo, 0o640);
+    const command = cooBounded(['command', '--ledger', world.gitdir, '--ceo-key', ceo, '--text', 'Fix add().', '--json']);
+    expect(command.status).toBe(2);
+    expect(JSON.parse(command.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE', message: expect.stringContaining(`the key file ${ceo} is open to others (mode 0640)`) } });
+    expect(headOf(world.gitdir)).toBe(before);
+    // The owner's alone, the same key works.
+    chmodSync(ceo, 0o600);
+    expect(cooBounded(['command', '--ledger', world.gitdir, '--ceo-key', ceo, '--text', 'Fix add().']).status).toBe(0);
   });
 });
