@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
@@ -129,5 +129,28 @@ describe('a private key file others may read is refused, as ssh refuses it', () 
     // The owner's alone, the same key works.
     chmodSync(ceo, 0o600);
     expect(cooBounded(['command', '--ledger', world.gitdir, '--ceo-key', ceo, '--text', 'Fix add().']).status).toBe(0);
+  });
+});
+
+describe('coo keygen writes whole files or says why not', () => {
+  it('refuses an --out that is a file, or a key path that is a folder, with a coded line, and --force never writes through a link', () => {
+    const keys = tempDir('keygen-');
+    const file = join(keys, 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    const intoFile = cooBounded(['keygen', '--actor', 'coo.hermes', '--out', file, '--json']);
+    expect(intoFile.status).toBe(1);
+    expect(JSON.parse(intoFile.stdout)).toMatchObject({ ok: false, error: { code: 'IO_ERROR' } });
+    expect(intoFile.stderr).toBe(`coo: IO_ERROR: cannot write the key files in ${file} (EEXIST): give --out a folder this user may write, where coo.hermes.key and coo.hermes.pub are not folders\n`);
+    mkdirSync(join(keys, 'coo.hermes.key'));
+    expect(cooBounded(['keygen', '--actor', 'coo.hermes', '--out', keys, '--force']).stderr).toMatch(/^coo: IO_ERROR: cannot write the key files in .* \(EISDIR\)/);
+    // A link where the key goes: --force replaces the link, and the place it pointed to gets no private key.
+    const linked = tempDir('keygen-link-');
+    const elsewhere = join(linked, 'shared-folder-file');
+    symlinkSync(elsewhere, join(linked, 'ceo.key'));
+    expect(cooBounded(['keygen', '--actor', 'ceo', '--out', linked, '--force']).status).toBe(0);
+    expect(existsSync(elsewhere)).toBe(false);
+    expect(lstatSync(join(linked, 'ceo.key')).isFile()).toBe(true);
+    expect(lstatSync(join(linked, 'ceo.key')).mode & 0o777).toBe(0o600);
+    expect(readdirSync(linked).sort()).toEqual(['ceo.key', 'ceo.pub']);
   });
 });
