@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { errorClassOf, isCooError } from '../errors.js';
+import { CooError, errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
 import { approveVerb } from './approve.js';
@@ -60,6 +60,18 @@ function printJsonError(argv: readonly string[], error: { code: string; message:
   process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } }, null, 2)}\n`);
 }
 
+/**
+ * The file system's refusal of a path the operator named (a folder where a file goes, a file where
+ * a folder goes, a read-only or full file system, no permission), as a coded IO_ERROR that names
+ * the path and what to check, rather than an internal error.
+ */
+function systemError(error: unknown): CooError | null {
+  if (!(error instanceof Error)) return null;
+  const { code, syscall, path } = error as NodeJS.ErrnoException;
+  if (typeof code !== 'string' || !/^E[A-Z]+$/.test(code) || typeof syscall !== 'string' || typeof path !== 'string') return null;
+  return new CooError('IO_ERROR', `cannot ${syscall} ${path} (${code}): check that the paths you gave exist, are folders or files as the verb's --help says, and that this user may write them`);
+}
+
 /** Runs one command line. Never throws: every failure is printed as one coded line. */
 export async function run(argv: readonly string[]): Promise<RunOutcome> {
   try {
@@ -75,6 +87,12 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
       printJsonError(argv, error);
       writeErr(`coo: ${error.code}: ${error.message}\n`);
       return errorClassOf(error.code);
+    }
+    const io = systemError(error);
+    if (io !== null) {
+      printJsonError(argv, io);
+      writeErr(`coo: ${io.code}: ${io.message}\n`);
+      return errorClassOf(io.code);
     }
     const message = error instanceof Error ? error.message : String(error);
     printJsonError(argv, { code: 'INTERNAL', message });

@@ -154,3 +154,21 @@ describe('coo keygen writes whole files or says why not', () => {
     expect(readdirSync(linked).sort()).toEqual(['ceo.key', 'ceo.pub']);
   });
 });
+
+describe('a path the file system refuses is a coded line, never an internal error', () => {
+  it('a file given where a folder goes (schemas --out, demo --dir) is IO_ERROR naming the path, in JSON too', () => {
+    const place = tempDir('paths-');
+    const file = join(place, 'a-file');
+    writeFileSync(file, 'not a folder\n');
+    for (const [args, syscall, path, code] of [
+      [['schemas', '--out', file], 'mkdir', file, 'EEXIST'],
+      [['demo', '--dir', file], 'scandir', file, 'ENOTDIR'],
+    ] as const) {
+      const result = cooBounded([...args, '--json']);
+      expect(result.status).toBe(1);
+      const message = `cannot ${syscall} ${path} (${code}): check that the paths you gave exist, are folders or files as the verb's --help says, and that this user may write them`;
+      expect(result.stderr).toBe(`coo: IO_ERROR: ${message}\n`);
+      expect(JSON.parse(result.stdout)).toEqual({ ok: false, error: { code: 'IO_ERROR', message, where: null, findings: [] } });
+    }
+  });
+});
