@@ -1,6 +1,7 @@
 import { Option } from 'commander';
 import { Ledger } from '../ledger/ledger.js';
 import { RemoteLedger, type PublishReport } from '../remote/publish.js';
+import { requireRemoteOfClone } from '../remote/git-remote.js';
 
 /** `--remote URL` of the writing verbs: the write is published through the clone's origin. */
 export function remoteOption(): Option {
@@ -22,6 +23,8 @@ export interface WriteOutcome<R> {
  * a new head).
  */
 export async function writeLedger<R>(gitdir: string, remote: string | undefined, write: (ledger: Ledger) => Promise<R>): Promise<WriteOutcome<R>> {
+  // A write on a clone alone reaches no runner: a kill switch, a revocation or a command that only this copy holds.
+  requireRemoteOfClone(gitdir, remote === '' ? undefined : remote, 'every write', 'where no runner working through the remote would ever see it (a kill switch, a revocation or a command only this copy holds) and the copy would fork from its remote; nothing was written');
   const ledger = Ledger.open(gitdir);
   try {
     if (remote === undefined || remote === '') return { result: await write(ledger), remote: null };

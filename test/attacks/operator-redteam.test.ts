@@ -172,3 +172,28 @@ describe('a path the file system refuses is a coded line, never an internal erro
     }
   });
 });
+
+describe('a write on a clone of a remote without --remote', () => {
+  it('is refused (exit 2, nothing written): a kill switch or a CEO command on the clone alone would reach no runner', () => {
+    const place = tempDir('clone-write-');
+    const keys = join(place, 'keys');
+    for (const actor of ['ceo', 'coo.hermes']) expect(cooBounded(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    const origin = join(place, 'ledger.git');
+    expect(cooBounded(['init', '--ledger', origin, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const clone = join(place, 'clone.git');
+    expect(cooBounded(['clone', origin, clone, '--trust-root', join(keys, 'ceo.pub')]).status).toBe(0);
+    const heads = (): string[] => [headOf(origin), headOf(clone)];
+    const before = heads();
+    const said = `is a clone of ${origin}: every write works through its remote (--remote ${origin}), never on the clone alone, where no runner working through the remote would ever see it (a kill switch, a revocation or a command only this copy holds) and the copy would fork from its remote; nothing was written`;
+    const stop = cooBounded(['kill-switch', 'on', '--ledger', clone, '--key', join(keys, 'ceo.key'), '--reason', 'stop everything', '--json']);
+    expect(stop.status).toBe(2);
+    expect(JSON.parse(stop.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message: `${clone} ${said}`, where: null, findings: [] } });
+    const command = cooBounded(['command', '--ledger', clone, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Halt.']);
+    expect({ status: command.status, stderr: command.stderr }).toEqual({ status: 2, stderr: `coo: USAGE: ${clone} ${said}\n` });
+    expect(heads()).toEqual(before);
+    // Through the remote, the same write lands on both.
+    expect(cooBounded(['kill-switch', 'on', '--ledger', clone, '--key', join(keys, 'ceo.key'), '--reason', 'stop everything', '--remote', origin]).status).toBe(0);
+    expect(headOf(origin)).not.toBe(before[0]);
+    expect(headOf(clone)).toBe(headOf(origin));
+  });
+});
