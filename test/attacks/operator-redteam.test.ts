@@ -174,7 +174,7 @@ describe('a path the file system refuses is a coded line, never an internal erro
 });
 
 describe('a write on a clone of a remote without --remote', () => {
-  it('is refused (exit 2, nothing written): a kill switch or a CEO command on the clone alone would reach no runner', () => {
+  it('is refused (exit 2, nothing written): a kill switch, a CEO command or the MCP server on the clone alone would reach no runner', () => {
     const place = tempDir('clone-write-');
     const keys = join(place, 'keys');
     for (const actor of ['ceo', 'coo.hermes']) expect(cooBounded(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
@@ -190,6 +190,9 @@ describe('a write on a clone of a remote without --remote', () => {
     expect(JSON.parse(stop.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message: `${clone} ${said}`, where: null, findings: [] } });
     const command = cooBounded(['command', '--ledger', clone, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Halt.']);
     expect({ status: command.status, stderr: command.stderr }).toEqual({ status: 2, stderr: `coo: USAGE: ${clone} ${said}\n` });
+    // The MCP server writes the agent's consults and acknowledgements: it refuses the clone alone too, before it serves.
+    const served = cooBounded(['mcp', '--ledger', clone, '--key', join(keys, 'coo.hermes.key'), '--repo', place]);
+    expect({ status: served.status, stderr: served.stderr }).toEqual({ status: 2, stderr: `coo: USAGE: ${clone} ${said.replace('every write works', 'coo mcp works')}\n` });
     expect(heads()).toEqual(before);
     // Through the remote, the same write lands on both.
     expect(cooBounded(['kill-switch', 'on', '--ledger', clone, '--key', join(keys, 'ceo.key'), '--reason', 'stop everything', '--remote', origin]).status).toBe(0);
