@@ -90,7 +90,7 @@ export function mcpVerb(program: Command): void {
         const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
         if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
         if (oracle !== null && executors !== null) {
-          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors }, (line) => log(scrubber.text(line)));
+          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
           runner = new Runner({
             ledger,
             key,

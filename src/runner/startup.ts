@@ -6,6 +6,7 @@ import type { OracleCli } from '../consult/oracle.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
+import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
@@ -34,6 +35,12 @@ export interface StartupOptions {
   /** The runner's state folder, where every attempt's sandbox or worktree is made after its claim. */
   readonly stateDir: string;
   readonly isolation: Isolation;
+  /**
+   * The remote the runner works through: the clone is brought to its verified head before the key
+   * is checked, so a key revoked or rotated out there is refused at start on a clone that had not
+   * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off).
+   */
+  readonly remote?: Pick<RemoteLedger, 'sync'>;
   /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
   /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
@@ -126,6 +133,11 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
  * refuses the start (exit 2): nothing has been claimed then.
  */
 export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
+  if (options.remote !== undefined) {
+    await options.remote.sync().catch((error: unknown) => {
+      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+    });
+  }
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
   const shared: Problem[] = [];

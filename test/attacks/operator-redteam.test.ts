@@ -6,8 +6,8 @@ import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { cooBounded, HUNG_MS, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
-import { worlds, type World } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { makeTargetRepo, worlds, type World } from '../helpers/lane.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator and a real deployment: a mistake in how the runner was started is found
@@ -198,5 +198,35 @@ describe('a write on a clone of a remote without --remote', () => {
     expect(cooBounded(['kill-switch', 'on', '--ledger', clone, '--key', join(keys, 'ceo.key'), '--reason', 'stop everything', '--remote', origin]).status).toBe(0);
     expect(headOf(origin)).not.toBe(before[0]);
     expect(headOf(clone)).toBe(headOf(origin));
+  });
+});
+
+describe('a key revoked on the remote, run on a clone that has not fetched the change', () => {
+  it('coo watch --remote refuses the revoked COO key at start (exit 2), from the remote\'s trust, not the stale clone\'s', () => {
+    const place = tempDir('late-clone-');
+    const keys = join(place, 'keys');
+    const keyIds: Record<string, string> = {};
+    for (const actor of ['ceo', 'coo.hermes', 'coo.next']) keyIds[actor] = (JSON.parse(cooBounded(['keygen', '--actor', actor, '--out', keys, '--json']).stdout) as { key_id: string }).key_id;
+    const origin = join(place, 'ledger.git');
+    expect(cooBounded(['init', '--ledger', origin, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const repo = join(place, 'repo');
+    makeTargetRepo(repo);
+    const [ceoDesk, lateRunner] = [join(place, 'ceo-desk.git'), join(place, 'late-runner.git')];
+    for (const clone of [ceoDesk, lateRunner]) expect(cooBounded(['clone', origin, clone, '--trust-root', join(keys, 'ceo.pub')]).status).toBe(0);
+    const asked = cooBounded(['consult', '--ledger', lateRunner, '--remote', origin, '--key', join(keys, 'coo.hermes.key'), '--to', 'aa.chatgpt', '--repo', repo, '--rev', 'HEAD', '--file', 'src/add.ts', '--prompt', 'Review add().', '--max-cost', '0.5']);
+    expect(asked.status, asked.stderr).toBe(0);
+    const messageId = asked.stdout.trim();
+    // The CEO, at another desk, rotates the COO's key out and revokes it; the runner's clone has not fetched since.
+    const registry = join(place, 'registry.yaml');
+    writeFileSync(registry, git(['--git-dir', origin, 'show', 'main:trust/registry/000001.yaml']).replace(/^version:.*\n/m, ''));
+    const revoked = cooBounded(['trust', '--ledger', ceoDesk, '--remote', origin, '--ceo-key', join(keys, 'ceo.key'), '--registry', registry, '--actor', `coo.hermes=${join(keys, 'coo.next.pub')}`, '--revoke', `${keyIds['coo.hermes']}=laptop stolen`]);
+    expect(revoked.status, revoked.stderr).toBe(0);
+    const before = headOf(origin);
+    expect(headOf(lateRunner)).not.toBe(before);
+
+    const watched = cooBounded(['watch', '--once', '--ledger', lateRunner, '--remote', origin, '--key', join(keys, 'coo.hermes.key'), '--repo', repo, '--state-dir', join(place, 'state')], { env: { OPENAI_API_KEY: 'sk-test-key' } });
+    expect(refusal(watched)).toMatch(/^coo: RUNNER_CONFIG: .*coo\.hermes\.key \(SHA256:\S+\) is not the active COO's key: it is a key of coo\.hermes revoked at Ledger-Seq \d+ by trust\/registry\/000002\.yaml \("laptop stolen"\); give coo\.hermes's key/);
+    expect(headOf(origin)).toBe(before);
+    expect(JSON.parse(cooBounded(['show', messageId, '--ledger', origin, '--json']).stdout)).toMatchObject({ lane_state: 'queued' });
   });
 });
