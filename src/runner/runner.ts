@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import { CooError, isCooError, type ErrorCode } from '../errors.js';
+import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { attemptIdOf, isRunnerIntent, nextWork, type Work } from '../authority/runnable.js';
@@ -339,6 +340,9 @@ export class Runner {
     for (let pass = 0; ; pass += 1) {
       if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       const state = await this.options.ledger.intactState();
+      // A key revoked or rotated out while the runner watches stops it at once, as it would refuse its start: nothing more is claimed with it.
+      const keyProblem = runnerKeyProblem(state, this.options.key, "the runner's key");
+      if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
       const now = this.clock();
       const holders = this.observeClaims(state, now);
       if (pass === 0 && !this.pruned) {

@@ -1,11 +1,13 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, onTestFinished } from 'vitest';
+import { formatPublicKeyLine, generatePrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
-import { cooBounded, HUNG_MS, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
+import { cooBounded, HUNG_MS, until, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
 import { makeTargetRepo, worlds, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -230,3 +232,35 @@ describe('a key revoked on the remote, run on a clone that has not fetched the c
     expect(JSON.parse(cooBounded(['show', messageId, '--ledger', origin, '--json']).stdout)).toMatchObject({ lane_state: 'queued' });
   });
 });
+
+describe('a COO key revoked while coo watch runs with it', () => {
+  it('stops the runner at once with the coded line of a refused start (exit 2), claiming nothing more with it', async () => {
+    const world = await fresh();
+    const old = world.actors.coo;
+    const watching = startBounded([...watchArgs(world, writeKey(world.dir, 'coo', old), join(world.dir, 'state'))], env);
+    onTestFinished(() => void watching.child.kill('SIGKILL'));
+    await until('the runner to watch', () => watching.stderr().includes('coo watch: watching '));
+    const rotated = generatePrivateKey('coo.hermes');
+    const registry = (await world.ledger.state()).registry!.doc;
+    await appendTrustVersion(
+      world.ledger,
+      {
+        role: 'registry',
+        document: {
+          ...registry,
+          version: undefined,
+          actors: registry.actors.map((actor) => (actor.id === 'coo.hermes' ? { ...actor, keys: [{ key_id: rotated.publicKey.keyId, public_key: formatPublicKeyLine(rotated.publicKey) }] } : actor)),
+          revoked_keys: [{ key_id: old.publicKey.keyId, reason: 'laptop stolen' }],
+        },
+      },
+      world.actors.ceo,
+      new Date(),
+    );
+    const revokedAt = headOf(world.gitdir);
+    const ended = await watching.ended;
+    expect(ended.status).toBe(2);
+    expect(ended.stderr.trimEnd().split('\n').at(-1)).toMatch(/^coo: RUNNER_CONFIG: the runner's key \(SHA256:\S+\) is not the active COO's key: it is a key of coo\.hermes revoked at Ledger-Seq \d+ by trust\/registry\/000002\.yaml \("laptop stolen"\); give coo\.hermes's key/);
+    expect(headOf(world.gitdir)).toBe(revokedAt);
+  });
+});
+
