@@ -54,10 +54,14 @@ function wantsJson(argv: readonly string[]): boolean {
   return argv.includes('--json');
 }
 
-/** With `--json`, a failure is also one JSON object on standard output, so a script reads it where it reads results. */
+/**
+ * With `--json`, a failure is also one JSON object on standard output, so a script reads it where it
+ * reads results; on one line, so that it is also one record of a verb that prints a JSON line per
+ * event (`coo watch --json`).
+ */
 function printJsonError(argv: readonly string[], error: { code: string; message: string; where?: string | undefined; findings?: readonly unknown[] }): void {
   if (!wantsJson(argv)) return;
-  process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } }, null, 2)}\n`);
+  process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } })}\n`);
 }
 
 /**

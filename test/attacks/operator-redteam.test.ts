@@ -50,6 +50,20 @@ async function nothingClaimed(world: World, before: string, ids: { consult: stri
 }
 
 describe('coo watch started in a broken environment refuses at start, claiming nothing', () => {
+  it('with --json, the refusal is one JSON line on standard output, as each event of coo watch --json is', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const args = watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state'));
+    const missing = join(world.dir, 'no-such-tmp');
+    const refused = await startBounded([...args, '--once', '--json'], { ...env, TMPDIR: missing }).ended;
+    expect(refused.status).toBe(2);
+    const lines = refused.stdout.trimEnd().split('\n');
+    expect(lines).toHaveLength(1);
+    expect(JSON.parse(lines[0]!)).toMatchObject({ ok: false, error: { code: 'RUNNER_CONFIG', message: expect.stringContaining(`cannot make ${missing}/coo-sockets-`) } });
+    await nothingClaimed(world, before, ids);
+  });
+
   it('refuses a TMPDIR that names no folder (the runner keeps its sockets there) before a claim', async () => {
     const world = await fresh();
     const ids = await queued(world);
