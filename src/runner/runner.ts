@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { CooError, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
@@ -307,11 +307,19 @@ export class Runner {
    */
   private async checkHistory(): Promise<void> {
     const head = this.options.ledger.head();
-    let saved: { seq: number; head: string };
+    let saved: { seq: number; head: string; ledger?: unknown; genesis?: unknown };
     try {
-      saved = JSON.parse(fs.readFileSync(this.headFile, 'utf8')) as { seq: number; head: string };
+      saved = JSON.parse(fs.readFileSync(this.headFile, 'utf8')) as typeof saved;
     } catch {
       return;
+    }
+    // A state folder given to runners of two ledgers holds the head of the other one: said so, never taken for a fork of this one.
+    const gitdir = resolve(this.options.ledger.gitdir);
+    if (typeof saved.ledger === 'string' && saved.ledger !== gitdir && typeof saved.genesis === 'string' && (await this.options.ledger.state()).genesis !== saved.genesis) {
+      throw new CooError(
+        'RUNNER_CONFIG',
+        `the state folder ${this.options.stateDir} holds what a runner saw of another ledger (${saved.ledger}), not of ${gitdir}: give each ledger a --state-dir of its own (the default is one per ledger); nothing was claimed`,
+      );
     }
     if (head === null || (await commitsSince(this.options.ledger.reader, head, saved.head)) === null) {
       if (head === null || (await isAncestor(this.options.ledger.gitdir, head, saved.head))) {
@@ -325,7 +333,7 @@ export class Runner {
     if (state.head === null) return;
     fs.mkdirSync(this.options.stateDir, { recursive: true });
     const temp = `${this.headFile}.${process.pid}.tmp`;
-    fs.writeFileSync(temp, JSON.stringify({ seq: state.seq, head: state.head }));
+    fs.writeFileSync(temp, JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }));
     fs.renameSync(temp, this.headFile);
   }
 

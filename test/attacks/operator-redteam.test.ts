@@ -278,3 +278,18 @@ describe('a COO key revoked while coo watch runs with it', () => {
   });
 });
 
+describe('one --state-dir given to the runners of two ledgers', () => {
+  it('is said as a state folder of another ledger (exit 2, nothing claimed), never as a fork of this one', async () => {
+    const [first, second] = [await fresh(), await fresh()];
+    const shared = join(first.dir, 'shared-state');
+    const ranFirst = await startBounded([...watchArgs(first, writeKey(first.dir, 'coo', first.actors.coo), shared), '--once'], env).ended;
+    expect(ranFirst.status, ranFirst.stderr).toBe(0);
+    const ids = await queued(second);
+    const before = headOf(second.gitdir);
+    const ran = await startBounded([...watchArgs(second, writeKey(second.dir, 'coo', second.actors.coo), shared), '--once'], env).ended;
+    expect(ran.status).toBe(2);
+    expect(ran.stderr.trimEnd().split('\n').at(-1)).toBe(`coo: RUNNER_CONFIG: the state folder ${shared} holds what a runner saw of another ledger (${first.gitdir}), not of ${second.gitdir}: give each ledger a --state-dir of its own (the default is one per ledger); nothing was claimed`);
+    await nothingClaimed(second, before, ids);
+  });
+});
+
