@@ -71,17 +71,20 @@ export function readInput(path: string, what: string, maxBytes: number, overCode
  * such as `<(pass show ...)`) has no such mode and is read as it is.
  */
 export function loadPrivateKey(path: string): PrivateKey {
+  const text = readInput(path, 'key file', LIMITS.keyFileBytes).toString('utf8');
+  // A public key given for the private one (ID.pub for ID.key) is a mistake in the command line, said as one.
+  if (/^\s*ssh-[a-z0-9-]+ AAAA/.test(text)) throw new CooError('USAGE', `the key file ${path} holds a public key: give the private key file (coo keygen writes it as ID.key beside ID.pub)`);
   let mode: number | null = null;
   try {
     const stats = statSync(path);
     if (stats.isFile()) mode = stats.mode & 0o777;
   } catch {
-    // unreadable or missing: readInput says which
+    // read above, then gone: the key read is used
   }
   if (mode !== null && (mode & 0o077) !== 0) {
     throw new CooError('USAGE', `the key file ${path} is open to others (mode ${mode.toString(8).padStart(4, '0')}): a private key must be its owner's alone, as ssh requires; run chmod 600 ${path}`);
   }
-  return parsePrivateKey(readInput(path, 'key file', LIMITS.keyFileBytes).toString('utf8'));
+  return parsePrivateKey(text);
 }
 
 export function loadPublicKey(path: string): PublicKey {

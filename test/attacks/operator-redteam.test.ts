@@ -126,7 +126,7 @@ describe('a script that asked for --json reads every failure as coded JSON on st
 });
 
 describe('a private key file others may read is refused, as ssh refuses it', () => {
-  it('coo watch and a CEO verb refuse a group- or world-readable key with one coded line, claiming and writing nothing', async () => {
+  it('coo watch and a CEO verb refuse a group- or world-readable key, or a public key given for the private one, with one coded line, claiming and writing nothing', async () => {
     const world = await fresh();
     const ids = await queued(world);
     const before = headOf(world.gitdir);
@@ -135,6 +135,11 @@ describe('a private key file others may read is refused, as ssh refuses it', () 
     const args = watchArgs(world, loose, join(world.dir, 'state'));
     const line = refusal(await startBounded([...args, '--once'], env).ended);
     expect(line).toBe(`coo: USAGE: the key file ${loose} is open to others (mode 0644): a private key must be its owner's alone, as ssh requires; run chmod 600 ${loose}`);
+    await nothingClaimed(world, before, ids);
+    // The public key given for the private one: a mistake in the command line (exit 2), said as one.
+    const pub = join(world.dir, 'coo.pub');
+    writeFileSync(pub, `${formatPublicKeyLine(world.actors.coo.publicKey, 'coo.hermes')}\n`, { mode: 0o644 });
+    expect(refusal(await startBounded([...watchArgs(world, pub, join(world.dir, 'state')), '--once'], env).ended)).toBe(`coo: USAGE: the key file ${pub} holds a public key: give the private key file (coo keygen writes it as ID.key beside ID.pub)`);
     await nothingClaimed(world, before, ids);
     const ceo = writeKey(world.dir, 'loose-ceo', world.actors.ceo);
     chmodSync(ceo, 0o640);
