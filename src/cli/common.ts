@@ -1,4 +1,4 @@
-import { closeSync, openSync } from 'node:fs';
+import { closeSync, openSync, statSync } from 'node:fs';
 import { LIMITS } from '../limits.js';
 import { readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { Option, type Command } from 'commander';
@@ -65,8 +65,27 @@ export function readInput(path: string, what: string, maxBytes: number, overCode
   }
 }
 
+/**
+ * A private key file. One that others than its owner may read or write is used with a warning that
+ * says how to close it (a key another user of the machine can read is a key they may sign with):
+ * refusing it would stop a deployment whose keys were written by other tools. A stream (`-`, a pipe
+ * such as `<(pass show ...)`) has no such mode and is read as it is.
+ */
 export function loadPrivateKey(path: string): PrivateKey {
-  return parsePrivateKey(readInput(path, 'key file', LIMITS.keyFileBytes).toString('utf8'));
+  const text = readInput(path, 'key file', LIMITS.keyFileBytes).toString('utf8');
+  // A public key given for the private one (ID.pub for ID.key) is a mistake in the command line, said as one.
+  if (/^\s*ssh-[a-z0-9-]+ AAAA/.test(text)) throw new CooError('USAGE', `the key file ${path} holds a public key: give the private key file (coo keygen writes it as ID.key beside ID.pub)`);
+  let mode: number | null = null;
+  try {
+    const stats = statSync(path);
+    if (stats.isFile()) mode = stats.mode & 0o777;
+  } catch {
+    // read above, then gone: the key read is used
+  }
+  if (mode !== null && (mode & 0o077) !== 0) {
+    writeErr(`coo: warning: the key file ${path} is open to others (mode ${mode.toString(8).padStart(4, '0')}): whoever may read it may sign as its actor; run chmod 600 ${path}\n`);
+  }
+  return parsePrivateKey(text);
 }
 
 export function loadPublicKey(path: string): PublicKey {

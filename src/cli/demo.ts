@@ -120,6 +120,7 @@ export function demoVerb(program: Command): void {
           key: coo,
           keyLabel: join(keysDir, 'coo.hermes.key'),
           repo: target,
+          stateDir: join(dir, 'runner-state'),
           isolation: wanted,
           consult: (isolation) => new OracleCli({ ...(opts.live === true ? {} : { route: { baseUrl: model.consultBaseUrl }, endpoints: offlineEndpoints, env: offline }), isolation, hide: [gitdir, keysDir] }),
           dispatch: (isolation) => executorFactory({ ...(codex === null ? {} : { command: codex }), baseUrl: model.dispatchBaseUrl, isolation, hide: [gitdir, keysDir], env: offline }),

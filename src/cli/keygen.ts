@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { actorId } from '../schema/common.js';
@@ -24,12 +24,35 @@ export function keygenVerb(program: Command): void {
         throw new CooError('USAGE', `${keyPath} or ${pubPath} exists; pass --force to overwrite`);
       }
       const key = generatePrivateKey(actor);
-      fs.mkdirSync(out, { recursive: true, mode: 0o700 });
-      fs.writeFileSync(keyPath, formatPrivateKey(key), { mode: 0o600 });
-      fs.chmodSync(keyPath, 0o600);
-      fs.writeFileSync(pubPath, `${formatPublicKeyLine(key.publicKey, actor)}\n`);
+      writeKeyFiles(out, [
+        { path: keyPath, text: formatPrivateKey(key), mode: 0o600 },
+        { path: pubPath, text: `${formatPublicKeyLine(key.publicKey, actor)}\n`, mode: 0o644 },
+      ]);
       emit(opts.json, { actor, key_id: key.publicKey.keyId, private_key: keyPath, public_key: pubPath }, () =>
         [`${actor} ${key.publicKey.keyId}`, `  private key: ${keyPath} (keep it secret)`, `  public key:  ${pubPath}`].join('\n'),
       );
     });
+}
+
+/**
+ * Writes each file whole: first a new file of its own beside it (mode set when it is made, so the
+ * private key is never readable by others, not even for a moment), then renamed into place. An
+ * interrupted keygen leaves no half-written key, `--force` never writes through a link or into a
+ * file others may read, and what cannot be written is a coded line.
+ */
+function writeKeyFiles(out: string, files: ReadonlyArray<{ readonly path: string; readonly text: string; readonly mode: number }>): void {
+  const temps: string[] = [];
+  try {
+    fs.mkdirSync(out, { recursive: true, mode: 0o700 });
+    for (const file of files) {
+      const temp = `${file.path}.${process.pid}.tmp`;
+      temps.push(temp);
+      fs.writeFileSync(temp, file.text, { mode: file.mode, flag: 'wx' });
+    }
+    for (const [index, file] of files.entries()) fs.renameSync(temps[index]!, file.path);
+  } catch (error) {
+    throw new CooError('IO_ERROR', `cannot write the key files in ${out} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): give --out a folder this user may write, where ${files.map((file) => basename(file.path)).join(' and ')} are not folders`);
+  } finally {
+    for (const temp of temps) fs.rmSync(temp, { force: true });
+  }
 }

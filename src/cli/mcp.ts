@@ -13,7 +13,7 @@ import { stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
-import { remoteOption } from './remote-option.js';
+import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
@@ -56,7 +56,9 @@ export function mcpVerb(program: Command): void {
       const note = packingNote(gitdir);
       if (note !== null) log(`note: ${note}`);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
+      // The server writes (the agent's consults, adoptions, acknowledgements) with or without --run.
       if (opts.run === true) requireRemoteOfClone(gitdir, remoteUrl, 'coo mcp --run');
+      else requireRemoteOfWrites(gitdir, remoteUrl, 'coo mcp');
       const scrubber = serverScrubber({
         key,
         env: process.env,
@@ -88,7 +90,7 @@ export function mcpVerb(program: Command): void {
         const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
         if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
         if (oracle !== null && executors !== null) {
-          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, isolation: opts.isolation, oracle, executors }, (line) => log(scrubber.text(line)));
+          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
           runner = new Runner({
             ledger,
             key,

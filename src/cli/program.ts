@@ -1,5 +1,5 @@
 import { Command, CommanderError } from 'commander';
-import { errorClassOf, isCooError } from '../errors.js';
+import { CooError, errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
 import { approveVerb } from './approve.js';
@@ -41,7 +41,8 @@ export function buildProgram(): Command {
     .version('0.1.0')
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
-    .configureOutput({ writeErr: (text) => writeErr(text) });
+    // A malformed command line is said as every other failure is: one coded line (`coo: USAGE: ...`).
+    .configureOutput({ writeErr: (text) => writeErr(text), outputError: (text, write) => write(`coo: USAGE: ${text.replace(/^error: /, '')}`) });
   for (const verb of [keygenVerb, initVerb, cloneVerb, trustVerb, appendVerb, consultVerb, crossCheckVerb, dispatchVerb, adoptVerb, approveVerb, rejectVerb, commandVerb, inboxVerb, ackVerb, watchVerb, killSwitchVerb, forgeVerb, showVerb, logVerb, verifyVerb, allowedSignersVerb, citeVerb, attestVerb, verifyBundleVerb, reportVerb, schemasVerb, demoVerb, modelVerb, hookVerb, consultRelayVerb, mcpVerb]) {
     verb(program);
   }
@@ -53,6 +54,28 @@ function wantsJson(argv: readonly string[]): boolean {
   return argv.includes('--json');
 }
 
+/**
+ * With `--json`, a failure is also one JSON object on standard output, so a script reads it where it
+ * reads results; on one line, so that it is also one record of a verb that prints a JSON line per
+ * event (`coo watch --json`).
+ */
+function printJsonError(argv: readonly string[], error: { code: string; message: string; where?: string | undefined; findings?: readonly unknown[] }): void {
+  if (!wantsJson(argv)) return;
+  process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } })}\n`);
+}
+
+/**
+ * The file system's refusal of a path the operator named (a folder where a file goes, a file where
+ * a folder goes, a read-only or full file system, no permission), as a coded IO_ERROR that names
+ * the path and what to check, rather than an internal error.
+ */
+function systemError(error: unknown): CooError | null {
+  if (!(error instanceof Error)) return null;
+  const { code, syscall, path } = error as NodeJS.ErrnoException;
+  if (typeof code !== 'string' || !/^E[A-Z]+$/.test(code) || typeof syscall !== 'string' || typeof path !== 'string') return null;
+  return new CooError('IO_ERROR', `cannot ${syscall} ${path} (${code}): check that the paths you gave exist, are folders or files as the verb's --help says, and that this user may write them`);
+}
+
 /** Runs one command line. Never throws: every failure is printed as one coded line. */
 export async function run(argv: readonly string[]): Promise<RunOutcome> {
   try {
@@ -61,16 +84,22 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
   } catch (error) {
     if (error instanceof CommanderError) {
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 'ok';
+      printJsonError(argv, { code: 'USAGE', message: error.message.replace(/^error: /, '') });
       return 'usage';
     }
     if (isCooError(error)) {
-      if (wantsJson(argv)) {
-        process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings } }, null, 2)}\n`);
-      }
+      printJsonError(argv, error);
       writeErr(`coo: ${error.code}: ${error.message}\n`);
       return errorClassOf(error.code);
     }
+    const io = systemError(error);
+    if (io !== null) {
+      printJsonError(argv, io);
+      writeErr(`coo: ${io.code}: ${io.message}\n`);
+      return errorClassOf(io.code);
+    }
     const message = error instanceof Error ? error.message : String(error);
+    printJsonError(argv, { code: 'INTERNAL', message });
     writeErr(`coo: internal error: ${message}\n`);
     if (process.env['COO_DEBUG'] === '1' && error instanceof Error) writeErr(`${error.stack ?? ''}\n`);
     return 'error';

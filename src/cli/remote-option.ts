@@ -1,6 +1,7 @@
 import { Option } from 'commander';
 import { Ledger } from '../ledger/ledger.js';
 import { RemoteLedger, type PublishReport } from '../remote/publish.js';
+import { requireRemoteOfClone } from '../remote/git-remote.js';
 
 /** `--remote URL` of the writing verbs: the write is published through the clone's origin. */
 export function remoteOption(): Option {
@@ -17,11 +18,20 @@ export interface WriteOutcome<R> {
 }
 
 /**
+ * A write on a clone of a remote goes through that remote: on the clone alone it reaches no runner
+ * (a kill switch, a revocation or a command only this copy holds) and forks the copy from it.
+ */
+export function requireRemoteOfWrites(gitdir: string, remote: string | undefined, what: string): void {
+  requireRemoteOfClone(gitdir, remote === '' ? undefined : remote, what, 'where no runner working through the remote would ever see it (a kill switch, a revocation or a command only this copy holds) and the copy would fork from its remote; nothing was written');
+}
+
+/**
  * Opens the ledger and runs one write on it: directly, or, with a remote, on the clone at the
  * remote's verified head and published there (RemoteLedger.write, which may run `write` again on
  * a new head).
  */
 export async function writeLedger<R>(gitdir: string, remote: string | undefined, write: (ledger: Ledger) => Promise<R>): Promise<WriteOutcome<R>> {
+  requireRemoteOfWrites(gitdir, remote, 'every write');
   const ledger = Ledger.open(gitdir);
   try {
     if (remote === undefined || remote === '') return { result: await write(ledger), remote: null };

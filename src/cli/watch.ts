@@ -149,9 +149,12 @@ export interface RunnerLaneFlags {
   readonly key: PrivateKey;
   readonly keyPath: string;
   readonly repo: string;
+  readonly stateDir: string;
   readonly isolation: string;
   readonly oracle: (isolation: 'bwrap' | 'none') => OracleCli;
   readonly executors: (isolation: 'bwrap' | 'none') => ExecutorFactory;
+  /** The remote the runner works through, if any: synced before the checks. */
+  readonly remote?: RemoteLedger | undefined;
 }
 
 /**
@@ -159,7 +162,7 @@ export interface RunnerLaneFlags {
  * start (exit 2) or returns the lanes, having said once, through `say`, what waits and why.
  */
 export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>> {
-  const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors });
+  const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, stateDir: flags.stateDir, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors, ...(flags.remote === undefined ? {} : { remote: flags.remote }) });
   for (const note of lanes.notes) say(note.text);
   // A verb that runs the runner serves both lanes: the start-up checks made both.
   return { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting };
@@ -281,7 +284,7 @@ export function watchVerb(program: Command): void {
           if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
           else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
-        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, isolation: opts.isolation, oracle, executors }, (line) => writeErr(`coo watch: ${line}\n`));
+        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
         runner = new Runner({
           ledger,
           key,

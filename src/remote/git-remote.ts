@@ -114,7 +114,7 @@ export const CLONE_FETCH_REFSPEC = `+refs/heads/main:${ORIGIN_REF}`;
  * holds VERIFIED_REF); a ledger made by `coo init` that an operator also pushes to a backup remote
  * (`git remote add`, whose refspec fetches every branch) is not one, and runs on its own.
  */
-export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string): void {
+export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string, why = 'where its claims would be seen by no other runner; nothing was claimed'): void {
   if (remote !== undefined) return;
   // git is asked about the ledger before it is opened: the files git reads first are looked at before it runs.
   checkGitFiles(gitdir);
@@ -126,7 +126,7 @@ export function requireRemoteOfClone(gitdir: string, remote: string | undefined,
   if (origin === '') return;
   const verified = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
   if (!verified && config('remote.origin.fetch') !== CLONE_FETCH_REFSPEC) return;
-  throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, where its claims would be seen by no other runner; nothing was claimed`);
+  throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, ${why}`);
 }
 
 /** A URL as git records it: a local path made absolute, no trailing slash. */

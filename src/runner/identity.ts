@@ -51,7 +51,12 @@ export class LocalRunners {
   private readonly dir: string;
 
   constructor(gitdir: string) {
-    this.dir = join(gitdir, 'coo', 'runners');
+    this.dir = LocalRunners.folder(gitdir);
+  }
+
+  /** Where the runners of a ledger say who they are. */
+  static folder(gitdir: string): string {
+    return join(gitdir, 'coo', 'runners');
   }
 
   private path(runnerId: string): string {

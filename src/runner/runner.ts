@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { CooError, isCooError, type ErrorCode } from '../errors.js';
+import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { attemptIdOf, isRunnerIntent, nextWork, type Work } from '../authority/runnable.js';
@@ -310,11 +311,19 @@ export class Runner {
     // A line of JSON this runner wrote; anything else at its path (a FIFO, a folder, a huge file) is said, never waited on.
     const bytes = readOwnFile(this.headFile, { maxBytes: HEAD_FILE_BYTES, what: 'the ledger head this runner last saw', remedy: 'remove it (the runner records the head again on its next pass), after checking the ledger with coo verify', code: 'RUNNER_CONFIG' });
     if (bytes === null) return;
-    let saved: { seq: number; head: string };
+    let saved: { seq: number; head: string; ledger?: unknown; genesis?: unknown };
     try {
-      saved = JSON.parse(bytes.toString('utf8')) as { seq: number; head: string };
+      saved = JSON.parse(bytes.toString('utf8')) as typeof saved;
     } catch {
       return;
+    }
+    // A state folder given to runners of two ledgers holds the head of the other one: said so, never taken for a fork of this one.
+    const gitdir = resolve(this.options.ledger.gitdir);
+    if (typeof saved.ledger === 'string' && saved.ledger !== gitdir && typeof saved.genesis === 'string' && (await this.options.ledger.state()).genesis !== saved.genesis) {
+      throw new CooError(
+        'RUNNER_CONFIG',
+        `the state folder ${this.options.stateDir} holds what a runner saw of another ledger (${saved.ledger}), not of ${gitdir}: give each ledger a --state-dir of its own (the default is one per ledger); nothing was claimed`,
+      );
     }
     if (head === null || (await commitsSince(this.options.ledger.reader, head, saved.head)) === null) {
       if (head === null || (await isAncestor(this.options.ledger.gitdir, head, saved.head))) {
@@ -328,7 +337,7 @@ export class Runner {
     if (state.head === null) return;
     fs.mkdirSync(this.options.stateDir, { recursive: true });
     const temp = `${this.headFile}.${process.pid}.tmp`;
-    fs.writeFileSync(temp, JSON.stringify({ seq: state.seq, head: state.head }));
+    fs.writeFileSync(temp, JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }));
     fs.renameSync(temp, this.headFile);
   }
 
@@ -343,6 +352,9 @@ export class Runner {
     for (let pass = 0; ; pass += 1) {
       if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       const state = await this.options.ledger.intactState();
+      // A key revoked or rotated out while the runner watches stops it at once, as it would refuse its start: nothing more is claimed with it.
+      const keyProblem = runnerKeyProblem(state, this.options.key, "the runner's key");
+      if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
       const now = this.clock();
       const holders = this.observeClaims(state, now);
       if (pass === 0 && !this.pruned) {

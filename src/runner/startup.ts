@@ -6,8 +6,12 @@ import type { OracleCli } from '../consult/oracle.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
+import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
+import { privateSocketsDir } from '../util/private-sockets.js';
+import { requireWritableFolder } from '../util/runner-folders.js';
+import { LocalRunners } from './identity.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
 import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
@@ -28,7 +32,15 @@ export interface StartupOptions {
   readonly keyLabel: string;
   /** The repository consults pin their context in and dispatches work in. */
   readonly repo: string;
+  /** The runner's state folder, where every attempt's sandbox or worktree is made after its claim. */
+  readonly stateDir: string;
   readonly isolation: Isolation;
+  /**
+   * The remote the runner works through: the clone is brought to its verified head before the key
+   * is checked, so a key revoked or rotated out there is refused at start on a clone that had not
+   * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off).
+   */
+  readonly remote?: Pick<RemoteLedger, 'sync'>;
   /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
   /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
@@ -72,6 +84,30 @@ async function repoProblem(repo: string): Promise<Problem | null> {
   }
 }
 
+/**
+ * The folders a runner writes once it runs: the ledger's (where it says who it is, and commits its
+ * claims and receipts), the state folder (each attempt's sandbox or worktree) and the private
+ * folder of its sockets in the temporary folder (every sandbox hides it; a dispatch's consult
+ * socket and a remote's ssh connection live there). A read-only ledger or state folder, a TMPDIR
+ * that names no folder, are found here, before a claim.
+ */
+function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
+  const problems: Problem[] = [];
+  const checks = [
+    () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
+    () => requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room"),
+    () => privateSocketsDir(),
+  ];
+  for (const check of checks) {
+    try {
+      check();
+    } catch (error) {
+      problems.push(toProblem(error));
+    }
+  }
+  return problems;
+}
+
 /** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */
 function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane }> {
   const registry = state.registry?.doc;
@@ -97,6 +133,11 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
  * refuses the start (exit 2): nothing has been claimed then.
  */
 export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
+  if (options.remote !== undefined) {
+    await options.remote.sync().catch((error: unknown) => {
+      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+    });
+  }
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
   const shared: Problem[] = [];
@@ -104,6 +145,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   if (keyProblem !== null) shared.push(keyProblem);
   const repo = await repoProblem(options.repo);
   if (repo !== null) shared.push(repo);
+  shared.push(...folderProblems(options.ledger, options.stateDir));
   let isolation: 'bwrap' | 'none' = 'none';
   try {
     isolation = resolveIsolation(options.isolation);

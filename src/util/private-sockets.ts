@@ -23,7 +23,7 @@ export function privateSocketsDir(): string {
   try {
     fs.mkdirSync(dir, { mode: 0o700 });
   } catch (error) {
-    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new CooError('IO_ERROR', `cannot make ${dir}, the runner's private folder for its sockets (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): check that the temporary folder (TMPDIR) is writable`);
+    if ((error as NodeJS.ErrnoException).code !== 'EEXIST') throw new CooError('RUNNER_CONFIG', `cannot make ${dir}, the runner's private folder for its sockets (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): set TMPDIR to a folder that exists and this user may write, or unset it`);
   }
   const stats = fs.lstatSync(dir);
   if (!stats.isDirectory() || stats.uid !== uid || (stats.mode & 0o077) !== 0) {

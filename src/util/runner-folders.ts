@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { readOwnFile } from './bounded-read.js';
 
@@ -62,5 +62,38 @@ export function registerPrivateFolders(folders: readonly string[]): void {
   } catch (error) {
     if (error instanceof CooError) throw error;
     throw new CooError('RUNNER_CONFIG', `cannot record this runner's folders in ${listPath()} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}), which every sandbox on this machine hides: check that ${root} is writable`);
+  }
+}
+
+/**
+ * Makes `dir` and writes a file in it, or throws RUNNER_CONFIG saying `what` it is and `fix`: a path
+ * that cannot be a folder (a file in the way), a read-only file system or a full one is found at a
+ * runner's start, before anything is claimed, never in the middle of an attempt it would leave
+ * claimed and unrun.
+ */
+export function requireWritableFolder(dir: string, what: string, fix: string): void {
+  const probe = join(dir, `.probe-${process.pid}`);
+  try {
+    makeFolder(dir);
+    fs.writeFileSync(probe, 'coo\n');
+    fs.rmSync(probe, { force: true });
+  } catch (error) {
+    throw new CooError('RUNNER_CONFIG', `cannot write in ${dir}, ${what} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): ${fix}`);
+  }
+}
+
+/**
+ * `mkdir -p`, one level at a time: node's recursive mkdir says ENOENT where a parent is on a
+ * read-only file system (not EROFS), and never returns under /proc.
+ */
+function makeFolder(dir: string): void {
+  try {
+    fs.mkdirSync(dir, { mode: 0o700 });
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code;
+    if (code === 'EEXIST') return;
+    if (code !== 'ENOENT' || dirname(dir) === dir) throw error;
+    makeFolder(dirname(dir));
+    fs.mkdirSync(dir, { mode: 0o700 });
   }
 }

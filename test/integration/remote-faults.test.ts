@@ -52,6 +52,8 @@ async function served(transport: 'ssh' | 'http'): Promise<{ served: ServedLedger
  */
 async function competingChain(caseDir: string, ledger: ServedLedger, url: string, env: NodeJS.ProcessEnv, count: number, extra: readonly string[] = []): Promise<string[]> {
   const rival = await makeWriter(caseDir, 'rival', ledger, url, env);
+  // Written on the rival's copy alone: a clone refuses a write without --remote, so the copy forgets its origin first.
+  git(['--git-dir', rival.gitdir, 'remote', 'remove', 'origin']);
   for (let index = 0; index < count; index += 1) {
     const args = consultArgs(rival, ledger, extra).filter((arg, at, all) => arg !== '--remote' && all[at - 1] !== '--remote');
     const written = await cooAsync(args, { env: rival.env });

@@ -235,7 +235,8 @@ describe('runners through a remote', () => {
     await ceoMachine.remote.write((ledger) => appendTrustVersion(ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', rotated.publicKey]]) }, loadPrivateKey(world.served.keys.ceo), new Date()));
 
     release();
-    await expect(running).resolves.toBeDefined();
+    // The paid result is kept, then the runner stops: its key is no longer the active COO's.
+    await expect(running).rejects.toMatchObject({ code: 'RUNNER_CONFIG', message: expect.stringMatching(/^the runner's key \(SHA256:\S+\) is not the active COO's key: it is a key of coo\.hermes retired/) });
     const kept = machine.events.filter((event) => event.type === 'result_kept');
     expect(kept).toEqual([expect.objectContaining({ messageId, attempt: 1, code: expect.stringMatching(/^SIGNER_|NOT_ACTIVE_COO/) })]);
     const keptPath = (kept[0] as { kept: string }).kept;
