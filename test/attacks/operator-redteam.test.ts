@@ -139,7 +139,7 @@ describe('a private key file others may read is said, and a public key given for
     chmodSync(ceo, 0o640);
     const command = cooBounded(['command', '--ledger', world.gitdir, '--ceo-key', ceo, '--text', 'Fix add().', '--json']);
     expect(command.status).toBe(0);
-    expect(JSON.parse(command.stdout)).toMatchObject({ ok: true });
+    expect(JSON.parse(command.stdout)).toMatchObject({ commit: expect.stringMatching(/^[0-9a-f]{40}$/) });
     expect(command.stderr).toBe(`coo: warning: the key file ${ceo} is open to others (mode 0640): whoever may read it may sign as its actor; run chmod 600 ${ceo}\n`);
     // The owner's alone, the same key signs without a word.
     chmodSync(ceo, 0o600);
