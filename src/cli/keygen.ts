@@ -44,6 +44,10 @@ function writeKeyFiles(out: string, files: ReadonlyArray<{ readonly path: string
   const temps: string[] = [];
   try {
     fs.mkdirSync(out, { recursive: true, mode: 0o700 });
+    // A folder where a file goes is found before any file is replaced: --force never leaves a new private key beside an old public one.
+    for (const file of files) {
+      if (fs.lstatSync(file.path, { throwIfNoEntry: false })?.isDirectory() === true) throw Object.assign(new Error('a folder where a key file goes'), { code: 'EISDIR' });
+    }
     for (const file of files) {
       const temp = `${file.path}.${process.pid}.tmp`;
       temps.push(temp);

@@ -17,7 +17,7 @@ import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
-import { runnerKeyProblem } from '../runner/startup.js';
+import { runnerKeyProblem, syncForStartup } from '../runner/startup.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
 
 type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
@@ -86,7 +86,9 @@ export function mcpVerb(program: Command): void {
       let runner: Runner | null = null;
       let observe: (event: RunnerEvent) => void = () => undefined;
       try {
-        // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run.
+        // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run,
+        // judged on the remote's head when there is one.
+        await syncForStartup(remote);
         const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
         if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
         if (oracle !== null && executors !== null) {

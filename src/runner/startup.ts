@@ -129,15 +129,24 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
 }
 
 /**
+ * Brings a clone to its remote's verified head before anything is judged on it (a COO key revoked or
+ * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it is.
+ */
+export async function syncForStartup(remote: Pick<RemoteLedger, 'sync'> | undefined): Promise<void> {
+  if (remote === undefined) return;
+  await remote.sync().catch((error: unknown) => {
+    if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+  });
+}
+
+/**
  * Runs every start-up check and returns the lanes ready to run, or throws the one coded line that
  * refuses the start (exit 2): nothing has been claimed then.
  */
 export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
-  if (options.remote !== undefined) {
-    await options.remote.sync().catch((error: unknown) => {
-      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
-    });
-  }
+  // Folders first: a clone this runner cannot write is said as such, not as the sync's failure to write it.
+  const folders = folderProblems(options.ledger, options.stateDir);
+  if (folders.length === 0) await syncForStartup(options.remote);
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
   const shared: Problem[] = [];
@@ -145,7 +154,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   if (keyProblem !== null) shared.push(keyProblem);
   const repo = await repoProblem(options.repo);
   if (repo !== null) shared.push(repo);
-  shared.push(...folderProblems(options.ledger, options.stateDir));
+  shared.push(...folders);
   let isolation: 'bwrap' | 'none' = 'none';
   try {
     isolation = resolveIsolation(options.isolation);

@@ -94,6 +94,11 @@ function makeFolder(dir: string): void {
     if (code === 'EEXIST') return;
     if (code !== 'ENOENT' || dirname(dir) === dir) throw error;
     makeFolder(dirname(dir));
-    fs.mkdirSync(dir, { mode: 0o700 });
+    try {
+      fs.mkdirSync(dir, { mode: 0o700 });
+    } catch (again) {
+      // Another runner starting at the same moment made it first.
+      if ((again as NodeJS.ErrnoException).code !== 'EEXIST') throw again;
+    }
   }
 }
