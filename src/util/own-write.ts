@@ -17,6 +17,8 @@ import { fileType } from './bounded-read.js';
 export interface OwnWriteOptions {
   /** The file's permission bits; 0o600 unless told. */
   readonly mode?: number;
+  /** Make the file's folder when it is missing (the default); an operator's output path is taken as given. */
+  readonly makeFolder?: boolean;
   /** Flushed to the disk before the rename (a record that must survive a crash). */
   readonly durable?: boolean;
   /** What the file is, as the error names it (`the runner's journaled receipt`). */
@@ -37,9 +39,14 @@ function typeAt(path: string): string | null {
 /** Writes `data` whole at `path` (its folder made if missing) by a private file and a rename. */
 export function writeOwnFile(path: string, data: string | Buffer, options: OwnWriteOptions): void {
   const folder = dirname(path);
-  fs.mkdirSync(folder, { recursive: true });
+  if (options.makeFolder !== false) fs.mkdirSync(folder, { recursive: true });
   const temp = join(folder, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
-  const fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, options.mode ?? 0o600);
+  let fd: number;
+  try {
+    fd = fs.openSync(temp, fs.constants.O_WRONLY | fs.constants.O_CREAT | fs.constants.O_EXCL | fs.constants.O_NOFOLLOW, options.mode ?? 0o600);
+  } catch (error) {
+    throw new CooError(options.code, `cannot write ${options.what} ${path} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): ${options.remedy}`, { cause: error });
+  }
   try {
     try {
       fs.writeFileSync(fd, data);

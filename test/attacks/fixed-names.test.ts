@@ -7,6 +7,8 @@ import { codexStreamState } from '../../src/dispatch/codex-events.js';
 import { runExecutorProcess } from '../../src/dispatch/process.js';
 import { CooError } from '../../src/errors.js';
 import { createOwnFile, openOwnFile, writeOwnFile } from '../../src/util/own-write.js';
+import { coo } from '../helpers/cli.js';
+import { makeWorld } from '../helpers/lane.js';
 import { holdingRunner, makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -136,5 +138,17 @@ describe('the runner at its fixed names', () => {
     expect(lstatSync(late).isFile()).toBe(true);
     expect(JSON.parse(readFileSync(late, 'utf8'))).toEqual(expect.objectContaining({ messageId, attempt: 1 }));
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+  });
+});
+
+describe("the operator's outputs at names given", () => {
+  it('coo allowed-signers --revocations with a FIFO at the name beside it the list was written through: written, never a wait', async () => {
+    const world = await makeWorld(join(dir, 'world'));
+    closers.push(() => world.close());
+    const revocations = join(dir, 'revocations');
+    fifo(`${revocations}.tmp`);
+    const signers = coo(['allowed-signers', '--ledger', world.gitdir, '--revocations', revocations]);
+    expect(signers.stderr).toBe('');
+    expect(lstatSync(revocations).isFile()).toBe(true);
   });
 });
