@@ -39,7 +39,14 @@ function typeAt(path: string): string | null {
 /** Writes `data` whole at `path` (its folder made if missing) by a private file and a rename. */
 export function writeOwnFile(path: string, data: string | Buffer, options: OwnWriteOptions): void {
   const folder = dirname(path);
-  if (options.makeFolder !== false) fs.mkdirSync(folder, { recursive: true });
+  if (options.makeFolder !== false) {
+    try {
+      fs.mkdirSync(folder, { recursive: true });
+    } catch (error) {
+      const there = typeAt(folder);
+      throw new CooError(options.code, `cannot make the folder of ${options.what} ${folder}${there === null || there === 'directory' ? '' : `: a ${there} is there`} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): ${options.remedy}`, { cause: error });
+    }
+  }
   const temp = join(folder, `.${basename(path)}.${randomBytes(6).toString('hex')}.tmp`);
   let fd: number;
   try {

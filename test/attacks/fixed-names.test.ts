@@ -67,6 +67,12 @@ describe('one rule writes a fixed name in a folder the runner owns', () => {
     expect(execFileSync('ls', ['-A', folder], { encoding: 'utf8' }).trim()).toBe('name.json');
   });
 
+  it('a FIFO at the name of the folder the file goes in is a coded error that names it, never a wait', () => {
+    const folder = join(dir, 'late-results');
+    fifo(folder);
+    expect(codeOf(() => writeOwnFile(join(folder, 'a.json'), 'x', OPTIONS))).toMatch(/^IO_ERROR: cannot make the folder of the test file .*late-results: a fifo is there \(EEXIST\): move it away$/);
+  });
+
   it('an output file opened for a child: a FIFO or a link at its name is replaced, never waited on or written through', () => {
     const outside = join(dir, 'outside-out.txt');
     writeFileSync(outside, 'keep me\n');
