@@ -157,4 +157,22 @@ describe("the operator's outputs at names given", () => {
     expect(signers.stderr).toBe('');
     expect(lstatSync(revocations).isFile()).toBe(true);
   });
+
+  it('coo keygen with a link at the private key\'s name: the key is never written through it, with --force or to a dangling link without', () => {
+    const keys = join(dir, 'keys');
+    mkdirSync(keys);
+    const exposed = join(dir, 'exposed.key');
+    writeFileSync(exposed, '');
+    symlinkSync(exposed, join(keys, 'coo.hermes.key'));
+    const forced = coo(['keygen', '--actor', 'coo.hermes', '--out', keys, '--force']);
+    expect(forced.stderr).toBe('');
+    expect(readFileSync(exposed, 'utf8')).toBe('');
+    expect(lstatSync(join(keys, 'coo.hermes.key')).isFile()).toBe(true);
+    expect((lstatSync(join(keys, 'coo.hermes.key')).mode & 0o777).toString(8)).toBe('600');
+    const dangling = join(dir, 'elsewhere.key');
+    symlinkSync(dangling, join(keys, 'ea.codex.key'));
+    const refused = coo(['keygen', '--actor', 'ea.codex', '--out', keys]);
+    expect(refused.stderr).toMatch(/USAGE: .*ea\.codex\.key or .* exists; pass --force to overwrite/);
+    expect(existsSync(dangling)).toBe(false);
+  });
 });
