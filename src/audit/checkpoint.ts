@@ -1,10 +1,10 @@
 import { createHash } from 'node:crypto';
-import * as fs from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
 import { LIMITS } from '../limits.js';
 import { readOwnFile } from '../util/bounded-read.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 /**
  * What an auditor or a runner last verified: kept outside the ledger, where whoever controls the
@@ -63,8 +63,5 @@ export function loadVerified(file: string): LoadedCheckpoint | null {
 }
 
 export function saveVerified(file: string, checkpoint: VerifiedCheckpoint): void {
-  fs.mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  const temp = `${file}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, JSON.stringify({ format: FORMAT, ...checkpoint, state: stateToJson(checkpoint.state) }));
-  fs.renameSync(temp, file);
+  writeOwnFile(file, JSON.stringify({ format: FORMAT, ...checkpoint, state: stateToJson(checkpoint.state) }), { what: "the auditor's checkpoint", remedy: 'move what is at that name away; the next audit replays the ledger in full', code: 'IO_ERROR' });
 }

@@ -1,10 +1,10 @@
-import * as fs from 'node:fs';
 import type { Command } from 'commander';
 import { allowedSigners, revocationList, TrustHistoryRecorder, type TrustEpoch } from '../audit/allowed-signers.js';
 import { emptyState, type LedgerState } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { Ledger } from '../ledger/ledger.js';
 import { jsonOption, ledgerOption, required } from './common.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 /** One signer of the allowed-signers file, for --json: the actor, its key and the lifetime git is given. */
 interface SignerEntry {
@@ -48,14 +48,7 @@ export function allowedSignersVerb(program: Command): void {
       try {
         const { state, history } = await signerHistory(ledger);
         if (opts.revocations !== undefined) {
-          const temp = `${opts.revocations}.tmp`;
-          try {
-            fs.writeFileSync(temp, revocationList(history));
-            fs.renameSync(temp, opts.revocations);
-          } catch (error) {
-            fs.rmSync(temp, { force: true });
-            throw new CooError('IO_ERROR', `cannot write ${opts.revocations}: ${error instanceof Error ? error.message : String(error)}`);
-          }
+          writeOwnFile(opts.revocations, revocationList(history), { mode: 0o644, makeFolder: false, what: 'the revocation list', remedy: 'give --revocations a path of a file in a folder you can write', code: 'IO_ERROR' });
         }
         const text = allowedSigners(state, history);
         if (opts.json === true) process.stdout.write(`${JSON.stringify({ allowed_signers: text, signers: signerEntries(text), revocations: opts.revocations ?? null, revoked: revocationList(history).split('\n').filter((line) => line !== '') }, null, 2)}\n`);

@@ -6,6 +6,16 @@ import { actorId } from '../schema/common.js';
 import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey } from '../crypto/keys.js';
 import { emit, jsonOption, required } from './common.js';
 
+/** Anything at `path`, a dangling link included. */
+function present(path: string): boolean {
+  try {
+    fs.lstatSync(path);
+    return true;
+  } catch {
+    return false;
+  }
+}
+
 export function keygenVerb(program: Command): void {
   program
     .command('keygen')
@@ -20,7 +30,7 @@ export function keygenVerb(program: Command): void {
       if (!actorId.safeParse(actor).success) throw new CooError('USAGE', `--actor ${JSON.stringify(actor)} is not an actor id (dotted lowercase, e.g. coo.hermes)`);
       const keyPath = join(out, `${actor}.key`);
       const pubPath = join(out, `${actor}.pub`);
-      if (opts.force !== true && (fs.existsSync(keyPath) || fs.existsSync(pubPath))) {
+      if (opts.force !== true && (present(keyPath) || present(pubPath))) {
         throw new CooError('USAGE', `${keyPath} or ${pubPath} exists; pass --force to overwrite`);
       }
       const key = generatePrivateKey(actor);

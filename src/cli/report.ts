@@ -1,23 +1,15 @@
-import * as fs from 'node:fs';
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { renderReport } from '../audit/report.js';
 import { verifyLedger } from '../audit/verify.js';
-import { CooError } from '../errors.js';
 import { emit, jsonOption, ledgerOption, loadPublicKey, required } from './common.js';
+import { writeOwnFile } from '../util/own-write.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
 
 /** Writes the page whole or not at all: a temporary file beside it, renamed over it. */
 function writePage(out: string, html: string): void {
-  const temp = `${out}.${process.pid}.tmp`;
-  try {
-    fs.writeFileSync(temp, html);
-    fs.renameSync(temp, out);
-  } catch (error) {
-    fs.rmSync(temp, { force: true });
-    throw new CooError('IO_ERROR', `cannot write the report ${out}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`, { where: out });
-  }
+  writeOwnFile(out, html, { mode: 0o644, makeFolder: false, what: 'the report', remedy: 'give --html a path of a file in a folder you can write', code: 'IO_ERROR' });
 }
 
 export function reportVerb(program: Command): void {

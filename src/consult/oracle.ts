@@ -18,6 +18,8 @@ import type { OracleEndpoints, RoutePlan } from './providers/provider.js';
 import type { AttemptRecordFile, Sandbox } from './sandbox.js';
 import { wholeLinesOf } from '../util/bytes.js';
 import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
+import { createOwnFile, openOwnFile, writeOwnFile } from '../util/own-write.js';
+import { SANDBOX_REMEDY } from './sandbox.js';
 
 /**
  * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
@@ -360,7 +362,7 @@ export class OracleCli implements AaTransport {
   private hostsFile(sandbox: Sandbox): string {
     const path = join(sandbox.root, 'hosts');
     const lines = ['127.0.0.1 localhost', '::1 localhost', ...(this.endpoints.hosts ?? []).map((pin) => `${pin.address} ${pin.name}`)];
-    fs.writeFileSync(path, `${lines.join('\n')}\n`, { mode: 0o444 });
+    writeOwnFile(path, `${lines.join('\n')}\n`, { mode: 0o444, what: "the sandbox's hosts file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' });
     return path;
   }
 
@@ -411,7 +413,8 @@ export class OracleCli implements AaTransport {
    */
   private start(request: TransportRequest, argv: readonly string[], stdoutPath: string, stderrPath: string): Promise<OracleStart> {
     const isolated = this.isolation === 'bwrap';
-    const files = [fs.openSync(request.sandbox.promptPath, 'r'), fs.openSync(stdoutPath, 'w', 0o600), fs.openSync(stderrPath, 'w', 0o600)];
+    // Opened never through a link nor waiting on a FIFO: Oracle could write the sandbox's folder in a start before this one.
+    const files = [openOwnFile(request.sandbox.promptPath, { what: "the sandbox's prompt", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }), createOwnFile(stdoutPath, { what: "Oracle's output file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }), createOwnFile(stderrPath, { what: "Oracle's error file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' })];
     return new Promise((resolvePromise) => {
       let killedByTimer = false;
       let settled = false;
@@ -425,8 +428,6 @@ export class OracleCli implements AaTransport {
       let markerClosed = marker == null;
       marker?.on('data', () => (stood = true));
       const untrack = trackGroup(child.pid);
-      // The pid with its start time: a runner recovering this attempt ends the group only while the pid is still this process.
-      if (child.pid !== undefined) fs.writeFileSync(request.sandbox.pidPath, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
       const timer = setTimeout(() => {
         killedByTimer = true;
         if (child.pid !== undefined) killGroup(child.pid);
@@ -453,6 +454,16 @@ export class OracleCli implements AaTransport {
       });
       child.on('error', (error) => finish(null, null, error.message));
       child.on('exit', (code, signal) => finish(code, signal));
+      // The pid with its start time: a runner recovering this attempt ends the group only while the pid is still this process.
+      // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
+      if (child.pid !== undefined) {
+        try {
+          writeOwnFile(request.sandbox.pidPath, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "Oracle's pid file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' });
+        } catch (error) {
+          // Without its pid on record Oracle is not run: a runner after a crash could not end it.
+          finish(null, null, error instanceof Error ? error.message : String(error));
+        }
+      }
     });
   }
 }

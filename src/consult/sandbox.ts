@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
 import type { PinnedFile } from '../lane/pins.js';
 import type { OracleRouteName } from './providers/provider.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 /**
  * One directory per attempt, at a path derived from the attempt id so that a restarted runner finds
@@ -75,6 +76,9 @@ export function removeSandbox(sandbox: Sandbox): void {
   fs.rmSync(sandbox.root, { recursive: true, force: true });
 }
 
+/** What to do about something in the way of a file the runner writes in a consult's sandbox. */
+export const SANDBOX_REMEDY = "a consult's sandbox holds only what the runner and Oracle write: remove the sandbox folder (its answer, if any, is lost) and run the consult again";
+
 /** A fresh sandbox: pinned files written read-only under work/, empty homes, the prompt and the attempt record. */
 export function createSandbox(sandbox: Sandbox, files: readonly PinnedFile[], prompt: string, attempt: AttemptRecordFile): void {
   removeSandbox(sandbox);
@@ -88,8 +92,8 @@ export function createSandbox(sandbox: Sandbox, files: readonly PinnedFile[], pr
   }
   for (const dir of [...dirs].sort((a, b) => b.length - a.length)) fs.chmodSync(dir, 0o555);
   fs.chmodSync(sandbox.work, 0o555);
-  fs.writeFileSync(sandbox.promptPath, prompt, { mode: 0o400 });
-  fs.writeFileSync(sandbox.attemptPath, `${JSON.stringify(attempt, null, 2)}\n`, { mode: 0o600 });
+  writeOwnFile(sandbox.promptPath, prompt, { mode: 0o400, what: "the sandbox's prompt", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' });
+  writeOwnFile(sandbox.attemptPath, `${JSON.stringify(attempt, null, 2)}\n`, { what: "the sandbox's attempt record", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' });
 }
 
 export function readAttemptFile(sandbox: Sandbox): AttemptRecordFile | null {

@@ -1,5 +1,4 @@
 import { spawn } from 'node:child_process';
-import * as fs from 'node:fs';
 import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
@@ -13,6 +12,7 @@ import type { StreamState } from './stream-state.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import { wholeLinesOf } from '../util/bytes.js';
 import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 /**
  * Starting an executor: the command checked before anything runs, bubblewrap around it where
@@ -108,8 +108,6 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     let stood = !isolated;
     child.stdio[3]?.on('data', () => (stood = true));
     const untrack = trackGroup(child.pid);
-    // The pid with its start time: a runner after a crash ends this process's group only if the pid is still this process.
-    if (plan.pidFile !== undefined && child.pid !== undefined) fs.writeFileSync(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }));
     const kill = (reason: NonNullable<ExecutorRun['killedBy']>): void => {
       if (killedBy === null) killedBy = reason;
       if (child.pid !== undefined) killGroup(child.pid);
@@ -171,5 +169,15 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     child.on('error', (error) => finish(null, null, `cannot start ${plan.executor}: ${error.message}`));
     // close, not exit: the pipes are drained before the stream is parsed.
     child.on('close', (code, signal) => finish(code, signal));
+    // The pid with its start time: a runner after a crash ends this process's group only if the pid is still this process.
+    // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
+    if (plan.pidFile !== undefined && child.pid !== undefined) {
+      try {
+        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "the executor's pid file", remedy: 'the attempt folder holds only what the runner writes: move what is at that name away', code: 'IO_ERROR' });
+      } catch (error) {
+        // Without its pid on record the executor is not run: a runner after a crash could not end it.
+        finish(null, null, `cannot start ${plan.executor}: ${error instanceof Error ? error.message : String(error)}`);
+      }
+    }
   });
 }

@@ -36,6 +36,7 @@ import { attemptConsults, consultsCostUsd } from '../authority/dispatch-consults
 import { matchesPattern } from '../authority/policy-check.js';
 import { cliEntryPoint } from '../assets.js';
 import type { AskedConsults } from '../lane/runner-lane.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 
 /** What the dispatch lane needs besides what the runner lends every lane: how executors start, the forge, and the consult lane. */
@@ -511,9 +512,7 @@ export class DispatchLane implements RunnerLane {
     });
     if (decision.kind === 'late') {
       // Another runner closed the attempt (it took it over): the result is kept beside the runner, never applied.
-      const lateDir = join(this.ctx.stateDir, 'late-results');
-      fs.mkdirSync(lateDir, { recursive: true });
-      fs.writeFileSync(join(lateDir, `${attemptId}.jsonl`), run.stream);
+      writeOwnFile(join(this.ctx.stateDir, 'late-results', `${attemptId}.jsonl`), run.stream, { what: 'the late result', remedy: "the runner's state folder holds only what the runner writes: move what is at that name out of it", code: 'IO_ERROR' });
       this.ctx.onEvent({ type: 'late_result', messageId: message.message_id, attempt, detail: decision.detail });
       return null;
     }

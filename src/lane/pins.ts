@@ -3,6 +3,7 @@ import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
 import { CatFileReader } from '../ledger/object-store.js';
+import { listTree as listCommitFiles } from './commit-files.js';
 import { parseAnyTree } from '../ledger/tree-format.js';
 import { runGit } from '../util/exec.js';
 import { sha256Ref } from '../util/hash.js';
@@ -47,20 +48,33 @@ async function gitDir(repo: string): Promise<string> {
 
 /**
  * Every path in the commit's tree, with its mode (symlinks and submodules included, so they can be
- * refused) and each blob's size (`--long`: git reads an object's header, not its bytes).
+ * refused), listed through the checking object reader: a tree object file someone put at another
+ * tree's id fails the listing (GIT_FAILED) where `git ls-tree` would list what it holds, and the
+ * context pinned would not be the commit's, nor what the runner's check reads.
  */
-async function listTree(repo: string, commit: string): Promise<TreeItem[]> {
-  const out = await runGit(['-C', repo, 'ls-tree', '-r', '-z', '--long', '--full-tree', commit]);
-  return out
-    .toString('utf8')
-    .split('\0')
-    .filter((line) => line !== '')
-    .map((line) => {
-      const tab = line.indexOf('\t');
-      const [mode, type, oid, sizeText] = line.slice(0, tab).split(/ +/);
-      const size = sizeText === undefined || sizeText === '-' ? null : Number(sizeText);
-      return { mode: mode ?? '', type: type ?? '', oid: oid ?? '', size: size !== null && Number.isSafeInteger(size) ? size : null, path: line.slice(tab + 1) };
-    });
+async function listTree(gitdir: string, commit: string): Promise<TreeItem[]> {
+  return (await listCommitFiles(gitdir, commit)).map((file) => ({
+    mode: file.mode,
+    type: file.mode === '160000' ? 'commit' : 'blob',
+    oid: file.oid,
+    size: null,
+    path: file.path.toString('utf8'),
+  }));
+}
+
+/**
+ * The sizes of `items`' objects from git's headers (`cat-file --batch-check`), before any byte is
+ * read. Only a refusal rests on them: the bytes are read afterwards through the checking reader,
+ * which fails an object not what its id names, and are held to the same bounds again.
+ */
+async function withSizes(gitdir: string, items: readonly TreeItem[]): Promise<TreeItem[]> {
+  if (items.length === 0) return [];
+  const out = (await runGit([`--git-dir=${gitdir}`, 'cat-file', '--batch-check'], undefined, items.map((item) => `${item.oid}\n`).join(''))).toString('utf8').split('\n');
+  return items.map((item, index) => {
+    const match = /^([0-9a-f]{40}) blob (\d+)$/.exec(out[index] ?? '');
+    const size = match !== null && match[1] === item.oid ? Number(match[2]) : null;
+    return { ...item, size: size !== null && Number.isSafeInteger(size) ? size : null };
+  });
 }
 
 function tooLarge(path: string, size: number): string {
@@ -81,6 +95,7 @@ async function readBlobs(gitdir: string, items: readonly TreeItem[]): Promise<Pi
         const object = await reader.read(item.oid, LIMITS.contextFileBytes);
         if (object === null) throw new CooError('CONTEXT_INVALID', `${item.path}: object ${item.oid} is missing`);
         if (object.content === null) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, object.size));
+        if (object.type !== 'blob') throw new CooError('CONTEXT_INVALID', `${item.path}: object ${item.oid} is a ${object.type}, not a file's bytes`);
         return { path: item.path, sha256: sha256Ref(object.content), bytes: object.content };
       }),
     );
@@ -121,7 +136,7 @@ export function refuseContextOverBounds(sizes: readonly number[], bounds: Contex
 export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[], bounds: ContextBounds, names: ArgumentNames = CLI_ARGUMENTS): Promise<PinnedFile[]> {
   for (const pattern of patterns) checkPattern(pattern, names);
   const { commit } = at;
-  const items = await listTree(repo, commit);
+  const items = await listTree(at.gitdir, commit);
   const matchers = patterns.map((pattern) => ({ pattern, match: picomatch(pattern, { dot: true }) }));
   const chosen: TreeItem[] = [];
   for (const { pattern, match } of matchers) {
@@ -134,12 +149,16 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
   }
   if (chosen.length > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${chosen.length} files exceed the ${LIMITS.contextFiles}-file limit`);
   // Refused from git's size, before any byte is read: the cost of a refusal does not grow with the file.
-  for (const item of chosen) {
+  const sized = await withSizes(at.gitdir, chosen);
+  for (const item of sized) {
     if (item.size === null) throw new CooError('CONTEXT_INVALID', `${item.path}: git reports no size for object ${item.oid}`);
     if (item.size > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, item.size));
   }
-  refuseContextOverBounds(chosen.map((item) => item.size ?? 0), bounds);
-  return readBlobs(at.gitdir, chosen.sort((a, b) => (a.path < b.path ? -1 : 1)));
+  refuseContextOverBounds(sized.map((item) => item.size ?? 0), bounds);
+  const files = await readBlobs(at.gitdir, sized.sort((a, b) => (a.path < b.path ? -1 : 1)));
+  // The bytes read, not the headers, are what is pinned: they are held to the bounds too.
+  refuseContextOverBounds(files.map((file) => file.bytes.length), bounds);
+  return files;
 }
 
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };
@@ -195,17 +214,17 @@ export class PinnedRepo {
       return { ok: false, detail: `${this.repo} is not readable as a git repository: ${error instanceof Error ? error.message : String(error)}` };
     }
     try {
-      return await this.checkAt(commit, pinned);
+      return await this.checkOpen(commit, pinned);
     } catch (error) {
-      // An object git could not give as its id names (a forged object, a reader gone): this check fails closed, and
-      // the next one starts a reader of its own rather than inherit this one's state.
+      // An object not what its id names (or a git that failed) fails this check, and the reader that
+      // saw it is closed: the next check starts its own, never inheriting this one's failure.
       this.close();
-      return { ok: false, detail: `${this.repo} could not be read at ${commit.slice(0, 12)}: ${error instanceof Error ? error.message : String(error)}` };
+      return { ok: false, detail: `the context at ${commit.slice(0, 12)} cannot be read from ${this.repo}: ${error instanceof Error ? error.message : String(error)}` };
     }
   }
 
-  private async checkAt(commit: string, pinned: ReadonlyArray<{ path: string; sha256: string }>): Promise<PinCheck> {
-    const object = await this.readWithin(commit, 'commit', LIMITS.commitBytes).catch(() => ({ missing: true as const }));
+  private async checkOpen(commit: string, pinned: ReadonlyArray<{ path: string; sha256: string }>): Promise<PinCheck> {
+    const object = await this.readWithin(commit, 'commit', LIMITS.commitBytes);
     if (!('content' in object)) return { ok: false, detail: `pinned commit ${commit} is gone from ${this.repo}` };
     const tree = /^tree ([0-9a-f]{40})$/m.exec(object.content.toString('utf8'))?.[1];
     if (tree === undefined) return { ok: false, detail: `${commit} names no tree` };

@@ -1,8 +1,8 @@
-import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
 import { LIMITS } from '../limits.js';
 import { readBounded } from '../util/bounded-read.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 /**
  * A cache of the derived state at one commit, kept inside the ledger's git directory so that
@@ -32,8 +32,5 @@ export function loadCheckpoint(gitdir: string): { state: LedgerState; tree: stri
 
 export function saveCheckpoint(gitdir: string, state: LedgerState, tree: string): void {
   const path = checkpointPath(gitdir);
-  fs.mkdirSync(join(gitdir, 'coo'), { recursive: true });
-  const temp = `${path}.${process.pid}.tmp`;
-  fs.writeFileSync(temp, JSON.stringify({ format: FORMAT, tree, state: stateToJson(state) }));
-  fs.renameSync(temp, path);
+  writeOwnFile(path, JSON.stringify({ format: FORMAT, tree, state: stateToJson(state) }), { mode: 0o644, what: "the ledger's checkpoint", remedy: 'move what is at that name away; the ledger is replayed in full without it', code: 'IO_ERROR' });
 }

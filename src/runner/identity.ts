@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { hostLabel, isAlive } from '../util/process.js';
 import { readBounded } from '../util/bounded-read.js';
+import { writeOwnFile } from '../util/own-write.js';
 
 /** Largest runner record read: a line of JSON. */
 const RECORD_BYTES = 4096;
@@ -66,10 +67,7 @@ export class LocalRunners {
   /** Says, in the ledger's folder, that `runnerId` is this process on this host. */
   register(runnerId: string): void {
     const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStart(process.pid) };
-    fs.mkdirSync(this.dir, { recursive: true });
-    const temp = `${this.path(runnerId)}.${process.pid}.tmp`;
-    fs.writeFileSync(temp, JSON.stringify(record));
-    fs.renameSync(temp, this.path(runnerId));
+    writeOwnFile(this.path(runnerId), JSON.stringify(record), { mode: 0o644, what: 'the record of which process runs as this runner', remedy: "the ledger's runners folder holds only the records runners write: move what is at that name away and start the runner again", code: 'IO_ERROR' });
   }
 
   private read(runnerId: string): RunnerRecord | null {

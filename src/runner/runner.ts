@@ -1,5 +1,5 @@
 import * as fs from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CooError, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
@@ -15,6 +15,7 @@ import { readMessage } from '../lane/envelope.js';
 import type { LaneContext, RunnerLane } from '../lane/runner-lane.js';
 import { stopGroups } from '../util/children.js';
 import { readOwnFile } from '../util/bounded-read.js';
+import { writeOwnFile } from '../util/own-write.js';
 import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
@@ -335,10 +336,7 @@ export class Runner {
 
   private rememberHead(state: LedgerState): void {
     if (state.head === null) return;
-    fs.mkdirSync(this.options.stateDir, { recursive: true });
-    const temp = `${this.headFile}.${process.pid}.tmp`;
-    fs.writeFileSync(temp, JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }));
-    fs.renameSync(temp, this.headFile);
+    writeOwnFile(this.headFile, JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }), { what: 'the ledger head this runner last saw', remedy: STATE_REMEDY, code: 'IO_ERROR' });
   }
 
   /** Handles every message that is ready now, until none is; returns what was written and what waits. */
@@ -527,7 +525,7 @@ export class Runner {
 
   /** Keeps a receipt the remote could not take, durably, until it can. */
   private journal(entry: JournalEntry): void {
-    writeDurably(this.journalPath(entry.messageId, entry.attempt), JSON.stringify(entry));
+    writeOwnFile(this.journalPath(entry.messageId, entry.attempt), JSON.stringify(entry), { durable: true, what: 'the journaled receipt', remedy: STATE_REMEDY, code: 'IO_ERROR' });
   }
 
   /** Publishes the journal's receipts, oldest first; false when the remote went away again. */
@@ -623,16 +621,14 @@ export class Runner {
     const detail = error instanceof Error ? error.message : String(error);
     const path = join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
     const entry = { messageId, attempt, summary, at: now.toISOString(), refused: { code, message: detail }, files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
-    writeDurably(path, JSON.stringify(entry));
+    writeOwnFile(path, JSON.stringify(entry), { durable: true, what: 'the kept result', remedy: STATE_REMEDY, code: 'IO_ERROR' });
     this.emit({ type: 'result_kept', messageId, attempt, code, detail, kept: path });
   }
 
   /** A result whose attempt another runner closed: kept beside the runner, never applied. */
   private keepLate(messageId: string, attempt: number, summary: string, now: Date, files: NewFile[]): void {
-    const lateDir = join(this.options.stateDir, 'late-results');
-    fs.mkdirSync(lateDir, { recursive: true });
     const entry: JournalEntry = { messageId, attempt, summary, at: now.toISOString(), files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
-    fs.writeFileSync(join(lateDir, `${attemptIdFor(messageId, attempt)}.json`), JSON.stringify(entry));
+    writeOwnFile(join(this.options.stateDir, 'late-results', `${attemptIdFor(messageId, attempt)}.json`), JSON.stringify(entry), { what: 'the late result', remedy: STATE_REMEDY, code: 'IO_ERROR' });
     this.emit({ type: 'late_result', messageId, attempt, detail: 'another runner closed the attempt first (its lease ran out and it was taken over); this result is kept in the state folder, never applied' });
   }
 
@@ -767,19 +763,8 @@ export class Runner {
   }
 }
 
-/** Writes `text` to `path` so that it survives a crash: a private temporary file, synced, then renamed into place. */
-function writeDurably(path: string, text: string): void {
-  fs.mkdirSync(dirname(path), { recursive: true });
-  const temp = `${path}.${process.pid}.tmp`;
-  const fd = fs.openSync(temp, 'w', 0o600);
-  try {
-    fs.writeSync(fd, text);
-    fs.fsyncSync(fd);
-  } finally {
-    fs.closeSync(fd);
-  }
-  fs.renameSync(temp, path);
-}
+/** What to do about something in the way of a file the runner writes in its state folder. */
+const STATE_REMEDY = "the runner's state folder holds only what the runner writes: move what is at that name out of it and start the runner again";
 
 /** The receipt event of a receipt published from the journal, read from its own bytes. */
 function receiptEvent(messageId: string, attempt: number, files: readonly NewFile[]): RunnerEvent {
