@@ -1,5 +1,6 @@
 import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
+import { LIMITS } from '../limits.js';
 import { parseRawTree } from './raw-tree.js';
 
 /** A path in a commit and what it holds: `100644`, `100755`, `120000` (a link's target) or `160000` (a submodule's commit). */
@@ -19,10 +20,13 @@ export interface CommitFile {
 export async function listTree(gitdir: string, commit: string): Promise<CommitFile[]> {
   const reader = new CatFileReader(gitdir);
   const read = async (oid: string, type: 'commit' | 'tree'): Promise<Buffer> => {
-    const object = await reader.read(oid);
+    const object = await reader.read(oid, type === 'tree' ? LIMITS.treeBytes : LIMITS.commitBytes);
     if (object === null || object.type !== type) throw new CooError('GIT_FAILED', `${oid} is not a ${type} in ${gitdir}`);
+    if (object.content === null) throw new CooError('POLICY_LIMIT', `the ${type} ${oid} in ${gitdir} is ${object.size} bytes, over the ${type === 'tree' ? LIMITS.treeBytes : LIMITS.commitBytes}-byte bound coo reads`);
     return object.content;
   };
+  // Trees may name one subtree many times: a few kilobytes of objects can list millions of paths, so the listing is bounded as the work an agent leaves is.
+  const tooMany = (): CooError => new CooError('POLICY_LIMIT', `commit ${commit} in ${gitdir} lists more than ${LIMITS.workEntries} entries, more than coo lists of a commit`);
   try {
     const root = /^tree ([0-9a-f]{40})\n/.exec((await read(commit, 'commit')).toString('latin1'));
     if (root === null) throw new CooError('GIT_FAILED', `commit ${commit} in ${gitdir} names no tree`);
@@ -40,6 +44,7 @@ export async function listTree(gitdir: string, commit: string): Promise<CommitFi
         } catch (error) {
           throw new CooError('GIT_FAILED', `tree ${level[index]!.oid} in ${gitdir} holds ${(error as Error).message}`);
         }
+        if (files.length + next.length + entries.length > LIMITS.workEntries) throw tooMany();
         for (const entry of entries) {
           const path = prefix === null ? entry.name : Buffer.concat([prefix, Buffer.from('/'), entry.name]);
           if (entry.mode === '40000') next.push({ prefix: path, oid: entry.oid });

@@ -14,6 +14,8 @@ export function runGit(args: readonly string[], cwd?: string, input?: string): P
       }
       resolve(Buffer.from(stdout));
     });
+    // A git that exits before reading all of it (a repository gone meanwhile) says why through its exit; the broken pipe is not an error of ours.
+    child.stdin?.on('error', () => undefined);
     if (input !== undefined) child.stdin?.end(input);
   });
 }

@@ -85,3 +85,27 @@ describe('consult context from a target with forged objects', () => {
     }
   });
 });
+
+describe('consult context from a commit whose trees name one subtree many times', () => {
+  it('a few kilobytes of trees that list a million paths are refused with POLICY_LIMIT once the listing passes its bound, not listed whole', async () => {
+    const repo = join(dir, 'bomb');
+    mkdirSync(repo, { recursive: true });
+    git(repo, ['init', '-q']);
+    const blob = execFileSync('git', ['-C', repo, 'hash-object', '-w', '--stdin'], { input: 'leaf\n', encoding: 'utf8' }).trim();
+    const mktree = (lines: string): string => execFileSync('git', ['-C', repo, 'mktree'], { input: lines, encoding: 'utf8' }).trim();
+    let tree = mktree(`100644 blob ${blob}\tf\n`);
+    // Three levels of a hundred names for the same tree: 10^6 paths in about 10 KB of objects.
+    for (let level = 0; level < 3; level += 1) {
+      const child = tree;
+      tree = mktree(Array.from({ length: 100 }, (_, index) => `040000 tree ${child}\td${String(index).padStart(3, '0')}\n`).join(''));
+    }
+    const commit = git(repo, ['commit-tree', tree, '-m', 'bomb']);
+    git(repo, ['update-ref', 'refs/heads/main', commit]);
+    const at = await resolveCommit(repo, commit);
+    const refused = await pinFiles(repo, at, ['d000/d000/d000/f'], BOUNDS).then(
+      () => 'pinned',
+      (error: unknown) => (error instanceof CooError ? error.code : `uncoded ${String(error)}`),
+    );
+    expect(refused).toBe('POLICY_LIMIT');
+  });
+});
