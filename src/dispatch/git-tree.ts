@@ -92,20 +92,3 @@ export function buildTree(files: readonly TreeFile[]): BuiltTree {
 }
 
 export { parseRawTree, type RawTreeEntry } from '../lane/raw-tree.js';
-
-/** Parses `git ls-tree -r -z` output: each entry `MODE TYPE OID\tPATH\0`, the path as bytes. */
-export function parseLsTree(raw: Buffer): TreeFile[] {
-  const files: TreeFile[] = [];
-  let offset = 0;
-  while (offset < raw.length) {
-    const nul = raw.indexOf(0, offset);
-    const end = nul < 0 ? raw.length : nul;
-    const tab = raw.indexOf(0x09, offset);
-    if (tab < 0 || tab > end) throw new Error(`unexpected ls-tree entry ${JSON.stringify(raw.toString('utf8', offset, end))}`);
-    const [mode, , oid] = raw.toString('latin1', offset, tab).split(' ');
-    if (mode === undefined || oid === undefined || !/^[0-9a-f]{40}$/.test(oid)) throw new Error(`unexpected ls-tree entry ${JSON.stringify(raw.toString('utf8', offset, end))}`);
-    files.push({ path: Buffer.from(raw.subarray(tab + 1, end)), mode, oid });
-    offset = end + 1;
-  }
-  return files;
-}

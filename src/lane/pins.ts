@@ -2,9 +2,9 @@ import picomatch from 'picomatch';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
+import { parseRawTree } from './raw-tree.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { listTree as listCommitFiles } from './commit-files.js';
-import { parseAnyTree } from '../ledger/tree-format.js';
 import { runGit } from '../util/exec.js';
 import { sha256Ref } from '../util/hash.js';
 
@@ -194,7 +194,9 @@ export class PinnedRepo {
     for (let i = 0; i < parts.length; i += 1) {
       const object = await this.readWithin(current, 'tree', LIMITS.treeBytes);
       if (!('content' in object)) return null;
-      const entry = parseAnyTree(object.content).find((item) => item.name === parts[i]);
+      // The same parser the listing at enqueue uses: both read a tree as git does (a 100664 file is a regular one).
+      const name = Buffer.from(parts[i]!);
+      const entry = parseRawTree(object.content).find((item) => item.name.equals(name));
       if (entry === undefined) return null;
       if (i === parts.length - 1) return entry;
       if (entry.mode !== '40000') return null;

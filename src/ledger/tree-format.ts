@@ -10,27 +10,6 @@ export interface TreeEntry {
   readonly oid: string;
 }
 
-/** An entry of any git tree (a target repository's): executables, symlinks and submodules included. */
-export interface AnyTreeEntry {
-  readonly name: string;
-  readonly mode: string;
-  readonly oid: string;
-}
-
-/** Reads any well-formed tree, without the ledger's restrictions on modes and names. */
-export function parseAnyTree(raw: Buffer): AnyTreeEntry[] {
-  const entries: AnyTreeEntry[] = [];
-  let offset = 0;
-  while (offset < raw.length) {
-    const space = raw.indexOf(0x20, offset);
-    const nul = raw.indexOf(0x00, space + 1);
-    if (space < 0 || nul < 0 || nul + 21 > raw.length) fail('truncated entry');
-    entries.push({ mode: raw.toString('latin1', offset, space), name: raw.subarray(space + 1, nul).toString('utf8'), oid: raw.toString('hex', nul + 1, nul + 21) });
-    offset = nul + 21;
-  }
-  return entries;
-}
-
 function fail(reason: string): never {
   throw new CooError('TREE_MALFORMED', `tree: ${reason}`);
 }

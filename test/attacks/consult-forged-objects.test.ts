@@ -109,3 +109,19 @@ describe('consult context from a commit whose trees name one subtree many times'
     expect(refused).toBe('POLICY_LIMIT');
   });
 });
+
+describe("consult context read by enqueue and by the runner's check alike", () => {
+  it('a file of the legacy mode 100664 is pinned at enqueue and found by the pin check, as git reads it: a regular file', async () => {
+    const repo = join(dir, 'legacy-mode');
+    mkdirSync(repo, { recursive: true });
+    git(repo, ['init', '-q']);
+    const blob = execFileSync('git', ['-C', repo, 'hash-object', '-w', '--stdin'], { input: 'old mode\n', encoding: 'utf8' }).trim();
+    const src = execFileSync('git', ['-C', repo, 'mktree'], { input: `100664 blob ${blob}\tf.txt\n`, encoding: 'utf8' }).trim();
+    const root = execFileSync('git', ['-C', repo, 'mktree'], { input: `040000 tree ${src}\tsrc\n`, encoding: 'utf8' }).trim();
+    const commit = git(repo, ['commit-tree', root, '-m', 'legacy']);
+    const at = await resolveCommit(repo, commit);
+    const files = await pinFiles(repo, at, ['src/f.txt'], BOUNDS);
+    expect(files.map((file) => file.path)).toEqual(['src/f.txt']);
+    expect(await checkPins(repo, commit, files)).toMatchObject({ ok: true });
+  });
+});

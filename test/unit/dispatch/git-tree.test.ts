@@ -1,12 +1,12 @@
-import { execFileSync } from 'node:child_process';
 import { chmodSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { buildTree, gitObjectId, parseLsTree } from '../../../src/dispatch/git-tree.js';
+import { buildTree, gitObjectId } from '../../../src/dispatch/git-tree.js';
+import { listTree } from '../../../src/lane/commit-files.js';
 import { git, gitEnv, tempDir } from '../../helpers/tmp.js';
 
 describe('git trees built from a flat list of files', () => {
-  it('gives the tree id stock git writes, for executables, links, nested folders, names that sort around "/" and names that are not UTF-8', () => {
+  it('gives the tree id stock git writes, for executables, links, nested folders, names that sort around "/" and names that are not UTF-8', async () => {
     const repo = join(tempDir('git-tree'), 'repo');
     mkdirSync(join(repo, 'a', 'b'), { recursive: true });
     git(['init', '-q', '-b', 'main', repo]);
@@ -20,7 +20,7 @@ describe('git trees built from a flat list of files', () => {
     writeFileSync(Buffer.concat([Buffer.from(`${repo}/`), Buffer.from([0x6e, 0xe9, 0xff])]), 'latin\n');
     git(['add', '-A'], { cwd: repo });
     git(['commit', '-q', '-m', 'tree'], { cwd: repo, env: gitEnv() });
-    const files = parseLsTree(execFileSync('git', ['-C', repo, 'ls-tree', '-r', '-z', '--full-tree', 'HEAD']));
+    const files = await listTree(join(repo, '.git'), git(['rev-parse', 'HEAD'], { cwd: repo }).trim());
     expect(files.map((file) => file.mode).sort()).toEqual(['100644', '100644', '100644', '100644', '100644', '100755', '120000']);
     const built = buildTree([...files].reverse());
     expect(built.oid).toBe(git(['rev-parse', 'HEAD^{tree}'], { cwd: repo }).trim());
