@@ -414,7 +414,16 @@ export class OracleCli implements AaTransport {
   private start(request: TransportRequest, argv: readonly string[], stdoutPath: string, stderrPath: string): Promise<OracleStart> {
     const isolated = this.isolation === 'bwrap';
     // Opened never through a link nor waiting on a FIFO: Oracle could write the sandbox's folder in a start before this one.
-    const files = [openOwnFile(request.sandbox.promptPath, { what: "the sandbox's prompt", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }), createOwnFile(stdoutPath, { what: "Oracle's output file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }), createOwnFile(stderrPath, { what: "Oracle's error file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' })];
+    const files: number[] = [];
+    try {
+      files.push(openOwnFile(request.sandbox.promptPath, { what: "the sandbox's prompt", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }));
+      files.push(createOwnFile(stdoutPath, { what: "Oracle's output file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }));
+      files.push(createOwnFile(stderrPath, { what: "Oracle's error file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' }));
+    } catch (error) {
+      // The ones opened before the one that failed are closed: a runner that goes on leaks none.
+      for (const fd of files) fs.closeSync(fd);
+      throw error;
+    }
     return new Promise((resolvePromise) => {
       let killedByTimer = false;
       let settled = false;
