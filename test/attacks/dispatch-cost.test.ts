@@ -1,7 +1,6 @@
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { accountRun } from '../../src/dispatch/executor.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
@@ -10,7 +9,7 @@ import { codexStreamState } from '../../src/dispatch/codex-events.js';
 import { eaReceipt } from '../../src/schema/receipt.js';
 import { MAX_USD } from '../../src/schema/common.js';
 import { attack } from '../helpers/attack-kit.js';
-import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace, claudeStandInReceipt, FIX } from '../helpers/hostile-agent.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
@@ -25,7 +24,6 @@ import { tempDir } from '../helpers/tmp.js';
  */
 
 const dir = tempDir('dispatch-cost');
-const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
 const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
 
 /** A Codex stream that finishes its turn with `usage` (omitted: no turn.completed at all). */
@@ -114,27 +112,7 @@ describe('a hostile agent that hides what its dispatch cost', () => {
 describe('a Claude Code stand-in that states a cost below its tokens', () => {
   const fresh = worlds(join(dir, 'claude'));
 
-  /** One approved Claude Code dispatch run by `stream`, with a budget of `budget` USD; its receipt. */
-  async function claudeReceipt(stream: string, budget = 5, timeoutSeconds = 60): Promise<Record<string, unknown>> {
-    const w = await fresh();
-    const repo = join(w.dir, 'work');
-    makeTargetRepo(repo);
-    const request = { ledger: w.ledger, key: w.actors.coo, repo, target: 'ea.claude_code', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds, maxRuntimeSeconds: 60, maxCostUsd: budget } as const;
-    let hash = '';
-    try {
-      await enqueueDispatch({ ...request, now: new Date() });
-    } catch (error) {
-      hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
-    }
-    const { approval } = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'the stand-in may run', requestHash: hash });
-    const { messageId } = await enqueueDispatch({ ...request, now: new Date(), approvalId: approval.approval_id });
-    const executors = executorFactory({ command: [agentScript(w.dir, FIX, stream)], hide: [w.gitdir], env: { PATH: process.env['PATH'], ANTHROPIC_API_KEY: 'sk-ant-test' } });
-    await w.runner({ repo, executors }).runOnce();
-    const [receipt] = await receiptsOf(w, messageId);
-    expect(receipt).toBeDefined();
-    expect(eaReceipt.safeParse(receipt).success).toBe(true);
-    return receipt!;
-  }
+  const claudeReceipt = (stream: string, budget?: number, timeoutSeconds?: number): Promise<Record<string, unknown>> => claudeStandInReceipt(fresh, stream, budget, timeoutSeconds);
 
   attack('a hostile agent: a million input tokens with total_cost_usd 0', 'runner', 'raised', async () => {
     const receipt = await claudeReceipt(claudeStream({ input_tokens: 1_000_000, output_tokens: 1000 }, 0));

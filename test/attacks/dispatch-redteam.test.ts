@@ -7,14 +7,10 @@ import { PinnedRepo } from '../../src/lane/pins.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { coo } from '../helpers/cli.js';
 import { statementOf, type Dsse } from '../helpers/dsse.js';
-import { approve } from '../../src/dispatch/approve.js';
-import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
-import { executorFactory } from '../../src/dispatch/executors.js';
 import { eaReceipt } from '../../src/schema/receipt.js';
 import { attack } from '../helpers/attack-kit.js';
-import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { makeTargetRepo } from '../helpers/dispatch-repo.js';
-import { receiptsOf, worlds } from '../helpers/lane.js';
+import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, claudeStandInReceipt, FIX } from '../helpers/hostile-agent.js';
+import { worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -24,7 +20,6 @@ import { git, tempDir } from '../helpers/tmp.js';
  */
 
 const dir = tempDir('dispatch-redteam');
-const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
 const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
 
 /** One assistant event of Claude Code's stream: a content block of API message `id`, with the message's usage so far. */
@@ -63,27 +58,7 @@ describe('a Codex stand-in whose first turn states less than its stream', () => 
 describe('a Claude Code stand-in whose result states less than its own messages', () => {
   const fresh = worlds(join(dir, 'claude'));
 
-  /** One approved Claude Code dispatch run by `stream`, with a budget of `budget` USD; its receipt. */
-  async function claudeReceipt(stream: string, budget = 5, timeoutSeconds = 60): Promise<Record<string, unknown>> {
-    const w = await fresh();
-    const repo = join(w.dir, 'work');
-    makeTargetRepo(repo);
-    const request = { ledger: w.ledger, key: w.actors.coo, repo, target: 'ea.claude_code', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds, maxRuntimeSeconds: 60, maxCostUsd: budget } as const;
-    let hash = '';
-    try {
-      await enqueueDispatch({ ...request, now: new Date() });
-    } catch (error) {
-      hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
-    }
-    const { approval } = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'the stand-in may run', requestHash: hash });
-    const { messageId } = await enqueueDispatch({ ...request, now: new Date(), approvalId: approval.approval_id });
-    const executors = executorFactory({ command: [agentScript(w.dir, FIX, stream)], hide: [w.gitdir], env: { PATH: process.env['PATH'], ANTHROPIC_API_KEY: 'sk-ant-test' } });
-    await w.runner({ repo, executors }).runOnce();
-    const [receipt] = await receiptsOf(w, messageId);
-    expect(receipt).toBeDefined();
-    expect(eaReceipt.safeParse(receipt).success).toBe(true);
-    return receipt!;
-  }
+  const claudeReceipt = (stream: string, budget?: number, timeoutSeconds?: number): Promise<Record<string, unknown>> => claudeStandInReceipt(fresh, stream, budget, timeoutSeconds);
 
   attack('a hostile agent: its assistant messages state a million input tokens, its result ten at $0.00001', 'runner', 'raised', async () => {
     const stream = [INIT, assistant('msg_1', { input_tokens: 600_000, output_tokens: 500 }), assistant('msg_2', { input_tokens: 400_000, output_tokens: 500 }), result({ input_tokens: 10, output_tokens: 10 }, 0.00001)].join('\n');

@@ -3,12 +3,12 @@ import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, 
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey } from '../../src/crypto/keys.js';
-import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { cooBounded, HUNG_MS, until, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
-import { makeTargetRepo, worlds, type World } from '../helpers/lane.js';
+import { makeTargetRepo, worlds } from '../helpers/lane.js';
+import { nothingClaimed, queued } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -21,32 +21,12 @@ const dir = tempDir('operator-redteam-');
 const fresh = worlds(dir);
 const env = { OPENAI_API_KEY: 'sk-test-key' };
 
-function laneState(world: World, messageId: string): string {
-  return (JSON.parse(cooBounded(['show', messageId, '--ledger', world.gitdir, '--json']).stdout) as { lane_state: string }).lane_state;
-}
-
-/** A consult and a dispatch queued in a fresh world. */
-async function queued(world: World): Promise<{ consult: string; dispatch: string }> {
-  const consult = (await world.consult()).messageId;
-  const dispatch = (
-    await enqueueDispatch({ ledger: world.ledger, key: world.actors.coo, now: new Date(), target: 'ea.codex', repo: world.target, task: 'Fix add().', scope: ['src/**'], accept: ['add works'], verify: ['true'], timeoutSeconds: 60, maxRuntimeSeconds: 60 })
-  ).messageId;
-  return { consult, dispatch };
-}
-
 /** The single `coo: CODE: message` line a refused start prints. */
 function refusal(result: BoundedResult): string {
   expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 2, stdout: '' });
   const lines = result.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
   return lines[0]!;
-}
-
-async function nothingClaimed(world: World, before: string, ids: { consult: string; dispatch: string }): Promise<void> {
-  expect(headOf(world.gitdir)).toBe(before);
-  expect(laneState(world, ids.consult)).toBe('queued');
-  expect(laneState(world, ids.dispatch)).toBe('queued');
-  expect(world.server.requests).toHaveLength(0);
 }
 
 describe('coo watch started in a broken environment refuses at start, claiming nothing', () => {

@@ -1,9 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { chmodSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll } from 'vitest';
+import { afterAll, expect } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch, type DispatchRequest } from '../../src/dispatch/enqueue.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
+import { eaReceipt } from '../../src/schema/receipt.js';
 import { COO } from './cli.js';
 import { makeTargetRepo } from './dispatch-repo.js';
 import { makeWorld, receiptsOf, type World } from './lane.js';
@@ -110,4 +113,32 @@ export function receiptsFor(place: HostilePlace, messageId: string): Promise<Arr
 /** The blockers' codes of a receipt. */
 export function codesOf(receipt: Record<string, unknown> | undefined): string[] {
   return ((receipt?.['blockers'] ?? []) as Array<{ code: string }>).map((blocker) => blocker.code);
+}
+
+/** The work an agent does in the stand-in tests: the fix test.sh checks. */
+export const FIX = "printf 'export const add = (a, b) => a + b;\\n' > src/add.js";
+
+/**
+ * One approved Claude Code dispatch in a fresh world, run in process by a stand-in that does FIX and
+ * prints `stream`, with a budget of `budget` USD; its receipt (checked against ea_receipt.v0).
+ */
+export async function claudeStandInReceipt(fresh: () => Promise<World>, stream: string, budget = 5, timeoutSeconds = 60): Promise<Record<string, unknown>> {
+  const w = await fresh();
+  const repo = join(w.dir, 'work');
+  makeTargetRepo(repo);
+  const request = { ledger: w.ledger, key: w.actors.coo, repo, target: 'ea.claude_code', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds, maxRuntimeSeconds: 60, maxCostUsd: budget } as const;
+  let hash = '';
+  try {
+    await enqueueDispatch({ ...request, now: new Date() });
+  } catch (error) {
+    hash = /request (sha256:[0-9a-f]{64})/.exec((error as Error).message)![1]!;
+  }
+  const { approval } = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'the stand-in may run', requestHash: hash });
+  const { messageId } = await enqueueDispatch({ ...request, now: new Date(), approvalId: approval.approval_id });
+  const executors = executorFactory({ command: [agentScript(w.dir, FIX, stream)], hide: [w.gitdir], env: { PATH: process.env['PATH'], ANTHROPIC_API_KEY: 'sk-ant-test' } });
+  await w.runner({ repo, executors }).runOnce();
+  const [receipt] = await receiptsOf(w, messageId);
+  expect(receipt).toBeDefined();
+  expect(eaReceipt.safeParse(receipt).success).toBe(true);
+  return receipt!;
 }

@@ -3,11 +3,11 @@ import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatePrivateKey, formatPublicKeyLine, type PrivateKey } from '../../src/crypto/keys.js';
-import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorRegistry } from '../../src/schema/registry.js';
 import { cooBounded, headOf, httpOracle, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { laneState, nothingClaimed, queued } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -20,19 +20,6 @@ const dir = tempDir('cli-startup-');
 const fresh = worlds(dir);
 const env = { OPENAI_API_KEY: 'sk-test-key' };
 
-function laneState(world: World, messageId: string): string {
-  return (JSON.parse(cooBounded(['show', messageId, '--ledger', world.gitdir, '--json']).stdout) as { lane_state: string }).lane_state;
-}
-
-/** A consult and a dispatch queued in a fresh world. */
-async function queued(world: World): Promise<{ consult: string; dispatch: string }> {
-  const consult = (await world.consult()).messageId;
-  const dispatch = (
-    await enqueueDispatch({ ledger: world.ledger, key: world.actors.coo, now: new Date(), target: 'ea.codex', repo: world.target, task: 'Fix add().', scope: ['src/**'], accept: ['add works'], verify: ['true'], timeoutSeconds: 60, maxRuntimeSeconds: 60 })
-  ).messageId;
-  return { consult, dispatch };
-}
-
 function watchOnce(world: World, extra: readonly string[] = [], extraEnv: NodeJS.ProcessEnv = {}, key: PrivateKey = world.actors.coo): Promise<BoundedResult> {
   return startBounded([...watchArgs(world, writeKey(world.dir, `key-${key.publicKey.keyId.slice(7, 15).replace(/[^A-Za-z0-9]/g, '_')}`, key), join(world.dir, 'watch-state'), httpOracle(world.dir)), '--once', ...extra], { ...env, ...extraEnv }).ended;
 }
@@ -43,13 +30,6 @@ function refusal(result: BoundedResult): string {
   const lines = result.stderr.trimEnd().split('\n');
   expect(lines).toHaveLength(1);
   return lines[0]!;
-}
-
-async function nothingClaimed(world: World, before: string, ids: { consult: string; dispatch?: string }): Promise<void> {
-  expect(headOf(world.gitdir)).toBe(before);
-  expect(laneState(world, ids.consult)).toBe('queued');
-  if (ids.dispatch !== undefined) expect(laneState(world, ids.dispatch)).toBe('queued');
-  expect(world.server.requests).toHaveLength(0);
 }
 
 /** A registry version signed by the CEO, made from the one in force. */
