@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it, onTestFinished } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey } from '../../src/crypto/keys.js';
@@ -140,6 +140,14 @@ describe('coo keygen writes whole files or says why not', () => {
     expect(intoFile.stderr).toBe(`coo: IO_ERROR: cannot write the key files in ${file} (EEXIST): give --out a folder this user may write, where coo.hermes.key and coo.hermes.pub are not folders\n`);
     mkdirSync(join(keys, 'coo.hermes.key'));
     expect(cooBounded(['keygen', '--actor', 'coo.hermes', '--out', keys, '--force']).stderr).toMatch(/^coo: IO_ERROR: cannot write the key files in .* \(EISDIR\)/);
+    // A folder where the public key goes: --force refuses before it replaces the private key beside it.
+    const pair = tempDir('keygen-pair-');
+    expect(cooBounded(['keygen', '--actor', 'aa.x', '--out', pair]).status).toBe(0);
+    const privateBefore = readFileSync(join(pair, 'aa.x.key'));
+    rmSync(join(pair, 'aa.x.pub'));
+    mkdirSync(join(pair, 'aa.x.pub'));
+    expect(cooBounded(['keygen', '--actor', 'aa.x', '--out', pair, '--force']).stderr).toMatch(/^coo: IO_ERROR: cannot write the key files in .* \(EISDIR\)/);
+    expect(readFileSync(join(pair, 'aa.x.key')).equals(privateBefore)).toBe(true);
     // A link where the key goes: --force replaces the link, and the place it pointed to gets no private key.
     const linked = tempDir('keygen-link-');
     const elsewhere = join(linked, 'shared-folder-file');
