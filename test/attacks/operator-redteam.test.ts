@@ -233,6 +233,11 @@ describe('a key revoked on the remote, run on a clone that has not fetched the c
     expect(refusal(watched)).toMatch(/^coo: RUNNER_CONFIG: .*coo\.hermes\.key \(SHA256:\S+\) is not the active COO's key: it is a key of coo\.hermes revoked at Ledger-Seq \d+ by trust\/registry\/000002\.yaml \("laptop stolen"\); give coo\.hermes's key/);
     expect(headOf(origin)).toBe(before);
     expect(JSON.parse(cooBounded(['show', messageId, '--ledger', origin, '--json']).stdout)).toMatchObject({ lane_state: 'queued' });
+    // coo mcp --remote judges its key on the remote's head too: the key rotated in is taken, the revoked one refused.
+    const mcpWith = (key: string): BoundedResult => cooBounded(['mcp', '--ledger', lateRunner, '--remote', origin, '--key', join(keys, key), '--repo', repo]);
+    const served = mcpWith('coo.next.key');
+    expect(served.status, served.stderr).toBe(0);
+    expect(refusal(mcpWith('coo.hermes.key'))).toMatch(/^coo: RUNNER_CONFIG: .*coo\.hermes\.key \(SHA256:\S+\) is not the active COO's key/);
   });
 });
 
