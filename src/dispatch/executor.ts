@@ -148,6 +148,11 @@ export function floorUsd(usage: StreamUsage, price: TokenPrice | null): number {
   return boundedUsd((uncached * price.inputPerMillion + (usage.outputTokens + usage.reasoningTokens) * price.outputPerMillion) / 1_000_000);
 }
 
+/** The least a stream's stated usage cost: its own figure, never below the floor its tokens give. */
+export function floorCostUsd(usage: StreamUsage, price: TokenPrice | null): number {
+  return Math.max(usage.costUsd ?? 0, floorUsd(usage, price));
+}
+
 /** Whether a stream states any usage at all: tokens or a cost. */
 const reportsUsage = (usage: StreamUsage | null): usage is StreamUsage =>
   usage !== null && (usage.inputTokens + usage.outputTokens + usage.reasoningTokens > 0 || (usage.costUsd ?? 0) > 0);
@@ -181,7 +186,7 @@ export function accountRun(run: Pick<ExecutorRun, 'started' | 'facts'>, price: T
   const usage = run.facts.usage;
   if (!reportsUsage(usage)) {
     // Nor below what its own model calls state, when they state more than it was allowed.
-    const observed = run.facts.observedUsage === null ? 0 : Math.max(run.facts.observedUsage.costUsd ?? 0, floorUsd(run.facts.observedUsage, price));
+    const observed = run.facts.observedUsage === null ? 0 : floorCostUsd(run.facts.observedUsage, price);
     return run.started ? { usage: null, costUsd: boundedUsd(Math.max(0, allowanceUsd, observed)), warning: 'usage_unreported' } : { usage: null, costUsd: 0, warning: null };
   }
   const implausible = usage.costUsd !== null && usage.costUsd < floorUsd(usage, price);

@@ -7,7 +7,7 @@ import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable } from '../util/executable.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
-import { costOf, floorUsd, type ExecutorRun, type ExecutorName } from './executor.js';
+import { costOf, floorCostUsd, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import { wholeLinesOf } from '../util/bytes.js';
@@ -126,9 +126,9 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
         return;
       }
       if (plan.maxCostUsd === undefined && plan.spend === undefined) return;
-      // What the terminal event says, never below what the stream's model calls have said so far.
-      const observed = plan.state.observed;
-      const cost = Math.max(costOf(plan.state.usage, plan.price ?? null), observed === null ? 0 : floorUsd(observed, plan.price ?? null));
+      // What the terminal event says, never below what the stream's model calls and any terminal event have said so far.
+      const floor = plan.state.floor;
+      const cost = Math.max(costOf(plan.state.usage, plan.price ?? null), floor === null ? 0 : floorCostUsd(floor, plan.price ?? null));
       plan.spend?.reportExecutor(cost);
       const ceiling = Math.min(plan.maxCostUsd ?? Infinity, plan.spend?.executorCeilingUsd() ?? Infinity);
       if (cost > ceiling) kill('cost');

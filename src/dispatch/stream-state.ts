@@ -69,6 +69,13 @@ export class StreamState {
     return this.calls.size === 0 ? null : usageOf(this.spent, null);
   }
 
+  /** The least the run has used by what the stream said so far: its model calls and every terminal event; null when nothing stated any. */
+  get floor(): StreamUsage | null {
+    const stated = this.stated === null ? null : usageOf(this.stated.tokens, this.stated.costUsd);
+    const observed = this.observed;
+    return observed === null ? stated : atLeast(observed, stated);
+  }
+
   addError(message: unknown): void {
     if (this.errors.length < MAX_ERRORS) this.errors.push(typeof message === 'string' ? message.slice(0, MAX_TEXT) : 'error without a message');
   }
@@ -119,7 +126,7 @@ export class StreamState {
       // The terminal event's usage, never below what the stream's own model calls state, nor what a later terminal event states.
       usage: this.usage === null ? null : atLeast(atLeast(this.usage, this.observed), stated),
       // With no terminal usage, what the model calls and any later terminal event stated is still a floor.
-      observedUsage: this.observed === null ? stated : atLeast(this.observed, stated),
+      observedUsage: this.floor,
       finalMessage: this.finalMessage,
       errors: [...this.errors],
       terminal: this.terminal,

@@ -110,6 +110,17 @@ describe('a Claude Code stand-in whose result states less than its own messages'
     return 'charged';
   });
 
+  attack('a hostile agent: a result with no usage, a second result stating $50, then it keeps running', 'runner', 'killed_at_cost', async () => {
+    const stream = [INIT, event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-redteam' }), result({ input_tokens: 10, output_tokens: 10 }, 50)].join('\n');
+    // The live bound counts what a later result says was spent: the run is stopped for its cost, not left to its time box.
+    const receipt = await claudeReceipt(`${stream}\nsleep 30`, 5, 10);
+    const codes = codesOf(receipt);
+    if (codes.includes('budget_runtime_breach')) return 'ran to its time box';
+    expect(codes).toContain('budget_cost_breach');
+    expect(receipt['actual_cost_usd']).toBe(50);
+    return 'killed_at_cost';
+  });
+
   it('one API message reported once per content block is counted once: an honest run carries no warning', async () => {
     const usage = { input_tokens: 100_000, output_tokens: 1000 };
     // $0.3 + $0.015 at the policy's price: what the result states, and what the two blocks of one message state each.
