@@ -1,7 +1,6 @@
 import { createHash } from 'node:crypto';
 import { homedir } from 'node:os';
-import * as fs from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { stateFromJson, stateToJson, type LedgerState } from '../authority/state.js';
 import { LIMITS } from '../limits.js';
 import { readOwnFile } from '../util/bounded-read.js';
@@ -64,11 +63,6 @@ export function loadVerified(file: string): LoadedCheckpoint | null {
 }
 
 export function saveVerified(file: string, checkpoint: VerifiedCheckpoint): void {
-  // Its folders are the auditor's own (the default is inside the state root every runner of this user shares): private, as they were made before.
-  try {
-    fs.mkdirSync(dirname(file), { recursive: true, mode: 0o700 });
-  } catch {
-    // what is in the way is said by the write below
-  }
-  writeOwnFile(file, JSON.stringify({ format: FORMAT, ...checkpoint, state: stateToJson(checkpoint.state) }), { what: "the auditor's checkpoint", remedy: 'move what is at that name away; the next audit replays the ledger in full', code: 'IO_ERROR' });
+  // Its folders are the auditor's own (the default is inside the state root every runner of this user shares): private.
+  writeOwnFile(file, JSON.stringify({ format: FORMAT, ...checkpoint, state: stateToJson(checkpoint.state) }), { folderMode: 0o700, what: "the auditor's checkpoint", remedy: 'move what is at that name away; the next audit replays the ledger in full', code: 'IO_ERROR' });
 }

@@ -7,7 +7,7 @@ import { claudeStreamState } from './claude-events.js';
 import type { Secret } from '../util/scrub.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
-import { executorPath, resolveCommand, runExecutorProcess } from './process.js';
+import { ATTEMPT_FOLDER_REMEDY, executorPath, resolveCommand, runExecutorProcess } from './process.js';
 import { writeOwnFile } from '../util/own-write.js';
 
 /**
@@ -111,7 +111,7 @@ export class ClaudeCodeExecutor implements Executor {
     const mcpConfig = tool === undefined ? undefined : join(tool.socketDir, 'mcp.json');
     if (tool !== undefined && mcpConfig !== undefined) {
       const [toolCommand, ...args] = tool.command;
-      writeOwnFile(mcpConfig, JSON.stringify({ mcpServers: { [tool.server]: { type: 'stdio', command: toolCommand, args } } }), { what: "Claude Code's tool configuration", remedy: 'the attempt folder holds only what the runner writes: move what is at that name away', code: 'IO_ERROR' });
+      writeOwnFile(mcpConfig, JSON.stringify({ mcpServers: { [tool.server]: { type: 'stdio', command: toolCommand, args } } }), { what: "Claude Code's tool configuration", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
     }
     const env: NodeJS.ProcessEnv = {
       PATH: executorPath(command[0]!),

@@ -14,6 +14,9 @@ import { wholeLinesOf } from '../util/bytes.js';
 import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
 import { writeOwnFile } from '../util/own-write.js';
 
+/** What to do about something in the way of a file the runner writes in an attempt's folder. */
+export const ATTEMPT_FOLDER_REMEDY = 'the attempt folder holds only what the runner writes: move what is at that name away';
+
 /**
  * Starting an executor: the command checked before anything runs, bubblewrap around it where
  * installed, an allow-listed environment, stdin closed, our own kill timer on its process group,
@@ -173,7 +176,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
     if (plan.pidFile !== undefined && child.pid !== undefined) {
       try {
-        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "the executor's pid file", remedy: 'the attempt folder holds only what the runner writes: move what is at that name away', code: 'IO_ERROR' });
+        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
       } catch (error) {
         // Without its pid on record the executor is not run: a runner after a crash could not end it.
         finish(null, null, `cannot start ${plan.executor}: ${error instanceof Error ? error.message : String(error)}`);

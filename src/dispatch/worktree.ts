@@ -5,7 +5,7 @@ import { isBranchName } from '../authority/rules/intents/dispatch.js';
 import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
-import { GIT_OWN_OBJECTS } from '../util/git-env.js';
+import { gitEnvironment } from '../util/git-env.js';
 import { removeTree } from '../util/remove-tree.js';
 import { materialize } from './checkout.js';
 import { listTree } from '../lane/commit-files.js';
@@ -45,7 +45,7 @@ export function safeGit(args: readonly string[], options: GitOptions = {}): Prom
     const child = execFile(
       'git',
       [...SAFE, ...args],
-      { cwd: options.cwd, env: { ...process.env, GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', ...GIT_OWN_OBJECTS, ...options.env }, encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
+      { cwd: options.cwd, env: gitEnvironment({ GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', ...options.env }), encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error !== null) {
           const message = Buffer.from(stderr).toString('utf8').trim().split('\n')[0] ?? error.message;

@@ -6,7 +6,7 @@ import { LIMITS } from '../limits.js';
 import { blobBound, isForgePath, type BlobBound } from './layout.js';
 import type { ObjectReader } from './object-store.js';
 import { RawTree, type TreeEntry } from './tree-format.js';
-import { GIT_OWN_OBJECTS } from '../util/git-env.js';
+import { gitEnvironment } from '../util/git-env.js';
 
 /** Navigation headers of a commit, read leniently: the validator does the strict parse. */
 export interface CommitLinks {
@@ -254,7 +254,7 @@ async function firstParentsUntil(reader: ObjectReader, head: string, stop: strin
 export async function isAncestor(gitdir: string, ancestor: string, descendant: string): Promise<boolean> {
   if (ancestor === descendant) return true;
   return new Promise((resolve) => {
-    execFile('git', ['--git-dir', gitdir, 'merge-base', '--is-ancestor', ancestor, descendant], { env: { ...process.env, ...GIT_OWN_OBJECTS } }, (error) => resolve(error === null));
+    execFile('git', ['--git-dir', gitdir, 'merge-base', '--is-ancestor', ancestor, descendant], { env: gitEnvironment() }, (error) => resolve(error === null));
   });
 }
 
@@ -274,7 +274,7 @@ export async function commitsSince(reader: ObjectReader, head: string, stop: str
   }
   if (stop !== null && !(await isAncestor(reader.gitdir, stop, head))) return null;
   const out = await new Promise<string>((resolve, reject) => {
-    execFile('git', ['--git-dir', reader.gitdir, 'rev-list', '--first-parent', '--reverse', head, ...(stop === null ? [] : [`^${stop}`])], { env: { ...process.env, ...GIT_OWN_OBJECTS }, maxBuffer: 256 * 1024 * 1024 }, (error, stdout) => {
+    execFile('git', ['--git-dir', reader.gitdir, 'rev-list', '--first-parent', '--reverse', head, ...(stop === null ? [] : [`^${stop}`])], { env: gitEnvironment(), maxBuffer: 256 * 1024 * 1024 }, (error, stdout) => {
       if (error !== null) reject(new CooError('GIT_FAILED', `git rev-list ${head}: ${error.message.split('\n')[0]}`));
       else resolve(stdout);
     });

@@ -6,7 +6,7 @@ import { deflateSync } from 'node:zlib';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { readBounded } from '../util/bounded-read.js';
-import { GIT_OWN_OBJECTS } from '../util/git-env.js';
+import { gitEnvironment } from '../util/git-env.js';
 
 export type ObjectType = 'blob' | 'tree' | 'commit' | 'tag';
 
@@ -147,7 +147,7 @@ class CatFileSession {
     private readonly onEnd: (error: Error | null) => void,
   ) {
     const mode = protocol === 'batch-command' ? ['--batch-command', '--buffer'] : ['--batch'];
-    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', ...mode], { env: { ...process.env, ...GIT_OWN_OBJECTS }, stdio: ['pipe', 'pipe', 'pipe'] });
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', ...mode], { env: gitEnvironment(), stdio: ['pipe', 'pipe', 'pipe'] });
     child.stdout.on('data', (chunk: Buffer) => this.receive(chunk));
     let stderr = '';
     child.stderr.on('data', (chunk: Buffer) => {

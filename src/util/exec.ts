@@ -1,12 +1,12 @@
 import { execFile } from 'node:child_process';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { GIT_OWN_OBJECTS } from './git-env.js';
+import { gitEnvironment } from './git-env.js';
 
 /** Runs git with arguments (never a shell), `input` on its standard input, and returns stdout as a buffer. */
 export function runGit(args: readonly string[], cwd?: string, input?: string): Promise<Buffer> {
   return new Promise((resolve, reject) => {
-    const child = execFile('git', args as string[], { cwd, env: { ...process.env, ...GIT_OWN_OBJECTS }, encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
+    const child = execFile('git', args as string[], { cwd, env: gitEnvironment(), encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error !== null) {
         const message = Buffer.from(stderr).toString('utf8').trim().split('\n')[0] ?? error.message;
         reject(new CooError('GIT_FAILED', `git ${args.slice(0, 2).join(' ')}: ${message.slice(0, LIMITS.pathChars)}`, { cause: error }));

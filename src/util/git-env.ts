@@ -6,3 +6,8 @@
  * receipt it writes names.
  */
 export const GIT_OWN_OBJECTS: Readonly<Record<string, string>> = { GIT_NO_REPLACE_OBJECTS: '1' };
+
+/** The environment of a git coo starts: this process's, told GIT_OWN_OBJECTS, then `extra`. */
+export function gitEnvironment(extra: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, ...GIT_OWN_OBJECTS, ...extra };
+}

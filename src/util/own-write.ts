@@ -19,6 +19,8 @@ export interface OwnWriteOptions {
   readonly mode?: number;
   /** Make the file's folder when it is missing (the default); an operator's output path is taken as given. */
   readonly makeFolder?: boolean;
+  /** The permission bits of folders made for it; the umask's unless told. */
+  readonly folderMode?: number;
   /** Flushed to the disk before the rename (a record that must survive a crash). */
   readonly durable?: boolean;
   /** What the file is, as the error names it (`the runner's journaled receipt`). */
@@ -41,7 +43,7 @@ export function writeOwnFile(path: string, data: string | Buffer, options: OwnWr
   const folder = dirname(path);
   if (options.makeFolder !== false) {
     try {
-      fs.mkdirSync(folder, { recursive: true });
+      fs.mkdirSync(folder, { recursive: true, ...(options.folderMode === undefined ? {} : { mode: options.folderMode }) });
     } catch (error) {
       const there = typeAt(folder);
       throw new CooError(options.code, `cannot make the folder of ${options.what} ${folder}${there === null || there === 'directory' ? '' : `: a ${there} is there`} (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): ${options.remedy}`, { cause: error });
