@@ -21,7 +21,7 @@ export interface OwnWriteOptions {
   readonly makeFolder?: boolean;
   /** The permission bits of folders made for it; the umask's unless told. */
   readonly folderMode?: number;
-  /** Flushed to the disk before the rename (a record that must survive a crash). */
+  /** Flushed to the disk before the rename, and its folder after it (a record that must survive a crash). */
   readonly durable?: boolean;
   /** What the file is, as the error names it (`the runner's journaled receipt`). */
   readonly what: string;
@@ -70,6 +70,24 @@ export function writeOwnFile(path: string, data: string | Buffer, options: OwnWr
     const there = typeAt(path);
     if (there !== null && there !== 'file') throw new CooError(options.code, `cannot write ${options.what} ${path}: a ${there} is there (${code}): ${options.remedy}`, { cause: error });
     throw new CooError(options.code, `cannot write ${options.what} ${path} (${code}): ${options.remedy}`, { cause: error });
+  }
+  if (options.durable === true) syncFolder(folder);
+}
+
+/** Flushes a folder's entries (a rename into it) to the disk; a file system that cannot sync a folder is taken as it is. */
+function syncFolder(folder: string): void {
+  let fd: number;
+  try {
+    fd = fs.openSync(folder, fs.constants.O_RDONLY | fs.constants.O_DIRECTORY);
+  } catch {
+    return;
+  }
+  try {
+    fs.fsyncSync(fd);
+  } catch {
+    // EINVAL on file systems that do not sync folders: the file itself was synced.
+  } finally {
+    fs.closeSync(fd);
   }
 }
 

@@ -1,5 +1,7 @@
 import { execFileSync } from 'node:child_process';
 import { closeSync, existsSync, lstatSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import type * as NodeFs from 'node:fs';
+import { createRequire, syncBuiltinESMExports } from 'node:module';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { attemptIdOf } from '../../src/authority/runnable.js';
@@ -65,6 +67,29 @@ describe('one rule writes a fixed name in a folder the runner owns', () => {
     mkdirSync(join(folder, 'name.json', 'inside'), { recursive: true });
     expect(codeOf(() => writeOwnFile(join(folder, 'name.json'), 'x', OPTIONS))).toMatch(/^IO_ERROR: cannot write the test file .*name\.json: a directory is there \(\w+\): move it away$/);
     expect(execFileSync('ls', ['-A', folder], { encoding: 'utf8' }).trim()).toBe('name.json');
+  });
+
+  it('a durable write flushes the file before its rename and the folder after it; one that is not flushes neither', () => {
+    // The file system's calls as the rule makes them: fsync is watched through node's own module object.
+    const fs = createRequire(import.meta.url)('node:fs') as typeof NodeFs;
+    const real = fs.fsyncSync;
+    const synced: string[] = [];
+    fs.fsyncSync = (fd: number) => {
+      synced.push(fs.fstatSync(fd).isDirectory() ? 'folder' : 'file');
+      real(fd);
+    };
+    syncBuiltinESMExports();
+    try {
+      writeOwnFile(join(dir, 'durable', 'entry.json'), '{}', { ...OPTIONS, durable: true });
+      expect(synced).toEqual(['file', 'folder']);
+      synced.length = 0;
+      writeOwnFile(join(dir, 'durable', 'other.json'), '{}', OPTIONS);
+      expect(synced).toEqual([]);
+    } finally {
+      fs.fsyncSync = real;
+      syncBuiltinESMExports();
+    }
+    expect(readFileSync(join(dir, 'durable', 'entry.json'), 'utf8')).toBe('{}');
   });
 
   it('a FIFO at the name of the folder the file goes in is a coded error that names it, never a wait', () => {
