@@ -1,0 +1,53 @@
+import { describe, expect, it } from 'vitest';
+import { Scrubber } from '../../src/util/scrub.js';
+
+/**
+ * "No secret ever enters the ledger", attacked with forms a reader decodes without thinking: a key
+ * JSON-escaped character by character, with a zero-width character or a line break inside it, and
+ * the runner's own folders quoted by an error it writes into a receipt.
+ */
+const KEY = 'sk-proj-Red/Team+0123456789abcdefSECRET';
+const scrub = new Scrubber([{ name: 'OPENAI_API_KEY', value: KEY }], [{ name: 'runner-state', path: '/home/op/.coo/state' }]);
+const MARKER = '[removed: OPENAI_API_KEY]';
+
+/** Every character as a JSON `\uXXXX` escape, as an encoder that escapes everything writes it. */
+const allEscaped = (text: string): string => [...text].map((char) => `\\u${char.charCodeAt(0).toString(16).padStart(4, '0')}`).join('');
+
+describe('a secret written as a reader decodes it', () => {
+  it('is found with its JSON escapes decoded: every character as \\uXXXX, one of them, in upper-case hex, its slashes as \\/', () => {
+    const forms = [allEscaped(KEY), `\\u0073${KEY.slice(1)}`, allEscaped(KEY).toUpperCase().replace(/\\U/g, '\\u'), KEY.replace(/\//g, '\\/')];
+    for (const form of forms) {
+      const event = `{"type":"item.completed","text":"the key is ${form}."}`;
+      expect(scrub.text(event), form).toBe(`{"type":"item.completed","text":"the key is ${MARKER}."}`);
+      expect(scrub.bytes(Buffer.from(event)).toString('utf8'), form).toBe(`{"type":"item.completed","text":"the key is ${MARKER}."}`);
+    }
+  });
+
+  it('is found with an invisible character inside it: zero-width, soft hyphen, bidirectional mark, tag character, raw or JSON-escaped', () => {
+    for (const hidden of ['\u200b', '\u00ad', '\u2060', '\ufeff', '\u202e', '\u{e0041}']) {
+      const text = `key=${KEY.slice(0, 6)}${hidden}${KEY.slice(6, 20)}${hidden}${KEY.slice(20)} end`;
+      expect(scrub.text(text), JSON.stringify(hidden)).toBe(`key=${MARKER} end`);
+      expect(scrub.bytes(Buffer.from(text)).toString('utf8'), JSON.stringify(hidden)).toBe(`key=${MARKER} end`);
+      expect(JSON.parse(scrub.text(JSON.stringify({ text })))).toEqual({ text: `key=${MARKER} end` });
+    }
+  });
+
+  it('is found broken by a line break, LF or CRLF, raw or JSON-escaped', () => {
+    for (const lineBreak of ['\n', '\r\n']) {
+      const text = `${KEY.slice(0, 12)}${lineBreak}${KEY.slice(12)}`;
+      expect(scrub.text(`out: ${text}!`)).toBe(`out: ${MARKER}!`);
+      expect(JSON.parse(scrub.text(JSON.stringify({ output: text })))).toEqual({ output: MARKER });
+    }
+  });
+
+  it("finds a runner's folder with its slashes JSON-escaped, whole only", () => {
+    expect(scrub.text('{"cwd":"\\/home\\/op\\/.coo\\/state\\/journal","other":"\\/home\\/op\\/.coo\\/state2"}')).toBe('{"cwd":"[runner-state]\\/journal","other":"\\/home\\/op\\/.coo\\/state2"}');
+  });
+
+  it('leaves text that only looks near it as it was, and the same buffer when nothing was found', () => {
+    const near = `${KEY.slice(0, 10)}\u200b${KEY.slice(10, -1)}X`;
+    expect(scrub.text(near)).toBe(near);
+    const clean = Buffer.from(`line\r\n\\u0041\u200b ${near}`);
+    expect(scrub.bytes(clean)).toBe(clean);
+  });
+});
