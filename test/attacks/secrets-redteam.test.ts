@@ -1,5 +1,9 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { Scrubber } from '../../src/util/scrub.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret ever enters the ledger", attacked with forms a reader decodes without thinking: a key
@@ -49,5 +53,27 @@ describe('a secret written as a reader decodes it', () => {
     expect(scrub.text(near)).toBe(near);
     const clean = Buffer.from(`line\r\n\\u0041\u200b ${near}`);
     expect(scrub.bytes(clean)).toBe(clean);
+  });
+});
+
+const dir = tempDir('coo-secrets-redteam-');
+const world = worlds(dir);
+
+describe("a receipt's error detail", () => {
+  it("does not name the runner's repository when a consult's pinned commit is gone (stale_context)", async () => {
+    const w = await world();
+    writeFileSync(join(w.target, 'gone.md'), 'soon gone\n');
+    git(['add', '-A'], { cwd: w.target });
+    git(['commit', '-q', '-m', 'temporary'], { cwd: w.target });
+    const { messageId } = await w.consult({ idempotencyKey: 'gone', patterns: ['gone.md'] });
+    git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: w.target });
+    git(['reflog', 'expire', '--expire=now', '--all'], { cwd: w.target });
+    git(['gc', '-q', '--prune=now'], { cwd: w.target });
+    await w.runner({ transport: w.fakeOracle('ok') }).runOnce();
+    const [receipt] = await receiptsOf(w, messageId);
+    const text = JSON.stringify(receipt);
+    expect(text).toContain('stale_context');
+    expect(text).toContain('[repo]');
+    expect(text).not.toContain(w.target);
   });
 });
