@@ -3,6 +3,7 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type * as SdkTypes from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { importPackage } from '../util/import-package.js';
 import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
 
@@ -15,6 +16,10 @@ import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSche
  * cancellation, handled after the lines read with it, would land on a new request under the same
  * id and leave that unanswered.
  * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
+ * What it holds for the client is bounded too: no further line is read while the client leaves the
+ * answers unread (its end of stdout is full), and a request past LIMITS.mcpRequestsInFlight
+ * unanswered (cancelled ones aside) is refused with a coded error. A client that sent and never
+ * read, or sent thousands of calls at once, grew the server's memory (and its runner's) without bound.
  */
 
 /** Methods a client may send before the session is initialized (the MCP lifecycle). */
@@ -46,6 +51,10 @@ export class GuardedStdioTransport implements Transport {
   private initialized = false;
   private closed = false;
   private readonly inFlight = new Set<string>();
+  /** The requests of `inFlight` not yet answered and not cancelled: what the server is still working on. */
+  private readonly outstanding = new Set<string>();
+  /** What was read of stdin and not yet taken, while the client leaves its answers unread. */
+  private rest: Buffer | null = null;
 
   constructor(
     private readonly stdin: Readable,
@@ -54,9 +63,17 @@ export class GuardedStdioTransport implements Transport {
     private readonly maxLineBytes: number,
   ) {}
 
-  private readonly onData = (chunk: Buffer): void => {
+  private readonly onData = (chunk: Buffer): void => this.feed(chunk);
+
+  /** Takes the lines of `chunk`; once the client's end of stdout is full, keeps the rest and reads nothing more until it drains. */
+  private feed(chunk: Buffer): void {
     let start = 0;
     for (let newline = chunk.indexOf(0x0a); newline !== -1 && !this.closed; newline = chunk.indexOf(0x0a, start)) {
+      if (this.stdout.writableNeedDrain) {
+        this.rest = chunk.subarray(start);
+        this.stdin.pause();
+        return;
+      }
       if (!this.take(chunk.subarray(start, newline))) return;
       const line = Buffer.concat(this.pending);
       this.pending = [];
@@ -65,6 +82,15 @@ export class GuardedStdioTransport implements Transport {
       start = newline + 1;
     }
     if (!this.closed && start < chunk.length) this.take(chunk.subarray(start));
+  }
+
+  /** The client read its answers: what was kept is taken, and stdin read again. */
+  private readonly onDrain = (): void => {
+    if (this.closed || this.rest === null) return;
+    const rest = this.rest;
+    this.rest = null;
+    this.feed(rest);
+    if (this.rest === null && !this.closed) this.stdin.resume();
   };
 
   private readonly onStreamError = (error: Error): void => this.onerror?.(error);
@@ -104,8 +130,16 @@ export class GuardedStdioTransport implements Transport {
       if (this.inFlight.has(idKey(message.id))) {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${shown(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });
       }
+      if (this.outstanding.size >= LIMITS.mcpRequestsInFlight) {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${LIMITS.mcpRequestsInFlight} requests are unanswered: wait for an answer (or cancel a request) before sending another` });
+      }
       this.inFlight.add(idKey(message.id));
+      this.outstanding.add(idKey(message.id));
       if (message.method === 'initialize') this.initialized = true;
+    } else if ('method' in message && message.method === 'notifications/cancelled') {
+      // A cancelled request is never answered: it no longer counts against the bound (its id stays held).
+      const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof cancelled === 'string' || typeof cancelled === 'number') this.outstanding.delete(idKey(cancelled));
     }
     this.onmessage?.(message);
   }
@@ -119,11 +153,15 @@ export class GuardedStdioTransport implements Transport {
     this.stdin.on('data', this.onData);
     this.stdin.on('error', this.onStreamError);
     this.stdout.on('error', this.onWriteError);
+    this.stdout.on('drain', this.onDrain);
     return Promise.resolve();
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    if (!('method' in message) && 'id' in message && message.id !== undefined) this.inFlight.delete(idKey(message.id));
+    if (!('method' in message) && 'id' in message && message.id !== undefined) {
+      this.inFlight.delete(idKey(message.id));
+      this.outstanding.delete(idKey(message.id));
+    }
     return this.write(message);
   }
 
@@ -148,8 +186,10 @@ export class GuardedStdioTransport implements Transport {
     this.closed = true;
     this.stdin.off('data', this.onData);
     this.stdin.off('error', this.onStreamError);
+    this.stdout.off('drain', this.onDrain);
     if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
     this.pending = [];
+    this.rest = null;
     this.onclose?.();
     return Promise.resolve();
   }

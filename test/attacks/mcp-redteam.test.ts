@@ -1,6 +1,9 @@
+import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { LIMITS } from '../../src/limits.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { serverScrubber } from '../../src/mcp/results.js';
+import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
 import { connectMcp, textOf } from '../helpers/mcp.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -48,5 +51,88 @@ describe('a write tool asked to sign a secret the server holds', () => {
     } finally {
       await mcp.close();
     }
+  });
+});
+
+/** A client's end of the server's stdout: nothing is read until `read()` takes what waits. */
+class UnreadStdout extends Writable {
+  private readonly waiting: Array<() => void> = [];
+  constructor() {
+    super({ highWaterMark: 4096 });
+  }
+  override _write(_chunk: Buffer, _encoding: BufferEncoding, done: () => void): void {
+    this.waiting.push(done);
+  }
+  read(): void {
+    for (const done of this.waiting.splice(0)) done();
+  }
+}
+
+const line = (message: Record<string, unknown>): string => `${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`;
+const INIT = line({ id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } });
+const settle = (): Promise<void> => new Promise((resolve) => setImmediate(resolve));
+
+describe('the stdio transport against a client that sends what no SDK would', () => {
+  it('reads no further line while the client does not read its answers, and reads on once it does', async () => {
+    const stdin = new PassThrough();
+    const stdout = new UnreadStdout();
+    const transport = new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), 1 << 20);
+    const seen: unknown[] = [];
+    // Each request answered with a large result, as `sessions` or `show` may be.
+    transport.onmessage = (message) => {
+      seen.push(message);
+      if ('id' in message && 'method' in message) void transport.send({ jsonrpc: '2.0', id: message.id, result: { text: 'x'.repeat(10_000) } });
+    };
+    await transport.start();
+    stdin.write(INIT + Array.from({ length: 200 }, (_, index) => line({ id: index + 1, method: 'ping' })).join(''));
+    await settle();
+    // The first answer fills what the client left unread: the 200 lines after it wait, unread, rather than grow the server's memory by 2 MB.
+    expect(seen).toHaveLength(1);
+    expect(stdout.writableLength).toBeLessThan(20_000);
+    stdout.read();
+    await settle();
+    expect(seen).toHaveLength(2);
+    for (let i = 0; i < 300 && seen.length < 201; i += 1) {
+      stdout.read();
+      await settle();
+    }
+    expect(seen).toHaveLength(201);
+    await transport.close();
+  });
+
+  it(`refuses a request past ${LIMITS.mcpRequestsInFlight} unanswered, answers it with a coded error, and takes the next once one is answered or cancelled`, async () => {
+    const stdin = new PassThrough();
+    const written: string[] = [];
+    const stdout = new Writable({
+      write(chunk: Buffer, _encoding, done) {
+        written.push(...chunk.toString('utf8').split('\n').filter((text) => text !== ''));
+        done();
+      },
+    });
+    const transport = new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), 1 << 20);
+    const requests: Array<string | number> = [];
+    transport.onmessage = (message) => {
+      if (!('id' in message && 'method' in message)) return;
+      if (message.method === 'initialize') void transport.send({ jsonrpc: '2.0', id: message.id, result: {} });
+      else requests.push(message.id);
+    };
+    await transport.start();
+    const limit = LIMITS.mcpRequestsInFlight;
+    stdin.write(INIT + Array.from({ length: limit + 1 }, (_, index) => line({ id: index + 1, method: 'ping' })).join(''));
+    await settle();
+    expect(requests).toHaveLength(limit);
+    const refused = JSON.parse(written.at(-1)!) as { id: number; error: { code: number; message: string } };
+    expect([refused.id, refused.error.code, refused.error.message.split(':')[0]]).toEqual([limit + 1, -32600, 'MCP_MESSAGE_INVALID']);
+    expect(refused.error.message).toMatch(/wait for an answer/);
+    // One answered: room for one more.
+    await transport.send({ jsonrpc: '2.0', id: 1, result: {} });
+    stdin.write(line({ id: 'a', method: 'ping' }) + line({ id: 'b', method: 'ping' }));
+    await settle();
+    expect(requests.slice(limit)).toEqual(['a']);
+    // One cancelled (its id stays held, never answered): room for one more; a cancellation for an id never sent makes none.
+    stdin.write(line({ method: 'notifications/cancelled', params: { requestId: 2 } }) + line({ method: 'notifications/cancelled', params: { requestId: 'never-sent' } }) + line({ id: 'c', method: 'ping' }) + line({ id: 'd', method: 'ping' }));
+    await settle();
+    expect(requests.slice(limit)).toEqual(['a', 'c']);
+    await transport.close();
   });
 });
