@@ -25,6 +25,9 @@ import { invisibleCharacters } from './invisible.js';
  *   with what a reader does not see taken out (a zero-width character, a soft hyphen, any
  *   invisible character of util/invisible.ts, a line break or control character, raw or
  *   JSON-escaped). The whole stretch that spells it is replaced.
+ * - A text cut inside a secret (held to a length before it was scrubbed, or a tail of an output)
+ *   that ends with MIN_SECRET_CHARS or more of its first characters, or starts with as many of its
+ *   last, has them replaced, marked `[removed: NAME (cut)]`.
  * - What no scrubber finds: a secret encrypted, compressed, hashed, split across outputs or
  *   encoded twice or in any way of a program's own choosing. A child that holds a key can always
  *   get it out; this catches the echo and the one-line encoding, not a determined agent. The defence
@@ -318,6 +321,29 @@ function asReadView(text: string, view: 'text' | 'bytes'): { read: string; start
   };
 }
 
+/**
+ * A secret as a cut text may hold part of it: for each character, the lengths (MIN_SECRET_CHARS or
+ * more, short of the whole, longest first) of its first characters that end with it (`heads`) and of
+ * its last characters that start with it (`tails`), so a text's last or first character finds them.
+ */
+interface CutForm {
+  readonly value: string;
+  readonly heads: ReadonlyMap<string, readonly number[]>;
+  readonly tails: ReadonlyMap<string, readonly number[]>;
+}
+
+function cutForm(value: string): CutForm {
+  const heads = new Map<string, number[]>();
+  const tails = new Map<string, number[]>();
+  for (let length = value.length - 1; length >= MIN_SECRET_CHARS; length -= 1) {
+    const last = value[length - 1]!;
+    heads.set(last, [...(heads.get(last) ?? []), length]);
+    const first = value[value.length - length]!;
+    tails.set(first, [...(tails.get(first) ?? []), length]);
+  }
+  return { value, heads, tails };
+}
+
 /** Patterns as one regular expression, one group each. */
 interface Compiled {
   readonly regex: RegExp;
@@ -327,6 +353,8 @@ interface Compiled {
 export class Scrubber {
   private readonly patterns: readonly Pattern[];
   private readonly percentEscape: RegExp;
+  /** Each secret, as written and as JSON escapes it, for a text cut inside it (scrubCutEnds). */
+  private readonly cuts: ReadonlyArray<{ readonly marker: string; readonly text: CutForm; readonly bytes: CutForm }>;
   /**
    * The patterns as one regular expression for each use, built when first needed, one group per
    * pattern: over text and over bytes read as latin1 (bytes are scrubbed byte for byte, whatever
@@ -355,6 +383,9 @@ export class Scrubber {
     }
     // A stable sort: of two patterns as long, the one added first (a value as written before its encodings) is tried first.
     this.patterns = [...patterns.values()].sort((a, b) => b.length - a.length);
+    this.cuts = secrets
+      .filter((secret) => secret.value.length > MIN_SECRET_CHARS)
+      .flatMap((secret) => [...new Set([secret.value, jsonForm(secret.value)])].map((value) => ({ marker: `[removed: ${secret.name} (cut)]`, text: cutForm(value), bytes: cutForm(latin1(value)) })));
     this.percentEscape = secrets.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
   }
 
@@ -386,18 +417,46 @@ export class Scrubber {
     if (this.percentEscape.test(scrubbed)) scrubbed = replace(scrubbed, this.regex(view === 'text' ? 'percent-text' : 'percent-bytes'));
     scrubbed = this.scrubAsRead(scrubbed, view, marker);
     const encoded = this.regex('encoded');
-    if (encoded === null) return scrubbed;
-    // A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced.
+    if (encoded !== null) scrubbed = this.scrubWrapped(scrubbed, encoded, marker);
+    return this.scrubCutEnds(scrubbed, view, found);
+  }
+
+  /** A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced. */
+  private scrubWrapped(text: string, encoded: Compiled, marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
     let out = '';
     let done = 0;
-    for (const run of wrappedRuns(scrubbed)) {
-      const { joined, at } = joinLines(scrubbed, run.start, run.end);
+    for (const run of wrappedRuns(text)) {
+      const { joined, at } = joinLines(text, run.start, run.end);
       for (const match of joined.matchAll(encoded.regex)) {
-        out += scrubbed.slice(done, at(match.index)) + marker(encoded, match.slice(1));
+        out += text.slice(done, at(match.index)) + marker(encoded, match.slice(1));
         done = at(match.index + match[0].length - 1) + 1;
       }
     }
-    return done === 0 ? scrubbed : out + scrubbed.slice(done);
+    return done === 0 ? text : out + text.slice(done);
+  }
+
+  /**
+   * A text cut inside a secret (a detail or an error held to a length before it reached the
+   * scrubber, a tail of an output): its last characters that are the secret's first, or its first
+   * that are the secret's last, MIN_SECRET_CHARS or more, are replaced (`[removed: NAME (cut)]`).
+   */
+  private scrubCutEnds(text: string, view: 'text' | 'bytes', found: () => void): string {
+    if (text.length < MIN_SECRET_CHARS) return text;
+    let out = text;
+    for (const cut of this.cuts) {
+      const form = cut[view];
+      const head = form.heads.get(out[out.length - 1]!)?.find((length) => length <= out.length && out.endsWith(form.value.slice(0, length)));
+      if (head !== undefined) {
+        out = `${out.slice(0, out.length - head)}${cut.marker}`;
+        found();
+      }
+      const tail = form.tails.get(out[0]!)?.find((length) => length <= out.length && out.startsWith(form.value.slice(form.value.length - length)));
+      if (tail !== undefined) {
+        out = `${cut.marker}${out.slice(tail)}`;
+        found();
+      }
+    }
+    return out;
   }
 
   /** `text` with every secret and folder that its JSON escapes or invisible characters hid replaced, the whole stretch that spells it. */

@@ -1,6 +1,7 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { parseCodexStream } from '../../src/dispatch/codex-events.js';
 import { Scrubber } from '../../src/util/scrub.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -75,5 +76,31 @@ describe("a receipt's error detail", () => {
     expect(text).toContain('stale_context');
     expect(text).toContain('[repo]');
     expect(text).not.toContain(w.target);
+  });
+});
+
+describe('a text cut inside a secret before it reached the scrubber', () => {
+  /** Every run of 8 characters of KEY: none may be left. */
+  const pieces = (text: string): string[] => Array.from({ length: KEY.length - 7 }, (_, at) => KEY.slice(at, at + 8)).filter((piece) => text.includes(piece));
+
+  it("has the secret's first characters at its end, or its last at its start, replaced", () => {
+    for (let at = 8; at < KEY.length; at += 5) {
+      expect(pieces(scrub.text(`error: ${KEY.slice(0, at)}`)), `head ${at}`).toEqual([]);
+      expect(pieces(scrub.text(`${KEY.slice(at - 8)} and on`)), `tail ${at}`).toEqual([]);
+    }
+    expect(scrub.text(`error: ${KEY.slice(0, 20)}`)).toBe('error: [removed: OPENAI_API_KEY (cut)]');
+    expect(scrub.bytes(Buffer.from(`${KEY.slice(-12)}\n`)).toString()).toBe('[removed: OPENAI_API_KEY (cut)]\n');
+    // Fewer than 8 of its characters, or its start inside a text, are no cut.
+    expect(scrub.text(`ends with ${KEY.slice(0, 7)}`)).toBe(`ends with ${KEY.slice(0, 7)}`);
+    expect(scrub.text(`${KEY.slice(0, 12)} then more`)).toBe(`${KEY.slice(0, 12)} then more`);
+  });
+
+  it("a provider's error echoed in the executor's stream, which the stream's reader holds to 2000 characters, leaves no part of the key in what is receipted", () => {
+    const body = `unexpected status 401 Unauthorized: ${'x'.repeat(1990 - 36)}${KEY} is not a valid key`;
+    const stream = [JSON.stringify({ type: 'thread.started', thread_id: 't' }), JSON.stringify({ type: 'turn.failed', error: { message: body } })].join('\n');
+    const facts = scrub.value(parseCodexStream(stream));
+    expect(facts.errors).toHaveLength(1);
+    expect(facts.errors[0]!.length).toBeGreaterThan(1900);
+    expect(pieces(facts.errors.join('\n'))).toEqual([]);
   });
 });
