@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCodexStream } from '../../src/dispatch/codex-events.js';
 import { Scrubber } from '../../src/util/scrub.js';
+import { agentScript, dispatchTo, hostilePlace, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -103,4 +104,32 @@ describe('a text cut inside a secret before it reached the scrubber', () => {
     expect(facts.errors[0]!.length).toBeGreaterThan(1900);
     expect(pieces(facts.errors.join('\n'))).toEqual([]);
   });
+});
+
+describe('a hostile execution agent that writes the key it was handed as a reader decodes it', () => {
+  /** A key without a slash, so that it can stand in a file name. */
+  const AGENT_KEY = 'sk-proj-HostileAgent0123456789abcdefSECRET';
+
+  it('leaves no part of it in the ledger: JSON-escaped in its final message, a zero-width character inside it in a command output, in a file name of its work', async () => {
+    const place = await hostilePlace(join(dir, 'hostile-agent'));
+    const { messageId } = await dispatchTo(place, 'hidden-key');
+    const zw = `${AGENT_KEY.slice(0, 9)}\u200b${AGENT_KEY.slice(9)}`;
+    const lines = [
+      '{"type":"thread.started","thread_id":"thread-hidden"}',
+      `{"type":"item.completed","item":{"id":"i1","type":"command_execution","command":"env","aggregated_output":"OPENAI_API_KEY=${zw}\\n","exit_code":0,"status":"completed"}}`,
+      `{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"Done. ${allEscaped(AGENT_KEY)}"}}`,
+      '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":10}}',
+    ];
+    const stream = lines.map((text) => `printf '%s\\n' '${text}'`).join('\n');
+    const watch = watchOnce(place, agentScript(place.world.dir, `printf 'x\\n' > "src/note-$(printf '${AGENT_KEY.slice(0, 9)}\\342\\200\\213${AGENT_KEY.slice(9)}').txt"`, stream), { env: { OPENAI_API_KEY: AGENT_KEY } });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    // As a reader takes the ledger in: JSON escapes decoded, zero-width characters taken out.
+    const read = git(['--git-dir', place.world.gitdir, 'cat-file', '--batch-all-objects', '--batch'])
+      .replace(/\\u([0-9a-fA-F]{4})/g, (_match, hex: string) => String.fromCharCode(parseInt(hex, 16)))
+      .replace(/\u200b/g, '');
+    expect(read).toContain('[removed: OPENAI_API_KEY]');
+    expect(Array.from({ length: AGENT_KEY.length - 7 }, (_, at) => AGENT_KEY.slice(at, at + 8)).filter((piece) => read.includes(piece))).toEqual([]);
+    expect(JSON.stringify(receipt)).toContain('scope_violation');
+  }, 120_000);
 });
