@@ -263,7 +263,7 @@ function readPast(view: 'text' | 'bytes'): RegExp {
 }
 
 /** What a JSON escape or an invisible character is to a reader: the character it stands for, or nothing. */
-function asRead(token: string, view: 'text' | 'bytes'): string {
+function readToken(token: string, view: 'text' | 'bytes'): string {
   if (!token.startsWith('\\') || token.length === 1) return '';
   const escaped = token[1]!;
   if (escaped === 'u') {
@@ -293,7 +293,7 @@ function asReadView(text: string, view: 'text' | 'bytes'): { read: string; start
   };
   for (const token of text.matchAll(readPast(view))) {
     add(text.slice(from, token.index), from, token.index - from, true);
-    add(asRead(token[0], view), token.index, token[0].length, false);
+    add(readToken(token[0], view), token.index, token[0].length, false);
     from = token.index + token[0].length;
   }
   if (from === 0) return null;
@@ -462,8 +462,18 @@ export class Scrubber {
   /** `text` with every secret and folder that its JSON escapes or invisible characters hid replaced, the whole stretch that spells it. */
   private scrubAsRead(text: string, view: 'text' | 'bytes', marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
     const compiled = this.regex(view);
-    const read = compiled === null ? null : asReadView(text, view);
-    if (compiled === null || read === null) return text;
+    if (compiled === null) return text;
+    // The text as read is looked in first, and where each of its characters stands worked out only when something is found there: most texts hold nothing.
+    let tokens = 0;
+    const asRead = text.replace(readPast(view), (token) => {
+      tokens += 1;
+      return readToken(token, view);
+    });
+    compiled.regex.lastIndex = 0;
+    if (tokens === 0 || !compiled.regex.test(asRead)) return text;
+    compiled.regex.lastIndex = 0;
+    const read = asReadView(text, view);
+    if (read === null) return text;
     let out = '';
     let done = 0;
     for (const match of read.read.matchAll(compiled.regex)) {
