@@ -5,7 +5,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { importPackage } from '../util/import-package.js';
-import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
+import { decodeLine, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
 
 /**
  * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
@@ -37,6 +37,23 @@ function shown(value: string | number): string {
   return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
+/**
+ * An error answer of the SDK's own (a method this server does not serve, a resource it does not
+ * have) with a code first and what to do, as every other refusal: the SDK says `Method not found`
+ * or `MCP error -32602: Resource … not found`. An answer whose message starts with a code is kept.
+ */
+function codedError<T extends { error: { code: number; message: string } }>(message: T, method: string | undefined): T {
+  if (/^[A-Z][A-Z_]+: /.test(message.error.message)) return message;
+  const words = message.error.message.replace(/^MCP error -?\d+: /, '');
+  const coded =
+    message.error.code === METHOD_NOT_FOUND
+      ? `USAGE: ${method === undefined ? 'the method' : shown(method)} is not served here: tools/list lists the tools, resources/templates/list the resources`
+      : message.error.code === INVALID_PARAMS || message.error.code === INVALID_REQUEST
+        ? `USAGE: ${words}: tools/list lists the tools, resources/templates/list the resources (coo://messages/<msg_...>/envelope, receipt or answer)`
+        : `INTERNAL: ${words}: report it to the operator`;
+  return { ...message, error: { ...message.error, message: coded } };
+}
+
 function idKey(id: string | number): string {
   return `${typeof id}:${id}`;
 }
@@ -50,7 +67,8 @@ export class GuardedStdioTransport implements Transport {
   private pendingBytes = 0;
   private initialized = false;
   private closed = false;
-  private readonly inFlight = new Set<string>();
+  /** The ids of requests not yet answered, with the method each asked. */
+  private readonly inFlight = new Map<string, string>();
   /** The requests of `inFlight` not yet answered and not cancelled: what the server is still working on. */
   private readonly outstanding = new Set<string>();
   /** What was read of stdin and not yet taken, while the client leaves its answers unread. */
@@ -133,7 +151,7 @@ export class GuardedStdioTransport implements Transport {
       if (this.outstanding.size >= LIMITS.mcpRequestsInFlight) {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${LIMITS.mcpRequestsInFlight} requests are unanswered: wait for an answer (or cancel a request) before sending another` });
       }
-      this.inFlight.add(idKey(message.id));
+      this.inFlight.set(idKey(message.id), message.method);
       this.outstanding.add(idKey(message.id));
       if (message.method === 'initialize') this.initialized = true;
     } else if ('method' in message && message.method === 'notifications/cancelled') {
@@ -158,11 +176,13 @@ export class GuardedStdioTransport implements Transport {
   }
 
   send(message: JSONRPCMessage): Promise<void> {
+    let method: string | undefined;
     if (!('method' in message) && 'id' in message && message.id !== undefined) {
+      method = this.inFlight.get(idKey(message.id));
       this.inFlight.delete(idKey(message.id));
       this.outstanding.delete(idKey(message.id));
     }
-    return this.write(message);
+    return this.write('error' in message ? codedError(message, method) : message);
   }
 
   private write(message: unknown): Promise<void> {

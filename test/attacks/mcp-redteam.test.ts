@@ -3,6 +3,7 @@ import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/limits.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { serverScrubber } from '../../src/mcp/results.js';
+import { createCooMcpServer } from '../../src/mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
 import { connectMcp, textOf } from '../helpers/mcp.js';
 import { worlds, type World } from '../helpers/lane.js';
@@ -134,5 +135,41 @@ describe('the stdio transport against a client that sends what no SDK would', ()
     await settle();
     expect(requests.slice(limit)).toEqual(['a', 'c']);
     await transport.close();
+  });
+});
+
+describe("coo mcp's answers to methods and resources the SDK refuses on its own", () => {
+  it('start with a code and say what to do: a method it does not serve, a resource of another scheme', async () => {
+    const w = await fresh();
+    const server = await createCooMcpServer({ ledger: w.ledger, key: w.actors.coo, repo: w.target, auditDir: null, clock: () => new Date(), scrubber: serverScrubber({ key: w.actors.coo, env: {}, places: [] }), version: '0.1.0' });
+    const stdin = new PassThrough();
+    const stdout = new PassThrough();
+    const answers: Array<{ id: unknown; error?: { code: number; message: string } }> = [];
+    let buffered = '';
+    stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const parts = buffered.split('\n');
+      buffered = parts.pop()!;
+      answers.push(...parts.map((text) => JSON.parse(text) as { id: unknown; error?: { code: number; message: string } }));
+    });
+    await server.connect(new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), 1 << 20));
+    try {
+      stdin.write(INIT);
+      stdin.write(line({ method: 'notifications/initialized' }));
+      stdin.write(line({ id: 1, method: 'logging/setLevel', params: { level: 'debug' } }));
+      stdin.write(line({ id: 2, method: 'completion/complete', params: { ref: { type: 'ref/resource', uri: 'coo://messages/{id}/envelope' }, argument: { name: 'id', value: '' } } }));
+      stdin.write(line({ id: 3, method: 'resources/read', params: { uri: 'file:///etc/passwd' } }));
+      for (let i = 0; i < 100 && answers.length < 4; i += 1) await new Promise((resolve) => setTimeout(resolve, 10));
+      const errors = answers.filter((answer) => answer.error !== undefined).map((answer) => [answer.id, answer.error!.code, answer.error!.message.split(':')[0]]);
+      expect(errors).toEqual([
+        [1, -32601, 'USAGE'],
+        [2, -32601, 'USAGE'],
+        [3, -32602, 'USAGE'],
+      ]);
+      expect(answers.find((answer) => answer.id === 1)?.error?.message).toMatch(/logging\/setLevel is not served here: tools\/list lists the tools/);
+      expect(answers.find((answer) => answer.id === 3)?.error?.message).toMatch(/^USAGE: Resource file:\/\/\/etc\/passwd not found: .*coo:\/\/messages/);
+    } finally {
+      await server.close();
+    }
   });
 });
