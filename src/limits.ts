@@ -44,6 +44,8 @@ export const LIMITS = {
   mcpMessageBytes: 10 * 1024 * 1024,
   /** Deepest nesting of one MCP message: the tools' arguments nest a few levels; a deeper message is refused unread. */
   mcpMessageDepth: 64,
+  /** Most requests one MCP session has unanswered at once (cancelled ones aside); one past it is refused with a coded error. */
+  mcpRequestsInFlight: 32,
   /**
    * Largest call or answer of the consult tool a dispatch attempt's agent is given: one line between
    * the relay inside the agent's sandbox and the runner (a question, file names, and the answer back).

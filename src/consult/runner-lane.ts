@@ -14,12 +14,12 @@ import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
-import { toYaml } from '../schema/strict-yaml.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { endRecordedGroup, parseProcessRecord, processStartTime, type ProcessRecord } from '../util/process.js';
 import type { Scrubber } from '../util/scrub.js';
+import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { isoSeconds } from '../util/time.js';
 import { judgeAnswer } from './answer.js';
 import { oraclePathProblem } from '../lane/oracle-inputs.js';
@@ -294,7 +294,7 @@ export class ConsultLane implements RunnerLane {
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    const file = { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) };
+    const file = { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes };
     if (!(await this.ctx.claim(record, attempt, now, { file, summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})` }))) return false;
     this.ctx.onReceipt(message.message_id, attempt, status, [blocker], retryAt);
     return true;
@@ -385,7 +385,7 @@ export class ConsultLane implements RunnerLane {
       validation,
       warnings,
     });
-    files_.push({ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) });
+    files_.push({ path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, scrub).bytes });
     const blockers = receipt.blockers.map((item) => item.code);
     failpoint('before-receipt');
     const outcome = await this.ctx.publishReceipt(files_, `receipt ${message.message_id} attempt ${attempt}: ${receipt.status}${blockers.length === 0 ? '' : ` (${blockers.join(', ')})`}`, now);
@@ -412,7 +412,7 @@ export class ConsultLane implements RunnerLane {
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
+    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
   }
 

@@ -18,6 +18,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { failpoint } from '../util/failpoint.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { Scrubber } from '../util/scrub.js';
+import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
@@ -187,7 +188,7 @@ export class DispatchLane implements RunnerLane {
   private async stop(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
     const receipt = buildEaReceipt({ ...this.emptyFacts(state, message, record, attempt, now), status, blockers: [{ code: blocker, detail }] });
     const landed = await this.ctx.claim(record, attempt, now, {
-      file: { path: receiptPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(receipt)) },
+      file: { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes },
       summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})`,
     });
     if (landed) this.ctx.onReceipt(message.message_id, attempt, status, [blocker], null);
@@ -477,8 +478,7 @@ export class DispatchLane implements RunnerLane {
     const scrub = out.scrub ?? this.ctx.scrubber;
     const path = receiptPath(folderOf(record), attempt);
     const commitReceipt = async (built: EaReceipt, files: NewFile[]): Promise<{ doc: EaReceipt; path: string; sha256: string }> => {
-      const doc = await this.withConsults(built, record.id, attempt);
-      const bytes = Buffer.from(toYaml(doc));
+      const { doc, bytes } = recordedReceipt(await this.withConsults(built, record.id, attempt), scrub);
       files.push({ path, bytes });
       const codes = doc.blockers.map((blocker) => blocker.code);
       await this.commitReceipt(files, `receipt ${message.message_id} attempt ${attempt}: ${doc.status}${codes.length === 0 ? '' : ` (${[...new Set(codes)].join(', ')})`}`, now);
@@ -667,7 +667,7 @@ export class DispatchLane implements RunnerLane {
       blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
     });
     const listed = await this.withConsults(receipt, record.id, last.number);
-    await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: Buffer.from(toYaml(listed)) }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
+    await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: recordedReceipt(listed, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, last.number, 'failed', ['interrupted'], null);
     removeTree(folder.root);
     await safeGit(['worktree', 'prune'], { cwd: this.ctx.repo }).catch(() => undefined);

@@ -5,7 +5,7 @@ import { z } from 'zod';
 import { messageId } from '../schema/common.js';
 import { CooError, errorClassOf } from '../errors.js';
 import { importPackage } from '../util/import-package.js';
-import type { Scrubber } from '../util/scrub.js';
+import { Scrubber } from '../util/scrub.js';
 import { errorResult, okResult, sdkToolError } from './results.js';
 import { INTERNAL_ERROR, INVALID_PARAMS } from './wire.js';
 import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, crossCheckInput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
@@ -86,6 +86,16 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       return errorResult(error, scrubber, tool);
     }
   };
+  // Secrets only, no folders: a prompt naming a path is no leak, one holding a key is.
+  const secrets = new Scrubber(scrubber.secrets);
+  /** A write tool: what the client sent is signed into the ledger for good, so arguments holding a secret the server holds are refused before anything is written. */
+  const signed = (tool: string, args: unknown, fn: () => Promise<Record<string, unknown>>): Promise<CallToolResult> =>
+    guard(tool, () => {
+      if (JSON.stringify(secrets.value(args)) !== JSON.stringify(args)) {
+        throw new CooError('USAGE', `the arguments hold a secret this server holds (the COO key, a provider key or token of its environment, a remote's credentials); ${tool} signs what it is given into the ledger for good, so nothing was written: leave the secret out`);
+      }
+      return fn();
+    });
 
   server.registerTool(
     'consult',
@@ -97,7 +107,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: consultOutput,
       annotations: { title: 'Consult an advisory agent', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => guard('consult', () => consultTool(options, args, extra.signal)),
+    (args, extra) => signed('consult', args, () => consultTool(options, args, extra.signal)),
   );
   server.registerTool(
     'cross_check',
@@ -109,7 +119,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput,
       annotations: { title: "Challenge an advisory agent's answer", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => guard('cross_check', () => crossCheckTool(options, args, extra.signal)),
+    (args, extra) => signed('cross_check', args, () => crossCheckTool(options, args, extra.signal)),
   );
   server.registerTool(
     'dispatch',
@@ -121,7 +131,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput,
       annotations: { title: 'Dispatch work to an execution agent', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => guard('dispatch', () => dispatchTool(options, args, extra.signal)),
+    (args, extra) => signed('dispatch', args, () => dispatchTool(options, args, extra.signal)),
   );
   server.registerTool(
     'adopt',
@@ -133,7 +143,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput.extend({ changed: z.array(z.string()) }),
       annotations: { title: "Adopt an advisory agent's proposal", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => guard('adopt', () => adoptTool(options, args, extra.signal)),
+    (args, extra) => signed('adopt', args, () => adoptTool(options, args, extra.signal)),
   );
   server.registerTool(
     'wait',
@@ -211,7 +221,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: ackOutput,
       annotations: { title: 'Acknowledge an inbox item', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args) => guard('ack', () => ackTool(options, args)),
+    (args) => signed('ack', args, () => ackTool(options, args)),
   );
 
   // The SDK answers a call it refuses itself (an unknown tool, arguments its schema refuses) through

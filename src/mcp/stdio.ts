@@ -3,8 +3,9 @@ import type { Transport } from '@modelcontextprotocol/sdk/shared/transport.js';
 import type * as SdkTypes from '@modelcontextprotocol/sdk/types.js';
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { CooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { importPackage } from '../util/import-package.js';
-import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
+import { decodeLine, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
 
 /**
  * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
@@ -15,6 +16,10 @@ import { decodeLine, INVALID_REQUEST, WIRE_CODE, type WireRefusal, type WireSche
  * cancellation, handled after the lines read with it, would land on a new request under the same
  * id and leave that unanswered.
  * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
+ * What it holds for the client is bounded too: no further line is read while the client leaves the
+ * answers unread (its end of stdout is full), and a request past LIMITS.mcpRequestsInFlight
+ * unanswered (cancelled ones aside) is refused with a coded error. A client that sent and never
+ * read, or sent thousands of calls at once, grew the server's memory (and its runner's) without bound.
  */
 
 /** Methods a client may send before the session is initialized (the MCP lifecycle). */
@@ -32,6 +37,23 @@ function shown(value: string | number): string {
   return text.length > 80 ? `${text.slice(0, 79)}…` : text;
 }
 
+/**
+ * An error answer of the SDK's own (a method this server does not serve, a resource it does not
+ * have) with a code first and what to do, as every other refusal: the SDK says `Method not found`
+ * or `MCP error -32602: Resource … not found`. An answer whose message starts with a code is kept.
+ */
+function codedError<T extends { error: { code: number; message: string } }>(message: T, method: string | undefined): T {
+  if (/^[A-Z][A-Z_]+: /.test(message.error.message)) return message;
+  const words = message.error.message.replace(/^MCP error -?\d+: /, '');
+  const coded =
+    message.error.code === METHOD_NOT_FOUND
+      ? `USAGE: ${method === undefined ? 'the method' : shown(method)} is not served here: tools/list lists the tools, resources/templates/list the resources`
+      : message.error.code === INVALID_PARAMS || message.error.code === INVALID_REQUEST
+        ? `USAGE: ${words}: tools/list lists the tools, resources/templates/list the resources (coo://messages/<msg_...>/envelope, receipt or answer)`
+        : `INTERNAL: ${words}: report it to the operator`;
+  return { ...message, error: { ...message.error, message: coded } };
+}
+
 function idKey(id: string | number): string {
   return `${typeof id}:${id}`;
 }
@@ -45,7 +67,12 @@ export class GuardedStdioTransport implements Transport {
   private pendingBytes = 0;
   private initialized = false;
   private closed = false;
-  private readonly inFlight = new Set<string>();
+  /** The ids of requests not yet answered, with the method each asked. */
+  private readonly inFlight = new Map<string, string>();
+  /** The requests of `inFlight` not yet answered and not cancelled: what the server is still working on. */
+  private readonly outstanding = new Set<string>();
+  /** What was read of stdin and not yet taken, while the client leaves its answers unread. */
+  private rest: Buffer | null = null;
 
   constructor(
     private readonly stdin: Readable,
@@ -54,9 +81,17 @@ export class GuardedStdioTransport implements Transport {
     private readonly maxLineBytes: number,
   ) {}
 
-  private readonly onData = (chunk: Buffer): void => {
+  private readonly onData = (chunk: Buffer): void => this.feed(chunk);
+
+  /** Takes the lines of `chunk`; once the client's end of stdout is full, keeps the rest and reads nothing more until it drains. */
+  private feed(chunk: Buffer): void {
     let start = 0;
     for (let newline = chunk.indexOf(0x0a); newline !== -1 && !this.closed; newline = chunk.indexOf(0x0a, start)) {
+      if (this.stdout.writableNeedDrain) {
+        this.rest = chunk.subarray(start);
+        this.stdin.pause();
+        return;
+      }
       if (!this.take(chunk.subarray(start, newline))) return;
       const line = Buffer.concat(this.pending);
       this.pending = [];
@@ -65,6 +100,15 @@ export class GuardedStdioTransport implements Transport {
       start = newline + 1;
     }
     if (!this.closed && start < chunk.length) this.take(chunk.subarray(start));
+  }
+
+  /** The client read its answers: what was kept is taken, and stdin read again. */
+  private readonly onDrain = (): void => {
+    if (this.closed || this.rest === null) return;
+    const rest = this.rest;
+    this.rest = null;
+    this.feed(rest);
+    if (this.rest === null && !this.closed) this.stdin.resume();
   };
 
   private readonly onStreamError = (error: Error): void => this.onerror?.(error);
@@ -104,8 +148,16 @@ export class GuardedStdioTransport implements Transport {
       if (this.inFlight.has(idKey(message.id))) {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${shown(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });
       }
-      this.inFlight.add(idKey(message.id));
+      if (this.outstanding.size >= LIMITS.mcpRequestsInFlight) {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${LIMITS.mcpRequestsInFlight} requests are unanswered: wait for an answer (or cancel a request) before sending another` });
+      }
+      this.inFlight.set(idKey(message.id), message.method);
+      this.outstanding.add(idKey(message.id));
       if (message.method === 'initialize') this.initialized = true;
+    } else if ('method' in message && message.method === 'notifications/cancelled') {
+      // A cancelled request is never answered: it no longer counts against the bound (its id stays held).
+      const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
+      if (typeof cancelled === 'string' || typeof cancelled === 'number') this.outstanding.delete(idKey(cancelled));
     }
     this.onmessage?.(message);
   }
@@ -119,12 +171,18 @@ export class GuardedStdioTransport implements Transport {
     this.stdin.on('data', this.onData);
     this.stdin.on('error', this.onStreamError);
     this.stdout.on('error', this.onWriteError);
+    this.stdout.on('drain', this.onDrain);
     return Promise.resolve();
   }
 
   send(message: JSONRPCMessage): Promise<void> {
-    if (!('method' in message) && 'id' in message && message.id !== undefined) this.inFlight.delete(idKey(message.id));
-    return this.write(message);
+    let method: string | undefined;
+    if (!('method' in message) && 'id' in message && message.id !== undefined) {
+      method = this.inFlight.get(idKey(message.id));
+      this.inFlight.delete(idKey(message.id));
+      this.outstanding.delete(idKey(message.id));
+    }
+    return this.write('error' in message ? codedError(message, method) : message);
   }
 
   private write(message: unknown): Promise<void> {
@@ -148,8 +206,10 @@ export class GuardedStdioTransport implements Transport {
     this.closed = true;
     this.stdin.off('data', this.onData);
     this.stdin.off('error', this.onStreamError);
+    this.stdout.off('drain', this.onDrain);
     if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
     this.pending = [];
+    this.rest = null;
     this.onclose?.();
     return Promise.resolve();
   }

@@ -18,6 +18,7 @@ export const WIRE_CODE: ErrorCode = 'MCP_MESSAGE_INVALID';
 /** JSON-RPC 2.0's error codes. */
 export const PARSE_ERROR = -32700;
 export const INVALID_REQUEST = -32600;
+export const METHOD_NOT_FOUND = -32601;
 export const INVALID_PARAMS = -32602;
 export const INTERNAL_ERROR = -32603;
 

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
+import { invisibleCharacters } from './invisible.js';
 
 /**
  * The one scrubber every transport's and executor's output passes before it is hashed, signed,
@@ -19,6 +20,14 @@ import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
  *   shorter than MIN_SECRET_CHARS is not looked for in any form. At two of the three base64
  *   alignments a few bits of the secret's first and last byte stand outside the characters looked
  *   for, and stay beside the marker.
+ * - A secret or folder is also looked for as a reader takes it in without thinking: with its JSON
+ *   escapes decoded (`\u0073k-…`, `\/`, what an encoder that escapes every character writes) and
+ *   with what a reader does not see taken out (a zero-width character, a soft hyphen, any
+ *   invisible character of util/invisible.ts, a line break or control character, raw or
+ *   JSON-escaped). The whole stretch that spells it is replaced.
+ * - A text cut inside a secret (held to a length before it was scrubbed, or a tail of an output)
+ *   that ends with MIN_SECRET_CHARS or more of its first characters, or starts with as many of its
+ *   last, has them replaced, marked `[removed: NAME (cut)]`.
  * - What no scrubber finds: a secret encrypted, compressed, hashed, split across outputs or
  *   encoded twice or in any way of a program's own choosing. A child that holds a key can always
  *   get it out; this catches the echo and the one-line encoding, not a determined agent. The defence
@@ -216,6 +225,125 @@ function secretPatterns(secret: Secret): Pattern[] {
 const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
 const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
 
+/**
+ * What a reader decodes or does not see inside a text: a JSON escape (`\u0073`, `\/`, `\"`, `\\`, and
+ * those of line breaks and controls), and an invisible character (util/invisible.ts: zero-width
+ * characters, bidirectional marks, controls, line breaks among them). Over bytes read as latin1, an
+ * invisible character is its UTF-8 bytes.
+ */
+const READ_PAST_JSON = String.raw`\\u[0-9A-Fa-f]{4}|\\["\\/bfnrt]`;
+const INVISIBLE = invisibleCharacters();
+let readPastBytes: RegExp | undefined;
+
+/** The invisible characters as their UTF-8 bytes read as latin1, one class per leading bytes. */
+function invisibleBytes(): string {
+  const byLead = new Map<string, Set<number>>();
+  const ranges: Array<[number, number]> = [[0, 0x2100], [0xfe00, 0xffff], [0xe0000, 0xe007f]];
+  for (const [from, to] of ranges) {
+    for (let point = from; point <= to; point += 1) {
+      const char = String.fromCodePoint(point);
+      INVISIBLE.lastIndex = 0;
+      if (!INVISIBLE.test(char)) continue;
+      const bytes = Buffer.from(char, 'utf8');
+      const lead = bytes.subarray(0, -1).toString('latin1');
+      byLead.set(lead, (byLead.get(lead) ?? new Set()).add(bytes[bytes.length - 1]!));
+    }
+  }
+  const hex = (code: number): string => `\\x${code.toString(16).padStart(2, '0')}`;
+  return [...byLead]
+    .sort((a, b) => b[0].length - a[0].length)
+    .map(([lead, lasts]) => `${[...lead].map((char) => hex(char.charCodeAt(0))).join('')}[${[...lasts].map(hex).join('')}]`)
+    .join('|');
+}
+
+function readPast(view: 'text' | 'bytes'): RegExp {
+  if (view === 'text') return new RegExp(`${READ_PAST_JSON}|${INVISIBLE.source}`, 'gu');
+  readPastBytes ??= new RegExp(`${READ_PAST_JSON}|${invisibleBytes()}`, 'g');
+  return new RegExp(readPastBytes.source, 'g');
+}
+
+/** What a JSON escape or an invisible character is to a reader: the character it stands for, or nothing. */
+function readToken(token: string, view: 'text' | 'bytes'): string {
+  if (!token.startsWith('\\') || token.length === 1) return '';
+  const escaped = token[1]!;
+  if (escaped === 'u') {
+    const char = String.fromCharCode(parseInt(token.slice(2), 16));
+    INVISIBLE.lastIndex = 0;
+    if (INVISIBLE.test(char)) return '';
+    return view === 'text' ? char : latin1(char);
+  }
+  return escaped === '"' || escaped === '\\' || escaped === '/' ? escaped : '';
+}
+
+/**
+ * `text` as a reader takes it in (JSON escapes decoded, invisible characters taken out), and where
+ * each of its characters stands in `text`: from `start(index)` to `end(index)`. Null when the two are the same.
+ */
+function asReadView(text: string, view: 'text' | 'bytes'): { read: string; start: (index: number) => number; end: (index: number) => number } | null {
+  /** For each piece: where it starts in the text as read and in `text`, how long it is in `text`, and whether it is copied as it stands. */
+  const pieces: Array<{ read: number; text: number; length: number; copied: boolean }> = [];
+  const parts: string[] = [];
+  let length = 0;
+  let from = 0;
+  const add = (part: string, at: number, sourceLength: number, copied: boolean): void => {
+    if (part === '') return;
+    pieces.push({ read: length, text: at, length: sourceLength, copied });
+    parts.push(part);
+    length += part.length;
+  };
+  for (const token of text.matchAll(readPast(view))) {
+    add(text.slice(from, token.index), from, token.index - from, true);
+    add(readToken(token[0], view), token.index, token[0].length, false);
+    from = token.index + token[0].length;
+  }
+  if (from === 0) return null;
+  add(text.slice(from), from, text.length - from, true);
+  const piece = (index: number): { read: number; text: number; length: number; copied: boolean } => {
+    let low = 0;
+    let high = pieces.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (pieces[middle]!.read <= index) low = middle;
+      else high = middle - 1;
+    }
+    return pieces[low]!;
+  };
+  return {
+    read: parts.join(''),
+    start: (index) => {
+      const at = piece(index);
+      return at.copied ? at.text + index - at.read : at.text;
+    },
+    end: (index) => {
+      const at = piece(index);
+      return at.copied ? at.text + index - at.read + 1 : at.text + at.length;
+    },
+  };
+}
+
+/**
+ * A secret as a cut text may hold part of it: for each character, the lengths (MIN_SECRET_CHARS or
+ * more, short of the whole, longest first) of its first characters that end with it (`heads`) and of
+ * its last characters that start with it (`tails`), so a text's last or first character finds them.
+ */
+interface CutForm {
+  readonly value: string;
+  readonly heads: ReadonlyMap<string, readonly number[]>;
+  readonly tails: ReadonlyMap<string, readonly number[]>;
+}
+
+function cutForm(value: string): CutForm {
+  const heads = new Map<string, number[]>();
+  const tails = new Map<string, number[]>();
+  for (let length = value.length - 1; length >= MIN_SECRET_CHARS; length -= 1) {
+    const last = value[length - 1]!;
+    heads.set(last, [...(heads.get(last) ?? []), length]);
+    const first = value[value.length - length]!;
+    tails.set(first, [...(tails.get(first) ?? []), length]);
+  }
+  return { value, heads, tails };
+}
+
 /** Patterns as one regular expression, one group each. */
 interface Compiled {
   readonly regex: RegExp;
@@ -225,6 +353,8 @@ interface Compiled {
 export class Scrubber {
   private readonly patterns: readonly Pattern[];
   private readonly percentEscape: RegExp;
+  /** Each secret, as written and as JSON escapes it, for a text cut inside it (scrubCutEnds). */
+  private readonly cuts: ReadonlyArray<{ readonly marker: string; readonly text: CutForm; readonly bytes: CutForm }>;
   /**
    * The patterns as one regular expression for each use, built when first needed, one group per
    * pattern: over text and over bytes read as latin1 (bytes are scrubbed byte for byte, whatever
@@ -253,6 +383,9 @@ export class Scrubber {
     }
     // A stable sort: of two patterns as long, the one added first (a value as written before its encodings) is tried first.
     this.patterns = [...patterns.values()].sort((a, b) => b.length - a.length);
+    this.cuts = secrets
+      .filter((secret) => secret.value.length > MIN_SECRET_CHARS)
+      .flatMap((secret) => [...new Set([secret.value, jsonForm(secret.value)])].map((value) => ({ marker: `[removed: ${secret.name} (cut)]`, text: cutForm(value), bytes: cutForm(latin1(value)) })));
     this.percentEscape = secrets.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
   }
 
@@ -282,19 +415,74 @@ export class Scrubber {
     const replace = (input: string, compiled: Compiled | null): string => (compiled === null ? input : input.replace(compiled.regex, (_match, ...groups: unknown[]) => marker(compiled, groups)));
     let scrubbed = replace(text, this.regex(view));
     if (this.percentEscape.test(scrubbed)) scrubbed = replace(scrubbed, this.regex(view === 'text' ? 'percent-text' : 'percent-bytes'));
+    scrubbed = this.scrubAsRead(scrubbed, view, marker);
     const encoded = this.regex('encoded');
-    if (encoded === null) return scrubbed;
-    // A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced.
+    if (encoded !== null) scrubbed = this.scrubWrapped(scrubbed, encoded, marker);
+    return this.scrubCutEnds(scrubbed, view, found);
+  }
+
+  /** A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced. */
+  private scrubWrapped(text: string, encoded: Compiled, marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
     let out = '';
     let done = 0;
-    for (const run of wrappedRuns(scrubbed)) {
-      const { joined, at } = joinLines(scrubbed, run.start, run.end);
+    for (const run of wrappedRuns(text)) {
+      const { joined, at } = joinLines(text, run.start, run.end);
       for (const match of joined.matchAll(encoded.regex)) {
-        out += scrubbed.slice(done, at(match.index)) + marker(encoded, match.slice(1));
+        out += text.slice(done, at(match.index)) + marker(encoded, match.slice(1));
         done = at(match.index + match[0].length - 1) + 1;
       }
     }
-    return done === 0 ? scrubbed : out + scrubbed.slice(done);
+    return done === 0 ? text : out + text.slice(done);
+  }
+
+  /**
+   * A text cut inside a secret (a detail or an error held to a length before it reached the
+   * scrubber, a tail of an output): its last characters that are the secret's first, or its first
+   * that are the secret's last, MIN_SECRET_CHARS or more, are replaced (`[removed: NAME (cut)]`).
+   */
+  private scrubCutEnds(text: string, view: 'text' | 'bytes', found: () => void): string {
+    if (text.length < MIN_SECRET_CHARS) return text;
+    let out = text;
+    for (const cut of this.cuts) {
+      const form = cut[view];
+      const head = form.heads.get(out[out.length - 1]!)?.find((length) => length <= out.length && out.endsWith(form.value.slice(0, length)));
+      if (head !== undefined) {
+        out = `${out.slice(0, out.length - head)}${cut.marker}`;
+        found();
+      }
+      const tail = form.tails.get(out[0]!)?.find((length) => length <= out.length && out.startsWith(form.value.slice(form.value.length - length)));
+      if (tail !== undefined) {
+        out = `${cut.marker}${out.slice(tail)}`;
+        found();
+      }
+    }
+    return out;
+  }
+
+  /** `text` with every secret and folder that its JSON escapes or invisible characters hid replaced, the whole stretch that spells it. */
+  private scrubAsRead(text: string, view: 'text' | 'bytes', marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
+    const compiled = this.regex(view);
+    if (compiled === null) return text;
+    // The text as read is looked in first, and where each of its characters stands worked out only when something is found there: most texts hold nothing.
+    let tokens = 0;
+    const asRead = text.replace(readPast(view), (token) => {
+      tokens += 1;
+      return readToken(token, view);
+    });
+    compiled.regex.lastIndex = 0;
+    if (tokens === 0 || !compiled.regex.test(asRead)) return text;
+    compiled.regex.lastIndex = 0;
+    const read = asReadView(text, view);
+    if (read === null) return text;
+    let out = '';
+    let done = 0;
+    for (const match of read.read.matchAll(compiled.regex)) {
+      const start = read.start(match.index);
+      if (start < done) continue;
+      out += text.slice(done, start) + marker(compiled, match.slice(1));
+      done = read.end(match.index + match[0].length - 1);
+    }
+    return done === 0 ? text : out + text.slice(done);
   }
 
   /** `text` with every secret and folder replaced by its marker. */

@@ -38,9 +38,9 @@ describe('GuardedStdioTransport', () => {
     expect(over.messages.map((message) => ('id' in message ? message.id : null))).toEqual([1]);
     expect(over.errors).toEqual([expect.stringMatching(/over the 1024-byte limit/)]);
     expect(over.closed).toBe(true);
-    // Lines under the limit in one chunk over it are read: the limit is per line.
-    const many = await feed([Array.from({ length: 40 }, (_, index) => `${ping(index)}\n`).join('')]);
-    expect(many.messages).toHaveLength(40);
+    // Lines under the limit in one chunk over it are read: the limit is per line (30 requests, within those a session may leave unanswered).
+    const many = await feed([Array.from({ length: 30 }, (_, index) => `${ping(index)}\n`).join('')]);
+    expect(many.messages).toHaveLength(30);
     expect(many.closed).toBe(false);
   });
 });
