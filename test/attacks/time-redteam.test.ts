@@ -1,0 +1,129 @@
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import type { CooMessage } from '../../src/schema/message.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { newMessageId } from '../../src/util/ids.js';
+import { addSeconds, isoSeconds } from '../../src/util/time.js';
+import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Time and authority over time, from a second machine whose clock runs ahead or behind. The
+ * ledger's commits order its entries: a claim dated before an entry it builds on (by more than the
+ * skew allowed between machines) was written by a clock that runs behind, by whose reading a
+ * message past its deadline, or a retry past its approval's expiry, is still live. The one
+ * validator refuses it wherever it is written (the writer, the hook, coo verify); a runner with
+ * such a clock says so and claims nothing.
+ */
+
+const dir = tempDir('coo-attack-time-redteam-');
+const getKit = useKit(dir);
+let kit: Kit;
+beforeAll(() => {
+  kit = getKit();
+});
+const fresh = worlds(join(dir, 'worlds'));
+
+const HOUR = 3600;
+
+interface Entry {
+  readonly path: string;
+  readonly bytes: Buffer;
+}
+
+function claim(message: CooMessage, attempt: number, claimedAt: string): Entry {
+  const doc = { schema_version: 'claim.v0', message_id: message.message_id, attempt_id: `ea_attempt_${message.message_id.slice(4)}_${attempt}`, attempt_number: attempt, runner_id: 'behind', transport_session_id: 'behind', claimed_at: claimedAt };
+  return { path: claimPath(messageFolder(message.message_id, message.created_at), attempt), bytes: Buffer.from(toYaml(doc)) };
+}
+
+function failedReceipt(message: CooMessage, attempt: number): Entry {
+  const doc = eaReceiptDoc(message.message_id, attempt, { created_at: message.created_at, commands_run: [], inner_exit_codes: [], tests_run: [] });
+  return { path: receiptPath(messageFolder(message.message_id, message.created_at), attempt), bytes: Buffer.from(toYaml(doc)) };
+}
+
+function retryApproval(message: CooMessage, createdAt: Date, ttlSeconds: number): Entry {
+  const doc = {
+    schema_version: 'approval.v0',
+    approval_id: `apr_${newMessageId(createdAt.getTime()).slice(4)}`,
+    approves: 'retry',
+    request_hash: null,
+    message_id: message.message_id,
+    attempt_number: 2,
+    reason: 'one more try',
+    approved_by: 'ceo',
+    created_at: isoSeconds(createdAt),
+    expires_at: isoSeconds(addSeconds(createdAt, ttlSeconds)),
+  };
+  return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) };
+}
+
+const files = (entries: readonly Entry[]): Record<string, Buffer> => Object.fromEntries(entries.map((entry) => [entry.path, entry.bytes]));
+
+/**
+ * A dispatch that failed three hours ago and a retry approval the CEO gave two hours ago for ten
+ * minutes (long expired), and the claim of the retry a runner whose clock runs two hours and a
+ * quarter behind writes now: by its clock the approval has not expired.
+ */
+async function expiredRetry(): Promise<{ claim: Entry }> {
+  const now = Date.now();
+  const message = dispatchEnvelope({}, new Date(now - 3 * HOUR * 1000));
+  expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+  expect(await kit.append([claim(message, 1, message.created_at), failedReceipt(message, 1)], kit.keys.coo.key)).toBe('accepted');
+  const approvedAt = new Date(now - 2 * HOUR * 1000);
+  expect(await kit.append([retryApproval(message, approvedAt, 600)], kit.keys.ceo.key)).toBe('accepted');
+  return { claim: claim(message, 2, isoSeconds(new Date(approvedAt.getTime() - 15 * 60_000))) };
+}
+
+describe('a runner whose clock runs behind cannot keep an expired approval or envelope alive', () => {
+  attack('the claim of an approved retry, dated before the approval by a clock behind, after the approval expired', 'library', 'CLOCK_SKEW', async () => {
+    const { claim: late } = await expiredRetry();
+    return kit.append([late], kit.keys.coo.key);
+  });
+
+  attack('the same claim pushed with stock git', 'hook', 'CLOCK_SKEW', async () => {
+    const { claim: late } = await expiredRetry();
+    return kit.push(files([late]), { key: kit.keys.coo.file });
+  });
+
+  attack("the same claim written behind the hook's back", 'verify', 'CLOCK_SKEW', async () => {
+    const { claim: late } = await expiredRetry();
+    let codes: string[] = [];
+    await kit.bypass(files([late]), { key: kit.keys.coo.file }, () => {
+      codes = kit.verifyCodes();
+    });
+    return firstOr(codes, 'CLOCK_SKEW');
+  });
+
+  attack('the first claim of a dispatch past its deadline, dated an hour before its envelope by a clock behind', 'library', 'CLOCK_SKEW', async () => {
+    const message = dispatchEnvelope({}, new Date(Date.now() - 3 * HOUR * 1000));
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    return kit.append([claim(message, 1, isoSeconds(addSeconds(new Date(message.created_at), -HOUR)))], kit.keys.coo.key);
+  });
+
+  it('takes a claim dated before its envelope and its approval by less than the allowed skew: machines whose clocks differ by a few minutes still work', async () => {
+    const now = Date.now();
+    const message = dispatchEnvelope({}, new Date(now - HOUR * 1000));
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([claim(message, 1, isoSeconds(new Date(now - HOUR * 1000 - 240_000))), failedReceipt(message, 1)], kit.keys.coo.key)).toBe('accepted');
+    const approvedAt = new Date(now - 60_000);
+    expect(await kit.append([retryApproval(message, approvedAt, 600)], kit.keys.ceo.key)).toBe('accepted');
+    expect(await kit.append([claim(message, 2, isoSeconds(new Date(approvedAt.getTime() - 240_000)))], kit.keys.coo.key)).toBe('accepted');
+  });
+
+  it('a runner whose clock runs four hours behind, given a consult whose deadline passed hours ago: says CLOCK_SKEW, claims nothing and pays nothing; a runner with the right clock blocks it as expired', async () => {
+    const w = await fresh();
+    const created = new Date(Date.now() - 3 * HOUR * 1000);
+    const { messageId } = await w.consult({ now: created, ttlSeconds: 600 });
+    await w.runner({ clock: () => new Date(Date.now() - 4 * HOUR * 1000) }).runOnce();
+    expect(w.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'CLOCK_SKEW' }));
+    expect(w.events.filter((event) => event.type === 'claimed')).toEqual([]);
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+    expect(w.server.requests).toHaveLength(0);
+    await w.runner().runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['blockers'])).toEqual([[expect.objectContaining({ code: 'expired' })]]);
+    expect(w.server.requests).toHaveLength(0);
+  });
+});
