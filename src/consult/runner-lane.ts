@@ -149,7 +149,7 @@ export class ConsultLane implements RunnerLane {
     const siblings = (state.panels.get(record.panel)?.messages ?? [])
       .filter((id) => id !== record.id)
       .map((id) => state.messages.get(id))
-      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target));
+      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target) && !this.ctx.waitsForRetry(other.id));
     return [record, ...siblings];
   }
 

@@ -127,3 +127,28 @@ describe('a runner whose clock runs behind cannot keep an expired approval or en
     expect(w.server.requests).toHaveLength(0);
   });
 });
+
+describe('a runner whose clock runs ahead cannot start a retry early', () => {
+  it('a consult rate limited with a 60 s backoff, then a runner ten minutes ahead: it waits the 60 s on its own clock before it claims the retry, and pays once for each attempt', async () => {
+    const w = await fresh({ modes: ['rate-limit', 'ok'], policy: (policy) => ({ ...policy, retries: { ...policy.retries, backoff_base_seconds: 60, backoff_max_seconds: 60 } }) });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    const [first] = await receiptsOf(w, messageId);
+    expect(Date.parse(String(first!['next_attempt_at'])) - Date.parse(String(first!['created_at']))).toBe(60_000);
+    const paid = w.server.requests.length;
+
+    let tick = 0;
+    const ahead = w.runner({ clock: () => new Date(Date.now() + 10 * 60_000), monotonic: () => tick });
+    const summary = await ahead.runOnce();
+    expect(summary.waiting.length).toBeGreaterThan(0);
+    tick = 59_000;
+    await ahead.runOnce();
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts).toHaveLength(1);
+    expect(w.server.requests).toHaveLength(paid);
+
+    tick = 60_000;
+    await ahead.runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+    expect(w.server.requests).toHaveLength(paid + 1);
+  });
+});
