@@ -416,6 +416,12 @@ export class ConsultLane implements RunnerLane {
     this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
   }
 
+  /** A receipt published from the runner's journal or kept results: the attempt's sandbox, left for its recovery, is of no more use. */
+  async afterJournaledReceipt(record: MessageRecord, attempt: number): Promise<void> {
+    if (!this.ctx.keepAttemptFiles) removeSandbox(sandboxFor(this.ctx.stateDir, attemptIdFor(record.id, attempt)));
+    return Promise.resolve();
+  }
+
   /**
    * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
    * that completed (the answer was paid for once; it is not bought again), or record the attempt

@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
-import { CooError, isCooError, type ErrorCode } from '../errors.js';
+import { CooError, errorClassOf, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -644,12 +644,13 @@ export class Runner {
    * A receipt the ledger refused for any other reason (the COO key was rotated while the call was
    * in flight, the remote's hook refused it, its main is gone): the result was paid for, so it is
    * kept in the state folder with why, and said (`result_kept`), never dropped. The attempt stays
-   * open; a consult's sandbox stays too, so a runner with a valid key recovers it without paying again.
+   * open; a runner with a valid key on this state folder recovers it by publishing what was kept
+   * (publishKept), without paying again.
    */
   private keepRefused(messageId: string, attempt: number, summary: string, now: Date, files: NewFile[], error: unknown): void {
     const code = isCooError(error) ? error.code : 'INTERNAL';
     const detail = error instanceof Error ? error.message : String(error);
-    const path = join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
+    const path = this.keptPath(messageId, attempt);
     const entry = { messageId, attempt, summary, at: now.toISOString(), refused: { code, message: detail }, files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
     writeOwnFile(path, JSON.stringify(entry), { durable: true, what: 'the kept result', remedy: STATE_REMEDY, code: 'IO_ERROR' });
     this.emit({ type: 'result_kept', messageId, attempt, code, detail, kept: path });
@@ -789,7 +790,34 @@ export class Runner {
         this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
       }
     }
+    const kept = this.keptPath(record.id, last.number);
+    if (fs.existsSync(kept)) {
+      const published = await this.publishKept(kept);
+      if (published !== null) return published;
+    }
     return this.laneFor(record).recover(state, record);
+  }
+
+  /** Where the state folder keeps a result whose receipt the ledger refused (keepRefused). */
+  private keptPath(messageId: string, attempt: number): string {
+    return join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
+  }
+
+  /**
+   * A result of this state folder kept when the ledger refused its receipt (the COO key rotated
+   * while the call or the agent ran): its attempt is recovered by publishing it, signed by the key
+   * the runner holds now, as a journaled one is (its work lands as it would have), so what was paid
+   * for and done is on the ledger, never an attempt interrupted at no cost. True when it was
+   * published, false when another runner closed the attempt or the remote is away; null when the
+   * ledger refuses it again for what it says, and the lane recovers the attempt as it would without it.
+   */
+  private async publishKept(path: string): Promise<boolean | null> {
+    try {
+      return (await this.publishJournaled(path)) === 'published';
+    } catch (error) {
+      if (!isCooError(error) || errorClassOf(error.code) !== 'rejected') throw error;
+      return null;
+    }
   }
 }
 

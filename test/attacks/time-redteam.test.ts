@@ -1,5 +1,13 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { generatePrivateKey } from '../../src/crypto/keys.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { RunnerEvent } from '../../src/runner/runner.js';
+import { attemptIdFor } from '../../src/util/ids.js';
+import { agentScript, dispatchTo, FIX, hostilePlaces } from '../helpers/hostile-agent.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -8,7 +16,7 @@ import { addSeconds, isoSeconds } from '../../src/util/time.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * Time and authority over time, from a second machine whose clock runs ahead or behind. The
@@ -59,6 +67,16 @@ function retryApproval(message: CooMessage, createdAt: Date, ttlSeconds: number)
   };
   return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) };
 }
+
+/** A finished Codex turn that used a million input tokens: a paid call. */
+const CODEX_PAID = [
+  { type: 'thread.started', thread_id: 'thread-paid' },
+  { type: 'turn.started' },
+  { type: 'item.completed', item: { id: 'i1', type: 'agent_message', text: 'Done.' } },
+  { type: 'turn.completed', usage: { input_tokens: 100_000, cached_input_tokens: 0, output_tokens: 1000 } },
+]
+  .map((event) => `printf '%s\\n' '${JSON.stringify(event)}'`)
+  .join('\n');
 
 const files = (entries: readonly Entry[]): Record<string, Buffer> => Object.fromEntries(entries.map((entry) => [entry.path, entry.bytes]));
 
@@ -150,5 +168,53 @@ describe('a runner whose clock runs ahead cannot start a retry early', () => {
     await ahead.runOnce();
     expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
     expect(w.server.requests).toHaveLength(paid + 1);
+  });
+});
+
+describe("the COO key rotated while a dispatch's agent runs", () => {
+  const place = hostilePlaces(dir, 'rotation-');
+
+  it('the receipt the ledger refuses (signed by the retired key) is kept, and the runner restarted with the new key publishes it, its cost and its work, never an interrupted attempt at $0', async () => {
+    const p = await place('kept');
+    const { messageId } = await dispatchTo(p, 'rotated-mid-run');
+    const attemptId = attemptIdFor(messageId, 1, 'ea');
+    const worktree = join(p.stateDir, 'dispatch', attemptId, 'worktree');
+    // The agent waits until the rotation has landed, then does the work and reports a paid turn.
+    const agent = agentScript(p.world.dir, `while [ ! -e .rotated ]; do sleep 0.05; done; rm .rotated; ${FIX}`, CODEX_PAID);
+    const executors = executorFactory({ command: [agent], hide: [p.world.gitdir], env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test-key' } });
+    const rotated = generatePrivateKey('coo.hermes');
+    const events: RunnerEvent[] = [];
+    let rotation: Promise<void> | null = null;
+    const onEvent = (event: RunnerEvent): void => {
+      events.push(event);
+      if (event.type !== 'executor_started') return;
+      rotation = (async () => {
+        const registry = (await p.world.ledger.state()).registry!.doc;
+        await appendTrustVersion(p.world.ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', rotated.publicKey]]) }, p.world.actors.ceo, new Date());
+        writeFileSync(join(worktree, '.rotated'), '');
+      })();
+    };
+    const first = p.world.runner({ repo: p.repo, executors, stateDir: p.stateDir, onEvent });
+    await expect(first.runOnce()).rejects.toMatchObject({ code: 'RUNNER_CONFIG' });
+    await rotation;
+    const kept = events.filter((event) => event.type === 'result_kept');
+    expect(kept).toEqual([expect.objectContaining({ messageId, attempt: 1 })]);
+    const keptCost = Number(/actual_cost_usd: ([0-9.]+)/.exec(Buffer.from((JSON.parse(readFileSync((kept[0] as { kept: string }).kept, 'utf8')) as { files: Array<{ path: string; base64: string }> }).files.find((file) => file.path.endsWith('receipts/001.yaml'))!.base64, 'base64').toString('utf8'))![1]);
+    expect(keptCost).toBeGreaterThan(0);
+    expect((await p.world.ledger.state()).messages.get(messageId)!.attempts[0]!.receipt).toBeNull();
+
+    // The first runner's process is gone (a record naming a pid that has ended), and the operator starts one with the new key.
+    const runners = join(p.world.gitdir, 'coo', 'runners');
+    const gone = spawnSync('true').pid;
+    for (const name of readdirSync(runners)) writeFileSync(join(runners, name), JSON.stringify({ host: JSON.parse(readFileSync(join(runners, name), 'utf8')).host, pid: gone, started: null }));
+    const never = executorFactory({ command: [join(p.world.dir, 'no-such-agent')], hide: [p.world.gitdir], env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test-key' } });
+    await p.world.runner({ repo: p.repo, executors: never, stateDir: p.stateDir, key: rotated, onEvent: (event) => events.push(event) }).runOnce();
+
+    const [receipt] = await receiptsOf(p.world, messageId);
+    expect(receipt).toMatchObject({ status: 'succeeded', actual_cost_usd: keptCost });
+    const state = await p.world.ledger.state();
+    expect(state.spendByCorrelation.get(state.messages.get(messageId)!.correlation)).toBe(keptCost);
+    expect(existsSync((kept[0] as { kept: string }).kept)).toBe(false);
+    expect(git(['rev-parse', String(receipt!['branch'])], { cwd: p.repo }).trim()).toBe(receipt!['head_sha']);
   });
 });
