@@ -9,7 +9,8 @@ import type { RunnerEvent } from '../../src/runner/runner.js';
 import { attemptIdFor } from '../../src/util/ids.js';
 import { agentScript, dispatchTo, FIX, hostilePlaces } from '../helpers/hostile-agent.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
-import type { CooMessage } from '../../src/schema/message.js';
+import type { CooMessage, EaDispatchMessage } from '../../src/schema/message.js';
+import { dispatchRequestHash } from '../../src/authority/rules/intents/dispatch.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { newMessageId } from '../../src/util/ids.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
@@ -52,20 +53,36 @@ function failedReceipt(message: CooMessage, attempt: number): Entry {
   return { path: receiptPath(messageFolder(message.message_id, message.created_at), attempt), bytes: Buffer.from(toYaml(doc)) };
 }
 
-function retryApproval(message: CooMessage, createdAt: Date, ttlSeconds: number): Entry {
+function approval(fields: Record<string, unknown>, createdAt: Date, ttlSeconds: number): Entry & { readonly id: string } {
   const doc = {
     schema_version: 'approval.v0',
     approval_id: `apr_${newMessageId(createdAt.getTime()).slice(4)}`,
-    approves: 'retry',
-    request_hash: null,
-    message_id: message.message_id,
-    attempt_number: 2,
-    reason: 'one more try',
+    reason: 'approved',
     approved_by: 'ceo',
     created_at: isoSeconds(createdAt),
     expires_at: isoSeconds(addSeconds(createdAt, ttlSeconds)),
+    ...fields,
   };
-  return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) };
+  return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)), id: doc.approval_id };
+}
+
+function retryApproval(message: CooMessage, createdAt: Date, ttlSeconds: number): Entry {
+  return approval({ approves: 'retry', request_hash: null, message_id: message.message_id, attempt_number: 2 }, createdAt, ttlSeconds);
+}
+
+/** A dispatch to Claude Code, whose edge asks for the CEO's approval, dated `at`. */
+function claudeDispatch(at: Date): EaDispatchMessage {
+  const base = dispatchEnvelope({ target_actor: 'ea.claude_code' }, at) as EaDispatchMessage;
+  return { ...base, dispatch: { ...base.dispatch, executor: 'claude_code' } } as EaDispatchMessage;
+}
+
+/** The CEO approves a Claude Code dispatch now; the COO's machine writes it dated `behindSeconds` earlier, as its clock reads. */
+async function approvedDispatchBehind(behindSeconds: number): Promise<string> {
+  const now = Date.now();
+  const dispatch = claudeDispatch(new Date(now - behindSeconds * 1000));
+  const entry = approval({ approves: 'dispatch', request_hash: dispatchRequestHash(dispatch), message_id: null, attempt_number: null }, new Date(now), 600);
+  expect(await kit.append([entry], kit.keys.ceo.key)).toBe('accepted');
+  return kit.append(messageFiles({ ...dispatch, approval_id: entry.id } as CooMessage), kit.keys.coo.key);
 }
 
 /** A finished Codex turn that used a million input tokens: a paid call. */
@@ -144,6 +161,14 @@ describe('a runner whose clock runs behind cannot keep an expired approval or en
     expect((await receiptsOf(w, messageId)).map((receipt) => receipt['blockers'])).toEqual([[expect.objectContaining({ code: 'expired' })]]);
     expect(w.server.requests).toHaveLength(0);
   });
+});
+
+describe("a COO machine whose clock runs a little behind the CEO's", () => {
+  it('writes the dispatch the CEO just approved, dated a minute before the approval by its clock: taken, as machines within the allowed skew are', async () => {
+    expect(await approvedDispatchBehind(60)).toBe('accepted');
+  });
+
+  attack('a dispatch dated ten minutes before the approval it names', 'library', 'APPROVAL_INVALID', () => approvedDispatchBehind(600));
 });
 
 describe('a runner whose clock runs ahead cannot start a retry early', () => {
