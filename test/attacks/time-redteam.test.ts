@@ -7,6 +7,7 @@ import { executorFactory } from '../../src/dispatch/executors.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
 import { attemptIdFor } from '../../src/util/ids.js';
+import { approve } from '../../src/dispatch/approve.js';
 import { agentScript, dispatchTo, FIX, hostilePlaces } from '../helpers/hostile-agent.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { CooMessage, EaDispatchMessage } from '../../src/schema/message.js';
@@ -35,6 +36,7 @@ beforeAll(() => {
   kit = getKit();
 });
 const fresh = worlds(join(dir, 'worlds'));
+const place = hostilePlaces(dir, 'place-');
 
 const HOUR = 3600;
 
@@ -197,7 +199,6 @@ describe('a runner whose clock runs ahead cannot start a retry early', () => {
 });
 
 describe("the COO key rotated while a dispatch's agent runs", () => {
-  const place = hostilePlaces(dir, 'rotation-');
 
   it('the receipt the ledger refuses (signed by the retired key) is kept, and the runner restarted with the new key publishes it, its cost and its work, never an interrupted attempt at $0', async () => {
     const p = await place('kept');
@@ -241,5 +242,51 @@ describe("the COO key rotated while a dispatch's agent runs", () => {
     expect(state.spendByCorrelation.get(state.messages.get(messageId)!.correlation)).toBe(keptCost);
     expect(existsSync((kept[0] as { kept: string }).kept)).toBe(false);
     expect(git(['rev-parse', String(receipt!['branch'])], { cwd: p.repo }).trim()).toBe(receipt!['head_sha']);
+  });
+});
+
+describe('a retry approval that expired before any runner claimed it', () => {
+  /** A dispatch that failed three hours ago, and the CEO's approval of its retry given two hours ago for ten minutes. */
+  async function lapsed(): Promise<CooMessage> {
+    const now = Date.now();
+    const message = dispatchEnvelope({}, new Date(now - 3 * HOUR * 1000));
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([claim(message, 1, message.created_at), failedReceipt(message, 1)], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([retryApproval(message, new Date(now - 2 * HOUR * 1000), 600)], kit.keys.ceo.key)).toBe('accepted');
+    return message;
+  }
+
+  it('the CEO may approve that attempt again, and a claim within the new approval is taken: the dispatch never waits for ever', async () => {
+    const message = await lapsed();
+    expect(await kit.append([retryApproval(message, new Date(Date.now() - 60_000), 600)], kit.keys.ceo.key)).toBe('accepted');
+    expect(await kit.append([claim(message, 2, isoSeconds(new Date()))], kit.keys.coo.key)).toBe('accepted');
+  });
+
+  attack('a second approval of the same attempt while the first still holds', 'library', 'ATTEMPT_INVALID', async () => {
+    const message = await lapsed();
+    expect(await kit.append([retryApproval(message, new Date(Date.now() - 60_000), 600)], kit.keys.ceo.key)).toBe('accepted');
+    return kit.append([retryApproval(message, new Date(), 600)], kit.keys.ceo.key);
+  });
+
+  it('a runner says the approval expired (APPROVAL_INVALID) and claims nothing, never "claimed by another runner"; approved again, the retry runs', async () => {
+    const p = await place('lapsed');
+    const { messageId } = await dispatchTo(p, 'lapsed-approval');
+    const env = { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test-key' };
+    const failing = executorFactory({ command: [agentScript(p.world.dir, 'true')], hide: [p.world.gitdir], env });
+    await p.world.runner({ repo: p.repo, executors: failing, stateDir: p.stateDir }).runOnce();
+    const [ended] = await receiptsOf(p.world, messageId);
+    expect(ended!['status']).not.toBe('succeeded');
+    await approve({ ledger: p.world.ledger, key: p.world.actors.ceo, now: new Date(Date.now() - 2 * HOUR * 1000), reason: 'one more try', messageId, ttlSeconds: 600 });
+
+    const fixing = executorFactory({ command: [agentScript(p.world.dir, FIX)], hide: [p.world.gitdir], env });
+    const events: RunnerEvent[] = [];
+    await p.world.runner({ repo: p.repo, executors: fixing, stateDir: p.stateDir, onEvent: (event) => events.push(event) }).runOnce();
+    expect(events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'APPROVAL_INVALID', message: expect.stringContaining('expired') }));
+    expect(events.filter((event) => event.type === 'skipped' || event.type === 'claimed' || event.type === 'executor_started')).toEqual([]);
+    expect((await p.world.ledger.state()).messages.get(messageId)!.attempts).toHaveLength(1);
+
+    await approve({ ledger: p.world.ledger, key: p.world.actors.ceo, now: new Date(), reason: 'one more try, in time', messageId });
+    await p.world.runner({ repo: p.repo, executors: fixing, stateDir: p.stateDir }).runOnce();
+    expect((await receiptsOf(p.world, messageId)).map((receipt) => receipt['status'])).toEqual([ended!['status'], 'succeeded']);
   });
 });

@@ -4,6 +4,7 @@ import type { PathInfo } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
+import { retryApprovals } from './approval.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 
 /**
@@ -31,7 +32,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${last.number} is ${last.receipt === null ? 'still open' : 'final'}`, { where });
   }
   if (last?.receipt?.nextAttemptAt === null) {
-    const approval = [...check.approvals.values(), ...check.state.approvals.values()].find((item) => item.approves === 'retry' && item.messageId === record.id && item.attempt === next);
+    const approval = retryApprovals(check, record.id, next).at(-1);
     if (approval === undefined || toMillis(doc.claimed_at) >= toMillis(approval.expiresAt)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: the CEO's approval of attempt ${next} ${approval === undefined ? 'is missing' : `expired at ${approval.expiresAt}`}`, { where });
     }
