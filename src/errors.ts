@@ -108,6 +108,8 @@ const CODES = {
   ATTEMPT_INVALID: 'rejected',
   IDEMPOTENCY_CONFLICT: 'rejected',
   HEARTBEAT_EXPIRED: 'rejected',
+  /** A claim dated earlier than an entry the ledger holds before it and it builds on, by more than the skew allowed between machines: its writer's clock is off. */
+  CLOCK_SKEW: 'rejected',
   // portable evidence
   BUNDLE_INVALID: 'rejected',
   /** Evidence from another ledger than the one pinned (its genesis commit). */

@@ -79,6 +79,18 @@ export function leaseDecision(facts: LeaseFacts, now: number): LeaseDecision {
 }
 
 /**
+ * How much longer, on the observer's monotonic clock (ms), a retry a receipt set waits before it may
+ * start. The wait a receipt sets (`next_attempt_at` less its `created_at`) is a difference of two
+ * readings of its writer's clock, so it holds whatever that clock's offset; measured from when the
+ * observer first saw the receipt (after it was written), it only ever waits longer than needed. A
+ * runner whose wall clock runs ahead reads `next_attempt_at` as passed early; this wait it cannot
+ * cut short. A runner that restarts starts its observations over.
+ */
+export function retryWaitMs(receipt: { readonly createdAt: string; readonly nextAttemptAt: string }, firstSeen: number, now: number): number {
+  return Math.max(0, toMillis(receipt.nextAttemptAt) - toMillis(receipt.createdAt) - (now - firstSeen));
+}
+
+/**
  * How far an entry's time (`at`, written by another machine) lies ahead of the observer's wall
  * clock, in seconds, when that is more than `skewSeconds`; else null. Such an entry says its writer's
  * clock runs ahead: flagged, and never a reason for a decision (leases do not read it).

@@ -211,6 +211,11 @@ export function retryApproved(record: MessageRecord): boolean {
 export const LANE_STATES = ['queued', 'claimed', 'retry_wait', 'succeeded', 'failed', 'blocked', 'timed_out', 'aa_unavailable', 'stale_context', 'duplicate', 'awaiting_ack', 'acknowledged', 'recorded'] as const;
 export type LaneState = (typeof LANE_STATES)[number];
 
+/** The CEO's approvals of attempt `attempt` of dispatch `messageId` among `approvals`, oldest first: the last is the one in force. */
+export function retryApprovalsOf(approvals: Iterable<ApprovalRecord>, messageId: string, attempt: number): ApprovalRecord[] {
+  return [...approvals].filter((item) => item.approves === 'retry' && item.messageId === messageId && item.attempt === attempt).sort((a, b) => a.seq - b.seq);
+}
+
 /**
  * The state of `record` (LANE_STATES). `registry` (the ledger's, `state.registry?.doc`) says who the
  * active COO is, whose acknowledgement a message waits for; without it such a message reads `recorded`

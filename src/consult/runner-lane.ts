@@ -149,7 +149,7 @@ export class ConsultLane implements RunnerLane {
     const siblings = (state.panels.get(record.panel)?.messages ?? [])
       .filter((id) => id !== record.id)
       .map((id) => state.messages.get(id))
-      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target));
+      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target) && !this.ctx.waitsForRetry(other.id));
     return [record, ...siblings];
   }
 
@@ -414,6 +414,12 @@ export class ConsultLane implements RunnerLane {
     });
     await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
+  }
+
+  /** A receipt published from the runner's journal or kept results: the attempt's sandbox, left for its recovery, is of no more use. */
+  async afterJournaledReceipt(record: MessageRecord, attempt: number): Promise<void> {
+    if (!this.ctx.keepAttemptFiles) removeSandbox(sandboxFor(this.ctx.stateDir, attemptIdFor(record.id, attempt)));
+    return Promise.resolve();
   }
 
   /**

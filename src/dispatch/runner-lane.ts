@@ -2,7 +2,7 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
-import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
@@ -208,11 +208,27 @@ export class DispatchLane implements RunnerLane {
     );
   }
 
+  /**
+   * A retry the CEO approved starts only while the approval holds: one that expired before any runner
+   * claimed it is said (APPROVAL_INVALID) and nothing is claimed; the dispatch waits for the CEO to
+   * approve that attempt again (rules/approval.ts allows it once the earlier approval has expired).
+   */
+  private checkRetryApproval(state: LedgerState, record: MessageRecord, attempt: number, now: Date): void {
+    if (attempt === 1 || record.attempts[attempt - 2]?.receipt?.nextAttemptAt !== null) return;
+    const approval = retryApprovalsOf(state.approvals.values(), record.id, attempt).at(-1);
+    if (approval === undefined || now.getTime() < Date.parse(approval.expiresAt)) return;
+    throw new CooError(
+      'APPROVAL_INVALID',
+      `${record.id}: the CEO's approval ${approval.id} of attempt ${attempt} expired at ${approval.expiresAt} before a runner claimed it, and nothing was claimed; the dispatch waits for the CEO to approve it again (coo approve ${record.id} --ceo-key CEO.key --reason ...)`,
+    );
+  }
+
   /** One new attempt. Returns false when another runner has it. */
   async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const { ledger } = this.ctx;
     const attempt = record.attempts.length + 1;
     const now = this.ctx.clock();
+    this.checkRetryApproval(state, record, attempt, now);
     const message = await this.readEnvelope(record);
     const decision = preflightDispatch({
       now,

@@ -94,6 +94,8 @@ export interface LaneContext<E> {
   stoppedBy(): string | null;
   /** Whether the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts): they are not started. */
   isHeld(target: string): boolean;
+  /** Whether the retry of message `id` still waits on the runner's own clock, though its wall clock reads it as due (runner.ts observeRetries): it is not started. */
+  waitsForRetry(id: string): boolean;
 }
 
 /**

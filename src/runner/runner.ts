@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
-import { CooError, isCooError, type ErrorCode } from '../errors.js';
+import { CooError, errorClassOf, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -19,7 +19,7 @@ import { writeOwnFile } from '../util/own-write.js';
 import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
-import { aheadOfClock, leaseDecision, observeClaim, type LeaseObservation } from '../authority/lease.js';
+import { aheadOfClock, leaseDecision, observeClaim, retryWaitMs, type LeaseObservation } from '../authority/lease.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import type { Intent } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -166,6 +166,10 @@ export class Runner {
   private readonly observed = new Map<string, LeaseObservation>();
   /** Entries already flagged as dated ahead of this runner's clock. */
   private readonly flagged = new Set<string>();
+  /** When this runner first saw each receipt that set a retry time, on its monotonic clock: the retry's wait is measured from there too. */
+  private readonly retriesSeen = new Map<string, number>();
+  /** The messages whose retry the last look found due by the wall clock and still waiting on the monotonic one. */
+  private earlyRetries: ReadonlySet<string> = new Set();
   private readonly repo: PinnedRepo;
   /** The lane of each intent the runner executes (authority/runnable.ts). */
   private readonly lanes: ReadonlyMap<Intent, RunnerLane>;
@@ -214,6 +218,7 @@ export class Runner {
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy,
       isHeld: (target) => this.options.waiting?.has(target) === true,
+      waitsForRetry: (id) => this.earlyRetries.has(id),
     };
     const consults = new ConsultLane(context, options.transport);
     this.lanes = new Map<Intent, RunnerLane>([
@@ -360,8 +365,9 @@ export class Runner {
         this.local.prune(holders);
         this.pruned = true;
       }
+      this.earlyRetries = this.observeRetries(state, now);
       const open = [...state.messages.values()]
-        .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id))
+        .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id) && !this.earlyRetries.has(record.id))
         .map((record) => ({ record, work: nextWork(record, now) }));
       // A new attempt of a target whose lane cannot run here is never claimed; an open claim is still recovered.
       const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
@@ -423,6 +429,30 @@ export class Runner {
     }
     for (const path of this.observed.keys()) if (!open.has(path)) this.observed.delete(path);
     return holders;
+  }
+
+  /**
+   * Looks at every retry a receipt set, on this runner's monotonic clock: when it first saw the
+   * receipt, and whether the wait the receipt set (authority/lease.ts retryWaitMs) has passed since.
+   * The messages whose retry its wall clock reads as due while that wait has not passed (its clock
+   * runs ahead of the receipt's writer's): they are not started, and a watch wakes when the wait ends.
+   */
+  private observeRetries(state: LedgerState, now: Date): Set<string> {
+    const tick = this.monotonic();
+    const pending = new Set<string>();
+    const early = new Set<string>();
+    for (const record of state.messages.values()) {
+      const receipt = record.attempts[record.attempts.length - 1]?.receipt;
+      if (receipt?.nextAttemptAt == null || isTerminal(record)) continue;
+      pending.add(receipt.path);
+      if (!this.retriesSeen.has(receipt.path)) this.retriesSeen.set(receipt.path, tick);
+      const wait = retryWaitMs({ createdAt: receipt.createdAt, nextAttemptAt: receipt.nextAttemptAt }, this.retriesSeen.get(receipt.path)!, tick);
+      if (wait === 0 || nextWork(record, now).kind !== 'attempt') continue;
+      early.add(record.id);
+      this.leaseWaits.push(isoSeconds(new Date(now.getTime() + Math.ceil(wait / 1000) * 1000)));
+    }
+    for (const path of this.retriesSeen.keys()) if (!pending.has(path)) this.retriesSeen.delete(path);
+    return early;
   }
 
   /**
@@ -614,12 +644,13 @@ export class Runner {
    * A receipt the ledger refused for any other reason (the COO key was rotated while the call was
    * in flight, the remote's hook refused it, its main is gone): the result was paid for, so it is
    * kept in the state folder with why, and said (`result_kept`), never dropped. The attempt stays
-   * open; a consult's sandbox stays too, so a runner with a valid key recovers it without paying again.
+   * open; a runner with a valid key on this state folder recovers it by publishing what was kept
+   * (publishKept), without paying again.
    */
   private keepRefused(messageId: string, attempt: number, summary: string, now: Date, files: NewFile[], error: unknown): void {
     const code = isCooError(error) ? error.code : 'INTERNAL';
     const detail = error instanceof Error ? error.message : String(error);
-    const path = join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
+    const path = this.keptPath(messageId, attempt);
     const entry = { messageId, attempt, summary, at: now.toISOString(), refused: { code, message: detail }, files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
     writeOwnFile(path, JSON.stringify(entry), { durable: true, what: 'the kept result', remedy: STATE_REMEDY, code: 'IO_ERROR' });
     this.emit({ type: 'result_kept', messageId, attempt, code, detail, kept: path });
@@ -759,7 +790,34 @@ export class Runner {
         this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
       }
     }
+    const kept = this.keptPath(record.id, last.number);
+    if (fs.existsSync(kept)) {
+      const published = await this.publishKept(kept);
+      if (published !== null) return published;
+    }
     return this.laneFor(record).recover(state, record);
+  }
+
+  /** Where the state folder keeps a result whose receipt the ledger refused (keepRefused). */
+  private keptPath(messageId: string, attempt: number): string {
+    return join(this.options.stateDir, 'kept-results', `${attemptIdFor(messageId, attempt)}.json`);
+  }
+
+  /**
+   * A result of this state folder kept when the ledger refused its receipt (the COO key rotated
+   * while the call or the agent ran): its attempt is recovered by publishing it, signed by the key
+   * the runner holds now, as a journaled one is (its work lands as it would have), so what was paid
+   * for and done is on the ledger, never an attempt interrupted at no cost. True when it was
+   * published, false when another runner closed the attempt or the remote is away; null when the
+   * ledger refuses it again for what it says, and the lane recovers the attempt as it would without it.
+   */
+  private async publishKept(path: string): Promise<boolean | null> {
+    try {
+      return (await this.publishJournaled(path)) === 'published';
+    } catch (error) {
+      if (!isCooError(error) || errorClassOf(error.code) !== 'rejected') throw error;
+      return null;
+    }
   }
 }
 

@@ -157,7 +157,12 @@ describe('an Oracle that cannot be started during a run', () => {
       // A command that is gone altogether is found before it is started.
       const gone = w.transport({ command: [join(w.dir, 'no-such-oracle')], isolation });
       expect(gone.commandProblem()).toBe(`${join(w.dir, 'no-such-oracle')} is missing or not executable`);
-      await w.runner({ transport: w.transport({ isolation }), clock: () => new Date(Date.now() + 120_000) }).runOnce();
+      // Past the 60 s backoff on the retrying runner's wall clock and, from when it first sees the receipt, on its own monotonic one.
+      let tick = 0;
+      const retrying = w.runner({ transport: w.transport({ isolation }), clock: () => new Date(Date.now() + 120_000), monotonic: () => tick });
+      await retrying.runOnce();
+      tick = 60_000;
+      await retrying.runOnce();
       const all = await receiptsOf(w, messageId);
       expect(all.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
       expect(w.server.requests).toHaveLength(1);

@@ -2,7 +2,7 @@ import { CooError } from '../../errors.js';
 import { approvalPath } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
-import type { AttemptRecord, MessageRecord } from '../state.js';
+import { retryApprovalsOf, type ApprovalRecord, type AttemptRecord, type MessageRecord } from '../state.js';
 
 /** A dispatch's last attempt when it ended without success and nothing will retry it on its own: what a retry approval (or a rejection) is about; else null. */
 export function endedWithoutSuccess(record: MessageRecord): AttemptRecord | null {
@@ -24,6 +24,11 @@ export function awaitsRetryApproval(record: MessageRecord): boolean {
  */
 export function rejectionOf(check: CommitCheck, about: string): MessageRecord | undefined {
   return [...check.state.messages.values(), ...check.messages.values()].find((record) => record.intent === 'ceo_reject' && record.duplicateOf === null && (record.about ?? record.rejectsRequest) === about);
+}
+
+/** The CEO's approvals of attempt `attempt` of dispatch `messageId`, oldest first. */
+export function retryApprovals(check: CommitCheck, messageId: string, attempt: number): ApprovalRecord[] {
+  return retryApprovalsOf([...check.state.approvals.values(), ...check.approvals.values()], messageId, attempt);
 }
 
 /**
@@ -57,10 +62,13 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
     if (record.intent !== 'ea_dispatch') throw new CooError('ATTEMPT_INVALID', `${where}: only dispatches take retry approvals; ${record.id} is ${record.intent}`, { where });
     const last = endedWithoutSuccess(record);
     if (last === null) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} has no ended, unsuccessful attempt to retry`, { where });
-    if (doc.attempt_number !== last.number + 1 || (record.approvedRetries ?? []).includes(last.number + 1)) {
-      throw new CooError('ATTEMPT_INVALID', `${where}: a retry approval names attempt ${last.number + 1} of ${record.id}, once`, { where });
+    // Once, unless every earlier approval of that attempt had expired when this one was given (both dated by the CEO's
+    // clock): an approval no runner claimed in time would otherwise leave the dispatch waiting for ever.
+    const earlier = retryApprovals(check, record.id, last.number + 1);
+    if (doc.attempt_number !== last.number + 1 || earlier.some((item) => toMillis(item.expiresAt) > toMillis(doc.created_at))) {
+      throw new CooError('ATTEMPT_INVALID', `${where}: a retry approval names attempt ${last.number + 1} of ${record.id}, once while it holds`, { where });
     }
-    check.messages.set(record.id, { ...record, approvedRetries: [...(record.approvedRetries ?? []), last.number + 1] });
+    if (!(record.approvedRetries ?? []).includes(last.number + 1)) check.messages.set(record.id, { ...record, approvedRetries: [...(record.approvedRetries ?? []), last.number + 1] });
   }
   check.approvals.set(doc.approval_id, {
     id: doc.approval_id,

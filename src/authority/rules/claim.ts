@@ -1,8 +1,10 @@
 import { CooError } from '../../errors.js';
+import { LIMITS } from '../../limits.js';
 import type { PathInfo } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent } from '../runnable.js';
-import { retryApproved } from '../state.js';
+import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
+import { retryApprovals } from './approval.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 
 /**
@@ -30,10 +32,13 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt ${last.number} is ${last.receipt === null ? 'still open' : 'final'}`, { where });
   }
   if (last?.receipt?.nextAttemptAt === null) {
-    const approval = [...check.approvals.values(), ...check.state.approvals.values()].find((item) => item.approves === 'retry' && item.messageId === record.id && item.attempt === next);
+    const approval = retryApprovals(check, record.id, next).at(-1);
     if (approval === undefined || toMillis(doc.claimed_at) >= toMillis(approval.expiresAt)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: the CEO's approval of attempt ${next} ${approval === undefined ? 'is missing' : `expired at ${approval.expiresAt}`}`, { where });
     }
+    checkClaimedAfter(record, approval, doc.claimed_at, where);
+  } else {
+    checkClaimedAfter(record, undefined, doc.claimed_at, where);
   }
   if (last?.receipt?.nextAttemptAt != null && toMillis(doc.claimed_at) < toMillis(last.receipt.nextAttemptAt)) {
     throw new CooError('ATTEMPT_INVALID', `${where}: claimed at ${doc.claimed_at}, before attempt ${next} may start at ${last.receipt.nextAttemptAt}`, { where });
@@ -46,4 +51,28 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
     ...record.attempts,
     { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq }, receipt: null },
   ]);
+}
+
+/**
+ * A claim is dated no earlier than the entries it builds on, less the skew allowed between machines
+ * (LIMITS.clockSkewSeconds): the message's envelope, the attempt before it (its claim and receipt)
+ * and the CEO's approval of the retry. The ledger's commits put those before the claim, so a claim
+ * dated before them was written by a clock that runs behind, and by such a clock a message past
+ * its deadline, or a retry past its approval's expiry, reads as still live. Only times the ledger
+ * holds decide; no one's wall clock.
+ */
+export function checkClaimedAfter(record: MessageRecord, approval: Pick<ApprovalRecord, 'id' | 'createdAt'> | undefined, claimedAt: string, where: string): void {
+  const last = record.attempts[record.attempts.length - 1];
+  const anchors: Array<readonly [string, string]> = [[`the envelope of ${record.id}`, record.createdAt]];
+  if (last?.claim != null) anchors.push([`the claim of attempt ${last.number}`, last.claim.at]);
+  if (last?.receipt != null) anchors.push([`the receipt of attempt ${last.number}`, last.receipt.createdAt]);
+  if (approval !== undefined) anchors.push([`the CEO's approval ${approval.id}`, approval.createdAt]);
+  const [what, at] = anchors.reduce((latest, anchor) => (toMillis(anchor[1]) > toMillis(latest[1]) ? anchor : latest));
+  const behind = Math.floor((toMillis(at) - toMillis(claimedAt)) / 1000);
+  if (behind <= LIMITS.clockSkewSeconds) return;
+  throw new CooError(
+    'CLOCK_SKEW',
+    `${where}: claimed at ${claimedAt}, ${behind} s before ${what} (${at}), which the ledger holds before the claim: the clock of the machine that claims (or of that entry's writer) is off by more than the ${LIMITS.clockSkewSeconds} s allowed between machines, and nothing was claimed; set that machine's clock right (NTP) and run the runner again`,
+    { where },
+  );
 }

@@ -1,4 +1,5 @@
 import { CooError } from '../../../errors.js';
+import { LIMITS } from '../../../limits.js';
 import type { EaDispatchMessage } from '../../../schema/message.js';
 import { toMillis } from '../../../schema/common.js';
 import { canonicalJson, sha256Ref } from '../../../util/hash.js';
@@ -199,8 +200,10 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (approval.requestHash !== hash) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} approves another request than ${hash}`, { where: `${where}:approval_id` });
     if (approval.usedBy !== null) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was used by ${approval.usedBy}`, { where: `${where}:approval_id` });
     // Times are the writers' statements, as everywhere in the ledger: the dispatch is dated within the approval's life.
-    if (toMillis(doc.created_at) >= toMillis(approval.expiresAt) || toMillis(doc.created_at) < toMillis(approval.createdAt)) {
-      throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} holds from ${approval.createdAt} until ${approval.expiresAt}, not at ${doc.created_at}`, { where: `${where}:approval_id` });
+    // The two are dated by two machines' clocks (the CEO's, the COO's): one that runs behind the other by up to the
+    // skew allowed between machines dates a dispatch written right after the approval a little before it.
+    if (toMillis(doc.created_at) >= toMillis(approval.expiresAt) || toMillis(doc.created_at) < toMillis(approval.createdAt) - LIMITS.clockSkewSeconds * 1000) {
+      throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} holds from ${approval.createdAt} (less the ${LIMITS.clockSkewSeconds} s allowed between machines' clocks) until ${approval.expiresAt}, not at ${doc.created_at}`, { where: `${where}:approval_id` });
     }
     check.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
   },
