@@ -1,18 +1,23 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { trustPath } from '../../src/ledger/layout.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The actor model, attacked where one actor's word could pass for another's: the CEO's word signed
- * by a key the trust root does not name. Each is refused by the validator, past the writers' own checks.
+ * by a key the trust root does not name, and advice that becomes work without the COO's adoption
+ * once the registry no longer lists the advisory agent that gave it. Each is refused by the
+ * validator, past the writers' own checks.
  */
 
 const dir = tempDir('actors-redteam');
@@ -59,4 +64,21 @@ describe("the CEO's word comes only from a key the trust root names", () => {
   attack("a CEO rejection signed by a key the registry gives the CEO and the trust root does not name", 'library', 'TRUST_AUTHORITY', () =>
     writeAs(deputy, 'coo.hermes', { intent: 'ceo_reject', authority_class: 'directive', about_message_id: null, request_hash: `sha256:${'e'.repeat(64)}`, reason: 'no' }),
   );
+});
+
+describe('advice becomes work only through an adoption, whoever the registry lists now', () => {
+  let v: World;
+  beforeAll(async () => {
+    v = await makeWorld(join(dir, 'leaving'));
+  });
+  afterAll(async () => v.close());
+
+  attack('a dispatch descending from a consult to an advisory agent the registry no longer lists, without adopting a proposal of it', 'library', 'POLICY_PROPOSAL_TO_DISPATCH', async () => {
+    const repo = join(v.dir, 'work');
+    makeTargetRepo(repo);
+    const consult = await v.consult({ target: 'aa.gemini' });
+    const registry = (await v.ledger.state()).registry!.doc;
+    await appendTrustVersion(v.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: registry.actors.filter((actor) => actor.id !== 'aa.gemini') } }, v.actors.ceo, new Date());
+    return codeOf(() => enqueueDispatch({ ledger: v.ledger, key: v.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Do what Gemini said.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'], parentMessageId: consult.messageId }));
+  });
 });

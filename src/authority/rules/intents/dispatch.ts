@@ -1,6 +1,6 @@
 import { CooError } from '../../../errors.js';
 import type { EaDispatchMessage } from '../../../schema/message.js';
-import { toMillis } from '../../../schema/common.js';
+import { ADVISORY_INTENTS, toMillis } from '../../../schema/common.js';
 import { canonicalJson, sha256Ref } from '../../../util/hash.js';
 import { classOf, edgeRequires } from '../../policy-check.js';
 import { proposalPath } from '../../../ledger/layout.js';
@@ -147,7 +147,8 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     doc.causality_chain.forEach((id, index) => {
       const ancestor = check.message(id);
       if (ancestor === undefined) return;
-      if (classOf(registry, ancestor.target) !== 'advisory_agent' && classOf(registry, ancestor.source) !== 'advisory_agent') return;
+      // A consult or cross-check is advice by its intent, whoever the registry lists now: an advisory agent it reached and the registry has since dropped still gave advice.
+      if (!ADVISORY_INTENTS.has(ancestor.intent) && classOf(registry, ancestor.target) !== 'advisory_agent' && classOf(registry, ancestor.source) !== 'advisory_agent') return;
       const nextId = doc.causality_chain[index + 1];
       const adopted = nextId === undefined ? doc.adopted_proposal !== undefined : check.message(nextId)?.adopted === id;
       if (!adopted) {
