@@ -3,19 +3,27 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
-import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { trustPath } from '../../src/ledger/layout.js';
+import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
-import { attack, codeOf } from '../helpers/attack-kit.js';
+import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
+import { claimPath, messageFolder } from '../../src/ledger/layout.js';
+import type { NewFile } from '../../src/ledger/ledger.js';
+import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
+import { attemptIdFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { attack, codeOf, useKit } from '../helpers/attack-kit.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The actor model, attacked where one actor's word could pass for another's: the CEO's word signed
- * by a key the trust root does not name, and advice that becomes work without the COO's adoption
+ * by a key the trust root does not name, a consult an execution agent asks that outlives its
+ * attempt's time box, and advice that becomes work without the COO's adoption
  * once the registry no longer lists the advisory agent that gave it. Each is refused by the
  * validator, past the writers' own checks.
  */
@@ -80,5 +88,51 @@ describe('advice becomes work only through an adoption, whoever the registry lis
     const registry = (await v.ledger.state()).registry!.doc;
     await appendTrustVersion(v.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: registry.actors.filter((actor) => actor.id !== 'aa.gemini') } }, v.actors.ceo, new Date());
     return codeOf(() => enqueueDispatch({ ledger: v.ledger, key: v.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Do what Gemini said.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'], parentMessageId: consult.messageId }));
+  });
+});
+
+describe("a consult an execution agent asks ends within its attempt's time box", () => {
+  const getKit = useKit(join(dir, 'ea'));
+  const FILE = { path: 'src/add.ts', bytes: Buffer.from('export const add = (a: number, b: number) => a + b;\n') };
+  const TIME_BOX = 120;
+
+  /** A dispatch with a two-minute time box, its attempt 1 claimed `claimedAgo` seconds ago. */
+  async function claimedDispatch(claimedAgo = 0): Promise<EaDispatchMessage> {
+    const kit = getKit();
+    const now = new Date();
+    const message = dispatchEnvelope({}, now) as EaDispatchMessage;
+    const boxed = { ...message, dispatch: { ...message.dispatch, timeout_seconds: TIME_BOX } } as EaDispatchMessage;
+    expect(await kit.append(messageFiles(boxed), kit.keys.coo.key)).toBe('accepted');
+    const claim = { schema_version: 'claim.v0', message_id: boxed.message_id, attempt_id: attemptIdFor(boxed.message_id, 1, 'ea'), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date(now.getTime() - claimedAgo * 1000)) };
+    const file: NewFile = { path: claimPath(messageFolder(boxed.message_id, boxed.created_at), 1), bytes: Buffer.from(toYaml(claim)) };
+    expect(await kit.append([file], kit.keys.coo.key)).toBe('accepted');
+    return boxed;
+  }
+
+  /** The consult the runner plans for the agent of `dispatch` now, its envelope changed by `edit`, as files. */
+  async function asked(dispatch: EaDispatchMessage, edit: (envelope: AaConsultMessage) => AaConsultMessage = (envelope) => envelope): Promise<{ envelope: AaConsultMessage; files: NewFile[] }> {
+    const state = await getKit().world.ledger.state();
+    const plan = planAskedConsult(state, { key: getKit().keys.coo.key, now: new Date(), dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), target: 'aa.chatgpt', question: 'Is add() right for NaN?', files: [{ path: FILE.path, sha256: sha256Ref(FILE.bytes), bytes: FILE.bytes }], maxCostUsd: 0.1 });
+    const envelope = edit(plan.envelopeAt(state));
+    const folder = messageFolder(envelope.message_id, envelope.created_at);
+    return { envelope, files: [{ path: `${folder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${folder}/${name}`, bytes }))] };
+  }
+
+  it('is planned by the runner to end by the time its attempt does, and lands', async () => {
+    const dispatch = await claimedDispatch();
+    const { envelope, files } = await asked(dispatch);
+    expect(Date.parse(envelope.deadline_at)).toBeLessThanOrEqual(Date.parse(envelope.created_at) + TIME_BOX * 1000);
+    expect(await getKit().append(files, getKit().keys.coo.key)).toBe('accepted');
+  });
+
+  attack("an asked consult whose deadline is after its attempt's time box ends, signed by the COO", 'library', 'POLICY_LIMIT', async () => {
+    const dispatch = await claimedDispatch();
+    const { files } = await asked(dispatch, (envelope) => ({ ...envelope, deadline_at: isoSeconds(new Date(Date.parse(envelope.created_at) + (TIME_BOX + 600) * 1000)), budget: { ...envelope.budget, max_runtime_seconds: 600 } }));
+    return getKit().append(files, getKit().keys.coo.key);
+  });
+
+  attack("a consult asked by an agent whose attempt's time box has run out", 'library', 'POLICY_LIMIT', async () => {
+    const dispatch = await claimedDispatch(TIME_BOX + 5);
+    return codeOf(() => asked(dispatch));
   });
 });

@@ -205,9 +205,9 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     }
     check.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
   },
-  /** What a consult its agent asks is bounded by: the base its worktree starts from and the scope it may change. */
+  /** What a consult its agent asks is bounded by: the base its worktree starts from, the scope it may change and its attempts' time box. */
   record(doc) {
-    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
+    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, timeoutSeconds: doc.dispatch.timeout_seconds, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
   },
   /**
    * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from
