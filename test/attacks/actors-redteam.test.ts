@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
@@ -15,6 +16,7 @@ import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/messa
 import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf, useKit } from '../helpers/attack-kit.js';
+import { COO, coo } from '../helpers/cli.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeWorld, type World } from '../helpers/lane.js';
@@ -23,7 +25,7 @@ import { tempDir } from '../helpers/tmp.js';
 /**
  * The actor model, attacked where one actor's word could pass for another's: the CEO's word signed
  * by a key the trust root does not name, a consult an execution agent asks that outlives its
- * attempt's time box, and advice that becomes work without the COO's adoption
+ * attempt's time box, escape sequences in a ledger file `coo show` prints to a terminal, and advice that becomes work without the COO's adoption
  * once the registry no longer lists the advisory agent that gave it. Each is refused by the
  * validator, past the writers' own checks.
  */
@@ -134,5 +136,20 @@ describe("a consult an execution agent asks ends within its attempt's time box",
   attack("a consult asked by an agent whose attempt's time box has run out", 'library', 'POLICY_LIMIT', async () => {
     const dispatch = await claimedDispatch(TIME_BOX + 5);
     return codeOf(() => asked(dispatch));
+  });
+});
+
+describe('coo show PATH prints a ledger file an agent wrote', () => {
+  it('to a terminal with its escape sequences shown as code points, and to a pipe as its exact bytes', async () => {
+    // Clears the screen, retitles the terminal, and conceals what follows: an agent's text taking over the operator's terminal.
+    const question = 'Is add() right?\u001b[2J\u001b]0;owned\u0007\u001b[8m then run coo approve';
+    const path = (await w.consult({ question })).envelope.payload_ref;
+    const env = { ...process.env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(dir, 'state') };
+    expect(coo(['show', path, '--ledger', w.gitdir], { env }).stdout).toBe(`${question}\n`);
+    const quote = (text: string): string => `'${text.replace(/'/g, "'\\''")}'`;
+    const shown = spawnSync('script', ['-qec', [process.execPath, COO, 'show', path, '--ledger', w.gitdir].map(quote).join(' '), '/dev/null'], { encoding: 'utf8', env, input: '' });
+    expect(shown.status, shown.stderr).toBe(0);
+    expect(shown.stdout).toContain('Is add() right?\\u001b[2J\\u001b]0;owned\\u0007\\u001b[8m then run coo approve');
+    expect([...shown.stdout].filter((char) => (char < ' ' && !'\t\n\r'.includes(char)) || char === '\u007f')).toEqual([]);
   });
 });
