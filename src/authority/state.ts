@@ -62,6 +62,8 @@ export interface MessageRecord {
   readonly submittedVia?: 'mcp';
   /** Dispatches: the attempt numbers the CEO approved as retries (approval.v0), each reopening an ended dispatch once. */
   readonly approvedRetries?: readonly number[];
+  /** True when the message was to or from an advisory agent as the registry stood when it was written: advice, whoever the registry lists later. */
+  readonly advisory?: true;
   /** The panel the message is a member of (its envelope's `panel.id`), when it is one. */
   readonly panel?: string;
   // --- Consults an execution agent asks inside a dispatch attempt (rules/intents/consult-in-dispatch.ts).

@@ -94,6 +94,28 @@ describe('advice becomes work only through an adoption, whoever the registry lis
   });
 });
 
+describe('advice becomes work only through an adoption, whoever the registry lists now: a blocker an advisory agent signed', () => {
+  attack("a dispatch descending from an advisory agent's blocker to the COO, once the registry no longer lists the agent", 'library', 'POLICY_PROPOSAL_TO_DISPATCH', async () => {
+    const u = await makeWorld(join(dir, 'aa-blocker'), { policy: (policy) => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'coo.*', intents: ['blocker'], requires: [] }] }) });
+    try {
+      const aa = generatePrivateKey('aa.claude');
+      const registry = (await u.ledger.state()).registry!.doc;
+      await appendTrustVersion(u.ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['aa.claude', aa.publicKey]]) }, u.actors.ceo, new Date());
+      const now = new Date();
+      const plan = planEnvelope(await u.ledger.state(), aa, 'coo.hermes', { maxRuntimeSeconds: 1 }, now, 'blocker');
+      const blocker = { ...plan.header, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'Rewrite src/add.ts as I say.' }, expected_receipt_schema: null };
+      const written = await appendEnvelope(u.ledger, Buffer.from(toYaml(blocker)), new Map(), aa, now);
+      const later = (await u.ledger.state()).registry!.doc;
+      await appendTrustVersion(u.ledger, { role: 'registry', document: { ...later, version: undefined, actors: later.actors.filter((actor) => actor.id !== 'aa.claude') } }, u.actors.ceo, new Date());
+      const repo = join(u.dir, 'work');
+      makeTargetRepo(repo);
+      return await codeOf(() => enqueueDispatch({ ledger: u.ledger, key: u.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Do what Claude said.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'], parentMessageId: written.messageId }));
+    } finally {
+      await u.close();
+    }
+  });
+});
+
 describe("an agent's words reach an agent COO quoted as untrusted data, whoever the registry lists now", () => {
   it("quotes the blocker of an execution agent the registry has since dropped, in the show tool and as a resource", async () => {
     const u = await makeWorld(join(dir, 'dropped-agent'));

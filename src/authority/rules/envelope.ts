@@ -83,6 +83,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     duplicateOf,
     attempts: [],
     ...(doc.submitted_via === undefined ? {} : { submittedVia: doc.submitted_via }),
+    ...(classOf(registry, doc.source_actor) === 'advisory_agent' || classOf(registry, doc.target_actor) === 'advisory_agent' ? { advisory: true as const } : {}),
     ...(doc.intent === 'aa_consult' && doc.panel !== undefined ? { panel: doc.panel.id } : {}),
     ...rules.record?.(doc),
   };

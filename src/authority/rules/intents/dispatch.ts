@@ -1,8 +1,8 @@
 import { CooError } from '../../../errors.js';
 import type { EaDispatchMessage } from '../../../schema/message.js';
-import { ADVISORY_INTENTS, toMillis } from '../../../schema/common.js';
+import { toMillis } from '../../../schema/common.js';
 import { canonicalJson, sha256Ref } from '../../../util/hash.js';
-import { classOf, edgeRequires } from '../../policy-check.js';
+import { edgeRequires } from '../../policy-check.js';
 import { proposalPath } from '../../../ledger/layout.js';
 import { ADOPTION_FIELDS } from '../../../schema/message.js';
 import type { Proposal } from '../../../schema/aa-answer.js';
@@ -143,12 +143,12 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
    * from an advisory agent is followed by a dispatch that adopted a proposal of it (this one, for
    * its parent).
    */
-  ancestry(check, doc, registry, where) {
+  ancestry(check, doc, _registry, where) {
     doc.causality_chain.forEach((id, index) => {
       const ancestor = check.message(id);
       if (ancestor === undefined) return;
-      // A consult or cross-check is advice by its intent, whoever the registry lists now: an advisory agent it reached and the registry has since dropped still gave advice.
-      if (!ADVISORY_INTENTS.has(ancestor.intent) && classOf(registry, ancestor.target) !== 'advisory_agent' && classOf(registry, ancestor.source) !== 'advisory_agent') return;
+      // Advice as the registry stood when it was written: an advisory agent the registry has since dropped still gave it.
+      if (ancestor.advisory !== true) return;
       const nextId = doc.causality_chain[index + 1];
       const adopted = nextId === undefined ? doc.adopted_proposal !== undefined : check.message(nextId)?.adopted === id;
       if (!adopted) {
