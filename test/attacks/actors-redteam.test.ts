@@ -2,9 +2,11 @@ import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
-import { trustPath } from '../../src/ledger/layout.js';
+import { approvalPath, trustPath } from '../../src/ledger/layout.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
@@ -199,5 +201,32 @@ describe('coo show PATH prints a ledger file an agent wrote', () => {
     expect(shown.status, shown.stderr).toBe(0);
     expect(shown.stdout).toContain('Is add() right?\\u001b[2J\\u001b]0;owned\\u0007\\u001b[8m then run coo approve');
     expect([...shown.stdout].filter((char) => (char < ' ' && !'\t\n\r'.includes(char)) || char === '\u007f')).toEqual([]);
+  });
+});
+
+describe("the CEO's word signed into one ledger is refused on another under the same CEO key", () => {
+  const getKit = useKit(join(dir, 'replay'));
+  let other: World;
+  beforeAll(async () => {
+    // Another ledger under the very same keys: what the CEO signed there is copied here, signature and all.
+    other = await makeWorld(join(dir, 'replay-source'), { actors: getKit().world.actors });
+  });
+  afterAll(async () => other.close());
+
+  /** The entry at `path` of the other ledger with its signature and `extra` files beside it, pushed here in a commit the COO signs. */
+  async function replay(path: string, extra: readonly string[] = []): Promise<string> {
+    const files: Record<string, Buffer> = {};
+    for (const name of [path, `${path}.sig`, ...extra]) files[name] = (await other.ledger.readFile(name))!;
+    return getKit().push(files, { key: getKit().keys.coo.file, sign: false });
+  }
+
+  attack("a CEO command from another ledger under the same CEO key, pushed by the COO", 'hook', 'SIGNER_MISMATCH', async () => {
+    const sent = await sendCommand({ ledger: other.ledger, key: other.actors.ceo, now: new Date(), text: 'Spend the budget on the migration.' });
+    return replay(sent.path, [sent.envelope.payload_ref]);
+  });
+
+  attack("a CEO approval from another ledger under the same CEO key, pushed by the COO", 'hook', 'SIGNER_MISMATCH', async () => {
+    const approved = await approve({ ledger: other.ledger, key: other.actors.ceo, now: new Date(), reason: 'there, not here', requestHash: `sha256:${'f'.repeat(64)}` });
+    return replay(approvalPath(approved.approval.approval_id, approved.approval.created_at));
   });
 });
