@@ -36,14 +36,14 @@ import { tempDir } from '../helpers/tmp.js';
 const dir = tempDir('actors-redteam');
 let w: World;
 
-/** An envelope written by hand with `key`, the header planned for it and `fields` over it: the code it was refused with, or 'accepted'. */
-function writeAs(key: PrivateKey, target: string, fields: Record<string, unknown>, artifacts = new Map<string, Buffer>()): Promise<string> {
+/** An envelope written by hand with `key` (signed with `signer`, `key` by default), the header planned for it and `fields` over it: the code it was refused with, or 'accepted'. */
+function writeAs(key: PrivateKey, target: string, fields: Record<string, unknown>, artifacts = new Map<string, Buffer>(), signer = key): Promise<string> {
   return codeOf(async () => {
     const now = new Date();
     const plan = planEnvelope(await w.ledger.state(), key, target, {}, now, 'hand');
     const envelope = { ...plan.header, budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, expected_receipt_schema: null, ...fields };
     const withRef = 'payload_hash' in fields ? { ...envelope, payload_ref: `${plan.folder}/prompt.md` } : envelope;
-    return appendEnvelope(w.ledger, Buffer.from(toYaml(withRef)), artifacts, key, now);
+    return appendEnvelope(w.ledger, Buffer.from(toYaml(withRef)), artifacts, signer, now);
   });
 }
 
@@ -73,6 +73,8 @@ describe("the CEO's word comes only from a key the trust root names", () => {
   });
 
   attack("a CEO command signed by a key the registry gives the CEO and the trust root does not name", 'library', 'TRUST_AUTHORITY', () => writeAs(deputy, 'coo.hermes', COMMAND, new Map([['prompt.md', TEXT]])));
+
+  attack('a CEO command signed by the key a later trust root names, before that root is written', 'library', 'SIGNER_UNKNOWN', () => writeAs(w.actors.ceo, 'coo.hermes', COMMAND, new Map([['prompt.md', TEXT]]), generatePrivateKey('ceo')));
 
   attack("a CEO rejection signed by a key the registry gives the CEO and the trust root does not name", 'library', 'TRUST_AUTHORITY', () =>
     writeAs(deputy, 'coo.hermes', { intent: 'ceo_reject', authority_class: 'directive', about_message_id: null, request_hash: `sha256:${'e'.repeat(64)}`, reason: 'no' }),
