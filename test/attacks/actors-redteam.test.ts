@@ -5,6 +5,7 @@ import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { approvalPath, trustPath } from '../../src/ledger/layout.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
@@ -230,5 +231,24 @@ describe("the CEO's word signed into one ledger is refused on another under the 
   attack("a CEO approval from another ledger under the same CEO key, pushed by the COO", 'hook', 'SIGNER_MISMATCH', async () => {
     const approved = await approve({ ledger: other.ledger, key: other.actors.ceo, now: new Date(), reason: 'there, not here', requestHash: `sha256:${'f'.repeat(64)}` });
     return replay(approvalPath(approved.approval.approval_id, approved.approval.created_at));
+  });
+});
+
+describe("a panel's members are independent", () => {
+  attack('a panel whose two members are one model under two names, reached by two routes with two provider keys', 'library', 'PANEL_INVALID', async () => {
+    const u = await makeWorld(join(dir, 'twin-panel'));
+    try {
+      const state = await u.ledger.state();
+      const registry = state.registry!.doc;
+      // The CEO registers "another" advisory agent: ChatGPT's model again, through OpenRouter.
+      const twin = { id: 'aa.second_opinion', class: 'advisory_agent' as const, description: 'A second opinion.', keys: [], transport: { kind: 'oracle' as const, engine: 'api' as const, model: 'openai/gpt-5.5', provider_key_env: 'OPENROUTER_API_KEY' as const, route: 'openrouter' as const } };
+      await appendTrustVersion(u.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: [...registry.actors, twin] } }, u.actors.ceo, new Date());
+      const policy = state.policy!.doc;
+      const members = ['aa.chatgpt', 'aa.second_opinion', 'aa.claude'];
+      await appendTrustVersion(u.ledger, { role: 'policy', document: { ...policy, version: undefined, edges: [...policy.edges, { from: 'coo.*', to: 'aa.second_opinion', intents: ['aa_consult'], requires: [] }], panels: [{ name: 'review', from: 'coo.*', members }] } }, u.actors.ceo, new Date());
+      return await codeOf(() => enqueuePanel({ ledger: u.ledger, key: u.actors.coo, now: new Date(), repo: u.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, panel: 'review' }));
+    } finally {
+      await u.close();
+    }
   });
 });
