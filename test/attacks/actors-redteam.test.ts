@@ -5,11 +5,13 @@ import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { approvalPath, trustPath } from '../../src/ledger/layout.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
@@ -234,18 +236,33 @@ describe("the CEO's word signed into one ledger is refused on another under the 
   });
 });
 
-describe("a panel's members are independent", () => {
-  attack('a panel whose two members are one model under two names, reached by two routes with two provider keys', 'library', 'PANEL_INVALID', async () => {
-    const u = await makeWorld(join(dir, 'twin-panel'));
+describe("a panel's members are independent, and so are a cross-check's author and challenger", () => {
+  /** A world whose registry also lists aa.second_opinion, ChatGPT's model again through OpenRouter, with `policy` over the default. */
+  async function withTwin(name: string, policy: (policy: ActorPolicy, twin: string) => ActorPolicy): Promise<World> {
+    const u = await makeWorld(join(dir, name));
+    const state = await u.ledger.state();
+    const registry = state.registry!.doc;
+    const twin = { id: 'aa.second_opinion', class: 'advisory_agent' as const, description: 'A second opinion.', keys: [], transport: { kind: 'oracle' as const, engine: 'api' as const, model: 'openai/gpt-5.5', provider_key_env: 'OPENROUTER_API_KEY' as const, route: 'openrouter' as const } };
+    await appendTrustVersion(u.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: [...registry.actors, twin] } }, u.actors.ceo, new Date());
+    const next = policy(state.policy!.doc, twin.id);
+    await appendTrustVersion(u.ledger, { role: 'policy', document: { ...next, version: undefined } }, u.actors.ceo, new Date());
+    return u;
+  }
+
+  attack('a cross-check of an answer by the same model under another name', 'library', 'POLICY_INTENT_NOT_ALLOWED', async () => {
+    const u = await withTwin('twin-cross-check', (policy) => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] }));
     try {
-      const state = await u.ledger.state();
-      const registry = state.registry!.doc;
-      // The CEO registers "another" advisory agent: ChatGPT's model again, through OpenRouter.
-      const twin = { id: 'aa.second_opinion', class: 'advisory_agent' as const, description: 'A second opinion.', keys: [], transport: { kind: 'oracle' as const, engine: 'api' as const, model: 'openai/gpt-5.5', provider_key_env: 'OPENROUTER_API_KEY' as const, route: 'openrouter' as const } };
-      await appendTrustVersion(u.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: [...registry.actors, twin] } }, u.actors.ceo, new Date());
-      const policy = state.policy!.doc;
-      const members = ['aa.chatgpt', 'aa.second_opinion', 'aa.claude'];
-      await appendTrustVersion(u.ledger, { role: 'policy', document: { ...policy, version: undefined, edges: [...policy.edges, { from: 'coo.*', to: 'aa.second_opinion', intents: ['aa_consult'], requires: [] }], panels: [{ name: 'review', from: 'coo.*', members }] } }, u.actors.ceo, new Date());
+      const { messageId } = await u.consult();
+      await u.runner().runOnce();
+      return await codeOf(() => enqueueCrossCheck({ ledger: u.ledger, key: u.actors.coo, now: new Date(), of: messageId, target: 'aa.second_opinion', maxRuntimeSeconds: 60 }));
+    } finally {
+      await u.close();
+    }
+  });
+
+  attack('a panel whose two members are one model under two names, reached by two routes with two provider keys', 'library', 'PANEL_INVALID', async () => {
+    const u = await withTwin('twin-panel', (policy, twin) => ({ ...policy, edges: [...policy.edges, { from: 'coo.*', to: twin, intents: ['aa_consult'], requires: [] }], panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', twin, 'aa.claude'] }] }));
+    try {
       return await codeOf(() => enqueuePanel({ ledger: u.ledger, key: u.actors.coo, now: new Date(), repo: u.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, panel: 'review' }));
     } finally {
       await u.close();

@@ -55,8 +55,8 @@ export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, regis
   written.seen.set(doc.target_actor, doc.message_id);
 }
 
-/** Two members the registry reaches through one model, by whatever route, or null. */
-function sameModel(registry: ActorRegistry, members: readonly string[]): { members: [string, string]; model: string } | null {
+/** Two of `members` the registry reaches through one model, by whatever route, or null: a panel's members, a cross-check's author and challenger. */
+export function sameModel(registry: ActorRegistry, members: readonly string[]): { members: [string, string]; model: string } | null {
   const seen = new Map<string, string>();
   for (const member of members) {
     // An OpenRouter id names the model after its vendor (openai/gpt-5.5): the model is the part after it.
