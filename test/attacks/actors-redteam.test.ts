@@ -8,14 +8,13 @@ import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
-import { approvalPath, trustPath } from '../../src/ledger/layout.js';
+import { approvalPath, claimPath, messageFolder, trustPath } from '../../src/ledger/layout.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
-import { claimPath, messageFolder } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import { attemptIdFor } from '../../src/util/ids.js';
@@ -30,10 +29,11 @@ import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The actor model, attacked where one actor's word could pass for another's: the CEO's word signed
- * by a key the trust root does not name, a consult an execution agent asks that outlives its
- * attempt's time box, escape sequences in a ledger file `coo show` prints to a terminal, and advice that becomes work without the COO's adoption
- * once the registry no longer lists the advisory agent that gave it. Each is refused by the
- * validator, past the writers' own checks.
+ * by a key the trust root does not name (or signed into another ledger), advice that becomes work
+ * without the COO's adoption once the registry no longer lists the advisory agent that gave it, an
+ * agent's words handed to an agent COO unquoted for the same reason, a consult an execution agent
+ * asks that outlives its attempt's time box, escape sequences in a ledger file `coo show` prints to a
+ * terminal, and a panel or cross-check whose "independent" agents are one model under two names.
  */
 
 const dir = tempDir('actors-redteam');
