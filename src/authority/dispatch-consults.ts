@@ -1,4 +1,5 @@
-import { isTerminal, type MessageRecord } from './state.js';
+import { toMillis } from '../schema/common.js';
+import { isTerminal, type AttemptRecord, type MessageRecord } from './state.js';
 
 /** The consults a dispatch's agent asks (EA -> AA), as the validator and the runner both count them. Pure. */
 
@@ -18,6 +19,18 @@ export function dispatchBudgetLeftUsd(dispatch: MessageRecord, messageOf: (id: s
     return sum + (isTerminal(consult) ? spent : Math.max(spent, consult.maxCostUsd));
   }, 0);
   return Math.max(0, dispatch.maxCostUsd - spentOn(dispatch) - consults);
+}
+
+/**
+ * When a dispatch attempt's time box ends, in milliseconds: its claim's time plus the dispatch's
+ * timeout. A consult its agent asks in it ends by then (its deadline_at), so the attempt, which
+ * waits for the consult in flight, never outlives its time box for advice. Null when the attempt is
+ * not claimed, or the dispatch was recorded before its timeout was kept. The validator holds each
+ * asked consult to it, and the runner plans one within it. Pure.
+ */
+export function attemptEndsAtMillis(dispatch: MessageRecord, attempt: AttemptRecord): number | null {
+  if (attempt.claim === null || dispatch.timeoutSeconds === undefined) return null;
+  return toMillis(attempt.claim.at) + dispatch.timeoutSeconds * 1000;
 }
 
 /** What the consults asked in one attempt of a dispatch cost, from their receipts. */

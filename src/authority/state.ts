@@ -62,12 +62,16 @@ export interface MessageRecord {
   readonly submittedVia?: 'mcp';
   /** Dispatches: the attempt numbers the CEO approved as retries (approval.v0), each reopening an ended dispatch once. */
   readonly approvedRetries?: readonly number[];
+  /** True when the message was to or from an advisory agent as the registry stood when it was written: advice, whoever the registry lists later. */
+  readonly advisory?: true;
   /** The panel the message is a member of (its envelope's `panel.id`), when it is one. */
   readonly panel?: string;
   // --- Consults an execution agent asks inside a dispatch attempt (rules/intents/consult-in-dispatch.ts).
   /** Dispatches: the commit the work starts from and the paths it may change; a consult its agent asks is bounded by both. */
   readonly base?: string;
   readonly scope?: readonly string[];
+  /** Dispatches: each attempt's time box (`timeout_seconds`); a consult its agent asks ends within it. */
+  readonly timeoutSeconds?: number;
   /** Dispatches: the consults its agent asked, with the attempt each was asked in, in the order asked. */
   readonly consults?: ReadonlyArray<{ readonly id: string; readonly attempt: number }>;
   /** Consults: the attempt of the parent dispatch this consult was asked in (`asked_in_attempt`). */
@@ -276,7 +280,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 7;
+const STATE_SHAPE = 8;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

@@ -8,7 +8,7 @@ import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { emit, jsonOption, ledgerOption, required } from './common.js';
-import { codePointText, invisibleCharacters } from '../util/invisible.js';
+import { codePointText, invisibleCharacters, terminalText } from '../util/invisible.js';
 
 export function showVerb(program: Command): void {
   program
@@ -38,7 +38,8 @@ export function showVerb(program: Command): void {
           const bytes = await ledger.readFile(target);
           if (bytes === null) throw new CooError('NOT_FOUND', `${target} is neither a message id nor a file in the ledger`);
           if (opts.json === true) emit(true, { path: target, content: bytes.toString('utf8') }, () => '');
-          else process.stdout.write(bytes);
+          // A file goes out as its bytes, for a pipe or a file to hash; a terminal is shown its acting characters as code points, as every other line the CLI prints.
+          else process.stdout.write(process.stdout.isTTY === true ? terminalText(bytes.toString('utf8')) : bytes);
           return;
         }
         const view = await viewMessage(ledger, state, record);

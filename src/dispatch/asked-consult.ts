@@ -1,12 +1,12 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { dispatchBudgetLeftUsd } from '../authority/dispatch-consults.js';
+import { attemptEndsAtMillis, dispatchBudgetLeftUsd } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, planEnvelope } from '../ledger/envelope-plan.js';
+import { budgetAt, DEFAULT_RUNTIME_SECONDS, planEnvelope } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath, snapshotFilePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
@@ -132,6 +132,24 @@ export interface AskedConsultPlan {
   readonly artifacts: ReadonlyMap<string, Buffer>;
 }
 
+/**
+ * The consult's time to live and runtime: a minute to start and the default runtime, within the
+ * policy, and both within what is left of the attempt's time box at `now`, which the validator
+ * holds its deadline to (authority/dispatch-consults.ts). Nothing is left: refused, unwritten.
+ */
+function askedConsultTimes(state: LedgerState, request: Pick<AskedConsultRequest, 'dispatch' | 'attempt' | 'now'>, maxTtlSeconds: number, maxRuntimeSeconds: number): { ttlSeconds: number; maxRuntimeSeconds: number } {
+  const ttl = Math.min(ASKED_CONSULT_TTL_SECONDS, maxTtlSeconds);
+  const runtime = Math.min(DEFAULT_RUNTIME_SECONDS, maxRuntimeSeconds);
+  const record = state.messages.get(request.dispatch.message_id);
+  const attempt = record?.attempts[request.attempt - 1];
+  const ends = record === undefined || attempt === undefined ? null : attemptEndsAtMillis(record, attempt);
+  if (ends === null) return { ttlSeconds: ttl, maxRuntimeSeconds: runtime };
+  const left = Math.floor((ends - request.now.getTime()) / 1000);
+  if (left < 2) throw new CooError('POLICY_LIMIT', `attempt ${request.attempt} of ${request.dispatch.message_id} has ${Math.max(0, left)} s left of its ${request.dispatch.dispatch.timeout_seconds} s time box: no time for a consult; nothing was written or paid`);
+  const ttlSeconds = Math.min(ttl, left - 1);
+  return { ttlSeconds, maxRuntimeSeconds: Math.min(runtime, left - ttlSeconds) };
+}
+
 /** The consult's envelope and artifacts, planned at `state`; nothing is written. */
 export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultRequest, 'ledger'>): AskedConsultPlan {
   const { key, now, dispatch, files } = request;
@@ -147,7 +165,8 @@ export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultR
     throw new CooError('BUDGET_EXCEEDED', `max_cost_usd ${maxCostUsd} exceeds the ${left.toFixed(6)} USD ${dispatch.message_id} has left after its executor's ${running.toFixed(6)} USD so far`);
   }
   const asked = { lane: 'asked-consult', attempt: request.attemptId, target: request.target, question: request.question, files: files.map((file) => [file.path, file.sha256]), max_cost_usd: request.maxCostUsd ?? null };
-  const plan = planEnvelope(state, key, request.target, { parentMessageId: dispatch.message_id, idempotencyKey: derivedRequestKey(asked), ttlSeconds: Math.min(ASKED_CONSULT_TTL_SECONDS, policy.limits.max_ttl_seconds) }, now, 'asked-consult');
+  const times = askedConsultTimes(state, request, policy.limits.max_ttl_seconds, policy.budgets.max_runtime_seconds);
+  const plan = planEnvelope(state, key, request.target, { parentMessageId: dispatch.message_id, idempotencyKey: derivedRequestKey(asked), ...times }, now, 'asked-consult');
   const folder = plan.folder;
   const prompt = Buffer.from(request.question.endsWith('\n') ? request.question : `${request.question}\n`, 'utf8');
   const manifest = contextManifestBytes(dispatch.dispatch.base_ref, files, request.attemptId);

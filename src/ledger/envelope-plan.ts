@@ -56,7 +56,7 @@ export interface EnvelopePlan {
 
 /** Defaults when the caller gives none: the policy's caps, an hour to start, a runtime of ten minutes at most. */
 const DEFAULT_TTL_SECONDS = 3600;
-const DEFAULT_RUNTIME_SECONDS = 600;
+export const DEFAULT_RUNTIME_SECONDS = 600;
 
 /** Plans the shared header of a new envelope from `key`'s holder to `target`, refusing what cannot be sent. */
 export function planEnvelope(state: LedgerState, key: PrivateKey, target: string, request: EnvelopeRequest, now: Date, keyPrefix: string): EnvelopePlan {

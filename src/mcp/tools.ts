@@ -353,11 +353,15 @@ export async function showTool(context: ToolContext, args: z.infer<typeof messag
   return { ...view, answer: await answerOf(context, state, record) };
 }
 
-/** Whether a message's source is an execution or advisory agent: what it says is its own words, never the COO's or the CEO's. */
+/**
+ * Whether a message's words are an agent's, never the COO's or the CEO's: its source is no
+ * orchestrator or human authority of the registry. An actor the registry has since dropped (or never
+ * held) still wrote what it wrote: its words are quoted, as an execution or advisory agent's are.
+ */
 function agentWrote(record: MessageRecord, state: LedgerState): boolean {
   const registry = state.registry?.doc;
-  const from = registry === undefined ? undefined : classOf(registry, record.source);
-  return from === 'execution_agent' || from === 'advisory_agent';
+  const from = registry === undefined ? null : classOf(registry, record.source);
+  return from !== 'orchestrator' && from !== 'human_authority';
 }
 
 /** A text as an agent COO receives words that are not the runner's: quoted as untrusted data. */

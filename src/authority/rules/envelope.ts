@@ -35,6 +35,10 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   if (holder.actor !== doc.source_actor && (holder.actor !== registry.active_coo || rules.onBehalf?.(doc) !== true)) {
     throw new CooError('SIGNER_WRONG_ACTOR', `${where}: source_actor is ${doc.source_actor} but the key belongs to ${holder.actor}`, { where });
   }
+  // The CEO's word is the trust root's: a key the registry alone gives a human authority speaks for no one, as approvals and trust files hold it.
+  if (classOf(registry, doc.source_actor) === 'human_authority' && !holder.rootAuthority) {
+    throw new CooError('TRUST_AUTHORITY', `${where}: ${doc.intent} in the name of ${doc.source_actor} is signed by a trust-root authority in force, not ${keyId}, which only the registry gives ${holder.actor}: sign it with the CEO key the trust root names`, { where });
+  }
   if (classOf(registry, doc.principal) === null) {
     throw new CooError('ACTOR_UNKNOWN', `${where}: principal ${doc.principal} is not in the registry`, { where });
   }
@@ -79,6 +83,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     duplicateOf,
     attempts: [],
     ...(doc.submitted_via === undefined ? {} : { submittedVia: doc.submitted_via }),
+    ...(classOf(registry, doc.source_actor) === 'advisory_agent' || classOf(registry, doc.target_actor) === 'advisory_agent' ? { advisory: true as const } : {}),
     ...(doc.intent === 'aa_consult' && doc.panel !== undefined ? { panel: doc.panel.id } : {}),
     ...rules.record?.(doc),
   };

@@ -1,6 +1,7 @@
 import { CooError } from '../../errors.js';
 import type { AaConsultMessage } from '../../schema/message.js';
 import type { ActorPolicy } from '../../schema/policy.js';
+import type { ActorRegistry } from '../../schema/registry.js';
 import type { CommitCheck } from '../commit-check.js';
 import { matchesPattern } from '../policy-check.js';
 
@@ -9,9 +10,11 @@ import { matchesPattern } from '../policy-check.js';
  * own attempts and receipts, all written in one commit. A fan-out exists only where a policy panel
  * allows it (the sender matches its `from`, and every member is one of its members), within the
  * policy's max_fanout; every member puts the same question with the same context in the same place
- * of one correlation, and a panel, once written, takes no further members.
+ * of one correlation, and a panel, once written, takes no further members. Its members are
+ * independent: no two of them are one model under two names (the model the registry's transport
+ * names, whatever route, gateway or key reaches it), or their agreement would be one answer counted twice.
  */
-export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, policy: ActorPolicy, where: string): void {
+export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, registry: ActorRegistry, policy: ActorPolicy, where: string): void {
   const membership = doc.panel;
   if (membership === undefined) return;
   const allowed = (policy.panels ?? []).find((panel) => panel.name === membership.name);
@@ -21,6 +24,10 @@ export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, polic
   const outside = membership.members.filter((member) => !allowed.members.includes(member));
   if (outside.length > 0) {
     throw new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: panel ${membership.name} of policy v${policy.version} does not have ${outside.join(', ')} among its members`, { where: `${where}:panel.members` });
+  }
+  const twin = sameModel(registry, membership.members);
+  if (twin !== null) {
+    throw new CooError('PANEL_INVALID', `${where}: panel members ${twin.members.join(' and ')} are one model (${twin.model}) under two names: a panel's members are independent, so ask one of them`, { where: `${where}:panel.members` });
   }
   const limit = policy.limits.max_fanout;
   if (limit !== undefined && membership.members.length > limit) {
@@ -46,6 +53,20 @@ export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, polic
     throw new CooError('PANEL_INVALID', `${where}: panel ${membership.id} already has a message to ${doc.target_actor} (${written.seen.get(doc.target_actor)})`, { where: `${where}:target_actor` });
   }
   written.seen.set(doc.target_actor, doc.message_id);
+}
+
+/** Two of `members` the registry reaches through one model, by whatever route, or null: a panel's members, a cross-check's author and challenger. */
+export function sameModel(registry: ActorRegistry, members: readonly string[]): { members: [string, string]; model: string } | null {
+  const seen = new Map<string, string>();
+  for (const member of members) {
+    // An OpenRouter id names the model after its vendor (openai/gpt-5.5): the model is the part after it.
+    const model = registry.actors.find((actor) => actor.id === member)?.transport?.model.split('/').pop();
+    if (model === undefined) continue;
+    const first = seen.get(model);
+    if (first !== undefined) return { members: [first, member], model };
+    seen.set(model, member);
+  }
+  return null;
 }
 
 /** After every entry of the commit: each panel it writes has a message to every member it names. */

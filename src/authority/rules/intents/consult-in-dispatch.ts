@@ -3,7 +3,8 @@ import { snapshotFilePath } from '../../../ledger/layout.js';
 import type { AaConsultMessage } from '../../../schema/message.js';
 import type { AaReceipt } from '../../../schema/receipt.js';
 import type { ActorRegistry } from '../../../schema/registry.js';
-import { askerGone, dispatchBudgetLeftUsd } from '../../dispatch-consults.js';
+import { askerGone, attemptEndsAtMillis, dispatchBudgetLeftUsd } from '../../dispatch-consults.js';
+import { toMillis } from '../../../schema/common.js';
 import { classOf } from '../../policy-check.js';
 import { scopeMatcher } from '../../scope.js';
 import type { AttemptRecord, MessageRecord } from '../../state.js';
@@ -43,6 +44,10 @@ export function checkAskedInDispatch(check: CommitCheck, doc: AaConsultMessage, 
   }
   if (pin.snapshot_of !== attempt.attemptId || pin.repo_commit_sha !== parent.base) {
     throw new CooError('CONTEXT_INVALID', `${where}: the context is a snapshot of ${attempt.attemptId}'s worktree, which started from ${parent.base ?? '(unknown)'}`, { where: `${where}:context_pin` });
+  }
+  const ends = attemptEndsAtMillis(parent, attempt);
+  if (ends !== null && toMillis(doc.deadline_at) > ends) {
+    throw new CooError('POLICY_LIMIT', `${where}: deadline_at ${doc.deadline_at} is after attempt ${asked} of ${parent.id} ends (${new Date(ends).toISOString()}, its claim plus the ${parent.timeoutSeconds ?? 0} s time box): a consult asked inside an attempt ends within it`, { where: `${where}:deadline_at` });
   }
   const inScope = scopeMatcher(parent.scope ?? []);
   const outside = pin.files.filter((file) => !inScope(file.path)).map((file) => file.path);

@@ -41,7 +41,7 @@ export const consultRules: IntentRules<'aa_consult'> = {
     checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
     const manifestFiles = checkManifest(check, doc.context_pin, folder, where);
     expectSnapshotFiles(check, doc, manifestFiles, folder, where);
-    notePanelMember(check, doc, policy, where);
+    notePanelMember(check, doc, registry, policy, where);
   },
   record(doc) {
     return doc.asked_in_attempt === undefined ? {} : { askedIn: doc.asked_in_attempt };

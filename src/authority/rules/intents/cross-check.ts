@@ -4,6 +4,7 @@ import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
+import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
 /**
@@ -19,6 +20,10 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
       throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: a cross-check is written on behalf of the advisory agent whose answer it challenges, not ${doc.source_actor}`, { where });
     }
     requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
+    const twin = sameModel(registry, [doc.source_actor, doc.target_actor]);
+    if (twin !== null) {
+      throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${doc.target_actor} is ${doc.source_actor}'s model (${twin.model}) under another name: an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
+    }
   },
   ancestry(check, doc, _registry, where) {
     const parent = check.message(doc.parent_message_id)!;

@@ -3,7 +3,7 @@ import { LIMITS } from '../../../limits.js';
 import type { EaDispatchMessage } from '../../../schema/message.js';
 import { toMillis } from '../../../schema/common.js';
 import { canonicalJson, sha256Ref } from '../../../util/hash.js';
-import { classOf, edgeRequires } from '../../policy-check.js';
+import { edgeRequires } from '../../policy-check.js';
 import { proposalPath } from '../../../ledger/layout.js';
 import { ADOPTION_FIELDS } from '../../../schema/message.js';
 import type { Proposal } from '../../../schema/aa-answer.js';
@@ -144,11 +144,12 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
    * from an advisory agent is followed by a dispatch that adopted a proposal of it (this one, for
    * its parent).
    */
-  ancestry(check, doc, registry, where) {
+  ancestry(check, doc, _registry, where) {
     doc.causality_chain.forEach((id, index) => {
       const ancestor = check.message(id);
       if (ancestor === undefined) return;
-      if (classOf(registry, ancestor.target) !== 'advisory_agent' && classOf(registry, ancestor.source) !== 'advisory_agent') return;
+      // Advice as the registry stood when it was written: an advisory agent the registry has since dropped still gave it.
+      if (ancestor.advisory !== true) return;
       const nextId = doc.causality_chain[index + 1];
       const adopted = nextId === undefined ? doc.adopted_proposal !== undefined : check.message(nextId)?.adopted === id;
       if (!adopted) {
@@ -207,9 +208,9 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     }
     check.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
   },
-  /** What a consult its agent asks is bounded by: the base its worktree starts from and the scope it may change. */
+  /** What a consult its agent asks is bounded by: the base its worktree starts from, the scope it may change and its attempts' time box. */
   record(doc) {
-    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
+    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, timeoutSeconds: doc.dispatch.timeout_seconds, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
   },
   /**
    * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from
