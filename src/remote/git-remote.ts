@@ -110,23 +110,74 @@ export const CLONE_FETCH_REFSPEC = `+refs/heads/main:${ORIGIN_REF}`;
  * A runner (coo watch, coo mcp --run) on a clone of a remote works through that remote: on the
  * clone alone its claims would land on a copy no runner working through the remote sees, and both
  * would pay for the same attempt. A start-up mistake, said before anything is claimed. A clone is
- * what `coo clone` made (its origin fetches main alone) or what has published through a remote (it
- * holds VERIFIED_REF); a ledger made by `coo init` that an operator also pushes to a backup remote
- * (`git remote add`, whose refspec fetches every branch) is not one, and runs on its own.
+ * any ledger made from a remote (clonedFrom); a ledger made by `coo init` that an operator also
+ * pushes to a backup remote (`git remote add`, whose refspec fetches every branch beside the local
+ * ones) is not one, and runs on its own.
  */
 export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string, why = 'where its claims would be seen by no other runner; nothing was claimed'): void {
   if (remote !== undefined) return;
   // git is asked about the ledger before it is opened: the files git reads first are looked at before it runs.
   checkGitFiles(gitdir);
-  const config = (key: string): string => {
-    const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', key], { encoding: 'utf8' });
-    return looked.status === 0 ? (looked.stdout ?? '').trim() : '';
-  };
-  const origin = config('remote.origin.url');
-  if (origin === '') return;
-  const verified = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
-  if (!verified && config('remote.origin.fetch') !== CLONE_FETCH_REFSPEC) return;
-  throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, ${why}`);
+  const origin = clonedFrom(gitdir);
+  if (origin === null) return;
+  const url = displayUrl(origin.url);
+  if (!origin.verified) throw stockClone(gitdir, url, verb);
+  throw new CooError('USAGE', `${gitdir} is a clone of ${url}: ${verb} works through its remote (--remote ${url}), never on the clone alone, ${why}`);
+}
+
+/** The refusal of a ledger stock git cloned: no history coo did not verify from a pinned trust root is built on. */
+function stockClone(gitdir: string, url: string, verb: string): CooError {
+  return new CooError(
+    'USAGE',
+    `${gitdir} is a clone of ${url} made by git, not by coo clone, so its history was never verified from a trust root you pinned: ${verb} runs on it neither alone nor through its remote; make a clone with "coo clone ${url} DIR --trust-root KEY" and give it --remote ${url}; nothing was written or claimed`,
+  );
+}
+
+/** The remote a ledger was made from: its URL, and whether coo verified what came from it (coo clone made it, or it published through it). */
+export interface ClonedFrom {
+  readonly url: string;
+  readonly verified: boolean;
+}
+
+/**
+ * The remote a ledger was made from, or null when it was made here. A ledger made from a remote is
+ * what `coo clone` made (its origin fetches main alone), what has published through a remote (it
+ * holds VERIFIED_REF), and what stock git's clone made in every form: `--bare` records its remote
+ * with no fetch refspec at all, `--mirror` one that fetches into the ledger's own branches, and a
+ * clone with a work tree has its main track the remote. `git remote add` records a refspec that
+ * fetches beside the local branches (or, with `--mirror=push`, a push mirror): a place a ledger made
+ * here is copied to, not one it came from. Only the ledger's own config counts.
+ */
+export function clonedFrom(gitdir: string): ClonedFrom | null {
+  const listed = spawnSync('git', ['--git-dir', gitdir, 'config', '--local', '-z', '--list'], { encoding: 'utf8' });
+  const config = new Map<string, string[]>();
+  if (listed.status === 0) {
+    for (const entry of (listed.stdout ?? '').split('\0')) {
+      const cut = entry.indexOf('\n');
+      if (cut <= 0) continue;
+      const key = entry.slice(0, cut).toLowerCase();
+      config.set(key, [...(config.get(key) ?? []), entry.slice(cut + 1)]);
+    }
+  }
+  const last = (key: string): string => config.get(key)?.at(-1) ?? '';
+  const remotes = [...config.keys()].flatMap((key) => /^remote\.(.+)\.url$/.exec(key)?.[1] ?? []).filter((name) => last(`remote.${name}.url`) !== '');
+  // origin first: the name coo clone and git clone give the remote.
+  remotes.sort((a, b) => Number(b === 'origin') - Number(a === 'origin'));
+  const published = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
+  for (const name of remotes) {
+    const fetches = config.get(`remote.${name}.fetch`) ?? [];
+    const url = last(`remote.${name}.url`);
+    if ((name === 'origin' && published) || fetches.includes(CLONE_FETCH_REFSPEC)) return { url, verified: true };
+    const stock = (fetches.length === 0 && last(`remote.${name}.mirror`).toLowerCase() !== 'true') || fetches.some(fetchesIntoBranches) || last('branch.main.remote').toLowerCase() === name;
+    if (stock) return { url, verified: false };
+  }
+  return null;
+}
+
+/** A fetch refspec that writes the ledger's own branches (`+refs/*:refs/*`, `refs/heads/*:refs/heads/*`): a mirror of the remote. */
+function fetchesIntoBranches(refspec: string): boolean {
+  const destination = refspec.replace(/^\+/, '').split(':')[1] ?? '';
+  return destination === 'refs/*' || destination.startsWith('refs/heads/');
 }
 
 /** A URL as git records it: a local path made absolute, no trailing slash. */
@@ -137,9 +188,12 @@ function normalized(url: string): string {
 
 /**
  * Checks that `url` is the clone's origin (what `coo clone` recorded): a write goes to the remote
- * this clone verified, never to another one named by mistake.
+ * this clone verified, never to another one named by mistake, and never through a copy stock git
+ * made, whose history nothing verified from a pinned trust root.
  */
 export async function checkOrigin(gitdir: string, url: string): Promise<void> {
+  const from = clonedFrom(gitdir);
+  if (from?.verified === false) throw stockClone(gitdir, displayUrl(from.url), 'a write or a runner');
   const origin = (await runGit(['--git-dir', gitdir, 'config', '--get', 'remote.origin.url']).catch(() => Buffer.from(''))).toString('utf8').trim();
   if (origin === '') {
     throw new CooError('USAGE', `${gitdir} has no origin: --remote works through a clone of the remote (coo clone ${displayUrl(url)} DIR)`);
