@@ -1,7 +1,15 @@
+import { readdirSync, renameSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { CooError } from '../../src/errors.js';
+import { generatePrivateKey } from '../../src/crypto/keys.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
+import { watchRemote } from '../../src/runner/watch.js';
 import { cooBounded, headOf } from '../helpers/damage.js';
 import { makeTargetRepo } from '../helpers/lane.js';
+import { makeCase, remoteReceipts, types, type Case, type Machine } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -11,6 +19,21 @@ import { git, tempDir } from '../helpers/tmp.js';
  */
 
 const dir = tempDir('deployment-redteam-');
+const closers: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+const newCase = (): Promise<Case> => makeCase(dir, closers);
+
+/** The CEO, at a desk of its own, rotates the COO's key out and revokes it, through the remote. */
+async function revokeCooKey(world: Case, desk: Machine): Promise<void> {
+  const ceo = loadPrivateKey(world.served.keys.ceo);
+  const coo = loadPrivateKey(world.served.keys.coo);
+  await desk.remote.write(async (ledger) => {
+    const registry = (await ledger.state()).registry!.doc;
+    return appendTrustVersion(ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', generatePrivateKey('coo.hermes').publicKey]]), revoke: new Map([[coo.publicKey.keyId, 'laptop stolen']]) }, ceo, new Date());
+  });
+}
 
 /** A ledger made by coo init (the one the remote serves) and the keys that write it. */
 function servedLedger(name: string): { place: string; origin: string; keys: string } {
@@ -59,5 +82,71 @@ describe('a ledger stock git cloned (git clone --bare, --mirror, with a work tre
     git(['--git-dir', origin, 'push', '-q', 'origin', 'main']);
     expect(cooBounded(['kill-switch', 'off', '--ledger', origin, '--key', join(keys, 'ceo.key'), '--reason', 'resume']).status).toBe(0);
     expect(headOf(origin)).not.toBe(before);
+  });
+});
+
+describe('a runner through a remote publishes nothing before its checks pass', () => {
+  it('a journaled receipt waits while the key is revoked on the remote: the pass that reconnects refuses the key (RUNNER_CONFIG, exit 2) before it publishes the journal, and the receipt stays for a runner with a valid key', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const away = `${world.served.gitdir}.away`;
+    const onEvent = (event: RunnerEvent): void => {
+      machine.events.push(event);
+      // The call is paid; the remote goes away before the receipt is published.
+      if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
+    };
+    const runner = machine.runner({ onEvent });
+    await runner.runOnce();
+    expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'journaled', 'cut_off']));
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toHaveLength(1);
+    renameSync(away, world.served.gitdir);
+    // While this runner was cut off, the CEO revoked its key.
+    await revokeCooKey(world, await world.machine('ceo-desk'));
+    const revoked = world.served.head();
+
+    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'RUNNER_CONFIG', message: expect.stringContaining('is not the active COO') });
+    expect(types(machine.events)).not.toContain('result_kept');
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toHaveLength(1);
+    expect(world.served.head()).toBe(revoked);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
+  it('a heartbeat with a key revoked on the remote is refused as the key check refuses it (RUNNER_CONFIG, exit 2), never as a rejected write (exit 3), and publishes nothing', async () => {
+    const world = await newCase();
+    const machine = await world.machine('runner');
+    await machine.remote.sync();
+    await revokeCooKey(world, await world.machine('ceo-desk'));
+    const revoked = world.served.head();
+    await expect(machine.runner().heartbeat()).rejects.toMatchObject({ code: 'RUNNER_CONFIG', message: expect.stringContaining('is not the active COO') });
+    expect(world.served.head()).toBe(revoked);
+  });
+
+  it('a watch whose heartbeat is refused for a start-up mistake ends with that mistake after the pass in flight, and starts no other', async () => {
+    const controller = new AbortController();
+    const refused = Promise.reject(new CooError('RUNNER_CONFIG', 'the key is not the active COO key'));
+    refused.catch(() => undefined);
+    let passes = 0;
+    let looks = 0;
+    const runner = {
+      cutOffAt: null,
+      heartbeat: () => refused,
+      // Each pass ends once the heartbeat was refused; a watch that went on anyway is stopped at its third.
+      runOnce: async () => {
+        passes += 1;
+        await refused.catch(() => undefined);
+        await new Promise((resolve) => setImmediate(resolve));
+        if (passes >= 3) controller.abort();
+        return { receipts: 0, waiting: [], held: [] };
+      },
+    } as unknown as Runner;
+    const remote = { remoteHead: () => Promise.resolve(String((looks += 1))) };
+    const ended = await watchRemote(runner, { remote, heartbeatSeconds: 3600, pollSeconds: 0.05, maxPollSeconds: 0.05, signal: controller.signal }).then(
+      () => 'ended without an error',
+      (error: unknown) => error,
+    );
+    expect(ended).toMatchObject({ code: 'RUNNER_CONFIG' });
+    expect(passes).toBe(1);
   });
 });
