@@ -42,6 +42,14 @@ export interface RemoteGitOptions {
 export const DEFAULT_LIMIT_NAME = 'the time limit of one remote git command';
 
 /**
+ * What a remote sends is kept as the pack it sent (index-pack), never unpacked into loose objects:
+ * a ledger stores its objects without compression (core.compression 0, ledger/init.ts), so a pack of
+ * a few hundred KiB from a remote that lies (a blob of zeros) would otherwise be written out as
+ * hundreds of MiB, before anything is verified. Kept whole, what lands on disk is what was received.
+ */
+const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1'];
+
+/**
  * Runs stock git against a remote: never a shell, never a prompt (GIT_TERMINAL_PROMPT=0, no
  * terminal: a transport that wants a password fails instead of waiting for one), and within a time
  * limit. A remote that accepts the connection and never answers would otherwise hold the caller for
@@ -50,7 +58,7 @@ export const DEFAULT_LIMIT_NAME = 'the time limit of one remote git command';
  */
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
-  const argv = options.gitdir === undefined ? [...args] : ['--git-dir', options.gitdir, ...args];
+  const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
     const child = spawn('git', argv, {

@@ -1,14 +1,18 @@
-import { readdirSync, renameSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { CooError } from '../../src/errors.js';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { RemoteLedger } from '../../src/remote/publish.js';
 import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { watchRemote } from '../../src/runner/watch.js';
 import { cooBounded, headOf } from '../helpers/damage.js';
 import { makeTargetRepo } from '../helpers/lane.js';
+import { makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
 import { makeCase, remoteReceipts, types, type Case, type Machine } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -148,5 +152,31 @@ describe('a runner through a remote publishes nothing before its checks pass', (
     );
     expect(ended).toMatchObject({ code: 'RUNNER_CONFIG' });
     expect(passes).toBe(1);
+  });
+});
+
+/** Bytes of every file under `path`. */
+function bytesUnder(path: string): number {
+  return readdirSync(path, { withFileTypes: true }).reduce((sum, entry) => sum + (entry.isDirectory() ? bytesUnder(join(path, entry.name)) : statSync(join(path, entry.name)).size), 0);
+}
+
+describe('a remote that lies with a small pack of large objects', () => {
+  it('a fetch of a main holding a 64 MiB blob of zeros (a pack of a few hundred KiB) is refused and lands on disk as the pack it was, never as 64 MiB of loose objects', async () => {
+    const place = join(dir, 'zeros');
+    const served = await makeServedLedger(place);
+    const writer = await makeWriter(place, 'runner', served, served.gitdir);
+    // The remote's main moves to a commit nobody signed, whose tree holds the blob; the remote packs it compressed.
+    git(['--git-dir', served.gitdir, 'config', 'core.compression', '9']);
+    const blob = spawnSync('git', ['-c', 'core.compression=9', '--git-dir', served.gitdir, 'hash-object', '-w', '--stdin'], { input: Buffer.alloc(64 * 1024 * 1024) }).stdout.toString('utf8').trim();
+    const tree = git(['--git-dir', served.gitdir, 'mktree'], { input: `100644 blob ${blob}\tzeros.bin\n` }).trim();
+    git(['--git-dir', served.gitdir, 'update-ref', 'refs/heads/main', git(['--git-dir', served.gitdir, 'commit-tree', tree, '-p', 'main', '-m', 'zeros']).trim()]);
+    const before = bytesUnder(join(writer.gitdir, 'objects'));
+    const ledger = Ledger.open(writer.gitdir);
+    try {
+      await expect(new RemoteLedger(ledger, { remote: served.gitdir }).sync()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    } finally {
+      ledger.close();
+    }
+    expect(bytesUnder(join(writer.gitdir, 'objects')) - before).toBeLessThan(4 * 1024 * 1024);
   });
 });
