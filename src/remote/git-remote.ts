@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -26,6 +26,8 @@ export interface RemoteGitResult {
   readonly stderr: string;
   /** Set when the command was stopped at its time limit: what it was doing and which limit ran out. */
   readonly timedOut: string | null;
+  /** Set when a fetch brought more than `maxReceivedBytes` (it was stopped there); what it received was removed. */
+  readonly tooLarge?: string;
 }
 
 export interface RemoteGitOptions {
@@ -36,10 +38,56 @@ export interface RemoteGitOptions {
   readonly timeoutMs?: number;
   /** The limit's name in messages: the flag that sets it, or the default's name. */
   readonly limitName?: string;
+  /**
+   * With `gitdir`, for a fetch: the most it may bring. Its objects are received apart (quarantine),
+   * watched while it runs and weighed when it ends, and join the ledger's only within the bound;
+   * over it, the command is stopped and what it received removed.
+   */
+  readonly maxReceivedBytes?: number;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
 export const DEFAULT_LIMIT_NAME = 'the time limit of one remote git command';
+
+/** How often what a fetch is receiving is weighed. */
+const RECEIVED_WATCH_MS = 200;
+
+/** Bytes of every file under `path` (nothing when it is gone). */
+function bytesUnder(path: string): number {
+  let total = 0;
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(path, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const at = join(path, entry.name);
+    try {
+      total += entry.isDirectory() ? bytesUnder(at) : statSync(at).size;
+    } catch {
+      // renamed or removed while weighed: the next look finds it under its new name
+    }
+  }
+  return total;
+}
+
+/**
+ * Moves what a fetch received in its quarantine into the ledger's objects: loose objects first,
+ * then each pack before its index (git finds a pack by its index, so it never sees half of one).
+ */
+function admitQuarantine(quarantine: string, objects: string): void {
+  for (const entry of readdirSync(quarantine, { withFileTypes: true })) {
+    if (!entry.isDirectory() || !/^[0-9a-f]{2}$/.test(entry.name)) continue;
+    mkdirSync(join(objects, entry.name), { recursive: true });
+    for (const name of readdirSync(join(quarantine, entry.name))) renameSync(join(quarantine, entry.name, name), join(objects, entry.name, name));
+  }
+  const packs = join(quarantine, 'pack');
+  const names = existsSync(packs) ? readdirSync(packs).filter((name) => name.startsWith('pack-')) : [];
+  const last = (name: string): number => (name.endsWith('.idx') ? 1 : 0);
+  mkdirSync(join(objects, 'pack'), { recursive: true });
+  for (const name of names.sort((x, y) => last(x) - last(y))) renameSync(join(packs, name), join(objects, 'pack', name));
+}
 
 /**
  * What a remote sends is kept as the pack it sent (index-pack), never unpacked into loose objects:
@@ -59,20 +107,50 @@ const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1']
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
   const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
+  const { gitdir, maxReceivedBytes } = options;
+  const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : mkdtempSync(join(gitdir, 'objects', 'tmp_coo-incoming-'));
+  const apart = quarantine === null ? {} : { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(resolve(gitdir!), 'objects') };
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
     const child = spawn('git', argv, {
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env },
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
     let stdout = '';
     let stderr = '';
     let timedOut: string | null = null;
+    let tooLarge: string | undefined;
     const timer = setTimeout(() => {
       timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
     }, limit);
+    const over = (): boolean => quarantine !== null && bytesUnder(quarantine) > maxReceivedBytes!;
+    const tooMuch = (): string => `git ${args[0] ?? ''} received more than ${maxReceivedBytes! / (1024 * 1024)} MiB, the most one fetch takes; what it received was removed`;
+    const watcher =
+      quarantine === null
+        ? undefined
+        : setInterval(() => {
+            if (tooLarge !== undefined || !over()) return;
+            tooLarge = tooMuch();
+            if (child.pid !== undefined) killGroup(child.pid);
+          }, RECEIVED_WATCH_MS);
+    /** What a fetch received joins the ledger's objects only when it ended well within the bound; otherwise it goes. */
+    const finish = (ok: boolean): boolean => {
+      if (quarantine === null) return ok;
+      try {
+        if (tooLarge === undefined && over()) tooLarge = tooMuch();
+        const admitted = ok && tooLarge === undefined;
+        if (admitted) admitQuarantine(quarantine, join(gitdir!, 'objects'));
+        return admitted;
+      } finally {
+        rmSync(quarantine, { recursive: true, force: true });
+      }
+    };
+    const settle = (): void => {
+      clearTimeout(timer);
+      if (watcher !== undefined) clearInterval(watcher);
+    };
     child.stdout.on('data', (chunk: Buffer) => {
       if (stdout.length < 65_536) stdout += chunk.toString('utf8');
     });
@@ -80,12 +158,14 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
       if (stderr.length < 65_536) stderr += chunk.toString('utf8');
     });
     child.on('error', (error) => {
-      clearTimeout(timer);
+      settle();
+      finish(false);
       done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null });
     });
     child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ ok: code === 0 && timedOut === null, stdout, stderr, timedOut });
+      settle();
+      const ok = finish(code === 0 && timedOut === null);
+      done({ ok, stdout, stderr, timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
     });
   });
 }

@@ -23,6 +23,8 @@ export interface RemoteLedgerOptions {
   readonly timeoutMs?: number;
   /** The limit's name in messages (the flag that set it). */
   readonly limitName?: string;
+  /** The most one fetch of the remote's main may bring, in bytes (default LIMITS.remoteFetchBytes). */
+  readonly maxFetchBytes?: number;
 }
 
 /** How a write reached the remote. */
@@ -89,6 +91,7 @@ export class RemoteLedger {
   private readonly timeoutMs: number | undefined;
   private readonly limitName: string;
   private readonly maxTries: number;
+  private readonly maxFetchBytes: number;
   private readonly backoffMs: (conflicts: number) => number;
   private origin: Promise<void> | null = null;
   private readonly shared: SharedSshConnection | null;
@@ -103,6 +106,7 @@ export class RemoteLedger {
     this.limitName = options.limitName ?? DEFAULT_LIMIT_NAME;
     this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
+    this.maxFetchBytes = options.maxFetchBytes ?? LIMITS.remoteFetchBytes;
     if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
     this.backoffMs = options.backoffMs ?? defaultBackoff;
   }
@@ -125,8 +129,8 @@ export class RemoteLedger {
     return looked.kind === 'head' ? looked.head : looked.kind === 'missing' ? '' : null;
   }
 
-  private git(args: readonly string[]): Promise<RemoteGitResult> {
-    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName });
+  private git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
+    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, ...received });
   }
 
   private checkOrigin(): Promise<void> {
@@ -154,7 +158,11 @@ export class RemoteLedger {
       const looked = await this.lookMain();
       if (looked.kind !== 'head') return looked;
       if (!(await this.hasCommit(looked.head))) {
-        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head]);
+        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes });
+        // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
+        if (fetched.tooLarge !== undefined) {
+          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone`);
+        }
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
           if (again.kind === 'head' && again.head !== looked.head) continue;

@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
 import { readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
@@ -178,5 +179,29 @@ describe('a remote that lies with a small pack of large objects', () => {
       ledger.close();
     }
     expect(bytesUnder(join(writer.gitdir, 'objects')) - before).toBeLessThan(4 * 1024 * 1024);
+  });
+
+  it('a fetch that brings more than one fetch takes (a pack of 3 MiB against a bound of 1 MiB) is stopped as a finding about the remote, and nothing it sent stays', async () => {
+    const place = join(dir, 'huge-pack');
+    const served = await makeServedLedger(place);
+    const writer = await makeWriter(place, 'runner', served, served.gitdir);
+    const blob = spawnSync('git', ['--git-dir', served.gitdir, 'hash-object', '-w', '--stdin'], { input: randomBytes(3 * 1024 * 1024) }).stdout.toString('utf8').trim();
+    const tree = git(['--git-dir', served.gitdir, 'mktree'], { input: `100644 blob ${blob}\tnoise.bin\n` }).trim();
+    const lie = git(['--git-dir', served.gitdir, 'commit-tree', tree, '-p', 'main', '-m', 'noise']).trim();
+    git(['--git-dir', served.gitdir, 'update-ref', 'refs/heads/main', lie]);
+    const objects = join(writer.gitdir, 'objects');
+    const before = bytesUnder(objects);
+    const ledger = Ledger.open(writer.gitdir);
+    try {
+      await expect(new RemoteLedger(ledger, { remote: served.gitdir, maxFetchBytes: 1024 * 1024 }).sync()).rejects.toMatchObject({
+        code: 'REMOTE_UNVERIFIED',
+        message: expect.stringContaining(`sent more for its main (${lie.slice(0, 12)}) than one fetch takes: git fetch received more than 1 MiB`),
+      });
+    } finally {
+      ledger.close();
+    }
+    expect(bytesUnder(objects) - before).toBeLessThan(64 * 1024);
+    expect(spawnSync('git', ['--git-dir', writer.gitdir, 'cat-file', '-e', lie]).status).not.toBe(0);
+    expect(readdirSync(objects).filter((name) => name.startsWith('tmp_'))).toEqual([]);
   });
 });
