@@ -301,6 +301,10 @@ export class RemoteLedger {
     // The remote's head this clone last verified must still be in its main, whatever ORIGIN_REF says
     // now (a stock git fetch moves it too); a clone made before VERIFIED_REF existed has only ORIGIN_REF.
     const verified = readRef(this.gitdir, VERIFIED_REF) ?? previous;
+    // A clone with no history of its own has nothing a pinned trust root verified: a main it adopted would be trusted from its own first commit.
+    if (local === null && verified === null) {
+      throw new CooError('REMOTE_UNVERIFIED', `${this.gitdir} holds no history verified from a trust root you pinned, so nothing ${this.url} serves is adopted; nothing was acted on; make the clone with coo clone URL DIR --trust-root KEY`);
+    }
     if (verified !== null && !(await isAncestor(this.gitdir, verified, remote))) {
       if (await isAncestor(this.gitdir, remote, verified)) {
         throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${verified.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);

@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
@@ -9,6 +9,7 @@ import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
+import { CLONE_FETCH_REFSPEC } from '../../src/remote/git-remote.js';
 import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { watchRemote } from '../../src/runner/watch.js';
 import { cooBounded, headOf } from '../helpers/damage.js';
@@ -203,5 +204,37 @@ describe('a remote that lies with a small pack of large objects', () => {
     expect(bytesUnder(objects) - before).toBeLessThan(64 * 1024);
     expect(spawnSync('git', ['--git-dir', writer.gitdir, 'cat-file', '-e', lie]).status).not.toBe(0);
     expect(readdirSync(objects).filter((name) => name.startsWith('tmp_'))).toEqual([]);
+  });
+});
+
+describe('a remote with no branch main but a tag named main', () => {
+  it('is not cloned (REMOTE_MAIN_MISSING, nothing left behind): git clone --branch main would take the tag and leave an empty clone that any later main would be adopted into', async () => {
+    const place = join(dir, 'tag-main');
+    const served = await makeServedLedger(place);
+    git(['--git-dir', served.gitdir, 'tag', 'main', 'refs/heads/main']);
+    git(['--git-dir', served.gitdir, 'symbolic-ref', 'HEAD', 'refs/heads/other']);
+    git(['--git-dir', served.gitdir, 'update-ref', '-d', 'refs/heads/main']);
+    const clone = join(place, 'clone.git');
+    const cloned = cooBounded(['clone', served.gitdir, clone, '--trust-root', served.ceoKeyId]);
+    expect({ status: cloned.status, stderr: cloned.stderr }).toEqual({ status: 3, stderr: `coo: REMOTE_MAIN_MISSING: ${served.gitdir} answers but has no main (refs/heads/main) to clone; nothing was cloned\n` });
+    expect(existsSync(clone)).toBe(false);
+    expect(readdirSync(place).filter((name) => name.includes('clone'))).toEqual([]);
+  });
+
+  it('a clone that holds no history (made by an older coo clone that took the tag) adopts nothing the remote serves later: no pinned root verified it', async () => {
+    const place = join(dir, 'empty-clone');
+    // Another CEO's ledger: its history verifies from its own first commit, not from the root the clone pinned.
+    const theirs = await makeServedLedger(place);
+    const clone = join(place, 'clone.git');
+    git(['init', '-q', '--bare', clone]);
+    git(['--git-dir', clone, 'config', 'remote.origin.url', theirs.gitdir]);
+    git(['--git-dir', clone, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);
+    const ledger = Ledger.open(clone);
+    try {
+      await expect(new RemoteLedger(ledger, { remote: theirs.gitdir }).sync()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringContaining('holds no history verified from a trust root you pinned') });
+      expect(ledger.head()).toBeNull();
+    } finally {
+      ledger.close();
+    }
   });
 });
