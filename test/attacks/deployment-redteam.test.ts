@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync, renameSync, statSync } from 'node:fs';
+import { existsSync, readFileSync, readdirSync, renameSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
@@ -236,5 +236,26 @@ describe('a remote with no branch main but a tag named main', () => {
     } finally {
       ledger.close();
     }
+  });
+});
+
+describe('a push of a small pack of zero-filled blobs into the served ledger', () => {
+  it('is held in the quarantine as the pack it came in (kilobytes), never unpacked into 64 MiB of loose objects, and declined by the hook', async () => {
+    const place = join(dir, 'zero-push');
+    const served = await makeServedLedger(place);
+    // Test fixture: the hook weighs the quarantine git received the push into, then runs the ledger's hook.
+    const hooks = join(served.gitdir, 'hooks');
+    renameSync(join(hooks, 'pre-receive'), join(hooks, 'pre-receive.ledger'));
+    const weight = join(place, 'quarantine-kib');
+    writeFileSync(join(hooks, 'pre-receive'), `#!/bin/sh\ndu -sk "$GIT_QUARANTINE_PATH" | cut -f1 > "${weight}"\nexec "${join(hooks, 'pre-receive.ledger')}"\n`, { mode: 0o755 });
+    const work = join(place, 'work');
+    git(['clone', '-q', served.gitdir, work]);
+    const blob = spawnSync('git', ['-C', work, '-c', 'core.compression=9', 'hash-object', '-w', '--stdin'], { input: Buffer.alloc(64 * 1024 * 1024) }).stdout.toString('utf8').trim();
+    const tree = git(['-C', work, 'mktree'], { input: `100644 blob ${blob}\tzeros.bin\n` }).trim();
+    git(['-C', work, 'update-ref', 'refs/heads/main', git(['-C', work, 'commit-tree', tree, '-p', 'main', '-m', 'zeros']).trim()]);
+    const pushed = spawnSync('git', ['-C', work, 'push', 'origin', 'main'], { encoding: 'utf8' });
+    expect(pushed.status).not.toBe(0);
+    expect(pushed.stderr).toMatch(/push declined/);
+    expect(Number(readFileSync(weight, 'utf8').trim())).toBeLessThan(4 * 1024);
   });
 });
