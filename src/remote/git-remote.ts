@@ -72,6 +72,16 @@ function bytesUnder(path: string): number {
   return total;
 }
 
+/** The quarantine a fetch receives into, beside the ledger's objects, named as git names its own temporary files there (`tmp_`). */
+function receivingFolder(gitdir: string): string {
+  try {
+    return mkdtempSync(join(resolve(gitdir), 'objects', 'tmp_coo-incoming-'));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
+    throw new CooError('IO_ERROR', `cannot make a folder in ${join(gitdir, 'objects')} to receive the remote's objects in (${code}): work through a clone this user may write, on a file system with room`);
+  }
+}
+
 /**
  * Moves what a fetch received in its quarantine into the ledger's objects: loose objects first,
  * then each pack before its index (git finds a pack by its index, so it never sees half of one).
@@ -83,7 +93,7 @@ function admitQuarantine(quarantine: string, objects: string): void {
     for (const name of readdirSync(join(quarantine, entry.name))) renameSync(join(quarantine, entry.name, name), join(objects, entry.name, name));
   }
   const packs = join(quarantine, 'pack');
-  const names = existsSync(packs) ? readdirSync(packs).filter((name) => name.startsWith('pack-')) : [];
+  const names = existsSync(packs) ? readdirSync(packs).filter((name) => name.startsWith('pack-') && !name.endsWith('.keep')) : [];
   const last = (name: string): number => (name.endsWith('.idx') ? 1 : 0);
   mkdirSync(join(objects, 'pack'), { recursive: true });
   for (const name of names.sort((x, y) => last(x) - last(y))) renameSync(join(packs, name), join(objects, 'pack', name));
@@ -108,7 +118,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
   const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
   const { gitdir, maxReceivedBytes } = options;
-  const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : mkdtempSync(join(gitdir, 'objects', 'tmp_coo-incoming-'));
+  const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
   const apart = quarantine === null ? {} : { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(resolve(gitdir!), 'objects') };
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
