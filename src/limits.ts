@@ -60,6 +60,11 @@ export const LIMITS = {
   /** How long one git command against a remote (ls-remote, fetch, push, clone) may take before it is killed. */
   remoteGitMs: 120_000,
   /**
+   * The most one fetch of a remote's main may bring (the packs it leaves): a remote that sends more
+   * is stopped there and what it sent removed. Sixteen pushes' worth of the hook's receive.maxInputSize.
+   */
+  remoteFetchBytes: 1024 * 1024 * 1024,
+  /**
    * How far ahead of a runner's clock another machine's entry may be dated before the runner flags
    * it (a `clock_skew` event). No decision reads such times: leases are measured on the runner's own clock.
    */

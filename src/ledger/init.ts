@@ -89,6 +89,9 @@ export const LEDGER_CONFIG = [
   ['receive.denyDeletes', true],
   ['receive.fsckObjects', true],
   ['receive.maxInputSize', 64 * 1024 * 1024],
+  // What a push or a fetch brings is kept as the pack it came in: unpacked into the loose objects of a
+  // ledger without compression (below), a small pack of zero-filled blobs would be written out whole.
+  ['transfer.unpackLimit', 1],
   ['core.logAllRefUpdates', true],
   // Objects stored without compression: every full verify reads every object (docs/design.md, Packing).
   ['core.compression', 0],

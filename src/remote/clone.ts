@@ -50,6 +50,11 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   const temp = join(dirname(gitdir), `.${basename(gitdir)}.clone-${randomBytes(4).toString('hex')}`);
   try {
     await fetchClone(options, temp);
+    // `git clone --branch main` takes a tag named main too: only the remote's branch main is a ledger to verify.
+    const hasMain = await runGit(['--git-dir', temp, 'rev-parse', '--verify', '--quiet', 'refs/heads/main^{commit}']).then(() => true, () => false);
+    if (!hasMain) {
+      throw new CooError('REMOTE_MAIN_MISSING', `${displayUrl(options.url)} answers but has no main (refs/heads/main) to clone; nothing was cloned`);
+    }
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);

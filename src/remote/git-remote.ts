@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, rmSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -26,6 +26,8 @@ export interface RemoteGitResult {
   readonly stderr: string;
   /** Set when the command was stopped at its time limit: what it was doing and which limit ran out. */
   readonly timedOut: string | null;
+  /** Set when a fetch brought more than `maxReceivedBytes` (it was stopped there); what it received was removed. */
+  readonly tooLarge?: string;
 }
 
 export interface RemoteGitOptions {
@@ -36,10 +38,74 @@ export interface RemoteGitOptions {
   readonly timeoutMs?: number;
   /** The limit's name in messages: the flag that sets it, or the default's name. */
   readonly limitName?: string;
+  /**
+   * With `gitdir`, for a fetch: the most it may bring. Its objects are received apart (quarantine),
+   * watched while it runs and weighed when it ends, and join the ledger's only within the bound;
+   * over it, the command is stopped and what it received removed.
+   */
+  readonly maxReceivedBytes?: number;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
 export const DEFAULT_LIMIT_NAME = 'the time limit of one remote git command';
+
+/** How often what a fetch is receiving is weighed. */
+const RECEIVED_WATCH_MS = 200;
+
+/** Bytes of every file under `path` (nothing when it is gone). */
+function bytesUnder(path: string): number {
+  let total = 0;
+  let entries: Dirent[];
+  try {
+    entries = readdirSync(path, { withFileTypes: true });
+  } catch {
+    return 0;
+  }
+  for (const entry of entries) {
+    const at = join(path, entry.name);
+    try {
+      total += entry.isDirectory() ? bytesUnder(at) : statSync(at).size;
+    } catch {
+      // renamed or removed while weighed: the next look finds it under its new name
+    }
+  }
+  return total;
+}
+
+/** The quarantine a fetch receives into, beside the ledger's objects, named as git names its own temporary files there (`tmp_`). */
+function receivingFolder(gitdir: string): string {
+  try {
+    return mkdtempSync(join(resolve(gitdir), 'objects', 'tmp_coo-incoming-'));
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
+    throw new CooError('IO_ERROR', `cannot make a folder in ${join(gitdir, 'objects')} to receive the remote's objects in (${code}): work through a clone this user may write, on a file system with room`);
+  }
+}
+
+/**
+ * Moves what a fetch received in its quarantine into the ledger's objects: loose objects first,
+ * then each pack before its index (git finds a pack by its index, so it never sees half of one).
+ */
+function admitQuarantine(quarantine: string, objects: string): void {
+  for (const entry of readdirSync(quarantine, { withFileTypes: true })) {
+    if (!entry.isDirectory() || !/^[0-9a-f]{2}$/.test(entry.name)) continue;
+    mkdirSync(join(objects, entry.name), { recursive: true });
+    for (const name of readdirSync(join(quarantine, entry.name))) renameSync(join(quarantine, entry.name, name), join(objects, entry.name, name));
+  }
+  const packs = join(quarantine, 'pack');
+  const names = existsSync(packs) ? readdirSync(packs).filter((name) => name.startsWith('pack-') && !name.endsWith('.keep')) : [];
+  const last = (name: string): number => (name.endsWith('.idx') ? 1 : 0);
+  mkdirSync(join(objects, 'pack'), { recursive: true });
+  for (const name of names.sort((x, y) => last(x) - last(y))) renameSync(join(packs, name), join(objects, 'pack', name));
+}
+
+/**
+ * What a remote sends is kept as the pack it sent (index-pack), never unpacked into loose objects:
+ * a ledger stores its objects without compression (core.compression 0, ledger/init.ts), so a pack of
+ * a few hundred KiB from a remote that lies (a blob of zeros) would otherwise be written out as
+ * hundreds of MiB, before anything is verified. Kept whole, what lands on disk is what was received.
+ */
+const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1'];
 
 /**
  * Runs stock git against a remote: never a shell, never a prompt (GIT_TERMINAL_PROMPT=0, no
@@ -50,21 +116,51 @@ export const DEFAULT_LIMIT_NAME = 'the time limit of one remote git command';
  */
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
-  const argv = options.gitdir === undefined ? [...args] : ['--git-dir', options.gitdir, ...args];
+  const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
+  const { gitdir, maxReceivedBytes } = options;
+  const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
+  const apart = quarantine === null ? {} : { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(resolve(gitdir!), 'objects') };
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
     const child = spawn('git', argv, {
-      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env },
+      env: { ...process.env, GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart },
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
     let stdout = '';
     let stderr = '';
     let timedOut: string | null = null;
+    let tooLarge: string | undefined;
     const timer = setTimeout(() => {
       timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
     }, limit);
+    const over = (): boolean => quarantine !== null && bytesUnder(quarantine) > maxReceivedBytes!;
+    const tooMuch = (): string => `git ${args[0] ?? ''} received more than ${maxReceivedBytes! / (1024 * 1024)} MiB, the most one fetch takes; what it received was removed`;
+    const watcher =
+      quarantine === null
+        ? undefined
+        : setInterval(() => {
+            if (tooLarge !== undefined || !over()) return;
+            tooLarge = tooMuch();
+            if (child.pid !== undefined) killGroup(child.pid);
+          }, RECEIVED_WATCH_MS);
+    /** What a fetch received joins the ledger's objects only when it ended well within the bound; otherwise it goes. */
+    const finish = (ok: boolean): boolean => {
+      if (quarantine === null) return ok;
+      try {
+        if (tooLarge === undefined && over()) tooLarge = tooMuch();
+        const admitted = ok && tooLarge === undefined;
+        if (admitted) admitQuarantine(quarantine, join(gitdir!, 'objects'));
+        return admitted;
+      } finally {
+        rmSync(quarantine, { recursive: true, force: true });
+      }
+    };
+    const settle = (): void => {
+      clearTimeout(timer);
+      if (watcher !== undefined) clearInterval(watcher);
+    };
     child.stdout.on('data', (chunk: Buffer) => {
       if (stdout.length < 65_536) stdout += chunk.toString('utf8');
     });
@@ -72,12 +168,14 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
       if (stderr.length < 65_536) stderr += chunk.toString('utf8');
     });
     child.on('error', (error) => {
-      clearTimeout(timer);
+      settle();
+      finish(false);
       done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null });
     });
     child.on('close', (code) => {
-      clearTimeout(timer);
-      done({ ok: code === 0 && timedOut === null, stdout, stderr, timedOut });
+      settle();
+      const ok = finish(code === 0 && timedOut === null);
+      done({ ok, stdout, stderr, timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
     });
   });
 }
@@ -110,23 +208,74 @@ export const CLONE_FETCH_REFSPEC = `+refs/heads/main:${ORIGIN_REF}`;
  * A runner (coo watch, coo mcp --run) on a clone of a remote works through that remote: on the
  * clone alone its claims would land on a copy no runner working through the remote sees, and both
  * would pay for the same attempt. A start-up mistake, said before anything is claimed. A clone is
- * what `coo clone` made (its origin fetches main alone) or what has published through a remote (it
- * holds VERIFIED_REF); a ledger made by `coo init` that an operator also pushes to a backup remote
- * (`git remote add`, whose refspec fetches every branch) is not one, and runs on its own.
+ * any ledger made from a remote (clonedFrom); a ledger made by `coo init` that an operator also
+ * pushes to a backup remote (`git remote add`, whose refspec fetches every branch beside the local
+ * ones) is not one, and runs on its own.
  */
 export function requireRemoteOfClone(gitdir: string, remote: string | undefined, verb: string, why = 'where its claims would be seen by no other runner; nothing was claimed'): void {
   if (remote !== undefined) return;
   // git is asked about the ledger before it is opened: the files git reads first are looked at before it runs.
   checkGitFiles(gitdir);
-  const config = (key: string): string => {
-    const looked = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', key], { encoding: 'utf8' });
-    return looked.status === 0 ? (looked.stdout ?? '').trim() : '';
-  };
-  const origin = config('remote.origin.url');
-  if (origin === '') return;
-  const verified = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
-  if (!verified && config('remote.origin.fetch') !== CLONE_FETCH_REFSPEC) return;
-  throw new CooError('USAGE', `${gitdir} is a clone of ${displayUrl(origin)}: ${verb} works through its remote (--remote ${displayUrl(origin)}), never on the clone alone, ${why}`);
+  const origin = clonedFrom(gitdir);
+  if (origin === null) return;
+  const url = displayUrl(origin.url);
+  if (!origin.verified) throw stockClone(gitdir, url, verb);
+  throw new CooError('USAGE', `${gitdir} is a clone of ${url}: ${verb} works through its remote (--remote ${url}), never on the clone alone, ${why}`);
+}
+
+/** The refusal of a ledger stock git cloned: no history coo did not verify from a pinned trust root is built on. */
+function stockClone(gitdir: string, url: string, verb: string): CooError {
+  return new CooError(
+    'USAGE',
+    `${gitdir} is a clone of ${url} made by git, not by coo clone, so its history was never verified from a trust root you pinned: ${verb} runs on it neither alone nor through its remote; make a clone with "coo clone ${url} DIR --trust-root KEY" and give it --remote ${url}; nothing was written or claimed`,
+  );
+}
+
+/** The remote a ledger was made from: its URL, and whether coo verified what came from it (coo clone made it, or it published through it). */
+export interface ClonedFrom {
+  readonly url: string;
+  readonly verified: boolean;
+}
+
+/**
+ * The remote a ledger was made from, or null when it was made here. A ledger made from a remote is
+ * what `coo clone` made (its origin fetches main alone), what has published through a remote (it
+ * holds VERIFIED_REF), and what stock git's clone made in every form: `--bare` records its remote
+ * with no fetch refspec at all, `--mirror` one that fetches into the ledger's own branches, and a
+ * clone with a work tree has its main track the remote. `git remote add` records a refspec that
+ * fetches beside the local branches (or, with `--mirror=push`, a push mirror): a place a ledger made
+ * here is copied to, not one it came from. Only the ledger's own config counts.
+ */
+export function clonedFrom(gitdir: string): ClonedFrom | null {
+  const listed = spawnSync('git', ['--git-dir', gitdir, 'config', '--local', '-z', '--list'], { encoding: 'utf8' });
+  const config = new Map<string, string[]>();
+  if (listed.status === 0) {
+    for (const entry of (listed.stdout ?? '').split('\0')) {
+      const cut = entry.indexOf('\n');
+      if (cut <= 0) continue;
+      const key = entry.slice(0, cut).toLowerCase();
+      config.set(key, [...(config.get(key) ?? []), entry.slice(cut + 1)]);
+    }
+  }
+  const last = (key: string): string => config.get(key)?.at(-1) ?? '';
+  const remotes = [...config.keys()].flatMap((key) => /^remote\.(.+)\.url$/.exec(key)?.[1] ?? []).filter((name) => last(`remote.${name}.url`) !== '');
+  // origin first: the name coo clone and git clone give the remote.
+  remotes.sort((a, b) => Number(b === 'origin') - Number(a === 'origin'));
+  const published = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
+  for (const name of remotes) {
+    const fetches = config.get(`remote.${name}.fetch`) ?? [];
+    const url = last(`remote.${name}.url`);
+    if ((name === 'origin' && published) || fetches.includes(CLONE_FETCH_REFSPEC)) return { url, verified: true };
+    const stock = (fetches.length === 0 && last(`remote.${name}.mirror`).toLowerCase() !== 'true') || fetches.some(fetchesIntoBranches) || last('branch.main.remote').toLowerCase() === name;
+    if (stock) return { url, verified: false };
+  }
+  return null;
+}
+
+/** A fetch refspec that writes the ledger's own branches (`+refs/*:refs/*`, `refs/heads/*:refs/heads/*`): a mirror of the remote. */
+function fetchesIntoBranches(refspec: string): boolean {
+  const destination = refspec.replace(/^\+/, '').split(':')[1] ?? '';
+  return destination === 'refs/*' || destination.startsWith('refs/heads/');
 }
 
 /** A URL as git records it: a local path made absolute, no trailing slash. */
@@ -137,9 +286,12 @@ function normalized(url: string): string {
 
 /**
  * Checks that `url` is the clone's origin (what `coo clone` recorded): a write goes to the remote
- * this clone verified, never to another one named by mistake.
+ * this clone verified, never to another one named by mistake, and never through a copy stock git
+ * made, whose history nothing verified from a pinned trust root.
  */
 export async function checkOrigin(gitdir: string, url: string): Promise<void> {
+  const from = clonedFrom(gitdir);
+  if (from?.verified === false) throw stockClone(gitdir, displayUrl(from.url), 'a write or a runner');
   const origin = (await runGit(['--git-dir', gitdir, 'config', '--get', 'remote.origin.url']).catch(() => Buffer.from(''))).toString('utf8').trim();
   if (origin === '') {
     throw new CooError('USAGE', `${gitdir} has no origin: --remote works through a clone of the remote (coo clone ${displayUrl(url)} DIR)`);

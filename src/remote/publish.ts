@@ -23,6 +23,8 @@ export interface RemoteLedgerOptions {
   readonly timeoutMs?: number;
   /** The limit's name in messages (the flag that set it). */
   readonly limitName?: string;
+  /** The most one fetch of the remote's main may bring, in bytes (default LIMITS.remoteFetchBytes). */
+  readonly maxFetchBytes?: number;
 }
 
 /** How a write reached the remote. */
@@ -89,6 +91,7 @@ export class RemoteLedger {
   private readonly timeoutMs: number | undefined;
   private readonly limitName: string;
   private readonly maxTries: number;
+  private readonly maxFetchBytes: number;
   private readonly backoffMs: (conflicts: number) => number;
   private origin: Promise<void> | null = null;
   private readonly shared: SharedSshConnection | null;
@@ -103,6 +106,7 @@ export class RemoteLedger {
     this.limitName = options.limitName ?? DEFAULT_LIMIT_NAME;
     this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
+    this.maxFetchBytes = options.maxFetchBytes ?? LIMITS.remoteFetchBytes;
     if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
     this.backoffMs = options.backoffMs ?? defaultBackoff;
   }
@@ -125,8 +129,8 @@ export class RemoteLedger {
     return looked.kind === 'head' ? looked.head : looked.kind === 'missing' ? '' : null;
   }
 
-  private git(args: readonly string[]): Promise<RemoteGitResult> {
-    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName });
+  private git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
+    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, ...received });
   }
 
   private checkOrigin(): Promise<void> {
@@ -154,7 +158,11 @@ export class RemoteLedger {
       const looked = await this.lookMain();
       if (looked.kind !== 'head') return looked;
       if (!(await this.hasCommit(looked.head))) {
-        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head]);
+        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes });
+        // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
+        if (fetched.tooLarge !== undefined) {
+          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone`);
+        }
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
           if (again.kind === 'head' && again.head !== looked.head) continue;
@@ -293,6 +301,10 @@ export class RemoteLedger {
     // The remote's head this clone last verified must still be in its main, whatever ORIGIN_REF says
     // now (a stock git fetch moves it too); a clone made before VERIFIED_REF existed has only ORIGIN_REF.
     const verified = readRef(this.gitdir, VERIFIED_REF) ?? previous;
+    // A clone with no history of its own has nothing a pinned trust root verified: a main it adopted would be trusted from its own first commit.
+    if (local === null && verified === null) {
+      throw new CooError('REMOTE_UNVERIFIED', `${this.gitdir} holds no history verified from a trust root you pinned, so nothing ${this.url} serves is adopted; nothing was acted on; make the clone with coo clone URL DIR --trust-root KEY`);
+    }
     if (verified !== null && !(await isAncestor(this.gitdir, verified, remote))) {
       if (await isAncestor(this.gitdir, remote, verified)) {
         throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${verified.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);

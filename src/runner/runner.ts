@@ -339,6 +339,12 @@ export class Runner {
     }
   }
 
+  /** A key revoked or rotated out while the runner watches stops it at once, as it would refuse its start: nothing more is claimed or published with it. */
+  private checkKey(state: LedgerState): void {
+    const keyProblem = runnerKeyProblem(state, this.options.key, "the runner's key");
+    if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
+  }
+
   private rememberHead(state: LedgerState): void {
     if (state.head === null) return;
     writeOwnFile(this.headFile, JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }), { what: 'the ledger head this runner last saw', remedy: STATE_REMEDY, code: 'IO_ERROR' });
@@ -349,15 +355,19 @@ export class Runner {
     this.register();
     if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [], held: [] };
     await this.checkHistory();
+    // Nothing is published before this runner's own checks pass: a state folder of this ledger, and a
+    // key the trust now in force makes the active COO's. Until then the journal stays as it is.
+    if (this.options.remote !== undefined) {
+      this.checkKey(await this.options.ledger.intactState());
+      if (!(await this.flushJournal())) return { receipts: 0, waiting: [], held: [] };
+    }
     this.leaseWaits = [];
     let receipts = 0;
     const skipped = new Set<string>();
     for (let pass = 0; ; pass += 1) {
       if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       const state = await this.options.ledger.intactState();
-      // A key revoked or rotated out while the runner watches stops it at once, as it would refuse its start: nothing more is claimed with it.
-      const keyProblem = runnerKeyProblem(state, this.options.key, "the runner's key");
-      if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
+      this.checkKey(state);
       const now = this.clock();
       const holders = this.observeClaims(state, now);
       if (pass === 0 && !this.pruned) {
@@ -525,9 +535,9 @@ export class Runner {
   }
 
   /**
-   * Fetches, verifies and adopts the remote's head, then publishes what the journal holds. False
-   * when the remote cannot be reached: the runner starts no new work. A history that does not
-   * verify throws, and the runner acts on nothing, as with a damaged local ledger.
+   * Fetches, verifies and adopts the remote's head (the pass publishes the journal once its checks
+   * pass). False when the remote cannot be reached: the runner starts no new work. A history that
+   * does not verify throws, and the runner acts on nothing, as with a damaged local ledger.
    */
   private async syncRemote(): Promise<boolean> {
     try {
@@ -541,7 +551,7 @@ export class Runner {
       this.emit({ type: 'reconnected', url: this.options.remote!.url, since: isoSeconds(this.cutOffSince), at: isoSeconds(this.clock()) });
       this.cutOffSince = null;
     }
-    return this.flushJournal();
+    return true;
   }
 
   private get journalDir(): string {
@@ -663,13 +673,20 @@ export class Runner {
     this.emit({ type: 'late_result', messageId, attempt, detail: 'another runner closed the attempt first (its lease ran out and it was taken over); this result is kept in the state folder, never applied' });
   }
 
-  /** Appends a signed heartbeat naming the sequence of its own commit. */
+  /**
+   * Appends a signed heartbeat naming the sequence of its own commit, once the checks a pass makes
+   * first hold: a state folder of this ledger, a history that descends from what this runner saw,
+   * and (on the head it is written on, the remote's verified one) a key that is the active COO's.
+   * A refused heartbeat is said as the check said it, never as a write the validator refused.
+   */
   async heartbeat(): Promise<number> {
     const now = this.clock();
+    await this.checkHistory();
     const policy = (await this.options.ledger.state()).policy?.doc;
     if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
     const result = await this.append({
       files: (state) => {
+        this.checkKey(state);
         const seq = state.seq + 1;
         const doc = { schema_version: 'heartbeat.v0', runner_id: this.runnerId, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, policy.heartbeat.ttl_seconds)) };
         return [{ path: heartbeatPath(doc.created_at, seq), bytes: Buffer.from(toYaml(doc)) }];

@@ -10,6 +10,13 @@ const POLL_MS = 1000;
 /** Just past chokidar's 50 ms throttle of repeated change events. */
 const TRAILING_MS = 60;
 
+/** A failure that ends a watch: a history that does not verify (`rejected`), or a runner that may not go on (`usage`: its key revoked). */
+function endsWatch(error: unknown): boolean {
+  if (!isCooError(error)) return false;
+  const kind = errorClassOf(error.code);
+  return kind === 'rejected' || kind === 'usage';
+}
+
 export interface WatchOptions {
   /** Seconds between heartbeats; none when absent. */
   readonly heartbeatSeconds?: number;
@@ -85,11 +92,11 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   });
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
   if (options.heartbeatSeconds !== undefined) {
-    // A heartbeat the ledger refuses (its history is damaged) ends the watch; any other failure
-    // (a busy lock, say) waits for the next beat.
+    // A heartbeat the ledger refuses (its history is damaged) or the runner's checks refuse (its key
+    // revoked) ends the watch; any other failure (a busy lock, say) waits for the next beat.
     const heartbeat = (): void =>
       void runner.heartbeat().catch((error: unknown) => {
-        if (isCooError(error) && errorClassOf(error.code) === 'rejected') fail(error);
+        if (endsWatch(error)) fail(error);
       });
     heartbeat();
     beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
@@ -158,7 +165,7 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
       void runner
         .heartbeat()
         .catch((error: unknown) => {
-          if (isCooError(error) && errorClassOf(error.code) === 'rejected') {
+          if (endsWatch(error)) {
             failure ??= { error };
             stop();
           }
@@ -184,7 +191,7 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
           delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : interval;
           options.onIdle?.();
         } catch (error) {
-          if (!isCooError(error) || errorClassOf(error.code) === 'rejected' || errorClassOf(error.code) === 'usage') throw error;
+          if (!isCooError(error) || endsWatch(error)) throw error;
           options.onError?.(error);
           delay = Math.min(max, delay * 2);
         }
