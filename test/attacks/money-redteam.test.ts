@@ -1,0 +1,121 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { accountRun, type DispatchCost } from '../../src/dispatch/executor.js';
+import { parseClaudeStream } from '../../src/dispatch/claude-events.js';
+import { parseCodexStream } from '../../src/dispatch/codex-events.js';
+import { repeatsAKey } from '../../src/dispatch/stream-state.js';
+import { attack } from '../helpers/attack-kit.js';
+import { claudeStandInReceipt } from '../helpers/hostile-agent.js';
+import { worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Money under hostile usage figures: an agent (or a provider behind it) that states what it spent
+ * as strings, negatives, fractions, numbers past what a count can be, or a key twice. No honest
+ * stream states a figure so; the run is charged as the runner charges one that stated nothing (all
+ * it was allowed), never below what the figures can be read as, and the receipt says the usage is
+ * implausible.
+ */
+
+const dir = tempDir('money-redteam');
+const PRICE = { inputPerMillion: 3, outputPerMillion: 15 };
+const ALLOWANCE = 4;
+
+const line = (value: unknown): string => JSON.stringify(value);
+const claudeResult = (usage: unknown, cost: unknown): string => line({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 's', usage, total_cost_usd: cost });
+const codexTurn = (usage: unknown): string => line({ type: 'turn.completed', usage });
+const codexStream = (...turns: string[]): string => [line({ type: 'thread.started', thread_id: 't' }), line({ type: 'turn.started' }), ...turns, ''].join('\n');
+const claudeStream = (...events: string[]): string => [line({ type: 'system', subtype: 'init', session_id: 's' }), ...events, ''].join('\n');
+
+const chargeClaude = (stream: string): DispatchCost => accountRun({ started: true, facts: parseClaudeStream(stream) }, PRICE, ALLOWANCE);
+const chargeCodex = (stream: string): DispatchCost => accountRun({ started: true, facts: parseCodexStream(stream) }, PRICE, ALLOWANCE);
+
+/** 'charged' when the run is charged at least its allowance and marked implausible; 'accepted' when the lie lowered its charge. */
+function verdict(cost: DispatchCost): string {
+  if (cost.costUsd < ALLOWANCE) return 'accepted';
+  expect(cost.warning).toBe('usage_implausible');
+  return 'charged';
+}
+
+describe('an execution agent that states its usage figures as no honest stream does', () => {
+  attack('a Claude Code result whose input_tokens is the string "900000" beside a plain output count', 'runner', 'charged', () =>
+    verdict(chargeClaude(claudeStream(claudeResult({ input_tokens: '900000', output_tokens: 10 }, 0.0002)))),
+  );
+
+  attack('a Claude Code model call whose usage states its tokens as strings', 'runner', 'charged', () =>
+    verdict(chargeClaude(claudeStream(line({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: 'hi' }], usage: { input_tokens: '9000000', output_tokens: 1 } } }), claudeResult({ input_tokens: 1, output_tokens: 1 }, 0)))),
+  );
+
+  attack('a Claude Code result whose total_cost_usd is the string "50"', 'runner', 'charged', () => verdict(chargeClaude(claudeStream(claudeResult({ input_tokens: 10, output_tokens: 10 }, '50')))));
+
+  attack('a Claude Code result whose total_cost_usd is negative', 'runner', 'charged', () => verdict(chargeClaude(claudeStream(claudeResult({ input_tokens: 10, output_tokens: 10 }, -3)))));
+
+  attack('a Codex turn with a negative input count', 'runner', 'charged', () => verdict(chargeCodex(codexStream(codexTurn({ input_tokens: -900000, cached_input_tokens: 0, output_tokens: 10 })))));
+
+  attack('a Codex turn with a fraction of a token', 'runner', 'charged', () => verdict(chargeCodex(codexStream(codexTurn({ input_tokens: 0.5, cached_input_tokens: 0, output_tokens: 10 })))));
+
+  attack('a Codex turn with NaN-like and exponent strings', 'runner', 'charged', () =>
+    verdict(chargeCodex(codexStream(codexTurn({ input_tokens: 'NaN', cached_input_tokens: 'Infinity', output_tokens: '1e1', reasoning_output_tokens: 0 })))),
+  );
+
+  attack('a Codex turn whose usage is an array', 'runner', 'charged', () => verdict(chargeCodex(codexStream(codexTurn([900000, 10]), codexTurn({ input_tokens: 10, output_tokens: 10 })))));
+
+  attack('a Codex turn with more cached input than input', 'runner', 'charged', () => verdict(chargeCodex(codexStream(codexTurn({ input_tokens: 10, cached_input_tokens: 900000, output_tokens: 10 })))));
+
+  attack('a Codex turn that states input_tokens twice, the spent count first', 'runner', 'charged', () =>
+    verdict(chargeCodex(codexStream('{"type":"turn.completed","usage":{"input_tokens":900000,"cached_input_tokens":0,"output_tokens":10,"input_tokens":1}}'))),
+  );
+
+  attack('a Codex turn that states input_tokens twice, once spelled with an escape', 'runner', 'charged', () =>
+    verdict(chargeCodex(codexStream('{"type":"turn.completed","usage":{"input_tokens":900000,"cached_input_tokens":0,"output_tokens":10,"input\\u005ftokens":1}}'))),
+  );
+
+  it('a count stated as a string is charged no less than it reads as, past the allowance', () => {
+    const cost = chargeClaude(claudeStream(claudeResult({ input_tokens: '9000000', output_tokens: 0 }, 0)));
+    // 9M input tokens at $3 a million: more than the $4 it was allowed.
+    expect(cost.costUsd).toBeCloseTo(27, 9);
+    expect(cost.warning).toBe('usage_implausible');
+  });
+
+  it('usage spread over many model calls is charged their sum, whatever the result states', () => {
+    const calls = Array.from({ length: 20 }, (_, index) => line({ type: 'assistant', message: { id: `m${index}`, content: [{ type: 'text', text: 'x' }], usage: { input_tokens: 100_000, output_tokens: 0 } } }));
+    const cost = chargeClaude(claudeStream(...calls, claudeResult({ input_tokens: 1, output_tokens: 1 }, 0.0001)));
+    // 2M input tokens at $3 a million, and the result's one output token.
+    expect(cost.costUsd).toBeCloseTo(6 + 15 / 1e6, 9);
+  });
+
+  it('honest streams are charged what they state, with no warning: nulls are figures not stated', () => {
+    const claude = chargeClaude(
+      claudeStream(
+        line({ type: 'assistant', message: { id: 'm1', content: [{ type: 'text', text: 'a' }, { type: 'tool_use', id: 't1', name: 'Bash', input: { command: 'ls', type: 'x' } }], usage: { input_tokens: 100, cache_creation_input_tokens: null, output_tokens: 20 } } }),
+        claudeResult({ input_tokens: 100, cache_read_input_tokens: 0, output_tokens: 20, server_tool_use: { web_search_requests: 0 } }, 0.01),
+      ),
+    );
+    expect(claude).toMatchObject({ costUsd: 0.01, warning: null });
+    const codex = chargeCodex(codexStream(codexTurn({ input_tokens: 1000, cached_input_tokens: 200, output_tokens: 100, reasoning_output_tokens: 50 })));
+    expect(codex.warning).toBeNull();
+    expect(codex.costUsd).toBeCloseTo((1000 * 3 + 150 * 15) / 1e6, 12);
+  });
+
+  it('a key stated twice is told apart from the same key in different objects', () => {
+    expect(repeatsAKey('{"a":{"type":1},"b":[{"type":2},{"type":3}],"type":"x"}')).toBe(false);
+    expect(repeatsAKey('{"s":"{\\"a\\":1,\\"a\\":2}","a":1}')).toBe(false);
+    expect(repeatsAKey('{"a":[1,{"b":2}],"c":3,"a":4}')).toBe(true);
+    expect(repeatsAKey('[{"x":1,"y":{"x":2},"x":3}]')).toBe(true);
+  });
+});
+
+describe('a Claude Code stand-in that states its tokens as a string', () => {
+  const fresh = worlds(join(dir, 'claude'));
+
+  attack('a hostile agent: "input_tokens": "900000" beside a plain output count and a cost of $0.0002', 'runner', 'charged', async () => {
+    const print = (json: string): string => `printf '%s\\n' '${json}'`;
+    const receipt = await claudeStandInReceipt(fresh, [print(line({ type: 'system', subtype: 'init', session_id: 's' })), print(claudeResult({ input_tokens: '900000', output_tokens: 10 }, 0.0002))].join('\n'), 5);
+    if ((receipt['actual_cost_usd'] as number) < 5) return 'accepted';
+    // Charged what it was allowed: the $2.70 the string reads as is less.
+    expect(receipt['actual_cost_usd']).toBe(5);
+    expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(900_000);
+    expect(receipt['warnings']).toContain('usage_implausible');
+    return 'charged';
+  });
+});
