@@ -1,3 +1,4 @@
+import { readFigure } from '../lane/usage-figure.js';
 import type { CommandFact, ExecutorName, FileChangeFact, PermissionDenial, StreamFacts, StreamUsage } from './executor.js';
 
 /**
@@ -78,20 +79,11 @@ export class StreamState {
     return observed === null ? stated : atLeast(observed, stated);
   }
 
-  /**
-   * A figure of usage (a token count, a cost) as an event states it: absent (or null), nothing said;
-   * a plain non-negative number (a count whole, within the largest safe integer), itself. Anything
-   * else (a string, a negative, a fraction of a token, a count past the largest safe integer, an
-   * object) no honest stream states: the run's usage is implausible, and it is charged as if it
-   * had stated none (accountRun), never below what the figure can be read as.
-   */
+  /** A figure of usage an event states (lane/usage-figure.ts): one that is not plain makes the run's usage implausible. */
   figure(value: unknown, kind: 'count' | 'usd' = 'count'): number | null {
-    if (value === undefined || value === null) return null;
-    const plain = typeof value === 'number' && value >= 0 && (kind === 'usd' ? Number.isFinite(value) : Number.isSafeInteger(value));
-    if (!plain) this.implausibleUsage = true;
-    const read = typeof value === 'number' ? value : typeof value === 'string' && value.trim() !== '' ? Number(value) : Number.NaN;
-    if (!(read >= 0)) return null;
-    return kind === 'usd' ? read : Math.min(Number.MAX_SAFE_INTEGER, Math.ceil(read));
+    const figure = readFigure(value, kind);
+    if (!figure.plain) this.implausibleUsage = true;
+    return figure.value;
   }
 
   /** A token count an event states (figure): 0 when it states none. */

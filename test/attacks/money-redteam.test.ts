@@ -1,10 +1,15 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import type { MessageRecord } from '../../src/authority/state.js';
+import { readSessionMeta } from '../../src/consult/oracle.js';
+import { buildReceipt } from '../../src/consult/receipt.js';
 import { accountRun, type DispatchCost } from '../../src/dispatch/executor.js';
 import { parseClaudeStream } from '../../src/dispatch/claude-events.js';
 import { parseCodexStream } from '../../src/dispatch/codex-events.js';
 import { repeatsAKey } from '../../src/dispatch/stream-state.js';
 import { attack } from '../helpers/attack-kit.js';
+import { receiptMessage, receiptPrice } from '../helpers/consult-receipt.js';
 import { claudeStandInReceipt } from '../helpers/hostile-agent.js';
 import { worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -117,5 +122,79 @@ describe('a Claude Code stand-in that states its tokens as a string', () => {
     expect((receipt['usage'] as Record<string, number>)['input_tokens']).toBe(900_000);
     expect(receipt['warnings']).toContain('usage_implausible');
     return 'charged';
+  });
+});
+
+describe('a provider whose usage figures Oracle records as they lie', () => {
+  const home = join(dir, 'oracle-home');
+  let sessions = 0;
+
+  /**
+   * The consult receipt for an answer of 300 bytes to 4,500 bytes sent (about 3,000 tokens as the
+   * runner estimated them), whose provider reported `usage` as Oracle's session record keeps it.
+   */
+  function consultReceipt(usage: unknown): ReturnType<typeof buildReceipt> {
+    sessions += 1;
+    const slug = `lying-${sessions}`;
+    mkdirSync(join(home, 'sessions', slug), { recursive: true });
+    writeFileSync(join(home, 'sessions', slug, 'meta.json'), JSON.stringify({ status: 'completed', model: 'gpt-5.5', usage }));
+    const meta = readSessionMeta(home, slug);
+    const sha = `sha256:${'a'.repeat(64)}`;
+    return buildReceipt({
+      now: new Date('2026-11-30T08:00:00Z'),
+      message: receiptMessage,
+      record: { id: receiptMessage.message_id, attempts: [] } as unknown as MessageRecord,
+      attempt: 1,
+      status: 'succeeded',
+      blockers: [],
+      nextAttemptAt: null,
+      policyRef: 'trust/policy/000001.yaml@x',
+      transport: { sessionId: slug, model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta, price: receiptPrice, estimatedInputTokens: 3000, sentBytes: 4500, answerBytes: 300, bundleHash: sha },
+      output: { path: 'messages/2026-11/30/08/m/artifacts/001/answer.md', sha256: sha },
+      validation: { status: 'pass', errors: [] },
+      warnings: [],
+    });
+  }
+
+  /** 900,000 input tokens at gpt-5.5's $5 a million. */
+  const STATED_USD = 4.5;
+  const verdictOf = (receipt: ReturnType<typeof buildReceipt>): string => {
+    if (receipt.actual_cost_usd < STATED_USD) return 'accepted';
+    expect(receipt.usage?.input_tokens).toBeGreaterThanOrEqual(900_000);
+    expect(receipt.blockers.map((blocker) => blocker.code)).toContain('budget_cost_breach');
+    return 'charged';
+  };
+
+  attack('a provider whose input_tokens is the string "900000" (Oracle adds it to a total as a string)', 'runner', 'charged', () => {
+    const receipt = consultReceipt({ inputTokens: '900000', outputTokens: 100, reasoningTokens: 0, totalTokens: '900000100' });
+    expect(receipt.warnings).toContain('usage_implausible');
+    return verdictOf(receipt);
+  });
+
+  attack('a provider that states 900,000 input tokens and a total of 0', 'runner', 'charged', () => verdictOf(consultReceipt({ inputTokens: 900_000, outputTokens: 100, reasoningTokens: 0, totalTokens: 0 })));
+
+  attack('a provider that states a negative output count beside its input', 'runner', 'charged', () => {
+    const receipt = consultReceipt({ inputTokens: 900_000, outputTokens: -900_000, reasoningTokens: 0, totalTokens: 100 });
+    expect(receipt.warnings).toContain('usage_implausible');
+    return verdictOf(receipt);
+  });
+
+  attack('a provider whose cost Oracle records as the string "4.5"', 'runner', 'charged', () => {
+    const receipt = consultReceipt({ inputTokens: 3000, outputTokens: 100, reasoningTokens: 0, totalTokens: 3100, cost: '4.5' });
+    if (receipt.actual_cost_usd < STATED_USD) return 'accepted';
+    expect(receipt.warnings).toContain('usage_implausible');
+    return 'charged';
+  });
+
+  attack('a provider whose usage is a string', 'runner', 'implausible', () => {
+    const receipt = consultReceipt('900000');
+    return receipt.warnings.includes('usage_implausible') ? 'implausible' : 'accepted';
+  });
+
+  it('an honest provider is charged what it states, with no warning', () => {
+    const receipt = consultReceipt({ inputTokens: 3000, outputTokens: 100, reasoningTokens: 0, totalTokens: 3100 });
+    expect(receipt.warnings).toEqual([]);
+    expect(receipt.usage).toMatchObject({ input_tokens: 3000, output_tokens: 100, reported: true });
+    expect(receipt.actual_cost_usd).toBeCloseTo(0.018, 9);
   });
 });
