@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { spentOnMessageUsd } from '../lane/budget.js';
+import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -129,7 +129,12 @@ export class ConsultLane implements RunnerLane {
     let wrote = false;
     for (const item of prepared) if (item.kind === 'stop') wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
     const claimed: Array<Extract<Prepared, { kind: 'run' }>> = [];
-    for (const item of prepared) if (item.kind === 'run' && (await this.ctx.claim(item.record, item.attempt, now))) claimed.push(item);
+    // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
+    for (const item of prepared) {
+      if (item.kind !== 'run') continue;
+      const judged = judgedSpend(state, item.message.correlation_id, isoSeconds(now).slice(0, 10));
+      if (await this.ctx.claim(item.record, item.attempt, now, undefined, (final) => spendMovedSince(judged, final))) claimed.push(item);
+    }
     if (claimed.length > 0) failpoint('after-claim');
     const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
     const failed = runs.find((result): result is PromiseRejectedResult => result.status === 'rejected');

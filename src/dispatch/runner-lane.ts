@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { spentOnMessageUsd } from '../lane/budget.js';
+import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
@@ -245,7 +245,9 @@ export class DispatchLane implements RunnerLane {
     const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? [], relay !== null);
     const promptBytes = Buffer.byteLength(prompt);
     if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
-    if (!(await this.ctx.claim(record, attempt, now))) return false;
+    // Judged again on the state the claim is written on: what another runner spent meanwhile was not in this pre-flight.
+    const judged = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10));
+    if (!(await this.ctx.claim(record, attempt, now, undefined, (final) => spendMovedSince(judged, final)))) return false;
     failpoint('after-claim');
     const attemptId = attemptIdOf(record, attempt);
     const folder = attemptFolder(this.ctx.stateDir, attemptId);

@@ -1,6 +1,6 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { MessageRecord } from '../../src/authority/state.js';
 import { readSessionMeta } from '../../src/consult/oracle.js';
 import { buildReceipt } from '../../src/consult/receipt.js';
@@ -8,10 +8,13 @@ import { accountRun, type DispatchCost } from '../../src/dispatch/executor.js';
 import { parseClaudeStream } from '../../src/dispatch/claude-events.js';
 import { parseCodexStream } from '../../src/dispatch/codex-events.js';
 import { repeatsAKey } from '../../src/dispatch/stream-state.js';
+import { defaultPolicy } from '../../src/ledger/init.js';
+import type { RunnerRemote } from '../../src/runner/runner.js';
 import { attack } from '../helpers/attack-kit.js';
 import { receiptMessage, receiptPrice } from '../helpers/consult-receipt.js';
 import { claudeStandInReceipt } from '../helpers/hostile-agent.js';
 import { worlds } from '../helpers/lane.js';
+import { makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -196,5 +199,57 @@ describe('a provider whose usage figures Oracle records as they lie', () => {
     expect(receipt.warnings).toEqual([]);
     expect(receipt.usage).toMatchObject({ input_tokens: 3000, output_tokens: 100, reported: true });
     expect(receipt.actual_cost_usd).toBeCloseTo(0.018, 9);
+  });
+});
+
+describe("two runners through one remote at the edge of the day's cap", () => {
+  const closers: Array<() => Promise<void> | void> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  attack("another runner's receipt lands between a pre-flight and the claim it judged: the claim is judged again on the head it is written on", 'runner', 'not_paid', async () => {
+    const base = defaultPolicy();
+    const world = await makeCase(dir, closers, { ...base, budgets: { ...base.budgets, daily_cost_cap_usd: 1 } });
+    // The first call answers with eight million input tokens ($40): the day's $1 cap is spent by it.
+    world.model.setModes(['costly', 'ok']);
+    const first = await world.consult();
+    const second = await world.consult();
+    const a = await world.machine('a');
+    const b = await world.machine('b');
+    const random = vi.spyOn(Math, 'random');
+    try {
+      let landed = false;
+      // Runner b's whole pass (claim, the costly call, its receipt) lands on the remote after a's
+      // pre-flight and before a's claim reaches it: a's push is refused and rebuilt on b's receipt.
+      const remote: RunnerRemote = {
+        url: a.remote.url,
+        sync: () => a.remote.sync(),
+        append: async (options) => {
+          if (!landed && options.summary.startsWith('claim ')) {
+            landed = true;
+            random.mockReturnValue(0);
+            // b stops after its one receipt: the second message is a's.
+            const runner = b.runner({ onEvent: (event) => event.type === 'receipt' && runner.interrupt('one receipt') });
+            await runner.runOnce();
+          }
+          return a.remote.append(options);
+        },
+      };
+      // a picks the second message, b the first (the oldest of the ready ones).
+      random.mockReturnValue(0.99);
+      await a.runner({ remote }).runOnce();
+      expect(landed).toBe(true);
+    } finally {
+      random.mockRestore();
+    }
+    expect((await remoteReceipts(world.served, first))[0]?.blockers).toContain('budget_cost_breach');
+    if (world.model.requests.length > 1) return 'accepted';
+    // Nothing of the second was claimed or paid; the next pass judges it on the spent day.
+    expect(await remoteReceipts(world.served, second)).toEqual([]);
+    await a.runner().runOnce();
+    expect(await remoteReceipts(world.served, second)).toEqual([{ attempt: 1, status: 'blocked', blockers: ['daily_cap_reached'] }]);
+    expect(world.model.requests).toHaveLength(1);
+    return 'not_paid';
   });
 });
