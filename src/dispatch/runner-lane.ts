@@ -21,10 +21,9 @@ import { Scrubber } from '../util/scrub.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
-import { boundedUsd } from '../schema/common.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
-import { buildEaReceipt, changesArtifact, dispatchRemainders, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
+import { buildEaReceipt, changesArtifact, crashAllowanceUsd, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
@@ -594,19 +593,8 @@ export class DispatchLane implements RunnerLane {
    * correlation and claim's day had left, as its pre-flight found them (dispatch/lane.ts), less its consults.
    */
   private allowanceAfterCrash(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number): number {
-    const policy = state.policy?.doc;
-    if (policy === undefined) return 0;
-    const day = (record.attempts[attempt - 1]?.claim?.at ?? isoSeconds(this.ctx.clock())).slice(0, 10);
-    // The attempt's consults have their receipts in the correlation's and the day's spend now; they had not at its pre-flight.
     const consultsUsd = consultsCostUsd(record, attempt, (id) => state.messages.get(id));
-    const left = dispatchRemainders({
-      message,
-      policy,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: Math.max(0, (state.spendByCorrelation.get(message.correlation_id) ?? 0) - consultsUsd),
-      spentTodayUsd: Math.max(0, (state.spendByDay.get(day) ?? 0) - consultsUsd),
-    });
-    return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - consultsUsd));
+    return crashAllowanceUsd({ state, record, message, attempt, consultsUsd, today: isoSeconds(this.ctx.clock()).slice(0, 10) });
   }
 
   /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */

@@ -101,3 +101,21 @@ export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 's
   }
   return null;
 }
+
+/**
+ * What a correlation and a day had spent when the ledger was at `seq` (an attempt's claim): what
+ * they have spent now, less the receipts committed after it. An attempt's pre-flight judged it on
+ * that; what other runners spent after its claim does not shrink what it was allowed.
+ */
+export function spendAsOf(state: Pick<LedgerState, 'messages' | 'spendByCorrelation' | 'spendByDay'>, correlation: string, day: string, seq: number): { spentOnCorrelationUsd: number; spentTodayUsd: number } {
+  let correlationUsd = state.spendByCorrelation.get(correlation) ?? 0;
+  let dayUsd = state.spendByDay.get(day) ?? 0;
+  for (const record of state.messages.values()) {
+    for (const { receipt } of record.attempts) {
+      if (receipt === null || receipt.seq <= seq || receipt.costUsd <= 0) continue;
+      if (record.correlation === correlation) correlationUsd -= receipt.costUsd;
+      if (receipt.createdAt.slice(0, 10) === day) dayUsd -= receipt.costUsd;
+    }
+  }
+  return { spentOnCorrelationUsd: Math.max(0, correlationUsd), spentTodayUsd: Math.max(0, dayUsd) };
+}

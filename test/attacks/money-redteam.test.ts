@@ -1,13 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
-import type { MessageRecord } from '../../src/authority/state.js';
+import type { LedgerState, MessageRecord } from '../../src/authority/state.js';
 import { readSessionMeta } from '../../src/consult/oracle.js';
 import { buildReceipt } from '../../src/consult/receipt.js';
 import { accountRun, type DispatchCost } from '../../src/dispatch/executor.js';
 import { parseClaudeStream } from '../../src/dispatch/claude-events.js';
 import { parseCodexStream } from '../../src/dispatch/codex-events.js';
 import { repeatsAKey } from '../../src/dispatch/stream-state.js';
+import { crashAllowanceUsd } from '../../src/dispatch/lane.js';
+import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { defaultPolicy } from '../../src/ledger/init.js';
 import type { RunnerRemote } from '../../src/runner/runner.js';
 import { attack } from '../helpers/attack-kit.js';
@@ -251,5 +253,29 @@ describe("two runners through one remote at the edge of the day's cap", () => {
     expect(await remoteReceipts(world.served, second)).toEqual([{ attempt: 1, status: 'blocked', blockers: ['daily_cap_reached'] }]);
     expect(world.model.requests).toHaveLength(1);
     return 'not_paid';
+  });
+});
+
+describe('a dispatch whose runner died, recovered after others spent', () => {
+  attack("receipts of the correlation's other messages landed after its claim: it is charged what its pre-flight allowed, not what is left now", 'library', 'charged', () => {
+    const policy = defaultPolicy();
+    const correlation = 'corr_0123456789abcdef0123';
+    const day = '2026-12-03';
+    const receipt = (seq: number, costUsd: number) => ({ path: 'r', status: 'succeeded', blockers: [], costUsd, nextAttemptAt: null, createdAt: `${day}T09:00:00Z`, seq });
+    const other = (id: string, seq: number, costUsd: number) => ({ id, correlation, attempts: [{ number: 1, attemptId: `${id}-1`, claim: null, receipt: receipt(seq, costUsd) }] });
+    // Claimed at seq 10, when the correlation had spent $16 of its $20: its pre-flight allowed $4.
+    const record = { id: 'msg_crashed', correlation, attempts: [{ number: 1, attemptId: 'msg_crashed-1', claim: { path: 'c', session: 's', runner: 'run-gone', at: `${day}T10:00:00Z`, seq: 10 }, receipt: null }] };
+    const messages = new Map<string, unknown>([
+      ['msg_before', other('msg_before', 5, 16)],
+      // Another runner's receipt after the claim: the correlation has now spent $34.
+      ['msg_after', other('msg_after', 12, 18)],
+      ['msg_crashed', record],
+    ]);
+    const state = { policy: { doc: policy }, messages, spendByCorrelation: new Map([[correlation, 34]]), spendByDay: new Map([[day, 34]]) } as unknown as LedgerState;
+    const message = { correlation_id: correlation, budget: { max_cost_usd: 5 } } as unknown as EaDispatchMessage;
+    const allowed = crashAllowanceUsd({ state, record: record as unknown as MessageRecord, message, attempt: 1, consultsUsd: 0, today: '2026-12-04' });
+    if (allowed < 4) return 'accepted';
+    expect(allowed).toBe(4);
+    return 'charged';
   });
 });
