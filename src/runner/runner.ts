@@ -687,7 +687,9 @@ export class Runner {
     // Judged again on the state the claim is written on (through a remote, each head a refused push is rebuilt on).
     let refused: string | null = null;
     const write = (state: LedgerState): NewFile[] => {
-      refused = admits?.(state) ?? null;
+      // An attempt another runner claimed meanwhile is refused by the claim rules, and said so.
+      const taken = (state.messages.get(record.id)?.attempts.length ?? 0) >= attempt;
+      refused = taken ? null : (admits?.(state) ?? null);
       if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
       return written;
     };
