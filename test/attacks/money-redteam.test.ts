@@ -15,7 +15,8 @@ import type { RunnerRemote } from '../../src/runner/runner.js';
 import { attack } from '../helpers/attack-kit.js';
 import { receiptMessage, receiptPrice } from '../helpers/consult-receipt.js';
 import { claudeStandInReceipt } from '../helpers/hostile-agent.js';
-import { worlds } from '../helpers/lane.js';
+import { makeWorld, receiptsOf, worlds } from '../helpers/lane.js';
+import { finished, startRunner } from '../helpers/runner-process.js';
 import { makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -277,5 +278,26 @@ describe('a dispatch whose runner died, recovered after others spent', () => {
     if (allowed < 4) return 'accepted';
     expect(allowed).toBe(4);
     return 'charged';
+  });
+});
+
+describe('a consult whose runner died while its provider held the call', () => {
+  attack('the recovered attempt whose Oracle never finished: charged as the live lane charges a call that ended unanswered, not $0', 'runner', 'charged', async () => {
+    const world = await makeWorld(join(dir, 'consult-crash'), { modes: ['hang'] });
+    try {
+      const { messageId } = await world.consult({ maxRuntimeSeconds: 3 });
+      const first = await finished(startRunner(world, { failpoint: 'during-oracle', realOracle: true }));
+      expect(first.signal).toBe('SIGKILL');
+      // The next runner waits the hanging Oracle out to its time box, ends it and records the attempt interrupted.
+      const again = await finished(startRunner(world, { realOracle: true }));
+      expect(again.code, again.stderr).toBe(0);
+      const [receipt] = await receiptsOf(world, messageId);
+      expect(receipt?.['blockers']).toEqual([expect.objectContaining({ code: 'interrupted' })]);
+      if (receipt!['actual_cost_usd'] === 0) return 'accepted';
+      expect(receipt!['warnings']).toContain('usage_unreported');
+      return 'charged';
+    } finally {
+      await world.close();
+    }
   });
 });
