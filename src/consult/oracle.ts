@@ -11,6 +11,7 @@ import { findExecutable, isReadableFile } from '../util/executable.js';
 import { environmentSecrets, type Secret } from '../util/scrub.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { dotenvArgumentProblem, oraclePathProblem } from '../lane/oracle-inputs.js';
+import { readFigure } from '../lane/usage-figure.js';
 import type { AaTransportEntry } from '../schema/registry.js';
 import type { OracleRun, OracleSessionMeta } from './outcome.js';
 import { planRoute } from './providers/routes.js';
@@ -159,24 +160,37 @@ function readJson(path: string, maxBytes: number): Record<string, unknown> | nul
   }
 }
 
-const num = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? value : 0);
 const str = (value: unknown): string | null => (typeof value === 'string' ? value : null);
+
+/** The usage Oracle recorded, each figure as it reads (lane/usage-figure.ts); null when it recorded none. */
+function readUsage(usage: unknown): OracleSessionMeta['usage'] {
+  if (usage === undefined || usage === null) return null;
+  const record = usage !== null && typeof usage === 'object' && !Array.isArray(usage) ? (usage as Record<string, unknown>) : {};
+  let implausible = record !== usage;
+  const figure = (name: string, kind: 'count' | 'usd' = 'count'): number | null => {
+    const read = readFigure(record[name], kind);
+    implausible ||= !read.plain;
+    return read.value;
+  };
+  const inputTokens = figure('inputTokens') ?? 0;
+  const outputTokens = figure('outputTokens') ?? 0;
+  const reasoningTokens = figure('reasoningTokens') ?? 0;
+  const totalTokens = figure('totalTokens') ?? 0;
+  const cost = figure('cost', 'usd');
+  return { inputTokens, outputTokens, reasoningTokens, totalTokens, cost, implausible };
+}
 
 /** The fields of Oracle's session record the lane reads; everything else is ignored. */
 export function readSessionMeta(oracleHome: string, slug: string): OracleSessionMeta | null {
   const raw = readJson(join(oracleHome, 'sessions', slug, 'meta.json'), LIMITS.sessionRecordBytes);
   if (raw === null) return null;
-  const usage = raw['usage'] as Record<string, unknown> | undefined;
   const transport = raw['transport'] as Record<string, unknown> | undefined;
   const error = raw['error'] as Record<string, unknown> | undefined;
   const response = raw['response'] as Record<string, unknown> | undefined;
   return {
     status: str(raw['status']),
     model: str(raw['model']),
-    usage:
-      usage === undefined
-        ? null
-        : { inputTokens: num(usage['inputTokens']), outputTokens: num(usage['outputTokens']), reasoningTokens: num(usage['reasoningTokens']), totalTokens: num(usage['totalTokens']), cost: typeof usage['cost'] === 'number' ? num(usage['cost']) : null },
+    usage: readUsage(raw['usage']),
     errorMessage: str(raw['errorMessage']) ?? str(error?.['message']),
     transportReason: str(transport?.['reason']),
     errorCategory: str(error?.['category']),

@@ -26,7 +26,12 @@ export interface OracleRun {
 export interface OracleSessionMeta {
   readonly status: string | null;
   readonly model: string | null;
-  readonly usage: { inputTokens: number; outputTokens: number; reasoningTokens: number; totalTokens: number; cost: number | null } | null;
+  /**
+   * What the provider reported, as Oracle recorded it: each figure as it reads (lane/usage-figure.ts);
+   * `implausible` when a figure was stated as no honest provider states one (a string, a negative, a
+   * fraction of a token), or the usage is not an object.
+   */
+  readonly usage: { inputTokens: number; outputTokens: number; reasoningTokens: number; totalTokens: number; cost: number | null; implausible?: boolean } | null;
   readonly errorMessage: string | null;
   readonly transportReason: string | null;
   readonly errorCategory: string | null;

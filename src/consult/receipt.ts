@@ -64,8 +64,11 @@ const tokenCount = (value: number): number => Math.min(Number.MAX_SAFE_INTEGER, 
  */
 export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean } {
   const usage = transport.meta?.usage;
-  const reportedAny = usage != null && usage.totalTokens > 0;
-  if (reportedAny) {
+  // A figure stated as no honest provider states one is a report, and not one to take (lane/usage-figure.ts).
+  const implausible = usage?.implausible === true;
+  // Any figure counts as a report: a total of 0 beside the input it states does not make it silent.
+  const reportedAny = usage != null && (implausible || Math.max(usage.totalTokens, usage.inputTokens, usage.outputTokens, usage.reasoningTokens, usage.cost ?? 0) > 0);
+  if (reportedAny && !implausible) {
     const input = tokenCount(usage.inputTokens);
     const output = tokenCount(usage.outputTokens);
     const reasoning = tokenCount(usage.reasoningTokens);
@@ -80,8 +83,8 @@ export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>):
       };
     }
   }
-  // The estimate, never below any part the provider did report: an implausible input count does not erase its
-  // reasoning tokens or its own cost.
+  // The estimate, never below any part the provider did report, as it reads: an implausible input count does not
+  // erase its reasoning tokens or its own cost.
   const input = reportedAny ? Math.max(transport.estimatedInputTokens, tokenCount(usage.inputTokens)) : transport.estimatedInputTokens;
   const output = reportedAny ? Math.max(Math.ceil(transport.answerBytes / 3), tokenCount(usage.outputTokens)) : Math.ceil(transport.answerBytes / 3);
   const reasoning = reportedAny ? tokenCount(usage.reasoningTokens) : 0;

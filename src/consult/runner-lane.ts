@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { spentOnMessageUsd } from '../lane/budget.js';
+import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -28,12 +28,12 @@ import type { Proposal } from '../schema/aa-answer.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
 import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
-import { judgeRun, type OracleRun } from './outcome.js';
+import { judgeRun, type OracleRun, type OracleSessionMeta } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
-import { buildReceipt, type ReceiptArtifact } from './receipt.js';
+import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
 import { classifyFor } from './providers/routes.js';
 import type { RoutePlan } from './providers/provider.js';
-import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRoute, type Sandbox } from './sandbox.js';
+import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 
 export type ConsultEvent =
@@ -129,7 +129,12 @@ export class ConsultLane implements RunnerLane {
     let wrote = false;
     for (const item of prepared) if (item.kind === 'stop') wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
     const claimed: Array<Extract<Prepared, { kind: 'run' }>> = [];
-    for (const item of prepared) if (item.kind === 'run' && (await this.ctx.claim(item.record, item.attempt, now))) claimed.push(item);
+    // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
+    for (const item of prepared) {
+      if (item.kind !== 'run') continue;
+      const judged = judgedSpend(state, item.message.correlation_id, isoSeconds(now).slice(0, 10));
+      if (await this.ctx.claim(item.record, item.attempt, now, undefined, (final) => spendMovedSince(judged, final))) claimed.push(item);
+    }
     if (claimed.length > 0) failpoint('after-claim');
     const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
     const failed = runs.find((result): result is PromiseRejectedResult => result.status === 'rejected');
@@ -395,7 +400,7 @@ export class ConsultLane implements RunnerLane {
   }
 
   /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
-  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string): Promise<void> {
+  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport']): Promise<void> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const record = state.messages.get(messageId)!;
@@ -409,6 +414,7 @@ export class ConsultLane implements RunnerLane {
       blockers: [{ code: 'interrupted', detail }],
       nextAttemptAt: retryAt,
       policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
+      ...(transport === undefined ? {} : { transport }),
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
@@ -459,9 +465,31 @@ export class ConsultLane implements RunnerLane {
         return true;
       }
     }
-    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`);
+    // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
+    const spent = attemptFile !== null && oracle !== null ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null) : undefined;
+    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent);
     removeSandbox(sandbox);
     return true;
+  }
+
+  /** What a receipt knows of a call whose Oracle started and whose runner died: the session record Oracle left, and what was sent. */
+  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: Buffer | null): Promise<ReceiptFacts['transport']> {
+    const price = state.policy?.doc.models[attemptFile.model];
+    if (price === undefined) return undefined;
+    const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
+    const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
+    const promptBytes = prompt?.length ?? 0;
+    return {
+      sessionId: attemptFile.slug,
+      model: attemptFile.model,
+      route: { provider: attemptFile.route?.provider ?? 'unknown', offline: attemptFile.route?.offline ?? false },
+      meta,
+      price,
+      estimatedInputTokens: estimateInputTokens(promptBytes, contextBytes),
+      sentBytes: promptBytes + contextBytes,
+      answerBytes: 0,
+      bundleHash: sha256Ref(prompt ?? Buffer.alloc(0)),
+    };
   }
 }
 

@@ -1,5 +1,5 @@
 import type { StreamFacts, StreamUsage } from './executor.js';
-import { StreamState, count, isRecord, text, tokenSum } from './stream-state.js';
+import { StreamState, isRecord, text, tokenSum } from './stream-state.js';
 
 /**
  * `claude -p --output-format stream-json --verbose` (2.1.328): `system` (`init`, `permission_denied`),
@@ -45,11 +45,13 @@ function denied(state: StreamState, tool: unknown, id: unknown): void {
 }
 
 /** What a `result` states the run used; a cost stated without a usage object is still the executor's own figure, with no tokens. */
-function resultUsage(event: Record<string, unknown>): StreamUsage | null {
+function resultUsage(state: StreamState, event: Record<string, unknown>): StreamUsage | null {
   const usage = isRecord(event['usage']) ? event['usage'] : {};
-  const cost = event['total_cost_usd'];
-  const costUsd = typeof cost === 'number' && Number.isFinite(cost) && cost >= 0 ? cost : null;
+  // A usage that is not an object says nothing a run can be charged by.
+  if (event['usage'] !== undefined && event['usage'] !== null && !isRecord(event['usage'])) state.implausibleUsage = true;
+  const costUsd = state.figure(event['total_cost_usd'], 'usd');
   if (!isRecord(event['usage']) && costUsd === null) return null;
+  const count = (value: unknown): number => state.count(value);
   return {
     inputTokens: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens']), count(usage['cache_read_input_tokens'])),
     cachedInputTokens: count(usage['cache_read_input_tokens']),
@@ -94,7 +96,7 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
       return true;
     }
     case 'result': {
-      state.usage = resultUsage(event);
+      state.usage = resultUsage(state, event);
       const denials = event['permission_denials'];
       if (Array.isArray(denials)) for (const denial of denials) if (isRecord(denial)) denied(state, denial['tool_name'], denial['tool_use_id']);
       if (typeof event['result'] === 'string') state.finalMessage = event['result'];
@@ -114,13 +116,16 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
  */
 function onSpend(state: StreamState, event: Record<string, unknown>): void {
   if (event['type'] === 'result') {
-    const usage = resultUsage(event);
+    const usage = resultUsage(state, event);
     if (usage !== null) state.statedTotal(usage);
     return;
   }
   const message = event['message'];
-  if (event['type'] !== 'assistant' || !isRecord(message) || !isRecord(message['usage'])) return;
+  if (event['type'] !== 'assistant' || !isRecord(message)) return;
+  if (message['usage'] !== undefined && message['usage'] !== null && !isRecord(message['usage'])) state.implausibleUsage = true;
+  if (!isRecord(message['usage'])) return;
   const usage = message['usage'];
+  const count = (value: unknown): number => state.count(value);
   state.spentBy(text(message['id']), {
     uncached: tokenSum(count(usage['input_tokens']), count(usage['cache_creation_input_tokens'])),
     cached: count(usage['cache_read_input_tokens']),

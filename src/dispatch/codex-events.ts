@@ -1,5 +1,5 @@
 import type { StreamFacts } from './executor.js';
-import { StreamState, count, isRecord, text } from './stream-state.js';
+import { StreamState, isRecord, text } from './stream-state.js';
 
 /**
  * `codex exec --json` (0.169): `thread.started`, `turn.started`, `item.started|updated|completed`,
@@ -64,10 +64,10 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
       const usage = event['usage'];
       if (!isRecord(usage)) return false;
       state.usage = {
-        inputTokens: count(usage['input_tokens']),
-        cachedInputTokens: count(usage['cached_input_tokens']),
-        outputTokens: count(usage['output_tokens']),
-        reasoningTokens: count(usage['reasoning_output_tokens']),
+        inputTokens: state.count(usage['input_tokens']),
+        cachedInputTokens: state.count(usage['cached_input_tokens']),
+        outputTokens: state.count(usage['output_tokens']),
+        reasoningTokens: state.count(usage['reasoning_output_tokens']),
         costUsd: null,
       };
       state.terminal = 'completed';
@@ -90,8 +90,16 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
 /** What each turn used, as its `turn.completed` states it: a turn after the first one still spent. */
 function onSpend(state: StreamState, event: Record<string, unknown>): void {
   const usage = event['usage'];
-  if (event['type'] !== 'turn.completed' || !isRecord(usage)) return;
+  if (event['type'] !== 'turn.completed') return;
+  // A turn that states its usage as anything but an object states nothing it can be charged by.
+  if (!isRecord(usage)) {
+    state.implausibleUsage = true;
+    return;
+  }
+  const count = (value: unknown): number => state.count(value);
   const cached = count(usage['cached_input_tokens']);
+  // Cached input is part of the input: more of it than the whole says one of the two is false.
+  if (cached > count(usage['input_tokens'])) state.implausibleUsage = true;
   state.spentBy(null, { uncached: Math.max(0, count(usage['input_tokens']) - cached), cached, output: count(usage['output_tokens']), reasoning: count(usage['reasoning_output_tokens']) });
 }
 

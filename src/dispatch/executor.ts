@@ -56,6 +56,12 @@ export interface StreamFacts {
    * stated none is charged.
    */
   readonly observedUsage: StreamUsage | null;
+  /**
+   * Some figure of usage was stated as no honest stream states one (a string, a negative, a
+   * fraction of a token, past the largest safe integer, a key stated twice): the run is charged as
+   * one that stated none is, never below what its figures can be read as.
+   */
+  readonly implausibleUsage: boolean;
   readonly finalMessage: string | null;
   /** Error messages the stream carried, as facts to show; decisions never read their text. */
   readonly errors: readonly string[];
@@ -180,13 +186,19 @@ export interface DispatchCost {
  * (`usage_implausible`); its tokens are never fewer than its own model calls state. A run whose
  * process started and stated no usage spent what the runner cannot know: it is charged all it was
  * allowed to spend, or the floor of what its model calls state when that is more (`usage_unreported`).
+ * A run that stated a figure of its usage as no honest stream does (StreamState.figure) is charged
+ * as one that stated nothing is, or what its figures come to when that is more (`usage_implausible`).
  * A run that never started cost nothing.
  */
 export function accountRun(run: Pick<ExecutorRun, 'started' | 'facts'>, price: TokenPrice | null, allowanceUsd: number): DispatchCost {
   const usage = run.facts.usage;
+  // Nor below what its own model calls state, when they state more than it was allowed.
+  const observed = run.facts.observedUsage === null ? 0 : floorCostUsd(run.facts.observedUsage, price);
+  if (run.facts.implausibleUsage && run.started) {
+    // What it stated is kept as evidence; what it is charged is what the runner charges a run that stated nothing.
+    return { usage: reportsUsage(usage) ? usage : null, costUsd: boundedUsd(Math.max(0, allowanceUsd, observed, costOf(usage, price))), warning: 'usage_implausible' };
+  }
   if (!reportsUsage(usage)) {
-    // Nor below what its own model calls state, when they state more than it was allowed.
-    const observed = run.facts.observedUsage === null ? 0 : floorCostUsd(run.facts.observedUsage, price);
     return run.started ? { usage: null, costUsd: boundedUsd(Math.max(0, allowanceUsd, observed)), warning: 'usage_unreported' } : { usage: null, costUsd: 0, warning: null };
   }
   const implausible = usage.costUsd !== null && usage.costUsd < floorUsd(usage, price);

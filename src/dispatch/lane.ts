@@ -1,6 +1,7 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
-import type { MessageRecord } from '../authority/state.js';
-import { planBudget, type ModelPrice } from '../lane/budget.js';
+import type { LedgerState, MessageRecord } from '../authority/state.js';
+import { planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
+import { boundedUsd } from '../schema/common.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { Actor } from '../schema/registry.js';
@@ -44,6 +45,31 @@ export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message'
     correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
     dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
   };
+}
+
+/**
+ * What an attempt whose runner died was allowed to spend: the tightest of what its message,
+ * correlation and claim's day had left as its pre-flight found them (the ledger as it stood at its
+ * claim: receipts after it, its consults' or other runners', did not shrink it), less what its
+ * consults cost, which came out of it.
+ */
+export function crashAllowanceUsd(facts: {
+  readonly state: Pick<LedgerState, 'policy' | 'messages' | 'spendByCorrelation' | 'spendByDay'>;
+  readonly record: MessageRecord;
+  readonly message: EaDispatchMessage;
+  readonly attempt: number;
+  readonly consultsUsd: number;
+  /** The day the recovery runs (YYYY-MM-DD): the claim's day when the claim is not known. */
+  readonly today: string;
+}): number {
+  const { state, record, message, attempt } = facts;
+  const policy = state.policy?.doc;
+  if (policy === undefined) return 0;
+  const claim = record.attempts[attempt - 1]?.claim ?? null;
+  const day = claim?.at.slice(0, 10) ?? facts.today;
+  const spent = spendAsOf(state, message.correlation_id, day, claim?.seq ?? Number.MAX_SAFE_INTEGER);
+  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt), ...spent });
+  return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - facts.consultsUsd));
 }
 
 /** Everything that must hold before a dispatch may start an executor, in the order it is checked. */

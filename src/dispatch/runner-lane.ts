@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { spentOnMessageUsd } from '../lane/budget.js';
+import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
@@ -22,10 +22,9 @@ import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isoSeconds } from '../util/time.js';
-import { boundedUsd } from '../schema/common.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
-import { buildEaReceipt, changesArtifact, dispatchRemainders, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
+import { buildEaReceipt, changesArtifact, crashAllowanceUsd, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
@@ -262,7 +261,9 @@ export class DispatchLane implements RunnerLane {
     const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? [], relay !== null);
     const promptBytes = Buffer.byteLength(prompt);
     if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
-    if (!(await this.ctx.claim(record, attempt, now))) return false;
+    // Judged again on the state the claim is written on: what another runner spent meanwhile was not in this pre-flight.
+    const judged = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10));
+    if (!(await this.ctx.claim(record, attempt, now, undefined, (final) => spendMovedSince(judged, final)))) return false;
     failpoint('after-claim');
     const attemptId = attemptIdOf(record, attempt);
     const folder = attemptFolder(this.ctx.stateDir, attemptId);
@@ -608,19 +609,8 @@ export class DispatchLane implements RunnerLane {
    * correlation and claim's day had left, as its pre-flight found them (dispatch/lane.ts), less its consults.
    */
   private allowanceAfterCrash(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number): number {
-    const policy = state.policy?.doc;
-    if (policy === undefined) return 0;
-    const day = (record.attempts[attempt - 1]?.claim?.at ?? isoSeconds(this.ctx.clock())).slice(0, 10);
-    // The attempt's consults have their receipts in the correlation's and the day's spend now; they had not at its pre-flight.
     const consultsUsd = consultsCostUsd(record, attempt, (id) => state.messages.get(id));
-    const left = dispatchRemainders({
-      message,
-      policy,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: Math.max(0, (state.spendByCorrelation.get(message.correlation_id) ?? 0) - consultsUsd),
-      spentTodayUsd: Math.max(0, (state.spendByDay.get(day) ?? 0) - consultsUsd),
-    });
-    return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - consultsUsd));
+    return crashAllowanceUsd({ state, record, message, attempt, consultsUsd, today: isoSeconds(this.ctx.clock()).slice(0, 10) });
   }
 
   /** A receipt with the consults its attempt's agent asked, each with its receipt, as the ledger has them now. */

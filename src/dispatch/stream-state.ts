@@ -1,3 +1,4 @@
+import { readFigure } from '../lane/usage-figure.js';
 import type { CommandFact, ExecutorName, FileChangeFact, PermissionDenial, StreamFacts, StreamUsage } from './executor.js';
 
 /**
@@ -20,6 +21,8 @@ export class StreamState {
   terminal: 'completed' | 'failed' | null = null;
   afterTerminal = 0;
   malformedLines = 0;
+  /** A figure of usage was stated as no honest stream states one (figure), or a line stated a key twice: what the stream says it spent cannot be taken. */
+  implausibleUsage = false;
   /** Tool uses waiting for their results, by id (Claude Code's stream). */
   readonly toolUses = new Map<string, { readonly name: string; readonly input: Record<string, unknown> }>();
   /** Denials already counted, by tool and id: one refusal reported twice counts once. */
@@ -76,6 +79,18 @@ export class StreamState {
     return observed === null ? stated : atLeast(observed, stated);
   }
 
+  /** A figure of usage an event states (lane/usage-figure.ts): one that is not plain makes the run's usage implausible. */
+  figure(value: unknown, kind: 'count' | 'usd' = 'count'): number | null {
+    const figure = readFigure(value, kind);
+    if (!figure.plain) this.implausibleUsage = true;
+    return figure.value;
+  }
+
+  /** A token count an event states (figure): 0 when it states none. */
+  count(value: unknown): number {
+    return this.figure(value) ?? 0;
+  }
+
   addError(message: unknown): void {
     if (this.errors.length < MAX_ERRORS) this.errors.push(typeof message === 'string' ? message.slice(0, MAX_TEXT) : 'error without a message');
   }
@@ -94,6 +109,8 @@ export class StreamState {
       this.malformedLines += 1;
       return;
     }
+    // JSON.parse keeps the last of a key stated twice; the first may be what the run spent.
+    if (repeatsAKey(text)) this.implausibleUsage = true;
     // What a model call used counts wherever it is said: spent is spent.
     this.onSpend(this, event as Record<string, unknown>);
     // The first terminal event decides; anything after it is counted and never applied.
@@ -127,6 +144,7 @@ export class StreamState {
       usage: this.usage === null ? null : atLeast(atLeast(this.usage, this.observed), stated),
       // With no terminal usage, what the model calls and any later terminal event stated is still a floor.
       observedUsage: this.floor,
+      implausibleUsage: this.implausibleUsage,
       finalMessage: this.finalMessage,
       errors: [...this.errors],
       terminal: this.terminal,
@@ -137,10 +155,39 @@ export class StreamState {
   }
 }
 
-export const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
-/** A count as a stream states it: whole, not negative, within the largest safe integer; anything else is 0. */
-export const count = (value: unknown): number => (typeof value === 'number' && Number.isFinite(value) && value >= 0 ? Math.min(Number.MAX_SAFE_INTEGER, Math.floor(value)) : 0);
+/**
+ * Whether a JSON text states one key twice in an object, by its tokens (strings, brackets, colons,
+ * commas): a key is the string that opens an object's member, compared as it decodes. The text is
+ * already known to parse.
+ */
+export function repeatsAKey(json: string): boolean {
+  const frames: Array<Set<string> | null> = [];
+  let expectKey = false;
+  for (const [token] of json.matchAll(/"(?:[^"\\]|\\.)*"|[{}[\]:,]/g)) {
+    const keys = frames[frames.length - 1];
+    if (token === '{') {
+      frames.push(new Set());
+      expectKey = true;
+    } else if (token === '[') {
+      frames.push(null);
+      expectKey = false;
+    } else if (token === '}' || token === ']') {
+      frames.pop();
+      expectKey = false;
+    } else if (token === ':') {
+      expectKey = false;
+    } else if (token === ',') {
+      expectKey = keys != null;
+    } else if (expectKey && keys != null) {
+      const key = JSON.parse(token) as string;
+      if (keys.has(key)) return true;
+      keys.add(key);
+    }
+  }
+  return false;
+}
 
+export const isRecord = (value: unknown): value is Record<string, unknown> => value !== null && typeof value === 'object' && !Array.isArray(value);
 /** Token counts added up, within the largest safe integer (a receipt holds no more). */
 export const tokenSum = (...values: readonly number[]): number => Math.min(Number.MAX_SAFE_INTEGER, values.reduce((sum, value) => sum + value, 0));
 export const text = (value: unknown): string | null => (typeof value === 'string' ? value : null);

@@ -1,3 +1,4 @@
+import type { LedgerState } from '../authority/state.js';
 import type { ActorPolicy } from '../schema/policy.js';
 
 /** Cost arithmetic for one attempt of any lane: a model's price, the budgets that bound it. Pure. */
@@ -66,4 +67,55 @@ export function planBudget(facts: BudgetFacts): BudgetDecision {
 /** What a message's attempts other than `attempt` cost, from their receipts: the message's budget covers all of them. */
 export function spentOnMessageUsd(attempts: ReadonlyArray<{ readonly number: number; readonly receipt: { readonly costUsd: number } | null }>, attempt: number): number {
   return attempts.reduce((sum, other) => sum + (other.number !== attempt && other.receipt !== null ? other.receipt.costUsd : 0), 0);
+}
+
+/** What a pre-flight judged an attempt's shared budgets on: what its correlation and its day had spent, and the policy's budgets. */
+export interface JudgedSpend {
+  readonly correlation: string;
+  readonly day: string;
+  readonly spentOnCorrelationUsd: number;
+  readonly spentTodayUsd: number;
+  readonly budgets: ActorPolicy['budgets'] | null;
+}
+
+/** The spend and budgets a pre-flight on `state` judges an attempt of `correlation` on, on `day` (YYYY-MM-DD). */
+export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>, correlation: string, day: string): JudgedSpend {
+  return { correlation, day, spentOnCorrelationUsd: state.spendByCorrelation.get(correlation) ?? 0, spentTodayUsd: state.spendByDay.get(day) ?? 0, budgets: state.policy?.doc.budgets ?? null };
+}
+
+/**
+ * Why the claim of an attempt, written on `state`, is no longer admitted by the pre-flight that
+ * judged it on `judged`; null when what it judged still holds. A claim is built on the state it
+ * finally lands on (through a remote, the head the push is rebuilt on), which can hold what the
+ * pre-flight did not see: another runner's receipt that spent from the same correlation or day,
+ * or a policy with a lower budget. The claim is then not written, nothing is paid, and the next
+ * pass judges the attempt again on what the ledger holds now.
+ */
+export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>): string | null {
+  const now = judgedSpend(state, judged.correlation, judged.day);
+  if (now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd) return `${judged.correlation} spent $${now.spentOnCorrelationUsd} by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged`;
+  if (now.spentTodayUsd > judged.spentTodayUsd) return `${judged.day} spent $${now.spentTodayUsd} by the time the claim was written, not the $${judged.spentTodayUsd} its pre-flight judged`;
+  const [before, after] = [judged.budgets, now.budgets];
+  if (before !== null && (after === null || after.max_cost_usd_per_message < before.max_cost_usd_per_message || after.max_cost_usd_per_correlation < before.max_cost_usd_per_correlation || after.daily_cost_cap_usd < before.daily_cost_cap_usd)) {
+    return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';
+  }
+  return null;
+}
+
+/**
+ * What a correlation and a day had spent when the ledger was at `seq` (an attempt's claim): what
+ * they have spent now, less the receipts committed after it. An attempt's pre-flight judged it on
+ * that; what other runners spent after its claim does not shrink what it was allowed.
+ */
+export function spendAsOf(state: Pick<LedgerState, 'messages' | 'spendByCorrelation' | 'spendByDay'>, correlation: string, day: string, seq: number): { spentOnCorrelationUsd: number; spentTodayUsd: number } {
+  let correlationUsd = state.spendByCorrelation.get(correlation) ?? 0;
+  let dayUsd = state.spendByDay.get(day) ?? 0;
+  for (const record of state.messages.values()) {
+    for (const { receipt } of record.attempts) {
+      if (receipt === null || receipt.seq <= seq || receipt.costUsd <= 0) continue;
+      if (record.correlation === correlation) correlationUsd -= receipt.costUsd;
+      if (receipt.createdAt.slice(0, 10) === day) dayUsd -= receipt.costUsd;
+    }
+  }
+  return { spentOnCorrelationUsd: Math.max(0, correlationUsd), spentTodayUsd: Math.max(0, dayUsd) };
 }

@@ -79,8 +79,12 @@ export interface LaneContext<E> {
   readonly keepAttemptFiles: boolean;
   /** The remote the runner publishes through, for messages; null on a local ledger. */
   readonly remoteUrl: string | null;
-  /** The one claim rule: commits the claim of `attempt` (with a receipt decided before anything ran); false when another runner has it. */
-  claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }): Promise<boolean>;
+  /**
+   * The one claim rule: commits the claim of `attempt` (with a receipt decided before anything ran);
+   * false when another runner has it, or when `admits`, asked of the state the claim is finally
+   * written on, says why the attempt is no longer admitted there (budget.ts, spendMovedSince).
+   */
+  claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }, admits?: (state: LedgerState) => string | null): Promise<boolean>;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */
   publishReceipt(files: NewFile[], summary: string, now: Date): Promise<ReceiptOutcome>;
   /** A plain signed commit of the runner's. */

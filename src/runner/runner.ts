@@ -210,7 +210,7 @@ export class Runner {
       scrubber: this.scrubber,
       keepAttemptFiles: options.keepSandboxes === true,
       remoteUrl: options.remote?.url ?? null,
-      claim: (record, attempt, now, receipt) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary),
+      claim: (record, attempt, now, receipt, admits) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, admits),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
       commit: (files, summary, now) => this.commit(files, summary, now),
       write: (write) => this.write(write),
@@ -730,10 +730,24 @@ export class Runner {
    * an outcome decided before anything runs) lands before anything is paid for. False when another
    * runner took the attempt first.
    */
-  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`): Promise<boolean> {
+  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, admits?: (state: LedgerState) => string | null): Promise<boolean> {
+    const written = [this.claimFile(record, attempt, now), ...files];
+    // Judged again on the state the claim is written on (through a remote, each head a refused push is rebuilt on).
+    let refused: string | null = null;
+    const write = (state: LedgerState): NewFile[] => {
+      // An attempt another runner claimed meanwhile is refused by the claim rules, and said so.
+      const taken = (state.messages.get(record.id)?.attempts.length ?? 0) >= attempt;
+      refused = taken ? null : (admits?.(state) ?? null);
+      if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
+      return written;
+    };
     try {
-      await this.commit([this.claimFile(record, attempt, now), ...files], summary, now);
+      await this.append({ files: admits === undefined ? written : write, key: this.options.key, now, summary });
     } catch (error) {
+      if (refused !== null) {
+        this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} was not claimed: ${refused}; the next pass judges it again` });
+        return false;
+      }
       if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
         this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} was claimed by another runner` });
         return false;

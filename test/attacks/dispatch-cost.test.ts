@@ -101,9 +101,11 @@ describe('a hostile agent that hides what its dispatch cost', () => {
     const { receipt } = await codexReceipt('huge', codexStream({ input_tokens: 1e300, cached_input_tokens: -5, output_tokens: 1.5, reasoning_output_tokens: Number.MAX_SAFE_INTEGER + 2 }));
     const usage = receipt['usage'] as Record<string, number>;
     expect(usage['input_tokens']).toBe(Number.MAX_SAFE_INTEGER);
-    expect(usage['output_tokens']).toBe(1);
+    // A fraction of a token is read up: never under what it can be read as.
+    expect(usage['output_tokens']).toBe(2);
     expect(usage['total_tokens']).toBe(Number.MAX_SAFE_INTEGER);
     expect(receipt['actual_cost_usd']).toBe(MAX_USD);
+    expect(receipt['warnings']).toContain('usage_implausible');
     expect(codesOf(receipt)).toContain('budget_cost_breach');
     return 'bounded';
   });

@@ -6,6 +6,7 @@ import { OracleCli } from '../../src/consult/oracle.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { Runner, type RunnerEvent, type RunnerOptions } from '../../src/runner/runner.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { startGitHttp, type GitHttpServer } from './git-http.js';
 import { makeServedLedger, makeWriter, type ServedLedger } from './remote-ledger.js';
 
@@ -38,10 +39,10 @@ export interface Case {
 let cases = 0;
 
 /** A served ledger behind git http-backend, the loopback model, and machines: each its own HOME and clone. */
-export async function makeCase(dir: string, closers: Array<() => Promise<void> | void>): Promise<Case> {
+export async function makeCase(dir: string, closers: Array<() => Promise<void> | void>, policy?: ActorPolicy): Promise<Case> {
   cases += 1;
   const caseDir = join(dir, `case-${cases}`);
-  const served = await makeServedLedger(caseDir);
+  const served = await makeServedLedger(caseDir, undefined, policy);
   const http: GitHttpServer = await startGitHttp(served.root);
   closers.push(() => http.close());
   const url = http.url(served.name);

@@ -5,8 +5,8 @@ import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { COO } from './cli.js';
 import { FAKE_ORACLE, type World } from './lane.js';
 
-/** A `coo watch --once` subprocess whose Oracle is the fake one in `http` mode against the world's loopback model. */
-export function startRunner(world: World, options: { failpoint?: string; stateDir?: string } = {}): ChildProcess {
+/** A `coo watch --once` subprocess whose Oracle is the fake one in `http` mode (or the real CLI: `realOracle`) against the world's loopback model. */
+export function startRunner(world: World, options: { failpoint?: string; stateDir?: string; realOracle?: boolean } = {}): ChildProcess {
   const keyFile = join(world.dir, 'runner-coo.key');
   writeFileSync(keyFile, formatPrivateKey(world.actors.coo), { mode: 0o600 });
   // Written beside and renamed into place: an Oracle a killed runner left behind may still be
@@ -17,7 +17,7 @@ export function startRunner(world: World, options: { failpoint?: string; stateDi
   renameSync(temp, wrapper);
   return spawn(
     process.execPath,
-    [COO, 'watch', '--once', '--json', '--ledger', world.gitdir, '--key', keyFile, '--repo', world.target, '--state-dir', options.stateDir ?? join(world.dir, 'state'), '--oracle-command', wrapper, '--oracle-base-url', `${world.server.url}/v1`],
+    [COO, 'watch', '--once', '--json', '--ledger', world.gitdir, '--key', keyFile, '--repo', world.target, '--state-dir', options.stateDir ?? join(world.dir, 'state'), ...(options.realOracle === true ? [] : ['--oracle-command', wrapper]), '--oracle-base-url', `${world.server.url}/v1`],
     { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', ...(options.failpoint === undefined ? {} : { COO_FAILPOINT: options.failpoint }) }, stdio: ['ignore', 'pipe', 'pipe'] },
   );
 }

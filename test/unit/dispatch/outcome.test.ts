@@ -17,6 +17,7 @@ function stream(over: Partial<StreamFacts> = {}): StreamFacts {
     denials: [],
     usage: { inputTokens: 600, cachedInputTokens: 0, outputTokens: 60, reasoningTokens: 0, costUsd: null },
     observedUsage: null,
+    implausibleUsage: false,
     finalMessage: 'done',
     errors: [],
     terminal: 'completed',
