@@ -64,6 +64,10 @@ export interface MessageRecord {
   readonly approvedRetries?: readonly number[];
   /** True when the message was to or from an advisory agent as the registry stood when it was written: advice, whoever the registry lists later. */
   readonly advisory?: true;
+  /** True when the message was addressed to the active COO as the registry stood when it was written: its successor's to read, once the CEO names another. */
+  readonly toCoo?: true;
+  /** True when the message was the active COO's own as the registry stood when it was written (a consult it asked). */
+  readonly fromCoo?: true;
   /** The panel the message is a member of (its envelope's `panel.id`), when it is one. */
   readonly panel?: string;
   // --- Consults an execution agent asks inside a dispatch attempt (rules/intents/consult-in-dispatch.ts).
@@ -280,7 +284,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 8;
+const STATE_SHAPE = 9;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

@@ -3,10 +3,13 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import type { PrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { acknowledge } from '../../src/inbox/ack.js';
+import { readInbox } from '../../src/inbox/inbox.js';
 import { rejectRequest, sendCommand } from '../../src/inbox/ceo-messages.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
@@ -100,4 +103,29 @@ describe("only the CEO commands the COO, and only the COO acknowledges what reac
   });
 
   attack('a second acknowledgement of the same message, under another key', 'library', 'MESSAGE_DUPLICATE', () => writeAs(w.actors.coo, 'ceo', { intent: 'ack', authority_class: 'evidence', about_message_id: commandId, note: 'again' }));
+});
+
+describe('a COO the CEO replaces leaves what it never read to its successor', () => {
+  it("the new COO's inbox holds the CEO's command to the old one, and the new COO acknowledges it", async () => {
+    const world = await makeWorld(join(dir, 'successor'));
+    try {
+      const command = await sendCommand({ ledger: world.ledger, key: world.actors.ceo, now: new Date(), text: 'Finish the migration.' });
+      const successor = generatePrivateKey('coo.atlas');
+      const registry = (await world.ledger.state()).registry!.doc;
+      await appendTrustVersion(
+        world.ledger,
+        { role: 'registry', document: { ...registry, version: undefined, active_coo: 'coo.atlas', actors: [...registry.actors, { id: 'coo.atlas', class: 'orchestrator', keys: [] }] }, actorKeys: new Map([['coo.atlas', successor.publicKey]]) },
+        world.actors.ceo,
+        new Date(),
+      );
+      expect((await readInbox(world.ledger)).map((item) => [item.message_id, item.kind])).toEqual([[command.messageId, 'command']]);
+      const acked = await acknowledge({ ledger: world.ledger, key: successor, now: new Date(), messageId: command.messageId, note: 'taken over' });
+      expect(acked.existing).toBe(false);
+      expect(await readInbox(world.ledger)).toEqual([]);
+      // The replaced COO acknowledges nothing any more.
+      expect(await codeOf(() => acknowledge({ ledger: world.ledger, key: world.actors.coo, now: new Date(), messageId: command.messageId }))).not.toBe('accepted');
+    } finally {
+      await world.close();
+    }
+  });
 });

@@ -8,14 +8,15 @@ import type { IntentRules } from '../intent.js';
 export const INBOX_INTENTS = new Set(['ceo_command', 'ceo_reject', 'blocker', 'receipt_notice']);
 
 /**
- * Whether a message is the active COO's to acknowledge: one addressed to it that tells it
- * something (a CEO's command or rejection, an agent's blocker or receipt notice), or a consult it
- * asked itself whose answer has landed. Pure; the inbox (inbox/inbox.ts) and the validator ask it.
+ * Whether a message is the active COO's to acknowledge: one addressed to it (or to the COO it
+ * replaced, when it was written) that tells it something (a CEO's command or rejection, an agent's
+ * blocker or receipt notice), or a consult it (or that COO) asked whose answer has landed. Pure; the inbox (inbox/inbox.ts) and the validator ask it.
  */
 export function isForCoo(registry: ActorRegistry, record: MessageRecord): boolean {
   if (record.duplicateOf !== null) return false;
-  if (record.target === registry.active_coo) return INBOX_INTENTS.has(record.intent);
-  return record.intent === 'aa_consult' && record.source === registry.active_coo && record.attempts[record.attempts.length - 1]?.receipt?.status === 'succeeded';
+  // Addressed to the COO of its day: a COO the CEO has since replaced leaves what it never read to its successor, never to no one.
+  if (record.target === registry.active_coo || record.toCoo === true) return INBOX_INTENTS.has(record.intent);
+  return record.intent === 'aa_consult' && (record.source === registry.active_coo || record.fromCoo === true) && record.attempts[record.attempts.length - 1]?.receipt?.status === 'succeeded';
 }
 
 /**
