@@ -97,7 +97,7 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
   if (shape !== null) return refuse(idOf(value), INVALID_REQUEST, `the message was refused unread: ${shape}`);
   if (Array.isArray(value)) return refuse(null, INVALID_REQUEST, 'a batch (a JSON array of messages) is not accepted: send one message per line');
   const id = idOf(value);
-  if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer; a method that is a string; params an object)');
+  if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer of at most 2^53 - 1 in size; a method that is a string; params an object)');
   const method = (value as { method?: unknown }).method;
   const request = typeof method === 'string' && id !== null ? schemas.requests.get(method) : undefined;
   if (request !== undefined) {
