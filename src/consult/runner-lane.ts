@@ -132,7 +132,7 @@ export class ConsultLane implements RunnerLane {
     // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
     for (const item of prepared) {
       if (item.kind !== 'run') continue;
-      const judged = judgedSpend(state, item.message.correlation_id, isoSeconds(now).slice(0, 10));
+      const judged = judgedSpend(state, item.message.correlation_id, isoSeconds(now).slice(0, 10), item.decision.budgetLimitUsd);
       if (await this.ctx.claim(item.record, item.attempt, now, undefined, (final) => spendMovedSince(judged, final))) claimed.push(item);
     }
     if (claimed.length > 0) failpoint('after-claim');

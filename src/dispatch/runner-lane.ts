@@ -262,7 +262,7 @@ export class DispatchLane implements RunnerLane {
     const promptBytes = Buffer.byteLength(prompt);
     if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
     // Judged again on the state the claim is written on: what another runner spent meanwhile was not in this pre-flight.
-    const judged = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10));
+    const judged = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), decision.maxCostUsd);
     if (!(await this.ctx.claim(record, attempt, now, undefined, (final) => spendMovedSince(judged, final)))) return false;
     failpoint('after-claim');
     const attemptId = attemptIdOf(record, attempt);

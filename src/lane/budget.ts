@@ -76,12 +76,17 @@ export interface JudgedSpend {
   readonly spentOnCorrelationUsd: number;
   readonly spentTodayUsd: number;
   readonly budgets: ActorPolicy['budgets'] | null;
+  /** What the pre-flight let the attempt spend: the claim stands while the shared budgets still leave that much. */
+  readonly limitUsd: number;
 }
 
-/** The spend and budgets a pre-flight on `state` judges an attempt of `correlation` on, on `day` (YYYY-MM-DD). */
-export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>, correlation: string, day: string): JudgedSpend {
-  return { correlation, day, spentOnCorrelationUsd: state.spendByCorrelation.get(correlation) ?? 0, spentTodayUsd: state.spendByDay.get(day) ?? 0, budgets: state.policy?.doc.budgets ?? null };
+/** The spend and budgets a pre-flight on `state` judges an attempt of `correlation` on, on `day` (YYYY-MM-DD), letting it spend `limitUsd`. */
+export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>, correlation: string, day: string, limitUsd: number): JudgedSpend {
+  return { correlation, day, spentOnCorrelationUsd: state.spendByCorrelation.get(correlation) ?? 0, spentTodayUsd: state.spendByDay.get(day) ?? 0, budgets: state.policy?.doc.budgets ?? null, limitUsd };
 }
+
+/** Cents' fractions below this are the sums' rounding, not spend. */
+const SPEND_EPSILON_USD = 1e-9;
 
 /**
  * Why the claim of an attempt, written on `state`, is no longer admitted by the pre-flight that
@@ -92,12 +97,19 @@ export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spe
  * pass judges the attempt again on what the ledger holds now.
  */
 export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>): string | null {
-  const now = judgedSpend(state, judged.correlation, judged.day);
-  if (now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd) return `${judged.correlation} spent $${now.spentOnCorrelationUsd} by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged`;
-  if (now.spentTodayUsd > judged.spentTodayUsd) return `${judged.day} spent $${now.spentTodayUsd} by the time the claim was written, not the $${judged.spentTodayUsd} its pre-flight judged`;
+  const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd);
   const [before, after] = [judged.budgets, now.budgets];
   if (before !== null && (after === null || after.max_cost_usd_per_message < before.max_cost_usd_per_message || after.max_cost_usd_per_correlation < before.max_cost_usd_per_correlation || after.daily_cost_cap_usd < before.daily_cost_cap_usd)) {
     return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';
+  }
+  // Spend that landed meanwhile moves the claim only when what is left no longer covers what the attempt may spend:
+  // other work of the day, spending well within its budgets, never sends an admitted attempt back to the queue.
+  const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
+  if (after !== null && now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd && left(after.max_cost_usd_per_correlation, now.spentOnCorrelationUsd) < judged.limitUsd) {
+    return `${judged.correlation} spent $${now.spentOnCorrelationUsd} by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
+  }
+  if (after !== null && now.spentTodayUsd > judged.spentTodayUsd && left(after.daily_cost_cap_usd, now.spentTodayUsd) < judged.limitUsd) {
+    return `${judged.day} spent $${now.spentTodayUsd} by the time the claim was written, not the $${judged.spentTodayUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }
   return null;
 }

@@ -10,12 +10,12 @@ import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { CLONE_FETCH_REFSPEC } from '../../src/remote/git-remote.js';
-import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
+import type { Runner } from '../../src/runner/runner.js';
 import { watchRemote } from '../../src/runner/watch.js';
 import { cooBounded, headOf } from '../helpers/damage.js';
 import { makeTargetRepo } from '../helpers/lane.js';
 import { makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
-import { makeCase, remoteReceipts, types, type Case, type Machine } from '../helpers/remote-runners.js';
+import { awayOncePaid, makeCase, remoteReceipts, types, type Case, type Machine } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -96,12 +96,8 @@ describe('a runner through a remote publishes nothing before its checks pass', (
     const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
-    const away = `${world.served.gitdir}.away`;
-    const onEvent = (event: RunnerEvent): void => {
-      machine.events.push(event);
-      // The call is paid; the remote goes away before the receipt is published.
-      if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
-    };
+    // The call is paid; the remote goes away before the receipt is published.
+    const { away, onEvent } = awayOncePaid(world, machine);
     const runner = machine.runner({ onEvent });
     await runner.runOnce();
     expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'journaled', 'cut_off']));

@@ -7,12 +7,11 @@ import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { claimPath, heartbeatPath } from '../../src/ledger/layout.js';
-import type { RunnerEvent } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { loadPrivateKey } from '../../src/cli/common.js';
-import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { awayOncePaid, holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { cooAsync, json } from '../helpers/cli.js';
 import { consultArgs, makeWriter, removeHook } from '../helpers/remote-ledger.js';
 import { stockCommit } from '../helpers/stock.js';
@@ -191,12 +190,8 @@ describe('runners over a lying remote', () => {
     const messageId = await world.consult();
     const first = await world.machine('runner-1');
     const second = await world.machine('runner-2');
-    const away = `${world.served.gitdir}.away`;
-    const onEvent = (event: RunnerEvent): void => {
-      first.events.push(event);
-      // The call is paid; the remote goes away before the receipt is published.
-      if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
-    };
+    // The call is paid; the remote goes away before the receipt is published.
+    const { away, onEvent } = awayOncePaid(world, first);
     // Both runners' wall clocks stand still, so the retry the take-over schedules never comes due here,
     // however slow the machine: the attempt that reconnects is the journaled one alone.
     const frozen = new Date();

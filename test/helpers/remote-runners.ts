@@ -1,3 +1,4 @@
+import { renameSync } from 'node:fs';
 import { join } from 'node:path';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
@@ -132,4 +133,18 @@ export async function holdingRunner(world: Case, machine: Machine, options: Part
   const running = runner.runOnce();
   await slow.paid;
   return { runner, running, release: slow.release };
+}
+
+/**
+ * The events of a runner on `machine`, recorded as they come, with the remote taken away once the
+ * call is paid and before its receipt is published (the served ledger's folder moved to `away`;
+ * move it back to bring the remote back).
+ */
+export function awayOncePaid(world: Case, machine: Machine): { readonly away: string; readonly onEvent: (event: RunnerEvent) => void } {
+  const away = `${world.served.gitdir}.away`;
+  const onEvent = (event: RunnerEvent): void => {
+    machine.events.push(event);
+    if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
+  };
+  return { away, onEvent };
 }

@@ -10,13 +10,13 @@ import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { claimPath } from '../../src/ledger/layout.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
-import { type RunnerEvent, type RunnerRemote } from '../../src/runner/runner.js';
+import { type RunnerRemote } from '../../src/runner/runner.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { coo, cooAsync, json } from '../helpers/cli.js';
 import { removeHook } from '../helpers/remote-ledger.js';
-import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { awayOncePaid, holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { stockCommit } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -66,12 +66,8 @@ describe('runners through a remote', () => {
     const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
-    const away = `${world.served.gitdir}.away`;
-    const onEvent = (event: RunnerEvent): void => {
-      machine.events.push(event);
-      // The call is paid; the remote goes away before the receipt is published.
-      if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
-    };
+    // The call is paid; the remote goes away before the receipt is published.
+    const { away, onEvent } = awayOncePaid(world, machine);
 
     await machine.runner({ onEvent }).runOnce();
 

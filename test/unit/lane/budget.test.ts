@@ -1,5 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_OUTPUT_TOKENS, costUsd, planBudget } from '../../../src/lane/budget.js';
+import { MIN_OUTPUT_TOKENS, costUsd, judgedSpend, planBudget, spendMovedSince } from '../../../src/lane/budget.js';
+import type { LedgerState } from '../../../src/authority/state.js';
+import type { ActorPolicy } from '../../../src/schema/policy.js';
 import { estimateInputTokens } from '../../../src/consult/input-tokens.js';
 
 const price = { input_usd_per_million: 5, output_usd_per_million: 30, max_output_tokens: 32_000 };
@@ -35,5 +37,28 @@ describe('consult budgets', () => {
     expect(planBudget({ price, inputTokens: 2000, messageMaxUsd: justUnder, correlationRemainingUsd: 10, dailyRemainingUsd: 10 }).ok).toBe(false);
     const enough = costUsd(2000, MIN_OUTPUT_TOKENS, price);
     expect(planBudget({ price, inputTokens: 2000, messageMaxUsd: enough + 1e-9, correlationRemainingUsd: 10, dailyRemainingUsd: 10 }).ok).toBe(true);
+  });
+});
+
+describe('a claim judged again on the state it is written on', () => {
+  const budgets = { max_cost_usd_per_message: 1, max_cost_usd_per_correlation: 5, daily_cost_cap_usd: 50, max_runtime_seconds: 600 };
+  const at = (correlationUsd: number, dayUsd: number, caps: ActorPolicy['budgets'] = budgets): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'> => ({
+    spendByCorrelation: new Map([['corr_a', correlationUsd]]),
+    spendByDay: new Map([['2026-12-03', dayUsd]]),
+    policy: { doc: { budgets: caps } } as unknown as LedgerState['policy'],
+  });
+  const judged = judgedSpend(at(1, 10), 'corr_a', '2026-12-03', 1);
+
+  it('stands when nothing moved, or when what landed meanwhile still leaves what the attempt may spend', () => {
+    expect(spendMovedSince(judged, at(1, 10))).toBeNull();
+    // Other runners' receipts of the day, and of its correlation, well within both budgets: the attempt is still admitted.
+    expect(spendMovedSince(judged, at(3.5, 40))).toBeNull();
+    expect(spendMovedSince(judged, at(4, 49))).toBeNull();
+  });
+
+  it('is refused when what landed meanwhile leaves the correlation or the day less than the attempt may spend, or the policy lowered a budget', () => {
+    expect(spendMovedSince(judged, at(4.5, 10))).toMatch(/corr_a spent \$4\.5 .* no longer leaves the \$1/);
+    expect(spendMovedSince(judged, at(1, 49.5))).toMatch(/2026-12-03 spent \$49\.5 .* no longer leaves the \$1/);
+    expect(spendMovedSince(judged, at(1, 10, { ...budgets, daily_cost_cap_usd: 20 }))).toMatch(/lower budgets/);
   });
 });
