@@ -270,7 +270,7 @@ class CatFileSession {
  */
 export function packLooseObjects(gitdir: string): void {
   try {
-    const child = spawn('git', ['--git-dir', gitdir, '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', 'gc', '--auto', '--quiet'], { detached: true, stdio: 'ignore' });
+    const child = spawn('git', ['--git-dir', gitdir, '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', 'gc', '--auto', '--quiet'], { env: gitEnvironment(), detached: true, stdio: 'ignore' });
     child.on('error', () => undefined);
     child.unref();
   } catch {

@@ -1,3 +1,4 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -73,6 +74,23 @@ describe('the commits since a known head', () => {
     // git decides descent by reachability: the merge descends from the side commit; the range is
     // what rev-list --first-parent lists, which excludes everything the side commit reaches.
     expect(await commitsSince(reader, merge, side)).toEqual(git(['--git-dir', gitdir, 'rev-list', '--first-parent', '--reverse', merge, `^${side}`]).trim().split('\n'));
+  });
+});
+
+describe('the commits since a known head, with a graft file in the repository', () => {
+  it('follows the commits\' own parents, not info/grafts: a graft that makes the side branch\'s tip a child of main[99] neither hides main nor passes off the side branch as its descendant', async () => {
+    const grafted = join(dir, 'grafted.git');
+    git(['clone', '-q', '--bare', '--no-local', gitdir, grafted]);
+    // The side commit (a fork from main[9]) grafted onto main[99], and main[60] grafted as a root.
+    writeFileSync(join(grafted, 'info', 'grafts'), `${side} ${main[99]}\n${main[60]}\n`);
+    const graftedReader = new CatFileReader(grafted);
+    try {
+      expect(await commitsSince(graftedReader, side, main[70]!)).toBeNull();
+      expect(await commitsSince(graftedReader, main[99]!, main[5]!)).toEqual(main.slice(6));
+      expect(await commitsSince(graftedReader, main[99]!, null)).toEqual(main);
+    } finally {
+      graftedReader.close();
+    }
   });
 });
 
