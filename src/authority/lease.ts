@@ -84,7 +84,8 @@ export function leaseDecision(facts: LeaseFacts, now: number): LeaseDecision {
  * readings of its writer's clock, so it holds whatever that clock's offset; measured from when the
  * observer first saw the receipt (after it was written), it only ever waits longer than needed. A
  * runner whose wall clock runs ahead reads `next_attempt_at` as passed early; this wait it cannot
- * cut short. A runner that restarts starts its observations over.
+ * cut short. The runner keeps first sightings in its state folder for the machine's boot
+ * (runner/retry-sightings.ts): the next process goes on from them.
  */
 export function retryWaitMs(receipt: { readonly createdAt: string; readonly nextAttemptAt: string }, firstSeen: number, now: number): number {
   return Math.max(0, toMillis(receipt.nextAttemptAt) - toMillis(receipt.createdAt) - (now - firstSeen));

@@ -30,6 +30,7 @@ import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '.
 import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { assignWork } from './assignment.js';
+import { bootId, machineMonotonic, RetrySightings } from './retry-sightings.js';
 
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
@@ -73,7 +74,7 @@ export interface RunnerOptions {
   readonly transport: AaTransport;
   /** The wall clock: times written into entries, expiry and retry times. */
   readonly clock?: () => Date;
-  /** This runner's own monotonic clock in milliseconds (performance.now by default): leases are measured on it alone. */
+  /** This runner's own monotonic clock in milliseconds (the machine's, counted from its boot, by default): leases and retry waits are measured on it alone. */
   readonly monotonic?: () => number;
   readonly onEvent?: (event: RunnerEvent) => void;
   /** Keep sandboxes after a receipt (for inspection); removed by default. */
@@ -166,8 +167,8 @@ export class Runner {
   private readonly observed = new Map<string, LeaseObservation>();
   /** Entries already flagged as dated ahead of this runner's clock. */
   private readonly flagged = new Set<string>();
-  /** When this runner first saw each receipt that set a retry time, on its monotonic clock: the retry's wait is measured from there too. */
-  private readonly retriesSeen = new Map<string, number>();
+  /** When this runner's machine first saw each receipt that set a retry time, on its monotonic clock: the retry's wait is measured from there too. */
+  private readonly retriesSeen: RetrySightings;
   /** The messages whose retry the last look found due by the wall clock and still waiting on the monotonic one. */
   private earlyRetries: ReadonlySet<string> = new Set();
   private readonly repo: PinnedRepo;
@@ -188,7 +189,8 @@ export class Runner {
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = newRunnerId();
     this.clock = options.clock ?? (() => new Date());
-    this.monotonic = options.monotonic ?? (() => performance.now());
+    this.monotonic = options.monotonic ?? machineMonotonic;
+    this.retriesSeen = new RetrySightings(options.stateDir, bootId());
     this.local = new LocalRunners(options.ledger.gitdir);
     this.scrubber = new Scrubber(
       [...environmentSecrets(process.env), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
@@ -455,13 +457,12 @@ export class Runner {
       const receipt = record.attempts[record.attempts.length - 1]?.receipt;
       if (receipt?.nextAttemptAt == null || isTerminal(record)) continue;
       pending.add(receipt.path);
-      if (!this.retriesSeen.has(receipt.path)) this.retriesSeen.set(receipt.path, tick);
-      const wait = retryWaitMs({ createdAt: receipt.createdAt, nextAttemptAt: receipt.nextAttemptAt }, this.retriesSeen.get(receipt.path)!, tick);
+      const wait = retryWaitMs({ createdAt: receipt.createdAt, nextAttemptAt: receipt.nextAttemptAt }, this.retriesSeen.firstSeen(receipt.path, tick), tick);
       if (wait === 0 || nextWork(record, now).kind !== 'attempt') continue;
       early.add(record.id);
       this.leaseWaits.push(isoSeconds(new Date(now.getTime() + Math.ceil(wait / 1000) * 1000)));
     }
-    for (const path of this.retriesSeen.keys()) if (!pending.has(path)) this.retriesSeen.delete(path);
+    this.retriesSeen.keepOnly(pending);
     return early;
   }
 
