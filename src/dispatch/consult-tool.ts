@@ -9,6 +9,7 @@ import { enqueueAskedConsult, snapshotFiles } from './asked-consult.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import type { BridgeReply } from './consult-bridge.js';
 import { contextBounds, type PinnedFile } from '../lane/pins.js';
+import { refuseHeldSecrets } from '../util/held-secrets.js';
 import type { Scrubber } from '../util/scrub.js';
 import { isTerminal } from '../authority/state.js';
 
@@ -50,12 +51,12 @@ export interface ConsultToolCall {
  * with the files, as the question is.
  */
 function refuseSecrets(secrets: Scrubber, question: string, files: readonly PinnedFile[]): void {
-  const why = 'a consult is signed into the ledger and sent to a provider; nothing was written or sent';
-  if (secrets.text(question) !== question) throw new CooError('CONTEXT_INVALID', `the question holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
-  const named = files.filter((file) => secrets.text(file.path) !== file.path).map((file) => secrets.text(file.path));
-  if (named.length > 0) throw new CooError('CONTEXT_INVALID', `the name of ${named.join(', ')} holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
-  const holding = files.filter((file) => secrets.bytes(file.bytes) !== file.bytes).map((file) => file.path);
-  if (holding.length > 0) throw new CooError('CONTEXT_INVALID', `${holding.join(', ')} hold${holding.length === 1 ? 's' : ''} a secret the runner holds or handed the agent (a provider key, a token, the COO key): ${why}`);
+  refuseHeldSecrets(
+    secrets,
+    [{ name: 'the question', content: question }, ...files.map((file) => ({ name: `the name of ${secrets.text(file.path)}`, content: file.path })), ...files.map((file) => ({ name: secrets.text(file.path), content: file.bytes }))],
+    'the runner holds or handed the agent (a provider key, a token, the COO key)',
+    'a consult is signed into the ledger and sent to a provider; nothing was written or sent',
+  );
 }
 
 /** Answers one call of the consult tool; every refusal is a coded reply, never a throw. */

@@ -11,6 +11,7 @@ import { INTERNAL_ERROR, INVALID_PARAMS } from './wire.js';
 import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, crossCheckInput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
 import { ackTool, inboxTool } from './inbox-tools.js';
 import { adoptTool, citeTool, consultTool, crossCheckTool, dispatchTool, messagePart, sessionsTool, showTool, verifyTool, waitTool, type ToolContext } from './tools.js';
+import { refuseHeldSecrets } from '../util/held-secrets.js';
 
 /**
  * `coo mcp`'s server: the ledger's lanes as MCP tools, each backed by the library call of its CLI
@@ -91,9 +92,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
   /** A write tool: what the client sent is signed into the ledger for good, so arguments holding a secret the server holds are refused before anything is written. */
   const signed = (tool: string, args: unknown, fn: () => Promise<Record<string, unknown>>): Promise<CallToolResult> =>
     guard(tool, () => {
-      if (JSON.stringify(secrets.value(args)) !== JSON.stringify(args)) {
-        throw new CooError('USAGE', `the arguments hold a secret this server holds (the COO key, a provider key or token of its environment, a remote's credentials); ${tool} signs what it is given into the ledger for good, so nothing was written: leave the secret out`);
-      }
+      refuseHeldSecrets(secrets, [{ name: 'the arguments', content: JSON.stringify(args) }], "this server holds (the COO key, a provider key or token of its environment, a remote's credentials)", `${tool} signs what it is given into the ledger for good; nothing was written`);
       return fn();
     });
 
