@@ -1,0 +1,75 @@
+import { beforeAll, describe, expect, it } from 'vitest';
+import { claimPath, killSwitchPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import type { CooMessage } from '../../src/schema/message.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Entries dated ahead: a writer whose clock runs hours fast, or a hostile signed entry. A claim dated
+ * before what it builds on is refused (CLOCK_SKEW, time-redteam.test.ts), so an entry dated hours
+ * ahead would block its message until real time caught up. Every writer knows its own clock and the
+ * hook knows the server's: an entry dated ahead of them by more than the allowed skew is refused.
+ */
+
+const dir = tempDir('coo-attack-time-redteam-2-');
+const getKit = useKit(dir);
+let kit: Kit;
+beforeAll(() => {
+  kit = getKit();
+});
+
+const HOUR = 3600_000;
+const ahead = (ms: number): Date => new Date(Date.now() + ms);
+
+function claimEntry(message: CooMessage, attempt: number, claimedAt: string): { path: string; bytes: Buffer } {
+  const doc = { schema_version: 'claim.v0', message_id: message.message_id, attempt_id: `ea_attempt_${message.message_id.slice(4)}_${attempt}`, attempt_number: attempt, runner_id: 'ahead', transport_session_id: 'ahead', claimed_at: claimedAt };
+  return { path: claimPath(messageFolder(message.message_id, message.created_at), attempt), bytes: Buffer.from(toYaml(doc)) };
+}
+
+function receiptEntry(message: CooMessage, attempt: number, createdAt: string): { path: string; bytes: Buffer } {
+  const doc = eaReceiptDoc(message.message_id, attempt, { created_at: createdAt, commands_run: [], inner_exit_codes: [], tests_run: [] });
+  return { path: receiptPath(messageFolder(message.message_id, message.created_at), attempt), bytes: Buffer.from(toYaml(doc)) };
+}
+
+const files = (entries: ReadonlyArray<{ path: string; bytes: Buffer }>): Record<string, Buffer> => Object.fromEntries(entries.map((entry) => [entry.path, entry.bytes]));
+
+describe('an entry dated hours ahead of the clock of the one who writes it or the hook that takes it', () => {
+  attack('a dispatch envelope dated three hours ahead of the writer', 'library', 'CLOCK_SKEW', () => kit.append(messageFiles(dispatchEnvelope({}, ahead(3 * HOUR))), kit.keys.coo.key));
+
+  attack('the same envelope pushed with stock git', 'hook', 'CLOCK_SKEW', () => kit.push(files(messageFiles(dispatchEnvelope({}, ahead(3 * HOUR)))), { key: kit.keys.coo.file }));
+
+  attack('a claim dated three hours ahead of the runner that writes it', 'library', 'CLOCK_SKEW', async () => {
+    const message = dispatchEnvelope({}, new Date(Date.now() - 60_000));
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    return kit.append([claimEntry(message, 1, isoSeconds(ahead(3 * HOUR)))], kit.keys.coo.key);
+  });
+
+  attack('a receipt dated three hours ahead, pushed with stock git', 'hook', 'CLOCK_SKEW', async () => {
+    const message = dispatchEnvelope({}, new Date(Date.now() - 60_000));
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([claimEntry(message, 1, isoSeconds(new Date()))], kit.keys.coo.key)).toBe('accepted');
+    return kit.push(files([receiptEntry(message, 1, isoSeconds(ahead(3 * HOUR)))]), { key: kit.keys.coo.file });
+  });
+
+  attack("a kill switch the CEO's machine dates a day ahead", 'library', 'CLOCK_SKEW', async () => {
+    const version = ((await kit.world.ledger.state()).killSwitch?.version ?? 0) + 1;
+    const doc = { schema_version: 'kill_switch.v0', version, state: 'off', reason: 'clock ahead', set_by: 'ceo', created_at: isoSeconds(ahead(24 * HOUR)) };
+    return kit.append([{ path: killSwitchPath(version), bytes: Buffer.from(toYaml(doc)) }], kit.keys.ceo.key);
+  });
+
+  it('takes an envelope dated two minutes ahead: machines whose clocks differ by less than the allowed skew still work', async () => {
+    expect(await kit.append(messageFiles(dispatchEnvelope({}, ahead(120_000))), kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.push(files(messageFiles(dispatchEnvelope({}, ahead(120_000)))), { key: kit.keys.coo.file })).toBe('accepted');
+  });
+
+  it('coo verify, which has no clock of the past, takes an envelope dated ahead written behind the hook', async () => {
+    let codes: string[] = ['unset'];
+    await kit.bypass(files(messageFiles(dispatchEnvelope({}, ahead(3 * HOUR)))), { key: kit.keys.coo.file }, () => {
+      codes = kit.verifyCodes();
+    });
+    expect(firstOr(codes, 'CLOCK_SKEW')).toBe('accepted');
+  });
+});
