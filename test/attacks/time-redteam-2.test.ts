@@ -1,10 +1,15 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { claimPath, killSwitchPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { ActorPolicy, PolicyPanel } from '../../src/schema/policy.js';
+import { claimPath, killSwitchPath, messageFolder, receiptPath, trustPath } from '../../src/ledger/layout.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
+import { coo } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -71,5 +76,57 @@ describe('an entry dated hours ahead of the clock of the one who writes it or th
       codes = kit.verifyCodes();
     });
     expect(firstOr(codes, 'CLOCK_SKEW')).toBe('accepted');
+  });
+});
+
+describe('a policy whose panel contradicts the registry is refused when it is written, not when the panel is first asked', () => {
+  /** ChatGPT's model again, through OpenRouter: one model under a second name. */
+  const TWIN = 'aa.second_opinion';
+  beforeAll(async () => {
+    const registry = (await kit.world.ledger.state()).registry!.doc;
+    if (registry.actors.some((actor) => actor.id === TWIN)) return;
+    const twin = { id: TWIN, class: 'advisory_agent' as const, description: 'A second opinion.', keys: [], transport: { kind: 'oracle' as const, engine: 'api' as const, model: 'openai/gpt-5.5', provider_key_env: 'OPENROUTER_API_KEY' as const, route: 'openrouter' as const } };
+    await appendTrustVersion(kit.world.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: [...registry.actors, twin] } }, kit.keys.ceo.key, new Date());
+  });
+
+  async function withPanel(members: readonly string[], change: (policy: ActorPolicy) => ActorPolicy = (policy) => policy): Promise<Record<string, unknown>> {
+    const policy = (await kit.world.ledger.state()).policy!.doc;
+    const panel: PolicyPanel = { name: 'review', from: 'coo.*', members: [...members] };
+    return { ...change({ ...policy, panels: [panel] }), version: undefined };
+  }
+
+  async function written(members: readonly string[], change?: (policy: ActorPolicy) => ActorPolicy): Promise<string> {
+    const next = (await kit.world.ledger.state()).policy!.version + 1;
+    return kit.append([{ path: trustPath('policy', next), bytes: Buffer.from(toYaml({ ...(await withPanel(members, change)), version: next })) }], kit.keys.ceo.key);
+  }
+
+  it('coo trust --policy with a panel whose two members are one model under two names: PANEL_INVALID, and nothing written', async () => {
+    const file = join(dir, 'twin-policy.yaml');
+    writeFileSync(file, toYaml(await withPanel(['aa.chatgpt', TWIN])));
+    const before = kit.head();
+    const result = coo(['trust', '--ledger', kit.world.gitdir, '--ceo-key', kit.keys.ceo.file, '--policy', file]);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/^coo: PANEL_INVALID: .*aa\.chatgpt and aa\.second_opinion are one model \(gpt-5\.5\)/m);
+    expect(kit.head()).toBe(before);
+  });
+
+  attack('a policy panel of one model under two names, written with the library', 'library', 'PANEL_INVALID', () => written(['aa.chatgpt', TWIN, 'aa.claude']));
+
+  attack('a policy panel naming an actor the registry does not know', 'library', 'ACTOR_UNKNOWN', () => written(['aa.chatgpt', 'aa.nobody']));
+
+  attack('a policy panel naming an execution agent among its members', 'library', 'PANEL_INVALID', () => written(['aa.chatgpt', 'ea.codex']));
+
+  attack("a policy panel whose member's model the same policy gives no price", 'library', 'PANEL_INVALID', () =>
+    written(['aa.chatgpt', 'aa.claude'], (policy) => ({ ...policy, models: Object.fromEntries(Object.entries(policy.models).filter(([model]) => model !== 'claude-4.6-sonnet')) })),
+  );
+
+  it('takes a panel of three registered advisory agents on three priced models', async () => {
+    expect(await written(['aa.chatgpt', 'aa.claude', 'aa.gemini'])).toBe('accepted');
+  });
+
+  attack('then a registry that drops a member of that panel', 'library', 'ACTOR_UNKNOWN', async () => {
+    const registry = (await kit.world.ledger.state()).registry!;
+    const doc = { ...registry.doc, version: registry.version + 1, actors: registry.doc.actors.filter((actor) => actor.id !== 'aa.gemini') };
+    return kit.append([{ path: trustPath('registry', registry.version + 1), bytes: Buffer.from(toYaml(doc)) }], kit.keys.ceo.key);
   });
 });
