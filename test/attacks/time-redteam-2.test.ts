@@ -10,6 +10,7 @@ import { isoSeconds } from '../../src/util/time.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { coo } from '../helpers/cli.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -26,6 +27,7 @@ beforeAll(() => {
   kit = getKit();
 });
 
+const fresh = worlds(join(dir, 'worlds'));
 const HOUR = 3600_000;
 const ahead = (ms: number): Date => new Date(Date.now() + ms);
 
@@ -128,5 +130,25 @@ describe('a policy whose panel contradicts the registry is refused when it is wr
     const registry = (await kit.world.ledger.state()).registry!;
     const doc = { ...registry.doc, version: registry.version + 1, actors: registry.doc.actors.filter((actor) => actor.id !== 'aa.gemini') };
     return kit.append([{ path: trustPath('registry', registry.version + 1), bytes: Buffer.from(toYaml(doc)) }], kit.keys.ceo.key);
+  });
+});
+
+describe('a message an entry dated ahead already blocks (written before this rule, or where no hook stood)', () => {
+  it('a consult whose envelope a machine three hours fast wrote: a runner with the right clock says CLOCK_SKEW once, naming the entry, claims nothing, pays nothing, and waits until a claim by its clock can land; by then it runs', async () => {
+    const w = await fresh();
+    const created = ahead(3 * HOUR);
+    const { messageId } = await w.consult({ now: created });
+    const runner = w.runner();
+    const first = await runner.runOnce();
+    await runner.runOnce();
+    const errors = w.events.filter((event) => event.type === 'error');
+    expect(errors).toEqual([expect.objectContaining({ messageId, code: 'CLOCK_SKEW', message: expect.stringContaining(`the envelope of ${messageId} is dated`) })]);
+    expect(first.waiting).toContain(isoSeconds(new Date(Date.parse(isoSeconds(created)) - 300_000)));
+    expect(w.events.filter((event) => event.type === 'claimed')).toEqual([]);
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+    expect(w.server.requests).toHaveLength(0);
+
+    await w.runner({ clock: () => new Date(Date.now() + 3 * HOUR) }).runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   });
 });
