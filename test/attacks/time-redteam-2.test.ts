@@ -122,6 +122,16 @@ describe('a policy whose panel contradicts the registry is refused when it is wr
     written(['aa.chatgpt', 'aa.claude'], (policy) => ({ ...policy, models: Object.fromEntries(Object.entries(policy.models).filter(([model]) => model !== 'claude-4.6-sonnet')) })),
   );
 
+  attack('a policy panel naming a member no edge of the same policy lets its senders consult', 'library', 'PANEL_INVALID', () =>
+    written(['aa.chatgpt', 'aa.gemini'], (policy) => ({ ...policy, edges: policy.edges.filter((edge) => edge.to !== 'aa.gemini') })),
+  );
+
+  attack('a policy panel whose senders (from) match no registered actor', 'library', 'PANEL_INVALID', async () => {
+    const policy = (await kit.world.ledger.state()).policy!;
+    const next = { ...policy.doc, version: policy.version + 1, panels: [{ name: 'review', from: 'cto.*', members: ['aa.chatgpt', 'aa.claude'] }] };
+    return kit.append([{ path: trustPath('policy', policy.version + 1), bytes: Buffer.from(toYaml(next)) }], kit.keys.ceo.key);
+  });
+
   it('takes a panel of three registered advisory agents on three priced models', async () => {
     expect(await written(['aa.chatgpt', 'aa.claude', 'aa.gemini'])).toBe('accepted');
   });
