@@ -1,5 +1,5 @@
 import { writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { basename, join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy, PolicyPanel } from '../../src/schema/policy.js';
@@ -47,6 +47,21 @@ describe('an entry dated hours ahead of the clock of the one who writes it or th
   attack('a dispatch envelope dated three hours ahead of the writer', 'library', 'CLOCK_SKEW', () => kit.append(messageFiles(dispatchEnvelope({}, ahead(3 * HOUR))), kit.keys.coo.key));
 
   attack('the same envelope pushed with stock git', 'hook', 'CLOCK_SKEW', () => kit.push(files(messageFiles(dispatchEnvelope({}, ahead(3 * HOUR)))), { key: kit.keys.coo.file }));
+
+  it('coo append of an envelope dated three hours ahead: CLOCK_SKEW, saying the clock runs ahead and what to do, and nothing written', () => {
+    const message = dispatchEnvelope({}, ahead(3 * HOUR));
+    const [envelope, task] = messageFiles(message);
+    const envelopeFile = join(dir, 'ahead-envelope.yaml');
+    const taskFile = join(dir, basename(task!.path));
+    writeFileSync(envelopeFile, envelope!.bytes);
+    writeFileSync(taskFile, task!.bytes);
+    const before = kit.head();
+    const result = coo(['append', '--ledger', kit.world.gitdir, '--key', kit.keys.coo.file, envelopeFile, taskFile]);
+    expect(result.status).not.toBe(0);
+    expect(result.stderr).toMatch(/^coo: CLOCK_SKEW: .*created_at .* ahead of the clock .*runs ahead.*set that machine's clock right \(NTP\)/m);
+    expect(result.stderr).not.toMatch(/^\s+at /m);
+    expect(kit.head()).toBe(before);
+  });
 
   attack('a claim dated three hours ahead of the runner that writes it', 'library', 'CLOCK_SKEW', async () => {
     const message = dispatchEnvelope({}, new Date(Date.now() - 60_000));
