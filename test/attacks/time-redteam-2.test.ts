@@ -5,7 +5,9 @@ import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy, PolicyPanel } from '../../src/schema/policy.js';
 import { claimPath, killSwitchPath, messageFolder, receiptPath, trustPath } from '../../src/ledger/layout.js';
 import type { CooMessage } from '../../src/schema/message.js';
-import { toYaml } from '../../src/schema/strict-yaml.js';
+import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
+import type { Ledger, NewFile } from '../../src/ledger/ledger.js';
+import type { LedgerState } from '../../src/authority/state.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
@@ -175,5 +177,31 @@ describe('a message an entry dated ahead already blocks (written before this rul
 
     await w.runner({ clock: () => new Date(Date.now() + 3 * HOUR) }).runOnce();
     expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
+});
+
+describe('a receipt that puts its retry far ahead', () => {
+  /** The ledger, with every receipt the runner writes changed by `change` (and signed as changed) on its way in. */
+  function twisting(ledger: Ledger, change: (doc: Record<string, unknown>) => Record<string, unknown>): Ledger {
+    const twist = (files: readonly NewFile[]): NewFile[] =>
+      files.map((file) => (/\/receipts\/\d{3}\.yaml$/.test(file.path) ? { path: file.path, bytes: Buffer.from(toYaml(change(readStrictYaml(file.bytes, file.path) as Record<string, unknown>))) } : file));
+    return new Proxy(ledger, {
+      get(target, property) {
+        if (property === 'append') {
+          return (options: Parameters<Ledger['append']>[0]) => target.append({ ...options, files: typeof options.files === 'function' ? (state: LedgerState) => twist((options.files as (state: LedgerState) => readonly NewFile[])(state)) : twist(options.files) });
+        }
+        const value = Reflect.get(target, property, target) as unknown;
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+  }
+
+  it('a rate-limited consult whose receipt says to retry in a year: refused (ATTEMPT_INVALID), so the message never waits past what any policy lets a retry wait', async () => {
+    const w = await fresh({ modes: ['rate-limit', 'ok'] });
+    const { messageId } = await w.consult();
+    const yearLater = (doc: Record<string, unknown>): Record<string, unknown> => (doc['next_attempt_at'] === null ? doc : { ...doc, next_attempt_at: isoSeconds(new Date(Date.parse(String(doc['created_at'])) + 365 * 24 * HOUR)) });
+    await w.runner({ ledger: twisting(w.ledger, yearLater) }).runOnce().catch(() => undefined);
+    expect(w.events).toContainEqual(expect.objectContaining({ code: 'ATTEMPT_INVALID' }));
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['next_attempt_at'])).toEqual([]);
   });
 });
