@@ -1,6 +1,6 @@
 import { writeFileSync } from 'node:fs';
 import { basename, join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy, PolicyPanel } from '../../src/schema/policy.js';
 import { claimPath, killSwitchPath, messageFolder, receiptPath, trustPath } from '../../src/ledger/layout.js';
@@ -13,6 +13,7 @@ import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { coo } from '../helpers/cli.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
+import { makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -203,5 +204,26 @@ describe('a receipt that puts its retry far ahead', () => {
     await w.runner({ ledger: twisting(w.ledger, yearLater) }).runOnce().catch(() => undefined);
     expect(w.events).toContainEqual(expect.objectContaining({ code: 'ATTEMPT_INVALID' }));
     expect((await receiptsOf(w, messageId)).map((receipt) => receipt['next_attempt_at'])).toEqual([]);
+  });
+});
+
+describe('a runner whose clock runs half an hour ahead of the server it pushes to', () => {
+  const closers: Array<() => Promise<void> | void> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  it('the hook refuses its claim (REMOTE_REJECTED naming CLOCK_SKEW): it claims nothing, pays nothing, and says why; a runner with the right clock then runs the consult', async () => {
+    const world = await makeCase(join(dir, 'remote'), closers);
+    const messageId = await world.consult();
+    const fast = await world.machine('fast');
+    await fast.runner({ clock: () => new Date(Date.now() + HOUR / 2) }).runOnce();
+    expect(fast.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'REMOTE_REJECTED', message: expect.stringMatching(/CLOCK_SKEW .*claimed_at .* ahead of the clock that judges it/) }));
+    expect(fast.events.filter((event) => event.type === 'claimed')).toEqual([]);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+    expect(world.model.requests).toHaveLength(0);
+    const right = await world.machine('right');
+    await right.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
   });
 });
