@@ -3,6 +3,7 @@ import type { CommitFacts, FileChange } from '../ledger/commit-facts.js';
 import { folderOf, type ApprovalRecord, type AttemptRecord, type KeyRecord, type LedgerState, type MessageRecord, type PanelRecord, type Revocation, type TrustFile } from './state.js';
 import { activeKeys, keyHolders, keyStatus, signerError, type KeyHolder, type KeyStatus } from './keys.js';
 import { keepHeartbeat } from './rules/heartbeat.js';
+import { checkNotAhead, writtenAt } from './rules/clock.js';
 import { readDocument, type DocumentKind, type DocumentOf } from '../schema/documents.js';
 import type { PathInfo } from '../ledger/layout.js';
 import type { ActorRegistry } from '../schema/registry.js';
@@ -69,6 +70,8 @@ export class CommitCheck {
   constructor(
     readonly state: LedgerState,
     readonly facts: CommitFacts,
+    /** The clock of the one who judges this commit as new (the writer, the hook); null when history is judged (coo verify, a replay). */
+    readonly clock: Date | null = null,
   ) {
     this.root = state.root;
     this.registry = state.registry;
@@ -93,8 +96,12 @@ export class CommitCheck {
     }
   }
 
+  /** Reads a signed entry of this commit; judged as new, it is dated no later than the judge's clock allows (rules/clock.ts). */
   read<K extends DocumentKind>(kind: K, entry: EntryFile): DocumentOf<K> {
-    return readDocument(kind, entry.bytes, entry.path);
+    const doc = readDocument(kind, entry.bytes, entry.path);
+    const written = this.clock === null ? null : writtenAt(doc);
+    if (written !== null) checkNotAhead(this.clock!, written.field, written.at, entry.path);
+    return doc;
   }
 
   /** The key holders once this commit's trust files so far are in force. */

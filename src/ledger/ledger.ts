@@ -76,6 +76,8 @@ export const PACK_CHECK_EVERY = 256;
 
 /** What a replay reports as it goes. */
 export interface ReplayObserver {
+  /** The clock of a judge of new commits (the pre-receive hook's): entries dated ahead of it are refused (authority/rules/clock.ts). */
+  readonly clock?: Date;
   readonly onFinding?: (finding: Finding) => void;
   readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;
 }
@@ -305,7 +307,7 @@ export class Ledger {
         const { links: own, facts, unreadable } = await pending.get(index)!;
         pending.delete(index);
         linksOf.delete(index - 2);
-        const verdict = unreadable === undefined ? validateCommit(state, facts) : unreadableVerdict(state, facts, unreadable);
+        const verdict = unreadable === undefined ? validateCommit(state, facts, observer.clock ?? null) : unreadableVerdict(state, facts, unreadable);
         for (const finding of verdict.findings) observer.onFinding?.(finding);
         state = verdict.advance();
         tree = own.tree;
@@ -390,7 +392,8 @@ export class Ledger {
         const skipped = options.precheck?.(state);
         if (skipped !== undefined) return { next: null, result: { skipped } };
         const built = await this.build(snapshot, current, options);
-        const verdict = validateCommit(state, built.facts);
+        // Judged as new against the writer's own clock (`now`): an entry it dated ahead of it is refused.
+        const verdict = validateCommit(state, built.facts, options.now);
         if (verdict.findings.length > 0) {
           const first = verdict.findings[0]!;
           const more = verdict.findings.length > 1 ? ` (${verdict.findings.length - 1} more finding(s))` : '';

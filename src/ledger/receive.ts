@@ -64,7 +64,8 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
         continue;
       }
       const baseTree = oldHead === null ? null : (await readCommitLinks(ledger.reader, oldHead)).tree;
-      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { onFinding: (finding) => findings.push(finding) });
+      // New commits, judged against the server's clock: an entry dated ahead of it is declined.
+      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { clock: new Date(), onFinding: (finding) => findings.push(finding) });
     }
   } catch (error) {
     if (!(error instanceof CooError)) throw error;

@@ -2,7 +2,8 @@ import * as fs from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CooError, errorClassOf, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
-import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { claimFloor } from '../authority/rules/claim.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { attemptIdOf, isRunnerIntent, nextWork, type Work } from '../authority/runnable.js';
 import { ConsultLane, type ConsultEvent } from '../consult/runner-lane.js';
@@ -380,7 +381,8 @@ export class Runner {
       this.earlyRetries = this.observeRetries(state, now);
       const open = [...state.messages.values()]
         .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id) && !this.earlyRetries.has(record.id))
-        .map((record) => ({ record, work: nextWork(record, now) }));
+        .map((record) => ({ record, work: nextWork(record, now) }))
+        .filter(({ record, work }) => work.kind !== 'attempt' || !this.beforeItsFloor(state, record, work.number, now));
       // A new attempt of a target whose lane cannot run here is never claimed; an open claim is still recovered.
       const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
       // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
@@ -441,6 +443,28 @@ export class Runner {
     }
     for (const path of this.observed.keys()) if (!open.has(path)) this.observed.delete(path);
     return holders;
+  }
+
+  /**
+   * Whether a claim of attempt `attempt` dated `now` by this runner's clock would be dated before an
+   * entry it builds on by more than the skew allowed between machines (rules/claim.ts claimFloor),
+   * which the validator refuses (CLOCK_SKEW): that entry's writer's clock ran ahead, or this one runs
+   * behind. Such a message is not claimed and refused on every pass: it is said once, as a coded
+   * error naming the entry, and waits (a watch wakes) until a claim by this clock can land.
+   */
+  private beforeItsFloor(state: LedgerState, record: MessageRecord, attempt: number, now: Date): boolean {
+    const last = record.attempts[record.attempts.length - 1];
+    const approval = last?.receipt != null && last.receipt.nextAttemptAt === null ? retryApprovalsOf(state.approvals.values(), record.id, attempt).at(-1) : undefined;
+    const floor = claimFloor(record, approval);
+    const ahead = aheadOfClock(floor.at, now, LIMITS.clockSkewSeconds);
+    if (ahead === null) return false;
+    const until = isoSeconds(addSeconds(new Date(floor.at), -LIMITS.clockSkewSeconds));
+    this.leaseWaits.push(until);
+    this.configError(record.id, {
+      code: 'CLOCK_SKEW',
+      message: `attempt ${attempt} of ${record.id} is not claimed: ${floor.what} is dated ${floor.at}, ${ahead} s ahead of this runner's clock (${isoSeconds(now)}), and a claim dated more than ${LIMITS.clockSkewSeconds} s before it is refused; the clock of this machine or of that entry's writer is off: set the wrong one right (NTP). Until then the message waits (until ${until} by this clock), and is not asked again`,
+    });
+    return true;
   }
 
   /**

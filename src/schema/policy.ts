@@ -41,6 +41,9 @@ export const panel = z.strictObject({
 });
 export type PolicyPanel = z.infer<typeof panel>;
 
+/** The longest wait between attempts any policy may set (retries.backoff_max_seconds): a receipt's next_attempt_at is never later after its created_at. */
+export const BACKOFF_CEILING_SECONDS = 86_400;
+
 /** actor_policy.v0: edges, intents, limits, budgets, retries and model prices. Signed by the CEO. */
 export const actorPolicy = z
   .strictObject({
@@ -71,7 +74,7 @@ export const actorPolicy = z
       transient_max_attempts: positiveInt.max(10),
       malformed_output_max_attempts: positiveInt.max(10),
       backoff_base_seconds: z.number().finite().nonnegative().max(3600),
-      backoff_max_seconds: z.number().finite().nonnegative().max(86_400),
+      backoff_max_seconds: z.number().finite().nonnegative().max(BACKOFF_CEILING_SECONDS),
     }),
     models: z.record(oracleModelName, modelPrice),
     heartbeat: z.strictObject({ interval_seconds: positiveInt.max(86_400), ttl_seconds: positiveInt.max(7 * 86_400) }),

@@ -126,9 +126,10 @@ describe('approvals', () => {
     const message = dispatchEnvelope();
     await kit.append(messageFiles(message), kit.keys.coo.key);
     await kit.append([claim(message, 1), failedReceipt(message, 1)], kit.keys.coo.key);
-    const entry = approval({ approves: 'retry', request_hash: null, message_id: message.message_id, attempt_number: 2 });
-    await kit.append([entry], kit.keys.ceo.key);
-    return kit.append([claim(message, 2, isoSeconds(addSeconds(new Date(), 7200)))], kit.keys.coo.key);
+    // Given two hours ago for an hour; the claim is written now (one dated ahead of its writer's clock is refused as CLOCK_SKEW before this rule is reached).
+    const entry = approval({ approves: 'retry', request_hash: null, message_id: message.message_id, attempt_number: 2 }, addSeconds(new Date(), -7200));
+    expect(await kit.append([entry], kit.keys.ceo.key)).toBe('accepted');
+    return kit.append([claim(message, 2, isoSeconds(new Date()))], kit.keys.coo.key);
   });
 
   attack('an approval pushed past the writer by an intruder with stock git', 'hook', 'SIGNER_UNKNOWN', () => kit.push({ [approval().path]: approval().bytes }, { key: kit.keys.intruder.file }));

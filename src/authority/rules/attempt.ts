@@ -1,5 +1,7 @@
 import { CooError } from '../../errors.js';
 import type { AaReceipt, EaReceipt } from '../../schema/receipt.js';
+import { BACKOFF_CEILING_SECONDS } from '../../schema/policy.js';
+import { toMillis } from '../../schema/common.js';
 import { folderOf, isTerminal, type AttemptRecord, type MessageRecord } from '../state.js';
 import type { CommitCheck } from '../commit-check.js';
 
@@ -28,6 +30,10 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
 }
 
 export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
+  // A retry waits no longer than any policy lets it (a second for the rounding of two times to whole seconds): one set a year ahead would hold its message queued for a year.
+  if (doc.next_attempt_at !== null && toMillis(doc.next_attempt_at) - toMillis(doc.created_at) > (BACKOFF_CEILING_SECONDS + 1) * 1000) {
+    throw new CooError('ATTEMPT_INVALID', `${where}: next_attempt_at ${doc.next_attempt_at} is more than ${BACKOFF_CEILING_SECONDS} s (the longest backoff a policy may set) after the receipt's created_at ${doc.created_at}`, { where: `${where}:next_attempt_at` });
+  }
   const cost = 'actual_cost_usd' in doc ? doc.actual_cost_usd : 0;
   const proposals = 'proposals' in doc && doc.proposals !== undefined ? doc.proposals.map((item) => item.sha256) : [];
   const closed: AttemptRecord = {

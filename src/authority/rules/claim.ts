@@ -62,17 +62,23 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
  * holds decide; no one's wall clock.
  */
 export function checkClaimedAfter(record: MessageRecord, approval: Pick<ApprovalRecord, 'id' | 'createdAt'> | undefined, claimedAt: string, where: string): void {
+  const floor = claimFloor(record, approval);
+  const behind = Math.floor((toMillis(floor.at) - toMillis(claimedAt)) / 1000);
+  if (behind <= LIMITS.clockSkewSeconds) return;
+  throw new CooError(
+    'CLOCK_SKEW',
+    `${where}: claimed at ${claimedAt}, ${behind} s before ${floor.what} (${floor.at}), which the ledger holds before the claim: the clock of the machine that claims (or of that entry's writer) is off by more than the ${LIMITS.clockSkewSeconds} s allowed between machines, and nothing was claimed; set that machine's clock right (NTP) and run the runner again`,
+    { where },
+  );
+}
+
+/** The newest entry the claim of the next attempt of `record` builds on (checkClaimedAfter): what it is, and its time. */
+export function claimFloor(record: MessageRecord, approval: Pick<ApprovalRecord, 'id' | 'createdAt'> | undefined): { readonly what: string; readonly at: string } {
   const last = record.attempts[record.attempts.length - 1];
   const anchors: Array<readonly [string, string]> = [[`the envelope of ${record.id}`, record.createdAt]];
   if (last?.claim != null) anchors.push([`the claim of attempt ${last.number}`, last.claim.at]);
   if (last?.receipt != null) anchors.push([`the receipt of attempt ${last.number}`, last.receipt.createdAt]);
   if (approval !== undefined) anchors.push([`the CEO's approval ${approval.id}`, approval.createdAt]);
   const [what, at] = anchors.reduce((latest, anchor) => (toMillis(anchor[1]) > toMillis(latest[1]) ? anchor : latest));
-  const behind = Math.floor((toMillis(at) - toMillis(claimedAt)) / 1000);
-  if (behind <= LIMITS.clockSkewSeconds) return;
-  throw new CooError(
-    'CLOCK_SKEW',
-    `${where}: claimed at ${claimedAt}, ${behind} s before ${what} (${at}), which the ledger holds before the claim: the clock of the machine that claims (or of that entry's writer) is off by more than the ${LIMITS.clockSkewSeconds} s allowed between machines, and nothing was claimed; set that machine's clock right (NTP) and run the runner again`,
-    { where },
-  );
+  return { what, at };
 }

@@ -69,6 +69,39 @@ export function sameModel(registry: ActorRegistry, members: readonly string[]): 
   return null;
 }
 
+/**
+ * What makes a policy's panel one that can never be asked, with the registry in force, or null, in
+ * this order: a member the registry does not list, a member that is no advisory agent, two members
+ * that are one model (sameModel), a member no sender the panel allows may consult by an edge of the
+ * same policy, a member on a model the same policy gives no price (its consult could not be
+ * budgeted). Judged when the policy is written (and when a registry would newly make a panel so),
+ * not first found when the panel is asked.
+ */
+export function panelContradiction(policy: ActorPolicy, registry: ActorRegistry, where: string): CooError | null {
+  for (const [index, panel] of (policy.panels ?? []).entries()) {
+    const at = `${where}:panels[${index}]`;
+    const fix = `; correct the panel (or the registry) and write the policy again`;
+    for (const member of panel.members) {
+      const actor = registry.actors.find((entry) => entry.id === member);
+      if (actor === undefined) return new CooError('ACTOR_UNKNOWN', `${at}: panel ${panel.name} names ${member}, which registry v${registry.version} does not list${fix}`, { where: at });
+      if (actor.transport === undefined) return new CooError('PANEL_INVALID', `${at}: panel ${panel.name} names ${member}, of class ${actor.class}: a panel's members are advisory agents${fix}`, { where: at });
+    }
+    const twin = sameModel(registry, panel.members);
+    if (twin !== null) {
+      return new CooError('PANEL_INVALID', `${at}: panel ${panel.name} members ${twin.members.join(' and ')} are one model (${twin.model}) under two names: a panel's members are independent, so list one of them${fix}`, { where: at });
+    }
+    for (const member of panel.members) {
+      const asks = registry.actors.some((sender) => matchesPattern(panel.from, sender.id) && policy.edges.some((edge) => matchesPattern(edge.from, sender.id) && matchesPattern(edge.to, member) && edge.intents.includes('aa_consult')));
+      if (!asks) return new CooError('PANEL_INVALID', `${at}: panel ${panel.name} names ${member}, but no edge of this policy lets a sender its from (${panel.from}) matches consult it (aa_consult): add that edge or drop the member${fix}`, { where: at });
+      const model = registry.actors.find((entry) => entry.id === member)!.transport!.model;
+      if (policy.models[model] === undefined) {
+        return new CooError('PANEL_INVALID', `${at}: panel ${panel.name} names ${member}, whose model ${model} this policy gives no price (models): its consult could not be budgeted${fix}`, { where: at });
+      }
+    }
+  }
+  return null;
+}
+
 /** After every entry of the commit: each panel it writes has a message to every member it names. */
 export function checkPanels(check: CommitCheck): void {
   for (const [id, written] of check.panels) {

@@ -3,6 +3,7 @@ import { sha256Ref } from '../../util/hash.js';
 import type { TrustFile } from '../state.js';
 import { checkKeyIds, keyHolders, keyStatus, signerError } from '../keys.js';
 import { checkPolicyAgainstRegistry } from '../policy-check.js';
+import { panelContradiction } from './panel.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 
 /**
@@ -70,7 +71,12 @@ export function checkRegistry(check: CommitCheck, entry: EntryFile, version: num
   requireVersion(check.registry, version, doc.version, entry.path);
   requireRootAuthority(check, keyId, entry.path, 'a registry');
   doc.actors.forEach((actor, index) => checkKeyIds(actor.keys, `${entry.path}:actors[${index}]`));
-  if (check.policy !== null) checkPolicyAgainstRegistry(check.policy.doc, doc, entry.path);
+  if (check.policy !== null) {
+    checkPolicyAgainstRegistry(check.policy.doc, doc, entry.path);
+    // A registry that makes a panel of the policy in force one that can never be asked; one that was already so before it is the policy's to fix, and never holds up a key's rotation.
+    const contradiction = panelContradiction(check.policy.doc, doc, entry.path);
+    if (contradiction !== null && (check.registry === null || panelContradiction(check.policy.doc, check.registry.doc, entry.path) === null)) throw contradiction;
+  }
   // Revocation is final: every later registry keeps every revocation, and gives no revoked key a role.
   const listed = new Set(doc.revoked_keys.map((revoked) => revoked.key_id));
   for (const [revokedId, revocation] of [...check.state.revocations, ...check.revocations]) {
@@ -95,5 +101,7 @@ export function checkPolicy(check: CommitCheck, entry: EntryFile, version: numbe
   requireRootAuthority(check, keyId, entry.path, 'a policy');
   if (check.registry === null) throw new CooError('TRUST_VERSION', `${entry.path}: a policy needs a registry first`, { where: entry.path });
   checkPolicyAgainstRegistry(doc, check.registry.doc, entry.path);
+  const contradiction = panelContradiction(doc, check.registry.doc, entry.path);
+  if (contradiction !== null) throw contradiction;
   check.policy = toTrustFile(check, entry, version, doc);
 }

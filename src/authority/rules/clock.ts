@@ -1,0 +1,29 @@
+import { CooError } from '../../errors.js';
+import { LIMITS } from '../../limits.js';
+import { toMillis } from '../../schema/common.js';
+
+/**
+ * An entry is dated no later than the clock of the one who judges it as new, plus the skew allowed
+ * between machines (LIMITS.clockSkewSeconds): the writer's own clock when it writes, the server's in
+ * the pre-receive hook. An entry dated ahead was written by a clock that runs ahead (or dated so on
+ * purpose), and it would block what builds on it: a claim dated before it by more than the skew is
+ * refused (rules/claim.ts), so its message could not be claimed until real time caught up.
+ * `coo verify` judges history and has no clock of the past to compare with: it does not apply this.
+ */
+export function checkNotAhead(clock: Date, field: string, at: string, where: string): void {
+  const ahead = Math.floor((toMillis(at) - clock.getTime()) / 1000);
+  if (ahead <= LIMITS.clockSkewSeconds) return;
+  throw new CooError(
+    'CLOCK_SKEW',
+    `${where}: ${field} ${at} is ${ahead} s ahead of the clock that judges it (${clock.toISOString()}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: the clock of the machine that wrote it runs ahead; nothing was written; set that machine's clock right (NTP) and write it again, dated now`,
+    { where: `${where}:${field}` },
+  );
+}
+
+/** The time an entry says it was written: `claimed_at` of a claim, `created_at` of the others; null for the trust files that carry none. */
+export function writtenAt(doc: object): { readonly field: string; readonly at: string } | null {
+  const fields = doc as { readonly claimed_at?: unknown; readonly created_at?: unknown };
+  if (typeof fields.claimed_at === 'string') return { field: 'claimed_at', at: fields.claimed_at };
+  if (typeof fields.created_at === 'string') return { field: 'created_at', at: fields.created_at };
+  return null;
+}
