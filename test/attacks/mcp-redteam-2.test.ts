@@ -1,9 +1,13 @@
+import { spawn } from 'node:child_process';
+import { createServer, type Socket } from 'node:net';
+import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { LIMITS } from '../../src/limits.js';
 import { serverScrubber } from '../../src/mcp/results.js';
 import { createCooMcpServer, serveStdio } from '../../src/mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
+import { COO } from '../helpers/cli.js';
 import { worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -123,6 +127,62 @@ describe("coo mcp against a client whose request ids are hundreds of kilobytes",
       expect((await session.ask(ping(atBound), atBound)).result).toEqual({});
     } finally {
       await session.close();
+    }
+  });
+});
+
+describe("the consult relay an execution agent's agent talks to, against an agent that cancels every consult it sends", () => {
+  it(`holds a cancelled consult until the runner's answer ends it: at most ${LIMITS.mcpRequestsInFlight} run, and each id is free once its call ended`, async () => {
+    const folder = tempDir('mcp-redteam-2-relay-');
+    const socket = join(folder, 'runner.sock');
+    // The runner's socket takes every call and answers none until released.
+    const held: Socket[] = [];
+    const runner = createServer((connection) => void held.push(connection));
+    await new Promise<void>((resolve) => runner.listen(socket, resolve));
+    const child = spawn(process.execPath, [COO, 'consult-relay', '--socket', socket], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+    const answers: Answer[] = [];
+    let buffered = '';
+    child.stdout.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      const parts = buffered.split('\n');
+      buffered = parts.pop()!;
+      answers.push(...parts.map((text) => JSON.parse(text) as Answer));
+    });
+    const answer = async (id: string | number, from: number): Promise<Answer> => {
+      for (let turn = 0; turn < 2000; turn += 1) {
+        const found = answers.slice(from).find((candidate) => candidate.id === id);
+        if (found !== undefined) return found;
+        await new Promise((resolve) => setTimeout(resolve, 5));
+      }
+      throw new Error(`no answer under ${id}`);
+    };
+    try {
+      child.stdin.write(line({ id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } }));
+      await answer(0, 0);
+      child.stdin.write(line({ method: 'notifications/initialized' }));
+      const limit = LIMITS.mcpRequestsInFlight;
+      const consult = (id: number): string => line({ id, method: 'tools/call', params: { name: 'consult', arguments: { to: 'aa.chatgpt', question: 'q', files: ['a'] } } });
+      let from = answers.length;
+      child.stdin.write(Array.from({ length: limit + 1 }, (_, index) => consult(index + 1) + cancel(index + 1)).join(''));
+      expect((await answer(limit + 1, from)).error?.message).toMatch(new RegExp(`^MCP_MESSAGE_INVALID: ${limit} requests are in hand`));
+      for (let turn = 0; turn < 2000 && held.length < limit; turn += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(held).toHaveLength(limit);
+      // The runner ends every call: each cancelled consult stops, unanswered, and its id is free.
+      for (const connection of held.splice(0)) connection.destroy();
+      let reused: Answer | undefined;
+      for (let turn = 0; turn < 1500 && reused?.result === undefined; turn += 1) {
+        if (turn > 0) await new Promise((resolve) => setTimeout(resolve, 10));
+        from = answers.length;
+        child.stdin.write(ping(1));
+        reused = await answer(1, from);
+      }
+      expect(reused?.result).toEqual({});
+      expect(answers.filter((found) => found.result?.['content'] !== undefined)).toEqual([]);
+    } finally {
+      child.stdin.end();
+      await new Promise((resolve) => child.once('close', resolve));
+      for (const connection of held) connection.destroy();
+      await new Promise<void>((resolve) => runner.close(() => resolve()));
     }
   });
 });
