@@ -44,8 +44,13 @@ export const LIMITS = {
   mcpMessageBytes: 10 * 1024 * 1024,
   /** Deepest nesting of one MCP message: the tools' arguments nest a few levels; a deeper message is refused unread. */
   mcpMessageDepth: 64,
-  /** Most requests one MCP session has unanswered at once (cancelled ones aside); one past it is refused with a coded error. */
+  /**
+   * Most requests one MCP session holds at once, from the line read until the server is done with it
+   * (answered, or cancelled and its handler settled); one past it is refused with a coded error.
+   */
   mcpRequestsInFlight: 32,
+  /** Longest id of an MCP message (a string id's characters): the server holds each id until it is done with the request, so a longer one is refused unread. */
+  mcpIdChars: 256,
   /**
    * Largest call or answer of the consult tool a dispatch attempt's agent is given: one line between
    * the relay inside the agent's sandbox and the runner (a question, file names, and the answer back).

@@ -6,7 +6,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { serverScrubber } from '../mcp/results.js';
 import { RunnerProblems } from '../mcp/runner-problems.js';
-import { createCooMcpServer, TOOL_SUMMARIES } from '../mcp/server.js';
+import { createCooMcpServer, serveStdio, TOOL_SUMMARIES } from '../mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../mcp/stdio.js';
 import { Runner, type RunnerEvent } from '../runner/runner.js';
 import { stopOnSignal } from './stop.js';
@@ -124,7 +124,7 @@ export function mcpVerb(program: Command): void {
         const stop = runner === null ? null : stopOnSignal(runner, () => controller.abort());
         if (stop !== null) observe = stop.observe;
         if (stop === null) for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
-        await server.connect(stdio);
+        await serveStdio(server, stdio);
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;
         const heartbeat = (opts.heartbeat === true || remote !== undefined) && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {};

@@ -2,7 +2,7 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CONSULT_TOOL_SERVER, callConsultBridge } from '../dispatch/consult-bridge.js';
 import { consultToolArgs } from '../dispatch/consult-tool.js';
 import { LIMITS } from '../limits.js';
-import { loadSdk } from './server.js';
+import { loadSdk, serveStdio } from './server.js';
 import { GuardedStdioTransport, loadWireSchemas } from './stdio.js';
 
 /**
@@ -42,7 +42,8 @@ export async function runConsultRelay(socket: string, version: string): Promise<
     stdio.onclose = () => resolve();
     process.stdin.once('end', () => resolve());
   });
-  await server.connect(stdio);
+  // A consult the agent cancels holds its place until the runner's answer ends it, as coo mcp's calls do.
+  await serveStdio(server, stdio);
   await closed;
   await server.close();
 }

@@ -7,6 +7,7 @@ import { CooError, errorClassOf } from '../errors.js';
 import { importPackage } from '../util/import-package.js';
 import { Scrubber } from '../util/scrub.js';
 import { errorResult, okResult, sdkToolError } from './results.js';
+import type { GuardedStdioTransport } from './stdio.js';
 import { INTERNAL_ERROR, INVALID_PARAMS } from './wire.js';
 import { ackInput, ackOutput, adoptInput, citeOutput, inboxInput, inboxOutput, consultInput, consultOutput, crossCheckInput, dispatchInput, messageInput, outcomeOutput, sessionsInput, sessionsOutput, showOutput, verifyInput, verifyOutput, waitInput } from './schemas.js';
 import { ackTool, inboxTool } from './inbox-tools.js';
@@ -248,4 +249,24 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
     },
   );
   return server;
+}
+
+/**
+ * Connects `server` to `stdio`, telling the transport when the SDK is done with each request: once
+ * its answer is sent or, cancelled, once its handler settled without one (the SDK answers no
+ * cancelled request, and the tools' handlers do not all stop when cancelled). The SDK drops a
+ * request's abort controller at exactly that point, whatever path the request took (a handler, a
+ * refusal before it), and only its own: a later request under the same id has its own controller.
+ */
+export async function serveStdio(server: McpServerClass, stdio: GuardedStdioTransport): Promise<void> {
+  const protocol = server.server as unknown as { _requestHandlerAbortControllers?: unknown };
+  const held = protocol._requestHandlerAbortControllers;
+  if (!(held instanceof Map)) throw new CooError('INTERNAL', 'the MCP SDK keeps no record of the requests it handles where coo mcp reads it: reinstall coo-commons with the SDK version it was built with');
+  const controllers = held as Map<string | number, AbortController>;
+  controllers.delete = (id: string | number): boolean => {
+    const had = Map.prototype.delete.call(controllers, id);
+    if (had) stdio.settled(id);
+    return had;
+  };
+  await server.connect(stdio);
 }

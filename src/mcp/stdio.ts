@@ -11,15 +11,18 @@ import { decodeLine, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, WIRE_COD
  * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
  * server sees it, and every line the server cannot take answered with a coded JSON-RPC error
  * rather than dropped. It also holds the session to the protocol's order: nothing but initialize
- * and ping before initialize, initialize once, and no request under an id a request not yet
- * answered holds. The id of a cancelled request stays held: nothing answers it, and the SDK's
- * cancellation, handled after the lines read with it, would land on a new request under the same
- * id and leave that unanswered.
+ * and ping before initialize, initialize once, and no request under an id a request the server is
+ * not done with holds. A request is held from its line until it is answered or, cancelled (the SDK
+ * answers no cancelled request), its handler has settled (`settled`, which server.ts's
+ * `serveStdio` calls): most handlers do not stop when cancelled, so a client that sent a call and
+ * cancelled it, again and again, had handlers running without bound while each id stayed held
+ * for good. A cancellation naming no request held is not passed on: the SDK, handling it after
+ * the lines read with it, would land it on a new request under that id and leave that unanswered.
  * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
  * What it holds for the client is bounded too: no further line is read while the client leaves the
- * answers unread (its end of stdout is full), and a request past LIMITS.mcpRequestsInFlight
- * unanswered (cancelled ones aside) is refused with a coded error. A client that sent and never
- * read, or sent thousands of calls at once, grew the server's memory (and its runner's) without bound.
+ * answers unread (its end of stdout is full), and a request past LIMITS.mcpRequestsInFlight held is
+ * refused with a coded error. A client that sent and never read, or sent thousands of calls at
+ * once, grew the server's memory (and its runner's) without bound.
  */
 
 /** Methods a client may send before the session is initialized (the MCP lifecycle). */
@@ -67,10 +70,8 @@ export class GuardedStdioTransport implements Transport {
   private pendingBytes = 0;
   private initialized = false;
   private closed = false;
-  /** The ids of requests not yet answered, with the method each asked. */
+  /** The ids of requests the server is not done with, with the method each asked. */
   private readonly inFlight = new Map<string, string>();
-  /** The requests of `inFlight` not yet answered and not cancelled: what the server is still working on. */
-  private readonly outstanding = new Set<string>();
   /** What was read of stdin and not yet taken, while the client leaves its answers unread. */
   private rest: Buffer | null = null;
 
@@ -146,18 +147,17 @@ export class GuardedStdioTransport implements Transport {
         return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the session is initialized already: initialize once, at its start` });
       }
       if (this.inFlight.has(idKey(message.id))) {
-        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${shown(message.id)} is held by a request not yet answered (or cancelled): give each request an id of its own` });
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: the id ${shown(message.id)} is held by a request the server is not done with (answered, or cancelled and stopped): give each request an id of its own` });
       }
-      if (this.outstanding.size >= LIMITS.mcpRequestsInFlight) {
-        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${LIMITS.mcpRequestsInFlight} requests are unanswered: wait for an answer (or cancel a request) before sending another` });
+      if (this.inFlight.size >= LIMITS.mcpRequestsInFlight) {
+        return this.answer({ id: message.id, code: INVALID_REQUEST, message: `${WIRE_CODE}: ${LIMITS.mcpRequestsInFlight} requests are in hand (a cancelled one until its work stops): wait for an answer before sending another` });
       }
       this.inFlight.set(idKey(message.id), message.method);
-      this.outstanding.add(idKey(message.id));
       if (message.method === 'initialize') this.initialized = true;
     } else if ('method' in message && message.method === 'notifications/cancelled') {
-      // A cancelled request is never answered: it no longer counts against the bound (its id stays held).
+      // A cancelled request stays held until its handler settles (`settled`); one naming no request held is dropped.
       const cancelled = (message.params as { requestId?: unknown } | undefined)?.requestId;
-      if (typeof cancelled === 'string' || typeof cancelled === 'number') this.outstanding.delete(idKey(cancelled));
+      if ((typeof cancelled !== 'string' && typeof cancelled !== 'number') || !this.inFlight.has(idKey(cancelled))) return;
     }
     this.onmessage?.(message);
   }
@@ -175,12 +175,16 @@ export class GuardedStdioTransport implements Transport {
     return Promise.resolve();
   }
 
+  /** The server is done with the request under `id`, answered or (cancelled) not: its id is free and it no longer counts against the bound. */
+  settled(id: string | number): void {
+    this.inFlight.delete(idKey(id));
+  }
+
   send(message: JSONRPCMessage): Promise<void> {
     let method: string | undefined;
     if (!('method' in message) && 'id' in message && message.id !== undefined) {
       method = this.inFlight.get(idKey(message.id));
       this.inFlight.delete(idKey(message.id));
-      this.outstanding.delete(idKey(message.id));
     }
     return this.write('error' in message ? codedError(message, method) : message);
   }

@@ -5,11 +5,13 @@ import { LIMITS } from '../limits.js';
 /**
  * One line of `coo mcp`'s stdio transport, read as untrusted input before the SDK sees it: valid
  * UTF-8, one JSON value without a key twice in any object and no deeper than LIMITS.mcpMessageDepth,
- * one JSON-RPC message (never a batch) whose params fit its method. What fails is refused with the
- * JSON-RPC error the client is owed, its message starting with a code: the SDK's own reader dropped
- * such a line with no answer (the client waited for ever), answered wrong params as an internal
- * error with a schema dump, and read a duplicated key as its last occurrence, where a client or a
- * proxy in between may read the first.
+ * one JSON-RPC message (never a batch) whose params fit its method and whose id is at most
+ * LIMITS.mcpIdChars long. What fails is refused with the JSON-RPC error the client is owed, its
+ * message starting with a code: the SDK's own reader dropped such a line with no answer (the client
+ * waited for ever), answered wrong params as an internal error with a schema dump, and read a
+ * duplicated key as its last occurrence, where a client or a proxy in between may read the first.
+ * An id is held by the transport until the server is done with its request, so one of megabytes
+ * held that much for as long.
  */
 
 /** The code every refusal's message starts with. */
@@ -97,6 +99,10 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
   if (shape !== null) return refuse(idOf(value), INVALID_REQUEST, `the message was refused unread: ${shape}`);
   if (Array.isArray(value)) return refuse(null, INVALID_REQUEST, 'a batch (a JSON array of messages) is not accepted: send one message per line');
   const id = idOf(value);
+  if (typeof id === 'string' && id.length > LIMITS.mcpIdChars) {
+    // Answered under no id: echoing it would send back what was refused for its size.
+    return refuse(null, INVALID_REQUEST, `the id ${JSON.stringify(id.slice(0, 32))}… is ${id.length} characters long, over the ${LIMITS.mcpIdChars} an id may have: give each request a short id of its own`);
+  }
   if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer of at most 2^53 - 1 in size; a method that is a string; params an object)');
   const method = (value as { method?: unknown }).method;
   const request = typeof method === 'string' && id !== null ? schemas.requests.get(method) : undefined;

@@ -4,8 +4,10 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { CooError, type Finding } from '../errors.js';
 import { verifyLedger } from '../audit/verify.js';
 import { installHook, LEDGER_CONFIG } from '../ledger/init.js';
+import { LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
+import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
 import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
@@ -19,6 +21,8 @@ export interface CloneOptions {
   readonly timeoutMs?: number;
   /** The limit's name in messages (the flag that set it). */
   readonly limitName?: string;
+  /** The most the clone may bring, in bytes (default LIMITS.remoteFetchBytes, the bound of one fetch). */
+  readonly maxFetchBytes?: number;
 }
 
 export interface CloneResult {
@@ -39,7 +43,10 @@ const LIVENESS = new Set(['HEARTBEAT_EXPIRED']);
  * Makes a local working ledger of a remote one: stock git clones `main` alone into a folder beside
  * the target, the whole history is replayed through the validator from the pinned trust root, and
  * only then is the folder moved into place, configured as `coo init` configures a ledger and with
- * its pre-receive hook. A history that does not verify leaves nothing behind.
+ * its pre-receive hook. A history that does not verify leaves nothing behind, nor does a remote that
+ * sends more than one fetch takes: the clone is stopped there. The folder is named for this process
+ * (util/owned-folders.ts): one a clone killed before it finished left is removed by the next clone
+ * to that place.
  */
 export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   const gitdir = resolve(options.gitdir);
@@ -47,7 +54,9 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
   }
   fs.mkdirSync(dirname(gitdir), { recursive: true });
-  const temp = join(dirname(gitdir), `.${basename(gitdir)}.clone-${randomBytes(4).toString('hex')}`);
+  const beside = `.${basename(gitdir)}.clone-`;
+  removeOrphans(dirname(gitdir), beside);
+  const temp = join(dirname(gitdir), `${ownedPrefix(beside)}${randomBytes(4).toString('hex')}`);
   try {
     await fetchClone(options, temp);
     // `git clone --branch main` takes a tag named main too: only the remote's branch main is a ledger to verify.
@@ -85,8 +94,9 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
 async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   const limits = { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), limitName: options.limitName ?? DEFAULT_LIMIT_NAME };
   const url = displayUrl(options.url);
-  const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp], limits);
+  const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp], { ...limits, maxReceivedBytes: options.maxFetchBytes ?? LIMITS.remoteFetchBytes, into: temp });
   if (cloned.ok) return;
+  if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned`);
   if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
   const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], limits);
   if (!looked.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);

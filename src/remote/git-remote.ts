@@ -4,6 +4,7 @@ import { basename, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
+import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
@@ -45,6 +46,11 @@ export interface RemoteGitOptions {
    * over it, the command is stopped and what it received removed.
    */
   readonly maxReceivedBytes?: number;
+  /**
+   * Without `gitdir`, for a clone: the folder it makes, weighed as a fetch's quarantine is against
+   * `maxReceivedBytes`; over it, the command is stopped, and the caller removes the folder.
+   */
+  readonly into?: string;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
@@ -73,10 +79,18 @@ function bytesUnder(path: string): number {
   return total;
 }
 
-/** The quarantine a fetch receives into, beside the ledger's objects, named as git names its own temporary files there (`tmp_`). */
+/** How a fetch's quarantine is named, as git names its own temporary files beside the objects (`tmp_`); the process that made it follows (util/owned-folders.ts). */
+const QUARANTINE = 'tmp_coo-incoming-';
+
+/**
+ * The quarantine a fetch receives into, beside the ledger's objects. Those a process killed
+ * mid-fetch left (up to all one fetch may bring, which nothing else removes) go first.
+ */
 function receivingFolder(gitdir: string): string {
+  const objects = join(resolve(gitdir), 'objects');
+  removeOrphans(objects, QUARANTINE);
   try {
-    return mkdtempSync(join(resolve(gitdir), 'objects', 'tmp_coo-incoming-'));
+    return mkdtempSync(join(objects, ownedPrefix(QUARANTINE)));
   } catch (error) {
     const code = (error as NodeJS.ErrnoException).code ?? 'unknown';
     throw new CooError('IO_ERROR', `cannot make a folder in ${join(gitdir, 'objects')} to receive the remote's objects in (${code}): work through a clone this user may write, on a file system with room`);
@@ -120,6 +134,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
   const { gitdir, maxReceivedBytes } = options;
   const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
+  const weighed = quarantine ?? (maxReceivedBytes === undefined ? null : (options.into ?? null));
   const apart = quarantine === null ? {} : { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(resolve(gitdir!), 'objects') };
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
@@ -136,10 +151,10 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
       timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
     }, limit);
-    const over = (): boolean => quarantine !== null && bytesUnder(quarantine) > maxReceivedBytes!;
+    const over = (): boolean => weighed !== null && bytesUnder(weighed) > maxReceivedBytes!;
     const tooMuch = (): string => `git ${args[0] ?? ''} received more than ${maxReceivedBytes! / (1024 * 1024)} MiB, the most one fetch takes; what it received was removed`;
     const watcher =
-      quarantine === null
+      weighed === null
         ? undefined
         : setInterval(() => {
             if (tooLarge !== undefined || !over()) return;
@@ -148,7 +163,10 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
           }, RECEIVED_WATCH_MS);
     /** What a fetch received joins the ledger's objects only when it ended well within the bound; otherwise it goes. */
     const finish = (ok: boolean): boolean => {
-      if (quarantine === null) return ok;
+      if (quarantine === null) {
+        if (weighed !== null && tooLarge === undefined && over()) tooLarge = tooMuch();
+        return ok && tooLarge === undefined;
+      }
       try {
         if (tooLarge === undefined && over()) tooLarge = tooMuch();
         const admitted = ok && tooLarge === undefined;

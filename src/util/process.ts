@@ -78,3 +78,26 @@ export function endRecordedGroup(record: ProcessRecord): 'killed' | 'gone' | 're
   }
   return 'killed';
 }
+
+/**
+ * This process as part of a name: host, pid and start time (`host.pid.start`), so that a later
+ * process can tell, by `ownerGone`, whether what the name belongs to was left by one that is gone.
+ */
+export function ownerTag(): string {
+  return `${hostLabel()}.${process.pid}.${processStartTime(process.pid) ?? '-'}`;
+}
+
+/**
+ * Whether the process an `ownerTag` names is known to be gone: one of this host whose pid is free,
+ * or now belongs to a process started later. Another host's, or a tag that does not parse, is never
+ * known gone.
+ */
+export function ownerGone(tag: string): boolean {
+  const match = /^(.+)\.(\d+)\.(\d+|-)$/.exec(tag);
+  if (match === null || match[1] !== hostLabel()) return false;
+  const pid = Number(match[2]);
+  if (!Number.isSafeInteger(pid) || pid <= 1) return false;
+  if (!isAlive(pid)) return true;
+  const now = processStartTime(pid);
+  return match[3] !== '-' && now !== null && now !== match[3];
+}

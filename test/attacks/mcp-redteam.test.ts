@@ -101,7 +101,7 @@ describe('the stdio transport against a client that sends what no SDK would', ()
     await transport.close();
   });
 
-  it(`refuses a request past ${LIMITS.mcpRequestsInFlight} unanswered, answers it with a coded error, and takes the next once one is answered or cancelled`, async () => {
+  it(`refuses a request past ${LIMITS.mcpRequestsInFlight} in hand, answers it with a coded error, and takes the next once one is answered or, cancelled, settled`, async () => {
     const stdin = new PassThrough();
     const written: string[] = [];
     const stdout = new Writable({
@@ -130,10 +130,15 @@ describe('the stdio transport against a client that sends what no SDK would', ()
     stdin.write(line({ id: 'a', method: 'ping' }) + line({ id: 'b', method: 'ping' }));
     await settle();
     expect(requests.slice(limit)).toEqual(['a']);
-    // One cancelled (its id stays held, never answered): room for one more; a cancellation for an id never sent makes none.
-    stdin.write(line({ method: 'notifications/cancelled', params: { requestId: 2 } }) + line({ method: 'notifications/cancelled', params: { requestId: 'never-sent' } }) + line({ id: 'c', method: 'ping' }) + line({ id: 'd', method: 'ping' }));
+    // One cancelled: no room until its handler settles (the server says so, unanswered); a cancellation for an id never sent makes none.
+    stdin.write(line({ method: 'notifications/cancelled', params: { requestId: 2 } }) + line({ method: 'notifications/cancelled', params: { requestId: 'never-sent' } }) + line({ id: 'c', method: 'ping' }));
     await settle();
-    expect(requests.slice(limit)).toEqual(['a', 'c']);
+    expect(requests.slice(limit)).toEqual(['a']);
+    transport.settled(2);
+    transport.settled('never-sent');
+    stdin.write(line({ id: 'd', method: 'ping' }) + line({ id: 'e', method: 'ping' }));
+    await settle();
+    expect(requests.slice(limit)).toEqual(['a', 'd']);
     await transport.close();
   });
 });
