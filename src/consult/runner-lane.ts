@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
+import { heldBack, judgedSpend, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -71,6 +71,8 @@ export function consultReadiness(transport: OracleCli): LaneReadiness {
 /** A consult attempt as decided before any claim. */
 type Prepared =
   | { readonly kind: 'stop'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly attempt: number; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
+  /** Its pre-flight stops it only for what other open attempts may still spend: unclaimed, judged again next pass. */
+  | { readonly kind: 'wait'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly detail: string }
   /** Its route cannot be called here (a key, an endpoint): it stays queued, said by the runner. */
   | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly error: unknown }
   | {
@@ -79,6 +81,8 @@ type Prepared =
       readonly message: AdvisoryMessage;
       readonly attempt: number;
       readonly decision: Extract<Preflight, { kind: 'run' }>;
+      /** What the pre-flight judged the shared budgets on, with what other open attempts may still spend. */
+      readonly shared: JudgedSpend;
       readonly route: RoutePlan;
       /** The prompt bundle Oracle is handed, whose size the pre-flight estimate was made from, and the canary it holds. */
       readonly bundle: string;
@@ -114,13 +118,19 @@ export class ConsultLane implements RunnerLane {
     const group = this.startingWith(state, record, now);
     const prepared: Prepared[] = [];
     for (const member of group) prepared.push(await this.prepare(state, member, now));
+    // A panel is paid for whole or not at all: a member held back by what other open attempts may still spend holds back every member.
+    const waiting = prepared.find((item) => item.kind === 'wait');
+    if (waiting !== undefined && waiting.kind === 'wait') {
+      for (const item of prepared) this.ctx.onSkipped(item.record.id, item === waiting ? waiting.detail : `${waiting.detail} (for ${waiting.record.id}, of its panel)`);
+      return false;
+    }
     if (prepared.length > 1) {
-      const correlation = prepared[0]!.message.correlation_id;
       const policy = state.policy!.doc;
+      const shared = judgedSpend(state, prepared[0]!.message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
       const panel = planPanel({
-        members: prepared.flatMap((item) => (item.kind === 'unroutable' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
-        correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - (state.spendByCorrelation.get(correlation) ?? 0)),
-        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - (state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0)),
+        members: prepared.flatMap((item) => (item.kind === 'unroutable' || item.kind === 'wait' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
+        correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - shared.spentOnCorrelationUsd),
+        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - shared.spentTodayUsd),
       });
       if (panel !== null) {
         for (const [index, item] of prepared.entries()) if (item.kind === 'run') prepared[index] = { kind: 'stop', record: item.record, message: item.message, attempt: item.attempt, status: 'blocked', blocker: panel.blocker, detail: panel.detail };
@@ -132,8 +142,8 @@ export class ConsultLane implements RunnerLane {
     // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
     for (const item of prepared) {
       if (item.kind !== 'run') continue;
-      const judged = judgedSpend(state, item.message.correlation_id, isoSeconds(now).slice(0, 10), item.decision.budgetLimitUsd);
-      if (await this.ctx.claim(item.record, item.attempt, now, undefined, (final) => spendMovedSince(judged, final))) claimed.push(item);
+      // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
+      if (await this.ctx.claim(item.record, item.attempt, now, undefined, { ...item.shared, limitUsd: item.decision.worstCaseUsd })) claimed.push(item);
     }
     if (claimed.length > 0) failpoint('after-claim');
     const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
@@ -189,20 +199,27 @@ export class ConsultLane implements RunnerLane {
     } catch (error) {
       unroutable = error;
     }
-    const decision = preflight({
-      fixedOutputTokens: route?.fixedOutputTokens ?? null,
-      now,
-      message,
-      attempt,
-      killSwitch: state.killSwitch?.doc ?? null,
-      registry,
-      policy: policy.doc,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
-      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-      inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
-    });
+    // What other open attempts may still spend counts as spent: the ledger knows their claims (lane/budget.ts).
+    const shared = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
+    const judge = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }): Preflight =>
+      preflight({
+        fixedOutputTokens: route?.fixedOutputTokens ?? null,
+        now,
+        message,
+        attempt,
+        killSwitch: state.killSwitch?.doc ?? null,
+        registry,
+        policy: policy.doc,
+        spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+        spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
+        spentTodayUsd: spent.spentTodayUsd,
+        inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+      });
+    const decision = judge(shared);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
+    if (decision.kind === 'stop' && heldBack(decision, shared, state, judge)) {
+      return { kind: 'wait', record, message, detail: `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again` };
+    }
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     // A consult its agent left behind (the attempt that asked it ended) is receipted unrun: nobody would read the answer.
     const gone = askerGone(record, (id) => state.messages.get(id));
@@ -230,7 +247,7 @@ export class ConsultLane implements RunnerLane {
       return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
     }
     if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
-    return { kind: 'run', record, message, attempt, decision, route, bundle, canary, files: pins.files };
+    return { kind: 'run', record, message, attempt, decision, shared, route, bundle, canary, files: pins.files };
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */

@@ -48,10 +48,11 @@ export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message'
 }
 
 /**
- * What an attempt whose runner died was allowed to spend: the tightest of what its message,
- * correlation and claim's day had left as its pre-flight found them (the ledger as it stood at its
- * claim: receipts after it, its consults' or other runners', did not shrink it), less what its
- * consults cost, which came out of it.
+ * What an attempt whose runner died was allowed to spend: what its claim records its pre-flight
+ * let it spend (`allowance_usd`), or, for a claim that does not state it, the tightest of what its
+ * message, correlation and claim's day had left as its pre-flight found them (the ledger as it stood
+ * at its claim: receipts after it, its consults' or other runners', did not shrink it); less what
+ * its consults cost, which came out of it.
  */
 export function crashAllowanceUsd(facts: {
   readonly state: Pick<LedgerState, 'policy' | 'messages' | 'spendByCorrelation' | 'spendByDay'>;
@@ -66,6 +67,7 @@ export function crashAllowanceUsd(facts: {
   const policy = state.policy?.doc;
   if (policy === undefined) return 0;
   const claim = record.attempts[attempt - 1]?.claim ?? null;
+  if (claim?.allowanceUsd !== undefined) return boundedUsd(Math.max(0, claim.allowanceUsd - facts.consultsUsd));
   const day = claim?.at.slice(0, 10) ?? facts.today;
   const spent = spendAsOf(state, message.correlation_id, day, claim?.seq ?? Number.MAX_SAFE_INTEGER);
   const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt), ...spent });

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
+import { heldBack, judgedSpend, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
@@ -229,17 +229,25 @@ export class DispatchLane implements RunnerLane {
     const now = this.ctx.clock();
     this.checkRetryApproval(state, record, attempt, now);
     const message = await this.readEnvelope(record);
-    const decision = preflightDispatch({
-      now,
-      message,
-      attempt,
-      killSwitch: state.killSwitch?.doc ?? null,
-      registry: state.registry!.doc,
-      policy: state.policy!.doc,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
-      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-    });
+    // What other open attempts may still spend counts as spent: the ledger knows their claims (lane/budget.ts).
+    const shared = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
+    const judge = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }): ReturnType<typeof preflightDispatch> =>
+      preflightDispatch({
+        now,
+        message,
+        attempt,
+        killSwitch: state.killSwitch?.doc ?? null,
+        registry: state.registry!.doc,
+        policy: state.policy!.doc,
+        spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+        spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
+        spentTodayUsd: spent.spentTodayUsd,
+      });
+    const decision = judge(shared);
+    if (decision.kind === 'stop' && heldBack(decision, shared, state, judge)) {
+      this.ctx.onSkipped(record.id, `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again`);
+      return false;
+    }
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     const task = await ledger.readFile(message.payload_ref!);
@@ -262,8 +270,7 @@ export class DispatchLane implements RunnerLane {
     const promptBytes = Buffer.byteLength(prompt);
     if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
     // Judged again on the state the claim is written on: what another runner spent meanwhile was not in this pre-flight.
-    const judged = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), decision.maxCostUsd);
-    if (!(await this.ctx.claim(record, attempt, now, undefined, (final) => spendMovedSince(judged, final)))) return false;
+    if (!(await this.ctx.claim(record, attempt, now, undefined, { ...shared, limitUsd: decision.maxCostUsd }))) return false;
     failpoint('after-claim');
     const attemptId = attemptIdOf(record, attempt);
     const folder = attemptFolder(this.ctx.stateDir, attemptId);

@@ -30,6 +30,8 @@ import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '.
 import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { assignWork } from './assignment.js';
+import { spendMovedSince, type JudgedSpend } from '../lane/budget.js';
+import { boundedUsd } from '../schema/common.js';
 
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
@@ -210,7 +212,8 @@ export class Runner {
       scrubber: this.scrubber,
       keepAttemptFiles: options.keepSandboxes === true,
       remoteUrl: options.remote?.url ?? null,
-      claim: (record, attempt, now, receipt, admits) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, admits),
+      claim: (record, attempt, now, receipt, judged) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, judged),
+      onSkipped: (messageId, reason) => this.emit({ type: 'skipped', messageId, reason }),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
       commit: (files, summary, now) => this.commit(files, summary, now),
       write: (write) => this.write(write),
@@ -712,7 +715,7 @@ export class Runner {
     await this.append({ files, key: this.options.key, now, summary });
   }
 
-  private claimFile(record: MessageRecord, attempt: number, now: Date): NewFile {
+  private claimFile(record: MessageRecord, attempt: number, now: Date, allowanceUsd: number | undefined): NewFile {
     const doc = {
       schema_version: 'claim.v0',
       message_id: record.id,
@@ -721,6 +724,7 @@ export class Runner {
       runner_id: this.runnerId,
       transport_session_id: sessionSlugFor(record.id, attempt),
       claimed_at: isoSeconds(now),
+      ...(allowanceUsd === undefined ? {} : { allowance_usd: boundedUsd(allowanceUsd) }),
     };
     return { path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(doc)) };
   }
@@ -728,10 +732,12 @@ export class Runner {
   /**
    * The one claim rule of every lane: the claim of `attempt` (with `files` in the same commit, for
    * an outcome decided before anything runs) lands before anything is paid for. False when another
-   * runner took the attempt first.
+   * runner took the attempt first. With what its pre-flight `judged`, the claim records the
+   * allowance it let the attempt spend, and is judged again on the state it is written on.
    */
-  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, admits?: (state: LedgerState) => string | null): Promise<boolean> {
-    const written = [this.claimFile(record, attempt, now), ...files];
+  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, judged?: JudgedSpend): Promise<boolean> {
+    const written = [this.claimFile(record, attempt, now, judged?.limitUsd), ...files];
+    const admits = judged === undefined ? undefined : (state: LedgerState): string | null => spendMovedSince(judged, state);
     // Judged again on the state the claim is written on (through a remote, each head a refused push is rebuilt on).
     let refused: string | null = null;
     const write = (state: LedgerState): NewFile[] => {

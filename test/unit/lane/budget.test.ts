@@ -42,7 +42,8 @@ describe('consult budgets', () => {
 
 describe('a claim judged again on the state it is written on', () => {
   const budgets = { max_cost_usd_per_message: 1, max_cost_usd_per_correlation: 5, daily_cost_cap_usd: 50, max_runtime_seconds: 600 };
-  const at = (correlationUsd: number, dayUsd: number, caps: ActorPolicy['budgets'] = budgets): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'> => ({
+  const at = (correlationUsd: number, dayUsd: number, caps: ActorPolicy['budgets'] = budgets): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> => ({
+    messages: new Map(),
     spendByCorrelation: new Map([['corr_a', correlationUsd]]),
     spendByDay: new Map([['2026-12-03', dayUsd]]),
     policy: { doc: { budgets: caps } } as unknown as LedgerState['policy'],

@@ -1,0 +1,105 @@
+import { afterAll, describe, expect } from 'vitest';
+import type { LedgerState, MessageRecord } from '../../src/authority/state.js';
+import { heldByOpenAttemptsUsd, judgedSpend, spendMovedSince } from '../../src/lane/budget.js';
+import { defaultPolicy } from '../../src/ledger/init.js';
+import { readStrictYaml } from '../../src/schema/strict-yaml.js';
+import { attack } from '../helpers/attack-kit.js';
+import { holdingRunner, makeCase, remoteReceipts } from '../helpers/remote-runners.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Money across runners: an open claim on the ledger is known, so what its attempt may still spend
+ * counts against its correlation and its day until its receipt lands, in every pre-flight and in
+ * the judgement of a claim on the state it is written on.
+ */
+
+const dir = tempDir('money-redteam-2');
+const closers: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+/** The allowance the claim of a message's attempt records, as the remote holds it. */
+async function claimedAllowance(ledger: { readFile(path: string): Promise<Buffer | null>; state(): Promise<LedgerState> }, messageId: string, attempt: number): Promise<number | undefined> {
+  const claim = (await ledger.state()).messages.get(messageId)!.attempts[attempt - 1]!.claim!;
+  const doc = readStrictYaml((await ledger.readFile(claim.path))!, claim.path) as { allowance_usd?: number };
+  return doc.allowance_usd;
+}
+
+describe("two runners through one remote at the edge of the day's cap", () => {
+  attack("another runner's claim is open, its call in flight and no receipt yet: the pre-flight counts what it may still spend", 'runner', 'held', async () => {
+    const base = defaultPolicy();
+    // $0.50 a day: one consult's worst case (its output cap is what the day pays for) takes all of it.
+    const world = await makeCase(dir, closers, { ...base, budgets: { ...base.budgets, daily_cost_cap_usd: 0.5 } });
+    const first = await world.consult();
+    const second = await world.consult();
+    const a = await world.machine('a');
+    const b = await world.machine('b');
+    // b claims one consult and pays its call; its answer is held, so its claim stays open on the remote.
+    const held = await holdingRunner(world, b);
+    const heldId = (await b.ledger.state()).messages.get(first)!.attempts.length === 1 ? first : second;
+    const otherId = heldId === first ? second : first;
+    const heldAllowance = await claimedAllowance(b.ledger, heldId, 1);
+    await a.runner().runOnce();
+    const paidByA = world.model.requests.length - 1;
+    const receiptsThen = await remoteReceipts(world.served, otherId);
+    held.release();
+    await held.running;
+    if (paidByA > 0) return 'accepted';
+    expect(heldAllowance).toBeGreaterThan(0.49);
+    expect(heldAllowance).toBeLessThanOrEqual(0.5);
+    // Not receipted either: what the open attempt held may come back unspent.
+    expect(a.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId: otherId, reason: expect.stringMatching(/open attempts may still spend; the next pass judges it again/) }));
+    expect(receiptsThen).toEqual([]);
+    // b's receipt says what its call cost (little, the loopback model's answer is short): the day has room again, and b's pass went on to it.
+    await a.runner().runOnce();
+    expect(await remoteReceipts(world.served, otherId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(2);
+    return 'held';
+  });
+});
+
+describe('what open attempts hold, as the ledger knows them', () => {
+  const correlation = 'corr_0123456789abcdef0123';
+  const day = '2026-12-03';
+  const claim = (id: string, allowanceUsd?: number) => ({ path: `c/${id}`, session: 's', runner: 'run-x', at: `${day}T10:00:00Z`, seq: 10, ...(allowanceUsd === undefined ? {} : { allowanceUsd }) });
+  const receipt = (costUsd: number) => ({ path: 'r', status: 'succeeded' as const, blockers: [], costUsd, nextAttemptAt: null, createdAt: `${day}T10:05:00Z`, seq: 11 });
+  const message = (id: string, fields: Partial<MessageRecord> & { attempts: MessageRecord['attempts'] }): MessageRecord => ({ id, correlation, chain: [], maxCostUsd: 5, intent: 'ea_dispatch', ...fields }) as unknown as MessageRecord;
+  const stateOf = (...records: MessageRecord[]) => ({ messages: new Map(records.map((record) => [record.id, record])), spendByCorrelation: new Map([[correlation, 1]]), spendByDay: new Map([[day, 1]]), policy: { doc: defaultPolicy() } }) as unknown as LedgerState;
+
+  attack("a dispatch attempt's open claim holds its allowance less what its consults' receipts cost; its open consult holds nothing of its own", 'library', 'held', () => {
+    const dispatch = message('msg_dispatch', { attempts: [{ number: 1, attemptId: 'a1', claim: claim('d', 4), receipt: null }], consults: [{ id: 'msg_done', attempt: 1 }, { id: 'msg_open', attempt: 1 }] });
+    const done = message('msg_done', { intent: 'aa_consult', chain: ['msg_dispatch'], askedIn: 1, attempts: [{ number: 1, attemptId: 'c1', claim: claim('c1', 0.9), receipt: receipt(1.5) }] } as Partial<MessageRecord> & { attempts: MessageRecord['attempts'] });
+    const open = message('msg_open', { intent: 'aa_consult', chain: ['msg_dispatch'], askedIn: 1, attempts: [{ number: 1, attemptId: 'c2', claim: claim('c2', 0.9), receipt: null }] } as Partial<MessageRecord> & { attempts: MessageRecord['attempts'] });
+    const state = stateOf(dispatch, done, open);
+    const held = heldByOpenAttemptsUsd(state, correlation, 'msg_other');
+    if (held.correlationUsd === 0) return 'accepted';
+    expect(held).toEqual({ correlationUsd: 2.5, dayUsd: 2.5 });
+    // The consult its agent asks spends from the dispatch's allowance: the dispatch does not hold against it.
+    const asked = message('msg_asked', { intent: 'aa_consult', chain: ['msg_dispatch'], askedIn: 1, attempts: [] } as Partial<MessageRecord> & { attempts: MessageRecord['attempts'] });
+    expect(heldByOpenAttemptsUsd(stateOf(dispatch, done, open, asked), correlation, 'msg_asked')).toEqual({ correlationUsd: 0, dayUsd: 0 });
+    return 'held';
+  });
+
+  attack("a claim that states no allowance (an older runner's) holds its message's budget less its earlier attempts; another correlation's holds only the day", 'library', 'held', () => {
+    const older = message('msg_older', { attempts: [{ number: 1, attemptId: 'o1', claim: claim('o1'), receipt: receipt(2) }, { number: 2, attemptId: 'o2', claim: claim('o2'), receipt: null }] });
+    const elsewhere = message('msg_elsewhere', { correlation: 'corr_other', attempts: [{ number: 1, attemptId: 'e1', claim: claim('e1', 1.25), receipt: null }] });
+    const held = heldByOpenAttemptsUsd(stateOf(older, elsewhere), correlation, null);
+    if (held.dayUsd === 0) return 'accepted';
+    expect(held).toEqual({ correlationUsd: 3, dayUsd: 4.25 });
+    return 'held';
+  });
+
+  attack('a claim written on a state where another runner claimed meanwhile is judged again counting that claim', 'library', 'not_claimed', () => {
+    const mine = message('msg_mine', { attempts: [] });
+    const judged = judgedSpend(stateOf(mine), correlation, day, 4, 'msg_mine');
+    // Meanwhile another runner claimed an attempt of the correlation that may spend $16 of its $20.
+    const theirs = message('msg_theirs', { attempts: [{ number: 1, attemptId: 't1', claim: claim('t1', 16), receipt: null }] });
+    const refused = spendMovedSince(judged, stateOf(mine, theirs));
+    if (refused === null) return 'accepted';
+    expect(refused).toMatch(/no longer leaves the \$4/);
+    // Its own open claim never holds against the attempt judged.
+    expect(spendMovedSince(judged, stateOf(message('msg_mine', { attempts: [{ number: 1, attemptId: 'm1', claim: claim('m1', 4), receipt: null }] })))).toBeNull();
+    return 'not_claimed';
+  });
+});
