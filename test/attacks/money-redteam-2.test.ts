@@ -2,8 +2,13 @@ import { afterAll, describe, expect } from 'vitest';
 import type { LedgerState, MessageRecord } from '../../src/authority/state.js';
 import { heldByOpenAttemptsUsd, judgedSpend, spendMovedSince } from '../../src/lane/budget.js';
 import { defaultPolicy } from '../../src/ledger/init.js';
-import { readStrictYaml } from '../../src/schema/strict-yaml.js';
 import { attack } from '../helpers/attack-kit.js';
+import { FIX, agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf } from '../../src/authority/state.js';
+import { claimPath } from '../../src/ledger/layout.js';
+import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { holdingRunner, makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -101,5 +106,28 @@ describe('what open attempts hold, as the ledger knows them', () => {
     // Its own open claim never holds against the attempt judged.
     expect(spendMovedSince(judged, stateOf(message('msg_mine', { attempts: [{ number: 1, attemptId: 'm1', claim: claim('m1', 4), receipt: null }] })))).toBeNull();
     return 'not_claimed';
+  });
+});
+
+describe("a dispatch beside another runner's open attempt near the day's cap", () => {
+  const place = hostilePlaces(dir, 'dispatch');
+
+  attack("another host's dispatch attempt is open, allowed $49.99 of the day's $50: a new dispatch is not claimed until its receipt lands", 'runner', 'held', async () => {
+    const where = await place('held-day');
+    const ledger = where.world.ledger;
+    const open = await dispatchTo(where, 'held-open');
+    const next = await dispatchTo(where, 'held-next');
+    // A runner on another host claimed the first dispatch and may spend $49.99 of the day.
+    const record = (await ledger.state()).messages.get(open.messageId)!;
+    const now = new Date();
+    const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-elsewhere', transport_session_id: 'session-elsewhere', claimed_at: isoSeconds(now), allowance_usd: 49.99 };
+    await ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: where.world.actors.coo, now, summary: `claim ${record.id} attempt 1` });
+    const watch = watchOnce(where, agentScript(where.world.dir, FIX));
+    expect(watch.hung).toBe(false);
+    if ((await receiptsFor(where, next.messageId)).length > 0) return 'accepted';
+    expect(watch.stdout).toMatch(/open attempts may still spend; the next pass judges it again/);
+    // The open attempt is another host's: left to it, not recovered.
+    expect(await receiptsFor(where, open.messageId)).toEqual([]);
+    return 'held';
   });
 });
