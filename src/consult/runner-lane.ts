@@ -2,7 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
-import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { heldBack, judgedSpend, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
@@ -168,13 +168,9 @@ export class ConsultLane implements RunnerLane {
     return [record, ...siblings];
   }
 
-  /** Everything decided before a claim: pre-flight, the hashes and pins, the names Oracle is handed, and the route. */
-  private async prepare(state: LedgerState, record: MessageRecord, now: Date): Promise<Prepared> {
+  /** The question as Oracle is handed it, with what it was rendered from: the payload, the context manifest and its files' sizes, and a cross-check's challenged answer. */
+  private async renderBundle(message: AdvisoryMessage, canary: string) {
     const ledger = this.ctx.ledger;
-    const attempt = record.attempts.length + 1;
-    const message = await this.readEnvelope(record);
-    const policy = state.policy!;
-    const registry = state.registry!.doc;
     const prompt = await ledger.readFile(message.payload_ref);
     const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
     const listed = manifest === null ? [] : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files;
@@ -182,7 +178,6 @@ export class ConsultLane implements RunnerLane {
     // What is sent is the whole bundle: the question in its template and, for a cross-check, the challenged answer quoted; the estimate is of that.
     const answer = message.intent === 'cross_check' ? await ledger.readFile(message.challenge.answer_ref) : null;
     const challenged: ChallengedAnswer | undefined = message.intent === 'cross_check' && answer !== null ? { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') } : undefined;
-    const canary = `canary-${randomBytes(12).toString('hex')}`;
     const bundle = renderConsultPrompt({
       question: prompt?.toString('utf8') ?? '',
       canary,
@@ -190,6 +185,18 @@ export class ConsultLane implements RunnerLane {
       files: message.context_pin.files.map((file) => file.path),
       ...(challenged === undefined ? {} : { challenged }),
     });
+    return { prompt, manifest, listed, contextBytes, answer, bundle };
+  }
+
+  /** Everything decided before a claim: pre-flight, the hashes and pins, the names Oracle is handed, and the route. */
+  private async prepare(state: LedgerState, record: MessageRecord, now: Date): Promise<Prepared> {
+    const ledger = this.ctx.ledger;
+    const attempt = record.attempts.length + 1;
+    const message = await this.readEnvelope(record);
+    const policy = state.policy!;
+    const registry = state.registry!.doc;
+    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const { prompt, manifest, listed, contextBytes, answer, bundle } = await this.renderBundle(message, canary);
     // The route, from the registry entry and the runner's endpoints: what it asks the provider for bounds the budget.
     const entry = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
     let route: RoutePlan | null = null;
@@ -448,9 +455,11 @@ export class ConsultLane implements RunnerLane {
   /**
    * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
    * that completed (the answer was paid for once; it is not bought again), or record the attempt
-   * as interrupted, with a new attempt when the policy allows.
+   * as interrupted, with a new attempt when the policy allows. An attempt taken over from another
+   * runner, of which this state folder holds nothing, is charged as a call that started and ended
+   * unanswered: that runner's Oracle may have sent the question.
    */
-  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+  async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const claim = last.claim!;
     const message = await this.readEnvelope(record);
@@ -483,10 +492,30 @@ export class ConsultLane implements RunnerLane {
       }
     }
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
-    const spent = attemptFile !== null && oracle !== null ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null) : undefined;
+    const spent =
+      attemptFile !== null && oracle !== null
+        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null)
+        : takenOver && attemptFile === null
+          ? await this.takenOverCall(state, message, last.attemptId, claim)
+          : undefined;
     await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent);
     removeSandbox(sandbox);
     return true;
+  }
+
+  /**
+   * What a receipt knows of a call another runner claimed and may have made before its lease ran
+   * out, its files on its own machine: the question as this runner would send it (the bundle the
+   * message renders, to within its canary), to the model the registry routes its target to, with a
+   * session that left this runner no record. It is charged as a call that ended unanswered.
+   */
+  private async takenOverCall(state: LedgerState, message: AdvisoryMessage, attemptId: string, claim: NonNullable<AttemptRecord['claim']>): Promise<ReceiptFacts['transport']> {
+    const model = state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
+    if (model === undefined) return undefined;
+    const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
+    const unseen: OracleSessionMeta = { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
+    const attemptFile: AttemptRecordFile = { attempt_id: attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
+    return this.unansweredCall(state, message, attemptFile, unseen, Buffer.from(bundle, 'utf8'));
   }
 
   /** What a receipt knows of a call whose Oracle started and whose runner died: the session record Oracle left, and what was sent. */

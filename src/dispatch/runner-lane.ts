@@ -660,9 +660,11 @@ export class DispatchLane implements RunnerLane {
   /**
    * An attempt claimed but never receipted whose runner is gone: whatever it started is ended, and
    * the attempt is recorded as interrupted. A dispatch is not harvested (its evidence was never
-   * gathered by a live runner) and does not retry on its own: the next attempt needs the CEO.
+   * gathered by a live runner) and does not retry on its own: the next attempt needs the CEO. An
+   * attempt taken over from another runner, of which this state folder holds nothing, is charged
+   * as one whose executor started: what that runner's executor spent is not known here.
    */
-  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+  async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const message = await this.readEnvelope(record);
     const folder = attemptFolder(this.ctx.stateDir, last.attemptId);
@@ -671,13 +673,14 @@ export class DispatchLane implements RunnerLane {
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
     if (started !== null) endRecordedGroup(started);
     const now = this.ctx.clock();
-    // The executor started (its pid was recorded) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
-    const unknownSpend = pidFile.kind === 'file' ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
+    // The executor started (its pid was recorded, or another runner's may have) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
+    const unseen = takenOver && !fs.existsSync(folder.root);
+    const unknownSpend = pidFile.kind === 'file' || unseen ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
     const receipt = buildEaReceipt({
       ...this.emptyFacts(state, message, record, last.number, now),
       ...unknownSpend,
       status: 'failed',
-      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
+      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence${unseen ? '; its lease ran out and what its executor spent is not known here, so the attempt is charged what it was allowed' : ''}` }],
     });
     const listed = await this.withConsults(receipt, record.id, last.number);
     await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: recordedReceipt(listed, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);

@@ -20,9 +20,12 @@ export interface RunnerLane {
   /**
    * The open attempt of `record`, claimed by a runner that is gone (or whose lease ran out): the
    * runner has decided it is this one's to close. Finishes it from what is left, or records it
-   * interrupted. False when nothing was written.
+   * interrupted. False when nothing was written. `takenOver`: the claim is another runner's whose
+   * lease ran out (through a remote), whose files are in its own state folder, maybe on another
+   * machine: what it started and paid this runner cannot see, so an attempt of which this state
+   * folder holds nothing is charged as one whose call started and whose runner died.
    */
-  recover(state: LedgerState, record: MessageRecord): Promise<boolean>;
+  recover(state: LedgerState, record: MessageRecord, takenOver?: boolean): Promise<boolean>;
   /** A receipt of this lane that waited in the runner's journal and is now published: what follows a receipt, done now. */
   afterJournaledReceipt?(record: MessageRecord, attempt: number, receiptFile: NewFile): Promise<void>;
 }

@@ -797,6 +797,7 @@ export class Runner {
       // or other writers beat it there too often): publish that, never an "interrupted" in its place.
       return (await this.publishJournaled(journaled)) === 'published';
     }
+    let takenOver = false;
     if (claim.runner !== this.runnerId) {
       if (this.options.remote === undefined) {
         if (this.local.mayBeAlive(claim.runner)) {
@@ -825,6 +826,7 @@ export class Runner {
           return false;
         }
         this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
+        takenOver = true;
       }
     }
     const kept = this.keptPath(record.id, last.number);
@@ -832,7 +834,7 @@ export class Runner {
       const published = await this.publishKept(kept);
       if (published !== null) return published;
     }
-    return this.laneFor(record).recover(state, record);
+    return this.laneFor(record).recover(state, record, takenOver);
   }
 
   /** Where the state folder keeps a result whose receipt the ledger refused (keepRefused). */

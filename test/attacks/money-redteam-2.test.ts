@@ -9,6 +9,9 @@ import { folderOf } from '../../src/authority/state.js';
 import { claimPath } from '../../src/ledger/layout.js';
 import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { holdingRunner, makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -129,5 +132,72 @@ describe("a dispatch beside another runner's open attempt near the day's cap", (
     // The open attempt is another host's: left to it, not recovered.
     expect(await receiptsFor(where, open.messageId)).toEqual([]);
     return 'held';
+  });
+});
+
+describe("a takeover of another runner's expired attempt", () => {
+  attack("a consult whose holder paid its call and went quiet past its lease: the takeover charges it as a call that ended unanswered, not $0", 'runner', 'charged', async () => {
+    const world = await makeCase(dir, closers);
+    const messageId = await world.consult();
+    const first = await world.machine('holder');
+    const second = await world.machine('taker');
+    const frozen = new Date();
+    const held = await holdingRunner(world, first, { clock: () => frozen });
+    let tick = 0;
+    const taker = second.runner({ monotonic: () => tick, clock: () => frozen, leaseGraceSeconds: 600 });
+    await taker.runOnce();
+    tick = 901_000;
+    await taker.runOnce();
+    held.release();
+    await held.running;
+    expect(second.events.map((event) => event.type)).toContain('takeover');
+    const ledger = Ledger.open(world.served.gitdir);
+    try {
+      const record = (await ledger.state()).messages.get(messageId)!;
+      const receipt = record.attempts[0]!.receipt!;
+      expect(receipt.blockers).toEqual(['interrupted']);
+      if (receipt.costUsd === 0) return 'accepted';
+      const doc = readStrictYaml((await ledger.readFile(receipt.path))!, receipt.path) as { warnings: string[]; usage: { input_tokens: number; reported: boolean } };
+      expect(doc.warnings).toContain('usage_unreported');
+      expect(doc.usage).toMatchObject({ reported: false });
+      expect(doc.usage.input_tokens).toBeGreaterThan(0);
+      return 'charged';
+    } finally {
+      ledger.close();
+    }
+  });
+
+  attack("a dispatch another machine claimed and never receipted: the takeover charges what its claim let it spend, not $0", 'runner', 'charged', async () => {
+    const world = await makeCase(dir, closers);
+    const coo = await world.machine('coo-dispatch');
+    const key = loadPrivateKey(world.served.keys.coo);
+    const enqueued = await coo.remote.write((ledger) =>
+      enqueueDispatch({ ledger, key, now: new Date(), target: 'ea.codex', repo: world.served.target, task: 'Fix add().', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 60, maxRuntimeSeconds: 60 }),
+    );
+    const messageId = enqueued.result.messageId;
+    // A runner on another machine claimed it, allowed $3.25, and went quiet.
+    const record = (await coo.ledger.state()).messages.get(messageId)!;
+    const now = new Date();
+    const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-gone-machine', transport_session_id: 'session-gone', claimed_at: isoSeconds(now), allowance_usd: 3.25 };
+    await coo.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key, now, summary: `claim ${messageId} attempt 1` });
+    const taker = await world.machine('taker-dispatch');
+    let tick = 0;
+    const runner = taker.runner({ monotonic: () => tick, clock: () => now, leaseGraceSeconds: 600 });
+    await runner.runOnce();
+    tick = 901_000;
+    await runner.runOnce();
+    expect(taker.events.map((event) => event.type)).toContain('takeover');
+    const ledger = Ledger.open(world.served.gitdir);
+    try {
+      const receipt = (await ledger.state()).messages.get(messageId)!.attempts[0]!.receipt!;
+      expect(receipt.blockers).toEqual(['interrupted']);
+      if (receipt.costUsd === 0) return 'accepted';
+      expect(receipt.costUsd).toBe(3.25);
+      const doc = readStrictYaml((await ledger.readFile(receipt.path))!, receipt.path) as { warnings: string[] };
+      expect(doc.warnings).toContain('usage_unreported');
+      return 'charged';
+    } finally {
+      ledger.close();
+    }
   });
 });
