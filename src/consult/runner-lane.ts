@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { heldBack, judgedSpend, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { correlationCapUsd, heldBack, judgedSpend, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -129,7 +129,7 @@ export class ConsultLane implements RunnerLane {
       const shared = judgedSpend(state, prepared[0]!.message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
       const panel = planPanel({
         members: prepared.flatMap((item) => (item.kind === 'unroutable' || item.kind === 'wait' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
-        correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - shared.spentOnCorrelationUsd),
+        correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, shared.commandBudgetUsd) - shared.spentOnCorrelationUsd),
         dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - shared.spentTodayUsd),
       });
       if (panel !== null) {
@@ -219,6 +219,7 @@ export class ConsultLane implements RunnerLane {
         policy: policy.doc,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
+        commandBudgetUsd: shared.commandBudgetUsd,
         spentTodayUsd: spent.spentTodayUsd,
         inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       });

@@ -1,6 +1,6 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
-import { planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
+import { correlationCapUsd, planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -23,6 +23,8 @@ export interface DispatchPreflightFacts extends GateFacts {
   readonly message: EaDispatchMessage;
   readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
+  /** The budget of the CEO command the message's chain starts at, when it has one: a cap on the correlation's spend beside the policy's. */
+  readonly commandBudgetUsd?: number | null;
   readonly spentTodayUsd: number;
 }
 
@@ -38,11 +40,11 @@ export type DispatchPreflight =
     };
 
 /** What a dispatch's message, correlation and day have left of their budgets. */
-export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message' | 'policy' | 'spentOnMessageUsd' | 'spentOnCorrelationUsd' | 'spentTodayUsd'>): { messageMaxUsd: number; correlationRemainingUsd: number; dailyRemainingUsd: number } {
+export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message' | 'policy' | 'spentOnMessageUsd' | 'spentOnCorrelationUsd' | 'spentTodayUsd' | 'commandBudgetUsd'>): { messageMaxUsd: number; correlationRemainingUsd: number; dailyRemainingUsd: number } {
   const { message, policy } = facts;
   return {
     messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
-    correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
+    correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, facts.commandBudgetUsd) - facts.spentOnCorrelationUsd),
     dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
   };
 }

@@ -241,6 +241,7 @@ export class DispatchLane implements RunnerLane {
         policy: state.policy!.doc,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
+        commandBudgetUsd: shared.commandBudgetUsd,
         spentTodayUsd: spent.spentTodayUsd,
       });
     const decision = judge(shared);

@@ -122,6 +122,8 @@ export interface JudgedSpend {
   /** What the day spent, and what every other open attempt may still spend. */
   readonly spentTodayUsd: number;
   readonly budgets: ActorPolicy['budgets'] | null;
+  /** The budget of the CEO command the message's chain starts at, when it has one (`budget_usd`): it caps the correlation's spend beside the policy. */
+  readonly commandBudgetUsd: number | null;
   /** What the pre-flight let the attempt spend (its claim records it): the claim stands while the shared budgets still leave that much. */
   readonly limitUsd: number;
 }
@@ -133,6 +135,7 @@ export interface JudgedSpend {
  */
 export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>, correlation: string, day: string, limitUsd: number, message: string | null = null): JudgedSpend {
   const held = heldByOpenAttemptsUsd(state, correlation, message);
+  const root = state.messages.get(state.messages.get(message ?? '')?.chain[0] ?? '');
   return {
     correlation,
     day,
@@ -140,8 +143,19 @@ export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spe
     spentOnCorrelationUsd: (state.spendByCorrelation.get(correlation) ?? 0) + held.correlationUsd,
     spentTodayUsd: (state.spendByDay.get(day) ?? 0) + held.dayUsd,
     budgets: state.policy?.doc.budgets ?? null,
+    commandBudgetUsd: root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null,
     limitUsd,
   };
+}
+
+/**
+ * What a correlation may spend in all: the policy's cap, or less, the budget of the CEO command its
+ * chain starts at. The envelope rule holds each message to what the command has left when it is
+ * written; messages written before any of them ran each passed that, so the pre-flight holds them
+ * together to it.
+ */
+export function correlationCapUsd(budgets: ActorPolicy['budgets'], commandBudgetUsd: number | null | undefined): number {
+  return Math.min(budgets.max_cost_usd_per_correlation, commandBudgetUsd ?? Number.POSITIVE_INFINITY);
 }
 
 /** What a correlation and a day have spent, from receipts alone: a pre-flight stops an attempt only on that. */
@@ -183,7 +197,7 @@ export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 's
   // Spend that landed meanwhile moves the claim only when what is left no longer covers what the attempt may spend:
   // other work of the day, spending well within its budgets, never sends an admitted attempt back to the queue.
   const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
-  if (after !== null && now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd && left(after.max_cost_usd_per_correlation, now.spentOnCorrelationUsd) < judged.limitUsd) {
+  if (after !== null && now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd && left(correlationCapUsd(after, now.commandBudgetUsd), now.spentOnCorrelationUsd) < judged.limitUsd) {
     return `${judged.correlation} spent $${now.spentOnCorrelationUsd} (with what its other open attempts may still spend) by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }
   if (after !== null && now.spentTodayUsd > judged.spentTodayUsd && left(after.daily_cost_cap_usd, now.spentTodayUsd) < judged.limitUsd) {

@@ -12,6 +12,9 @@ import { isoSeconds } from '../../src/util/time.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { join } from 'node:path';
 import { holdingRunner, makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -199,5 +202,27 @@ describe("a takeover of another runner's expired attempt", () => {
     } finally {
       ledger.close();
     }
+  });
+});
+
+describe("work under a CEO command's budget, queued before any of it ran", () => {
+  attack("two consults under a $1 command, each asking the $1 it had left when written: the second is not paid while the first may spend the $1", 'runner', 'held', async () => {
+    const world = await makeWorld(join(dir, 'command-budget'));
+    closers.push(() => world.close());
+    const command = await sendCommand({ ledger: world.ledger, key: world.actors.ceo, now: new Date(), text: 'Ask about add().', budgetUsd: 1 });
+    // Both written before either ran: the envelope rule lets each ask the whole $1.
+    const first = await world.consult({ parentMessageId: command.messageId });
+    const second = await world.consult({ parentMessageId: command.messageId, question: 'And for Infinity?' });
+    expect([first.envelope.budget.max_cost_usd, second.envelope.budget.max_cost_usd]).toEqual([1, 1]);
+    // A runner elsewhere claimed the first and may spend its $1.
+    const record = (await world.ledger.state()).messages.get(first.messageId)!;
+    const now = new Date();
+    const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-elsewhere', transport_session_id: 'session-elsewhere', claimed_at: isoSeconds(now), allowance_usd: 1 };
+    await world.ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: world.actors.coo, now, summary: `claim ${record.id} attempt 1` });
+    await world.runner().runOnce();
+    if (world.server.requests.length > 0) return 'accepted';
+    expect(await receiptsOf(world, second.messageId)).toEqual([]);
+    expect(world.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId: second.messageId, reason: expect.stringMatching(/correlation's remaining budget .*open attempts may still spend/) }));
+    return 'held';
   });
 });
