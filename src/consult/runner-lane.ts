@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { correlationCapUsd, heldBack, judgedSpend, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { correlationCapUsd, judgedSpend, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -223,9 +223,9 @@ export class ConsultLane implements RunnerLane {
         spentTodayUsd: spent.spentTodayUsd,
         inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       });
-    const decision = judge(shared);
+    const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
-    if (decision.kind === 'stop' && heldBack(decision, shared, state, judge)) {
+    if (decision.kind === 'stop' && heldBack) {
       return { kind: 'wait', record, message, detail: `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again` };
     }
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);

@@ -164,16 +164,19 @@ export function spentOnly(state: Pick<LedgerState, 'spendByCorrelation' | 'spend
 }
 
 /**
- * Whether a pre-flight that stopped an attempt, judged with what other open attempts may still
- * spend, stopped it for them alone: judged on what was spent it runs. Such an attempt is not
- * receipted (what the open attempts hold may come back unspent): it stays unclaimed, and the next
- * pass judges it again.
+ * The pre-flight of an attempt judged with what other open attempts may still spend (`judged`):
+ * its decision, and whether it stopped the attempt for those open attempts alone (judged on what
+ * was spent, it runs). Such an attempt is not receipted (what they hold may come back unspent): it
+ * stays unclaimed, and the next pass judges it again. An attempt stopped on what was spent too is
+ * stopped as what was spent stops it.
  */
-export function heldBack<D extends { readonly kind: string }>(decision: D, judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay'>, judge: (spent: ReturnType<typeof spentOnly>) => D): boolean {
-  if (decision.kind !== 'stop') return false;
+export function judgeWithHeld<D extends { readonly kind: string }>(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay'>, judge: (spent: ReturnType<typeof spentOnly>) => D): { readonly decision: D; readonly heldBack: boolean } {
+  const decision = judge(judged);
+  if (decision.kind !== 'stop') return { decision, heldBack: false };
   const spent = spentOnly(state, judged.correlation, judged.day);
-  if (spent.spentOnCorrelationUsd === judged.spentOnCorrelationUsd && spent.spentTodayUsd === judged.spentTodayUsd) return false;
-  return judge(spent).kind !== 'stop';
+  if (spent.spentOnCorrelationUsd === judged.spentOnCorrelationUsd && spent.spentTodayUsd === judged.spentTodayUsd) return { decision, heldBack: false };
+  const plain = judge(spent);
+  return plain.kind === 'stop' ? { decision: plain, heldBack: false } : { decision, heldBack: true };
 }
 
 /** Cents' fractions below this are the sums' rounding, not spend. */
