@@ -386,9 +386,11 @@ export class Runner {
       const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
       // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
       for (const id of held) this.configError(id, this.options.waiting!.get(state.messages.get(id)!.target)!);
+      // Open attempts first: a dead runner's claim holds what its attempt may spend until its receipt
+      // lands (lane/budget.ts), so it is recovered before new work is judged beside it.
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
-        .sort((a, b) => a.record.seq - b.record.seq);
+        .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
       const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
       if (item === undefined) {
         this.rememberHead(state);

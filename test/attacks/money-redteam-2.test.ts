@@ -14,7 +14,9 @@ import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { hostLabel } from '../../src/util/process.js';
 import { holdingRunner, makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -224,5 +226,28 @@ describe("work under a CEO command's budget, queued before any of it ran", () =>
     expect(await receiptsOf(world, second.messageId)).toEqual([]);
     expect(world.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId: second.messageId, reason: expect.stringMatching(/correlation's remaining budget .*open attempts may still spend/) }));
     return 'held';
+  });
+});
+
+describe("a crashed runner's open claim beside new work near the day's cap", () => {
+  attack("the older message's new attempt and a newer message's attempt whose runner died: one pass recovers the dead claim first, then runs the other", 'runner', 'ran', async () => {
+    const world = await makeWorld(join(dir, 'crashed-hold'), { policy: (policy) => ({ ...policy, budgets: { ...policy.budgets, daily_cost_cap_usd: 0.5 } }) });
+    closers.push(() => world.close());
+    const older = await world.consult();
+    const newer = await world.consult({ question: 'And for Infinity?' });
+    // A runner of this host claimed the newer one, may spend the day's $0.50, and died (its process is gone).
+    mkdirSync(join(world.gitdir, 'coo', 'runners'), { recursive: true });
+    writeFileSync(join(world.gitdir, 'coo', 'runners', 'run-dead.json'), JSON.stringify({ host: hostLabel(), pid: 2 ** 22 + 7, started: null }));
+    const record = (await world.ledger.state()).messages.get(newer.messageId)!;
+    const now = new Date();
+    const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-dead', transport_session_id: 'session-dead', claimed_at: isoSeconds(now), allowance_usd: 0.5 };
+    await world.ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: world.actors.coo, now, summary: `claim ${record.id} attempt 1` });
+    // One pass, as `coo watch --once` makes.
+    await world.runner().runOnce();
+    expect((await receiptsOf(world, newer.messageId))[0]?.['blockers']).toEqual([expect.objectContaining({ code: 'interrupted' })]);
+    const ran = await receiptsOf(world, older.messageId);
+    if (ran.length === 0) return 'left_queued';
+    expect(ran[0]?.['status']).toBe('succeeded');
+    return 'ran';
   });
 });
