@@ -23,7 +23,15 @@ export interface TrustFile<T> {
 export interface AttemptRecord {
   readonly number: number;
   readonly attemptId: string;
-  readonly claim: { readonly path: string; readonly session: string; readonly runner: string; readonly at: string; readonly seq: number } | null;
+  readonly claim: {
+    readonly path: string;
+    readonly session: string;
+    readonly runner: string;
+    readonly at: string;
+    readonly seq: number;
+    /** What the claim let the attempt spend (its `allowance_usd`): held against its correlation and the day until its receipt lands. Absent in claims that do not state it. */
+    readonly allowanceUsd?: number;
+  } | null;
   readonly receipt: {
     readonly path: string;
     readonly status: ReceiptStatus;
@@ -284,7 +292,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 9;
+const STATE_SHAPE = 10;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

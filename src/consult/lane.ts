@@ -3,7 +3,7 @@ import type { MessageRecord } from '../authority/state.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
-import { planBudget, type ModelPrice } from '../lane/budget.js';
+import { correlationCapUsd, planBudget, type ModelPrice } from '../lane/budget.js';
 
 /**
  * The consult lane's decisions. Pure: facts in, decision out. The runner gathers the facts
@@ -15,6 +15,8 @@ export interface PreflightFacts extends GateFacts {
   /** What this message's earlier attempts cost: its budget is for the message, retries included. */
   readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
+  /** The budget of the CEO command the message's chain starts at, when it has one: a cap on the correlation's spend beside the policy's. */
+  readonly commandBudgetUsd?: number | null;
   readonly spentTodayUsd: number;
   readonly inputTokens: number;
   /** Output tokens the route always asks for (Claude through Oracle: 2048), or null when it sends the cap (providers/provider.ts). */
@@ -58,7 +60,7 @@ export function preflight(facts: PreflightFacts): Preflight {
     price,
     inputTokens: facts.inputTokens,
     messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
-    correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
+    correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, facts.commandBudgetUsd) - facts.spentOnCorrelationUsd),
     dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
   });
   if (!budget.ok) return stop('blocked', budget.blocker, budget.detail);

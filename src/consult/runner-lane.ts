@@ -2,8 +2,8 @@ import { randomBytes } from 'node:crypto';
 import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
-import { folderOf, isTerminal, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
+import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { correlationCapUsd, judgedSpend, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -71,6 +71,8 @@ export function consultReadiness(transport: OracleCli): LaneReadiness {
 /** A consult attempt as decided before any claim. */
 type Prepared =
   | { readonly kind: 'stop'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly attempt: number; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
+  /** Its pre-flight stops it only for what other open attempts may still spend: unclaimed, judged again next pass. */
+  | { readonly kind: 'wait'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly detail: string }
   /** Its route cannot be called here (a key, an endpoint): it stays queued, said by the runner. */
   | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly error: unknown }
   | {
@@ -79,6 +81,8 @@ type Prepared =
       readonly message: AdvisoryMessage;
       readonly attempt: number;
       readonly decision: Extract<Preflight, { kind: 'run' }>;
+      /** What the pre-flight judged the shared budgets on, with what other open attempts may still spend. */
+      readonly shared: JudgedSpend;
       readonly route: RoutePlan;
       /** The prompt bundle Oracle is handed, whose size the pre-flight estimate was made from, and the canary it holds. */
       readonly bundle: string;
@@ -114,13 +118,19 @@ export class ConsultLane implements RunnerLane {
     const group = this.startingWith(state, record, now);
     const prepared: Prepared[] = [];
     for (const member of group) prepared.push(await this.prepare(state, member, now));
+    // A panel is paid for whole or not at all: a member held back by what other open attempts may still spend holds back every member.
+    const waiting = prepared.find((item) => item.kind === 'wait');
+    if (waiting !== undefined && waiting.kind === 'wait') {
+      for (const item of prepared) this.ctx.onSkipped(item.record.id, item === waiting ? waiting.detail : `${waiting.detail} (for ${waiting.record.id}, of its panel)`);
+      return false;
+    }
     if (prepared.length > 1) {
-      const correlation = prepared[0]!.message.correlation_id;
       const policy = state.policy!.doc;
+      const shared = judgedSpend(state, prepared[0]!.message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
       const panel = planPanel({
-        members: prepared.flatMap((item) => (item.kind === 'unroutable' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
-        correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - (state.spendByCorrelation.get(correlation) ?? 0)),
-        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - (state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0)),
+        members: prepared.flatMap((item) => (item.kind === 'unroutable' || item.kind === 'wait' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
+        correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, shared.commandBudgetUsd) - shared.spentOnCorrelationUsd),
+        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - shared.spentTodayUsd),
       });
       if (panel !== null) {
         for (const [index, item] of prepared.entries()) if (item.kind === 'run') prepared[index] = { kind: 'stop', record: item.record, message: item.message, attempt: item.attempt, status: 'blocked', blocker: panel.blocker, detail: panel.detail };
@@ -132,8 +142,8 @@ export class ConsultLane implements RunnerLane {
     // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
     for (const item of prepared) {
       if (item.kind !== 'run') continue;
-      const judged = judgedSpend(state, item.message.correlation_id, isoSeconds(now).slice(0, 10), item.decision.budgetLimitUsd);
-      if (await this.ctx.claim(item.record, item.attempt, now, undefined, (final) => spendMovedSince(judged, final))) claimed.push(item);
+      // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
+      if (await this.ctx.claim(item.record, item.attempt, now, undefined, { ...item.shared, limitUsd: item.decision.worstCaseUsd })) claimed.push(item);
     }
     if (claimed.length > 0) failpoint('after-claim');
     const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
@@ -158,13 +168,9 @@ export class ConsultLane implements RunnerLane {
     return [record, ...siblings];
   }
 
-  /** Everything decided before a claim: pre-flight, the hashes and pins, the names Oracle is handed, and the route. */
-  private async prepare(state: LedgerState, record: MessageRecord, now: Date): Promise<Prepared> {
+  /** The question as Oracle is handed it, with what it was rendered from: the payload, the context manifest and its files' sizes, and a cross-check's challenged answer. */
+  private async renderBundle(message: AdvisoryMessage, canary: string) {
     const ledger = this.ctx.ledger;
-    const attempt = record.attempts.length + 1;
-    const message = await this.readEnvelope(record);
-    const policy = state.policy!;
-    const registry = state.registry!.doc;
     const prompt = await ledger.readFile(message.payload_ref);
     const manifest = await ledger.readFile(message.context_pin.context_manifest_ref);
     const listed = manifest === null ? [] : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files;
@@ -172,7 +178,6 @@ export class ConsultLane implements RunnerLane {
     // What is sent is the whole bundle: the question in its template and, for a cross-check, the challenged answer quoted; the estimate is of that.
     const answer = message.intent === 'cross_check' ? await ledger.readFile(message.challenge.answer_ref) : null;
     const challenged: ChallengedAnswer | undefined = message.intent === 'cross_check' && answer !== null ? { author: message.source_actor, sha256: message.challenge.answer_hash, text: answer.toString('utf8') } : undefined;
-    const canary = `canary-${randomBytes(12).toString('hex')}`;
     const bundle = renderConsultPrompt({
       question: prompt?.toString('utf8') ?? '',
       canary,
@@ -180,6 +185,18 @@ export class ConsultLane implements RunnerLane {
       files: message.context_pin.files.map((file) => file.path),
       ...(challenged === undefined ? {} : { challenged }),
     });
+    return { prompt, manifest, listed, contextBytes, answer, bundle };
+  }
+
+  /** Everything decided before a claim: pre-flight, the hashes and pins, the names Oracle is handed, and the route. */
+  private async prepare(state: LedgerState, record: MessageRecord, now: Date): Promise<Prepared> {
+    const ledger = this.ctx.ledger;
+    const attempt = record.attempts.length + 1;
+    const message = await this.readEnvelope(record);
+    const policy = state.policy!;
+    const registry = state.registry!.doc;
+    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const { prompt, manifest, listed, contextBytes, answer, bundle } = await this.renderBundle(message, canary);
     // The route, from the registry entry and the runner's endpoints: what it asks the provider for bounds the budget.
     const entry = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
     let route: RoutePlan | null = null;
@@ -189,20 +206,28 @@ export class ConsultLane implements RunnerLane {
     } catch (error) {
       unroutable = error;
     }
-    const decision = preflight({
-      fixedOutputTokens: route?.fixedOutputTokens ?? null,
-      now,
-      message,
-      attempt,
-      killSwitch: state.killSwitch?.doc ?? null,
-      registry,
-      policy: policy.doc,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
-      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-      inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
-    });
+    // What other open attempts may still spend counts as spent: the ledger knows their claims (lane/budget.ts).
+    const shared = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
+    const judge = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }): Preflight =>
+      preflight({
+        fixedOutputTokens: route?.fixedOutputTokens ?? null,
+        now,
+        message,
+        attempt,
+        killSwitch: state.killSwitch?.doc ?? null,
+        registry,
+        policy: policy.doc,
+        spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+        spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
+        commandBudgetUsd: shared.commandBudgetUsd,
+        spentTodayUsd: spent.spentTodayUsd,
+        inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+      });
+    const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
+    if (decision.kind === 'stop' && heldBack) {
+      return { kind: 'wait', record, message, detail: `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again` };
+    }
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     // A consult its agent left behind (the attempt that asked it ended) is receipted unrun: nobody would read the answer.
     const gone = askerGone(record, (id) => state.messages.get(id));
@@ -230,7 +255,7 @@ export class ConsultLane implements RunnerLane {
       return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
     }
     if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
-    return { kind: 'run', record, message, attempt, decision, route, bundle, canary, files: pins.files };
+    return { kind: 'run', record, message, attempt, decision, shared, route, bundle, canary, files: pins.files };
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */
@@ -431,9 +456,11 @@ export class ConsultLane implements RunnerLane {
   /**
    * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
    * that completed (the answer was paid for once; it is not bought again), or record the attempt
-   * as interrupted, with a new attempt when the policy allows.
+   * as interrupted, with a new attempt when the policy allows. An attempt taken over from another
+   * runner, of which this state folder holds nothing, is charged as a call that started and ended
+   * unanswered: that runner's Oracle may have sent the question.
    */
-  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+  async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const claim = last.claim!;
     const message = await this.readEnvelope(record);
@@ -466,10 +493,30 @@ export class ConsultLane implements RunnerLane {
       }
     }
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
-    const spent = attemptFile !== null && oracle !== null ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null) : undefined;
+    const spent =
+      attemptFile !== null && oracle !== null
+        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null)
+        : takenOver && attemptFile === null
+          ? await this.takenOverCall(state, message, last.attemptId, claim)
+          : undefined;
     await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent);
     removeSandbox(sandbox);
     return true;
+  }
+
+  /**
+   * What a receipt knows of a call another runner claimed and may have made before its lease ran
+   * out, its files on its own machine: the question as this runner would send it (the bundle the
+   * message renders, to within its canary), to the model the registry routes its target to, with a
+   * session that left this runner no record. It is charged as a call that ended unanswered.
+   */
+  private async takenOverCall(state: LedgerState, message: AdvisoryMessage, attemptId: string, claim: NonNullable<AttemptRecord['claim']>): Promise<ReceiptFacts['transport']> {
+    const model = state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
+    if (model === undefined) return undefined;
+    const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
+    const unseen: OracleSessionMeta = { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
+    const attemptFile: AttemptRecordFile = { attempt_id: attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
+    return this.unansweredCall(state, message, attemptFile, unseen, Buffer.from(bundle, 'utf8'));
   }
 
   /** What a receipt knows of a call whose Oracle started and whose runner died: the session record Oracle left, and what was sent. */

@@ -1,6 +1,6 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
-import { planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
+import { correlationCapUsd, planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -23,6 +23,8 @@ export interface DispatchPreflightFacts extends GateFacts {
   readonly message: EaDispatchMessage;
   readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
+  /** The budget of the CEO command the message's chain starts at, when it has one: a cap on the correlation's spend beside the policy's. */
+  readonly commandBudgetUsd?: number | null;
   readonly spentTodayUsd: number;
 }
 
@@ -38,20 +40,21 @@ export type DispatchPreflight =
     };
 
 /** What a dispatch's message, correlation and day have left of their budgets. */
-export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message' | 'policy' | 'spentOnMessageUsd' | 'spentOnCorrelationUsd' | 'spentTodayUsd'>): { messageMaxUsd: number; correlationRemainingUsd: number; dailyRemainingUsd: number } {
+export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message' | 'policy' | 'spentOnMessageUsd' | 'spentOnCorrelationUsd' | 'spentTodayUsd' | 'commandBudgetUsd'>): { messageMaxUsd: number; correlationRemainingUsd: number; dailyRemainingUsd: number } {
   const { message, policy } = facts;
   return {
     messageMaxUsd: Math.max(0, Math.min(message.budget.max_cost_usd, policy.budgets.max_cost_usd_per_message) - facts.spentOnMessageUsd),
-    correlationRemainingUsd: Math.max(0, policy.budgets.max_cost_usd_per_correlation - facts.spentOnCorrelationUsd),
+    correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, facts.commandBudgetUsd) - facts.spentOnCorrelationUsd),
     dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - facts.spentTodayUsd),
   };
 }
 
 /**
- * What an attempt whose runner died was allowed to spend: the tightest of what its message,
- * correlation and claim's day had left as its pre-flight found them (the ledger as it stood at its
- * claim: receipts after it, its consults' or other runners', did not shrink it), less what its
- * consults cost, which came out of it.
+ * What an attempt whose runner died was allowed to spend: what its claim records its pre-flight
+ * let it spend (`allowance_usd`), or, for a claim that does not state it, the tightest of what its
+ * message, correlation and claim's day had left as its pre-flight found them (the ledger as it stood
+ * at its claim: receipts after it, its consults' or other runners', did not shrink it); less what
+ * its consults cost, which came out of it.
  */
 export function crashAllowanceUsd(facts: {
   readonly state: Pick<LedgerState, 'policy' | 'messages' | 'spendByCorrelation' | 'spendByDay'>;
@@ -66,6 +69,7 @@ export function crashAllowanceUsd(facts: {
   const policy = state.policy?.doc;
   if (policy === undefined) return 0;
   const claim = record.attempts[attempt - 1]?.claim ?? null;
+  if (claim?.allowanceUsd !== undefined) return boundedUsd(Math.max(0, claim.allowanceUsd - facts.consultsUsd));
   const day = claim?.at.slice(0, 10) ?? facts.today;
   const spent = spendAsOf(state, message.correlation_id, day, claim?.seq ?? Number.MAX_SAFE_INTEGER);
   const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt), ...spent });

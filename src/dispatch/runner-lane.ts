@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { judgedSpend, spendMovedSince, spentOnMessageUsd } from '../lane/budget.js';
+import { judgedSpend, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
@@ -229,17 +229,26 @@ export class DispatchLane implements RunnerLane {
     const now = this.ctx.clock();
     this.checkRetryApproval(state, record, attempt, now);
     const message = await this.readEnvelope(record);
-    const decision = preflightDispatch({
-      now,
-      message,
-      attempt,
-      killSwitch: state.killSwitch?.doc ?? null,
-      registry: state.registry!.doc,
-      policy: state.policy!.doc,
-      spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
-      spentOnCorrelationUsd: state.spendByCorrelation.get(message.correlation_id) ?? 0,
-      spentTodayUsd: state.spendByDay.get(isoSeconds(now).slice(0, 10)) ?? 0,
-    });
+    // What other open attempts may still spend counts as spent: the ledger knows their claims (lane/budget.ts).
+    const shared = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
+    const judge = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }): ReturnType<typeof preflightDispatch> =>
+      preflightDispatch({
+        now,
+        message,
+        attempt,
+        killSwitch: state.killSwitch?.doc ?? null,
+        registry: state.registry!.doc,
+        policy: state.policy!.doc,
+        spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+        spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
+        commandBudgetUsd: shared.commandBudgetUsd,
+        spentTodayUsd: spent.spentTodayUsd,
+      });
+    const { decision, heldBack } = judgeWithHeld(shared, state, judge);
+    if (decision.kind === 'stop' && heldBack) {
+      this.ctx.onSkipped(record.id, `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again`);
+      return false;
+    }
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     const task = await ledger.readFile(message.payload_ref!);
@@ -262,8 +271,7 @@ export class DispatchLane implements RunnerLane {
     const promptBytes = Buffer.byteLength(prompt);
     if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
     // Judged again on the state the claim is written on: what another runner spent meanwhile was not in this pre-flight.
-    const judged = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), decision.maxCostUsd);
-    if (!(await this.ctx.claim(record, attempt, now, undefined, (final) => spendMovedSince(judged, final)))) return false;
+    if (!(await this.ctx.claim(record, attempt, now, undefined, { ...shared, limitUsd: decision.maxCostUsd }))) return false;
     failpoint('after-claim');
     const attemptId = attemptIdOf(record, attempt);
     const folder = attemptFolder(this.ctx.stateDir, attemptId);
@@ -653,9 +661,11 @@ export class DispatchLane implements RunnerLane {
   /**
    * An attempt claimed but never receipted whose runner is gone: whatever it started is ended, and
    * the attempt is recorded as interrupted. A dispatch is not harvested (its evidence was never
-   * gathered by a live runner) and does not retry on its own: the next attempt needs the CEO.
+   * gathered by a live runner) and does not retry on its own: the next attempt needs the CEO. An
+   * attempt taken over from another runner, of which this state folder holds nothing, is charged
+   * as one whose executor started: what that runner's executor spent is not known here.
    */
-  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+  async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const message = await this.readEnvelope(record);
     const folder = attemptFolder(this.ctx.stateDir, last.attemptId);
@@ -664,13 +674,14 @@ export class DispatchLane implements RunnerLane {
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
     if (started !== null) endRecordedGroup(started);
     const now = this.ctx.clock();
-    // The executor started (its pid was recorded) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
-    const unknownSpend = pidFile.kind === 'file' ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
+    // The executor started (its pid was recorded, or another runner's may have) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
+    const unseen = takenOver && !fs.existsSync(folder.root);
+    const unknownSpend = pidFile.kind === 'file' || unseen ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
     const receipt = buildEaReceipt({
       ...this.emptyFacts(state, message, record, last.number, now),
       ...unknownSpend,
       status: 'failed',
-      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence` }],
+      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence${unseen ? '; its lease ran out and what its executor spent is not known here, so the attempt is charged what it was allowed' : ''}` }],
     });
     const listed = await this.withConsults(receipt, record.id, last.number);
     await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: recordedReceipt(listed, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);

@@ -1,4 +1,4 @@
-import type { LedgerState } from '../authority/state.js';
+import type { AttemptRecord, LedgerState, MessageRecord } from '../authority/state.js';
 import type { ActorPolicy } from '../schema/policy.js';
 
 /** Cost arithmetic for one attempt of any lane: a model's price, the budgets that bound it. Pure. */
@@ -69,20 +69,114 @@ export function spentOnMessageUsd(attempts: ReadonlyArray<{ readonly number: num
   return attempts.reduce((sum, other) => sum + (other.number !== attempt && other.receipt !== null ? other.receipt.costUsd : 0), 0);
 }
 
-/** What a pre-flight judged an attempt's shared budgets on: what its correlation and its day had spent, and the policy's budgets. */
+/**
+ * What other open attempts may still spend (their claims landed, their receipts not yet): each
+ * holds what its claim let it spend (`allowance_usd`; a claim that does not state it, its
+ * message's budget less what its earlier attempts cost) against its correlation, and against the
+ * day, whatever day it was claimed on (its receipt lands today or later), until its receipt says
+ * what it spent. A dispatch attempt's consults come out of its allowance: an open one holds what
+ * is left of it once its consults' receipts landed, and a consult asked in an open attempt holds
+ * nothing of its own. Not counted: the message judged (`judged`), and, for a consult its agent
+ * asked, the attempt that asked it (the consult spends from that attempt's allowance).
+ */
+export function heldByOpenAttemptsUsd(state: Pick<LedgerState, 'messages'>, correlation: string, judged: string | null): { readonly correlationUsd: number; readonly dayUsd: number } {
+  const messages = state.messages;
+  const judgedRecord = judged === null ? undefined : messages.get(judged);
+  const asker = judgedRecord?.askedIn === undefined ? undefined : judgedRecord.chain[judgedRecord.chain.length - 1];
+  let correlationUsd = 0;
+  let dayUsd = 0;
+  for (const record of messages.values()) {
+    const last = record.attempts[record.attempts.length - 1];
+    if (last?.claim == null || last.receipt !== null || record.id === judged || record.id === asker) continue;
+    const held = openAllowanceUsd(record, last, messages);
+    if (held <= 0) continue;
+    dayUsd += held;
+    if (record.correlation === correlation) correlationUsd += held;
+  }
+  return { correlationUsd, dayUsd };
+}
+
+/** What one open attempt may still spend (heldByOpenAttemptsUsd). */
+function openAllowanceUsd(record: MessageRecord, attempt: AttemptRecord, messages: LedgerState['messages']): number {
+  if (record.askedIn !== undefined) {
+    const parentId = record.chain[record.chain.length - 1];
+    const parent = parentId === undefined ? undefined : messages.get(parentId);
+    const asking = parent?.attempts[record.askedIn - 1];
+    if (asking !== undefined && asking.claim !== null && asking.receipt === null) return 0;
+  }
+  const allowance = attempt.claim?.allowanceUsd ?? Math.max(0, record.maxCostUsd - spentOnMessageUsd(record.attempts, attempt.number));
+  const consults = (record.consults ?? [])
+    .filter((asked) => asked.attempt === attempt.number)
+    .reduce((sum, asked) => sum + (messages.get(asked.id)?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0), 0);
+  return Math.max(0, allowance - consults);
+}
+
+/** What a pre-flight judged an attempt's shared budgets on: what its correlation and its day had spent or held for open attempts, and the policy's budgets. */
 export interface JudgedSpend {
   readonly correlation: string;
   readonly day: string;
+  /** The message judged: its own attempts never hold against it. */
+  readonly message: string | null;
+  /** What the correlation spent, and what other open attempts of it may still spend (heldByOpenAttemptsUsd). */
   readonly spentOnCorrelationUsd: number;
+  /** What the day spent, and what every other open attempt may still spend. */
   readonly spentTodayUsd: number;
   readonly budgets: ActorPolicy['budgets'] | null;
-  /** What the pre-flight let the attempt spend: the claim stands while the shared budgets still leave that much. */
+  /** The budget of the CEO command the message's chain starts at, when it has one (`budget_usd`): it caps the correlation's spend beside the policy. */
+  readonly commandBudgetUsd: number | null;
+  /** What the pre-flight let the attempt spend (its claim records it): the claim stands while the shared budgets still leave that much. */
   readonly limitUsd: number;
 }
 
-/** The spend and budgets a pre-flight on `state` judges an attempt of `correlation` on, on `day` (YYYY-MM-DD), letting it spend `limitUsd`. */
-export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>, correlation: string, day: string, limitUsd: number): JudgedSpend {
-  return { correlation, day, spentOnCorrelationUsd: state.spendByCorrelation.get(correlation) ?? 0, spentTodayUsd: state.spendByDay.get(day) ?? 0, budgets: state.policy?.doc.budgets ?? null, limitUsd };
+/**
+ * The spend and budgets a pre-flight on `state` judges an attempt of `message` (of `correlation`),
+ * on `day` (YYYY-MM-DD), letting it spend `limitUsd`: what was spent, and what other open attempts
+ * may still spend, which the ledger knows as well as a receipt.
+ */
+export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>, correlation: string, day: string, limitUsd: number, message: string | null = null): JudgedSpend {
+  const held = heldByOpenAttemptsUsd(state, correlation, message);
+  const root = state.messages.get(state.messages.get(message ?? '')?.chain[0] ?? '');
+  return {
+    correlation,
+    day,
+    message,
+    spentOnCorrelationUsd: (state.spendByCorrelation.get(correlation) ?? 0) + held.correlationUsd,
+    spentTodayUsd: (state.spendByDay.get(day) ?? 0) + held.dayUsd,
+    budgets: state.policy?.doc.budgets ?? null,
+    commandBudgetUsd: root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null,
+    limitUsd,
+  };
+}
+
+/**
+ * What a correlation may spend in all: the policy's cap, or less, the budget of the CEO command its
+ * chain starts at. The envelope rule holds each message to what the command has left when it is
+ * written; messages written before any of them ran each passed that, so the pre-flight holds them
+ * together to it.
+ */
+export function correlationCapUsd(budgets: ActorPolicy['budgets'], commandBudgetUsd: number | null | undefined): number {
+  return Math.min(budgets.max_cost_usd_per_correlation, commandBudgetUsd ?? Number.POSITIVE_INFINITY);
+}
+
+/** What a correlation and a day have spent, from receipts alone: a pre-flight stops an attempt only on that. */
+export function spentOnly(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay'>, correlation: string, day: string): { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number } {
+  return { spentOnCorrelationUsd: state.spendByCorrelation.get(correlation) ?? 0, spentTodayUsd: state.spendByDay.get(day) ?? 0 };
+}
+
+/**
+ * The pre-flight of an attempt judged with what other open attempts may still spend (`judged`):
+ * its decision, and whether it stopped the attempt for those open attempts alone (judged on what
+ * was spent, it runs). Such an attempt is not receipted (what they hold may come back unspent): it
+ * stays unclaimed, and the next pass judges it again. An attempt stopped on what was spent too is
+ * stopped as what was spent stops it.
+ */
+export function judgeWithHeld<D extends { readonly kind: string }>(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay'>, judge: (spent: ReturnType<typeof spentOnly>) => D): { readonly decision: D; readonly heldBack: boolean } {
+  const decision = judge(judged);
+  if (decision.kind !== 'stop') return { decision, heldBack: false };
+  const spent = spentOnly(state, judged.correlation, judged.day);
+  if (spent.spentOnCorrelationUsd === judged.spentOnCorrelationUsd && spent.spentTodayUsd === judged.spentTodayUsd) return { decision, heldBack: false };
+  const plain = judge(spent);
+  return plain.kind === 'stop' ? { decision: plain, heldBack: false } : { decision, heldBack: true };
 }
 
 /** Cents' fractions below this are the sums' rounding, not spend. */
@@ -93,11 +187,12 @@ const SPEND_EPSILON_USD = 1e-9;
  * judged it on `judged`; null when what it judged still holds. A claim is built on the state it
  * finally lands on (through a remote, the head the push is rebuilt on), which can hold what the
  * pre-flight did not see: another runner's receipt that spent from the same correlation or day,
+ * another runner's claim whose attempt may still spend from them,
  * or a policy with a lower budget. The claim is then not written, nothing is paid, and the next
  * pass judges the attempt again on what the ledger holds now.
  */
-export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'>): string | null {
-  const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd);
+export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>): string | null {
+  const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd, judged.message);
   const [before, after] = [judged.budgets, now.budgets];
   if (before !== null && (after === null || after.max_cost_usd_per_message < before.max_cost_usd_per_message || after.max_cost_usd_per_correlation < before.max_cost_usd_per_correlation || after.daily_cost_cap_usd < before.daily_cost_cap_usd)) {
     return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';
@@ -105,11 +200,11 @@ export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 's
   // Spend that landed meanwhile moves the claim only when what is left no longer covers what the attempt may spend:
   // other work of the day, spending well within its budgets, never sends an admitted attempt back to the queue.
   const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
-  if (after !== null && now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd && left(after.max_cost_usd_per_correlation, now.spentOnCorrelationUsd) < judged.limitUsd) {
-    return `${judged.correlation} spent $${now.spentOnCorrelationUsd} by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
+  if (after !== null && now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd && left(correlationCapUsd(after, now.commandBudgetUsd), now.spentOnCorrelationUsd) < judged.limitUsd) {
+    return `${judged.correlation} spent $${now.spentOnCorrelationUsd} (with what its other open attempts may still spend) by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }
   if (after !== null && now.spentTodayUsd > judged.spentTodayUsd && left(after.daily_cost_cap_usd, now.spentTodayUsd) < judged.limitUsd) {
-    return `${judged.day} spent $${now.spentTodayUsd} by the time the claim was written, not the $${judged.spentTodayUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
+    return `${judged.day} spent $${now.spentTodayUsd} (with what other open attempts may still spend) by the time the claim was written, not the $${judged.spentTodayUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }
   return null;
 }

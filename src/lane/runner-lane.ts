@@ -6,6 +6,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { AaTransportEntry } from '../schema/registry.js';
 import type { Scrubber } from '../util/scrub.js';
 import type { PinnedRepo } from './pins.js';
+import type { JudgedSpend } from './budget.js';
 
 /**
  * The port between the runner and a lane. The runner is the loop, the claim rule, the one receipt
@@ -19,9 +20,12 @@ export interface RunnerLane {
   /**
    * The open attempt of `record`, claimed by a runner that is gone (or whose lease ran out): the
    * runner has decided it is this one's to close. Finishes it from what is left, or records it
-   * interrupted. False when nothing was written.
+   * interrupted. False when nothing was written. `takenOver`: the claim is another runner's whose
+   * lease ran out (through a remote), whose files are in its own state folder, maybe on another
+   * machine: what it started and paid this runner cannot see, so an attempt of which this state
+   * folder holds nothing is charged as one whose call started and whose runner died.
    */
-  recover(state: LedgerState, record: MessageRecord): Promise<boolean>;
+  recover(state: LedgerState, record: MessageRecord, takenOver?: boolean): Promise<boolean>;
   /** A receipt of this lane that waited in the runner's journal and is now published: what follows a receipt, done now. */
   afterJournaledReceipt?(record: MessageRecord, attempt: number, receiptFile: NewFile): Promise<void>;
 }
@@ -81,10 +85,14 @@ export interface LaneContext<E> {
   readonly remoteUrl: string | null;
   /**
    * The one claim rule: commits the claim of `attempt` (with a receipt decided before anything ran);
-   * false when another runner has it, or when `admits`, asked of the state the claim is finally
-   * written on, says why the attempt is no longer admitted there (budget.ts, spendMovedSince).
+   * false when another runner has it. An attempt about to be paid for is claimed with what its
+   * pre-flight `judged`: the claim records the allowance it let the attempt spend (held against its
+   * correlation and day until its receipt lands), and is not written when the state it is finally
+   * written on no longer admits the attempt (budget.ts, spendMovedSince).
    */
-  claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }, admits?: (state: LedgerState) => string | null): Promise<boolean>;
+  claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }, judged?: JudgedSpend): Promise<boolean>;
+  /** An attempt left unclaimed this pass, with why: the next pass judges it again. */
+  onSkipped(messageId: string, reason: string): void;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */
   publishReceipt(files: NewFile[], summary: string, now: Date): Promise<ReceiptOutcome>;
   /** A plain signed commit of the runner's. */

@@ -32,6 +32,8 @@ import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { assignWork } from './assignment.js';
 import { bootId, machineMonotonic, RetrySightings } from './retry-sightings.js';
+import { spendMovedSince, type JudgedSpend } from '../lane/budget.js';
+import { boundedUsd } from '../schema/common.js';
 
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
@@ -213,7 +215,8 @@ export class Runner {
       scrubber: this.scrubber,
       keepAttemptFiles: options.keepSandboxes === true,
       remoteUrl: options.remote?.url ?? null,
-      claim: (record, attempt, now, receipt, admits) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, admits),
+      claim: (record, attempt, now, receipt, judged) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, judged),
+      onSkipped: (messageId, reason) => this.emit({ type: 'skipped', messageId, reason }),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
       commit: (files, summary, now) => this.commit(files, summary, now),
       write: (write) => this.write(write),
@@ -387,9 +390,11 @@ export class Runner {
       const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
       // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
       for (const id of held) this.configError(id, this.options.waiting!.get(state.messages.get(id)!.target)!);
+      // Open attempts first: a dead runner's claim holds what its attempt may spend until its receipt
+      // lands (lane/budget.ts), so it is recovered before new work is judged beside it.
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
-        .sort((a, b) => a.record.seq - b.record.seq);
+        .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
       const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
       if (item === undefined) {
         this.rememberHead(state);
@@ -737,7 +742,7 @@ export class Runner {
     await this.append({ files, key: this.options.key, now, summary });
   }
 
-  private claimFile(record: MessageRecord, attempt: number, now: Date): NewFile {
+  private claimFile(record: MessageRecord, attempt: number, now: Date, allowanceUsd: number | undefined): NewFile {
     const doc = {
       schema_version: 'claim.v0',
       message_id: record.id,
@@ -746,6 +751,7 @@ export class Runner {
       runner_id: this.runnerId,
       transport_session_id: sessionSlugFor(record.id, attempt),
       claimed_at: isoSeconds(now),
+      ...(allowanceUsd === undefined ? {} : { allowance_usd: boundedUsd(allowanceUsd) }),
     };
     return { path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(doc)) };
   }
@@ -753,10 +759,12 @@ export class Runner {
   /**
    * The one claim rule of every lane: the claim of `attempt` (with `files` in the same commit, for
    * an outcome decided before anything runs) lands before anything is paid for. False when another
-   * runner took the attempt first.
+   * runner took the attempt first. With what its pre-flight `judged`, the claim records the
+   * allowance it let the attempt spend, and is judged again on the state it is written on.
    */
-  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, admits?: (state: LedgerState) => string | null): Promise<boolean> {
-    const written = [this.claimFile(record, attempt, now), ...files];
+  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, judged?: JudgedSpend): Promise<boolean> {
+    const written = [this.claimFile(record, attempt, now, judged?.limitUsd), ...files];
+    const admits = judged === undefined ? undefined : (state: LedgerState): string | null => spendMovedSince(judged, state);
     // Judged again on the state the claim is written on (through a remote, each head a refused push is rebuilt on).
     let refused: string | null = null;
     const write = (state: LedgerState): NewFile[] => {
@@ -816,6 +824,7 @@ export class Runner {
       // or other writers beat it there too often): publish that, never an "interrupted" in its place.
       return (await this.publishJournaled(journaled)) === 'published';
     }
+    let takenOver = false;
     if (claim.runner !== this.runnerId) {
       if (this.options.remote === undefined) {
         if (this.local.mayBeAlive(claim.runner)) {
@@ -844,6 +853,7 @@ export class Runner {
           return false;
         }
         this.emit({ type: 'takeover', messageId: record.id, attempt: last.number, runner: claim.runner, detail: lease.detail });
+        takenOver = true;
       }
     }
     const kept = this.keptPath(record.id, last.number);
@@ -851,7 +861,7 @@ export class Runner {
       const published = await this.publishKept(kept);
       if (published !== null) return published;
     }
-    return this.laneFor(record).recover(state, record);
+    return this.laneFor(record).recover(state, record, takenOver);
   }
 
   /** Where the state folder keeps a result whose receipt the ledger refused (keepRefused). */

@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { actorId, attemptId, gitSha, keyId, messageId, positiveInt, publicKeyLine, relativePath, sha256Ref, shortText, timestamp, version } from './common.js';
+import { actorId, attemptId, gitSha, keyId, messageId, positiveInt, publicKeyLine, relativePath, sha256Ref, shortText, timestamp, usd, version } from './common.js';
 
 /** trust_root.v0: the keys of the human authority that signs registries, policies and the next root. */
 export const trustRoot = z.strictObject({
@@ -34,6 +34,11 @@ export const claim = z.strictObject({
   runner_id: z.string().regex(/^[A-Za-z0-9._-]{1,80}$/),
   transport_session_id: z.string().regex(/^[a-z0-9-]{1,120}$/),
   claimed_at: timestamp,
+  /**
+   * What the attempt's pre-flight let it spend: until its receipt lands, other attempts' pre-flights
+   * count it against its correlation and the day. Absent in claims written before it was recorded.
+   */
+  allowance_usd: usd.optional(),
 });
 export type Claim = z.infer<typeof claim>;
 

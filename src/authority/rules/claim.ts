@@ -49,7 +49,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   }
   check.updateMessage(record, [
     ...record.attempts,
-    { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq }, receipt: null },
+    { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }) }, receipt: null },
   ]);
 }
 

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_OUTPUT_TOKENS, costUsd, judgedSpend, planBudget, spendMovedSince } from '../../../src/lane/budget.js';
+import { MIN_OUTPUT_TOKENS, costUsd, judgeWithHeld, judgedSpend, planBudget, spendMovedSince } from '../../../src/lane/budget.js';
 import type { LedgerState } from '../../../src/authority/state.js';
 import type { ActorPolicy } from '../../../src/schema/policy.js';
 import { estimateInputTokens } from '../../../src/consult/input-tokens.js';
@@ -42,7 +42,8 @@ describe('consult budgets', () => {
 
 describe('a claim judged again on the state it is written on', () => {
   const budgets = { max_cost_usd_per_message: 1, max_cost_usd_per_correlation: 5, daily_cost_cap_usd: 50, max_runtime_seconds: 600 };
-  const at = (correlationUsd: number, dayUsd: number, caps: ActorPolicy['budgets'] = budgets): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy'> => ({
+  const at = (correlationUsd: number, dayUsd: number, caps: ActorPolicy['budgets'] = budgets): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> => ({
+    messages: new Map(),
     spendByCorrelation: new Map([['corr_a', correlationUsd]]),
     spendByDay: new Map([['2026-12-03', dayUsd]]),
     policy: { doc: { budgets: caps } } as unknown as LedgerState['policy'],
@@ -60,5 +61,24 @@ describe('a claim judged again on the state it is written on', () => {
     expect(spendMovedSince(judged, at(4.5, 10))).toMatch(/corr_a spent \$4\.5 .* no longer leaves the \$1/);
     expect(spendMovedSince(judged, at(1, 49.5))).toMatch(/2026-12-03 spent \$49\.5 .* no longer leaves the \$1/);
     expect(spendMovedSince(judged, at(1, 10, { ...budgets, daily_cost_cap_usd: 20 }))).toMatch(/lower budgets/);
+  });
+});
+
+describe('a pre-flight judged with what open attempts hold', () => {
+  const state = { spendByCorrelation: new Map([['corr_a', 2]]), spendByDay: new Map([['2026-12-03', 10]]) };
+  const judged = { correlation: 'corr_a', day: '2026-12-03', message: null, spentOnCorrelationUsd: 4.5, spentTodayUsd: 12.5, budgets: null, commandBudgetUsd: null, limitUsd: 0 };
+  const judgeAt = (caps: { correlation: number; day: number }) => (spent: { spentOnCorrelationUsd: number; spentTodayUsd: number }) =>
+    spent.spentOnCorrelationUsd >= caps.correlation ? ({ kind: 'stop', blocker: 'correlation_budget_exhausted' } as const) : spent.spentTodayUsd >= caps.day ? ({ kind: 'stop', blocker: 'daily_cap_reached' } as const) : ({ kind: 'run' } as const);
+
+  it('holds back an attempt stopped only for what open attempts hold', () => {
+    expect(judgeWithHeld(judged, state, judgeAt({ correlation: 4, day: 50 }))).toEqual({ decision: { kind: 'stop', blocker: 'correlation_budget_exhausted' }, heldBack: true });
+  });
+
+  it('stops an attempt that what was spent stops, as what was spent stops it', () => {
+    expect(judgeWithHeld(judged, state, judgeAt({ correlation: 4, day: 10 }))).toEqual({ decision: { kind: 'stop', blocker: 'daily_cap_reached' }, heldBack: false });
+  });
+
+  it('runs an attempt that fits beside what open attempts hold', () => {
+    expect(judgeWithHeld(judged, state, judgeAt({ correlation: 20, day: 50 }))).toEqual({ decision: { kind: 'run' }, heldBack: false });
   });
 });
