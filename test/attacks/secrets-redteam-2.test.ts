@@ -1,8 +1,10 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
+import { credentialFileSecrets } from '../../src/util/credential-files.js';
 import { Scrubber } from '../../src/util/scrub.js';
+import { agentScript, dispatchTo, hostilePlace, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -119,4 +121,44 @@ describe('a provider answer that writes the key it was handed in these encodings
     expect(read).toContain('[removed: OPENAI_API_KEY');
     expect(pieces(read)).toEqual([]);
   }, 60_000);
+});
+
+describe('a secret the runner keeps in a file, never in its environment', () => {
+  /** A provider key `codex login` wrote, a forge token `gh` keeps, a token in ~/.git-credentials. */
+  const FILED = { codex: 'sk-proj-FromCodexAuthFile0123456789abcdef', gh: 'gho_FromGhHostsFile0123456789abcdefXYZ', git: 'ghp_GitStoreToken0123456789abcdefQRS' };
+
+  it('is known to the scrubber: an execution agent that reads the files and echoes them leaves no part of them in the ledger', async () => {
+    const place = await hostilePlace(join(dir, 'filed-secrets'));
+    const home = join(place.world.dir, 'operator-home');
+    mkdirSync(join(home, '.codex'), { recursive: true });
+    mkdirSync(join(home, '.config', 'gh'), { recursive: true });
+    writeFileSync(join(home, '.codex', 'auth.json'), JSON.stringify({ OPENAI_API_KEY: FILED.codex, tokens: null }));
+    writeFileSync(join(home, '.config', 'gh', 'hosts.yml'), `github.com:\n    user: op\n    oauth_token: ${FILED.gh}\n    git_protocol: https\n`);
+    writeFileSync(join(home, '.git-credentials'), `https://op:${FILED.git}@github.com\n`);
+    const { messageId } = await dispatchTo(place, 'filed-secrets');
+    const files = ['.codex/auth.json', '.config/gh/hosts.yml', '.git-credentials'].map((file) => join(home, file)).join(' ');
+    const stream = [
+      `printf '%s\\n' '{"type":"thread.started","thread_id":"thread-filed"}'`,
+      `printf '{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"found: %s"}}\\n' "$(cat ${files} | tr -d '"{}\\\\\\n')"`,
+      `printf '%s\\n' '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":10}}'`,
+    ].join('\n');
+    const watch = watchOnce(place, agentScript(place.world.dir, 'true', stream), { env: { HOME: home }, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = git(['--git-dir', place.world.gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+    expect(ledger).toContain('[removed: codex auth.json]');
+    for (const value of Object.values(FILED)) expect(Array.from({ length: value.length - 7 }, (_, at) => value.slice(at, at + 8)).filter((piece) => ledger.includes(piece)), value).toEqual([]);
+  }, 120_000);
+});
+
+describe('the credential files a runner or the MCP server learns secrets from', () => {
+  it("reads a key, a token or a password from each, and no other field, in JSON, YAML, netrc and npmrc form", () => {
+    const home = join(dir, 'credential-home');
+    mkdirSync(join(home, '.claude'), { recursive: true });
+    writeFileSync(join(home, '.claude', '.credentials.json'), JSON.stringify({ claudeAiOauth: { accessToken: 'sk-ant-oat01-AccessToken0123456789', refreshToken: 'sk-ant-ort01-RefreshToken012345678', scopes: ['user:inference'], subscriptionType: 'professional' } }));
+    writeFileSync(join(home, '.netrc'), 'machine api.example.com login operator password NetrcPassword0123456\n');
+    writeFileSync(join(home, '.npmrc'), '//registry.npmjs.org/:_authToken=npm_NpmToken0123456789abcdef\nregistry=https://registry.npmjs.org/\n');
+    const values = credentialFileSecrets({}, home).map((secret) => `${secret.name}=${secret.value}`);
+    expect(values.sort()).toEqual(['.netrc=NetrcPassword0123456', '.npmrc=npm_NpmToken0123456789abcdef', 'claude .credentials.json=sk-ant-oat01-AccessToken0123456789', 'claude .credentials.json=sk-ant-ort01-RefreshToken012345678']);
+  });
 });
