@@ -7,6 +7,8 @@ import { toYaml } from '../schema/strict-yaml.js';
 import type { CooMessage } from '../schema/message.js';
 import { classifyPath, envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
+import { credentialFileSecrets } from '../util/credential-files.js';
+import { environmentSecrets, privateKeySecrets, Scrubber } from '../util/scrub.js';
 
 export interface EnvelopeAppendResult {
   readonly messageId: string;
@@ -26,6 +28,21 @@ export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml', 'proposa
  * the id, times and request stay the same.
  */
 export type EnvelopeAtHead = (state: LedgerState) => Buffer;
+
+/**
+ * Refuses an envelope or artifact that holds a secret the writing process holds (a provider key or
+ * token of its environment or of the machine's credential files, the signing key itself), in any
+ * form the scrubber finds (util/scrub.ts), before anything is written: what is signed into the
+ * ledger cannot be taken back. One check for every writer of envelopes: the CLI's verbs, the MCP
+ * server's tools, the consults an execution agent asks for.
+ */
+function refuseHeldSecrets(files: ReadonlyArray<{ readonly path: string; readonly bytes: Buffer }>, key: PrivateKey): void {
+  const secrets = new Scrubber([...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...privateKeySecrets(key)]);
+  const holding = files.filter((file) => secrets.bytes(file.bytes) !== file.bytes).map((file) => file.path.split('/').at(-1)!);
+  if (holding.length > 0) {
+    throw new CooError('USAGE', `the message's ${[...new Set(holding)].join(', ')} hold${holding.length === 1 ? 's' : ''} a secret this process holds (a provider key or token of its environment or credential files, the COO key); a message is signed into the ledger for good, so nothing was written: leave the secret out`);
+  }
+}
 
 /**
  * Signs and appends an envelope with its artifacts. The same idempotency key with the same request
@@ -51,6 +68,7 @@ export async function appendEnvelope(
     }
     extra.push({ path: `${folder}/${name}`, bytes });
   }
+  refuseHeldSecrets([{ path: envelopePath(folder), bytes: initial }, ...extra], key);
   // The envelope as it lands on the head the lock holds: the lookup of an earlier message under the
   // same key and the envelope's own correlation are decided there, never on a head read before.
   let landing: { state: LedgerState; bytes: Buffer; message: CooMessage } | null = null;
@@ -126,7 +144,12 @@ export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: P
     if (landing?.state !== state) landing = { state, members: membersAt(state) };
     return landing.members;
   };
-  const first = at(await ledger.state())[0]!.envelope;
+  const members = at(await ledger.state());
+  refuseHeldSecrets(
+    members.flatMap(({ envelope, artifacts }) => [{ path: 'envelope', bytes: Buffer.from(toYaml(envelope)) }, ...[...artifacts].map(([name, bytes]) => ({ path: name, bytes }))]),
+    key,
+  );
+  const first = members[0]!.envelope;
   const result = await ledger.append<PanelAppendResult>({
     files: (state) =>
       at(state).flatMap(({ envelope, artifacts }) => {

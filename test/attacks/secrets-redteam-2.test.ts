@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
 import { credentialFileSecrets } from '../../src/util/credential-files.js';
 import { Scrubber } from '../../src/util/scrub.js';
+import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlace, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -161,4 +162,20 @@ describe('the credential files a runner or the MCP server learns secrets from', 
     const values = credentialFileSecrets({}, home).map((secret) => `${secret.name}=${secret.value}`);
     expect(values.sort()).toEqual(['.netrc=NetrcPassword0123456', '.npmrc=npm_NpmToken0123456789abcdef', 'claude .credentials.json=sk-ant-oat01-AccessToken0123456789', 'claude .credentials.json=sk-ant-ort01-RefreshToken012345678']);
   });
+});
+
+describe('a COO that writes a secret its process holds into what it signs through the CLI', () => {
+  it('is refused before anything is written, as the MCP server refuses it: a consult question holding the provider key, as written or in HTML references', async () => {
+    const place = await hostilePlace(join(dir, 'cli-question'));
+    const before = git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim();
+    for (const question of [`Why is ${KEY} refused?`, `Why is ${each(KEY, (char) => `&#${code(char)};`)} refused?`]) {
+      const result = coo(['consult', '--ledger', place.world.gitdir, '--key', place.keyFile, '--to', 'aa.chatgpt', '--repo', place.repo, '--file', 'src/add.js', '--prompt', question], { env: { OPENAI_API_KEY: KEY } });
+      expect(result.status, result.stderr).toBe(2);
+      expect(result.stderr).toContain('USAGE');
+      expect(result.stderr).not.toContain(KEY.slice(8, 20));
+    }
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim()).toBe(before);
+    // The same question without the key is written.
+    expect(coo(['consult', '--ledger', place.world.gitdir, '--key', place.keyFile, '--to', 'aa.chatgpt', '--repo', place.repo, '--file', 'src/add.js', '--prompt', 'Why is my key refused?'], { env: { OPENAI_API_KEY: KEY } }).status).toBe(0);
+  }, 60_000);
 });
