@@ -7,8 +7,7 @@ import { toYaml } from '../schema/strict-yaml.js';
 import type { CooMessage } from '../schema/message.js';
 import { classifyPath, envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
-import { credentialFileSecrets } from '../util/credential-files.js';
-import { environmentSecrets, privateKeySecrets, Scrubber } from '../util/scrub.js';
+import { refuseHeldSecrets } from './held-secrets.js';
 
 export interface EnvelopeAppendResult {
   readonly messageId: string;
@@ -28,21 +27,6 @@ export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml', 'proposa
  * the id, times and request stay the same.
  */
 export type EnvelopeAtHead = (state: LedgerState) => Buffer;
-
-/**
- * Refuses an envelope or artifact that holds a secret the writing process holds (a provider key or
- * token of its environment or of the machine's credential files, the signing key itself), in any
- * form the scrubber finds (util/scrub.ts), before anything is written: what is signed into the
- * ledger cannot be taken back. One check for every writer of envelopes: the CLI's verbs, the MCP
- * server's tools, the consults an execution agent asks for.
- */
-function refuseHeldSecrets(files: ReadonlyArray<{ readonly path: string; readonly bytes: Buffer }>, key: PrivateKey): void {
-  const secrets = new Scrubber([...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...privateKeySecrets(key)]);
-  const holding = files.filter((file) => secrets.bytes(file.bytes) !== file.bytes).map((file) => file.path.split('/').at(-1)!);
-  if (holding.length > 0) {
-    throw new CooError('USAGE', `the message's ${[...new Set(holding)].join(', ')} hold${holding.length === 1 ? 's' : ''} a secret this process holds (a provider key or token of its environment or credential files, the COO key); a message is signed into the ledger for good, so nothing was written: leave the secret out`);
-  }
-}
 
 /**
  * Signs and appends an envelope with its artifacts. The same idempotency key with the same request

@@ -178,4 +178,13 @@ describe('a COO that writes a secret its process holds into what it signs throug
     // The same question without the key is written.
     expect(coo(['consult', '--ledger', place.world.gitdir, '--key', place.keyFile, '--to', 'aa.chatgpt', '--repo', place.repo, '--file', 'src/add.js', '--prompt', 'Why is my key refused?'], { env: { OPENAI_API_KEY: KEY } }).status).toBe(0);
   }, 60_000);
+
+  it('is refused in a kill switch\'s reason, which its commit message quotes too, the key percent-encoded', async () => {
+    const place = await hostilePlace(join(dir, 'cli-kill-switch'));
+    const before = git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim();
+    const result = coo(['kill-switch', 'on', '--ledger', place.world.gitdir, '--key', place.keyFile, '--reason', `leaked ${encodeURIComponent(KEY).replace(/^s/, '%73')}`], { env: { OPENAI_API_KEY: KEY } });
+    expect(result.status, result.stderr).toBe(2);
+    expect(result.stderr).toContain('commit message');
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim()).toBe(before);
+  }, 60_000);
 });
