@@ -236,7 +236,8 @@ const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
  * - a line break followed by indentation, as a folded YAML string or a wrapped text continues;
  * - an HTML character reference: `&#115;`, `&#x73;` (the semicolon left out or not) and the named
  *   ones of HTML (`&amp;`, `&sol;`, `&plus;`, `&ZeroWidthSpace;`; util/html-entities.ts);
- * - a run of percent escapes (`%73%6B`), as the UTF-8 it spells;
+ * - a run of percent escapes (`%73%6B`) or of octal escapes (`\342\200\213`, as git quotes a
+ *   path), as the UTF-8 it spells, and a Rust escape (`\u{200b}`, as a Rust program prints a string);
  * - an invisible character (util/invisible.ts: zero-width characters, bidirectional marks, controls,
  *   line breaks among them). Over bytes read as latin1, an invisible character is its UTF-8 bytes.
  * Every alternative is bounded or a plain run, so a pass stays linear on hostile input. A text is read
@@ -245,7 +246,8 @@ const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
 const READ_PAST_ESCAPES = [
   String.raw`\\\r?\n[ \t]*|\\\\(?:\\r)?\\n[ \t]*`,
   String.raw`(?:\r?\n|(?:\\r)?\\n)[ \t]+`,
-  String.raw`\\u[0-9A-Fa-f]{4}|\\U[0-9A-Fa-f]{8}|\\x[0-9A-Fa-f]{2}|\\["\\/ bfnrt0aveN_LP]`,
+  String.raw`(?:\\[0-3][0-7]{2})+`,
+  String.raw`\\u[0-9A-Fa-f]{4}|\\u\{[0-9A-Fa-f]{1,6}\}|\\U[0-9A-Fa-f]{8}|\\x[0-9A-Fa-f]{2}|\\["\\/ bfnrt0aveN_LP]`,
   String.raw`&#[0-9]{1,7};?|&#[xX][0-9A-Fa-f]{1,6};?|&[A-Za-z][A-Za-z0-9]{1,31};`,
   String.raw`(?:%[0-9A-Fa-f]{2})+`,
 ].join('|');
@@ -296,8 +298,8 @@ const SELF_ESCAPED = new Set(['"', '\\', '/', ' ']);
 /** What an escape, a character reference, a run of percent escapes or an invisible character is to a reader: the characters it stands for, or nothing. */
 function readToken(token: string, view: 'text' | 'bytes'): string {
   const first = token[0]!;
-  if (first === '%') {
-    const bytes = Buffer.from(token.replace(/%/g, ''), 'hex');
+  if (first === '%' || /^\\[0-3]/.test(token)) {
+    const bytes = first === '%' ? Buffer.from(token.replace(/%/g, ''), 'hex') : Buffer.from(token.slice(1).split('\\').map((octal) => parseInt(octal, 8)));
     const text = bytes.toString('utf8');
     // Bytes that are not UTF-8 are, over bytes, what they are; over text, left as written.
     if (!Buffer.from(text, 'utf8').equals(bytes)) return view === 'text' ? token : bytes.toString('latin1');
@@ -312,7 +314,7 @@ function readToken(token: string, view: 'text' | 'bytes'): string {
   // A YAML escaped line break, as written or inside a JSON string (`\\\n`): nothing.
   if (token.length > 2 && (escaped === '\\' || escaped === '\r' || escaped === '\n')) return '';
   if (escaped === 'u' || escaped === 'U' || escaped === 'x') {
-    const char = codePoint(parseInt(token.slice(2), 16));
+    const char = codePoint(parseInt(token.slice(2).replace(/[{}]/g, ''), 16));
     return char === null ? token : readChars(char, view);
   }
   return SELF_ESCAPED.has(escaped) ? escaped : '';
