@@ -1,7 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { urlCredentials } from './display-url.js';
+import { gitEnvironment } from './git-env.js';
 import { MIN_SECRET_CHARS, type Secret } from './scrub.js';
 
 /**
@@ -79,6 +81,32 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const text = read.bytes.toString('utf8');
     const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : fieldSecrets(text);
     for (const value of new Set(values)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: file.name, value });
+  }
+  return secrets;
+}
+
+/** The URLs in git's configuration: remotes' fetch and push URLs, and the bases `url.<base>.insteadOf` rewrites to. */
+const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof))$`;
+
+/**
+ * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
+ * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) that
+ * `git remote -v` in an attempt's worktree prints for anyone who asks. A folder that is no git
+ * repository gives none.
+ */
+export function gitRemoteSecrets(folders: readonly string[]): Secret[] {
+  const secrets: Secret[] = [];
+  for (const folder of folders) {
+    const listed = spawnSync('git', ['-C', folder, 'config', '--null', '--get-regexp', URL_CONFIG], { encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 1024 * 1024 });
+    if (listed.status !== 0 || typeof listed.stdout !== 'string') continue;
+    for (const entry of listed.stdout.split('\0')) {
+      const newline = entry.indexOf('\n');
+      if (newline < 0) continue;
+      const name = entry.slice(0, newline);
+      // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
+      const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
+      for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
+    }
   }
   return secrets;
 }

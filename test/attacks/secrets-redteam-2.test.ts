@@ -193,3 +193,24 @@ describe('a COO that writes a secret its process holds into what it signs throug
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim()).toBe(before);
   }, 60_000);
 });
+
+describe("a token in the URL of a remote of the target repository", () => {
+  const TOKEN = 'ghp_RepoRemoteToken0123456789abcdefJKL';
+
+  it('is known to the scrubber: an execution agent that runs git remote -v in its worktree and echoes it leaves no part of the token in the ledger', async () => {
+    const place = await hostilePlace(join(dir, 'remote-token'));
+    git(['remote', 'add', 'origin', `https://x-access-token:${TOKEN}@github.com/acme/work.git`], { cwd: place.repo });
+    const { messageId } = await dispatchTo(place, 'remote-token');
+    const stream = [
+      `printf '%s\\n' '{"type":"thread.started","thread_id":"thread-remote"}'`,
+      `printf '{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"remotes: %s"}}\\n' "$(git remote -v | tr -d '"\\\\\\n\\t')"`,
+      `printf '%s\\n' '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":10}}'`,
+    ].join('\n');
+    const watch = watchOnce(place, agentScript(place.world.dir, 'true', stream));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = git(['--git-dir', place.world.gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+    expect(ledger).toContain('remotes: ');
+    expect(Array.from({ length: TOKEN.length - 7 }, (_, at) => TOKEN.slice(at, at + 8)).filter((piece) => ledger.includes(piece))).toEqual([]);
+  }, 120_000);
+});
