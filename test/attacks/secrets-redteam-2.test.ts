@@ -5,7 +5,7 @@ import { OracleCli } from '../../src/consult/oracle.js';
 import { credentialFileSecrets } from '../../src/util/credential-files.js';
 import { Scrubber } from '../../src/util/scrub.js';
 import { coo } from '../helpers/cli.js';
-import { agentScript, dispatchTo, hostilePlace, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -73,6 +73,7 @@ describe('a secret written in an encoding a reader decodes', () => {
 
 const dir = tempDir('coo-secrets-redteam-2-');
 const world = worlds(dir);
+const places = hostilePlaces(dir, 'place');
 
 /** An Oracle stand-in whose answer writes the key it was handed in every form of FORMS, in its text and in its answer block. */
 function encodingOracle(path: string): string {
@@ -134,7 +135,7 @@ describe('a secret the runner keeps in a file, never in its environment', () => 
   const FILED = { codex: 'sk-proj-FromCodexAuthFile0123456789abcdef', gh: 'gho_FromGhHostsFile0123456789abcdefXYZ', git: 'ghp_GitStoreToken0123456789abcdefQRS' };
 
   it('is known to the scrubber: an execution agent that reads the files and echoes them leaves no part of them in the ledger', async () => {
-    const place = await hostilePlace(join(dir, 'filed-secrets'));
+    const place = await places('filed-secrets');
     const home = join(place.world.dir, 'operator-home');
     mkdirSync(join(home, '.codex'), { recursive: true });
     mkdirSync(join(home, '.config', 'gh'), { recursive: true });
@@ -171,7 +172,7 @@ describe('the credential files a runner or the MCP server learns secrets from', 
 
 describe('a COO that writes a secret its process holds into what it signs through the CLI', () => {
   it('is refused before anything is written, as the MCP server refuses it: a consult question holding the provider key, as written or in HTML references', async () => {
-    const place = await hostilePlace(join(dir, 'cli-question'));
+    const place = await places('cli-question');
     const before = git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim();
     for (const question of [`Why is ${KEY} refused?`, `Why is ${each(KEY, (char) => `&#${code(char)};`)} refused?`]) {
       const result = coo(['consult', '--ledger', place.world.gitdir, '--key', place.keyFile, '--to', 'aa.chatgpt', '--repo', place.repo, '--file', 'src/add.js', '--prompt', question], { env: { OPENAI_API_KEY: KEY } });
@@ -185,7 +186,7 @@ describe('a COO that writes a secret its process holds into what it signs throug
   }, 60_000);
 
   it('is refused in a kill switch\'s reason, which its commit message quotes too, the key percent-encoded', async () => {
-    const place = await hostilePlace(join(dir, 'cli-kill-switch'));
+    const place = await places('cli-kill-switch');
     const before = git(['--git-dir', place.world.gitdir, 'rev-parse', 'refs/heads/main']).trim();
     const result = coo(['kill-switch', 'on', '--ledger', place.world.gitdir, '--key', place.keyFile, '--reason', `leaked ${encodeURIComponent(KEY).replace(/^s/, '%73')}`], { env: { OPENAI_API_KEY: KEY } });
     expect(result.status, result.stderr).toBe(2);
@@ -198,7 +199,7 @@ describe("a token in the URL of a remote of the target repository", () => {
   const TOKEN = 'ghp_RepoRemoteToken0123456789abcdefJKL';
 
   it('is known to the scrubber: an execution agent that runs git remote -v in its worktree and echoes it leaves no part of the token in the ledger', async () => {
-    const place = await hostilePlace(join(dir, 'remote-token'));
+    const place = await places('remote-token');
     git(['remote', 'add', 'origin', `https://x-access-token:${TOKEN}@github.com/acme/work.git`], { cwd: place.repo });
     const { messageId } = await dispatchTo(place, 'remote-token');
     const stream = [
