@@ -48,22 +48,31 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
   ];
 }
 
-/** The string values of secret fields in a JSON document, at any depth (a field under a secret one counts). */
-function jsonSecrets(value: unknown, underSecret: boolean, out: string[]): void {
+/** The string values of secret fields in a JSON document, at any depth: a value whose own field names it a secret. */
+function jsonSecrets(value: unknown, field: string, out: string[]): void {
   if (typeof value === 'string') {
-    if (underSecret) out.push(value);
+    if (SECRET_FIELD.test(field)) out.push(value);
   } else if (Array.isArray(value)) {
-    for (const item of value) jsonSecrets(item, underSecret, out);
+    for (const item of value) jsonSecrets(item, field, out);
   } else if (value !== null && typeof value === 'object') {
-    for (const [key, item] of Object.entries(value)) jsonSecrets(item, underSecret || SECRET_FIELD.test(key), out);
+    for (const [key, item] of Object.entries(value)) jsonSecrets(item, key, out);
   }
+}
+
+/**
+ * A value that can be a key or token: no space in it, and a digit or 20 characters or more. A word in
+ * a secret-named field of a configuration (`"keyStatus": "completed"`) is none: as a secret it would
+ * be cut out of every receipt that says it.
+ */
+function looksSecret(value: string): boolean {
+  return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
 }
 
 /** The secret values `text` holds: as JSON when it parses, else line by line as a configuration file. */
 function fieldSecrets(text: string): string[] {
   const out: string[] = [];
   try {
-    jsonSecrets(JSON.parse(text), false, out);
+    jsonSecrets(JSON.parse(text), '', out);
     return out;
   } catch {
     // Not JSON: YAML, netrc, an ini file.
@@ -80,7 +89,7 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
     const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : fieldSecrets(text);
-    for (const value of new Set(values)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: file.name, value });
+    for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   return secrets;
 }

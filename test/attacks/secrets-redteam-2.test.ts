@@ -159,14 +159,15 @@ describe('a secret the runner keeps in a file, never in its environment', () => 
 });
 
 describe('the credential files a runner or the MCP server learns secrets from', () => {
-  it("reads a key, a token or a password from each, and no other field, in JSON, YAML, netrc and npmrc form", () => {
+  it('reads a key, a token or a password from each, and no other field nor a word in a secret-named one, in JSON, netrc and npmrc form', () => {
     const home = join(dir, 'credential-home');
     mkdirSync(join(home, '.claude'), { recursive: true });
     writeFileSync(join(home, '.claude', '.credentials.json'), JSON.stringify({ claudeAiOauth: { accessToken: 'sk-ant-oat01-AccessToken0123456789', refreshToken: 'sk-ant-ort01-RefreshToken012345678', scopes: ['user:inference'], subscriptionType: 'professional' } }));
+    writeFileSync(join(home, '.claude.json'), JSON.stringify({ primaryApiKey: 'sk-ant-api03-Primary0123456789', keyStatus: 'completed', projects: { '/work/monkey': { allowedTools: ['Bash(git status)'], lastKeyHint: 'a word or two' } } }));
     writeFileSync(join(home, '.netrc'), 'machine api.example.com login operator password NetrcPassword0123456\n');
     writeFileSync(join(home, '.npmrc'), '//registry.npmjs.org/:_authToken=npm_NpmToken0123456789abcdef\nregistry=https://registry.npmjs.org/\n');
     const values = credentialFileSecrets({}, home).map((secret) => `${secret.name}=${secret.value}`);
-    expect(values.sort()).toEqual(['.netrc=NetrcPassword0123456', '.npmrc=npm_NpmToken0123456789abcdef', 'claude .credentials.json=sk-ant-oat01-AccessToken0123456789', 'claude .credentials.json=sk-ant-ort01-RefreshToken012345678']);
+    expect(values.sort()).toEqual(['.claude.json=sk-ant-api03-Primary0123456789', '.netrc=NetrcPassword0123456', '.npmrc=npm_NpmToken0123456789abcdef', 'claude .credentials.json=sk-ant-oat01-AccessToken0123456789', 'claude .credentials.json=sk-ant-ort01-RefreshToken012345678']);
   });
 });
 
