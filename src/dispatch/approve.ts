@@ -1,6 +1,7 @@
 import { requireHolder } from '../authority/keys.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
+import { refuseSignerSecrets } from '../ledger/held-secrets.js';
 import { approvalPath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { parseDocument } from '../schema/documents.js';
@@ -74,8 +75,10 @@ export async function approve(request: ApproveRequest): Promise<Approved> {
     'approval',
   );
   const path = approvalPath(approval.approval_id, createdAt);
+  const files = [{ path, bytes: Buffer.from(toYaml(approval)) }];
+  refuseSignerSecrets(files, key);
   const result = await ledger.append({
-    files: [{ path, bytes: Buffer.from(toYaml(approval)) }],
+    files,
     key,
     now,
     summary: attempt === null ? `approval ${approval.approval_id} of dispatch request ${request.requestHash}` : `approval ${approval.approval_id}: retry ${request.messageId} as attempt ${attempt}`,

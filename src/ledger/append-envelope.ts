@@ -7,8 +7,7 @@ import { toYaml } from '../schema/strict-yaml.js';
 import type { CooMessage } from '../schema/message.js';
 import { classifyPath, envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
-import { refuseHeldSecrets } from '../util/held-secrets.js';
-import { environmentSecrets, privateKeySecrets, Scrubber } from '../util/scrub.js';
+import { refuseSignerSecrets } from './held-secrets.js';
 
 export interface EnvelopeAppendResult {
   readonly messageId: string;
@@ -28,24 +27,6 @@ export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml', 'proposa
  * the id, times and request stay the same.
  */
 export type EnvelopeAtHead = (state: LedgerState) => Buffer;
-
-/** The last writer's secrets, compiled once: a process signs with one key in one environment. */
-let signerSecrets: { readonly fingerprint: string; readonly scrubber: Scrubber } | null = null;
-
-/**
- * Refuses an envelope or artifact holding a secret its writer's process holds (a provider key or
- * token of its environment, the signing key itself), before anything is written: every writer of
- * an envelope (the CLI, `coo mcp`, a CEO command, an ack, the runner for an agent's consult) signs
- * it into the ledger for good. The figures the head decides (a correlation's remaining budget) hold
- * no text, so the bytes first built are the ones judged.
- */
-function refuseSignerSecrets(key: PrivateKey, files: readonly NewFile[]): void {
-  const held = environmentSecrets(process.env);
-  const fingerprint = JSON.stringify([key.publicKey.keyId, held]);
-  if (signerSecrets?.fingerprint !== fingerprint) signerSecrets = { fingerprint, scrubber: new Scrubber([...held, ...privateKeySecrets(key)]) };
-  const secrets = signerSecrets.scrubber;
-  refuseHeldSecrets(secrets, files.map((file) => ({ name: file.path, content: file.bytes })), "its writer's process holds (a provider key or token of its environment, the signing key)", 'an envelope is signed into the ledger for good; nothing was written');
-}
 
 /**
  * Signs and appends an envelope with its artifacts. The same idempotency key with the same request
@@ -71,6 +52,7 @@ export async function appendEnvelope(
     }
     extra.push({ path: `${folder}/${name}`, bytes });
   }
+  refuseSignerSecrets([{ path: envelopePath(folder), bytes: initial }, ...extra], key);
   // The envelope as it lands on the head the lock holds: the lookup of an earlier message under the
   // same key and the envelope's own correlation are decided there, never on a head read before.
   let landing: { state: LedgerState; bytes: Buffer; message: CooMessage } | null = null;
@@ -81,7 +63,6 @@ export async function appendEnvelope(
     }
     return landing;
   };
-  refuseSignerSecrets(key, [{ path: envelopePath(folder), bytes: initial }, ...extra]);
   const result = await ledger.append<EnvelopeAppendResult>({
     files: (state) => [{ path: envelopePath(folder), bytes: at(state).bytes }, ...extra],
     key,
@@ -148,14 +129,11 @@ export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: P
     return landing.members;
   };
   const members = at(await ledger.state());
-  const first = members[0]!.envelope;
   refuseSignerSecrets(
+    members.flatMap(({ envelope, artifacts }) => [{ path: 'envelope', bytes: Buffer.from(toYaml(envelope)) }, ...[...artifacts].map(([name, bytes]) => ({ path: name, bytes }))]),
     key,
-    members.flatMap(({ envelope, artifacts }) => {
-      const folder = messageFolder(envelope.message_id, envelope.created_at);
-      return [{ path: envelopePath(folder), bytes: Buffer.from(toYaml(envelope)) }, ...[...artifacts].map(([name, bytes]) => ({ path: `${folder}/${name}`, bytes }))];
-    }),
   );
+  const first = members[0]!.envelope;
   const result = await ledger.append<PanelAppendResult>({
     files: (state) =>
       at(state).flatMap(({ envelope, artifacts }) => {

@@ -6,6 +6,7 @@ import type { KillSwitch, TrustRoot } from '../schema/control.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import { checkRegistryAgreesWithRoot, registryFollowingRoot } from '../authority/trust-agreement.js';
 import { isoSeconds } from '../util/time.js';
+import { refuseSignerSecrets } from './held-secrets.js';
 import { killSwitchPath, trustPath, type TrustRole } from './layout.js';
 import type { AppendResult, Ledger } from './ledger.js';
 
@@ -78,6 +79,7 @@ export async function appendTrustVersion(ledger: Ledger, update: TrustUpdate, ke
     }
   }
   const summary = `trust: ${update.role} version ${next}${registryVersion === undefined ? '' : ` and registry version ${registryVersion}`}`;
+  refuseSignerSecrets(files, key);
   const result = await ledger.append({ files, key, now, summary });
   if ('skipped' in result) throw new CooError('INTERNAL', 'trust update skipped');
   return { ...result, version: next, ...(registryVersion === undefined ? {} : { registryVersion }) };
@@ -99,7 +101,10 @@ export async function appendKillSwitch(
     { schema_version: 'kill_switch.v0', version, state, reason, set_by: actor, created_at: isoSeconds(now) },
     'kill switch',
   );
-  const result = await ledger.append({ files: [{ path: killSwitchPath(version), bytes: Buffer.from(toYaml(doc)) }], key, now, summary: `kill switch ${state}: ${reason}` });
+  const files = [{ path: killSwitchPath(version), bytes: Buffer.from(toYaml(doc)) }];
+  const summary = `kill switch ${state}: ${reason}`;
+  refuseSignerSecrets([...files, { path: 'commit message', bytes: Buffer.from(summary) }], key);
+  const result = await ledger.append({ files, key, now, summary });
   if ('skipped' in result) throw new CooError('INTERNAL', 'kill switch skipped');
   return { ...result, version };
 }

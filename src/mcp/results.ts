@@ -1,13 +1,14 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isCooError, type ErrorCode } from '../errors.js';
 import type { PrivateKey } from '../crypto/keys.js';
+import { credentialFileSecrets } from '../util/credential-files.js';
 import { urlCredentials } from '../util/display-url.js';
 import { environmentSecrets, privateKeySecrets, Scrubber, type Place } from '../util/scrub.js';
 
 /**
  * How tool results leave the server: JSON text plus `structuredContent`, with every secret the
- * server holds (the ledger's and key's paths, the repository's, provider keys in its environment,
- * the key itself, a remote's credentials) replaced before anything is sent (util/scrub.ts): in the
+ * server holds (the ledger's and key's paths, the repository's, provider keys in its environment
+ * and in the machine's credential files, the key itself, a remote's credentials) replaced before anything is sent (util/scrub.ts): in the
  * values, before they are serialised, so no escaping hides one; and every failure as an MCP tool
  * error that names its code.
  */
@@ -24,7 +25,7 @@ export interface ServerSecrets {
 /** What the server never sends: its key, the secrets of its environment, a remote's credentials, its folders. */
 export function serverScrubber(held: ServerSecrets): Scrubber {
   return new Scrubber(
-    [...privateKeySecrets(held.key), ...environmentSecrets(held.env), ...(held.remoteUrl === undefined ? [] : urlCredentials(held.remoteUrl).map((value) => ({ name: 'remote credentials', value })))],
+    [...privateKeySecrets(held.key), ...environmentSecrets(held.env), ...credentialFileSecrets(held.env), ...(held.remoteUrl === undefined ? [] : urlCredentials(held.remoteUrl).map((value) => ({ name: 'remote credentials', value })))],
     held.places,
   );
 }

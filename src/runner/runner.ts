@@ -27,6 +27,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { readStrictYaml, toYaml } from '../schema/strict-yaml.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
+import { credentialFileSecrets, gitRemoteSecrets } from '../util/credential-files.js';
 import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
 import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
@@ -196,7 +197,7 @@ export class Runner {
     this.retriesSeen = new RetrySightings(options.stateDir, bootId());
     this.local = new LocalRunners(options.ledger.gitdir);
     this.scrubber = new Scrubber(
-      [...environmentSecrets(process.env), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
+      [...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...gitRemoteSecrets([options.repo, options.ledger.gitdir]), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
       runnerPlaces({ stateDir: options.stateDir, ledger: options.ledger.gitdir, repo: options.repo, hidden: options.hide ?? [] }),
     );
     this.printable = new Scrubber(this.scrubber.secrets);

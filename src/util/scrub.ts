@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
+import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
 
 /**
@@ -21,15 +22,17 @@ import { invisibleCharacters } from './invisible.js';
  *   alignments a few bits of the secret's first and last byte stand outside the characters looked
  *   for, and stay beside the marker.
  * - A secret or folder is also looked for as a reader takes it in without thinking: with its JSON
- *   escapes decoded (`\u0073k-…`, `\/`, what an encoder that escapes every character writes) and
- *   with what a reader does not see taken out (a zero-width character, a soft hyphen, any
- *   invisible character of util/invisible.ts, a line break or control character, raw or
- *   JSON-escaped). The whole stretch that spells it is replaced.
+ *   and YAML escapes decoded (`\u0073k-…`, `\x73`, `\/`, what an encoder that escapes every
+ *   character writes, a YAML escaped line break), its HTML character references (`&#115;`, `&#x73;`,
+ *   `&sol;`) and percent escapes decoded, and with what a reader does not see taken out (a
+ *   zero-width character, a soft hyphen, any invisible character of util/invisible.ts, a line break
+ *   or control character, raw or JSON-escaped, a folded line's indentation); read so once, and once
+ *   more for what a JSON text carries. The whole stretch that spells it is replaced.
  * - A text cut inside a secret (held to a length before it was scrubbed, or a tail of an output)
  *   that ends with MIN_SECRET_CHARS or more of its first characters, or starts with as many of its
  *   last, has them replaced, marked `[removed: NAME (cut)]`.
  * - What no scrubber finds: a secret encrypted, compressed, hashed, split across outputs or
- *   encoded twice or in any way of a program's own choosing. A child that holds a key can always
+ *   encoded twice over (base64 of its hex) or in any way of a program's own choosing. A child that holds a key can always
  *   get it out; this catches the echo and the one-line encoding, not a determined agent. The defence
  *   against that is not handing it the key.
  * - A folder of the runner's machine is replaced by `[NAME]` (`[sandbox]`, `[worktree]`,
@@ -226,12 +229,28 @@ const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
 const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
 
 /**
- * What a reader decodes or does not see inside a text: a JSON escape (`\u0073`, `\/`, `\"`, `\\`, and
- * those of line breaks and controls), and an invisible character (util/invisible.ts: zero-width
- * characters, bidirectional marks, controls, line breaks among them). Over bytes read as latin1, an
- * invisible character is its UTF-8 bytes.
+ * What a reader decodes or does not see inside a text, each read past in the one pass over it:
+ * - an escape of JSON or YAML (`\u0073`, `\U00000073`, `\x73`, `\/`, `\"`, `\\`, `\ `, and those of
+ *   line breaks and controls), and a YAML escaped line break (a backslash, the break and the next
+ *   line's indentation);
+ * - a line break followed by indentation, as a folded YAML string or a wrapped text continues;
+ * - an HTML character reference: `&#115;`, `&#x73;` (the semicolon left out or not) and the named
+ *   ones of HTML (`&amp;`, `&sol;`, `&plus;`, `&ZeroWidthSpace;`; util/html-entities.ts);
+ * - a run of percent escapes (`%73%6B`) or of octal escapes (`\342\200\213`, as git quotes a
+ *   path), as the UTF-8 it spells, and a Rust escape (`\u{200b}`, as a Rust program prints a string);
+ * - an invisible character (util/invisible.ts: zero-width characters, bidirectional marks, controls,
+ *   line breaks among them). Over bytes read as latin1, an invisible character is its UTF-8 bytes.
+ * Every alternative is bounded or a plain run, so a pass stays linear on hostile input. A text is read
+ * twice at most (READ_DEPTH: a YAML escape inside a JSON string): one encoded three times is not found.
  */
-const READ_PAST_JSON = String.raw`\\u[0-9A-Fa-f]{4}|\\["\\/bfnrt]`;
+const READ_PAST_ESCAPES = [
+  String.raw`\\\r?\n[ \t]*|\\\\(?:\\r)?\\n[ \t]*`,
+  String.raw`(?:\r?\n|(?:\\r)?\\n)[ \t]+`,
+  String.raw`(?:\\[0-3][0-7]{2})+`,
+  String.raw`\\u[0-9A-Fa-f]{4}|\\u\{[0-9A-Fa-f]{1,6}\}|\\U[0-9A-Fa-f]{8}|\\x[0-9A-Fa-f]{2}|\\["\\/ bfnrt0aveN_LP]`,
+  String.raw`&#[0-9]{1,7};?|&#[xX][0-9A-Fa-f]{1,6};?|&[A-Za-z][A-Za-z0-9]{1,31};`,
+  String.raw`(?:%[0-9A-Fa-f]{2})+`,
+].join('|');
 const INVISIBLE = invisibleCharacters();
 let readPastBytes: RegExp | undefined;
 
@@ -257,22 +276,48 @@ function invisibleBytes(): string {
 }
 
 function readPast(view: 'text' | 'bytes'): RegExp {
-  if (view === 'text') return new RegExp(`${READ_PAST_JSON}|${INVISIBLE.source}`, 'gu');
-  readPastBytes ??= new RegExp(`${READ_PAST_JSON}|${invisibleBytes()}`, 'g');
+  if (view === 'text') return new RegExp(`${READ_PAST_ESCAPES}|${INVISIBLE.source}`, 'gu');
+  readPastBytes ??= new RegExp(`${READ_PAST_ESCAPES}|${invisibleBytes()}`, 'g');
   return new RegExp(readPastBytes.source, 'g');
 }
 
-/** What a JSON escape or an invisible character is to a reader: the character it stands for, or nothing. */
+/** Characters as a reader takes them in: without the invisible ones, as their UTF-8 bytes over bytes. */
+function readChars(chars: string, view: 'text' | 'bytes'): string {
+  const visible = chars.replace(INVISIBLE, '');
+  return view === 'text' ? visible : latin1(visible);
+}
+
+/** A code point as a character, or null when it is none (past U+10FFFF, or a lone surrogate's half). */
+function codePoint(point: number): string | null {
+  return point > 0x10ffff || (point >= 0xd800 && point <= 0xdfff) ? null : String.fromCodePoint(point);
+}
+
+/** The characters of a YAML or JSON escape that stand for themselves. */
+const SELF_ESCAPED = new Set(['"', '\\', '/', ' ']);
+
+/** What an escape, a character reference, a run of percent escapes or an invisible character is to a reader: the characters it stands for, or nothing. */
 function readToken(token: string, view: 'text' | 'bytes'): string {
-  if (!token.startsWith('\\') || token.length === 1) return '';
-  const escaped = token[1]!;
-  if (escaped === 'u') {
-    const char = String.fromCharCode(parseInt(token.slice(2), 16));
-    INVISIBLE.lastIndex = 0;
-    if (INVISIBLE.test(char)) return '';
-    return view === 'text' ? char : latin1(char);
+  const first = token[0]!;
+  if (first === '%' || /^\\[0-3]/.test(token)) {
+    const bytes = first === '%' ? Buffer.from(token.replace(/%/g, ''), 'hex') : Buffer.from(token.slice(1).split('\\').map((octal) => parseInt(octal, 8)));
+    const text = bytes.toString('utf8');
+    // Bytes that are not UTF-8 are, over bytes, what they are; over text, left as written.
+    if (!Buffer.from(text, 'utf8').equals(bytes)) return view === 'text' ? token : bytes.toString('latin1');
+    return readChars(text, view);
   }
-  return escaped === '"' || escaped === '\\' || escaped === '/' ? escaped : '';
+  if (first === '&') {
+    const char = token[1] === '#' ? codePoint(token[2] === 'x' || token[2] === 'X' ? parseInt(token.slice(3), 16) : parseInt(token.slice(2), 10)) : htmlEntity(token.slice(1, -1));
+    return char === null ? token : readChars(char, view);
+  }
+  if (first !== '\\' || token.length === 1) return '';
+  const escaped = token[1]!;
+  // A YAML escaped line break, as written or inside a JSON string (`\\\n`): nothing.
+  if (token.length > 2 && (escaped === '\\' || escaped === '\r' || escaped === '\n')) return '';
+  if (escaped === 'u' || escaped === 'U' || escaped === 'x') {
+    const char = codePoint(parseInt(token.slice(2).replace(/[{}]/g, ''), 16));
+    return char === null ? token : readChars(char, view);
+  }
+  return SELF_ESCAPED.has(escaped) ? escaped : '';
 }
 
 /**
@@ -319,6 +364,36 @@ function asReadView(text: string, view: 'text' | 'bytes'): { read: string; start
       return at.copied ? at.text + index - at.read + 1 : at.text + at.length;
     },
   };
+}
+
+/** How many times a text is read past: once for its transport (a JSON event), once for what that carries (a YAML or an HTML text in it). */
+const READ_DEPTH = 2;
+
+/** `text`, then `text` as read once, twice, up to READ_DEPTH, as far as each reading still changes it. */
+function readLayers(text: string, view: 'text' | 'bytes'): string[] {
+  const layers = [text];
+  while (layers.length <= READ_DEPTH) {
+    let tokens = 0;
+    const read = layers.at(-1)!.replace(readPast(view), (token) => {
+      tokens += 1;
+      return readToken(token, view);
+    });
+    if (tokens === 0) break;
+    layers.push(read);
+  }
+  return layers;
+}
+
+/** `text` as read `depth` times, and where each of its characters stands in `text` (asReadView, composed). */
+function readView(text: string, view: 'text' | 'bytes', depth: number): ReturnType<typeof asReadView> {
+  let composed = asReadView(text, view);
+  for (let layer = 1; layer < depth && composed !== null; layer += 1) {
+    const outer = composed;
+    const inner = asReadView(outer.read, view);
+    if (inner === null) return null;
+    composed = { read: inner.read, start: (index) => outer.start(inner.start(index)), end: (index) => outer.end(inner.end(index) - 1) };
+  }
+  return composed;
 }
 
 /**
@@ -459,30 +534,40 @@ export class Scrubber {
     return out;
   }
 
-  /** `text` with every secret and folder that its JSON escapes or invisible characters hid replaced, the whole stretch that spells it. */
+  /**
+   * `text` with every secret and folder that its escapes, references or invisible characters hid
+   * replaced, the whole stretch that spells it: as read once (a JSON event's escapes decoded), then
+   * twice (what that event carries, a YAML or an HTML text, decoded in turn).
+   */
   private scrubAsRead(text: string, view: 'text' | 'bytes', marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
     const compiled = this.regex(view);
     if (compiled === null) return text;
-    // The text as read is looked in first, and where each of its characters stands worked out only when something is found there: most texts hold nothing.
-    let tokens = 0;
-    const asRead = text.replace(readPast(view), (token) => {
-      tokens += 1;
-      return readToken(token, view);
-    });
-    compiled.regex.lastIndex = 0;
-    if (tokens === 0 || !compiled.regex.test(asRead)) return text;
-    compiled.regex.lastIndex = 0;
-    const read = asReadView(text, view);
-    if (read === null) return text;
-    let out = '';
-    let done = 0;
-    for (const match of read.read.matchAll(compiled.regex)) {
-      const start = read.start(match.index);
-      if (start < done) continue;
-      out += text.slice(done, start) + marker(compiled, match.slice(1));
-      done = read.end(match.index + match[0].length - 1);
+    let out = text;
+    let layers: string[] | null = null;
+    for (let depth = 1; depth <= READ_DEPTH; depth += 1) {
+      // The text as read is looked in first, and where each of its characters stands worked out only when something is found there: most texts hold nothing.
+      layers ??= readLayers(out, view);
+      const read = layers[depth];
+      if (read === undefined) break;
+      compiled.regex.lastIndex = 0;
+      if (!compiled.regex.test(read)) continue;
+      compiled.regex.lastIndex = 0;
+      const mapped = readView(out, view, depth);
+      if (mapped === null) break;
+      let scrubbed = '';
+      let done = 0;
+      for (const match of mapped.read.matchAll(compiled.regex)) {
+        const start = mapped.start(match.index);
+        if (start < done) continue;
+        scrubbed += out.slice(done, start) + marker(compiled, match.slice(1));
+        done = mapped.end(match.index + match[0].length - 1);
+      }
+      if (done > 0) {
+        out = scrubbed + out.slice(done);
+        layers = null;
+      }
     }
-    return done === 0 ? text : out + text.slice(done);
+    return out;
   }
 
   /** `text` with every secret and folder replaced by its marker. */

@@ -42,7 +42,7 @@ describe('a write tool asked to sign a secret the server holds', () => {
       ];
       for (const [tool, args] of calls) {
         const result = await mcp.call(tool, args);
-        expect([tool, result.isError, textOf(result).split(':')[0]]).toEqual([tool, true, 'CONTEXT_INVALID']);
+        expect([tool, result.isError, textOf(result).split(':')[0]]).toEqual([tool, true, 'USAGE']);
         expect(textOf(result)).not.toContain(KEY);
       }
       expect((await w.ledger.state()).seq).toBe(before);

@@ -28,7 +28,7 @@ const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim(
 const ledgerText = (): string => git(['--git-dir', ledger, 'log', '-p', '--all', '--format=%B']);
 
 describe('an envelope holding a secret of its writer', () => {
-  it('coo consult, coo dispatch and coo command refuse a provider key of their environment in the prompt, the task or the text (CONTEXT_INVALID, exit 3), name no secret, and write nothing; the same without it is written', () => {
+  it('coo consult, coo dispatch and coo command refuse a provider key of their environment in the prompt, the task or the text (USAGE, exit 2), name no secret, and write nothing; the same without it is written', () => {
     const before = head();
     const seed = readFileSync(join(keys, 'ceo.key'), 'utf8').split('\n').slice(1, -2).join('').slice(-60);
     const refused = [
@@ -38,8 +38,8 @@ describe('an envelope holding a secret of its writer', () => {
       coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `My key ends ${seed}`], { env }),
     ];
     for (const result of refused) {
-      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')]).toEqual([3, 'coo: CONTEXT_INVALID']);
-      expect(result.stderr).toMatch(/hold(s)? a secret its writer's process holds .* nothing was written; leave the secret out/);
+      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')]).toEqual([2, 'coo: USAGE']);
+      expect(result.stderr).toMatch(/hold(s)? a secret this process holds .* nothing was written; leave the secret out/);
       expect(result.stderr).not.toContain(KEY.slice(8));
     }
     expect(head()).toBe(before);

@@ -1,0 +1,121 @@
+import { spawnSync } from 'node:child_process';
+import { homedir } from 'node:os';
+import { join } from 'node:path';
+import { readBounded } from './bounded-read.js';
+import { urlCredentials } from './display-url.js';
+import { gitEnvironment } from './git-env.js';
+import { MIN_SECRET_CHARS, type Secret } from './scrub.js';
+
+/**
+ * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
+ * `codex login --with-api-key` wrote, Claude Code's tokens, Oracle's configuration, the forge
+ * token `gh` keeps, the passwords and tokens of `~/.git-credentials`, `~/.netrc` and `~/.npmrc`.
+ * A child the runner starts may read them where its sandbox does not hide them (and always
+ * without one): the runner never handed them, so the scrubber learns them here, once, when the
+ * runner starts, and a child that echoes one leaves its marker in the ledger, as it would for a
+ * key it was handed. A file that is missing, not a regular file or too large is passed over.
+ */
+
+/** A credential file is small; a larger one is not what it should be there. */
+const MAX_FILE_BYTES = 256 * 1024;
+
+/** A field whose value is a secret: its name says key, token, secret, password or credential. */
+const SECRET_FIELD = /(key|token|secret|passw(or)?d|credential)/i;
+
+/** `name: value`, `name = value`, `"name": "value"`, `name value` (netrc) in any configuration text. */
+const FIELD_LINE = /["']?([A-Za-z0-9_.-]+)["']?\s*(?:[:=]|\s)\s*["']?([^\s"',}]+)/g;
+
+interface CredentialFile {
+  /** Where it is, under the home folder unless absolute. */
+  readonly path: string;
+  /** What it is called in a marker. */
+  readonly name: string;
+  readonly kind: 'fields' | 'urls';
+}
+
+function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
+  const codexHome = env['CODEX_HOME'] !== undefined && env['CODEX_HOME'] !== '' ? env['CODEX_HOME'] : join(home, '.codex');
+  const claudeHome = env['CLAUDE_CONFIG_DIR'] !== undefined && env['CLAUDE_CONFIG_DIR'] !== '' ? env['CLAUDE_CONFIG_DIR'] : join(home, '.claude');
+  return [
+    { path: join(codexHome, 'auth.json'), name: 'codex auth.json', kind: 'fields' },
+    { path: join(claudeHome, '.credentials.json'), name: 'claude .credentials.json', kind: 'fields' },
+    { path: join(home, '.claude.json'), name: '.claude.json', kind: 'fields' },
+    { path: join(home, '.oracle', 'config.json'), name: 'oracle config.json', kind: 'fields' },
+    { path: join(home, '.config', 'gh', 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' },
+    { path: join(home, '.netrc'), name: '.netrc', kind: 'fields' },
+    { path: join(home, '.npmrc'), name: '.npmrc', kind: 'fields' },
+    { path: join(home, '.git-credentials'), name: '.git-credentials', kind: 'urls' },
+  ];
+}
+
+/** The string values of secret fields in a JSON document, at any depth: a value whose own field names it a secret. */
+function jsonSecrets(value: unknown, field: string, out: string[]): void {
+  if (typeof value === 'string') {
+    if (SECRET_FIELD.test(field)) out.push(value);
+  } else if (Array.isArray(value)) {
+    for (const item of value) jsonSecrets(item, field, out);
+  } else if (value !== null && typeof value === 'object') {
+    for (const [key, item] of Object.entries(value)) jsonSecrets(item, key, out);
+  }
+}
+
+/**
+ * A value that can be a key or token: no space in it, and a digit or 20 characters or more. A word in
+ * a secret-named field of a configuration (`"keyStatus": "completed"`) is none: as a secret it would
+ * be cut out of every receipt that says it.
+ */
+function looksSecret(value: string): boolean {
+  return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
+}
+
+/** The secret values `text` holds: as JSON when it parses, else line by line as a configuration file. */
+function fieldSecrets(text: string): string[] {
+  const out: string[] = [];
+  try {
+    jsonSecrets(JSON.parse(text), '', out);
+    return out;
+  } catch {
+    // Not JSON: YAML, netrc, an ini file.
+  }
+  for (const line of text.split('\n')) for (const match of line.matchAll(FIELD_LINE)) if (SECRET_FIELD.test(match[1]!)) out.push(match[2]!);
+  return out;
+}
+
+/** The secrets in the credential files of the home folder (and of CODEX_HOME and CLAUDE_CONFIG_DIR when set). */
+export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): Secret[] {
+  const secrets: Secret[] = [];
+  for (const file of filesOf(env, home)) {
+    const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
+    if (read.kind !== 'file') continue;
+    const text = read.bytes.toString('utf8');
+    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : fieldSecrets(text);
+    for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
+  }
+  return secrets;
+}
+
+/** The URLs in git's configuration: remotes' fetch and push URLs, and the bases `url.<base>.insteadOf` rewrites to. */
+const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof))$`;
+
+/**
+ * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
+ * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) that
+ * `git remote -v` in an attempt's worktree prints for anyone who asks. A folder that is no git
+ * repository gives none.
+ */
+export function gitRemoteSecrets(folders: readonly string[]): Secret[] {
+  const secrets: Secret[] = [];
+  for (const folder of folders) {
+    const listed = spawnSync('git', ['-C', folder, 'config', '--null', '--get-regexp', URL_CONFIG], { encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 1024 * 1024 });
+    if (listed.status !== 0 || typeof listed.stdout !== 'string') continue;
+    for (const entry of listed.stdout.split('\0')) {
+      const newline = entry.indexOf('\n');
+      if (newline < 0) continue;
+      const name = entry.slice(0, newline);
+      // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
+      const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
+      for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
+    }
+  }
+  return secrets;
+}
