@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { correlationCapUsd, judgedSpend, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -226,7 +226,7 @@ export class ConsultLane implements RunnerLane {
     const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
     if (decision.kind === 'stop' && heldBack) {
-      return { kind: 'wait', record, message, detail: `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again` };
+      return { kind: 'wait', record, message, detail: heldBackDetail(attempt, decision.detail) };
     }
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     // A consult its agent left behind (the attempt that asked it ended) is receipted unrun: nobody would read the answer.

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { judgedSpend, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
+import { judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
@@ -246,7 +246,7 @@ export class DispatchLane implements RunnerLane {
       });
     const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     if (decision.kind === 'stop' && heldBack) {
-      this.ctx.onSkipped(record.id, `attempt ${attempt} was not claimed: ${decision.detail}, counting what other open attempts may still spend; the next pass judges it again`);
+      this.ctx.onSkipped(record.id, heldBackDetail(attempt, decision.detail));
       return false;
     }
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> => this.stop(state, record, message, attempt, now, status, blocker, detail);

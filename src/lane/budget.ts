@@ -179,6 +179,11 @@ export function judgeWithHeld<D extends { readonly kind: string }>(judged: Judge
   return plain.kind === 'stop' ? { decision: plain, heldBack: false } : { decision, heldBack: true };
 }
 
+/** Why an attempt `judgeWithHeld` held back was not claimed: said by either lane, for the runner to report. */
+export function heldBackDetail(attempt: number, detail: string): string {
+  return `attempt ${attempt} was not claimed: ${detail}, counting what other open attempts may still spend; the next pass judges it again`;
+}
+
 /** Cents' fractions below this are the sums' rounding, not spend. */
 const SPEND_EPSILON_USD = 1e-9;
 

@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { hostLabel, isAlive } from '../util/process.js';
+import { hostLabel, isAlive, processStartTime, recordedProcessGone } from '../util/process.js';
 import { readBounded } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
 
@@ -34,17 +34,6 @@ interface RunnerRecord {
   readonly started: string | null;
 }
 
-/** A process's start time, which a reused pid does not share; null where it cannot be read. */
-function processStart(pid: number): string | null {
-  try {
-    const stat = fs.readFileSync(`/proc/${pid}/stat`, 'utf8');
-    // Fields after the command name (which may hold spaces and parentheses): state is field 3, starttime field 22.
-    return stat.slice(stat.lastIndexOf(')') + 2).split(' ')[19] ?? null;
-  } catch {
-    return null;
-  }
-}
-
 /** Runner ids of coo versions that derived them from host and pid: `host-pPID`. */
 const LEGACY_ID = /^(.*)-p(\d+)$/;
 
@@ -66,7 +55,7 @@ export class LocalRunners {
 
   /** Says, in the ledger's folder, that `runnerId` is this process on this host. */
   register(runnerId: string): void {
-    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStart(process.pid) };
+    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStartTime(process.pid) };
     writeOwnFile(this.path(runnerId), JSON.stringify(record), { mode: 0o644, what: 'the record of which process runs as this runner', remedy: "the ledger's runners folder holds only the records runners write: move what is at that name away and start the runner again", code: 'IO_ERROR' });
   }
 
@@ -95,9 +84,7 @@ export class LocalRunners {
       const pid = Number(legacy[2]);
       return pid !== process.pid && isAlive(pid);
     }
-    if (record.host !== hostLabel()) return true;
-    if (!isAlive(record.pid)) return false;
-    return record.started === null || processStart(record.pid) === record.started;
+    return !recordedProcessGone(record.host, record.pid, record.started);
   }
 
   /** Forgets the records of this host's runners that are gone and hold no open claim (`held`). */

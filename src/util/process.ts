@@ -88,16 +88,24 @@ export function ownerTag(): string {
 }
 
 /**
- * Whether the process an `ownerTag` names is known to be gone: one of this host whose pid is free,
- * or now belongs to a process started later. Another host's, or a tag that does not parse, is never
- * known gone.
+ * Whether a process recorded by its host, pid and start time is known to be gone: one of this host
+ * whose pid is free, or now belongs to a process started since (or whose start cannot be read any
+ * more). Another host's is never known gone; without a start time, a live pid is taken for it.
+ */
+export function recordedProcessGone(host: string, pid: number, start: string | null): boolean {
+  if (host !== hostLabel()) return false;
+  if (!isAlive(pid)) return true;
+  return start !== null && processStartTime(pid) !== start;
+}
+
+/**
+ * Whether the process an `ownerTag` names is known to be gone (recordedProcessGone). A tag that
+ * does not parse is never known gone.
  */
 export function ownerGone(tag: string): boolean {
   const match = /^(.+)\.(\d+)\.(\d+|-)$/.exec(tag);
-  if (match === null || match[1] !== hostLabel()) return false;
+  if (match === null) return false;
   const pid = Number(match[2]);
   if (!Number.isSafeInteger(pid) || pid <= 1) return false;
-  if (!isAlive(pid)) return true;
-  const now = processStartTime(pid);
-  return match[3] !== '-' && now !== null && now !== match[3];
+  return recordedProcessGone(match[1]!, pid, match[3] === '-' ? null : match[3]!);
 }
