@@ -1,5 +1,6 @@
 import type { AttemptRecord, LedgerState, MessageRecord } from '../authority/state.js';
 import type { ActorPolicy } from '../schema/policy.js';
+import type { ActorRegistry } from '../schema/registry.js';
 
 /** Cost arithmetic for one attempt of any lane: a model's price, the budgets that bound it. Pure. */
 
@@ -62,6 +63,39 @@ export function planBudget(facts: BudgetFacts): BudgetDecision {
     };
   }
   return { ok: true, maxOutputTokens, limitUsd, worstCaseUsd: costUsd(facts.inputTokens, maxOutputTokens, facts.price) };
+}
+
+/** Cents' fractions below this are the sums' rounding, not spend. */
+const SPEND_EPSILON_USD = 1e-9;
+
+/**
+ * What a claim of attempt `attempt` of `record` may let it spend (`allowance_usd`), as far as the
+ * ledger knows it (the policy and registry in force, the message's earlier receipts): at least
+ * what the least attempt a pre-flight admits may spend (MIN_OUTPUT_TOKENS of output at the price
+ * of its target's model: either lane's pre-flight stops an attempt whose budget pays for less),
+ * and at most what its message's budget has left. A claim stating less holds less than its
+ * attempt may spend, so other runners' pre-flights would pass beside it and together spend past a
+ * cap; one stating more holds back its correlation's and the day's other work for nothing.
+ */
+export function allowanceBoundsUsd(record: MessageRecord, attempt: number, policy: ActorPolicy | null, registry: ActorRegistry | null): { readonly floorUsd: number; readonly ceilingUsd: number } {
+  const actor = registry?.actors.find((item) => item.id === record.target);
+  const model = actor?.transport?.model ?? actor?.executor?.model;
+  const price = model === undefined ? undefined : policy?.models[model];
+  const floorUsd = price === undefined ? 0 : costUsd(0, MIN_OUTPUT_TOKENS, price);
+  const perMessage = Math.min(record.maxCostUsd, policy?.budgets.max_cost_usd_per_message ?? Number.POSITIVE_INFINITY);
+  return { floorUsd, ceilingUsd: Math.max(0, perMessage - spentOnMessageUsd(record.attempts, attempt)) };
+}
+
+/** Why `allowanceUsd` is not an allowance a claim of `attempt` of `record` may state (allowanceBoundsUsd); null when it is. */
+export function allowanceRefusal(record: MessageRecord, attempt: number, allowanceUsd: number, policy: ActorPolicy | null, registry: ActorRegistry | null): string | null {
+  const { floorUsd, ceilingUsd } = allowanceBoundsUsd(record, attempt, policy, registry);
+  if (allowanceUsd + SPEND_EPSILON_USD < floorUsd) {
+    return `an allowance of $${allowanceUsd} is less than the $${floorUsd} the least attempt a pre-flight admits may spend (${MIN_OUTPUT_TOKENS} output tokens at the price of ${record.target}'s model): it would hold less than its attempt may spend`;
+  }
+  if (allowanceUsd > ceilingUsd + SPEND_EPSILON_USD) {
+    return `an allowance of $${allowanceUsd} is more than the $${ceilingUsd} the budget of ${record.id} has left: no attempt of it may spend that`;
+  }
+  return null;
 }
 
 /** What a message's attempts other than `attempt` cost, from their receipts: the message's budget covers all of them. */
@@ -184,9 +218,6 @@ export function heldBackDetail(attempt: number, detail: string): string {
   return `attempt ${attempt} was not claimed: ${detail}, counting what other open attempts may still spend; the next pass judges it again`;
 }
 
-/** Cents' fractions below this are the sums' rounding, not spend. */
-const SPEND_EPSILON_USD = 1e-9;
-
 /**
  * Why the claim of an attempt, written on `state`, is no longer admitted by the pre-flight that
  * judged it on `judged`; null when what it judged still holds. A claim is built on the state it
@@ -196,8 +227,12 @@ const SPEND_EPSILON_USD = 1e-9;
  * or a policy with a lower budget. The claim is then not written, nothing is paid, and the next
  * pass judges the attempt again on what the ledger holds now.
  */
-export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>): string | null {
+export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> & Partial<Pick<LedgerState, 'registry'>>): string | null {
   const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd, judged.message);
+  // The validator refuses a claim whose allowance the ledger it lands on does not admit (a dearer model now, a lower budget): not written, judged again.
+  const record = judged.message === null ? undefined : state.messages.get(judged.message);
+  const refused = record === undefined ? null : allowanceRefusal(record, record.attempts.length + 1, judged.limitUsd, state.policy?.doc ?? null, state.registry?.doc ?? null);
+  if (refused !== null) return refused;
   const [before, after] = [judged.budgets, now.budgets];
   if (before !== null && (after === null || after.max_cost_usd_per_message < before.max_cost_usd_per_message || after.max_cost_usd_per_correlation < before.max_cost_usd_per_correlation || after.daily_cost_cap_usd < before.daily_cost_cap_usd)) {
     return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';

@@ -13,6 +13,7 @@ import { Ledger } from '../../src/ledger/ledger.js';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -120,15 +121,17 @@ describe('what open attempts hold, as the ledger knows them', () => {
 describe("a dispatch beside another runner's open attempt near the day's cap", () => {
   const place = hostilePlaces(dir, 'dispatch');
 
-  attack("another host's dispatch attempt is open, allowed $49.99 of the day's $50: a new dispatch is not claimed until its receipt lands", 'runner', 'held', async () => {
+  attack("another host's dispatch attempt is open, allowed its whole $5 of the day's $5.01: a new dispatch is not claimed until its receipt lands", 'runner', 'held', async () => {
     const where = await place('held-day');
     const ledger = where.world.ledger;
     const open = await dispatchTo(where, 'held-open');
     const next = await dispatchTo(where, 'held-next');
-    // A runner on another host claimed the first dispatch and may spend $49.99 of the day.
+    const policy = (await ledger.state()).policy!.doc;
+    await appendTrustVersion(ledger, { role: 'policy', document: { ...policy, version: undefined, budgets: { ...policy.budgets, daily_cost_cap_usd: 5.01 } } }, where.world.actors.ceo, new Date());
+    // A runner on another host claimed the first dispatch and may spend $5 of the day (no claim may state more than its message's budget).
     const record = (await ledger.state()).messages.get(open.messageId)!;
     const now = new Date();
-    const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-elsewhere', transport_session_id: 'session-elsewhere', claimed_at: isoSeconds(now), allowance_usd: 49.99 };
+    const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-elsewhere', transport_session_id: 'session-elsewhere', claimed_at: isoSeconds(now), allowance_usd: 5 };
     await ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: where.world.actors.coo, now, summary: `claim ${record.id} attempt 1` });
     const watch = watchOnce(where, agentScript(where.world.dir, FIX));
     expect(watch.hung).toBe(false);

@@ -5,13 +5,16 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
+import { allowanceRefusal } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 
 /**
  * A claim (claim.v0) takes exactly the next attempt of a live message of an intent the runner
  * executes, at or after the time a retry may start, before anything is paid for. A claim the runner
  * would never make would hold the attempt open, and every later receipt for the message would be
- * refused.
+ * refused. What it states it lets the attempt spend (`allowance_usd`) is held against the shared
+ * budgets until its receipt lands, so it must lie within what the ledger knows the attempt may
+ * spend (lane/budget.ts allowanceRefusal).
  */
 export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
   const where = entry.path;
@@ -47,6 +50,8 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   if (doc.attempt_id !== attemptId) {
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
   }
+  const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null);
+  if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
   check.updateMessage(record, [
     ...record.attempts,
     { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }) }, receipt: null },

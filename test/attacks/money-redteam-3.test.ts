@@ -1,0 +1,83 @@
+import { afterAll, describe } from 'vitest';
+import { join } from 'node:path';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf, type MessageRecord } from '../../src/authority/state.js';
+import { claimPath } from '../../src/ledger/layout.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { attack, codeOf, makeKit } from '../helpers/attack-kit.js';
+import { makeWorld, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Money, round 3: what a claim may say it holds, and that every open claim's hold ends.
+ */
+
+const dir = tempDir('money-redteam-3');
+const closers: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
+  for (const close of closers.reverse()) await close();
+});
+
+/** A claim of attempt 1 of `record`, COO-signed, as a runner elsewhere would write it. */
+function claimOf(record: MessageRecord, runner: string, now: Date, allowanceUsd?: number): { path: string; doc: Record<string, unknown> } {
+  const doc = {
+    schema_version: 'claim.v0',
+    message_id: record.id,
+    attempt_id: attemptIdOf(record, 1),
+    attempt_number: 1,
+    runner_id: runner,
+    transport_session_id: `session-${runner}`,
+    claimed_at: isoSeconds(now),
+    ...(allowanceUsd === undefined ? {} : { allowance_usd: allowanceUsd }),
+  };
+  return { path: claimPath(folderOf(record), 1), doc };
+}
+
+async function appendClaim(world: World, messageId: string, runner: string, allowanceUsd?: number, now = new Date()): Promise<string> {
+  const record = (await world.ledger.state()).messages.get(messageId)!;
+  const claim = claimOf(record, runner, now, allowanceUsd);
+  return codeOf(() => world.ledger.append({ files: [{ path: claim.path, bytes: Buffer.from(toYaml(claim.doc)) }], key: world.actors.coo, now, summary: `claim ${record.id} attempt 1` }));
+}
+
+describe("a claim's allowance is what its attempt may spend, as the ledger knows it", () => {
+  attack('a COO-signed claim of a priced consult stating an allowance of $0 (it would hold nothing beside other runners)', 'library', 'POLICY_LIMIT', async () => {
+    const world = await makeWorld(join(dir, 'zero-allowance'));
+    closers.push(() => world.close());
+    const consult = await world.consult();
+    return appendClaim(world, consult.messageId, 'run-elsewhere', 0);
+  });
+
+  attack('a COO-signed claim stating an allowance of a millionth of a dollar, far below the least attempt a pre-flight admits', 'library', 'POLICY_LIMIT', async () => {
+    const world = await makeWorld(join(dir, 'tiny-allowance'));
+    closers.push(() => world.close());
+    const consult = await world.consult();
+    return appendClaim(world, consult.messageId, 'run-elsewhere', 0.000001);
+  });
+
+  attack("a COO-signed claim stating more than its message's budget has left (it would hold the day's other work back for nothing)", 'library', 'POLICY_LIMIT', async () => {
+    const world = await makeWorld(join(dir, 'huge-allowance'));
+    closers.push(() => world.close());
+    const consult = await world.consult({ maxCostUsd: 1 });
+    return appendClaim(world, consult.messageId, 'run-elsewhere', 40);
+  });
+
+  attack('a claim stating $0 pushed past the pre-receive hook, which runs the same validator', 'hook', 'POLICY_LIMIT', async () => {
+    const kit = await makeKit(join(dir, 'zero-allowance-hook'));
+    closers.push(() => kit.world.close());
+    const consult = await kit.world.consult();
+    const record = (await kit.world.ledger.state()).messages.get(consult.messageId)!;
+    const claim = claimOf(record, 'run-elsewhere', new Date(), 0);
+    return kit.push({ [claim.path]: toYaml(claim.doc) }, { key: kit.keys.coo.file });
+  });
+
+  attack('claims a runner writes still land: one that states no allowance (an older runner), and one within its bounds', 'library', 'accepted', async () => {
+    const world = await makeWorld(join(dir, 'honest-allowance'));
+    closers.push(() => world.close());
+    const older = await world.consult();
+    const newer = await world.consult({ question: 'And for Infinity?', maxCostUsd: 1 });
+    const first = await appendClaim(world, older.messageId, 'run-older');
+    if (first !== 'accepted') return first;
+    return appendClaim(world, newer.messageId, 'run-newer', 0.75);
+  });
+});
