@@ -18,9 +18,13 @@ const RECORD_BYTES = 4096;
  * Without a remote, a claim whose runner is gone is recovered by a runner of the same host, which
  * needs to tell a live runner from a dead one: each runner says who it is in the ledger's folder
  * (`coo/runners/<id>.json`: host, pid, and the process's start time, so a reused pid is not taken
- * for the runner). A runner of another host, or one that never said, is left alive: a claim is
- * never taken from a runner that may still be paying for it.
+ * for the runner). A runner of another host, or one that never said (a runner that pushed its claim
+ * to this ledger from a clone), is neither: its claim is held by a lease, as through a remote, and
+ * never taken while its runner may still be paying for it.
  */
+
+/** What this host knows of a runner: alive here, gone from here, or nothing (another host's, or one that never said). */
+export type RunnerStatus = 'alive' | 'gone' | 'unknown';
 
 /** A new runner id: `run-` and 80 random bits. */
 export function newRunnerId(): string {
@@ -77,14 +81,20 @@ export class LocalRunners {
    * whose process is gone (or whose pid now belongs to a process started later).
    */
   mayBeAlive(runnerId: string): boolean {
+    return this.status(runnerId) !== 'gone';
+  }
+
+  /** Whether `runnerId` is a runner of this host that is alive, one that is gone, or one this host knows nothing of. */
+  status(runnerId: string): RunnerStatus {
     const record = this.read(runnerId);
     if (record === null) {
       const legacy = LEGACY_ID.exec(runnerId);
-      if (legacy === null || legacy[1] !== hostLabel()) return true;
+      if (legacy === null || legacy[1] !== hostLabel()) return 'unknown';
       const pid = Number(legacy[2]);
-      return pid !== process.pid && isAlive(pid);
+      return pid !== process.pid && isAlive(pid) ? 'alive' : 'gone';
     }
-    return !recordedProcessGone(record.host, record.pid, record.started);
+    if (record.host !== hostLabel()) return 'unknown';
+    return recordedProcessGone(record.host, record.pid, record.started) ? 'gone' : 'alive';
   }
 
   /** Forgets the records of this host's runners that are gone and hold no open claim (`held`). */

@@ -827,12 +827,15 @@ export class Runner {
     }
     let takenOver = false;
     if (claim.runner !== this.runnerId) {
-      if (this.options.remote === undefined) {
-        if (this.local.mayBeAlive(claim.runner)) {
-          this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
-          return false;
-        }
-      } else {
+      // A runner of this host says whether it is alive; one this host knows nothing of (another
+      // host's, one that pushed its claim here from a clone, one whose record is gone) is held by a
+      // lease, as through a remote: its claim, and what it holds of the budgets, never stays open for good.
+      const local = this.options.remote === undefined ? this.local.status(claim.runner) : 'unknown';
+      if (local === 'alive') {
+        this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
+        return false;
+      }
+      if (local === 'unknown') {
         // Across machines a pid says nothing, and another machine's clock is not this one's: the
         // holder's progress as this runner saw it, on its own clock, and the attempt's runtime budget decide.
         const message = await readMessage(this.options.ledger, record);

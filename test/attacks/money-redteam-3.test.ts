@@ -1,4 +1,5 @@
-import { afterAll, describe } from 'vitest';
+import { afterAll, describe, expect } from 'vitest';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf, type MessageRecord } from '../../src/authority/state.js';
@@ -6,7 +7,8 @@ import { claimPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf, makeKit } from '../helpers/attack-kit.js';
-import { makeWorld, type World } from '../helpers/lane.js';
+import { makeWorld, receiptsOf, type World } from '../helpers/lane.js';
+import { hostLabel } from '../../src/util/process.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -79,5 +81,47 @@ describe("a claim's allowance is what its attempt may spend, as the ledger knows
     const first = await appendClaim(world, older.messageId, 'run-older');
     if (first !== 'accepted') return first;
     return appendClaim(world, newer.messageId, 'run-newer', 0.75);
+  });
+});
+
+describe('every open claim on a local ledger has a lease that ends', () => {
+  attack("a claim whose runner left no record on this host (pushed from a clone, its record gone) holds the day's cap: its lease runs out and the next pass recovers it", 'runner', 'recovered', async () => {
+    const world = await makeWorld(join(dir, 'no-record'), { policy: (policy) => ({ ...policy, budgets: { ...policy.budgets, daily_cost_cap_usd: 0.5 } }) });
+    closers.push(() => world.close());
+    const older = await world.consult();
+    const newer = await world.consult({ question: 'And for Infinity?' });
+    // A runner this host knows nothing of claimed the newer one and may spend the day's $0.50.
+    expect(await appendClaim(world, newer.messageId, 'run-from-a-clone', 0.5)).toBe('accepted');
+    let tick = 0;
+    const runner = world.runner({ monotonic: () => tick, leaseGraceSeconds: 600 });
+    await runner.runOnce();
+    // Within its lease and its runtime budget it is left to its runner, and nothing is paid beside it.
+    expect(await receiptsOf(world, newer.messageId)).toEqual([]);
+    expect(world.server.requests).toHaveLength(0);
+    tick = 901_000;
+    await runner.runOnce();
+    const recovered = await receiptsOf(world, newer.messageId);
+    if (recovered.length === 0) return 'held_for_good';
+    expect(recovered[0]?.['blockers']).toEqual([expect.objectContaining({ code: 'interrupted' })]);
+    expect(world.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId: newer.messageId, runner: 'run-from-a-clone' }));
+    expect((await receiptsOf(world, older.messageId))[0]?.['status']).toBe('succeeded');
+    return 'recovered';
+  });
+
+  attack("a claim of a live runner of this host is left to it, however long it runs", 'runner', 'left_alone', async () => {
+    const world = await makeWorld(join(dir, 'live-record'));
+    closers.push(() => world.close());
+    const consult = await world.consult();
+    // This test's own process stands for the live runner.
+    mkdirSync(join(world.gitdir, 'coo', 'runners'), { recursive: true });
+    writeFileSync(join(world.gitdir, 'coo', 'runners', 'run-alive.json'), JSON.stringify({ host: hostLabel(), pid: process.pid, started: null }));
+    expect(await appendClaim(world, consult.messageId, 'run-alive', 0.5)).toBe('accepted');
+    let tick = 0;
+    const runner = world.runner({ monotonic: () => tick, leaseGraceSeconds: 600 });
+    await runner.runOnce();
+    tick = 901_000;
+    await runner.runOnce();
+    if ((await receiptsOf(world, consult.messageId)).length > 0) return 'taken_over';
+    return 'left_alone';
   });
 });
