@@ -22,7 +22,8 @@ import type { AttemptRecord } from './state.js';
  * A takeover needs both: the lease ran out AND the runtime budget plus the grace has passed since
  * the claim was first seen. By then the original call cannot still be paying, whatever the holder's
  * state or clock. A claim is seen only after it was made, so measuring from first sight only ever
- * waits longer than needed; a runner that restarts starts its observations over.
+ * waits longer than needed; the runner keeps first sightings in its state folder for the machine's
+ * boot (runner/retry-sightings.ts CLAIMS), so the next process goes on from them.
  *
  * Pure: the caller gives its own clock's readings and what it observed.
  */

@@ -31,6 +31,26 @@ export function bootId(): string | null {
   }
 }
 
+/** What a store of first sightings keeps, and where: the retries by default. */
+export interface SightingsKind {
+  readonly file: string;
+  /** What the file holds, said when it cannot be kept. */
+  readonly what: string;
+  /** What removing it costs, said beside it. */
+  readonly remedy: string;
+}
+
+const RETRIES: SightingsKind = { file: FILE, what: 'when this runner first saw each retry', remedy: 'remove it (a retry then waits its whole backoff again)' };
+
+/**
+ * When this machine first saw each open claim of another runner, and each heartbeat of its holder
+ * (`claims-seen.json`): a lease is measured from there (authority/lease.ts), also by the next
+ * process. In memory alone, a runner started for one pass at a time (`coo watch --once` from cron)
+ * saw every claim for the first time at each start and never took one over, and the claim held
+ * what its attempt may spend against its correlation and the day for good.
+ */
+export const CLAIMS: SightingsKind = { file: 'claims-seen.json', what: 'when this runner first saw each open claim and heartbeat', remedy: 'remove it (a claim is then held a whole lease again)' };
+
 export class RetrySightings {
   private readonly file: string;
   private seen: Map<string, number> | null = null;
@@ -39,11 +59,12 @@ export class RetrySightings {
   constructor(
     stateDir: string,
     private readonly boot: string | null,
+    private readonly kind: SightingsKind = RETRIES,
   ) {
-    this.file = join(stateDir, FILE);
+    this.file = join(stateDir, kind.file);
   }
 
-  /** When the receipt at `path` was first seen (now, `tick`, if never before), on the machine's monotonic clock. */
+  /** When the entry at `path` was first seen (now, `tick`, if never before), on the machine's monotonic clock. */
   firstSeen(path: string, tick: number): number {
     const seen = this.load();
     const earlier = seen.get(path);
@@ -53,7 +74,7 @@ export class RetrySightings {
     return tick;
   }
 
-  /** Forgets every receipt not in `pending` (its retry started, or its message ended), and keeps what changed. */
+  /** Forgets every entry not in `pending` (a retry started, its message ended; a claim closed), and keeps what changed. */
   keepOnly(pending: ReadonlySet<string>): void {
     const seen = this.load();
     for (const path of seen.keys()) {
@@ -65,7 +86,7 @@ export class RetrySightings {
     this.changed = false;
     if (this.boot === null) return;
     try {
-      writeOwnFile(this.file, JSON.stringify({ boot: this.boot, seen: Object.fromEntries(seen) }), { what: 'when this runner first saw each retry', remedy: 'remove it (a retry then waits its whole backoff again)', code: 'IO_ERROR' });
+      writeOwnFile(this.file, JSON.stringify({ boot: this.boot, seen: Object.fromEntries(seen) }), { what: this.kind.what, remedy: this.kind.remedy, code: 'IO_ERROR' });
     } catch {
       // Not kept: the next process waits the whole backoff again, never less.
     }
@@ -76,7 +97,7 @@ export class RetrySightings {
     this.seen = new Map();
     if (this.boot === null) return this.seen;
     try {
-      const bytes = readOwnFile(this.file, { maxBytes: MAX_BYTES, what: 'when this runner first saw each retry', remedy: 'remove it', code: 'IO_ERROR' });
+      const bytes = readOwnFile(this.file, { maxBytes: MAX_BYTES, what: this.kind.what, remedy: 'remove it', code: 'IO_ERROR' });
       const saved = bytes === null ? null : (JSON.parse(bytes.toString('utf8')) as unknown);
       if (typeof saved !== 'object' || saved === null || (saved as { boot?: unknown }).boot !== this.boot) return this.seen;
       const entries = (saved as { seen?: unknown }).seen;

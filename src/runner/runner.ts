@@ -32,7 +32,7 @@ import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '.
 import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { assignWork } from './assignment.js';
-import { bootId, machineMonotonic, RetrySightings } from './retry-sightings.js';
+import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sightings.js';
 import { spendMovedSince, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
@@ -173,6 +173,8 @@ export class Runner {
   private readonly flagged = new Set<string>();
   /** When this runner's machine first saw each receipt that set a retry time, on its monotonic clock: the retry's wait is measured from there too. */
   private readonly retriesSeen: RetrySightings;
+  /** When this runner's machine first saw each open claim of another runner and each heartbeat of its holder: its lease is measured from there too. */
+  private readonly claimsSeen: RetrySightings;
   /** The messages whose retry the last look found due by the wall clock and still waiting on the monotonic one. */
   private earlyRetries: ReadonlySet<string> = new Set();
   private readonly repo: PinnedRepo;
@@ -195,6 +197,7 @@ export class Runner {
     this.clock = options.clock ?? (() => new Date());
     this.monotonic = options.monotonic ?? machineMonotonic;
     this.retriesSeen = new RetrySightings(options.stateDir, bootId());
+    this.claimsSeen = new RetrySightings(options.stateDir, bootId(), CLAIMS);
     this.local = new LocalRunners(options.ledger.gitdir);
     this.scrubber = new Scrubber(
       [...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...gitRemoteSecrets([options.repo, options.ledger.gitdir]), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
@@ -432,6 +435,7 @@ export class Runner {
   private observeClaims(state: LedgerState, now: Date): Set<string> {
     const tick = this.monotonic();
     const open = new Set<string>();
+    const seen = new Set<string>();
     const holders = new Set<string>();
     for (const record of state.messages.values()) {
       const claim = record.attempts[record.attempts.length - 1]?.claim;
@@ -439,7 +443,12 @@ export class Runner {
       open.add(claim.path);
       holders.add(claim.runner);
       const beat = state.runnerHeartbeats.get(claim.runner);
-      this.observed.set(claim.path, observeClaim(this.observed.get(claim.path), beat?.seq ?? null, tick));
+      // First sightings are kept for the machine's boot (claimsSeen): the next process goes on from them.
+      const firstSeen = this.claimsSeen.firstSeen(claim.path, tick);
+      const beatKey = beat === undefined ? null : `${claim.path}#heartbeat-${beat.seq}`;
+      if (beatKey !== null) seen.add(beatKey);
+      const kept = { firstSeen, lastProgress: Math.max(firstSeen, beatKey === null ? firstSeen : this.claimsSeen.firstSeen(beatKey, tick)), heartbeatSeq: beat?.seq ?? null };
+      this.observed.set(claim.path, observeClaim(this.observed.get(claim.path) ?? kept, beat?.seq ?? null, tick));
       for (const [entry, at] of [[claim.path, claim.at], ...(beat === undefined ? [] : [[`heartbeat of ${claim.runner} at Ledger-Seq ${beat.seq}`, beat.createdAt]])] as const) {
         const ahead = aheadOfClock(at, now, LIMITS.clockSkewSeconds);
         if (ahead === null || this.flagged.has(entry)) continue;
@@ -448,6 +457,7 @@ export class Runner {
       }
     }
     for (const path of this.observed.keys()) if (!open.has(path)) this.observed.delete(path);
+    this.claimsSeen.keepOnly(new Set([...open, ...seen]));
     return holders;
   }
 

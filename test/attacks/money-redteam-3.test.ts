@@ -108,6 +108,21 @@ describe('every open claim on a local ledger has a lease that ends', () => {
     return 'recovered';
   });
 
+  attack("runners started for one pass at a time (coo watch --once from cron) beside a claim whose runner this host knows nothing of: a later pass takes it over", 'runner', 'recovered', async () => {
+    const world = await makeWorld(join(dir, 'no-record-cron'));
+    closers.push(() => world.close());
+    const consult = await world.consult();
+    expect(await appendClaim(world, consult.messageId, 'run-from-a-clone', 0.5)).toBe('accepted');
+    // Each pass is a new process with the same state folder, on the machine's one monotonic clock.
+    await world.runner({ monotonic: () => 1_000, leaseGraceSeconds: 600 }).runOnce();
+    expect(await receiptsOf(world, consult.messageId)).toEqual([]);
+    await world.runner({ monotonic: () => 902_000, leaseGraceSeconds: 600 }).runOnce();
+    const recovered = await receiptsOf(world, consult.messageId);
+    if (recovered.length === 0) return 'held_for_good';
+    expect(recovered[0]?.['blockers']).toEqual([expect.objectContaining({ code: 'interrupted' })]);
+    return 'recovered';
+  });
+
   attack("a claim of a live runner of this host is left to it, however long it runs", 'runner', 'left_alone', async () => {
     const world = await makeWorld(join(dir, 'live-record'));
     closers.push(() => world.close());
