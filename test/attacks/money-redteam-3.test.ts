@@ -1,6 +1,7 @@
 import { afterAll, describe, expect } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf, type MessageRecord } from '../../src/authority/state.js';
 import { claimPath } from '../../src/ledger/layout.js';
@@ -138,5 +139,20 @@ describe('every open claim on a local ledger has a lease that ends', () => {
     await runner.runOnce();
     if ((await receiptsOf(world, consult.messageId)).length > 0) return 'taken_over';
     return 'left_alone';
+  });
+});
+
+describe('a panel whose members two runners claim', () => {
+  attack("another runner claimed one member of a two-member panel and may spend the day's $0.50: the other member, judged alone by this runner, is not paid beside it", 'runner', 'held', async () => {
+    const world = await makeWorld(join(dir, 'panel-split'), { policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }], budgets: { ...policy.budgets, daily_cost_cap_usd: 0.5 } }) });
+    closers.push(() => world.close());
+    const panel = await enqueuePanel({ ledger: world.ledger, key: world.actors.coo, now: new Date(), repo: world.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    const [first, second] = panel.members.map((member) => member.messageId) as [string, string];
+    expect(await appendClaim(world, first, 'run-from-a-clone', 0.5)).toBe('accepted');
+    await world.runner({ monotonic: () => 0 }).runOnce();
+    if (world.server.requests.length > 0) return 'accepted';
+    expect(await receiptsOf(world, second)).toEqual([]);
+    expect(world.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId: second, reason: expect.stringMatching(/open attempts may still spend/) }));
+    return 'held';
   });
 });
