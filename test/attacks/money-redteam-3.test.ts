@@ -156,3 +156,20 @@ describe('a panel whose members two runners claim', () => {
     return 'held';
   });
 });
+
+describe("a retry's claim", () => {
+  attack("the claim of a retry stating the message's whole budget, after its first attempt's answer was paid for and malformed", 'library', 'POLICY_LIMIT', async () => {
+    const world = await makeWorld(join(dir, 'retry-allowance'), { modes: ['malformed', 'ok'], policy: (policy) => ({ ...policy, retries: { ...policy.retries, backoff_base_seconds: 60, backoff_max_seconds: 60 } }) });
+    closers.push(() => world.close());
+    const consult = await world.consult({ maxCostUsd: 1 });
+    // The first attempt is paid for; its answer is malformed, and a retry may start.
+    await world.runner({ monotonic: () => 0, clock: () => new Date() }).runOnce();
+    const record = (await world.ledger.state()).messages.get(consult.messageId)!;
+    const first = record.attempts[0]!.receipt!;
+    expect(first.costUsd).toBeGreaterThan(0);
+    expect(record.attempts).toHaveLength(1);
+    const now = new Date(Math.max(Date.now(), Date.parse(first.nextAttemptAt ?? first.createdAt)));
+    const claim = { ...claimOf(record, 'run-elsewhere', now, 1).doc, attempt_id: attemptIdOf(record, 2), attempt_number: 2 };
+    return codeOf(() => world.ledger.append({ files: [{ path: claimPath(folderOf(record), 2), bytes: Buffer.from(toYaml(claim)) }], key: world.actors.coo, now, summary: `claim ${record.id} attempt 2` }));
+  });
+});
