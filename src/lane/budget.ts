@@ -246,6 +246,14 @@ export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 's
   if (after !== null && now.spentTodayUsd > judged.spentTodayUsd && left(after.daily_cost_cap_usd, now.spentTodayUsd) < judged.limitUsd) {
     return `${judged.day} spent $${now.spentTodayUsd} (with what other open attempts may still spend) by the time the claim was written, not the $${judged.spentTodayUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }
+  // The attempt's receipt, and so its spend, lands on its claim's day or later: a later day the pre-flight never saw (midnight passed meanwhile) must leave it as much.
+  for (const [day, spentUsd] of state.spendByDay) {
+    if (after === null || day <= judged.day) continue;
+    const total = spentUsd + (now.spentTodayUsd - (state.spendByDay.get(judged.day) ?? 0));
+    if (left(after.daily_cost_cap_usd, total) < judged.limitUsd) {
+      return `${day} spent $${total} (with what other open attempts may still spend) by the time the claim was written, after the ${judged.day} its pre-flight judged; the attempt's spend counts on the day its receipt lands, and ${day} no longer leaves the $${judged.limitUsd} it allowed the attempt`;
+    }
+  }
   return null;
 }
 

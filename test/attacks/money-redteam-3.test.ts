@@ -3,7 +3,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
-import { folderOf, type MessageRecord } from '../../src/authority/state.js';
+import { folderOf, type LedgerState, type MessageRecord } from '../../src/authority/state.js';
+import { judgedSpend, spendMovedSince } from '../../src/lane/budget.js';
+import { defaultPolicy } from '../../src/ledger/init.js';
 import { claimPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
@@ -171,5 +173,26 @@ describe("a retry's claim", () => {
     const now = new Date(Math.max(Date.now(), Date.parse(first.nextAttemptAt ?? first.createdAt)));
     const claim = { ...claimOf(record, 'run-elsewhere', now, 1).doc, attempt_id: attemptIdOf(record, 2), attempt_number: 2 };
     return codeOf(() => world.ledger.append({ files: [{ path: claimPath(folderOf(record), 2), bytes: Buffer.from(toYaml(claim)) }], key: world.actors.coo, now, summary: `claim ${record.id} attempt 2` }));
+  });
+});
+
+describe('a claim and receipts that straddle midnight (UTC)', () => {
+  const correlation = 'corr_0123456789abcdef0123';
+  const message = (id: string, fields: Partial<MessageRecord> & { attempts: MessageRecord['attempts'] }): MessageRecord => ({ id, correlation, chain: [], maxCostUsd: 50, intent: 'ea_dispatch', target: 'ea.codex', ...fields }) as unknown as MessageRecord;
+  const budgets = { ...defaultPolicy().budgets, max_cost_usd_per_message: 50, max_cost_usd_per_correlation: 1000, daily_cost_cap_usd: 50 };
+  const stateOf = (spendByDay: Array<[string, number]>, ...records: MessageRecord[]) =>
+    ({ messages: new Map(records.map((record) => [record.id, record])), spendByCorrelation: new Map(), spendByDay: new Map(spendByDay), policy: { doc: { ...defaultPolicy(), budgets } } }) as unknown as LedgerState;
+
+  attack("judged at 23:59:59 with the day's $50 left; meanwhile another runner's $50 receipt landed after midnight: the claim, whose attempt spends after midnight, is not written", 'library', 'not_claimed', () => {
+    const mine = message('msg_mine', { attempts: [] });
+    const judged = judgedSpend(stateOf([], mine), correlation, '2026-12-03', 50, 'msg_mine');
+    // The other runner claimed after this pre-flight and before this claim; its receipt is dated the next day.
+    const theirs = message('msg_theirs', { correlation: 'corr_other', attempts: [{ number: 1, attemptId: 't1', claim: { path: 'c', session: 's', runner: 'run-x', at: '2026-12-03T23:59:59Z', seq: 10, allowanceUsd: 50 }, receipt: { path: 'r', status: 'succeeded', blockers: [], costUsd: 50, nextAttemptAt: null, createdAt: '2026-12-04T00:00:02Z', seq: 11 } }] });
+    const refused = spendMovedSince(judged, stateOf([['2026-12-04', 50]], mine, theirs));
+    if (refused === null) return 'accepted';
+    expect(refused).toMatch(/2026-12-04 spent \$50/);
+    // A later day that still leaves what the attempt was allowed moves nothing.
+    expect(spendMovedSince(judgedSpend(stateOf([], mine), correlation, '2026-12-03', 49, 'msg_mine'), stateOf([['2026-12-04', 0.5]], mine))).toBeNull();
+    return 'not_claimed';
   });
 });
