@@ -1,6 +1,6 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
-import { correlationCapUsd, planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
+import { commandBudgetOf, correlationCapUsd, planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -72,7 +72,7 @@ export function crashAllowanceUsd(facts: {
   if (claim?.allowanceUsd !== undefined) return boundedUsd(Math.max(0, claim.allowanceUsd - facts.consultsUsd));
   const day = claim?.at.slice(0, 10) ?? facts.today;
   const spent = spendAsOf(state, message.correlation_id, day, claim?.seq ?? Number.MAX_SAFE_INTEGER);
-  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt), ...spent });
+  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt), commandBudgetUsd: commandBudgetOf(state, record.id), ...spent });
   return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - facts.consultsUsd));
 }
 

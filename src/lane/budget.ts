@@ -169,7 +169,6 @@ export interface JudgedSpend {
  */
 export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>, correlation: string, day: string, limitUsd: number, message: string | null = null): JudgedSpend {
   const held = heldByOpenAttemptsUsd(state, correlation, message);
-  const root = state.messages.get(state.messages.get(message ?? '')?.chain[0] ?? '');
   return {
     correlation,
     day,
@@ -177,9 +176,16 @@ export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spe
     spentOnCorrelationUsd: (state.spendByCorrelation.get(correlation) ?? 0) + held.correlationUsd,
     spentTodayUsd: (state.spendByDay.get(day) ?? 0) + held.dayUsd,
     budgets: state.policy?.doc.budgets ?? null,
-    commandBudgetUsd: root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null,
+    commandBudgetUsd: commandBudgetOf(state, message),
     limitUsd,
   };
+}
+
+/** The budget of the CEO command the chain of `message` starts at (`budget_usd`), when it has one: it caps the correlation's spend beside the policy (correlationCapUsd). */
+export function commandBudgetOf(state: Pick<LedgerState, 'messages'>, message: string | null): number | null {
+  const chain: readonly string[] = state.messages.get(message ?? '')?.chain ?? [];
+  const root = state.messages.get(chain[0] ?? '');
+  return root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null;
 }
 
 /**

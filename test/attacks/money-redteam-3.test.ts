@@ -2,6 +2,8 @@ import { afterAll, describe, expect } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { crashAllowanceUsd } from '../../src/dispatch/lane.js';
+import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf, type LedgerState, type MessageRecord } from '../../src/authority/state.js';
 import { judgedSpend, spendMovedSince } from '../../src/lane/budget.js';
@@ -194,5 +196,23 @@ describe('a claim and receipts that straddle midnight (UTC)', () => {
     // A later day that still leaves what the attempt was allowed moves nothing.
     expect(spendMovedSince(judgedSpend(stateOf([], mine), correlation, '2026-12-03', 49, 'msg_mine'), stateOf([['2026-12-04', 0.5]], mine))).toBeNull();
     return 'not_claimed';
+  });
+});
+
+describe("a crashed dispatch under a CEO command's budget", () => {
+  attack("an older runner's claim (no allowance) of a dispatch under a $3 command died: it is charged what the command let its correlation spend, not the policy's per-correlation budget", 'library', 'charged', () => {
+    const correlation = 'corr_0123456789abcdef0123';
+    const day = '2026-12-03';
+    const command = { id: 'msg_command', intent: 'ceo_command', correlation, chain: [], attempts: [], budgetUsd: 3 };
+    const record = { id: 'msg_crashed', intent: 'ea_dispatch', correlation, chain: ['msg_command'], attempts: [{ number: 1, attemptId: 'msg_crashed-1', claim: { path: 'c', session: 's', runner: 'run-gone', at: `${day}T10:00:00Z`, seq: 10 }, receipt: null }] };
+    // The correlation had spent $1 of the command's $3 when it was claimed; the message's own budget is $5.
+    const spent = { id: 'msg_spent', intent: 'aa_consult', correlation, chain: ['msg_command'], attempts: [{ number: 1, attemptId: 'msg_spent-1', claim: null, receipt: { path: 'r', status: 'succeeded', blockers: [], costUsd: 1, nextAttemptAt: null, createdAt: `${day}T09:00:00Z`, seq: 5 } }] };
+    const messages = new Map<string, unknown>([['msg_command', command], ['msg_spent', spent], ['msg_crashed', record]]);
+    const state = { policy: { doc: defaultPolicy() }, messages, spendByCorrelation: new Map([[correlation, 1]]), spendByDay: new Map([[day, 1]]) } as unknown as LedgerState;
+    const message = { correlation_id: correlation, budget: { max_cost_usd: 5 } } as unknown as EaDispatchMessage;
+    const charged = crashAllowanceUsd({ state, record: record as unknown as MessageRecord, message, attempt: 1, consultsUsd: 0, today: day });
+    if (charged > 2) return 'overcharged';
+    expect(charged).toBe(2);
+    return 'charged';
   });
 });
