@@ -152,6 +152,25 @@ export function positiveNumber(value: string | undefined, flag: string): number 
   return n;
 }
 
+/** The most `--max-fetch` may be set to, in MiB (1 TiB): past it a number is a typo, not a ledger. */
+const MAX_FETCH_MIB = 1024 * 1024;
+
+/**
+ * `--max-fetch <MiB>` (coo clone, coo watch): the most one fetch of the remote's main may bring, in
+ * bytes, or undefined when the flag was not given (LIMITS.remoteFetchBytes, 1024 MiB, then bounds it).
+ */
+export function maxFetchFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const mib = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(mib) || mib < 1 || mib > MAX_FETCH_MIB) {
+    throw new CooError('USAGE', `--max-fetch takes a whole number of MiB from 1 to ${MAX_FETCH_MIB} (default ${LIMITS.remoteFetchBytes / (1024 * 1024)}), got ${JSON.stringify(value)}`);
+  }
+  return mib * 1024 * 1024;
+}
+
+/** The help text of `--max-fetch`. */
+export const MAX_FETCH_HELP = `the most one fetch of the remote's main may bring, in MiB (default ${LIMITS.remoteFetchBytes / (1024 * 1024)}): a remote that sends more is stopped there and what it sent removed; raise it for a ledger larger than that`;
+
 /** A flag's duration (`90`, `30m`, `2h`) in seconds, or undefined when the flag was not given. */
 export function durationFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;

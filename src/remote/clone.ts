@@ -96,7 +96,7 @@ async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   const url = displayUrl(options.url);
   const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp], { ...limits, maxReceivedBytes: options.maxFetchBytes ?? LIMITS.remoteFetchBytes, into: temp });
   if (cloned.ok) return;
-  if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned`);
+  if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned; a ledger that large is cloned with a higher --max-fetch (MiB)`);
   if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
   const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], limits);
   if (!looked.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);

@@ -162,7 +162,7 @@ export class RemoteLedger {
         const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes });
         // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
         if (fetched.tooLarge !== undefined) {
-          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone`);
+          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
         }
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
