@@ -85,7 +85,13 @@ export function loadPrivateKey(path: string): PrivateKey {
   if (mode !== null && (mode & 0o077) !== 0) {
     writeErr(`coo: warning: the key file ${path} is open to others (mode ${mode.toString(8).padStart(4, '0')}): whoever may read it may sign as its actor; run chmod 600 ${path}\n`);
   }
-  return parsePrivateKey(text);
+  // A key file that holds no usable private key is a mistake in the command line too: said naming the file, before anything runs.
+  try {
+    return parsePrivateKey(text);
+  } catch (error) {
+    if (!(error instanceof CooError)) throw error;
+    throw new CooError('USAGE', `the key file ${path} holds no usable private key (${error.message}): give the unencrypted ed25519 private key coo keygen wrote (ID.key)`);
+  }
 }
 
 export function loadPublicKey(path: string): PublicKey {
@@ -150,6 +156,18 @@ export function positiveNumber(value: string | undefined, flag: string): number 
   const n = Number(value);
   if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}`);
   return n;
+}
+
+/**
+ * A runner's seconds flag (`--poll-interval`, `--poll-max`, `--lease-grace` of coo watch and coo mcp
+ * --run), or `fallback` when not given: above 0 and at most a day. Past that a timer's delay
+ * overflows (Node runs it at once), and a poll meant to be rare would ask the remote without pause.
+ */
+export function runnerSeconds(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
+  return value;
 }
 
 /** The most `--max-fetch` may be set to, in MiB (1 TiB): past it a number is a typo, not a ledger. */

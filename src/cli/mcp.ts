@@ -15,7 +15,7 @@ import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
-import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
+import { keyOption, ledgerOption, loadPrivateKey, packingNote, required, runnerSeconds } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem, syncForStartup } from '../runner/startup.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
@@ -46,6 +46,7 @@ export function mcpVerb(program: Command): void {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
+      const pollSeconds = runnerSeconds('--poll-interval', opts.pollInterval, 2);
       const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
@@ -73,7 +74,6 @@ export function mcpVerb(program: Command): void {
         ...(remoteUrl === undefined ? {} : { remoteUrl }),
       });
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true });
-      const pollSeconds = positiveNumber(opts.pollInterval, '--poll-interval') ?? 2;
       const hide = [dirname(keyPath)];
       // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
       if (opts.run === true) registerPrivateFolders([stateDir, ...hide]);

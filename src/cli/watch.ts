@@ -15,7 +15,7 @@ import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, splitPair } from './common.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds, splitPair } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
@@ -253,15 +253,9 @@ export function watchVerb(program: Command): void {
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
-      const seconds = (flag: string, text: string | undefined, fallback: number): number => {
-        if (text === undefined) return fallback;
-        const value = Number(text);
-        if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
-        return value;
-      };
-      const pollSeconds = seconds('--poll-interval', opts.pollInterval, 2);
-      const maxPollSeconds = seconds('--poll-max', opts.pollMax, 30);
-      const leaseGraceSeconds = seconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
+      const pollSeconds = runnerSeconds('--poll-interval', opts.pollInterval, 2);
+      const maxPollSeconds = runnerSeconds('--poll-max', opts.pollMax, 30);
+      const leaseGraceSeconds = runnerSeconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
       if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');

@@ -150,6 +150,10 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
   const shared: Problem[] = [];
+  // A ledger with no trust root (an empty repository coo init never made) holds no COO to run as, and never will get one by itself.
+  if (state.registry === null) {
+    shared.push({ code: 'RUNNER_CONFIG', message: `${options.ledger.gitdir} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init` });
+  }
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) shared.push(keyProblem);
   const repo = await repoProblem(options.repo);

@@ -1,11 +1,17 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { existsSync, readdirSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { errorClassOf } from '../../src/errors.js';
+import { Ledger } from '../../src/ledger/ledger.js';
 import { watchRemote } from '../../src/runner/watch.js';
 import { coo } from '../helpers/cli.js';
+import { cooBounded, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
+import { worlds } from '../helpers/lane.js';
+import { nothingClaimed, queued } from '../helpers/startup.js';
 import { makeServedLedger, type ServedLedger } from '../helpers/remote-ledger.js';
 import { makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -17,6 +23,16 @@ import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir('operator-redteam-3-');
 const HOUR = 3600_000;
+const fresh = worlds(join(dir, 'worlds'));
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+/** The single `coo: CODE: message` line a refused start prints, exit 2 and nothing on stdout. */
+function refusal(result: BoundedResult): string {
+  expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 2, stdout: '' });
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  return lines[0]!;
+}
 
 describe('a runner whose clock runs half an hour ahead of the remote it works through', () => {
   const closers: Array<() => Promise<void> | void> = [];
@@ -113,5 +129,116 @@ describe('coo clone and coo watch --remote take --max-fetch (MiB): the bound of 
       const help = coo([verb, '--help']).stdout.replace(/\s+/g, ' ');
       expect(help).toMatch(/--max-fetch <MiB> .*the most one fetch of the remote's main may bring, in MiB \(default 1024\)/);
     }
+  });
+});
+
+describe('coo watch started by a careless operator refuses at start (exit 2, one coded line), claiming nothing', () => {
+  it('a key file that holds no usable private key (empty, garbage, an ECDSA key) is USAGE naming the file and saying which key to give, never KEY_MALFORMED (exit 3)', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const ecdsa = join(world.dir, 'ecdsa.key');
+    spawnSync('ssh-keygen', ['-q', '-t', 'ecdsa', '-N', '', '-f', ecdsa]);
+    expect(existsSync(ecdsa)).toBe(true);
+    const files = { empty: '', garbage: 'hello\n' };
+    const paths = [...Object.entries(files).map(([name, text]) => {
+      const path = join(world.dir, `${name}.key`);
+      writeFileSync(path, text, { mode: 0o600 });
+      return path;
+    }), ecdsa];
+    for (const path of paths) {
+      const line = refusal(await startBounded([...watchArgs(world, path, join(world.dir, 'state')), '--once', '--isolation', 'none'], env).ended);
+      expect(line).toMatch(new RegExp(`^coo: USAGE: the key file ${path} holds no usable private key \\(.+\\): give the unencrypted ed25519 private key coo keygen wrote \\(ID\\.key\\)$`));
+    }
+    await nothingClaimed(world, before, ids);
+  });
+
+  it('a provider key that is whitespace alone, or carries a line end, is refused at start as a missing one is (ORACLE_CONFIG, exit 2), the value never shown', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state')), '--once', '--isolation', 'none'];
+    const blank = refusal(await startBounded(args, { OPENAI_API_KEY: '   ' }).ended);
+    expect(blank).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: OPENAI_API_KEY is set to whitespace alone in the runner's environment: set it to the provider's key; .*dispatches to ea\.codex: OPENAI_API_KEY is set to whitespace alone/);
+    const newline = refusal(await startBounded(args, { OPENAI_API_KEY: 'sk-secret-value\n' }).ended);
+    expect(newline).toMatch(/consults to aa\.chatgpt: OPENAI_API_KEY holds a space, a line end or another character no provider key has \(a key read from a file with its newline\?\): set it to the key alone/);
+    expect(newline).not.toContain('sk-secret-value');
+    await nothingClaimed(world, before, ids);
+  });
+
+  it('a --ledger that is an empty repository, holding no trust root, is RUNNER_CONFIG saying what to give, never a watch that runs and does nothing', async () => {
+    const world = await fresh();
+    const empty = join(world.dir, 'empty.git');
+    git(['init', '-q', '--bare', empty]);
+    const args = ['watch', '--ledger', empty, '--key', writeKey(world.dir, 'coo', world.actors.coo), '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'];
+    const line = refusal(await startBounded([...args, '--once'], env).ended);
+    expect(line).toBe(`coo: RUNNER_CONFIG: ${empty} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init`);
+    expect(refusal(await startBounded(args, env).ended)).toBe(line);
+  });
+
+  it('coo mcp --run --poll-interval past a day (1e9 s, a timer that would fire at once) is USAGE as coo watch says it', () => {
+    for (const verb of [['mcp', '--run'], ['watch']]) {
+      const ran = cooBounded([...verb, '--ledger', join(dir, 'nowhere.git'), '--key', join(dir, 'none.key'), '--repo', dir, '--poll-interval', '1e9']);
+      expect(refusal(ran)).toBe('coo: USAGE: --poll-interval takes a number of seconds above 0 and at most 86400, got "1e9"');
+    }
+  });
+});
+
+describe('a --remote on this machine that is a repository with a work tree (git clone, not coo init --bare)', () => {
+  it('is refused by coo watch at start and by coo clone (USAGE, exit 2), never a claim pushed and refused on every pass', async () => {
+    const place = join(dir, 'non-bare');
+    const served = await makeServedLedger(place);
+    const ledger = Ledger.open(served.gitdir);
+    await enqueueConsult({ ledger, key: loadPrivateKey(served.keys.coo), now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    ledger.close();
+    const clone = join(place, 'clone.git');
+    expect(coo(['clone', served.gitdir, clone, '--trust-root', served.ceoKeyId]).status).toBe(0);
+    // The operator moves the ledger into a work tree and points the clone's origin there.
+    const work = join(place, 'work');
+    git(['clone', '-q', served.gitdir, work]);
+    git(['--git-dir', clone, 'config', 'remote.origin.url', work]);
+    const before = headOf(join(work, '.git'));
+    const args = ['watch', '--ledger', clone, '--remote', work, '--key', served.keys.coo, '--repo', served.target, '--state-dir', join(place, 'state'), '--isolation', 'none', '--once', '--oracle-base-url', 'http://127.0.0.1:9/v1'];
+    const line = refusal(await startBounded(args, env).ended);
+    expect(line).toBe(`coo: USAGE: ${work} is a repository with a work tree, not a bare ledger: git refuses every push to its checked-out main, so a write through it could write nothing there; give the bare ledger coo init made (git init --bare and push main to it to move one), and clone that with coo clone; nothing was written or claimed`);
+    expect(headOf(join(work, '.git'))).toBe(before);
+    const cloned = coo(['clone', work, join(place, 'again.git'), '--trust-root', served.ceoKeyId]);
+    expect({ status: cloned.status, stderr: cloned.stderr }).toEqual({ status: 2, stderr: expect.stringMatching(/^coo: USAGE: \S+ is a repository with a work tree, not a bare ledger: .*so a clone of it could write nothing there; /) });
+    expect(existsSync(join(place, 'again.git'))).toBe(false);
+  });
+});
+
+describe("the private folder of the runner's sockets (the ssh connection it shares, each attempt's consult socket), made first by another local user", () => {
+  it('a link, a folder of another owner, or one others may write is refused (RUNNER_CONFIG, exit 2) naming what to remove, and nothing is made through it', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state')), '--once', '--isolation', 'none'];
+    const uid = process.getuid!();
+    const cases: Array<[string, (folder: string) => void]> = [
+      ['link', (folder) => {
+        mkdirSync(join(world.dir, 'theirs'));
+        symlinkSync(join(world.dir, 'theirs'), folder);
+      }],
+      ['other owner', (folder) => {
+        mkdirSync(folder, { mode: 0o700 });
+        chownSync(folder, uid === 0 ? 65534 : uid, uid === 0 ? 65534 : 0);
+      }],
+      ['open to others', (folder) => {
+        mkdirSync(folder, { mode: 0o700 });
+        chmodSync(folder, 0o1777);
+      }],
+    ];
+    for (const [name, make] of cases) {
+      if (name === 'other owner' && uid !== 0) continue;
+      const tmp = join(world.dir, `tmp-${name.replace(/ /g, '-')}`);
+      mkdirSync(tmp);
+      const folder = join(tmp, `coo-sockets-${uid}`);
+      make(folder);
+      const line = refusal(await startBounded(args, { ...env, TMPDIR: tmp }).ended);
+      expect(line).toBe(`coo: RUNNER_CONFIG: ${folder}, the runner's private folder for its sockets, is not a folder only this user may enter (a link, another owner, or open to others): remove it, or set TMPDIR to a private folder`);
+    }
+    expect(readdirSync(join(world.dir, 'theirs'))).toEqual([]);
+    await nothingClaimed(world, before, ids);
   });
 });
