@@ -10,7 +10,7 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { requireWritableFolder } from '../util/runner-folders.js';
+import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
@@ -95,7 +95,10 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
   const checks = [
     () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
-    () => requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room"),
+    () => {
+      requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
+      requireOwnFolder(stateDir, "the runner's state folder");
+    },
     () => privateSocketsDir(),
   ];
   for (const check of checks) {

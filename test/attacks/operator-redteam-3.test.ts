@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { chmodSync, chownSync, existsSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, lchownSync, mkdirSync, readdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
@@ -239,6 +239,40 @@ describe("the private folder of the runner's sockets (the ssh connection it shar
       expect(line).toBe(`coo: RUNNER_CONFIG: ${folder}, the runner's private folder for its sockets, is not a folder only this user may enter (a link, another owner, or open to others): remove it, or set TMPDIR to a private folder`);
     }
     expect(readdirSync(join(world.dir, 'theirs'))).toEqual([]);
+    await nothingClaimed(world, before, ids);
+  });
+});
+
+describe('a --state-dir another local user made first (in /tmp, say)', () => {
+  it('is refused (RUNNER_CONFIG, exit 2) when another user owns it, reaches it through a link of theirs, or every user may write in it, naming what to remove; nothing claimed', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const uid = process.getuid!();
+    const cases: Array<[string, string, (folder: string) => void]> = [
+      ['open', 'may be written by every user', (folder) => {
+        mkdirSync(folder);
+        chmodSync(folder, 0o1777);
+      }],
+    ];
+    if (uid === 0) {
+      cases.push(['theirs', 'belongs to another user (uid 65534)', (folder) => {
+        mkdirSync(folder);
+        chownSync(folder, 65534, 65534);
+      }]);
+      cases.push(['their-link', 'is a link another user owns (uid 65534)', (folder) => {
+        mkdirSync(`${folder}-target`, { mode: 0o700 });
+        symlinkSync(`${folder}-target`, folder);
+        lchownSync(folder, 65534, 65534);
+      }]);
+    }
+    for (const [name, why, make] of cases) {
+      const stateDir = join(world.dir, `state-${name}`);
+      make(stateDir);
+      const line = refusal(await startBounded([...watchArgs(world, key, stateDir), '--once', '--isolation', 'none'], env).ended);
+      expect(line).toBe(`coo: RUNNER_CONFIG: ${stateDir}, the runner's state folder, ${why}: another user could read its work or put links in it; remove it (or give a folder of your own), and start again`);
+    }
     await nothingClaimed(world, before, ids);
   });
 });
