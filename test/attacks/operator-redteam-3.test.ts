@@ -113,19 +113,23 @@ describe('coo clone and coo watch --remote take --max-fetch (MiB): the bound of 
     expect(unbounded.stderr).not.toMatch(/one fetch takes/);
   });
 
-  it('refuses a --max-fetch of 0, below 0, a fraction, not a number, past 1 TiB, or without --remote (USAGE, exit 2, nothing cloned)', () => {
+  it('refuses a --max-fetch of 0, below 0, a fraction, not a number, past 1 TiB, or without --remote, to coo clone, coo watch and coo mcp --run (USAGE, exit 2, nothing cloned)', () => {
     for (const value of ['0', '-1', '1.5', 'abc', '', '1e3', '1048577']) {
       const target = join(dir, 'never.git');
       const result = coo(['clone', join(dir, 'nowhere.git'), target, '--trust-root', 'SHA256:AAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAAA', '--max-fetch', value]);
       expect({ value, status: result.status, stderr: result.stderr }).toEqual({ value, status: 2, stderr: `coo: USAGE: --max-fetch takes a whole number of MiB from 1 to 1048576 (default 1024), got ${JSON.stringify(value)}\n` });
       expect(existsSync(target)).toBe(false);
     }
-    const watch = coo(['watch', '--ledger', join(dir, 'nowhere.git'), '--key', join(dir, 'none.key'), '--repo', dir, '--max-fetch', '8']);
-    expect({ status: watch.status, stderr: watch.stderr }).toEqual({ status: 2, stderr: 'coo: USAGE: --max-fetch goes with --remote\n' });
+    for (const verb of [['watch'], ['mcp', '--run']]) {
+      const ran = coo([...verb, '--ledger', join(dir, 'nowhere.git'), '--key', join(dir, 'none.key'), '--repo', dir, '--max-fetch', '8']);
+      expect({ verb, status: ran.status, stderr: ran.stderr }).toEqual({ verb, status: 2, stderr: 'coo: USAGE: --max-fetch goes with --remote\n' });
+      const zero = coo([...verb, '--ledger', join(dir, 'nowhere.git'), '--key', join(dir, 'none.key'), '--repo', dir, '--remote', join(dir, 'nowhere.git'), '--max-fetch', '0']);
+      expect({ verb, status: zero.status, stderr: zero.stderr }).toEqual({ verb, status: 2, stderr: 'coo: USAGE: --max-fetch takes a whole number of MiB from 1 to 1048576 (default 1024), got "0"\n' });
+    }
   });
 
-  it('--help of coo clone and coo watch says what --max-fetch bounds, in MiB, and its default', () => {
-    for (const verb of ['clone', 'watch']) {
+  it('--help of coo clone, coo watch and coo mcp says what --max-fetch bounds, in MiB, and its default', () => {
+    for (const verb of ['clone', 'watch', 'mcp']) {
       const help = coo([verb, '--help']).stdout.replace(/\s+/g, ' ');
       expect(help).toMatch(/--max-fetch <MiB> .*the most one fetch of the remote's main may bring, in MiB \(default 1024\)/);
     }
