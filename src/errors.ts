@@ -11,6 +11,12 @@ const CODES = {
   CONFIG_INVALID: 'usage',
   /** The runner's own setup cannot run any lane (its repository, its key): found at start, nothing claimed. */
   RUNNER_CONFIG: 'usage',
+  /**
+   * A remote's hook refused a write for being dated ahead of the server's clock, though the writer's
+   * own clock took it: the writer's clock runs ahead of the remote's (or the remote's behind), and
+   * everything it dates is refused there until one is set right.
+   */
+  CLOCK_AHEAD: 'usage',
   /** No OS sandbox (bubblewrap) where one is required: no lane runs unless --isolation none is chosen. */
   SANDBOX_UNAVAILABLE: 'usage',
   // plain errors

@@ -85,7 +85,13 @@ export function loadPrivateKey(path: string): PrivateKey {
   if (mode !== null && (mode & 0o077) !== 0) {
     writeErr(`coo: warning: the key file ${path} is open to others (mode ${mode.toString(8).padStart(4, '0')}): whoever may read it may sign as its actor; run chmod 600 ${path}\n`);
   }
-  return parsePrivateKey(text);
+  // A key file that holds no usable private key is a mistake in the command line too: said naming the file, before anything runs.
+  try {
+    return parsePrivateKey(text);
+  } catch (error) {
+    if (!(error instanceof CooError)) throw error;
+    throw new CooError('USAGE', `the key file ${path} holds no usable private key (${error.message}): give the unencrypted ed25519 private key coo keygen wrote (ID.key)`);
+  }
 }
 
 export function loadPublicKey(path: string): PublicKey {
@@ -151,6 +157,37 @@ export function positiveNumber(value: string | undefined, flag: string): number 
   if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}`);
   return n;
 }
+
+/**
+ * A runner's seconds flag (`--poll-interval`, `--poll-max`, `--lease-grace` of coo watch and coo mcp
+ * --run), or `fallback` when not given: above 0 and at most a day. Past that a timer's delay
+ * overflows (Node runs it at once), and a poll meant to be rare would ask the remote without pause.
+ */
+export function runnerSeconds(flag: string, text: string | undefined, fallback: number): number {
+  if (text === undefined) return fallback;
+  const value = Number(text);
+  if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
+  return value;
+}
+
+/** The most `--max-fetch` may be set to, in MiB (1 TiB): past it a number is a typo, not a ledger. */
+const MAX_FETCH_MIB = 1024 * 1024;
+
+/**
+ * `--max-fetch <MiB>` (coo clone, coo watch): the most one fetch of the remote's main may bring, in
+ * bytes, or undefined when the flag was not given (LIMITS.remoteFetchBytes, 1024 MiB, then bounds it).
+ */
+export function maxFetchFlag(value: string | undefined): number | undefined {
+  if (value === undefined) return undefined;
+  const mib = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(mib) || mib < 1 || mib > MAX_FETCH_MIB) {
+    throw new CooError('USAGE', `--max-fetch takes a whole number of MiB from 1 to ${MAX_FETCH_MIB} (default ${LIMITS.remoteFetchBytes / (1024 * 1024)}), got ${JSON.stringify(value)}`);
+  }
+  return mib * 1024 * 1024;
+}
+
+/** The help text of `--max-fetch`. */
+export const MAX_FETCH_HELP = `the most one fetch of the remote's main may bring, in MiB (default ${LIMITS.remoteFetchBytes / (1024 * 1024)}): a remote that sends more is stopped there and what it sent removed; raise it for a ledger larger than that`;
 
 /** A flag's duration (`90`, `30m`, `2h`) in seconds, or undefined when the flag was not given. */
 export function durationFlag(value: string | undefined, flag: string): number | undefined {

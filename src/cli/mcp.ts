@@ -15,12 +15,12 @@ import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
-import { keyOption, ledgerOption, loadPrivateKey, packingNote, positiveNumber, required } from './common.js';
+import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem, syncForStartup } from '../runner/startup.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
 
-type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string };
+type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string; maxFetch?: string };
 
 /** The tools, one line each, for `coo mcp --help`. */
 function toolsHelp(): string {
@@ -42,10 +42,14 @@ export function mcpVerb(program: Command): void {
     .option('--heartbeat', 'with --run: append signed heartbeats at the policy interval (always on with --remote)')
     .addOption(remoteOption())
     .option('--poll-interval <seconds>', 'with --run and --remote: seconds between looks at the remote (git ls-remote)', '2')
+    .option('--max-fetch <MiB>', `with --remote: ${MAX_FETCH_HELP}`)
     .action(async (opts: McpOptions) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
+      const pollSeconds = runnerSeconds('--poll-interval', opts.pollInterval, 2);
+      const maxFetchBytes = maxFetchFlag(opts.maxFetch);
+      if (maxFetchBytes !== undefined && (opts.remote === undefined || opts.remote === '')) throw new CooError('USAGE', '--max-fetch goes with --remote');
       const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
@@ -72,8 +76,7 @@ export function mcpVerb(program: Command): void {
         ],
         ...(remoteUrl === undefined ? {} : { remoteUrl }),
       });
-      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true });
-      const pollSeconds = positiveNumber(opts.pollInterval, '--poll-interval') ?? 2;
+      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       const hide = [dirname(keyPath)];
       // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
       if (opts.run === true) registerPrivateFolders([stateDir, ...hide]);

@@ -15,7 +15,7 @@ import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, packingNote, required, splitPair } from './common.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds, splitPair } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
@@ -243,26 +243,23 @@ export function watchVerb(program: Command): void {
     )
     .option('--poll-interval <seconds>', 'with --remote: seconds between looks at the remote (git ls-remote), growing while idle or failing', '2')
     .option('--poll-max <seconds>', 'with --remote: the longest wait between looks', '30')
+    .option('--max-fetch <MiB>', `with --remote: ${MAX_FETCH_HELP}`)
     .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget (counted from when this runner first saw the claim) before it may take the attempt over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
+    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; maxFetch?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
-      const seconds = (flag: string, text: string | undefined, fallback: number): number => {
-        if (text === undefined) return fallback;
-        const value = Number(text);
-        if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
-        return value;
-      };
-      const pollSeconds = seconds('--poll-interval', opts.pollInterval, 2);
-      const maxPollSeconds = seconds('--poll-max', opts.pollMax, 30);
-      const leaseGraceSeconds = seconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
+      const pollSeconds = runnerSeconds('--poll-interval', opts.pollInterval, 2);
+      const maxPollSeconds = runnerSeconds('--poll-max', opts.pollMax, 30);
+      const leaseGraceSeconds = runnerSeconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
+      const maxFetchBytes = maxFetchFlag(opts.maxFetch);
       if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');
+      if (remoteUrl === undefined && maxFetchBytes !== undefined) throw new CooError('USAGE', '--max-fetch goes with --remote');
       requireRemoteOfClone(gitdir, remoteUrl, 'coo watch');
       const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);
@@ -272,7 +269,7 @@ export function watchVerb(program: Command): void {
       registerPrivateFolders([stateDir, ...hide]);
       const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const pullRequests = pullRequestsFromFlags(opts);
-      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true });
+      const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       let runner: Runner | undefined;
       let stopSignals = (): void => undefined;
       try {

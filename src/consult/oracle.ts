@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { readBounded } from '../util/bounded-read.js';
 import { CooError } from '../errors.js';
+import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
@@ -301,8 +302,8 @@ export class OracleCli implements AaTransport {
       throw new CooError('ORACLE_CONFIG', `${plan.endpoint} relies on the host pin ${host}, which needs bubblewrap: without it Oracle would reach the real ${host}`);
     }
     // A consult needs its provider key; without it the lane fails closed before claiming anything.
-    const value = (this.config.env ?? process.env)[plan.keyEnv];
-    if (value === undefined || value === '') throw new CooError('ORACLE_CONFIG', `${plan.keyEnv} is not set in the runner's environment`);
+    const keyProblem = providerKeyProblem(plan.keyEnv, (this.config.env ?? process.env)[plan.keyEnv]);
+    if (keyProblem !== null) throw new CooError('ORACLE_CONFIG', keyProblem);
     return plan;
   }
 

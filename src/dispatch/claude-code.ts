@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
+import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { claudeStreamState } from './claude-events.js';
@@ -72,8 +73,8 @@ export class ClaudeCodeExecutor implements Executor {
 
   check(): void {
     this.program();
-    const key = this.source()['ANTHROPIC_API_KEY'];
-    if (key === undefined || key === '') throw new CooError('EXECUTOR_CONFIG', "ea.claude_code: ANTHROPIC_API_KEY is not set in the runner's environment");
+    const keyProblem = providerKeyProblem('ANTHROPIC_API_KEY', this.source()['ANTHROPIC_API_KEY']);
+    if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${keyProblem}`);
   }
 
   handedSecrets(): Secret[] {

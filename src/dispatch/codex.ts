@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
+import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { codexStreamState } from './codex-events.js';
@@ -94,8 +95,8 @@ export class CodexExecutor implements Executor {
 
   check(): void {
     this.program();
-    const key = this.source()[this.providerKeyEnv];
-    if (key === undefined || key === '') throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${this.providerKeyEnv} is not set in the runner's environment`);
+    const keyProblem = providerKeyProblem(this.providerKeyEnv, this.source()[this.providerKeyEnv]);
+    if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${keyProblem}`);
   }
 
   handedSecrets(): Secret[] {

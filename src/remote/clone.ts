@@ -8,7 +8,7 @@ import { LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
-import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, VERIFIED_REF } from './git-remote.js';
+import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, requireBareRemote, runRemoteGit, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -53,6 +53,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   if (fs.existsSync(gitdir) && fs.readdirSync(gitdir).length > 0) {
     throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
   }
+  requireBareRemote(options.url, 'a clone of it');
   fs.mkdirSync(dirname(gitdir), { recursive: true });
   const beside = `.${basename(gitdir)}.clone-`;
   removeOrphans(dirname(gitdir), beside);
@@ -96,7 +97,7 @@ async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   const url = displayUrl(options.url);
   const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp], { ...limits, maxReceivedBytes: options.maxFetchBytes ?? LIMITS.remoteFetchBytes, into: temp });
   if (cloned.ok) return;
-  if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned`);
+  if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned; a ledger that large is cloned with a higher --max-fetch (MiB)`);
   if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
   const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], limits);
   if (!looked.ok) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);

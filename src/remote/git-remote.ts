@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
@@ -303,6 +304,34 @@ function normalized(url: string): string {
   return /^[a-z][a-z0-9+.-]*:\/\//i.test(trimmed) || /^[^/]+@[^/]+:/.test(trimmed) ? trimmed : resolve(trimmed);
 }
 
+/** The folder a remote's URL names on this machine (a path, or a file:// URL), or null for a remote elsewhere. */
+function localPath(url: string): string | null {
+  if (/^file:\/\//i.test(url)) {
+    try {
+      return fileURLToPath(url);
+    } catch {
+      return null;
+    }
+  }
+  return /^[a-z][a-z0-9+.-]*:\/\//i.test(url) || /^[^/]+@[^/]+:/.test(url) || isSshUrl(url) ? null : resolve(url);
+}
+
+/**
+ * A remote ledger on this machine is a bare repository (coo init makes one): git refuses every push
+ * to the checked-out branch of a repository with a work tree, so each claim and receipt sent there
+ * would be refused, pass after pass. Said once, before anything is cloned, written or claimed.
+ */
+export function requireBareRemote(url: string, what: string): void {
+  const path = localPath(url);
+  if (path === null || !existsSync(path)) return;
+  const bare = existsSync(join(path, '.git')) ? 'false' : (spawnSync('git', ['--git-dir', path, 'rev-parse', '--is-bare-repository'], { encoding: 'utf8' }).stdout ?? '').trim();
+  if (bare !== 'false') return;
+  throw new CooError(
+    'USAGE',
+    `${displayUrl(url)} is a repository with a work tree, not a bare ledger: git refuses every push to its checked-out main, so ${what} could write nothing there; give the bare ledger coo init made (git init --bare and push main to it to move one), and clone that with coo clone; nothing was written or claimed`,
+  );
+}
+
 /**
  * Checks that `url` is the clone's origin (what `coo clone` recorded): a write goes to the remote
  * this clone verified, never to another one named by mistake, and never through a copy stock git
@@ -318,6 +347,7 @@ export async function checkOrigin(gitdir: string, url: string): Promise<void> {
   if (normalized(origin) !== normalized(url)) {
     throw new CooError('USAGE', `--remote ${displayUrl(url)} is not the origin of ${gitdir} (${displayUrl(origin)}); give that URL, or clone ${displayUrl(url)} with coo clone`);
   }
+  requireBareRemote(url, 'a write through it');
 }
 
 /** One ssh connection that a long-lived client's git commands share (OpenSSH's connection multiplexing). */

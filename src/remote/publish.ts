@@ -1,3 +1,4 @@
+import { AHEAD_OF_JUDGE } from '../authority/rules/clock.js';
 import { CooError } from '../errors.js';
 import { isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
@@ -161,7 +162,7 @@ export class RemoteLedger {
         const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes });
         // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
         if (fetched.tooLarge !== undefined) {
-          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone`);
+          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
         }
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
@@ -248,6 +249,13 @@ export class RemoteLedger {
             );
           }
           if (remoteHead === base) {
+            // This writer's clock took the entry and the server's refused it: every entry this clock dates is refused there alike.
+            if (hookSaid(pushed).some((line) => line.startsWith('CLOCK_SKEW') && line.includes(AHEAD_OF_JUDGE))) {
+              throw new CooError(
+                'CLOCK_AHEAD',
+                `${this.url} refused the write: ${refusal(pushed)}; this machine's clock runs ahead of the remote's by more than the ${LIMITS.clockSkewSeconds} s allowed between machines (or the remote's runs behind), so everything it dates is refused there; nothing was written (the local ledger is as it was); set the wrong clock right (NTP), then run again`,
+              );
+            }
             throw new CooError('REMOTE_REJECTED', `${this.url} refused the write: ${refusal(pushed)}; nothing was written (the local ledger is as it was)`);
           }
           conflicts += 1;
@@ -361,9 +369,14 @@ export class RemoteLedger {
   }
 }
 
+/** What the remote said on refusing a push (its `remote:` lines), each trimmed. */
+function hookSaid(pushed: { stderr: string }): string[] {
+  return pushed.stderr.split('\n').map((line) => /^remote:\s+(\S.*)$/.exec(line.trim())?.[1]?.trim()).filter((line): line is string => line !== undefined);
+}
+
 /** The remote's reason for refusing a push: the ledger hook's first finding, else the first thing the remote said, with git's status line. */
 function refusal(pushed: { stdout: string; stderr: string }): string {
-  const said = pushed.stderr.split('\n').map((line) => /^remote:\s+(\S.*)$/.exec(line.trim())?.[1]?.trim()).filter((line): line is string => line !== undefined);
+  const said = hookSaid(pushed);
   const first = said.find((line) => /^[A-Z_]+ \[/.test(line)) ?? said[0];
   const status = pushed.stdout.split('\n').find((line) => line.startsWith('!'));
   const reason = status === undefined ? gitSaid({ ok: false, stdout: pushed.stdout, stderr: pushed.stderr, timedOut: null }) : status.split('\t').slice(2).join(' ').trim() || status;

@@ -10,7 +10,7 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { requireWritableFolder } from '../util/runner-folders.js';
+import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
@@ -95,7 +95,10 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
   const checks = [
     () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
-    () => requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room"),
+    () => {
+      requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
+      requireOwnFolder(stateDir, "the runner's state folder");
+    },
     () => privateSocketsDir(),
   ];
   for (const check of checks) {
@@ -150,6 +153,10 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
   const shared: Problem[] = [];
+  // A ledger with no trust root (an empty repository coo init never made) holds no COO to run as, and never will get one by itself.
+  if (state.registry === null) {
+    shared.push({ code: 'RUNNER_CONFIG', message: `${options.ledger.gitdir} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init` });
+  }
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) shared.push(keyProblem);
   const repo = await repoProblem(options.repo);

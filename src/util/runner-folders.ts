@@ -102,3 +102,30 @@ function makeFolder(dir: string): void {
     }
   }
 }
+
+/**
+ * The runner's state folder is this user's alone: it holds each attempt's worktree and sandbox, the
+ * journal of paid receipts and the results kept for a restart. One another local user made first
+ * (in /tmp, say), or may write in, or reached through a link another user owns, would let that user
+ * read the work or swap a folder inside for a link: refused, with RUNNER_CONFIG saying what to
+ * remove. A folder of this user's own group that the group may write is left alone (user private
+ * groups make them so).
+ */
+export function requireOwnFolder(dir: string, what: string): void {
+  const uid = process.getuid?.();
+  if (uid === undefined) return;
+  const refuse = (why: string): never => {
+    throw new CooError('RUNNER_CONFIG', `${dir}, ${what}, ${why}: another user could read its work or put links in it; remove it (or give a folder of your own), and start again`);
+  };
+  let link: fs.Stats;
+  let folder: fs.Stats;
+  try {
+    link = fs.lstatSync(dir);
+    folder = fs.statSync(dir);
+  } catch {
+    return; // requireWritableFolder said why it cannot be used
+  }
+  if (link.isSymbolicLink() && link.uid !== uid && link.uid !== 0) refuse(`is a link another user owns (uid ${link.uid})`);
+  if (folder.uid !== uid) refuse(`belongs to another user (uid ${folder.uid})`);
+  if ((folder.mode & 0o002) !== 0) refuse('may be written by every user');
+}

@@ -83,7 +83,7 @@ describe('coo clone of a remote that sends more than one fetch takes', () => {
     const gitdir = join(place, 'clone.git');
     await expect(cloneLedger({ url: served.gitdir, gitdir, trustRoot: { keyId: served.ceoKeyId }, now: new Date(), maxFetchBytes: 1024 * 1024 })).rejects.toMatchObject({
       code: 'REMOTE_UNVERIFIED',
-      message: `${served.gitdir} sent more for its main than one fetch takes: git clone received more than 1 MiB, the most one fetch takes; what it received was removed; nothing was cloned`,
+      message: `${served.gitdir} sent more for its main than one fetch takes: git clone received more than 1 MiB, the most one fetch takes; what it received was removed; nothing was cloned; a ledger that large is cloned with a higher --max-fetch (MiB)`,
     });
     expect(readdirSync(place).filter((name) => name.includes('clone'))).toEqual([]);
   });

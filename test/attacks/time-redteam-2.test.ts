@@ -213,12 +213,11 @@ describe('a runner whose clock runs half an hour ahead of the server it pushes t
     for (const close of closers.reverse()) await close();
   });
 
-  it('the hook refuses its claim (REMOTE_REJECTED naming CLOCK_SKEW): it claims nothing, pays nothing, and says why; a runner with the right clock then runs the consult', async () => {
+  it('the hook refuses its claim (CLOCK_AHEAD naming CLOCK_SKEW): it stops, claims nothing, pays nothing, and says why; a runner with the right clock then runs the consult', async () => {
     const world = await makeCase(join(dir, 'remote'), closers);
     const messageId = await world.consult();
     const fast = await world.machine('fast');
-    await fast.runner({ clock: () => new Date(Date.now() + HOUR / 2) }).runOnce();
-    expect(fast.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'REMOTE_REJECTED', message: expect.stringMatching(/CLOCK_SKEW .*claimed_at .* ahead of the clock that judges it/) }));
+    await expect(fast.runner({ clock: () => new Date(Date.now() + HOUR / 2) }).runOnce()).rejects.toMatchObject({ code: 'CLOCK_AHEAD', message: expect.stringMatching(/CLOCK_SKEW .*claimed_at .* ahead of the clock that judges it/) });
     expect(fast.events.filter((event) => event.type === 'claimed')).toEqual([]);
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
     expect(world.model.requests).toHaveLength(0);

@@ -2,6 +2,9 @@ import { CooError } from '../../errors.js';
 import { LIMITS } from '../../limits.js';
 import { toMillis } from '../../schema/common.js';
 
+/** How a refusal of checkNotAhead says it: a writer that reads it in a remote's refusal knows its own clock was judged (remote/publish.ts). */
+export const AHEAD_OF_JUDGE = 'ahead of the clock that judges it';
+
 /**
  * An entry is dated no later than the clock of the one who judges it as new, plus the skew allowed
  * between machines (LIMITS.clockSkewSeconds): the writer's own clock when it writes, the server's in
@@ -15,7 +18,7 @@ export function checkNotAhead(clock: Date, field: string, at: string, where: str
   if (ahead <= LIMITS.clockSkewSeconds) return;
   throw new CooError(
     'CLOCK_SKEW',
-    `${where}: ${field} ${at} is ${ahead} s ahead of the clock that judges it (${clock.toISOString()}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: the clock of the machine that wrote it runs ahead; nothing was written; set that machine's clock right (NTP) and write it again, dated now`,
+    `${where}: ${field} ${at} is ${ahead} s ${AHEAD_OF_JUDGE} (${clock.toISOString()}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: the clock of the machine that wrote it runs ahead; nothing was written; set that machine's clock right (NTP) and write it again, dated now`,
     { where: `${where}:${field}` },
   );
 }
