@@ -1,5 +1,12 @@
+import { chmodSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { isCooError } from '../../src/errors.js';
+import { credentialHelperSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
+import { displayUrl, urlCredentials, withoutUserInfo } from '../../src/util/display-url.js';
 import { Scrubber } from '../../src/util/scrub.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret ever enters the ledger", attacked a third time: a key's base64 split at any point, a key
@@ -76,4 +83,93 @@ describe('a key encoded up to three deep', () => {
     const bytes = Buffer.from(text);
     expect(scrub.bytes(bytes)).toBe(bytes);
   });
+});
+
+const dir = tempDir('coo-secrets-redteam-3-');
+const places = hostilePlaces(dir, 'place');
+/** Every run of 8 characters of `token` the ledger's objects hold. */
+const inLedger = (gitdir: string, token: string): string[] => pieces(git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']), token);
+
+/** An executable at `path` that runs `body` (a shell script). */
+function script(path: string, body: string): string {
+  writeFileSync(path, `#!/bin/sh\n${body}\n`);
+  chmodSync(path, 0o755);
+  return path;
+}
+
+describe("a token in a remote URL's query", () => {
+  const TOKEN = 'ghs_QueryToken0123456789abcdefXYZ';
+  const URL = `https://git.example.com/acme/ledger.git?access_token=${TOKEN}`;
+
+  it('is a credential of the URL, and is not shown where the URL or git\'s message quoting it is', () => {
+    expect(urlCredentials(URL)).toContain(TOKEN);
+    expect(urlCredentials(`https://u:${TOKEN}@h/x?a=1`)).toContain(TOKEN);
+    expect(displayUrl(URL)).not.toContain(TOKEN);
+    expect(withoutUserInfo(`fatal: unable to access '${URL}/': Could not resolve host: git.example.com`)).not.toContain(TOKEN);
+    expect(displayUrl('https://git.example.com/acme/ledger.git')).toBe('https://git.example.com/acme/ledger.git');
+  });
+
+  it("is known to the scrubber when a repository's remote carries it", () => {
+    const repo = join(dir, 'query-repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'remote', 'add', 'origin', URL]);
+    expect(gitRemoteSecrets([repo]).map((secret) => secret.value)).toContain(TOKEN);
+  });
+});
+
+describe('a token git is handed by a credential helper or GIT_ASKPASS', () => {
+  const HELPER_TOKEN = 'ghs_HelperToken0123456789abcdefQRS';
+  const ASKPASS_TOKEN = 'ghs_AskpassToken0123456789abcdefTUV';
+  const URL = 'https://git.example.com/acme/work.git';
+
+  it("is learned from the repository's helper, and from GIT_ASKPASS only for the runner's own remote", () => {
+    const repo = join(dir, 'helper-repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'config', 'credential.helper', `!f() { echo username=x-access-token; echo password=${HELPER_TOKEN}; }; f`]);
+    expect(credentialHelperSecrets([{ url: URL, gitArgs: ['-C', repo], askpass: false }]).map((secret) => secret.value)).toEqual([HELPER_TOKEN]);
+    const bare = join(dir, 'askpass-repo');
+    git(['init', '-q', bare]);
+    const askpass = script(join(dir, 'askpass.sh'), `echo ${ASKPASS_TOKEN}`);
+    const saved = process.env['GIT_ASKPASS'];
+    process.env['GIT_ASKPASS'] = askpass;
+    try {
+      expect(credentialHelperSecrets([{ url: URL, gitArgs: ['-C', bare], askpass: true }]).map((secret) => secret.value)).toContain(ASKPASS_TOKEN);
+      expect(credentialHelperSecrets([{ url: URL, gitArgs: ['-C', bare], askpass: false }])).toEqual([]);
+    } finally {
+      if (saved === undefined) delete process.env['GIT_ASKPASS'];
+      else process.env['GIT_ASKPASS'] = saved;
+    }
+  });
+
+  it('fails the start closed (RUNNER_CONFIG, naming no secret) when a helper kills git rather than answer', () => {
+    const repo = join(dir, 'broken-helper-repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'config', 'credential.helper', '!f() { kill -9 $PPID; }; f']);
+    let thrown: unknown;
+    try {
+      credentialHelperSecrets([{ url: 'https://git.example.com/x.git?t=pw-not-shown-123', gitArgs: ['-C', repo], askpass: false }]);
+    } catch (error) {
+      thrown = error;
+    }
+    expect(isCooError(thrown) && thrown.code).toBe('RUNNER_CONFIG');
+    expect(String((thrown as Error).message)).not.toContain('pw-not-shown');
+  });
+
+  it("is known to the runner: an execution agent that asks the target repository's helper with git credential fill and echoes it leaves no part of it in the ledger", async () => {
+    const place = await places('helper');
+    git(['remote', 'add', 'origin', URL], { cwd: place.repo });
+    git(['config', 'credential.helper', `!f() { echo username=x-access-token; echo password=${HELPER_TOKEN}; }; f`], { cwd: place.repo });
+    const { messageId } = await dispatchTo(place, 'helper');
+    const stream = [
+      `printf '%s\\n' '{"type":"thread.started","thread_id":"thread-helper"}'`,
+      `printf '{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"filled: %s"}}\\n' "$(printf 'url=${URL}\\n\\n' | git credential fill | tr -d '"\\\\\\n\\t')"`,
+      `printf '%s\\n' '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":10}}'`,
+    ].join('\n');
+    const watch = watchOnce(place, agentScript(place.world.dir, 'true', stream));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = git(['--git-dir', place.world.gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+    expect(ledger).toContain('filled: ');
+    expect(inLedger(place.world.gitdir, HELPER_TOKEN)).toEqual([]);
+  }, 120_000);
 });
