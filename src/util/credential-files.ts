@@ -100,11 +100,12 @@ const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pu
 
 /**
  * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
- * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) that
- * `git remote -v` in an attempt's worktree prints for anyone who asks. A folder that is no git
- * repository gives none.
+ * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) or query
+ * that `git remote -v` in an attempt's worktree prints for anyone who asks; and, with `helpers`
+ * (a runner, once at start), what git's credential helpers give for each http(s) remote
+ * (credentialHelperSecrets). A folder that is no git repository gives none.
  */
-export function gitRemoteSecrets(folders: readonly string[]): Secret[] {
+export function gitRemoteSecrets(folders: readonly string[], { helpers = true }: { readonly helpers?: boolean } = {}): Secret[] {
   const secrets: Secret[] = [];
   const asked: CredentialQuery[] = [];
   for (const folder of folders) {
@@ -117,7 +118,7 @@ export function gitRemoteSecrets(folders: readonly string[]): Secret[] {
       // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
       for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
-      if (!name.startsWith('url.')) asked.push({ url, gitArgs: ['-C', folder], askpass: false });
+      if (helpers && !name.startsWith('url.')) asked.push({ url, gitArgs: ['-C', folder], askpass: false });
     }
   }
   return [...secrets, ...credentialHelperSecrets(asked)];

@@ -5,7 +5,9 @@ import { isCooError } from '../../src/errors.js';
 import { credentialHelperSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { displayUrl, urlCredentials, withoutUserInfo } from '../../src/util/display-url.js';
 import { Scrubber } from '../../src/util/scrub.js';
+import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { makeTargetRepo } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -172,4 +174,35 @@ describe('a token git is handed by a credential helper or GIT_ASKPASS', () => {
     expect(ledger).toContain('filled: ');
     expect(inLedger(place.world.gitdir, HELPER_TOKEN)).toEqual([]);
   }, 120_000);
+});
+
+describe("a COO that writes its ledger's remote token into what it signs", () => {
+  it("is refused before anything is written (USAGE, naming no secret): the token of a remote of the ledger, in its user info or its query, in a consult's prompt and a command's text", () => {
+    const home = join(dir, 'writer');
+    const keys = join(home, 'keys');
+    const ledger = join(home, 'ledger.git');
+    const target = join(home, 'target');
+    const TOKEN = 'glpat-LedgerMirrorToken0123456789xyz';
+    const QUERY_TOKEN = 'sig-LedgerQueryToken0123456789uvw';
+    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    makeTargetRepo(target);
+    // A place the ledger is copied to, not one it came from: writes go on without --remote.
+    git(['--git-dir', ledger, 'remote', 'add', 'mirror', `https://oauth2:${TOKEN}@gitlab.example.com/acme/ledger.git`]);
+    git(['--git-dir', ledger, 'remote', 'add', 'backup', `https://backup.example.com/ledger.git?sig=${QUERY_TOKEN}`]);
+    const env = { COO_LEDGER: ledger, COO_KEY: join(keys, 'coo.hermes.key') };
+    const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
+    const before = head();
+    const refused = [
+      coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', `Is ${TOKEN} still valid?`], { env }),
+      coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `Rotate ${QUERY_TOKEN} today.`], { env }),
+    ];
+    for (const result of refused) {
+      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], result.stderr).toEqual([2, 'coo: USAGE']);
+      expect(result.stderr).not.toContain(TOKEN.slice(8));
+      expect(result.stderr).not.toContain(QUERY_TOKEN.slice(8));
+    }
+    expect(head()).toBe(before);
+    expect(coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'Is the token still valid?'], { env }).status).toBe(0);
+  }, 60_000);
 });
