@@ -47,15 +47,26 @@ const QUERY = /^[a-z][a-z0-9+.-]*:\/\/[^?#]*\?([^#]*)/i;
  * in its errors as it was given).
  */
 export function urlCredentials(url: string): string[] {
-  const match = SCHEME_URL.exec(url);
-  const info = match?.[2];
-  const colon = info?.indexOf(':') ?? -1;
-  const values = match === null || info === undefined || info === '' ? [] : SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])];
+  const values = userInfoCredentials(url);
   const query = QUERY.exec(url)?.[1] ?? '';
   for (const pair of query.split('&')) {
     const equals = pair.indexOf('=');
     values.push(equals < 0 ? pair : pair.slice(equals + 1));
   }
+  return decoded(values);
+}
+
+/** The credentials in a URL's user info alone: the whole of it, and a password or token alone (ssh: the password). */
+export function userInfoCredentials(url: string): string[] {
+  const match = SCHEME_URL.exec(url);
+  const info = match?.[2];
+  if (match === null || info === undefined || info === '') return [];
+  const colon = info.indexOf(':');
+  return decoded(SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])]);
+}
+
+/** `values` and each percent-decoded, without repeats or empty ones. */
+function decoded(values: readonly string[]): string[] {
   return [...new Set([...values, ...values.map((value) => safeDecode(value))])].filter((value) => value !== '');
 }
 

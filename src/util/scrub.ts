@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
+import { userInfoCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
 
@@ -68,8 +69,12 @@ export interface Place {
 /** Shorter values are not looked for: they would cut ordinary words apart. */
 export const MIN_SECRET_CHARS = 8;
 
-/** Environment variables whose values are secrets: provider keys, tokens, passwords. */
-const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$/;
+/**
+ * Environment variables whose values are secrets: provider keys, tokens, passwords, by the last word
+ * of their name in either case (`OPENAI_API_KEY`, `SERPAPI_APIKEY`, `DB_PASSWD`, `GITHUB_PAT`,
+ * npm's `…:_authToken`, `npm_config__auth`).
+ */
+const SECRET_NAME = /(?:_|API|AUTH)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|CREDENTIALS?)$/i;
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
 const MIN_PLACE_CHARS = 4;
@@ -687,11 +692,19 @@ export class Scrubber {
   }
 }
 
-/** Provider keys, tokens and passwords in an environment: the values of *_KEY, *_TOKEN, *_SECRET, *_PASSWORD and *_CREDENTIALS. */
+/**
+ * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
+ * names (*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS, …), and the credentials in the user
+ * info of any URL a variable holds (`HTTPS_PROXY=http://user:PASSWORD@proxy`, a `DATABASE_URL`).
+ */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
-  return Object.entries(env)
-    .filter((entry): entry is [string, string] => SECRET_NAME.test(entry[0]) && entry[1] !== undefined && entry[1].length >= MIN_SECRET_CHARS)
-    .map(([name, value]) => ({ name, value }));
+  const secrets: Secret[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
+    else for (const credential of userInfoCredentials(value)) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
+  }
+  return secrets;
 }
 
 /** The base64 body of an OpenSSH private key file, without its armor and line breaks. */

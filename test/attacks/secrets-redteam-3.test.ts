@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { isCooError } from '../../src/errors.js';
 import { credentialHelperSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { displayUrl, urlCredentials, withoutUserInfo } from '../../src/util/display-url.js';
-import { Scrubber } from '../../src/util/scrub.js';
+import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { makeTargetRepo } from '../helpers/lane.js';
@@ -205,4 +205,24 @@ describe("a COO that writes its ledger's remote token into what it signs", () =>
     expect(head()).toBe(before);
     expect(coo(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'src/**', '--prompt', 'Is the token still valid?'], { env }).status).toBe(0);
   }, 60_000);
+});
+
+describe('a secret of the environment under a name the scrubber did not read as one', () => {
+  it('is known: a password in a URL (a proxy, a database), an API key spelled APIKEY, a PASSWD, an npm auth token, a PAT', () => {
+    const env = {
+      HTTPS_PROXY: 'http://op:ProxyPass0123456789@proxy.internal:3128',
+      DATABASE_URL: 'postgres://app:DbPassword0123456789@db.internal/app',
+      SERPAPI_APIKEY: 'serp0123456789abcdefghijkl',
+      DB_PASSWD: 'hunter2-but-longer-0123',
+      'npm_config_//registry.npmjs.org/:_authToken': 'npm_AuthToken0123456789abcdefgh',
+      GITHUB_PAT: 'github_pat_0123456789abcdefghij',
+      HOME: '/home/op',
+      PATH: '/usr/bin:/bin',
+      SSH_AUTH_SOCK: '/tmp/ssh-agent.sock',
+      NO_PROXY: 'localhost,127.0.0.1',
+    };
+    const values = environmentSecrets(env).map((secret) => secret.value);
+    for (const secret of ['ProxyPass0123456789', 'DbPassword0123456789', env.SERPAPI_APIKEY, env.DB_PASSWD, env['npm_config_//registry.npmjs.org/:_authToken'], env.GITHUB_PAT]) expect(values, secret).toContain(secret);
+    for (const plain of [env.HOME, env.PATH, env.SSH_AUTH_SOCK, env.NO_PROXY]) expect(values).not.toContain(plain);
+  });
 });
