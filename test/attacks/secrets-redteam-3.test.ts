@@ -1,4 +1,4 @@
-import { chmodSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isCooError } from '../../src/errors.js';
@@ -224,5 +224,33 @@ describe('a secret of the environment under a name the scrubber did not read as 
     const values = environmentSecrets(env).map((secret) => secret.value);
     for (const secret of ['ProxyPass0123456789', 'DbPassword0123456789', env.SERPAPI_APIKEY, env.DB_PASSWD, env['npm_config_//registry.npmjs.org/:_authToken'], env.GITHUB_PAT]) expect(values, secret).toContain(secret);
     for (const plain of [env.HOME, env.PATH, env.SSH_AUTH_SOCK, env.NO_PROXY]) expect(values).not.toContain(plain);
+  });
+});
+
+describe('the writers that signed without the refusal', () => {
+  const home = join(dir, 'genesis');
+  const keys = join(home, 'keys');
+  const KEY_IN_ENV = 'sk-proj-GenesisPasted0123456789abcdefKEY';
+
+  it("coo init refuses a registry or policy holding a secret of its process, and makes no ledger (USAGE, naming no secret)", () => {
+    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    const registry = join(home, 'registry.yaml');
+    writeFileSync(registry, readFileSync('policy/actor_registry.v0.yaml', 'utf8').replace('The human who owns the keys', `The human whose key is ${KEY_IN_ENV}`));
+    const ledger = join(home, 'ledger.git');
+    const result = coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`, '--registry', registry], { env: { OPENAI_API_KEY: KEY_IN_ENV } });
+    expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], result.stderr).toEqual([2, 'coo: USAGE']);
+    expect(result.stderr).not.toContain(KEY_IN_ENV.slice(8));
+    expect(existsSync(join(ledger, 'HEAD'))).toBe(false);
+  });
+
+  it('coo forge refuses a package URL that carries credentials, which the check on a public forge would publish (USAGE, naming no secret)', () => {
+    const ledger = join(home, 'forge-ledger.git');
+    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const before = git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
+    const TOKEN = 'npm_PackageUrlToken0123456789abcdef';
+    const result = coo(['forge', 'github', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--package', `https://ci:${TOKEN}@npm.example.com/coo-commons-1.0.0.tgz`]);
+    expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], result.stderr).toEqual([2, 'coo: USAGE']);
+    expect(result.stderr).not.toContain(TOKEN.slice(8));
+    expect(git(['--git-dir', ledger, 'rev-parse', 'main']).trim()).toBe(before);
   });
 });
