@@ -128,8 +128,12 @@ const DECODE_DEPTH = 2;
 const BASE64_RUN = new RegExp(`[A-Za-z0-9+/_-]{${MIN_DECODED_RUN},}={0,2}`, 'g');
 const HEX_RUN = new RegExp(`[0-9A-Fa-f]{${MIN_DECODED_RUN},}`, 'g');
 
-/** A stretch of printable ASCII (tab and line breaks included) of MIN_SECRET_CHARS bytes or more, over bytes read as latin1. */
-const PRINTABLE = new RegExp(`[\\x20-\\x7e\\t\\r\\n]{${MIN_SECRET_CHARS},}`, 'g');
+/**
+ * A stretch of text of MIN_SECRET_CHARS characters or more, over bytes read as latin1: printable
+ * ASCII (tab and line breaks included) and whole UTF-8 characters past it (a zero-width character
+ * inside a key is read past, as in any text). Random bytes seldom hold one.
+ */
+const PRINTABLE = new RegExp(String.raw`(?:[\x20-\x7e\t\r\n]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}){${MIN_SECRET_CHARS},}`, 'g');
 
 /** A character of an encoding that comes in either case (a hex digit), as a class of both. */
 function eitherCase(char: string): string {

@@ -74,10 +74,15 @@ describe('a key encoded up to three deep', () => {
         const cleaned = scrub.text(text);
         expect(cleaned, text).toContain('[removed: OPENAI_API_KEY');
         expect(cleaned, text).not.toContain(form.slice(8, 24));
+        expect(pieces(cleaned.replace(/\\n/g, '\n'), form.slice(16, -8)), text).toEqual([]);
         expect(scrub.bytes(Buffer.from(text)).toString('utf8')).toBe(cleaned);
       }
     });
   }
+
+  it('is found whole as base64 of it with a zero-width character inside: the run is replaced, not only the halves either side', () => {
+    for (const at of [5, 20]) expect(scrub.text(`value=${b64(`${KEY.slice(0, at)}\u200b${KEY.slice(at)}`)}`)).toBe('value=[removed: OPENAI_API_KEY (decoded)]');
+  });
 
   it('leaves base64 and hex that hold no secret as they were: a commit id, a digest, an encoded ordinary text', () => {
     const text = `commit 0123456789abcdef0123456789abcdef01234567 sha256-${Buffer.alloc(32, 7).toString('base64')} ${b64('hello world, nothing here at all')}`;
