@@ -8,7 +8,7 @@ import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { makeTargetRepo } from '../helpers/lane.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, run, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret ever enters the ledger", attacked a third time: a key's base64 split at any point, a key
@@ -258,4 +258,26 @@ describe('the writers that signed without the refusal', () => {
     expect(result.stderr).not.toContain(TOKEN.slice(8));
     expect(git(['--git-dir', ledger, 'rev-parse', 'main']).trim()).toBe(before);
   });
+});
+
+describe('an execution agent that writes the key it was handed into its work', () => {
+  it('has its work not landed: the branch stays at its base, the receipt fails with the file named, and neither the ledger nor the branch holds the key', async () => {
+    const place = await places('work-content');
+    const { messageId } = await dispatchTo(place, 'work-content');
+    const HANDED = 'sk-hostile-work-0123456789abcdefXYZ';
+    // The fix test.sh wants, and the key it was handed, base64-encoded, in a file of its scope.
+    const watch = watchOnce(place, agentScript(place.world.dir, `printf 'export const add = (a, b) => a + b;\\n' > src/add.js; printf 'const KEY = "%s";\\n' "$(printf %s "$OPENAI_API_KEY" | base64 -w0)" > src/config.js`), { env: { OPENAI_API_KEY: HANDED } });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    expect(receipt!['status']).toBe('failed');
+    expect(receipt!['branch']).toBeNull();
+    expect(JSON.stringify(receipt!['blockers'])).toContain('src/config.js');
+    const ledger = git(['--git-dir', place.world.gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+    expect(ledger).not.toContain(Buffer.from(HANDED).toString('base64').slice(4, 24));
+    const branches = git(['for-each-ref', '--format=%(refname) %(objectname)', 'refs/heads/'], { cwd: place.repo });
+    for (const line of branches.trim().split('\n')) {
+      const [ref, oid] = line.split(' ');
+      expect(run('git', ['grep', '-l', '-F', Buffer.from(HANDED).toString('base64').slice(4, 24), oid!], { cwd: place.repo }).stdout, ref).toBe('');
+    }
+  }, 120_000);
 });
