@@ -20,9 +20,10 @@ import { invisibleCharacters } from './invisible.js';
  *   also split anywhere by spaces, tabs, line breaks (written or JSON-escaped, as `base64`,
  *   `openssl base64` and `xxd -p` wrap it, or at any column) or colons; hex in either case, split
  *   so too (`od`, `xxd`); percent-encoded, whatever the encoder left alone.
- * - A key encoded up to three deep: a run of base64 or hex (split as above) is decoded at each
- *   alignment, and each stretch of printable ASCII it decodes to is scrubbed as any text is, its
- *   escapes read twice (READ_DEPTH) and its own runs decoded in turn, DECODE_DEPTH (2) decodes deep.
+ * - A key encoded up to three deep: a run of base64 or hex (split as above, as written or as read
+ *   with its escapes decoded) is decoded at each alignment, and each stretch of text it decodes to
+ *   is scrubbed as any text is, its escapes read twice (READ_DEPTH) and its own runs decoded in
+ *   turn, DECODE_DEPTH (2) decodes deep.
  *   So base64 of a JSON string of `\u` escapes of a percent-encoded key, base64 of its hex, base64
  *   of base64 of its hex are found (`[removed: NAME (decoded)]`, the characters of the run that
  *   encode it replaced); a key under a third base64 or hex, or under escapes three times, is not. A value
@@ -456,6 +457,30 @@ function decodedMarker(inner: string): string {
   return name === undefined ? inner : `[removed: ${name} (decoded)]`;
 }
 
+/** A stretch of a text to replace, from `start` up to `end`, by `marker`. */
+interface Cut {
+  readonly start: number;
+  readonly end: number;
+  readonly marker: string;
+}
+
+/** `text` with each cut replaced by its marker; of two that overlap, the first (the longer where they start together) wins. */
+function applyCuts(text: string, cuts: readonly Cut[], found: (marker: string) => void): string {
+  if (cuts.length === 0) return text;
+  let out = '';
+  let done = 0;
+  for (const cut of [...cuts].sort((a, b) => a.start - b.start || b.end - a.end)) {
+    if (cut.start < done) {
+      done = Math.max(done, cut.end);
+      continue;
+    }
+    found(cut.marker);
+    out += text.slice(done, cut.start) + cut.marker;
+    done = cut.end;
+  }
+  return out + text.slice(done);
+}
+
 /** Patterns as one regular expression, one group each. */
 interface Compiled {
   readonly regex: RegExp;
@@ -536,7 +561,7 @@ export class Scrubber {
       scrubbed = this.scrubJoined(scrubbed, joined, encoded, marker);
       if (scrubbed !== before) joined = joinedView(scrubbed);
     }
-    if (decoded < DECODE_DEPTH) scrubbed = this.scrubDecoded(scrubbed, joined, found, decoded);
+    if (decoded < DECODE_DEPTH) scrubbed = this.scrubDecoded(scrubbed, joined, view, found, decoded);
     return this.scrubCutEnds(scrubbed, view, found);
   }
 
@@ -560,9 +585,25 @@ export class Scrubber {
    * DECODE_DEPTH decodes deep. Where a secret is found, the characters of the run that encode what
    * the scrubber changed are replaced, marked `[removed: NAME (decoded)]`.
    */
-  private scrubDecoded(text: string, view: View | null, found: (marker: string) => void, decoded: number): string {
+  private scrubDecoded(text: string, joined: View | null, view: 'text' | 'bytes', found: (marker: string) => void, decoded: number): string {
+    let out = applyCuts(text, this.decodedCuts(text, joined, decoded), found);
+    // A run written with escapes (every character `\u`-escaped in a JSON event): looked for as read, and the whole stretch that spells it replaced.
+    for (let depth = 1; depth <= READ_DEPTH; depth += 1) {
+      const read = readLayers(out, view)[depth];
+      if (read === undefined) break;
+      const cuts = this.decodedCuts(read, joinedView(read), decoded);
+      if (cuts.length === 0) continue;
+      const mapped = readView(out, view, depth);
+      if (mapped === null) break;
+      out = applyCuts(out, cuts.map((cut) => ({ start: mapped.start(cut.start), end: mapped.end(cut.end - 1), marker: cut.marker })), found);
+    }
+    return out;
+  }
+
+  /** Where the runs of base64 or hex in `text` (joined as `view` joins them) encode a secret, and the marker of each. */
+  private decodedCuts(text: string, view: View | null, decoded: number): Cut[] {
     const joined = view ?? { read: text, start: (index: number) => index, end: (index: number) => index + 1 };
-    const cuts: Array<{ start: number; end: number; marker: string }> = [];
+    const cuts: Cut[] = [];
     const look = (run: RegExpExecArray, alignments: number, decode: (chars: string) => Buffer, perByte: (offset: number, up: boolean) => number): void => {
       for (let shift = 0; shift < alignments; shift += 1) {
         const bytes = decode(run[0].slice(shift)).toString('latin1');
@@ -583,19 +624,7 @@ export class Scrubber {
     };
     for (const run of joined.read.matchAll(BASE64_RUN)) look(run, 4, (chars) => Buffer.from(chars, 'base64'), (offset, up) => (up ? Math.ceil(offset / 3) : Math.floor(offset / 3)) * 4);
     for (const run of joined.read.matchAll(HEX_RUN)) look(run, 2, (chars) => Buffer.from(chars, 'hex'), (offset) => offset * 2);
-    if (cuts.length === 0) return text;
-    let out = '';
-    let done = 0;
-    for (const cut of cuts.sort((a, b) => a.start - b.start || b.end - a.end)) {
-      if (cut.start < done) {
-        done = Math.max(done, cut.end);
-        continue;
-      }
-      found(cut.marker);
-      out += text.slice(done, cut.start) + cut.marker;
-      done = cut.end;
-    }
-    return out + text.slice(done);
+    return cuts;
   }
 
   /**

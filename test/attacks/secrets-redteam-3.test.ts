@@ -66,6 +66,7 @@ describe('a key encoded up to three deep', () => {
     'hex of its base64': hex(b64(KEY)),
     'base64 of its percent-encoding, wrapped at 76 columns': b64(percentAll(KEY)).match(/.{1,76}/g)!.join('\n'),
     'base64 of base64 of its hex': b64(b64(hex(KEY))),
+    'every character \\u-escaped, of base64 of its percent-encoding (a JSON event of it)': unicodeAll(b64(percentAll(KEY))),
     'base64url of its HTML references': Buffer.from([...KEY].map((char) => `&#${char.charCodeAt(0)};`).join('')).toString('base64url'),
   };
   for (const [name, form] of Object.entries(cases)) {
