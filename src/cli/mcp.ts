@@ -71,6 +71,7 @@ export function mcpVerb(program: Command): void {
           { name: 'audit-state', path: auditDir },
         ],
         ...(remoteUrl === undefined ? {} : { remoteUrl }),
+        repositories: [gitdir, repo],
       });
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true });
       const pollSeconds = positiveNumber(opts.pollInterval, '--poll-interval') ?? 2;

@@ -1,7 +1,9 @@
 import { chmodSync, existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
+import { serverScrubber } from '../../src/mcp/results.js';
 import { credentialHelperSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { displayUrl, urlCredentials, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
@@ -281,4 +283,15 @@ describe('an execution agent that writes the key it was handed into its work', (
       expect(run('git', ['grep', '-l', '-F', Buffer.from(HANDED).toString('base64').slice(4, 24), oid!], { cwd: place.repo }).stdout, ref).toBe('');
     }
   }, 120_000);
+});
+
+describe("the MCP server's results and errors", () => {
+  it('have the token of a remote of its ledger or repository removed, as the runner and the writers know it', () => {
+    const TOKEN = 'glpat-McpMirrorToken0123456789abcdef';
+    const ledger = join(dir, 'mcp-ledger.git');
+    git(['init', '-q', '--bare', ledger]);
+    git(['--git-dir', ledger, 'remote', 'add', 'mirror', `https://oauth2:${TOKEN}@gitlab.example.com/acme/ledger.git`]);
+    const scrubber = serverScrubber({ key: generatePrivateKey('coo.test'), env: {}, places: [], repositories: [ledger] });
+    expect(scrubber.text(`fatal: could not push to mirror with ${TOKEN}`)).not.toContain(TOKEN.slice(8));
+  });
 });
