@@ -77,3 +77,8 @@ function safeDecode(text: string): string {
     return text;
   }
 }
+
+/** The credentials of each URL given (util/scrub.ts Secret form, by `name`), long enough to be looked for: what a child handed those URLs holds. */
+export function urlSecrets(urls: ReadonlyArray<string | undefined>, name: string, minChars: number): Array<{ name: string; value: string }> {
+  return urls.flatMap((url) => (url === undefined ? [] : urlCredentials(url))).filter((value) => value.length >= minChars).map((value) => ({ name, value }));
+}

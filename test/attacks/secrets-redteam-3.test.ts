@@ -3,6 +3,9 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
+import { OracleCli } from '../../src/consult/oracle.js';
+import { ClaudeCodeExecutor } from '../../src/dispatch/claude-code.js';
+import { CodexExecutor } from '../../src/dispatch/codex.js';
 import { serverScrubber } from '../../src/mcp/results.js';
 import { credentialHelperSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { displayUrl, urlCredentials, withoutUserInfo } from '../../src/util/display-url.js';
@@ -293,5 +296,19 @@ describe("the MCP server's results and errors", () => {
     git(['--git-dir', ledger, 'remote', 'add', 'mirror', `https://oauth2:${TOKEN}@gitlab.example.com/acme/ledger.git`]);
     const scrubber = serverScrubber({ key: generatePrivateKey('coo.test'), env: {}, places: [], repositories: [ledger] });
     expect(scrubber.text(`fatal: could not push to mirror with ${TOKEN}`)).not.toContain(TOKEN.slice(8));
+  });
+});
+
+describe('a token in a model endpoint the runner hands a child', () => {
+  it("is among what the executor or Oracle was handed: a base URL's user info or query", () => {
+    const TOKEN = 'gw-UserInfoToken0123456789abcdef';
+    const QUERY_TOKEN = 'gw-QueryToken0123456789abcdefgh';
+    const url = `https://coo:${TOKEN}@gateway.example.com/v1?api-key=${QUERY_TOKEN}`;
+    const env = { OPENAI_API_KEY: 'sk-handed-0123456789', ANTHROPIC_API_KEY: 'sk-ant-handed-0123456789' };
+    for (const handed of [new CodexExecutor({ baseUrl: url, env }).handedSecrets(), new ClaudeCodeExecutor({ baseUrl: url, env }).handedSecrets(), new OracleCli({ env, isolation: 'none', route: { baseUrl: url } }).handedSecrets('OPENAI_API_KEY')]) {
+      const values = handed.map((secret) => secret.value);
+      expect(values).toContain(QUERY_TOKEN);
+      expect(values).toContain(TOKEN);
+    }
   });
 });
