@@ -75,6 +75,7 @@ export function mcpVerb(program: Command): void {
           { name: 'audit-state', path: auditDir },
         ],
         ...(remoteUrl === undefined ? {} : { remoteUrl }),
+        repositories: [gitdir, repo],
       });
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       const hide = [dirname(keyPath)];

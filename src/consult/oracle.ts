@@ -9,7 +9,8 @@ import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile } from '../util/executable.js';
-import { environmentSecrets, type Secret } from '../util/scrub.js';
+import { environmentSecrets, MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
+import { urlSecrets } from '../util/display-url.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { dotenvArgumentProblem, oraclePathProblem } from '../lane/oracle-inputs.js';
 import { readFigure } from '../lane/usage-figure.js';
@@ -309,9 +310,11 @@ export class OracleCli implements AaTransport {
 
   handedSecrets(providerKeyEnv?: string): Secret[] {
     const source = this.config.env ?? process.env;
-    if (providerKeyEnv === undefined) return environmentSecrets(source);
+    const endpoints = this.endpoints;
+    const inUrls = urlSecrets([endpoints.openaiBaseUrl, endpoints.azure?.endpoint, endpoints.anthropic, endpoints.google, endpoints.openrouter, ...Object.values(endpoints.gateways ?? {})], 'endpoint credentials', MIN_SECRET_CHARS);
+    if (providerKeyEnv === undefined) return [...environmentSecrets(source), ...inUrls];
     const value = source[providerKeyEnv];
-    return value === undefined || value === '' ? [] : [{ name: providerKeyEnv, value }];
+    return [...(value === undefined || value === '' ? [] : [{ name: providerKeyEnv, value }]), ...inUrls];
   }
 
   private environment(request: TransportRequest): NodeJS.ProcessEnv {

@@ -76,7 +76,7 @@ export async function approve(request: ApproveRequest): Promise<Approved> {
   );
   const path = approvalPath(approval.approval_id, createdAt);
   const files = [{ path, bytes: Buffer.from(toYaml(approval)) }];
-  refuseSignerSecrets(files, key);
+  refuseSignerSecrets(files, key, ledger.gitdir);
   const result = await ledger.append({
     files,
     key,

@@ -5,7 +5,8 @@ import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { codexStreamState } from './codex-events.js';
-import type { Secret } from '../util/scrub.js';
+import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
+import { urlSecrets } from '../util/display-url.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { executorPath, resolveCommand, runExecutorProcess } from './process.js';
@@ -101,7 +102,7 @@ export class CodexExecutor implements Executor {
 
   handedSecrets(): Secret[] {
     const value = this.source()[this.providerKeyEnv];
-    return value === undefined || value === '' ? [] : [{ name: this.providerKeyEnv, value }];
+    return [...(value === undefined || value === '' ? [] : [{ name: this.providerKeyEnv, value }]), ...urlSecrets([this.config.baseUrl], 'ea base URL credentials', MIN_SECRET_CHARS)];
   }
 
   /** The arguments after the command: everything the lane decides, nothing from the user's config. */

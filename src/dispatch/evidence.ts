@@ -201,6 +201,8 @@ export interface GatherOptions {
    * the attempt's folders once the receipt is committed, and keeps it when asked to keep sandboxes.
    */
   readonly keepCheckout?: boolean;
+  /** Whether a file of the work holds a secret the runner holds or handed the agent (snapshot.ts). */
+  readonly holdsSecret?: (bytes: Buffer) => boolean;
 }
 
 export interface GatheredEvidence {
@@ -225,7 +227,7 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
   try {
     const baseFiles = await listTree(worktree.gitdir, worktree.base);
     rules = await baseIgnoreRules(baseFiles, join(options.runnerDir, 'ignore'), (oids) => readBlobs(reader, oids));
-    const snapshot = await snapshotWork(worktree, { baseFiles, rules, objects: new ObjectWriter(worktree.gitdir, -1) });
+    const snapshot = await snapshotWork(worktree, { baseFiles, rules, objects: new ObjectWriter(worktree.gitdir, -1), ...(options.holdsSecret === undefined ? {} : { holdsSecret: options.holdsSecret }) });
     const scope = checkScope(snapshot, options.scope);
     const common = {
       changes: snapshot.changes,

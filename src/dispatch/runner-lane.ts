@@ -388,6 +388,8 @@ export class DispatchLane implements RunnerLane {
       commit: { key: this.ctx.key, actor: a.actor, attemptId: a.attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
       // Removed with the attempt's folders after the receipt, off the receipt's path.
       keepCheckout: true,
+      // A file of the work holding a secret (the agent's key, written as it likes) is not landed: the branch would carry it where the ledger does not.
+      holdsSecret: (bytes) => !secrets.bytes(bytes).equals(bytes),
     });
     this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: out.gathered.verification.length, failed: out.gathered.verification.filter((result) => result.exitCode !== 0).length });
   }
@@ -581,6 +583,12 @@ export class DispatchLane implements RunnerLane {
     if (canonicalJson(scrubbed) !== canonicalJson(doc)) {
       const detail = 'a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch';
       doc = { ...scrubbed, status: 'failed', branch: null, blockers: [...scrubbed.blockers, { code: 'scope_violation', detail }] };
+    }
+    const holding = snapshot?.holdingSecrets ?? [];
+    if (holding.length > 0) {
+      const named = holding.slice(0, 10).map((path) => new Scrubber(scrub.secrets).text(path)).join(', ');
+      const detail = `the work writes a secret the runner holds or handed the agent (a provider key, a token, the COO key) into ${named}${holding.length > 10 ? ` and ${holding.length - 10} more` : ''}: nothing was put on the branch, which would carry it where the ledger does not; remove the secret from the work`;
+      doc = { ...doc, status: 'failed', branch: null, blockers: [...doc.blockers, { code: 'scope_violation', detail }] };
     }
     if (!fitsReceipt(doc) && snapshot !== null) {
       const artifact = listed ?? add('changes.json', changesArtifact(snapshot));

@@ -41,6 +41,8 @@ export interface WorkSnapshot {
   readonly overflow: boolean;
   /** The work tree's `.git` link was changed, replaced or removed. */
   readonly gitLinkTampered: boolean;
+  /** Changed files whose new content holds a secret (SnapshotOptions.holdsSecret), by path. */
+  readonly holdingSecrets: readonly string[];
 }
 
 const STATUS_ORDER = (a: { path: Buffer }, b: { path: Buffer }): number => Buffer.compare(a.path, b.path);
@@ -72,16 +74,20 @@ export interface SnapshotOptions {
   /** Where the new blobs and trees are written (the target's objects). */
   readonly objects: ObjectSink;
   readonly limits?: Pick<WalkOptions, 'maxEntries' | 'maxFileBytes' | 'maxBytes'>;
+  /** Whether a new blob's bytes hold a secret the runner holds or handed the agent (none is looked for without it). */
+  readonly holdsSecret?: (bytes: Buffer) => boolean;
 }
 
 /** Reads the worktree, writes the blobs and trees of the work, and lists what changed against the base. */
 export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotOptions): Promise<WorkSnapshot> {
   const tracked = trackedOf(options.baseFiles);
+  const secretBlobs = new Set<string>();
   const walk = await walkWork({
     root: worktree.path,
     rules: options.rules,
     tracked,
-    onNewBlob: async (_oid, bytes) => {
+    onNewBlob: async (oid, bytes) => {
+      if (options.holdsSecret?.(bytes) === true) secretBlobs.add(oid);
       await options.objects.write('blob', bytes);
     },
     ...options.limits,
@@ -119,11 +125,13 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     changes.push({ path: path.toString('utf8'), ...change });
     if (change.mode === '120000') refused.push({ path: path.toString('utf8'), why: 'symlink' });
   }
-  if (walk.overflow || walk.tooLarge.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered };
+  const oids = new Map(walk.files.map((file) => [keyOf(file.path), file.oid]));
+  const holdingSecrets = changes.filter((change) => secretBlobs.has(oids.get(keyOf(Buffer.from(change.path, 'utf8'))) ?? '')).map((change) => change.path);
+  if (walk.overflow || walk.tooLarge.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered, holdingSecrets };
   // The base with the recordable changes applied: a change the ledger cannot name is not committed.
   const files: TreeFile[] = options.baseFiles.filter((file) => !applied.has(keyOf(file.path)));
   for (const file of walk.files) if (applied.has(keyOf(file.path))) files.push({ path: file.path, mode: file.mode, oid: file.oid });
   const tree = buildTree(files);
   for (const object of tree.objects) await options.objects.write('tree', object.content);
-  return { tree: tree.oid, changes, refused, overflow: false, gitLinkTampered };
+  return { tree: tree.oid, changes, refused, overflow: false, gitLinkTampered, holdingSecrets };
 }

@@ -52,7 +52,7 @@ export async function appendEnvelope(
     }
     extra.push({ path: `${folder}/${name}`, bytes });
   }
-  refuseSignerSecrets([{ path: envelopePath(folder), bytes: initial }, ...extra], key);
+  refuseSignerSecrets([{ path: envelopePath(folder), bytes: initial }, ...extra], key, ledger.gitdir);
   // The envelope as it lands on the head the lock holds: the lookup of an earlier message under the
   // same key and the envelope's own correlation are decided there, never on a head read before.
   let landing: { state: LedgerState; bytes: Buffer; message: CooMessage } | null = null;
@@ -132,6 +132,7 @@ export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: P
   refuseSignerSecrets(
     members.flatMap(({ envelope, artifacts }) => [{ path: 'envelope', bytes: Buffer.from(toYaml(envelope)) }, ...[...artifacts].map(([name, bytes]) => ({ path: name, bytes }))]),
     key,
+    ledger.gitdir,
   );
   const first = members[0]!.envelope;
   const result = await ledger.append<PanelAppendResult>({

@@ -5,6 +5,8 @@ import { readDocument } from '../schema/documents.js';
 import { forgeWorkflowPath, trustPath } from './layout.js';
 import type { Ledger } from './ledger.js';
 import { requireHolder } from '../authority/keys.js';
+import { displayUrl, urlCredentials } from '../util/display-url.js';
+import { refuseSignerSecrets } from './held-secrets.js';
 
 /** Where GitHub Actions finds the ledger's check. */
 export const GITHUB_WORKFLOW_PATH = forgeWorkflowPath('coo-verify.yml');
@@ -32,6 +34,9 @@ export function checkPins(pins: ForgeWorkflowPins): void {
     throw new CooError('USAGE', `package ${JSON.stringify(pins.packageSpec)} does not pin one version: give NAME@X.Y.Z, or a .tgz by https:// URL or absolute path`);
   }
   if (!KEY_ID.test(pins.trustRoot)) throw new CooError('USAGE', `trust root ${JSON.stringify(pins.trustRoot)} is not a SHA256:... key id`);
+  if (urlCredentials(pins.packageSpec).length > 0) {
+    throw new CooError('USAGE', `package ${displayUrl(pins.packageSpec)} carries credentials in its URL: the check is signed into the ledger and published with it; give a URL the check can fetch without them`);
+  }
 }
 
 /**
@@ -78,6 +83,7 @@ export async function layGithubWorkflow(ledger: Ledger, pins: ForgeWorkflowPins,
   }
   const current = await ledger.readFile(GITHUB_WORKFLOW_PATH);
   if (current !== null && current.equals(bytes)) return { path: GITHUB_WORKFLOW_PATH, commit: ledger.head(), seq: state.seq, changed: false };
+  refuseSignerSecrets([{ path: GITHUB_WORKFLOW_PATH, bytes }], key, ledger.gitdir);
   const result = await ledger.append({ files: [{ path: GITHUB_WORKFLOW_PATH, bytes }], key, now, summary: `forge: ${current === null ? 'lay' : 'replace'} the GitHub check ${GITHUB_WORKFLOW_PATH}` });
   if ('skipped' in result) throw new CooError('INTERNAL', 'forge workflow skipped');
   return { path: GITHUB_WORKFLOW_PATH, commit: result.commit, seq: result.seq, changed: true };

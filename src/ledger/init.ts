@@ -11,6 +11,7 @@ import type { TrustRoot } from '../schema/control.js';
 import { toYaml } from '../schema/strict-yaml.js';
 import { importPackage } from '../util/import-package.js';
 import { isoSeconds } from '../util/time.js';
+import { refuseSignerSecrets } from './held-secrets.js';
 import { README_PATH, trustPath } from './layout.js';
 import { Ledger, type AppendResult } from './ledger.js';
 
@@ -114,6 +115,14 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
     throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
   }
   const docs = genesisDocuments(options);
+  const files = [
+    { path: README_PATH, bytes: readAsset('ledger/README.md') },
+    { path: trustPath('root', 1), bytes: Buffer.from(toYaml(docs.root)) },
+    { path: trustPath('registry', 1), bytes: Buffer.from(toYaml(docs.registry)) },
+    { path: trustPath('policy', 1), bytes: Buffer.from(toYaml(docs.policy)) },
+  ];
+  // The registry and policy are the operator's files: one holding a secret of this process is refused before any folder is made.
+  refuseSignerSecrets(files, options.ceoKey, gitdir);
   const created = !fs.existsSync(gitdir);
   let ledger: Ledger | null = null;
   try {
@@ -124,12 +133,7 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
     for (const [path, value] of LEDGER_CONFIG) await git.setConfig({ fs, gitdir, path, value });
     ledger = Ledger.forInit(gitdir);
     const result = await ledger.append({
-      files: [
-        { path: README_PATH, bytes: readAsset('ledger/README.md') },
-        { path: trustPath('root', 1), bytes: Buffer.from(toYaml(docs.root)) },
-        { path: trustPath('registry', 1), bytes: Buffer.from(toYaml(docs.registry)) },
-        { path: trustPath('policy', 1), bytes: Buffer.from(toYaml(docs.policy)) },
-      ],
+      files,
       key: options.ceoKey,
       summary: 'genesis: trust root, registry and policy version 1',
       now: options.now,

@@ -79,7 +79,7 @@ export async function appendTrustVersion(ledger: Ledger, update: TrustUpdate, ke
     }
   }
   const summary = `trust: ${update.role} version ${next}${registryVersion === undefined ? '' : ` and registry version ${registryVersion}`}`;
-  refuseSignerSecrets(files, key);
+  refuseSignerSecrets(files, key, ledger.gitdir);
   const result = await ledger.append({ files, key, now, summary });
   if ('skipped' in result) throw new CooError('INTERNAL', 'trust update skipped');
   return { ...result, version: next, ...(registryVersion === undefined ? {} : { registryVersion }) };
@@ -103,7 +103,7 @@ export async function appendKillSwitch(
   );
   const files = [{ path: killSwitchPath(version), bytes: Buffer.from(toYaml(doc)) }];
   const summary = `kill switch ${state}: ${reason}`;
-  refuseSignerSecrets([...files, { path: 'commit message', bytes: Buffer.from(summary) }], key);
+  refuseSignerSecrets([...files, { path: 'commit message', bytes: Buffer.from(summary) }], key, ledger.gitdir);
   const result = await ledger.append({ files, key, now, summary });
   if ('skipped' in result) throw new CooError('INTERNAL', 'kill switch skipped');
   return { ...result, version };

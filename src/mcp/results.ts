@@ -1,7 +1,7 @@
 import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { isCooError, type ErrorCode } from '../errors.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { credentialFileSecrets } from '../util/credential-files.js';
+import { credentialFileSecrets, gitRemoteSecrets } from '../util/credential-files.js';
 import { urlCredentials } from '../util/display-url.js';
 import { environmentSecrets, privateKeySecrets, Scrubber, type Place } from '../util/scrub.js';
 
@@ -20,12 +20,14 @@ export interface ServerSecrets {
   readonly env: NodeJS.ProcessEnv;
   /** The remote the ledger is a clone of, whose URL may carry credentials. */
   readonly remoteUrl?: string;
+  /** The git repositories the server works with (its ledger, the target): the credentials in their remotes' URLs are secrets too. */
+  readonly repositories?: readonly string[];
 }
 
 /** What the server never sends: its key, the secrets of its environment, a remote's credentials, its folders. */
 export function serverScrubber(held: ServerSecrets): Scrubber {
   return new Scrubber(
-    [...privateKeySecrets(held.key), ...environmentSecrets(held.env), ...credentialFileSecrets(held.env), ...(held.remoteUrl === undefined ? [] : urlCredentials(held.remoteUrl).map((value) => ({ name: 'remote credentials', value })))],
+    [...privateKeySecrets(held.key), ...environmentSecrets(held.env), ...credentialFileSecrets(held.env), ...(held.remoteUrl === undefined ? [] : urlCredentials(held.remoteUrl).map((value) => ({ name: 'remote credentials', value }))), ...gitRemoteSecrets(held.repositories ?? [], { helpers: false })],
     held.places,
   );
 }

@@ -4,7 +4,9 @@ import { isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { LIMITS } from '../limits.js';
-import { displayUrl } from '../util/display-url.js';
+import { displayUrl, urlCredentials } from '../util/display-url.js';
+import { credentialHelperSecrets } from '../util/credential-files.js';
+import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
 import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
@@ -96,6 +98,17 @@ export class RemoteLedger {
   private readonly backoffMs: (conflicts: number) => number;
   private origin: Promise<void> | null = null;
   private readonly shared: SharedSshConnection | null;
+
+  /**
+   * The secrets this remote's git is handed, for the runner's scrubber: the credentials its URL
+   * carries (user info, a token in its query), whether or not the clone's origin spells them, and
+   * what git's credential helpers and GIT_ASKPASS give for it (util/credential-files.ts), asked once
+   * here as its first fetch would ask them. Throws RUNNER_CONFIG when a helper does not answer.
+   */
+  secrets(): Secret[] {
+    const inUrl = urlCredentials(this.remoteUrl).filter((value) => value.length >= MIN_SECRET_CHARS).map((value) => ({ name: 'remote credentials', value }));
+    return [...inUrl, ...credentialHelperSecrets([{ url: this.remoteUrl, gitArgs: ['--git-dir', this.ledger.gitdir], askpass: true }])];
+  }
 
   constructor(
     readonly ledger: Ledger,

@@ -60,7 +60,7 @@ export type RunnerEvent =
   | DispatchEvent;
 
 /** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
-export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'> & Partial<Pick<RemoteLedger, 'write'>>;
+export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'> & Partial<Pick<RemoteLedger, 'write' | 'secrets'>>;
 
 /** Runners through a remote pick their next work among this many of the oldest ready messages. */
 const REMOTE_PICK_WINDOW = 4;
@@ -200,7 +200,7 @@ export class Runner {
     this.claimsSeen = new RetrySightings(options.stateDir, bootId(), CLAIMS);
     this.local = new LocalRunners(options.ledger.gitdir);
     this.scrubber = new Scrubber(
-      [...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...gitRemoteSecrets([options.repo, options.ledger.gitdir]), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
+      [...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...gitRemoteSecrets([options.repo, options.ledger.gitdir]), ...(options.remote?.secrets?.() ?? []), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
       runnerPlaces({ stateDir: options.stateDir, ledger: options.ledger.gitdir, repo: options.repo, hidden: options.hide ?? [] }),
     );
     this.printable = new Scrubber(this.scrubber.secrets);

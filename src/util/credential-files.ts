@@ -2,7 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { readBounded } from './bounded-read.js';
-import { urlCredentials } from './display-url.js';
+import { CooError } from '../errors.js';
+import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
 import { MIN_SECRET_CHARS, type Secret } from './scrub.js';
 
@@ -99,12 +100,14 @@ const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pu
 
 /**
  * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
- * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) that
- * `git remote -v` in an attempt's worktree prints for anyone who asks. A folder that is no git
- * repository gives none.
+ * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) or query
+ * that `git remote -v` in an attempt's worktree prints for anyone who asks; and, with `helpers`
+ * (a runner, once at start), what git's credential helpers give for each http(s) remote
+ * (credentialHelperSecrets). A folder that is no git repository gives none.
  */
-export function gitRemoteSecrets(folders: readonly string[]): Secret[] {
+export function gitRemoteSecrets(folders: readonly string[], { helpers = true }: { readonly helpers?: boolean } = {}): Secret[] {
   const secrets: Secret[] = [];
+  const asked: CredentialQuery[] = [];
   for (const folder of folders) {
     const listed = spawnSync('git', ['-C', folder, 'config', '--null', '--get-regexp', URL_CONFIG], { encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 1024 * 1024 });
     if (listed.status !== 0 || typeof listed.stdout !== 'string') continue;
@@ -115,6 +118,68 @@ export function gitRemoteSecrets(folders: readonly string[]): Secret[] {
       // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
       for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
+      if (helpers && !name.startsWith('url.')) asked.push({ url, gitArgs: ['-C', folder], askpass: false });
+    }
+  }
+  return [...secrets, ...credentialHelperSecrets(asked)];
+}
+
+/** Where git is asked for a URL's credentials, and whether GIT_ASKPASS (or SSH_ASKPASS) may be run for them. */
+export interface CredentialQuery {
+  readonly url: string;
+  /** Where git runs: `--git-dir DIR` or `-C DIR`, so the repository's own credential helpers count. */
+  readonly gitArgs: readonly string[];
+  /**
+   * Only for a remote the runner itself fetches from and pushes to: its git runs GIT_ASKPASS at its
+   * first fetch anyway. For any other URL a prompt program is not run (it may ask a person).
+   */
+  readonly askpass: boolean;
+}
+
+/** How long git and a credential helper (or GIT_ASKPASS) may take to answer for one URL. */
+export const CREDENTIAL_FILL_MS = 10_000;
+
+/** The fields of `git credential fill`'s answer that are secrets (a user name only when it looks like a token). */
+const CREDENTIAL_FIELD = /^(password|oauth_refresh_token|authtype_credential|credential)$/;
+
+/**
+ * The secrets git's credential helpers (the user's, the system's, the repository's own) and, where
+ * asked, GIT_ASKPASS hand git for each http(s) URL: `git credential fill`, once, when the runner
+ * starts, with no terminal to prompt on. A token only they know reaches a child that runs the same
+ * helper, or git's messages, as one the runner handed it would; the scrubber learns it here. A URL
+ * no helper has credentials for gives none (git says it cannot prompt). A helper or prompt program
+ * that does not answer in time, or kills git, fails the start closed (RUNNER_CONFIG): the runner
+ * would not know what it hands out.
+ */
+export function credentialHelperSecrets(queries: readonly CredentialQuery[], timeoutMs = CREDENTIAL_FILL_MS): Secret[] {
+  const secrets: Secret[] = [];
+  const seen = new Set<string>();
+  for (const query of queries) {
+    if (!/^https?:\/\//i.test(query.url) || seen.has(JSON.stringify(query))) continue;
+    seen.add(JSON.stringify(query));
+    const noPrompt = query.askpass ? {} : { GIT_ASKPASS: '' };
+    const filled = spawnSync('git', [...query.gitArgs, 'credential', 'fill'], {
+      input: `url=${query.url}\n\n`,
+      encoding: 'utf8',
+      env: gitEnvironment({ GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', GCM_INTERACTIVE: 'never', ...noPrompt }),
+      timeout: timeoutMs,
+      killSignal: 'SIGKILL',
+      maxBuffer: 64 * 1024,
+    });
+    const why = filled.error !== undefined ? (filled.error as NodeJS.ErrnoException).code ?? filled.error.message : filled.signal !== null ? `git ended by ${filled.signal}` : null;
+    if (why !== null) {
+      throw new CooError(
+        'RUNNER_CONFIG',
+        `cannot learn the credentials git's helpers${query.askpass ? ' and GIT_ASKPASS' : ''} give for ${displayUrl(query.url)} (${why === 'ETIMEDOUT' ? `no answer within ${timeoutMs / 1000} s` : why}): the runner must know every secret git may hand out before it starts work, so nothing was claimed; fix the credential helper or prompt program, or remove it for this URL`,
+      );
+    }
+    if (filled.status !== 0) continue;
+    for (const line of filled.stdout.split('\n')) {
+      const equals = line.indexOf('=');
+      if (equals < 0) continue;
+      const field = line.slice(0, equals);
+      const value = line.slice(equals + 1);
+      if (value.length >= MIN_SECRET_CHARS && (CREDENTIAL_FIELD.test(field) || (field === 'username' && looksSecret(value)))) secrets.push({ name: 'git credential helper', value });
     }
   }
   return secrets;

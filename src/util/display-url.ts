@@ -1,7 +1,7 @@
 /**
  * A remote's URL as it is shown to people and written for machines (messages, events, --json):
- * git takes credentials in a URL's user info (`https://user:TOKEN@host/ledger.git`), and a URL
- * that is printed or logged must not carry them. The one rendering: every place that shows a
+ * git takes credentials in a URL's user info (`https://user:TOKEN@host/ledger.git`) and sends its
+ * query as given (`?access_token=TOKEN`), and a URL that is printed or logged must carry neither. The one rendering: every place that shows a
  * remote's URL uses it, and git's own messages (which quote the URL they were given) pass
  * `withoutUserInfo`.
  */
@@ -9,6 +9,11 @@
 const SCHEME_URL = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i;
 /** User info inside running text: a scheme, then anything up to the last `@` before the host's end. */
 const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#'"<>`]*@/gi;
+
+/** A URL's query, which may carry a token (`?access_token=…`): shown without its values. */
+const QUERY_SHOWN = /^([a-z][a-z0-9+.-]*:\/\/[^?#]*)\?[^#]*/i;
+const QUERY_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#'"<>`]*)\?[^\s#'"<>`]*/gi;
+const QUERY_HIDDEN = '$1?[query removed]';
 
 /** ssh takes no password from a URL: its user name says whom to log in as and is kept, anything after a colon is not. */
 const SSH_SCHEME = /^(ssh|git\+ssh|ssh\+git):\/\/$/i;
@@ -25,21 +30,43 @@ function shown(scheme: string, info: string): string {
  * `user@host:path` (which cannot carry a password), is as it was.
  */
 export function displayUrl(url: string): string {
-  return url.replace(SCHEME_URL, (_match, scheme: string, info: string) => shown(scheme, info));
+  return url.replace(SCHEME_URL, (_match, scheme: string, info: string) => shown(scheme, info)).replace(QUERY_SHOWN, QUERY_HIDDEN);
 }
 
 /** `text` with the credentials of every URL in it removed, as `displayUrl` removes them. */
 export function withoutUserInfo(text: string): string {
-  return text.replace(USER_INFO_IN_TEXT, (match, scheme: string) => shown(scheme, match.slice(scheme.length, -1)));
+  return text.replace(USER_INFO_IN_TEXT, (match, scheme: string) => shown(scheme, match.slice(scheme.length, -1))).replace(QUERY_IN_TEXT, QUERY_HIDDEN);
 }
 
-/** The credentials a URL carries in its user info (the whole of it, and a password or token alone), for a scrubber. */
+/** The query of a URL with a scheme (`?access_token=…`), up to its fragment. */
+const QUERY = /^[a-z][a-z0-9+.-]*:\/\/[^?#]*\?([^#]*)/i;
+
+/**
+ * The credentials a URL carries, for a scrubber: in its user info (the whole of it, and a password
+ * or token alone), and the values of its query (`?access_token=TOKEN`, which git sends and quotes
+ * in its errors as it was given).
+ */
 export function urlCredentials(url: string): string[] {
+  const values = userInfoCredentials(url);
+  const query = QUERY.exec(url)?.[1] ?? '';
+  for (const pair of query.split('&')) {
+    const equals = pair.indexOf('=');
+    values.push(equals < 0 ? pair : pair.slice(equals + 1));
+  }
+  return decoded(values);
+}
+
+/** The credentials in a URL's user info alone: the whole of it, and a password or token alone (ssh: the password). */
+export function userInfoCredentials(url: string): string[] {
   const match = SCHEME_URL.exec(url);
   const info = match?.[2];
   if (match === null || info === undefined || info === '') return [];
   const colon = info.indexOf(':');
-  const values = SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])];
+  return decoded(SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])]);
+}
+
+/** `values` and each percent-decoded, without repeats or empty ones. */
+function decoded(values: readonly string[]): string[] {
   return [...new Set([...values, ...values.map((value) => safeDecode(value))])].filter((value) => value !== '');
 }
 
@@ -49,4 +76,9 @@ function safeDecode(text: string): string {
   } catch {
     return text;
   }
+}
+
+/** The credentials of each URL given (util/scrub.ts Secret form, by `name`), long enough to be looked for: what a child handed those URLs holds. */
+export function urlSecrets(urls: ReadonlyArray<string | undefined>, name: string, minChars: number): Array<{ name: string; value: string }> {
+  return urls.flatMap((url) => (url === undefined ? [] : urlCredentials(url))).filter((value) => value.length >= minChars).map((value) => ({ name, value }));
 }

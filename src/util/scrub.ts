@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
+import { userInfoCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
 
@@ -16,8 +17,16 @@ import { invisibleCharacters } from './invisible.js';
  *   since most of what comes back is JSON; and, marked `[removed: NAME (FORM)]`, in what a script
  *   that holds it reaches for in one line: reversed; base64 and base64url at each of the three
  *   alignments (so inside a longer encoded text: the characters that hold only the secret's bits),
- *   also broken into lines as `base64`, `openssl base64` and `xxd -p` break them, written or
- *   JSON-escaped; hex in either case; percent-encoded, whatever the encoder left alone. A value
+ *   also split anywhere by spaces, tabs, line breaks (written or JSON-escaped, as `base64`,
+ *   `openssl base64` and `xxd -p` wrap it, or at any column) or colons; hex in either case, split
+ *   so too (`od`, `xxd`); percent-encoded, whatever the encoder left alone.
+ * - A key encoded up to three deep: a run of base64 or hex (split as above, as written or as read
+ *   with its escapes decoded) is decoded at each alignment, and each stretch of text it decodes to
+ *   is scrubbed as any text is, its escapes read twice (READ_DEPTH) and its own runs decoded in
+ *   turn, DECODE_DEPTH (2) decodes deep.
+ *   So base64 of a JSON string of `\u` escapes of a percent-encoded key, base64 of its hex, base64
+ *   of base64 of its hex are found (`[removed: NAME (decoded)]`, the characters of the run that
+ *   encode it replaced); a key under a third base64 or hex, or under escapes three times, is not. A value
  *   shorter than MIN_SECRET_CHARS is not looked for in any form. At two of the three base64
  *   alignments a few bits of the secret's first and last byte stand outside the characters looked
  *   for, and stay beside the marker.
@@ -31,8 +40,8 @@ import { invisibleCharacters } from './invisible.js';
  * - A text cut inside a secret (held to a length before it was scrubbed, or a tail of an output)
  *   that ends with MIN_SECRET_CHARS or more of its first characters, or starts with as many of its
  *   last, has them replaced, marked `[removed: NAME (cut)]`.
- * - What no scrubber finds: a secret encrypted, compressed, hashed, split across outputs or
- *   encoded twice over (base64 of its hex) or in any way of a program's own choosing. A child that holds a key can always
+ * - What no scrubber finds: a secret encrypted, compressed, hashed, split across outputs, encoded
+ *   deeper than the bounds above, or in any way of a program's own choosing. A child that holds a key can always
  *   get it out; this catches the echo and the one-line encoding, not a determined agent. The defence
  *   against that is not handing it the key.
  * - A folder of the runner's machine is replaced by `[NAME]` (`[sandbox]`, `[worktree]`,
@@ -61,8 +70,12 @@ export interface Place {
 /** Shorter values are not looked for: they would cut ordinary words apart. */
 export const MIN_SECRET_CHARS = 8;
 
-/** Environment variables whose values are secrets: provider keys, tokens, passwords. */
-const SECRET_NAME = /(_KEY|_TOKEN|_SECRET|_PASSWORD|_CREDENTIALS?)$/;
+/**
+ * Environment variables whose values are secrets: provider keys, tokens, passwords, by the last word
+ * of their name in either case (`OPENAI_API_KEY`, `SERPAPI_APIKEY`, `DB_PASSWD`, `GITHUB_PAT`,
+ * npm's `…:_authToken`, `npm_config__auth`).
+ */
+const SECRET_NAME = /(?:_|API|AUTH)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|CREDENTIALS?)$/i;
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
 const MIN_PLACE_CHARS = 4;
@@ -101,67 +114,27 @@ function latin1(text: string): string {
 }
 
 /**
- * A line break an encoder put inside its output (`base64` at 76 columns, `openssl base64` at 64,
- * `xxd -p` at 60), as written or JSON-escaped, before a line of base64 or hex (and after one of 16 or
- * more characters, MIN_LINE_CHARS). A run of such lines is looked in again with its breaks taken out.
+ * What an encoder or a script puts between the pieces of a base64 or hex text: spaces and tabs, a
+ * line break at any column (raw or JSON-escaped, with the next line's indentation), a colon (hex
+ * written byte by byte). Between two characters of base64 or hex it is taken out, and the text so
+ * joined looked in again; a JSON-escaped slash (`\/`) is read as the slash it stands for.
  */
-const BREAK_IN_ENCODED = /(?:\r?\n|(?:\\r)?\\n)(?=[A-Za-z0-9+/=_-])/g;
-/** The shortest line of an encoder's wrapped output (a shorter one is ordinary text, or the last line). */
-const MIN_LINE_CHARS = 16;
-const LINE_BREAK = /\r?\n|(?:\\r)?\\n/g;
-/** The characters of base64, base64url and hex, by character code. */
-const ENCODED_CHARS = new Uint8Array(128).map((_, code) => (/[A-Za-z0-9+/=_-]/.test(String.fromCharCode(code)) ? 1 : 0));
-const encodedAt = (text: string, at: number): boolean => ENCODED_CHARS[text.charCodeAt(at)] === 1;
-/** A slash as JSON may escape it (`\/`), which a line of base64 may hold. */
-const escapedSlashAt = (text: string, at: number): boolean => text[at] === '\\' && text[at + 1] === '/';
+const GAP = String.raw`(?:[ \t:]|\r?\n|\\[nrt])`;
+// The check of what stands before follows the first separator, so the expression can skip ahead to where one is.
+const ENCODED_GAP = String.raw`${GAP}(?<=[A-Za-z0-9+/=_-]${GAP})${GAP}*(?=[A-Za-z0-9+=_-]|\\?/)|\\/`;
+/** The shortest run of base64 or hex decoded to look inside (the base64 of the shortest secret, MIN_SECRET_CHARS bytes, is 11). */
+const MIN_DECODED_RUN = 12;
+/** How many times a run of base64 or hex is decoded, one inside the other (a text decoded from one is looked in as any text, escapes included). */
+const DECODE_DEPTH = 2;
+const BASE64_RUN = new RegExp(`[A-Za-z0-9+/_-]{${MIN_DECODED_RUN},}={0,2}`, 'g');
+const HEX_RUN = new RegExp(`[0-9A-Fa-f]{${MIN_DECODED_RUN},}`, 'g');
 
-/** Where the runs of lines in `text` that an encoder broke start and end, breaks included. */
-function wrappedRuns(text: string): Array<{ start: number; end: number }> {
-  const runs: Array<{ start: number; end: number }> = [];
-  for (const lineBreak of text.matchAll(BREAK_IN_ENCODED)) {
-    let start = lineBreak.index;
-    while (start > 0 && (encodedAt(text, start - 1) || escapedSlashAt(text, start - 1))) start -= 1;
-    // A line that starts after a JSON escape starts after its letter (the `n` of `\n`).
-    if (start > 0 && text[start - 1] === '\\') start += 1;
-    if (lineBreak.index - start < MIN_LINE_CHARS) continue;
-    const last = runs.at(-1);
-    if (last !== undefined && start === last.end) last.end = lineBreak.index + lineBreak[0].length;
-    else runs.push({ start, end: lineBreak.index + lineBreak[0].length });
-  }
-  for (const run of runs) while (run.end < text.length && (encodedAt(text, run.end) || escapedSlashAt(text, run.end))) run.end += escapedSlashAt(text, run.end) ? 2 : 1;
-  return runs;
-}
-
-/** `text` from `start` to `end` with its line breaks taken out, and where each piece of it stands in `text`. */
-function joinLines(text: string, start: number, end: number): { joined: string; at: (index: number) => number } {
-  const pieces: string[] = [];
-  /** For each piece, where it starts in the joined text and in `text`. */
-  const starts: Array<{ joined: number; text: number }> = [];
-  let length = 0;
-  let from = start;
-  const add = (to: number): void => {
-    starts.push({ joined: length, text: from });
-    pieces.push(text.slice(from, to));
-    length += to - from;
-  };
-  LINE_BREAK.lastIndex = start;
-  for (let lineBreak = LINE_BREAK.exec(text); lineBreak !== null && lineBreak.index < end; lineBreak = LINE_BREAK.exec(text)) {
-    add(lineBreak.index);
-    from = lineBreak.index + lineBreak[0].length;
-  }
-  add(end);
-  const at = (index: number): number => {
-    let low = 0;
-    let high = starts.length - 1;
-    while (low < high) {
-      const middle = (low + high + 1) >> 1;
-      if (starts[middle]!.joined <= index) low = middle;
-      else high = middle - 1;
-    }
-    return starts[low]!.text + index - starts[low]!.joined;
-  };
-  return { joined: pieces.join(''), at };
-}
+/**
+ * A stretch of text of MIN_SECRET_CHARS characters or more, over bytes read as latin1: printable
+ * ASCII (tab and line breaks included) and whole UTF-8 characters past it (a zero-width character
+ * inside a key is read past, as in any text). Random bytes seldom hold one.
+ */
+const PRINTABLE = new RegExp(String.raw`(?:[\x20-\x7e\t\r\n]|[\xc2-\xdf][\x80-\xbf]|[\xe0-\xef][\x80-\xbf]{2}|[\xf0-\xf4][\x80-\xbf]{3}){${MIN_SECRET_CHARS},}`, 'g');
 
 /** A character of an encoding that comes in either case (a hex digit), as a class of both. */
 function eitherCase(char: string): string {
@@ -241,7 +214,8 @@ const PERCENT_OR_PLUS = /%[0-9A-Fa-f]{2}|\+/;
  * - an invisible character (util/invisible.ts: zero-width characters, bidirectional marks, controls,
  *   line breaks among them). Over bytes read as latin1, an invisible character is its UTF-8 bytes.
  * Every alternative is bounded or a plain run, so a pass stays linear on hostile input. A text is read
- * twice at most (READ_DEPTH: a YAML escape inside a JSON string): one encoded three times is not found.
+ * twice at most (READ_DEPTH: a YAML escape inside a JSON string): one escaped three times over is not found
+ * (a decoded run of base64 or hex is read twice again: scrubDecoded).
  */
 const READ_PAST_ESCAPES = [
   String.raw`\\\r?\n[ \t]*|\\\\(?:\\r)?\\n[ \t]*`,
@@ -320,11 +294,69 @@ function readToken(token: string, view: 'text' | 'bytes'): string {
   return SELF_ESCAPED.has(escaped) ? escaped : '';
 }
 
+/** A text as read some way, and where each of its characters stands in the text: from `start(index)` to `end(index)`. */
+interface View {
+  readonly read: string;
+  start(index: number): number;
+  end(index: number): number;
+}
+
 /**
  * `text` as a reader takes it in (JSON escapes decoded, invisible characters taken out), and where
- * each of its characters stands in `text`: from `start(index)` to `end(index)`. Null when the two are the same.
+ * each of its characters stands in `text`. Null when the two are the same.
  */
-function asReadView(text: string, view: 'text' | 'bytes'): { read: string; start: (index: number) => number; end: (index: number) => number } | null {
+function asReadView(text: string, view: 'text' | 'bytes'): View | null {
+  return mappedView(text, readPast(view), (token) => readToken(token, view));
+}
+
+/**
+ * `text` with every separator between the characters of a base64 or hex text taken out (ENCODED_GAP),
+ * and the backslash of a JSON-escaped slash. Null when there is none. Only characters are taken out,
+ * so where each piece starts is all that is kept (a text of words has as many pieces as words).
+ */
+function joinedView(text: string): View | null {
+  const reads: number[] = [];
+  const texts: number[] = [];
+  const parts: string[] = [];
+  let length = 0;
+  let from = 0;
+  for (const gap of text.matchAll(new RegExp(ENCODED_GAP, 'g'))) {
+    const cut = gap[0] === '\\/' ? 1 : gap[0].length;
+    if (gap.index > from) {
+      reads.push(length);
+      texts.push(from);
+      parts.push(text.slice(from, gap.index));
+      length += gap.index - from;
+    }
+    from = gap.index + cut;
+  }
+  if (reads.length === 0 && from === 0) return null;
+  reads.push(length);
+  texts.push(from);
+  parts.push(text.slice(from));
+  const at = (index: number): number => {
+    let low = 0;
+    let high = reads.length - 1;
+    while (low < high) {
+      const middle = (low + high + 1) >> 1;
+      if (reads[middle]! <= index) low = middle;
+      else high = middle - 1;
+    }
+    return texts[low]! + index - reads[low]!;
+  };
+  return {
+    read: parts.join(''),
+    // A slash whose escape was taken out starts where its backslash stands.
+    start: (index) => {
+      const position = at(index);
+      return text[position] === '/' && text[position - 1] === '\\' ? position - 1 : position;
+    },
+    end: (index) => at(index) + 1,
+  };
+}
+
+/** `text` with each match of `tokens` replaced by what `read` makes of it, and where each character of the result stands in `text`. Null when nothing matched. */
+function mappedView(text: string, tokens: RegExp, read: (token: string) => string): View | null {
   /** For each piece: where it starts in the text as read and in `text`, how long it is in `text`, and whether it is copied as it stands. */
   const pieces: Array<{ read: number; text: number; length: number; copied: boolean }> = [];
   const parts: string[] = [];
@@ -336,9 +368,9 @@ function asReadView(text: string, view: 'text' | 'bytes'): { read: string; start
     parts.push(part);
     length += part.length;
   };
-  for (const token of text.matchAll(readPast(view))) {
+  for (const token of text.matchAll(tokens)) {
     add(text.slice(from, token.index), from, token.index - from, true);
-    add(readToken(token[0], view), token.index, token[0].length, false);
+    add(read(token[0]), token.index, token[0].length, false);
     from = token.index + token[0].length;
   }
   if (from === 0) return null;
@@ -385,7 +417,7 @@ function readLayers(text: string, view: 'text' | 'bytes'): string[] {
 }
 
 /** `text` as read `depth` times, and where each of its characters stands in `text` (asReadView, composed). */
-function readView(text: string, view: 'text' | 'bytes', depth: number): ReturnType<typeof asReadView> {
+function readView(text: string, view: 'text' | 'bytes', depth: number): View | null {
   let composed = asReadView(text, view);
   for (let layer = 1; layer < depth && composed !== null; layer += 1) {
     const outer = composed;
@@ -417,6 +449,36 @@ function cutForm(value: string): CutForm {
     tails.set(first, [...(tails.get(first) ?? []), length]);
   }
   return { value, heads, tails };
+}
+
+/** The marker of a secret found inside a decoded run: its name, marked decoded; a folder's as it is. */
+function decodedMarker(inner: string): string {
+  const name = /^\[removed: (.*?)(?: \([^()]*\))?\]$/.exec(inner)?.[1];
+  return name === undefined ? inner : `[removed: ${name} (decoded)]`;
+}
+
+/** A stretch of a text to replace, from `start` up to `end`, by `marker`. */
+interface Cut {
+  readonly start: number;
+  readonly end: number;
+  readonly marker: string;
+}
+
+/** `text` with each cut replaced by its marker; of two that overlap, the first (the longer where they start together) wins. */
+function applyCuts(text: string, cuts: readonly Cut[], found: (marker: string) => void): string {
+  if (cuts.length === 0) return text;
+  let out = '';
+  let done = 0;
+  for (const cut of [...cuts].sort((a, b) => a.start - b.start || b.end - a.end)) {
+    if (cut.start < done) {
+      done = Math.max(done, cut.end);
+      continue;
+    }
+    found(cut.marker);
+    out += text.slice(done, cut.start) + cut.marker;
+    done = cut.end;
+  }
+  return out + text.slice(done);
 }
 
 /** Patterns as one regular expression, one group each. */
@@ -481,33 +543,88 @@ export class Scrubber {
     return compiled;
   }
 
-  /** `text` (or bytes read as latin1) with every secret and folder replaced by its marker; `found` is told when one was. */
-  private scrub(text: string, view: 'text' | 'bytes', found: () => void): string {
+  /** `text` (or bytes read as latin1) with every secret and folder replaced by its marker; `found` is told each marker put in. */
+  private scrub(text: string, view: 'text' | 'bytes', found: (marker: string) => void, decoded = 0): string {
     const marker = ({ patterns }: Compiled, groups: readonly unknown[]): string => {
-      found();
-      return patterns[groups.findIndex((group) => group !== undefined)]!.marker;
+      const put = patterns[groups.findIndex((group) => group !== undefined)]!.marker;
+      found(put);
+      return put;
     };
     const replace = (input: string, compiled: Compiled | null): string => (compiled === null ? input : input.replace(compiled.regex, (_match, ...groups: unknown[]) => marker(compiled, groups)));
     let scrubbed = replace(text, this.regex(view));
     if (this.percentEscape.test(scrubbed)) scrubbed = replace(scrubbed, this.regex(view === 'text' ? 'percent-text' : 'percent-bytes'));
     scrubbed = this.scrubAsRead(scrubbed, view, marker);
     const encoded = this.regex('encoded');
-    if (encoded !== null) scrubbed = this.scrubWrapped(scrubbed, encoded, marker);
+    let joined = encoded === null && decoded >= DECODE_DEPTH ? null : joinedView(scrubbed);
+    if (encoded !== null && joined !== null) {
+      const before = scrubbed;
+      scrubbed = this.scrubJoined(scrubbed, joined, encoded, marker);
+      if (scrubbed !== before) joined = joinedView(scrubbed);
+    }
+    if (decoded < DECODE_DEPTH) scrubbed = this.scrubDecoded(scrubbed, joined, view, found, decoded);
     return this.scrubCutEnds(scrubbed, view, found);
   }
 
-  /** A secret's base64 or hex broken into lines: looked for in each such run with its breaks taken out, and the whole stretch replaced. */
-  private scrubWrapped(text: string, encoded: Compiled, marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
+  /** A secret's base64 or hex split anywhere (by spaces, line breaks, colons): looked for with the separators taken out, and the whole stretch replaced. */
+  private scrubJoined(text: string, joined: View, encoded: Compiled, marker: (compiled: Compiled, groups: readonly unknown[]) => string): string {
     let out = '';
     let done = 0;
-    for (const run of wrappedRuns(text)) {
-      const { joined, at } = joinLines(text, run.start, run.end);
-      for (const match of joined.matchAll(encoded.regex)) {
-        out += text.slice(done, at(match.index)) + marker(encoded, match.slice(1));
-        done = at(match.index + match[0].length - 1) + 1;
-      }
+    for (const match of joined.read.matchAll(encoded.regex)) {
+      const start = joined.start(match.index);
+      if (start < done) continue;
+      out += text.slice(done, start) + marker(encoded, match.slice(1));
+      done = joined.end(match.index + match[0].length - 1);
     }
     return done === 0 ? text : out + text.slice(done);
+  }
+
+  /**
+   * A secret inside a text that was base64- or hex-encoded (split anywhere as scrubJoined reads it):
+   * each run of either is decoded at each alignment, and each stretch of printable ASCII it decodes
+   * to is scrubbed as any text is, its escapes read and its own runs decoded in turn, up to
+   * DECODE_DEPTH decodes deep. Where a secret is found, the characters of the run that encode what
+   * the scrubber changed are replaced, marked `[removed: NAME (decoded)]`.
+   */
+  private scrubDecoded(text: string, joined: View | null, view: 'text' | 'bytes', found: (marker: string) => void, decoded: number): string {
+    let out = applyCuts(text, this.decodedCuts(text, joined, decoded), found);
+    // A run written with escapes (every character `\u`-escaped in a JSON event): looked for as read, and the whole stretch that spells it replaced.
+    for (let depth = 1; depth <= READ_DEPTH; depth += 1) {
+      const read = readLayers(out, view)[depth];
+      if (read === undefined) break;
+      const cuts = this.decodedCuts(read, joinedView(read), decoded);
+      if (cuts.length === 0) continue;
+      const mapped = readView(out, view, depth);
+      if (mapped === null) break;
+      out = applyCuts(out, cuts.map((cut) => ({ start: mapped.start(cut.start), end: mapped.end(cut.end - 1), marker: cut.marker })), found);
+    }
+    return out;
+  }
+
+  /** Where the runs of base64 or hex in `text` (joined as `view` joins them) encode a secret, and the marker of each. */
+  private decodedCuts(text: string, view: View | null, decoded: number): Cut[] {
+    const joined = view ?? { read: text, start: (index: number) => index, end: (index: number) => index + 1 };
+    const cuts: Cut[] = [];
+    const look = (run: RegExpExecArray, alignments: number, decode: (chars: string) => Buffer, perByte: (offset: number, up: boolean) => number): void => {
+      for (let shift = 0; shift < alignments; shift += 1) {
+        const bytes = decode(run[0].slice(shift)).toString('latin1');
+        for (const stretch of bytes.matchAll(PRINTABLE)) {
+          const plain = stretch[0];
+          let put: string | null = null;
+          const scrubbed = this.scrub(plain, 'bytes', (marker) => (put ??= marker), decoded + 1);
+          if (put === null) continue;
+          let head = 0;
+          while (head < plain.length && plain[head] === scrubbed[head]) head += 1;
+          let tail = 0;
+          while (tail < plain.length - head && plain[plain.length - 1 - tail] === scrubbed[scrubbed.length - 1 - tail]) tail += 1;
+          const from = run.index! + shift + perByte(stretch.index + head, false);
+          const to = Math.min(run.index! + run[0].length, run.index! + shift + perByte(stretch.index + plain.length - tail, true));
+          cuts.push({ start: joined.start(from), end: joined.end(to - 1), marker: decodedMarker(put) });
+        }
+      }
+    };
+    for (const run of joined.read.matchAll(BASE64_RUN)) look(run, 4, (chars) => Buffer.from(chars, 'base64'), (offset, up) => (up ? Math.ceil(offset / 3) : Math.floor(offset / 3)) * 4);
+    for (const run of joined.read.matchAll(HEX_RUN)) look(run, 2, (chars) => Buffer.from(chars, 'hex'), (offset) => offset * 2);
+    return cuts;
   }
 
   /**
@@ -515,7 +632,7 @@ export class Scrubber {
    * scrubber, a tail of an output): its last characters that are the secret's first, or its first
    * that are the secret's last, MIN_SECRET_CHARS or more, are replaced (`[removed: NAME (cut)]`).
    */
-  private scrubCutEnds(text: string, view: 'text' | 'bytes', found: () => void): string {
+  private scrubCutEnds(text: string, view: 'text' | 'bytes', found: (marker: string) => void): string {
     if (text.length < MIN_SECRET_CHARS) return text;
     let out = text;
     for (const cut of this.cuts) {
@@ -523,12 +640,12 @@ export class Scrubber {
       const head = form.heads.get(out[out.length - 1]!)?.find((length) => length <= out.length && out.endsWith(form.value.slice(0, length)));
       if (head !== undefined) {
         out = `${out.slice(0, out.length - head)}${cut.marker}`;
-        found();
+        found(cut.marker);
       }
       const tail = form.tails.get(out[0]!)?.find((length) => length <= out.length && out.startsWith(form.value.slice(form.value.length - length)));
       if (tail !== undefined) {
         out = `${cut.marker}${out.slice(tail)}`;
-        found();
+        found(cut.marker);
       }
     }
     return out;
@@ -608,11 +725,19 @@ export class Scrubber {
   }
 }
 
-/** Provider keys, tokens and passwords in an environment: the values of *_KEY, *_TOKEN, *_SECRET, *_PASSWORD and *_CREDENTIALS. */
+/**
+ * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
+ * names (*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS, …), and the credentials in the user
+ * info of any URL a variable holds (`HTTPS_PROXY=http://user:PASSWORD@proxy`, a `DATABASE_URL`).
+ */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
-  return Object.entries(env)
-    .filter((entry): entry is [string, string] => SECRET_NAME.test(entry[0]) && entry[1] !== undefined && entry[1].length >= MIN_SECRET_CHARS)
-    .map(([name, value]) => ({ name, value }));
+  const secrets: Secret[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined) continue;
+    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
+    else for (const credential of userInfoCredentials(value)) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
+  }
+  return secrets;
 }
 
 /** The base64 body of an OpenSSH private key file, without its armor and line breaks. */
