@@ -1,0 +1,102 @@
+import type { ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import * as fs from 'node:fs';
+
+/**
+ * The processes a command the runner started left behind outside its process group. Killing the
+ * group ends what stayed in it; a process that made a session of its own (setsid, a double fork,
+ * a daemon) is not in it. Without bubblewrap (whose PID namespace ends every process inside with
+ * it) such a process ran on after its command: one that kept the command's output pipes held the
+ * runner waiting for their end for as long as it liked, and any other did what it liked after the
+ * runner had read the work. Each start is marked twice, and what carries either mark is ended:
+ *
+ * - its output pipes: a process that holds one of them is of the command's making (the runner
+ *   holds only the read ends, and gives them to no one);
+ * - a variable of its environment with a value of its own: a process that did not clear its
+ *   environment carries it, wherever its output went.
+ *
+ * A process that both closed the pipes and cleared its environment is not found: only a sandbox
+ * (bubblewrap, the default) ends it for certain.
+ */
+
+/** The environment variable that marks a start's processes. */
+export const RUN_MARK_VARIABLE = 'COO_RUN_MARK';
+
+export interface RunMarks {
+  /** The value of RUN_MARK_VARIABLE in this start's environment. */
+  readonly mark: string;
+  /** `pipe:[inode]` of each of the start's output pipes, as /proc names them. */
+  readonly pipes: Set<string>;
+}
+
+/** A fresh mark for one start; its pipes are added once it was spawned (pipesOf). */
+export function newRunMarks(): RunMarks {
+  return { mark: randomBytes(12).toString('hex'), pipes: new Set() };
+}
+
+/** Notes the output pipes of a spawned child in `marks` (the runner's read ends: one pipe each). */
+export function notePipes(marks: RunMarks, child: ChildProcess): void {
+  for (const stream of child.stdio) {
+    const fd = (stream as unknown as { _handle?: { fd?: unknown } } | null)?._handle?.fd;
+    if (typeof fd !== 'number' || fd < 0) continue;
+    try {
+      marks.pipes.add(`pipe:[${fs.fstatSync(fd).ino}]`);
+    } catch {
+      // closed already: nothing holds it
+    }
+  }
+}
+
+/** Whether process `pid` carries one of the marks: an open pipe of the start's, or the mark in its environment. */
+function marked(pid: string, marks: RunMarks, needle: Buffer): boolean {
+  try {
+    const environ = fs.readFileSync(`/proc/${pid}/environ`);
+    if (environ.indexOf(needle) === 0 || environ.includes(Buffer.concat([Buffer.from([0]), needle]))) return true;
+  } catch {
+    // gone, or not ours to read
+  }
+  if (marks.pipes.size === 0) return false;
+  let fds: string[];
+  try {
+    fds = fs.readdirSync(`/proc/${pid}/fd`);
+  } catch {
+    return false;
+  }
+  for (const fd of fds) {
+    try {
+      if (marks.pipes.has(fs.readlinkSync(`/proc/${pid}/fd/${fd}`))) return true;
+    } catch {
+      // closed meanwhile
+    }
+  }
+  return false;
+}
+
+/** The most passes over the process table: a marked process that forks as it is killed leaves marked children for the next pass. */
+const PASSES = 20;
+
+/** Kills every process that carries a mark of `marks` (never this one); returns how many it killed. */
+export function endMarked(marks: RunMarks): number {
+  const needle = Buffer.from(`${RUN_MARK_VARIABLE}=${marks.mark}\0`);
+  const self = String(process.pid);
+  let killed = 0;
+  for (let pass = 0; pass < PASSES; pass += 1) {
+    let names: string[];
+    try {
+      names = fs.readdirSync('/proc');
+    } catch {
+      return killed;
+    }
+    const found = names.filter((name) => /^\d+$/.test(name) && name !== self && marked(name, marks, needle));
+    if (found.length === 0) return killed;
+    for (const pid of found) {
+      try {
+        process.kill(Number(pid), 'SIGKILL');
+        killed += 1;
+      } catch {
+        // already gone
+      }
+    }
+  }
+  return killed;
+}
