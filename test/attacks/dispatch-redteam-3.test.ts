@@ -111,3 +111,103 @@ describe("the agent's code run by the verification, reaching for the runner's fo
     return /\bHEAD\b/.test(text) ? 'accepted' : 'refused';
   });
 });
+
+describe("a hostile agent that writes its repository's git configuration and hooks (without bubblewrap, where it can)", () => {
+  const place = hostilePlaces(dir, 'config');
+
+  /** Every way a repository's configuration or hooks name a program git runs, each program leaving a file named after its way in `marks`. */
+  function plantAll(marks: string): string {
+    const program = (name: string): string => `${marks}/bin/${name}`;
+    const names = ['fsmonitor', 'hooks-path', 'ssh', 'pager', 'diff-external', 'clean', 'smudge', 'process', 'textconv', 'editor', 'askpass', 'credential', 'alternate-refs', 'gpg', 'include', 'worktree-fsmonitor'];
+    const hooks = ['reference-transaction', 'post-checkout', 'post-index-change', 'pre-auto-gc', 'post-commit', 'pre-commit', 'post-rewrite', 'pre-push', 'fsmonitor-watchman', 'post-merge'];
+    const lines = [
+      'set -e',
+      'common="$(sed -n "s/^gitdir: //p" .git)"; own="$common"; common="${common%/worktrees/*}"',
+      `mkdir -p ${marks}/bin ${marks}/hooks`,
+      ...[...names, ...hooks.map((hook) => `hook-${hook}`)].map((name) => `printf '#!/bin/sh\\ntouch ${marks}/ran-${name}\\ncat >/dev/null 2>&1 || true\\n' > ${program(name)}; chmod +x ${program(name)}`),
+      ...hooks.map((hook) => `cp ${program(`hook-${hook}`)} "$common/hooks/${hook}"; cp ${program(`hook-${hook}`)} ${marks}/hooks/${hook}`),
+      `printf '[core]\\n\\tfsmonitor = ${program('fsmonitor')}\\n' > ${marks}/included`,
+      `cat >> "$common/config" <<CONF
+[core]
+\tfsmonitor = ${program('fsmonitor')}
+\thooksPath = ${marks}/hooks
+\tsshCommand = ${program('ssh')}
+\tpager = ${program('pager')}
+\teditor = ${program('editor')}
+\taskPass = ${program('askpass')}
+\talternateRefsCommand = ${program('alternate-refs')}
+\tuntrackedCache = true
+[diff]
+\texternal = ${program('diff-external')}
+[diff "x"]
+\ttextconv = ${program('textconv')}
+[filter "x"]
+\tclean = ${program('clean')}
+\tsmudge = ${program('smudge')}
+\tprocess = ${program('process')}
+\trequired = true
+[credential]
+\thelper = ${program('credential')}
+[gpg]
+\tprogram = ${program('gpg')}
+[commit]
+\tgpgSign = true
+[gc]
+\tauto = 1
+\tautoDetach = false
+[include]
+\tpath = ${marks}/included
+[extensions]
+\tworktreeConfig = true
+CONF`,
+      `printf '[core]\\n\\tfsmonitor = ${program('worktree-fsmonitor')}\\n' > "$own/config.worktree"`,
+      "printf '* filter=x diff=x\\n' > .gitattributes",
+      "printf '* filter=x diff=x\\n' > \"$common/info/attributes\"",
+    ];
+    return lines.join('\n');
+  }
+
+  attack('a hostile agent: every program a repository configuration or hook can name, for the git the runner runs after it and at the next attempt', 'runner', 'refused', async () => {
+    const where = await place('all');
+    const marks = join(where.world.dir, 'marks');
+    const { messageId } = await dispatchTo(where, 'config', { scope: ['src/**', '.gitattributes'] });
+    const first = watchOnce(where, agentScript(where.world.dir, `${FIX}\n${plantAll(marks)}`), { isolation: 'none' });
+    if (first.hung) return 'hung';
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${first.status}) ${first.stderr.slice(-500)}`;
+    // A next attempt in the same repository, whose agent does nothing hostile.
+    const next = await dispatchTo(where, 'after', {});
+    const second = watchOnce(where, agentScript(where.world.dir, FIX), { isolation: 'none' });
+    if (second.hung) return 'hung';
+    const [after] = await receiptsFor(where, next.messageId);
+    const ran = fs.readdirSync(marks).filter((name) => name.startsWith('ran-'));
+    if (ran.length > 0) return `accepted: git ran ${ran.join(', ')}`;
+    return after === undefined ? `no receipt for the next attempt (exit ${second.status})` : 'refused';
+  });
+});
+
+describe('a hostile agent that leaves work past what a path or the runner can hold', () => {
+  const place = hostilePlaces(dir, 'bounds');
+
+  /** Whether the attempt's folder is gone from the runner's state folder once its receipt is written. */
+  function attemptFoldersLeft(where: HostilePlace): string[] {
+    const root = join(where.stateDir, 'dispatch');
+    return fs.existsSync(root) ? fs.readdirSync(root) : [];
+  }
+
+  attack('a hostile agent: folders nested 1,200 deep, a path far past what the system takes whole', 'runner', 'refused', async () => {
+    const { where, receipt, unreceipted } = await attempted(place, 'deep', `${FIX}; cd src; i=0; while [ $i -lt 1200 ]; do mkdir dddd && cd dddd || break; i=$((i+1)); done; printf 'x\\n' > deep.js`, { timeoutMs: 60_000 });
+    if (receipt === undefined) return unreceipted;
+    const left = attemptFoldersLeft(where);
+    if (left.length > 0) return `receipted as ${String(receipt['status'])}, its folders left: ${left.join(', ')}`;
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('scope_violation') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+
+  attack('a hostile agent: 210,000 empty files, past the entries the runner reads', 'runner', 'refused', async () => {
+    const { where, receipt, unreceipted } = await attempted(place, 'many', `${FIX}; mkdir -p src/many && cd src/many && seq 1 210000 | xargs touch`, { timeoutMs: 120_000 });
+    if (receipt === undefined) return unreceipted;
+    const left = attemptFoldersLeft(where);
+    if (left.length > 0) return `receipted as ${String(receipt['status'])}, its folders left: ${left.join(', ')}`;
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+});
