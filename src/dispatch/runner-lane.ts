@@ -21,6 +21,7 @@ import { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
+import { isDiskFull } from '../util/disk-full.js';
 import { isoSeconds } from '../util/time.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
@@ -284,7 +285,15 @@ export class DispatchLane implements RunnerLane {
       out.error = { code: isCooError(error) ? error.code : 'INTERNAL', message: describeError(error) };
     }
     try {
-      const receipt = await this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const finish = (): ReturnType<DispatchLane['finish']> => this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const receipt = await finish().catch(async (error: unknown) => {
+        if (!isDiskFull(error)) throw error;
+        // The disk is full, and what the agent and its verification wrote (all of it in the attempt's folder) can have
+        // filled it: the folder goes now, kept sandboxes or not, so that the attempt that was paid for is receipted.
+        if (out.worktree !== null) await removeAttemptWorktree(out.worktree);
+        removeTree(folder.root);
+        return finish();
+      });
       const commit = out.gathered?.commit ?? null;
       // The work's commit goes on the branch only now that a receipt names it.
       if (receipt !== null && commit !== null && receipt.doc.branch !== null && receipt.doc.head_sha === commit.headSha) {

@@ -1,9 +1,11 @@
+import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { describe } from 'vitest';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
+import { COO } from '../helpers/cli.js';
 
 /**
  * The dispatch lane against a hostile execution agent, third round: an agent that leaves processes
@@ -209,5 +211,66 @@ describe('a hostile agent that leaves work past what a path or the runner can ho
     const left = attemptFoldersLeft(where);
     if (left.length > 0) return `receipted as ${String(receipt['status'])}, its folders left: ${left.join(', ')}`;
     return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+});
+
+/** Whether this machine lets a process mount a tmpfs of its own (root in a mount namespace of its own): the disk-full attacks need one. */
+function canMountTmpfs(): boolean {
+  const probe = spawnSync('unshare', ['-m', 'sh', '-c', 'd=$(mktemp -d) && mount -t tmpfs -o size=1m tmpfs "$d" && umount "$d"; s=$?; rmdir "$d"; exit $s'], { stdio: 'ignore', timeout: 10_000 });
+  return probe.status === 0;
+}
+
+describe.skipIf(!canMountTmpfs())("a hostile agent that fills the disk of the runner's state folder", () => {
+  const place = hostilePlaces(dir, 'full');
+
+  /** `coo watch --once` as watchOnce runs it, with the state folder on a tmpfs of `megabytes` of its own. */
+  function watchOnSmallDisk(where: HostilePlace, agent: string, megabytes: number): { status: number | null; hung: boolean; stderr: string } {
+    fs.mkdirSync(where.stateDir, { recursive: true });
+    const result = spawnSync(
+      'unshare',
+      ['-m', 'sh', '-c', `mount -t tmpfs -o size=${megabytes}m tmpfs "$0" && exec "$@"`, where.stateDir, process.execPath, COO, 'watch', '--once', '--json', '--ledger', where.world.gitdir, '--key', where.keyFile, '--repo', where.repo, '--state-dir', where.stateDir, '--ea-command', agent],
+      { env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test' }, encoding: 'utf8', timeout: 90_000, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
+    );
+    return { status: result.status, hung: (result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT', stderr: result.stderr ?? '' };
+  }
+
+  /** `coo watch --once` with the ledger and the state folder on one tmpfs of `megabytes`: the ledger is copied there and back. */
+  function watchWithLedgerOnSmallDisk(where: HostilePlace, agent: string, megabytes: number): { status: number | null; hung: boolean; stderr: string } {
+    const disk = join(where.world.dir, 'disk');
+    fs.mkdirSync(disk, { recursive: true });
+    const script = [
+      'mount -t tmpfs -o size="$2"m tmpfs "$1" || exit 90',
+      'cp -a "$3" "$1/ledger" || exit 91',
+      'shift 3',
+      '"$@" --ledger "$D/ledger" --state-dir "$D/state"; s=$?',
+      'rm -rf "$L" && cp -a "$D/ledger" "$L" || exit 92',
+      'exit $s',
+    ].join('\n');
+    const result = spawnSync(
+      'unshare',
+      ['-m', 'sh', '-c', script, 'sh', disk, String(megabytes), where.world.gitdir, process.execPath, COO, 'watch', '--once', '--json', '--key', where.keyFile, '--repo', where.repo, '--ea-command', agent],
+      { env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test', D: disk, L: where.world.gitdir }, encoding: 'utf8', timeout: 90_000, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
+    );
+    return { status: result.status, hung: (result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT', stderr: `${result.stdout}${result.stderr}` };
+  }
+
+  attack('a hostile agent: it fills the disk its runner\'s ledger and state folder share, then exits', 'runner', 'refused', async () => {
+    const where = await place('shared');
+    const { messageId } = await dispatchTo(where, 'shared');
+    const watch = watchWithLedgerOnSmallDisk(where, agentScript(where.world.dir, `${FIX}; cat /dev/zero > src/fill.bin 2>/dev/null; true`), 24);
+    if (watch.hung) return 'hung';
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status}): ${watch.stderr.slice(-300)}`;
+    return receipt['status'] === 'failed' ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+
+  attack('a hostile agent: it writes until the state folder\'s disk is full, then exits', 'runner', 'refused', async () => {
+    const where = await place('fill');
+    const { messageId } = await dispatchTo(where, 'fill');
+    const watch = watchOnSmallDisk(where, agentScript(where.world.dir, `${FIX}; cat /dev/zero > src/fill.bin 2>/dev/null; true`), 24);
+    if (watch.hung) return 'hung';
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status}): ${watch.stderr.slice(-300)}`;
+    return receipt['status'] === 'failed' ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
   });
 });
