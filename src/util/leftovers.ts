@@ -1,6 +1,7 @@
 import type { ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
+import { processStartTime, startTimeOf } from './process.js';
 
 /**
  * The processes a command the runner started left behind outside its process group. Killing the
@@ -10,10 +11,13 @@ import * as fs from 'node:fs';
  * runner waiting for their end for as long as it liked, and any other did what it liked after the
  * runner had read the work. Each start is marked twice, and what carries either mark is ended:
  *
- * - its output pipes: a process that holds one of them is of the command's making (the runner
- *   holds only the read ends, and gives them to no one);
+ * - its output pipes: a process that holds the command's end of one of them got it from the command
+ *   (the runner holds only its own ends);
  * - a variable of its environment with a value of its own: a process that did not clear its
  *   environment carries it, wherever its output went.
+ *
+ * Only a process started after the command is ended: one that was running before it (a daemon the
+ * command handed a pipe to over a socket) is no process of the command's making.
  *
  * A process that both closed the pipes and cleared its environment is not found: only a sandbox
  * (bubblewrap, the default) ends it for certain.
@@ -25,30 +29,48 @@ export const RUN_MARK_VARIABLE = 'COO_RUN_MARK';
 export interface RunMarks {
   /** The value of RUN_MARK_VARIABLE in this start's environment. */
   readonly mark: string;
-  /** `pipe:[inode]` of each of the start's output pipes, as /proc names them. */
+  /** `pipe:[inode]` or `socket:[inode]` of the command's end of each of its output pipes, as /proc names them. */
   readonly pipes: Set<string>;
+  /** The start time of the command's first process (clock ticks since boot), once spawned; null when not known. */
+  since: bigint | null;
 }
 
 /** A fresh mark for one start; its pipes are added once it was spawned (pipesOf). */
 export function newRunMarks(): RunMarks {
-  return { mark: randomBytes(12).toString('hex'), pipes: new Set() };
+  return { mark: randomBytes(12).toString('hex'), pipes: new Set(), since: null };
 }
 
-/** Notes the output pipes of a spawned child in `marks` (the runner's read ends: one pipe each). */
+/**
+ * Notes in `marks` the child's ends of its output pipes (node gives a child socket pairs: the child's
+ * end is another socket than the runner's, so it is read from the child), and when it started. Read
+ * as soon as it was spawned, before the command could have put anything else in their place; only a
+ * pipe or a socket is taken, never a file.
+ */
 export function notePipes(marks: RunMarks, child: ChildProcess): void {
-  for (const stream of child.stdio) {
-    const fd = (stream as unknown as { _handle?: { fd?: unknown } } | null)?._handle?.fd;
-    if (typeof fd !== 'number' || fd < 0) continue;
+  if (child.pid === undefined) return;
+  const start = processStartTime(child.pid);
+  marks.since = start === null ? null : BigInt(start);
+  for (const fd of [1, 2]) {
     try {
-      marks.pipes.add(`pipe:[${fs.fstatSync(fd).ino}]`);
+      const link = fs.readlinkSync(`/proc/${child.pid}/fd/${fd}`);
+      if (/^(pipe|socket):\[\d+\]$/.test(link)) marks.pipes.add(link);
     } catch {
-      // closed already: nothing holds it
+      // gone already: what it left holding them is found by the mark in its environment
     }
   }
 }
 
-/** Whether process `pid` carries one of the marks: an open pipe of the start's, or the mark in its environment. */
+/** Whether process `pid` started after the command (unknown: taken as after) and carries one of the marks: an open pipe of the start's, or the mark in its environment. */
 function marked(pid: string, marks: RunMarks, needle: Buffer): boolean {
+  if (marks.since !== null) {
+    let start: string | null;
+    try {
+      start = startTimeOf(fs.readFileSync(`/proc/${pid}/stat`, 'latin1'));
+    } catch {
+      return false;
+    }
+    if (start !== null && BigInt(start) < marks.since) return false;
+  }
   try {
     const environ = fs.readFileSync(`/proc/${pid}/environ`);
     if (environ.indexOf(needle) === 0 || environ.includes(Buffer.concat([Buffer.from([0]), needle]))) return true;

@@ -1,7 +1,8 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import { describe } from 'vitest';
+import { describe, expect, it } from 'vitest';
+import { endMarked, newRunMarks, notePipes } from '../../src/util/leftovers.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -58,10 +59,10 @@ describe('a hostile agent that leaves a process running after it exits', () => {
    * An agent that starts `marker` in a session of its own (`redirect` says where its output goes) and
    * exits once it runs there (setsid execs it only after leaving the agent's session and group).
    */
-  async function leftBehind(name: string, marker: readonly string[], redirect: string, isolation?: 'none'): Promise<string> {
+  async function leftBehind(name: string, marker: readonly string[], redirect: string, isolation?: 'none', prefix = ''): Promise<string> {
     const wait = `until [ -n "$(ps -C sleep -o args= | grep -x '${marker.join(' ')}')" ]; do sleep 0.05; done`;
     try {
-      const { receipt, unreceipted } = await attempted(place, name, `${FIX}; setsid ${marker.join(' ')} ${redirect} &\n${wait}`, { timeoutMs: 40_000, ...(isolation === undefined ? {} : { isolation }) });
+      const { receipt, unreceipted } = await attempted(place, name, `${FIX}; setsid ${prefix}${marker.join(' ')} ${redirect} &\n${wait}`, { timeoutMs: 40_000, ...(isolation === undefined ? {} : { isolation }) });
       if (receipt === undefined) return unreceipted;
       if (processesRunning(marker).length > 0) return `receipted as ${String(receipt['status'])}, its child still running`;
       return receipt['status'] === 'succeeded' ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
@@ -71,6 +72,10 @@ describe('a hostile agent that leaves a process running after it exits', () => {
   }
 
   attack("a hostile agent: without bubblewrap, a child in a session of its own holding the runner's pipes", 'runner', 'refused', () => leftBehind('held-pipes', ['sleep', '3141'], '', 'none'));
+
+  attack("a hostile agent: without bubblewrap, a child in a session of its own and an empty environment, holding the runner's pipes", 'runner', 'refused', () =>
+    leftBehind('bare-pipes', ['sleep', '3147'], '', 'none', 'env -i '),
+  );
 
   attack('a hostile agent: without bubblewrap, a child in a session of its own, its output away from the runner', 'runner', 'refused', () =>
     leftBehind('daemon', ['sleep', '3143'], '</dev/null >/dev/null 2>&1', 'none'),
@@ -93,6 +98,28 @@ describe('a hostile agent that leaves a process running after it exits', () => {
   attack('a hostile agent: under bubblewrap, a child in a session of its own, its output away from the runner', 'runner', 'refused', () =>
     leftBehind('bwrap-daemon', ['sleep', '3142'], '</dev/null >/dev/null 2>&1'),
   );
+});
+
+describe('what the runner ends after a command it started', () => {
+  it('a process that was running before the command is never ended, though the command handed it one of its pipes', async () => {
+    // A process of this test's that holds a pipe's write end, as a daemon would hold one handed to it over a socket.
+    const daemon = spawn('sleep', ['3145'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const command = spawn('sleep', ['3146'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    try {
+      const marks = newRunMarks();
+      notePipes(marks, command);
+      // The daemon's pipe counts as the command's: only its start before the command keeps it alive.
+      const pipe = fs.readlinkSync(`/proc/${daemon.pid}/fd/1`);
+      marks.pipes.add(pipe);
+      expect(marks.since).not.toBeNull();
+      expect(endMarked(marks)).toBe(1);
+      await new Promise((resolve) => command.once('exit', resolve));
+      expect(processesRunning(['sleep', '3145'])).toEqual([daemon.pid]);
+    } finally {
+      daemon.kill('SIGKILL');
+      command.kill('SIGKILL');
+    }
+  });
 });
 
 describe("the agent's code run by the verification, reaching for the runner's folders", () => {
@@ -203,14 +230,6 @@ describe('a hostile agent that leaves work past what a path or the runner can ho
     const left = attemptFoldersLeft(where);
     if (left.length > 0) return `receipted as ${String(receipt['status'])}, its folders left: ${left.join(', ')}`;
     return receipt['status'] === 'failed' && codesOf(receipt).includes('scope_violation') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
-  });
-
-  attack('a hostile agent: 210,000 empty files, past the entries the runner reads', 'runner', 'refused', async () => {
-    const { where, receipt, unreceipted } = await attempted(place, 'many', `${FIX}; mkdir -p src/many && cd src/many && seq 1 210000 | xargs touch`, { timeoutMs: 120_000 });
-    if (receipt === undefined) return unreceipted;
-    const left = attemptFoldersLeft(where);
-    if (left.length > 0) return `receipted as ${String(receipt['status'])}, its folders left: ${left.join(', ')}`;
-    return receipt['status'] === 'failed' && codesOf(receipt).includes('work_too_large') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
   });
 });
 
