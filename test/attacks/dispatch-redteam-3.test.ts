@@ -224,6 +224,17 @@ describe('a hostile agent that leaves work past what a path or the runner can ho
     return fs.existsSync(root) ? fs.readdirSync(root) : [];
   }
 
+  attack('a hostile agent: in-scope files named with a line break, an escape sequence, a carriage return and a bell', 'runner', 'refused', async () => {
+    const { where, receipt, unreceipted } = await attempted(place, 'controls', `${FIX}; for n in "$(printf 'a\\nb')" "$(printf '\\033[31mred')" "$(printf 'c\\rd')" "$(printf 'e\\af')"; do printf 'x\\n' > "src/$n.js"; done`);
+    if (receipt === undefined) return unreceipted;
+    // Each name as it is, none lost or changed; the ones the scope's patterns do not take (a line break) fail the attempt.
+    const named = JSON.stringify(receipt['files_changed']) === JSON.stringify(['src/\u001b[31mred.js', 'src/a\nb.js', 'src/add.js', 'src/c\rd.js', 'src/e\u0007f.js']);
+    if (!named) return `receipted as ${JSON.stringify(receipt['files_changed'])}`;
+    const left = attemptFoldersLeft(where);
+    if (left.length > 0) return `receipted as ${String(receipt['status'])}, its folders left: ${left.join(', ')}`;
+    return receipt['status'] === 'failed' && codesOf(receipt).includes('scope_violation') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+
   attack('a hostile agent: folders nested 1,200 deep, a path far past what the system takes whole', 'runner', 'refused', async () => {
     const { where, receipt, unreceipted } = await attempted(place, 'deep', `${FIX}; cd src; i=0; while [ $i -lt 1200 ]; do mkdir dddd && cd dddd || break; i=$((i+1)); done; printf 'x\\n' > deep.js`, { timeoutMs: 60_000 });
     if (receipt === undefined) return unreceipted;
