@@ -183,7 +183,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
     if (plan.pidFile !== undefined && child.pid !== undefined) {
       try {
-        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
+        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid), mark: marks.mark }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
       } catch (error) {
         // Without its pid on record the executor is not run: a runner after a crash could not end it.
         finish(null, null, `cannot start ${plan.executor}: ${error instanceof Error ? error.message : String(error)}`);

@@ -22,6 +22,7 @@ import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isDiskFull } from '../util/disk-full.js';
+import { endRecordedMark } from '../util/leftovers.js';
 import { isoSeconds } from '../util/time.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
@@ -681,7 +682,7 @@ export class DispatchLane implements RunnerLane {
     // The executor's pid with its start time: its group is ended only if that pid is still the executor.
     const pidFile = readBounded(folder.pidPath, { maxBytes: 64 });
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
-    if (started !== null) endRecordedGroup(started);
+    if (started !== null && endRecordedGroup(started) !== 'reused' && started.mark !== undefined) endRecordedMark(started.mark, started.start);
     const now = this.ctx.clock();
     // The executor started (its pid was recorded, or another runner's may have) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
     const unseen = takenOver && !fs.existsSync(folder.root);

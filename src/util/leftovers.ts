@@ -35,7 +35,7 @@ export interface RunMarks {
   since: bigint | null;
 }
 
-/** A fresh mark for one start; its pipes are added once it was spawned (pipesOf). */
+/** A fresh mark for one start; its pipes are added once it was spawned (notePipes). */
 export function newRunMarks(): RunMarks {
   return { mark: randomBytes(12).toString('hex'), pipes: new Set(), since: null };
 }
@@ -92,6 +92,14 @@ function marked(pid: string, marks: RunMarks, needle: Buffer): boolean {
     }
   }
   return false;
+}
+
+/**
+ * What a runner after a crash ends of a command it finds on record: what carries the recorded mark in
+ * its environment and started after the recorded start (the pipes died with the runner that held them).
+ */
+export function endRecordedMark(mark: string, start: string | null): number {
+  return endMarked({ mark, pipes: new Set(), since: start === null ? null : BigInt(start) });
 }
 
 /** The most passes over the process table: a marked process that forks as it is killed leaves marked children for the next pass. */

@@ -95,6 +95,29 @@ describe('a hostile agent that leaves a process running after it exits', () => {
     }
   });
 
+  attack('a hostile agent: without bubblewrap, a child in a session of its own, left when its runner crashed, found by the runner that recovers the attempt', 'runner', 'refused', async () => {
+    const marker = ['sleep', '3148'];
+    const where = await place('crashed');
+    const ready = join(where.world.dir, 'child-ready');
+    const wait = `until [ -n "$(ps -C sleep -o args= | grep -x '${marker.join(' ')}')" ]; do sleep 0.05; done`;
+    const agent = agentScript(where.world.dir, `setsid ${marker.join(' ')} </dev/null >/dev/null 2>&1 &\n${wait}\n: > ${ready}\nexec sleep 3149`);
+    const { messageId } = await dispatchTo(where, 'crashed');
+    try {
+      // The runner dies as its executor starts; the agent runs on, and leaves its child in a session of its own.
+      const first = watchOnce(where, agent, { isolation: 'none', env: { COO_FAILPOINT: 'during-executor' } });
+      if (first.signal !== 'SIGKILL') return `the runner did not crash (exit ${first.status})`;
+      while (!fs.existsSync(ready)) await new Promise((resolve) => setTimeout(resolve, 50));
+      watchOnce(where, agent, { isolation: 'none' });
+      const [receipt] = await receiptsFor(where, messageId);
+      if (receipt === undefined) return 'no receipt';
+      if (processesRunning(marker).length > 0) return `receipted as ${codesOf(receipt).join(', ')}, its child still running`;
+      return codesOf(receipt).join() === 'interrupted' ? 'refused' : `receipted as ${codesOf(receipt).join(', ')}`;
+    } finally {
+      endLeftovers(marker);
+      endLeftovers(['sleep', '3149']);
+    }
+  });
+
   attack('a hostile agent: under bubblewrap, a child in a session of its own, its output away from the runner', 'runner', 'refused', () =>
     leftBehind('bwrap-daemon', ['sleep', '3142'], '</dev/null >/dev/null 2>&1'),
   );
