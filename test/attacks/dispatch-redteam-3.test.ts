@@ -3,6 +3,9 @@ import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { endMarked, newRunMarks, notePipes } from '../../src/util/leftovers.js';
+import { gitObjectId } from '../../src/dispatch/git-tree.js';
+import { snapshotWork } from '../../src/dispatch/snapshot.js';
+import { removeTree } from '../../src/util/remove-tree.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -141,6 +144,38 @@ describe('what the runner ends after a command it started', () => {
     } finally {
       daemon.kill('SIGKILL');
       command.kill('SIGKILL');
+    }
+  });
+});
+
+describe('a folder of the work the runner cannot open', () => {
+  it('is not read as its tracked files deleted: what it holds is not known to be gone', async () => {
+    // A worktree whose path is long enough that one tracked folder's path is past what the system takes
+    // whole, as a folder its agent made unreadable is to a runner that is not root: the runner's walk cannot look at it.
+    const top = fs.mkdtempSync(join(dir, 'unopened-'));
+    const name = 'l'.repeat(250);
+    // A root of 3,860 bytes: its src folder (3,864) can be looked at, the folder in it (4,115) cannot.
+    const steps = Math.floor((3860 - top.length - 51) / 201);
+    const last = 'q'.repeat(3860 - top.length - steps * 201 - 1);
+    const made = spawnSync('sh', ['-c', `cd "$0" && for i in $(seq 1 ${steps}); do mkdir ${'r'.repeat(200)} && cd ${'r'.repeat(200)} || exit 1; done && mkdir ${last} && cd ${last} && mkdir -p src && printf 'x\\n' > src/add.js && mkdir src/${name} && printf 'y\\n' > src/${name}/a.js && pwd -P`, top], { encoding: 'utf8' });
+    try {
+      expect(made.status).toBe(0);
+      const root = made.stdout.trim();
+      expect(root.length).toBe(3860);
+      const blob = (text: string): string => gitObjectId('blob', Buffer.from(text));
+      const baseFiles = [
+        { path: Buffer.from('src/add.js'), mode: '100644', oid: blob('x\n') },
+        { path: Buffer.from(`src/${name}/a.js`), mode: '100644', oid: blob('y\n') },
+      ];
+      const snapshot = await snapshotWork({ gitdir: '', worktreeGitdir: '', path: root, branch: 'b', base: '0'.repeat(40), gitLink: '' }, {
+        baseFiles,
+        rules: { ignored: (paths) => Promise.resolve(paths.map(() => false)), close: () => undefined },
+        objects: { write: () => Promise.resolve('') },
+      });
+      expect(snapshot.refused).toEqual([{ path: `src/${name}`, why: 'unreadable' }]);
+      expect(snapshot.changes).toEqual([]);
+    } finally {
+      removeTree(top);
     }
   });
 });
