@@ -105,28 +105,29 @@ export function endRecordedMark(mark: string, start: string | null): number {
 /** The most passes over the process table: a marked process that forks as it is killed leaves marked children for the next pass. */
 const PASSES = 20;
 
-/** Kills every process that carries a mark of `marks` (never this one); returns how many it killed. */
+/** Kills every process that carries a mark of `marks` (never this one); returns how many processes it killed. */
 export function endMarked(marks: RunMarks): number {
   const needle = Buffer.from(`${RUN_MARK_VARIABLE}=${marks.mark}\0`);
   const self = String(process.pid);
-  let killed = 0;
+  const killed = new Set<string>();
   for (let pass = 0; pass < PASSES; pass += 1) {
     let names: string[];
     try {
       names = fs.readdirSync('/proc');
     } catch {
-      return killed;
+      break;
     }
-    const found = names.filter((name) => /^\d+$/.test(name) && name !== self && marked(name, marks, needle));
-    if (found.length === 0) return killed;
+    // One killed already may not be gone yet: it is not counted, nor looked at, again.
+    const found = names.filter((name) => /^\d+$/.test(name) && name !== self && !killed.has(name) && marked(name, marks, needle));
+    if (found.length === 0) break;
     for (const pid of found) {
       try {
         process.kill(Number(pid), 'SIGKILL');
-        killed += 1;
+        killed.add(pid);
       } catch {
         // already gone
       }
     }
   }
-  return killed;
+  return killed.size;
 }

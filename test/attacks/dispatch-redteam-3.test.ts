@@ -6,6 +6,7 @@ import { endMarked, newRunMarks, notePipes } from '../../src/util/leftovers.js';
 import { gitObjectId } from '../../src/dispatch/git-tree.js';
 import { snapshotWork } from '../../src/dispatch/snapshot.js';
 import { removeTree } from '../../src/util/remove-tree.js';
+import { processStartTime } from '../../src/util/process.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -130,6 +131,10 @@ describe('what the runner ends after a command it started', () => {
   it('a process that was running before the command is never ended, though the command handed it one of its pipes', async () => {
     // A process of this test's that holds a pipe's write end, as a daemon would hold one handed to it over a socket.
     const daemon = spawn('sleep', ['3145'], { stdio: ['ignore', 'pipe', 'ignore'] });
+    // Start times are in clock ticks: the command starts once the daemon's tick is over.
+    const ticks = Number(spawnSync('getconf', ['CLK_TCK'], { encoding: 'utf8' }).stdout.trim());
+    const daemonStart = Number(processStartTime(daemon.pid!));
+    while (Number(fs.readFileSync('/proc/uptime', 'utf8').split(' ')[0]) * ticks <= daemonStart + 1) await new Promise((resolve) => setTimeout(resolve, 5));
     const command = spawn('sleep', ['3146'], { stdio: ['ignore', 'pipe', 'ignore'] });
     try {
       const marks = newRunMarks();
