@@ -8,6 +8,7 @@ import { CatFileReader, ObjectWriter } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
+import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
 import type { EvidenceSummary } from './outcome.js';
@@ -82,7 +83,9 @@ export async function runVerification(cwd: string, command: string, options: Ver
 function startVerification(cwd: string, command: string, options: VerificationOptions, bwrap: string | null): Promise<SandboxStart & { readonly result: VerificationResult }> {
   const home = options.home;
   const argv = bwrap === null ? ['/bin/sh', '-c', command] : [...bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true, noNetwork: true }), ...standingCommand(['/bin/sh', '-c', command])];
-  const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1' };
+  // Marked, so that what the command left running out of its group is ended with it (util/leftovers.ts).
+  const marks = newRunMarks();
+  const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1', [RUN_MARK_VARIABLE]: marks.mark };
   const bound = options.maxOutputBytes ?? LIMITS.subprocessOutputBytes;
   const started = Date.now();
   return new Promise((resolvePromise) => {
@@ -92,12 +95,14 @@ function startVerification(cwd: string, command: string, options: VerificationOp
     let killedByTimer = false;
     // Under bubblewrap, fd 3 is the pipe the shell inside says on that the sandbox stands.
     const child = spawn(argv[0]!, argv.slice(1), { cwd, env, detached: true, stdio: ['ignore', 'pipe', 'pipe', bwrap === null ? 'ignore' : 'pipe'] });
+    notePipes(marks, child);
     let stood = bwrap === null;
     child.stdio[3]?.on('data', () => (stood = true));
     const untrack = trackGroup(child.pid);
     const timer = setTimeout(() => {
       killedByTimer = true;
       if (child.pid !== undefined) killGroup(child.pid);
+      endMarked(marks);
     }, options.timeoutSeconds * 1000);
     const take = (chunk: Buffer): void => {
       const room = bound - kept;
@@ -111,12 +116,14 @@ function startVerification(cwd: string, command: string, options: VerificationOp
     child.stderr!.on('data', take);
     child.on('exit', () => {
       if (child.pid !== undefined) killGroup(child.pid);
+      endMarked(marks);
     });
     let settled = false;
     const finish = (exitCode: number | null, signal: string | null, startError?: string): void => {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
+      endMarked(marks);
       untrack();
       if (startError !== undefined) take(Buffer.from(startError));
       const result = { command, exitCode: killedByTimer ? null : exitCode, killedByTimer, output: Buffer.concat(chunks), outputOverflow: overflow, elapsedMs: Date.now() - started };

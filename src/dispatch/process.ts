@@ -13,6 +13,7 @@ import type { AttemptSpend } from './attempt-spend.js';
 import { wholeLinesOf } from '../util/bytes.js';
 import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
 import { writeOwnFile } from '../util/own-write.js';
+import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 
 /** What to do about something in the way of a file the runner writes in an attempt's folder. */
 export const ATTEMPT_FOLDER_REMEDY = 'the attempt folder holds only what the runner writes: move what is at that name away';
@@ -106,14 +107,18 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     const decoder = new StringDecoder('utf8');
     let killedBy: ExecutorRun['killedBy'] = null;
     let settled = false;
-    // detached: its own process group, so the timer ends every process the executor started.
-    const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: plan.env, detached: true, stdio: ['ignore', 'pipe', 'pipe', isolated ? 'pipe' : 'ignore'] });
+    // detached: its own process group, so the timer ends every process the executor started; marked, so
+    // that what left the group is ended with it too (util/leftovers.ts).
+    const marks = newRunMarks();
+    const child = spawn(argv[0]!, argv.slice(1), { cwd: plan.cwd, env: { ...plan.env, [RUN_MARK_VARIABLE]: marks.mark }, detached: true, stdio: ['ignore', 'pipe', 'pipe', isolated ? 'pipe' : 'ignore'] });
+    notePipes(marks, child);
     let stood = !isolated;
     child.stdio[3]?.on('data', () => (stood = true));
     const untrack = trackGroup(child.pid);
     const kill = (reason: NonNullable<ExecutorRun['killedBy']>): void => {
       if (killedBy === null) killedBy = reason;
       if (child.pid !== undefined) killGroup(child.pid);
+      endMarked(marks);
     };
     const timer = setTimeout(() => kill('timeout'), plan.timeoutSeconds * 1000);
     child.stdout!.on('data', (chunk: Buffer) => {
@@ -145,8 +150,9 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
       if (settled) return;
       settled = true;
       clearTimeout(timer);
-      // Whatever the executor left running in its group ends with it.
+      // Whatever the executor left running, in its group or out of it, ends with it.
       if (child.pid !== undefined) killGroup(child.pid);
+      endMarked(marks);
       untrack();
       plan.state.feed(decoder.end());
       resolvePromise({
@@ -165,9 +171,10 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
         started: startError === undefined && child.pid !== undefined && stood,
       });
     };
-    // The executor is done: what it left running (and holding its pipes) ends now.
+    // The executor is done: what it left running (and holding its pipes, in a session of its own or not) ends now.
     child.on('exit', () => {
       if (child.pid !== undefined) killGroup(child.pid);
+      endMarked(marks);
     });
     child.on('error', (error) => finish(null, null, `cannot start ${plan.executor}: ${error.message}`));
     // close, not exit: the pipes are drained before the stream is parsed.
@@ -176,7 +183,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
     if (plan.pidFile !== undefined && child.pid !== undefined) {
       try {
-        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
+        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid), mark: marks.mark }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
       } catch (error) {
         // Without its pid on record the executor is not run: a runner after a crash could not end it.
         finish(null, null, `cannot start ${plan.executor}: ${error instanceof Error ? error.message : String(error)}`);

@@ -21,6 +21,8 @@ import { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
+import { isDiskFull } from '../util/disk-full.js';
+import { endRecordedMark } from '../util/leftovers.js';
 import { isoSeconds } from '../util/time.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
@@ -284,7 +286,15 @@ export class DispatchLane implements RunnerLane {
       out.error = { code: isCooError(error) ? error.code : 'INTERNAL', message: describeError(error) };
     }
     try {
-      const receipt = await this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const finish = (): ReturnType<DispatchLane['finish']> => this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const receipt = await finish().catch(async (error: unknown) => {
+        if (!isDiskFull(error)) throw error;
+        // The disk is full, and what the agent and its verification wrote (all of it in the attempt's folder) can have
+        // filled it: the folder goes now, kept sandboxes or not, so that the attempt that was paid for is receipted.
+        if (out.worktree !== null) await removeAttemptWorktree(out.worktree);
+        removeTree(folder.root);
+        return finish();
+      });
       const commit = out.gathered?.commit ?? null;
       // The work's commit goes on the branch only now that a receipt names it.
       if (receipt !== null && commit !== null && receipt.doc.branch !== null && receipt.doc.head_sha === commit.headSha) {
@@ -680,7 +690,7 @@ export class DispatchLane implements RunnerLane {
     // The executor's pid with its start time: its group is ended only if that pid is still the executor.
     const pidFile = readBounded(folder.pidPath, { maxBytes: 64 });
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
-    if (started !== null) endRecordedGroup(started);
+    if (started !== null && endRecordedGroup(started) !== 'reused' && started.mark !== undefined) endRecordedMark(started.mark, started.start);
     const now = this.ctx.clock();
     // The executor started (its pid was recorded, or another runner's may have) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
     const unseen = takenOver && !fs.existsSync(folder.root);

@@ -106,11 +106,17 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     const status = before === undefined ? 'added' : typeOf(before.mode) !== typeOf(file.mode) ? 'type_changed' : 'modified';
     changed.push({ path: file.path, change: { status, mode: file.mode, sha256: file.sha256 } });
   }
-  // A file under the bound's reach that was not read is not deleted: it was refused or not reached.
+  // A file under the bound's reach that was not read is not deleted: it was refused or not reached, itself or
+  // a folder it is in (one the runner could not open or look at: its files are not known to be gone).
   const unread = new Set([...walk.refused, ...walk.tooLarge].map((entry) => keyOf(entry.path)));
+  const unopened = new Set(walk.refused.filter((entry) => entry.why === 'unreadable').map((entry) => keyOf(entry.path)));
+  const underUnread = (key: string): boolean => {
+    for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) if (unopened.has(key.slice(0, slash))) return true;
+    return false;
+  };
   for (const file of options.baseFiles) {
     const key = keyOf(file.path);
-    if (seen.has(key) || walk.submodules.has(key) || unread.has(key)) continue;
+    if (seen.has(key) || walk.submodules.has(key) || unread.has(key) || underUnread(key)) continue;
     changed.push({ path: file.path, change: { status: 'deleted', mode: '000000', sha256: null } });
   }
   changed.sort(STATUS_ORDER);

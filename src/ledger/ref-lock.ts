@@ -127,7 +127,14 @@ export async function withRefLock<T>(
   for (;;) {
     try {
       const fd = fs.openSync(lockPath, 'wx');
-      fs.writeSync(fd, ownerText);
+      try {
+        fs.writeSync(fd, ownerText);
+      } catch (error) {
+        // Made but not written (a full disk): a lock without its owner is no one's, and would hold every writer off until it aged.
+        fs.closeSync(fd);
+        fs.rmSync(lockPath, { force: true });
+        throw error;
+      }
       fs.closeSync(fd);
       break;
     } catch (error) {

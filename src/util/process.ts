@@ -25,6 +25,8 @@ export interface ProcessRecord {
   readonly pid: number;
   /** Null when the process was gone before its start time could be read. */
   readonly start: string | null;
+  /** The mark of its environment (util/leftovers.ts), when it was given one: what it left out of its group carries it. */
+  readonly mark?: string;
 }
 
 /** The start time in /proc/PID/stat's text: field 22, counted after the command name, which may hold spaces and parentheses. */
@@ -45,14 +47,15 @@ export function processStartTime(pid: number): string | null {
 }
 
 export function formatProcessRecord(record: ProcessRecord): string {
-  return `${record.pid} ${record.start ?? '-'}\n`;
+  return `${record.pid} ${record.start ?? '-'}${record.mark === undefined ? '' : ` ${record.mark}`}\n`;
 }
 
 export function parseProcessRecord(text: string): ProcessRecord | null {
-  const match = /^(\d+) (\d+|-)\n?$/.exec(text);
+  const match = /^(\d+) (\d+|-)(?: ([0-9a-f]{24}))?\n?$/.exec(text);
   if (match === null) return null;
   const pid = Number(match[1]);
-  return Number.isSafeInteger(pid) && pid > 1 ? { pid, start: match[2] === '-' ? null : match[2]! } : null;
+  if (!Number.isSafeInteger(pid) || pid <= 1) return null;
+  return { pid, start: match[2] === '-' ? null : match[2]!, ...(match[3] === undefined ? {} : { mark: match[3] }) };
 }
 
 /**
