@@ -1,0 +1,67 @@
+import { beforeAll, describe, expect } from 'vitest';
+import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { loadWithPyYaml } from '../helpers/pyyaml.js';
+import { fixtureEnvelope } from '../helpers/stock.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * The third red team of what an auditor relies on: that the values coo validates and folds are the
+ * values the signed bytes say to any reader, and that verification runs on the objects the commits
+ * name, whatever else a hostile writer left in the ledger's folder.
+ */
+const dir = tempDir();
+const getKit = useKit(dir);
+let kit: Kit;
+beforeAll(() => {
+  kit = getKit();
+});
+
+let n = 0;
+const nextId = (): string => `msg_01M8NQFJ01J7CG66HWNDDJ${String(9300 + (n += 1)).padStart(4, '0')}`;
+const folder = (id: string): string => `messages/2026-11/30/07/${id}`;
+
+/** A fixture dispatch whose text `edit` changed, pushed by the COO through the hook: the code it was declined with, or 'accepted'. */
+async function pushEnvelope(edit: (text: string) => string): Promise<string> {
+  const id = nextId();
+  const text = edit(fixtureEnvelope(id, id));
+  return kit.push({ [`${folder(id)}/envelope.yaml`]: text, [`${folder(id)}/prompt.md`]: 'Fix add() so that test.sh passes.\n' }, { key: kit.keys.coo.file });
+}
+
+/** What PyYAML (YAML 1.1, an auditor's outside reader) reads at `key` of `text`. */
+function pyValue(text: string): unknown {
+  const [loaded] = loadWithPyYaml([text]);
+  return (loaded as { value: { value: unknown } }).value.value;
+}
+
+describe('numbers that read as one value to coo and another to an outside reader', () => {
+  attack('an envelope for issue 062: 62 to coo, 50 to a YAML 1.1 reader', 'hook', 'YAML_NON_JSON', async () => {
+    expect(pyValue('value: 062\n')).toBe(50);
+    return pushEnvelope((text) => text.replace('issue_number: 62', 'issue_number: 062'));
+  });
+
+  attack('a budget written 0o1: 1 to coo, a string to a YAML 1.1 reader', 'hook', 'YAML_NON_JSON', async () => {
+    expect(pyValue('value: 0o1\n')).toBe('0o1');
+    return pushEnvelope((text) => text.replace('max_cost_usd: 1', 'max_cost_usd: 0o1'));
+  });
+
+  attack('a budget written 1e0: 1 to coo, a string to a YAML 1.1 reader', 'hook', 'YAML_NON_JSON', async () => {
+    expect(pyValue('value: 1e0\n')).toBe('1e0');
+    return pushEnvelope((text) => text.replace('max_cost_usd: 1', 'max_cost_usd: 1e0'));
+  });
+
+  attack('a budget of 1.0e-400 that every reader folds as nothing', 'hook', 'YAML_NON_JSON', () => pushEnvelope((text) => text.replace('max_cost_usd: 1', 'max_cost_usd: 1.0e-400')));
+
+  attack('a quoted number given the int tag: !!int "062"', 'hook', 'YAML_NON_JSON', async () => {
+    expect(pyValue('value: !!int "062"\n')).toBe(50);
+    return pushEnvelope((text) => text.replace('issue_number: 62', 'issue_number: !!int "062"'));
+  });
+
+  attack('a commit behind the hook holding 062 is found by coo verify', 'verify', 'YAML_NON_JSON', async () => {
+    const id = nextId();
+    let code = '';
+    await kit.bypass({ [`${folder(id)}/envelope.yaml`]: fixtureEnvelope(id, id).replace('issue_number: 62', 'issue_number: 062'), [`${folder(id)}/prompt.md`]: 'Fix add() so that test.sh passes.\n' }, { key: kit.keys.coo.file }, () => {
+      code = firstOr(kit.verifyCodes(), 'YAML_NON_JSON');
+    });
+    return code;
+  });
+});
