@@ -8,7 +8,7 @@ import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
-import { gitEnvironment } from '../util/git-env.js';
+import { remoteGitEnvironment } from '../util/git-env.js';
 import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -139,7 +139,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
     const child = spawn('git', argv, {
-      env: gitEnvironment({ GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart }),
+      env: remoteGitEnvironment({ GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart }),
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });

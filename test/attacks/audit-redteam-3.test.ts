@@ -1,8 +1,11 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { beforeAll, describe, expect } from 'vitest';
+import { checkPins } from '../../src/lane/pins.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { loadWithPyYaml } from '../helpers/pyyaml.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * The third red team of what an auditor relies on: that the values coo validates and folds are the
@@ -63,5 +66,51 @@ describe('numbers that read as one value to coo and another to an outside reader
       code = firstOr(kit.verifyCodes(), 'YAML_NON_JSON');
     });
     return code;
+  });
+});
+
+describe("what a ledger's git folder says beyond its objects", () => {
+  /** Names a promisor remote in the ledger's config whose transport is a command, runs `check`, and takes the config back. */
+  async function withPromisor(setting: Record<string, string>, check: () => Promise<string> | string): Promise<string> {
+    const marker = join(dir, `ran-${(n += 1)}`);
+    const config = { 'remote.evil.url': 'ssh://127.0.0.1/evil', 'remote.evil.promisor': 'true', 'core.sshCommand': `sh -c 'touch ${marker}' --`, ...setting };
+    for (const [key, value] of Object.entries(config)) git(['--git-dir', kit.world.gitdir, 'config', key, value.replace('MARKER', marker)]);
+    try {
+      const code = await check();
+      return existsSync(marker) ? 'RAN_COMMAND' : code;
+    } finally {
+      for (const key of Object.keys(config)) git(['--git-dir', kit.world.gitdir, 'config', '--unset-all', key]);
+    }
+  }
+
+  /** coo verify of a head whose commit names a tree the ledger does not hold. */
+  const verifyMissingTree = (): Promise<string> => {
+    let code = '';
+    return kit
+      .rewriteHead(
+        (raw) => raw.replace(/^tree [0-9a-f]{40}$/m, `tree ${'7'.repeat(40)}`),
+        () => {
+          code = firstOr(kit.verifyCodes(), 'NOT_FOUND');
+        },
+      )
+      .then(() => code);
+  };
+
+  attack('a promisor remote whose ssh command coo verify would run to fetch a missing tree', 'verify', 'NOT_FOUND', () => withPromisor({}, verifyMissingTree));
+
+  attack('a promisor remote whose upload-pack is a command, reached over the file transport', 'verify', 'NOT_FOUND', () =>
+    withPromisor({ 'remote.evil.url': kit.world.gitdir, 'remote.evil.uploadpack': "sh -c 'touch MARKER; exec git-upload-pack \"$@\"' --" }, verifyMissingTree),
+  );
+});
+
+describe("what a target repository's config says beyond its objects", () => {
+  attack('a target repository whose promisor remote would run a command when a pinned commit is missing', 'library', 'PIN_REFUSED', async () => {
+    const repo = join(dir, `target-${(n += 1)}`);
+    const marker = join(dir, `ran-${n}`);
+    git(['init', '-q', repo]);
+    for (const [key, value] of Object.entries({ 'remote.evil.url': 'ssh://127.0.0.1/evil', 'remote.evil.promisor': 'true', 'core.sshCommand': `sh -c 'touch ${marker}' --` })) git(['-C', repo, 'config', key, value]);
+    const checked = await checkPins(repo, '7'.repeat(40), [{ path: 'README.md', sha256: `sha256:${'0'.repeat(64)}` }]);
+    if (existsSync(marker)) return 'RAN_COMMAND';
+    return checked.ok ? 'accepted' : 'PIN_REFUSED';
   });
 });
