@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect } from 'vitest';
 import { checkPins } from '../../src/lane/pins.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { coo, json } from '../helpers/cli.js';
 import { loadWithPyYaml } from '../helpers/pyyaml.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -112,5 +113,20 @@ describe("what a target repository's config says beyond its objects", () => {
     const checked = await checkPins(repo, '7'.repeat(40), [{ path: 'README.md', sha256: `sha256:${'0'.repeat(64)}` }]);
     if (existsSync(marker)) return 'RAN_COMMAND';
     return checked.ok ? 'accepted' : 'PIN_REFUSED';
+  });
+});
+
+describe('what coo verify says', () => {
+  attack('a ledger whose main was removed, verified for the first time against a pinned trust root', 'verify', 'TRUST_ROOT_MISMATCH', () => {
+    const head = kit.head();
+    git(['--git-dir', kit.world.gitdir, 'update-ref', '-d', 'refs/heads/main']);
+    try {
+      const result = coo(['verify', '--ledger', kit.world.gitdir, '--no-checkpoint', '--trust-root', kit.keys.ceo.key.publicKey.keyId, '--json']);
+      const codes = json<{ findings: Array<{ code: string }> }>(result).findings.map((finding) => finding.code);
+      expect(result.status === 0).toBe(codes.length === 0);
+      return firstOr(codes, 'TRUST_ROOT_MISMATCH');
+    } finally {
+      git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
+    }
   });
 });
