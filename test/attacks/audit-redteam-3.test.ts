@@ -1,9 +1,11 @@
-import { existsSync } from 'node:fs';
+import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect } from 'vitest';
 import { checkPins } from '../../src/lane/pins.js';
+import { lastPackingFailure, ObjectWriter, packLooseObjects } from '../../src/ledger/object-store.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
+import { until } from '../helpers/damage.js';
 import { loadWithPyYaml } from '../helpers/pyyaml.js';
 import { fixtureEnvelope } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -128,5 +130,25 @@ describe('what coo verify says', () => {
     } finally {
       git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
     }
+  });
+});
+
+describe("the git coo starts on a ledger's folder on its own", () => {
+  attack("a pre-auto-gc hook the ledger's config points git at, run by a writer's background packing", 'library', 'HOOK_NOT_RUN', async () => {
+    const gitdir = join(dir, `packed-${(n += 1)}.git`);
+    const hooks = join(dir, `hooks-${n}`);
+    const marker = join(dir, `ran-${n}`);
+    git(['init', '-q', '--bare', gitdir]);
+    mkdirSync(hooks);
+    writeFileSync(join(hooks, 'pre-auto-gc'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+    for (const [key, value] of Object.entries({ 'core.hooksPath': hooks, 'gc.auto': '1' })) git(['--git-dir', gitdir, 'config', key, value]);
+    // Loose objects enough for gc --auto at gc.auto=1: more than one in the folder git samples (objects/17).
+    const writer = new ObjectWriter(gitdir);
+    let sampled = 0;
+    for (let i = 0; sampled < 3; i += 1) if ((await writer.write('blob', Buffer.from(`loose ${i}\n`))).startsWith('17')) sampled += 1;
+    packLooseObjects(gitdir);
+    // The objects are unreachable, so git leaves them loose and says so in gc.log as its detached run ends: the run is over.
+    await until('the background packing', () => lastPackingFailure(gitdir) !== null);
+    return existsSync(marker) ? 'RAN_COMMAND' : 'HOOK_NOT_RUN';
   });
 });
