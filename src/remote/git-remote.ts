@@ -8,7 +8,7 @@ import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
-import { remoteGitEnvironment } from '../util/git-env.js';
+import { gitEnvironment, remoteGitEnvironment } from '../util/git-env.js';
 import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -266,7 +266,7 @@ export interface ClonedFrom {
  * here is copied to, not one it came from. Only the ledger's own config counts.
  */
 export function clonedFrom(gitdir: string): ClonedFrom | null {
-  const listed = spawnSync('git', ['--git-dir', gitdir, 'config', '--local', '-z', '--list'], { encoding: 'utf8' });
+  const listed = spawnSync('git', ['--git-dir', gitdir, 'config', '--local', '-z', '--list'], { encoding: 'utf8', env: gitEnvironment() });
   const config = new Map<string, string[]>();
   if (listed.status === 0) {
     for (const entry of (listed.stdout ?? '').split('\0')) {
@@ -280,7 +280,7 @@ export function clonedFrom(gitdir: string): ClonedFrom | null {
   const remotes = [...config.keys()].flatMap((key) => /^remote\.(.+)\.url$/.exec(key)?.[1] ?? []).filter((name) => last(`remote.${name}.url`) !== '');
   // origin first: the name coo clone and git clone give the remote.
   remotes.sort((a, b) => Number(b === 'origin') - Number(a === 'origin'));
-  const published = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
+  const published = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8', env: gitEnvironment() }).status === 0;
   for (const name of remotes) {
     const fetches = config.get(`remote.${name}.fetch`) ?? [];
     const url = last(`remote.${name}.url`);
@@ -347,7 +347,7 @@ function isSshUrl(url: string): boolean {
  */
 export function shareSshConnection(gitdir: string, url: string): SharedSshConnection | null {
   if (!isSshUrl(url) || (process.env['GIT_SSH'] ?? '') !== '') return null;
-  const configured = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'core.sshCommand'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+  const configured = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'core.sshCommand'], { encoding: 'utf8', env: gitEnvironment() }).stdout?.trim() ?? '';
   const command = process.env['GIT_SSH_COMMAND'] || configured || 'ssh';
   if (basename(command.trim().split(/\s+/)[0] ?? '') !== 'ssh') return null;
   const dir = privateSocketFolder('ssh-');
