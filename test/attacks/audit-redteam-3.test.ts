@@ -119,6 +119,22 @@ describe("what a target repository's config says beyond its objects", () => {
 });
 
 describe('what coo verify says', () => {
+  attack("a ledger folder whose main names an unsigned tag of the head commit, written behind git's back", 'verify', 'COMMIT_MALFORMED', () => {
+    const head = kit.head();
+    const tag = git(['--git-dir', kit.world.gitdir, 'mktag'], { input: `object ${head}\ntype commit\ntag head\ntagger Anyone <anyone@example.com> 1700000000 +0000\n\nwhatever its writer says\n` }).trim();
+    // git refuses to point a branch at a tag; the file is written by hand.
+    writeFileSync(join(kit.world.gitdir, 'refs', 'heads', 'main'), `${tag}\n`);
+    try {
+      const result = coo(['verify', '--ledger', kit.world.gitdir, '--no-checkpoint', '--json']);
+      const out = json<{ findings?: Array<{ code: string }>; error?: { code: string } }>(result);
+      const codes = out.error === undefined ? (out.findings ?? []).map((finding) => finding.code) : [out.error.code];
+      expect(result.status === 0).toBe(codes.length === 0);
+      return firstOr(codes, 'COMMIT_MALFORMED');
+    } finally {
+      git(['--git-dir', kit.world.gitdir, 'update-ref', 'refs/heads/main', head]);
+    }
+  });
+
   attack('a ledger whose main was removed, verified for the first time against a pinned trust root', 'verify', 'TRUST_ROOT_MISMATCH', () => {
     const head = kit.head();
     git(['--git-dir', kit.world.gitdir, 'update-ref', '-d', 'refs/heads/main']);
