@@ -1,7 +1,9 @@
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, chownSync, existsSync, mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect } from 'vitest';
 import { checkPins } from '../../src/lane/pins.js';
+import { checkpointPath, saveCheckpoint } from '../../src/ledger/checkpoint.js';
+import { Ledger } from '../../src/ledger/ledger.js';
 import { lastPackingFailure, ObjectWriter, packLooseObjects } from '../../src/ledger/object-store.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
@@ -166,5 +168,51 @@ describe("the git coo starts on a ledger's folder on its own", () => {
     // The objects are unreachable, so git leaves them loose and says so in gc.log as its detached run ends: the run is over.
     await until('the background packing', () => lastPackingFailure(gitdir) !== null);
     return existsSync(marker) ? 'RAN_COMMAND' : 'HOOK_NOT_RUN';
+  });
+});
+
+describe("the state cache in a ledger's folder", () => {
+  attack('a state cache another account left in the ledger folder, with a state no commit gives', 'library', 'CACHE_PASSED_OVER', async () => {
+    const gitdir = kit.world.gitdir;
+    const tree = git(['--git-dir', gitdir, 'rev-parse', 'main^{tree}']).trim();
+    const stateOf = async (): Promise<number> => {
+      const ledger = Ledger.open(gitdir);
+      try {
+        return (await ledger.state()).seq;
+      } finally {
+        ledger.close();
+      }
+    };
+    const real = await stateOf();
+    const forged = { ...(await kit.world.ledger.state()), seq: real + 1000 };
+    try {
+      // This account's own cache is taken as it is: the forgery below differs from it only in who could write it.
+      saveCheckpoint(gitdir, forged, tree);
+      expect(await stateOf()).toBe(real + 1000);
+      saveCheckpoint(gitdir, forged, tree);
+      if (process.getuid?.() === 0) chownSync(checkpointPath(gitdir), 4242, 4242);
+      else chmodSync(checkpointPath(gitdir), 0o666);
+      return (await stateOf()) === real ? 'CACHE_PASSED_OVER' : 'FORGED_STATE_USED';
+    } finally {
+      rmSync(checkpointPath(gitdir), { force: true });
+    }
+  });
+
+  attack('a state cache of this account that others may write', 'library', 'CACHE_PASSED_OVER', async () => {
+    const gitdir = kit.world.gitdir;
+    const tree = git(['--git-dir', gitdir, 'rev-parse', 'main^{tree}']).trim();
+    const real = (await kit.world.ledger.state()).seq;
+    try {
+      saveCheckpoint(gitdir, { ...(await kit.world.ledger.state()), seq: real + 1000 }, tree);
+      chmodSync(checkpointPath(gitdir), 0o664);
+      const ledger = Ledger.open(gitdir);
+      try {
+        return (await ledger.state()).seq === real ? 'CACHE_PASSED_OVER' : 'FORGED_STATE_USED';
+      } finally {
+        ledger.close();
+      }
+    } finally {
+      rmSync(checkpointPath(gitdir), { force: true });
+    }
   });
 });
