@@ -123,6 +123,12 @@ function admitQuarantine(quarantine: string, objects: string): void {
 const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1'];
 
 /**
+ * No hook runs: git runs `pre-push`, `reference-transaction` and others from wherever the ledger
+ * clone's config points `core.hooksPath`, and whoever may write that folder is not who publishes.
+ */
+const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
+
+/**
  * Runs stock git against a remote: never a shell, never a prompt (GIT_TERMINAL_PROMPT=0, no
  * terminal: a transport that wants a password fails instead of waiting for one), and within a time
  * limit. A remote that accepts the connection and never answers would otherwise hold the caller for
@@ -131,7 +137,7 @@ const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1']
  */
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
-  const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
+  const argv = [...NO_HOOKS, ...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
   const { gitdir, maxReceivedBytes } = options;
   const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
   const weighed = quarantine ?? (maxReceivedBytes === undefined ? null : (options.into ?? null));

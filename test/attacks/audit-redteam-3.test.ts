@@ -4,6 +4,7 @@ import { beforeAll, describe, expect } from 'vitest';
 import { checkPins } from '../../src/lane/pins.js';
 import { checkpointPath, saveCheckpoint } from '../../src/ledger/checkpoint.js';
 import { Ledger } from '../../src/ledger/ledger.js';
+import { runRemoteGit } from '../../src/remote/git-remote.js';
 import { lastPackingFailure, ObjectWriter, packLooseObjects } from '../../src/ledger/object-store.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
@@ -213,6 +214,25 @@ describe("the state cache in a ledger's folder", () => {
       }
     } finally {
       rmSync(checkpointPath(gitdir), { force: true });
+    }
+  });
+});
+
+describe("the git coo starts to talk to a remote from a ledger's folder", () => {
+  attack("a pre-push hook the ledger clone's config points git at, run when coo publishes", 'library', 'HOOK_NOT_RUN', async () => {
+    const hooks = join(dir, `push-hooks-${(n += 1)}`);
+    const marker = join(dir, `ran-${n}`);
+    const remote = join(dir, `remote-${n}.git`);
+    git(['init', '-q', '--bare', remote]);
+    mkdirSync(hooks);
+    writeFileSync(join(hooks, 'pre-push'), `#!/bin/sh\ntouch ${marker}\n`, { mode: 0o755 });
+    git(['--git-dir', kit.world.gitdir, 'config', 'core.hooksPath', hooks]);
+    try {
+      const pushed = await runRemoteGit(['push', '--quiet', remote, `${kit.head()}:refs/heads/main`], { gitdir: kit.world.gitdir });
+      expect(pushed.ok).toBe(true);
+      return existsSync(marker) ? 'RAN_COMMAND' : 'HOOK_NOT_RUN';
+    } finally {
+      git(['--git-dir', kit.world.gitdir, 'config', '--unset-all', 'core.hooksPath']);
     }
   });
 });
