@@ -9,10 +9,12 @@
 const INTEGER = /^[-+]?(0|[1-9][0-9]*)$/;
 const FRACTION = /^([-+]?(0|[1-9][0-9]*)\.[0-9]*|\.[0-9]+)([eE][-+][0-9]+)?$/;
 /**
- * What coo's writer wrote for a fraction before it wrote `1.0e-7` (JavaScript's `5e-7`, `1e+21`):
- * a string to a YAML 1.1 reader, never another number, and entries that hold it keep their bytes.
+ * What coo's writer wrote for a fraction below 1e-6 before it wrote `1.0e-7`: JavaScript's own form,
+ * one digit and an exponent of -7 or less (`5e-7`; any other mantissa has a dot). A string to a
+ * YAML 1.1 reader, never another number, and entries that hold it keep their bytes; no other
+ * integer-mantissa form (`5e+2`, `50e-8`) is taken.
  */
-const EARLIER_WRITER = /^-?[1-9][0-9]*e[-+][0-9]+$/;
+const EARLIER_WRITER = /^-?[1-9]e-([7-9]|[1-9][0-9]+)$/;
 
 /** Why `text`, read as `value`, is not a portable number, or null when it is. */
 export function numberProblem(text: string, value: number): string | null {

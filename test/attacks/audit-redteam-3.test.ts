@@ -58,6 +58,11 @@ describe('numbers that read as one value to coo and another to an outside reader
     return pushEnvelope((text) => text.replace('max_cost_usd: 1', 'max_cost_usd: 1e0'));
   });
 
+  attack('a budget written 1e+0, a form no coo writer wrote: 1 to coo, a string to a YAML 1.1 reader', 'hook', 'YAML_NON_JSON', async () => {
+    expect(pyValue('value: 1e+0\n')).toBe('1e+0');
+    return pushEnvelope((text) => text.replace('max_cost_usd: 1', 'max_cost_usd: 1e+0'));
+  });
+
   attack('a budget of 1.0e-400 that every reader folds as nothing', 'hook', 'YAML_NON_JSON', () => pushEnvelope((text) => text.replace('max_cost_usd: 1', 'max_cost_usd: 1.0e-400')));
 
   attack('a quoted number given the int tag: !!int "062"', 'hook', 'YAML_NON_JSON', async () => {
