@@ -17,6 +17,10 @@ export interface PinOutcome {
  * actor's key, or a key the ledger never knew. Pure.
  */
 export function judgePin(state: LedgerState, firstRoot: TrustRoot | null, keyId: string): PinOutcome {
+  // No commit at all (main missing or never written): nothing names the key, so nothing verified from it.
+  if (state.genesis === null) {
+    return { finding: { code: 'TRUST_ROOT_MISMATCH', message: `the ledger has no commit (its main is missing): no first trust root names the pinned key ${keyId}, and nothing was verified from it; a ledger starts with the genesis coo init lays, so fetch or restore its main` }, note: null };
+  }
   const first = (firstRoot?.authorities ?? []).map((authority) => authority.key_id);
   const status = keyStatus(state, keyId);
   const now = (state.root?.doc.authorities ?? []).map((authority) => authority.key_id).join(', ') || '(none)';
@@ -33,7 +37,7 @@ export function judgePin(state: LedgerState, firstRoot: TrustRoot | null, keyId:
         ? `a trust-root key the chain reached after genesis, ${describeStatus(status)}`
         : `not a trust-root key but ${describeStatus(status)}`;
   return {
-    finding: { code: 'TRUST_ROOT_MISMATCH', ...(state.genesis === null ? {} : { commit: state.genesis }), message: `the ledger's first trust root does not name the pinned key ${keyId}, ${what}; ${pinFirst}` },
+    finding: { code: 'TRUST_ROOT_MISMATCH', commit: state.genesis, message: `the ledger's first trust root does not name the pinned key ${keyId}, ${what}; ${pinFirst}` },
     note: null,
   };
 }

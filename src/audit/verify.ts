@@ -63,6 +63,9 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     const saved = options.checkpointFile === undefined ? null : loadVerified(options.checkpointFile);
     if (head === null) {
       if (saved !== null) findings.push({ code: 'HISTORY_ROLLBACK', message: `the ledger is empty, but ${saved.head} (Ledger-Seq ${saved.seq}) was verified before` });
+      // A pinned trust root asks what genesis names: an empty ledger names nothing, which is no pass.
+      const pin = options.trustRoot === undefined ? null : judgePin(emptyState(), null, options.trustRoot.keyId).finding;
+      if (pin !== null) findings.push(pin);
       return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], firstInvalid: null, state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };

@@ -20,7 +20,7 @@ export function checkpointPath(gitdir: string): string {
 export function loadCheckpoint(gitdir: string): { state: LedgerState; tree: string } | null {
   // Never a FIFO that blocks, a link to a device, or a file past the bound: a cache passed over costs a replay.
   const read = readBounded(checkpointPath(gitdir), { maxBytes: LIMITS.checkpointBytes });
-  if (read.kind !== 'file') return null;
+  if (read.kind !== 'file' || !writtenByThisUser(read)) return null;
   try {
     const raw = JSON.parse(read.bytes.toString('utf8')) as { format: number; tree: string; state: unknown };
     if (raw.format !== FORMAT || typeof raw.tree !== 'string') return null;
@@ -28,6 +28,16 @@ export function loadCheckpoint(gitdir: string): { state: LedgerState; tree: stri
   } catch {
     return null;
   }
+}
+
+/**
+ * Whether only this process's user could have written the cache: its owner, and no one else may
+ * write it. The state in it is taken without a replay, so a cache another account with write access
+ * to the ledger's folder left there (a spend of nothing, a key in the registry) would steer this
+ * process without a signature; such a cache is passed over, and costs a replay.
+ */
+function writtenByThisUser(read: { readonly mode: number; readonly uid: number }): boolean {
+  return read.uid === process.getuid?.() && (read.mode & 0o022) === 0;
 }
 
 export function saveCheckpoint(gitdir: string, state: LedgerState, tree: string): void {

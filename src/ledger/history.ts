@@ -273,6 +273,8 @@ export async function commitsSince(reader: ObjectReader, head: string, stop: str
     if (near !== null) return near;
   }
   if (stop !== null && !(await isAncestor(reader.gitdir, stop, head))) return null;
+  // A ledger's head is a commit: git would list the history of a tag written where main belongs, and the tag's own bytes, signed by no one, would pass as the head.
+  await readCommitLinks(reader, head);
   const out = await new Promise<string>((resolve, reject) => {
     execFile('git', ['--git-dir', reader.gitdir, 'rev-list', '--first-parent', '--reverse', head, ...(stop === null ? [] : [`^${stop}`])], { env: gitEnvironment(), maxBuffer: 256 * 1024 * 1024 }, (error, stdout) => {
       if (error !== null) reject(new CooError('GIT_FAILED', `git rev-list ${head}: ${error.message.split('\n')[0]}`));

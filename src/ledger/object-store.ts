@@ -266,11 +266,13 @@ class CatFileSession {
  * itself runs it after a commit: packing those 10,001 commits' loose objects at once took 12.5 s,
  * and no append should wait for any of it. Leaves refs alone (`gc.packRefs=false`): the ledger's
  * head stays the file the runner watches. Keeps every reflog entry (`gc.reflogExpire*=never`):
- * they record how the head moved, and keep what they name.
+ * they record how the head moved, and keep what they name. Runs no hook (`core.hooksPath=/dev/null`):
+ * git runs `pre-auto-gc` from wherever the ledger's config points, and a ledger folder's writer is not
+ * who runs the packing.
  */
 export function packLooseObjects(gitdir: string): void {
   try {
-    const child = spawn('git', ['--git-dir', gitdir, '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', 'gc', '--auto', '--quiet'], { env: gitEnvironment(), detached: true, stdio: 'ignore' });
+    const child = spawn('git', ['--git-dir', gitdir, '-c', 'core.hooksPath=/dev/null', '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', 'gc', '--auto', '--quiet'], { env: gitEnvironment(), detached: true, stdio: 'ignore' });
     child.on('error', () => undefined);
     child.unref();
   } catch {

@@ -9,7 +9,7 @@ import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
-import { gitEnvironment } from '../util/git-env.js';
+import { gitEnvironment, remoteGitEnvironment } from '../util/git-env.js';
 import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -124,6 +124,12 @@ function admitQuarantine(quarantine: string, objects: string): void {
 const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1'];
 
 /**
+ * No hook runs: git runs `pre-push`, `reference-transaction` and others from wherever the ledger
+ * clone's config points `core.hooksPath`, and whoever may write that folder is not who publishes.
+ */
+const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
+
+/**
  * Runs stock git against a remote: never a shell, never a prompt (GIT_TERMINAL_PROMPT=0, no
  * terminal: a transport that wants a password fails instead of waiting for one), and within a time
  * limit. A remote that accepts the connection and never answers would otherwise hold the caller for
@@ -132,7 +138,7 @@ const KEEP_PACKS = ['-c', 'transfer.unpackLimit=1', '-c', 'fetch.unpackLimit=1']
  */
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
-  const argv = [...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
+  const argv = [...NO_HOOKS, ...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
   const { gitdir, maxReceivedBytes } = options;
   const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
   const weighed = quarantine ?? (maxReceivedBytes === undefined ? null : (options.into ?? null));
@@ -140,7 +146,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   return new Promise((done) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
     const child = spawn('git', argv, {
-      env: gitEnvironment({ GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart }),
+      env: remoteGitEnvironment({ GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart }),
       stdio: ['ignore', 'pipe', 'pipe'],
       detached: true,
     });
@@ -267,7 +273,7 @@ export interface ClonedFrom {
  * here is copied to, not one it came from. Only the ledger's own config counts.
  */
 export function clonedFrom(gitdir: string): ClonedFrom | null {
-  const listed = spawnSync('git', ['--git-dir', gitdir, 'config', '--local', '-z', '--list'], { encoding: 'utf8' });
+  const listed = spawnSync('git', ['--git-dir', gitdir, 'config', '--local', '-z', '--list'], { encoding: 'utf8', env: gitEnvironment() });
   const config = new Map<string, string[]>();
   if (listed.status === 0) {
     for (const entry of (listed.stdout ?? '').split('\0')) {
@@ -281,7 +287,7 @@ export function clonedFrom(gitdir: string): ClonedFrom | null {
   const remotes = [...config.keys()].flatMap((key) => /^remote\.(.+)\.url$/.exec(key)?.[1] ?? []).filter((name) => last(`remote.${name}.url`) !== '');
   // origin first: the name coo clone and git clone give the remote.
   remotes.sort((a, b) => Number(b === 'origin') - Number(a === 'origin'));
-  const published = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8' }).status === 0;
+  const published = spawnSync('git', ['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', VERIFIED_REF], { encoding: 'utf8', env: gitEnvironment() }).status === 0;
   for (const name of remotes) {
     const fetches = config.get(`remote.${name}.fetch`) ?? [];
     const url = last(`remote.${name}.url`);
@@ -377,7 +383,7 @@ function isSshUrl(url: string): boolean {
  */
 export function shareSshConnection(gitdir: string, url: string): SharedSshConnection | null {
   if (!isSshUrl(url) || (process.env['GIT_SSH'] ?? '') !== '') return null;
-  const configured = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'core.sshCommand'], { encoding: 'utf8' }).stdout?.trim() ?? '';
+  const configured = spawnSync('git', ['--git-dir', gitdir, 'config', '--get', 'core.sshCommand'], { encoding: 'utf8', env: gitEnvironment() }).stdout?.trim() ?? '';
   const command = process.env['GIT_SSH_COMMAND'] || configured || 'ssh';
   if (basename(command.trim().split(/\s+/)[0] ?? '') !== 'ssh') return null;
   const dir = privateSocketFolder('ssh-');

@@ -1,3 +1,5 @@
+import { numberProblem } from './portable-number.js';
+
 /**
  * A fast reader for the one YAML layout coo-commons writes (schema/strict-yaml.ts `toYaml`): block
  * mappings and sequences with two-space indentation, plain or double-quoted single-line scalars,
@@ -43,7 +45,7 @@ function scalar(text: string): Value | typeof DECLINE {
   if (isDigit(first) || first === 0x2d) {
     if (NUMBER.test(text)) {
       const value = Number(text);
-      if (!Number.isFinite(value) || Object.is(value, -0) || (Number.isInteger(value) && !Number.isSafeInteger(value))) return DECLINE;
+      if (!Number.isFinite(value) || Object.is(value, -0) || (Number.isInteger(value) && !Number.isSafeInteger(value)) || numberProblem(text, value) !== null) return DECLINE;
       return value;
     }
     if (TIMESTAMP.test(text)) return text;

@@ -22,6 +22,7 @@ import {
 import { CooError, type ErrorCode } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { readCanonicalYaml } from './canonical-yaml.js';
+import { numberProblem } from './portable-number.js';
 
 /** Tags a strict document may carry: YAML 1.2 core, nothing custom. */
 const CORE_TAGS = new Set([
@@ -120,6 +121,9 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
     if (typeof value === 'number' && Number.isInteger(value) && !Number.isSafeInteger(value)) {
       fail('YAML_NON_JSON', file, path, 'integer exceeds 2^53 and would lose precision', here);
     }
+    // The text signed, not only the value read: YAML 1.1 readers must read the same number from it.
+    const problem = typeof value === 'number' && typeof node.source === 'string' ? numberProblem(node.source, value) : null;
+    if (problem !== null) fail('YAML_NON_JSON', file, path, problem, here);
     if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') {
       fail('YAML_NON_JSON', file, path, 'value has no JSON form', here);
     }

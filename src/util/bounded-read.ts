@@ -9,7 +9,7 @@ import { CooError, type ErrorCode } from '../errors.js';
  */
 
 export type BoundedRead =
-  | { readonly kind: 'file'; readonly bytes: Buffer; readonly mode: number }
+  | { readonly kind: 'file'; readonly bytes: Buffer; readonly mode: number; readonly uid: number }
   | { readonly kind: 'not_regular'; readonly type: string }
   | { readonly kind: 'too_large'; readonly size: number }
   | { readonly kind: 'unreadable'; readonly code: string };
@@ -68,7 +68,7 @@ export function readBounded(path: string | Buffer, options: BoundedReadOptions):
       if (read === 0) break;
       length += read;
     }
-    return { kind: 'file', bytes: buffer.subarray(0, length), mode: stats.mode };
+    return { kind: 'file', bytes: buffer.subarray(0, length), mode: stats.mode, uid: stats.uid };
   } catch (error) {
     return { kind: 'unreadable', code: (error as NodeJS.ErrnoException).code ?? 'EIO' };
   } finally {

@@ -9,7 +9,25 @@
  */
 export const GIT_OWN_OBJECTS: Readonly<Record<string, string>> = { GIT_NO_REPLACE_OBJECTS: '1', GIT_GRAFT_FILE: '/dev/null' };
 
-/** The environment of a git coo starts: this process's, told GIT_OWN_OBJECTS, then `extra`. */
+/**
+ * What a git that reads a repository, and talks to no remote, is told besides: fetch nothing. A
+ * repository's config may name a promisor remote (`remote.<name>.promisor`, `extensions.partialClone`);
+ * git then fetches every object a read finds missing from it, through the transport the same config
+ * names (`core.sshCommand`, `remote.<name>.uploadpack`), so `coo verify` of a ledger folder whose
+ * commit named a missing tree ran the command its writer put there. GIT_NO_LAZY_FETCH says so to
+ * git 2.44 and later; GIT_ALLOW_PROTOCOL naming no transport refuses every one in any git.
+ */
+export const GIT_NO_FETCH: Readonly<Record<string, string>> = { GIT_NO_LAZY_FETCH: '1', GIT_ALLOW_PROTOCOL: 'none' };
+
+/** The environment of a git coo starts: this process's, told GIT_OWN_OBJECTS and GIT_NO_FETCH, then `extra`. */
 export function gitEnvironment(extra: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, ...GIT_OWN_OBJECTS, ...extra };
+  return { ...process.env, ...GIT_OWN_OBJECTS, ...GIT_NO_FETCH, ...extra };
+}
+
+/**
+ * The environment of a git coo starts to talk to a remote (fetch, push, clone, ls-remote): the
+ * transports this process's environment allows, no lazy fetch, GIT_OWN_OBJECTS, then `extra`.
+ */
+export function remoteGitEnvironment(extra: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
+  return { ...process.env, ...GIT_OWN_OBJECTS, GIT_NO_LAZY_FETCH: '1', ...extra };
 }
