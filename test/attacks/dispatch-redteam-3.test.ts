@@ -321,7 +321,7 @@ describe.skipIf(!canMountTmpfs())("a hostile agent that fills the disk of the ru
     fs.mkdirSync(where.stateDir, { recursive: true });
     const result = spawnSync(
       'unshare',
-      ['-m', 'sh', '-c', `mount -t tmpfs -o size=${megabytes}m tmpfs "$0" && exec "$@"`, where.stateDir, process.execPath, COO, 'watch', '--once', '--json', '--ledger', where.world.gitdir, '--key', where.keyFile, '--repo', where.repo, '--state-dir', where.stateDir, '--ea-command', agent],
+      ['-m', 'sh', '-c', `mount -t tmpfs -o size=${megabytes}m,mode=0700 tmpfs "$0" && exec "$@"`, where.stateDir, process.execPath, COO, 'watch', '--once', '--json', '--ledger', where.world.gitdir, '--key', where.keyFile, '--repo', where.repo, '--state-dir', where.stateDir, '--ea-command', agent],
       { env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test' }, encoding: 'utf8', timeout: 90_000, killSignal: 'SIGKILL', maxBuffer: 64 * 1024 * 1024 },
     );
     return { status: result.status, hung: (result.error as NodeJS.ErrnoException | undefined)?.code === 'ETIMEDOUT', stderr: result.stderr ?? '' };

@@ -9,7 +9,7 @@ import { errorClassOf } from '../../src/errors.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { watchRemote } from '../../src/runner/watch.js';
 import { coo } from '../helpers/cli.js';
-import { cooBounded, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
+import { cooBounded, refusal, headOf, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
 import { nothingClaimed, queued } from '../helpers/startup.js';
 import { makeServedLedger, type ServedLedger } from '../helpers/remote-ledger.js';
@@ -25,14 +25,6 @@ const dir = tempDir('operator-redteam-3-');
 const HOUR = 3600_000;
 const fresh = worlds(join(dir, 'worlds'));
 const env = { OPENAI_API_KEY: 'sk-test-key' };
-
-/** The single `coo: CODE: message` line a refused start prints, exit 2 and nothing on stdout. */
-function refusal(result: BoundedResult): string {
-  expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 2, stdout: '' });
-  const lines = result.stderr.trimEnd().split('\n');
-  expect(lines).toHaveLength(1);
-  return lines[0]!;
-}
 
 describe('a runner whose clock runs half an hour ahead of the remote it works through', () => {
   const closers: Array<() => Promise<void> | void> = [];

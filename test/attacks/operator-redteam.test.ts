@@ -6,7 +6,7 @@ import { formatPublicKeyLine, generatePrivateKey } from '../../src/crypto/keys.j
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
-import { cooBounded, HUNG_MS, until, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
+import { cooBounded, refusal, HUNG_MS, until, headOf, startBounded, watchArgs, writeKey, type BoundedResult } from '../helpers/damage.js';
 import { makeTargetRepo, worlds } from '../helpers/lane.js';
 import { nothingClaimed, queued } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -20,14 +20,6 @@ import { git, tempDir } from '../helpers/tmp.js';
 const dir = tempDir('operator-redteam-');
 const fresh = worlds(dir);
 const env = { OPENAI_API_KEY: 'sk-test-key' };
-
-/** The single `coo: CODE: message` line a refused start prints. */
-function refusal(result: BoundedResult): string {
-  expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 2, stdout: '' });
-  const lines = result.stderr.trimEnd().split('\n');
-  expect(lines).toHaveLength(1);
-  return lines[0]!;
-}
 
 describe('coo watch started in a broken environment refuses at start, claiming nothing', () => {
   it('with --json, the refusal is one JSON line on standard output, as each event of coo watch --json is', async () => {

@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { expect } from 'vitest';
 import { formatPrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { COO } from './cli.js';
 import { FAKE_ORACLE, type World } from './lane.js';
@@ -17,6 +18,14 @@ export interface BoundedResult {
   readonly status: number | null;
   readonly stdout: string;
   readonly stderr: string;
+}
+
+/** The single `coo: CODE: message` line a refused start prints, with exit 2 and nothing on standard output. */
+export function refusal(result: BoundedResult): string {
+  expect({ status: result.status, stdout: result.stdout }).toEqual({ status: 2, stdout: '' });
+  const lines = result.stderr.trimEnd().split('\n');
+  expect(lines).toHaveLength(1);
+  return lines[0]!;
 }
 
 /** Runs the built CLI, killed after HUNG_MS: a command that does not end is a failed assertion, not a stuck test. */
