@@ -1,4 +1,4 @@
-import { afterAll, describe, expect } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
@@ -78,14 +78,14 @@ describe("a claim's allowance is what its attempt may spend, as the ledger knows
     return kit.push({ [claim.path]: toYaml(claim.doc) }, { key: kit.keys.coo.file });
   });
 
-  attack('claims a runner writes still land: one that states no allowance (an older runner), and one within its bounds', 'library', 'accepted', async () => {
+  // Not an attack: the rule must leave honest claims alone.
+  it('claims a runner writes still land: one that states no allowance (an older runner), and one within its bounds', async () => {
     const world = await makeWorld(join(dir, 'honest-allowance'));
     closers.push(() => world.close());
     const older = await world.consult();
     const newer = await world.consult({ question: 'And for Infinity?', maxCostUsd: 1 });
-    const first = await appendClaim(world, older.messageId, 'run-older');
-    if (first !== 'accepted') return first;
-    return appendClaim(world, newer.messageId, 'run-newer', 0.75);
+    expect(await appendClaim(world, older.messageId, 'run-older')).toBe('accepted');
+    expect(await appendClaim(world, newer.messageId, 'run-newer', 0.75)).toBe('accepted');
   });
 });
 

@@ -25,7 +25,7 @@ const lost = faults.reduce((sum, f) => sum + f.lost, 0) + load.reduce((sum, l) =
 const lane = load.find((l) => l.test === 'lane');
 const shared = load.find((l) => l.test === 'four runners');
 const packing = load.find((l) => l.test === 'packing under the writer');
-const remoteDrain = load.find((l) => l.test === 'four runners, four clones');
+const remoteDrains = load.filter((l) => /^\d+ runners, \d+ clones/.test(l.test));
 const takeovers = faults.filter((f) => f.point === 'remote-takeover');
 const clocks = ['clock an hour ahead', 'clock an hour behind'].map((test) => load.find((l) => l.test === test)).filter(Boolean);
 const collision = load.find((l) => l.test === 'two containers, one host name and pid');
@@ -58,9 +58,9 @@ const rows = [
   ['no dispatch attempt run twice', race ? `${race.dispatches} dispatches, 4 runner processes: ${race.runs} runs, ${race.duplicate_calls} run twice, ${race.runners_that_claimed} runners claimed work` : 'not run'],
   ['attempts receipted twice (must be 0)', String(doubleReceipts)],
   [
-    'four runners on four clones (ssh://)',
-    remoteDrain
-      ? `${remoteDrain.consults} consults, ${remoteDrain.paid_calls} paid calls, ${remoteDrain.duplicate_calls} duplicates, ${remoteDrain.lost} lost, ${remoteDrain.runners_that_claimed} runners claimed work, ${remoteDrain.claims_lost_to_another_runner} claims lost to another runner, ${remoteDrain.push_conflicts} push conflicts rebuilt`
+    'runners on clones of one ssh:// remote',
+    remoteDrains.length > 0
+      ? remoteDrains.map((d) => `${d.test}: ${d.consults} consults, ${d.paid_calls} paid calls, ${d.duplicate_calls} duplicates, ${d.lost} lost, ${d.runners_that_claimed} runners claimed work, ${d.claims_lost_to_another_runner} claims lost to another runner, ${d.push_conflicts} push conflicts rebuilt`).join('; ')
       : 'not run',
   ],
   ['lease takeovers after SIGKILL', takeovers.length > 0 ? `${takeovers.length} run(s), ${takeovers.reduce((sum, f) => sum + f.duplicate_calls, 0)} attempts paid twice` : 'not run'],
