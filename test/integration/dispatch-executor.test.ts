@@ -66,7 +66,7 @@ describe('the executor process', () => {
     expect(env['MOCK_API_KEY']).toBe('sk-fake');
     expect(env['RUNNER_SECRET']).toBeUndefined();
     expect(env['SSH_AUTH_SOCK']).toBeUndefined();
-    expect(Object.keys(env).sort()).toEqual(['CODEX_HOME', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'LANG', 'MOCK_API_KEY', 'NO_COLOR', 'OLDPWD', 'PATH', 'PWD', 'SHLVL', 'TMPDIR', '_'].filter((key) => key in env));
+    expect(Object.keys(env).sort()).toEqual(['CODEX_HOME', 'COO_RUN_MARK', 'GIT_CONFIG_NOSYSTEM', 'HOME', 'LANG', 'MOCK_API_KEY', 'NO_COLOR', 'OLDPWD', 'PATH', 'PWD', 'SHLVL', 'TMPDIR', '_'].filter((key) => key in env));
     expect(readFileSync(join(scratch, 'tmp', 'env.txt'), 'utf8')).not.toContain('stdin-open');
   });
 

@@ -19,11 +19,9 @@ describe("a runner's identity", () => {
   it('is random per start and says nothing of its host or pid', () => {
     const ids = new Set(Array.from({ length: 100 }, () => newRunnerId()));
     expect(ids.size).toBe(100);
-    for (const id of ids) {
-      expect(id).toMatch(/^run-[0-9a-f]{20}$/);
-      expect(id).not.toContain(String(process.pid));
-      expect(id).not.toContain(hostLabel());
-    }
+    for (const id of ids) expect(id).toMatch(/^run-[0-9a-f]{20}$/);
+    // Twenty random hex characters hold a short pid's digits now and then by chance; an id made of the pid or the host would hold them every time.
+    for (const told of [String(process.pid), hostLabel()]) expect([...ids].filter((id) => id.includes(told)).length).toBeLessThan(ids.size);
   });
 
   it("tells a live runner of this host from a dead one by its record, and leaves any runner it cannot judge alive", () => {
