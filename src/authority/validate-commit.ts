@@ -9,7 +9,7 @@ import { sha256Ref } from '../util/hash.js';
 import { keyHolders, keyStatus, signerError } from './keys.js';
 import type { LedgerState } from './state.js';
 import { CommitCheck, type EntryFile } from './commit-check.js';
-import { checkPolicy, checkRegistry, checkRoot } from './rules/trust.js';
+import { checkPolicy, checkRegistry, checkRoot, checkRootAgreesWithRegistry } from './rules/trust.js';
 import { checkKillSwitch } from './rules/kill-switch.js';
 import { checkApproval } from './rules/approval.js';
 import { checkEnvelope } from './rules/envelope.js';
@@ -50,8 +50,8 @@ function orderOf(entry: EntryFile): number {
  * (rules/clock.ts); history (coo verify, a replay) is judged without one.
  *
  * One ordered pass: the commit's position and signature, then each signed entry in ORDER, each
- * judged by the rules of its kind (authority/rules/), then forge files and the artifacts the
- * entries referenced. The order fixes which finding comes first.
+ * judged by the rules of its kind (authority/rules/), then what the commit leaves as a whole (the
+ * root and registry agreeing, its panels), then forge files and the artifacts the entries referenced. The order fixes which finding comes first.
  */
 export function validateCommit(state: LedgerState, facts: CommitFacts, clock: Date | null = null): CommitVerdict {
   const check = new CommitCheck(state, facts, clock);
@@ -64,6 +64,7 @@ export function validateCommit(state: LedgerState, facts: CommitFacts, clock: Da
     check.attempt(entry.path, () => checkEntry(check, entry, signer));
     if (check.findings.length > before && 'folder' in entry.info) check.refusedFolders.add(entry.info.folder);
   }
+  check.attempt(undefined, () => checkRootAgreesWithRegistry(check));
   checkPanels(check);
   for (const error of checkForgeChanges(check.forgeChanges, facts, signer?.keyId ?? null, (keyId) => check.holders().get(keyId)?.rootAuthority === true)) check.report(error);
   checkArtifacts(check);

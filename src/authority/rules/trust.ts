@@ -95,6 +95,29 @@ export function checkRegistry(check: CommitCheck, entry: EntryFile, version: num
   }
 }
 
+/**
+ * The root and the registry a commit leaves in force agree on who the root's keys speak for: each
+ * authority is an actor the registry holds as a human authority, and its key is that actor's alone
+ * in the registry. A root that names the COO's or an agent's key, or a registry that gives a root
+ * key to another actor, would let one key speak in two roles, the CEO's among them. Judged once
+ * every entry of a commit that changes either file is read, so a rotation that brings both files
+ * is judged as it leaves them; `coo trust` refuses the same with TRUST_CONFLICT before it signs.
+ */
+export function checkRootAgreesWithRegistry(check: CommitCheck): void {
+  if (check.trustPaths.length === 0 || check.root === null || check.registry === null) return;
+  const { root, registry } = check;
+  for (const authority of root.doc.authorities) {
+    const actor = registry.doc.actors.find((entry) => entry.id === authority.actor);
+    if (actor?.class !== 'human_authority') {
+      throw new CooError('TRUST_CONFLICT', `${root.path}: names ${authority.key_id} for ${authority.actor}, which registry v${registry.version} does not hold as a human_authority: a trust-root authority speaks for the CEO`, { where: root.path });
+    }
+    const other = registry.doc.actors.find((entry) => entry.id !== authority.actor && entry.keys.some((key) => key.key_id === authority.key_id));
+    if (other !== undefined) {
+      throw new CooError('TRUST_CONFLICT', `${registry.path}: gives ${other.id} (${other.class}) ${authority.key_id}, the trust root's key for ${authority.actor}: one key speaks for one actor`, { where: registry.path });
+    }
+  }
+}
+
 export function checkPolicy(check: CommitCheck, entry: EntryFile, version: number, keyId: string): void {
   const doc = check.read('actor_policy.v0', entry);
   requireVersion(check.policy, version, doc.version, entry.path);
