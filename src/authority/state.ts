@@ -121,6 +121,10 @@ export interface ApprovalRecord {
   readonly seq: number;
   /** A dispatch approval is used once: the message that named it. */
   readonly usedBy: string | null;
+  /** The key that signed it. */
+  readonly keyId: string;
+  /** Set when a registry revoked that key before anything used the approval: it approves nothing any more (rules/approval.ts voidApprovalsOf). */
+  readonly revoked?: true;
 }
 
 /** What the chain says of one key any root or registry ever gave. */
@@ -227,9 +231,9 @@ export function retryApproved(record: MessageRecord): boolean {
 export const LANE_STATES = ['queued', 'claimed', 'retry_wait', 'succeeded', 'failed', 'blocked', 'timed_out', 'aa_unavailable', 'stale_context', 'duplicate', 'awaiting_ack', 'acknowledged', 'recorded'] as const;
 export type LaneState = (typeof LANE_STATES)[number];
 
-/** The CEO's approvals of attempt `attempt` of dispatch `messageId` among `approvals`, oldest first: the last is the one in force. */
+/** The CEO's approvals of attempt `attempt` of dispatch `messageId` among `approvals` that a revocation did not void, oldest first: the last is the one in force. */
 export function retryApprovalsOf(approvals: Iterable<ApprovalRecord>, messageId: string, attempt: number): ApprovalRecord[] {
-  return [...approvals].filter((item) => item.approves === 'retry' && item.messageId === messageId && item.attempt === attempt).sort((a, b) => a.seq - b.seq);
+  return [...approvals].filter((item) => item.approves === 'retry' && item.messageId === messageId && item.attempt === attempt && item.revoked !== true).sort((a, b) => a.seq - b.seq);
 }
 
 /**
@@ -292,7 +296,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 10;
+const STATE_SHAPE = 11;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

@@ -1,19 +1,118 @@
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
-import { trustPath } from '../../src/ledger/layout.js';
+import { approve } from '../../src/dispatch/approve.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { claimPath, messageFolder, receiptPath, trustPath } from '../../src/ledger/layout.js';
+import type { NewFile } from '../../src/ledger/ledger.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { verifyLedger } from '../../src/audit/verify.js';
+import { nextWork } from '../../src/authority/runnable.js';
+import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
+import { attemptIdFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * The actor model, attacked where a key speaks in two roles: a root and registry that give one key
- * to the CEO and to another actor (the COO, an agent), or give the CEO's root a role the registry
- * holds as something else.
+ * The actor model, attacked where a key's authority outlives what the trust files say of it, or
+ * speaks in two roles: approvals a stolen CEO key signed and nothing used before the key was
+ * revoked, and a root and registry that give one key to the CEO and to another actor (the COO, an
+ * agent), or give the CEO's root a role the registry holds as something else.
  */
 
 const dir = tempDir('actors-redteam-4');
+
+/** The next root naming `next` as the CEO's one key, written by `coo trust --root` with the old key revoked or only rotated out. */
+async function rotateCeo(w: World, next: PrivateKey, revoke: boolean): Promise<void> {
+  const root = (await w.ledger.state()).root!.doc;
+  const authorities = [{ actor: 'ceo', key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }];
+  await appendTrustVersion(w.ledger, { role: 'root', document: { ...root, version: undefined, created_at: undefined, authorities }, ...(revoke ? { revoke: new Map([[w.actors.ceo.publicKey.keyId, 'laptop stolen']]) } : {}) }, w.actors.ceo, new Date());
+}
+
+/** A dispatch to ea.claude_code, whose policy edge gives it to the CEO: the request hash the CEO approves, and the writer of the dispatch naming an approval. */
+async function request(w: World, task: string): Promise<{ write: (approvalId: string) => Promise<unknown>; hash: string }> {
+  const repo = join(w.dir, 'work');
+  if (!existsSync(repo)) makeTargetRepo(repo);
+  const base = { ledger: w.ledger, key: w.actors.coo, target: 'ea.claude_code', repo, task, scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'] };
+  const refused = await enqueueDispatch({ ...base, now: new Date() }).then(
+    () => null,
+    (error: unknown) => error as Error & { code?: string },
+  );
+  expect(refused?.code).toBe('APPROVAL_REQUIRED');
+  return { write: (approvalId) => enqueueDispatch({ ...base, now: new Date(), approvalId }), hash: /request (sha256:[0-9a-f]{64})/.exec(refused!.message)![1]! };
+}
+
+describe("a revoked key's approvals that nothing used approve nothing", () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await makeWorld(join(dir, 'approvals'));
+  });
+  afterAll(async () => w.close());
+
+  /** A dispatch to ea.codex whose one attempt failed, waiting for the CEO's word on a retry. */
+  async function failedDispatch(): Promise<EaDispatchMessage> {
+    const now = new Date();
+    const dispatch = dispatchEnvelope({}, now) as EaDispatchMessage;
+    const folder = messageFolder(dispatch.message_id, dispatch.created_at);
+    const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptIdFor(dispatch.message_id, 1, 'ea'), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(now) };
+    await w.ledger.append({ files: messageFiles(dispatch), key: w.actors.coo, summary: 'dispatch', now });
+    await w.ledger.append({ files: [{ path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now });
+    await w.ledger.append({ files: [{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1, { created_at: isoSeconds(now) }))) }], key: w.actors.coo, summary: 'receipt', now });
+    return dispatch;
+  }
+
+  function claimOf(dispatch: EaDispatchMessage, attempt: number): NewFile {
+    const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptIdFor(dispatch.message_id, attempt, 'ea'), attempt_number: attempt, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
+    return { path: claimPath(messageFolder(dispatch.message_id, dispatch.created_at), attempt), bytes: Buffer.from(toYaml(claim)) };
+  }
+
+  let unused: { write: (approvalId: string) => Promise<unknown>; approvalId: string };
+  let retried: EaDispatchMessage;
+  let successor: PrivateKey;
+
+  beforeAll(async () => {
+    // The thief, holding the CEO key, approves a dispatch and a retry; the CEO finds out and revokes the key.
+    const later = await request(w, 'Push the release out today.');
+    unused = { write: later.write, approvalId: (await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'go', requestHash: later.hash })).approval.approval_id };
+    const used = await request(w, 'Fix add() for NaN.');
+    await used.write((await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'go', requestHash: used.hash })).approval.approval_id);
+    retried = await failedDispatch();
+    await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'once more', messageId: retried.message_id });
+    successor = generatePrivateKey('ceo');
+    await rotateCeo(w, successor, true);
+  });
+
+  attack('a dispatch naming an approval its key signed before the registry revoked it, unused until then', 'library', 'APPROVAL_INVALID', () => codeOf(() => unused.write(unused.approvalId)));
+
+  attack('a claim of the retry only a since-revoked key approved', 'library', 'ATTEMPT_INVALID', () => codeOf(() => w.ledger.append({ files: [claimOf(retried, 2)], key: w.actors.coo, summary: 'claim', now: new Date() })));
+
+  it('leaves the dispatch waiting for the CEO: the runner does not start it, and the new key approves the retry once more', async () => {
+    expect(nextWork((await w.ledger.state()).messages.get(retried.message_id)!, new Date())).toEqual({ kind: 'none' });
+    await approve({ ledger: w.ledger, key: successor, now: new Date(), reason: 'the real CEO says once more', messageId: retried.message_id });
+    expect(nextWork((await w.ledger.state()).messages.get(retried.message_id)!, new Date())).toEqual({ kind: 'attempt', number: 2 });
+    expect(await codeOf(() => w.ledger.append({ files: [claimOf(retried, 2)], key: w.actors.coo, summary: 'claim', now: new Date() }))).toBe('accepted');
+    // What the key approved and was used before its revocation stands: the history verifies.
+    expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
+  });
+
+  it('leaves an approval standing when its key is only rotated out, not revoked', async () => {
+    const u = await makeWorld(join(dir, 'rotated'));
+    try {
+      const fix = await request(u, 'Fix add() for NaN.');
+      const { approval } = await approve({ ledger: u.ledger, key: u.actors.ceo, now: new Date(), reason: 'go', requestHash: fix.hash });
+      await rotateCeo(u, generatePrivateKey('ceo'), false);
+      expect(await codeOf(() => fix.write(approval.approval_id))).toBe('accepted');
+    } finally {
+      await u.close();
+    }
+  });
+});
 
 describe('one key speaks for one actor: the trust root and the registry agree on whose its keys are', () => {
   let w: World;

@@ -26,16 +26,22 @@ export function rejectionOf(check: CommitCheck, about: string): MessageRecord | 
   return [...check.state.messages.values(), ...check.messages.values()].find((record) => record.intent === 'ceo_reject' && record.duplicateOf === null && (record.about ?? record.rejectsRequest) === about);
 }
 
-/** The CEO's approvals of attempt `attempt` of dispatch `messageId`, oldest first. */
+/** The approvals the ledger holds with this commit's entries so far: each once, as this commit last left it (used, voided). */
+export function approvalsNow(check: CommitCheck): Iterable<ApprovalRecord> {
+  return new Map([...check.state.approvals, ...check.approvals]).values();
+}
+
+/** The CEO's approvals of attempt `attempt` of dispatch `messageId` that stand, oldest first. */
 export function retryApprovals(check: CommitCheck, messageId: string, attempt: number): ApprovalRecord[] {
-  return retryApprovalsOf([...check.state.approvals.values(), ...check.approvals.values()], messageId, attempt);
+  return retryApprovalsOf(approvalsNow(check), messageId, attempt);
 }
 
 /**
  * A CEO approval (approval.v0): signed by a trust-root authority in its own name, living under
  * the hour of its creation, within the policy's time-to-live. A retry approval reopens a dispatch
  * whose last attempt ended without success, for exactly the next attempt, once. What the CEO
- * rejected (rules/intents/ceo-reject.ts) it never approves afterwards: the rejection stands.
+ * rejected (rules/intents/ceo-reject.ts) it never approves afterwards: the rejection stands. An
+ * approval speaks while its key is not revoked (voidApprovalsOf).
  */
 export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: string): void {
   const where = entry.path;
@@ -82,5 +88,26 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
     expiresAt: doc.expires_at,
     seq: check.seq,
     usedBy: null,
+    keyId,
   });
+}
+
+/**
+ * A revocation ends what the revoked key approved and nothing has used yet: a dispatch approval no
+ * dispatch named, a retry approval of an attempt no runner claimed. A thief's approvals do not
+ * outlive the key; what was used stands, and a rotation (no revocation) leaves approvals standing.
+ * The dispatch whose retry only such an approval reopened waits for the CEO's word again.
+ */
+export function voidApprovalsOf(check: CommitCheck, keyId: string): void {
+  for (const approval of [...approvalsNow(check)]) {
+    const id = approval.id;
+    if (approval.keyId !== keyId || approval.revoked === true) continue;
+    const record = approval.messageId === null ? undefined : check.message(approval.messageId);
+    const used = approval.approves === 'dispatch' ? approval.usedBy !== null : record === undefined || record.attempts.length >= approval.attempt!;
+    if (used) continue;
+    check.approvals.set(id, { ...approval, revoked: true });
+    if (record !== undefined && retryApprovals(check, record.id, approval.attempt!).length === 0) {
+      check.messages.set(record.id, { ...record, approvedRetries: (record.approvedRetries ?? []).filter((attempt) => attempt !== approval.attempt) });
+    }
+  }
 }

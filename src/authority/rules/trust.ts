@@ -4,6 +4,7 @@ import type { TrustFile } from '../state.js';
 import { checkKeyIds, keyHolders, keyStatus, signerError } from '../keys.js';
 import { checkPolicyAgainstRegistry } from '../policy-check.js';
 import { panelContradiction } from './panel.js';
+import { voidApprovalsOf } from './approval.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 
 /**
@@ -88,7 +89,9 @@ export function checkRegistry(check: CommitCheck, entry: EntryFile, version: num
   check.registry = toTrustFile(check, entry, version, doc);
   check.trustPaths.push(entry.path);
   for (const revoked of doc.revoked_keys) {
-    if (check.revocation(revoked.key_id) === undefined) check.revocations.set(revoked.key_id, { seq: check.seq, reason: revoked.reason, by: entry.path });
+    if (check.revocation(revoked.key_id) !== undefined) continue;
+    check.revocations.set(revoked.key_id, { seq: check.seq, reason: revoked.reason, by: entry.path });
+    voidApprovalsOf(check, revoked.key_id);
   }
   for (const actor of doc.actors) {
     for (const key of actor.keys) noteKey(check, key.key_id, actor.id, key.public_key, false);

@@ -1,6 +1,6 @@
 import { CooError } from '../../../errors.js';
 import type { IntentRules } from '../intent.js';
-import { awaitsRetryApproval, rejectionOf } from '../approval.js';
+import { approvalsNow, awaitsRetryApproval, rejectionOf } from '../approval.js';
 import { requireCeoToCoo } from './ceo-authority.js';
 
 /**
@@ -19,7 +19,7 @@ export const ceoRejectRules: IntentRules<'ceo_reject'> = {
       const record = check.message(doc.about_message_id);
       if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: about_message_id ${doc.about_message_id} does not exist`, { where });
       if (!awaitsRetryApproval(record)) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} waits for no approval of a next attempt`, { where: `${where}:about_message_id` });
-    } else if ([...check.state.approvals.values(), ...check.approvals.values()].some((approval) => approval.requestHash === doc.request_hash)) {
+    } else if ([...approvalsNow(check)].some((approval) => approval.requestHash === doc.request_hash && approval.revoked !== true)) {
       throw new CooError('APPROVAL_INVALID', `${where}: request ${doc.request_hash} is approved already; nothing waits to be rejected`, { where: `${where}:request_hash` });
     }
     const about = doc.about_message_id ?? doc.request_hash!;

@@ -161,7 +161,8 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
    * A dispatch the runner can execute: its executor is the one the registry gives its target, it is
    * pinned to a full base commit (the context pin, when it has one, at the same commit), it carries
    * its task, its first attempt id is the lane's, and its timeout is within the policy. Where the
-   * policy's edge asks for the CEO, it names an unused, unexpired approval of its exact request.
+   * policy's edge asks for the CEO, it names an unused, unexpired approval of its exact request
+   * whose key was not revoked since.
    */
   envelope(check, doc, registry, policy, folder, where) {
     const executor = registry.actors.find((actor) => actor.id === doc.target_actor)?.executor;
@@ -200,6 +201,10 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (approval === undefined || approval.approves !== 'dispatch') throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} is not a dispatch approval in the ledger`, { where: `${where}:approval_id` });
     if (approval.requestHash !== hash) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} approves another request than ${hash}`, { where: `${where}:approval_id` });
     if (approval.usedBy !== null) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was used by ${approval.usedBy}`, { where: `${where}:approval_id` });
+    const revocation = approval.revoked === true ? check.revocation(approval.keyId) : undefined;
+    if (revocation !== undefined) {
+      throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was signed by ${approval.keyId}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}) before anything used it: it approves nothing; ask the CEO to approve request ${hash} again`, { where: `${where}:approval_id` });
+    }
     // Times are the writers' statements, as everywhere in the ledger: the dispatch is dated within the approval's life.
     // The two are dated by two machines' clocks (the CEO's, the COO's): one that runs behind the other by up to the
     // skew allowed between machines dates a dispatch written right after the approval a little before it.
