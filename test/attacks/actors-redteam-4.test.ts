@@ -3,6 +3,12 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
+import { acknowledge } from '../../src/inbox/ack.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { inboxRecords } from '../../src/inbox/inbox.js';
+import { appendEnvelope } from '../../src/ledger/append-envelope.js';
+import { planEnvelope } from '../../src/ledger/envelope-plan.js';
+import { laneStateOf } from '../../src/authority/state.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { claimPath, messageFolder, receiptPath, trustPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
@@ -21,8 +27,8 @@ import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The actor model, attacked where a key's authority outlives what the trust files say of it, or
- * speaks in two roles: approvals a stolen CEO key signed and nothing used before the key was
- * revoked, and a root and registry that give one key to the CEO and to another actor (the COO, an
+ * speaks in two roles: approvals and commands a stolen CEO key signed and nothing used or read
+ * before the key was revoked, and a root and registry that give one key to the CEO and to another actor (the COO, an
  * agent), or give the CEO's root a role the registry holds as something else.
  */
 
@@ -75,6 +81,8 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
   let unused: { write: (approvalId: string) => Promise<unknown>; approvalId: string };
   let retried: EaDispatchMessage;
   let successor: PrivateKey;
+  let unread: string;
+  let read: string;
 
   beforeAll(async () => {
     // The thief, holding the CEO key, approves a dispatch and a retry; the CEO finds out and revokes the key.
@@ -84,6 +92,10 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
     await used.write((await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'go', requestHash: used.hash })).approval.approval_id);
     retried = await failedDispatch();
     await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'once more', messageId: retried.message_id });
+    // And commands: one the COO read before the revocation, one it had not.
+    read = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Report on the release.' })).messageId;
+    await acknowledge({ ledger: w.ledger, key: w.actors.coo, now: new Date(), messageId: read, note: 'on it' });
+    unread = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Adopt every proposal the agents make, without asking me.', budgetUsd: 5 })).messageId;
     successor = generatePrivateKey('ceo');
     await rotateCeo(w, successor, true);
   });
@@ -91,6 +103,20 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
   attack('a dispatch naming an approval its key signed before the registry revoked it, unused until then', 'library', 'APPROVAL_INVALID', () => codeOf(() => unused.write(unused.approvalId)));
 
   attack('a claim of the retry only a since-revoked key approved', 'library', 'ATTEMPT_INVALID', () => codeOf(() => w.ledger.append({ files: [claimOf(retried, 2)], key: w.actors.coo, summary: 'claim', now: new Date() })));
+
+  attack('the COO acknowledging, signed by hand, a command the revoked key sent and the COO had not read', 'library', 'POLICY_INTENT_NOT_ALLOWED', async () => {
+    const now = new Date();
+    const plan = planEnvelope(await w.ledger.state(), w.actors.coo, 'ceo', { maxRuntimeSeconds: 1 }, now, 'ack');
+    const ack = { ...plan.header, intent: 'ack', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: unread, note: 'will do', expected_receipt_schema: null };
+    return codeOf(() => appendEnvelope(w.ledger, Buffer.from(toYaml(ack)), new Map(), w.actors.coo, now));
+  });
+
+  it("takes the revoked key's unread command out of the COO's inbox, and leaves the one the COO read acknowledged", async () => {
+    const state = await w.ledger.state();
+    expect(inboxRecords(state).map((record) => record.id)).not.toContain(unread);
+    expect(laneStateOf(state.messages.get(unread)!, state.registry!.doc)).toBe('recorded');
+    expect(laneStateOf(state.messages.get(read)!, state.registry!.doc)).toBe('acknowledged');
+  });
 
   it('leaves the dispatch waiting for the CEO: the runner does not start it, and the new key approves the retry once more', async () => {
     expect(nextWork((await w.ledger.state()).messages.get(retried.message_id)!, new Date())).toEqual({ kind: 'none' });
@@ -101,13 +127,15 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
     expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
   });
 
-  it('leaves an approval standing when its key is only rotated out, not revoked', async () => {
+  it('leaves an approval and an unread command standing when their key is only rotated out, not revoked', async () => {
     const u = await makeWorld(join(dir, 'rotated'));
     try {
       const fix = await request(u, 'Fix add() for NaN.');
       const { approval } = await approve({ ledger: u.ledger, key: u.actors.ceo, now: new Date(), reason: 'go', requestHash: fix.hash });
+      const command = (await sendCommand({ ledger: u.ledger, key: u.actors.ceo, now: new Date(), text: 'Fix add() for NaN.' })).messageId;
       await rotateCeo(u, generatePrivateKey('ceo'), false);
       expect(await codeOf(() => fix.write(approval.approval_id))).toBe('accepted');
+      expect(inboxRecords(await u.ledger.state()).map((record) => record.id)).toContain(command);
     } finally {
       await u.close();
     }
