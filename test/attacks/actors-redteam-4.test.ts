@@ -19,7 +19,7 @@ import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
-import { attack, codeOf } from '../helpers/attack-kit.js';
+import { attack, codeOf, firstOr, useKit } from '../helpers/attack-kit.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { makeWorld, type World } from '../helpers/lane.js';
@@ -175,6 +175,22 @@ describe('one key speaks for one actor: the trust root and the registry agree on
   attack('a registry that makes the actor the trust root names an orchestrator, and the active COO', 'library', 'TRUST_CONFLICT', () =>
     writeTrust('registry', (doc) => ({ ...doc, active_coo: 'ceo', actors: actors(doc).map((actor) => (actor['id'] === 'ceo' ? { ...actor, class: 'orchestrator' } : actor)) })),
   );
+
+  describe('written behind a hookless remote', () => {
+    const getKit = useKit(join(dir, 'hookless'));
+
+    attack("a trust root naming the COO's key as a CEO key, committed with stock git past the hook, found by coo verify", 'verify', 'TRUST_CONFLICT', async () => {
+      const kit = getKit();
+      const root = (await kit.world.ledger.state()).root!;
+      const version = root.version + 1;
+      const doc = toYaml({ ...root.doc, version, authorities: [...root.doc.authorities, key('ceo', kit.keys.coo.key)] });
+      let codes: string[] = [];
+      await kit.bypass({ [trustPath('root', version)]: doc }, { key: kit.keys.ceo.file }, () => {
+        codes = kit.verifyCodes();
+      });
+      return firstOr(codes, 'TRUST_CONFLICT');
+    });
+  });
 
   it('accepts a root that adds a second CEO key the registry gives the CEO in the same commit', async () => {
     const deputy = generatePrivateKey('ceo');
