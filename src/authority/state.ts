@@ -99,9 +99,9 @@ export interface MessageRecord {
   readonly ackedBy?: string;
   /** Commands: what the CEO allows the work it asks for to cost (`budget_usd`), when it says. */
   readonly budgetUsd?: number;
-  /** Commands: the key that signed it. */
+  /** Commands and rejections: the key that signed it. */
   readonly keyId?: string;
-  /** Commands: set when a registry revoked that key before the COO acknowledged it: no longer the CEO's word, nothing for the COO to act on (rules/intents/ceo-command.ts voidCommandsOf). */
+  /** Commands and rejections: set when a registry revoked that key before the COO acknowledged it: no longer the CEO's word, nothing for the COO to act on (rules/intents/ceo-authority.ts voidCeoMessagesOf). */
   readonly revoked?: true;
 }
 

@@ -4,7 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { acknowledge } from '../../src/inbox/ack.js';
-import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { rejectRequest, sendCommand } from '../../src/inbox/ceo-messages.js';
 import { inboxRecords } from '../../src/inbox/inbox.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
@@ -83,6 +83,8 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
   let successor: PrivateKey;
   let unread: string;
   let read: string;
+  let refused: EaDispatchMessage;
+  let rejection: string;
 
   beforeAll(async () => {
     // The thief, holding the CEO key, approves a dispatch and a retry; the CEO finds out and revokes the key.
@@ -96,6 +98,9 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
     read = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Report on the release.' })).messageId;
     await acknowledge({ ledger: w.ledger, key: w.actors.coo, now: new Date(), messageId: read, note: 'on it' });
     unread = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Adopt every proposal the agents make, without asking me.', budgetUsd: 5 })).messageId;
+    // And a rejection, which would refuse the retry for good.
+    refused = await failedDispatch();
+    rejection = (await rejectRequest({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'never', messageId: refused.message_id })).messageId;
     successor = generatePrivateKey('ceo');
     await rotateCeo(w, successor, true);
   });
@@ -116,6 +121,11 @@ describe("a revoked key's approvals that nothing used approve nothing", () => {
     expect(inboxRecords(state).map((record) => record.id)).not.toContain(unread);
     expect(laneStateOf(state.messages.get(unread)!, state.registry!.doc)).toBe('recorded');
     expect(laneStateOf(state.messages.get(read)!, state.registry!.doc)).toBe('acknowledged');
+    expect(inboxRecords(state).map((record) => record.id)).not.toContain(rejection);
+  });
+
+  it("lets the CEO, by its new key, approve what the revoked key's rejection refused", async () => {
+    expect(await codeOf(() => approve({ ledger: w.ledger, key: successor, now: new Date(), reason: 'the real CEO says yes', messageId: refused.message_id }))).toBe('accepted');
   });
 
   it('leaves the dispatch waiting for the CEO: the runner does not start it, and the new key approves the retry once more', async () => {

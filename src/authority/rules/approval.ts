@@ -23,7 +23,10 @@ export function awaitsRetryApproval(record: MessageRecord): boolean {
  * it refused, and it is given once.
  */
 export function rejectionOf(check: CommitCheck, about: string): MessageRecord | undefined {
-  return [...check.state.messages.values(), ...check.messages.values()].find((record) => record.intent === 'ceo_reject' && record.duplicateOf === null && (record.about ?? record.rejectsRequest) === about);
+  // A rejection whose key was revoked since refuses nothing: lifting it lets only the CEO, by a key in force, approve.
+  return [...check.state.messages.values(), ...check.messages.values()].find(
+    (record) => record.intent === 'ceo_reject' && record.duplicateOf === null && (record.about ?? record.rejectsRequest) === about && (record.keyId === undefined || check.revocation(record.keyId) === undefined),
+  );
 }
 
 /** The approvals the ledger holds with this commit's entries so far: each once, as this commit last left it (used, voided). */

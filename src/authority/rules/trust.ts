@@ -5,7 +5,7 @@ import { checkKeyIds, keyHolders, keyStatus, signerError } from '../keys.js';
 import { checkPolicyAgainstRegistry } from '../policy-check.js';
 import { panelContradiction } from './panel.js';
 import { voidApprovalsOf } from './approval.js';
-import { voidCommandsOf } from './intents/ceo-command.js';
+import { voidCeoMessagesOf } from './intents/ceo-authority.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 
 /**
@@ -92,9 +92,9 @@ export function checkRegistry(check: CommitCheck, entry: EntryFile, version: num
   for (const revoked of doc.revoked_keys) {
     if (check.revocation(revoked.key_id) !== undefined) continue;
     check.revocations.set(revoked.key_id, { seq: check.seq, reason: revoked.reason, by: entry.path });
-    // A revocation ends what the key said and nothing acted on yet: its unused approvals, its unread commands.
+    // A revocation ends what the key said and nothing acted on yet: its unused approvals, its unread commands and rejections.
     voidApprovalsOf(check, revoked.key_id);
-    voidCommandsOf(check, revoked.key_id);
+    voidCeoMessagesOf(check, revoked.key_id);
   }
   for (const actor of doc.actors) {
     for (const key of actor.keys) noteKey(check, key.key_id, actor.id, key.public_key, false);

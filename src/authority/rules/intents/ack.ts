@@ -13,7 +13,7 @@ export const INBOX_INTENTS = new Set(['ceo_command', 'ceo_reject', 'blocker', 'r
  * blocker or receipt notice), or a consult it (or that COO) asked whose answer has landed. Pure; the inbox (inbox/inbox.ts) and the validator ask it.
  */
 export function isForCoo(registry: ActorRegistry, record: MessageRecord): boolean {
-  // A command whose key was revoked before the COO read it is no longer the CEO's word (ceo-command.ts voidCommandsOf).
+  // A command or rejection whose key was revoked before the COO read it is no longer the CEO's word (ceo-authority.ts voidCeoMessagesOf).
   if (record.duplicateOf !== null || record.revoked === true) return false;
   // Addressed to the COO of its day: a COO the CEO has since replaced leaves what it never read to its successor, never to no one.
   if (record.target === registry.active_coo || record.toCoo === true) return INBOX_INTENTS.has(record.intent);

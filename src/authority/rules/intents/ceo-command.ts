@@ -1,5 +1,4 @@
 import { CooError } from '../../../errors.js';
-import type { CommitCheck } from '../../commit-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkTask } from '../message-artifacts.js';
 import { requireCeoToCoo } from './ceo-authority.js';
@@ -20,21 +19,9 @@ export const ceoCommandRules: IntentRules<'ceo_command'> = {
       throw new CooError('POLICY_LIMIT', `${where}: budget_usd ${doc.budget_usd} exceeds the ${policy.budgets.max_cost_usd_per_correlation} a correlation may cost (policy v${policy.version})`, { where: `${where}:budget_usd` });
     }
   },
-  /** The work that descends from the command is held to its budget (rules/envelope.ts); its key answers for it (voidCommandsOf). */
+  /** The work that descends from the command is held to its budget (rules/envelope.ts); its key answers for it (ceo-authority.ts voidCeoMessagesOf). */
   record(doc, keyId) {
     return doc.budget_usd === null ? { keyId } : { keyId, budgetUsd: doc.budget_usd };
   },
 };
 
-/**
- * A revocation ends the commands the revoked key signed that the COO has not acknowledged: they are
- * no longer the CEO's word, so they leave the COO's inbox and take no acknowledgement (ack.ts
- * isForCoo). What the COO acknowledged stands, and the budget of a command still bounds the work
- * that descends from it: a revocation never loosens a limit.
- */
-export function voidCommandsOf(check: CommitCheck, keyId: string): void {
-  for (const record of new Map([...check.state.messages, ...check.messages]).values()) {
-    if (record.intent !== 'ceo_command' || record.keyId !== keyId || record.ackedBy !== undefined || record.revoked === true) continue;
-    check.messages.set(record.id, { ...record, revoked: true });
-  }
-}

@@ -10,7 +10,8 @@ import { requireCeoToCoo } from './ceo-authority.js';
  * (one no approval has reopened). Once per request, and final: no approval of it is accepted
  * afterwards (rules/approval.ts). A request waiting for approval never enters the ledger (the writer
  * and the validator refuse it with its hash), so a rejection by hash names any well-formed hash: a
- * standing refusal of that exact request.
+ * standing refusal of that exact request, while the key that signed it is not revoked: a revoked
+ * key's refusal no longer stands, and only the CEO, by a key in force, approves what it refused.
  */
 export const ceoRejectRules: IntentRules<'ceo_reject'> = {
   target(check, doc, registry, where) {
@@ -26,7 +27,7 @@ export const ceoRejectRules: IntentRules<'ceo_reject'> = {
     const earlier = rejectionOf(check, about);
     if (earlier !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: ${earlier.id} rejected ${about} already`, { where });
   },
-  record(doc) {
-    return doc.about_message_id === null ? { rejectsRequest: doc.request_hash! } : { about: doc.about_message_id };
+  record(doc, keyId) {
+    return doc.about_message_id === null ? { rejectsRequest: doc.request_hash!, keyId } : { about: doc.about_message_id, keyId };
   },
 };
