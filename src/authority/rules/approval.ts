@@ -102,13 +102,12 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
  * The dispatch whose retry only such an approval reopened waits for the CEO's word again.
  */
 export function voidApprovalsOf(check: CommitCheck, keyId: string): void {
-  for (const approval of [...approvalsNow(check)]) {
-    const id = approval.id;
+  for (const approval of approvalsNow(check)) {
     if (approval.keyId !== keyId || approval.revoked === true) continue;
     const record = approval.messageId === null ? undefined : check.message(approval.messageId);
     const used = approval.approves === 'dispatch' ? approval.usedBy !== null : record === undefined || record.attempts.length >= approval.attempt!;
     if (used) continue;
-    check.approvals.set(id, { ...approval, revoked: true });
+    check.approvals.set(approval.id, { ...approval, revoked: true });
     if (record !== undefined && retryApprovals(check, record.id, approval.attempt!).length === 0) {
       check.messages.set(record.id, { ...record, approvedRetries: (record.approvedRetries ?? []).filter((attempt) => attempt !== approval.attempt) });
     }

@@ -24,4 +24,3 @@ export const ceoCommandRules: IntentRules<'ceo_command'> = {
     return doc.budget_usd === null ? { keyId } : { keyId, budgetUsd: doc.budget_usd };
   },
 };
-

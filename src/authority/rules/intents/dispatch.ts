@@ -201,8 +201,8 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (approval === undefined || approval.approves !== 'dispatch') throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} is not a dispatch approval in the ledger`, { where: `${where}:approval_id` });
     if (approval.requestHash !== hash) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} approves another request than ${hash}`, { where: `${where}:approval_id` });
     if (approval.usedBy !== null) throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was used by ${approval.usedBy}`, { where: `${where}:approval_id` });
-    const revocation = approval.revoked === true ? check.revocation(approval.keyId) : undefined;
-    if (revocation !== undefined) {
+    if (approval.revoked === true) {
+      const revocation = check.revocation(approval.keyId)!;
       throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} was signed by ${approval.keyId}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}) before anything used it: it approves nothing; ask the CEO to approve request ${hash} again`, { where: `${where}:approval_id` });
     }
     // Times are the writers' statements, as everywhere in the ledger: the dispatch is dated within the approval's life.
