@@ -10,6 +10,8 @@ import { LIMITS } from '../limits.js';
  * message starting with a code: the SDK's own reader dropped such a line with no answer (the client
  * waited for ever), answered wrong params as an internal error with a schema dump, and read a
  * duplicated key as its last occurrence, where a client or a proxy in between may read the first.
+ * A request asking to run as a task (params.task) is refused too: the server declares no tasks, and
+ * the SDK answered one as an internal error of the server's.
  * An id is held by the transport until the server is done with its request, so one of megabytes
  * held that much for as long.
  */
@@ -112,6 +114,11 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
       const issue = parsed.error?.issues[0];
       const where = issue === undefined ? '' : ` at ${issue.path.map(String).join('.') || 'the message'}: ${issue.message}`;
       return refuse(id, INVALID_PARAMS, `the params of ${method} do not fit the method${where}`);
+    }
+    // A task-augmented request (params.task): the SDK refused it as its own internal error, which told the client to report it to the operator.
+    const params = (value as { params?: unknown }).params;
+    if (typeof params === 'object' && params !== null && Object.hasOwn(params, 'task')) {
+      return refuse(id, INVALID_PARAMS, `${method} asks to run as a task (params.task), and this server runs no tasks (its capabilities declare none): send it without params.task`);
     }
   }
   return { ok: true, message: value as JSONRPCMessage };

@@ -1,0 +1,206 @@
+import { spawn } from 'node:child_process';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { describe, expect, it } from 'vitest';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { LIMITS } from '../../src/limits.js';
+import { serverScrubber } from '../../src/mcp/results.js';
+import { createCooMcpServer, serveStdio } from '../../src/mcp/server.js';
+import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
+import { COO } from '../helpers/cli.js';
+import { worlds, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * `coo mcp` and the consult relay against a raw client that sends what no SDK would (ids of every
+ * JSON type, responses and notifications where requests belong, a request asking to run as a task,
+ * a line past the bound), and the runner's consult socket answering a refusal that names the
+ * runner's own folders: every refusal is a coded JSON-RPC error or tool error, the session serves
+ * on, nothing is written, and the agent hears nothing of the runner's folders or secrets.
+ */
+const fresh = worlds(tempDir('mcp-redteam-4-'));
+
+interface Answer {
+  readonly id: string | number | null;
+  readonly result?: { readonly isError?: boolean; readonly structuredContent?: Record<string, unknown>; readonly content?: ReadonlyArray<{ text?: string }> };
+  readonly error?: { readonly code: number; readonly message: string };
+}
+
+const INITIALIZE = { id: 0, method: 'initialize', params: { protocolVersion: '2025-06-18', capabilities: {}, clientInfo: { name: 'raw', version: '0' } } };
+const line = (message: Record<string, unknown>): string => `${JSON.stringify({ jsonrpc: '2.0', ...message })}\n`;
+const call = (id: number, name: string, args: unknown, extra: Record<string, unknown> = {}): string => line({ id, method: 'tools/call', params: { name, arguments: args, ...extra } });
+
+/** Lines in, every answer out: a raw client of a stdio server, however it is run. */
+function answersOf(stdout: NodeJS.ReadableStream) {
+  const answers: Answer[] = [];
+  let buffered = '';
+  stdout.on('data', (chunk: Buffer) => {
+    buffered += chunk.toString('utf8');
+    const parts = buffered.split('\n');
+    buffered = parts.pop()!;
+    answers.push(...parts.map((text) => JSON.parse(text) as Answer));
+  });
+  /** The first answer under `id` after `from`, waiting a bounded number of turns for it. */
+  const answer = async (id: string | number | null, from: number): Promise<Answer> => {
+    for (let turn = 0; turn < 2000; turn += 1) {
+      const found = answers.slice(from).find((candidate) => candidate.id === id);
+      if (found !== undefined) return found;
+      await new Promise((resolve) => setTimeout(resolve, 5));
+    }
+    throw new Error(`no answer under ${String(id)} among ${JSON.stringify(answers.slice(from).slice(-3))}`);
+  };
+  return { answers, answer };
+}
+
+/** `coo mcp`'s server on its own stdio transport, as the CLI wires them, in this process. */
+async function rawSession(w: World) {
+  const server = await createCooMcpServer({ ledger: w.ledger, key: w.actors.coo, repo: w.target, auditDir: null, clock: () => new Date(), scrubber: serverScrubber({ key: w.actors.coo, env: {}, places: [] }), version: '0.1.0' });
+  const stdin = new PassThrough();
+  const stdout = new PassThrough();
+  const { answers, answer } = answersOf(stdout);
+  await serveStdio(server, new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes));
+  const ask = async (text: string, id: string | number | null): Promise<Answer> => {
+    const from = answers.length;
+    stdin.write(text);
+    return answer(id, from);
+  };
+  await ask(line(INITIALIZE), 0);
+  stdin.write(line({ method: 'notifications/initialized' }));
+  return { stdin, answers, answer, ask, close: () => server.close() };
+}
+
+/** The code of a refusal, `-32602 MCP_MESSAGE_INVALID`, or what was answered. */
+function refusal(answer: Answer): string {
+  if (answer.error !== undefined) return `${answer.error.code} ${answer.error.message.split(':')[0]}`;
+  return answer.result?.isError === true ? `tool error ${answer.result.content?.[0]?.text?.split(':')[0]}` : 'answered';
+}
+
+describe('coo mcp against request lines no SDK sends', () => {
+  it('answers ids of every JSON type, responses, notifications with an id, a BOM, CRLF and keys named __proto__ with coded errors or as the protocol says, and writes nothing', async () => {
+    const w = await fresh();
+    const command = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
+    const session = await rawSession(w);
+    const head = w.ledger.head();
+    try {
+      const ping = (id: string): string => `{"jsonrpc":"2.0","id":${id},"method":"ping"}\n`;
+      const cases: ReadonlyArray<readonly [string, string, string | number | null, string]> = [
+        ['a float id', ping('1.5'), null, '-32600 MCP_MESSAGE_INVALID'],
+        ['an id of 1e400 (Infinity once parsed)', ping('1e400'), null, '-32600 MCP_MESSAGE_INVALID'],
+        ['an id past 2^53', ping('9007199254740993'), null, '-32600 MCP_MESSAGE_INVALID'],
+        ['a boolean id', ping('true'), null, '-32600 MCP_MESSAGE_INVALID'],
+        ['a null id', ping('null'), null, '-32600 MCP_MESSAGE_INVALID'],
+        ['an array id', ping('[1]'), null, '-32600 MCP_MESSAGE_INVALID'],
+        ['an empty string id', ping('""'), '', 'answered'],
+        ['a negative id', ping('-3'), -3, 'answered'],
+        ['a line that starts with a byte order mark', `\ufeff${ping('4')}`, null, '-32700 MCP_MESSAGE_INVALID'],
+        ['a line that ends with CRLF', ping('5').replace('\n', '\r\n'), 5, 'answered'],
+        ['a notification sent with an id', line({ id: 6, method: 'notifications/initialized' }), 6, '-32601 USAGE'],
+        ['a request that also carries a result', line({ id: 7, method: 'ping', result: {} }), 7, '-32600 MCP_MESSAGE_INVALID'],
+        ['params as an array', line({ id: 8, method: 'tools/list', params: [] }), 8, '-32600 MCP_MESSAGE_INVALID'],
+        ['arguments whose only key is __proto__', `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ack","arguments":{"__proto__":{"message_id":"${command}"}}}}\n`, 9, 'tool error USAGE'],
+        ['arguments with a constructor key', call(10, 'ack', { message_id: command, constructor: 1 }), 10, 'tool error USAGE'],
+        ['a number of 1e400 in the arguments', `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"wait","arguments":{"message_id":"${command}","timeout_seconds":1e400}}}\n`, 11, 'tool error USAGE'],
+      ];
+      for (const [name, text, id, expected] of cases) expect([name, refusal(await session.ask(text, id))]).toEqual([name, expected]);
+      // Responses to requests the server never sent are not answered (JSON-RPC answers no response), and nothing stays held for them.
+      const from = session.answers.length;
+      session.stdin.write(line({ id: 12, result: {} }) + line({ id: 13, error: { code: 1, message: 'x' } }) + line({ method: 'no/such/notification' }));
+      expect((await session.ask(ping('14'), 14)).result).toEqual({});
+      expect(session.answers.slice(from).map((found) => found.id)).toEqual([14]);
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('refuses a tool call asking to run as a task as the client\'s mistake, runs none of it and serves on', async () => {
+    const w = await fresh();
+    const command = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
+    const session = await rawSession(w);
+    const head = w.ledger.head();
+    try {
+      // The SDK answered it -32603 "INTERNAL: Server does not support task creation ...: report it to the operator".
+      const refused = await session.ask(call(1, 'ack', { message_id: command }, { task: { ttl: 60_000 } }), 1);
+      expect([refused.id, refusal(refused)]).toEqual([1, '-32602 MCP_MESSAGE_INVALID']);
+      expect(refused.error?.message).toMatch(/runs no tasks .*: send it without params\.task$/);
+      expect(w.ledger.head()).toBe(head);
+      const inbox = await session.ask(call(2, 'inbox', {}), 2);
+      expect((inbox.result?.structuredContent?.['items'] as Array<{ message_id: string }>).map((item) => item.message_id)).toEqual([command]);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('writes one consult for three identical calls sent at once, and answers the other two with it', async () => {
+    const w = await fresh();
+    const session = await rawSession(w);
+    try {
+      const head = w.ledger.head();
+      const from = session.answers.length;
+      session.stdin.write([1, 2, 3].map((id) => call(id, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right for NaN?' })).join(''));
+      const answers = await Promise.all([1, 2, 3].map((id) => session.answer(id, from)));
+      const outcomes = answers.map((found) => [found.result?.structuredContent?.['message_id'], found.result?.structuredContent?.['existing']]);
+      const id = outcomes[0]![0];
+      expect(id).toMatch(/^msg_/);
+      expect(outcomes.map(([messageId]) => messageId)).toEqual([id, id, id]);
+      expect(outcomes.map(([, existing]) => existing).sort()).toEqual([false, true, true]);
+      const state = await w.ledger.state();
+      expect([...state.messages.values()].filter((record) => record.intent === 'aa_consult').map((record) => record.id)).toEqual([id]);
+      expect(w.ledger.head()).not.toBe(head);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
+describe("the consult relay an execution agent's agent talks to, against lines no SDK sends", () => {
+  /** The relay as the executor starts it, with a runner's socket that counts the calls reaching it and answers none. */
+  async function relay() {
+    const folder = tempDir('mcp-redteam-4-relay-');
+    const socket = join(folder, 'runner.sock');
+    let calls = 0;
+    const runner = createServer((connection) => {
+      calls += 1;
+      connection.destroy();
+    });
+    await new Promise<void>((resolve) => runner.listen(socket, resolve));
+    const child = spawn(process.execPath, [COO, 'consult-relay', '--socket', socket], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+    child.stdin.on('error', () => undefined);
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const { answers, answer } = answersOf(child.stdout);
+    child.stdin.write(line(INITIALIZE));
+    await answer(0, 0);
+    child.stdin.write(line({ method: 'notifications/initialized' }));
+    return {
+      child,
+      answers,
+      answer,
+      exited,
+      stderr: () => stderr,
+      calls: () => calls,
+      close: async () => {
+        child.stdin.end();
+        await exited;
+        await new Promise<void>((resolve) => runner.close(() => resolve()));
+      },
+    };
+  }
+
+  it('refuses a consult asking to run as a task before it reaches the runner, and serves on', async () => {
+    const session = await relay();
+    try {
+      const from = session.answers.length;
+      session.child.stdin.write(call(1, 'consult', { to: 'aa.chatgpt', question: 'q', files: ['src/add.ts'] }, { task: { ttl: 1000 } }));
+      const refused = await session.answer(1, from);
+      expect([refused.id, refusal(refused)]).toEqual([1, '-32602 MCP_MESSAGE_INVALID']);
+      session.child.stdin.write(line({ id: 2, method: 'ping' }));
+      expect((await session.answer(2, from)).result).toEqual({});
+      expect(session.calls()).toBe(0);
+    } finally {
+      await session.close();
+    }
+  });
+});
