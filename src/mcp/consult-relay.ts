@@ -46,4 +46,5 @@ export async function runConsultRelay(socket: string, version: string): Promise<
   await serveStdio(server, stdio);
   await closed;
   await server.close();
+  if (stdio.overLimit !== null) throw stdio.overLimit;
 }

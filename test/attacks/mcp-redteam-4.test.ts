@@ -203,4 +203,18 @@ describe("the consult relay an execution agent's agent talks to, against lines n
       await session.close();
     }
   });
+
+  it('ends a session whose agent sends a line over the bound with a coded error and a non-zero exit, never a silent 0, and forwards nothing', async () => {
+    const session = await relay();
+    try {
+      session.child.stdin.write(`{"jsonrpc":"2.0","id":1,"method":"tools/call","params":{"name":"consult","arguments":{"question":"${'x'.repeat(LIMITS.consultToolBytes)}`);
+      expect(await session.exited).toBe(3);
+      expect(session.stderr()).toMatch(new RegExp(`^coo: MCP_MESSAGE_TOO_LARGE: a message from the client was over the ${LIMITS.consultToolBytes}-byte limit`, 'm'));
+      expect(session.stderr()).not.toMatch(/\n {4}at /);
+      expect(session.calls()).toBe(0);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
 });
+
