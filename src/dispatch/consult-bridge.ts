@@ -5,6 +5,7 @@ import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { removeTree } from '../util/remove-tree.js';
+import type { Scrubber } from '../util/scrub.js';
 
 /**
  * The pipe between a dispatch attempt's consult tool and the runner. The agent's executor starts
@@ -69,9 +70,12 @@ function readLine(socket: Socket): Promise<string> {
 
 /**
  * Listens for the attempt's consult calls. Calls are answered one at a time, in the order they
- * came: an attempt's consults are charged to one budget, one after the other.
+ * came: an attempt's consults are charged to one budget, one after the other. A refusal repeats
+ * what the runner's checks, its ledger writes and its remote said, which may name the runner's
+ * folders (the ledger, its state), its remote or a secret it holds: it reaches the agent through
+ * `scrubber` (the runner's), as the agent's own output reaches the runner's records.
  */
-export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>): Promise<ConsultBridge> {
+export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>, scrubber: Scrubber): Promise<ConsultBridge> {
   const dir = privateSocketFolder('consult-');
   const socket = join(dir, 's');
   let queue: Promise<void> = Promise.resolve();
@@ -100,7 +104,7 @@ export async function openConsultBridge(handle: (request: unknown) => Promise<Br
         }
         reply = await handle(request);
       } catch (error) {
-        reply = isCooError(error) ? { ok: false, code: error.code, message: error.message } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
+        reply = isCooError(error) ? { ok: false, code: error.code, message: scrubber.text(error.message) } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
       }
       if (!client.destroyed) client.end(`${JSON.stringify(reply)}\n`);
     });

@@ -3,11 +3,14 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
+import { callConsultBridge, openConsultBridge } from '../../src/dispatch/consult-bridge.js';
+import { CooError } from '../../src/errors.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { LIMITS } from '../../src/limits.js';
 import { serverScrubber } from '../../src/mcp/results.js';
 import { createCooMcpServer, serveStdio } from '../../src/mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
+import { Scrubber } from '../../src/util/scrub.js';
 import { COO } from '../helpers/cli.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -218,3 +221,29 @@ describe("the consult relay an execution agent's agent talks to, against lines n
   }, 60_000);
 });
 
+describe("the runner's consult socket, answering a refusal that names the runner's own folders", () => {
+  it('hands the agent the refusal scrubbed of the ledger\'s folder, the runner\'s state and a token it holds', async () => {
+    const root = tempDir('mcp-redteam-4-runner-');
+    const ledger = join(root, 'ledger.git');
+    const state = join(root, 'state');
+    const token = 'ghp_0123456789abcdefghijABCDEFGHIJ012345';
+    // What a runner's remote says when its clone holds commits the remote does not (remote/publish.ts), with what its git said.
+    const said = `the local main of ${ledger} holds commits https://example.invalid/ledger.git does not have; git said: fatal: could not lock ${state}/attempts/x with token ${token}`;
+    const scrubber = new Scrubber([{ name: 'GH_TOKEN', value: token }], [
+      { name: 'ledger', path: ledger },
+      { name: 'runner-state', path: state },
+    ]);
+    const bridge = await openConsultBridge(() => Promise.reject(new CooError('REMOTE_UNVERIFIED', said)), scrubber);
+    try {
+      const reply = await callConsultBridge(bridge.socket, { to: 'aa.chatgpt', question: 'q', files: ['src/add.ts'] });
+      expect(reply.ok).toBe(false);
+      const message = reply.ok ? '' : reply.message;
+      expect(reply.ok ? null : reply.code).toBe('REMOTE_UNVERIFIED');
+      expect(message).toMatch(/^the local main of \[ledger\] holds commits/);
+      expect(message).toContain('[runner-state]/attempts/x');
+      for (const held of [ledger, state, token]) expect(message).not.toContain(held);
+    } finally {
+      await bridge.close();
+    }
+  });
+});
