@@ -11,7 +11,8 @@ import { LIMITS } from '../limits.js';
  * waited for ever), answered wrong params as an internal error with a schema dump, and read a
  * duplicated key as its last occurrence, where a client or a proxy in between may read the first.
  * A request asking to run as a task (params.task) is refused too: the server declares no tasks, and
- * the SDK answered one as an internal error of the server's.
+ * the SDK answered one as an internal error of the server's. So is a string holding a lone
+ * surrogate (loneSurrogateAt), which valid UTF-8 can only carry as a JSON escape.
  * An id is held by the transport until the server is done with its request, so one of megabytes
  * held that much for as long.
  */
@@ -77,6 +78,39 @@ export function jsonShapeProblem(text: string, maxDepth: number): string | null 
   return null;
 }
 
+/** Half of a UTF-16 surrogate pair standing alone: a JSON escape may name one (`\ud800`), and it is no character. */
+const LONE_SURROGATE = /\p{Cs}/u;
+
+/**
+ * Where the JSON `text`, parsed as `value`, holds a string (a key or a value) with a lone surrogate,
+ * said with its path (`the string at "params.arguments.note"`); null when it holds none. Valid UTF-8 carries one only as an
+ * escape, so only a text with a surrogate's escape is gone through. UTF-8 has no bytes for one:
+ * written to the ledger or sent to a provider it became U+FFFD, so what was signed and asked was not
+ * what the client sent. A loop with its own stack, as jsonShapeProblem is; only objects and arrays
+ * are put on it.
+ */
+export function loneSurrogateAt(text: string, value: unknown): string | null {
+  if (!/\\u[dD][89a-fA-F]/.test(text)) return null;
+  const stack: Array<{ readonly item: object; readonly path: string }> = [];
+  const at = (path: string, key: string): string => {
+    // A key as long as the message allows is named by its start: the path stays short at any depth.
+    const name = key.length > 40 ? `${key.slice(0, 40)}…` : key;
+    return path === '' ? name : `${path}.${name}`;
+  };
+  if (typeof value === 'string') return LONE_SURROGATE.test(value) ? 'the message' : null;
+  if (typeof value === 'object' && value !== null) stack.push({ item: value, path: '' });
+  while (stack.length > 0) {
+    const { item, path } = stack.pop()!;
+    for (const key of Object.keys(item)) {
+      if (LONE_SURROGATE.test(key)) return path === '' ? 'a key of the message' : `a key at ${JSON.stringify(path)}`;
+      const inner = (item as Record<string, unknown>)[key];
+      if (typeof inner === 'string' && LONE_SURROGATE.test(inner)) return `the string at ${JSON.stringify(at(path, key))}`;
+      if (typeof inner === 'object' && inner !== null) stack.push({ item: inner, path: at(path, key) });
+    }
+  }
+  return null;
+}
+
 function idOf(value: unknown): string | number | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const id = (value as Record<string, unknown>)['id'];
@@ -104,6 +138,10 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
   if (typeof id === 'string' && id.length > LIMITS.mcpIdChars) {
     // Answered under no id: echoing it would send back what was refused for its size.
     return refuse(null, INVALID_REQUEST, `the id ${JSON.stringify(id.slice(0, 32))}… is ${id.length} characters long, over the ${LIMITS.mcpIdChars} an id may have: give each request a short id of its own`);
+  }
+  const lone = loneSurrogateAt(text, value);
+  if (lone !== null) {
+    return refuse(id, INVALID_REQUEST, `${lone} holds a lone surrogate escape (half of a UTF-16 pair, such as \\ud800), which is no character and has no UTF-8 bytes: send whole characters`);
   }
   if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer of at most 2^53 - 1 in size; a method that is a string; params an object)');
   const method = (value as { method?: unknown }).method;

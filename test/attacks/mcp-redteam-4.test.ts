@@ -135,6 +135,36 @@ describe('coo mcp against request lines no SDK sends', () => {
     }
   });
 
+  it('refuses a string holding a lone surrogate, which has no UTF-8 bytes, naming where it is, and takes a whole pair escaped', async () => {
+    const w = await fresh();
+    const command = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
+    const session = await rawSession(w);
+    const head = w.ledger.head();
+    try {
+      const ack = (id: number, rest: string): string => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"ack","arguments":{"message_id":"${command}"${rest}}}}\n`;
+      // Written, the note held U+FFFD where the client sent \ud800: the ledger signed what it was not sent.
+      const cases: ReadonlyArray<readonly [string, string]> = [
+        [ack(1, ',"note":"seen \\ud800"'), 'the string at "params.arguments.note"'],
+        [ack(2, ',"note":"\\udc00 first"'), 'the string at "params.arguments.note"'],
+        [ack(3, ',"n\\ud83dte":"x"'), 'a key at "params.arguments"'],
+        [`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"consult","arguments":{"to":"aa.chatgpt","files":["src/add.ts"],"prompt":"q"}},"x":["a",{"y":"\\ud800\\ud800"}]}\n`, 'the string at "x.1.y"'],
+      ];
+      for (const [text, where] of cases) {
+        const refused = await session.ask(text, Number(/"id":(\d+)/.exec(text)![1]));
+        expect([where, refusal(refused)]).toEqual([where, '-32600 MCP_MESSAGE_INVALID']);
+        expect(refused.error?.message).toContain(`MCP_MESSAGE_INVALID: ${where} holds a lone surrogate escape`);
+      }
+      expect(w.ledger.head()).toBe(head);
+      // A whole pair written as two escapes is one character, and a backslash before u is no escape at all.
+      const taken = await session.ask(ack(5, ',"note":"\\ud83d\\ude00 and \\\\ud800"'), 5);
+      expect(taken.result?.structuredContent?.['acknowledges']).toBe(command);
+      const shown = await session.ask(call(6, 'show', { message_id: taken.result?.structuredContent?.['message_id'] }), 6);
+      expect((shown.result?.structuredContent?.['envelope'] as { note?: string }).note).toBe('\u{1F600} and \\ud800');
+    } finally {
+      await session.close();
+    }
+  });
+
   it('writes one consult for three identical calls sent at once, and answers the other two with it', async () => {
     const w = await fresh();
     const session = await rawSession(w);
@@ -192,15 +222,19 @@ describe("the consult relay an execution agent's agent talks to, against lines n
     };
   }
 
-  it('refuses a consult asking to run as a task before it reaches the runner, and serves on', async () => {
+  it('refuses a consult asking to run as a task, or whose question holds a lone surrogate, before it reaches the runner, and serves on', async () => {
     const session = await relay();
     try {
       const from = session.answers.length;
       session.child.stdin.write(call(1, 'consult', { to: 'aa.chatgpt', question: 'q', files: ['src/add.ts'] }, { task: { ttl: 1000 } }));
       const refused = await session.answer(1, from);
       expect([refused.id, refusal(refused)]).toEqual([1, '-32602 MCP_MESSAGE_INVALID']);
-      session.child.stdin.write(line({ id: 2, method: 'ping' }));
-      expect((await session.answer(2, from)).result).toEqual({});
+      session.child.stdin.write(call(2, 'consult', { to: 'aa.chatgpt', question: 'Is \ud800 a character?', files: ['src/add.ts'] }));
+      const lone = await session.answer(2, from);
+      expect([lone.id, refusal(lone)]).toEqual([2, '-32600 MCP_MESSAGE_INVALID']);
+      expect(lone.error?.message).toMatch(/^MCP_MESSAGE_INVALID: the string at "params\.arguments\.question" holds a lone surrogate escape/);
+      session.child.stdin.write(line({ id: 3, method: 'ping' }));
+      expect((await session.answer(3, from)).result).toEqual({});
       expect(session.calls()).toBe(0);
     } finally {
       await session.close();
