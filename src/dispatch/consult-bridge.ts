@@ -3,6 +3,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { jsonShapeProblem, loneSurrogateAt } from '../mcp/wire.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { removeTree } from '../util/remove-tree.js';
 import type { Scrubber } from '../util/scrub.js';
@@ -31,7 +32,7 @@ export interface ConsultBridge {
 }
 
 /** Reads one line of at most LIMITS.consultToolBytes from a socket. */
-function readLine(socket: Socket): Promise<string> {
+function readLine(socket: Socket): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -47,7 +48,7 @@ function readLine(socket: Socket): Promise<string> {
       chunks.push(part);
       if (end !== -1) {
         cleanup();
-        resolve(Buffer.concat(chunks).toString('utf8'));
+        resolve(Buffer.concat(chunks));
       }
     };
     const onEnd = (): void => {
@@ -66,6 +67,32 @@ function readLine(socket: Socket): Promise<string> {
     socket.on('error', onEnd);
     socket.on('close', onEnd);
   });
+}
+
+/**
+ * A call as the socket got it, read as the relay reads the agent's line (mcp/wire.ts): UTF-8, JSON
+ * without a key twice, nesting within the bound, and no lone surrogate. An agent reaches the socket
+ * without the relay too, and a question that was not UTF-8 or held a lone surrogate was signed and
+ * sent with U+FFFD in its place.
+ */
+function readCall(line: Buffer): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(line);
+  } catch {
+    throw new CooError('USAGE', 'a consult tool call is one line of UTF-8 JSON: the line is not valid UTF-8');
+  }
+  let request: unknown;
+  try {
+    request = JSON.parse(text);
+  } catch {
+    throw new CooError('USAGE', 'a consult tool call is one line of JSON');
+  }
+  const problem = jsonShapeProblem(text, LIMITS.mcpMessageDepth);
+  if (problem !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${problem}`);
+  const lone = loneSurrogateAt(text, request);
+  if (lone !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${lone} holds a lone surrogate escape (half of a UTF-16 pair, such as \\ud800), which is no character: send whole characters`);
+  return request;
 }
 
 /**
@@ -96,13 +123,7 @@ export async function openConsultBridge(handle: (request: unknown) => Promise<Br
       try {
         const line = await readLine(client);
         waiting.delete(client);
-        let request: unknown;
-        try {
-          request = JSON.parse(line);
-        } catch {
-          throw new CooError('USAGE', 'a consult tool call is one line of JSON');
-        }
-        reply = await handle(request);
+        reply = await handle(readCall(line));
       } catch (error) {
         reply = isCooError(error) ? { ok: false, code: error.code, message: scrubber.text(error.message) } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
       }
@@ -142,7 +163,7 @@ export function callConsultBridge(socket: string, request: Record<string, unknow
       (line) => {
         client.destroy();
         try {
-          resolve(JSON.parse(line) as BridgeReply);
+          resolve(JSON.parse(line.toString('utf8')) as BridgeReply);
         } catch {
           fail('the runner answered with something that is not JSON');
         }

@@ -1,5 +1,5 @@
 import { spawn } from 'node:child_process';
-import { createServer } from 'node:net';
+import { createConnection, createServer } from 'node:net';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
@@ -276,6 +276,47 @@ describe("the runner's consult socket, answering a refusal that names the runner
       expect(message).toMatch(/^the local main of \[ledger\] holds commits/);
       expect(message).toContain('[runner-state]/attempts/x');
       for (const held of [ledger, state, token]) expect(message).not.toContain(held);
+    } finally {
+      await bridge.close();
+    }
+  });
+});
+
+describe("the runner's consult socket, reached without the relay", () => {
+  /** Sends `bytes` as one call and returns the code of the reply, or 'accepted'. */
+  function sendRaw(path: string, bytes: Buffer): Promise<string> {
+    return new Promise((resolve) => {
+      const socket = createConnection(path);
+      const chunks: Buffer[] = [];
+      socket.on('data', (chunk: Buffer) => chunks.push(chunk));
+      socket.on('error', () => undefined);
+      socket.on('close', () => {
+        const text = Buffer.concat(chunks).toString('utf8').trim();
+        const reply = text === '' ? null : (JSON.parse(text) as { ok: boolean; code?: string });
+        resolve(reply === null ? 'closed' : reply.ok ? 'accepted' : reply.code!);
+      });
+      socket.on('connect', () => socket.write(bytes));
+    });
+  }
+
+  it('refuses a call the relay would have refused (not UTF-8, a lone surrogate, a key twice) with USAGE, and hands the runner none of them', async () => {
+    const seen: unknown[] = [];
+    const bridge = await openConsultBridge((request) => {
+      seen.push(request);
+      return Promise.resolve({ ok: true, text: 'answered', result: {} });
+    }, new Scrubber());
+    try {
+      const ask = (question: Buffer | string): Buffer => Buffer.concat([Buffer.from('{"to":"aa.chatgpt","files":["src/add.ts"],"question":"'), Buffer.from(question), Buffer.from('"}\n')]);
+      // Each was signed and sent as the runner decoded it: U+FFFD for the bytes, the last key for the first.
+      const cases: ReadonlyArray<readonly [string, Buffer]> = [
+        ['bytes that are not UTF-8', ask(Buffer.from([0x69, 0x73, 0x20, 0xff, 0xfe]))],
+        ['a lone surrogate escape', ask('is \\ud800 a character?')],
+        ['a key twice', Buffer.from('{"to":"aa.chatgpt","files":["src/add.ts"],"question":"q","question":"other"}\n')],
+      ];
+      for (const [name, bytes] of cases) expect([name, await sendRaw(bridge.socket, bytes)]).toEqual([name, 'USAGE']);
+      expect(seen).toEqual([]);
+      expect(await sendRaw(bridge.socket, ask('is \\ud83d\\ude00 a character?'))).toBe('accepted');
+      expect(seen).toEqual([{ to: 'aa.chatgpt', files: ['src/add.ts'], question: 'is \u{1F600} a character?' }]);
     } finally {
       await bridge.close();
     }
