@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import { createConnection, createServer } from 'node:net';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { callConsultBridge, openConsultBridge } from '../../src/dispatch/consult-bridge.js';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { CooError } from '../../src/errors.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { LIMITS } from '../../src/limits.js';
@@ -11,7 +13,7 @@ import { serverScrubber } from '../../src/mcp/results.js';
 import { createCooMcpServer, serveStdio } from '../../src/mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
 import { Scrubber } from '../../src/util/scrub.js';
-import { COO } from '../helpers/cli.js';
+import { COO, coo } from '../helpers/cli.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -80,7 +82,7 @@ function refusal(answer: Answer): string {
 }
 
 describe('coo mcp against request lines no SDK sends', () => {
-  it('answers ids of every JSON type, responses, notifications with an id, a BOM, CRLF and keys named __proto__ with coded errors or as the protocol says, and writes nothing', async () => {
+  it('answers ids of every JSON type, responses, notifications with an id, a BOM, CRLF and names or keys like __proto__ with coded errors or as the protocol says, and writes nothing', async () => {
     const w = await fresh();
     const command = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
     const session = await rawSession(w);
@@ -103,14 +105,17 @@ describe('coo mcp against request lines no SDK sends', () => {
         ['params as an array', line({ id: 8, method: 'tools/list', params: [] }), 8, '-32600 MCP_MESSAGE_INVALID'],
         ['arguments whose only key is __proto__', `{"jsonrpc":"2.0","id":9,"method":"tools/call","params":{"name":"ack","arguments":{"__proto__":{"message_id":"${command}"}}}}\n`, 9, 'tool error USAGE'],
         ['arguments with a constructor key', call(10, 'ack', { message_id: command, constructor: 1 }), 10, 'tool error USAGE'],
+        ['a tool named __proto__', call(12, '__proto__', {}), 12, 'tool error USAGE'],
+        ['a tool named constructor', call(13, 'constructor', {}), 13, 'tool error USAGE'],
+        ['a method named constructor', line({ id: 14, method: 'constructor', params: {} }), 14, '-32601 USAGE'],
         ['a number of 1e400 in the arguments', `{"jsonrpc":"2.0","id":11,"method":"tools/call","params":{"name":"wait","arguments":{"message_id":"${command}","timeout_seconds":1e400}}}\n`, 11, 'tool error USAGE'],
       ];
       for (const [name, text, id, expected] of cases) expect([name, refusal(await session.ask(text, id))]).toEqual([name, expected]);
       // Responses to requests the server never sent are not answered (JSON-RPC answers no response), and nothing stays held for them.
       const from = session.answers.length;
-      session.stdin.write(line({ id: 12, result: {} }) + line({ id: 13, error: { code: 1, message: 'x' } }) + line({ method: 'no/such/notification' }));
-      expect((await session.ask(ping('14'), 14)).result).toEqual({});
-      expect(session.answers.slice(from).map((found) => found.id)).toEqual([14]);
+      session.stdin.write(line({ id: 20, result: {} }) + line({ id: 21, error: { code: 1, message: 'x' } }) + line({ method: 'no/such/notification' }));
+      expect((await session.ask(ping('22'), 22)).result).toEqual({});
+      expect(session.answers.slice(from).map((found) => found.id)).toEqual([22]);
       expect(w.ledger.head()).toBe(head);
     } finally {
       await session.close();
@@ -185,6 +190,36 @@ describe('coo mcp against request lines no SDK sends', () => {
       await session.close();
     }
   });
+});
+
+describe('coo mcp whose client closes stdin with a consult in flight', () => {
+  it('exits 0 and leaves the ledger whole: the consult landed whole, or not at all, and a retry finds it', async () => {
+    const w = await fresh();
+    const keyPath = join(w.dir, 'coo.key');
+    writeFileSync(keyPath, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const child = spawn(process.execPath, [COO, 'mcp', '--ledger', w.gitdir, '--key', keyPath, '--repo', w.target], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const { answer } = answersOf(child.stdout);
+    child.stdin.write(line(INITIALIZE));
+    await answer(0, 0);
+    const ask = { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right for NaN?' };
+    child.stdin.end(line({ method: 'notifications/initialized' }) + call(1, 'consult', { ...ask, wait_seconds: 60 }));
+    expect(await exited).toBe(0);
+    expect(stderr).not.toMatch(/\n {4}at |Unhandled/);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+    const consults = [...(await w.ledger.state()).messages.values()].filter((record) => record.intent === 'aa_consult');
+    expect(consults.length).toBeLessThanOrEqual(1);
+    const session = await rawSession(w);
+    try {
+      const retried = (await session.ask(call(2, 'consult', ask), 2)).result?.structuredContent;
+      expect(retried?.['existing']).toBe(consults.length === 1);
+      if (consults.length === 1) expect(retried?.['message_id']).toBe(consults[0]!.id);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
 });
 
 describe("the consult relay an execution agent's agent talks to, against lines no SDK sends", () => {
