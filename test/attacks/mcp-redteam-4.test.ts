@@ -276,6 +276,27 @@ describe("the consult relay an execution agent's agent talks to, against lines n
     }
   });
 
+  it('answers a tool it does not have and arguments its schema refuses coded, with the next step, as coo mcp does, and forwards none', async () => {
+    const session = await relay();
+    try {
+      const from = session.answers.length;
+      // The SDK's own words, uncoded: "MCP error -32602: Tool nope not found", "Tool __proto__ disabled".
+      const cases: ReadonlyArray<readonly [number, string, unknown, RegExp]> = [
+        [1, 'nope', {}, /^USAGE: Tool nope not found\nCall one of this server's tools \(tools\/list lists them\): consult\.$/],
+        [2, '__proto__', {}, /^USAGE: Tool __proto__ not found\n/],
+        [3, 'consult', { to: 5, question: '', files: [] }, /^USAGE: Input validation error: .*\nFix the arguments/s],
+      ];
+      session.child.stdin.write(cases.map(([id, name, args]) => call(id, name, args)).join(''));
+      for (const [id, name, , expected] of cases) {
+        const found = await session.answer(id, from);
+        expect([name, found.result?.isError, found.result?.content?.[0]?.text]).toEqual([name, true, expect.stringMatching(expected)]);
+      }
+      expect(session.calls()).toBe(0);
+    } finally {
+      await session.close();
+    }
+  });
+
   it('ends a session whose agent sends a line over the bound with a coded error and a non-zero exit, never a silent 0, and forwards nothing', async () => {
     const session = await relay();
     try {
