@@ -3,7 +3,7 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { jsonShapeProblem, loneSurrogateAt } from '../mcp/wire.js';
+import { jsonShapeProblem, loneSurrogateEscapeAt, loneSurrogateProblem } from '../mcp/wire.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { removeTree } from '../util/remove-tree.js';
 import type { Scrubber } from '../util/scrub.js';
@@ -90,8 +90,8 @@ function readCall(line: Buffer): unknown {
   }
   const problem = jsonShapeProblem(text, LIMITS.mcpMessageDepth);
   if (problem !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${problem}`);
-  const lone = loneSurrogateAt(text, request);
-  if (lone !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${lone} holds a lone surrogate escape (half of a UTF-16 pair, such as \\ud800), which is no character: send whole characters`);
+  const lone = loneSurrogateEscapeAt(text);
+  if (lone !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${loneSurrogateProblem(text, lone)}`);
   return request;
 }
 

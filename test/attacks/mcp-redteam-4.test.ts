@@ -149,21 +149,23 @@ describe('coo mcp against request lines no SDK sends', () => {
       const ack = (id: number, rest: string): string => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"ack","arguments":{"message_id":"${command}"${rest}}}}\n`;
       // Written, the note held U+FFFD where the client sent \ud800: the ledger signed what it was not sent.
       const cases: ReadonlyArray<readonly [string, string]> = [
-        [ack(1, ',"note":"seen \\ud800"'), 'the string at "params.arguments.note"'],
-        [ack(2, ',"note":"\\udc00 first"'), 'the string at "params.arguments.note"'],
-        [ack(3, ',"n\\ud83dte":"x"'), 'a key at "params.arguments"'],
-        [`{"jsonrpc":"2.0","id":4,"method":"tools/call","params":{"name":"consult","arguments":{"to":"aa.chatgpt","files":["src/add.ts"],"prompt":"q"}},"x":["a",{"y":"\\ud800\\ud800"}]}\n`, 'the string at "x.1.y"'],
+        [ack(1, ',"note":"seen \\ud800"'), '\\ud800'],
+        [ack(2, ',"note":"\\udc00 first"'), '\\udc00'],
+        [ack(3, ',"n\\ud83Dte":"x"'), '\\ud83D'],
+        [ack(4, ',"note":"\\\\\\ud800"'), '\\ud800'],
+        [`{"jsonrpc":"2.0","id":5,"method":"tools/call","params":{"name":"consult","arguments":{"to":"aa.chatgpt","files":["src/add.ts"],"prompt":"\\ud83d\\ude00\\ud800\\ud800"}}}\n`, '\\ud800'],
       ];
-      for (const [text, where] of cases) {
-        const refused = await session.ask(text, Number(/"id":(\d+)/.exec(text)![1]));
-        expect([where, refusal(refused)]).toEqual([where, '-32600 MCP_MESSAGE_INVALID']);
-        expect(refused.error?.message).toContain(`MCP_MESSAGE_INVALID: ${where} holds a lone surrogate escape`);
+      for (const [text, escape] of cases) {
+        const id = Number(/"id":(\d+)/.exec(text)![1]);
+        const refused = await session.ask(text, id);
+        expect([id, refusal(refused)]).toEqual([id, '-32600 MCP_MESSAGE_INVALID']);
+        expect(refused.error?.message).toContain(`MCP_MESSAGE_INVALID: the line holds the escape ${escape} (at character ${text.indexOf(escape)})`);
       }
       expect(w.ledger.head()).toBe(head);
       // A whole pair written as two escapes is one character, and a backslash before u is no escape at all.
-      const taken = await session.ask(ack(5, ',"note":"\\ud83d\\ude00 and \\\\ud800"'), 5);
+      const taken = await session.ask(ack(10, ',"note":"\\ud83d\\ude00 and \\\\ud800"'), 10);
       expect(taken.result?.structuredContent?.['acknowledges']).toBe(command);
-      const shown = await session.ask(call(6, 'show', { message_id: taken.result?.structuredContent?.['message_id'] }), 6);
+      const shown = await session.ask(call(11, 'show', { message_id: taken.result?.structuredContent?.['message_id'] }), 11);
       expect((shown.result?.structuredContent?.['envelope'] as { note?: string }).note).toBe('\u{1F600} and \\ud800');
     } finally {
       await session.close();
@@ -267,7 +269,7 @@ describe("the consult relay an execution agent's agent talks to, against lines n
       session.child.stdin.write(call(2, 'consult', { to: 'aa.chatgpt', question: 'Is \ud800 a character?', files: ['src/add.ts'] }));
       const lone = await session.answer(2, from);
       expect([lone.id, refusal(lone)]).toEqual([2, '-32600 MCP_MESSAGE_INVALID']);
-      expect(lone.error?.message).toMatch(/^MCP_MESSAGE_INVALID: the string at "params\.arguments\.question" holds a lone surrogate escape/);
+      expect(lone.error?.message).toMatch(/^MCP_MESSAGE_INVALID: the line holds the escape \\ud800 \(at character \d+\), half of a UTF-16 surrogate pair standing alone/);
       session.child.stdin.write(line({ id: 3, method: 'ping' }));
       expect((await session.answer(3, from)).result).toEqual({});
       expect(session.calls()).toBe(0);
