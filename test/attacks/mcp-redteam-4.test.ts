@@ -147,7 +147,7 @@ describe('coo mcp against request lines no SDK sends', () => {
     const head = w.ledger.head();
     try {
       const ack = (id: number, rest: string): string => `{"jsonrpc":"2.0","id":${id},"method":"tools/call","params":{"name":"ack","arguments":{"message_id":"${command}"${rest}}}}\n`;
-      // Written, the note held U+FFFD where the client sent \ud800: the ledger signed what it was not sent.
+      // Taken, a question was signed and sent with U+FFFD in its place (its prompt is UTF-8 bytes), and a note kept a half pair in the envelope that no UTF-8 reader carries.
       const cases: ReadonlyArray<readonly [string, string]> = [
         [ack(1, ',"note":"seen \\ud800"'), '\\ud800'],
         [ack(2, ',"note":"\\udc00 first"'), '\\udc00'],
