@@ -85,8 +85,6 @@ export function mcpVerb(program: Command): void {
       const pullRequests = pullRequestsFromFlags(opts);
       const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const controller = new AbortController();
-      /** The transport's own reason for ending the session, when it was a message over its limit. */
-      let overLimit: Error | null = null;
       let runner: Runner | null = null;
       let observe: (event: RunnerEvent) => void = () => undefined;
       try {
@@ -115,11 +113,10 @@ export function mcpVerb(program: Command): void {
         }
         const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
         const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes);
-        // A message over the limit ends the session: remember why, and say so, rather than end as if the client had left.
+        // A message over the limit ends the session: the transport keeps why (stdio.overLimit), said once the server has closed.
         // Any other line refused (mcp/wire.ts) is answered to the client and logged here.
         stdio.onerror = (error) => {
-          if (error instanceof CooError && error.code === 'MCP_MESSAGE_TOO_LARGE') overLimit = error;
-          else log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
+          if (error !== stdio.overLimit) log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
         };
         stdio.onclose = () => controller.abort();
         // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).
@@ -157,9 +154,7 @@ export function mcpVerb(program: Command): void {
           stop.dispose();
         }
         if (stopped !== null) throw stopped;
-        if (overLimit !== null) {
-          throw new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${LIMITS.mcpMessageBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
-        }
+        if (stdio.overLimit !== null) throw stdio.overLimit;
       } finally {
         runner?.close();
         remote?.close();

@@ -3,8 +3,10 @@ import { createConnection, createServer, type Socket } from 'node:net';
 import { join } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { jsonShapeProblem, loneSurrogateEscapeAt, loneSurrogateProblem } from '../mcp/wire.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { removeTree } from '../util/remove-tree.js';
+import type { Scrubber } from '../util/scrub.js';
 
 /**
  * The pipe between a dispatch attempt's consult tool and the runner. The agent's executor starts
@@ -30,7 +32,7 @@ export interface ConsultBridge {
 }
 
 /** Reads one line of at most LIMITS.consultToolBytes from a socket. */
-function readLine(socket: Socket): Promise<string> {
+function readLine(socket: Socket): Promise<Buffer> {
   return new Promise((resolve, reject) => {
     const chunks: Buffer[] = [];
     let size = 0;
@@ -46,7 +48,7 @@ function readLine(socket: Socket): Promise<string> {
       chunks.push(part);
       if (end !== -1) {
         cleanup();
-        resolve(Buffer.concat(chunks).toString('utf8'));
+        resolve(Buffer.concat(chunks));
       }
     };
     const onEnd = (): void => {
@@ -68,10 +70,39 @@ function readLine(socket: Socket): Promise<string> {
 }
 
 /**
- * Listens for the attempt's consult calls. Calls are answered one at a time, in the order they
- * came: an attempt's consults are charged to one budget, one after the other.
+ * A call as the socket got it, read as the relay reads the agent's line (mcp/wire.ts): UTF-8, JSON
+ * without a key twice, nesting within the bound, and no lone surrogate. An agent reaches the socket
+ * without the relay too, and a question that was not UTF-8 or held a lone surrogate was signed and
+ * sent with U+FFFD in its place.
  */
-export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>): Promise<ConsultBridge> {
+function readCall(line: Buffer): unknown {
+  let text: string;
+  try {
+    text = new TextDecoder('utf-8', { fatal: true, ignoreBOM: true }).decode(line);
+  } catch {
+    throw new CooError('USAGE', 'a consult tool call is one line of UTF-8 JSON: the line is not valid UTF-8');
+  }
+  let request: unknown;
+  try {
+    request = JSON.parse(text);
+  } catch {
+    throw new CooError('USAGE', 'a consult tool call is one line of JSON');
+  }
+  const problem = jsonShapeProblem(text, LIMITS.mcpMessageDepth);
+  if (problem !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${problem}`);
+  const lone = loneSurrogateEscapeAt(text);
+  if (lone !== null) throw new CooError('USAGE', `a consult tool call was refused unread: ${loneSurrogateProblem(text, lone)}`);
+  return request;
+}
+
+/**
+ * Listens for the attempt's consult calls. Calls are answered one at a time, in the order they
+ * came: an attempt's consults are charged to one budget, one after the other. A refusal repeats
+ * what the runner's checks, its ledger writes and its remote said, which may name the runner's
+ * folders (the ledger, its state), its remote or a secret it holds: it reaches the agent through
+ * `scrubber` (the runner's), as the agent's own output reaches the runner's records.
+ */
+export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>, scrubber: Scrubber): Promise<ConsultBridge> {
   const dir = privateSocketFolder('consult-');
   const socket = join(dir, 's');
   let queue: Promise<void> = Promise.resolve();
@@ -92,15 +123,9 @@ export async function openConsultBridge(handle: (request: unknown) => Promise<Br
       try {
         const line = await readLine(client);
         waiting.delete(client);
-        let request: unknown;
-        try {
-          request = JSON.parse(line);
-        } catch {
-          throw new CooError('USAGE', 'a consult tool call is one line of JSON');
-        }
-        reply = await handle(request);
+        reply = await handle(readCall(line));
       } catch (error) {
-        reply = isCooError(error) ? { ok: false, code: error.code, message: error.message } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
+        reply = isCooError(error) ? { ok: false, code: error.code, message: scrubber.text(error.message) } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
       }
       if (!client.destroyed) client.end(`${JSON.stringify(reply)}\n`);
     });
@@ -138,7 +163,7 @@ export function callConsultBridge(socket: string, request: Record<string, unknow
       (line) => {
         client.destroy();
         try {
-          resolve(JSON.parse(line) as BridgeReply);
+          resolve(JSON.parse(line.toString('utf8')) as BridgeReply);
         } catch {
           fail('the runner answered with something that is not JSON');
         }

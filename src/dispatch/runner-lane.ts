@@ -352,9 +352,11 @@ export class DispatchLane implements RunnerLane {
     const worktree = out.worktree.path;
     // The executor and the consults its agent asks spend one budget: each is held to what the other left.
     const spend = new AttemptSpend(a.maxCostUsd);
-    // Secrets only, no folders: a question naming a path is no leak, one holding a key is.
-    const secrets = new Scrubber(this.ctx.scrubber.with(executor.handedSecrets()).secrets);
-    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree, spend, secrets }, request));
+    // What the agent hears of a refusal is scrubbed of the runner's secrets and folders; what it asks is refused
+    // for secrets only, no folders: a question naming a path is no leak, one holding a key is.
+    const shown = this.ctx.scrubber.with(executor.handedSecrets());
+    const secrets = new Scrubber(shown.secrets);
+    const bridge = a.relay === null || consults === undefined ? null : await openConsultBridge((request) => answerConsultCall({ ctx: this.ctx, consults, dispatch: message, attempt, attemptId: a.attemptId, worktree, spend, secrets }, request), shown);
     this.ctx.onEvent({ type: 'executor_started', messageId: message.message_id, attempt, executor: executor.name, branch, at: Date.now() });
     let ran: ExecutorRun;
     try {

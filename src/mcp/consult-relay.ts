@@ -2,7 +2,8 @@ import type { CallToolResult } from '@modelcontextprotocol/sdk/types.js';
 import { CONSULT_TOOL_SERVER, callConsultBridge } from '../dispatch/consult-bridge.js';
 import { consultToolArgs } from '../dispatch/consult-tool.js';
 import { LIMITS } from '../limits.js';
-import { loadSdk, serveStdio } from './server.js';
+import { Scrubber } from '../util/scrub.js';
+import { codeSdkToolErrors, loadSdk, serveStdio } from './server.js';
 import { GuardedStdioTransport, loadWireSchemas } from './stdio.js';
 
 /**
@@ -36,6 +37,8 @@ export async function runConsultRelay(socket: string, version: string): Promise<
       return { content: [{ type: 'text', text: reply.text }] };
     },
   );
+  // It holds no secret and no folder of the runner's: the SDK's words are coded, and there is nothing to scrub.
+  codeSdkToolErrors(server, new Scrubber(), ['consult']);
   // The agent is an untrusted client too: every line it sends is read as coo mcp reads one (wire.ts).
   const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.consultToolBytes);
   const closed = new Promise<void>((resolve) => {
@@ -46,4 +49,5 @@ export async function runConsultRelay(socket: string, version: string): Promise<
   await serveStdio(server, stdio);
   await closed;
   await server.close();
+  if (stdio.overLimit !== null) throw stdio.overLimit;
 }

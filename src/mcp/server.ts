@@ -70,6 +70,20 @@ function resourceError(error: unknown, scrubber: Scrubber): Error {
   return Object.assign(new Error(message, { cause: error }), { code: coded && (clients || error.code === 'NOT_FOUND') ? INVALID_PARAMS : INTERNAL_ERROR });
 }
 
+/**
+ * The SDK answers a call it refuses itself (an unknown tool, arguments its schema refuses) through
+ * one method, with its own uncoded words ("MCP error -32602: Tool nope not found"): here it answers
+ * as every tool error the handlers return, coded, with the next step. For every server of ours:
+ * `coo mcp` and the consult relay alike (the relay answered in the SDK's words).
+ */
+export function codeSdkToolErrors(server: McpServerClass, scrubber: Scrubber, tools: readonly string[], log?: (line: string) => void): void {
+  const sdk = server as unknown as { createToolError: (message: string) => CallToolResult };
+  sdk.createToolError = (message) => {
+    log?.(scrubber.text(`tools/call refused: ${message}`));
+    return sdkToolError(message, scrubber, tools);
+  };
+}
+
 export async function createCooMcpServer(options: CooMcpOptions): Promise<McpServerClass> {
   const { McpServer, ResourceTemplate } = await loadSdk();
   const server = new McpServer(
@@ -224,13 +238,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
     (args) => signed('ack', args, () => ackTool(options, args)),
   );
 
-  // The SDK answers a call it refuses itself (an unknown tool, arguments its schema refuses) through
-  // this one method, with its own uncoded words; every tool error the handlers above return is coded.
-  const sdk = server as unknown as { createToolError: (message: string) => CallToolResult };
-  sdk.createToolError = (message) => {
-    options.log?.(scrubber.text(`tools/call refused: ${message}`));
-    return sdkToolError(message, scrubber, TOOL_SUMMARIES.map(([name]) => name));
-  };
+  codeSdkToolErrors(server, scrubber, TOOL_SUMMARIES.map(([name]) => name), options.log);
 
   server.registerResource(
     'message',

@@ -18,7 +18,9 @@ import { decodeLine, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, WIRE_COD
  * cancelled it, again and again, had handlers running without bound while each id stayed held
  * for good. A cancellation naming no request held is not passed on: the SDK, handling it after
  * the lines read with it, would land it on a new request under that id and leave that unanswered.
- * A line over `maxLineBytes` ends the session (MCP_MESSAGE_TOO_LARGE, cli/mcp.ts says so).
+ * A line over `maxLineBytes` ends the session, and `overLimit` keeps why: each verb that serves on
+ * this transport (`coo mcp`, `coo consult-relay`) ends with that coded error and a non-zero exit,
+ * never a silent 0 (the relay ended so, and its agent's executor saw its tool vanish unexplained).
  * What it holds for the client is bounded too: no further line is read while the client leaves the
  * answers unread (its end of stdout is full), and a request past LIMITS.mcpRequestsInFlight held is
  * refused with a coded error. A client that sent and never read, or sent thousands of calls at
@@ -74,6 +76,8 @@ export class GuardedStdioTransport implements Transport {
   private readonly inFlight = new Map<string, string>();
   /** What was read of stdin and not yet taken, while the client leaves its answers unread. */
   private rest: Buffer | null = null;
+  /** Why the session ended, when it was a message over the limit: the verb's own error once the server has closed. */
+  overLimit: CooError | null = null;
 
   constructor(
     private readonly stdin: Readable,
@@ -126,7 +130,8 @@ export class GuardedStdioTransport implements Transport {
     this.pendingBytes += part.length;
     if (this.pendingBytes > this.maxLineBytes) {
       this.pending = [];
-      this.onerror?.(new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${this.maxLineBytes}-byte limit of one MCP message`));
+      this.overLimit = new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${this.maxLineBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
+      this.onerror?.(this.overLimit);
       void this.close();
       return false;
     }

@@ -10,6 +10,9 @@ import { LIMITS } from '../limits.js';
  * message starting with a code: the SDK's own reader dropped such a line with no answer (the client
  * waited for ever), answered wrong params as an internal error with a schema dump, and read a
  * duplicated key as its last occurrence, where a client or a proxy in between may read the first.
+ * A request asking to run as a task (params.task) is refused too: the server declares no tasks, and
+ * the SDK answered one as an internal error of the server's. So is a string holding a lone
+ * surrogate (loneSurrogateEscapeAt), which valid UTF-8 can only carry as a JSON escape.
  * An id is held by the transport until the server is done with its request, so one of megabytes
  * held that much for as long.
  */
@@ -75,6 +78,45 @@ export function jsonShapeProblem(text: string, maxDepth: number): string | null 
   return null;
 }
 
+/**
+ * Where the JSON `text` has an escape of a lone surrogate (`\ud800` not followed by the escape of a
+ * low half, or a low half `\udc00` after no high one), as its index; null when it has none. Half a
+ * UTF-16 pair is no character: JSON.parse makes a string of it, and UTF-8 has no bytes for it, so
+ * written to the ledger or sent to a provider it became U+FFFD, and what was signed and asked was not
+ * what the client sent. Valid UTF-8 carries a surrogate only as an escape, so the escapes are all
+ * there is to read: one pass over the text, allocating nothing, as `text` is JSON that JSON.parse
+ * accepted (a backslash stands only in a string, and starts an escape).
+ */
+export function loneSurrogateEscapeAt(text: string): number | null {
+  for (let i = text.indexOf('\\'); i !== -1; i = text.indexOf('\\', i)) {
+    const kind = escapeAt(text, i);
+    if (kind === 'low') return i;
+    if (kind === 'high') {
+      if (escapeAt(text, i + 6) !== 'low') return i;
+      i += 12;
+    } else {
+      // Another escape: \uXXXX is six characters, any other (\\ among them) two.
+      i += kind === 'unit' ? 6 : 2;
+    }
+  }
+  return null;
+}
+
+/** The escape at `at` of JSON text: the high or low half of a surrogate pair, another \uXXXX, or another escape; read by its characters' codes, allocating nothing. */
+function escapeAt(text: string, at: number): 'high' | 'low' | 'unit' | 'other' {
+  if (text.charCodeAt(at) !== 0x5c || text.charCodeAt(at + 1) !== 0x75) return 'other';
+  // Lower case by its bit: d, then 8, 9, a or b for a high half, c to f for a low one.
+  if ((text.charCodeAt(at + 2) | 0x20) !== 0x64) return 'unit';
+  const third = text.charCodeAt(at + 3) | 0x20;
+  if (third === 0x38 || third === 0x39 || third === 0x61 || third === 0x62) return 'high';
+  return third >= 0x63 && third <= 0x66 ? 'low' : 'unit';
+}
+
+/** What a refusal says of the lone surrogate escape at `at` of `text`. */
+export function loneSurrogateProblem(text: string, at: number): string {
+  return `the line holds the escape ${text.slice(at, at + 6)} (at character ${at}), half of a UTF-16 surrogate pair standing alone, which is no character and has no UTF-8 bytes: send whole characters`;
+}
+
 function idOf(value: unknown): string | number | null {
   if (typeof value !== 'object' || value === null || Array.isArray(value)) return null;
   const id = (value as Record<string, unknown>)['id'];
@@ -103,6 +145,8 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
     // Answered under no id: echoing it would send back what was refused for its size.
     return refuse(null, INVALID_REQUEST, `the id ${JSON.stringify(id.slice(0, 32))}… is ${id.length} characters long, over the ${LIMITS.mcpIdChars} an id may have: give each request a short id of its own`);
   }
+  const lone = loneSurrogateEscapeAt(text);
+  if (lone !== null) return refuse(id, INVALID_REQUEST, loneSurrogateProblem(text, lone));
   if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer of at most 2^53 - 1 in size; a method that is a string; params an object)');
   const method = (value as { method?: unknown }).method;
   const request = typeof method === 'string' && id !== null ? schemas.requests.get(method) : undefined;
@@ -112,6 +156,11 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
       const issue = parsed.error?.issues[0];
       const where = issue === undefined ? '' : ` at ${issue.path.map(String).join('.') || 'the message'}: ${issue.message}`;
       return refuse(id, INVALID_PARAMS, `the params of ${method} do not fit the method${where}`);
+    }
+    // A task-augmented request (params.task): the SDK refused it as its own internal error, which told the client to report it to the operator.
+    const params = (value as { params?: unknown }).params;
+    if (typeof params === 'object' && params !== null && Object.hasOwn(params, 'task')) {
+      return refuse(id, INVALID_PARAMS, `${method} asks to run as a task (params.task), and this server runs no tasks (its capabilities declare none): send it without params.task`);
     }
   }
   return { ok: true, message: value as JSONRPCMessage };

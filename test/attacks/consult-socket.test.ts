@@ -6,6 +6,7 @@ import { callConsultBridge, openConsultBridge, type BridgeReply } from '../../sr
 import { CodexExecutor } from '../../src/dispatch/codex.js';
 import { shareSshConnection } from '../../src/remote/git-remote.js';
 import { LIMITS } from '../../src/limits.js';
+import { Scrubber } from '../../src/util/scrub.js';
 import { attack } from '../helpers/attack-kit.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -25,7 +26,7 @@ async function recordingBridge(): Promise<{ bridge: Awaited<ReturnType<typeof op
   const bridge = await openConsultBridge(async (request) => {
     seen.push(request);
     return OK;
-  });
+  }, new Scrubber());
   return { bridge, seen };
 }
 

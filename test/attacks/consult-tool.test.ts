@@ -59,6 +59,7 @@ async function callTool(dispatch: EaDispatchMessage, args: Record<string, unknow
   const ran: string[] = [];
   const bridge: ConsultBridge = await openConsultBridge((request) =>
     answerConsultCall({ ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async (id) => void ran.push(id) }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree, secrets, ...(spend === undefined ? {} : { spend }) }, request),
+    secrets,
   );
   const client = new Client({ name: 'attacker', version: '0.0.0' });
   await client.connect(new StdioClientTransport({ command: process.execPath, args: [COO, 'consult-relay', '--socket', bridge.socket], stderr: 'ignore' }));
