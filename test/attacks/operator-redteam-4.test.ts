@@ -175,3 +175,38 @@ describe('a path the operator names for coo to write (--html, --revocations, --o
     expect(readdirSync(out).sort()).toEqual(['a.fifo', 'a.link', 'bundle.file', 'html.file', 'out.file', 'revocations.file']);
   });
 });
+
+describe('where coo init or coo clone is to make a ledger', () => {
+  it('a file, a device, a path through a file or an existing ledger is LEDGER_EXISTS (exit 2, as keygen refusing to overwrite a key is), and nothing is made or removed', async () => {
+    const world = await fresh();
+    const ceo = writeKey(world.dir, 'ceo', world.actors.ceo);
+    const file = join(world.dir, 'a-file');
+    writeFileSync(file, 'mine\n');
+    const before = headOf(world.gitdir);
+    for (const [path, why] of [
+      [file, `${file} is a file, not an empty folder; choose a new path`],
+      ['/dev/null', '/dev/null is a device, not an empty folder; choose a new path'],
+      [join(file, 'ledger.git'), `cannot make a ledger at ${join(file, 'ledger.git')} (ENOTDIR): choose a new path in a folder this user may write`],
+      [world.gitdir, `${world.gitdir} exists and is not empty; choose a new path`],
+    ] as const) {
+      expect(said(cooBounded(['init', '--ledger', path, '--ceo-key', ceo]))).toEqual({ status: 2, line: `coo: LEDGER_EXISTS: ${why}` });
+      expect(said(cooBounded(['clone', world.gitdir, path, '--trust-root', world.actors.ceo.publicKey.keyId]))).toEqual({ status: 2, line: `coo: LEDGER_EXISTS: ${why}` });
+    }
+    expect(readFileSync(file, 'utf8')).toBe('mine\n');
+    expect(lstatSync('/dev/null').isCharacterDevice()).toBe(true);
+    expect(headOf(world.gitdir)).toBe(before);
+  });
+});
+
+describe('coo schemas', () => {
+  it('a FIFO where a schema goes is refused when writing (USAGE) and drifted when checking, never waited on', () => {
+    const out = join(dir, 'schemas');
+    mkdirSync(out, { recursive: true });
+    const fifo = mkfifo(join(out, 'coo_message.v0.json'));
+    expect(said(within(['schemas', '--out', out]))).toEqual({ status: 2, line: `coo: USAGE: --out ${fifo} is a fifo, not a file: give --out the path of a file to write (coo replaces it whole)` });
+    const checked = within(['schemas', '--out', out, '--check', '--json']);
+    expect(checked).toMatchObject({ status: 3 });
+    expect((JSON.parse((checked as BoundedResult).stdout) as { drifted: string[] }).drifted).toContain('coo_message.v0.json');
+    expect(lstatSync(fifo).isFIFO()).toBe(true);
+  });
+});
