@@ -19,12 +19,14 @@ const CODES = {
   CLOCK_AHEAD: 'usage',
   /** No OS sandbox (bubblewrap) where one is required: no lane runs unless --isolation none is chosen. */
   SANDBOX_UNAVAILABLE: 'usage',
+  /** The path given as the ledger names no ledger (a typo, a work tree, an empty repository): a mistake in the command line, in every verb. */
+  LEDGER_NOT_FOUND: 'usage',
+  /** Where coo init or coo clone was to make a ledger, something is already there: as keygen refuses to overwrite a key. */
+  LEDGER_EXISTS: 'usage',
   // plain errors
   IO_ERROR: 'error',
   NOT_FOUND: 'error',
   GIT_FAILED: 'error',
-  LEDGER_NOT_FOUND: 'error',
-  LEDGER_EXISTS: 'error',
   LEDGER_LOCKED: 'error',
   LEDGER_CONFLICT: 'error',
   // remotes: a clone publishing through its origin (src/remote)

@@ -3,8 +3,7 @@ import { allowedSigners, revocationList, TrustHistoryRecorder, type TrustEpoch }
 import { emptyState, type LedgerState } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { Ledger } from '../ledger/ledger.js';
-import { jsonOption, ledgerOption, required } from './common.js';
-import { writeOwnFile } from '../util/own-write.js';
+import { jsonOption, ledgerOption, required, writeOutput } from './common.js';
 
 /** One signer of the allowed-signers file, for --json: the actor, its key and the lifetime git is given. */
 interface SignerEntry {
@@ -48,7 +47,7 @@ export function allowedSignersVerb(program: Command): void {
       try {
         const { state, history } = await signerHistory(ledger);
         if (opts.revocations !== undefined) {
-          writeOwnFile(opts.revocations, revocationList(history), { mode: 0o644, makeFolder: false, what: 'the revocation list', remedy: 'give --revocations a path of a file in a folder you can write', code: 'IO_ERROR' });
+          writeOutput(opts.revocations, revocationList(history), '--revocations', 'the revocation list');
         }
         const text = allowedSigners(state, history);
         if (opts.json === true) process.stdout.write(`${JSON.stringify({ allowed_signers: text, signers: signerEntries(text), revocations: opts.revocations ?? null, revoked: revocationList(history).split('\n').filter((line) => line !== '') }, null, 2)}\n`);

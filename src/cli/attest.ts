@@ -1,4 +1,3 @@
-import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CooError, type Finding } from '../errors.js';
 import { requireHolder } from '../authority/keys.js';
@@ -10,7 +9,7 @@ import { gatherEvidence } from '../audit/evidence.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { sha256Ref } from '../util/hash.js';
-import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required } from './common.js';
+import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required, writeOutput } from './common.js';
 
 export function attestVerb(program: Command): void {
   program
@@ -43,7 +42,7 @@ export function attestVerb(program: Command): void {
         process.stdout.write(text);
         return;
       }
-      writeFileSync(opts.out, text);
+      writeOutput(opts.out, text, '--out', 'the attestation');
       process.stdout.write(opts.json === true ? `${JSON.stringify({ message_id: id, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${id} written to ${opts.out}\n`);
     });
 }

@@ -21,7 +21,7 @@ export function commandVerb(program: Command): void {
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; ceoKey?: string; text?: string; textFile?: string; budget?: string; ttl?: string; idempotencyKey?: string; json?: boolean; remote?: string }) => {
       if ((opts.text === undefined) === (opts.textFile === undefined)) throw new CooError('USAGE', 'give the command as --text or --text-file, one of them');
-      const text = opts.text ?? readTaskFile(opts.textFile!);
+      const text = opts.text ?? readTaskFile(opts.textFile!, 'text file');
       const key = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'the CEO private key or $COO_CEO_KEY'));
       const budget = opts.budget === undefined ? undefined : positiveNumber(opts.budget, '--budget');
       const ttl = durationFlag(opts.ttl, '--ttl');

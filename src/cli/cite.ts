@@ -1,11 +1,10 @@
-import { writeFileSync } from 'node:fs';
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { citationMarker, isVerified, panelCitationMarker, renderCitation, renderPanelCitation, whatIsWrong } from '../audit/cite.js';
 import { gatherBundle } from '../audit/bundle-gather.js';
 import { gatherEvidence, gatherPanelEvidence } from '../audit/evidence.js';
 import { parseIssueRef, postComment } from '../audit/github.js';
-import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { emit, jsonOption, ledgerOption, required, writeOutput } from './common.js';
 
 export function citeVerb(program: Command): void {
   program
@@ -36,7 +35,7 @@ export function citeVerb(program: Command): void {
       }
       const evidence = await gatherEvidence(gitdir, messageId);
       const markdown = renderCitation(evidence);
-      if (opts.bundle !== undefined) writeFileSync(opts.bundle, await gatherBundle(gitdir, evidence));
+      if (opts.bundle !== undefined) writeOutput(opts.bundle, await gatherBundle(gitdir, evidence), '--bundle', 'the evidence bundle');
       if (target === null) {
         emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), head_seq: evidence.headSeq, clean_to_seq: evidence.cleanToSeq, findings: evidence.findings, markdown }, () => markdown.trimEnd());
         return;

@@ -1,6 +1,7 @@
-import { closeSync, openSync, statSync } from 'node:fs';
+import { closeSync, constants, lstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { LIMITS } from '../limits.js';
-import { readBounded, readStreamBounded } from '../util/bounded-read.js';
+import { fileType, readBounded, readStreamBounded } from '../util/bounded-read.js';
+import { writeOwnFile } from '../util/own-write.js';
 import { Option, type Command } from 'commander';
 import { CooError, type ErrorCode } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
@@ -40,29 +41,72 @@ export function required<T>(value: T | undefined, flag: string, hint: string): T
  */
 export function readInput(path: string, what: string, maxBytes: number, overCode: ErrorCode = 'USAGE'): Buffer {
   const over = (size: string): CooError => new CooError(overCode, `the ${what} ${path === '-' ? 'on standard input' : path} is ${size} the ${maxBytes}-byte limit: give a smaller one`);
-  if (path !== '-') {
+  // A FIFO is opened once only, below: a reader that opened and closed it first would wake a writer
+  // waiting on it, and what that writer wrote would be dropped with that reader.
+  let type: string | null = path !== '-' && isFifo(path) ? 'fifo' : null;
+  if (path !== '-' && type === null) {
     const read = readBounded(path, { maxBytes, follow: true });
     if (read.kind === 'file') return read.bytes;
     if (read.kind === 'too_large') throw over(`${read.size} bytes, over`);
-    if (read.kind === 'unreadable') throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${read.code}`);
+    if (read.kind === 'unreadable') throw unreadable(path, what, read.code);
     if (read.type === 'directory') throw new CooError('USAGE', `the ${what} ${path} is a folder: give a file`);
+    type = read.type;
   }
   let fd: number;
   try {
-    fd = path === '-' ? 0 : openSync(path, 'r');
+    // Without blocking: a FIFO no program writes to is said below, never waited on for ever.
+    fd = path === '-' ? 0 : openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
   } catch (error) {
-    throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw unreadable(path, what, (error as NodeJS.ErrnoException).code ?? (error as Error).message);
   }
   try {
     const bytes = readStreamBounded(fd, maxBytes);
     if (bytes === null) throw over('over');
+    if (type === 'fifo' && bytes.length === 0) throw new CooError('USAGE', `the ${what} ${path} is a FIFO that gave nothing (no program was writing to it): give a file, or start the program that writes it first`);
     return bytes;
   } catch (error) {
     if (error instanceof CooError) throw error;
-    throw new CooError('NOT_FOUND', `cannot read ${what} ${path}: ${(error as NodeJS.ErrnoException).code ?? (error as Error).message}`);
+    throw unreadable(path, what, (error as NodeJS.ErrnoException).code ?? (error as Error).message);
   } finally {
     if (fd !== 0) closeSync(fd);
   }
+}
+
+function isFifo(path: string): boolean {
+  try {
+    return statSync(path).isFIFO();
+  } catch {
+    return false;
+  }
+}
+
+/** Errors by which a path the operator named is not there or not theirs to read: a mistake in the command line. */
+const MISNAMED = new Set(['ENOENT', 'ENOTDIR', 'EACCES', 'EPERM', 'ELOOP', 'ENAMETOOLONG']);
+
+/** A file the operator named that cannot be read: USAGE when the path is wrong (exit 2, as a missing option is), IO_ERROR when the file system failed. */
+function unreadable(path: string, what: string, code: string): CooError {
+  if (MISNAMED.has(code)) return new CooError('USAGE', `cannot read ${what} ${path} (${code}): check the path`);
+  return new CooError('IO_ERROR', `cannot read ${what} ${path}: ${code}`);
+}
+
+/**
+ * Writes a file the operator named (`--html`, `--out`, `--bundle`, `--revocations`) whole or not at
+ * all: a temporary file beside it, renamed over it. Only a regular file at the name is replaced. A
+ * device (/dev/stdout), a FIFO, a socket or a link there is refused (USAGE), neither written through
+ * nor replaced: a FIFO no program reads would hold the verb for ever, and a device replaced by a
+ * file (as root) would be gone for every program of the machine.
+ */
+export function writeOutput(path: string, data: string | Buffer, flag: string, what: string): void {
+  let there: Stats | null = null;
+  try {
+    there = lstatSync(path);
+  } catch {
+    // nothing there, or nothing this user may see: the write below says which
+  }
+  if (there !== null && !there.isFile() && !there.isDirectory()) {
+    throw new CooError('USAGE', `${flag} ${path} is a ${fileType(there)}, not a file: give ${flag} the path of a file to write (coo replaces it whole)`);
+  }
+  writeOwnFile(path, data, { mode: 0o644, makeFolder: false, what, remedy: `give ${flag} a path of a file in a folder you can write`, code: 'IO_ERROR' });
 }
 
 /**

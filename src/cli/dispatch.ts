@@ -2,8 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { LIMITS } from '../limits.js';
-import { readBounded, readStreamBounded } from '../util/bounded-read.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
@@ -87,25 +86,10 @@ export function dispatchVerb(program: Command): void {
 }
 
 /**
- * The task file, read whole up to the bound: a FIFO, a device or a folder is refused rather than
- * waited on, and a longer file is refused rather than cut. `-` reads standard input to the bound.
+ * The task file (or `-`, standard input), read as every file the operator names is (readInput): a
+ * folder, or a FIFO no program writes to, is refused rather than waited on, and a longer file is
+ * refused rather than cut.
  */
-export function readTaskFile(path: string): string {
-  const max = LIMITS.executorPromptBytes;
-  if (path === '-') {
-    const bytes = readStreamBounded(0, max);
-    if (bytes === null) throw new CooError('USAGE', `the task on standard input is over ${max} bytes`);
-    return bytes.toString('utf8');
-  }
-  const read = readBounded(path, { maxBytes: max, follow: true });
-  switch (read.kind) {
-    case 'file':
-      return read.bytes.toString('utf8');
-    case 'too_large':
-      throw new CooError('USAGE', `the task file ${path} is over ${max} bytes`);
-    case 'not_regular':
-      throw new CooError('USAGE', `the task file ${path} is a ${read.type}, not a regular file`);
-    case 'unreadable':
-      throw new CooError('NOT_FOUND', `cannot read task file ${path}: ${read.code}`);
-  }
+export function readTaskFile(path: string, what = 'task file'): string {
+  return readInput(path, what, LIMITS.executorPromptBytes).toString('utf8');
 }

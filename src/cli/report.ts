@@ -2,15 +2,9 @@ import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { renderReport } from '../audit/report.js';
 import { verifyLedger } from '../audit/verify.js';
-import { emit, jsonOption, ledgerOption, loadPublicKey, required } from './common.js';
-import { writeOwnFile } from '../util/own-write.js';
+import { emit, jsonOption, ledgerOption, loadPublicKey, required, writeOutput } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
-
-/** Writes the page whole or not at all: a temporary file beside it, renamed over it. */
-function writePage(out: string, html: string): void {
-  writeOwnFile(out, html, { mode: 0o644, makeFolder: false, what: 'the report', remedy: 'give --html a path of a file in a folder you can write', code: 'IO_ERROR' });
-}
 
 export function reportVerb(program: Command): void {
   program
@@ -29,7 +23,7 @@ export function reportVerb(program: Command): void {
       const report = await progress.until(verifyLedger(gitdir, { timeline: true, now, onProgress: progress.update, ...(trustRoot === undefined ? {} : { trustRoot }) }));
       // An empty ledger has no timeline: no commit was replayed.
       const timeline = report.timeline ?? { commits: [] };
-      writePage(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline, trustRoot: trustRoot?.keyId ?? null }));
+      writeOutput(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline, trustRoot: trustRoot?.keyId ?? null }), '--html', 'the report');
       // The page is written either way: with findings, it is the evidence of what is wrong.
       if (report.findings.length > 0) markRejected();
       emit(

@@ -3,11 +3,17 @@ import { join } from 'node:path';
 import type { Command } from 'commander';
 import { DOCUMENT_KINDS } from '../schema/documents.js';
 import { toJsonSchema } from '../schema/json-schema.js';
-import { emit, jsonOption } from './common.js';
+import { readBounded } from '../util/bounded-read.js';
+import { emit, jsonOption, writeOutput } from './common.js';
 import { markRejected } from './outcome.js';
 
 export function schemaFiles(): Map<string, string> {
   return new Map(DOCUMENT_KINDS.map((kind) => [`${kind}.json`, `${JSON.stringify(toJsonSchema(kind), null, 2)}\n`]));
+}
+
+function isWritten(path: string, text: string): boolean {
+  const read = readBounded(path, { maxBytes: Buffer.byteLength(text), follow: true });
+  return read.kind === 'file' && read.bytes.toString('utf8') === text;
 }
 
 export function schemasVerb(program: Command): void {
@@ -21,7 +27,8 @@ export function schemasVerb(program: Command): void {
       const files = schemaFiles();
       const names = [...files.keys()];
       if (opts.check === true) {
-        const drifted = [...files].filter(([name, text]) => !fs.existsSync(join(opts.out, name)) || fs.readFileSync(join(opts.out, name), 'utf8') !== text).map(([name]) => name);
+        // Read within a bound and never from a FIFO: anything but the file as written has drifted.
+        const drifted = [...files].filter(([name, text]) => !isWritten(join(opts.out, name), text)).map(([name]) => name);
         if (drifted.length > 0) markRejected();
         emit(opts.json, { out: opts.out, ok: drifted.length === 0, schemas: names, drifted }, () =>
           drifted.length > 0 ? `drifted: ${drifted.join(', ')} (run: coo schemas --out ${opts.out})` : `ok: ${files.size} schemas match`,
@@ -29,7 +36,7 @@ export function schemasVerb(program: Command): void {
         return;
       }
       fs.mkdirSync(opts.out, { recursive: true });
-      for (const [name, text] of files) fs.writeFileSync(join(opts.out, name), text);
+      for (const [name, text] of files) writeOutput(join(opts.out, name), text, '--out', 'the schema');
       emit(opts.json, { out: opts.out, written: names }, () => `wrote ${files.size} schemas to ${opts.out}`);
     });
 }

@@ -9,6 +9,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { TrustRoot } from '../schema/control.js';
 import { toYaml } from '../schema/strict-yaml.js';
+import { fileType } from '../util/bounded-read.js';
 import { importPackage } from '../util/import-package.js';
 import { isoSeconds } from '../util/time.js';
 import { refuseSignerSecrets } from './held-secrets.js';
@@ -105,15 +106,31 @@ export function installHook(gitdir: string, command?: { node: string; script: st
 }
 
 /**
+ * Where a new ledger goes (coo init, coo clone): nothing there yet, or an empty folder. Anything
+ * else (a ledger, a file, a device, a path through a file) is a mistake in the command line, said
+ * before anything is made.
+ */
+export function requireNewLedgerPath(gitdir: string): void {
+  let stats: fs.Stats;
+  try {
+    stats = fs.statSync(gitdir);
+  } catch (error) {
+    const code = (error as NodeJS.ErrnoException).code ?? 'EIO';
+    if (code === 'ENOENT') return;
+    throw new CooError('LEDGER_EXISTS', `cannot make a ledger at ${gitdir} (${code}): choose a new path in a folder this user may write`);
+  }
+  if (!stats.isDirectory()) throw new CooError('LEDGER_EXISTS', `${gitdir} is a ${fileType(stats)}, not an empty folder; choose a new path`);
+  if (fs.readdirSync(gitdir).length > 0) throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
+}
+
+/**
  * Creates a ledger: a bare repository whose first commit, signed by the CEO, holds the ledger
  * README, trust root, registry and policy (each version 1), and a pre-receive hook that runs the
  * validator on every push. On any failure the directory is removed: no half-made ledger stays.
  */
 export async function initLedger(options: InitOptions): Promise<AppendResult> {
   const { gitdir } = options;
-  if (fs.existsSync(gitdir) && fs.readdirSync(gitdir).length > 0) {
-    throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
-  }
+  requireNewLedgerPath(gitdir);
   const docs = genesisDocuments(options);
   const files = [
     { path: README_PATH, bytes: readAsset('ledger/README.md') },
@@ -145,8 +162,12 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
   } catch (error) {
     ledger?.close();
     ledger = null;
-    if (created) fs.rmSync(gitdir, { recursive: true, force: true });
-    else for (const name of fs.readdirSync(gitdir)) fs.rmSync(join(gitdir, name), { recursive: true, force: true });
+    try {
+      if (created) fs.rmSync(gitdir, { recursive: true, force: true });
+      else for (const name of fs.readdirSync(gitdir)) fs.rmSync(join(gitdir, name), { recursive: true, force: true });
+    } catch {
+      // Nothing was made there to remove (its folder could not be made): the cause is the error below, not this.
+    }
     throw error;
   } finally {
     ledger?.close();

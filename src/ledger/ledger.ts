@@ -142,7 +142,9 @@ export class Ledger {
   /** Opens an existing ledger. `checkpoints: false` neither reads nor writes the state cache. */
   static open(gitdir: string, options: { checkpoints?: boolean } = {}): Ledger {
     if (!fs.existsSync(join(gitdir, 'HEAD')) || !fs.existsSync(join(gitdir, 'objects'))) {
-      throw new CooError('LEDGER_NOT_FOUND', `${gitdir} is not a ledger (a bare git repository made by "coo init")`);
+      // A work tree checked out of the ledger (git clone) is the likeliest path given by mistake: said as one.
+      const workTree = fs.existsSync(join(gitdir, '.git')) ? ': it is a git work tree; give the bare repository itself (coo init or coo clone made it)' : '';
+      throw new CooError('LEDGER_NOT_FOUND', `${gitdir} is not a ledger (a bare git repository made by "coo init")${workTree}`);
     }
     checkGitFiles(gitdir);
     return new Ledger(gitdir, { checkpoints: options.checkpoints ?? true });

@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { CooError, type Finding } from '../errors.js';
 import { verifyLedger } from '../audit/verify.js';
-import { installHook, LEDGER_CONFIG } from '../ledger/init.js';
+import { installHook, LEDGER_CONFIG, requireNewLedgerPath } from '../ledger/init.js';
 import { LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
@@ -50,9 +50,7 @@ const LIVENESS = new Set(['HEARTBEAT_EXPIRED']);
  */
 export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   const gitdir = resolve(options.gitdir);
-  if (fs.existsSync(gitdir) && fs.readdirSync(gitdir).length > 0) {
-    throw new CooError('LEDGER_EXISTS', `${gitdir} exists and is not empty; choose a new path`);
-  }
+  requireNewLedgerPath(gitdir);
   requireBareRemote(options.url, 'a clone of it');
   fs.mkdirSync(dirname(gitdir), { recursive: true });
   const beside = `.${basename(gitdir)}.clone-`;

@@ -106,18 +106,32 @@ export function readOwnFile(path: string, options: OwnFileOptions): Buffer | nul
   }
 }
 
+/** How long a read of a stream opened without blocking waits before it asks again for what its writer has not yet written. */
+const STREAM_WAIT_MS = 10;
+
 /**
  * An open stream (standard input, a pipe, a device) read to its end, or to one byte past
- * `maxBytes`: null when it holds more, never read whole. Read errors are thrown as they come.
+ * `maxBytes`: null when it holds more, never read whole. A stream opened without blocking (a FIFO,
+ * readInput) whose writer has written nothing yet is asked again until it writes or closes; a
+ * FIFO no program writes to ends at once, with nothing read. Other read errors are thrown as they come.
  */
 export function readStreamBounded(fd: number, maxBytes: number): Buffer | null {
   const chunks: Buffer[] = [];
   let length = 0;
   const chunk = Buffer.alloc(64 * 1024);
-  for (let read = fs.readSync(fd, chunk); read > 0; read = fs.readSync(fd, chunk)) {
+  const pause = new Int32Array(new SharedArrayBuffer(4));
+  for (;;) {
+    let read: number;
+    try {
+      read = fs.readSync(fd, chunk);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code !== 'EAGAIN') throw error;
+      Atomics.wait(pause, 0, 0, STREAM_WAIT_MS);
+      continue;
+    }
+    if (read === 0) return Buffer.concat(chunks);
     length += read;
     if (length > maxBytes) return null;
     chunks.push(Buffer.from(chunk.subarray(0, read)));
   }
-  return Buffer.concat(chunks);
 }

@@ -67,9 +67,9 @@ describe('the coo command line', () => {
     ['an unknown verb', ['frobnicate'], 2, /unknown command/],
     ['an unknown option', ['verify', '--frob'], 2, /unknown option/],
     ['a missing --ledger', ['verify'], 2, /USAGE: --ledger is required/],
-    ['a ledger path that is not a ledger', ['verify', '--ledger', '/nonexistent'], 1, /LEDGER_NOT_FOUND/],
-    ['a missing key file', ['append', '--ledger', '/x', '--key', '/nonexistent.key', 'e.yaml'], 1, /NOT_FOUND: cannot read key file/],
-    ['a malformed --actor pair', ['init', '--ledger', '/tmp/x', '--ceo-key', '/nonexistent', '--actor', 'nonsense'], 1, /NOT_FOUND|USAGE/],
+    ['a ledger path that is not a ledger', ['verify', '--ledger', '/nonexistent'], 2, /LEDGER_NOT_FOUND/],
+    ['a missing key file', ['append', '--ledger', '/x', '--key', '/nonexistent.key', 'e.yaml'], 2, /USAGE: cannot read key file \/nonexistent\.key \(ENOENT\): check the path/],
+    ['a malformed --actor pair', ['init', '--ledger', '/tmp/x', '--ceo-key', '/nonexistent', '--actor', 'nonsense'], 2, /USAGE/],
   ];
   for (const [name, args, status, stderr] of table) {
     it(`exits ${status} on ${name} with one coded line`, () => {

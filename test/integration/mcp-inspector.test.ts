@@ -93,8 +93,8 @@ describe('coo mcp under the MCP Inspector, a separate client process', () => {
     const cases: Array<[string[], number, RegExp]> = [
       [['mcp', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key')], 2, /^coo: USAGE: --repo is required/],
       [['mcp', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), '--repo', target, '--run', '--engine', 'browser'], 2, /^coo: ORACLE_CONFIG: --engine browser is not allowed/],
-      [['mcp', '--ledger', target, '--key', join(keys, 'coo.hermes.key'), '--repo', target], 1, /^coo: LEDGER_NOT_FOUND: /],
-      [['mcp', '--ledger', ledger, '--key', join(dir, 'no-such.key'), '--repo', target], 1, /^coo: NOT_FOUND: cannot read key file/],
+      [['mcp', '--ledger', target, '--key', join(keys, 'coo.hermes.key'), '--repo', target], 2, /^coo: LEDGER_NOT_FOUND: /],
+      [['mcp', '--ledger', ledger, '--key', join(dir, 'no-such.key'), '--repo', target], 2, /^coo: USAGE: cannot read key file/],
     ];
     for (const [args, status, stderr] of cases) {
       const result = coo(args, { env });
