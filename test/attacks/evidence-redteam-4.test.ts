@@ -1,9 +1,15 @@
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { receiptStatement } from '../../src/audit/attest.js';
 import { renderCitation } from '../../src/audit/cite.js';
+import { dispatchStatement } from '../../src/audit/dispatch-attest.js';
+import type { DispatchEvidence } from '../../src/audit/dispatch-evidence.js';
 import { gatherEvidence } from '../../src/audit/evidence.js';
+import { envelopePath } from '../../src/ledger/layout.js';
+import { sha256Ref } from '../../src/util/hash.js';
+import { makeActors } from '../helpers/ledger.js';
 import { makeWorld, receiptsOf, type World } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * What a consult's evidence tells an auditor (coo cite, coo attest, the envelope's context pin)
@@ -24,6 +30,21 @@ async function world(options: Parameters<typeof makeWorld>[1] = {}): Promise<Wor
   return made;
 }
 
+/** The ledger's genesis commit, as git itself names it. */
+function genesisOf(w: World): string {
+  return git(['--git-dir', w.gitdir, 'rev-list', '--max-parents=0', 'main']).trim();
+}
+
+/** One consult through the real Oracle against the offline model, and the predicate of its statement as coo attest signs it. */
+async function attestedConsult(w: World): Promise<Record<string, Record<string, unknown>>> {
+  const { messageId } = await w.consult({ idempotencyKey: `attested-${count}` });
+  await w.runner().runOnce();
+  const evidence = await gatherEvidence(w.gitdir, messageId);
+  const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
+  const envelope = (await w.ledger.readFile(envelopePath(folder)))!;
+  return receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) })['predicate'] as Record<string, Record<string, unknown>>;
+}
+
 describe('the advice coo cite shows is the advice the runner judged', () => {
   it('a succeeded answer whose proposals carried authority (stripped by the judge) is cited with its verdict and summary, not as no advice', async () => {
     const w = await world({ modes: ['propose-authority'] });
@@ -41,4 +62,41 @@ describe('the advice coo cite shows is the advice the runner judged', () => {
     expect(citation).toContain('`proposal_stripped`: the answer passed, but proposals in it carried authority');
     expect(citation).not.toContain('does not know');
   }, 60_000);
+});
+
+describe('an attestation names the ledger its receipt is from', () => {
+  it('two ledgers under one COO key give statements that each name their own genesis commit', async () => {
+    const actors = makeActors();
+    const first = await world({ actors });
+    // Another ledger of the same actors, say a trial one: it differs from the first at genesis by its policy.
+    const second = await world({ actors, policy: (policy) => ({ ...policy, budgets: { ...policy.budgets, daily_cost_cap_usd: policy.budgets.daily_cost_cap_usd + 1 } }) });
+    const a = await attestedConsult(first);
+    const b = await attestedConsult(second);
+    expect(genesisOf(first)).not.toBe(genesisOf(second));
+    expect(a['ledger']!['genesis']).toBe(genesisOf(first));
+    expect(b['ledger']!['genesis']).toBe(genesisOf(second));
+  }, 120_000);
+
+  it("a dispatch's statement names its ledger's genesis commit too", () => {
+    const receipt = { attempt_id: 'ea_attempt_x_1', attempt_number: 1, status: 'succeeded', blockers: [], warnings: [], head_sha: null, branch: null, base_sha: 'a'.repeat(40), file_hashes: [], executor: 'codex', model: 'gpt-5.5', executor_session_id: null, actual_cost_usd: 0, usage: null, commands_run: [], tests_run: [], inner_exit_codes: [] };
+    const evidence = {
+      messageId: 'msg_x',
+      source: 'coo.hermes',
+      target: 'ea.codex',
+      request: { payload_hash: sha256Ref(Buffer.from('task')), dispatch: { repo: 'o/r', scope_paths: ['src/**'] } },
+      envelope: { path: 'messages/x/envelope.yaml', sha256: sha256Ref(Buffer.from('e')) },
+      receipt,
+      receiptPath: 'messages/x/receipts/001.yaml',
+      receiptSha256: sha256Ref(Buffer.from('r')),
+      receiptCommit: 'c'.repeat(40),
+      receiptSeq: 5,
+      signer: 'coo.hermes',
+      genesis: 'd'.repeat(40),
+      findings: [],
+      headSeq: 5,
+      cleanToSeq: 5,
+    } as unknown as DispatchEvidence;
+    const predicate = dispatchStatement(evidence)['predicate'] as Record<string, Record<string, unknown>>;
+    expect(predicate['ledger']!['genesis']).toBe('d'.repeat(40));
+  });
 });
