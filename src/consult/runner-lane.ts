@@ -495,7 +495,7 @@ export class ConsultLane implements RunnerLane {
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
     const spent =
       attemptFile !== null && oracle !== null
-        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null)
+        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
         : takenOver && attemptFile === null
           ? await this.takenOverCall(state, message, last.attemptId, claim)
           : undefined;
@@ -516,16 +516,21 @@ export class ConsultLane implements RunnerLane {
     const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
     const unseen: OracleSessionMeta = { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
     const attemptFile: AttemptRecordFile = { attempt_id: attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
-    return this.unansweredCall(state, message, attemptFile, unseen, Buffer.from(bundle, 'utf8'));
+    // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
+    return this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
   }
 
-  /** What a receipt knows of a call whose Oracle started and whose runner died: the session record Oracle left, and what was sent. */
-  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: Buffer | null): Promise<ReceiptFacts['transport']> {
+  /**
+   * What a receipt knows of a call whose Oracle started and whose runner died: the session record
+   * Oracle left, and the prompt bundle's size and, when this runner holds the bytes Oracle was
+   * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
+   */
+  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
     const price = state.policy?.doc.models[attemptFile.model];
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
-    const promptBytes = prompt?.length ?? 0;
+    const promptBytes = prompt.bytes;
     return {
       sessionId: attemptFile.slug,
       model: attemptFile.model,
@@ -535,7 +540,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(promptBytes, contextBytes),
       sentBytes: promptBytes + contextBytes,
       answerBytes: 0,
-      bundleHash: sha256Ref(prompt ?? Buffer.alloc(0)),
+      bundleHash: prompt.sent === null ? null : sha256Ref(prompt.sent),
     };
   }
 }

@@ -6,7 +6,12 @@ import { renderCitation } from '../../src/audit/cite.js';
 import { dispatchStatement } from '../../src/audit/dispatch-attest.js';
 import type { DispatchEvidence } from '../../src/audit/dispatch-evidence.js';
 import { gatherEvidence } from '../../src/audit/evidence.js';
-import { envelopePath } from '../../src/ledger/layout.js';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf } from '../../src/authority/state.js';
+import { claimPath, envelopePath } from '../../src/ledger/layout.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { sessionSlugFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
 import { makeActors } from '../helpers/ledger.js';
@@ -114,4 +119,28 @@ describe('a target repository whose file names are not UTF-8', () => {
     expect((await w.ledger.state()).messages.size).toBe(0);
     return code;
   });
+});
+
+describe("the hash of what was sent, on a receipt of a call this runner did not make", () => {
+  it('an attempt taken over from a runner that left nothing here names no bundle hash: the question it sent, canary and all, is unknown', async () => {
+    const w = await world();
+    const { messageId } = await w.consult({ idempotencyKey: 'taken-over' });
+    // A runner this host knows nothing of claimed the attempt and went quiet: no heartbeat, no sandbox here.
+    const record = (await w.ledger.state()).messages.get(messageId)!;
+    const claimedAt = new Date();
+    const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-gone', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(claimedAt) };
+    await w.ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, now: claimedAt, summary: `claim ${messageId} attempt 1` });
+    let tick = 0;
+    const taker = w.runner({ monotonic: () => tick, clock: () => claimedAt, leaseGraceSeconds: 600 });
+    await taker.runOnce();
+    tick = 2_000_000;
+    await taker.runOnce();
+    expect(w.events.map((event) => event.type)).toContain('takeover');
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'failed', blockers: [expect.objectContaining({ code: 'interrupted' })] });
+    // Charged as a call that may have been made, from the size of the question as this runner would send it ...
+    expect(receipt!['actual_cost_usd']).toBeGreaterThan(0);
+    // ... but no hash of bytes nobody sent: this runner's rendering has a canary of its own.
+    expect(receipt!['bundle_hash']).toBeNull();
+  }, 60_000);
 });
