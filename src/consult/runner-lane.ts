@@ -296,7 +296,9 @@ export class ConsultLane implements RunnerLane {
     const stoppedBy = this.ctx.stoppedBy();
     if (stoppedBy !== null && run.exitCode === null) {
       // Killed by the operator's stop, not judged: an Oracle that had already ended is judged as usual.
-      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`);
+      // A call the stop cut short still spent what it spent: it is charged as a call that ended unanswered, with the bundle it was handed.
+      const call = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files);
+      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`, call, Buffer.from(bundle, 'utf8'));
       if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
       return;
     }
@@ -351,7 +353,6 @@ export class ConsultLane implements RunnerLane {
     const challenged = message.intent === 'cross_check' ? await this.ctx.ledger.readFile(message.challenge.answer_ref) : null;
     const steering = [...files, ...(challenged === null ? [] : [{ bytes: challenged }])].flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
     const verdict = judgeRun(run, classifyFor(route.name));
-    const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;
     let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
@@ -398,17 +399,7 @@ export class ConsultLane implements RunnerLane {
       blockers: blocker === null ? [] : [blocker],
       nextAttemptAt: retryAt,
       policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      transport: {
-        sessionId: run.sessionId ?? sessionSlugFor(message.message_id, attempt),
-        model: decision.model,
-        route: { provider: route.provider, offline: route.offline },
-        meta: run.meta,
-        price: decision.price,
-        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
-        sentBytes: Buffer.byteLength(bundle) + contextBytes,
-        answerBytes: run.answerBytes,
-        bundleHash: sha256Ref(bundleBytes),
-      },
+      transport: this.callFacts(sessionSlugFor(message.message_id, attempt), run, decision, route, bundle, files),
       ...(output === undefined ? {} : { output }),
       attachments,
       proposals: proposalRefs,
@@ -424,12 +415,33 @@ export class ConsultLane implements RunnerLane {
     if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
   }
 
-  /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
-  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport']): Promise<void> {
+  /** What a receipt knows of a call this runner made: Oracle's session, the price, and the prompt bundle and pinned files it was handed. */
+  private callFacts(slug: string, run: OracleRun, decision: Extract<Preflight, { kind: 'run' }>, route: AttemptRoute, bundle: string, files: readonly PinnedFile[]): NonNullable<ReceiptFacts['transport']> {
+    const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+    return {
+      sessionId: run.sessionId ?? slug,
+      model: decision.model,
+      route: { provider: route.provider, offline: route.offline },
+      meta: run.meta,
+      price: decision.price,
+      estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+      sentBytes: Buffer.byteLength(bundle) + contextBytes,
+      answerBytes: run.answerBytes,
+      bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
+    };
+  }
+
+  /**
+   * Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry
+   * when the policy allows one; `sent`, the prompt bundle Oracle was handed, is kept as its
+   * prompt-sent.md, so that the receipt's bundle_hash names bytes the ledger holds.
+   */
+  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport'], sent?: Buffer): Promise<void> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const record = state.messages.get(messageId)!;
     const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
+    const kept: NewFile[] = sent === undefined ? [] : [{ path: attemptArtifactPath(folderOf(record), attempt, 'prompt-sent.md'), bytes: sent }];
     const receipt = buildReceipt({
       now,
       message,
@@ -440,10 +452,11 @@ export class ConsultLane implements RunnerLane {
       nextAttemptAt: retryAt,
       policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
       ...(transport === undefined ? {} : { transport }),
+      attachments: kept.map((file) => ({ path: file.path, sha256: sha256Ref(file.bytes) })),
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
+    await this.ctx.commit([...kept, { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
   }
 
@@ -499,7 +512,8 @@ export class ConsultLane implements RunnerLane {
         : takenOver && attemptFile === null
           ? await this.takenOverCall(state, message, last.attemptId, claim)
           : undefined;
-    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent);
+    const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
+    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent, sent);
     removeSandbox(sandbox);
     return true;
   }

@@ -14,6 +14,7 @@ import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
+import { until } from '../helpers/child.js';
 import { makeActors } from '../helpers/ledger.js';
 import { makeWorld, receiptsOf, type World } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -142,5 +143,29 @@ describe("the hash of what was sent, on a receipt of a call this runner did not 
     expect(receipt!['actual_cost_usd']).toBeGreaterThan(0);
     // ... but no hash of bytes nobody sent: this runner's rendering has a canary of its own.
     expect(receipt!['bundle_hash']).toBeNull();
+  }, 60_000);
+});
+
+describe('a consult call the operator stopped while the model was answering', () => {
+  it('is charged as a call that ended unanswered, and its receipt keeps the prompt bundle the model was sent, by the hash it states', async () => {
+    const w = await world({ modes: ['hang'] });
+    const { messageId } = await w.consult({ idempotencyKey: 'stopped-mid-call' });
+    const runner = w.runner();
+    const running = runner.runOnce();
+    await until(() => w.server.requests.length === 1, 'the model request');
+    runner.interrupt('SIGINT');
+    await running;
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'failed', blockers: [expect.objectContaining({ code: 'interrupted' })], usage: { reported: false } });
+    // The question reached the provider: the attempt is not free, or a runner stopped again and again would spend past every budget.
+    expect(receipt!['actual_cost_usd']).toBeGreaterThan(0);
+    expect(receipt!['warnings']).toContain('usage_unreported');
+    // What was sent is in the ledger under the hash the receipt states, and is what the model received.
+    const attachments = receipt!['attachments'] as Array<{ path: string; sha256: string }>;
+    const sent = attachments.find((item) => item.path.endsWith('/prompt-sent.md'))!;
+    const bytes = (await w.ledger.readFile(sent.path))!;
+    expect(sha256Ref(bytes)).toBe(sent.sha256);
+    expect(receipt!['bundle_hash']).toBe(sent.sha256);
+    expect(w.server.requests[0]!.prompt).toContain(bytes.toString('utf8').trim());
   }, 60_000);
 });
