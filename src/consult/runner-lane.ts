@@ -245,6 +245,10 @@ export class ConsultLane implements RunnerLane {
     if (missized !== undefined) {
       return stopHere('failed', 'stale_context', `${missized.path} is ${missized.bytes.length} bytes, not the ${listed.find((file) => file.path === missized.path)?.bytes ?? 'unstated'} its context manifest states; nothing was sent`);
     }
+    // What is sent is kept beside the receipt as prompt-sent.md: a bundle over the artifact limit could be paid for and never receipted.
+    if (Buffer.byteLength(bundle) > LIMITS.artifactBytes) {
+      return stopHere('failed', 'config_error', `the question as Oracle would be handed it is ${Buffer.byteLength(bundle)} bytes with its template${message.intent === 'cross_check' ? ' and the answer it challenges' : ''}, over the ${LIMITS.artifactBytes}-byte artifact limit under which its receipt keeps it; nothing was sent`);
+    }
     // What enqueue refuses, refused again for an envelope written by other means: before the claim, unpaid.
     for (const file of pins.files) {
       const problem = oraclePathProblem(file.path);

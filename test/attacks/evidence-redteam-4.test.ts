@@ -6,6 +6,7 @@ import { renderCitation } from '../../src/audit/cite.js';
 import { dispatchStatement } from '../../src/audit/dispatch-attest.js';
 import type { DispatchEvidence } from '../../src/audit/dispatch-evidence.js';
 import { gatherEvidence } from '../../src/audit/evidence.js';
+import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { claimPath, envelopePath } from '../../src/ledger/layout.js';
@@ -168,4 +169,20 @@ describe('a consult call the operator stopped while the model was answering', ()
     expect(receipt!['bundle_hash']).toBe(sent.sha256);
     expect(w.server.requests[0]!.prompt).toContain(bytes.toString('utf8').trim());
   }, 60_000);
+});
+
+describe('a cross-check of an answer that, quoted, is larger than the ledger keeps one artifact', () => {
+  it('is refused before the call, unpaid, with a receipt that lands: the bundle as sent could never be kept beside it', async () => {
+    const budgets = { max_cost_usd_per_message: 40, max_cost_usd_per_correlation: 200, daily_cost_cap_usd: 200 };
+    const w = await world({ policy: (policy) => ({ ...policy, budgets: { ...policy.budgets, ...budgets }, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] }) });
+    const { messageId: consult } = await w.consult({ idempotencyKey: 'blank-lines', maxCostUsd: 40 });
+    await w.runner({ transport: w.fakeOracle('blank-lines') }).runOnce();
+    expect((await receiptsOf(w, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    const { messageId } = await enqueueCrossCheck({ ledger: w.ledger, key: w.actors.coo, now: new Date(), of: consult, target: 'aa.claude', maxRuntimeSeconds: 60, maxCostUsd: 40 });
+    await w.runner({ transport: w.fakeOracle('ok') }).runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => [receipt['status'], (receipt['blockers'] as Array<{ code: string }>).map((blocker) => blocker.code)])).toEqual([['failed', ['config_error']]]);
+    expect(receipts[0]!['actual_cost_usd']).toBe(0);
+    expect(receipts[0]!['transport_session_id']).toBeNull();
+  }, 120_000);
 });
