@@ -54,6 +54,31 @@ async function attestedConsult(w: World): Promise<Record<string, Record<string, 
   return receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) })['predicate'] as Record<string, Record<string, unknown>>;
 }
 
+describe('a receipt against what the model server received', () => {
+  it("names by hash the bytes the model was sent (the bundle and each pinned file) and prices the usage the server returned at the policy's price", async () => {
+    const w = await world();
+    const { messageId, envelope } = await w.consult({ idempotencyKey: 'end-to-end', patterns: ['src/add.ts', 'README.md'] });
+    await w.runner().runOnce();
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'succeeded', usage: { reported: true } });
+    const [request] = w.server.requests;
+    const sent = (receipt!['attachments'] as Array<{ path: string; sha256: string }>).find((item) => item.path.endsWith('/prompt-sent.md'))!;
+    const bundle = (await w.ledger.readFile(sent.path))!;
+    expect([sha256Ref(bundle), receipt!['bundle_hash']]).toEqual([sent.sha256, sent.sha256]);
+    expect(request!.prompt).toContain(bundle.toString('utf8').trim());
+    // Each pinned file reached the model line by line, and is the blob the envelope pins at its commit.
+    for (const file of envelope.context_pin.files) {
+      const blob = Buffer.from(git(['-C', w.target, 'cat-file', 'blob', `${envelope.context_pin.repo_commit_sha}:${file.path}`]));
+      expect(sha256Ref(blob)).toBe(file.sha256);
+      for (const line of blob.toString('utf8').trimEnd().split('\n')) expect(request!.prompt).toContain(`| ${line}`);
+    }
+    // The server's usage (about four characters a token, plus 50) at gpt-5.5's $5 and $30 a million.
+    const usage = receipt!['usage'] as { input_tokens: number; output_tokens: number };
+    expect(usage.input_tokens).toBe(Math.ceil(request!.prompt.length / 4) + 50);
+    expect(receipt!['actual_cost_usd']).toBeCloseTo((usage.input_tokens * 5 + usage.output_tokens * 30) / 1e6, 6);
+  }, 60_000);
+});
+
 describe('the advice coo cite shows is the advice the runner judged', () => {
   it('a succeeded answer whose proposals carried authority (stripped by the judge) is cited with its verdict and summary, not as no advice', async () => {
     const w = await world({ modes: ['propose-authority'] });
