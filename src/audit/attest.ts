@@ -72,7 +72,9 @@ export function receiptStatement(evidence: Evidence, envelope: { path: string; s
       output_hash: receipt.output_hash,
       transport: { kind: receipt.transport, engine: receipt.engine, model: receipt.model, session_id: receipt.transport_session_id },
       cost: { actual_cost_usd: receipt.actual_cost_usd, usage: receipt.usage },
+      // The ledger by its genesis commit: two ledgers may share a COO key, and a statement is held to one of them.
       ledger: {
+        genesis: evidence.genesis,
         receipt_path: evidence.receiptPath,
         receipt_sha256: evidence.receiptSha256.replace(/^sha256:/, ''),
         commit: evidence.receiptCommit,

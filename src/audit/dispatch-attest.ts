@@ -56,6 +56,7 @@ export function dispatchStatement(evidence: DispatchEvidence): Record<string, un
       },
       cost: { actual_cost_usd: receipt.actual_cost_usd, usage: receipt.usage },
       ledger: {
+        genesis: evidence.genesis,
         receipt_path: evidence.receiptPath,
         receipt_sha256: hex(evidence.receiptSha256),
         commit: evidence.receiptCommit,

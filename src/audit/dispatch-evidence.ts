@@ -21,6 +21,8 @@ export interface DispatchEvidence {
   readonly receiptCommit: string;
   readonly receiptSeq: number;
   readonly signer: string | null;
+  /** The ledger's genesis commit: its identity. */
+  readonly genesis: string;
   /** Every finding of a full replay: evidence is clean only when the whole history is. */
   readonly findings: readonly Finding[];
   /** The Ledger-Seq the replay reached, and the last one up to which every commit replayed clean. */
@@ -63,6 +65,7 @@ export async function gatherDispatchEvidence(gitdir: string, messageId: string):
       receiptCommit: receiptCommit?.commit ?? '(unknown)',
       receiptSeq: receiptCommit?.seq ?? last.receipt.seq,
       signer: receiptCommit?.signer?.actor ?? null,
+      genesis: report.state.genesis ?? '(none)',
       findings: report.findings,
       headSeq: report.seq,
       cleanToSeq: report.firstInvalid === null ? report.seq : (report.firstInvalid.lastValid?.seq ?? 0),

@@ -1,8 +1,8 @@
 import { CooError, type Finding } from '../errors.js';
 import { folderOf, laneStateOf } from '../authority/state.js';
+import { readAnswerBlock } from '../consult/answer.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
-import { aaAnswer } from '../schema/aa-answer.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { readDocument } from '../schema/documents.js';
 import { sha256Ref } from '../util/hash.js';
@@ -115,16 +115,9 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
     const question = (await read(envelope.payload_ref, record.payloadHash)).toString('utf8');
     let answer = null;
     if (receipt.output_ref !== null) {
-      const text = (await read(receipt.output_ref, receipt.output_hash)).toString('utf8');
-      const block = /```aa_answer[ \t]*\n([\s\S]*?)\n```/.exec(text)?.[1];
-      if (block !== undefined) {
-        try {
-          const parsed = aaAnswer.safeParse(JSON.parse(block));
-          answer = parsed.success ? parsed.data : null;
-        } catch {
-          answer = null;
-        }
-      }
+      // Read by the judge's own reader: a proposal the judge stripped does not unmake the advice it passed.
+      const block = readAnswerBlock((await read(receipt.output_ref, receipt.output_hash)).toString('utf8'));
+      answer = 'answer' in block ? block.answer : null;
     }
     // Evidence is clean only when history is: every finding of the replay counts, wherever it is.
     const findings = [...mismatches, ...report.findings];

@@ -34,7 +34,8 @@ export interface ReceiptFacts {
     /** The bytes the runner handed Oracle to send: the prompt bundle and the pinned files. */
     readonly sentBytes: number;
     readonly answerBytes: number;
-    readonly bundleHash: string;
+    /** The hash of the prompt bundle as Oracle was handed it; null when this runner does not hold those bytes (a call another runner made). */
+    readonly bundleHash: string | null;
   };
   readonly output?: ReceiptArtifact;
   readonly attachments?: readonly ReceiptArtifact[];

@@ -245,6 +245,10 @@ export class ConsultLane implements RunnerLane {
     if (missized !== undefined) {
       return stopHere('failed', 'stale_context', `${missized.path} is ${missized.bytes.length} bytes, not the ${listed.find((file) => file.path === missized.path)?.bytes ?? 'unstated'} its context manifest states; nothing was sent`);
     }
+    // What is sent is kept beside the receipt as prompt-sent.md: a bundle over the artifact limit could be paid for and never receipted.
+    if (Buffer.byteLength(bundle) > LIMITS.artifactBytes) {
+      return stopHere('failed', 'config_error', `the question as Oracle would be handed it is ${Buffer.byteLength(bundle)} bytes with its template${message.intent === 'cross_check' ? ' and the answer it challenges' : ''}, over the ${LIMITS.artifactBytes}-byte artifact limit under which its receipt keeps it; nothing was sent`);
+    }
     // What enqueue refuses, refused again for an envelope written by other means: before the claim, unpaid.
     for (const file of pins.files) {
       const problem = oraclePathProblem(file.path);
@@ -296,7 +300,9 @@ export class ConsultLane implements RunnerLane {
     const stoppedBy = this.ctx.stoppedBy();
     if (stoppedBy !== null && run.exitCode === null) {
       // Killed by the operator's stop, not judged: an Oracle that had already ended is judged as usual.
-      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`);
+      // A call the stop cut short still spent what it spent: it is charged as a call that ended unanswered, with the bundle it was handed.
+      const call = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files);
+      await this.writeInterrupted(message, record.id, attempt, `the runner was stopped (${stoppedBy}) while Oracle ran; Oracle was ended after ${(run.elapsedMs / 1000).toFixed(1)} s`, call, Buffer.from(bundle, 'utf8'));
       if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
       return;
     }
@@ -351,7 +357,6 @@ export class ConsultLane implements RunnerLane {
     const challenged = message.intent === 'cross_check' ? await this.ctx.ledger.readFile(message.challenge.answer_ref) : null;
     const steering = [...files, ...(challenged === null ? [] : [{ bytes: challenged }])].flatMap((file) => suspiciousLines(file.bytes.toString('utf8')));
     const verdict = judgeRun(run, classifyFor(route.name));
-    const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     let status: ReceiptStatus = 'succeeded';
     let blocker: { code: BlockerCode; detail: string } | null = null;
     let validation: { status: 'pass' | 'fail' | 'not_run'; errors: string[] } = { status: 'not_run', errors: [] };
@@ -398,17 +403,7 @@ export class ConsultLane implements RunnerLane {
       blockers: blocker === null ? [] : [blocker],
       nextAttemptAt: retryAt,
       policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      transport: {
-        sessionId: run.sessionId ?? sessionSlugFor(message.message_id, attempt),
-        model: decision.model,
-        route: { provider: route.provider, offline: route.offline },
-        meta: run.meta,
-        price: decision.price,
-        estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
-        sentBytes: Buffer.byteLength(bundle) + contextBytes,
-        answerBytes: run.answerBytes,
-        bundleHash: sha256Ref(bundleBytes),
-      },
+      transport: this.callFacts(sessionSlugFor(message.message_id, attempt), run, decision, route, bundle, files),
       ...(output === undefined ? {} : { output }),
       attachments,
       proposals: proposalRefs,
@@ -424,12 +419,33 @@ export class ConsultLane implements RunnerLane {
     if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
   }
 
-  /** Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry when the policy allows one. */
-  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport']): Promise<void> {
+  /** What a receipt knows of a call this runner made: Oracle's session, the price, and the prompt bundle and pinned files it was handed. */
+  private callFacts(slug: string, run: OracleRun, decision: Extract<Preflight, { kind: 'run' }>, route: AttemptRoute, bundle: string, files: readonly PinnedFile[]): NonNullable<ReceiptFacts['transport']> {
+    const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
+    return {
+      sessionId: run.sessionId ?? slug,
+      model: decision.model,
+      route: { provider: route.provider, offline: route.offline },
+      meta: run.meta,
+      price: decision.price,
+      estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+      sentBytes: Buffer.byteLength(bundle) + contextBytes,
+      answerBytes: run.answerBytes,
+      bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
+    };
+  }
+
+  /**
+   * Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry
+   * when the policy allows one; `sent`, the prompt bundle Oracle was handed, is kept as its
+   * prompt-sent.md, so that the receipt's bundle_hash names bytes the ledger holds.
+   */
+  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport'], sent?: Buffer): Promise<void> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const record = state.messages.get(messageId)!;
     const retryAt = nextAttemptAt({ now, blocker: 'interrupted', record, message, policy: state.policy!.doc });
+    const kept: NewFile[] = sent === undefined ? [] : [{ path: attemptArtifactPath(folderOf(record), attempt, 'prompt-sent.md'), bytes: sent }];
     const receipt = buildReceipt({
       now,
       message,
@@ -440,10 +456,11 @@ export class ConsultLane implements RunnerLane {
       nextAttemptAt: retryAt,
       policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
       ...(transport === undefined ? {} : { transport }),
+      attachments: kept.map((file) => ({ path: file.path, sha256: sha256Ref(file.bytes) })),
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    await this.ctx.commit([{ path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
+    await this.ctx.commit([...kept, { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
   }
 
@@ -495,11 +512,12 @@ export class ConsultLane implements RunnerLane {
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
     const spent =
       attemptFile !== null && oracle !== null
-        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? promptFile.bytes : null)
+        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
         : takenOver && attemptFile === null
           ? await this.takenOverCall(state, message, last.attemptId, claim)
           : undefined;
-    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent);
+    const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
+    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent, sent);
     removeSandbox(sandbox);
     return true;
   }
@@ -516,16 +534,21 @@ export class ConsultLane implements RunnerLane {
     const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
     const unseen: OracleSessionMeta = { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
     const attemptFile: AttemptRecordFile = { attempt_id: attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
-    return this.unansweredCall(state, message, attemptFile, unseen, Buffer.from(bundle, 'utf8'));
+    // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
+    return this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
   }
 
-  /** What a receipt knows of a call whose Oracle started and whose runner died: the session record Oracle left, and what was sent. */
-  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: Buffer | null): Promise<ReceiptFacts['transport']> {
+  /**
+   * What a receipt knows of a call whose Oracle started and whose runner died: the session record
+   * Oracle left, and the prompt bundle's size and, when this runner holds the bytes Oracle was
+   * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
+   */
+  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
     const price = state.policy?.doc.models[attemptFile.model];
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
-    const promptBytes = prompt?.length ?? 0;
+    const promptBytes = prompt.bytes;
     return {
       sessionId: attemptFile.slug,
       model: attemptFile.model,
@@ -535,7 +558,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(promptBytes, contextBytes),
       sentBytes: promptBytes + contextBytes,
       answerBytes: 0,
-      bundleHash: sha256Ref(prompt ?? Buffer.alloc(0)),
+      bundleHash: prompt.sent === null ? null : sha256Ref(prompt.sent),
     };
   }
 }

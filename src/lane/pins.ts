@@ -23,6 +23,8 @@ interface TreeItem {
   /** The object's size as git reports it without reading it; null for trees and submodules. */
   readonly size: number | null;
   readonly path: string;
+  /** Whether the name's bytes are UTF-8, so that `path` is the name the commit holds and not a decoding of it. */
+  readonly utf8: boolean;
 }
 
 export interface ResolvedCommit {
@@ -59,6 +61,7 @@ async function listTree(gitdir: string, commit: string): Promise<TreeItem[]> {
     oid: file.oid,
     size: null,
     path: file.path.toString('utf8'),
+    utf8: Buffer.from(file.path.toString('utf8')).equals(file.path),
   }));
 }
 
@@ -143,6 +146,8 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
     const hits = items.filter((item) => match(item.path));
     if (hits.length === 0) throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} matches nothing at ${commit.slice(0, 12)}`);
     for (const hit of hits) {
+      // A name that is not UTF-8 decodes to another name (U+FFFD for each bad byte): the pin would name a path the commit does not hold.
+      if (!hit.utf8) throw new CooError('CONTEXT_INVALID', `${JSON.stringify(hit.path)} at ${commit.slice(0, 12)} is not a UTF-8 name: it cannot be pinned by the name the commit holds`);
       if (!isRegularFile(hit)) throw new CooError('CONTEXT_INVALID', `${hit.path} is a ${hit.mode === '120000' ? 'symbolic link' : hit.type} at ${commit.slice(0, 12)}: only regular files can be pinned`);
       if (!chosen.some((item) => item.path === hit.path)) chosen.push(hit);
     }

@@ -66,6 +66,10 @@ describe('crash safety', () => {
     const receipts = await receiptsOf(w, messageId);
     expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
     expect(blockersOf(receipts[0]!)).toEqual(['interrupted']);
+    // The question the dead runner's Oracle sent is kept with the interrupted receipt, under the hash the receipt states.
+    const sent = (receipts[0]!['attachments'] as Array<{ path: string; sha256: string }>).find((item) => item.path.endsWith('/prompt-sent.md'));
+    expect(sent?.sha256).toBe(receipts[0]!['bundle_hash']);
+    expect(w.server.requests[0]!.prompt).toContain((await w.ledger.readFile(sent!.path))!.toString('utf8').trim());
     expect(new Set(w.server.requests.map((request) => request.canary)).size).toBe(2);
     expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
   });

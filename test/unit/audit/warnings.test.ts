@@ -7,6 +7,7 @@ describe('warningMeaning', () => {
     expect(warningMeaning('context_injection_suspected')).toContain('instructions');
     expect(warningMeaning('usage_unreported')).toContain('estimate');
     expect(warningMeaning('artifact_truncated')).toContain('cut');
+    expect(warningMeaning('proposal_stripped')).toContain('stripped');
     expect(warningMeaning('constructor')).toContain('does not know');
     expect(warningMeaning('future_warning')).toContain('does not know');
   });
