@@ -380,8 +380,8 @@ export class Runner {
     try {
       return await this.passes();
     } finally {
-      // A receipt still held for a claim that did not come goes out alone before the pass ends.
-      await this.flushHeld();
+      // A pass that ends by an error leaves a held receipt in the journal, which the next pass publishes first.
+      this.held = null;
     }
   }
 
@@ -390,7 +390,8 @@ export class Runner {
     let receipts = 0;
     const skipped = new Set<string>();
     for (let pass = 0; ; pass += 1) {
-      if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
+      const stopping = this.stoppedBy !== null;
+      if (stopping && this.held === null) return { receipts, waiting: [], held: [] };
       const state = await this.options.ledger.intactState();
       this.checkKey(state);
       const now = this.clock();
@@ -414,13 +415,22 @@ export class Runner {
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
         .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
-      const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
-      if (item === undefined) {
+      const item = stopping ? undefined : this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
+      // A receipt held for a next claim that did not come (nothing more to claim, or the runner stops) goes out alone.
+      const holding = item === undefined ? this.held : null;
+      if (item === undefined && holding === null) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
         return { receipts, waiting: [...waiting, ...this.leaseWaits].sort(), held };
       }
+      const messageId = item?.record.id ?? holding!.entry.messageId;
       try {
+        if (item === undefined) {
+          // Published, or journaled again (then the pass takes it up as any journaled receipt).
+          skipped.delete(messageId);
+          await this.flushHeld();
+          continue;
+        }
         // Through a remote, a new consult attempt's receipt may wait for this runner's next claim, to go out in one push with it.
         this.mayHold = this.options.remote !== undefined && item.work.kind === 'attempt' && (item.record.intent === 'aa_consult' || item.record.intent === 'cross_check');
         let wrote: boolean;
@@ -438,11 +448,11 @@ export class Runner {
         if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
         // A remote that refuses what this runner's clock dates refuses every claim it would write: it stops, as at a refused start.
         if (isCooError(error) && error.code === 'CLOCK_AHEAD') throw error;
-        skipped.add(item.record.id);
+        skipped.add(messageId);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
-        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE') this.configError(item.record.id, { code, message });
-        else this.emit({ type: 'error', messageId: item.record.id, code, message });
+        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE') this.configError(messageId, { code, message });
+        else this.emit({ type: 'error', messageId, code, message });
         if (code === 'REMOTE_UNREACHABLE') {
           // Cut off: nothing new starts until the remote answers again.
           this.cutOff(message);
@@ -866,19 +876,20 @@ export class Runner {
   }
 
   /**
-   * Publishes the receipt held for a next claim that did not come, alone, through the one receipt
-   * path (publishJournaled): it stays in the journal while the remote is away. A refusal of what it
-   * says is said for its message (its result is kept, keepRefused) rather than ending the pass.
+   * Publishes the receipt held for a next claim, alone, through the one receipt path
+   * (publishJournaled): it stays in the journal while the remote is away or other writers beat it.
+   * One the ledger refuses for what it says is kept (keepRefused) and leaves the journal, as a
+   * receipt refused when first published never enters it; the refusal is thrown, as it would have been.
    */
   private async flushHeld(): Promise<void> {
     const held = this.held;
     if (held === null) return;
     this.held = null;
     try {
-      if ((await this.publishJournaled(held.path)) === 'journaled') this.emit({ type: 'journaled', messageId: held.entry.messageId, attempt: held.entry.attempt, detail: `${this.options.remote!.url} did not take it now; the next pass publishes it` });
+      if ((await this.publishJournaled(held.path)) === 'journaled') this.emit({ type: 'journaled', messageId: held.entry.messageId, attempt: held.entry.attempt, detail: `${this.options.remote!.url} did not take it now` });
     } catch (error) {
-      if (!isCooError(error) || HOLD_STOPS.has(error.code)) throw error;
-      this.emit({ type: 'error', messageId: held.entry.messageId, code: error.code, message: error.message });
+      if (fs.existsSync(this.keptPath(held.entry.messageId, held.entry.attempt))) fs.rmSync(held.path, { force: true });
+      throw error;
     }
   }
 
