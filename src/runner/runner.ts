@@ -392,8 +392,12 @@ export class Runner {
     for (let pass = 0; ; pass += 1) {
       const stopping = this.stoppedBy !== null;
       if (stopping && this.held === null) return { receipts, waiting: [], held: [] };
+      // A held receipt did not fetch the remote's head as its own push would have: the next claim is chosen on that head, not on what this runner saw before its call.
+      if (this.held !== null && !stopping) await this.syncHeld();
       const state = await this.options.ledger.intactState();
-      this.checkKey(state);
+      // A key retired meanwhile stops the runner, once a held receipt went out (refused then, it is kept as any refused receipt).
+      const retired = this.held !== null && runnerKeyProblem(state, this.options.key, "the runner's key") !== null;
+      if (!retired) this.checkKey(state);
       const now = this.clock();
       const holders = this.observeClaims(state, now);
       if (pass === 0 && !this.pruned) {
@@ -415,7 +419,7 @@ export class Runner {
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
         .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
-      const item = stopping ? undefined : this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
+      const item = stopping || retired ? undefined : this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
       // A receipt held for a next claim that did not come (nothing more to claim, or the runner stops) goes out alone.
       const holding = item === undefined ? this.held : null;
       if (item === undefined && holding === null) {
@@ -873,6 +877,15 @@ export class Runner {
     if (files.length === 0 && this.options.remote !== undefined) await this.confirmClaim();
     if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
     return true;
+  }
+
+  /** Syncs to the remote's head before the next claim is chosen; unreachable, the claim (and the receipt with it) waits in the journal as any push would. */
+  private async syncHeld(): Promise<void> {
+    try {
+      await this.options.remote!.sync();
+    } catch (error) {
+      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+    }
   }
 
   /**
