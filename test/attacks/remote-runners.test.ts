@@ -354,7 +354,7 @@ describe('runners over a lying remote', () => {
     await running;
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
-  }, 20_000);
+  }, 120_000);
   it("heartbeats signed with the one COO key naming a crashed runner's id, written by another runner: its claim's takeover waits while they come, and nothing is paid twice or lost", async () => {
     const world = await newCase();
     const messageId = await world.consult();
