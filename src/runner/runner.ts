@@ -191,10 +191,6 @@ export class Runner {
   private readonly suspects = new Map<string, number | null>();
   /** Why the operator stopped the runner (`SIGINT`), once they did: no new work starts, and the attempt in flight ends interrupted. */
   private stoppedBy: string | null = null;
-  /** Set by a pass through a remote while it runs a new consult attempt: that attempt's receipt may wait, journaled, for this runner's next claim (claim()). */
-  private mayHold = false;
-  /** A receipt journaled to go out in one push with this runner's next claim; published alone before any other write, and when the pass ends. */
-  private held: { readonly path: string; readonly entry: JournalEntry; readonly files: NewFile[] } | null = null;
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = newRunnerId();
@@ -281,7 +277,6 @@ export class Runner {
   private async write<R>(write: (ledger: Ledger) => Promise<R>): Promise<R> {
     if (this.options.remote === undefined) return write(this.options.ledger);
     if (this.options.remote.write === undefined) throw new CooError('INTERNAL', "the runner's remote cannot publish a write of its own");
-    await this.flushHeld();
     return (await this.options.remote.write(write)).result;
   }
 
@@ -377,27 +372,12 @@ export class Runner {
       if (!(await this.flushJournal())) return { receipts: 0, waiting: [], held: [] };
     }
     this.leaseWaits = [];
-    try {
-      return await this.passes();
-    } finally {
-      // A pass that ends by an error leaves a held receipt in the journal, which the next pass publishes first.
-      this.held = null;
-    }
-  }
-
-  /** The passes of runOnce over the ready messages, once its checks held. */
-  private async passes(): Promise<RunSummary> {
     let receipts = 0;
     const skipped = new Set<string>();
     for (let pass = 0; ; pass += 1) {
-      const stopping = this.stoppedBy !== null;
-      if (stopping && this.held === null) return { receipts, waiting: [], held: [] };
-      // A held receipt did not fetch the remote's head as its own push would have: the next claim is chosen on that head, not on what this runner saw before its call.
-      if (this.held !== null && !stopping) await this.syncHeld();
+      if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       const state = await this.options.ledger.intactState();
-      // A key retired meanwhile stops the runner, once a held receipt went out (refused then, it is kept as any refused receipt).
-      const retired = this.held !== null && runnerKeyProblem(state, this.options.key, "the runner's key") !== null;
-      if (!retired) this.checkKey(state);
+      this.checkKey(state);
       const now = this.clock();
       const holders = this.observeClaims(state, now);
       if (pass === 0 && !this.pruned) {
@@ -419,44 +399,26 @@ export class Runner {
       const ready = open
         .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
         .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
-      const item = stopping || retired ? undefined : this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
-      // A receipt held for a next claim that did not come (nothing more to claim, or the runner stops) goes out alone.
-      const holding = item === undefined ? this.held : null;
-      if (item === undefined && holding === null) {
+      const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
+      if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
         return { receipts, waiting: [...waiting, ...this.leaseWaits].sort(), held };
       }
-      const messageId = item?.record.id ?? holding!.entry.messageId;
       try {
-        if (item === undefined) {
-          // Published, or journaled again (then the pass takes it up as any journaled receipt).
-          skipped.delete(messageId);
-          await this.flushHeld();
-          continue;
-        }
-        // Through a remote, a new consult attempt's receipt may wait for this runner's next claim, to go out in one push with it.
-        this.mayHold = this.options.remote !== undefined && item.work.kind === 'attempt' && (item.record.intent === 'aa_consult' || item.record.intent === 'cross_check');
-        let wrote: boolean;
-        try {
-          wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
-        } finally {
-          this.mayHold = false;
-        }
+        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
         if (wrote) receipts += 1;
         else skipped.add(item.record.id);
-        // Its receipt is not on the ledger yet: the rest of this pass leaves that message alone.
-        if (this.held !== null) skipped.add(this.held.entry.messageId);
       } catch (error) {
         // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
         if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
         // A remote that refuses what this runner's clock dates refuses every claim it would write: it stops, as at a refused start.
         if (isCooError(error) && error.code === 'CLOCK_AHEAD') throw error;
-        skipped.add(messageId);
+        skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
-        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE') this.configError(messageId, { code, message });
-        else this.emit({ type: 'error', messageId, code, message });
+        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE') this.configError(item.record.id, { code, message });
+        else this.emit({ type: 'error', messageId: item.record.id, code, message });
         if (code === 'REMOTE_UNREACHABLE') {
           // Cut off: nothing new starts until the remote answers again.
           this.cutOff(message);
@@ -668,18 +630,14 @@ export class Runner {
     const files = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
     const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
     if (outcome === 'journaled') return outcome;
-    if (outcome === 'published') await this.journaledLanded(path, entry, files);
-    else fs.rmSync(path, { force: true });
-    return outcome;
-  }
-
-  /** A journaled receipt is on the remote: it leaves the journal, is said, and its lane tidies after it. */
-  private async journaledLanded(path: string, entry: JournalEntry, files: readonly NewFile[]): Promise<void> {
     fs.rmSync(path, { force: true });
-    this.emit(receiptEvent(entry.messageId, entry.attempt, files));
-    const receiptFile = files.find((file) => classifyPath(file.path)?.kind === 'receipt');
-    const record = receiptFile === undefined ? undefined : (await this.options.ledger.state()).messages.get(entry.messageId);
-    if (record !== undefined) await this.lanes.get(record.intent)?.afterJournaledReceipt?.(record, entry.attempt, receiptFile!);
+    if (outcome === 'published') {
+      this.emit(receiptEvent(entry.messageId, entry.attempt, files));
+      const receiptFile = files.find((file) => classifyPath(file.path)?.kind === 'receipt');
+      const record = receiptFile === undefined ? undefined : (await this.options.ledger.state()).messages.get(entry.messageId);
+      if (record !== undefined) await this.lanes.get(record.intent)?.afterJournaledReceipt?.(record, entry.attempt, receiptFile!);
+    }
+    return outcome;
   }
 
   /**
@@ -714,13 +672,6 @@ export class Runner {
     };
     const before = await landed();
     if (before !== null) return before;
-    const entry: JournalEntry = { messageId: info.messageId, attempt: info.attempt, summary, at: now.toISOString(), files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
-    if (journal && this.mayHold && this.held === null) {
-      // Held for this runner's next claim, in the journal first: a crash before that push leaves it to the next start.
-      this.journal(entry);
-      this.held = { path: this.journalPath(info.messageId, info.attempt), entry, files };
-      return 'journaled';
-    }
     try {
       await this.commit(files, summary, now);
       return 'published';
@@ -728,7 +679,7 @@ export class Runner {
       if (!isCooError(error)) throw error;
       if (error.code === 'REMOTE_UNREACHABLE' || error.code === 'REMOTE_CONFLICT') {
         if (journal) {
-          this.journal(entry);
+          this.journal({ messageId: info.messageId, attempt: info.attempt, summary, at: now.toISOString(), files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) });
           this.emit({ type: 'journaled', messageId: info.messageId, attempt: info.attempt, detail: error.message });
         }
         if (error.code === 'REMOTE_UNREACHABLE') this.cutOff(error.message);
@@ -792,13 +743,9 @@ export class Runner {
     return seq;
   }
 
-  /**
-   * Appends to the ledger, or through the remote: the write counts once the remote took it. A
-   * receipt held for the next claim goes out first, alone, unless this write is that claim carrying it.
-   */
-  private async append(options: AppendOptions<never>, carriesHeld = false): Promise<AppendResult> {
+  /** Appends to the ledger, or through the remote: the write counts once the remote took it. */
+  private async append(options: AppendOptions<never>): Promise<AppendResult> {
     if (this.options.remote === undefined) return (await this.options.ledger.append(options)) as AppendResult;
-    if (!carriesHeld) await this.flushHeld();
     const published = await this.options.remote.append(options);
     if (published.report.conflicts > 0) this.emit({ type: 'rebuilt', summary: options.summary, tries: published.report.tries, conflicts: published.report.conflicts });
     return published.result as AppendResult;
@@ -829,13 +776,7 @@ export class Runner {
    * allowance it let the attempt spend, and is judged again on the state it is written on.
    */
   private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, judged?: JudgedSpend): Promise<boolean> {
-    // A receipt held for this claim goes out in the same commit, one push: judged with the claim on
-    // the head it is written on (the attempt it closes still holds its allowance there, so the claim
-    // is judged as if it had not landed yet, never more leniently).
-    const held = files.length === 0 ? this.held : null;
-    if (held !== null) this.held = null;
-    const carried = held?.files ?? [];
-    const written = [this.claimFile(record, attempt, now, judged?.limitUsd), ...files, ...carried];
+    const written = [this.claimFile(record, attempt, now, judged?.limitUsd), ...files];
     const admits = judged === undefined ? undefined : (state: LedgerState): string | null => spendMovedSince(judged, state);
     // Judged again on the state the claim is written on (through a remote, each head a refused push is rebuilt on).
     let refused: string | null = null;
@@ -847,22 +788,8 @@ export class Runner {
       return written;
     };
     try {
-      await this.append({ files: admits === undefined ? written : write, key: this.options.key, now, summary: held === null ? summary : `${summary}; ${held.entry.summary}` }, held !== null);
+      await this.append({ files: admits === undefined ? written : write, key: this.options.key, now, summary });
     } catch (error) {
-      if (held !== null) {
-        // The remote is away, or lost to other writers every try, or refuses to be acted on: the receipt stays in the journal, and nothing was claimed.
-        if (!isCooError(error) || HOLD_STOPS.has(error.code)) {
-          this.emit({ type: 'journaled', messageId: held.entry.messageId, attempt: held.entry.attempt, detail: error instanceof Error ? error.message : String(error) });
-          if (isCooError(error) && error.code === 'REMOTE_UNREACHABLE') this.cutOff(error.message);
-          throw error;
-        }
-        // Refused for what the commit holds (the attempt was claimed by another runner, the remote's
-        // validator refused the claim, the receipt is late): the receipt goes out alone, through the
-        // one receipt path, and the claim is judged again on its own.
-        this.held = held;
-        await this.flushHeld();
-        return this.claim(record, attempt, now, files, summary, judged);
-      }
       if (refused !== null) {
         this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} was not claimed: ${refused}; the next pass judges it again` });
         return false;
@@ -873,37 +800,9 @@ export class Runner {
       }
       throw error;
     }
-    if (held !== null) await this.journaledLanded(held.path, held.entry, held.files);
     if (files.length === 0 && this.options.remote !== undefined) await this.confirmClaim();
     if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
     return true;
-  }
-
-  /** Syncs to the remote's head before the next claim is chosen; unreachable, the claim (and the receipt with it) waits in the journal as any push would. */
-  private async syncHeld(): Promise<void> {
-    try {
-      await this.options.remote!.sync();
-    } catch (error) {
-      if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
-    }
-  }
-
-  /**
-   * Publishes the receipt held for a next claim, alone, through the one receipt path
-   * (publishJournaled): it stays in the journal while the remote is away or other writers beat it.
-   * One the ledger refuses for what it says is kept (keepRefused) and leaves the journal, as a
-   * receipt refused when first published never enters it; the refusal is thrown, as it would have been.
-   */
-  private async flushHeld(): Promise<void> {
-    const held = this.held;
-    if (held === null) return;
-    this.held = null;
-    try {
-      if ((await this.publishJournaled(held.path)) === 'journaled') this.emit({ type: 'journaled', messageId: held.entry.messageId, attempt: held.entry.attempt, detail: `${this.options.remote!.url} did not take it now` });
-    } catch (error) {
-      if (fs.existsSync(this.keptPath(held.entry.messageId, held.entry.attempt))) fs.rmSync(held.path, { force: true });
-      throw error;
-    }
   }
 
   /**
@@ -1003,9 +902,6 @@ export class Runner {
     }
   }
 }
-
-/** Failures of a push carrying a held receipt after which it stays in the journal: the remote is away or beat it every try, or nothing more is acted on. */
-const HOLD_STOPS: ReadonlySet<string> = new Set(['REMOTE_UNREACHABLE', 'REMOTE_CONFLICT', 'REMOTE_UNVERIFIED', 'REMOTE_MAIN_MISSING', 'CLOCK_AHEAD']);
 
 /** What to do about something in the way of a file the runner writes in its state folder. */
 const STATE_REMEDY = "the runner's state folder holds only what the runner writes: move what is at that name out of it and start the runner again";

@@ -90,7 +90,7 @@ export function publishedJson(result: CliResult): PublishedJson {
 }
 
 /** Puts a test-fixture script in front of the ledger's own pre-receive hook, which it then runs. */
-export function wrapHook(served: ServedLedger, script: (ledgerHook: string) => string): void {
+function wrapHook(served: ServedLedger, script: (ledgerHook: string) => string): void {
   const hooks = join(served.gitdir, 'hooks');
   const ledgerHook = join(hooks, 'pre-receive.ledger');
   renameSync(join(hooks, 'pre-receive'), ledgerHook);
