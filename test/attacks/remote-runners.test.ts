@@ -54,7 +54,8 @@ async function pointMainAtAnotherLedger(world: Case): Promise<Case> {
   return other;
 }
 
-describe('runners over a lying remote', () => {
+// Each case serves a ledger through git http-backend and clones it two or three times: on a loaded two-core machine one takes up to a minute.
+describe('runners over a lying remote', { timeout: 180_000 }, () => {
   it('a remote rolled back to before a receipt the runner saw, after a stock git fetch moved origin/main there: refused as a rollback, never as commits to drop, and never paid again', async () => {
     const world = await newCase();
     const messageId = await world.consult();
