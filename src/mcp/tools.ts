@@ -19,7 +19,7 @@ import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { readDocument } from '../schema/documents.js';
-import { isRunnerIntent } from '../schema/common.js';
+import { ADVISORY_INTENTS, isRunnerIntent } from '../schema/common.js';
 import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
@@ -418,6 +418,9 @@ interface Repeating {
   readonly files?: ReadonlyArray<{ readonly path: string }>;
   readonly files_changed?: readonly string[];
   readonly file_hashes?: ReadonlyArray<{ readonly path: string }>;
+  /** A consult's output validation, in the attempt's view and in its receipt. */
+  readonly validation?: { readonly errors: readonly string[] };
+  readonly output_validation?: { readonly errors: readonly string[] };
 }
 
 /**
@@ -425,8 +428,9 @@ interface Repeating {
  * what the agent or a provider made, so each is quoted as untrusted data in the evidence and in the
  * receipt document alike: every blocker's detail (the names of files changed outside the scope, a
  * provider's error), the names of the files the agent changed (it chose them, within its scope),
- * and the session id and model its event stream reported. Codes, hashes and warnings (a code each)
- * are the schema's.
+ * the session id and model its event stream reported, and each error of a consult's output
+ * validation (the judge's findings name what the advisory agent wrote: the fields of a proposal it
+ * stripped, the keys of a block it refused). Codes, hashes and warnings (a code each) are the schema's.
  */
 function quoteReceiptDetails(attempt: AttemptView): AttemptView {
   const quoteOrNull = (text: string | null | undefined): string | null | undefined => (typeof text === 'string' ? quote(text) : text);
@@ -438,6 +442,8 @@ function quoteReceiptDetails(attempt: AttemptView): AttemptView {
     ...(Array.isArray(of.files) ? { files: of.files.map((file) => ({ ...file, path: quote(file.path) })) } : {}),
     ...(Array.isArray(of.files_changed) ? { files_changed: of.files_changed.map(quote) } : {}),
     ...(Array.isArray(of.file_hashes) ? { file_hashes: of.file_hashes.map((file) => ({ ...file, path: quote(file.path) })) } : {}),
+    ...(Array.isArray(of.validation?.errors) ? { validation: { ...of.validation, errors: of.validation.errors.map(quote) } } : {}),
+    ...(Array.isArray(of.output_validation?.errors) ? { output_validation: { ...of.output_validation, errors: of.output_validation.errors.map(quote) } } : {}),
   });
   const document = attempt.receipt?.document;
   const quotedDocument = document !== null && typeof document === 'object' ? repeated(document as Repeating) : document;
@@ -478,12 +484,18 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   const bytes = await context.ledger.readFile(path);
   if (bytes === null) throw new CooError('NOT_FOUND', `${path} is missing`);
   // An envelope an agent wrote (its blocker in its own words) is quoted as the show tool quotes it,
-  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, and
-  // any receipt that did not succeed, whose blockers repeat what came from outside (a provider's error).
-  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded'))) {
+  // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, any
+  // receipt that did not succeed, whose blockers repeat what came from outside (a provider's error),
+  // and a consult's receipt whose output validation found something, which names what the advisory agent wrote.
+  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded' || (ADVISORY_INTENTS.has(record.intent) && validationFound(bytes, path))))) {
     return { text: quote(bytes.toString('utf8')), mimeType: 'text/plain' };
   }
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
+}
+
+/** Whether a consult's receipt records errors of its output validation (findings on proposals stripped from an answer that passed). */
+function validationFound(bytes: Buffer, path: string): boolean {
+  return readDocument('aa_receipt.v0', bytes, path).output_validation.errors.length > 0;
 }
 
 /** `coo cite` without posting: the Markdown evidence and whether it verifies. */
