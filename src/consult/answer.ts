@@ -1,11 +1,14 @@
 import { aaAnswer, type AaAnswer, type Proposal } from '../schema/aa-answer.js';
 import type { BlockerCode } from '../schema/receipt.js';
+import { jsonShapeProblem } from '../util/json-shape.js';
 import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 import { judgeProposals } from './proposals.js';
 
 /** Judging an advisory answer. Pure: text in, verdict out. */
 
 const MAX_BLOCK_BYTES = 64 * 1024;
+/** aa_answer.v0 nests four levels (a proposal's scope, a finding's refs); a block nested deeper is no answer. */
+const MAX_BLOCK_DEPTH = 8;
 const BLOCK = /```aa_answer[ \t]*\n([\s\S]*?)\n```/g;
 
 export type AnswerJudgement =
@@ -55,6 +58,9 @@ export function readAnswerBlock(text: string): { readonly answer: AaAnswer; read
   } catch (error) {
     return { errors: [`aa_answer block is not JSON: ${(error as Error).message}`] };
   }
+  // A key twice reads as its last occurrence here and as its first to whoever reads the answer: one verdict recorded, another shown.
+  const shape = jsonShapeProblem(block, MAX_BLOCK_DEPTH);
+  if (shape !== null) return { errors: [`aa_answer block is refused: ${shape}`] };
   // Proposals are judged one by one (proposals.ts): one that carries authority is stripped, never the answer.
   let rawProposals: unknown;
   if (value !== null && typeof value === 'object' && !Array.isArray(value) && 'proposals' in value) {

@@ -1,6 +1,7 @@
 import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import type { ErrorCode } from '../errors.js';
 import { LIMITS } from '../limits.js';
+import { jsonShapeProblem } from '../util/json-shape.js';
 
 /**
  * One line of `coo mcp`'s stdio transport, read as untrusted input before the SDK sees it: valid
@@ -44,39 +45,6 @@ export interface WireSchemas {
 }
 
 const refuse = (id: string | number | null, code: number, message: string): WireLine => ({ ok: false, refusal: { id, code, message: `${WIRE_CODE}: ${message}` } });
-
-/**
- * The first key found twice in one object, or how deep the value nests past `maxDepth`; null when
- * neither. `text` is JSON that JSON.parse accepted. A loop with its own stack, never recursion, so
- * no nesting the transport's size allows can overflow the call stack.
- */
-export function jsonShapeProblem(text: string, maxDepth: number): string | null {
-  const stack: Array<{ keys: Set<string> | null; expectKey: boolean }> = [];
-  for (let i = 0; i < text.length; i += 1) {
-    const c = text[i];
-    if (c === '"') {
-      let end = i + 1;
-      while (text[end] !== '"') end += text[end] === '\\' ? 2 : 1;
-      const top = stack[stack.length - 1];
-      if (top?.keys != null && top.expectKey) {
-        const key = JSON.parse(text.slice(i, end + 1)) as string;
-        if (top.keys.has(key)) return `the key ${JSON.stringify(key.slice(0, 64))} appears twice in one object`;
-        top.keys.add(key);
-        top.expectKey = false;
-      }
-      i = end;
-    } else if (c === '{' || c === '[') {
-      stack.push({ keys: c === '{' ? new Set() : null, expectKey: c === '{' });
-      if (stack.length > maxDepth) return `it nests deeper than ${maxDepth} levels`;
-    } else if (c === '}' || c === ']') {
-      stack.pop();
-    } else if (c === ',') {
-      const top = stack[stack.length - 1];
-      if (top?.keys != null) top.expectKey = true;
-    }
-  }
-  return null;
-}
 
 /**
  * Where the JSON `text` has an escape of a lone surrogate (`\ud800` not followed by the escape of a

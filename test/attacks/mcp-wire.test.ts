@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
-import { jsonShapeProblem } from '../../src/mcp/wire.js';
+import { jsonShapeProblem } from '../../src/util/json-shape.js';
 import { COO } from '../helpers/cli.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
