@@ -1,4 +1,4 @@
-import { invisibleCharacters } from '../util/invisible.js';
+import { invisibleCharacters, lineEnds } from '../util/invisible.js';
 
 /**
  * Untrusted text (an advisory agent's answer, an agent's narrative) inside Markdown that GitHub
@@ -14,7 +14,7 @@ import { invisibleCharacters } from '../util/invisible.js';
  */
 
 /** Every line end CommonMark knows (LF, CR, CRLF) and those other renderers and editors break at. */
-const LINE_ENDS = /\r\n|[\n\r\t\v\f\u0085\u2028\u2029]/g;
+const LINE_ENDS = lineEnds();
 
 /** Controls, zero-width and bidirectional characters: shown as their code point instead of acting. */
 const INVISIBLE = invisibleCharacters();
@@ -28,6 +28,7 @@ const ZWSP = '\u200b';
 export function inert(text: string): string {
   return text
     .replace(LINE_ENDS, ' ')
+    .replace(/\t/g, ' ')
     .replace(INVISIBLE, (char) => `(U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')})`)
     .replace(/ {2,}/g, ' ')
     .trim()

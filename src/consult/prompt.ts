@@ -1,3 +1,5 @@
+import { lineEnds } from '../util/invisible.js';
+
 /**
  * Prompt template aa_consult_v0. Draws the boundary the review asked for: the COO's question is the
  * only instruction; pinned files are untrusted data; the answer is advice in a fixed structure
@@ -25,10 +27,11 @@ export interface PromptInput {
 
 /**
  * Every line of the challenged answer behind a `| ` mark, so that nothing in it can close the
- * quote, pose as the COO's question or as this prompt's own rules.
+ * quote, pose as the COO's question or as this prompt's own rules: split at every line end a reader
+ * breaks at (util/invisible.ts lineEnds), not LF and CR alone, so no line after a U+2028 stands bare.
  */
 function quoted(text: string): string[] {
-  return text.replace(/\r\n?/g, '\n').replace(/\n$/, '').split('\n').map((line) => `| ${line}`);
+  return text.replace(lineEnds(), '\n').replace(/\n$/, '').split('\n').map((line) => `| ${line}`);
 }
 
 export function renderConsultPrompt(input: PromptInput): string {

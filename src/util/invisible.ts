@@ -30,3 +30,13 @@ const ACTING = invisibleCharacters();
 export function terminalText(text: string): string {
   return text.replace(ACTING, (char) => (char === '\n' || char === '\t' ? char : codePointText(char)));
 }
+
+/**
+ * Every line end a reader of untrusted text may break at: LF, CR and CRLF, and those other renderers,
+ * editors and models break at (VT, FF, NEL, and the line and paragraph separators). A quote that marks
+ * each line of a text (a cross-check's challenged answer) or puts it on one line (inert Markdown)
+ * splits at all of them, or a line after U+2028 stands unmarked.
+ */
+export function lineEnds(): RegExp {
+  return /\r\n|[\n\r\v\f\u0085\u2028\u2029]/g;
+}
