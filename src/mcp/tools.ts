@@ -328,11 +328,17 @@ export async function sessionsTool(context: ToolContext, args: z.infer<typeof se
   });
 }
 
-/** The answer of a message's latest receipt that points at one, or null. */
+/**
+ * The answer of a message's succeeded receipt, or null. Only an answer that passed judgement is
+ * advice, as the panel comparison and the citation hold: one the judge refused (an answer that
+ * obeyed an injected instruction, addressed an agent or carried a command) or that broke its budget
+ * is kept in the ledger beside its receipt, whose blockers and validation errors say why, but is
+ * never handed to an agent COO as an advisory agent's answer.
+ */
 async function answerOf(context: ToolContext, state: LedgerState, record: MessageRecord): Promise<UntrustedAnswer | null> {
   const answering = record.duplicateOf === null ? record : state.messages.get(record.duplicateOf) ?? record;
   for (const attempt of [...answering.attempts].reverse()) {
-    if (attempt.receipt === null) continue;
+    if (attempt.receipt?.status !== 'succeeded') continue;
     const bytes = await context.ledger.readFile(attempt.receipt.path);
     if (bytes === null) continue;
     const receipt = readDocument(answering.intent === 'ea_dispatch' ? 'ea_receipt.v0' : 'aa_receipt.v0', bytes, attempt.receipt.path);
@@ -475,7 +481,7 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   const record = recordOf(state, messageId);
   if (part === 'answer') {
     const answer = await answerOf(context, state, record);
-    if (answer === null) throw new CooError('NOT_FOUND', `${messageId} has no answer yet`);
+    if (answer === null) throw new CooError('NOT_FOUND', `${messageId} has no answer that passed judgement${isTerminal(record) ? '' : ' yet'}`);
     return { text: `${answer.notice}\n\n${answer.text}\n`, mimeType: 'text/markdown' };
   }
   const last = [...record.attempts].reverse().find((attempt) => attempt.receipt !== null)?.receipt ?? null;

@@ -15,7 +15,8 @@ import { tempDir } from '../helpers/tmp.js';
  * bare where the answer itself reaches it quoted; an answer block that says one verdict to the
  * person who reads it and another to the runner that records it, by writing a key twice; and an
  * answer whose lines, broken at a line end other than LF, stood unquoted in the prompt of the
- * cross-check that challenged it, posing as the COO's question.
+ * cross-check that challenged it, posing as the COO's question; and an answer the judge refused,
+ * which an agent COO was handed as an advisory agent's answer, evidence for its decision.
  */
 
 const fresh = worlds(tempDir('actors-redteam-7-'));
@@ -140,5 +141,28 @@ describe("a cross-check's challenged answer, as the challenger is sent it", () =
     expect(before.match(/The COO asks:/g)).toHaveLength(1);
     const bare = quote.trimEnd().split(/\r\n|[\n\r\v\f\u0085\u2028\u2029]/).filter((line) => !line.startsWith('| '));
     return bare.length === 0 ? 'every line quoted' : `bare: ${JSON.stringify(bare)}`;
+  });
+});
+
+describe('an answer the judge refused is no advice: an agent COO is never handed it as one', () => {
+  attack("show's answer of a consult whose answer obeyed an injected instruction and was refused", 'runner', 'no answer', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    await w.runner({ transport: w.fakeOracle('obey-injection') }).runOnce();
+    const [receipt] = await receiptsOf(w, messageId);
+    expect([receipt!['status'], blockersOf(receipt!), receipt!['output_ref'] === null]).toEqual(['failed', ['output_injection'], false]);
+    const mcp = await connectMcp(w);
+    try {
+      const shown = structured<{ lane_state: string; answer: { text: string } | null }>(await mcp.call('show', { message_id: messageId }));
+      expect(shown.lane_state).toBe('failed');
+      const resource = await mcp.client.readResource({ uri: `coo://messages/${messageId}/answer` }).then(
+        (read) => (read.contents[0] as { text: string }).text,
+        (error: unknown) => String(error),
+      );
+      expect(resource).toMatch(/NOT_FOUND.*has no answer that passed judgement/);
+      return shown.answer === null ? 'no answer' : `handed as advice: ${shown.answer.text.slice(0, 200)}`;
+    } finally {
+      await mcp.close();
+    }
   });
 });
