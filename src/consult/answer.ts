@@ -20,10 +20,11 @@ export type AnswerJudgement =
 /** Wording that addresses an actor instead of advising the COO. */
 const ADDRESSING = /\b(ea\.[a-z0-9_]+|aa\.[a-z0-9_]+|execution agents?|the EA)\b/i;
 
+/** Every string of the answer a reader is shown (a citation lists each finding's refs too), so no field of it goes unjudged. */
 function texts(answer: AaAnswer): string[] {
   return [
     answer.summary,
-    ...answer.findings.flatMap((finding) => [finding.title, finding.detail]),
+    ...answer.findings.flatMap((finding) => [finding.title, finding.detail, ...finding.refs]),
     ...answer.recommendations,
     ...answer.objections,
   ].map(patternText);
