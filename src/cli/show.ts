@@ -16,7 +16,7 @@ export function showVerb(program: Command): void {
     .description('show a message (its envelope, lane state, claims and receipts; a dispatch\'s request, approval and evidence; a panel member\'s panel), a panel (its members\' answers compared by the runner, never by a model), an approval, or print one ledger file')
     .argument('<target>', 'a message id (msg_...), a panel id (pnl_...: its members side by side), an approval id (apr_...) or a path inside the ledger')
     .addOption(ledgerOption())
-    .option('--answer', "a consult's answer: the answer of its latest attempt that kept one, as text (advice, not authority; control characters shown escaped)")
+    .option('--answer', "a consult's answer: the answer of its attempt that succeeded, as text (advice, not authority; control characters shown escaped); an answer the judge refused is no advice, and is not printed as one")
     .addOption(jsonOption())
     .action(async (target: string, opts: { ledger?: string; json?: boolean; answer?: boolean }) => {
       const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
@@ -44,8 +44,9 @@ export function showVerb(program: Command): void {
         }
         const view = await viewMessage(ledger, state, record);
         if (opts.answer === true) {
-          const ref = [...view.attempts].reverse().find((attempt) => attempt.consult?.answer_ref != null)?.consult?.answer_ref ?? null;
-          if (ref === null) throw new CooError('NOT_FOUND', `${record.id} has no answer${ADVISORY_INTENTS.has(record.intent) ? ` yet (${view.lane_state})` : ': it is not a consult'}`);
+          // Only an answer that passed judgement is advice, as the panel comparison, the citation and the MCP show tool hold.
+          const ref = view.attempts.find((attempt) => attempt.consult?.status === 'succeeded')?.consult?.answer_ref ?? null;
+          if (ref === null) throw new CooError('NOT_FOUND', `${record.id} has no answer${ADVISORY_INTENTS.has(record.intent) ? ` that passed judgement (${view.lane_state})` : ': it is not a consult'}`);
           const answer = (await ledger.readFile(ref))?.toString('utf8') ?? '';
           if (opts.json === true) emit(true, { message_id: record.id, answer_ref: ref, answer }, () => '');
           else process.stdout.write(`${answer.split('\n').map((line) => printable(line, Number.POSITIVE_INFINITY)).join('\n').trimEnd()}\n`);
@@ -128,7 +129,9 @@ function consultAttemptLines(attempt: ConsultAttemptView): string[] {
   const lines = [`    model ${attempt.model ?? 'none'}${route}, cost $${attempt.cost_usd}, $${attempt.budget_remaining_usd} of the budget left`];
   for (const blocker of attempt.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
   if (attempt.validation.status === 'fail') for (const error of attempt.validation.errors) lines.push(`    answer refused: ${printable(error)}`);
-  if (attempt.answer_ref !== null) lines.push(`    answer ${attempt.answer_ref} ${attempt.answer_hash ?? ''} (coo show --answer prints it)`);
+  if (attempt.answer_ref !== null) {
+    lines.push(`    answer ${attempt.answer_ref} ${attempt.answer_hash ?? ''} (${attempt.status === 'succeeded' ? 'coo show --answer prints it' : `no advice: the attempt ${attempt.status}; coo show ${attempt.answer_ref} prints its bytes`})`);
+  }
   // Findings on an answer that passed: the proposals stripped because they tried to carry authority.
   if (attempt.validation.status === 'pass') for (const error of attempt.validation.errors) lines.push(`    ${printable(error)}`);
   attempt.proposals.forEach((item, index) => lines.push(`    proposal ${index + 1} ${item.path} ${item.sha256} (coo adopt --proposal ${index + 1} turns it into work)`));

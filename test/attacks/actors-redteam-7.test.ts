@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { judgeAnswer } from '../../src/consult/answer.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { attack } from '../helpers/attack-kit.js';
+import { coo } from '../helpers/cli.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { connectMcp, structured } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -145,7 +146,7 @@ describe("a cross-check's challenged answer, as the challenger is sent it", () =
   });
 });
 
-describe('an answer the judge refused is no advice: an agent COO is never handed it as one', () => {
+describe('an answer the judge refused is no advice: an agent COO is never handed it as one, nor a person shown it as one', () => {
   attack("show's answer of a consult whose answer obeyed an injected instruction and was refused", 'runner', 'no answer', async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
@@ -161,6 +162,12 @@ describe('an answer the judge refused is no advice: an agent COO is never handed
         (error: unknown) => String(error),
       );
       expect(resource).toMatch(/NOT_FOUND.*has no answer that passed judgement/);
+      // Nor does coo show print it as the answer: its line says it is no advice, and where its bytes are.
+      const env = { ...process.env, COO_LEDGER: '', COO_KEY: '' };
+      const printed = coo(['show', messageId, '--answer', '--ledger', w.gitdir], { env });
+      expect([printed.status, printed.stdout, /^coo: NOT_FOUND: .* has no answer that passed judgement/m.test(printed.stderr)]).toEqual([1, '', true]);
+      const answerRef = String(receipt!['output_ref']);
+      expect(coo(['show', messageId, '--ledger', w.gitdir], { env }).stdout).toContain(`(no advice: the attempt failed; coo show ${answerRef} prints its bytes)`);
       return shown.answer === null ? 'no answer' : `handed as advice: ${shown.answer.text.slice(0, 200)}`;
     } finally {
       await mcp.close();
