@@ -174,7 +174,28 @@ function refuseDeepFlow(text: string, file: string): void {
 }
 
 /**
- * The one reader for every untrusted YAML document: bounded size, valid UTF-8 without BOM, exactly
+ * Characters that YAML 1.1 readers (PyYAML) take otherwise than the `yaml` package does, raw in the
+ * text: NEL (U+0085), the line and paragraph separators (U+2028, U+2029) and a carriage return
+ * without its line feed are line breaks to PyYAML, where they end a comment, a plain scalar or a
+ * sequence item (`a: x # note<U+2028>status: done` is one key to the package, two to PyYAML), and
+ * content to the package; and the characters no YAML version allows in a document (the C0 controls
+ * but tab, line feed and carriage return, DEL, the C1 controls, U+FFFE, U+FFFF), which the package
+ * reads as content and PyYAML refuses. The writer escapes all of them inside double quotes.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
+const UNREADABLE = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff]|\r(?!\n)/;
+
+function refuseUnreadableCharacters(text: string, file: string): void {
+  const found = UNREADABLE.exec(text);
+  if (found === null) return;
+  const code = `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const what = /[\r\x85\u2028\u2029]/.test(found[0]) ? 'a line break to YAML 1.1 readers and content to this one' : 'a control character YAML does not allow';
+  fail('YAML_SYNTAX', file, '', `character ${code} is not allowed raw (${what}); write it as an escape inside double quotes`, at(text, found.index));
+}
+
+/**
+ * The one reader for every untrusted YAML document: bounded size, valid UTF-8 without BOM, no raw
+ * character a YAML 1.1 reader takes otherwise (refuseUnreadableCharacters), exactly
  * one YAML 1.2 core document, unique keys, no anchors, aliases or custom tags, bounded depth, and
  * only values JSON can hold. Every violation is a CooError naming `file` and the path inside it.
  */
@@ -200,6 +221,7 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
   // The layout our own writer produces reads about 20x faster; anything else takes the general path.
   const canonical = fast ? readCanonicalYaml(text, LIMITS.yamlDepth - 2) : null;
   if (canonical !== null) return canonical.value;
+  refuseUnreadableCharacters(text, file);
   refuseDeepFlow(text, file);
   let docs: ReturnType<typeof parseAllDocuments>;
   try {

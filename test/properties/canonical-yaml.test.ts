@@ -85,6 +85,8 @@ describe('the canonical YAML fast path', () => {
     ['tabs', 'a:\t1\n'],
     ['a key that is not a string', '1: a\n'],
     ['an empty value', 'a:\nb: 1\n'],
+    ['a raw line separator in double quotes', 'a: "x\u2028y"\n'],
+    ['a raw C1 control in double quotes', 'a: "x\u0085y"\n'],
   ])('declines %s', (_name, text) => {
     expect(readCanonicalYaml(text, 22)).toBeNull();
   });

@@ -164,4 +164,23 @@ describe('characters PyYAML will not take raw', () => {
     expect(readStrictYaml(Buffer.from(text), 'x.yaml')).toEqual(value);
     expect(readStrictYamlGeneral(Buffer.from(text), 'x.yaml')).toEqual(value);
   });
+
+  it.each([
+    ['a line separator that ends a comment to PyYAML', 'a: x # note\u2028b: y\n'],
+    ['NEL, which PyYAML folds to a space inside double quotes', 'a: "x\u0085y"\n'],
+    ['a paragraph separator in a plain scalar', 'a: x\u2029\n'],
+    ['a carriage return without its line feed', 'a: x\rb: y\n'],
+    ['NUL', 'a: x\u0000\n'],
+    ['an escape character inside double quotes', 'a: "\u001b[2J"\n'],
+    ['a C1 control inside double quotes', 'a: "x\u0090"\n'],
+    ['the non-character U+FFFF', 'a: x\uffff\n'],
+  ])('refuses %s raw, on both paths', (_name, text) => {
+    expect(codeOf(() => readStrictYaml(Buffer.from(text), 'x.yaml'))).toBe('YAML_SYNTAX');
+    expect(codeOf(() => readStrictYamlGeneral(Buffer.from(text), 'x.yaml'))).toBe('YAML_SYNTAX');
+  });
+
+  it('still reads CRLF line ends, a tab and a byte-order mark inside a string, and no-break spaces', () => {
+    expect(read('a: x\r\nb:\r\n  - "y\tz"\r\n')).toEqual({ a: 'x', b: ['y\tz'] });
+    expect(read('a: x\ufeffy\u00a0z\n')).toEqual({ a: 'x\ufeffy\u00a0z' });
+  });
 });

@@ -1,0 +1,130 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import fc from 'fast-check';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { isCooError } from '../../src/errors.js';
+import { readStrictYaml } from '../../src/schema/strict-yaml.js';
+import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { coo, json } from '../helpers/cli.js';
+import { loadWithPyYaml } from '../helpers/pyyaml.js';
+import { FIXTURE_TASK, fixtureEnvelope } from '../helpers/stock.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * What outside readers and stock tools see of a signed entry against what coo accepted: an auditor
+ * who loads an entry with PyYAML (YAML 1.1) must read the values coo validated, or be refused by
+ * coo first, never read another actor, another count or another key.
+ */
+const dir = tempDir();
+const getKit = useKit(dir);
+let kit: Kit;
+beforeAll(() => {
+  kit = getKit();
+});
+
+let n = 0;
+const nextId = (): string => `msg_01M8NQFJ01J7CG66HWNDDJ${String(9600 + (n += 1)).padStart(4, '0')}`;
+const folder = (id: string): string => `messages/2026-11/30/07/${id}`;
+
+/** What PyYAML reads from `text`: the value, or `{ error }`. */
+function pyLoad(text: string): unknown {
+  const [loaded] = loadWithPyYaml([text]);
+  return 'value' in loaded! ? loaded.value : { error: loaded!.error };
+}
+
+/** A fixture dispatch whose text `edit` changed, pushed by the COO with stock git and ssh-keygen through the hook. */
+async function pushEnvelope(edit: (text: string) => string): Promise<string> {
+  const id = nextId();
+  return kit.push({ [`${folder(id)}/envelope.yaml`]: edit(fixtureEnvelope(id, id)), [`${folder(id)}/prompt.md`]: FIXTURE_TASK }, { key: kit.keys.coo.file });
+}
+
+/** The same commit written behind the hook: the first finding of `coo verify`, or 'accepted'. */
+async function verifyEnvelope(edit: (text: string) => string, wanted: string): Promise<string> {
+  const id = nextId();
+  let code = '';
+  await kit.bypass({ [`${folder(id)}/envelope.yaml`]: edit(fixtureEnvelope(id, id)), [`${folder(id)}/prompt.md`]: FIXTURE_TASK }, { key: kit.keys.coo.file }, () => {
+    code = firstOr(kit.verifyCodes(), wanted);
+  });
+  return code;
+}
+
+/** `coo append` of a fixture dispatch edited by `edit`: the code, or 'accepted'. */
+function appendEnvelope(edit: (text: string) => string): string {
+  const id = nextId();
+  const file = join(dir, `${id}.yaml`);
+  writeFileSync(file, edit(fixtureEnvelope(id, id)));
+  const result = coo(['append', '--ledger', kit.world.gitdir, '--key', kit.keys.coo.file, file, '--json']);
+  if (result.status === 0) return 'accepted';
+  return json<{ error: { code: string } }>(result).error.code;
+}
+
+/** The target line followed, after a comment, by a YAML 1.1 line break and a second target. */
+const hiddenTarget = (lineBreak: string) => (text: string): string => text.replace('target_actor: ea.codex\n', `target_actor: ea.codex # routine${lineBreak}target_actor: ea.intruder\n`);
+
+describe('characters that are line breaks to a YAML 1.1 reader and content to coo', () => {
+  it('PyYAML reads a second target where coo reads a comment', () => {
+    for (const lineBreak of ['\u2028', '\u2029', '\u0085', '\r']) {
+      const text = hiddenTarget(lineBreak)(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k'));
+      expect((pyLoad(text) as { target_actor: string }).target_actor).toBe('ea.intruder');
+    }
+  });
+
+  attack('a dispatch whose comment hides a second target behind U+2028', 'hook', 'YAML_SYNTAX', () => pushEnvelope(hiddenTarget('\u2028')));
+  attack('a dispatch whose comment hides a second target behind NEL (U+0085)', 'hook', 'YAML_SYNTAX', () => pushEnvelope(hiddenTarget('\u0085')));
+  attack('a dispatch whose comment hides a second target behind a lone carriage return', 'hook', 'YAML_SYNTAX', () => pushEnvelope(hiddenTarget('\r')));
+  attack('a dispatch whose comment hides a second target behind U+2029, written behind the hook', 'verify', 'YAML_SYNTAX', () => verifyEnvelope(hiddenTarget('\u2029'), 'YAML_SYNTAX'));
+  attack('a dispatch whose comment hides a second target behind U+2028, through coo append', 'cli', 'YAML_SYNTAX', () => appendEnvelope(hiddenTarget('\u2028')));
+
+  attack('a verification command list that is one command to coo and two to PyYAML', 'hook', 'YAML_SYNTAX', async () => {
+    const edit = (text: string): string => text.replace('verification_commands: [npm test]', 'verification_commands:\n    - npm test # quick\u2028    - npm run deploy');
+    expect((pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k'))) as { dispatch: { verification_commands: string[] } }).dispatch.verification_commands).toEqual(['npm test', 'npm run deploy']);
+    return pushEnvelope(edit);
+  });
+
+  attack('a branch name whose NEL PyYAML folds to a space inside double quotes', 'hook', 'YAML_SYNTAX', async () => {
+    const edit = (text: string): string => text.replace('branch_name: coo/issue-62', 'branch_name: "coo/issue-62\u0085x"');
+    expect((pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k'))) as { dispatch: { branch_name: string } }).dispatch.branch_name).toBe('coo/issue-62 x');
+    return pushEnvelope(edit);
+  });
+});
+
+describe('characters no YAML version allows, which PyYAML refuses', () => {
+  for (const [name, character] of [
+    ['NUL', '\u0000'],
+    ['an escape character', '\u001b'],
+    ['DEL', '\u007f'],
+    ['a C1 control', '\u009b'],
+    ['the non-character U+FFFE', '\ufffe'],
+  ] as const) {
+    attack(`a dispatch whose comment holds ${name}`, 'hook', 'YAML_SYNTAX', async () => {
+      const edit = (text: string): string => text.replace('max_hops: 3\n', `max_hops: 3 # ${character}\n`);
+      expect(pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k')))).toEqual({ error: expect.stringContaining('unacceptable character') });
+      return pushEnvelope(edit);
+    });
+  }
+});
+
+describe('any document coo accepts reads to the same value in PyYAML', () => {
+  it('holds for edits of a dispatch with line breaks, controls and YAML indicators', () => {
+    const base = fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k');
+    const unit = fc.constantFrom('\u0085', '\u2028', '\u2029', '\r', '\r\n', '\n', '\u0000', '\u0007', '\u007f', '\u0090', '\ufffe', '\ufeff', '\u00a0', ' ', '#', ':', '-', '"', 'a', 'b: c');
+    const edits = fc.sample(fc.tuple(fc.nat({ max: base.length - 1 }), fc.nat({ max: 2 }), fc.array(unit, { minLength: 1, maxLength: 4 })), { numRuns: 600, seed: 6 });
+    const texts = edits.map(([at, remove, parts]) => base.slice(0, at) + parts.join('') + base.slice(at + remove));
+    const loaded = loadWithPyYaml(texts);
+    let accepted = 0;
+    texts.forEach((text, index) => {
+      let value: unknown;
+      try {
+        value = readStrictYaml(Buffer.from(text), 'x.yaml');
+      } catch (error) {
+        if (!isCooError(error)) throw error;
+        return;
+      }
+      accepted += 1;
+      expect(loaded[index], JSON.stringify(text)).toEqual({ value });
+    });
+    // The edits reach both outcomes: some documents are accepted and compared, the rest refused.
+    expect(accepted).toBeGreaterThan(50);
+    expect(accepted).toBeLessThan(texts.length);
+  });
+});
