@@ -1,11 +1,15 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import fc from 'fast-check';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { CommitCheck } from '../../src/authority/commit-check.js';
+import { emptyState } from '../../src/authority/state.js';
 import { isCooError } from '../../src/errors.js';
+import type { CommitFacts } from '../../src/ledger/commit-facts.js';
 import { readStrictYaml } from '../../src/schema/strict-yaml.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
+import { codeOf } from '../helpers/codes.js';
 import { loadWithPyYaml } from '../helpers/pyyaml.js';
 import { FIXTURE_TASK, fixtureEnvelope } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -51,9 +55,11 @@ async function verifyEnvelope(edit: (text: string) => string, wanted: string): P
 /** `coo append` of a fixture dispatch edited by `edit`: the code, or 'accepted'. */
 function appendEnvelope(edit: (text: string) => string): string {
   const id = nextId();
-  const file = join(dir, `${id}.yaml`);
+  mkdirSync(join(dir, id));
+  const file = join(dir, id, 'envelope.yaml');
   writeFileSync(file, edit(fixtureEnvelope(id, id)));
-  const result = coo(['append', '--ledger', kit.world.gitdir, '--key', kit.keys.coo.file, file, '--json']);
+  writeFileSync(join(dir, id, 'prompt.md'), FIXTURE_TASK);
+  const result = coo(['append', '--ledger', kit.world.gitdir, '--key', kit.keys.coo.file, file, join(dir, id, 'prompt.md'), '--json']);
   if (result.status === 0) return 'accepted';
   return json<{ error: { code: string } }>(result).error.code;
 }
@@ -102,6 +108,56 @@ describe('characters no YAML version allows, which PyYAML refuses', () => {
       return pushEnvelope(edit);
     });
   }
+});
+
+describe('plain strings a YAML 1.1 reader reads as another type, in new entries', () => {
+  attack('a verification command written off: the string to coo, false to PyYAML', 'hook', 'YAML_NON_JSON', async () => {
+    const edit = (text: string): string => text.replace('verification_commands: [npm test]', 'verification_commands: [npm test, off]');
+    expect((pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k'))) as { dispatch: { verification_commands: unknown[] } }).dispatch.verification_commands).toEqual(['npm test', false]);
+    return pushEnvelope(edit);
+  });
+
+  attack('an idempotency key written 1:20: the string to coo, 80 to PyYAML', 'hook', 'YAML_NON_JSON', async () => {
+    const edit = (text: string): string => text.replace(/^idempotency_key: .*$/m, 'idempotency_key: 1:20');
+    expect((pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k'))) as { idempotency_key: unknown }).idempotency_key).toBe(80);
+    return pushEnvelope(edit);
+  });
+
+  attack('a creation time written plain, a datetime and no string to PyYAML, through coo append', 'cli', 'YAML_NON_JSON', () =>
+    appendEnvelope((text) => text.replace('created_at: "2026-11-30T07:00:00Z"', 'created_at: 2026-11-30T07:00:00Z')),
+  );
+
+  it('appends the unedited dispatch through coo append, so the refusals above are the edits', () => {
+    expect(appendEnvelope((text) => text)).toBe('accepted');
+  });
+
+  it('still verifies history that holds such a plain string: entries written before the writer quoted keep their bytes', async () => {
+    let codes: string[] = [];
+    await kit.bypass(
+      (() => {
+        const id = nextId();
+        return { [`${folder(id)}/envelope.yaml`]: fixtureEnvelope(id, id).replace('verification_commands: [npm test]', 'verification_commands: [npm test, off]'), [`${folder(id)}/prompt.md`]: FIXTURE_TASK };
+      })(),
+      { key: kit.keys.coo.file },
+      () => {
+        codes = kit.verifyCodes();
+      },
+    );
+    expect(codes).toEqual([]);
+  });
+
+  it('holds the manifests and proposals a new commit adds beside its entries to the same rule, and history not', () => {
+    const facts = { oid: '0'.repeat(40) } as unknown as CommitFacts;
+    const text = Buffer.from('schema_version: context_manifest.v0\nsnapshot_of: off\n');
+    expect(codeOf(() => new CommitCheck(emptyState(), facts, new Date()).readArtifact('context_manifest.v0', text, 'manifest.yaml'))).toBe('YAML_NON_JSON');
+    expect(codeOf(() => new CommitCheck(emptyState(), facts, null).readArtifact('context_manifest.v0', text, 'manifest.yaml'))).toBe('SCHEMA_INVALID');
+  });
+
+  it('takes the same entry with the string double-quoted, which PyYAML reads as coo does', async () => {
+    const edit = (text: string): string => text.replace('verification_commands: [npm test]', 'verification_commands: [npm test, "off"]');
+    expect((pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k'))) as { dispatch: { verification_commands: unknown[] } }).dispatch.verification_commands).toEqual(['npm test', 'off']);
+    expect(await pushEnvelope(edit)).toBe('accepted');
+  });
 });
 
 describe('any document coo accepts reads to the same value in PyYAML', () => {

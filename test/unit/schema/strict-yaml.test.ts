@@ -179,6 +179,27 @@ describe('characters PyYAML will not take raw', () => {
     expect(codeOf(() => readStrictYamlGeneral(Buffer.from(text), 'x.yaml'))).toBe('YAML_SYNTAX');
   });
 
+  it.each([
+    ['a boolean word', 'a: [x, off]\n', 'a[1]'],
+    ['a sexagesimal number', 'a: 1:20\n', 'a'],
+    ['a date', 'a: 2026-12-04\n', 'a'],
+    ['a timestamp', 'a: 2026-11-30T07:00:00Z\n', 'a'],
+    ['a key', 'on: x\n', ''],
+  ])('refuses in a new entry %s written plain, which YAML 1.1 retypes, and takes it quoted or in history', (_name, text, path) => {
+    let error: unknown;
+    try {
+      readStrictYaml(Buffer.from(text), 'entry.yaml', { sameInYaml11: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(CooError);
+    expect((error as CooError).code).toBe('YAML_NON_JSON');
+    expect((error as CooError).message).toContain(path === '' ? 'entry.yaml: the plain key' : `entry.yaml:${path}: the plain string`);
+    expect(() => read(text)).not.toThrow();
+    const quoted = text.replace(/(off|1:20|2026-[0-9T:-]+Z?|on)/, '"$1"');
+    expect(readStrictYaml(Buffer.from(quoted), 'entry.yaml', { sameInYaml11: true })).toEqual(read(quoted));
+  });
+
   it('still reads CRLF line ends, a tab and a byte-order mark inside a string, and no-break spaces', () => {
     expect(read('a: x\r\nb:\r\n  - "y\tz"\r\n')).toEqual({ a: 'x', b: ['y\tz'] });
     expect(read('a: x\ufeffy\u00a0z\n')).toEqual({ a: 'x\ufeffy\u00a0z' });
