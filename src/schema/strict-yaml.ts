@@ -51,8 +51,8 @@ export interface StrictYamlOptions {
   /**
    * Refuse a plain string that a YAML 1.1 reader reads as another type (what the writer
    * double-quotes: `off`, `1:20`, `2026-12-04`): for entries judged as new, so an auditor's PyYAML
-   * reads the values coo validated. History is read without it: entries written before the writer
-   * quoted keep their signed bytes.
+   * reads the values coo validated, and a raw tab, which PyYAML refuses between tokens. History is
+   * read without it: entries written before the writer quoted keep their signed bytes.
    */
   readonly sameInYaml11?: boolean;
 }
@@ -237,6 +237,9 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
   const canonical = fast && options.sameInYaml11 !== true ? readCanonicalYaml(text, LIMITS.yamlDepth - 2) : null;
   if (canonical !== null) return canonical.value;
   refuseUnreadableCharacters(text, file);
+  // PyYAML refuses a tab as indentation or as the space between tokens; the writer escapes every tab.
+  const tab = options.sameInYaml11 === true ? text.indexOf('\t') : -1;
+  if (tab >= 0) fail('YAML_SYNTAX', file, '', 'a raw tab is not allowed in a new entry (YAML 1.1 readers refuse it between tokens); write \\t inside double quotes', at(text, tab));
   refuseDeepFlow(text, file);
   let docs: ReturnType<typeof parseAllDocuments>;
   try {

@@ -131,6 +131,12 @@ describe('plain strings a YAML 1.1 reader reads as another type, in new entries'
     expect(appendEnvelope((text) => text)).toBe('accepted');
   });
 
+  attack('a tab between a key and its value, which PyYAML refuses', 'hook', 'YAML_SYNTAX', async () => {
+    const edit = (text: string): string => text.replace('max_hops: 3', 'max_hops:\t3');
+    expect(pyLoad(edit(fixtureEnvelope('msg_01M8NQFJ01J7CG66HWNDDJ9600', 'k')))).toEqual({ error: expect.stringContaining('while scanning') });
+    return pushEnvelope(edit);
+  });
+
   it('still verifies history that holds such a plain string: entries written before the writer quoted keep their bytes', async () => {
     let codes: string[] = [];
     await kit.bypass(

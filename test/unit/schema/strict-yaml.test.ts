@@ -200,6 +200,12 @@ describe('characters PyYAML will not take raw', () => {
     expect(readStrictYaml(Buffer.from(quoted), 'entry.yaml', { sameInYaml11: true })).toEqual(read(quoted));
   });
 
+  it('refuses in a new entry a raw tab, which PyYAML refuses between tokens, and reads it in history', () => {
+    expect(codeOf(() => readStrictYaml(Buffer.from('a:\tx\n'), 'entry.yaml', { sameInYaml11: true }))).toBe('YAML_SYNTAX');
+    expect(read('a:\tx\n')).toEqual({ a: 'x' });
+    expect(readStrictYaml(Buffer.from(toYaml({ a: 'x\ty' })), 'entry.yaml', { sameInYaml11: true })).toEqual({ a: 'x\ty' });
+  });
+
   it('still reads CRLF line ends, a tab and a byte-order mark inside a string, and no-break spaces', () => {
     expect(read('a: x\r\nb:\r\n  - "y\tz"\r\n')).toEqual({ a: 'x', b: ['y\tz'] });
     expect(read('a: x\ufeffy\u00a0z\n')).toEqual({ a: 'x\ufeffy\u00a0z' });
