@@ -5,14 +5,16 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { CommitCheck } from '../../src/authority/commit-check.js';
 import { emptyState } from '../../src/authority/state.js';
 import { isCooError } from '../../src/errors.js';
+import { GIT_NAMESPACE, parseSshsig, signSshsig } from '../../src/crypto/sshsig.js';
 import type { CommitFacts } from '../../src/ledger/commit-facts.js';
+import { ledgerMessage, parseCommit, parseSeq } from '../../src/ledger/commit-format.js';
 import { readStrictYaml } from '../../src/schema/strict-yaml.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
 import { codeOf } from '../helpers/codes.js';
 import { loadWithPyYaml } from '../helpers/pyyaml.js';
 import { FIXTURE_TASK, fixtureEnvelope } from '../helpers/stock.js';
-import { tempDir } from '../helpers/tmp.js';
+import { run, tempDir } from '../helpers/tmp.js';
 
 /**
  * What outside readers and stock tools see of a signed entry against what coo accepted: an auditor
@@ -188,5 +190,36 @@ describe('any document coo accepts reads to the same value in PyYAML', () => {
     // The edits reach both outcomes: some documents are accepted and compared, the rest refused.
     expect(accepted).toBeGreaterThan(50);
     expect(accepted).toBeLessThan(texts.length);
+  });
+});
+
+describe('commits git fsck refuses and git verify-commit does not check', () => {
+  /** Re-signs the head's commit with its own signer after `mutate` changed its payload; the code coo verify finds, or 'accepted'. */
+  async function verifyResigned(mutate: (payload: string) => string, fsckSays: string): Promise<string> {
+    const signers = [kit.keys.ceo, kit.keys.coo, kit.keys.codex];
+    let code = '';
+    await kit.rewriteHead(
+      (raw) => {
+        const parsed = parseCommit(Buffer.from(raw));
+        const signer = signers.find((item) => item.key.publicKey.keyId === parseSshsig(parsed.gpgsig).publicKey.keyId)!;
+        const payload = mutate(parsed.payload.toString('utf8'));
+        const split = payload.indexOf('\n\n');
+        const armored = signSshsig(signer.key, Buffer.from(payload), GIT_NAMESPACE);
+        return `${payload.slice(0, split)}\ngpgsig ${armored.replace(/\n$/, '').split('\n').join('\n ')}${payload.slice(split)}`;
+      },
+      () => {
+        expect(run('git', ['--git-dir', kit.world.gitdir, 'fsck', '--no-dangling']).stderr).toContain(fsckSays);
+        code = firstOr(kit.verifyCodes(), 'COMMIT_MALFORMED');
+      },
+    );
+    return code;
+  }
+
+  attack('a commit whose committer date is zero-padded', 'verify', 'COMMIT_MALFORMED', () => verifyResigned((payload) => payload.replace(/^(committer .*> )(\d+)/m, '$10$2'), 'zeroPaddedDate'));
+  attack('a commit whose message hides its Ledger-Seq from git log behind a NUL', 'verify', 'COMMIT_MALFORMED', () => verifyResigned((payload) => payload.replace(/\n\n/, '\n\nsummary\u0000'), 'nulInCommit'));
+
+  it('writes a summary with a NUL or another control as spaces, in a message the parser takes', () => {
+    expect(ledgerMessage('a\u0000b\tc\r\nd', 7)).toBe('a b c d\n\nLedger-Seq: 7\n');
+    expect(parseSeq(ledgerMessage('a\u0000b', 7))).toBe(7);
   });
 });
