@@ -96,12 +96,20 @@ export class CommitCheck {
     }
   }
 
-  /** Reads a signed entry of this commit; judged as new, it is dated no later than the judge's clock allows (rules/clock.ts). */
+  /**
+   * Reads a signed entry of this commit. Judged as new, it is dated no later than the judge's clock
+   * allows (rules/clock.ts), and reads the same to YAML 1.1 readers (no plain `off` or `1:20`).
+   */
   read<K extends DocumentKind>(kind: K, entry: EntryFile): DocumentOf<K> {
-    const doc = readDocument(kind, entry.bytes, entry.path);
+    const doc = this.readArtifact(kind, entry.bytes, entry.path);
     const written = this.clock === null ? null : writtenAt(doc);
     if (written !== null) checkNotAhead(this.clock!, written.field, written.at, entry.path);
     return doc;
+  }
+
+  /** Reads a YAML artifact this commit adds beside a signed entry (a manifest, a stored proposal): judged as new, it too reads the same to YAML 1.1 readers. */
+  readArtifact<K extends DocumentKind>(kind: K, bytes: Uint8Array, path: string): DocumentOf<K> {
+    return readDocument(kind, bytes, path, { sameInYaml11: this.clock !== null });
   }
 
   /** The key holders once this commit's trust files so far are in force. */

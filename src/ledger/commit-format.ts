@@ -7,7 +7,8 @@ import { LIMITS } from '../limits.js';
  * an allow-list of headers in git's order, exactly one `gpgsig`, no `gpgsig-sha256`, `mergetag`
  * or `encoding`, no CR, and the payload is cut from the raw bytes, never re-rendered (each of
  * these variants passes `git verify-commit`; see the gitsign duplicate-tree and gittuf
- * multiple-signature-block lessons).
+ * multiple-signature-block lessons). Nor does it take what `git fsck` refuses and `git verify-commit`
+ * does not check: a NUL byte, a zero-padded date.
  */
 
 export interface CommitFields {
@@ -28,7 +29,8 @@ export interface ParsedCommit extends CommitFields {
 }
 
 const OID = /^[0-9a-f]{40}$/;
-const IDENT = /^[^<>\n]+ <[^<>\n]*> \d{1,12} [+-]\d{4}$/;
+/** Name, email, seconds without a leading zero (git fsck's zeroPaddedDate is an error), zone. */
+const IDENT = /^[^<>\n]+ <[^<>\n]*> (0|[1-9]\d{0,11}) [+-]\d{4}$/;
 const SEQ_TRAILER = /^Ledger-Seq: ([1-9]\d{0,15})$/;
 
 export function formatIdent(name: string, email: string, epochSeconds: number): string {
@@ -58,7 +60,9 @@ export function renderSignedCommit(fields: CommitFields, armoredSignature: strin
 
 /** A commit message: summary, blank line, the `Ledger-Seq` trailer. */
 export function ledgerMessage(summary: string, seq: number): string {
-  const clean = summary.replace(/[\r\n]+/g, ' ').trim().slice(0, 200);
+  // Line breaks and the other controls, NUL among them, which the parser refuses, become spaces.
+  // eslint-disable-next-line no-control-regex -- control characters are what this replaces
+  const clean = summary.replace(/[\x00-\x1f\x7f]+/g, ' ').trim().slice(0, 200);
   return `${clean}\n\nLedger-Seq: ${seq}\n`;
 }
 
@@ -88,6 +92,8 @@ export function parseCommit(raw: Buffer): ParsedCommit {
   if (!isUtf8(raw)) malformed('not valid UTF-8');
   const text = raw.toString('utf8');
   if (text.includes('\r')) malformed('carriage return in commit');
+  // git fsck refuses a NUL in a commit (nulInHeader, nulInCommit), and git log cuts the message there.
+  if (text.includes('\0')) malformed('NUL byte in commit');
   const split = text.indexOf('\n\n');
   if (split < 0) malformed('no blank line before the message');
   const headerLines = text.slice(0, split).split('\n');

@@ -67,7 +67,8 @@ function quoted(text: string): string | typeof DECLINE {
   for (let i = 1; i < text.length - 1; i += 1) {
     const c = text[i]!;
     const code = c.charCodeAt(0);
-    if (c === '"' || code < 0x20 || code === 0x7f) return DECLINE;
+    // Controls, and the characters YAML 1.1 takes as line breaks: the strict reader refuses them raw.
+    if (c === '"' || code < 0x20 || (code >= 0x7f && code <= 0x9f) || code === 0x2028 || code === 0x2029 || code >= 0xfffe) return DECLINE;
     if (c !== '\\') {
       out += c;
       continue;

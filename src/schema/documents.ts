@@ -6,7 +6,7 @@ import { cooMessage } from './message.js';
 import { actorPolicy } from './policy.js';
 import { aaReceipt, eaReceipt } from './receipt.js';
 import { actorRegistry } from './registry.js';
-import { readStrictYaml, yamlPosition } from './strict-yaml.js';
+import { readStrictYaml, yamlPosition, type StrictYamlOptions } from './strict-yaml.js';
 
 /** Every document kind, by its `schema_version`. */
 export const DOCUMENTS = {
@@ -59,8 +59,8 @@ export function parseDocument<K extends DocumentKind>(kind: K, value: unknown, f
 }
 
 /** Reads untrusted YAML bytes strictly, then validates them as `kind`. */
-export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array, file: string): DocumentOf<K> {
-  const value = readStrictYaml(bytes, file);
+export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array, file: string, options: StrictYamlOptions = {}): DocumentOf<K> {
+  const value = readStrictYaml(bytes, file, options);
   if (value === null || typeof value !== 'object' || Array.isArray(value)) {
     throw new CooError('SCHEMA_INVALID', `${file}: a document is a mapping`, { where: file });
   }

@@ -48,6 +48,13 @@ const PARSE_OPTIONS: ParseOptions & DocumentOptions & SchemaOptions = {
 export interface StrictYamlOptions {
   /** Byte cap; LIMITS.yamlBytes unless given. */
   readonly maxBytes?: number;
+  /**
+   * Refuse a plain string that a YAML 1.1 reader reads as another type (what the writer
+   * double-quotes: `off`, `1:20`, `2026-12-04`): for entries judged as new, so an auditor's PyYAML
+   * reads the values coo validated, and a raw tab, which PyYAML refuses between tokens. History is
+   * read without it: entries written before the writer quoted keep their signed bytes.
+   */
+  readonly sameInYaml11?: boolean;
 }
 
 /** `line L, column C` (1-based, as editors count) of a character offset in `text`. */
@@ -109,7 +116,12 @@ function childPath(parent: string, key: string | number): string {
   return parent === '' ? key : `${parent}.${key}`;
 }
 
-function checkNode(node: Node | null, file: string, path: string, depth: number, text: string): void {
+/** A plain string scalar that YAML 1.1 readers retype, when the document must read the same to them. */
+function retypedPlain(node: Scalar, sameInYaml11: boolean): boolean {
+  return sameInYaml11 && node.type === Scalar.PLAIN && typeof node.value === 'string' && RETYPED_BY_YAML_1_1.test(node.value);
+}
+
+function checkNode(node: Node | null, file: string, path: string, depth: number, text: string, sameInYaml11: boolean): void {
   if (node === null) return;
   const here = at(text, node.range?.[0]);
   if (isAlias(node)) fail('YAML_ALIAS', file, path, 'aliases are not allowed', here);
@@ -127,12 +139,13 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
     if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') {
       fail('YAML_NON_JSON', file, path, 'value has no JSON form', here);
     }
+    if (retypedPlain(node, sameInYaml11)) fail('YAML_NON_JSON', file, path, `the plain string ${JSON.stringify(value)} reads as another value (a boolean, number, date or null) in YAML 1.1 readers; write it double-quoted`, here);
     return;
   }
   if (!isCollection(node)) fail('YAML_NON_JSON', file, path, 'unsupported node', here);
   if (depth >= LIMITS.yamlDepth) fail('YAML_DEPTH', file, path, `nesting deeper than ${LIMITS.yamlDepth}`, here);
   if (isSeq(node)) {
-    node.items.forEach((item, index) => checkNode(item as Node | null, file, childPath(path, index), depth + 1, text));
+    node.items.forEach((item, index) => checkNode(item as Node | null, file, childPath(path, index), depth + 1, text, sameInYaml11));
     return;
   }
   if (isMap(node)) {
@@ -148,7 +161,8 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
       }
       const name = key.value;
       if (name === '__proto__') fail('YAML_NON_JSON', file, path, 'key "__proto__" is not allowed', keyAt);
-      checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1, text);
+      if (retypedPlain(key, sameInYaml11)) fail('YAML_NON_JSON', file, path, `the plain key ${JSON.stringify(name)} reads as another value in YAML 1.1 readers; write it double-quoted`, keyAt);
+      checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1, text, sameInYaml11);
     }
   }
 }
@@ -174,7 +188,28 @@ function refuseDeepFlow(text: string, file: string): void {
 }
 
 /**
- * The one reader for every untrusted YAML document: bounded size, valid UTF-8 without BOM, exactly
+ * Characters that YAML 1.1 readers (PyYAML) take otherwise than the `yaml` package does, raw in the
+ * text: NEL (U+0085), the line and paragraph separators (U+2028, U+2029) and a carriage return
+ * without its line feed are line breaks to PyYAML, where they end a comment, a plain scalar or a
+ * sequence item (`a: x # note<U+2028>status: done` is one key to the package, two to PyYAML), and
+ * content to the package; and the characters no YAML version allows in a document (the C0 controls
+ * but tab, line feed and carriage return, DEL, the C1 controls, U+FFFE, U+FFFF), which the package
+ * reads as content and PyYAML refuses. The writer escapes all of them inside double quotes.
+ */
+// eslint-disable-next-line no-control-regex -- control characters are what this finds
+const UNREADABLE = /[\x00-\x08\x0b\x0c\x0e-\x1f\x7f-\x9f\u2028\u2029\ufffe\uffff]|\r(?!\n)/;
+
+function refuseUnreadableCharacters(text: string, file: string): void {
+  const found = UNREADABLE.exec(text);
+  if (found === null) return;
+  const code = `U+${found[0].charCodeAt(0).toString(16).toUpperCase().padStart(4, '0')}`;
+  const what = /[\r\x85\u2028\u2029]/.test(found[0]) ? 'a line break to YAML 1.1 readers and content to this one' : 'a control character YAML does not allow';
+  fail('YAML_SYNTAX', file, '', `character ${code} is not allowed raw (${what}); write it as an escape inside double quotes`, at(text, found.index));
+}
+
+/**
+ * The one reader for every untrusted YAML document: bounded size, valid UTF-8 without BOM, no raw
+ * character a YAML 1.1 reader takes otherwise (refuseUnreadableCharacters), exactly
  * one YAML 1.2 core document, unique keys, no anchors, aliases or custom tags, bounded depth, and
  * only values JSON can hold. Every violation is a CooError naming `file` and the path inside it.
  */
@@ -198,8 +233,13 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
   }
   if (text.startsWith('\uFEFF')) fail('YAML_INVALID_UTF8', file, '', 'a byte-order mark is not allowed');
   // The layout our own writer produces reads about 20x faster; anything else takes the general path.
-  const canonical = fast ? readCanonicalYaml(text, LIMITS.yamlDepth - 2) : null;
+  // It cannot tell a plain string from a quoted one, so a document held to YAML 1.1 takes the general path.
+  const canonical = fast && options.sameInYaml11 !== true ? readCanonicalYaml(text, LIMITS.yamlDepth - 2) : null;
   if (canonical !== null) return canonical.value;
+  refuseUnreadableCharacters(text, file);
+  // PyYAML refuses a tab as indentation or as the space between tokens; the writer escapes every tab.
+  const tab = options.sameInYaml11 === true ? text.indexOf('\t') : -1;
+  if (tab >= 0) fail('YAML_SYNTAX', file, '', 'a raw tab is not allowed in a new entry (YAML 1.1 readers refuse it between tokens); write \\t inside double quotes', at(text, tab));
   refuseDeepFlow(text, file);
   let docs: ReturnType<typeof parseAllDocuments>;
   try {
@@ -222,7 +262,7 @@ function readYaml(bytes: Uint8Array, file: string, options: StrictYamlOptions, f
   if (directives !== undefined && (directives.yaml.explicit || Object.keys(directives.tags).some((handle) => handle !== '!!'))) {
     fail('YAML_SYNTAX', file, '', 'YAML directives are not allowed');
   }
-  checkNode(doc.contents as Node | null, file, '', 0, text);
+  checkNode(doc.contents as Node | null, file, '', 0, text, options.sameInYaml11 === true);
   return doc.toJS({ maxAliasCount: 0 }) as unknown;
 }
 

@@ -194,7 +194,7 @@ describe('coo verify over time', () => {
     const state = json<Array<{ seq: number }>>(coo(['log', '--ledger', gitdir, '--json', '-n', '1']));
     const seq = state[0]!.seq + 1;
     const hour = '2026-11/29/00';
-    const beat = `schema_version: heartbeat.v0\nrunner_id: old-runner\nledger_seq: ${seq}\ncreated_at: 2026-11-29T00:00:00Z\nexpires_at: 2026-11-29T00:15:00Z\n`;
+    const beat = `schema_version: heartbeat.v0\nrunner_id: old-runner\nledger_seq: ${seq}\ncreated_at: "2026-11-29T00:00:00Z"\nexpires_at: "2026-11-29T00:15:00Z"\n`;
     const path = `heartbeats/${hour}/${String(seq).padStart(10, '0')}.yaml`;
     const work = join(dir, 'hb-work');
     git(['clone', '-q', gitdir, work]);

@@ -85,6 +85,8 @@ describe('the canonical YAML fast path', () => {
     ['tabs', 'a:\t1\n'],
     ['a key that is not a string', '1: a\n'],
     ['an empty value', 'a:\nb: 1\n'],
+    ['a raw line separator in double quotes', 'a: "x\u2028y"\n'],
+    ['a raw C1 control in double quotes', 'a: "x\u0085y"\n'],
   ])('declines %s', (_name, text) => {
     expect(readCanonicalYaml(text, 22)).toBeNull();
   });
@@ -110,6 +112,8 @@ describe('strings through a YAML 1.1 reader (PyYAML)', () => {
         const loaded = loadWithPyYaml(texts);
         docs.forEach((doc, index) => {
           expect(readStrictYaml(Buffer.from(texts[index]!), 'x.yaml')).toEqual(doc);
+          // A new entry is held to what the writer does: what it wrote passes.
+          expect(readStrictYaml(Buffer.from(texts[index]!), 'x.yaml', { sameInYaml11: true })).toEqual(doc);
           expect(loaded[index], texts[index]).toEqual({ value: doc });
         });
       }),

@@ -1,6 +1,5 @@
 import { CooError } from '../../errors.js';
 import { manifestPath, promptPath } from '../../ledger/layout.js';
-import { readDocument } from '../../schema/documents.js';
 import type { ContextManifest } from '../../schema/control.js';
 import type { EaDispatchMessage } from '../../schema/message.js';
 import { canonicalJson } from '../../util/hash.js';
@@ -28,7 +27,7 @@ export function checkManifest(check: CommitCheck, pin: NonNullable<EaDispatchMes
   check.expectArtifact(pin.context_manifest_ref, manifestPath(folder), pin.context_manifest_hash, where);
   const manifestBytes = check.facts.blobs.get(pin.context_manifest_ref);
   if (manifestBytes === undefined) return null;
-  const manifest = readDocument('context_manifest.v0', manifestBytes, pin.context_manifest_ref);
+  const manifest = check.readArtifact('context_manifest.v0', manifestBytes, pin.context_manifest_ref);
   const pinned = pin.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
   const listed = manifest.files.map((file) => ({ path: file.path, sha256: file.sha256 }));
   if (manifest.repo_commit_sha !== pin.repo_commit_sha || manifest.snapshot_of !== pin.snapshot_of || canonicalJson(pinned) !== canonicalJson(listed)) {

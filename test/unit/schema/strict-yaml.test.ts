@@ -164,4 +164,50 @@ describe('characters PyYAML will not take raw', () => {
     expect(readStrictYaml(Buffer.from(text), 'x.yaml')).toEqual(value);
     expect(readStrictYamlGeneral(Buffer.from(text), 'x.yaml')).toEqual(value);
   });
+
+  it.each([
+    ['a line separator that ends a comment to PyYAML', 'a: x # note\u2028b: y\n'],
+    ['NEL, which PyYAML folds to a space inside double quotes', 'a: "x\u0085y"\n'],
+    ['a paragraph separator in a plain scalar', 'a: x\u2029\n'],
+    ['a carriage return without its line feed', 'a: x\rb: y\n'],
+    ['NUL', 'a: x\u0000\n'],
+    ['an escape character inside double quotes', 'a: "\u001b[2J"\n'],
+    ['a C1 control inside double quotes', 'a: "x\u0090"\n'],
+    ['the non-character U+FFFF', 'a: x\uffff\n'],
+  ])('refuses %s raw, on both paths', (_name, text) => {
+    expect(codeOf(() => readStrictYaml(Buffer.from(text), 'x.yaml'))).toBe('YAML_SYNTAX');
+    expect(codeOf(() => readStrictYamlGeneral(Buffer.from(text), 'x.yaml'))).toBe('YAML_SYNTAX');
+  });
+
+  it.each([
+    ['a boolean word', 'a: [x, off]\n', 'a[1]'],
+    ['a sexagesimal number', 'a: 1:20\n', 'a'],
+    ['a date', 'a: 2026-12-04\n', 'a'],
+    ['a timestamp', 'a: 2026-11-30T07:00:00Z\n', 'a'],
+    ['a key', 'on: x\n', ''],
+  ])('refuses in a new entry %s written plain, which YAML 1.1 retypes, and takes it quoted or in history', (_name, text, path) => {
+    let error: unknown;
+    try {
+      readStrictYaml(Buffer.from(text), 'entry.yaml', { sameInYaml11: true });
+    } catch (caught) {
+      error = caught;
+    }
+    expect(error).toBeInstanceOf(CooError);
+    expect((error as CooError).code).toBe('YAML_NON_JSON');
+    expect((error as CooError).message).toContain(path === '' ? 'entry.yaml: the plain key' : `entry.yaml:${path}: the plain string`);
+    expect(() => read(text)).not.toThrow();
+    const quoted = text.replace(/(off|1:20|2026-[0-9T:-]+Z?|on)/, '"$1"');
+    expect(readStrictYaml(Buffer.from(quoted), 'entry.yaml', { sameInYaml11: true })).toEqual(read(quoted));
+  });
+
+  it('refuses in a new entry a raw tab, which PyYAML refuses between tokens, and reads it in history', () => {
+    expect(codeOf(() => readStrictYaml(Buffer.from('a:\tx\n'), 'entry.yaml', { sameInYaml11: true }))).toBe('YAML_SYNTAX');
+    expect(read('a:\tx\n')).toEqual({ a: 'x' });
+    expect(readStrictYaml(Buffer.from(toYaml({ a: 'x\ty' })), 'entry.yaml', { sameInYaml11: true })).toEqual({ a: 'x\ty' });
+  });
+
+  it('still reads CRLF line ends, a tab and a byte-order mark inside a string, and no-break spaces', () => {
+    expect(read('a: x\r\nb:\r\n  - "y\tz"\r\n')).toEqual({ a: 'x', b: ['y\tz'] });
+    expect(read('a: x\ufeffy\u00a0z\n')).toEqual({ a: 'x\ufeffy\u00a0z' });
+  });
 });

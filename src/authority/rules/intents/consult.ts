@@ -1,5 +1,4 @@
 import { CooError } from '../../../errors.js';
-import { readDocument } from '../../../schema/documents.js';
 import type { CommitCheck } from '../../commit-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
@@ -21,7 +20,7 @@ function checkStoredProposals(check: CommitCheck, refs: ReadonlyArray<{ readonly
   refs.forEach((ref, index) => {
     const bytes = check.facts.blobs.get(ref.path);
     if (bytes === undefined) return;
-    const stored = readDocument('aa_proposal.v0', bytes, ref.path);
+    const stored = check.readArtifact('aa_proposal.v0', bytes, ref.path);
     if (stored.message_id !== messageId || stored.attempt_number !== attempt || stored.index !== index + 1) {
       throw new CooError('SCHEMA_INVALID', `${where}: ${ref.path} is proposal ${stored.index} of ${stored.message_id} attempt ${stored.attempt_number}, not proposal ${index + 1} of this attempt`, { where: `${where}:proposals` });
     }
