@@ -224,8 +224,9 @@ export interface GatheredEvidence {
 /**
  * All of the COO's evidence for one attempt, after the EA has exited: the snapshot and its scope
  * check; the commit of the snapshot; then each verification command on a fresh checkout of that
- * commit (of the base when nothing changed), and the check that the verification left the
- * checkout as the commit has it. Work that cannot be read whole is neither committed nor verified.
+ * commit (of the base when nothing changed), each followed by the check that it left the checkout
+ * as the commit has it: after one that did not, no further command runs. Work that cannot be read
+ * whole is neither committed nor verified.
  */
 export async function gatherEvidence(worktree: AttemptWorktree, options: GatherOptions): Promise<GatheredEvidence> {
   fs.mkdirSync(options.runnerDir, { recursive: true, mode: 0o700 });
@@ -251,12 +252,17 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
     const checkout = await checkoutCommit({ gitdir: worktree.gitdir, commit: head ?? worktree.base, path: join(options.runnerDir, 'checkout') });
     try {
       const verification: VerificationResult[] = [];
+      let dirty: string[] = [];
       for (const [index, command] of options.verify.entries()) {
         const home = join(options.runnerDir, `home-${index + 1}`);
         fs.mkdirSync(home, { mode: 0o700 });
         verification.push(await runVerification(checkout.path, command, { timeoutSeconds: options.verifyTimeoutSeconds, isolation: options.isolation, home, hide: options.hide }));
+        // Checked after each command, not once at the end: a command that changed the checkout (the agent's
+        // build step rewriting the base's test script) and a later one that put it back would have had the
+        // commands between run on another tree than the commit's. None runs after a change.
+        dirty = await checkoutDifferences(checkout.path, checkout.files, rules);
+        if (dirty.length > 0) break;
       }
-      const dirty = await checkoutDifferences(checkout.path, checkout.files, rules);
       const branchAtBase = head === null || (await branchHead(worktree)) === worktree.base;
       return {
         snapshot,

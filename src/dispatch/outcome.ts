@@ -150,7 +150,9 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (stated > 0 && evidence.changes.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: `the executor reports ${stated} file change(s), git shows none` });
   if (evidence.commit !== null && !evidence.commit.branchAtBase) out.push({ code: 'commit_partial', row: 'partial_commit', detail: 'the attempt branch moved off the base: the runner\'s commit was not put on it' });
   const dirty = evidence.commit?.dirty ?? evidence.dirtyWithoutCommit ?? [];
-  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the verification changed its checkout of the committed work: ${list(dirty)}` });
+  // The runner checks the checkout after each command and runs none after one that changed it (evidence.ts): that is the last.
+  const changer = evidence.verification.at(-1);
+  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the verification changed its checkout of the committed work: ${list(dirty)}${changer === undefined ? '' : `, after ${changer.command}; no command after it ran`}` });
   return out;
 }
 
