@@ -121,6 +121,8 @@ export interface ExecutorRun {
   /** True when the stream passed the bound: the run was killed and `stream` holds only its first bytes. */
   readonly streamOverflow: boolean;
   readonly stderrTail: string;
+  /** True when stderr was longer than its tail: `stderrTail` holds only its last lines. */
+  readonly stderrCut?: boolean;
   readonly facts: StreamFacts;
   /** True when bubblewrap wrapped the executor. */
   readonly isolated: boolean;

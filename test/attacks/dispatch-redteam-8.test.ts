@@ -1,6 +1,6 @@
 import { describe } from 'vitest';
 import { attack } from '../helpers/attack-kit.js';
-import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -32,5 +32,31 @@ describe("a hostile agent's code that the verification runs, changing the checko
     // The change is caught after the command that made it, and the test script is not run on a tree that is not the commit's.
     const ran = JSON.stringify(receipt['tests_run']);
     return codesOf(receipt).includes('worktree_dirty') && ran === JSON.stringify(['sh src/build.sh']) ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}, having run ${ran}`;
+  });
+});
+
+describe("a hostile agent's code whose output, run by the verification, is more than the runner keeps", () => {
+  const place = hostilePlaces(dir, 'output');
+
+  attack('a hostile agent: its script, run by the verification, prints past the bound of a command output: the log kept is a part, and the receipt says so', 'runner', 'refused', async () => {
+    const noisy = `${FIX}; printf 'head -c 3000000 /dev/zero | tr "\\\\000" x\\n' > src/noisy.sh`;
+    const { where, receipt, unreceipted } = await attempted(place, 'noisy', noisy, { verify: ['sh src/noisy.sh', 'sh test.sh'] });
+    if (receipt === undefined) return unreceipted;
+    const log = (receipt['attachments'] as Array<{ path: string }>).find((item) => item.path.endsWith('verify-01.log'));
+    if (log === undefined) return `no verification log (${String(receipt['status'])} ${codesOf(receipt).join(', ')})`;
+    const kept = (await where.world.ledger.readFile(log.path))!.length;
+    if (kept >= 3_000_000) return `the whole output was kept (${kept} bytes)`;
+    // A part of the output under the command's name, and nothing in the receipt says it is a part.
+    return (receipt['warnings'] as string[]).includes('artifact_truncated') ? 'refused' : `accepted: ${kept} of 3000000 bytes kept, warnings ${JSON.stringify(receipt['warnings'])}`;
+  });
+
+  attack('a hostile agent: it writes more to its stderr than the runner keeps a tail of: the tail kept, and the receipt says it is one', 'runner', 'refused', async () => {
+    const { where, receipt, unreceipted } = await attempted(place, 'stderr', `${FIX}; i=0; while [ $i -lt 200 ]; do echo "line $i of what the agent says on stderr" >&2; i=$((i+1)); done`);
+    if (receipt === undefined) return unreceipted;
+    const tail = (receipt['attachments'] as Array<{ path: string }>).find((item) => item.path.endsWith('executor-stderr.txt'));
+    if (tail === undefined) return `no stderr kept (${String(receipt['status'])})`;
+    const text = (await where.world.ledger.readFile(tail.path))!.toString('utf8');
+    if (text.includes('line 0 of')) return 'the whole stderr was kept';
+    return (receipt['warnings'] as string[]).includes('artifact_truncated') ? 'refused' : `accepted: ${text.length} characters kept, warnings ${JSON.stringify(receipt['warnings'])}`;
   });
 });
