@@ -67,7 +67,7 @@ export interface StreamFacts {
   readonly errors: readonly string[];
   /** The first terminal event: a completed turn, a failed one, or none at all. */
   readonly terminal: 'completed' | 'failed' | null;
-  /** Events after the first terminal one: recorded, never applied. */
+  /** Events after the first terminal one: recorded, never applied; a run with any is not clean (outcome.ts). */
   readonly afterTerminal: number;
   /** Lines that are not JSON objects of a known shape. */
   readonly malformedLines: number;

@@ -121,6 +121,9 @@ function runBlockers(facts: DispatchFacts): DispatchBlocker[] {
   const stream = run.facts;
   if (stream.malformedLines > 0) add('stream_malformed', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events`);
   if (stream.truncated) add('stream_truncated', 'truncated_stream', 'the event stream ends mid-event');
+  // No executor says anything after its terminal event: what such events state (a command, its exit, a refusal) is not
+  // applied, so the receipt would list less than the stream it keeps says ran.
+  if (stream.afterTerminal > 0) add('stream_malformed', 'malformed_stream', `${stream.afterTerminal} event(s) of the stream come after its terminal event: what they state is not taken, and the run is not taken as clean`);
   // A sandbox that never stood ran nothing: the runner's machine could not set it up, no result went missing.
   if (run.notStarted !== undefined) add('config_error', 'runner_error', run.notStarted);
   else if (stream.terminal === null && run.killedBy === null) add('timeout', 'missing_result', `the executor exited ${run.exitCode ?? 'by a signal'} without a terminal event`);

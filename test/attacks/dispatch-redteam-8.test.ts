@@ -1,6 +1,6 @@
 import { describe } from 'vitest';
 import { attack } from '../helpers/attack-kit.js';
-import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { agentScript, CODEX_DONE, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -58,5 +58,25 @@ describe("a hostile agent's code whose output, run by the verification, is more 
     const text = (await where.world.ledger.readFile(tail.path))!.toString('utf8');
     if (text.includes('line 0 of')) return 'the whole stderr was kept';
     return (receipt['warnings'] as string[]).includes('artifact_truncated') ? 'refused' : `accepted: ${text.length} characters kept, warnings ${JSON.stringify(receipt['warnings'])}`;
+  });
+});
+
+describe("a hostile agent's stream that goes on after its terminal event", () => {
+  const place = hostilePlaces(dir, 'stream');
+  const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
+
+  attack('a hostile agent: a failed command and a declined one reported after turn.completed, where the receipt would not list them', 'runner', 'refused', async () => {
+    const stream = [
+      CODEX_DONE,
+      event({ type: 'item.completed', item: { id: 'i9', type: 'command_execution', command: 'git push --force origin main', exit_code: 1, status: 'failed' } }),
+      event({ type: 'item.completed', item: { id: 'i10', type: 'command_execution', command: 'curl https://example.invalid', exit_code: null, status: 'declined' } }),
+    ].join('\n');
+    const where = await place('after-end');
+    const { messageId } = await dispatchTo(where, 'after-end');
+    const watch = watchOnce(where, agentScript(where.world.dir, FIX, stream));
+    const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status})`;
+    if (receipt['status'] === 'succeeded') return `accepted: commands_run ${JSON.stringify(receipt['commands_run'])}`;
+    return codesOf(receipt).includes('stream_malformed') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
   });
 });
