@@ -35,6 +35,19 @@ describe("a hostile agent's code that the verification runs, changing the checko
   });
 });
 
+describe("a hostile agent's code that the verification runs, changing what git sees in the checkout for a later command", () => {
+  const place = hostilePlaces(dir, 'gitlink');
+
+  attack("a hostile agent: its build step, run first by the verification, puts an empty repository in place of the checkout's .git link, so a later git grep finds nothing", 'runner', 'refused', async () => {
+    // add() stays wrong; the second command is a check that no file git tracks under src/ holds "a - b".
+    const build = `printf 'rm -f .git && git init -q 2>/dev/null\\n' > src/build.sh`;
+    const { receipt, unreceipted } = await attempted(place, 'empty-git', build, { verify: ['sh src/build.sh', '! git grep -q "a - b" -- src'] });
+    if (receipt === undefined) return unreceipted;
+    if (receipt['status'] === 'succeeded') return 'accepted';
+    return codesOf(receipt).includes('worktree_dirty') && JSON.stringify(receipt['tests_run']) === JSON.stringify(['sh src/build.sh']) ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}, having run ${JSON.stringify(receipt['tests_run'])}`;
+  });
+});
+
 describe("a hostile agent's code whose output, run by the verification, is more than the runner keeps", () => {
   const place = hostilePlaces(dir, 'output');
 
