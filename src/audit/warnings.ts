@@ -8,7 +8,7 @@ const MEANING: Readonly<Record<string, string>> = {
   context_injection_suspected: 'the pinned context, or the answer a cross-check challenges, holds text that reads as instructions to the agent',
   usage_unreported: 'the provider or execution agent reported no usage: the cost is our higher estimate (for a dispatch, all the attempt was allowed to spend)',
   usage_implausible: 'the reported usage is below what the runner can know (fewer tokens than the bytes sent and received come to, or a cost under the policy\'s price for the tokens stated), or a figure of it is stated as no honest report states one (a string, a negative, a fraction of a token, a key twice): the cost is our higher estimate',
-  artifact_truncated: 'an attachment (the event stream, a log) was larger than the ledger keeps: it is stored cut at the limit, and its hash is of what is stored',
+  artifact_truncated: 'an attachment (the event stream, a log, a stderr tail) was larger than the runner or the ledger keeps: it is stored cut, and its hash is of what is stored',
   proposal_stripped: "the answer passed, but proposals in it carried authority (an actor to dispatch, an approval, an unbounded scope, a field of their own): they were stripped and not stored, the receipt's output_validation errors say which and why, and the advice stands without them",
   commands_in_artifact: 'the executor ran more commands than a receipt lists: the receipt keeps the first ones and every verification, and commands.json (attached, hashed) keeps them all',
 };

@@ -16,7 +16,7 @@ import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
 import type { TreeFile } from './git-tree.js';
 import { keyOf, walkWork } from './work-walk.js';
-import { checkoutCommit, listTree, removeWorktree, safeGit, type AttemptWorktree } from './worktree.js';
+import { checkoutCommit, gitLinkChanged, listTree, removeWorktree, safeGit, type AttemptWorktree } from './worktree.js';
 import { sandboxFellText, standingCommand, untilSandboxStands, type SandboxStart } from '../util/sandbox-start.js';
 
 /**
@@ -171,11 +171,13 @@ export async function landAttemptCommit(worktree: Pick<AttemptWorktree, 'gitdir'
 }
 
 /**
- * After the verification: the paths where the checkout no longer holds the commit's files (a
- * verification that wrote a file, removed one, or left something that is not a file), by the same
- * reading and the same ignore rules as the work itself.
+ * After a verification command: the paths where the checkout no longer holds the commit's files (a
+ * command that wrote a file, removed one, or left something that is not a file), by the same
+ * reading and the same ignore rules as the work itself; and `.git` when its link is not the one git
+ * made (`gitLink`): a command that put another repository there had every git a later command ran
+ * in the checkout (`git ls-files`, `git grep`) read that one.
  */
-export async function checkoutDifferences(root: string, files: readonly TreeFile[], rules: IgnoreRules): Promise<string[]> {
+export async function checkoutDifferences(root: string, files: readonly TreeFile[], rules: IgnoreRules, gitLink: string): Promise<string[]> {
   const tracked = trackedOf(files);
   const walk = await walkWork({ root, rules, tracked });
   const found = new Map(walk.files.map((file) => [keyOf(file.path), file]));
@@ -187,6 +189,7 @@ export async function checkoutDifferences(root: string, files: readonly TreeFile
   for (const file of files) if (file.mode !== '160000' && !found.has(keyOf(file.path))) dirty.add(file.path.toString('utf8'));
   for (const entry of [...walk.refused, ...walk.tooLarge]) dirty.add(entry.path.toString('utf8'));
   if (walk.overflow) dirty.add('(more than the runner reads)');
+  if (gitLinkChanged(root, gitLink)) dirty.add('.git');
   return [...dirty].sort();
 }
 
@@ -224,8 +227,9 @@ export interface GatheredEvidence {
 /**
  * All of the COO's evidence for one attempt, after the EA has exited: the snapshot and its scope
  * check; the commit of the snapshot; then each verification command on a fresh checkout of that
- * commit (of the base when nothing changed), and the check that the verification left the
- * checkout as the commit has it. Work that cannot be read whole is neither committed nor verified.
+ * commit (of the base when nothing changed), each followed by the check that it left the checkout
+ * as the commit has it: after one that did not, no further command runs. Work that cannot be read
+ * whole is neither committed nor verified.
  */
 export async function gatherEvidence(worktree: AttemptWorktree, options: GatherOptions): Promise<GatheredEvidence> {
   fs.mkdirSync(options.runnerDir, { recursive: true, mode: 0o700 });
@@ -251,12 +255,17 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
     const checkout = await checkoutCommit({ gitdir: worktree.gitdir, commit: head ?? worktree.base, path: join(options.runnerDir, 'checkout') });
     try {
       const verification: VerificationResult[] = [];
+      let dirty: string[] = [];
       for (const [index, command] of options.verify.entries()) {
         const home = join(options.runnerDir, `home-${index + 1}`);
         fs.mkdirSync(home, { mode: 0o700 });
         verification.push(await runVerification(checkout.path, command, { timeoutSeconds: options.verifyTimeoutSeconds, isolation: options.isolation, home, hide: options.hide }));
+        // Checked after each command, not once at the end: a command that changed the checkout (the agent's
+        // build step rewriting the base's test script) and a later one that put it back would have had the
+        // commands between run on another tree than the commit's. None runs after a change.
+        dirty = await checkoutDifferences(checkout.path, checkout.files, rules, checkout.gitLink);
+        if (dirty.length > 0) break;
       }
-      const dirty = await checkoutDifferences(checkout.path, checkout.files, rules);
       const branchAtBase = head === null || (await branchHead(worktree)) === worktree.base;
       return {
         snapshot,

@@ -67,7 +67,7 @@ export interface StreamFacts {
   readonly errors: readonly string[];
   /** The first terminal event: a completed turn, a failed one, or none at all. */
   readonly terminal: 'completed' | 'failed' | null;
-  /** Events after the first terminal one: recorded, never applied. */
+  /** Events after the first terminal one: recorded, never applied; a run with any is not clean (outcome.ts). */
   readonly afterTerminal: number;
   /** Lines that are not JSON objects of a known shape. */
   readonly malformedLines: number;
@@ -121,6 +121,8 @@ export interface ExecutorRun {
   /** True when the stream passed the bound: the run was killed and `stream` holds only its first bytes. */
   readonly streamOverflow: boolean;
   readonly stderrTail: string;
+  /** True when stderr was longer than its tail: `stderrTail` holds only its last lines. */
+  readonly stderrCut?: boolean;
   readonly facts: StreamFacts;
   /** True when bubblewrap wrapped the executor. */
   readonly isolated: boolean;

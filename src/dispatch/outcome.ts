@@ -121,6 +121,9 @@ function runBlockers(facts: DispatchFacts): DispatchBlocker[] {
   const stream = run.facts;
   if (stream.malformedLines > 0) add('stream_malformed', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events`);
   if (stream.truncated) add('stream_truncated', 'truncated_stream', 'the event stream ends mid-event');
+  // No executor says anything after its terminal event: what such events state (a command, its exit, a refusal) is not
+  // applied, so the receipt would list less than the stream it keeps says ran.
+  if (stream.afterTerminal > 0) add('stream_malformed', 'malformed_stream', `${stream.afterTerminal} event(s) of the stream come after its terminal event: what they state is not taken, and the run is not taken as clean`);
   // A sandbox that never stood ran nothing: the runner's machine could not set it up, no result went missing.
   if (run.notStarted !== undefined) add('config_error', 'runner_error', run.notStarted);
   else if (stream.terminal === null && run.killedBy === null) add('timeout', 'missing_result', `the executor exited ${run.exitCode ?? 'by a signal'} without a terminal event`);
@@ -150,7 +153,9 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (stated > 0 && evidence.changes.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: `the executor reports ${stated} file change(s), git shows none` });
   if (evidence.commit !== null && !evidence.commit.branchAtBase) out.push({ code: 'commit_partial', row: 'partial_commit', detail: 'the attempt branch moved off the base: the runner\'s commit was not put on it' });
   const dirty = evidence.commit?.dirty ?? evidence.dirtyWithoutCommit ?? [];
-  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the verification changed its checkout of the committed work: ${list(dirty)}` });
+  // The runner checks the checkout after each command and runs none after one that changed it (evidence.ts): that is the last.
+  const changer = evidence.verification.at(-1);
+  if (dirty.length > 0) out.push({ code: 'worktree_dirty', row: 'dirty_worktree', detail: `the verification changed its checkout of the committed work: ${list(dirty)}${changer === undefined ? '' : `, after ${changer.command}; no command after it ran`}` });
   return out;
 }
 

@@ -166,6 +166,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
         stream: overflow ? wholeLinesOf(Buffer.concat(chunks), 'end') : Buffer.concat(chunks),
         streamOverflow: overflow,
         stderrTail: startError ?? (stderrCut ? wholeLinesOf(stderr, 'start') : stderr),
+        stderrCut: startError === undefined && stderrCut,
         facts: plan.state.finish(),
         isolated: plan.isolation === 'bwrap',
         started: startError === undefined && child.pid !== undefined && stood,

@@ -558,18 +558,19 @@ export class DispatchLane implements RunnerLane {
     const files: NewFile[] = [];
     const attachments: Array<{ path: string; sha256: string }> = [];
     const warnings: string[] = charged.warning === null ? [] : [charged.warning];
-    const add = (name: string, bytes: Buffer): { path: string; sha256: string } => {
+    // `cut`: the bytes are already a part of what was said (a stream, an output or a tail the runner bounded as it read).
+    const add = (name: string, bytes: Buffer, cut = false): { path: string; sha256: string } => {
       const bounded = boundedArtifact(scrub.bytes(bytes));
-      if (bounded.cut && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
+      if ((cut || bounded.cut) && !warnings.includes('artifact_truncated')) warnings.push('artifact_truncated');
       const artifact = { path: attemptArtifactPath(folderOf(record), attempt, name), sha256: sha256Ref(bounded.bytes) };
       files.push({ path: artifact.path, bytes: bounded.bytes });
       attachments.push(artifact);
       return artifact;
     };
-    add(`${run.executor === 'codex' ? 'codex' : 'claude'}-events.jsonl`, run.stream);
-    if (run.stderrTail !== '') add('executor-stderr.txt', Buffer.from(run.stderrTail, 'utf8'));
+    add(`${run.executor === 'codex' ? 'codex' : 'claude'}-events.jsonl`, run.stream, run.streamOverflow);
+    if (run.stderrTail !== '') add('executor-stderr.txt', Buffer.from(run.stderrTail, 'utf8'), run.stderrCut === true);
     if (run.facts.finalMessage !== null) add('final-message.md', Buffer.from(run.facts.finalMessage, 'utf8'));
-    gathered?.verification.forEach((result, index) => add(`verify-${String(index + 1).padStart(2, '0')}.log`, result.output));
+    gathered?.verification.forEach((result, index) => add(`verify-${String(index + 1).padStart(2, '0')}.log`, result.output, result.outputOverflow));
     if (decision.kind === 'receipt' && decision.commandsOmitted > 0) {
       add('commands.json', Buffer.from(`${JSON.stringify(run.facts.commands, null, 1)}\n`));
       warnings.push('commands_in_artifact');

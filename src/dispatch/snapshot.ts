@@ -1,12 +1,10 @@
 import { isUtf8 } from 'node:buffer';
-import { join } from 'node:path';
 import { relativePath } from '../schema/common.js';
 import type { ObjectSink } from '../ledger/object-store.js';
-import { readBounded } from '../util/bounded-read.js';
 import { buildTree, type TreeFile } from './git-tree.js';
 import type { IgnoreRules } from './ignore-rules.js';
 import { keyOf, walkWork, type RefusedWhy, type Tracked, type WalkOptions } from './work-walk.js';
-import type { AttemptWorktree } from './worktree.js';
+import { gitLinkChanged, type AttemptWorktree } from './worktree.js';
 
 /**
  * What the EA left, as the runner reads it (work-walk.ts) against the base commit: the changed
@@ -92,8 +90,7 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     },
     ...options.limits,
   });
-  const link = readBounded(join(worktree.path, '.git'), { maxBytes: 4096 });
-  const gitLinkTampered = link.kind !== 'file' || link.bytes.toString('utf8') !== worktree.gitLink;
+  const gitLinkTampered = gitLinkChanged(worktree.path, worktree.gitLink);
   const refused: RefusedEntry[] = [
     ...walk.refused.map((entry) => ({ path: entry.path.toString('utf8'), why: entry.why })),
     ...walk.tooLarge.map((entry) => ({ path: entry.path.toString('utf8'), why: 'too_large' as const })),

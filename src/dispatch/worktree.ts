@@ -6,6 +6,7 @@ import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
 import { gitEnvironment } from '../util/git-env.js';
+import { readBounded } from '../util/bounded-read.js';
 import { removeTree } from '../util/remove-tree.js';
 import { materialize } from './checkout.js';
 import { listTree } from '../lane/commit-files.js';
@@ -60,6 +61,15 @@ export function safeGit(args: readonly string[], options: GitOptions = {}): Prom
 }
 
 export { listTree };
+
+/**
+ * Whether the `.git` at the top of a worktree or checkout is no longer the link git made (`gitLink`):
+ * changed, replaced by a folder, a link or anything else, or removed. Read without following it.
+ */
+export function gitLinkChanged(root: string, gitLink: string): boolean {
+  const link = readBounded(resolve(root, '.git'), { maxBytes: 4096 });
+  return link.kind !== 'file' || link.bytes.toString('utf8') !== gitLink;
+}
 
 export interface CheckoutOptions {
   /** The target repository's common git folder. */

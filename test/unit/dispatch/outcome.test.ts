@@ -150,6 +150,12 @@ describe('the dispatch decision', () => {
     expect(receipt(f).status).toBe('failed');
   });
 
+  it('fails a completed turn whose stream goes on after it: what comes after is not applied, so the receipt would list less than the stream says', () => {
+    const f = facts({ stream: { terminal: 'completed', afterTerminal: 2 } });
+    expect(receipt(f).status).toBe('failed');
+    expect(rows(f)).toEqual(['malformed_stream']);
+  });
+
   it('refuses a result from the wrong executor', () => {
     expect(decideDispatch(facts({ run: { executor: 'claude_code' } }))).toMatchObject({ kind: 'foreign', row: 'wrong_executor' });
   });
