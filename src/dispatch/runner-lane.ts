@@ -25,7 +25,7 @@ import { isDiskFull } from '../util/disk-full.js';
 import { endRecordedMark } from '../util/leftovers.js';
 import { isoSeconds } from '../util/time.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
-import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun } from './executor.js';
+import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun, type ExecutorSpec } from './executor.js';
 import { buildEaReceipt, changesArtifact, crashAllowanceUsd, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
@@ -257,12 +257,8 @@ export class DispatchLane implements RunnerLane {
     if (task === null || sha256Ref(task) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
     const pins = await this.ctx.pins.check(message.dispatch.base_ref, message.context_pin?.files ?? []);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
-    const executor = this.options.executors({
-      kind: decision.executor.kind,
-      model: decision.executor.model,
-      providerKeyEnv: decision.executor.provider_key_env,
-      price: { inputPerMillion: decision.price.input_usd_per_million, outputPerMillion: decision.price.output_usd_per_million },
-    });
+    const price = { inputPerMillion: decision.price.input_usd_per_million, outputPerMillion: decision.price.output_usd_per_million };
+    const executor = this.options.executors({ kind: decision.executor.kind, model: decision.executor.model, providerKeyEnv: decision.executor.provider_key_env, price });
     // A missing executor is the runner's configuration, not the dispatch's fault: it stays queued.
     executor.check();
     // So is a forge token for a dispatch that asks for a pull request: without one, the work would be paid for and never opened.
@@ -286,7 +282,7 @@ export class DispatchLane implements RunnerLane {
       out.error = { code: isCooError(error) ? error.code : 'INTERNAL', message: describeError(error) };
     }
     try {
-      const finish = (): ReturnType<DispatchLane['finish']> => this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model);
+      const finish = (): ReturnType<DispatchLane['finish']> => this.finish(state, record, message, attempt, out, decision.maxCostUsd, executor.isolated, decision.executor.model, price);
       const receipt = await finish().catch(async (error: unknown) => {
         if (!isDiskFull(error)) throw error;
         // The disk is full, and what the agent and its verification wrote (all of it in the attempt's folder) can have
@@ -512,6 +508,7 @@ export class DispatchLane implements RunnerLane {
     maxCostUsd: number,
     isolated: boolean,
     model: string,
+    price: ExecutorSpec['price'],
   ): Promise<{ readonly doc: EaReceipt; readonly path: string; readonly sha256: string } | null> {
     const now = this.ctx.clock();
     const scrub = out.scrub ?? this.ctx.scrubber;
@@ -527,7 +524,7 @@ export class DispatchLane implements RunnerLane {
     const run = out.run;
     if (out.interrupted !== null) {
       // A run the operator's stop cut short still spent what it spent: its cost is charged as any run's.
-      const spent = run === null ? null : await this.charge(record, attempt, run, maxCostUsd, model);
+      const spent = run === null ? null : await this.charge(record, attempt, run, maxCostUsd, price);
       const ran = run === null || spent === null ? {} : { model, sessionId: run.facts.sessionId, usage: spent.charged.usage, costUsd: spent.charged.costUsd, warnings: spent.charged.warning === null ? [] : [spent.charged.warning] };
       return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), ...ran, status: 'failed', blockers: [{ code: 'interrupted', detail: out.interrupted }] }), []);
     }
@@ -535,7 +532,7 @@ export class DispatchLane implements RunnerLane {
       const blocker = out.noWorktree !== null ? { code: 'config_error' as const, detail: out.noWorktree } : { code: 'runner_error' as const, detail: `${out.error?.code ?? 'INTERNAL'}: ${out.error?.message ?? 'the attempt ended before its executor ran'}` };
       return commitReceipt(buildEaReceipt({ ...this.emptyFacts(claimState, message, record, attempt, now), status: 'failed', blockers: [blocker] }), []);
     }
-    const { latest, allowanceUsd, charged } = await this.charge(record, attempt, run, maxCostUsd, model);
+    const { latest, allowanceUsd, charged } = await this.charge(record, attempt, run, maxCostUsd, price);
     const attemptId = attemptIdOf(record, attempt);
     const gathered = out.gathered;
     const costUsd = charged.costUsd;
@@ -623,14 +620,16 @@ export class DispatchLane implements RunnerLane {
 
   /**
    * What a run is charged (accountRun), with what it was allowed: the dispatch's budget less what
-   * the agent's consults cost, which came out of the same budget.
+   * the agent's consults cost, which came out of the same budget. At the price its pre-flight judged
+   * it by and its live limit stopped it at (as a consult is charged at its plan's price): a policy
+   * the CEO changed while it ran (a lower price, the model dropped) does not make it cheaper.
    */
-  private async charge(record: MessageRecord, attempt: number, run: ExecutorRun, maxCostUsd: number, model: string): Promise<{ latest: MessageRecord; allowanceUsd: number; charged: DispatchCost }> {
+  private async charge(record: MessageRecord, attempt: number, run: ExecutorRun, maxCostUsd: number, price: ExecutorSpec['price']): Promise<{ latest: MessageRecord; allowanceUsd: number; charged: DispatchCost }> {
     const state = await this.ctx.ledger.state();
     const latest = state.messages.get(record.id) ?? record;
     const consultsUsd = consultsCostUsd(latest, attempt, (id) => state.messages.get(id));
     const allowanceUsd = Math.max(0, maxCostUsd - consultsUsd);
-    return { latest, allowanceUsd, charged: accountRun(run, this.priceOf(state, model), allowanceUsd) };
+    return { latest, allowanceUsd, charged: accountRun(run, price, allowanceUsd) };
   }
 
   /**
@@ -648,11 +647,6 @@ export class DispatchLane implements RunnerLane {
     const record = state.messages.get(messageId);
     const consults = record === undefined ? [] : attemptConsults(record, attempt, (id) => state.messages.get(id));
     return consults.length === 0 ? doc : { ...doc, consults };
-  }
-
-  private priceOf(state: LedgerState, model: string): { inputPerMillion: number; outputPerMillion: number } | null {
-    const price = state.policy?.doc.models[model];
-    return price === undefined ? null : { inputPerMillion: price.input_usd_per_million, outputPerMillion: price.output_usd_per_million };
   }
 
   private baseFacts(
