@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
+import { CooError } from '../errors.js';
 import { DOCUMENT_KINDS } from '../schema/documents.js';
 import { toJsonSchema } from '../schema/json-schema.js';
 import { readBounded } from '../util/bounded-read.js';
@@ -34,6 +35,12 @@ export function schemasVerb(program: Command): void {
           drifted.length > 0 ? `drifted: ${drifted.join(', ')} (run: coo schemas --out ${opts.out})` : `ok: ${files.size} schemas match`,
         );
         return;
+      }
+      // Every name is looked at before any is written: something in the way of the tenth file must not leave nine new ones beside nine old.
+      for (const name of names) {
+        const path = join(opts.out, name);
+        const there = fs.lstatSync(path, { throwIfNoEntry: false });
+        if (there !== undefined && !there.isFile()) throw new CooError('USAGE', `--out ${opts.out} holds ${name} as something other than a file: move it away, then run again; nothing was written`);
       }
       fs.mkdirSync(opts.out, { recursive: true });
       for (const [name, text] of files) writeOutput(join(opts.out, name), text, '--out', 'the schema');

@@ -1,4 +1,4 @@
-import { readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { coo, json } from '../helpers/cli.js';
@@ -61,6 +61,17 @@ describe('the coo command line', () => {
     const written = json<{ out: string; written: string[] }>(coo(['schemas', '--out', out, '--json']));
     expect(written.written).toContain('coo_message.v0.json');
     expect(json<{ ok: boolean; drifted: string[] }>(coo(['schemas', '--out', out, '--check', '--json']))).toMatchObject({ ok: true, drifted: [] });
+  });
+
+  it('writes no schema when one of the names in --out is a folder: exit 2, one coded line, the other files as they were', () => {
+    const out = join(dir, 'schemas-blocked');
+    mkdirSync(join(out, 'ea_receipt.v0.json'), { recursive: true });
+    writeFileSync(join(out, 'aa_receipt.v0.json'), 'old\n');
+    const result = coo(['schemas', '--out', out]);
+    expect(result.status).toBe(2);
+    expect(result.stderr).toMatch(/^coo: USAGE: --out .* holds ea_receipt\.v0\.json as something other than a file: .*nothing was written\n$/);
+    expect(readdirSync(out).sort()).toEqual(['aa_receipt.v0.json', 'ea_receipt.v0.json']);
+    expect(readFileSync(join(out, 'aa_receipt.v0.json'), 'utf8')).toBe('old\n');
   });
 
   const table: Array<[string, string[], number, RegExp]> = [
