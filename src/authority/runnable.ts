@@ -7,7 +7,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import { attemptIdFor } from '../util/ids.js';
 import { checkEdge } from './policy-check.js';
-import { retryApproved, type MessageRecord } from './state.js';
+import { retryApproved, type LedgerState, type MessageRecord, type Revocation } from './state.js';
 
 /**
  * What the runner executes. The validator holds claims, hops and attempt ids to these rules at
@@ -39,6 +39,18 @@ export interface GateFacts {
   readonly killSwitch: KillSwitch | null;
   readonly registry: ActorRegistry;
   readonly policy: ActorPolicy;
+  /** The revocation of the key that signed the message's envelope, when a registry revoked it since (signerRevocation). */
+  readonly signerRevoked: Revocation | null;
+}
+
+/**
+ * The revocation of the key that signed a message's envelope, or null while that key is not
+ * revoked (in force, or only rotated out). A revocation says the key may be in other hands, and
+ * ends what it said that nothing had used yet (as it voids an unused approval): a consult or a
+ * dispatch it queued starts no attempt, first or retry. What already ran stands.
+ */
+export function signerRevocation(state: Pick<LedgerState, 'revocations'>, record: Pick<MessageRecord, 'keyId'>): Revocation | null {
+  return record.keyId === undefined ? null : (state.revocations.get(record.keyId) ?? null);
 }
 
 export interface Stop {
@@ -49,12 +61,16 @@ export interface Stop {
 
 /**
  * What must hold before any attempt of any lane may start, in the order it is checked: the kill
- * switch, the message's times, its hop limit and the policy in force. Null when it may start; each
+ * switch, the envelope's key not revoked, the message's times, its hop limit and the policy in force. Null when it may start; each
  * lane then checks what is its own (consult/lane.ts, dispatch/lane.ts).
  */
 export function gateAttempt(facts: GateFacts): Stop | null {
   const { now, message, policy, registry } = facts;
   if (facts.killSwitch?.state === 'on') return { status: 'blocked', blocker: 'kill_switch', detail: `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}` };
+  if (facts.signerRevoked !== null) {
+    const { seq, by, reason } = facts.signerRevoked;
+    return { status: 'blocked', blocker: 'policy_denied', detail: `its envelope is signed by a key revoked at Ledger-Seq ${seq} by ${by} (${JSON.stringify(reason)}): a revoked key's word starts no attempt` };
+  }
   // expires_at bounds when a message may first start; deadline_at bounds every attempt, retries included.
   if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return { status: 'blocked', blocker: 'expired', detail: `not started before it expired at ${message.expires_at}` };
   if (now.getTime() >= Date.parse(message.deadline_at)) return { status: 'blocked', blocker: 'deadline_passed', detail: `deadline ${message.deadline_at} has passed` };

@@ -18,7 +18,7 @@ const message = {
   deadline_at: '2026-11-30T09:10:00Z',
   budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
 } as unknown as AaConsultMessage;
-const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, signerRevoked: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
 const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
 const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
 
@@ -29,6 +29,7 @@ describe('pre-flight', () => {
 
   it.each([
     ['the kill switch', { killSwitch: { schema_version: 'kill_switch.v0', version: 1, state: 'on', reason: 'stop', set_by: 'ceo', created_at: '' } }, 'blocked', 'kill_switch'],
+    ['an envelope whose key a registry revoked since', { signerRevoked: { seq: 7, by: 'trust/registry/000002.yaml', reason: 'laptop stolen' } }, 'blocked', 'policy_denied'],
     ['expiry, for a first attempt', { now: new Date('2026-11-30T09:00:00Z') }, 'blocked', 'expired'],
     ['the deadline, for a retry', { now: new Date('2026-11-30T09:10:00Z'), attempt: 2 }, 'blocked', 'deadline_passed'],
     ['the hop limit', { message: { ...message, hop_count: 3 } }, 'blocked', 'hop_limit'],
