@@ -218,6 +218,7 @@ export class ConsultLane implements RunnerLane {
         registry,
         policy: policy.doc,
         signerRevoked: signerRevocation(state, record),
+        earlier: record.attempts,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
         commandBudgetUsd: shared.commandBudgetUsd,

@@ -49,3 +49,25 @@ describe('a consult queued by a COO key revoked before any runner claimed it', (
     expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   });
 });
+
+describe("a consult's retry after the policy lowered its retries", () => {
+  it('is receipted blocked (policy_denied) and not paid: the policy in force allows the rate-limited consult no second attempt', async () => {
+    const w = await fresh({ modes: ['rate-limit', 'ok'], policy: (policy) => ({ ...policy, retries: { ...policy.retries, backoff_base_seconds: 60, backoff_max_seconds: 60 } }) });
+    const { messageId } = await w.consult();
+    await w.runner().runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['next_attempt_at'] === null)).toEqual([false]);
+    const paid = w.server.requests.length;
+    const policy = (await w.ledger.state()).policy!.doc;
+    await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, retries: { ...policy.retries, transient_max_attempts: 1 } } }, w.actors.ceo, new Date());
+
+    let tick = 0;
+    const later = w.runner({ clock: () => new Date(Date.now() + 2 * 60_000), monotonic: () => tick });
+    await later.runOnce();
+    tick = 60_000;
+    await later.runOnce();
+    expect(w.server.requests).toHaveLength(paid);
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['failed', ['aa_unavailable:rate_limited']], ['blocked', ['policy_denied']]]);
+    expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
+  });
+});

@@ -18,7 +18,7 @@ const message = {
   deadline_at: '2026-11-30T09:10:00Z',
   budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
 } as unknown as AaConsultMessage;
-const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, signerRevoked: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, signerRevoked: null, earlier: [], registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
 const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
 const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
 
@@ -65,6 +65,15 @@ describe('retries', () => {
     expect(nextAttemptAt({ now, blocker: 'aa_unavailable:rate_limited', record: record([]), message, policy })).toBe('2026-11-30T08:00:02Z');
     expect(nextAttemptAt({ now, blocker: 'aa_unavailable:transport', record: record([failedAttempt(1, 'aa_unavailable:rate_limited', 'x')]), message, policy })).toBe('2026-11-30T08:00:04Z');
     expect(nextAttemptAt({ now, blocker: 'interrupted', record: record([failedAttempt(1, 'aa_unavailable:rate_limited', 'x'), failedAttempt(2, 'aa_unavailable:timeout', 'x')]), message, policy })).toBeNull();
+  });
+
+  it('starts a retry the last receipt set only while the policy in force still allows it', () => {
+    const once = [failedAttempt(1, 'aa_unavailable:rate_limited', '2026-11-30T08:00:02Z')];
+    expect(preflight({ ...facts, attempt: 2, earlier: once, policy })).toMatchObject({ kind: 'run' });
+    const lowered = { ...policy, retries: { ...policy.retries, transient_max_attempts: 1 } };
+    expect(preflight({ ...facts, attempt: 2, earlier: once, policy: lowered })).toMatchObject({ kind: 'stop', status: 'blocked', blocker: 'policy_denied' });
+    // Another class's limit is not this failure's.
+    expect(preflight({ ...facts, attempt: 2, earlier: once, policy: { ...policy, retries: { ...policy.retries, malformed_output_max_attempts: 1 } } })).toMatchObject({ kind: 'run' });
   });
 
   it('retries malformed output within its own limit and never retries what cannot change', () => {
