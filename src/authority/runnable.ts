@@ -39,18 +39,32 @@ export interface GateFacts {
   readonly killSwitch: KillSwitch | null;
   readonly registry: ActorRegistry;
   readonly policy: ActorPolicy;
-  /** The revocation of the key that signed the message's envelope, when a registry revoked it since (signerRevocation). */
-  readonly signerRevoked: Revocation | null;
+  /** A key whose word the attempt stands on, revoked since (revokedWord). */
+  readonly signerRevoked: RevokedWord | null;
+}
+
+/** A revoked key whose word an attempt would stand on: what it signed, and its revocation. */
+export interface RevokedWord {
+  readonly what: string;
+  readonly revocation: Revocation;
 }
 
 /**
- * The revocation of the key that signed a message's envelope, or null while that key is not
- * revoked (in force, or only rotated out). A revocation says the key may be in other hands, and
- * ends what it said that nothing had used yet (as it voids an unused approval): a consult or a
- * dispatch it queued starts no attempt, first or retry. What already ran stands.
+ * The revoked key whose word the next attempt of a message would stand on, or null. A revocation
+ * says the key may be in other hands, and ends what it said that nothing had used yet: a consult or
+ * a dispatch its key queued starts no attempt, first or retry, and a dispatch whose first attempt
+ * only a revoked key's approval allowed starts none (rules/approval.ts voidApprovalsOf voids that
+ * approval). A key only rotated out is not revoked; what already ran stands.
  */
-export function signerRevocation(state: Pick<LedgerState, 'revocations'>, record: Pick<MessageRecord, 'keyId'>): Revocation | null {
-  return record.keyId === undefined ? null : (state.revocations.get(record.keyId) ?? null);
+export function revokedWord(state: Pick<LedgerState, 'revocations' | 'approvals'>, record: Pick<MessageRecord, 'id' | 'keyId' | 'attempts'>): RevokedWord | null {
+  const own = record.keyId === undefined ? undefined : state.revocations.get(record.keyId);
+  if (own !== undefined) return { what: "its envelope's key", revocation: own };
+  if (record.attempts.length > 0) return null;
+  for (const approval of state.approvals.values()) {
+    const revocation = approval.usedBy === record.id && approval.revoked === true ? state.revocations.get(approval.keyId) : undefined;
+    if (revocation !== undefined) return { what: `the key of the CEO's approval ${approval.id}`, revocation };
+  }
+  return null;
 }
 
 export interface Stop {
@@ -68,8 +82,8 @@ export function gateAttempt(facts: GateFacts): Stop | null {
   const { now, message, policy, registry } = facts;
   if (facts.killSwitch?.state === 'on') return { status: 'blocked', blocker: 'kill_switch', detail: `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}` };
   if (facts.signerRevoked !== null) {
-    const { seq, by, reason } = facts.signerRevoked;
-    return { status: 'blocked', blocker: 'policy_denied', detail: `its envelope is signed by a key revoked at Ledger-Seq ${seq} by ${by} (${JSON.stringify(reason)}): a revoked key's word starts no attempt` };
+    const { what, revocation } = facts.signerRevoked;
+    return { status: 'blocked', blocker: 'policy_denied', detail: `${what} was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt` };
   }
   // expires_at bounds when a message may first start; deadline_at bounds every attempt, retries included.
   if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return { status: 'blocked', blocker: 'expired', detail: `not started before it expired at ${message.expires_at}` };

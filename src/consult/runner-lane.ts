@@ -1,7 +1,7 @@
 import { randomBytes } from 'node:crypto';
 import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
-import { nextWork, signerRevocation } from '../authority/runnable.js';
+import { nextWork, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
@@ -217,7 +217,7 @@ export class ConsultLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry,
         policy: policy.doc,
-        signerRevoked: signerRevocation(state, record),
+        signerRevoked: revokedWord(state, record),
         earlier: record.attempts,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,

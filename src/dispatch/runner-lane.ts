@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
-import { attemptIdOf, signerRevocation } from '../authority/runnable.js';
+import { attemptIdOf, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
@@ -241,7 +241,7 @@ export class DispatchLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry: state.registry!.doc,
         policy: state.policy!.doc,
-        signerRevoked: signerRevocation(state, record),
+        signerRevoked: revokedWord(state, record),
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
         commandBudgetUsd: shared.commandBudgetUsd,

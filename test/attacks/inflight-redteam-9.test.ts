@@ -1,6 +1,12 @@
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
-import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { revokedWord } from '../../src/authority/runnable.js';
+import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { approve } from '../../src/dispatch/approve.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -69,5 +75,40 @@ describe("a consult's retry after the policy lowered its retries", () => {
     const receipts = await receiptsOf(w, messageId);
     expect(receipts.map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['failed', ['aa_unavailable:rate_limited']], ['blocked', ['policy_denied']]]);
     expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
+  });
+});
+
+describe("a dispatch the CEO's approval allowed, queued, and the CEO's key revoked before any runner claimed it", () => {
+  /** A dispatch to ea.claude_code, whose policy edge gives it to the CEO, approved by the CEO's key and written; then that key revoked (or only rotated out). */
+  async function approvedThenKeyChanged(w: World, revoke: boolean): Promise<{ messageId: string; approvalId: string }> {
+    const repo = join(w.dir, 'work');
+    if (!existsSync(repo)) makeTargetRepo(repo);
+    const base = { ledger: w.ledger, key: w.actors.coo, target: 'ea.claude_code', repo, task: 'Push the release out today.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'] };
+    const refused = await enqueueDispatch({ ...base, now: new Date() }).catch((error: unknown) => error as Error);
+    const hash = /request (sha256:[0-9a-f]{64})/.exec((refused as Error).message)![1]!;
+    const approvalId = (await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'go', requestHash: hash })).approval.approval_id;
+    const { messageId } = await enqueueDispatch({ ...base, now: new Date(), approvalId });
+    const root = (await w.ledger.state()).root!.doc;
+    const next = generatePrivateKey('ceo');
+    const authorities = [{ actor: 'ceo', key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }];
+    await appendTrustVersion(w.ledger, { role: 'root', document: { ...root, version: undefined, created_at: undefined, authorities }, ...(revoke ? { revoke: new Map([[w.actors.ceo.publicKey.keyId, 'laptop stolen']]) } : {}) }, w.actors.ceo, new Date());
+    return { messageId, approvalId };
+  }
+
+  it('starts no attempt: the approval is void, and what the pre-flight stops on names the approval whose key was revoked; the history verifies', async () => {
+    const w = await fresh();
+    const { messageId, approvalId } = await approvedThenKeyChanged(w, true);
+    const state = await w.ledger.state();
+    expect(state.approvals.get(approvalId)!.revoked).toBe(true);
+    expect(revokedWord(state, state.messages.get(messageId)!)?.what).toBe(`the key of the CEO's approval ${approvalId}`);
+    expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
+  });
+
+  it('starts when the key was only rotated out: a rotation leaves the approval standing', async () => {
+    const w = await fresh();
+    const { messageId, approvalId } = await approvedThenKeyChanged(w, false);
+    const state = await w.ledger.state();
+    expect(state.approvals.get(approvalId)!.revoked).toBeUndefined();
+    expect(revokedWord(state, state.messages.get(messageId)!)).toBeNull();
   });
 });

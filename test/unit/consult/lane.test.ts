@@ -29,7 +29,7 @@ describe('pre-flight', () => {
 
   it.each([
     ['the kill switch', { killSwitch: { schema_version: 'kill_switch.v0', version: 1, state: 'on', reason: 'stop', set_by: 'ceo', created_at: '' } }, 'blocked', 'kill_switch'],
-    ['an envelope whose key a registry revoked since', { signerRevoked: { seq: 7, by: 'trust/registry/000002.yaml', reason: 'laptop stolen' } }, 'blocked', 'policy_denied'],
+    ['an envelope whose key a registry revoked since', { signerRevoked: { what: "its envelope's key", revocation: { seq: 7, by: 'trust/registry/000002.yaml', reason: 'laptop stolen' } } }, 'blocked', 'policy_denied'],
     ['expiry, for a first attempt', { now: new Date('2026-11-30T09:00:00Z') }, 'blocked', 'expired'],
     ['the deadline, for a retry', { now: new Date('2026-11-30T09:10:00Z'), attempt: 2 }, 'blocked', 'deadline_passed'],
     ['the hop limit', { message: { ...message, hop_count: 3 } }, 'blocked', 'hop_limit'],
