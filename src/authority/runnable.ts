@@ -88,7 +88,11 @@ export function gateAttempt(facts: GateFacts): Stop | null {
   // expires_at bounds when a message may first start; deadline_at bounds every attempt, retries included.
   if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return { status: 'blocked', blocker: 'expired', detail: `not started before it expired at ${message.expires_at}` };
   if (now.getTime() >= Date.parse(message.deadline_at)) return { status: 'blocked', blocker: 'deadline_passed', detail: `deadline ${message.deadline_at} has passed` };
-  if (!withinHopLimit(message)) return { status: 'blocked', blocker: 'hop_limit', detail: `hop ${message.hop_count} of at most ${message.max_hops}` };
+  // The envelope's hop limit, or a lower one the policy in force has set since it was written.
+  const maxHops = Math.min(message.max_hops, policy.limits.max_hops);
+  if (!withinHopLimit({ hop_count: message.hop_count, max_hops: maxHops })) {
+    return { status: 'blocked', blocker: 'hop_limit', detail: `hop ${message.hop_count} of at most ${maxHops}${maxHops < message.max_hops ? ` (the policy in force, v${policy.version}, allows ${maxHops} of the ${message.max_hops} the envelope states)` : ''}` };
+  }
   try {
     checkEdge(registry, policy, message.source_actor, message.target_actor, message.intent, 'attempt');
   } catch (error) {

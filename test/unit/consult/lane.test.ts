@@ -33,6 +33,7 @@ describe('pre-flight', () => {
     ['expiry, for a first attempt', { now: new Date('2026-11-30T09:00:00Z') }, 'blocked', 'expired'],
     ['the deadline, for a retry', { now: new Date('2026-11-30T09:10:00Z'), attempt: 2 }, 'blocked', 'deadline_passed'],
     ['the hop limit', { message: { ...message, hop_count: 3 } }, 'blocked', 'hop_limit'],
+    ['a hop limit the policy in force lowered since the envelope was written', { message: { ...message, hop_count: 1 }, policy: { ...defaultPolicy(), limits: { ...defaultPolicy().limits, max_hops: 1 } } }, 'blocked', 'hop_limit'],
     ['a policy without the edge', { policy: { ...defaultPolicy(), edges: [] } }, 'blocked', 'policy_denied'],
     ['a model without a price', { policy: { ...defaultPolicy(), models: {} } }, 'failed', 'config_error'],
     ['a spent correlation', { spentOnCorrelationUsd: 20 }, 'blocked', 'correlation_budget_exhausted'],
