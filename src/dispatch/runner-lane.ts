@@ -5,6 +5,7 @@ import { attemptIdOf, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
+import { contextBounds, contextOverBounds } from '../lane/pins.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
 import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
@@ -258,6 +259,8 @@ export class DispatchLane implements RunnerLane {
     if (task === null || sha256Ref(task) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
     const pins = await this.ctx.pins.check(message.dispatch.base_ref, message.context_pin?.files ?? []);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    const overBounds = contextOverBounds(pins.files.map((file) => file.bytes.length), contextBounds(state.policy!.doc.limits));
+    if (overBounds !== null) return stopHere('blocked', 'policy_denied', `${overBounds} (policy v${state.policy!.version}, in force now); nothing was run`);
     const executor = this.options.executors({
       kind: decision.executor.kind,
       model: decision.executor.model,

@@ -112,3 +112,18 @@ describe("a dispatch the CEO's approval allowed, queued, and the CEO's key revok
     expect(revokedWord(state, state.messages.get(messageId)!)).toBeNull();
   });
 });
+
+describe('a consult queued before the policy lowered its context limits', () => {
+  it.each([
+    ['files', { max_context_files: 1 }],
+    ['bytes', { max_context_bytes: 8 }],
+  ])('is receipted blocked (policy_denied) when its pinned %s exceed the limit now, and nothing is sent or paid', async (_what, limits) => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const policy = (await w.ledger.state()).policy!.doc;
+    await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, limits: { ...policy.limits, ...limits } } }, w.actors.ceo, new Date());
+    await w.runner().runOnce();
+    expect(w.server.requests).toHaveLength(0);
+    expect((await receiptsOf(w, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+  });
+});
