@@ -6,7 +6,9 @@ import { revokedWord } from '../../src/authority/runnable.js';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { agentScript, dispatchTo, hostilePlaces, type HostilePlace } from '../helpers/hostile-agent.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -125,5 +127,35 @@ describe('a consult queued before the policy lowered its context limits', () => 
     await w.runner().runOnce();
     expect(w.server.requests).toHaveLength(0);
     expect((await receiptsOf(w, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+  });
+});
+
+describe('a dispatch queued before its trust or policy changed, through the dispatch lane', () => {
+  const place = hostilePlaces(dir, 'dispatch');
+
+  /** A runner whose agent leaves a mark in the state folder if it is ever started. */
+  function runnerOf(p: HostilePlace, key?: PrivateKey): ReturnType<World['runner']> {
+    const agent = agentScript(p.world.dir, `touch ${join(p.world.dir, 'agent-ran')}`);
+    const executors = executorFactory({ command: [agent], hide: [p.world.gitdir], env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test-key' } });
+    return p.world.runner({ repo: p.repo, executors, stateDir: p.stateDir, ...(key === undefined ? {} : { key }) });
+  }
+
+  it('a dispatch its COO key queued, that key revoked before any claim: receipted blocked (policy_denied), the agent never started', async () => {
+    const p = await place('revoked');
+    const { messageId } = await dispatchTo(p, 'revoked');
+    const next = await replaceCooKey(p.world, true);
+    await runnerOf(p, next).runOnce();
+    expect(existsSync(join(p.world.dir, 'agent-ran'))).toBe(false);
+    expect((await receiptsOf(p.world, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+  });
+
+  it('a dispatch pinning more context files than the policy now allows: receipted blocked (policy_denied), the agent never started', async () => {
+    const p = await place('context');
+    const { messageId } = await dispatchTo(p, 'context', { patterns: ['src/add.js', 'test.sh'] });
+    const policy = (await p.world.ledger.state()).policy!.doc;
+    await appendTrustVersion(p.world.ledger, { role: 'policy', document: { ...policy, version: undefined, limits: { ...policy.limits, max_context_files: 1 } } }, p.world.actors.ceo, new Date());
+    await runnerOf(p).runOnce();
+    expect(existsSync(join(p.world.dir, 'agent-ran'))).toBe(false);
+    expect((await receiptsOf(p.world, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
   });
 });
