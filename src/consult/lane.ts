@@ -1,4 +1,5 @@
 import { gateAttempt, type GateFacts } from '../authority/runnable.js';
+import { panelRefusal } from '../authority/rules/panel.js';
 import type { MessageRecord } from '../authority/state.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
@@ -52,6 +53,10 @@ export function preflight(facts: PreflightFacts): Preflight {
   if (gate !== null) return { kind: 'stop', ...gate };
   const retry = retryRefusal(facts.earlier, policy);
   if (retry !== null) return stop('blocked', 'policy_denied', retry);
+  if (message.intent === 'aa_consult' && message.panel !== undefined) {
+    const panel = panelRefusal(message.panel, message.source_actor, registry, policy, `panel ${message.panel.id}`);
+    if (panel !== null) return stop('blocked', 'policy_denied', `${panel.code}: ${panel.message}`);
+  }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
   if (transport === undefined) return stop('failed', 'config_error', `${message.target_actor} has no transport in the registry`);
   const price = policy.models[transport.model];

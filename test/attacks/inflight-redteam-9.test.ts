@@ -5,6 +5,7 @@ import { verifyLedger } from '../../src/audit/verify.js';
 import { revokedWord } from '../../src/authority/runnable.js';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
@@ -157,5 +158,20 @@ describe('a dispatch queued before its trust or policy changed, through the disp
     await runnerOf(p).runOnce();
     expect(existsSync(join(p.world.dir, 'agent-ran'))).toBe(false);
     expect((await receiptsOf(p.world, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+  });
+});
+
+describe('a panel queued before the policy took its fan-out away', () => {
+  it('has every member receipted blocked (policy_denied), none paid, when the policy panel no longer holds one of its members', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }] }) });
+    const panel = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    const policy = (await w.ledger.state()).policy!.doc;
+    await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.gemini'] }] } }, w.actors.ceo, new Date());
+    await w.runner().runOnce();
+    expect(w.server.requests).toHaveLength(0);
+    for (const member of panel.members) {
+      expect((await receiptsOf(w, member.messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+    }
+    expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
   });
 });
