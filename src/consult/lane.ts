@@ -1,5 +1,6 @@
 import { gateAttempt, type GateFacts } from '../authority/runnable.js';
 import { panelRefusal } from '../authority/rules/panel.js';
+import { challengerTwin } from '../authority/rules/intents/cross-check.js';
 import type { MessageRecord } from '../authority/state.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
@@ -56,6 +57,10 @@ export function preflight(facts: PreflightFacts): Preflight {
   if (message.intent === 'aa_consult' && message.panel !== undefined) {
     const panel = panelRefusal(message.panel, message.source_actor, registry, policy, `panel ${message.panel.id}`);
     if (panel !== null) return stop('blocked', 'policy_denied', `${panel.code}: ${panel.message}`);
+  }
+  if (message.intent === 'cross_check') {
+    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check');
+    if (twin !== null) return stop('blocked', 'policy_denied', `${twin.code}: ${twin.message}`);
   }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
   if (transport === undefined) return stop('failed', 'config_error', `${message.target_actor} has no transport in the registry`);

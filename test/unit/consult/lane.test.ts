@@ -42,6 +42,16 @@ describe('pre-flight', () => {
     expect(preflight({ ...facts, ...(change as Partial<PreflightFacts>) })).toMatchObject({ kind: 'stop', status, blocker });
   });
 
+  it('stops a cross-check whose challenger the registry has since made the author\'s model', () => {
+    const policy = { ...defaultPolicy(), edges: [...defaultPolicy().edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check' as const], requires: [] }] };
+    const crossCheck = { ...message, intent: 'cross_check', source_actor: 'aa.chatgpt', target_actor: 'aa.claude' } as unknown as AaConsultMessage;
+    expect(preflight({ ...facts, message: crossCheck, policy })).toMatchObject({ kind: 'run' });
+    const registry = defaultRegistry();
+    const chatgpt = registry.actors.find((actor) => actor.id === 'aa.chatgpt')!;
+    const twin = { ...registry, actors: registry.actors.map((actor) => (actor.id === 'aa.claude' ? { ...actor, transport: chatgpt.transport } : actor)) };
+    expect(preflight({ ...facts, message: crossCheck, policy, registry: twin })).toMatchObject({ kind: 'stop', status: 'blocked', blocker: 'policy_denied' });
+  });
+
   it("bounds a retry's output by what the message's budget has left after its earlier attempts", () => {
     const fresh = preflight({ ...facts, attempt: 2 });
     const spent = preflight({ ...facts, attempt: 2, spentOnMessageUsd: 1.9 });
