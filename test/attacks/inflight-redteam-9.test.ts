@@ -150,6 +150,19 @@ describe('a dispatch queued before its trust or policy changed, through the disp
     expect((await receiptsOf(p.world, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
   });
 
+  it("a dispatch written without an approval, then the policy gave its target's dispatches to the CEO: receipted blocked (policy_denied), the agent never started", async () => {
+    const p = await place('approval');
+    const { messageId } = await dispatchTo(p, 'approval');
+    const policy = (await p.world.ledger.state()).policy!.doc;
+    const edges = policy.edges.map((edge) => (edge.to === 'ea.codex' ? { ...edge, requires: [...edge.requires, 'ceo_approval' as const] } : edge));
+    await appendTrustVersion(p.world.ledger, { role: 'policy', document: { ...policy, version: undefined, edges } }, p.world.actors.ceo, new Date());
+    await runnerOf(p).runOnce();
+    expect(existsSync(join(p.world.dir, 'agent-ran'))).toBe(false);
+    const receipts = await receiptsOf(p.world, messageId);
+    expect(receipts.map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+    expect(JSON.stringify(receipts[0])).toContain('gives dispatches to ea.codex to the CEO');
+  });
+
   it('a dispatch pinning more context files than the policy now allows: receipted blocked (policy_denied), the agent never started', async () => {
     const p = await place('context');
     const { messageId } = await dispatchTo(p, 'context', { patterns: ['src/add.js', 'test.sh'] });
