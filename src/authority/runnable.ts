@@ -7,7 +7,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import { attemptIdFor } from '../util/ids.js';
 import { checkEdge } from './policy-check.js';
-import { retryApproved, type MessageRecord } from './state.js';
+import { retryApproved, type LedgerState, type MessageRecord, type Revocation } from './state.js';
 
 /**
  * What the runner executes. The validator holds claims, hops and attempt ids to these rules at
@@ -39,6 +39,32 @@ export interface GateFacts {
   readonly killSwitch: KillSwitch | null;
   readonly registry: ActorRegistry;
   readonly policy: ActorPolicy;
+  /** A key whose word the attempt stands on, revoked since (revokedWord). */
+  readonly signerRevoked: RevokedWord | null;
+}
+
+/** A revoked key whose word an attempt would stand on: what it signed, and its revocation. */
+export interface RevokedWord {
+  readonly what: string;
+  readonly revocation: Revocation;
+}
+
+/**
+ * The revoked key whose word the next attempt of a message would stand on, or null. A revocation
+ * says the key may be in other hands, and ends what it said that nothing had used yet: a consult or
+ * a dispatch its key queued starts no attempt, first or retry, and a dispatch whose first attempt
+ * only a revoked key's approval allowed starts none (rules/approval.ts voidApprovalsOf voids that
+ * approval). A key only rotated out is not revoked; what already ran stands.
+ */
+export function revokedWord(state: Pick<LedgerState, 'revocations' | 'approvals'>, record: Pick<MessageRecord, 'id' | 'keyId' | 'attempts'>): RevokedWord | null {
+  const own = record.keyId === undefined ? undefined : state.revocations.get(record.keyId);
+  if (own !== undefined) return { what: "its envelope's key", revocation: own };
+  if (record.attempts.length > 0) return null;
+  for (const approval of state.approvals.values()) {
+    const revocation = approval.usedBy === record.id && approval.revoked === true ? state.revocations.get(approval.keyId) : undefined;
+    if (revocation !== undefined) return { what: `the key of the CEO's approval ${approval.id}`, revocation };
+  }
+  return null;
 }
 
 export interface Stop {
@@ -49,16 +75,24 @@ export interface Stop {
 
 /**
  * What must hold before any attempt of any lane may start, in the order it is checked: the kill
- * switch, the message's times, its hop limit and the policy in force. Null when it may start; each
+ * switch, the envelope's key not revoked, the message's times, its hop limit and the policy in force. Null when it may start; each
  * lane then checks what is its own (consult/lane.ts, dispatch/lane.ts).
  */
 export function gateAttempt(facts: GateFacts): Stop | null {
   const { now, message, policy, registry } = facts;
   if (facts.killSwitch?.state === 'on') return { status: 'blocked', blocker: 'kill_switch', detail: `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}` };
+  if (facts.signerRevoked !== null) {
+    const { what, revocation } = facts.signerRevoked;
+    return { status: 'blocked', blocker: 'policy_denied', detail: `${what} was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt` };
+  }
   // expires_at bounds when a message may first start; deadline_at bounds every attempt, retries included.
   if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return { status: 'blocked', blocker: 'expired', detail: `not started before it expired at ${message.expires_at}` };
   if (now.getTime() >= Date.parse(message.deadline_at)) return { status: 'blocked', blocker: 'deadline_passed', detail: `deadline ${message.deadline_at} has passed` };
-  if (!withinHopLimit(message)) return { status: 'blocked', blocker: 'hop_limit', detail: `hop ${message.hop_count} of at most ${message.max_hops}` };
+  // The envelope's hop limit, or a lower one the policy in force has set since it was written.
+  const maxHops = Math.min(message.max_hops, policy.limits.max_hops);
+  if (!withinHopLimit({ hop_count: message.hop_count, max_hops: maxHops })) {
+    return { status: 'blocked', blocker: 'hop_limit', detail: `hop ${message.hop_count} of at most ${maxHops}${maxHops < message.max_hops ? ` (the policy in force, v${policy.version}, allows ${maxHops} of the ${message.max_hops} the envelope states)` : ''}` };
+  }
   try {
     checkEdge(registry, policy, message.source_actor, message.target_actor, message.intent, 'attempt');
   } catch (error) {

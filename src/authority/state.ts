@@ -99,7 +99,7 @@ export interface MessageRecord {
   readonly ackedBy?: string;
   /** Commands: what the CEO allows the work it asks for to cost (`budget_usd`), when it says. */
   readonly budgetUsd?: number;
-  /** Commands and rejections: the key that signed it. */
+  /** The key that signed the envelope: a runner starts no attempt of a message whose key a registry revoked since (runnable.ts gateAttempt); a CEO's command or rejection speaks while it stands (rules/intents/ceo-authority.ts). Absent in a state cached before it was kept. */
   readonly keyId?: string;
   /** Commands and rejections: set when a registry revoked that key before the COO acknowledged it: no longer the CEO's word, nothing for the COO to act on (rules/intents/ceo-authority.ts voidCeoMessagesOf). */
   readonly revoked?: true;

@@ -1,4 +1,6 @@
 import { gateAttempt, type GateFacts } from '../authority/runnable.js';
+import { panelRefusal } from '../authority/rules/panel.js';
+import { challengerTwin } from '../authority/rules/intents/cross-check.js';
 import type { MessageRecord } from '../authority/state.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
@@ -12,6 +14,8 @@ import { correlationCapUsd, planBudget, type ModelPrice } from '../lane/budget.j
 
 export interface PreflightFacts extends GateFacts {
   readonly message: AdvisoryMessage;
+  /** The message's earlier attempts: a retry must still be one the policy in force allows (retryRefusal). */
+  readonly earlier: MessageRecord['attempts'];
   /** What this message's earlier attempts cost: its budget is for the message, retries included. */
   readonly spentOnMessageUsd: number;
   readonly spentOnCorrelationUsd: number;
@@ -48,6 +52,16 @@ export function preflight(facts: PreflightFacts): Preflight {
   const { now, message, policy, registry } = facts;
   const gate = gateAttempt(facts);
   if (gate !== null) return { kind: 'stop', ...gate };
+  const retry = retryRefusal(facts.earlier, policy);
+  if (retry !== null) return stop('blocked', 'policy_denied', retry);
+  if (message.intent === 'aa_consult' && message.panel !== undefined) {
+    const panel = panelRefusal(message.panel, message.source_actor, registry, policy, `panel ${message.panel.id}`);
+    if (panel !== null) return stop('blocked', 'policy_denied', `${panel.code}: ${panel.message}`);
+  }
+  if (message.intent === 'cross_check') {
+    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check');
+    if (twin !== null) return stop('blocked', 'policy_denied', `${twin.code}: ${twin.message}`);
+  }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
   if (transport === undefined) return stop('failed', 'config_error', `${message.target_actor} has no transport in the registry`);
   const price = policy.models[transport.model];
@@ -81,21 +95,43 @@ export interface RetryFacts {
   readonly policy: ActorPolicy;
 }
 
+/** How many attempts of `attempts` failed in the retry class of `blocker`, and how many such attempts `policy` allows; null when it is no class that retries. */
+function retryCount(blocker: BlockerCode, attempts: MessageRecord['attempts'], policy: ActorPolicy): { readonly tries: number; readonly limit: number } | null {
+  const sameClass = TRANSIENT.has(blocker) ? TRANSIENT : MALFORMED.has(blocker) ? MALFORMED : null;
+  if (sameClass === null) return null;
+  const limit = sameClass === TRANSIENT ? policy.retries.transient_max_attempts : policy.retries.malformed_output_max_attempts;
+  return { tries: attempts.filter((attempt) => attempt.receipt !== null && attempt.receipt.blockers.some((code) => sameClass.has(code))).length, limit };
+}
+
 /** When the next attempt may start, or null when this failure ends the message. */
 export function nextAttemptAt(facts: RetryFacts): string | null {
   const { blocker, record, policy } = facts;
   // The agent that asked waits for this answer inside its attempt: one attempt; it may ask again.
   if (facts.message.intent === 'aa_consult' && facts.message.asked_in_attempt !== undefined) return null;
-  const sameClass = TRANSIENT.has(blocker) ? TRANSIENT : MALFORMED.has(blocker) ? MALFORMED : null;
-  if (sameClass === null) return null;
-  const limit = sameClass === TRANSIENT ? policy.retries.transient_max_attempts : policy.retries.malformed_output_max_attempts;
-  const earlier = record.attempts.filter((attempt) => attempt.receipt !== null && attempt.receipt.blockers.some((code) => sameClass.has(code))).length;
-  const tries = earlier + 1;
-  if (tries >= limit) return null;
+  const count = retryCount(blocker, record.attempts, policy);
+  if (count === null) return null;
+  const tries = count.tries + 1;
+  if (tries >= count.limit) return null;
   const delay = Math.min(policy.retries.backoff_base_seconds * 2 ** (tries - 1), policy.retries.backoff_max_seconds);
   const at = new Date(facts.now.getTime() + delay * 1000);
   if (at.getTime() >= Date.parse(facts.message.deadline_at)) return null;
   return at.toISOString().replace(/\.\d{3}Z$/, 'Z');
+}
+
+/**
+ * Why the retry the last receipt set is no longer one the policy in force allows, or null. The
+ * receipt set its time under the policy of its day; a policy that since lowered the retries of its
+ * failure's class ends the message before the retry is paid for, counted as nextAttemptAt counts.
+ */
+export function retryRefusal(earlier: MessageRecord['attempts'], policy: ActorPolicy): string | null {
+  const last = earlier[earlier.length - 1]?.receipt;
+  if (last == null || last.nextAttemptAt === null) return null;
+  for (const blocker of last.blockers) {
+    const count = retryCount(blocker, earlier, policy);
+    if (count === null) continue;
+    return count.tries >= count.limit ? `the policy in force (v${policy.version}) retries a failure such as ${blocker} until ${count.limit} attempts have failed so, and ${count.tries} have: no retry is paid for` : null;
+  }
+  return null;
 }
 
 

@@ -1,10 +1,10 @@
 import { randomBytes } from 'node:crypto';
 import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
-import { nextWork } from '../authority/runnable.js';
+import { nextWork, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
-import type { PinnedFile } from '../lane/pins.js';
+import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
@@ -217,6 +217,8 @@ export class ConsultLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry,
         policy: policy.doc,
+        signerRevoked: revokedWord(state, record),
+        earlier: record.attempts,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
         commandBudgetUsd: shared.commandBudgetUsd,
@@ -240,6 +242,8 @@ export class ConsultLane implements RunnerLane {
     }
     const pins = await checkContextPin(ledger, this.ctx.pins, record, message.context_pin);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    const overBounds = contextOverBounds(pins.files.map((file) => file.bytes.length), contextBounds(policy.doc.limits));
+    if (overBounds !== null) return stopHere('blocked', 'policy_denied', `${overBounds} (policy v${policy.version}, in force now); nothing was sent`);
     // The manifest's sizes are its writer's word, and the estimate above was made from them: a file of another size than it states is not sent.
     const missized = pins.files.find((file, index) => listed[index]?.path !== file.path || listed[index]?.bytes !== file.bytes.length);
     if (missized !== undefined) {

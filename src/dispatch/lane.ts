@@ -1,4 +1,5 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
+import { approvalRequired } from '../authority/rules/intents/dispatch.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
 import { commandBudgetOf, correlationCapUsd, planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
@@ -81,6 +82,9 @@ export function preflightDispatch(facts: DispatchPreflightFacts): DispatchPrefli
   const { now, message, policy, registry } = facts;
   const gate = gateAttempt(facts);
   if (gate !== null) return { kind: 'stop', ...gate };
+  // A first attempt the policy in force gives to the CEO needs the CEO's approval, whatever the policy said when it was written (a retry always does).
+  const required = facts.attempt === 1 && message.approval_id === undefined ? approvalRequired(policy, message.source_actor, message.target_actor, message.adopted_proposal !== undefined) : null;
+  if (required !== null) return { kind: 'stop', status: 'blocked', blocker: 'policy_denied', detail: `${required}, and this dispatch was written without an approval: ask the CEO to approve it (dispatch it again, which prints the request to approve)` };
   const executor = registry.actors.find((actor) => actor.id === message.target_actor)?.executor;
   if (executor === undefined) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `${message.target_actor} has no executor in the registry in force` };
   if (executor.kind !== message.dispatch.executor) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `${message.target_actor} now runs ${executor.kind}, the dispatch names ${message.dispatch.executor}` };

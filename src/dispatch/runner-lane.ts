@@ -1,10 +1,11 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { attemptBranchFor } from '../authority/rules/intents/dispatch.js';
-import { attemptIdOf } from '../authority/runnable.js';
+import { attemptIdOf, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
+import { contextBounds, contextOverBounds } from '../lane/pins.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
 import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
@@ -241,6 +242,7 @@ export class DispatchLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry: state.registry!.doc,
         policy: state.policy!.doc,
+        signerRevoked: revokedWord(state, record),
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
         commandBudgetUsd: shared.commandBudgetUsd,
@@ -257,6 +259,8 @@ export class DispatchLane implements RunnerLane {
     if (task === null || sha256Ref(task) !== message.payload_hash) return stopHere('failed', 'stale_context', `${message.payload_ref} does not hash to payload_hash`);
     const pins = await this.ctx.pins.check(message.dispatch.base_ref, message.context_pin?.files ?? []);
     if (!pins.ok) return stopHere('failed', 'stale_context', pins.detail);
+    const overBounds = contextOverBounds(pins.files.map((file) => file.bytes.length), contextBounds(state.policy!.doc.limits));
+    if (overBounds !== null) return stopHere('blocked', 'policy_denied', `${overBounds} (policy v${state.policy!.version}, in force now); nothing was run`);
     const price = { inputPerMillion: decision.price.input_usd_per_million, outputPerMillion: decision.price.output_usd_per_million };
     const executor = this.options.executors({ kind: decision.executor.kind, model: decision.executor.model, providerKeyEnv: decision.executor.provider_key_env, price });
     // A missing executor is the runner's configuration, not the dispatch's fault: it stays queued.

@@ -127,9 +127,19 @@ export function contextBounds(limits: { readonly max_context_files: number; read
  * of a refusal does not grow with what was named.
  */
 export function refuseContextOverBounds(sizes: readonly number[], bounds: ContextBounds): void {
-  if (sizes.length > bounds.files) throw new CooError('POLICY_LIMIT', `${sizes.length} context files exceed the policy's ${bounds.files}`);
+  const over = contextOverBounds(sizes, bounds);
+  if (over !== null) throw new CooError('POLICY_LIMIT', `${over}; nothing was read`);
+}
+
+/**
+ * Why context of these file sizes is over the policy's bounds, or null. Asked when context is
+ * pinned, and again by each lane before an attempt is claimed: a policy that lowered its bounds
+ * since holds what is queued too.
+ */
+export function contextOverBounds(sizes: readonly number[], bounds: ContextBounds): string | null {
+  if (sizes.length > bounds.files) return `${sizes.length} context files exceed the policy's ${bounds.files}`;
   const total = sizes.reduce((sum, size) => sum + size, 0);
-  if (total > bounds.bytes) throw new CooError('POLICY_LIMIT', `${total} bytes of context exceed the policy's ${bounds.bytes}; nothing was read`);
+  return total > bounds.bytes ? `${total} bytes of context exceed the policy's ${bounds.bytes}` : null;
 }
 
 /**

@@ -97,15 +97,18 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
 
 /**
  * A revocation ends what the revoked key approved and nothing has used yet: a dispatch approval no
- * dispatch named, a retry approval of an attempt no runner claimed. A thief's approvals do not
- * outlive the key; what was used stands, and a rotation (no revocation) leaves approvals standing.
- * The dispatch whose retry only such an approval reopened waits for the CEO's word again.
+ * runner acted on (no dispatch named it, or the one that did has no attempt claimed), a retry
+ * approval of an attempt no runner claimed. A thief's approvals do not outlive the key; what was
+ * used stands, and a rotation (no revocation) leaves approvals standing. The dispatch whose retry
+ * only such an approval reopened waits for the CEO's word again; one whose first attempt only such
+ * an approval allowed starts none (runnable.ts revokedWord).
  */
 export function voidApprovalsOf(check: CommitCheck, keyId: string): void {
   for (const approval of approvalsNow(check)) {
     if (approval.keyId !== keyId || approval.revoked === true) continue;
     const record = approval.messageId === null ? undefined : check.message(approval.messageId);
-    const used = approval.approves === 'dispatch' ? approval.usedBy !== null : record === undefined || record.attempts.length >= approval.attempt!;
+    const dispatch = approval.usedBy === null ? undefined : check.message(approval.usedBy);
+    const used = approval.approves === 'dispatch' ? approval.usedBy !== null && (dispatch === undefined || dispatch.attempts.length > 0) : record === undefined || record.attempts.length >= approval.attempt!;
     if (used) continue;
     check.approvals.set(approval.id, { ...approval, revoked: true });
     if (record !== undefined && retryApprovals(check, record.id, approval.attempt!).length === 0) {

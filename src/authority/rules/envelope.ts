@@ -82,11 +82,12 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     seq: check.seq,
     duplicateOf,
     attempts: [],
+    keyId,
     ...(doc.submitted_via === undefined ? {} : { submittedVia: doc.submitted_via }),
     ...(classOf(registry, doc.source_actor) === 'advisory_agent' || classOf(registry, doc.target_actor) === 'advisory_agent' ? { advisory: true as const } : {}),
     ...(doc.intent === 'aa_consult' && doc.panel !== undefined ? { panel: doc.panel.id } : {}),
     ...(doc.target_actor === registry.active_coo ? { toCoo: true as const } : doc.source_actor === registry.active_coo ? { fromCoo: true as const } : {}),
-    ...rules.record?.(doc, keyId),
+    ...rules.record?.(doc),
   };
   check.messages.set(doc.message_id, record);
   if (duplicateOf === null) rules.accepted?.(check, doc, record, where);

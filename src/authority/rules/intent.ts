@@ -36,8 +36,8 @@ export interface IntentRules<I extends Intent = Intent> {
    * that proof). Absent: an envelope is signed by its source.
    */
   onBehalf?(doc: MessageOf<I>): boolean;
-  /** What the intent keeps of its envelope (signed by `keyId`) in the message's record, besides the fields every intent keeps. */
-  record?(doc: MessageOf<I>, keyId: string): Partial<MessageRecord>;
+  /** What the intent keeps of its envelope in the message's record, besides the fields every intent keeps (its signing key among them). */
+  record?(doc: MessageOf<I>): Partial<MessageRecord>;
   /** The envelope was accepted and is no repeat of an earlier request: what it does to the records of others (its parent's). */
   accepted?(check: CommitCheck, doc: MessageOf<I>, record: MessageRecord, where: string): void;
   /** A receipt for one of its attempts; an intent without one takes no receipts. */

@@ -17,22 +17,8 @@ import { matchesPattern } from '../policy-check.js';
 export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, registry: ActorRegistry, policy: ActorPolicy, where: string): void {
   const membership = doc.panel;
   if (membership === undefined) return;
-  const allowed = (policy.panels ?? []).find((panel) => panel.name === membership.name);
-  if (allowed === undefined || !matchesPattern(allowed.from, doc.source_actor)) {
-    throw new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: policy v${policy.version} has no panel ${membership.name} that ${doc.source_actor} may ask: no fan-out is allowed there`, { where: `${where}:panel` });
-  }
-  const outside = membership.members.filter((member) => !allowed.members.includes(member));
-  if (outside.length > 0) {
-    throw new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: panel ${membership.name} of policy v${policy.version} does not have ${outside.join(', ')} among its members`, { where: `${where}:panel.members` });
-  }
-  const twin = sameModel(registry, membership.members);
-  if (twin !== null) {
-    throw new CooError('PANEL_INVALID', `${where}: panel members ${twin.members.join(' and ')} are one model (${twin.model}) under two names: a panel's members are independent, so ask one of them`, { where: `${where}:panel.members` });
-  }
-  const limit = policy.limits.max_fanout;
-  if (limit !== undefined && membership.members.length > limit) {
-    throw new CooError('POLICY_LIMIT', `${where}: a panel of ${membership.members.length} members is over the policy's max_fanout ${limit} (policy v${policy.version})`, { where: `${where}:panel.members` });
-  }
+  const refused = panelRefusal(membership, doc.source_actor, registry, policy, where);
+  if (refused !== null) throw refused;
   if (check.state.panels.has(membership.id)) {
     throw new CooError('PANEL_INVALID', `${where}: panel ${membership.id} was written before; a panel takes all its members in one commit`, { where: `${where}:panel.id` });
   }
@@ -53,6 +39,32 @@ export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, regis
     throw new CooError('PANEL_INVALID', `${where}: panel ${membership.id} already has a message to ${doc.target_actor} (${written.seen.get(doc.target_actor)})`, { where: `${where}:target_actor` });
   }
   written.seen.set(doc.target_actor, doc.message_id);
+}
+
+/**
+ * Why the trust files given do not allow a panel, or null: a policy panel the sender may ask that
+ * holds every member, no two members one model, within max_fanout. The validator asks it when the
+ * members are written, and the consult lane again before a member is claimed: a policy or registry
+ * changed since holds what is queued too.
+ */
+export function panelRefusal(membership: { readonly name: string; readonly members: readonly string[] }, source: string, registry: ActorRegistry, policy: ActorPolicy, where: string): CooError | null {
+  const allowed = (policy.panels ?? []).find((panel) => panel.name === membership.name);
+  if (allowed === undefined || !matchesPattern(allowed.from, source)) {
+    return new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: policy v${policy.version} has no panel ${membership.name} that ${source} may ask: no fan-out is allowed there`, { where: `${where}:panel` });
+  }
+  const outside = membership.members.filter((member) => !allowed.members.includes(member));
+  if (outside.length > 0) {
+    return new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: panel ${membership.name} of policy v${policy.version} does not have ${outside.join(', ')} among its members`, { where: `${where}:panel.members` });
+  }
+  const twin = sameModel(registry, membership.members);
+  if (twin !== null) {
+    return new CooError('PANEL_INVALID', `${where}: panel members ${twin.members.join(' and ')} are one model (${twin.model}) under two names: a panel's members are independent, so ask one of them`, { where: `${where}:panel.members` });
+  }
+  const limit = policy.limits.max_fanout;
+  if (limit !== undefined && membership.members.length > limit) {
+    return new CooError('POLICY_LIMIT', `${where}: a panel of ${membership.members.length} members is over the policy's max_fanout ${limit} (policy v${policy.version})`, { where: `${where}:panel.members` });
+  }
+  return null;
 }
 
 /** Two of `members` the registry reaches through one model, by whatever route, or null: a panel's members, a cross-check's author and challenger. */

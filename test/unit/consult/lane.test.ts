@@ -18,7 +18,7 @@ const message = {
   deadline_at: '2026-11-30T09:10:00Z',
   budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
 } as unknown as AaConsultMessage;
-const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, signerRevoked: null, earlier: [], registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
 const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
 const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
 
@@ -29,15 +29,27 @@ describe('pre-flight', () => {
 
   it.each([
     ['the kill switch', { killSwitch: { schema_version: 'kill_switch.v0', version: 1, state: 'on', reason: 'stop', set_by: 'ceo', created_at: '' } }, 'blocked', 'kill_switch'],
+    ['an envelope whose key a registry revoked since', { signerRevoked: { what: "its envelope's key", revocation: { seq: 7, by: 'trust/registry/000002.yaml', reason: 'laptop stolen' } } }, 'blocked', 'policy_denied'],
     ['expiry, for a first attempt', { now: new Date('2026-11-30T09:00:00Z') }, 'blocked', 'expired'],
     ['the deadline, for a retry', { now: new Date('2026-11-30T09:10:00Z'), attempt: 2 }, 'blocked', 'deadline_passed'],
     ['the hop limit', { message: { ...message, hop_count: 3 } }, 'blocked', 'hop_limit'],
+    ['a hop limit the policy in force lowered since the envelope was written', { message: { ...message, hop_count: 1 }, policy: { ...defaultPolicy(), limits: { ...defaultPolicy().limits, max_hops: 1 } } }, 'blocked', 'hop_limit'],
     ['a policy without the edge', { policy: { ...defaultPolicy(), edges: [] } }, 'blocked', 'policy_denied'],
     ['a model without a price', { policy: { ...defaultPolicy(), models: {} } }, 'failed', 'config_error'],
     ['a spent correlation', { spentOnCorrelationUsd: 20 }, 'blocked', 'correlation_budget_exhausted'],
     ['a spent day', { spentTodayUsd: 50 }, 'blocked', 'daily_cap_reached'],
   ])('stops on %s', (_name, change, status, blocker) => {
     expect(preflight({ ...facts, ...(change as Partial<PreflightFacts>) })).toMatchObject({ kind: 'stop', status, blocker });
+  });
+
+  it('stops a cross-check whose challenger the registry has since made the author\'s model', () => {
+    const policy = { ...defaultPolicy(), edges: [...defaultPolicy().edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check' as const], requires: [] }] };
+    const crossCheck = { ...message, intent: 'cross_check', source_actor: 'aa.chatgpt', target_actor: 'aa.claude' } as unknown as AaConsultMessage;
+    expect(preflight({ ...facts, message: crossCheck, policy })).toMatchObject({ kind: 'run' });
+    const registry = defaultRegistry();
+    const chatgpt = registry.actors.find((actor) => actor.id === 'aa.chatgpt')!;
+    const twin = { ...registry, actors: registry.actors.map((actor) => (actor.id === 'aa.claude' ? { ...actor, transport: chatgpt.transport } : actor)) };
+    expect(preflight({ ...facts, message: crossCheck, policy, registry: twin })).toMatchObject({ kind: 'stop', status: 'blocked', blocker: 'policy_denied' });
   });
 
   it("bounds a retry's output by what the message's budget has left after its earlier attempts", () => {
@@ -64,6 +76,15 @@ describe('retries', () => {
     expect(nextAttemptAt({ now, blocker: 'aa_unavailable:rate_limited', record: record([]), message, policy })).toBe('2026-11-30T08:00:02Z');
     expect(nextAttemptAt({ now, blocker: 'aa_unavailable:transport', record: record([failedAttempt(1, 'aa_unavailable:rate_limited', 'x')]), message, policy })).toBe('2026-11-30T08:00:04Z');
     expect(nextAttemptAt({ now, blocker: 'interrupted', record: record([failedAttempt(1, 'aa_unavailable:rate_limited', 'x'), failedAttempt(2, 'aa_unavailable:timeout', 'x')]), message, policy })).toBeNull();
+  });
+
+  it('starts a retry the last receipt set only while the policy in force still allows it', () => {
+    const once = [failedAttempt(1, 'aa_unavailable:rate_limited', '2026-11-30T08:00:02Z')];
+    expect(preflight({ ...facts, attempt: 2, earlier: once, policy })).toMatchObject({ kind: 'run' });
+    const lowered = { ...policy, retries: { ...policy.retries, transient_max_attempts: 1 } };
+    expect(preflight({ ...facts, attempt: 2, earlier: once, policy: lowered })).toMatchObject({ kind: 'stop', status: 'blocked', blocker: 'policy_denied' });
+    // Another class's limit is not this failure's.
+    expect(preflight({ ...facts, attempt: 2, earlier: once, policy: { ...policy, retries: { ...policy.retries, malformed_output_max_attempts: 1 } } })).toMatchObject({ kind: 'run' });
   });
 
   it('retries malformed output within its own limit and never retries what cannot change', () => {

@@ -20,7 +20,7 @@ export const ceoCommandRules: IntentRules<'ceo_command'> = {
     }
   },
   /** The work that descends from the command is held to its budget (rules/envelope.ts); its key answers for it (ceo-authority.ts voidCeoMessagesOf). */
-  record(doc, keyId) {
-    return doc.budget_usd === null ? { keyId } : { keyId, budgetUsd: doc.budget_usd };
+  record(doc) {
+    return doc.budget_usd === null ? {} : { budgetUsd: doc.budget_usd };
   },
 };

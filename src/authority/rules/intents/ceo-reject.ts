@@ -27,7 +27,7 @@ export const ceoRejectRules: IntentRules<'ceo_reject'> = {
     const earlier = rejectionOf(check, about);
     if (earlier !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: ${earlier.id} rejected ${about} already`, { where });
   },
-  record(doc, keyId) {
-    return doc.about_message_id === null ? { rejectsRequest: doc.request_hash!, keyId } : { about: doc.about_message_id, keyId };
+  record(doc) {
+    return doc.about_message_id === null ? { rejectsRequest: doc.request_hash! } : { about: doc.about_message_id };
   },
 };

@@ -1,11 +1,22 @@
 import { CooError } from '../../../errors.js';
 import { ADVISORY_INTENTS } from '../../../schema/common.js';
+import type { ActorRegistry } from '../../../schema/registry.js';
 import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
+
+/**
+ * Why `challenger` may not challenge `author`'s answer under `registry`, or null: the registry
+ * reaches both through one model. The validator asks it when the cross-check is written, and the
+ * consult lane again before it is claimed: a registry changed since holds what is queued too.
+ */
+export function challengerTwin(registry: ActorRegistry, author: string, challenger: string, where: string): CooError | null {
+  const twin = sameModel(registry, [author, challenger]);
+  return twin === null ? null : new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${challenger} is ${author}'s model (${twin.model}) under another name: an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
+}
 
 /**
  * cross_check: the COO puts advisory agent A's answer to advisory agent B to challenge. A holds no
@@ -20,10 +31,8 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
       throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: a cross-check is written on behalf of the advisory agent whose answer it challenges, not ${doc.source_actor}`, { where });
     }
     requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
-    const twin = sameModel(registry, [doc.source_actor, doc.target_actor]);
-    if (twin !== null) {
-      throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${doc.target_actor} is ${doc.source_actor}'s model (${twin.model}) under another name: an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
-    }
+    const twin = challengerTwin(registry, doc.source_actor, doc.target_actor, where);
+    if (twin !== null) throw twin;
   },
   ancestry(check, doc, _registry, where) {
     const parent = check.message(doc.parent_message_id)!;
