@@ -725,11 +725,13 @@ export class Runner {
   async heartbeat(): Promise<number> {
     const now = this.clock();
     await this.checkHistory();
-    const policy = (await this.options.ledger.state()).policy?.doc;
-    if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
     const result = await this.append({
       files: (state) => {
         this.checkKey(state);
+        // The lifetime of the policy on the head it is written on: through a remote that is the head its push fetched, where
+        // the CEO may have shortened it since this clone last looked (a heartbeat stating the old one is refused, and ends a watch).
+        const policy = state.policy?.doc;
+        if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
         const seq = state.seq + 1;
         const doc = { schema_version: 'heartbeat.v0', runner_id: this.runnerId, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, policy.heartbeat.ttl_seconds)) };
         return [{ path: heartbeatPath(doc.created_at, seq), bytes: Buffer.from(toYaml(doc)) }];
