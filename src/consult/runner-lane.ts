@@ -31,7 +31,7 @@ import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type 
 import { judgeRun, type OracleRun, type OracleSessionMeta } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
-import { classifyFor } from './providers/routes.js';
+import { classifyFor, uncountedOutputCap } from './providers/routes.js';
 import type { RoutePlan } from './providers/provider.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
@@ -431,6 +431,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       sentBytes: Buffer.byteLength(bundle) + contextBytes,
       answerBytes: run.answerBytes,
+      uncountedOutputCap: uncountedOutputCap(route.name, decision.maxOutputTokens),
       bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
     };
   }
@@ -558,6 +559,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(promptBytes, contextBytes),
       sentBytes: promptBytes + contextBytes,
       answerBytes: 0,
+      uncountedOutputCap: uncountedOutputCap(attemptFile.route?.name ?? null, attemptFile.max_output_tokens),
       bundleHash: prompt.sent === null ? null : sha256Ref(prompt.sent),
     };
   }

@@ -1,0 +1,141 @@
+import { createServer, type ServerResponse } from 'node:http';
+import { describe, expect, it } from 'vitest';
+import { defaultPolicy } from '../../src/ledger/init.js';
+import { listenLoopback, readBody, type Listening } from '../../src/offline/loopback-server.js';
+import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A hostile or broken provider on each route Oracle takes, scripted by a loopback server speaking
+ * that route's own wire: what the COO-signed receipt then says was answered and paid.
+ */
+const fresh = worlds(tempDir());
+
+interface Seen {
+  readonly path: string;
+  readonly prompt: string;
+  /** The output cap the request asked for. */
+  readonly cap: number;
+}
+
+interface Hostile extends Listening {
+  readonly requests: Seen[];
+}
+
+/** A well-formed aa_answer that echoes the prompt's canary, as an honest model writes it. */
+function answerText(prompt: string): string {
+  const canary = /"canary" value must be exactly (canary-[a-z0-9-]+)/.exec(prompt)?.[1] ?? 'canary-missing';
+  const answer = {
+    schema_version: 'aa_answer.v0',
+    verdict: 'approve_with_changes',
+    summary: 'The change is reasonable; one edge case needs a test.',
+    findings: [{ severity: 'medium', title: 'Untested edge case', detail: 'Non-finite inputs are not covered by a test.', refs: [] }],
+    recommendations: ['Add a test for NaN inputs before merging.'],
+    objections: [],
+    confidence: 0.7,
+    canary,
+  };
+  return `Review.\n\n\`\`\`aa_answer\n${JSON.stringify(answer)}\n\`\`\`\n`;
+}
+
+/** Prompt text of a Gemini, Messages or Chat Completions body. */
+function promptOf(body: Record<string, unknown>): string {
+  const parts = (value: unknown): string => (Array.isArray(value) ? value.map((part) => String((part as { text?: unknown }).text ?? '')).join('') : typeof value === 'string' ? value : '');
+  const contents = (body['contents'] ?? body['messages'] ?? []) as Array<{ parts?: unknown; content?: unknown }>;
+  return contents.map((item) => parts(item.parts ?? item.content)).join('\n');
+}
+
+/** A loopback provider whose every answer `reply` writes, given the request's path and prompt. */
+async function hostile(reply: (res: ServerResponse, seen: Seen) => void): Promise<Hostile> {
+  const requests: Seen[] = [];
+  const server = createServer((req, res) => {
+    void (async () => {
+      const body = JSON.parse((await readBody(req)) || '{}') as Record<string, unknown>;
+      const generation = body['generationConfig'] as { maxOutputTokens?: number } | undefined;
+      const cap = Number(body['max_tokens'] ?? generation?.maxOutputTokens ?? 0);
+      const seen = { path: new URL(req.url ?? '/', 'http://127.0.0.1').pathname, prompt: promptOf(body), cap };
+      requests.push(seen);
+      reply(res, seen);
+    })();
+  });
+  return { ...(await listenLoopback(server, 0, new Set())), requests };
+}
+
+function sse(res: ServerResponse, events: readonly unknown[]): void {
+  res.writeHead(200, { 'content-type': 'text/event-stream' });
+  for (const event of events) res.write(`data: ${JSON.stringify(event)}\n\n`);
+  res.end();
+}
+
+/** One consult to `target` through the real Oracle, pointed at `server` on every route; its receipts. */
+async function consultThrough(w: World, server: Hostile, target: string, maxCostUsd = 1, maxRuntimeSeconds = 60): Promise<Array<Record<string, unknown>>> {
+  const transport = w.transport({ route: { baseUrl: `${server.url}/v1` }, endpoints: offlineEndpoints(server) });
+  const { messageId } = await w.consult({ target, maxCostUsd, maxRuntimeSeconds, idempotencyKey: `${target}-${maxCostUsd}` });
+  await w.runner({ transport }).runOnce();
+  return receiptsOf(w, messageId);
+}
+
+const price = (model: string): { input_usd_per_million: number; output_usd_per_million: number } => defaultPolicy().models[model]!;
+const usd = (model: string, input: number, output: number): number => (input * price(model).input_usd_per_million + output * price(model).output_usd_per_million) / 1e6;
+
+describe('usage a provider reports in part', () => {
+  it("charges a Gemini answer for the thinking Google bills as output, which Oracle's record leaves out", async () => {
+    const w = await fresh();
+    let thoughts = 0;
+    const server = await hostile((res, seen) => {
+      const text = answerText(seen.prompt);
+      const input = Math.ceil(seen.prompt.length / 4);
+      const output = Math.ceil(text.length / 4);
+      // The model thinks nearly to its cap, as Google allows: thinking counts within maxOutputTokens.
+      thoughts = seen.cap - output - 10;
+      sse(res, [
+        {
+          candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP', index: 0 }],
+          usageMetadata: { promptTokenCount: input, candidatesTokenCount: output, thoughtsTokenCount: thoughts, totalTokenCount: input + output + thoughts },
+          responseId: 'r1',
+        },
+      ]);
+    });
+    try {
+      const [receipt] = await consultThrough(w, server, 'aa.gemini');
+      expect(server.requests).toHaveLength(1);
+      expect(receipt!['status']).toBe('succeeded');
+      const input = Math.ceil(server.requests[0]!.prompt.length / 4);
+      // Paid: the prompt, the answer and every thinking token at the output price.
+      expect(thoughts).toBeGreaterThan(10_000);
+      expect(receipt!['actual_cost_usd'] as number).toBeGreaterThanOrEqual(usd('gemini-3.1-pro', input, thoughts));
+      expect((receipt!['usage'] as { reasoning_tokens: number }).reasoning_tokens).toBeGreaterThanOrEqual(thoughts);
+      expect(receipt!['usage']).toMatchObject({ reported: false });
+      expect(receipt!['warnings']).toContain('usage_unreported');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('charges the tokens a Chat Completions total counts beyond its prompt and completion', async () => {
+    const w = await fresh();
+    const hidden = 10_000;
+    const server = await hostile((res, seen) => {
+      const text = answerText(seen.prompt);
+      const prompt = Math.ceil(seen.prompt.length / 4);
+      const completion = Math.ceil(text.length / 4);
+      sse(res, [
+        { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }] },
+        { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: prompt, completion_tokens: completion, total_tokens: prompt + completion + hidden } },
+      ]);
+    });
+    try {
+      const [receipt] = await consultThrough(w, server, 'aa.chatgpt');
+      expect(server.requests).toHaveLength(1);
+      expect(server.requests[0]!.path).toMatch(/chat\/completions$/);
+      expect(receipt!['status']).toBe('succeeded');
+      expect(receipt!['actual_cost_usd'] as number).toBeGreaterThanOrEqual(usd('gpt-5.5', 0, hidden));
+      expect((receipt!['usage'] as { total_tokens: number }).total_tokens).toBeGreaterThanOrEqual(hidden);
+      expect(receipt!['warnings']).toContain('usage_implausible');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+export { blockersOf };
