@@ -35,8 +35,9 @@ export interface ReceiptFacts {
     readonly sentBytes: number;
     readonly answerBytes: number;
     /**
-     * Set when the route's usage record leaves out output its provider bills (providers/routes.ts
-     * uncountedOutputCap): the attempt's output cap, which bounds that output; null otherwise.
+     * Set when the provider may have billed output Oracle's record does not count: the route's record
+     * leaves it out (providers/routes.ts uncountedOutputCap), or the call was ended before the
+     * provider's last word. The attempt's output cap, which bounds that output; null otherwise.
      */
     readonly uncountedOutputCap: number | null;
     /** The hash of the prompt bundle as Oracle was handed it; null when this runner does not hold those bytes (a call another runner made). */
@@ -70,8 +71,10 @@ const tokenCount = (value: number): number => Math.min(Number.MAX_SAFE_INTEGER, 
  *
  * A report is whole when its total counts no token its parts do not (a total above input, output
  * and reasoning is counts that disagree: the tokens only the total counts are charged as output),
- * and when the route records all the output its provider bills (Gemini's thinking is left out: the
- * output is charged up to the attempt's cap, which bounds it).
+ * and when it counts all the output the provider may have billed: where the route leaves some out
+ * (Gemini's thinking), or the call was ended before the provider's last word (a stream the runner's
+ * timer or a stop cut), the output is charged up to the attempt's cap, which bounds it, the part not
+ * counted stated as reasoning tokens.
  */
 export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean } {
   const usage = transport.meta?.usage;

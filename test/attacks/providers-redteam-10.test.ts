@@ -138,4 +138,133 @@ describe('usage a provider reports in part', () => {
   });
 });
 
-export { blockersOf };
+describe('a body that never ends', () => {
+  it("is ended by the runner's timer, and its receipt charges all the output the model may have streamed until then", async () => {
+    const w = await fresh();
+    const streams = new Set<ServerResponse>();
+    const server = await hostile((res) => {
+      // Answer text, chunk after chunk, and never a last chunk nor its usage.
+      res.writeHead(200, { 'content-type': 'text/event-stream' });
+      streams.add(res);
+      const tick = setInterval(() => res.write(`data: ${JSON.stringify({ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { content: 'more review text. '.repeat(50) }, finish_reason: null }] })}\n\n`), 50);
+      res.on('close', () => clearInterval(tick));
+    });
+    try {
+      const [receipt, ...more] = await consultThrough(w, server, 'aa.chatgpt', 1, 3);
+      for (const res of streams) res.destroy();
+      expect(more).toEqual([]);
+      expect(receipt).toMatchObject({ status: 'timed_out', next_attempt_at: null, usage: { reported: false } });
+      expect(blockersOf(receipt!)).toEqual(['budget_runtime_breach']);
+      expect(server.requests).toHaveLength(1);
+      // The provider was paid for the prompt and for output up to the cap it was asked for.
+      const cap = server.requests[0]!.cap;
+      expect(cap).toBeGreaterThan(0);
+      expect(receipt!['actual_cost_usd'] as number).toBeGreaterThanOrEqual(usd('gpt-5.5', 0, cap));
+      expect(receipt!['warnings']).toContain('usage_unreported');
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+function json(res: ServerResponse, body: unknown): void {
+  res.writeHead(200, { 'content-type': 'application/json' });
+  res.end(JSON.stringify(body));
+}
+
+describe('usage figures a provider states that would price an answer low', () => {
+  it('prices a Claude answer whose input is stated as cache reads by the bytes sent: the estimate, marked implausible', async () => {
+    const w = await fresh();
+    const server = await hostile((res, seen) => {
+      const text = answerText(seen.prompt);
+      const usage = { input_tokens: 5, cache_creation_input_tokens: 0, cache_read_input_tokens: Math.ceil(seen.prompt.length / 4), output_tokens: Math.ceil(text.length / 4) };
+      json(res, { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null, usage });
+    });
+    try {
+      const [receipt] = await consultThrough(w, server, 'aa.claude');
+      expect(receipt!['status']).toBe('succeeded');
+      expect(receipt!['warnings']).toContain('usage_implausible');
+      const input = (receipt!['usage'] as { input_tokens: number }).input_tokens;
+      expect(input).toBeGreaterThanOrEqual(Math.ceil(server.requests[0]!.prompt.length / 8));
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('prices a Chat Completions answer at its tokens when the provider states a cost of 0 beside them', async () => {
+    const w = await fresh();
+    const server = await hostile((res, seen) => {
+      const text = answerText(seen.prompt);
+      const usage = { prompt_tokens: 20_000, completion_tokens: 5_000, total_tokens: 25_000, cost: 0 };
+      sse(res, [
+        { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }] },
+        { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage },
+      ]);
+    });
+    try {
+      const [receipt] = await consultThrough(w, server, 'aa.chatgpt');
+      expect(receipt).toMatchObject({ status: 'succeeded', usage: { input_tokens: 20_000, output_tokens: 5_000, reported: true } });
+      expect(receipt!['actual_cost_usd'] as number).toBeCloseTo(usd('gpt-5.5', 20_000, 5_000), 6);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('answers that are not an answer', () => {
+  it('fails a Gemini response blocked for SAFETY with no candidate, and charges its prompt', async () => {
+    const w = await fresh();
+    const server = await hostile((res, seen) => {
+      sse(res, [{ promptFeedback: { blockReason: 'SAFETY' }, usageMetadata: { promptTokenCount: Math.ceil(seen.prompt.length / 4), totalTokenCount: Math.ceil(seen.prompt.length / 4) }, responseId: 'r1' }]);
+    });
+    try {
+      const receipts = await consultThrough(w, server, 'aa.gemini');
+      expect(receipts.length).toBeGreaterThanOrEqual(1);
+      for (const receipt of receipts) {
+        expect(receipt).toMatchObject({ status: 'failed', output_ref: null });
+        expect(receipt['actual_cost_usd'] as number).toBeGreaterThan(0);
+      }
+      expect(server.requests).toHaveLength(receipts.length);
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('takes a Claude answer from its text block: a thinking block that reads as another answer, and a tool_use block, are neither kept nor judged', async () => {
+    const w = await fresh();
+    const server = await hostile((res, seen) => {
+      const text = answerText(seen.prompt);
+      const thinking = text.replace('approve_with_changes', 'approve');
+      const content = [
+        { type: 'thinking', thinking, signature: 'sig' },
+        { type: 'tool_use', id: 'toolu_1', name: 'approve', input: { verdict: 'approve' } },
+        { type: 'text', text },
+      ];
+      json(res, { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content, stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: Math.ceil(seen.prompt.length / 4), output_tokens: 3 * Math.ceil(text.length / 4) } });
+    });
+    try {
+      const [receipt] = await consultThrough(w, server, 'aa.claude');
+      expect(receipt!['status']).toBe('succeeded');
+      const stored = (await w.ledger.readFile(receipt!['output_ref'] as string))!.toString('utf8');
+      expect(stored).toContain('"verdict":"approve_with_changes"');
+      expect(stored).not.toContain('"verdict":"approve"');
+    } finally {
+      await server.close();
+    }
+  });
+
+  it('fails a Claude response whose only block is a tool_use: no answer', async () => {
+    const w = await fresh();
+    const server = await hostile((res, seen) => {
+      json(res, { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [{ type: 'tool_use', id: 'toolu_1', name: 'answer', input: { text: answerText(seen.prompt) } }], stop_reason: 'tool_use', stop_sequence: null, usage: { input_tokens: Math.ceil(seen.prompt.length / 4), output_tokens: 300 } });
+    });
+    try {
+      const receipts = await consultThrough(w, server, 'aa.claude');
+      expect(receipts.length).toBeGreaterThanOrEqual(1);
+      for (const receipt of receipts) expect(receipt).toMatchObject({ status: 'failed', output_ref: null });
+      expect(server.requests).toHaveLength(receipts.length);
+    } finally {
+      await server.close();
+    }
+  });
+});
