@@ -76,7 +76,7 @@ const tokenCount = (value: number): number => Math.min(Number.MAX_SAFE_INTEGER, 
  * timer or a stop cut), the output is charged up to the attempt's cap, which bounds it, the part not
  * counted stated as reasoning tokens.
  */
-export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean } {
+export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean; partial: boolean } {
   const usage = transport.meta?.usage;
   // A figure stated as no honest provider states one is a report, and not one to take (lane/usage-figure.ts).
   const implausible = usage?.implausible === true;
@@ -97,6 +97,7 @@ export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>):
         cost: boundedUsd(cost),
         reported: true,
         implausible: false,
+        partial: false,
       };
     }
     if (credible && uncountedCap !== null) {
@@ -108,6 +109,7 @@ export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>):
         cost: boundedUsd(cost),
         reported: false,
         implausible: false,
+        partial: true,
       };
     }
   }
@@ -123,6 +125,7 @@ export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>):
     cost: transport.meta === null && transport.answerBytes === 0 ? 0 : boundedUsd(Math.max(reportedAny ? (usage.cost ?? 0) : 0, estimated)),
     reported: false,
     implausible: reportedAny,
+    partial: reportedAny && uncountedCap !== null,
   };
 }
 
@@ -141,7 +144,7 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
   const spentBefore = spentOnMessageUsd(facts.record.attempts, facts.attempt);
   const left = micro(Math.max(0, message.budget.max_cost_usd - spentBefore));
   const warnings = [...facts.warnings];
-  if (accounted !== null && !accounted.reported && cost > 0) warnings.push(accounted.implausible ? 'usage_implausible' : 'usage_unreported');
+  if (accounted !== null && !accounted.reported && cost > 0) warnings.push(accounted.partial && !accounted.implausible ? 'usage_partial' : accounted.implausible ? 'usage_implausible' : 'usage_unreported');
   let status = facts.status;
   let blockers = [...facts.blockers];
   let nextAttemptAt = facts.nextAttemptAt;

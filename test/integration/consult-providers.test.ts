@@ -43,7 +43,7 @@ describe.each(providers)('a consult to $actor through Oracle', (provider) => {
     if (provider.partialUsage) {
       // The thinking Oracle's record leaves out is charged up to the cap the request asked for, and the usage is marked unreported.
       expect(usage.reported).toBe(false);
-      expect(receipt!['warnings']).toContain('usage_unreported');
+      expect(receipt!['warnings']).toContain('usage_partial');
       expect(usage.output_tokens + usage.reasoning_tokens).toBe(w.server.requests[0]!.maxTokens);
     } else {
       expect(usage.reported).toBe(true);
