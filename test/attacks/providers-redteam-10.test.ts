@@ -1,5 +1,7 @@
 import { createServer, type ServerResponse } from 'node:http';
 import { describe, expect, it } from 'vitest';
+import { viewPanel } from '../../src/audit/panel-view.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { defaultPolicy } from '../../src/ledger/init.js';
 import { listenLoopback, readBody, type Listening } from '../../src/offline/loopback-server.js';
 import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
@@ -263,6 +265,50 @@ describe('answers that are not an answer', () => {
       expect(receipts.length).toBeGreaterThanOrEqual(1);
       for (const receipt of receipts) expect(receipt).toMatchObject({ status: 'failed', output_ref: null });
       expect(server.requests).toHaveLength(receipts.length);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a panel whose members\' routes misbehave', () => {
+  it('reads a cut Claude answer as no advice, charges the Gemini member its thinking, and sums what each paid', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude', 'aa.gemini'] }] }) });
+    let thoughts = 0;
+    const server = await hostile((res, seen) => {
+      const text = answerText(seen.prompt);
+      const input = Math.ceil(seen.prompt.length / 4);
+      const output = Math.ceil(text.length / 4);
+      if (seen.path.endsWith('/v1/messages')) {
+        // Stopped at the cap it was asked for: a whole-looking block, and a cut answer.
+        json(res, { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [{ type: 'text', text }], stop_reason: 'max_tokens', stop_sequence: null, usage: { input_tokens: input, output_tokens: seen.cap } });
+      } else if (seen.path.includes(':streamGenerateContent')) {
+        thoughts = seen.cap - output - 10;
+        sse(res, [{ candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: input, candidatesTokenCount: output, thoughtsTokenCount: thoughts, totalTokenCount: input + output + thoughts }, responseId: 'r1' }]);
+      } else {
+        sse(res, [
+          { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: null }] },
+          { id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: {}, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } },
+        ]);
+      }
+    });
+    try {
+      const transport = w.transport({ route: { baseUrl: `${server.url}/v1` }, endpoints: offlineEndpoints(server) });
+      const written = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts', 'README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, maxCostUsd: 1 });
+      await w.runner({ transport }).runOnce();
+      expect(server.requests).toHaveLength(3);
+      const state = await w.ledger.state();
+      const view = await viewPanel(w.ledger, state, written.panelId);
+      expect(view.answered).toEqual(['aa.chatgpt', 'aa.gemini']);
+      expect(view.agreement).toBe('partial');
+      const claude = view.members.find((member) => member.actor === 'aa.claude')!;
+      expect(claude.verdict).toBeNull();
+      const [cut] = await receiptsOf(w, claude.message_id);
+      expect(blockersOf(cut!)).toEqual(['output_too_large']);
+      const gemini = view.members.find((member) => member.actor === 'aa.gemini')!;
+      expect(thoughts).toBeGreaterThan(10_000);
+      expect(gemini.cost_usd).toBeGreaterThanOrEqual(usd('gemini-3.1-pro', 0, thoughts));
+      expect(view.total_cost_usd).toBeCloseTo(view.members.reduce((sum, member) => sum + member.cost_usd, 0), 6);
     } finally {
       await server.close();
     }
