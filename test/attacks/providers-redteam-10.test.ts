@@ -5,7 +5,7 @@ import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { defaultPolicy } from '../../src/ledger/init.js';
 import { listenLoopback, readBody, type Listening } from '../../src/offline/loopback-server.js';
 import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A hostile or broken provider on each route Oracle takes, scripted by a loopback server speaking
@@ -18,6 +18,8 @@ interface Seen {
   readonly prompt: string;
   /** The output cap the request asked for. */
   readonly cap: number;
+  /** The key the request carried, in whichever header its route sends it. */
+  readonly key: string;
 }
 
 interface Hostile extends Listening {
@@ -55,7 +57,8 @@ async function hostile(reply: (res: ServerResponse, seen: Seen) => void): Promis
       const body = JSON.parse((await readBody(req)) || '{}') as Record<string, unknown>;
       const generation = body['generationConfig'] as { maxOutputTokens?: number } | undefined;
       const cap = Number(body['max_tokens'] ?? generation?.maxOutputTokens ?? 0);
-      const seen = { path: new URL(req.url ?? '/', 'http://127.0.0.1').pathname, prompt: promptOf(body), cap };
+      const key = String(req.headers['x-api-key'] ?? req.headers['x-goog-api-key'] ?? String(req.headers['authorization'] ?? '').replace(/^Bearer /, ''));
+      const seen = { path: new URL(req.url ?? '/', 'http://127.0.0.1').pathname, prompt: promptOf(body), cap, key };
       requests.push(seen);
       reply(res, seen);
     })();
@@ -309,6 +312,63 @@ describe('a panel whose members\' routes misbehave', () => {
       expect(thoughts).toBeGreaterThan(10_000);
       expect(gemini.cost_usd).toBeGreaterThanOrEqual(usd('gemini-3.1-pro', 0, thoughts));
       expect(view.total_cost_usd).toBeCloseTo(view.members.reduce((sum, member) => sum + member.cost_usd, 0), 6);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('a provider that echoes the key it was sent', () => {
+  const KEYS = { OPENAI_API_KEY: 'sk-proj-Vq3Lz8Xw1Rk5Tn7Pb2Jm9Hc4Fd6Gs0Ya', ANTHROPIC_API_KEY: 'sk-ant-api03-Q7zX9vW2kL5mN8pR4tY6uJ1hG3fD0sAe', GEMINI_API_KEY: 'AIzaSyB4kQ9wE2rT7yU1iO5pA8sD3fG6hJ0kLz' };
+  /** Every run of 8 characters of `whole` that `text` holds. */
+  const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
+
+  it.each([
+    ['aa.chatgpt', 'OPENAI_API_KEY'],
+    ['aa.claude', 'ANTHROPIC_API_KEY'],
+    ['aa.gemini', 'GEMINI_API_KEY'],
+  ] as const)('leaves no part of it in the ledger: %s, in its answer and in its error', async (target, name) => {
+    const w = await fresh();
+    let calls = 0;
+    const server = await hostile((res, seen) => {
+      calls += 1;
+      if (calls === 1) {
+        res.writeHead(400, { 'content-type': 'application/json' });
+        res.end(JSON.stringify({ type: 'error', error: { type: 'invalid_request_error', message: `the key ${seen.key} is not valid here`, code: 400, status: 'INVALID_ARGUMENT' } }));
+        return;
+      }
+      const text = `The key you sent is ${seen.key}.\n\n${answerText(seen.prompt)}`;
+      const input = Math.ceil(seen.prompt.length / 4);
+      const output = Math.ceil(text.length / 4);
+      if (seen.path.endsWith('/v1/messages')) json(res, { id: 'msg_1', type: 'message', role: 'assistant', model: 'claude-sonnet-4-6', content: [{ type: 'text', text }], stop_reason: 'end_turn', stop_sequence: null, usage: { input_tokens: input, output_tokens: output } });
+      else if (seen.path.includes(':streamGenerateContent')) sse(res, [{ candidates: [{ content: { role: 'model', parts: [{ text }] }, finishReason: 'STOP', index: 0 }], usageMetadata: { promptTokenCount: input, candidatesTokenCount: output }, responseId: 'r1' }]);
+      else sse(res, [{ id: 'c1', object: 'chat.completion.chunk', choices: [{ index: 0, delta: { role: 'assistant', content: text }, finish_reason: 'stop' }], usage: { prompt_tokens: input, completion_tokens: output, total_tokens: input + output } }]);
+    });
+    try {
+      const transport = w.transport({ route: { baseUrl: `${server.url}/v1` }, endpoints: offlineEndpoints(server), env: KEYS });
+      const { messageId } = await w.consult({ target, idempotencyKey: `echo-${target}` });
+      await w.runner({ transport }).runOnce();
+      await w.runner({ transport }).runOnce();
+      const receipts = await receiptsOf(w, messageId);
+      expect(server.requests.every((request) => request.key === KEYS[name])).toBe(true);
+      expect(receipts.length).toBeGreaterThanOrEqual(2);
+      expect(receipts.at(-1)!['status']).toBe('succeeded');
+      expect(pieces(git(['--git-dir', w.gitdir, 'cat-file', '--batch-all-objects', '--batch']), KEYS[name])).toEqual([]);
+    } finally {
+      await server.close();
+    }
+  });
+});
+
+describe('an error said with a 200', () => {
+  it.each(['aa.chatgpt', 'aa.claude', 'aa.gemini'])('fails %s with no answer kept, one request for each attempt', async (target) => {
+    const w = await fresh();
+    const server = await hostile((res) => json(res, { type: 'error', error: { type: 'overloaded_error', message: 'Overloaded', code: 503, status: 'UNAVAILABLE' } }));
+    try {
+      const receipts = await consultThrough(w, server, target);
+      expect(receipts.length).toBeGreaterThanOrEqual(1);
+      for (const receipt of receipts) expect(receipt).toMatchObject({ status: 'failed', output_ref: null });
+      expect(server.requests).toHaveLength(receipts.length);
     } finally {
       await server.close();
     }
