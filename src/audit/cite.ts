@@ -106,7 +106,7 @@ export function renderCitation(evidence: Evidence): string {
     `| context | \`${receipt.context_manifest_hash}\`: ${evidence.contextFiles} file(s) pinned at commit \`${evidence.repoCommit.slice(0, 12)}\` |`,
     `| output | ${receipt.output_hash === null ? 'none' : `\`${receipt.output_hash}\``} |`,
     `| receipt | \`${evidence.receiptPath}\` in ledger commit \`${evidence.receiptCommit.slice(0, 12)}\` (Ledger-Seq ${evidence.receiptSeq}) |`,
-    `| cost | $${receipt.actual_cost_usd}${receipt.usage?.reported === false ? (receipt.warnings.includes('usage_implausible') ? ' (estimated: the usage the provider reported is below what was sent and received)' : ' (estimated: the provider reported no usage)') : ''} |`,
+    `| cost | $${receipt.actual_cost_usd}${receipt.usage?.reported === false ? (receipt.warnings.includes('usage_implausible') ? ' (estimated: the usage the provider reported is not credible)' : receipt.warnings.includes('usage_partial') ? ' (estimated: the usage the provider reported leaves out output it may have billed, charged up to the cap)' : ' (estimated: the provider reported no usage)') : ''} |`,
     `| signatures | ${
       verified
         ? `verified by \`coo verify\`: envelope, claim and receipt signed by ${evidence.signer ?? 'the COO'}, history clean to Ledger-Seq ${evidence.headSeq}`

@@ -34,6 +34,12 @@ export interface ReceiptFacts {
     /** The bytes the runner handed Oracle to send: the prompt bundle and the pinned files. */
     readonly sentBytes: number;
     readonly answerBytes: number;
+    /**
+     * Set when the provider may have billed output Oracle's record does not count: the route's record
+     * leaves it out (providers/routes.ts uncountedOutputCap), or the call was ended before the
+     * provider's last word. The attempt's output cap, which bounds that output; null otherwise.
+     */
+    readonly uncountedOutputCap: number | null;
     /** The hash of the prompt bundle as Oracle was handed it; null when this runner does not hold those bytes (a call another runner made). */
     readonly bundleHash: string | null;
   };
@@ -58,43 +64,68 @@ const tokenCount = (value: number): number => Math.min(Number.MAX_SAFE_INTEGER, 
 
 /**
  * Usage and cost: what Oracle's session record says when the provider reported usage that is
- * credible for the bytes the runner sent and received, priced at the higher of Oracle's figure and
- * the policy's price for those tokens; otherwise a deliberately high estimate (input as estimated
- * before the call, output at about 3 bytes a token), marked unreported or implausible, so neither a
- * silent gateway nor one that under-reports makes a consult look cheaper than it was.
+ * credible for the bytes the runner sent and received, whole, and priced at the higher of Oracle's
+ * figure and the policy's price for those tokens; otherwise a deliberately high estimate (input as
+ * estimated before the call, output at about 3 bytes a token), marked unreported or implausible, so
+ * neither a silent gateway nor one that under-reports makes a consult look cheaper than it was.
+ *
+ * A report is whole when its total counts no token its parts do not (a total above input, output
+ * and reasoning is counts that disagree: the tokens only the total counts are charged as output),
+ * and when it counts all the output the provider may have billed: where the route leaves some out
+ * (Gemini's thinking), or the call was ended before the provider's last word (a stream the runner's
+ * timer or a stop cut), the output is charged up to the attempt's cap, which bounds it, the part not
+ * counted stated as reasoning tokens.
  */
-export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean } {
+export function accountUsage(transport: NonNullable<ReceiptFacts['transport']>): { usage: AaReceipt['usage']; cost: number; reported: boolean; implausible: boolean; partial: boolean } {
   const usage = transport.meta?.usage;
   // A figure stated as no honest provider states one is a report, and not one to take (lane/usage-figure.ts).
   const implausible = usage?.implausible === true;
   // Any figure counts as a report: a total of 0 beside the input it states does not make it silent.
   const reportedAny = usage != null && (implausible || Math.max(usage.totalTokens, usage.inputTokens, usage.outputTokens, usage.reasoningTokens, usage.cost ?? 0) > 0);
-  if (reportedAny && !implausible) {
+  // Tokens the total counts and no part does.
+  const onlyInTotal = usage == null ? 0 : Math.max(0, tokenCount(usage.totalTokens) - tokenCount(usage.inputTokens) - tokenCount(usage.outputTokens) - tokenCount(usage.reasoningTokens));
+  const uncountedCap = transport.uncountedOutputCap;
+  if (reportedAny && !implausible && onlyInTotal === 0) {
     const input = tokenCount(usage.inputTokens);
     const output = tokenCount(usage.outputTokens);
     const reasoning = tokenCount(usage.reasoningTokens);
     const credible = input >= Math.ceil(transport.sentBytes / MAX_BYTES_PER_TOKEN) && output + reasoning >= Math.ceil(transport.answerBytes / MAX_BYTES_PER_TOKEN);
-    if (credible) {
+    if (credible && uncountedCap === null) {
       const cost = Math.max(usage.cost ?? 0, costUsd(input, output + reasoning, transport.price));
       return {
         usage: { input_tokens: input, output_tokens: output, reasoning_tokens: reasoning, total_tokens: tokenCount(Math.max(usage.totalTokens, input + output + reasoning)), reported: true },
         cost: boundedUsd(cost),
         reported: true,
         implausible: false,
+        partial: false,
+      };
+    }
+    if (credible && uncountedCap !== null) {
+      // Credible as far as it goes, and the route leaves output out: the rest of the cap is charged as the reasoning it was not told of.
+      const hidden = Math.max(0, uncountedCap - output - reasoning);
+      const cost = Math.max(usage.cost ?? 0, costUsd(input, output + reasoning + hidden, transport.price));
+      return {
+        usage: { input_tokens: input, output_tokens: output, reasoning_tokens: tokenCount(reasoning + hidden), total_tokens: tokenCount(input + output + reasoning + hidden), reported: false },
+        cost: boundedUsd(cost),
+        reported: false,
+        implausible: false,
+        partial: true,
       };
     }
   }
   // The estimate, never below any part the provider did report, as it reads: an implausible input count does not
-  // erase its reasoning tokens or its own cost.
+  // erase its reasoning tokens or its own cost, nor the tokens only its total counts.
   const input = reportedAny ? Math.max(transport.estimatedInputTokens, tokenCount(usage.inputTokens)) : transport.estimatedInputTokens;
   const output = reportedAny ? Math.max(Math.ceil(transport.answerBytes / 3), tokenCount(usage.outputTokens)) : Math.ceil(transport.answerBytes / 3);
-  const reasoning = reportedAny ? tokenCount(usage.reasoningTokens) : 0;
+  const stated = reportedAny ? tokenCount(usage.reasoningTokens + onlyInTotal) : 0;
+  const reasoning = Math.max(stated, (uncountedCap ?? 0) - output);
   const estimated = costUsd(input, output + reasoning, transport.price);
   return {
     usage: { input_tokens: input, output_tokens: output, reasoning_tokens: reasoning, total_tokens: tokenCount(input + output + reasoning), reported: false },
     cost: transport.meta === null && transport.answerBytes === 0 ? 0 : boundedUsd(Math.max(reportedAny ? (usage.cost ?? 0) : 0, estimated)),
     reported: false,
     implausible: reportedAny,
+    partial: reportedAny && uncountedCap !== null,
   };
 }
 
@@ -113,7 +144,7 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
   const spentBefore = spentOnMessageUsd(facts.record.attempts, facts.attempt);
   const left = micro(Math.max(0, message.budget.max_cost_usd - spentBefore));
   const warnings = [...facts.warnings];
-  if (accounted !== null && !accounted.reported && cost > 0) warnings.push(accounted.implausible ? 'usage_implausible' : 'usage_unreported');
+  if (accounted !== null && !accounted.reported && cost > 0) warnings.push(accounted.partial && !accounted.implausible ? 'usage_partial' : accounted.implausible ? 'usage_implausible' : 'usage_unreported');
   let status = facts.status;
   let blockers = [...facts.blockers];
   let nextAttemptAt = facts.nextAttemptAt;

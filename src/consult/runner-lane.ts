@@ -31,8 +31,8 @@ import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type 
 import { judgeRun, type OracleRun, type OracleSessionMeta } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
-import { classifyFor } from './providers/routes.js';
-import type { RoutePlan } from './providers/provider.js';
+import { classifyFor, uncountedOutputCap } from './providers/routes.js';
+import type { OracleRouteName, RoutePlan } from './providers/provider.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 
@@ -435,6 +435,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       sentBytes: Buffer.byteLength(bundle) + contextBytes,
       answerBytes: run.answerBytes,
+      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, run.exitCode === null),
       bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
     };
   }
@@ -562,9 +563,21 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(promptBytes, contextBytes),
       sentBytes: promptBytes + contextBytes,
       answerBytes: 0,
+      uncountedOutputCap: uncountedOutput(attemptFile.route?.name ?? null, attemptFile.max_output_tokens, meta, true),
       bundleHash: prompt.sent === null ? null : sha256Ref(prompt.sent),
     };
   }
+}
+
+/**
+ * The output tokens a call's provider may have billed beyond what Oracle's record counts, at most
+ * (receipt.ts accountUsage): the attempt's cap when the route's record leaves output out, or when
+ * Oracle was ended (`ended`: killed by the runner's timer, a stop, a signal, or a runner that died)
+ * before its session completed, for the model may have streamed output until then; null otherwise.
+ */
+function uncountedOutput(route: OracleRouteName | null, maxOutputTokens: number, meta: OracleSessionMeta | null, ended: boolean): number | null {
+  if (ended && meta?.status !== 'completed') return maxOutputTokens;
+  return uncountedOutputCap(route, maxOutputTokens);
 }
 
 /**

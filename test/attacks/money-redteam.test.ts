@@ -155,7 +155,7 @@ describe('a provider whose usage figures Oracle records as they lie', () => {
       blockers: [],
       nextAttemptAt: null,
       policyRef: 'trust/policy/000001.yaml@x',
-      transport: { sessionId: slug, model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta, price: receiptPrice, estimatedInputTokens: 3000, sentBytes: 4500, answerBytes: 300, bundleHash: sha },
+      transport: { sessionId: slug, model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta, price: receiptPrice, estimatedInputTokens: 3000, sentBytes: 4500, answerBytes: 300, uncountedOutputCap: null, bundleHash: sha },
       output: { path: 'messages/2026-11/30/08/m/artifacts/001/answer.md', sha256: sha },
       validation: { status: 'pass', errors: [] },
       warnings: [],

@@ -47,7 +47,7 @@ function reported(usage: Record<string, number | null>): ReceiptFacts {
     blockers: [],
     nextAttemptAt: null,
     policyRef: 'trust/policy/000001.yaml@x',
-    transport: { sessionId: 's', model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta, price, estimatedInputTokens: 31_500, sentBytes: 90_000, answerBytes: 30_000, bundleHash: sha },
+    transport: { sessionId: 's', model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta, price, estimatedInputTokens: 31_500, sentBytes: 90_000, answerBytes: 30_000, uncountedOutputCap: null, bundleHash: sha },
     output: { path: 'messages/2026-11/30/08/m/artifacts/001/answer.md', sha256: sha },
     validation: { status: 'pass', errors: [] },
     warnings: [],

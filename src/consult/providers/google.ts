@@ -7,10 +7,12 @@ import { endpointProblem, isOfflineUrl, type OracleProvider } from './provider.j
  * HTTP timeout (the lane's kill timer is the bound). Oracle passes the SDK no base URL; the SDK
  * reads GOOGLE_GEMINI_BASE_URL itself, which points the real Oracle and the real SDK at another
  * endpoint (an offline model) with nothing else changed. `--max-output` becomes
- * `generationConfig.maxOutputTokens`. Oracle's cost leaves out `thoughtsTokenCount`.
+ * `generationConfig.maxOutputTokens`. Oracle's usage leaves out `thoughtsTokenCount`, which Google
+ * bills as output and counts within `maxOutputTokens`: the receipt charges the whole cap.
  */
 export const google: OracleProvider = {
   route: 'google',
+  usageOmitsOutput: true,
   plan(entry, endpoints) {
     const url = endpoints.google;
     if (url !== undefined) {

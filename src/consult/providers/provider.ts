@@ -61,6 +61,12 @@ export interface OracleProvider {
   plan(entry: RouteEntry, endpoints: OracleEndpoints): RoutePlan | string;
   /** What this provider's error text says, where it words things its own way; null leaves it to the common rules. */
   classify?(text: string): BlockerCode | null;
+  /**
+   * True when the usage Oracle records for this route leaves out output tokens the provider bills
+   * (Gemini's thinking): its figures are a part, and the receipt charges the attempt's whole
+   * output cap, which bounds everything the provider may bill as output.
+   */
+  readonly usageOmitsOutput?: boolean;
 }
 
 const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);

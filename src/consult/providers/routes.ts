@@ -53,3 +53,11 @@ export function classifyFor(route: OracleRouteName | null): (text: string) => Bl
   const provider = route === null ? undefined : PROVIDERS[route];
   return (text) => provider?.classify?.(text) ?? null;
 }
+
+/**
+ * The output tokens a route's provider may have billed for an attempt beyond what Oracle's usage
+ * record counts, at most: the attempt's cap on a route whose record leaves output out, else null.
+ */
+export function uncountedOutputCap(route: OracleRouteName | null, maxOutputTokens: number): number | null {
+  return route !== null && PROVIDERS[route].usageOmitsOutput === true ? maxOutputTokens : null;
+}

@@ -6,6 +6,7 @@ describe('warningMeaning', () => {
     expect(warningMeaning('sandbox_unenforced')).toContain('without bubblewrap');
     expect(warningMeaning('context_injection_suspected')).toContain('instructions');
     expect(warningMeaning('usage_unreported')).toContain('estimate');
+    expect(warningMeaning('usage_partial')).toContain("the attempt's cap");
     expect(warningMeaning('artifact_truncated')).toContain('cut');
     expect(warningMeaning('proposal_stripped')).toContain('stripped');
     expect(warningMeaning('constructor')).toContain('does not know');

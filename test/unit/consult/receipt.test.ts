@@ -32,7 +32,7 @@ function facts(inputTokens: number, outputTokens: number, attempts: unknown[] = 
     blockers: [],
     nextAttemptAt: null,
     policyRef: 'trust/policy/000001.yaml@x',
-    transport: { sessionId: 's', model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta: meta(inputTokens, outputTokens), price, estimatedInputTokens: 3000, sentBytes: 4500, answerBytes: 300, bundleHash: sha },
+    transport: { sessionId: 's', model: 'gpt-5.5', route: { provider: 'openai-compatible', offline: true }, meta: meta(inputTokens, outputTokens), price, estimatedInputTokens: 3000, sentBytes: 4500, answerBytes: 300, uncountedOutputCap: null, bundleHash: sha },
     output: { path: 'messages/2026-11/30/08/m/artifacts/002/answer.md', sha256: sha },
     validation: { status: 'pass', errors: [] },
     warnings: [],
