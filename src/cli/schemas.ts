@@ -36,13 +36,12 @@ export function schemasVerb(program: Command): void {
         );
         return;
       }
+      fs.mkdirSync(opts.out, { recursive: true });
       // Every name is looked at before any is written: something in the way of the tenth file must not leave nine new ones beside nine old.
       for (const name of names) {
-        const path = join(opts.out, name);
-        const there = fs.lstatSync(path, { throwIfNoEntry: false });
+        const there = fs.lstatSync(join(opts.out, name), { throwIfNoEntry: false });
         if (there !== undefined && !there.isFile()) throw new CooError('USAGE', `--out ${opts.out} holds ${name} as something other than a file: move it away, then run again; nothing was written`);
       }
-      fs.mkdirSync(opts.out, { recursive: true });
       for (const [name, text] of files) writeOutput(join(opts.out, name), text, '--out', 'the schema');
       emit(opts.json, { out: opts.out, written: names }, () => `wrote ${files.size} schemas to ${opts.out}`);
     });
