@@ -90,6 +90,22 @@ function unreadable(path: string, what: string, code: string): CooError {
 }
 
 /**
+ * Throws USAGE when something other than a file is at `path` (a folder too, unless `folder` allows
+ * it, when the write itself says why it cannot replace one): coo replaces only a file whole.
+ */
+export function refuseOutputPath(path: string, flag: string, folder = true): void {
+  let there: Stats | null = null;
+  try {
+    there = lstatSync(path);
+  } catch {
+    // nothing there, or nothing this user may see: the write says which
+  }
+  if (there !== null && !there.isFile() && !(folder && there.isDirectory())) {
+    throw new CooError('USAGE', `${flag} ${path} is a ${fileType(there)}, not a file: give ${flag} the path of a file to write (coo replaces it whole)`);
+  }
+}
+
+/**
  * Writes a file the operator named (`--html`, `--out`, `--bundle`, `--revocations`) whole or not at
  * all: a temporary file beside it, renamed over it. Only a regular file at the name is replaced. A
  * device (/dev/stdout), a FIFO, a socket or a link there is refused (USAGE), neither written through
@@ -97,15 +113,7 @@ function unreadable(path: string, what: string, code: string): CooError {
  * file (as root) would be gone for every program of the machine.
  */
 export function writeOutput(path: string, data: string | Buffer, flag: string, what: string): void {
-  let there: Stats | null = null;
-  try {
-    there = lstatSync(path);
-  } catch {
-    // nothing there, or nothing this user may see: the write below says which
-  }
-  if (there !== null && !there.isFile() && !there.isDirectory()) {
-    throw new CooError('USAGE', `${flag} ${path} is a ${fileType(there)}, not a file: give ${flag} the path of a file to write (coo replaces it whole)`);
-  }
+  refuseOutputPath(path, flag);
   writeOwnFile(path, data, { mode: 0o644, makeFolder: false, what, remedy: `give ${flag} a path of a file in a folder you can write`, code: 'IO_ERROR' });
 }
 

@@ -1,11 +1,10 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import type { Command } from 'commander';
-import { CooError } from '../errors.js';
 import { DOCUMENT_KINDS } from '../schema/documents.js';
 import { toJsonSchema } from '../schema/json-schema.js';
 import { readBounded } from '../util/bounded-read.js';
-import { emit, jsonOption, writeOutput } from './common.js';
+import { emit, jsonOption, refuseOutputPath, writeOutput } from './common.js';
 import { markRejected } from './outcome.js';
 
 export function schemaFiles(): Map<string, string> {
@@ -38,10 +37,7 @@ export function schemasVerb(program: Command): void {
       }
       fs.mkdirSync(opts.out, { recursive: true });
       // Every name is looked at before any is written: something in the way of the tenth file must not leave nine new ones beside nine old.
-      for (const name of names) {
-        const there = fs.lstatSync(join(opts.out, name), { throwIfNoEntry: false });
-        if (there !== undefined && !there.isFile()) throw new CooError('USAGE', `--out ${opts.out} holds ${name} as something other than a file: move it away, then run again; nothing was written`);
-      }
+      for (const name of names) refuseOutputPath(join(opts.out, name), '--out', false);
       for (const [name, text] of files) writeOutput(join(opts.out, name), text, '--out', 'the schema');
       emit(opts.json, { out: opts.out, written: names }, () => `wrote ${files.size} schemas to ${opts.out}`);
     });

@@ -94,10 +94,14 @@ describe('coo watch refuses at start, exit 2, claiming nothing', () => {
     expect(laneState(world, ids.consult)).toBe('queued');
     expect(world.server.requests).toHaveLength(0);
 
-    // The rotated key runs.
+    // The rotated key runs what it queues. What the revoked key queued starts no attempt (its key may be in other
+    // hands): it is receipted blocked, unpaid.
+    const mine = (await world.consult({ key: rotated, idempotencyKey: 'after-rotation' })).messageId;
     const ran = await watchOnce(world, [], {}, rotated);
     expect({ status: ran.status, stderr: ran.stderr }).toMatchObject({ status: 0 });
-    expect(laneState(world, ids.consult)).toBe('succeeded');
+    expect(laneState(world, mine)).toBe('succeeded');
+    expect(laneState(world, ids.consult)).toBe('blocked');
+    expect(world.server.requests).toHaveLength(1);
   });
 
   it('without bubblewrap, naming bubblewrap and --isolation none: coo watch, coo mcp --run and coo demo alike', async () => {
