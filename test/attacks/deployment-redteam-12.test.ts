@@ -1,0 +1,84 @@
+import { spawnSync } from 'node:child_process';
+import { lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { COO, coo, json, type CliResult } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator in a real deployment: a shell with umask 000, two ledgers made in the same
+ * second, a bundle handed to an auditor without what its receipt names.
+ */
+const dir = tempDir('deployment-redteam-12-');
+
+/** Runs the built CLI from a shell whose umask is 000. */
+function cooLoose(args: readonly string[], env: NodeJS.ProcessEnv = {}): CliResult {
+  const result = spawnSync('sh', ['-c', 'umask 000 && exec "$0" "$@"', process.execPath, COO, ...args], {
+    env: { ...process.env, COO_LEDGER: '', COO_KEY: '', ...env },
+    encoding: 'utf8',
+  });
+  return { status: result.status, stdout: result.stdout, stderr: result.stderr };
+}
+
+/** Every path under `root` (itself included) that the group or other users may write, links aside. */
+function writableByOthers(root: string): string[] {
+  const found: string[] = [];
+  const walk = (path: string): void => {
+    const stats = lstatSync(path);
+    if (stats.isSymbolicLink()) return;
+    if ((stats.mode & 0o022) !== 0) found.push(`${path} ${(stats.mode & 0o777).toString(8)}`);
+    if (stats.isDirectory()) for (const name of readdirSync(path)) walk(join(path, name));
+  };
+  walk(root);
+  return found;
+}
+
+/** The id of a consult with a succeeded receipt in a ledger `coo demo` made. */
+function consultReceipt(ledger: string): string {
+  const log = json<Array<{ summary: string }>>(coo(['log', '--ledger', ledger, '--json']));
+  return log
+    .map((entry) => /^receipt (msg_\w+) attempt \d+: succeeded/.exec(entry.summary)?.[1])
+    .filter((found): found is string => found !== undefined)
+    .find((found) => json<{ envelope: { intent: string } }>(coo(['show', found, '--ledger', ledger, '--json'])).envelope.intent === 'aa_consult')!;
+}
+
+describe('coo under umask 000', () => {
+  it('makes no file or folder the group or other users may write, in any verb that creates one; keys stay private', () => {
+    const place = join(dir, 'umask');
+    const state = join(place, 'state');
+    const env = { XDG_STATE_HOME: state };
+    const keys = join(place, 'keys');
+    expect(cooLoose(['keygen', '--actor', 'ceo', '--out', keys], env).status).toBe(0);
+    expect(cooLoose(['keygen', '--actor', 'coo.hermes', '--out', keys], env).status).toBe(0);
+    const ledger = join(place, 'ledger.git');
+    const init = cooLoose(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`], env);
+    expect(init.status, init.stderr).toBe(0);
+    const clone = join(place, 'clone.git');
+    const cloned = cooLoose(['clone', ledger, clone, '--trust-root', join(keys, 'ceo.pub')], env);
+    expect(cloned.status, cloned.stderr).toBe(0);
+    // The demo runs the runner: its state folder, its sandboxes, a consult and a dispatch, receipts.
+    const demo = join(place, 'demo');
+    const ran = cooLoose(['demo', '--dir', demo, '--json'], env);
+    expect(ran.status, ran.stderr).toBe(0);
+    const demoLedger = join(demo, 'ledger.git');
+    const consult = consultReceipt(demoLedger);
+    const outputs = join(place, 'outputs');
+    mkdirSync(outputs, { mode: 0o755 });
+    const cited = cooLoose(['cite', consult, '--ledger', demoLedger, '--bundle', join(outputs, 'evidence.tar')], env);
+    expect(cited.status, cited.stderr).toBe(0);
+    expect(cooLoose(['schemas', '--out', join(outputs, 'schemas')], env).status).toBe(0);
+    expect(cooLoose(['report', '--ledger', demoLedger, '--html', join(outputs, 'report.html')], env).status).toBe(0);
+    expect(writableByOthers(place)).toEqual([]);
+    for (const key of ['ceo.key', 'coo.hermes.key']) expect(lstatSync(join(keys, key)).mode & 0o077).toBe(0);
+    expect(readFileSync(join(outputs, 'evidence.tar')).length).toBeGreaterThan(0);
+  }, 240_000);
+
+  it("takes group and other write out of the umask of a program that imports the library, and keeps the rest of it", () => {
+    const library = join(import.meta.dirname, '..', '..', 'dist', 'index.js');
+    const script = `await import(${JSON.stringify(library)}); process.stdout.write(process.umask(0).toString(8));`;
+    for (const [umask, expected] of [['000', '22'], ['027', '27'], ['077', '77']] as const) {
+      const result = spawnSync('sh', ['-c', `umask ${umask} && exec "$0" --input-type=module -e "$1"`, process.execPath, script], { encoding: 'utf8' });
+      expect(result.stdout, result.stderr).toBe(expected);
+    }
+  });
+});
