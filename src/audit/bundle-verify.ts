@@ -290,8 +290,8 @@ export const GENESIS_TRUST = [trustPath('root', 1), trustPath('registry', 1), tr
 /**
  * The genesis commit a bundle names: the first of its ledger (no parent, Ledger-Seq 1), signed by
  * an authority of the first trust root, and laying byte for byte the first trust root, registry
- * and policy the receipt's commit holds. A genesis made by `coo init` is dated the second its root
- * is, so another ledger's commit holds the same three files only if its genesis is this one.
+ * and policy the receipt's commit holds. The first root `coo init` writes carries the ledger's
+ * random id, so another ledger's commit holds the same three files only if its genesis is this one.
  */
 function checkGenesis(oid: string, objects: ReadonlyMap<string, Buffer>, usedTrees: Set<string>, authorities: readonly string[], receiptTree: TreeWalk): void {
   const raw = objects.get(oid);

@@ -3,7 +3,10 @@ import { lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COO, coo, json, type CliResult } from '../helpers/cli.js';
+import { makeActors, makeLedger } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
+import { verifyLedger } from '../../src/audit/verify.js';
+import { readDocument } from '../../src/schema/documents.js';
 
 /**
  * A careless operator in a real deployment: a shell with umask 000, two ledgers made in the same
@@ -79,6 +82,30 @@ describe('coo under umask 000', () => {
     for (const [umask, expected] of [['000', '22'], ['027', '27'], ['077', '77']] as const) {
       const result = spawnSync('sh', ['-c', `umask ${umask} && exec "$0" --input-type=module -e "$1"`, process.execPath, script], { encoding: 'utf8' });
       expect(result.stdout, result.stderr).toBe(expected);
+    }
+  });
+});
+
+describe('two ledgers made in the same second with the same keys, registry and policy', () => {
+  it('are two genesis commits with two first roots, each verifying from the pinned CEO key', async () => {
+    const place = join(dir, 'twins');
+    mkdirSync(place);
+    const actors = makeActors();
+    const one = await makeLedger(place, actors, 'one.git');
+    const two = await makeLedger(place, actors, 'two.git');
+    try {
+      const [first, second] = [await one.ledger.state(), await two.ledger.state()];
+      expect(first.genesis).not.toBeNull();
+      expect(first.genesis).not.toBe(second.genesis);
+      const roots = await Promise.all([one, two].map(async ({ ledger }) => (await ledger.readFile('trust/root/000001.yaml'))!));
+      expect(roots[0]!.equals(roots[1]!)).toBe(false);
+      const ids = roots.map((bytes) => readDocument('trust_root.v0', bytes, 'trust/root/000001.yaml').ledger_id);
+      expect(ids[0]).toMatch(/^[0-9a-f]{32}$/);
+      expect(ids[0]).not.toBe(ids[1]);
+      for (const { gitdir } of [one, two]) expect((await verifyLedger(gitdir, { trustRoot: actors.ceo.publicKey })).findings).toEqual([]);
+    } finally {
+      one.ledger.close();
+      two.ledger.close();
     }
   });
 });
