@@ -1,11 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync } from 'node:fs';
+import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COO, coo, json, type CliResult } from '../helpers/cli.js';
 import { makeActors, makeLedger } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 import { verifyLedger } from '../../src/audit/verify.js';
+import { verifyBundle } from '../../src/audit/bundle-verify.js';
+import { parseTar, renderTar } from '../../src/audit/tar.js';
+import { isCooError } from '../../src/errors.js';
 import { readDocument } from '../../src/schema/documents.js';
 
 /**
@@ -108,4 +111,56 @@ describe('two ledgers made in the same second with the same keys, registry and p
       two.ledger.close();
     }
   });
+});
+
+describe('an evidence bundle handed to an auditor', () => {
+  it("carries every file its receipt names by hash, and one without an attachment is ARTIFACT_MISSING, naming it", () => {
+    const place = join(dir, 'attachments');
+    expect(coo(['demo', '--dir', place]).status).toBe(0);
+    const ledger = join(place, 'ledger.git');
+    const consult = consultReceipt(ledger);
+    const out = join(place, 'evidence.tar');
+    expect(coo(['cite', consult, '--ledger', ledger, '--bundle', out]).status).toBe(0);
+    const bytes = readFileSync(out);
+    const archive = parseTar(bytes);
+    const names = archive.map((file) => file.name);
+    const { receipt } = JSON.parse(archive.find((entry) => entry.name === 'bundle.json')!.content.toString('utf8')) as { receipt: string };
+    const attachments = readDocument('aa_receipt.v0', archive.find((entry) => entry.name === `ledger/${receipt}`)!.content, receipt).attachments;
+    expect(attachments.length).toBeGreaterThan(0);
+    for (const item of attachments) expect(names).toContain(`ledger/${item.path}`);
+    expect(verifyBundle(bytes).attachments).toBe(attachments.length);
+    const checked = coo(['verify-bundle', out]);
+    expect(checked.status, checked.stderr).toBe(0);
+    expect(checked.stdout).toContain(`attachments: ${attachments.length} file(s)`);
+
+    // The same bundle with one attachment taken out, in coo's order otherwise.
+    const missing = attachments[0]!.path;
+    const stripped = renderTar(parseTar(bytes).filter((file) => file.name !== `ledger/${missing}`));
+    let error: unknown = null;
+    try {
+      verifyBundle(stripped);
+    } catch (caught) {
+      error = caught;
+    }
+    expect(isCooError(error) && error.code).toBe('ARTIFACT_MISSING');
+    expect((error as Error).message).toContain(missing);
+    const file = join(place, 'stripped.tar');
+    writeFileSync(file, stripped);
+    const refused = coo(['verify-bundle', file]);
+    expect(refused.status).toBe(3);
+    expect(refused.stderr).toContain('ARTIFACT_MISSING');
+
+    // A bundle written before bundles carried attachments (v1) still verifies, and says it did not check them.
+    const attachedNames = new Set(attachments.map((item) => `ledger/${item.path}`));
+    const v1 = renderTar(
+      archive
+        .filter((entry) => !attachedNames.has(entry.name))
+        .map((entry) => (entry.name === 'bundle.json' ? { ...entry, content: Buffer.from(entry.content.toString('utf8').replace('coo_evidence_bundle.v2', 'coo_evidence_bundle.v1')) } : entry)),
+    );
+    expect(verifyBundle(v1).attachments).toBeNull();
+    writeFileSync(file, v1);
+    const older = coo(['verify-bundle', file]);
+    expect(older.status, older.stderr).toBe(0);
+    expect(older.stdout).toContain('attachments NOT checked');
+  }, 120_000);
 });
