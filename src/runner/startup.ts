@@ -10,7 +10,7 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
+import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
@@ -89,12 +89,13 @@ async function repoProblem(repo: string): Promise<Problem | null> {
  * claims and receipts), the state folder (each attempt's sandbox or worktree) and the private
  * folder of its sockets in the temporary folder (every sandbox hides it; a dispatch's consult
  * socket and a remote's ssh connection live there). A read-only ledger or state folder, a TMPDIR
- * that names no folder, are found here, before a claim.
+ * that names no folder, a ledger every user may write, are found here, before a claim.
  */
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
   const checks = [
     () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
+    () => requireLedgerClosed(ledger.gitdir),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");

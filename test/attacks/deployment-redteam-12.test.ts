@@ -1,10 +1,10 @@
 import { spawnSync } from 'node:child_process';
-import { lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { COO, coo, json, type CliResult } from '../helpers/cli.js';
 import { makeActors, makeLedger } from '../helpers/ledger.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { verifyBundle } from '../../src/audit/bundle-verify.js';
 import { parseTar, renderTar } from '../../src/audit/tar.js';
@@ -162,5 +162,33 @@ describe('an evidence bundle handed to an auditor', () => {
     const older = coo(['verify-bundle', file]);
     expect(older.status, older.stderr).toBe(0);
     expect(older.stdout).toContain('attachments NOT checked');
+  }, 120_000);
+});
+
+describe('a ledger every local user may write (made under umask 000 before coo closed it, or opened up by hand)', () => {
+  it("is refused by coo watch at start (RUNNER_CONFIG, exit 2) naming the path, for its config, main or objects; a closed one runs", () => {
+    const place = join(dir, 'open-ledger');
+    const keys = join(place, 'keys');
+    const env = { XDG_STATE_HOME: join(place, 'state'), OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-test', GEMINI_API_KEY: 'sk-test' };
+    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    const ledger = join(place, 'ledger.git');
+    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const repo = join(place, 'repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'commit', '-q', '--allow-empty', '-m', 'start']);
+    const watch = (): CliResult => coo(['watch', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), '--repo', repo, '--state-dir', join(place, 'runner'), '--isolation', 'none', '--once'], { env });
+    const closed = watch();
+    expect(closed.status, closed.stderr).toBe(0);
+    for (const path of ['config', 'refs/heads/main', 'objects', 'hooks/pre-receive']) {
+      const full = join(ledger, path);
+      expect(existsSync(full)).toBe(true);
+      const mode = lstatSync(full).mode & 0o777;
+      chmodSync(full, mode | 0o002);
+      const refused = watch();
+      expect({ path, status: refused.status }).toEqual({ path, status: 2 });
+      expect(refused.stderr).toContain(`coo: RUNNER_CONFIG: ${full}, in the ledger ${ledger}, may be written by every user`);
+      expect(refused.stderr).not.toMatch(/receipt\(s\) written/);
+      chmodSync(full, mode);
+    }
   }, 120_000);
 });
