@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import { resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
 import { checkEdge } from '../authority/policy-check.js';
@@ -75,13 +77,31 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
   return { code: 'RUNNER_CONFIG', message: `${not}: it is ${describeStatus(status)}; ${fix}` };
 }
 
-async function repoProblem(repo: string): Promise<Problem | null> {
+/**
+ * The repository the work is for: a git repository, and not the ledger itself. Given the ledger
+ * (or a folder in it), dispatches would make their worktrees and branches in the ledger's git
+ * folder, beside its main, and consults pin their context in the ledger's own commits.
+ */
+async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
+  let common: string;
   try {
-    await runGit(['-C', repo, 'rev-parse', '--git-dir']);
-    return null;
+    // Relative to the folder git ran in (`.git`, `.` in a bare repository); --path-format needs git 2.31.
+    common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
   } catch {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
   }
+  const real = (path: string): string => {
+    try {
+      return fs.realpathSync(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  const [repoGit, ledger] = [real(common), real(ledgerGitdir)];
+  if (repoGit === ledger || repoGit.startsWith(`${ledger}/`)) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
+  }
+  return null;
 }
 
 /**
@@ -160,7 +180,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) shared.push(keyProblem);
-  const repo = await repoProblem(options.repo);
+  const repo = await repoProblem(options.repo, options.ledger.gitdir);
   if (repo !== null) shared.push(repo);
   shared.push(...folders);
   let isolation: 'bwrap' | 'none' = 'none';

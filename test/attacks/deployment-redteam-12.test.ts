@@ -192,3 +192,23 @@ describe('a ledger every local user may write (made under umask 000 before coo c
     }
   }, 120_000);
 });
+
+describe('the ledger given as the repository the work is for', () => {
+  it('is refused by coo watch at start (RUNNER_CONFIG, exit 2), the ledger or a folder in it, before any worktree or branch is made in it', () => {
+    const place = join(dir, 'ledger-as-repo');
+    const keys = join(place, 'keys');
+    const env = { XDG_STATE_HOME: join(place, 'state'), OPENAI_API_KEY: 'sk-test', ANTHROPIC_API_KEY: 'sk-test', GEMINI_API_KEY: 'sk-test' };
+    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    const ledger = join(place, 'ledger.git');
+    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const refs = (): string => git(['--git-dir', ledger, 'for-each-ref', '--format=%(refname)']);
+    const before = refs();
+    for (const repo of [ledger, join(ledger, 'refs'), join(place, '.', 'ledger.git')]) {
+      const refused = coo(['watch', '--ledger', ledger, '--key', join(keys, 'coo.hermes.key'), '--repo', repo, '--state-dir', join(place, 'runner'), '--isolation', 'none', '--once'], { env });
+      expect({ repo, status: refused.status }).toEqual({ repo, status: 2 });
+      expect(refused.stderr).toContain(`coo: RUNNER_CONFIG: --repo ${repo} is the ledger ${ledger}, not a repository the work is for`);
+    }
+    expect(refs()).toBe(before);
+    expect(existsSync(join(ledger, 'worktrees'))).toBe(false);
+  }, 60_000);
+});
