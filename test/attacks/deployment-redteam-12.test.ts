@@ -212,3 +212,34 @@ describe('the ledger given as the repository the work is for', () => {
     expect(existsSync(join(ledger, 'worktrees'))).toBe(false);
   }, 60_000);
 });
+
+describe('a key file another user may replace', () => {
+  it('is used with a warning naming it: a key file every user may write, or in a folder every user may write without the sticky bit; a sticky folder is left alone', () => {
+    const place = join(dir, 'replaceable-keys');
+    const open = join(place, 'open');
+    const sticky = join(place, 'sticky');
+    for (const folder of [open, sticky]) {
+      expect(coo(['keygen', '--actor', 'ceo', '--out', folder]).status).toBe(0);
+      expect(coo(['keygen', '--actor', 'coo.hermes', '--out', folder]).status).toBe(0);
+    }
+    chmodSync(open, 0o777);
+    chmodSync(sticky, 0o1777);
+    const init = (keys: string, name: string): CliResult =>
+      coo(['init', '--ledger', join(place, name), '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]);
+    const opened = init(open, 'open.git');
+    expect(opened.status, opened.stderr).toBe(0);
+    expect(opened.stderr).toContain(`coo: warning: the key file ${join(open, 'ceo.key')} is in a folder every user may write (${open}): another user may have replaced the key coo signs with`);
+    expect(opened.stderr).toContain(`coo: warning: the public key file ${join(open, 'coo.hermes.pub')} is in a folder every user may write (${open})`);
+    const cloned = coo(['clone', join(place, 'open.git'), join(place, 'clone.git'), '--trust-root', join(open, 'ceo.pub')]);
+    expect(cloned.status, cloned.stderr).toBe(0);
+    expect(cloned.stderr).toContain(`coo: warning: the public key file ${join(open, 'ceo.pub')} is in a folder every user may write (${open}): another user may have replaced the key it pins or gives`);
+    const quiet = init(sticky, 'sticky.git');
+    expect(quiet.status, quiet.stderr).toBe(0);
+    expect(quiet.stderr).not.toContain('warning');
+    chmodSync(join(sticky, 'ceo.pub'), 0o666);
+    const writable = coo(['clone', join(place, 'sticky.git'), join(place, 'clone2.git'), '--trust-root', join(sticky, 'ceo.pub')]);
+    expect(writable.status, writable.stderr).toBe(0);
+    expect(writable.stderr).toContain(`coo: warning: the public key file ${join(sticky, 'ceo.pub')} may be written by every user`);
+    chmodSync(open, 0o700);
+  }, 60_000);
+});
