@@ -157,6 +157,8 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
   let ledger: Ledger | null = null;
   try {
     fs.mkdirSync(gitdir, { recursive: true });
+    // An empty folder given for the ledger keeps its mode: one others may write (made under umask 000) is closed, as coo clone's is.
+    if (!created) fs.chmodSync(gitdir, fs.statSync(gitdir).mode & 0o7755);
     // Loaded here, not at start-up: creating a ledger is the only use, and the module costs every other verb ~0.1 s.
     const { default: git } = await importPackage<typeof IsomorphicGit>('isomorphic-git');
     await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });

@@ -57,6 +57,8 @@ describe('coo under umask 000', () => {
     expect(cooLoose(['keygen', '--actor', 'ceo', '--out', keys], env).status).toBe(0);
     expect(cooLoose(['keygen', '--actor', 'coo.hermes', '--out', keys], env).status).toBe(0);
     const ledger = join(place, 'ledger.git');
+    // An empty folder made for it beforehand, under the same umask, is taken and closed.
+    expect(spawnSync('sh', ['-c', 'umask 000 && mkdir "$0"', ledger]).status).toBe(0);
     const init = cooLoose(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`], env);
     expect(init.status, init.stderr).toBe(0);
     const clone = join(place, 'clone.git');
