@@ -13,7 +13,14 @@
  *   (governed work for an execution agent), each signed with the COO's key and validated first.
  * - Append an entry written by hand: `appendEnvelope(ledger, bytes, artifacts, key, now)`.
  * - Keys: `generatePrivateKey`, `parsePrivateKey`, `parsePublicKeyLine`, and their formatters.
+ *
+ * Importing it adds group and other write to the process's umask (util/umask.ts): a ledger is never
+ * made writable by other users.
  */
+
+import { closeUmask } from './util/umask.js';
+
+closeUmask();
 
 export { Ledger } from './ledger/ledger.js';
 export type { AppendResult, NewFile } from './ledger/ledger.js';

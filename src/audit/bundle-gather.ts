@@ -8,7 +8,7 @@ import { readDocument } from '../schema/documents.js';
 import type { TrustRoot } from '../schema/control.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import { isVerified, whatIsWrong, type Evidence } from './cite.js';
-import { renderBundle } from './bundle.js';
+import { attachedFiles, BUNDLE_KIND, renderBundle } from './bundle.js';
 
 /**
  * Reads from the ledger what a bundle holds for one cited message: the receipt's commit, the trees
@@ -63,6 +63,9 @@ export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<
     // A cross-check's bundle holds the answer it challenged, so that what the challenger was sent can be proved from it.
     if (envelope.intent === 'cross_check') await take(envelope.challenge.answer_ref);
     if (evidence.receipt.output_ref !== null) await take(evidence.receipt.output_ref);
+    // What else the receipt names by hash, so an auditor can check it: each read within its artifact
+    // bound, as many as the receipt's schema allows (10 attachments and 5 proposals, 120 for a dispatch).
+    for (const item of attachedFiles(evidence.receipt)) await take(item.path);
     const trust = { root: [] as TrustRoot[], registry: [] as ActorRegistry[] };
     const trustFolder = await readTree(folderOid(await readTree(links.tree), 'trust'));
     for (const role of ['root', 'registry'] as const) {
@@ -81,7 +84,7 @@ export async function gatherBundle(gitdir: string, evidence: Evidence): Promise<
       await readTree(folderOid(genesisTrust, role));
       await readTree(folderOid(trustFolder, role));
     }
-    return renderBundle({ messageId: evidence.messageId, receiptPath: evidence.receiptPath, commit: links.raw, genesis: genesis.raw, trees, files }, trust.root, trust.registry);
+    return renderBundle({ kind: BUNDLE_KIND, messageId: evidence.messageId, receiptPath: evidence.receiptPath, commit: links.raw, genesis: genesis.raw, trees, files }, trust.root, trust.registry);
   } finally {
     reader.close();
   }

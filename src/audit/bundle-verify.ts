@@ -8,7 +8,7 @@ import { parseTree, type TreeEntry } from '../ledger/tree-format.js';
 import { readDocument } from '../schema/documents.js';
 import type { CooMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
-import { BUNDLE_KIND, BUNDLE_KIND_V0, renderBundle, type BundleManifest } from './bundle.js';
+import { attachedFiles, BUNDLE_KIND, BUNDLE_KIND_V0, BUNDLE_KIND_V1, renderBundle, type BundleManifest } from './bundle.js';
 import { parseTar } from './tar.js';
 
 export interface BundleReport {
@@ -25,6 +25,8 @@ export interface BundleReport {
   readonly ledger: string | null;
   /** Whether `--genesis` pinned the ledger. */
   readonly ledgerPinned: boolean;
+  /** How many files the receipt names by hash (attachments, proposals) the bundle carries and proved; null for a bundle written before bundles carried them. */
+  readonly attachments: number | null;
   readonly files: number;
 }
 
@@ -66,7 +68,7 @@ function readManifest(content: Buffer): BundleManifest {
   } catch {
     throw invalid('bundle.json is not JSON');
   }
-  const known = manifest.kind === BUNDLE_KIND ? typeof manifest.ledger === 'string' : manifest.kind === BUNDLE_KIND_V0;
+  const known = manifest.kind === BUNDLE_KIND || manifest.kind === BUNDLE_KIND_V1 ? typeof manifest.ledger === 'string' : manifest.kind === BUNDLE_KIND_V0;
   if (!known || typeof manifest.message_id !== 'string' || typeof manifest.receipt !== 'string' || typeof manifest.commit !== 'string') {
     throw invalid(`bundle.json is not a ${BUNDLE_KIND} manifest`);
   }
@@ -247,6 +249,13 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
     if (content === undefined) throw invalid(`${item.path} is not in the bundle`);
     if (sha256Ref(content) !== item.sha256) throw new CooError('ARTIFACT_HASH_MISMATCH', `${item.path} does not match the hash its signed entry records`, { where: item.path });
   }
+  // What else the receipt names by hash. A bundle written before bundles carried them holds none, and says so in its report.
+  const attached = manifest.kind === BUNDLE_KIND ? attachedFiles(receipt) : [];
+  for (const item of attached) {
+    const content = files.get(item.path);
+    if (content === undefined) throw new CooError('ARTIFACT_MISSING', `${item.path}, which ${receiptPath} names by hash (${item.sha256}), is not in the bundle`, { where: item.path });
+    if (sha256Ref(content) !== item.sha256) throw new CooError('ARTIFACT_HASH_MISMATCH', `${item.path} does not match the hash ${receiptPath} records`, { where: item.path });
+  }
 
   // Nothing coo would not write: exactly these files and objects, and the archive coo renders from them.
   const expected = new Set([
@@ -255,6 +264,7 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
     receiptPath,
     sigPath(receiptPath),
     ...bound.map((item) => item.path),
+    ...attached.map((item) => item.path),
     ...rootListing.map((name) => `trust/root/${name}`),
     ...registryListing.map((name) => `trust/registry/${name}`),
   ]);
@@ -264,7 +274,7 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
   if (extraObject !== undefined) throw invalid(`git/${extraObject} is not an object the bundle's proof uses`);
   const trees = new Map([...usedTrees].map((oid) => [oid, objects.get(oid)!] as const));
   const canonical = renderBundle(
-    { messageId: manifest.message_id, receiptPath, commit: commitRaw, genesis: genesisOid === null ? null : objects.get(genesisOid)!, trees, files },
+    { kind: manifest.kind, messageId: manifest.message_id, receiptPath, commit: commitRaw, genesis: genesisOid === null ? null : objects.get(genesisOid)!, trees, files },
     roots.map((item) => item.doc),
     registries.map((item) => item.doc),
   );
@@ -280,6 +290,7 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
     pinned: options.trustRoot !== undefined,
     ledger: genesisOid,
     ledgerPinned: options.genesis !== undefined,
+    attachments: manifest.kind === BUNDLE_KIND ? new Set(attached.map((item) => item.path)).size : null,
     files: files.size,
   };
 }
@@ -290,8 +301,8 @@ export const GENESIS_TRUST = [trustPath('root', 1), trustPath('registry', 1), tr
 /**
  * The genesis commit a bundle names: the first of its ledger (no parent, Ledger-Seq 1), signed by
  * an authority of the first trust root, and laying byte for byte the first trust root, registry
- * and policy the receipt's commit holds. A genesis made by `coo init` is dated the second its root
- * is, so another ledger's commit holds the same three files only if its genesis is this one.
+ * and policy the receipt's commit holds. The first root `coo init` writes carries the ledger's
+ * random id, so another ledger's commit holds the same three files only if its genesis is this one.
  */
 function checkGenesis(oid: string, objects: ReadonlyMap<string, Buffer>, usedTrees: Set<string>, authorities: readonly string[], receiptTree: TreeWalk): void {
   const raw = objects.get(oid);

@@ -2,6 +2,7 @@ import { ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
 import { hashObject } from '../ledger/object-store.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import type { TrustRoot } from '../schema/control.js';
+import type { AaReceipt, EaReceipt } from '../schema/receipt.js';
 import { renderTar, type TarFile } from './tar.js';
 
 /**
@@ -14,20 +15,26 @@ import { renderTar, type TarFile } from './tar.js';
  *   and policy, so each file is proven to be in that signed commit, and that commit to hold the
  *   first trust files the genesis laid, by git's own object ids;
  * - `ledger/<path>`: the envelope, prompt, context manifest, receipt and answer of one message, their
- *   `.sig` files, and every version of `trust/root` and `trust/registry` with theirs.
+ *   `.sig` files, every file the receipt names by hash (its attachments, an advisory receipt's
+ *   proposals), and every version of `trust/root` and `trust/registry` with theirs.
  * Nothing in it is trusted for being there: every byte is re-derived, hashed or signature-checked,
  * and the whole archive must be the one coo renders from what it proves.
  */
-export const BUNDLE_KIND = 'coo_evidence_bundle.v1';
+export const BUNDLE_KIND = 'coo_evidence_bundle.v2';
+/** Bundles written before they carried the receipt's attachments: still read, and said to hold none. */
+export const BUNDLE_KIND_V1 = 'coo_evidence_bundle.v1';
 /** Bundles written before they named their ledger: still read, with no ledger to pin. */
 export const BUNDLE_KIND_V0 = 'coo_evidence_bundle.v0';
+export type BundleKind = typeof BUNDLE_KIND | typeof BUNDLE_KIND_V1 | typeof BUNDLE_KIND_V0;
 
 export interface BundleParts {
+  /** What the archive is written as: coo writes BUNDLE_KIND; a verifier renders an older bundle again as its own kind. */
+  readonly kind: BundleKind;
   readonly messageId: string;
   readonly receiptPath: string;
   /** The raw commit object that added the receipt. */
   readonly commit: Buffer;
-  /** The ledger's raw genesis commit; null only when reading a bundle written before bundles named their ledger. */
+  /** The ledger's raw genesis commit; null for a v0 bundle, written before bundles named their ledger. */
   readonly genesis: Buffer | null;
   /** Raw trees by id: every tree on the path from the commit's root to each ledger file, and from both commits' roots to the first trust files. */
   readonly trees: ReadonlyMap<string, Buffer>;
@@ -36,8 +43,8 @@ export interface BundleParts {
 }
 
 export interface BundleManifest {
-  readonly kind: typeof BUNDLE_KIND | typeof BUNDLE_KIND_V0;
-  /** The ledger's genesis commit (v1). */
+  readonly kind: BundleKind;
+  /** The ledger's genesis commit (v1 and later). */
   readonly ledger?: string;
   readonly message_id: string;
   readonly receipt: string;
@@ -49,9 +56,9 @@ export function renderBundle(parts: BundleParts, roots: readonly TrustRoot[], re
   const commitOid = hashObject('commit', parts.commit);
   const genesisOid = parts.genesis === null ? null : hashObject('commit', parts.genesis);
   const manifest: BundleManifest =
-    genesisOid === null
+    parts.kind === BUNDLE_KIND_V0 || genesisOid === null
       ? { kind: BUNDLE_KIND_V0, message_id: parts.messageId, receipt: parts.receiptPath, commit: commitOid }
-      : { kind: BUNDLE_KIND, ledger: genesisOid, message_id: parts.messageId, receipt: parts.receiptPath, commit: commitOid };
+      : { kind: parts.kind, ledger: genesisOid, message_id: parts.messageId, receipt: parts.receiptPath, commit: commitOid };
   const files: TarFile[] = [
     { name: 'bundle.json', content: Buffer.from(`${JSON.stringify(manifest, null, 2)}\n`) },
     { name: 'allowed_signers', content: Buffer.from(signerLines(roots, registries)) },
@@ -61,6 +68,11 @@ export function renderBundle(parts: BundleParts, roots: readonly TrustRoot[], re
     ...[...parts.files.keys()].sort().map((path) => ({ name: `ledger/${path}`, content: parts.files.get(path)! })),
   ];
   return renderTar(files);
+}
+
+/** The files a receipt names by hash besides its output, in its order: its attachments, then an advisory receipt's proposals. */
+export function attachedFiles(receipt: AaReceipt | EaReceipt): ReadonlyArray<{ readonly path: string; readonly sha256: string }> {
+  return [...receipt.attachments, ...('proposals' in receipt ? (receipt.proposals ?? []) : [])];
 }
 
 /** The allowed-signers lines for every key the bundled trust files give, each named by its actor. */

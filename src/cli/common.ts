@@ -1,4 +1,5 @@
 import { closeSync, constants, lstatSync, openSync, statSync, type Stats } from 'node:fs';
+import { dirname } from 'node:path';
 import { LIMITS } from '../limits.js';
 import { fileType, readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
@@ -137,6 +138,7 @@ export function loadPrivateKey(path: string): PrivateKey {
   if (mode !== null && (mode & 0o077) !== 0) {
     writeErr(`coo: warning: the key file ${path} is open to others (mode ${mode.toString(8).padStart(4, '0')}): whoever may read it may sign as its actor; run chmod 600 ${path}\n`);
   }
+  if (mode !== null) warnReplaceable(path, 'key file', 'the key coo signs with');
   // A key file that holds no usable private key is a mistake in the command line too: said naming the file, before anything runs.
   try {
     return parsePrivateKey(text);
@@ -147,7 +149,34 @@ export function loadPrivateKey(path: string): PrivateKey {
 }
 
 export function loadPublicKey(path: string): PublicKey {
-  return parsePublicKeyLine(readInput(path, 'public key file', LIMITS.keyFileBytes).toString('utf8')).key;
+  const key = parsePublicKeyLine(readInput(path, 'public key file', LIMITS.keyFileBytes).toString('utf8')).key;
+  let regular = false;
+  try {
+    regular = statSync(path).isFile();
+  } catch {
+    // read above, then gone: the key read is used
+  }
+  if (regular) warnReplaceable(path, 'public key file', 'the key it pins or gives');
+  return key;
+}
+
+/**
+ * A key file that every user of the machine may write, or that sits in a folder every user may write
+ * without the sticky bit (where any of them may rename another file over it), is one another user
+ * may have replaced: a pinned trust root that anyone chose pins nothing, a private key anyone chose
+ * signs for them. Said as a warning, as a key file others may read is: the key read is used.
+ */
+function warnReplaceable(path: string, what: string, whose: string): void {
+  const open = (file: string, folder: boolean): boolean => {
+    try {
+      const stats = statSync(file);
+      return (stats.mode & 0o002) !== 0 && !(folder && (stats.mode & 0o1000) !== 0);
+    } catch {
+      return false;
+    }
+  };
+  const where = open(path, false) ? `the ${what} ${path} may be written by every user` : open(dirname(path), true) ? `the ${what} ${path} is in a folder every user may write (${dirname(path)})` : null;
+  if (where !== null) writeErr(`coo: warning: ${where}: another user may have replaced ${whose}; run chmod o-w on it, and check the key's fingerprint\n`);
 }
 
 const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;

@@ -1,4 +1,5 @@
 import { run, type RunOutcome } from './program.js';
+import { closeUmask } from '../util/umask.js';
 
 /**
  * The one place exit statuses are decided: 0 ok, 1 error, 2 usage, 3 verification failed or
@@ -30,6 +31,8 @@ function exit(code: number): void {
  * `coo watch` with status 1 in the middle of serving.
  */
 process.stderr.on('error', () => undefined);
+
+closeUmask();
 
 run(process.argv.slice(2)).then(
   (outcome) => exit(EXIT[outcome]),

@@ -27,6 +27,9 @@ export function verifyBundleVerb(program: Command): void {
             : report.ledgerPinned
               ? `ledger pinned: genesis ${report.ledger}`
               : `ledger NOT pinned: genesis ${report.ledger}; compare with the ledger you expect, or pass --genesis`,
+          report.attachments === null
+            ? "attachments NOT checked: an older bundle, which does not carry what the receipt names by hash; cite the message again from the ledger (coo cite --bundle) to check them"
+            : `attachments: ${report.attachments} file(s) the receipt names by hash, each matching it`,
         ].join('\n'),
       );
     });

@@ -1,3 +1,4 @@
+import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
 import type * as IsomorphicGit from 'isomorphic-git';
 import { join } from 'node:path';
@@ -27,6 +28,8 @@ export interface InitOptions {
   readonly registry?: ActorRegistry;
   readonly policy?: ActorPolicy;
   readonly now: Date;
+  /** The ledger's id in its first trust root (32 hex digits); fresh random bits unless told. */
+  readonly ledgerId?: string;
   /** The command the pre-receive hook runs; the built CLI of this package by default. */
   readonly hookCommand?: { readonly node: string; readonly script: string };
 }
@@ -43,7 +46,11 @@ function keyEntry(key: PublicKey): { key_id: string; public_key: string } {
   return { key_id: key.keyId, public_key: formatPublicKeyLine(key) };
 }
 
-/** The version-1 trust files of a new ledger. Pure: checks every document before anything touches disk. */
+/**
+ * The version-1 trust files of a new ledger: checks every document before anything touches disk. The
+ * first root carries the ledger's id, random unless `ledgerId` is given: two ledgers made in one second
+ * from the same keys and files would otherwise lay the same genesis commit and share an identity.
+ */
 export function genesisDocuments(options: InitOptions): { root: TrustRoot; registry: ActorRegistry; policy: ActorPolicy } {
   const ceoActor = options.ceoActor ?? 'ceo';
   const ceo = options.ceoKey.publicKey;
@@ -73,7 +80,13 @@ export function genesisDocuments(options: InitOptions): { root: TrustRoot; regis
   const policy = parseDocument('actor_policy.v0', { ...(options.policy ?? defaultPolicy()), version: 1 }, 'policy');
   const root = parseDocument(
     'trust_root.v0',
-    { schema_version: 'trust_root.v0', version: 1, authorities: [{ actor: ceoActor, ...keyEntry(ceo) }], created_at: isoSeconds(options.now) },
+    {
+      schema_version: 'trust_root.v0',
+      version: 1,
+      authorities: [{ actor: ceoActor, ...keyEntry(ceo) }],
+      created_at: isoSeconds(options.now),
+      ledger_id: options.ledgerId ?? randomBytes(16).toString('hex'),
+    },
     'trust root',
   );
   return { root, registry, policy };
@@ -144,6 +157,8 @@ export async function initLedger(options: InitOptions): Promise<AppendResult> {
   let ledger: Ledger | null = null;
   try {
     fs.mkdirSync(gitdir, { recursive: true });
+    // An empty folder given for the ledger keeps its mode: one others may write (made under umask 000) is closed, as coo clone's is.
+    if (!created) fs.chmodSync(gitdir, fs.statSync(gitdir).mode & 0o7755);
     // Loaded here, not at start-up: creating a ledger is the only use, and the module costs every other verb ~0.1 s.
     const { default: git } = await importPackage<typeof IsomorphicGit>('isomorphic-git');
     await git.init({ fs, dir: gitdir, gitdir, bare: true, defaultBranch: 'main' });

@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import { resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
 import { checkEdge } from '../authority/policy-check.js';
@@ -10,7 +12,7 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
+import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
@@ -75,13 +77,31 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
   return { code: 'RUNNER_CONFIG', message: `${not}: it is ${describeStatus(status)}; ${fix}` };
 }
 
-async function repoProblem(repo: string): Promise<Problem | null> {
+/**
+ * The repository the work is for: a git repository, and not the ledger itself. Given the ledger
+ * (or a folder in it), dispatches would make their worktrees and branches in the ledger's git
+ * folder, beside its main, and consults pin their context in the ledger's own commits.
+ */
+async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
+  let common: string;
   try {
-    await runGit(['-C', repo, 'rev-parse', '--git-dir']);
-    return null;
+    // Relative to the folder git ran in (`.git`, `.` in a bare repository); --path-format needs git 2.31.
+    common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
   } catch {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
   }
+  const real = (path: string): string => {
+    try {
+      return fs.realpathSync(path);
+    } catch {
+      return resolve(path);
+    }
+  };
+  const [repoGit, ledger] = [real(common), real(ledgerGitdir)];
+  if (repoGit === ledger || repoGit.startsWith(`${ledger}/`)) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
+  }
+  return null;
 }
 
 /**
@@ -89,12 +109,13 @@ async function repoProblem(repo: string): Promise<Problem | null> {
  * claims and receipts), the state folder (each attempt's sandbox or worktree) and the private
  * folder of its sockets in the temporary folder (every sandbox hides it; a dispatch's consult
  * socket and a remote's ssh connection live there). A read-only ledger or state folder, a TMPDIR
- * that names no folder, are found here, before a claim.
+ * that names no folder, a ledger every user may write, are found here, before a claim.
  */
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
   const checks = [
     () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
+    () => requireLedgerClosed(ledger.gitdir),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");
@@ -159,7 +180,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) shared.push(keyProblem);
-  const repo = await repoProblem(options.repo);
+  const repo = await repoProblem(options.repo, options.ledger.gitdir);
   if (repo !== null) shared.push(repo);
   shared.push(...folders);
   let isolation: 'bwrap' | 'none' = 'none';

@@ -11,6 +11,13 @@ export const trustRoot = z.strictObject({
     .max(16)
     .refine((keys) => new Set(keys.map((key) => key.key_id)).size === keys.length, 'each authority key is listed once'),
   created_at: timestamp,
+  /**
+   * 128 random bits `coo init` draws for the ledger and writes into its first root: two ledgers made
+   * with the same keys, registry and policy in the same second are then two genesis commits, and
+   * what ties a commit to its genesis (the first trust files) tells them apart. Absent in ledgers
+   * made before it; a later root may carry it or not, since the chain from the first root ties it.
+   */
+  ledger_id: z.string().regex(/^[0-9a-f]{32}$/, 'ledger_id is 32 lowercase hex digits').optional(),
 });
 export type TrustRoot = z.infer<typeof trustRoot>;
 

@@ -129,3 +129,40 @@ export function requireOwnFolder(dir: string, what: string): void {
   if (folder.uid !== uid) refuse(`belongs to another user (uid ${folder.uid})`);
   if ((folder.mode & 0o002) !== 0) refuse('may be written by every user');
 }
+
+/** Most entries of a ledger's git folder looked at for one others may write (a ledger of a few hundred thousand objects is looked at whole). */
+const LEDGER_WALK_ENTRIES = 1_000_000;
+
+/**
+ * A ledger the runner commits to may be written by no other user: one made under umask 000 (or
+ * opened up by hand) lets any local user rewrite its main, an object in place, its config (a
+ * `core.fsmonitor` or `core.hooksPath` runs their command as the runner) or its hooks under the
+ * runner. Refused, with RUNNER_CONFIG naming the first such path and saying how to close it. Group
+ * write is left alone: a ledger shared by a group (core.sharedRepository) is made so.
+ */
+export function requireLedgerClosed(gitdir: string): void {
+  let seen = 0;
+  const walk = (path: string): void => {
+    if (seen >= LEDGER_WALK_ENTRIES) return;
+    seen += 1;
+    let stats: fs.Stats;
+    try {
+      stats = fs.lstatSync(path);
+    } catch {
+      return; // gone meanwhile: what the runner needs is checked where it is used
+    }
+    if (stats.isSymbolicLink()) return;
+    if ((stats.mode & 0o002) !== 0) {
+      throw new CooError('RUNNER_CONFIG', `${path}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under the runner; close it (chmod -R o-w ${gitdir}), and start again`);
+    }
+    if (!stats.isDirectory()) return;
+    let names: string[];
+    try {
+      names = fs.readdirSync(path);
+    } catch {
+      return;
+    }
+    for (const name of names) walk(join(path, name));
+  };
+  walk(resolve(gitdir));
+}

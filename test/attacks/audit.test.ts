@@ -2,7 +2,7 @@ import { execFileSync } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe } from 'vitest';
-import { renderBundle } from '../../src/audit/bundle.js';
+import { BUNDLE_KIND, renderBundle } from '../../src/audit/bundle.js';
 import { verifyBundle } from '../../src/audit/bundle-verify.js';
 import { renderCitation, type Evidence } from '../../src/audit/cite.js';
 import { gatherEvidence } from '../../src/audit/evidence.js';
@@ -159,7 +159,7 @@ describe('a bundle is canonical and names its ledger', () => {
       const roots = [...ledgerFiles].filter(([path]) => /^trust\/root\/\d+\.yaml$/.test(path)).map(([path, bytes]) => readDocument('trust_root.v0', bytes, path));
       const registries = [...ledgerFiles].filter(([path]) => /^trust\/registry\/\d+\.yaml$/.test(path)).map(([path, bytes]) => readDocument('actor_registry.v0', bytes, path));
       const commit = files.find((file) => file.name === `git/${manifest.commit}`)!.content;
-      const forged = renderBundle({ messageId: manifest.message_id, receiptPath: manifest.receipt, commit, genesis: readRaw(genesisOid, 'commit'), trees, files: ledgerFiles }, roots, registries);
+      const forged = renderBundle({ kind: BUNDLE_KIND, messageId: manifest.message_id, receiptPath: manifest.receipt, commit, genesis: readRaw(genesisOid, 'commit'), trees, files: ledgerFiles }, roots, registries);
       verifyBundle(forged, { genesis: genesisOid });
     }),
   );
