@@ -1,12 +1,22 @@
-import { describe, expect, it } from 'vitest';
+import { existsSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf, type LedgerState } from '../../src/authority/state.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { allowanceBoundsUsd, costUsd } from '../../src/lane/budget.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
 import { claimPath } from '../../src/ledger/layout.js';
+import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { Runner } from '../../src/runner/runner.js';
+import { watchRemote } from '../../src/runner/watch.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
+import { until } from '../helpers/child.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { agentScript } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -103,4 +113,109 @@ describe("a consult taken over from a runner whose lease ran out mid-call", () =
     expect(receipt!.warnings).toEqual(expect.arrayContaining(['usage_unreported', 'allowance_unstated']));
     expect(receipt!.blockers.map((blocker) => blocker.code)).toEqual(['interrupted']);
   }, 60_000);
+});
+
+describe('a kill switch the CEO turns on while an attempt runs', () => {
+  it('stops a dispatch whose agent is working, at the heartbeat that reads it: receipted interrupted by the kill switch, charged what it was allowed', async () => {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const { messageId, envelope } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo, target: 'ea.codex', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 600, maxRuntimeSeconds: 600 });
+    const marker = join(w.dir, 'agent-works');
+    // An agent that works for minutes: only a stop ends it before its timeout.
+    const agent = agentScript(w.dir, '', `touch '${marker}'\nsleep 600`);
+    const executors = executorFactory({ command: [agent], hide: [w.gitdir], isolation: 'none', env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test' } });
+    const runner = w.runner({ repo, executors });
+    const pass = runner.runOnce();
+    await expect.poll(() => existsSync(marker), { timeout: 30_000, interval: 50 }).toBe(true);
+
+    await appendKillSwitch(w.ledger, 'on', 'the agents spend too much', 'ceo', w.actors.ceo, new Date());
+    // The watch's next heartbeat lands on the head that holds the switch.
+    await runner.heartbeat();
+    await pass;
+
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'failed', blockers: [expect.objectContaining({ code: 'interrupted', detail: expect.stringContaining('the kill switch ceo set: the agents spend too much') })] });
+    // Cut short, its stream said nothing of its spend: charged what it was allowed, as a run the operator's stop ends.
+    expect(receipt!['actual_cost_usd']).toBe(envelope.budget.max_cost_usd);
+    expect(receipt!['warnings']).toContain('usage_unreported');
+
+    // The switch stops what runs; it does not stop the runner: with the switch off again, the next work runs.
+    await appendKillSwitch(w.ledger, 'off', 'resume', 'ceo', w.actors.ceo, new Date());
+    const { messageId: later } = await w.consult({ idempotencyKey: 'after-the-switch', repo, patterns: ['src/add.js'] });
+    await runner.runOnce();
+    expect((await receiptsOf(w, later)).map((item) => item['status'])).toEqual(['succeeded']);
+  }, 120_000);
+
+  it("stops a consult whose model is still answering: receipted interrupted by the kill switch, charged the call's whole output cap", async () => {
+    const w = await fresh({ modes: ['hang'] });
+    const { messageId } = await w.consult({ idempotencyKey: 'killed-mid-call' });
+    const runner = w.runner();
+    const pass = runner.runOnce();
+    await until(() => w.server.requests.length === 1, 'the model request');
+
+    await appendKillSwitch(w.ledger, 'on', 'stop every consult', 'ceo', w.actors.ceo, new Date());
+    await runner.checkKillSwitch();
+    await pass;
+
+    const [receipt] = (await receiptsOf(w, messageId)) as unknown as ChargedReceipt[];
+    expect(receipt!.blockers.map((blocker) => blocker.code)).toEqual(['interrupted']);
+    expect(receipt!.blockers[0]!.detail).toContain('the kill switch ceo set: stop every consult');
+    expect(receipt!.usage.reasoning_tokens).toBeGreaterThan(0);
+    expect(receipt!.warnings).toContain('usage_unreported');
+    // Its retry meets the switch at its pre-flight: blocked, unpaid.
+    await runner.runOnce();
+    expect(w.server.requests).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('a heartbeat interval the CEO changes while a watch runs', () => {
+  it('is the one the runner states after its next heartbeat, from the policy of the head the heartbeat landed on', async () => {
+    const w = await fresh();
+    const runner = w.runner();
+    await runner.heartbeat();
+    const policy = (await w.ledger.state()).policy!.doc;
+    expect(runner.heartbeatSeconds).toBe(policy.heartbeat.interval_seconds);
+    const shorter = Math.floor(policy.heartbeat.interval_seconds / 10);
+    await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, heartbeat: { ...policy.heartbeat, interval_seconds: shorter } } }, w.actors.ceo, new Date());
+    await runner.heartbeat();
+    expect(runner.heartbeatSeconds).toBe(shorter);
+  }, 60_000);
+
+  describe('a watch', () => {
+    afterEach(() => {
+      vi.useRealTimers();
+    });
+
+    it('beats at the interval of the policy its last heartbeat was written under, not the one it started with', async () => {
+      vi.useFakeTimers();
+      const beats: number[] = [];
+      let interval = 300;
+      // A runner whose policy shortens the interval to 30 s after its first beat.
+      const runner = {
+        cutOffAt: null,
+        get heartbeatSeconds(): number {
+          return interval;
+        },
+        heartbeat: (): Promise<number> => {
+          beats.push(Date.now());
+          if (beats.length === 1) interval = 30;
+          return Promise.resolve(beats.length);
+        },
+        runOnce: () => Promise.resolve({ receipts: 0, waiting: [], held: [] }),
+      } as unknown as Runner;
+      const controller = new AbortController();
+      const watching = watchRemote(runner, { remote: { remoteHead: () => Promise.resolve('a'.repeat(40)) }, signal: controller.signal, heartbeatSeconds: 300, pollSeconds: 1000, maxPollSeconds: 1000 });
+      await vi.advanceTimersByTimeAsync(0);
+      expect(beats).toHaveLength(1);
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(beats).toHaveLength(2);
+      await vi.advanceTimersByTimeAsync(30_000);
+      expect(beats).toHaveLength(3);
+      controller.abort();
+      await vi.advanceTimersByTimeAsync(0);
+      await watching;
+      expect(beats.slice(1).map((at, index) => (at - beats[index]!) / 1000)).toEqual([30, 30]);
+    });
+  });
 });
