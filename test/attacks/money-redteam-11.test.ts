@@ -10,7 +10,7 @@ import { executorFactory } from '../../src/dispatch/executors.js';
 import { claimPath } from '../../src/ledger/layout.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { Runner } from '../../src/runner/runner.js';
-import { watchRemote } from '../../src/runner/watch.js';
+import { watchLedger, watchRemote } from '../../src/runner/watch.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
@@ -115,6 +115,27 @@ describe("a consult taken over from a runner whose lease ran out mid-call", () =
   }, 60_000);
 });
 
+describe('a dispatch taken over from a runner whose claim states no allowance', () => {
+  it('is charged what the ledger let it spend at its claim, and its receipt says the allowance was not stated', async () => {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const { messageId, envelope } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo, target: 'ea.codex', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 60, maxRuntimeSeconds: 60 });
+    const at = new Date();
+    await claimedByAGoneRunner(w, messageId, undefined, at);
+    let tick = 0;
+    const taker = w.runner({ repo, monotonic: () => tick, clock: () => at, leaseGraceSeconds: 600 });
+    await taker.runOnce();
+    tick = 2_000_000;
+    await taker.runOnce();
+    expect(w.events.map((event) => event.type)).toContain('takeover');
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt).toMatchObject({ status: 'failed', blockers: [expect.objectContaining({ code: 'interrupted' })] });
+    expect(receipt!['actual_cost_usd']).toBe(envelope.budget.max_cost_usd);
+    expect(receipt!['warnings']).toEqual(expect.arrayContaining(['usage_unreported', 'allowance_unstated']));
+  }, 60_000);
+});
+
 describe('a kill switch the CEO turns on while an attempt runs', () => {
   it('stops a dispatch whose agent is working, at the heartbeat that reads it: receipted interrupted by the kill switch, charged what it was allowed', async () => {
     const w = await fresh();
@@ -165,6 +186,27 @@ describe('a kill switch the CEO turns on while an attempt runs', () => {
     expect(receipt!.warnings).toContain('usage_unreported');
     // Its retry meets the switch at its pre-flight: blocked, unpaid.
     await runner.runOnce();
+    expect(w.server.requests).toHaveLength(1);
+  }, 60_000);
+});
+
+describe('a kill switch turned on while a local watch without heartbeats runs a consult', () => {
+  it('is seen when the head moves, and stops the call in flight with a receipt naming it', async () => {
+    const w = await fresh({ modes: ['hang'] });
+    const { messageId } = await w.consult({ idempotencyKey: 'killed-under-watch' });
+    const runner = w.runner();
+    const controller = new AbortController();
+    const watching = watchLedger(runner, w.gitdir, { signal: controller.signal });
+    try {
+      await until(() => w.server.requests.length === 1, 'the model request');
+      await appendKillSwitch(w.ledger, 'on', 'pause everything', 'ceo', w.actors.ceo, new Date());
+      await expect.poll(async () => (await receiptsOf(w, messageId)).length, { timeout: 30_000, interval: 100 }).toBe(1);
+    } finally {
+      controller.abort();
+      await watching;
+    }
+    const [receipt] = (await receiptsOf(w, messageId)) as unknown as ChargedReceipt[];
+    expect(receipt!.blockers[0]!.detail).toContain('the kill switch ceo set: pause everything');
     expect(w.server.requests).toHaveLength(1);
   }, 60_000);
 });
