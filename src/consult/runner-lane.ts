@@ -3,7 +3,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { claimAllowanceUsd, correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -445,7 +445,7 @@ export class ConsultLane implements RunnerLane {
    * when the policy allows one; `sent`, the prompt bundle Oracle was handed, is kept as its
    * prompt-sent.md, so that the receipt's bundle_hash names bytes the ledger holds.
    */
-  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport'], sent?: Buffer): Promise<void> {
+  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport'], sent?: Buffer, warnings: readonly string[] = []): Promise<void> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const record = state.messages.get(messageId)!;
@@ -463,7 +463,7 @@ export class ConsultLane implements RunnerLane {
       ...(transport === undefined ? {} : { transport }),
       attachments: kept.map((file) => ({ path: file.path, sha256: sha256Ref(file.bytes) })),
       validation: { status: 'not_run', errors: [] },
-      warnings: [],
+      warnings,
     });
     await this.ctx.commit([...kept, { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
     this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
@@ -479,8 +479,8 @@ export class ConsultLane implements RunnerLane {
    * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
    * that completed (the answer was paid for once; it is not bought again), or record the attempt
    * as interrupted, with a new attempt when the policy allows. An attempt taken over from another
-   * runner, of which this state folder holds nothing, is charged as a call that started and ended
-   * unanswered: that runner's Oracle may have sent the question.
+   * runner, of which this state folder holds nothing, is charged as a call its runner's timer
+   * ended: that runner's Oracle may have sent the question and streamed its whole output cap.
    */
   async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
@@ -519,10 +519,20 @@ export class ConsultLane implements RunnerLane {
       attemptFile !== null && oracle !== null
         ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
         : takenOver && attemptFile === null
-          ? await this.takenOverCall(state, message, last.attemptId, claim)
+          ? await this.takenOverCall(state, message, record, last)
           : undefined;
     const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
-    await this.writeInterrupted(message, record.id, last.number, `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}`, spent, sent);
+    // A claim that does not state its allowance leaves the output cap its call was handed to be bounded from its message's budget: the receipt says so.
+    const unstated = spent !== undefined && takenOver && attemptFile === null && claim.allowanceUsd === undefined;
+    await this.writeInterrupted(
+      message,
+      record.id,
+      last.number,
+      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; its lease ran out and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
+      spent,
+      sent,
+      unstated ? ['allowance_unstated'] : [],
+    );
     removeSandbox(sandbox);
     return true;
   }
@@ -531,16 +541,26 @@ export class ConsultLane implements RunnerLane {
    * What a receipt knows of a call another runner claimed and may have made before its lease ran
    * out, its files on its own machine: the question as this runner would send it (the bundle the
    * message renders, to within its canary), to the model the registry routes its target to, with a
-   * session that left this runner no record. It is charged as a call that ended unanswered.
+   * session that left this runner no record. It is charged as a call that was ended before it
+   * answered: the question and the whole output cap that runner handed its Oracle, as far as the
+   * ledger tells it (the claim's allowance; without one, the message's budget and the model's cap).
    */
-  private async takenOverCall(state: LedgerState, message: AdvisoryMessage, attemptId: string, claim: NonNullable<AttemptRecord['claim']>): Promise<ReceiptFacts['transport']> {
+  private async takenOverCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord): Promise<ReceiptFacts['transport']> {
+    const claim = attempt.claim!;
     const model = state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
     const unseen: OracleSessionMeta = { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
-    const attemptFile: AttemptRecordFile = { attempt_id: attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
+    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
-    return this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
+    const call = await this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
+    if (call === undefined) return undefined;
+    // The output cap that runner handed its Oracle is on its machine; its claim's allowance is the worst case its pre-flight set
+    // it from (the estimated input and the whole cap), so the cap is what that allowance pays for after the same input. A
+    // claim that does not state one is bounded by its message's budget and by the model's own cap: no pre-flight allows more.
+    const fromAllowance = outputCapForUsd(claimAllowanceUsd(record, attempt), call.estimatedInputTokens, call.price);
+    const cap = claim.allowanceUsd === undefined ? Math.min(fromAllowance, call.price.max_output_tokens) : fromAllowance;
+    return { ...call, uncountedOutputCap: cap };
   }
 
   /**

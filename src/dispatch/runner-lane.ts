@@ -695,7 +695,9 @@ export class DispatchLane implements RunnerLane {
     const now = this.ctx.clock();
     // The executor started (its pid was recorded, or another runner's may have) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
     const unseen = takenOver && !fs.existsSync(folder.root);
-    const unknownSpend = pidFile.kind === 'file' || unseen ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported'] } : {};
+    // A claim that does not state its allowance leaves it to be bounded from the ledger as it stood at the claim (crashAllowanceUsd): the receipt says so.
+    const unstated = last.claim?.allowanceUsd === undefined ? ['allowance_unstated'] : [];
+    const unknownSpend = pidFile.kind === 'file' || unseen ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported', ...unstated] } : {};
     const receipt = buildEaReceipt({
       ...this.emptyFacts(state, message, record, last.number, now),
       ...unknownSpend,

@@ -130,6 +130,27 @@ export function heldByOpenAttemptsUsd(state: Pick<LedgerState, 'messages'>, corr
   return { correlationUsd, dayUsd };
 }
 
+/**
+ * What the claim of `attempt` let it spend: its `allowance_usd`, or, for a claim that does not
+ * state it, its message's budget less what its earlier attempts cost. An open attempt holds this
+ * (heldByOpenAttemptsUsd), and a consult taken over from a runner that died is charged it.
+ */
+export function claimAllowanceUsd(record: MessageRecord, attempt: AttemptRecord): number {
+  return attempt.claim?.allowanceUsd ?? Math.max(0, record.maxCostUsd - spentOnMessageUsd(record.attempts, attempt.number));
+}
+
+/**
+ * The most output a call could have been allowed by a pre-flight that let its attempt spend
+ * `allowanceUsd` with `inputTokens` of estimated input at `price` (planBudget's inverse): a consult
+ * claim's allowance is its worst case, the estimated input and its whole output cap, so this is
+ * that cap. Rounding of the allowance never takes a token off it.
+ */
+export function outputCapForUsd(allowanceUsd: number, inputTokens: number, price: ModelPrice): number {
+  if (price.output_usd_per_million === 0) return price.max_output_tokens;
+  const left = allowanceUsd - costUsd(inputTokens, 0, price);
+  return Math.max(0, Math.floor((left * 1_000_000) / price.output_usd_per_million + 1e-6));
+}
+
 /** What one open attempt may still spend (heldByOpenAttemptsUsd). */
 function openAllowanceUsd(record: MessageRecord, attempt: AttemptRecord, messages: LedgerState['messages']): number {
   if (record.askedIn !== undefined) {
@@ -138,7 +159,7 @@ function openAllowanceUsd(record: MessageRecord, attempt: AttemptRecord, message
     const asking = parent?.attempts[record.askedIn - 1];
     if (asking !== undefined && asking.claim !== null && asking.receipt === null) return 0;
   }
-  const allowance = attempt.claim?.allowanceUsd ?? Math.max(0, record.maxCostUsd - spentOnMessageUsd(record.attempts, attempt.number));
+  const allowance = claimAllowanceUsd(record, attempt);
   const consults = (record.consults ?? [])
     .filter((asked) => asked.attempt === attempt.number)
     .reduce((sum, asked) => sum + (messages.get(asked.id)?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0), 0);

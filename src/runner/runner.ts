@@ -191,6 +191,15 @@ export class Runner {
   private readonly suspects = new Map<string, number | null>();
   /** Why the operator stopped the runner (`SIGINT`), once they did: no new work starts, and the attempt in flight ends interrupted. */
   private stoppedBy: string | null = null;
+  /**
+   * The kill switch, seen on while a pass ran (by a heartbeat, or another look at the ledger): the
+   * attempt in flight is stopped as the operator's stop stops it, and the next pass's pre-flight
+   * blocks what is queued. Unlike the operator's stop it ends nothing else: it is cleared before
+   * each new attempt is judged, on a state that holds the switch.
+   */
+  private switchedOff: string | null = null;
+  /** The heartbeat interval of the policy on the head the last heartbeat landed on: a watch beats at it. */
+  private beatSeconds: number | null = null;
 
   constructor(private readonly options: RunnerOptions) {
     this.runnerId = newRunnerId();
@@ -226,7 +235,7 @@ export class Runner {
       write: (write) => this.write(write),
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
-      stoppedBy: () => this.stoppedBy,
+      stoppedBy: () => this.stoppedBy ?? this.switchedOff,
       isHeld: (target) => this.options.waiting?.has(target) === true,
       waitsForRetry: (id) => this.earlyRetries.has(id),
     };
@@ -262,6 +271,7 @@ export class Runner {
         });
       }
       const state = await this.options.ledger.state();
+      this.honourKillSwitch(state);
       const record = state.messages.get(messageId);
       if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${messageId} is not in the ledger`);
       const work = nextWork(record, this.clock());
@@ -295,6 +305,28 @@ export class Runner {
   interrupt(reason: string): void {
     this.stoppedBy ??= reason;
     stopGroups();
+  }
+
+  /**
+   * Honours a kill switch `state` holds on: the processes of the attempt in flight (Oracle, the
+   * executor, a verification) are killed, and that attempt is receipted `interrupted`, saying the
+   * kill switch stopped it. Called wherever the runner looks at the ledger while an attempt may run.
+   */
+  private honourKillSwitch(state: Pick<LedgerState, 'killSwitch'>): void {
+    const doc = state.killSwitch?.doc;
+    if (doc?.state !== 'on' || this.switchedOff !== null) return;
+    this.switchedOff = `the kill switch ${doc.set_by} set: ${doc.reason}`;
+    stopGroups();
+  }
+
+  /** Looks at the ledger for a kill switch turned on since the pass began (a watch does so when the ledger's head moves mid-pass). */
+  async checkKillSwitch(): Promise<void> {
+    this.honourKillSwitch(await this.options.ledger.state());
+  }
+
+  /** The heartbeat interval of the policy the last heartbeat was written under; null before the first. */
+  get heartbeatSeconds(): number | null {
+    return this.beatSeconds;
   }
 
   /** Stops the runner's long-lived readers. */
@@ -376,6 +408,7 @@ export class Runner {
     const skipped = new Set<string>();
     for (let pass = 0; ; pass += 1) {
       if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
+      this.switchedOff = null;
       const state = await this.options.ledger.intactState();
       this.checkKey(state);
       const now = this.clock();
@@ -732,6 +765,9 @@ export class Runner {
         // the CEO may have shortened it since this clone last looked (a heartbeat stating the old one is refused, and ends a watch).
         const policy = state.policy?.doc;
         if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
+        // The same head says how often to beat, and whether the CEO has turned the kill switch on meanwhile.
+        this.beatSeconds = policy.heartbeat.interval_seconds;
+        this.honourKillSwitch(state);
         const seq = state.seq + 1;
         const doc = { schema_version: 'heartbeat.v0', runner_id: this.runnerId, ledger_seq: seq, created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, policy.heartbeat.ttl_seconds)) };
         return [{ path: heartbeatPath(doc.created_at, seq), bytes: Buffer.from(toYaml(doc)) }];

@@ -10,6 +10,25 @@ const POLL_MS = 1000;
 /** Just past chokidar's 50 ms throttle of repeated change events. */
 const TRAILING_MS = 60;
 
+/**
+ * Beats `heartbeat` now and then again, each time after the interval of the policy the last beat was
+ * written under (or `fallbackSeconds` until one is known), one beat at a time. Returns the stop.
+ */
+function beatEvery(runner: Runner, fallbackSeconds: number, heartbeat: () => Promise<void>): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const beat = (): void => {
+    void heartbeat().finally(() => {
+      if (!stopped) timer = setTimeout(beat, (runner.heartbeatSeconds ?? fallbackSeconds) * 1000);
+    });
+  };
+  beat();
+  return () => {
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
+  };
+}
+
 /** A failure that ends a watch: a history that does not verify (`rejected`), or a runner that may not go on (`usage`: its key revoked). */
 function endsWatch(error: unknown): boolean {
   if (!isCooError(error)) return false;
@@ -18,7 +37,11 @@ function endsWatch(error: unknown): boolean {
 }
 
 export interface WatchOptions {
-  /** Seconds between heartbeats; none when absent. */
+  /**
+   * Seconds to the first heartbeat's successor; none when absent. After each heartbeat the interval
+   * is the one of the policy it was written under (Runner.heartbeatSeconds): one the CEO changes
+   * takes effect at the next beat, as the heartbeat's lifetime does.
+   */
   readonly heartbeatSeconds?: number;
   readonly signal?: AbortSignal;
   readonly onIdle?: () => void;
@@ -37,7 +60,7 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   let running = false;
   let again = false;
   let wake: NodeJS.Timeout | undefined;
-  let beat: NodeJS.Timeout | undefined;
+  let endBeats: (() => void) | undefined;
   let stopped = false;
   /** The head the last run finished on; a head that moved without an event (coalesced by the file watcher) is caught by the poll. */
   let seen: string | null = null;
@@ -83,6 +106,8 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
 
   watcher.on('all', (_event, path) => {
     if (!refs.includes(path)) return;
+    // A head that moved while a pass runs may hold a kill switch the CEO turned on: it stops the attempt in flight.
+    if (running) void runner.checkKillSwitch().catch(() => undefined);
     void run();
     // chokidar drops a second change to the same file within 50 ms of the first (no trailing
     // event); a check just after that window catches a commit that landed inside it.
@@ -94,12 +119,14 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   if (options.heartbeatSeconds !== undefined) {
     // A heartbeat the ledger refuses (its history is damaged) or the runner's checks refuse (its key
     // revoked) ends the watch; any other failure (a busy lock, say) waits for the next beat.
-    const heartbeat = (): void =>
-      void runner.heartbeat().catch((error: unknown) => {
-        if (endsWatch(error)) fail(error);
-      });
-    heartbeat();
-    beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
+    endBeats = beatEvery(runner, options.heartbeatSeconds, () =>
+      runner.heartbeat().then(
+        () => undefined,
+        (error: unknown) => {
+          if (endsWatch(error)) fail(error);
+        },
+      ),
+    );
   }
   await run();
   const poll = setInterval(() => {
@@ -111,7 +138,7 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
   stopped = true;
   clearInterval(poll);
   if (wake !== undefined) clearTimeout(wake);
-  if (beat !== undefined) clearInterval(beat);
+  endBeats?.();
   options.signal?.removeEventListener('abort', stop);
   await watcher.close();
   while (running) await new Promise((resolve) => setTimeout(resolve, 50));
@@ -155,25 +182,20 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
     }
   };
   options.signal?.addEventListener('abort', stop, { once: true });
-  let beat: NodeJS.Timeout | undefined;
+  let endBeats: (() => void) | undefined;
   if (options.heartbeatSeconds !== undefined) {
     // One heartbeat in flight at a time: a slow remote must not stack them up in front of the passes.
-    let beating = false;
-    const heartbeat = (): void => {
-      if (beating) return;
-      beating = true;
-      void runner
-        .heartbeat()
-        .catch((error: unknown) => {
+    endBeats = beatEvery(runner, options.heartbeatSeconds, () =>
+      runner.heartbeat().then(
+        () => undefined,
+        (error: unknown) => {
           if (endsWatch(error)) {
             failure ??= { error };
             stop();
           }
-        })
-        .finally(() => (beating = false));
-    };
-    heartbeat();
-    beat = setInterval(heartbeat, options.heartbeatSeconds * 1000);
+        },
+      ),
+    );
   }
   let delay = interval;
   let seen: string | null = null;
@@ -204,7 +226,7 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
   } catch (error) {
     failure ??= { error };
   } finally {
-    if (beat !== undefined) clearInterval(beat);
+    endBeats?.();
     options.signal?.removeEventListener('abort', stop);
   }
   if (failure !== null) throw (failure as { error: unknown }).error;

@@ -109,7 +109,11 @@ describe('every open claim on a local ledger has a lease that ends', () => {
     if (recovered.length === 0) return 'held_for_good';
     expect(recovered[0]?.['blockers']).toEqual([expect.objectContaining({ code: 'interrupted' })]);
     expect(world.events).toContainEqual(expect.objectContaining({ type: 'takeover', messageId: newer.messageId, runner: 'run-from-a-clone' }));
-    expect((await receiptsOf(world, older.messageId))[0]?.['status']).toBe('succeeded');
+    // Its hold ends, and the older consult is judged: against what the taken-over call may have spent, its whole
+    // output cap within the $0.50 its claim allowed, which is the day's cap. It is blocked, unpaid, not held for good.
+    expect(recovered[0]?.['actual_cost_usd']).toBeGreaterThan(0.49);
+    expect((await receiptsOf(world, older.messageId)).map((receipt) => [receipt['status'], (receipt['blockers'] as Array<{ code: string }>).map((blocker) => blocker.code)])).toEqual([['blocked', ['daily_cap_reached']]]);
+    expect(world.server.requests).toHaveLength(0);
     return 'recovered';
   });
 
