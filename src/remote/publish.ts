@@ -1,3 +1,5 @@
+import { realpathSync } from 'node:fs';
+import { resolve } from 'node:path';
 import { AHEAD_OF_JUDGE } from '../authority/rules/clock.js';
 import { CooError } from '../errors.js';
 import { isAncestor } from '../ledger/history.js';
@@ -28,6 +30,8 @@ export interface RemoteLedgerOptions {
   readonly limitName?: string;
   /** The most one fetch of the remote's main may bring, in bytes (default LIMITS.remoteFetchBytes). */
   readonly maxFetchBytes?: number;
+  /** How long a write waits for the clone's lock held by another process, in ms (default LIMITS.lockWaitMs). */
+  readonly lockWaitMs?: number;
 }
 
 /** How a write reached the remote. */
@@ -77,6 +81,17 @@ function sleep(ms: number): Promise<void> {
 /** The lock that keeps a second publisher on the same clone out while a write is being published. */
 const PUBLISH_LOCK = 'coo/publish';
 
+/** The last turn taken by this process's publishers on each clone (by its real path): the next one waits for it to settle. */
+const turns = new Map<string, Promise<unknown>>();
+
+function cloneKey(gitdir: string): string {
+  try {
+    return realpathSync(gitdir);
+  } catch {
+    return resolve(gitdir);
+  }
+}
+
 /**
  * A local working ledger (made by `coo clone`) that publishes through its origin. The remote's
  * fast-forward-only update is the compare-and-swap: a write is validated and signed on the local
@@ -95,6 +110,7 @@ export class RemoteLedger {
   private readonly limitName: string;
   private readonly maxTries: number;
   private readonly maxFetchBytes: number;
+  private readonly lockWaitMs: number;
   private readonly backoffMs: (conflicts: number) => number;
   private origin: Promise<void> | null = null;
   private readonly shared: SharedSshConnection | null;
@@ -121,7 +137,9 @@ export class RemoteLedger {
     this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
     this.maxFetchBytes = options.maxFetchBytes ?? LIMITS.remoteFetchBytes;
+    this.lockWaitMs = options.lockWaitMs ?? LIMITS.lockWaitMs;
     if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
+    if (!Number.isSafeInteger(this.lockWaitMs) || this.lockWaitMs < 0) throw new CooError('USAGE', `lockWaitMs must be a whole number of ms, got ${this.lockWaitMs}`);
     this.backoffMs = options.backoffMs ?? defaultBackoff;
   }
 
@@ -285,9 +303,18 @@ export class RemoteLedger {
     });
   }
 
-  /** One publisher per clone at a time: a write sits on the local main until the push settles. */
+  /**
+   * One publisher per clone at a time: a write sits on the local main until the push settles. The
+   * writers of this process on this clone (a runner's passes and its heartbeat) wait for each other
+   * in turn, for as long as the one before takes; only when its turn comes does a writer take the
+   * clone's lock, which it waits for up to `lockWaitMs` against other processes (a `coo` command on
+   * the same clone). `fn` must not publish on the same clone itself: it would wait for its own turn.
+   */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
-    return withRefLock(this.gitdir, async () => ({ next: null, result: await fn() }), { ref: PUBLISH_LOCK, waitMs: LIMITS.lockWaitMs });
+    const clone = cloneKey(this.gitdir);
+    const turn = (turns.get(clone) ?? Promise.resolve()).then(() => withRefLock(this.gitdir, async () => ({ next: null, result: await fn() }), { ref: PUBLISH_LOCK, waitMs: this.lockWaitMs }));
+    turns.set(clone, turn.catch(() => undefined));
+    return turn;
   }
 
   /** Fetches the remote's main into ORIGIN_REF; returns what ORIGIN_REF held before (the remote's head last verified). */

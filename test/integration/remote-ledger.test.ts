@@ -1,10 +1,12 @@
-import { readFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { parsePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
+import { hostLabel } from '../../src/util/process.js';
 import { startGitHttp, type GitHttpServer } from '../helpers/git-http.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { advanceBeforeEachPush, makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
@@ -47,6 +49,69 @@ describe('RemoteLedger', () => {
       expect((await ledger.state()).messages.has(envelope.message_id)).toBe(true);
     } finally {
       ledger.close();
+    }
+  });
+
+  it("lets a writer of this process wait its turn on the clone behind another for as long as that one takes, and waits for another process's lock only so long", async () => {
+    const served = await makeServedLedger(join(dir, 'turns'));
+    const server = await startGitHttp(served.root);
+    https.push(server);
+    const url = server.url(served.name);
+    const mine = await makeWriter(join(dir, 'turns'), 'mine', served, url);
+    const key = parsePrivateKey(readFileSync(served.keys.coo, 'utf8'));
+    const append = (remote: RemoteLedger, summary: string) => remote.append({ files: messageFiles(dispatchEnvelope({}, new Date())), key, summary, now: new Date() });
+    const lockWaitMs = 20;
+    const ledger = Ledger.open(mine.gitdir);
+    const handles = [ledger];
+    const other = spawn(process.execPath, ['-e', 'setInterval(() => {}, 1000)'], { stdio: 'ignore' });
+    try {
+      // A runner's pass and its heartbeat share one handle; a handle on the same clone through another path is on the same clone.
+      const remote = new RemoteLedger(ledger, { remote: url, lockWaitMs });
+      const alias = join(dir, 'turns', 'alias.git');
+      symlinkSync(mine.gitdir, alias);
+      const aliased = Ledger.open(alias);
+      handles.push(aliased);
+      const beside = new RemoteLedger(aliased, { remote: url, lockWaitMs });
+      await remote.sync();
+      await beside.sync();
+      let entered: () => void = () => undefined;
+      const inside = new Promise<void>((resolve) => (entered = resolve));
+      let open: () => void = () => undefined;
+      const gate = new Promise<void>((resolve) => (open = resolve));
+      const long = remote.write(async (handle) => {
+        entered();
+        await gate;
+        return handle.append({ files: messageFiles(dispatchEnvelope({}, new Date())), key, summary: 'long', now: new Date() });
+      });
+      await inside;
+      const heartbeat = append(remote, 'heartbeat');
+      const next = append(beside, 'next');
+      // The long write holds the clone many times longer than a waiter for another process's lock waits.
+      await new Promise((resolve) => setTimeout(resolve, 10 * lockWaitMs));
+      open();
+      const [first, second, third] = await Promise.all([long, heartbeat, next]);
+      expect([first.commit, second.commit, third.commit].every((commit) => commit !== null)).toBe(true);
+      expect(git(['--git-dir', served.gitdir, 'rev-list', '--parents', '-n', '1', third.commit!]).trim().split(' ')[1]).toBe(second.commit);
+      expect(git(['--git-dir', served.gitdir, 'rev-list', '--parents', '-n', '1', second.commit!]).trim().split(' ')[1]).toBe(first.commit);
+      expect(served.head()).toBe(third.commit);
+
+      // Another process holds the clone's lock (a coo command on the same clone): a writer here waits lockWaitMs, then says so, and writes nothing.
+      const lockPath = join(mine.gitdir, 'coo', 'publish.lock');
+      writeFileSync(lockPath, JSON.stringify({ pid: other.pid, host: hostLabel(), nonce: 'another-process' }));
+      const refused = await append(remote, 'refused').catch((caught: unknown) => caught);
+      expect(isCooError(refused) && refused.code).toBe('LEDGER_LOCKED');
+      expect(isCooError(refused) && refused.message).toContain(`by pid ${other.pid}`);
+      expect(served.head()).toBe(third.commit);
+      expect(ledger.head()).toBe(third.commit);
+      // The refusal does not hold up this process's next writer; once that process is gone, its lock is.
+      const afterExit = new Promise((resolve) => other.once('exit', resolve));
+      other.kill();
+      await afterExit;
+      const landed = await append(remote, 'after');
+      expect(served.head()).toBe(landed.commit);
+    } finally {
+      other.kill();
+      for (const handle of handles) handle.close();
     }
   });
 
