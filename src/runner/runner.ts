@@ -710,7 +710,8 @@ export class Runner {
       return 'published';
     } catch (error) {
       if (!isCooError(error)) throw error;
-      if (error.code === 'REMOTE_UNREACHABLE' || error.code === 'REMOTE_CONFLICT') {
+      // The remote did not take it now, or another process held the clone past the lock's wait: nothing refused it.
+      if (error.code === 'REMOTE_UNREACHABLE' || error.code === 'REMOTE_CONFLICT' || error.code === 'LEDGER_LOCKED') {
         if (journal) {
           this.journal({ messageId: info.messageId, attempt: info.attempt, summary, at: now.toISOString(), files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) });
           this.emit({ type: 'journaled', messageId: info.messageId, attempt: info.attempt, detail: error.message });

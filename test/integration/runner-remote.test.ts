@@ -125,6 +125,35 @@ describe('runners through a remote', () => {
     expect(world.model.requests).toHaveLength(1);
   });
 
+  it('a receipt that meets the clone held by another process past the lock\'s wait waits in the journal, not kept as refused, and the same pass publishes it', async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    let locked = 0;
+    // A coo command on the same clone holds its lock past the wait, once, as the receipt goes out.
+    const remote: RunnerRemote = {
+      url: machine.remote.url,
+      sync: () => machine.remote.sync(),
+      append: (options) => {
+        if (options.summary.startsWith('receipt ') && locked === 0) {
+          locked += 1;
+          return Promise.reject(new CooError('LEDGER_LOCKED', `${machine.remote.url}'s clone is locked by pid 1 on this host; nothing was written`));
+        }
+        return machine.remote.append(options);
+      },
+    };
+
+    await machine.runner({ remote }).runOnce();
+
+    expect(locked).toBe(1);
+    expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'oracle_ended', 'journaled', 'receipt']));
+    expect(types(machine.events)).not.toContain('result_kept');
+    expect(machine.events.filter((event) => event.type === 'receipt')).toEqual([{ type: 'receipt', messageId, attempt: 1, status: 'succeeded', blockers: [], retryAt: null }]);
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toEqual([]);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
   it('a forged commit pushed to a hookless remote: every runner refuses to act, and coo watch --remote exits 3', async () => {
     const world = await newCase();
     const messageId = await world.consult();
