@@ -29,8 +29,24 @@ import { mkdirSync, mkdtempSync, readFileSync, renameSync, rmSync, writeFileSync
 import { createServer, request } from 'node:http';
 import { cpus, tmpdir } from 'node:os';
 import { join } from 'node:path';
+import { parseArgs } from 'node:util';
 import { cpuOfMatching, grown, loadAverage, machineBusySeconds, readTimings, selfCpu, snapshot, timingWrapper, treeCpu, treeOf } from './procs.mjs';
 import { startSshd } from './sshd.mjs';
+
+// Options are parsed before anything starts: --help, or an option it does not know, runs nothing.
+const OPTIONS = ['models', 'runners', 'consults', 'samples', 'idle-runners', 'profile', 'profile-runners', 'profile-delay', 'poll', 'skip', 'hook-template'];
+let parsed;
+try {
+  parsed = parseArgs({ options: { help: { type: 'boolean' }, ...Object.fromEntries(OPTIONS.map((name) => [name, { type: 'string' }])) }, strict: true, allowPositionals: false }).values;
+} catch (error) {
+  process.stderr.write(`${error.message}\nusage: see \`node bench/remote-runners.mjs --help\`\n`);
+  process.exit(2);
+}
+if (parsed.help === true) {
+  const header = readFileSync(new URL(import.meta.url), 'utf8').split('\n');
+  process.stdout.write(`${header.slice(0, header.findIndex((line) => !line.startsWith('//'))).map((line) => line.replace(/^\/\/ ?/, '')).join('\n')}\n`);
+  process.exit(0);
+}
 
 const root = join(import.meta.dirname, '..');
 const dist = join(root, 'dist');
@@ -44,8 +60,7 @@ const { enqueueConsult } = await import(join(dist, 'consult', 'enqueue.js'));
 const { startFakeModelServer } = await import(join(dist, 'offline', 'fake-model-server.js'));
 
 function flag(name, fallback) {
-  const at = process.argv.indexOf(`--${name}`);
-  return at < 0 ? fallback : process.argv[at + 1];
+  return parsed[name] ?? fallback;
 }
 const list = (text) => text.split(',').filter((item) => item !== '').map(Number);
 const MODELS = list(flag('models', '1,15'));
@@ -546,6 +561,8 @@ try {
   process.stdout.write(`${JSON.stringify(summary, null, 2)}\n`);
   if (summary.table !== undefined) process.stdout.write(`\n${summary.table}\n`);
 } finally {
+  // Runners a failed row left running are stopped first: removing their folders under them hides the row's own error.
+  await Promise.all([...children].map((child) => new Promise((resolve) => (child.once('exit', resolve), child.kill('SIGTERM'), setTimeout(resolve, 10_000).unref()))));
   for (const model of models.values()) await model.close();
   sshd.close();
   rmSync(work, { recursive: true, force: true });
