@@ -7,6 +7,8 @@ describe('warningMeaning', () => {
     expect(warningMeaning('context_injection_suspected')).toContain('instructions');
     expect(warningMeaning('usage_unreported')).toContain('estimate');
     expect(warningMeaning('usage_partial')).toContain("the attempt's cap");
+    expect(warningMeaning('usage_implausible')).toContain('estimate');
+    expect(warningMeaning('allowance_unstated')).toContain('bounded from the ledger');
     expect(warningMeaning('artifact_truncated')).toContain('cut');
     expect(warningMeaning('proposal_stripped')).toContain('stripped');
     expect(warningMeaning('constructor')).toContain('does not know');
