@@ -213,6 +213,8 @@ export interface GatherOptions {
   readonly keepCheckout?: boolean;
   /** Whether a file of the work holds a secret the runner holds or handed the agent (snapshot.ts). */
   readonly holdsSecret?: (bytes: Buffer) => boolean;
+  /** Whether the runner was stopped (its operator, the kill switch): no further verification command starts. */
+  readonly stopped?: () => boolean;
 }
 
 export interface GatheredEvidence {
@@ -257,6 +259,7 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
       const verification: VerificationResult[] = [];
       let dirty: string[] = [];
       for (const [index, command] of options.verify.entries()) {
+        if (options.stopped?.() === true) break;
         const home = join(options.runnerDir, `home-${index + 1}`);
         fs.mkdirSync(home, { mode: 0o700 });
         verification.push(await runVerification(checkout.path, command, { timeoutSeconds: options.verifyTimeoutSeconds, isolation: options.isolation, home, hide: options.hide }));

@@ -402,7 +402,18 @@ export class DispatchLane implements RunnerLane {
       keepCheckout: true,
       // A file of the work holding a secret (the agent's key, written as it likes) is not landed: the branch would carry it where the ledger does not.
       holdsSecret: (bytes) => !secrets.bytes(bytes).equals(bytes),
+      stopped: () => this.ctx.stoppedBy() !== null,
     });
+    const stoppedInVerification = this.ctx.stoppedBy();
+    const verified = out.gathered.verification;
+    const cutShort = verified.length < message.dispatch.verification_commands.length || verified.some((result) => result.exitCode === null && !result.killedByTimer);
+    // A command that changed the checkout ended the verification itself: that is evidence, and it stands.
+    const changed = (out.gathered.summary.commit?.dirty ?? out.gathered.summary.dirtyWithoutCommit ?? []).length > 0;
+    if (stoppedInVerification !== null && cutShort && !changed) {
+      // Killed or cut short by the stop: a verification that did not run to its end is no evidence of the work either way.
+      out.interrupted = `the runner was stopped (${stoppedInVerification}) while the verification ran; ${verified.filter((result) => result.exitCode !== null).length} of ${message.dispatch.verification_commands.length} commands ran to their end, and the work was not judged`;
+      return;
+    }
     this.ctx.onEvent({ type: 'verified', messageId: message.message_id, attempt, commands: out.gathered.verification.length, failed: out.gathered.verification.filter((result) => result.exitCode !== 0).length });
   }
 

@@ -168,6 +168,32 @@ describe('a kill switch the CEO turns on while an attempt runs', () => {
     expect((await receiptsOf(w, later)).map((item) => item['status'])).toEqual(['succeeded']);
   }, 120_000);
 
+  it('stops a dispatch in its verification, at the heartbeat that reads it: receipted interrupted, its work not judged, no further command started, its stream\'s spend charged', async () => {
+    const w = await fresh();
+    const repo = join(w.dir, 'work-verifying');
+    makeTargetRepo(repo);
+    const marker = join(w.dir, 'verification-runs');
+    const after = join(w.dir, 'second-command-ran');
+    // The agent fixes the work and ends; the first verification command runs for minutes, the second marks that it ran.
+    const { messageId } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo, target: 'ea.codex', task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: [`touch '${marker}'; sleep 600`, `touch '${after}'`], timeoutSeconds: 600, maxRuntimeSeconds: 600, idempotencyKey: 'stopped-in-verification' });
+    const agent = agentScript(w.dir, "sed -i 's/a - b/a + b/' src/add.js");
+    const executors = executorFactory({ command: [agent], hide: [w.gitdir], isolation: 'none', env: { PATH: process.env['PATH'], OPENAI_API_KEY: 'sk-test' } });
+    const runner = w.runner({ repo, executors });
+    const pass = runner.runOnce();
+    await expect.poll(() => existsSync(marker), { timeout: 30_000, interval: 50 }).toBe(true);
+
+    await appendKillSwitch(w.ledger, 'on', 'stop what runs', 'ceo', w.actors.ceo, new Date());
+    await runner.heartbeat();
+    await pass;
+
+    const [receipt] = (await receiptsOf(w, messageId)) as unknown as ChargedReceipt[];
+    expect(receipt!.blockers).toEqual([{ code: 'interrupted', detail: expect.stringMatching(/the kill switch ceo set: stop what runs\) while the verification ran; 0 of 2 commands ran to their end/) }]);
+    expect(existsSync(after)).toBe(false);
+    // The agent's stream ended by itself and said what it spent: that is what is charged, not its allowance.
+    expect(receipt!.usage.reported).toBe(true);
+    expect(receipt!.warnings).not.toContain('usage_unreported');
+  }, 120_000);
+
   it("stops a consult whose model is still answering: receipted interrupted by the kill switch, charged the call's whole output cap", async () => {
     const w = await fresh({ modes: ['hang'] });
     const { messageId } = await w.consult({ idempotencyKey: 'killed-mid-call' });
@@ -200,13 +226,16 @@ describe('a kill switch turned on while a local watch without heartbeats runs a 
     try {
       await until(() => w.server.requests.length === 1, 'the model request');
       await appendKillSwitch(w.ledger, 'on', 'pause everything', 'ceo', w.actors.ceo, new Date());
-      await expect.poll(async () => (await receiptsOf(w, messageId)).length, { timeout: 30_000, interval: 100 }).toBe(1);
+      // The stopped attempt's receipt; its retry, if the watch's next pass reached it, meets the switch at its pre-flight.
+      await expect.poll(async () => (await receiptsOf(w, messageId)).length, { timeout: 30_000, interval: 100 }).toBeGreaterThanOrEqual(1);
     } finally {
       controller.abort();
       await watching;
     }
-    const [receipt] = (await receiptsOf(w, messageId)) as unknown as ChargedReceipt[];
+    const [receipt, ...retries] = (await receiptsOf(w, messageId)) as unknown as ChargedReceipt[];
+    expect(receipt!.blockers.map((blocker) => blocker.code)).toEqual(['interrupted']);
     expect(receipt!.blockers[0]!.detail).toContain('the kill switch ceo set: pause everything');
+    for (const retry of retries) expect(retry.actual_cost_usd).toBe(0);
     expect(w.server.requests).toHaveLength(1);
   }, 60_000);
 });
