@@ -1,3 +1,4 @@
+import { AsyncLocalStorage } from 'node:async_hooks';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AHEAD_OF_JUDGE } from '../authority/rules/clock.js';
@@ -83,6 +84,8 @@ const PUBLISH_LOCK = 'coo/publish';
 
 /** The last turn taken by this process's publishers on each clone (by its real path): the next one waits for it to settle. */
 const turns = new Map<string, Promise<unknown>>();
+/** The clones whose turn the current async context holds: a write inside its own turn is refused, not queued behind itself. */
+const inTurn = new AsyncLocalStorage<readonly string[]>();
 
 function cloneKey(gitdir: string): string {
   try {
@@ -308,11 +311,18 @@ export class RemoteLedger {
    * writers of this process on this clone (a runner's passes and its heartbeat) wait for each other
    * in turn, for as long as the one before takes; only when its turn comes does a writer take the
    * clone's lock, which it waits for up to `lockWaitMs` against other processes (a `coo` command on
-   * the same clone). `fn` must not publish on the same clone itself: it would wait for its own turn.
+   * the same clone). `fn` must not publish on the same clone itself: it would wait for its own turn,
+   * so such a call fails at once (INTERNAL) rather than hang.
    */
   private exclusive<T>(fn: () => Promise<T>): Promise<T> {
     const clone = cloneKey(this.gitdir);
-    const turn = (turns.get(clone) ?? Promise.resolve()).then(() => withRefLock(this.gitdir, async () => ({ next: null, result: await fn() }), { ref: PUBLISH_LOCK, waitMs: this.lockWaitMs }));
+    const held = inTurn.getStore() ?? [];
+    if (held.includes(clone)) {
+      return Promise.reject(new CooError('INTERNAL', `a write on ${this.url} started another write on the same clone inside its own turn; it would wait for itself; nothing more was written`));
+    }
+    const turn = (turns.get(clone) ?? Promise.resolve()).then(() =>
+      withRefLock(this.gitdir, async () => ({ next: null, result: await inTurn.run([...held, clone], fn) }), { ref: PUBLISH_LOCK, waitMs: this.lockWaitMs }),
+    );
     turns.set(clone, turn.catch(() => undefined));
     return turn;
   }

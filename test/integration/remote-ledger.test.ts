@@ -115,6 +115,38 @@ describe('RemoteLedger', () => {
     }
   });
 
+  it('refuses a write started on the same clone inside a write\'s own turn (INTERNAL) instead of waiting for itself, and the outer write lands', async () => {
+    const served = await makeServedLedger(join(dir, 'reentry'));
+    const server = await startGitHttp(served.root);
+    https.push(server);
+    const url = server.url(served.name);
+    const mine = await makeWriter(join(dir, 'reentry'), 'mine', served, url);
+    const key = parsePrivateKey(readFileSync(served.keys.coo, 'utf8'));
+    const ledger = Ledger.open(mine.gitdir);
+    const alias = join(dir, 'reentry', 'alias.git');
+    symlinkSync(mine.gitdir, alias);
+    const aliased = Ledger.open(alias);
+    try {
+      const remote = new RemoteLedger(ledger, { remote: url });
+      const beside = new RemoteLedger(aliased, { remote: url });
+      const inner: unknown[] = [];
+      const outer = await remote.write(async (handle) => {
+        inner.push(await remote.sync().catch((caught: unknown) => caught));
+        inner.push(await beside.append({ files: messageFiles(dispatchEnvelope({}, new Date())), key, summary: 'inner', now: new Date() }).catch((caught: unknown) => caught));
+        return handle.append({ files: messageFiles(dispatchEnvelope({}, new Date())), key, summary: 'outer', now: new Date() });
+      });
+      expect(inner.map((caught) => isCooError(caught) && caught.code)).toEqual(['INTERNAL', 'INTERNAL']);
+      expect(outer.commit).not.toBeNull();
+      expect(served.head()).toBe(outer.commit);
+      // Writers after the turn are not refused: the refusal is for the turn's own context only.
+      const after = await beside.append({ files: messageFiles(dispatchEnvelope({}, new Date())), key, summary: 'after', now: new Date() });
+      expect(served.head()).toBe(after.commit);
+    } finally {
+      ledger.close();
+      aliased.close();
+    }
+  });
+
   it('syncs: fetches, verifies and moves the local main to the remote head, and refuses a remote it cannot reach with a coded error', async () => {
     const served = await makeServedLedger(join(dir, 'sync'));
     const server = await startGitHttp(served.root);
