@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, onTestFinished } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
@@ -99,6 +99,13 @@ async function withinSeconds<T>(promise: Promise<T>, seconds: number, what: stri
   }
 }
 
+function keepEvents(name: string, runners: ReadonlyArray<{ events: ReadonlyArray<Record<string, unknown>> }>): void {
+  const folder = process.env['COO_RELIABILITY_EVENTS'];
+  if (folder === undefined || folder === '') return;
+  mkdirSync(folder, { recursive: true });
+  runners.forEach((runner, n) => writeFileSync(join(folder, `${name}-runner-${n + 1}.jsonl`), runner.events.map((event) => `${JSON.stringify(event)}\n`).join('')));
+}
+
 async function servedState(served: ServedLedger): Promise<Awaited<ReturnType<Ledger['state']>>> {
   const ledger = Ledger.open(served.gitdir);
   try {
@@ -131,6 +138,9 @@ describe('runners on separate machines through a remote', () => {
       expect(death.signal, death.stderr).toBe('SIGKILL');
     }
     const runners = [...doomed, ...machines.slice(killed).map((machine) => watchOn(machine, served, model, ['--lease-grace', '1']))];
+    // COO_RELIABILITY_EVENTS=<folder> keeps each runner's --json events there when the case ends, passed or failed, to read which
+    // lease ran out and when.
+    onTestFinished(() => keepEvents(`drain-${count}`, runners));
 
     await until(async () => {
       const state = await servedState(served);
