@@ -1,4 +1,5 @@
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { allowanceBoundsUsd } from '../../src/lane/budget.js';
@@ -7,6 +8,8 @@ import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
+import { removeHook } from '../helpers/remote-ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -17,9 +20,11 @@ import { tempDir } from '../helpers/tmp.js';
 const dir = tempDir('machines-redteam-13');
 const made: World[] = [];
 const fresh = worlds(dir);
+const closers: Array<() => Promise<void> | void> = [];
 
 afterAll(async () => {
   for (const world of made) await world.close();
+  for (const close of closers.reverse()) await close();
 });
 
 /** The first UTC midnight at least ten minutes from now: every time a case dates around it lies ahead of the ledger's first entries. */
@@ -79,4 +84,40 @@ describe("an attempt that straddles a day's midnight on two machines' clocks", (
     expect(blockersOf(blocked!)).toEqual(['daily_cap_reached']);
     expect(w.server.requests.length).toBe(requests);
   }, 120_000);
+});
+
+describe('a hookless remote and a holder of the COO key who dates a claim a year ahead', { timeout: 180_000 }, () => {
+  it('runners on two machines, one clock right and one ten minutes behind: the claim is taken over once, the next attempt is said blocked by its date (CLOCK_SKEW, once each) and never claimed, and nothing is paid', async () => {
+    const world = await makeCase(dir, closers);
+    const messageId = await world.consult();
+    removeHook(world.served);
+    const hostile = await world.machine('hostile');
+    const key = loadPrivateKey(world.served.keys.coo);
+    const record = (await hostile.ledger.state()).messages.get(messageId)!;
+    const year = new Date(Date.now() + 365 * 86_400_000);
+    const doc = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-never', transport_session_id: sessionSlugFor(messageId, 1), claimed_at: isoSeconds(year) };
+    // Its own clock reads a year on, so its own check passes; no hook judges it on the remote.
+    await hostile.remote.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(doc)) }], key, now: year, summary: `claim ${messageId} attempt 1` });
+
+    // Both machines' clocks move together, the wall clocks with the monotonic ones: a retry's wait passes on both.
+    let tick = 0;
+    const start = Date.now();
+    const right = await world.machine('right');
+    const behind = await world.machine('behind');
+    const runners = [right.runner({ monotonic: () => tick, clock: () => new Date(start + tick) }), behind.runner({ monotonic: () => tick, clock: () => new Date(start + tick - 600_000) })];
+    for (const runner of runners) await runner.runOnce();
+    expect(right.events).toContainEqual(expect.objectContaining({ type: 'clock_skew', messageId, runner: 'run-never' }));
+    for (let pass = 0; pass < 3; pass += 1) {
+      tick += 1_000_000;
+      for (const runner of runners) await runner.runOnce();
+    }
+
+    expect([...right.events, ...behind.events].filter((event) => event.type === 'takeover')).toHaveLength(1);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'failed', blockers: ['interrupted'] }]);
+    for (const machine of [right, behind]) {
+      expect(machine.events.filter((event) => event.type === 'error')).toEqual([expect.objectContaining({ messageId, code: 'CLOCK_SKEW', message: expect.stringContaining('the claim of attempt 1 is dated') })]);
+      expect(types(machine.events)).not.toContain('claimed');
+    }
+    expect(world.model.requests).toHaveLength(0);
+  });
 });
