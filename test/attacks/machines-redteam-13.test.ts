@@ -1,3 +1,5 @@
+import { execFile } from 'node:child_process';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { attemptIdOf } from '../../src/authority/runnable.js';
@@ -10,7 +12,7 @@ import { isoSeconds } from '../../src/util/time.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { removeHook } from '../helpers/remote-ledger.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * Machines whose clocks disagree, or jump, around the times the ledger's rules read: a clock is
@@ -18,6 +20,7 @@ import { tempDir } from '../helpers/tmp.js';
  */
 
 const dir = tempDir('machines-redteam-13');
+const run = promisify(execFile);
 const made: World[] = [];
 const fresh = worlds(dir);
 const closers: Array<() => Promise<void> | void> = [];
@@ -119,5 +122,33 @@ describe('a hookless remote and a holder of the COO key who dates a claim a year
       expect(types(machine.events)).not.toContain('claimed');
     }
     expect(world.model.requests).toHaveLength(0);
+  });
+});
+
+describe('a hookless remote that drops a paid call\'s claim and receipt after taking them', { timeout: 180_000 }, () => {
+  it("the runner that wrote them refuses it as rolled back, and its advice, followed as written, puts them back from its clone: the answer is not lost and no runner pays again", async () => {
+    const world = await makeCase(dir, closers);
+    const messageId = await world.consult();
+    removeHook(world.served);
+    const queued = world.served.head();
+    const first = await world.machine('runner-1');
+    await first.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+
+    // The forge moves main back to before the claim: the claim and the receipt are in runner-1's clone alone.
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', queued]);
+    const refused = (await first.runner().runOnce().catch((error: unknown) => error)) as { code: string; message: string };
+    expect(refused).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
+    const advice = /\(git --git-dir (\S+) push origin ([0-9a-f]{40}):(refs\/heads\/main),/.exec(refused.message);
+    expect(advice).not.toBeNull();
+    // Asynchronously: the remote's git server answers from this process.
+    await run('git', ['--git-dir', advice![1]!, 'push', '-q', 'origin', `${advice![2]}:${advice![3]}`]);
+
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    await first.runner().runOnce();
+    const second = await world.machine('runner-2');
+    await second.runner().runOnce();
+    expect(types(second.events)).not.toContain('claimed');
+    expect(world.model.requests).toHaveLength(1);
   });
 });
