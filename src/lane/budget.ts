@@ -278,10 +278,24 @@ export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 's
     if (after === null || day <= judged.day) continue;
     const total = spentUsd + (now.spentTodayUsd - (state.spendByDay.get(judged.day) ?? 0));
     if (left(after.daily_cost_cap_usd, total) < judged.limitUsd) {
-      return `${day} spent $${total} (with what other open attempts may still spend) by the time the claim was written, after the ${judged.day} its pre-flight judged; the attempt's spend counts on the day its receipt lands, and ${day} no longer leaves the $${judged.limitUsd} it allowed the attempt`;
+      return `${day} spent $${total} (with what other open attempts may still spend) by the time the claim was written, after the ${judged.day} its pre-flight judged; the attempt's spend counts on the day its receipt lands (chargedDay), and ${day} no longer leaves the $${judged.limitUsd} it allowed the attempt`;
     }
   }
   return null;
+}
+
+/**
+ * The day (YYYY-MM-DD) an attempt's cost counts on: its receipt's, or its claim's when the claim's
+ * is later. A pre-flight lets an attempt spend from the day it claims on, and its open claim holds
+ * that on every day until its receipt lands, so the cost lands on that day or later: a receipt whose
+ * writer's clock reads the day before (a clock behind the claimer's across midnight, within the skew
+ * allowed between machines, or one that jumped back during the call) would otherwise move the cost
+ * to a day that is over, and the claim's day would have all of its cap left to spend again.
+ */
+export function chargedDay(claimedAt: string | null, receiptCreatedAt: string): string {
+  const receiptDay = receiptCreatedAt.slice(0, 10);
+  const claimDay = claimedAt?.slice(0, 10) ?? receiptDay;
+  return claimDay > receiptDay ? claimDay : receiptDay;
 }
 
 /**
@@ -293,10 +307,10 @@ export function spendAsOf(state: Pick<LedgerState, 'messages' | 'spendByCorrelat
   let correlationUsd = state.spendByCorrelation.get(correlation) ?? 0;
   let dayUsd = state.spendByDay.get(day) ?? 0;
   for (const record of state.messages.values()) {
-    for (const { receipt } of record.attempts) {
+    for (const { claim, receipt } of record.attempts) {
       if (receipt === null || receipt.seq <= seq || receipt.costUsd <= 0) continue;
       if (record.correlation === correlation) correlationUsd -= receipt.costUsd;
-      if (receipt.createdAt.slice(0, 10) === day) dayUsd -= receipt.costUsd;
+      if (chargedDay(claim?.at ?? null, receipt.createdAt) === day) dayUsd -= receipt.costUsd;
     }
   }
   return { spentOnCorrelationUsd: Math.max(0, correlationUsd), spentTodayUsd: Math.max(0, dayUsd) };

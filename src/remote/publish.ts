@@ -365,7 +365,11 @@ export class RemoteLedger {
     }
     if (verified !== null && !(await isAncestor(this.gitdir, verified, remote))) {
       if (await isAncestor(this.gitdir, remote, verified)) {
-        throw new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} went back from ${verified.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; run coo verify on a fresh clone`);
+        // The commits the remote dropped (a claim, a paid call's receipt) may be nowhere else: the advice restores them, never a fresh clone that drops them.
+        throw new CooError(
+          'REMOTE_UNVERIFIED',
+          `the main of ${this.url} went back from ${verified.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; the commits it dropped may be in no other clone: restore them from this one (git --git-dir ${this.gitdir} push origin ${verified}:${MAIN_REF}, a fast-forward to the head it verified there), never by making a fresh clone or writing on top of the older head`,
+        );
       }
       throw this.rewritten(remote, verified);
     }

@@ -511,10 +511,15 @@ export class Runner {
     if (ahead === null) return false;
     const until = isoSeconds(addSeconds(new Date(floor.at), -LIMITS.clockSkewSeconds));
     this.leaseWaits.push(until);
-    this.configError(record.id, {
-      code: 'CLOCK_SKEW',
-      message: `attempt ${attempt} of ${record.id} is not claimed: ${floor.what} is dated ${floor.at}, ${ahead} s ahead of this runner's clock (${isoSeconds(now)}), and a claim dated more than ${LIMITS.clockSkewSeconds} s before it is refused; the clock of this machine or of that entry's writer is off: set the wrong one right (NTP). Until then the message waits (until ${until} by this clock), and is not asked again`,
-    });
+    // Said once for the attempt and the entry that blocks it, however far this clock moved since.
+    this.configError(
+      record.id,
+      {
+        code: 'CLOCK_SKEW',
+        message: `attempt ${attempt} of ${record.id} is not claimed: ${floor.what} is dated ${floor.at}, ${ahead} s ahead of this runner's clock (${isoSeconds(now)}), and a claim dated more than ${LIMITS.clockSkewSeconds} s before it is refused; the clock of this machine or of that entry's writer is off: set the wrong one right (NTP). Until then the message waits (until ${until} by this clock), and is not asked again`,
+      },
+      `attempt ${attempt} before ${floor.what} at ${floor.at}`,
+    );
     return true;
   }
 
@@ -591,9 +596,13 @@ export class Runner {
     return undefined;
   }
 
-  /** A configuration error stays until someone fixes the runner: said once per message, not every pass. */
-  private configError(messageId: string, problem: { readonly code: ErrorCode; readonly message: string }): void {
-    const said = `${messageId} ${problem.code} ${problem.message}`;
+  /**
+   * A configuration error stays until someone fixes the runner: said once per message, not every
+   * pass. `about` names what it is about when its message changes from pass to pass (a reading of
+   * the clock in it); by default the message itself.
+   */
+  private configError(messageId: string, problem: { readonly code: ErrorCode; readonly message: string }, about: string = problem.message): void {
+    const said = `${messageId} ${problem.code} ${about}`;
     if (this.configErrors.has(said)) return;
     this.configErrors.add(said);
     this.emit({ type: 'error', messageId, code: problem.code, message: problem.message });

@@ -4,6 +4,7 @@ import { BACKOFF_CEILING_SECONDS } from '../../schema/policy.js';
 import { toMillis } from '../../schema/common.js';
 import { folderOf, isTerminal, type AttemptRecord, type MessageRecord } from '../state.js';
 import type { CommitCheck } from '../commit-check.js';
+import { chargedDay } from '../../lane/budget.js';
 
 /** What every intent's receipt does to its attempt: find the open one, reference its artifacts, close it. */
 
@@ -53,5 +54,5 @@ export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt:
   const attempts = [...record.attempts];
   attempts[attempt.number - 1] = closed;
   check.updateMessage(record, attempts);
-  if (cost > 0) check.spend.push({ correlation: record.correlation, day: doc.created_at.slice(0, 10), usd: cost });
+  if (cost > 0) check.spend.push({ correlation: record.correlation, day: chargedDay(attempt.claim?.at ?? null, doc.created_at), usd: cost });
 }
