@@ -86,6 +86,7 @@ export function mcpVerb(program: Command): void {
       const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const controller = new AbortController();
       let runner: Runner | null = null;
+      let release = (): void => undefined;
       let observe: (event: RunnerEvent) => void = () => undefined;
       try {
         // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run,
@@ -94,13 +95,14 @@ export function mcpVerb(program: Command): void {
         const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
         if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
         if (oracle !== null && executors !== null) {
-          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
+          const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
+          release = started.release;
           runner = new Runner({
             ledger,
             key,
             repo,
             stateDir,
-            ...lanes,
+            ...started.lanes,
             hide,
             onEvent: (event) => {
               observe(event);
@@ -157,6 +159,7 @@ export function mcpVerb(program: Command): void {
         if (stdio.overLimit !== null) throw stdio.overLimit;
       } finally {
         runner?.close();
+        release();
         remote?.close();
         ledger.close();
       }

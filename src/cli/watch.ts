@@ -161,11 +161,11 @@ export interface RunnerLaneFlags {
  * The start-up checks of a verb that runs the runner (`coo watch`, `coo mcp --run`): refuses the
  * start (exit 2) or returns the lanes, having said once, through `say`, what waits and why.
  */
-export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>> {
+export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<{ readonly lanes: Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>; readonly release: () => void }> {
   const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, stateDir: flags.stateDir, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors, ...(flags.remote === undefined ? {} : { remote: flags.remote }) });
   for (const note of lanes.notes) say(note.text);
   // A verb that runs the runner serves both lanes: the start-up checks made both.
-  return { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting };
+  return { lanes: { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting }, release: lanes.release };
 }
 
 /** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -272,6 +272,7 @@ export function watchVerb(program: Command): void {
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       let runner: Runner | undefined;
       let stopSignals = (): void => undefined;
+      let release = (): void => undefined;
       try {
         const note = packingNote(gitdir);
         if (note !== null) writeErr(`coo watch: note: ${note}\n`);
@@ -281,13 +282,14 @@ export function watchVerb(program: Command): void {
           if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
           else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
-        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
+        const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
+        release = started.release;
         runner = new Runner({
           ledger,
           key,
           repo,
           stateDir,
-          ...lanes,
+          ...started.lanes,
           hide,
           onEvent: print,
           keepSandboxes: opts.keepSandboxes === true,
@@ -342,6 +344,7 @@ export function watchVerb(program: Command): void {
       } finally {
         stopSignals();
         runner?.close();
+        release();
         remote?.close();
         ledger.close();
       }
