@@ -15,8 +15,8 @@ import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
-import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds } from './common.js';
-import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
+import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, requireGivenWith, runnerSeconds } from './common.js';
+import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, runnerLaneFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem, syncForStartup } from '../runner/startup.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
 
@@ -43,13 +43,15 @@ export function mcpVerb(program: Command): void {
     .addOption(remoteOption())
     .option('--poll-interval <seconds>', 'with --run and --remote: seconds between looks at the remote (git ls-remote)', '2')
     .option('--max-fetch <MiB>', `with --remote: ${MAX_FETCH_HELP}`)
-    .action(async (opts: McpOptions) => {
+    .action(async (opts: McpOptions, self: Command) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
       const pollSeconds = runnerSeconds('--poll-interval', opts.pollInterval, 2);
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
-      if (maxFetchBytes !== undefined && (opts.remote === undefined || opts.remote === '')) throw new CooError('USAGE', '--max-fetch goes with --remote');
+      // The runner's flags without --run would be left unused: the operator meant a runner, and none would run.
+      requireGivenWith(self, ['--state-dir', '--heartbeat', '--poll-interval', ...runnerLaneFlags()], '--run', opts.run === true);
+      requireGivenWith(self, ['--max-fetch', '--poll-interval'], '--remote', opts.remote !== undefined && opts.remote !== '');
       const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);

@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import { Option, type Command } from 'commander';
+import { Command, Option } from 'commander';
 import { CooError } from '../errors.js';
 import { checkOracleArgs, OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -15,7 +15,7 @@ import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds, splitPair } from './common.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, requireGivenWith, runnerSeconds, splitPair } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
@@ -206,6 +206,11 @@ export function withExecutorOptions(command: Command): Command {
     .option('--pr-base <branch>', 'the branch pull requests ask to merge into (default main)');
 }
 
+/** The flags of the Oracle and the execution agents every verb that runs the runner takes, read from where they are defined. */
+export function runnerLaneFlags(): string[] {
+  return withExecutorOptions(withOracleOptions(new Command(), '')).options.map((option) => option.long!);
+}
+
 /**
  * How the runner starts execution agents, from its flags, once the start-up checks know the sandbox
  * (runner/startup.ts), where an --ea-command that names nothing makes the dispatches wait while the
@@ -247,7 +252,7 @@ export function watchVerb(program: Command): void {
     .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget (counted from when this runner first saw the claim) before it may take the attempt over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; maxFetch?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
+    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; maxFetch?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }, self: Command) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
@@ -258,8 +263,7 @@ export function watchVerb(program: Command): void {
       const leaseGraceSeconds = runnerSeconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
-      if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');
-      if (remoteUrl === undefined && maxFetchBytes !== undefined) throw new CooError('USAGE', '--max-fetch goes with --remote');
+      requireGivenWith(self, ['--lease-grace', '--max-fetch', '--poll-interval', '--poll-max'], '--remote', remoteUrl !== undefined);
       requireRemoteOfClone(gitdir, remoteUrl, 'coo watch');
       const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);

@@ -100,3 +100,35 @@ describe('coo mcp --run given the state folder of another ledger', () => {
     await nothingClaimed(second, before, { consult });
   });
 });
+
+describe('a flag given without the flag it goes with', () => {
+  it('is USAGE at start (exit 2) from coo watch and coo mcp, claiming nothing, never a flag silently left unused', async () => {
+    const world = await fresh();
+    const consult = (await world.consult()).messageId;
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const stateDir = join(world.dir, 'state');
+    const watch = [...watchArgs(world, key, stateDir), '--once', '--isolation', 'none'];
+    const mcp = ['mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target];
+    const cases: Array<[readonly string[], string]> = [
+      // Without --remote a watch looks at its ledger's folder, not on a timer: these said nothing and the watch ran.
+      [[...watch, '--poll-interval', '5'], '--poll-interval goes with --remote'],
+      [[...watch, '--poll-max', '60'], '--poll-max goes with --remote'],
+      // Without --run no runner runs: the runner's flags were dropped, and the operator's queued work waited for a runner that was never started.
+      [[...mcp, '--state-dir', stateDir], '--state-dir goes with --run'],
+      [[...mcp, '--oracle-base-url', `${world.server.url}/v1`], '--oracle-base-url goes with --run'],
+      [[...mcp, '--ea-command', join(world.dir, 'codex')], '--ea-command goes with --run'],
+      [[...mcp, '--heartbeat'], '--heartbeat goes with --run'],
+      [[...mcp, '--run', '--state-dir', stateDir, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none', '--poll-interval', '5'], '--poll-interval goes with --remote'],
+    ];
+    for (const [args, said] of cases) {
+      // Asynchronously: a watch that ran would call the model, which answers from this process.
+      expect(refusal(await startBounded(args, env).ended), args.join(' ')).toBe(`coo: USAGE: ${said}`);
+    }
+    await nothingClaimed(world, before, { consult });
+    // A value from the environment is not the operator's word on this run: coo mcp serves with it set.
+    const served = await startBounded(mcp, { ...env, COO_ORACLE_BASE_URL: `${world.server.url}/v1` }).ended;
+    expect(served.status, served.stderr).toBe(0);
+    expect(served.stderr).toContain('serving without a runner');
+  });
+});
