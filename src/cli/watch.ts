@@ -264,6 +264,7 @@ export function watchVerb(program: Command): void {
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
       requireGivenWith(self, ['--lease-grace', '--max-fetch', '--poll-interval', '--poll-max'], '--remote', remoteUrl !== undefined);
+      requireGivenWith(self, ['--heartbeat', '--poll-interval', '--poll-max'], 'a watch that keeps running (without --once)', opts.once !== true);
       requireRemoteOfClone(gitdir, remoteUrl, 'coo watch');
       const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);

@@ -114,6 +114,8 @@ describe('a flag given without the flag it goes with', () => {
       // Without --remote a watch looks at its ledger's folder, not on a timer: these said nothing and the watch ran.
       [[...watch, '--poll-interval', '5'], '--poll-interval goes with --remote'],
       [[...watch, '--poll-max', '60'], '--poll-max goes with --remote'],
+      // One pass looks once and writes no heartbeat.
+      [[...watch, '--heartbeat'], '--heartbeat goes with a watch that keeps running (without --once)'],
       // Without --run no runner runs: the runner's flags were dropped, and the operator's queued work waited for a runner that was never started.
       [[...mcp, '--state-dir', stateDir], '--state-dir goes with --run'],
       [[...mcp, '--oracle-base-url', `${world.server.url}/v1`], '--oracle-base-url goes with --run'],
