@@ -92,11 +92,13 @@ export function mcpVerb(program: Command): void {
       let observe: (event: RunnerEvent) => void = () => undefined;
       try {
         // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run,
-        // judged on the remote's head when there is one.
-        await syncForStartup(remote);
-        const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
-        if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
-        if (oracle !== null && executors !== null) {
+        // judged on the remote's head when there is one. With --run, the runner's start-up checks judge it, as coo watch's do, after the
+        // folders: a clone this process cannot write is said as such, not as the sync's failure to write it.
+        if (oracle === null || executors === null) {
+          await syncForStartup(remote);
+          const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
+          if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
+        } else {
           const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
           release = started.release;
           runner = new Runner({

@@ -1,6 +1,9 @@
+import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { cooBounded, headOf, httpOracle, refusal, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { COO } from '../helpers/cli.js';
+import { cooBounded, headOf, httpOracle, HUNG_MS, refusal, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { laneState, nothingClaimed } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -132,5 +135,29 @@ describe('a flag given without the flag it goes with', () => {
     const served = await startBounded(mcp, { ...env, COO_ORACLE_BASE_URL: `${world.server.url}/v1` }).ended;
     expect(served.status, served.stderr).toBe(0);
     expect(served.stderr).toContain('serving without a runner');
+  });
+});
+
+describe('a clone on a read-only file system, with work queued on its remote since it was cloned', () => {
+  it('is refused by coo watch --remote and coo mcp --run --remote with one line, the same, saying the clone cannot be written', async () => {
+    const world = await fresh();
+    const clone = cloneOf(world, 'clone.git');
+    const consult = (await world.consult()).messageId;
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const through = ['--remote', world.gitdir, '--ledger', clone, '--key', key, '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--oracle-command', httpOracle(world.dir), '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'];
+    // The clone mounted read-only for each command (bubblewrap: a read-only bind), as on a read-only volume.
+    const readOnly = (args: readonly string[]): string => {
+      const ran = spawnSync(requireBubblewrap('a read-only clone'), ['--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--ro-bind', clone, clone, '--', process.execPath, COO, ...args], {
+        env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') },
+        encoding: 'utf8',
+        timeout: HUNG_MS,
+      });
+      return refusal({ status: ran.status, stdout: ran.stdout, stderr: ran.stderr });
+    };
+    const line = readOnly(['watch', '--once', ...through]);
+    expect(line).toBe(`coo: RUNNER_CONFIG: cannot write in ${clone}/coo/runners, the ledger's folder of runners (EROFS): the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
+    expect(readOnly(['mcp', '--run', ...through])).toBe(line);
+    await nothingClaimed(world, before, { consult });
   });
 });
