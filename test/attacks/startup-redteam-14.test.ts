@@ -90,6 +90,35 @@ describe('one --state-dir given to two runners of one ledger', { timeout: 180_00
   });
 });
 
+describe('a runner through a remote, watching', { timeout: 180_000 }, () => {
+  it('keeps its state folder to itself: coo watch and coo mcp --run on the ledger itself, given that folder, are refused at start (exit 2), claiming nothing; once it stops, coo watch runs the queued work once', async () => {
+    const world = await fresh();
+    const consult = (await world.consult()).messageId;
+    const shared = join(world.dir, 'shared-state');
+    const clone = cloneOf(world, 'clone.git');
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    // Its consults to aa.chatgpt wait (no OPENAI_API_KEY here); those to aa.claude would run.
+    const holder = startBounded(['watch', '--remote', world.gitdir, '--ledger', clone, '--key', key, '--repo', world.target, '--state-dir', shared, '--oracle-command', httpOracle(world.dir), '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'], { OPENAI_API_KEY: '', ANTHROPIC_API_KEY: 'sk-ant-test-key' });
+    running.push(holder);
+    await until('the watch through the remote to start', () => holder.stderr().includes('watching ') || holder.child.exitCode !== null);
+
+    const local = [...watchArgs(world, key, shared), '--once', '--isolation', 'none'];
+    expect(refusal(cooBounded(local, { env }))).toMatch(new RegExp(`^coo: RUNNER_CONFIG: the state folder ${shared} is in use by a runner of ${clone} through ${world.gitdir} \\(\\S+\\), and a runner through a remote has its state folder to itself`));
+    const served = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', shared, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'], { env });
+    expect(refusal(served)).toMatch(/^coo: RUNNER_CONFIG: the state folder .* is in use by a runner of /);
+    // The ledger's head moves with the heartbeats of the runner through the remote: the consult stays queued and unpaid.
+    expect(laneState(world, consult)).toBe('queued');
+    expect(world.server.requests).toHaveLength(0);
+
+    holder.child.kill('SIGINT');
+    expect((await holder.ended).status).toBe(0);
+    const alone = await startBounded(local, env).ended;
+    expect(alone.status, alone.stderr).toBe(0);
+    expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    expect(world.server.requests).toHaveLength(1);
+  });
+});
+
 describe('coo mcp --run given the state folder of another ledger', () => {
   it('refuses at start (exit 2), as coo watch does, before it serves the agent anything', async () => {
     const [first, second] = [await fresh(), await fresh()];
