@@ -240,6 +240,21 @@ export function positiveNumber(value: string | undefined, flag: string): number 
 }
 
 /**
+ * Refuses (USAGE) each of `flags` given on the command line while `partner` is not: a flag that
+ * does something only beside another (a runner's flag without `coo mcp --run`, a remote's without
+ * `--remote`) is an operator's mistake said at start, never one silently left unused. A value
+ * taken from the environment or a default is not the operator's word on this run: left alone.
+ */
+export function requireGivenWith(command: Command, flags: readonly string[], partner: string, present: boolean): void {
+  if (present) return;
+  for (const flag of flags) {
+    const option = command.options.find((item) => item.long === flag);
+    if (option === undefined) throw new CooError('INTERNAL', `${command.name()} has no option ${flag}`);
+    if (command.getOptionValueSource(option.attributeName()) === 'cli') throw new CooError('USAGE', `${flag} goes with ${partner}`);
+  }
+}
+
+/**
  * A runner's seconds flag (`--poll-interval`, `--poll-max`, `--lease-grace` of coo watch and coo mcp
  * --run), or `fallback` when not given: above 0 and at most a day. Past that a timer's delay
  * overflows (Node runs it at once), and a poll meant to be rare would ask the remote without pause.

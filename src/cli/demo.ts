@@ -188,8 +188,10 @@ export function demoVerb(program: Command): void {
         });
         const confined = lanes.isolation === 'bwrap' ? 'under bubblewrap' : 'with no OS sandbox (--isolation none)';
         say(`7. runner (coo watch --once): claims each attempt, runs Oracle or Codex ${confined} in a folder of its own, gathers its own evidence, commits a COO-signed receipt`);
-        await runner.runOnce();
-        runner.close();
+        await runner.runOnce().finally(() => {
+          runner.close();
+          lanes.release();
+        });
 
         const state = await ledger.state();
         const consults: ConsultOutcome[] = [];

@@ -15,8 +15,8 @@ import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
-import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds } from './common.js';
-import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
+import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, requireGivenWith, runnerSeconds } from './common.js';
+import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, runnerLaneFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { runnerKeyProblem, syncForStartup } from '../runner/startup.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
 
@@ -43,13 +43,15 @@ export function mcpVerb(program: Command): void {
     .addOption(remoteOption())
     .option('--poll-interval <seconds>', 'with --run and --remote: seconds between looks at the remote (git ls-remote)', '2')
     .option('--max-fetch <MiB>', `with --remote: ${MAX_FETCH_HELP}`)
-    .action(async (opts: McpOptions) => {
+    .action(async (opts: McpOptions, self: Command) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
       const repo = resolve(required(opts.repo, '--repo', 'the repository consults pin their context in'));
       const pollSeconds = runnerSeconds('--poll-interval', opts.pollInterval, 2);
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
-      if (maxFetchBytes !== undefined && (opts.remote === undefined || opts.remote === '')) throw new CooError('USAGE', '--max-fetch goes with --remote');
+      // The runner's flags without --run would be left unused: the operator meant a runner, and none would run.
+      requireGivenWith(self, ['--state-dir', '--heartbeat', '--poll-interval', ...runnerLaneFlags()], '--run', opts.run === true);
+      requireGivenWith(self, ['--max-fetch', '--poll-interval'], '--remote', opts.remote !== undefined && opts.remote !== '');
       const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
@@ -86,21 +88,25 @@ export function mcpVerb(program: Command): void {
       const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const controller = new AbortController();
       let runner: Runner | null = null;
+      let release = (): void => undefined;
       let observe: (event: RunnerEvent) => void = () => undefined;
       try {
         // The server signs the agent's consults with this key: a key that is not the active COO's is refused at start, with or without --run,
-        // judged on the remote's head when there is one.
-        await syncForStartup(remote);
-        const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
-        if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
-        if (oracle !== null && executors !== null) {
-          const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
+        // judged on the remote's head when there is one. With --run, the runner's start-up checks judge it, as coo watch's do, after the
+        // folders: a clone this process cannot write is said as such, not as the sync's failure to write it.
+        if (oracle === null || executors === null) {
+          await syncForStartup(remote);
+          const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
+          if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
+        } else {
+          const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
+          release = started.release;
           runner = new Runner({
             ledger,
             key,
             repo,
             stateDir,
-            ...lanes,
+            ...started.lanes,
             hide,
             onEvent: (event) => {
               observe(event);
@@ -157,6 +163,7 @@ export function mcpVerb(program: Command): void {
         if (stdio.overLimit !== null) throw stdio.overLimit;
       } finally {
         runner?.close();
+        release();
         remote?.close();
         ledger.close();
       }

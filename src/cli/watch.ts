@@ -1,6 +1,6 @@
 import { createHash } from 'node:crypto';
 import { dirname, join, resolve } from 'node:path';
-import { Option, type Command } from 'commander';
+import { Command, Option } from 'commander';
 import { CooError } from '../errors.js';
 import { checkOracleArgs, OracleCli, type OracleConfig } from '../consult/oracle.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -15,7 +15,7 @@ import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { ISOLATIONS, type Isolation } from '../util/bubblewrap.js';
-import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, runnerSeconds, splitPair } from './common.js';
+import { collectPairs, keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, requireGivenWith, runnerSeconds, splitPair } from './common.js';
 import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
@@ -161,11 +161,11 @@ export interface RunnerLaneFlags {
  * The start-up checks of a verb that runs the runner (`coo watch`, `coo mcp --run`): refuses the
  * start (exit 2) or returns the lanes, having said once, through `say`, what waits and why.
  */
-export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>> {
+export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<{ readonly lanes: Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>; readonly release: () => void }> {
   const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, stateDir: flags.stateDir, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors, ...(flags.remote === undefined ? {} : { remote: flags.remote }) });
   for (const note of lanes.notes) say(note.text);
   // A verb that runs the runner serves both lanes: the start-up checks made both.
-  return { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting };
+  return { lanes: { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting }, release: lanes.release };
 }
 
 /** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -204,6 +204,11 @@ export function withExecutorOptions(command: Command): Command {
     .option('--push-url <url>', 'where --open-pr branches are pushed (default https://github.com/OWNER/REPO.git)')
     .option('--github-api-url <url>', 'the GitHub API for --open-pr (default $GITHUB_API_URL or https://api.github.com)')
     .option('--pr-base <branch>', 'the branch pull requests ask to merge into (default main)');
+}
+
+/** The flags of the Oracle and the execution agents every verb that runs the runner takes, read from where they are defined. */
+export function runnerLaneFlags(): string[] {
+  return withExecutorOptions(withOracleOptions(new Command(), '')).options.map((option) => option.long!);
 }
 
 /**
@@ -247,7 +252,7 @@ export function watchVerb(program: Command): void {
     .option('--lease-grace <seconds>', `with --remote: seconds past a claimed attempt's runtime budget (counted from when this runner first saw the claim) before it may take the attempt over (default ${DEFAULT_LEASE_GRACE_SECONDS})`)
     .option('--keep-sandboxes', 'keep each attempt sandbox after its receipt')
     .option('--json', 'print one JSON event per line')
-    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; maxFetch?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }) => {
+    .action(async (opts: OracleFlags & ExecutorFlags & { remote?: string; pollInterval: string; pollMax: string; leaseGrace?: string; maxFetch?: string; ledger?: string; key?: string; repo?: string; once?: boolean; stateDir?: string; heartbeat?: boolean; keepSandboxes?: boolean; json?: boolean }, self: Command) => {
       // Paths are made absolute here: Oracle runs in a sandbox folder of the state folder, not here.
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       const keyPath = resolve(required(opts.key, '--key', 'the COO private key or $COO_KEY'));
@@ -258,8 +263,8 @@ export function watchVerb(program: Command): void {
       const leaseGraceSeconds = runnerSeconds('--lease-grace', opts.leaseGrace, DEFAULT_LEASE_GRACE_SECONDS);
       const remoteUrl = opts.remote === undefined || opts.remote === '' ? undefined : opts.remote;
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
-      if (remoteUrl === undefined && (opts.leaseGrace !== undefined)) throw new CooError('USAGE', '--lease-grace goes with --remote');
-      if (remoteUrl === undefined && maxFetchBytes !== undefined) throw new CooError('USAGE', '--max-fetch goes with --remote');
+      requireGivenWith(self, ['--lease-grace', '--max-fetch', '--poll-interval', '--poll-max'], '--remote', remoteUrl !== undefined);
+      requireGivenWith(self, ['--heartbeat', '--poll-interval', '--poll-max'], 'a watch that keeps running (without --once)', opts.once !== true);
       requireRemoteOfClone(gitdir, remoteUrl, 'coo watch');
       const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
       const key = loadPrivateKey(keyPath);
@@ -272,6 +277,7 @@ export function watchVerb(program: Command): void {
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       let runner: Runner | undefined;
       let stopSignals = (): void => undefined;
+      let release = (): void => undefined;
       try {
         const note = packingNote(gitdir);
         if (note !== null) writeErr(`coo watch: note: ${note}\n`);
@@ -281,13 +287,14 @@ export function watchVerb(program: Command): void {
           if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
           else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
-        const lanes = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
+        const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
+        release = started.release;
         runner = new Runner({
           ledger,
           key,
           repo,
           stateDir,
-          ...lanes,
+          ...started.lanes,
           hide,
           onEvent: print,
           keepSandboxes: opts.keepSandboxes === true,
@@ -342,6 +349,7 @@ export function watchVerb(program: Command): void {
       } finally {
         stopSignals();
         runner?.close();
+        release();
         remote?.close();
         ledger.close();
       }

@@ -31,6 +31,7 @@ import { credentialFileSecrets, gitRemoteSecrets } from '../util/credential-file
 import { environmentSecrets, privateKeySecrets, runnerPlaces, Scrubber } from '../util/scrub.js';
 import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
+import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sightings.js';
 import { spendMovedSince, type JudgedSpend } from '../lane/budget.js';
@@ -346,33 +347,17 @@ export class Runner {
     this.registered = true;
   }
 
-  private get headFile(): string {
-    return join(this.options.stateDir, 'ledger-head.json');
-  }
-
   /**
    * Refuses a ledger whose head does not descend from the head this runner last saw: someone
    * rolled it back or replaced it. The runner acts on nothing until a human looks.
    */
   private async checkHistory(): Promise<void> {
     const head = this.options.ledger.head();
-    // A line of JSON this runner wrote; anything else at its path (a FIFO, a folder, a huge file) is said, never waited on.
-    const bytes = readOwnFile(this.headFile, { maxBytes: HEAD_FILE_BYTES, what: 'the ledger head this runner last saw', remedy: 'remove it (the runner records the head again on its next pass), after checking the ledger with coo verify', code: 'RUNNER_CONFIG' });
-    if (bytes === null) return;
-    let saved: { seq: number; head: string; ledger?: unknown; genesis?: unknown };
-    try {
-      saved = JSON.parse(bytes.toString('utf8')) as typeof saved;
-    } catch {
-      return;
-    }
+    const saved = readSeenHead(this.options.stateDir);
+    if (saved === null) return;
     // A state folder given to runners of two ledgers holds the head of the other one: said so, never taken for a fork of this one.
-    const gitdir = resolve(this.options.ledger.gitdir);
-    if (typeof saved.ledger === 'string' && saved.ledger !== gitdir && typeof saved.genesis === 'string' && (await this.options.ledger.state()).genesis !== saved.genesis) {
-      throw new CooError(
-        'RUNNER_CONFIG',
-        `the state folder ${this.options.stateDir} holds what a runner saw of another ledger (${saved.ledger}), not of ${gitdir}: give each ledger a --state-dir of its own (the default is one per ledger); nothing was claimed`,
-      );
-    }
+    const other = anotherLedgerProblem(this.options.stateDir, saved, this.options.ledger.gitdir, (await this.options.ledger.state()).genesis);
+    if (other !== null) throw other;
     if (head === null || (await commitsSince(this.options.ledger.reader, head, saved.head)) === null) {
       if (head === null || (await isAncestor(this.options.ledger.gitdir, head, saved.head))) {
         throw new CooError('HISTORY_ROLLBACK', `the ledger head ${head ?? '(none)'} is behind ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back; run coo verify`);
@@ -389,7 +374,7 @@ export class Runner {
 
   private rememberHead(state: LedgerState): void {
     if (state.head === null) return;
-    writeOwnFile(this.headFile, JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }), { what: 'the ledger head this runner last saw', remedy: STATE_REMEDY, code: 'IO_ERROR' });
+    writeOwnFile(headFileOf(this.options.stateDir), JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }), { what: 'the ledger head this runner last saw', remedy: STATE_REMEDY, code: 'IO_ERROR' });
   }
 
   /** Handles every message that is ready now, until none is; returns what was written and what waits. */
@@ -960,9 +945,6 @@ function receiptEvent(messageId: string, attempt: number, files: readonly NewFil
   const doc = readStrictYaml(file.bytes, file.path) as { status: ReceiptStatus; blockers: Array<{ code: BlockerCode }>; next_attempt_at?: string | null };
   return { type: 'receipt', messageId, attempt, status: doc.status, blockers: doc.blockers.map((item) => item.code), retryAt: doc.next_attempt_at ?? null };
 }
-
-/** Largest head file read: a line of JSON. */
-const HEAD_FILE_BYTES = 4096;
 
 /** What to do about an entry of the journal the runner cannot read as one it wrote. */
 const JOURNAL_REMEDY = 'the journal holds only receipts this runner kept; move it out of the journal folder (if it is a receipt, keep it for the operator)';

@@ -14,6 +14,7 @@ import { runGit } from '../util/exec.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
+import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
 import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
@@ -24,7 +25,8 @@ import { planStartup, type Lane, type TargetFacts } from './readiness.js';
  * lane, before the runner claims anything (`coo watch`, `coo mcp --run` and `coo demo` alike). The
  * repository, the COO key and the sandbox serve every lane; Oracle and each advisory agent's
  * provider key serve consults; each execution agent's executor and key serve its dispatches.
- * What the checks found is decided in readiness.ts.
+ * What the checks found is decided in readiness.ts. Once they let the runner start, it holds its
+ * state folder (state-folder.ts): a runner beside which it may not share the folder refuses it.
  */
 
 export interface StartupOptions {
@@ -42,7 +44,7 @@ export interface StartupOptions {
    * is checked, so a key revoked or rotated out there is refused at start on a clone that had not
    * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off).
    */
-  readonly remote?: Pick<RemoteLedger, 'sync'>;
+  readonly remote?: Pick<RemoteLedger, 'sync' | 'url'>;
   /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
   /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
@@ -57,6 +59,8 @@ export interface StartedLanes {
   readonly waiting: ReadonlyMap<string, Problem>;
   /** What to tell the operator once, at start (target null: about every lane). */
   readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
+  /** Gives up the state folder this runner holds (state-folder.ts): called when the runner stops. */
+  readonly release: () => void;
 }
 
 /**
@@ -183,6 +187,14 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   const repo = await repoProblem(options.repo, options.ledger.gitdir);
   if (repo !== null) shared.push(repo);
   shared.push(...folders);
+  if (folders.length === 0) {
+    try {
+      const other = anotherLedgerProblem(options.stateDir, readSeenHead(options.stateDir), options.ledger.gitdir, state.genesis);
+      if (other !== null) shared.push(toProblem(other));
+    } catch (error) {
+      shared.push(toProblem(error));
+    }
+  }
   let isolation: 'bwrap' | 'none' = 'none';
   try {
     isolation = resolveIsolation(options.isolation);
@@ -212,5 +224,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const plan = planStartup({ shared, isolation, targets });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);
-  return { isolation, transport, executors, waiting: plan.waiting, notes: plan.notes };
+  // Last, once nothing else refuses the start: a folder held and then refused would only need giving up again.
+  const release = holdStateFolder(options.stateDir, options.ledger.gitdir, options.remote?.url ?? null);
+  return { isolation, transport, executors, waiting: plan.waiting, notes: plan.notes, release };
 }
