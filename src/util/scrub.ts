@@ -71,11 +71,20 @@ export interface Place {
 export const MIN_SECRET_CHARS = 8;
 
 /**
- * Environment variables whose values are secrets: provider keys, tokens, passwords, by the last word
- * of their name in either case (`OPENAI_API_KEY`, `SERPAPI_APIKEY`, `DB_PASSWD`, `GITHUB_PAT`,
- * npm's `…:_authToken`, `npm_config__auth`).
+ * Environment variables whose values are secrets: provider keys, tokens, passwords, by their name in
+ * either case:
+ * - its last word KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, PASS, PAT, AUTH or CREDENTIALS,
+ *   after `_`, `API` or `AUTH` or as the whole name (`OPENAI_API_KEY`, `SERPAPI_APIKEY`, `DB_PASSWD`,
+ *   `GITHUB_PAT`, npm's `…:_authToken`, `npm_config__auth`, `TOKEN`);
+ * - an end PASSWORD, PASSWD or PASSPHRASE after anything (`PGPASSWORD`), or `_PWD` (`MYSQL_PWD`; not
+ *   `PWD` nor `OLDPWD`, the shell's folders);
+ * - a word SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or CREDENTIALS before another (`SECRET_KEY_BASE`,
+ *   `GITHUB_TOKEN_RO`), unless the last says the value is where a secret is kept (`…_FILE`, `…_DIR`,
+ *   `…_PATH`), not the secret.
+ * A secret under any other name (`SLACK_WEBHOOK`, `AZURE_STORAGE_CONNECTION_STRING`) is not known,
+ * unless it is the password of a URL.
  */
-const SECRET_NAME = /(?:_|API|AUTH)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|CREDENTIALS?)$/i;
+const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
 const MIN_PLACE_CHARS = 4;
@@ -727,7 +736,7 @@ export class Scrubber {
 
 /**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
- * names (*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS, …), and the credentials in the user
+ * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials in the user
  * info of any URL a variable holds (`HTTPS_PROXY=http://user:PASSWORD@proxy`, a `DATABASE_URL`).
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {

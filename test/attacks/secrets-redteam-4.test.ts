@@ -1,0 +1,118 @@
+import { execFileSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { credentialFileSecrets } from '../../src/util/credential-files.js';
+import { environmentSecrets } from '../../src/util/scrub.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * "No secret ever enters the ledger", attacked a fourth time: the secrets of the runner's machine that
+ * an execution agent run without bubblewrap can read for itself (the runner's own environment through
+ * /proc, the logins a home folder keeps), and the home folder's credentials bubblewrap left in view.
+ */
+const dir = tempDir('secrets-4');
+const places = hostilePlaces(dir, 'p');
+
+/** Every run of 8 characters of `whole` that `text` still holds. */
+const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
+const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+
+/** Secrets of the environment under names the scrubber did not read as secret ones. */
+const ENV = {
+  PGPASSWORD: 'PgPassword0123456789xyz',
+  MYSQL_PWD: 'MysqlPwd0123456789xyz',
+  GPG_PASSPHRASE: 'GpgPhrase0123456789xyz',
+  SECRET_KEY_BASE: 'RailsKeyBase0123456789xyz',
+  GITHUB_TOKEN_RO: 'ghp_ReadOnlyToken0123456789xyz',
+  TOKEN: 'BareToken0123456789xyz',
+};
+
+describe('a secret of the environment under a name the scrubber did not read as one, again', () => {
+  it('is known: PGPASSWORD, a _PWD, a PASSPHRASE, a SECRET_ or _TOKEN_ word before another, a bare TOKEN', () => {
+    const plain = { PWD: '/home/op/work/project', OLDPWD: '/home/op/work', GIT_ASKPASS: '/usr/lib/ssh/x11-ssh-askpass', TOKENIZERS_PARALLELISM: 'false-or-true', PASSWORD_STORE_DIR: '/home/op/.password-store', DB_PASSWORD_FILE: '/run/secrets/db_password' };
+    const values = environmentSecrets({ ...ENV, ...plain }).map((secret) => secret.value);
+    expect(values.sort()).toEqual(Object.values(ENV).sort());
+  });
+});
+
+/** A home folder holding the logins a machine keeps: an ssh key, docker's, libpq's, the AWS CLI's, kubectl's, Vault's. */
+function loginsHome(home: string): Record<string, string> {
+  mkdirSync(join(home, '.ssh'), { recursive: true });
+  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', 'op@host', '-f', join(home, '.ssh', 'deploy')]);
+  const files: Record<string, string> = {
+    '.docker/config.json': JSON.stringify({ auths: { 'registry.example': { auth: Buffer.from('op:DockerHubPass0123456789').toString('base64') } } }),
+    '.pgpass': '# host:port:db:user:password\ndb.example:5432:*:app:PgPassFile\\:0123456789\n',
+    '.aws/credentials': '[default]\naws_access_key_id = AKIAEXAMPLE0123456789\naws_secret_access_key = AwsSecretAccess0123456789abcdefXYZ\n',
+    '.kube/config': 'users:\n- name: op\n  user:\n    token: KubeBearerToken0123456789abcdef\n',
+    '.vault-token': 'hvs.VaultToken0123456789abcdef\n',
+  };
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(home, path, '..'), { recursive: true });
+    writeFileSync(join(home, path), content, { mode: 0o600 });
+  }
+  const body = readFileSync(join(home, '.ssh', 'deploy'), 'utf8').trim().split('\n').slice(1, -1);
+  return {
+    ssh: body.slice(1).join(''),
+    docker: 'DockerHubPass0123456789',
+    dockerAuth: Buffer.from('op:DockerHubPass0123456789').toString('base64'),
+    pgpass: 'PgPassFile:0123456789',
+    aws: 'AwsSecretAccess0123456789abcdef',
+    kube: 'KubeBearerToken0123456789abcdef',
+    vault: 'hvs.VaultToken0123456789abcdef',
+  };
+}
+
+describe("the logins the runner's home folder keeps", () => {
+  it('are known to the scrubber: an ssh private key line by line, docker auth and its password, a .pgpass password, AWS, kubectl and Vault tokens', () => {
+    const home = join(dir, 'home-unit');
+    const secrets = loginsHome(home);
+    const values = credentialFileSecrets({}, home).map((secret) => secret.value);
+    for (const [name, value] of Object.entries(secrets)) expect(values.some((known) => known.includes(value.slice(0, 24))), name).toBe(true);
+    const lines = readFileSync(join(home, '.ssh', 'deploy'), 'utf8').trim().split('\n');
+    for (const line of lines.slice(2, -1)) expect(values).toContain(line);
+    // The first line of the body is the header every unencrypted ed25519 key of OpenSSH shares: not a secret.
+    expect(values).not.toContain(lines[1]);
+  });
+
+  it('leave no part of them in the ledger when an execution agent run without bubblewrap reads them, and the environment of the runner through /proc', async () => {
+    const place = await places('unsandboxed');
+    const home = join(dir, 'home-agent');
+    const secrets = loginsHome(home);
+    const { messageId } = await dispatchTo(place, 'unsandboxed');
+    const action = `{ tr '\\0' '\\n' < /proc/$PPID/environ; sed 1d ${home}/.ssh/deploy; cat ${home}/.docker/config.json ${home}/.pgpass ${home}/.aws/credentials ${home}/.kube/config ${home}/.vault-token; } >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: { ...ENV, HOME: home }, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: PGPASSWORD]');
+    expect(ledger).toContain('[removed: ssh private key]');
+    // The key's first line, its header and the start of its public half, is printed and kept; what is in it (the key's type) may stand elsewhere too.
+    const header = readFileSync(join(home, '.ssh', 'deploy'), 'utf8').split('\n')[1]!;
+    for (const [name, value] of Object.entries({ ...ENV, ...secrets })) expect(pieces(ledger, value).filter((piece) => !header.includes(piece)), name).toEqual([]);
+  }, 120_000);
+
+  it('are hidden from an execution agent under bubblewrap: kubectl, gcloud, libpq, Vault, pip and cargo logins', async () => {
+    requireBubblewrap('hiding the home folder credentials');
+    const place = await places('sandboxed');
+    const home = join(dir, 'home-sandboxed');
+    const secrets = loginsHome(home);
+    const more = { '.config/gcloud/application_default_credentials.json': '{"refresh_token":"GcloudRefresh0123456789abcdef"}', '.pypirc': '[pypi]\npassword = pypi-Upload0123456789abcdef\n', '.cargo/credentials.toml': '[registry]\ntoken = "cio_Cargo0123456789abcdef"\n', '.my.cnf': '[client]\npassword=MyCnfPass0123456789\n' };
+    for (const [path, content] of Object.entries(more)) {
+      mkdirSync(join(home, path, '..'), { recursive: true });
+      writeFileSync(join(home, path), content);
+    }
+    const { messageId } = await dispatchTo(place, 'sandboxed');
+    // How many bytes of each the agent could read: its output is scrubbed of what the runner knows, its sizes are not.
+    const paths = ['.pgpass', '.kube/config', '.vault-token', ...Object.keys(more)].map((path) => join(home, path));
+    const action = `{ printf 'seen:'; for f in ${paths.join(' ')}; do printf ' %s' "$(cat "$f" 2>/dev/null | wc -c)"; done; printf '\\n'; } >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: { HOME: home } });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
+    for (const [name, value] of Object.entries(secrets)) expect(pieces(ledger, value), name).toEqual([]);
+  }, 120_000);
+});
