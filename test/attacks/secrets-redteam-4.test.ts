@@ -1,9 +1,12 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
+import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { credentialFileSecrets } from '../../src/util/credential-files.js';
-import { environmentSecrets } from '../../src/util/scrub.js';
+import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
+import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -11,7 +14,8 @@ import { git, tempDir } from '../helpers/tmp.js';
 /**
  * "No secret ever enters the ledger", attacked a fourth time: the secrets of the runner's machine that
  * an execution agent run without bubblewrap can read for itself (the runner's own environment through
- * /proc, the logins a home folder keeps), and the home folder's credentials bubblewrap left in view.
+ * /proc, the logins a home folder keeps), the home folder's credentials bubblewrap left in view, and a
+ * private key no one told the runner of (a key file of the repository an agent works in).
  */
 const dir = tempDir('secrets-4');
 const places = hostilePlaces(dir, 'p');
@@ -115,4 +119,58 @@ describe("the logins the runner's home folder keeps", () => {
     expect(ledger).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
     for (const [name, value] of Object.entries(secrets)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
+});
+
+const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+const PKCS8 = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+const ENCRYPTED = privateKey.export({ type: 'pkcs1', format: 'pem', cipher: 'aes-128-cbc', passphrase: 'not-a-secret-here' }).toString();
+/** The lines of a key's body, which no text that held the key may keep. */
+const bodyLines = (pem: string): string[] => pem.trim().split('\n').filter((line) => !line.startsWith('-----') && !line.includes(': ') && line !== '');
+
+describe('a private key in its armor that the runner was never told of', () => {
+  const none = new Scrubber();
+  const cases: Record<string, [string, string]> = {
+    'as a file prints it': [`before\n${PKCS8}after`, 'before\n[removed: private key]\nafter'],
+    'encrypted, with its headers': [`x\n${ENCRYPTED}`, 'x\n[removed: private key]\n'],
+    'JSON-escaped in an event': [`{"text":${JSON.stringify(PKCS8)}}`, '{"text":"[removed: private key]\\n"}'],
+    'on one line': [`one ${PKCS8.replace(/\n/g, '')} end`, 'one [removed: private key] end'],
+    'cut inside its body': [`cut: ${PKCS8.slice(0, 300)}`, 'cut: [removed: private key]'],
+  };
+  for (const [name, [text, expected]] of Object.entries(cases)) {
+    it(`is removed by any scrubber ${name}`, () => {
+      expect(none.text(text)).toBe(expected);
+      expect(none.bytes(Buffer.from(text)).toString('utf8')).toBe(expected);
+    });
+  }
+
+  it('leaves a text that only names the armor, and a public key, as they were', () => {
+    const prose = 'a file that starts with -----BEGIN OPENSSH PRIVATE KEY----- is a key, and -----BEGIN PUBLIC KEY----- is not';
+    expect(none.text(prose)).toBe('a file that starts with [removed: private key] is a key, and -----BEGIN PUBLIC KEY----- is not');
+    const pub = generateKeyPairSync('rsa', { modulusLength: 1024 }).publicKey.export({ type: 'spki', format: 'pem' }).toString();
+    expect(none.text(pub)).toBe(pub);
+  });
+
+  it("leaves no part of it in the ledger when an execution agent prints a key file of the repository it works in", async () => {
+    const place = await places('repo-key', { 'config/deploy.pem': PKCS8 });
+    const { messageId } = await dispatchTo(place, 'repo-key');
+    const watch = watchOnce(place, agentScript(place.world.dir, 'cat config/deploy.pem >&2; exit 1'));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: private key]');
+    for (const line of bodyLines(PKCS8)) expect(pieces(ledger, line.slice(0, 40)), line).toEqual([]);
+  }, 120_000);
+
+  it('is refused in what a writer signs, as a secret of its process is (USAGE, naming no secret, nothing written)', async () => {
+    const place = await places('writer');
+    const ceoKey = join(place.world.dir, 'keys', 'ceo.key');
+    writeFileSync(ceoKey, formatPrivateKey(place.world.actors.ceo), { mode: 0o600 });
+    const head = (): string => git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']).trim();
+    const before = head();
+    const result = spawnSync(process.execPath, [COO, 'command', '--ledger', place.world.gitdir, '--ceo-key', ceoKey, '--text', `Deploy with this key:\n${ENCRYPTED}`], { encoding: 'utf8' });
+    expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], result.stderr).toEqual([2, 'coo: USAGE']);
+    expect(result.stderr).toContain('or a private key in its armor');
+    for (const line of bodyLines(ENCRYPTED)) expect(result.stderr).not.toContain(line.slice(0, 16));
+    expect(head()).toBe(before);
+  });
 });
