@@ -174,3 +174,26 @@ describe('a private key in its armor that the runner was never told of', () => {
     expect(head()).toBe(before);
   });
 });
+
+describe("a model endpoint's token in the runner's start-up reasons", () => {
+  it('is not printed, nor in --json, when the endpoint is refused: one that is not a URL, not http, or an Anthropic one not on its host', async () => {
+    const place = await places('endpoints');
+    const TOKEN = 'EndpointToken0123456789xyz';
+    const endpoints = [
+      ['--oracle-base-url', `http://op:${TOKEN}@[not-a-host/v1`],
+      ['--oracle-base-url', `ftp://op:${TOKEN}@gw.example/v1`],
+      ['--oracle-anthropic-url', `https://gw.example/v1/messages?key=${TOKEN}`],
+      ['--oracle-anthropic-url', `https://api.anthropic.com/v1/complete?key=${TOKEN}`],
+    ];
+    for (const flags of endpoints) {
+      const result = spawnSync(process.execPath, [COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--isolation', 'none', ...flags], {
+        encoding: 'utf8',
+        env: { ...process.env, OPENAI_API_KEY: 'sk-endpoint-test-0123', ANTHROPIC_API_KEY: 'sk-ant-endpoint-test-0123' },
+        timeout: 60_000,
+      });
+      const said = `${result.stdout}${result.stderr}`;
+      expect(said, flags.join(' ')).toMatch(/is not a URL|is not an http or https URL|is not on api\.anthropic\.com|must be the full Messages endpoint/);
+      expect(pieces(said, TOKEN), flags.join(' ')).toEqual([]);
+    }
+  }, 120_000);
+});
