@@ -179,12 +179,32 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
 }
 
 /** The URLs in git's configuration: remotes' fetch and push URLs, and the bases `url.<base>.insteadOf` rewrites to. */
-const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof))$`;
+const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof)|http\.(.*\.)?extraheader)$`;
+
+/**
+ * The credential in a header git is told to send (`http.<url>.extraHeader`, as actions/checkout
+ * writes `AUTHORIZATION: basic <base64 of x-access-token:TOKEN>`, or `PRIVATE-TOKEN: TOKEN`): the
+ * header's value, the token after an auth scheme (`basic`, `bearer`, `token`), and a basic
+ * credential's password decoded.
+ */
+function headerCredentials(header: string): string[] {
+  const colon = header.indexOf(':');
+  if (colon < 0) return [];
+  const value = header.slice(colon + 1).trim();
+  const scheme = /^(basic|bearer|token)\s+(\S+)$/i.exec(value);
+  if (scheme === null) return [value];
+  const token = scheme[2]!;
+  if (scheme[1]!.toLowerCase() !== 'basic') return [value, token];
+  const decoded = Buffer.from(token, 'base64').toString('utf8');
+  const separator = decoded.indexOf(':');
+  return [value, token, ...(separator < 0 || /[^\x20-\x7e]/.test(decoded) ? [] : [decoded, decoded.slice(separator + 1)])];
+}
 
 /**
  * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
  * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) or query
- * that `git remote -v` in an attempt's worktree prints for anyone who asks; and, with `helpers`
+ * that `git remote -v` in an attempt's worktree prints for anyone who asks, and in a header it is
+ * told to send (`http.extraHeader`, headerCredentials), which `git config -l` prints; and, with `helpers`
  * (a runner, once at start), what git's credential helpers give for each http(s) remote
  * (credentialHelperSecrets). A folder that is no git repository gives none.
  */
@@ -198,6 +218,10 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       const newline = entry.indexOf('\n');
       if (newline < 0) continue;
       const name = entry.slice(0, newline);
+      if (name.endsWith('.extraheader')) {
+        for (const value of headerCredentials(entry.slice(newline + 1))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git http header', value });
+        continue;
+      }
       // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
       for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });

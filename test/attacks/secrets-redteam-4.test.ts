@@ -4,7 +4,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
-import { credentialFileSecrets } from '../../src/util/credential-files.js';
+import { credentialFileSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
@@ -195,5 +195,33 @@ describe("a model endpoint's token in the runner's start-up reasons", () => {
       expect(said, flags.join(' ')).toMatch(/is not a URL|is not an http or https URL|is not on api\.anthropic\.com|must be the full Messages endpoint/);
       expect(pieces(said, TOKEN), flags.join(' ')).toEqual([]);
     }
+  }, 120_000);
+});
+
+describe('a token in a header git is told to send (http.extraHeader), as actions/checkout leaves one', () => {
+  const TOKEN = 'ghs_CheckoutToken0123456789abcdefXYZ';
+  const BASIC = Buffer.from(`x-access-token:${TOKEN}`).toString('base64');
+  const GITLAB = 'glpat-GitlabHeader0123456789';
+
+  it('is known to the scrubber: the basic credential, its password decoded, a bearer or a private token', () => {
+    const repo = join(dir, 'header-repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'config', 'http.https://github.com/.extraheader', `AUTHORIZATION: basic ${BASIC}`]);
+    git(['-C', repo, 'config', 'http.extraHeader', `PRIVATE-TOKEN: ${GITLAB}`]);
+    const values = gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value);
+    for (const value of [BASIC, TOKEN, GITLAB]) expect(values).toContain(value);
+  });
+
+  it("leaves no part of it in the ledger when an execution agent prints the target repository's git configuration", async () => {
+    const place = await places('header');
+    git(['config', 'http.https://github.com/.extraheader', `AUTHORIZATION: basic ${BASIC}`], { cwd: place.repo });
+    const { messageId } = await dispatchTo(place, 'header');
+    const watch = watchOnce(place, agentScript(place.world.dir, `{ git config --get-regexp extraheader; git config --get-regexp extraheader | sed 's/.* //' | base64 -d; echo; } >&2; exit 1`));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: git http header]');
+    expect(pieces(ledger, BASIC)).toEqual([]);
+    expect(pieces(ledger, TOKEN)).toEqual([]);
   }, 120_000);
 });
