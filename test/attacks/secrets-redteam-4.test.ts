@@ -225,3 +225,23 @@ describe('a token in a header git is told to send (http.extraHeader), as actions
     expect(pieces(ledger, TOKEN)).toEqual([]);
   }, 120_000);
 });
+
+describe('a secret of its process the operator gives coo where a path or an id goes', () => {
+  it('is not printed back in the error, nor in --json: a provider key as the key file, as a message id, as a repository', async () => {
+    const place = await places('typed');
+    const KEY = 'sk-proj-TypedWhereAPathGoes0123456789';
+    const env = { ...process.env, OPENAI_API_KEY: KEY };
+    const runs = [
+      ['watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', KEY, '--repo', place.repo, '--state-dir', place.stateDir],
+      ['show', KEY, '--json', '--ledger', place.world.gitdir],
+      ['watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', `/tmp/${KEY}`, '--state-dir', place.stateDir],
+    ];
+    for (const args of runs) {
+      const result = spawnSync(process.execPath, [COO, ...args], { encoding: 'utf8', env, timeout: 60_000 });
+      expect(result.status, args.join(' ')).not.toBe(0);
+      expect(result.stderr, args.join(' ')).toContain('[removed: OPENAI_API_KEY]');
+      expect(result.stdout, args.join(' ')).toContain('[removed: OPENAI_API_KEY]');
+      expect(pieces(`${result.stdout}${result.stderr}`, KEY), args.join(' ')).toEqual([]);
+    }
+  }, 120_000);
+});
