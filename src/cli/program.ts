@@ -30,7 +30,7 @@ import { showVerb } from './show.js';
 import { trustVerb } from './trust.js';
 import { verifyVerb } from './verify.js';
 import { verifyBundleVerb } from './verify-bundle.js';
-import { writeErr } from './terminal.js';
+import { heldSecrets, writeErr } from './terminal.js';
 
 /** How a run ended; cli/coo.ts turns it into the exit status. */
 export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected' | 'interrupted';
@@ -61,7 +61,9 @@ function wantsJson(argv: readonly string[]): boolean {
  */
 function printJsonError(argv: readonly string[], error: { code: string; message: string; where?: string | undefined; findings?: readonly unknown[] }): void {
   if (!wantsJson(argv)) return;
-  process.stdout.write(`${JSON.stringify({ ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } })}\n`);
+  const said = { ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } };
+  // Scrubbed as a value, before it is serialised: a secret is found whatever escaping JSON adds.
+  process.stdout.write(`${JSON.stringify(heldSecrets().value(said))}\n`);
 }
 
 /**

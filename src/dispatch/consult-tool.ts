@@ -54,7 +54,7 @@ function refuseSecrets(secrets: Scrubber, question: string, files: readonly Pinn
   refuseHeldSecrets(
     secrets,
     [{ name: 'the question', content: question }, ...files.map((file) => ({ name: `the name of ${secrets.text(file.path)}`, content: file.path })), ...files.map((file) => ({ name: secrets.text(file.path), content: file.bytes }))],
-    'the runner holds or handed the agent (a provider key, a token, the COO key)',
+    'the runner holds or handed the agent (a provider key, a token, the COO key) or a private key in its armor',
     'a consult is signed into the ledger and sent to a provider; nothing was written or sent',
     'CONTEXT_INVALID',
   );

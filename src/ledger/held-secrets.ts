@@ -23,7 +23,7 @@ export function refuseSignerSecrets(files: ReadonlyArray<{ readonly path: string
   refuseHeldSecrets(
     compiled.scrubber,
     files.map((file) => ({ name: file.path.split('/').at(-1)!, content: file.bytes })),
-    "this process holds (a provider key or token of its environment or credential files, a ledger remote's token, the signing key)",
+    "this process holds (a provider key or token of its environment or credential files, a ledger remote's token, the signing key) or a private key in its armor",
     'what is signed into the ledger stays there for good, so nothing was written',
   );
 }

@@ -107,7 +107,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
   /** A write tool: what the client sent is signed into the ledger for good, so arguments holding a secret the server holds are refused before anything is written. */
   const signed = (tool: string, args: unknown, fn: () => Promise<Record<string, unknown>>): Promise<CallToolResult> =>
     guard(tool, () => {
-      refuseHeldSecrets(secrets, [{ name: 'the arguments', content: JSON.stringify(args) }], "this server holds (the COO key, a provider key or token of its environment, a remote's credentials)", `${tool} signs what it is given into the ledger for good; nothing was written`);
+      refuseHeldSecrets(secrets, [{ name: 'the arguments', content: JSON.stringify(args) }], "this server holds (the COO key, a provider key or token of its environment, a remote's credentials) or a private key in its armor", `${tool} signs what it is given into the ledger for good; nothing was written`);
       return fn();
     });
 

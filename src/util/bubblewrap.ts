@@ -12,8 +12,14 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
  * bound writable, and the ledger, the key folder and the home folder's credentials hidden.
  */
 
-/** Where credentials usually live in a home folder: hidden under bubblewrap. */
-export const CREDENTIALS = ['.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker'];
+/**
+ * Where credentials usually live in a home folder: hidden under bubblewrap. The scrubber learns the
+ * secrets of those it can read (util/credential-files.ts), for a child run without bubblewrap.
+ */
+export const CREDENTIALS = [
+  '.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker',
+  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token',
+];
 
 let bwrapPath: string | null | undefined;
 

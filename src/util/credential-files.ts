@@ -1,4 +1,5 @@
 import { spawnSync } from 'node:child_process';
+import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 import { readBounded } from './bounded-read.js';
@@ -10,7 +11,10 @@ import { MIN_SECRET_CHARS, type Secret } from './scrub.js';
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
  * `codex login --with-api-key` wrote, Claude Code's tokens, Oracle's configuration, the forge
- * token `gh` keeps, the passwords and tokens of `~/.git-credentials`, `~/.netrc` and `~/.npmrc`.
+ * token `gh` keeps, the passwords and tokens of `~/.git-credentials`, `~/.netrc` and `~/.npmrc`,
+ * the cloud and registry logins of `~/.aws`, `~/.docker`, `~/.kube`, gcloud, `~/.pypirc` and cargo,
+ * the database passwords of `~/.pgpass` and `~/.my.cnf`, a Vault token, and the private keys in
+ * `~/.ssh`.
  * A child the runner starts may read them where its sandbox does not hide them (and always
  * without one): the runner never handed them, so the scrubber learns them here, once, when the
  * runner starts, and a child that echoes one leaves its marker in the ledger, as it would for a
@@ -20,8 +24,8 @@ import { MIN_SECRET_CHARS, type Secret } from './scrub.js';
 /** A credential file is small; a larger one is not what it should be there. */
 const MAX_FILE_BYTES = 256 * 1024;
 
-/** A field whose value is a secret: its name says key, token, secret, password or credential. */
-const SECRET_FIELD = /(key|token|secret|passw(or)?d|credential)/i;
+/** A field whose value is a secret: its name says key, token, secret, password or credential, or is `auth` (docker's `user:password` in base64). */
+const SECRET_FIELD = /(key|token|secret|passw(or)?d|credential)|^auth$/i;
 
 /** `name: value`, `name = value`, `"name": "value"`, `name value` (netrc) in any configuration text. */
 const FIELD_LINE = /["']?([A-Za-z0-9_.-]+)["']?\s*(?:[:=]|\s)\s*["']?([^\s"',}]+)/g;
@@ -31,7 +35,12 @@ interface CredentialFile {
   readonly path: string;
   /** What it is called in a marker. */
   readonly name: string;
-  readonly kind: 'fields' | 'urls';
+  /**
+   * How its secrets are written: `fields` in a configuration (JSON, YAML, ini, netrc), `urls` one per
+   * line, `pgpass` the last field of each `host:port:database:user:password` line, `whole` the file is
+   * the token.
+   */
+  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole';
 }
 
 function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
@@ -46,13 +55,78 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(home, '.netrc'), name: '.netrc', kind: 'fields' },
     { path: join(home, '.npmrc'), name: '.npmrc', kind: 'fields' },
     { path: join(home, '.git-credentials'), name: '.git-credentials', kind: 'urls' },
+    { path: join(home, '.aws', 'credentials'), name: 'aws credentials', kind: 'fields' },
+    { path: join(home, '.docker', 'config.json'), name: 'docker config.json', kind: 'fields' },
+    { path: join(home, '.kube', 'config'), name: 'kube config', kind: 'fields' },
+    { path: join(home, '.config', 'gcloud', 'application_default_credentials.json'), name: 'gcloud credentials', kind: 'fields' },
+    { path: join(home, '.pypirc'), name: '.pypirc', kind: 'fields' },
+    { path: join(home, '.cargo', 'credentials.toml'), name: 'cargo credentials', kind: 'fields' },
+    { path: join(home, '.cargo', 'credentials'), name: 'cargo credentials', kind: 'fields' },
+    { path: join(home, '.my.cnf'), name: '.my.cnf', kind: 'fields' },
+    { path: join(home, '.pgpass'), name: '.pgpass', kind: 'pgpass' },
+    { path: join(home, '.vault-token'), name: '.vault-token', kind: 'whole' },
   ];
+}
+
+/** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */
+const PRIVATE_KEY_ARMOR = /^-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----$/m;
+
+/** How many files of `~/.ssh` are looked at: a folder of keys is small. */
+const MAX_SSH_FILES = 256;
+
+/**
+ * The private keys in `~/.ssh` (any file there with a private key's armor, whatever it is named):
+ * the base64 body whole, and each of its lines but the first, as `cat` or `sed 1d` would print them.
+ * The first line is the key's header and the start of its public half, the same for many keys (every
+ * unencrypted ed25519 key of OpenSSH): as a secret it would be cut out of every text that shows one.
+ */
+function sshKeySecrets(home: string): string[] {
+  const folder = join(home, '.ssh');
+  let names: string[];
+  try {
+    names = readdirSync(folder).slice(0, MAX_SSH_FILES);
+  } catch {
+    return [];
+  }
+  const values: string[] = [];
+  for (const name of names) {
+    const read = readBounded(join(folder, name), { maxBytes: MAX_FILE_BYTES, follow: true });
+    if (read.kind !== 'file') continue;
+    const text = read.bytes.toString('utf8');
+    if (!PRIVATE_KEY_ARMOR.test(text)) continue;
+    const lines = text.split(/\r?\n/).filter((line) => line !== '' && !line.startsWith('-----') && !/^[A-Za-z-]+: /.test(line));
+    values.push(lines.join(''), ...lines.slice(1));
+  }
+  return values;
+}
+
+/**
+ * The password of each `host:port:database:user:password` line, as libpq reads it (`\:` and `\\`
+ * escaped) and as the file writes it; comment lines left out.
+ */
+function pgpassSecrets(text: string): string[] {
+  const out: string[] = [];
+  for (const line of text.split(/\r?\n/)) {
+    if (line.startsWith('#')) continue;
+    let field = 0;
+    let value = '';
+    for (let at = 0; at < line.length && field < 4; at += 1) {
+      if (line[at] === '\\') {
+        at += 1;
+      } else if (line[at] === ':') {
+        field += 1;
+        if (field === 4) value = line.slice(at + 1);
+      }
+    }
+    if (field === 4) out.push(value, value.replace(/\\(.)/g, '$1'));
+  }
+  return out;
 }
 
 /** The string values of secret fields in a JSON document, at any depth: a value whose own field names it a secret. */
 function jsonSecrets(value: unknown, field: string, out: string[]): void {
   if (typeof value === 'string') {
-    if (SECRET_FIELD.test(field)) out.push(value);
+    if (SECRET_FIELD.test(field)) out.push(value, ...basicAuthPassword(field, value));
   } else if (Array.isArray(value)) {
     for (const item of value) jsonSecrets(item, field, out);
   } else if (value !== null && typeof value === 'object') {
@@ -67,6 +141,14 @@ function jsonSecrets(value: unknown, field: string, out: string[]): void {
  */
 function looksSecret(value: string): boolean {
   return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
+}
+
+/** The password of docker's `auth` field, base64 of `user:password`: a child that decodes it prints the password alone. */
+function basicAuthPassword(field: string, value: string): string[] {
+  if (field.toLowerCase() !== 'auth' || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) return [];
+  const decoded = Buffer.from(value, 'base64').toString('utf8');
+  const colon = decoded.indexOf(':');
+  return colon < 0 || /[^\x20-\x7e]/.test(decoded) ? [] : [decoded.slice(colon + 1)];
 }
 
 /** The secret values `text` holds: as JSON when it parses, else line by line as a configuration file. */
@@ -89,19 +171,40 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
-    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : fieldSecrets(text);
+    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : fieldSecrets(text);
     for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
+  for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });
   return secrets;
 }
 
 /** The URLs in git's configuration: remotes' fetch and push URLs, and the bases `url.<base>.insteadOf` rewrites to. */
-const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof))$`;
+const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof)|http\.(.*\.)?extraheader)$`;
+
+/**
+ * The credential in a header git is told to send (`http.<url>.extraHeader`, as actions/checkout
+ * writes `AUTHORIZATION: basic <base64 of x-access-token:TOKEN>`, or `PRIVATE-TOKEN: TOKEN`): the
+ * header's value, the token after an auth scheme (`basic`, `bearer`, `token`), and a basic
+ * credential's password decoded.
+ */
+function headerCredentials(header: string): string[] {
+  const colon = header.indexOf(':');
+  if (colon < 0) return [];
+  const value = header.slice(colon + 1).trim();
+  const scheme = /^(basic|bearer|token)\s+(\S+)$/i.exec(value);
+  if (scheme === null) return [value];
+  const token = scheme[2]!;
+  if (scheme[1]!.toLowerCase() !== 'basic') return [value, token];
+  const decoded = Buffer.from(token, 'base64').toString('utf8');
+  const separator = decoded.indexOf(':');
+  return [value, token, ...(separator < 0 || /[^\x20-\x7e]/.test(decoded) ? [] : [decoded, decoded.slice(separator + 1)])];
+}
 
 /**
  * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
  * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) or query
- * that `git remote -v` in an attempt's worktree prints for anyone who asks; and, with `helpers`
+ * that `git remote -v` in an attempt's worktree prints for anyone who asks, and in a header it is
+ * told to send (`http.extraHeader`, headerCredentials), which `git config -l` prints; and, with `helpers`
  * (a runner, once at start), what git's credential helpers give for each http(s) remote
  * (credentialHelperSecrets). A folder that is no git repository gives none.
  */
@@ -115,6 +218,10 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       const newline = entry.indexOf('\n');
       if (newline < 0) continue;
       const name = entry.slice(0, newline);
+      if (name.endsWith('.extraheader')) {
+        for (const value of headerCredentials(entry.slice(newline + 1))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git http header', value });
+        continue;
+      }
       // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
       for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });

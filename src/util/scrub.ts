@@ -44,6 +44,8 @@ import { invisibleCharacters } from './invisible.js';
  *   deeper than the bounds above, or in any way of a program's own choosing. A child that holds a key can always
  *   get it out; this catches the echo and the one-line encoding, not a determined agent. The defence
  *   against that is not handing it the key.
+ * - A private key in its armor (`-----BEGIN … PRIVATE KEY-----`, its body and END line) is replaced
+ *   by `[removed: private key]` whoever's key it is: found by its shape, as written only.
  * - A folder of the runner's machine is replaced by `[NAME]` (`[sandbox]`, `[worktree]`,
  *   `[runner-state]`, `[home]`), so a recorded path is relative to the place it names and the
  *   ledger does not tell its readers how the operator's machine is laid out. A folder matches only
@@ -71,11 +73,20 @@ export interface Place {
 export const MIN_SECRET_CHARS = 8;
 
 /**
- * Environment variables whose values are secrets: provider keys, tokens, passwords, by the last word
- * of their name in either case (`OPENAI_API_KEY`, `SERPAPI_APIKEY`, `DB_PASSWD`, `GITHUB_PAT`,
- * npm's `…:_authToken`, `npm_config__auth`).
+ * Environment variables whose values are secrets: provider keys, tokens, passwords, by their name in
+ * either case:
+ * - its last word KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, PASS, PAT, AUTH or CREDENTIALS,
+ *   after `_`, `API` or `AUTH` or as the whole name (`OPENAI_API_KEY`, `SERPAPI_APIKEY`, `DB_PASSWD`,
+ *   `GITHUB_PAT`, npm's `…:_authToken`, `npm_config__auth`, `TOKEN`);
+ * - an end PASSWORD, PASSWD or PASSPHRASE after anything (`PGPASSWORD`), or `_PWD` (`MYSQL_PWD`; not
+ *   `PWD` nor `OLDPWD`, the shell's folders);
+ * - a word SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or CREDENTIALS before another (`SECRET_KEY_BASE`,
+ *   `GITHUB_TOKEN_RO`), unless the last says the value is where a secret is kept (`…_FILE`, `…_DIR`,
+ *   `…_PATH`), not the secret.
+ * A secret under any other name (`SLACK_WEBHOOK`, `AZURE_STORAGE_CONNECTION_STRING`) is not known,
+ * unless it is the password of a URL.
  */
-const SECRET_NAME = /(?:_|API|AUTH)(?:KEY|TOKEN|SECRET|PASSWORD|PASSWD|PASS|PAT|AUTH|CREDENTIALS?)$/i;
+const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
 const MIN_PLACE_CHARS = 4;
@@ -196,6 +207,25 @@ function secretPatterns(secret: Secret): Pattern[] {
   patterns.push({ text: percentForm(secret.value, (char) => char), bytes: percentForm(secret.value, latin1), marker: named('percent-encoded'), length: secret.value.length, kind: 'percent' });
   return patterns;
 }
+
+/**
+ * A private key in its armor, found by its shape whoever holds it (a key file of the pinned repository
+ * an agent prints, a key an answer quotes), not only a key the runner knows: the BEGIN line of an
+ * OpenSSH, PEM (`RSA`, `EC`, `ENCRYPTED`) or PGP (`PRIVATE KEY BLOCK`) key, its headers and base64
+ * body, its lines broken raw or JSON-escaped, or not at all, up to and with its END line, or to the end
+ * of its base64 where the text was cut inside it. Only the armor as written is looked for: a key without
+ * it, or with its armor encoded, is found only when it is a key the scrubber knows.
+ */
+const ARMOR_BREAK = String.raw`(?:[ \t]|\r?\n|\\[rn])`;
+const ARMOR_END = String.raw`-----END (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----`;
+/** A line of base64 too short to tell from a word, taken only where the key ends: at its END line, the end of the text, or a quote. */
+const ARMOR_SHORT = String.raw`[A-Za-z0-9+/=]{1,15}(?=${ARMOR_BREAK}*(?:${ARMOR_END}|$|[^A-Za-z0-9+/=\s\\]))`;
+const PRIVATE_KEY_BLOCK = new RegExp(
+  String.raw`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:${ARMOR_BREAK}+(?=[A-Za-z-]+: |[A-Za-z0-9+/=]{16}|${ARMOR_SHORT}|${ARMOR_END})(?:[A-Za-z-]+: [^\r\n\\]*)?|[A-Za-z0-9+/=]{16,}|${ARMOR_SHORT})*(?:${ARMOR_END})?`,
+  'g',
+);
+const PRIVATE_KEY_MARKER = '[removed: private key]';
+const ARMOR_WORDS = 'PRIVATE KEY';
 
 /** A percent escape (or a space written as `+`, when a secret holds a space): where a text holds none, no percent-encoded secret is looked for. */
 const PERCENT_ESCAPE = /%[0-9A-Fa-f]{2}/;
@@ -551,7 +581,13 @@ export class Scrubber {
       return put;
     };
     const replace = (input: string, compiled: Compiled | null): string => (compiled === null ? input : input.replace(compiled.regex, (_match, ...groups: unknown[]) => marker(compiled, groups)));
-    let scrubbed = replace(text, this.regex(view));
+    const unarmored = text.includes(ARMOR_WORDS)
+      ? text.replace(PRIVATE_KEY_BLOCK, () => {
+          found(PRIVATE_KEY_MARKER);
+          return PRIVATE_KEY_MARKER;
+        })
+      : text;
+    let scrubbed = replace(unarmored, this.regex(view));
     if (this.percentEscape.test(scrubbed)) scrubbed = replace(scrubbed, this.regex(view === 'text' ? 'percent-text' : 'percent-bytes'));
     scrubbed = this.scrubAsRead(scrubbed, view, marker);
     const encoded = this.regex('encoded');
@@ -689,13 +725,13 @@ export class Scrubber {
 
   /** `text` with every secret and folder replaced by its marker. */
   text(text: string): string {
-    return this.patterns.length === 0 ? text : this.scrub(text, 'text', () => undefined);
+    return this.patterns.length === 0 && !text.includes(ARMOR_WORDS) ? text : this.scrub(text, 'text', () => undefined);
   }
 
   /** `bytes` scrubbed byte for byte: bytes that are not UTF-8 pass unchanged. The same buffer when nothing was found. */
   bytes(bytes: Uint8Array): Buffer {
     const buffer = Buffer.isBuffer(bytes) ? bytes : Buffer.from(bytes);
-    if (this.patterns.length === 0) return buffer;
+    if (this.patterns.length === 0 && !buffer.includes(ARMOR_WORDS)) return buffer;
     let found = false;
     const out = this.scrub(buffer.toString('latin1'), 'bytes', () => {
       found = true;
@@ -727,7 +763,7 @@ export class Scrubber {
 
 /**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
- * names (*_KEY, *_TOKEN, *_SECRET, *_PASSWORD, *_CREDENTIALS, …), and the credentials in the user
+ * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials in the user
  * info of any URL a variable holds (`HTTPS_PROXY=http://user:PASSWORD@proxy`, a `DATABASE_URL`).
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {

@@ -1,4 +1,5 @@
 import type { BlockerCode } from '../../schema/receipt.js';
+import { displayUrl } from '../../util/display-url.js';
 import { endpointProblem, isOfflineUrl, type OracleProvider } from './provider.js';
 
 /**
@@ -25,9 +26,9 @@ export const anthropic: OracleProvider = {
       const problem = endpointProblem(url, 'the Anthropic endpoint');
       if (problem !== null) return problem;
       if (new URL(url).hostname !== ANTHROPIC_HOST) {
-        return `the Anthropic endpoint ${url} is not on ${ANTHROPIC_HOST}: Oracle would send the Claude key to it as a Bearer token through its OpenAI adapter; name an openai_compatible route for a gateway, or pin ${ANTHROPIC_HOST} to an address (--oracle-host)`;
+        return `the Anthropic endpoint ${displayUrl(url)} is not on ${ANTHROPIC_HOST}: Oracle would send the Claude key to it as a Bearer token through its OpenAI adapter; name an openai_compatible route for a gateway, or pin ${ANTHROPIC_HOST} to an address (--oracle-host)`;
       }
-      if (!new URL(url).pathname.endsWith('/v1/messages')) return `the Anthropic endpoint ${url} must be the full Messages endpoint, ending in /v1/messages: Oracle posts to it unchanged`;
+      if (!new URL(url).pathname.endsWith('/v1/messages')) return `the Anthropic endpoint ${displayUrl(url)} must be the full Messages endpoint, ending in /v1/messages: Oracle posts to it unchanged`;
     }
     return {
       route: 'anthropic',

@@ -63,9 +63,12 @@ describe('the scrubber', () => {
     const file = formatPrivateKey(key);
     const cleaned = scrub.text(file);
     const lines = file.split('\n').slice(1, -2);
-    // The first lines hold the public half and the check integers; every line from the secret half on is gone.
-    expect(cleaned).not.toContain(lines[lines.length - 1]!);
-    expect(cleaned).toContain('[removed: coo key]');
+    // A file in its armor is removed whole, as any private key is; without it, the first lines hold the
+    // public half and the check integers, and every line from the secret half on is gone.
+    expect(cleaned).toBe('[removed: private key]\n');
+    const bare = scrub.text(lines.join('\n'));
+    expect(bare).not.toContain(lines[lines.length - 1]!);
+    expect(bare).toContain('[removed: coo key]');
     expect(cleaned).not.toContain(Buffer.from(key.seed).toString('hex'));
     const other = formatPrivateKey(key);
     expect(scrub.text(other.split('\n').join(''))).not.toContain(other.split('\n').slice(1, -2).join('').slice(-100));
