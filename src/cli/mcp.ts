@@ -140,7 +140,7 @@ export function mcpVerb(program: Command): void {
             ? Promise.resolve()
             : remote === undefined
               ? watchLedger(runner, gitdir, { signal: controller.signal, ...heartbeat, onIdle: () => ledger.checkpoint(64) })
-              : watchRemote(runner, { remote, signal: controller.signal, pollSeconds, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError: (error) => log(error instanceof Error ? error.message : String(error)) });
+              : watchRemote(runner, { remote, signal: controller.signal, pollSeconds, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError: (event) => log(`${event.code}: ${event.message}`) });
         // A runner that stops on its own (a remote that no longer verifies) ends the session, and its
         // error is the verb's, said as one coded line after the server closes: never an unhandled rejection.
         let stopped: unknown = null;

@@ -335,7 +335,7 @@ export function watchVerb(program: Command): void {
               maxPollSeconds,
               ...(policy === undefined ? {} : { heartbeatSeconds: policy.heartbeat.interval_seconds }),
               onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
-              onError: (error) => print({ type: 'error', messageId: null, code: error instanceof CooError ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) }),
+              onError: print,
             });
             return;
           }

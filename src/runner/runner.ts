@@ -37,12 +37,15 @@ import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sighti
 import { spendMovedSince, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
+/** An error the runner reports: about one message, or (messageId null) about a pass. */
+export type RunnerErrorEvent = { readonly type: 'error'; readonly messageId: string | null; readonly code: string; readonly message: string };
+
 export type RunnerEvent =
   | { readonly type: 'claimed'; readonly messageId: string; readonly attempt: number }
   | { readonly type: 'receipt'; readonly messageId: string; readonly attempt: number; readonly status: ReceiptStatus; readonly blockers: readonly BlockerCode[]; readonly retryAt: string | null }
   | { readonly type: 'skipped'; readonly messageId: string; readonly reason: string }
   | { readonly type: 'heartbeat'; readonly seq: number }
-  | { readonly type: 'error'; readonly messageId: string | null; readonly code: string; readonly message: string }
+  | RunnerErrorEvent
   /** The remote cannot be reached: no new work starts until it can; receipts of paid calls wait in the journal. */
   | { readonly type: 'cut_off'; readonly url: string; readonly since: string; readonly detail: string }
   /** The remote answers again after a cut-off. */
@@ -336,6 +339,11 @@ export class Runner {
   }
 
   /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
+  /** An error met outside a message (a watch's failed pass) as an event: coded, and without the secrets this runner knows. */
+  errorEvent(error: unknown): RunnerErrorEvent {
+    return this.printable.value({ type: 'error', messageId: null, code: isCooError(error) ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) });
+  }
+
   private emit(event: RunnerEvent): void {
     this.options.onEvent?.(this.printable.value(event));
   }

@@ -3,7 +3,7 @@ import { watch } from 'chokidar';
 import { errorClassOf, isCooError } from '../errors.js';
 import { readRef } from '../ledger/ref-lock.js';
 import type { RemoteLedger } from '../remote/publish.js';
-import type { Runner, RunSummary } from './runner.js';
+import type { Runner, RunnerErrorEvent, RunSummary } from './runner.js';
 
 /** A backstop for file events the watcher coalesces or drops: the head is also checked this often. */
 const POLL_MS = 1000;
@@ -152,8 +152,8 @@ export interface RemoteWatchOptions extends WatchOptions {
   readonly pollSeconds?: number;
   /** The longest wait between looks, idle or failing (default 30 s). */
   readonly maxPollSeconds?: number;
-  /** A pass that failed for a passing reason (a busy lock, retries exhausted): reported, then retried with backoff. */
-  readonly onError?: (error: unknown) => void;
+  /** A pass that failed for a passing reason (a busy lock, retries exhausted): reported as the runner's events are (`Runner.errorEvent`), then retried with backoff. */
+  readonly onError?: (event: RunnerErrorEvent) => void;
 }
 
 /**
@@ -214,7 +214,7 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
           options.onIdle?.();
         } catch (error) {
           if (!isCooError(error) || endsWatch(error)) throw error;
-          options.onError?.(error);
+          options.onError?.(runner.errorEvent(error));
           delay = Math.min(max, delay * 2);
         }
       } else {

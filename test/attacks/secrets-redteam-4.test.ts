@@ -2,13 +2,16 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { generateKeyPairSync } from 'node:crypto';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it, vi } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { CooError } from '../../src/errors.js';
+import { watchRemote } from '../../src/runner/watch.js';
 import { credentialFileSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { COO } from '../helpers/cli.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { makeCase } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -244,4 +247,38 @@ describe('a secret of its process the operator gives coo where a path or an id g
       expect(pieces(`${result.stdout}${result.stderr}`, KEY), args.join(' ')).toEqual([]);
     }
   }, 120_000);
+});
+
+describe("a watch's failed pass through a remote", () => {
+  const closers: Array<() => Promise<void> | void> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  it('is reported as the runner reports its events: coded, and without a secret the runner knows', async () => {
+    const world = await makeCase(join(dir, 'pass-error'), closers);
+    const machine = await world.machine('one');
+    const secret = `sk-pass-${'q'.repeat(40)}`;
+    process.env['COO_PASS_TEST_API_KEY'] = secret;
+    try {
+      const runner = machine.runner();
+      const controller = new AbortController();
+      vi.spyOn(runner, 'runOnce').mockRejectedValue(new CooError('LEDGER_LOCKED', `the clone is held; its holder said ${secret}`));
+      const reported: unknown[] = [];
+      await watchRemote(runner, {
+        remote: machine.remote,
+        signal: controller.signal,
+        pollSeconds: 0.05,
+        maxPollSeconds: 0.1,
+        onError: (event) => {
+          reported.push(event);
+          controller.abort();
+        },
+      });
+      expect(reported).toEqual([{ type: 'error', messageId: null, code: 'LEDGER_LOCKED', message: expect.stringContaining('the clone is held; its holder said') }]);
+      expect(JSON.stringify(reported)).not.toContain(secret);
+    } finally {
+      delete process.env['COO_PASS_TEST_API_KEY'];
+    }
+  });
 });
