@@ -528,7 +528,7 @@ export class ConsultLane implements RunnerLane {
       message,
       record.id,
       last.number,
-      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; its lease ran out and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
+      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; this state folder holds none of its files (its lease ran out, or it kept them in another), and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
       spent,
       sent,
       unstated ? ['allowance_unstated'] : [],

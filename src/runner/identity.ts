@@ -36,6 +36,8 @@ interface RunnerRecord {
   readonly pid: number;
   /** The process's start time in clock ticks since boot (/proc/PID/stat), or null where there is no /proc. */
   readonly started: string | null;
+  /** The real path of its state folder, where its attempts' files are; absent in records of older versions. */
+  readonly state?: string;
 }
 
 /** Runner ids of coo versions that derived them from host and pid: `host-pPID`. */
@@ -57,9 +59,9 @@ export class LocalRunners {
     return join(this.dir, `${runnerId}.json`);
   }
 
-  /** Says, in the ledger's folder, that `runnerId` is this process on this host. */
-  register(runnerId: string): void {
-    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStartTime(process.pid) };
+  /** Says, in the ledger's folder, that `runnerId` is this process on this host, keeping its attempts' files in `stateDir`. */
+  register(runnerId: string, stateDir: string): void {
+    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStartTime(process.pid), state: realpathOr(stateDir) };
     writeOwnFile(this.path(runnerId), JSON.stringify(record), { mode: 0o644, what: 'the record of which process runs as this runner', remedy: "the ledger's runners folder holds only the records runners write: move what is at that name away and start the runner again", code: 'IO_ERROR' });
   }
 
@@ -97,6 +99,15 @@ export class LocalRunners {
     return recordedProcessGone(record.host, record.pid, record.started) ? 'gone' : 'alive';
   }
 
+  /**
+   * Whether a runner of this host kept its attempts' files in `stateDir`: false for one that said another
+   * folder, or none (a record of an older version, or none at all), whose files this folder does not hold.
+   */
+  keptIn(runnerId: string, stateDir: string): boolean {
+    const state = this.read(runnerId)?.state;
+    return state !== undefined && state === realpathOr(stateDir);
+  }
+
   /** Forgets the records of this host's runners that are gone and hold no open claim (`held`). */
   prune(held: ReadonlySet<string>): void {
     let names: string[];
@@ -110,5 +121,13 @@ export class LocalRunners {
       if (held.has(runnerId) || this.mayBeAlive(runnerId)) continue;
       fs.rmSync(this.path(runnerId), { force: true });
     }
+  }
+}
+
+function realpathOr(path: string): string {
+  try {
+    return fs.realpathSync(path);
+  } catch {
+    return path;
   }
 }

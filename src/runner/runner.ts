@@ -351,7 +351,7 @@ export class Runner {
   /** Says, once, in the ledger's folder that this runner is this process (identity.ts), before it claims anything. */
   private register(): void {
     if (this.registered) return;
-    this.local.register(this.runnerId);
+    this.local.register(this.runnerId, this.options.stateDir);
     this.registered = true;
   }
 
@@ -888,6 +888,9 @@ export class Runner {
         this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${last.number} is being run by ${claim.runner}` });
         return false;
       }
+      // A runner of this host that is gone and kept its attempts' files in another state folder (or never said where) left
+      // none of them here: its call is charged as a taken-over one, never as one that was not made.
+      if (local === 'gone' && !this.local.keptIn(claim.runner, this.options.stateDir)) takenOver = true;
       if (local === 'unknown') {
         // Across machines a pid says nothing, and another machine's clock is not this one's: the
         // holder's progress as this runner saw it, on its own clock, and the attempt's runtime budget decide.

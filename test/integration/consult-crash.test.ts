@@ -11,13 +11,13 @@ import { tempDir } from '../helpers/tmp.js';
 
 const fresh = worlds(tempDir());
 
-function runnerProcess(w: World, keyFile: string): ChildProcess {
+function runnerProcess(w: World, keyFile: string, state = 'state'): ChildProcess {
   // Claude's and Gemini's routes point at the offline model as the in-process runner's do (helpers/lane.ts).
   const endpoints = offlineEndpoints(w.server);
   return spawn(
     process.execPath,
     [
-      COO, 'watch', '--once', '--json', '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, 'state'),
+      COO, 'watch', '--once', '--json', '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, state),
       '--oracle-base-url', `${w.server.url}/v1`, '--oracle-anthropic-url', endpoints.anthropic!, '--oracle-gemini-url', endpoints.google!, '--oracle-host', 'api.anthropic.com=127.0.0.1',
     ],
     { env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', ANTHROPIC_API_KEY: 'sk-ant-test-key', GEMINI_API_KEY: 'gemini-test-key' }, stdio: ['ignore', 'pipe', 'pipe'] },
@@ -71,6 +71,30 @@ describe('crash safety', () => {
     expect(sent?.sha256).toBe(receipts[0]!['bundle_hash']);
     expect(w.server.requests[0]!.prompt).toContain((await w.ledger.readFile(sent!.path))!.toString('utf8').trim());
     expect(new Set(w.server.requests.map((request) => request.canary)).size).toBe(2);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  });
+});
+
+describe('a runner of this host that died, recovered by one with another state folder', () => {
+  it("charges the dead runner's call as a taken-over one: its files are in a folder the recovering runner does not read", async () => {
+    const w = await fresh({ modes: ['hang', 'ok'] });
+    const { messageId } = await w.consult();
+    const keyFile = await keyFileFor(w);
+    const first = runnerProcess(w, keyFile);
+    await until(() => w.server.requests.length === 1, 'the model request');
+    first.kill('SIGKILL');
+    await exited(first);
+    const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
+    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
+    process.kill(-pid, 'SIGKILL');
+    const second = runnerProcess(w, keyFile, 'other-state');
+    expect(await exited(second)).toBe(0);
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed', 'succeeded']);
+    expect(blockersOf(receipts[0]!)).toEqual(['interrupted']);
+    // The question reached the model and may have been paid for: the interrupted attempt is charged, not free.
+    expect(receipts[0]!['actual_cost_usd']).toBeGreaterThan(0);
+    expect(JSON.stringify(receipts[0])).toContain('this state folder holds none of its files');
     expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
   });
 });

@@ -28,8 +28,11 @@ describe("a runner's identity", () => {
     const gitdir = join(dir, 'records.git');
     const local = new LocalRunners(gitdir);
     const alive = newRunnerId();
-    local.register(alive);
+    local.register(alive, join(dir, 'state'));
     expect(local.mayBeAlive(alive)).toBe(true);
+    // Where it keeps its attempts' files: a runner of another state folder, or one that never said, finds none of them in its own.
+    expect(local.keptIn(alive, join(dir, 'state'))).toBe(true);
+    expect(local.keptIn(alive, join(dir, 'other-state'))).toBe(false);
     const dead = newRunnerId();
     record(gitdir, dead, { host: hostLabel(), pid: 999_999, started: null });
     expect(local.mayBeAlive(dead)).toBe(false);
