@@ -31,6 +31,20 @@ async function keyFileFor(w: World): Promise<string> {
   return path;
 }
 
+/** A consult whose runner and whose Oracle were both killed with SIGKILL once the question reached the model. */
+async function bothDied(w: World): Promise<{ messageId: string; keyFile: string }> {
+  const { messageId } = await w.consult();
+  const keyFile = await keyFileFor(w);
+  const first = runnerProcess(w, keyFile);
+  await until(() => w.server.requests.length === 1, 'the model request');
+  first.kill('SIGKILL');
+  await exited(first);
+  const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
+  const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
+  process.kill(-pid, 'SIGKILL');
+  return { messageId, keyFile };
+}
+
 describe('crash safety', () => {
   it('harvests a completed Oracle session after the runner is killed mid-consult, without paying twice', async () => {
     const w = await fresh({ modes: ['slow'] });
@@ -52,15 +66,7 @@ describe('crash safety', () => {
 
   it('records an interrupted attempt when the runner and its Oracle both died, and runs a new attempt', async () => {
     const w = await fresh({ modes: ['hang', 'ok'] });
-    const { messageId } = await w.consult();
-    const keyFile = await keyFileFor(w);
-    const first = runnerProcess(w, keyFile);
-    await until(() => w.server.requests.length === 1, 'the model request');
-    first.kill('SIGKILL');
-    await exited(first);
-    const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
-    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
-    process.kill(-pid, 'SIGKILL');
+    const { messageId, keyFile } = await bothDied(w);
     const second = runnerProcess(w, keyFile);
     expect(await exited(second)).toBe(0);
     const receipts = await receiptsOf(w, messageId);
@@ -78,15 +84,7 @@ describe('crash safety', () => {
 describe('a runner of this host that died, recovered by one with another state folder', () => {
   it("charges the dead runner's call as a taken-over one: its files are in a folder the recovering runner does not read", async () => {
     const w = await fresh({ modes: ['hang', 'ok'] });
-    const { messageId } = await w.consult();
-    const keyFile = await keyFileFor(w);
-    const first = runnerProcess(w, keyFile);
-    await until(() => w.server.requests.length === 1, 'the model request');
-    first.kill('SIGKILL');
-    await exited(first);
-    const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
-    const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
-    process.kill(-pid, 'SIGKILL');
+    const { messageId, keyFile } = await bothDied(w);
     const second = runnerProcess(w, keyFile, 'other-state');
     expect(await exited(second)).toBe(0);
     const receipts = await receiptsOf(w, messageId);
