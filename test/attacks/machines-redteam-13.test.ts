@@ -12,6 +12,7 @@ import { isoSeconds } from '../../src/util/time.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { removeHook } from '../helpers/remote-ledger.js';
+import { claimedByAGoneRunner } from '../helpers/gone-runner.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -49,17 +50,7 @@ describe("an attempt that straddles a day's midnight on two machines' clocks", (
     const { ceilingUsd } = allowanceBoundsUsd(record, 1, state.policy!.doc, state.registry!.doc);
     // A runner whose clock read 00:00:30 claims the whole budget, and then goes quiet.
     const claimedAt = at(midnight, 30);
-    const claim = {
-      schema_version: 'claim.v0',
-      message_id: messageId,
-      attempt_id: attemptIdOf(record, 1),
-      attempt_number: 1,
-      runner_id: 'run-gone',
-      transport_session_id: sessionSlugFor(messageId, 1),
-      claimed_at: isoSeconds(claimedAt),
-      allowance_usd: ceilingUsd,
-    };
-    await w.ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, now: claimedAt, summary: `claim ${messageId} attempt 1` });
+    await claimedByAGoneRunner(w, messageId, ceilingUsd, claimedAt);
 
     // Another machine, its clock 50 s behind (within the skew allowed between machines), takes it over: by its clock, before midnight.
     let tick = 0;

@@ -1,23 +1,19 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { attemptIdOf } from '../../src/authority/runnable.js';
-import { folderOf, type LedgerState } from '../../src/authority/state.js';
+import type { LedgerState } from '../../src/authority/state.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { allowanceBoundsUsd, costUsd } from '../../src/lane/budget.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
-import { claimPath } from '../../src/ledger/layout.js';
 import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { Runner } from '../../src/runner/runner.js';
 import { watchLedger, watchRemote } from '../../src/runner/watch.js';
-import { toYaml } from '../../src/schema/strict-yaml.js';
-import { sessionSlugFor } from '../../src/util/ids.js';
-import { isoSeconds } from '../../src/util/time.js';
 import { until } from '../helpers/child.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { agentScript } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { claimedByAGoneRunner } from '../helpers/gone-runner.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -28,22 +24,6 @@ import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir('money-redteam-11');
 const fresh = worlds(dir);
-
-/** A claim of attempt 1 of `messageId` by a runner this host knows nothing of, which then went quiet. */
-async function claimedByAGoneRunner(w: World, messageId: string, allowanceUsd: number | undefined, at: Date): Promise<void> {
-  const record = (await w.ledger.state()).messages.get(messageId)!;
-  const claim = {
-    schema_version: 'claim.v0',
-    message_id: messageId,
-    attempt_id: attemptIdOf(record, 1),
-    attempt_number: 1,
-    runner_id: 'run-gone',
-    transport_session_id: sessionSlugFor(messageId, 1),
-    claimed_at: isoSeconds(at),
-    ...(allowanceUsd === undefined ? {} : { allowance_usd: allowanceUsd }),
-  };
-  await w.ledger.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, now: at, summary: `claim ${messageId} attempt 1` });
-}
 
 /** Takes the quiet runner's attempt over: past its lease and its runtime budget plus the grace, on the taker's own clock. */
 async function takeOver(w: World, at: Date): Promise<void> {
