@@ -371,7 +371,7 @@ export class RemoteLedger {
           `the main of ${this.url} went back from ${verified.slice(0, 12)}, which this clone verified, to ${remote.slice(0, 12)}: its history was rolled back; nothing was acted on; the commits it dropped may be in no other clone: restore them from this one (git --git-dir ${this.gitdir} push origin ${verified}:${MAIN_REF}, a fast-forward to the head it verified there), never by making a fresh clone or writing on top of the older head`,
         );
       }
-      throw this.rewritten(remote, verified);
+      throw await this.rewritten(remote, verified);
     }
     if (remote === local) {
       await this.markVerified(remote);
@@ -384,7 +384,7 @@ export class RemoteLedger {
           `the local main of ${this.gitdir} holds commits ${this.url} does not have (written without --remote, or by a writer stopped before it published); nothing was written: publish them with "git --git-dir ${this.gitdir} push origin main", or drop them with "git --git-dir ${this.gitdir} update-ref refs/heads/main ${ORIGIN_REF}"`,
         );
       }
-      throw this.rewritten(remote, local);
+      throw await this.rewritten(remote, local);
     }
     const before = (await this.ledger.state()).seq;
     const state = await this.ledger.stateAt(remote);
@@ -406,7 +406,14 @@ export class RemoteLedger {
   }
 
   /** The error for a remote main that does not descend from `verified`, a head this clone verified. */
-  private rewritten(remote: string, verified: string): CooError {
+  /** A main that does not descend from `verified`: the same ledger's history rewritten, or (no first commit shared) another ledger. */
+  private async rewritten(remote: string, verified: string): Promise<CooError> {
+    const roots = async (commit: string): Promise<string[]> =>
+      (await runGit(['--git-dir', this.gitdir, 'rev-list', '--max-parents=0', commit]).catch(() => Buffer.alloc(0))).toString('utf8').split('\n').filter((line) => line !== '');
+    const [theirs, ours] = await Promise.all([roots(remote), roots(verified)]);
+    if (theirs.length > 0 && ours.length > 0 && !theirs.some((root) => ours.includes(root))) {
+      return new CooError('REMOTE_UNVERIFIED', `${this.url} serves another ledger: its main (${remote.slice(0, 12)}) shares no first commit with the head this clone verified (${verified.slice(0, 12)}); nothing was acted on; check the remote this clone names (git --git-dir ${this.gitdir} remote get-url origin)`);
+    }
     return new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${verified.slice(0, 12)}): its history was rewritten; nothing was acted on; run coo verify on a fresh clone`);
   }
 

@@ -122,14 +122,14 @@ describe('runners over a lying remote', { timeout: 180_000 }, () => {
     expect(world.model.requests).toHaveLength(1);
   });
 
-  it('a remote whose main now points at an unrelated ledger history: refused as rewritten, nothing claimed, nothing paid', async () => {
+  it('a remote whose main now points at an unrelated ledger history: refused as another ledger, nothing claimed, nothing paid', async () => {
     const world = await newCase();
     const messageId = await world.consult();
     const machine = await world.machine('runner');
     await machine.remote.sync();
     const other = await pointMainAtAnotherLedger(world);
 
-    await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rewritten/) });
+    await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/ serves another ledger: its main \([0-9a-f]{12}\) shares no first commit with the head this clone verified/) });
     expect(types(machine.events)).not.toContain('claimed');
     expect(world.model.requests).toHaveLength(0);
     expect(other.model.requests).toHaveLength(0);
@@ -148,7 +148,7 @@ describe('runners over a lying remote', { timeout: 180_000 }, () => {
       { env: { OPENAI_API_KEY: 'sk-test-key' } },
     );
     expect(served.status).toBe(3);
-    expect(served.stderr).toMatch(/^coo: REMOTE_UNVERIFIED: .*rewritten/m);
+    expect(served.stderr).toMatch(/^coo: REMOTE_UNVERIFIED: .* serves another ledger/m);
     expect(served.stderr).not.toMatch(/^\s+at /m);
     expect(world.model.requests).toHaveLength(0);
   });

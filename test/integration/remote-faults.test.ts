@@ -122,6 +122,23 @@ describe('publishing through a remote, when it goes wrong', () => {
     expect(state(writer)).toEqual(before);
   }, 120_000);
 
+  it('refuses a remote whose main was rewritten (the same first commit, not descended from the head this clone verified), and tells it from another ledger', async () => {
+    const { served: ledger, url, env, caseDir } = await served('ssh');
+    const writer = await makeWriter(caseDir, 'coo', ledger, url, env);
+    expect(publishedJson(await consultThrough(writer, ledger)).remote.tries).toBe(1);
+    const before = state(writer);
+    const rewritten = git(['--git-dir', ledger.gitdir, 'commit-tree', 'main^{tree}', '-p', 'main~1', '-m', 'rewritten']).trim();
+    git(['--git-dir', ledger.gitdir, 'update-ref', 'refs/heads/main', rewritten]);
+
+    const result = await consultThrough(writer, ledger);
+
+    expect(result.status).toBe(3);
+    const error = failure(result);
+    expect(error.code).toBe('REMOTE_UNVERIFIED');
+    expect(error.message).toMatch(new RegExp(`^the main of .* \\(${rewritten.slice(0, 12)}\\) does not descend from the head this clone verified .*: its history was rewritten`));
+    expect(state(writer)).toEqual(before);
+  }, 120_000);
+
   it('gives REMOTE_UNREACHABLE for a remote that is down, leaves the local ledger as it was, and reports nothing written', async () => {
     const { served: ledger, caseDir } = await served('ssh');
     const own = await startSshd(join(caseDir, 'sshd'));
