@@ -15,7 +15,7 @@ import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, realpathSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { hostLabel } from '../../src/util/process.js';
 import { holdingRunner, makeCase, remoteReceipts } from '../helpers/remote-runners.js';
@@ -238,9 +238,11 @@ describe("a crashed runner's open claim beside new work near the day's cap", () 
     closers.push(() => world.close());
     const older = await world.consult();
     const newer = await world.consult({ question: 'And for Infinity?' });
-    // A runner of this host claimed the newer one, may spend the day's $0.50, and died (its process is gone).
+    // A runner of this host claimed the newer one, may spend the day's $0.50, and died (its process is gone) before its
+    // attempt's files were written in the state folder it shared with the recovering runner: no call was made.
     mkdirSync(join(world.gitdir, 'coo', 'runners'), { recursive: true });
-    writeFileSync(join(world.gitdir, 'coo', 'runners', 'run-dead.json'), JSON.stringify({ host: hostLabel(), pid: 2 ** 22 + 7, started: null }));
+    mkdirSync(join(world.dir, 'state'), { recursive: true });
+    writeFileSync(join(world.gitdir, 'coo', 'runners', 'run-dead.json'), JSON.stringify({ host: hostLabel(), pid: 2 ** 22 + 7, started: null, state: realpathSync(join(world.dir, 'state')) }));
     const record = (await world.ledger.state()).messages.get(newer.messageId)!;
     const now = new Date();
     const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-dead', transport_session_id: 'session-dead', claimed_at: isoSeconds(now), allowance_usd: 0.5 };
