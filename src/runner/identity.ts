@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import * as fs from 'node:fs';
-import { join } from 'node:path';
+import { join, resolve } from 'node:path';
 import { hostLabel, isAlive, processStartTime, recordedProcessGone } from '../util/process.js';
 import { readBounded } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
@@ -105,7 +105,8 @@ export class LocalRunners {
    */
   keptIn(runnerId: string, stateDir: string): boolean {
     const state = this.read(runnerId)?.state;
-    return state !== undefined && state === realpathOr(stateDir);
+    // Recorded before the folder may have existed: its path as given, resolved, or its real path once made.
+    return state !== undefined && (state === realpathOr(stateDir) || state === resolve(stateDir));
   }
 
   /** Forgets the records of this host's runners that are gone and hold no open claim (`held`). */
@@ -128,6 +129,6 @@ function realpathOr(path: string): string {
   try {
     return fs.realpathSync(path);
   } catch {
-    return path;
+    return resolve(path);
   }
 }
