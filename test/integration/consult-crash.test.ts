@@ -31,14 +31,20 @@ async function keyFileFor(w: World): Promise<string> {
   return path;
 }
 
-/** A consult whose runner and whose Oracle were both killed with SIGKILL once the question reached the model. */
-async function bothDied(w: World): Promise<{ messageId: string; keyFile: string }> {
+/** A consult whose runner was killed with SIGKILL once the question reached the model. */
+async function runnerDied(w: World): Promise<{ messageId: string; keyFile: string }> {
   const { messageId } = await w.consult();
   const keyFile = await keyFileFor(w);
   const first = runnerProcess(w, keyFile);
   await until(() => w.server.requests.length === 1, 'the model request');
   first.kill('SIGKILL');
   await exited(first);
+  return { messageId, keyFile };
+}
+
+/** A consult whose runner and whose Oracle were both killed with SIGKILL once the question reached the model. */
+async function bothDied(w: World): Promise<{ messageId: string; keyFile: string }> {
+  const { messageId, keyFile } = await runnerDied(w);
   const sandbox = readdirSync(join(w.dir, 'state', 'sandboxes'))[0]!;
   const pid = Number(readFileSync(join(w.dir, 'state', 'sandboxes', sandbox, 'oracle.pid'), 'utf8').split(' ')[0]);
   process.kill(-pid, 'SIGKILL');
@@ -48,12 +54,7 @@ async function bothDied(w: World): Promise<{ messageId: string; keyFile: string 
 describe('crash safety', () => {
   it('harvests a completed Oracle session after the runner is killed mid-consult, without paying twice', async () => {
     const w = await fresh({ modes: ['slow'] });
-    const { messageId } = await w.consult();
-    const keyFile = await keyFileFor(w);
-    const first = runnerProcess(w, keyFile);
-    await until(() => w.server.requests.length === 1, 'the model request');
-    first.kill('SIGKILL');
-    await exited(first);
+    const { messageId, keyFile } = await runnerDied(w);
     const state = await w.ledger.state();
     expect(state.messages.get(messageId)!.attempts[0]!.receipt).toBeNull();
     const second = runnerProcess(w, keyFile);
