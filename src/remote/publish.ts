@@ -405,8 +405,7 @@ export class RemoteLedger {
     return { head: remote, arrived: state.seq - before };
   }
 
-  /** The error for a remote main that does not descend from `verified`, a head this clone verified. */
-  /** A main that does not descend from `verified`: the same ledger's history rewritten, or (no first commit shared) another ledger. */
+  /** The error for a remote main that does not descend from `verified`, a head this clone verified: the same ledger's history rewritten, or (no first commit shared) another ledger. */
   private async rewritten(remote: string, verified: string): Promise<CooError> {
     const roots = async (commit: string): Promise<string[]> =>
       (await runGit(['--git-dir', this.gitdir, 'rev-list', '--max-parents=0', commit]).catch(() => Buffer.alloc(0))).toString('utf8').split('\n').filter((line) => line !== '');

@@ -36,7 +36,7 @@ interface RunnerRecord {
   readonly pid: number;
   /** The process's start time in clock ticks since boot (/proc/PID/stat), or null where there is no /proc. */
   readonly started: string | null;
-  /** The real path of its state folder, where its attempts' files are; absent in records of older versions. */
+  /** Its state folder, where its attempts' files are: the real path, or the path resolved when the folder was not yet made; absent in records of older versions. */
   readonly state?: string;
 }
 
