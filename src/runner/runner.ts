@@ -338,12 +338,12 @@ export class Runner {
     this.repo.close();
   }
 
-  /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
   /** An error met outside a message (a watch's failed pass) as an event: coded, and without the secrets this runner knows. */
   errorEvent(error: unknown): RunnerErrorEvent {
     return this.printable.value({ type: 'error', messageId: null, code: isCooError(error) ? error.code : 'INTERNAL', message: error instanceof Error ? error.message : String(error) });
   }
 
+  /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
   private emit(event: RunnerEvent): void {
     this.options.onEvent?.(this.printable.value(event));
   }

@@ -146,9 +146,15 @@ function looksSecret(value: string): boolean {
 /** The password of docker's `auth` field, base64 of `user:password`: a child that decodes it prints the password alone. */
 function basicAuthPassword(field: string, value: string): string[] {
   if (field.toLowerCase() !== 'auth' || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) return [];
-  const decoded = Buffer.from(value, 'base64').toString('utf8');
+  const basic = decodedBasic(value);
+  return basic === null ? [] : [basic.password];
+}
+
+/** What a basic credential's base64 holds, `user:password` and its password, when it decodes to printable text with a colon. */
+function decodedBasic(token: string): { readonly whole: string; readonly password: string } | null {
+  const decoded = Buffer.from(token, 'base64').toString('utf8');
   const colon = decoded.indexOf(':');
-  return colon < 0 || /[^\x20-\x7e]/.test(decoded) ? [] : [decoded.slice(colon + 1)];
+  return colon < 0 || /[^\x20-\x7e]/.test(decoded) ? null : { whole: decoded, password: decoded.slice(colon + 1) };
 }
 
 /** The secret values `text` holds: as JSON when it parses, else line by line as a configuration file. */
@@ -195,9 +201,8 @@ function headerCredentials(header: string): string[] {
   if (scheme === null) return [value];
   const token = scheme[2]!;
   if (scheme[1]!.toLowerCase() !== 'basic') return [value, token];
-  const decoded = Buffer.from(token, 'base64').toString('utf8');
-  const separator = decoded.indexOf(':');
-  return [value, token, ...(separator < 0 || /[^\x20-\x7e]/.test(decoded) ? [] : [decoded, decoded.slice(separator + 1)])];
+  const basic = decodedBasic(token);
+  return [value, token, ...(basic === null ? [] : [basic.whole, basic.password])];
 }
 
 /**
