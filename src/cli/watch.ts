@@ -284,7 +284,8 @@ export function watchVerb(program: Command): void {
         let observe: (event: RunnerEvent) => void = () => undefined;
         const print = (event: RunnerEvent): void => {
           observe(event);
-          if (opts.json === true) process.stdout.write(`${JSON.stringify(event)}\n`);
+          // Each line says when it was printed (the machine's clock, to the millisecond), so the streams of runners can be laid side by side.
+          if (opts.json === true) process.stdout.write(`${JSON.stringify({ ...event, time: new Date().toISOString() })}\n`);
           else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
         const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));

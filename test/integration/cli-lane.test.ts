@@ -119,7 +119,7 @@ describe('coo watch', () => {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
-    const events: Array<{ type: string; messageId?: string; status?: string }> = [];
+    const events: Array<{ type: string; messageId?: string; status?: string; time?: string }> = [];
     let buffered = '';
     child.stdout.on('data', (chunk: Buffer) => {
       buffered += chunk.toString('utf8');
@@ -135,6 +135,8 @@ describe('coo watch', () => {
     const queued = json<{ message_id: string }>(await cooAsync(['consult', '--to', 'aa.chatgpt', '--repo', target, '--file', 'README.md', '--prompt', 'Watch me.', '--json'], { env }));
     await until(() => events.some((event) => event.type === 'receipt' && event.messageId === queued.message_id));
     expect(events.find((event) => event.type === 'receipt' && event.messageId === queued.message_id)?.status).toBe('succeeded');
+    // Every line says when it was printed, so runners' streams can be laid side by side.
+    for (const event of events) expect(event.time).toMatch(/^\d{4}-\d{2}-\d{2}T\d{2}:\d{2}:\d{2}\.\d{3}Z$/);
     child.kill('SIGTERM');
     const code = await new Promise<number | null>((resolve) => child.on('exit', (status) => resolve(status)));
     expect(code).toBe(0);
