@@ -8,7 +8,7 @@ import { serverScrubber } from '../mcp/results.js';
 import { RunnerProblems } from '../mcp/runner-problems.js';
 import { createCooMcpServer, serveStdio, TOOL_SUMMARIES } from '../mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../mcp/stdio.js';
-import { Runner, type RunnerEvent } from '../runner/runner.js';
+import { Runner, type RunnerErrorEvent, type RunnerEvent } from '../runner/runner.js';
 import { stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { requireRemoteOfClone } from '../remote/git-remote.js';
@@ -135,12 +135,13 @@ export function mcpVerb(program: Command): void {
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;
         const heartbeat = (opts.heartbeat === true || remote !== undefined) && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {};
+        const onError = (event: RunnerErrorEvent): void => log(`${event.code}: ${event.message}`);
         const watching =
           runner === null
             ? Promise.resolve()
             : remote === undefined
-              ? watchLedger(runner, gitdir, { signal: controller.signal, ...heartbeat, onIdle: () => ledger.checkpoint(64) })
-              : watchRemote(runner, { remote, signal: controller.signal, pollSeconds, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError: (event) => log(`${event.code}: ${event.message}`) });
+              ? watchLedger(runner, gitdir, { signal: controller.signal, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError })
+              : watchRemote(runner, { remote, signal: controller.signal, pollSeconds, ...heartbeat, onIdle: () => ledger.checkpoint(64), onError });
         // A runner that stops on its own (a remote that no longer verifies) ends the session, and its
         // error is the verb's, said as one coded line after the server closes: never an unhandled rejection.
         let stopped: unknown = null;

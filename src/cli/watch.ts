@@ -345,6 +345,7 @@ export function watchVerb(program: Command): void {
             signal: controller.signal,
             ...(opts.heartbeat === true && policy !== undefined ? { heartbeatSeconds: policy.heartbeat.interval_seconds } : {}),
             onIdle: () => ledger.checkpoint(IDLE_CHECKPOINT_COMMITS),
+            onError: print,
           });
         }
       } finally {

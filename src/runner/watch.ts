@@ -45,6 +45,29 @@ export interface WatchOptions {
   readonly heartbeatSeconds?: number;
   readonly signal?: AbortSignal;
   readonly onIdle?: () => void;
+  /**
+   * A failure that does not end the watch, reported as the runner's events are (`Runner.errorEvent`): a
+   * heartbeat that was not written (a busy lock, a remote that moved under every try), and through a
+   * remote a pass that failed for such a reason; each is tried again.
+   */
+  readonly onError?: (event: RunnerErrorEvent) => void;
+}
+
+/**
+ * Beats through `runner.heartbeat`: a failure that ends the watch is handed to `fail`, any other is
+ * reported (a runner whose beats do not land is soon judged gone by the others) and waits for the next beat.
+ */
+function heartbeats(runner: Runner, seconds: number, options: WatchOptions, fail: (error: unknown) => void): () => void {
+  return beatEvery(runner, seconds, () =>
+    runner.heartbeat().then(
+      () => undefined,
+      (error: unknown) => {
+        if (endsWatch(error)) return fail(error);
+        const event = runner.errorEvent(error);
+        options.onError?.({ ...event, message: `the heartbeat was not written: ${event.message}` });
+      },
+    ),
+  );
 }
 
 /**
@@ -116,18 +139,9 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
     }, TRAILING_MS);
   });
   await new Promise<void>((resolve) => watcher.once('ready', () => resolve()));
-  if (options.heartbeatSeconds !== undefined) {
-    // A heartbeat the ledger refuses (its history is damaged) or the runner's checks refuse (its key
-    // revoked) ends the watch; any other failure (a busy lock, say) waits for the next beat.
-    endBeats = beatEvery(runner, options.heartbeatSeconds, () =>
-      runner.heartbeat().then(
-        () => undefined,
-        (error: unknown) => {
-          if (endsWatch(error)) fail(error);
-        },
-      ),
-    );
-  }
+  // A heartbeat the ledger refuses (its history is damaged) or the runner's checks refuse (its key
+  // revoked) ends the watch; any other failure (a busy lock, say) is reported and waits for the next beat.
+  if (options.heartbeatSeconds !== undefined) endBeats = heartbeats(runner, options.heartbeatSeconds, options, fail);
   await run();
   const poll = setInterval(() => {
     if (!running && readRef(gitdir) !== seen) void run();
@@ -152,8 +166,6 @@ export interface RemoteWatchOptions extends WatchOptions {
   readonly pollSeconds?: number;
   /** The longest wait between looks, idle or failing (default 30 s). */
   readonly maxPollSeconds?: number;
-  /** A pass that failed for a passing reason (a busy lock, retries exhausted): reported as the runner's events are (`Runner.errorEvent`), then retried with backoff. */
-  readonly onError?: (event: RunnerErrorEvent) => void;
 }
 
 /**
@@ -183,19 +195,12 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
   };
   options.signal?.addEventListener('abort', stop, { once: true });
   let endBeats: (() => void) | undefined;
+  // One heartbeat in flight at a time: a slow remote must not stack them up in front of the passes.
   if (options.heartbeatSeconds !== undefined) {
-    // One heartbeat in flight at a time: a slow remote must not stack them up in front of the passes.
-    endBeats = beatEvery(runner, options.heartbeatSeconds, () =>
-      runner.heartbeat().then(
-        () => undefined,
-        (error: unknown) => {
-          if (endsWatch(error)) {
-            failure ??= { error };
-            stop();
-          }
-        },
-      ),
-    );
+    endBeats = heartbeats(runner, options.heartbeatSeconds, options, (error) => {
+      failure ??= { error };
+      stop();
+    });
   }
   let delay = interval;
   let seen: string | null = null;
