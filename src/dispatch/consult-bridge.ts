@@ -177,7 +177,25 @@ export async function openConsultBridge(handle: (request: unknown) => Promise<Br
   };
 }
 
-/** The relay's side: one call, one answer. */
+/**
+ * The relay's side: each call sent once the one before it is answered, so the relay holds one
+ * connection at a time, however many calls its agent makes at once. The runner answers one at a
+ * time anyway, and holds at most LIMITS.consultToolConnections open: an agent's parallel calls
+ * past it, each sent on a connection of its own, were closed unread and came back as an INTERNAL
+ * "cannot be reached". A call cancelled (`signal`) while it waits its turn is never sent.
+ */
+export function consultBridgeCaller(socket: string): (request: Record<string, unknown>, signal?: AbortSignal) => Promise<BridgeReply> {
+  let turn: Promise<unknown> = Promise.resolve();
+  return (request, signal) => {
+    const reply = turn.then((): Promise<BridgeReply> | BridgeReply =>
+      signal?.aborted === true ? { ok: false, code: 'USAGE', message: 'the call was cancelled before it was sent: nothing was asked or paid' } : callConsultBridge(socket, request),
+    );
+    turn = reply;
+    return reply;
+  };
+}
+
+/** One call, one answer, on a connection of its own. */
 export function callConsultBridge(socket: string, request: Record<string, unknown>): Promise<BridgeReply> {
   return new Promise((resolve) => {
     const client = createConnection(socket);

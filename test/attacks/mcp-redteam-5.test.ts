@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { callConsultBridge, openConsultBridge, type BridgeReply } from '../../src/dispatch/consult-bridge.js';
+import { LIMITS } from '../../src/limits.js';
 import { Scrubber } from '../../src/util/scrub.js';
 import { COO, coo } from '../helpers/cli.js';
 import { worlds, type World } from '../helpers/lane.js';
@@ -240,4 +241,79 @@ describe("the runner's consult socket against peers no relay would be", () => {
     await closed;
     expect(lingering.destroyed || lingering.readableEnded).toBe(true);
   });
+});
+
+describe("the consult relay whose agent makes many consult calls at once", () => {
+  /** The relay as an executor starts it, against a runner's socket whose handler `handle` is. */
+  async function relay(handle: (request: unknown) => Promise<BridgeReply>) {
+    const bridge = await openConsultBridge(handle, new Scrubber());
+    const child = spawn(process.execPath, [COO, 'consult-relay', '--socket', bridge.socket], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+    child.stdin.on('error', () => undefined);
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    const { answers, answer } = answersOf(child.stdout);
+    child.stdin.write(line(INITIALIZE));
+    await answer(0, 0);
+    child.stdin.write(line({ method: 'notifications/initialized' }));
+    return {
+      child,
+      answers,
+      answer,
+      close: async () => {
+        child.stdin.end();
+        expect(await exited).toBe(0);
+        await bridge.close();
+      },
+    };
+  }
+  const ASK = { to: 'aa.chatgpt', question: 'Is add() right for NaN?', files: ['src/add.ts'] };
+
+  it(`answers every one of more parallel calls than the runner's ${LIMITS.consultToolConnections} connections`, async () => {
+    let calls = 0;
+    const session = await relay(async () => {
+      calls += 1;
+      await new Promise((resolve) => setImmediate(resolve));
+      return { ok: true, text: `answer ${calls}`, result: {} };
+    });
+    try {
+      const ids = Array.from({ length: LIMITS.consultToolConnections * 2 }, (_, index) => index + 1);
+      session.child.stdin.write(ids.map((id) => call(id, 'consult', ASK)).join(''));
+      // Each call past the bound went on a connection of its own, was closed unread, and came back "INTERNAL: ... cannot be reached: write EPIPE".
+      const texts = (await Promise.all(ids.map((id) => session.answer(id, 0)))).map((found) => [found.result?.isError ?? false, found.result?.content?.[0]?.text]);
+      expect(texts.filter(([isError]) => isError)).toEqual([]);
+      expect(new Set(texts.map(([, text]) => text)).size).toBe(ids.length);
+      expect(calls).toBe(ids.length);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
+
+  it('sends no call cancelled while it waits its turn, and serves on', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen: unknown[] = [];
+    const session = await relay(async (request) => {
+      seen.push(request);
+      if (seen.length === 1) await held;
+      return { ok: true, text: `answer ${seen.length}`, result: {} };
+    });
+    try {
+      session.child.stdin.write(call(1, 'consult', ASK));
+      while (seen.length === 0) await new Promise((resolve) => setImmediate(resolve));
+      session.child.stdin.write(call(2, 'consult', { ...ASK, question: 'cancelled' }));
+      session.child.stdin.write(line({ method: 'notifications/cancelled', params: { requestId: 2 } }));
+      // The cancellation is read before the first call is answered: a ping behind it is answered first.
+      const from = session.answers.length;
+      session.child.stdin.write(line({ id: 3, method: 'ping' }));
+      await session.answer(3, from);
+      release();
+      expect((await session.answer(1, 0)).result?.content?.[0]?.text).toBe('answer 1');
+      session.child.stdin.write(call(4, 'consult', { ...ASK, question: 'after' }));
+      expect((await session.answer(4, 0)).result?.content?.[0]?.text).toBe('answer 2');
+      expect(seen.map((request) => (request as { question: string }).question)).toEqual([ASK.question, 'after']);
+      // The SDK answers no cancelled request.
+      expect(session.answers.filter((found) => found.id === 2)).toEqual([]);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
 });
