@@ -58,8 +58,9 @@ export const LIMITS = {
   consultToolBytes: 8 * 1024 * 1024,
   /**
    * Most connections the runner's consult socket holds open at once for one attempt. Calls are
-   * answered one at a time, so a relay needs one or two; more are an agent holding the runner's
-   * descriptors, which every lane shares.
+   * answered one at a time, and a relay sends them one at a time on one; more are an agent holding the runner's
+   * descriptors, which every lane shares. Each one's line is read as it comes, so what the socket
+   * holds unread is bounded by this many lines of consultToolBytes.
    */
   consultToolConnections: 8,
   /** How long one git command against a remote (ls-remote, fetch, push, clone) may take before it is killed. */

@@ -97,39 +97,60 @@ function readCall(line: Buffer): unknown {
 }
 
 /**
- * Listens for the attempt's consult calls. Calls are answered one at a time, in the order they
- * came: an attempt's consults are charged to one budget, one after the other. A refusal repeats
- * what the runner's checks, its ledger writes and its remote said, which may name the runner's
- * folders (the ledger, its state), its remote or a secret it holds: it reaches the agent through
- * `scrubber` (the runner's), as the agent's own output reaches the runner's records.
+ * Listens for the attempt's consult calls. Each connection's line is read as it comes, so one that
+ * never speaks, or stops mid-line, holds only itself; the calls read whole are answered one at a
+ * time, in the order their lines came: an attempt's consults are charged to one budget, one after
+ * the other. A peer may end its side once its line is sent and still read the answer (a half-open
+ * connection): the answer is written either way. A refusal repeats what the runner's checks, its
+ * ledger writes and its remote said, which may name the runner's folders (the ledger, its state),
+ * its remote or a secret it holds: it reaches the agent through `scrubber` (the runner's), as the
+ * agent's own output reaches the runner's records.
  */
 export async function openConsultBridge(handle: (request: unknown) => Promise<BridgeReply>, scrubber: Scrubber): Promise<ConsultBridge> {
   const dir = privateSocketFolder('consult-');
   const socket = join(dir, 's');
+  /** The calls read whole, each answered after the one before. */
   let queue: Promise<void> = Promise.resolve();
-  /** Connections whose call has not been read yet: ended when the bridge closes, so none holds it open. */
+  /** Every connection open; those whose call has not been read yet are `waiting` too. */
+  const open = new Set<Socket>();
   const waiting = new Set<Socket>();
   let closing = false;
-  const server = createServer((client) => {
+  const refusal = (error: unknown): BridgeReply => (isCooError(error) ? { ok: false, code: error.code, message: scrubber.text(error.message) } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' });
+  const answer = (client: Socket, reply: BridgeReply): void => {
+    if (!client.destroyed) client.end(`${JSON.stringify(reply)}\n`);
+  };
+  const server = createServer({ allowHalfOpen: true }, (client) => {
     client.on('error', () => undefined);
     if (closing) {
       client.destroy();
       return;
     }
+    open.add(client);
     waiting.add(client);
-    client.once('close', () => waiting.delete(client));
-    queue = queue.then(async () => {
-      if (client.destroyed) return;
-      let reply: BridgeReply;
-      try {
-        const line = await readLine(client);
-        waiting.delete(client);
-        reply = await handle(readCall(line));
-      } catch (error) {
-        reply = isCooError(error) ? { ok: false, code: error.code, message: scrubber.text(error.message) } : { ok: false, code: 'INTERNAL', message: 'the runner failed to answer the call (its log says why)' };
-      }
-      if (!client.destroyed) client.end(`${JSON.stringify(reply)}\n`);
+    client.once('close', () => {
+      open.delete(client);
+      waiting.delete(client);
     });
+    readLine(client).then(
+      (line) => {
+        waiting.delete(client);
+        // A line read whole as the bridge closes goes with its connection: close() waits only for the calls queued before it.
+        if (closing) return;
+        let request: unknown;
+        try {
+          request = readCall(line);
+        } catch (error) {
+          answer(client, refusal(error));
+          return;
+        }
+        // Its answer is written in its turn too, so close() finds every answer read before it written.
+        queue = queue.then(() => handle(request)).then(
+          (reply) => answer(client, reply),
+          (error: unknown) => answer(client, refusal(error)),
+        );
+      },
+      (error: unknown) => answer(client, refusal(error)),
+    );
   });
   // The socket is the agent's to reach: connections past the bound are closed as they come, so it
   // cannot hold the runner's descriptors, which the ledger and every other lane need too.
@@ -146,14 +167,35 @@ export async function openConsultBridge(handle: (request: unknown) => Promise<Br
       closing = true;
       const closed = new Promise<void>((resolve) => server.close(() => resolve()));
       for (const client of waiting) client.destroy();
-      await closed;
       await queue;
+      // Every call read is answered; a peer still holding its connection open after its answer
+      // (a process of the agent's left behind) holds the attempt no longer.
+      for (const client of open) client.destroy();
+      await closed;
       removeTree(dir);
     },
   };
 }
 
-/** The relay's side: one call, one answer. */
+/**
+ * The relay's side: each call sent once the one before it is answered, so the relay holds one
+ * connection at a time, however many calls its agent makes at once. The runner answers one at a
+ * time anyway, and holds at most LIMITS.consultToolConnections open: an agent's parallel calls
+ * past it, each sent on a connection of its own, were closed unread and came back as an INTERNAL
+ * "cannot be reached". A call cancelled (`signal`) while it waits its turn is never sent.
+ */
+export function consultBridgeCaller(socket: string): (request: Record<string, unknown>, signal?: AbortSignal) => Promise<BridgeReply> {
+  let turn: Promise<unknown> = Promise.resolve();
+  return (request, signal) => {
+    const reply = turn.then((): Promise<BridgeReply> | BridgeReply =>
+      signal?.aborted === true ? { ok: false, code: 'USAGE', message: 'the call was cancelled before it was sent: nothing was asked or paid' } : callConsultBridge(socket, request),
+    );
+    turn = reply;
+    return reply;
+  };
+}
+
+/** One call, one answer, on a connection of its own. */
 export function callConsultBridge(socket: string, request: Record<string, unknown>): Promise<BridgeReply> {
   return new Promise((resolve) => {
     const client = createConnection(socket);

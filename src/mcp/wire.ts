@@ -115,16 +115,18 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
   }
   const lone = loneSurrogateEscapeAt(text);
   if (lone !== null) return refuse(id, INVALID_REQUEST, loneSurrogateProblem(text, lone));
-  if (!schemas.message.safeParse(value).success) return refuse(id, INVALID_REQUEST, 'the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer of at most 2^53 - 1 in size; a method that is a string; params an object)');
   const method = (value as { method?: unknown }).method;
   const request = typeof method === 'string' && id !== null ? schemas.requests.get(method) : undefined;
+  const parsed = request?.safeParse(value);
+  /** Where the request does not fit its method's schema, as the refusal says it; '' when it fits or the method has none. */
+  const issue = parsed?.error?.issues[0];
+  const where = issue === undefined ? '' : ` at ${issue.path.map(String).join('.') || 'the message'}: ${issue.message}`;
+  if (!schemas.message.safeParse(value).success) {
+    // The envelope's rules and the method's share fields (params._meta.progressToken is a string or an integer in both): the refusal names the field.
+    return refuse(id, INVALID_REQUEST, `the line is not a JSON-RPC 2.0 request, notification or response (jsonrpc "2.0"; an id that is a string or an integer of at most 2^53 - 1 in size; a method that is a string; params an object; a progress token that is a string or an integer)${where}`);
+  }
   if (request !== undefined) {
-    const parsed = request.safeParse(value);
-    if (!parsed.success) {
-      const issue = parsed.error?.issues[0];
-      const where = issue === undefined ? '' : ` at ${issue.path.map(String).join('.') || 'the message'}: ${issue.message}`;
-      return refuse(id, INVALID_PARAMS, `the params of ${method} do not fit the method${where}`);
-    }
+    if (parsed?.success !== true) return refuse(id, INVALID_PARAMS, `the params of ${method} do not fit the method${where}`);
     // A task-augmented request (params.task): the SDK refused it as its own internal error, which told the client to report it to the operator.
     const params = (value as { params?: unknown }).params;
     if (typeof params === 'object' && params !== null && Object.hasOwn(params, 'task')) {

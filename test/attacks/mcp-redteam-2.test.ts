@@ -135,7 +135,7 @@ describe("coo mcp against a client whose request ids are hundreds of kilobytes",
 });
 
 describe("the consult relay an execution agent's agent talks to, against an agent that cancels every consult it sends", () => {
-  it(`holds a cancelled consult until the runner's answer ends it: at most ${LIMITS.mcpRequestsInFlight} run, and each id is free once its call ended`, async () => {
+  it(`holds a cancelled consult until the runner's answer ends it: at most ${LIMITS.mcpRequestsInFlight} are held, one reaches the runner, and each id is free once its call ended`, async () => {
     const folder = tempDir('mcp-redteam-2-relay-');
     const socket = join(folder, 'runner.sock');
     // The runner's socket takes every call and answers none until released.
@@ -165,12 +165,15 @@ describe("the consult relay an execution agent's agent talks to, against an agen
       child.stdin.write(line({ method: 'notifications/initialized' }));
       const limit = LIMITS.mcpRequestsInFlight;
       const consult = (id: number): string => line({ id, method: 'tools/call', params: { name: 'consult', arguments: { to: 'aa.chatgpt', question: 'q', files: ['a'] } } });
+      // The first call reaches the runner, and is cancelled there; every one after it is cancelled as it waits its turn.
+      child.stdin.write(consult(1));
+      for (let turn = 0; turn < 2000 && held.length < 1; turn += 1) await new Promise((resolve) => setTimeout(resolve, 5));
       let from = answers.length;
-      child.stdin.write(Array.from({ length: limit + 1 }, (_, index) => consult(index + 1) + cancel(index + 1)).join(''));
+      child.stdin.write(cancel(1) + Array.from({ length: limit }, (_, index) => consult(index + 2) + cancel(index + 2)).join(''));
       expect((await answer(limit + 1, from)).error?.message).toMatch(new RegExp(`^MCP_MESSAGE_INVALID: ${limit} requests are in hand`));
-      for (let turn = 0; turn < 2000 && held.length < limit; turn += 1) await new Promise((resolve) => setTimeout(resolve, 5));
-      expect(held).toHaveLength(limit);
-      // The runner ends every call: each cancelled consult stops, unanswered, and its id is free.
+      // The relay sends one call at a time, and none cancelled while it waits its turn: one reaches the runner.
+      expect(held).toHaveLength(1);
+      // The runner ends that call: it stops, unanswered, the calls cancelled behind it stop unsent, and each id is free.
       for (const connection of held.splice(0)) connection.destroy();
       let reused: Answer | undefined;
       for (let turn = 0; turn < 1500 && reused?.result === undefined; turn += 1) {
@@ -180,6 +183,10 @@ describe("the consult relay an execution agent's agent talks to, against an agen
         reused = await answer(1, from);
       }
       expect(reused?.result).toEqual({});
+      from = answers.length;
+      child.stdin.write(ping(limit));
+      expect((await answer(limit, from)).result).toEqual({});
+      expect(held).toEqual([]);
       expect(answers.filter((found) => found.result?.['content'] !== undefined)).toEqual([]);
     } finally {
       child.stdin.end();
