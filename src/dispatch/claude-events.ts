@@ -64,9 +64,11 @@ function resultUsage(state: StreamState, event: Record<string, unknown>): Stream
 function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
   const type = event['type'] as string;
   if (!KNOWN.has(type)) return false;
+  // Every event names its session: one naming another than the run's is not this run's.
+  const session = text(event['session_id']);
+  if (session !== null && !state.session(session)) return false;
   switch (type) {
     case 'system':
-      if (event['subtype'] === 'init') state.sessionId = text(event['session_id']);
       if (event['subtype'] === 'permission_denied') denied(state, event['tool_name'], event['tool_use_id']);
       return true;
     case 'assistant': {

@@ -80,6 +80,11 @@ describe('the Claude Code event parser', () => {
     }
   });
 
+  it('takes the first session an event names as the run\'s: an event naming another is not applied and counts as malformed', () => {
+    const facts = parseClaudeStream(lines({ type: 'system', subtype: 'init', session_id: 's-own' }, { ...toolUse('t1', 'Bash', { command: 'true' }), session_id: 's-own' }, result({ session_id: 's-other' }), { type: 'system', subtype: 'init', session_id: 's-other' }));
+    expect(facts).toMatchObject({ sessionId: 's-own', malformedLines: 2, terminal: null });
+  });
+
   it('never applies a result after the first one', () => {
     const facts = parseClaudeStream(lines(result({ subtype: 'error_during_execution', is_error: true, result: 'failed' }), result()));
     expect(facts).toMatchObject({ terminal: 'failed', afterTerminal: 1 });

@@ -1,0 +1,51 @@
+import { join } from 'node:path';
+import { describe, expect } from 'vitest';
+import { attack } from '../helpers/attack-kit.js';
+import { agentScript, CODEX_DONE, claudeStandInReceipt, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * The dispatch lane against a hostile execution agent, fifth round: what its stream says of whose
+ * run it is and what it spent, and what it does to the runner's processes and to the worktree's
+ * names and times. Each agent is a script in place of the executor that does one hostile thing.
+ */
+
+const dir = tempDir('dispatch-redteam-17');
+const event = (value: unknown): string => `printf '%s\\n' '${JSON.stringify(value)}'`;
+
+async function attempted(place: (name: string) => Promise<HostilePlace>, name: string, action: string, stream = CODEX_DONE) {
+  const where = await place(name);
+  const { messageId } = await dispatchTo(where, name);
+  const watch = watchOnce(where, agentScript(where.world.dir, action, stream), { timeoutMs: 40_000 });
+  const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+  return { watch, receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status}) ${watch.stderr.slice(-300)}` };
+}
+
+describe("a hostile agent's stream that names another session than its own", () => {
+  const place = hostilePlaces(dir, 'session');
+  const fresh = worlds(join(dir, 'claude'));
+
+  attack("a hostile agent: a second thread.started claiming another dispatch's thread, then a clean turn", 'runner', 'refused', async () => {
+    const turn = CODEX_DONE.split('\n').slice(1).join('\n');
+    const stream = [event({ type: 'thread.started', thread_id: 'thread-own' }), event({ type: 'thread.started', thread_id: 'thread-of-another-dispatch' }), turn].join('\n');
+    const { receipt, unreceipted } = await attempted(place, 'codex', FIX, stream);
+    if (receipt === undefined) return unreceipted;
+    // The receipt names the run's own thread, and a stream that claims two is not a clean run.
+    expect(receipt['executor_session_id']).toBe('thread-own');
+    if (receipt['status'] === 'succeeded') return 'accepted';
+    return codesOf(receipt).includes('stream_malformed') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+
+  attack("a hostile agent: Claude Code events of its own session, then a result of another session's", 'runner', 'refused', async () => {
+    const stream = [
+      event({ type: 'system', subtype: 'init', session_id: 'session-own' }),
+      event({ type: 'assistant', message: { id: 'msg_1', type: 'message', role: 'assistant', content: [{ type: 'text', text: 'Working.' }], usage: { input_tokens: 100, output_tokens: 10 } }, session_id: 'session-own' }),
+      event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-of-another-dispatch', usage: { input_tokens: 100, output_tokens: 10 }, total_cost_usd: 0.01 }),
+    ].join('\n');
+    const receipt = await claudeStandInReceipt(fresh, stream);
+    expect(receipt['executor_session_id']).toBe('session-own');
+    if (receipt['status'] === 'succeeded') return 'accepted';
+    return codesOf(receipt).includes('stream_malformed') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+  });
+});
