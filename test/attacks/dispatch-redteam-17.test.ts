@@ -49,3 +49,22 @@ describe("a hostile agent's stream that names another session than its own", () 
     return codesOf(receipt).includes('stream_malformed') ? 'refused' : `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
   });
 });
+
+describe("a hostile agent's Claude Code result whose total is below what it states each model cost", () => {
+  const fresh = worlds(join(dir, 'models'));
+
+  attack('a hostile agent: a result of $0.001 in all whose modelUsage states $40 of one model and $0.0005 of another', 'runner', 'charged', async () => {
+    const modelUsage = { 'claude-opus-4-5': { inputTokens: 2_000_000, outputTokens: 100_000, costUSD: 40 }, 'claude-haiku-4-5': { inputTokens: 500, outputTokens: 20, costUSD: 0.0005 } };
+    const stream = [
+      event({ type: 'system', subtype: 'init', session_id: 'session-models' }),
+      event({ type: 'result', subtype: 'success', is_error: false, result: 'Done.', session_id: 'session-models', usage: { input_tokens: 100, output_tokens: 10 }, total_cost_usd: 0.001, modelUsage }),
+    ].join('\n');
+    const receipt = await claudeStandInReceipt(fresh, stream, 5);
+    // What the stream states its models cost is what it spent: $40.0005, over its $5 budget, and never the $0.001 its total says.
+    if ((receipt['actual_cost_usd'] as number) < 40.0005 - 1e-9) return 'accepted';
+    expect(receipt['warnings']).toContain('usage_implausible');
+    expect(codesOf(receipt)).toContain('budget_cost_breach');
+    return 'charged';
+  });
+});
+
