@@ -44,12 +44,44 @@ function denied(state: StreamState, tool: unknown, id: unknown): void {
   state.denials.push({ code: 'tool_denied', tool: typeof tool === 'string' ? tool.slice(0, 100) : 'unknown' });
 }
 
-/** What a `result` states the run used; a cost stated without a usage object is still the executor's own figure, with no tokens. */
+/**
+ * What a `result`'s `modelUsage` states each model cost (`costUSD`), added up; null when it states none.
+ * Its tokens are not taken: each model has its own price, and the policy's is the dispatch model's.
+ */
+function modelsCostUsd(state: StreamState, stated: unknown): number | null {
+  if (stated === undefined || stated === null) return null;
+  // A modelUsage that is not an object of objects says nothing a run can be charged by.
+  if (!isRecord(stated)) {
+    state.implausibleUsage = true;
+    return null;
+  }
+  let total: number | null = null;
+  for (const model of Object.values(stated)) {
+    if (!isRecord(model)) {
+      state.implausibleUsage = true;
+      continue;
+    }
+    const cost = state.figure(model['costUSD'], 'usd');
+    if (cost !== null) total = (total ?? 0) + cost;
+  }
+  return total;
+}
+
+/**
+ * What a `result` states the run used; a cost stated without a usage object is still the executor's
+ * own figure, with no tokens. The cost is never below what its `modelUsage` states the models cost:
+ * Claude Code's total is their sum, and a total below it (past rounding: the sum is added up in
+ * another order) is a figure no honest stream states.
+ */
 function resultUsage(state: StreamState, event: Record<string, unknown>): StreamUsage | null {
   const usage = isRecord(event['usage']) ? event['usage'] : {};
   // A usage that is not an object says nothing a run can be charged by.
   if (event['usage'] !== undefined && event['usage'] !== null && !isRecord(event['usage'])) state.implausibleUsage = true;
-  const costUsd = state.figure(event['total_cost_usd'], 'usd');
+  const total = state.figure(event['total_cost_usd'], 'usd');
+  const models = modelsCostUsd(state, event['modelUsage']);
+  const raised = models !== null && (total === null || models > total * (1 + 1e-9));
+  if (raised && total !== null) state.implausibleUsage = true;
+  const costUsd = raised ? models : total;
   if (!isRecord(event['usage']) && costUsd === null) return null;
   const count = (value: unknown): number => state.count(value);
   return {
@@ -64,9 +96,11 @@ function resultUsage(state: StreamState, event: Record<string, unknown>): Stream
 function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
   const type = event['type'] as string;
   if (!KNOWN.has(type)) return false;
+  // Every event names its session: one naming another than the run's is not this run's.
+  const session = text(event['session_id']);
+  if (session !== null && !state.session(session)) return false;
   switch (type) {
     case 'system':
-      if (event['subtype'] === 'init') state.sessionId = text(event['session_id']);
       if (event['subtype'] === 'permission_denied') denied(state, event['tool_name'], event['tool_use_id']);
       return true;
     case 'assistant': {

@@ -50,9 +50,10 @@ function onEvent(state: StreamState, event: Record<string, unknown>): boolean {
   const type = event['type'] as string;
   if (!KNOWN.has(type)) return false;
   switch (type) {
-    case 'thread.started':
-      state.sessionId = text(event['thread_id']);
-      return state.sessionId !== null;
+    case 'thread.started': {
+      const thread = text(event['thread_id']);
+      return thread !== null && state.session(thread);
+    }
     case 'item.completed': {
       const item = event['item'];
       return isRecord(item) && onItem(state, item);

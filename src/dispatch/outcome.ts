@@ -119,7 +119,7 @@ function runBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (run.killedBy === 'cost' || facts.costUsd > facts.maxCostUsd) add('budget_cost_breach', 'budget_cost', `cost ${facts.costUsd.toFixed(4)} USD over the ${facts.maxCostUsd} USD budget`);
   if (run.killedBy === 'stream_bound' || run.streamOverflow) add('stream_overflow', 'stream_overflow', 'the event stream passed its bound: the run was stopped and its stream kept up to the bound');
   const stream = run.facts;
-  if (stream.malformedLines > 0) add('stream_malformed', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events`);
+  if (stream.malformedLines > 0) add('stream_malformed', 'malformed_stream', `${stream.malformedLines} line(s) of the event stream are not events of this run (not JSON events of a known shape, or naming another session than its own)`);
   if (stream.truncated) add('stream_truncated', 'truncated_stream', 'the event stream ends mid-event');
   // No executor says anything after its terminal event: what such events state (a command, its exit, a refusal) is not
   // applied, so the receipt would list less than the stream it keeps says ran.

@@ -79,6 +79,17 @@ export class StreamState {
     return observed === null ? stated : atLeast(observed, stated);
   }
 
+  /**
+   * The session an event names (Codex's thread, Claude Code's session): the first one the stream
+   * states is the run's, and an event naming another is not this run's (a stream spliced from
+   * another session's, or one claiming another dispatch's thread). False for such an event: it is
+   * not applied, and the stream is not clean (malformedLines).
+   */
+  session(id: string): boolean {
+    this.sessionId ??= id;
+    return this.sessionId === id;
+  }
+
   /** A figure of usage an event states (lane/usage-figure.ts): one that is not plain makes the run's usage implausible. */
   figure(value: unknown, kind: 'count' | 'usd' = 'count'): number | null {
     const figure = readFigure(value, kind);

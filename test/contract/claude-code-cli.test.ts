@@ -51,7 +51,7 @@ describe('Claude Code as an execution agent', () => {
       ]);
     const { run, evidence, decision, wt } = await runAttempt(setup, claude(), { prepare });
     expect(run).toMatchObject({ executor: 'claude_code', exitCode: 0, killedBy: null, isolated: true });
-    expect(run.facts).toMatchObject({ terminal: 'completed', finalMessage: 'Fixed add().', malformedLines: 0, truncated: false });
+    expect(run.facts).toMatchObject({ terminal: 'completed', finalMessage: 'Fixed add().', malformedLines: 0, truncated: false, implausibleUsage: false });
     expect(run.facts.commands).toEqual([{ command: 'sh test.sh && echo tested', exitCode: 0 }]);
     expect(run.facts.fileChanges.map((change) => change.path)).toEqual([worktreeFile(wt.path)]);
     expect(run.facts.usage?.costUsd).toBeGreaterThan(0);

@@ -80,6 +80,22 @@ describe('the Claude Code event parser', () => {
     }
   });
 
+  it('takes the first session an event names as the run\'s: an event naming another is not applied and counts as malformed', () => {
+    const facts = parseClaudeStream(lines({ type: 'system', subtype: 'init', session_id: 's-own' }, { ...toolUse('t1', 'Bash', { command: 'true' }), session_id: 's-own' }, result({ session_id: 's-other' }), { type: 'system', subtype: 'init', session_id: 's-other' }));
+    expect(facts).toMatchObject({ sessionId: 's-own', malformedLines: 2, terminal: null });
+  });
+
+  it('takes the cost its modelUsage states when the total is below it, and an honest total as it is', () => {
+    const models = { a: { costUSD: 0.1 }, b: { costUSD: 0.2 } };
+    // 0.1 + 0.2 is 0.30000000000000004: an honest total of 0.3 stands, as stated.
+    expect(parseClaudeStream(lines(result({ total_cost_usd: 0.3, modelUsage: models }))).usage?.costUsd).toBe(0.3);
+    expect(parseClaudeStream(lines(result({ total_cost_usd: 0.3, modelUsage: models }))).implausibleUsage).toBe(false);
+    const low = parseClaudeStream(lines(result({ total_cost_usd: 0.01, modelUsage: models })));
+    expect(low).toMatchObject({ implausibleUsage: true, usage: { costUsd: 0.1 + 0.2 } });
+    expect(parseClaudeStream(lines(result({ total_cost_usd: undefined, modelUsage: models }))).usage?.costUsd).toBe(0.1 + 0.2);
+    expect(parseClaudeStream(lines(result({ modelUsage: 'a lot' }))).implausibleUsage).toBe(true);
+  });
+
   it('never applies a result after the first one', () => {
     const facts = parseClaudeStream(lines(result({ subtype: 'error_during_execution', is_error: true, result: 'failed' }), result()));
     expect(facts).toMatchObject({ terminal: 'failed', afterTerminal: 1 });

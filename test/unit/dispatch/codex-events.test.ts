@@ -55,6 +55,11 @@ describe('the Codex event parser', () => {
     }
   });
 
+  it('keeps the first thread as the run\'s: a thread.started naming another is not applied and counts as malformed', () => {
+    const facts = parseCodexStream(lines({ type: 'thread.started', thread_id: 't-own' }, { type: 'thread.started', thread_id: 't-own' }, { type: 'thread.started', thread_id: 't-other' }));
+    expect(facts).toMatchObject({ sessionId: 't-own', malformedLines: 1 });
+  });
+
   it('marks a stream cut off mid-event as truncated', () => {
     const cut = OK.slice(0, OK.length - 20);
     const facts = parseCodexStream(cut);
