@@ -8,6 +8,7 @@ import type { OracleCli } from '../consult/oracle.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
+import { AccessRefused } from '../remote/git-remote.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
@@ -158,12 +159,21 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
 
 /**
  * Brings a clone to its remote's verified head before anything is judged on it (a COO key revoked or
- * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it is.
+ * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it
+ * is (the runner starts cut off, and catches up when the network is back). A remote that answers and
+ * refuses this client (remote/git-remote.ts, refusedAccess) is no network fault that passes: a wrong
+ * key or token, an unknown host key or a wrong path, refused at start (exit 2) before anything is claimed.
  */
-export async function syncForStartup(remote: Pick<RemoteLedger, 'sync'> | undefined): Promise<void> {
+export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> | undefined): Promise<void> {
   if (remote === undefined) return;
   await remote.sync().catch((error: unknown) => {
     if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+    if (error.cause instanceof AccessRefused) {
+      throw new CooError(
+        'RUNNER_CONFIG',
+        `${remote.url} answered and refused this client (${error.cause.said}): a runner cut off from a remote that cannot be reached starts and catches up later, but this one would be refused on every look; give git the key or token the remote takes (GIT_SSH_COMMAND or ~/.ssh, the host's key in known_hosts, the credential helper or the token in the URL), and a URL that names the ledger; nothing was claimed or written`,
+      );
+    }
   });
 }
 
