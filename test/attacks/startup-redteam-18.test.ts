@@ -1,5 +1,5 @@
 import { execFileSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
@@ -119,6 +119,41 @@ describe('a remote that refuses the runner at start (a wrong key or token)', { t
     const events = ended.stdout.trim().split('\n').map((line) => JSON.parse(line) as { type: string });
     expect(events.map((event) => event.type)).toContain('cut_off');
     nothingMoved(served, writer, before, requests);
+  });
+});
+
+describe('a remote that serves another ledger at start (a verification failure, exit 3)', { timeout: 240_000 }, () => {
+  it('coo watch --once and coo mcp --run stop with one line that says what to check, claim nothing, and leave the message for the ledger it was queued in', async () => {
+    const served = await makeServedLedger(join(dir, 'swapped'));
+    const writer = await makeWriter(join(dir, 'swapped'), 'coo', served, served.gitdir);
+    const messageId = publishedJson(await consultThrough(writer, served)).message_id;
+    const before = { remote: served.head(), clone: writer.head() };
+    const requests = model.requests.length;
+    // Another ledger is put where the remote was (a path or a forge's repository pointed elsewhere).
+    const other = await makeServedLedger(join(dir, 'swapped-other'));
+    renameSync(served.gitdir, `${served.gitdir}.away`);
+    renameSync(other.gitdir, served.gitdir);
+    const otherHead = served.head();
+    const stateDir = join(dir, 'swapped', 'state');
+    for (const args of runners(writer, served, stateDir)) {
+      const ended = await cli(args, writer.env);
+      expect({ status: ended.status, stdout: ended.stdout }, ended.stderr).toEqual({ status: 3, stdout: '' });
+      expect(ended.stderr.trimEnd().split('\n')).toEqual([
+        expect.stringMatching(new RegExp(`^coo: REMOTE_UNVERIFIED: ${served.gitdir} serves another ledger: .*; nothing was acted on; check the remote this clone names \\(git --git-dir ${writer.gitdir} remote get-url origin\\)$`)),
+      ]);
+      expect(served.head()).toBe(otherHead);
+      expect(writer.head()).toBe(before.clone);
+      expect(model.requests).toHaveLength(requests);
+    }
+    // The remote put back, the message queued there runs, once.
+    renameSync(served.gitdir, other.gitdir);
+    renameSync(`${served.gitdir}.away`, served.gitdir);
+    expect(served.head()).toBe(before.remote);
+    const [watch] = runners(writer, served, stateDir);
+    const ran = await cli(watch!, writer.env);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(await remoteReceipts(served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(model.requests).toHaveLength(requests + 1);
   });
 });
 
