@@ -171,7 +171,7 @@ export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> 
     if (error.cause instanceof AccessRefused) {
       throw new CooError(
         'RUNNER_CONFIG',
-        `${remote.url} answered and refused this client (${error.cause.said}): a runner cut off from a remote that cannot be reached starts and catches up later, but this one would be refused on every look; give git the key or token the remote takes (GIT_SSH_COMMAND or ~/.ssh, the host's key in known_hosts, the credential helper or the token in the URL), and a URL that names the ledger; nothing was claimed or written`,
+        `${remote.url} refused this runner (${error.cause.said}): a remote that cannot be reached lets the runner start cut off, but this answer would come back on every look; give git the key or token the remote takes (GIT_SSH_COMMAND or ~/.ssh, the host's key in known_hosts, the credential helper or the token in the URL) and the URL of the ledger; nothing was claimed or written`,
       );
     }
   });

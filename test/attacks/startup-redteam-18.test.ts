@@ -74,7 +74,7 @@ describe('a remote that refuses the runner at start (a wrong key or token)', { t
     const env = { ...writer.env, GIT_SSH_COMMAND: writer.env['GIT_SSH_COMMAND']!.replace(/-i \S+/, `-i ${wrong}`) };
     for (const args of runners(writer, served, join(dir, 'ssh', 'state'))) {
       const line = refusal(await cli(args, env));
-      expect(line, args[0]).toMatch(new RegExp(`^coo: RUNNER_CONFIG: ssh://\\S+@127\\.0\\.0\\.1:${sshd.port}${served.gitdir} answered and refused this client \\(\\S+: Permission denied \\(publickey[^)]*\\)\\.?\\): .*give git the key or token the remote takes.*; nothing was claimed or written$`));
+      expect(line, args[0]).toMatch(new RegExp(`^coo: RUNNER_CONFIG: ssh://\\S+@127\\.0\\.0\\.1:${sshd.port}${served.gitdir} refused this runner \\(\\S+: Permission denied \\(publickey[^)]*\\)\\.?\\): a remote that cannot be reached lets the runner start cut off, .*; give git the key or token the remote takes .*; nothing was claimed or written$`));
       nothingMoved(served, writer, before, requests);
     }
   });
@@ -97,12 +97,34 @@ describe('a remote that refuses the runner at start (a wrong key or token)', { t
       for (const args of runners(writer, served, join(dir, 'http', 'state'))) {
         const ended = await cli(args, { HOME: writer.home, ...transport });
         const line = refusal(ended);
-        expect(line, args[0]).toMatch(new RegExp(`^coo: RUNNER_CONFIG: ${server.url.replace(/\./g, '\\.')}/${served.name} answered and refused this client `));
+        expect(line, args[0]).toMatch(new RegExp(`^coo: RUNNER_CONFIG: ${server.url.replace(/\./g, '\\.')}/${served.name} refused this runner `));
         expect(line).toMatch(said);
         expect(ended.stderr).not.toContain('SECRET');
         nothingMoved(served, writer, before, requests);
       }
     }
+  });
+
+  it('a remote path that holds no repository (moved away on the server): refused at start (exit 2), naming the path; put back, the queued message runs once', async () => {
+    const served = await makeServedLedger(join(dir, 'moved'));
+    const writer = await makeWriter(join(dir, 'moved'), 'coo', served, served.gitdir);
+    const messageId = publishedJson(await consultThrough(writer, served)).message_id;
+    const before = { remote: served.head(), clone: writer.head() };
+    const requests = model.requests.length;
+    renameSync(served.gitdir, `${served.gitdir}.moved`);
+    const stateDir = join(dir, 'moved', 'state');
+    for (const args of runners(writer, served, stateDir)) {
+      const line = refusal(await cli(args, writer.env));
+      expect(line, args[0]).toBe(
+        `coo: RUNNER_CONFIG: ${served.gitdir} refused this runner (fatal: '${served.gitdir}' does not appear to be a git repository): a remote that cannot be reached lets the runner start cut off, but this answer would come back on every look; give git the key or token the remote takes (GIT_SSH_COMMAND or ~/.ssh, the host's key in known_hosts, the credential helper or the token in the URL) and the URL of the ledger; nothing was claimed or written`,
+      );
+    }
+    renameSync(`${served.gitdir}.moved`, served.gitdir);
+    nothingMoved(served, writer, before, requests);
+    const [watch] = runners(writer, served, stateDir);
+    const ran = await cli(watch!, writer.env);
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(await remoteReceipts(served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
   });
 
   it('over ssh, a server that does not answer (stopped): the runner still starts cut off, and claims nothing', async () => {
