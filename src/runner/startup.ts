@@ -43,7 +43,8 @@ export interface StartupOptions {
   /**
    * The remote the runner works through: the clone is brought to its verified head before the key
    * is checked, so a key revoked or rotated out there is refused at start on a clone that had not
-   * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off).
+   * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off);
+   * one that answers and refuses this client refuses the start (syncForStartup).
    */
   readonly remote?: Pick<RemoteLedger, 'sync' | 'url'>;
   /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
