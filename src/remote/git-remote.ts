@@ -215,6 +215,55 @@ export function gitSaid(result: RemoteGitResult): string {
 }
 
 /**
+ * How git, and the ssh or HTTP transport under it, says that the remote answered and refused this
+ * client or holds no repository at the URL's path: ssh took none of its keys, or the server's host
+ * key is not the one known here; HTTP answered 401, 403 or 404, or wanted a user name or password
+ * and none was given (git may not ask for one). A network that is down, a server that is not
+ * listening and a time limit are no answer, and match none of these.
+ */
+const REFUSED = [
+  /Permission denied \(/i,
+  /Host key verification failed/i,
+  /The requested URL returned error: 40[134]\b/i,
+  /Authentication failed for /i,
+  /could not read (Username|Password) for /i,
+  /repository '[^']*' not found/i,
+  /does not appear to be a git repository/i,
+];
+
+/** What the remote said when it refused this client (see REFUSED), one line without credentials; null when it did not answer. */
+export function refusedAccess(result: RemoteGitResult): string | null {
+  if (result.ok || result.timedOut !== null) return null;
+  const line = result.stderr
+    .split('\n')
+    .map((text) => text.trim())
+    .find((text) => REFUSED.some((pattern) => pattern.test(text)));
+  return line === undefined ? null : withoutUserInfo(line).slice(0, LIMITS.pathChars);
+}
+
+/**
+ * The cause of a REMOTE_UNREACHABLE when the remote answered and refused this client (a wrong key
+ * or token, a host key not known here, no repository at the path). In flight it is the remote cut
+ * off like any other: receipts wait in the journal. At start it is a mistake in the runner's
+ * configuration, said before anything is claimed (runner/startup.ts).
+ */
+export class AccessRefused extends Error {
+  constructor(readonly said: string) {
+    super(said);
+    this.name = 'AccessRefused';
+  }
+}
+
+/**
+ * REMOTE_UNREACHABLE for a git command against the remote that failed: `message` is given what git
+ * said, its refusal when the remote answered and refused this client (then also the cause).
+ */
+export function unreachable(result: RemoteGitResult, message: (said: string) => string): CooError {
+  const refused = refusedAccess(result);
+  return new CooError('REMOTE_UNREACHABLE', message(refused ?? gitSaid(result)), refused === null ? {} : { cause: new AccessRefused(refused) });
+}
+
+/**
  * The remote's main, by its exact name: `git ls-remote origin refs/heads/main` also lists every ref
  * whose name ends in `/refs/heads/main` (a branch `a/refs/heads/main` on a forge), so only the line
  * naming `refs/heads/main` itself counts. Null when the remote has no main.

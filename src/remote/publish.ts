@@ -11,7 +11,7 @@ import { displayUrl, urlCredentials } from '../util/display-url.js';
 import { credentialHelperSecrets } from '../util/credential-files.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -277,9 +277,9 @@ export class RemoteLedger {
           if (fetched.kind === 'missing') throw this.mainMissing();
           if (fetched.kind === 'unreachable') {
             const rejected = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
-            throw new CooError(
-              'REMOTE_UNREACHABLE',
-              `cannot reach ${this.url} to publish: ${gitSaid(rejected ? fetched.result : pushed)}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
+            throw unreachable(
+              rejected ? fetched.result : pushed,
+              (said) => `cannot reach ${this.url} to publish: ${said}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
             );
           }
           if (remoteHead === base) {
@@ -332,7 +332,7 @@ export class RemoteLedger {
     const previous = readRef(this.gitdir, ORIGIN_REF);
     const fetched = await this.fetchMain();
     if (fetched.kind === 'missing') throw this.mainMissing();
-    if (fetched.kind === 'unreachable') throw new CooError('REMOTE_UNREACHABLE', `cannot fetch from ${this.url}: ${gitSaid(fetched.result)}; nothing was written (the local ledger is as it was)`);
+    if (fetched.kind === 'unreachable') throw unreachable(fetched.result, (said) => `cannot fetch from ${this.url}: ${said}; nothing was written (the local ledger is as it was)`);
     return previous;
   }
 

@@ -8,6 +8,7 @@ import type { OracleCli } from '../consult/oracle.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
+import { AccessRefused } from '../remote/git-remote.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
@@ -42,7 +43,8 @@ export interface StartupOptions {
   /**
    * The remote the runner works through: the clone is brought to its verified head before the key
    * is checked, so a key revoked or rotated out there is refused at start on a clone that had not
-   * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off).
+   * fetched the change yet. An unreachable remote leaves the clone as it is (the runner starts cut off);
+   * one that answers and refuses this client refuses the start (syncForStartup).
    */
   readonly remote?: Pick<RemoteLedger, 'sync' | 'url'>;
   /** Makes the consult lane's transport once the sandbox is known; absent when no consult lane runs here. */
@@ -158,12 +160,21 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
 
 /**
  * Brings a clone to its remote's verified head before anything is judged on it (a COO key revoked or
- * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it is.
+ * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it
+ * is (the runner starts cut off, and catches up when the network is back). A remote that answers and
+ * refuses this client (remote/git-remote.ts, refusedAccess) is no network fault that passes: a wrong
+ * key or token, an unknown host key or a wrong path, refused at start (exit 2) before anything is claimed.
  */
-export async function syncForStartup(remote: Pick<RemoteLedger, 'sync'> | undefined): Promise<void> {
+export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> | undefined): Promise<void> {
   if (remote === undefined) return;
   await remote.sync().catch((error: unknown) => {
     if (!isCooError(error) || error.code !== 'REMOTE_UNREACHABLE') throw error;
+    if (error.cause instanceof AccessRefused) {
+      throw new CooError(
+        'RUNNER_CONFIG',
+        `${remote.url} refused this runner (${error.cause.said}): a remote that cannot be reached lets the runner start cut off, but this answer would come back on every look; give git the key or token the remote takes (GIT_SSH_COMMAND or ~/.ssh, the host's key in known_hosts, the credential helper or the token in the URL) and the URL of the ledger; nothing was claimed or written`,
+      );
+    }
   });
 }
 

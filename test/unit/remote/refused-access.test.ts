@@ -1,0 +1,29 @@
+import { describe, expect, it } from 'vitest';
+import { refusedAccess, type RemoteGitResult } from '../../../src/remote/git-remote.js';
+
+const failed = (stderr: string): RemoteGitResult => ({ ok: false, stdout: '', stderr, timedOut: null });
+const CANNOT_READ = 'fatal: Could not read from remote repository.\n\nPlease make sure you have the correct access rights\nand the repository exists.\n';
+
+describe('refusedAccess: a remote that answered and refused this client, told from one that did not answer', () => {
+  it('names what git said for a refused ssh key, an unknown host key, an HTTP 401 or 403, missing credentials, and no repository at the path, without the credentials of a URL', () => {
+    const cases: Array<[string, string]> = [
+      [`git@example.org: Permission denied (publickey).\r\n${CANNOT_READ}`, 'git@example.org: Permission denied (publickey).'],
+      [`Host key verification failed.\n${CANNOT_READ}`, 'Host key verification failed.'],
+      ["remote: Invalid username or password.\nfatal: Authentication failed for 'https://x-access-token:ghs_secret@forge.example/ledger.git/'\n", "fatal: Authentication failed for 'https://forge.example/ledger.git/'"],
+      ["fatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 403\n", "fatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 403"],
+      ["fatal: could not read Username for 'https://forge.example': terminal prompts disabled\n", "fatal: could not read Username for 'https://forge.example': terminal prompts disabled"],
+      ["fatal: repository 'https://forge.example/nope.git/' not found\n", "fatal: repository 'https://forge.example/nope.git/' not found"],
+      [`fatal: '/srv/nope.git' does not appear to be a git repository\n${CANNOT_READ}`, "fatal: '/srv/nope.git' does not appear to be a git repository"],
+    ];
+    for (const [stderr, said] of cases) expect(refusedAccess(failed(stderr)), stderr).toBe(said);
+  });
+
+  it('is null for a remote that did not answer (a port nobody listens on, a name that does not resolve, a time limit) and for a command that succeeded', () => {
+    expect(refusedAccess(failed(`ssh: connect to host 127.0.0.1 port 1: Connection refused\n${CANNOT_READ}`))).toBeNull();
+    expect(refusedAccess(failed(`ssh: Could not resolve hostname ledger.invalid: Name or service not known\n${CANNOT_READ}`))).toBeNull();
+    expect(refusedAccess(failed("fatal: unable to access 'https://forge.example/ledger.git/': Failed to connect to forge.example port 443: Connection refused\n"))).toBeNull();
+    expect(refusedAccess(failed("fatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 502\n"))).toBeNull();
+    expect(refusedAccess({ ok: false, stdout: '', stderr: 'Permission denied (publickey).', timedOut: 'git ls-remote did not finish within 30 s' })).toBeNull();
+    expect(refusedAccess({ ok: true, stdout: '', stderr: 'Permission denied (publickey).', timedOut: null })).toBeNull();
+  });
+});
