@@ -115,7 +115,8 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
   }
   const lone = loneSurrogateEscapeAt(text);
   if (lone !== null) return refuse(id, INVALID_REQUEST, loneSurrogateProblem(text, lone));
-  const method = (value as { method?: unknown }).method;
+  // Any JSON value reaches here but an array: null, a number or a string has no method.
+  const method = typeof value === 'object' && value !== null ? (value as { method?: unknown }).method : undefined;
   const request = typeof method === 'string' && id !== null ? schemas.requests.get(method) : undefined;
   const parsed = request?.safeParse(value);
   /** Where the request does not fit its method's schema, as the refusal says it; '' when it fits or the method has none. */

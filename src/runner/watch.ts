@@ -58,16 +58,23 @@ export interface WatchOptions {
  * reported (a runner whose beats do not land is soon judged gone by the others) and waits for the next beat.
  */
 function heartbeats(runner: Runner, seconds: number, options: WatchOptions, fail: (error: unknown) => void): () => void {
-  return beatEvery(runner, seconds, () =>
+  // A beat still in flight when the watch stops is not waited for: what it meets then (a ledger closed under it) is not said.
+  let ended = false;
+  const end = beatEvery(runner, seconds, () =>
     runner.heartbeat().then(
       () => undefined,
       (error: unknown) => {
+        if (ended) return;
         if (endsWatch(error)) return fail(error);
         const event = runner.errorEvent(error);
         options.onError?.({ ...event, message: `the heartbeat was not written: ${event.message}` });
       },
     ),
   );
+  return () => {
+    ended = true;
+    end();
+  };
 }
 
 /**

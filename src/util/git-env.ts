@@ -26,8 +26,10 @@ export function gitEnvironment(extra: Readonly<Record<string, string | undefined
 
 /**
  * The environment of a git coo starts to talk to a remote (fetch, push, clone, ls-remote): the
- * transports this process's environment allows, no lazy fetch, GIT_OWN_OBJECTS, then `extra`.
+ * transports this process's environment allows, no lazy fetch, GIT_OWN_OBJECTS, git's messages in
+ * its own words (LC_ALL=C: what the remote said is told apart by them, remote/git-remote.ts
+ * refusedAccess, and git translates some under another locale), then `extra`.
  */
 export function remoteGitEnvironment(extra: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
-  return { ...process.env, ...GIT_OWN_OBJECTS, GIT_NO_LAZY_FETCH: '1', ...extra };
+  return { ...process.env, ...GIT_OWN_OBJECTS, GIT_NO_LAZY_FETCH: '1', LC_ALL: 'C', ...extra };
 }

@@ -239,7 +239,11 @@ describe("the runner's consult socket against peers no relay would be", () => {
     expect(await second).toEqual(OK);
     // It waited for the lingering peer to end its side, for ever: the attempt never got its receipt.
     await closed;
-    expect(lingering.destroyed || lingering.readableEnded).toBe(true);
+    // The bridge ended the lingering connection: what the peer writes now has no one to read it.
+    expect(lingering.destroyed).toBe(false);
+    const broken = new Promise<NodeJS.ErrnoException>((resolve) => lingering.once('error', resolve));
+    lingering.write('more\n');
+    expect((await broken).code).toMatch(/^(EPIPE|ECONNRESET)$/);
   });
 });
 

@@ -92,6 +92,8 @@ describe('a remote that refuses the runner at start (a wrong key or token)', { t
     const cases: Array<[NodeJS.ProcessEnv, RegExp]> = [
       [helper('ghs_RevokedToken0123456789abcdefSECRET'), /\(fatal: Authentication failed for '[^']+'\)/],
       [{ GIT_CONFIG_COUNT: '0' }, /\(fatal: could not read Username for '[^']+': terminal prompts disabled\)/],
+      // An operator whose git speaks German (git translates this refusal): it is told apart all the same.
+      [{ ...helper('ghs_RevokedToken0123456789abcdefSECRET'), LANGUAGE: 'de' }, /\(fatal: Authentication failed for '[^']+'\)/],
     ];
     for (const [transport, said] of cases) {
       for (const args of runners(writer, served, join(dir, 'http', 'state'))) {

@@ -43,4 +43,10 @@ describe('GuardedStdioTransport', () => {
     expect(many.messages).toHaveLength(30);
     expect(many.closed).toBe(false);
   });
+
+  it('refuses a line that is JSON but no object (null, a number, a string, a boolean), coded, and reads on', async () => {
+    const { messages, written } = await feed(['null\n', '5\n', '"x"\n', 'true\n', `${ping(7)}\n`]);
+    expect(written.map((line) => JSON.parse(line) as unknown)).toEqual(Array.from({ length: 4 }, () => ({ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600 }) })));
+    expect(messages.map((message) => ('id' in message ? message.id : null))).toEqual([7]);
+  });
 });

@@ -75,4 +75,21 @@ describe('a heartbeat that was not written', () => {
     await expect(watchRemote(runner, { remote: { remoteHead: () => Promise.resolve('a'.repeat(40)) }, heartbeatSeconds: 30, pollSeconds: 1000, maxPollSeconds: 1000, onError: (event) => errors.push(event) })).rejects.toThrow('does not descend');
     expect(errors).toEqual([]);
   });
+
+  it('still in flight when the watch stops is not reported: the watch has ended, and what it meets then is not said', async () => {
+    let fail: (error: Error) => void = () => undefined;
+    const runner = {
+      ...stalledRunner(new Error('unused')).runner,
+      heartbeat: (): Promise<number> => new Promise<number>((_, reject) => (fail = reject)),
+    } as unknown as Runner;
+    const errors: RunnerErrorEvent[] = [];
+    const controller = new AbortController();
+    const watching = watchRemote(runner, { remote: { remoteHead: () => Promise.resolve('a'.repeat(40)) }, signal: controller.signal, heartbeatSeconds: 30, pollSeconds: 1000, maxPollSeconds: 1000, onError: (event) => errors.push(event) });
+    await new Promise((resolve) => setImmediate(resolve));
+    controller.abort();
+    await watching;
+    fail(new CooError('LEDGER_LOCKED', 'the ledger was closed under the beat'));
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(errors).toEqual([]);
+  });
 });
