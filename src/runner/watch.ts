@@ -10,25 +10,6 @@ const POLL_MS = 1000;
 /** Just past chokidar's 50 ms throttle of repeated change events. */
 const TRAILING_MS = 60;
 
-/**
- * Beats `heartbeat` now and then again, each time after the interval of the policy the last beat was
- * written under (or `fallbackSeconds` until one is known), one beat at a time. Returns the stop.
- */
-function beatEvery(runner: Runner, fallbackSeconds: number, heartbeat: () => Promise<void>): () => void {
-  let timer: NodeJS.Timeout | undefined;
-  let stopped = false;
-  const beat = (): void => {
-    void heartbeat().finally(() => {
-      if (!stopped) timer = setTimeout(beat, (runner.heartbeatSeconds ?? fallbackSeconds) * 1000);
-    });
-  };
-  beat();
-  return () => {
-    stopped = true;
-    if (timer !== undefined) clearTimeout(timer);
-  };
-}
-
 /** A failure that ends a watch: a history that does not verify (`rejected`), or a runner that may not go on (`usage`: its key revoked). */
 function endsWatch(error: unknown): boolean {
   if (!isCooError(error)) return false;
@@ -54,26 +35,35 @@ export interface WatchOptions {
 }
 
 /**
- * Beats through `runner.heartbeat`: a failure that ends the watch is handed to `fail`, any other is
- * reported (a runner whose beats do not land is soon judged gone by the others) and waits for the next beat.
+ * Beats through `runner.heartbeat` now and then again, each time after the interval of the policy the
+ * last beat was written under (or `fallbackSeconds` until one is known), one beat at a time. A failure
+ * that ends the watch is handed to `fail`; any other is reported (a runner whose beats do not land is
+ * soon judged gone by the others) and waits for the next beat. Returns the stop: a beat still in flight
+ * then is not waited for, and what it meets (a ledger closed under it) is not said.
  */
-function heartbeats(runner: Runner, seconds: number, options: WatchOptions, fail: (error: unknown) => void): () => void {
-  // A beat still in flight when the watch stops is not waited for: what it meets then (a ledger closed under it) is not said.
-  let ended = false;
-  const end = beatEvery(runner, seconds, () =>
-    runner.heartbeat().then(
-      () => undefined,
-      (error: unknown) => {
-        if (ended) return;
-        if (endsWatch(error)) return fail(error);
-        const event = runner.errorEvent(error);
-        options.onError?.({ ...event, message: `the heartbeat was not written: ${event.message}` });
-      },
-    ),
-  );
+function heartbeats(runner: Runner, fallbackSeconds: number, options: WatchOptions, fail: (error: unknown) => void): () => void {
+  let timer: NodeJS.Timeout | undefined;
+  let stopped = false;
+  const beat = (): void => {
+    void runner
+      .heartbeat()
+      .then(
+        () => undefined,
+        (error: unknown) => {
+          if (stopped) return;
+          if (endsWatch(error)) return fail(error);
+          const event = runner.errorEvent(error);
+          options.onError?.({ ...event, message: `the heartbeat was not written: ${event.message}` });
+        },
+      )
+      .finally(() => {
+        if (!stopped) timer = setTimeout(beat, (runner.heartbeatSeconds ?? fallbackSeconds) * 1000);
+      });
+  };
+  beat();
   return () => {
-    ended = true;
-    end();
+    stopped = true;
+    if (timer !== undefined) clearTimeout(timer);
   };
 }
 
