@@ -3,6 +3,7 @@ import type { AaConsultMessage } from '../../schema/message.js';
 import type { ActorPolicy } from '../../schema/policy.js';
 import type { ActorRegistry } from '../../schema/registry.js';
 import type { CommitCheck } from '../commit-check.js';
+import { modelIdentity } from '../../consult/providers/oracle-models.js';
 import { matchesPattern } from '../policy-check.js';
 
 /**
@@ -67,16 +68,21 @@ export function panelRefusal(membership: { readonly name: string; readonly membe
   return null;
 }
 
-/** Two of `members` the registry reaches through one model, by whatever route, or null: a panel's members, a cross-check's author and challenger. */
+/**
+ * Two of `members` the registry reaches through one model, by whatever route, or null: a panel's
+ * members, a cross-check's author and challenger. One model is one identity (modelIdentity): the
+ * name each route gives it differs (OpenRouter's anthropic/claude-sonnet-4.6 is Oracle's
+ * claude-4.6-sonnet), and two of Oracle's keys may send one model.
+ */
 export function sameModel(registry: ActorRegistry, members: readonly string[]): { members: [string, string]; model: string } | null {
-  const seen = new Map<string, string>();
+  const seen = new Map<string, { readonly member: string; readonly name: string }>();
   for (const member of members) {
-    // An OpenRouter id names the model after its vendor (openai/gpt-5.5): the model is the part after it.
-    const model = registry.actors.find((actor) => actor.id === member)?.transport?.model.split('/').pop();
-    if (model === undefined) continue;
-    const first = seen.get(model);
-    if (first !== undefined) return { members: [first, member], model };
-    seen.set(model, member);
+    const name = registry.actors.find((actor) => actor.id === member)?.transport?.model;
+    if (name === undefined) continue;
+    const identity = modelIdentity(name);
+    const first = seen.get(identity);
+    if (first !== undefined) return { members: [first.member, member], model: first.name === name ? name : `${first.name} and ${name}, both ${identity}` };
+    seen.set(identity, { member, name });
   }
   return null;
 }

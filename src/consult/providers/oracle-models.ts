@@ -87,3 +87,21 @@ export function resolveOracleModel(name: string): ResolvedModel | null {
   if (n.includes('pro')) return resolved('gpt-5.5-pro');
   return resolved(n);
 }
+
+/**
+ * The model a registry's model name reaches, as one name whatever route or key reaches it: the id
+ * Oracle sends on the wire for one of its keys (gpt-5.2-pro goes as gpt-5.5-pro, claude-4.6-sonnet
+ * as claude-sonnet-4-6), without an OpenRouter vendor, in lower case, with dots read as dashes
+ * (OpenRouter's anthropic/claude-sonnet-4.6 is Anthropic's claude-sonnet-4-6) and no `-preview` or
+ * date stamp at its end. Two names with one identity are one model: a panel's members and a
+ * cross-check's author and challenger are told apart by it (authority/rules/panel.ts sameModel).
+ */
+export function modelIdentity(name: string): string {
+  const n = name.trim().toLowerCase();
+  const wire = ORACLE_MODELS[n]?.wire ?? n;
+  return wire
+    .split('/')
+    .pop()!
+    .replace(/\./g, '-')
+    .replace(/(-(preview|latest|\d{8}|\d{4}-\d{2}-\d{2}))+$/, '');
+}
