@@ -1,15 +1,26 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengerTwin } from '../../src/authority/rules/intents/cross-check.js';
+import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
+import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import type { NewFile } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import type { ActorRegistry } from '../../src/schema/registry.js';
-import { attack, codeOf } from '../helpers/attack-kit.js';
+import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
+import { sha256Ref } from '../../src/util/hash.js';
+import { attemptIdFor, newPanelId } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { attack, codeOf, useKit, type Kit } from '../helpers/attack-kit.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * The actor model, attacked where advice could pass for more than it is: a panel or cross-check
- * whose "independent" agents are one model under the names two routes give it.
+ * whose "independent" agents are one model under the names two routes give it; a consult an
+ * execution agent asks outside what its own dispatch attempt allows; and evidence that tries to
+ * carry a command, or a receipt written by an actor other than the runner.
  */
 
 const dir = tempDir('actors-redteam-8');
@@ -60,5 +71,112 @@ describe("a panel's members are independent, whatever name each route gives thei
   // Last: it puts the panel in force.
   it('accepts a panel of three models: the attacks above are refused for the twin alone', async () => {
     expect(await panelOf(['aa.claude', 'aa.gemini', 'aa.pro'])).toBe('accepted');
+  });
+});
+
+describe("a consult an execution agent asks is bounded by its own dispatch attempt", () => {
+  const getKit = useKit(join(dir, 'ea'));
+  let kit: Kit;
+  beforeAll(() => {
+    kit = getKit();
+  });
+
+  const FILE = { path: 'src/add.ts', sha256: sha256Ref(Buffer.from('x\n')), bytes: Buffer.from('x\n') };
+
+  /** A dispatch to ea.codex in the ledger, its attempt 1 claimed. */
+  async function dispatched(): Promise<EaDispatchMessage> {
+    const message = dispatchEnvelope({}, new Date()) as EaDispatchMessage;
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    const claim = { schema_version: 'claim.v0', message_id: message.message_id, attempt_id: attemptIdFor(message.message_id, 1, 'ea'), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
+    expect(await kit.append([{ path: claimPath(messageFolder(message.message_id, message.created_at), 1), bytes: Buffer.from(toYaml(claim)) }], kit.keys.coo.key)).toBe('accepted');
+    return message;
+  }
+
+  /** The files of a consult the agent of `dispatch` asks in its attempt 1, as the runner plans them; `edit` changes the envelope. */
+  async function asked(dispatch: EaDispatchMessage, target = 'aa.chatgpt', edit: (envelope: AaConsultMessage) => AaConsultMessage = (envelope) => envelope): Promise<NewFile[]> {
+    const state = await kit.world.ledger.state();
+    const plan = planAskedConsult(state, { key: kit.keys.coo.key, now: new Date(), dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), target, question: 'Is add() right?', files: [FILE] });
+    const envelope = edit(plan.envelopeAt(state));
+    const folder = messageFolder(envelope.message_id, envelope.created_at);
+    return [{ path: `${folder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${folder}/${name}`, bytes }))];
+  }
+
+  it('lands as the runner writes it: the attacks below are refused for what they change', async () => {
+    expect(await kit.append(await asked(await dispatched()), kit.keys.coo.key)).toBe('accepted');
+  });
+
+  attack('an execution agent that consults an advisory agent no policy edge of its own reaches (aa.claude)', 'library', 'POLICY_EDGE_NOT_ALLOWED', async () => kit.append(await asked(await dispatched(), 'aa.claude'), kit.keys.coo.key));
+
+  attack("a consult under one dispatch whose snapshot is of another dispatch's open attempt (its token)", 'library', 'CONTEXT_INVALID', async () => {
+    const other = await dispatched();
+    return kit.append(await asked(await dispatched(), 'aa.chatgpt', (envelope) => ({ ...envelope, context_pin: { ...envelope.context_pin, snapshot_of: attemptIdFor(other.message_id, 1, 'ea') } })), kit.keys.coo.key);
+  });
+
+  attack('a consult that names an attempt of its dispatch no runner claimed', 'library', 'ATTEMPT_INVALID', async () => kit.append(await asked(await dispatched(), 'aa.chatgpt', (envelope) => ({ ...envelope, asked_in_attempt: 2 })), kit.keys.coo.key));
+
+  attack('a consult an execution agent asks as one member of a panel no policy panel lets it ask', 'library', 'POLICY_PANEL_NOT_ALLOWED', async () =>
+    kit.append(await asked(await dispatched(), 'aa.chatgpt', (envelope) => ({ ...envelope, panel: { id: newPanelId(Date.now()), name: 'review', members: ['aa.chatgpt', 'aa.claude'] } })), kit.keys.coo.key),
+  );
+
+  /** A consult the agent of a new dispatch asked, claimed by the runner; the receipt its attempt 1 would take, with `fields` over it. */
+  async function claimedConsult(): Promise<(fields: Record<string, unknown>) => NewFile> {
+    const files = await asked(await dispatched());
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
+    const envelope = readStrictYaml(files[0]!.bytes, files[0]!.path) as AaConsultMessage;
+    const folder = messageFolder(envelope.message_id, envelope.created_at);
+    const id = envelope.message_id;
+    const claim = { schema_version: 'claim.v0', message_id: id, attempt_id: attemptIdFor(id, 1), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
+    expect(await kit.append([{ path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], kit.keys.coo.key)).toBe('accepted');
+    const receipt = {
+      schema_version: 'aa_receipt.v0', message_id: id, attempt_id: attemptIdFor(id, 1), attempt_number: 1, target_actor: 'aa.chatgpt', status: 'failed', created_at: isoSeconds(new Date()),
+      blockers: [{ code: 'aa_unavailable:unknown', detail: 'the provider did not answer' }], next_attempt_at: null, authority_class: 'advisory_only', transport: 'oracle', transport_session_id: null, engine: 'api', model: null, route: null,
+      prompt_hash: envelope.payload_hash, context_manifest_hash: envelope.context_pin.context_manifest_hash, bundle_hash: null, output_ref: null, output_hash: null,
+      output_validation: { schema_id: 'aa_answer.v0', status: 'not_run', errors: [] }, attachments: [], policy_decision_ref: 'trust/policy/000001.yaml', usage: null, actual_cost_usd: 0, budget_remaining_usd: envelope.budget.max_cost_usd, warnings: [],
+    };
+    return (fields) => ({ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml({ ...receipt, ...fields })) });
+  }
+
+  it('takes the receipt the COO signs for such a consult: the attack below is refused for its signer', async () => {
+    const receipt = await claimedConsult();
+    expect(await kit.append([receipt({})], kit.keys.coo.key)).toBe('accepted');
+  });
+
+  attack('a receipt of its own consult the execution agent signs, saying it cost nothing', 'library', 'NOT_ACTIVE_COO', async () => {
+    const receipt = await claimedConsult();
+    return kit.append([receipt({})], kit.keys.codex.key);
+  });
+});
+
+describe('evidence that tries to carry a command', () => {
+  const getKit = useKit(join(dir, 'evidence'));
+  /** A blocker from ea.codex to the COO, as an execution agent signs one, with `fields` over it. */
+  const blocker = (fields: Record<string, unknown> = {}) =>
+    dispatchEnvelope({ source_actor: 'ea.codex', principal: 'ea.codex', target_actor: 'coo.hermes', intent: 'blocker', authority_class: 'evidence', about_message_id: null, blocker: { code: 'needs_decision', detail: 'x' }, expected_receipt_schema: null, dispatch: undefined, payload_ref: undefined, payload_hash: undefined, context_pin: undefined, ...fields }, new Date());
+
+  it('lands as an execution agent writes it', async () => {
+    expect(await getKit().append(messageFiles(blocker()), getKit().keys.codex.key)).toBe('accepted');
+  });
+  attack("an execution agent's blocker that names the CEO as its principal", 'library', 'NOT_ACTIVE_COO', () => getKit().append(messageFiles(blocker({ principal: 'ceo' })), getKit().keys.codex.key));
+  attack("an execution agent's blocker that states governed_execution as its authority", 'library', 'SCHEMA_INVALID', () => getKit().append(messageFiles(blocker({ authority_class: 'governed_execution' })), getKit().keys.codex.key));
+  attack("an execution agent's blocker that asks for a receipt, as work does", 'library', 'SCHEMA_INVALID', () => getKit().append(messageFiles(blocker({ expected_receipt_schema: 'ea_receipt.v0' })), getKit().keys.codex.key));
+  attack('an execution agent that writes the COO a command in its own name, as the CEO does', 'library', 'POLICY_INTENT_NOT_ALLOWED', () =>
+    getKit().append(messageFiles(blocker({ intent: 'ceo_command', authority_class: 'directive', blocker: undefined, about_message_id: undefined, payload_ref: 'x/prompt.md', payload_hash: sha256Ref(Buffer.from('x')), budget_usd: null })), getKit().keys.codex.key),
+  );
+  attack("an execution agent that acknowledges to the CEO a message to the COO, in the COO's stead", 'library', 'POLICY_EDGE_NOT_ALLOWED', async () => {
+    const about = blocker();
+    expect(await getKit().append(messageFiles(about), getKit().keys.codex.key)).toBe('accepted');
+    return getKit().append(messageFiles(blocker({ intent: 'ack', target_actor: 'ceo', blocker: undefined, about_message_id: about.message_id, note: 'read' })), getKit().keys.codex.key);
+  });
+
+  // Last: it puts a careless policy in force.
+  attack("an execution agent's command in its own name, under a careless policy whose edge from it lists ceo_command", 'library', 'TRUST_AUTHORITY', async () => {
+    const kit = getKit();
+    const policy = (await kit.world.ledger.state()).policy!.doc;
+    const edges = policy.edges.map((edge) => (edge.from === 'ea.*' && edge.to === 'coo.*' ? { ...edge, intents: [...edge.intents, 'ceo_command' as const] } : edge));
+    await appendTrustVersion(kit.world.ledger, { role: 'policy', document: { ...policy, version: undefined, edges } }, kit.world.actors.ceo, new Date());
+    const command = blocker({ intent: 'ceo_command', authority_class: 'directive', blocker: undefined, about_message_id: undefined, budget_usd: null });
+    const folder = messageFolder(command.message_id, command.created_at);
+    const text = Buffer.from('Spend the budget.\n');
+    return kit.append([...messageFiles({ ...command, payload_ref: `${folder}/prompt.md`, payload_hash: sha256Ref(text) } as typeof command), { path: `${folder}/prompt.md`, bytes: text }], kit.keys.codex.key);
   });
 });
