@@ -75,14 +75,13 @@ export function panelRefusal(membership: { readonly name: string; readonly membe
  * claude-4.6-sonnet), and two of Oracle's keys may send one model.
  */
 export function sameModel(registry: ActorRegistry, members: readonly string[]): { members: [string, string]; model: string } | null {
-  const seen = new Map<string, { readonly member: string; readonly name: string }>();
+  const seen = new Map<string, { readonly member: string; readonly model: string }>();
   for (const member of members) {
-    const name = registry.actors.find((actor) => actor.id === member)?.transport?.model;
-    if (name === undefined) continue;
-    const identity = modelIdentity(name);
-    const first = seen.get(identity);
-    if (first !== undefined) return { members: [first.member, member], model: first.name === name ? name : `${first.name} and ${name}, both ${identity}` };
-    seen.set(identity, { member, name });
+    const model = registry.actors.find((actor) => actor.id === member)?.transport?.model;
+    if (model === undefined) continue;
+    const first = seen.get(modelIdentity(model));
+    if (first !== undefined) return { members: [first.member, member], model: first.model };
+    seen.set(modelIdentity(model), { member, model });
   }
   return null;
 }
