@@ -1,6 +1,8 @@
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengerTwin } from '../../src/authority/rules/intents/cross-check.js';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
 import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
@@ -12,6 +14,7 @@ import { sha256Ref } from '../../src/util/hash.js';
 import { attemptIdFor, newPanelId } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf, useKit, type Kit } from '../helpers/attack-kit.js';
+import { coo } from '../helpers/cli.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -71,6 +74,18 @@ describe("a panel's members are independent, whatever name each route gives thei
   // Last: it puts the panel in force.
   it('accepts a panel of three models: the attacks above are refused for the twin alone', async () => {
     expect(await panelOf(['aa.claude', 'aa.gemini', 'aa.pro'])).toBe('accepted');
+  });
+
+  it("coo trust --registry that would make the panel in force two of one model (aa.pro moved to Claude's model through OpenRouter): PANEL_INVALID, and nothing written", async () => {
+    const registry = (await w.ledger.state()).registry!.doc;
+    const moved = registry.actors.map((actor) => (actor.id === 'aa.pro' ? agent('aa.pro', 'anthropic/claude-sonnet-4.6', 'openrouter') : actor));
+    const file = join(dir, 'moved-registry.yaml');
+    writeFileSync(file, toYaml({ ...registry, version: undefined, actors: moved }));
+    writeFileSync(join(dir, 'ceo.key'), formatPrivateKey(w.actors.ceo), { mode: 0o600 });
+    const before = (await w.ledger.state()).seq;
+    const result = coo(['trust', '--ledger', w.gitdir, '--ceo-key', join(dir, 'ceo.key'), '--registry', file]);
+    expect([result.status, /^coo: PANEL_INVALID: .*aa\.claude and aa\.pro are one model \(claude-4\.6-sonnet\)/m.test(result.stderr)], result.stderr).toEqual([3, true]);
+    expect((await w.ledger.state()).seq).toBe(before);
   });
 });
 
