@@ -2,7 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { challengerTwin } from '../../src/authority/rules/intents/cross-check.js';
-import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { inboxRecords } from '../../src/inbox/inbox.js';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
 import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
@@ -193,5 +195,35 @@ describe('evidence that tries to carry a command', () => {
     const folder = messageFolder(command.message_id, command.created_at);
     const text = Buffer.from('Spend the budget.\n');
     return kit.append([...messageFiles({ ...command, payload_ref: `${folder}/prompt.md`, payload_hash: sha256Ref(text) } as typeof command), { path: `${folder}/prompt.md`, bytes: text }], kit.keys.codex.key);
+  });
+});
+
+describe("the CEO's word once the CEO rotates its key", () => {
+  let w: World;
+  let successor: PrivateKey;
+  let before: string;
+  beforeAll(async () => {
+    w = await makeWorld(join(dir, 'rotated'));
+    before = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Read before the rotation.' })).envelope.message_id;
+    successor = generatePrivateKey('ceo');
+    const root = (await w.ledger.state()).root!.doc;
+    await appendTrustVersion(w.ledger, { role: 'root', document: { ...root, version: undefined, authorities: [{ actor: 'ceo', key_id: successor.publicKey.keyId, public_key: formatPublicKeyLine(successor.publicKey) }] } }, w.actors.ceo, new Date());
+  });
+  afterAll(async () => w.close());
+
+  attack('the rotated-out CEO key sends the COO a command', 'library', 'SIGNER_RETIRED', () => codeOf(() => sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Spend the budget on the migration.', budgetUsd: 20 })));
+
+  it("takes the new key's command, and leaves the old key's unread command standing: a rotation, not a revocation", async () => {
+    const after = await sendCommand({ ledger: w.ledger, key: successor, now: new Date(), text: 'Read after the rotation.' });
+    expect(inboxRecords(await w.ledger.state()).map((record) => record.id)).toEqual([before, after.envelope.message_id]);
+  });
+
+  it('refuses coo mcp started with the CEO key, before it takes a call: the MCP route signs as the active COO only', async () => {
+    const file = join(dir, 'rotated-ceo.key');
+    writeFileSync(file, formatPrivateKey(successor), { mode: 0o600 });
+    const seq = (await w.ledger.state()).seq;
+    const result = coo(['mcp', '--ledger', w.gitdir, '--key', file, '--repo', w.target], { input: '' });
+    expect([result.status, /^coo: RUNNER_CONFIG: .*is not the active COO's key: it is the key of ceo/m.test(result.stderr)], result.stderr).toEqual([2, true]);
+    expect((await w.ledger.state()).seq).toBe(seq);
   });
 });
