@@ -1,4 +1,5 @@
 import { describe, expect, it } from 'vitest';
+import { modelIdentity } from '../../../src/consult/providers/oracle-models.js';
 import { planRoute } from '../../../src/consult/providers/routes.js';
 import type { OracleEndpoints } from '../../../src/consult/providers/provider.js';
 import { costUsd, planBudget } from '../../../src/lane/budget.js';
@@ -60,5 +61,29 @@ describe('a budget for a route that always asks for the same output', () => {
     expect(planBudget({ price, inputTokens: 1000, messageMaxUsd: worst - 0.0001, correlationRemainingUsd: 10, dailyRemainingUsd: 10, fixedOutputTokens: 2048 })).toMatchObject({ ok: false, blocker: 'budget_preflight' });
     // Without a fixed size the same budget runs with a smaller cap.
     expect(planBudget({ price, inputTokens: 1000, messageMaxUsd: worst - 0.0001, correlationRemainingUsd: 10, dailyRemainingUsd: 10 })).toMatchObject({ ok: true });
+  });
+});
+
+describe('the model a registry model name reaches, as a panel and a cross-check tell models apart', () => {
+  it.each([
+    ['claude-4.6-sonnet', 'anthropic/claude-sonnet-4.6'],
+    ['gemini-3.1-pro', 'google/gemini-3.1-pro-preview'],
+    ['gemini-3.1-pro', 'google/gemini-3.1-pro'],
+    ['gpt-5.5', 'openai/gpt-5.5'],
+    ['gpt-5.5-pro', 'gpt-5.2-pro'],
+    ['gpt-5.5-pro', 'gpt-5.1-pro'],
+    ['claude-4.1-opus', 'anthropic/claude-opus-4.1'],
+  ])('reads %s and %s as one model', (one, other) => {
+    expect(modelIdentity(one)).toBe(modelIdentity(other));
+  });
+
+  it.each([
+    ['gpt-5.5', 'gpt-5.5-pro'],
+    ['gpt-5.2', 'gpt-5.2-instant'],
+    ['gemini-3-pro', 'gemini-3.1-pro'],
+    ['gemini-3.1-pro', 'gemini-3.1-flash-lite'],
+    ['claude-4.6-sonnet', 'claude-4.1-opus'],
+  ])('reads %s and %s as two models', (one, other) => {
+    expect(modelIdentity(one)).not.toBe(modelIdentity(other));
   });
 });
