@@ -13,7 +13,8 @@ import { matchesPattern } from '../policy-check.js';
  * policy's max_fanout; every member puts the same question with the same context in the same place
  * of one correlation, and a panel, once written, takes no further members. Its members are
  * independent: no two of them are one model under two names (the model the registry's transport
- * names, whatever route, gateway or key reaches it), or their agreement would be one answer counted twice.
+ * names, as Oracle sends it, whatever route, gateway or key reaches it: sameModel), or their
+ * agreement would be one answer counted twice.
  */
 export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, registry: ActorRegistry, policy: ActorPolicy, where: string): void {
   const membership = doc.panel;
