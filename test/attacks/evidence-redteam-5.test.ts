@@ -1,8 +1,9 @@
 import { execFileSync } from 'node:child_process';
 import { existsSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CooError } from '../../src/errors.js';
+import { CatFileReader } from '../../src/ledger/object-store.js';
 import { checkPins, pinFiles, resolveCommit } from '../../src/lane/pins.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { worlds } from '../helpers/lane.js';
@@ -12,12 +13,16 @@ import { gitEnv, tempDir } from '../helpers/tmp.js';
  * A consult's context gathered from a target repository shaped against it at the pinned commit:
  * trees git would not write (entries out of order or twice, `.`, `..` or `.git` names), names that
  * differ only by case or Unicode normalisation, a filter the target configures, a pin to a tag or a
- * tree, a commit whose tree is missing.
+ * tree, a commit whose tree is missing, and a large folder the runner's check walks once per file.
  */
 
 const dir = tempDir('evidence-redteam-5');
 const BOUNDS = { files: 100, bytes: 1024 * 1024 };
 let count = 0;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 function git(repo: string, args: readonly string[], input?: string | Buffer): string {
   return execFileSync('git', ['-C', repo, ...args], { input, encoding: 'utf8', env: gitEnv(), stdio: ['pipe', 'pipe', 'pipe'] }).trim();
@@ -161,5 +166,25 @@ describe('what the pinned commit is, and what the target configures', () => {
     const commit = git(repo, ['hash-object', '-w', '-t', 'commit', '--literally', '--stdin'], `tree ${'1'.repeat(40)}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\n\nshallow\n`);
     expect(await pinned(repo, commit, ['a'])).toBe('GIT_FAILED');
     expect(await checkPins(repo, commit, [{ path: 'a', sha256: sha256Ref(Buffer.from('alpha\n')) }])).toMatchObject({ ok: false });
+  });
+});
+
+describe("the runner's pin check on many files of one folder", () => {
+  it('reads and parses each tree on the way once, not once per pinned file', async () => {
+    const repo = repository();
+    const entries = Array.from({ length: 40 }, (_, index) => `100644 blob ${blob(repo, `file ${index}\n`)}\tf${String(index).padStart(2, '0')}.txt`);
+    const folder = git(repo, ['mktree'], `${entries.join('\n')}\n`);
+    const commit = commitOf(repo, git(repo, ['mktree'], `040000 tree ${folder}\tdocs\n`));
+    const files = await pinFiles(repo, await resolveCommit(repo, commit), ['docs/*.txt'], BOUNDS);
+    expect(files).toHaveLength(40);
+    const read = CatFileReader.prototype.read;
+    const asked: string[] = [];
+    vi.spyOn(CatFileReader.prototype, 'read').mockImplementation(function (this: CatFileReader, oid: string, limit?: number) {
+      asked.push(oid);
+      return read.call(this, oid, limit ?? Number.POSITIVE_INFINITY);
+    });
+    expect(await checkPins(repo, commit, files)).toMatchObject({ ok: true });
+    const root = git(repo, ['rev-parse', `${commit}^{tree}`]);
+    expect([asked.filter((oid) => oid === root).length, asked.filter((oid) => oid === folder).length, asked.length]).toEqual([1, 1, 1 + 2 + 40]);
   });
 });
