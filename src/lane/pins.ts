@@ -84,6 +84,13 @@ function tooLarge(path: string, size: number): string {
   return `${path}: ${size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`;
 }
 
+/**
+ * A pattern picomatch matches to the one path it spells, and to no other: letters, digits, `.`, `_`,
+ * `-` and `/` only (no glob, brace, extglob or negation syntax), and no leading `./`, which
+ * picomatch drops.
+ */
+const PLAIN_PATH = /^(?!\.\/)[A-Za-z0-9._/-]+$/;
+
 function checkPattern(pattern: string, names: ArgumentNames): void {
   if (pattern.startsWith('/') || pattern.split('/').includes('..') || pattern.includes('\\') || pattern.includes('\0')) {
     throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} escapes the repository: give paths relative to its root`);
@@ -147,14 +154,17 @@ export function contextOverBounds(sizes: readonly number[], bounds: ContextBound
  * policy's `bounds`. Symlinks and submodules are refused.
  */
 export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[], bounds: ContextBounds, names: ArgumentNames = CLI_ARGUMENTS): Promise<PinnedFile[]> {
+  if (patterns.length > LIMITS.contextPatterns) throw new CooError('CONTEXT_INVALID', `${patterns.length} ${names.file} patterns exceed the ${LIMITS.contextPatterns}-pattern limit`);
   for (const pattern of patterns) checkPattern(pattern, names);
   const { commit } = at;
   const items = await listTree(at.gitdir, commit);
+  const byPath = new Map(items.map((item) => [item.path, item]));
   const matchers = patterns.map((pattern) => ({ pattern, match: picomatch(pattern, { dot: true }) }));
   // Keyed by path: a path two patterns match is pinned once, and finding it costs no pass over the files chosen so far.
   const chosen = new Map<string, TreeItem>();
   for (const { pattern, match } of matchers) {
-    const hits = items.filter((item) => match(item.path));
+    // A plain path is looked up, not tested against every file: naming many files costs no pass over the commit for each.
+    const hits = PLAIN_PATH.test(pattern) ? [byPath.get(pattern)].filter((item): item is TreeItem => item !== undefined && match(item.path)) : items.filter((item) => match(item.path));
     if (hits.length === 0) throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} matches nothing at ${commit.slice(0, 12)}`);
     for (const hit of hits) {
       // A name that is not UTF-8 decodes to another name (U+FFFD for each bad byte): the pin would name a path the commit does not hold.

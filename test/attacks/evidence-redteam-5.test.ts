@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { CooError } from '../../src/errors.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
+import { LIMITS } from '../../src/limits.js';
 import { checkPins, pinFiles, resolveCommit } from '../../src/lane/pins.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { worlds } from '../helpers/lane.js';
@@ -166,6 +167,34 @@ describe('what the pinned commit is, and what the target configures', () => {
     const commit = git(repo, ['hash-object', '-w', '-t', 'commit', '--literally', '--stdin'], `tree ${'1'.repeat(40)}\nauthor t <t@t> 0 +0000\ncommitter t <t@t> 0 +0000\n\nshallow\n`);
     expect(await pinned(repo, commit, ['a'])).toBe('GIT_FAILED');
     expect(await checkPins(repo, commit, [{ path: 'a', sha256: sha256Ref(Buffer.from('alpha\n')) }])).toMatchObject({ ok: false });
+  });
+});
+
+describe('many patterns over a commit of many files', () => {
+  it('more patterns than one request may name are refused, coded, before the commit is listed', async () => {
+    const repo = repository();
+    const commit = commitOf(repo, git(repo, ['mktree'], `100644 blob ${blob(repo, 'alpha\n')}\ta\n`));
+    expect(await pinned(repo, commit, Array.from({ length: LIMITS.contextPatterns }, () => 'a'))).toBe('pinned a');
+    expect(await pinned(repo, commit, Array.from({ length: LIMITS.contextPatterns + 1 }, () => 'a'))).toBe('CONTEXT_INVALID');
+  });
+
+  it('a plain path, looked up rather than matched against every file, pins what picomatch matches: itself, not a namesake, and ./ dropped', async () => {
+    const repo = repository();
+    const names = ['a', 'A', 'a.b', 'a-b', 'a_b', '.a', 'ab', 'b/a', 'b/a.b'];
+    const commit = commitOf(repo, git(repo, ['mktree'], `${names.filter((name) => !name.includes('/')).map((name) => `100644 blob ${blob(repo, `${name}\n`)}\t${name}`).join('\n')}\n040000 tree ${git(repo, ['mktree'], `100644 blob ${blob(repo, 'b/a\n')}\ta\n100644 blob ${blob(repo, 'b/a.b\n')}\ta.b\n`)}\tb\n`));
+    const outcomes = await Promise.all(['a', 'A', 'a.b', '.a', 'b/a', './a', 'a/', 'b', '!a', 'a*'].map(async (pattern) => [pattern, await pinned(repo, commit, [pattern])]));
+    expect(Object.fromEntries(outcomes)).toEqual({
+      a: 'pinned a',
+      A: 'pinned A',
+      'a.b': 'pinned a.b',
+      '.a': 'pinned .a',
+      'b/a': 'pinned b/a',
+      './a': 'pinned a',
+      'a/': 'CONTEXT_INVALID',
+      b: 'CONTEXT_INVALID',
+      '!a': 'pinned .a,A,a-b,a.b,a_b,ab,b/a,b/a.b',
+      'a*': 'pinned a,a-b,a.b,a_b,ab',
+    });
   });
 });
 
