@@ -31,6 +31,11 @@ export const LIMITS = {
   pathChars: 512,
   /** Most context files one consult may pin. */
   contextFiles: 200,
+  /**
+   * Most file patterns one request may name: a pattern that is not a plain path is tested against
+   * every file of the commit (up to `workEntries`), so their number bounds the time gathering takes.
+   */
+  contextPatterns: 1000,
   /** Largest single pinned context file. */
   contextFileBytes: 1024 * 1024,
   /**

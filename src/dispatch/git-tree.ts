@@ -1,4 +1,5 @@
 import { createHash } from 'node:crypto';
+import { compareTreeNames } from '../lane/raw-tree.js';
 
 /**
  * Git trees of a target repository built from a flat list of paths, byte for byte: names are
@@ -36,16 +37,6 @@ function newFolder(): Folder {
   return { files: new Map(), folders: new Map() };
 }
 
-/** git's order: names compared as bytes, a folder's name as if it ended in "/". */
-function compareNames(a: { name: Buffer; dir: boolean }, b: { name: Buffer; dir: boolean }): number {
-  const length = Math.min(a.name.length, b.name.length);
-  const common = Buffer.compare(a.name.subarray(0, length), b.name.subarray(0, length));
-  if (common !== 0) return common;
-  const nextA = a.name.length > length ? a.name[length]! : a.dir ? SLASH : -1;
-  const nextB = b.name.length > length ? b.name[length]! : b.dir ? SLASH : -1;
-  return nextA - nextB;
-}
-
 function splitPath(path: Buffer): Buffer[] {
   const parts: Buffer[] = [];
   let start = 0;
@@ -81,7 +72,7 @@ export function buildTree(files: readonly TreeFile[]): BuiltTree {
     const entries = [
       ...[...folder.files.values()].map((file) => ({ name: file.name, dir: false, mode: file.mode, oid: file.oid })),
       ...[...folder.folders.values()].map((sub) => ({ name: sub.name, dir: true, mode: '40000', oid: render(sub.folder) })),
-    ].sort(compareNames);
+    ].sort(compareTreeNames);
     const content = Buffer.concat(entries.flatMap((entry) => [Buffer.from(`${entry.mode} `, 'latin1'), entry.name, Buffer.from([0]), Buffer.from(entry.oid, 'hex')]));
     const oid = gitObjectId('tree', content);
     objects.push({ oid, content });

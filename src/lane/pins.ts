@@ -2,7 +2,7 @@ import picomatch from 'picomatch';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
-import { parseRawTree } from './raw-tree.js';
+import { parseRawTree, type RawTreeEntry } from './raw-tree.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { listTree as listCommitFiles } from './commit-files.js';
 import { runGit } from '../util/exec.js';
@@ -84,6 +84,13 @@ function tooLarge(path: string, size: number): string {
   return `${path}: ${size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`;
 }
 
+/**
+ * A pattern picomatch matches to the one path it spells, and to no other: letters, digits, `.`, `_`,
+ * `-` and `/` only (no glob, brace, extglob or negation syntax), and no leading `./`, which
+ * picomatch drops.
+ */
+const PLAIN_PATH = /^(?!\.\/)[A-Za-z0-9._/-]+$/;
+
 function checkPattern(pattern: string, names: ArgumentNames): void {
   if (pattern.startsWith('/') || pattern.split('/').includes('..') || pattern.includes('\\') || pattern.includes('\0')) {
     throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} escapes the repository: give paths relative to its root`);
@@ -147,24 +154,28 @@ export function contextOverBounds(sizes: readonly number[], bounds: ContextBound
  * policy's `bounds`. Symlinks and submodules are refused.
  */
 export async function pinFiles(repo: string, at: ResolvedCommit, patterns: readonly string[], bounds: ContextBounds, names: ArgumentNames = CLI_ARGUMENTS): Promise<PinnedFile[]> {
+  if (patterns.length > LIMITS.contextPatterns) throw new CooError('CONTEXT_INVALID', `${patterns.length} ${names.file} patterns exceed the ${LIMITS.contextPatterns}-pattern limit`);
   for (const pattern of patterns) checkPattern(pattern, names);
   const { commit } = at;
   const items = await listTree(at.gitdir, commit);
+  const byPath = new Map(items.map((item) => [item.path, item]));
   const matchers = patterns.map((pattern) => ({ pattern, match: picomatch(pattern, { dot: true }) }));
-  const chosen: TreeItem[] = [];
+  // Keyed by path: a path two patterns match is pinned once, and finding it costs no pass over the files chosen so far.
+  const chosen = new Map<string, TreeItem>();
   for (const { pattern, match } of matchers) {
-    const hits = items.filter((item) => match(item.path));
+    // A plain path is looked up, not tested against every file: naming many files costs no pass over the commit for each.
+    const hits = PLAIN_PATH.test(pattern) ? [byPath.get(pattern)].filter((item): item is TreeItem => item !== undefined && match(item.path)) : items.filter((item) => match(item.path));
     if (hits.length === 0) throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} matches nothing at ${commit.slice(0, 12)}`);
     for (const hit of hits) {
       // A name that is not UTF-8 decodes to another name (U+FFFD for each bad byte): the pin would name a path the commit does not hold.
       if (!hit.utf8) throw new CooError('CONTEXT_INVALID', `${JSON.stringify(hit.path)} at ${commit.slice(0, 12)} is not a UTF-8 name: it cannot be pinned by the name the commit holds`);
       if (!isRegularFile(hit)) throw new CooError('CONTEXT_INVALID', `${hit.path} is a ${hit.mode === '120000' ? 'symbolic link' : hit.type} at ${commit.slice(0, 12)}: only regular files can be pinned`);
-      if (!chosen.some((item) => item.path === hit.path)) chosen.push(hit);
+      if (!chosen.has(hit.path)) chosen.set(hit.path, hit);
     }
   }
-  if (chosen.length > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${chosen.length} files exceed the ${LIMITS.contextFiles}-file limit`);
+  if (chosen.size > LIMITS.contextFiles) throw new CooError('CONTEXT_INVALID', `${chosen.size} files exceed the ${LIMITS.contextFiles}-file limit`);
   // Refused from git's size, before any byte is read: the cost of a refusal does not grow with the file.
-  const sized = await withSizes(at.gitdir, chosen);
+  const sized = await withSizes(at.gitdir, [...chosen.values()]);
   for (const item of sized) {
     if (item.size === null) throw new CooError('CONTEXT_INVALID', `${item.path}: git reports no size for object ${item.oid}`);
     if (item.size > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', tooLarge(item.path, item.size));
@@ -174,6 +185,12 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
   // The bytes read, not the headers, are what is pinned: they are held to the bounds too.
   refuseContextOverBounds(files.map((file) => file.bytes.length), bounds);
   return files;
+}
+
+/** A tree read while checking pins: its id, and its entries by name (the name's bytes as latin1). */
+interface FolderTree {
+  readonly oid: string;
+  readonly entries: ReadonlyMap<string, RawTreeEntry>;
 }
 
 export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[] } | { readonly ok: false; readonly detail: string };
@@ -203,15 +220,26 @@ export class PinnedRepo {
     return { content: object.content };
   }
 
-  private async find(tree: string, path: string): Promise<{ mode: string; oid: string } | null> {
+  /**
+   * The entry at `path` under `tree`. `folders` holds the trees the previous path went through, one
+   * a level: the trees this path shares with it are not read and parsed again, so checking many
+   * files of one large folder reads that folder once, and no more trees are held than one path is deep.
+   */
+  private async find(tree: string, path: string, folders: FolderTree[]): Promise<{ mode: string; oid: string } | null> {
     let current = tree;
     const parts = path.split('/');
     for (let i = 0; i < parts.length; i += 1) {
-      const object = await this.readWithin(current, 'tree', LIMITS.treeBytes);
-      if (!('content' in object)) return null;
-      // The same parser the listing at enqueue uses: both read a tree as git does (a 100664 file is a regular one).
-      const name = Buffer.from(parts[i]!);
-      const entry = parseRawTree(object.content).find((item) => item.name.equals(name));
+      let folder = folders[i];
+      if (folder?.oid !== current) {
+        const object = await this.readWithin(current, 'tree', LIMITS.treeBytes);
+        if (!('content' in object)) return null;
+        // The same parser the listing at enqueue uses: both read a tree as git does (a 100664 file is a regular one).
+        const entries = new Map(parseRawTree(object.content).map((entry) => [entry.name.toString('latin1'), entry]));
+        folder = { oid: current, entries };
+        folders.length = i;
+        folders.push(folder);
+      }
+      const entry = folder.entries.get(Buffer.from(parts[i]!).toString('latin1'));
       if (entry === undefined) return null;
       if (i === parts.length - 1) return entry;
       if (entry.mode !== '40000') return null;
@@ -246,8 +274,9 @@ export class PinnedRepo {
     const tree = /^tree ([0-9a-f]{40})$/m.exec(object.content.toString('utf8'))?.[1];
     if (tree === undefined) return { ok: false, detail: `${commit} names no tree` };
     const files: PinnedFile[] = [];
+    const folders: FolderTree[] = [];
     for (const pin of pinned) {
-      const entry = await this.find(tree, pin.path);
+      const entry = await this.find(tree, pin.path, folders);
       if (entry === null) return { ok: false, detail: `${pin.path} is not in ${commit.slice(0, 12)}` };
       if (entry.mode !== '100644' && entry.mode !== '100755') return { ok: false, detail: `${pin.path} is not a regular file at ${commit.slice(0, 12)}` };
       const blob = await this.readWithin(entry.oid, 'blob', LIMITS.contextFileBytes);

@@ -27,9 +27,33 @@ function canonicalMode(raw: string): string | null {
   }
 }
 
-/** Parses a raw tree object: `MODE SP NAME NUL` and 20 bytes of object id per entry. */
+/** A name git refuses in a tree (`git fsck`: hasDot, hasDotdot, hasDotgit), and no checkout writes: `.`, `..`, `.git` in any case. */
+function refusedName(name: Buffer): boolean {
+  if (name.length === 1) return name[0] === 0x2e;
+  if (name.length === 2) return name[0] === 0x2e && name[1] === 0x2e;
+  return name.length === 4 && name.toString('latin1').toLowerCase() === '.git';
+}
+
+/** git's order of tree entries (base_name_compare): names compared as bytes, a folder's name as if it ended in "/". */
+export function compareTreeNames(a: { readonly name: Buffer; readonly dir: boolean }, b: { readonly name: Buffer; readonly dir: boolean }): number {
+  const length = Math.min(a.name.length, b.name.length);
+  const common = a.name.compare(b.name, 0, length, 0, length);
+  if (common !== 0) return common;
+  const nextA = a.name.length > length ? a.name[length]! : a.dir ? SLASH : -1;
+  const nextB = b.name.length > length ? b.name[length]! : b.dir ? SLASH : -1;
+  return nextA - nextB;
+}
+
+/**
+ * Parses a raw tree object: `MODE SP NAME NUL` and 20 bytes of object id per entry. A tree git
+ * would not write is refused, not read another way than git reads it: entries out of git's order
+ * (git's own lookup of a path stops early in them, so `git show COMMIT:PATH` would not find a file
+ * listed here), a name twice (a file and a folder of one name among them), or a `.`, `..` or
+ * `.git` name.
+ */
 export function parseRawTree(raw: Buffer): RawTreeEntry[] {
   const entries: RawTreeEntry[] = [];
+  const names = new Set<string>();
   let offset = 0;
   while (offset < raw.length) {
     const space = raw.indexOf(0x20, offset);
@@ -38,7 +62,14 @@ export function parseRawTree(raw: Buffer): RawTreeEntry[] {
     const mode = canonicalMode(raw.toString('latin1', offset, space));
     const name = raw.subarray(space + 1, nul);
     if (mode === null || name.length === 0 || name.includes(SLASH)) throw new Error(`a tree entry of mode ${JSON.stringify(raw.toString('latin1', offset, space))} named ${JSON.stringify(name.toString('utf8'))}`);
-    entries.push({ mode, name: Buffer.from(name), oid: raw.toString('hex', nul + 1, nul + 21) });
+    if (refusedName(name)) throw new Error(`a tree entry named ${JSON.stringify(name.toString('utf8'))}, which git refuses in a tree`);
+    const entry = { mode, name: Buffer.from(name), oid: raw.toString('hex', nul + 1, nul + 21) };
+    const key = name.toString('latin1');
+    if (names.has(key)) throw new Error(`two tree entries named ${JSON.stringify(name.toString('utf8'))}`);
+    names.add(key);
+    const previous = entries[entries.length - 1];
+    if (previous !== undefined && compareTreeNames({ name: previous.name, dir: previous.mode === '40000' }, { name, dir: mode === '40000' }) >= 0) throw new Error(`tree entries out of git's order (${JSON.stringify(previous.name.toString('utf8'))} before ${JSON.stringify(name.toString('utf8'))})`);
+    entries.push(entry);
     offset = nul + 21;
   }
   return entries;

@@ -1,4 +1,5 @@
 import { z } from 'zod';
+import { LIMITS } from '../limits.js';
 import { actorId, correlationId, messageId, timestamp } from '../schema/common.js';
 import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
 import { LANE_STATES } from '../authority/state.js';
@@ -45,7 +46,7 @@ export const consultInput = z.strictObject({
   files: z
     .array(z.string().min(1).max(500))
     .min(1)
-    .max(1000)
+    .max(LIMITS.contextPatterns)
     .describe('context files or globs, relative to the repository root, pinned at the commit (e.g. ["src/add.ts", "docs/**/*.md"])'),
   prompt: z.string().min(1).max(100_000).describe('the question for the advisory agent'),
   rev: z
@@ -78,7 +79,7 @@ export const dispatchInput = z.strictObject({
   scope: list('path globs the work may change, relative to the repository root, a folder covering what is under it; a change elsewhere fails the attempt', '["src/**", "test/**"]'),
   accept: list('acceptance criteria', '["add(NaN, 1) is NaN"]'),
   verify: list('commands the runner itself runs afterwards on a fresh checkout of the signed commit; every one must exit 0', '["npm test"]'),
-  files: z.array(z.string().min(1).max(500)).max(1000).optional().describe('context files or globs to pin at the base commit'),
+  files: z.array(z.string().min(1).max(500)).max(LIMITS.contextPatterns).optional().describe('context files or globs to pin at the base commit'),
   rev: z
     .string()
     .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
