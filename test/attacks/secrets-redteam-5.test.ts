@@ -12,6 +12,7 @@ import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fa
 import { AccessRefused } from '../../src/remote/git-remote.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { Runner, type RunnerEvent } from '../../src/runner/runner.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { cooAsync } from '../helpers/cli.js';
 import { refusal, startBounded, type BoundedResult } from '../helpers/damage.js';
 import { serveGitHttp } from '../helpers/git-http.js';
@@ -259,6 +260,9 @@ const PROVIDER_KEYS = {
   GEMINI_API_KEY: 'AIzaRedirectedGeminiKey0123456789SECRET',
 };
 
+/** One attempt a consult: each would end as the first. */
+const ONE_ATTEMPT = { policy: (policy: ActorPolicy): ActorPolicy => ({ ...policy, retries: { ...policy.retries, transient_max_attempts: 1 } }) };
+
 describe('a provider endpoint that redirects a consult to another origin', { timeout: 120_000 }, () => {
   const fresh = worlds(tempDir('secrets-redteam-5-consult-'));
   const routes = [
@@ -268,7 +272,7 @@ describe('a provider endpoint that redirects a consult to another origin', { tim
   ] as const;
   for (const [target, header, keyEnv] of routes) {
     it(`${target} (its key in ${header}): the redirect is not followed, the key reaches no other origin, and the receipt says why (aa_unavailable:transport) without the key`, async () => {
-      const w = await fresh();
+      const w = await fresh(ONE_ATTEMPT);
       const elsewhere: Seen[] = [];
       const other = await listen(
         createServer((req, res) => {
@@ -295,7 +299,7 @@ describe('a provider endpoint that redirects a consult to another origin', { tim
       expect(asked.length).toBeGreaterThan(0);
       expect(String(asked[0]!.headers[header])).toContain(PROVIDER_KEYS[keyEnv]);
       expect(elsewhere).toEqual([]);
-      expect(receipts.length).toBeGreaterThan(0);
+      expect(receipts).toHaveLength(1);
       for (const receipt of receipts) {
         expect(receipt['status']).toBe('failed');
         expect(blockersOf(receipt)).toEqual(['aa_unavailable:transport']);
@@ -313,8 +317,7 @@ describe('a provider endpoint that redirects a consult to another origin', { tim
 describe('a provider endpoint whose redirect points at itself, at a file, at ssh, or carries credentials of its own', { timeout: 120_000 }, () => {
   const fresh = worlds(tempDir('secrets-redteam-5-where-'));
   it('is refused the same way each time: where it pointed is never followed nor repeated', async () => {
-    // One attempt a consult: each would end as the first.
-    const w = await fresh({ policy: (policy) => ({ ...policy, retries: { ...policy.retries, transient_max_attempts: 1 } }) });
+    const w = await fresh(ONE_ATTEMPT);
     let location = '';
     const front = await listen(
       createServer((req, res) => {
@@ -329,7 +332,7 @@ describe('a provider endpoint whose redirect points at itself, at a file, at ssh
       const { messageId } = await w.consult({ idempotencyKey: `where-${n}` });
       await w.runner({ transport }).runOnce();
       const receipts = await receiptsOf(w, messageId);
-      expect(receipts.length, where).toBeGreaterThan(0);
+      expect(receipts, where).toHaveLength(1);
       for (const receipt of receipts) {
         expect(blockersOf(receipt), where).toEqual(['aa_unavailable:transport']);
         const text = JSON.stringify(receipt);
