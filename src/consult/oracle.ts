@@ -23,6 +23,7 @@ import { wholeLinesOf } from '../util/bytes.js';
 import { sandboxFellText, standingCommand, untilSandboxStands } from '../util/sandbox-start.js';
 import { createOwnFile, openOwnFile, writeOwnFile } from '../util/own-write.js';
 import { SANDBOX_REMEDY } from './sandbox.js';
+import { NO_REDIRECTS_NODE_OPTIONS } from './no-redirects.js';
 
 /**
  * The AA transport: Oracle's CLI, API engine only. The only place the lane starts a process.
@@ -334,6 +335,8 @@ export class OracleCli implements AaTransport {
       DOTENV_CONFIG_PATH: '/dev/null',
       // The route's endpoint, then its one key: no other provider's key, so Oracle cannot fall back to another route.
       ...request.route.env,
+      // Oracle's fetch follows no redirect: the key goes to that endpoint alone (no-redirects.ts).
+      NODE_OPTIONS: NO_REDIRECTS_NODE_OPTIONS,
       [request.route.keyEnv]: source[request.route.keyEnv] ?? '',
     };
   }

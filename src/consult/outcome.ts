@@ -1,5 +1,6 @@
 import { LIMITS } from '../limits.js';
 import type { BlockerCode } from '../schema/receipt.js';
+import { redirectRefusal } from './no-redirects.js';
 
 /** What one Oracle run left behind, gathered by the adapter. */
 export interface OracleRun {
@@ -88,6 +89,9 @@ export function judgeRun(run: OracleRun, classifyProvider: (text: string) => Blo
     if (run.answer === null || run.answer.length === 0) return { ok: false, blocker: 'output_missing', status: 'failed', detail: 'Oracle reported completion but wrote no answer file' };
     return { ok: true };
   }
+  // The endpoint sent Oracle elsewhere and was not followed (no-redirects.ts): a fault of where it points, said as such.
+  const redirected = redirectRefusal(run.stderrTail);
+  if (redirected !== null) return { ok: false, blocker: 'aa_unavailable:transport', status: 'failed', detail: redirected.slice(0, 300) };
   if (meta?.incompleteReason != null) {
     return { ok: false, blocker: 'output_missing', status: 'failed', detail: `response did not complete: ${meta.incompleteReason}` };
   }

@@ -7,6 +7,7 @@ import { CooError, type ErrorCode } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { importPackage } from '../util/import-package.js';
+import { GIT_NO_REDIRECTS } from '../util/git-env.js';
 import { tokenOrigin } from '../util/token-url.js';
 import { pullRequestMarker, pullRequestTitle, renderPullRequestBody, type PullRequestEvidence } from './pull-request-body.js';
 
@@ -80,10 +81,13 @@ interface GitResult {
   readonly timedOut: boolean;
 }
 
-/** git with hooks off and an environment of our own (nothing of the runner's git or user config), under a timer. */
+/**
+ * git with hooks off, no redirect followed (GIT_NO_REDIRECTS: the branch and the token's use go to the
+ * push URL alone) and an environment of our own (nothing of the runner's git or user config), under a timer.
+ */
 function git(args: readonly string[], env: NodeJS.ProcessEnv, timeoutMs: number): Promise<GitResult> {
   return new Promise((resolvePromise) => {
-    const child = spawn('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('git', ['-c', 'core.hooksPath=/dev/null', '-c', 'core.fsmonitor=false', ...GIT_NO_REDIRECTS, ...args], { env, detached: true, stdio: ['ignore', 'pipe', 'pipe'] });
     const out: Buffer[] = [];
     const err: Buffer[] = [];
     let timedOut = false;

@@ -9,7 +9,7 @@ import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
 import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
-import { gitEnvironment, remoteGitEnvironment } from '../util/git-env.js';
+import { GIT_NO_REDIRECTS, gitEnvironment, remoteGitEnvironment } from '../util/git-env.js';
 import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -131,14 +131,15 @@ const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
 
 /**
  * Runs stock git against a remote: never a shell, never a prompt (GIT_TERMINAL_PROMPT=0, no
- * terminal: a transport that wants a password fails instead of waiting for one), and within a time
+ * terminal: a transport that wants a password fails instead of waiting for one), never after a
+ * redirect (GIT_NO_REDIRECTS: the credentials go to the remote's URL alone), and within a time
  * limit. A remote that accepts the connection and never answers would otherwise hold the caller for
  * ever: at the limit the command's whole process group (git, its remote helper, ssh) is killed, and
  * the result says which command and which limit.
  */
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
-  const argv = [...NO_HOOKS, ...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
+  const argv = [...NO_HOOKS, ...GIT_NO_REDIRECTS, ...KEEP_PACKS, ...(options.gitdir === undefined ? [] : ['--git-dir', options.gitdir]), ...args];
   const { gitdir, maxReceivedBytes } = options;
   const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
   const weighed = quarantine ?? (maxReceivedBytes === undefined ? null : (options.into ?? null));
@@ -215,13 +216,25 @@ export function gitSaid(result: RemoteGitResult): string {
 }
 
 /**
+ * How git says that an HTTP remote answered with a redirect (301, 302, 303, 307 or 308), on its first
+ * request or a later one: git follows none (GIT_NO_REDIRECTS), and where it pointed is never repeated
+ * (its Location may carry credentials of its own).
+ */
+const REDIRECTED = /The requested URL returned error: 30[12378]\b/i;
+
+/** What a refusal that is a redirect adds: what coo did, and what the operator does. */
+const REDIRECT_NOTE = 'a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to';
+
+/**
  * How git, and the ssh or HTTP transport under it, says that the remote answered and refused this
  * client or holds no repository at the URL's path: ssh took none of its keys, or the server's host
  * key is not the one known here; HTTP answered 401, 403 or 404, or wanted a user name or password
- * and none was given (git may not ask for one). A network that is down, a server that is not
- * listening and a time limit are no answer, and match none of these.
+ * and none was given (git may not ask for one), or sent this client elsewhere (REDIRECTED). A
+ * network that is down, a server that is not listening and a time limit are no answer, and match
+ * none of these.
  */
 const REFUSED = [
+  REDIRECTED,
   /Permission denied \(/i,
   /Host key verification failed/i,
   /The requested URL returned error: 40[134]\b/i,
@@ -238,7 +251,9 @@ export function refusedAccess(result: RemoteGitResult): string | null {
     .split('\n')
     .map((text) => text.trim())
     .find((text) => REFUSED.some((pattern) => pattern.test(text)));
-  return line === undefined ? null : withoutUserInfo(line).slice(0, LIMITS.pathChars);
+  if (line === undefined) return null;
+  const said = withoutUserInfo(line).slice(0, LIMITS.pathChars);
+  return REDIRECTED.test(line) ? `${said} (${REDIRECT_NOTE})` : said;
 }
 
 /**

@@ -19,6 +19,18 @@ export const GIT_OWN_OBJECTS: Readonly<Record<string, string>> = { GIT_NO_REPLAC
  */
 export const GIT_NO_FETCH: Readonly<Record<string, string>> = { GIT_NO_LAZY_FETCH: '1', GIT_ALLOW_PROTOCOL: 'none' };
 
+/**
+ * What every git coo starts to talk to a remote over HTTP is told (as `-c` arguments, which win over
+ * `http.followRedirects` in every config file and in GIT_CONFIG_COUNT; only a setting the operator
+ * made for one URL, `http.<url>.followRedirects`, rules that URL): follow no redirect. git follows one on its first
+ * request by default (`http.followRedirects=initial`) and then sends every later request to where it
+ * led, with the headers `http.extraHeader` names and whatever a credential helper that is not scoped
+ * to one host answers for the new one: the credentials the operator gave for the URL they trust
+ * would reach a server they never named. A redirect is refused instead (HTTP 30x), and told apart
+ * (remote/git-remote.ts, refusedAccess).
+ */
+export const GIT_NO_REDIRECTS: readonly string[] = ['-c', 'http.followRedirects=false'];
+
 /** The environment of a git coo starts: this process's, told GIT_OWN_OBJECTS and GIT_NO_FETCH, then `extra`. */
 export function gitEnvironment(extra: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
   return { ...process.env, ...GIT_OWN_OBJECTS, ...GIT_NO_FETCH, ...extra };

@@ -4,6 +4,7 @@ import { join, relative } from 'node:path';
 import { deflateSync } from 'node:zlib';
 import { describe, expect, it } from 'vitest';
 import { laneStateOf } from '../../src/authority/state.js';
+import { NO_REDIRECTS_NODE_OPTIONS } from '../../src/consult/no-redirects.js';
 import { checkPins } from '../../src/lane/pins.js';
 import { isCooError } from '../../src/errors.js';
 import { describeEvent } from '../../src/cli/watch.js';
@@ -307,8 +308,10 @@ describe('the sandbox', () => {
     const observed = JSON.parse(readFileSync(join(w.dir, 'state', 'sandboxes', sandboxes[0]!, 'home', 'observed.json'), 'utf8')) as { env: Record<string, string>; cwd: string; writes: Record<string, string> };
     expect(observed.writes).toEqual({ target_file: 'EROFS', target_git: 'EROFS', ledger_ref: 'ENOENT', pinned_copy: 'EROFS' });
     // PWD is set by bubblewrap's --chdir; nothing else is inherited.
-    expect(Object.keys(observed.env).sort()).toEqual(['DOTENV_CONFIG_PATH', 'FORCE_COLOR', 'HOME', 'LANG', 'NO_COLOR', 'OPENAI_API_KEY', 'ORACLE_HOME_DIR', 'ORACLE_NOTIFY', 'ORACLE_NO_OSC_PROGRESS', 'PATH', 'PWD', 'TMPDIR'].sort());
+    expect(Object.keys(observed.env).sort()).toEqual(['DOTENV_CONFIG_PATH', 'FORCE_COLOR', 'HOME', 'LANG', 'NODE_OPTIONS', 'NO_COLOR', 'OPENAI_API_KEY', 'ORACLE_HOME_DIR', 'ORACLE_NOTIFY', 'ORACLE_NO_OSC_PROGRESS', 'PATH', 'PWD', 'TMPDIR'].sort());
     expect(observed.env['DOTENV_CONFIG_PATH']).toBe('/dev/null');
+    // Only the module that makes Oracle's fetch follow no redirect (consult/no-redirects.ts).
+    expect(observed.env['NODE_OPTIONS']).toBe(NO_REDIRECTS_NODE_OPTIONS);
     expect(observed.env['HOME']).toContain(join('state', 'sandboxes'));
     expect(observed.cwd).toContain(join('state', 'sandboxes'));
     expect(git(['rev-parse', 'HEAD'], { cwd: w.target })).toBe(repoHead);

@@ -132,6 +132,12 @@ describe("judging Oracle's exit", () => {
     ['an unknown model', { exitCode: 1, meta: meta('error', { errorMessage: 'The model gpt-9 does not exist' }) }, { blocker: 'aa_unavailable:model' }],
     ['our kill timer', { exitCode: null, signal: 'SIGKILL', killedByTimer: true }, { blocker: 'budget_runtime_breach', status: 'timed_out' }],
     ['a crash with only stdout', { exitCode: 1, stdoutTail: 'ERROR: Rate limit reached for requests' }, { blocker: 'aa_unavailable:rate_limited' }],
+    [
+      'a redirect the endpoint answered, which Oracle did not follow (consult/no-redirects.ts), said before the 401 of its message',
+      { exitCode: 1, meta: meta('error', { errorMessage: 'Connection error. 401' }), stderrTail: 'x\ncoo: https://gateway.example answered 308, a redirect, which coo does not follow: a provider key goes to the endpoint named and nowhere else\n' },
+      { blocker: 'aa_unavailable:transport', status: 'failed', detail: 'coo: https://gateway.example answered 308, a redirect, which coo does not follow: a provider key goes to the endpoint named and nowhere else' },
+    ],
+    ['the same words inside a line of another, not at its start: no redirect was refused', { exitCode: 1, stderrTail: 'Error: 401 said coo: https://gateway.example answered 308, a redirect, which coo does not follow: a provider key goes to the endpoint named and nowhere else\n' }, { blocker: 'aa_unavailable:auth' }],
   ])('%s', (_name, run, expected) => {
     expect(judgeRun({ ...base, ...(run as Partial<OracleRun>) })).toMatchObject(expected);
   });

@@ -18,6 +18,17 @@ describe('refusedAccess: a remote that answered and refused this client, told fr
     for (const [stderr, said] of cases) expect(refusedAccess(failed(stderr)), stderr).toBe(said);
   });
 
+  it('names a redirect, on the first request or a later one, as one coo never follows, and never where it pointed', () => {
+    const note = ' (a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to)';
+    const cases: Array<[string, string]> = [
+      ["fatal: unable to access 'https://x-access-token:ghs_secret@forge.example/ledger.git/': The requested URL returned error: 301\n", `fatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 301${note}`],
+      ['error: RPC failed; HTTP 307 curl 22 The requested URL returned error: 307\nfatal: expected flush after ref listing\n', `error: RPC failed; HTTP 307 curl 22 The requested URL returned error: 307${note}`],
+    ];
+    for (const [stderr, said] of cases) expect(refusedAccess(failed(stderr)), stderr).toBe(said);
+    // 304 (not modified) and 300 are no redirect git would follow.
+    expect(refusedAccess(failed("fatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 304\n"))).toBeNull();
+  });
+
   it('is null for a remote that did not answer (a port nobody listens on, a name that does not resolve, a time limit) and for a command that succeeded', () => {
     expect(refusedAccess(failed(`ssh: connect to host 127.0.0.1 port 1: Connection refused\n${CANNOT_READ}`))).toBeNull();
     expect(refusedAccess(failed(`ssh: Could not resolve hostname ledger.invalid: Name or service not known\n${CANNOT_READ}`))).toBeNull();
