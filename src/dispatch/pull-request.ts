@@ -196,6 +196,19 @@ export interface PublishedPullRequest {
 type Octokit = InstanceType<typeof OctokitRest.Octokit>;
 
 /** How many of the newest pull requests the marker check reads when none has the branch as its head. */
+/**
+ * The API's fetch: it follows no redirect. fetch takes the token's `Authorization` off a request
+ * redirected to another origin, but a 307 or 308 sends the request's body on to wherever it points:
+ * the pull request's title and body, the receipt's evidence of a repository that may be private. A
+ * redirect is refused instead, naming the status and never where it pointed.
+ */
+async function fetchFollowingNoRedirect(input: string | URL | Request, init?: RequestInit): Promise<Response> {
+  const response = await fetch(input, { ...init, redirect: 'manual' });
+  if (response.status < 300 || response.status > 399 || response.status === 304) return response;
+  await response.body?.cancel().catch(() => undefined);
+  throw new Error(`the API answered ${response.status}, a redirect, which coo does not follow: the token and the pull request go to the API URL named alone; give the repository's current OWNER/REPO, or --github-api-url its current URL`);
+}
+
 const RECENT = 100;
 
 /**
@@ -233,6 +246,7 @@ export async function publishAttempt(options: PublishOptions): Promise<Published
     userAgent: 'coo-commons',
     ...(options.apiBaseUrl === undefined ? {} : { baseUrl: options.apiBaseUrl }),
     log: { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined },
+    request: { fetch: fetchFollowingNoRedirect },
   });
   const apiError = (what: string, error: unknown): CooError => {
     const status = (error as { status?: number }).status;

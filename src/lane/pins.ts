@@ -273,9 +273,13 @@ export class PinnedRepo {
     if (!('content' in object)) return { ok: false, detail: `pinned commit ${commit} is gone from ${this.repo}` };
     const tree = /^tree ([0-9a-f]{40})$/m.exec(object.content.toString('utf8'))?.[1];
     if (tree === undefined) return { ok: false, detail: `${commit} names no tree` };
-    const files: PinnedFile[] = [];
+    const files: PinnedFile[] = new Array<PinnedFile>(pinned.length);
     const folders: FolderTree[] = [];
-    for (const pin of pinned) {
+    // Looked up in path order, so the pins of one folder come together and it is read once (find),
+    // whatever order the envelope lists them in; the files are answered in the envelope's order.
+    const order = pinned.map((_, index) => index).sort((a, b) => (pinned[a]!.path < pinned[b]!.path ? -1 : pinned[a]!.path > pinned[b]!.path ? 1 : 0));
+    for (const index of order) {
+      const pin = pinned[index]!;
       const entry = await this.find(tree, pin.path, folders);
       if (entry === null) return { ok: false, detail: `${pin.path} is not in ${commit.slice(0, 12)}` };
       if (entry.mode !== '100644' && entry.mode !== '100755') return { ok: false, detail: `${pin.path} is not a regular file at ${commit.slice(0, 12)}` };
@@ -284,7 +288,7 @@ export class PinnedRepo {
       if ('tooLarge' in blob) return { ok: false, detail: tooLarge(pin.path, blob.tooLarge) };
       const sha256 = sha256Ref(blob.content);
       if (sha256 !== pin.sha256) return { ok: false, detail: `${pin.path} has ${sha256}, pinned ${pin.sha256}` };
-      files.push({ path: pin.path, sha256, bytes: blob.content });
+      files[index] = { path: pin.path, sha256, bytes: blob.content };
     }
     return { ok: true, files };
   }

@@ -223,7 +223,7 @@ export function gitSaid(result: RemoteGitResult): string {
 const REDIRECTED = /The requested URL returned error: 30[12378]\b/i;
 
 /** What a refusal that is a redirect adds: what coo did, and what the operator does. */
-const REDIRECT_NOTE = 'a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to';
+const REDIRECT_NOTE = 'a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to, on GitLab the one ending in .git';
 
 /**
  * How git, and the ssh or HTTP transport under it, says that the remote answered and refused this

@@ -93,8 +93,11 @@ export function resolveOracleModel(name: string): ResolvedModel | null {
  * Oracle sends on the wire for one of its keys (gpt-5.2-pro goes as gpt-5.5-pro, claude-4.6-sonnet
  * as claude-sonnet-4-6), without an OpenRouter vendor, in lower case, with dots read as dashes
  * (OpenRouter's anthropic/claude-sonnet-4.6 is Anthropic's claude-sonnet-4-6) and no `-preview` or
- * date stamp at its end. Two names with one identity are one model: a panel's members and a
- * cross-check's author and challenger are told apart by it (authority/rules/panel.ts sameModel).
+ * `-latest` at its end (names for the one model a provider serves under that name). A dated snapshot
+ * (gpt-4o-2024-05-13 beside gpt-4o-2024-08-06) keeps its date: two snapshots are two models, as
+ * they were before this rule read wire names, so a panel the validator once accepted stays valid on
+ * replay. Two names with one identity are one model: a panel's members and a cross-check's author
+ * and challenger are told apart by it (authority/rules/panel.ts sameModel).
  */
 export function modelIdentity(name: string): string {
   const n = name.trim().toLowerCase();
@@ -103,5 +106,5 @@ export function modelIdentity(name: string): string {
     .split('/')
     .pop()!
     .replace(/\./g, '-')
-    .replace(/(-(preview|latest|\d{8}|\d{4}-\d{2}-\d{2}))+$/, '');
+    .replace(/(-(preview|latest))+$/, '');
 }

@@ -19,7 +19,7 @@ describe('refusedAccess: a remote that answered and refused this client, told fr
   });
 
   it('names a redirect, on the first request or a later one, as one coo never follows, and never where it pointed', () => {
-    const note = ' (a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to)';
+    const note = ' (a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to, on GitLab the one ending in .git)';
     const cases: Array<[string, string]> = [
       ["fatal: unable to access 'https://x-access-token:ghs_secret@forge.example/ledger.git/': The requested URL returned error: 301\n", `fatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 301${note}`],
       ['error: RPC failed; HTTP 307 curl 22 The requested URL returned error: 307\nfatal: expected flush after ref listing\n', `error: RPC failed; HTTP 307 curl 22 The requested URL returned error: 307${note}`],
