@@ -14,11 +14,11 @@ import { RemoteLedger } from '../../src/remote/publish.js';
 import { Runner, type RunnerEvent } from '../../src/runner/runner.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { cooAsync } from '../helpers/cli.js';
-import { refusal, startBounded, type BoundedResult } from '../helpers/damage.js';
+import { refusal } from '../helpers/damage.js';
 import { serveGitHttp } from '../helpers/git-http.js';
 import { consultThrough, makeServedLedger, makeWriter, publishedJson, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
 import { blockersOf, offlineEndpoints, receiptsOf, worlds } from '../helpers/lane.js';
-import { holdAnswers, remoteReceipts, types } from '../helpers/remote-runners.js';
+import { cliEnded, holdAnswers, remoteReceipts, runnerEntryPoints, types } from '../helpers/remote-runners.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -54,6 +54,20 @@ async function listen(server: Server): Promise<{ url: string; port: number }> {
       }),
   );
   return { url: `http://127.0.0.1:${port}`, port };
+}
+
+/** Another origin that records every request it gets and answers each 401 with `body`: where a redirect must never lead. */
+async function recordingOrigin(body: string): Promise<{ url: string; seen: Seen[] }> {
+  const seen: Seen[] = [];
+  const { url } = await listen(
+    createServer((req, res) => {
+      seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers });
+      req.resume();
+      res.writeHead(401, { 'content-type': 'application/json' });
+      res.end(body);
+    }),
+  );
+  return { url, seen };
 }
 
 /**
@@ -127,16 +141,10 @@ beforeAll(async () => {
   closers.push(() => model.close());
 });
 
-function cli(args: readonly string[], env: NodeJS.ProcessEnv): Promise<BoundedResult> {
-  return startBounded(args, { OPENAI_API_KEY: 'sk-test-key', ...env }).ended;
-}
+const cli = cliEnded;
 
 function runners(writer: Writer, served: ServedLedger, stateDir: string): Array<readonly string[]> {
-  const common = ['--remote', writer.url, '--ledger', writer.gitdir, '--key', served.keys.coo, '--repo', served.target, '--state-dir', stateDir, '--oracle-base-url', `${model.url}/v1`, '--isolation', 'none'];
-  return [
-    ['watch', '--once', ...common],
-    ['mcp', '--run', ...common],
-  ];
+  return runnerEntryPoints(writer, served, stateDir, model.url);
 }
 
 describe('a ledger remote over http that redirects to another origin', { timeout: 240_000 }, () => {
@@ -273,15 +281,8 @@ describe('a provider endpoint that redirects a consult to another origin', { tim
   for (const [target, header, keyEnv] of routes) {
     it(`${target} (its key in ${header}): the redirect is not followed, the key reaches no other origin, and the receipt says why (aa_unavailable:transport) without the key`, async () => {
       const w = await fresh(ONE_ATTEMPT);
-      const elsewhere: Seen[] = [];
-      const other = await listen(
-        createServer((req, res) => {
-          elsewhere.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers });
-          req.resume();
-          res.writeHead(401, { 'content-type': 'application/json' });
-          res.end('{"error":{"message":"unauthorized"}}');
-        }),
-      );
+      const other = await recordingOrigin('{"error":{"message":"unauthorized"}}');
+      const elsewhere = other.seen;
       const asked: Seen[] = [];
       const front = await listen(
         createServer((req, res) => {
@@ -379,15 +380,8 @@ describe('--open-pr: the branch pushed and the pull request opened, against serv
   });
 
   it('the GitHub API: a redirect to another origin is not followed: nothing, token or pull request, reaches it, and the failure names no token', async () => {
-    const elsewhere: Seen[] = [];
-    const other = await listen(
-      createServer((req, res) => {
-        elsewhere.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers });
-        req.resume();
-        res.writeHead(401, { 'content-type': 'application/json' });
-        res.end('{"message":"Bad credentials"}');
-      }),
-    );
+    const other = await recordingOrigin('{"message":"Bad credentials"}');
+    const elsewhere = other.seen;
     const api = await listen(
       createServer((req, res) => {
         req.resume();

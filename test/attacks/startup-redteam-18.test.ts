@@ -3,12 +3,12 @@ import { readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
-import { refusal, startBounded, type BoundedResult } from '../helpers/damage.js';
+import { refusal } from '../helpers/damage.js';
 import { startGitHttpServer, type GitHttpServer } from '../helpers/git-http-server.js';
 import { makeServedLedger, makeWriter, publishedJson, consultThrough, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
 import { startSshd, type SshServer } from '../helpers/sshd.js';
 import { tempDir } from '../helpers/tmp.js';
-import { holdAnswers, remoteReceipts, types } from '../helpers/remote-runners.js';
+import { cliEnded, holdAnswers, remoteReceipts, runnerEntryPoints, types } from '../helpers/remote-runners.js';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { OracleCli } from '../../src/consult/oracle.js';
 import { Ledger } from '../../src/ledger/ledger.js';
@@ -38,18 +38,11 @@ beforeAll(async () => {
   closers.push(() => model.close());
 });
 
-/** The CLI run to its end without blocking this process (the http server and the model live here); stdin is closed, so coo mcp ends once it serves. */
-function cli(args: readonly string[], env: NodeJS.ProcessEnv): Promise<BoundedResult> {
-  return startBounded(args, { OPENAI_API_KEY: 'sk-test-key', ...env }).ended;
-}
+const cli = cliEnded;
 
-/** `coo watch --once` and `coo mcp --run` through `writer`'s remote, with the transport settings `env`. */
+/** `coo watch --once` and `coo mcp --run` through `writer`'s remote. */
 function runners(writer: Writer, served: ServedLedger, stateDir: string): Array<readonly string[]> {
-  const common = ['--remote', writer.url, '--ledger', writer.gitdir, '--key', served.keys.coo, '--repo', served.target, '--state-dir', stateDir, '--oracle-base-url', `${model.url}/v1`, '--isolation', 'none'];
-  return [
-    ['watch', '--once', ...common],
-    ['mcp', '--run', ...common],
-  ];
+  return runnerEntryPoints(writer, served, stateDir, model.url);
 }
 
 /** Nothing moved: the remote's main, the clone's main, the consult queued, the model never called. */

@@ -9,7 +9,8 @@ import { RemoteLedger } from '../../src/remote/publish.js';
 import { Runner, type RunnerEvent, type RunnerOptions } from '../../src/runner/runner.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { startGitHttp, type GitHttpServer } from './git-http.js';
-import { makeServedLedger, makeWriter, type ServedLedger } from './remote-ledger.js';
+import { startBounded, type BoundedResult } from './damage.js';
+import { makeServedLedger, makeWriter, type ServedLedger, type Writer } from './remote-ledger.js';
 
 /**
  * Runners on separate machines in one test process: a served ledger behind git http-backend, the
@@ -147,4 +148,18 @@ export function awayOncePaid(world: Case, machine: Machine): { readonly away: st
     if (event.type === 'oracle_ended') renameSync(world.served.gitdir, away);
   };
   return { away, onEvent };
+}
+
+/** The CLI run to its end without blocking this process (servers and the model live here); stdin is closed, so coo mcp ends once it serves. */
+export function cliEnded(args: readonly string[], env: NodeJS.ProcessEnv): Promise<BoundedResult> {
+  return startBounded(args, { OPENAI_API_KEY: 'sk-test-key', ...env }).ended;
+}
+
+/** The entry points that start a runner, `coo watch --once` and `coo mcp --run`, through `writer`'s remote, consulting the model at `modelUrl`. */
+export function runnerEntryPoints(writer: Writer, served: ServedLedger, stateDir: string, modelUrl: string): Array<readonly string[]> {
+  const common = ['--remote', writer.url, '--ledger', writer.gitdir, '--key', served.keys.coo, '--repo', served.target, '--state-dir', stateDir, '--oracle-base-url', `${modelUrl}/v1`, '--isolation', 'none'];
+  return [
+    ['watch', '--once', ...common],
+    ['mcp', '--run', ...common],
+  ];
 }
