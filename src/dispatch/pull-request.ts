@@ -195,7 +195,6 @@ export interface PublishedPullRequest {
 
 type Octokit = InstanceType<typeof OctokitRest.Octokit>;
 
-/** How many of the newest pull requests the marker check reads when none has the branch as its head. */
 /**
  * The API's fetch: it follows no redirect. fetch takes the token's `Authorization` off a request
  * redirected to another origin, but a 307 or 308 sends the request's body on to wherever it points:
@@ -206,9 +205,17 @@ async function fetchFollowingNoRedirect(input: string | URL | Request, init?: Re
   const response = await fetch(input, { ...init, redirect: 'manual' });
   if (response.status < 300 || response.status > 399 || response.status === 304) return response;
   await response.body?.cancel().catch(() => undefined);
-  throw new Error(`the API answered ${response.status}, a redirect, which coo does not follow: the token and the pull request go to the API URL named alone; give the repository's current OWNER/REPO, or --github-api-url its current URL`);
+  throw new RedirectRefused(response.status);
 }
 
+/** A redirect the API answered and fetchFollowingNoRedirect refused; Octokit reports it as its cause, under a status of its own (500). */
+class RedirectRefused extends Error {
+  constructor(readonly status: number) {
+    super(`the API answered ${status}, a redirect, which coo does not follow: the token and the pull request go to the API URL named alone; give the repository's current OWNER/REPO, or --github-api-url its current URL`);
+  }
+}
+
+/** How many of the newest pull requests the marker check reads when none has the branch as its head. */
 const RECENT = 100;
 
 /**
@@ -249,7 +256,8 @@ export async function publishAttempt(options: PublishOptions): Promise<Published
     request: { fetch: fetchFollowingNoRedirect },
   });
   const apiError = (what: string, error: unknown): CooError => {
-    const status = (error as { status?: number }).status;
+    const cause = (error as { cause?: unknown }).cause;
+    const status = cause instanceof RedirectRefused ? cause.status : (error as { status?: number }).status;
     return fail('GITHUB_FAILED', `GitHub${status === undefined ? '' : ` ${status}`} on ${slug.owner}/${slug.repo} (${what}): ${firstLine((error as Error).message)}`, token);
   };
   const find = (): Promise<{ url: string; number: number } | null> =>

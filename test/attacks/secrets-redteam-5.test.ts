@@ -57,9 +57,9 @@ async function listen(server: Server): Promise<{ url: string; port: number }> {
 }
 
 /** Another origin that records every request it gets and answers each 401 with `body`: where a redirect must never lead. */
-async function recordingOrigin(body: string): Promise<{ url: string; seen: Seen[] }> {
+async function recordingOrigin(body: string): Promise<{ url: string; port: number; seen: Seen[] }> {
   const seen: Seen[] = [];
-  const { url } = await listen(
+  const { url, port } = await listen(
     createServer((req, res) => {
       seen.push({ method: req.method ?? '', path: req.url ?? '', headers: req.headers });
       req.resume();
@@ -67,7 +67,7 @@ async function recordingOrigin(body: string): Promise<{ url: string; seen: Seen[
       res.end(body);
     }),
   );
-  return { url, seen };
+  return { url, port, seen };
 }
 
 /**
@@ -382,21 +382,47 @@ describe('--open-pr: the branch pushed and the pull request opened, against serv
   it('the GitHub API: a redirect to another origin is not followed: nothing, token or pull request, reaches it, and the failure names no token', async () => {
     const other = await recordingOrigin('{"message":"Bad credentials"}');
     const elsewhere = other.seen;
+    // The look for an existing pull request finds none; the request that opens one, with its body, is redirected.
+    const asked: string[] = [];
     const api = await listen(
       createServer((req, res) => {
+        asked.push(`${req.method ?? ''} ${req.url ?? ''}`);
         req.resume();
+        if (req.method === 'GET') {
+          res.writeHead(200, { 'content-type': 'application/json' });
+          res.end('[]');
+          return;
+        }
         res.writeHead(307, { location: `${other.url}${req.url ?? '/'}` });
         res.end();
       }),
     );
     const work = attemptRepo('api');
-    const receipt = { status: 'succeeded', attempt_id: work.attemptId, head_sha: work.head, files_changed: ['src/add.js'] } as unknown as PublishOptions['evidence']['receipt'];
-    const error = await publishAttempt({ github: { owner: 'acme', repo: 'target' }, evidence: { receipt, branch: 'coo/attempt-api' } as PublishOptions['evidence'], gitdir: work.gitdir, base: 'main', pushUrl: join(dir, 'pr', 'nowhere.git'), token: PUSH_TOKEN, apiBaseUrl: api.url }).then(
+    const pushUrl = join(dir, 'pr', 'api-target.git');
+    git(['init', '-q', '--bare', pushUrl]);
+    // What the pull request's body is rendered from: enough of a receipt to open one.
+    const receipt = {
+      status: 'succeeded',
+      message_id: 'msg_01JDX0000000000000000000AB',
+      attempt_id: work.attemptId,
+      attempt_number: 1,
+      target_actor: 'ea.codex',
+      created_at: '2026-12-01T12:00:05Z',
+      head_sha: work.head,
+      files_changed: ['src/add.js'],
+      commands_run: [],
+      inner_exit_codes: [],
+      tests_run: [],
+    } as unknown as PublishOptions['evidence']['receipt'];
+    const evidence: PublishOptions['evidence'] = { receipt, receiptPath: 'receipts/001.yaml', receiptSha256: `sha256:${'ab'.repeat(32)}`, branch: 'coo/attempt-api' };
+    const error = await publishAttempt({ github: { owner: 'acme', repo: 'target' }, evidence, gitdir: work.gitdir, base: 'main', pushUrl, token: PUSH_TOKEN, apiBaseUrl: api.url }).then(
       () => null,
       (caught: unknown) => caught,
     );
+    expect(asked.some((line) => line.startsWith('POST '))).toBe(true);
+    expect(git(['--git-dir', pushUrl, 'rev-parse', 'refs/heads/coo/attempt-api']).trim()).toBe(work.head);
     expect(isCooError(error) && error.code).toBe('GITHUB_FAILED');
-    expect((error as Error).message).toMatch(/answered 307, a redirect, which coo does not follow/);
+    expect((error as Error).message).toMatch(/^GitHub 307 on acme\/target \(opening the pull request\): the API answered 307, a redirect, which coo does not follow/);
     expect((error as Error).message).not.toContain(PUSH_TOKEN);
     expect((error as Error).message).not.toContain(other.url);
     // A 307 would have sent the request's body on (fetch drops only Authorization): nothing arrived there.
