@@ -1,3 +1,5 @@
+import { REDIRECT_STATUS_PATTERN, REDIRECT_STATUSES } from '../util/redirects.js';
+
 /**
  * Oracle sends a provider's key in a header of every request (`Authorization`, `x-api-key`,
  * `x-goog-api-key`, Azure's `api-key`), through Node's fetch, which follows a redirect by itself.
@@ -20,7 +22,7 @@ const SAID = 'a redirect, which coo does not follow: a provider key goes to the 
 /** The module, in plain JavaScript: it runs in Oracle's Node, before Oracle. */
 const MODULE = `
 const send = globalThis.fetch;
-const MOVED = new Set([301, 302, 303, 307, 308]);
+const MOVED = new Set(${JSON.stringify(REDIRECT_STATUSES)});
 globalThis.fetch = async function fetch(input, init) {
   const response = await send(input, { ...init, redirect: 'manual' });
   if (!MOVED.has(response.status)) return response;
@@ -35,7 +37,7 @@ globalThis.fetch = async function fetch(input, init) {
 /** The NODE_OPTIONS that load the module into every Node that Oracle's command starts. */
 export const NO_REDIRECTS_NODE_OPTIONS = `--import=data:text/javascript;base64,${Buffer.from(MODULE, 'utf8').toString('base64')}`;
 
-const REFUSAL = new RegExp(`^coo: \\S+ answered 30[12378], ${SAID.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm');
+const REFUSAL = new RegExp(`^coo: \\S+ answered ${REDIRECT_STATUS_PATTERN}, ${SAID.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}$`, 'm');
 
 /** The module's line in what Oracle wrote on standard error, or null when no redirect was refused. */
 export function redirectRefusal(stderr: string): string | null {

@@ -8,6 +8,7 @@ import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { importPackage } from '../util/import-package.js';
 import { GIT_NO_REDIRECTS } from '../util/git-env.js';
+import { REDIRECT_STATUSES } from '../util/redirects.js';
 import { tokenOrigin } from '../util/token-url.js';
 import { pullRequestMarker, pullRequestTitle, renderPullRequestBody, type PullRequestEvidence } from './pull-request-body.js';
 
@@ -203,7 +204,7 @@ type Octokit = InstanceType<typeof OctokitRest.Octokit>;
  */
 async function fetchFollowingNoRedirect(input: string | URL | Request, init?: RequestInit): Promise<Response> {
   const response = await fetch(input, { ...init, redirect: 'manual' });
-  if (response.status < 300 || response.status > 399 || response.status === 304) return response;
+  if (!REDIRECT_STATUSES.includes(response.status)) return response;
   await response.body?.cancel().catch(() => undefined);
   throw new RedirectRefused(response.status);
 }

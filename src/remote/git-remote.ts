@@ -10,6 +10,7 @@ import { displayUrl, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
 import { GIT_NO_REDIRECTS, gitEnvironment, remoteGitEnvironment } from '../util/git-env.js';
+import { REDIRECT_STATUS_PATTERN } from '../util/redirects.js';
 import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -220,7 +221,7 @@ export function gitSaid(result: RemoteGitResult): string {
  * request or a later one: git follows none (GIT_NO_REDIRECTS), and where it pointed is never repeated
  * (its Location may carry credentials of its own).
  */
-const REDIRECTED = /The requested URL returned error: 30[12378]\b/i;
+const REDIRECTED = new RegExp(`The requested URL returned error: ${REDIRECT_STATUS_PATTERN}`, 'i');
 
 /** What a refusal that is a redirect adds: what coo did, and what the operator does. */
 const REDIRECT_NOTE = 'a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to, on GitLab the one ending in .git';
