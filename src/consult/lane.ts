@@ -25,6 +25,8 @@ export interface PreflightFacts extends GateFacts {
   readonly inputTokens: number;
   /** Output tokens the route always asks for (Claude through Oracle: 2048), or null when it sends the cap (providers/provider.ts). */
   readonly fixedOutputTokens: number | null;
+  /** A cross-check's: the model that gave the answer it challenges, as that answer's receipt names it (rules/intents/cross-check.ts challengerTwin). */
+  readonly answeredBy?: string;
 }
 
 export type Preflight =
@@ -59,7 +61,7 @@ export function preflight(facts: PreflightFacts): Preflight {
     if (panel !== null) return stop('blocked', 'policy_denied', `${panel.code}: ${panel.message}`);
   }
   if (message.intent === 'cross_check') {
-    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check');
+    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check', facts.answeredBy);
     if (twin !== null) return stop('blocked', 'policy_denied', `${twin.code}: ${twin.message}`);
   }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
