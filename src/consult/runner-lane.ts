@@ -35,7 +35,7 @@ import { classifyFor, uncountedOutputCap } from './providers/routes.js';
 import type { OracleRouteName, RoutePlan } from './providers/provider.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
-import { answeringModel } from '../authority/rules/intents/cross-check.js';
+import { answeredModels } from '../authority/rules/panel.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -209,7 +209,6 @@ export class ConsultLane implements RunnerLane {
     }
     // What other open attempts may still spend counts as spent: the ledger knows their claims (lane/budget.ts).
     const shared = judgedSpend(state, message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
-    const answeredBy = message.intent === 'cross_check' ? answeringModel(message, (id) => state.messages.get(id)) : undefined;
     const judge = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }): Preflight =>
       preflight({
         fixedOutputTokens: route?.fixedOutputTokens ?? null,
@@ -226,7 +225,7 @@ export class ConsultLane implements RunnerLane {
         commandBudgetUsd: shared.commandBudgetUsd,
         spentTodayUsd: spent.spentTodayUsd,
         inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
-        ...(answeredBy === undefined ? {} : { answeredBy }),
+        answered: answeredModels(message, state),
       });
     const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });

@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import type { ActorRegistry } from '../../src/schema/registry.js';
@@ -81,5 +82,40 @@ describe("a queued cross-check is held again before it is claimed to the model t
     await w.runner().runOnce();
     const [receipt] = await receiptsOf(w, messageId);
     return receipt!['status'] === 'succeeded' ? 'succeeded' : blockersOf(receipt!).join(',');
+  });
+});
+
+describe("a panel member's retry is held to the models its siblings answered with", () => {
+  let w: World;
+  beforeAll(async () => {
+    w = await makeWorld(join(dir, 'panel'), {
+      policy: (policy) => ({
+        ...policy,
+        models: { ...policy.models, 'gpt-5.4': policy.models['gpt-5.5']! },
+        retries: { ...policy.retries, backoff_base_seconds: 120, backoff_max_seconds: 120 },
+        panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude', 'aa.gemini'] }],
+      }),
+    });
+  });
+  afterAll(async () => w.close());
+
+  attack("Claude's retry once the registry has moved Claude to the model ChatGPT answered with (gpt-5.5) and ChatGPT away from it", 'runner', 'policy_denied', async () => {
+    // Claude is rate-limited once; ChatGPT and Gemini answer.
+    w.server.setModelModes('claude-sonnet-4-6', ['rate-limit', 'ok']);
+    const panel = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    await w.runner().runOnce();
+    const claude = panel.members.find((member) => member.target === 'aa.claude')!.messageId;
+    expect((await receiptsOf(w, claude)).map((receipt) => [receipt['status'], receipt['next_attempt_at'] !== null])).toEqual([['failed', true]]);
+    await moveActors(w, (actors) => {
+      const chatgpt = actors.find((actor) => actor.id === 'aa.chatgpt')!.transport!;
+      return actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...chatgpt, model: 'gpt-5.4' } } : actor.id === 'aa.claude' ? { ...actor, transport: chatgpt } : actor));
+    });
+    // Runners of one pass each, their clocks past the retry's time: the first sees the retry, the second claims it.
+    const later = (seconds: number) => new Date(Date.now() + seconds * 1000);
+    await w.runner({ clock: () => later(150), monotonic: () => 1_000_000 }).runOnce();
+    await w.runner({ clock: () => later(300), monotonic: () => 1_150_000 }).runOnce();
+    const receipts = await receiptsOf(w, claude);
+    expect(receipts).toHaveLength(2);
+    return receipts[1]!['status'] === 'succeeded' ? 'succeeded' : blockersOf(receipts[1]!).join(',');
   });
 });

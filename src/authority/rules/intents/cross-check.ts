@@ -1,41 +1,30 @@
 import { CooError } from '../../../errors.js';
 import { ADVISORY_INTENTS } from '../../../schema/common.js';
-import type { CrossCheckMessage } from '../../../schema/message.js';
 import type { ActorRegistry } from '../../../schema/registry.js';
 import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
-import { modelIdentity } from '../../../consult/providers/oracle-models.js';
 import type { AttemptRecord, MessageRecord } from '../../state.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
 /**
  * Why `challenger` may not challenge `author`'s answer under `registry`, or null: the registry
- * reaches both through one model, or reaches the challenger through the model that gave the answer
- * (`answeredBy`, the model its receipt names), wherever the registry has moved the author since. The
- * validator asks it when the cross-check is written, and the consult lane again before it is
+ * reaches both through one model, or the challenger through the model that gave the answer
+ * (`answeredBy`, the model its receipt names), wherever the registry has moved the author since.
+ * The validator asks it when the cross-check is written, and the consult lane again before it is
  * claimed: a registry changed since holds what is queued too.
  */
 export function challengerTwin(registry: ActorRegistry, author: string, challenger: string, where: string, answeredBy?: string): CooError | null {
-  const twin = sameModel(registry, [author, challenger]);
-  if (twin !== null) return new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${challenger} is ${author}'s model (${twin.model}) under another name: an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
-  const model = registry.actors.find((actor) => actor.id === challenger)?.transport?.model;
-  if (answeredBy === undefined || model === undefined || modelIdentity(model) !== modelIdentity(answeredBy)) return null;
-  return new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${challenger} is ${model}, the model that gave ${author}'s answer (${answeredBy}, as its receipt says): an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
+  const twin = sameModel(registry, [author, challenger], new Map(answeredBy === undefined ? [] : [[author, answeredBy]]));
+  return twin === null ? null : new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${challenger} is ${author}'s model (${twin.model}) under another name: an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
 }
 
 /** The answer a cross-check challenges: the succeeded receipt of its parent it names, or undefined. */
 export function challengedReceipt(parent: MessageRecord, receiptRef: string): NonNullable<AttemptRecord['receipt']> | undefined {
   const receipt = parent.attempts.map((attempt) => attempt.receipt).find((item) => item !== null && item.path === receiptRef);
   return receipt === null || receipt === undefined || receipt.status !== 'succeeded' || receipt.output === undefined ? undefined : receipt;
-}
-
-/** The model that gave the answer a cross-check challenges, as that answer's receipt names it; undefined when it names none. */
-export function answeringModel(doc: Pick<CrossCheckMessage, 'parent_message_id' | 'challenge'>, messageOf: (id: string) => MessageRecord | undefined): string | undefined {
-  const parent = messageOf(doc.parent_message_id);
-  return parent === undefined ? undefined : challengedReceipt(parent, doc.challenge.receipt_ref)?.model;
 }
 
 /**
