@@ -44,6 +44,8 @@ export interface AttemptRecord {
     readonly proposals?: readonly string[];
     /** The answer an advisory receipt points at (output_ref and output_hash), when it has one: what a cross-check may challenge. */
     readonly output?: { readonly path: string; readonly sha256: string };
+    /** The model an advisory receipt (aa_receipt.v0) says answered, when it names one: whose answer it is, whatever the registry says of its agent since (rules/intents/cross-check.ts). */
+    readonly model?: string;
   } | null;
 }
 
@@ -300,7 +302,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 11;
+const STATE_SHAPE = 12;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

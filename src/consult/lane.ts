@@ -25,6 +25,8 @@ export interface PreflightFacts extends GateFacts {
   readonly inputTokens: number;
   /** Output tokens the route always asks for (Claude through Oracle: 2048), or null when it sends the cap (providers/provider.ts). */
   readonly fixedOutputTokens: number | null;
+  /** The models that gave the answers the message is told apart from, by agent, as their receipts name them (rules/panel.ts answeredModels). */
+  readonly answered?: ReadonlyMap<string, string>;
 }
 
 export type Preflight =
@@ -55,11 +57,11 @@ export function preflight(facts: PreflightFacts): Preflight {
   const retry = retryRefusal(facts.earlier, policy);
   if (retry !== null) return stop('blocked', 'policy_denied', retry);
   if (message.intent === 'aa_consult' && message.panel !== undefined) {
-    const panel = panelRefusal(message.panel, message.source_actor, registry, policy, `panel ${message.panel.id}`);
+    const panel = panelRefusal(message.panel, message.source_actor, registry, policy, `panel ${message.panel.id}`, facts.answered);
     if (panel !== null) return stop('blocked', 'policy_denied', `${panel.code}: ${panel.message}`);
   }
   if (message.intent === 'cross_check') {
-    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check');
+    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check', facts.answered?.get(message.source_actor));
     if (twin !== null) return stop('blocked', 'policy_denied', `${twin.code}: ${twin.message}`);
   }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;

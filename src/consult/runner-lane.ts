@@ -35,6 +35,7 @@ import { classifyFor, uncountedOutputCap } from './providers/routes.js';
 import type { OracleRouteName, RoutePlan } from './providers/provider.js';
 import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
+import { answeredModels } from '../authority/rules/panel.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -224,6 +225,7 @@ export class ConsultLane implements RunnerLane {
         commandBudgetUsd: shared.commandBudgetUsd,
         spentTodayUsd: spent.spentTodayUsd,
         inputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
+        answered: answeredModels(message, state),
       });
     const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });

@@ -49,6 +49,7 @@ export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt:
       seq: check.seq,
       ...(proposals.length === 0 ? {} : { proposals }),
       ...('output_ref' in doc && doc.output_ref !== null && doc.output_hash !== null ? { output: { path: doc.output_ref, sha256: doc.output_hash } } : {}),
+      ...(doc.schema_version === 'aa_receipt.v0' && doc.model !== null ? { model: doc.model } : {}),
     },
   };
   const attempts = [...record.attempts];

@@ -1,8 +1,9 @@
 import { CooError } from '../../errors.js';
-import type { AaConsultMessage } from '../../schema/message.js';
+import type { AaConsultMessage, AdvisoryMessage } from '../../schema/message.js';
 import type { ActorPolicy } from '../../schema/policy.js';
 import type { ActorRegistry } from '../../schema/registry.js';
 import type { CommitCheck } from '../commit-check.js';
+import type { LedgerState } from '../state.js';
 import { modelIdentity } from '../../consult/providers/oracle-models.js';
 import { matchesPattern } from '../policy-check.js';
 
@@ -49,7 +50,7 @@ export function notePanelMember(check: CommitCheck, doc: AaConsultMessage, regis
  * members are written, and the consult lane again before a member is claimed: a policy or registry
  * changed since holds what is queued too.
  */
-export function panelRefusal(membership: { readonly name: string; readonly members: readonly string[] }, source: string, registry: ActorRegistry, policy: ActorPolicy, where: string): CooError | null {
+export function panelRefusal(membership: { readonly name: string; readonly members: readonly string[] }, source: string, registry: ActorRegistry, policy: ActorPolicy, where: string, answered?: ReadonlyMap<string, string>): CooError | null {
   const allowed = (policy.panels ?? []).find((panel) => panel.name === membership.name);
   if (allowed === undefined || !matchesPattern(allowed.from, source)) {
     return new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: policy v${policy.version} has no panel ${membership.name} that ${source} may ask: no fan-out is allowed there`, { where: `${where}:panel` });
@@ -58,7 +59,7 @@ export function panelRefusal(membership: { readonly name: string; readonly membe
   if (outside.length > 0) {
     return new CooError('POLICY_PANEL_NOT_ALLOWED', `${where}: panel ${membership.name} of policy v${policy.version} does not have ${outside.join(', ')} among its members`, { where: `${where}:panel.members` });
   }
-  const twin = sameModel(registry, membership.members);
+  const twin = sameModel(registry, membership.members, answered);
   if (twin !== null) {
     return new CooError('PANEL_INVALID', `${where}: panel members ${twin.members.join(' and ')} are one model (${twin.model}) under two names: a panel's members are independent, so ask one of them`, { where: `${where}:panel.members` });
   }
@@ -70,21 +71,44 @@ export function panelRefusal(membership: { readonly name: string; readonly membe
 }
 
 /**
- * Two of `members` the registry reaches through one model, by whatever route, or null: a panel's
- * members, a cross-check's author and challenger. One model is one identity (modelIdentity): the
- * name each route gives it differs (OpenRouter's anthropic/claude-sonnet-4.6 is Oracle's
- * claude-4.6-sonnet), and two of Oracle's keys may send one model.
+ * Two of `members` that are one model, or null: a panel's members, a cross-check's author and
+ * challenger. Each member is the model the registry reaches it through now and, where `answered`
+ * names one, the model that gave its answer (its receipt's): an answer stays that model's whatever
+ * the registry says of its agent since. One model is one identity (modelIdentity): the name each
+ * route gives it differs (OpenRouter's anthropic/claude-sonnet-4.6 is Oracle's claude-4.6-sonnet),
+ * and two of Oracle's keys may send one model.
  */
-export function sameModel(registry: ActorRegistry, members: readonly string[]): { members: [string, string]; model: string } | null {
+export function sameModel(registry: ActorRegistry, members: readonly string[], answered: ReadonlyMap<string, string> = new Map()): { members: [string, string]; model: string } | null {
   const seen = new Map<string, { readonly member: string; readonly model: string }>();
   for (const member of members) {
-    const model = registry.actors.find((actor) => actor.id === member)?.transport?.model;
-    if (model === undefined) continue;
-    const first = seen.get(modelIdentity(model));
-    if (first !== undefined) return { members: [first.member, member], model: first.model };
-    seen.set(modelIdentity(model), { member, model });
+    const models = [registry.actors.find((actor) => actor.id === member)?.transport?.model, answered.get(member)].filter((model) => model !== undefined);
+    for (const model of models) {
+      const first = seen.get(modelIdentity(model));
+      if (first !== undefined) return { members: [first.member, member], model: first.model };
+    }
+    for (const model of models) seen.set(modelIdentity(model), { member, model });
   }
   return null;
+}
+
+/**
+ * The models that gave the answers an advisory message is to be told apart from, by the agent that
+ * gave each, as their receipts name them: a cross-check's challenged answer, by its author; a panel
+ * member's siblings' latest succeeded answers. Empty for a receipt that names no model.
+ */
+export function answeredModels(message: AdvisoryMessage, state: Pick<LedgerState, 'messages' | 'panels'>): ReadonlyMap<string, string> {
+  const answered = new Map<string, string>();
+  if (message.intent === 'cross_check') {
+    const model = state.messages.get(message.parent_message_id)?.attempts.find((attempt) => attempt.receipt?.path === message.challenge.receipt_ref)?.receipt?.model;
+    if (model !== undefined) answered.set(message.source_actor, model);
+  } else if (message.panel !== undefined) {
+    for (const id of state.panels.get(message.panel.id)?.messages ?? []) {
+      const sibling = state.messages.get(id);
+      const model = sibling?.attempts.findLast((attempt) => attempt.receipt?.status === 'succeeded')?.receipt?.model;
+      if (sibling !== undefined && sibling.id !== message.message_id && model !== undefined) answered.set(sibling.target, model);
+    }
+  }
+  return answered;
 }
 
 /**

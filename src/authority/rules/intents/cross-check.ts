@@ -5,17 +5,26 @@ import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
+import type { AttemptRecord, MessageRecord } from '../../state.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
 /**
  * Why `challenger` may not challenge `author`'s answer under `registry`, or null: the registry
- * reaches both through one model. The validator asks it when the cross-check is written, and the
- * consult lane again before it is claimed: a registry changed since holds what is queued too.
+ * reaches both through one model, or the challenger through the model that gave the answer
+ * (`answeredBy`, the model its receipt names), wherever the registry has moved the author since.
+ * The validator asks it when the cross-check is written, and the consult lane again before it is
+ * claimed: a registry changed since holds what is queued too.
  */
-export function challengerTwin(registry: ActorRegistry, author: string, challenger: string, where: string): CooError | null {
-  const twin = sameModel(registry, [author, challenger]);
+export function challengerTwin(registry: ActorRegistry, author: string, challenger: string, where: string, answeredBy?: string): CooError | null {
+  const twin = sameModel(registry, [author, challenger], new Map(answeredBy === undefined ? [] : [[author, answeredBy]]));
   return twin === null ? null : new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${challenger} is ${author}'s model (${twin.model}) under another name: an answer is challenged by another model, never by its own`, { where: `${where}:target_actor` });
+}
+
+/** The answer a cross-check challenges: the succeeded receipt of its parent it names, or undefined. */
+export function challengedReceipt(parent: MessageRecord, receiptRef: string): NonNullable<AttemptRecord['receipt']> | undefined {
+  const receipt = parent.attempts.map((attempt) => attempt.receipt).find((item) => item !== null && item.path === receiptRef);
+  return receipt === null || receipt === undefined || receipt.status !== 'succeeded' || receipt.output === undefined ? undefined : receipt;
 }
 
 /**
@@ -31,21 +40,21 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
       throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: a cross-check is written on behalf of the advisory agent whose answer it challenges, not ${doc.source_actor}`, { where });
     }
     requireTargetClass(registry, doc, 'advisory_agent', 'an advisory agent', where);
-    const twin = challengerTwin(registry, doc.source_actor, doc.target_actor, where);
-    if (twin !== null) throw twin;
   },
-  ancestry(check, doc, _registry, where) {
+  ancestry(check, doc, registry, where) {
     const parent = check.message(doc.parent_message_id)!;
     if (!ADVISORY_INTENTS.has(parent.intent) || parent.target !== doc.source_actor) {
       throw new CooError('SCHEMA_INVALID', `${where}: a cross-check's parent is a question ${doc.source_actor} answered, not ${parent.intent} ${parent.id} to ${parent.target}`, { where: `${where}:parent_message_id` });
     }
-    const receipt = parent.attempts.map((attempt) => attempt.receipt).find((item) => item !== null && item.path === doc.challenge.receipt_ref);
-    if (receipt === undefined || receipt === null || receipt.status !== 'succeeded' || receipt.output === undefined) {
+    const receipt = challengedReceipt(parent, doc.challenge.receipt_ref);
+    if (receipt?.output === undefined) {
       throw new CooError('SCHEMA_INVALID', `${where}: ${doc.challenge.receipt_ref} is no succeeded receipt of ${parent.id} with an answer to challenge`, { where: `${where}:challenge.receipt_ref` });
     }
     if (receipt.output.path !== doc.challenge.answer_ref || receipt.output.sha256 !== doc.challenge.answer_hash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: the challenged answer is ${receipt.output.path} (${receipt.output.sha256}), as its receipt says`, { where: `${where}:challenge` });
     }
+    const twin = challengerTwin(registry, doc.source_actor, doc.target_actor, where, receipt.model);
+    if (twin !== null) throw twin;
     // The challenger judges against the exact context the challenged answer was given.
     if (parent.manifestHash !== doc.context_pin.context_manifest_hash) {
       throw new CooError('CONTEXT_INVALID', `${where}: a cross-check pins the context of the answer it challenges (${parent.manifestHash ?? 'none'})`, { where: `${where}:context_pin` });
