@@ -11,7 +11,7 @@ import { displayUrl, urlCredentials } from '../util/display-url.js';
 import { credentialHelperSecrets } from '../util/credential-files.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -276,10 +276,17 @@ export class RemoteLedger {
           const { pushed, fetched, remoteHead } = refused as Refused;
           if (fetched.kind === 'missing') throw this.mainMissing();
           if (fetched.kind === 'unreachable') {
-            const rejected = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
+            const rejected = refusedPush(pushed);
             throw unreachable(
               rejected ? fetched.result : pushed,
               (said) => `cannot reach ${this.url} to publish: ${said}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
+            );
+          }
+          if (remoteHead === base && !refusedPush(pushed) && refusedAccess(pushed) === null) {
+            // No answer to the push (a connection cut, a server error, a time limit), and a main that did not move: a fault on the way, never a refusal.
+            throw unreachable(
+              pushed,
+              (said) => `the push to ${this.url} got no answer: ${said}; its main had not moved when looked at after, and whether the remote takes the write later is unknown (an idempotent write run again returns what landed); the local ledger is as it was`,
             );
           }
           if (remoteHead === base) {
@@ -427,6 +434,11 @@ export class RemoteLedger {
     await withRefLock(this.gitdir, async () => ({ next: head, result: undefined }), { ref: ORIGIN_REF });
     await this.markVerified(head);
   }
+}
+
+/** Whether the remote answered the push with a refusal of the ref (git's porcelain `!` status line: a hook, a protected branch, not a fast-forward). */
+function refusedPush(pushed: { stdout: string }): boolean {
+  return pushed.stdout.split('\n').some((line) => line.startsWith('!'));
 }
 
 /** What the remote said on refusing a push (its `remote:` lines), each trimmed. */
