@@ -420,7 +420,17 @@ export class RemoteLedger {
     if (theirs.length > 0 && ours.length > 0 && !theirs.some((root) => ours.includes(root))) {
       return new CooError('REMOTE_UNVERIFIED', `${this.url} serves another ledger: its main (${remote.slice(0, 12)}) shares no first commit with the head this clone verified (${verified.slice(0, 12)}); nothing was acted on; check the remote this clone names (git --git-dir ${this.gitdir} remote get-url origin)`);
     }
-    return new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${verified.slice(0, 12)}): its history was rewritten; nothing was acted on; run coo verify on a fresh clone`);
+    // What this clone verified past the last commit the two share may be on no remote at all (a forge that showed its clients two histories): it is named, so it is kept.
+    const base = (await runGit(['--git-dir', this.gitdir, 'merge-base', remote, verified]).catch(() => Buffer.alloc(0))).toString('utf8').trim();
+    const ahead = /^[0-9a-f]{40,64}$/.test(base) ? Number((await runGit(['--git-dir', this.gitdir, 'rev-list', '--count', `${base}..${verified}`]).catch(() => Buffer.from('0'))).toString('utf8').trim()) : 0;
+    const kept =
+      ahead > 0
+        ? `; the ${ahead === 1 ? 'commit' : `${ahead} commits`} this clone verified after the last one they share (${base.slice(0, 12)}) ${ahead === 1 ? 'is' : 'are'} not in that main and may be in no other clone (a runner's claims and the receipts of calls it paid for among them): keep this clone, which holds them (git --git-dir ${this.gitdir} log ${base}..${verified})`
+        : '';
+    return new CooError(
+      'REMOTE_UNVERIFIED',
+      `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${verified.slice(0, 12)}): its history was rewritten, or the remote showed its clients different histories; nothing was acted on${kept}; run coo verify on a fresh clone to see what the remote holds`,
+    );
   }
 
   /** Records `head` as the remote's head this clone verified (VERIFIED_REF). */

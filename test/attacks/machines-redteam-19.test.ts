@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -11,10 +11,10 @@ import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fa
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { Runner, type RunnerErrorEvent, type RunnerEvent, type RunnerOptions } from '../../src/runner/runner.js';
 import { watchRemote } from '../../src/runner/watch.js';
-import { serveGitHttp } from '../helpers/git-http.js';
+import { serveGitHttp, startGitHttp } from '../helpers/git-http.js';
 import { makeServedLedger, makeWriter, removeHook, type ServedLedger } from '../helpers/remote-ledger.js';
 import { remoteReceipts, types } from '../helpers/remote-runners.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A hookless remote that lies about pushes, over smart HTTP on 127.0.0.1: it reads a push whole and
@@ -33,19 +33,12 @@ afterAll(async () => {
 /** What the remote does with one push (a POST to git-receive-pack): serves it, or reads it whole and answers 502 without taking it. */
 type PushPlan = 'serve' | 'fail';
 
-interface LyingCase {
+interface LyingCase extends Machine {
   readonly served: ServedLedger;
   readonly url: string;
   readonly model: FakeModelServer;
-  /** The runner's machine's way to the remote, through its clone. */
-  readonly remote: RemoteLedger;
   /** What the next pushes meet, in order; once spent, pushes are served. */
   readonly plan: PushPlan[];
-  readonly events: RunnerEvent[];
-  readonly stateDir: string;
-  runner(options?: Partial<RunnerOptions>): Runner;
-  /** The COO enqueues one consult through the remote; its message id. */
-  consult(): Promise<string>;
 }
 
 let cases = 0;
@@ -79,7 +72,24 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
   const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/${served.name}`;
   const model = await startFakeModelServer(['ok']);
   closers.push(() => model.close());
-  const writer = await makeWriter(caseDir, 'runner-1', served, url);
+  const machine = await machineOn(caseDir, served, url, model, 'runner-1', timeoutMs);
+  return { served, url, model, plan, ...machine };
+}
+
+interface Machine {
+  /** Its clone's way to the remote. */
+  readonly remote: RemoteLedger;
+  readonly gitdir: string;
+  readonly events: RunnerEvent[];
+  readonly stateDir: string;
+  runner(options?: Partial<RunnerOptions>): Runner;
+  /** The COO enqueues one consult through this machine's remote; its message id. */
+  consult(): Promise<string>;
+}
+
+/** One machine: its own HOME, a coo clone of `url`, a state folder, and runners through that remote against the loopback model. */
+async function machineOn(caseDir: string, served: ServedLedger, url: string, model: FakeModelServer, name: string, timeoutMs?: number): Promise<Machine> {
+  const writer = await makeWriter(caseDir, name, served, url);
   const ledger = Ledger.open(writer.gitdir);
   closers.push(() => ledger.close());
   const remote = new RemoteLedger(ledger, { remote: url, ...(timeoutMs === undefined ? {} : { timeoutMs }) });
@@ -87,11 +97,8 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
   const events: RunnerEvent[] = [];
   const stateDir = join(writer.home, 'state');
   return {
-    served,
-    url,
-    model,
     remote,
-    plan,
+    gitdir: writer.gitdir,
     events,
     stateDir,
     runner: (options = {}) => {
@@ -198,5 +205,48 @@ exit 0
     expect(reported[0]).toMatchObject({ code: 'REMOTE_UNREACHABLE', message: expect.stringMatching(/^the heartbeat was not written: the push to \S+ got no answer: git push did not finish within 5 s/) });
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
+  });
+});
+
+describe('a forge that shows two runners two histories (a fork), each valid, then one of them to both', { timeout: 180_000 }, () => {
+  it('each runner pays once on its own side (what no client can see); the runner whose side is dropped refuses the remote, names the commits it alone holds, and its advice lists them', async () => {
+    cases += 1;
+    const caseDir = join(dir, `case-${cases}`);
+    const served = await makeServedLedger(caseDir);
+    removeHook(served);
+    const model = await startFakeModelServer(['ok']);
+    closers.push(() => model.close());
+    const one = await startGitHttp(served.root);
+    closers.push(() => one.close());
+    const coo = await machineOn(caseDir, served, one.url(served.name), model, 'coo');
+    const messageId = await coo.consult();
+    // The forge's second face: a copy of the same repository, served to the second runner alone.
+    const otherRoot = join(caseDir, 'served-other');
+    mkdirSync(otherRoot);
+    git(['clone', '-q', '--bare', served.gitdir, join(otherRoot, served.name)]);
+    const other = await startGitHttp(otherRoot);
+    closers.push(() => other.close());
+    const first = await machineOn(caseDir, served, one.url(served.name), model, 'runner-1');
+    const second = await machineOn(caseDir, served, other.url(served.name), model, 'runner-2');
+
+    await first.runner().runOnce();
+    await second.runner().runOnce();
+    // Each saw its own claim on the remote before it paid: one message, paid for twice.
+    for (const machine of [first, second]) expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'receipt']));
+    expect(model.requests).toHaveLength(2);
+
+    // The forge settles on the first runner's side and shows it to both.
+    const otherGitdir = join(otherRoot, served.name);
+    git(['--git-dir', otherGitdir, 'fetch', '-q', served.gitdir, `+main:refs/heads/main`]);
+    const refused = (await second.runner().runOnce().catch((error: unknown) => error)) as { code: string; message: string };
+
+    expect(refused).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/does not descend from the head this clone verified/) });
+    expect(refused.message).toMatch(/the 2 commits this clone verified after the last one they share \([0-9a-f]{12}\) are not in that main and may be in no other clone/);
+    const listed = /\(git --git-dir (\S+) log ([0-9a-f]{40})\.\.([0-9a-f]{40})\)/.exec(refused.message);
+    expect(listed).not.toBeNull();
+    const log = git(['--git-dir', listed![1]!, 'log', '--format=%s', `${listed![2]}..${listed![3]}`]);
+    expect(log).toMatch(new RegExp(`claim ${messageId} attempt 1`));
+    expect(log).toMatch(/receipt/);
+    expect(model.requests).toHaveLength(2);
   });
 });
