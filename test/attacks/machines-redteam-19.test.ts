@@ -13,7 +13,7 @@ import { Runner, type RunnerErrorEvent, type RunnerEvent, type RunnerOptions } f
 import { watchRemote } from '../../src/runner/watch.js';
 import { serveGitHttp, startGitHttp } from '../helpers/git-http.js';
 import { makeServedLedger, makeWriter, removeHook, type ServedLedger } from '../helpers/remote-ledger.js';
-import { remoteReceipts, types } from '../helpers/remote-runners.js';
+import { holdAnswers, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -39,6 +39,8 @@ interface LyingCase extends Machine {
   readonly model: FakeModelServer;
   /** What the next pushes meet, in order; once spent, pushes are served. */
   readonly plan: PushPlan[];
+  /** While set, a folder holding an older copy of the repository, from which every fetch is answered (a cache in front of the forge). */
+  readonly stale: { root: string | null };
 }
 
 let cases = 0;
@@ -50,6 +52,7 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
   const served = await makeServedLedger(caseDir);
   removeHook(served);
   const plan: PushPlan[] = [];
+  const stale: { root: string | null } = { root: null };
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     if (request.method === 'POST' && (request.url ?? '').endsWith('/git-receive-pack') && plan.shift() === 'fail') {
       request.resume();
@@ -59,7 +62,8 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
       });
       return;
     }
-    serveGitHttp(request, response, served.root);
+    // A fetch (upload-pack) is answered from the stale copy while there is one; a push always reaches the repository itself.
+    serveGitHttp(request, response, (request.url ?? '').includes('upload-pack') ? (stale.root ?? served.root) : served.root);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   closers.push(
@@ -73,7 +77,7 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
   const model = await startFakeModelServer(['ok']);
   closers.push(() => model.close());
   const machine = await machineOn(caseDir, served, url, model, 'runner-1', timeoutMs);
-  return { served, url, model, plan, ...machine };
+  return { served, url, model, plan, stale, ...machine };
 }
 
 interface Machine {
@@ -248,5 +252,31 @@ describe('a forge that shows two runners two histories (a fork), each valid, the
     expect(log).toMatch(new RegExp(`claim ${messageId} attempt 1`));
     expect(log).toMatch(/receipt/);
     expect(model.requests).toHaveLength(2);
+  });
+});
+
+describe('a cache in front of a hookless remote that serves one runner, mid-attempt, the head from before its claim', { timeout: 180_000 }, () => {
+  it('the receipt is refused as a rollback and kept, the runner stops; restarted once the cache serves the real head, it publishes the kept receipt at once, never after its own claim\'s lease: nothing lost, nothing paid again', async () => {
+    const world = await lyingCase();
+    const messageId = await world.consult();
+    const cached = join(dir, `case-${cases}`, 'cached');
+    mkdirSync(cached);
+    git(['clone', '-q', '--bare', world.served.gitdir, join(cached, world.served.name)]);
+    const held = holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [world.gitdir] }));
+    const running = world.runner({ transport: held.transport }).runOnce().catch((error: unknown) => error);
+    await held.paid;
+    world.stale.root = cached;
+    held.release();
+
+    expect(await running).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
+    expect(types(world.events)).toEqual(expect.arrayContaining(['claimed', 'result_kept']));
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+
+    world.stale.root = null;
+    // Restarted: a new runner id on the same state folder, whose claim a lease would hold for 15 minutes.
+    await world.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(types(world.events).filter((type) => type === 'claimed')).toHaveLength(1);
+    expect(world.model.requests).toHaveLength(1);
   });
 });
