@@ -11,7 +11,7 @@ import { displayUrl, urlCredentials } from '../util/display-url.js';
 import { credentialHelperSecrets } from '../util/credential-files.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -276,10 +276,17 @@ export class RemoteLedger {
           const { pushed, fetched, remoteHead } = refused as Refused;
           if (fetched.kind === 'missing') throw this.mainMissing();
           if (fetched.kind === 'unreachable') {
-            const rejected = pushed.stdout.split('\n').some((line) => line.startsWith('!'));
+            const rejected = refusedPush(pushed);
             throw unreachable(
               rejected ? fetched.result : pushed,
               (said) => `cannot reach ${this.url} to publish: ${said}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
+            );
+          }
+          if (remoteHead === base && !refusedPush(pushed) && refusedAccess(pushed) === null) {
+            // No answer to the push (a connection cut, a server error, a time limit), and a main that did not move: a fault on the way, never a refusal.
+            throw unreachable(
+              pushed,
+              (said) => `the push to ${this.url} got no answer: ${said}; its main had not moved when looked at after, and whether the remote takes the write later is unknown (an idempotent write run again returns what landed); the local ledger is as it was`,
             );
           }
           if (remoteHead === base) {
@@ -413,7 +420,17 @@ export class RemoteLedger {
     if (theirs.length > 0 && ours.length > 0 && !theirs.some((root) => ours.includes(root))) {
       return new CooError('REMOTE_UNVERIFIED', `${this.url} serves another ledger: its main (${remote.slice(0, 12)}) shares no first commit with the head this clone verified (${verified.slice(0, 12)}); nothing was acted on; check the remote this clone names (git --git-dir ${this.gitdir} remote get-url origin)`);
     }
-    return new CooError('REMOTE_UNVERIFIED', `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${verified.slice(0, 12)}): its history was rewritten; nothing was acted on; run coo verify on a fresh clone`);
+    // What this clone verified past the last commit the two share may be on no remote at all (a forge that showed its clients two histories): it is named, so it is kept.
+    const base = (await runGit(['--git-dir', this.gitdir, 'merge-base', remote, verified]).catch(() => Buffer.alloc(0))).toString('utf8').trim();
+    const ahead = /^[0-9a-f]{40,64}$/.test(base) ? Number((await runGit(['--git-dir', this.gitdir, 'rev-list', '--count', `${base}..${verified}`]).catch(() => Buffer.from('0'))).toString('utf8').trim()) : 0;
+    const kept =
+      ahead > 0
+        ? `; the ${ahead === 1 ? 'commit' : `${ahead} commits`} this clone verified after the last one they share (${base.slice(0, 12)}) ${ahead === 1 ? 'is' : 'are'} not in that main and may be in no other clone (a runner's claims and the receipts of calls it paid for among them): keep this clone, which holds them (git --git-dir ${this.gitdir} log ${base}..${verified})`
+        : '';
+    return new CooError(
+      'REMOTE_UNVERIFIED',
+      `the main of ${this.url} (${remote.slice(0, 12)}) does not descend from the head this clone verified (${verified.slice(0, 12)}): its history was rewritten, or the remote showed its clients different histories; nothing was acted on${kept}; run coo verify on a fresh clone to see what the remote holds`,
+    );
   }
 
   /** Records `head` as the remote's head this clone verified (VERIFIED_REF). */
@@ -427,6 +444,11 @@ export class RemoteLedger {
     await withRefLock(this.gitdir, async () => ({ next: head, result: undefined }), { ref: ORIGIN_REF });
     await this.markVerified(head);
   }
+}
+
+/** Whether the remote answered the push with a refusal of the ref (git's porcelain `!` status line: a hook, a protected branch, not a fast-forward). */
+function refusedPush(pushed: { stdout: string }): boolean {
+  return pushed.stdout.split('\n').some((line) => line.startsWith('!'));
 }
 
 /** What the remote said on refusing a push (its `remote:` lines), each trimmed. */

@@ -878,6 +878,14 @@ export class Runner {
       // or other writers beat it there too often): publish that, never an "interrupted" in its place.
       return (await this.publishJournaled(journaled)) === 'published';
     }
+    const kept = this.keptPath(record.id, last.number);
+    if (this.options.remote !== undefined && fs.existsSync(kept)) {
+      // So too a result this state folder kept when its receipt was refused (a remote that served a
+      // rolled-back head, and a runner restarted under a new id once it serves the right one): never
+      // left to wait out its own claim's lease, while a runner elsewhere takes it over as interrupted.
+      const published = await this.publishKept(kept);
+      if (published !== null) return published;
+    }
     let takenOver = false;
     if (claim.runner !== this.runnerId) {
       // A runner of this host says whether it is alive; one this host knows nothing of (another
@@ -916,8 +924,7 @@ export class Runner {
         takenOver = true;
       }
     }
-    const kept = this.keptPath(record.id, last.number);
-    if (fs.existsSync(kept)) {
+    if (this.options.remote === undefined && fs.existsSync(kept)) {
       const published = await this.publishKept(kept);
       if (published !== null) return published;
     }
