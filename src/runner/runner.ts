@@ -741,6 +741,9 @@ export class Runner {
     const detail = error instanceof Error ? error.message : String(error);
     const path = this.keptPath(messageId, attempt);
     const entry = { messageId, attempt, summary, at: now.toISOString(), refused: { code, message: detail }, files: files.map((file) => ({ path: file.path, base64: file.bytes.toString('base64') })) };
+    // A result kept for this attempt before (the paid one) is never replaced by another receipt of it (the recovery's).
+    const before = readOwnFile(path, { maxBytes: LIMITS.journalEntryBytes, what: 'the kept result', remedy: STATE_REMEDY, code: 'IO_ERROR' });
+    if (before !== null && keptFiles(before) !== null && keptFiles(before) !== JSON.stringify(entry.files)) return;
     writeOwnFile(path, JSON.stringify(entry), { durable: true, what: 'the kept result', remedy: STATE_REMEDY, code: 'IO_ERROR' });
     this.emit({ type: 'result_kept', messageId, attempt, code, detail, kept: path });
   }
@@ -948,9 +951,20 @@ export class Runner {
     try {
       return (await this.publishJournaled(path)) === 'published';
     } catch (error) {
-      if (!isCooError(error) || errorClassOf(error.code) !== 'rejected') throw error;
+      // A remote that shows no history this clone can build on says nothing of the result: it stays kept.
+      if (!isCooError(error) || errorClassOf(error.code) !== 'rejected' || error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING') throw error;
       return null;
     }
+  }
+}
+
+/** The files a kept result holds, as JSON, or null when it is not one the runner wrote (then it is replaced). */
+function keptFiles(bytes: Buffer): string | null {
+  try {
+    const files = (JSON.parse(bytes.toString('utf8')) as { files?: unknown }).files;
+    return Array.isArray(files) ? JSON.stringify(files) : null;
+  } catch {
+    return null;
   }
 }
 

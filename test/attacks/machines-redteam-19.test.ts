@@ -1,4 +1,4 @@
-import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -41,6 +41,8 @@ interface LyingCase extends Machine {
   readonly plan: PushPlan[];
   /** While set, a folder holding an older copy of the repository, from which every fetch is answered (a cache in front of the forge). */
   readonly stale: { root: string | null };
+  /** The fetches (upload-pack POSTs) served so far; the stale copy answers only those after the first `staleAfter`. */
+  readonly fetches: { count: number; staleAfter: number };
 }
 
 let cases = 0;
@@ -53,6 +55,7 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
   removeHook(served);
   const plan: PushPlan[] = [];
   const stale: { root: string | null } = { root: null };
+  const fetches = { count: 0, staleAfter: 0 };
   const server = createServer((request: IncomingMessage, response: ServerResponse) => {
     if (request.method === 'POST' && (request.url ?? '').endsWith('/git-receive-pack') && plan.shift() === 'fail') {
       request.resume();
@@ -63,7 +66,9 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
       return;
     }
     // A fetch (upload-pack) is answered from the stale copy while there is one; a push always reaches the repository itself.
-    serveGitHttp(request, response, (request.url ?? '').includes('upload-pack') ? (stale.root ?? served.root) : served.root);
+    const fetching = (request.url ?? '').includes('upload-pack');
+    if (fetching && request.method === 'POST') fetches.count += 1;
+    serveGitHttp(request, response, fetching && fetches.count > fetches.staleAfter ? (stale.root ?? served.root) : served.root);
   });
   await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
   closers.push(
@@ -77,7 +82,7 @@ async function lyingCase(timeoutMs?: number): Promise<LyingCase> {
   const model = await startFakeModelServer(['ok']);
   closers.push(() => model.close());
   const machine = await machineOn(caseDir, served, url, model, 'runner-1', timeoutMs);
-  return { served, url, model, plan, stale, ...machine };
+  return { served, url, model, plan, stale, fetches, ...machine };
 }
 
 interface Machine {
@@ -277,6 +282,36 @@ describe('a cache in front of a hookless remote that serves one runner, mid-atte
     await world.runner().runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(types(world.events).filter((type) => type === 'claimed')).toHaveLength(1);
+    expect(world.model.requests).toHaveLength(1);
+  });
+});
+
+describe('the same cache turning stale again between a restarted runner\'s sync and its publishing of the kept receipt', { timeout: 180_000 }, () => {
+  it('the kept paid result stays kept (the remote said nothing of it), never replaced by a receipt of the attempt interrupted; published once the remote serves the real head', async () => {
+    const world = await lyingCase();
+    const messageId = await world.consult();
+    const cached = join(dir, `case-${cases}`, 'cached');
+    mkdirSync(cached);
+    git(['clone', '-q', '--bare', world.served.gitdir, join(cached, world.served.name)]);
+    const held = holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [world.gitdir] }));
+    const running = world.runner({ transport: held.transport }).runOnce().catch((error: unknown) => error);
+    await held.paid;
+    world.stale.root = cached;
+    held.release();
+    expect(await running).toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    const keptDir = join(world.stateDir, 'kept-results');
+    const kept = readdirSync(keptDir).map((name) => readFileSync(join(keptDir, name), 'utf8'));
+    expect(kept).toHaveLength(1);
+
+    // Restarted: its first fetch (the pass's sync) is served the real head, every later one the stale copy.
+    world.fetches.staleAfter = world.fetches.count + 1;
+    expect(await world.runner().runOnce().catch((error: unknown) => error)).toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    expect(readdirSync(keptDir).map((name) => readFileSync(join(keptDir, name), 'utf8'))).toEqual(kept);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([]);
+
+    world.stale.root = null;
+    await world.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
   });
 });
