@@ -31,6 +31,8 @@ export interface AttemptRecord {
     readonly seq: number;
     /** What the claim let the attempt spend (its `allowance_usd`): held against its correlation and the day until its receipt lands. Absent in claims that do not state it. */
     readonly allowanceUsd?: number;
+    /** The model the registry in force gave an advisory agent when its attempt was claimed: the model its answer is being given by until its receipt lands (rules/panel.ts answeredModels). */
+    readonly model?: string;
   } | null;
   readonly receipt: {
     readonly path: string;
@@ -302,7 +304,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 12;
+const STATE_SHAPE = 13;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

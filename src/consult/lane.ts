@@ -25,8 +25,8 @@ export interface PreflightFacts extends GateFacts {
   readonly inputTokens: number;
   /** Output tokens the route always asks for (Claude through Oracle: 2048), or null when it sends the cap (providers/provider.ts). */
   readonly fixedOutputTokens: number | null;
-  /** The models that gave the answers the message is told apart from, by agent, as their receipts name them (rules/panel.ts answeredModels). */
-  readonly answered?: ReadonlyMap<string, string>;
+  /** The models that gave (or, in an open attempt, are giving) the answers the message is told apart from, by agent (rules/panel.ts answeredModels). */
+  readonly answered: ReadonlyMap<string, string>;
 }
 
 export type Preflight =
@@ -61,7 +61,7 @@ export function preflight(facts: PreflightFacts): Preflight {
     if (panel !== null) return stop('blocked', 'policy_denied', `${panel.code}: ${panel.message}`);
   }
   if (message.intent === 'cross_check') {
-    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check', facts.answered?.get(message.source_actor));
+    const twin = challengerTwin(registry, message.source_actor, message.target_actor, 'the cross-check', facts.answered.get(message.source_actor));
     if (twin !== null) return stop('blocked', 'policy_denied', `${twin.code}: ${twin.message}`);
   }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;

@@ -52,9 +52,15 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   }
   const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null);
   if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
+  const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
   check.updateMessage(record, [
     ...record.attempts,
-    { number: next, attemptId: doc.attempt_id, claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }) }, receipt: null },
+    {
+      number: next,
+      attemptId: doc.attempt_id,
+      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(model === undefined ? {} : { model }) },
+      receipt: null,
+    },
   ]);
 }
 

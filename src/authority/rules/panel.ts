@@ -94,7 +94,9 @@ export function sameModel(registry: ActorRegistry, members: readonly string[], a
 /**
  * The models that gave the answers an advisory message is to be told apart from, by the agent that
  * gave each, as their receipts name them: a cross-check's challenged answer, by its author; a panel
- * member's siblings' latest succeeded answers. Empty for a receipt that names no model.
+ * member's siblings' succeeded answers, and for a sibling whose attempt is still open (claimed, its
+ * receipt not landed) the model the registry gave it when that attempt was claimed. Empty for a
+ * receipt that names no model.
  */
 export function answeredModels(message: AdvisoryMessage, state: Pick<LedgerState, 'messages' | 'panels'>): ReadonlyMap<string, string> {
   const answered = new Map<string, string>();
@@ -104,7 +106,8 @@ export function answeredModels(message: AdvisoryMessage, state: Pick<LedgerState
   } else if (message.panel !== undefined) {
     for (const id of state.panels.get(message.panel.id)?.messages ?? []) {
       const sibling = state.messages.get(id);
-      const model = sibling?.attempts.findLast((attempt) => attempt.receipt?.status === 'succeeded')?.receipt?.model;
+      const open = sibling?.attempts.at(-1);
+      const model = sibling?.attempts.findLast((attempt) => attempt.receipt?.status === 'succeeded')?.receipt?.model ?? (open?.receipt === null ? open.claim?.model : undefined);
       if (sibling !== undefined && sibling.id !== message.message_id && model !== undefined) answered.set(sibling.target, model);
     }
   }

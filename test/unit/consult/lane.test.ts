@@ -18,7 +18,7 @@ const message = {
   deadline_at: '2026-11-30T09:10:00Z',
   budget: { max_cost_usd: 2, max_runtime_seconds: 300, correlation_budget_remaining_usd: null },
 } as unknown as AaConsultMessage;
-const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, signerRevoked: null, earlier: [], registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null };
+const facts: PreflightFacts = { now, message, attempt: 1, killSwitch: null, signerRevoked: null, earlier: [], registry: defaultRegistry(), policy: defaultPolicy(), spentOnMessageUsd: 0, spentOnCorrelationUsd: 0, spentTodayUsd: 0, inputTokens: 3000, fixedOutputTokens: null, answered: new Map() };
 const record = (attempts: MessageRecord['attempts']): MessageRecord => ({ id: message.message_id, intent: 'aa_consult', duplicateOf: null, attempts } as unknown as MessageRecord);
 const failedAttempt = (n: number, code: string, next: string | null) => ({ number: n, attemptId: `a${n}`, claim: null, receipt: { path: '', status: 'failed' as const, blockers: [code as never], costUsd: 0, nextAttemptAt: next, createdAt: '', seq: n } });
 
