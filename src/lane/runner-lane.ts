@@ -104,8 +104,8 @@ export interface LaneContext<E> {
   onEvent(event: E): void;
   /** Why the operator stopped the runner, once they did (Runner.interrupt): the attempt in flight then ends interrupted. */
   stoppedBy(): string | null;
-  /** Whether the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts): they are not started. */
-  isHeld(target: string): boolean;
+  /** Why the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts), or null: held ones are not started. */
+  heldHere(target: string): Problem | null;
   /** Whether the retry of message `id` still waits on the runner's own clock, though its wall clock reads it as due (runner.ts observeRetries): it is not started. */
   waitsForRetry(id: string): boolean;
 }

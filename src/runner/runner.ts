@@ -240,7 +240,7 @@ export class Runner {
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy ?? this.switchedOff,
-      isHeld: (target) => this.options.waiting?.has(target) === true,
+      heldHere: (target) => this.options.waiting?.get(target) ?? null,
       waitsForRetry: (id) => this.earlyRetries.has(id),
     };
     const consults = new ConsultLane(context, options.transport);
