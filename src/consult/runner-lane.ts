@@ -123,11 +123,18 @@ export class ConsultLane implements RunnerLane {
     if (prepared.length > 1) {
       const policy = state.policy!.doc;
       const shared = judgedSpend(state, prepared[0]!.message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
-      const panel = planPanel({
-        members: prepared.map((item) => ({ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : item.kind === 'stop' ? ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) : item.kind === 'wait' ? { kind: 'wait' as const, detail: item.detail } : { kind: 'unreachable' as const, detail: unreachableDetail(item.error) } })),
-        correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, shared.commandBudgetUsd) - shared.spentOnCorrelationUsd),
-        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - shared.spentTodayUsd),
-      });
+      const members = prepared.map((item) => ({ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : item.kind === 'stop' ? ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) : item.kind === 'wait' ? { kind: 'wait' as const, detail: item.detail } : { kind: 'unreachable' as const, detail: unreachableDetail(item.error) } }));
+      const judgePanel = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }) => {
+        const plan = planPanel({
+          members,
+          correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, shared.commandBudgetUsd) - spent.spentOnCorrelationUsd),
+          dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - spent.spentTodayUsd),
+        });
+        return { kind: plan?.kind ?? 'run', plan };
+      };
+      // Members that together fit what was spent, and not what other open attempts may still spend beside it, wait for those, unclaimed.
+      const { decision, heldBack } = judgeWithHeld(shared, state, judgePanel);
+      const panel = decision.plan?.kind === 'stop' && heldBack ? { kind: 'wait' as const, detail: heldBackDetail(record.attempts.length + 1, decision.plan.detail) } : decision.plan;
       if (panel?.kind === 'wait') {
         for (const item of prepared) this.ctx.onSkipped(item.record.id, panel.detail);
         return false;
@@ -143,16 +150,15 @@ export class ConsultLane implements RunnerLane {
     }
     let wrote = false;
     for (const item of prepared) if (item.kind === 'stop') wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
-    const claimed: Array<Extract<Prepared, { kind: 'run' }>> = [];
-    // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
-    for (const item of prepared) {
-      if (item.kind !== 'run') continue;
-      // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
-      if (await this.ctx.claim(item.record, item.attempt, now, undefined, { ...item.shared, limitUsd: item.decision.worstCaseUsd })) claimed.push(item);
-    }
+    // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
+    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight);
+    // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
+    const runs = prepared.flatMap((item) => (item.kind === 'run' ? [item] : []));
+    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd } })), now);
+    const claimed = runs.filter((item) => ids.has(item.record.id));
     if (claimed.length > 0) failpoint('after-claim');
-    const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
-    const failed = runs.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    const ran = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
+    const failed = ran.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
     // A missing provider key or an unconfigured route is the runner's configuration, not the consult's fault: it stays queued.
     if (mine.kind === 'unroutable') throw mine.error;

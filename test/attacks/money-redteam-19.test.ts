@@ -1,7 +1,13 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
 import { enqueuePanel, type PanelEnqueued } from '../../src/consult/enqueue.js';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf } from '../../src/authority/state.js';
+import { claimPath } from '../../src/ledger/layout.js';
+import type { Ledger } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { isoSeconds } from '../../src/util/time.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
 import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
@@ -112,5 +118,40 @@ describe('a panel one member of which the ledger stops', () => {
     expect(w.server.requests).toHaveLength(0);
     const lines = await outcome(w, panel);
     return lines.map((line) => line.split(' ')[1]!.split(':')[1]).join(' ');
+  });
+});
+
+describe("a panel's claims", () => {
+  attack("another runner's claim lands between this runner's pre-flight and its claims, leaving the day room for one member and not both: no member is claimed or paid", 'runner', 'unpaid', async () => {
+    // Both members priced alike, so that each may spend what the other may.
+    const w = await makeWorld(join(dir, 'joint-claim'), { policy: (policy) => ({ ...REVIEW(policy), budgets: { ...policy.budgets, daily_cost_cap_usd: 2 }, models: { ...policy.models, 'gemini-3.1-pro': { ...policy.models['gpt-5.5']! } } }) });
+    closers.push(() => w.close());
+    const panel = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, maxCostUsd: 0.1 });
+    const elsewhere = await w.consult({ maxCostUsd: 2, idempotencyKey: 'elsewhere' });
+    let moved = false;
+    // The ledger as this runner sees it: when its first claim is written, another runner's claim of $2 less one and a half members' allowances has just landed.
+    const ledger = new Proxy(w.ledger, {
+      get(target, prop) {
+        if (prop === 'append') {
+          return async (options: Parameters<Ledger['append']>[0]) => {
+            if (!moved && options.summary.startsWith('claim ')) {
+              moved = true;
+              const files = typeof options.files === 'function' ? await options.files(await target.state()) : options.files;
+              const allowance = Number(/allowance_usd: ([\d.]+)/.exec(files[0]!.bytes.toString('utf8'))![1]);
+              const record = (await target.state()).messages.get(elsewhere.messageId)!;
+              const claim = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-elsewhere', transport_session_id: 'session-elsewhere', claimed_at: isoSeconds(new Date()), allowance_usd: Number((2 - 1.5 * allowance).toFixed(6)) };
+              await target.append({ files: [{ path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, now: new Date(), summary: `claim ${record.id} attempt 1` });
+            }
+            return target.append(options);
+          };
+        }
+        const value: unknown = Reflect.get(target, prop, target);
+        return typeof value === 'function' ? (value as (...args: unknown[]) => unknown).bind(target) : value;
+      },
+    });
+    await w.runner({ ledger, monotonic: () => 0 }).runOnce();
+    expect(moved).toBe(true);
+    expect(await outcome(w, panel)).toEqual(['aa.chatgpt queued', 'aa.gemini queued']);
+    return w.server.requests.length === 0 ? 'unpaid' : `paid ${w.server.requests.length}`;
   });
 });
