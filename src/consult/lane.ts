@@ -137,26 +137,54 @@ export function retryRefusal(earlier: MessageRecord['attempts'], policy: ActorPo
 }
 
 
-/** Blockers that say a budget cannot pay: for a panel member, they stop every member. */
+/** Blockers that say a budget cannot pay. */
 const BUDGET_STOPS: ReadonlySet<BlockerCode> = new Set(['budget_preflight', 'correlation_budget_exhausted', 'daily_cap_reached']);
 
+/** A panel member as its runner found it before any claim: its pre-flight, or why it may not start here now. */
+export type PanelMemberFacts = {
+  readonly actor: string;
+  readonly decision:
+    | Preflight
+    /** Held back by what other open attempts may still spend: the next pass judges it again. */
+    | { readonly kind: 'wait'; readonly detail: string }
+    /** Its lane cannot run it on this runner (a provider key, a route, Oracle): another runner may. */
+    | { readonly kind: 'unreachable'; readonly detail: string };
+};
+
 export interface PanelFacts {
-  /** The panel's members ready to start now, each with its own pre-flight. */
-  readonly members: ReadonlyArray<{ readonly actor: string; readonly decision: Preflight }>;
+  /** The panel's members ready to start now, each as its runner found it. */
+  readonly members: ReadonlyArray<PanelMemberFacts>;
   /** What the correlation (every member's) and the day have left. */
   readonly correlationRemainingUsd: number;
   readonly dailyRemainingUsd: number;
 }
 
+export type PanelPlan =
+  /** Every member ready now ends in this receipt, unpaid: one of them can never run as the ledger stands. */
+  | { readonly kind: 'stop'; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
+  /** No member is claimed here: one of them cannot start on this runner now; they stay queued, together. */
+  | { readonly kind: 'wait'; readonly detail: string };
+
 /**
- * A panel is paid for whole or not at all: before any member is claimed, every member's estimate
- * must fit its own budget, and their worst cases together must fit what the correlation and the
- * day have left. Null when the members may start; otherwise the stop every member ready now gets.
+ * A panel is paid for whole or not at all: before any member is claimed, every member must be one
+ * this runner can start now, and their worst cases together must fit what the correlation and the
+ * day have left. A member the ledger stops (its pre-flight: a budget, a price, the policy, a
+ * revoked key, the kill switch, its pins) stops every member, unpaid, with its status and blocker.
+ * A member this runner cannot run (its lane's local lack) or that waits on what other open
+ * attempts may spend leaves every member unclaimed, for a runner that can run them all. Null when
+ * the members may start.
  */
-export function planPanel(facts: PanelFacts): { readonly blocker: BlockerCode; readonly detail: string } | null {
-  const unpaid = facts.members.find((member) => member.decision.kind === 'stop' && BUDGET_STOPS.has(member.decision.blocker));
-  if (unpaid !== undefined && unpaid.decision.kind === 'stop') {
-    return { blocker: unpaid.decision.blocker, detail: `panel member ${unpaid.actor} cannot be paid for (${unpaid.decision.detail}): no member of the panel is paid` };
+export function planPanel(facts: PanelFacts): PanelPlan | null {
+  for (const member of facts.members) {
+    const decision = member.decision;
+    if (decision.kind !== 'stop') continue;
+    const why = BUDGET_STOPS.has(decision.blocker) ? `cannot be paid for (${decision.detail})` : `cannot be run (${decision.blocker}: ${decision.detail})`;
+    return { kind: 'stop', status: decision.status, blocker: decision.blocker, detail: `panel member ${member.actor} ${why}: no member of the panel is paid` };
+  }
+  for (const member of facts.members) {
+    const decision = member.decision;
+    if (decision.kind === 'unreachable') return { kind: 'wait', detail: `panel member ${member.actor} cannot be run by this runner (${decision.detail}): no member of the panel is claimed here, and they wait together for a runner that can run every member` };
+    if (decision.kind === 'wait') return { kind: 'wait', detail: `panel member ${member.actor} waits (${decision.detail}): no member of the panel is claimed` };
   }
   const running = facts.members.flatMap((member) => (member.decision.kind === 'run' ? [member.decision.worstCaseUsd] : []));
   if (running.length < 2) return null;
@@ -164,5 +192,5 @@ export function planPanel(facts: PanelFacts): { readonly blocker: BlockerCode; r
   const [limit, blocker, name]: [number, BlockerCode, string] =
     facts.dailyRemainingUsd < facts.correlationRemainingUsd ? [facts.dailyRemainingUsd, 'daily_cap_reached', "the day's remaining cap"] : [facts.correlationRemainingUsd, 'correlation_budget_exhausted', "the correlation's remaining budget"];
   if (together <= limit) return null;
-  return { blocker, detail: `the panel's ${running.length} members may cost up to $${together.toFixed(4)} together, over ${name} ($${limit.toFixed(4)}): no member of the panel is paid` };
+  return { kind: 'stop', status: 'blocked', blocker, detail: `the panel's ${running.length} members may cost up to $${together.toFixed(4)} together, over ${name} ($${limit.toFixed(4)}): no member of the panel is paid` };
 }

@@ -73,9 +73,9 @@ export function consultReadiness(transport: OracleCli): LaneReadiness {
 type Prepared =
   | { readonly kind: 'stop'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly attempt: number; readonly status: ReceiptStatus; readonly blocker: BlockerCode; readonly detail: string }
   /** Its pre-flight stops it only for what other open attempts may still spend: unclaimed, judged again next pass. */
-  | { readonly kind: 'wait'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly detail: string }
-  /** Its route cannot be called here (a key, an endpoint): it stays queued, said by the runner. */
-  | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly error: unknown }
+  | { readonly kind: 'wait'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly attempt: number; readonly detail: string }
+  /** Its lane cannot run it here (a key, an endpoint, Oracle): it stays queued, said by the runner. */
+  | { readonly kind: 'unroutable'; readonly record: MessageRecord; readonly message: AdvisoryMessage; readonly attempt: number; readonly error: unknown }
   | {
       readonly kind: 'run';
       readonly record: MessageRecord;
@@ -109,63 +109,73 @@ export class ConsultLane implements RunnerLane {
   }
 
   /**
-   * One new attempt: pre-flight, pins, claim, transport, receipt. A panel member's ready siblings
-   * start with it: the panel is paid for whole or not at all (planPanel), each member is claimed
-   * before it is paid, and their Oracles run at the same time, each receipted as it ends. Returns
-   * false when another runner has the attempt.
+   * One new attempt: pre-flight, pins, claim, transport, receipt. A panel member's siblings ready
+   * for a new attempt start with it: the panel is paid for whole or not at all (planPanel). A member
+   * the ledger stops stops every member, unpaid; a member this runner cannot run leaves every member
+   * unclaimed, for a runner that can run them all. Each member is claimed before it is paid, and
+   * their Oracles run at the same time, each receipted as it ends. Returns false when another
+   * runner has the attempt, or when it waits.
    */
   async attempt(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const now = this.ctx.clock();
     const group = this.startingWith(state, record, now);
     const prepared: Prepared[] = [];
     for (const member of group) prepared.push(await this.prepare(state, member, now));
-    // A panel is paid for whole or not at all: a member held back by what other open attempts may still spend holds back every member.
-    const waiting = prepared.find((item) => item.kind === 'wait');
-    if (waiting !== undefined && waiting.kind === 'wait') {
-      for (const item of prepared) this.ctx.onSkipped(item.record.id, item === waiting ? waiting.detail : `${waiting.detail} (for ${waiting.record.id}, of its panel)`);
-      return false;
-    }
     if (prepared.length > 1) {
       const policy = state.policy!.doc;
       const shared = judgedSpend(state, prepared[0]!.message.correlation_id, isoSeconds(now).slice(0, 10), 0, record.id);
-      const panel = planPanel({
-        members: prepared.flatMap((item) => (item.kind === 'unroutable' || item.kind === 'wait' ? [] : [{ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) }])),
-        correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, shared.commandBudgetUsd) - shared.spentOnCorrelationUsd),
-        dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - shared.spentTodayUsd),
-      });
-      if (panel !== null) {
-        for (const [index, item] of prepared.entries()) if (item.kind === 'run') prepared[index] = { kind: 'stop', record: item.record, message: item.message, attempt: item.attempt, status: 'blocked', blocker: panel.blocker, detail: panel.detail };
+      const members = prepared.map((item) => ({ actor: item.message.target_actor, decision: item.kind === 'run' ? item.decision : item.kind === 'stop' ? ({ kind: 'stop', status: item.status, blocker: item.blocker, detail: item.detail } as const) : item.kind === 'wait' ? { kind: 'wait' as const, detail: item.detail } : { kind: 'unreachable' as const, detail: unreachableDetail(item.error) } }));
+      const judgePanel = (spent: { readonly spentOnCorrelationUsd: number; readonly spentTodayUsd: number }) => {
+        const plan = planPanel({
+          members,
+          correlationRemainingUsd: Math.max(0, correlationCapUsd(policy.budgets, shared.commandBudgetUsd) - spent.spentOnCorrelationUsd),
+          dailyRemainingUsd: Math.max(0, policy.budgets.daily_cost_cap_usd - spent.spentTodayUsd),
+        });
+        return { kind: plan?.kind ?? 'run', plan };
+      };
+      // Members that together fit what was spent, and not what other open attempts may still spend beside it, wait for those, unclaimed.
+      const { decision, heldBack } = judgeWithHeld(shared, state, judgePanel);
+      const panel = decision.plan?.kind === 'stop' && heldBack ? { kind: 'wait' as const, detail: heldBackDetail(record.attempts.length + 1, decision.plan.detail) } : decision.plan;
+      if (panel?.kind === 'wait') {
+        for (const item of prepared) this.ctx.onSkipped(item.record.id, panel.detail);
+        return false;
       }
+      if (panel?.kind === 'stop') {
+        for (const [index, item] of prepared.entries()) if (item.kind !== 'stop') prepared[index] = { kind: 'stop', record: item.record, message: item.message, attempt: item.attempt, status: panel.status, blocker: panel.blocker, detail: panel.detail };
+      }
+    }
+    const mine = prepared.find((item) => item.record.id === record.id)!;
+    if (mine.kind === 'wait') {
+      this.ctx.onSkipped(mine.record.id, mine.detail);
+      return false;
     }
     let wrote = false;
     for (const item of prepared) if (item.kind === 'stop') wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
-    const claimed: Array<Extract<Prepared, { kind: 'run' }>> = [];
-    // Each claim is judged again on the state it is written on: what another runner spent meanwhile was not in this pre-flight.
-    for (const item of prepared) {
-      if (item.kind !== 'run') continue;
-      // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
-      if (await this.ctx.claim(item.record, item.attempt, now, undefined, { ...item.shared, limitUsd: item.decision.worstCaseUsd })) claimed.push(item);
-    }
+    // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
+    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight);
+    // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
+    const runs = prepared.flatMap((item) => (item.kind === 'run' ? [item] : []));
+    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd } })), now);
+    const claimed = runs.filter((item) => ids.has(item.record.id));
     if (claimed.length > 0) failpoint('after-claim');
-    const runs = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
-    const failed = runs.find((result): result is PromiseRejectedResult => result.status === 'rejected');
+    const ran = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
+    const failed = ran.find((result): result is PromiseRejectedResult => result.status === 'rejected');
     if (failed !== undefined) throw failed.reason;
     // A missing provider key or an unconfigured route is the runner's configuration, not the consult's fault: it stays queued.
-    const mine = prepared.find((item) => item.record.id === record.id)!;
-    if (mine.kind === 'unroutable' && !wrote && claimed.length === 0) throw mine.error;
+    if (mine.kind === 'unroutable') throw mine.error;
     return wrote || claimed.length > 0;
   }
 
   /**
    * The messages that start with `record`: itself, and when it is a panel member, every other member
-   * ready for a new attempt now whose target this runner can reach (the runner holds the others).
+   * ready for a new attempt now (those whose retry still waits on this runner's clock wait on).
    */
   private startingWith(state: LedgerState, record: MessageRecord, now: Date): MessageRecord[] {
     if (record.panel === undefined) return [record];
     const siblings = (state.panels.get(record.panel)?.messages ?? [])
       .filter((id) => id !== record.id)
       .map((id) => state.messages.get(id))
-      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.isHeld(other.target) && !this.ctx.waitsForRetry(other.id));
+      .filter((other): other is MessageRecord => other !== undefined && !isTerminal(other) && nextWork(other, now).kind === 'attempt' && !this.ctx.waitsForRetry(other.id));
     return [record, ...siblings];
   }
 
@@ -230,7 +240,7 @@ export class ConsultLane implements RunnerLane {
     const { decision, heldBack } = judgeWithHeld(shared, state, judge);
     const stopHere = (status: ReceiptStatus, blocker: BlockerCode, detail: string): Prepared => ({ kind: 'stop', record, message, attempt, status, blocker, detail });
     if (decision.kind === 'stop' && heldBack) {
-      return { kind: 'wait', record, message, detail: heldBackDetail(attempt, decision.detail) };
+      return { kind: 'wait', record, message, attempt, detail: heldBackDetail(attempt, decision.detail) };
     }
     if (decision.kind === 'stop') return stopHere(decision.status, decision.blocker, decision.detail);
     // A consult its agent left behind (the attempt that asked it ended) is receipted unrun: nobody would read the answer.
@@ -264,7 +274,10 @@ export class ConsultLane implements RunnerLane {
     if (message.intent === 'cross_check' && (answer === null || sha256Ref(answer) !== message.challenge.answer_hash)) {
       return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
     }
-    if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
+    // A target whose lane the runner's start-up found it cannot run (runner/startup.ts) is not started here, whatever its route says now.
+    const held = this.ctx.heldHere(message.target_actor);
+    if (held !== null) return { kind: 'unroutable', record, message, attempt, error: new CooError(held.code, held.message) };
+    if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, attempt, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
     return { kind: 'run', record, message, attempt, decision, shared, route, bundle, canary, files: pins.files };
   }
 
@@ -613,6 +626,12 @@ function readOracleRecord(path: string): ProcessRecord | null {
   const text = read.bytes.toString('utf8');
   const legacy = /^(\d+)\n?$/.exec(text);
   return parseProcessRecord(text) ?? (legacy === null ? null : { pid: Number(legacy[1]), start: null });
+}
+
+/** Why a lane cannot run a target here, as a panel's members are told it: its coded problem. */
+function unreachableDetail(error: unknown): string {
+  const problem = toProblem(error);
+  return `${problem.code}: ${problem.message}`;
 }
 
 /** Whether the recorded process is still running as itself. */

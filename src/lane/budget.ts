@@ -254,12 +254,36 @@ export function heldBackDetail(attempt: number, detail: string): string {
  * or a policy with a lower budget. The claim is then not written, nothing is paid, and the next
  * pass judges the attempt again on what the ledger holds now.
  */
-export function spendMovedSince(judged: JudgedSpend, state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> & Partial<Pick<LedgerState, 'registry'>>): string | null {
-  const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd, judged.message);
-  // The validator refuses a claim whose allowance the ledger it lands on does not admit (a dearer model now, a lower budget): not written, judged again.
+export function spendMovedSince(judged: JudgedSpend, state: SpendState): string | null {
+  return allowanceMoved(judged, state) ?? sharedSpendMoved(judged, state);
+}
+
+/**
+ * Why the claims of attempts paid for together (a panel's members, each `judged` by its own
+ * pre-flight on one correlation and day), written in one commit on `state`, are no longer admitted;
+ * null when they are. Each allowance must still be one its message admits, and what the
+ * correlation and the day have left must still cover them all together.
+ */
+export function jointSpendMovedSince(judged: readonly JudgedSpend[], state: SpendState): string | null {
+  for (const item of judged) {
+    const refused = allowanceMoved(item, state);
+    if (refused !== null) return refused;
+  }
+  const first = judged[0];
+  return first === undefined ? null : sharedSpendMoved({ ...first, limitUsd: judged.reduce((sum, item) => sum + item.limitUsd, 0) }, state);
+}
+
+type SpendState = Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> & Partial<Pick<LedgerState, 'registry'>>;
+
+/** The validator refuses a claim whose allowance the ledger it lands on does not admit (a dearer model now, a lower budget): not written, judged again. */
+function allowanceMoved(judged: JudgedSpend, state: SpendState): string | null {
   const record = judged.message === null ? undefined : state.messages.get(judged.message);
-  const refused = record === undefined ? null : allowanceRefusal(record, record.attempts.length + 1, judged.limitUsd, state.policy?.doc ?? null, state.registry?.doc ?? null);
-  if (refused !== null) return refused;
+  return record === undefined ? null : allowanceRefusal(record, record.attempts.length + 1, judged.limitUsd, state.policy?.doc ?? null, state.registry?.doc ?? null);
+}
+
+/** Why what the correlation and the day have left on `state` no longer leaves `judged.limitUsd`, where its pre-flight judged it did; null when it still does. */
+function sharedSpendMoved(judged: JudgedSpend, state: SpendState): string | null {
+  const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd, judged.message);
   const [before, after] = [judged.budgets, now.budgets];
   if (before !== null && (after === null || after.max_cost_usd_per_message < before.max_cost_usd_per_message || after.max_cost_usd_per_correlation < before.max_cost_usd_per_correlation || after.daily_cost_cap_usd < before.daily_cost_cap_usd)) {
     return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';

@@ -91,6 +91,13 @@ export interface LaneContext<E> {
    * written on no longer admits the attempt (budget.ts, spendMovedSince).
    */
   claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }, judged?: JudgedSpend): Promise<boolean>;
+  /**
+   * The claims of attempts paid for together (a panel's members, each with what its pre-flight
+   * judged), in one commit: all of them or none. They are judged again together on the state they
+   * are written on (budget.ts, jointSpendMovedSince); one another runner claimed meanwhile is that
+   * runner's to run, and the others are claimed without it. The ids of the messages claimed.
+   */
+  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged: JudgedSpend }>, now: Date): Promise<ReadonlySet<string>>;
   /** An attempt left unclaimed this pass, with why: the next pass judges it again. */
   onSkipped(messageId: string, reason: string): void;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */
@@ -104,8 +111,8 @@ export interface LaneContext<E> {
   onEvent(event: E): void;
   /** Why the operator stopped the runner, once they did (Runner.interrupt): the attempt in flight then ends interrupted. */
   stoppedBy(): string | null;
-  /** Whether the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts): they are not started. */
-  isHeld(target: string): boolean;
+  /** Why the runner holds new attempts to `target` (its lane cannot run it here: runner/startup.ts), or null: held ones are not started. */
+  heldHere(target: string): Problem | null;
   /** Whether the retry of message `id` still waits on the runner's own clock, though its wall clock reads it as due (runner.ts observeRetries): it is not started. */
   waitsForRetry(id: string): boolean;
 }

@@ -34,7 +34,7 @@ import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sightings.js';
-import { spendMovedSince, type JudgedSpend } from '../lane/budget.js';
+import { jointSpendMovedSince, spendMovedSince, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
 /** An error the runner reports: about one message, or (messageId null) about a pass. */
@@ -233,6 +233,7 @@ export class Runner {
       keepAttemptFiles: options.keepSandboxes === true,
       remoteUrl: options.remote?.url ?? null,
       claim: (record, attempt, now, receipt, judged) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, judged),
+      claimTogether: (attempts, now) => this.claimTogether(attempts, now),
       onSkipped: (messageId, reason) => this.emit({ type: 'skipped', messageId, reason }),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
       commit: (files, summary, now) => this.commit(files, summary, now),
@@ -240,7 +241,7 @@ export class Runner {
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy ?? this.switchedOff,
-      isHeld: (target) => this.options.waiting?.has(target) === true,
+      heldHere: (target) => this.options.waiting?.get(target) ?? null,
       waitsForRetry: (id) => this.earlyRetries.has(id),
     };
     const consults = new ConsultLane(context, options.transport);
@@ -847,6 +848,37 @@ export class Runner {
     if (files.length === 0 && this.options.remote !== undefined) await this.confirmClaim();
     if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
     return true;
+  }
+
+  /**
+   * The claims of attempts paid for together, in one commit, under the one claim rule: judged again
+   * together on the state they are written on (through a remote, each head a refused push is rebuilt
+   * on), so that none is claimed when the shared budgets no longer cover them all. An attempt
+   * another runner claimed meanwhile is left out (that runner runs it); when it took them all, the
+   * claims are written as they are and the claim rules refuse them. The ids claimed.
+   */
+  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged: JudgedSpend }>, now: Date): Promise<ReadonlySet<string>> {
+    let refused: string | null = null;
+    let claimed = attempts;
+    const write = (state: LedgerState): NewFile[] => {
+      const open = attempts.filter((item) => (state.messages.get(item.record.id)?.attempts.length ?? 0) < item.attempt);
+      claimed = open.length === 0 ? attempts : open;
+      refused = open.length === 0 ? null : jointSpendMovedSince(open.map((item) => item.judged), state);
+      if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
+      return claimed.map((item) => this.claimFile(item.record, item.attempt, now, item.judged.limitUsd));
+    };
+    const summary = `claim ${attempts.map((item) => `${item.record.id} attempt ${item.attempt}`).join(', ')}`;
+    try {
+      await this.append({ files: write, key: this.options.key, now, summary });
+    } catch (error) {
+      const said = refused !== null ? `was not claimed${attempts.length > 1 ? ', nor any paid for with it' : ''}: ${refused}; the next pass judges ${attempts.length > 1 ? 'them' : 'it'} again` : isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID') ? 'was claimed by another runner' : null;
+      if (said === null) throw error;
+      for (const item of attempts) this.emit({ type: 'skipped', messageId: item.record.id, reason: `attempt ${item.attempt} ${said}` });
+      return new Set();
+    }
+    if (this.options.remote !== undefined) await this.confirmClaim();
+    for (const item of claimed) this.emit({ type: 'claimed', messageId: item.record.id, attempt: item.attempt });
+    return new Set(claimed.map((item) => item.record.id));
   }
 
   /**

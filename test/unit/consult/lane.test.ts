@@ -152,10 +152,17 @@ describe('a panel pre-flight', () => {
     expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: run(0.1) }], correlationRemainingUsd: 0.19, dailyRemainingUsd: 1 })).toMatchObject({ blocker: 'correlation_budget_exhausted' });
     expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: run(0.1) }], correlationRemainingUsd: 1, dailyRemainingUsd: 0.15 })).toMatchObject({ blocker: 'daily_cap_reached' });
   });
-  it("stops every member when one member's own budget cannot pay, but not for another member's other stop", () => {
+  it("stops every member, with that member's blocker, when the ledger stops one of them: its budget or any other stop", () => {
     const unpaid = { kind: 'stop' as const, status: 'blocked' as const, blocker: 'budget_preflight' as const, detail: 'too little' };
-    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: unpaid }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toEqual({ blocker: 'budget_preflight', detail: 'panel member b cannot be paid for (too little): no member of the panel is paid' });
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: unpaid }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toEqual({ kind: 'stop', status: 'blocked', blocker: 'budget_preflight', detail: 'panel member b cannot be paid for (too little): no member of the panel is paid' });
+    const unpriced = { kind: 'stop' as const, status: 'failed' as const, blocker: 'config_error' as const, detail: 'no price' };
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: unpriced }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toMatchObject({ kind: 'stop', status: 'failed', blocker: 'config_error' });
+  });
+  it('claims no member while one of them cannot run on this runner or waits on open spend; a stop the ledger decides comes first', () => {
+    const unreachable = { kind: 'unreachable' as const, detail: 'no key' };
+    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: unreachable }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toMatchObject({ kind: 'wait' });
+    expect(planPanel({ members: [{ actor: 'a', decision: { kind: 'wait', detail: 'held' } }, { actor: 'b', decision: run(0.1) }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toMatchObject({ kind: 'wait' });
     const expired = { kind: 'stop' as const, status: 'blocked' as const, blocker: 'expired' as const, detail: 'late' };
-    expect(planPanel({ members: [{ actor: 'a', decision: run(0.1) }, { actor: 'b', decision: expired }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toBeNull();
+    expect(planPanel({ members: [{ actor: 'a', decision: unreachable }, { actor: 'b', decision: expired }], correlationRemainingUsd: 1, dailyRemainingUsd: 1 })).toMatchObject({ kind: 'stop', blocker: 'expired' });
   });
 });

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { MIN_OUTPUT_TOKENS, costUsd, judgeWithHeld, judgedSpend, planBudget, spendMovedSince } from '../../../src/lane/budget.js';
+import { MIN_OUTPUT_TOKENS, costUsd, jointSpendMovedSince, judgeWithHeld, judgedSpend, planBudget, spendMovedSince } from '../../../src/lane/budget.js';
 import type { LedgerState } from '../../../src/authority/state.js';
 import type { ActorPolicy } from '../../../src/schema/policy.js';
 import { estimateInputTokens } from '../../../src/consult/input-tokens.js';
@@ -61,6 +61,13 @@ describe('a claim judged again on the state it is written on', () => {
     expect(spendMovedSince(judged, at(4.5, 10))).toMatch(/corr_a spent \$4\.5 .* no longer leaves the \$1/);
     expect(spendMovedSince(judged, at(1, 49.5))).toMatch(/2026-12-03 spent \$49\.5 .* no longer leaves the \$1/);
     expect(spendMovedSince(judged, at(1, 10, { ...budgets, daily_cost_cap_usd: 20 }))).toMatch(/lower budgets/);
+  });
+
+  it("judges a panel's claims together: what landed meanwhile may leave room for each member and not for all of them", () => {
+    // The correlation has $1.5 left: either $1 member alone is admitted, the two together are not.
+    expect(spendMovedSince(judged, at(3.5, 10))).toBeNull();
+    expect(jointSpendMovedSince([judged, judged], at(3.5, 10))).toMatch(/corr_a spent \$3\.5 .* no longer leaves the \$2/);
+    expect(jointSpendMovedSince([judged, judged], at(1, 10))).toBeNull();
   });
 });
 
