@@ -1,0 +1,85 @@
+import { mkdirSync, readdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cooBounded, headOf, refusal, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
+import { worlds } from '../helpers/lane.js';
+import { nothingClaimed, queued } from '../helpers/startup.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator, round 19: a provider key pasted with its quotes, and a flag given the empty
+ * value of an unset shell variable. Each is found before anything is claimed or paid for, and said
+ * as one coded line (exit 2) that says what to do.
+ */
+
+const dir = tempDir('operator-redteam-19-');
+const fresh = worlds(join(dir, 'worlds'));
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+describe('a provider key pasted with the quotes of a shell or .env line', () => {
+  it('is refused at start by coo watch and coo mcp --run (ORACLE_CONFIG, exit 2) for every lane it serves, the value never shown; nothing is claimed or paid', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const state = join(world.dir, 'state');
+    const watch = [...watchArgs(world, key, state), '--once', '--isolation', 'none'];
+    const mcp = ['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', state, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'];
+    for (const pasted of ['"sk-quoted-value"', "'sk-quoted-value'", '`sk-quoted-value`', 'sk-quoted-value"']) {
+      for (const args of [watch, mcp]) {
+        const line = refusal(await startBounded(args, { OPENAI_API_KEY: pasted }).ended);
+        expect(line, `${args[0]} ${pasted}`).toMatch(
+          /^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: OPENAI_API_KEY holds a quote mark, which no provider key has \(pasted with the quotes of a shell or \.env line\?\): set it to the key alone, without quotes; .*dispatches to ea\.codex: OPENAI_API_KEY holds a quote mark/,
+        );
+        expect(line).not.toContain('sk-quoted-value');
+      }
+    }
+    await nothingClaimed(world, before, ids);
+  });
+});
+
+describe('a flag given an empty value on the command line (a shell variable unset or empty)', () => {
+  const said = (flag: string): string => `coo: USAGE: ${flag} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`;
+
+  it('is USAGE at start from coo watch and coo mcp --run (exit 2), never the current folder taken for the state folder or an executable; nothing is claimed or written', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const here = join(world.dir, 'here');
+    mkdirSync(here);
+    const watch = ['watch', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none', '--once'];
+    const mcp = ['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'];
+    const cases: Array<[readonly string[], string]> = [
+      // Resolved as given, '' was the folder coo ran in: the runner held it as its state folder and made its sandboxes there.
+      [[...watch, '--state-dir', ''], '--state-dir'],
+      [[...mcp, '--state-dir='], '--state-dir'],
+      [[...watch, '--ea-command', ''], '--ea-command'],
+      [[...watch, '--oracle-command', ''], '--oracle-command'],
+      [[...watch, '--oracle-arg', '--verbose', '--oracle-arg', ''], '--oracle-arg'],
+      [[...watch, '--remote', ''], '--remote'],
+      [[...watch, '--state-dir', join(world.dir, 'state'), '--ledger', ''], '--ledger'],
+    ];
+    for (const [args, flag] of cases) {
+      expect(refusal(await startBounded(args, env, here).ended), args.join(' ')).toBe(said(flag));
+    }
+    const json = await startBounded([...watch, '--state-dir', '', '--json'], env, here).ended;
+    expect(json.status).toBe(2);
+    expect(JSON.parse(json.stdout)).toEqual({ ok: false, error: { code: 'USAGE', message: said('--state-dir').replace(/^coo: USAGE: /, ''), where: null, findings: [] } });
+    expect(readdirSync(here)).toEqual([]);
+    await nothingClaimed(world, before, ids);
+  });
+
+  it("coo verify --state-dir '' is refused, never its checkpoint written in the current folder; the same variable empty in the environment still counts as unset", async () => {
+    const world = await fresh();
+    const here = join(world.dir, 'here');
+    mkdirSync(here);
+    expect(refusal(cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', ''], { cwd: here }))).toBe(said('--state-dir'));
+    expect(readdirSync(here)).toEqual([]);
+    // $COO_LEDGER set but empty is no --ledger, as before: said as the missing flag, not as an empty one.
+    expect(refusal(cooBounded(['verify'], { cwd: here, env: { COO_LEDGER: '' } }))).toBe('coo: USAGE: --ledger is required (the ledger path or $COO_LEDGER)');
+    const verified = cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', join(world.dir, 'audit')], { cwd: here });
+    expect(verified.status, verified.stderr).toBe(0);
+    expect(readdirSync(here)).toEqual([]);
+  });
+});
