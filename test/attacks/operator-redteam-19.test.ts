@@ -1,9 +1,10 @@
-import { mkdirSync, readdirSync } from 'node:fs';
+import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { cooBounded, headOf, refusal, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
-import { nothingClaimed, queued } from '../helpers/startup.js';
+import { laneState, nothingClaimed, queued } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -35,6 +36,24 @@ describe('a provider key pasted with the quotes of a shell or .env line', () => 
       }
     }
     await nothingClaimed(world, before, ids);
+  });
+});
+
+describe('a forge token pasted with its quotes, or with its line end', () => {
+  it('is no token: an --open-pr dispatch waits, queued and unclaimed, said once at start, never claimed, run and refused at its push; the token never shown', async () => {
+    const world = await fresh();
+    const { messageId } = await enqueueDispatch({ ledger: world.ledger, key: world.actors.coo, now: new Date(), target: 'ea.codex', repo: world.target, task: 'Fix add().', scope: ['src/**'], accept: ['add works'], verify: ['true'], timeoutSeconds: 60, maxRuntimeSeconds: 60, openPr: 'acme/work' });
+    const agent = join(world.dir, 'agent.sh');
+    writeFileSync(agent, '#!/bin/sh\nexit 1\n', { mode: 0o755 });
+    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state')), '--once', '--isolation', 'none', '--ea-command', agent];
+    for (const token of ['"ghp_quotedtoken0123"', 'ghp_quotedtoken0123\n']) {
+      const ran = await startBounded(args, { ...env, GITHUB_TOKEN: token }).ended;
+      expect(ran.status, ran.stderr).toBe(0);
+      expect(laneState(world, messageId)).toBe('queued');
+      expect(ran.stderr).toMatch(/^coo watch: --open-pr dispatches wait, queued and unclaimed: the forge token is unusable: GITHUB_TOKEN holds a (quote mark|space, a line end)/m);
+      expect(ran.stderr).toContain(`${messageId} asks for a pull request on acme/work and this runner has no forge token: it stays queued, unclaimed`);
+      expect(ran.stderr).not.toContain('ghp_quotedtoken0123');
+    }
   });
 });
 
@@ -70,12 +89,17 @@ describe('a flag given an empty value on the command line (a shell variable unse
     await nothingClaimed(world, before, ids);
   });
 
-  it("coo verify --state-dir '' is refused, never its checkpoint written in the current folder; the same variable empty in the environment still counts as unset", async () => {
+  it("coo verify --state-dir '' and coo clone '' DIR are refused, never a checkpoint written in the current folder or a clone tried; the same variable empty in the environment still counts as unset", async () => {
     const world = await fresh();
     const here = join(world.dir, 'here');
     mkdirSync(here);
     expect(refusal(cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', ''], { cwd: here }))).toBe(said('--state-dir'));
     expect(readdirSync(here)).toEqual([]);
+    const clone = join(world.dir, 'clone.git');
+    expect(refusal(cooBounded(['clone', '', clone, '--trust-root', world.actors.ceo.publicKey.keyId], { cwd: here }))).toBe(
+      'coo: USAGE: the argument <url> was given empty (a shell variable that is unset or empty?): give it a value; nothing was done',
+    );
+    expect(readdirSync(world.dir)).not.toContain('clone.git');
     // $COO_LEDGER set but empty is no --ledger, as before: said as the missing flag, not as an empty one.
     expect(refusal(cooBounded(['verify'], { cwd: here, env: { COO_LEDGER: '' } }))).toBe('coo: USAGE: --ledger is required (the ledger path or $COO_LEDGER)');
     const verified = cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', join(world.dir, 'audit')], { cwd: here });
