@@ -71,7 +71,7 @@ export function describeEvent(event: RunnerEvent): string {
     case 'clock_skew':
       return `clock skew: ${event.entry} (${event.messageId}, runner ${event.runner}) is dated ${event.aheadSeconds} s ahead of this runner's clock; leases do not read such times, but check that machine's clock`;
     case 'result_kept':
-      return `KEPT a paid result for ${event.messageId} attempt ${event.attempt}: the ledger refused its receipt (${event.code}: ${event.detail}); it is kept in ${event.kept} and the attempt stays open`;
+      return `KEPT a paid result for ${event.messageId} attempt ${event.attempt}: the ledger refused its receipt (${event.code}: ${event.detail}); it is kept in ${event.kept} and the attempt stays open; once what refused it is put right (room on the disk, a ledger this user may write, the COO's key), run the runner again on this state folder: it lands the kept result without calling the model again`;
   }
 }
 

@@ -1,9 +1,12 @@
-import { mkdirSync, readdirSync, writeFileSync } from 'node:fs';
+import { spawn } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
-import { cooBounded, headOf, refusal, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
-import { worlds } from '../helpers/lane.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { COO } from '../helpers/cli.js';
+import { cooBounded, headOf, httpOracle, refusal, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
+import { FAKE_ORACLE, worlds } from '../helpers/lane.js';
 import { laneState, nothingClaimed, queued } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -105,5 +108,52 @@ describe('a flag given an empty value on the command line (a shell variable unse
     const verified = cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', join(world.dir, 'audit')], { cwd: here });
     expect(verified.status, verified.stderr).toBe(0);
     expect(readdirSync(here)).toEqual([]);
+  });
+});
+
+describe("the ledger's file system filling up while the runner calls the model", () => {
+  it('keeps the paid result, writes nothing half, says to run again once there is room; run again, the receipt lands without a second call', async () => {
+    const world = await fresh();
+    const messageId = (await world.consult()).messageId;
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    // The ledger on a small file system of its own (bubblewrap: a 4 MiB tmpfs); Oracle fills it while it runs.
+    const full = join(world.dir, 'full');
+    mkdirSync(full);
+    const copy = join(full, 'ledger.git');
+    const oracle = join(world.dir, 'oracle-fill.sh');
+    writeFileSync(oracle, `#!/bin/sh\nhead -c 100000000 /dev/zero > "${full}/fill" 2>/dev/null\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode http "$@"\n`, { mode: 0o755 });
+    const state = join(world.dir, 'state');
+    const watch = (oracleCommand: string): string => `"${process.execPath}" "${COO}" watch --ledger "${copy}" --key "${key}" --repo "${world.target}" --state-dir "${state}" --oracle-command "${oracleCommand}" --oracle-base-url "${world.server.url}/v1" --isolation none --once`;
+    const script = [
+      `cp -a "${world.gitdir}" "${copy}"`,
+      `${watch(oracle)} 2>"${world.dir}/first.err"; echo "first=$?"`,
+      `echo "heads=$(git --git-dir "${copy}" log --format=%s main | head -2 | tr '\\n' '|')"`,
+      `rm -f "${full}/fill"`,
+      `"${process.execPath}" "${COO}" verify --ledger "${copy}" --no-checkpoint >/dev/null; echo "verify=$?"`,
+      `${watch(httpOracle(world.dir))} 2>"${world.dir}/second.err"; echo "second=$?"`,
+      `git clone -q --bare "${copy}" "${world.dir}/after.git"`,
+    ].join('; ');
+    const child = spawn(requireBubblewrap('a ledger on a full file system'), ['--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--size', String(4 * 1024 * 1024), '--tmpfs', full, '--', 'sh', '-c', script], {
+      env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') },
+      stdio: ['ignore', 'pipe', 'inherit'],
+    });
+    let out = '';
+    child.stdout.on('data', (chunk: Buffer) => (out += chunk.toString('utf8')));
+    // Asynchronously: the model answers from this process.
+    await new Promise((resolve) => child.on('close', resolve));
+    const first = readFileSync(join(world.dir, 'first.err'), 'utf8');
+    expect(first).toContain(`coo watch: KEPT a paid result for ${messageId} attempt 1: the ledger refused its receipt (IO_ERROR: cannot create ${copy}/refs/heads/main.lock: ENOSPC`);
+    expect(first).toContain('once what refused it is put right (room on the disk, a ledger this user may write, the COO\'s key), run the runner again on this state folder: it lands the kept result without calling the model again');
+    expect(first).not.toMatch(/\n\s+at /);
+    // The claim landed before the call; the receipt did not, and nothing of it was written half.
+    expect(out).toContain(`heads=claim ${messageId} attempt 1|aa_consult ${messageId}`);
+    expect(out).toContain('verify=0');
+    expect(out).toContain('second=0');
+    expect(readFileSync(join(world.dir, 'second.err'), 'utf8')).toContain(`coo watch: receipt ${messageId} attempt 1: succeeded`);
+    expect(world.server.requests).toHaveLength(1);
+    expect(existsSync(join(state, 'kept-results'))).toBe(true);
+    expect(readdirSync(join(state, 'kept-results'))).toEqual([]);
+    const landed = cooBounded(['show', messageId, '--ledger', join(world.dir, 'after.git'), '--json']);
+    expect((JSON.parse(landed.stdout) as { lane_state: string }).lane_state).toBe('succeeded');
   });
 });
