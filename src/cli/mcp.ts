@@ -84,7 +84,6 @@ export function mcpVerb(program: Command): void {
       // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
       if (opts.run === true) registerPrivateFolders([stateDir, ...hide]);
       const problems = new RunnerProblems();
-      const pullRequests = pullRequestsFromFlags(opts);
       const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const controller = new AbortController();
       let runner: Runner | null = null;
@@ -101,6 +100,7 @@ export function mcpVerb(program: Command): void {
         } else {
           const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
           release = started.release;
+          const pullRequests = pullRequestsFromFlags(opts, (line) => log(scrubber.text(line)));
           runner = new Runner({
             ledger,
             key,

@@ -47,7 +47,27 @@ export function buildProgram(): Command {
     verb(program);
   }
   for (const command of program.commands) command.exitOverride();
+  program.hook('preAction', (_program, action) => requireNoEmptyValues(action));
   return program;
+}
+
+/**
+ * A flag or an argument given an empty value on the command line (`--state-dir "$STATE"` with
+ * STATE unset) is a mistake in it, refused before the verb runs: taken as given, a path would
+ * resolve to the current folder (a runner's state folder made there) and a URL or a name to
+ * nothing, unlike the flag left out. The same variable empty in the environment a flag falls back
+ * to still counts as unset.
+ */
+function requireNoEmptyValues(command: Command): void {
+  const empty = (value: unknown): boolean => (Array.isArray(value) ? value : [value]).some((one) => typeof one === 'string' && one.trim() === '');
+  for (const option of command.options) {
+    const name = option.attributeName();
+    if (command.getOptionValueSource(name) !== 'cli' || !empty(command.getOptionValue(name))) continue;
+    throw new CooError('USAGE', `${option.long ?? option.flags} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`);
+  }
+  command.registeredArguments.forEach((argument, index) => {
+    if (empty(command.processedArgs[index])) throw new CooError('USAGE', `the argument <${argument.name()}> was given empty (a shell variable that is unset or empty?): give it a value; nothing was done`);
+  });
 }
 
 function wantsJson(argv: readonly string[]): boolean {

@@ -20,6 +20,7 @@ import { executorFactory } from '../dispatch/executors.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 import { writeErr } from './terminal.js';
+import { providerKeyProblem } from '../lane/provider-key.js';
 import { registerPrivateFolders, stateRoot } from '../util/runner-folders.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
@@ -70,7 +71,7 @@ export function describeEvent(event: RunnerEvent): string {
     case 'clock_skew':
       return `clock skew: ${event.entry} (${event.messageId}, runner ${event.runner}) is dated ${event.aheadSeconds} s ahead of this runner's clock; leases do not read such times, but check that machine's clock`;
     case 'result_kept':
-      return `KEPT a paid result for ${event.messageId} attempt ${event.attempt}: the ledger refused its receipt (${event.code}: ${event.detail}); it is kept in ${event.kept} and the attempt stays open`;
+      return `KEPT a paid result for ${event.messageId} attempt ${event.attempt}: the ledger refused its receipt (${event.code}: ${event.detail}); it is kept in ${event.kept} and the attempt stays open; once what refused it is put right (room on the disk, a ledger this user may write, the COO's key), run the runner again on this state folder: it lands the kept result without calling the model again`;
   }
 }
 
@@ -221,13 +222,23 @@ export function executorsFromFlags(flags: ExecutorFlags, hide: readonly string[]
   return (isolation) => executorFactory({ hide, isolation, ...(flags.eaCommand === undefined ? {} : { command: [resolve(flags.eaCommand)] }), ...(baseUrl === undefined ? {} : { baseUrl }) });
 }
 
-/** The runner's forge credentials for --open-pr dispatches, from its flags and environment; none without a token. */
-export function pullRequestsFromFlags(flags: ExecutorFlags): PullRequestConfig | undefined {
-  const token = process.env[flags.githubTokenEnv ?? 'GITHUB_TOKEN'];
+/**
+ * The runner's forge credentials for --open-pr dispatches, from its flags and environment; none
+ * without a token. A token no forge takes (whitespace, a line end, pasted with its quotes: the rule
+ * of provider keys, lane/provider-key.ts) is none too, said once through `say`: such a dispatch
+ * waits, queued and unclaimed, instead of being claimed, paid for, and refused at its push.
+ */
+export function pullRequestsFromFlags(flags: ExecutorFlags, say: (line: string) => void): PullRequestConfig | undefined {
+  const name = flags.githubTokenEnv ?? 'GITHUB_TOKEN';
+  const token = process.env[name];
   const apiBaseUrl = flags.githubApiUrl ?? process.env['GITHUB_API_URL'];
-  return token === undefined || token === ''
-    ? undefined
-    : { token, base: flags.prBase ?? 'main', ...(flags.pushUrl === undefined ? {} : { pushUrl: flags.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
+  if (token === undefined || token === '') return undefined;
+  const problem = providerKeyProblem(name, token);
+  if (problem !== null) {
+    say(`--open-pr dispatches wait, queued and unclaimed: the forge token is unusable: ${problem}`);
+    return undefined;
+  }
+  return { token, base: flags.prBase ?? 'main', ...(flags.pushUrl === undefined ? {} : { pushUrl: flags.pushUrl }), ...(apiBaseUrl === undefined ? {} : { apiBaseUrl }) };
 }
 
 export function watchVerb(program: Command): void {
@@ -273,7 +284,6 @@ export function watchVerb(program: Command): void {
       // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
       registerPrivateFolders([stateDir, ...hide]);
       const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
-      const pullRequests = pullRequestsFromFlags(opts);
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       let runner: Runner | undefined;
       let stopSignals = (): void => undefined;
@@ -290,6 +300,7 @@ export function watchVerb(program: Command): void {
         };
         const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
         release = started.release;
+        const pullRequests = pullRequestsFromFlags(opts, (line) => writeErr(`coo watch: ${line}\n`));
         runner = new Runner({
           ledger,
           key,
