@@ -243,6 +243,12 @@ const REFUSED = [
   /could not read (Username|Password) for /i,
   /repository '[^']*' not found/i,
   /does not appear to be a git repository/i,
+  // Refusals of a push to a client that may read: no `!` status line follows them.
+  /marked as read only/i,
+  /Permission to \S+ denied to /i,
+  /You are not allowed to push code/i,
+  /Write access to repository not granted/i,
+  /\bDENIED by\b/,
 ];
 
 /** What the remote said when it refused this client (see REFUSED), one line without credentials; null when it did not answer. */

@@ -18,6 +18,17 @@ describe('refusedAccess: a remote that answered and refused this client, told fr
     for (const [stderr, said] of cases) expect(refusedAccess(failed(stderr)), stderr).toBe(said);
   });
 
+  it('names a push refused to a client that may read (a read-only deploy key, no write permission, gitolite), which prints no status line for the ref', () => {
+    const cases: Array<[string, string]> = [
+      [`ERROR: The key you are authenticating with has been marked as read only.\n${CANNOT_READ}`, 'ERROR: The key you are authenticating with has been marked as read only.'],
+      [`ERROR: Permission to owner/ledger.git denied to deploy-bot.\n${CANNOT_READ}`, 'ERROR: Permission to owner/ledger.git denied to deploy-bot.'],
+      [`remote: \nremote: ========================================================================\nremote: ERROR: You are not allowed to push code to this project.\n${CANNOT_READ}`, 'remote: ERROR: You are not allowed to push code to this project.'],
+      ["remote: Write access to repository not granted.\nfatal: unable to access 'https://forge.example/ledger.git/': The requested URL returned error: 403\n", 'remote: Write access to repository not granted.'],
+      [`FATAL: W any ledger coo DENIED by fallthru\n(or you mis-spelled the reponame)\n${CANNOT_READ}`, 'FATAL: W any ledger coo DENIED by fallthru'],
+    ];
+    for (const [stderr, said] of cases) expect(refusedAccess(failed(stderr)), stderr).toBe(said);
+  });
+
   it('names a redirect, on the first request or a later one, as one coo never follows, and never where it pointed', () => {
     const note = ' (a redirect, which coo never follows: the credentials for this URL go to it alone; give the URL the remote moved to, on GitLab the one ending in .git)';
     const cases: Array<[string, string]> = [
