@@ -189,6 +189,8 @@ export class Runner {
   private cutOffSince: Date | null = null;
   /** When the leases of claims other runners hold end, as seen by the last pass: a watch wakes then. */
   private leaseWaits: string[] = [];
+  /** The messages the pass under way said it left unclaimed (a 'skipped' event): it does not take them again. */
+  private passSkipped = new Set<string>();
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
   private readonly readySince = new Map<string, number>();
   /** Runners that let a message matched to them pass the hand-off, with their newest heartbeat then: left out of the matching until they show progress. */
@@ -346,6 +348,9 @@ export class Runner {
 
   /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
   private emit(event: RunnerEvent): void {
+    // A message said left unclaimed is not judged again this pass: a panel that waits, or whose joint claim was refused,
+    // says so for every member at once, and each other member taken next would judge the whole panel and say it again.
+    if (event.type === 'skipped') this.passSkipped.add(event.messageId);
     this.options.onEvent?.(this.printable.value(event));
   }
 
@@ -400,6 +405,7 @@ export class Runner {
     this.leaseWaits = [];
     let receipts = 0;
     const skipped = new Set<string>();
+    this.passSkipped = skipped;
     for (let pass = 0; ; pass += 1) {
       if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       this.switchedOff = null;
