@@ -1,6 +1,8 @@
 import { join } from 'node:path';
 import { afterAll, describe, expect } from 'vitest';
+import { verifyLedger } from '../../src/audit/verify.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { readLog } from '../../src/ledger/log.js';
 import type { Ledger } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
@@ -63,6 +65,21 @@ describe('a panel the ledger stops', () => {
     await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, maxCostUsd: 0.05 });
     await w.runner({ ledger: failingAt(w.ledger, 2) }).runOnce();
     await w.runner().runOnce();
+    // The replay (coo verify) takes the members' claims and receipts written in one commit.
+    const { findings } = await verifyLedger(w.gitdir, { full: true });
+    expect(findings.map((finding) => finding.code)).toEqual([]);
     return w.server.requests.length === 0 ? 'unpaid' : `paid ${w.server.requests.length}`;
+  });
+});
+
+describe('a panel claimed together', () => {
+  attack('every member claimed in one commit, run and receipted: the replay (coo verify) takes the commit of several claims', 'runner', 'one claim commit, verified', async () => {
+    const w = await world('claimed-together');
+    await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    await w.runner().runOnce();
+    expect(w.server.requests).toHaveLength(3);
+    const { findings } = await verifyLedger(w.gitdir, { full: true });
+    const claimCommits = (await readLog(w.ledger.reader, w.ledger.trees, w.ledger.head(), await w.ledger.state(), 1000)).filter((entry) => entry.files.some((file) => file.endsWith('/claims/001.yaml')));
+    return findings.length === 0 && claimCommits.length === 1 && claimCommits[0]!.files.filter((file) => file.endsWith('/claims/001.yaml')).length === 3 ? 'one claim commit, verified' : `${claimCommits.length} claim commits, findings ${JSON.stringify(findings)}`;
   });
 });
