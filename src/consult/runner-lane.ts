@@ -150,7 +150,16 @@ export class ConsultLane implements RunnerLane {
       return false;
     }
     let wrote = false;
-    for (const item of prepared) if (item.kind === 'stop') wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
+    const stops = prepared.flatMap((item) => (item.kind === 'stop' ? [item] : []));
+    if (stops.length > 1) {
+      // A panel stopped before anything runs is receipted in one commit: a runner stopped between two of its receipts would leave a member queued, to be paid alone.
+      const receipts = stops.map((item) => ({ item, ...this.stopReceipt(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail) }));
+      const ids = await this.ctx.claimTogether(receipts.map(({ item, file }) => ({ record: item.record, attempt: item.attempt, receipt: file })), now, `receipts ${receipts.map(({ item }) => `${item.message.message_id} attempt ${item.attempt}`).join(', ')}: ${stops[0]!.status} (${stops[0]!.blocker})`);
+      for (const { item, retryAt } of receipts) if (ids.has(item.record.id)) this.ctx.onReceipt(item.message.message_id, item.attempt, item.status, [item.blocker], retryAt);
+      wrote = ids.size > 0;
+    } else {
+      for (const item of stops) wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
+    }
     // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
     // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight);
     // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
@@ -336,6 +345,14 @@ export class ConsultLane implements RunnerLane {
 
   /** A pre-flight outcome: claim and receipt in one commit, nothing paid for. */
   private async stop(state: LedgerState, record: MessageRecord, message: AdvisoryMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): Promise<boolean> {
+    const { file, retryAt } = this.stopReceipt(state, record, message, attempt, now, status, blocker, detail);
+    if (!(await this.ctx.claim(record, attempt, now, { file, summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})` }))) return false;
+    this.ctx.onReceipt(message.message_id, attempt, status, [blocker], retryAt);
+    return true;
+  }
+
+  /** The receipt of an attempt stopped before anything runs, and when it may be tried again. */
+  private stopReceipt(state: LedgerState, record: MessageRecord, message: AdvisoryMessage, attempt: number, now: Date, status: ReceiptStatus, blocker: BlockerCode, detail: string): { readonly file: NewFile; readonly retryAt: string | null } {
     const retryAt = status === 'succeeded' ? null : nextAttemptAt({ now, blocker, record, message, policy: state.policy!.doc });
     const receipt = buildReceipt({
       now,
@@ -349,10 +366,7 @@ export class ConsultLane implements RunnerLane {
       validation: { status: 'not_run', errors: [] },
       warnings: [],
     });
-    const file = { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes };
-    if (!(await this.ctx.claim(record, attempt, now, { file, summary: `receipt ${message.message_id} attempt ${attempt}: ${status} (${blocker})` }))) return false;
-    this.ctx.onReceipt(message.message_id, attempt, status, [blocker], retryAt);
-    return true;
+    return { file: { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }, retryAt };
   }
 
   /** Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record. */

@@ -95,9 +95,11 @@ export interface LaneContext<E> {
    * The claims of attempts paid for together (a panel's members, each with what its pre-flight
    * judged), in one commit: all of them or none. They are judged again together on the state they
    * are written on (budget.ts, jointSpendMovedSince); one another runner claimed meanwhile is that
-   * runner's to run, and the others are claimed without it. The ids of the messages claimed.
+   * runner's to run, and the others are claimed without it. An attempt with its `receipt` (a panel
+   * stopped before anything runs) is closed in the same commit, so that no member is left queued
+   * beside a sibling stopped for it. The ids of the messages claimed.
    */
-  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged: JudgedSpend }>, now: Date): Promise<ReadonlySet<string>>;
+  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
   /** An attempt left unclaimed this pass, with why: the next pass judges it again. */
   onSkipped(messageId: string, reason: string): void;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */

@@ -189,6 +189,8 @@ export class Runner {
   private cutOffSince: Date | null = null;
   /** When the leases of claims other runners hold end, as seen by the last pass: a watch wakes then. */
   private leaseWaits: string[] = [];
+  /** The messages the pass under way said it left unclaimed (a 'skipped' event): it does not take them again. */
+  private passSkipped = new Set<string>();
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
   private readonly readySince = new Map<string, number>();
   /** Runners that let a message matched to them pass the hand-off, with their newest heartbeat then: left out of the matching until they show progress. */
@@ -233,7 +235,7 @@ export class Runner {
       keepAttemptFiles: options.keepSandboxes === true,
       remoteUrl: options.remote?.url ?? null,
       claim: (record, attempt, now, receipt, judged) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, judged),
-      claimTogether: (attempts, now) => this.claimTogether(attempts, now),
+      claimTogether: (attempts, now, summary) => this.claimTogether(attempts, now, summary),
       onSkipped: (messageId, reason) => this.emit({ type: 'skipped', messageId, reason }),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
       commit: (files, summary, now) => this.commit(files, summary, now),
@@ -346,6 +348,9 @@ export class Runner {
 
   /** Events are printed (coo watch, coo mcp's log): no secret the runner holds is in one. Folders stay, for the operator. */
   private emit(event: RunnerEvent): void {
+    // A message said left unclaimed is not judged again this pass: a panel that waits, or whose joint claim was refused,
+    // says so for every member at once, and each other member taken next would judge the whole panel and say it again.
+    if (event.type === 'skipped') this.passSkipped.add(event.messageId);
     this.options.onEvent?.(this.printable.value(event));
   }
 
@@ -400,6 +405,7 @@ export class Runner {
     this.leaseWaits = [];
     let receipts = 0;
     const skipped = new Set<string>();
+    this.passSkipped = skipped;
     for (let pass = 0; ; pass += 1) {
       if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
       this.switchedOff = null;
@@ -855,29 +861,30 @@ export class Runner {
    * together on the state they are written on (through a remote, each head a refused push is rebuilt
    * on), so that none is claimed when the shared budgets no longer cover them all. An attempt
    * another runner claimed meanwhile is left out (that runner runs it); when it took them all, the
-   * claims are written as they are and the claim rules refuse them. The ids claimed.
+   * claims are written as they are and the claim rules refuse them. An attempt with its `receipt`
+   * (an outcome decided before anything runs) is closed in the same commit. The ids claimed.
    */
-  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged: JudgedSpend }>, now: Date): Promise<ReadonlySet<string>> {
+  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>> {
     let refused: string | null = null;
     let claimed = attempts;
     const write = (state: LedgerState): NewFile[] => {
       const open = attempts.filter((item) => (state.messages.get(item.record.id)?.attempts.length ?? 0) < item.attempt);
       claimed = open.length === 0 ? attempts : open;
-      refused = open.length === 0 ? null : jointSpendMovedSince(open.map((item) => item.judged), state);
+      refused = open.length === 0 ? null : jointSpendMovedSince(open.flatMap((item) => (item.judged === undefined ? [] : [item.judged])), state);
       if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
-      return claimed.map((item) => this.claimFile(item.record, item.attempt, now, item.judged.limitUsd));
+      return claimed.flatMap((item) => [this.claimFile(item.record, item.attempt, now, item.judged?.limitUsd), ...(item.receipt === undefined ? [] : [item.receipt])]);
     };
-    const summary = `claim ${attempts.map((item) => `${item.record.id} attempt ${item.attempt}`).join(', ')}`;
     try {
-      await this.append({ files: write, key: this.options.key, now, summary });
+      await this.append({ files: write, key: this.options.key, now, summary: summary ?? `claim ${attempts.map((item) => `${item.record.id} attempt ${item.attempt}`).join(', ')}` });
     } catch (error) {
       const said = refused !== null ? `was not claimed${attempts.length > 1 ? ', nor any paid for with it' : ''}: ${refused}; the next pass judges ${attempts.length > 1 ? 'them' : 'it'} again` : isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID') ? 'was claimed by another runner' : null;
       if (said === null) throw error;
       for (const item of attempts) this.emit({ type: 'skipped', messageId: item.record.id, reason: `attempt ${item.attempt} ${said}` });
       return new Set();
     }
-    if (this.options.remote !== undefined) await this.confirmClaim();
-    for (const item of claimed) this.emit({ type: 'claimed', messageId: item.record.id, attempt: item.attempt });
+    const running = claimed.filter((item) => item.receipt === undefined);
+    if (running.length > 0 && this.options.remote !== undefined) await this.confirmClaim();
+    for (const item of running) this.emit({ type: 'claimed', messageId: item.record.id, attempt: item.attempt });
     return new Set(claimed.map((item) => item.record.id));
   }
 
