@@ -260,18 +260,27 @@ describe('a forge that shows two runners two histories (a fork), each valid, the
   });
 });
 
+/**
+ * One consult whose call is paid while a cache starts serving the head from before its claim: its
+ * runner's pass, which ends refusing the remote (its result kept).
+ */
+async function paidBehindStaleCache(): Promise<{ world: LyingCase; messageId: string; running: Promise<unknown> }> {
+  const world = await lyingCase();
+  const messageId = await world.consult();
+  const cached = join(dir, `case-${cases}`, 'cached');
+  mkdirSync(cached);
+  git(['clone', '-q', '--bare', world.served.gitdir, join(cached, world.served.name)]);
+  const held = holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [world.gitdir] }));
+  const running = world.runner({ transport: held.transport }).runOnce().catch((error: unknown) => error);
+  await held.paid;
+  world.stale.root = cached;
+  held.release();
+  return { world, messageId, running };
+}
+
 describe('a cache in front of a hookless remote that serves one runner, mid-attempt, the head from before its claim', { timeout: 180_000 }, () => {
   it('the receipt is refused as a rollback and kept, the runner stops; restarted once the cache serves the real head, it publishes the kept receipt at once, never after its own claim\'s lease: nothing lost, nothing paid again', async () => {
-    const world = await lyingCase();
-    const messageId = await world.consult();
-    const cached = join(dir, `case-${cases}`, 'cached');
-    mkdirSync(cached);
-    git(['clone', '-q', '--bare', world.served.gitdir, join(cached, world.served.name)]);
-    const held = holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [world.gitdir] }));
-    const running = world.runner({ transport: held.transport }).runOnce().catch((error: unknown) => error);
-    await held.paid;
-    world.stale.root = cached;
-    held.release();
+    const { world, messageId, running } = await paidBehindStaleCache();
 
     expect(await running).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
     expect(types(world.events)).toEqual(expect.arrayContaining(['claimed', 'result_kept']));
@@ -288,16 +297,7 @@ describe('a cache in front of a hookless remote that serves one runner, mid-atte
 
 describe('the same cache turning stale again between a restarted runner\'s sync and its publishing of the kept receipt', { timeout: 180_000 }, () => {
   it('the kept paid result stays kept (the remote said nothing of it), never replaced by a receipt of the attempt interrupted; published once the remote serves the real head', async () => {
-    const world = await lyingCase();
-    const messageId = await world.consult();
-    const cached = join(dir, `case-${cases}`, 'cached');
-    mkdirSync(cached);
-    git(['clone', '-q', '--bare', world.served.gitdir, join(cached, world.served.name)]);
-    const held = holdAnswers(new OracleCli({ route: { baseUrl: `${world.model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [world.gitdir] }));
-    const running = world.runner({ transport: held.transport }).runOnce().catch((error: unknown) => error);
-    await held.paid;
-    world.stale.root = cached;
-    held.release();
+    const { world, messageId, running } = await paidBehindStaleCache();
     expect(await running).toMatchObject({ code: 'REMOTE_UNVERIFIED' });
     const keptDir = join(world.stateDir, 'kept-results');
     const kept = readdirSync(keptDir).map((name) => readFileSync(join(keptDir, name), 'utf8'));
