@@ -15,7 +15,7 @@ import { tempDir } from '../helpers/tmp.js';
  * not once for each member it was judged from.
  */
 
-const dir = tempDir('panel-claims-rv2');
+const dir = tempDir('panel-claims-');
 const closers: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close();

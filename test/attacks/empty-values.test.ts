@@ -3,9 +3,9 @@ import { buildProgram } from '../../src/cli/program.js';
 import { isCooError } from '../../src/errors.js';
 
 /**
- * A review of the empty-value rule of every verb (cli/program.ts): each way a command line can give
- * a flag or an argument an empty value is refused as USAGE before the verb runs. These held when
- * reviewed; they guard the rule against a verb that adds its own parsing.
+ * The empty-value rule of every verb (cli/program.ts): each way a command line can give a flag or
+ * an argument an empty value is refused as USAGE before the verb runs, guarded against a verb that
+ * adds its own parsing.
  */
 
 async function refused(argv: readonly string[]): Promise<string> {
