@@ -236,7 +236,8 @@ const REDIRECT_NOTE = 'a redirect, which coo never follows: the credentials for 
  */
 const REFUSED = [
   REDIRECTED,
-  /Permission denied \(/i,
+  // ssh's own line, naming the methods it tried: an `os error` or a path a hook could not open is no refusal.
+  /^(\S+: )?Permission denied \([a-z-]+(,[a-z-]+)*\)\.?$/i,
   /Host key verification failed/i,
   /The requested URL returned error: 40[134]\b/i,
   /Authentication failed for /i,

@@ -10,7 +10,7 @@ const failed = (stderr: string): RemoteGitResult => ({ ok: false, stdout: '', st
 const HUNG_UP = 'fatal: the remote end hung up unexpectedly\n';
 
 describe('a push cut off after a hook or a proxy spoke is no answer, whatever words its lines hold', () => {
-  it('is null for remote: lines that mention a read-only key, a denied permission, a push not allowed, write access or gitolite words', () => {
+  it('is null for remote: lines that mention a read-only key, a denied permission, a push not allowed, write access, gitolite words or a file a hook could not open', () => {
     const lines = [
       'remote: note: entries/marked as read only/answer.md is kept',
       'remote: mirror: Permission to mirror.example denied to the sync job, retrying later',
@@ -18,6 +18,7 @@ describe('a push cut off after a hook or a proxy spoke is no answer, whatever wo
       'remote: hint: Write access to repository not granted yet (replica catching up)',
       'remote: audit: branch release/DENIED by review was renamed',
       'error: RPC failed; curl 18 transfer closed with outstanding read data remaining (file DENIED by policy.md)',
+      "remote: hook: cannot open '/srv/mirror/ledger.lock': Permission denied (os error 13)",
     ];
     for (const line of lines) expect(refusedAccess(failed(`${line}\n${HUNG_UP}`)), line).toBeNull();
   });
@@ -26,5 +27,7 @@ describe('a push cut off after a hook or a proxy spoke is no answer, whatever wo
     expect(refusedAccess(failed(`ERROR: Permission to owner/ledger.git denied to deploy-bot.\n${HUNG_UP}`))).toBe('ERROR: Permission to owner/ledger.git denied to deploy-bot.');
     expect(refusedAccess(failed(`remote: Permission to owner/ledger.git denied to someone.\n${HUNG_UP}`))).toBe('remote: Permission to owner/ledger.git denied to someone.');
     expect(refusedAccess(failed(`FATAL: W any ledger coo DENIED by fallthru\n${HUNG_UP}`))).toBe('FATAL: W any ledger coo DENIED by fallthru');
+    expect(refusedAccess(failed(`coo@127.0.0.1: Permission denied (publickey,keyboard-interactive).\n${HUNG_UP}`))).toBe('coo@127.0.0.1: Permission denied (publickey,keyboard-interactive).');
+    expect(refusedAccess(failed(`Permission denied (publickey).\n${HUNG_UP}`))).toBe('Permission denied (publickey).');
   });
 });
