@@ -236,19 +236,21 @@ const REDIRECT_NOTE = 'a redirect, which coo never follows: the credentials for 
  */
 const REFUSED = [
   REDIRECTED,
-  /Permission denied \(/i,
+  // ssh's own line, naming the methods it tried: an `os error` or a path a hook could not open is no refusal.
+  /^(\S+: )?Permission denied \([a-z-]+(,[a-z-]+)*\)\.?$/i,
   /Host key verification failed/i,
   /The requested URL returned error: 40[134]\b/i,
   /Authentication failed for /i,
   /could not read (Username|Password) for /i,
   /repository '[^']*' not found/i,
   /does not appear to be a git repository/i,
-  // Refusals of a push to a client that may read: no `!` status line follows them.
-  /marked as read only/i,
-  /Permission to \S+ denied to /i,
-  /You are not allowed to push code/i,
-  /Write access to repository not granted/i,
-  /\bDENIED by\b/,
+  // Refusals of a push to a client that may read: no `!` status line follows them. Each is the whole
+  // line the forge writes: a line that only holds the words (a hook's or a proxy's own output, a path) is no refusal.
+  /^(remote: )?(ERROR: )?The key you are authenticating with has been marked as read only\.?$/i,
+  /^(remote: )?(ERROR: )?Permission to \S+ denied to \S+?\.?$/i,
+  /^(remote: )?(ERROR: )?You are not allowed to push code to this project\.?$/i,
+  /^(remote: )?Write access to repository not granted\.?$/i,
+  /^FATAL: [RWCDM+-]+ \S+ \S+ \S+ DENIED by \S+$/,
 ];
 
 /** What the remote said when it refused this client (see REFUSED), one line without credentials; null when it did not answer. */
