@@ -16,7 +16,7 @@ import { tempDir } from '../helpers/tmp.js';
  * the forge's own line is a refusal, never a line that holds its words.
  */
 
-const dir = tempDir('review-rv4');
+const dir = tempDir('refusal-lines-');
 const closers: Array<() => Promise<void> | void> = [];
 afterAll(async () => {
   for (const close of closers.reverse()) await close();
