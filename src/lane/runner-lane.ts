@@ -88,7 +88,7 @@ export interface LaneContext<E> {
    * false when another runner has it. An attempt about to be paid for is claimed with what its
    * pre-flight `judged`: the claim records the allowance it let the attempt spend (held against its
    * correlation and day until its receipt lands), and is not written when the state it is finally
-   * written on no longer admits the attempt (budget.ts, spendMovedSince).
+   * written on no longer admits the attempt (budget.ts, jointSpendMovedSince).
    */
   claim(record: MessageRecord, attempt: number, now: Date, receipt?: { readonly file: NewFile; readonly summary: string }, judged?: JudgedSpend): Promise<boolean>;
   /**

@@ -34,7 +34,7 @@ import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sightings.js';
-import { jointSpendMovedSince, spendMovedSince, type JudgedSpend } from '../lane/budget.js';
+import { jointSpendMovedSince, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
 /** An error the runner reports: about one message, or (messageId null) about a pass. */
@@ -234,7 +234,8 @@ export class Runner {
       scrubber: this.scrubber,
       keepAttemptFiles: options.keepSandboxes === true,
       remoteUrl: options.remote?.url ?? null,
-      claim: (record, attempt, now, receipt, judged) => this.claim(record, attempt, now, receipt === undefined ? [] : [receipt.file], receipt?.summary, judged),
+      claim: async (record, attempt, now, receipt, judged) =>
+        (await this.claimTogether([{ record, attempt, ...(judged === undefined ? {} : { judged }), ...(receipt === undefined ? {} : { receipt: receipt.file }) }], now, receipt?.summary)).size > 0,
       claimTogether: (attempts, now, summary) => this.claimTogether(attempts, now, summary),
       onSkipped: (messageId, reason) => this.emit({ type: 'skipped', messageId, reason }),
       publishReceipt: (files, summary, now) => this.publishReceipt(files, summary, now),
@@ -821,48 +822,14 @@ export class Runner {
   }
 
   /**
-   * The one claim rule of every lane: the claim of `attempt` (with `files` in the same commit, for
-   * an outcome decided before anything runs) lands before anything is paid for. False when another
-   * runner took the attempt first. With what its pre-flight `judged`, the claim records the
-   * allowance it let the attempt spend, and is judged again on the state it is written on.
-   */
-  private async claim(record: MessageRecord, attempt: number, now: Date, files: NewFile[], summary = `claim ${record.id} attempt ${attempt}`, judged?: JudgedSpend): Promise<boolean> {
-    const written = [this.claimFile(record, attempt, now, judged?.limitUsd), ...files];
-    const admits = judged === undefined ? undefined : (state: LedgerState): string | null => spendMovedSince(judged, state);
-    // Judged again on the state the claim is written on (through a remote, each head a refused push is rebuilt on).
-    let refused: string | null = null;
-    const write = (state: LedgerState): NewFile[] => {
-      // An attempt another runner claimed meanwhile is refused by the claim rules, and said so.
-      const taken = (state.messages.get(record.id)?.attempts.length ?? 0) >= attempt;
-      refused = taken ? null : (admits?.(state) ?? null);
-      if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
-      return written;
-    };
-    try {
-      await this.append({ files: admits === undefined ? written : write, key: this.options.key, now, summary });
-    } catch (error) {
-      if (refused !== null) {
-        this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} was not claimed: ${refused}; the next pass judges it again` });
-        return false;
-      }
-      if (isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID')) {
-        this.emit({ type: 'skipped', messageId: record.id, reason: `attempt ${attempt} was claimed by another runner` });
-        return false;
-      }
-      throw error;
-    }
-    if (files.length === 0 && this.options.remote !== undefined) await this.confirmClaim();
-    if (files.length === 0) this.emit({ type: 'claimed', messageId: record.id, attempt });
-    return true;
-  }
-
-  /**
-   * The claims of attempts paid for together, in one commit, under the one claim rule: judged again
-   * together on the state they are written on (through a remote, each head a refused push is rebuilt
-   * on), so that none is claimed when the shared budgets no longer cover them all. An attempt
-   * another runner claimed meanwhile is left out (that runner runs it); when it took them all, the
-   * claims are written as they are and the claim rules refuse them. An attempt with its `receipt`
-   * (an outcome decided before anything runs) is closed in the same commit. The ids claimed.
+   * The one claim rule of every lane: the claims of attempts paid for together (one, or a panel's
+   * members), in one commit, land before anything is paid for. With what each pre-flight `judged`,
+   * a claim records the allowance it let its attempt spend, and they are judged again together on
+   * the state they are written on (through a remote, each head a refused push is rebuilt on), so
+   * that none is claimed when the shared budgets no longer cover them all. An attempt another
+   * runner claimed meanwhile is left out (that runner runs it); when it took them all, the claims
+   * are written as they are and the claim rules refuse them. An attempt with its `receipt` (an
+   * outcome decided before anything runs) is closed in the same commit. The ids claimed.
    */
   private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>> {
     let refused: string | null = null;

@@ -266,7 +266,7 @@ describe('the dispatch lane', () => {
       // A runner of this host whose process is gone claimed attempt 1 and died before running it.
       const dead = w.runner({ repo: s.repo });
       const record = (await w.ledger.state()).messages.get(messageId)!;
-      expect(await (dead as unknown as { claim(record: unknown, attempt: number, now: Date, files: unknown[]): Promise<boolean> }).claim(record, 1, new Date(), [])).toBe(true);
+      expect((await (dead as unknown as { claimTogether(attempts: unknown[], now: Date): Promise<ReadonlySet<string>> }).claimTogether([{ record, attempt: 1 }], new Date())).has(messageId)).toBe(true);
       mkdirSync(join(w.gitdir, 'coo', 'runners'), { recursive: true });
       writeFileSync(join(w.gitdir, 'coo', 'runners', `${dead.runnerId}.json`), JSON.stringify({ host: hostLabel(), pid: 999_999, started: null }));
       await s.runner.runOnce();
