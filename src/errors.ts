@@ -33,6 +33,8 @@ const CODES = {
   REMOTE_UNREACHABLE: 'error',
   REMOTE_CONFLICT: 'error',
   REMOTE_UNPUBLISHED: 'error',
+  /** A one-shot runner's pass kept a paid result whose receipt the ledger refused: it waits for the operator, unlanded. */
+  RESULT_KEPT: 'error',
   INTERNAL: 'error',
   // untrusted YAML
   YAML_TOO_LARGE: 'rejected',

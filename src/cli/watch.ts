@@ -335,6 +335,10 @@ export function watchVerb(program: Command): void {
             const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued for a lane that cannot run here (above)` : '';
             if (opts.json !== true) writeErr(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
             ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
+            // A paid result the ledger would not take is not a pass that went well: a script running --once hears it in the status.
+            if (summary.kept.length > 0) {
+              throw new CooError('RESULT_KEPT', `${summary.kept.length} paid result(s) kept unlanded because the ledger refused their receipts (above): ${summary.kept.join(', ')}; put right what refused them and run coo watch again on this state folder: it lands them without calling the model again`);
+            }
             return;
           }
           const policy = (await ledger.state()).policy?.doc;

@@ -150,6 +150,8 @@ export interface RunSummary {
   readonly waiting: readonly string[];
   /** Messages left queued because their target's lane cannot run here (`waiting` in the options). */
   readonly held: readonly string[];
+  /** Where the pass kept paid results the ledger refused the receipts of (`result_kept`): they wait for the operator. */
+  readonly kept: readonly string[];
 }
 
 
@@ -191,6 +193,8 @@ export class Runner {
   private leaseWaits: string[] = [];
   /** The messages the pass under way said it left unclaimed (a 'skipped' event): it does not take them again. */
   private passSkipped = new Set<string>();
+  /** What the pass in progress wrote: a receipt published or journaled counts once, a panel's each, and the results it kept. */
+  private passWrote = { receipts: 0, kept: [] as string[] };
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
   private readonly readySince = new Map<string, number>();
   /** Runners that let a message matched to them pass the hand-off, with their newest heartbeat then: left out of the matching until they show progress. */
@@ -352,6 +356,8 @@ export class Runner {
     // A message said left unclaimed is not judged again this pass: a panel that waits, or whose joint claim was refused,
     // says so for every member at once, and each other member taken next would judge the whole panel and say it again.
     if (event.type === 'skipped') this.passSkipped.add(event.messageId);
+    if (event.type === 'receipt' || event.type === 'journaled') this.passWrote.receipts += 1;
+    if (event.type === 'result_kept') this.passWrote.kept.push(event.kept);
     this.options.onEvent?.(this.printable.value(event));
   }
 
@@ -395,20 +401,22 @@ export class Runner {
   /** Handles every message that is ready now, until none is; returns what was written and what waits. */
   async runOnce(): Promise<RunSummary> {
     this.register();
-    if (this.options.remote !== undefined && !(await this.syncRemote())) return { receipts: 0, waiting: [], held: [] };
+    const wrote = { receipts: 0, kept: [] as string[] };
+    this.passWrote = wrote;
+    const summary = (waiting: readonly string[], held: readonly string[]): RunSummary => ({ receipts: wrote.receipts, waiting, held, kept: wrote.kept });
+    if (this.options.remote !== undefined && !(await this.syncRemote())) return summary([], []);
     await this.checkHistory();
     // Nothing is published before this runner's own checks pass: a state folder of this ledger, and a
     // key the trust now in force makes the active COO's. Until then the journal stays as it is.
     if (this.options.remote !== undefined) {
       this.checkKey(await this.options.ledger.intactState());
-      if (!(await this.flushJournal())) return { receipts: 0, waiting: [], held: [] };
+      if (!(await this.flushJournal())) return summary([], []);
     }
     this.leaseWaits = [];
-    let receipts = 0;
     const skipped = new Set<string>();
     this.passSkipped = skipped;
     for (let pass = 0; ; pass += 1) {
-      if (this.stoppedBy !== null) return { receipts, waiting: [], held: [] };
+      if (this.stoppedBy !== null) return summary([], []);
       this.switchedOff = null;
       const state = await this.options.ledger.intactState();
       this.checkKey(state);
@@ -437,12 +445,11 @@ export class Runner {
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
-        return { receipts, waiting: [...waiting, ...this.leaseWaits].sort(), held };
+        return summary([...waiting, ...this.leaseWaits].sort(), held);
       }
       try {
-        const wrote = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
-        if (wrote) receipts += 1;
-        else skipped.add(item.record.id);
+        const landed = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
+        if (!landed) skipped.add(item.record.id);
       } catch (error) {
         // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
         if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
@@ -456,7 +463,7 @@ export class Runner {
         if (code === 'REMOTE_UNREACHABLE') {
           // Cut off: nothing new starts until the remote answers again.
           this.cutOff(message);
-          return { receipts, waiting: [], held: [] };
+          return summary([], []);
         }
       }
     }

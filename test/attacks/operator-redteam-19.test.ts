@@ -145,6 +145,9 @@ describe("the ledger's file system filling up while the runner calls the model",
     expect(first).toContain(`coo watch: KEPT a paid result for ${messageId} attempt 1: the ledger refused its receipt (IO_ERROR: cannot create ${copy}/refs/heads/main.lock: ENOSPC`);
     expect(first).toContain('once what refused it is put right (room on the disk, a ledger this user may write, the COO\'s key), run the runner again on this state folder: it lands the kept result without calling the model again');
     expect(first).not.toMatch(/\n\s+at /);
+    // A one-shot pass that kept a paid result did not go well: its status says so, with where the result is.
+    expect(out).toContain('first=1');
+    expect(first).toContain(`coo: RESULT_KEPT: 1 paid result(s) kept unlanded because the ledger refused their receipts (above): ${join(state, 'kept-results')}`);
     // The claim landed before the call; the receipt did not, and nothing of it was written half.
     expect(out).toContain(`heads=claim ${messageId} attempt 1|aa_consult ${messageId}`);
     expect(out).toContain('verify=0');

@@ -91,8 +91,8 @@ describe('an execution agent consults an advisory agent while it works', () => {
         running = false;
       });
       await probe;
-      // The runner's pass ran one message, the dispatch; the consult ran inside it.
-      expect(summary.receipts).toBe(1);
+      // The runner's pass ran one message, the dispatch; the consult ran inside it: two receipts written, the consult's and the dispatch's.
+      expect(summary.receipts).toBe(2);
 
       const state = await w.ledger.state();
       const dispatchRecord = state.messages.get(messageId)!;
