@@ -1,4 +1,5 @@
 import type { Command } from 'commander';
+import { providerKeyProblem } from '../lane/provider-key.js';
 import { CooError } from '../errors.js';
 import { citationMarker, isVerified, panelCitationMarker, renderCitation, renderPanelCitation, whatIsWrong } from '../audit/cite.js';
 import { gatherBundle } from '../audit/bundle-gather.js';
@@ -54,6 +55,9 @@ export function citeVerb(program: Command): void {
 function post(target: ReturnType<typeof parseIssueRef>, markdown: string, marker: string, apiUrl: string | undefined): ReturnType<typeof postComment> {
   const token = process.env['GITHUB_TOKEN'];
   if (token === undefined || token === '') throw new CooError('USAGE', 'posting needs GITHUB_TOKEN in the environment');
+  // The runner's rule for a forge token (cli/watch.ts): one no forge takes is refused here, before anything is sent.
+  const problem = providerKeyProblem('GITHUB_TOKEN', token);
+  if (problem !== null) throw new CooError('USAGE', `not posting: ${problem}`);
   const baseUrl = apiUrl ?? process.env['GITHUB_API_URL'];
   return postComment(target, markdown, marker, { token, ...(baseUrl === undefined ? {} : { baseUrl }) });
 }

@@ -96,6 +96,17 @@ describe('coo cite', () => {
     expect(first.stdout + first.stderr + second.stdout + second.stderr).not.toContain('ghp_test_token');
   });
 
+  it('refuses a token no forge takes (pasted with its quotes, read with its line end), and sends nothing', async () => {
+    const before = github.requests.length;
+    for (const token of ['"ghp_test_token"', 'ghp_test_token\n']) {
+      const result = await cooAsync(['cite', succeeded, '--ledger', ledger, '--post', 'lifeos/calc#64', '--json'], { env: { GITHUB_TOKEN: token, GITHUB_API_URL: github.url } });
+      expect(result.status).toBe(2);
+      expect(json<{ error: { code: string; message: string } }>(result).error).toMatchObject({ code: 'USAGE', message: expect.stringContaining('not posting: GITHUB_TOKEN holds') });
+      expect(result.stdout + result.stderr).not.toContain('ghp_test_token');
+    }
+    expect(github.requests.length).toBe(before);
+  });
+
   it('refuses to post evidence that does not verify, and sends nothing', async () => {
     const keys = join(demo, 'keys');
     const state = json<Array<{ seq: number }>>(coo(['log', '--ledger', ledger, '--json', '-n', '1']));
