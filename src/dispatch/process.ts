@@ -127,12 +127,16 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
       const part = chunk.length > room ? chunk.subarray(0, room) : chunk;
       chunks.push(part);
       kept += part.length;
-      plan.state.feed(decoder.write(part));
       if (chunk.length > room) {
+        // The stream is kept to its last whole line (below): what is parsed is what is kept, never the line the cut went through.
+        const whole = part.lastIndexOf(0x0a) + 1;
+        plan.state.feed(decoder.write(part.subarray(0, whole)));
+        plan.state.dropPartial();
         overflow = true;
         kill('stream_bound');
         return;
       }
+      plan.state.feed(decoder.write(part));
       if (plan.maxCostUsd === undefined && plan.spend === undefined) return;
       // What the terminal event says, never below what the stream's model calls and any terminal event have said so far.
       const floor = plan.state.floor;
@@ -154,7 +158,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
       if (child.pid !== undefined) killGroup(child.pid);
       endMarked(marks);
       untrack();
-      plan.state.feed(decoder.end());
+      if (!overflow) plan.state.feed(decoder.end());
       resolvePromise({
         executor: plan.executor,
         attemptId: plan.attemptId,

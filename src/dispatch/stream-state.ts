@@ -140,6 +140,11 @@ export class StreamState {
     for (const line of lines) this.line(line);
   }
 
+  /** Drops the line waiting for its newline: a stream cut at its bound is kept, and parsed, up to its last whole line. */
+  dropPartial(): void {
+    this.pending = '';
+  }
+
   finish(): StreamFacts {
     const truncated = this.pending.trim() !== '';
     if (truncated) this.line(this.pending);

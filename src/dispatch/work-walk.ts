@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import * as fs from 'node:fs';
 import { LIMITS } from '../limits.js';
 import { fileType, readBounded } from '../util/bounded-read.js';
+import { isDotGitName } from '../lane/raw-tree.js';
 import { gitObjectId } from './git-tree.js';
 import type { IgnoreRules } from './ignore-rules.js';
 
@@ -65,10 +66,6 @@ function join(folder: Buffer, name: Buffer): Buffer {
   return folder.length === 0 ? name : Buffer.concat([folder, SLASH, name]);
 }
 
-function isGitName(name: Buffer): boolean {
-  return name.length === 4 && name.toString('latin1').toLowerCase() === '.git';
-}
-
 function refusedType(stats: fs.Stats): RefusedWhy {
   const type = fileType(stats);
   return type === 'fifo' || type === 'socket' || type === 'device' ? type : 'unknown';
@@ -112,7 +109,7 @@ export async function walkWork(options: WalkOptions): Promise<WalkResult> {
         entries += 1;
         // Leaving the loop closes the folder (the generator's finally).
         if (entries > maxEntries) return { files, refused, tooLarge, submodules, overflow: true };
-        if (isGitName(name)) {
+        if (isDotGitName(name)) {
           refused.push({ path, why: 'git_entry' });
           continue;
         }

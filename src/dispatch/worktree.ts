@@ -49,7 +49,8 @@ export function safeGit(args: readonly string[], options: GitOptions = {}): Prom
       { cwd: options.cwd, env: gitEnvironment({ GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', ...options.env }), encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error !== null) {
-          const message = Buffer.from(stderr).toString('utf8').trim().split('\n')[0] ?? error.message;
+          // git's own line, not a hint before it (GIT_GRAFT_FILE=/dev/null has every git say one: util/git-env.ts).
+          const message = Buffer.from(stderr).toString('utf8').trim().split('\n').find((line) => !line.startsWith('hint:')) ?? error.message;
           reject(new CooError('GIT_FAILED', `git ${args.slice(0, 3).join(' ')}: ${message.slice(0, LIMITS.pathChars)}`, { cause: error }));
           return;
         }

@@ -27,11 +27,29 @@ function canonicalMode(raw: string): string | null {
   }
 }
 
-/** A name git refuses in a tree (`git fsck`: hasDot, hasDotdot, hasDotgit), and no checkout writes: `.`, `..`, `.git` in any case. */
+/** Code points HFS+ ignores in a name, so that `.g\u200cit` is `.git` there (git's is_hfs_dotgit). */
+const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+
+/**
+ * Whether a name is the repository's own `.git` on some system, as git's fsck (hasDotgit) and its
+ * checkout (core.protectNTFS, core.protectHFS) judge it: `.git` in any case; on NTFS also followed by
+ * spaces and dots, then a `:` stream or a `\\` (a folder there), and its short name `git~1`; on HFS+ with the code points HFS+
+ * ignores anywhere in it. Such a name is refused wherever the runner reads or writes a tree: git would
+ * not check it out, and where it would, what is under it lands in the checkout's `.git`.
+ */
+export function isDotGitName(name: Buffer): boolean {
+  if (/^(?:\.git|git~1)[ .]*(?:[:\\].*)?$/is.test(name.toString('latin1'))) return true;
+  // HFS+: only a name of valid UTF-8 that holds one of the ignored code points is a case not covered above.
+  if (!name.some((byte) => byte >= 0x80)) return false;
+  const text = name.toString('utf8');
+  return !text.includes('\ufffd') && text.replace(HFS_IGNORED, '').toLowerCase() === '.git';
+}
+
+/** A name git refuses in a tree (`git fsck`: hasDot, hasDotdot, hasDotgit), and no checkout writes: `.`, `..`, `.git` (isDotGitName). */
 function refusedName(name: Buffer): boolean {
   if (name.length === 1) return name[0] === 0x2e;
   if (name.length === 2) return name[0] === 0x2e && name[1] === 0x2e;
-  return name.length === 4 && name.toString('latin1').toLowerCase() === '.git';
+  return isDotGitName(name);
 }
 
 /** git's order of tree entries (base_name_compare): names compared as bytes, a folder's name as if it ended in "/". */
