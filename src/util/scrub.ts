@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
-import { userInfoCredentials } from './display-url.js';
+import { settingUrlCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
 
@@ -87,6 +87,16 @@ export const MIN_SECRET_CHARS = 8;
  * unless it is the password of a URL.
  */
 const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
+
+/**
+ * A field of a URL's query that holds a secret: one SECRET_NAME reads as one (`key`, `api-key`,
+ * `access_token`, `password`, `X-Amz-Security-Token`), or a signature (`sig`, `signature`,
+ * `X-Goog-Signature`), which grants what the URL grants to whoever holds it.
+ */
+function secretField(name: string): boolean {
+  const word = name.replace(/-/g, '_');
+  return SECRET_NAME.test(word) || /(?:^|_)(?:SIG|SIGNATURE)$/i.test(word);
+}
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
 const MIN_PLACE_CHARS = 4;
@@ -763,15 +773,17 @@ export class Scrubber {
 
 /**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
- * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials in the user
- * info of any URL a variable holds (`HTTPS_PROXY=http://user:PASSWORD@proxy`, a `DATABASE_URL`).
+ * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials of
+ * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`), and in the
+ * fields of its query secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`, an
+ * endpoint's `?key=…`, an Azure SAS URL's `&sig=…`).
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
-    else for (const credential of userInfoCredentials(value)) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
+    else for (const credential of settingUrlCredentials(value, secretField)) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
   }
   return secrets;
 }
