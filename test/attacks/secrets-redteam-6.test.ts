@@ -8,9 +8,10 @@ import { git, tempDir } from '../helpers/tmp.js';
 /**
  * "No secret ever enters the ledger", attacked a sixth time: a secret the operator's environment
  * holds in the query of a URL (a libpq `?password=`, a gateway's `?api-key=`, Gemini's `?key=`, an
- * Azure SAS URL's `&sig=`) under a name that is no secret's. The user info of such a URL was known;
- * its query was not, so a writer signed it and an agent that printed the runner's environment
- * landed it in the ledger.
+ * Azure SAS URL's `&sig=`) or in a connection string (Azure's `AccountKey=`, ADO.NET's `Pwd=`), under a
+ * name that is no secret's. The user info of such a URL was known; its query and a connection string's
+ * fields were not, so a writer signed them and an agent that printed the runner's environment landed
+ * them in the ledger.
  */
 const dir = tempDir('secrets-6');
 const places = hostilePlaces(dir, 'p');
@@ -24,28 +25,33 @@ const SECRETS = {
   OPENAI_BASE_URL: 'GwQueryKey0123456789xyz',
   GEMINI_ENDPOINT: 'AIzaQueryKey0123456789xyz',
   AZURE_STORAGE_SAS_URL: 'AzSasSig0123456789abcXYZ+/=',
+  AZURE_STORAGE_CONNECTION_STRING: 'AzStorKey0123456789abcdefXYZ/+==',
+  SQLSERVER_CONNECTION: 'SqlPwd0123456789xyz',
 };
 const ENV = {
   DATABASE_URL: `postgres://db.internal:5432/app?sslmode=require&password=${SECRETS.DATABASE_URL}`,
   OPENAI_BASE_URL: `https://gateway.example/v1?api-key=${SECRETS.OPENAI_BASE_URL}`,
   GEMINI_ENDPOINT: `https://generativelanguage.googleapis.com/v1beta/models?key=${SECRETS.GEMINI_ENDPOINT}`,
   AZURE_STORAGE_SAS_URL: `https://acct.blob.core.windows.net/c?sv=2022-11-02&ss=b&sp=rl&se=2030-01-01T00:00:00Z&sig=${encodeURIComponent(SECRETS.AZURE_STORAGE_SAS_URL)}`,
+  AZURE_STORAGE_CONNECTION_STRING: `DefaultEndpointsProtocol=https;AccountName=storageacct;AccountKey=${SECRETS.AZURE_STORAGE_CONNECTION_STRING};EndpointSuffix=core.windows.net`,
+  SQLSERVER_CONNECTION: `Server=tcp:db.internal,1433;Database=app;User Id=sa;Pwd=${SECRETS.SQLSERVER_CONNECTION};Encrypt=true`,
 };
 
-describe("a secret in the query of a URL the operator's environment holds", () => {
-  it('is known to the scrubber, percent-encoded or not, and the fields of the query that are no secret are not', () => {
+describe("a secret in the query of a URL or in a connection string the operator's environment holds", () => {
+  it('is known to the scrubber, percent-encoded or not, and the fields that are no secret are not', () => {
     const values = environmentSecrets({ ...ENV, PLAIN_URL: 'https://example.org/search?q=ordinary-words-here&page=1234567890' }).map((secret) => secret.value);
     for (const [name, value] of Object.entries(SECRETS)) expect(values, name).toContain(value);
     expect(values).toContain(encodeURIComponent(SECRETS.AZURE_STORAGE_SAS_URL));
-    for (const plain of ['require', '2022-11-02', '2030-01-01T00:00:00Z', 'ordinary-words-here', '1234567890']) expect(values).not.toContain(plain);
+    for (const plain of ['require', '2022-11-02', '2030-01-01T00:00:00Z', 'ordinary-words-here', '1234567890', 'storageacct', 'core.windows.net', 'tcp:db.internal,1433']) expect(values).not.toContain(plain);
     const scrubbed = new Scrubber(environmentSecrets(ENV)).text(Object.entries(ENV).map(([name, value]) => `${name}=${value}`).join('\n'));
     expect(scrubbed).toContain('sslmode=require&password=[removed: DATABASE_URL]');
     expect(scrubbed).toContain('sv=2022-11-02');
+    expect(scrubbed).toContain('AccountName=storageacct;AccountKey=[removed: AZURE_STORAGE_CONNECTION_STRING];EndpointSuffix');
     for (const [name, value] of Object.entries(SECRETS)) expect(pieces(scrubbed, value), name).toEqual([]);
   });
 });
 
-describe('a writer whose process holds such a URL', () => {
+describe('a writer whose process holds such a URL or connection string', () => {
   const keys = join(dir, 'keys');
   const ledger = join(dir, 'ledger.git');
   beforeAll(() => {
@@ -53,11 +59,11 @@ describe('a writer whose process holds such a URL', () => {
     expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
   });
 
-  it("refuses a command whose text quotes the URL's password (USAGE, exit 2, naming no secret), and writes nothing", () => {
+  it("refuses a command whose text quotes the URL's password, its signature or the account key (USAGE, exit 2, naming no secret), and writes nothing", () => {
     const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
     const before = head();
     const env = { ...ENV, COO_LEDGER: ledger };
-    for (const text of [`Reset the database password ${SECRETS.DATABASE_URL} today.`, `Rotate the SAS signature ${SECRETS.AZURE_STORAGE_SAS_URL}.`]) {
+    for (const text of [`Reset the database password ${SECRETS.DATABASE_URL} today.`, `Rotate the SAS signature ${SECRETS.AZURE_STORAGE_SAS_URL}.`, `Rotate the storage key ${SECRETS.AZURE_STORAGE_CONNECTION_STRING}.`]) {
       const result = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', text], { env });
       expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], result.stderr).toEqual([2, 'coo: USAGE']);
       for (const value of Object.values(SECRETS)) expect(pieces(result.stderr, value)).toEqual([]);
@@ -68,7 +74,7 @@ describe('a writer whose process holds such a URL', () => {
 });
 
 describe('an execution agent run without bubblewrap that prints the environment of the runner through /proc', () => {
-  it('leaves no part of a secret in the query of a URL there in the ledger', async () => {
+  it('leaves no part of a secret in the query of a URL or in a connection string there in the ledger', async () => {
     const place = await places('environ');
     const { messageId } = await dispatchTo(place, 'environ');
     const watch = watchOnce(place, agentScript(place.world.dir, "tr '\\0' '\\n' < /proc/$PPID/environ >&2; exit 1"), { env: ENV, isolation: 'none' });
