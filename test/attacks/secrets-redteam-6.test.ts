@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
+import { gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
@@ -83,5 +84,34 @@ describe('an execution agent run without bubblewrap that prints the environment 
     const ledger = ledgerOf(place.world.gitdir);
     expect(ledger).toContain('[removed: DATABASE_URL]');
     for (const [name, value] of Object.entries(SECRETS)) expect(pieces(ledger, value), name).toEqual([]);
+  }, 120_000);
+});
+
+describe("a proxy's password in git's configuration (http.proxy, http.<url>.proxy, remote.<name>.proxy)", () => {
+  const PROXY = 'ProxyPass0123456789xyz';
+  const PER_URL = 'UrlProxyPass0123456789xyz';
+  const PER_REMOTE = 'RemoteProxyPass0123456789xyz';
+
+  it('is known to the scrubber, with the proxy written with its scheme or without', () => {
+    const repo = join(dir, 'proxy-repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'config', 'http.proxy', `corp%5Cop:${PROXY}@proxy.internal:3128`]);
+    git(['-C', repo, 'config', 'http.https://github.com/.proxy', `http://op:${PER_URL}@proxy2.internal:8080`]);
+    git(['-C', repo, 'config', 'remote.origin.proxy', `socks5://op:${PER_REMOTE}@proxy3.internal:1080`]);
+    const values = gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value);
+    for (const value of [PROXY, PER_URL, PER_REMOTE]) expect(values).toContain(value);
+    expect(values).toContain(`corp\\op:${PROXY}`);
+  });
+
+  it("leaves no part of it in the ledger when an execution agent prints the target repository's git configuration", async () => {
+    const place = await places('proxy');
+    git(['config', 'http.proxy', `http://op:${PROXY}@proxy.internal:3128`], { cwd: place.repo });
+    const { messageId } = await dispatchTo(place, 'proxy');
+    const watch = watchOnce(place, agentScript(place.world.dir, 'git config --get-regexp proxy >&2; exit 1'));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: git proxy credentials]');
+    expect(pieces(ledger, PROXY)).toEqual([]);
   }, 120_000);
 });
