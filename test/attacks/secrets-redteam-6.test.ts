@@ -87,31 +87,40 @@ describe('an execution agent run without bubblewrap that prints the environment 
   }, 120_000);
 });
 
-describe("a proxy's password in git's configuration (http.proxy, http.<url>.proxy, remote.<name>.proxy)", () => {
+describe("a proxy's password in git's configuration (http.proxy, http.<url>.proxy, remote.<name>.proxy), and a tool's password or token kept there", () => {
   const PROXY = 'ProxyPass0123456789xyz';
   const PER_URL = 'UrlProxyPass0123456789xyz';
   const PER_REMOTE = 'RemoteProxyPass0123456789xyz';
+  const SMTP = 'SmtpPass0123456789xyz';
+  const HUB = 'ghp_HubToken0123456789xyz';
 
-  it('is known to the scrubber, with the proxy written with its scheme or without', () => {
+  it('is known to the scrubber, with the proxy written with its scheme or without (sendemail.smtpPass, github.token too; not a yes or no)', () => {
     const repo = join(dir, 'proxy-repo');
     git(['init', '-q', repo]);
     git(['-C', repo, 'config', 'http.proxy', `corp%5Cop:${PROXY}@proxy.internal:3128`]);
     git(['-C', repo, 'config', 'http.https://github.com/.proxy', `http://op:${PER_URL}@proxy2.internal:8080`]);
     git(['-C', repo, 'config', 'remote.origin.proxy', `socks5://op:${PER_REMOTE}@proxy3.internal:1080`]);
+    git(['-C', repo, 'config', 'sendemail.smtpPass', SMTP]);
+    git(['-C', repo, 'config', 'github.token', HUB]);
+    git(['-C', repo, 'config', 'http.sslCertPasswordProtected', 'true']);
     const values = gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value);
-    for (const value of [PROXY, PER_URL, PER_REMOTE]) expect(values).toContain(value);
+    for (const value of [PROXY, PER_URL, PER_REMOTE, SMTP, HUB]) expect(values).toContain(value);
+    expect(values).not.toContain('true');
     expect(values).toContain(`corp\\op:${PROXY}`);
   });
 
   it("leaves no part of it in the ledger when an execution agent prints the target repository's git configuration", async () => {
     const place = await places('proxy');
     git(['config', 'http.proxy', `http://op:${PROXY}@proxy.internal:3128`], { cwd: place.repo });
+    git(['config', 'sendemail.smtpPass', SMTP], { cwd: place.repo });
     const { messageId } = await dispatchTo(place, 'proxy');
-    const watch = watchOnce(place, agentScript(place.world.dir, 'git config --get-regexp proxy >&2; exit 1'));
+    const watch = watchOnce(place, agentScript(place.world.dir, "git config --get-regexp 'proxy|smtppass' >&2; exit 1"));
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
     const ledger = ledgerOf(place.world.gitdir);
     expect(ledger).toContain('[removed: git proxy credentials]');
+    expect(ledger).toContain('[removed: git config secret]');
     expect(pieces(ledger, PROXY)).toEqual([]);
+    expect(pieces(ledger, SMTP)).toEqual([]);
   }, 120_000);
 });
