@@ -184,8 +184,13 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
   return secrets;
 }
 
-/** The URLs in git's configuration: remotes' fetch and push URLs, and the bases `url.<base>.insteadOf` rewrites to. */
-const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl)|url\..*\.(insteadof|pushinsteadof)|http\.(.*\.)?extraheader)$`;
+/**
+ * The URLs in git's configuration: remotes' fetch and push URLs, the bases `url.<base>.insteadOf`
+ * rewrites to, and the proxies git goes through; and the settings a tool keeps a password or token
+ * in (`sendemail.smtpPass`, `github.token`, `hub.oauthToken`), git lower-casing their names.
+ */
+const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl|proxy)|url\..*\.(insteadof|pushinsteadof)|http\.(.*\.)?(extraheader|proxy)|.*\.[a-z0-9-]*(pass|passwd|password|token|secret))$`;
+const SECRET_CONFIG = /\.[a-z0-9-]*(?:pass|passwd|password|token|secret)$/;
 
 /**
  * The credential in a header git is told to send (`http.<url>.extraHeader`, as actions/checkout
@@ -208,8 +213,10 @@ function headerCredentials(header: string): string[] {
 /**
  * The credentials in the URLs git's configuration gives a repository (its own, and the user's and
  * the system's): a token in a remote's user info (`https://x-access-token:TOKEN@host/…`) or query
- * that `git remote -v` in an attempt's worktree prints for anyone who asks, and in a header it is
- * told to send (`http.extraHeader`, headerCredentials), which `git config -l` prints; and, with `helpers`
+ * that `git remote -v` in an attempt's worktree prints for anyone who asks, in a header it is
+ * told to send (`http.extraHeader`, headerCredentials) and in the URL of a proxy it goes through
+ * (`http.proxy`, `http.<url>.proxy`, `remote.<name>.proxy`), and a password or token a tool keeps in
+ * a setting of its own (`sendemail.smtpPass`, `github.token`), which `git config -l` prints; and, with `helpers`
  * (a runner, once at start), what git's credential helpers give for each http(s) remote
  * (credentialHelperSecrets). A folder that is no git repository gives none.
  */
@@ -223,8 +230,19 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       const newline = entry.indexOf('\n');
       if (newline < 0) continue;
       const name = entry.slice(0, newline);
+      if (SECRET_CONFIG.test(name)) {
+        const value = entry.slice(newline + 1).trim();
+        if (looksSecret(value)) secrets.push({ name: 'git config secret', value });
+        continue;
+      }
       if (name.endsWith('.extraheader')) {
         for (const value of headerCredentials(entry.slice(newline + 1))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git http header', value });
+        continue;
+      }
+      if (name.endsWith('.proxy')) {
+        // A proxy may be written without its scheme (`user:PASSWORD@proxy:3128`), which git reads as http.
+        const proxy = entry.slice(newline + 1).trim();
+        for (const value of urlCredentials(/^[a-z][a-z0-9+.-]*:\/\//i.test(proxy) ? proxy : `http://${proxy}`)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git proxy credentials', value });
         continue;
       }
       // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).

@@ -47,13 +47,27 @@ const QUERY = /^[a-z][a-z0-9+.-]*:\/\/[^?#]*\?([^#]*)/i;
  * in its errors as it was given).
  */
 export function urlCredentials(url: string): string[] {
-  const values = userInfoCredentials(url);
-  const query = QUERY.exec(url)?.[1] ?? '';
-  for (const pair of query.split('&')) {
+  return decoded([...userInfoCredentials(url), ...queryFields(url).map((field) => field.value)]);
+}
+
+/**
+ * The credentials a URL carries where it stands as any setting (an environment variable): its user
+ * info, and the values of the query fields `secretField` reads as secret ones (a libpq
+ * `?password=…`, a Gemini `?key=…`, an Azure SAS `&sig=…`), not its other fields (`?sslmode=require`,
+ * a date), which would be cut out of every text that says them.
+ */
+export function settingUrlCredentials(url: string, secretField: (name: string) => boolean): string[] {
+  return decoded([...userInfoCredentials(url), ...queryFields(url).filter((field) => secretField(field.name)).map((field) => field.value)]);
+}
+
+/** The fields of a URL's query (`?sslmode=require&password=…`) as written, a field without `=` by an empty name; none for a text that is no URL with a scheme. */
+function queryFields(url: string): Array<{ readonly name: string; readonly value: string }> {
+  const query = QUERY.exec(url)?.[1];
+  if (query === undefined) return [];
+  return query.split('&').map((pair) => {
     const equals = pair.indexOf('=');
-    values.push(equals < 0 ? pair : pair.slice(equals + 1));
-  }
-  return decoded(values);
+    return equals < 0 ? { name: '', value: pair } : { name: safeDecode(pair.slice(0, equals)), value: pair.slice(equals + 1) };
+  });
 }
 
 /** The credentials in a URL's user info alone: the whole of it, and a password or token alone (ssh: the password). */

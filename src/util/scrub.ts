@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
-import { userInfoCredentials } from './display-url.js';
+import { settingUrlCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
 
@@ -83,10 +83,33 @@ export const MIN_SECRET_CHARS = 8;
  * - a word SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or CREDENTIALS before another (`SECRET_KEY_BASE`,
  *   `GITHUB_TOKEN_RO`), unless the last says the value is where a secret is kept (`…_FILE`, `…_DIR`,
  *   `…_PATH`), not the secret.
- * A secret under any other name (`SLACK_WEBHOOK`, `AZURE_STORAGE_CONNECTION_STRING`) is not known,
- * unless it is the password of a URL.
+ * A secret under any other name (`SLACK_WEBHOOK`) is not known, unless it is a credential of a URL
+ * or a secret field of a connection string (environmentSecrets).
  */
 const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
+
+/**
+ * A field of a URL's query or a connection string that holds a secret, its words parted by `_`, `-`,
+ * a space or a capital: one SECRET_NAME reads as one (`key`, `api-key`, `access_token`, `password`,
+ * `X-Amz-Security-Token`, `AccountKey`, `SharedAccessKey`), a `Pwd`, or a signature (`sig`,
+ * `X-Goog-Signature`, `SharedAccessSignature`), which grants what the URL grants to whoever holds it.
+ */
+function secretField(name: string): boolean {
+  const word = name.trim().replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[-\s]+/g, '_');
+  return SECRET_NAME.test(word) || /(?:^|_)(?:SIG|SIGNATURE|PWD)$/i.test(word);
+}
+
+/**
+ * The secrets of the fields of a connection string (`DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…`,
+ * `Server=…;User Id=sa;Password=…`): the values of those secretField reads as secret, each up to the next `;`.
+ */
+function connectionStringSecrets(value: string): string[] {
+  if (!value.includes(';')) return [];
+  return value.split(';').flatMap((part) => {
+    const equals = part.indexOf('=');
+    return equals > 0 && secretField(part.slice(0, equals)) ? [part.slice(equals + 1).trim()] : [];
+  });
+}
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
 const MIN_PLACE_CHARS = 4;
@@ -763,15 +786,18 @@ export class Scrubber {
 
 /**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
- * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials in the user
- * info of any URL a variable holds (`HTTPS_PROXY=http://user:PASSWORD@proxy`, a `DATABASE_URL`).
+ * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials of
+ * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`), and in the
+ * fields of its query secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`, an
+ * endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the secret fields of a connection string
+ * (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET `Password=…`).
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
-    else for (const credential of userInfoCredentials(value)) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
+    else for (const credential of new Set([...settingUrlCredentials(value, secretField), ...connectionStringSecrets(value)])) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
   }
   return secrets;
 }
