@@ -1,7 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyBundle } from '../../src/audit/bundle-verify.js';
+import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { adoptProposal } from '../../src/dispatch/adopt.js';
+import { approve } from '../../src/dispatch/approve.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
+import { CooError } from '../../src/errors.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
 import { claimPath, messageFolder } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
@@ -12,6 +18,8 @@ import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo } from '../helpers/cli.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { makeWorld, type World } from '../helpers/lane.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -19,7 +27,9 @@ import { tempDir } from '../helpers/tmp.js';
  * The actor model, round 11: who an envelope speaks for. The validator holds an envelope's
  * principal to the actor whose key signs it (the active COO for a command-class one, in its own
  * name or on an agent's behalf; the sender for any other), and every reader that asks who signed
- * an envelope asks the principal: the audit bundle's verifier too.
+ * an envelope asks the principal: the audit bundle's verifier too. And a revocation ends what the
+ * revoked key vouched for that nothing used yet: a proposal only a revoked COO key's receipt stores is
+ * adopted by no one.
  */
 
 const dir = tempDir('actors-redteam-11-');
@@ -90,5 +100,60 @@ describe('the evidence bundle of a consult an execution agent asked, which the C
     expect(await codeOf(async () => verifyBundle(readFileSync(out)))).toBe('accepted');
     const cli = coo(['verify-bundle', out]);
     expect([cli.status, cli.stderr]).toEqual([0, '']);
+  });
+});
+
+describe("a proposal that only a revoked COO key's receipt vouches for is adopted by no one", () => {
+  let w: World;
+  let repo: string;
+  let adoptedBefore = '';
+  let adoptedAfter = '';
+  const next: PrivateKey = generatePrivateKey('coo.hermes-next');
+
+  async function consultWithProposal(question: string): Promise<string> {
+    const consult = await w.consult({ repo, patterns: ['src/add.js'], question, idempotencyKey: question.replace(/[^a-z]+/g, '-') });
+    await w.runner({ repo, executors: executorFactory({ command: ['/bin/false'], hide: [w.gitdir] }) }).runOnce();
+    return consult.messageId;
+  }
+
+  /** `coo adopt` of proposal 1 of `consultId` by `key`, under the CEO's approval of its exact request when the writer asks for one: the code, or 'accepted'. */
+  function adopt(consultId: string, key: PrivateKey): Promise<string> {
+    const write = (approvalId?: string) => adoptProposal({ ledger: w.ledger, key, now: new Date(), target: 'ea.codex', repo, consultId, proposal: 1, ...(approvalId === undefined ? {} : { approvalId }) });
+    return codeOf(async () => {
+      const refused = await write().catch((error: unknown) => error);
+      if (!(refused instanceof CooError)) return refused;
+      if (refused.code !== 'APPROVAL_REQUIRED') throw refused;
+      const approved = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'approved as asked', requestHash: refused.where! });
+      return write(approved.approval.approval_id);
+    });
+  }
+
+  beforeAll(async () => {
+    w = await makeWorld(join(dir, 'revoked-receipt'), { modes: ['propose'] });
+    repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    adoptedBefore = await consultWithProposal('How should add() be fixed?');
+    adoptedAfter = await consultWithProposal('How else could add() be fixed?');
+    const state = await w.ledger.state();
+    const receipts = [adoptedBefore, adoptedAfter].map((id) => state.messages.get(id)!.attempts[0]!.receipt);
+    expect(receipts.map((receipt) => [receipt?.status, receipt?.keyId, receipt?.proposals?.length])).toEqual([
+      ['succeeded', w.actors.coo.publicKey.keyId, 1],
+      ['succeeded', w.actors.coo.publicKey.keyId, 1],
+    ]);
+    expect(await adopt(adoptedBefore, w.actors.coo)).toBe('accepted');
+    // The COO's key is revoked (stolen: whatever it signed may be a thief's), and the COO signs with a new one.
+    const registry = (await w.ledger.state()).registry!.doc;
+    await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', next.publicKey]]), revoke: new Map([[w.actors.coo.publicKey.keyId, 'COO laptop stolen']]) }, w.actors.ceo, new Date());
+  }, 180_000);
+  afterAll(async () => w.close());
+
+  attack("an adoption, by the COO's new key, of a proposal stored by a receipt its revoked key signed", 'library', 'POLICY_PROPOSAL_TO_DISPATCH', () => adopt(adoptedAfter, next));
+
+  it('leaves the adoption made before the revocation standing, and lands nothing for the refused one', async () => {
+    const state = await w.ledger.state();
+    const adoptions = [...state.messages.values()].filter((record) => record.intent === 'ea_dispatch').map((record) => record.adopted);
+    expect(adoptions).toEqual([adoptedBefore]);
+    const verified = coo(['verify', '--ledger', w.gitdir, '--no-checkpoint', '--json']);
+    expect(verified.status).toBe(0);
   });
 });
