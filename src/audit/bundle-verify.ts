@@ -226,8 +226,8 @@ export function verifyBundle(bytes: Buffer, options: VerifyBundleOptions = {}): 
   const envelopeSigner = signedBy(files, envelopePath);
   const revoked = registry.revoked_keys.find((entry) => entry.key_id === envelopeSigner.keyId);
   if (revoked !== undefined) throw new CooError('SIGNER_REVOKED', `${envelopePath}: signed by revoked key ${envelopeSigner.keyId} (${revoked.reason})`);
-  // A cross-check is signed by the COO, its principal, on behalf of the advisory agent it names as source (the validator holds the principal to the active COO).
-  const signerActor = envelope.intent === 'cross_check' ? envelope.principal : envelope.source_actor;
+  // An envelope is signed by its principal (rules/envelope.ts): the active COO for every command-class one, a consult an execution agent asked and a cross-check, which it writes on an agent's behalf, among them.
+  const signerActor = envelope.principal;
   if (!keysOf(signerActor, true).has(envelopeSigner.keyId) && !(signerActor === root.authorities.find((authority) => authority.key_id === envelopeSigner.keyId)?.actor)) {
     throw new CooError('SIGNER_WRONG_ACTOR', `${envelopePath}: signed by ${envelopeSigner.keyId}, not a key of ${signerActor}`);
   }

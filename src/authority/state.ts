@@ -48,6 +48,8 @@ export interface AttemptRecord {
     readonly output?: { readonly path: string; readonly sha256: string };
     /** The model an advisory receipt (aa_receipt.v0) says answered, when it names one: whose answer it is, whatever the registry says of its agent since (rules/intents/cross-check.ts). */
     readonly model?: string;
+    /** The key that signed the receipt: a proposal it stores is adopted only while that key is not revoked (rules/intents/dispatch.ts checkAdoption). */
+    readonly keyId?: string;
   } | null;
 }
 
@@ -304,7 +306,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 13;
+const STATE_SHAPE = 14;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

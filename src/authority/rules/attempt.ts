@@ -30,7 +30,7 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
   }
 }
 
-export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
+export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, keyId: string, where: string): void {
   // A retry waits no longer than any policy lets it (a second for the rounding of two times to whole seconds): one set a year ahead would hold its message queued for a year.
   if (doc.next_attempt_at !== null && toMillis(doc.next_attempt_at) - toMillis(doc.created_at) > (BACKOFF_CEILING_SECONDS + 1) * 1000) {
     throw new CooError('ATTEMPT_INVALID', `${where}: next_attempt_at ${doc.next_attempt_at} is more than ${BACKOFF_CEILING_SECONDS} s (the longest backoff a policy may set) after the receipt's created_at ${doc.created_at}`, { where: `${where}:next_attempt_at` });
@@ -47,6 +47,7 @@ export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt:
       nextAttemptAt: doc.next_attempt_at,
       createdAt: doc.created_at,
       seq: check.seq,
+      keyId,
       ...(proposals.length === 0 ? {} : { proposals }),
       ...('output_ref' in doc && doc.output_ref !== null && doc.output_hash !== null ? { output: { path: doc.output_ref, sha256: doc.output_hash } } : {}),
       ...(doc.schema_version === 'aa_receipt.v0' && doc.model !== null ? { model: doc.model } : {}),

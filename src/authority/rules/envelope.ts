@@ -51,8 +51,9 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     if (doc.principal !== registry.active_coo) {
       throw new CooError('NOT_ACTIVE_COO', `${where}: a command-class envelope's principal must be the active COO ${registry.active_coo}`, { where });
     }
-  } else if (doc.principal !== doc.source_actor && doc.principal !== registry.active_coo) {
-    throw new CooError('NOT_ACTIVE_COO', `${where}: principal ${doc.principal} is neither the sender nor the active COO`, { where });
+  } else if (doc.principal !== doc.source_actor) {
+    // Any other envelope speaks for its signer, its sender, alone: an agent's blocker naming the COO as its principal would claim an authority no one gave it.
+    throw new CooError('NOT_ACTIVE_COO', `${where}: principal ${doc.principal} is not ${doc.source_actor}, who sends and signs it: only a command-class envelope, which the active COO signs, names the COO as its principal`, { where });
   }
   checkEdge(registry, policy, doc.source_actor, doc.target_actor, doc.intent, where);
   rules.target(check, doc, registry, where);

@@ -67,6 +67,6 @@ export const consultRules: IntentRules<'aa_consult'> = {
     const refs = [...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []), ...doc.attachments, ...(doc.proposals ?? [])];
     referenceAttemptArtifacts(check, record, info.attempt, refs, where);
     checkStoredProposals(check, doc.proposals ?? [], record.id, info.attempt, where);
-    closeAttempt(check, record, attempt, doc, where);
+    closeAttempt(check, record, attempt, doc, keyId, where);
   },
 };

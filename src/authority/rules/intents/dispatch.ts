@@ -121,6 +121,11 @@ function checkAdoption(check: CommitCheck, doc: EaDispatchMessage, folder: strin
   if (receipt?.status !== 'succeeded' || receipt.proposals?.[adopted.index - 1] !== adopted.sha256) {
     throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: ${consult.id} attempt ${adopted.attempt_number} stores no succeeded proposal ${adopted.index} with hash ${adopted.sha256}`, { where: `${where}:adopted_proposal` });
   }
+  // A revocation ends what the key said that nothing used yet: a proposal only a revoked key's receipt vouches for is no one's advice.
+  const revocation = receipt.keyId === undefined ? undefined : check.revocation(receipt.keyId);
+  if (revocation !== undefined) {
+    throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: ${consult.id} attempt ${adopted.attempt_number} stores proposal ${adopted.index} by a receipt signed by ${receipt.keyId}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's receipt vouches for nothing adopted after it; ask the consult again`, { where: `${where}:adopted_proposal` });
+  }
   const path = proposalPath(folder);
   check.expectArtifact(path, path, adopted.sha256, where);
   const bytes = check.facts.blobs.get(path);
@@ -232,6 +237,6 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
       throw new CooError('ATTEMPT_INVALID', `${where}: consults must list the ${asked.length} consult(s) the agent asked in attempt ${info.attempt}, in order, each with its latest receipt`, { where: `${where}:consults` });
     }
     referenceAttemptArtifacts(check, record, info.attempt, doc.attachments, where);
-    closeAttempt(check, record, attempt, doc, where);
+    closeAttempt(check, record, attempt, doc, keyId, where);
   },
 };
