@@ -1,6 +1,7 @@
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { gitRemoteSecrets } from '../../src/util/credential-files.js';
+import { displayUrl } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { coo } from '../helpers/cli.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -51,6 +52,11 @@ describe('a secret field of a setting in the environment, written as its client 
     const scrubbed = new Scrubber(environmentSecrets(ENV)).text(printed);
     for (const [name, value] of Object.entries(SECRETS)) expect(pieces(scrubbed, value), name).toEqual([]);
     expect(scrubbed).toContain('sslmode=require');
+  });
+
+  it("is not shown where a driver's URL is displayed", () => {
+    expect(displayUrl(ENV.MYSQL_JDBC)).toBe('jdbc:mysql://db.internal:3306/app');
+    expect(displayUrl(ENV.JDBC_DATABASE_URL)).toBe('jdbc:postgresql://db.internal:5432/app?[query removed]');
   });
 
   it('is not a word, a flag or nothing: those stay in every text', () => {
