@@ -6,7 +6,7 @@ import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { MIN_SECRET_CHARS, type Secret } from './scrub.js';
+import { looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
@@ -134,15 +134,6 @@ function jsonSecrets(value: unknown, field: string, out: string[]): void {
   }
 }
 
-/**
- * A value that can be a key or token: no space in it, and a digit or 20 characters or more. A word in
- * a secret-named field of a configuration (`"keyStatus": "completed"`) is none: as a secret it would
- * be cut out of every receipt that says it.
- */
-function looksSecret(value: string): boolean {
-  return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
-}
-
 /** The password of docker's `auth` field, base64 of `user:password`: a child that decodes it prints the password alone. */
 function basicAuthPassword(field: string, value: string): string[] {
   if (field.toLowerCase() !== 'auth' || !/^[A-Za-z0-9+/]+={0,2}$/.test(value)) return [];
@@ -230,6 +221,8 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       const newline = entry.indexOf('\n');
       if (newline < 0) continue;
       const name = entry.slice(0, newline);
+      // `core.askPass` names the program git asks for a password, not one: as a secret its path would be cut out of every text.
+      if (name === 'core.askpass') continue;
       if (SECRET_CONFIG.test(name)) {
         const value = entry.slice(newline + 1).trim();
         if (looksSecret(value)) secrets.push({ name: 'git config secret', value });

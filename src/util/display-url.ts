@@ -6,12 +6,14 @@
  * `withoutUserInfo`.
  */
 
-const SCHEME_URL = /^([a-z][a-z0-9+.-]*:\/\/)([^/?#]*)@/i;
+/** A URL's scheme, after the prefixes a driver's URL carries before it (`jdbc:postgresql://`, `jdbc:mysql://`). */
+const SCHEME = String.raw`(?:[a-z][a-z0-9+.-]*:)*[a-z][a-z0-9+.-]*:\/\/`;
+const SCHEME_URL = new RegExp(`^(${SCHEME})([^/?#]*)@`, 'i');
 /** User info inside running text: a scheme, then anything up to the last `@` before the host's end. */
 const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#'"<>`]*@/gi;
 
 /** A URL's query, which may carry a token (`?access_token=…`): shown without its values. */
-const QUERY_SHOWN = /^([a-z][a-z0-9+.-]*:\/\/[^?#]*)\?[^#]*/i;
+const QUERY_SHOWN = new RegExp(`^(${SCHEME}[^?#]*)\\?[^#]*`, 'i');
 const QUERY_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/[^\s?#'"<>`]*)\?[^\s#'"<>`]*/gi;
 const QUERY_HIDDEN = '$1?[query removed]';
 
@@ -38,8 +40,9 @@ export function withoutUserInfo(text: string): string {
   return text.replace(USER_INFO_IN_TEXT, (match, scheme: string) => shown(scheme, match.slice(scheme.length, -1))).replace(QUERY_IN_TEXT, QUERY_HIDDEN);
 }
 
-/** The query of a URL with a scheme (`?access_token=…`), up to its fragment. */
-const QUERY = /^[a-z][a-z0-9+.-]*:\/\/[^?#]*\?([^#]*)/i;
+/** The query of a URL with a scheme (`?access_token=…`), up to its fragment; and its fragment (`#access_token=…`). */
+const QUERY = new RegExp(`^${SCHEME}[^?#]*\\?([^#]*)`, 'i');
+const FRAGMENT = new RegExp(`^${SCHEME}[^#]*#(.*)`, 'is');
 
 /**
  * The credentials a URL carries, for a scrubber: in its user info (the whole of it, and a password
@@ -47,24 +50,24 @@ const QUERY = /^[a-z][a-z0-9+.-]*:\/\/[^?#]*\?([^#]*)/i;
  * in its errors as it was given).
  */
 export function urlCredentials(url: string): string[] {
-  return decoded([...userInfoCredentials(url), ...queryFields(url).map((field) => field.value)]);
+  return decoded([...userInfoCredentials(url), ...fields(QUERY.exec(url)?.[1]).map((field) => field.value)]);
 }
 
 /**
- * The credentials a URL carries where it stands as any setting (an environment variable): its user
- * info, and the values of the query fields `secretField` reads as secret ones (a libpq
- * `?password=…`, a Gemini `?key=…`, an Azure SAS `&sig=…`), not its other fields (`?sslmode=require`,
- * a date), which would be cut out of every text that says them.
+ * The values, as written and percent-decoded, of the fields of a URL's query and fragment that
+ * `secretField` reads as secret ones (a libpq `?password=…`, a Gemini `?key=…`, an Azure SAS
+ * `&sig=…`, an OAuth `#access_token=…`), where a URL stands as any setting (an environment
+ * variable): not its other fields (`?sslmode=require`, a date), which would be cut out of every text
+ * that says them.
  */
-export function settingUrlCredentials(url: string, secretField: (name: string) => boolean): string[] {
-  return decoded([...userInfoCredentials(url), ...queryFields(url).filter((field) => secretField(field.name)).map((field) => field.value)]);
+export function secretFieldValues(url: string, secretField: (name: string) => boolean): string[] {
+  return decoded([...fields(QUERY.exec(url)?.[1]), ...fields(FRAGMENT.exec(url)?.[1])].filter((field) => secretField(field.name)).map((field) => field.value));
 }
 
-/** The fields of a URL's query (`?sslmode=require&password=…`) as written, a field without `=` by an empty name; none for a text that is no URL with a scheme. */
-function queryFields(url: string): Array<{ readonly name: string; readonly value: string }> {
-  const query = QUERY.exec(url)?.[1];
-  if (query === undefined) return [];
-  return query.split('&').map((pair) => {
+/** The fields of a query or fragment (`sslmode=require&password=…`, or parted by `;`) as written, a field without `=` by an empty name. */
+function fields(part: string | undefined): Array<{ readonly name: string; readonly value: string }> {
+  if (part === undefined) return [];
+  return part.split(/[&;]/).map((pair) => {
     const equals = pair.indexOf('=');
     return equals < 0 ? { name: '', value: pair } : { name: safeDecode(pair.slice(0, equals)), value: pair.slice(equals + 1) };
   });

@@ -1,7 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
-import { settingUrlCredentials } from './display-url.js';
+import { secretFieldValues, userInfoCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
 
@@ -73,6 +73,17 @@ export interface Place {
 export const MIN_SECRET_CHARS = 8;
 
 /**
+ * A value a secret-named field inside a text holds (of a configuration file, git's configuration, a
+ * URL's query, a connection string) that can be a key, token or password: no space in it, and a digit
+ * or 20 characters or more. A word there (`"keyStatus": "completed"`, `?key=development`,
+ * `Password=changeme`) is none: as a secret it would be cut out of every text that says it, and
+ * every writer would refuse one that does.
+ */
+export function looksSecret(value: string): boolean {
+  return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
+}
+
+/**
  * Environment variables whose values are secrets: provider keys, tokens, passwords, by their name in
  * either case:
  * - its last word KEY, TOKEN, SECRET, PASSWORD, PASSWD, PASSPHRASE, PASS, PAT, AUTH or CREDENTIALS,
@@ -101,14 +112,39 @@ function secretField(name: string): boolean {
 
 /**
  * The secrets of the fields of a connection string (`DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…`,
- * `Server=…;User Id=sa;Password=…`): the values of those secretField reads as secret, each up to the next `;`.
+ * `Server=…;User Id=sa;Password=…`): the values of those secretField reads as secret, each up to the
+ * next `;`, or, quoted (`Password="a;b"`, `'…'`, a quote doubled inside) or braced as ODBC writes it
+ * (`PWD={a;b}`, `}}` inside), what the quotes hold, as the driver reads it and as it is written.
  */
-function connectionStringSecrets(value: string): string[] {
-  if (!value.includes(';')) return [];
-  return value.split(';').flatMap((part) => {
-    const equals = part.indexOf('=');
-    return equals > 0 && secretField(part.slice(0, equals)) ? [part.slice(equals + 1).trim()] : [];
-  });
+function connectionStringSecrets(text: string): string[] {
+  if (!text.includes(';')) return [];
+  const values: string[] = [];
+  let at = 0;
+  while (at < text.length) {
+    const equals = text.indexOf('=', at);
+    if (equals < 0) break;
+    const semicolon = text.indexOf(';', at);
+    if (semicolon >= 0 && semicolon < equals) {
+      at = semicolon + 1;
+      continue;
+    }
+    let start = equals + 1;
+    while (text[start] === ' ') start += 1;
+    const close = text[start] === '"' || text[start] === "'" ? text[start] : text[start] === '{' ? '}' : undefined;
+    let end = start;
+    let value = '';
+    if (close !== undefined) {
+      for (end = start + 1; end < text.length && !(text[end] === close && text[end + 1] !== close); end += 1) {
+        if (text[end] === close) end += 1;
+        value += text[end];
+      }
+    }
+    const next = text.indexOf(';', end);
+    const stop = next < 0 ? text.length : next;
+    if (secretField(text.slice(at, equals))) values.push(...(close === undefined ? [text.slice(start, stop).trim()] : [value, text.slice(start + 1, end)]));
+    at = stop + 1;
+  }
+  return values;
 }
 
 /** A folder this short (`/`, `/a`) would match too much to mean anything. */
@@ -788,16 +824,21 @@ export class Scrubber {
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
  * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials of
  * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`), and in the
- * fields of its query secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`, an
- * endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the secret fields of a connection string
- * (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET `Password=…`).
+ * fields of its query or fragment secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
+ * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the
+ * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
+ * `Password="…"`). A field's value counts when it looksSecret, as a secret field of a configuration file does.
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
-    else for (const credential of new Set([...settingUrlCredentials(value, secretField), ...connectionStringSecrets(value)])) if (credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential });
+    else {
+      const credentials = new Set(userInfoCredentials(value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
+      for (const field of [...secretFieldValues(value, secretField), ...connectionStringSecrets(value)]) if (looksSecret(field)) credentials.add(field);
+      for (const credential of credentials) secrets.push({ name, value: credential });
+    }
   }
   return secrets;
 }
