@@ -27,22 +27,69 @@ function canonicalMode(raw: string): string | null {
   }
 }
 
-/** Code points HFS+ ignores in a name, so that `.g\u200cit` is `.git` there (git's is_hfs_dotgit). */
-const HFS_IGNORED = /[\u200c-\u200f\u202a-\u202e\u206a-\u206f\ufeff]/gu;
+/** Code points HFS+ ignores in a name, so that `.g\u200cit` is `.git` there (git's next_hfs_char). */
+const HFS_IGNORED = new Set([0x200c, 0x200d, 0x200e, 0x200f, 0x202a, 0x202b, 0x202c, 0x202d, 0x202e, 0x206a, 0x206b, 0x206c, 0x206d, 0x206e, 0x206f, 0xfeff]);
+
+const CONTINUATION = (byte: number | undefined): boolean => byte !== undefined && (byte & 0xc0) === 0x80;
+
+/**
+ * The code point at `at` and where the next one starts, as git reads UTF-8 (pick_one_utf8_char); null at
+ * the name's end and where git reads no code point: a byte of no sequence, an overlong form, a surrogate,
+ * U+FFFE or U+FFFF, one past U+10FFFF.
+ */
+function codePointAt(name: Buffer, at: number): { point: number; next: number } | null {
+  const a = name[at];
+  if (a === undefined || a === 0) return null;
+  if (a < 0x80) return { point: a, next: at + 1 };
+  const b = name[at + 1];
+  if ((a & 0xe0) === 0xc0) return CONTINUATION(b) && (a & 0xfe) !== 0xc0 ? { point: ((a & 0x1f) << 6) | (b! & 0x3f), next: at + 2 } : null;
+  const c = name[at + 2];
+  if ((a & 0xf0) === 0xe0) {
+    if (!CONTINUATION(b) || !CONTINUATION(c) || (a === 0xe0 && (b! & 0xe0) === 0x80) || (a === 0xed && (b! & 0xe0) === 0xa0) || (a === 0xef && b === 0xbf && (c! & 0xfe) === 0xbe)) return null;
+    return { point: ((a & 0x0f) << 12) | ((b! & 0x3f) << 6) | (c! & 0x3f), next: at + 3 };
+  }
+  const d = name[at + 3];
+  if ((a & 0xf8) === 0xf0) {
+    if (!CONTINUATION(b) || !CONTINUATION(c) || !CONTINUATION(d) || (a === 0xf0 && (b! & 0xf0) === 0x80) || (a === 0xf4 && b! > 0x8f) || a > 0xf4) return null;
+    return { point: ((a & 0x07) << 18) | ((b! & 0x3f) << 12) | ((c! & 0x3f) << 6) | (d! & 0x3f), next: at + 4 };
+  }
+  return null;
+}
+
+/**
+ * git's is_hfs_dotgit, step for step: `.git` in any case with the code points HFS+ ignores anywhere in
+ * it, then the name's end, or bytes git reads as no code point: git ends the name there (`.git\xff` is
+ * hasDotgit to fsck, and a clone that checks what it fetches refuses it).
+ */
+function isHfsDotGit(name: Buffer): boolean {
+  let at = 0;
+  const next = (): number => {
+    for (;;) {
+      const one = codePointAt(name, at);
+      if (one === null) return 0;
+      at = one.next;
+      if (!HFS_IGNORED.has(one.point)) return one.point;
+    }
+  };
+  for (const wanted of '.git') {
+    const point = next();
+    if (point > 0x7f || String.fromCharCode(point).toLowerCase() !== wanted) return false;
+  }
+  const after = next();
+  return after === 0 || after === SLASH;
+}
 
 /**
  * Whether a name is the repository's own `.git` on some system, as git's fsck (hasDotgit) and its
  * checkout (core.protectNTFS, core.protectHFS) judge it: `.git` in any case; on NTFS also followed by
  * spaces and dots, then a `:` stream or a `\\` (a folder there), and its short name `git~1`; on HFS+ with the code points HFS+
- * ignores anywhere in it. Such a name is refused wherever the runner reads or writes a tree: git would
+ * ignores anywhere in it (isHfsDotGit). Such a name is refused wherever the runner reads or writes a tree: git would
  * not check it out, and where it would, what is under it lands in the checkout's `.git`.
  */
 export function isDotGitName(name: Buffer): boolean {
   if (/^(?:\.git|git~1)[ .]*(?:[:\\].*)?$/is.test(name.toString('latin1'))) return true;
-  // HFS+: only a name of valid UTF-8 that holds one of the ignored code points is a case not covered above.
-  if (!name.some((byte) => byte >= 0x80)) return false;
-  const text = name.toString('utf8');
-  return !text.includes('\ufffd') && text.replace(HFS_IGNORED, '').toLowerCase() === '.git';
+  // HFS+: a name of ASCII alone is a case covered above.
+  return name.some((byte) => byte >= 0x80) && isHfsDotGit(name);
 }
 
 /** A name git refuses in a tree (`git fsck`: hasDot, hasDotdot, hasDotgit), and no checkout writes: `.`, `..`, `.git` (isDotGitName). */

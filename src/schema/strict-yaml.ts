@@ -283,7 +283,7 @@ const RETYPED_BY_YAML_1_1 =
  * control and line-break characters are best escaped. Such strings are double-quoted.
  */
 // eslint-disable-next-line no-control-regex -- control characters are what this finds
-const UNPLAIN_IN_YAML_1_1 = /[\t\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff]/;
+const UNPLAIN_IN_YAML_1_1 = /[\t\x00-\x1f\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]/;
 
 /**
  * Fractions in a form both versions read as a float: YAML 1.1 needs a `.` and a signed exponent,
@@ -327,7 +327,7 @@ export function toYaml(value: unknown): string {
     },
   });
   // Inside double quotes the library leaves DEL, the C1 controls and the Unicode line separators
-  // raw, which PyYAML refuses or reads as line breaks: every such character is in a scalar forced to
+  // raw, and U+FFFE and U+FFFF, which PyYAML and readStrictYaml refuse: every such character is in a scalar forced to
   // double quotes above, so each is written as a \u escape, which both versions read back.
-  return doc.toString(WRITE_OPTIONS).replace(/[\x7f-\x9f\u2028\u2029\ufeff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
+  return doc.toString(WRITE_OPTIONS).replace(/[\x7f-\x9f\u2028\u2029\ufeff\ufffe\uffff]/g, (c) => `\\u${c.charCodeAt(0).toString(16).padStart(4, '0')}`);
 }

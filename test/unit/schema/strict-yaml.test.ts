@@ -165,6 +165,14 @@ describe('characters PyYAML will not take raw', () => {
     expect(readStrictYamlGeneral(Buffer.from(text), 'x.yaml')).toEqual(value);
   });
 
+  it('writes U+FFFE and U+FFFF, which the reader refuses raw, as escapes, and reads them back: a path an agent names so is a receipt still', () => {
+    const value = { files_changed: ['src/.git\ufffe/hooks/post-checkout', 'src/a\uffff.js'], map: { 'k\ufffe': 'v' } };
+    const text = toYaml(value);
+    expect(text).not.toMatch(/[\ufffe\uffff]/);
+    expect(readStrictYaml(Buffer.from(text), 'x.yaml')).toEqual(value);
+    expect(readStrictYamlGeneral(Buffer.from(text), 'x.yaml')).toEqual(value);
+  });
+
   it.each([
     ['a line separator that ends a comment to PyYAML', 'a: x # note\u2028b: y\n'],
     ['NEL, which PyYAML folds to a space inside double quotes', 'a: "x\u0085y"\n'],
