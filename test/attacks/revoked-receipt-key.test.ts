@@ -1,5 +1,7 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { renderCitation } from '../../src/audit/cite.js';
+import { gatherEvidence } from '../../src/audit/evidence.js';
 import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { adoptProposal } from '../../src/dispatch/adopt.js';
 import { approve } from '../../src/dispatch/approve.js';
@@ -12,14 +14,15 @@ import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
- * A proposal stored by a consult receipt whose signing key was revoked since is adopted by no one,
- * and the writer says so before it asks the CEO to approve an adoption the ledger would refuse; a
- * key rotated out, not revoked, leaves the proposals its receipts stored adoptable.
+ * What a consult receipt whose signing key was revoked since still does: the proposal it stores is
+ * adopted by no one, and the writer says so before it asks the CEO to approve an adoption the ledger
+ * would refuse; a citation of its answer says the key was revoked. A key rotated out, not revoked,
+ * leaves the proposals its receipts stored adoptable, and its answers cited as before.
  */
 
-const dir = tempDir('revoked-proposal-adoption-');
+const dir = tempDir('revoked-receipt-key-');
 
-describe("the adoption of a proposal stored by a receipt a revoked COO key signed", () => {
+describe("a consult receipt signed by a COO key revoked since", () => {
   let w: World;
   let repo: string;
   let byRotated = '';
@@ -79,5 +82,16 @@ describe("the adoption of a proposal stored by a receipt a revoked COO key signe
     const approved = await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'approved as asked', requestHash: (refused as CooError).where! });
     const adopted = await write(byRotated, third, approved.approval.approval_id);
     expect((await w.ledger.state()).messages.get(adopted.messageId)?.adopted).toBe(byRotated);
+  });
+
+  it("cites the answer it signed as signed by a revoked key, and a rotated key's answer as before", async () => {
+    const revoked = await gatherEvidence(w.gitdir, byRevoked);
+    expect(revoked.revokedSigner?.keyId).toBe(second.publicKey.keyId);
+    const markdown = renderCitation(revoked);
+    expect(markdown).toContain(`**SIGNED BY A REVOKED KEY**: the receipt's key \`${second.publicKey.keyId}\``);
+    expect(markdown).toContain('COO laptop stolen');
+    const rotated = await gatherEvidence(w.gitdir, byRotated);
+    expect(rotated.revokedSigner).toBeUndefined();
+    expect(renderCitation(rotated)).not.toContain('REVOKED');
   });
 });
