@@ -21,6 +21,8 @@ export interface Evidence {
   readonly receiptCommit: string;
   readonly receiptSeq: number;
   readonly signer: string | null;
+  /** The key that signed the receipt, revoked since (at Ledger-Seq `seq`): whatever it signed may not be its holder's. */
+  readonly revokedSigner?: { readonly keyId: string; readonly seq: number; readonly reason: string };
   readonly answer: AaAnswer | null;
   /** Everything `coo verify` found over the whole ledger, and any file that does not match its signed hash. */
   readonly findings: readonly Finding[];
@@ -108,6 +110,10 @@ export function renderCitation(evidence: Evidence): string {
     `| receipt | \`${evidence.receiptPath}\` in ledger commit \`${evidence.receiptCommit.slice(0, 12)}\` (Ledger-Seq ${evidence.receiptSeq}) |`,
     `| cost | $${receipt.actual_cost_usd}${receipt.usage?.reported === false ? (receipt.warnings.includes('usage_implausible') ? ' (estimated: the usage the provider reported is not credible)' : receipt.warnings.includes('usage_partial') ? ' (estimated: the usage the provider reported leaves out output it may have billed, charged up to the cap)' : ' (estimated: the provider reported no usage)') : ''} |`,
     `| signatures | ${
+      evidence.revokedSigner === undefined
+        ? ''
+        : `**SIGNED BY A REVOKED KEY**: the receipt's key \`${evidence.revokedSigner.keyId}\` was revoked at Ledger-Seq ${evidence.revokedSigner.seq} (${inert(evidence.revokedSigner.reason)}), so this answer may not be the COO's record; `
+    }${
       verified
         ? `verified by \`coo verify\`: envelope, claim and receipt signed by ${evidence.signer ?? 'the COO'}, history clean to Ledger-Seq ${evidence.headSeq}`
         : `**NOT VERIFIED** by \`coo verify\`: ${evidence.findings.length} finding(s), first ${evidence.findings[0]!.code}${

@@ -138,6 +138,7 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
       receiptCommit: receiptCommit?.commit ?? '(unknown)',
       receiptSeq: receiptCommit?.seq ?? last.receipt.seq,
       signer: receiptCommit?.signer?.actor ?? null,
+      ...revokedSignerOf(report, last.receipt.keyId),
       answer,
       findings: [...new Map(findings.map((finding) => [`${finding.code} ${finding.commit ?? ''} ${finding.path ?? ''} ${finding.message}`, finding])).values()],
       genesis: report.state.genesis ?? '(none)',
@@ -147,4 +148,10 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
   } finally {
     ledger.close();
   }
+}
+
+/** The key that signed the receipt, when a registry revoked it since: whatever it signed may be a thief's, and a citation says so. */
+function revokedSignerOf(report: VerifyReport, keyId: string | undefined): Pick<Evidence, 'revokedSigner'> {
+  const revocation = keyId === undefined ? undefined : report.state.revocations.get(keyId);
+  return keyId === undefined || revocation === undefined ? {} : { revokedSigner: { keyId, seq: revocation.seq, reason: revocation.reason } };
 }

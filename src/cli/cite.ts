@@ -38,7 +38,7 @@ export function citeVerb(program: Command): void {
       const markdown = renderCitation(evidence);
       if (opts.bundle !== undefined) writeOutput(opts.bundle, await gatherBundle(gitdir, evidence), '--bundle', 'the evidence bundle');
       if (target === null) {
-        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), head_seq: evidence.headSeq, clean_to_seq: evidence.cleanToSeq, findings: evidence.findings, markdown }, () => markdown.trimEnd());
+        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), head_seq: evidence.headSeq, clean_to_seq: evidence.cleanToSeq, findings: evidence.findings, ...(evidence.revokedSigner === undefined ? {} : { revoked_signer: { key_id: evidence.revokedSigner.keyId, seq: evidence.revokedSigner.seq, reason: evidence.revokedSigner.reason } }), markdown }, () => markdown.trimEnd());
         return;
       }
       if (!isVerified(evidence)) {

@@ -1,4 +1,4 @@
-import { adoptionChanges } from '../authority/rules/intents/dispatch.js';
+import { adoptionChanges, revokedProposal } from '../authority/rules/intents/dispatch.js';
 import { folderOf } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { readLaneMessage } from '../lane/envelope.js';
@@ -51,6 +51,8 @@ export async function adoptProposal(request: AdoptRequest): Promise<Adopted> {
   if (attempt === undefined || sha256 === undefined) {
     throw new CooError('NOT_FOUND', `${consult.id}${request.attempt === undefined ? '' : ` attempt ${request.attempt}`} has ${hashes.length === 0 ? 'no stored proposal' : `proposals 1 to ${hashes.length}, not ${request.proposal}`} (coo show ${consult.id} lists them)`);
   }
+  const revoked = revokedProposal(consult.id, attempt.number, request.proposal, attempt.receipt?.keyId, (keyId) => state.revocations.get(keyId));
+  if (revoked !== null) throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', revoked);
   const path = attemptArtifactPath(folderOf(consult), attempt.number, `proposal-${String(request.proposal).padStart(2, '0')}.yaml`);
   const bytes = await ledger.readFile(path);
   if (bytes === null || sha256Ref(bytes) !== sha256) throw new CooError('ARTIFACT_HASH_MISMATCH', `${path} is not the proposal its receipt names (${sha256})`);

@@ -10,6 +10,7 @@ import type { Proposal } from '../../../schema/aa-answer.js';
 import type { ActorPolicy } from '../../../schema/policy.js';
 import { readDocument } from '../../../schema/documents.js';
 import type { CommitCheck } from '../../commit-check.js';
+import type { Revocation } from '../../state.js';
 import { attemptIdOf } from '../../runnable.js';
 import { attemptConsults } from '../../dispatch-consults.js';
 import type { IntentRules } from '../intent.js';
@@ -110,6 +111,18 @@ export function adoptionChanges(adopted: Proposal, dispatch: { readonly task: st
   return ADOPTION_FIELDS.filter((field) => (field === 'task' ? adopted.task.trimEnd() !== dispatch.task.trimEnd() : !same(adopted[field], dispatch[field])));
 }
 
+/**
+ * Why a proposal a consult's receipt stores is no one's advice any more, or null: the key that signed
+ * the receipt was revoked since (a revocation ends what the key said that nothing used yet; a key
+ * rotated out is retired, not revoked, and its proposals stand). The writer (`coo adopt`, the MCP
+ * adopt tool), before it asks the CEO to approve the adoption, and the validator ask this one rule.
+ */
+export function revokedProposal(consultId: string, attempt: number, index: number, keyId: string | undefined, revocation: (keyId: string) => Revocation | undefined): string | null {
+  const revoked = keyId === undefined ? undefined : revocation(keyId);
+  if (revoked === undefined) return null;
+  return `${consultId} attempt ${attempt} stores proposal ${index} by a receipt signed by ${keyId}, revoked at Ledger-Seq ${revoked.seq} by ${revoked.by} (${JSON.stringify(revoked.reason)}): a revoked key's receipt vouches for nothing adopted after it; ask the consult again`;
+}
+
 /** A dispatch adopting a proposal of its parent consult: the proposal the consult's receipt stores, its bytes beside the envelope, and exactly what the COO changed. */
 function checkAdoption(check: CommitCheck, doc: EaDispatchMessage, folder: string, where: string): void {
   const adopted = doc.adopted_proposal!;
@@ -121,11 +134,8 @@ function checkAdoption(check: CommitCheck, doc: EaDispatchMessage, folder: strin
   if (receipt?.status !== 'succeeded' || receipt.proposals?.[adopted.index - 1] !== adopted.sha256) {
     throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: ${consult.id} attempt ${adopted.attempt_number} stores no succeeded proposal ${adopted.index} with hash ${adopted.sha256}`, { where: `${where}:adopted_proposal` });
   }
-  // A revocation ends what the key said that nothing used yet: a proposal only a revoked key's receipt vouches for is no one's advice.
-  const revocation = receipt.keyId === undefined ? undefined : check.revocation(receipt.keyId);
-  if (revocation !== undefined) {
-    throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: ${consult.id} attempt ${adopted.attempt_number} stores proposal ${adopted.index} by a receipt signed by ${receipt.keyId}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's receipt vouches for nothing adopted after it; ask the consult again`, { where: `${where}:adopted_proposal` });
-  }
+  const revoked = revokedProposal(consult.id, adopted.attempt_number, adopted.index, receipt.keyId, (keyId) => check.revocation(keyId));
+  if (revoked !== null) throw new CooError('POLICY_PROPOSAL_TO_DISPATCH', `${where}: ${revoked}`, { where: `${where}:adopted_proposal` });
   const path = proposalPath(folder);
   check.expectArtifact(path, path, adopted.sha256, where);
   const bytes = check.facts.blobs.get(path);
