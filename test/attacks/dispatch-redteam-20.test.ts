@@ -57,7 +57,8 @@ describe("a hostile agent's work in a folder git takes for its own .git on anoth
 
   // Each a name git's fsck calls hasDotgit and git's checkout refuses as an invalid path (core.protectNTFS, on by default everywhere;
   // core.protectHFS): on Windows or macOS the folder is the repository's own .git, whose hooks a checkout would write.
-  for (const name of ['GIT~1', '.git.', '.Git ', '.g\u200cit']) {
+  // U+FFFE is UTF-8 to Node (a path the runner records) and no code point to git, which ends the name before it.
+  for (const name of ['GIT~1', '.git.', '.Git ', '.g\u200cit', '.git\ufffe']) {
     attack(`a hostile agent: src/${JSON.stringify(name).slice(1, -1)}/hooks/post-checkout, in its scope, beside a right fix`, 'runner', 'refused', async () => {
       const where = await place(Buffer.from(name).toString('hex'));
       const { messageId } = await dispatchTo(where, `dotgit-${Buffer.from(name).toString('hex')}`);

@@ -3,8 +3,6 @@ import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { isDotGitName, parseRawTree } from '../../src/lane/raw-tree.js';
-import { attack } from '../helpers/attack-kit.js';
-import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { git, gitEnv, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -55,25 +53,5 @@ describe("the runner's rule for a name that is a repository's .git, on names tha
     expect(verdicts.filter(Boolean).length).toBe(11);
     // A tree the runner reads refuses such an entry as git's fsck does.
     expect(() => parseRawTree(rawTree(names[0]!, blob))).toThrow();
-  });
-});
-
-describe("a hostile agent's work in a folder whose name git ends where it reads no code point", () => {
-  const place = hostilePlaces(dir, 'dotgit');
-
-  // U+FFFE is UTF-8 to Node (a path the runner records) and no code point to git, which ends the name before it.
-  attack('a hostile agent: src/.git<U+FFFE>/hooks/post-checkout, in its scope, beside a right fix', 'runner', 'refused', async () => {
-    const where = await place('fffe');
-    const { messageId } = await dispatchTo(where, 'dotgit-fffe');
-    const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; folder="src/.git$(printf '\\357\\277\\276')/hooks"; mkdir -p "$folder" && printf '#!/bin/sh\\necho pwned\\n' > "$folder/post-checkout"`), { timeoutMs: 40_000 });
-    const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
-    if (receipt === undefined) return watch.hung ? 'hung' : `no receipt (exit ${watch.status})`;
-    const head = receipt['head_sha'] as string | null;
-    // What the signed commit holds is a tree git's fsck passes: no such folder in it.
-    if (head !== null) {
-      const listed = spawnSync('git', ['ls-tree', '-r', '--name-only', head], { cwd: where.repo, encoding: 'utf8' }).stdout;
-      if (listed.includes('post-checkout')) return `accepted (${receipt['status'] as string})`;
-    }
-    return receipt['status'] === 'failed' && codesOf(receipt).includes('scope_violation') ? 'refused' : `receipted as ${String(receipt['status'])} ${JSON.stringify(receipt['blockers'])}`;
   });
 });
