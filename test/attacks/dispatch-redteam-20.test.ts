@@ -1,13 +1,13 @@
-import { spawnSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { mkdirSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
 import { safeGit } from '../../src/dispatch/worktree.js';
-import { isDotGitName } from '../../src/lane/raw-tree.js';
+import { isDotGitName, parseRawTree } from '../../src/lane/raw-tree.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, claudeStandInReceipt, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { worlds } from '../helpers/lane.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, gitEnv, tempDir } from '../helpers/tmp.js';
 
 /**
  * The dispatch lane against a hostile execution agent, round twenty: what its stream says past the
@@ -77,20 +77,60 @@ describe("a hostile agent's work in a folder git takes for its own .git on anoth
   }
 });
 
+/** What git's fsck says of a tree entry named each of `names` (hasDotgit), from one fsck of them all: each tree it flags is named on a line of its own. */
+function fsckSaysDotGit(folder: string, names: readonly Buffer[]): { readonly verdicts: boolean[]; readonly blob: string } {
+  const repo = join(dir, folder);
+  mkdirSync(repo, { recursive: true });
+  git(['init', '-q', '--bare', repo]);
+  const blob = git(['--git-dir', repo, 'hash-object', '-w', '--stdin'], { input: 'x\n' }).trim();
+  const trees = names.map((name) => execFileSync('git', ['--git-dir', repo, 'mktree'], { input: Buffer.concat([Buffer.from(`100644 blob ${blob}\t`), name, Buffer.from('\n')]), env: gitEnv() }).toString('utf8').trim());
+  const fsck = spawnSync('git', ['--git-dir', repo, 'fsck', '--no-dangling'], { encoding: 'utf8' });
+  const flagged = `${fsck.stdout}${fsck.stderr}`.split('\n').filter((line) => /hasDotgit/.test(line));
+  return { verdicts: trees.map((tree) => flagged.some((line) => line.includes(tree))), blob };
+}
+
+const bytes = (...parts: Array<string | number[]>): Buffer => Buffer.concat(parts.map((part) => (typeof part === 'string' ? Buffer.from(part, 'utf8') : Buffer.from(part))));
+
+/** A raw tree object holding one entry of mode 100644 named `name`. */
+const rawTree = (name: Buffer, oid: string): Buffer => Buffer.concat([Buffer.from('100644 '), name, Buffer.from([0]), Buffer.from(oid, 'hex')]);
+
 describe("the runner's rule for a name that is a repository's .git", () => {
   it("says of each name what git's fsck says of a tree entry so named (hasDotgit)", () => {
-    const repo = join(dir, 'fsck');
-    mkdirSync(repo, { recursive: true });
-    git(['init', '-q', '--bare', repo]);
-    const blob = git(['--git-dir', repo, 'hash-object', '-w', '--stdin'], { input: 'x\n' }).trim();
-    const names = ['.git', '.GIT', '.git.', '.git ', '.gIt . .', 'git~1', 'GIT~1', '.git::$INDEX_ALLOCATION', '.git\\x', '.g\u200cit', '.\ufeffGit\u206a', '.gitx', 'git~2', '.git~1', '.gitmodules', '.github', 'agit', '.g\u200cithub', 'x.git'];
-    const trees = names.map((name) => git(['--git-dir', repo, 'mktree'], { input: `100644 blob ${blob}\t${name}\n` }).trim());
-    // One fsck of them all: each tree git finds a .git in is named on a line of its own.
-    const fsck = spawnSync('git', ['--git-dir', repo, 'fsck', '--no-dangling'], { encoding: 'utf8' });
-    const flagged = `${fsck.stdout}${fsck.stderr}`.split('\n').filter((line) => /hasDotgit/.test(line));
-    const verdicts = trees.map((tree) => flagged.some((line) => line.includes(tree)));
-    expect(names.map((name) => isDotGitName(Buffer.from(name)))).toEqual(verdicts);
+    const names = ['.git', '.GIT', '.git.', '.git ', '.gIt . .', 'git~1', 'GIT~1', '.git::$INDEX_ALLOCATION', '.git\\x', '.g\u200cit', '.\ufeffGit\u206a', '.gitx', 'git~2', '.git~1', '.gitmodules', '.github', 'agit', '.g\u200cithub', 'x.git'].map((name) => Buffer.from(name));
+    const { verdicts } = fsckSaysDotGit('fsck', names);
+    expect(names.map((name) => isDotGitName(name))).toEqual(verdicts);
     expect(verdicts.filter(Boolean).length).toBe(11);
+  });
+
+  // On HFS+ (is_hfs_dotgit) git reads UTF-8 its own way: bytes that are no code point to it (0xff, an overlong
+  // form, a surrogate, U+FFFE) end the name there, so `.git\xff` is hasDotgit to fsck and to a clone that checks what it fetches.
+  it("says of each name that is not UTF-8 as git reads it what git's fsck says of it, and a tree the runner reads refuses such an entry", () => {
+    const names = [
+      bytes('.git', [0xff]),
+      bytes('.GIT', [0xc3]),
+      bytes('.g\u200cit', [0xff]),
+      bytes('.git\u200c', [0xfe], 'x'),
+      bytes('.git', [0xef, 0xbf, 0xbe]),
+      bytes('.git', [0xed, 0xa0, 0x80]),
+      bytes('.git', [0xc0, 0xae]),
+      bytes('.git', [0xf4, 0x90, 0x80, 0x80]),
+      bytes('.git', [0xe2, 0x80]),
+      bytes('.git', [0xff], 'abc'),
+      bytes('.gi\u200dt'),
+      // Not .git to git: the bytes git cannot read come before `.git` is whole, or what follows is a code point.
+      bytes([0xff], '.git'),
+      bytes('.g', [0xff], 'it'),
+      bytes('.git\ufffd'),
+      bytes('.git\u00e9'),
+      bytes('.git\u{1f600}'),
+      bytes('.git\u200b'),
+      bytes('.gitignore'),
+      bytes('.github'),
+    ];
+    const { verdicts, blob } = fsckSaysDotGit('fsck-bytes', names);
+    expect(names.map((name) => isDotGitName(name))).toEqual(verdicts);
+    expect(verdicts.filter(Boolean).length).toBe(11);
+    expect(() => parseRawTree(rawTree(names[0]!, blob))).toThrow();
   });
 
   it("a git the runner starts that refuses such a tree is said by git's own line, not the hint every git prints before it", async () => {
