@@ -1,7 +1,7 @@
 import * as fs from 'node:fs';
 import { CooError } from '../errors.js';
 import type { ObjectReader } from '../ledger/object-store.js';
-import { isDotGitName } from '../lane/raw-tree.js';
+import { refusedName } from '../lane/raw-tree.js';
 import type { TreeFile } from './git-tree.js';
 
 /**
@@ -27,8 +27,7 @@ export async function readBlobs(reader: ObjectReader, oids: readonly string[]): 
 }
 
 function unsafeComponent(part: Buffer): boolean {
-  const name = part.toString('latin1');
-  return name === '' || name === '.' || name === '..' || isDotGitName(part);
+  return part.length === 0 || refusedName(part);
 }
 
 /**

@@ -93,7 +93,7 @@ export function isDotGitName(name: Buffer): boolean {
 }
 
 /** A name git refuses in a tree (`git fsck`: hasDot, hasDotdot, hasDotgit), and no checkout writes: `.`, `..`, `.git` (isDotGitName). */
-function refusedName(name: Buffer): boolean {
+export function refusedName(name: Buffer): boolean {
   if (name.length === 1) return name[0] === 0x2e;
   if (name.length === 2) return name[0] === 0x2e && name[1] === 0x2e;
   return isDotGitName(name);

@@ -175,13 +175,16 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
   return secrets;
 }
 
+/** A setting a tool keeps a password or token in, by its name's end; git reads URL_CONFIG as a POSIX regular expression: plain groups only. */
+const SECRET_SETTING = String.raw`\.[a-z0-9-]*(pass|passwd|password|token|secret)`;
+
 /**
  * The URLs in git's configuration: remotes' fetch and push URLs, the bases `url.<base>.insteadOf`
  * rewrites to, and the proxies git goes through; and the settings a tool keeps a password or token
  * in (`sendemail.smtpPass`, `github.token`, `hub.oauthToken`), git lower-casing their names.
  */
-const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl|proxy)|url\..*\.(insteadof|pushinsteadof)|http\.(.*\.)?(extraheader|proxy)|.*\.[a-z0-9-]*(pass|passwd|password|token|secret))$`;
-const SECRET_CONFIG = /\.[a-z0-9-]*(?:pass|passwd|password|token|secret)$/;
+const URL_CONFIG = String.raw`^(remote\..*\.(url|pushurl|proxy)|url\..*\.(insteadof|pushinsteadof)|http\.(.*\.)?(extraheader|proxy)|.*${SECRET_SETTING})$`;
+const SECRET_CONFIG = new RegExp(`${SECRET_SETTING}$`);
 
 /**
  * The credential in a header git is told to send (`http.<url>.extraHeader`, as actions/checkout
