@@ -164,9 +164,15 @@ describe('runners on separate machines through a remote', () => {
     const killedIds = doomed.flatMap((runner) => runner.events.filter((event) => event.type === 'claimed').map((event) => String(event['messageId'])));
     expect(killedIds).toHaveLength(killed);
     expect(retaken).toEqual(expect.arrayContaining(killedIds));
-    for (const id of retaken) expect(state.messages.get(id)!.attempts.map((attempt) => attempt.receipt!.blockers)).toEqual([['interrupted'], []]);
+    // Every attempt but the last ends interrupted, and the last succeeds. A message the killed runner held may be taken
+    // over twice: its taker, under the same load, can in turn lose every race for its own lease.
+    for (const id of retaken) {
+      const blockers = state.messages.get(id)!.attempts.map((attempt) => attempt.receipt!.blockers);
+      expect(blockers).toEqual([...Array.from({ length: blockers.length - 1 }, () => ['interrupted']), []]);
+    }
     const lateKept = runners.flatMap((runner) => runner.events.filter((event) => event.type === 'late_result').map((event) => String(event['messageId'])));
-    for (const id of retaken.filter((id) => !killedIds.includes(id))) expect(lateKept, `${id} was taken over from a live runner`).toContain(id);
+    const takenFromLive = retaken.filter((id) => state.messages.get(id)!.attempts.length - 1 > (killedIds.includes(id) ? 1 : 0));
+    for (const id of takenFromLive) expect(lateKept, `${id} was taken over from a live runner`).toContain(id);
     // One paid call per attempt: a killed runner may die before or after its call reached the model.
     const attempts = ids.reduce((sum, id) => sum + state.messages.get(id)!.attempts.length, 0);
     expect(canaries.length).toBeGreaterThanOrEqual(attempts - killed);
@@ -183,7 +189,7 @@ describe('runners on separate machines through a remote', () => {
       test: `${count} runners, ${count} clones${killed > 0 ? `, ${killed} killed` : ''}`,
       consults: DRAIN,
       paid_calls: canaries.length,
-      taken_over_from_live_runners: retaken.length - killed,
+      taken_over_from_live_runners: ids.reduce((sum, id) => sum + state.messages.get(id)!.attempts.length - 1, 0) - killed,
       duplicate_calls: canaries.length - new Set(canaries).size,
       lost: lost.length,
       runners_that_claimed: runnersUsed.size,
