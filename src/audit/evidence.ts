@@ -7,6 +7,7 @@ import { ADVISORY_INTENTS } from '../schema/common.js';
 import { readDocument } from '../schema/documents.js';
 import { sha256Ref } from '../util/hash.js';
 import type { Evidence, PanelEvidence } from './cite.js';
+import { signerOf } from './message-view.js';
 import { adviceOf, comparePanel } from './panel-comparison.js';
 import { verifyLedger, type VerifyReport } from './verify.js';
 
@@ -152,6 +153,6 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
 
 /** The key that signed the receipt, when a registry revoked it since: whatever it signed may be a thief's, and a citation says so. */
 function revokedSignerOf(report: VerifyReport, keyId: string | undefined): Pick<Evidence, 'revokedSigner'> {
-  const revocation = keyId === undefined ? undefined : report.state.revocations.get(keyId);
-  return keyId === undefined || revocation === undefined ? {} : { revokedSigner: { keyId, seq: revocation.seq, reason: revocation.reason } };
+  const signer = signerOf(report.state, keyId);
+  return signer?.revoked == null ? {} : { revokedSigner: { keyId: signer.key_id, seq: signer.revoked.seq, reason: signer.revoked.reason } };
 }

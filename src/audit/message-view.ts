@@ -52,12 +52,29 @@ export interface DispatchAttemptView {
   readonly warnings: readonly string[];
 }
 
+/**
+ * The key that signed an entry, the actor the trust files gave it to, and the revocation a registry made of it
+ * since, if one did: whatever a revoked key signed may be a thief's, and a reader is told so.
+ */
+export interface SignerView {
+  readonly key_id: string;
+  readonly actor: string | null;
+  readonly revoked: { readonly seq: number; readonly reason: string } | null;
+}
+
+/** The signer of an entry signed by `keyId`; null when the state does not know the key (a state cached before keys were kept). */
+export function signerOf(state: LedgerState, keyId: string | undefined): SignerView | null {
+  if (keyId === undefined) return null;
+  const revocation = state.revocations.get(keyId);
+  return { key_id: keyId, actor: state.everKeys.get(keyId)?.actor ?? null, revoked: revocation === undefined ? null : { seq: revocation.seq, reason: revocation.reason } };
+}
+
 /** One attempt of a message as `coo show` and the MCP `show` tool present it. */
 export interface AttemptView {
   readonly number: number;
   readonly attempt_id: string;
   readonly claim: AttemptRecord['claim'];
-  readonly receipt: { readonly path: string; readonly document: unknown } | null;
+  readonly receipt: { readonly path: string; readonly document: unknown; readonly signer: SignerView | null } | null;
   /** Dispatches: the receipt's evidence, when the attempt has an ea_receipt.v0. */
   readonly dispatch?: DispatchAttemptView;
   /** Dispatches: the CEO's approval of this attempt as a retry. */
@@ -94,6 +111,8 @@ export interface MessageView {
   /** How the request reached the ledger (`mcp`), or null when it was typed at the CLI or predates the field. */
   readonly submitted_via: string | null;
   readonly envelope: unknown;
+  /** The key that signed the envelope (null in a state cached before it was kept). */
+  readonly envelope_signer: SignerView | null;
   readonly attempts: readonly AttemptView[];
   /** Dispatches: the request and its approval. */
   readonly dispatch?: DispatchView;
@@ -197,7 +216,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
       number: attempt.number,
       attempt_id: attempt.attemptId,
       claim: attempt.claim,
-      receipt: attempt.receipt === null ? null : { path: attempt.receipt.path, document },
+      receipt: attempt.receipt === null ? null : { path: attempt.receipt.path, document, signer: signerOf(state, attempt.receipt.keyId) },
       ...(dispatch === undefined ? {} : { dispatch }),
       ...(consult === undefined ? {} : { consult }),
       ...(approval === undefined ? {} : { approval }),
@@ -225,6 +244,7 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
     duplicate_of: record.duplicateOf,
     submitted_via: submittedViaOf(envelope),
     envelope,
+    envelope_signer: signerOf(state, record.keyId),
     attempts,
     ...(dispatch === undefined ? {} : { dispatch }),
     ...(consult === undefined ? {} : { consult }),

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import type { ConsultAttemptView, ConsultView } from '../audit/consult-view.js';
-import { viewApproval, viewMessage, type ApprovalView, type DispatchAttemptView, type DispatchView } from '../audit/message-view.js';
+import { viewApproval, viewMessage, type ApprovalView, type DispatchAttemptView, type DispatchView, type SignerView } from '../audit/message-view.js';
 import type { PanelComparison } from '../audit/panel-comparison.js';
 import { viewPanel } from '../audit/panel-view.js';
 import { warningMeaning } from '../audit/warnings.js';
@@ -54,6 +54,7 @@ export function showVerb(program: Command): void {
         }
         emit(opts.json, view, () => {
           const lines = [`${record.id} ${record.intent} ${record.source} -> ${record.target}: ${view.lane_state}`];
+          if (view.envelope_signer?.revoked != null) lines.push(`  envelope ${revokedLine(view.envelope_signer)}`);
           if (view.submitted_via !== null) lines.push(`  submitted via ${view.submitted_via}`);
           if (view.acknowledged_by !== undefined) lines.push(`  acknowledged by the COO in ${view.acknowledged_by}`);
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
@@ -64,6 +65,7 @@ export function showVerb(program: Command): void {
             const attemptView = view.attempts[index];
             if (attemptView?.approval !== undefined) lines.push(approvalLine(attemptView.approval, '  '));
             lines.push(`  attempt ${attempt.number} ${attempt.attemptId}: ${attempt.claim === null ? 'unclaimed' : `claimed by ${attempt.claim.runner}`}, ${attempt.receipt === null ? 'no receipt yet' : `${attempt.receipt.status}${attempt.receipt.blockers.length > 0 ? ` (${attempt.receipt.blockers.join(', ')})` : ''} ${attempt.receipt.path}`}`);
+            if (attemptView?.receipt?.signer?.revoked != null) lines.push(`    receipt ${revokedLine(attemptView.receipt.signer)}`);
             if (attemptView?.dispatch !== undefined) lines.push(...evidenceLines(attemptView.dispatch));
             if (attemptView?.consult !== undefined) lines.push(...consultAttemptLines(attemptView.consult));
             for (const warning of receiptWarnings(attemptView?.receipt?.document)) lines.push(`    warning ${warning}: ${warningMeaning(warning)}`);
@@ -168,4 +170,9 @@ export function panelLines(panel: PanelComparison): string[] {
     if (member.receipt_path !== null) lines.push(`    receipt ${member.receipt_path} (attempt ${member.attempt})`);
   }
   return lines;
+}
+
+/** An entry signed by a key a registry revoked since, said as `coo cite` says it: what it signed may be a thief's (--json names every entry's signer). */
+function revokedLine(signer: SignerView): string {
+  return `SIGNED BY A REVOKED KEY: ${signer.actor ?? 'a key no trust file names'} (key ${signer.key_id}), revoked at Ledger-Seq ${signer.revoked?.seq ?? ''} (${printable(signer.revoked?.reason ?? '', 200)}); what it signed may not be its actor's`;
 }

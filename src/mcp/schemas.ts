@@ -208,12 +208,20 @@ export const untrustedAnswer = z.strictObject({
   text: z.string(),
 });
 
+/** The key that signed an entry, its actor, and a registry's revocation of it since (audit/message-view.ts SignerView). */
+const signer = z.strictObject({
+  key_id: z.string(),
+  actor: z.string().nullable(),
+  revoked: z.strictObject({ seq: z.number().int(), reason: z.string() }).nullable(),
+});
+
 export const showOutput = z.strictObject({
   message_id: z.string(),
   lane_state: laneState,
   duplicate_of: z.string().nullable(),
   submitted_via: z.string().nullable(),
   envelope: z.unknown(),
+  envelope_signer: signer.nullable(),
   attempts: z.array(z.unknown()),
   /** A dispatch's request, its approval and the CEO's approved retries (audit/message-view.ts). */
   dispatch: z.unknown().optional(),

@@ -9,6 +9,7 @@ import { executorFactory } from '../../src/dispatch/executors.js';
 import { CooError } from '../../src/errors.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
+import { coo, json } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -17,7 +18,8 @@ import { tempDir } from '../helpers/tmp.js';
  * What a consult receipt whose signing key was revoked since still does: the proposal it stores is
  * adopted by no one, and the writer says so before it asks the CEO to approve an adoption the ledger
  * would refuse; a citation of its answer says the key was revoked. A key rotated out, not revoked,
- * leaves the proposals its receipts stored adoptable, and its answers cited as before.
+ * leaves the proposals its receipts stored adoptable, and its answers cited as before. `coo show` names the key
+ * that signed the envelope and each receipt, and says first when a registry revoked it.
  */
 
 const dir = tempDir('revoked-receipt-key-');
@@ -93,5 +95,25 @@ describe("a consult receipt signed by a COO key revoked since", () => {
     const rotated = await gatherEvidence(w.gitdir, byRotated);
     expect(rotated.revokedSigner).toBeUndefined();
     expect(renderCitation(rotated)).not.toContain('REVOKED');
+  });
+
+  it("is shown by coo show as signed by a revoked key, envelope and receipt, and a rotated key's as the COO's, unmarked", () => {
+    type Signer = { key_id: string; actor: string | null; revoked: { seq: number; reason: string } | null };
+    type Shown = { envelope_signer: Signer | null; attempts: Array<{ receipt: { signer: Signer | null } | null }> };
+    const revoked = coo(['show', byRevoked, '--ledger', w.gitdir]);
+    expect(revoked.status, revoked.stderr).toBe(0);
+    const stolen = `SIGNED BY A REVOKED KEY: coo.hermes (key ${second.publicKey.keyId}), revoked at Ledger-Seq`;
+    expect(revoked.stdout.split('\n').filter((line) => line.includes(stolen) && line.includes('COO laptop stolen'))).toHaveLength(2);
+    const shown = json<Shown>(coo(['show', byRevoked, '--ledger', w.gitdir, '--json']));
+    for (const signer of [shown.envelope_signer, shown.attempts[0]!.receipt!.signer]) {
+      expect(signer).toMatchObject({ key_id: second.publicKey.keyId, actor: 'coo.hermes', revoked: { reason: 'COO laptop stolen' } });
+    }
+    const rotated = coo(['show', byRotated, '--ledger', w.gitdir]);
+    expect(rotated.status, rotated.stderr).toBe(0);
+    const rotatedSigners = json<Shown>(coo(['show', byRotated, '--ledger', w.gitdir, '--json']));
+    for (const signer of [rotatedSigners.envelope_signer, rotatedSigners.attempts[0]!.receipt!.signer]) {
+      expect(signer).toEqual({ key_id: w.actors.coo.publicKey.keyId, actor: 'coo.hermes', revoked: null });
+    }
+    expect(rotated.stdout).not.toContain('REVOKED');
   });
 });

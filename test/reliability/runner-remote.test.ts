@@ -123,8 +123,14 @@ describe('runners on separate machines through a remote', () => {
     const caseDir = join(dir, `drain-${count}`);
     const base = defaultPolicy();
     // Heartbeats short enough that a killed runner's lease runs out within the test, and rare enough that they are not
-    // most of the pushes to the one ref.
-    const served = await makeServedLedger(caseDir, 'ledger.git', { ...base, ...(killed > 0 ? { heartbeat: { interval_seconds: 10, ttl_seconds: 30 } } : {}), retries: { ...base.retries, backoff_base_seconds: 0, backoff_max_seconds: 0 } });
+    // most of the pushes to the one ref. Eight runners on two cores can keep a live runner's pushes losing for longer than
+    // a short lease (docs/design.md, "Known limits"), so an attempt may be taken over more than once: the test allows the
+    // most attempts the policy does, and asks that no attempt is paid twice and no message is lost.
+    const served = await makeServedLedger(caseDir, 'ledger.git', {
+      ...base,
+      ...(killed > 0 ? { heartbeat: { interval_seconds: 10, ttl_seconds: 60 } } : {}),
+      retries: { ...base.retries, transient_max_attempts: 10, backoff_base_seconds: 0, backoff_max_seconds: 0 },
+    });
     const ids = await enqueue(served, DRAIN, killed > 0 ? 20 : 60);
     const model = await startFakeModelServer(['ok']);
     servers.push(model);
@@ -142,10 +148,11 @@ describe('runners on separate machines through a remote', () => {
     // lease ran out and when.
     onTestFinished(() => keepEvents(`drain-${count}`, runners));
 
+    // Until every consult has ended, succeeded or not: one that failed for good is found by the checks below at once.
     await until(async () => {
       const state = await servedState(served);
-      return ids.every((id) => laneStateOf(state.messages.get(id)!) === 'succeeded');
-    }, FULL ? 1800 : 900, `${DRAIN} consults to succeed`).catch((error: unknown) => {
+      return ids.every((id) => ['succeeded', 'failed'].includes(laneStateOf(state.messages.get(id)!)));
+    }, FULL ? 1800 : 900, `${DRAIN} consults to end`).catch((error: unknown) => {
       throw new Error(`${String(error)}; the runners said ${JSON.stringify(runners.map((runner) => runner.events))}`);
     });
     for (const runner of runners.slice(killed)) runner.child.kill('SIGTERM');
