@@ -34,7 +34,7 @@ export interface WorkSnapshot {
   readonly tree: string | null;
   /** Changes whose paths the ledger can record, applied in `tree`, in byte order of their paths. */
   readonly changes: readonly ChangedFile[];
-  /** Entries that are not work: links, special files, `.git` entries, files over the bound, names the ledger cannot record. */
+  /** Entries that are not work: links, special files, `.git` entries, files over the bound, names the ledger cannot record, new names a checkout writes over another. */
   readonly refused: readonly RefusedEntry[];
   /** The walk stopped at its bound: `changes` is not the whole. */
   readonly overflow: boolean;
