@@ -50,6 +50,24 @@ describe("a hostile agent's new name that a macOS or Windows checkout writes ove
   }
 });
 
+describe("a hostile agent's tree deeper than a path the system opens", () => {
+  const place = hostilePlaces(dir, 'deep');
+
+  // Guards what held before this round: each folder is opened by its whole path, and past PATH_MAX (4096 bytes) that fails.
+  attack('a hostile agent: a file 200 folders of 20 letters deep in src/, beside a right fix', 'runner', 'refused', async () => {
+    const where = await place('deep');
+    const { messageId } = await dispatchTo(where, 'deep');
+    const deep = "(cd src && i=0 && while [ $i -lt 200 ]; do mkdir dddddddddddddddddddd && cd dddddddddddddddddddd || exit 1; i=$((i+1)); done; printf 'x\\n' > f)";
+    const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; ${deep}`), { timeoutMs: 60_000 });
+    const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+    if (receipt === undefined) return watch.hung ? 'hung' : `no receipt (exit ${watch.status})`;
+    // The agent's act is blamed on the agent (never runner_error), and the commit holds nothing of the tree it could not read.
+    const head = receipt['head_sha'] as string | null;
+    if (head !== null && spawnSync('git', ['ls-tree', '-r', '--name-only', head], { cwd: where.repo, encoding: 'utf8' }).stdout.includes('dddd')) return `accepted (${receipt['status'] as string})`;
+    return receipt['status'] === 'failed' && JSON.stringify(codesOf(receipt)) === '["scope_violation"]' ? 'refused' : `receipted as ${String(receipt['status'])} ${JSON.stringify(receipt['blockers'])}`;
+  });
+});
+
 const blob = (text: string): string => gitObjectId('blob', Buffer.from(text));
 
 /** The snapshot of a folder holding `files` against a base of `baseFiles`, every blob's bytes known. */
