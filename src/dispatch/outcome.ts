@@ -144,7 +144,7 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (evidence.overflow) out.push({ code: 'work_too_large', row: 'work_too_large', detail: 'the worktree holds more entries or bytes than the runner reads: nothing was committed or verified' });
   if (evidence.tooLarge.length > 0) out.push({ code: 'work_too_large', row: 'work_too_large', detail: `files over the bound the runner reads: ${list(evidence.tooLarge)}; nothing was committed or verified` });
   if (evidence.outOfScope.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `changed outside the scope: ${list(evidence.outOfScope)}` });
-  if (evidence.notRegular.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record are): ${list(evidence.notRegular.map((entry) => `${entry.path} (${entry.why})`))}` });
+  if (evidence.notRegular.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record and every checkout writes apart are): ${list(evidence.notRegular.map((entry) => `${entry.path} (${entry.why})`))}` });
   if (evidence.gitLinkTampered) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: 'the worktree\'s .git link was changed' });
   if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
   const failed = evidence.verification.filter((result) => result.exitCode !== 0);

@@ -1,4 +1,5 @@
 import { isUtf8 } from 'node:buffer';
+import { checkoutFold } from '../lane/raw-tree.js';
 import { relativePath } from '../schema/common.js';
 import type { ObjectSink } from '../ledger/object-store.js';
 import { buildTree, type TreeFile } from './git-tree.js';
@@ -25,7 +26,7 @@ export interface ChangedFile {
 /** An entry that is not taken as work, named as well as the ledger can (lossy where a name is not UTF-8). */
 export interface RefusedEntry {
   readonly path: string;
-  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name';
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision';
 }
 
 export interface WorkSnapshot {
@@ -33,7 +34,7 @@ export interface WorkSnapshot {
   readonly tree: string | null;
   /** Changes whose paths the ledger can record, applied in `tree`, in byte order of their paths. */
   readonly changes: readonly ChangedFile[];
-  /** Entries that are not work: links, special files, `.git` entries, files over the bound, names the ledger cannot record. */
+  /** Entries that are not work: links, special files, `.git` entries, files over the bound, names the ledger cannot record, new names a checkout writes over another. */
   readonly refused: readonly RefusedEntry[];
   /** The walk stopped at its bound: `changes` is not the whole. */
   readonly overflow: boolean;
@@ -64,6 +65,43 @@ function recordable(path: Buffer): boolean {
 
 function typeOf(mode: string): string {
   return mode === '120000' ? 'link' : mode === '160000' ? 'submodule' : 'file';
+}
+
+/** A path and each folder it is in, as latin1 keys (byte for byte), the path last. */
+function namesOf(key: string): string[] {
+  const names: string[] = [];
+  for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) names.push(key.slice(0, slash));
+  names.push(key);
+  return names;
+}
+
+/** A latin1 key as a macOS or Windows checkout writes it: each of its names folded (checkoutFold). */
+const foldOf = (key: string): string =>
+  Buffer.from(key, 'latin1')
+    .toString('utf8')
+    .split('/')
+    .map((name) => checkoutFold(name))
+    .join('/');
+
+/**
+ * The written paths of the work that a macOS or Windows checkout of the result would write over
+ * another path of it (`src/ADD.js` beside `src/add.js`, `é` composed beside `é` decomposed): a
+ * path, or a folder it is in, that the base does not hold and that folds as another name of the
+ * result does. The verification's checkout holds both; such a checkout holds one file for both,
+ * bytes the receipt names at neither. Names the base holds are not the agent's doing and stay.
+ */
+function collidingPaths(tracked: Tracked, kept: readonly string[], written: readonly string[]): Set<string> {
+  const byFold = new Map<string, Set<string>>();
+  for (const key of [...kept, ...written]) {
+    for (const name of namesOf(key)) {
+      const fold = foldOf(name);
+      const names = byFold.get(fold) ?? new Set<string>();
+      names.add(name);
+      byFold.set(fold, names);
+    }
+  }
+  const isBase = (name: string): boolean => tracked.oids.has(name) || tracked.folders.has(name);
+  return new Set(written.filter((key) => namesOf(key).some((name) => !isBase(name) && byFold.get(foldOf(name))!.size > 1)));
 }
 
 export interface SnapshotOptions {
@@ -117,11 +155,21 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     changed.push({ path: file.path, change: { status: 'deleted', mode: '000000', sha256: null } });
   }
   changed.sort(STATUS_ORDER);
+  const gone = new Set(changed.filter((entry) => entry.change.status === 'deleted').map((entry) => keyOf(entry.path)));
+  const colliding = collidingPaths(
+    tracked,
+    options.baseFiles.map((file) => keyOf(file.path)).filter((key) => !gone.has(key)),
+    walk.files.map((file) => keyOf(file.path)).filter((key) => !tracked.oids.has(key)),
+  );
   const changes: ChangedFile[] = [];
   const applied = new Set<string>();
   for (const { path, change } of changed) {
     if (!recordable(path)) {
       refused.push({ path: path.toString('utf8'), why: 'unrecordable_name' });
+      continue;
+    }
+    if (colliding.has(keyOf(path))) {
+      refused.push({ path: path.toString('utf8'), why: 'name_collision' });
       continue;
     }
     applied.add(keyOf(path));

@@ -92,6 +92,20 @@ export function isDotGitName(name: Buffer): boolean {
   return name.some((byte) => byte >= 0x80) && isHfsDotGit(name);
 }
 
+/**
+ * A name as a checkout on a system that does not tell some names apart writes it: macOS (case, Unicode
+ * normalisation, the code points HFS+ ignores) and Windows (case, trailing dots and spaces). Two names of
+ * one fold are one file there: whichever git writes last is what such a checkout holds at both.
+ */
+export function checkoutFold(name: string): string {
+  return [...name.normalize('NFC')]
+    .filter((char) => !HFS_IGNORED.has(char.codePointAt(0)!))
+    .join('')
+    .toLowerCase()
+    .normalize('NFC')
+    .replace(/[. ]+$/, '');
+}
+
 /** A name git refuses in a tree (`git fsck`: hasDot, hasDotdot, hasDotgit), and no checkout writes: `.`, `..`, `.git` (isDotGitName). */
 export function refusedName(name: Buffer): boolean {
   if (name.length === 1) return name[0] === 0x2e;
