@@ -198,6 +198,10 @@ export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> 
  * refuses the start (exit 2): nothing has been claimed then.
  */
 export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
+  // git reads the ledger and the repository for every check below: without it nothing else can be judged.
+  await runGit(['--version']).catch(() => {
+    throw new CooError('RUNNER_CONFIG', 'git cannot be run (not on PATH?): the runner reads and writes the ledger and the repository with it; install git, or put the folder that holds it on PATH; nothing was claimed');
+  });
   // Folders first: a clone this runner cannot write is said as such, not as the sync's failure to write it.
   const folders = folderProblems(options.ledger, options.stateDir);
   if (folders.length === 0) await syncForStartup(options.remote);

@@ -70,3 +70,17 @@ describe('a --repo whose path holds a line end', () => {
     await nothingClaimed(world, before, ids);
   });
 });
+
+describe('a runner started with a PATH that holds no git', () => {
+  it('is refused at start by coo watch and coo mcp --run (RUNNER_CONFIG, exit 2) saying to put git on PATH, never an internal git failure (exit 1); nothing is claimed', async () => {
+    const world = await fresh();
+    const ids = await queued(world);
+    const before = headOf(world.gitdir);
+    for (const args of runners(world, world.target, join(world.dir, 'state'))) {
+      expect(refusal(await startBounded(args, { ...env, PATH: join(world.dir, 'no-such-folder') }).ended), args[0]).toBe(
+        'coo: RUNNER_CONFIG: git cannot be run (not on PATH?): the runner reads and writes the ledger and the repository with it; install git, or put the folder that holds it on PATH; nothing was claimed',
+      );
+    }
+    await nothingClaimed(world, before, ids);
+  });
+});
