@@ -86,9 +86,17 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
 /**
  * The repository the work is for: a git repository, and not the ledger itself. Given the ledger
  * (or a folder in it), dispatches would make their worktrees and branches in the ledger's git
- * folder, beside its main, and consults pin their context in the ledger's own commits.
+ * folder, beside its main, and consults pin their context in the ledger's own commits. It holds a
+ * commit, and its whole history: every message pins a commit of the repository it was written for,
+ * and one that holds none of its history (an empty repository, a shallow clone) would end each
+ * queued message at its claim with a stale_context receipt, a mistake of the runner's blamed on the
+ * work. Its path holds no line end.
  */
 async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
+  // A worktree names its repository's git folder on one line of its .git file (dispatch/worktree.ts reads it so).
+  if (/[\n\r\u2028\u2029]/.test(repo)) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${JSON.stringify(repo)} holds a line end: each dispatch's worktree names the repository's git folder on one line of its .git file, so every dispatch would be claimed and fail without a worktree; give a path without one (rename the folder, or link it from one); nothing was claimed` };
+  }
   let common: string;
   try {
     // Relative to the folder git ran in (`.git`, `.` in a bare repository); --path-format needs git 2.31.
@@ -106,6 +114,13 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   const [repoGit, ledger] = [real(common), real(ledgerGitdir)];
   if (repoGit === ledger || repoGit.startsWith(`${ledger}/`)) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
+  }
+  const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
+  if ((await git(['rev-list', '-n', '1', '--all'])) === '') {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would end with a stale_context receipt; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
+  }
+  if ((await git(['rev-parse', '--is-shallow-repository'])) === 'true') {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a shallow clone: a queued message that pins a commit older than its history would end with a stale_context receipt; run git -C ${repo} fetch --unshallow, or give a full clone; nothing was claimed` };
   }
   return null;
 }
@@ -183,6 +198,10 @@ export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> 
  * refuses the start (exit 2): nothing has been claimed then.
  */
 export async function startLanes(options: StartupOptions): Promise<StartedLanes> {
+  // git reads the ledger and the repository for every check below: without it nothing else can be judged.
+  await runGit(['--version']).catch(() => {
+    throw new CooError('RUNNER_CONFIG', 'git cannot be run (not on PATH?): the runner reads and writes the ledger and the repository with it; install git, or put the folder that holds it on PATH; nothing was claimed');
+  });
   // Folders first: a clone this runner cannot write is said as such, not as the sync's failure to write it.
   const folders = folderProblems(options.ledger, options.stateDir);
   if (folders.length === 0) await syncForStartup(options.remote);
