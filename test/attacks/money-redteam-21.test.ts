@@ -1,4 +1,15 @@
-import { beforeAll, describe, expect, it } from 'vitest';
+import { readdirSync, renameSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { generatePrivateKey } from '../../src/crypto/keys.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
+import type { PrivateKey } from '../../src/crypto/keys.js';
+import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
+import { codeOf } from '../helpers/attack-kit.js';
+import { coo, json } from '../helpers/cli.js';
 import { dispatchRequestHash } from '../../src/authority/rules/intents/dispatch.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { isCooError } from '../../src/errors.js';
@@ -10,6 +21,7 @@ import { toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
+import { awayOncePaid, makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -129,4 +141,98 @@ describe("a repeated dispatch and the CEO's approval of the first (guard)", () =
     expect(await kit.append(messageFiles(first), kit.keys.coo.key)).toBe('accepted');
     return codeAndWhy(messageFiles(repeatOf(first, { acceptance_criteria: ['anything goes'] })), 'approves another request');
   });
+});
+
+describe("a paid consult's receipt that waited in the journal while the CEO revoked the key that claimed it (guard)", () => {
+  const closers: Array<() => Promise<void> | void> = [];
+  afterAll(async () => {
+    for (const close of closers.reverse()) await close();
+  });
+
+  it('is published once by the runner the COO restarts on that state folder with its new key, signed by that key: the model is paid once, nothing is run again', async () => {
+    const world = await makeCase(join(dir, 'journal'), closers);
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const { away, onEvent } = awayOncePaid(world, machine);
+    await machine.runner({ onEvent }).runOnce();
+    expect(types(machine.events)).toEqual(expect.arrayContaining(['claimed', 'journaled']));
+    renameSync(away, world.served.gitdir);
+    // The CEO revokes the key that claimed the attempt (the laptop was stolen) and gives the COO a new one.
+    const successor = generatePrivateKey('coo.hermes');
+    const old = loadPrivateKey(world.served.keys.coo);
+    await (await world.machine('ceo-desk')).remote.write(async (ledger) => {
+      const registry = (await ledger.state()).registry!.doc;
+      return appendTrustVersion(ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', successor.publicKey]]), revoke: new Map([[old.publicKey.keyId, 'laptop stolen']]) }, loadPrivateKey(world.served.keys.ceo), new Date());
+    });
+    await expect(machine.runner().runOnce()).rejects.toMatchObject({ code: 'RUNNER_CONFIG' });
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toHaveLength(1);
+
+    await machine.runner({ key: successor }).runOnce();
+    expect(readdirSync(join(machine.stateDir, 'journal'))).toHaveLength(0);
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    await machine.remote.sync();
+    const attempt = (await machine.ledger.state()).messages.get(messageId)!.attempts;
+    expect(attempt.map((item) => [item.claim?.runner !== undefined, item.receipt?.keyId])).toEqual([[true, successor.publicKey.keyId]]);
+    expect(world.model.requests).toHaveLength(1);
+    // A second pass finds nothing to do: the consult its revoked key queued starts no other attempt.
+    await machine.runner({ key: successor }).runOnce();
+    expect(world.model.requests).toHaveLength(1);
+    expect(await remoteReceipts(world.served, messageId)).toHaveLength(1);
+  }, 180_000);
+});
+
+describe('a cross-check of an answer whose receipt was signed by a COO key revoked since', () => {
+  let w: World;
+  let answered = '';
+  const successor: PrivateKey = generatePrivateKey('coo.hermes');
+  const withCrossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
+  beforeAll(async () => {
+    w = await makeWorld(join(dir, 'cross-check'), { policy: withCrossChecks });
+    answered = (await w.consult()).messageId;
+    await w.runner().runOnce();
+    expect((await receiptsOf(w, answered)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    // A cross-check written while the key stood.
+    await enqueueCrossCheck({ ledger: w.ledger, key: w.actors.coo, now: new Date(), of: answered, target: 'aa.claude', maxRuntimeSeconds: 60 });
+    // The key that signed the answer's receipt is revoked (stolen: the answer it vouches for may be a thief's).
+    const registry = (await w.ledger.state()).registry!.doc;
+    await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', successor.publicKey]]), revoke: new Map([[w.actors.coo.publicKey.keyId, 'laptop stolen']]) }, w.actors.ceo, new Date());
+  }, 120_000);
+  afterAll(async () => w.close());
+
+  attack('the COO, with its new key, pays a second model to challenge it', 'library', 'SIGNER_REVOKED', () =>
+    codeOf(() => enqueueCrossCheck({ ledger: w.ledger, key: successor, now: new Date(), of: answered, target: 'aa.claude', maxRuntimeSeconds: 60, idempotencyKey: 'after-revocation' })),
+  );
+
+  it('leaves the cross-check written while the key stood valid on replay (coo verify finds nothing), and writes nothing itself', async () => {
+    const head = (await w.ledger.state()).head;
+    await expect(enqueueCrossCheck({ ledger: w.ledger, key: successor, now: new Date(), of: answered, target: 'aa.claude', maxRuntimeSeconds: 60, idempotencyKey: 'again' })).rejects.toMatchObject({ code: 'SIGNER_REVOKED', message: expect.stringContaining('laptop stolen') });
+    expect((await w.ledger.state()).head).toBe(head);
+    expect(json<{ findings: Array<{ code: string }> }>(coo(['verify', '--ledger', w.gitdir, '--no-checkpoint', '--json'])).findings).toEqual([]);
+  });
+});
+
+describe('a cross-check written while the key of the answer it challenges stood, that key revoked before it ran', () => {
+  let w: World;
+  afterAll(async () => w.close());
+
+  it('starts no attempt: blocked (policy_denied) naming the revoked key, and no model is paid', async () => {
+    const withCrossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
+    w = await makeWorld(join(dir, 'queued-cross-check'), { policy: withCrossChecks });
+    const answered = (await w.consult()).messageId;
+    await w.runner().runOnce();
+    // The COO's key is rotated out (retired, not revoked), and the new key queues the cross-check.
+    const successor = generatePrivateKey('coo.hermes');
+    const registry = (await w.ledger.state()).registry!.doc;
+    await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', successor.publicKey]]) }, w.actors.ceo, new Date());
+    const { messageId } = await enqueueCrossCheck({ ledger: w.ledger, key: successor, now: new Date(), of: answered, target: 'aa.claude', maxRuntimeSeconds: 60 });
+    // Then the old key turns out stolen: the answer its receipt vouches for may be a thief's.
+    const rotated = (await w.ledger.state()).registry!.doc;
+    await appendTrustVersion(w.ledger, { role: 'registry', document: { ...rotated, version: undefined }, revoke: new Map([[w.actors.coo.publicKey.keyId, 'laptop stolen']]) }, w.actors.ceo, new Date());
+    const paid = w.server.requests.length;
+    await w.runner({ key: successor }).runOnce();
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => [receipt['status'], blockersOf(receipt), receipt['actual_cost_usd']])).toEqual([['blocked', ['policy_denied'], 0]]);
+    expect(JSON.stringify(receipts[0]!['blockers'])).toContain('the key of the challenged receipt');
+    expect(w.server.requests.length).toBe(paid);
+  }, 120_000);
 });
