@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { readBounded } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
+import { revokedChallenge } from '../authority/rules/intents/cross-check.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { claimAllowanceUsd, correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
@@ -237,7 +238,7 @@ export class ConsultLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry,
         policy: policy.doc,
-        signerRevoked: revokedWord(state, record),
+        signerRevoked: revokedWord(state, record) ?? revokedChallenge(state, record, message),
         earlier: record.attempts,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,

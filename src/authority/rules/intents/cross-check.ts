@@ -5,7 +5,9 @@ import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
-import type { AttemptRecord, MessageRecord } from '../../state.js';
+import type { AttemptRecord, LedgerState, MessageRecord } from '../../state.js';
+import type { RevokedWord } from '../../runnable.js';
+import type { CooMessage } from '../../../schema/message.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
@@ -28,9 +30,22 @@ export function challengedReceipt(parent: MessageRecord, receiptRef: string): No
 }
 
 /**
+ * The revoked key a cross-check's first attempt would stand on: the key of the receipt that vouches
+ * for the answer it challenges, revoked since the cross-check was written (the validator refuses one
+ * written after). The consult lane blocks it (`policy_denied`) before any model is paid; what ran stands.
+ */
+export function revokedChallenge(state: Pick<LedgerState, 'messages' | 'revocations'>, record: Pick<MessageRecord, 'attempts'>, message: CooMessage): RevokedWord | null {
+  if (message.intent !== 'cross_check' || record.attempts.length > 0 || message.parent_message_id === null) return null;
+  const parent = state.messages.get(message.parent_message_id);
+  const keyId = parent === undefined ? undefined : challengedReceipt(parent, message.challenge.receipt_ref)?.keyId;
+  const revocation = keyId === undefined ? undefined : state.revocations.get(keyId);
+  return revocation === undefined ? null : { what: `the key of the challenged receipt ${message.challenge.receipt_ref}`, revocation };
+}
+
+/**
  * cross_check: the COO puts advisory agent A's answer to advisory agent B to challenge. A holds no
  * key, so the COO signs on A's behalf; what proves A's part is the parent: the message A answered,
- * its succeeded receipt and that receipt's answer, named by path and hash. B judges it against the
+ * its succeeded receipt (signed by a key not revoked since) and that receipt's answer, named by path and hash. B judges it against the
  * context A was given, and answers with a consult's receipt.
  */
 export const crossCheckRules: IntentRules<'cross_check'> = {
@@ -49,6 +64,11 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
     const receipt = challengedReceipt(parent, doc.challenge.receipt_ref);
     if (receipt?.output === undefined) {
       throw new CooError('SCHEMA_INVALID', `${where}: ${doc.challenge.receipt_ref} is no succeeded receipt of ${parent.id} with an answer to challenge`, { where: `${where}:challenge.receipt_ref` });
+    }
+    // A revoked key's receipt vouches for no answer: what it names may be a thief's, and no model is paid to judge it.
+    const revoked = receipt.keyId === undefined ? undefined : check.revocation(receipt.keyId);
+    if (revoked !== undefined) {
+      throw new CooError('SIGNER_REVOKED', `${where}: ${doc.challenge.receipt_ref} was signed by ${receipt.keyId}, revoked at Ledger-Seq ${revoked.seq} by ${revoked.by} (${JSON.stringify(revoked.reason)}): a revoked key's receipt vouches for no answer to challenge; ask the question again and cross-check that answer`, { where: `${where}:challenge.receipt_ref` });
     }
     if (receipt.output.path !== doc.challenge.answer_ref || receipt.output.sha256 !== doc.challenge.answer_hash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: the challenged answer is ${receipt.output.path} (${receipt.output.sha256}), as its receipt says`, { where: `${where}:challenge` });
