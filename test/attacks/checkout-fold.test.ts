@@ -5,6 +5,9 @@ import { gitObjectId, type TreeFile } from '../../src/dispatch/git-tree.js';
 import { snapshotWork } from '../../src/dispatch/snapshot.js';
 import { checkoutFold } from '../../src/lane/raw-tree.js';
 import type * as RawTreeModule from '../../src/lane/raw-tree.js';
+import { clipText } from '../../src/util/bytes.js';
+import { attack } from '../helpers/attack-kit.js';
+import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -116,4 +119,35 @@ describe('the cost of the rule on a deep tree', () => {
     // One fold per name of each new path: 20 paths of 61 names (the old rule folded 61·62/2 per path).
     expect(fold.mock.calls.length).toBeLessThanOrEqual(20 * (depth + 1));
   });
+});
+
+/** Whether a text holds half of a UTF-16 surrogate pair standing alone. */
+const loneHalf = (text: string): boolean => /[\ud800-\udbff](?![\udc00-\udfff])|(?<![\ud800-\udbff])[\udc00-\udfff]/.test(text);
+
+describe('a receipt naming thousands of characters of colliding names', () => {
+  it('clips a text at its bound without cutting a character in half', () => {
+    expect(clipText('ab\u{1f600}', 3)).toBe('ab');
+    expect(clipText('ab\u{1f600}', 4)).toBe('ab\u{1f600}');
+    expect(clipText('abc', 2)).toBe('ab');
+  });
+
+  const place = hostilePlaces(dir, 'wide');
+  for (const pad of [0, 1]) {
+    attack(`a hostile agent: six pairs of names of 480 characters of emoji each that fold as one (padded by ${pad})`, 'runner', 'refused', async () => {
+      const where = await place(`wide-${pad}`);
+      const { messageId } = await dispatchTo(where, `wide-${pad}`);
+      // Four folders of 60 emoji each (240 bytes, within a name's 255): over 500 UTF-16 code units a path.
+      const emoji = "$(printf '\\360\\237\\230\\200')";
+      const folder = `src/${'x'.repeat(pad)}$e/$e/$e`;
+      const names = `e=''; i=0; while [ $i -lt 60 ]; do e="$e${emoji}"; i=$((i+1)); done; mkdir -p "${folder}"; for n in A B C D E F; do printf 'x\\n' > "${folder}/$e$n.js"; l=$(printf '%s' $n | tr A-Z a-z); printf 'y\\n' > "${folder}/$e$l.js"; done`;
+      const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; ${names}`), { timeoutMs: 60_000 });
+      const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+      if (receipt === undefined) return watch.hung ? 'hung' : `no receipt (exit ${watch.status})`;
+      const blockers = receipt['blockers'] as Array<{ code: string; detail: string }>;
+      const collision = blockers.find((blocker) => blocker.detail.includes('(name_collision)'));
+      if (receipt['status'] !== 'failed' || collision === undefined) return `receipted as ${String(receipt['status'])} ${JSON.stringify(blockers)}`;
+      // The detail is at its bound, and every character of it is whole.
+      return collision.detail.length >= 1999 && blockers.every((blocker) => !loneHalf(blocker.detail) && blocker.detail.length <= 2000) ? 'refused' : `a detail of ${collision.detail.length} with a lone half: ${JSON.stringify(collision.detail.slice(-8))}`;
+    });
+  }
 });
