@@ -6,6 +6,7 @@ import { isoSeconds } from '../util/time.js';
 import { boundedUsd } from '../schema/common.js';
 import { costUsd, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import type { OracleSessionMeta } from './outcome.js';
+import { clipText } from '../util/bytes.js';
 
 /** Building an aa_receipt.v0. Pure: the runner supplies the facts, this decides every field. */
 
@@ -161,7 +162,7 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
     target_actor: message.target_actor,
     status,
     created_at: isoSeconds(facts.now),
-    blockers: blockers.map((blocker) => ({ code: blocker.code, detail: blocker.detail.slice(0, 2000) })),
+    blockers: blockers.map((blocker) => ({ code: blocker.code, detail: clipText(blocker.detail, 2000) })),
     next_attempt_at: nextAttemptAt,
     authority_class: 'advisory_only',
     transport: 'oracle',
@@ -174,7 +175,7 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
     bundle_hash: transport?.bundleHash ?? null,
     output_ref: facts.output?.path ?? null,
     output_hash: facts.output?.sha256 ?? null,
-    output_validation: { schema_id: 'aa_answer.v0', status: facts.validation.status, errors: facts.validation.errors.map((error) => error.slice(0, 2000)).slice(0, 50) },
+    output_validation: { schema_id: 'aa_answer.v0', status: facts.validation.status, errors: facts.validation.errors.map((error) => clipText(error, 2000)).slice(0, 50) },
     attachments: [...(facts.attachments ?? [])],
     policy_decision_ref: facts.policyRef,
     usage: accounted?.usage ?? null,

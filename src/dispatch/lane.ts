@@ -13,6 +13,7 @@ import { isoSeconds } from '../util/time.js';
 import type { StreamUsage } from './executor.js';
 import type { WorkSnapshot } from './snapshot.js';
 import { tokenSum } from './stream-state.js';
+import { clipText } from '../util/bytes.js';
 
 /**
  * The dispatch lane's decisions. Pure: facts in, decision out. The runner gathers the facts (the
@@ -162,7 +163,7 @@ export function buildEaReceipt(facts: EaReceiptFacts): EaReceipt {
     target_actor: facts.message.target_actor,
     status: facts.status,
     created_at: isoSeconds(facts.now),
-    blockers: facts.blockers.map((blocker) => ({ code: blocker.code, detail: blocker.detail.slice(0, 2000) })),
+    blockers: facts.blockers.map((blocker) => ({ code: blocker.code, detail: clipText(blocker.detail, 2000) })),
     next_attempt_at: null,
     commands_run: [...facts.commandsRun],
     inner_exit_codes: [...facts.innerExitCodes],

@@ -1,3 +1,4 @@
+import { clipText } from '../util/bytes.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { ExecutorName, StreamFacts } from './executor.js';
 
@@ -148,7 +149,7 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (evidence.gitLinkTampered) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: 'the worktree\'s .git link was changed' });
   if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
   const failed = evidence.verification.filter((result) => result.exitCode !== 0);
-  if (failed.length > 0) out.push({ code: 'tests_failed', row: 'verification_failed', detail: `${failed.length} verification command(s) did not exit 0: ${failed.map((result) => (result.killedByTimer ? `${result.command} (timed out)` : `${result.command} (exit ${result.exitCode ?? 'none'})`)).join('; ').slice(0, 400)}` });
+  if (failed.length > 0) out.push({ code: 'tests_failed', row: 'verification_failed', detail: `${failed.length} verification command(s) did not exit 0: ${clipText(failed.map((result) => (result.killedByTimer ? `${result.command} (timed out)` : `${result.command} (exit ${result.exitCode ?? 'none'})`)).join('; '), 400)}` });
   const stated = facts.run.facts.fileChanges.length;
   if (stated > 0 && evidence.changes.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: `the executor reports ${stated} file change(s), git shows none` });
   if (evidence.commit !== null && !evidence.commit.branchAtBase) out.push({ code: 'commit_partial', row: 'partial_commit', detail: 'the attempt branch moved off the base: the runner\'s commit was not put on it' });
@@ -178,7 +179,7 @@ export function decideDispatch(facts: DispatchFacts): DispatchDecision {
   // The receipt holds MAX_COMMANDS: the executor's first ones and every verification; the rest are counted (and kept whole as an artifact by the runner).
   const kept = Math.max(0, Math.min(run.facts.commands.length, MAX_COMMANDS - verification.length));
   const commandsOmitted = run.facts.commands.length - kept;
-  const commandsRun = [...run.facts.commands.slice(0, kept).map((command) => command.command), ...verification.map((result) => result.command)].map((command) => command.slice(0, 2000));
+  const commandsRun = [...run.facts.commands.slice(0, kept).map((command) => command.command), ...verification.map((result) => result.command)].map((command) => clipText(command, 2000));
   const innerExitCodes = [...allCodes.slice(0, kept), ...allCodes.slice(run.facts.commands.length)];
   // ea_receipt.v0: any nonzero inner exit code forces failure, the EA's own commands included.
   if (allCodes.some((code) => code !== 0) && !blockers.some((blocker) => !TIMED_OUT.has(blocker.row) && !BLOCKED.has(blocker.row))) {
@@ -197,7 +198,7 @@ export function decideDispatch(facts: DispatchFacts): DispatchDecision {
   return {
     kind: 'receipt',
     status,
-    blockers: blockers.slice(0, 20).map((blocker) => ({ ...blocker, detail: blocker.detail.slice(0, 2000) })),
+    blockers: blockers.slice(0, 20).map((blocker) => ({ ...blocker, detail: clipText(blocker.detail, 2000) })),
     commandsRun,
     innerExitCodes,
     commandsOmitted,

@@ -67,41 +67,50 @@ function typeOf(mode: string): string {
   return mode === '120000' ? 'link' : mode === '160000' ? 'submodule' : 'file';
 }
 
-/** A path and each folder it is in, as latin1 keys (byte for byte), the path last. */
-function namesOf(key: string): string[] {
-  const names: string[] = [];
-  for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) names.push(key.slice(0, slash));
-  names.push(key);
-  return names;
+/** The folders a path is in, as latin1 keys (byte for byte), outermost first. */
+function foldersOf(key: string): string[] {
+  const folders: string[] = [];
+  for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) folders.push(key.slice(0, slash));
+  return folders;
 }
 
-/** A latin1 key as a macOS or Windows checkout writes it: each of its names folded (checkoutFold). */
-const foldOf = (key: string): string =>
-  Buffer.from(key, 'latin1')
-    .toString('utf8')
-    .split('/')
-    .map((name) => checkoutFold(name))
-    .join('/');
+/** A latin1 key's folders and the key itself as a macOS or Windows checkout writes them, the key last: each name folded once (checkoutFold). */
+function foldsOf(key: string): string[] {
+  const folds: string[] = [];
+  for (const name of Buffer.from(key, 'latin1').toString('utf8').split('/')) {
+    const fold = checkoutFold(name);
+    folds.push(folds.length === 0 ? fold : `${folds.at(-1)!}/${fold}`);
+  }
+  return folds;
+}
 
 /**
  * The written paths of the work that a macOS or Windows checkout of the result would write over
- * another path of it (`src/ADD.js` beside `src/add.js`, `é` composed beside `é` decomposed): a
- * path, or a folder it is in, that the base does not hold and that folds as another name of the
- * result does. The verification's checkout holds both; such a checkout holds one file for both,
- * bytes the receipt names at neither. Names the base holds are not the agent's doing and stay.
+ * another path of it (`src/ADD.js` beside `src/add.js`, `é` composed beside `é` decomposed): a file
+ * that folds as another file of the result or as one of its folders, or a file in a folder the base
+ * does not hold that folds as a file of the result. The verification's checkout holds both; such a
+ * checkout holds one file for both, bytes the receipt names at neither. Two folders of one fold are
+ * one folder there, each file in it where the receipt names it; names the base holds are not the
+ * agent's doing and stay.
  */
 function collidingPaths(tracked: Tracked, kept: readonly string[], written: readonly string[]): Set<string> {
-  const byFold = new Map<string, Set<string>>();
+  const files = new Map<string, number>();
+  const folders = new Set<string>();
+  const folded = new Map<string, string[]>();
   for (const key of [...kept, ...written]) {
-    for (const name of namesOf(key)) {
-      const fold = foldOf(name);
-      const names = byFold.get(fold) ?? new Set<string>();
-      names.add(name);
-      byFold.set(fold, names);
-    }
+    const folds = foldsOf(key);
+    folded.set(key, folds);
+    files.set(folds.at(-1)!, (files.get(folds.at(-1)!) ?? 0) + 1);
+    for (const fold of folds.slice(0, -1)) folders.add(fold);
   }
-  const isBase = (name: string): boolean => tracked.oids.has(name) || tracked.folders.has(name);
-  return new Set(written.filter((key) => namesOf(key).some((name) => !isBase(name) && byFold.get(foldOf(name))!.size > 1)));
+  return new Set(
+    written.filter((key) => {
+      const folds = folded.get(key)!;
+      const own = folds.at(-1)!;
+      if (files.get(own)! > 1 || folders.has(own)) return true;
+      return foldersOf(key).some((folder, at) => !tracked.folders.has(folder) && files.has(folds[at]!));
+    }),
+  );
 }
 
 export interface SnapshotOptions {
@@ -159,7 +168,7 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   const colliding = collidingPaths(
     tracked,
     options.baseFiles.map((file) => keyOf(file.path)).filter((key) => !gone.has(key)),
-    walk.files.map((file) => keyOf(file.path)).filter((key) => !tracked.oids.has(key)),
+    walk.files.filter((file) => recordable(file.path)).map((file) => keyOf(file.path)).filter((key) => !tracked.oids.has(key)),
   );
   const changes: ChangedFile[] = [];
   const applied = new Set<string>();

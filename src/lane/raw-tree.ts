@@ -95,13 +95,16 @@ export function isDotGitName(name: Buffer): boolean {
 /**
  * A name as a checkout on a system that does not tell some names apart writes it: macOS (case, Unicode
  * normalisation, the code points HFS+ ignores) and Windows (case, trailing dots and spaces). Two names of
- * one fold are one file there: whichever git writes last is what such a checkout holds at both.
+ * one fold are one file there: whichever git writes last is what such a checkout holds at both. Case is
+ * Unicode's full case folding, as APFS folds it (`ß` as `ss`, `ς` and `ſ` and `µ` as `σ`, `s`, `μ`),
+ * code point by code point (`toLowerCase` of a whole name lowercases a final `Σ` as `ς`); a dotless `ı`
+ * stays apart from `i`, as only Turkic folding, which none of these systems uses, joins them.
  */
 export function checkoutFold(name: string): string {
   return [...name.normalize('NFC')]
     .filter((char) => !HFS_IGNORED.has(char.codePointAt(0)!))
+    .map((char) => (char === '\u0131' ? char : char.toLowerCase().toUpperCase().toLowerCase()))
     .join('')
-    .toLowerCase()
     .normalize('NFC')
     .replace(/[. ]+$/, '');
 }

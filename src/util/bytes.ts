@@ -26,3 +26,10 @@ export function wholeLinesOf<T extends string | Buffer>(text: T, cut: 'start' | 
   const at = (text as string).lastIndexOf(newline as string);
   return (at < 0 ? text.slice(0, 0) : text.slice(0, at + 1)) as T;
 }
+
+/** At most the first `max` UTF-16 code units of `text`, never half of a surrogate pair: a lone half is no character, and a signed receipt's UTF-8 has no bytes for it. */
+export function clipText(text: string, max: number): string {
+  if (text.length <= max) return text;
+  const high = text.charCodeAt(max - 1);
+  return text.slice(0, high >= 0xd800 && high <= 0xdbff ? max - 1 : max);
+}
