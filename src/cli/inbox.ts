@@ -4,7 +4,7 @@ import { readInbox, type InboxItem } from '../inbox/inbox.js';
 import { Ledger } from '../ledger/ledger.js';
 import { emit, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
-import { printable } from './show.js';
+import { printable, revokedLine } from './show.js';
 
 /** The COO's side of CEO -> COO: `coo inbox` lists what reached it and is not acknowledged; `coo ack` acknowledges one. */
 export function inboxVerb(program: Command): void {
@@ -25,7 +25,7 @@ export function inboxVerb(program: Command): void {
 }
 
 function itemLine(item: InboxItem): string {
-  const head = `${item.message_id} ${item.created_at} ${item.kind} from ${item.from}`;
+  const head = `${item.message_id} ${item.created_at} ${item.kind} from ${item.from}${item.revoked_signer === undefined ? '' : ` (${revokedLine(item.revoked_signer)})`}`;
   switch (item.kind) {
     case 'command':
       return `${head}${item.budget_usd == null ? '' : ` (budget $${item.budget_usd})`}: ${printable(item.ceo_text ?? '')}`;

@@ -173,6 +173,6 @@ export function panelLines(panel: PanelComparison): string[] {
 }
 
 /** An entry signed by a key a registry revoked since, said as `coo cite` says it: what it signed may be a thief's (--json names every entry's signer). */
-function revokedLine(signer: SignerView): string {
+export function revokedLine(signer: SignerView): string {
   return `SIGNED BY A REVOKED KEY: ${signer.actor ?? 'a key no trust file names'} (key ${signer.key_id}), revoked at Ledger-Seq ${signer.revoked?.seq ?? ''} (${printable(signer.revoked?.reason ?? '', 200)}); what it signed may not be its actor's`;
 }

@@ -1,4 +1,5 @@
 import { isForCoo } from '../authority/rules/intents/ack.js';
+import { signerOf, type SignerView } from '../audit/message-view.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { readMessage } from '../lane/envelope.js';
@@ -30,6 +31,8 @@ export interface InboxItem {
   readonly receipt_ref?: { readonly path: string; readonly sha256: string };
   /** Answer: the consult's answering attempt and how many proposals it stored (coo adopt). */
   readonly answer?: { readonly attempt: number; readonly proposals: number };
+  /** The key that signed the item (its envelope, or an answer's receipt) when a registry revoked it since: what it signed may be a thief's (coo show says so of each). */
+  readonly revoked_signer?: SignerView;
 }
 
 const KINDS: Readonly<Record<string, InboxKind>> = { ceo_command: 'command', ceo_reject: 'rejection', blocker: 'blocker', receipt_notice: 'receipt_notice', aa_consult: 'answer' };
@@ -48,7 +51,8 @@ export async function readInbox(ledger: Ledger): Promise<InboxItem[]> {
   const items: InboxItem[] = [];
   for (const record of inboxRecords(state)) {
     const message = await readMessage(ledger, record);
-    const base = { message_id: record.id, kind: KINDS[record.intent]!, from: record.source, created_at: record.createdAt, correlation_id: record.correlation, ceo_text: null };
+    const revoked = [record.keyId, record.attempts[record.attempts.length - 1]?.receipt?.keyId].map((keyId) => signerOf(state, keyId)).find((signer) => signer?.revoked != null);
+    const base = { message_id: record.id, kind: KINDS[record.intent]!, from: record.source, created_at: record.createdAt, correlation_id: record.correlation, ceo_text: null, ...(revoked == null ? {} : { revoked_signer: revoked }) };
     switch (message.intent) {
       case 'ceo_command': {
         const text = await ledger.readFile(message.payload_ref);
