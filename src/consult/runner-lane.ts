@@ -238,7 +238,7 @@ export class ConsultLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry,
         policy: policy.doc,
-        signerRevoked: revokedWord(state, record) ?? revokedChallenge(state, record, message),
+        signerRevoked: revokedWord(state, record) ?? revokedChallenge(state, message),
         earlier: record.attempts,
         spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,

@@ -70,7 +70,11 @@ const header = {
   status: receiptStatus,
   created_at: timestamp,
   blockers: z.array(blocker).max(20),
-  /** Null when this receipt ends the message; otherwise the earliest time the next attempt may start. */
+  /**
+   * The earliest time the next attempt may start; null when no attempt follows on its own. A consult's
+   * null ends it; a dispatch's is always null (the validator refuses any other), and its next attempt
+   * waits for the CEO's retry approval.
+   */
   next_attempt_at: timestamp.nullable(),
 };
 

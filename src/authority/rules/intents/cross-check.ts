@@ -5,9 +5,9 @@ import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
-import type { AttemptRecord, LedgerState, MessageRecord } from '../../state.js';
+import type { AttemptRecord, LedgerState, MessageRecord, Revocation } from '../../state.js';
 import type { RevokedWord } from '../../runnable.js';
-import type { CooMessage } from '../../../schema/message.js';
+import type { CooMessage, CrossCheckMessage } from '../../../schema/message.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
@@ -30,16 +30,27 @@ export function challengedReceipt(parent: MessageRecord, receiptRef: string): No
 }
 
 /**
- * The revoked key a cross-check's first attempt would stand on: the key of the receipt that vouches
- * for the answer it challenges, revoked since the cross-check was written (the validator refuses one
- * written after). The consult lane blocks it (`policy_denied`) before any model is paid; what ran stands.
+ * The key that signed the receipt vouching for the answer a cross-check challenges, and its
+ * revocation, when that key was revoked: a revoked key's receipt vouches for no answer (what it names
+ * may be a thief's), and no model is paid to judge it. One rule for the validator, which refuses a
+ * cross-check written after the revocation (`ledger` is the commit judged), and the consult lane,
+ * which starts no attempt, first or retry, of one written before (`ledger` is the state it read).
  */
-export function revokedChallenge(state: Pick<LedgerState, 'messages' | 'revocations'>, record: Pick<MessageRecord, 'attempts'>, message: CooMessage): RevokedWord | null {
-  if (message.intent !== 'cross_check' || record.attempts.length > 0 || message.parent_message_id === null) return null;
-  const parent = state.messages.get(message.parent_message_id);
-  const keyId = parent === undefined ? undefined : challengedReceipt(parent, message.challenge.receipt_ref)?.keyId;
-  const revocation = keyId === undefined ? undefined : state.revocations.get(keyId);
-  return revocation === undefined ? null : { what: `the key of the challenged receipt ${message.challenge.receipt_ref}`, revocation };
+export function challengeRevocation(
+  ledger: { message(id: string): MessageRecord | undefined; revocation(keyId: string): Revocation | undefined },
+  doc: Pick<CrossCheckMessage, 'parent_message_id' | 'challenge'>,
+): { readonly keyId: string; readonly revocation: Revocation } | null {
+  const parent = doc.parent_message_id === null ? undefined : ledger.message(doc.parent_message_id);
+  const keyId = parent === undefined ? undefined : challengedReceipt(parent, doc.challenge.receipt_ref)?.keyId;
+  const revocation = keyId === undefined ? undefined : ledger.revocation(keyId);
+  return keyId === undefined || revocation === undefined ? null : { keyId, revocation };
+}
+
+/** The revoked key a cross-check's next attempt would stand on (challengeRevocation), for the consult lane's gate: blocked, `policy_denied`; what ran stands. */
+export function revokedChallenge(state: Pick<LedgerState, 'messages' | 'revocations'>, message: CooMessage): RevokedWord | null {
+  if (message.intent !== 'cross_check') return null;
+  const revoked = challengeRevocation({ message: (id) => state.messages.get(id), revocation: (keyId) => state.revocations.get(keyId) }, message);
+  return revoked === null ? null : { what: `the key of the challenged receipt ${message.challenge.receipt_ref}`, revocation: revoked.revocation };
 }
 
 /**
@@ -66,9 +77,10 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
       throw new CooError('SCHEMA_INVALID', `${where}: ${doc.challenge.receipt_ref} is no succeeded receipt of ${parent.id} with an answer to challenge`, { where: `${where}:challenge.receipt_ref` });
     }
     // A revoked key's receipt vouches for no answer: what it names may be a thief's, and no model is paid to judge it.
-    const revoked = receipt.keyId === undefined ? undefined : check.revocation(receipt.keyId);
-    if (revoked !== undefined) {
-      throw new CooError('SIGNER_REVOKED', `${where}: ${doc.challenge.receipt_ref} was signed by ${receipt.keyId}, revoked at Ledger-Seq ${revoked.seq} by ${revoked.by} (${JSON.stringify(revoked.reason)}): a revoked key's receipt vouches for no answer to challenge; ask the question again and cross-check that answer`, { where: `${where}:challenge.receipt_ref` });
+    const revoked = challengeRevocation(check, doc);
+    if (revoked !== null) {
+      const { keyId, revocation } = revoked;
+      throw new CooError('SIGNER_REVOKED', `${where}: ${doc.challenge.receipt_ref} was signed by ${keyId}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's receipt vouches for no answer to challenge; ask the question again and cross-check that answer`, { where: `${where}:challenge.receipt_ref` });
     }
     if (receipt.output.path !== doc.challenge.answer_ref || receipt.output.sha256 !== doc.challenge.answer_hash) {
       throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: the challenged answer is ${receipt.output.path} (${receipt.output.sha256}), as its receipt says`, { where: `${where}:challenge` });
