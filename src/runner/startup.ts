@@ -3,7 +3,7 @@ import { resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
 import { checkEdge } from '../authority/policy-check.js';
-import type { LedgerState } from '../authority/state.js';
+import { laneStateOf, type LedgerState } from '../authority/state.js';
 import type { OracleCli } from '../consult/oracle.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { ExecutorFactory } from '../dispatch/executor.js';
@@ -12,6 +12,8 @@ import { AccessRefused } from '../remote/git-remote.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
+import { readMessage } from '../lane/envelope.js';
+import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
@@ -119,11 +121,37 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   if ((await git(['rev-list', '-n', '1', '--all'])) === '') {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would end with a stale_context receipt; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
   }
-  if ((await git(['rev-parse', '--is-shallow-repository'])) === 'true') {
-    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a shallow clone: a queued message that pins a commit older than its history would end with a stale_context receipt; run git -C ${repo} fetch --unshallow, or give a full clone; nothing was claimed` };
-  }
   return null;
 }
+
+/**
+ * A shallow `--repo` (a CI checkout's fetch-depth) runs what it holds, as a full clone does: it is
+ * refused only when it lacks a commit that queued or retrying work of a lane this runner runs pins (a
+ * dispatch's base, a consult's pinned commit unless its files are a snapshot the ledger stores), which
+ * would end that message with a stale_context receipt. A full clone that lacks one ends only that
+ * message so: a commit really gone must not stop the runner from ever starting.
+ */
+async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, lanes: ReadonlySet<Lane>): Promise<Problem | null> {
+  if ((await runGit(['-C', repo, 'rev-parse', '--is-shallow-repository'])).toString('utf8').trim() !== 'true') return null;
+  const pins = new Map<string, string>();
+  for (const record of state.messages.values()) {
+    const lane: Lane | null = record.intent === 'ea_dispatch' ? 'dispatch' : ADVISORY_INTENTS.has(record.intent) ? 'consult' : null;
+    if (lane === null || !lanes.has(lane) || !PENDING.has(laneStateOf(record, state.registry?.doc))) continue;
+    const message = await readMessage(ledger, record);
+    const commit = message.intent === 'ea_dispatch' ? message.dispatch.base_ref : 'context_pin' in message && message.context_pin !== null && message.context_pin.snapshot_of === undefined ? message.context_pin.repo_commit_sha : null;
+    if (commit !== null && !pins.has(commit)) pins.set(commit, record.id);
+  }
+  if (pins.size === 0) return null;
+  // One git for them all; the names go on stdin, so none is read as an option.
+  const answers = (await runGit(['-C', repo, 'cat-file', '--batch-check=%(objecttype)'], undefined, [...pins.keys()].map((commit) => `${commit}^{commit}\n`).join(''))).toString('utf8').split('\n');
+  const missing = [...pins].find((_, index) => answers[index] !== 'commit');
+  if (missing === undefined) return null;
+  const [commit, messageId] = missing;
+  return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a shallow clone without ${commit}, which queued message ${messageId} pins: it would end with a stale_context receipt; run git -C ${repo} fetch --unshallow, or give a full clone; nothing was claimed` };
+}
+
+/** The lane states of work a runner may still start an attempt of. */
+const PENDING: ReadonlySet<string> = new Set(['queued', 'retry_wait', 'claimed']);
 
 /**
  * The folders a runner writes once it runs: the ledger's (where it says who it is, and commits its
@@ -241,6 +269,8 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const transport = options.consult?.(isolation) ?? null;
   const executors = options.dispatch?.(isolation) ?? null;
+  const shallow = await shallowProblem(options.repo, options.ledger, state, new Set<Lane>([...(transport === null ? [] : ['consult' as const]), ...(executors === null ? [] : ['dispatch' as const])]));
+  if (shallow !== null) refuse(shallow.code, shallow.message);
   // Each lane reports its own readiness; a lane that does not run here reports nothing.
   const lanes: Partial<Record<Lane, LaneReadiness>> = {
     ...(transport === null ? {} : { consult: consultReadiness(transport) }),
