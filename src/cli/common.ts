@@ -9,7 +9,7 @@ import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } 
 import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
 import { writeErr } from './terminal.js';
-import { terminalText } from '../util/invisible.js';
+import { inertJson, terminalText } from '../util/invisible.js';
 
 /** Options every verb that touches a ledger shares. */
 export function ledgerOption(): Option {
@@ -200,7 +200,7 @@ export function splitPair(pair: string, flag: string): [string, string] {
 
 /** Prints a result: JSON when asked, else the human lines, acting characters shown as code points (`terminalText`). */
 export function emit(json: boolean | undefined, value: unknown, human: () => string): void {
-  process.stdout.write(json === true ? `${JSON.stringify(value, null, 2)}\n` : `${terminalText(human())}\n`);
+  process.stdout.write(json === true ? `${inertJson(value, 2)}\n` : `${terminalText(human())}\n`);
 }
 
 /**
@@ -209,7 +209,7 @@ export function emit(json: boolean | undefined, value: unknown, human: () => str
  */
 export function emitMessage<T extends { readonly message_id: string }>(verb: string, json: boolean | undefined, value: T, note: string): void {
   if (json === true) {
-    process.stdout.write(`${JSON.stringify(value, null, 2)}\n`);
+    process.stdout.write(`${inertJson(value, 2)}\n`);
     return;
   }
   process.stdout.write(`${value.message_id}\n`);

@@ -5,6 +5,7 @@ import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 import { writeErr } from './terminal.js';
+import { inertJson } from '../util/invisible.js';
 
 export function consultVerb(program: Command): void {
   program
@@ -60,7 +61,7 @@ export function consultVerb(program: Command): void {
           enqueuePanel({ ledger, key, now: now(), ...(targets.length === 0 ? {} : { members: targets }), ...(panel === undefined ? {} : { panel }), repo, patterns: opts['file'] as string[], question, ...optional }),
         );
         if (opts['json'] === true) {
-          process.stdout.write(`${JSON.stringify({ panel_id: result.panelId, panel: result.name, members: result.members.map((member) => ({ target: member.target, message_id: member.messageId })), existing: result.existing, commit: result.commit, ...remoteJson(remote) }, null, 2)}\n`);
+          process.stdout.write(`${inertJson({ panel_id: result.panelId, panel: result.name, members: result.members.map((member) => ({ target: member.target, message_id: member.messageId })), existing: result.existing, commit: result.commit, ...remoteJson(remote) }, 2)}\n`);
           return;
         }
         process.stdout.write(`${result.panelId}\n`);

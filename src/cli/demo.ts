@@ -22,6 +22,7 @@ import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../offline/builtin.js';
 import { startLanes } from '../runner/startup.js';
 import { probeBubblewrap, resolveIsolation } from '../util/bubblewrap.js';
 import { describeEvent, isolationFlag } from './watch.js';
+import { inertJson } from '../util/invisible.js';
 
 const MARKER = '.coo-demo';
 
@@ -258,7 +259,7 @@ export function demoVerb(program: Command): void {
         if (dispatch !== null) say(`   node ${resolve(process.argv[1] ?? 'dist/cli/main.js')} show --ledger ${gitdir} ${dispatch.messageId}`);
         if (json) {
           process.stdout.write(
-            `${JSON.stringify(
+            `${inertJson(
               {
                 dir,
                 ledger: gitdir,
@@ -274,7 +275,6 @@ export function demoVerb(program: Command): void {
                 verify: { ok: report.findings.length === 0, commits: report.commits, findings: report.findings },
                 model_calls: served,
               },
-              null,
               2,
             )}\n`,
           );

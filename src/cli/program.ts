@@ -31,6 +31,7 @@ import { trustVerb } from './trust.js';
 import { verifyVerb } from './verify.js';
 import { verifyBundleVerb } from './verify-bundle.js';
 import { heldSecrets, writeErr } from './terminal.js';
+import { inertJson } from '../util/invisible.js';
 
 /** How a run ended; cli/coo.ts turns it into the exit status. */
 export type RunOutcome = 'ok' | 'error' | 'usage' | 'rejected' | 'interrupted';
@@ -83,7 +84,7 @@ function printJsonError(argv: readonly string[], error: { code: string; message:
   if (!wantsJson(argv)) return;
   const said = { ok: false, error: { code: error.code, message: error.message, where: error.where ?? null, findings: error.findings ?? [] } };
   // Scrubbed as a value, before it is serialised: a secret is found whatever escaping JSON adds.
-  process.stdout.write(`${JSON.stringify(heldSecrets().value(said))}\n`);
+  process.stdout.write(`${inertJson(heldSecrets().value(said))}\n`);
 }
 
 /**

@@ -22,6 +22,7 @@ import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 import { writeErr } from './terminal.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { registerPrivateFolders, stateRoot } from '../util/runner-folders.js';
+import { inertJson } from '../util/invisible.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
 const IDLE_CHECKPOINT_COMMITS = 64;
@@ -295,7 +296,7 @@ export function watchVerb(program: Command): void {
         const print = (event: RunnerEvent): void => {
           observe(event);
           // Each line says when it was printed (the machine's clock, to the millisecond), so the streams of runners can be laid side by side.
-          if (opts.json === true) process.stdout.write(`${JSON.stringify({ ...event, time: new Date().toISOString() })}\n`);
+          if (opts.json === true) process.stdout.write(`${inertJson({ ...event, time: new Date().toISOString() })}\n`);
           else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
         const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));

@@ -32,6 +32,18 @@ export function terminalText(text: string): string {
 }
 
 /**
+ * A value as JSON whose every character of `invisibleCharacters` is a `\uXXXX` escape (a UTF-16
+ * unit each, so a tag character is its surrogate pair): the same value to every JSON reader, and
+ * inert on the terminal or in the log a script's `--json` goes to. `JSON.stringify` escapes only
+ * C0 controls, so a bidirectional override, a zero-width character, a C1 control (U+009B is a
+ * terminal's CSI) or a line separator an agent wrote would be printed as it acts. The only line
+ * breaks left are those of the indentation `space` asks for.
+ */
+export function inertJson(value: unknown, space?: number): string {
+  return JSON.stringify(value, null, space).replace(ACTING, (char) => (char === '\n' ? char : char.split('').map((unit) => `\\u${unit.charCodeAt(0).toString(16).padStart(4, '0')}`).join('')));
+}
+
+/**
  * Every line end a reader of untrusted text may break at: LF, CR and CRLF, and those other renderers,
  * editors and models break at (VT, FF, NEL, and the line and paragraph separators). A quote that marks
  * each line of a text (a cross-check's challenged answer) or puts it on one line (inert Markdown)
