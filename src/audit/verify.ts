@@ -6,6 +6,9 @@ import { readDocument } from '../schema/documents.js';
 import { isAncestor, readCommitLinks } from '../ledger/history.js';
 import { Ledger } from '../ledger/ledger.js';
 import { isoSeconds } from '../util/time.js';
+import { runGit } from '../util/exec.js';
+import { MAIN_REF } from '../ledger/ref-lock.js';
+import { ORIGIN_REF, VERIFIED_REF } from '../remote/git-remote.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
 import { TimelineRecorder, type Timeline } from './timeline.js';
 import { judgePin } from './trust-pin.js';
@@ -20,6 +23,8 @@ export interface VerifyReport {
   readonly findings: readonly Finding[];
   /** What the auditor should know that is not wrong with the ledger: a pinned key since rotated out or revoked. */
   readonly notes: readonly string[];
+  /** The refs beside main and coo's own, which this report does not judge (`otherRefsNote` says so). */
+  readonly otherRefs: readonly string[];
   /**
    * The first commit the replay refused and the one before it (null: none before it, genesis was
    * refused), or null when the replay refused none: where a damaged ledger was last whole.
@@ -41,6 +46,30 @@ export interface VerifyOptions {
   /** Collect every commit's signer and entries (for the report). Forces a full replay. */
   readonly timeline?: boolean;
   readonly onProgress?: (done: number, total: number) => void;
+}
+
+/** The refs coo writes in a ledger folder: main, the remote's main as last fetched, and the head a remote write last verified. */
+const OWN_REFS = new Set([MAIN_REF, ORIGIN_REF, VERIFIED_REF]);
+
+/** How many refs outside main a note names; the rest are counted. */
+const NAMED_REFS = 10;
+
+/** The refs of a ledger folder beside main and coo's own (`OWN_REFS`): a branch, a tag, git notes. */
+async function otherRefs(gitdir: string): Promise<string[]> {
+  return (await runGit(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)'])).toString('utf8').split('\n').filter((ref) => ref !== '' && !OWN_REFS.has(ref));
+}
+
+/**
+ * What an auditor is told of refs beside main, or null when there are none: coo verify judges main
+ * alone, and what a branch, a tag or git notes hold no actor need have signed. Stock `git log`
+ * prints the notes of `refs/notes/commits` under main's commits as part of them, so an unsigned
+ * line would read as a signed commit's words beside a clean verify.
+ */
+export function otherRefsNote(refs: readonly string[]): string | null {
+  if (refs.length === 0) return null;
+  const named = `${refs.slice(0, NAMED_REFS).join(', ')}${refs.length > NAMED_REFS ? ` and ${refs.length - NAMED_REFS} more` : ''}`;
+  const notes = refs.some((ref) => ref.startsWith('refs/notes/')) ? '; stock git log prints git notes under the commits they annotate, as if part of them (git log --no-notes leaves them out)' : '';
+  return `coo verify judged main only: ${named} ${refs.length === 1 ? 'is' : 'are'} not the ledger, and no actor need have signed what ${refs.length === 1 ? 'it holds' : 'they hold'}${notes}`;
 }
 
 /** Is `descendant` on the line above `ancestor`? */
@@ -66,7 +95,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       // A pinned trust root asks what genesis names: an empty ledger names nothing, which is no pass.
       const pin = options.trustRoot === undefined ? null : judgePin(emptyState(), null, options.trustRoot.keyId).finding;
       if (pin !== null) findings.push(pin);
-      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], firstInvalid: null, state: emptyState(), timeline: null };
+      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], otherRefs: await otherRefs(gitdir), firstInvalid: null, state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
     let commits: string[] | null = null;
@@ -123,7 +152,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       const tree = (await readCommitLinks(ledger.reader, head)).tree;
       saveVerified(options.checkpointFile, { genesis: state.genesis, seq: state.seq, head, tree, verifiedAt: isoSeconds(now), state });
     }
-    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, firstInvalid, state, timeline: recorder?.timeline() ?? null };
+    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, otherRefs: await otherRefs(gitdir), firstInvalid, state, timeline: recorder?.timeline() ?? null };
   } finally {
     ledger.close();
   }

@@ -1,7 +1,7 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
-import { verifyLedger } from '../audit/verify.js';
+import { otherRefsNote, verifyLedger } from '../audit/verify.js';
 import type { Finding } from '../errors.js';
 import { emit, jsonOption, ledgerOption, packingNote, pinnedKeyId, required } from './common.js';
 import { markRejected } from './outcome.js';
@@ -47,11 +47,11 @@ export function verifyVerb(program: Command): void {
       }));
       if (report.findings.length > 0) markRejected();
       const repair = report.firstInvalid === null || report.head === null ? null : repairAdvice(gitdir, report.head, report.firstInvalid.lastValid, report.seq);
-      const notes = [...report.notes, packingNote(gitdir)].filter((note) => note !== null);
+      const notes = [...report.notes, otherRefsNote(report.otherRefs), packingNote(gitdir)].filter((note) => note !== null);
       if (opts.json !== true) for (const note of notes) writeErr(`note: ${note}\n`);
       emit(
         opts.json,
-        { ok: report.findings.length === 0, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes, last_valid: report.firstInvalid?.lastValid ?? null, repair },
+        { ok: report.findings.length === 0, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, replayed: report.replayed, incremental: report.incremental, findings: report.findings, notes, other_refs: report.otherRefs, last_valid: report.firstInvalid?.lastValid ?? null, repair },
         () => {
           const scope = report.incremental ? `${report.replayed} new commit(s) since the last verified head` : `${report.commits} commits from genesis`;
           const head = `head ${report.head ?? '(none)'} at Ledger-Seq ${report.seq}`;

@@ -88,12 +88,14 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
  * Stock git's clone of `main` alone, within a time limit and without prompts (git-remote.ts). A
  * clone that fails is explained by a look at the remote: one that answers but has no main is a
  * finding about it (REMOTE_MAIN_MISSING), one that does not answer is REMOTE_UNREACHABLE. `--branch
- * main` names refs/heads/main exactly: a branch that merely ends in that name is never cloned.
+ * main` names refs/heads/main exactly: a branch that merely ends in that name is never cloned. No
+ * tag comes with it (`--no-tags`): git follows the tags that point into main's history, whose words
+ * no actor need have signed and coo verify does not judge.
  */
 async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   const limits = { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), limitName: options.limitName ?? DEFAULT_LIMIT_NAME };
   const url = displayUrl(options.url);
-  const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--single-branch', '--branch', 'main', '--', options.url, temp], { ...limits, maxReceivedBytes: options.maxFetchBytes ?? LIMITS.remoteFetchBytes, into: temp });
+  const cloned = await runRemoteGit(['clone', '--bare', '--quiet', '--no-local', '--no-tags', '--single-branch', '--branch', 'main', '--', options.url, temp], { ...limits, maxReceivedBytes: options.maxFetchBytes ?? LIMITS.remoteFetchBytes, into: temp });
   if (cloned.ok) return;
   if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned; a ledger that large is cloned with a higher --max-fetch (MiB)`);
   if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);

@@ -1,8 +1,9 @@
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inertJson, invisibleCharacters } from '../../src/util/invisible.js';
-import { coo } from '../helpers/cli.js';
+import { coo, json } from '../helpers/cli.js';
 import { worlds } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * What a reader prints is what the signed bytes say, and acts on nothing: `--json` is read by
@@ -55,4 +56,50 @@ describe('the JSON every --json verb prints', () => {
     expect(acting(printed)).toEqual([]);
     expect((JSON.parse(printed) as { text: string }).text).toBe(text);
   });
+});
+
+/** A ledger folder whose main verifies, with a tag, git notes and a second branch beside it, none signed by an actor. */
+async function withOtherRefs(): Promise<{ gitdir: string; head: string; ceo: string }> {
+  const w = await fresh();
+  const { gitdir } = w;
+  const head = git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
+  git(['--git-dir', gitdir, 'tag', '-a', 'approved', '-m', 'SIGNED BY ceo: the CEO approves this release', head]);
+  git(['--git-dir', gitdir, 'notes', 'add', '-m', 'ceo: approved, ship it', head]);
+  const tree = git(['--git-dir', gitdir, 'rev-parse', 'main^{tree}']).trim();
+  const forged = git(['--git-dir', gitdir, 'commit-tree', tree, '-p', head, '-m', 'ceo: approve msg_01M8NQFJ01J7CG66HWNDDJ9600'], { env: { GIT_AUTHOR_NAME: 'ceo', GIT_COMMITTER_NAME: 'ceo' } }).trim();
+  git(['--git-dir', gitdir, 'update-ref', 'refs/heads/approvals', forged]);
+  return { gitdir, head, ceo: w.actors.ceo.publicKey.keyId };
+}
+
+describe('refs beside main, which coo verify does not judge', () => {
+  it('coo verify passes main and names the tag, the notes and the branch as not the ledger', async () => {
+    const { gitdir, head } = await withOtherRefs();
+    // What stock git log prints under the COO-signed head: a line no actor signed.
+    expect(git(['--git-dir', gitdir, 'log', '-1', 'main'])).toContain('ceo: approved, ship it');
+    const run = coo(['verify', '--ledger', gitdir, '--no-checkpoint', '--json']);
+    expect(run.status, run.stderr).toBe(0);
+    const report = json<{ ok: boolean; head: string; notes: string[]; other_refs: string[] }>(run);
+    expect(report.ok).toBe(true);
+    expect(report.head).toBe(head);
+    expect(report.other_refs).toEqual(['refs/heads/approvals', 'refs/notes/commits', 'refs/tags/approved']);
+    expect(report.notes).toContainEqual(expect.stringContaining('coo verify judged main only: refs/heads/approvals, refs/notes/commits, refs/tags/approved are not the ledger'));
+    expect(report.notes).toContainEqual(expect.stringContaining('git log --no-notes'));
+    const text = coo(['verify', '--ledger', gitdir, '--no-checkpoint']);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stderr).toContain('note: coo verify judged main only: refs/heads/approvals, refs/notes/commits, refs/tags/approved are not the ledger');
+  }, 60_000);
+
+  it('coo clone takes main alone: no tag of its history comes with it, and the clone verifies with no such note', async () => {
+    const { gitdir, head, ceo } = await withOtherRefs();
+    const target = join(tempDir('audit-redteam-4-clone-'), 'clone.git');
+    const cloned = coo(['clone', gitdir, target, '--trust-root', ceo, '--json']);
+    expect(cloned.status, cloned.stderr).toBe(0);
+    const refs = git(['--git-dir', target, 'for-each-ref', '--format=%(refname)']).trim().split('\n');
+    expect(refs.filter((ref) => ref !== 'refs/heads/main' && !ref.startsWith('refs/remotes/') && !ref.startsWith('refs/coo/'))).toEqual([]);
+    const run = coo(['verify', '--ledger', target, '--no-checkpoint', '--json']);
+    expect(run.status, run.stderr).toBe(0);
+    const report = json<{ head: string; other_refs: string[] }>(run);
+    expect(report.head).toBe(head);
+    expect(report.other_refs).toEqual([]);
+  }, 60_000);
 });
