@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, httpOracle, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
@@ -96,5 +96,27 @@ describe('a writer killed while it held the ledger lock, its pid since taken by 
     } finally {
       other.kill('SIGKILL');
     }
+  });
+});
+
+describe("the runner's state folder removed while Oracle runs (an operator cleaning up)", () => {
+  it('is no failure of the advisory agent: the attempt is receipted interrupted, naming the folder, with a next attempt, never a terminal aa_unavailable; the next run answers it', async () => {
+    const world = await fresh({ modes: ['slow'] });
+    const { messageId } = await world.consult();
+    const state = join(world.dir, 'watch-state');
+    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state, httpOracle(world.dir)), '--once'];
+    const runner = startBounded(args, env);
+    await until('the model called', () => world.server.requests.length === 1);
+    rmSync(state, { recursive: true, force: true });
+    const ended = await runner.ended;
+    expect(ended.status).toBe(0);
+    const [receipt] = await receiptsOf(world, messageId);
+    expect(blockersOf(receipt!)).toEqual(['interrupted']);
+    expect(String((receipt!['blockers'] as Array<{ detail: string }>)[0]!.detail)).toMatch(/^the attempt's folder \S+ was removed from the runner's state folder while Oracle ran/);
+    expect(receipt!['next_attempt_at']).not.toBeNull();
+
+    world.server.setModes(['ok']);
+    expect((await startBounded(args, env).ended).status).toBe(0);
+    expect(laneState(world, messageId)).toBe('succeeded');
   });
 });
