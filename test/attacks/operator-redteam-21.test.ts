@@ -120,3 +120,15 @@ describe("the runner's state folder removed while Oracle runs (an operator clean
     expect(laneState(world, messageId)).toBe('succeeded');
   });
 });
+
+describe('--json after -- on the command line', () => {
+  it('is an operand, not the option: a failure is said as one coded line on stderr only, never also as JSON on standard output; before --, it is JSON as ever', () => {
+    const world = join(dir, 'no-such-ledger');
+    const operand = cooBounded(['show', '--ledger', world, '--', '--json']);
+    expect(operand.status).toBe(2);
+    expect(operand.stdout).toBe('');
+    expect(operand.stderr).toMatch(/^coo: LEDGER_NOT_FOUND: /);
+    const option = cooBounded(['show', '--ledger', world, '--json', '--', 'msg']);
+    expect(JSON.parse(option.stdout)).toMatchObject({ ok: false, error: { code: 'LEDGER_NOT_FOUND' } });
+  });
+});
