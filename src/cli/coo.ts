@@ -32,6 +32,14 @@ function exit(code: number): void {
  */
 process.stderr.on('error', () => undefined);
 
+/**
+ * A standard output whose reader went away (`coo watch --json | jq` with jq quit, `| head -1`, a
+ * terminal closed) is the same: what is printed to it is dropped and the verb goes on. Unlistened,
+ * the EPIPE of the first line after was an uncaught error with a stack trace that ended `coo watch
+ * --json` between its claim and its attempt, the message left claimed with no receipt.
+ */
+process.stdout.on('error', () => undefined);
+
 closeUmask();
 
 run(process.argv.slice(2)).then(

@@ -9,7 +9,7 @@ import { RunnerProblems } from '../mcp/runner-problems.js';
 import { createCooMcpServer, serveStdio, TOOL_SUMMARIES } from '../mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../mcp/stdio.js';
 import { Runner, type RunnerErrorEvent, type RunnerEvent } from '../runner/runner.js';
-import { stopOnSignal } from './stop.js';
+import { STOP_SIGNALS, stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
@@ -130,7 +130,7 @@ export function mcpVerb(program: Command): void {
         // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
         const stop = runner === null ? null : stopOnSignal(runner, () => controller.abort());
         if (stop !== null) observe = stop.observe;
-        if (stop === null) for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, () => controller.abort());
+        if (stop === null) for (const signal of STOP_SIGNALS) process.once(signal, () => controller.abort());
         await serveStdio(server, stdio);
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;

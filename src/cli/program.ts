@@ -71,8 +71,10 @@ function requireNoEmptyValues(command: Command): void {
   });
 }
 
+/** Whether the command line asks for JSON: `--json` as an option, never an operand after `--` (`coo show -- --json`). */
 function wantsJson(argv: readonly string[]): boolean {
-  return argv.includes('--json');
+  const end = argv.indexOf('--');
+  return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
 }
 
 /**

@@ -5,7 +5,14 @@ import type { Runner, RunnerEvent } from '../runner/runner.js';
  * Ctrl-C (or SIGTERM) on a running runner: the first signal stops it (no new attempt starts, the
  * processes of the attempt in flight are killed and that attempt is receipted `interrupted`), and
  * one line says what became of it; a second signal ends the process at once.
+ *
+ * SIGHUP (the terminal it ran in closed: an ssh session dropped, a window shut) stops it the same
+ * way. Left to its default it ended the runner at once, receipting nothing, and left the attempt's
+ * Oracle or executor running on, in a process group of its own, outside any runner: still paying and
+ * writing, until the next start found and ended it.
  */
+export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
+
 export interface StopOnSignal {
   /** The signal that stopped the runner, or null. */
   readonly signal: () => NodeJS.Signals | null;
@@ -24,7 +31,7 @@ export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => vo
     runner.interrupt(signal);
     onStop();
   };
-  for (const signal of ['SIGINT', 'SIGTERM'] as const) process.once(signal, handler);
+  for (const signal of STOP_SIGNALS) process.once(signal, handler);
   return {
     signal: () => stopped,
     observe: (event) => {
@@ -41,7 +48,7 @@ export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => vo
       });
     },
     dispose: () => {
-      for (const signal of ['SIGINT', 'SIGTERM'] as const) process.off(signal, handler);
+      for (const signal of STOP_SIGNALS) process.off(signal, handler);
     },
   };
 }

@@ -335,6 +335,14 @@ export class ConsultLane implements RunnerLane {
       if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
       return;
     }
+    if (readAttemptFile(sandbox) === null && !judgeRun(run, classifyFor(route.route)).ok) {
+      // The attempt's folder went while Oracle ran (the operator removed the state folder, or cleaned
+      // the folder it is in): Oracle had nowhere to write what it got. Not the advisory agent's
+      // failure, never a terminal aa_unavailable: charged as a call that ended unanswered, and retried.
+      const call = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files);
+      await this.writeInterrupted(message, record.id, attempt, `the attempt's folder ${sandbox.root} was removed from the runner's state folder while Oracle ran, and what Oracle got went with it; keep the state folder while a runner runs`, call, Buffer.from(bundle, 'utf8'));
+      return;
+    }
     failpoint('after-answer');
     await this.finish(message, record, attempt, sandbox, run, decision, { name: route.route, ...route.label }, canary, bundle, files, scrub);
   }

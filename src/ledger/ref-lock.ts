@@ -5,7 +5,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { failpoint } from '../util/failpoint.js';
 import { readOwnFile } from '../util/bounded-read.js';
-import { hostLabel, isAlive } from '../util/process.js';
+import { hostLabel, processStartTime, recordedProcessGone } from '../util/process.js';
 
 export const MAIN_REF = 'refs/heads/main';
 const OID = /^[0-9a-f]{40}$/;
@@ -41,17 +41,26 @@ function readLock(lockPath: string): string | null {
   return readOwnFile(lockPath, { maxBytes: LOCK_BYTES, what: 'the ledger lock', remedy: 'no coo or git takes a lock like it: remove it', code: 'LEDGER_LOCKED' })?.toString('utf8') ?? null;
 }
 
+/**
+ * Who holds a lock: its host, pid and start time (util/process.ts), so that a lock left by a coo
+ * killed while it held it (SIGKILL, a closed terminal, a container stopped) is known stale also when
+ * its pid is now another live program's, or this very process's (a runner restarted in a container
+ * gets the pid it had). By its pid alone such a lock held every writer off for good, a runner's
+ * claims and receipts with them, until the operator removed it by hand.
+ */
 interface LockOwner {
   readonly pid: number;
   readonly host: string;
   readonly nonce: string;
+  /** The holder's start time; absent from a lock an older coo wrote, whose live pid is then taken for it. */
+  readonly start?: string;
 }
 
 function parseOwner(text: string): LockOwner | null {
   try {
     const value = JSON.parse(text) as Partial<LockOwner>;
     if (typeof value.pid === 'number' && typeof value.host === 'string' && typeof value.nonce === 'string') {
-      return { pid: value.pid, host: value.host, nonce: value.nonce };
+      return { pid: value.pid, host: value.host, nonce: value.nonce, ...(typeof value.start === 'string' ? { start: value.start } : {}) };
     }
   } catch {
     // not ours
@@ -61,7 +70,7 @@ function parseOwner(text: string): LockOwner | null {
 
 function isStale(lockPath: string, content: string): boolean {
   const owner = parseOwner(content);
-  if (owner !== null) return owner.host === hostLabel() && owner.pid !== process.pid && !isAlive(owner.pid);
+  if (owner !== null) return recordedProcessGone(owner.host, owner.pid, owner.start ?? null);
   try {
     return Date.now() - fs.statSync(lockPath).mtimeMs > FOREIGN_LOCK_STALE_MS;
   } catch {
@@ -119,7 +128,8 @@ export async function withRefLock<T>(
   const refPath = join(gitdir, ref);
   const lockPath = `${refPath}.lock`;
   const waitMs = options.waitMs ?? LIMITS.lockWaitMs;
-  const owner: LockOwner = { pid: process.pid, host: hostLabel(), nonce: randomBytes(8).toString('hex') };
+  const start = processStartTime(process.pid);
+  const owner: LockOwner = { pid: process.pid, host: hostLabel(), nonce: randomBytes(8).toString('hex'), ...(start === null ? {} : { start }) };
   const ownerText = JSON.stringify(owner);
   fs.mkdirSync(dirname(refPath), { recursive: true });
   const started = Date.now();
