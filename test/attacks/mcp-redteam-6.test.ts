@@ -1,14 +1,15 @@
+import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import type { EaDispatchMessage } from '../../src/schema/message.js';
-import { coo } from '../helpers/cli.js';
+import { COO, coo } from '../helpers/cli.js';
 import { agentScript, codesOf } from '../helpers/hostile-agent.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
-import { receiptsOf, worlds } from '../helpers/lane.js';
-import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
+import { receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { answersOf, call, INITIALIZE, line, rawSession, refusal, type Answer } from '../helpers/mcp-raw.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -17,6 +18,8 @@ import { git, tempDir } from '../helpers/tmp.js';
  * command. No argument of a process can carry one, so such a dispatch was signed, claimed and failed
  * as the runner's own INTERNAL error when the agent was to start: it is refused before anything is
  * signed, on every route that writes a dispatch, and one already in a ledger ends with a coded receipt before its agent starts.
+ * And a client that pipes its requests in and closes stdin, which had the session closed under them
+ * unanswered: each is answered before `coo mcp` exits.
  */
 const fresh = worlds(tempDir('mcp-redteam-6-'));
 
@@ -81,4 +84,44 @@ describe('a dispatch holding a NUL that is already in the ledger', () => {
     expect(w.events.map((event) => event.type)).not.toContain('executor_started');
     expect(existsSync(started)).toBe(false);
   });
+});
+
+describe('coo mcp whose client pipes its requests in and closes stdin', () => {
+  /** `coo mcp` run on `input` as a client that writes it all and closes stdin: its exit code, every answer, its stderr. */
+  async function piped(w: World, input: string): Promise<{ code: number | null; answers: Answer[]; stderr: string }> {
+    const keyPath = join(w.dir, 'coo.key');
+    writeFileSync(keyPath, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const child = spawn(process.execPath, [COO, 'mcp', '--ledger', w.gitdir, '--key', keyPath, '--repo', w.target], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+    let stderr = '';
+    child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const { answers } = answersOf(child.stdout);
+    const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+    child.stdin.end(input);
+    return { code: await exited, answers, stderr };
+  }
+
+  it('answers every request before it exits: a consult waiting for its receipt with what it has, and a last line without its newline', async () => {
+    const w = await fresh();
+    const head = w.ledger.head();
+    const ask = { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right for NaN?' };
+    // No runner serves it, so the consult stays queued: waiting 600 s for its receipt would outlast the test.
+    const { code, answers, stderr } = await piped(w, line(INITIALIZE) + line({ method: 'notifications/initialized' }) + call(1, 'consult', { ...ask, wait_seconds: 600 }) + '{"jsonrpc":"2.0","id":2,"method":"ping"}');
+    expect(code).toBe(0);
+    expect(stderr).not.toMatch(/\n {4}at |Unhandled/);
+    expect(answers.map((answer) => answer.id).sort()).toEqual([0, 1, 2]);
+    const consult = answers.find((answer) => answer.id === 1)?.result?.structuredContent;
+    const consults = [...(await w.ledger.state()).messages.values()].filter((record) => record.intent === 'aa_consult');
+    expect(consults.map((record) => record.id)).toEqual([consult?.['message_id']]);
+    expect([consult?.['state'], consult?.['terminal']]).toEqual(['queued', false]);
+    expect(answers.find((answer) => answer.id === 2)?.result).toEqual({});
+    expect(w.ledger.head()).not.toBe(head);
+    expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  }, 60_000);
+
+  it('refuses half a message left at the end of stdin with a coded error, and exits 0', async () => {
+    const w = await fresh();
+    const { code, answers } = await piped(w, line(INITIALIZE) + '{"jsonrpc":"2.0","id":1,"meth');
+    expect(code).toBe(0);
+    expect(answers.slice(1).map((answer) => [answer.id, refusal(answer)])).toEqual([[null, '-32700 MCP_MESSAGE_INVALID']]);
+  }, 60_000);
 });
