@@ -3,6 +3,7 @@ import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { openConsultBridge } from '../../src/dispatch/consult-bridge.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { COO, coo } from '../helpers/cli.js';
@@ -10,6 +11,7 @@ import { agentScript, codesOf } from '../helpers/hostile-agent.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { answersOf, call, INITIALIZE, line, rawSession, refusal, type Answer } from '../helpers/mcp-raw.js';
+import { Scrubber } from '../../src/util/scrub.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -123,5 +125,34 @@ describe('coo mcp whose client pipes its requests in and closes stdin', () => {
     const { code, answers } = await piped(w, line(INITIALIZE) + '{"jsonrpc":"2.0","id":1,"meth');
     expect(code).toBe(0);
     expect(answers.slice(1).map((answer) => [answer.id, refusal(answer)])).toEqual([[null, '-32700 MCP_MESSAGE_INVALID']]);
+  }, 60_000);
+});
+
+describe("the consult relay whose agent pipes its consult in and closes stdin", () => {
+  it("hands the runner's answer back before it exits, a last line without its newline among what it reads", async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen: unknown[] = [];
+    const bridge = await openConsultBridge(async (request) => {
+      seen.push(request);
+      await held;
+      return { ok: true, text: 'the answer', result: {} };
+    }, new Scrubber());
+    try {
+      const child = spawn(process.execPath, [COO, 'consult-relay', '--socket', bridge.socket], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      const { answers, answer } = answersOf(child.stdout);
+      child.stdin.end(line(INITIALIZE) + line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', question: 'Is add() right for NaN?', files: ['src/add.ts'] }).trimEnd());
+      await answer(0, 0);
+      // The runner holds its answer until the call has reached it: the relay, its stdin ended, waits for it.
+      for (let turn = 0; turn < 2000 && seen.length === 0; turn += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+      expect(seen).toHaveLength(1);
+      release();
+      expect(await exited).toBe(0);
+      expect(answers.map((found) => [found.id, found.result?.content?.[0]?.text ?? null])).toEqual([[0, null], [1, expect.stringContaining('the answer')]]);
+    } finally {
+      release();
+      await bridge.close();
+    }
   }, 60_000);
 });
