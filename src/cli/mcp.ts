@@ -117,16 +117,16 @@ export function mcpVerb(program: Command): void {
             ...(remote === undefined ? {} : { remote }),
           });
         }
-        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
         const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes);
+        const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, inputEnded: stdio.inputEnded, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
         // A message over the limit ends the session: the transport keeps why (stdio.overLimit), said once the server has closed.
         // Any other line refused (mcp/wire.ts) is answered to the client and logged here.
         stdio.onerror = (error) => {
           if (error !== stdio.overLimit) log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
         };
         stdio.onclose = () => controller.abort();
-        // The client ends the session by closing our stdin (the MCP stdio transport's shutdown).
-        process.stdin.once('end', () => controller.abort());
+        // The client ends the session by closing our stdin (the MCP stdio transport's shutdown), once what it sent is answered.
+        void stdio.finished.then(() => controller.abort());
         // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
         const stop = runner === null ? null : stopOnSignal(runner, () => controller.abort());
         if (stop !== null) observe = stop.observe;

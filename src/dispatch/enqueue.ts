@@ -11,9 +11,8 @@ import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-pla
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
 import type { AdoptedProposal, EaDispatchMessage } from '../schema/message.js';
-import { LIMITS } from '../limits.js';
 import { sha256Ref } from '../util/hash.js';
-import { renderTask } from './lane.js';
+import { executorPromptProblem, renderTask } from './lane.js';
 import { safeGit } from './worktree.js';
 
 /** `target` is the execution agent (e.g. ea.codex); `repo` the repository the work is done in, whose `rev` is the base. */
@@ -126,10 +125,10 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
       'envelope',
     ) as EaDispatchMessage;
   const first = envelopeAt(state);
-  // The executor takes the task as one argument: one over the bound would fail only after the claim.
-  // Bounded as the executor gets it, with the consult tool's line, whether its attempts will offer the tool or not.
-  const promptBytes = Buffer.byteLength(renderTask(first, task.toString('utf8'), files.map((file) => file.path), true));
-  if (promptBytes > LIMITS.executorPromptBytes) throw new CooError('USAGE', `the task as the executor gets it (with acceptance, scope, verification and context list) is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
+  // The executor takes the task as one argument: one over the bound, or holding a NUL, would fail only after the claim.
+  // Judged as the executor gets it, with the consult tool's line, whether its attempts will offer the tool or not.
+  const promptProblem = executorPromptProblem(renderTask(first, task.toString('utf8'), files.map((file) => file.path), true));
+  if (promptProblem !== null) throw new CooError('USAGE', promptProblem);
   const required = request.approvalId === undefined ? approvalRequired(policy, plan.actor, request.target, request.adoption !== undefined) : null;
   if (required !== null) {
     const hash = dispatchRequestHash(first);

@@ -27,7 +27,7 @@ import { endRecordedMark } from '../util/leftovers.js';
 import { isoSeconds } from '../util/time.js';
 import { branchHead, gatherEvidence, landAttemptCommit, type GatheredEvidence } from './evidence.js';
 import { accountRun, type DispatchCost, type ExecutorFactory, type ExecutorRun, type ExecutorSpec } from './executor.js';
-import { buildEaReceipt, changesArtifact, crashAllowanceUsd, fitsReceipt, preflightDispatch, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
+import { buildEaReceipt, changesArtifact, crashAllowanceUsd, fitsReceipt, preflightDispatch, executorPromptProblem, renderTask, withFilesInArtifact, type EaReceiptFacts } from './lane.js';
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
@@ -270,8 +270,8 @@ export class DispatchLane implements RunnerLane {
     // The executor takes the task as one argument: a task over the bound is refused before anything is claimed or paid for.
     const relay = this.consultRelayFor(state, message);
     const prompt = renderTask(message, task.toString('utf8'), message.context_pin?.files.map((file) => file.path) ?? [], relay !== null);
-    const promptBytes = Buffer.byteLength(prompt);
-    if (promptBytes > LIMITS.executorPromptBytes) return stopHere('failed', 'config_error', `the task as the executor gets it is ${promptBytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes`);
+    const promptProblem = executorPromptProblem(prompt);
+    if (promptProblem !== null) return stopHere('failed', 'config_error', `${promptProblem}; nothing was run`);
     // Judged again on the state the claim is written on: what another runner spent meanwhile was not in this pre-flight.
     if (!(await this.ctx.claim(record, attempt, now, undefined, { ...shared, limitUsd: decision.maxCostUsd }))) return false;
     failpoint('after-claim');

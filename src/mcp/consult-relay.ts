@@ -42,9 +42,10 @@ export async function runConsultRelay(socket: string, version: string): Promise<
   codeSdkToolErrors(server, new Scrubber(), ['consult']);
   // The agent is an untrusted client too: every line it sends is read as coo mcp reads one (wire.ts).
   const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.consultToolBytes);
+  // The agent ends the session by closing stdin, as a client of coo mcp does: once what it sent is answered.
   const closed = new Promise<void>((resolve) => {
     stdio.onclose = () => resolve();
-    process.stdin.once('end', () => resolve());
+    void stdio.finished.then(resolve);
   });
   // A consult the agent cancels holds its place until the runner's answer ends it, as coo mcp's calls do.
   await serveStdio(server, stdio);

@@ -56,6 +56,8 @@ export interface CooMcpOptions extends ToolContext {
   readonly version: string;
   /** One line per failed call, for the operator's log (stderr); never sent to the client. */
   readonly log?: (line: string) => void;
+  /** Aborted once the client closed stdin (GuardedStdioTransport.inputEnded): a call still waiting answers with what it has now. */
+  readonly inputEnded?: AbortSignal;
 }
 
 /**
@@ -94,6 +96,8 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
     },
   );
   const { scrubber } = options;
+  /** What a call waits under: until it is cancelled, or the client closes stdin and waits for its answers. */
+  const waiting = (signal: AbortSignal): AbortSignal => (options.inputEnded === undefined ? signal : AbortSignal.any([signal, options.inputEnded]));
   const guard = async (tool: string, fn: () => Promise<Record<string, unknown>>): Promise<CallToolResult> => {
     try {
       return okResult(await fn(), scrubber);
@@ -121,7 +125,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: consultOutput,
       annotations: { title: 'Consult an advisory agent', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => signed('consult', args, () => consultTool(options, args, extra.signal)),
+    (args, extra) => signed('consult', args, () => consultTool(options, args, waiting(extra.signal))),
   );
   server.registerTool(
     'cross_check',
@@ -133,7 +137,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput,
       annotations: { title: "Challenge an advisory agent's answer", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => signed('cross_check', args, () => crossCheckTool(options, args, extra.signal)),
+    (args, extra) => signed('cross_check', args, () => crossCheckTool(options, args, waiting(extra.signal))),
   );
   server.registerTool(
     'dispatch',
@@ -145,7 +149,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput,
       annotations: { title: 'Dispatch work to an execution agent', readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => signed('dispatch', args, () => dispatchTool(options, args, extra.signal)),
+    (args, extra) => signed('dispatch', args, () => dispatchTool(options, args, waiting(extra.signal))),
   );
   server.registerTool(
     'adopt',
@@ -157,7 +161,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput.extend({ changed: z.array(z.string()) }),
       annotations: { title: "Adopt an advisory agent's proposal", readOnlyHint: false, destructiveHint: false, idempotentHint: true, openWorldHint: false },
     },
-    (args, extra) => signed('adopt', args, () => adoptTool(options, args, extra.signal)),
+    (args, extra) => signed('adopt', args, () => adoptTool(options, args, waiting(extra.signal))),
   );
   server.registerTool(
     'wait',
@@ -168,7 +172,7 @@ export async function createCooMcpServer(options: CooMcpOptions): Promise<McpSer
       outputSchema: outcomeOutput,
       annotations: { title: 'Wait for a receipt', readOnlyHint: true, openWorldHint: false },
     },
-    (args, extra) => guard('wait', () => waitTool(options, args, extra.signal)),
+    (args, extra) => guard('wait', () => waitTool(options, args, waiting(extra.signal))),
   );
   server.registerTool(
     'sessions',

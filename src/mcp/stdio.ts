@@ -78,6 +78,13 @@ export class GuardedStdioTransport implements Transport {
   private rest: Buffer | null = null;
   /** Why the session ended, when it was a message over the limit: the verb's own error once the server has closed. */
   overLimit: CooError | null = null;
+  private ended = false;
+  private readonly endedController = new AbortController();
+  /** Aborted once the client closed stdin: a call still waiting (wait_seconds, the wait tool) answers with what it has now. */
+  readonly inputEnded: AbortSignal = this.endedController.signal;
+  private done: () => void = () => undefined;
+  /** Resolved once the client closed stdin and every request it sent is answered (or, cancelled, its handler settled), or the session closed. */
+  readonly finished = new Promise<void>((resolve) => (this.done = resolve));
 
   constructor(
     private readonly stdin: Readable,
@@ -114,7 +121,35 @@ export class GuardedStdioTransport implements Transport {
     this.rest = null;
     this.feed(rest);
     if (this.rest === null && !this.closed) this.stdin.resume();
+    this.finishInput();
   };
+
+  private readonly onEnd = (): void => {
+    this.ended = true;
+    this.endedController.abort();
+    this.finishInput();
+  };
+
+  /**
+   * Once stdin has ended and all it held is taken: a last line without its newline is read as a
+   * line (answered, or refused as half a message), and the session finishes once every request is
+   * done. Closing stdin is how a client ends the session; a client that piped its requests in and
+   * closed had none of them answered, the session closing as soon as stdin ended.
+   */
+  private finishInput(): void {
+    if (!this.ended || this.rest !== null || this.closed) return;
+    if (this.pending.length > 0) {
+      const line = Buffer.concat(this.pending);
+      this.pending = [];
+      this.pendingBytes = 0;
+      this.line(line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
+    }
+    this.finishWhenDone();
+  }
+
+  private finishWhenDone(): void {
+    if (this.ended && this.rest === null && this.inFlight.size === 0) this.done();
+  }
 
   private readonly onStreamError = (error: Error): void => this.onerror?.(error);
 
@@ -175,6 +210,7 @@ export class GuardedStdioTransport implements Transport {
   start(): Promise<void> {
     this.stdin.on('data', this.onData);
     this.stdin.on('error', this.onStreamError);
+    this.stdin.once('end', this.onEnd);
     this.stdout.on('error', this.onWriteError);
     this.stdout.on('drain', this.onDrain);
     return Promise.resolve();
@@ -183,6 +219,7 @@ export class GuardedStdioTransport implements Transport {
   /** The server is done with the request under `id`, answered or (cancelled) not: its id is free and it no longer counts against the bound. */
   settled(id: string | number): void {
     this.inFlight.delete(idKey(id));
+    this.finishWhenDone();
   }
 
   send(message: JSONRPCMessage): Promise<void> {
@@ -191,7 +228,9 @@ export class GuardedStdioTransport implements Transport {
       method = this.inFlight.get(idKey(message.id));
       this.inFlight.delete(idKey(message.id));
     }
-    return this.write('error' in message ? codedError(message, method) : message);
+    const written = this.write('error' in message ? codedError(message, method) : message);
+    this.finishWhenDone();
+    return written;
   }
 
   private write(message: unknown): Promise<void> {
@@ -215,10 +254,12 @@ export class GuardedStdioTransport implements Transport {
     this.closed = true;
     this.stdin.off('data', this.onData);
     this.stdin.off('error', this.onStreamError);
+    this.stdin.off('end', this.onEnd);
     this.stdout.off('drain', this.onDrain);
     if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
     this.pending = [];
     this.rest = null;
+    this.done();
     this.onclose?.();
     return Promise.resolve();
   }

@@ -44,11 +44,12 @@ export function answersOf(stdout: NodeJS.ReadableStream) {
 
 /** `coo mcp`'s server on its own stdio transport, as the CLI wires them, in this process; initialized unless `initialize` is false. */
 export async function rawSession(w: World, options: { initialize?: boolean } = {}) {
-  const server = await createCooMcpServer({ ledger: w.ledger, key: w.actors.coo, repo: w.target, auditDir: null, clock: () => new Date(), scrubber: serverScrubber({ key: w.actors.coo, env: {}, places: [] }), version: '0.1.0' });
   const stdin = new PassThrough();
   const stdout = new PassThrough();
+  const stdio = new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes);
+  const server = await createCooMcpServer({ ledger: w.ledger, key: w.actors.coo, repo: w.target, auditDir: null, clock: () => new Date(), scrubber: serverScrubber({ key: w.actors.coo, env: {}, places: [] }), version: '0.1.0', inputEnded: stdio.inputEnded });
   const { answers, answer } = answersOf(stdout);
-  await serveStdio(server, new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes));
+  await serveStdio(server, stdio);
   const ask = async (text: string, id: string | number | null): Promise<Answer> => {
     const from = answers.length;
     stdin.write(text);
