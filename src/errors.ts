@@ -18,9 +18,9 @@ const CODES = {
    */
   CLOCK_AHEAD: 'usage',
   /**
-   * A remote's hook refused a claim for being dated behind the server's clock: the runner's clock runs
-   * behind the remote's (or the remote's ahead), and every claim it dates is refused there until one
-   * is set right (authority/rules/clock.ts checkNotBehind).
+   * A remote's hook refused a claim (or a dispatch using the CEO's approval) for being dated behind the
+   * server's clock: the writer's clock runs behind the remote's (or the remote's ahead), and every such
+   * entry it dates is refused there until one is set right (authority/rules/clock.ts checkNotBehind).
    */
   CLOCK_BEHIND: 'usage',
   /** No OS sandbox (bubblewrap) where one is required: no lane runs unless --isolation none is chosen. */

@@ -76,7 +76,7 @@ export const PACK_CHECK_EVERY = 256;
 
 /** What a replay reports as it goes. */
 export interface ReplayObserver {
-  /** The clock of a judge of new commits as they land (the pre-receive hook's): entries dated ahead of it, and claims dated behind it, are refused (authority/rules/clock.ts). */
+  /** The clock of a judge of new commits as they land (the pre-receive hook's): entries dated ahead of it, and claims and approved dispatches dated behind it, are refused (authority/rules/clock.ts). */
   readonly clock?: Date;
   readonly onFinding?: (finding: Finding) => void;
   readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;

@@ -300,7 +300,7 @@ export class RemoteLedger {
             if (hookSaid(pushed).some((line) => line.startsWith('CLOCK_SKEW') && line.includes(BEHIND_JUDGE))) {
               throw new CooError(
                 'CLOCK_BEHIND',
-                `${this.url} refused the claim: ${refusal(pushed)}; this machine's clock runs behind the remote's by more than the ${LIMITS.clockSkewSeconds} s allowed between machines (or the remote's runs ahead), so every claim it dates is refused there; nothing was claimed or paid (the local ledger is as it was); set the wrong clock right (NTP), then run again`,
+                `${this.url} refused the write: ${refusal(pushed)}; this machine's clock runs behind the remote's by more than the ${LIMITS.clockSkewSeconds} s allowed between machines (or the remote's runs ahead), so every claim (and approved dispatch) it dates is refused there; nothing was written, claimed or paid (the local ledger is as it was); set the wrong clock right (NTP), then run again`,
               );
             }
             throw new CooError('REMOTE_REJECTED', `${this.url} refused the write: ${refusal(pushed)}; nothing was written (the local ledger is as it was)`);

@@ -3,10 +3,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { errorClassOf } from '../../src/errors.js';
-import { claimPath, messageFolder } from '../../src/ledger/layout.js';
-import type { CooMessage } from '../../src/schema/message.js';
+import { dispatchRequestHash } from '../../src/authority/rules/intents/dispatch.js';
+import { approvalPath, claimPath, messageFolder } from '../../src/ledger/layout.js';
+import type { CooMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { isoSeconds } from '../../src/util/time.js';
+import { addSeconds, isoSeconds } from '../../src/util/time.js';
+import { newMessageId } from '../../src/util/ids.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { makeCase, remoteReceipts, type Case } from '../helpers/remote-runners.js';
@@ -95,5 +97,29 @@ describe('a claim dated behind the clock of the hook that takes it', () => {
       codes = kit.verifyCodes();
     });
     expect(firstOr(codes, 'CLOCK_SKEW')).toBe('accepted');
+  });
+});
+
+/**
+ * The CEO approved a Claude Code dispatch `approvedAgoMs` ago for ten minutes; the COO's machine,
+ * whose clock runs `behindMs` behind, writes the dispatch now, dated by its clock within the
+ * approval's life: the dispatch files, pushed with stock git.
+ */
+async function approvedDispatchBehind(approvedAgoMs: number, behindMs: number): Promise<Record<string, Buffer>> {
+  const base = dispatchEnvelope({ target_actor: 'ea.claude_code' }, new Date(Date.now() - behindMs)) as EaDispatchMessage;
+  const dispatch = { ...base, dispatch: { ...base.dispatch, executor: 'claude_code' } } as EaDispatchMessage;
+  const approvedAt = new Date(Date.now() - approvedAgoMs);
+  const doc = { schema_version: 'approval.v0', approval_id: `apr_${newMessageId(approvedAt.getTime()).slice(4)}`, reason: 'approved', approved_by: 'ceo', created_at: isoSeconds(approvedAt), expires_at: isoSeconds(addSeconds(approvedAt, 600)), approves: 'dispatch', request_hash: dispatchRequestHash(dispatch), message_id: null, attempt_number: null };
+  expect(await kit.append([{ path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) }], kit.keys.ceo.key)).toBe('accepted');
+  return Object.fromEntries(messageFiles({ ...dispatch, approval_id: doc.approval_id } as CooMessage).map((entry) => [entry.path, entry.bytes]));
+}
+
+describe("a dispatch that uses the CEO's approval, dated behind the clock of the hook that takes it", () => {
+  attack('an approval that expired twenty minutes ago, used by a dispatch a COO clock twenty-five minutes behind dates within its life', 'hook', 'CLOCK_SKEW', async () =>
+    kit.push(await approvedDispatchBehind(30 * MINUTE, 25 * MINUTE), { key: kit.keys.coo.file }),
+  );
+
+  it('takes one a COO clock four minutes behind writes right after the approval', async () => {
+    expect(await kit.push(await approvedDispatchBehind(MINUTE, 4 * MINUTE), { key: kit.keys.coo.file })).toBe('accepted');
   });
 });
