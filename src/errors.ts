@@ -17,6 +17,12 @@ const CODES = {
    * everything it dates is refused there until one is set right.
    */
   CLOCK_AHEAD: 'usage',
+  /**
+   * A remote's hook refused a claim (or a dispatch using the CEO's approval) for being dated behind the
+   * server's clock: the writer's clock runs behind the remote's (or the remote's ahead), and every such
+   * entry it dates is refused there until one is set right (authority/rules/clock.ts checkNotBehind).
+   */
+  CLOCK_BEHIND: 'usage',
   /** No OS sandbox (bubblewrap) where one is required: no lane runs unless --isolation none is chosen. */
   SANDBOX_UNAVAILABLE: 'usage',
   /** The path given as the ledger names no ledger (a typo, a work tree, an empty repository): a mistake in the command line, in every verb. */

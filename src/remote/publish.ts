@@ -1,7 +1,7 @@
 import { AsyncLocalStorage } from 'node:async_hooks';
 import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
-import { AHEAD_OF_JUDGE } from '../authority/rules/clock.js';
+import { AHEAD_OF_JUDGE, BEHIND_JUDGE } from '../authority/rules/clock.js';
 import { CooError } from '../errors.js';
 import { isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
@@ -295,6 +295,12 @@ export class RemoteLedger {
               throw new CooError(
                 'CLOCK_AHEAD',
                 `${this.url} refused the write: ${refusal(pushed)}; this machine's clock runs ahead of the remote's by more than the ${LIMITS.clockSkewSeconds} s allowed between machines (or the remote's runs behind), so everything it dates is refused there; nothing was written (the local ledger is as it was); set the wrong clock right (NTP), then run again`,
+              );
+            }
+            if (hookSaid(pushed).some((line) => line.startsWith('CLOCK_SKEW') && line.includes(BEHIND_JUDGE))) {
+              throw new CooError(
+                'CLOCK_BEHIND',
+                `${this.url} refused the write: ${refusal(pushed)}; this machine's clock runs behind the remote's by more than the ${LIMITS.clockSkewSeconds} s allowed between machines (or the remote's runs ahead), so every claim (and approved dispatch) it dates is refused there; nothing was written, claimed or paid (the local ledger is as it was); set the wrong clock right (NTP), then run again`,
               );
             }
             throw new CooError('REMOTE_REJECTED', `${this.url} refused the write: ${refusal(pushed)}; nothing was written (the local ledger is as it was)`);

@@ -454,7 +454,7 @@ export class Runner {
         // A remote whose main does not verify (or is gone), met mid-pass: the runner acts on nothing more, as when a pass starts there.
         if (isCooError(error) && (error.code === 'REMOTE_UNVERIFIED' || error.code === 'REMOTE_MAIN_MISSING')) throw error;
         // A remote that refuses what this runner's clock dates refuses every claim it would write: it stops, as at a refused start.
-        if (isCooError(error) && error.code === 'CLOCK_AHEAD') throw error;
+        if (isCooError(error) && (error.code === 'CLOCK_AHEAD' || error.code === 'CLOCK_BEHIND')) throw error;
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);

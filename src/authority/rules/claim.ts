@@ -7,6 +7,7 @@ import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state
 import { retryApprovals } from './approval.js';
 import { allowanceRefusal } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
+import { checkNotBehind } from './clock.js';
 
 /**
  * A claim (claim.v0) takes exactly the next attempt of a live message of an intent the runner
@@ -19,6 +20,7 @@ import type { CommitCheck, EntryFile } from '../commit-check.js';
 export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
   const where = entry.path;
   const doc = check.read('claim.v0', entry);
+  if (check.clock !== null && check.landing) checkNotBehind(check.clock, 'claimed_at', doc.claimed_at, where);
   check.requireActiveCoo(keyId, where, 'claims');
   const record = check.messageAt(info, where);
   if (doc.message_id !== record.id) {

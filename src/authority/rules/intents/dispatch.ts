@@ -17,6 +17,7 @@ import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
 import { requireTargetClass } from './target-class.js';
+import { checkNotBehind } from '../clock.js';
 
 /**
  * ea_dispatch: work for an execution agent. Its naming and approval rules are shared by the
@@ -226,6 +227,8 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (toMillis(doc.created_at) >= toMillis(approval.expiresAt) || toMillis(doc.created_at) < toMillis(approval.createdAt) - LIMITS.clockSkewSeconds * 1000) {
       throw new CooError('APPROVAL_INVALID', `${where}: ${doc.approval_id} holds from ${approval.createdAt} (less the ${LIMITS.clockSkewSeconds} s allowed between machines' clocks) until ${approval.expiresAt}, not at ${doc.created_at}`, { where: `${where}:approval_id` });
     }
+    // Within the approval's life by the clock of the hook that takes it too: a COO clock behind by less than the approval's age would use one that expired.
+    if (check.clock !== null && check.landing) checkNotBehind(check.clock, 'created_at', doc.created_at, where);
     check.approvals.set(approval.id, { ...approval, usedBy: doc.message_id });
   },
   /** What a consult its agent asks is bounded by: the base its worktree starts from, the scope it may change and its attempts' time box. */
