@@ -4,6 +4,7 @@ import type { CommitVerdict } from '../authority/validate-commit.js';
 import { ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
 import type { CommitFacts } from '../ledger/commit-facts.js';
 import { identTime } from '../ledger/commit-format.js';
+import { inertJson } from '../util/invisible.js';
 
 /** The keys one pair of trust files allowed, from the commit that put them in force. */
 export interface TrustEpoch {
@@ -90,7 +91,7 @@ export function allowedSigners(state: LedgerState, history: readonly TrustEpoch[
     lines.push(`${span.actor} ${[NAMESPACES, ...limits].join(',')} ${span.publicKey}`);
     if (at === null) return;
     const reason = at.revoked.get(keyId);
-    const why = reason === undefined ? 'rotated out' : `revoked (${JSON.stringify(reason)})`;
+    const why = reason === undefined ? 'rotated out' : `revoked (${inertJson(reason)})`;
     comments.push(
       `# ${keyId} of ${span.actor}: ${why} by ${at.changed.join(' and ') || 'a trust change'} at Ledger-Seq ${at.seq} (commit ${at.commit}), so valid through ${isoTime(at.time)}, that commit's time`,
     );

@@ -54,9 +54,17 @@ const OWN_REFS = new Set([MAIN_REF, ORIGIN_REF, VERIFIED_REF]);
 /** How many refs outside main a note names; the rest are counted. */
 const NAMED_REFS = 10;
 
-/** The refs of a ledger folder beside main and coo's own (`OWN_REFS`): a branch, a tag, git notes. */
-async function otherRefs(gitdir: string): Promise<string[]> {
-  return (await runGit(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)'])).toString('utf8').split('\n').filter((ref) => ref !== '' && !OWN_REFS.has(ref));
+/**
+ * The refs of a ledger folder beside main and coo's own (`OWN_REFS`): a branch, a tag, git notes,
+ * and `HEAD` when it is at another commit than main's `head` (stock `git log` with no ref shows
+ * HEAD's history). A symbolic ref to one of coo's own is that ref by another name, not beside it:
+ * stock git clone's `refs/remotes/origin/HEAD` names `refs/remotes/origin/main`.
+ */
+async function otherRefs(gitdir: string, head: string | null): Promise<string[]> {
+  const lines = (await runGit(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)%00%(symref)'])).toString('utf8').split('\n');
+  const refs = lines.filter((line) => line !== '').map((line) => line.split('\0')).filter(([ref, target]) => !OWN_REFS.has(ref!) && !OWN_REFS.has(target!)).map(([ref]) => ref!);
+  const at = await runGit(['--git-dir', gitdir, 'rev-parse', '--verify', '--quiet', 'HEAD^{commit}']).then((out) => out.toString('utf8').trim(), () => null);
+  return at === null || at === head ? refs : ['HEAD', ...refs];
 }
 
 /**
@@ -69,7 +77,9 @@ export function otherRefsNote(refs: readonly string[]): string | null {
   if (refs.length === 0) return null;
   const named = `${refs.slice(0, NAMED_REFS).join(', ')}${refs.length > NAMED_REFS ? ` and ${refs.length - NAMED_REFS} more` : ''}`;
   const notes = refs.some((ref) => ref.startsWith('refs/notes/')) ? '; stock git log prints git notes under the commits they annotate, as if part of them (git log --no-notes leaves them out)' : '';
-  return `coo verify judged main only: ${named} ${refs.length === 1 ? 'is' : 'are'} not the ledger, and no actor need have signed what ${refs.length === 1 ? 'it holds' : 'they hold'}${notes}`;
+  const replaced = refs.some((ref) => ref.startsWith('refs/replace/')) ? "; stock git shows the commit a refs/replace/ ref points at in place of the one it names, main's too (git --no-replace-objects log shows main's own)" : '';
+  const head = refs.includes('HEAD') ? "; stock git log with no ref shows HEAD's history, not main's (git log main shows the ledger)" : '';
+  return `coo verify judged main only: ${named} ${refs.length === 1 ? 'is' : 'are'} not the ledger, and no actor need have signed what ${refs.length === 1 ? 'it holds' : 'they hold'}${notes}${replaced}${head}`;
 }
 
 /** Is `descendant` on the line above `ancestor`? */
@@ -95,7 +105,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       // A pinned trust root asks what genesis names: an empty ledger names nothing, which is no pass.
       const pin = options.trustRoot === undefined ? null : judgePin(emptyState(), null, options.trustRoot.keyId).finding;
       if (pin !== null) findings.push(pin);
-      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], otherRefs: await otherRefs(gitdir), firstInvalid: null, state: emptyState(), timeline: null };
+      return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], otherRefs: await otherRefs(gitdir, null), firstInvalid: null, state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
     let commits: string[] | null = null;
@@ -152,7 +162,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       const tree = (await readCommitLinks(ledger.reader, head)).tree;
       saveVerified(options.checkpointFile, { genesis: state.genesis, seq: state.seq, head, tree, verifiedAt: isoSeconds(now), state });
     }
-    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, otherRefs: await otherRefs(gitdir), firstInvalid, state, timeline: recorder?.timeline() ?? null };
+    return { head, seq: state.seq, commits: state.seq, replayed: all.length, incremental, findings, notes, otherRefs: await otherRefs(gitdir, head), firstInvalid, state, timeline: recorder?.timeline() ?? null };
   } finally {
     ledger.close();
   }

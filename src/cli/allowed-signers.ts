@@ -4,6 +4,7 @@ import { emptyState, type LedgerState } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { Ledger } from '../ledger/ledger.js';
 import { jsonOption, ledgerOption, required, writeOutput } from './common.js';
+import { inertJson } from '../util/invisible.js';
 
 /** One signer of the allowed-signers file, for --json: the actor, its key and the lifetime git is given. */
 interface SignerEntry {
@@ -50,7 +51,7 @@ export function allowedSignersVerb(program: Command): void {
           writeOutput(opts.revocations, revocationList(history), '--revocations', 'the revocation list');
         }
         const text = allowedSigners(state, history);
-        if (opts.json === true) process.stdout.write(`${JSON.stringify({ allowed_signers: text, signers: signerEntries(text), revocations: opts.revocations ?? null, revoked: revocationList(history).split('\n').filter((line) => line !== '') }, null, 2)}\n`);
+        if (opts.json === true) process.stdout.write(`${inertJson({ allowed_signers: text, signers: signerEntries(text), revocations: opts.revocations ?? null, revoked: revocationList(history).split('\n').filter((line) => line !== '') }, 2)}\n`);
         else process.stdout.write(text);
       } finally {
         ledger.close();

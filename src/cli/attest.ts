@@ -10,6 +10,7 @@ import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { sha256Ref } from '../util/hash.js';
 import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required, writeOutput } from './common.js';
+import { inertJson } from '../util/invisible.js';
 
 export function attestVerb(program: Command): void {
   program
@@ -43,7 +44,7 @@ export function attestVerb(program: Command): void {
         return;
       }
       writeOutput(opts.out, text, '--out', 'the attestation');
-      process.stdout.write(opts.json === true ? `${JSON.stringify({ message_id: id, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${id} written to ${opts.out}\n`);
+      process.stdout.write(opts.json === true ? `${inertJson({ message_id: id, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${id} written to ${opts.out}\n`);
     });
 }
 

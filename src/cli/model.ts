@@ -4,6 +4,7 @@ import { cliEntryPoint } from '../assets.js';
 import { CooError } from '../errors.js';
 import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../offline/builtin.js';
 import { writeErr } from './terminal.js';
+import { inertJson } from '../util/invisible.js';
 
 /** How long a detached model may take to say where it listens. */
 const READY_MS = 30_000;
@@ -77,7 +78,7 @@ export function modelVerb(program: Command): void {
     .action(async (opts: { detach?: boolean; json?: boolean }) => {
       if (opts.detach === true) {
         const served = await detach();
-        process.stdout.write(opts.json === true ? `${JSON.stringify(served, null, 2)}\n` : `${shellLines(served)}\n`);
+        process.stdout.write(opts.json === true ? `${inertJson(served, 2)}\n` : `${shellLines(served)}\n`);
         return;
       }
       const builtin = await startBuiltinModel();
@@ -92,7 +93,7 @@ export function modelVerb(program: Command): void {
         provider_keys: { ANTHROPIC_API_KEY: OFFLINE_PROVIDER_KEY, GEMINI_API_KEY: OFFLINE_PROVIDER_KEY },
         pid: process.pid,
       };
-      process.stdout.write(opts.json === true ? `${JSON.stringify(served, null, 2)}\n` : `${shellLines(served)}\n`);
+      process.stdout.write(opts.json === true ? `${inertJson(served, 2)}\n` : `${shellLines(served)}\n`);
       writeErr('coo model serve: the built-in offline model listens on 127.0.0.1 (Ctrl-C stops it); nothing it serves leaves this machine\n');
       await new Promise<void>((done) => {
         for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => done());

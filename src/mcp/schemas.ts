@@ -255,6 +255,7 @@ export const verifyOutput = z.strictObject({
   replayed: z.number().int(),
   incremental: z.boolean(),
   findings: z.array(z.unknown()),
+  other_refs: z.array(z.string()),
   kill_switch: z.enum(['on', 'off']),
   heartbeat: z.strictObject({ seq: z.number().int(), runner: z.string(), expires_at: z.string(), fresh: z.boolean() }).nullable(),
 });

@@ -34,7 +34,7 @@ export const TOOL_SUMMARIES: ReadonlyArray<readonly [name: string, summary: stri
   ['sessions', 'recent messages with state, target, cost and receipt status; filter and page'],
   ['show', "one message: envelope, attempts, receipts, and the answer quoted as untrusted data"],
   ['cite', "a consult's answer as Markdown evidence, marked advisory"],
-  ['verify', "the ledger's health: head, findings, kill switch, heartbeat"],
+  ['verify', "the ledger's health: head, findings, the refs beside main it did not judge, kill switch, heartbeat"],
   ['inbox', "what reached you and you have not acknowledged: the CEO's commands and rejections, agents' blockers and receipt notices, answers with proposals"],
   ['ack', 'acknowledge an inbox item to the CEO, once: a signed entry naming it'],
 ];

@@ -6,6 +6,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { importPackage } from '../util/import-package.js';
 import { decodeLine, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
+import { inertJson } from '../util/invisible.js';
 
 /**
  * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
@@ -236,7 +237,7 @@ export class GuardedStdioTransport implements Transport {
   private write(message: unknown): Promise<void> {
     if (this.closed) return Promise.resolve();
     return new Promise((resolve) => {
-      if (this.stdout.write(`${JSON.stringify(message)}\n`)) resolve();
+      if (this.stdout.write(`${inertJson(message)}\n`)) resolve();
       else {
         const done = (): void => {
           this.stdout.off('drain', done);

@@ -536,6 +536,8 @@ export async function verifyTool(context: ToolContext): Promise<Record<string, u
     replayed: report.replayed,
     incremental: report.incremental,
     findings: report.findings.map(quoteFinding),
+    // The refs beside main it did not judge (a branch, a tag, git notes), as `coo verify --json` names them: their names are anyone's words.
+    other_refs: report.otherRefs.map(quote),
     kill_switch: report.state.killSwitch?.doc.state ?? 'off',
     heartbeat: beat === null ? null : { seq: beat.seq, runner: beat.runner, expires_at: beat.expiresAt, fresh: Date.parse(beat.expiresAt) > now.getTime() },
   };
