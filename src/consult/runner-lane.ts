@@ -339,7 +339,10 @@ export class ConsultLane implements RunnerLane {
       // The attempt's folder went while Oracle ran (the operator removed the state folder, or cleaned
       // the folder it is in): Oracle had nowhere to write what it got. Not the advisory agent's
       // failure, never a terminal aa_unavailable: charged as a call that ended unanswered, and retried.
-      const call = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files);
+      // Oracle's session record went with the folder: the call is charged as one whose record is unseen, its whole output cap
+      // with it, as a recovery charges one; read as a call never made, it cost nothing and its retry paid again uncounted.
+      const answered = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files, true);
+      const call = { ...answered, meta: answered.meta ?? unseenSession(decision.model) };
       await this.writeInterrupted(message, record.id, attempt, `the attempt's folder ${sandbox.root} was removed from the runner's state folder while Oracle ran, and what Oracle got went with it; keep the state folder while a runner runs`, call, Buffer.from(bundle, 'utf8'));
       return;
     }
@@ -461,8 +464,12 @@ export class ConsultLane implements RunnerLane {
     if (!this.ctx.keepAttemptFiles) removeSandbox(sandbox);
   }
 
-  /** What a receipt knows of a call this runner made: Oracle's session, the price, and the prompt bundle and pinned files it was handed. */
-  private callFacts(slug: string, run: OracleRun, decision: Extract<Preflight, { kind: 'run' }>, route: AttemptRoute, bundle: string, files: readonly PinnedFile[]): NonNullable<ReceiptFacts['transport']> {
+  /**
+   * What a receipt knows of a call this runner made: Oracle's session, the price, and the prompt
+   * bundle and pinned files it was handed. `unanswered`: the call ended before its session said it
+   * completed (killed, or its record lost), so output it does not count is charged up to the cap.
+   */
+  private callFacts(slug: string, run: OracleRun, decision: Extract<Preflight, { kind: 'run' }>, route: AttemptRoute, bundle: string, files: readonly PinnedFile[], unanswered = run.exitCode === null): NonNullable<ReceiptFacts['transport']> {
     const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     return {
       sessionId: run.sessionId ?? slug,
@@ -473,7 +480,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       sentBytes: Buffer.byteLength(bundle) + contextBytes,
       answerBytes: run.answerBytes,
-      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, run.exitCode === null),
+      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, unanswered),
       bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
     };
   }
@@ -588,7 +595,7 @@ export class ConsultLane implements RunnerLane {
     const model = state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
-    const unseen: OracleSessionMeta = { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
+    const unseen = unseenSession(model);
     const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
     const call = await this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
@@ -636,6 +643,11 @@ export class ConsultLane implements RunnerLane {
 function uncountedOutput(route: OracleRouteName | null, maxOutputTokens: number, meta: OracleSessionMeta | null, ended: boolean): number | null {
   if (ended && meta?.status !== 'completed') return maxOutputTokens;
   return uncountedOutputCap(route, maxOutputTokens);
+}
+
+/** The session of a call that was made and whose record this runner cannot read: nothing known of it but its model. */
+function unseenSession(model: string): OracleSessionMeta {
+  return { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
 }
 
 /**

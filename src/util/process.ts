@@ -92,13 +92,19 @@ export function ownerTag(): string {
 
 /**
  * Whether a process recorded by its host, pid and start time is known to be gone: one of this host
- * whose pid is free, or now belongs to a process started since (or whose start cannot be read any
- * more). Another host's is never known gone; without a start time, a live pid is taken for it.
+ * whose pid is free, or now belongs to a process started since. Another host's is never known gone;
+ * without a start time, a live pid is taken for it, and so is a live pid whose start this process
+ * cannot read (/proc mounted with hidepid, and the process another user's; no /proc): a pid that
+ * answers but hides its start is not proof its holder went, and judged gone, a live coo's ledger
+ * lock was broken under it, two writers then moving main at once.
  */
 export function recordedProcessGone(host: string, pid: number, start: string | null): boolean {
   if (host !== hostLabel()) return false;
   if (!isAlive(pid)) return true;
-  return start !== null && processStartTime(pid) !== start;
+  if (start === null) return false;
+  const now = processStartTime(pid);
+  // Unreadable: gone only if it ended while it was read.
+  return now === null ? !isAlive(pid) : now !== start;
 }
 
 /**
