@@ -33,6 +33,14 @@ async function claimedAnHourAgo(): Promise<void> {
 }
 
 describe('history pushed back through the hook, its claims dated when they were written', () => {
+  it('still refuses a claim an hour behind pushed alone, as a writer lands it', async () => {
+    const message = dispatchEnvelope({}, new Date(Date.now() - 2 * HOUR));
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    const doc = { schema_version: 'claim.v0', message_id: message.message_id, attempt_id: `ea_attempt_${message.message_id.slice(4)}_1`, attempt_number: 1, runner_id: 'behind', transport_session_id: 'behind', claimed_at: isoSeconds(new Date(Date.now() - HOUR)) };
+    const claim = claimPath(messageFolder(message.message_id, message.created_at), 1);
+    expect(await kit.push({ [claim]: Buffer.from(toYaml(doc)) }, { key: kit.keys.coo.file })).toBe('CLOCK_SKEW');
+  });
+
   it('the commits a rolled-back main dropped (a dispatch and its claim an hour old) are put back with git push, as the rollback advice says', async () => {
     const before = kit.head();
     await claimedAnHourAgo();
@@ -56,13 +64,5 @@ describe('history pushed back through the hook, its claims dated when they were 
     expect(pushed.stderr).not.toMatch(/CLOCK_SKEW/);
     expect(pushed.status).toBe(0);
     expect(kit.head()).toBe(held);
-  });
-
-  it('still refuses a claim an hour behind pushed alone, as a writer lands it', async () => {
-    const message = dispatchEnvelope({}, new Date(Date.now() - 2 * HOUR));
-    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
-    const doc = { schema_version: 'claim.v0', message_id: message.message_id, attempt_id: `ea_attempt_${message.message_id.slice(4)}_1`, attempt_number: 1, runner_id: 'behind', transport_session_id: 'behind', claimed_at: isoSeconds(new Date(Date.now() - HOUR)) };
-    const claim = claimPath(messageFolder(message.message_id, message.created_at), 1);
-    expect(await kit.push({ [claim]: Buffer.from(toYaml(doc)) }, { key: kit.keys.coo.file })).toBe('CLOCK_SKEW');
   });
 });
