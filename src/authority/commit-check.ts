@@ -73,7 +73,7 @@ export class CommitCheck {
     /** The clock of the one who judges this commit as new (the writer, the hook); null when history is judged (coo verify, a replay). */
     readonly clock: Date | null = null,
     /**
-     * Whether the commit lands as it is judged (the pre-receive hook, by the server's clock): a claim,
+     * Whether the commit lands as it is judged (the pre-receive hook, by the server's clock, on a push of one commit): a claim,
      * and a dispatch using the CEO's approval, is there dated no earlier than the clock less the skew
      * (rules/clock.ts checkNotBehind). A writer dates them by the clock it judges with, so the rule
      * holds there as written.

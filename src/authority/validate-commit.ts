@@ -47,9 +47,9 @@ function orderOf(entry: EntryFile): number {
  * at write time (`coo append`, the runner), in the pre-receive hook on pushes, and in `coo verify`.
  * Pure: the facts come in, findings and the next state go out. A writer and the hook judge a commit
  * as new and give their own `clock`: an entry dated ahead of it beyond the allowed skew is refused
- * (rules/clock.ts); history (coo verify, a replay) is judged without one. The hook judges commits
- * as they land (`landing`): a claim, or a dispatch using an approval, dated behind its clock
- * beyond the skew is refused there too.
+ * (rules/clock.ts); history (coo verify, a replay) is judged without one. The hook judges a commit
+ * pushed alone as it lands (`landing`): a claim, or a dispatch using an approval, dated behind its
+ * clock beyond the skew is refused there too.
  *
  * One ordered pass: the commit's position and signature, then each signed entry in ORDER, each
  * judged by the rules of its kind (authority/rules/), then what the commit leaves as a whole (the

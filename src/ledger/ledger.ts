@@ -76,8 +76,10 @@ export const PACK_CHECK_EVERY = 256;
 
 /** What a replay reports as it goes. */
 export interface ReplayObserver {
-  /** The clock of a judge of new commits as they land (the pre-receive hook's): entries dated ahead of it, and claims and approved dispatches dated behind it, are refused (authority/rules/clock.ts). */
+  /** The clock of a judge of new commits (the pre-receive hook's): entries dated ahead of it are refused (authority/rules/clock.ts). */
   readonly clock?: Date;
+  /** With `clock`: the commits land as their writer wrote them, so claims and approved dispatches dated behind it are refused too (rules/clock.ts checkNotBehind). */
+  readonly landing?: boolean;
   readonly onFinding?: (finding: Finding) => void;
   readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;
 }
@@ -309,7 +311,7 @@ export class Ledger {
         const { links: own, facts, unreadable } = await pending.get(index)!;
         pending.delete(index);
         linksOf.delete(index - 2);
-        const verdict = unreadable === undefined ? validateCommit(state, facts, observer.clock ?? null, observer.clock !== undefined) : unreadableVerdict(state, facts, unreadable);
+        const verdict = unreadable === undefined ? validateCommit(state, facts, observer.clock ?? null, observer.clock !== undefined && observer.landing === true) : unreadableVerdict(state, facts, unreadable);
         for (const finding of verdict.findings) observer.onFinding?.(finding);
         state = verdict.advance();
         tree = own.tree;

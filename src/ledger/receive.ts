@@ -64,8 +64,10 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
         continue;
       }
       const baseTree = oldHead === null ? null : (await readCommitLinks(ledger.reader, oldHead)).tree;
-      // New commits, judged against the server's clock: an entry dated ahead of it is declined.
-      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { clock: new Date(), onFinding: (finding) => findings.push(finding) });
+      // New commits, judged against the server's clock: an entry dated ahead of it is declined. A push of one commit lands
+      // as its writer wrote it (every writer through a remote publishes so), and a claim in it dated behind is declined too;
+      // a push of several is history moving (dropped commits put back, a main restored, a ledger moved), dated when written.
+      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { clock: new Date(), landing: commits.length === 1, onFinding: (finding) => findings.push(finding) });
     }
   } catch (error) {
     if (!(error instanceof CooError)) throw error;

@@ -34,7 +34,8 @@ export const BEHIND_JUDGE = 'behind the clock that judges it';
  * (lane/budget.ts chargedDay); a dispatch's, whether the approval it uses still stood. One dated
  * behind was written by a clock that runs behind, by whose reading a message or an approval that
  * expired minutes ago is still live and a day that is over still has its cap to spend. The
- * pre-receive hook applies it by the server's clock as the entry lands; a writer dates these entries
+ * pre-receive hook applies it by the server's clock as the entry lands, in a push of one commit (a
+ * push of several is history put back or moved, dated when written: ledger/receive.ts); a writer dates these entries
  * by the clock it judges with, so there it holds as written. `coo verify` judges history and has no
  * clock of the past to compare with: it does not apply this.
  */
