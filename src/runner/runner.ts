@@ -851,7 +851,12 @@ export class Runner {
     try {
       await this.append({ files: write, key: this.options.key, now, summary: summary ?? `claim ${attempts.map((item) => `${item.record.id} attempt ${item.attempt}`).join(', ')}` });
     } catch (error) {
-      const said = refused !== null ? `was not claimed${attempts.length > 1 ? ', nor any paid for with it' : ''}: ${refused}; the next pass judges ${attempts.length > 1 ? 'them' : 'it'} again` : isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID') ? 'was claimed by another runner' : null;
+      // A claim the remote refused as dated behind its clock, when this runner's own clock has moved on by more than half the skew allowed
+      // since it dated the claim (a write slowed by a contended remote, a clock set right meanwhile): the date went stale on the way, which
+      // says nothing of the clock; the next pass dates and judges it again. Refused at once after it was dated, the clock is behind: it stops.
+      const stale = isCooError(error) && error.code === 'CLOCK_BEHIND' && this.clock().getTime() - now.getTime() > (LIMITS.clockSkewSeconds * 1000) / 2;
+      const pass = `the next pass judges ${attempts.length > 1 ? 'them' : 'it'} again`;
+      const said = refused !== null ? `was not claimed${attempts.length > 1 ? ', nor any paid for with it' : ''}: ${refused}; ${pass}` : stale ? `was not claimed: the claim, dated ${isoSeconds(now)}, reached the remote too late to be taken as of then; ${pass}, dated anew` : isCooError(error) && (error.code === 'WRITE_ONCE' || error.code === 'ATTEMPT_INVALID') ? 'was claimed by another runner' : null;
       if (said === null) throw error;
       for (const item of attempts) this.emit({ type: 'skipped', messageId: item.record.id, reason: `attempt ${item.attempt} ${said}` });
       return new Set();

@@ -77,6 +77,33 @@ describe('a runner whose clock runs behind the server it pushes to', () => {
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'blocked', blockers: ['expired'] }]);
     expect(world.model.requests).toHaveLength(0);
   });
+
+  it('a claim whose date went stale on its way (the clock set right, or a slow remote, between its dating and the refusal) is skipped, not taken for a clock behind: the runner goes on, and its next pass claims, dated anew, and pays once', async () => {
+    const world = await makeCase(join(dir, 'stale'), closers);
+    const messageId = await consultAt(world, new Date(Date.now() - 15 * MINUTE), 3600);
+    const machine = await world.machine('jumped');
+    // Behind by ten minutes until the remote refuses the claim it dated; right from then on (an NTP step mid-write).
+    let behindMs = 10 * MINUTE;
+    const append = machine.remote.append.bind(machine.remote);
+    machine.remote.append = (async (options: Parameters<typeof append>[0]) => {
+      try {
+        return await append(options);
+      } catch (error) {
+        behindMs = 0;
+        throw error;
+      }
+    }) as typeof append;
+    const runner = machine.runner({ clock: () => new Date(Date.now() - behindMs) });
+    await runner.runOnce();
+    expect(behindMs).toBe(0);
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId, reason: expect.stringMatching(/was not claimed: the claim, dated .*, reached the remote too late/) }));
+    expect(machine.events.filter((event) => event.type === 'claimed')).toEqual([]);
+    expect(world.model.requests).toHaveLength(0);
+
+    await runner.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
 });
 
 describe('a claim dated behind the clock of the hook that takes it', () => {
