@@ -1,9 +1,10 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { spawn } from 'node:child_process';
 import { existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cooBounded, headOf, httpOracle, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
-import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { cooBounded, headOf, httpOracle, processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { laneState } from '../helpers/startup.js';
+import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -16,17 +17,6 @@ import { tempDir } from '../helpers/tmp.js';
 const dir = tempDir('operator-redteam-21-');
 const fresh = worlds(dir);
 const env = { OPENAI_API_KEY: 'sk-test-key' };
-
-/** Processes whose command line names `path` (the runner's state folder: Oracle and its children). */
-function processesUnder(path: string): string[] {
-  return spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
-    .stdout.split('\n')
-    .filter((line) => line.includes(path) && !line.includes(' ps -eo'));
-}
-
-function laneState(world: World, messageId: string): string {
-  return (JSON.parse(cooBounded(['show', messageId, '--ledger', world.gitdir, '--json']).stdout) as { lane_state: string }).lane_state;
-}
 
 describe('the terminal coo watch runs in closed (SIGHUP) while Oracle runs', () => {
   it('stops the runner as Ctrl-C does: Oracle ended, the attempt receipted interrupted, one closing line, exit 130; never a runner gone with no receipt and its Oracle left running; the next run answers it', async () => {

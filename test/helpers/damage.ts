@@ -132,3 +132,10 @@ export function addMalformedTree(gitdir: string, before: number, after: number):
   );
   return { malformed: marks.get(`:${malformedMark}`)!, last: headOf(gitdir) };
 }
+
+/** Processes whose command line names `path` (a runner's state folder: Oracle, an executor and their children). */
+export function processesUnder(path: string): string[] {
+  return spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
+    .stdout.split('\n')
+    .filter((line) => line.includes(path) && !line.includes(' ps -eo'));
+}

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { startScriptedResponsesServer } from '../../src/offline/fake-responses-server.js';
-import { cooBounded, httpOracle, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
-import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { httpOracle, processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { laneState } from '../helpers/startup.js';
+import { blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -15,17 +15,6 @@ import { tempDir } from '../helpers/tmp.js';
 const dir = tempDir('cli-stop-');
 const fresh = worlds(dir);
 const env = { OPENAI_API_KEY: 'sk-test-key' };
-
-/** Processes whose command line names `path` (the runner's state folder: Oracle, Codex and their children). */
-function processesUnder(path: string): string[] {
-  return spawnSync('ps', ['-eo', 'pid=,args='], { encoding: 'utf8' })
-    .stdout.split('\n')
-    .filter((line) => line.includes(path) && !line.includes(' ps -eo'));
-}
-
-function laneState(world: World, messageId: string): string {
-  return (JSON.parse(cooBounded(['show', messageId, '--ledger', world.gitdir, '--json']).stdout) as { lane_state: string }).lane_state;
-}
 
 describe('Ctrl-C on coo watch', () => {
   it('ends Oracle, receipts the consult interrupted, says in one line that the next run retries it, exits 130, and the next run does', async () => {
