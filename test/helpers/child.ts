@@ -8,9 +8,9 @@ export function exited(child: ChildProcess): Promise<number | null> {
   });
 }
 
-/** Waits, checking every 25 ms, until `condition` holds; fails after 15 s. */
+/** Waits, checking every 25 ms, until `condition` holds; fails after 60 s (a runner and its Oracle starting on a loaded machine take more than 15 s). */
 export async function until(condition: () => boolean, what: string): Promise<void> {
-  for (let i = 0; i < 600; i += 1) {
+  for (let i = 0; i < 2400; i += 1) {
     if (condition()) return;
     await new Promise((resolve) => setTimeout(resolve, 25));
   }
