@@ -72,8 +72,8 @@ const header = {
   blockers: z.array(blocker).max(20),
   /**
    * The earliest time the next attempt may start; null when no attempt follows on its own. A consult's
-   * null ends it; a dispatch's is always null (the validator refuses any other), and its next attempt
-   * waits for the CEO's retry approval.
+   * null ends it; a dispatch's (ea_receipt.v0) is always null, and its next attempt waits for the
+   * CEO's retry approval.
    */
   next_attempt_at: timestamp.nullable(),
 };
@@ -166,6 +166,8 @@ export const eaReceipt = z
   .strictObject({
     schema_version: z.literal('ea_receipt.v0'),
     ...header,
+    /** A dispatch never retries on its own: its next attempt is the CEO's to approve (a retry approval), never the receipt's to schedule. */
+    next_attempt_at: z.null(),
     commands_run: z.array(shortText).max(200),
     inner_exit_codes: z.array(z.number().int().min(-255).max(255)).max(200),
     files_changed: z.array(relativePath).max(10_000),

@@ -57,24 +57,24 @@ async function claimedDispatch(): Promise<CooMessage> {
 }
 
 describe('a dispatch receipt that schedules its own retry', () => {
-  attack('an EA receipt whose next_attempt_at opens attempt 2 without the CEO', 'library', 'ATTEMPT_INVALID', async () => {
+  attack('an EA receipt whose next_attempt_at opens attempt 2 without the CEO', 'library', 'SCHEMA_INVALID', async () => {
     const message = await claimedDispatch();
     return kit.append([receiptEntry(message, 1, { next_attempt_at: at(30) })], kit.keys.coo.key);
   });
-  attack('the same receipt pushed with stock git', 'hook', 'ATTEMPT_INVALID', async () => {
+  attack('the same receipt pushed with stock git', 'hook', 'SCHEMA_INVALID', async () => {
     const message = await claimedDispatch();
     const entry = receiptEntry(message, 1, { next_attempt_at: at(30) });
     return kit.push({ [entry.path]: entry.bytes }, { key: kit.keys.coo.file });
   });
 
-  attack('the receipt in history behind the hook, as coo verify replays it', 'verify', 'ATTEMPT_INVALID', async () => {
+  attack('the receipt in history behind the hook, as coo verify replays it', 'verify', 'SCHEMA_INVALID', async () => {
     const message = await claimedDispatch();
     const entry = receiptEntry(message, 1, { next_attempt_at: at(30) });
     let codes: string[] = [];
     await kit.bypass({ [entry.path]: entry.bytes }, { key: kit.keys.coo.file }, () => {
       codes = kit.verifyCodes();
     });
-    return codes.includes('ATTEMPT_INVALID') ? 'ATTEMPT_INVALID' : `accepted (${codes.join(', ')})`;
+    return codes.includes('SCHEMA_INVALID') ? 'SCHEMA_INVALID' : `accepted (${codes.join(', ')})`;
   });
 });
 

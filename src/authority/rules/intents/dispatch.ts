@@ -246,10 +246,6 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     const doc = check.read('ea_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
-    // A dispatch never retries on its own: its next attempt is the CEO's to approve (a retry approval), never the receipt's to schedule.
-    if (doc.next_attempt_at !== null) {
-      throw new CooError('ATTEMPT_INVALID', `${where}: a dispatch never retries on its own; next_attempt_at is null, and its next attempt waits for the CEO's retry approval`, { where: `${where}:next_attempt_at` });
-    }
     const asked = attemptConsults(record, info.attempt, (id) => check.message(id));
     if (canonicalJson(doc.consults ?? []) !== canonicalJson(asked)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: consults must list the ${asked.length} consult(s) the agent asked in attempt ${info.attempt}, in order, each with its latest receipt`, { where: `${where}:consults` });
