@@ -21,6 +21,8 @@ export interface ReportInput {
   readonly timeline: Timeline;
   /** The CEO key the auditor pinned (`--trust-root`), or null when the page trusts whatever genesis the ledger holds. */
   readonly trustRoot: string | null;
+  /** What `otherRefsNote` says of the refs beside main the page does not judge, or null when there are none. */
+  readonly otherRefs: string | null;
 }
 
 /**
@@ -96,8 +98,9 @@ function findingText(finding: Finding): string {
   return rest.startsWith(': ') ? rest.slice(2) : rest.startsWith(' ') ? rest.slice(1) : finding.message;
 }
 
-function findingsSection(findings: readonly Finding[]): string {
-  if (findings.length === 0) return '<section id="findings"><h2>Verification</h2><p class="ok-text">No findings: every commit and entry signature, signer, path, sequence and hash checks out.</p></section>';
+function findingsSection(findings: readonly Finding[], otherRefs: string | null): string {
+  const beside = otherRefs === null ? '' : `<p class="other-refs">${escape(otherRefs)}</p>`;
+  if (findings.length === 0) return `<section id="findings"><h2>Verification</h2><p class="ok-text">No findings: every commit and entry signature, signer, path, sequence and hash checks out.</p>${beside}</section>`;
   const rows = findings.map((finding) =>
     row(' class="finding"', [
       ['code', `<code>${escape(finding.code)}</code>`],
@@ -106,7 +109,7 @@ function findingsSection(findings: readonly Finding[]): string {
       ['what', `<span class="text">${escape(findingText(finding))}</span>`],
     ]),
   );
-  return `<section id="findings" class="alarm"><h2>Verification: ${findings.length} finding(s)</h2>${table(['code', 'commit', 'path', 'what'], rows)}</section>`;
+  return `<section id="findings" class="alarm"><h2>Verification: ${findings.length} finding(s)</h2>${table(['code', 'commit', 'path', 'what'], rows)}${beside}</section>`;
 }
 
 function warningsSection(state: LedgerState, warnings: ReadonlyMap<string, readonly string[]>): string {
@@ -485,6 +488,6 @@ export function renderReport(input: ReportInput): string {
 <p>${input.trustRoot === null ? "trust root <strong>not pinned</strong>: read from the ledger's own genesis (pin the CEO key with --trust-root)" : `trust root pinned to ${fingerprint(input.trustRoot)}`}</p>
 <p>trust root v${input.state.root?.version ?? '-'} &middot; registry v${input.state.registry?.version ?? '-'} (active COO ${escape(input.state.registry?.doc.active_coo ?? '-')}) &middot; policy v${input.state.policy?.version ?? '-'} &middot; kill switch ${escape(input.state.killSwitch?.doc.state ?? 'off')}</p>
 ${status}</header>
-<main>${findingsSection(input.findings)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.timeline, input.findings, warnings)}${panelsSection(input.state, input.timeline)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
+<main>${findingsSection(input.findings, input.otherRefs)}${warningsSection(input.state, warnings)}${messagesSection(input.state, input.timeline, input.findings, warnings)}${panelsSection(input.state, input.timeline)}${dispatchesSection(input.state, input.timeline, input.findings)}${approvalsSection(input.state, input.timeline)}${spendSection(input.state)}${signersSection(input.state, input.timeline)}${trustSection(input.timeline)}${timelineSection(input.timeline)}</main></body></html>
 `;
 }

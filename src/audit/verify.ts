@@ -73,13 +73,13 @@ async function otherRefs(gitdir: string, head: string | null): Promise<string[]>
  * prints the notes of `refs/notes/commits` under main's commits as part of them, so an unsigned
  * line would read as a signed commit's words beside a clean verify.
  */
-export function otherRefsNote(refs: readonly string[]): string | null {
+export function otherRefsNote(refs: readonly string[], judge = 'coo verify'): string | null {
   if (refs.length === 0) return null;
   const named = `${refs.slice(0, NAMED_REFS).join(', ')}${refs.length > NAMED_REFS ? ` and ${refs.length - NAMED_REFS} more` : ''}`;
   const notes = refs.some((ref) => ref.startsWith('refs/notes/')) ? '; stock git log prints git notes under the commits they annotate, as if part of them (git log --no-notes leaves them out)' : '';
   const replaced = refs.some((ref) => ref.startsWith('refs/replace/')) ? "; stock git shows the commit a refs/replace/ ref points at in place of the one it names, main's too (git --no-replace-objects log shows main's own)" : '';
   const head = refs.includes('HEAD') ? "; stock git log with no ref shows HEAD's history, not main's (git log main shows the ledger)" : '';
-  return `coo verify judged main only: ${named} ${refs.length === 1 ? 'is' : 'are'} not the ledger, and no actor need have signed what ${refs.length === 1 ? 'it holds' : 'they hold'}${notes}${replaced}${head}`;
+  return `${judge} judged main only: ${named} ${refs.length === 1 ? 'is' : 'are'} not the ledger, and no actor need have signed what ${refs.length === 1 ? 'it holds' : 'they hold'}${notes}${replaced}${head}`;
 }
 
 /** Is `descendant` on the line above `ancestor`? */

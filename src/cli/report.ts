@@ -1,10 +1,11 @@
 import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { renderReport } from '../audit/report.js';
-import { verifyLedger } from '../audit/verify.js';
+import { otherRefsNote, verifyLedger } from '../audit/verify.js';
 import { emit, jsonOption, ledgerOption, loadPublicKey, required, writeOutput } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
+import { writeErr } from './terminal.js';
 
 export function reportVerb(program: Command): void {
   program
@@ -23,12 +24,14 @@ export function reportVerb(program: Command): void {
       const report = await progress.until(verifyLedger(gitdir, { timeline: true, now, onProgress: progress.update, ...(trustRoot === undefined ? {} : { trustRoot }) }));
       // An empty ledger has no timeline: no commit was replayed.
       const timeline = report.timeline ?? { commits: [] };
-      writeOutput(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline, trustRoot: trustRoot?.keyId ?? null }), '--html', 'the report');
+      const otherRefs = otherRefsNote(report.otherRefs, 'this report');
+      writeOutput(out, renderReport({ ledger: resolve(gitdir), generatedAt: now.toISOString(), head: report.head, state: report.state, findings: report.findings, timeline, trustRoot: trustRoot?.keyId ?? null, otherRefs }), '--html', 'the report');
       // The page is written either way: with findings, it is the evidence of what is wrong.
       if (report.findings.length > 0) markRejected();
+      if (otherRefs !== null && opts.json !== true) writeErr(`note: ${otherRefs}\n`);
       emit(
         opts.json,
-        { ok: report.findings.length === 0, html: resolve(out), commits: report.commits, findings: report.findings.length, trust_root: trustRoot?.keyId ?? null },
+        { ok: report.findings.length === 0, html: resolve(out), commits: report.commits, findings: report.findings.length, trust_root: trustRoot?.keyId ?? null, other_refs: report.otherRefs },
         () => `${report.findings.length === 0 ? 'ok' : 'FAILED'}: wrote ${out}: ${report.commits} commits, ${report.findings.length} finding(s)`,
       );
     });

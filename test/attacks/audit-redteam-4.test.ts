@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inertJson, invisibleCharacters } from '../../src/util/invisible.js';
@@ -87,6 +88,20 @@ describe('refs beside main, which coo verify does not judge', () => {
     const text = coo(['verify', '--ledger', gitdir, '--no-checkpoint']);
     expect(text.status, text.stderr).toBe(0);
     expect(text.stderr).toContain('note: coo verify judged main only: refs/heads/approvals, refs/notes/commits, refs/tags/approved are not the ledger');
+  }, 60_000);
+
+  it('coo report names them too, on its page, in --json and on standard error, and says it judged main only', async () => {
+    const { gitdir } = await withOtherRefs();
+    const html = join(tempDir('audit-redteam-4-report-'), 'report.html');
+    const run = coo(['report', '--ledger', gitdir, '--html', html, '--json']);
+    expect(run.status, run.stderr).toBe(0);
+    const report = json<{ ok: boolean; other_refs: string[] }>(run);
+    expect(report.ok).toBe(true);
+    expect(report.other_refs).toEqual(['refs/heads/approvals', 'refs/notes/commits', 'refs/tags/approved']);
+    expect(readFileSync(html, 'utf8')).toContain('this report judged main only: refs/heads/approvals, refs/notes/commits, refs/tags/approved are not the ledger');
+    const text = coo(['report', '--ledger', gitdir, '--html', html]);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stderr).toContain('note: this report judged main only: refs/heads/approvals, refs/notes/commits, refs/tags/approved are not the ledger');
   }, 60_000);
 
   it('coo clone takes main alone: no tag of its history comes with it, and the clone verifies with no such note', async () => {
