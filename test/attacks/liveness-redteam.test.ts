@@ -94,6 +94,16 @@ describe('a message no runner here can run', () => {
   });
 });
 
+describe('odd times', () => {
+  attack('a consult dated 290 s back whose expiry passed before it landed (within the skew the ledger allows): the first pass receipts it expired, unpaid', 'runner', 'blocked:expired', async () => {
+    const w = await world('born-expired');
+    const asked = await w.consult({ now: new Date(Date.now() - 290_000), ttlSeconds: 200 });
+    await w.runner().runOnce();
+    expect(w.server.requests).toHaveLength(0);
+    return outcome(w, asked.messageId);
+  });
+});
+
 describe('a wake far off', () => {
   it('a watch whose pass waits on a time 40 days off (an expiry, a deadline years away) runs once and waits, never spinning', async () => {
     const gitdir = mkdtempSync(join(dir, 'far-wake-'));
