@@ -208,6 +208,8 @@ export class Runner {
    * each new attempt is judged, on a state that holds the switch.
    */
   private switchedOff: string | null = null;
+  /** The expiry and deadline of the envelopes of messages left unclaimed, by message id. */
+  private readonly envelopeTimes = new Map<string, { readonly expiresAt: string; readonly deadlineAt: string }>();
   /** The heartbeat interval of the policy on the head the last heartbeat landed on: a watch beats at it. */
   private beatSeconds: number | null = null;
 
@@ -432,20 +434,27 @@ export class Runner {
         .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id) && !this.earlyRetries.has(record.id))
         .map((record) => ({ record, work: nextWork(record, now) }))
         .filter(({ record, work }) => work.kind !== 'attempt' || !this.beforeItsFloor(state, record, work.number, now));
-      // A new attempt of a target whose lane cannot run here is never claimed; an open claim is still recovered.
-      const held = open.filter(({ record, work }) => work.kind === 'attempt' && this.options.waiting?.has(record.target) === true).map(({ record }) => record.id);
+      // A new attempt of a target whose lane cannot run here is never claimed while another runner may still run it; an open
+      // claim is still recovered. Once its time is up (rules of gateAttempt) no runner may start it: its lane receipts it, unrun.
+      const held: string[] = [];
+      const over = new Set<string>();
+      for (const { record, work } of open) {
+        if (work.kind !== 'attempt' || this.options.waiting?.has(record.target) !== true) continue;
+        if (Date.parse(await this.lastStart(record, work.number)) <= now.getTime()) over.add(record.id);
+        else held.push(record.id);
+      }
       // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
       for (const id of held) this.configError(id, this.options.waiting!.get(state.messages.get(id)!.target)!);
       // Open attempts first: a dead runner's claim holds what its attempt may spend until its receipt
       // lands (lane/budget.ts), so it is recovered before new work is judged beside it.
       const ready = open
-        .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && this.options.waiting?.has(record.target) !== true))
+        .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && (this.options.waiting?.has(record.target) !== true || over.has(record.id))))
         .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
       const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
-        return summary([...waiting, ...this.leaseWaits].sort(), held);
+        return summary([...waiting, ...this.leaseWaits, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held);
       }
       try {
         const landed = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
@@ -467,6 +476,38 @@ export class Runner {
         }
       }
     }
+  }
+
+  /**
+   * The last moment attempt `attempt` of `record` may start (authority/runnable.ts gateAttempt): its
+   * envelope's expiry for the first, its deadline for a retry. Read once per message: an envelope never changes.
+   */
+  private async lastStart(record: MessageRecord, attempt: number): Promise<string> {
+    let times = this.envelopeTimes.get(record.id);
+    if (times === undefined) {
+      const message = await readMessage(this.options.ledger, record);
+      times = { expiresAt: message.expires_at, deadlineAt: message.deadline_at };
+      this.envelopeTimes.set(record.id, times);
+    }
+    return attempt === 1 ? times.expiresAt : times.deadlineAt;
+  }
+
+  /**
+   * When the messages a pass left unclaimed with a new attempt to start (held here, or said skipped:
+   * a panel that waits for a member, a budget that waits for open attempts) can no longer start: a
+   * watch wakes then, and receipts each that is still queued, rather than waiting for the ledger to move.
+   */
+  private async endsOfLeft(state: LedgerState, ids: readonly string[], now: Date): Promise<string[]> {
+    const ends: string[] = [];
+    for (const id of new Set(ids)) {
+      const record = state.messages.get(id);
+      const work = record === undefined ? null : nextWork(record, now);
+      if (record === undefined || work?.kind !== 'attempt' || isTerminal(record)) continue;
+      const end = await this.lastStart(record, work.number);
+      if (Date.parse(end) > now.getTime()) ends.push(end);
+    }
+    for (const id of this.envelopeTimes.keys()) if (state.messages.get(id) === undefined || isTerminal(state.messages.get(id)!)) this.envelopeTimes.delete(id);
+    return ends;
   }
 
   /**

@@ -9,6 +9,12 @@ import type { Runner, RunnerErrorEvent, RunSummary } from './runner.js';
 const POLL_MS = 1000;
 /** Just past chokidar's 50 ms throttle of repeated change events. */
 const TRAILING_MS = 60;
+/**
+ * The longest a watch's wake waits at once. A timer set further out than 2^31-1 ms (24.8 days: a
+ * message's expiry may be 30 days off, its deadline years) fires at once, and the watch would spin;
+ * a wake this far off runs a pass that sets the next one.
+ */
+const MAX_WAKE_MS = 86_400_000;
 
 /** A failure that ends a watch: a history that does not verify (`rejected`), or a runner that may not go on (`usage`: its key revoked). */
 function endsWatch(error: unknown): boolean {
@@ -120,7 +126,7 @@ export async function watchLedger(runner: Runner, gitdir: string, options: Watch
     }
     if (wake !== undefined) clearTimeout(wake);
     const next = summary?.waiting[0];
-    if (next !== undefined && !stopped) wake = setTimeout(() => void run(), Math.max(0, Date.parse(next) - Date.now()) + 50);
+    if (next !== undefined && !stopped) wake = setTimeout(() => void run(), Math.min(MAX_WAKE_MS, Math.max(0, Date.parse(next) - Date.now()) + 50));
     options.onIdle?.();
   };
 
