@@ -98,9 +98,11 @@ export interface BwrapLayout {
  * and a unix socket answers whoever can name it (through a read-only mount, and from a sandbox with
  * no network of its own too): the ssh agent the runner was started with (its keys sign for whoever
  * asks, though its variable is never handed on), the session's runtime folder (gpg-agent, the
- * session bus, which starts commands outside any sandbox), and the servers of the terminal
+ * session bus, which starts commands outside any sandbox), the servers of the terminal
  * multiplexers the runner may run in (tmux, screen), each of which runs any command it is sent as
- * the user, outside any sandbox: the one named by `TMUX`, and each folder of the user's servers.
+ * the user, outside any sandbox: the one named by `TMUX`, and each folder of the user's servers;
+ * and Docker's daemon (`DOCKER_HOST`, `/run/docker.sock`), which starts a container of the host's
+ * whole file system for whoever may call it.
  */
 function sessionSockets(): string[] {
   const uid = process.getuid?.();
@@ -119,6 +121,8 @@ function sessionSockets(): string[] {
     ...absolute(process.env['SCREENDIR']),
     ...(user === null ? [] : [`/run/screen/S-${user}`, `/tmp/screens/S-${user}`]),
     join(homedir(), '.screen'),
+    ...absolute(/^unix:\/\/(.+)$/.exec(process.env['DOCKER_HOST'] ?? '')?.[1]),
+    '/run/docker.sock',
   ];
 }
 

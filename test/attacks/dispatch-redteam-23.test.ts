@@ -82,33 +82,43 @@ describe("a hostile agent that sends a command to the tmux server the runner was
   });
 });
 
-describe("a hostile agent that calls the screen server's socket of the runner's user", () => {
-  const place = hostilePlaces(dir, 'screen');
-  const screenDir = join(sockets, 'screen');
-  const socket = join(screenDir, '4242.pts-0.host');
+describe("a hostile agent that calls the socket of a server of the user's that runs what it is asked outside any sandbox", () => {
+  const place = hostilePlaces(dir, 'daemon');
+  const cases: ReadonlyArray<{ readonly what: string; readonly socket: string; readonly env: (socket: string) => NodeJS.ProcessEnv }> = [
+    // screen runs what a client asks of it (`screen -X exec`); its sessions' sockets are in SCREENDIR.
+    { what: 'a screen session in SCREENDIR', socket: join(sockets, 'screen', '4242.pts-0.host'), env: (socket) => ({ SCREENDIR: join(socket, '..') }) },
+    // Docker's daemon starts a container with the host's / mounted for whoever may call it.
+    { what: 'the Docker daemon DOCKER_HOST names', socket: join(sockets, 'docker', 'docker.sock'), env: (socket) => ({ DOCKER_HOST: `unix://${socket}` }) },
+  ];
   const calls: string[] = [];
-  let server: Server;
+  const servers: Server[] = [];
   beforeAll(async () => {
     requireBubblewrap('a sandbox test');
-    mkdirSync(screenDir, { mode: 0o700 });
-    // A stand-in for screen's server, which runs what a client asks of it (`screen -X exec`) outside any sandbox.
-    server = createServer((client) => {
-      calls.push('called');
-      client.end();
-    });
-    await new Promise<void>((resolve) => server.listen(socket, resolve));
+    for (const { socket } of cases) {
+      mkdirSync(join(socket, '..'), { mode: 0o700 });
+      // A stand-in for the server: it counts who called it.
+      const server = createServer((client) => {
+        calls.push(socket);
+        client.end();
+      });
+      await new Promise<void>((resolve) => server.listen(socket, resolve));
+      servers.push(server);
+    }
   });
-  afterAll(() => new Promise<void>((resolve) => server.close(() => resolve())));
+  afterAll(async () => {
+    for (const server of servers) await new Promise<void>((resolve) => server.close(() => resolve()));
+  });
 
-  attack('a hostile agent: it connects to the socket of a screen session in SCREENDIR', 'runner', 'refused', async () => {
-    const where = await place('agent');
-    const { messageId } = await dispatchTo(where, 'screen-agent');
-    const reach = `node -e "require('net').connect('${socket}').on('connect', () => { require('fs').writeFileSync('src/reached.txt', 'yes'); process.exit(0); }).on('error', () => process.exit(0))"`;
-    const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; ${reach}`), { env: { SCREENDIR: screenDir } });
-    const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
-    if (receipt === undefined) return watch.hung ? 'hung' : 'no receipt';
-    const files = receipt['files_changed'] as string[];
-    if (files.includes('src/reached.txt') || calls.length > 0) return 'accepted: the screen server was reached from the sandbox';
-    return receipt['status'] === 'succeeded' ? 'refused' : `receipted as ${String(receipt['status'])} ${JSON.stringify(receipt['blockers'])}`;
-  });
+  for (const [index, { what, socket, env }] of cases.entries()) {
+    attack(`a hostile agent: it connects to the socket of ${what}`, 'runner', 'refused', async () => {
+      const where = await place(`case-${index}`);
+      const { messageId } = await dispatchTo(where, `daemon-${index}`);
+      const reach = `node -e "require('net').connect('${socket}').on('connect', () => { require('fs').writeFileSync('src/reached.txt', 'yes'); process.exit(0); }).on('error', () => process.exit(0))"`;
+      const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; ${reach}`), { env: env(socket) });
+      const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+      if (receipt === undefined) return watch.hung ? 'hung' : 'no receipt';
+      if ((receipt['files_changed'] as string[]).includes('src/reached.txt') || calls.includes(socket)) return `accepted: ${what} was reached from the sandbox`;
+      return receipt['status'] === 'succeeded' ? 'refused' : `receipted as ${String(receipt['status'])} ${JSON.stringify(receipt['blockers'])}`;
+    });
+  }
 });
