@@ -72,6 +72,14 @@ describe("a hostile agent that sends a command to the tmux server the runner was
     return judged(where, messageId, outside, watch.hung);
   });
 
+  attack("a hostile agent: it asks a tmux server of the user's that the runner was not started in (no TMUX, the server in tmux's folder)", 'runner', 'refused', async () => {
+    const where = await place('folder');
+    const outside = join(where.world.dir, 'key-copied-out');
+    const { messageId } = await dispatchTo(where, 'tmux-folder');
+    const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; ${sendToTmux(tmux.socket, where, outside)}`), { env: { TMUX_TMPDIR: tmux.env['TMUX_TMPDIR'] } });
+    return judged(where, messageId, outside, watch.hung);
+  });
+
   attack("a hostile agent: its code, run by the verification (no network of its own), asks the tmux server to copy the COO key out", 'runner', 'refused', async () => {
     const where = await place('verify');
     const outside = join(where.world.dir, 'key-copied-out');
