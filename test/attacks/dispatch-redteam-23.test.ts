@@ -21,7 +21,7 @@ const dir = tempDir('dispatch-redteam-23');
 const sockets = tempDir('e23-');
 
 /** The operator's tmux server, the runner started in it: TMUX names its socket, in TMUX_TMPDIR/tmux-UID. */
-function operatorTmux(): { readonly socket: string; readonly env: NodeJS.ProcessEnv } {
+function operatorTmux(): { readonly socket: string; readonly pid: number; readonly env: NodeJS.ProcessEnv } {
   const tmpdir = join(sockets, 'tmux');
   mkdirSync(tmpdir, { mode: 0o700 });
   const hostEnv: NodeJS.ProcessEnv = { ...process.env, TMUX_TMPDIR: tmpdir };
@@ -29,15 +29,8 @@ function operatorTmux(): { readonly socket: string; readonly env: NodeJS.Process
   const started = spawnSync('tmux', ['-f', '/dev/null', 'new-session', '-d', '-s', 'operator', 'sleep 600'], { env: hostEnv, encoding: 'utf8' });
   if (started.status !== 0) throw new Error(`these tests need tmux (apt-get install tmux; .ci/run installs it): ${started.error?.message ?? started.stderr}`);
   const pid = Number(spawnSync('tmux', ['display-message', '-p', '#{pid}'], { env: hostEnv, encoding: 'utf8' }).stdout.trim());
-  afterAll(() => {
-    try {
-      process.kill(pid, 'SIGTERM');
-    } catch {
-      // gone already
-    }
-  });
   const socket = join(tmpdir, `tmux-${process.getuid!()}`, 'default');
-  return { socket, env: { TMUX_TMPDIR: tmpdir, TMUX: `${socket},${pid},0` } };
+  return { socket, pid, env: { TMUX_TMPDIR: tmpdir, TMUX: `${socket},${pid},0` } };
 }
 
 /** A command that asks the tmux server at `socket` to copy the COO key out to `outside`, as the user, outside the sandbox. */
@@ -62,6 +55,13 @@ describe("a hostile agent that sends a command to the tmux server the runner was
     const marker = join(sockets, 'reached-from-the-host');
     spawnSync('tmux', ['-S', tmux.socket, 'run-shell', `touch '${marker}'`]);
     expect(existsSync(marker)).toBe(true);
+  });
+  afterAll(() => {
+    try {
+      process.kill(tmux.pid, 'SIGTERM');
+    } catch {
+      // gone already
+    }
   });
 
   attack('a hostile agent: it asks the tmux server to copy the COO key out of its sandbox', 'runner', 'refused', async () => {
