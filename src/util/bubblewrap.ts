@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import { homedir } from 'node:os';
+import { homedir, userInfo } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
@@ -95,14 +95,35 @@ export interface BwrapLayout {
 
 /**
  * The sockets of the user's session a sandbox could otherwise reach, since it sees the host's files
- * and a unix socket answers whoever can name it: the ssh agent the runner was started with (its
- * keys sign for whoever asks, though its variable is never handed on), and the session's runtime
- * folder (gpg-agent, the session bus, which starts commands outside any sandbox).
+ * and a unix socket answers whoever can name it (through a read-only mount, and from a sandbox with
+ * no network of its own too): the ssh agent the runner was started with (its keys sign for whoever
+ * asks, though its variable is never handed on), the session's runtime folder (gpg-agent, the
+ * session bus, which starts commands outside any sandbox), the servers of the terminal
+ * multiplexers the runner may run in (tmux, screen), each of which runs any command it is sent as
+ * the user, outside any sandbox: the one named by `TMUX`, and each folder of the user's servers;
+ * and Docker's daemon (`DOCKER_HOST`, `/run/docker.sock`), which starts a container of the host's
+ * whole file system for whoever may call it.
  */
 function sessionSockets(): string[] {
   const uid = process.getuid?.();
-  const sshAgent = process.env['SSH_AUTH_SOCK'];
-  return [...(sshAgent !== undefined && isAbsolute(sshAgent) ? [sshAgent] : []), ...(uid === undefined ? [] : [`/run/user/${uid}`])];
+  const absolute = (path: string | undefined): string[] => (path !== undefined && isAbsolute(path) ? [path] : []);
+  const tmuxFolder = absolute(process.env['TMUX_TMPDIR'])[0] ?? '/tmp';
+  let user: string | null = null;
+  try {
+    user = userInfo().username;
+  } catch {
+    // no name for this uid: screen names its folder by the name
+  }
+  return [
+    ...absolute(process.env['SSH_AUTH_SOCK']),
+    ...(uid === undefined ? [] : [`/run/user/${uid}`, join(tmuxFolder, `tmux-${uid}`)]),
+    ...absolute(process.env['TMUX']?.split(',')[0]),
+    ...absolute(process.env['SCREENDIR']),
+    ...(user === null ? [] : [`/run/screen/S-${user}`, `/tmp/screens/S-${user}`]),
+    join(homedir(), '.screen'),
+    ...absolute(/^unix:\/\/(.+)$/.exec(process.env['DOCKER_HOST'] ?? '')?.[1]),
+    '/run/docker.sock',
+  ];
 }
 
 /** Whether `folder` is `path` or holds it (both resolved). */
