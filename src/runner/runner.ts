@@ -435,12 +435,12 @@ export class Runner {
         .map((record) => ({ record, work: nextWork(record, now) }))
         .filter(({ record, work }) => work.kind !== 'attempt' || !this.beforeItsFloor(state, record, work.number, now));
       // A new attempt of a target whose lane cannot run here is never claimed while another runner may still run it; an open
-      // claim is still recovered. Once its time is up (rules of gateAttempt) no runner may start it: its lane receipts it, unrun.
+      // claim is still recovered. Once no runner may start it (heldUntil) its lane receipts it, unrun.
       const held: string[] = [];
       const over = new Set<string>();
       for (const { record, work } of open) {
         if (work.kind !== 'attempt' || this.options.waiting?.has(record.target) !== true) continue;
-        if (Date.parse(await this.lastStart(record, work.number)) <= now.getTime()) over.add(record.id);
+        if (Date.parse(await this.heldUntil(record, work.number)) <= now.getTime()) over.add(record.id);
         else held.push(record.id);
       }
       // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
@@ -493,6 +493,18 @@ export class Runner {
   }
 
   /**
+   * Until when attempt `attempt` of `record` stays queued here when its target is held on this runner:
+   * its last start, by the clock of every machine within the skew the ledger allows between them
+   * (LIMITS.clockSkewSeconds). A runner that cannot run it never ends it while a runner that can, with
+   * a clock behind this one's by no more than that skew, may still start it; any other message ends at
+   * its last start, as its lane's gate judges it.
+   */
+  private async heldUntil(record: MessageRecord, attempt: number): Promise<string> {
+    const end = await this.lastStart(record, attempt);
+    return this.options.waiting?.has(record.target) === true ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
+  }
+
+  /**
    * When the messages a pass left unclaimed with a new attempt to start (held here, or said skipped:
    * a panel that waits for a member, a budget that waits for open attempts) can no longer start: a
    * watch wakes then, and receipts each that is still queued, rather than waiting for the ledger to move.
@@ -503,7 +515,7 @@ export class Runner {
       const record = state.messages.get(id);
       const work = record === undefined ? null : nextWork(record, now);
       if (record === undefined || work?.kind !== 'attempt' || isTerminal(record)) continue;
-      const end = await this.lastStart(record, work.number);
+      const end = await this.heldUntil(record, work.number);
       if (Date.parse(end) > now.getTime()) ends.push(end);
     }
     for (const id of this.envelopeTimes.keys()) if (state.messages.get(id) === undefined || isTerminal(state.messages.get(id)!)) this.envelopeTimes.delete(id);

@@ -7,6 +7,7 @@ import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import type { ExecutorFactory } from '../../src/dispatch/executor.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
+import { LIMITS } from '../../src/limits.js';
 import { attack } from '../helpers/attack-kit.js';
 import { blockersOf, makeTargetRepo, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -44,22 +45,23 @@ async function outcome(w: World, messageId: string): Promise<string> {
 }
 
 describe('a message no runner here can run', () => {
-  attack('a consult to aa.gemini, held on this runner, is past its expiry: it is receipted expired, unpaid, never left queued', 'runner', 'blocked:expired', async () => {
+  attack('a consult to aa.gemini, held on this runner, is past its expiry by more than the skew allowed between machines: it is receipted expired, unpaid, never left queued', 'runner', 'blocked:expired', async () => {
     const w = await world('held-expired');
     const asked = await w.consult({ target: 'aa.gemini', ttlSeconds: 60 });
-    const later = new Date(Date.now() + 120_000);
+    // Past the skew allowed between machines too: no runner that can run it may still start it.
+    const later = new Date(Date.now() + 60_000 + (LIMITS.clockSkewSeconds + 60) * 1000);
     const summary = await w.runner({ clock: () => later, transport: w.transport({ env: NO_GEMINI_KEY }), waiting: HELD_GEMINI }).runOnce();
     expect(w.server.requests).toHaveLength(0);
     expect(summary.held).toEqual([]);
     return outcome(w, asked.messageId);
   });
 
-  attack('a consult to aa.gemini, held on this runner, before its expiry: it stays queued, unclaimed, and the pass says to wake at its expiry', 'runner', 'queued', async () => {
+  attack('a consult to aa.gemini, held on this runner, before its expiry: it stays queued, unclaimed, and the pass says to wake once its expiry is past by the skew allowed between machines', 'runner', 'queued', async () => {
     const w = await world('held-live');
     const asked = await w.consult({ target: 'aa.gemini', ttlSeconds: 600 });
     const summary = await w.runner({ transport: w.transport({ env: NO_GEMINI_KEY }), waiting: HELD_GEMINI }).runOnce();
     expect(summary.held).toEqual([asked.messageId]);
-    expect(summary.waiting).toContain(asked.envelope.expires_at);
+    expect(summary.waiting).toContain(new Date(Date.parse(asked.envelope.expires_at) + LIMITS.clockSkewSeconds * 1000).toISOString().replace(/\.\d{3}Z$/, 'Z'));
     expect(w.server.requests).toHaveLength(0);
     return outcome(w, asked.messageId);
   });
@@ -77,7 +79,7 @@ describe('a message no runner here can run', () => {
   });
 
 
-  attack('a dispatch to ea.codex, whose executor is missing on this runner (held at start), is past its expiry: it is receipted expired, nothing started', 'runner', 'blocked:expired', async () => {
+  attack('a dispatch to ea.codex, whose executor is missing on this runner (held at start), is past its expiry by more than the skew allowed between machines: it is receipted expired, nothing started', 'runner', 'blocked:expired', async () => {
     const w = await world('held-dispatch');
     const repo = join(w.dir, 'work');
     makeTargetRepo(repo);
@@ -87,7 +89,7 @@ describe('a message no runner here can run', () => {
       started += 1;
       throw new Error('no executor is started for an expired dispatch');
     };
-    const later = new Date(Date.now() + 120_000);
+    const later = new Date(Date.now() + 60_000 + (LIMITS.clockSkewSeconds + 60) * 1000);
     await w.runner({ repo, executors, clock: () => later, waiting: new Map([['ea.codex', { code: 'EXECUTOR_CONFIG', message: 'codex is not on PATH' }]]) }).runOnce();
     expect(started).toBe(0);
     return outcome(w, messageId);
