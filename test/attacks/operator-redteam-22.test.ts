@@ -1,7 +1,8 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cooBounded, headOf, refusal, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
-import { worlds } from '../helpers/lane.js';
+import { cooBounded, headOf, httpOracle, processesUnder, refusal, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { nothingClaimed, queued } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -9,7 +10,9 @@ import { tempDir } from '../helpers/tmp.js';
  * A careless operator, round 22: a command line that gives a one-value flag twice, or leaves a
  * flag's value out so that the next flag is taken as it. Each is refused as USAGE (exit 2) before
  * the verb runs, naming the flag; nothing is written to the ledger, nothing claimed; `--json` taken
- * as another flag's value does not switch JSON errors on.
+ * as another flag's value does not switch JSON errors on. And a runner SIGKILLed while its Oracle
+ * runs: the next start says what it waits for and how to end it, and the attempt left claimed is
+ * charged as a call that may have been paid, also when the state folder went with the runner.
  */
 
 const dir = tempDir('operator-redteam-22-');
@@ -61,5 +64,81 @@ describe("a flag's value left out, so the next flag is taken as it", () => {
     expect(written.status, written.stderr).toBe(0);
     expect(JSON.parse(written.stdout)).toMatchObject({ existing: false });
     expect(headOf(world.gitdir)).not.toBe(before);
+  });
+});
+
+/** A consult whose model never answers, claimed by a `coo watch --once` that is then SIGKILLed while its Oracle waits on the model. */
+async function killedMidCall(world: World): Promise<{ messageId: string; args: string[]; state: string }> {
+  const { messageId } = await world.consult();
+  const state = join(world.dir, 'watch-state');
+  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state, httpOracle(world.dir)), '--once'];
+  const runner = startBounded(args, env);
+  await until('the model called', () => world.server.requests.length === 1);
+  runner.child.kill('SIGKILL');
+  await runner.ended;
+  return { messageId, args, state };
+}
+
+/** The fake Oracles still running for a world: a killed runner's orphans. */
+function orphans(world: World): number[] {
+  return processesUnder(world.dir)
+    .filter((line) => line.includes(FAKE_ORACLE))
+    .map((line) => Number(line.trim().split(' ')[0]));
+}
+
+describe('a runner SIGKILLed while its Oracle runs', () => {
+  for (const json of [false, true]) {
+    it(`the next start${json ? ' with --json' : ''} says it waits for the orphaned Oracle, its pid, until when, and how to end it now; the attempt is then receipted interrupted and charged, never $0`, async () => {
+      const world = await fresh({ modes: ['hang', 'ok'] });
+      const { messageId, args } = await killedMidCall(world);
+      expect(orphans(world)).not.toHaveLength(0);
+      const next = startBounded(json ? [...args, '--json'] : args, env);
+      const stream = (): string => (json ? '' : next.stderr());
+      let pid: number;
+      if (json) {
+        let stdout = '';
+        next.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+        await until('the orphan event', () => stdout.includes('"oracle_orphan"'));
+        const event = JSON.parse(stdout.split('\n').find((line) => line.includes('"oracle_orphan"'))!) as { messageId: string; attempt: number; pid: number; until: string };
+        expect(event).toMatchObject({ messageId, attempt: 1 });
+        pid = event.pid;
+      } else {
+        await until('the wait said', () => stream().includes('waiting for the Oracle'));
+        const line = stream().split('\n').find((one) => one.includes('waiting for the Oracle'))!;
+        expect(line).toMatch(new RegExp(`^coo watch: waiting for the Oracle \\(pid (\\d+)\\) of ${messageId} attempt 1, left running by the runner run-\\S+ that stopped, to end: until \\S+ at most \\(its runtime budget\\), then it is ended and the attempt recovered; to end it now: kill -- -\\d+$`));
+        pid = Number(/kill -- -(\d+)$/.exec(line)![1]);
+      }
+      // What the line says to do: the orphan and its children end, and the runner goes on at once.
+      expect(processesUnder(world.dir).map((line) => Number(line.trim().split(' ')[0]))).toContain(pid);
+      process.kill(-pid, 'SIGKILL');
+      expect((await next.ended).status).toBe(0);
+      const [first, second] = await receiptsOf(world, messageId);
+      expect(blockersOf(first!)).toEqual(['interrupted']);
+      expect(first!['actual_cost_usd']).toBeGreaterThan(0);
+      expect(second!['status']).toBe('succeeded');
+    });
+  }
+
+  it('with its state folder removed too, the next start charges the attempt left claimed from its claim, never $0 for the call the model was seen to take', async () => {
+    const world = await fresh({ modes: ['hang', 'ok'] });
+    const { messageId, args, state } = await killedMidCall(world);
+    const left = orphans(world);
+    rmSync(state, { recursive: true, force: true });
+    try {
+      expect((await startBounded(args, env).ended).status).toBe(0);
+    } finally {
+      for (const pid of left) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+    }
+    const [first, second] = await receiptsOf(world, messageId);
+    expect(blockersOf(first!)).toEqual(['interrupted']);
+    expect(String((first!['blockers'] as Array<{ detail: string }>)[0]!.detail)).toMatch(/this state folder holds none of its files \(removed with the folder/);
+    expect(first!['actual_cost_usd']).toBeGreaterThan(0);
+    expect(second!['status']).toBe('succeeded');
   });
 });
