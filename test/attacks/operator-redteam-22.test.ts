@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, httpOracle, processesUnder, refusal, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { nothingClaimed, queued } from '../helpers/startup.js';
+import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -140,5 +141,34 @@ describe('a runner SIGKILLed while its Oracle runs', () => {
     expect(String((first!['blockers'] as Array<{ detail: string }>)[0]!.detail)).toMatch(/this state folder holds none of its files \(removed with the folder/);
     expect(first!['actual_cost_usd']).toBeGreaterThan(0);
     expect(second!['status']).toBe('succeeded');
+  });
+});
+
+describe('a dispatch runner SIGKILLed while its agent runs, its state folder then removed', () => {
+  const place = hostilePlaces(join(dir, 'dispatch'), 'o22');
+
+  it('the next start charges the attempt left claimed what it was allowed (usage_unreported), never $0 for an agent that ran', async () => {
+    const where = await place('crash-removed');
+    const { messageId, envelope } = await dispatchTo(where, 'crash-removed');
+    const agent = agentScript(where.world.dir, 'sleep 60', '');
+    expect(watchOnce(where, agent, { env: { COO_FAILPOINT: 'during-executor' } }).signal).toBe('SIGKILL');
+    const left = processesUnder(where.stateDir).filter((line) => !line.includes('cli/main.js')).map((line) => Number(line.trim().split(' ')[0]));
+    rmSync(where.stateDir, { recursive: true, force: true });
+    try {
+      expect(watchOnce(where, agent).hung).toBe(false);
+    } finally {
+      for (const pid of left) {
+        try {
+          process.kill(pid, 'SIGKILL');
+        } catch {
+          // Gone already.
+        }
+      }
+    }
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(codesOf(receipt)).toEqual(['interrupted']);
+    expect(String((receipt!['blockers'] as Array<{ detail: string }>)[0]!.detail)).toMatch(/this state folder holds none of its files/);
+    expect(receipt!['actual_cost_usd']).toBe(envelope.budget.max_cost_usd);
+    expect(receipt!['warnings']).toContain('usage_unreported');
   });
 });
