@@ -542,8 +542,9 @@ export class ConsultLane implements RunnerLane {
       const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
       if (isStill(oracle) && Date.now() < deadline) this.ctx.onEvent({ type: 'oracle_orphan', messageId: record.id, attempt: last.number, pid: oracle.pid, runner: claim.runner, until: new Date(deadline).toISOString() });
       while (isStill(oracle) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-      endRecordedGroup(oracle);
     }
+    // Ended whatever else is left of the folder: an Oracle whose attempt record was removed alone is never left running unreceipted.
+    if (oracle !== null) endRecordedGroup(oracle);
     const scrub = this.consultScrubber(sandbox);
     const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
     const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));

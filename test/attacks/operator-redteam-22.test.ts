@@ -120,6 +120,21 @@ describe('a runner SIGKILLed while its Oracle runs', () => {
     });
   }
 
+  it('with its attempt record removed alone, the next start ends the orphaned Oracle at once, never left running, and charges the attempt from its claim, never $0', async () => {
+    const world = await fresh({ modes: ['hang', 'ok'] });
+    const { messageId, args, state } = await killedMidCall(world);
+    const left = orphans(world);
+    expect(left).not.toHaveLength(0);
+    const attempt = join(state, 'sandboxes', `aa_attempt_${messageId.slice('msg_'.length)}_1`, 'attempt.json');
+    rmSync(attempt);
+    expect((await startBounded(args, env).ended).status).toBe(0);
+    expect(orphans(world)).toEqual([]);
+    const [first, second] = await receiptsOf(world, messageId);
+    expect(blockersOf(first!)).toEqual(['interrupted']);
+    expect(first!['actual_cost_usd']).toBeGreaterThan(0);
+    expect(second!['status']).toBe('succeeded');
+  });
+
   it('with its state folder removed too, the next start charges the attempt left claimed from its claim, never $0 for the call the model was seen to take', async () => {
     const world = await fresh({ modes: ['hang', 'ok'] });
     const { messageId, args, state } = await killedMidCall(world);
