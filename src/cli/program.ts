@@ -65,11 +65,15 @@ function requireNoEmptyValues(command: Command): void {
   for (const option of command.options) {
     const name = option.attributeName();
     if (command.getOptionValueSource(name) !== 'cli' || !empty(command.getOptionValue(name))) continue;
-    throw new CooError('USAGE', `${option.long ?? option.flags} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`);
+    throw emptyValue(option);
   }
   command.registeredArguments.forEach((argument, index) => {
     if (empty(command.processedArgs[index])) throw new CooError('USAGE', `the argument <${argument.name()}> was given empty (a shell variable that is unset or empty?): give it a value; nothing was done`);
   });
+}
+
+function emptyValue(option: Option): CooError {
+  return new CooError('USAGE', `${option.long ?? option.flags} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`);
 }
 
 /** The options a command line gives its verb, in order, as the parser takes them; `command` is null when it names no verb. */
@@ -142,6 +146,8 @@ function requireOneValueEach(argv: readonly string[]): void {
   const counted = new Map<Option, number>();
   for (const { option, value } of given) {
     const name = option.long ?? option.flags;
+    // Said as empty, whichever of two values it was: the last one alone is what the verb would see.
+    if (typeof value === 'string' && value.trim() === '') throw emptyValue(option);
     if (typeof value === 'string' && flags.has(value) && !argv.includes(`${name}=${value}`)) {
       throw new CooError('USAGE', `${name} was given ${value}, a flag of this verb, as its value: give ${name} its value (or ${name}=${value} if that is meant); nothing was done`);
     }

@@ -32,6 +32,10 @@ describe('a one-value flag given twice', () => {
     expect(asJson.status).toBe(2);
     expect(JSON.parse(asJson.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE', message: expect.stringMatching(/^--budget was given twice/) } });
     expect(refusal(cooBounded(['log', '--ledger', world.gitdir, '--limit', '3', '-n', '4']))).toMatch(/^coo: USAGE: --limit was given twice/);
+    // An empty one of the two is said as empty, first or last: the verb would have seen only the last.
+    for (const args of [['log', '--ledger', '', '--ledger', world.gitdir], ['log', '--ledger', world.gitdir, '--ledger', '']]) {
+      expect(refusal(cooBounded(args))).toMatch(/^coo: USAGE: --ledger was given an empty value/);
+    }
     expect(headOf(world.gitdir)).toBe(before);
     // A repeatable flag may be given again: two --file, two --to, as ever (here refused only for the missing key).
     expect(refusal(cooBounded(['consult', '--ledger', world.gitdir, '--to', 'aa.chatgpt', '--to', 'aa.claude', '--file', 'a', '--file', 'b']))).toMatch(/^coo: USAGE: --key is required/);
