@@ -1,7 +1,8 @@
-import { Command, CommanderError } from 'commander';
+import { Command, CommanderError, type Option } from 'commander';
 import { CooError, errorClassOf, isCooError } from '../errors.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
+import { collectPairs } from './common.js';
 import { approveVerb } from './approve.js';
 import { attestVerb } from './attest.js';
 import { citeVerb } from './cite.js';
@@ -64,17 +65,96 @@ function requireNoEmptyValues(command: Command): void {
   for (const option of command.options) {
     const name = option.attributeName();
     if (command.getOptionValueSource(name) !== 'cli' || !empty(command.getOptionValue(name))) continue;
-    throw new CooError('USAGE', `${option.long ?? option.flags} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`);
+    throw emptyValue(option);
   }
   command.registeredArguments.forEach((argument, index) => {
     if (empty(command.processedArgs[index])) throw new CooError('USAGE', `the argument <${argument.name()}> was given empty (a shell variable that is unset or empty?): give it a value; nothing was done`);
   });
 }
 
-/** Whether the command line asks for JSON: `--json` as an option, never an operand after `--` (`coo show -- --json`). */
+function emptyValue(option: Option): CooError {
+  return new CooError('USAGE', `${option.long ?? option.flags} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`);
+}
+
+/** The options a command line gives its verb, in order, as the parser takes them; `command` is null when it names no verb. */
+interface GivenLine {
+  readonly command: Command | null;
+  readonly given: readonly { readonly option: Option; readonly value: unknown }[];
+}
+
+/**
+ * Reads a command line as the parser will, on a program of its own whose option events are only
+ * recorded (no value parsed, nothing run): so `--json` is asked for only where the parser takes it
+ * as the flag, never as another flag's value (`--prompt --json`) or an operand after `--`. A line
+ * the parser refuses is read up to where it stops.
+ */
+function readLine(argv: readonly string[]): GivenLine {
+  let command = buildProgram();
+  let operands: string[] = [];
+  let unknown = [...argv];
+  let given: { option: Option; value: unknown }[];
+  for (;;) {
+    const seen = command;
+    const recorded: { option: Option; value: unknown }[] = [];
+    given = recorded;
+    seen.configureOutput({ writeErr: () => undefined, writeOut: () => undefined, outputError: () => undefined });
+    (seen as unknown as { emit: (event: string, ...values: unknown[]) => boolean }).emit = (event, ...values) => {
+      const option = event.startsWith('option:') ? seen.options.find((one) => one.name() === event.slice('option:'.length)) : undefined;
+      if (option !== undefined) recorded.push({ option, value: values[0] });
+      return true;
+    };
+    try {
+      const parsed = seen.parseOptions(unknown);
+      operands = [...operands, ...parsed.operands];
+      unknown = parsed.unknown;
+    } catch {
+      // A missing value: the parser refuses the line itself; what came before it stands.
+      break;
+    }
+    const sub = seen.commands.find((one) => one.name() === operands[0] || one.aliases().includes(operands[0] ?? ''));
+    if (sub === undefined) break;
+    command = sub;
+    operands = operands.slice(1);
+  }
+  return command.parent === null ? { command: null, given: [] } : { command, given };
+}
+
+/** Whether the command line asks for JSON: `--json` where the parser takes it as the flag; a line naming no verb, by its words before `--`. */
 function wantsJson(argv: readonly string[]): boolean {
+  let line: GivenLine;
+  try {
+    line = readLine(argv);
+  } catch {
+    line = { command: null, given: [] };
+  }
+  if (line.command !== null) return line.given.some(({ option }) => option.long === '--json');
   const end = argv.indexOf('--');
   return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
+}
+
+/**
+ * A flag that takes one value, given twice (`--remote a --remote b`, `--budget 1 --budget 100`), or
+ * given one of its verb's own flags as its value (`--prompt --json`: the value left out), is a
+ * mistake in the command line, refused before the verb runs rather than taken as the last value or
+ * as the flag's text. A repeatable flag (`--file`, `--scope`) may be given again; a flag's value
+ * that is meant to read as a flag is given with `=` (`--oracle-arg=--verbose`).
+ */
+function requireOneValueEach(argv: readonly string[]): void {
+  const { command, given } = readLine(argv);
+  if (command === null) return;
+  const flags = new Set(command.options.flatMap((option) => [option.long, option.short]).filter((flag) => flag !== undefined));
+  const counted = new Map<Option, number>();
+  for (const { option, value } of given) {
+    const name = option.long ?? option.flags;
+    // Said as empty, whichever of two values it was: the last one alone is what the verb would see.
+    if (typeof value === 'string' && value.trim() === '') throw emptyValue(option);
+    if (typeof value === 'string' && flags.has(value) && !argv.includes(`${name}=${value}`)) {
+      throw new CooError('USAGE', `${name} was given ${value}, a flag of this verb, as its value: give ${name} its value (or ${name}=${value} if that is meant); nothing was done`);
+    }
+    if (!(option.required || option.optional) || option.variadic || option.parseArg === collectPairs) continue;
+    counted.set(option, (counted.get(option) ?? 0) + 1);
+    if (counted.get(option) === 2) throw new CooError('USAGE', `${name} was given twice: it takes one value, give it once; nothing was done`);
+  }
 }
 
 /**
@@ -104,6 +184,7 @@ function systemError(error: unknown): CooError | null {
 /** Runs one command line. Never throws: every failure is printed as one coded line. */
 export async function run(argv: readonly string[]): Promise<RunOutcome> {
   try {
+    requireOneValueEach(argv);
     await buildProgram().parseAsync(argv as string[], { from: 'user' });
     return currentOutcome();
   } catch (error) {

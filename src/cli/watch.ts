@@ -41,6 +41,8 @@ export function describeEvent(event: RunnerEvent): string {
       const how = event.killedByTimer ? 'killed at its runtime budget' : event.signal !== null ? `ended by ${event.signal}` : `exit ${event.exitCode}`;
       return `Oracle ended for ${event.messageId} attempt ${event.attempt} after ${(event.elapsedMs / 1000).toFixed(1)} s (${how})`;
     }
+    case 'oracle_orphan':
+      return `waiting for the Oracle (pid ${event.pid}) of ${event.messageId} attempt ${event.attempt}, left running by the runner ${event.runner} that stopped, to end: until ${event.until} at most (its runtime budget), then it is ended and the attempt recovered; to end it now: kill -- -${event.pid}`;
     case 'receipt':
       return `receipt ${event.messageId} attempt ${event.attempt}: ${event.status}${event.blockers.length > 0 ? ` (${event.blockers.join(', ')})` : ''}${event.retryAt === null ? '' : `, next attempt after ${event.retryAt}`}`;
     case 'skipped':

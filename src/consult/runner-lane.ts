@@ -50,7 +50,9 @@ export type ConsultEvent =
       readonly exitCode: number | null;
       readonly signal: string | null;
       readonly killedByTimer: boolean;
-    };
+    }
+  /** The Oracle a runner that stopped (SIGKILL, a crash) left running: waited for, up to its runtime budget, before the attempt is recovered. */
+  | { readonly type: 'oracle_orphan'; readonly messageId: string; readonly attempt: number; readonly pid: number; readonly runner: string; readonly until: string };
 
 /** The consult lane's start-up check: Oracle can be started, and each advisory agent's route is configured here and its provider key is there. */
 export function consultReadiness(transport: OracleCli): LaneReadiness {
@@ -523,11 +525,12 @@ export class ConsultLane implements RunnerLane {
   /**
    * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
    * that completed (the answer was paid for once; it is not bought again), or record the attempt
-   * as interrupted, with a new attempt when the policy allows. An attempt taken over from another
-   * runner, of which this state folder holds nothing, is charged as a call its runner's timer
-   * ended: that runner's Oracle may have sent the question and streamed its whole output cap.
+   * as interrupted, with a new attempt when the policy allows. An attempt of which this state folder
+   * holds nothing (taken over from another runner, or its files removed with the folder) is charged
+   * as a call its runner's timer ended: its Oracle may have sent the question and streamed its whole
+   * output cap. So is one whose Oracle started and left no session record.
    */
-  async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
+  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const claim = last.claim!;
     const message = await this.readEnvelope(record);
@@ -537,9 +540,11 @@ export class ConsultLane implements RunnerLane {
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
       const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
+      if (isStill(oracle) && Date.now() < deadline) this.ctx.onEvent({ type: 'oracle_orphan', messageId: record.id, attempt: last.number, pid: oracle.pid, runner: claim.runner, until: new Date(deadline).toISOString() });
       while (isStill(oracle) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
-      endRecordedGroup(oracle);
     }
+    // Ended whatever else is left of the folder: an Oracle whose attempt record was removed alone is never left running unreceipted.
+    if (oracle !== null) endRecordedGroup(oracle);
     const scrub = this.consultScrubber(sandbox);
     const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
     const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
@@ -562,18 +567,18 @@ export class ConsultLane implements RunnerLane {
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
     const spent =
       attemptFile !== null && oracle !== null
-        ? await this.unansweredCall(state, message, attemptFile, meta, promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
-        : takenOver && attemptFile === null
+        ? await this.unansweredCall(state, message, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
+        : attemptFile === null
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
     const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
     // A claim that does not state its allowance leaves the output cap its call was handed to be bounded from its message's budget: the receipt says so.
-    const unstated = spent !== undefined && takenOver && attemptFile === null && claim.allowanceUsd === undefined;
+    const unstated = spent !== undefined && attemptFile === null && claim.allowanceUsd === undefined;
     await this.writeInterrupted(
       message,
       record.id,
       last.number,
-      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; this state folder holds none of its files (its lease ran out, or it kept them in another), and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
+      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another), and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
       spent,
       sent,
       unstated ? ['allowance_unstated'] : [],
