@@ -1,6 +1,6 @@
-import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it, vi } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
 import { flakyBwrap } from '../helpers/flaky-bwrap.js';
 import { FAKE_ORACLE, blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -46,11 +46,18 @@ beforeAll(async () => {
   };
 });
 
+// Outside the shared temporary folders, which every sandbox empties as a whole (test-artifacts/ is not tracked).
+const neighbours = (() => {
+  mkdirSync(join(process.cwd(), 'test-artifacts'), { recursive: true });
+  const made = mkdtempSync(join(process.cwd(), 'test-artifacts', 'sandbox-stands-'));
+  afterAll(() => rmSync(made, { recursive: true, force: true }));
+  return made;
+})();
 let count = 0;
 /** A neighbour runner's folder, listed for every sandbox to hide. */
 function neighbourFolder(): string {
   count += 1;
-  const folder = join(dir, `neighbour-${count}`, 'state');
+  const folder = join(neighbours, `neighbour-${count}`, 'state');
   mkdirSync(folder, { recursive: true });
   modules.folders.registerPrivateFolders([folder]);
   return folder;
