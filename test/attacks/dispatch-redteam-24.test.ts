@@ -8,7 +8,7 @@ import { bwrapArgs, type BwrapLayout } from '../../src/util/bubblewrap.js';
 import { attack } from '../helpers/attack-kit.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { tempDir } from '../helpers/tmp.js';
+import { outsideTempDir, tempDir } from '../helpers/tmp.js';
 
 /**
  * The dispatch lane against a hostile execution agent, round twenty-four: the sockets any service of the
@@ -24,8 +24,8 @@ const dir = tempDir('dispatch-redteam-24');
 const uid = process.getuid!();
 const user = userInfo().username;
 const tag = `${process.pid}-${Math.floor(Math.random() * 1e6)}`;
-// A TMPDIR that is neither /tmp nor /var/tmp, as an operator may set one (test-artifacts/ is not tracked).
-const ownTmp = join(process.cwd(), 'test-artifacts', `e24-tmpdir-${tag}`);
+// A TMPDIR that is neither /tmp nor /var/tmp, as an operator may set one.
+const ownTmp = outsideTempDir('e24-tmpdir-');
 
 /** Folders made for the stand-ins, removed after the file's tests (a socket's path has a bound of 108 bytes). */
 const made: string[] = [];
@@ -58,7 +58,6 @@ const servers: Server[] = [];
 
 beforeAll(async () => {
   requireBubblewrap('a sandbox test');
-  folder(ownTmp);
   for (const service of services) {
     const seen = { socket: service.socket(), calls: 0 };
     const server = createServer((client) => {

@@ -1,9 +1,9 @@
-import { existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it, vi } from 'vitest';
+import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { flakyBwrap } from '../helpers/flaky-bwrap.js';
 import { FAKE_ORACLE, blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { outsideTempDir, tempDir } from '../helpers/tmp.js';
 import type * as ProcessModule from '../../src/dispatch/process.js';
 import type * as CodexModule from '../../src/dispatch/codex-events.js';
 import type * as ExecutorModule from '../../src/dispatch/executor.js';
@@ -46,13 +46,8 @@ beforeAll(async () => {
   };
 });
 
-// Outside the shared temporary folders, which every sandbox empties as a whole (test-artifacts/ is not tracked).
-const neighbours = (() => {
-  mkdirSync(join(process.cwd(), 'test-artifacts'), { recursive: true });
-  const made = mkdtempSync(join(process.cwd(), 'test-artifacts', 'sandbox-stands-'));
-  afterAll(() => rmSync(made, { recursive: true, force: true }));
-  return made;
-})();
+// Outside the shared temporary folders, which every sandbox empties as a whole.
+const neighbours = outsideTempDir('sandbox-stands-');
 let count = 0;
 /** A neighbour runner's folder, listed for every sandbox to hide. */
 function neighbourFolder(): string {
