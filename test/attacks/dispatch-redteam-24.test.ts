@@ -43,7 +43,7 @@ interface Service {
 }
 
 const services: readonly Service[] = [
-  { what: "another login's ssh agent (/tmp/ssh-XXXXXX/agent.PID)", socket: () => join(mkdtempSync('/tmp/ssh-'), `agent.${process.pid}`) },
+  { what: "another login's ssh agent (/tmp/ssh-XXXXXX/agent.PID)", socket: () => join(made[made.push(mkdtempSync('/tmp/ssh-')) - 1]!, `agent.${process.pid}`) },
   { what: 'an ssh ControlMaster whose ControlPath is in /tmp', socket: () => `/tmp/e24-cm-${tag}-${user}@example.invalid:22` },
   { what: 'an Emacs server (/tmp/emacsUID/server)', socket: () => join(folder(`/tmp/emacs${uid}`), `server-e24-${tag}`) },
   { what: 'a VS Code IPC socket (/tmp/vscode-ipc-*.sock)', socket: () => `/tmp/vscode-ipc-e24-${tag}.sock` },
