@@ -1,6 +1,6 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
-import { homedir, userInfo } from 'node:os';
+import { homedir, tmpdir, userInfo } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
@@ -18,7 +18,7 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
  */
 export const CREDENTIALS = [
   '.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker',
-  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token',
+  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority',
 ];
 
 let bwrapPath: string | null | undefined;
@@ -102,7 +102,8 @@ export interface BwrapLayout {
  * multiplexers the runner may run in (tmux, screen), each of which runs any command it is sent as
  * the user, outside any sandbox: the one named by `TMUX`, and each folder of the user's servers;
  * and Docker's daemon (`DOCKER_HOST`, `/run/docker.sock`), which starts a container of the host's
- * whole file system for whoever may call it.
+ * whole file system for whoever may call it; the system bus and podman's root socket. What any service
+ * leaves in the shared temporary folders is hidden as a class (sharedTempFolders).
  */
 function sessionSockets(): string[] {
   const uid = process.getuid?.();
@@ -123,7 +124,23 @@ function sessionSockets(): string[] {
     join(homedir(), '.screen'),
     ...absolute(/^unix:\/\/(.+)$/.exec(process.env['DOCKER_HOST'] ?? '')?.[1]),
     '/run/docker.sock',
+    // The system bus (whose systemd starts any command for root) and podman's root socket.
+    '/run/dbus',
+    '/run/podman',
   ];
+}
+
+/**
+ * The shared temporary folders (/tmp, /var/tmp and the runner's TMPDIR): every sandbox gets an empty one of
+ * its own over each, and only the paths it is given there (its worktree, its command's files) are bound
+ * again on top. Any user's service may leave a unix socket there that runs, signs or opens what it is sent
+ * (another login's ssh agent, an ssh ControlMaster, gpg-agent, an Emacs or Neovim server, VS Code's IPC,
+ * Jupyter, a session bus, X11, podman), and the sandbox could name it through the read-only host: the
+ * folders are hidden as a class, not socket by socket. Never one that holds the home folder or is `/`.
+ */
+function sharedTempFolders(): string[] {
+  const home = resolve(homedir());
+  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map((path) => resolve(path)))].filter((path) => path !== '/' && !holds(path, home));
 }
 
 /** Whether `folder` is `path` or holds it (both resolved). */
@@ -142,9 +159,15 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
   const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map((path) => resolve(path));
   const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => holds(path, kept)));
+  // The shared temporary folders are emptied first (never one a bound path holds), and what the sandbox is given
+  // there is bound again on top: the command's own files read-only, the bound paths as bound; what else is
+  // hidden in them needs no mount of its own.
+  const temp = sharedTempFolders().filter((folder) => isFolder(folder) && !bound.some((path) => holds(path, folder)));
+  const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
+  const keptInTemp = keep.filter((path) => inTemp(path) && fs.existsSync(path));
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map((path) => resolve(path)).concat(others))]
-    .filter((path) => !bound.includes(path) && !keep.some((kept) => holds(path, kept)))
+    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && !inTemp(path))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {
@@ -161,17 +184,28 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...(layout.ownPids === true ? ['--unshare-pid', '--die-with-parent'] : []),
     ...(layout.noNetwork === true ? ['--unshare-net'] : []),
     '--proc', '/proc',
+    ...temp.flatMap((folder) => ['--tmpfs', folder]),
     ...(layout.privateDirs ?? []).flatMap(({ source, target }) => {
       fs.mkdirSync(target, { recursive: true, mode: 0o700 });
       return ['--bind', resolve(source), target];
     }),
     ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
     ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
     ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
     '--chdir', resolve(layout.chdir),
     '--',
   ];
+}
+
+/** Whether `path` is a folder (not one that is gone). */
+function isFolder(path: string): boolean {
+  try {
+    return fs.statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** Kills a process group (detached children lead their own), or the process alone if the group is gone. */

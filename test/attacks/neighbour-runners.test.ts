@@ -5,11 +5,12 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { bwrapArgs } from '../../src/util/bubblewrap.js';
 import { registerPrivateFolders, registeredPrivateFolders, stateRoot } from '../../src/util/runner-folders.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
-import { tempDir } from '../helpers/tmp.js';
+import { outsideTempDir } from '../helpers/tmp.js';
 
 /** Two runners on one machine, each with its own state folder and key folder; the sandbox is runner A's. */
 describe("a sandbox and the folders of another runner on the same machine", () => {
-  const base = tempDir('neighbours-');
+  // Outside the shared temporary folders, which every sandbox empties as a whole.
+  const base = outsideTempDir('neighbours-');
   const previous = process.env['XDG_STATE_HOME'];
   const folder = (...parts: string[]): string => {
     const path = join(base, ...parts);

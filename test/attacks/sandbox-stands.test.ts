@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it, vi } from 'vitest';
 import { flakyBwrap } from '../helpers/flaky-bwrap.js';
 import { FAKE_ORACLE, blockersOf, receiptsOf, worlds } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { outsideTempDir, tempDir } from '../helpers/tmp.js';
 import type * as ProcessModule from '../../src/dispatch/process.js';
 import type * as CodexModule from '../../src/dispatch/codex-events.js';
 import type * as ExecutorModule from '../../src/dispatch/executor.js';
@@ -46,11 +46,13 @@ beforeAll(async () => {
   };
 });
 
+// Outside the shared temporary folders, which every sandbox empties as a whole.
+const neighbours = outsideTempDir('sandbox-stands-');
 let count = 0;
 /** A neighbour runner's folder, listed for every sandbox to hide. */
 function neighbourFolder(): string {
   count += 1;
-  const folder = join(dir, `neighbour-${count}`, 'state');
+  const folder = join(neighbours, `neighbour-${count}`, 'state');
   mkdirSync(folder, { recursive: true });
   modules.folders.registerPrivateFolders([folder]);
   return folder;

@@ -1,5 +1,5 @@
 import { execFileSync, spawnSync, type SpawnSyncReturns } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll } from 'vitest';
@@ -7,6 +7,18 @@ import { afterAll } from 'vitest';
 /** A fresh temporary directory, removed after the file's tests. */
 export function tempDir(prefix = 'coo-test-'): string {
   const dir = mkdtempSync(join(tmpdir(), prefix));
+  afterAll(() => rmSync(dir, { recursive: true, force: true }));
+  return dir;
+}
+
+/**
+ * A fresh directory outside the shared temporary folders (in the untracked test-artifacts/), removed after the
+ * file's tests: every sandbox sees an empty /tmp, /var/tmp and TMPDIR of its own, so what a test means a sandbox
+ * to find hidden by another rule, or to see, lives here.
+ */
+export function outsideTempDir(prefix: string): string {
+  mkdirSync(join(process.cwd(), 'test-artifacts'), { recursive: true });
+  const dir = mkdtempSync(join(process.cwd(), 'test-artifacts', prefix));
   afterAll(() => rmSync(dir, { recursive: true, force: true }));
   return dir;
 }

@@ -306,7 +306,8 @@ describe('the sandbox', () => {
     }
     const sandboxes = readdirSync(join(w.dir, 'state', 'sandboxes'));
     const observed = JSON.parse(readFileSync(join(w.dir, 'state', 'sandboxes', sandboxes[0]!, 'home', 'observed.json'), 'utf8')) as { env: Record<string, string>; cwd: string; writes: Record<string, string> };
-    expect(observed.writes).toEqual({ target_file: 'EROFS', target_git: 'EROFS', ledger_ref: 'ENOENT', pinned_copy: 'EROFS' });
+    // The target repository is in /tmp here, which the sandbox sees empty but for its own folders; the pinned copy is read-only.
+    expect(observed.writes).toEqual({ target_file: 'ENOENT', target_git: 'ENOENT', ledger_ref: 'ENOENT', pinned_copy: 'EROFS' });
     // PWD is set by bubblewrap's --chdir; nothing else is inherited.
     expect(Object.keys(observed.env).sort()).toEqual(['DOTENV_CONFIG_PATH', 'FORCE_COLOR', 'HOME', 'LANG', 'NODE_OPTIONS', 'NO_COLOR', 'OPENAI_API_KEY', 'ORACLE_HOME_DIR', 'ORACLE_NOTIFY', 'ORACLE_NO_OSC_PROGRESS', 'PATH', 'PWD', 'TMPDIR'].sort());
     expect(observed.env['DOTENV_CONFIG_PATH']).toBe('/dev/null');
