@@ -1,6 +1,17 @@
 import { existsSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { loadPrivateKey } from '../../src/cli/common.js';
+import { enqueueConsult } from '../../src/consult/enqueue.js';
+import { OracleCli } from '../../src/consult/oracle.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { startFakeModelServer } from '../../src/offline/fake-model-server.js';
+import { RemoteLedger } from '../../src/remote/publish.js';
+import { Runner, type RunnerEvent } from '../../src/runner/runner.js';
+import { startGitHttp } from '../helpers/git-http.js';
+import { makeServedLedger, makeWriter, removeHook } from '../helpers/remote-ledger.js';
 import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -47,5 +58,66 @@ describe('a remote that withholds a claim a runner is paying for, and a clone ma
     await expect(held.running).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/rolled back/) });
     expect(await remoteReceipts(world.served, messageId)).toEqual([]);
     expect(world.model.requests).toHaveLength(1);
+  });
+});
+
+describe('a hookless remote that takes a push and answers it with a server error', { timeout: 180_000 }, () => {
+  it("the claim's push: the runner finds its claim on the remote's main, pays once and publishes the receipt (a guard: this held before)", async () => {
+    const caseDir = join(dir, 'took-and-failed');
+    const served = await makeServedLedger(caseDir);
+    removeHook(served);
+    const real = await startGitHttp(served.root);
+    closers.push(() => real.close());
+    const upstream = new URL(real.url(served.name));
+    // Test fixture: a forge whose front answers 502 to the next pushes after the repository behind it took them.
+    let lies = 0;
+    const server = createServer((incoming, answer) => {
+      const lie = incoming.method === 'POST' && (incoming.url ?? '').endsWith('/git-receive-pack') && lies > 0;
+      if (lie) lies -= 1;
+      const out = httpRequest({ host: '127.0.0.1', port: upstream.port, path: incoming.url, method: incoming.method, headers: incoming.headers }, (reply) => {
+        if (lie) {
+          reply.resume();
+          reply.on('end', () => {
+            answer.writeHead(502);
+            answer.end();
+          });
+          return;
+        }
+        answer.writeHead(reply.statusCode ?? 502, reply.headers);
+        reply.pipe(answer);
+      });
+      incoming.pipe(out);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(
+      () =>
+        new Promise<void>((resolve) => {
+          server.close(() => resolve());
+          server.closeAllConnections();
+        }),
+    );
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/${served.name}`;
+    const model = await startFakeModelServer(['ok']);
+    closers.push(() => model.close());
+    const writer = await makeWriter(caseDir, 'runner', served, url);
+    const ledger = Ledger.open(writer.gitdir);
+    closers.push(() => ledger.close());
+    const remote = new RemoteLedger(ledger, { remote: url });
+    const key = loadPrivateKey(served.keys.coo);
+    const messageId = (
+      await remote.write((on) => enqueueConsult({ ledger: on, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 }))
+    ).result.messageId;
+    const events: RunnerEvent[] = [];
+    const transport = new OracleCli({ route: { baseUrl: `${model.url}/v1` }, env: { OPENAI_API_KEY: 'sk-test-key' }, hide: [writer.gitdir] });
+    const runner = new Runner({ ledger, key, repo: served.target, stateDir: join(writer.home, 'state'), transport, remote, onEvent: (event) => events.push(event) });
+    closers.push(() => runner.close());
+
+    lies = 1;
+    await runner.runOnce();
+    expect(lies).toBe(0);
+    expect(types(events)).toEqual(expect.arrayContaining(['claimed', 'receipt']));
+    expect(types(events)).not.toContain('cut_off');
+    expect(model.requests).toHaveLength(1);
+    expect(await remoteReceipts(served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
   });
 });
