@@ -1,7 +1,9 @@
+import { execFile } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
+import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
@@ -13,6 +15,7 @@ import { Runner, type RunnerEvent } from '../../src/runner/runner.js';
 import { startGitHttp } from '../helpers/git-http.js';
 import { makeServedLedger, makeWriter, removeHook } from '../helpers/remote-ledger.js';
 import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { coo } from '../helpers/cli.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -119,5 +122,33 @@ describe('a hookless remote that takes a push and answers it with a server error
     expect(types(events)).not.toContain('cut_off');
     expect(model.requests).toHaveLength(1);
     expect(await remoteReceipts(served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+  });
+});
+
+describe('coo verify on a clone whose main no longer holds what it verified on its remote', { timeout: 180_000 }, () => {
+  it("a remote rolled back past the runner's paid call and the clone's main moved back to it with stock git: verify judges main and names the head the clone verified, and the commits only the clone may hold", async () => {
+    const world = await newCase();
+    const messageId = await world.consult();
+    const queued = world.served.head();
+    const machine = await world.machine('runner');
+    await machine.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    const verified = machine.ledger.head()!;
+
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/main', queued]);
+    // Asynchronously: the remote is served by this process.
+    await promisify(execFile)('git', ['--git-dir', machine.gitdir, 'fetch', '-q', 'origin']);
+    git(['--git-dir', machine.gitdir, 'update-ref', 'refs/heads/main', 'refs/remotes/origin/main']);
+
+    const checked = coo(['verify', '--ledger', machine.gitdir, '--no-checkpoint']);
+    expect(checked.status).toBe(0);
+    expect(checked.stdout).toMatch(new RegExp(`^ok: .*head ${queued}`));
+    expect(checked.stderr).toContain(`note: main (${queued.slice(0, 12)}) is behind refs/coo/remote-verified (${verified.slice(0, 12)}), the head this clone last verified or pushed on its remote`);
+    expect(checked.stderr).toContain(`git --git-dir ${machine.gitdir} log refs/heads/main..refs/coo/remote-verified`);
+    // The command it names lists the claim and the receipt of the paid call.
+    expect(git(['--git-dir', machine.gitdir, 'log', '--format=%s', 'refs/heads/main..refs/coo/remote-verified'])).toMatch(/claim/);
+
+    // Verify on the remote itself (no clone) says nothing of the kind.
+    expect(coo(['verify', '--ledger', world.served.gitdir, '--no-checkpoint']).stderr).not.toContain('remote-verified');
   });
 });
