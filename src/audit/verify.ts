@@ -7,7 +7,7 @@ import { isAncestor, readCommitLinks } from '../ledger/history.js';
 import { Ledger } from '../ledger/ledger.js';
 import { isoSeconds } from '../util/time.js';
 import { runGit } from '../util/exec.js';
-import { MAIN_REF } from '../ledger/ref-lock.js';
+import { MAIN_REF, readRef } from '../ledger/ref-lock.js';
 import { ORIGIN_REF, VERIFIED_REF } from '../remote/git-remote.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
 import { TimelineRecorder, type Timeline } from './timeline.js';
@@ -88,6 +88,25 @@ async function descends(ledger: Ledger, descendant: string, ancestor: string): P
 }
 
 /**
+ * What a clone's main leaves out of the head it last verified or pushed on its remote (VERIFIED_REF,
+ * moved by coo alone), or null when main holds it (a ledger no remote write touched has none). Main
+ * behind it is a writer stopped before its main moved (the next sync brings the rest) or main moved
+ * back; main aside it is main moved to another history, or a remote that showed this clone two. Either
+ * way the commits past main may be in this clone alone (a runner's claims, its paid calls' receipts),
+ * and coo verify, which judges main, says nothing of them otherwise.
+ */
+async function remoteVerifiedNote(ledger: Ledger, gitdir: string, head: string): Promise<string | null> {
+  const verified = readRef(gitdir, VERIFIED_REF);
+  if (verified === null || (await descends(ledger, head, verified))) return null;
+  const list = `git --git-dir ${gitdir} log ${MAIN_REF}..${VERIFIED_REF}`;
+  const kept = `the commits of that head past main (${list}) may be in this clone alone, a runner's claims and its paid calls' receipts among them: keep this clone; coo verify judged main only`;
+  if (await descends(ledger, verified, head)) {
+    return `main (${head.slice(0, 12)}) is behind ${VERIFIED_REF} (${verified.slice(0, 12)}), the head this clone last verified or pushed on its remote: a writer stopped before its main moved (the next write or runner pass through the remote brings the rest), or main was moved back; ${kept}`;
+  }
+  return `main (${head.slice(0, 12)}) does not descend from ${VERIFIED_REF} (${verified.slice(0, 12)}), the head this clone last verified or pushed on its remote: main was moved to another history, or the remote showed this clone two histories (no clone can tell which one the others were shown); ${kept}`;
+}
+
+/**
  * Replays the ledger through the validator and reports every finding: each invalid commit is
  * reported and skipped, and the replay goes on. With a checkpoint, only commits after the last
  * verified head are replayed, and a head that does not descend from it is reported as a rollback
@@ -154,6 +173,8 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       if (pin.finding !== null) findings.push(pin.finding);
       if (pin.note !== null) notes.push(pin.note);
     }
+    const dropped = await remoteVerifiedNote(ledger, gitdir, head);
+    if (dropped !== null) notes.push(dropped);
     const beat = state.lastHeartbeat;
     if (beat !== null && Date.parse(beat.expiresAt) <= now.getTime()) {
       findings.push({ code: 'HEARTBEAT_EXPIRED', message: `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) expired at ${beat.expiresAt}: the ledger may be frozen or withheld` });

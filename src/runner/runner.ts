@@ -385,8 +385,21 @@ export class Runner {
       if (head === null || (await isAncestor(this.options.ledger.gitdir, head, saved.head))) {
         throw new CooError('HISTORY_ROLLBACK', `the ledger head ${head ?? '(none)'} is behind ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back; run coo verify`);
       }
+      if (!(await this.holds(saved.head))) {
+        // A clone made again from a remote that withholds what this runner saw (its own claims, the receipts of calls it paid for among it).
+        throw new CooError(
+          'HISTORY_FORK',
+          `the ledger ${this.options.ledger.gitdir} does not hold ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before (its own claims among what it saw): what it was made from withheld it, rolled back or forked; nothing was claimed; a clone that holds it keeps what the remote dropped (restore it from there); run coo verify`,
+        );
+      }
       throw new CooError('HISTORY_FORK', `the ledger head ${head} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: forked; run coo verify`);
     }
+  }
+
+  /** Whether the ledger holds the commit `oid` names. */
+  private async holds(oid: string): Promise<boolean> {
+    if (!/^[0-9a-f]{40,64}$/.test(oid)) return false;
+    return (await this.options.ledger.reader.read(oid, 0).catch(() => null)) !== null;
   }
 
   /** A key revoked or rotated out while the runner watches stops it at once, as it would refuse its start: nothing more is claimed or published with it. */
@@ -395,9 +408,10 @@ export class Runner {
     if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
   }
 
-  private rememberHead(state: LedgerState): void {
+  /** Records the head this runner saw in its state folder; `durable` (a head holding its own claim, before it pays) survives a crash of the machine too. */
+  private rememberHead(state: LedgerState, durable = false): void {
     if (state.head === null) return;
-    writeOwnFile(headFileOf(this.options.stateDir), JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }), { what: 'the ledger head this runner last saw', remedy: STATE_REMEDY, code: 'IO_ERROR' });
+    writeOwnFile(headFileOf(this.options.stateDir), JSON.stringify({ seq: state.seq, head: state.head, ledger: resolve(this.options.ledger.gitdir), genesis: state.genesis }), { durable, what: 'the ledger head this runner last saw', remedy: STATE_REMEDY, code: 'IO_ERROR' });
   }
 
   /** Handles every message that is ready now, until none is; returns what was written and what waits. */
@@ -915,7 +929,12 @@ export class Runner {
       return new Set();
     }
     const running = claimed.filter((item) => item.receipt === undefined);
-    if (running.length > 0 && this.options.remote !== undefined) await this.confirmClaim();
+    if (running.length > 0) {
+      if (this.options.remote !== undefined) await this.confirmClaim();
+      // The head holding the claim is what this runner saw before it pays, kept in its state folder: a ledger shown later without
+      // it (a remote that withholds it, a clone made again from such a remote) is refused by the next check, never claimed and paid for again.
+      this.rememberHead(await this.options.ledger.intactState(), true);
+    }
     for (const item of running) this.emit({ type: 'claimed', messageId: item.record.id, attempt: item.attempt });
     return new Set(claimed.map((item) => item.record.id));
   }
