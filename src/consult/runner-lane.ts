@@ -525,12 +525,13 @@ export class ConsultLane implements RunnerLane {
   /**
    * An attempt whose runner is gone: wait out an Oracle that is still running, harvest a session
    * that completed (the answer was paid for once; it is not bought again), or record the attempt
-   * as interrupted, with a new attempt when the policy allows. An attempt of which this state folder
-   * holds nothing (taken over from another runner, or its files removed with the folder) is charged
-   * as a call its runner's timer ended: its Oracle may have sent the question and streamed its whole
-   * output cap. So is one whose Oracle started and left no session record.
+   * as interrupted, with a new attempt when the policy allows. An attempt whose files this state folder
+   * does not hold (`takenOver`: another runner's, or its folder removed with its runner) is charged as a
+   * call its runner's timer ended: its Oracle may have sent the question and streamed its whole output
+   * cap. So is one whose Oracle started (its pid recorded) and left no session record or attempt record.
+   * One of this folder's own that shows no start (its runner died before Oracle started) is charged nothing.
    */
-  async recover(state: LedgerState, record: MessageRecord): Promise<boolean> {
+  async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
     const claim = last.claim!;
     const message = await this.readEnvelope(record);
@@ -568,7 +569,7 @@ export class ConsultLane implements RunnerLane {
     const spent =
       attemptFile !== null && oracle !== null
         ? await this.unansweredCall(state, message, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
-        : attemptFile === null
+        : attemptFile === null && (takenOver || oracle !== null)
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
     const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;

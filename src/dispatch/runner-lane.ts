@@ -692,8 +692,9 @@ export class DispatchLane implements RunnerLane {
    * An attempt claimed but never receipted whose runner is gone: whatever it started is ended, and
    * the attempt is recorded as interrupted. A dispatch is not harvested (its evidence was never
    * gathered by a live runner) and does not retry on its own: the next attempt needs the CEO. An
-   * attempt of which this state folder holds nothing (taken over from another runner, or its files
-   * removed with the folder) is charged as one whose executor started: what it spent is not known here.
+   * attempt whose files this state folder does not hold (`takenOver`: another runner's, or its folder
+   * removed with its runner) is charged as one whose executor started: what it spent is not known here.
+   * One of this folder's own with no folder (its runner died before it made one) started nothing.
    */
   async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
@@ -705,8 +706,8 @@ export class DispatchLane implements RunnerLane {
     if (started !== null && endRecordedGroup(started) !== 'reused' && started.mark !== undefined) endRecordedMark(started.mark, started.start);
     const now = this.ctx.clock();
     // The executor started (its pid was recorded, or another runner's may have) and its stream died with its runner: what it spent is not known, so it is charged what it was allowed.
-    // So is one of which this state folder holds nothing: taken over, or its files removed with the folder after its runner died.
-    const unseen = !fs.existsSync(folder.root);
+    // So is one whose files this state folder does not hold: taken over, or its folder removed after its runner died.
+    const unseen = takenOver && !fs.existsSync(folder.root);
     // A claim that does not state its allowance leaves it to be bounded from the ledger as it stood at the claim (crashAllowanceUsd): the receipt says so.
     const unstated = last.claim?.allowanceUsd === undefined ? ['allowance_unstated'] : [];
     const unknownSpend = pidFile.kind === 'file' || unseen ? { costUsd: this.allowanceAfterCrash(state, record, message, last.number), warnings: ['usage_unreported', ...unstated] } : {};
@@ -714,7 +715,7 @@ export class DispatchLane implements RunnerLane {
       ...this.emptyFacts(state, message, record, last.number, now),
       ...unknownSpend,
       status: 'failed',
-      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence${unseen ? `; ${takenOver ? 'its lease ran out' : 'this state folder holds none of its files (removed with the folder?)'} and what its executor spent is not known here, so the attempt is charged what it was allowed` : ''}` }],
+      blockers: [{ code: 'interrupted', detail: `the runner ${last.claim?.runner ?? '(unknown)'} stopped before attempt ${last.number} finished; its work was not taken as evidence${unseen ? '; this state folder holds none of its files (its lease ran out, or its folder was removed with its runner) and what its executor spent is not known here, so the attempt is charged what it was allowed' : ''}` }],
     });
     const listed = await this.withConsults(receipt, record.id, last.number);
     await this.commitReceipt([{ path: receiptPath(folderOf(record), last.number), bytes: recordedReceipt(listed, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${last.number}: failed (interrupted)`, now);

@@ -38,7 +38,12 @@ interface RunnerRecord {
   readonly started: string | null;
   /** Its state folder, where its attempts' files are: the real path, or the path resolved when the folder was not yet made; absent in records of older versions. */
   readonly state?: string;
+  /** The mark its state folder held when it started (stateFolderMark): a folder removed and made again at that path holds another; absent in records of older versions. */
+  readonly folder?: string;
 }
+
+/** Largest state folder mark read. */
+const MARK_BYTES = 64;
 
 /** Runner ids of coo versions that derived them from host and pid: `host-pPID`. */
 const LEGACY_ID = /^(.*)-p(\d+)$/;
@@ -62,7 +67,8 @@ export class LocalRunners {
   /** Says, in the ledger's folder, that `runnerId` is this process on this host, keeping its attempts' files in `stateDir`. */
   register(runnerId: string, stateDir: string): void {
     const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStartTime(process.pid), state: realpathOr(stateDir) };
-    writeOwnFile(this.path(runnerId), JSON.stringify(record), { mode: 0o644, what: 'the record of which process runs as this runner', remedy: "the ledger's runners folder holds only the records runners write: move what is at that name away and start the runner again", code: 'IO_ERROR' });
+    const folder = stateFolderMark(stateDir, true);
+    writeOwnFile(this.path(runnerId), JSON.stringify(folder === null ? record : { ...record, folder }), { mode: 0o644, what: 'the record of which process runs as this runner', remedy: "the ledger's runners folder holds only the records runners write: move what is at that name away and start the runner again", code: 'IO_ERROR' });
   }
 
   private read(runnerId: string): RunnerRecord | null {
@@ -101,12 +107,15 @@ export class LocalRunners {
 
   /**
    * Whether a runner of this host kept its attempts' files in `stateDir`: false for one that said another
-   * folder, or none (a record of an older version, or none at all), whose files this folder does not hold.
+   * folder, or none (a record of an older version, or none at all), whose files this folder does not hold,
+   * and for one whose folder was removed since (made again at its path, it holds another mark).
    */
   keptIn(runnerId: string, stateDir: string): boolean {
-    const state = this.read(runnerId)?.state;
+    const record = this.read(runnerId);
+    const state = record?.state;
     // Recorded before the folder may have existed: its path as given, resolved, or its real path once made.
-    return state !== undefined && (state === realpathOr(stateDir) || state === resolve(stateDir));
+    if (state === undefined || (state !== realpathOr(stateDir) && state !== resolve(stateDir))) return false;
+    return record?.folder === undefined || record.folder === stateFolderMark(stateDir, false);
   }
 
   /** Forgets the records of this host's runners that are gone and hold no open claim (`held`). */
@@ -123,6 +132,24 @@ export class LocalRunners {
       fs.rmSync(this.path(runnerId), { force: true });
     }
   }
+}
+
+/**
+ * The random mark a state folder holds (`folder-id`), made with it (`make`) by the first runner that
+ * starts there: null where there is none, or it cannot be read or made (its runners' files are then judged by its path alone).
+ */
+function stateFolderMark(stateDir: string, make: boolean): string | null {
+  const path = join(stateDir, 'folder-id');
+  const read = readBounded(path, { maxBytes: MARK_BYTES });
+  if (read.kind === 'file') return read.bytes.toString('utf8').trim();
+  if (read.kind !== 'unreadable' || read.code !== 'ENOENT' || !make) return null;
+  const mark = randomBytes(16).toString('hex');
+  try {
+    writeOwnFile(path, mark, { what: 'the mark of this state folder', remedy: 'the state folder holds only what runners write there', code: 'IO_ERROR' });
+  } catch {
+    return null;
+  }
+  return mark;
 }
 
 function realpathOr(path: string): string {
