@@ -462,6 +462,13 @@ export class OracleCli implements AaTransport {
         killedByTimer = true;
         if (child.pid !== undefined) killGroup(child.pid);
       }, request.runtimeSeconds * 1000);
+      // The attempt's folder removed under a running Oracle (an operator cleaning the state folder): what it writes has
+      // nowhere to go, and a process inside may spin on the folder it cannot make again (node's recursive mkdir under a
+      // bound folder that is gone), so it is ended now rather than at its runtime budget; the lane receipts it interrupted.
+      const folderWatch = setInterval(() => {
+        if (!fs.existsSync(request.sandbox.root) && child.pid !== undefined) killGroup(child.pid);
+      }, FOLDER_CHECK_MS);
+      folderWatch.unref();
       let exit: { readonly exitCode: number | null; readonly signal: string | null; readonly startError: string | null } | null = null;
       const settle = (): void => {
         if (settled || exit === null || !markerClosed) return;
@@ -472,6 +479,7 @@ export class OracleCli implements AaTransport {
         if (exit !== null) return;
         exit = { exitCode, signal, startError };
         clearTimeout(timer);
+        clearInterval(folderWatch);
         // Whatever is left in the group ends, so the pipe's last holder is gone and it closes.
         if (child.pid !== undefined) killGroup(child.pid);
         untrack();
@@ -498,6 +506,9 @@ export class OracleCli implements AaTransport {
   }
 }
 
+
+/** How often a running Oracle's attempt folder is looked for (Oracle.start). */
+const FOLDER_CHECK_MS = 1000;
 /** How one start of Oracle ended. */
 interface OracleStart {
   readonly exitCode: number | null;
