@@ -48,12 +48,14 @@ export function resolveIsolation(wanted: Isolation): 'bwrap' | 'none' {
 }
 
 /**
- * Starts `executable`'s check inside a sandbox as a lane's would (everything read-only, fresh /dev
- * and /proc): where bubblewrap cannot create its namespaces, or cannot see the executable, no
- * attempt could run, so this is found before anything is claimed.
+ * Starts `executable`'s check inside a sandbox laid out as a lane's is (everything read-only, fresh /dev
+ * and /proc, the shared temporary folders emptied, the session's sockets and credentials hidden): where
+ * bubblewrap cannot set that up, or cannot see the executable, no attempt could run, so this is found
+ * before anything is claimed.
  */
 export function probeBubblewrap(executable: string, label: string): void {
-  const probe = spawnSync(findBwrap() ?? 'bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
+  const [bwrap, ...args] = bwrapArgs(findBwrap() ?? 'bwrap', { writable: [], hide: [], keep: [executable], chdir: '/' });
+  const probe = spawnSync(bwrap!, [...args, '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
   if (probe.status === 0) return;
   const said = (probe.error?.message ?? probe.stderr.trim().split('\n', 1)[0]) || `exit ${probe.status ?? probe.signal}`;
   throw new CooError('SANDBOX_UNAVAILABLE', `bubblewrap cannot start ${executable} for ${label} (${said}): fix bubblewrap, or choose --isolation none to run without it`);
@@ -139,8 +141,21 @@ function sessionSockets(): string[] {
  * folders are hidden as a class, not socket by socket. Never one that holds the home folder or is `/`.
  */
 function sharedTempFolders(): string[] {
-  const home = resolve(homedir());
-  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map((path) => resolve(path)))].filter((path) => path !== '/' && !holds(path, home));
+  const home = real(homedir());
+  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => path !== '/' && !holds(path, home));
+}
+
+/**
+ * `path` with every link in it followed (as named when it is not there): a mount follows links, so a folder
+ * emptied or bound is named by where it really is (a /tmp that links to /private/tmp, a TMPDIR or a worktree
+ * that is a link into /tmp), or bubblewrap finds the link's target gone under an emptied folder and stops.
+ */
+function real(path: string): string {
+  try {
+    return fs.realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }
 
 /** Whether `folder` is `path` or holds it (both resolved). */
@@ -152,8 +167,8 @@ function holds(folder: string, path: string): boolean {
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
   // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
-  const keep = (layout.keep ?? []).map((path) => resolve(path));
-  const bound = [...layout.writable, ...(layout.readOnly ?? [])].map((path) => resolve(path));
+  const keep = (layout.keep ?? []).map(real);
+  const bound = [...layout.writable, ...(layout.readOnly ?? [])].map(real);
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
@@ -166,7 +181,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = keep.filter((path) => inTemp(path) && fs.existsSync(path));
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map((path) => resolve(path)).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && !inTemp(path))
     .flatMap((path) => {
       let stats: fs.Stats;
@@ -191,8 +206,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     }),
     ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
-    ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
-    ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
+    ...layout.writable.flatMap((path) => ['--bind', real(path), real(path)]),
+    ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', real(path), real(path)]),
     ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
     '--chdir', resolve(layout.chdir),
     '--',

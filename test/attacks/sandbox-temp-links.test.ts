@@ -1,0 +1,75 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { bwrapArgs, probeBubblewrap } from '../../src/util/bubblewrap.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { outsideTempDir, tempDir } from '../helpers/tmp.js';
+
+/**
+ * The shared temporary folders every sandbox gets empty (/tmp, /var/tmp, TMPDIR), when one of them or a path the
+ * sandbox is given is a link: a mount follows the link, so under an emptied folder its target is gone and
+ * bubblewrap stops before the command. A TMPDIR (or a /tmp) that links elsewhere, or a worktree named through a
+ * link into /tmp, must still give a sandbox that stands, and the probe at start must build the same layout.
+ */
+
+const outside = outsideTempDir('sandbox-temp-links-');
+const inTmp = tempDir('sandbox-temp-links-');
+
+/** Runs `check` in a sandbox laid out for `layout`'s worktree, with TMPDIR as given; bubblewrap's exit and what it said. */
+function inSandbox(worktree: string, check: string, tmpdirValue?: string): { status: number | null; stderr: string } {
+  const bwrap = requireBubblewrap('a sandbox test');
+  const previous = process.env['TMPDIR'];
+  if (tmpdirValue !== undefined) process.env['TMPDIR'] = tmpdirValue;
+  try {
+    const argv = [...bwrapArgs(bwrap, { writable: [worktree], hide: [], chdir: worktree, ownPids: true }), '/bin/sh', '-c', check];
+    const run = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
+    return { status: run.status, stderr: run.stderr };
+  } finally {
+    if (previous === undefined) delete process.env['TMPDIR'];
+    else process.env['TMPDIR'] = previous;
+  }
+}
+
+describe('a sandbox whose temporary folder or worktree is a link', () => {
+  it("stands when the runner's TMPDIR is a link to a folder (as /tmp -> /private/tmp is), and that folder is emptied in it", () => {
+    const target = join(outside, 'real-tmp');
+    mkdirSync(target);
+    writeFileSync(join(target, 'neighbour'), 'not yours');
+    const link = join(outside, 'tmp-link');
+    symlinkSync(target, link);
+    const worktree = join(outside, 'worktree');
+    mkdirSync(worktree);
+    const run = inSandbox(worktree, `touch written && ! test -e '${join(target, 'neighbour')}'`, link);
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(existsSync(join(worktree, 'written'))).toBe(true);
+  });
+
+  it('stands when the worktree is named through a link into /tmp, and writes land in the real folder', () => {
+    const real = join(inTmp, 'worktree');
+    mkdirSync(real);
+    writeFileSync(join(real, 'given'), 'yours');
+    const link = join(outside, 'worktree-link');
+    symlinkSync(real, link);
+    const run = inSandbox(link, 'cat given > copied');
+    expect(run.stderr).toBe('');
+    expect(run.status).toBe(0);
+    expect(readFileSync(join(real, 'copied'), 'utf8')).toBe('yours');
+  });
+
+  it('the probe at start builds the same layout: a TMPDIR link is no reason to refuse, and the probe passes as the lanes would', () => {
+    const target = join(outside, 'probe-real-tmp');
+    mkdirSync(target);
+    const link = join(outside, 'probe-tmp-link');
+    symlinkSync(target, link);
+    const previous = process.env['TMPDIR'];
+    process.env['TMPDIR'] = link;
+    try {
+      expect(() => probeBubblewrap(process.execPath, 'the lanes')).not.toThrow();
+    } finally {
+      if (previous === undefined) delete process.env['TMPDIR'];
+      else process.env['TMPDIR'] = previous;
+    }
+  });
+});
