@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
@@ -172,17 +172,18 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
-  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map((path) => resolve(path));
-  const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => holds(path, kept)));
+  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map(real);
+  const others = [stateRoot(), ...registeredPrivateFolders()].map(real).filter((path) => !own.some((kept) => holds(path, kept)));
   // The shared temporary folders are emptied first (never one a bound path holds), and what the sandbox is given
-  // there is bound again on top: the command's own files read-only, the bound paths as bound; what else is
-  // hidden in them needs no mount of its own.
+  // there is bound again on top: the folder of each of the command's own files read-only (a wrapper script runs
+  // what lies beside it), or the file alone when its folder is a shared one, the bound paths as bound; what else
+  // is hidden in them needs a mount of its own only inside such a folder.
   const temp = sharedTempFolders().filter((folder) => isFolder(folder) && !bound.some((path) => holds(path, folder)));
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
-  const keptInTemp = keep.filter((path) => inTemp(path) && fs.existsSync(path));
+  const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
-    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && !inTemp(path))
+    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {
@@ -204,8 +205,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       fs.mkdirSync(target, { recursive: true, mode: 0o700 });
       return ['--bind', resolve(source), target];
     }),
-    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...layout.writable.flatMap((path) => ['--bind', real(path), real(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', real(path), real(path)]),
     ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),

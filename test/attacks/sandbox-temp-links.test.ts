@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, mkdtempSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { bwrapArgs, probeBubblewrap } from '../../src/util/bubblewrap.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { outsideTempDir, tempDir } from '../helpers/tmp.js';
@@ -70,6 +70,34 @@ describe('a sandbox whose temporary folder or worktree is a link', () => {
     } finally {
       if (previous === undefined) delete process.env['TMPDIR'];
       else process.env['TMPDIR'] = previous;
+    }
+  });
+});
+
+describe('a command in a shared temporary folder', () => {
+  // Straight in /tmp (not in TMPDIR, which a test run may set elsewhere), as an operator's wrapper often is.
+  const tool = mkdtempSync('/tmp/coo-rv16-tool-');
+  afterAll(() => rmSync(tool, { recursive: true, force: true }));
+
+  it('a wrapper script that runs node on a module beside it runs in the sandbox, and what lies in /tmp beside its folder stays hidden', () => {
+    const bwrap = requireBubblewrap('a sandbox test');
+    writeFileSync(join(tool, 'main.mjs'), "import { readFileSync } from 'node:fs';\nprocess.stdout.write(readFileSync(new URL('./data.txt', import.meta.url), 'utf8'));\n");
+    writeFileSync(join(tool, 'data.txt'), 'beside');
+    const script = join(tool, 'run.sh');
+    writeFileSync(script, `#!/bin/sh\nexec '${process.execPath}' "$(dirname "$0")/main.mjs"\n`);
+    chmodSync(script, 0o755);
+    const neighbour = `${tool}-neighbour`;
+    writeFileSync(neighbour, 'not yours');
+    try {
+      const worktree = join(outside, 'tool-worktree');
+      mkdirSync(worktree);
+      const argv = [...bwrapArgs(bwrap, { writable: [worktree], hide: [], keep: [script], chdir: worktree, ownPids: true }), '/bin/sh', '-c', `test ! -e '${neighbour}' && '${script}'`];
+      const run = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8' });
+      expect(run.stderr).toBe('');
+      expect(run.stdout).toBe('beside');
+      expect(run.status).toBe(0);
+    } finally {
+      rmSync(neighbour, { force: true });
     }
   });
 });
