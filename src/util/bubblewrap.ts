@@ -48,14 +48,12 @@ export function resolveIsolation(wanted: Isolation): 'bwrap' | 'none' {
 }
 
 /**
- * Starts `executable`'s check inside a sandbox laid out as a lane's is (everything read-only, fresh /dev
- * and /proc, the shared temporary folders emptied, the session's sockets and credentials hidden): where
- * bubblewrap cannot set that up, or cannot see the executable, no attempt could run, so this is found
- * before anything is claimed.
+ * Starts `executable`'s check inside a sandbox as a lane's would (everything read-only, fresh /dev
+ * and /proc): where bubblewrap cannot create its namespaces, or cannot see the executable, no
+ * attempt could run, so this is found before anything is claimed.
  */
 export function probeBubblewrap(executable: string, label: string): void {
-  const [bwrap, ...args] = bwrapArgs(findBwrap() ?? 'bwrap', { writable: [], hide: [], keep: [executable], chdir: '/' });
-  const probe = spawnSync(bwrap!, [...args, '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
+  const probe = spawnSync(findBwrap() ?? 'bwrap', ['--ro-bind', '/', '/', '--dev', '/dev', '--proc', '/proc', '--', '/bin/sh', '-c', 'test -x "$1"', 'sh', executable], { encoding: 'utf8', timeout: PROBE_MS, stdio: ['ignore', 'ignore', 'pipe'] });
   if (probe.status === 0) return;
   const said = (probe.error?.message ?? probe.stderr.trim().split('\n', 1)[0]) || `exit ${probe.status ?? probe.signal}`;
   throw new CooError('SANDBOX_UNAVAILABLE', `bubblewrap cannot start ${executable} for ${label} (${said}): fix bubblewrap, or choose --isolation none to run without it`);
