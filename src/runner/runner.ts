@@ -383,17 +383,22 @@ export class Runner {
     if (other !== null) throw other;
     if (head === null || (await commitsSince(this.options.ledger.reader, head, saved.head)) === null) {
       if (head === null || (await isAncestor(this.options.ledger.gitdir, head, saved.head))) {
-        throw new CooError('HISTORY_ROLLBACK', `the ledger head ${head ?? '(none)'} is behind ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back; run coo verify`);
+        throw new CooError('HISTORY_ROLLBACK', `the ledger head ${head ?? '(none)'} is behind ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: rolled back; run coo verify; ${this.goOnAnyway()}`);
       }
       if (!(await this.holds(saved.head))) {
         // A clone made again from a remote that withholds what this runner saw (its own claims, the receipts of calls it paid for among it).
         throw new CooError(
           'HISTORY_FORK',
-          `the ledger ${this.options.ledger.gitdir} does not hold ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before (its own claims among what it saw): what it was made from withheld it, rolled back or forked; nothing was claimed; a clone that holds it keeps what the remote dropped (restore it from there); run coo verify`,
+          `the ledger ${this.options.ledger.gitdir} does not hold ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before (its own claims among what it saw): what it was made from withheld it, rolled back or forked; nothing was claimed; a clone that holds it keeps what the remote dropped (restore it from there); run coo verify; ${this.goOnAnyway()}`,
         );
       }
-      throw new CooError('HISTORY_FORK', `the ledger head ${head} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: forked; run coo verify`);
+      throw new CooError('HISTORY_FORK', `the ledger head ${head} does not descend from ${saved.head} (Ledger-Seq ${saved.seq}), which this runner saw before: forked; run coo verify; ${this.goOnAnyway()}`);
     }
+  }
+
+  /** The way on for an operator who means this ledger to be the one (a backup restored, a remote lost): the record this runner would otherwise refuse it by forever. */
+  private goOnAnyway(): string {
+    return `to go on from this ledger all the same (what this runner saw past it, its claims and paid calls among it, may then be claimed and paid for again), remove ${headFileOf(this.options.stateDir)}`;
   }
 
   /** Whether the ledger holds the commit `oid` names. */

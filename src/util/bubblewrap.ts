@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
@@ -139,8 +139,21 @@ function sessionSockets(): string[] {
  * folders are hidden as a class, not socket by socket. Never one that holds the home folder or is `/`.
  */
 function sharedTempFolders(): string[] {
-  const home = resolve(homedir());
-  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map((path) => resolve(path)))].filter((path) => path !== '/' && !holds(path, home));
+  const home = real(homedir());
+  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => path !== '/' && !holds(path, home));
+}
+
+/**
+ * `path` with every link in it followed (as named when it is not there): a mount follows links, so a folder
+ * emptied or bound is named by where it really is (a /tmp that links to /private/tmp, a TMPDIR or a worktree
+ * that is a link into /tmp), or bubblewrap finds the link's target gone under an emptied folder and stops.
+ */
+function real(path: string): string {
+  try {
+    return fs.realpathSync(path);
+  } catch {
+    return resolve(path);
+  }
 }
 
 /** Whether `folder` is `path` or holds it (both resolved). */
@@ -152,22 +165,23 @@ function holds(folder: string, path: string): boolean {
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
   // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
-  const keep = (layout.keep ?? []).map((path) => resolve(path));
-  const bound = [...layout.writable, ...(layout.readOnly ?? [])].map((path) => resolve(path));
+  const keep = (layout.keep ?? []).map(real);
+  const bound = [...layout.writable, ...(layout.readOnly ?? [])].map(real);
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
-  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map((path) => resolve(path));
-  const others = [stateRoot(), ...registeredPrivateFolders()].map((path) => resolve(path)).filter((path) => !own.some((kept) => holds(path, kept)));
+  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map(real);
+  const others = [stateRoot(), ...registeredPrivateFolders()].map(real).filter((path) => !own.some((kept) => holds(path, kept)));
   // The shared temporary folders are emptied first (never one a bound path holds), and what the sandbox is given
-  // there is bound again on top: the command's own files read-only, the bound paths as bound; what else is
-  // hidden in them needs no mount of its own.
+  // there is bound again on top: the folder of each of the command's own files read-only (a wrapper script runs
+  // what lies beside it), or the file alone when its folder is a shared one, the bound paths as bound; what else
+  // is hidden in them needs a mount of its own only inside such a folder.
   const temp = sharedTempFolders().filter((folder) => isFolder(folder) && !bound.some((path) => holds(path, folder)));
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
-  const keptInTemp = keep.filter((path) => inTemp(path) && fs.existsSync(path));
+  const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map((path) => resolve(path)).concat(others))]
-    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && !inTemp(path))
+  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {
@@ -189,10 +203,10 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       fs.mkdirSync(target, { recursive: true, mode: 0o700 });
       return ['--bind', resolve(source), target];
     }),
-    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
-    ...layout.writable.flatMap((path) => ['--bind', resolve(path), resolve(path)]),
-    ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', resolve(path), resolve(path)]),
+    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    ...layout.writable.flatMap((path) => ['--bind', real(path), real(path)]),
+    ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', real(path), real(path)]),
     ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
     '--chdir', resolve(layout.chdir),
     '--',
