@@ -205,6 +205,9 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     }),
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
     ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator
+    // keeps a wrapper script too) hides what lies beside them, never the command.
+    ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),
     ...layout.writable.flatMap((path) => ['--bind', real(path), real(path)]),
     ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', real(path), real(path)]),
     ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
