@@ -506,9 +506,9 @@ export class OracleCli implements AaTransport {
   }
 }
 
-
 /** How often a running Oracle's attempt folder is looked for (Oracle.start). */
 const FOLDER_CHECK_MS = 1000;
+
 /** How one start of Oracle ended. */
 interface OracleStart {
   readonly exitCode: number | null;

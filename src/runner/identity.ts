@@ -4,6 +4,7 @@ import { join, resolve } from 'node:path';
 import { hostLabel, isAlive, processStartTime, recordedProcessGone } from '../util/process.js';
 import { readBounded } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
+import { realPathOr } from '../util/real-path.js';
 
 /** Largest runner record read: a line of JSON. */
 const RECORD_BYTES = 4096;
@@ -66,7 +67,7 @@ export class LocalRunners {
 
   /** Says, in the ledger's folder, that `runnerId` is this process on this host, keeping its attempts' files in `stateDir`. */
   register(runnerId: string, stateDir: string): void {
-    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStartTime(process.pid), state: realpathOr(stateDir) };
+    const record: RunnerRecord = { host: hostLabel(), pid: process.pid, started: processStartTime(process.pid), state: realPathOr(stateDir) };
     const folder = stateFolderMark(stateDir, true);
     writeOwnFile(this.path(runnerId), JSON.stringify(folder === null ? record : { ...record, folder }), { mode: 0o644, what: 'the record of which process runs as this runner', remedy: "the ledger's runners folder holds only the records runners write: move what is at that name away and start the runner again", code: 'IO_ERROR' });
   }
@@ -114,7 +115,7 @@ export class LocalRunners {
     const record = this.read(runnerId);
     const state = record?.state;
     // Recorded before the folder may have existed: its path as given, resolved, or its real path once made.
-    if (state === undefined || (state !== realpathOr(stateDir) && state !== resolve(stateDir))) return false;
+    if (state === undefined || (state !== realPathOr(stateDir) && state !== resolve(stateDir))) return false;
     return record?.folder === undefined || record.folder === stateFolderMark(stateDir, false);
   }
 
@@ -152,10 +153,3 @@ function stateFolderMark(stateDir: string, make: boolean): string | null {
   return mark;
 }
 
-function realpathOr(path: string): string {
-  try {
-    return fs.realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
-}

@@ -1,4 +1,3 @@
-import * as fs from 'node:fs';
 import { resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
@@ -15,6 +14,7 @@ import { runGit } from '../util/exec.js';
 import { readMessage } from '../lane/envelope.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
+import { realPathOr } from '../util/real-path.js';
 import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
@@ -106,14 +106,7 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   } catch {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
   }
-  const real = (path: string): string => {
-    try {
-      return fs.realpathSync(path);
-    } catch {
-      return resolve(path);
-    }
-  };
-  const [repoGit, ledger] = [real(common), real(ledgerGitdir)];
+  const [repoGit, ledger] = [realPathOr(common), realPathOr(ledgerGitdir)];
   if (repoGit === ledger || repoGit.startsWith(`${ledger}/`)) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
   }

@@ -5,6 +5,7 @@ import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
+import { realPathOr as real } from './real-path.js';
 import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
@@ -143,19 +144,6 @@ function sharedTempFolders(): string[] {
   return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => path !== '/' && !holds(path, home));
 }
 
-/**
- * `path` with every link in it followed (as named when it is not there): a mount follows links, so a folder
- * emptied or bound is named by where it really is (a /tmp that links to /private/tmp, a TMPDIR or a worktree
- * that is a link into /tmp), or bubblewrap finds the link's target gone under an emptied folder and stops.
- */
-function real(path: string): string {
-  try {
-    return fs.realpathSync(path);
-  } catch {
-    return resolve(path);
-  }
-}
-
 /** Whether `folder` is `path` or holds it (both resolved). */
 function holds(folder: string, path: string): boolean {
   return path === folder || path.startsWith(`${folder}/`);
@@ -163,6 +151,8 @@ function holds(folder: string, path: string): boolean {
 
 /** The bwrap argv prefix for `layout`; the command follows it. */
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
+  // Every path is named by where it really is (`real`): a mount follows links, so a /tmp that links to /private/tmp,
+  // a TMPDIR or a worktree that links into /tmp would otherwise find its target gone under an emptied folder.
   // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
   // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
