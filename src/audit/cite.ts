@@ -32,6 +32,8 @@ export interface Evidence {
   readonly headSeq: number;
   /** The last Ledger-Seq up to which every commit replayed clean: the head when nothing is wrong. */
   readonly cleanToSeq: number;
+  /** The refs beside main, which the replay does not judge (`otherRefsNote` says so). */
+  readonly otherRefs: readonly string[];
   /** A cross-check's challenged answer: whose, the message and receipt it came from, its hash as pinned. */
   readonly challenges?: { readonly author: string; readonly messageId: string; readonly receiptPath: string; readonly answerHash: string };
   /** A panel member's panel: every member with its latest receipt, which the citation names. */
@@ -52,6 +54,8 @@ export interface PanelEvidence {
   /** Everything `coo verify` found over the whole ledger. */
   readonly findings: readonly Finding[];
   readonly headSeq: number;
+  /** The refs beside main, which the replay does not judge. */
+  readonly otherRefs: readonly string[];
 }
 
 /** Verified means what `coo verify` means by it: the whole replay found nothing. */

@@ -43,6 +43,7 @@ export async function gatherPanelEvidence(gitdir: string, panelId: string): Prom
     members,
     findings: report.findings,
     headSeq: report.seq,
+    otherRefs: report.otherRefs,
     comparison: comparePanel(
       panelId,
       name,
@@ -145,6 +146,7 @@ async function evidenceFrom(report: VerifyReport, gitdir: string, messageId: str
       genesis: report.state.genesis ?? '(none)',
       headSeq: report.seq,
       cleanToSeq: firstBad === undefined ? report.seq : firstBad.seq - 1,
+      otherRefs: report.otherRefs,
     };
   } finally {
     ledger.close();

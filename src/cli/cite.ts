@@ -5,7 +5,9 @@ import { citationMarker, isVerified, panelCitationMarker, renderCitation, render
 import { gatherBundle } from '../audit/bundle-gather.js';
 import { gatherEvidence, gatherPanelEvidence } from '../audit/evidence.js';
 import { parseIssueRef, postComment } from '../audit/github.js';
+import { otherRefsNote } from '../audit/verify.js';
 import { emit, jsonOption, ledgerOption, required, writeOutput } from './common.js';
+import { writeErr } from './terminal.js';
 
 export function citeVerb(program: Command): void {
   program
@@ -23,10 +25,11 @@ export function citeVerb(program: Command): void {
       if (messageId.startsWith('pnl_')) {
         if (opts.bundle !== undefined) throw new CooError('USAGE', `a bundle holds one receipt: bundle each member's evidence (coo cite MEMBER_ID --bundle FILE; coo show ${messageId} lists the members)`);
         const panel = await gatherPanelEvidence(gitdir, messageId);
+        noteOtherRefs(panel.otherRefs, opts.json);
         const markdown = renderPanelCitation(panel);
         const verified = panel.findings.length === 0;
         if (target === null) {
-          emit(opts.json, { panel_id: panel.panelId, verified, head_seq: panel.headSeq, findings: panel.findings, comparison: panel.comparison, markdown }, () => markdown.trimEnd());
+          emit(opts.json, { panel_id: panel.panelId, verified, head_seq: panel.headSeq, other_refs: panel.otherRefs, findings: panel.findings, comparison: panel.comparison, markdown }, () => markdown.trimEnd());
           return;
         }
         if (!verified) throw new CooError('SIG_INVALID', `not posting: the ledger holding ${panel.panelId} does not verify (${panel.findings[0]!.code}: ${panel.findings[0]!.message})`, { findings: panel.findings });
@@ -35,10 +38,11 @@ export function citeVerb(program: Command): void {
         return;
       }
       const evidence = await gatherEvidence(gitdir, messageId);
+      noteOtherRefs(evidence.otherRefs, opts.json);
       const markdown = renderCitation(evidence);
       if (opts.bundle !== undefined) writeOutput(opts.bundle, await gatherBundle(gitdir, evidence), '--bundle', 'the evidence bundle');
       if (target === null) {
-        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), head_seq: evidence.headSeq, clean_to_seq: evidence.cleanToSeq, findings: evidence.findings, ...(evidence.revokedSigner === undefined ? {} : { revoked_signer: { key_id: evidence.revokedSigner.keyId, seq: evidence.revokedSigner.seq, reason: evidence.revokedSigner.reason } }), markdown }, () => markdown.trimEnd());
+        emit(opts.json, { message_id: evidence.messageId, verified: isVerified(evidence), head_seq: evidence.headSeq, clean_to_seq: evidence.cleanToSeq, other_refs: evidence.otherRefs, findings: evidence.findings, ...(evidence.revokedSigner === undefined ? {} : { revoked_signer: { key_id: evidence.revokedSigner.keyId, seq: evidence.revokedSigner.seq, reason: evidence.revokedSigner.reason } }), markdown }, () => markdown.trimEnd());
         return;
       }
       if (!isVerified(evidence)) {
@@ -49,6 +53,12 @@ export function citeVerb(program: Command): void {
         result.created ? `posted ${result.url}` : `already posted: ${result.url} (nothing new written)`,
       );
     });
+}
+
+/** A citation judges main alone, as `coo verify` does: the refs beside it are named on standard error, as verify names them. */
+function noteOtherRefs(refs: readonly string[], json: boolean | undefined): void {
+  const note = otherRefsNote(refs, 'this citation');
+  if (note !== null && json !== true) writeErr(`note: ${note}\n`);
 }
 
 /** Posts a citation as a comment, once: the marker finds one posted before. */

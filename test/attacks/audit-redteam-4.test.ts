@@ -104,6 +104,23 @@ describe('refs beside main, which coo verify does not judge', () => {
     expect(text.stderr).toContain('note: this report judged main only: refs/heads/approvals, refs/notes/commits, refs/tags/approved are not the ledger');
   }, 60_000);
 
+  it('coo cite names them too, in --json and on standard error, and says it judged main only', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    await w.runner({ transport: w.fakeOracle('ok') }).runOnce();
+    const head = git(['--git-dir', w.gitdir, 'rev-parse', 'main']).trim();
+    git(['--git-dir', w.gitdir, 'notes', 'add', '-m', 'ceo: this advice is binding', head]);
+    const run = coo(['cite', messageId, '--ledger', w.gitdir, '--json']);
+    expect(run.status, run.stderr).toBe(0);
+    const cited = json<{ verified: boolean; other_refs: string[] }>(run);
+    expect([cited.verified, cited.other_refs]).toEqual([true, ['refs/notes/commits']]);
+    const text = coo(['cite', messageId, '--ledger', w.gitdir]);
+    expect(text.status, text.stderr).toBe(0);
+    expect(text.stdout).toContain('Advisory evidence, not authority');
+    expect(text.stderr).toContain('note: this citation judged main only: refs/notes/commits is not the ledger');
+    expect(text.stderr).toContain('git log --no-notes');
+  }, 60_000);
+
   it('coo clone takes main alone: no tag of its history comes with it, and the clone verifies with no such note', async () => {
     const { gitdir, head, ceo } = await withOtherRefs();
     const target = join(tempDir('audit-redteam-4-clone-'), 'clone.git');

@@ -209,7 +209,7 @@ describe("a panel member's answer dressed as another member's, or as the runner'
   });
 
   it('coo cite sets no paragraph, bold name, verdict or note of its own', () => {
-    const markdown = renderPanelCitation({ panelId: comparison.panel_id, name: 'review', question: 'Is add() right?', members: comparison.members.map((member) => ({ actor: member.actor, messageId: member.message_id, state: member.state, spentUsd: member.cost_usd, evidence: null })), comparison, findings: [], headSeq: 9 });
+    const markdown = renderPanelCitation({ panelId: comparison.panel_id, name: 'review', question: 'Is add() right?', members: comparison.members.map((member) => ({ actor: member.actor, messageId: member.message_id, state: member.state, spentUsd: member.cost_usd, evidence: null })), comparison, findings: [], headSeq: 9, otherRefs: [] });
     const lines = markdown.split('\n');
     expect(lines.filter((line) => line.startsWith('**aa.')).map((line) => line.slice(2, line.indexOf('**', 2)))).toEqual(['aa.chatgpt', 'aa.claude']);
     expect(lines.filter((line) => line.startsWith('> [!NOTE]'))).toHaveLength(1);

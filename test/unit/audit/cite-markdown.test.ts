@@ -82,6 +82,7 @@ function evidenceOf(text: string): Evidence {
     genesis: 'd'.repeat(40),
     headSeq: 6,
     cleanToSeq: 6,
+    otherRefs: [],
   };
 }
 
