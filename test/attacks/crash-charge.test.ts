@@ -14,7 +14,7 @@ import { tempDir } from '../helpers/tmp.js';
  * whose files went with the folder may have been paid.
  */
 
-const dir = tempDir('review-rv15-');
+const dir = tempDir('crash-charge-');
 const fresh = worlds(join(dir, 'worlds'));
 const env = { OPENAI_API_KEY: 'sk-test-key' };
 
@@ -41,7 +41,7 @@ describe('a consult runner SIGKILLed after its claim, before Oracle started', ()
 });
 
 describe('a dispatch runner SIGKILLed after its claim, before its executor started', () => {
-  const place = hostilePlaces(join(dir, 'dispatch'), 'rv15');
+  const place = hostilePlaces(join(dir, 'dispatch'), 'charge');
 
   for (const removed of [false, true]) {
     it(`the next start receipts it interrupted, charged ${removed ? 'what it was allowed (its state folder removed)' : '$0 (its state folder intact: nothing ran)'}`, async () => {
