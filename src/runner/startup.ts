@@ -12,6 +12,7 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { readMessage } from '../lane/envelope.js';
+import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { realPathOr } from '../util/real-path.js';
@@ -131,7 +132,7 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
     const lane: Lane | null = record.intent === 'ea_dispatch' ? 'dispatch' : ADVISORY_INTENTS.has(record.intent) ? 'consult' : null;
     if (lane === null || !lanes.has(lane) || !PENDING.has(laneStateOf(record, state.registry?.doc))) continue;
     const message = await readMessage(ledger, record);
-    const commit = message.intent === 'ea_dispatch' ? message.dispatch.base_ref : 'context_pin' in message && message.context_pin !== null && message.context_pin.snapshot_of === undefined ? message.context_pin.repo_commit_sha : null;
+    const commit = pinnedCommitOf(message);
     if (commit !== null && !pins.has(commit)) pins.set(commit, record.id);
   }
   if (pins.size === 0) return null;
