@@ -143,3 +143,28 @@ describe('--repo removed or renamed while coo watch runs', () => {
     expect(laneState(world, messageId)).toBe('succeeded');
   });
 });
+
+describe('the repository a dispatch was cut from, changed by the operator while its agent runs (guards: these held already)', () => {
+  it('checked out to another commit: the attempt runs from its pinned base in its own worktree, succeeds, and its branch starts at that base', async () => {
+    const place = await places('repo-checkout', { 'extra.txt': 'x\n' });
+    const { messageId } = await dispatchTo(place, 'repo-checkout');
+    const agent = agentScript(place.world.dir, `${FIX}; git -C '${place.repo}' checkout -q --detach HEAD~1`);
+    const ran = watchOnce(place, agent, { isolation: 'none' });
+    expect(ran.status, ran.stderr).toBe(0);
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt).toMatchObject({ status: 'succeeded', base_sha: place.base });
+    expect(git(['-C', place.repo, 'rev-parse', `${String(receipt!['branch'])}~1`])).toBe(place.base);
+  });
+
+  it('removed: the attempt is receipted failed as runner_error, coded, never as the agent\'s scope violation or failed tests', async () => {
+    const place = await places('repo-removed', { 'extra.txt': 'x\n' });
+    const { messageId } = await dispatchTo(place, 'repo-removed');
+    const agent = agentScript(place.world.dir, `${FIX}; rm -rf '${place.repo}'`);
+    const ran = watchOnce(place, agent, { isolation: 'none' });
+    expect(ran.status, ran.stderr).toBe(0);
+    expect(ran.stderr).not.toMatch(/\n\s+at /);
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt?.['status']).toBe('failed');
+    expect(codesOf(receipt)).toEqual(['runner_error']);
+  });
+});
