@@ -29,3 +29,13 @@ export async function checkContextPin(ledger: Ledger, repo: PinnedRepo, record: 
   }
   return { ok: true, files };
 }
+
+/**
+ * The commit of the runner's repository a message needs before it can run: a dispatch's base, a
+ * consult's pinned commit (none when its files are a snapshot the ledger stores). One rule for the
+ * start-up check of a shallow clone and the runner's hold of a message its repository lacks.
+ */
+export function pinnedCommitOf(message: CooMessage): string | null {
+  if (message.intent === 'ea_dispatch') return message.dispatch.base_ref;
+  return 'context_pin' in message && message.context_pin != null && message.context_pin.snapshot_of === undefined ? message.context_pin.repo_commit_sha : null;
+}

@@ -1,3 +1,5 @@
+import * as fs from 'node:fs';
+import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
@@ -201,12 +203,45 @@ export type PinCheck = { readonly ok: true; readonly files: readonly PinnedFile[
  */
 export class PinnedRepo {
   private reader: CatFileReader | null = null;
+  /** The git directory the reader reads, and its inode when it was opened. */
+  private opened: { readonly gitdir: string; readonly ino: number } | null = null;
 
   constructor(private readonly repo: string) {}
 
+  /**
+   * The reader of the repository at `repo` now: one whose git directory was removed, moved or put
+   * back as another since it was opened (the operator tidying up while a watch runs) is closed and
+   * opened again, never read as if it were still there.
+   */
   private async open(): Promise<CatFileReader> {
-    this.reader ??= new CatFileReader(await gitDir(this.repo));
+    if (this.opened !== null && fs.statSync(this.opened.gitdir, { throwIfNoEntry: false })?.ino !== this.opened.ino) this.close();
+    if (this.reader === null) {
+      const gitdir = await gitDir(this.repo);
+      this.reader = new CatFileReader(gitdir);
+      this.opened = { gitdir, ino: fs.statSync(gitdir).ino };
+    }
     return this.reader;
+  }
+
+  /**
+   * Why this repository cannot serve `commit` now, or null when it holds it: it is gone or no
+   * repository (removed or renamed after the runner started), or it lacks the commit (a clone made
+   * before the commit was pushed, never fetched since). Either is the runner's lack, not the work's.
+   */
+  async lacks(commit: string): Promise<string | null> {
+    let reader: CatFileReader;
+    try {
+      reader = await this.open();
+    } catch {
+      return `--repo ${this.repo} is no longer a git repository (removed or renamed while the runner ran?): put it back, or start the runner with --repo naming where it is now`;
+    }
+    try {
+      if ((await reader.read(commit, 0))?.type === 'commit') return null;
+    } catch {
+      this.close();
+      return `--repo ${this.repo} cannot be read as a git repository now: put it right, or start the runner with --repo naming a clone that can`;
+    }
+    return `--repo ${this.repo} does not hold commit ${commit} (a clone made before it was pushed, never fetched since?): run git -C ${this.repo} fetch${fs.existsSync(join(this.opened!.gitdir, 'shallow')) ? ' --unshallow' : ''}, and this runner looks again on its next pass`;
   }
 
   /**
@@ -296,6 +331,7 @@ export class PinnedRepo {
   close(): void {
     this.reader?.close();
     this.reader = null;
+    this.opened = null;
   }
 }
 

@@ -13,7 +13,8 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import { DispatchLane, type DispatchEvent, type PullRequestConfig } from '../dispatch/runner-lane.js';
 import { PinnedRepo } from '../lane/pins.js';
 import { readMessage } from '../lane/envelope.js';
-import type { LaneContext, RunnerLane } from '../lane/runner-lane.js';
+import type { LaneContext, Problem, RunnerLane } from '../lane/runner-lane.js';
+import { pinnedCommitOf } from '../lane/context-pin.js';
 import { stopGroups } from '../util/children.js';
 import { readOwnFile } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
@@ -65,6 +66,16 @@ export type RunnerEvent =
 
 /** What a runner needs of a remote (remote/publish.ts): publishing its writes, and syncing to the remote's verified head. */
 export type RunnerRemote = Pick<RemoteLedger, 'url' | 'append' | 'sync'> & Partial<Pick<RemoteLedger, 'write' | 'secrets'>>;
+
+/** What the runner reads of an envelope before its lane does: when its attempts may last start, and the commit it pins in the repository (context-pin.ts pinnedCommitOf). */
+interface EnvelopeFacts {
+  readonly expiresAt: string;
+  readonly deadlineAt: string;
+  readonly pinned: string | null;
+}
+
+/** Seconds between a watch's looks at the repository while a message waits for a commit it lacks (the operator fetching it). */
+const REPO_LOOK_SECONDS = 30;
 
 /** Runners through a remote pick their next work among this many of the oldest ready messages. */
 const REMOTE_PICK_WINDOW = 4;
@@ -209,7 +220,11 @@ export class Runner {
    */
   private switchedOff: string | null = null;
   /** The expiry and deadline of the envelopes of messages left unclaimed, by message id. */
-  private readonly envelopeTimes = new Map<string, { readonly expiresAt: string; readonly deadlineAt: string }>();
+  private readonly envelopeTimes = new Map<string, EnvelopeFacts>();
+  /** The messages held because the repository lacks the commit they pin, with why (heldFor). */
+  private readonly lacking = new Map<string, Problem>();
+  /** What this pass found of each pinned commit in the repository: null when it holds it, else why not. */
+  private repoLooks = new Map<string, string | null>();
   /** The heartbeat interval of the policy on the head the last heartbeat landed on: a watch beats at it. */
   private beatSeconds: number | null = null;
 
@@ -434,6 +449,7 @@ export class Runner {
       if (!(await this.flushJournal())) return summary([], []);
     }
     this.leaseWaits = [];
+    this.repoLooks = new Map();
     const skipped = new Set<string>();
     this.passSkipped = skipped;
     for (let pass = 0; ; pass += 1) {
@@ -453,27 +469,31 @@ export class Runner {
         .filter((record) => isRunnerIntent(record.intent) && !isTerminal(record) && !skipped.has(record.id) && !this.earlyRetries.has(record.id))
         .map((record) => ({ record, work: nextWork(record, now) }))
         .filter(({ record, work }) => work.kind !== 'attempt' || !this.beforeItsFloor(state, record, work.number, now));
-      // A new attempt of a target whose lane cannot run here is never claimed while another runner may still run it; an open
-      // claim is still recovered. Once no runner may start it (heldUntil) its lane receipts it, unrun.
+      // A new attempt this runner cannot run for a lack of its own (its target's lane, or the commit it pins in --repo) is never
+      // claimed while another runner may still run it; an open claim is still recovered. Once no runner may start it (heldUntil)
+      // its lane receipts it, unrun.
       const held: string[] = [];
       const over = new Set<string>();
       for (const { record, work } of open) {
-        if (work.kind !== 'attempt' || this.options.waiting?.has(record.target) !== true) continue;
+        if (work.kind !== 'attempt' || (await this.heldFor(record)) === null) continue;
         if (Date.parse(await this.heldUntil(record, work.number)) <= now.getTime()) over.add(record.id);
         else held.push(record.id);
       }
       // Said once per held message too, so that whoever asked for it (an agent over MCP) hears why it waits.
-      for (const id of held) this.configError(id, this.options.waiting!.get(state.messages.get(id)!.target)!);
+      for (const id of held) this.configError(id, (await this.heldFor(state.messages.get(id)!))!);
       // Open attempts first: a dead runner's claim holds what its attempt may spend until its receipt
       // lands (lane/budget.ts), so it is recovered before new work is judged beside it.
+      const heldIds = new Set(held);
       const ready = open
-        .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && (this.options.waiting?.has(record.target) !== true || over.has(record.id))))
+        .filter(({ record, work }) => work.kind === 'recover' || (work.kind === 'attempt' && !heldIds.has(record.id)))
         .sort((a, b) => Number(b.work.kind === 'recover') - Number(a.work.kind === 'recover') || a.record.seq - b.record.seq);
       const item = this.options.remote === undefined ? ready[0] : this.pick(state, ready, holders, now);
       if (item === undefined) {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
-        return summary([...waiting, ...this.leaseWaits, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held);
+        // A message held for a commit its repository lacks runs once the operator fetches it: a watch looks again soon, not only when the ledger moves.
+        const look = held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
+        return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held);
       }
       try {
         const landed = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
@@ -502,13 +522,46 @@ export class Runner {
    * envelope's expiry for the first, its deadline for a retry. Read once per message: an envelope never changes.
    */
   private async lastStart(record: MessageRecord, attempt: number): Promise<string> {
-    let times = this.envelopeTimes.get(record.id);
-    if (times === undefined) {
-      const message = await readMessage(this.options.ledger, record);
-      times = { expiresAt: message.expires_at, deadlineAt: message.deadline_at };
-      this.envelopeTimes.set(record.id, times);
-    }
+    const times = await this.envelopeFacts(record);
     return attempt === 1 ? times.expiresAt : times.deadlineAt;
+  }
+
+  /** What the runner reads of a message's envelope before its lane does: read once per message, as an envelope never changes. */
+  private async envelopeFacts(record: MessageRecord): Promise<EnvelopeFacts> {
+    let facts = this.envelopeTimes.get(record.id);
+    if (facts === undefined) {
+      const message = await readMessage(this.options.ledger, record);
+      facts = { expiresAt: message.expires_at, deadlineAt: message.deadline_at, pinned: pinnedCommitOf(message) };
+      this.envelopeTimes.set(record.id, facts);
+    }
+    return facts;
+  }
+
+  /**
+   * Why this runner holds a new attempt of `record`, queued and unclaimed, or null: its target's lane
+   * cannot run here (found at start), or its repository does not hold the commit the message pins
+   * (a clone behind the project's origin, a repository removed or renamed while the runner ran).
+   * Each is a lack of this runner, as a missing provider key is, never the work's: a runner that has
+   * what it needs may run it, and the operator's fix lets this one run it. A commit the repository
+   * holds whose files do not match the pins is the work's, and its lane receipts it stale_context.
+   * The repository is looked at once a pass for each commit.
+   */
+  private async heldFor(record: MessageRecord): Promise<Problem | null> {
+    const waiting = this.options.waiting?.get(record.target);
+    if (waiting !== undefined) return waiting;
+    const { pinned } = await this.envelopeFacts(record);
+    let lack = pinned === null ? null : this.repoLooks.get(pinned);
+    if (pinned !== null && lack === undefined) {
+      lack = await this.repo.lacks(pinned);
+      this.repoLooks.set(pinned, lack);
+    }
+    if (lack == null) {
+      this.lacking.delete(record.id);
+      return null;
+    }
+    const problem: Problem = { code: 'RUNNER_CONFIG', message: `it waits, queued and unclaimed: ${lack}; a runner that holds the commit may run it, and if none does before it expires it is receipted expired` };
+    this.lacking.set(record.id, problem);
+    return problem;
   }
 
   /**
@@ -520,7 +573,7 @@ export class Runner {
    */
   private async heldUntil(record: MessageRecord, attempt: number): Promise<string> {
     const end = await this.lastStart(record, attempt);
-    return this.options.waiting?.has(record.target) === true ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
+    return this.options.waiting?.has(record.target) === true || this.lacking.has(record.id) ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
   }
 
   /**
@@ -537,7 +590,11 @@ export class Runner {
       const end = await this.heldUntil(record, work.number);
       if (Date.parse(end) > now.getTime()) ends.push(end);
     }
-    for (const id of this.envelopeTimes.keys()) if (state.messages.get(id) === undefined || isTerminal(state.messages.get(id)!)) this.envelopeTimes.delete(id);
+    for (const id of this.envelopeTimes.keys()) {
+      if (state.messages.get(id) !== undefined && !isTerminal(state.messages.get(id)!)) continue;
+      this.envelopeTimes.delete(id);
+      this.lacking.delete(id);
+    }
     return ends;
   }
 

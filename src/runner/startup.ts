@@ -12,6 +12,7 @@ import type { RemoteLedger } from '../remote/publish.js';
 import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { readMessage } from '../lane/envelope.js';
+import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { realPathOr } from '../util/real-path.js';
@@ -90,9 +91,9 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
  * (or a folder in it), dispatches would make their worktrees and branches in the ledger's git
  * folder, beside its main, and consults pin their context in the ledger's own commits. It holds a
  * commit, and its whole history: every message pins a commit of the repository it was written for,
- * and one that holds none of its history (an empty repository, a shallow clone) would end each
- * queued message at its claim with a stale_context receipt, a mistake of the runner's blamed on the
- * work. Its path holds no line end.
+ * and one that holds none of its history (an empty repository, a shallow clone) would hold each
+ * queued message, unclaimed, until it expired (it ended each with a stale_context receipt before the
+ * runner held such messages, a mistake of the runner's blamed on the work). Its path holds no line end.
  */
 async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
   // A worktree names its repository's git folder on one line of its .git file (dispatch/worktree.ts reads it so).
@@ -112,7 +113,7 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   }
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
   if ((await git(['rev-list', '-n', '1', '--all'])) === '') {
-    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would end with a stale_context receipt; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would wait here, unclaimed, until it expired; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
   }
   return null;
 }
@@ -121,8 +122,9 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
  * A shallow `--repo` (a CI checkout's fetch-depth) runs what it holds, as a full clone does: it is
  * refused only when it lacks a commit that queued or retrying work of a lane this runner runs pins (a
  * dispatch's base, a consult's pinned commit unless its files are a snapshot the ledger stores), which
- * would end that message with a stale_context receipt. A full clone that lacks one ends only that
- * message so: a commit really gone must not stop the runner from ever starting.
+ * the runner would hold, unclaimed, until it expired (Runner.heldFor): a depth that is the operator's
+ * to fix before anything runs. A full clone that lacks one starts, and holds only that message: a
+ * commit really gone must not stop the runner from ever starting.
  */
 async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, lanes: ReadonlySet<Lane>): Promise<Problem | null> {
   if ((await runGit(['-C', repo, 'rev-parse', '--is-shallow-repository'])).toString('utf8').trim() !== 'true') return null;
@@ -131,7 +133,7 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
     const lane: Lane | null = record.intent === 'ea_dispatch' ? 'dispatch' : ADVISORY_INTENTS.has(record.intent) ? 'consult' : null;
     if (lane === null || !lanes.has(lane) || !PENDING.has(laneStateOf(record, state.registry?.doc))) continue;
     const message = await readMessage(ledger, record);
-    const commit = message.intent === 'ea_dispatch' ? message.dispatch.base_ref : 'context_pin' in message && message.context_pin !== null && message.context_pin.snapshot_of === undefined ? message.context_pin.repo_commit_sha : null;
+    const commit = pinnedCommitOf(message);
     if (commit !== null && !pins.has(commit)) pins.set(commit, record.id);
   }
   if (pins.size === 0) return null;
@@ -140,7 +142,7 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
   const missing = [...pins].find((_, index) => answers[index] !== 'commit');
   if (missing === undefined) return null;
   const [commit, messageId] = missing;
-  return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a shallow clone without ${commit}, which queued message ${messageId} pins: it would end with a stale_context receipt; run git -C ${repo} fetch --unshallow, or give a full clone; nothing was claimed` };
+  return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a shallow clone without ${commit}, which queued message ${messageId} pins: it would wait here, unclaimed, until it expired; run git -C ${repo} fetch --unshallow, or give a full clone; nothing was claimed` };
 }
 
 /** The lane states of work a runner may still start an attempt of. */

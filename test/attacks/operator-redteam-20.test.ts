@@ -43,8 +43,8 @@ describe('a --repo that holds none of the history its queued messages pin', () =
     const shallow = join(world.dir, 'shallow');
     git(['clone', '-q', '--depth', '1', `file://${world.target}`, shallow]);
     const cases: Array<[string, RegExp]> = [
-      [empty, /^coo: RUNNER_CONFIG: --repo \S+ holds no commit: every queued message pins a commit of the repository it was written for, and each would end with a stale_context receipt; give that repository/],
-      [shallow, /^coo: RUNNER_CONFIG: --repo \S+ is a shallow clone without [0-9a-f]{40}, which queued message \S+ pins: it would end with a stale_context receipt; run git -C \S+ fetch --unshallow, or give a full clone; nothing was claimed$/],
+      [empty, /^coo: RUNNER_CONFIG: --repo \S+ holds no commit: every queued message pins a commit of the repository it was written for, and each would wait here, unclaimed, until it expired; give that repository/],
+      [shallow, /^coo: RUNNER_CONFIG: --repo \S+ is a shallow clone without [0-9a-f]{40}, which queued message \S+ pins: it would wait here, unclaimed, until it expired; run git -C \S+ fetch --unshallow, or give a full clone; nothing was claimed$/],
     ];
     for (const [repo, said] of cases) {
       for (const args of runners(world, repo, join(world.dir, 'state'))) {

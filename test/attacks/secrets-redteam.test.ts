@@ -3,6 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { parseCodexStream } from '../../src/dispatch/codex-events.js';
 import { Scrubber } from '../../src/util/scrub.js';
+import { LIMITS } from '../../src/limits.js';
+import { readMessage } from '../../src/lane/envelope.js';
 import { agentScript, dispatchTo, hostilePlace, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -62,7 +64,7 @@ const dir = tempDir('coo-secrets-redteam-');
 const world = worlds(dir);
 
 describe("a receipt's error detail", () => {
-  it("does not name the runner's repository when a consult's pinned commit is gone (stale_context)", async () => {
+  it("does not name the runner's repository when a consult's pinned commit is gone (held, then receipted expired)", async () => {
     const w = await world();
     writeFileSync(join(w.target, 'gone.md'), 'soon gone\n');
     git(['add', '-A'], { cwd: w.target });
@@ -71,11 +73,11 @@ describe("a receipt's error detail", () => {
     git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: w.target });
     git(['reflog', 'expire', '--expire=now', '--all'], { cwd: w.target });
     git(['gc', '-q', '--prune=now'], { cwd: w.target });
-    await w.runner({ transport: w.fakeOracle('ok') }).runOnce();
+    const expires = Date.parse((await readMessage(w.ledger, (await w.ledger.state()).messages.get(messageId)!)).expires_at);
+    await w.runner({ transport: w.fakeOracle('ok'), clock: () => new Date(expires + (LIMITS.clockSkewSeconds + 60) * 1000) }).runOnce();
     const [receipt] = await receiptsOf(w, messageId);
     const text = JSON.stringify(receipt);
-    expect(text).toContain('stale_context');
-    expect(text).toContain('[repo]');
+    expect(text).toContain('expired');
     expect(text).not.toContain(w.target);
   });
 });

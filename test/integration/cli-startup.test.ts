@@ -134,7 +134,7 @@ describe('coo watch runs what it can', () => {
     expect(result.status).toBe(0);
     const waits = result.stderr.split('\n').filter((line) => line.includes('ea.codex'));
     expect(waits).toEqual(["coo watch: dispatches to ea.codex wait, queued and unclaimed: ANTHROPIC_API_KEY is not set in the runner's environment"]);
-    expect(result.stderr).toContain('1 message(s) stay queued for a lane that cannot run here');
+    expect(result.stderr).toContain('1 message(s) stay queued, unclaimed, for what this runner lacks');
     expect(laneState(world, ids.consult)).toBe('succeeded');
     expect(laneState(world, ids.dispatch)).toBe('queued');
     expect((await world.ledger.state()).messages.get(ids.dispatch)!.attempts).toEqual([]);

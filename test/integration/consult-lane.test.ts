@@ -66,7 +66,7 @@ describe('the consult lane', () => {
     expect(w.server.requests[0]!.prompt).not.toContain('changed after pinning');
   });
 
-  it('fails closed with stale_context, without calling Oracle, when the pinned commit is gone', async () => {
+  it('leaves a consult whose pinned commit is gone from the repository queued and unclaimed, without calling Oracle, saying why (the runner lacks it, as a clone behind would)', async () => {
     const w = await fresh();
     const { writeFileSync } = await import('node:fs');
     writeFileSync(join(w.target, 'src', 'extra.ts'), 'export const x = 1;\n');
@@ -76,12 +76,12 @@ describe('the consult lane', () => {
     git(['reset', '-q', '--hard', 'HEAD~1'], { cwd: w.target });
     git(['reflog', 'expire', '--expire=now', '--all'], { cwd: w.target });
     git(['gc', '-q', '--prune=now'], { cwd: w.target });
-    await w.runner().runOnce();
-    const [receipt] = await receiptsOf(w, messageId);
-    expect(receipt).toMatchObject({ status: 'failed', next_attempt_at: null });
-    expect(blockersOf(receipt!)).toEqual(['stale_context']);
+    const summary = await w.runner().runOnce();
+    expect(summary.held).toEqual([messageId]);
+    expect(await receiptsOf(w, messageId)).toEqual([]);
+    expect(w.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'RUNNER_CONFIG', message: expect.stringContaining('does not hold commit') }));
     expect(w.server.requests).toHaveLength(0);
-    expect(laneStateOf((await w.ledger.state()).messages.get(messageId)!)).toBe('stale_context');
+    expect(laneStateOf((await w.ledger.state()).messages.get(messageId)!)).toBe('queued');
   });
 
   it('fails closed with stale_context when a pinned file does not match its hash', async () => {
