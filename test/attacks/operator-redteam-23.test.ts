@@ -166,5 +166,8 @@ describe('the repository a dispatch was cut from, changed by the operator while 
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt?.['status']).toBe('failed');
     expect(codesOf(receipt)).toEqual(['runner_error']);
+    // Its detail names the repository by its marker, never by where it is on the runner's machine.
+    expect(JSON.stringify(receipt)).toContain('[repo]');
+    expect(JSON.stringify(receipt)).not.toContain(place.repo);
   });
 });
