@@ -621,7 +621,7 @@ export class DispatchLane implements RunnerLane {
     const holding = snapshot?.holdingSecrets ?? [];
     if (holding.length > 0) {
       const named = holding.slice(0, 10).map((path) => new Scrubber(scrub.secrets).text(path)).join(', ');
-      const detail = `the work writes a secret the runner holds or handed the agent (a provider key, a token, the COO key) into ${named}${holding.length > 10 ? ` and ${holding.length - 10} more` : ''}: nothing was put on the branch, which would carry it where the ledger does not; remove the secret from the work`;
+      const detail = `the work writes a secret the runner holds or handed the agent (a provider key, a token, the COO key) into ${named}${holding.length > 10 ? ` and ${holding.length - 10} more` : ''}: nothing of the work was written to the repository, committed or verified, where the branch and every later agent's sandbox would carry it where the ledger does not; remove the secret from the work`;
       doc = { ...doc, status: 'failed', branch: null, blockers: [...doc.blockers, { code: 'scope_violation', detail }] };
     }
     if (!fitsReceipt(doc) && snapshot !== null) {

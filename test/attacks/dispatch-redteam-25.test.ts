@@ -10,8 +10,10 @@ import { git, tempDir } from '../helpers/tmp.js';
 /**
  * The dispatch lane against a hostile execution agent, round twenty-five: the names of its work that
  * spell a folder of the runner's machine, which every receipt records by that folder's marker; the
- * git folders of its worktree, which the runner's own git reads after it; and the terminal sequences
- * of its stream, which the runner's output echoes. Each agent is a script in place of the executor
+ * key it was handed written into its work, which the target repository's objects kept though no branch
+ * carried it (and which the sandbox of every later agent of the repository reads); the git folders of
+ * its worktree, which the runner's own git reads after it; and the terminal sequences of its stream,
+ * which the runner's output echoes. Each agent is a script in place of the executor
  * that does one hostile thing, under bubblewrap.
  */
 
@@ -86,6 +88,29 @@ describe("a hostile agent's work named with a folder of the runner's machine in 
     if (receipt === undefined) return unreceipted;
     expect(receipt['files_changed']).toEqual(['src/add.js', 'src/root/r.js', 'src/x/tmp/a.js']);
     return String(receipt['status']);
+  });
+});
+
+describe('a hostile agent that writes the key it was handed into its work', () => {
+  const place = hostilePlaces(dir, 'key');
+
+  attack("a hostile agent: beside a right fix, src/config.js holding its provider key, for the target's objects that a later agent's sandbox reads", 'runner', 'refused', async () => {
+    const where = await place('objects');
+    const HANDED = 'sk-proj-HandedToTheAgent0123456789abcdefXYZ';
+    const { messageId } = await dispatchTo(where, 'objects', {});
+    const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; printf 'export const key = "%s";\\n' "$OPENAI_API_KEY" > src/config.js`), { env: { OPENAI_API_KEY: HANDED } });
+    const [receipt] = await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status}) ${watch.stderr.slice(-300)}`;
+    // Every object of the target, reachable or not: the worktree of each later attempt reads them from inside its sandbox.
+    const objects = git(['cat-file', '--batch-all-objects', '--batch'], { cwd: where.repo });
+    if (objects.includes(HANDED)) return `accepted: the target's objects hold the key (the receipt names ${String(receipt['head_sha'])}, status ${String(receipt['status'])})`;
+    if (receipt['status'] !== 'failed' || receipt['branch'] !== null || !codesOf(receipt).includes('scope_violation')) return `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+    // Nothing of the work was committed or verified: the receipt names no commit, and says why, the file named.
+    expect(receipt['head_sha']).toBeNull();
+    expect(receipt['tests_run']).toEqual([]);
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/config.js');
+    expect(codesOf(receipt)).not.toContain('needs_decision');
+    return 'refused';
   });
 });
 
