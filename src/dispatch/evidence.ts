@@ -249,6 +249,7 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
       tooLarge: snapshot.refused.filter((entry) => entry.why === 'too_large').map((entry) => entry.path),
       overflow: snapshot.overflow,
       gitLinkTampered: snapshot.gitLinkTampered,
+      holdingSecrets: snapshot.holdingSecrets,
     };
     if (snapshot.tree === null) {
       return { snapshot, verification: [], commit: null, summary: { ...common, verification: [], commit: null, dirtyWithoutCommit: [] } };

@@ -51,6 +51,8 @@ export interface EvidenceSummary {
   /** More entries or bytes than the runner reads: the work was not read whole. */
   readonly overflow: boolean;
   readonly gitLinkTampered: boolean;
+  /** Changed files holding a secret the runner holds or handed the agent: nothing was written, committed or verified (the runner says why). */
+  readonly holdingSecrets?: readonly string[];
   readonly verification: ReadonlyArray<{ readonly command: string; readonly exitCode: number | null; readonly killedByTimer: boolean }>;
   /**
    * The runner's commit of the work; null when nothing was committed (no changes, or work not read
@@ -147,7 +149,7 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (evidence.outOfScope.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `changed outside the scope: ${list(evidence.outOfScope)}` });
   if (evidence.notRegular.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record and every checkout writes apart are): ${list(evidence.notRegular.map((entry) => `${entry.path} (${entry.why})`))}` });
   if (evidence.gitLinkTampered) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: 'the worktree\'s .git link was changed' });
-  if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
+  if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0 && (evidence.holdingSecrets ?? []).length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
   const failed = evidence.verification.filter((result) => result.exitCode !== 0);
   if (failed.length > 0) out.push({ code: 'tests_failed', row: 'verification_failed', detail: `${failed.length} verification command(s) did not exit 0: ${clipText(failed.map((result) => (result.killedByTimer ? `${result.command} (timed out)` : `${result.command} (exit ${result.exitCode ?? 'none'})`)).join('; '), 400)}` });
   const stated = facts.run.facts.fileChanges.length;
@@ -160,10 +162,10 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   return out;
 }
 
-/** The commit the receipt names: the runner's, the base when nothing changed, none when the work was not read whole. */
+/** The commit the receipt names: the runner's, the base when nothing changed, none when the work was not read whole or holds a secret. */
 function headOf(facts: DispatchFacts): string | null {
   const evidence = facts.evidence;
-  if (evidence === null || evidence.overflow || evidence.tooLarge.length > 0) return null;
+  if (evidence === null || evidence.overflow || evidence.tooLarge.length > 0 || (evidence.holdingSecrets ?? []).length > 0) return null;
   return evidence.commit?.headSha ?? facts.baseSha;
 }
 

@@ -605,14 +605,23 @@ export class DispatchLane implements RunnerLane {
     // output can; the receipt is signed for good, so it holds the marker in its place, and work named so
     // is not landed: the branch would carry the name where the ledger does not.
     const scrubbed = new Scrubber(scrub.secrets).value(doc);
-    if (canonicalJson(scrubbed) !== canonicalJson(doc)) {
+    const secretNamed = canonicalJson(scrubbed) !== canonicalJson(doc);
+    if (secretNamed) {
       const detail = 'a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch';
       doc = { ...scrubbed, status: 'failed', branch: null, blockers: [...scrubbed.blockers, { code: 'scope_violation', detail }] };
+    }
+    // A name that spells a folder of the runner's machine (`src/@/home/op/a.js`) is recorded by that folder's marker
+    // (recordedReceipt), as every path the receipt holds is: the receipt would name and hash a file the commit does
+    // not hold, two names could be one. Such work is not landed either, and the receipt says why.
+    const spelled = secretNamed ? [] : (snapshot?.changes ?? []).map((change) => change.path).filter((path) => scrub.text(path) !== path);
+    if (spelled.length > 0) {
+      const detail = `a name of the work spells a folder of the runner's machine (${spelled.slice(0, 10).join(', ')}${spelled.length > 10 ? ` and ${spelled.length - 10} more` : ''}), which the receipt records by its marker, so it would not name the file the commit holds: nothing was put on the branch; rename the work`;
+      doc = { ...doc, status: 'failed', branch: null, blockers: [...doc.blockers, { code: 'scope_violation', detail }] };
     }
     const holding = snapshot?.holdingSecrets ?? [];
     if (holding.length > 0) {
       const named = holding.slice(0, 10).map((path) => new Scrubber(scrub.secrets).text(path)).join(', ');
-      const detail = `the work writes a secret the runner holds or handed the agent (a provider key, a token, the COO key) into ${named}${holding.length > 10 ? ` and ${holding.length - 10} more` : ''}: nothing was put on the branch, which would carry it where the ledger does not; remove the secret from the work`;
+      const detail = `the work writes a secret the runner holds or handed the agent (a provider key, a token, the COO key) into ${named}${holding.length > 10 ? ` and ${holding.length - 10} more` : ''}: nothing of the work was written to the repository, committed or verified, where the branch and every later agent's sandbox would carry it where the ledger does not; remove the secret from the work`;
       doc = { ...doc, status: 'failed', branch: null, blockers: [...doc.blockers, { code: 'scope_violation', detail }] };
     }
     if (!fitsReceipt(doc) && snapshot !== null) {

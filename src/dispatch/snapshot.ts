@@ -40,7 +40,7 @@ export interface WorkSnapshot {
   readonly overflow: boolean;
   /** The work tree's `.git` link was changed, replaced or removed. */
   readonly gitLinkTampered: boolean;
-  /** Changed files whose new content holds a secret (SnapshotOptions.holdsSecret), by path. */
+  /** Changed files whose new content holds a secret (SnapshotOptions.holdsSecret), by path: their blobs are not written, and the work has no tree. */
   readonly holdingSecrets: readonly string[];
 }
 
@@ -132,7 +132,12 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     rules: options.rules,
     tracked,
     onNewBlob: async (oid, bytes) => {
-      if (options.holdsSecret?.(bytes) === true) secretBlobs.add(oid);
+      // Never written to the target's objects: an object the branch never carries stays there all the same, where the
+      // sandbox of every later agent of the repository (another actor's too) reads it. Such work is not committed.
+      if (options.holdsSecret?.(bytes) === true) {
+        secretBlobs.add(oid);
+        return;
+      }
       await options.objects.write('blob', bytes);
     },
     ...options.limits,
@@ -187,7 +192,7 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   }
   const oids = new Map(walk.files.map((file) => [keyOf(file.path), file.oid]));
   const holdingSecrets = changes.filter((change) => secretBlobs.has(oids.get(keyOf(Buffer.from(change.path, 'utf8'))) ?? '')).map((change) => change.path);
-  if (walk.overflow || walk.tooLarge.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered, holdingSecrets };
+  if (walk.overflow || walk.tooLarge.length > 0 || holdingSecrets.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered, holdingSecrets };
   // The base with the recordable changes applied: a change the ledger cannot name is not committed.
   const files: TreeFile[] = options.baseFiles.filter((file) => !applied.has(keyOf(file.path)));
   for (const file of walk.files) if (applied.has(keyOf(file.path))) files.push({ path: file.path, mode: file.mode, oid: file.oid });
