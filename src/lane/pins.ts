@@ -224,7 +224,8 @@ export class PinnedRepo {
   }
 
   /**
-   * Why this repository cannot serve `commit` now, or null when it holds it: it is gone or no
+   * Why this repository cannot serve `commit` now, or null when it holds it (or holds an object of
+   * another kind by that id, which no fetch mends): it is gone or no
    * repository (removed or renamed after the runner started), or it lacks the commit (a clone made
    * before the commit was pushed, never fetched since). Either is the runner's lack, not the work's.
    */
@@ -236,7 +237,9 @@ export class PinnedRepo {
       return `--repo ${this.repo} is no longer a git repository (removed or renamed while the runner ran?): put it back, or start the runner with --repo naming where it is now`;
     }
     try {
-      if ((await reader.read(commit, 0))?.type === 'commit') return null;
+      // An object of another kind by that id (a tree, a blob, an annotated tag) is no lack of the runner's: no fetch makes it
+      // a commit, so the message is not held, and its lane's pin check receipts it stale_context.
+      if ((await reader.read(commit, 0)) !== null) return null;
     } catch {
       this.close();
       return `--repo ${this.repo} cannot be read as a git repository now: put it right, or start the runner with --repo naming a clone that can`;
