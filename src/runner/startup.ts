@@ -93,7 +93,8 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
  * commit, and its whole history: every message pins a commit of the repository it was written for,
  * and one that holds none of its history (an empty repository, a shallow clone) would hold each
  * queued message, unclaimed, until it expired (it ended each with a stale_context receipt before the
- * runner held such messages, a mistake of the runner's blamed on the work). Its path holds no line end.
+ * runner held such messages, a mistake of the runner's blamed on the work). It is no partial clone,
+ * which lacks objects the runner never fetches. Its path holds no line end.
  */
 async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
   // A worktree names its repository's git folder on one line of its .git file (dispatch/worktree.ts reads it so).
@@ -114,6 +115,15 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
   if ((await git(['rev-list', '-n', '1', '--all'])) === '') {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would wait here, unclaimed, until it expired; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
+  }
+  // A partial clone (git clone --filter) reads what it lacks from its promisor remote, which the runner never lets git do
+  // (util/git-env.ts): a commit it holds with files it lacks would end each consult pinning them stale_context, and each
+  // dispatch on it without a worktree, a lack of the runner's blamed on the work.
+  const promisor = (await git(['config', '--get-regexp', '^(extensions\\.partialclone|remote\\..*\\.promisor)$']).catch(() => ''))
+    .split('\n')
+    .find((line) => /^extensions\.partialclone /.test(line) || /^remote\..*\.promisor( (true|yes|on|1))?$/i.test(line));
+  if (promisor !== undefined) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a partial clone (git clone --filter; ${promisor.split(' ')[0]}): the runner never has git fetch the objects it lacks as it reads them, so every message pinning a file it lacks would end with a stale_context receipt, blamed on the work; give a full clone (git clone without --filter); nothing was claimed` };
   }
   return null;
 }

@@ -1,8 +1,11 @@
-import { execFileSync } from 'node:child_process';
+import { execFileSync, spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { PinnedRepo } from '../../src/lane/pins.js';
+import { headOf, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
+import { worlds } from '../helpers/lane.js';
+import { laneState } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -15,6 +18,7 @@ import { tempDir } from '../helpers/tmp.js';
  */
 
 const dir = tempDir('review-holds-');
+const fresh = worlds(join(dir, 'worlds'));
 
 function git(repo: string, args: readonly string[]): string {
   return execFileSync('git', ['-C', repo, ...args], { encoding: 'utf8', env: { ...process.env, GIT_AUTHOR_NAME: 't', GIT_AUTHOR_EMAIL: 't@t', GIT_COMMITTER_NAME: 't', GIT_COMMITTER_EMAIL: 't@t' } }).trim();
@@ -38,5 +42,26 @@ describe('PinnedRepo.lacks: what a hold is for', () => {
     } finally {
       pinned.close();
     }
+  });
+});
+
+describe('a --repo that is a partial clone', () => {
+  it('coo watch refuses to start (exit 2, RUNNER_CONFIG, nothing claimed): it lacks the blobs of the pinned files and never fetches them, so each consult ended stale_context, blamed on the work', async () => {
+    const world = await fresh();
+    expect(spawnSync('git', ['-C', world.target, 'config', 'uploadpack.allowFilter', 'true']).status).toBe(0);
+    const partial = join(world.dir, 'partial');
+    const cloned = spawnSync('git', ['clone', '-q', '--no-checkout', '--filter=blob:none', `file://${world.target}`, partial], { encoding: 'utf8' });
+    expect(cloned.status, cloned.stderr).toBe(0);
+    const { messageId } = await world.consult();
+    const before = headOf(world.gitdir);
+    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), join(world.dir, 'state')), '--isolation', 'none', '--once'];
+    args[args.indexOf('--repo') + 1] = partial;
+    const ran = await startBounded(args, { OPENAI_API_KEY: 'sk-test-key' }).ended;
+    expect(ran.status, ran.stderr).toBe(2);
+    expect(ran.stderr).toContain(`RUNNER_CONFIG: --repo ${partial} is a partial clone (git clone --filter; remote.origin.promisor)`);
+    expect(ran.stderr).not.toMatch(/\n\s+at /);
+    expect(headOf(world.gitdir)).toBe(before);
+    expect(laneState(world, messageId)).toBe('queued');
+    expect(world.server.requests).toHaveLength(0);
   });
 });
