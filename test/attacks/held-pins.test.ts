@@ -17,7 +17,7 @@ import { tempDir } from '../helpers/tmp.js';
  * receipts it stale_context, as it did before messages were held.
  */
 
-const dir = tempDir('review-holds-');
+const dir = tempDir('held-pins-');
 const fresh = worlds(join(dir, 'worlds'));
 
 function git(repo: string, args: readonly string[]): string {
