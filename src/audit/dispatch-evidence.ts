@@ -28,6 +28,8 @@ export interface DispatchEvidence {
   /** The Ledger-Seq the replay reached, and the last one up to which every commit replayed clean. */
   readonly headSeq: number;
   readonly cleanToSeq: number;
+  /** The refs beside main, which the replay does not judge (`otherRefsNote` says so). */
+  readonly otherRefs: readonly string[];
 }
 
 /** Gathers a dispatch's final receipt as its commit holds it, from a full replay of the ledger. */
@@ -69,6 +71,7 @@ export async function gatherDispatchEvidence(gitdir: string, messageId: string):
       findings: report.findings,
       headSeq: report.seq,
       cleanToSeq: report.firstInvalid === null ? report.seq : (report.firstInvalid.lastValid?.seq ?? 0),
+      otherRefs: report.otherRefs,
     };
   } finally {
     ledger.close();

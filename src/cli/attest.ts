@@ -9,6 +9,7 @@ import { gatherEvidence } from '../audit/evidence.js';
 import { envelopePath } from '../ledger/layout.js';
 import { Ledger } from '../ledger/ledger.js';
 import { sha256Ref } from '../util/hash.js';
+import { noteOtherRefs } from './cite.js';
 import { jsonOption, keyOption, ledgerOption, loadPrivateKey, required, writeOutput } from './common.js';
 import { inertJson } from '../util/invisible.js';
 
@@ -37,14 +38,15 @@ export function attestVerb(program: Command): void {
       } finally {
         ledger.close();
       }
-      const { id, statement } = intent === 'ea_dispatch' ? await dispatchAttestation(gitdir, messageId) : await consultAttestation(gitdir, messageId);
+      const { id, statement, otherRefs } = intent === 'ea_dispatch' ? await dispatchAttestation(gitdir, messageId) : await consultAttestation(gitdir, messageId);
+      noteOtherRefs(otherRefs, opts.json === true && opts.out !== undefined, 'this attestation');
       const text = `${JSON.stringify(signStatement(statement, key), null, 2)}\n`;
       if (opts.out === undefined) {
         process.stdout.write(text);
         return;
       }
       writeOutput(opts.out, text, '--out', 'the attestation');
-      process.stdout.write(opts.json === true ? `${inertJson({ message_id: id, out: opts.out, keyid: key.publicKey.keyId })}\n` : `attestation for ${id} written to ${opts.out}\n`);
+      process.stdout.write(opts.json === true ? `${inertJson({ message_id: id, out: opts.out, keyid: key.publicKey.keyId, other_refs: otherRefs })}\n` : `attestation for ${id} written to ${opts.out}\n`);
     });
 }
 
@@ -53,7 +55,14 @@ function refuseUnverified(id: string, findings: readonly Finding[], wrong: strin
   if (findings.length > 0) throw new CooError('SIG_INVALID', `not attesting: the evidence for ${id} does not verify (${wrong})`, { findings });
 }
 
-async function consultAttestation(gitdir: string, messageId: string): Promise<{ id: string; statement: Record<string, unknown> }> {
+/** An attestation's statement, and the refs beside main the replay behind it did not judge. */
+interface Attestation {
+  readonly id: string;
+  readonly statement: Record<string, unknown>;
+  readonly otherRefs: readonly string[];
+}
+
+async function consultAttestation(gitdir: string, messageId: string): Promise<Attestation> {
   const evidence = await gatherEvidence(gitdir, messageId);
   if (!isVerified(evidence)) refuseUnverified(evidence.messageId, evidence.findings, whatIsWrong(evidence));
   const folder = evidence.receiptPath.slice(0, evidence.receiptPath.indexOf('/receipts/'));
@@ -65,12 +74,12 @@ async function consultAttestation(gitdir: string, messageId: string): Promise<{ 
     ledger.close();
   }
   if (envelope === null) throw new CooError('NOT_FOUND', `${envelopePath(folder)} is missing`);
-  return { id: evidence.messageId, statement: receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) }) };
+  return { id: evidence.messageId, statement: receiptStatement(evidence, { path: envelopePath(folder), sha256: sha256Ref(envelope) }), otherRefs: evidence.otherRefs };
 }
 
-async function dispatchAttestation(gitdir: string, messageId: string): Promise<{ id: string; statement: Record<string, unknown> }> {
+async function dispatchAttestation(gitdir: string, messageId: string): Promise<Attestation> {
   const evidence = await gatherDispatchEvidence(gitdir, messageId);
   const first = evidence.findings[0];
   refuseUnverified(evidence.messageId, evidence.findings, first === undefined ? '' : `${first.code}${first.commit === undefined ? '' : ` in commit ${first.commit.slice(0, 12)}`}: ${first.message}`);
-  return { id: evidence.messageId, statement: dispatchStatement(evidence) };
+  return { id: evidence.messageId, statement: dispatchStatement(evidence), otherRefs: evidence.otherRefs };
 }

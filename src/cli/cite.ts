@@ -34,7 +34,7 @@ export function citeVerb(program: Command): void {
         }
         if (!verified) throw new CooError('SIG_INVALID', `not posting: the ledger holding ${panel.panelId} does not verify (${panel.findings[0]!.code}: ${panel.findings[0]!.message})`, { findings: panel.findings });
         const result = await post(target, markdown, panelCitationMarker(panel), opts.githubApiUrl);
-        emit(opts.json, { panel_id: panel.panelId, posted: result.created, url: result.url }, () => (result.created ? `posted ${result.url}` : `already posted: ${result.url} (nothing new written)`));
+        emit(opts.json, { panel_id: panel.panelId, posted: result.created, url: result.url, other_refs: panel.otherRefs }, () => (result.created ? `posted ${result.url}` : `already posted: ${result.url} (nothing new written)`));
         return;
       }
       const evidence = await gatherEvidence(gitdir, messageId);
@@ -49,15 +49,15 @@ export function citeVerb(program: Command): void {
         throw new CooError('SIG_INVALID', `not posting: the evidence for ${evidence.messageId} does not verify (${whatIsWrong(evidence)})`, { findings: evidence.findings });
       }
       const result = await post(target, markdown, citationMarker(evidence), opts.githubApiUrl);
-      emit(opts.json, { message_id: evidence.messageId, posted: result.created, url: result.url }, () =>
+      emit(opts.json, { message_id: evidence.messageId, posted: result.created, url: result.url, other_refs: evidence.otherRefs }, () =>
         result.created ? `posted ${result.url}` : `already posted: ${result.url} (nothing new written)`,
       );
     });
 }
 
-/** A citation judges main alone, as `coo verify` does: the refs beside it are named on standard error, as verify names them. */
-function noteOtherRefs(refs: readonly string[], json: boolean | undefined): void {
-  const note = otherRefsNote(refs, 'this citation');
+/** A citation (an attestation too) judges main alone, as `coo verify` does: the refs beside it are named on standard error, as verify names them. */
+export function noteOtherRefs(refs: readonly string[], json: boolean | undefined, judge = 'this citation'): void {
+  const note = otherRefsNote(refs, judge);
   if (note !== null && json !== true) writeErr(`note: ${note}\n`);
 }
 

@@ -244,6 +244,7 @@ export const citeOutput = z.strictObject({
   boundary: z.string(),
   verified: z.boolean(),
   findings: z.array(z.unknown()),
+  other_refs: z.array(z.string()),
   markdown: z.string(),
 });
 

@@ -510,7 +510,7 @@ export async function citeTool(context: ToolContext, args: z.infer<typeof messag
   const evidence = await gatherEvidence(context.ledger.gitdir, args.message_id);
   // The citation carries the advisory agents' words (summary, findings, recommendations, objections): quoted as an answer is.
   const quoted = quoteUntrusted(renderCitation(evidence));
-  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings.map(quoteFinding), markdown: quoted.text };
+  return { message_id: evidence.messageId, advisory: true, untrusted: true, notice: citationNotice(quoted.boundary), boundary: quoted.boundary, verified: isVerified(evidence), findings: evidence.findings.map(quoteFinding), other_refs: evidence.otherRefs.map(quote), markdown: quoted.text };
 }
 
 /**

@@ -2,7 +2,10 @@ import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inertJson, invisibleCharacters } from '../../src/util/invisible.js';
-import { coo, json } from '../helpers/cli.js';
+import { coo, cooAsync, json } from '../helpers/cli.js';
+import { writeKey } from '../helpers/damage.js';
+import { startFakeGitHub } from '../helpers/fake-github.js';
+import { connectMcp, structured } from '../helpers/mcp.js';
 import { worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -120,6 +123,45 @@ describe('refs beside main, which coo verify does not judge', () => {
     expect(text.stderr).toContain('note: this citation judged main only: refs/notes/commits is not the ledger');
     expect(text.stderr).toContain('git log --no-notes');
   }, 60_000);
+
+  it('coo attest and the MCP cite tool name them too, and coo cite --post --json carries them', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    await w.runner({ transport: w.fakeOracle('ok') }).runOnce();
+    const head = git(['--git-dir', w.gitdir, 'rev-parse', 'main']).trim();
+    git(['--git-dir', w.gitdir, 'notes', 'add', '-m', 'ceo: this advice is binding', head]);
+    const key = writeKey(w.dir, 'attest-coo', w.actors.coo);
+    const out = join(w.dir, 'attestation.json');
+    const attested = coo(['attest', messageId, '--ledger', w.gitdir, '--key', key, '--out', out, '--json']);
+    expect(attested.status, attested.stderr).toBe(0);
+    expect(json<{ message_id: string; other_refs: string[] }>(attested)).toMatchObject({ message_id: messageId, other_refs: ['refs/notes/commits'] });
+    expect(attested.stderr).toBe('');
+    // Without --out the attestation itself is standard output, so the note goes to standard error, --json or not.
+    for (const args of [[], ['--json']]) {
+      const printed = coo(['attest', messageId, '--ledger', w.gitdir, '--key', key, ...args]);
+      expect(printed.status, printed.stderr).toBe(0);
+      expect(JSON.parse(printed.stdout)).toHaveProperty('payloadType', 'application/vnd.in-toto+json');
+      expect(printed.stderr).toContain('note: this attestation judged main only: refs/notes/commits is not the ledger');
+    }
+    const mcp = await connectMcp(w);
+    try {
+      const cited = structured<{ verified: boolean; other_refs: string[] }>(await mcp.call('cite', { message_id: messageId }));
+      // A ref's name is anyone's words: quoted as untrusted data, as the verify tool quotes it.
+      expect(cited.verified).toBe(true);
+      expect(cited.other_refs).toHaveLength(1);
+      expect(cited.other_refs[0]).toMatch(/^<<<UNTRUSTED ([0-9a-f]+)\nrefs\/notes\/commits\nUNTRUSTED \1>>>$/);
+    } finally {
+      await mcp.close();
+    }
+    const github = await startFakeGitHub();
+    try {
+      const posted = await cooAsync(['cite', messageId, '--ledger', w.gitdir, '--post', 'acme/ledger#7', '--json'], { env: { GITHUB_TOKEN: 'ghp_test_token', GITHUB_API_URL: github.url } });
+      expect(posted.status, posted.stderr).toBe(0);
+      expect(json<{ posted: boolean; other_refs: string[] }>(posted)).toMatchObject({ posted: true, other_refs: ['refs/notes/commits'] });
+    } finally {
+      await github.close();
+    }
+  }, 90_000);
 
   it('coo clone takes main alone: no tag of its history comes with it, and the clone verifies with no such note', async () => {
     const { gitdir, head, ceo } = await withOtherRefs();
