@@ -1,3 +1,4 @@
+import { execFileSync } from 'node:child_process';
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -5,8 +6,10 @@ import { verifyLedger } from '../../src/audit/verify.js';
 import { gateAttempt } from '../../src/authority/runnable.js';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { defaultPolicy, defaultRegistry } from '../../src/ledger/init.js';
+import { Ledger, type NewFile } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { codeOfAsync } from '../helpers/codes.js';
@@ -90,5 +93,44 @@ describe("one CEO approval of a request, replayed by the COO for the same reques
     expect(await codeOfAsync(() => write())).toBe('no error');
     expect(await codeOfAsync(() => write('corr_other'))).toBe('APPROVAL_INVALID');
     expect((await w.ledger.state()).approvals.get(approvalId)!.usedBy).not.toBeNull();
+  });
+});
+
+describe("the CEO's approval of a retry of a dispatch the former COO sent", () => {
+  it('is NOT_ACTIVE_COO: the dispatch starts no attempt under the successor, so the approval would approve nothing', async () => {
+    const w = await fresh();
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const { messageId } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Ship the fix.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'] });
+    const next = await handOver(w);
+    await w.runner({ key: next }).runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
+    const head = w.ledger.head();
+    expect(await codeOfAsync(() => approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'again', messageId }))).toBe('NOT_ACTIVE_COO');
+    expect(w.ledger.head()).toBe(head);
+    expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
+  });
+});
+
+describe("a CEO command signed by the outgoing CEO key in the very commit that rotates it out", () => {
+  it('is SIGNER_RETIRED: the entries of a commit are judged by the trust that commit puts in force (guard: held before)', async () => {
+    const w = await fresh();
+    // The command as the outgoing key signs it, written first in a copy of the ledger, then carried into the rotation's commit.
+    const copy = join(w.dir, 'copy.git');
+    execFileSync('git', ['clone', '-q', '--mirror', w.gitdir, copy]);
+    const other = Ledger.open(copy);
+    await sendCommand({ ledger: other, key: w.actors.ceo, now: new Date(), text: 'Spend it all.', budgetUsd: 5 });
+    other.close();
+    const names = execFileSync('git', ['-C', copy, 'diff-tree', '-r', '--name-only', '--no-commit-id', 'HEAD~1', 'HEAD']).toString().trim().split('\n');
+    const command = names.filter((name) => !name.endsWith('.sig')).map((path) => ({ path, bytes: execFileSync('git', ['-C', copy, 'show', `HEAD:${path}`]) }));
+    expect(command.map((file) => file.path.split('/').pop())).toEqual(['envelope.yaml', 'prompt.md']);
+    const append = w.ledger.append.bind(w.ledger);
+    Object.assign(w.ledger, { append: (request: Parameters<typeof append>[0]) => append({ ...request, files: [...(request.files as readonly NewFile[]), ...command] }) });
+    const root = (await w.ledger.state()).root!.doc;
+    const next = generatePrivateKey('ceo');
+    const authorities = [{ actor: 'ceo', key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }];
+    const head = w.ledger.head();
+    expect(await codeOfAsync(() => appendTrustVersion(w.ledger, { role: 'root', document: { ...root, version: undefined, created_at: undefined, authorities } }, w.actors.ceo, new Date()))).toBe('SIGNER_RETIRED');
+    expect(w.ledger.head()).toBe(head);
   });
 });
