@@ -99,9 +99,7 @@ describe("one CEO approval of a request, replayed by the COO for the same reques
 describe("the CEO's approval of a retry of a dispatch the former COO sent", () => {
   it('is NOT_ACTIVE_COO: the dispatch starts no attempt under the successor, so the approval would approve nothing', async () => {
     const w = await fresh();
-    const repo = join(w.dir, 'work');
-    makeTargetRepo(repo);
-    const { messageId } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Ship the fix.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'] });
+    const { messageId } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, task: 'Ship the fix.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'] });
     const next = await handOver(w);
     await w.runner({ key: next }).runOnce();
     expect((await receiptsOf(w, messageId)).map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['policy_denied']]]);
