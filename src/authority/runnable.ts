@@ -6,7 +6,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import { attemptIdFor } from '../util/ids.js';
-import { checkEdge } from './policy-check.js';
+import { checkEdge, isCommandIntent } from './policy-check.js';
 import { retryApproved, type LedgerState, type MessageRecord, type Revocation } from './state.js';
 
 /**
@@ -75,7 +75,7 @@ export interface Stop {
 
 /**
  * What must hold before any attempt of any lane may start, in the order it is checked: the kill
- * switch, the envelope's key not revoked, the message's times, its hop limit and the policy in force. Null when it may start; each
+ * switch, the envelope's key not revoked, a command's sender still the active COO, the message's times, its hop limit and the policy in force. Null when it may start; each
  * lane then checks what is its own (consult/lane.ts, dispatch/lane.ts).
  */
 export function gateAttempt(facts: GateFacts): Stop | null {
@@ -84,6 +84,10 @@ export function gateAttempt(facts: GateFacts): Stop | null {
   if (facts.signerRevoked !== null) {
     const { what, revocation } = facts.signerRevoked;
     return { status: 'blocked', blocker: 'policy_denied', detail: `${what} was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt` };
+  }
+  // A command speaks for the active COO that sent it: once the registry hands the role to another, the former COO's word starts nothing (a key rotation keeps the actor).
+  if (isCommandIntent(message.intent) && message.principal !== registry.active_coo) {
+    return { status: 'blocked', blocker: 'policy_denied', detail: `sent by ${message.principal}, no longer the active COO (the registry in force, v${registry.version}, names ${registry.active_coo}): a former COO's command starts no attempt` };
   }
   // expires_at bounds when a message may first start; deadline_at bounds every attempt, retries included.
   if (facts.attempt === 1 && now.getTime() >= Date.parse(message.expires_at)) return { status: 'blocked', blocker: 'expired', detail: `not started before it expired at ${message.expires_at}` };

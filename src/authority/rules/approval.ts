@@ -49,7 +49,7 @@ export function retryApprovals(check: CommitCheck, messageId: string, attempt: n
 export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: string): void {
   const where = entry.path;
   const doc = check.read('approval.v0', entry);
-  const { policy } = check.requireTrust(where);
+  const { registry, policy } = check.requireTrust(where);
   if (approvalPath(doc.approval_id, doc.created_at) !== where) {
     throw new CooError('PATH_INVALID', `${where}: an approval lives at ${approvalPath(doc.approval_id, doc.created_at)}`, { where });
   }
@@ -69,6 +69,11 @@ export function checkApproval(check: CommitCheck, entry: EntryFile, keyId: strin
     const record = check.message(doc.message_id!);
     if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: ${doc.message_id} does not exist`, { where });
     if (record.intent !== 'ea_dispatch') throw new CooError('ATTEMPT_INVALID', `${where}: only dispatches take retry approvals; ${record.id} is ${record.intent}`, { where });
+    // A former COO's dispatch starts no attempt (runnable.ts gateAttempt): an approval of its retry would approve nothing.
+    const coo = registry.active_coo;
+    if (record.source !== coo) {
+      throw new CooError('NOT_ACTIVE_COO', `${where}: ${record.id} was sent by ${record.source}, no longer the active COO (${coo}): a former COO's dispatch starts no attempt; ask ${coo} to dispatch the work again`, { where });
+    }
     const last = endedWithoutSuccess(record);
     if (last === null) throw new CooError('ATTEMPT_INVALID', `${where}: ${record.id} has no ended, unsuccessful attempt to retry`, { where });
     // Once, unless every earlier approval of that attempt had expired when this one was given (both dated by the CEO's

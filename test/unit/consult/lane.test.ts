@@ -10,6 +10,7 @@ const now = new Date('2026-11-30T08:00:00Z');
 const message = {
   message_id: 'msg_01M8NQFJ01J7CG66HWNDDJ8485',
   source_actor: 'coo.hermes',
+  principal: 'coo.hermes',
   target_actor: 'aa.chatgpt',
   intent: 'aa_consult',
   hop_count: 0,
