@@ -1,6 +1,10 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
+import type { CommitCheck } from '../../src/authority/commit-check.js';
+import { checkStopTime } from '../../src/authority/rules/attempt.js';
+import type { AttemptRecord, MessageRecord } from '../../src/authority/state.js';
+import type { AaReceipt } from '../../src/schema/receipt.js';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
@@ -8,7 +12,7 @@ import { LIMITS } from '../../src/limits.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { isoSeconds } from '../../src/util/time.js';
-import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { makeCase, holdingRunner, remoteReceipts, type Case, type Machine } from '../helpers/remote-runners.js';
 import { removeHook } from '../helpers/remote-ledger.js';
@@ -145,5 +149,23 @@ describe('a receipt that ends a message unrun as expired, or past its deadline, 
   it('takes the expired receipt claimed past the expiry and the deadline_passed one claimed past the deadline, as every runner writes them', async () => {
     expect(await appended(await stoppedNow(90 * 60_000, 'expired'))).toBe('accepted');
     expect(await appended(await stoppedNow(3 * HOUR_MS, 'deadline_passed'))).toBe('accepted');
+  });
+});
+
+describe("a panel's members stopped together on one member's expiry", () => {
+  const T = Date.parse('2026-12-01T10:00:00Z');
+  const at = (minutes: number): string => isoSeconds(new Date(T + minutes * 60_000));
+  const member = (id: string, expiresIn: number, panel?: string): MessageRecord => ({ id, expiresAt: at(expiresIn), deadlineAt: at(expiresIn + 60), attempts: [], ...(panel === undefined ? {} : { panel }) }) as unknown as MessageRecord;
+  const judged = (records: readonly MessageRecord[], panel: readonly string[]) =>
+    ({ state: { panels: new Map([['p', { name: 'review', messages: panel }]]) }, message: (id: string) => records.find((record) => record.id === id) }) as unknown as CommitCheck;
+  const attempt = { number: 1, claim: { at: at(1) } } as unknown as AttemptRecord;
+  const expired = { blockers: [{ code: 'expired', detail: 'x' }] } as unknown as AaReceipt;
+
+  it("takes a member whose own expiry is ahead when a sibling's passed by the claim, and refuses it when no member's did, or alone", async () => {
+    const live = member('a', 10, 'p');
+    expect(await codeOf(async () => checkStopTime(judged([live, member('b', 0, 'p')], ['a', 'b']), live, attempt, expired, 'r'))).toBe('accepted');
+    expect(await codeOf(async () => checkStopTime(judged([live, member('b', 5, 'p')], ['a', 'b']), live, attempt, expired, 'r'))).toBe('ATTEMPT_INVALID');
+    const alone = member('c', 10);
+    expect(await codeOf(async () => checkStopTime(judged([alone], []), alone, attempt, expired, 'r'))).toBe('ATTEMPT_INVALID');
   });
 });
