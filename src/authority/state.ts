@@ -68,6 +68,9 @@ export interface MessageRecord {
   readonly payloadHash: string | null;
   readonly manifestHash: string | null;
   readonly maxCostUsd: number;
+  /** The envelope's expires_at and deadline_at: a receipt that says the message expired or its deadline passed is claimed past them (rules/attempt.ts checkStopTime). Absent in a state cached before they were kept. */
+  readonly expiresAt?: string;
+  readonly deadlineAt?: string;
   readonly seq: number;
   /** The earlier message with the same idempotency key and request, when this one repeats it. */
   readonly duplicateOf: string | null;
@@ -306,7 +309,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 14;
+const STATE_SHAPE = 15;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

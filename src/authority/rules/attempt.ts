@@ -5,6 +5,7 @@ import { toMillis } from '../../schema/common.js';
 import { folderOf, isTerminal, type AttemptRecord, type MessageRecord } from '../state.js';
 import type { CommitCheck } from '../commit-check.js';
 import { chargedDay } from '../../lane/budget.js';
+import { askerGone } from '../dispatch-consults.js';
 
 /** What every intent's receipt does to its attempt: find the open one, reference its artifacts, close it. */
 
@@ -30,7 +31,37 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
   }
 }
 
+/**
+ * A receipt that says its message expired (`expired`) or its deadline passed (`deadline_passed`)
+ * has its attempt claimed at or past that time: the claim fixes the time an attempt is judged by
+ * (rules/claim.ts), and the runner dates it by the clock its gate judged those times with
+ * (authority/runnable.ts gateAttempt), whatever that clock's skew. A claim dated before the time the
+ * receipt names says the message was still live when it was ended unrun, which the ledger's own
+ * times refute. A consult whose asking dispatch attempt ended (askerGone) ends `expired` at any
+ * time, and a panel's members stop together, on the time of the member that stopped them.
+ */
+export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
+  const claimedAt = attempt.claim?.at;
+  if (claimedAt === undefined) return;
+  for (const blocker of doc.blockers) {
+    if (blocker.code !== 'expired' && blocker.code !== 'deadline_passed') continue;
+    const members = record.panel === undefined ? [record] : (check.state.panels.get(record.panel)?.messages ?? [record.id]).map((id) => (id === record.id ? record : check.message(id)));
+    const passed = (member: MessageRecord | undefined): boolean => {
+      const at = blocker.code === 'expired' ? member?.expiresAt : member?.deadlineAt;
+      return member === undefined || at === undefined || toMillis(at) <= toMillis(claimedAt) || (blocker.code === 'expired' && askerGone(member, (id) => check.message(id)) !== null);
+    };
+    if (members.some(passed)) continue;
+    const [field, at] = blocker.code === 'expired' ? ['expires_at', record.expiresAt] : ['deadline_at', record.deadlineAt];
+    throw new CooError(
+      'ATTEMPT_INVALID',
+      `${where}: says ${blocker.code} but attempt ${attempt.number} was claimed at ${claimedAt}, before the ${field} ${at} of ${record.id}${record.panel === undefined ? '' : " and of every member of its panel"}: by the claim's own time the message was still live; nothing was written`,
+      { where: `${where}:blockers` },
+    );
+  }
+}
+
 export function closeAttempt(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, keyId: string, where: string): void {
+  checkStopTime(check, record, attempt, doc, where);
   // A retry waits no longer than any policy lets it (a second for the rounding of two times to whole seconds): one set a year ahead would hold its message queued for a year.
   if (doc.next_attempt_at !== null && toMillis(doc.next_attempt_at) - toMillis(doc.created_at) > (BACKOFF_CEILING_SECONDS + 1) * 1000) {
     throw new CooError('ATTEMPT_INVALID', `${where}: next_attempt_at ${doc.next_attempt_at} is more than ${BACKOFF_CEILING_SECONDS} s (the longest backoff a policy may set) after the receipt's created_at ${doc.created_at}`, { where: `${where}:next_attempt_at` });

@@ -80,6 +80,8 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
     payloadHash: 'payload_hash' in doc ? doc.payload_hash : null,
     manifestHash: 'context_pin' in doc && doc.context_pin !== null ? doc.context_pin.context_manifest_hash : null,
     maxCostUsd: doc.budget.max_cost_usd,
+    expiresAt: doc.expires_at,
+    deadlineAt: doc.deadline_at,
     seq: check.seq,
     duplicateOf,
     attempts: [],
