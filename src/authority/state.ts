@@ -68,9 +68,9 @@ export interface MessageRecord {
   readonly payloadHash: string | null;
   readonly manifestHash: string | null;
   readonly maxCostUsd: number;
-  /** The envelope's expires_at and deadline_at: a receipt that says the message expired or its deadline passed is claimed past them (rules/attempt.ts checkStopTime). Absent in a state cached before they were kept. */
-  readonly expiresAt?: string;
-  readonly deadlineAt?: string;
+  /** The envelope's expires_at and deadline_at: a receipt that says the message expired or its deadline passed is claimed past them (rules/attempt.ts checkStopTime). */
+  readonly expiresAt: string;
+  readonly deadlineAt: string;
   readonly seq: number;
   /** The earlier message with the same idempotency key and request, when this one repeats it. */
   readonly duplicateOf: string | null;

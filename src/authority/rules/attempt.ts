@@ -47,8 +47,9 @@ export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt
     if (blocker.code !== 'expired' && blocker.code !== 'deadline_passed') continue;
     const members = record.panel === undefined ? [record] : (check.state.panels.get(record.panel)?.messages ?? [record.id]).map((id) => (id === record.id ? record : check.message(id)));
     const passed = (member: MessageRecord | undefined): boolean => {
-      const at = blocker.code === 'expired' ? member?.expiresAt : member?.deadlineAt;
-      return member === undefined || at === undefined || toMillis(at) <= toMillis(claimedAt) || (blocker.code === 'expired' && askerGone(member, (id) => check.message(id)) !== null);
+      if (member === undefined) return true;
+      const at = blocker.code === 'expired' ? member.expiresAt : member.deadlineAt;
+      return toMillis(at) <= toMillis(claimedAt) || (blocker.code === 'expired' && askerGone(member, (id) => check.message(id)) !== null);
     };
     if (members.some(passed)) continue;
     const [field, at] = blocker.code === 'expired' ? ['expires_at', record.expiresAt] : ['deadline_at', record.deadlineAt];
