@@ -9,6 +9,7 @@ import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
 import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
+import { NUL_IN_PATH, relativePath } from '../schema/common.js';
 import { parseDocument } from '../schema/documents.js';
 import type { AdoptedProposal, EaDispatchMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
@@ -79,6 +80,11 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   const names = request.names ?? CLI_ARGUMENTS;
   for (const [list, flag] of [[request.scope, names.scope], [request.accept, names.accept], [request.verify, names.verify]] as const) {
     if (list.length === 0) throw new CooError('USAGE', `give at least one ${flag}`);
+  }
+  // Said as the caller's mistake in its own words, not as the envelope's schema failing after the fact.
+  for (const path of request.scope) {
+    if (path.includes('\0')) throw new CooError('USAGE', `${names.scope} ${JSON.stringify(path)} ${NUL_IN_PATH}: remove it`);
+    if (!relativePath.safeParse(path).success) throw new CooError('USAGE', `${names.scope} ${JSON.stringify(path)} is not a path relative to the repository root (no leading "/", no "\\", no ".", ".." or empty segment)`);
   }
   if (request.branch !== undefined) await refuseTakenBranch(request.repo, request.branch);
   const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);

@@ -4,6 +4,7 @@ import picomatch from 'picomatch';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
+import { NUL_IN_PATH } from '../schema/common.js';
 import { parseRawTree, type RawTreeEntry } from './raw-tree.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { listTree as listCommitFiles } from './commit-files.js';
@@ -94,7 +95,8 @@ function tooLarge(path: string, size: number): string {
 const PLAIN_PATH = /^(?!\.\/)[A-Za-z0-9._/-]+$/;
 
 function checkPattern(pattern: string, names: ArgumentNames): void {
-  if (pattern.startsWith('/') || pattern.split('/').includes('..') || pattern.includes('\\') || pattern.includes('\0')) {
+  if (pattern.includes('\0')) throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} ${NUL_IN_PATH}: remove it`);
+  if (pattern.startsWith('/') || pattern.split('/').includes('..') || pattern.includes('\\')) {
     throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} escapes the repository: give paths relative to its root`);
   }
 }

@@ -29,6 +29,9 @@ export const timestamp = z
   .regex(ISO_UTC, 'timestamps are UTC, e.g. 2026-11-30T07:00:00Z')
   .refine((value) => !Number.isNaN(isoUtcMillis(value)), 'not a real date and time');
 
+/** The words for a NUL in a path: no file name can hold one, so it is named, not called an escape. */
+export const NUL_IN_PATH = 'holds a NUL character (U+0000), which no path can hold';
+
 /** A relative path with `/` separators that cannot leave its root. */
 export const relativePath = z
   .string()
@@ -40,8 +43,9 @@ export const relativePath = z
       !value.includes('\\') &&
       !value.includes('\0') &&
       value.split('/').every((part) => part !== '' && part !== '.' && part !== '..'),
-    'a relative path without "..", "." or empty segments',
+    { error: (issue) => (typeof issue.input === 'string' && issue.input.includes('\0') ? NUL_IN_PATH : 'a relative path without "..", "." or empty segments') },
   );
+
 
 /** A model name as Oracle takes it: one of its keys (gpt-5.5, claude-4.6-sonnet), or a provider's id (OpenRouter's have one `/`). */
 export const oracleModelName = z.string().max(100).regex(/^[a-z0-9][a-z0-9._-]*(\/[a-z0-9][a-z0-9._-]*)?$/, 'an Oracle model key such as gpt-5.5, or an OpenRouter id such as anthropic/claude-sonnet-4.5');

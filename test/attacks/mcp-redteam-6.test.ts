@@ -67,6 +67,33 @@ describe('coo mcp asked for a dispatch whose task, criteria or commands hold a N
   });
 });
 
+describe('coo mcp asked to pin a file or bound a scope by a path holding a NUL, or a scope that leaves the repository', () => {
+  it('refuses each with words that name the NUL (not an escape), or name the scope as the caller gave it, and writes nothing', async () => {
+    const w = await fresh();
+    const session = await rawSession(w);
+    const head = w.ledger.head();
+    try {
+      const dispatch = { to: 'ea.codex', task: 'Fix add().', scope: ['src/**'], accept: ['add(1, 2) is 3'], verify: ['true'] };
+      const cases: ReadonlyArray<readonly [string, string, string]> = [
+        [call(1, 'consult', { to: 'aa.chatgpt', files: ['src/\u0000add.ts'], prompt: 'Is add() right?' }), 'tool error CONTEXT_INVALID', 'files "src/\\u0000add.ts" holds a NUL character (U+0000), which no path can hold'],
+        [call(2, 'dispatch', { ...dispatch, files: ['src/add.ts\u0000'] }), 'tool error CONTEXT_INVALID', 'files "src/add.ts\\u0000" holds a NUL character (U+0000), which no path can hold'],
+        [call(3, 'dispatch', { ...dispatch, scope: ['src/**', 'te\u0000st/**'] }), 'tool error USAGE', 'scope "te\\u0000st/**" holds a NUL character (U+0000), which no path can hold'],
+        [call(4, 'dispatch', { ...dispatch, scope: ['../other/**'] }), 'tool error USAGE', 'scope "../other/**" is not a path relative to the repository root'],
+      ];
+      for (const [index, [request, code, words]] of cases.entries()) {
+        const found = await session.ask(request, index + 1);
+        expect([index, refusal(found)]).toEqual([index, code]);
+        const text = found.result?.content?.[0]?.text ?? '';
+        expect(text).toContain(words);
+        expect(text).not.toContain('escapes the repository');
+      }
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
 describe('a dispatch holding a NUL that is already in the ledger', () => {
   it('ends with a config_error receipt written with its claim, before its agent starts', async () => {
     const w = await fresh();
