@@ -41,6 +41,9 @@ export function buildProgram(): Command {
   const program = new Command('coo')
     .description('coo-commons: a Git-native control plane for AI actors (signed envelopes and receipts in a ledger repo)')
     .version('0.1.0')
+    // `--version` and `--help` of `coo` itself are read before the verb only: after it, `--version` is a
+    // flag's value like any other (`--prompt --version` asked about versions printed `0.1.0` and did nothing).
+    .enablePositionalOptions()
     .showHelpAfterError('(run with --help for usage)')
     .exitOverride()
     // A malformed command line is said as every other failure is: one coded line (`coo: USAGE: ...`).

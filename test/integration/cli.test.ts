@@ -81,6 +81,9 @@ describe('the coo command line', () => {
     ['a ledger path that is not a ledger', ['verify', '--ledger', '/nonexistent'], 2, /LEDGER_NOT_FOUND/],
     ['a missing key file', ['append', '--ledger', '/x', '--key', '/nonexistent.key', 'e.yaml'], 2, /USAGE: cannot read key file \/nonexistent\.key \(ENOENT\): check the path/],
     ['a malformed --actor pair', ['init', '--ledger', '/tmp/x', '--ceo-key', '/nonexistent', '--actor', 'nonsense'], 2, /USAGE/],
+    // `--version` after the verb is a flag's value like any other, never coo's own version printed and the verb skipped.
+    ["--version given as a flag's value", ['consult', '--prompt', '--version'], 2, /USAGE: --ledger is required/],
+    ['--version after a verb', ['verify', '--version'], 2, /USAGE: unknown option '--version'/],
   ];
   for (const [name, args, status, stderr] of table) {
     it(`exits ${status} on ${name} with one coded line`, () => {
