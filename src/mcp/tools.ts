@@ -281,18 +281,22 @@ export type AdoptArgs = z.infer<typeof adoptInput>;
 export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean; changed: readonly string[] }> {
   await fresh(context);
   refuseWhileStopped(await context.ledger.state());
+  // The base as the repository resolves it now: the request is that commit, not the name given for it.
+  const base = args.rev === undefined ? undefined : (await resolveCommit(context.repo, args.rev, MCP_ARGUMENTS)).commit;
   const optional = {
     ...(args.attempt === undefined ? {} : { attempt: args.attempt }),
     ...(args.task === undefined ? {} : { task: args.task }),
     ...(args.scope === undefined ? {} : { scope: args.scope }),
     ...(args.accept === undefined ? {} : { accept: args.accept }),
     ...(args.verify === undefined ? {} : { verify: args.verify }),
-    ...(args.rev === undefined ? {} : { rev: (await resolveCommit(context.repo, args.rev, MCP_ARGUMENTS)).commit }),
+    ...(base === undefined ? {} : { rev: base }),
     ...(args.timeout_seconds === undefined ? {} : { timeoutSeconds: args.timeout_seconds, maxRuntimeSeconds: args.timeout_seconds }),
     ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
     ...(args.approval_id === undefined ? {} : { approvalId: args.approval_id }),
   };
-  const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, ...asked } = args;
+  // A key derived from the request names the commit the work starts from, as the dispatch tool's does: a retried
+  // call finds the message the first one queued, and a branch that moved since is a new request, not a reused key.
+  const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, rev: _rev, ...asked } = args;
   const queued = await writeThrough(context, (ledger) =>
     adoptProposal({
       ledger,
@@ -302,7 +306,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
       repo: context.repo,
       consultId: args.message_id,
       proposal: args.proposal,
-      idempotencyKey: key ?? derivedRequestKey({ lane: 'adopt', ...asked }),
+      idempotencyKey: key ?? derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) }),
       submittedVia: 'mcp',
       names: { ...MCP_ARGUMENTS, again: 'call the adopt tool again' },
       ...optional,
