@@ -18,6 +18,10 @@ import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { readMessage } from '../../src/lane/envelope.js';
+import { claimPath, receiptPath } from '../../src/ledger/layout.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { eaReceiptDoc } from '../helpers/ledger.js';
+import { connectMcp, structured } from '../helpers/mcp.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
 import { makeWorld, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
@@ -320,4 +324,75 @@ describe("the CEO's command addressed past the active COO", () => {
     expect(await codeOf(() => acknowledge({ ledger: w.ledger, key: w.actors.coo, now: new Date(), messageId }))).toBe('POLICY_INTENT_NOT_ALLOWED');
     expect(inboxRecords(await w.ledger.state()).map((record) => record.id)).not.toContain(messageId);
   });
+});
+
+describe("an adopted proposal's words, read back over MCP", () => {
+  /** Whether `text` is one quoted block: a begin line, the words, and the end line with the same id, nothing after. */
+  const isQuoted = (text: unknown): boolean => {
+    const match = typeof text === 'string' ? /^<<<UNTRUSTED ([0-9a-f]{16,})\n[\s\S]*\nUNTRUSTED \1>>>$/.exec(text.trimEnd()) : null;
+    return match !== null && (text as string).split(match[1]!).length === 3;
+  };
+  type Request = { task: string; scope_paths: string[]; acceptance_criteria: string[]; verification_commands: string[] };
+  type Shown = {
+    dispatch: Request;
+    envelope: { dispatch: Request; adopted_proposal: { changed: string[] }; target_actor: string };
+    attempts: Array<{ dispatch: { commands: Array<{ command: string; by: string }> }; receipt: { document: { commands_run: string[]; tests_run: string[] } } }>;
+  };
+
+  it("are quoted as untrusted data where the COO changed nothing of them, in show and the envelope resource, and what the COO wrote stays bare", async () => {
+    const w = await fresh({ modes: ['propose'], policy: (policy) => ({ ...policy, adoptions: { ceo_approval: false } }) });
+    const { consultId } = await answered(w);
+    const adopt = (changes: { task?: string; verify?: string[] } = {}) => adoptProposal({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, consultId, proposal: 1, ...changes });
+    const asProposed = await adopt();
+    const reworded = await adopt({ task: 'Make add() return a + b, as the COO words it.', verify: ['sh test.sh --strict'] });
+    // The first adoption's one attempt, claimed and receipted as a runner writes them: its verification is the agent's.
+    const folder = asProposed.envelope.payload_ref!.replace(/\/prompt\.md$/, '');
+    const now = new Date();
+    const claim = { schema_version: 'claim.v0', message_id: asProposed.messageId, attempt_id: asProposed.envelope.dispatch.attempt_id, attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(now) };
+    await w.ledger.append({ files: [{ path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now });
+    const receipt = eaReceiptDoc(asProposed.messageId, 1, { created_at: isoSeconds(now), commands_run: ['codex exec', 'sh test.sh'], inner_exit_codes: [0, 1], tests_run: ['sh test.sh'], base_sha: asProposed.envelope.dispatch.base_ref });
+    await w.ledger.append({ files: [{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], key: w.actors.coo, summary: 'receipt', now });
+    const mcp = await connectMcp(w);
+    try {
+      const shown = structured<Shown>(await mcp.call('show', { message_id: asProposed.messageId }));
+      expect(shown.envelope.adopted_proposal.changed).toEqual([]);
+      const request = (of: Request): unknown[] => [of.scope_paths, of.acceptance_criteria, of.verification_commands].map((list) => list.map(isQuoted));
+      expect([isQuoted(shown.dispatch.task), request(shown.dispatch), request(shown.envelope.dispatch)]).toEqual([true, [[true], [true], [true]], [[true], [true], [true]]]);
+      expect(shown.dispatch.task).toContain(PROPOSED.task);
+      const [attempt] = shown.attempts;
+      expect(attempt!.dispatch.commands.map((command) => [command.by, isQuoted(command.command)])).toEqual([['executor', true], ['verification', true]]);
+      expect([attempt!.receipt.document.commands_run.map(isQuoted), attempt!.receipt.document.tests_run.map(isQuoted)]).toEqual([[true, true], [true]]);
+      expect(shown.envelope.target_actor).toBe('ea.codex');
+      const resource = await mcp.client.readResource({ uri: `coo://messages/${asProposed.messageId}/envelope` });
+      expect(isQuoted((resource.contents[0] as { text: string }).text)).toBe(true);
+
+      // What the COO changed is its own words, bare; what it left is the agent's, quoted.
+      const other = structured<Shown>(await mcp.call('show', { message_id: reworded.messageId }));
+      expect([...other.envelope.adopted_proposal.changed].sort()).toEqual(['task', 'verification']);
+      expect([other.dispatch.task, other.dispatch.verification_commands, other.envelope.dispatch.verification_commands]).toEqual(['Make add() return a + b, as the COO words it.\n', ['sh test.sh --strict'], ['sh test.sh --strict']]);
+      expect([request(other.dispatch), request(other.envelope.dispatch)]).toEqual([[[true], [true], [false]], [[true], [true], [false]]]);
+      const otherResource = await mcp.client.readResource({ uri: `coo://messages/${reworded.messageId}/envelope` });
+      expect(isQuoted((otherResource.contents[0] as { text: string }).text)).toBe(true);
+    } finally {
+      await mcp.close();
+    }
+  }, 120_000);
+
+  it('leaves a dispatch the COO wrote itself bare, and one whose every field the COO restated (guard)', async () => {
+    const w = await fresh({ modes: ['propose'], policy: (policy) => ({ ...policy, adoptions: { ceo_approval: false } }) });
+    const { consultId } = await answered(w);
+    const restated = await adoptProposal({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, consultId, proposal: 1, task: 'Fix add().', scope: ['src/add.js'], accept: ['add(1, 2) is 3'], verify: ['true'] });
+    const own = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, ...PROPOSED });
+    const mcp = await connectMcp(w);
+    try {
+      for (const id of [restated.messageId, own.messageId]) {
+        const shown = structured<Shown>(await mcp.call('show', { message_id: id }));
+        expect([shown.dispatch.task, ...shown.dispatch.scope_paths, ...shown.envelope.dispatch.verification_commands].some(isQuoted)).toBe(false);
+        const resource = await mcp.client.readResource({ uri: `coo://messages/${id}/envelope` });
+        expect((resource.contents[0] as { mimeType?: string }).mimeType).toBe('application/yaml');
+      }
+    } finally {
+      await mcp.close();
+    }
+  }, 120_000);
 });
