@@ -25,6 +25,7 @@ import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageI
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
 import { citationNotice, quoteAgentEnvelope, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { adoptedWords, quoteAdoptedRequest } from './adopted-words.js';
 import { classOf } from '../authority/policy-check.js';
 
 /**
@@ -281,18 +282,22 @@ export type AdoptArgs = z.infer<typeof adoptInput>;
 export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: AbortSignal): Promise<Outcome & { existing: boolean; changed: readonly string[] }> {
   await fresh(context);
   refuseWhileStopped(await context.ledger.state());
+  // The base as the repository resolves it now: the request is that commit, not the name given for it.
+  const base = args.rev === undefined ? undefined : (await resolveCommit(context.repo, args.rev, MCP_ARGUMENTS)).commit;
   const optional = {
     ...(args.attempt === undefined ? {} : { attempt: args.attempt }),
     ...(args.task === undefined ? {} : { task: args.task }),
     ...(args.scope === undefined ? {} : { scope: args.scope }),
     ...(args.accept === undefined ? {} : { accept: args.accept }),
     ...(args.verify === undefined ? {} : { verify: args.verify }),
-    ...(args.rev === undefined ? {} : { rev: (await resolveCommit(context.repo, args.rev, MCP_ARGUMENTS)).commit }),
+    ...(base === undefined ? {} : { rev: base }),
     ...(args.timeout_seconds === undefined ? {} : { timeoutSeconds: args.timeout_seconds, maxRuntimeSeconds: args.timeout_seconds }),
     ...(args.max_cost_usd === undefined ? {} : { maxCostUsd: args.max_cost_usd }),
     ...(args.approval_id === undefined ? {} : { approvalId: args.approval_id }),
   };
-  const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, ...asked } = args;
+  // A key derived from the request names the commit the work starts from, as the dispatch tool's does: a retried
+  // call finds the message the first one queued, and a branch that moved since is a new request, not a reused key.
+  const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, rev: _rev, ...asked } = args;
   const queued = await writeThrough(context, (ledger) =>
     adoptProposal({
       ledger,
@@ -302,7 +307,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
       repo: context.repo,
       consultId: args.message_id,
       proposal: args.proposal,
-      idempotencyKey: key ?? derivedRequestKey({ lane: 'adopt', ...asked }),
+      idempotencyKey: key ?? derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) }),
       submittedVia: 'mcp',
       names: { ...MCP_ARGUMENTS, again: 'call the adopt tool again' },
       ...optional,
@@ -380,7 +385,10 @@ const quote = (text: string): string => quoteUntrusted(text).text;
  * that show is no way around the quoting.
  */
 function quoteAgentWords(view: MessageView, record: MessageRecord, state: LedgerState): MessageView {
-  const quoted = { ...view, attempts: view.attempts.map((attempt) => quoteReceiptDetails(quoteExecutorCommands(attempt))), ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) };
+  // A dispatch adopting a proposal states the advisory agent's words where the COO changed nothing of them.
+  const adopted = adoptedWords(view.envelope);
+  const attempts = view.attempts.map((attempt) => quoteReceiptDetails(quoteExecutorCommands(attempt, adopted.has('verification'))));
+  const quoted = quoteAdoptedRequest({ ...view, attempts, ...(view.panel === undefined ? {} : { panel: quotePanel(view.panel) }) }, adopted);
   if (!agentWrote(record, state)) return quoted;
   return {
     ...quoted,
@@ -400,19 +408,28 @@ function quoteAgentWords(view: MessageView, record: MessageRecord, state: Ledger
 /**
  * A dispatch attempt as show hands it to an agent COO: the commands the execution agent chose to run
  * (the first of its receipt's commands_run; the rest are the runner's verification) are its own
- * words, quoted as untrusted data in the evidence and in the receipt document alike.
+ * words, quoted as untrusted data in the evidence and in the receipt document alike. So is the
+ * verification, where it is an adopted proposal's as the advisory agent wrote it (`adopted`).
  */
-function quoteExecutorCommands(attempt: AttemptView): AttemptView {
+function quoteExecutorCommands(attempt: AttemptView, adopted: boolean): AttemptView {
   if (attempt.dispatch === undefined) return attempt;
   const executorCommands = attempt.dispatch.commands.filter((command) => command.by === 'executor').length;
-  const document = attempt.receipt?.document as { commands_run?: unknown } | null | undefined;
+  const document = attempt.receipt?.document as { commands_run?: unknown; tests_run?: unknown } | null | undefined;
   const commandsRun = document?.commands_run;
+  const testsRun = document?.tests_run;
+  const words = (index: number): boolean => adopted || index < executorCommands;
+  const quoteList = (list: unknown[], quoted: (index: number) => boolean): unknown[] => list.map((command, index) => (quoted(index) && typeof command === 'string' ? quote(command) : command));
   return {
     ...attempt,
-    dispatch: { ...attempt.dispatch, commands: attempt.dispatch.commands.map((command) => (command.by === 'executor' ? { ...command, command: quote(command.command) } : command)) },
+    dispatch: { ...attempt.dispatch, commands: attempt.dispatch.commands.map((command) => (command.by === 'executor' || adopted ? { ...command, command: quote(command.command) } : command)) },
     ...(attempt.receipt === null || !Array.isArray(commandsRun)
       ? {}
-      : { receipt: { ...attempt.receipt, document: { ...document, commands_run: commandsRun.map((command: unknown, index) => (index < executorCommands && typeof command === 'string' ? quote(command) : command)) } } }),
+      : {
+          receipt: {
+            ...attempt.receipt,
+            document: { ...document, commands_run: quoteList(commandsRun, words), ...(adopted && Array.isArray(testsRun) ? { tests_run: quoteList(testsRun, () => true) } : {}) },
+          },
+        }),
   };
 }
 
@@ -493,10 +510,18 @@ export async function messagePart(context: ToolContext, messageId: string, part:
   // and so is a dispatch's receipt, which holds the commands its execution agent chose to run, any
   // receipt that did not succeed, whose blockers repeat what came from outside (a provider's error),
   // and a consult's receipt whose output validation found something, which names what the advisory agent wrote.
-  if ((part === 'envelope' && agentWrote(record, state)) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded' || (ADVISORY_INTENTS.has(record.intent) && validationFound(bytes, path))))) {
+  // An adoption's envelope is quoted where it states its proposal's scope, acceptance or verification as the advisory agent wrote them.
+  if ((part === 'envelope' && (agentWrote(record, state) || statesAdoptedWords(record, bytes, path))) || (part === 'receipt' && (record.intent === 'ea_dispatch' || last?.status !== 'succeeded' || (ADVISORY_INTENTS.has(record.intent) && validationFound(bytes, path))))) {
     return { text: quote(bytes.toString('utf8')), mimeType: 'text/plain' };
   }
   return { text: bytes.toString('utf8'), mimeType: 'application/yaml' };
+}
+
+/** Whether a dispatch's envelope states words of the proposal it adopts as the advisory agent wrote them (its task is in a file of its own). */
+function statesAdoptedWords(record: MessageRecord, bytes: Buffer, path: string): boolean {
+  if (record.adopted === undefined) return false;
+  const words = adoptedWords(readDocument('coo_message.v0', bytes, path));
+  return words.has('scope') || words.has('acceptance') || words.has('verification');
 }
 
 /** Whether a consult's receipt records errors of its output validation (findings on proposals stripped from an answer that passed). */
