@@ -197,6 +197,41 @@ describe('a hookless remote that lies about its history while runners work', { t
     expect(world.model.requests).toHaveLength(1);
   });
 
+  it('extra refs under refs/ naming an unsigned claim of the queued message: a branch named refs/heads/main refuses every push to main, said as such (REMOTE_REJECTED), never as a remote that did not answer; once it is gone the runner pays once, and the refs it never reads change nothing', async () => {
+    const world = await hookless();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const record = (await machine.ledger.state()).messages.get(messageId)!;
+    const work = join(world.dir, 'extra-refs');
+    await run('git', ['clone', '-q', world.url, work]);
+    const folder = messageFolder(messageId, record.createdAt);
+    const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdFor(messageId, 1), attempt_number: 1, runner_id: 'run-extra', transport_session_id: 'extra', claimed_at: isoSeconds(new Date()) };
+    stockCommit(work, { [claimPath(folder, 1)]: toYaml(claim) }, { key: null, seq: world.served.seq() + 1, sign: false });
+    const forged = git(['-C', work, 'rev-parse', 'HEAD']).trim();
+    for (const ref of ['refs/coo/remote-verified', 'refs/remotes/origin/main', 'refs/heads/refs/heads/main']) await run('git', ['push', '-q', 'origin', `HEAD:${ref}`], { cwd: work });
+    const queued = world.served.head();
+    expect(queued).not.toBe(forged);
+    // The operator's stock fetch too: the clone's refspec brings main alone.
+    await run('git', ['--git-dir', machine.gitdir, 'fetch', '-q', 'origin']);
+
+    const runner = machine.runner();
+    await runner.runOnce();
+    expect(machine.events).toContainEqual(expect.objectContaining({ type: 'error', messageId, code: 'REMOTE_REJECTED', message: expect.stringMatching(/holds another ref that git takes for refs\/heads\/main beside its main .*dst refspec refs\/heads\/main matches more than one.*nothing was written/) }));
+    expect(types(machine.events)).not.toContain('cut_off');
+    expect(types(machine.events)).not.toContain('claimed');
+    expect(world.served.head()).toBe(queued);
+    expect(world.model.requests).toHaveLength(0);
+
+    // The forge's owner deletes the branch, as the error says.
+    git(['--git-dir', world.served.gitdir, 'update-ref', '-d', 'refs/heads/refs/heads/main']);
+    await runner.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+    const verified = git(['--git-dir', machine.gitdir, 'rev-parse', 'refs/coo/remote-verified']).trim();
+    expect(verified).toBe(world.served.head());
+    expect(git(['--git-dir', world.served.gitdir, 'rev-parse', 'refs/coo/remote-verified']).trim()).toBe(forged);
+  });
+
   it('a main that names a commit whose parent the remote does not have: no runner claims or pays, and the clone keeps the head it verified', async () => {
     const world = await hookless();
     await world.consult();
