@@ -282,6 +282,15 @@ export class RemoteLedger {
               (said) => `cannot reach ${this.url} to publish: ${said}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
             );
           }
+          const ambiguous = ambiguousMain(pushed);
+          if (ambiguous !== null) {
+            // git matches a push's destination against every ref the remote shows, by the rules it reads a short name by:
+            // another ref there that ends in the name (a branch named refs/heads/main) refuses every push to main, before anything is sent.
+            throw new CooError(
+              'REMOTE_REJECTED',
+              `${this.url} holds another ref that git takes for ${MAIN_REF} beside its main (a branch or tag named ${MAIN_REF}, or refs/${MAIN_REF}), so no push to its main can name it (git: ${ambiguous}); nothing was written (the local ledger is as it was); delete that ref on the remote (git ls-remote ORIGIN ${MAIN_REF} lists it beside main), which no coo command reads`,
+            );
+          }
           if (remoteHead === base && !refusedPush(pushed) && refusedAccess(pushed) === null) {
             // No answer to the push (a connection cut, a server error, a time limit), and a main that did not move: a fault on the way, never a refusal.
             throw unreachable(
@@ -455,6 +464,11 @@ export class RemoteLedger {
 /** Whether the remote answered the push with a refusal of the ref (git's porcelain `!` status line: a hook, a protected branch, not a fast-forward). */
 function refusedPush(pushed: { stdout: string }): boolean {
   return pushed.stdout.split('\n').some((line) => line.startsWith('!'));
+}
+
+/** git's refusal of a push whose destination names more than one of the remote's refs, or null. */
+function ambiguousMain(pushed: { stderr: string }): string | null {
+  return /dst refspec \S+ matches more than one\.?/.exec(pushed.stderr)?.[0] ?? null;
 }
 
 /** What the remote said on refusing a push (its `remote:` lines), each trimmed. */

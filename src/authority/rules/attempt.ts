@@ -37,8 +37,10 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
  * (rules/claim.ts), and the runner dates it by the clock its gate judged those times with
  * (authority/runnable.ts gateAttempt), whatever that clock's skew. A claim dated before the time the
  * receipt names says the message was still live when it was ended unrun, which the ledger's own
- * times refute. A consult whose asking dispatch attempt ended (askerGone) ends `expired` at any
- * time, and a panel's members stop together, on the time of the member that stopped them.
+ * times refute. `expires_at` bounds when a message may first start and nothing after it
+ * (gateAttempt): a retry stays live until `deadline_at`, so `expired` ends attempt 1 alone. A
+ * consult whose asking dispatch attempt ended (askerGone) ends `expired` at any time, and a panel's
+ * members stop together, on the time of the member that stopped them.
  */
 export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
   const claimedAt = attempt.claim?.at;
@@ -48,16 +50,17 @@ export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt
     const members = record.panel === undefined ? [record] : (check.state.panels.get(record.panel)?.messages ?? [record.id]).map((id) => (id === record.id ? record : check.message(id)));
     const passed = (member: MessageRecord | undefined): boolean => {
       if (member === undefined) return true;
-      const at = blocker.code === 'expired' ? member.expiresAt : member.deadlineAt;
-      return toMillis(at) <= toMillis(claimedAt) || (blocker.code === 'expired' && askerGone(member, (id) => check.message(id)) !== null);
+      if (blocker.code === 'deadline_passed') return toMillis(member.deadlineAt) <= toMillis(claimedAt);
+      // A panel's members are claimed together, so a member's expiry stops its siblings on their first attempt alone too.
+      return (attempt.number === 1 && toMillis(member.expiresAt) <= toMillis(claimedAt)) || askerGone(member, (id) => check.message(id)) !== null;
     };
     if (members.some(passed)) continue;
-    const [field, at] = blocker.code === 'expired' ? ['expires_at', record.expiresAt] : ['deadline_at', record.deadlineAt];
-    throw new CooError(
-      'ATTEMPT_INVALID',
-      `${where}: says ${blocker.code} but attempt ${attempt.number} was claimed at ${claimedAt}, before the ${field} ${at} of ${record.id}${record.panel === undefined ? '' : " and of every member of its panel"}: by the claim's own time the message was still live; nothing was written`,
-      { where: `${where}:blockers` },
-    );
+    const panel = record.panel === undefined ? '' : ' and of every member of its panel';
+    const why =
+      blocker.code === 'expired' && attempt.number > 1
+        ? `attempt ${attempt.number} is a retry, which the expires_at of ${record.id} does not bound: a retry may start until the deadline_at ${record.deadlineAt}`
+        : `attempt ${attempt.number} was claimed at ${claimedAt}, before the ${blocker.code === 'expired' ? `expires_at ${record.expiresAt}` : `deadline_at ${record.deadlineAt}`} of ${record.id}${panel}: by the claim's own time the message was still live`;
+    throw new CooError('ATTEMPT_INVALID', `${where}: says ${blocker.code} but ${why}; nothing was written`, { where: `${where}:blockers` });
   }
 }
 
