@@ -168,4 +168,12 @@ describe("a panel's members stopped together on one member's expiry", () => {
     const alone = member('c', 10);
     expect(await codeOf(async () => checkStopTime(judged([alone], []), alone, attempt, expired, 'r'))).toBe('ATTEMPT_INVALID');
   });
+
+  it("takes a member's retry stopped with a sibling on the sibling's first start, past its expiry (members stop together, whatever attempt each is on), and refuses a lone message's retry", async () => {
+    const retry = { number: 2, claim: { at: at(1) } } as unknown as AttemptRecord;
+    const live = member('a', 10, 'p');
+    expect(await codeOf(async () => checkStopTime(judged([live, member('b', 0, 'p')], ['a', 'b']), live, retry, expired, 'r'))).toBe('accepted');
+    const alone = member('c', 0);
+    expect(await codeOf(async () => checkStopTime(judged([alone], []), alone, retry, expired, 'r'))).toBe('ATTEMPT_INVALID');
+  });
 });

@@ -40,7 +40,7 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
  * times refute. `expires_at` bounds when a message may first start and nothing after it
  * (gateAttempt): a retry stays live until `deadline_at`, so `expired` ends attempt 1 alone. A
  * consult whose asking dispatch attempt ended (askerGone) ends `expired` at any time, and a panel's
- * members stop together, on the time of the member that stopped them.
+ * members stop together, whatever attempt each is on, on the time of the member that stopped them.
  */
 export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt: AttemptRecord, doc: AaReceipt | EaReceipt, where: string): void {
   const claimedAt = attempt.claim?.at;
@@ -51,13 +51,14 @@ export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt
     const passed = (member: MessageRecord | undefined): boolean => {
       if (member === undefined) return true;
       if (blocker.code === 'deadline_passed') return toMillis(member.deadlineAt) <= toMillis(claimedAt);
-      // A panel's members are claimed together, so a member's expiry stops its siblings on their first attempt alone too.
-      return (attempt.number === 1 && toMillis(member.expiresAt) <= toMillis(claimedAt)) || askerGone(member, (id) => check.message(id)) !== null;
+      // A panel's members stop together (consult/lane.ts planPanel): one member expired on its first start stops every
+      // sibling the runner starts with it, whatever attempt a sibling is on, so a panel's receipt is judged by any member's time.
+      return (toMillis(member.expiresAt) <= toMillis(claimedAt) && (attempt.number === 1 || record.panel !== undefined)) || askerGone(member, (id) => check.message(id)) !== null;
     };
     if (members.some(passed)) continue;
     const panel = record.panel === undefined ? '' : ' and of every member of its panel';
     const why =
-      blocker.code === 'expired' && attempt.number > 1
+      blocker.code === 'expired' && attempt.number > 1 && record.panel === undefined
         ? `attempt ${attempt.number} is a retry, which the expires_at of ${record.id} does not bound: a retry may start until the deadline_at ${record.deadlineAt}`
         : `attempt ${attempt.number} was claimed at ${claimedAt}, before the ${blocker.code === 'expired' ? `expires_at ${record.expiresAt}` : `deadline_at ${record.deadlineAt}`} of ${record.id}${panel}: by the claim's own time the message was still live`;
     throw new CooError('ATTEMPT_INVALID', `${where}: says ${blocker.code} but ${why}; nothing was written`, { where: `${where}:blockers` });
