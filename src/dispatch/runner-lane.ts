@@ -607,7 +607,8 @@ export class DispatchLane implements RunnerLane {
     const scrubbed = new Scrubber(scrub.secrets).value(doc);
     const secretNamed = canonicalJson(scrubbed) !== canonicalJson(doc);
     if (secretNamed) {
-      const detail = 'a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch';
+      const unwritten = (snapshot?.namingSecrets ?? []).length > 0 ? ', nor written to the repository, committed or verified' : '';
+      const detail = `a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch${unwritten}`;
       doc = { ...scrubbed, status: 'failed', branch: null, blockers: [...scrubbed.blockers, { code: 'scope_violation', detail }] };
     }
     // A name that spells a folder of the runner's machine (`src/@/home/op/a.js`) is recorded by that folder's marker

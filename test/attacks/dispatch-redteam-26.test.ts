@@ -1,0 +1,55 @@
+import { describe, expect } from 'vitest';
+import { attack } from '../helpers/attack-kit.js';
+import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * The dispatch lane against a hostile execution agent, round twenty-six: the names of its work that
+ * hold the key it was handed, which a tree object of the target repository keeps though no branch
+ * carries it (and which the sandbox of every later agent of the repository reads). Each agent is a
+ * script in place of the executor that does one hostile thing, under bubblewrap.
+ */
+
+const dir = tempDir('dispatch-redteam-26');
+
+async function attempted(where: HostilePlace, name: string, action: string, env: NodeJS.ProcessEnv = {}) {
+  const { messageId } = await dispatchTo(where, name);
+  const watch = watchOnce(where, agentScript(where.world.dir, action), { timeoutMs: 40_000, env });
+  const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+  return { watch, receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status}) ${watch.stderr.slice(-300)}` };
+}
+
+describe('a hostile agent that names its work after the key it was handed, for the target repository\'s objects', () => {
+  const place = hostilePlaces(dir, 'names');
+  // No slash in it, so that it can stand in a name.
+  const HANDED = 'sk-proj-NamedInTheTree0123456789abcdefXYZ';
+  const forms = { written: HANDED, base64url: Buffer.from(HANDED).toString('base64url'), hex: Buffer.from(HANDED).toString('hex') };
+
+  /** What the target's objects and the receipt make of work whose names hold the key in `form`. */
+  async function judged(name: string, action: string, form: keyof typeof forms): Promise<string> {
+    const where = await place(name);
+    const { receipt, unreceipted } = await attempted(where, name, action, { OPENAI_API_KEY: HANDED });
+    if (receipt === undefined) return unreceipted;
+    // Every object of the target, reachable or not: the worktree of each later attempt reads them from inside its sandbox.
+    const objects = git(['cat-file', '--batch-all-objects', '--batch'], { cwd: where.repo });
+    if (objects.includes(forms[form])) return `accepted: the target's objects hold the key ${form} (the receipt names ${String(receipt['head_sha'])}, status ${String(receipt['status'])})`;
+    if (receipt['status'] !== 'failed' || receipt['branch'] !== null || !codesOf(receipt).includes('scope_violation')) return `receipted as ${String(receipt['status'])} ${codesOf(receipt).join(', ')}`;
+    // Nothing of the work was committed or verified, and the receipt says so: it names no commit, the base's neither.
+    expect(receipt['head_sha']).toBeNull();
+    expect(receipt['tests_run']).toEqual([]);
+    expect(codesOf(receipt)).not.toContain('needs_decision');
+    expect(JSON.stringify(receipt)).toContain('[removed: OPENAI_API_KEY');
+    expect(JSON.stringify(receipt)).not.toContain(forms[form]);
+    return 'refused';
+  }
+
+  attack('a hostile agent: beside a right fix, src/<its provider key>.js', 'runner', 'refused', () => judged('file', `${FIX}; printf 'x\\n' > "src/$OPENAI_API_KEY.js"`, 'written'));
+
+  attack('a hostile agent: beside a right fix, a folder named after its provider key in base64url holding one file', 'runner', 'refused', () =>
+    judged('folder', `${FIX}; d="src/$(printf %s "$OPENAI_API_KEY" | base64 -w0 | tr '+/' '-_' | tr -d =)"; mkdir -p "$d" && printf 'x\\n' > "$d/a.js"`, 'base64url'),
+  );
+
+  attack('a hostile agent: beside a right fix, a link named after its provider key in hex', 'runner', 'refused', () =>
+    judged('link', `${FIX}; ln -s add.js "src/$(printf %s "$OPENAI_API_KEY" | od -An -tx1 | tr -d ' \\n')"`, 'hex'),
+  );
+});
