@@ -53,3 +53,31 @@ describe('a hostile agent that names its work after the key it was handed, for t
     judged('link', `${FIX}; ln -s add.js "src/$(printf %s "$OPENAI_API_KEY" | od -An -tx1 | tr -d ' \\n')"`, 'hex'),
   );
 });
+
+describe('a hostile agent that puts the key it was handed in git of its own, under bubblewrap', () => {
+  const place = hostilePlaces(dir, 'git');
+  const HANDED = 'sk-proj-InGitOfItsOwn0123456789abcdefXYZ';
+
+  attack("a hostile agent: beside a right fix, a commit of its own with the key as its message and author, a tag, a branch and a note named after it", 'runner', 'refused', async () => {
+    // Guard: the sandbox sees the target's git folder read-only, and the runner commits the work itself, never the agent's commits.
+    const where = await place('own');
+    const key = '"$OPENAI_API_KEY"';
+    const action = [
+      FIX,
+      `git -c user.name=${key} -c user.email=a@example.com commit -qam ${key} 2>/dev/null`,
+      `git tag "t-$OPENAI_API_KEY" 2>/dev/null`,
+      `git branch "b-$OPENAI_API_KEY" 2>/dev/null`,
+      `git notes add -m ${key} 2>/dev/null`,
+      'true',
+    ].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'own', action, { OPENAI_API_KEY: HANDED });
+    if (receipt === undefined) return unreceipted;
+    const objects = git(['cat-file', '--batch-all-objects', '--batch'], { cwd: where.repo });
+    const refs = git(['for-each-ref', '--format=%(refname)'], { cwd: where.repo });
+    if (objects.includes(HANDED) || refs.includes(HANDED)) return "accepted: the target's objects or refs hold the key";
+    // The work is the runner's commit of the fix, landed as an honest agent's is.
+    expect(receipt['status']).toBe('succeeded');
+    expect(receipt['files_changed']).toEqual(['src/add.js']);
+    return 'refused';
+  });
+});
