@@ -1,5 +1,8 @@
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect } from 'vitest';
 import { attack } from '../helpers/attack-kit.js';
+import { coo } from '../helpers/cli.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -78,6 +81,35 @@ describe('a hostile agent that puts the key it was handed in git of its own, und
     // The work is the runner's commit of the fix, landed as an honest agent's is.
     expect(receipt['status']).toBe('succeeded');
     expect(receipt['files_changed']).toEqual(['src/add.js']);
+    return 'refused';
+  });
+});
+
+describe("a hostile agent's two files that its receipt records under one name, for coo attest", () => {
+  const place = hostilePlaces(dir, 'attest');
+  const HANDED = 'sk-proj-TwoFilesOneName0123456789abcdefXYZ';
+
+  attack("a hostile agent: beside a right fix, src/<its provider key>.js and src/[removed: OPENAI_API_KEY].js, the name the receipt records the first by", 'verify', 'refused', async () => {
+    const where = await place('twins');
+    const action = `${FIX}; printf 'real\\n' > "src/$OPENAI_API_KEY.js"; printf 'decoy\\n' > 'src/[removed: OPENAI_API_KEY].js'`;
+    const { messageId } = await dispatchTo(where, 'twins');
+    const watch = watchOnce(where, agentScript(where.world.dir, action), { timeoutMs: 40_000, env: { OPENAI_API_KEY: HANDED } });
+    const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+    if (receipt === undefined) return `no receipt (exit ${watch.status}) ${watch.stderr.slice(-300)}`;
+    const named = (receipt['file_hashes'] as Array<{ path: string; sha256: string | null }>).filter((file) => file.path === 'src/[removed: OPENAI_API_KEY].js');
+    // The receipt names both files by one name, each with its own hash: what the attestation says of that name is the question.
+    expect(named).toHaveLength(2);
+    const out = join(where.world.dir, 'attestation.json');
+    const attested = coo(['attest', messageId, '--ledger', where.world.gitdir, '--key', where.keyFile, '--out', out]);
+    if (attested.status !== 0) return `attest exited ${attested.status}: ${attested.stderr.slice(0, 300)}`;
+    const envelope = JSON.parse(readFileSync(out, 'utf8')) as { payload: string };
+    const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { subject: Array<{ name: string; digest: Record<string, string> }>; predicate: { files: Array<{ path: string; sha256: string | null }> } };
+    const names = statement.subject.map((item) => item.name);
+    const twice = names.filter((name, index) => names.indexOf(name) !== index);
+    if (twice.length > 0) return `accepted: the attestation names ${JSON.stringify(twice)} as two subjects with two digests`;
+    // Left to the predicate, which lists both as the receipt does; the rest of the work keeps its subject.
+    expect(statement.predicate.files.filter((file) => file.path === 'src/[removed: OPENAI_API_KEY].js')).toHaveLength(2);
+    expect(names).toContain('src/add.js');
     return 'refused';
   });
 });
