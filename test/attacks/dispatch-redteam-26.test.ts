@@ -113,3 +113,27 @@ describe("a hostile agent's two files that its receipt records under one name, f
     return 'refused';
   });
 });
+
+describe("a hostile agent's work named with its worktree's folder, for coo attest", () => {
+  const place = hostilePlaces(dir, 'spelled');
+
+  attack("a hostile agent: beside a right fix, src/@<its worktree>/b.js, which its receipt records as src/@[worktree]/b.js", 'verify', 'refused', async () => {
+    const where = await place('worktree');
+    const { receipt, unreceipted } = await attempted(where, 'worktree', `${FIX}; mkdir -p "src/@$(pwd)" && printf 'b\\n' > "src/@$(pwd)/b.js"`);
+    if (receipt === undefined) return unreceipted;
+    expect(receipt['files_changed']).toContain('src/@[worktree]/b.js');
+    const out = join(where.world.dir, 'attestation.json');
+    const attested = coo(['attest', String(receipt['message_id']), '--ledger', where.world.gitdir, '--key', where.keyFile, '--out', out]);
+    if (attested.status !== 0) return `attest exited ${attested.status}: ${attested.stderr.slice(0, 300)}`;
+    const envelope = JSON.parse(readFileSync(out, 'utf8')) as { payload: string };
+    const statement = JSON.parse(Buffer.from(envelope.payload, 'base64').toString('utf8')) as { subject: Array<{ name: string; digest: Record<string, string> }> };
+    const head = statement.subject.find((item) => item.digest['gitCommit'] !== undefined)?.digest['gitCommit'];
+    // Each file subject is the hash of that file at the head commit the statement names, as docs/attestation.md says.
+    const held = head === undefined ? [] : git(['ls-tree', '-r', '-z', '--name-only', head], { cwd: where.repo }).split('\0');
+    const missing = statement.subject.filter((item) => item.digest['sha256'] !== undefined && !item.name.startsWith('messages/') && head !== undefined && !held.includes(item.name));
+    if (missing.length > 0) return `accepted: the statement names ${JSON.stringify(missing.map((item) => item.name))} at ${head}, which holds no such file`;
+    expect(receipt['status']).toBe('failed');
+    expect(receipt['head_sha']).toBeNull();
+    return 'refused';
+  });
+});
