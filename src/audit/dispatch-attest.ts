@@ -8,7 +8,7 @@ import type { DispatchEvidence } from './dispatch-evidence.js';
  * names) and every file it changed (by sha256, as the runner hashed the committed bytes), then the
  * envelope that asked for it; the predicate is the receipt's evidence, every field measured by the
  * runner itself (docs/attestation.md). Each subject's name is one thing's: a changed file whose path is
- * the name the head or the envelope goes by is left to the predicate. Pure; signed by attest.ts's
+ * the name the head or the envelope goes by, or that the receipt gives two files, is left to the predicate. Pure; signed by attest.ts's
  * signStatement.
  */
 export const DISPATCH_PREDICATE_TYPE = 'urn:coo-commons:predicate:dispatch-receipt:v0';
@@ -28,9 +28,12 @@ export function dispatchStatement(evidence: DispatchEvidence): Record<string, un
   const envelope: Subject = { name: evidence.envelope.path, digest: { sha256: hex(evidence.envelope.sha256) } };
   // The agent names its files: one it named as the head or the envelope go by is no subject (the predicate's files list it), so each name is one thing.
   const own = new Set([...head, envelope].map((item) => item.name));
+  // Nor is a name the receipt gives two files: two names the receipt records by one marker (a secret's, a folder's) are two files.
+  const times = new Map<string, number>();
+  for (const file of receipt.file_hashes) times.set(file.path, (times.get(file.path) ?? 0) + 1);
   const subject: Subject[] = [
     ...head,
-    ...receipt.file_hashes.flatMap((file) => (file.sha256 === null || own.has(file.path) ? [] : [{ name: file.path, digest: { sha256: hex(file.sha256) } }])),
+    ...receipt.file_hashes.flatMap((file) => (file.sha256 === null || own.has(file.path) || times.get(file.path)! > 1 ? [] : [{ name: file.path, digest: { sha256: hex(file.sha256) } }])),
     envelope,
   ];
   return {

@@ -249,7 +249,8 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
       tooLarge: snapshot.refused.filter((entry) => entry.why === 'too_large').map((entry) => entry.path),
       overflow: snapshot.overflow,
       gitLinkTampered: snapshot.gitLinkTampered,
-      holdingSecrets: snapshot.holdingSecrets,
+      // Named after a secret or holding one, the work has no tree: the decision reads both alike (outcome.ts).
+      holdingSecrets: [...snapshot.holdingSecrets, ...snapshot.namingSecrets],
     };
     if (snapshot.tree === null) {
       return { snapshot, verification: [], commit: null, summary: { ...common, verification: [], commit: null, dirtyWithoutCommit: [] } };

@@ -51,7 +51,7 @@ export interface EvidenceSummary {
   /** More entries or bytes than the runner reads: the work was not read whole. */
   readonly overflow: boolean;
   readonly gitLinkTampered: boolean;
-  /** Changed files holding a secret the runner holds or handed the agent: nothing was written, committed or verified (the runner says why). */
+  /** Changed files holding a secret the runner holds or handed the agent, in their bytes or their names: nothing was written, committed or verified (the runner says why). */
   readonly holdingSecrets?: readonly string[];
   readonly verification: ReadonlyArray<{ readonly command: string; readonly exitCode: number | null; readonly killedByTimer: boolean }>;
   /**

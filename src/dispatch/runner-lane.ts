@@ -607,7 +607,8 @@ export class DispatchLane implements RunnerLane {
     const scrubbed = new Scrubber(scrub.secrets).value(doc);
     const secretNamed = canonicalJson(scrubbed) !== canonicalJson(doc);
     if (secretNamed) {
-      const detail = 'a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch';
+      const unwritten = (snapshot?.namingSecrets ?? []).length > 0 ? ', nor written to the repository, committed or verified' : '';
+      const detail = `a name of the work holds a secret the runner holds or handed the agent (a provider key, a token, the COO key): the receipt names it by its marker, and nothing was put on the branch${unwritten}`;
       doc = { ...scrubbed, status: 'failed', branch: null, blockers: [...scrubbed.blockers, { code: 'scope_violation', detail }] };
     }
     // A name that spells a folder of the runner's machine (`src/@/home/op/a.js`) is recorded by that folder's marker
@@ -615,8 +616,9 @@ export class DispatchLane implements RunnerLane {
     // not hold, two names could be one. Such work is not landed either, and the receipt says why.
     const spelled = secretNamed ? [] : (snapshot?.changes ?? []).map((change) => change.path).filter((path) => scrub.text(path) !== path);
     if (spelled.length > 0) {
-      const detail = `a name of the work spells a folder of the runner's machine (${spelled.slice(0, 10).join(', ')}${spelled.length > 10 ? ` and ${spelled.length - 10} more` : ''}), which the receipt records by its marker, so it would not name the file the commit holds: nothing was put on the branch; rename the work`;
-      doc = { ...doc, status: 'failed', branch: null, blockers: [...doc.blockers, { code: 'scope_violation', detail }] };
+      const detail = `a name of the work spells a folder of the runner's machine (${spelled.slice(0, 10).join(', ')}${spelled.length > 10 ? ` and ${spelled.length - 10} more` : ''}), which the receipt records by its marker, so it would not name the file the commit holds: nothing was put on the branch, and the receipt names no commit; rename the work`;
+      // Nor does it name the commit: a receipt (and a statement coo attest makes of it) says each file it names with its hash is at that commit.
+      doc = { ...doc, status: 'failed', branch: null, head_sha: null, blockers: [...doc.blockers, { code: 'scope_violation', detail }] };
     }
     const holding = snapshot?.holdingSecrets ?? [];
     if (holding.length > 0) {

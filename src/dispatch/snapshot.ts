@@ -42,6 +42,8 @@ export interface WorkSnapshot {
   readonly gitLinkTampered: boolean;
   /** Changed files whose new content holds a secret (SnapshotOptions.holdsSecret), by path: their blobs are not written, and the work has no tree. */
   readonly holdingSecrets: readonly string[];
+  /** New paths of the work whose names (a folder's or the file's) hold such a secret: the work has no tree, as a tree object holds its names. */
+  readonly namingSecrets: readonly string[];
 }
 
 const STATUS_ORDER = (a: { path: Buffer }, b: { path: Buffer }): number => Buffer.compare(a.path, b.path);
@@ -192,11 +194,14 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   }
   const oids = new Map(walk.files.map((file) => [keyOf(file.path), file.oid]));
   const holdingSecrets = changes.filter((change) => secretBlobs.has(oids.get(keyOf(Buffer.from(change.path, 'utf8'))) ?? '')).map((change) => change.path);
-  if (walk.overflow || walk.tooLarge.length > 0 || holdingSecrets.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered, holdingSecrets };
+  // A tree object holds the names of its entries: the tree of work named after a secret, written to the target's objects,
+  // stays there with no branch carrying it, where the sandbox of every later agent of the repository reads it.
+  const namingSecrets = changes.filter((change) => change.status === 'added' && options.holdsSecret?.(Buffer.from(change.path, 'utf8')) === true).map((change) => change.path);
+  if (walk.overflow || walk.tooLarge.length > 0 || holdingSecrets.length > 0 || namingSecrets.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered, holdingSecrets, namingSecrets };
   // The base with the recordable changes applied: a change the ledger cannot name is not committed.
   const files: TreeFile[] = options.baseFiles.filter((file) => !applied.has(keyOf(file.path)));
   for (const file of walk.files) if (applied.has(keyOf(file.path))) files.push({ path: file.path, mode: file.mode, oid: file.oid });
   const tree = buildTree(files);
   for (const object of tree.objects) await options.objects.write('tree', object.content);
-  return { tree: tree.oid, changes, refused, overflow: false, gitLinkTampered, holdingSecrets };
+  return { tree: tree.oid, changes, refused, overflow: false, gitLinkTampered, holdingSecrets, namingSecrets };
 }
