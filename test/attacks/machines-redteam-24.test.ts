@@ -169,10 +169,16 @@ describe("a panel's members stopped together on one member's expiry", () => {
     expect(await codeOf(async () => checkStopTime(judged([alone], []), alone, attempt, expired, 'r'))).toBe('ATTEMPT_INVALID');
   });
 
-  it("takes a member's retry stopped with a sibling on the sibling's first start, past its expiry (members stop together, whatever attempt each is on), and refuses a lone message's retry", async () => {
+  it("takes a member's retry stopped with a sibling on its first start past its expiry, and refuses it when every member is on a retry, or the message is alone", async () => {
     const retry = { number: 2, claim: { at: at(1) } } as unknown as AttemptRecord;
     const live = member('a', 10, 'p');
-    expect(await codeOf(async () => checkStopTime(judged([live, member('b', 0, 'p')], ['a', 'b']), live, retry, expired, 'r'))).toBe('accepted');
+    // The sibling is on its first start: no attempt before the one this stop claims (claimed in the same commit, or not yet seen).
+    const firstStart = (expiresIn: number, attempts: ReadonlyArray<{ number: number; claim: { at: string } }>) => ({ ...member('b', expiresIn, 'p'), attempts }) as unknown as MessageRecord;
+    expect(await codeOf(async () => checkStopTime(judged([live, firstStart(0, [])], ['a', 'b']), live, retry, expired, 'r'))).toBe('accepted');
+    expect(await codeOf(async () => checkStopTime(judged([live, firstStart(0, [{ number: 1, claim: { at: at(1) } }])], ['a', 'b']), live, retry, expired, 'r'))).toBe('accepted');
+    // Every member on a retry (the sibling's first attempt claimed earlier and ended): expires_at bounds neither, whoever wrote the receipt.
+    const onRetry = firstStart(0, [{ number: 1, claim: { at: at(-5) } }, { number: 2, claim: { at: at(1) } }]);
+    expect(await codeOf(async () => checkStopTime(judged([live, onRetry], ['a', 'b']), live, retry, expired, 'r'))).toBe('ATTEMPT_INVALID');
     const alone = member('c', 0);
     expect(await codeOf(async () => checkStopTime(judged([alone], []), alone, retry, expired, 'r'))).toBe('ATTEMPT_INVALID');
   });

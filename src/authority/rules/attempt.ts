@@ -51,14 +51,15 @@ export function checkStopTime(check: CommitCheck, record: MessageRecord, attempt
     const passed = (member: MessageRecord | undefined): boolean => {
       if (member === undefined) return true;
       if (blocker.code === 'deadline_passed') return toMillis(member.deadlineAt) <= toMillis(claimedAt);
-      // A panel's members stop together (consult/lane.ts planPanel): one member expired on its first start stops every
-      // sibling the runner starts with it, whatever attempt a sibling is on, so a panel's receipt is judged by any member's time.
-      return (toMillis(member.expiresAt) <= toMillis(claimedAt) && (attempt.number === 1 || record.panel !== undefined)) || askerGone(member, (id) => check.message(id)) !== null;
+      // A panel's members stop together (consult/lane.ts planPanel): a member past its expiry on its first start (no attempt
+      // before the one this stop claims) stops every sibling the runner starts with it, whatever attempt a sibling is on.
+      const firstStart = member === record ? attempt.number === 1 : member.attempts.every((one) => one.number === 1 && one.claim?.at === claimedAt);
+      return (firstStart && toMillis(member.expiresAt) <= toMillis(claimedAt)) || askerGone(member, (id) => check.message(id)) !== null;
     };
     if (members.some(passed)) continue;
     const panel = record.panel === undefined ? '' : ' and of every member of its panel';
     const why =
-      blocker.code === 'expired' && attempt.number > 1 && record.panel === undefined
+      blocker.code === 'expired' && attempt.number > 1
         ? `attempt ${attempt.number} is a retry, which the expires_at of ${record.id} does not bound: a retry may start until the deadline_at ${record.deadlineAt}`
         : `attempt ${attempt.number} was claimed at ${claimedAt}, before the ${blocker.code === 'expired' ? `expires_at ${record.expiresAt}` : `deadline_at ${record.deadlineAt}`} of ${record.id}${panel}: by the claim's own time the message was still live`;
     throw new CooError('ATTEMPT_INVALID', `${where}: says ${blocker.code} but ${why}; nothing was written`, { where: `${where}:blockers` });
