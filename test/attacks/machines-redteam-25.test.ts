@@ -232,6 +232,27 @@ describe('a hookless remote that lies about its history while runners work', { t
     expect(git(['--git-dir', world.served.gitdir, 'rev-parse', 'refs/coo/remote-verified']).trim()).toBe(forged);
   });
 
+  it("a branch named refs/heads/main that appears while a paid call runs: the receipt is refused as such (REMOTE_REJECTED) and kept, and once the branch is gone it lands, paid once", async () => {
+    const world = await hookless();
+    const messageId = await world.consult();
+    const machine = await world.machine('runner');
+    const held = await holdingRunner(world, machine);
+    const claimed = world.served.head();
+    git(['--git-dir', world.served.gitdir, 'update-ref', 'refs/heads/refs/heads/main', claimed]);
+    held.release();
+    await held.running.catch(() => undefined);
+    expect(machine.events).toContainEqual(expect.objectContaining({ code: 'REMOTE_REJECTED', message: expect.stringMatching(/holds another ref that git takes for refs\/heads\/main/) }));
+    expect(types(machine.events)).toContain('result_kept');
+    expect(types(machine.events)).not.toContain('cut_off');
+    expect(world.served.head()).toBe(claimed);
+    expect(world.model.requests).toHaveLength(1);
+
+    git(['--git-dir', world.served.gitdir, 'update-ref', '-d', 'refs/heads/refs/heads/main']);
+    await held.runner.runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
   it('a main that names a commit whose parent the remote does not have: no runner claims or pays, and the clone keeps the head it verified', async () => {
     const world = await hookless();
     await world.consult();
