@@ -4,9 +4,15 @@ import { describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
 import { gatherEvidence, landAttemptCommit } from '../../src/dispatch/evidence.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
+import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { pushAttemptBranch } from '../../src/dispatch/pull-request.js';
 import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
+import { startScriptedResponsesServer } from '../../src/offline/fake-responses-server.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { startFakeGitHub } from '../helpers/fake-github.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -113,5 +119,41 @@ describe("a target's remote that holds a ref git takes for the attempt's branch"
     git(['push', '-q', other.remote, `${base}:${other.ref}`], { cwd: target });
     expect((await refusal(() => pushAttemptBranch(other.push))).code).toBe('PUSH_CONFLICT');
     expect(git(['--git-dir', other.remote, 'rev-parse', other.ref]).trim()).toBe(base);
+  });
+});
+
+describe('a runner whose pull-request push meets such a ref', () => {
+  const world = worlds(join(dir, 'runner'));
+
+  it('keeps the work and its succeeded receipt, opens no pull request, and says why in its event, naming the ref to delete', async () => {
+    const w = await world();
+    const repo = join(w.dir, 'work');
+    const start = makeTargetRepo(repo);
+    const remote = join(w.dir, 'forge.git');
+    git(['init', '-q', '--bare', '-b', 'main', remote]);
+    git(['push', '-q', remote, `${start}:refs/heads/main`], { cwd: repo });
+    const model = await startScriptedResponsesServer([
+      { kind: 'patch', patch: '*** Update File: src/add.js\n@@\n-export const add = (a, b) => a - b;\n+export const add = (a, b) => a + b;' },
+      { kind: 'message', text: 'Fixed add(); test.sh passes.' },
+    ]);
+    const github = await startFakeGitHub({ headExists: () => true });
+    try {
+      const executors = executorFactory({ command: pinnedCodexCommand(), baseUrl: `${model.url}/v1`, hide: [w.gitdir], env: { ...process.env, OPENAI_API_KEY: 'sk-test-key' } });
+      const { messageId, envelope } = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo, task: 'Fix add() so that test.sh passes.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], timeoutSeconds: 120, maxRuntimeSeconds: 120, openPr: 'acme/work' });
+      const stray = `refs/heads/refs/heads/${envelope.dispatch.branch_name}`;
+      git(['push', '-q', remote, `${start}:${stray}`], { cwd: repo });
+      const runner = w.runner({ repo, executors, pullRequests: { token: TOKEN, base: 'main', pushUrl: remote, apiBaseUrl: github.url } });
+      expect((await runner.runOnce()).receipts).toBe(1);
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt).toMatchObject({ status: 'succeeded', branch: envelope.dispatch.branch_name });
+      // Nothing lost: the work stays on its branch in the target, at the head the receipt names.
+      expect(git(['rev-parse', envelope.dispatch.branch_name], { cwd: repo }).trim()).toBe(receipt!['head_sha']);
+      expect(github.pulls).toEqual([]);
+      expect(git(['--git-dir', remote, 'rev-parse', stray]).trim()).toBe(start);
+      expect(w.events).toContainEqual(expect.objectContaining({ type: 'pull_request', messageId, url: null, created: false, detail: expect.stringMatching(new RegExp(`^REMOTE_REJECTED: .*holds ${stray}.*delete that ref`)) }));
+    } finally {
+      await github.close();
+      await model.close();
+    }
   });
 });
