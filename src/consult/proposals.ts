@@ -1,5 +1,6 @@
 import { scopeMatcher } from '../authority/scope.js';
 import { MAX_PROPOSALS, proposal, type Proposal } from '../schema/aa-answer.js';
+import { LIMITS } from '../limits.js';
 import { relativePath } from '../schema/common.js';
 import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 
@@ -83,6 +84,9 @@ function whyStripped(raw: unknown): string | null {
   const fields: Array<[string, readonly string[]]> = [['task', [item.task]], ['scope', item.scope], ['acceptance', item.acceptance], ['verification', item.verification]];
   const nul = fields.find(([, texts]) => texts.some((text) => text.includes('\0')));
   if (nul !== undefined) return `its ${nul[0]} holds a NUL character (U+0000), which no argument of a process and no path can carry: it could never be adopted as written`;
+  // The executor's argument holds every field as written (the task's trailing space aside), so these bytes alone bound it from below.
+  const bytes = Buffer.byteLength([item.task.trimEnd(), ...item.scope, ...item.acceptance, ...item.verification].join(''));
+  if (bytes > LIMITS.executorPromptBytes) return `its task, scope, acceptance and verification come to ${bytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes as its task: it could never be adopted as written`;
   for (const text of textsOf(item)) {
     const addressed = ADDRESSED.exec(text);
     if (addressed !== null) return `it addresses an actor (${JSON.stringify(addressed[0])}): a proposal is addressed to no one`;

@@ -49,6 +49,15 @@ describe("an answer's proposals", () => {
     expect(judged.stripped).toEqual([expect.stringMatching(/^proposal 3 stripped: its scope "src\/" is not a path relative/)]);
   });
 
+  it('strips one whose fields alone are more than an executor takes as its task, and keeps one within it', () => {
+    const acceptance = Array.from({ length: 50 }, () => 'x'.repeat(2000));
+    const over = { ...GOOD, task: `Fix add(). ${'y'.repeat(19_000)}`, acceptance };
+    const within = { ...GOOD, task: `Fix add().${' '.repeat(19_000)}`, acceptance };
+    const judged = judgeProposals([within, over]);
+    expect(judged.kept).toEqual([within]);
+    expect(judged.stripped).toEqual([expect.stringMatching(/^proposal 2 stripped: its task, scope, acceptance and verification come to 119\d{3} bytes, over the 102400 an executor takes/)]);
+  });
+
   it('strips every proposal past the fifth', () => {
     const judged = judgeProposals(Array.from({ length: 7 }, () => GOOD));
     expect(judged.kept).toHaveLength(5);
