@@ -1,5 +1,7 @@
 import { scopeMatcher } from '../authority/scope.js';
 import { MAX_PROPOSALS, proposal, type Proposal } from '../schema/aa-answer.js';
+import { LIMITS } from '../limits.js';
+import { relativePath } from '../schema/common.js';
 import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 
 /**
@@ -78,6 +80,13 @@ function whyStripped(raw: unknown): string | null {
   const parsed = proposal.safeParse(raw);
   if (!parsed.success) return `it is malformed (${parsed.error.issues.slice(0, 3).map((issue) => `${issue.path.join('.') || '(root)'}: ${issue.message}`).join('; ')})`;
   const item = parsed.data;
+  // Adopted as written, each field reaches the executor as an argument, and the scope the envelope as paths: neither can hold a NUL.
+  const fields: Array<[string, readonly string[]]> = [['task', [item.task]], ['scope', item.scope], ['acceptance', item.acceptance], ['verification', item.verification]];
+  const nul = fields.find(([, texts]) => texts.some((text) => text.includes('\0')));
+  if (nul !== undefined) return `its ${nul[0]} holds a NUL character (U+0000), which no argument of a process and no path can carry: it could never be adopted as written`;
+  // The executor's argument holds every field as written (the task's trailing space aside), so these bytes alone bound it from below.
+  const bytes = Buffer.byteLength([item.task.trimEnd(), ...item.scope, ...item.acceptance, ...item.verification].join(''));
+  if (bytes > LIMITS.executorPromptBytes) return `its task, scope, acceptance and verification come to ${bytes} bytes, over the ${LIMITS.executorPromptBytes} an executor takes as its task: it could never be adopted as written`;
   for (const text of textsOf(item)) {
     const addressed = ADDRESSED.exec(text);
     if (addressed !== null) return `it addresses an actor (${JSON.stringify(addressed[0])}): a proposal is addressed to no one`;
@@ -86,6 +95,9 @@ function whyStripped(raw: unknown): string | null {
   }
   const wide = item.scope.find(unbounded);
   if (wide !== undefined) return `its scope ${JSON.stringify(wide)} is no bound: a proposal names the paths its work may change`;
+  // A dispatch's scope is relative paths (schema/common.ts relativePath); an entry that is not one is refused on adoption.
+  const loose = item.scope.find((entry) => !relativePath.safeParse(entry).success);
+  if (loose !== undefined) return `its scope ${JSON.stringify(loose)} is not a path relative to the repository root (no leading "/", no "\\", no ".", ".." or empty segment): it could never be adopted as written`;
   return null;
 }
 

@@ -9,6 +9,7 @@ import { killGroup } from '../util/bubblewrap.js';
 import { importPackage } from '../util/import-package.js';
 import { GIT_NO_REDIRECTS } from '../util/git-env.js';
 import { REDIRECT_STATUSES } from '../util/redirects.js';
+import { ambiguousDestination, refsTakenFor, takenDestination } from '../util/push-destination.js';
 import { tokenOrigin } from '../util/token-url.js';
 import { pullRequestMarker, pullRequestTitle, renderPullRequestBody, type PullRequestEvidence } from './pull-request-body.js';
 
@@ -151,6 +152,18 @@ export async function pushAttemptBranch(options: PushOptions): Promise<PushOutco
         : { GIT_CONFIG_COUNT: '2', GIT_CONFIG_KEY_0: 'credential.helper', GIT_CONFIG_VALUE_0: '', GIT_CONFIG_KEY_1: `credential.${origin}.helper`, GIT_CONFIG_VALUE_1: HELPER, COO_PUSH_TOKEN: token };
     const push = await git(['push', '--porcelain', '--no-verify', `--force-with-lease=${ref}:`, options.pushUrl, `${options.headSha}:${ref}`], { ...local, ...credential }, timeoutMs);
     if (push.timedOut) throw fail('PUSH_FAILED', `git push to ${options.pushUrl}: no answer within ${timeoutMs} ms`, token);
+    // git takes another of the remote's refs for the branch's (a branch or tag named after its full ref): alone, it pushes there instead
+    // (the lease, which expects no ref, refuses it), and beside the branch, it refuses the push before sending anything.
+    const ambiguous = ambiguousDestination(push);
+    const taken = takenDestination(push, options.headSha, ref);
+    if (ambiguous !== null || taken !== null) {
+      const stray = taken ?? `another ref beside it (one of ${refsTakenFor(ref).join(', ')})`;
+      throw fail(
+        'REMOTE_REJECTED',
+        `${options.pushUrl} holds ${stray}, which git takes for ${ref}, so the branch cannot be pushed by its name${ambiguous === null ? '' : ` (git: ${ambiguous})`}; nothing was pushed, and the work stays on ${options.branch} here; delete that ref on the remote (git ls-remote REMOTE ${ref} lists it), then publish again`,
+        token,
+      );
+    }
     // --porcelain: one line per ref, "<flag>\t<from>:<to>\t<summary>"; the flag says what happened.
     const line = push.stdout.split('\n').find((entry) => entry.split('\t')[1] === `${options.headSha}:${ref}`);
     const [flag, , summary] = line?.split('\t') ?? [];

@@ -9,6 +9,7 @@ import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { LIMITS } from '../limits.js';
 import { displayUrl, urlCredentials } from '../util/display-url.js';
 import { credentialHelperSecrets } from '../util/credential-files.js';
+import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
 import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
@@ -282,7 +283,7 @@ export class RemoteLedger {
               (said) => `cannot reach ${this.url} to publish: ${said}; ${rejected ? 'nothing was written' : 'whether the remote took the write is unknown (an idempotent write run again returns what landed)'}; the local ledger is as it was`,
             );
           }
-          const ambiguous = ambiguousMain(pushed);
+          const ambiguous = ambiguousDestination(pushed);
           if (ambiguous !== null) {
             // git matches a push's destination against every ref the remote shows, by the rules it reads a short name by:
             // another ref there that ends in the name (a branch named refs/heads/main) refuses every push to main, before anything is sent.
@@ -464,11 +465,6 @@ export class RemoteLedger {
 /** Whether the remote answered the push with a refusal of the ref (git's porcelain `!` status line: a hook, a protected branch, not a fast-forward). */
 function refusedPush(pushed: { stdout: string }): boolean {
   return pushed.stdout.split('\n').some((line) => line.startsWith('!'));
-}
-
-/** git's refusal of a push whose destination names more than one of the remote's refs, or null. */
-function ambiguousMain(pushed: { stderr: string }): string | null {
-  return /dst refspec \S+ matches more than one\.?/.exec(pushed.stderr)?.[0] ?? null;
 }
 
 /** What the remote said on refusing a push (its `remote:` lines), each trimmed. */
