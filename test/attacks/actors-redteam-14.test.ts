@@ -1,0 +1,164 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { acknowledge } from '../../src/inbox/ack.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { LIMITS } from '../../src/limits.js';
+import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
+import { coo } from '../helpers/cli.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * The actor model under attack, round 14: a CEO command the COO never took up, past the
+ * expires_at its `--ttl` set. Its ack, and work with it as its parent, are refused by the writers,
+ * the pre-receive hook and `coo verify` alike (COMMAND_EXPIRED); a command taken up in time stands.
+ */
+
+const dir = tempDir('actors-redteam-14');
+const getKit = useKit(dir);
+let kit: Kit;
+beforeAll(() => {
+  kit = getKit();
+});
+
+const HOUR_MS = 60 * 60_000;
+let copies = 0;
+
+/** A CEO command sent `agoMs` ago that the COO has `ttlSeconds` to take up. */
+async function commandSent(agoMs: number, ttlSeconds: number, text = 'Make add() right.'): Promise<{ id: string; sentAt: number }> {
+  const sentAt = Date.now() - agoMs;
+  const { messageId } = await sendCommand({ ledger: kit.world.ledger, key: kit.world.actors.ceo, now: new Date(sentAt), text: `${text} ${agoMs}`, ttlSeconds });
+  return { id: messageId, sentAt };
+}
+
+/** A child consult of `parent`, asked at `at` in `ledger`. */
+function childConsult(ledger: Ledger, parent: string, at: Date, question: string): Promise<unknown> {
+  return kit.world.consult({ ledger, now: at, parentMessageId: parent, question });
+}
+
+/**
+ * The files of an entry as a writer makes them where it is accepted: written by `write` in a copy of
+ * the ledger (where the command may have been taken up in time first), and carried out of the
+ * copy's last commit, to be committed by hand into the ledger where the command never was.
+ */
+async function carried(write: (copy: Ledger) => Promise<unknown>): Promise<Record<string, Buffer>> {
+  copies += 1;
+  const copy = join(dir, `copy-${copies}.git`);
+  execFileSync('git', ['clone', '-q', '--mirror', kit.world.gitdir, copy]);
+  const other = Ledger.open(copy);
+  try {
+    await write(other);
+  } finally {
+    other.close();
+  }
+  const names = execFileSync('git', ['-C', copy, 'diff-tree', '-r', '--name-only', '--no-commit-id', 'HEAD~1', 'HEAD']).toString().trim().split('\n');
+  return Object.fromEntries(names.filter((name) => !name.endsWith('.sig')).map((path) => [path, execFileSync('git', ['-C', copy, 'show', `HEAD:${path}`])]));
+}
+
+/** An ack of a command sent two hours ago with a minute to take it up, dated now; taken up in the copy by a consult within its minute. */
+async function lateAck(): Promise<Record<string, Buffer>> {
+  const command = await commandSent(2 * HOUR_MS, 60);
+  return carried(async (copy) => {
+    await childConsult(copy, command.id, new Date(command.sentAt + 10_000), 'Where is add() wrong?');
+    await acknowledge({ ledger: copy, key: kit.world.actors.coo, now: new Date(), messageId: command.id });
+  });
+}
+
+/** A consult under a command sent two hours ago with a minute to take it up, dated now; taken up in the copy by an ack within its minute. */
+async function lateChild(): Promise<Record<string, Buffer>> {
+  const command = await commandSent(2 * HOUR_MS, 60);
+  return carried(async (copy) => {
+    await acknowledge({ ledger: copy, key: kit.world.actors.coo, now: new Date(command.sentAt + 10_000), messageId: command.id });
+    await childConsult(copy, command.id, new Date(), 'Is add() right for NaN now?');
+  });
+}
+
+/** The options of a hand-made commit of carried files: signed by the COO, each envelope with its .sig (a context manifest has none). */
+function byCoo(files: Record<string, Buffer>): { key: string; sign: string[] } {
+  return { key: kit.keys.coo.file, sign: Object.keys(files).filter((path) => path.endsWith('/envelope.yaml')) };
+}
+
+function pushed(files: Record<string, Buffer>): Promise<string> {
+  return kit.push(files, byCoo(files));
+}
+
+async function verifyCode(files: Record<string, Buffer>): Promise<string> {
+  let codes: string[] = ['unset'];
+  await kit.bypass(files, byCoo(files), () => {
+    codes = kit.verifyCodes();
+  });
+  return firstOr(codes, 'COMMAND_EXPIRED');
+}
+
+describe('a CEO command the COO never took up, acknowledged or worked under after its expires_at', () => {
+  it('coo ack of it exits 3 with one coded line saying the command lapsed and the CEO sends it again, and writes nothing', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    const head = kit.head();
+    const result = coo(['ack', command.id, '--ledger', kit.world.gitdir, '--key', kit.keys.coo.file]);
+    expect(result.status).toBe(3);
+    expect(result.stderr).toMatch(/^coo: COMMAND_EXPIRED: [^\n]*lapsed at its expires_at [^\n]*the CEO sends it again[^\n]*\n$/);
+    expect(kit.head()).toBe(head);
+  });
+
+  it('coo consult --parent naming it exits 3 with one coded line, and writes nothing', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    const head = kit.head();
+    const result = coo(['consult', '--to', 'aa.chatgpt', '--repo', kit.world.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?', '--parent', command.id], { env: { COO_LEDGER: kit.world.gitdir, COO_KEY: kit.keys.coo.file } });
+    expect(result.status).toBe(3);
+    expect(result.stderr).toMatch(/^coo: COMMAND_EXPIRED: [^\n]*lapsed at its expires_at [^\n]*\n$/);
+    expect(kit.head()).toBe(head);
+  });
+
+  attack('an ack of it, dated two hours after it was sent with a minute to take it up', 'library', 'COMMAND_EXPIRED', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    return codeOf(() => acknowledge({ ledger: kit.world.ledger, key: kit.world.actors.coo, now: new Date(), messageId: command.id }));
+  });
+
+  attack('a consult with it as its parent, spending under its budget two hours on', 'library', 'COMMAND_EXPIRED', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    return codeOf(() => childConsult(kit.world.ledger, command.id, new Date(), 'Is add() right?'));
+  });
+
+  attack('an ack of it committed by hand and pushed', 'hook', 'COMMAND_EXPIRED', async () => pushed(await lateAck()));
+
+  attack('a consult under it committed by hand and pushed', 'hook', 'COMMAND_EXPIRED', async () => pushed(await lateChild()));
+
+  attack('coo verify of an ack of it written behind the hook', 'verify', 'COMMAND_EXPIRED', async () => verifyCode(await lateAck()));
+
+  attack('coo verify of a consult under it written behind the hook', 'verify', 'COMMAND_EXPIRED', async () => verifyCode(await lateChild()));
+
+  attack("an ack of a live command dated more than the skew behind the hook's clock, by which the command would still stand", 'hook', 'CLOCK_SKEW', async () => {
+    // A day to take it up from three hours ago: live by the hook's clock too; the rule judges the writer's clock, not the command.
+    const command = await commandSent(3 * HOUR_MS, 86_400);
+    const files = await carried((copy) => acknowledge({ ledger: copy, key: kit.world.actors.coo, now: new Date(Date.now() - 2 * HOUR_MS), messageId: command.id }));
+    return pushed(files);
+  });
+});
+
+describe('a CEO command taken up in time (guards)', () => {
+  it('an ack within its time, then a consult under it two hours on, are both accepted', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    expect(await codeOf(() => acknowledge({ ledger: kit.world.ledger, key: kit.world.actors.coo, now: new Date(command.sentAt + 10_000), messageId: command.id }))).toBe('accepted');
+    expect(await codeOf(() => childConsult(kit.world.ledger, command.id, new Date(), 'And now?'))).toBe('accepted');
+  });
+
+  it('a consult under it within its time, then its ack two hours on, are both accepted, and pushed by hand the ack passes the hook', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    expect(await codeOf(() => childConsult(kit.world.ledger, command.id, new Date(command.sentAt + 10_000), 'Where is add() wrong?'))).toBe('accepted');
+    const files = await carried((copy) => acknowledge({ ledger: copy, key: kit.world.actors.coo, now: new Date(), messageId: command.id }));
+    expect(await pushed(files)).toBe('accepted');
+    expect(kit.verifyCodes()).toEqual([]);
+  });
+
+  it('an ack at its expires_at itself is accepted: the command lapses after it', async () => {
+    const command = await commandSent(2 * HOUR_MS, 60);
+    expect(await codeOf(() => acknowledge({ ledger: kit.world.ledger, key: kit.world.actors.coo, now: new Date(command.sentAt + 60_000), messageId: command.id }))).toBe('accepted');
+  });
+
+  it(`an ack of a live command dated behind the hook's clock by less than the ${LIMITS.clockSkewSeconds} s skew passes the hook`, async () => {
+    const command = await commandSent(HOUR_MS, 86_400);
+    const files = await carried((copy) => acknowledge({ ledger: copy, key: kit.world.actors.coo, now: new Date(Date.now() - 1000), messageId: command.id }));
+    expect(await pushed(files)).toBe('accepted');
+  });
+});
