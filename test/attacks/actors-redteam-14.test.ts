@@ -3,10 +3,11 @@ import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { acknowledge } from '../../src/inbox/ack.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { inboxRecords, readInbox } from '../../src/inbox/inbox.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { LIMITS } from '../../src/limits.js';
 import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
-import { coo } from '../helpers/cli.js';
+import { coo, json } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -160,5 +161,37 @@ describe('a CEO command taken up in time (guards)', () => {
     const command = await commandSent(HOUR_MS, 86_400);
     const files = await carried((copy) => acknowledge({ ledger: copy, key: kit.world.actors.coo, now: new Date(Date.now() - 1000), messageId: command.id }));
     expect(await pushed(files)).toBe('accepted');
+  });
+});
+
+describe("the COO's inbox and a command's expiry", () => {
+  it('shows each command with its expires_at, and by the reader\'s clock leaves out one that lapsed untaken, not one taken up in time', async () => {
+    const lapsed = await commandSent(2 * HOUR_MS, 60, 'Lapsed.');
+    const taken = await commandSent(2 * HOUR_MS, 60, 'Taken up.');
+    expect(await codeOf(() => childConsult(kit.world.ledger, taken.id, new Date(taken.sentAt + 10_000), 'Taken up?'))).toBe('accepted');
+    const live = await commandSent(0, 3600, 'Live.');
+    const items = await readInbox(kit.world.ledger, new Date());
+    const ids = items.map((item) => item.message_id);
+    expect(ids).not.toContain(lapsed.id);
+    expect(ids).toContain(taken.id);
+    const liveItem = items.find((item) => item.message_id === live.id)!;
+    expect(Date.parse(liveItem.expires_at!) - live.sentAt).toBeGreaterThanOrEqual(3599_000);
+    // The reader's clock decides: an hour and a half ago, the lapsed one was still to take up.
+    const state = await kit.world.ledger.state();
+    expect(inboxRecords(state, new Date(lapsed.sentAt + 30_000)).map((record) => record.id)).toContain(lapsed.id);
+    expect(inboxRecords(state, new Date()).map((record) => record.id)).not.toContain(lapsed.id);
+  });
+
+  it('coo inbox lists when a command is to be taken up by, and not a lapsed one', async () => {
+    const lapsed = await commandSent(2 * HOUR_MS, 60, 'Lapsed too.');
+    const live = await commandSent(0, 3600, 'Live too.');
+    const listed = coo(['inbox', '--ledger', kit.world.gitdir]);
+    expect(listed.status).toBe(0);
+    expect(listed.stdout).not.toContain(lapsed.id);
+    const line = listed.stdout.split('\n').find((text) => text.startsWith(`${live.id} `))!;
+    expect(line).toMatch(/ command from ceo \(take up by \d{4}-\d\d-\d\dT[\d:]+Z\): Live too\. 0/);
+    const listedJson = json<{ items: Array<{ message_id: string; expires_at?: string }> }>(coo(['inbox', '--ledger', kit.world.gitdir, '--json']));
+    expect(listedJson.items.map((item) => item.message_id)).not.toContain(lapsed.id);
+    expect(listedJson.items.find((item) => item.message_id === live.id)?.expires_at).toMatch(/Z$/);
   });
 });
