@@ -8,6 +8,7 @@ import { Ledger } from '../../src/ledger/ledger.js';
 import { LIMITS } from '../../src/limits.js';
 import { attack, codeOf, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { coo, json } from '../helpers/cli.js';
+import { connectMcp, structured, textOf } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -193,5 +194,25 @@ describe("the COO's inbox and a command's expiry", () => {
     const listedJson = json<{ items: Array<{ message_id: string; expires_at?: string }> }>(coo(['inbox', '--ledger', kit.world.gitdir, '--json']));
     expect(listedJson.items.map((item) => item.message_id)).not.toContain(lapsed.id);
     expect(listedJson.items.find((item) => item.message_id === live.id)?.expires_at).toMatch(/Z$/);
+  });
+
+  it('the MCP inbox tool leaves out a lapsed command and gives a live one its expires_at; the ack tool refuses the lapsed one, COMMAND_EXPIRED, with the step to ask the CEO again', async () => {
+    const lapsed = await commandSent(2 * HOUR_MS, 60, 'Lapsed over MCP.');
+    const live = await commandSent(0, 3600, 'Live over MCP.');
+    const session = await connectMcp(kit.world);
+    try {
+      const items = structured<{ items: Array<{ message_id: string; expires_at?: string }> }>(await session.call('inbox')).items;
+      expect(items.map((item) => item.message_id)).not.toContain(lapsed.id);
+      expect(Date.parse(items.find((item) => item.message_id === live.id)!.expires_at!) - live.sentAt).toBeGreaterThanOrEqual(3599_000);
+      const head = kit.head();
+      const refused = await session.call('ack', { message_id: lapsed.id });
+      expect(refused.isError).toBe(true);
+      const [said, next] = textOf(refused).split('\n');
+      expect(said).toMatch(/^COMMAND_EXPIRED: /);
+      expect(next).toMatch(/ask the CEO to send it again/);
+      expect(kit.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
   });
 });
