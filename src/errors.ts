@@ -111,6 +111,12 @@ const CODES = {
   SCOPE_VIOLATION: 'rejected',
   /** A consult that would cost more than its dispatch (or the command it serves) has left. */
   BUDGET_EXCEEDED: 'rejected',
+  /**
+   * An ack of a CEO command, or an envelope whose parent is one, dated after the command's expires_at
+   * when the COO never took it up (acknowledged it, or sent work under it) in time: the command lapsed,
+   * and with it the budget it granted; the CEO sends it again.
+   */
+  COMMAND_EXPIRED: 'rejected',
   KILL_SWITCH: 'rejected',
   // ledger layout and content
   PATH_INVALID: 'rejected',

@@ -74,7 +74,7 @@ export class CommitCheck {
     readonly clock: Date | null = null,
     /**
      * Whether the commit lands as it is judged (the pre-receive hook, by the server's clock, on a push of one commit): a claim,
-     * and a dispatch using the CEO's approval, is there dated no earlier than the clock less the skew
+     * a dispatch using the CEO's approval, and an ack of or work under a CEO command not yet taken up, is there dated no earlier than the clock less the skew
      * (rules/clock.ts checkNotBehind). A writer dates them by the clock it judges with, so the rule
      * holds there as written.
      */

@@ -108,6 +108,8 @@ export interface MessageRecord {
   readonly ackedBy?: string;
   /** Commands: what the CEO allows the work it asks for to cost (`budget_usd`), when it says. */
   readonly budgetUsd?: number;
+  /** Commands: set once the COO took it up (its ack, or a message naming it as its parent): one never taken up lapses at its expires_at (rules/intents/ceo-command.ts checkCommandStands). */
+  readonly takenUp?: true;
   /** The key that signed the envelope: a runner starts no attempt of a message whose key a registry revoked since (runnable.ts gateAttempt); a CEO's command or rejection speaks while it stands (rules/intents/ceo-authority.ts). Absent in a state cached before it was kept. */
   readonly keyId?: string;
   /** Commands and rejections: set when a registry revoked that key before the COO acknowledged it: no longer the CEO's word, nothing for the COO to act on (rules/intents/ceo-authority.ts voidCeoMessagesOf). */
@@ -309,7 +311,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 15;
+const STATE_SHAPE = 16;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

@@ -15,7 +15,7 @@ export function commandVerb(program: Command): void {
     .option('--text <text>', 'what the COO is to do')
     .option('--text-file <file>', 'read the text from a regular file, or - for standard input')
     .option('--budget <usd>', 'what the work this command asks for may cost, in USD (at most the policy cap for a correlation)')
-    .option('--ttl <duration>', 'how long the COO has to take it up (default 1d, at most the policy time-to-live)')
+    .option('--ttl <duration>', 'how long the COO has to take it up, by an ack or work with it as --parent; untaken by then, the command lapses (default 1d, at most the policy time-to-live)')
     .option('--idempotency-key <key>', 'the same key with the same command returns the message already there')
     .addOption(remoteOption())
     .addOption(jsonOption())

@@ -10,13 +10,13 @@ import { printable, revokedLine } from './show.js';
 export function inboxVerb(program: Command): void {
   program
     .command('inbox')
-    .description("what reached the active COO and it has not acknowledged, oldest first: the CEO's commands and rejections, execution agents' blockers and receipt notices, and answers to its consults with their proposals (until acknowledged or adopted)")
+    .description("what reached the active COO and it has not acknowledged, oldest first: the CEO's commands and rejections, execution agents' blockers and receipt notices, and answers to its consults with their proposals (until acknowledged or adopted). A command shows until when the COO may take it up (acknowledge it, or send work with it as --parent); one never taken up leaves the inbox at that time, lapsed: the CEO sends it again")
     .addOption(ledgerOption())
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; json?: boolean }) => {
       const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       try {
-        const items = await readInbox(ledger);
+        const items = await readInbox(ledger, now());
         emit(opts.json, { items }, () => (items.length === 0 ? 'the inbox is empty' : items.map(itemLine).join('\n')));
       } finally {
         ledger.close();
@@ -28,7 +28,7 @@ function itemLine(item: InboxItem): string {
   const head = `${item.message_id} ${item.created_at} ${item.kind} from ${item.from}${item.revoked_signer === undefined ? '' : ` (${revokedLine(item.revoked_signer)})`}`;
   switch (item.kind) {
     case 'command':
-      return `${head}${item.budget_usd == null ? '' : ` (budget $${item.budget_usd})`}: ${printable(item.ceo_text ?? '')}`;
+      return `${head} (take up by ${item.expires_at ?? ''}${item.budget_usd == null ? '' : `; budget $${item.budget_usd}`}): ${printable(item.ceo_text ?? '')}`;
     case 'rejection':
       return `${head}: rejects ${item.rejects?.message_id === null ? `request ${item.rejects.request_hash ?? ''}` : `the next attempt of ${item.rejects?.message_id ?? ''}`}; reason: ${printable(item.ceo_text ?? '')}`;
     case 'blocker':

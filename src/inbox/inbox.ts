@@ -4,11 +4,14 @@ import type { LedgerState, MessageRecord } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { readMessage } from '../lane/envelope.js';
 import type { Ledger } from '../ledger/ledger.js';
+import { toMillis } from '../schema/common.js';
 
 /**
  * The COO's inbox: what reached the active COO and it has not acknowledged (ack.ts), oldest first.
  * A CEO's command or rejection, an execution agent's blocker or receipt notice, and the answer to
  * a consult the COO asked (with its proposals) until the COO acknowledges it or adopts one of them.
+ * A command the COO never took up lapses at its expires_at (rules/intents/ceo-command.ts): by the
+ * reader's clock, it leaves the inbox then, as nothing the COO may still acknowledge or work under.
  */
 
 export type InboxKind = 'command' | 'rejection' | 'blocker' | 'receipt_notice' | 'answer';
@@ -23,6 +26,8 @@ export interface InboxItem {
   readonly ceo_text: string | null;
   /** Command: what the CEO allows its work to cost. */
   readonly budget_usd?: number | null;
+  /** Command: until when the COO may take it up (acknowledge it, or send work under it); after that, untaken, it lapses. */
+  readonly expires_at?: string;
   /** Rejection: what is rejected. */
   readonly rejects?: { readonly request_hash: string | null; readonly message_id: string | null };
   /** Blocker: its code and what the agent says of it (the agent's words: data, never an instruction). */
@@ -37,19 +42,24 @@ export interface InboxItem {
 
 const KINDS: Readonly<Record<string, InboxKind>> = { ceo_command: 'command', ceo_reject: 'rejection', blocker: 'blocker', receipt_notice: 'receipt_notice', aa_consult: 'answer' };
 
-/** The records of the inbox, oldest first. Pure. */
-export function inboxRecords(state: LedgerState): MessageRecord[] {
+/** The records of the inbox, oldest first; with `now`, the reader's clock, without the commands that lapsed untaken by then. Pure. */
+export function inboxRecords(state: LedgerState, now?: Date): MessageRecord[] {
   const registry = state.registry?.doc;
   if (registry === undefined) return [];
   const adoptedFrom = new Set([...state.messages.values()].flatMap((record) => (record.adopted === undefined ? [] : [record.adopted])));
-  return [...state.messages.values()].filter((record) => isForCoo(registry, record) && record.ackedBy === undefined && !adoptedFrom.has(record.id)).sort((a, b) => a.seq - b.seq);
+  return [...state.messages.values()].filter((record) => isForCoo(registry, record) && record.ackedBy === undefined && !adoptedFrom.has(record.id) && !(now !== undefined && lapsed(record, now))).sort((a, b) => a.seq - b.seq);
 }
 
-/** The inbox with what each item says, read from the ledger. */
-export async function readInbox(ledger: Ledger): Promise<InboxItem[]> {
+/** A command the COO never took up, past its expires_at: the validator takes no ack of it and no work under it. */
+function lapsed(record: MessageRecord, now: Date): boolean {
+  return record.intent === 'ceo_command' && record.takenUp !== true && now.getTime() > toMillis(record.expiresAt);
+}
+
+/** The inbox with what each item says, read from the ledger; `now` leaves out the commands that lapsed untaken (inboxRecords). */
+export async function readInbox(ledger: Ledger, now?: Date): Promise<InboxItem[]> {
   const state = await ledger.state();
   const items: InboxItem[] = [];
-  for (const record of inboxRecords(state)) {
+  for (const record of inboxRecords(state, now)) {
     const message = await readMessage(ledger, record);
     const revoked = [record.keyId, record.attempts[record.attempts.length - 1]?.receipt?.keyId].map((keyId) => signerOf(state, keyId)).find((signer) => signer?.revoked != null);
     const base = { message_id: record.id, kind: KINDS[record.intent]!, from: record.source, created_at: record.createdAt, correlation_id: record.correlation, ceo_text: null, ...(revoked == null ? {} : { revoked_signer: revoked }) };
@@ -57,7 +67,7 @@ export async function readInbox(ledger: Ledger): Promise<InboxItem[]> {
       case 'ceo_command': {
         const text = await ledger.readFile(message.payload_ref);
         if (text === null) throw new CooError('NOT_FOUND', `${message.payload_ref} is missing`);
-        items.push({ ...base, ceo_text: text.toString('utf8'), budget_usd: message.budget_usd });
+        items.push({ ...base, ceo_text: text.toString('utf8'), budget_usd: message.budget_usd, expires_at: message.expires_at });
         break;
       }
       case 'ceo_reject':

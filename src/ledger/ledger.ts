@@ -78,7 +78,7 @@ export const PACK_CHECK_EVERY = 256;
 export interface ReplayObserver {
   /** The clock of a judge of new commits (the pre-receive hook's): entries dated ahead of it are refused (authority/rules/clock.ts). */
   readonly clock?: Date;
-  /** With `clock`: the commits land as their writer wrote them, so claims and approved dispatches dated behind it are refused too (rules/clock.ts checkNotBehind). */
+  /** With `clock`: the commits land as their writer wrote them, so claims, approved dispatches and acks of or work under a CEO command not yet taken up dated behind it are refused too (rules/clock.ts checkNotBehind). */
   readonly landing?: boolean;
   readonly onFinding?: (finding: Finding) => void;
   readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;

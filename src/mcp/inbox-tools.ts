@@ -13,7 +13,7 @@ import { quoteUntrusted } from './untrusted.js';
 
 export async function inboxTool(context: ToolContext): Promise<{ items: InboxItem[] }> {
   await fresh(context);
-  const items = await readInbox(context.ledger);
+  const items = await readInbox(context.ledger, context.clock());
   return { items: items.map((item) => (item.blocker === undefined ? item : { ...item, blocker: { ...item.blocker, detail: quoteUntrusted(item.blocker.detail).text } })) };
 }
 

@@ -48,6 +48,7 @@ const NEXT_STEP: Partial<Record<ErrorCode, string>> = {
   CONTEXT_INVALID: 'Name files that exist as regular files at that commit of the repository, relative to its root.',
   SIGNER_UNKNOWN: "The server's key is not the active COO's; ask the operator.",
   NOT_ACTIVE_COO: "The server's key is not the active COO's; ask the operator.",
+  COMMAND_EXPIRED: "The CEO's command lapsed at its expires_at before you took it up: do not work under it; ask the CEO to send it again.",
   LEDGER_LOCKED: 'Another writer holds the ledger; call again in a moment (a retried consult is never paid twice).',
   LEDGER_CONFLICT: 'Another writer moved the ledger; call again (a retried consult is never paid twice).',
   ORACLE_CONFIG: 'The runner is misconfigured; ask the operator.',

@@ -35,7 +35,7 @@ describe("the CEO's commands and the COO's inbox", () => {
     const mcp = await connectMcp(w);
     try {
       const inbox = structured<{ items: Array<Record<string, unknown>> }>(await mcp.call('inbox'));
-      expect(inbox.items).toEqual([expect.objectContaining({ message_id: sent.messageId, kind: 'command', from: 'ceo', ceo_text: 'Review the NaN handling of add() and fix it if it is wrong.\n', budget_usd: 3 })]);
+      expect(inbox.items).toEqual([expect.objectContaining({ message_id: sent.messageId, kind: 'command', from: 'ceo', ceo_text: 'Review the NaN handling of add() and fix it if it is wrong.\n', budget_usd: 3, expires_at: sent.envelope.expires_at })]);
       const acked = structured<{ message_id: string; acknowledges: string; existing: boolean }>(await mcp.call('ack', { message_id: sent.messageId, note: 'Taking it: a consult first, then a dispatch.' }));
       expect(acked).toMatchObject({ acknowledges: sent.messageId, existing: false });
       // Acknowledging again returns the acknowledgement already there.
@@ -144,7 +144,7 @@ describe("the CEO's commands and the COO's inbox", () => {
     const reject = json<{ message_id: string }>(coo(['reject', '--ledger', w.gitdir, '--ceo-key', ceoKey, '--request', `sha256:${'b'.repeat(64)}`, '--reason', 'Too wide a scope.', '--json']));
     const listed = coo(['inbox', '--ledger', w.gitdir]);
     expect(listed.stdout).toContain(`${commandId} `);
-    expect(listed.stdout).toMatch(/command from ceo \(budget \$2\): Ship the fix by Friday\. ⏎/);
+    expect(listed.stdout).toMatch(/command from ceo \(take up by \d{4}-\d\d-\d\dT[\d:]+Z; budget \$2\): Ship the fix by Friday\. ⏎/);
     expect(listed.stdout).toMatch(new RegExp(`${reject.message_id} \\S+ rejection from ceo: rejects request sha256:b{64}; reason: Too wide a scope\\.`));
     // The COO's key cannot command, and the CEO's key cannot acknowledge.
     expect(coo(['command', '--ledger', w.gitdir, '--ceo-key', cooKey, '--text', 'x']).stderr).toMatch(/^coo: TRUST_AUTHORITY: /);

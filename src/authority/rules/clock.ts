@@ -27,13 +27,15 @@ export function checkNotAhead(clock: Date, field: string, at: string, where: str
 export const BEHIND_JUDGE = 'behind the clock that judges it';
 
 /**
- * A claim, and a dispatch that uses the CEO's approval, is dated no earlier than the clock of the one
+ * A claim, a dispatch that uses the CEO's approval, and an ack of the CEO's command or an envelope
+ * whose parent is one (while the COO has not taken it up) is dated no earlier than the clock of the one
  * who judges it as new, less the skew allowed between machines: each is written at once, and its time
  * is what the ledger judges it by. A claim's fixes whether its message had expired, whether its retry
  * was due, whether the CEO's approval of it still stood, and the day its spend counts on
- * (lane/budget.ts chargedDay); a dispatch's, whether the approval it uses still stood. One dated
- * behind was written by a clock that runs behind, by whose reading a message or an approval that
- * expired minutes ago is still live and a day that is over still has its cap to spend. The
+ * (lane/budget.ts chargedDay); a dispatch's, whether the approval it uses still stood; an ack's or a
+ * child's, whether the command still stood (intents/ceo-command.ts checkCommandStands). One dated
+ * behind was written by a clock that runs behind, by whose reading a message, an approval or a command
+ * that expired minutes ago is still live and a day that is over still has its cap to spend. The
  * pre-receive hook applies it by the server's clock as the entry lands, in a push of one commit (a
  * push of several is history put back or moved, dated when written: ledger/receive.ts); a writer dates these entries
  * by the clock it judges with, so there it holds as written. `coo verify` judges history and has no
@@ -44,7 +46,7 @@ export function checkNotBehind(clock: Date, field: string, at: string, where: st
   if (behind <= LIMITS.clockSkewSeconds) return;
   throw new CooError(
     'CLOCK_SKEW',
-    `${where}: ${field} ${at} is ${behind} s ${BEHIND_JUDGE} (${clock.toISOString()}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: the clock of the machine that wrote it runs behind, and by it an expired message or approval, a retry not yet due or a day that is over reads as open; nothing was written; set that machine's clock right (NTP) and write it again, dated now`,
+    `${where}: ${field} ${at} is ${behind} s ${BEHIND_JUDGE} (${clock.toISOString()}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: the clock of the machine that wrote it runs behind, and by it an expired message, approval or command, a retry not yet due or a day that is over reads as open; nothing was written; set that machine's clock right (NTP) and write it again, dated now`,
     { where: `${where}:${field}` },
   );
 }

@@ -10,6 +10,7 @@ import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type Me
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkFanout } from './fanout.js';
 import { intentRules } from './intent.js';
+import { checkCommandStands, takeUp } from './intents/ceo-command.js';
 
 /** How far a stated dollar figure may differ from the ledger's (floating-point sums of costs). */
 const USD_TOLERANCE = 1e-9;
@@ -94,6 +95,8 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   };
   check.messages.set(doc.message_id, record);
   if (duplicateOf === null) rules.accepted?.(check, doc, record, where);
+  // Work under the CEO's command takes it up: it stands past its expires_at from now on.
+  if (duplicateOf === null && doc.parent_message_id !== null) takeUp(check, check.message(doc.parent_message_id)!);
 }
 
 /**
@@ -115,6 +118,8 @@ function checkChain(check: CommitCheck, doc: CooMessage, where: string): boolean
   if (doc.max_hops > parent.maxHops) {
     throw new CooError('POLICY_LIMIT', `${where}: max_hops ${doc.max_hops} exceeds the ${parent.maxHops} its parent ${parent.id} leaves`, { where: `${where}:max_hops` });
   }
+  // Work under a CEO command the COO never took up is refused once the command lapsed.
+  checkCommandStands(check, parent, doc.created_at, `${doc.intent} ${doc.message_id} under it is`, where);
   return true;
 }
 

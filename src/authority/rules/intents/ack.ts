@@ -3,6 +3,7 @@ import type { ActorRegistry } from '../../../schema/registry.js';
 import type { MessageRecord } from '../../state.js';
 import { classOf } from '../../policy-check.js';
 import type { IntentRules } from '../intent.js';
+import { checkCommandStands, takeUp } from './ceo-command.js';
 
 /** Intents that reach the COO as news: what the CEO, an execution agent or the ledger tells it. */
 export const INBOX_INTENTS = new Set(['ceo_command', 'ceo_reject', 'blocker', 'receipt_notice']);
@@ -36,6 +37,7 @@ export const ackRules: IntentRules<'ack'> = {
       throw new CooError('POLICY_INTENT_NOT_ALLOWED', `${where}: ${about.id} (${about.intent} ${about.source} -> ${about.target}) is nothing the COO acknowledges: a message addressed to it, or the answer to a consult it asked`, { where: `${where}:about_message_id` });
     }
     if (about.ackedBy !== undefined) throw new CooError('MESSAGE_DUPLICATE', `${where}: ${about.id} was acknowledged by ${about.ackedBy}`, { where: `${where}:about_message_id` });
+    checkCommandStands(check, about, doc.created_at, 'its acknowledgement is', where);
   },
   record(doc) {
     return { about: doc.about_message_id };
@@ -43,5 +45,6 @@ export const ackRules: IntentRules<'ack'> = {
   accepted(check, doc, _record, _where) {
     const about = check.message(doc.about_message_id)!;
     check.messages.set(about.id, { ...about, ackedBy: doc.message_id });
+    takeUp(check, check.message(about.id)!);
   },
 };

@@ -1,4 +1,8 @@
 import { CooError } from '../../../errors.js';
+import { toMillis } from '../../../schema/common.js';
+import type { CommitCheck } from '../../commit-check.js';
+import type { MessageRecord } from '../../state.js';
+import { checkNotBehind } from '../clock.js';
 import type { IntentRules } from '../intent.js';
 import { checkTask } from '../message-artifacts.js';
 import { requireCeoToCoo } from './ceo-authority.js';
@@ -8,6 +12,7 @@ import { requireCeoToCoo } from './ceo-authority.js';
  * hash, its budget within the policy's cap for a correlation. Nothing runs it: it waits in the
  * COO's inbox until the COO acknowledges it, and the COO acts through its own lanes; what it starts
  * with the command as its chain's first message (`--parent`) may cost at most what its budget has left.
+ * Its expires_at is how long the COO has to take it up (checkCommandStands).
  */
 export const ceoCommandRules: IntentRules<'ceo_command'> = {
   target(_check, doc, registry, where) {
@@ -24,3 +29,27 @@ export const ceoCommandRules: IntentRules<'ceo_command'> = {
     return doc.budget_usd === null ? {} : { budgetUsd: doc.budget_usd };
   },
 };
+
+/**
+ * Whether the CEO's command `command` still stands for an entry about it dated `at`: its ack, or an
+ * envelope naming it as its parent. A command the COO took up (acknowledged, or sent work under) is
+ * the COO's to carry out from then on, however long that takes; one it never took up lapses at its
+ * expires_at, and with it the budget it grants (rules/envelope.ts checkCommandBudget). The entry's
+ * time decides this, so it is held to the judge's clock as claims are (rules/clock.ts checkNotBehind):
+ * a clock running behind would read a lapsed command as standing. Other messages pass untouched.
+ */
+export function checkCommandStands(check: CommitCheck, command: MessageRecord, at: string, what: string, where: string): void {
+  if (command.intent !== 'ceo_command' || command.takenUp === true) return;
+  if (check.clock !== null && check.landing) checkNotBehind(check.clock, 'created_at', at, where);
+  if (toMillis(at) <= toMillis(command.expiresAt)) return;
+  throw new CooError(
+    'COMMAND_EXPIRED',
+    `${where}: ${what} dated ${at}, after the CEO's command ${command.id} lapsed at its expires_at ${command.expiresAt}: the COO never took it up in time (an ack, or work with it as its parent), so it no longer stands and grants no budget; nothing was written; the CEO sends it again (coo command)`,
+    { where: `${where}:created_at` },
+  );
+}
+
+/** The COO took the command up (its ack, or a message under it): from now on it stands past its expires_at. */
+export function takeUp(check: CommitCheck, command: MessageRecord): void {
+  if (command.intent === 'ceo_command' && command.takenUp !== true) check.messages.set(command.id, { ...command, takenUp: true });
+}
