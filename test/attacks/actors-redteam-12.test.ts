@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { gateAttempt } from '../../src/authority/runnable.js';
-import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { formatPublicKeyLine, generatePrivateKey } from '../../src/crypto/keys.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
@@ -13,7 +13,7 @@ import { Ledger, type NewFile } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { codeOfAsync } from '../helpers/codes.js';
-import { blockersOf, makeTargetRepo, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { blockersOf, handOver, makeTargetRepo, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -23,16 +23,6 @@ import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir('actors-redteam-12');
 const fresh = worlds(dir);
-
-/** A second orchestrator made the active COO by the CEO; the former one keeps its key (the role handed on, nothing revoked). */
-async function handOver(w: World): Promise<PrivateKey> {
-  const next = generatePrivateKey('coo.next');
-  const registry = (await w.ledger.state()).registry!.doc;
-  const hermes = registry.actors.find((actor) => actor.id === 'coo.hermes')!;
-  const actors = [...registry.actors, { ...hermes, id: 'coo.next', keys: [{ key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }] }];
-  await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, active_coo: 'coo.next', actors } }, w.actors.ceo, new Date());
-  return next;
-}
 
 describe('a consult the active COO queued, the role handed to another COO before any runner claimed it', () => {
   it("is receipted blocked (policy_denied) by its successor's runner, naming the former COO, and nothing is sent or paid; the history verifies", async () => {

@@ -23,7 +23,7 @@ import { isoSeconds } from '../../src/util/time.js';
 import { eaReceiptDoc } from '../helpers/ledger.js';
 import { connectMcp, structured } from '../helpers/mcp.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
-import { makeWorld, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { handOver, makeWorld, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -38,16 +38,6 @@ const fresh = worlds(join(dir, 'fresh'));
 
 /** The default policy, with an edge that lets the COO put one advisory agent's answer to another. */
 const crossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
-
-/** A second orchestrator made the active COO by the CEO; the former one keeps its key (the role handed on, nothing revoked). */
-async function handOver(w: World): Promise<PrivateKey> {
-  const next = generatePrivateKey('coo.next');
-  const registry = (await w.ledger.state()).registry!.doc;
-  const hermes = registry.actors.find((actor) => actor.id === 'coo.hermes')!;
-  const actors = [...registry.actors, { ...hermes, id: 'coo.next', keys: [{ key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }] }];
-  await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, active_coo: 'coo.next', actors } }, w.actors.ceo, new Date());
-  return next;
-}
 
 /** A consult whose answer carried one proposal, answered by the COO's runner: its id and the proposal's stored bytes and hash. */
 async function answered(w: World, question = 'How should add() be fixed?'): Promise<{ consultId: string; bytes: Buffer; sha256: string }> {

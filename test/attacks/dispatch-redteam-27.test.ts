@@ -1,15 +1,13 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
-import { gatherEvidence, landAttemptCommit } from '../../src/dispatch/evidence.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import { pinnedCodexCommand } from '../../src/dispatch/codex.js';
 import { pushAttemptBranch } from '../../src/dispatch/pull-request.js';
-import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
 import { startScriptedResponsesServer } from '../../src/offline/fake-responses-server.js';
+import { committedAttempt } from '../helpers/dispatch-attempt.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { startFakeGitHub } from '../helpers/fake-github.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
@@ -34,19 +32,13 @@ let n = 0;
 /** One attempt's work committed by the COO on its own branch, as the runner leaves it after the receipt. */
 async function attempt() {
   n += 1;
-  const attemptId = `ea_attempt_AMB${n}`;
-  const scratch = join(dir, `scratch-${n}`);
-  mkdirSync(scratch);
-  const wt = await createAttemptWorktree({ repo: target, base, branch: `coo/attempt-${n}`, path: join(dir, `wt-${n}`) });
-  writeFileSync(join(wt.path, 'src', 'add.js'), 'export const add = (a, b) => a + b;\n');
-  const gathered = await gatherEvidence(wt, { runnerDir: join(scratch, 'runner'), scope: ['src/**'], verify: ['true'], verifyTimeoutSeconds: 30, isolation: 'none', hide: [], commit: { key, actor: 'coo.hermes', attemptId, summary: 'Fix add', now: new Date('2026-12-01T12:00:00Z') } });
-  const head = gathered.commit!.headSha;
-  await landAttemptCommit(wt, head, attemptId);
+  const work = await committedAttempt({ dir, repo: target, base, key }, n, `ea_attempt_AMB${n}`);
+  const { attemptId, head } = work;
   const remote = join(dir, `remote-${n}.git`);
   git(['init', '-q', '--bare', '-b', 'main', remote]);
   git(['push', '-q', remote, `${base}:refs/heads/main`], { cwd: target });
-  const push = { gitdir: wt.gitdir, branch: wt.branch, headSha: head, attemptId, pushUrl: remote, token: TOKEN };
-  return { push, remote, head, ref: `refs/heads/${wt.branch}`, gitdir: wt.gitdir };
+  const push = { gitdir: work.gitdir, branch: work.branch, headSha: head, attemptId, pushUrl: remote, token: TOKEN };
+  return { push, remote, head, ref: `refs/heads/${work.branch}`, gitdir: work.gitdir };
 }
 
 function refsOf(gitdir: string): string {

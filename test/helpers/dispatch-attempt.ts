@@ -1,7 +1,7 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { PrivateKey } from '../../src/crypto/keys.js';
-import { gatherEvidence, landAttemptCommit } from '../../src/dispatch/evidence.js';
+import { gatherEvidence, landAttemptCommit, type ChangedFile } from '../../src/dispatch/evidence.js';
 import type { Executor, ExecutorRun } from '../../src/dispatch/executor.js';
 import { decideDispatch, type DispatchDecision, type EvidenceSummary } from '../../src/dispatch/outcome.js';
 import { createAttemptWorktree, type AttemptWorktree } from '../../src/dispatch/worktree.js';
@@ -50,4 +50,19 @@ export async function runAttempt(
   // As the runner does once the receipt is written: the commit goes on the branch.
   if (gathered.commit !== null && evidence.commit?.branchAtBase === true) await landAttemptCommit(wt, gathered.commit.headSha, attemptId);
   return { wt, run, evidence, decision };
+}
+
+/**
+ * Attempt `n`'s work (add() fixed) committed by the COO on its own branch `coo/attempt-N` of `setup.repo`, as
+ * the runner leaves it after the receipt: no executor, no ledger.
+ */
+export async function committedAttempt(setup: Omit<AttemptSetup, 'hide'>, n: number, attemptId: string): Promise<{ readonly attemptId: string; readonly branch: string; readonly gitdir: string; readonly head: string; readonly files: readonly ChangedFile[] }> {
+  const scratch = join(setup.dir, `scratch-${n}`);
+  mkdirSync(scratch);
+  const wt = await createAttemptWorktree({ repo: setup.repo, base: setup.base, branch: `coo/attempt-${n}`, path: join(setup.dir, `wt-${n}`) });
+  writeFileSync(join(wt.path, 'src', 'add.js'), 'export const add = (a, b) => a + b;\n');
+  const gathered = await gatherEvidence(wt, { runnerDir: join(scratch, 'runner'), scope: ['src/**'], verify: ['true'], verifyTimeoutSeconds: 30, isolation: 'none', hide: [], commit: { key: setup.key, actor: 'coo.hermes', attemptId, summary: 'Fix add', now: new Date('2026-12-01T12:00:00Z') } });
+  const head = gathered.commit!.headSha;
+  await landAttemptCommit(wt, head, attemptId);
+  return { attemptId, branch: wt.branch, gitdir: wt.gitdir, head, files: gathered.snapshot.changes };
 }

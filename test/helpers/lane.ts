@@ -4,8 +4,10 @@ import { join } from 'node:path';
 import { enqueueConsult, type ConsultRequest } from '../../src/consult/enqueue.js';
 import { startFakeModelServer, type FakeMode, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { OracleCli, type OracleConfig } from '../../src/consult/oracle.js';
+import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { initLedger, defaultPolicy } from '../../src/ledger/init.js';
 import { Ledger } from '../../src/ledger/ledger.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { Runner, type RunnerEvent, type RunnerOptions } from '../../src/runner/runner.js';
 import { makeActors, type Actors } from './ledger.js';
@@ -125,4 +127,14 @@ export function makeTargetRepo(target: string): void {
   git(['init', '-q', '-b', 'main'], { cwd: target });
   git(['add', '-A'], { cwd: target });
   git(['commit', '-q', '-m', 'first'], { cwd: target });
+}
+
+/** A second orchestrator made the active COO by the CEO; the former one keeps its key (the role handed on, nothing revoked). */
+export async function handOver(w: World): Promise<PrivateKey> {
+  const next = generatePrivateKey('coo.next');
+  const registry = (await w.ledger.state()).registry!.doc;
+  const hermes = registry.actors.find((actor) => actor.id === 'coo.hermes')!;
+  const actors = [...registry.actors, { ...hermes, id: 'coo.next', keys: [{ key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }] }];
+  await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, active_coo: 'coo.next', actors } }, w.actors.ceo, new Date());
+  return next;
 }

@@ -1,4 +1,4 @@
-import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync } from 'node:fs';
 import { createServer, type Server } from 'node:net';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -7,12 +7,12 @@ import { inspect } from 'node:util';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { isCooError } from '../../src/errors.js';
-import { gatherEvidence, landAttemptCommit, type ChangedFile } from '../../src/dispatch/evidence.js';
+import type { ChangedFile } from '../../src/dispatch/evidence.js';
 import { pullRequestMarker, type PullRequestEvidence } from '../../src/dispatch/pull-request-body.js';
 import { publishAttempt, pushAttemptBranch, type PublishOptions } from '../../src/dispatch/pull-request.js';
-import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
 import { eaReceipt, type EaReceipt } from '../../src/schema/receipt.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { committedAttempt } from '../helpers/dispatch-attempt.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { startFakeGitHub, type FakeGitHub } from '../helpers/fake-github.js';
 import { startGitHttpServer, type GitHttpServer } from '../helpers/git-http-server.js';
@@ -69,15 +69,7 @@ interface Attempt {
 /** One attempt's work committed by the COO on its own branch, as the runner leaves it after the receipt. */
 async function attempt(): Promise<Attempt> {
   n += 1;
-  const attemptId = `ea_attempt_PR${n}`;
-  const scratch = join(dir, `scratch-${n}`);
-  mkdirSync(scratch);
-  const wt = await createAttemptWorktree({ repo: target, base, branch: `coo/attempt-${n}`, path: join(dir, `wt-${n}`) });
-  writeFileSync(join(wt.path, 'src', 'add.js'), 'export const add = (a, b) => a + b;\n');
-  const gathered = await gatherEvidence(wt, { runnerDir: join(scratch, 'runner'), scope: ['src/**'], verify: ['true'], verifyTimeoutSeconds: 30, isolation: 'none', hide: [], commit: { key, actor: 'coo.hermes', attemptId, summary: 'Fix add', now: new Date('2026-12-01T12:00:00Z') } });
-  const head = gathered.commit!.headSha;
-  await landAttemptCommit(wt, head, attemptId);
-  return { attemptId, branch: wt.branch, gitdir: wt.gitdir, head, files: gathered.snapshot.changes };
+  return committedAttempt({ dir, repo: target, base, key }, n, `ea_attempt_PR${n}`);
 }
 
 function receiptOf(work: Attempt, status: EaReceipt['status'] = 'succeeded'): EaReceipt {
