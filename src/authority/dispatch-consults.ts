@@ -11,14 +11,26 @@ import { isTerminal, type AttemptRecord, type MessageRecord } from './state.js';
  * the rest. Pure.
  */
 export function dispatchBudgetLeftUsd(dispatch: MessageRecord, messageOf: (id: string) => MessageRecord | undefined): number {
-  const spentOn = (record: MessageRecord): number => record.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0);
-  const consults = (dispatch.consults ?? []).reduce((sum, asked) => {
-    const consult = messageOf(asked.id);
-    if (consult === undefined) return sum;
-    const spent = spentOn(consult);
-    return sum + (isTerminal(consult) ? spent : Math.max(spent, consult.maxCostUsd));
-  }, 0);
-  return Math.max(0, dispatch.maxCostUsd - spentOn(dispatch) - consults);
+  const spent = dispatch.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0);
+  const consults = (dispatch.consults ?? []).reduce((sum, asked) => sum + consultHoldsUsd(asked.id, messageOf), 0);
+  return Math.max(0, dispatch.maxCostUsd - spent - consults);
+}
+
+/**
+ * What one consult a dispatch's agent asked takes of the dispatch's budget (`max_cost_usd`, which
+ * pays for every attempt's executor and consults): what its receipts cost, and while it may still
+ * be paid, its whole budget. One whose asking attempt ended before it was claimed may be paid
+ * nothing more (checkAskerWaits): it holds only what it cost. Pure.
+ */
+export function consultHoldsUsd(id: string, messageOf: (id: string) => MessageRecord | undefined): number {
+  const consult = messageOf(id);
+  if (consult === undefined) return 0;
+  const spent = consult.attempts.reduce((sum, attempt) => sum + (attempt.receipt?.costUsd ?? 0), 0);
+  if (isTerminal(consult)) return spent;
+  const ended = askerEnded(consult, messageOf);
+  const last = consult.attempts[consult.attempts.length - 1];
+  const mayBePaid = ended === null || (last?.claim != null && last.receipt === null && last.claim.seq < ended.seq);
+  return mayBePaid ? Math.max(spent, consult.maxCostUsd) : spent;
 }
 
 /**
@@ -56,10 +68,16 @@ export function attemptConsults(dispatch: MessageRecord, attempt: number, messag
  * never paid for. Null when it is no asked consult, or its attempt is still open. Pure.
  */
 export function askerGone(consult: MessageRecord, messageOf: (id: string) => MessageRecord | undefined): string | null {
+  const ended = askerEnded(consult, messageOf);
+  return ended === null ? null : `attempt ${consult.askedIn} of ${ended.dispatch}, which asked it, ended (${ended.path}): no agent waits for its answer`;
+}
+
+/** The receipt of the dispatch attempt that asked `consult`, once it landed; null while that attempt is open, or for a consult no agent asked. */
+function askerEnded(consult: MessageRecord, messageOf: (id: string) => MessageRecord | undefined): { readonly dispatch: string; readonly path: string; readonly seq: number } | null {
   if (consult.askedIn === undefined) return null;
   const parentId = consult.chain[consult.chain.length - 1];
   const parent = parentId === undefined ? undefined : messageOf(parentId);
   const ended = parent?.attempts[consult.askedIn - 1]?.receipt;
   if (parent === undefined || ended == null) return null;
-  return `attempt ${consult.askedIn} of ${parent.id}, which asked it, ended (${ended.path}): no agent waits for its answer`;
+  return { dispatch: parent.id, path: ended.path, seq: ended.seq };
 }
