@@ -17,6 +17,24 @@ export function dispatchBudgetLeftUsd(dispatch: MessageRecord, messageOf: (id: s
 }
 
 /**
+ * What attempt `attempt` of a dispatch has left for a new consult its agent asks: what the
+ * dispatch's budget has left (dispatchBudgetLeftUsd), and no more than what the attempt's claim let
+ * it spend (`allowance_usd`: its pre-flight holds it below the dispatch's budget when the
+ * correlation, the day or the CEO's command has less left) less what the attempt's consults cost or
+ * may still cost. A consult asked in an open attempt spends from that claim, and its own pre-flight
+ * does not count the claim as held (lane/budget.ts heldByOpenAttemptsUsd): a consult allowed more
+ * than the claim left would spend beside the executor what the claim held for both. The validator
+ * holds each asked consult to it, and the runner offers it as the consult's default budget. Pure.
+ */
+export function attemptBudgetLeftUsd(dispatch: MessageRecord, attempt: number, messageOf: (id: string) => MessageRecord | undefined): number {
+  const left = dispatchBudgetLeftUsd(dispatch, messageOf);
+  const allowance = dispatch.attempts[attempt - 1]?.claim?.allowanceUsd;
+  if (allowance === undefined) return left;
+  const consults = (dispatch.consults ?? []).filter((asked) => asked.attempt === attempt).reduce((sum, asked) => sum + consultHoldsUsd(asked.id, messageOf), 0);
+  return Math.max(0, Math.min(left, allowance - consults));
+}
+
+/**
  * What one consult a dispatch's agent asked takes of the dispatch's budget (`max_cost_usd`, which
  * pays for every attempt's executor and consults): what its receipts cost, and while it may still
  * be paid, its whole budget. One whose asking attempt ended before it was claimed may be paid

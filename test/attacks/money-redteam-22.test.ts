@@ -159,3 +159,54 @@ describe("the runner's side of a dispatch retried after its agent's consult spen
     expect(blockersOf(receipts[1]!)).toEqual(['budget_preflight']);
   });
 });
+
+/**
+ * A dispatch attempt whose claim let it spend less than its dispatch's budget (its pre-flight held it to what the day,
+ * the correlation or the CEO's command had left): the consult its agent asks spends from that claim, which the consult's
+ * own pre-flight does not count as held, so the consult may cost no more than the claim left.
+ */
+describe("a consult an agent asks inside an attempt its claim held below its dispatch's budget", () => {
+  /** A $1 dispatch whose attempt 1 is claimed with an allowance of $0.30, and the files of a consult its agent asks for `maxCostUsd` (the planner's default when undefined). */
+  async function heldAttempt(maxCostUsd?: number): Promise<{ message: EaDispatchMessage; files: NewFile[]; envelope: AaConsultMessage }> {
+    const message = baseDispatch();
+    const folder = messageFolder(message.message_id, message.created_at);
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 0.3 })], kit.keys.coo.key)).toBe('accepted');
+    const state = await kit.world.ledger.state();
+    const plan = planAskedConsult(state, {
+      key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
+      question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+    });
+    const envelope = plan.envelopeAt(state);
+    const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
+    return { message, envelope, files: [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))] };
+  }
+
+  attack('a consult of $0.75 asked in an attempt whose claim holds $0.30', 'library', 'BUDGET_EXCEEDED', async () => {
+    const { files } = await heldAttempt(0.75);
+    return kit.append(files, kit.keys.coo.key);
+  });
+
+  it("is offered by default what the attempt's claim holds, not what the dispatch's budget has left, and lands", async () => {
+    const { files, envelope } = await heldAttempt();
+    expect(envelope.budget.max_cost_usd).toBeCloseTo(0.3, 9);
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
+  });
+
+  it("a second consult in that attempt may cost only what the first left of the claim's $0.30", async () => {
+    const { message, files } = await heldAttempt(0.2);
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
+    const state = await kit.world.ledger.state();
+    const ask = (maxCostUsd: number) => {
+      const plan = planAskedConsult(state, {
+        key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
+        question: `Is add() right for Infinity (${maxCostUsd})?`, files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], maxCostUsd,
+      });
+      const envelope = plan.envelopeAt(state);
+      const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
+      return [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))];
+    };
+    expect(await kit.append(ask(0.2), kit.keys.coo.key)).toBe('BUDGET_EXCEEDED');
+    expect(await kit.append(ask(0.1), kit.keys.coo.key)).toBe('accepted');
+  });
+});
