@@ -53,14 +53,17 @@ export function consultHoldsUsd(id: string, messageOf: (id: string) => MessageRe
 
 /**
  * When a dispatch attempt's time box ends, in milliseconds: its claim's time plus the dispatch's
- * timeout. A consult its agent asks in it ends by then (its deadline_at), so the attempt, which
- * waits for the consult in flight, never outlives its time box for advice. Null when the attempt is
- * not claimed, or the dispatch was recorded before its timeout was kept. The validator holds each
- * asked consult to it, and the runner plans one within it. Pure.
+ * timeout, and no later than the dispatch's deadline_at, which cuts the run short (the runner's
+ * timeout is the time left until it). A consult its agent asks in it ends by then (its
+ * deadline_at), so the attempt, which waits for the consult in flight, never outlives its time box
+ * or its dispatch's deadline for advice. Null when the attempt is not claimed. The validator holds
+ * each asked consult to it, and the runner plans one within it. Pure.
  */
 export function attemptEndsAtMillis(dispatch: MessageRecord, attempt: AttemptRecord): number | null {
-  if (attempt.claim === null || dispatch.timeoutSeconds === undefined) return null;
-  return toMillis(attempt.claim.at) + dispatch.timeoutSeconds * 1000;
+  if (attempt.claim === null) return null;
+  // A dispatch recorded before its timeout was kept is bounded by its deadline alone.
+  const box = dispatch.timeoutSeconds === undefined ? Number.POSITIVE_INFINITY : toMillis(attempt.claim.at) + dispatch.timeoutSeconds * 1000;
+  return Math.min(box, toMillis(dispatch.deadlineAt));
 }
 
 /** What the consults asked in one attempt of a dispatch cost, from their receipts. */

@@ -145,7 +145,7 @@ function askedConsultTimes(state: LedgerState, request: Pick<AskedConsultRequest
   const ends = record === undefined || attempt === undefined ? null : attemptEndsAtMillis(record, attempt);
   if (ends === null) return { ttlSeconds: ttl, maxRuntimeSeconds: runtime };
   const left = Math.floor((ends - request.now.getTime()) / 1000);
-  if (left < 2) throw new CooError('POLICY_LIMIT', `attempt ${request.attempt} of ${request.dispatch.message_id} has ${Math.max(0, left)} s left of its ${request.dispatch.dispatch.timeout_seconds} s time box: no time for a consult; nothing was written or paid`);
+  if (left < 2) throw new CooError('POLICY_LIMIT', `attempt ${request.attempt} of ${request.dispatch.message_id} has ${Math.max(0, left)} s left of its ${request.dispatch.dispatch.timeout_seconds} s time box, within its deadline_at ${request.dispatch.deadline_at}: no time for a consult; nothing was written or paid`);
   const ttlSeconds = Math.min(ttl, left - 1);
   return { ttlSeconds, maxRuntimeSeconds: Math.min(runtime, left - ttlSeconds) };
 }

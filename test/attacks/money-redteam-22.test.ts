@@ -210,3 +210,39 @@ describe("a consult an agent asks inside an attempt its claim held below its dis
     expect(await kit.append(ask(0.1), kit.keys.coo.key)).toBe('accepted');
   });
 });
+
+/**
+ * A dispatch attempt claimed two minutes before its dispatch's deadline_at: the runner runs its executor until that
+ * deadline, not for the whole timeout_seconds, so a consult its agent asks ends by then too.
+ */
+describe("a consult an agent asks in an attempt its dispatch's deadline cuts short", () => {
+  /** A dispatch whose deadline_at is two minutes away, its attempt 1 claimed now, and a consult its agent asks, planned now. */
+  async function lateAttempt(): Promise<{ message: EaDispatchMessage; files: NewFile[]; envelope: AaConsultMessage }> {
+    const created = new Date(Date.now() - 60_000);
+    const base = baseDispatch();
+    const message = { ...base, expires_at: isoSeconds(addSeconds(created, 90)), deadline_at: isoSeconds(addSeconds(created, 180)) };
+    const folder = messageFolder(message.message_id, message.created_at);
+    expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
+    const state = await kit.world.ledger.state();
+    const plan = planAskedConsult(state, {
+      key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
+      question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], maxCostUsd: 0.2,
+    });
+    const envelope = plan.envelopeAt(state);
+    const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
+    return { message, envelope, files: [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))] };
+  }
+
+  attack("a consult whose deadline_at is a minute past its dispatch's", 'library', 'POLICY_LIMIT', async () => {
+    const { message, files, envelope } = await lateAttempt();
+    const late = { ...envelope, deadline_at: isoSeconds(addSeconds(new Date(message.deadline_at), 60)) };
+    return kit.append([{ path: files[0]!.path, bytes: Buffer.from(toYaml(late)) }, ...files.slice(1)], kit.keys.coo.key);
+  });
+
+  it("is planned to end by its dispatch's deadline_at, and lands", async () => {
+    const { message, files, envelope } = await lateAttempt();
+    expect(Date.parse(envelope.deadline_at)).toBeLessThanOrEqual(Date.parse(message.deadline_at));
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
+  });
+});

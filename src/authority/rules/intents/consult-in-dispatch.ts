@@ -47,7 +47,7 @@ export function checkAskedInDispatch(check: CommitCheck, doc: AaConsultMessage, 
   }
   const ends = attemptEndsAtMillis(parent, attempt);
   if (ends !== null && toMillis(doc.deadline_at) > ends) {
-    throw new CooError('POLICY_LIMIT', `${where}: deadline_at ${doc.deadline_at} is after attempt ${asked} of ${parent.id} ends (${new Date(ends).toISOString()}, its claim plus the ${parent.timeoutSeconds ?? 0} s time box): a consult asked inside an attempt ends within it`, { where: `${where}:deadline_at` });
+    throw new CooError('POLICY_LIMIT', `${where}: deadline_at ${doc.deadline_at} is after attempt ${asked} of ${parent.id} ends (${new Date(ends).toISOString()}: its claim plus the ${parent.timeoutSeconds ?? 0} s time box, within the dispatch's deadline_at ${parent.deadlineAt}): a consult asked inside an attempt ends within it`, { where: `${where}:deadline_at` });
   }
   const inScope = scopeMatcher(parent.scope ?? []);
   const outside = pin.files.filter((file) => !inScope(file.path)).map((file) => file.path);
