@@ -5,7 +5,7 @@ import { crashAllowanceUsd } from '../../src/dispatch/lane.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
-import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
 import { attemptIdFor, newMessageId } from '../../src/util/ids.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
@@ -55,6 +55,18 @@ function retryApproval(message: EaDispatchMessage): NewFile {
   return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) };
 }
 
+/** The files of a consult the agent of `message` asks in attempt 1 now, as the runner writes them, planned at the ledger's head (`maxCostUsd` undefined: the planner's default). */
+async function askedConsult(message: EaDispatchMessage, maxCostUsd?: number, question = 'Is add() right for NaN?'): Promise<{ envelope: AaConsultMessage; files: NewFile[] }> {
+  const state = await kit.world.ledger.state();
+  const plan = planAskedConsult(state, {
+    key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
+    question, files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
+  });
+  const envelope = plan.envelopeAt(state);
+  const folder = messageFolder(envelope.message_id, envelope.created_at);
+  return { envelope, files: [{ path: `${folder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${folder}/${name}`, bytes }))] };
+}
+
 /** A $1 dispatch from the head of the kit's target repository, written a minute ago. */
 function baseDispatch(): EaDispatchMessage {
   const message = dispatchEnvelope({}, new Date(Date.now() - 60_000)) as EaDispatchMessage;
@@ -70,20 +82,13 @@ async function spentDispatch(consultUsd = 0.8, executorUsd = 0.2): Promise<EaDis
   const folder = messageFolder(message.message_id, message.created_at);
   expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
   expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
-  const state = await kit.world.ledger.state();
-  const plan = planAskedConsult(state, {
-    key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
-    question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], maxCostUsd: consultUsd,
-  });
-  const envelope = plan.envelopeAt(state);
+  const { envelope, files } = await askedConsult(message, consultUsd);
   const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
-  const files = [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))];
   expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
-  const asked = readStrictYaml(files[0]!.bytes, 'envelope') as AaConsultMessage;
-  expect(await kit.append([claimEntry(asked.message_id, consultFolder, 1, 'aa', { allowance_usd: consultUsd })], kit.keys.coo.key)).toBe('accepted');
-  const consultReceipt = paidConsultReceipt(asked, consultFolder, consultUsd);
+  expect(await kit.append([claimEntry(envelope.message_id, consultFolder, 1, 'aa', { allowance_usd: consultUsd })], kit.keys.coo.key)).toBe('accepted');
+  const consultReceipt = paidConsultReceipt(envelope, consultFolder, consultUsd);
   expect(await kit.append([consultReceipt], kit.keys.coo.key)).toBe('accepted');
-  const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: executorUsd, consults: [{ message_id: asked.message_id, receipt: consultReceipt.path }] });
+  const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: executorUsd, consults: [{ message_id: envelope.message_id, receipt: consultReceipt.path }] });
   expect(await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key)).toBe('accepted');
   expect(await kit.append([retryApproval(message)], kit.keys.ceo.key)).toBe('accepted');
   return message;
@@ -126,14 +131,8 @@ describe("a dispatch retried after its agent's consult spent part of its budget 
     const folder = messageFolder(message.message_id, message.created_at);
     expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
     expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
-    const state = await kit.world.ledger.state();
-    const plan = planAskedConsult(state, {
-      key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
-      question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], maxCostUsd: 0.6,
-    });
-    const envelope = plan.envelopeAt(state);
-    const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
-    expect(await kit.append([{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))], kit.keys.coo.key)).toBe('accepted');
+    const { envelope, files } = await askedConsult(message, 0.6);
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
     const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: 0.2, consults: [{ message_id: envelope.message_id, receipt: null }] });
     expect(await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key)).toBe('accepted');
     expect(await kit.append([retryApproval(message)], kit.keys.ceo.key)).toBe('accepted');
@@ -172,14 +171,7 @@ describe("a consult an agent asks inside an attempt its claim held below its dis
     const folder = messageFolder(message.message_id, message.created_at);
     expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
     expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 0.3 })], kit.keys.coo.key)).toBe('accepted');
-    const state = await kit.world.ledger.state();
-    const plan = planAskedConsult(state, {
-      key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
-      question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], ...(maxCostUsd === undefined ? {} : { maxCostUsd }),
-    });
-    const envelope = plan.envelopeAt(state);
-    const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
-    return { message, envelope, files: [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))] };
+    return { message, ...(await askedConsult(message, maxCostUsd)) };
   }
 
   attack('a consult of $0.75 asked in an attempt whose claim holds $0.30', 'library', 'BUDGET_EXCEEDED', async () => {
@@ -196,18 +188,9 @@ describe("a consult an agent asks inside an attempt its claim held below its dis
   it("a second consult in that attempt may cost only what the first left of the claim's $0.30", async () => {
     const { message, files } = await heldAttempt(0.2);
     expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
-    const state = await kit.world.ledger.state();
-    const ask = (maxCostUsd: number) => {
-      const plan = planAskedConsult(state, {
-        key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
-        question: `Is add() right for Infinity (${maxCostUsd})?`, files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], maxCostUsd,
-      });
-      const envelope = plan.envelopeAt(state);
-      const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
-      return [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))];
-    };
-    expect(await kit.append(ask(0.2), kit.keys.coo.key)).toBe('BUDGET_EXCEEDED');
-    expect(await kit.append(ask(0.1), kit.keys.coo.key)).toBe('accepted');
+    const ask = async (maxCostUsd: number): Promise<NewFile[]> => (await askedConsult(message, maxCostUsd, `Is add() right for Infinity (${maxCostUsd})?`)).files;
+    expect(await kit.append(await ask(0.2), kit.keys.coo.key)).toBe('BUDGET_EXCEEDED');
+    expect(await kit.append(await ask(0.1), kit.keys.coo.key)).toBe('accepted');
   });
 });
 
@@ -224,14 +207,7 @@ describe("a consult an agent asks in an attempt its dispatch's deadline cuts sho
     const folder = messageFolder(message.message_id, message.created_at);
     expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
     expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
-    const state = await kit.world.ledger.state();
-    const plan = planAskedConsult(state, {
-      key: kit.keys.coo.key, now: new Date(), dispatch: message, attempt: 1, attemptId: attemptIdFor(message.message_id, 1, 'ea'), target: 'aa.chatgpt',
-      question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(FILE), bytes: FILE }], maxCostUsd: 0.2,
-    });
-    const envelope = plan.envelopeAt(state);
-    const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
-    return { message, envelope, files: [{ path: `${consultFolder}/envelope.yaml`, bytes: Buffer.from(toYaml(envelope)) }, ...[...plan.artifacts].map(([name, bytes]) => ({ path: `${consultFolder}/${name}`, bytes }))] };
+    return { message, ...(await askedConsult(message, 0.2)) };
   }
 
   attack("a consult whose deadline_at is a minute past its dispatch's", 'library', 'POLICY_LIMIT', async () => {
