@@ -360,7 +360,7 @@ export async function showTool(context: ToolContext, args: z.infer<typeof messag
   await fresh(context);
   const state = await context.ledger.state();
   const record = recordOf(state, args.message_id);
-  const view = quoteAgentWords(await viewMessage(context.ledger, state, record), record, state);
+  const view = quoteAgentWords(await viewMessage(context.ledger, state, record, context.clock()), record, state);
   return { ...view, answer: await answerOf(context, state, record) };
 }
 

@@ -3,7 +3,9 @@ import { acknowledge } from '../../src/inbox/ack.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import type { CooMessage } from '../../src/schema/message.js';
 import { attack, codeOf, useKit, type Kit } from '../helpers/attack-kit.js';
+import { coo, json } from '../helpers/cli.js';
 import { dispatchEnvelope, envelopeFile } from '../helpers/ledger.js';
+import { connectMcp, structured } from '../helpers/mcp.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -73,5 +75,32 @@ describe('the COO taking a command up in time', () => {
     const command = await lapsedCommand('Make add() right, COO probe.');
     await kit.world.consult({ ledger: kit.world.ledger, now: new Date(command.sentAt + 10_000), parentMessageId: command.id, question: 'Where is add() wrong?' });
     expect(await codeOf(() => acknowledge({ ledger: kit.world.ledger, key: kit.world.actors.coo, now: new Date(), messageId: command.id }))).toBe('accepted');
+  });
+});
+
+describe('coo show of a CEO command', () => {
+  it('says a command the COO never took up lapsed, with its expires_at, and not of a live one or one taken up in time', async () => {
+    const lapsed = await lapsedCommand('Make add() right, shown lapsed.');
+    const taken = await lapsedCommand('Make add() right, shown taken up.');
+    await acknowledge({ ledger: kit.world.ledger, key: kit.world.actors.coo, now: new Date(taken.sentAt + 10_000), messageId: taken.id });
+    const { messageId: live } = await sendCommand({ ledger: kit.world.ledger, key: kit.world.actors.ceo, now: new Date(), text: 'Make add() right, shown live.', ttlSeconds: 3600 });
+    const expiresAt = (await kit.world.ledger.state()).messages.get(lapsed.id)!.expiresAt;
+    const shown = coo(['show', lapsed.id, '--ledger', kit.world.gitdir]);
+    expect(shown.status).toBe(0);
+    expect(shown.stdout).toContain(`  lapsed at ${expiresAt}: the COO never took it up`);
+    expect(json<{ lapsed_at?: string }>(coo(['show', lapsed.id, '--ledger', kit.world.gitdir, '--json'])).lapsed_at).toBe(expiresAt);
+    for (const id of [taken.id, live]) {
+      const view = json<{ lapsed_at?: string; lane_state: string }>(coo(['show', id, '--ledger', kit.world.gitdir, '--json']));
+      expect(view.lane_state).toBe(id === live ? 'awaiting_ack' : 'acknowledged');
+      expect(view.lapsed_at).toBeUndefined();
+      expect(coo(['show', id, '--ledger', kit.world.gitdir]).stdout).not.toContain('lapsed at');
+    }
+    const session = await connectMcp(kit.world);
+    try {
+      expect(structured<{ lapsed_at?: string }>(await session.call('show', { message_id: lapsed.id })).lapsed_at).toBe(expiresAt);
+      expect(structured<{ lapsed_at?: string }>(await session.call('show', { message_id: live })).lapsed_at).toBeUndefined();
+    } finally {
+      await session.close();
+    }
   });
 });

@@ -49,6 +49,11 @@ export function checkCommandStands(check: CommitCheck, command: MessageRecord, a
   );
 }
 
+/** Whether `record` is a CEO command the COO never took up that lapsed by `now`: no ack of it, and no work under it, is taken any more. Pure. */
+export function commandLapsed(record: MessageRecord, now: Date): boolean {
+  return record.intent === 'ceo_command' && record.takenUp !== true && now.getTime() > toMillis(record.expiresAt);
+}
+
 /** The active COO took the command up (its ack, or a message it sent under it): from now on it stands past its expires_at. */
 export function takeUp(check: CommitCheck, command: MessageRecord): void {
   if (command.intent === 'ceo_command' && command.takenUp !== true) check.messages.set(command.id, { ...command, takenUp: true });
