@@ -1,4 +1,5 @@
 import { folderOf, laneStateOf, type ApprovalRecord, type AttemptRecord, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { commandLapsed } from '../authority/rules/intents/ceo-command.js';
 import { envelopePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { consultAttemptOf, consultOf, type ConsultAttemptView, type ConsultView } from './consult-view.js';
@@ -124,6 +125,8 @@ export interface MessageView {
   readonly original_attempts?: readonly AttemptRecord[];
   /** A message the active COO acknowledged (lane state `acknowledged`): its ack. */
   readonly acknowledged_by?: string;
+  /** A CEO command the COO never took up, lapsed by the reader's clock: its expires_at. No ack of it and no work under it is taken any more; the CEO sends it again. */
+  readonly lapsed_at?: string;
 }
 
 /** The envelope's `submitted_via`, or null; read from the parsed document, so old entries without it read as null. */
@@ -197,7 +200,8 @@ function dispatchOf(envelope: unknown, task: string | null, approval: ApprovalVi
 }
 
 /** Reads what `coo show` prints for one message: every document comes from the ledger at its current head. */
-export async function viewMessage(ledger: Ledger, state: LedgerState, record: MessageRecord): Promise<MessageView> {
+/** `now`, the reader's clock, says whether a CEO command the COO never took up has lapsed (`lapsed_at`). */
+export async function viewMessage(ledger: Ledger, state: LedgerState, record: MessageRecord, now?: Date): Promise<MessageView> {
   const read = async (path: string): Promise<unknown> => {
     const bytes = await ledger.readFile(path);
     return bytes === null ? null : readStrictYaml(bytes, path);
@@ -251,5 +255,6 @@ export async function viewMessage(ledger: Ledger, state: LedgerState, record: Me
     ...(panel === undefined ? {} : { panel }),
     ...(duplicateOf === null ? {} : { original_lane_state: laneStateOf(duplicateOf, state.registry?.doc), original_attempts: duplicateOf.attempts }),
     ...(record.ackedBy === undefined ? {} : { acknowledged_by: record.ackedBy }),
+    ...(now !== undefined && commandLapsed(record, now) ? { lapsed_at: record.expiresAt } : {}),
   };
 }

@@ -7,7 +7,7 @@ import { viewPanel } from '../audit/panel-view.js';
 import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
-import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { emit, jsonOption, ledgerOption, now, required } from './common.js';
 import { codePointText, invisibleCharacters, terminalText } from '../util/invisible.js';
 
 export function showVerb(program: Command): void {
@@ -42,7 +42,7 @@ export function showVerb(program: Command): void {
           else process.stdout.write(process.stdout.isTTY === true ? terminalText(bytes.toString('utf8')) : bytes);
           return;
         }
-        const view = await viewMessage(ledger, state, record);
+        const view = await viewMessage(ledger, state, record, now());
         if (opts.answer === true) {
           // Only an answer that passed judgement is advice, as the panel comparison, the citation and the MCP show tool hold.
           const ref = view.attempts.find((attempt) => attempt.consult?.status === 'succeeded')?.consult?.answer_ref ?? null;
@@ -57,6 +57,7 @@ export function showVerb(program: Command): void {
           if (view.envelope_signer?.revoked != null) lines.push(`  envelope ${revokedLine(view.envelope_signer)}`);
           if (view.submitted_via !== null) lines.push(`  submitted via ${view.submitted_via}`);
           if (view.acknowledged_by !== undefined) lines.push(`  acknowledged by the COO in ${view.acknowledged_by}`);
+          if (view.lapsed_at !== undefined) lines.push(`  lapsed at ${view.lapsed_at}: the COO never took it up; no ack of it and no work under it is taken, the CEO sends it again (coo command)`);
           if (record.duplicateOf !== null) lines.push(`  repeats ${record.duplicateOf} (same idempotency key and request): its receipts answer this message`);
           if (view.dispatch !== undefined) lines.push(...dispatchLines(view.dispatch));
           if (view.consult !== undefined) lines.push(...consultLines(view.consult));

@@ -488,11 +488,13 @@ export class ConsultLane implements RunnerLane {
   }
 
   /**
-   * Commits the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry
-   * when the policy allows one; `sent`, the prompt bundle Oracle was handed, is kept as its
-   * prompt-sent.md, so that the receipt's bundle_hash names bytes the ledger holds.
+   * Publishes the `interrupted` receipt of a claimed consult attempt that will not finish, with a retry
+   * when the policy allows one, through the one receipt path (journaled when the remote cannot take
+   * it now, kept as late when another runner closed the attempt first); `sent`, the prompt bundle
+   * Oracle was handed, is kept as its prompt-sent.md, so that the receipt's bundle_hash names bytes
+   * the ledger holds. False when the receipt is late: this runner wrote nothing.
    */
-  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport'], sent?: Buffer, warnings: readonly string[] = []): Promise<void> {
+  private async writeInterrupted(message: AdvisoryMessage, messageId: string, attempt: number, detail: string, transport?: ReceiptFacts['transport'], sent?: Buffer, warnings: readonly string[] = []): Promise<boolean> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
     const record = state.messages.get(messageId)!;
@@ -512,8 +514,9 @@ export class ConsultLane implements RunnerLane {
       validation: { status: 'not_run', errors: [] },
       warnings,
     });
-    await this.ctx.commit([...kept, { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
-    this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
+    const outcome = await this.ctx.publishReceipt([...kept, { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }], `receipt ${message.message_id} attempt ${attempt}: failed (interrupted)`, now);
+    if (outcome === 'published') this.ctx.onReceipt(message.message_id, attempt, 'failed', ['interrupted'], retryAt);
+    return outcome !== 'late';
   }
 
   /** A receipt published from the runner's journal or kept results: the attempt's sandbox, left for its recovery, is of no more use. */
@@ -575,7 +578,7 @@ export class ConsultLane implements RunnerLane {
     const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
     // A claim that does not state its allowance leaves the output cap its call was handed to be bounded from its message's budget: the receipt says so.
     const unstated = spent !== undefined && attemptFile === null && claim.allowanceUsd === undefined;
-    await this.writeInterrupted(
+    const written = await this.writeInterrupted(
       message,
       record.id,
       last.number,
@@ -585,7 +588,7 @@ export class ConsultLane implements RunnerLane {
       unstated ? ['allowance_unstated'] : [],
     );
     removeSandbox(sandbox);
-    return true;
+    return written;
   }
 
   /**

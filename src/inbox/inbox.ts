@@ -1,10 +1,10 @@
 import { isForCoo } from '../authority/rules/intents/ack.js';
+import { commandLapsed } from '../authority/rules/intents/ceo-command.js';
 import { signerOf, type SignerView } from '../audit/message-view.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
 import { CooError } from '../errors.js';
 import { readMessage } from '../lane/envelope.js';
 import type { Ledger } from '../ledger/ledger.js';
-import { toMillis } from '../schema/common.js';
 
 /**
  * The COO's inbox: what reached the active COO and it has not acknowledged (ack.ts), oldest first.
@@ -47,12 +47,7 @@ export function inboxRecords(state: LedgerState, now?: Date): MessageRecord[] {
   const registry = state.registry?.doc;
   if (registry === undefined) return [];
   const adoptedFrom = new Set([...state.messages.values()].flatMap((record) => (record.adopted === undefined ? [] : [record.adopted])));
-  return [...state.messages.values()].filter((record) => isForCoo(registry, record) && record.ackedBy === undefined && !adoptedFrom.has(record.id) && !(now !== undefined && lapsed(record, now))).sort((a, b) => a.seq - b.seq);
-}
-
-/** A command the COO never took up, past its expires_at: the validator takes no ack of it and no work under it. */
-function lapsed(record: MessageRecord, now: Date): boolean {
-  return record.intent === 'ceo_command' && record.takenUp !== true && now.getTime() > toMillis(record.expiresAt);
+  return [...state.messages.values()].filter((record) => isForCoo(registry, record) && record.ackedBy === undefined && !adoptedFrom.has(record.id) && !(now !== undefined && commandLapsed(record, now))).sort((a, b) => a.seq - b.seq);
 }
 
 /** The inbox with what each item says, read from the ledger; `now` leaves out the commands that lapsed untaken (inboxRecords). */

@@ -1,6 +1,6 @@
 import type { MessageView } from '../audit/message-view.js';
 import { ADOPTION_FIELDS } from '../schema/message.js';
-import { quoteUntrusted } from './untrusted.js';
+import { quoted as quote } from './untrusted.js';
 
 /**
  * An adoption's words that are its advisory agent's. A dispatch that adopts a proposal states the
@@ -22,8 +22,6 @@ export function adoptedWords(envelope: unknown): ReadonlySet<AdoptionField> {
   const changed = adopted.changed as unknown[];
   return new Set(ADOPTION_FIELDS.filter((field) => !changed.includes(field)));
 }
-
-const quote = (text: string): string => quoteUntrusted(text).text;
 
 /** `request` (an envelope's `dispatch`, or show's view of it) with each field that is the agent's quoted. */
 function quoteRequest<T extends object>(request: T, words: ReadonlySet<AdoptionField>): T {

@@ -233,6 +233,8 @@ export const showOutput = z.strictObject({
   original_attempts: z.array(z.unknown()).optional(),
   /** A message the active COO acknowledged: its ack. */
   acknowledged_by: z.string().optional(),
+  /** A CEO command the COO never took up, lapsed by the server's clock: its expires_at. */
+  lapsed_at: z.string().optional(),
   answer: untrustedAnswer.nullable(),
 });
 

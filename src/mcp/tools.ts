@@ -24,7 +24,7 @@ import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
 import type { RunnerProblems } from './runner-problems.js';
-import { citationNotice, quoteAgentEnvelope, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
+import { citationNotice, quoteAgentEnvelope, quoted as quote, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 import { adoptedWords, quoteAdoptedRequest } from './adopted-words.js';
 import { classOf } from '../authority/policy-check.js';
 
@@ -360,7 +360,7 @@ export async function showTool(context: ToolContext, args: z.infer<typeof messag
   await fresh(context);
   const state = await context.ledger.state();
   const record = recordOf(state, args.message_id);
-  const view = quoteAgentWords(await viewMessage(context.ledger, state, record), record, state);
+  const view = quoteAgentWords(await viewMessage(context.ledger, state, record, context.clock()), record, state);
   return { ...view, answer: await answerOf(context, state, record) };
 }
 
@@ -375,8 +375,6 @@ function agentWrote(record: MessageRecord, state: LedgerState): boolean {
   return from !== 'orchestrator' && from !== 'human_authority';
 }
 
-/** A text as an agent COO receives words that are not the runner's: quoted as untrusted data. */
-const quote = (text: string): string => quoteUntrusted(text).text;
 
 /**
  * What an agent wrote in its own words, as show hands it to an agent COO: every free string of an

@@ -95,8 +95,9 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   };
   check.messages.set(doc.message_id, record);
   if (duplicateOf === null) rules.accepted?.(check, doc, record, where);
-  // Work under the CEO's command takes it up: it stands past its expires_at from now on.
-  if (duplicateOf === null && doc.parent_message_id !== null) takeUp(check, check.message(doc.parent_message_id)!);
+  // The active COO's work under the CEO's command takes it up: it stands past its expires_at from now on.
+  // Another actor's message under it (an agent's blocker, the CEO's own) is no COO taking it up.
+  if (duplicateOf === null && doc.parent_message_id !== null && doc.source_actor === registry.active_coo) takeUp(check, check.message(doc.parent_message_id)!);
 }
 
 /**

@@ -32,7 +32,7 @@ export const ceoCommandRules: IntentRules<'ceo_command'> = {
 
 /**
  * Whether the CEO's command `command` still stands for an entry about it dated `at`: its ack, or an
- * envelope naming it as its parent. A command the COO took up (acknowledged, or sent work under) is
+ * envelope naming it as its parent. A command the active COO took up (acknowledged, or sent work under) is
  * the COO's to carry out from then on, however long that takes; one it never took up lapses at its
  * expires_at, and with it the budget it grants (rules/envelope.ts checkCommandBudget). The entry's
  * time decides this, so it is held to the judge's clock as claims are (rules/clock.ts checkNotBehind):
@@ -49,7 +49,12 @@ export function checkCommandStands(check: CommitCheck, command: MessageRecord, a
   );
 }
 
-/** The COO took the command up (its ack, or a message under it): from now on it stands past its expires_at. */
+/** Whether `record` is a CEO command the COO never took up that lapsed by `now`: no ack of it, and no work under it, is taken any more. Pure. */
+export function commandLapsed(record: MessageRecord, now: Date): boolean {
+  return record.intent === 'ceo_command' && record.takenUp !== true && now.getTime() > toMillis(record.expiresAt);
+}
+
+/** The active COO took the command up (its ack, or a message it sent under it): from now on it stands past its expires_at. */
 export function takeUp(check: CommitCheck, command: MessageRecord): void {
   if (command.intent === 'ceo_command' && command.takenUp !== true) check.messages.set(command.id, { ...command, takenUp: true });
 }
