@@ -15,7 +15,7 @@ import { readMessage } from '../lane/envelope.js';
 import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { realPathOr } from '../util/real-path.js';
+import { isLedgerGitdir } from '../lane/work-repo.js';
 import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
@@ -108,8 +108,7 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   } catch {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
   }
-  const [repoGit, ledger] = [realPathOr(common), realPathOr(ledgerGitdir)];
-  if (repoGit === ledger || repoGit.startsWith(`${ledger}/`)) {
+  if (isLedgerGitdir(common, ledgerGitdir)) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
   }
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();

@@ -1,0 +1,41 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cooBounded, headOf, refusal, writeKey } from '../helpers/damage.js';
+import { worlds } from '../helpers/lane.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator, round 24: the ledger given where the repository the work is for goes, and
+ * `coo mcp` (serving without a runner) started on a ledger or a repository the runner would refuse.
+ * Each is refused before anything is written or served (exit 2, one coded line), never a message
+ * written that no runner can start, nor a server whose every call fails after it started.
+ */
+
+const dir = tempDir('operator-redteam-24-');
+const fresh = worlds(join(dir, 'worlds'));
+
+describe('the ledger given as --repo to a writer', () => {
+  it('coo consult and coo dispatch --repo <the ledger> write nothing (USAGE, exit 2, in JSON too); before, the dispatch was written on a ledger commit no runner holds', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const before = headOf(world.gitdir);
+    const ledgerFile = git(['--git-dir', world.gitdir, 'ls-tree', '-r', '--name-only', 'main']).split('\n')[0]!;
+    const said = `coo: USAGE: --repo ${world.gitdir} is the ledger ${world.gitdir}, not a repository the work is for: the message would pin the ledger's own commit, which no runner's repository holds, and wait unclaimed until it expired; give the repository the work is for; nothing was written`;
+    const consult = ['consult', '--ledger', world.gitdir, '--key', key, '--to', 'aa.chatgpt', '--repo', world.gitdir, '--file', ledgerFile, '--prompt', 'Is this right?'];
+    const dispatch = ['dispatch', '--ledger', world.gitdir, '--key', key, '--to', 'ea.codex', '--repo', world.gitdir, '--task', 'Fix add().', '--scope', 'src', '--accept', 'add works', '--verify', 'true'];
+    for (const args of [consult, dispatch]) {
+      expect(refusal(cooBounded(args)), args[0]).toBe(said);
+      const asJson = cooBounded([...args, '--json']);
+      expect(asJson.status).toBe(2);
+      expect(JSON.parse(asJson.stdout)).toMatchObject({ ok: false, error: { code: 'USAGE', message: said.replace('coo: USAGE: ', '') } });
+    }
+    // A worktree made from the ledger is the ledger too.
+    const worktree = join(world.dir, 'ledger-worktree');
+    git(['--git-dir', world.gitdir, 'worktree', 'add', '-q', '--detach', worktree, 'main']);
+    expect(refusal(cooBounded(dispatch.map((arg, index) => (index === 8 ? worktree : arg))))).toMatch(/^coo: USAGE: --repo \S+ledger-worktree is the ledger /);
+    git(['--git-dir', world.gitdir, 'worktree', 'remove', '--force', worktree]);
+    expect(headOf(world.gitdir)).toBe(before);
+    // The repository the work is for is taken as ever.
+    expect(cooBounded(dispatch.map((arg, index) => (index === 8 ? world.target : arg))).status).toBe(0);
+  });
+});
