@@ -206,6 +206,26 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
 }
 
 /**
+ * What the COO's side needs of the ledger, the key and the repository, before it writes or claims
+ * anything: a trust root in the ledger (an empty repository coo init never made holds no COO to act
+ * as, and never will get one by itself), the active COO's key, and a repository the work is for
+ * (repoProblem). The runner's start checks them (startLanes), and so does `coo mcp` serving without
+ * a runner, which signs the agent's consults with that key and pins them in that repository: started
+ * on an empty ledger or a mistyped --repo it served, and every call the agent made failed after.
+ */
+export async function servingProblems(state: LedgerState, options: Pick<StartupOptions, 'ledger' | 'key' | 'keyLabel' | 'repo'>): Promise<Problem[]> {
+  const problems: Problem[] = [];
+  if (state.registry === null) {
+    problems.push({ code: 'RUNNER_CONFIG', message: `${options.ledger.gitdir} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init` });
+  }
+  const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
+  if (keyProblem !== null) problems.push(keyProblem);
+  const repo = await repoProblem(options.repo, options.ledger.gitdir);
+  if (repo !== null) problems.push(repo);
+  return problems;
+}
+
+/**
  * Brings a clone to its remote's verified head before anything is judged on it (a COO key revoked or
  * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it
  * is (the runner starts cut off, and catches up when the network is back). A remote that answers and
@@ -239,15 +259,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   if (folders.length === 0) await syncForStartup(options.remote);
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
-  const shared: Problem[] = [];
-  // A ledger with no trust root (an empty repository coo init never made) holds no COO to run as, and never will get one by itself.
-  if (state.registry === null) {
-    shared.push({ code: 'RUNNER_CONFIG', message: `${options.ledger.gitdir} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init` });
-  }
-  const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
-  if (keyProblem !== null) shared.push(keyProblem);
-  const repo = await repoProblem(options.repo, options.ledger.gitdir);
-  if (repo !== null) shared.push(repo);
+  const shared: Problem[] = await servingProblems(state, options);
   shared.push(...folders);
   if (folders.length === 0) {
     try {

@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, refusal, writeKey } from '../helpers/damage.js';
@@ -37,5 +38,34 @@ describe('the ledger given as --repo to a writer', () => {
     expect(headOf(world.gitdir)).toBe(before);
     // The repository the work is for is taken as ever.
     expect(cooBounded(dispatch.map((arg, index) => (index === 8 ? world.target : arg))).status).toBe(0);
+  });
+});
+
+describe('coo mcp serving without a runner, started on what the runner refuses', () => {
+  it('an empty repository for --ledger, or a --repo that is no git repository, the ledger or holds no commit, is refused before it serves (RUNNER_CONFIG, exit 2)', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const empty = join(world.dir, 'empty.git');
+    git(['init', '-q', '--bare', empty]);
+    const plain = join(world.dir, 'plain');
+    mkdirSync(plain);
+    const unborn = join(world.dir, 'unborn');
+    git(['init', '-q', unborn]);
+    const before = headOf(world.gitdir);
+    const cases: Array<[string, string, RegExp]> = [
+      [empty, world.target, new RegExp(`^coo: RUNNER_CONFIG: ${empty} holds no trust root \\(no commit\\): .*give the ledger's path`)],
+      [world.gitdir, plain, new RegExp(`^coo: RUNNER_CONFIG: --repo ${plain} is not a git repository: `)],
+      [world.gitdir, world.gitdir, new RegExp(`^coo: RUNNER_CONFIG: --repo ${world.gitdir} is the ledger ${world.gitdir}, not a repository the work is for`)],
+      [world.gitdir, unborn, new RegExp(`^coo: RUNNER_CONFIG: --repo ${unborn} holds no commit: `)],
+    ];
+    for (const [ledger, repo, said] of cases) {
+      // Standard input ends at once: a server that started would say it serves, and end with status 0.
+      const served = cooBounded(['mcp', '--ledger', ledger, '--key', key, '--repo', repo]);
+      expect(refusal(served), `${ledger} ${repo}`).toMatch(said);
+    }
+    expect(headOf(world.gitdir)).toBe(before);
+    // The ledger and its repository: it serves, as ever.
+    const served = cooBounded(['mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target]);
+    expect({ status: served.status, stderr: served.stderr }).toEqual({ status: 0, stderr: 'coo mcp: serving without a runner (run coo watch beside it) on stdio\n' });
   });
 });
