@@ -69,3 +69,25 @@ describe('coo mcp serving without a runner, started on what the runner refuses',
     expect({ status: served.status, stderr: served.stderr }).toEqual({ status: 0, stderr: 'coo mcp: serving without a runner (run coo watch beside it) on stdio\n' });
   });
 });
+
+describe('a command line that names no verb to run', () => {
+  it('coo alone, coo model without its command and coo help <a misspelt verb> print the help and end USAGE (exit 2), never status 0; --help and coo help <verb> still end 0', () => {
+    const cases: Array<[string[], string]> = [
+      [[], 'coo: USAGE: name one of the verbs listed above'],
+      [['model'], 'coo: USAGE: coo model takes one of its commands: serve'],
+      [['help', 'wacth'], "coo: USAGE: unknown command 'wacth': coo help takes one of the verbs listed above"],
+    ];
+    for (const [args, said] of cases) {
+      const ended = cooBounded(args);
+      expect({ status: ended.status, stdout: ended.stdout }, args.join(' ')).toEqual({ status: 2, stdout: '' });
+      // The help the parser printed in the verb's place, on standard error, then the one coded line.
+      expect(ended.stderr).toMatch(/^Usage: coo /);
+      expect(ended.stderr.trimEnd().split('\n').at(-1)).toBe(said);
+    }
+    for (const args of [['--help'], ['help'], ['help', 'watch'], ['watch', '--help'], ['model', 'serve', '--help']]) {
+      const ended = cooBounded(args);
+      expect({ status: ended.status, stderr: ended.stderr }, args.join(' ')).toEqual({ status: 0, stderr: '' });
+      expect(ended.stdout).toMatch(/^Usage: coo /);
+    }
+  });
+});
