@@ -1,8 +1,10 @@
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, refusal, writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -89,5 +91,39 @@ describe('a command line that names no verb to run', () => {
       expect({ status: ended.status, stderr: ended.stderr }, args.join(' ')).toEqual({ status: 0, stderr: '' });
       expect(ended.stdout).toMatch(/^Usage: coo /);
     }
+  });
+});
+
+describe('an --ea-command script that cannot be started', () => {
+  const places = hostilePlaces(join(dir, 'places'), 'script');
+  it('one whose #! interpreter is missing, or names with env a program not on the PATH it runs with, leaves the dispatch queued and unclaimed, said at start (it was claimed and receipted timed_out, tests_failed, blamed on the work)', async () => {
+    const place = await places('start');
+    const { messageId } = await dispatchTo(place, 'script-start');
+    const before = headOf(place.world.gitdir);
+    const foreign = join(place.world.dir, 'agent-foreign.sh');
+    writeFileSync(foreign, '#!/nonexistent/bin/sh\necho never\n', { mode: 0o755 });
+    const envName = join(place.world.dir, 'agent-env.sh');
+    writeFileSync(envName, '#!/usr/bin/env no-such-interpreter-here\necho never\n', { mode: 0o755 });
+    const cases: Array<[string, RegExp]> = [
+      [foreign, /is a script for #!\/nonexistent\/bin\/sh, which is missing or not executable here: install it, or correct the script's first line/],
+      [envName, /is a script for #!\/usr\/bin\/env no-such-interpreter-here, and no-such-interpreter-here is not on the PATH it runs with/],
+    ];
+    for (const [agent, said] of cases) {
+      const run = watchOnce(place, agent, { isolation: 'none' });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toMatch(new RegExp(`dispatches to ea\\.codex wait, queued and unclaimed: .*${said.source}`));
+      expect(run.stdout).not.toContain('"claimed"');
+      expect(laneState(place.world, messageId)).toBe('queued');
+      expect(await receiptsFor(place, messageId)).toEqual([]);
+    }
+    expect(headOf(place.world.gitdir)).toBe(before);
+    // Oracle's command is judged by the same rule: with no executor either, no lane can run, and the start is refused.
+    const oracle = join(place.world.dir, 'oracle-foreign.sh');
+    writeFileSync(oracle, '#!/nonexistent/bin/node\nrequire("oracle")\n', { mode: 0o755 });
+    const refused = refusal(cooBounded(['watch', '--once', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--isolation', 'none', '--oracle-command', oracle, '--ea-command', foreign], { env: { OPENAI_API_KEY: 'sk-test-key' } }));
+    expect(refused).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: Oracle cannot be started: \S+oracle-foreign\.sh is a script for #!\/nonexistent\/bin\/node, which is missing or not executable here/);
+    // A script that can start is run as ever.
+    const run = watchOnce(place, agentScript(place.world.dir, 'true'), { isolation: 'none' });
+    expect(run.stdout, run.stderr).toContain('"claimed"');
   });
 });
