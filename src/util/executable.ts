@@ -70,7 +70,9 @@ export function startProblem(path: string, pathList: string): string | null {
   const text = head.subarray(0, length).toString('latin1');
   if (!text.startsWith('#!')) return null;
   // Linux passes what follows the interpreter as one argument: for env, the name it looks up, unless an option (-S) comes first.
-  const line = text.slice(2).split('\n', 1)[0]!.trim();
+  // The kernel strips spaces and tabs only: a carriage return (a script saved with Windows line ends) is part of the name it looks for.
+  const line = text.slice(2).split('\n', 1)[0]!.replace(/^[ \t]+|[ \t]+$/g, '');
+  if (line.includes('\r')) return `${path} has Windows line ends (CRLF): its first line names ${JSON.stringify(line)}, carriage return included, which cannot be started; convert the script to Unix line ends (dos2unix)`;
   const at = line.search(/[ \t]/);
   const interpreter = at === -1 ? line : line.slice(0, at);
   const argument = at === -1 ? '' : line.slice(at).trim();

@@ -96,7 +96,7 @@ describe('a command line that names no verb to run', () => {
 
 describe('an --ea-command script that cannot be started', () => {
   const places = hostilePlaces(join(dir, 'places'), 'script');
-  it('one whose #! interpreter is missing, or names with env a program not on the PATH it runs with, leaves the dispatch queued and unclaimed, said at start (it was claimed and receipted timed_out, tests_failed, blamed on the work)', async () => {
+  it('one whose #! interpreter is missing, names with env a program not on the PATH it runs with, or ends in a carriage return (CRLF), leaves the dispatch queued and unclaimed, said at start (it was claimed and receipted timed_out, tests_failed, blamed on the work)', async () => {
     const place = await places('start');
     const { messageId } = await dispatchTo(place, 'script-start');
     const before = headOf(place.world.gitdir);
@@ -104,7 +104,10 @@ describe('an --ea-command script that cannot be started', () => {
     writeFileSync(foreign, '#!/nonexistent/bin/sh\necho never\n', { mode: 0o755 });
     const envName = join(place.world.dir, 'agent-env.sh');
     writeFileSync(envName, '#!/usr/bin/env no-such-interpreter-here\necho never\n', { mode: 0o755 });
+    const windows = join(place.world.dir, 'agent-windows.sh');
+    writeFileSync(windows, '#!/bin/sh\r\necho never\r\n', { mode: 0o755 });
     const cases: Array<[string, RegExp]> = [
+      [windows, /has Windows line ends \(CRLF\): its first line names "\/bin\/sh\\r", carriage return included, which cannot be started; convert the script to Unix line ends/],
       [foreign, /is a script for #!\/nonexistent\/bin\/sh, which is missing or not executable here: install it, or correct the script's first line/],
       [envName, /is a script for #!\/usr\/bin\/env no-such-interpreter-here, and no-such-interpreter-here is not on the PATH it runs with/],
     ];
