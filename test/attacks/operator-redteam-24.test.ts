@@ -8,10 +8,12 @@ import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
- * A careless operator, round 24: the ledger given where the repository the work is for goes, and
- * `coo mcp` (serving without a runner) started on a ledger or a repository the runner would refuse.
- * Each is refused before anything is written or served (exit 2, one coded line), never a message
- * written that no runner can start, nor a server whose every call fails after it started.
+ * A careless operator, round 24: the ledger given where the repository the work is for goes;
+ * `coo mcp` (serving without a runner) started on a ledger or a repository the runner would refuse;
+ * a command line that names no verb to run; an executor or Oracle script that cannot start (its
+ * interpreter missing, or named with Windows line ends). Each is said before anything is written,
+ * served or claimed, never a message written that no runner can start, a server whose every call
+ * fails after it started, a status 0 for nothing done, or a dispatch claimed and failed as the work's.
  */
 
 const dir = tempDir('operator-redteam-24-');
