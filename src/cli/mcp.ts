@@ -17,7 +17,8 @@ import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, requireGivenWith, runnerSeconds } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, runnerLaneFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
-import { runnerKeyProblem, syncForStartup } from '../runner/startup.js';
+import { servingProblems, syncForStartup } from '../runner/startup.js';
+import { planStartup } from '../runner/readiness.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
 
 type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string; maxFetch?: string };
@@ -95,8 +96,8 @@ export function mcpVerb(program: Command): void {
         // folders: a clone this process cannot write is said as such, not as the sync's failure to write it.
         if (oracle === null || executors === null) {
           await syncForStartup(remote);
-          const keyProblem = runnerKeyProblem(await ledger.state(), key, keyPath);
-          if (keyProblem !== null) throw new CooError(keyProblem.code, keyProblem.message);
+          const plan = planStartup({ shared: await servingProblems(await ledger.state(), { ledger, key, keyLabel: keyPath, repo }), isolation: 'bwrap', targets: [] });
+          if (plan.kind === 'refuse') throw new CooError(plan.code, plan.message);
         } else {
           const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
           release = started.release;

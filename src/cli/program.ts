@@ -184,6 +184,19 @@ function systemError(error: unknown): CooError | null {
   return new CooError('IO_ERROR', `cannot ${syscall} ${path} (${code}): check that the paths you gave exist, are folders or files as the verb's --help says, and that this user may write them`);
 }
 
+/**
+ * What a command line that names no verb to run lacks, said after the help the parser printed in its
+ * place: `coo` alone, `coo model` without its command, `coo help wacth` (a verb misspelt). The help is
+ * no answer to what was asked, so the line ends as a malformed one does (USAGE, exit 2); before, it
+ * ended with status 0, and a script's `coo help X && ...` went on.
+ */
+function noVerbNamed(argv: readonly string[]): string {
+  if (argv[0] === 'help' && argv[1] !== undefined) return `unknown command '${argv[1]}': coo help takes one of the verbs listed above`;
+  const { command } = readLine(argv);
+  if (command !== null) return `coo ${command.name()} takes one of its commands: ${command.commands.map((one) => one.name()).join(', ')}`;
+  return 'name one of the verbs listed above';
+}
+
 /** Runs one command line. Never throws: every failure is printed as one coded line. */
 export async function run(argv: readonly string[]): Promise<RunOutcome> {
   try {
@@ -192,6 +205,12 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
     return currentOutcome();
   } catch (error) {
     if (error instanceof CommanderError) {
+      if (error.code === 'commander.help' && error.exitCode !== 0) {
+        const said = noVerbNamed(argv);
+        printJsonError(argv, { code: 'USAGE', message: said });
+        writeErr(`coo: USAGE: ${said}\n`);
+        return 'usage';
+      }
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 'ok';
       printJsonError(argv, { code: 'USAGE', message: error.message.replace(/^error: /, '') });
       return 'usage';

@@ -11,7 +11,8 @@ import { contextManifestBytes } from '../lane/context-manifest.js';
 import type { AaConsultMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
 import { oraclePathProblem } from '../lane/oracle-inputs.js';
-import { contextBounds, pinFiles, resolveCommit, type PinnedFile } from '../lane/pins.js';
+import { contextBounds, pinFiles, type PinnedFile } from '../lane/pins.js';
+import { resolveWorkCommit } from '../lane/work-repo.js';
 import type { ActorPolicy, PolicyPanel } from '../schema/policy.js';
 import { newPanelId } from '../util/ids.js';
 import { PROMPT_TEMPLATE_VERSION } from './prompt.js';
@@ -41,7 +42,7 @@ async function pinQuestion(request: ConsultRequest, policy: ActorPolicy): Promis
   if (request.question.trim() === '') throw new CooError('USAGE', 'the prompt is empty');
   const names = request.names ?? CLI_ARGUMENTS;
   if (request.patterns.length === 0) throw new CooError('USAGE', `give at least one ${names.file} to pin as context`);
-  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
+  const resolved = await resolveWorkCommit(request.ledger.gitdir, request.repo, request.rev ?? 'HEAD', names);
   const files = await pinFiles(request.repo, resolved, request.patterns, contextBounds(policy.limits), names);
   for (const file of files) {
     const problem = oraclePathProblem(file.path);

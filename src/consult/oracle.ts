@@ -8,7 +8,7 @@ import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
-import { findExecutable, isReadableFile } from '../util/executable.js';
+import { findExecutable, isReadableFile, startProblem } from '../util/executable.js';
 import { environmentSecrets, MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { urlSecrets } from '../util/display-url.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
@@ -288,9 +288,12 @@ export class OracleCli implements AaTransport {
   commandProblem(): string | null {
     const [executable, script] = this.command;
     if (executable === undefined || executable === '') return 'the Oracle command is empty';
-    if (findExecutable(executable, oraclePath().join(':')) === null) {
+    const found = findExecutable(executable, oraclePath().join(':'));
+    if (found === null) {
       return executable.includes('/') ? `${executable} is missing or not executable` : `${executable} is not on Oracle's PATH (${oraclePath().join(':')})`;
     }
+    const problem = startProblem(found, oraclePath().join(':'));
+    if (problem !== null) return problem;
     if (isNode(executable) && script !== undefined && !script.startsWith('-') && !isReadableFile(resolve(script))) return `${script} (Oracle's entry script) is missing`;
     return null;
   }

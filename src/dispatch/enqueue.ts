@@ -3,7 +3,8 @@ import { approvalRequired, defaultBranchFor, dispatchRequestHash, isBranchName }
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
-import { contextBounds, pinFiles, resolveCommit } from '../lane/pins.js';
+import { contextBounds, pinFiles } from '../lane/pins.js';
+import { resolveWorkCommit } from '../lane/work-repo.js';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
@@ -87,7 +88,7 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
     if (!relativePath.safeParse(path).success) throw new CooError('USAGE', `${names.scope} ${JSON.stringify(path)} is not a path relative to the repository root (no leading "/", no "\\", no ".", ".." or empty segment)`);
   }
   if (request.branch !== undefined) await refuseTakenBranch(request.repo, request.branch);
-  const resolved = await resolveCommit(request.repo, request.rev ?? 'HEAD', names);
+  const resolved = await resolveWorkCommit(request.ledger.gitdir, request.repo, request.rev ?? 'HEAD', names);
   const files = request.patterns === undefined || request.patterns.length === 0 ? [] : await pinFiles(request.repo, resolved, request.patterns, contextBounds(policy.limits), names);
   const task = Buffer.from(request.task.endsWith('\n') ? request.task : `${request.task}\n`, 'utf8');
   const manifest = files.length === 0 ? null : contextManifestBytes(resolved.commit, files);

@@ -5,7 +5,7 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
-import { findExecutable } from '../util/executable.js';
+import { findExecutable, startProblem } from '../util/executable.js';
 import { formatProcessRecord, processStartTime } from '../util/process.js';
 import { costOf, floorCostUsd, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
@@ -28,13 +28,18 @@ export type { Isolation } from '../util/bubblewrap.js';
 
 /**
  * The command with its program resolved to an absolute path: a path is checked as given, a bare
- * name is looked up on `PATH`. Missing or not executable is EXECUTOR_CONFIG, before anything runs.
+ * name is looked up on `PATH`. Missing, not executable, or a script whose interpreter cannot start it
+ * (util/executable.ts startProblem) is EXECUTOR_CONFIG, before anything runs.
  */
 export function resolveCommand(command: readonly string[], path: string | undefined, label: string): string[] {
   const program = command[0];
   if (program === undefined || program === '') throw new CooError('EXECUTOR_CONFIG', `${label}: the executor command is empty`);
   const full = findExecutable(program, path ?? '');
-  if (full !== null) return [full, ...command.slice(1)];
+  if (full !== null) {
+    const problem = startProblem(full, executorPath(full));
+    if (problem !== null) throw new CooError('EXECUTOR_CONFIG', `${label}: ${problem}`);
+    return [full, ...command.slice(1)];
+  }
   if (program.includes('/')) throw new CooError('EXECUTOR_CONFIG', `${label}: ${resolve(program)} is missing or not executable`);
   throw new CooError('EXECUTOR_CONFIG', `${label}: ${program} is not on PATH (set the executor command, e.g. --ea-command)`);
 }

@@ -15,7 +15,7 @@ import { readMessage } from '../lane/envelope.js';
 import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { realPathOr } from '../util/real-path.js';
+import { isLedgerGitdir } from '../lane/work-repo.js';
 import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
@@ -108,8 +108,7 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   } catch {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
   }
-  const [repoGit, ledger] = [realPathOr(common), realPathOr(ledgerGitdir)];
-  if (repoGit === ledger || repoGit.startsWith(`${ledger}/`)) {
+  if (isLedgerGitdir(common, ledgerGitdir)) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
   }
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
@@ -207,6 +206,26 @@ function targetsOf(state: LedgerState): Array<LaneTarget & { readonly lane: Lane
 }
 
 /**
+ * What the COO's side needs of the ledger, the key and the repository, before it writes or claims
+ * anything: a trust root in the ledger (an empty repository coo init never made holds no COO to act
+ * as, and never will get one by itself), the active COO's key, and a repository the work is for
+ * (repoProblem). The runner's start checks them (startLanes), and so does `coo mcp` serving without
+ * a runner, which signs the agent's consults with that key and pins them in that repository: started
+ * on an empty ledger or a mistyped --repo it served, and every call the agent made failed after.
+ */
+export async function servingProblems(state: LedgerState, options: Pick<StartupOptions, 'ledger' | 'key' | 'keyLabel' | 'repo'>): Promise<Problem[]> {
+  const problems: Problem[] = [];
+  if (state.registry === null) {
+    problems.push({ code: 'RUNNER_CONFIG', message: `${options.ledger.gitdir} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init` });
+  }
+  const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
+  if (keyProblem !== null) problems.push(keyProblem);
+  const repo = await repoProblem(options.repo, options.ledger.gitdir);
+  if (repo !== null) problems.push(repo);
+  return problems;
+}
+
+/**
  * Brings a clone to its remote's verified head before anything is judged on it (a COO key revoked or
  * rotated in on the remote counts at once); a remote that cannot be reached now leaves the clone as it
  * is (the runner starts cut off, and catches up when the network is back). A remote that answers and
@@ -240,15 +259,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   if (folders.length === 0) await syncForStartup(options.remote);
   // A ledger holding an invalid commit, rolled back or forked, stops everything first (exit 3), as the runner's first pass would.
   const state = await options.ledger.intactState();
-  const shared: Problem[] = [];
-  // A ledger with no trust root (an empty repository coo init never made) holds no COO to run as, and never will get one by itself.
-  if (state.registry === null) {
-    shared.push({ code: 'RUNNER_CONFIG', message: `${options.ledger.gitdir} holds no trust root (no commit): it is not a ledger coo init made or coo clone verified, so no key may act as its runner; give the ledger's path (--ledger or $COO_LEDGER), or make one with coo init` });
-  }
-  const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
-  if (keyProblem !== null) shared.push(keyProblem);
-  const repo = await repoProblem(options.repo, options.ledger.gitdir);
-  if (repo !== null) shared.push(repo);
+  const shared: Problem[] = await servingProblems(state, options);
   shared.push(...folders);
   if (folders.length === 0) {
     try {

@@ -38,3 +38,48 @@ export function findExecutable(program: string, pathList: string, cwd = process.
   }
   return null;
 }
+
+/** The most of a script's first line the kernel reads for its `#!` (Linux's BINPRM_BUF_SIZE). */
+const SHEBANG_BYTES = 256;
+
+/**
+ * Why the executable file at `path` cannot be started, or null when it can as far as can be told
+ * before it runs. A script (`#!`) is started by its interpreter: one that is missing or not
+ * executable (a script copied from another machine, `#!/usr/bin/env NAME` with NAME not on
+ * `pathList`, the PATH the program is given) fails every start, and so does a script its
+ * interpreter may not read. Found at start, before any claim: after one, each attempt was claimed
+ * and ended as the work's failure (a dispatch `timed_out` with `tests_failed`).
+ */
+export function startProblem(path: string, pathList: string): string | null {
+  const head = Buffer.alloc(SHEBANG_BYTES);
+  let length: number;
+  try {
+    const fd = fs.openSync(path, fs.constants.O_RDONLY | fs.constants.O_NONBLOCK);
+    try {
+      length = fs.readSync(fd, head, 0, SHEBANG_BYTES, 0);
+    } catch (error) {
+      // A FIFO or a device at the path: what it is is the start's to say.
+      if ((error as NodeJS.ErrnoException).code === 'EAGAIN') return null;
+      throw error;
+    } finally {
+      fs.closeSync(fd);
+    }
+  } catch (error) {
+    return `${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): a script's interpreter could not read it either; chmod +r it`;
+  }
+  const text = head.subarray(0, length).toString('latin1');
+  if (!text.startsWith('#!')) return null;
+  // Linux passes what follows the interpreter as one argument: for env, the name it looks up, unless an option (-S) comes first.
+  // The kernel strips spaces and tabs only: a carriage return (a script saved with Windows line ends) is part of the name it looks for.
+  const line = text.slice(2).split('\n', 1)[0]!.replace(/^[ \t]+|[ \t]+$/g, '');
+  if (line.includes('\r')) return `${path} has Windows line ends (CRLF): its first line names ${JSON.stringify(line)}, carriage return included, which cannot be started; convert the script to Unix line ends (dos2unix)`;
+  const at = line.search(/[ \t]/);
+  const interpreter = at === -1 ? line : line.slice(0, at);
+  const argument = at === -1 ? '' : line.slice(at).trim();
+  if (!isAbsolute(interpreter)) return null;
+  if (!isExecutableFile(interpreter)) return `${path} is a script for #!${interpreter}, which is missing or not executable here: install it, or correct the script's first line`;
+  if (/(^|\/)env$/.test(interpreter) && argument !== '' && !argument.startsWith('-') && !/[ \t]/.test(argument) && findExecutable(argument, pathList) === null) {
+    return `${path} is a script for #!${line}, and ${argument} is not on the PATH it runs with (${pathList}): give its path in the script's first line, or install it in one of those folders`;
+  }
+  return null;
+}

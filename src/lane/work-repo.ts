@@ -1,0 +1,29 @@
+import { CooError } from '../errors.js';
+import type { ArgumentNames } from '../util/argument-names.js';
+import { realPathOr } from '../util/real-path.js';
+import { resolveCommit, type ResolvedCommit } from './pins.js';
+
+/**
+ * The repository the work is for is never the ledger. Given the ledger (or a folder in it, or a
+ * worktree made from it) as `--repo`, a consult pins the ledger's own files and a dispatch takes a
+ * ledger commit for its base: no runner's `--repo` holds those commits (the runner refuses the ledger
+ * as its repository at start), so the message would wait, unclaimed, until it expired. One rule for
+ * the runner's start (runner/startup.ts) and for every writer that pins a commit (consult, dispatch,
+ * adopt, and their MCP tools).
+ */
+export function isLedgerGitdir(repoGitdir: string, ledgerGitdir: string): boolean {
+  const [repo, ledger] = [realPathOr(repoGitdir), realPathOr(ledgerGitdir)];
+  return repo === ledger || repo.startsWith(`${ledger}/`);
+}
+
+/** The commit `rev` names in `repo`, as resolveCommit gives it, refused (USAGE) when `repo` is the ledger at `ledgerGitdir`. */
+export async function resolveWorkCommit(ledgerGitdir: string, repo: string, rev: string, names?: ArgumentNames): Promise<ResolvedCommit> {
+  const resolved = await resolveCommit(repo, rev, names);
+  if (isLedgerGitdir(resolved.gitdir, ledgerGitdir)) {
+    throw new CooError(
+      'USAGE',
+      `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: the message would pin the ledger's own commit, which no runner's repository holds, and wait unclaimed until it expired; give the repository the work is for; nothing was written`,
+    );
+  }
+  return resolved;
+}
