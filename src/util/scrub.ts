@@ -570,6 +570,22 @@ function applyCuts(text: string, cuts: readonly Cut[], found: (marker: string) =
   return out + text.slice(done);
 }
 
+/**
+ * A secret as given and, when it is given wrapped, as what is sent: without the spaces or line break
+ * around it (`KEY=$'sk-…\n'`, a line of a key file read whole), and without a pair of quotes around
+ * it (docker's `--env-file` keeps `KEY="sk-…"` as written). An HTTP client trims a header's value, so
+ * a provider that echoes the key it was sent echoes the bare key, which the scrubber did not know.
+ */
+function bareForms(secret: Secret): Secret[] {
+  const forms = [secret];
+  const trimmed = secret.value.trim();
+  if (trimmed !== secret.value) forms.push({ name: secret.name, value: trimmed });
+  const quoted = /^(["'])(.*)\1$/s.exec(trimmed);
+  const inner = quoted?.[2]?.trim();
+  if (inner !== undefined && inner !== '' && inner !== trimmed) forms.push({ name: secret.name, value: inner });
+  return forms;
+}
+
 /** Patterns as one regular expression, one group each. */
 interface Compiled {
   readonly regex: RegExp;
@@ -594,7 +610,8 @@ export class Scrubber {
     readonly places: readonly Place[] = [],
   ) {
     const patterns = new Map<string, Pattern>();
-    for (const secret of secrets) {
+    const known = secrets.flatMap(bareForms);
+    for (const secret of known) {
       if (secret.value.length < MIN_SECRET_CHARS) continue;
       for (const pattern of secretPatterns(secret)) if (!patterns.has(pattern.text)) patterns.set(pattern.text, pattern);
     }
@@ -609,10 +626,10 @@ export class Scrubber {
     }
     // A stable sort: of two patterns as long, the one added first (a value as written before its encodings) is tried first.
     this.patterns = [...patterns.values()].sort((a, b) => b.length - a.length);
-    this.cuts = secrets
+    this.cuts = known
       .filter((secret) => secret.value.length > MIN_SECRET_CHARS)
       .flatMap((secret) => [...new Set([secret.value, jsonForm(secret.value)])].map((value) => ({ marker: `[removed: ${secret.name} (cut)]`, text: cutForm(value), bytes: cutForm(latin1(value)) })));
-    this.percentEscape = secrets.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
+    this.percentEscape = known.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
   }
 
   /** This scrubber with more secrets and folders (an attempt's own sandbox or worktree). */

@@ -1,0 +1,137 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { credentialFileSecrets } from '../../src/util/credential-files.js';
+import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { coo } from '../helpers/cli.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * "No secret ever enters the ledger", attacked a seventh time: a secret the runner's environment
+ * holds with a line end, spaces or quotes around it (a key file read whole, a docker `--env-file`
+ * line), which an HTTP client and every reader take bare; and the provider keys the tools the
+ * runner starts keep in files of their own (Claude Code's settings, the `.env` Codex and the Gemini
+ * CLI load, the Gemini CLI's login), which the runner never held.
+ */
+const dir = tempDir('secrets-7');
+const places = hostilePlaces(dir, 'p');
+
+/** Every run of 8 characters of `whole` that `text` still holds. */
+const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
+const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+
+/** Each secret bare, and how the environment holds it. */
+const BARE = {
+  DEPLOY_TOKEN: 'DeployTok4Q9vR2mX7kLp3ZwNa',
+  SLACK_BOT_TOKEN: 'xoxb-5820461937-SlackBotQw',
+  GEMINI_API_KEY: 'AIzaSyWrapped7Hq2Vd9Kx4Mb1Tz',
+  DB_PASSWORD: 'DbPass8Rk3Wn6Yc1Jh',
+};
+const WRAPPED = {
+  DEPLOY_TOKEN: `${BARE.DEPLOY_TOKEN}\n`,
+  SLACK_BOT_TOKEN: `"${BARE.SLACK_BOT_TOKEN}"`,
+  GEMINI_API_KEY: ` '${BARE.GEMINI_API_KEY}'\r\n`,
+  DB_PASSWORD: `${BARE.DB_PASSWORD} `,
+};
+
+describe("a secret of the runner's environment given with a line end, spaces or quotes around it", () => {
+  it('is found bare, as an HTTP client sends it and a server echoes it: as written, JSON-escaped, percent-encoded and in base64', () => {
+    const scrubber = new Scrubber(environmentSecrets(WRAPPED));
+    for (const [name, value] of Object.entries(BARE)) {
+      const echoed = [`Incorrect API key provided: ${value}.`, JSON.stringify({ error: { message: `bad key ${value}` } }), `https://x.example/?q=${encodeURIComponent(value)}`, Buffer.from(value).toString('base64')].join('\n');
+      const scrubbed = scrubber.text(echoed);
+      expect(scrubbed, name).toContain(`[removed: ${name}`);
+      expect(pieces(scrubbed, value), name).toEqual([]);
+    }
+  });
+
+  it('is refused bare in what a writer signs (USAGE, exit 2, naming no secret), and nothing is written', () => {
+    const keys = join(dir, 'keys');
+    const ledger = join(dir, 'ledger.git');
+    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
+    const before = head();
+    for (const [name, value] of Object.entries(BARE)) {
+      const result = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `Rotate ${value} today.`], { env: WRAPPED });
+      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], name).toEqual([2, 'coo: USAGE']);
+      expect(pieces(result.stderr, value), name).toEqual([]);
+    }
+    expect(head()).toBe(before);
+    expect(coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Rotate the deploy token today.'], { env: WRAPPED }).status).toBe(0);
+  });
+
+  it("leaves no part of it in the ledger when an execution agent run without bubblewrap reads the runner's environment and prints each value bare", async () => {
+    const place = await places('wrapped');
+    const { messageId } = await dispatchTo(place, 'wrapped');
+    // Each variable's value with what surrounds it taken off, as a person or a script reporting it would write it.
+    const action = String.raw`tr '\0' '\n' < /proc/$PPID/environ | sed -n -E "s/^(DEPLOY_TOKEN|SLACK_BOT_TOKEN|GEMINI_API_KEY|DB_PASSWORD)=[ \"']*([^ \"'\r]+).*$/\1 is \2./p" >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: WRAPPED, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('SLACK_BOT_TOKEN is [removed: SLACK_BOT_TOKEN].');
+    for (const [name, value] of Object.entries(BARE)) expect(pieces(ledger, value), name).toEqual([]);
+  }, 120_000);
+});
+
+/** Keys the tools keep in files of their own, each under its own name. */
+const TOOL_KEYS = {
+  claudeSettings: 'sk-ant-oat01-ClaudeSettings5Gh8Pq2Lw',
+  codexEnv: 'sk-proj-CodexDotenv3Nf7Rb1Xk',
+  geminiEnv: 'AIzaSyGeminiDotenv9Tc4Mv6Jd',
+  geminiExported: 'GeminiVertexToken2Ws5Hy8Qe',
+  geminiAccess: 'ya29.GeminiAccess6Kb3Zn7Uf',
+  geminiRefresh: '1//GeminiRefresh4Dx9Lm2Vr',
+};
+
+function toolHome(home: string): void {
+  const files: Record<string, string> = {
+    '.claude/settings.json': JSON.stringify({ env: { ANTHROPIC_AUTH_TOKEN: TOOL_KEYS.claudeSettings, ANTHROPIC_MODEL: 'claude-sonnet-4-6' }, permissions: { allow: ['Bash(npm test)'] } }),
+    '.codex/.env': `# Codex loads this at start\nOPENAI_API_KEY=${TOOL_KEYS.codexEnv}\nCODEX_LOG=info\n`,
+    '.gemini/.env': `GEMINI_API_KEY="${TOOL_KEYS.geminiEnv}"\nexport GOOGLE_CLOUD_ACCESS_TOKEN='${TOOL_KEYS.geminiExported}'\nGEMINI_MODEL=gemini-2.5-pro-0123456789\n`,
+    '.gemini/oauth_creds.json': JSON.stringify({ access_token: TOOL_KEYS.geminiAccess, refresh_token: TOOL_KEYS.geminiRefresh, token_type: 'Bearer', expiry_date: 1767225600000 }),
+  };
+  for (const [path, content] of Object.entries(files)) {
+    mkdirSync(join(home, path, '..'), { recursive: true });
+    writeFileSync(join(home, path), content, { mode: 0o600 });
+  }
+}
+
+describe('the keys a tool the runner starts keeps in files of its own', () => {
+  const home = join(dir, 'tools-home');
+  beforeAll(() => toolHome(home));
+
+  it("are known to the scrubber: Claude Code's settings, the .env Codex and the Gemini CLI load (quoted, exported), the Gemini CLI's login; a model's name is not", () => {
+    const values = credentialFileSecrets({}, home).map((secret) => secret.value);
+    for (const [name, value] of Object.entries(TOOL_KEYS)) expect(values, name).toContain(value);
+    for (const word of ['claude-sonnet-4-6', 'info', 'gemini-2.5-pro-0123456789', 'Bearer']) expect(values).not.toContain(word);
+  });
+
+  it('leave no part of them in the ledger when an execution agent run without bubblewrap prints the files', async () => {
+    const place = await places('tools-none');
+    const { messageId } = await dispatchTo(place, 'tools-none');
+    const action = `cat ${home}/.claude/settings.json ${home}/.codex/.env ${home}/.gemini/.env ${home}/.gemini/oauth_creds.json >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: { HOME: home }, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: gemini .env]');
+    for (const [name, value] of Object.entries(TOOL_KEYS)) expect(pieces(ledger, value), name).toEqual([]);
+  }, 120_000);
+
+  it("hide the Gemini CLI's folder from an execution agent under bubblewrap, as Claude Code's and Codex's are", async () => {
+    requireBubblewrap("hiding the Gemini CLI's folder");
+    const place = await places('tools-bwrap');
+    const { messageId } = await dispatchTo(place, 'tools-bwrap');
+    const paths = ['.claude/settings.json', '.codex/.env', '.gemini/.env', '.gemini/oauth_creds.json'].map((path) => join(home, path));
+    // How many bytes of each the agent could read: its output is scrubbed of what the runner knows, its sizes are not.
+    const action = `{ printf 'seen:'; for f in ${paths.join(' ')}; do printf ' %s' "$(cat "$f" 2>/dev/null | wc -c)"; done; printf '\\n'; } >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: { HOME: home } });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    expect(ledgerOf(place.world.gitdir)).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
+  }, 120_000);
+});
