@@ -19,7 +19,7 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
  */
 export const CREDENTIALS = [
   '.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker',
-  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority',
+  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority', '.gemini',
 ];
 
 let bwrapPath: string | null | undefined;

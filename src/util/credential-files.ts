@@ -6,12 +6,13 @@ import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
+import { environmentSecrets, looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
- * `codex login --with-api-key` wrote, Claude Code's tokens, Oracle's configuration, the forge
- * token `gh` keeps, the passwords and tokens of `~/.git-credentials`, `~/.netrc` and `~/.npmrc`,
+ * `codex login --with-api-key` wrote, Claude Code's tokens and settings, the Gemini CLI's `.env` and
+ * login, Oracle's configuration, the forge token `gh` keeps, the passwords and tokens of
+ * `~/.git-credentials`, `~/.netrc` and `~/.npmrc`,
  * the cloud and registry logins of `~/.aws`, `~/.docker`, `~/.kube`, gcloud, `~/.pypirc` and cargo,
  * the database passwords of `~/.pgpass` and `~/.my.cnf`, a Vault token, and the private keys in
  * `~/.ssh`.
@@ -38,9 +39,9 @@ interface CredentialFile {
   /**
    * How its secrets are written: `fields` in a configuration (JSON, YAML, ini, netrc), `urls` one per
    * line, `pgpass` the last field of each `host:port:database:user:password` line, `whole` the file is
-   * the token.
+   * the token, `dotenv` variables (`NAME=value`) the tool sets in its own environment.
    */
-  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole';
+  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole' | 'dotenv';
 }
 
 function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
@@ -49,6 +50,12 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
   return [
     { path: join(codexHome, 'auth.json'), name: 'codex auth.json', kind: 'fields' },
     { path: join(claudeHome, '.credentials.json'), name: 'claude .credentials.json', kind: 'fields' },
+    // Claude Code sets the variables of its settings' `env` for itself (`ANTHROPIC_AUTH_TOKEN`, a gateway's key).
+    { path: join(claudeHome, 'settings.json'), name: 'claude settings.json', kind: 'fields' },
+    // Codex and the Gemini CLI load these into their environment at start: a provider key kept there is never in the runner's.
+    { path: join(codexHome, '.env'), name: 'codex .env', kind: 'dotenv' },
+    { path: join(home, '.gemini', '.env'), name: 'gemini .env', kind: 'dotenv' },
+    { path: join(home, '.gemini', 'oauth_creds.json'), name: 'gemini oauth_creds.json', kind: 'fields' },
     { path: join(home, '.claude.json'), name: '.claude.json', kind: 'fields' },
     { path: join(home, '.oracle', 'config.json'), name: 'oracle config.json', kind: 'fields' },
     { path: join(home, '.config', 'gh', 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' },
@@ -161,6 +168,24 @@ function fieldSecrets(text: string): string[] {
   return out;
 }
 
+/**
+ * The secrets of a `.env` file as a dotenv loader reads it (`NAME=value`, `export NAME=value`, the
+ * value quoted or not, a comment after an unquoted one), by the rule of the environment's own
+ * secrets (environmentSecrets): a key under a secret's name, a URL's credentials, a connection
+ * string's password.
+ */
+function dotenvSecrets(text: string): string[] {
+  const env: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const entry = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/.exec(line);
+    if (entry === null) continue;
+    const raw = entry[2]!.trim();
+    const quoted = /^(["'`])(.*)\1$/.exec(raw);
+    env[entry[1]!] = quoted === null ? raw.replace(/\s+#.*$/, '') : quoted[2]!;
+  }
+  return environmentSecrets(env).map((secret) => secret.value);
+}
+
 /** The secrets in the credential files of the home folder (and of CODEX_HOME and CLAUDE_CONFIG_DIR when set). */
 export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): Secret[] {
   const secrets: Secret[] = [];
@@ -168,7 +193,7 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
-    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : fieldSecrets(text);
+    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'dotenv' ? dotenvSecrets(text) : fieldSecrets(text);
     for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });
