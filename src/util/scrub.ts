@@ -4,6 +4,7 @@ import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
 import { secretFieldValues, userInfoCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
+import { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
 
 /**
  * The one scrubber every transport's and executor's output passes before it is hashed, signed,
@@ -69,19 +70,7 @@ export interface Place {
   readonly path: string;
 }
 
-/** Shorter values are not looked for: they would cut ordinary words apart. */
-export const MIN_SECRET_CHARS = 8;
-
-/**
- * A value a secret-named field inside a text holds (of a configuration file, git's configuration, a
- * URL's query, a connection string) that can be a key, token or password: no space in it, and a digit
- * or 20 characters or more. A word there (`"keyStatus": "completed"`, `?key=development`,
- * `Password=changeme`) is none: as a secret it would be cut out of every text that says it, and
- * every writer would refuse one that does.
- */
-export function looksSecret(value: string): boolean {
-  return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
-}
+export { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
 
 /**
  * Environment variables whose values are secrets: provider keys, tokens, passwords, by their name in

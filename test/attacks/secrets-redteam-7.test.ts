@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { credentialFileSecrets } from '../../src/util/credential-files.js';
+import { credentialFileSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
+import { urlCredentials } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { coo } from '../helpers/cli.js';
@@ -13,7 +14,8 @@ import { git, tempDir } from '../helpers/tmp.js';
  * holds with a line end, spaces or quotes around it (a key file read whole, a docker `--env-file`
  * line), which an HTTP client and every reader take bare; and the provider keys the tools the
  * runner starts keep in files of their own (Claude Code's settings, the `.env` Codex and the Gemini
- * CLI load, the Gemini CLI's login), which the runner never held.
+ * CLI load, the Gemini CLI's login), which the runner never held; and a token that stands as the
+ * user name of a URL before a password (`https://TOKEN:x-oauth-basic@github.com/…`).
  */
 const dir = tempDir('secrets-7');
 const places = hostilePlaces(dir, 'p');
@@ -133,5 +135,36 @@ describe('the keys a tool the runner starts keeps in files of its own', () => {
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
     expect(ledgerOf(place.world.gitdir)).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
+  }, 120_000);
+});
+
+describe("a token standing as a URL's user name before a password, as GitHub's TOKEN:x-oauth-basic writes it", () => {
+  const TOKEN = 'ghp_UserNameTok7Rv2Kq9Wm4Xb6Zc1Nd';
+  const URL_WITH_TOKEN = `https://${TOKEN}:x-oauth-basic@github.com/acme/work.git`;
+
+  it('is a credential of the URL alone, in the environment and in a repository\'s remote; a name such as x-access-token or oauth2 is not', () => {
+    expect(urlCredentials(URL_WITH_TOKEN)).toContain(TOKEN);
+    expect(urlCredentials(`https://${encodeURIComponent('ghp_a/b+Tok7Rv2Kq9Wm4')}:x@github.com/r.git`)).toContain('ghp_a/b+Tok7Rv2Kq9Wm4');
+    for (const plain of ['https://x-access-token:tok0123456789@github.com/r.git', 'https://oauth2:glpat-0123456789abcdef@gitlab.com/r.git', 'https://operator:pw0123456789@host/r.git']) {
+      expect(urlCredentials(plain).filter((value) => !value.includes(':') && !/[0-9]/.test(value))).toEqual([]);
+    }
+    expect(environmentSecrets({ LEDGER_URL: URL_WITH_TOKEN }).map((secret) => secret.value)).toContain(TOKEN);
+    const repo = join(dir, 'user-token-repo');
+    git(['init', '-q', repo]);
+    git(['-C', repo, 'remote', 'add', 'origin', URL_WITH_TOKEN]);
+    expect(gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value)).toContain(TOKEN);
+    expect(new Scrubber(environmentSecrets({ LEDGER_URL: URL_WITH_TOKEN })).text(`remote: Permission to acme/work.git denied to ${TOKEN}.`)).toBe('remote: Permission to acme/work.git denied to [removed: LEDGER_URL].');
+  });
+
+  it("leaves no part of it in the ledger when an execution agent prints the user name of its worktree's remote", async () => {
+    const place = await places('user-token');
+    git(['remote', 'add', 'origin', URL_WITH_TOKEN], { cwd: place.repo });
+    const { messageId } = await dispatchTo(place, 'user-token');
+    const watch = watchOnce(place, agentScript(place.world.dir, "git remote get-url origin | sed -E 's#^https://([^:@]+):.*#pushing as \\1#' >&2; exit 1"));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('pushing as [removed: git remote credentials]');
+    expect(pieces(ledger, TOKEN)).toEqual([]);
   }, 120_000);
 });
