@@ -39,9 +39,10 @@ interface CredentialFile {
   /**
    * How its secrets are written: `fields` in a configuration (JSON, YAML, ini, netrc), `urls` one per
    * line, `pgpass` the last field of each `host:port:database:user:password` line, `whole` the file is
-   * the token, `dotenv` variables (`NAME=value`) the tool sets in its own environment.
+   * the token, `dotenv` variables (`NAME=value`) the tool sets in its own environment, `settings` a
+   * JSON document whose `env` object holds such variables.
    */
-  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole' | 'dotenv';
+  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole' | 'dotenv' | 'settings';
 }
 
 function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
@@ -51,7 +52,7 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(codexHome, 'auth.json'), name: 'codex auth.json', kind: 'fields' },
     { path: join(claudeHome, '.credentials.json'), name: 'claude .credentials.json', kind: 'fields' },
     // Claude Code sets the variables of its settings' `env` for itself (`ANTHROPIC_AUTH_TOKEN`, a gateway's key).
-    { path: join(claudeHome, 'settings.json'), name: 'claude settings.json', kind: 'fields' },
+    { path: join(claudeHome, 'settings.json'), name: 'claude settings.json', kind: 'settings' },
     // Codex and the Gemini CLI load these into their environment at start: a provider key kept there is never in the runner's.
     { path: join(codexHome, '.env'), name: 'codex .env', kind: 'dotenv' },
     { path: join(home, '.gemini', '.env'), name: 'gemini .env', kind: 'dotenv' },
@@ -175,6 +176,11 @@ function fieldSecrets(text: string): string[] {
  * string's password.
  */
 function dotenvSecrets(text: string): string[] {
+  return environmentSecrets(dotenvVariables(text)).map((secret) => secret.value);
+}
+
+/** The variables a dotenv loader sets from `text`, each value without its quotes. */
+function dotenvVariables(text: string): Record<string, string> {
   const env: Record<string, string> = {};
   for (const line of text.split(/\r?\n/)) {
     const entry = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/.exec(line);
@@ -183,7 +189,23 @@ function dotenvSecrets(text: string): string[] {
     const quoted = /^(["'`])(.*)\1$/.exec(raw);
     env[entry[1]!] = quoted === null ? raw.replace(/\s+#.*$/, '') : quoted[2]!;
   }
-  return environmentSecrets(env).map((secret) => secret.value);
+  return env;
+}
+
+/**
+ * The secrets of the variables a settings document's `env` object sets (Claude Code's
+ * `settings.json`), by the environment's rule; its other fields name programs and rules, not secrets.
+ */
+function settingsSecrets(text: string): string[] {
+  let env: unknown;
+  try {
+    env = (JSON.parse(text) as { env?: unknown } | null)?.env;
+  } catch {
+    return [];
+  }
+  if (env === null || typeof env !== 'object' || Array.isArray(env)) return [];
+  const variables = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return environmentSecrets(variables).map((secret) => secret.value);
 }
 
 /** The secrets in the credential files of the home folder (and of CODEX_HOME and CLAUDE_CONFIG_DIR when set). */
@@ -193,7 +215,7 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
-    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'dotenv' ? dotenvSecrets(text) : fieldSecrets(text);
+    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
     for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });

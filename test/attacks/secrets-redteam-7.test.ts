@@ -82,6 +82,7 @@ describe("a secret of the runner's environment given with a line end, spaces or 
 /** Keys the tools keep in files of their own, each under its own name. */
 const TOOL_KEYS = {
   claudeSettings: 'sk-ant-oat01-ClaudeSettings5Gh8Pq2Lw',
+  claudeGateway: 'GwSettingsKey8Jt3Rk6Yp',
   codexEnv: 'sk-proj-CodexDotenv3Nf7Rb1Xk',
   geminiEnv: 'AIzaSyGeminiDotenv9Tc4Mv6Jd',
   geminiExported: 'GeminiVertexToken2Ws5Hy8Qe',
@@ -91,7 +92,11 @@ const TOOL_KEYS = {
 
 function toolHome(home: string): void {
   const files: Record<string, string> = {
-    '.claude/settings.json': JSON.stringify({ env: { ANTHROPIC_AUTH_TOKEN: TOOL_KEYS.claudeSettings, ANTHROPIC_MODEL: 'claude-sonnet-4-6' }, permissions: { allow: ['Bash(npm test)'] } }),
+    '.claude/settings.json': JSON.stringify({
+      env: { ANTHROPIC_AUTH_TOKEN: TOOL_KEYS.claudeSettings, ANTHROPIC_BASE_URL: `https://gw.internal/v1?api-key=${TOOL_KEYS.claudeGateway}`, ANTHROPIC_MODEL: 'claude-sonnet-4-6' },
+      apiKeyHelper: '/usr/local/bin/anthropic-key-helper.sh',
+      permissions: { allow: ['Bash(npm test)'] },
+    }),
     '.codex/.env': `# Codex loads this at start\nOPENAI_API_KEY=${TOOL_KEYS.codexEnv}\nCODEX_LOG=info\n`,
     '.gemini/.env': `GEMINI_API_KEY="${TOOL_KEYS.geminiEnv}"\nexport GOOGLE_CLOUD_ACCESS_TOKEN='${TOOL_KEYS.geminiExported}'\nGEMINI_MODEL=gemini-2.5-pro-0123456789\n`,
     '.gemini/oauth_creds.json': JSON.stringify({ access_token: TOOL_KEYS.geminiAccess, refresh_token: TOOL_KEYS.geminiRefresh, token_type: 'Bearer', expiry_date: 1767225600000 }),
@@ -106,10 +111,10 @@ describe('the keys a tool the runner starts keeps in files of its own', () => {
   const home = join(dir, 'tools-home');
   beforeAll(() => toolHome(home));
 
-  it("are known to the scrubber: Claude Code's settings, the .env Codex and the Gemini CLI load (quoted, exported), the Gemini CLI's login; a model's name is not", () => {
+  it("are known to the scrubber: the variables of Claude Code's settings, the .env Codex and the Gemini CLI load (quoted, exported), the Gemini CLI's login; a model's name and a helper's path are not", () => {
     const values = credentialFileSecrets({}, home).map((secret) => secret.value);
     for (const [name, value] of Object.entries(TOOL_KEYS)) expect(values, name).toContain(value);
-    for (const word of ['claude-sonnet-4-6', 'info', 'gemini-2.5-pro-0123456789', 'Bearer']) expect(values).not.toContain(word);
+    for (const word of ['claude-sonnet-4-6', '/usr/local/bin/anthropic-key-helper.sh', 'info', 'gemini-2.5-pro-0123456789', 'Bearer']) expect(values).not.toContain(word);
   });
 
   it('leave no part of them in the ledger when an execution agent run without bubblewrap prints the files', async () => {
