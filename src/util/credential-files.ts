@@ -1,12 +1,12 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { environmentSecrets, looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
+import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
@@ -31,7 +31,7 @@ const SECRET_FIELD = /(key|token|secret|passw(or)?d|credential)|^auth$/i;
 /** `name: value`, `name = value`, `"name": "value"`, `name value` (netrc) in any configuration text. */
 const FIELD_LINE = /["']?([A-Za-z0-9_.-]+)["']?\s*(?:[:=]|\s)\s*["']?([^\s"',}]+)/g;
 
-interface CredentialFile {
+export interface CredentialFile {
   /** Where it is, under the home folder unless absolute. */
   readonly path: string;
   /** What it is called in a marker. */
@@ -40,9 +40,10 @@ interface CredentialFile {
    * How its secrets are written: `fields` in a configuration (JSON, YAML, ini, netrc), `urls` one per
    * line, `pgpass` the last field of each `host:port:database:user:password` line, `whole` the file is
    * the token, `dotenv` variables (`NAME=value`) the tool sets in its own environment, `settings` a
-   * JSON document whose `env` object holds such variables.
+   * JSON document whose `env` object holds such variables, `named` a file a variable names
+   * (namedFileSecrets).
    */
-  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole' | 'dotenv' | 'settings';
+  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole' | 'dotenv' | 'settings' | 'named';
 }
 
 function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
@@ -73,7 +74,24 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(home, '.my.cnf'), name: '.my.cnf', kind: 'fields' },
     { path: join(home, '.pgpass'), name: '.pgpass', kind: 'pgpass' },
     { path: join(home, '.vault-token'), name: '.vault-token', kind: 'whole' },
+    ...environmentSecretFiles(env),
   ];
+}
+
+/**
+ * The files the environment names as holding a secret: a `*_FILE` variable beside a secret's name
+ * (`POSTGRES_PASSWORD_FILE`, `OPENAI_API_KEY_FILE`: how docker's secrets and many images hand one
+ * over), and Google's service account key (`GOOGLE_APPLICATION_CREDENTIALS`); an absolute path
+ * only. Such a file lies outside the home folder (`/run/secrets/…`), where a sandbox that hides
+ * only the home folder's credentials leaves it in view: bubblewrap hides these too.
+ */
+export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[] {
+  const files: CredentialFile[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !isAbsolute(value)) continue;
+    if (name === 'GOOGLE_APPLICATION_CREDENTIALS' || (/_FILE$/i.test(name) && isSecretName(name.slice(0, -'_FILE'.length)))) files.push({ path: value, name, kind: 'named' });
+  }
+  return files;
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */
@@ -208,6 +226,12 @@ function settingsSecrets(text: string): string[] {
   return environmentSecrets(variables).map((secret) => secret.value);
 }
 
+/** A file a variable names: the token when it is one line (a docker secret), else a configuration's secret fields (JSON, ini). */
+function namedFileSecrets(text: string): string[] {
+  const token = text.trim();
+  return token.includes('\n') || token.startsWith('{') ? fieldSecrets(text) : [token];
+}
+
 /** The secrets in the credential files of the home folder (and of CODEX_HOME and CLAUDE_CONFIG_DIR when set). */
 export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): Secret[] {
   const secrets: Secret[] = [];
@@ -215,7 +239,7 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
-    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
+    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'named' ? namedFileSecrets(text) : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
     for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });

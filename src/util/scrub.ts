@@ -88,6 +88,11 @@ export { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
  */
 const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
 
+/** Whether an environment variable of this name holds a secret (SECRET_NAME): `OPENAI_API_KEY`, `PGPASSWORD`, not `PWD` nor `KEY_FILE`. */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
+
 /**
  * A field of a URL's query or a connection string that holds a secret, its words parted by `_`, `-`,
  * a space or a capital: one SECRET_NAME reads as one (`key`, `api-key`, `access_token`, `password`,

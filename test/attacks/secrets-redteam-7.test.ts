@@ -14,7 +14,8 @@ import { git, tempDir } from '../helpers/tmp.js';
  * holds with a line end, spaces or quotes around it (a key file read whole, a docker `--env-file`
  * line), which an HTTP client and every reader take bare; and the provider keys the tools the
  * runner starts keep in files of their own (Claude Code's settings, the `.env` Codex and the Gemini
- * CLI load, the Gemini CLI's login), which the runner never held; and a token that stands as the
+ * CLI load, the Gemini CLI's login) and in the files its environment names (`*_FILE`, docker's
+ * secrets; a service account key), which the runner never held; and a token that stands as the
  * user name of a URL before a password (`https://TOKEN:x-oauth-basic@github.com/…`).
  */
 const dir = tempDir('secrets-7');
@@ -171,5 +172,55 @@ describe("a token standing as a URL's user name before a password, as GitHub's T
     const ledger = ledgerOf(place.world.gitdir);
     expect(ledger).toContain('pushing as [removed: git remote credentials]');
     expect(pieces(ledger, TOKEN)).toEqual([]);
+  }, 120_000);
+});
+
+describe('a secret in a file the environment names (a *_FILE variable beside a secret\'s name, a service account key)', () => {
+  const folder = join(dir, 'run-secrets');
+  const FILE_KEYS = { openai: 'sk-proj-NamedFile6Vb2Nq8Ls', postgres: 'PgNamedPass3Hx7Wd1Ze', aws: 'AwsNamedSecret9Kc4Tf2Bq', google: '5d1f0c9b2e7a4468b3c0f6e2a9d8c7b1e4f3a2d0' };
+  const ENV_FILES = {
+    OPENAI_API_KEY_FILE: join(folder, 'openai_api_key'),
+    POSTGRES_PASSWORD_FILE: join(folder, 'postgres_password'),
+    AWS_SHARED_CREDENTIALS_FILE: join(folder, 'aws-credentials'),
+    GOOGLE_APPLICATION_CREDENTIALS: join(folder, 'service-account.json'),
+    SSL_CERT_FILE: join(folder, 'ca.pem'),
+  };
+  beforeAll(() => {
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(ENV_FILES.OPENAI_API_KEY_FILE, `${FILE_KEYS.openai}\n`, { mode: 0o600 });
+    writeFileSync(ENV_FILES.POSTGRES_PASSWORD_FILE, FILE_KEYS.postgres, { mode: 0o600 });
+    writeFileSync(ENV_FILES.AWS_SHARED_CREDENTIALS_FILE, `[default]\naws_access_key_id = AKIAEXAMPLE\naws_secret_access_key = ${FILE_KEYS.aws}\n`, { mode: 0o600 });
+    writeFileSync(ENV_FILES.GOOGLE_APPLICATION_CREDENTIALS, JSON.stringify({ type: 'service_account', project_id: 'acme-prod', private_key_id: FILE_KEYS.google, client_email: 'ci@acme-prod.iam.gserviceaccount.com' }), { mode: 0o600 });
+    writeFileSync(ENV_FILES.SSL_CERT_FILE, 'CertificateAuthority2026Plain\n');
+  });
+
+  it('is known to the scrubber, the file whole when it is one line and by its fields when it is a configuration; a file under a name that is no secret\'s is not read', () => {
+    const values = credentialFileSecrets(ENV_FILES, join(dir, 'empty-home')).map((secret) => secret.value);
+    for (const [name, value] of Object.entries(FILE_KEYS)) expect(values, name).toContain(value);
+    for (const plain of ['CertificateAuthority2026Plain', 'acme-prod', 'service_account']) expect(values).not.toContain(plain);
+  });
+
+  it('is hidden from an execution agent under bubblewrap, as the home folder\'s credentials are', async () => {
+    requireBubblewrap('hiding the files the environment names');
+    const place = await places('named-bwrap');
+    const { messageId } = await dispatchTo(place, 'named-bwrap');
+    const paths = Object.values(ENV_FILES).slice(0, 4);
+    const action = `{ printf 'seen:'; for f in ${paths.join(' ')}; do printf ' %s' "$(cat "$f" 2>/dev/null | wc -c)"; done; printf '\\n'; } >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: ENV_FILES });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    expect(ledgerOf(place.world.gitdir)).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
+  }, 120_000);
+
+  it('leaves no part of it in the ledger when an execution agent run without bubblewrap prints the files', async () => {
+    const place = await places('named-none');
+    const { messageId } = await dispatchTo(place, 'named-none');
+    const watch = watchOnce(place, agentScript(place.world.dir, `cat ${Object.values(ENV_FILES).join(' ')} >&2; exit 1`), { env: ENV_FILES, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: OPENAI_API_KEY_FILE]');
+    expect(ledger).toContain('CertificateAuthority2026Plain');
+    for (const [name, value] of Object.entries(FILE_KEYS)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
 });
