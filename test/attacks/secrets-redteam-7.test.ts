@@ -7,7 +7,7 @@ import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret ever enters the ledger", attacked a seventh time: a secret the runner's environment
@@ -176,7 +176,8 @@ describe("a token standing as a URL's user name before a password, as GitHub's T
 });
 
 describe('a secret in a file the environment names (a *_FILE variable beside a secret\'s name, a service account key)', () => {
-  const folder = join(dir, 'run-secrets');
+  // Outside the shared temporary folders, which every sandbox sees empty anyway: as /run/secrets is.
+  const folder = join(outsideTempDir('secrets-7-'), 'run-secrets');
   const FILE_KEYS = { openai: 'sk-proj-NamedFile6Vb2Nq8Ls', postgres: 'PgNamedPass3Hx7Wd1Ze', aws: 'AwsNamedSecret9Kc4Tf2Bq', google: '5d1f0c9b2e7a4468b3c0f6e2a9d8c7b1e4f3a2d0' };
   const ENV_FILES = {
     OPENAI_API_KEY_FILE: join(folder, 'openai_api_key'),
