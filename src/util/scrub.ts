@@ -838,7 +838,8 @@ export class Scrubber {
  * fields of its query or fragment secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
  * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the
  * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
- * `Password="…"`). A field's value counts when it looksSecret, as a secret field of a configuration file does.
+ * `Password="…"`), and of a JSON document (jsonFieldSecrets). A field's value counts when it looksSecret,
+ * as a secret field of a configuration file does.
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
@@ -850,8 +851,37 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
       for (const field of [...secretFieldValues(value, secretField), ...connectionStringSecrets(value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
     }
+    for (const field of new Set(jsonFieldSecrets(value))) if (looksSecret(field)) secrets.push({ name, value: field });
   }
   return secrets;
+}
+
+/**
+ * The string values of the fields secretField reads as secret in a JSON document a variable holds, at
+ * any depth (`OAUTH_CLIENT={"installed":{"client_secret":…}}`, a service account's `GCP_SA_KEY`): a
+ * field printed alone (`jq -r .client_secret`) is not the variable's whole value.
+ */
+function jsonFieldSecrets(value: string): string[] {
+  if (!/^\s*[{[]/.test(value)) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const walk = (item: unknown, field: string): void => {
+    if (typeof item === 'string') {
+      // A service account's `token_uri` names where tokens are had, not one.
+      if (secretField(field) && !/^https?:\/\//i.test(item)) out.push(item);
+    } else if (Array.isArray(item)) {
+      for (const each of item) walk(each, field);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, each] of Object.entries(item)) walk(each, key);
+    }
+  };
+  walk(parsed, '');
+  return out;
 }
 
 /** The base64 body of an OpenSSH private key file, without its armor and line breaks. */

@@ -225,3 +225,32 @@ describe('a secret in a file the environment names (a *_FILE variable beside a s
     for (const [name, value] of Object.entries(FILE_KEYS)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
 });
+
+describe('a secret field of a JSON document a variable of the environment holds', () => {
+  const CLIENT_SECRET = 'GOCSPX-JsonClient4Rt8Wq2Zm';
+  const REFRESH = '1//JsonRefresh7Hn3Kd9Lp';
+  const ENV = {
+    OAUTH_CLIENT_CONFIG: JSON.stringify({ installed: { client_id: '1234567890-abc.apps.googleusercontent.com', client_secret: CLIENT_SECRET, redirect_uris: ['http://localhost'] } }),
+    GCP_SA_KEY: JSON.stringify({ type: 'authorized_user', refresh_token: REFRESH, token_uri: 'https://oauth2.googleapis.com/token' }),
+  };
+
+  it('is known alone, under a name that is no secret\'s or one that is; its other fields, and a URL where tokens are had, are not', () => {
+    const values = environmentSecrets(ENV).map((secret) => secret.value);
+    expect(values).toContain(CLIENT_SECRET);
+    expect(values).toContain(REFRESH);
+    for (const plain of ['1234567890-abc.apps.googleusercontent.com', 'http://localhost', 'https://oauth2.googleapis.com/token']) expect(values).not.toContain(plain);
+  });
+
+  it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints the field from the runner's environment", async () => {
+    const place = await places('json-env');
+    const { messageId } = await dispatchTo(place, 'json-env');
+    const action = String.raw`tr '\0' '\n' < /proc/$PPID/environ | grep -oE '"(client_secret|refresh_token)":"[^"]*"' | sed -E 's/.*:"(.*)"/field \1/' >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: ENV, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('field [removed: OAUTH_CLIENT_CONFIG]');
+    expect(pieces(ledger, CLIENT_SECRET)).toEqual([]);
+    expect(pieces(ledger, REFRESH)).toEqual([]);
+  }, 120_000);
+});
