@@ -21,7 +21,7 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
  */
 export const CREDENTIALS = [
   '.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker',
-  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority', '.gemini',
+  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority', '.gemini', '.env',
 ];
 
 let bwrapPath: string | null | undefined;

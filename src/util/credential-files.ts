@@ -58,6 +58,8 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(codexHome, '.env'), name: 'codex .env', kind: 'dotenv' },
     { path: join(home, '.gemini', '.env'), name: 'gemini .env', kind: 'dotenv' },
     { path: join(home, '.gemini', 'oauth_creds.json'), name: 'gemini oauth_creds.json', kind: 'fields' },
+    // The Gemini CLI, like many tools, falls back to the home folder's own `.env`.
+    { path: join(home, '.env'), name: 'home .env', kind: 'dotenv' },
     { path: join(home, '.claude.json'), name: '.claude.json', kind: 'fields' },
     { path: join(home, '.oracle', 'config.json'), name: 'oracle config.json', kind: 'fields' },
     { path: join(home, '.config', 'gh', 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' },

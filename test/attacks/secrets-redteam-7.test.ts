@@ -89,6 +89,7 @@ const TOOL_KEYS = {
   geminiExported: 'GeminiVertexToken2Ws5Hy8Qe',
   geminiAccess: 'ya29.GeminiAccess6Kb3Zn7Uf',
   geminiRefresh: '1//GeminiRefresh4Dx9Lm2Vr',
+  homeEnv: 'sk-or-v1-HomeDotenv8Fq5Tw3Jc',
 };
 
 function toolHome(home: string): void {
@@ -100,6 +101,7 @@ function toolHome(home: string): void {
     }),
     '.codex/.env': `# Codex loads this at start\nOPENAI_API_KEY=${TOOL_KEYS.codexEnv}\nCODEX_LOG=info\n`,
     '.gemini/.env': `GEMINI_API_KEY="${TOOL_KEYS.geminiEnv}"\nexport GOOGLE_CLOUD_ACCESS_TOKEN='${TOOL_KEYS.geminiExported}'\nGEMINI_MODEL=gemini-2.5-pro-0123456789\n`,
+    '.env': `OPENROUTER_API_KEY=${TOOL_KEYS.homeEnv} # the home folder's own\n`,
     '.gemini/oauth_creds.json': JSON.stringify({ access_token: TOOL_KEYS.geminiAccess, refresh_token: TOOL_KEYS.geminiRefresh, token_type: 'Bearer', expiry_date: 1767225600000 }),
   };
   for (const [path, content] of Object.entries(files)) {
@@ -112,7 +114,7 @@ describe('the keys a tool the runner starts keeps in files of its own', () => {
   const home = join(dir, 'tools-home');
   beforeAll(() => toolHome(home));
 
-  it("are known to the scrubber: the variables of Claude Code's settings, the .env Codex and the Gemini CLI load (quoted, exported), the Gemini CLI's login; a model's name and a helper's path are not", () => {
+  it("are known to the scrubber: the variables of Claude Code's settings, the .env Codex and the Gemini CLI load (quoted, exported), the Gemini CLI's login, the home folder's .env; a model's name and a helper's path are not", () => {
     const values = credentialFileSecrets({}, home).map((secret) => secret.value);
     for (const [name, value] of Object.entries(TOOL_KEYS)) expect(values, name).toContain(value);
     for (const word of ['claude-sonnet-4-6', '/usr/local/bin/anthropic-key-helper.sh', 'info', 'gemini-2.5-pro-0123456789', 'Bearer']) expect(values).not.toContain(word);
@@ -121,7 +123,7 @@ describe('the keys a tool the runner starts keeps in files of its own', () => {
   it('leave no part of them in the ledger when an execution agent run without bubblewrap prints the files', async () => {
     const place = await places('tools-none');
     const { messageId } = await dispatchTo(place, 'tools-none');
-    const action = `cat ${home}/.claude/settings.json ${home}/.codex/.env ${home}/.gemini/.env ${home}/.gemini/oauth_creds.json >&2; exit 1`;
+    const action = `cat ${home}/.claude/settings.json ${home}/.codex/.env ${home}/.gemini/.env ${home}/.gemini/oauth_creds.json ${home}/.env >&2; exit 1`;
     const watch = watchOnce(place, agentScript(place.world.dir, action), { env: { HOME: home }, isolation: 'none' });
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
@@ -130,11 +132,11 @@ describe('the keys a tool the runner starts keeps in files of its own', () => {
     for (const [name, value] of Object.entries(TOOL_KEYS)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
 
-  it("hide the Gemini CLI's folder from an execution agent under bubblewrap, as Claude Code's and Codex's are", async () => {
+  it("hide the Gemini CLI's folder and the home folder's .env from an execution agent under bubblewrap, as Claude Code's and Codex's folders are", async () => {
     requireBubblewrap("hiding the Gemini CLI's folder");
     const place = await places('tools-bwrap');
     const { messageId } = await dispatchTo(place, 'tools-bwrap');
-    const paths = ['.claude/settings.json', '.codex/.env', '.gemini/.env', '.gemini/oauth_creds.json'].map((path) => join(home, path));
+    const paths = ['.claude/settings.json', '.codex/.env', '.gemini/.env', '.gemini/oauth_creds.json', '.env'].map((path) => join(home, path));
     // How many bytes of each the agent could read: its output is scrubbed of what the runner knows, its sizes are not.
     const action = `{ printf 'seen:'; for f in ${paths.join(' ')}; do printf ' %s' "$(cat "$f" 2>/dev/null | wc -c)"; done; printf '\\n'; } >&2; exit 1`;
     const watch = watchOnce(place, agentScript(place.world.dir, action), { env: { HOME: home } });
