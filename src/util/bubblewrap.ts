@@ -3,6 +3,7 @@ import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
 import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
+import { environmentSecretFiles } from './credential-files.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
@@ -14,12 +15,13 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
  */
 
 /**
- * Where credentials usually live in a home folder: hidden under bubblewrap. The scrubber learns the
- * secrets of those it can read (util/credential-files.ts), for a child run without bubblewrap.
+ * Where credentials usually live in a home folder: hidden under bubblewrap, as are the files the
+ * environment names as holding a secret (environmentSecretFiles). The scrubber learns the secrets of
+ * those it can read (util/credential-files.ts), for a child run without bubblewrap.
  */
 export const CREDENTIALS = [
   '.ssh', '.oracle', '.codex', '.claude', '.claude.json', '.gitconfig', '.git-credentials', '.config/git', '.config/gh', '.netrc', '.npmrc', '.aws', '.gnupg', '.docker',
-  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority',
+  '.kube', '.config/gcloud', '.azure', '.pypirc', '.cargo/credentials', '.cargo/credentials.toml', '.pgpass', '.my.cnf', '.vault-token', '.Xauthority', '.gemini', '.env',
 ];
 
 let bwrapPath: string | null | undefined;
@@ -170,7 +172,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;

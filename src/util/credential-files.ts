@@ -1,17 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { join } from 'node:path';
+import { isAbsolute, join } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
+import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
- * `codex login --with-api-key` wrote, Claude Code's tokens, Oracle's configuration, the forge
- * token `gh` keeps, the passwords and tokens of `~/.git-credentials`, `~/.netrc` and `~/.npmrc`,
+ * `codex login --with-api-key` wrote, Claude Code's tokens and settings, the Gemini CLI's `.env` and
+ * login, Oracle's configuration, the forge token `gh` keeps, the passwords and tokens of
+ * `~/.git-credentials`, `~/.netrc` and `~/.npmrc`,
  * the cloud and registry logins of `~/.aws`, `~/.docker`, `~/.kube`, gcloud, `~/.pypirc` and cargo,
  * the database passwords of `~/.pgpass` and `~/.my.cnf`, a Vault token, and the private keys in
  * `~/.ssh`.
@@ -30,7 +31,7 @@ const SECRET_FIELD = /(key|token|secret|passw(or)?d|credential)|^auth$/i;
 /** `name: value`, `name = value`, `"name": "value"`, `name value` (netrc) in any configuration text. */
 const FIELD_LINE = /["']?([A-Za-z0-9_.-]+)["']?\s*(?:[:=]|\s)\s*["']?([^\s"',}]+)/g;
 
-interface CredentialFile {
+export interface CredentialFile {
   /** Where it is, under the home folder unless absolute. */
   readonly path: string;
   /** What it is called in a marker. */
@@ -38,9 +39,11 @@ interface CredentialFile {
   /**
    * How its secrets are written: `fields` in a configuration (JSON, YAML, ini, netrc), `urls` one per
    * line, `pgpass` the last field of each `host:port:database:user:password` line, `whole` the file is
-   * the token.
+   * the token, `dotenv` variables (`NAME=value`) the tool sets in its own environment, `settings` a
+   * JSON document whose `env` object holds such variables, `named` a file a variable names
+   * (namedFileSecrets).
    */
-  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole';
+  readonly kind: 'fields' | 'urls' | 'pgpass' | 'whole' | 'dotenv' | 'settings' | 'named';
 }
 
 function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
@@ -49,6 +52,14 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
   return [
     { path: join(codexHome, 'auth.json'), name: 'codex auth.json', kind: 'fields' },
     { path: join(claudeHome, '.credentials.json'), name: 'claude .credentials.json', kind: 'fields' },
+    // Claude Code sets the variables of its settings' `env` for itself (`ANTHROPIC_AUTH_TOKEN`, a gateway's key).
+    { path: join(claudeHome, 'settings.json'), name: 'claude settings.json', kind: 'settings' },
+    // Codex and the Gemini CLI load these into their environment at start: a provider key kept there is never in the runner's.
+    { path: join(codexHome, '.env'), name: 'codex .env', kind: 'dotenv' },
+    { path: join(home, '.gemini', '.env'), name: 'gemini .env', kind: 'dotenv' },
+    { path: join(home, '.gemini', 'oauth_creds.json'), name: 'gemini oauth_creds.json', kind: 'fields' },
+    // The Gemini CLI, like many tools, falls back to the home folder's own `.env`.
+    { path: join(home, '.env'), name: 'home .env', kind: 'dotenv' },
     { path: join(home, '.claude.json'), name: '.claude.json', kind: 'fields' },
     { path: join(home, '.oracle', 'config.json'), name: 'oracle config.json', kind: 'fields' },
     { path: join(home, '.config', 'gh', 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' },
@@ -65,7 +76,24 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(home, '.my.cnf'), name: '.my.cnf', kind: 'fields' },
     { path: join(home, '.pgpass'), name: '.pgpass', kind: 'pgpass' },
     { path: join(home, '.vault-token'), name: '.vault-token', kind: 'whole' },
+    ...environmentSecretFiles(env),
   ];
+}
+
+/**
+ * The files the environment names as holding a secret: a `*_FILE` variable beside a secret's name
+ * (`POSTGRES_PASSWORD_FILE`, `OPENAI_API_KEY_FILE`: how docker's secrets and many images hand one
+ * over), and Google's service account key (`GOOGLE_APPLICATION_CREDENTIALS`); an absolute path
+ * only. Such a file lies outside the home folder (`/run/secrets/…`), where a sandbox that hides
+ * only the home folder's credentials leaves it in view: bubblewrap hides these too.
+ */
+export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[] {
+  const files: CredentialFile[] = [];
+  for (const [name, value] of Object.entries(env)) {
+    if (value === undefined || !isAbsolute(value)) continue;
+    if (name === 'GOOGLE_APPLICATION_CREDENTIALS' || (/_FILE$/i.test(name) && isSecretName(name.slice(0, -'_FILE'.length)))) files.push({ path: value, name, kind: 'named' });
+  }
+  return files;
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */
@@ -161,6 +189,51 @@ function fieldSecrets(text: string): string[] {
   return out;
 }
 
+/**
+ * The secrets of a `.env` file as a dotenv loader reads it (`NAME=value`, `export NAME=value`, the
+ * value quoted or not, a comment after an unquoted one), by the rule of the environment's own
+ * secrets (environmentSecrets): a key under a secret's name, a URL's credentials, a connection
+ * string's password.
+ */
+function dotenvSecrets(text: string): string[] {
+  return environmentSecrets(dotenvVariables(text)).map((secret) => secret.value);
+}
+
+/** The variables a dotenv loader sets from `text`, each value without its quotes. */
+function dotenvVariables(text: string): Record<string, string> {
+  const env: Record<string, string> = {};
+  for (const line of text.split(/\r?\n/)) {
+    const entry = /^\s*(?:export\s+)?([A-Za-z_][A-Za-z0-9_.-]*)\s*=\s*(.*)$/.exec(line);
+    if (entry === null) continue;
+    const raw = entry[2]!.trim();
+    const quoted = /^(["'`])(.*)\1$/.exec(raw);
+    env[entry[1]!] = quoted === null ? raw.replace(/\s+#.*$/, '') : quoted[2]!;
+  }
+  return env;
+}
+
+/**
+ * The secrets of the variables a settings document's `env` object sets (Claude Code's
+ * `settings.json`), by the environment's rule; its other fields name programs and rules, not secrets.
+ */
+function settingsSecrets(text: string): string[] {
+  let env: unknown;
+  try {
+    env = (JSON.parse(text) as { env?: unknown } | null)?.env;
+  } catch {
+    return [];
+  }
+  if (env === null || typeof env !== 'object' || Array.isArray(env)) return [];
+  const variables = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
+  return environmentSecrets(variables).map((secret) => secret.value);
+}
+
+/** A file a variable names: the token when it is one line (a docker secret), else a configuration's secret fields (JSON, ini). */
+function namedFileSecrets(text: string): string[] {
+  const token = text.trim();
+  return token.includes('\n') || token.startsWith('{') ? fieldSecrets(text) : [token];
+}
+
 /** The secrets in the credential files of the home folder (and of CODEX_HOME and CLAUDE_CONFIG_DIR when set). */
 export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home: string = homedir()): Secret[] {
   const secrets: Secret[] = [];
@@ -168,7 +241,7 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
-    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : fieldSecrets(text);
+    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'named' ? namedFileSecrets(text) : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
     for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });

@@ -1,3 +1,5 @@
+import { looksSecret } from './secret-shape.js';
+
 /**
  * A remote's URL as it is shown to people and written for machines (messages, events, --json):
  * git takes credentials in a URL's user info (`https://user:TOKEN@host/ledger.git`) and sends its
@@ -73,13 +75,21 @@ function fields(part: string | undefined): Array<{ readonly name: string; readon
   });
 }
 
-/** The credentials in a URL's user info alone: the whole of it, and a password or token alone (ssh: the password). */
+/**
+ * The credentials in a URL's user info alone: the whole of it, and a password or token alone (ssh:
+ * the password); and the user name before a password when it looks like a token, as GitHub's
+ * `https://TOKEN:x-oauth-basic@github.com/…` writes one (a name such as `x-access-token` or `oauth2`
+ * does not). A server that names the user it refused quotes that token alone.
+ */
 export function userInfoCredentials(url: string): string[] {
   const match = SCHEME_URL.exec(url);
   const info = match?.[2];
   if (match === null || info === undefined || info === '') return [];
   const colon = info.indexOf(':');
-  return decoded(SSH_SCHEME.test(match[1]!) ? (colon < 0 ? [] : [info.slice(colon + 1)]) : [info, ...(colon < 0 ? [] : [info.slice(colon + 1)])]);
+  if (SSH_SCHEME.test(match[1]!)) return decoded(colon < 0 ? [] : [info.slice(colon + 1)]);
+  if (colon < 0) return decoded([info]);
+  const user = info.slice(0, colon);
+  return decoded([info, info.slice(colon + 1), ...(looksSecret(user) || looksSecret(safeDecode(user)) ? [user] : [])]);
 }
 
 /** `values` and each percent-decoded, without repeats or empty ones. */

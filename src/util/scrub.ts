@@ -4,6 +4,7 @@ import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
 import { secretFieldValues, userInfoCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
+import { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
 
 /**
  * The one scrubber every transport's and executor's output passes before it is hashed, signed,
@@ -69,19 +70,7 @@ export interface Place {
   readonly path: string;
 }
 
-/** Shorter values are not looked for: they would cut ordinary words apart. */
-export const MIN_SECRET_CHARS = 8;
-
-/**
- * A value a secret-named field inside a text holds (of a configuration file, git's configuration, a
- * URL's query, a connection string) that can be a key, token or password: no space in it, and a digit
- * or 20 characters or more. A word there (`"keyStatus": "completed"`, `?key=development`,
- * `Password=changeme`) is none: as a secret it would be cut out of every text that says it, and
- * every writer would refuse one that does.
- */
-export function looksSecret(value: string): boolean {
-  return value.length >= MIN_SECRET_CHARS && !/\s/.test(value) && (/[0-9]/.test(value) || value.length >= 20);
-}
+export { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
 
 /**
  * Environment variables whose values are secrets: provider keys, tokens, passwords, by their name in
@@ -98,6 +87,11 @@ export function looksSecret(value: string): boolean {
  * or a secret field of a connection string (environmentSecrets).
  */
 const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
+
+/** Whether an environment variable of this name holds a secret (SECRET_NAME): `OPENAI_API_KEY`, `PGPASSWORD`, not `PWD` nor `KEY_FILE`. */
+export function isSecretName(name: string): boolean {
+  return SECRET_NAME.test(name);
+}
 
 /**
  * A field of a URL's query or a connection string that holds a secret, its words parted by `_`, `-`,
@@ -570,6 +564,22 @@ function applyCuts(text: string, cuts: readonly Cut[], found: (marker: string) =
   return out + text.slice(done);
 }
 
+/**
+ * A secret as given and, when it is given wrapped, as what is sent: without the spaces or line break
+ * around it (`KEY=$'sk-…\n'`, a line of a key file read whole), and without a pair of quotes around
+ * it (docker's `--env-file` keeps `KEY="sk-…"` as written). An HTTP client trims a header's value, so
+ * a provider that echoes the key it was sent echoes the bare key, which the scrubber did not know.
+ */
+function bareForms(secret: Secret): Secret[] {
+  const forms = [secret];
+  const trimmed = secret.value.trim();
+  if (trimmed !== secret.value) forms.push({ name: secret.name, value: trimmed });
+  const quoted = /^(["'])(.*)\1$/s.exec(trimmed);
+  const inner = quoted?.[2]?.trim();
+  if (inner !== undefined && inner !== '' && inner !== trimmed) forms.push({ name: secret.name, value: inner });
+  return forms;
+}
+
 /** Patterns as one regular expression, one group each. */
 interface Compiled {
   readonly regex: RegExp;
@@ -594,7 +604,8 @@ export class Scrubber {
     readonly places: readonly Place[] = [],
   ) {
     const patterns = new Map<string, Pattern>();
-    for (const secret of secrets) {
+    const known = secrets.flatMap(bareForms);
+    for (const secret of known) {
       if (secret.value.length < MIN_SECRET_CHARS) continue;
       for (const pattern of secretPatterns(secret)) if (!patterns.has(pattern.text)) patterns.set(pattern.text, pattern);
     }
@@ -609,10 +620,10 @@ export class Scrubber {
     }
     // A stable sort: of two patterns as long, the one added first (a value as written before its encodings) is tried first.
     this.patterns = [...patterns.values()].sort((a, b) => b.length - a.length);
-    this.cuts = secrets
+    this.cuts = known
       .filter((secret) => secret.value.length > MIN_SECRET_CHARS)
       .flatMap((secret) => [...new Set([secret.value, jsonForm(secret.value)])].map((value) => ({ marker: `[removed: ${secret.name} (cut)]`, text: cutForm(value), bytes: cutForm(latin1(value)) })));
-    this.percentEscape = secrets.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
+    this.percentEscape = known.some((secret) => secret.value.length >= MIN_SECRET_CHARS && secret.value.includes(' ')) ? PERCENT_OR_PLUS : PERCENT_ESCAPE;
   }
 
   /** This scrubber with more secrets and folders (an attempt's own sandbox or worktree). */
@@ -827,7 +838,8 @@ export class Scrubber {
  * fields of its query or fragment secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
  * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the
  * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
- * `Password="…"`). A field's value counts when it looksSecret, as a secret field of a configuration file does.
+ * `Password="…"`), and of a JSON document (jsonFieldSecrets). A field's value counts when it looksSecret,
+ * as a secret field of a configuration file does.
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
@@ -839,8 +851,37 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
       for (const field of [...secretFieldValues(value, secretField), ...connectionStringSecrets(value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
     }
+    for (const field of new Set(jsonFieldSecrets(value))) if (looksSecret(field)) secrets.push({ name, value: field });
   }
   return secrets;
+}
+
+/**
+ * The string values of the fields secretField reads as secret in a JSON document a variable holds, at
+ * any depth (`OAUTH_CLIENT={"installed":{"client_secret":…}}`, a service account's `GCP_SA_KEY`): a
+ * field printed alone (`jq -r .client_secret`) is not the variable's whole value.
+ */
+function jsonFieldSecrets(value: string): string[] {
+  if (!/^\s*[{[]/.test(value)) return [];
+  let parsed: unknown;
+  try {
+    parsed = JSON.parse(value);
+  } catch {
+    return [];
+  }
+  const out: string[] = [];
+  const walk = (item: unknown, field: string): void => {
+    if (typeof item === 'string') {
+      // A service account's `token_uri` names where tokens are had, not one.
+      if (secretField(field) && !/^https?:\/\//i.test(item)) out.push(item);
+    } else if (Array.isArray(item)) {
+      for (const each of item) walk(each, field);
+    } else if (item !== null && typeof item === 'object') {
+      for (const [key, each] of Object.entries(item)) walk(each, key);
+    }
+  };
+  walk(parsed, '');
+  return out;
 }
 
 /** The base64 body of an OpenSSH private key file, without its armor and line breaks. */
