@@ -77,9 +77,11 @@ function fields(part: string | undefined): Array<{ readonly name: string; readon
 
 /**
  * The credentials in a URL's user info alone: the whole of it, and a password or token alone (ssh:
- * the password); and the user name before a password when it looks like a token, as GitHub's
- * `https://TOKEN:x-oauth-basic@github.com/…` writes one (a name such as `x-access-token` or `oauth2`
- * does not). A server that names the user it refused quotes that token alone.
+ * the password); and the user name before a password when it is a token: before a placeholder
+ * password, as GitHub's `https://TOKEN:x-oauth-basic@github.com/…` writes one, or with a token's
+ * length (TOKEN_USER_CHARS). A person's or a service's name (`jdoe1985`, `x-access-token`, `oauth2`)
+ * is none: as a secret it would be cut out of every text that names that user, and every writer
+ * would refuse one that does. A server that names the user it refused quotes that token alone.
  */
 export function userInfoCredentials(url: string): string[] {
   const match = SCHEME_URL.exec(url);
@@ -89,8 +91,16 @@ export function userInfoCredentials(url: string): string[] {
   if (SSH_SCHEME.test(match[1]!)) return decoded(colon < 0 ? [] : [info.slice(colon + 1)]);
   if (colon < 0) return decoded([info]);
   const user = info.slice(0, colon);
-  return decoded([info, info.slice(colon + 1), ...(looksSecret(user) || looksSecret(safeDecode(user)) ? [user] : [])]);
+  const password = safeDecode(info.slice(colon + 1));
+  const token = (name: string): boolean => looksSecret(name) && (PLACEHOLDER_PASSWORDS.has(password) || name.length >= TOKEN_USER_CHARS);
+  return decoded([info, info.slice(colon + 1), ...(token(user) || token(safeDecode(user)) ? [user] : [])]);
 }
+
+/** Passwords that stand for none beside a token given as the user name (GitHub's, and an empty one). */
+const PLACEHOLDER_PASSWORDS = new Set(['x-oauth-basic', '']);
+
+/** A user name this long that looksSecret is a token (GitHub's are 40 characters, GitLab's 26), not a person's or a service's name. */
+const TOKEN_USER_CHARS = 20;
 
 /** `values` and each percent-decoded, without repeats or empty ones. */
 function decoded(values: readonly string[]): string[] {

@@ -153,9 +153,17 @@ describe("a token standing as a URL's user name before a password, as GitHub's T
   it('is a credential of the URL alone, in the environment and in a repository\'s remote; a name such as x-access-token or oauth2 is not', () => {
     expect(urlCredentials(URL_WITH_TOKEN)).toContain(TOKEN);
     expect(urlCredentials(`https://${encodeURIComponent('ghp_a/b+Tok7Rv2Kq9Wm4')}:x@github.com/r.git`)).toContain('ghp_a/b+Tok7Rv2Kq9Wm4');
-    for (const plain of ['https://x-access-token:tok0123456789@github.com/r.git', 'https://oauth2:glpat-0123456789abcdef@gitlab.com/r.git', 'https://operator:pw0123456789@host/r.git']) {
-      expect(urlCredentials(plain).filter((value) => !value.includes(':') && !/[0-9]/.test(value))).toEqual([]);
+    for (const [user, plain] of [
+      ['x-access-token', 'https://x-access-token:tok0123456789@github.com/r.git'],
+      ['oauth2', 'https://oauth2:glpat-0123456789abcdef@gitlab.com/r.git'],
+      ['operator', 'https://operator:pw0123456789@host/r.git'],
+      ['jdoe1985', 'https://jdoe1985:ghp_0123456789abcdefghij@github.com/r.git'],
+      ['proxyuser1', 'http://proxyuser1:Pr0xyPassw0rd@proxy.example:3128'],
+    ]) {
+      expect(urlCredentials(plain!)).not.toContain(user);
     }
+    expect(urlCredentials('https://ghp_ShortTok1:x-oauth-basic@github.com/r.git')).toContain('ghp_ShortTok1');
+    expect(new Scrubber(environmentSecrets({ HTTPS_PROXY: 'http://proxyuser1:Pr0xyPassw0rd@proxy.example:3128' })).text('github.com/proxyuser1/x')).toBe('github.com/proxyuser1/x');
     expect(environmentSecrets({ LEDGER_URL: URL_WITH_TOKEN }).map((secret) => secret.value)).toContain(TOKEN);
     const repo = join(dir, 'user-token-repo');
     git(['init', '-q', repo]);
