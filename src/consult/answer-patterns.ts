@@ -1,3 +1,5 @@
+import { asLatin } from '../util/look-alikes.js';
+
 /** Command-shaped text that has no place in advice: in an answer's prose or in a proposal (consult/answer.ts, consult/proposals.ts). */
 export const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
   [/\b(curl|wget)\b[^\n]*\|\s*(sudo\s+)?(ba|z|da)?sh\b/i, 'pipes a download into a shell'],
@@ -8,9 +10,10 @@ export const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
 
 /**
  * Text as the patterns read it: compatibility forms folded (fullwidth letters, ligatures, one-dot
- * leaders) and invisible characters dropped (zero-width spaces, joiners, soft hyphens), so text
- * that reads as an address or a command to whoever acts on it is judged as what it reads as.
+ * leaders), invisible characters dropped (zero-width spaces, joiners, soft hyphens) and letters of
+ * other scripts drawn like Latin ones read as those (util/look-alikes.ts: a Cyrillic `еа.codex`), so
+ * text that reads as an address or a command to whoever acts on it is judged as what it reads as.
  */
 export function patternText(text: string): string {
-  return text.normalize('NFKC').replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, '');
+  return asLatin(text.normalize('NFKC').replace(/[\p{Cf}\p{Default_Ignorable_Code_Point}]/gu, ''));
 }
