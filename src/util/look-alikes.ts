@@ -17,7 +17,14 @@ const LOOK_ALIKES: Readonly<Record<string, string>> = {
 
 const PATTERN = new RegExp(`[${Object.keys(LOOK_ALIKES).join('')}]`, 'gu');
 
-/** Text with every look-alike letter replaced by the Latin letter it reads as: what a reader takes it to say. Pure. */
+/** A word every letter of which a reader can take for a Latin one: ASCII letters and look-alikes only. */
+const READS_AS_LATIN = new RegExp(`^[A-Za-z${Object.keys(LOOK_ALIKES).join('')}]+$`, 'u');
+
+/**
+ * Text with every word that reads as Latin (each of its letters ASCII or a look-alike) spelled in
+ * ASCII: what a reader takes it to say. A word of its own script stays as it is (`сообщение` has
+ * letters no Latin reader would take for Latin, and is not `coo` followed by Cyrillic). Pure.
+ */
 export function asLatin(text: string): string {
-  return text.replace(PATTERN, (char) => LOOK_ALIKES[char] ?? char);
+  return text.replace(/\p{L}+/gu, (word) => (READS_AS_LATIN.test(word) ? word.replace(PATTERN, (char) => LOOK_ALIKES[char] ?? char) : word));
 }
