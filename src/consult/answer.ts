@@ -1,5 +1,6 @@
 import { aaAnswer, type AaAnswer, type Proposal } from '../schema/aa-answer.js';
 import type { BlockerCode } from '../schema/receipt.js';
+import { lineEnds } from '../util/invisible.js';
 import { jsonShapeProblem } from '../util/json-shape.js';
 import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
 import { judgeProposals } from './proposals.js';
@@ -10,6 +11,12 @@ const MAX_BLOCK_BYTES = 64 * 1024;
 /** aa_answer.v0 nests four levels (a proposal's scope, a finding's refs); a block nested deeper is no answer. */
 const MAX_BLOCK_DEPTH = 8;
 const BLOCK = /```aa_answer[ \t]*\n([\s\S]*?)\n```/g;
+/**
+ * A line a Markdown reader opens as a code block tagged aa_answer (CommonMark 4.5: up to three spaces,
+ * three or more backticks or tildes, spaces, an info string whose first word is the tag), in any case,
+ * whether or not BLOCK reads it as one.
+ */
+const SHOWN_BLOCK = /^ {0,3}(`{3,}|~{3,})[ \t]*aa_answer/gim;
 
 export type AnswerJudgement =
   /** `proposals` are the ones kept; `errors` say which were stripped and why (findings that do not fail the answer). */
@@ -51,6 +58,10 @@ export interface JudgeInput {
 export function readAnswerBlock(text: string): { readonly answer: AaAnswer; readonly rawProposals: unknown } | { readonly errors: readonly string[] } {
   const blocks = [...text.matchAll(BLOCK)].map((match) => match[1] ?? '');
   if (blocks.length !== 1) return { errors: [blocks.length === 0 ? 'no aa_answer block' : `${blocks.length} aa_answer blocks; exactly one is allowed`] };
+  // A second block fenced another way (tildes, a space before the tag, words after it, CRLF, a look-alike letter in the
+  // tag) is shown to whoever reads the answer, the cross-checker among them, as this agent's answer: one verdict recorded, another shown.
+  const shown = [...patternText(text).replace(lineEnds(), '\n').matchAll(SHOWN_BLOCK)].length;
+  if (shown > 1) return { errors: [`${shown} aa_answer blocks as Markdown shows them (fenced with backticks or tildes, however the tag is spaced, spelled or followed); exactly one is allowed`] };
   const block = blocks[0]!;
   if (Buffer.byteLength(block) > MAX_BLOCK_BYTES) return { errors: ['aa_answer block too large'] };
   let value: unknown;

@@ -1,4 +1,5 @@
 import { lineEnds } from '../util/invisible.js';
+import { patternText } from './answer-patterns.js';
 
 /**
  * Prompt template aa_consult_v0. Draws the boundary the review asked for: the COO's question is the
@@ -83,10 +84,18 @@ const STEERING = [
   /\bsystem prompt\b/i,
 ];
 
+/**
+ * Each line is read as the answer judge reads text (answer-patterns.ts patternText), its runs of
+ * spaces, tabs and no-break spaces as one: a zero-width space, a fullwidth or Cyrillic letter, or a
+ * tab inside `ignore previous instructions` hides it from no model.
+ */
 export function suspiciousLines(text: string): string[] {
   return text
     .split('\n')
     .map((line) => line.trim())
-    .filter((line) => line.length > 0 && STEERING.some((pattern) => pattern.test(line)))
+    .filter((line) => {
+      const read = patternText(line).replace(/\s+/g, ' ');
+      return read.length > 0 && STEERING.some((pattern) => pattern.test(read));
+    })
     .slice(0, 50);
 }

@@ -22,8 +22,23 @@ const FIELDS = new Set(Object.keys(proposal.shape));
 /** Text that addresses an actor, by id, by class or by role. */
 const ADDRESSED = /\b((ea|aa|coo)\.[a-z0-9_]+|ceo|coo|execution agents?|advisory agents?|the EA|the AA)\b/i;
 
-/** Text that names an approval: an approval id, or an approval claimed for it. */
-const APPROVAL = /\bapr_[0-9A-HJKMNP-TV-Z]{26}\b|\b(pre-?approved|already approved|without (an? )?approval|no approval (is )?(needed|required))\b/i;
+/**
+ * Text that names an approval: an approval id, or an approval or an adoption claimed for it (by the
+ * proposal of itself, or as a status), or none said to be needed. Said of other things (`check the
+ * request is approved`), the words are a task's.
+ */
+const APPROVAL = new RegExp(
+  [
+    '\\bapr_[0-9A-HJKMNP-TV-Z]{26}\\b',
+    '\\bpre-?(approved|authori[sz]ed|adopted)\\b',
+    '\\balready (been )?(approved|adopted|authori[sz]ed|signed off)\\b',
+    '\\b(this( (proposal|change|work|task|plan|fix|patch))?|the (proposal|change|work|task|plan|fix|patch)) (is|was|has been|had been) (already )?(approved|adopted|authori[sz]ed|signed off)\\b',
+    '\\b(status|approved|adopted|approval|authori[sz]ed)\\s*:\\s*(yes|true|granted|approved|adopted|authori[sz]ed)\\b',
+    '\\bwithout (an? )?(approval|adoption|review)\\b',
+    '\\bno (approval|adoption|review) (is )?(needed|required)\\b',
+  ].join('|'),
+  'i',
+);
 
 /**
  * Paths no scope names, at the root and below it, plain and dotted: an entry that matches one of them
@@ -90,7 +105,7 @@ function whyStripped(raw: unknown): string | null {
   for (const text of textsOf(item)) {
     const addressed = ADDRESSED.exec(text);
     if (addressed !== null) return `it addresses an actor (${JSON.stringify(addressed[0])}): a proposal is addressed to no one`;
-    if (APPROVAL.test(text)) return 'it names an approval: only the CEO approves, in the ledger';
+    if (APPROVAL.test(text)) return 'it names an approval: only the CEO approves, in the ledger, and only the COO adopts a proposal, by a dispatch it signs';
     for (const [pattern, what] of COMMAND_PATTERNS) if (pattern.test(text)) return `it carries a command that ${what}`;
   }
   const wide = item.scope.find(unbounded);
