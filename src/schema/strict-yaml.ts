@@ -121,6 +121,51 @@ function retypedPlain(node: Scalar, sameInYaml11: boolean): boolean {
   return sameInYaml11 && node.type === Scalar.PLAIN && typeof node.value === 'string' && RETYPED_BY_YAML_1_1.test(node.value);
 }
 
+/**
+ * In a double-quoted scalar's source: an escaped backslash (skipped, so its second character starts
+ * no escape), a `\u` or `\U` escape of a UTF-16 surrogate (group 1 or 2), or an escaped line break,
+ * which joins the text on either side of it.
+ */
+const SURROGATE_ESCAPES = /\\(?:\\|u([dD][89a-fA-F][0-9a-fA-F]{2})|U0000([dD][89a-fA-F][0-9a-fA-F]{2})|\r?\n[ \t\r\n]*)/g;
+
+/**
+ * Where in `source` (a double-quoted scalar) an escaped high surrogate starts that an escaped low
+ * one follows, or -1. This reader joins the two into one character (`\ud83d\ude00` is U+1F600, as
+ * JSON reads it); PyYAML keeps two code points that no UTF-8 text can hold, so an auditor reads
+ * another string, or cannot encode it at all. coo's writer never writes such a pair (it writes the
+ * character itself), so refusing it costs no entry coo wrote.
+ */
+function joinedSurrogates(source: string): number {
+  let highStart = -1;
+  let highEnd = -1;
+  for (const found of source.matchAll(SURROGATE_ESCAPES)) {
+    const start = found.index;
+    const end = start + found[0].length;
+    const unit = found[1] ?? found[2];
+    if (unit !== undefined) {
+      const value = parseInt(unit, 16);
+      if (value >= 0xdc00 && start === highEnd) return highStart;
+      [highStart, highEnd] = value < 0xdc00 ? [start, end] : [-1, -1];
+    } else if (found[0] !== '\\\\' && start === highEnd) {
+      highEnd = end;
+    }
+  }
+  return -1;
+}
+
+function refuseJoinedSurrogates(node: Scalar, file: string, path: string, text: string): void {
+  if (node.type !== Scalar.QUOTE_DOUBLE || node.range === undefined || node.range === null) return;
+  const offset = joinedSurrogates(text.slice(node.range[0], node.range[1]));
+  if (offset < 0) return;
+  fail(
+    'YAML_INVALID_UTF8',
+    file,
+    path,
+    'a pair of escaped UTF-16 surrogates reads as one character here and as two (which UTF-8 cannot hold) to YAML 1.1 readers; write the character itself',
+    at(text, node.range[0] + offset),
+  );
+}
+
 function checkNode(node: Node | null, file: string, path: string, depth: number, text: string, sameInYaml11: boolean): void {
   if (node === null) return;
   const here = at(text, node.range?.[0]);
@@ -139,6 +184,7 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
     if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') {
       fail('YAML_NON_JSON', file, path, 'value has no JSON form', here);
     }
+    refuseJoinedSurrogates(node, file, path, text);
     if (retypedPlain(node, sameInYaml11)) fail('YAML_NON_JSON', file, path, `the plain string ${JSON.stringify(value)} reads as another value (a boolean, number, date or null) in YAML 1.1 readers; write it double-quoted`, here);
     return;
   }
@@ -161,6 +207,7 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
       }
       const name = key.value;
       if (name === '__proto__') fail('YAML_NON_JSON', file, path, 'key "__proto__" is not allowed', keyAt);
+      refuseJoinedSurrogates(key, file, path, text);
       if (retypedPlain(key, sameInYaml11)) fail('YAML_NON_JSON', file, path, `the plain key ${JSON.stringify(name)} reads as another value in YAML 1.1 readers; write it double-quoted`, keyAt);
       checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1, text, sameInYaml11);
     }
