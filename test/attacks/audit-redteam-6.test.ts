@@ -12,7 +12,9 @@ import { tempDir } from '../helpers/tmp.js';
 /**
  * What an auditor's PyYAML reads of a double-quoted string against what coo read: a pair of
  * escaped UTF-16 surrogates is one character to coo (as JSON reads it) and two code points to
- * PyYAML, which no UTF-8 text can hold, so coo refuses the pair wherever an entry is read.
+ * PyYAML, which no UTF-8 text can hold; an escaped line break that an empty line follows is a
+ * space to coo and a line feed to PyYAML (and to the YAML 1.2 spec). coo refuses both wherever an
+ * entry is read.
  */
 const dir = tempDir();
 const getKit = useKit(dir);
@@ -150,4 +152,47 @@ describe('a dispatch whose acceptance criterion holds the pair', () => {
     expect(pyCodePoints([edit(fixtureEnvelope(nextId(), 'k'))], ['dispatch', 'acceptance_criteria', 0])).toEqual([codePoints(`tests pass ${EMOJI}`)]);
     expect(await kit.push(files(edit), { key: kit.keys.coo.file })).toBe('accepted');
   });
+});
+
+describe('an escaped line break that an empty line follows: a space to coo, a line feed to PyYAML', () => {
+  /** Each way to write it: one empty line, two, a line of spaces, CRLF line ends. */
+  const FOLDED = ['"npm test\\\n\n        && npm run deploy"', '"npm test\\\n\n\n        && npm run deploy"', '"npm test\\\n      \n        && npm run deploy"', '"npm test\\\r\n\r\n        && npm run deploy"'];
+
+  it('PyYAML reads a line feed for each empty line, as the YAML 1.2 spec does', () => {
+    const texts = FOLDED.map((quoted) => `command: ${quoted}\n`);
+    expect(pyCodePoints(texts, ['command'])).toEqual([
+      codePoints('npm test\n&& npm run deploy'),
+      codePoints('npm test\n\n&& npm run deploy'),
+      codePoints('npm test\n&& npm run deploy'),
+      codePoints('npm test\n&& npm run deploy'),
+    ]);
+  });
+
+  it('is refused in a new entry and in history, with the line it is on', () => {
+    for (const quoted of FOLDED) {
+      for (const text of [`kind: x\ncommand: ${quoted}\n`, `kind: x\ncommands:\n  - ${quoted}\n`]) {
+        expect([readCode(text, true), readCode(text, false)], text).toEqual(['YAML_SYNTAX', 'YAML_SYNTAX']);
+      }
+    }
+    expect(() => readStrictYaml(Buffer.from(`kind: x\ncommand: ${FOLDED[0]}\n`), 'entry.yaml')).toThrow(/entry\.yaml:command: an escaped line break followed by an empty line .*\(line 2, column 19\)/);
+  });
+
+  it('takes an escaped line break with text on the next line, and an empty line without the escape, which PyYAML reads the same', () => {
+    const cases = [
+      ['"npm test\\\n        && npm run deploy"', 'npm test&& npm run deploy'],
+      ['"npm test \\\n        && npm run deploy"', 'npm test && npm run deploy'],
+      ['"npm test\n\n        && npm run deploy"', 'npm test\n&& npm run deploy'],
+      ['"npm test\\\\\n\n        && npm run deploy"', 'npm test\\\n&& npm run deploy'],
+    ] as const;
+    const texts = cases.map(([written]) => `command: ${written}\n`);
+    const python = pyCodePoints(texts, ['command']);
+    cases.forEach(([, value], index) => {
+      expect((readStrictYaml(Buffer.from(texts[index]!), 'entry.yaml') as { command: string }).command, texts[index]).toBe(value);
+      expect(python[index], texts[index]).toEqual(codePoints(value));
+    });
+  });
+
+  attack('a verification command holding it, pushed by the COO with stock git through the hook', 'hook', 'YAML_SYNTAX', () =>
+    kit.push(files((text) => text.replace('verification_commands: [npm test]', `verification_commands:\n    - ${FOLDED[0]}`)), { key: kit.keys.coo.file }),
+  );
 });
