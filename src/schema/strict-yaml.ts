@@ -121,6 +121,59 @@ function retypedPlain(node: Scalar, sameInYaml11: boolean): boolean {
   return sameInYaml11 && node.type === Scalar.PLAIN && typeof node.value === 'string' && RETYPED_BY_YAML_1_1.test(node.value);
 }
 
+/**
+ * In a double-quoted scalar's source: an escaped backslash (skipped, so its second character starts
+ * no escape), a `\u` or `\U` escape of a UTF-16 surrogate (group 1 or 2), or an escaped line break
+ * with the white space after it, which joins the text on either side of it.
+ */
+const QUOTED_ESCAPES = /\\(?:\\|u([dD][89a-fA-F][0-9a-fA-F]{2})|U0000([dD][89a-fA-F][0-9a-fA-F]{2})|\r?\n[ \t\r\n]*)/g;
+
+interface QuotedProblem {
+  readonly code: ErrorCode;
+  readonly offset: number;
+  readonly reason: string;
+}
+
+/**
+ * Escapes in `source` (a double-quoted scalar) that this reader and PyYAML read as different
+ * strings, or null. coo's writer writes neither (it writes characters themselves, on one line), so
+ * refusing them costs no entry coo wrote.
+ * - An escaped high surrogate that an escaped low one follows: this reader joins the two into one
+ *   character (`\ud83d\ude00` is U+1F600, as JSON reads it); PyYAML keeps two code points that no
+ *   UTF-8 text can hold, so an auditor reads another string, or cannot encode it at all.
+ * - An escaped line break that empty lines follow: each empty line is a line feed (YAML 1.2 spec
+ *   7.3.1, s-double-escaped), as PyYAML reads it; this reader folds them all to one space.
+ */
+function quotedProblem(source: string): QuotedProblem | null {
+  let highStart = -1;
+  let highEnd = -1;
+  for (const found of source.matchAll(QUOTED_ESCAPES)) {
+    const start = found.index;
+    const end = start + found[0].length;
+    const unit = found[1] ?? found[2];
+    if (unit !== undefined) {
+      const value = parseInt(unit, 16);
+      if (value >= 0xdc00 && start === highEnd) {
+        return { code: 'YAML_INVALID_UTF8', offset: highStart, reason: 'a pair of escaped UTF-16 surrogates reads as one character here and as two (which UTF-8 cannot hold) to YAML 1.1 readers; write the character itself' };
+      }
+      [highStart, highEnd] = value < 0xdc00 ? [start, end] : [-1, -1];
+      continue;
+    }
+    if (found[0] === '\\\\') continue;
+    if (found[0].indexOf('\n') !== found[0].lastIndexOf('\n')) {
+      return { code: 'YAML_SYNTAX', offset: start, reason: 'an escaped line break followed by an empty line reads as a space here and as a line feed to other readers; write \\n' };
+    }
+    if (start === highEnd) highEnd = end;
+  }
+  return null;
+}
+
+function refuseQuotedProblem(node: Scalar, file: string, path: string, text: string): void {
+  if (node.type !== Scalar.QUOTE_DOUBLE || node.range === undefined || node.range === null) return;
+  const problem = quotedProblem(text.slice(node.range[0], node.range[1]));
+  if (problem !== null) fail(problem.code, file, path, problem.reason, at(text, node.range[0] + problem.offset));
+}
+
 function checkNode(node: Node | null, file: string, path: string, depth: number, text: string, sameInYaml11: boolean): void {
   if (node === null) return;
   const here = at(text, node.range?.[0]);
@@ -139,6 +192,7 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
     if (typeof value === 'bigint' || typeof value === 'symbol' || typeof value === 'function') {
       fail('YAML_NON_JSON', file, path, 'value has no JSON form', here);
     }
+    refuseQuotedProblem(node, file, path, text);
     if (retypedPlain(node, sameInYaml11)) fail('YAML_NON_JSON', file, path, `the plain string ${JSON.stringify(value)} reads as another value (a boolean, number, date or null) in YAML 1.1 readers; write it double-quoted`, here);
     return;
   }
@@ -161,6 +215,7 @@ function checkNode(node: Node | null, file: string, path: string, depth: number,
       }
       const name = key.value;
       if (name === '__proto__') fail('YAML_NON_JSON', file, path, 'key "__proto__" is not allowed', keyAt);
+      refuseQuotedProblem(key, file, path, text);
       if (retypedPlain(key, sameInYaml11)) fail('YAML_NON_JSON', file, path, `the plain key ${JSON.stringify(name)} reads as another value in YAML 1.1 readers; write it double-quoted`, keyAt);
       checkNode(pair.value as Node | null, file, childPath(path, name), depth + 1, text, sameInYaml11);
     }

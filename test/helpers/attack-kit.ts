@@ -108,7 +108,7 @@ export async function makeKit(dir: string): Promise<Kit> {
       if (pushed.status === 0) return 'accepted';
       if (process.env['DEBUG_PUSH'] === '1') console.log(pushed.stderr);
       expect(head()).toBe(before);
-      return /^remote:\s+([A-Z_]+) \[/m.exec(pushed.stderr)?.[1] ?? (/non-fast-forward|fetch first|rejected/.test(pushed.stderr) ? 'NON_FAST_FORWARD' : 'DECLINED');
+      return /^remote:\s+([A-Z][A-Z0-9_]*) \[/m.exec(pushed.stderr)?.[1] ?? (/non-fast-forward|fetch first|rejected/.test(pushed.stderr) ? 'NON_FAST_FORWARD' : 'DECLINED');
     },
     async bypass(files, options, check) {
       const before = head();
