@@ -1,7 +1,8 @@
 import { createRequire } from 'node:module';
 import { dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
-import { findExecutable } from '../util/executable.js';
+import { findExecutable, startProblem } from '../util/executable.js';
+import { executorPath } from './process.js';
 import type { ExecutorName } from './executor.js';
 
 /**
@@ -46,7 +47,12 @@ export function installedAgentCommand(kind: ExecutorName): string[] | null {
 export function defaultAgentCommand(kind: ExecutorName, path: string | undefined, label: string): string[] {
   const cli = AGENT_CLIS[kind];
   const onPath = findExecutable(cli.program, path ?? '');
-  if (onPath !== null) return [onPath];
+  if (onPath !== null) {
+    // Found on PATH is not yet startable: a launcher script whose interpreter is missing fails every attempt it is claimed for.
+    const problem = startProblem(onPath, executorPath(onPath));
+    if (problem !== null) throw new CooError('EXECUTOR_CONFIG', `${label}: ${problem}`);
+    return [onPath];
+  }
   const installed = installedAgentCommand(kind);
   if (installed !== null) return installed;
   throw new CooError(

@@ -90,7 +90,8 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
 export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[] {
   const files: CredentialFile[] = [];
   for (const [name, value] of Object.entries(env)) {
-    if (value === undefined || !isAbsolute(value)) continue;
+    // A descriptor or device (`/dev/fd/3`, `/proc/self/fd/3`) is no file to hide or read: bubblewrap cannot bind over it.
+    if (value === undefined || !isAbsolute(value) || /^\/(?:dev|proc|sys)(?:\/|$)/.test(value)) continue;
     if (name === 'GOOGLE_APPLICATION_CREDENTIALS' || (/_FILE$/i.test(name) && isSecretName(name.slice(0, -'_FILE'.length)))) files.push({ path: value, name, kind: 'named' });
   }
   return files;

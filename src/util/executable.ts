@@ -65,6 +65,8 @@ export function startProblem(path: string, pathList: string): string | null {
       fs.closeSync(fd);
     }
   } catch (error) {
+    // An execute-only program (mode 0711): whether it is a script its interpreter could not read cannot be told; its start says.
+    if ((error as NodeJS.ErrnoException).code === 'EACCES') return null;
     return `${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): a script's interpreter could not read it either; chmod +r it`;
   }
   const text = head.subarray(0, length).toString('latin1');

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from '../../../src/dispatch/agent-cli.js';
@@ -25,6 +26,19 @@ describe('the agent CLIs', () => {
     expect(installedAgentCommand('codex')).toEqual([process.execPath, expect.stringMatching(/@openai\/codex\/bin\/codex\.js$/)]);
     expect(defaultAgentCommand('codex', '/nowhere', 'ea.codex')).toEqual(installedAgentCommand('codex'));
     expect(defaultAgentCommand('codex', join(import.meta.dirname, 'no-such-dir'), 'ea.codex')[1]).toMatch(/codex\.js$/);
+  });
+
+  it('found on PATH as a launcher script whose #! interpreter is missing is EXECUTOR_CONFIG, said before any claim; one that can start is taken', () => {
+    const root = mkdtempSync(join(tmpdir(), 'coo-agent-cli-'));
+    const broken = join(root, 'broken');
+    const working = join(root, 'working');
+    mkdirSync(broken);
+    mkdirSync(working);
+    writeFileSync(join(broken, 'codex'), '#!/nonexistent/bin/node\n', { mode: 0o755 });
+    writeFileSync(join(working, 'codex'), '#!/bin/sh\necho codex\n', { mode: 0o755 });
+    expect(() => defaultAgentCommand('codex', broken, 'ea.codex')).toThrow(/^ea\.codex: \S+\/broken\/codex is a script for #!\/nonexistent\/bin\/node, which is missing or not executable here/);
+    expect(() => defaultAgentCommand('codex', broken, 'ea.codex')).toThrow(expect.objectContaining({ code: 'EXECUTOR_CONFIG' }));
+    expect(defaultAgentCommand('codex', working, 'ea.codex')).toEqual([join(working, 'codex')]);
   });
 
   it('asked for by name and version when neither is there', () => {
