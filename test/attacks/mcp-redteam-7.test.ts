@@ -1,0 +1,39 @@
+import { describe, expect, it } from 'vitest';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
+import { worlds } from '../helpers/lane.js';
+import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * `coo mcp` against an agent COO whose one hostile action is a key: a consult, a dispatch or an
+ * adoption whose idempotency_key is the one the COO's acknowledgement of an inbox item is written
+ * under (`ack-<message id>`). The ack tool takes no key, and the COO's slot of keys is one for all
+ * its envelopes, so the item could never be acknowledged again: each ack was refused as a key
+ * reused. The form is the acknowledgements' alone, refused for any other envelope by the validator.
+ */
+const fresh = worlds(tempDir('mcp-redteam-7-'));
+
+describe("coo mcp asked to write under the key of an acknowledgement", () => {
+  it('refuses a consult and a dispatch whose idempotency_key is ack-<an inbox item>, writes nothing, and the item is acknowledged after', async () => {
+    const w = await fresh();
+    const commandId = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
+    const session = await rawSession(w);
+    try {
+      const head = w.ledger.head();
+      const squatted = `ack-${commandId}`;
+      const consult = await session.ask(call(1, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right?', idempotency_key: squatted }), 1);
+      expect(refusal(consult)).toBe('tool error IDEMPOTENCY_CONFLICT');
+      expect(consult.result?.content?.[0]?.text).toContain(`"${squatted}" is the key of the acknowledgement of ${commandId}`);
+      const dispatch = await session.ask(call(2, 'dispatch', { to: 'ea.codex', task: 'Fix add().', scope: ['src/**'], accept: ['add(1, 2) is 3'], verify: ['true'], idempotency_key: squatted }), 2);
+      expect(refusal(dispatch)).toBe('tool error IDEMPOTENCY_CONFLICT');
+      expect(w.ledger.head()).toBe(head);
+      // A key that only starts the same way names no message: it is any request's.
+      const other = await session.ask(call(3, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right?', idempotency_key: 'ack-later' }), 3);
+      expect(refusal(other)).toBe('answered');
+      const ack = await session.ask(call(4, 'ack', { message_id: commandId, note: 'On it.' }), 4);
+      expect([refusal(ack), ack.result?.structuredContent?.['acknowledges'], ack.result?.structuredContent?.['existing']]).toEqual(['answered', commandId, false]);
+    } finally {
+      await session.close();
+    }
+  });
+});
