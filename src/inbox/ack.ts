@@ -1,5 +1,5 @@
 import { requireHolder } from '../authority/keys.js';
-import { isForCoo } from '../authority/rules/intents/ack.js';
+import { ackKey, isForCoo } from '../authority/rules/intents/ack.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
@@ -53,8 +53,4 @@ export async function acknowledge(request: AckRequest): Promise<EnvelopeAppendRe
     key,
     now,
   );
-}
-
-function ackKey(messageId: string): string {
-  return `ack-${messageId}`;
 }
