@@ -10,6 +10,9 @@ import { tempDir } from '../helpers/tmp.js';
  * under (`ack-<message id>`). The ack tool takes no key, and the COO's slot of keys is one for all
  * its envelopes, so the item could never be acknowledged again: each ack was refused as a key
  * reused. The form is the acknowledgements' alone, refused for any other envelope by the validator.
+ * And two acks of one item sent at once with different notes: the second was refused as a key
+ * reused (give a new idempotency_key, which the ack tool does not take), not as the second
+ * acknowledgement it is, which it is when sent after the first.
  */
 const fresh = worlds(tempDir('mcp-redteam-7-'));
 
@@ -32,6 +35,29 @@ describe("coo mcp asked to write under the key of an acknowledgement", () => {
       expect(refusal(other)).toBe('answered');
       const ack = await session.ask(call(4, 'ack', { message_id: commandId, note: 'On it.' }), 4);
       expect([refusal(ack), ack.result?.structuredContent?.['acknowledges'], ack.result?.structuredContent?.['existing']]).toEqual(['answered', commandId, false]);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
+describe('coo mcp asked to acknowledge one item twice at once', () => {
+  it('writes one acknowledgement, answers the same note with it and another note as a second acknowledgement, as it does one after the other', async () => {
+    const w = await fresh();
+    const commandId = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
+    const session = await rawSession(w);
+    try {
+      const from = session.answers.length;
+      session.stdin.write([call(1, 'ack', { message_id: commandId, note: 'On it.' }), call(2, 'ack', { message_id: commandId, note: 'On it.' }), call(3, 'ack', { message_id: commandId, note: 'Not now.' })].join(''));
+      const [first, same, other] = [await session.answer(1, from), await session.answer(2, from), await session.answer(3, from)];
+      const ackId = first.result?.structuredContent?.['message_id'];
+      expect([refusal(first), refusal(same), same.result?.structuredContent?.['message_id']]).toEqual(['answered', 'answered', ackId]);
+      expect(refusal(other)).toBe('tool error MESSAGE_DUPLICATE');
+      expect(other.result?.content?.[0]?.text).toContain(`was acknowledged by ${String(ackId)}, once for all`);
+      const after = await session.ask(call(4, 'ack', { message_id: commandId, note: 'Not now.' }), 4);
+      expect(refusal(after)).toBe('tool error MESSAGE_DUPLICATE');
+      const acks = [...(await w.ledger.state()).messages.values()].filter((record) => record.intent === 'ack');
+      expect(acks.map((record) => record.id)).toEqual([ackId]);
     } finally {
       await session.close();
     }
