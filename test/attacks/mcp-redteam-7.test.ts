@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { worlds } from '../helpers/lane.js';
-import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
+import { LIMITS } from '../../src/limits.js';
+import { call, line, rawSession, refusal } from '../helpers/mcp-raw.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -13,6 +14,8 @@ import { tempDir } from '../helpers/tmp.js';
  * And two acks of one item sent at once with different notes: the second was refused as a key
  * reused (give a new idempotency_key, which the ack tool does not take), not as the second
  * acknowledgement it is, which it is when sent after the first.
+ * And names no SDK sends: a resource URI that is no URI, answered as the server's own failure ("report
+ * it to the operator"), and a tool name or URI of megabytes, echoed whole in the answer and the log.
  */
 const fresh = worlds(tempDir('mcp-redteam-7-'));
 
@@ -58,6 +61,34 @@ describe('coo mcp asked to acknowledge one item twice at once', () => {
       expect(refusal(after)).toBe('tool error MESSAGE_DUPLICATE');
       const acks = [...(await w.ledger.state()).messages.values()].filter((record) => record.intent === 'ack');
       expect(acks.map((record) => record.id)).toEqual([ackId]);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
+describe('coo mcp asked for a resource by no URI, or for a tool or resource by a name of megabytes', () => {
+  it(`refuses each as the client's mistake with a coded error of bounded size, and answers a name of ${LIMITS.mcpNameChars} characters as an unknown one`, async () => {
+    const w = await fresh();
+    const session = await rawSession(w);
+    try {
+      const head = w.ledger.head();
+      const huge = 'x'.repeat(300_000);
+      const cases: ReadonlyArray<readonly [string, Record<string, unknown>]> = [
+        ['no URI', { method: 'resources/read', params: { uri: 'not a uri' } }],
+        ['a URI cut short', { method: 'resources/read', params: { uri: 'http://[::1' } }],
+        ['a URI of megabytes', { method: 'resources/read', params: { uri: `coo://messages/${huge}/envelope` } }],
+        ['a tool name of megabytes', { method: 'tools/call', params: { name: huge, arguments: {} } }],
+      ];
+      for (const [index, [what, message]] of cases.entries()) {
+        const found = await session.ask(line({ id: index + 1, ...message }), index + 1);
+        expect([what, refusal(found)]).toEqual([what, '-32602 MCP_MESSAGE_INVALID']);
+        expect(JSON.stringify(found).length).toBeLessThan(1_000);
+      }
+      const bound = await session.ask(call(10, 'y'.repeat(LIMITS.mcpNameChars), {}), 10);
+      expect(refusal(bound)).toBe('tool error USAGE');
+      expect(refusal(await session.ask(call(11, 'verify', {}), 11))).toBe('answered');
+      expect(w.ledger.head()).toBe(head);
     } finally {
       await session.close();
     }
