@@ -56,6 +56,8 @@ export const LIMITS = {
   mcpRequestsInFlight: 32,
   /** Longest id of an MCP message (a string id's characters): the server holds each id until it is done with the request, so a longer one is refused unread. */
   mcpIdChars: 256,
+  /** Longest name an MCP request gives a tool or a resource by (a tool's name, a resource's URI): each of ours is far shorter, and a refusal repeats the name. */
+  mcpNameChars: 256,
   /**
    * Largest call or answer of the consult tool a dispatch attempt's agent is given: one line between
    * the relay inside the agent's sandbox and the runner (a question, file names, and the answer back).

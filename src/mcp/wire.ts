@@ -13,7 +13,8 @@ import { jsonShapeProblem } from '../util/json-shape.js';
  * duplicated key as its last occurrence, where a client or a proxy in between may read the first.
  * A request asking to run as a task (params.task) is refused too: the server declares no tasks, and
  * the SDK answered one as an internal error of the server's. So is a string holding a lone
- * surrogate (loneSurrogateEscapeAt), which valid UTF-8 can only carry as a JSON escape.
+ * surrogate (loneSurrogateEscapeAt), which valid UTF-8 can only carry as a JSON escape, and a
+ * resource read by no URI or a tool or resource named past LIMITS.mcpNameChars (nameProblem).
  * An id is held by the transport until the server is done with its request, so one of megabytes
  * held that much for as long.
  */
@@ -91,6 +92,22 @@ function idOf(value: unknown): string | number | null {
   return typeof id === 'string' || (typeof id === 'number' && Number.isSafeInteger(id)) ? id : null;
 }
 
+/**
+ * What is wrong with the name a request gives a tool or a resource by, or null. A URI the URL parser
+ * refuses was answered as the server's own failure (the SDK parses it before any handler, and its
+ * TypeError became an internal error telling the client to report it to the operator); a name of
+ * megabytes was repeated whole in the refusal and in the operator's log, once per call.
+ */
+function nameProblem(method: string, params: Record<string, unknown> | undefined): string | null {
+  const [field, what] = method === 'resources/read' ? ['uri', 'the URI of a resource'] : method === 'tools/call' ? ['name', "a tool's name"] : [null, ''];
+  const name = field === null ? undefined : params?.[field];
+  if (typeof name !== 'string') return null;
+  const shortName = JSON.stringify(name.length > 64 ? `${name.slice(0, 63)}…` : name);
+  if (name.length > LIMITS.mcpNameChars) return `params.${field} ${shortName} is ${name.length} characters long, over the ${LIMITS.mcpNameChars} ${what} may have: tools/list lists the tools, resources/templates/list the resources`;
+  if (field === 'uri' && !URL.canParse(name)) return `params.uri ${shortName} is not a URI: read coo://messages/<msg_...>/envelope, receipt or answer`;
+  return null;
+}
+
 /** One line of the transport (its newline and any carriage return removed), decoded or refused. */
 export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
   let text: string;
@@ -133,6 +150,8 @@ export function decodeLine(bytes: Uint8Array, schemas: WireSchemas): WireLine {
     if (typeof params === 'object' && params !== null && Object.hasOwn(params, 'task')) {
       return refuse(id, INVALID_PARAMS, `${method} asks to run as a task (params.task), and this server runs no tasks (its capabilities declare none): send it without params.task`);
     }
+    const named = nameProblem(method as string, params as Record<string, unknown> | undefined);
+    if (named !== null) return refuse(id, INVALID_PARAMS, named);
   }
   return { ok: true, message: value as JSONRPCMessage };
 }

@@ -10,6 +10,7 @@ import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type Me
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkFanout } from './fanout.js';
 import { intentRules } from './intent.js';
+import { checkAckKey } from './intents/ack.js';
 import { checkCommandStands, takeUp } from './intents/ceo-command.js';
 
 /** How far a stated dollar figure may differ from the ledger's (floating-point sums of costs). */
@@ -61,6 +62,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   if (checkChain(check, doc, where)) rules.ancestry?.(check, doc, registry, where);
   checkLimits(check, doc, where);
   rules.envelope?.(check, doc, registry, policy, info.folder, where);
+  checkAckKey(doc, where);
   const fingerprint = requestFingerprint(doc);
   const slot = idempotencySlot(doc.source_actor, doc.idempotency_key);
   const firstId = check.idempotency.get(slot) ?? check.state.idempotency.get(slot);

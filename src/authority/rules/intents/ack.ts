@@ -1,4 +1,5 @@
 import { CooError } from '../../../errors.js';
+import type { CooMessage } from '../../../schema/message.js';
 import type { ActorRegistry } from '../../../schema/registry.js';
 import type { MessageRecord } from '../../state.js';
 import { classOf } from '../../policy-check.js';
@@ -19,6 +20,25 @@ export function isForCoo(registry: ActorRegistry, record: MessageRecord): boolea
   // Addressed to the COO of its day: a COO the CEO has since replaced leaves what it never read to its successor, never to no one.
   if (record.target === registry.active_coo || record.toCoo === true) return INBOX_INTENTS.has(record.intent);
   return record.intent === 'aa_consult' && (record.source === registry.active_coo || record.fromCoo === true) && record.attempts[record.attempts.length - 1]?.receipt?.status === 'succeeded';
+}
+
+/** The idempotency key of the COO's acknowledgement of `messageId`: one per item, so the same call again finds it. */
+export function ackKey(messageId: string): string {
+  return `ack-${messageId}`;
+}
+
+const ACK_KEY = /^ack-(msg_[0-9A-HJKMNP-TV-Z]{26})$/;
+
+/**
+ * A key of an acknowledgement's form is that acknowledgement's alone. The ack writers take no key
+ * (the tool and the verb derive it from the item), and the COO has one slot of keys for all its
+ * envelopes: a consult or dispatch the COO wrote under `ack-<id>` (an agent COO can choose its
+ * keys) left every acknowledgement of that item refused as a key reused, and the item in the inbox.
+ */
+export function checkAckKey(doc: CooMessage, where: string): void {
+  const named = ACK_KEY.exec(doc.idempotency_key)?.[1];
+  if (named === undefined || (doc.intent === 'ack' && doc.about_message_id === named)) return;
+  throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key "${doc.idempotency_key}" is the key of the acknowledgement of ${named}, which no other envelope may take`, { where: `${where}:idempotency_key` });
 }
 
 /**
