@@ -112,7 +112,10 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
   }
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
-  if ((await git(['rev-list', '-n', '1', '--all'])) === '') {
+  // HEAD and the repository's own refs, never `--all`: that reads every worktree's HEAD too, and a neighbour runner adds and
+  // removes dispatch worktrees meanwhile (a HEAD read as it goes failed this check with a bad object).
+  const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}']).catch(() => '');
+  if (head === '' && (await git(['rev-list', '-n', '1', '--branches', '--tags', '--remotes'])) === '') {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would wait here, unclaimed, until it expired; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
   }
   // A partial clone (git clone --filter) reads what it lacks from its promisor remote, which the runner never lets git do

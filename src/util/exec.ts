@@ -8,7 +8,8 @@ export function runGit(args: readonly string[], cwd?: string, input?: string): P
   return new Promise((resolve, reject) => {
     const child = execFile('git', args as string[], { cwd, env: gitEnvironment(), encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 }, (error, stdout, stderr) => {
       if (error !== null) {
-        const message = Buffer.from(stderr).toString('utf8').trim().split('\n')[0] ?? error.message;
+        // git's own line, not a hint before it (GIT_GRAFT_FILE=/dev/null has every git that reads commits say one: util/git-env.ts).
+        const message = Buffer.from(stderr).toString('utf8').trim().split('\n').find((line) => !line.startsWith('hint:')) ?? error.message;
         reject(new CooError('GIT_FAILED', `git ${args.slice(0, 2).join(' ')}: ${message.slice(0, LIMITS.pathChars)}`, { cause: error }));
         return;
       }
