@@ -52,7 +52,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   if (doc.attempt_id !== attemptId) {
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
   }
-  const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null);
+  const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null, (id) => check.message(id));
   if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
   const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
   check.updateMessage(record, [
