@@ -24,12 +24,16 @@ export function dispatchBudgetLeftUsd(dispatch: MessageRecord, messageOf: (id: s
  * may still cost. A consult asked in an open attempt spends from that claim, and its own pre-flight
  * does not count the claim as held (lane/budget.ts heldByOpenAttemptsUsd): a consult allowed more
  * than the claim left would spend beside the executor what the claim held for both. The validator
- * holds each asked consult to it, and the runner offers it as the consult's default budget. Pure.
+ * holds each asked consult to it, and the runner offers it as the consult's default budget. A claim
+ * that does not state what was spent before it (`spent_before_usd`) was written before this rule:
+ * its consults are held to the dispatch's remainder alone, as they were then. Pure.
  */
 export function attemptBudgetLeftUsd(dispatch: MessageRecord, attempt: number, messageOf: (id: string) => MessageRecord | undefined): number {
   const left = dispatchBudgetLeftUsd(dispatch, messageOf);
-  const allowance = dispatch.attempts[attempt - 1]?.claim?.allowanceUsd;
-  if (allowance === undefined) return left;
+  const claim = dispatch.attempts[attempt - 1]?.claim;
+  // A claim that does not state what was spent before it was written before this rule, and binds its consults as it did then.
+  if (claim?.allowanceUsd === undefined || claim.spentBeforeUsd === undefined) return left;
+  const allowance = claim.allowanceUsd;
   const consults = (dispatch.consults ?? []).filter((asked) => asked.attempt === attempt).reduce((sum, asked) => sum + consultHoldsUsd(asked.id, messageOf), 0);
   return Math.max(0, Math.min(left, allowance - consults));
 }
@@ -57,10 +61,14 @@ export function consultHoldsUsd(id: string, messageOf: (id: string) => MessageRe
  * timeout is the time left until it). A consult its agent asks in it ends by then (its
  * deadline_at), so the attempt, which waits for the consult in flight, never outlives its time box
  * or its dispatch's deadline for advice. Null when the attempt is not claimed. The validator holds
- * each asked consult to it, and the runner plans one within it. Pure.
+ * each asked consult to it, and the runner plans one within it. A claim that does not state what
+ * was spent before it (`spent_before_usd`) was written before the deadline counted here: its box is
+ * its time box alone, as it was then, and none for a dispatch recorded before its timeout was kept.
+ * Pure.
  */
 export function attemptEndsAtMillis(dispatch: MessageRecord, attempt: AttemptRecord): number | null {
   if (attempt.claim === null) return null;
+  if (attempt.claim.spentBeforeUsd === undefined) return dispatch.timeoutSeconds === undefined ? null : toMillis(attempt.claim.at) + dispatch.timeoutSeconds * 1000;
   // A dispatch recorded before its timeout was kept is bounded by its deadline alone.
   const box = dispatch.timeoutSeconds === undefined ? Number.POSITIVE_INFINITY : toMillis(attempt.claim.at) + dispatch.timeoutSeconds * 1000;
   return Math.min(box, toMillis(dispatch.deadlineAt));

@@ -69,6 +69,11 @@ export function planBudget(facts: BudgetFacts): BudgetDecision {
 /** Cents' fractions below this are the sums' rounding, not spend. */
 const SPEND_EPSILON_USD = 1e-9;
 
+/** Whether two sums of dollars are one figure, but for their rounding. */
+export function sameUsd(a: number, b: number): boolean {
+  return Math.abs(a - b) <= SPEND_EPSILON_USD;
+}
+
 /** Looks a message up in the ledger's state; a lookup that knows none (`noMessages`) suits a record that asks nothing of others (a consult). */
 export type MessageLookup = (id: string) => MessageRecord | undefined;
 export const noMessages: MessageLookup = () => undefined;

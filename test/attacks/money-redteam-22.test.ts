@@ -2,6 +2,7 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import { crashAllowanceUsd } from '../../src/dispatch/lane.js';
+import { spentOnMessageUsd } from '../../src/lane/budget.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
@@ -29,8 +30,16 @@ beforeAll(() => {
 const at = (offsetSeconds: number): string => isoSeconds(new Date(Date.now() + offsetSeconds * 1000));
 const FILE = Buffer.from('export const add = (a: number, b: number) => a + b;\n');
 
-function claimEntry(id: string, folder: string, attempt: number, kind: 'aa' | 'ea', extra: Record<string, unknown> = {}): NewFile {
-  const doc = { schema_version: 'claim.v0', message_id: id, attempt_id: attemptIdFor(id, attempt, kind), attempt_number: attempt, runner_id: 'r22', transport_session_id: 'r22', claimed_at: at(0), ...extra };
+/**
+ * A claim of `attempt` of message `id`, as this build's runner writes it: stating what the ledger's head counts as spent
+ * before it (`spent_before_usd`). `asBefore` writes it as builds before that field did, which the rules counting a
+ * dispatch's consults do not bind.
+ */
+async function claimEntry(id: string, folder: string, attempt: number, kind: 'aa' | 'ea', extra: Record<string, unknown> = {}, asBefore = false): Promise<NewFile> {
+  const state = await kit.world.ledger.state();
+  const record = state.messages.get(id);
+  const spent = asBefore || record === undefined ? {} : { spent_before_usd: spentOnMessageUsd(record, attempt, (other) => state.messages.get(other)) };
+  const doc = { schema_version: 'claim.v0', message_id: id, attempt_id: attemptIdFor(id, attempt, kind), attempt_number: attempt, runner_id: 'r22', transport_session_id: 'r22', claimed_at: at(0), ...spent, ...extra };
   return { path: claimPath(folder, attempt), bytes: Buffer.from(toYaml(doc)) };
 }
 
@@ -81,11 +90,11 @@ async function spentDispatch(consultUsd = 0.8, executorUsd = 0.2): Promise<EaDis
   const message = baseDispatch();
   const folder = messageFolder(message.message_id, message.created_at);
   expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
-  expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
+  expect(await kit.append([await claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
   const { envelope, files } = await askedConsult(message, consultUsd);
   const consultFolder = messageFolder(envelope.message_id, envelope.created_at);
   expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
-  expect(await kit.append([claimEntry(envelope.message_id, consultFolder, 1, 'aa', { allowance_usd: consultUsd })], kit.keys.coo.key)).toBe('accepted');
+  expect(await kit.append([await claimEntry(envelope.message_id, consultFolder, 1, 'aa', { allowance_usd: consultUsd })], kit.keys.coo.key)).toBe('accepted');
   const consultReceipt = paidConsultReceipt(envelope, consultFolder, consultUsd);
   expect(await kit.append([consultReceipt], kit.keys.coo.key)).toBe('accepted');
   const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: executorUsd, consults: [{ message_id: envelope.message_id, receipt: consultReceipt.path }] });
@@ -94,23 +103,23 @@ async function spentDispatch(consultUsd = 0.8, executorUsd = 0.2): Promise<EaDis
   return message;
 }
 
-const secondClaim = (message: EaDispatchMessage, allowanceUsd: number): NewFile => claimEntry(message.message_id, messageFolder(message.message_id, message.created_at), 2, 'ea', { allowance_usd: allowanceUsd });
+const secondClaim = (message: EaDispatchMessage, allowanceUsd: number, asBefore = false): Promise<NewFile> => claimEntry(message.message_id, messageFolder(message.message_id, message.created_at), 2, 'ea', { allowance_usd: allowanceUsd }, asBefore);
 
 describe("a dispatch retried after its agent's consult spent most of its budget", () => {
   attack("a claim of attempt 2 allowed the $0.80 the executor's first run left, which the consult already spent", 'library', 'POLICY_LIMIT', async () => {
     const message = await spentDispatch();
-    return kit.append([secondClaim(message, 0.8)], kit.keys.coo.key);
+    return kit.append([await secondClaim(message, 0.8)], kit.keys.coo.key);
   });
 
   attack('the same claim pushed with stock git', 'hook', 'POLICY_LIMIT', async () => {
     const message = await spentDispatch();
-    const entry = secondClaim(message, 0.8);
+    const entry = await secondClaim(message, 0.8);
     return kit.push({ [entry.path]: entry.bytes }, { key: kit.keys.coo.file });
   });
 
   attack('the same claim in history behind the hook, as coo verify replays it', 'verify', 'POLICY_LIMIT', async () => {
     const message = await spentDispatch();
-    const entry = secondClaim(message, 0.8);
+    const entry = await secondClaim(message, 0.8);
     let codes: string[] = [];
     await kit.bypass({ [entry.path]: entry.bytes }, { key: kit.keys.coo.file }, () => {
       codes = kit.verifyCodes();
@@ -119,31 +128,50 @@ describe("a dispatch retried after its agent's consult spent most of its budget"
   });
 });
 
+describe('what a claim states was spent before it', () => {
+  attack('a claim of attempt 2 stating $0.20 spent before it, where the executor and the consult spent $1', 'library', 'POLICY_LIMIT', async () => {
+    const message = await spentDispatch();
+    return kit.append([await claimEntry(message.message_id, messageFolder(message.message_id, message.created_at), 2, 'ea', { allowance_usd: 0.8, spent_before_usd: 0.2 })], kit.keys.coo.key);
+  });
+
+  attack('the same claim pushed with stock git', 'hook', 'POLICY_LIMIT', async () => {
+    const message = await spentDispatch();
+    const entry = await claimEntry(message.message_id, messageFolder(message.message_id, message.created_at), 2, 'ea', { allowance_usd: 0.8, spent_before_usd: 0.2 });
+    return kit.push({ [entry.path]: entry.bytes }, { key: kit.keys.coo.file });
+  });
+
+  it('takes a claim of attempt 2 written as before spent_before_usd was stated, allowed what the executor alone left, as builds before this rule did, and verifies', async () => {
+    const message = await spentDispatch();
+    expect(await kit.append([await secondClaim(message, 0.8, true)], kit.keys.coo.key)).toBe('accepted');
+    expect(kit.verifyCodes()).toEqual([]);
+  });
+});
+
 describe("a dispatch retried after its agent's consult spent part of its budget (guards)", () => {
   it('takes a claim of attempt 2 allowed what the executor and the consult together left, and refuses one a cent over it', async () => {
     const message = await spentDispatch(0.5, 0.2);
-    expect(await kit.append([secondClaim(message, 0.31)], kit.keys.coo.key)).toBe('POLICY_LIMIT');
-    expect(await kit.append([secondClaim(message, 0.3)], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([await secondClaim(message, 0.31)], kit.keys.coo.key)).toBe('POLICY_LIMIT');
+    expect(await kit.append([await secondClaim(message, 0.3)], kit.keys.coo.key)).toBe('accepted');
   });
 
   it('counts nothing for a consult its agent asked and left behind unclaimed: it can no longer be paid', async () => {
     const message = baseDispatch();
     const folder = messageFolder(message.message_id, message.created_at);
     expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
-    expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([await claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
     const { envelope, files } = await askedConsult(message, 0.6);
     expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
     const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: 0.2, consults: [{ message_id: envelope.message_id, receipt: null }] });
     expect(await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key)).toBe('accepted');
     expect(await kit.append([retryApproval(message)], kit.keys.ceo.key)).toBe('accepted');
-    expect(await kit.append([secondClaim(message, 0.8)], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([await secondClaim(message, 0.8)], kit.keys.coo.key)).toBe('accepted');
   });
 });
 
 describe("the runner's side of a dispatch retried after its agent's consult spent its budget", () => {
   it('charges attempt 2 of a runner that died after a claim stating no allowance nothing the consult already spent', async () => {
     const message = await spentDispatch(0.5, 0.2);
-    expect(await kit.append([claimEntry(message.message_id, messageFolder(message.message_id, message.created_at), 2, 'ea')], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([await claimEntry(message.message_id, messageFolder(message.message_id, message.created_at), 2, 'ea')], kit.keys.coo.key)).toBe('accepted');
     const state = await kit.world.ledger.state();
     const record = state.messages.get(message.message_id)!;
     expect(crashAllowanceUsd({ state, record, message, attempt: 2, consultsUsd: 0, today: at(0).slice(0, 10) })).toBeCloseTo(0.3, 9);
@@ -166,17 +194,23 @@ describe("the runner's side of a dispatch retried after its agent's consult spen
  */
 describe("a consult an agent asks inside an attempt its claim held below its dispatch's budget", () => {
   /** A $1 dispatch whose attempt 1 is claimed with an allowance of $0.30, and the files of a consult its agent asks for `maxCostUsd` (the planner's default when undefined). */
-  async function heldAttempt(maxCostUsd?: number): Promise<{ message: EaDispatchMessage; files: NewFile[]; envelope: AaConsultMessage }> {
+  async function heldAttempt(maxCostUsd?: number, asBefore = false): Promise<{ message: EaDispatchMessage; files: NewFile[]; envelope: AaConsultMessage }> {
     const message = baseDispatch();
     const folder = messageFolder(message.message_id, message.created_at);
     expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
-    expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 0.3 })], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([await claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 0.3 }, asBefore)], kit.keys.coo.key)).toBe('accepted');
     return { message, ...(await askedConsult(message, maxCostUsd)) };
   }
 
   attack('a consult of $0.75 asked in an attempt whose claim holds $0.30', 'library', 'BUDGET_EXCEEDED', async () => {
     const { files } = await heldAttempt(0.75);
     return kit.append(files, kit.keys.coo.key);
+  });
+
+  it('takes such a consult under a claim written as before spent_before_usd was stated, as builds before this rule did, and verifies', async () => {
+    const { files } = await heldAttempt(0.75, true);
+    expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
+    expect(kit.verifyCodes()).toEqual([]);
   });
 
   it("is offered by default what the attempt's claim holds, not what the dispatch's budget has left, and lands", async () => {
@@ -200,13 +234,13 @@ describe("a consult an agent asks inside an attempt its claim held below its dis
  */
 describe("a consult an agent asks in an attempt its dispatch's deadline cuts short", () => {
   /** A dispatch whose deadline_at is two minutes away, its attempt 1 claimed now, and a consult its agent asks, planned now. */
-  async function lateAttempt(): Promise<{ message: EaDispatchMessage; files: NewFile[]; envelope: AaConsultMessage }> {
+  async function lateAttempt(asBefore = false): Promise<{ message: EaDispatchMessage; files: NewFile[]; envelope: AaConsultMessage }> {
     const created = new Date(Date.now() - 60_000);
     const base = baseDispatch();
     const message = { ...base, expires_at: isoSeconds(addSeconds(created, 90)), deadline_at: isoSeconds(addSeconds(created, 180)) };
     const folder = messageFolder(message.message_id, message.created_at);
     expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
-    expect(await kit.append([claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
+    expect(await kit.append([await claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 }, asBefore)], kit.keys.coo.key)).toBe('accepted');
     return { message, ...(await askedConsult(message, 0.2)) };
   }
 
@@ -214,6 +248,13 @@ describe("a consult an agent asks in an attempt its dispatch's deadline cuts sho
     const { message, files, envelope } = await lateAttempt();
     const late = { ...envelope, deadline_at: isoSeconds(addSeconds(new Date(message.deadline_at), 60)) };
     return kit.append([{ path: files[0]!.path, bytes: Buffer.from(toYaml(late)) }, ...files.slice(1)], kit.keys.coo.key);
+  });
+
+  it('takes such a consult under a claim written as before spent_before_usd was stated, as builds before this rule did, and verifies', async () => {
+    const { message, files, envelope } = await lateAttempt(true);
+    const late = { ...envelope, deadline_at: isoSeconds(addSeconds(new Date(message.deadline_at), 60)) };
+    expect(await kit.append([{ path: files[0]!.path, bytes: Buffer.from(toYaml(late)) }, ...files.slice(1)], kit.keys.coo.key)).toBe('accepted');
+    expect(kit.verifyCodes()).toEqual([]);
   });
 
   it("is planned to end by its dispatch's deadline_at, and lands", async () => {
