@@ -31,6 +31,8 @@ export interface AttemptRecord {
     readonly seq: number;
     /** What the claim let the attempt spend (its `allowance_usd`): held against its correlation and the day until its receipt lands. Absent in claims that do not state it. */
     readonly allowanceUsd?: number;
+    /** What its message's other attempts and their consults cost or held when it was claimed (its `spent_before_usd`). Absent in claims written before it was stated, which the rules that count an attempt's consults do not bind. */
+    readonly spentBeforeUsd?: number;
     /** The model the registry in force gave an advisory agent when its attempt was claimed: the model its answer is being given by until its receipt lands (rules/panel.ts answeredModels). */
     readonly model?: string;
   } | null;

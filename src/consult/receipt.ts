@@ -4,7 +4,7 @@ import type { AaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js
 import { attemptIdFor } from '../util/ids.js';
 import { isoSeconds } from '../util/time.js';
 import { boundedUsd } from '../schema/common.js';
-import { costUsd, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
+import { costUsd, noMessages, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import type { OracleSessionMeta } from './outcome.js';
 import { clipText } from '../util/bytes.js';
 
@@ -142,7 +142,7 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
   const { message, transport } = facts;
   const accounted = transport === undefined ? null : accountUsage(transport);
   const cost = micro(accounted?.cost ?? 0);
-  const spentBefore = spentOnMessageUsd(facts.record.attempts, facts.attempt);
+  const spentBefore = spentOnMessageUsd(facts.record, facts.attempt, noMessages);
   const left = micro(Math.max(0, message.budget.max_cost_usd - spentBefore));
   const warnings = [...facts.warnings];
   if (accounted !== null && !accounted.reported && cost > 0) warnings.push(accounted.partial && !accounted.implausible ? 'usage_partial' : accounted.implausible ? 'usage_implausible' : 'usage_unreported');

@@ -242,7 +242,7 @@ export class ConsultLane implements RunnerLane {
         policy: policy.doc,
         signerRevoked: revokedWord(state, record) ?? revokedChallenge(state, message),
         earlier: record.attempts,
-        spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+        spentOnMessageUsd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
         commandBudgetUsd: shared.commandBudgetUsd,
         spentTodayUsd: spent.spentTodayUsd,
@@ -612,7 +612,7 @@ export class ConsultLane implements RunnerLane {
     // The output cap that runner handed its Oracle is on its machine; its claim's allowance is the worst case its pre-flight set
     // it from (the estimated input and the whole cap), so the cap is what that allowance pays for after the same input. A
     // claim that does not state one is bounded by its message's budget and by the model's own cap: no pre-flight allows more.
-    const fromAllowance = outputCapForUsd(claimAllowanceUsd(record, attempt), call.estimatedInputTokens, call.price);
+    const fromAllowance = outputCapForUsd(claimAllowanceUsd(record, attempt, (id) => state.messages.get(id)), call.estimatedInputTokens, call.price);
     const cap = claim.allowanceUsd === undefined ? Math.min(fromAllowance, call.price.max_output_tokens) : fromAllowance;
     return { ...call, uncountedOutputCap: cap };
   }

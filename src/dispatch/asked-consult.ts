@@ -1,6 +1,6 @@
 import { lstatSync, realpathSync } from 'node:fs';
 import { dirname, join } from 'node:path';
-import { attemptEndsAtMillis, dispatchBudgetLeftUsd } from '../authority/dispatch-consults.js';
+import { attemptBudgetLeftUsd, attemptEndsAtMillis } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -118,11 +118,11 @@ export interface AskedConsultEnqueued extends EnvelopeAppendResult {
   readonly envelope: AaConsultMessage;
 }
 
-/** What the dispatch has left for its agent's consults, at `state`. */
-export function askedConsultBudgetUsd(state: LedgerState, dispatchId: string): number {
+/** What attempt `attempt` of the dispatch has left for its agent's consults, at `state` (attemptBudgetLeftUsd). */
+export function askedConsultBudgetUsd(state: LedgerState, dispatchId: string, attempt: number): number {
   const record = state.messages.get(dispatchId);
   if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${dispatchId} is not in the ledger`);
-  return dispatchBudgetLeftUsd(record, (id) => state.messages.get(id));
+  return attemptBudgetLeftUsd(record, attempt, (id) => state.messages.get(id));
 }
 
 export interface AskedConsultPlan {
@@ -145,7 +145,7 @@ function askedConsultTimes(state: LedgerState, request: Pick<AskedConsultRequest
   const ends = record === undefined || attempt === undefined ? null : attemptEndsAtMillis(record, attempt);
   if (ends === null) return { ttlSeconds: ttl, maxRuntimeSeconds: runtime };
   const left = Math.floor((ends - request.now.getTime()) / 1000);
-  if (left < 2) throw new CooError('POLICY_LIMIT', `attempt ${request.attempt} of ${request.dispatch.message_id} has ${Math.max(0, left)} s left of its ${request.dispatch.dispatch.timeout_seconds} s time box: no time for a consult; nothing was written or paid`);
+  if (left < 2) throw new CooError('POLICY_LIMIT', `attempt ${request.attempt} of ${request.dispatch.message_id} has ${Math.max(0, left)} s left of its ${request.dispatch.dispatch.timeout_seconds} s time box, within its deadline_at ${request.dispatch.deadline_at}: no time for a consult; nothing was written or paid`);
   const ttlSeconds = Math.min(ttl, left - 1);
   return { ttlSeconds, maxRuntimeSeconds: Math.min(runtime, left - ttlSeconds) };
 }
@@ -157,7 +157,7 @@ export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultR
   const policy = state.policy?.doc;
   if (policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no policy');
   const running = request.executorSpentUsd ?? 0;
-  const left = Math.max(0, askedConsultBudgetUsd(state, dispatch.message_id) - running);
+  const left = Math.max(0, askedConsultBudgetUsd(state, dispatch.message_id, request.attempt) - running);
   const maxCostUsd = request.maxCostUsd ?? Math.min(left, policy.budgets.max_cost_usd_per_message);
   if (maxCostUsd <= 0) throw new CooError('BUDGET_EXCEEDED', `${dispatch.message_id} has nothing left of its budget for a consult`);
   // The validator holds the consult to what the ledger says is left; the executor's cost so far is the runner's to count.

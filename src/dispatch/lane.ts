@@ -74,7 +74,7 @@ export function crashAllowanceUsd(facts: {
   if (claim?.allowanceUsd !== undefined) return boundedUsd(Math.max(0, claim.allowanceUsd - facts.consultsUsd));
   const day = claim?.at.slice(0, 10) ?? facts.today;
   const spent = spendAsOf(state, message.correlation_id, day, claim?.seq ?? Number.MAX_SAFE_INTEGER);
-  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt), commandBudgetUsd: commandBudgetOf(state, record.id), ...spent });
+  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)), commandBudgetUsd: commandBudgetOf(state, record.id), ...spent });
   return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - facts.consultsUsd));
 }
 

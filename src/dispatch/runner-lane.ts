@@ -243,7 +243,7 @@ export class DispatchLane implements RunnerLane {
         registry: state.registry!.doc,
         policy: state.policy!.doc,
         signerRevoked: revokedWord(state, record),
-        spentOnMessageUsd: spentOnMessageUsd(record.attempts, attempt),
+        spentOnMessageUsd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,
         commandBudgetUsd: shared.commandBudgetUsd,
         spentTodayUsd: spent.spentTodayUsd,

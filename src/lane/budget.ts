@@ -1,6 +1,7 @@
 import type { AttemptRecord, LedgerState, MessageRecord } from '../authority/state.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
+import { consultHoldsUsd } from '../authority/dispatch-consults.js';
 
 /** Cost arithmetic for one attempt of any lane: a model's price, the budgets that bound it. Pure. */
 
@@ -68,27 +69,37 @@ export function planBudget(facts: BudgetFacts): BudgetDecision {
 /** Cents' fractions below this are the sums' rounding, not spend. */
 const SPEND_EPSILON_USD = 1e-9;
 
+/** Whether two sums of dollars are one figure, but for their rounding. */
+export function sameUsd(a: number, b: number): boolean {
+  return Math.abs(a - b) <= SPEND_EPSILON_USD;
+}
+
+/** Looks a message up in the ledger's state; a lookup that knows none (`noMessages`) suits a record that asks nothing of others (a consult). */
+export type MessageLookup = (id: string) => MessageRecord | undefined;
+export const noMessages: MessageLookup = () => undefined;
+
 /**
  * What a claim of attempt `attempt` of `record` may let it spend (`allowance_usd`), as far as the
- * ledger knows it (the policy and registry in force, the message's earlier receipts): at least
+ * ledger knows it (the policy and registry in force, the message's earlier receipts and the
+ * consults its agent asked in earlier attempts, found by `messageOf`): at least
  * what the least attempt a pre-flight admits may spend (MIN_OUTPUT_TOKENS of output at the price
  * of its target's model: either lane's pre-flight stops an attempt whose budget pays for less),
  * and at most what its message's budget has left. A claim stating less holds less than its
  * attempt may spend, so other runners' pre-flights would pass beside it and together spend past a
  * cap; one stating more holds back its correlation's and the day's other work for nothing.
  */
-export function allowanceBoundsUsd(record: MessageRecord, attempt: number, policy: ActorPolicy | null, registry: ActorRegistry | null): { readonly floorUsd: number; readonly ceilingUsd: number } {
+export function allowanceBoundsUsd(record: MessageRecord, attempt: number, policy: ActorPolicy | null, registry: ActorRegistry | null, messageOf: MessageLookup = noMessages): { readonly floorUsd: number; readonly ceilingUsd: number } {
   const actor = registry?.actors.find((item) => item.id === record.target);
   const model = actor?.transport?.model ?? actor?.executor?.model;
   const price = model === undefined ? undefined : policy?.models[model];
   const floorUsd = price === undefined ? 0 : costUsd(0, MIN_OUTPUT_TOKENS, price);
   const perMessage = Math.min(record.maxCostUsd, policy?.budgets.max_cost_usd_per_message ?? Number.POSITIVE_INFINITY);
-  return { floorUsd, ceilingUsd: Math.max(0, perMessage - spentOnMessageUsd(record.attempts, attempt)) };
+  return { floorUsd, ceilingUsd: Math.max(0, perMessage - spentOnMessageUsd(record, attempt, messageOf)) };
 }
 
 /** Why `allowanceUsd` is not an allowance a claim of `attempt` of `record` may state (allowanceBoundsUsd); null when it is. */
-export function allowanceRefusal(record: MessageRecord, attempt: number, allowanceUsd: number, policy: ActorPolicy | null, registry: ActorRegistry | null): string | null {
-  const { floorUsd, ceilingUsd } = allowanceBoundsUsd(record, attempt, policy, registry);
+export function allowanceRefusal(record: MessageRecord, attempt: number, allowanceUsd: number, policy: ActorPolicy | null, registry: ActorRegistry | null, messageOf: MessageLookup): string | null {
+  const { floorUsd, ceilingUsd } = allowanceBoundsUsd(record, attempt, policy, registry, messageOf);
   if (allowanceUsd + SPEND_EPSILON_USD < floorUsd) {
     return `an allowance of $${allowanceUsd} is less than the $${floorUsd} the least attempt a pre-flight admits may spend (${MIN_OUTPUT_TOKENS} output tokens at the price of ${record.target}'s model): it would hold less than its attempt may spend`;
   }
@@ -98,9 +109,16 @@ export function allowanceRefusal(record: MessageRecord, attempt: number, allowan
   return null;
 }
 
-/** What a message's attempts other than `attempt` cost, from their receipts: the message's budget covers all of them. */
-export function spentOnMessageUsd(attempts: ReadonlyArray<{ readonly number: number; readonly receipt: { readonly costUsd: number } | null }>, attempt: number): number {
-  return attempts.reduce((sum, other) => sum + (other.number !== attempt && other.receipt !== null ? other.receipt.costUsd : 0), 0);
+/**
+ * What a message's attempts other than `attempt` cost, from their receipts, and for a dispatch what
+ * the consults its agent asked in them cost or may still cost (consultHoldsUsd): the message's
+ * budget covers all of them, retries included. The consults asked in `attempt` itself come out of
+ * that attempt's allowance. Without them, a retry was allowed again what its earlier attempt's
+ * consults had already spent of the budget.
+ */
+export function spentOnMessageUsd(record: Pick<MessageRecord, 'attempts' | 'consults'>, attempt: number, messageOf: MessageLookup): number {
+  const attempts = record.attempts.reduce((sum, other) => sum + (other.number !== attempt && other.receipt !== null ? other.receipt.costUsd : 0), 0);
+  return (record.consults ?? []).reduce((sum, asked) => sum + (asked.attempt === attempt ? 0 : consultHoldsUsd(asked.id, messageOf)), attempts);
 }
 
 /**
@@ -135,8 +153,8 @@ export function heldByOpenAttemptsUsd(state: Pick<LedgerState, 'messages'>, corr
  * state it, its message's budget less what its earlier attempts cost. An open attempt holds this
  * (heldByOpenAttemptsUsd), and a consult taken over from a runner that died is charged it.
  */
-export function claimAllowanceUsd(record: MessageRecord, attempt: AttemptRecord): number {
-  return attempt.claim?.allowanceUsd ?? Math.max(0, record.maxCostUsd - spentOnMessageUsd(record.attempts, attempt.number));
+export function claimAllowanceUsd(record: MessageRecord, attempt: AttemptRecord, messageOf: MessageLookup): number {
+  return attempt.claim?.allowanceUsd ?? Math.max(0, record.maxCostUsd - spentOnMessageUsd(record, attempt.number, messageOf));
 }
 
 /**
@@ -159,7 +177,7 @@ function openAllowanceUsd(record: MessageRecord, attempt: AttemptRecord, message
     const asking = parent?.attempts[record.askedIn - 1];
     if (asking !== undefined && asking.claim !== null && asking.receipt === null) return 0;
   }
-  const allowance = claimAllowanceUsd(record, attempt);
+  const allowance = claimAllowanceUsd(record, attempt, (id) => messages.get(id));
   const consults = (record.consults ?? [])
     .filter((asked) => asked.attempt === attempt.number)
     .reduce((sum, asked) => sum + (messages.get(asked.id)?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0), 0);
@@ -278,7 +296,7 @@ type SpendState = Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'polic
 /** The validator refuses a claim whose allowance the ledger it lands on does not admit (a dearer model now, a lower budget): not written, judged again. */
 function allowanceMoved(judged: JudgedSpend, state: SpendState): string | null {
   const record = judged.message === null ? undefined : state.messages.get(judged.message);
-  return record === undefined ? null : allowanceRefusal(record, record.attempts.length + 1, judged.limitUsd, state.policy?.doc ?? null, state.registry?.doc ?? null);
+  return record === undefined ? null : allowanceRefusal(record, record.attempts.length + 1, judged.limitUsd, state.policy?.doc ?? null, state.registry?.doc ?? null, (id) => state.messages.get(id));
 }
 
 /** Why what the correlation and the day have left on `state` no longer leaves `judged.limitUsd`, where its pre-flight judged it did; null when it still does. */

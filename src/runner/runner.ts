@@ -35,7 +35,7 @@ import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sightings.js';
-import { jointSpendMovedSince, type JudgedSpend } from '../lane/budget.js';
+import { jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
 /** An error the runner reports: about one message, or (messageId null) about a pass. */
@@ -943,7 +943,9 @@ export class Runner {
     await this.append({ files, key: this.options.key, now, summary });
   }
 
-  private claimFile(record: MessageRecord, attempt: number, now: Date, allowanceUsd: number | undefined): NewFile {
+  /** The claim of `attempt` of `record`, written on `state`: what it states was spent before it is what that ledger counts. */
+  private claimFile(state: LedgerState, record: MessageRecord, attempt: number, now: Date, allowanceUsd: number | undefined): NewFile {
+    const spentBefore = spentOnMessageUsd(state.messages.get(record.id) ?? record, attempt, (id) => state.messages.get(id));
     const doc = {
       schema_version: 'claim.v0',
       message_id: record.id,
@@ -953,6 +955,7 @@ export class Runner {
       transport_session_id: sessionSlugFor(record.id, attempt),
       claimed_at: isoSeconds(now),
       ...(allowanceUsd === undefined ? {} : { allowance_usd: boundedUsd(allowanceUsd) }),
+      spent_before_usd: boundedUsd(spentBefore),
     };
     return { path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(doc)) };
   }
@@ -975,7 +978,7 @@ export class Runner {
       claimed = open.length === 0 ? attempts : open;
       refused = open.length === 0 ? null : jointSpendMovedSince(open.flatMap((item) => (item.judged === undefined ? [] : [item.judged])), state);
       if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
-      return claimed.flatMap((item) => [this.claimFile(item.record, item.attempt, now, item.judged?.limitUsd), ...(item.receipt === undefined ? [] : [item.receipt])]);
+      return claimed.flatMap((item) => [this.claimFile(state, item.record, item.attempt, now, item.judged?.limitUsd), ...(item.receipt === undefined ? [] : [item.receipt])]);
     };
     try {
       await this.append({ files: write, key: this.options.key, now, summary: summary ?? `claim ${attempts.map((item) => `${item.record.id} attempt ${item.attempt}`).join(', ')}` });

@@ -46,6 +46,14 @@ export const claim = z.strictObject({
    * count it against its correlation and the day. Absent in claims written before it was recorded.
    */
   allowance_usd: usd.optional(),
+  /**
+   * What the message's other attempts cost and, for a dispatch, what the consults its agent asked in
+   * them cost or still hold, on the ledger the claim lands on (lane/budget.ts spentOnMessageUsd). A
+   * claim that states it is held to the rules that count them: its allowance within the budget less
+   * this, and the consults its attempt asks within that allowance and the dispatch's deadline_at.
+   * Absent in claims written before those rules, which the validator judges as it did then.
+   */
+  spent_before_usd: usd.optional(),
 });
 export type Claim = z.infer<typeof claim>;
 

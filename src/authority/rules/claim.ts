@@ -5,7 +5,7 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
-import { allowanceRefusal } from '../../lane/budget.js';
+import { allowanceRefusal, noMessages, sameUsd, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
 
@@ -15,7 +15,8 @@ import { checkNotBehind } from './clock.js';
  * would never make would hold the attempt open, and every later receipt for the message would be
  * refused. What it states it lets the attempt spend (`allowance_usd`) is held against the shared
  * budgets until its receipt lands, so it must lie within what the ledger knows the attempt may
- * spend (lane/budget.ts allowanceRefusal).
+ * spend (lane/budget.ts allowanceRefusal). What it states was spent before it (`spent_before_usd`)
+ * must be what the ledger counts, the consults of a dispatch's earlier attempts included.
  */
 export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
   const where = entry.path;
@@ -52,7 +53,14 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   if (doc.attempt_id !== attemptId) {
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
   }
-  const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null);
+  // A claim that states what was spent before it is held to the rules that count its message's earlier consults too; one written
+  // before it was stated is judged as it was then, so that history an earlier build wrote honestly still verifies.
+  const messageOf: MessageLookup = doc.spent_before_usd === undefined ? noMessages : (id) => check.message(id);
+  const spentBefore = spentOnMessageUsd(record, next, messageOf);
+  if (doc.spent_before_usd !== undefined && !sameUsd(doc.spent_before_usd, spentBefore)) {
+    throw new CooError('POLICY_LIMIT', `${where}: spent_before_usd ${doc.spent_before_usd} is not the $${spentBefore} that the other attempts of ${record.id} and their consults cost or hold; nothing was claimed`, { where: `${where}:spent_before_usd` });
+  }
+  const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null, messageOf);
   if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
   const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
   check.updateMessage(record, [
@@ -60,7 +68,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
     {
       number: next,
       attemptId: doc.attempt_id,
-      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(model === undefined ? {} : { model }) },
+      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(doc.spent_before_usd === undefined ? {} : { spentBeforeUsd: doc.spent_before_usd }), ...(model === undefined ? {} : { model }) },
       receipt: null,
     },
   ]);

@@ -3,7 +3,7 @@ import { snapshotFilePath } from '../../../ledger/layout.js';
 import type { AaConsultMessage } from '../../../schema/message.js';
 import type { AaReceipt } from '../../../schema/receipt.js';
 import type { ActorRegistry } from '../../../schema/registry.js';
-import { askerGone, attemptEndsAtMillis, dispatchBudgetLeftUsd } from '../../dispatch-consults.js';
+import { askerGone, attemptBudgetLeftUsd, attemptEndsAtMillis } from '../../dispatch-consults.js';
 import { toMillis } from '../../../schema/common.js';
 import { classOf } from '../../policy-check.js';
 import { scopeMatcher } from '../../scope.js';
@@ -47,16 +47,16 @@ export function checkAskedInDispatch(check: CommitCheck, doc: AaConsultMessage, 
   }
   const ends = attemptEndsAtMillis(parent, attempt);
   if (ends !== null && toMillis(doc.deadline_at) > ends) {
-    throw new CooError('POLICY_LIMIT', `${where}: deadline_at ${doc.deadline_at} is after attempt ${asked} of ${parent.id} ends (${new Date(ends).toISOString()}, its claim plus the ${parent.timeoutSeconds ?? 0} s time box): a consult asked inside an attempt ends within it`, { where: `${where}:deadline_at` });
+    throw new CooError('POLICY_LIMIT', `${where}: deadline_at ${doc.deadline_at} is after attempt ${asked} of ${parent.id} ends (${new Date(ends).toISOString()}: its claim plus the ${parent.timeoutSeconds ?? 0} s time box, within the dispatch's deadline_at ${parent.deadlineAt}): a consult asked inside an attempt ends within it`, { where: `${where}:deadline_at` });
   }
   const inScope = scopeMatcher(parent.scope ?? []);
   const outside = pin.files.filter((file) => !inScope(file.path)).map((file) => file.path);
   if (outside.length > 0) {
     throw new CooError('SCOPE_VIOLATION', `${where}: ${outside.slice(0, 5).join(', ')}${outside.length > 5 ? ` and ${outside.length - 5} more` : ''} lie outside the scope of ${parent.id} (${(parent.scope ?? []).join(', ')})`, { where: `${where}:context_pin.files` });
   }
-  const left = dispatchBudgetLeftUsd(parent, (id) => check.message(id));
+  const left = attemptBudgetLeftUsd(parent, asked, (id) => check.message(id));
   if (doc.budget.max_cost_usd > left + USD_TOLERANCE) {
-    throw new CooError('BUDGET_EXCEEDED', `${where}: max_cost_usd ${doc.budget.max_cost_usd} exceeds the ${left} that ${parent.id} has left`, { where: `${where}:budget.max_cost_usd` });
+    throw new CooError('BUDGET_EXCEEDED', `${where}: max_cost_usd ${doc.budget.max_cost_usd} exceeds the ${left} that attempt ${asked} of ${parent.id} has left (its dispatch's budget, within what its claim allowed it, less its consults)`, { where: `${where}:budget.max_cost_usd` });
   }
   return parent;
 }
