@@ -100,12 +100,14 @@ export function printable(text: string, max = 200): string {
 }
 
 /**
- * A path from the ledger (a file of a dispatch's work, a consult's pinned file) as one terminal line,
- * never cut: a path is at most 512 characters (schema/common.ts relativePath), and two names cut at
- * one length read as one file, as a name cut before its end hides which file it is.
+ * A path from the ledger (a file of a dispatch's work, a consult's pinned file) as one terminal line
+ * that names one file: never cut (a path is at most 512 characters, schema/common.ts relativePath),
+ * as two names cut at one length read alike and a cut name hides which file it is; and each acting
+ * character, the line break too, as its code point, which no path spells itself (a path holds no
+ * backslash), where `printable`'s ` ⏎ ` is also the name of a file.
  */
 export function printablePath(path: string): string {
-  return printable(path, Number.POSITIVE_INFINITY);
+  return path.replace(UNPRINTABLE, codePointText);
 }
 
 function approvalLine(approval: ApprovalView, indent: string): string {

@@ -90,4 +90,21 @@ describe("a hostile agent's work named so that coo show names no one file", () =
     for (const file of receipt['file_hashes'] as Array<{ path: string; sha256: string }>) expect(changed).toContain(`    changed ${file.path} ${file.sha256}`);
     return 'refused';
   });
+
+  attack('a hostile agent: beside a right fix, src/a<line break>b.js and src/a ⏎ b.js, the name coo show gave the first', 'cli', 'refused', async () => {
+    const where = await place('break');
+    const action = `${FIX}\nprintf 'one\\n' > "src/$(printf 'a\\nb').js" && printf 'two\\n' > 'src/a ⏎ b.js'`;
+    const { messageId, receipt, unreceipted } = await attempted(where, 'break', action);
+    if (receipt === undefined) return unreceipted;
+    expect(receipt['files_changed']).toEqual(expect.arrayContaining(['src/a\nb.js', 'src/a ⏎ b.js']));
+    const shown = coo(['show', messageId, '--ledger', where.world.gitdir]);
+    expect(shown.status).toBe(0);
+    const changed = shown.stdout.split('\n').filter((line) => line.trimStart().startsWith('changed '));
+    expect(changed).toHaveLength(3);
+    const names = changed.map((line) => line.trim().slice('changed '.length).replace(/ (sha256:[0-9a-f]{64}|\(deleted\))$/, ''));
+    if (new Set(names).size !== names.length) return `accepted: coo show names two files alike: ${names.join(' | ')}`;
+    // The line break as its code point, which no path spells (a path holds no backslash); the other name as it is.
+    expect(names).toEqual(expect.arrayContaining(['src/a\\u000ab.js', 'src/a ⏎ b.js']));
+    return 'refused';
+  });
 });
