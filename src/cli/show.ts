@@ -99,6 +99,17 @@ export function printable(text: string, max = 200): string {
   return line.length > max ? `${line.slice(0, max - 1)}…` : line;
 }
 
+/**
+ * A path from the ledger (a file of a dispatch's work, a consult's pinned file) as one terminal line
+ * that names one file: never cut (a path is at most 512 characters, schema/common.ts relativePath),
+ * as two names cut at one length read alike and a cut name hides which file it is; and each acting
+ * character, the line break too, as its code point, which no path spells itself (a path holds no
+ * backslash), where `printable`'s ` ⏎ ` is also the name of a file.
+ */
+export function printablePath(path: string): string {
+  return path.replace(UNPRINTABLE, codePointText);
+}
+
 function approvalLine(approval: ApprovalView, indent: string): string {
   const what = approval.approves === 'dispatch' ? `dispatch request ${approval.request_hash ?? ''}${approval.used_by === null ? ' (not used yet)' : ` (used by ${approval.used_by})`}` : `retry of ${approval.message_id ?? ''} as attempt ${approval.attempt_number ?? ''}`;
   return `${indent}approval ${approval.approval_id} by ${approval.approved_by} at ${approval.created_at} (expires ${approval.expires_at}): ${what}; reason: ${printable(approval.reason)}`;
@@ -118,7 +129,7 @@ function dispatchLines(dispatch: DispatchView): string[] {
 function consultLines(consult: ConsultView): string[] {
   const lines = ['  question:'];
   for (const line of (consult.question ?? '(not in the ledger)').trimEnd().split('\n')) lines.push(`    ${printable(line)}`);
-  lines.push(`  context: ${consult.files.length} file(s) pinned at ${consult.repo_commit}: ${consult.files.map((file) => printable(file.path)).join(' ')}`);
+  lines.push(`  context: ${consult.files.length} file(s) pinned at ${consult.repo_commit}: ${consult.files.map((file) => printablePath(file.path)).join(' ')}`);
   lines.push(`  budget: at most $${consult.max_cost_usd} and ${consult.max_runtime_seconds} s; starts by ${consult.expires_at}, ends by ${consult.deadline_at}`);
   if (consult.challenges !== undefined) {
     const challenged = consult.challenges;
@@ -146,7 +157,7 @@ function evidenceLines(evidence: DispatchAttemptView): string[] {
   const lines = [`    executor ${evidence.executor}, model ${evidence.model ?? 'unknown'}${evidence.executor_session_id === null ? '' : `, session ${printable(evidence.executor_session_id)}`}`];
   lines.push(evidence.branch === null ? `    nothing committed (base ${evidence.base_sha})` : `    branch ${evidence.branch} at ${evidence.head_sha ?? '-'} (base ${evidence.base_sha}), committed and signed by the runner`);
   for (const blocker of evidence.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
-  for (const file of evidence.files) lines.push(`    changed ${printable(file.path)} ${file.sha256 ?? '(deleted)'}`);
+  for (const file of evidence.files) lines.push(`    changed ${printablePath(file.path)} ${file.sha256 ?? '(deleted)'}`);
   for (const command of evidence.commands) lines.push(`    ${command.by === 'executor' ? 'ran' : 'verified'} \`${printable(command.command, 120)}\` exit ${command.exit_code}`);
   const tokens = evidence.usage === null ? 'no usage reported' : `${evidence.usage.total_tokens} tokens`;
   lines.push(`    cost $${evidence.cost_usd} (${tokens})`);
