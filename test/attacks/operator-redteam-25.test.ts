@@ -1,5 +1,7 @@
+import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
+import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { cooBounded } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
 import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
@@ -7,7 +9,9 @@ import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator, round 25: `--json` given to a verb that has no such flag; an MCP client's
- * idempotency_key that is the key derived for another request; ...
+ * idempotency_key that is the key derived for another request; a service account's JSON in a variable
+ * of the environment whose `private_key_id` and `private_key` (a PEM block, on several lines) were not
+ * known, while a `subject_token_type` (a URN) was taken for a token; ...
  */
 
 const fresh = worlds(tempDir('operator-redteam-25-'));
@@ -69,5 +73,45 @@ describe('coo mcp given an idempotency_key of the derived form', () => {
     } finally {
       await session.close();
     }
+  });
+});
+
+describe("a Google service account's JSON in a variable of the environment", () => {
+  const { privateKey } = generateKeyPairSync('rsa', { modulusLength: 1024 });
+  const pem = privateKey.export({ type: 'pkcs8', format: 'pem' }).toString();
+  const keyId = '3f1c0a9b8e7d6c5b4a39281706f5e4d3c2b1a098';
+  const account = {
+    type: 'service_account',
+    project_id: 'my-project-123',
+    private_key_id: keyId,
+    private_key: pem,
+    client_email: 'bot@my-project-123.iam.gserviceaccount.com',
+    client_id: '109876543210987654321',
+    auth_uri: 'https://accounts.google.com/o/oauth2/auth',
+    token_uri: 'https://oauth2.googleapis.com/token',
+    auth_provider_x509_cert_url: 'https://www.googleapis.com/oauth2/v1/certs',
+    client_x509_cert_url: 'https://www.googleapis.com/robot/v1/metadata/x509/bot%40my-project-123.iam.gserviceaccount.com',
+    universe_domain: 'googleapis.com',
+  };
+  const body = pem.split('\n').filter((line) => line !== '' && !line.startsWith('-----'));
+
+  it('knows its private_key_id and every line of its private_key, so no line of the key printed without its armor is left; before, neither was known', () => {
+    const secrets = environmentSecrets({ SA_JSON: JSON.stringify(account) });
+    const values = secrets.map((secret) => secret.value);
+    expect(values).toContain(keyId);
+    for (const line of body) expect(values).toContain(line);
+    // The block whole is cut out by its armor; its lines without it (jq -r .private_key | sed -n 2,4p) by these.
+    const printed = `${body.slice(0, 3).join('\n')}\nkey ${keyId}\n`;
+    expect(new Scrubber(secrets).text(printed)).toBe(`${Array(3).fill('[removed: SA_JSON]').join('\n')}\nkey [removed: SA_JSON]\n`);
+  });
+
+  it('takes none of its other fields for a secret, nor a kind of token: an OAuth token response\'s token_type, a workload identity\'s subject_token_type', () => {
+    const external = { type: 'external_account', audience: '//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/p/providers/q', subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', token_url: 'https://sts.googleapis.com/v1/token' };
+    const answer = { access_token: 'ya29.a0AfH6SMBx1234567', token_type: 'Bearer1234', expires_in: 3599, refresh_token: '1//0gAbcdef123456' };
+    const values = environmentSecrets({ SA_JSON: JSON.stringify(account), WIF_JSON: JSON.stringify(external), TOKEN_JSON: JSON.stringify(answer) }).map((secret) => secret.value);
+    const { private_key_id: _id, private_key: _key, ...plain } = account;
+    for (const value of [...Object.values(plain), ...Object.values(external), 'Bearer1234']) expect(values, value).not.toContain(value);
+    // The tokens of the answer are still known.
+    expect(values).toEqual(expect.arrayContaining(['ya29.a0AfH6SMBx1234567', '1//0gAbcdef123456']));
   });
 });
