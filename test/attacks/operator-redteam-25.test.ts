@@ -1,6 +1,7 @@
 import { generateKeyPairSync } from 'node:crypto';
 import { describe, expect, it } from 'vitest';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
+import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { cooBounded } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
@@ -11,7 +12,8 @@ import { git, tempDir } from '../helpers/tmp.js';
  * A careless operator, round 25: `--json` given to a verb that has no such flag; an MCP client's
  * idempotency_key that is the key derived for another request; a service account's JSON in a variable
  * of the environment whose `private_key_id` and `private_key` (a PEM block, on several lines) were not
- * known, while a `subject_token_type` (a URN) was taken for a token; ...
+ * known, while a `subject_token_type` (a URN) was taken for a token; a URL whose password holds an
+ * unencoded `/`, whose user info was read as a host and a path; ...
  */
 
 const fresh = worlds(tempDir('operator-redteam-25-'));
@@ -113,5 +115,26 @@ describe("a Google service account's JSON in a variable of the environment", () 
     for (const value of [...Object.values(plain), ...Object.values(external), 'Bearer1234']) expect(values, value).not.toContain(value);
     // The tokens of the answer are still known.
     expect(values).toEqual(expect.arrayContaining(['ya29.a0AfH6SMBx1234567', '1//0gAbcdef123456']));
+  });
+});
+
+describe('a URL whose password holds an unencoded /', () => {
+  const PASSWORD = 'Pa55/w0rd-Zq81';
+  const url = `postgresql://app:${PASSWORD}@db.internal:5432/app`;
+
+  it('is known to the scrubber, and shown and quoted in text without it; before, the password was read as a host and a path and kept', () => {
+    const secrets = environmentSecrets({ DATABASE_URL: url });
+    expect(secrets.map((secret) => secret.value)).toContain(PASSWORD);
+    expect(new Scrubber(secrets).text(`connecting with ${PASSWORD}`)).toBe('connecting with [removed: DATABASE_URL]');
+    expect(displayUrl(`https://app:${PASSWORD}@git.example/ledger.git`)).toBe('https://git.example/ledger.git');
+    expect(withoutUserInfo(`fatal: unable to access '${url}': refused`)).toBe("fatal: unable to access 'postgresql://db.internal:5432/app': refused");
+  });
+
+  it('leaves a path with an @ in it as it is, after a host with or without a port: a path names no user', () => {
+    for (const plain of ['https://host/users/me@example.com', 'https://host:8443/a/b@c', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y']) {
+      expect(environmentSecrets({ SOME_URL: plain }), plain).toEqual([]);
+      expect(displayUrl(plain), plain).toBe(plain);
+      expect(withoutUserInfo(`see ${plain} now`), plain).toBe(`see ${plain} now`);
+    }
   });
 });
