@@ -889,11 +889,12 @@ function jsonFieldSecrets(value: string): string[] {
 }
 
 /**
- * A PEM private key a JSON field holds (a service account's `private_key`): each line of its body,
+ * A PEM private key a JSON field holds (a service account's `private_key`, in a variable or in the
+ * file GOOGLE_APPLICATION_CREDENTIALS names): each line of its body,
  * the part of it that is printed or cut out alone, and the body whole; null for any other value. The
  * block itself has line breaks, which no secret looksSecret reads as one has.
  */
-function pemSecrets(value: string): string[] | null {
+export function pemSecrets(value: string): string[] | null {
   const body = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY-----/.exec(value)?.[1];
   if (body === undefined) return null;
   // Base64 lines only: a legacy block's headers (`Proc-Type: 4,ENCRYPTED`) say how it is kept.

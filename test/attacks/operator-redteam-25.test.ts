@@ -1,6 +1,9 @@
 import { generateKeyPairSync } from 'node:crypto';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
+import { credentialFileSecrets } from '../../src/util/credential-files.js';
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { cooBounded } from '../helpers/damage.js';
@@ -105,6 +108,15 @@ describe("a Google service account's JSON in a variable of the environment", () 
     // The block whole is cut out by its armor; its lines without it (jq -r .private_key | sed -n 2,4p) by these.
     const printed = `${body.slice(0, 3).join('\n')}\nkey ${keyId}\n`;
     expect(new Scrubber(secrets).text(printed)).toBe(`${Array(3).fill('[removed: SA_JSON]').join('\n')}\nkey [removed: SA_JSON]\n`);
+  });
+
+  it('knows every line of its private_key in the file GOOGLE_APPLICATION_CREDENTIALS names too; before, only its private_key_id', () => {
+    const home = tempDir('operator-redteam-25-home-');
+    const file = join(home, 'service-account.json');
+    writeFileSync(file, JSON.stringify(account), { mode: 0o600 });
+    const values = credentialFileSecrets({ GOOGLE_APPLICATION_CREDENTIALS: file }, home).map((secret) => secret.value);
+    expect(values).toContain(keyId);
+    for (const line of body) expect(values).toContain(line);
   });
 
   it('takes none of its other fields for a secret, nor a kind of token: an OAuth token response\'s token_type, a workload identity\'s subject_token_type', () => {
