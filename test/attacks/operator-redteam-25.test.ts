@@ -15,8 +15,9 @@ import { git, tempDir } from '../helpers/tmp.js';
  * A careless operator, round 25: `--json` given to a verb that has no such flag; an MCP client's
  * idempotency_key that is the key derived for another request; a service account's JSON in a variable
  * of the environment whose `private_key_id` and `private_key` (a PEM block, on several lines) were not
- * known, while a `subject_token_type` (a URN) was taken for a token; a URL whose password holds an
- * unencoded `/`, whose user info was read as a host and a path; ...
+ * known (nor, in the file GOOGLE_APPLICATION_CREDENTIALS names, the lines of its key), while a
+ * `subject_token_type` (a URN) was taken for a token; a URL whose password holds an unencoded `/`,
+ * whose user info was read as a host and a path.
  */
 
 const fresh = worlds(tempDir('operator-redteam-25-'));
