@@ -79,10 +79,14 @@ function emptyValue(option: Option): CooError {
   return new CooError('USAGE', `${option.long ?? option.flags} was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done`);
 }
 
-/** The options a command line gives its verb, in order, as the parser takes them; `command` is null when it names no verb. */
+/**
+ * The options a command line gives its verb, in order, as the parser takes them, and the words it
+ * left as unknown options; `command` is null when it names no verb.
+ */
 interface GivenLine {
   readonly command: Command | null;
   readonly given: readonly { readonly option: Option; readonly value: unknown }[];
+  readonly unknown: readonly string[];
 }
 
 /**
@@ -119,18 +123,26 @@ function readLine(argv: readonly string[]): GivenLine {
     command = sub;
     operands = operands.slice(1);
   }
-  return command.parent === null ? { command: null, given: [] } : { command, given };
+  return command.parent === null ? { command: null, given: [], unknown: [] } : { command, given, unknown };
 }
 
-/** Whether the command line asks for JSON: `--json` where the parser takes it as the flag; a line naming no verb, by its words before `--`. */
+/**
+ * Whether the command line asks for JSON: `--json` where the parser takes it as the flag; given to a
+ * verb that has no such flag (`coo model --json`, `coo mcp --json`), where the parser refuses it as an
+ * unknown option, not as another flag's value; a line naming no verb, by its words before `--`.
+ */
 function wantsJson(argv: readonly string[]): boolean {
   let line: GivenLine;
   try {
     line = readLine(argv);
   } catch {
-    line = { command: null, given: [] };
+    line = { command: null, given: [], unknown: [] };
   }
-  if (line.command !== null) return line.given.some(({ option }) => option.long === '--json');
+  if (line.command !== null) {
+    if (line.given.some(({ option }) => option.long === '--json')) return true;
+    const end = line.unknown.indexOf('--');
+    return (end === -1 ? line.unknown : line.unknown.slice(0, end)).includes('--json');
+  }
   const end = argv.indexOf('--');
   return (end === -1 ? argv : argv.slice(0, end)).includes('--json');
 }

@@ -1,3 +1,4 @@
+import { CooError } from '../errors.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 
 /** What a consult asks, with the context commit resolved: equal requests give equal keys. */
@@ -38,4 +39,18 @@ export function derivedIdempotencyKey(parts: ConsultRequestParts): string {
 /** An idempotency key from what a request asks, every unset field null: the same request, the same key. */
 export function derivedRequestKey(asked: Record<string, unknown>): string {
   return `req-${sha256Ref(canonicalJson(asked)).slice('sha256:'.length, 'sha256:'.length + 40)}`;
+}
+
+/** The form of a derived key, and of a panel member's key made from one (`<key>~<member>`, consult/enqueue.ts). */
+const DERIVED_FORM = /^req-[0-9a-f]{40}(?:~|$)/;
+
+/**
+ * The key a request is written under: the one its caller gave, or the one derived from it. A given
+ * key of the derived form must be this request's own (a client that sends back the key it was shown):
+ * any other could be the key derived for another request, which that request, sent without a key,
+ * would then find taken and be told IDEMPOTENCY_CONFLICT, or be given this request's message.
+ */
+export function requestKey(given: string | undefined, derived: string): string {
+  if (given === undefined || given === derived || !DERIVED_FORM.test(given)) return given ?? derived;
+  throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key "${given}" has the form of a key derived from a request (req-<40 hex>), and is not this request's: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`, { where: 'idempotency_key' });
 }

@@ -10,7 +10,7 @@ import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { resolveCommit } from '../lane/pins.js';
-import { derivedIdempotencyKey, derivedRequestKey } from '../lane/request-key.js';
+import { derivedIdempotencyKey, derivedRequestKey, requestKey } from '../lane/request-key.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -153,7 +153,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
   if (Array.isArray(args.to) || args.panel !== undefined) return panelTool(context, args, commit, signal);
   const optional = consultOptions(args);
   const target = args.to as string;
-  const idempotencyKey = args.idempotency_key ?? derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional });
+  const idempotencyKey = requestKey(args.idempotency_key, derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional }));
   const request: ConsultRequest = { ledger: context.ledger, target, ...askedFields(context, args, commit, idempotencyKey) };
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
@@ -176,7 +176,7 @@ export async function crossCheckTool(context: ToolContext, args: CrossCheckArgs,
     ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
     ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
   };
-  const idempotencyKey = args.idempotency_key ?? derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional });
+  const idempotencyKey = requestKey(args.idempotency_key, derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional }));
   const queued = await writeThrough(context, (ledger) => enqueueCrossCheck({ ledger, key: context.key, now: context.clock(), of: args.answer, target: args.to, idempotencyKey, submittedVia: 'mcp', ...optional }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
@@ -214,7 +214,7 @@ function consultOptions(args: ConsultArgs): Partial<ConsultRequest> {
 async function panelTool(context: ToolContext, args: ConsultArgs, commit: string, signal?: AbortSignal): Promise<Outcome & { existing: boolean; panel: { panel_id: string; name: string; members: Array<Outcome & { target: string }> } }> {
   const members = Array.isArray(args.to) ? args.to : typeof args.to === 'string' ? [args.to] : undefined;
   const optional = consultOptions(args);
-  const idempotencyKey = args.idempotency_key ?? derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional });
+  const idempotencyKey = requestKey(args.idempotency_key, derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional }));
   const queued = await writeThrough(context, (ledger) =>
     enqueuePanel({
       ledger,
@@ -263,7 +263,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     accept: args.accept,
     verify: args.verify,
     patterns: args.files ?? [],
-    idempotencyKey: args.idempotency_key ?? derivedRequestKey(asked),
+    idempotencyKey: requestKey(args.idempotency_key, derivedRequestKey(asked)),
     submittedVia: 'mcp',
     names: MCP_ARGUMENTS,
     ...optional,
@@ -307,7 +307,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
       repo: context.repo,
       consultId: args.message_id,
       proposal: args.proposal,
-      idempotencyKey: key ?? derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) }),
+      idempotencyKey: requestKey(key, derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) })),
       submittedVia: 'mcp',
       names: { ...MCP_ARGUMENTS, again: 'call the adopt tool again' },
       ...optional,

@@ -6,7 +6,7 @@ import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, type Secret } from './scrub.js';
+import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, pemSecrets, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
@@ -243,7 +243,7 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
     const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'named' ? namedFileSecrets(text) : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
-    for (const value of new Set(values)) if (looksSecret(value)) secrets.push({ name: file.name, value });
+    for (const value of new Set(values.flatMap((field) => pemSecrets(field) ?? [field]))) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });
   return secrets;

@@ -10,9 +10,16 @@ import { looksSecret } from './secret-shape.js';
 
 /** A URL's scheme, after the prefixes a driver's URL carries before it (`jdbc:postgresql://`, `jdbc:mysql://`). */
 const SCHEME = String.raw`(?:[a-z][a-z0-9+.-]*:)*[a-z][a-z0-9+.-]*:\/\/`;
-const SCHEME_URL = new RegExp(`^(${SCHEME})([^/?#]*)@`, 'i');
-/** User info inside running text: a scheme, then anything up to the last `@` before the host's end. */
-const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)[^\s/?#'"<>`]*@/gi;
+/**
+ * User info: anything up to the last `@` before the host's end; or a user and a password holding an
+ * unencoded `/` (`user:ab/cd@host`), which a driver that splits at the first `@` takes as given
+ * (SQLAlchemy's URLs): there the `/` cannot end a host, as `host:8443/` does, since what follows the
+ * colon is no port. A path with an `@` in it (`https://host/users/me@example.com`) names no user.
+ */
+const USER_INFO = String.raw`[^/?#]*|[^/?#:@\[]*:(?![0-9]*\/)[^?#@\s]*`;
+const SCHEME_URL = new RegExp(`^(${SCHEME})(${USER_INFO})@`, 'i');
+/** User info inside running text, as USER_INFO, ended also by a space or a quote. */
+const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#'"<>`]*|[^\s/?#:@['"<>`]*:(?![0-9]*\/)[^\s?#@'"<>`]*)@/gi;
 
 /** A URL's query, which may carry a token (`?access_token=…`): shown without its values. */
 const QUERY_SHOWN = new RegExp(`^(${SCHEME}[^?#]*)\\?[^#]*`, 'i');

@@ -97,11 +97,15 @@ export function isSecretName(name: string): boolean {
  * A field of a URL's query or a connection string that holds a secret, its words parted by `_`, `-`,
  * a space or a capital: one SECRET_NAME reads as one (`key`, `api-key`, `access_token`, `password`,
  * `X-Amz-Security-Token`, `AccountKey`, `SharedAccessKey`), a `Pwd`, or a signature (`sig`,
- * `X-Goog-Signature`, `SharedAccessSignature`), which grants what the URL grants to whoever holds it.
+ * `X-Goog-Signature`, `SharedAccessSignature`), which grants what the URL grants to whoever holds it;
+ * and a service account's `private_key_id`, which names its key to Google. A field of a kind of token
+ * (`token_type`, `subject_token_type`) holds a name (`Bearer`, `urn:ietf:params:oauth:token-type:jwt`),
+ * no token.
  */
 function secretField(name: string): boolean {
   const word = name.trim().replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[-\s]+/g, '_');
-  return SECRET_NAME.test(word) || /(?:^|_)(?:SIG|SIGNATURE|PWD)$/i.test(word);
+  if (/(?:^|_)TYPE$/i.test(word)) return false;
+  return SECRET_NAME.test(word) || /(?:^|_)(?:SIG|SIGNATURE|PWD|PRIVATE_KEY_ID)$/i.test(word);
 }
 
 /**
@@ -851,7 +855,7 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
       for (const field of [...secretFieldValues(value, secretField), ...connectionStringSecrets(value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
     }
-    for (const field of new Set(jsonFieldSecrets(value))) if (looksSecret(field)) secrets.push({ name, value: field });
+    for (const field of new Set(jsonFieldSecrets(value))) for (const part of pemSecrets(field) ?? [field]) if (looksSecret(part)) secrets.push({ name, value: part });
   }
   return secrets;
 }
@@ -882,6 +886,20 @@ function jsonFieldSecrets(value: string): string[] {
   };
   walk(parsed, '');
   return out;
+}
+
+/**
+ * A PEM private key a JSON field holds (a service account's `private_key`, in a variable or in the
+ * file GOOGLE_APPLICATION_CREDENTIALS names): each line of its body,
+ * the part of it that is printed or cut out alone, and the body whole; null for any other value. The
+ * block itself has line breaks, which no secret looksSecret reads as one has.
+ */
+export function pemSecrets(value: string): string[] | null {
+  const body = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY-----/.exec(value)?.[1];
+  if (body === undefined) return null;
+  // Base64 lines only: a legacy block's headers (`Proc-Type: 4,ENCRYPTED`) say how it is kept.
+  const lines = body.split(/\s+/).filter((line) => /^[A-Za-z0-9+/=]+$/.test(line));
+  return [...lines, lines.join('')];
 }
 
 /** The base64 body of an OpenSSH private key file, without its armor and line breaks. */
