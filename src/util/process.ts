@@ -118,3 +118,17 @@ export function ownerGone(tag: string): boolean {
   if (!Number.isSafeInteger(pid) || pid <= 1) return false;
   return recordedProcessGone(match[1]!, pid, match[3] === '-' ? null : match[3]!);
 }
+
+/** The machine's monotonic clock in milliseconds, counted from its boot: the same in every process of one boot. */
+export function machineMonotonic(): number {
+  return Number(process.hrtime.bigint() / 1000n) / 1000;
+}
+
+/** This boot of the machine (Linux's boot id); null where the system does not say. */
+export function bootId(): string | null {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
+}
