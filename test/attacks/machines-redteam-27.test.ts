@@ -1,7 +1,10 @@
+import { spawn, spawnSync } from 'node:child_process';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it, vi } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
+import { formatProcessRecord, parseProcessRecord } from '../../src/util/process.js';
 import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -19,6 +22,23 @@ const STEP_MS = 2 * 3_600_000;
 afterEach(() => {
   vi.restoreAllMocks();
 });
+
+const strangers: number[] = [];
+afterAll(() => {
+  for (const group of strangers) endGroup(group);
+});
+
+/** Ends the group a process leads, or the process alone when it leads none (one in a sandbox's own session). */
+function endGroup(pid: number): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+      return;
+    } catch {
+      // no such group: the process alone, or it is already gone
+    }
+  }
+}
 
 /** The fake Oracles still running for a world: a killed runner's orphans. */
 function orphans(world: World): number[] {
@@ -66,7 +86,7 @@ async function recoverAfterStep(world: World, stepMs: number): Promise<RunnerEve
     await releaseAnswer(world);
     await pass;
   } finally {
-    for (const pid of orphans(world)) process.kill(-pid, 'SIGKILL');
+    for (const pid of orphans(world)) endGroup(pid);
   }
   return world.events;
 }
@@ -96,5 +116,51 @@ describe("a runner killed while its Oracle waits on the model, restarted after t
     expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
     expect(receipts.flatMap((receipt) => blockersOf(receipt))).toEqual([]);
     expect(paidCalls(world)).toBe(1);
+  });
+});
+
+/**
+ * A process group of this machine that is nobody's runner's: its leader exited and left a child in it,
+ * so no process holds the group's number as its pid (Linux gives no new process that pid meanwhile).
+ */
+async function leaderlessGroup(): Promise<{ group: number; members: () => number[] }> {
+  const leader = spawn('sh', ['-c', 'sleep 300 & exit 0'], { detached: true, stdio: 'ignore' });
+  await new Promise((resolve) => leader.on('exit', resolve));
+  const group = leader.pid!;
+  strangers.push(group);
+  const members = (): number[] =>
+    spawnSync('ps', ['-eo', 'pid=,pgid='], { encoding: 'utf8' })
+      .stdout.split('\n')
+      .map((line) => line.trim().split(/\s+/).map(Number))
+      .filter(([, pgid]) => pgid === group)
+      .map(([pid]) => pid!);
+  expect(members()).toHaveLength(1);
+  return { group, members };
+}
+
+describe("a runner's ledger and state folder restored onto another machine (a backup, a cloned disk), an attempt left claimed in them", { timeout: 180_000 }, () => {
+  it("the runner there recovers the attempt and signals no process of its machine, though the Oracle pid the folder records is a group number there", async () => {
+    const world = await fresh();
+    const messageId = await killedMidCall(world);
+    const sandboxes = join(world.dir, 'state', 'sandboxes');
+    const [sandbox] = readdirSync(sandboxes);
+    const pidPath = join(sandboxes, sandbox!, 'oracle.pid');
+    const recorded = parseProcessRecord(readFileSync(pidPath, 'utf8'))!;
+    // The machine the folder came from is gone, and its Oracle with it.
+    endGroup(recorded.pid);
+    for (const pid of orphans(world)) endGroup(pid);
+    await until('the orphaned Oracle gone', () => orphans(world).length === 0);
+    // What that machine recorded, as this build writes it there: its Oracle's pid, which on this machine numbers another's group.
+    const stranger = await leaderlessGroup();
+    const elsewhere = '00000000-0000-4000-8000-000000000000';
+    writeFileSync(pidPath, formatProcessRecord({ pid: stranger.group, start: recorded.start, boot: elsewhere }));
+    const attemptPath = join(sandboxes, sandbox!, 'attempt.json');
+    writeFileSync(attemptPath, JSON.stringify({ ...(JSON.parse(readFileSync(attemptPath, 'utf8')) as object), boot: elsewhere }));
+
+    await recoverAfterStep(world, 0);
+    expect(stranger.members()).toHaveLength(1);
+    const receipts = await receiptsOf(world, messageId);
+    expect(receipts.map((receipt) => blockersOf(receipt))).toEqual([['interrupted'], []]);
+    expect(receipts[0]!['actual_cost_usd']).toBeGreaterThan(0);
   });
 });
