@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
-import { formatProcessRecord, parseProcessRecord } from '../../src/util/process.js';
+import { formatProcessRecord } from '../../src/util/process.js';
 import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -128,12 +128,13 @@ async function leaderlessGroup(): Promise<{ group: number; members: () => number
   await new Promise((resolve) => leader.on('exit', resolve));
   const group = leader.pid!;
   strangers.push(group);
+  // A member killed is a zombie until whoever adopted it reaps it: only a running one counts.
   const members = (): number[] =>
-    spawnSync('ps', ['-eo', 'pid=,pgid='], { encoding: 'utf8' })
+    spawnSync('ps', ['-eo', 'pid=,pgid=,stat='], { encoding: 'utf8' })
       .stdout.split('\n')
-      .map((line) => line.trim().split(/\s+/).map(Number))
-      .filter(([, pgid]) => pgid === group)
-      .map(([pid]) => pid!);
+      .map((line) => line.trim().split(/\s+/))
+      .filter(([, pgid, stat]) => Number(pgid) === group && stat !== undefined && !stat.startsWith('Z'))
+      .map(([pid]) => Number(pid));
   expect(members()).toHaveLength(1);
   return { group, members };
 }
@@ -145,7 +146,8 @@ describe("a runner's ledger and state folder restored onto another machine (a ba
     const sandboxes = join(world.dir, 'state', 'sandboxes');
     const [sandbox] = readdirSync(sandboxes);
     const pidPath = join(sandboxes, sandbox!, 'oracle.pid');
-    const recorded = parseProcessRecord(readFileSync(pidPath, 'utf8'))!;
+    const [pid, start] = readFileSync(pidPath, 'utf8').trim().split(' ');
+    const recorded = { pid: Number(pid), start: start! };
     // The machine the folder came from is gone, and its Oracle with it.
     endGroup(recorded.pid);
     for (const pid of orphans(world)) endGroup(pid);
