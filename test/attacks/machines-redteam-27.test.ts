@@ -1,11 +1,12 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
 import { formatProcessRecord } from '../../src/util/process.js';
 import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { awayOncePaid, makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -24,8 +25,10 @@ afterEach(() => {
 });
 
 const strangers: number[] = [];
-afterAll(() => {
+const closers: Array<() => Promise<void> | void> = [];
+afterAll(async () => {
   for (const group of strangers) endGroup(group);
+  for (const close of closers.reverse()) await close();
 });
 
 /** Ends the group a process leads, or the process alone when it leads none (one in a sandbox's own session). */
@@ -164,5 +167,32 @@ describe("a runner's ledger and state folder restored onto another machine (a ba
     const receipts = await receiptsOf(world, messageId);
     expect(receipts.map((receipt) => blockersOf(receipt))).toEqual([['interrupted'], []]);
     expect(receipts[0]!['actual_cost_usd']).toBeGreaterThan(0);
+  });
+});
+
+describe("a state folder copied from a stopped runner's machine, its journal holding a paid call's receipt, to a runner on another clone of the remote", { timeout: 180_000 }, () => {
+  it('the runner with the copy publishes the receipt once; the first runner, restarted, finds it landed: nothing is paid or published again (a guard)', async () => {
+    const world = await makeCase(join(dir, 'copied'), closers);
+    const messageId = await world.consult();
+    const first = await world.machine('first');
+    const { away, onEvent } = awayOncePaid(world, first);
+    const runner = first.runner({ onEvent });
+    await runner.runOnce();
+    runner.close();
+    expect(types(first.events)).toEqual(expect.arrayContaining(['claimed', 'journaled']));
+    renameSync(away, world.served.gitdir);
+
+    const second = await world.machine('second');
+    cpSync(first.stateDir, second.stateDir, { recursive: true });
+    await second.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    const head = world.served.head();
+
+    await first.runner().runOnce();
+    expect(world.served.head()).toBe(head);
+    expect(readdirSync(join(first.stateDir, 'journal'))).toEqual([]);
+    expect(types(second.events)).not.toContain('claimed');
+    expect([...first.events, ...second.events].filter((event) => event.type === 'error')).toEqual([]);
+    expect(world.model.requests).toHaveLength(1);
   });
 });
