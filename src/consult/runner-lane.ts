@@ -18,7 +18,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
-import { bootId, endRecordedGroup, machineMonotonic, ofAnotherBoot, parseProcessRecord, processStartTime, type ProcessRecord } from '../util/process.js';
+import { bootId, endRecordedGroup, machineMonotonic, ofAnotherBoot, parseProcessRecord, PROCESS_RECORD_BYTES, processStartTime, type ProcessRecord } from '../util/process.js';
 import type { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { isoSeconds } from '../util/time.js';
@@ -669,7 +669,7 @@ function unseenSession(model: string): OracleSessionMeta {
  * live Oracle and never signalled while a process holds that pid.
  */
 function readOracleRecord(path: string): ProcessRecord | null {
-  const read = readBounded(path, { maxBytes: 256 });
+  const read = readBounded(path, { maxBytes: PROCESS_RECORD_BYTES });
   if (read.kind !== 'file') return null;
   const text = read.bytes.toString('utf8');
   const legacy = /^(\d+)\n?$/.exec(text);

@@ -52,6 +52,9 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
+/** Largest process record a runner reads: a line of a pid, a start time, a mark and a boot id. */
+export const PROCESS_RECORD_BYTES = 256;
+
 export function formatProcessRecord(record: ProcessRecord): string {
   return `${record.pid} ${record.start ?? '-'}${record.mark === undefined ? '' : ` ${record.mark}`}${record.boot === undefined ? '' : ` boot=${record.boot}`}\n`;
 }

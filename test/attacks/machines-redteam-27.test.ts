@@ -1,12 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { cpSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
+import { cpSync, mkdirSync, readdirSync, readFileSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
-import { formatProcessRecord } from '../../src/util/process.js';
+import { formatProcessRecord, processStartTime, recordedBoot } from '../../src/util/process.js';
 import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { awayOncePaid, makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
+import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -122,6 +123,15 @@ describe("a runner killed while its Oracle waits on the model, restarted after t
   });
 });
 
+/** Whether a process runs (a killed one is a zombie until its parent reaps it). */
+function running(pid: number): boolean {
+  try {
+    return !readFileSync(`/proc/${pid}/stat`, 'utf8').split(') ')[1]!.startsWith('Z');
+  } catch {
+    return false;
+  }
+}
+
 /**
  * A process group of this machine that is nobody's runner's: its leader exited and left a child in it,
  * so no process holds the group's number as its pid (Linux gives no new process that pid meanwhile).
@@ -194,5 +204,25 @@ describe("a state folder copied from a stopped runner's machine, its journal hol
     expect(types(second.events)).not.toContain('claimed');
     expect([...first.events, ...second.events].filter((event) => event.type === 'error')).toEqual([]);
     expect(world.model.requests).toHaveLength(1);
+  });
+});
+
+describe("a dispatch whose runner died after its claim, its executor's pid recorded as this build records it (with its mark and its machine's boot)", { timeout: 180_000 }, () => {
+  const place = hostilePlaces(join(dir, 'dispatch'), 'runner');
+  it('the runner started next reads the whole record and ends that executor, and receipts the attempt interrupted (a guard)', async () => {
+    const where = await place('boot-recorded');
+    const agent = agentScript(where.world.dir, 'true');
+    const { messageId } = await dispatchTo(where, 'boot-recorded');
+    expect(watchOnce(where, agent, { env: { COO_FAILPOINT: 'after-claim' } }).signal).toBe('SIGKILL');
+    const attemptId = (await where.world.ledger.state()).messages.get(messageId)!.attempts[0]!.attemptId;
+    // The executor the dead runner left: a process in a group of its own, as the runner starts one.
+    const executor = spawn('sleep', ['300'], { detached: true, stdio: 'ignore' }).pid!;
+    strangers.push(executor);
+    const folder = join(where.stateDir, 'dispatch', attemptId);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, 'executor.pid'), formatProcessRecord({ pid: executor, start: processStartTime(executor), mark: 'b'.repeat(24), ...recordedBoot() }));
+    watchOnce(where, agent);
+    expect(running(executor)).toBe(false);
+    expect(codesOf((await receiptsFor(where, messageId))[0])).toEqual(['interrupted']);
   });
 });
