@@ -11,7 +11,7 @@ import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile, startProblem } from '../util/executable.js';
 import { environmentSecrets, MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { urlSecrets } from '../util/display-url.js';
-import { formatProcessRecord, processStartTime } from '../util/process.js';
+import { formatProcessRecord, processStartTime, recordedBoot } from '../util/process.js';
 import { dotenvArgumentProblem, oraclePathProblem } from '../lane/oracle-inputs.js';
 import { readFigure } from '../lane/usage-figure.js';
 import type { AaTransportEntry } from '../schema/registry.js';
@@ -499,7 +499,7 @@ export class OracleCli implements AaTransport {
       // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
       if (child.pid !== undefined) {
         try {
-          writeOwnFile(request.sandbox.pidPath, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid) }), { what: "Oracle's pid file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' });
+          writeOwnFile(request.sandbox.pidPath, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid), ...recordedBoot() }), { what: "Oracle's pid file", remedy: SANDBOX_REMEDY, code: 'IO_ERROR' });
         } catch (error) {
           // Without its pid on record Oracle is not run: a runner after a crash could not end it.
           finish(null, null, error instanceof Error ? error.message : String(error));

@@ -18,7 +18,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
-import { endRecordedGroup, parseProcessRecord, processStartTime, type ProcessRecord } from '../util/process.js';
+import { bootId, endRecordedGroup, machineMonotonic, ofAnotherBoot, parseProcessRecord, PROCESS_RECORD_BYTES, processStartTime, type ProcessRecord } from '../util/process.js';
 import type { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { isoSeconds } from '../util/time.js';
@@ -34,7 +34,7 @@ import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './p
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
 import { classifyFor, uncountedOutputCap } from './providers/routes.js';
 import type { OracleRouteName, RoutePlan } from './providers/provider.js';
-import { createSandbox, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
+import { createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 import { answeredModels } from '../authority/rules/panel.js';
 
@@ -311,6 +311,8 @@ export class ConsultLane implements RunnerLane {
       max_output_tokens: decision.maxOutputTokens,
       runtime_seconds: decision.runtimeSeconds,
       started_at: now.toISOString(),
+      started_monotonic_ms: machineMonotonic(),
+      boot: bootId(),
       route: { name: route.route, ...route.label },
     });
     this.ctx.onEvent({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
@@ -543,9 +545,11 @@ export class ConsultLane implements RunnerLane {
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
-      const deadline = Date.parse(attemptFile.started_at) + attemptFile.runtime_seconds * 1000;
-      if (isStill(oracle) && Date.now() < deadline) this.ctx.onEvent({ type: 'oracle_orphan', messageId: record.id, attempt: last.number, pid: oracle.pid, runner: claim.runner, until: new Date(deadline).toISOString() });
-      while (isStill(oracle) && Date.now() < deadline) await new Promise((resolve) => setTimeout(resolve, 200));
+      // Its runtime budget is measured on the machine's monotonic clock, which a clock stepped since the start does not move.
+      const boot = bootId();
+      const left = (): number => oracleTimeLeftMs(attemptFile, { boot, monotonicMs: machineMonotonic(), wallMs: Date.now() });
+      if (isStill(oracle) && left() > 0) this.ctx.onEvent({ type: 'oracle_orphan', messageId: record.id, attempt: last.number, pid: oracle.pid, runner: claim.runner, until: new Date(Date.now() + left()).toISOString() });
+      while (isStill(oracle) && left() > 0) await new Promise((resolve) => setTimeout(resolve, 200));
     }
     // Ended whatever else is left of the folder: an Oracle whose attempt record was removed alone is never left running unreceipted.
     if (oracle !== null) endRecordedGroup(oracle);
@@ -665,7 +669,7 @@ function unseenSession(model: string): OracleSessionMeta {
  * live Oracle and never signalled while a process holds that pid.
  */
 function readOracleRecord(path: string): ProcessRecord | null {
-  const read = readBounded(path, { maxBytes: 256 });
+  const read = readBounded(path, { maxBytes: PROCESS_RECORD_BYTES });
   if (read.kind !== 'file') return null;
   const text = read.bytes.toString('utf8');
   const legacy = /^(\d+)\n?$/.exec(text);
@@ -680,5 +684,5 @@ function unreachableDetail(error: unknown): string {
 
 /** Whether the recorded process is still running as itself. */
 function isStill(record: ProcessRecord): boolean {
-  return record.start !== null && processStartTime(record.pid) === record.start;
+  return record.start !== null && !ofAnotherBoot(record) && processStartTime(record.pid) === record.start;
 }

@@ -37,8 +37,30 @@ export interface AttemptRecordFile {
   readonly max_output_tokens: number;
   readonly runtime_seconds: number;
   readonly started_at: string;
+  /**
+   * When Oracle was started on the machine's monotonic clock (ms since boot), and that boot's id:
+   * the runner that recovers the attempt measures its wait for the Oracle on this clock, which NTP
+   * or a resumed virtual machine does not step. Absent in the files of older runners.
+   */
+  readonly started_monotonic_ms?: number;
+  readonly boot?: string | null;
   /** Absent in the files of runners before routes. */
   readonly route?: AttemptRoute;
+}
+
+/**
+ * How much longer, in ms, the Oracle an attempt file records may run (its runtime budget from its
+ * start). Measured on the machine's monotonic clock when the file was written in this boot: by the
+ * wall clock, a clock stepped forward between the start and the recovery (NTP setting a slow clock
+ * right, a virtual machine resumed) read a live Oracle's budget as spent, and the recovering runner
+ * ended the call it was about to be answered and paid for it again. A file of another boot, or of an
+ * older runner, has only its wall-clock start.
+ */
+export function oracleTimeLeftMs(attempt: AttemptRecordFile, now: { readonly boot: string | null; readonly monotonicMs: number; readonly wallMs: number }): number {
+  const budgetMs = attempt.runtime_seconds * 1000;
+  const started = attempt.started_monotonic_ms;
+  if (now.boot !== null && attempt.boot === now.boot && typeof started === 'number' && Number.isFinite(started) && started <= now.monotonicMs) return started + budgetMs - now.monotonicMs;
+  return Date.parse(attempt.started_at) + budgetMs - now.wallMs;
 }
 
 export function sandboxFor(stateDir: string, attemptId: string): Sandbox {

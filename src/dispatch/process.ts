@@ -6,7 +6,7 @@ import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable, startProblem } from '../util/executable.js';
-import { formatProcessRecord, processStartTime } from '../util/process.js';
+import { formatProcessRecord, processStartTime, recordedBoot } from '../util/process.js';
 import { costOf, floorCostUsd, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
 import type { AttemptSpend } from './attempt-spend.js';
@@ -193,7 +193,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     // Written by a fresh file and a rename: a link or a FIFO left at its name is replaced, never written through or waited on.
     if (plan.pidFile !== undefined && child.pid !== undefined) {
       try {
-        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid), mark: marks.mark }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
+        writeOwnFile(plan.pidFile, formatProcessRecord({ pid: child.pid, start: processStartTime(child.pid), mark: marks.mark, ...recordedBoot() }), { what: "the executor's pid file", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
       } catch (error) {
         // Without its pid on record the executor is not run: a runner after a crash could not end it.
         finish(null, null, `cannot start ${plan.executor}: ${error instanceof Error ? error.message : String(error)}`);

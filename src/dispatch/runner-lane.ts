@@ -20,7 +20,7 @@ import { failpoint } from '../util/failpoint.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 import { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
-import { endRecordedGroup, parseProcessRecord } from '../util/process.js';
+import { endRecordedGroup, parseProcessRecord, PROCESS_RECORD_BYTES } from '../util/process.js';
 import { removeTree } from '../util/remove-tree.js';
 import { isDiskFull } from '../util/disk-full.js';
 import { endRecordedMark } from '../util/leftovers.js';
@@ -712,7 +712,7 @@ export class DispatchLane implements RunnerLane {
     const message = await this.readEnvelope(record);
     const folder = attemptFolder(this.ctx.stateDir, last.attemptId);
     // The executor's pid with its start time: its group is ended only if that pid is still the executor.
-    const pidFile = readBounded(folder.pidPath, { maxBytes: 64 });
+    const pidFile = readBounded(folder.pidPath, { maxBytes: PROCESS_RECORD_BYTES });
     const started = pidFile.kind === 'file' ? parseProcessRecord(pidFile.bytes.toString('utf8')) : null;
     if (started !== null && endRecordedGroup(started) !== 'reused' && started.mark !== undefined) endRecordedMark(started.mark, started.start);
     const now = this.ctx.clock();

@@ -1,4 +1,3 @@
-import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { readOwnFile } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
@@ -16,20 +15,6 @@ import { writeOwnFile } from '../util/own-write.js';
 
 const FILE = 'retries-seen.json';
 const MAX_BYTES = 1024 * 1024;
-
-/** The machine's monotonic clock in milliseconds, counted from its boot: the same in every process of one boot. */
-export function machineMonotonic(): number {
-  return Number(process.hrtime.bigint() / 1000n) / 1000;
-}
-
-/** This boot of the machine (Linux's boot id); null where the system does not say. */
-export function bootId(): string | null {
-  try {
-    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
-  } catch {
-    return null;
-  }
-}
 
 /** What a store of first sightings keeps, and where: the retries by default. */
 export interface SightingsKind {

@@ -18,6 +18,7 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { stopGroups } from '../util/children.js';
 import { readOwnFile } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
+import { bootId, machineMonotonic } from '../util/process.js';
 import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
@@ -34,7 +35,7 @@ import { LIMITS } from '../limits.js';
 import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
-import { bootId, CLAIMS, machineMonotonic, RetrySightings } from './retry-sightings.js';
+import { CLAIMS, RetrySightings } from './retry-sightings.js';
 import { jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 

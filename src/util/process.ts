@@ -27,6 +27,12 @@ export interface ProcessRecord {
   readonly start: string | null;
   /** The mark of its environment (util/leftovers.ts), when it was given one: what it left out of its group carries it. */
   readonly mark?: string;
+  /**
+   * The boot of the machine it ran on (bootId), when the system said: a record read on another boot
+   * (the machine restarted, or the state folder was copied or restored onto another machine) names
+   * no process here, and its pid no group of the runner's.
+   */
+  readonly boot?: string;
 }
 
 /** The start time in /proc/PID/stat's text: field 22, counted after the command name, which may hold spaces and parentheses. */
@@ -46,16 +52,30 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
+/** Largest process record a runner reads: a line of a pid, a start time, a mark and a boot id. */
+export const PROCESS_RECORD_BYTES = 256;
+
 export function formatProcessRecord(record: ProcessRecord): string {
-  return `${record.pid} ${record.start ?? '-'}${record.mark === undefined ? '' : ` ${record.mark}`}\n`;
+  return `${record.pid} ${record.start ?? '-'}${record.mark === undefined ? '' : ` ${record.mark}`}${record.boot === undefined ? '' : ` boot=${record.boot}`}\n`;
 }
 
 export function parseProcessRecord(text: string): ProcessRecord | null {
-  const match = /^(\d+) (\d+|-)(?: ([0-9a-f]{24}))?\n?$/.exec(text);
+  const match = /^(\d+) (\d+|-)(?: ([0-9a-f]{24}))?(?: boot=([0-9a-f-]{1,64}))?\n?$/.exec(text);
   if (match === null) return null;
   const pid = Number(match[1]);
   if (!Number.isSafeInteger(pid) || pid <= 1) return null;
-  return { pid, start: match[2] === '-' ? null : match[2]!, ...(match[3] === undefined ? {} : { mark: match[3] }) };
+  return { pid, start: match[2] === '-' ? null : match[2]!, ...(match[3] === undefined ? {} : { mark: match[3] }), ...(match[4] === undefined ? {} : { boot: match[4] }) };
+}
+
+/** The boot of this machine as a process record states it: absent where the system does not say. */
+export function recordedBoot(): { readonly boot?: string } {
+  const boot = bootId();
+  return boot === null ? {} : { boot };
+}
+
+/** Whether a record names a process of another boot (or another machine): none that runs here. */
+export function ofAnotherBoot(record: ProcessRecord): boolean {
+  return record.boot !== undefined && record.boot !== bootId();
 }
 
 /**
@@ -66,6 +86,8 @@ export function parseProcessRecord(text: string): ProcessRecord | null {
  * while a process group of that number has members; only the group is signalled, never a pid alone.
  */
 export function endRecordedGroup(record: ProcessRecord): 'killed' | 'gone' | 'reused' {
+  // Its pid on this machine is someone else's, or free; a group of that number, leaderless, is someone else's too.
+  if (ofAnotherBoot(record)) return 'gone';
   const now = processStartTime(record.pid);
   if (now !== null && now !== record.start) return 'reused';
   try {
@@ -117,4 +139,18 @@ export function ownerGone(tag: string): boolean {
   const pid = Number(match[2]);
   if (!Number.isSafeInteger(pid) || pid <= 1) return false;
   return recordedProcessGone(match[1]!, pid, match[3] === '-' ? null : match[3]!);
+}
+
+/** The machine's monotonic clock in milliseconds, counted from its boot: the same in every process of one boot. */
+export function machineMonotonic(): number {
+  return Number(process.hrtime.bigint() / 1000n) / 1000;
+}
+
+/** This boot of the machine (Linux's boot id); null where the system does not say. */
+export function bootId(): string | null {
+  try {
+    return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
 }

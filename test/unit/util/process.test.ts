@@ -53,4 +53,12 @@ describe('a process the runner recorded', () => {
     for (let i = 0; i < 200 && !ended(own); i += 1) Atomics.wait(new Int32Array(new SharedArrayBuffer(4)), 0, 0, 10);
     expect(ended(own)).toBe(true);
   });
+
+  it("never signals a record of another boot (a state folder copied or restored onto another machine), even one whose pid and start time name a live process here", () => {
+    const elsewhere = '00000000-0000-4000-8000-000000000000';
+    expect(parseProcessRecord(formatProcessRecord({ pid: 4242, start: '987', mark: 'a'.repeat(24), boot: elsewhere }))).toEqual({ pid: 4242, start: '987', mark: 'a'.repeat(24), boot: elsewhere });
+    const stranger = leader();
+    expect(endRecordedGroup({ pid: stranger, start: processStartTime(stranger), boot: elsewhere })).toBe('gone');
+    expect(ended(stranger)).toBe(false);
+  });
 });
