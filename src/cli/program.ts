@@ -115,7 +115,9 @@ function readLine(argv: readonly string[]): GivenLine {
       operands = [...operands, ...parsed.operands];
       unknown = parsed.unknown;
     } catch {
-      // A missing value: the parser refuses the line itself; what came before it stands.
+      // A missing value: the parser refuses the line itself; what came before it stands, and the words it had not read yet
+      // are no unknown options (`--remote --json --state-dir`: `--json` is the remote's value).
+      unknown = [];
       break;
     }
     const sub = seen.commands.find((one) => one.name() === operands[0] || one.aliases().includes(operands[0] ?? ''));

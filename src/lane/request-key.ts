@@ -46,11 +46,19 @@ const DERIVED_FORM = /^req-[0-9a-f]{40}(?:~|$)/;
 
 /**
  * The key a request is written under: the one its caller gave, or the one derived from it. A given
- * key of the derived form must be this request's own (a client that sends back the key it was shown):
- * any other could be the key derived for another request, which that request, sent without a key,
- * would then find taken and be told IDEMPOTENCY_CONFLICT, or be given this request's message.
+ * key of the derived form must be this request's own, or one the ledger already holds (`taken`: a
+ * client that sends back the key it was shown, with a budget or a time changed, which the derived key
+ * counts and the request's fingerprint does not; the idempotency rule then says whether it repeats
+ * that request). Any other could be the key derived for another request not sent yet, which that
+ * request, sent without a key, would find taken and be told IDEMPOTENCY_CONFLICT, or be given this
+ * request's message. A panel member's key (`<key>~<member>`) names one member: the panel's is `<key>`.
  */
-export function requestKey(given: string | undefined, derived: string): string {
+export function requestKey(given: string | undefined, derived: string, taken: (key: string) => boolean): string {
   if (given === undefined || given === derived || !DERIVED_FORM.test(given)) return given ?? derived;
-  throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key "${given}" has the form of a key derived from a request (req-<40 hex>), and is not this request's: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`, { where: 'idempotency_key' });
+  const member = given.indexOf('~');
+  if (member !== -1) {
+    throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key "${given}" is a panel member's key; to repeat the panel, give the panel's key ${given.slice(0, member)}, or none and one is derived from the request`, { where: 'idempotency_key' });
+  }
+  if (taken(given)) return given;
+  throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key "${given}" has the form of a key derived from a request (req-<40 hex>), and is neither this request's nor one the ledger holds: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`, { where: 'idempotency_key' });
 }

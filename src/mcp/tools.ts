@@ -48,6 +48,13 @@ export interface ToolContext {
   readonly runnerProblems?: Pick<RunnerProblems, 'problemOf'>;
 }
 
+/** The key a tool's request is written under (lane/request-key.ts requestKey), with the keys the ledger holds (a panel's by its members'). */
+async function keyFor(context: ToolContext, given: string | undefined, derived: string): Promise<string> {
+  const state = given === undefined || given === derived ? null : await context.ledger.state();
+  const taken = (key: string): boolean => [...(state?.idempotency.keys() ?? [])].some((slot) => slot.endsWith(` ${key}`) || slot.includes(` ${key}~`));
+  return requestKey(given, derived, taken);
+}
+
 /** How often a waiting call looks at the ledger's head again (a clone of a remote: at the remote's). */
 const POLL_MS = 200;
 const REMOTE_POLL_MS = 2_000;
@@ -153,7 +160,7 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
   if (Array.isArray(args.to) || args.panel !== undefined) return panelTool(context, args, commit, signal);
   const optional = consultOptions(args);
   const target = args.to as string;
-  const idempotencyKey = requestKey(args.idempotency_key, derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional }));
+  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional }));
   const request: ConsultRequest = { ledger: context.ledger, target, ...askedFields(context, args, commit, idempotencyKey) };
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
@@ -176,7 +183,7 @@ export async function crossCheckTool(context: ToolContext, args: CrossCheckArgs,
     ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
     ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
   };
-  const idempotencyKey = requestKey(args.idempotency_key, derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional }));
+  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional }));
   const queued = await writeThrough(context, (ledger) => enqueueCrossCheck({ ledger, key: context.key, now: context.clock(), of: args.answer, target: args.to, idempotencyKey, submittedVia: 'mcp', ...optional }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
@@ -214,7 +221,7 @@ function consultOptions(args: ConsultArgs): Partial<ConsultRequest> {
 async function panelTool(context: ToolContext, args: ConsultArgs, commit: string, signal?: AbortSignal): Promise<Outcome & { existing: boolean; panel: { panel_id: string; name: string; members: Array<Outcome & { target: string }> } }> {
   const members = Array.isArray(args.to) ? args.to : typeof args.to === 'string' ? [args.to] : undefined;
   const optional = consultOptions(args);
-  const idempotencyKey = requestKey(args.idempotency_key, derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional }));
+  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional }));
   const queued = await writeThrough(context, (ledger) =>
     enqueuePanel({
       ledger,
@@ -251,6 +258,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
   };
   const asked = { lane: 'dispatch', target: args.to, commit, task: args.task, scope: args.scope, accept: args.accept, verify: args.verify, files: args.files ?? [], ...optional };
+  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedRequestKey(asked));
   const queued = await writeThrough(context, (ledger) => enqueueDispatch({
     ledger,
     key: context.key,
@@ -263,7 +271,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     accept: args.accept,
     verify: args.verify,
     patterns: args.files ?? [],
-    idempotencyKey: requestKey(args.idempotency_key, derivedRequestKey(asked)),
+    idempotencyKey,
     submittedVia: 'mcp',
     names: MCP_ARGUMENTS,
     ...optional,
@@ -298,6 +306,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
   // A key derived from the request names the commit the work starts from, as the dispatch tool's does: a retried
   // call finds the message the first one queued, and a branch that moved since is a new request, not a reused key.
   const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, rev: _rev, ...asked } = args;
+  const idempotencyKey = await keyFor(context, key, derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) }));
   const queued = await writeThrough(context, (ledger) =>
     adoptProposal({
       ledger,
@@ -307,7 +316,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
       repo: context.repo,
       consultId: args.message_id,
       proposal: args.proposal,
-      idempotencyKey: requestKey(key, derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) })),
+      idempotencyKey,
       submittedVia: 'mcp',
       names: { ...MCP_ARGUMENTS, again: 'call the adopt tool again' },
       ...optional,

@@ -39,7 +39,7 @@ describe('--json given to a verb that has no --json of its own', () => {
   });
 
   it('--json given as another flag\'s value or after -- is not asked for: the error stays text alone', () => {
-    for (const args of [['mcp', '--remote', '--json'], ['mcp', '--', '--json'], ['model', '--bogus']]) {
+    for (const args of [['mcp', '--remote', '--json'], ['mcp', '--remote', '--json', '--state-dir'], ['consult', '--prompt', '--json', '--ledger'], ['mcp', '--', '--json'], ['model', '--bogus']]) {
       const result = cooBounded(args);
       expect(result.status, args.join(' ')).toBe(2);
       expect(result.stdout, args.join(' ')).toBe('');
@@ -72,6 +72,10 @@ describe('coo mcp given an idempotency_key of the derived form', () => {
       // and keys of any other form, even ones that start alike, are the client's own as before.
       const echoed = await session.ask(call(4, 'consult', { ...asked, idempotency_key: theirs }), 4);
       expect([refusal(echoed), echoed.result?.structuredContent?.['message_id'], echoed.result?.structuredContent?.['existing']]).toEqual(['answered', id, true]);
+      // Sent back with a budget or a time changed, which the derived key counts and the request's fingerprint does not: the key
+      // is one the ledger holds, and the idempotency rule finds the request it repeats.
+      const changed = await session.ask(call(8, 'consult', { ...asked, idempotency_key: theirs, max_cost_usd: 0.4, ttl_seconds: 600 }), 8);
+      expect([refusal(changed), changed.result?.structuredContent?.['message_id'], changed.result?.structuredContent?.['existing']]).toEqual(['answered', id, true]);
       for (const [index, key] of [[5, 'my-review-1'], [6, 'req-later'], [7, theirs.toUpperCase()]] as const) {
         const mine = await session.ask(call(index, 'consult', { ...asked, prompt: `Another question ${index}?`, idempotency_key: key }), index);
         expect([key, refusal(mine), mine.result?.structuredContent?.['existing']]).toEqual([key, 'answered', false]);
