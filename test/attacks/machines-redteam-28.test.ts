@@ -1,0 +1,141 @@
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { attemptIdOf } from '../../src/authority/runnable.js';
+import { folderOf } from '../../src/authority/state.js';
+import { verifyLedger } from '../../src/audit/verify.js';
+import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { allowanceBoundsUsd } from '../../src/lane/budget.js';
+import { claimPath } from '../../src/ledger/layout.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { sessionSlugFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
+import { claimedByAGoneRunner } from '../helpers/gone-runner.js';
+import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * Runners on machines, round 28: one runner claims work and dies mid-attempt; a runner on another
+ * machine, its clock minutes to hours off the first's, takes it over. Whatever the work (a panel's
+ * members, a cross-check of an answer), every attempt ends in a receipt, each call is paid once,
+ * the budgets hold, and `coo verify` finds the ledger clean.
+ */
+
+const dir = tempDir('machines-redteam-28-');
+const fresh = worlds(join(dir, 'worlds'));
+const made: World[] = [];
+afterAll(async () => {
+  for (const world of made) await world.close();
+});
+
+const MINUTE = 60_000;
+const HOUR = 60 * MINUTE;
+/** Messages live a day: a clock hours ahead still reads them as open. */
+const DAY_S = 86_400;
+const REVIEW = (policy: ActorPolicy): ActorPolicy => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.gemini'] }] });
+const CROSS_CHECKS = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
+
+async function world(options: Parameters<typeof fresh>[0] = {}): Promise<World> {
+  const w = await fresh(options);
+  made.push(w);
+  return w;
+}
+
+/** Claims of attempt 1 of every message in `ids`, in one commit (as a panel is claimed), by a runner that then goes quiet, dated `at` by its clock; each states a third of what its message admits, so a retry has budget left. */
+async function claimedTogetherByAGoneRunner(w: World, ids: readonly string[], at: Date): Promise<void> {
+  const state = await w.ledger.state();
+  const files = ids.map((id) => {
+    const record = state.messages.get(id)!;
+    const { ceilingUsd } = allowanceBoundsUsd(record, 1, state.policy!.doc, state.registry!.doc);
+    const claim = { schema_version: 'claim.v0', message_id: id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-gone', transport_session_id: sessionSlugFor(id, 1), claimed_at: isoSeconds(at), allowance_usd: Number((ceilingUsd / 3).toFixed(6)) };
+    return { path: claimPath(folderOf(record), 1), bytes: Buffer.from(toYaml(claim)) };
+  });
+  await w.ledger.append({ files, key: w.actors.coo, now: at, summary: `claim ${ids.join(' ')} attempt 1` });
+}
+
+/**
+ * A runner on another machine, its wall clock `offsetMs` off real time, that sees the dead runner's
+ * claims, waits out their lease on its own monotonic clock, and runs passes until nothing is left
+ * to do (bounded): its clock moves with its monotonic one, so a retry's wait passes too.
+ */
+async function takeOver(w: World, offsetMs: number): Promise<void> {
+  let tick = 0;
+  const start = Date.now();
+  const taker = w.runner({ monotonic: () => tick, clock: () => new Date(start + offsetMs + tick), leaseGraceSeconds: 600 });
+  await taker.runOnce();
+  for (let pass = 0; pass < 4; pass += 1) {
+    tick += 1_000_000;
+    await taker.runOnce();
+  }
+}
+
+/** Each attempt of `ids`: its status and blockers, or `open` for one claimed and never receipted. */
+async function attemptsOf(w: World, ids: readonly string[]): Promise<string[]> {
+  const state = await w.ledger.state();
+  return ids.map((id) =>
+    state.messages
+      .get(id)!
+      .attempts.map((attempt) => (attempt.receipt === null ? 'open' : `${attempt.receipt.status}:${attempt.receipt.blockers.join(',')}`))
+      .join(' '),
+  );
+}
+
+async function clean(w: World): Promise<void> {
+  expect((await verifyLedger(w.gitdir, { full: true })).findings).toEqual([]);
+}
+
+/** What every day and correlation spent stays within the policy's caps. */
+async function withinBudgets(w: World): Promise<void> {
+  const state = await w.ledger.state();
+  const budgets = state.policy!.doc.budgets;
+  for (const spent of state.spendByDay.values()) expect(spent).toBeLessThanOrEqual(budgets.daily_cost_cap_usd + 1e-9);
+  for (const spent of state.spendByCorrelation.values()) expect(spent).toBeLessThanOrEqual(budgets.max_cost_usd_per_correlation + 1e-9);
+}
+
+/** The taker's clock against the dead runner's: hours ahead, minutes behind (within the skew), and minutes ahead past it. */
+const OFFSETS: Array<[string, number, number]> = [
+  ['three hours ahead of the dead runner’s', 0, 3 * HOUR],
+  ['four minutes behind the dead runner’s (within the skew)', 4 * MINUTE, 0],
+  ['ten minutes ahead of the dead runner’s (past the skew)', 0, 10 * MINUTE],
+];
+
+describe('a panel whose claiming runner died, taken over by a runner on another machine', { timeout: 180_000 }, () => {
+  for (const [name, deadAhead, takerAhead] of OFFSETS) {
+    it(`its clock ${name}: each member's attempt is receipted interrupted and charged, the panel is asked again whole, each call paid once`, async () => {
+      const w = await world({ policy: REVIEW });
+      const panel = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, ttlSeconds: DAY_S });
+      const ids = panel.members.map((member) => member.messageId);
+      await claimedTogetherByAGoneRunner(w, ids, new Date(Date.now() + deadAhead));
+      await takeOver(w, takerAhead);
+      expect(w.events.filter((event) => event.type === 'takeover')).toHaveLength(2);
+      expect(await attemptsOf(w, ids)).toEqual(['failed:interrupted succeeded:', 'failed:interrupted succeeded:']);
+      expect(w.server.requests).toHaveLength(2);
+      for (const id of ids) expect(((await receiptsOf(w, id))[0]!['actual_cost_usd'] as number) > 0).toBe(true);
+      await withinBudgets(w);
+      await clean(w);
+    });
+  }
+});
+
+describe('a cross-check whose claiming runner died, taken over by a runner on another machine', { timeout: 180_000 }, () => {
+  for (const [name, deadAhead, takerAhead] of OFFSETS) {
+    it(`its clock ${name}: the cross-check's attempt is receipted interrupted and charged, then asked again once, and the answer it challenges stays as it was`, async () => {
+      const w = await world({ policy: CROSS_CHECKS });
+      const asked = await w.consult({ ttlSeconds: DAY_S });
+      await w.runner({ monotonic: () => 0 }).runOnce();
+      expect((await receiptsOf(w, asked.messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const check = await enqueueCrossCheck({ ledger: w.ledger, key: w.actors.coo, now: new Date(), of: asked.messageId, target: 'aa.claude', maxRuntimeSeconds: 60, ttlSeconds: DAY_S });
+      const state = await w.ledger.state();
+      const { ceilingUsd } = allowanceBoundsUsd(state.messages.get(check.messageId)!, 1, state.policy!.doc, state.registry!.doc);
+      await claimedByAGoneRunner(w, check.messageId, Number((ceilingUsd / 3).toFixed(6)), new Date(Date.now() + deadAhead));
+      await takeOver(w, takerAhead);
+      expect(w.events.filter((event) => event.type === 'takeover')).toHaveLength(1);
+      expect(await attemptsOf(w, [asked.messageId, check.messageId])).toEqual(['succeeded:', 'failed:interrupted succeeded:']);
+      expect(w.server.requests).toHaveLength(2);
+      expect(blockersOf((await receiptsOf(w, check.messageId))[0]!)).toEqual(['interrupted']);
+      await withinBudgets(w);
+      await clean(w);
+    });
+  }
+});
