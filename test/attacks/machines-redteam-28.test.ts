@@ -5,6 +5,7 @@ import { folderOf } from '../../src/authority/state.js';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { allowanceBoundsUsd } from '../../src/lane/budget.js';
 import { claimPath } from '../../src/ledger/layout.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
@@ -134,6 +135,32 @@ describe('a cross-check whose claiming runner died, taken over by a runner on an
       expect(await attemptsOf(w, [asked.messageId, check.messageId])).toEqual(['succeeded:', 'failed:interrupted succeeded:']);
       expect(w.server.requests).toHaveLength(2);
       expect(blockersOf((await receiptsOf(w, check.messageId))[0]!)).toEqual(['interrupted']);
+      await withinBudgets(w);
+      await clean(w);
+    });
+  }
+});
+
+describe("a consult under a CEO command's budget whose claiming runner died, taken over by a runner on another machine", { timeout: 180_000 }, () => {
+  for (const [name, deadAhead, takerAhead] of OFFSETS) {
+    it(`its clock ${name}: the attempt is charged what its claim let it spend, the retry is paid once, and the command's correlation spends no more than its budget`, async () => {
+      const w = await world();
+      const command = await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Is add() right?', budgetUsd: 0.5, ttlSeconds: DAY_S });
+      const asked = await w.consult({ parentMessageId: command.messageId, maxCostUsd: 0.5, ttlSeconds: DAY_S });
+      const state = await w.ledger.state();
+      const { ceilingUsd } = allowanceBoundsUsd(state.messages.get(asked.messageId)!, 1, state.policy!.doc, state.registry!.doc);
+      const allowanceUsd = Number((ceilingUsd / 3).toFixed(6));
+      await claimedByAGoneRunner(w, asked.messageId, allowanceUsd, new Date(Date.now() + deadAhead));
+      await takeOver(w, takerAhead);
+      expect(w.events.filter((event) => event.type === 'takeover')).toHaveLength(1);
+      expect(await attemptsOf(w, [asked.messageId])).toEqual(['failed:interrupted succeeded:']);
+      expect(w.server.requests).toHaveLength(1);
+      const after = await w.ledger.state();
+      const record = after.messages.get(asked.messageId)!;
+      // Charged the whole output cap the allowance pays for (to within a token's price).
+      expect(record.attempts[0]!.receipt!.costUsd).toBeGreaterThan(allowanceUsd * 0.99);
+      expect(record.attempts[0]!.receipt!.costUsd).toBeLessThanOrEqual(allowanceUsd + 1e-9);
+      expect(after.spendByCorrelation.get(record.correlation)!).toBeLessThanOrEqual(0.5 + 1e-9);
       await withinBudgets(w);
       await clean(w);
     });
