@@ -4,13 +4,17 @@ import { attemptIdOf } from '../../src/authority/runnable.js';
 import { folderOf } from '../../src/authority/state.js';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
+import { enqueueAskedConsult } from '../../src/dispatch/asked-consult.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { allowanceBoundsUsd } from '../../src/lane/budget.js';
-import { claimPath } from '../../src/ledger/layout.js';
+import { claimPath, messageFolder } from '../../src/ledger/layout.js';
+import type { EaDispatchMessage } from '../../src/schema/message.js';
+import { sha256Ref } from '../../src/util/hash.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { sessionSlugFor } from '../../src/util/ids.js';
+import { attemptIdFor, sessionSlugFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { claimedByAGoneRunner } from '../helpers/gone-runner.js';
 import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
@@ -60,10 +64,10 @@ async function claimedTogetherByAGoneRunner(w: World, ids: readonly string[], at
  * claims, waits out their lease on its own monotonic clock, and runs passes until nothing is left
  * to do (bounded): its clock moves with its monotonic one, so a retry's wait passes too.
  */
-async function takeOver(w: World, offsetMs: number): Promise<void> {
+async function takeOver(w: World, offsetMs: number, options: Parameters<World['runner']>[0] = {}): Promise<void> {
   let tick = 0;
   const start = Date.now();
-  const taker = w.runner({ monotonic: () => tick, clock: () => new Date(start + offsetMs + tick), leaseGraceSeconds: 600 });
+  const taker = w.runner({ monotonic: () => tick, clock: () => new Date(start + offsetMs + tick), leaseGraceSeconds: 600, ...options });
   await taker.runOnce();
   for (let pass = 0; pass < 4; pass += 1) {
     tick += 1_000_000;
@@ -161,6 +165,35 @@ describe("a consult under a CEO command's budget whose claiming runner died, tak
       expect(record.attempts[0]!.receipt!.costUsd).toBeGreaterThan(allowanceUsd * 0.99);
       expect(record.attempts[0]!.receipt!.costUsd).toBeLessThanOrEqual(allowanceUsd + 1e-9);
       expect(after.spendByCorrelation.get(record.correlation)!).toBeLessThanOrEqual(0.5 + 1e-9);
+      await withinBudgets(w);
+      await clean(w);
+    });
+  }
+});
+
+describe("a consult an agent asked inside a dispatch attempt, both claimed by a runner that died, taken over by a runner on another machine", { timeout: 180_000 }, () => {
+  for (const [name, deadAhead, takerAhead] of OFFSETS) {
+    it(`its clock ${name}: the consult and the dispatch attempt are each receipted, the dispatch charged no more than its claim let it spend, consult included`, async () => {
+      const w = await world();
+      const at = new Date(Date.now() + deadAhead);
+      const dispatch = dispatchEnvelope({}, new Date()) as EaDispatchMessage;
+      await w.ledger.append({ files: messageFiles(dispatch), key: w.actors.coo, summary: 'dispatch', now: new Date() });
+      const attemptId = attemptIdFor(dispatch.message_id, 1, 'ea');
+      const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptId, attempt_number: 1, runner_id: 'run-gone', transport_session_id: 'session-gone', claimed_at: isoSeconds(at), allowance_usd: 1 };
+      await w.ledger.append({ files: [{ path: claimPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now: at });
+      const bytes = Buffer.from('export const add = (a: number, b: number) => a + b;\n');
+      const asked = await enqueueAskedConsult({ ledger: w.ledger, key: w.actors.coo, now: at, dispatch, attempt: 1, attemptId, target: 'aa.chatgpt', question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(bytes), bytes }], maxCostUsd: 0.3 });
+      await claimedByAGoneRunner(w, asked.messageId, 0.3, new Date(at.getTime() + 1000));
+      await takeOver(w, takerAhead, { waiting: new Map([['ea.codex', { code: 'EXECUTOR_CONFIG', message: 'codex is not on PATH' }]]) });
+      expect(w.events.filter((event) => event.type === 'takeover')).toHaveLength(2);
+      expect(await attemptsOf(w, [dispatch.message_id, asked.messageId])).toEqual(['failed:interrupted', 'failed:interrupted']);
+      const state = await w.ledger.state();
+      const [dispatchCost, consultCost] = [dispatch.message_id, asked.messageId].map((id) => state.messages.get(id)!.attempts[0]!.receipt!.costUsd) as [number, number];
+      // The consult's call may have been paid: it is charged what its claim let it spend, out of the dispatch claim's $1, not beside it.
+      expect(consultCost).toBeGreaterThan(0.29);
+      expect(dispatchCost + consultCost).toBeLessThanOrEqual(1 + 1e-9);
+      expect(dispatchCost).toBeGreaterThanOrEqual(0.7 - 1e-9);
+      expect(w.server.requests).toHaveLength(0);
       await withinBudgets(w);
       await clean(w);
     });
