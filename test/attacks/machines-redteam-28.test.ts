@@ -171,25 +171,33 @@ describe("a consult under a CEO command's budget whose claiming runner died, tak
   }
 });
 
-describe("a consult an agent asked inside a dispatch attempt, both claimed by a runner that died, taken over by a runner on another machine", { timeout: 180_000 }, () => {
+/** A dispatch whose attempt 1 a runner that then died claimed at `at` (allowed $1), and a consult its agent asked in it then ($0.30 budget), claimed by that runner too when `consultClaimed`. */
+async function dispatchWithAskedConsult(w: World, at: Date, consultClaimed: boolean): Promise<{ dispatchId: string; consultId: string }> {
+  const dispatch = dispatchEnvelope({}, new Date()) as EaDispatchMessage;
+  await w.ledger.append({ files: messageFiles(dispatch), key: w.actors.coo, summary: 'dispatch', now: new Date() });
+  const attemptId = attemptIdFor(dispatch.message_id, 1, 'ea');
+  const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptId, attempt_number: 1, runner_id: 'run-gone', transport_session_id: 'session-gone', claimed_at: isoSeconds(at), allowance_usd: 1 };
+  await w.ledger.append({ files: [{ path: claimPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now: at });
+  const bytes = Buffer.from('export const add = (a: number, b: number) => a + b;\n');
+  const asked = await enqueueAskedConsult({ ledger: w.ledger, key: w.actors.coo, now: at, dispatch, attempt: 1, attemptId, target: 'aa.chatgpt', question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(bytes), bytes }], maxCostUsd: 0.3 });
+  if (consultClaimed) await claimedByAGoneRunner(w, asked.messageId, 0.3, new Date(at.getTime() + 1000));
+  return { dispatchId: dispatch.message_id, consultId: asked.messageId };
+}
+
+/** This runner runs no executor: a dispatch's next attempt waits for one that does (and for the CEO). */
+const NO_CODEX = { waiting: new Map([['ea.codex', { code: 'EXECUTOR_CONFIG' as const, message: 'codex is not on PATH' }]]) };
+
+describe('a consult an agent asked inside a dispatch attempt, both claimed by a runner that died, taken over by a runner on another machine', { timeout: 180_000 }, () => {
   for (const [name, deadAhead, takerAhead] of OFFSETS) {
-    it(`its clock ${name}: the consult and the dispatch attempt are each receipted, the dispatch charged no more than its claim let it spend, consult included`, async () => {
+    it(`its clock ${name}: the consult and the dispatch attempt are each receipted interrupted, the consult's charge out of the dispatch claim's allowance, not beside it`, async () => {
       const w = await world();
-      const at = new Date(Date.now() + deadAhead);
-      const dispatch = dispatchEnvelope({}, new Date()) as EaDispatchMessage;
-      await w.ledger.append({ files: messageFiles(dispatch), key: w.actors.coo, summary: 'dispatch', now: new Date() });
-      const attemptId = attemptIdFor(dispatch.message_id, 1, 'ea');
-      const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptId, attempt_number: 1, runner_id: 'run-gone', transport_session_id: 'session-gone', claimed_at: isoSeconds(at), allowance_usd: 1 };
-      await w.ledger.append({ files: [{ path: claimPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now: at });
-      const bytes = Buffer.from('export const add = (a: number, b: number) => a + b;\n');
-      const asked = await enqueueAskedConsult({ ledger: w.ledger, key: w.actors.coo, now: at, dispatch, attempt: 1, attemptId, target: 'aa.chatgpt', question: 'Is add() right for NaN?', files: [{ path: 'src/add.ts', sha256: sha256Ref(bytes), bytes }], maxCostUsd: 0.3 });
-      await claimedByAGoneRunner(w, asked.messageId, 0.3, new Date(at.getTime() + 1000));
-      await takeOver(w, takerAhead, { waiting: new Map([['ea.codex', { code: 'EXECUTOR_CONFIG', message: 'codex is not on PATH' }]]) });
+      const { dispatchId, consultId } = await dispatchWithAskedConsult(w, new Date(Date.now() + deadAhead), true);
+      await takeOver(w, takerAhead, NO_CODEX);
       expect(w.events.filter((event) => event.type === 'takeover')).toHaveLength(2);
-      expect(await attemptsOf(w, [dispatch.message_id, asked.messageId])).toEqual(['failed:interrupted', 'failed:interrupted']);
+      expect(await attemptsOf(w, [dispatchId, consultId])).toEqual(['failed:interrupted', 'failed:interrupted']);
       const state = await w.ledger.state();
-      const [dispatchCost, consultCost] = [dispatch.message_id, asked.messageId].map((id) => state.messages.get(id)!.attempts[0]!.receipt!.costUsd) as [number, number];
-      // The consult's call may have been paid: it is charged what its claim let it spend, out of the dispatch claim's $1, not beside it.
+      const [dispatchCost, consultCost] = [dispatchId, consultId].map((id) => state.messages.get(id)!.attempts[0]!.receipt!.costUsd) as [number, number];
+      // The consult's call may have been paid: it is charged what its claim let it spend, out of the dispatch claim's $1.
       expect(consultCost).toBeGreaterThan(0.29);
       expect(dispatchCost + consultCost).toBeLessThanOrEqual(1 + 1e-9);
       expect(dispatchCost).toBeGreaterThanOrEqual(0.7 - 1e-9);
@@ -198,4 +206,16 @@ describe("a consult an agent asked inside a dispatch attempt, both claimed by a 
       await clean(w);
     });
   }
+
+  it('the consult not yet claimed when the runner died: it is receipted expired and unpaid, and the dispatch attempt is charged its whole allowance (a guard)', async () => {
+    const w = await world();
+    const { dispatchId, consultId } = await dispatchWithAskedConsult(w, new Date(), false);
+    await takeOver(w, 3 * HOUR, NO_CODEX);
+    expect(await attemptsOf(w, [dispatchId, consultId])).toEqual(['failed:interrupted', 'blocked:expired']);
+    const state = await w.ledger.state();
+    expect(state.messages.get(dispatchId)!.attempts[0]!.receipt!.costUsd).toBeCloseTo(1, 9);
+    expect(state.messages.get(consultId)!.attempts[0]!.receipt!.costUsd).toBe(0);
+    expect(w.server.requests).toHaveLength(0);
+    await clean(w);
+  });
 });
