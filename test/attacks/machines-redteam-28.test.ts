@@ -5,6 +5,7 @@ import { folderOf } from '../../src/authority/state.js';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { enqueueAskedConsult } from '../../src/dispatch/asked-consult.js';
+import { approve } from '../../src/dispatch/approve.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { allowanceBoundsUsd } from '../../src/lane/budget.js';
@@ -218,4 +219,46 @@ describe('a consult an agent asked inside a dispatch attempt, both claimed by a 
     expect(w.server.requests).toHaveLength(0);
     await clean(w);
   });
+});
+
+/** A claim of attempt `attempt` of `messageId` by a runner that then goes quiet, dated `at`, allowed `allowanceUsd`. */
+async function claimAttemptByAGoneRunner(w: World, messageId: string, attempt: number, allowanceUsd: number, at: Date): Promise<void> {
+  const record = (await w.ledger.state()).messages.get(messageId)!;
+  const claim = { schema_version: 'claim.v0', message_id: messageId, attempt_id: attemptIdOf(record, attempt), attempt_number: attempt, runner_id: `run-gone-${attempt}`, transport_session_id: `session-gone-${attempt}`, claimed_at: isoSeconds(at), allowance_usd: allowanceUsd };
+  await w.ledger.append({ files: [{ path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, now: at, summary: `claim ${messageId} attempt ${attempt}` });
+}
+
+/**
+ * Within the skew only: a receipt the taker dates ahead of a right clock by more than the skew is an
+ * entry no right clock's claim may follow (rules/claim.ts claimFloor), on a ledger no hook judges.
+ */
+const WITHIN_SKEW: Array<[string, number, number]> = [
+  ['four minutes behind the dead runner’s', 4 * MINUTE, 0],
+  ['four minutes ahead of the dead runner’s', 0, 4 * MINUTE],
+];
+
+describe('a dispatch retry the CEO approved, claimed by a runner that died, taken over by a runner on another machine', { timeout: 180_000 }, () => {
+  for (const [name, deadAhead, takerAhead] of WITHIN_SKEW) {
+    it(`its clock ${name}: each attempt is receipted interrupted and charged what its claim let it spend, no third attempt starts without the CEO, and the dispatch's budget holds`, async () => {
+      const w = await world();
+      const dispatch = dispatchEnvelope({ budget: { max_cost_usd: 3, max_runtime_seconds: 600, correlation_budget_remaining_usd: null } }, new Date()) as EaDispatchMessage;
+      await w.ledger.append({ files: messageFiles(dispatch), key: w.actors.coo, summary: 'dispatch', now: new Date() });
+      const id = dispatch.message_id;
+      await claimAttemptByAGoneRunner(w, id, 1, 1, new Date(Date.now() + deadAhead));
+      await takeOver(w, takerAhead, NO_CODEX);
+      expect(await attemptsOf(w, [id])).toEqual(['failed:interrupted']);
+      // The time by a right clock once the taker's passes ran (its clock ran on with its monotonic one).
+      const then = Date.parse((await w.ledger.state()).messages.get(id)!.attempts[0]!.receipt!.createdAt) - takerAhead;
+      await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(then + 1000), reason: 'try again', messageId: id });
+      await claimAttemptByAGoneRunner(w, id, 2, 1.5, new Date(then + deadAhead + 2000));
+      // The taker's clock goes on from where its passes left it.
+      await takeOver(w, then + takerAhead - Date.now(), NO_CODEX);
+      expect(w.events.filter((event) => event.type === 'takeover')).toHaveLength(2);
+      expect(await attemptsOf(w, [id])).toEqual(['failed:interrupted failed:interrupted']);
+      const record = (await w.ledger.state()).messages.get(id)!;
+      expect(record.attempts.map((attempt) => attempt.receipt!.costUsd)).toEqual([1, 1.5]);
+      await withinBudgets(w);
+      await clean(w);
+    });
+  }
 });
