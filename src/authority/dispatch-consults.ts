@@ -81,6 +81,27 @@ export function consultsCostUsd(dispatch: MessageRecord, attempt: number, messag
     .reduce((sum, asked) => sum + (messageOf(asked.id)?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0), 0);
 }
 
+/**
+ * What the consults asked in one attempt of a dispatch cost or may still cost once that attempt's
+ * receipt lands: what their receipts cost, and for one whose claim is open (a runner of it that died
+ * is taken over, and its call charged), what it holds (consultHoldsUsd). One not yet claimed is never
+ * paid after its attempt ended (checkAskerWaits), and holds only what it cost. An attempt whose
+ * runner died is charged what its claim let it spend less this: were it charged less only what the
+ * consults' receipts cost, a consult still open would be paid for twice, by the dispatch's receipt
+ * and, once taken over, by its own. Pure.
+ */
+export function consultsTakeAtEndUsd(dispatch: MessageRecord, attempt: number, messageOf: (id: string) => MessageRecord | undefined): number {
+  return (dispatch.consults ?? [])
+    .filter((asked) => asked.attempt === attempt)
+    .reduce((sum, asked) => {
+      const consult = messageOf(asked.id);
+      const last = consult?.attempts[consult.attempts.length - 1];
+      const open = consult !== undefined && !isTerminal(consult) && last?.claim != null && last.receipt === null;
+      const spent = consult?.attempts.reduce((total, item) => total + (item.receipt?.costUsd ?? 0), 0) ?? 0;
+      return sum + (open ? Math.max(spent, consult.maxCostUsd) : spent);
+    }, 0);
+}
+
 /** The consults asked in one attempt of a dispatch, in the order asked, each with its latest receipt: what that attempt's ea_receipt lists. */
 export function attemptConsults(dispatch: MessageRecord, attempt: number, messageOf: (id: string) => MessageRecord | undefined): Array<{ message_id: string; receipt: string | null }> {
   return (dispatch.consults ?? [])

@@ -56,7 +56,7 @@ export function dispatchRemainders(facts: Pick<DispatchPreflightFacts, 'message'
  * let it spend (`allowance_usd`), or, for a claim that does not state it, the tightest of what its
  * message, correlation and claim's day had left as its pre-flight found them (the ledger as it stood
  * at its claim: receipts after it, its consults' or other runners', did not shrink it); less what
- * its consults cost, which came out of it.
+ * its consults cost or, their claims open, may still cost (consultsTakeAtEndUsd), which came out of it.
  */
 export function crashAllowanceUsd(facts: {
   readonly state: Pick<LedgerState, 'policy' | 'messages' | 'spendByCorrelation' | 'spendByDay'>;

@@ -35,7 +35,7 @@ import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWork
 import { CONSULT_TOOL_SERVER, openConsultBridge } from './consult-bridge.js';
 import { answerConsultCall } from './consult-tool.js';
 import { AttemptSpend } from './attempt-spend.js';
-import { attemptConsults, consultsCostUsd } from '../authority/dispatch-consults.js';
+import { attemptConsults, consultsCostUsd, consultsTakeAtEndUsd } from '../authority/dispatch-consults.js';
 import { matchesPattern } from '../authority/policy-check.js';
 import { cliEntryPoint } from '../assets.js';
 import type { AskedConsults } from '../lane/runner-lane.js';
@@ -663,7 +663,8 @@ export class DispatchLane implements RunnerLane {
    * correlation and claim's day had left, as its pre-flight found them (dispatch/lane.ts), less its consults.
    */
   private allowanceAfterCrash(state: LedgerState, record: MessageRecord, message: EaDispatchMessage, attempt: number): number {
-    const consultsUsd = consultsCostUsd(record, attempt, (id) => state.messages.get(id));
+    // A consult of the attempt whose claim is open is recovered too, and charged what it was let spend: not twice.
+    const consultsUsd = consultsTakeAtEndUsd(record, attempt, (id) => state.messages.get(id));
     return crashAllowanceUsd({ state, record, message, attempt, consultsUsd, today: isoSeconds(this.ctx.clock()).slice(0, 10) });
   }
 
