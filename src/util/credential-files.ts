@@ -6,7 +6,7 @@ import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, pemSecrets, type Secret } from './scrub.js';
+import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, namesNoSecret, pemSecrets, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
@@ -155,7 +155,7 @@ function pgpassSecrets(text: string): string[] {
 /** The string values of secret fields in a JSON document, at any depth: a value whose own field names it a secret. */
 function jsonSecrets(value: unknown, field: string, out: string[]): void {
   if (typeof value === 'string') {
-    if (SECRET_FIELD.test(field)) out.push(value, ...basicAuthPassword(field, value));
+    if (SECRET_FIELD.test(field)) out.push(...(namesNoSecret(field, value) ? urlCredentials(value.trim()) : [value, ...basicAuthPassword(field, value)]));
   } else if (Array.isArray(value)) {
     for (const item of value) jsonSecrets(item, field, out);
   } else if (value !== null && typeof value === 'object') {
@@ -186,7 +186,9 @@ function fieldSecrets(text: string): string[] {
   } catch {
     // Not JSON: YAML, netrc, an ini file.
   }
-  for (const line of text.split('\n')) for (const match of line.matchAll(FIELD_LINE)) if (SECRET_FIELD.test(match[1]!)) out.push(match[2]!);
+  for (const line of text.split('\n')) {
+    for (const match of line.matchAll(FIELD_LINE)) if (SECRET_FIELD.test(match[1]!)) out.push(...(namesNoSecret(match[1]!, match[2]!) ? urlCredentials(match[2]!.trim()) : [match[2]!]));
+  }
   return out;
 }
 

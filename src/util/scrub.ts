@@ -103,9 +103,24 @@ export function isSecretName(name: string): boolean {
  * no token.
  */
 function secretField(name: string): boolean {
-  const word = name.trim().replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[-\s]+/g, '_');
+  const word = fieldWords(name);
   if (/(?:^|_)TYPE$/i.test(word)) return false;
   return SECRET_NAME.test(word) || /(?:^|_)(?:SIG|SIGNATURE|PWD|PRIVATE_KEY_ID)$/i.test(word);
+}
+
+/** A field's name as words parted by `_`: `privateKeyId`, `private-key-id` and `private key id` read as `private_Key_Id`. */
+function fieldWords(name: string): string {
+  return name.trim().replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[-\s]+/g, '_');
+}
+
+/**
+ * Whether a field whose name speaks of a secret holds a name or a place instead of one: a kind of
+ * token (`token_type`, `subject_token_type`: `Bearer`, a URN), or a URL (a service account's
+ * `token_uri`: where tokens are had). Every reader of a document's secret fields asks it, so that no
+ * such value is cut out of every text the runner writes (a question naming Google's token endpoint).
+ */
+export function namesNoSecret(field: string, value: string): boolean {
+  return /(?:^|_)TYPE$/i.test(fieldWords(field)) || /^https?:\/\//i.test(value.trim());
 }
 
 /**
@@ -876,8 +891,7 @@ function jsonFieldSecrets(value: string): string[] {
   const out: string[] = [];
   const walk = (item: unknown, field: string): void => {
     if (typeof item === 'string') {
-      // A service account's `token_uri` names where tokens are had, not one.
-      if (secretField(field) && !/^https?:\/\//i.test(item)) out.push(item);
+      if (secretField(field) && !namesNoSecret(field, item)) out.push(item);
     } else if (Array.isArray(item)) {
       for (const each of item) walk(each, field);
     } else if (item !== null && typeof item === 'object') {

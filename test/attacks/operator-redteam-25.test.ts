@@ -125,6 +125,22 @@ describe("a Google service account's JSON in a variable of the environment", () 
     for (const line of body) expect(values).toContain(line);
   });
 
+  it('takes none of the other fields of the file GOOGLE_APPLICATION_CREDENTIALS names for a secret either: its token_uri, a workload identity\'s token_url and subject_token_type; before, a question naming Google\'s token endpoint was cut', () => {
+    const home = tempDir('operator-redteam-25-home-');
+    const file = join(home, 'service-account.json');
+    const external = { type: 'external_account', subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', token_url: 'https://sts.googleapis.com/v1/token' };
+    writeFileSync(file, JSON.stringify({ ...account, ...external }), { mode: 0o600 });
+    const secrets = credentialFileSecrets({ GOOGLE_APPLICATION_CREDENTIALS: file }, home);
+    const values = secrets.map((secret) => secret.value);
+    const { private_key_id: _id, private_key: _key, ...plain } = { ...account, ...external };
+    for (const value of Object.values(plain)) expect(values, value).not.toContain(value);
+    const asked = 'Why does curl https://oauth2.googleapis.com/token answer 400?';
+    expect(new Scrubber(secrets).text(asked)).toBe(asked);
+    // A URL under such a field still gives up the credentials it carries.
+    writeFileSync(file, JSON.stringify({ token_uri: 'https://robot:Zx81-secret-pass@tokens.example.com/token' }), { mode: 0o600 });
+    expect(credentialFileSecrets({ GOOGLE_APPLICATION_CREDENTIALS: file }, home).map((secret) => secret.value)).toContain('Zx81-secret-pass');
+  });
+
   it('takes none of its other fields for a secret, nor a kind of token: an OAuth token response\'s token_type, a workload identity\'s subject_token_type', () => {
     const external = { type: 'external_account', audience: '//iam.googleapis.com/projects/123/locations/global/workloadIdentityPools/p/providers/q', subject_token_type: 'urn:ietf:params:oauth:token-type:jwt', token_url: 'https://sts.googleapis.com/v1/token' };
     const answer = { access_token: 'ya29.a0AfH6SMBx1234567', token_type: 'Bearer1234', expires_in: 3599, refresh_token: '1//0gAbcdef123456' };
