@@ -165,7 +165,7 @@ describe('a URL whose password holds an unencoded /', () => {
   });
 
   it('leaves a path with an @ in it as it is, after a host with or without a port: a path names no user', () => {
-    for (const plain of ['https://host/users/me@example.com', 'https://host:8443/a/b@c', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y']) {
+    for (const plain of ['https://host/users/me@example.com', 'https://host:8443/a/b@c', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y', 'http://localhost:${PORT}/@vite/client', 'http://localhost:$PORT/@vite/client']) {
       expect(environmentSecrets({ SOME_URL: plain }), plain).toEqual([]);
       expect(displayUrl(plain), plain).toBe(plain);
       expect(withoutUserInfo(`see ${plain} now`), plain).toBe(`see ${plain} now`);
