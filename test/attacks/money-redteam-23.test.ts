@@ -1,6 +1,7 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
-import { spentOnMessageUsd } from '../../src/lane/budget.js';
+import { judgedSpend, spentOnMessageUsd } from '../../src/lane/budget.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { EaDispatchMessage } from '../../src/schema/message.js';
@@ -138,5 +139,29 @@ describe('claims under a command that fit what it has left (guards)', () => {
     // Close both, so the day's cap is not held by them in later cases.
     expect(await kit.append([receipt(first!, 0), receipt(second!, 0)], kit.keys.coo.key)).toBe('accepted');
     expect(kit.verifyCodes()).toEqual([]);
+  });
+});
+
+describe("two dispatches of one day, under no command, beside each other at the day's cap", () => {
+  /** Lowers the day's cap to what today has spent and holds, plus $1.50, and writes two $1.50 dispatches of two correlations. */
+  async function atTheCap(): Promise<[EaDispatchMessage, EaDispatchMessage]> {
+    const state = await kit.world.ledger.state();
+    const today = at(0).slice(0, 10);
+    const { spentTodayUsd } = judgedSpend(state, 'corr_none', today, 0);
+    const policy = state.policy!.doc;
+    const cap = Math.ceil((spentTodayUsd + 1.5) * 100) / 100;
+    await appendTrustVersion(kit.world.ledger, { role: 'policy', document: { ...policy, version: undefined, budgets: { ...policy.budgets, max_cost_usd_per_message: 1.5, max_cost_usd_per_correlation: 1.5, daily_cost_cap_usd: cap } } }, kit.keys.ceo.key, new Date());
+    const made = [0, 1].map(() => dispatchEnvelope({ budget: { max_cost_usd: 1.5, max_runtime_seconds: 600, correlation_budget_remaining_usd: null } }, new Date(Date.now() - 60_000)) as EaDispatchMessage);
+    for (const message of made) expect(await kit.append(messageFiles(message), kit.keys.coo.key)).toBe('accepted');
+    return [made[0]!, made[1]!];
+  }
+
+  attack("the second claim allowed $1, where the first holds $1 of the $1.50 the day's cap leaves", 'library', 'POLICY_LIMIT', async () => {
+    const [first, second] = await atTheCap();
+    expect(await kit.append([await claim(first, 1)], kit.keys.coo.key)).toBe('accepted');
+    const refused = await kit.append([await claim(second, 1)], kit.keys.coo.key);
+    // What the day has left still takes a claim that fits it (guard).
+    expect(await kit.append([await claim(second, 0.5)], kit.keys.coo.key)).toBe('accepted');
+    return refused;
   });
 });
