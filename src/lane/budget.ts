@@ -299,6 +299,33 @@ function allowanceMoved(judged: JudgedSpend, state: SpendState): string | null {
   return record === undefined ? null : allowanceRefusal(record, record.attempts.length + 1, judged.limitUsd, state.policy?.doc ?? null, state.registry?.doc ?? null, (id) => state.messages.get(id));
 }
 
+/**
+ * Why the shared budgets on `state` do not leave `allowanceUsd` to a new claim of `message` (of
+ * `correlation`) dated on `day`; null when they do. What the correlation (within the CEO's command
+ * that starts its chain: correlationCapUsd) and the day (and every later day, where its receipt may
+ * land) have spent, with what other open attempts may still spend, must leave the whole allowance:
+ * the one test every pre-flight passed on the state its claim is written on (judgeWithHeld,
+ * spendMovedSince), held by the claim rule too, so that a claim no pre-flight admits (a second
+ * runner's beside the first's, a panel member's, a retry's, a consult's) is refused where it lands.
+ */
+export function sharedAllowanceRefusal(state: SpendState, correlation: string, day: string, allowanceUsd: number, message: string): string | null {
+  const budgets = state.policy?.doc.budgets;
+  if (budgets === undefined) return null;
+  const now = judgedSpend(state, correlation, day, allowanceUsd, message);
+  const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
+  const correlationCap = correlationCapUsd(budgets, now.commandBudgetUsd);
+  if (left(correlationCap, now.spentOnCorrelationUsd) < allowanceUsd) {
+    return `an allowance of $${allowanceUsd} is more than the $${Math.max(0, correlationCap - now.spentOnCorrelationUsd)} ${correlation} has left of its $${correlationCap} (${now.commandBudgetUsd === null ? 'the policy\'s cap' : 'its CEO command\'s budget within the policy\'s cap'}), counting what its other open attempts may still spend`;
+  }
+  const held = now.spentTodayUsd - (state.spendByDay.get(day) ?? 0);
+  for (const [other, spentUsd] of [[day, state.spendByDay.get(day) ?? 0] as const, ...[...state.spendByDay].filter(([other]) => other > day)]) {
+    if (left(budgets.daily_cost_cap_usd, spentUsd + held) < allowanceUsd) {
+      return `an allowance of $${allowanceUsd} is more than the $${Math.max(0, budgets.daily_cost_cap_usd - spentUsd - held)} the daily cap leaves ${other}, counting what other open attempts may still spend`;
+    }
+  }
+  return null;
+}
+
 /** Why what the correlation and the day have left on `state` no longer leaves `judged.limitUsd`, where its pre-flight judged it did; null when it still does. */
 function sharedSpendMoved(judged: JudgedSpend, state: SpendState): string | null {
   const now = judgedSpend(state, judged.correlation, judged.day, judged.limitUsd, judged.message);
