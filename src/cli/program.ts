@@ -115,9 +115,11 @@ function readLine(argv: readonly string[]): GivenLine {
       operands = [...operands, ...parsed.operands];
       unknown = parsed.unknown;
     } catch {
-      // A missing value: the parser refuses the line itself; what came before it stands, and the words it had not read yet
-      // are no unknown options (`--remote --json --state-dir`: `--json` is the remote's value).
-      unknown = [];
+      // A missing value: the parser refuses the line itself; what came before it stands. A `--json` this verb does not know
+      // counts as asked for unless it stands where a flag of this verb takes a value (`--remote --json --state-dir`: the
+      // remote's value), as the parser would have read it.
+      const takesValue = (word: string | undefined): boolean => word !== undefined && seen.options.some((option) => (option.long === word || option.short === word) && (option.required || option.optional));
+      unknown = unknown.filter((word, index) => word === '--' || (word === '--json' && !takesValue(unknown[index - 1])));
       break;
     }
     const sub = seen.commands.find((one) => one.name() === operands[0] || one.aliases().includes(operands[0] ?? ''));

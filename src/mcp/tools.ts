@@ -5,7 +5,8 @@ import { viewMessage, type AttemptView, type MessageView } from '../audit/messag
 import type { PanelComparison } from '../audit/panel-comparison.js';
 import { listSessions, type SessionPage } from '../audit/sessions.js';
 import { verifyLedger } from '../audit/verify.js';
-import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { folderOf, idempotencySlot, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
+import { keyHolders } from '../authority/keys.js';
 import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
@@ -48,10 +49,20 @@ export interface ToolContext {
   readonly runnerProblems?: Pick<RunnerProblems, 'problemOf'>;
 }
 
-/** The key a tool's request is written under (lane/request-key.ts requestKey), with the keys the ledger holds (a panel's by its members'). */
+/**
+ * The key a tool's request is written under (lane/request-key.ts requestKey), with the keys the ledger
+ * holds for this server's key's holder (a panel's by its members'): another actor's key is another
+ * slot, which a request of this one's would not repeat.
+ */
 async function keyFor(context: ToolContext, given: string | undefined, derived: string): Promise<string> {
-  const state = given === undefined || given === derived ? null : await context.ledger.state();
-  const taken = (key: string): boolean => [...(state?.idempotency.keys() ?? [])].some((slot) => slot.endsWith(` ${key}`) || slot.includes(` ${key}~`));
+  if (given === undefined || given === derived) return requestKey(given, derived, () => false);
+  const state = await context.ledger.state();
+  const holder = keyHolders(state).get(context.key.publicKey.keyId);
+  const taken = (key: string): boolean => {
+    if (holder === undefined) return false;
+    const slot = idempotencySlot(holder.actor, key);
+    return state.idempotency.has(slot) || [...state.idempotency.keys()].some((other) => other.startsWith(`${slot}~`));
+  };
   return requestKey(given, derived, taken);
 }
 

@@ -17,10 +17,10 @@ const SCHEME = String.raw`(?:[a-z][a-z0-9+.-]*:)*[a-z][a-z0-9+.-]*:\/\/`;
  * colon is no port, nor a placeholder for one (`${PORT}`). A path with an `@` in it
  * (`https://host/users/me@example.com`) names no user.
  */
-const USER_INFO = String.raw`[^/?#]*|[^/?#:@\[]*:(?![0-9]*\/|\$\{?[A-Za-z_])[^?#@\s]*`;
+const USER_INFO = String.raw`[^/?#]*|[^/?#:@\[]*:(?![0-9]*\/|\$\{[A-Za-z_][A-Za-z0-9_]*\}\/)[^?#@\s]*`;
 const SCHEME_URL = new RegExp(`^(${SCHEME})(${USER_INFO})@`, 'i');
 /** User info inside running text, as USER_INFO, ended also by a space or a quote. */
-const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#'"<>`]*|[^\s/?#:@['"<>`]*:(?![0-9]*\/|\$\{?[A-Za-z_])[^\s?#@'"<>`]*)@/gi;
+const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#'"<>`]*|[^\s/?#:@['"<>`]*:(?![0-9]*\/|\$\{[A-Za-z_][A-Za-z0-9_]*\}\/)[^\s?#@'"<>`]*)@/gi;
 
 /** A URL's query, which may carry a token (`?access_token=…`): shown without its values. */
 const QUERY_SHOWN = new RegExp(`^(${SCHEME}[^?#]*)\\?[^#]*`, 'i');

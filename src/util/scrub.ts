@@ -115,12 +115,15 @@ function fieldWords(name: string): string {
 
 /**
  * Whether a field whose name speaks of a secret holds a name or a place instead of one: a kind of
- * token (`token_type`, `subject_token_type`: `Bearer`, a URN), or a URL (a service account's
- * `token_uri`: where tokens are had). Every reader of a document's secret fields asks it, so that no
- * such value is cut out of every text the runner writes (a question naming Google's token endpoint).
+ * token (`token_type`, `subject_token_type`: `Bearer`, a URN), or, under a name for a place (`_uri`,
+ * `_url`, `_endpoint`), a URL (a service account's `token_uri`: where tokens are had). Every reader of
+ * a document's secret fields asks it, so that no such value is cut out of every text the runner
+ * writes (a question naming Google's token endpoint). A URL under another name (a `client_secret`
+ * that is a webhook's URL) is the secret itself.
  */
 export function namesNoSecret(field: string, value: string): boolean {
-  return /(?:^|_)TYPE$/i.test(fieldWords(field)) || /^https?:\/\//i.test(value.trim());
+  const words = fieldWords(field);
+  return /(?:^|_)TYPE$/i.test(words) || (/(?:^|_)(?:URI|URL|ENDPOINT)$/i.test(words) && /^https?:\/\//i.test(value.trim()));
 }
 
 /**

@@ -2,6 +2,7 @@ import { generateKeyPairSync } from 'node:crypto';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
 import { credentialFileSecrets } from '../../src/util/credential-files.js';
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
@@ -26,6 +27,7 @@ describe('--json given to a verb that has no --json of its own', () => {
   it('coo model --json, coo mcp --json and a misspelt command of coo model print the JSON error object too (USAGE, exit 2); before, only the text line', () => {
     const cases: Array<[string[], string]> = [
       [['model', '--json'], "unknown option '--json'"],
+      [['mcp', '--json', '--remote'], "option '--remote <url>' argument missing"],
       [['mcp', '--json'], "unknown option '--json'"],
       [['mcp', '--bogus', '--json'], "unknown option '--bogus'"],
       [['model', 'nope', '--json'], "unknown command 'nope'"],
@@ -76,6 +78,13 @@ describe('coo mcp given an idempotency_key of the derived form', () => {
       // is one the ledger holds, and the idempotency rule finds the request it repeats.
       const changed = await session.ask(call(8, 'consult', { ...asked, idempotency_key: theirs, max_cost_usd: 0.4, ttl_seconds: 600 }), 8);
       expect([refusal(changed), changed.result?.structuredContent?.['message_id'], changed.result?.structuredContent?.['existing']]).toEqual(['answered', id, true]);
+      // A key the ledger holds for another actor (the CEO's command under the key derived for a consult not sent yet) is
+      // another slot: this server's request under it would take that key for its own holder, and is refused as before.
+      const later = { ...asked, prompt: 'Is add() right for floats?' };
+      const laterKey = derivedIdempotencyKey({ target: later.to, commit, patterns: later.files, question: later.prompt });
+      await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Look at add().', idempotencyKey: laterKey });
+      const foreign = await session.ask(call(9, 'consult', { ...asked, prompt: 'Something else again?', idempotency_key: laterKey }), 9);
+      expect(refusal(foreign)).toBe('tool error IDEMPOTENCY_CONFLICT');
       for (const [index, key] of [[5, 'my-review-1'], [6, 'req-later'], [7, theirs.toUpperCase()]] as const) {
         const mine = await session.ask(call(index, 'consult', { ...asked, prompt: `Another question ${index}?`, idempotency_key: key }), index);
         expect([key, refusal(mine), mine.result?.structuredContent?.['existing']]).toEqual([key, 'answered', false]);
@@ -136,7 +145,11 @@ describe("a Google service account's JSON in a variable of the environment", () 
     for (const value of Object.values(plain)) expect(values, value).not.toContain(value);
     const asked = 'Why does curl https://oauth2.googleapis.com/token answer 400?';
     expect(new Scrubber(secrets).text(asked)).toBe(asked);
-    // A URL under such a field still gives up the credentials it carries.
+    // A URL under a name that is no place's is the secret itself (a webhook's URL as a client_secret).
+    writeFileSync(file, JSON.stringify({ client_secret: 'https://hooks.slack.com/services/T01/B02/SeCrEtToKeN123456' }), { mode: 0o600 });
+    expect(credentialFileSecrets({ GOOGLE_APPLICATION_CREDENTIALS: file }, home).map((secret) => secret.value)).toContain('https://hooks.slack.com/services/T01/B02/SeCrEtToKeN123456');
+    expect(environmentSecrets({ HOOK_JSON: JSON.stringify({ client_secret: 'https://hooks.slack.com/services/T01/B02/SeCrEtToKeN123456' }) }).map((secret) => secret.value)).toContain('https://hooks.slack.com/services/T01/B02/SeCrEtToKeN123456');
+    // A URL under a place's name still gives up the credentials it carries.
     writeFileSync(file, JSON.stringify({ token_uri: 'https://robot:Zx81-secret-pass@tokens.example.com/token' }), { mode: 0o600 });
     expect(credentialFileSecrets({ GOOGLE_APPLICATION_CREDENTIALS: file }, home).map((secret) => secret.value)).toContain('Zx81-secret-pass');
   });
@@ -164,8 +177,14 @@ describe('a URL whose password holds an unencoded /', () => {
     expect(withoutUserInfo(`fatal: unable to access '${url}': refused`)).toBe("fatal: unable to access 'postgresql://db.internal:5432/app': refused");
   });
 
+  it('is known when it starts with $ and a letter, as a shell variable would: only ${NAME} standing alone as the port is a placeholder', () => {
+    const dollar = '$Up3r/s3cret';
+    expect(environmentSecrets({ DATABASE_URL: `postgresql://app:${dollar}@db.internal/prod` }).map((secret) => secret.value)).toContain(dollar);
+    expect(displayUrl(`postgresql://app:${dollar}@db.internal/prod`)).toBe('postgresql://db.internal/prod');
+  });
+
   it('leaves a path with an @ in it as it is, after a host with or without a port: a path names no user', () => {
-    for (const plain of ['https://host/users/me@example.com', 'https://host:8443/a/b@c', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y', 'http://localhost:${PORT}/@vite/client', 'http://localhost:$PORT/@vite/client']) {
+    for (const plain of ['https://host/users/me@example.com', 'https://host:8443/a/b@c', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y', 'http://localhost:${PORT}/@vite/client']) {
       expect(environmentSecrets({ SOME_URL: plain }), plain).toEqual([]);
       expect(displayUrl(plain), plain).toBe(plain);
       expect(withoutUserInfo(`see ${plain} now`), plain).toBe(`see ${plain} now`);
