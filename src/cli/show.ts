@@ -91,6 +91,12 @@ function receiptWarnings(document: unknown): string[] {
 const UNPRINTABLE = invisibleCharacters();
 
 /**
+ * A blocker's detail is shown whole (a receipt holds at most 2,000 characters of it, schema
+ * shortText): the paths a scope check names beyond the first 200 characters say which files broke it.
+ */
+const BLOCKER_DETAIL_CHARS = 2000;
+
+/**
  * Text from the ledger as one terminal line: control characters (a terminal's escape sequences
  * among them) are shown as `\uNNNN` and never reach the terminal; long text is cut with `…`.
  */
@@ -141,7 +147,7 @@ function consultLines(consult: ConsultView): string[] {
 function consultAttemptLines(attempt: ConsultAttemptView): string[] {
   const route = attempt.route === null ? '' : ` (${attempt.route.provider}${attempt.route.offline ? ', offline' : ''})`;
   const lines = [`    model ${attempt.model ?? 'none'}${route}, cost $${attempt.cost_usd}, $${attempt.budget_remaining_usd} of the budget left`];
-  for (const blocker of attempt.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
+  for (const blocker of attempt.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail, BLOCKER_DETAIL_CHARS)}`);
   if (attempt.validation.status === 'fail') for (const error of attempt.validation.errors) lines.push(`    answer refused: ${printable(error)}`);
   if (attempt.answer_ref !== null) {
     lines.push(`    answer ${attempt.answer_ref} ${attempt.answer_hash ?? ''} (${attempt.status === 'succeeded' ? 'coo show --answer prints it' : `no advice: the attempt ${attempt.status}; coo show ${attempt.answer_ref} prints its bytes`})`);
@@ -156,7 +162,7 @@ function consultAttemptLines(attempt: ConsultAttemptView): string[] {
 function evidenceLines(evidence: DispatchAttemptView): string[] {
   const lines = [`    executor ${evidence.executor}, model ${evidence.model ?? 'unknown'}${evidence.executor_session_id === null ? '' : `, session ${printable(evidence.executor_session_id)}`}`];
   lines.push(evidence.branch === null ? `    nothing committed (base ${evidence.base_sha})` : `    branch ${evidence.branch} at ${evidence.head_sha ?? '-'} (base ${evidence.base_sha}), committed and signed by the runner`);
-  for (const blocker of evidence.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail)}`);
+  for (const blocker of evidence.blockers) lines.push(`    blocker ${blocker.code}: ${printable(blocker.detail, BLOCKER_DETAIL_CHARS)}`);
   for (const file of evidence.files) lines.push(`    changed ${printablePath(file.path)} ${file.sha256 ?? '(deleted)'}`);
   for (const command of evidence.commands) lines.push(`    ${command.by === 'executor' ? 'ran' : 'verified'} \`${printable(command.command, 120)}\` exit ${command.exit_code}`);
   const tokens = evidence.usage === null ? 'no usage reported' : `${evidence.usage.total_tokens} tokens`;
