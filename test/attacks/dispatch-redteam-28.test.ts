@@ -121,7 +121,9 @@ describe("a hostile agent's work named so that coo show names no one file", () =
     const shown = coo(['show', messageId, '--ledger', where.world.gitdir]);
     expect(shown.status).toBe(0);
     // What the receipt says is shown whole: cut at 200 characters, the line named none of the files beyond the first.
-    if (!shown.stdout.includes(`${folder}/payload.js`)) return `accepted: coo show hides which files broke the scope: ${shown.stdout.split('\n').filter((line) => line.includes('blocker')).join(' | ').slice(0, 300)}`;
+    const line = shown.stdout.split('\n').find((each) => each.trimStart().startsWith(`blocker ${scope!.code}:`));
+    expect(line).toBeDefined();
+    if (!line!.includes(`${folder}/payload.js`)) return `accepted: coo show's blocker line hides which files broke the scope: ${line!.slice(0, 300)}`;
     return 'refused';
   });
 });
