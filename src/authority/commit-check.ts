@@ -216,6 +216,19 @@ export class CommitCheck {
     return changes;
   }
 
+  /**
+   * The spend and open attempts of the ledger as this commit has them so far: its earlier claims
+   * hold (a panel's members are claimed in one commit, together), and its earlier receipts have
+   * spent. Copies of the spend maps, for a rule that judges a claim on them (rules/claim.ts).
+   */
+  spendSoFar(): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> {
+    const spendByCorrelation = new Map(this.state.spendByCorrelation);
+    const spendByDay = new Map(this.state.spendByDay);
+    addSpend(spendByCorrelation, spendByDay, this.spend);
+    const messages = this.messages.size === 0 ? this.state.messages : new Map([...this.state.messages, ...this.messages]);
+    return { spendByCorrelation, spendByDay, policy: this.policy, messages };
+  }
+
   /** The next state. Maps are extended in place: a fold over 100k commits must not copy them per commit. */
   apply(): LedgerState {
     const state = this.state;
@@ -241,12 +254,7 @@ export class CommitCheck {
       const { runner, ...beat } = this.runnerHeartbeat;
       keepHeartbeat(state.runnerHeartbeats as Map<string, typeof beat>, runner, beat);
     }
-    const byCorrelation = state.spendByCorrelation as Map<string, number>;
-    const byDay = state.spendByDay as Map<string, number>;
-    for (const item of this.spend) {
-      byCorrelation.set(item.correlation, (byCorrelation.get(item.correlation) ?? 0) + item.usd);
-      byDay.set(item.day, (byDay.get(item.day) ?? 0) + item.usd);
-    }
+    addSpend(state.spendByCorrelation as Map<string, number>, state.spendByDay as Map<string, number>, this.spend);
     return {
       ...state,
       seq: this.seq,
@@ -258,5 +266,13 @@ export class CommitCheck {
       killSwitch: this.killSwitch,
       lastHeartbeat: this.heartbeat,
     };
+  }
+}
+
+/** Adds a commit's spend to the maps by correlation and by day. */
+function addSpend(byCorrelation: Map<string, number>, byDay: Map<string, number>, spend: ReadonlyArray<{ readonly correlation: string; readonly day: string; readonly usd: number }>): void {
+  for (const item of spend) {
+    byCorrelation.set(item.correlation, (byCorrelation.get(item.correlation) ?? 0) + item.usd);
+    byDay.set(item.day, (byDay.get(item.day) ?? 0) + item.usd);
   }
 }

@@ -3,7 +3,7 @@ import { LIMITS } from '../../limits.js';
 import type { PathInfo } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent } from '../runnable.js';
-import { retryApproved, type ApprovalRecord, type LedgerState, type MessageRecord } from '../state.js';
+import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
 import { allowanceRefusal, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
@@ -65,7 +65,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null, messageOf);
   if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
   // The shared budgets bind a claim that states what was spent before it: claims written before it was stated were judged by their runner alone.
-  const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendInCommit(check), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id);
+  const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(check.spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id);
   if (shared !== null) throw new CooError('POLICY_LIMIT', `${where}: ${shared}; nothing was claimed`, { where: `${where}:allowance_usd` });
   const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
   check.updateMessage(record, [
@@ -77,21 +77,6 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
       receipt: null,
     },
   ]);
-}
-
-/**
- * The spend and open attempts of the ledger as this commit has it so far: its earlier claims hold
- * (a panel's members are claimed in one commit, together), and its earlier receipts have spent.
- */
-function spendInCommit(check: CommitCheck): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> {
-  const spendByCorrelation = new Map(check.state.spendByCorrelation);
-  const spendByDay = new Map(check.state.spendByDay);
-  for (const item of check.spend) {
-    spendByCorrelation.set(item.correlation, (spendByCorrelation.get(item.correlation) ?? 0) + item.usd);
-    spendByDay.set(item.day, (spendByDay.get(item.day) ?? 0) + item.usd);
-  }
-  const messages = check.messages.size === 0 ? check.state.messages : new Map([...check.state.messages, ...check.messages]);
-  return { spendByCorrelation, spendByDay, policy: check.policy, messages };
 }
 
 /**
