@@ -2,15 +2,15 @@ import { beforeAll, describe, expect, it } from 'vitest';
 import { planAskedConsult } from '../../src/dispatch/asked-consult.js';
 import { executorFactory } from '../../src/dispatch/executors.js';
 import { crashAllowanceUsd } from '../../src/dispatch/lane.js';
-import { spentOnMessageUsd } from '../../src/lane/budget.js';
-import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import { messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { AaConsultMessage, EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { attemptIdFor, newMessageId } from '../../src/util/ids.js';
+import { attemptIdFor } from '../../src/util/ids.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { addSeconds, isoSeconds } from '../../src/util/time.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
+import { claimFileOn, retryApprovalFile } from '../helpers/claim-files.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { blockersOf, receiptsOf } from '../helpers/lane.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -30,17 +30,9 @@ beforeAll(() => {
 const at = (offsetSeconds: number): string => isoSeconds(new Date(Date.now() + offsetSeconds * 1000));
 const FILE = Buffer.from('export const add = (a: number, b: number) => a + b;\n');
 
-/**
- * A claim of `attempt` of message `id`, as this build's runner writes it: stating what the ledger's head counts as spent
- * before it (`spent_before_usd`). `asBefore` writes it as builds before that field did, which the rules counting a
- * dispatch's consults do not bind.
- */
+/** A claim of `attempt` of message `id` at the ledger's head, as this build's runner writes it (claimFileOn); `asBefore`, as builds before spent_before_usd. */
 async function claimEntry(id: string, folder: string, attempt: number, kind: 'aa' | 'ea', extra: Record<string, unknown> = {}, asBefore = false): Promise<NewFile> {
-  const state = await kit.world.ledger.state();
-  const record = state.messages.get(id);
-  const spent = asBefore || record === undefined ? {} : { spent_before_usd: spentOnMessageUsd(record, attempt, (other) => state.messages.get(other)) };
-  const doc = { schema_version: 'claim.v0', message_id: id, attempt_id: attemptIdFor(id, attempt, kind), attempt_number: attempt, runner_id: 'r22', transport_session_id: 'r22', claimed_at: at(0), ...spent, ...extra };
-  return { path: claimPath(folder, attempt), bytes: Buffer.from(toYaml(doc)) };
+  return claimFileOn(await kit.world.ledger.state(), { id, folder, attempt, kind, runner: 'r22', claimedAt: at(0), extra }, asBefore);
 }
 
 /** A paid, failed receipt of the consult `envelope` (attempt 1): the provider took the call and billed it, then the answer never came. */
@@ -55,14 +47,7 @@ function paidConsultReceipt(envelope: AaConsultMessage, folder: string, costUsd:
 }
 
 /** The CEO's approval of attempt 2 of `message`, given now for ten minutes. */
-function retryApproval(message: EaDispatchMessage): NewFile {
-  const now = new Date();
-  const doc = {
-    schema_version: 'approval.v0', approval_id: `apr_${newMessageId(now.getTime()).slice(4)}`, reason: 'one more try', approved_by: 'ceo', created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, 600)),
-    approves: 'retry', request_hash: null, message_id: message.message_id, attempt_number: 2,
-  };
-  return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) };
-}
+const retryApproval = (message: EaDispatchMessage): NewFile => retryApprovalFile(message.message_id, 2);
 
 /** The files of a consult the agent of `message` asks in attempt 1 now, as the runner writes them, planned at the ledger's head (`maxCostUsd` undefined: the planner's default). */
 async function askedConsult(message: EaDispatchMessage, maxCostUsd?: number, question = 'Is add() right for NaN?'): Promise<{ envelope: AaConsultMessage; files: NewFile[] }> {

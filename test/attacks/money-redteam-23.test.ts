@@ -1,14 +1,14 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
-import { judgedSpend, spentOnMessageUsd } from '../../src/lane/budget.js';
+import { judgedSpend } from '../../src/lane/budget.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
-import { approvalPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
+import { messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { EaDispatchMessage } from '../../src/schema/message.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { attemptIdFor, newMessageId } from '../../src/util/ids.js';
-import { addSeconds, isoSeconds } from '../../src/util/time.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { attack, useKit, type Kit } from '../helpers/attack-kit.js';
+import { claimFileOn, retryApprovalFile } from '../helpers/claim-files.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -44,19 +44,9 @@ async function commandWithDispatches(budgetUsd: number, count: number, eachUsd: 
 
 const folderOf = (message: EaDispatchMessage): string => messageFolder(message.message_id, message.created_at);
 
-/**
- * The claim of `attempt` of `message` allowed `allowanceUsd`, as this build's runner writes it: stating what the ledger counts
- * as spent before it (`spent_before_usd`). `asBefore` writes it as builds before that field did.
- */
+/** The claim of `attempt` of `message` allowed `allowanceUsd` at the ledger's head, as this build's runner writes it (claimFileOn); `asBefore`, as builds before spent_before_usd. */
 async function claim(message: EaDispatchMessage, allowanceUsd: number, asBefore = false, attempt = 1): Promise<NewFile> {
-  const state = await kit.world.ledger.state();
-  const record = state.messages.get(message.message_id)!;
-  const spent = asBefore ? {} : { spent_before_usd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)) };
-  const doc = {
-    schema_version: 'claim.v0', message_id: message.message_id, attempt_id: attemptIdFor(message.message_id, attempt, 'ea'), attempt_number: attempt, runner_id: 'r23', transport_session_id: 'r23', claimed_at: at(0),
-    allowance_usd: allowanceUsd, ...spent,
-  };
-  return { path: claimPath(folderOf(message), attempt), bytes: Buffer.from(toYaml(doc)) };
+  return claimFileOn(await kit.world.ledger.state(), { id: message.message_id, folder: folderOf(message), attempt, kind: 'ea', runner: 'r23', claimedAt: at(0), extra: { allowance_usd: allowanceUsd } }, asBefore);
 }
 
 /** The failed receipt of attempt 1 of `message`, which cost `costUsd`. */
@@ -66,14 +56,7 @@ function receipt(message: EaDispatchMessage, costUsd: number): NewFile {
 }
 
 /** The CEO's approval of attempt 2 of `message`, given now for ten minutes. */
-function retryApproval(message: EaDispatchMessage): NewFile {
-  const now = new Date();
-  const doc = {
-    schema_version: 'approval.v0', approval_id: `apr_${newMessageId(now.getTime()).slice(4)}`, reason: 'one more try', approved_by: 'ceo', created_at: isoSeconds(now), expires_at: isoSeconds(addSeconds(now, 600)),
-    approves: 'retry', request_hash: null, message_id: message.message_id, attempt_number: 2,
-  };
-  return { path: approvalPath(doc.approval_id, doc.created_at), bytes: Buffer.from(toYaml(doc)) };
-}
+const retryApproval = (message: EaDispatchMessage): NewFile => retryApprovalFile(message.message_id, 2);
 
 describe("two dispatches under a $2 command, each of $1.50, claimed by two runners at once", () => {
   attack('the second claim allowed $1.50, where the first holds $1.50 of the $2', 'library', 'POLICY_LIMIT', async () => {
