@@ -1,6 +1,6 @@
 import { inert } from '../audit/cite.js';
 import type { EaReceipt } from '../schema/receipt.js';
-import { invisibleCharacters } from '../util/invisible.js';
+import { codePointText, invisibleCharacters } from '../util/invisible.js';
 
 /**
  * The body of an attempt's pull request: the receipt's evidence as Markdown. Pure. Everything the
@@ -33,7 +33,7 @@ export interface PullRequestEvidence {
 }
 
 /** Bounds that keep the largest receipt under GitHub's 65,536-character body. */
-export const BODY_LIMITS = { files: 100, commands: 50, criteria: 20, codeChars: 200, textChars: 300 } as const;
+export const BODY_LIMITS = { files: 100, fileChars: 25_000, commands: 50, criteria: 20, codeChars: 200, textChars: 300 } as const;
 
 /** The hidden line that makes opening idempotent: one pull request per attempt. */
 export function pullRequestMarker(attemptId: string): string {
@@ -47,8 +47,8 @@ const INVISIBLE = invisibleCharacters();
  * Untrusted text as one CommonMark code span: literal, on one line, with a backtick fence longer
  * than any run of backticks inside it, and `|` escaped so a table cell cannot be split.
  */
-export function codeSpan(text: string, max: number = BODY_LIMITS.codeChars): string {
-  const chars = [...text.replace(INVISIBLE, (char) => `<U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`)];
+export function codeSpan(text: string, max: number = BODY_LIMITS.codeChars, shown: (char: string) => string = codePointTag): string {
+  const chars = [...text.replace(INVISIBLE, shown)];
   const value = (chars.length > max ? `${chars.slice(0, max - 1).join('')}…` : chars.join('')).replace(/\|/g, '\\|');
   if (value === '') return '(empty)';
   const fence = '`'.repeat(Math.max(0, ...(value.match(/`+/g) ?? []).map((run) => run.length)) + 1);
@@ -56,6 +56,23 @@ export function codeSpan(text: string, max: number = BODY_LIMITS.codeChars): str
   const pad = /^[` ]|[` ]$/.test(value) ? ' ' : '';
   return `${fence}${pad}${value}${pad}${fence}`;
 }
+
+/** An acting character in text as `<U+202E>`. */
+function codePointTag(char: string): string {
+  return `<U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`;
+}
+
+/**
+ * A path of the ledger (relativePath: at most 512 characters, never a backslash) as a code span that
+ * names one file: never cut, as two names cut at one length read alike, and each acting character as
+ * `\u202e`, which no path spells itself, where `<U+202E>` is also a file's name.
+ */
+function pathSpan(path: string): string {
+  return codeSpan(path, PATH_CHARS, codePointText);
+}
+
+/** Longer than any path the receipt schema takes (schema/common.ts relativePath), escapes included. */
+const PATH_CHARS = 512 * 10;
 
 function more(total: number, shown: number, where: string): string[] {
   return total > shown ? [`- and ${total - shown} more (${where})`] : [];
@@ -72,7 +89,7 @@ function exit(code: number | undefined): string {
 /** The pull request's title: one line, bounded, with each acting character shown as its code point. */
 export function pullRequestTitle(receipt: EaReceipt, summary?: string): string {
   // A title is plain text on the forge: a bidirectional override or a tag character in it would act there too.
-  const text = (summary ?? '').replace(/\s+/g, ' ').replace(INVISIBLE, (char) => `<U+${char.codePointAt(0)!.toString(16).toUpperCase().padStart(4, '0')}>`).trim();
+  const text = (summary ?? '').replace(/\s+/g, ' ').replace(INVISIBLE, codePointTag).trim();
   const title = text === '' ? `${receipt.target_actor}: work of ${receipt.message_id} (attempt ${receipt.attempt_number})` : text;
   return [...title].slice(0, 200).join('');
 }
@@ -96,11 +113,17 @@ export function renderPullRequestBody(evidence: PullRequestEvidence): string {
   ];
   const criteria = evidence.acceptance ?? [];
   lines.push(...section('Acceptance criteria', [...criteria.slice(0, BODY_LIMITS.criteria).map((item) => `- ${inert([...item].slice(0, BODY_LIMITS.textChars).join(''))}`), ...more(criteria.length, BODY_LIMITS.criteria, 'in the dispatch')]));
+  // Whole paths, as many as fit the section's share of the body: a path is never cut, so fewer are listed.
+  const fileLines: string[] = [];
+  let fileChars = 0;
+  for (const file of files.slice(0, BODY_LIMITS.files)) {
+    const line = `- ${pathSpan(file.path)}${file.status === undefined ? '' : ` ${file.status}`}${file.sha256 === null ? '' : `, \`${file.sha256}\``}`;
+    fileChars += line.length + 1;
+    if (fileChars > BODY_LIMITS.fileChars) break;
+    fileLines.push(line);
+  }
   lines.push(
-    ...section(`Files changed (${files.length})`, [
-      ...files.slice(0, BODY_LIMITS.files).map((file) => `- ${codeSpan(file.path)}${file.status === undefined ? '' : ` ${file.status}`}${file.sha256 === null ? '' : `, \`${file.sha256}\``}`),
-      ...more(files.length, BODY_LIMITS.files, 'the receipt lists them all'),
-    ]),
+    ...section(`Files changed (${files.length})`, [...fileLines, ...more(files.length, fileLines.length, 'the receipt lists them all')]),
   );
   const agentCommands = commands.slice(0, Math.max(0, testsFrom));
   lines.push(
@@ -122,7 +145,7 @@ export function renderPullRequestBody(evidence: PullRequestEvidence): string {
     '| evidence | value |',
     '| --- | --- |',
     `| head commit | ${receipt.head_sha === null ? 'none' : `\`${receipt.head_sha}\`, signed by the COO (SSH${evidence.signer === undefined ? '' : `, key ${codeSpan(evidence.signer)}`}): \`git log --format=%G?\` with the ledger's allowed signers shows \`G\``} |`,
-    `| receipt | ${codeSpan(evidence.receiptPath, 512)} \`${evidence.receiptSha256}\`${evidence.receiptCommit === undefined ? '' : ` in ledger commit \`${evidence.receiptCommit.slice(0, 12)}\``} |`,
+    `| receipt | ${pathSpan(evidence.receiptPath)} \`${evidence.receiptSha256}\`${evidence.receiptCommit === undefined ? '' : ` in ledger commit \`${evidence.receiptCommit.slice(0, 12)}\``} |`,
     `| cost | ${cost === undefined ? 'not recorded' : `$${cost.usd}${cost.reported ? '' : ' (estimated: the executor reported no usage)'}`} |`,
     `| created | ${receipt.created_at} |`,
   );

@@ -102,8 +102,11 @@ describe('pull request body', () => {
     expect(body).toContain('- ```a`b``c```');
     expect(body).toContain('- `@octocat`');
     expect(body).toContain('- `<script>x</script>`');
-    expect(body).toContain('- `two<U+000A>lines`');
-    expect(body).toContain('- `evil<U+202E>txt.js`');
+    // A file's name shows each acting character as its code point, which no path spells (a path holds no backslash); a command as <U+...>.
+    expect(body).toContain('- `two\\u000alines`');
+    expect(body).toContain('- `evil\\u202etxt.js`');
+    expect(body).toContain('- `two<U+000A>lines`: exit 0');
+    expect(body).toContain('- `evil<U+202E>txt.js`: exit 0');
     expect(body).toContain('- `\\| cell \\|`');
     expect(body).toContain('- `` `start ``');
     expect(body).toContain('- `` end ` ``');
@@ -111,6 +114,25 @@ describe('pull request body', () => {
     expect(body).not.toContain('\u202E');
     // Every hostile item stays on one list line of its own.
     expect(body.split('\n').filter((line) => line.startsWith('- ')).length).toBe(hostile.length * 2 + 1 + 2);
+  });
+
+  it('names each changed file whole: two long names that share their first 200 characters, and a name that spells a code point, stay apart', () => {
+    const stem = `src/${'n'.repeat(250)}`;
+    const names = [`${stem}/a.js`, `${stem}/b.js`, 'src/evil<U+202E>.js', 'src/evil\u202E.js'];
+    const body = renderPullRequestBody(evidence({ receipt: receipt({ files_changed: names }), files: names.map((path) => ({ path, sha256: SHA })) }));
+    const listed = body.split('\n').filter((line) => line.startsWith('- `src/'));
+    expect(listed).toEqual([`- \`${stem}/a.js\`, \`${SHA}\``, `- \`${stem}/b.js\`, \`${SHA}\``, `- \`src/evil<U+202E>.js\`, \`${SHA}\``, `- \`src/evil\\u202e.js\`, \`${SHA}\``]);
+  });
+
+  it('lists fewer files, never a cut one, when their whole names would not fit the body', () => {
+    const files = Array.from({ length: 300 }, (_, i) => ({ path: `${i}/${'\u{E0041}'.repeat(254)}`, sha256: SHA }));
+    const body = renderPullRequestBody(evidence({ receipt: receipt({ files_changed: files.map((file) => file.path) }), files }));
+    const listed = body.split('\n').filter((line) => /^- `\d+\//.test(line));
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.length).toBeLessThan(BODY_LIMITS.files);
+    for (const line of listed) expect(line).toContain('\\u{e0041}'.repeat(254));
+    expect(body).toContain(`- and ${300 - listed.length} more (the receipt lists them all)`);
+    expect(body.length).toBeLessThan(65_536);
   });
 
   it('makes the dispatch\'s acceptance criteria inert text', () => {
@@ -130,7 +152,10 @@ describe('pull request body', () => {
       }),
     );
     expect(body.length).toBeLessThan(65_536);
-    expect(body).toContain(`- and ${10_000 - BODY_LIMITS.files} more (the receipt lists them all)`);
+    const listed = body.split('\n').filter((line) => line.startsWith('- `d/'));
+    expect(listed.length).toBeGreaterThan(0);
+    expect(listed.length).toBeLessThanOrEqual(BODY_LIMITS.files);
+    expect(body).toContain(`- and ${10_000 - listed.length} more (the receipt lists them all)`);
     expect(body).toContain(`- and ${100 - BODY_LIMITS.commands} more (the receipt lists them all)`);
     expect(body).toContain(`- and ${100 - BODY_LIMITS.criteria} more (in the dispatch)`);
   });
