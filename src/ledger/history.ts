@@ -259,6 +259,17 @@ export async function isAncestor(gitdir: string, ancestor: string, descendant: s
 }
 
 /**
+ * Whether `ancestor` is reachable from `descendant`, as isAncestor decides it, asked first of the open
+ * object reader: a short line of first parents from `descendant` that reaches `ancestor` proves it
+ * without starting a process (a runner asks this after every fetch); anything else goes to git.
+ */
+export async function descendsFrom(reader: ObjectReader, ancestor: string, descendant: string): Promise<boolean> {
+  if (ancestor === descendant) return true;
+  if ((await firstParentsUntil(reader, descendant, ancestor).catch(() => null)) !== null) return true;
+  return isAncestor(reader.gitdir, ancestor, descendant);
+}
+
+/**
  * The commits after `stop` up to `head`, oldest first, following first parents. Returns null when
  * `head` does not descend from `stop` (a rollback or a fork). Descent is decided by git, not by the
  * commits' own Ledger-Seq claims, which a forged commit could set to anything. A short range (the

@@ -3,7 +3,7 @@ import { realpathSync } from 'node:fs';
 import { resolve } from 'node:path';
 import { AHEAD_OF_JUDGE, BEHIND_JUDGE } from '../authority/rules/clock.js';
 import { CooError } from '../errors.js';
-import { isAncestor } from '../ledger/history.js';
+import { descendsFrom, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { LIMITS } from '../limits.js';
@@ -212,10 +212,9 @@ export class RemoteLedger {
 
   private async hasCommit(oid: string): Promise<boolean> {
     if (readRef(this.gitdir, ORIGIN_REF) === oid || this.ledger.head() === oid) return true;
-    return runGit(['--git-dir', this.gitdir, 'cat-file', '-e', `${oid}^{commit}`]).then(
-      () => true,
-      () => false,
-    );
+    // Asked of the clone's open object reader (its type from git's header, no bytes kept), not of a new git process each look.
+    const object = await this.ledger.reader.read(oid, 0).catch(() => null);
+    return object?.type === 'commit';
   }
 
   /** The error for a remote that answers without a main: a finding about the remote, not a network failure. */
@@ -386,7 +385,7 @@ export class RemoteLedger {
     if (local === null && verified === null) {
       throw new CooError('REMOTE_UNVERIFIED', `${this.gitdir} holds no history verified from a trust root you pinned, so nothing ${this.url} serves is adopted; nothing was acted on; make the clone with coo clone URL DIR --trust-root KEY`);
     }
-    if (verified !== null && !(await isAncestor(this.gitdir, verified, remote))) {
+    if (verified !== null && !(await descendsFrom(this.ledger.reader, verified, remote))) {
       if (await isAncestor(this.gitdir, remote, verified)) {
         // The commits the remote dropped (a claim, a paid call's receipt) may be nowhere else: the advice restores them, never a fresh clone that drops them.
         throw new CooError(
@@ -400,7 +399,7 @@ export class RemoteLedger {
       await this.markVerified(remote);
       return { head: remote, arrived: 0 };
     }
-    if (local !== null && !(await isAncestor(this.gitdir, local, remote))) {
+    if (local !== null && !(await descendsFrom(this.ledger.reader, local, remote))) {
       if (await isAncestor(this.gitdir, remote, local)) {
         throw new CooError(
           'REMOTE_UNPUBLISHED',

@@ -4,7 +4,7 @@ import fc from 'fast-check';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CatFileReader, ObjectWriter, catFileProtocol, type GitObject, type ObjectReader } from '../../src/ledger/object-store.js';
 import { renderTree, type TreeEntry } from '../../src/ledger/tree-format.js';
-import { commitsSince, TreeReader } from '../../src/ledger/history.js';
+import { commitsSince, descendsFrom, isAncestor, TreeReader } from '../../src/ledger/history.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -74,6 +74,25 @@ describe('the commits since a known head', () => {
     // git decides descent by reachability: the merge descends from the side commit; the range is
     // what rev-list --first-parent lists, which excludes everything the side commit reaches.
     expect(await commitsSince(reader, merge, side)).toEqual(git(['--git-dir', gitdir, 'rev-list', '--first-parent', '--reverse', merge, `^${side}`]).trim().split('\n'));
+  });
+});
+
+describe('whether one commit descends from another, asked of the open reader first', () => {
+  it('answers as git merge-base --is-ancestor does, near and far, forward and back, across a merge and off a side branch', async () => {
+    const pairs: Array<[string, string]> = [
+      [main[95]!, main[99]!],
+      [main[5]!, main[99]!],
+      [main[99]!, main[95]!],
+      [main[40]!, main[40]!],
+      [main[97]!, merge],
+      [side, merge],
+      [main[20]!, side],
+      [side, main[99]!],
+      [main[3]!, side],
+    ];
+    const answers = await Promise.all(pairs.map(([ancestor, descendant]) => descendsFrom(reader, ancestor, descendant)));
+    expect(answers).toEqual([true, true, false, true, true, true, false, false, true]);
+    expect(answers).toEqual(await Promise.all(pairs.map(([ancestor, descendant]) => isAncestor(gitdir, ancestor, descendant))));
   });
 });
 
