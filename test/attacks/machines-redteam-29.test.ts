@@ -2,21 +2,27 @@ import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
+import { folderOf } from '../../src/authority/state.js';
+import { readMessage } from '../../src/lane/envelope.js';
+import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { OracleCli } from '../../src/consult/oracle.js';
-import type { RunnerEvent } from '../../src/runner/runner.js';
 import { formatProcessRecord, parseProcessRecord, processStartTime, recordedBoot } from '../../src/util/process.js';
+import { claimFileOn } from '../helpers/claim-files.js';
 import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * Runners on machines, round 29: a state folder restored into a container recreated on the same
- * machine (the boot is the same, the pid namespace a new one).
+ * machine (the boot is the same, the pid namespace a new one), and a machine's clock stepped while a
+ * dispatch's agent waits for a consult another runner claimed.
  */
 
 const dir = tempDir('machines-redteam-29-');
 const fresh = worlds(join(dir, 'worlds'));
 const env = { OPENAI_API_KEY: 'sk-test-key' };
+const DAY_MS = 86_400_000;
 
 const strangers: number[] = [];
 afterAll(() => {
@@ -120,5 +126,90 @@ describe('a state folder restored into a container recreated on the same machine
     expect(running(pid)).toBe(true);
     const receipts = await receiptsOf(world, messageId);
     expect(receipts.map((receipt) => blockersOf(receipt))).toEqual([['interrupted'], []]);
+  });
+});
+
+/**
+ * A runner whose wall clock is stepped by `stepMs` once it has read the consult's deadline (its second
+ * reading: the first is the look at what the message needs), and whose monotonic clock the test moves.
+ */
+function steppedRunner(world: World, stepMs: number): { runner: Runner; ask: (messageId: string) => Promise<void>; looks: (more: number) => Promise<'looked'>; setMonotonic: (ms: number) => void } {
+  let offset = 0;
+  let monotonic = 0;
+  let readings = 0;
+  const waiting: Array<{ at: number; resolve: (value: 'looked') => void }> = [];
+  const runner = world.runner({
+    clock: () => {
+      const now = new Date(Date.now() + offset);
+      readings += 1;
+      if (readings === 2) offset = stepMs;
+      for (const wait of waiting.filter((item) => readings >= item.at)) {
+        waiting.splice(waiting.indexOf(wait), 1);
+        wait.resolve('looked');
+      }
+      return now;
+    },
+    monotonic: () => monotonic,
+  });
+  // The white box: the wait a dispatch attempt's consult tool runs, with the consult lane it lends.
+  const internals = runner as unknown as { runAsked(lane: unknown, id: string): Promise<void>; lanes: ReadonlyMap<string, unknown> };
+  return {
+    runner,
+    ask: (messageId) => internals.runAsked(internals.lanes.get('aa_consult'), messageId),
+    looks: (more) => new Promise((resolve) => waiting.push({ at: readings + more, resolve })),
+    setMonotonic: (ms) => (monotonic = ms),
+  };
+}
+
+/** A consult another runner claimed and has not receipted: a dispatch's agent that asks it waits for that receipt. */
+async function claimedElsewhere(world: World): Promise<{ messageId: string; leftMs: number }> {
+  const { messageId } = await world.consult();
+  const state = await world.ledger.state();
+  const record = state.messages.get(messageId)!;
+  const claimedAt = new Date();
+  const claim = claimFileOn(state, { id: messageId, folder: folderOf(record), attempt: 1, kind: 'aa', runner: 'run-elsewhere', claimedAt: isoSeconds(claimedAt) });
+  await world.ledger.append({ files: [claim], key: world.actors.coo, now: claimedAt, summary: `claim ${messageId} attempt 1` });
+  const message = await readMessage(world.ledger, (await world.ledger.state()).messages.get(messageId)!);
+  return { messageId, leftMs: Date.parse(message.deadline_at) - claimedAt.getTime() };
+}
+
+/** Which ends first: the wait, or `more` further looks at the ledger. */
+async function firstOf(ask: Promise<void>, looked: Promise<'looked'>): Promise<'ended' | 'looked'> {
+  return Promise.race([ask.then(() => 'ended' as const), looked]);
+}
+
+describe("a dispatch's agent waiting for a consult another runner claimed, its machine's clock stepped", { timeout: 60_000 }, () => {
+  it("a day forward, past the consult's deadline: the wait goes on until the time that was left passed on the monotonic clock", async () => {
+    const world = await fresh();
+    const { messageId, leftMs } = await claimedElsewhere(world);
+    const asker = steppedRunner(world, DAY_MS + leftMs);
+    const ask = asker.ask(messageId);
+    try {
+      expect(await firstOf(ask, asker.looks(6))).toBe('looked');
+      asker.setMonotonic(leftMs - 1000);
+      expect(await firstOf(ask, asker.looks(3))).toBe('looked');
+      asker.setMonotonic(leftMs + 1000);
+      expect(await firstOf(ask, asker.looks(6))).toBe('ended');
+    } finally {
+      asker.runner.interrupt('the test ended');
+      await ask;
+    }
+    expect(world.events.filter((event) => event.type === 'claimed')).toEqual([]);
+  });
+
+  it("a day back: the wait ends once the time that was left to the deadline passed on the monotonic clock, not a day later", async () => {
+    const world = await fresh();
+    const { messageId, leftMs } = await claimedElsewhere(world);
+    const asker = steppedRunner(world, -DAY_MS);
+    const ask = asker.ask(messageId);
+    try {
+      expect(await firstOf(ask, asker.looks(6))).toBe('looked');
+      asker.setMonotonic(leftMs + 1000);
+      expect(await firstOf(ask, asker.looks(6))).toBe('ended');
+    } finally {
+      asker.runner.interrupt('the test ended');
+      await ask;
+    }
+    expect(world.events.filter((event) => event.type === 'claimed')).toEqual([]);
   });
 });
