@@ -1,9 +1,11 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { folderOf } from '../../src/authority/state.js';
 import { readMessage } from '../../src/lane/envelope.js';
+import type { Ledger } from '../../src/ledger/ledger.js';
+import { awaitOutcome, type ToolContext } from '../../src/mcp/tools.js';
 import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { OracleCli } from '../../src/consult/oracle.js';
 import { formatProcessRecord, parseProcessRecord, processStartTime, recordedBoot } from '../../src/util/process.js';
@@ -16,13 +18,17 @@ import { tempDir } from '../helpers/tmp.js';
 /**
  * Runners on machines, round 29: a state folder restored into a container recreated on the same
  * machine (the boot is the same, the pid namespace a new one), and a machine's clock stepped while a
- * dispatch's agent waits for a consult another runner claimed.
+ * dispatch's agent waits for a consult another runner claimed, or an MCP client for a message's outcome.
  */
 
 const dir = tempDir('machines-redteam-29-');
 const fresh = worlds(join(dir, 'worlds'));
 const env = { OPENAI_API_KEY: 'sk-test-key' };
 const DAY_MS = 86_400_000;
+
+afterEach(() => {
+  vi.restoreAllMocks();
+});
 
 const strangers: number[] = [];
 afterAll(() => {
@@ -174,7 +180,7 @@ async function claimedElsewhere(world: World): Promise<{ messageId: string; left
 }
 
 /** Which ends first: the wait, or `more` further looks at the ledger. */
-async function firstOf(ask: Promise<void>, looked: Promise<'looked'>): Promise<'ended' | 'looked'> {
+async function firstOf(ask: Promise<unknown>, looked: Promise<'looked'>): Promise<'ended' | 'looked'> {
   return Promise.race([ask.then(() => 'ended' as const), looked]);
 }
 
@@ -212,4 +218,61 @@ describe("a dispatch's agent waiting for a consult another runner claimed, its m
     }
     expect(world.events.filter((event) => event.type === 'claimed')).toEqual([]);
   });
+});
+
+/** An MCP tool context on the world's ledger whose looks at the ledger the test counts, and whose monotonic clock it moves. */
+function countedContext(world: World): { context: ToolContext; looks: (more: number) => Promise<'looked'>; setMonotonic: (ms: number) => void } {
+  let monotonic = 0;
+  let readings = 0;
+  const waiting: Array<{ at: number; resolve: (value: 'looked') => void }> = [];
+  const ledger = new Proxy(world.ledger, {
+    get(target, name, receiver) {
+      if (name !== 'state') return Reflect.get(target, name, receiver) as unknown;
+      return async () => {
+        const state = await target.state();
+        readings += 1;
+        for (const wait of waiting.filter((item) => readings >= item.at)) {
+          waiting.splice(waiting.indexOf(wait), 1);
+          wait.resolve('looked');
+        }
+        return state;
+      };
+    },
+  }) as Ledger;
+  return {
+    context: { ledger, key: world.actors.coo, repo: world.target, auditDir: null, clock: () => new Date(), monotonic: () => monotonic },
+    looks: (more) => new Promise((resolve) => waiting.push({ at: readings + more, resolve })),
+    setMonotonic: (ms) => (monotonic = ms),
+  };
+}
+
+describe("an MCP client waiting for a queued consult's outcome (wait_seconds: 60), the server's machine clock stepped once the wait began", { timeout: 60_000 }, () => {
+  for (const [how, stepMs] of [
+    ['a day forward: the wait does not end at once, and ends when the 60 seconds passed on the monotonic clock', DAY_MS],
+    ['a day back: the wait ends when the 60 seconds passed on the monotonic clock, not a day later', -DAY_MS],
+  ] as const) {
+    it(how, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult();
+      const { context, looks, setMonotonic } = countedContext(world);
+      let offset = 0;
+      const real = Date.now.bind(Date);
+      vi.spyOn(Date, 'now').mockImplementation(() => real() + offset);
+      const cancel = new AbortController();
+      const wait = awaitOutcome(context, messageId, 60, cancel.signal);
+      try {
+        await looks(1);
+        offset = stepMs;
+        expect(await firstOf(wait, looks(5))).toBe('looked');
+        setMonotonic(59_000);
+        expect(await firstOf(wait, looks(3))).toBe('looked');
+        setMonotonic(61_000);
+        expect(await firstOf(wait, looks(5))).toBe('ended');
+        expect(await wait).toMatchObject({ message_id: messageId, terminal: false });
+      } finally {
+        cancel.abort();
+        await wait;
+      }
+    });
+  }
 });
