@@ -18,7 +18,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
-import { bootId, endRecordedGroup, machineMonotonic, ofAnotherBoot, parseProcessRecord, PROCESS_RECORD_BYTES, processStartTime, type ProcessRecord } from '../util/process.js';
+import { bootId, endRecordedGroup, machineMonotonic, parseProcessRecord, PROCESS_RECORD_BYTES, processStartTime, recordedElsewhere, type ProcessRecord } from '../util/process.js';
 import type { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { isoSeconds } from '../util/time.js';
@@ -684,5 +684,5 @@ function unreachableDetail(error: unknown): string {
 
 /** Whether the recorded process is still running as itself. */
 function isStill(record: ProcessRecord): boolean {
-  return record.start !== null && !ofAnotherBoot(record) && processStartTime(record.pid) === record.start;
+  return record.start !== null && !recordedElsewhere(record) && processStartTime(record.pid) === record.start;
 }

@@ -24,6 +24,7 @@ import { ADVISORY_INTENTS, isRunnerIntent } from '../schema/common.js';
 import type { z } from 'zod';
 import type { adoptInput, consultInput, crossCheckInput, dispatchInput, messageInput, sessionsInput, waitInput } from './schemas.js';
 import { MCP_ARGUMENTS } from '../util/argument-names.js';
+import { machineMonotonic } from '../util/process.js';
 import type { RunnerProblems } from './runner-problems.js';
 import { citationNotice, quoteAgentEnvelope, quoted as quote, quoteUntrusted, untrustedAnswer, type UntrustedAnswer } from './untrusted.js';
 import { adoptedWords, quoteAdoptedRequest } from './adopted-words.js';
@@ -47,6 +48,8 @@ export interface ToolContext {
   readonly remote?: Pick<RemoteLedger, 'write' | 'sync'>;
   /** What stops the server's own runner from starting a message (`coo mcp --run`; runner-problems.ts). */
   readonly runnerProblems?: Pick<RunnerProblems, 'problemOf'>;
+  /** The clock a call's wait is measured on, in milliseconds: the machine's monotonic clock unless a test gives another. */
+  readonly monotonic?: () => number;
 }
 
 /**
@@ -141,7 +144,9 @@ function sleep(ms: number, signal: AbortSignal | undefined): Promise<void> {
 
 /** The message's outcome once it is final, or as it stands when `seconds` pass or the call is cancelled. Starts nothing. */
 export async function awaitOutcome(context: ToolContext, messageId: string, seconds: number, signal?: AbortSignal): Promise<Outcome> {
-  const deadline = Date.now() + seconds * 1000;
+  // A span, not a time of day: measured on the monotonic clock, a wall clock stepped back does not stretch it, nor one stepped forward cut it.
+  const monotonic = context.monotonic ?? machineMonotonic;
+  const deadline = monotonic() + seconds * 1000;
   for (;;) {
     await fresh(context);
     const state = await context.ledger.state();
@@ -150,7 +155,7 @@ export async function awaitOutcome(context: ToolContext, messageId: string, seco
     // look queued: the agent hears why, as a coded error, rather than wait for nothing.
     const problem = outcome.state === 'queued' ? (context.runnerProblems?.problemOf(outcome.message_id) ?? null) : null;
     if (problem !== null) throw new CooError(problem.code, `${messageId} is queued, but the runner cannot start it: ${problem.message}`);
-    const left = deadline - Date.now();
+    const left = deadline - monotonic();
     if (outcome.terminal || left <= 0 || signal?.aborted === true) return outcome;
     await sleep(Math.min(context.remote === undefined ? POLL_MS : REMOTE_POLL_MS, left), signal);
   }
@@ -242,9 +247,10 @@ async function panelTool(context: ToolContext, args: ConsultArgs, commit: string
     }),
   );
   // Each member is waited for in turn, within the one time the call was given.
-  const deadline = Date.now() + (args.wait_seconds ?? 0) * 1000;
+  const monotonic = context.monotonic ?? machineMonotonic;
+  const deadline = monotonic() + (args.wait_seconds ?? 0) * 1000;
   const outcomes: Array<Outcome & { target: string }> = [];
-  for (const member of queued.members) outcomes.push({ ...(await awaitOutcome(context, member.messageId, Math.max(0, (deadline - Date.now()) / 1000), signal)), target: member.target });
+  for (const member of queued.members) outcomes.push({ ...(await awaitOutcome(context, member.messageId, Math.max(0, (deadline - monotonic()) / 1000), signal)), target: member.target });
   const { target: _first, ...first } = outcomes[0]!;
   return { ...first, existing: queued.existing, panel: { panel_id: queued.panelId, name: queued.name, members: outcomes } };
 }

@@ -292,8 +292,12 @@ export class Runner {
    * runner's receipt, until the consult's deadline. Only an unreachable remote is waited out: a
    * remote whose main does not verify (rolled back, rewritten, gone) ends the wait at once with its
    * coded error, as it stops a pass, never a wait on the last verified head until the deadline.
+   * The time left to the deadline is read on the wall clock once, at the first look, and measured
+   * from there on the monotonic clock: a clock stepped forward since (NTP, a resumed virtual machine)
+   * does not end the wait early, nor one stepped back stretch it past the deadline.
    */
   private async runAsked(lane: RunnerLane, messageId: string): Promise<void> {
+    let until: number | null = null;
     for (;;) {
       if (this.options.remote !== undefined) {
         await this.options.remote.sync().catch((error: unknown) => {
@@ -307,8 +311,11 @@ export class Runner {
       const work = nextWork(record, this.clock());
       if (work.kind === 'none' || work.kind === 'wait') return;
       if (work.kind === 'attempt' && (await lane.attempt(state, record))) return;
-      const message = await readMessage(this.options.ledger, record);
-      if (this.clock().getTime() > Date.parse(message.deadline_at) || this.stoppedBy !== null) return;
+      if (until === null) {
+        const message = await readMessage(this.options.ledger, record);
+        until = this.monotonic() + Date.parse(message.deadline_at) - this.clock().getTime();
+      }
+      if (this.monotonic() > until || this.stoppedBy !== null) return;
       await new Promise((resolve) => setTimeout(resolve, this.options.remote === undefined ? 200 : 2000));
     }
   }

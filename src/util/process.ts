@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { hostname } from 'node:os';
 
 /** Whether a process with this pid exists on this host (EPERM: it exists, owned by someone else). */
@@ -33,6 +33,12 @@ export interface ProcessRecord {
    * no process here, and its pid no group of the runner's.
    */
   readonly boot?: string;
+  /**
+   * The pid namespace its pid was numbered in (the inode /proc/self/ns/pid names), when the system
+   * said: a container recreated on the same machine keeps the boot and numbers its processes anew,
+   * so a state folder restored into it names, by pid and group, processes of strangers there.
+   */
+  readonly pidns?: string;
 }
 
 /** The start time in /proc/PID/stat's text: field 22, counted after the command name, which may hold spaces and parentheses. */
@@ -52,30 +58,41 @@ export function processStartTime(pid: number): string | null {
   }
 }
 
-/** Largest process record a runner reads: a line of a pid, a start time, a mark and a boot id. */
+/** Largest process record a runner reads: a line of a pid, a start time, a mark, a boot id and a pid namespace. */
 export const PROCESS_RECORD_BYTES = 256;
 
 export function formatProcessRecord(record: ProcessRecord): string {
-  return `${record.pid} ${record.start ?? '-'}${record.mark === undefined ? '' : ` ${record.mark}`}${record.boot === undefined ? '' : ` boot=${record.boot}`}\n`;
+  return `${record.pid} ${record.start ?? '-'}${record.mark === undefined ? '' : ` ${record.mark}`}${record.boot === undefined ? '' : ` boot=${record.boot}`}${record.pidns === undefined ? '' : ` pidns=${record.pidns}`}\n`;
 }
 
 export function parseProcessRecord(text: string): ProcessRecord | null {
-  const match = /^(\d+) (\d+|-)(?: ([0-9a-f]{24}))?(?: boot=([0-9a-f-]{1,64}))?\n?$/.exec(text);
+  const match = /^(\d+) (\d+|-)(?: ([0-9a-f]{24}))?(?: boot=([0-9a-f-]{1,64}))?(?: pidns=(\d{1,20}))?\n?$/.exec(text);
   if (match === null) return null;
   const pid = Number(match[1]);
   if (!Number.isSafeInteger(pid) || pid <= 1) return null;
-  return { pid, start: match[2] === '-' ? null : match[2]!, ...(match[3] === undefined ? {} : { mark: match[3] }), ...(match[4] === undefined ? {} : { boot: match[4] }) };
+  return {
+    pid,
+    start: match[2] === '-' ? null : match[2]!,
+    ...(match[3] === undefined ? {} : { mark: match[3] }),
+    ...(match[4] === undefined ? {} : { boot: match[4] }),
+    ...(match[5] === undefined ? {} : { pidns: match[5] }),
+  };
 }
 
-/** The boot of this machine as a process record states it: absent where the system does not say. */
-export function recordedBoot(): { readonly boot?: string } {
+/** Where a process record's pid means this process: this machine's boot and this process's pid namespace, each absent where the system does not say. */
+export function recordedBoot(): { readonly boot?: string; readonly pidns?: string } {
   const boot = bootId();
-  return boot === null ? {} : { boot };
+  const pidns = pidNamespace();
+  return { ...(boot === null ? {} : { boot }), ...(pidns === null ? {} : { pidns }) };
 }
 
-/** Whether a record names a process of another boot (or another machine): none that runs here. */
-export function ofAnotherBoot(record: ProcessRecord): boolean {
-  return record.boot !== undefined && record.boot !== bootId();
+/**
+ * Whether a record names a process of another boot, another machine or another pid namespace (a
+ * container recreated on this machine): none that runs here, whatever now holds its pid. A record
+ * that does not say (an older runner's) is judged by what it does say.
+ */
+export function recordedElsewhere(record: ProcessRecord): boolean {
+  return (record.boot !== undefined && record.boot !== bootId()) || (record.pidns !== undefined && record.pidns !== pidNamespace());
 }
 
 /**
@@ -86,8 +103,8 @@ export function ofAnotherBoot(record: ProcessRecord): boolean {
  * while a process group of that number has members; only the group is signalled, never a pid alone.
  */
 export function endRecordedGroup(record: ProcessRecord): 'killed' | 'gone' | 'reused' {
-  // Its pid on this machine is someone else's, or free; a group of that number, leaderless, is someone else's too.
-  if (ofAnotherBoot(record)) return 'gone';
+  // Its pid here is someone else's, or free; a group of that number, leaderless, is someone else's too.
+  if (recordedElsewhere(record)) return 'gone';
   const now = processStartTime(record.pid);
   if (now !== null && now !== record.start) return 'reused';
   try {
@@ -150,6 +167,15 @@ export function machineMonotonic(): number {
 export function bootId(): string | null {
   try {
     return readFileSync('/proc/sys/kernel/random/boot_id', 'utf8').trim() || null;
+  } catch {
+    return null;
+  }
+}
+
+/** The pid namespace this process numbers processes in (the inode of /proc/self/ns/pid); null where the system does not say. */
+export function pidNamespace(): string | null {
+  try {
+    return /^pid:\[(\d{1,20})\]$/.exec(readlinkSync('/proc/self/ns/pid'))?.[1] ?? null;
   } catch {
     return null;
   }

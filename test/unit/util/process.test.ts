@@ -1,7 +1,7 @@
-import { spawn } from 'node:child_process';
-import { readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { readFileSync, readlinkSync } from 'node:fs';
 import { afterAll, describe, expect, it } from 'vitest';
-import { endRecordedGroup, formatProcessRecord, parseProcessRecord, processStartTime, startTimeOf } from '../../../src/util/process.js';
+import { bootId, endRecordedGroup, formatProcessRecord, parseProcessRecord, processStartTime, recordedBoot, startTimeOf } from '../../../src/util/process.js';
 
 const children: number[] = [];
 afterAll(() => {
@@ -60,5 +60,35 @@ describe('a process the runner recorded', () => {
     const stranger = leader();
     expect(endRecordedGroup({ pid: stranger, start: processStartTime(stranger), boot: elsewhere })).toBe('gone');
     expect(ended(stranger)).toBe(false);
+  });
+
+  it('states the pid namespace it was written in beside the boot, and reads a record without one as before', () => {
+    const here = /^pid:\[(\d+)\]$/.exec(readlinkSync('/proc/self/ns/pid'))?.[1];
+    expect(here).toBeDefined();
+    expect(recordedBoot()).toEqual({ boot: bootId(), pidns: here });
+    const record = { pid: 4242, start: '987', mark: 'a'.repeat(24), boot: '00000000-0000-4000-8000-000000000000', pidns: '4026531836' };
+    expect(formatProcessRecord(record)).toBe(`4242 987 ${'a'.repeat(24)} boot=${record.boot} pidns=4026531836\n`);
+    expect(parseProcessRecord(formatProcessRecord(record))).toEqual(record);
+    expect(parseProcessRecord(`4242 987 boot=${record.boot}\n`)).toEqual({ pid: 4242, start: '987', boot: record.boot });
+    expect(parseProcessRecord('4242 987 pidns=4026531836\n')).toEqual({ pid: 4242, start: '987', pidns: '4026531836' });
+  });
+
+  it("never signals a record of this boot and another pid namespace (a container recreated on this machine), though its pid and start time name a live process here", () => {
+    const stranger = leader();
+    expect(endRecordedGroup({ pid: stranger, start: processStartTime(stranger), ...recordedBoot(), pidns: '1' })).toBe('gone');
+    expect(ended(stranger)).toBe(false);
+  });
+
+  it("never signals a record of this boot and another pid namespace whose pid is free here and numbers a stranger's leaderless group", async () => {
+    // The leader exits at once and leaves its child in the group: no process holds the group's number as its pid.
+    const shell = spawn('sh', ['-c', 'sleep 300 & exit 0'], { detached: true, stdio: 'ignore' });
+    children.push(shell.pid!);
+    await new Promise((resolve) => shell.on('exit', resolve));
+    const members = (): number => spawnSync('ps', ['-o', 'pid=', '-g', String(shell.pid)], { encoding: 'utf8' }).stdout.trim().split('\n').filter(Boolean).filter((pid) => !ended(Number(pid))).length;
+    expect(members()).toBe(1);
+    expect(endRecordedGroup({ pid: shell.pid!, start: '1', ...recordedBoot(), pidns: '1' })).toBe('gone');
+    expect(members()).toBe(1);
+    // A record of this namespace is the runner's: the group is its leftover, and it is ended (a guard).
+    expect(endRecordedGroup({ pid: shell.pid!, start: '1', ...recordedBoot() })).toBe('killed');
   });
 });
