@@ -12,6 +12,26 @@ export const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
 ];
 
 /**
+ * Text laid out as one of the ledger's own documents: an advisory agent writes advice to the COO,
+ * never a message of the ledger, and an answer that reads as a CEO command or an approval (the COO
+ * named as its target, so no agent is addressed) would be taken for one by an agent COO that reads
+ * it. A document's schema, a message's intent or an authority field set to a value, an approval id.
+ * Words (a command, an approval, the intent of a function) are not these.
+ */
+export const LEDGER_DOCUMENT_PATTERNS: ReadonlyArray<[RegExp, string]> = [
+  [/\b(coo_message|approval|claim|aa_receipt|ea_receipt|heartbeat|kill_switch|trust_root|actor_registry|actor_policy)\.v0\b/i, "names the schema of a ledger document"],
+  [/\bintent\b["'`]?\s*[:=]\s*["'`]?(aa_consult|ea_dispatch|status_query|retry|receipt_notice|blocker|ceo_command|ceo_reject|ack|cross_check)\b/i, "sets the intent of a ledger message"],
+  [/\b(source_actor|target_actor|approval_id|approved_by|budget_usd|parent_message_id|correlation_id)\b["'`]?\s*[:=]/i, "sets a field of a ledger message or approval"],
+  [/\bapr_[0-9A-HJKMNP-TV-Z]{26}\b/i, "names an approval of the ledger by its id"],
+];
+
+/**
+ * The intents of the ledger's messages that carry a party's authority, by name: a proposal is work
+ * for an execution agent in a repository, and work that is to write one of these is the actors' own.
+ */
+export const LEDGER_INTENT_NAMES = /\b(aa_consult|ea_dispatch|status_query|receipt_notice|ceo_command|ceo_reject|cross_check)\b/i;
+
+/**
  * Text as the patterns read it: compatibility forms folded (fullwidth letters, ligatures, one-dot
  * leaders), invisible characters dropped (zero-width spaces, joiners, soft hyphens) and letters of
  * other scripts drawn like Latin ones read as those (util/look-alikes.ts: a Cyrillic `еа.codex`), so
