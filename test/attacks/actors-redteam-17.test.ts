@@ -1,7 +1,15 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { answerConsultCall } from '../../src/dispatch/consult-tool.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { claimPath, messageFolder } from '../../src/ledger/layout.js';
+import type { EaDispatchMessage } from '../../src/schema/message.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { attemptIdFor } from '../../src/util/ids.js';
+import { Scrubber } from '../../src/util/scrub.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { acknowledge } from '../../src/inbox/ack.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
@@ -9,6 +17,7 @@ import { verifyLedger } from '../../src/audit/verify.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
 import { answerProse, judgeOne } from '../helpers/judge.js';
 import { makeWorld, type World } from '../helpers/lane.js';
+import { dispatchEnvelope, messageFiles } from '../helpers/ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -21,6 +30,10 @@ import { tempDir } from '../helpers/tmp.js';
  *
  * And a command a stolen CEO key sent that the COO had not taken up when the key was revoked: it is
  * no longer the CEO's word, so the COO takes it up neither by an acknowledgement nor by work under it.
+ *
+ * And an execution agent that asks, through its dispatch attempt's consult tool, more consults than
+ * the policy lets one message fan out to, or an advisory agent the policy gives execution agents no
+ * edge to.
  */
 
 const dir = tempDir('actors-redteam-17');
@@ -93,5 +106,41 @@ describe('work under a command whose CEO key was only rotated out', () => {
     } finally {
       await w.close();
     }
+  });
+});
+
+describe("an execution agent's consults, asked through its attempt's consult tool", () => {
+  let w: World;
+  let dispatch: EaDispatchMessage;
+  const worktree = join(dir, 'ea-worktree');
+
+  beforeAll(async () => {
+    w = await makeWorld(join(dir, 'ea-consults'));
+    mkdirSync(join(worktree, 'src'), { recursive: true });
+    writeFileSync(join(worktree, 'src', 'add.ts'), 'export const add = (a: number, b: number) => a + b;\n');
+    dispatch = dispatchEnvelope({}, new Date()) as EaDispatchMessage;
+    await w.ledger.append({ files: messageFiles(dispatch), key: w.actors.coo, summary: 'dispatch', now: new Date() });
+    const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptIdFor(dispatch.message_id, 1, 'ea'), attempt_number: 1, runner_id: 'run-test', transport_session_id: 'test', claimed_at: isoSeconds(new Date()) };
+    await w.ledger.append({ files: [{ path: claimPath(messageFolder(dispatch.message_id, dispatch.created_at), 1), bytes: Buffer.from(toYaml(claim)) }], key: w.actors.coo, summary: 'claim', now: new Date() });
+  });
+  afterAll(async () => w.close());
+
+  /** One call of the tool in attempt 1, its consult left queued (nothing runs it): the code it was refused with, or 'accepted'. */
+  const ask = (to: string, question: string) => () =>
+    codeOf(() =>
+      answerConsultCall(
+        { ctx: { ledger: w.ledger, key: w.actors.coo, clock: () => new Date(), write: (write) => write(w.ledger) }, consults: { run: async () => undefined }, dispatch, attempt: 1, attemptId: attemptIdFor(dispatch.message_id, 1, 'ea'), worktree, secrets: new Scrubber([]) },
+        { to, question, files: ['src/add.ts'], max_cost_usd: 0.01 },
+      ),
+    );
+
+  attack("a consult of aa.claude, to which the policy gives execution agents no edge (it gives them aa.chatgpt's)", 'runner', 'POLICY_EDGE_NOT_ALLOWED', ask('aa.claude', 'Is add() right?'));
+
+  it("takes as many consults as the policy's max_fanout lets the dispatch have children, and refuses the next with POLICY_LIMIT, writing nothing (guard)", async () => {
+    const fanout = (await w.ledger.state()).policy!.doc.limits.max_fanout!;
+    for (let n = 1; n <= fanout; n += 1) expect(await ask('aa.chatgpt', `Is add() right, take ${n}?`)()).toBe('accepted');
+    const head = w.ledger.head();
+    expect(await ask('aa.chatgpt', 'Is add() right, once more?')()).toBe('POLICY_LIMIT');
+    expect(w.ledger.head()).toBe(head);
   });
 });
