@@ -2,7 +2,7 @@ import { aaAnswer, type AaAnswer, type Proposal } from '../schema/aa-answer.js';
 import type { BlockerCode } from '../schema/receipt.js';
 import { lineEnds } from '../util/invisible.js';
 import { jsonShapeProblem } from '../util/json-shape.js';
-import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
+import { COMMAND_PATTERNS, ledgerDocumentShape, patternText } from './answer-patterns.js';
 import { judgeProposals } from './proposals.js';
 
 /** Judging an advisory answer. Pure: text in, verdict out. */
@@ -95,6 +95,8 @@ export function judgeAnswer(input: JudgeInput): AnswerJudgement {
     const addressed = ADDRESSING.exec(text);
     if (addressed !== null) errors.push(`advice addresses an actor (${JSON.stringify(addressed[0])}): advice goes to the COO only`);
     for (const [pattern, what] of COMMAND_PATTERNS) if (pattern.test(text)) errors.push(`advice carries a command that ${what}`);
+    const shaped = ledgerDocumentShape(text);
+    if (shaped !== null) errors.push(`advice ${shaped}: an answer is advice to the COO, never a message of the ledger`);
     const normalized = normalize(text);
     for (const line of input.steering) {
       const needle = normalize(line);

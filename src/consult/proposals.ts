@@ -2,7 +2,7 @@ import { scopeMatcher } from '../authority/scope.js';
 import { MAX_PROPOSALS, proposal, type Proposal } from '../schema/aa-answer.js';
 import { LIMITS } from '../limits.js';
 import { relativePath } from '../schema/common.js';
-import { COMMAND_PATTERNS, patternText } from './answer-patterns.js';
+import { COMMAND_PATTERNS, LEDGER_NAMES, ledgerDocumentShape, patternText } from './answer-patterns.js';
 
 /**
  * Judging an answer's proposals, each on its own. Pure. A proposal is advice a COO may adopt; one
@@ -107,6 +107,10 @@ function whyStripped(raw: unknown): string | null {
     if (addressed !== null) return `it addresses an actor (${JSON.stringify(addressed[0])}): a proposal is addressed to no one`;
     if (APPROVAL.test(text)) return 'it names an approval: only the CEO approves, in the ledger, and only the COO adopts a proposal, by a dispatch it signs';
     for (const [pattern, what] of COMMAND_PATTERNS) if (pattern.test(text)) return `it carries a command that ${what}`;
+    const shaped = ledgerDocumentShape(text);
+    if (shaped !== null) return `it ${shaped}: a proposal is work in a repository, never a message of the ledger`;
+    const named = LEDGER_NAMES.exec(text);
+    if (named !== null) return `it names the ledger's ${named[0]}: a proposal is work in a repository, and writing the ledger's messages is the actors' own`;
   }
   const wide = item.scope.find(unbounded);
   if (wide !== undefined) return `its scope ${JSON.stringify(wide)} is no bound: a proposal names the paths its work may change`;

@@ -12,6 +12,7 @@ import { checkFanout } from './fanout.js';
 import { intentRules } from './intent.js';
 import { checkAckKey } from './intents/ack.js';
 import { checkCommandStands, takeUp } from './intents/ceo-command.js';
+import { checkCommandNotRevoked } from './intents/ceo-authority.js';
 
 /** How far a stated dollar figure may differ from the ledger's (floating-point sums of costs). */
 const USD_TOLERANCE = 1e-9;
@@ -123,6 +124,8 @@ function checkChain(check: CommitCheck, doc: CooMessage, where: string): boolean
   }
   // Work under a CEO command the COO never took up is refused once the command lapsed.
   checkCommandStands(check, parent, doc.created_at, `${doc.intent} ${doc.message_id} under it is`, where);
+  // Nor under one whose key was revoked before the COO took it up.
+  checkCommandNotRevoked(check, parent, `${doc.intent} ${doc.message_id} is`, where);
   return true;
 }
 
