@@ -8,7 +8,7 @@ import { warningMeaning } from '../audit/warnings.js';
 import { Ledger } from '../ledger/ledger.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { emit, jsonOption, ledgerOption, now, required } from './common.js';
-import { codePointText, invisibleCharacters, terminalText } from '../util/invisible.js';
+import { codePointText, invisibleCharacters, pathText, terminalText } from '../util/invisible.js';
 
 export function showVerb(program: Command): void {
   program
@@ -113,7 +113,7 @@ export function printable(text: string, max = 200): string {
  * backslash), where `printable`'s ` ⏎ ` is also the name of a file.
  */
 export function printablePath(path: string): string {
-  return path.replace(UNPRINTABLE, codePointText);
+  return pathText(path);
 }
 
 function approvalLine(approval: ApprovalView, indent: string): string {
@@ -135,7 +135,8 @@ function dispatchLines(dispatch: DispatchView): string[] {
 function consultLines(consult: ConsultView): string[] {
   const lines = ['  question:'];
   for (const line of (consult.question ?? '(not in the ledger)').trimEnd().split('\n')) lines.push(`    ${printable(line)}`);
-  lines.push(`  context: ${consult.files.length} file(s) pinned at ${consult.repo_commit}: ${consult.files.map((file) => printablePath(file.path)).join(' ')}`);
+  // The names on one line, apart at each space: a space inside a name is shown as its code point.
+  lines.push(`  context: ${consult.files.length} file(s) pinned at ${consult.repo_commit}: ${consult.files.map((file) => printablePath(file.path).replaceAll(' ', '\\u0020')).join(' ')}`);
   lines.push(`  budget: at most $${consult.max_cost_usd} and ${consult.max_runtime_seconds} s; starts by ${consult.expires_at}, ends by ${consult.deadline_at}`);
   if (consult.challenges !== undefined) {
     const challenged = consult.challenges;

@@ -1,6 +1,6 @@
 import { inert } from '../audit/cite.js';
 import type { EaReceipt } from '../schema/receipt.js';
-import { codePointText, invisibleCharacters } from '../util/invisible.js';
+import { invisibleCharacters, pathText } from '../util/invisible.js';
 
 /**
  * The body of an attempt's pull request: the receipt's evidence as Markdown. Pure. Everything the
@@ -32,8 +32,11 @@ export interface PullRequestEvidence {
   readonly signer?: string;
 }
 
-/** Bounds that keep the largest receipt under GitHub's 65,536-character body. */
-export const BODY_LIMITS = { files: 100, fileChars: 25_000, commands: 50, criteria: 20, codeChars: 200, textChars: 300 } as const;
+/**
+ * Bounds that keep the largest receipt under GitHub's 65,536-character body: a count and a share of
+ * the body for each list (its items' text escaped and fenced), and a cut for each item but a path.
+ */
+export const BODY_LIMITS = { files: 100, fileChars: 22_000, commands: 50, commandChars: 12_000, criteria: 20, criteriaChars: 10_000, codeChars: 200, textChars: 300 } as const;
 
 /** The hidden line that makes opening idempotent: one pull request per attempt. */
 export function pullRequestMarker(attemptId: string): string {
@@ -64,15 +67,32 @@ function codePointTag(char: string): string {
 
 /**
  * A path of the ledger (relativePath: at most 512 characters, never a backslash) as a code span that
- * names one file: never cut, as two names cut at one length read alike, and each acting character as
- * `\u202e`, which no path spells itself, where `<U+202E>` is also a file's name.
+ * names one file: never cut, as two names cut at one length read alike, and each character that
+ * draws nothing or as another name does as `\u202e` (pathText), which no path spells itself, where
+ * `<U+202E>` is also a file's name.
  */
 function pathSpan(path: string): string {
-  return codeSpan(path, PATH_CHARS, codePointText);
+  return codeSpan(pathText(path), PATH_CHARS);
 }
 
 /** Longer than any path the receipt schema takes (schema/common.ts relativePath), escapes included. */
 const PATH_CHARS = 512 * 10;
+
+/**
+ * The lines of the first `maxItems` of `items`, as many as fit `maxChars` with their line ends: an
+ * item is never cut to fit its section, so fewer are listed, and the receipt holds them all.
+ */
+function fitting<T>(items: readonly T[], maxItems: number, maxChars: number, line: (item: T, index: number) => string): string[] {
+  const out: string[] = [];
+  let used = 0;
+  for (const [index, item] of items.slice(0, maxItems).entries()) {
+    const text = line(item, index);
+    used += text.length + 1;
+    if (used > maxChars) break;
+    out.push(text);
+  }
+  return out;
+}
 
 function more(total: number, shown: number, where: string): string[] {
   return total > shown ? [`- and ${total - shown} more (${where})`] : [];
@@ -111,33 +131,16 @@ export function renderPullRequestBody(evidence: PullRequestEvidence): string {
     '',
     `Head ${receipt.head_sha === null ? 'none' : `\`${receipt.head_sha}\``} on ${codeSpan(evidence.branch)}${evidence.baseSha === undefined ? '' : `, base \`${evidence.baseSha}\``}${evidence.issueNumber === undefined ? '' : `. Refs #${evidence.issueNumber}`}`,
   ];
-  const criteria = evidence.acceptance ?? [];
-  lines.push(...section('Acceptance criteria', [...criteria.slice(0, BODY_LIMITS.criteria).map((item) => `- ${inert([...item].slice(0, BODY_LIMITS.textChars).join(''))}`), ...more(criteria.length, BODY_LIMITS.criteria, 'in the dispatch')]));
+  const criteria = fitting(evidence.acceptance ?? [], BODY_LIMITS.criteria, BODY_LIMITS.criteriaChars, (item) => `- ${inert([...item].slice(0, BODY_LIMITS.textChars).join(''))}`);
+  lines.push(...section('Acceptance criteria', [...criteria, ...more(evidence.acceptance?.length ?? 0, criteria.length, 'in the dispatch')]));
   // Whole paths, as many as fit the section's share of the body: a path is never cut, so fewer are listed.
-  const fileLines: string[] = [];
-  let fileChars = 0;
-  for (const file of files.slice(0, BODY_LIMITS.files)) {
-    const line = `- ${pathSpan(file.path)}${file.status === undefined ? '' : ` ${file.status}`}${file.sha256 === null ? '' : `, \`${file.sha256}\``}`;
-    fileChars += line.length + 1;
-    if (fileChars > BODY_LIMITS.fileChars) break;
-    fileLines.push(line);
-  }
-  lines.push(
-    ...section(`Files changed (${files.length})`, [...fileLines, ...more(files.length, fileLines.length, 'the receipt lists them all')]),
-  );
+  const fileLines = fitting(files, BODY_LIMITS.files, BODY_LIMITS.fileChars, (file) => `- ${pathSpan(file.path)}${file.status === undefined ? '' : ` ${file.status}`}${file.sha256 === null ? '' : `, \`${file.sha256}\``}`);
+  lines.push(...section(`Files changed (${files.length})`, [...fileLines, ...more(files.length, fileLines.length, 'the receipt lists them all')]));
   const agentCommands = commands.slice(0, Math.max(0, testsFrom));
-  lines.push(
-    ...section('Commands the agent ran, in order', [
-      ...agentCommands.slice(0, BODY_LIMITS.commands).map((command, i) => `- ${codeSpan(command)}: ${exit(codes[i])}`),
-      ...more(agentCommands.length, BODY_LIMITS.commands, 'the receipt lists them all'),
-    ]),
-  );
-  lines.push(
-    ...section('Verification, run by the COO in the attempt\'s worktree', [
-      ...receipt.tests_run.slice(0, BODY_LIMITS.commands).map((command, i) => `- ${codeSpan(command)}: ${testsFrom < 0 ? 'exit unknown' : exit(codes[testsFrom + i])}`),
-      ...more(receipt.tests_run.length, BODY_LIMITS.commands, 'the receipt lists them all'),
-    ]),
-  );
+  const agentLines = fitting(agentCommands, BODY_LIMITS.commands, BODY_LIMITS.commandChars, (command, i) => `- ${codeSpan(command)}: ${exit(codes[i])}`);
+  lines.push(...section('Commands the agent ran, in order', [...agentLines, ...more(agentCommands.length, agentLines.length, 'the receipt lists them all')]));
+  const testLines = fitting(receipt.tests_run, BODY_LIMITS.commands, BODY_LIMITS.commandChars, (command, i) => `- ${codeSpan(command)}: ${testsFrom < 0 ? 'exit unknown' : exit(codes[testsFrom + i])}`);
+  lines.push(...section('Verification, run by the COO in the attempt\'s worktree', [...testLines, ...more(receipt.tests_run.length, testLines.length, 'the receipt lists them all')]));
   if (receipt.tests_run.length === 0) lines.push('', '**Verification**: none ran.');
   const cost = evidence.cost;
   lines.push(

@@ -22,6 +22,26 @@ export function codePointText(char: string): string {
 const ACTING = invisibleCharacters();
 
 /**
+ * Characters that draw nothing, or draw as another name does, in a file's name: every control,
+ * surrogate, format, private-use, unassigned and separator character (a space only at either end, where a
+ * reader cannot see it), variation selectors, the combining grapheme joiner and the fillers that
+ * draw blank, and in a name that is not in NFC every combining mark (`cafe\u0301` and `café`
+ * are two files that read alike).
+ */
+// eslint-disable-next-line no-misleading-character-class -- the joiners and selectors are what this finds, each on its own (the u flag)
+const NOTHING_DRAWN = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u180b-\u180f\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}]|^ | $/gu;
+const MARK = /\p{M}/gu;
+
+/**
+ * A file's name as one that reads as no other: each character of NOTHING_DRAWN as its code point
+ * (`\u206a`), which no name the ledger takes spells itself (a relativePath holds no backslash).
+ */
+export function pathText(path: string): string {
+  const shown = path.replace(NOTHING_DRAWN, codePointText);
+  return path === path.normalize('NFC') ? shown : shown.replace(MARK, codePointText);
+}
+
+/**
  * Text for a terminal, kept to its lines: every character of `invisibleCharacters` but the line
  * break and the tab is shown as `\uNNNN`. For what the CLI writes to stderr, whose errors, notes and
  * runner events carry text from the ledger, a remote or an agent (a message id, a path, a finding's

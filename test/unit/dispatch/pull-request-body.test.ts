@@ -160,6 +160,27 @@ describe('pull request body', () => {
     expect(body).toContain(`- and ${100 - BODY_LIMITS.criteria} more (in the dispatch)`);
   });
 
+  it('stays under GitHub\'s 65,536-character body when every list is as long and as escaped as the schema lets it be', () => {
+    const tag = '\u{E0041}';
+    const fence = '`'.repeat(200);
+    const commands = Array.from({ length: 200 }, () => fence);
+    const files = Array.from({ length: 10_000 }, (_, i) => ({ path: `${i}/${tag.repeat(250)}`, sha256: SHA }));
+    const body = renderPullRequestBody(
+      evidence({
+        receipt: receipt({ commands_run: commands, inner_exit_codes: commands.map(() => 0), files_changed: files.map((file) => file.path), tests_run: commands.slice(0, 100) }),
+        files,
+        acceptance: Array.from({ length: 100 }, () => tag.repeat(1000)),
+        branch: fence,
+        signer: fence,
+      }),
+    );
+    expect(body.length).toBeLessThan(65_536);
+    for (const title of ['**Acceptance criteria**', '**Files changed (10000)**', '**Commands the agent ran, in order**', "**Verification, run by the COO in the attempt's worktree**"]) expect(body).toContain(title);
+    const items = body.split('\n').filter((line) => line.startsWith('- ') && !line.startsWith('- and '));
+    expect(items.length).toBeGreaterThan(4);
+    expect(body.match(/^- and \d+ more/gm)).toHaveLength(4);
+  });
+
   it('renders the same bytes for the same evidence', () => {
     expect(renderPullRequestBody(evidence())).toBe(renderPullRequestBody(evidence()));
   });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { inert } from '../../../src/audit/inert-markdown.js';
 import { printable } from '../../../src/cli/show.js';
 import { codeSpan } from '../../../src/dispatch/pull-request-body.js';
-import { terminalText } from '../../../src/util/invisible.js';
+import { pathText, terminalText } from '../../../src/util/invisible.js';
 
 /**
  * Every place that shows untrusted text shows the same characters as code points instead of
@@ -40,4 +40,21 @@ it('shows a tag character, which spells ASCII no person sees, as one whole code 
   expect(terminalText(`ok${hidden}`)).toBe('ok\\u{e0069}\\u{e0067}\\u{e006e}\\u{e006f}\\u{e0072}\\u{e0065}');
   expect(printable(`ok${hidden}`, Number.POSITIVE_INFINITY)).toBe(terminalText(`ok${hidden}`));
   expect(inert(`ok${hidden}`).replace(/\\/g, '')).toBe('ok(U+E0069)(U+E0067)(U+E006E)(U+E006F)(U+E0072)(U+E0065)');
+});
+
+describe('a file name reads as no other name', () => {
+  it('shows each character that draws nothing, or draws as another name does, as its code point, and an ordinary name as it is', () => {
+    const alike = ['a.js', 'a\u206a.js', 'a\ufe0f.js', 'a\u034f.js', 'a\u{1d173}.js', 'a\u00a0.js', 'a\u3164.js', 'a\u{e0100}.js', 'a\u2003.js', ' a.js', 'a.js ', 'a\ud800.js'];
+    const shown = alike.map(pathText);
+    expect(new Set(shown).size).toBe(alike.length);
+    expect(shown).toEqual(['a.js', 'a\\u206a.js', 'a\\ufe0f.js', 'a\\u034f.js', 'a\\u{1d173}.js', 'a\\u00a0.js', 'a\\u3164.js', 'a\\u{e0100}.js', 'a\\u2003.js', '\\u0020a.js', 'a.js\\u0020', 'a\\ud800.js']);
+    for (const name of ['src/my file.md', 'docs/café.md', 'नमस्ते/पाठ.md', 'src/日本語.ts', 'a-b_c.d/e+f@g.js']) expect(pathText(name)).toBe(name);
+  });
+
+  it('shows the combining marks of a name that is not in NFC, so the two spellings of one word read apart', () => {
+    const composed = 'docs/caf\u00e9.md';
+    const decomposed = 'docs/cafe\u0301.md';
+    expect(pathText(composed)).toBe(composed);
+    expect(pathText(decomposed)).toBe('docs/cafe\\u0301.md');
+  });
 });
