@@ -1,7 +1,8 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { join } from 'node:path';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
-import { costUsd, MIN_OUTPUT_TOKENS } from '../../src/lane/budget.js';
+import { costUsd, judgedSpend, MIN_OUTPUT_TOKENS, sharedAllowanceRefusal } from '../../src/lane/budget.js';
 import { claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
 import type { EaDispatchMessage } from '../../src/schema/message.js';
@@ -101,6 +102,24 @@ describe("a consult with no parent in a $1 command's correlation, after the cons
   });
 });
 
+describe("a panel with no parent in a $1 command's correlation", () => {
+  attack("while another runner's claim of the consult under the command holds the whole $1: neither member is paid for", 'runner', 'held', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }] }) });
+    const command = await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ask about add().', budgetUsd: 1 });
+    const under = await w.consult({ parentMessageId: command.messageId });
+    const record = (await w.ledger.state()).messages.get(under.messageId)!;
+    const now = new Date();
+    const elsewhere = { schema_version: 'claim.v0', message_id: record.id, attempt_id: attemptIdOf(record, 1), attempt_number: 1, runner_id: 'run-elsewhere', transport_session_id: 'session-elsewhere', claimed_at: isoSeconds(now), allowance_usd: 1 };
+    await w.ledger.append({ files: [{ path: claimPath(messageFolder(record.id, record.createdAt), 1), bytes: Buffer.from(toYaml(elsewhere)) }], key: w.actors.coo, now, summary: `claim ${record.id} attempt 1` });
+    const panel = await enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60, correlationId: command.envelope.correlation_id });
+    await w.runner().runOnce();
+    if (w.server.requests.length > 0) return 'accepted';
+    for (const member of panel.members) expect(await receiptsOf(w, member.messageId)).toEqual([]);
+    expect(w.events).toContainEqual(expect.objectContaining({ type: 'skipped', messageId: panel.members[0]!.messageId, reason: expect.stringMatching(/open attempts may still spend/) }));
+    return 'held';
+  });
+});
+
 describe("a claim of a dispatch with no parent in a $2 command's correlation, which has $0.50 left", () => {
   attack('allowed $1.50, stating the command\'s budget as this build writes it', 'library', 'POLICY_LIMIT', async () => {
     const loose = await commandSpentWithLooseDispatch();
@@ -143,5 +162,17 @@ describe("claims in a command's correlation that fit, or were written before com
     // Close it, so the day's cap is not held by it in later cases.
     expect(await kit.append([{ path: receiptPath(folderOf(loose), 1), bytes: Buffer.from(toYaml(eaReceiptDoc(loose.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: 0 }))) }], kit.keys.coo.key)).toBe('accepted');
     expect(kit.verifyCodes()).toEqual([]);
+  });
+});
+
+describe("the command's budget across a day's end (guard)", () => {
+  it("holds the loose dispatch to the $0.50 the command has left on the next day too: a correlation's spend is not the day's", async () => {
+    const loose = await commandSpentWithLooseDispatch();
+    const state = await kit.world.ledger.state();
+    const tomorrow = isoSeconds(new Date(Date.now() + 86_400_000)).slice(0, 10);
+    const judged = judgedSpend(state, loose.correlation_id, tomorrow, 0, loose.message_id);
+    expect([judged.commandBudgetUsd, judged.spentOnCorrelationUsd]).toEqual([2, 1.5]);
+    expect(sharedAllowanceRefusal(state, loose.correlation_id, tomorrow, 0.51, loose.message_id)).toMatch(/CEO command's budget/);
+    expect(sharedAllowanceRefusal(state, loose.correlation_id, tomorrow, 0.5, loose.message_id)).toBeNull();
   });
 });
