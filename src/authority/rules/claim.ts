@@ -68,16 +68,19 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
   // A claim that states its command's budget is held to the command whose correlation it is; one written before that was
   // stated, to the command its chain starts at, as its runner's pre-flight held it then (lane/budget.ts CommandScope).
-  const spendSoFar = check.spendSoFar();
   const scope = doc.command_budget_usd === undefined ? 'chain' : 'correlation';
-  const commandBudget = commandBudgetOf(spendSoFar, record.id);
-  // The figure is copied from the command's envelope, never summed: it is the same number or another.
-  if (doc.command_budget_usd !== undefined && doc.command_budget_usd !== commandBudget) {
-    const actual = commandBudget === null ? `null: no CEO command with a budget has ${record.correlation} as its correlation` : `${commandBudget}, the budget of the CEO command whose correlation ${record.correlation} is`;
-    throw new CooError('POLICY_LIMIT', `${where}: command_budget_usd ${doc.command_budget_usd} is not ${actual}; nothing was claimed`, { where: `${where}:command_budget_usd` });
+  let soFar: ReturnType<CommitCheck['spendSoFar']> | undefined;
+  const spendSoFar = (): ReturnType<CommitCheck['spendSoFar']> => (soFar ??= check.spendSoFar());
+  if (doc.command_budget_usd !== undefined) {
+    // The figure is copied from the command's envelope, never summed: it is the same number or another.
+    const commandBudget = commandBudgetOf(spendSoFar(), record.id);
+    if (doc.command_budget_usd !== commandBudget) {
+      const actual = commandBudget === null ? `null: no CEO command with a budget has ${record.correlation} as its correlation` : `${commandBudget}, the budget of the CEO command whose correlation ${record.correlation} is`;
+      throw new CooError('POLICY_LIMIT', `${where}: command_budget_usd ${doc.command_budget_usd} is not ${actual}; nothing was claimed`, { where: `${where}:command_budget_usd` });
+    }
   }
   // The shared budgets bind a claim that states what was spent before it: claims written before it was stated were judged by their runner alone.
-  const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendSoFar, record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id, scope);
+  const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id, scope);
   if (shared !== null) throw new CooError('POLICY_LIMIT', `${where}: ${shared}; nothing was claimed`, { where: `${where}:allowance_usd` });
   const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
   check.updateMessage(record, [
