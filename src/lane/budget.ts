@@ -195,7 +195,7 @@ export interface JudgedSpend {
   /** What the day spent, and what every other open attempt may still spend. */
   readonly spentTodayUsd: number;
   readonly budgets: ActorPolicy['budgets'] | null;
-  /** The budget of the CEO command the message's chain starts at, when it has one (`budget_usd`): it caps the correlation's spend beside the policy. */
+  /** The budget of the CEO command whose correlation the message's is, when it has one (`budget_usd`; commandBudgetOf): it caps the correlation's spend beside the policy. */
   readonly commandBudgetUsd: number | null;
   /** What the pre-flight let the attempt spend (its claim records it): the claim stands while the shared budgets still leave that much. */
   readonly limitUsd: number;
@@ -206,7 +206,7 @@ export interface JudgedSpend {
  * on `day` (YYYY-MM-DD), letting it spend `limitUsd`: what was spent, and what other open attempts
  * may still spend, which the ledger knows as well as a receipt.
  */
-export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>, correlation: string, day: string, limitUsd: number, message: string | null = null): JudgedSpend {
+export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'>, correlation: string, day: string, limitUsd: number, message: string | null = null, scope: CommandScope = 'correlation'): JudgedSpend {
   const held = heldByOpenAttemptsUsd(state, correlation, message);
   return {
     correlation,
@@ -215,23 +215,47 @@ export function judgedSpend(state: Pick<LedgerState, 'spendByCorrelation' | 'spe
     spentOnCorrelationUsd: (state.spendByCorrelation.get(correlation) ?? 0) + held.correlationUsd,
     spentTodayUsd: (state.spendByDay.get(day) ?? 0) + held.dayUsd,
     budgets: state.policy?.doc.budgets ?? null,
-    commandBudgetUsd: commandBudgetOf(state, message),
+    commandBudgetUsd: commandBudgetOf(state, message, scope),
     limitUsd,
   };
 }
 
-/** The budget of the CEO command the chain of `message` starts at (`budget_usd`), when it has one: it caps the correlation's spend beside the policy (correlationCapUsd). */
-export function commandBudgetOf(state: Pick<LedgerState, 'messages'>, message: string | null): number | null {
-  const chain: readonly string[] = state.messages.get(message ?? '')?.chain ?? [];
-  const root = state.messages.get(chain[0] ?? '');
-  return root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null;
+/**
+ * Which CEO command's budget binds a message: `correlation`, every command whose own correlation is
+ * the message's (the one its chain starts at, and the one a message with no parent that took the
+ * command's `correlation_id` never reaches); `chain`, only the one its chain starts at, as claims
+ * written before `command_budget_usd` was stated were judged (rules/claim.ts).
+ */
+export type CommandScope = 'correlation' | 'chain';
+
+/**
+ * The budget (`budget_usd`) of the CEO command that binds `message` (CommandScope), when one does:
+ * it caps the correlation's spend beside the policy (correlationCapUsd). A command's budget caps
+ * what its correlation spends in all, whoever's work spends it, so work that took its
+ * `correlation_id` without a parent is held to it too. Of two commands in one correlation (a
+ * hand-written one can share it), the lesser budget binds: both count the same spend.
+ */
+export function commandBudgetOf(state: Pick<LedgerState, 'messages'>, message: string | null, scope: CommandScope = 'correlation'): number | null {
+  const record = state.messages.get(message ?? '');
+  if (record === undefined) return null;
+  if (scope === 'chain') {
+    const root = state.messages.get(record.chain[0] ?? '');
+    return root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null;
+  }
+  let least: number | null = null;
+  for (const other of state.messages.values()) {
+    if (other.intent !== 'ceo_command' || other.budgetUsd === undefined || other.correlation !== record.correlation) continue;
+    least = least === null ? other.budgetUsd : Math.min(least, other.budgetUsd);
+  }
+  return least;
 }
 
 /**
- * What a correlation may spend in all: the policy's cap, or less, the budget of the CEO command its
- * chain starts at. The envelope rule holds each message to what the command has left when it is
- * written; messages written before any of them ran each passed that, so the pre-flight holds them
- * together to it.
+ * What a correlation may spend in all: the policy's cap, or less, the budget of the CEO command whose
+ * correlation it is (commandBudgetOf). The envelope rule holds each message whose chain starts at the
+ * command to what the command has left when it is written; messages written before any of them ran
+ * each passed that, and one without a parent in the command's correlation passed no such rule, so the
+ * pre-flight holds them all together to it.
  */
 export function correlationCapUsd(budgets: ActorPolicy['budgets'], commandBudgetUsd: number | null | undefined): number {
   return Math.min(budgets.max_cost_usd_per_correlation, commandBudgetUsd ?? Number.POSITIVE_INFINITY);
@@ -301,17 +325,17 @@ function allowanceMoved(judged: JudgedSpend, state: SpendState): string | null {
 
 /**
  * Why the shared budgets on `state` do not leave `allowanceUsd` to a new claim of `message` (of
- * `correlation`) dated on `day`; null when they do. What the correlation (within the CEO's command
- * that starts its chain: correlationCapUsd) and the day (and every later day, where its receipt may
+ * `correlation`) dated on `day`; null when they do. What the correlation (within the budget of the
+ * CEO command that binds it, by `scope`: correlationCapUsd) and the day (and every later day, where its receipt may
  * land) have spent, with what other open attempts may still spend, must leave the whole allowance:
  * the one test every pre-flight passed on the state its claim is written on (judgeWithHeld,
  * spendMovedSince), held by the claim rule too, so that a claim no pre-flight admits (a second
  * runner's beside the first's, a panel member's, a retry's, a consult's) is refused where it lands.
  */
-export function sharedAllowanceRefusal(state: SpendState, correlation: string, day: string, allowanceUsd: number, message: string): string | null {
+export function sharedAllowanceRefusal(state: SpendState, correlation: string, day: string, allowanceUsd: number, message: string, scope: CommandScope = 'correlation'): string | null {
   const budgets = state.policy?.doc.budgets;
   if (budgets === undefined) return null;
-  const now = judgedSpend(state, correlation, day, allowanceUsd, message);
+  const now = judgedSpend(state, correlation, day, allowanceUsd, message, scope);
   const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
   const correlationCap = correlationCapUsd(budgets, now.commandBudgetUsd);
   if (left(correlationCap, now.spentOnCorrelationUsd) < allowanceUsd) {

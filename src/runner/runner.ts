@@ -36,7 +36,7 @@ import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { CLAIMS, RetrySightings } from './retry-sightings.js';
-import { jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { commandBudgetOf, jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
 /** An error the runner reports: about one message, or (messageId null) about a pass. */
@@ -951,7 +951,7 @@ export class Runner {
     await this.append({ files, key: this.options.key, now, summary });
   }
 
-  /** The claim of `attempt` of `record`, written on `state`: what it states was spent before it is what that ledger counts. */
+  /** The claim of `attempt` of `record`, written on `state`: what it states was spent before it, and its command's budget, are what that ledger counts. */
   private claimFile(state: LedgerState, record: MessageRecord, attempt: number, now: Date, allowanceUsd: number | undefined): NewFile {
     const spentBefore = spentOnMessageUsd(state.messages.get(record.id) ?? record, attempt, (id) => state.messages.get(id));
     const doc = {
@@ -964,6 +964,7 @@ export class Runner {
       claimed_at: isoSeconds(now),
       ...(allowanceUsd === undefined ? {} : { allowance_usd: boundedUsd(allowanceUsd) }),
       spent_before_usd: boundedUsd(spentBefore),
+      command_budget_usd: commandBudgetOf(state, record.id),
     };
     return { path: claimPath(folderOf(record), attempt), bytes: Buffer.from(toYaml(doc)) };
   }

@@ -54,6 +54,14 @@ export const claim = z.strictObject({
    * Absent in claims written before those rules, which the validator judges as it did then.
    */
   spent_before_usd: usd.optional(),
+  /**
+   * The budget of the CEO command whose correlation the message is in, on the ledger the claim lands
+   * on (lane/budget.ts commandBudgetOf), null when none: a claim that states it is held, with its
+   * correlation's other work, to that budget, though its chain does not start at the command (a
+   * message with no parent that took the command's correlation_id). Absent in claims written before
+   * it, which the validator holds to the command their chain starts at, as it did then.
+   */
+  command_budget_usd: usd.nullable().optional(),
 });
 export type Claim = z.infer<typeof claim>;
 

@@ -19,9 +19,10 @@ export interface ClaimOf {
 }
 
 /**
- * A claim written on `state` as this build's runner writes it: stating what that ledger counts as
- * spent before it (`spent_before_usd`). `asBefore` writes it as builds before that field did, which
- * the rules counting a dispatch's consults and the shared budgets at the claim do not bind.
+ * A claim written on `state` stating what that ledger counts as spent before it (`spent_before_usd`),
+ * and its command's budget (`command_budget_usd`) only when `extra` states it, as the runner writes it.
+ * `asBefore` writes it as builds before spent_before_usd did, which the rules counting a dispatch's
+ * consults and the shared budgets at the claim do not bind.
  */
 export function claimFileOn(state: LedgerState, claim: ClaimOf, asBefore = false): NewFile {
   const record = state.messages.get(claim.id);

@@ -5,7 +5,7 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
-import { allowanceRefusal, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
+import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
 
@@ -18,7 +18,9 @@ import { checkNotBehind } from './clock.js';
  * spend (lane/budget.ts allowanceRefusal). What it states was spent before it (`spent_before_usd`)
  * must be what the ledger counts, the consults of a dispatch's earlier attempts included. Such a
  * claim's allowance must also fit what its correlation (within its CEO command's budget) and its
- * day have left, with what other open attempts hold (lane/budget.ts sharedAllowanceRefusal).
+ * day have left, with what other open attempts hold (lane/budget.ts sharedAllowanceRefusal). What it
+ * states its command's budget is (`command_budget_usd`) must be the ledger's, the command whose
+ * correlation it is; a claim that does not state it is held to the command its chain starts at.
  */
 export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<PathInfo, { kind: 'claim' }>, keyId: string): void {
   const where = entry.path;
@@ -64,8 +66,21 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   }
   const refused = doc.allowance_usd === undefined ? null : allowanceRefusal(record, next, doc.allowance_usd, check.policy?.doc ?? null, check.registry?.doc ?? null, messageOf);
   if (refused !== null) throw new CooError('POLICY_LIMIT', `${where}: ${refused}; nothing was claimed`, { where: `${where}:allowance_usd` });
+  // A claim that states its command's budget is held to the command whose correlation it is; one written before that was
+  // stated, to the command its chain starts at, as its runner's pre-flight held it then (lane/budget.ts CommandScope).
+  const scope = doc.command_budget_usd === undefined ? 'chain' : 'correlation';
+  let soFar: ReturnType<CommitCheck['spendSoFar']> | undefined;
+  const spendSoFar = (): ReturnType<CommitCheck['spendSoFar']> => (soFar ??= check.spendSoFar());
+  if (doc.command_budget_usd !== undefined) {
+    // The figure is copied from the command's envelope, never summed: it is the same number or another.
+    const commandBudget = commandBudgetOf(spendSoFar(), record.id);
+    if (doc.command_budget_usd !== commandBudget) {
+      const actual = commandBudget === null ? `null: no CEO command with a budget has ${record.correlation} as its correlation` : `${commandBudget}, the budget of the CEO command whose correlation ${record.correlation} is`;
+      throw new CooError('POLICY_LIMIT', `${where}: command_budget_usd ${doc.command_budget_usd} is not ${actual}; nothing was claimed`, { where: `${where}:command_budget_usd` });
+    }
+  }
   // The shared budgets bind a claim that states what was spent before it: claims written before it was stated were judged by their runner alone.
-  const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(check.spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id);
+  const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id, scope);
   if (shared !== null) throw new CooError('POLICY_LIMIT', `${where}: ${shared}; nothing was claimed`, { where: `${where}:allowance_usd` });
   const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
   check.updateMessage(record, [
