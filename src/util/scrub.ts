@@ -860,12 +860,27 @@ export class Scrubber {
   }
 }
 
+/** A proxy's variable (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`, npm's `npm_config_https_proxy`): curl, git and npm read a value without a scheme (`user:PASSWORD@proxy:3128`) as http://. */
+const PROXY_NAME = /(?:^|_)PROXY$/i;
+
+/**
+ * The password of a Go database DSN (`user:PASSWORD@tcp(db:3306)/app`, `@unix(/run/mysqld.sock)/`, as
+ * go-sql-driver/mysql reads one): no URL, so no scheme says where its user info ends; the driver takes
+ * the password to the last `@` before the protocol and its address.
+ */
+function dsnPassword(value: string): string[] {
+  const password = /^[^\s:/@]+:(\S*)@[a-z0-9]*\([^()\s]*\)\//i.exec(value.trim())?.[1];
+  return password === undefined ? [] : [password];
+}
+
 /**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
  * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials of
- * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`), and in the
+ * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`, or without its
+ * scheme, PROXY_NAME), and in the
  * fields of its query or fragment isSecretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
- * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the
+ * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); the
+ * password of a Go DSN (dsnPassword); and the
  * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
  * `Password="…"`), and of a JSON document (jsonFieldSecrets). A field's value counts when it looksSecret,
  * as a secret field of a configuration file does.
@@ -876,8 +891,8 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
     if (value === undefined) continue;
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
     else {
-      const credentials = new Set(userInfoCredentials(value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
-      for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value)]) if (looksSecret(field)) credentials.add(field);
+      const credentials = new Set(userInfoCredentials(PROXY_NAME.test(name) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
+      for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
     }
     const parts = new Set<string>();

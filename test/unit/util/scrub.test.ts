@@ -329,3 +329,30 @@ describe('the secret fields of a JSON document, named in camelCase, PascalCase o
     expect(environmentSecrets({ CALLBACK: `https://app.example/cb?code_verifier=${verifier}&state=abc` }).map((secret) => secret.value)).toEqual([verifier]);
   });
 });
+
+describe("the credentials of a proxy or a driver's address written without a scheme", () => {
+  it('are known from a *_PROXY variable in either case, which curl, git and npm read as http://', () => {
+    for (const [name, value, secret] of [
+      ['HTTPS_PROXY', 'proxyuser:Pr0xy/Pass9@proxy.internal:3128', 'Pr0xy/Pass9'],
+      ['http_proxy', 'proxyuser:Pr0xyPass9@10.0.0.1:3128', 'Pr0xyPass9'],
+      ['ALL_PROXY', 'ghp_TokenAsProxyUser0123456789@proxy.internal:3128', 'ghp_TokenAsProxyUser0123456789'],
+    ] as const) {
+      expect(environmentSecrets({ [name]: value }).map((known) => known.value), name).toContain(secret);
+    }
+    // A proxy without credentials, a list of hosts, and a scheme-less value of another variable give none.
+    expect(environmentSecrets({ HTTPS_PROXY: 'proxy.internal:3128', NO_PROXY: 'localhost,127.0.0.1,.internal', IMAGE: 'python:3.12-slim@sha256:0123456789abcdef' })).toEqual([]);
+  });
+});
+
+describe("the password of a Go database DSN, which has no scheme", () => {
+  it('is known up to the last @ before the protocol and its address; a DSN without one, and an image reference, give none', () => {
+    for (const [dsn, password] of [
+      ['app:Db/Pass9@tcp(db.internal:3306)/app?parseTime=true', 'Db/Pass9'],
+      ['root:p@ss/w0rd9@unix(/run/mysqld/mysqld.sock)/app', 'p@ss/w0rd9'],
+      ['app:S3cretPass@(db:3306)/app', 'S3cretPass'],
+    ] as const) {
+      expect(environmentSecrets({ MYSQL_DSN: dsn }).map((secret) => secret.value), dsn).toEqual([password]);
+    }
+    expect(environmentSecrets({ MYSQL_DSN: 'app@tcp(db:3306)/app', IMAGE: 'python:3.12-slim@sha256:0123456789abcdef', TIME: 'at 10:30@(home)/x' })).toEqual([]);
+  });
+});
