@@ -34,7 +34,7 @@ function portThenPath(afterColon: string): boolean {
  * - As WHATWG and git read it: the last `@` before the host's end, the first `/`, `?` or `#`.
  * - As a driver that splits at an `@` reads it (SQLAlchemy's URLs), a password holding an unencoded
  *   `/` and `@` (`user:ab/cd@host`, `user:p@ss/w0rd@db.example`): each later `@` before the query,
- *   the fragment or a space, after a user without `/`, `@` or `[` and a colon not followed by a port
+ *   the fragment, a space or another URL's `://`, after a user without `/`, `@` or `[` and a colon not followed by a port
  *   and a path (portThenPath). A path with an `@` in it (`https://host/users/me@example.com`,
  *   `https://host:8443/a/b@c`, `https://[::1]:8080/a@b`) names no user.
  * A scrubber learns the credentials of every reading (a longer one holds the shorter's password, so
@@ -45,7 +45,8 @@ function userInfoEnds(rest: string): number[] {
   const first = (hostEnd < 0 ? rest : rest.slice(0, hostEnd)).lastIndexOf('@');
   const ends = first < 0 ? [] : [first];
   const colon = rest.indexOf(':');
-  const queryAt = rest.search(/[?#\s]/);
+  // A URL inside this one (`…/go/ssh://git@c/x`) starts after its end: no password holds a scheme.
+  const queryAt = rest.search(/[?#\s]|:\/\//);
   const stop = queryAt < 0 ? rest.length : queryAt;
   if (colon < 0 || colon >= stop || /[/@[]/.test(rest.slice(0, colon))) return ends;
   for (let at = rest.indexOf('@', Math.max(first, colon) + 1); at >= 0 && at < stop; at = rest.indexOf('@', at + 1)) {
@@ -83,18 +84,32 @@ function shown(scheme: string, info: string): string {
  * `user@host:path` (which cannot carry a password), is as it was.
  */
 export function displayUrl(url: string): string {
-  return displayUserInfo(url).replace(QUERY_SHOWN, QUERY_HIDDEN);
+  const scheme = SCHEME_AT_START.exec(url)?.[0];
+  const bare = scheme === undefined || longestUserInfo(url) !== null ? displayUserInfo(url) : `${scheme}${withoutInnerUserInfo(url.slice(scheme.length))}`;
+  return bare.replace(QUERY_SHOWN, QUERY_HIDDEN);
 }
 
-/** `url` without its user info (its password over ssh), as the longest reading takes it. */
+/**
+ * `url` without its user info (its password over ssh), as the longest reading takes it; and so each
+ * URL that stands inside it, after its path or in its query (`https://proxy/fetch/https://u:p@host/`).
+ */
 function displayUserInfo(url: string): string {
   const userInfo = longestUserInfo(url);
-  return userInfo === null ? url : `${shown(userInfo.scheme, userInfo.info)}${url.slice(userInfo.scheme.length + userInfo.info.length + 1)}`;
+  if (userInfo === null) return url;
+  return `${shown(userInfo.scheme, userInfo.info)}${withoutInnerUserInfo(url.slice(userInfo.scheme.length + userInfo.info.length + 1))}`;
+}
+
+/** `text` with the user info of every URL in it removed (displayUserInfo). */
+function withoutInnerUserInfo(text: string): string {
+  return text.replace(SCHEME_IN_TEXT, (url: string) => {
+    const scheme = SCHEME_AT_START.exec(url)![0];
+    return longestUserInfo(url) === null ? `${scheme}${withoutInnerUserInfo(url.slice(scheme.length))}` : displayUserInfo(url);
+  });
 }
 
 /** `text` with the credentials of every URL in it removed, as `displayUrl` removes them. */
 export function withoutUserInfo(text: string): string {
-  return text.replace(SCHEME_IN_TEXT, (url: string) => displayUserInfo(url)).replace(QUERY_IN_TEXT, QUERY_HIDDEN);
+  return withoutInnerUserInfo(text).replace(QUERY_IN_TEXT, QUERY_HIDDEN);
 }
 
 /** The query of a URL with a scheme (`?access_token=…`), up to its fragment; and its fragment (`#access_token=…`). */

@@ -49,3 +49,11 @@ describe("a URL's password that a port-and-path reading would hide", () => {
     }
   });
 });
+
+describe('a URL inside another URL in running text', () => {
+  it('has its user info removed too, after a path or a query of the outer one', () => {
+    expect(withoutUserInfo('fetching https://proxy.example/fetch/https://u:Secr3tPass@x.example/y failed')).toBe('fetching https://proxy.example/fetch/https://x.example/y failed');
+    expect(withoutUserInfo('see https://a:Pa55/w0rd@b.example/go/ssh://git:S3cret@c/x now')).toBe('see https://b.example/go/ssh://git@c/x now');
+    expect(displayUrl('https://proxy.example/fetch/https://u:Secr3tPass@x.example/y')).toBe('https://proxy.example/fetch/https://x.example/y');
+  });
+});
