@@ -932,7 +932,7 @@ function jsonFieldSecrets(value: string): string[] {
 }
 
 /**
- * The private keys in PEM armor a value holds, wherever it stands in it (a service account's
+ * The private keys in PEM or PGP armor a value holds, wherever it stands in it (a service account's
  * `private_key`, a variable of any name, a credential file): of each, every line of its body, the
  * part of it that is printed or cut out alone, and the body whole; null when it holds none. Its
  * line breaks may be written as escapes, once or more (`\n`, `\r\n`, `\\n`), as a JSON text, a
@@ -944,12 +944,14 @@ function jsonFieldSecrets(value: string): string[] {
 export function pemSecrets(value: string): string[] | null {
   if (!value.includes(ARMOR_WORDS)) return null;
   const out: string[] = [];
-  for (const block of value.matchAll(/-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY-----/g)) {
-    // Base64 lines only: a legacy block's headers (`Proc-Type: 4,ENCRYPTED`) say how it is kept.
+  for (const block of value.matchAll(/-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY(?: BLOCK)?-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----/g)) {
+    // Base64 lines only: a legacy block's headers (`Proc-Type: 4,ENCRYPTED`, PGP's `Comment:`) say how it is kept, a PGP block's `=` line is its checksum.
     const lines = block[2]!
       .replace(/\\+\//g, '/')
-      .split(/(?:\s|\\+[rn])+/)
-      .filter((line) => /^[A-Za-z0-9+/=]+$/.test(line));
+      .split(/(?:[\r\n]|\\+[rn])+/)
+      .filter((line) => !/^\s*[A-Za-z-]+: /.test(line))
+      .flatMap((line) => line.split(/\s+/))
+      .filter((line) => /^[A-Za-z0-9+/][A-Za-z0-9+/=]*$/.test(line));
     out.push(...(block[1] === 'OPENSSH ' ? lines.slice(1) : lines), lines.join(''));
   }
   return out.length === 0 ? null : out;

@@ -297,6 +297,14 @@ describe('a PEM private key a variable holds with its line breaks written as \\n
     expect(scrub.text(`key=${ESCAPED.replace(/\\n/g, '\n')}`)).not.toMatch(/MIIE|Zp4Rk|Fq2Xe/);
   });
 
+  it("gives each line of a PGP private key block too, its headers and checksum left out, as a CI's GPG_PRIVATE_KEY holds one", () => {
+    const pgp = ['lQOYBGVxQ2kBCAC7Vx3Lq9Zp4Rk8Wn2Yc6Jh1Tf5Dm9Xb3Qs7Lv0Ng4Hk8Pw2E', 'z6Ua1Ic5Oy9Ry3Mt7JwFq2Xe6Sd0Vb4Nh8Kl3Gp7Za1Bc5De9Fg3Hj7Kl1Mn5P'];
+    const block = `-----BEGIN PGP PRIVATE KEY BLOCK-----\nComment: ci signing key\n\n${pgp.join('\n')}\n=Xq3T\n-----END PGP PRIVATE KEY BLOCK-----\n`;
+    const values = environmentSecrets({ GPG_PRIVATE_KEY: block, RELEASE_SIGNER: block }).map((secret) => secret.value);
+    for (const part of [...pgp, pgp.join('')]) expect(values.filter((value) => value === part), part).toHaveLength(2);
+    expect(environmentSecrets({ RELEASE_SIGNER: block }).filter((secret) => /Comment|=Xq3T/.test(secret.value))).toEqual([]);
+  });
+
   it("gives no line an unencrypted OpenSSH key shares with every other (its first), and nothing for a public key or a certificate", () => {
     const file = formatPrivateKey(generatePrivateKey('deploy'), 7);
     const body = file.split('\n').slice(1, -2);
