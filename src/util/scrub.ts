@@ -874,13 +874,39 @@ function dsnPassword(value: string): string[] {
 }
 
 /**
+ * The secrets of the headers a `*_HEADERS` variable gives an exporter (OpenTelemetry's
+ * `OTEL_EXPORTER_OTLP_HEADERS=api-key=…,Authorization=Bearer%20…`, a list of `name=value` parted by
+ * `,`, each value percent-encoded): the value of a header isSecretField reads as secret, and of an
+ * `Authorization` header the value and the credential after its scheme; each as written and decoded.
+ */
+function headerListSecrets(name: string, value: string): string[] {
+  if (!/(?:^|_)HEADERS$/i.test(name)) return [];
+  const out: string[] = [];
+  for (const pair of value.split(',')) {
+    const equals = pair.indexOf('=');
+    if (equals < 0) continue;
+    const field = pair.slice(0, equals).trim();
+    const written = pair.slice(equals + 1).trim();
+    let read = written;
+    try {
+      read = decodeURIComponent(written);
+    } catch {
+      // Not percent-encoded as written: taken as it stands.
+    }
+    if (/^(?:proxy-)?authorization$/i.test(field)) out.push(written, read, ...(/^\S+\s+(\S+)$/.exec(read)?.slice(1) ?? []));
+    else if (isSecretField(field)) out.push(written, read);
+  }
+  return out;
+}
+
+/**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
  * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials of
  * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`, or without its
  * scheme, PROXY_NAME), and in the
  * fields of its query or fragment isSecretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
  * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); the
- * password of a Go DSN (dsnPassword); and the
+ * password of a Go DSN (dsnPassword), the secret headers of a `*_HEADERS` list (headerListSecrets); and the
  * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
  * `Password="…"`), and of a JSON document (jsonFieldSecrets). A field's value counts when it looksSecret,
  * as a secret field of a configuration file does.
@@ -892,7 +918,7 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
     else {
       const credentials = new Set(userInfoCredentials(PROXY_NAME.test(name) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
-      for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value)]) if (looksSecret(field)) credentials.add(field);
+      for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
     }
     const parts = new Set<string>();

@@ -364,3 +364,12 @@ describe("the password of a Go database DSN, which has no scheme", () => {
     expect(environmentSecrets({ MYSQL_DSN: 'app@tcp(db:3306)/app', IMAGE: 'python:3.12-slim@sha256:0123456789abcdef', TIME: 'at 10:30@(home)/x' })).toEqual([]);
   });
 });
+
+describe('the headers an OpenTelemetry exporter is given in a *_HEADERS variable', () => {
+  it('give the value of a secret-named header and the credential of an Authorization header, as written and percent-decoded; other headers give none', () => {
+    const values = environmentSecrets({ OTEL_EXPORTER_OTLP_HEADERS: 'api-key=NrLicense0123456789abcdef,x-scope=tenant-1,Authorization=Bearer%20otlpTok4Rv9Kq2Wm' }).map((secret) => secret.value);
+    expect(values).toEqual(expect.arrayContaining(['NrLicense0123456789abcdef', 'Bearer%20otlpTok4Rv9Kq2Wm', 'otlpTok4Rv9Kq2Wm']));
+    expect(values).not.toContain('tenant-1');
+    expect(environmentSecrets({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-scope=tenant-1,x-region=eu-west-1' })).toEqual([]);
+  });
+});
