@@ -6,7 +6,7 @@ import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
-import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, namesNoSecret, pemSecrets, type Secret } from './scrub.js';
+import { environmentSecrets, isSecretField, isSecretName, looksSecret, MIN_SECRET_CHARS, namesNoSecret, pemSecrets, type Secret } from './scrub.js';
 
 /**
  * Secrets the runner's machine keeps in files rather than in its environment: a provider key a
@@ -25,8 +25,13 @@ import { environmentSecrets, isSecretName, looksSecret, MIN_SECRET_CHARS, namesN
 /** A credential file is small; a larger one is not what it should be there. */
 const MAX_FILE_BYTES = 256 * 1024;
 
-/** A field whose value is a secret: its name says key, token, secret, password or credential, or is `auth` (docker's `user:password` in base64). */
+/**
+ * A field whose value is a secret: its name says key, token, secret, password or credential, or is
+ * `auth` (docker's `user:password` in base64), or the field rule of the environment's documents reads
+ * it as one (isSecretField: a `client_assertion`, a `codeVerifier`).
+ */
 const SECRET_FIELD = /(key|token|secret|passw(or)?d|credential)|^auth$/i;
+const secretField = (name: string): boolean => SECRET_FIELD.test(name) || isSecretField(name);
 
 /** `name: value`, `name = value`, `"name": "value"`, `name value` (netrc) in any configuration text. */
 const FIELD_LINE = /["']?([A-Za-z0-9_.-]+)["']?\s*(?:[:=]|\s)\s*["']?([^\s"',}]+)/g;
@@ -155,7 +160,7 @@ function pgpassSecrets(text: string): string[] {
 /** The string values of secret fields in a JSON document, at any depth: a value whose own field names it a secret. */
 function jsonSecrets(value: unknown, field: string, out: string[]): void {
   if (typeof value === 'string') {
-    if (SECRET_FIELD.test(field)) out.push(...(namesNoSecret(field, value) ? urlCredentials(value.trim()) : [value, ...basicAuthPassword(field, value)]));
+    if (secretField(field)) out.push(...(namesNoSecret(field, value) ? urlCredentials(value.trim()) : [value, ...basicAuthPassword(field, value)]));
   } else if (Array.isArray(value)) {
     for (const item of value) jsonSecrets(item, field, out);
   } else if (value !== null && typeof value === 'object') {
@@ -187,7 +192,7 @@ function fieldSecrets(text: string): string[] {
     // Not JSON: YAML, netrc, an ini file.
   }
   for (const line of text.split('\n')) {
-    for (const match of line.matchAll(FIELD_LINE)) if (SECRET_FIELD.test(match[1]!)) out.push(...(namesNoSecret(match[1]!, match[2]!) ? urlCredentials(match[2]!.trim()) : [match[2]!]));
+    for (const match of line.matchAll(FIELD_LINE)) if (secretField(match[1]!)) out.push(...(namesNoSecret(match[1]!, match[2]!) ? urlCredentials(match[2]!.trim()) : [match[2]!]));
   }
   return out;
 }
@@ -245,7 +250,8 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
     const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'named' ? namedFileSecrets(text) : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
-    for (const value of new Set(values.flatMap((field) => pemSecrets(field) ?? [field]))) if (looksSecret(value)) secrets.push({ name: file.name, value });
+    // A private key found by its armor anywhere in the file, as its reader may hold it: a `.env` value quoted over several lines, a YAML block.
+    for (const value of new Set([...values.flatMap((field) => pemSecrets(field) ?? [field]), ...(pemSecrets(text) ?? [])])) if (looksSecret(value)) secrets.push({ name: file.name, value });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });
   return secrets;

@@ -10,17 +10,59 @@ import { looksSecret } from './secret-shape.js';
 
 /** A URL's scheme, after the prefixes a driver's URL carries before it (`jdbc:postgresql://`, `jdbc:mysql://`). */
 const SCHEME = String.raw`(?:[a-z][a-z0-9+.-]*:)*[a-z][a-z0-9+.-]*:\/\/`;
+const SCHEME_AT_START = new RegExp(`^${SCHEME}`, 'i');
+/** A scheme inside running text, and the characters of the URL after it: up to a space, a quote or a bracket. */
+const SCHEME_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s'"<>`]*/gi;
+
 /**
- * User info: anything up to the last `@` before the host's end; or a user and a password holding an
- * unencoded `/` (`user:ab/cd@host`), which a driver that splits at the first `@` takes as given
- * (SQLAlchemy's URLs): there the `/` cannot end a host, as `host:8443/` does, since what follows the
- * colon is no port, nor a placeholder for one (`${PORT}`). A path with an `@` in it
- * (`https://host/users/me@example.com`) names no user.
+ * What after a host's colon is a port and the path after it, not a password's start: digits (five at
+ * most, as a port has) or a placeholder for them (`${PORT}`, or `$PORT` in capitals, as a shell
+ * variable for a port is written) and a `/`. Digits read as a port only where a second `/` or nothing
+ * follows before the `@` (`host:8443/a/b@c`, `localhost:5173/@vite/client`): where the `@` ends the
+ * first segment (`user:12/ab@db.example`) the digits start a password, as an empty port does
+ * (`user:/abc@db`), which nobody writes. A password starting with `$` and a small letter
+ * (`user:$ecret/x@db`) is no placeholder.
  */
-const USER_INFO = String.raw`[^/?#]*|[^/?#:@\[]*:(?![0-9]*\/|\$\{[A-Za-z_][A-Za-z0-9_]*\}\/)[^?#@\s]*`;
-const SCHEME_URL = new RegExp(`^(${SCHEME})(${USER_INFO})@`, 'i');
-/** User info inside running text, as USER_INFO, ended also by a space or a quote. */
-const USER_INFO_IN_TEXT = /\b([a-z][a-z0-9+.-]*:\/\/)(?:[^\s/?#'"<>`]*|[^\s/?#:@['"<>`]*:(?![0-9]*\/|\$\{[A-Za-z_][A-Za-z0-9_]*\}\/)[^\s?#@'"<>`]*)@/gi;
+function portThenPath(afterColon: string): boolean {
+  return /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A-Z0-9_]*)\//.test(afterColon) || /^[0-9]{1,5}\/(?:$|[^/]*\/)/.test(afterColon);
+}
+
+/**
+ * Where the user info of a URL may end, in `rest` (what follows `scheme://`, up to where the URL
+ * ends): the index of its `@` in each way a reader may take it, the shortest first; none when it names
+ * no user.
+ * - As WHATWG and git read it: the last `@` before the host's end, the first `/`, `?` or `#`.
+ * - As a driver that splits at an `@` reads it (SQLAlchemy's URLs), a password holding an unencoded
+ *   `/` and `@` (`user:ab/cd@host`, `user:p@ss/w0rd@db.example`): each later `@` before the query,
+ *   the fragment, a space or another URL's `://`, after a user without `/`, `@` or `[` and a colon not followed by a port
+ *   and a path (portThenPath). A path with an `@` in it (`https://host/users/me@example.com`,
+ *   `https://host:8443/a/b@c`, `https://[::1]:8080/a@b`) names no user.
+ * A scrubber learns the credentials of every reading (a longer one holds the shorter's password, so
+ * it cuts nothing the shorter would not); a URL is shown without the longest.
+ */
+function userInfoEnds(rest: string): number[] {
+  const hostEnd = rest.search(/[/?#]/);
+  const first = (hostEnd < 0 ? rest : rest.slice(0, hostEnd)).lastIndexOf('@');
+  const ends = first < 0 ? [] : [first];
+  const colon = rest.indexOf(':');
+  // A URL inside this one (`…/go/ssh://git@c/x`) starts after its end: no password holds a scheme.
+  const queryAt = rest.search(/[?#\s]|:\/\//);
+  const stop = queryAt < 0 ? rest.length : queryAt;
+  if (colon < 0 || colon >= stop || /[/@[]/.test(rest.slice(0, colon))) return ends;
+  for (let at = rest.indexOf('@', Math.max(first, colon) + 1); at >= 0 && at < stop; at = rest.indexOf('@', at + 1)) {
+    const password = rest.slice(colon + 1, at);
+    if (password.includes('/') && !portThenPath(password)) ends.push(at);
+  }
+  return ends;
+}
+
+/** A URL's scheme and its user info as the longest reading takes it (userInfoEnds), or null when it names no user. */
+function longestUserInfo(url: string): { readonly scheme: string; readonly info: string } | null {
+  const scheme = SCHEME_AT_START.exec(url)?.[0];
+  if (scheme === undefined) return null;
+  const end = userInfoEnds(url.slice(scheme.length)).at(-1);
+  return end === undefined ? null : { scheme, info: url.slice(scheme.length, scheme.length + end) };
+}
 
 /** A URL's query, which may carry a token (`?access_token=…`): shown without its values. */
 const QUERY_SHOWN = new RegExp(`^(${SCHEME}[^?#]*)\\?[^#]*`, 'i');
@@ -42,12 +84,32 @@ function shown(scheme: string, info: string): string {
  * `user@host:path` (which cannot carry a password), is as it was.
  */
 export function displayUrl(url: string): string {
-  return url.replace(SCHEME_URL, (_match, scheme: string, info: string) => shown(scheme, info)).replace(QUERY_SHOWN, QUERY_HIDDEN);
+  const scheme = SCHEME_AT_START.exec(url)?.[0];
+  const bare = scheme === undefined || longestUserInfo(url) !== null ? displayUserInfo(url) : `${scheme}${withoutInnerUserInfo(url.slice(scheme.length))}`;
+  return bare.replace(QUERY_SHOWN, QUERY_HIDDEN);
+}
+
+/**
+ * `url` without its user info (its password over ssh), as the longest reading takes it; and so each
+ * URL that stands inside it, after its path or in its query (`https://proxy/fetch/https://u:p@host/`).
+ */
+function displayUserInfo(url: string): string {
+  const userInfo = longestUserInfo(url);
+  if (userInfo === null) return url;
+  return `${shown(userInfo.scheme, userInfo.info)}${withoutInnerUserInfo(url.slice(userInfo.scheme.length + userInfo.info.length + 1))}`;
+}
+
+/** `text` with the user info of every URL in it removed (displayUserInfo). */
+function withoutInnerUserInfo(text: string): string {
+  return text.replace(SCHEME_IN_TEXT, (url: string) => {
+    const scheme = SCHEME_AT_START.exec(url)![0];
+    return longestUserInfo(url) === null ? `${scheme}${withoutInnerUserInfo(url.slice(scheme.length))}` : displayUserInfo(url);
+  });
 }
 
 /** `text` with the credentials of every URL in it removed, as `displayUrl` removes them. */
 export function withoutUserInfo(text: string): string {
-  return text.replace(USER_INFO_IN_TEXT, (match, scheme: string) => shown(scheme, match.slice(scheme.length, -1))).replace(QUERY_IN_TEXT, QUERY_HIDDEN);
+  return withoutInnerUserInfo(text).replace(QUERY_IN_TEXT, QUERY_HIDDEN);
 }
 
 /** The query of a URL with a scheme (`?access_token=…`), up to its fragment; and its fragment (`#access_token=…`). */
@@ -92,11 +154,17 @@ function fields(part: string | undefined): Array<{ readonly name: string; readon
  * would refuse one that does. A server that names the user it refused quotes that token alone.
  */
 export function userInfoCredentials(url: string): string[] {
-  const match = SCHEME_URL.exec(url);
-  const info = match?.[2];
-  if (match === null || info === undefined || info === '') return [];
+  const scheme = SCHEME_AT_START.exec(url)?.[0];
+  if (scheme === undefined) return [];
+  const rest = url.slice(scheme.length);
+  return decoded(userInfoEnds(rest).flatMap((end) => infoCredentials(scheme, rest.slice(0, end))));
+}
+
+/** The credentials of one reading of a URL's user info (userInfoCredentials). */
+function infoCredentials(scheme: string, info: string): string[] {
+  if (info === '') return [];
   const colon = info.indexOf(':');
-  if (SSH_SCHEME.test(match[1]!)) return decoded(colon < 0 ? [] : [info.slice(colon + 1)]);
+  if (SSH_SCHEME.test(scheme)) return decoded(colon < 0 ? [] : [info.slice(colon + 1)]);
   if (colon < 0) return decoded([info]);
   const user = info.slice(0, colon);
   const password = safeDecode(info.slice(colon + 1));

@@ -82,11 +82,17 @@ export { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
  *   `PWD` nor `OLDPWD`, the shell's folders);
  * - a word SECRET, TOKEN, PASSWORD, PASSWD, PASSPHRASE or CREDENTIALS before another (`SECRET_KEY_BASE`,
  *   `GITHUB_TOKEN_RO`), unless the last says the value is where a secret is kept (`…_FILE`, `…_DIR`,
- *   `…_PATH`), not the secret.
+ *   `…_PATH`), not the secret;
+ * - an end ACCESS_KEY_ID (`AWS_ACCESS_KEY_ID`): an identifier, but the half of a credential that finds
+ *   its secret half and the account it opens, and written nowhere else, so that keeping it out of the
+ *   ledger cuts out no other text (a credential file's `aws_access_key_id` is a secret field too);
+ * - an end ASSERTION or VERIFIER after `_` or as the whole name: an OAuth client's signed
+ *   `client_assertion` and the JWT of an `assertion` grant, which get a token as a client secret does,
+ *   and a PKCE `code_verifier`, which gets one with the code.
  * A secret under any other name (`SLACK_WEBHOOK`) is not known, unless it is a credential of a URL
  * or a secret field of a connection string (environmentSecrets).
  */
-const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
+const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|ACCESS_KEY_ID$|(?:^|_)(?:ASSERTION|VERIFIER)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
 
 /** Whether an environment variable of this name holds a secret (SECRET_NAME): `OPENAI_API_KEY`, `PGPASSWORD`, not `PWD` nor `KEY_FILE`. */
 export function isSecretName(name: string): boolean {
@@ -96,19 +102,20 @@ export function isSecretName(name: string): boolean {
 /**
  * A field of a URL's query or a connection string that holds a secret, its words parted by `_`, `-`,
  * a space or a capital: one SECRET_NAME reads as one (`key`, `api-key`, `access_token`, `password`,
- * `X-Amz-Security-Token`, `AccountKey`, `SharedAccessKey`), a `Pwd`, or a signature (`sig`,
+ * `X-Amz-Security-Token`, `AccountKey`, `SharedAccessKey`, AWS's `AccessKeyId`, `SecretAccessKey` and
+ * `SessionToken`, `client_assertion`, `codeVerifier`), a `Pwd`, or a signature (`sig`,
  * `X-Goog-Signature`, `SharedAccessSignature`), which grants what the URL grants to whoever holds it;
  * and a service account's `private_key_id`, which names its key to Google. A field of a kind of token
  * (`token_type`, `subject_token_type`) holds a name (`Bearer`, `urn:ietf:params:oauth:token-type:jwt`),
  * no token.
  */
-function secretField(name: string): boolean {
+export function isSecretField(name: string): boolean {
   const word = fieldWords(name);
   if (/(?:^|_)TYPE$/i.test(word)) return false;
   return SECRET_NAME.test(word) || /(?:^|_)(?:SIG|SIGNATURE|PWD|PRIVATE_KEY_ID)$/i.test(word);
 }
 
-/** A field's name as words parted by `_`: `privateKeyId`, `private-key-id` and `private key id` read as `private_Key_Id`. */
+/** A field's name as words parted by `_`: `privateKeyId`, `PrivateKeyId`, `private-key-id` and `private key id` read as `private_Key_Id`. */
 function fieldWords(name: string): string {
   return name.trim().replace(/([a-z0-9])([A-Z])/g, '$1_$2').replace(/[-\s]+/g, '_');
 }
@@ -128,7 +135,7 @@ export function namesNoSecret(field: string, value: string): boolean {
 
 /**
  * The secrets of the fields of a connection string (`DefaultEndpointsProtocol=https;AccountName=…;AccountKey=…`,
- * `Server=…;User Id=sa;Password=…`): the values of those secretField reads as secret, each up to the
+ * `Server=…;User Id=sa;Password=…`): the values of those isSecretField reads as secret, each up to the
  * next `;`, or, quoted (`Password="a;b"`, `'…'`, a quote doubled inside) or braced as ODBC writes it
  * (`PWD={a;b}`, `}}` inside), what the quotes hold, as the driver reads it and as it is written.
  */
@@ -157,7 +164,7 @@ function connectionStringSecrets(text: string): string[] {
     }
     const next = text.indexOf(';', end);
     const stop = next < 0 ? text.length : next;
-    if (secretField(text.slice(at, equals))) values.push(...(close === undefined ? [text.slice(start, stop).trim()] : [value, text.slice(start + 1, end)]));
+    if (isSecretField(text.slice(at, equals))) values.push(...(close === undefined ? [text.slice(start, stop).trim()] : [value, text.slice(start + 1, end)]));
     at = stop + 1;
   }
   return values;
@@ -853,12 +860,53 @@ export class Scrubber {
   }
 }
 
+/** A proxy's variable (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`, npm's `npm_config_https_proxy`): curl, git and npm read a value without a scheme (`user:PASSWORD@proxy:3128`) as http://. */
+const PROXY_NAME = /(?:^|_)PROXY$/i;
+
+/**
+ * The password of a Go database DSN (`user:PASSWORD@tcp(db:3306)/app`, `@unix(/run/mysqld.sock)/`, as
+ * go-sql-driver/mysql reads one): no URL, so no scheme says where its user info ends; the driver takes
+ * the password to the last `@` before the protocol and its address.
+ */
+function dsnPassword(value: string): string[] {
+  const password = /^[^\s:/@]+:(\S*)@[a-z0-9]*\([^()\s]*\)\//i.exec(value.trim())?.[1];
+  return password === undefined ? [] : [password];
+}
+
+/**
+ * The secrets of the headers a `*_HEADERS` variable gives an exporter (OpenTelemetry's
+ * `OTEL_EXPORTER_OTLP_HEADERS=api-key=…,Authorization=Bearer%20…`, a list of `name=value` parted by
+ * `,`, each value percent-encoded): the value of a header isSecretField reads as secret, and of an
+ * `Authorization` header the value and the credential after its scheme; each as written and decoded.
+ */
+function headerListSecrets(name: string, value: string): string[] {
+  if (!/(?:^|_)HEADERS$/i.test(name)) return [];
+  const out: string[] = [];
+  for (const pair of value.split(',')) {
+    const equals = pair.indexOf('=');
+    if (equals < 0) continue;
+    const field = pair.slice(0, equals).trim();
+    const written = pair.slice(equals + 1).trim();
+    let read = written;
+    try {
+      read = decodeURIComponent(written);
+    } catch {
+      // Not percent-encoded as written: taken as it stands.
+    }
+    if (/^(?:proxy-)?authorization$/i.test(field)) out.push(written, read, ...(/^\S+\s+(\S+)$/.exec(read)?.slice(1) ?? []));
+    else if (isSecretField(field)) out.push(written, read);
+  }
+  return out;
+}
+
 /**
  * Provider keys, tokens and passwords in an environment: the values of the variables SECRET_NAME
  * names (*_KEY, *_TOKEN, *_SECRET, *PASSWORD, *PASSPHRASE, *_CREDENTIALS, SECRET_*, …), and the credentials of
- * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`), and in the
- * fields of its query or fragment secretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
- * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); and the
+ * any URL a variable holds: in its user info (`HTTPS_PROXY=http://user:PASSWORD@proxy`, or without its
+ * scheme, PROXY_NAME), and in the
+ * fields of its query or fragment isSecretField reads as secret (`DATABASE_URL=postgres://db/app?password=…`,
+ * a `jdbc:postgresql://…?password=…`, an endpoint's `?key=…`, an Azure SAS URL's `&sig=…`); the
+ * password of a Go DSN (dsnPassword), the secret headers of a `*_HEADERS` list (headerListSecrets); and the
  * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
  * `Password="…"`), and of a JSON document (jsonFieldSecrets). A field's value counts when it looksSecret,
  * as a secret field of a configuration file does.
@@ -869,17 +917,21 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
     if (value === undefined) continue;
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
     else {
-      const credentials = new Set(userInfoCredentials(value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
-      for (const field of [...secretFieldValues(value, secretField), ...connectionStringSecrets(value)]) if (looksSecret(field)) credentials.add(field);
+      const credentials = new Set(userInfoCredentials(PROXY_NAME.test(name) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
+      for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
     }
-    for (const field of new Set(jsonFieldSecrets(value))) for (const part of pemSecrets(field) ?? [field]) if (looksSecret(part)) secrets.push({ name, value: part });
+    const parts = new Set<string>();
+    for (const field of jsonFieldSecrets(value)) for (const part of pemSecrets(field) ?? [field]) parts.add(part);
+    // A private key found by its armor, under any name and at any depth of a document.
+    for (const part of pemSecrets(value) ?? []) parts.add(part);
+    for (const part of parts) if (looksSecret(part)) secrets.push({ name, value: part });
   }
   return secrets;
 }
 
 /**
- * The string values of the fields secretField reads as secret in a JSON document a variable holds, at
+ * The string values of the fields isSecretField reads as secret in a JSON document a variable holds, at
  * any depth (`OAUTH_CLIENT={"installed":{"client_secret":…}}`, a service account's `GCP_SA_KEY`): a
  * field printed alone (`jq -r .client_secret`) is not the variable's whole value.
  */
@@ -894,7 +946,7 @@ function jsonFieldSecrets(value: string): string[] {
   const out: string[] = [];
   const walk = (item: unknown, field: string): void => {
     if (typeof item === 'string') {
-      if (secretField(field) && !namesNoSecret(field, item)) out.push(item);
+      if (isSecretField(field) && !namesNoSecret(field, item)) out.push(item);
     } else if (Array.isArray(item)) {
       for (const each of item) walk(each, field);
     } else if (item !== null && typeof item === 'object') {
@@ -906,17 +958,29 @@ function jsonFieldSecrets(value: string): string[] {
 }
 
 /**
- * A PEM private key a JSON field holds (a service account's `private_key`, in a variable or in the
- * file GOOGLE_APPLICATION_CREDENTIALS names): each line of its body,
- * the part of it that is printed or cut out alone, and the body whole; null for any other value. The
- * block itself has line breaks, which no secret looksSecret reads as one has.
+ * The private keys in PEM or PGP armor a value holds, wherever it stands in it (a service account's
+ * `private_key`, a variable of any name, a credential file): of each, every line of its body, the
+ * part of it that is printed or cut out alone, and the body whole; null when it holds none. Its
+ * line breaks may be written as escapes, once or more (`\n`, `\r\n`, `\\n`), as a JSON text, a
+ * `.env` file or a platform's variable keeps a key on one line, and its slashes escaped (`\/`). The
+ * first line of an OpenSSH key is left out: it is the header and the start of the public half that
+ * every unencrypted key of its kind shares (as util/credential-files.ts reads `~/.ssh`). The block
+ * itself has line breaks, which no secret looksSecret reads as one has.
  */
 export function pemSecrets(value: string): string[] | null {
-  const body = /-----BEGIN [A-Z0-9 ]*PRIVATE KEY-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY-----/.exec(value)?.[1];
-  if (body === undefined) return null;
-  // Base64 lines only: a legacy block's headers (`Proc-Type: 4,ENCRYPTED`) say how it is kept.
-  const lines = body.split(/\s+/).filter((line) => /^[A-Za-z0-9+/=]+$/.test(line));
-  return [...lines, lines.join('')];
+  if (!value.includes(ARMOR_WORDS)) return null;
+  const out: string[] = [];
+  for (const block of value.matchAll(/-----BEGIN ([A-Z0-9 ]*)PRIVATE KEY(?: BLOCK)?-----([\s\S]*?)-----END [A-Z0-9 ]*PRIVATE KEY(?: BLOCK)?-----/g)) {
+    // Base64 lines only: a legacy block's headers (`Proc-Type: 4,ENCRYPTED`, PGP's `Comment:`) say how it is kept, a PGP block's `=` line is its checksum.
+    const lines = block[2]!
+      .replace(/\\+\//g, '/')
+      .split(/(?:[\r\n]|\\+[rn])+/)
+      .filter((line) => !/^\s*[A-Za-z-]+: /.test(line))
+      .flatMap((line) => line.split(/\s+/))
+      .filter((line) => /^[A-Za-z0-9+/][A-Za-z0-9+/=]*$/.test(line));
+    out.push(...(block[1] === 'OPENSSH ' ? lines.slice(1) : lines), lines.join(''));
+  }
+  return out.length === 0 ? null : out;
 }
 
 /** The base64 body of an OpenSSH private key file, without its armor and line breaks. */

@@ -280,3 +280,96 @@ describe('a remote URL shown to people and machines', () => {
     expect(withoutUserInfo('from https://u:p@a/x and http://v:q@b/y and ssh://git:s@c/z')).toBe('from https://a/x and http://b/y and ssh://git@c/z');
   });
 });
+
+describe('a PEM private key a variable holds with its line breaks written as \\n escapes, as JSON and .env files keep it', () => {
+  const LINES = ['MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Vx3Lq9', 'Zp4Rk8Wn2Yc6Jh1Tf5Dm9Xb3Qs7Lv0Ng4Hk8Pw2Ez6Ua1Ic5Oy9Ry3Mt7Jw', 'Fq2Xe6Sd0Vb4Nh8Kl3Gp7Za1=='];
+  const ESCAPED = `-----BEGIN PRIVATE KEY-----\\n${LINES.join('\\n')}\\n-----END PRIVATE KEY-----\\n`;
+
+  it('gives each body line and the body whole, under any name, in a JSON field escaped twice, and in a .env line', () => {
+    const join = LINES.join('');
+    for (const env of [{ FIREBASE_PRIVATE_KEY: ESCAPED }, { JWT_SIGNING_PEM: ESCAPED }, { APP_CONFIG: JSON.stringify({ signer: ESCAPED }) }, { JWT_SIGNING_PEM: ESCAPED.replace(/\\n/g, '\\r\\n') }]) {
+      const values = environmentSecrets(env).map((secret) => secret.value);
+      for (const part of [...LINES, join]) expect(values, `${Object.keys(env)[0]}: ${part}`).toContain(part);
+    }
+    const scrub = new Scrubber(environmentSecrets({ JWT_SIGNING_PEM: ESCAPED }));
+    expect(scrub.text(`line two: ${LINES[1]}`)).toBe('line two: [removed: JWT_SIGNING_PEM]');
+    expect(scrub.text(`key=${ESCAPED}`)).not.toMatch(/MIIE|Zp4Rk|Fq2Xe/);
+    expect(scrub.text(`key=${ESCAPED.replace(/\\n/g, '\n')}`)).not.toMatch(/MIIE|Zp4Rk|Fq2Xe/);
+  });
+
+  it("gives each line of a PGP private key block too, its headers and checksum left out, as a CI's GPG_PRIVATE_KEY holds one", () => {
+    const pgp = ['lQOYBGVxQ2kBCAC7Vx3Lq9Zp4Rk8Wn2Yc6Jh1Tf5Dm9Xb3Qs7Lv0Ng4Hk8Pw2E', 'z6Ua1Ic5Oy9Ry3Mt7JwFq2Xe6Sd0Vb4Nh8Kl3Gp7Za1Bc5De9Fg3Hj7Kl1Mn5P'];
+    const block = `-----BEGIN PGP PRIVATE KEY BLOCK-----\nComment: ci signing key\n\n${pgp.join('\n')}\n=Xq3T\n-----END PGP PRIVATE KEY BLOCK-----\n`;
+    const values = environmentSecrets({ GPG_PRIVATE_KEY: block, RELEASE_SIGNER: block }).map((secret) => secret.value);
+    for (const part of [...pgp, pgp.join('')]) expect(values.filter((value) => value === part), part).toHaveLength(2);
+    expect(environmentSecrets({ RELEASE_SIGNER: block }).filter((secret) => /Comment|=Xq3T/.test(secret.value))).toEqual([]);
+  });
+
+  it("gives no line an unencrypted OpenSSH key shares with every other (its first), and nothing for a public key or a certificate", () => {
+    const file = formatPrivateKey(generatePrivateKey('deploy'), 7);
+    const body = file.split('\n').slice(1, -2);
+    const values = environmentSecrets({ DEPLOY_SSH: file.replace(/\n/g, '\\n') }).map((secret) => secret.value);
+    expect(values).not.toContain(body[0]);
+    for (const line of body.slice(1)) expect(values).toContain(line);
+    expect(environmentSecrets({ CA_PEM: '-----BEGIN CERTIFICATE-----\\nMIIBszCCAVmgAwIBAgIUQ2x3Lq9Zp4Rk8Wn2Yc6Jh1Tf5Dm9\\n-----END CERTIFICATE-----\\n' })).toEqual([]);
+  });
+});
+
+describe('the secret fields of a JSON document, named in camelCase, PascalCase or snake_case', () => {
+  const AWS = { AccessKeyId: 'ASIAQX7EXAMPLE4KZ2PD', SecretAccessKey: 'wJalrXUtnFEMI/K7MDENG/bPxRfiCYzEXAMPLEKEY', SessionToken: 'IQoJb3JpZ2luX2VjEXAMPLEsessiontoken0123456789' };
+
+  it("give an AWS credential's three parts, from the SDK's credential JSON and from aws sts output; its expiry, version and role are no secret", () => {
+    const process = { Version: 1, ...AWS, Expiration: '2026-12-06T21:00:00Z' };
+    const sts = { Credentials: { ...AWS, Expiration: '2026-12-06T21:00:00+00:00' }, AssumedRoleUser: { AssumedRoleId: 'AROAEXAMPLE123:ci', Arn: 'arn:aws:sts::123456789012:assumed-role/ci/ci' } };
+    for (const json of [process, sts, { accessKeyId: AWS.AccessKeyId, secretAccessKey: AWS.SecretAccessKey, sessionToken: AWS.SessionToken }]) {
+      const values = environmentSecrets({ AWS_JSON: JSON.stringify(json) }).map((secret) => secret.value);
+      expect(values.sort()).toEqual(Object.values(AWS).sort());
+    }
+    expect(environmentSecrets({ AWS_ACCESS_KEY_ID: AWS.AccessKeyId }).map((secret) => secret.value)).toEqual([AWS.AccessKeyId]);
+    expect(environmentSecrets({ S3_URL: `https://b.s3.amazonaws.com/k?AWSAccessKeyId=${AWS.AccessKeyId}&Expires=1767225600&Signature=Zm9vYmFyYmF6cXV4MTIz` }).map((secret) => secret.value)).toContain(AWS.AccessKeyId);
+  });
+
+  it("give an OAuth client's assertion and a PKCE code verifier; the assertion's type names a kind and is none", () => {
+    const assertion = 'eyJhbGciOiJSUzI1NiJ9.eyJpc3MiOiJjbGllbnQifQ.c2lnbmF0dXJlMTIz';
+    const verifier = 'dBjftJeZ4CVP-mB92K27uhbUJU1p1r_wW1gFWFOEjXk';
+    const values = environmentSecrets({ OAUTH_REQUEST: JSON.stringify({ grant_type: 'client_credentials', client_assertion_type: 'urn:ietf:params:oauth:client-assertion-type:jwt-bearer', client_assertion: assertion, codeVerifier: verifier }) }).map((secret) => secret.value);
+    expect(values.sort()).toEqual([assertion, verifier].sort());
+    expect(environmentSecrets({ CALLBACK: `https://app.example/cb?code_verifier=${verifier}&state=abc` }).map((secret) => secret.value)).toEqual([verifier]);
+  });
+});
+
+describe("the credentials of a proxy or a driver's address written without a scheme", () => {
+  it('are known from a *_PROXY variable in either case, which curl, git and npm read as http://', () => {
+    for (const [name, value, secret] of [
+      ['HTTPS_PROXY', 'proxyuser:Pr0xy/Pass9@proxy.internal:3128', 'Pr0xy/Pass9'],
+      ['http_proxy', 'proxyuser:Pr0xyPass9@10.0.0.1:3128', 'Pr0xyPass9'],
+      ['ALL_PROXY', 'ghp_TokenAsProxyUser0123456789@proxy.internal:3128', 'ghp_TokenAsProxyUser0123456789'],
+    ] as const) {
+      expect(environmentSecrets({ [name]: value }).map((known) => known.value), name).toContain(secret);
+    }
+    // A proxy without credentials, a list of hosts, and a scheme-less value of another variable give none.
+    expect(environmentSecrets({ HTTPS_PROXY: 'proxy.internal:3128', NO_PROXY: 'localhost,127.0.0.1,.internal', IMAGE: 'python:3.12-slim@sha256:0123456789abcdef' })).toEqual([]);
+  });
+});
+
+describe("the password of a Go database DSN, which has no scheme", () => {
+  it('is known up to the last @ before the protocol and its address; a DSN without one, and an image reference, give none', () => {
+    for (const [dsn, password] of [
+      ['app:Db/Pass9@tcp(db.internal:3306)/app?parseTime=true', 'Db/Pass9'],
+      ['root:p@ss/w0rd9@unix(/run/mysqld/mysqld.sock)/app', 'p@ss/w0rd9'],
+      ['app:S3cretPass@(db:3306)/app', 'S3cretPass'],
+    ] as const) {
+      expect(environmentSecrets({ MYSQL_DSN: dsn }).map((secret) => secret.value), dsn).toEqual([password]);
+    }
+    expect(environmentSecrets({ MYSQL_DSN: 'app@tcp(db:3306)/app', IMAGE: 'python:3.12-slim@sha256:0123456789abcdef', TIME: 'at 10:30@(home)/x' })).toEqual([]);
+  });
+});
+
+describe('the headers an OpenTelemetry exporter is given in a *_HEADERS variable', () => {
+  it('give the value of a secret-named header and the credential of an Authorization header, as written and percent-decoded; other headers give none', () => {
+    const values = environmentSecrets({ OTEL_EXPORTER_OTLP_HEADERS: 'api-key=NrLicense0123456789abcdef,x-scope=tenant-1,Authorization=Bearer%20otlpTok4Rv9Kq2Wm' }).map((secret) => secret.value);
+    expect(values).toEqual(expect.arrayContaining(['NrLicense0123456789abcdef', 'Bearer%20otlpTok4Rv9Kq2Wm', 'otlpTok4Rv9Kq2Wm']));
+    expect(values).not.toContain('tenant-1');
+    expect(environmentSecrets({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-scope=tenant-1,x-region=eu-west-1' })).toEqual([]);
+  });
+});
