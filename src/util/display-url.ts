@@ -17,14 +17,14 @@ const SCHEME_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s'"<>`]*/gi;
 /**
  * What after a host's colon is a port and the path after it, not a password's start: digits (five at
  * most, as a port has) or a placeholder for them (`${PORT}`, or `$PORT` in capitals, as a shell
- * variable for a port is written) and a `/`. Digits read as a port only where a second `/` or nothing
- * follows before the `@` (`host:8443/a/b@c`, `localhost:5173/@vite/client`): where the `@` ends the
- * first segment (`user:12/ab@db.example`) the digits start a password, as an empty port does
- * (`user:/abc@db`), which nobody writes. A password starting with `$` and a small letter
- * (`user:$ecret/x@db`) is no placeholder.
+ * variable for a port is written) and a `/`, wherever the `@` comes after it: `localhost:8080/me@example.com`,
+ * `localhost:5000/alpine@sha256:…` and `host:4873/pkg@1.2.3` are a port and a path, and far more
+ * common than a password of up to five digits and a `/` (`user:12/ab@db`, which stays unknown). An
+ * empty port (`user:/abc@db`) is a password's start, as nobody writes one. A password starting with
+ * `$` and a small letter (`user:$ecret/x@db`) is no placeholder.
  */
 function portThenPath(afterColon: string): boolean {
-  return /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A-Z0-9_]*)\//.test(afterColon) || /^[0-9]{1,5}\/(?:$|[^/]*\/)/.test(afterColon);
+  return /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A-Z0-9_]*|[0-9]{1,5})\//.test(afterColon);
 }
 
 /**

@@ -860,8 +860,11 @@ export class Scrubber {
   }
 }
 
-/** A proxy's variable (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`, npm's `npm_config_https_proxy`): curl, git and npm read a value without a scheme (`user:PASSWORD@proxy:3128`) as http://. */
-const PROXY_NAME = /(?:^|_)PROXY$/i;
+/**
+ * A proxy's variable (`HTTPS_PROXY`, `http_proxy`, `ALL_PROXY`, npm's `npm_config_https_proxy`): curl, git and npm read a value
+ * without a scheme (`user:PASSWORD@proxy:3128`) as http://. Not `NO_PROXY`, a list of hosts that names no proxy.
+ */
+const PROXY_NAME = /(?<!(?:^|_)NO)(?:^|_)PROXY$/i;
 
 /**
  * The password of a Go database DSN (`user:PASSWORD@tcp(db:3306)/app`, `@unix(/run/mysqld.sock)/`, as

@@ -7,7 +7,7 @@ import { git, tempDir } from '../helpers/tmp.js';
 /**
  * "No secret ever enters the ledger", attacked an eighth time, through what the scrubber learns
  * from the runner's environment: a URL's password that a port-and-path reading took apart (nothing
- * or digits before its first `/`, an `@` and a `/` inside it), a PEM private key kept on one line with
+ * before its first `/`, an `@` and a `/` inside it), a PEM private key kept on one line with
  * its line breaks written as `\n`, under a name that is no secret's, and the secret fields of the
  * JSON documents AWS's SDK and OAuth clients write (`AccessKeyId`, `SecretAccessKey`, `SessionToken`,
  * `client_assertion`, `code_verifier`).

@@ -5,9 +5,8 @@ import { environmentSecrets, Scrubber } from '../../../src/util/scrub.js';
 const learned = (url: string): string[] => environmentSecrets({ DATABASE_URL: url }).map((secret) => secret.value);
 
 describe("a URL's password that a port-and-path reading would hide", () => {
-  it('is known and hidden when digits or nothing stand before its first /, the @ ending that segment', () => {
+  it('is known and hidden when nothing, or more digits than a port has, stand before its first /', () => {
     for (const [url, password, bare] of [
-      ['https://user:12/abXk93Lm@db.example/x', '12/abXk93Lm', 'https://db.example/x'],
       ['postgres://user:/abc9Kq2Lw@db/x', '/abc9Kq2Lw', 'postgres://db/x'],
       ['postgresql://app:/Zq81+w0rd/Lm@[2001:db8::1]:5432/app', '/Zq81+w0rd/Lm', 'postgresql://[2001:db8::1]:5432/app'],
       ['mysql://root:123456789/Kx@db.internal/app', '123456789/Kx', 'mysql://db.internal/app'],
@@ -40,8 +39,8 @@ describe("a URL's password that a port-and-path reading would hide", () => {
     }
   });
 
-  it('is not read into a path with an @ after a port: a second /, or none before the @, keeps the port', () => {
-    for (const plain of ['https://host:8443/a/b@c', 'https://registry.example:8443/@scope/pkg', 'http://localhost:5173/@vite/client', 'https://host:8443/users/me@example.com', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y', 'git@github.com:o/r.git']) {
+  it('is not read into a path with an @ after a port, wherever the @ stands in the path', () => {
+    for (const plain of ['http://localhost:8080/me@example.com', 'http://localhost:3000/profile@me', 'docker://localhost:5000/alpine@sha256:0123abcd', 'git+https://git.corp:8443/repo.git@v1.2.3', 'https://npm.corp.example:8443/coo-commons@1.4.0.tgz', 'https://host:8443/a/b@c', 'https://registry.example:8443/@scope/pkg', 'http://localhost:5173/@vite/client', 'https://host:8443/users/me@example.com', 'https://[::1]:8080/a@b', 'ssh://git@host:22/x@y', 'git@github.com:o/r.git']) {
       expect(learned(plain), plain).toEqual([]);
       expect(urlCredentials(plain), plain).toEqual([]);
       expect(displayUrl(plain), plain).toBe(plain);
@@ -56,4 +55,9 @@ describe('a URL inside another URL in running text', () => {
     expect(withoutUserInfo('see https://a:Pa55/w0rd@b.example/go/ssh://git:S3cret@c/x now')).toBe('see https://b.example/go/ssh://git@c/x now');
     expect(displayUrl('https://proxy.example/fetch/https://u:Secr3tPass@x.example/y')).toBe('https://proxy.example/fetch/https://x.example/y');
   });
+});
+
+it('reads a proxy variable without a scheme as a URL, but not NO_PROXY, which lists hosts', () => {
+  expect(environmentSecrets({ HTTPS_PROXY: 'user:Pr0xyPassw0rd@proxy:3128' }).map((secret) => secret.value)).toContain('Pr0xyPassw0rd');
+  expect(environmentSecrets({ NO_PROXY: 'localhost,127.0.0.1,.corp.example,builder@host:8080', no_proxy: 'localhost,internal-registry@mirror:5000' })).toEqual([]);
 });
