@@ -13,36 +13,45 @@ export const COMMAND_PATTERNS: ReadonlyArray<[RegExp, string]> = [
 
 /** The ledger's documents, by the schema each states. */
 const LEDGER_SCHEMAS = '(coo_message|approval|claim|aa_receipt|ea_receipt|heartbeat|kill_switch|trust_root|actor_registry|actor_policy)\\.v0';
-/** The intents of the ledger's messages. */
-const LEDGER_INTENTS = '(aa_consult|ea_dispatch|status_query|retry|receipt_notice|blocker|ceo_command|ceo_reject|ack|cross_check)';
-/** A field a ledger message or approval sets, as YAML or JSON writes it. */
+/**
+ * The intents of the ledger's messages that no program's own code is likely to name: a CEO's
+ * command or rejection, a dispatch to an execution agent, a consult of an advisory one. `retry`,
+ * `ack`, `blocker`, `status_query`, `receipt_notice` and `cross_check` are words and identifiers of
+ * any code base (`intent: 'retry'` in an intent classifier, a `cross_check()`), so they name nothing.
+ */
+const LEDGER_INTENTS = '(ceo_command|ceo_reject|ea_dispatch|aa_consult)';
+/** A field a ledger message or approval sets, as YAML, JSON or a keyword argument writes it. */
 const SET = '\\b["\'`]?\\s*[:=]\\s*["\'`]?';
 const SCHEMA_SET = new RegExp(`\\bschema_version${SET}${LEDGER_SCHEMAS}\\b`, 'i');
 const INTENT_SET = new RegExp(`\\bintent${SET}${LEDGER_INTENTS}\\b`, 'i');
-const AUTHORITY_FIELD_SET = /\b(source_actor|target_actor|approval_id|approved_by|budget_usd|parent_message_id|correlation_id|causality_chain|idempotency_key)\b["'`]?\s*[:=]/gi;
+/**
+ * A party of a message set to one of the ledger's actors (`source_actor: ceo`, `target_actor:
+ * coo.hermes`, `approved_by: ceo`): an event schema's `source_actor: str` names a type, not an actor.
+ */
+const ACTOR_SET = new RegExp(`\\b(source_actor|target_actor|approved_by)${SET}(ceo|coo|ea|aa)\\b`, 'i');
 const APPROVAL_ID = /\bapr_[0-9A-HJKMNP-TV-Z]{26}\b/i;
 
 /**
- * What makes `text` read as one of the ledger's own documents, or null: a ledger schema or a
- * message's intent set as a field, two of a message's authority fields set (one alone is a code
- * review's `correlation_id: string`), an approval's id. An advisory agent writes advice to the COO,
- * never a message of the ledger: a CEO command laid out for the COO names no agent, and an agent COO
- * would read it as one. `text` is read as patternText gives it.
+ * What makes `text` read as one of the ledger's own documents, or null: a ledger schema, a message
+ * intent only the ledger has, or one of its actors as a message's party, set as a field; an
+ * approval's id. An advisory agent writes advice to the COO, never a message of the ledger: a CEO
+ * command laid out for the COO names no agent, and an agent COO would read it as one. Fields that
+ * programs share with the ledger (`correlation_id`, `idempotency_key`, `budget_usd`, an `intent`
+ * of `retry`) are advice about code, and stand. `text` is read as patternText gives it.
  */
 export function ledgerDocumentShape(text: string): string | null {
   if (SCHEMA_SET.test(text)) return 'sets the schema of a ledger document';
   if (INTENT_SET.test(text)) return 'sets the intent of a ledger message';
-  if (new Set([...text.matchAll(AUTHORITY_FIELD_SET)].map((match) => match[1]!.toLowerCase())).size >= 2) return "sets the fields of a ledger message's authority";
+  if (ACTOR_SET.test(text)) return "sets a ledger message's party to one of its actors";
   if (APPROVAL_ID.test(text)) return 'names an approval of the ledger by its id';
   return null;
 }
 
 /**
- * The ledger's schemas and the intents of its messages that carry a party's authority, by name: a
- * proposal is work for an execution agent in a repository, and work that is to write one of these is
- * the actors' own.
+ * The ledger's schemas and the intents only its messages carry, by name: a proposal is work for an
+ * execution agent in a repository, and work that is to write one of these is the actors' own.
  */
-export const LEDGER_NAMES = new RegExp(`\\b(${LEDGER_SCHEMAS}|coo_message|aa_consult|ea_dispatch|status_query|receipt_notice|ceo_command|ceo_reject|cross_check)\\b`, 'i');
+export const LEDGER_NAMES = new RegExp(`\\b(${LEDGER_SCHEMAS}|coo_message|${LEDGER_INTENTS.slice(1, -1)})\\b`, 'i');
 
 /**
  * Text as the patterns read it: compatibility forms folded (fullwidth letters, ligatures, one-dot
