@@ -72,9 +72,10 @@ export function crashAllowanceUsd(facts: {
   if (policy === undefined) return 0;
   const claim = record.attempts[attempt - 1]?.claim ?? null;
   if (claim?.allowanceUsd !== undefined) return boundedUsd(Math.max(0, claim.allowanceUsd - facts.consultsUsd));
+  // A claim without an allowance is an earlier build's, whose pre-flight held it to the command its chain starts at.
   const day = claim?.at.slice(0, 10) ?? facts.today;
   const spent = spendAsOf(state, message.correlation_id, day, claim?.seq ?? Number.MAX_SAFE_INTEGER);
-  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)), commandBudgetUsd: commandBudgetOf(state, record.id), ...spent });
+  const left = dispatchRemainders({ message, policy, spentOnMessageUsd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)), commandBudgetUsd: commandBudgetOf(state, record.id, 'chain'), ...spent });
   return boundedUsd(Math.max(0, Math.min(left.messageMaxUsd, left.correlationRemainingUsd, left.dailyRemainingUsd) - facts.consultsUsd));
 }
 

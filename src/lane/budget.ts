@@ -357,9 +357,13 @@ function sharedSpendMoved(judged: JudgedSpend, state: SpendState): string | null
   if (before !== null && (after === null || after.max_cost_usd_per_message < before.max_cost_usd_per_message || after.max_cost_usd_per_correlation < before.max_cost_usd_per_correlation || after.daily_cost_cap_usd < before.daily_cost_cap_usd)) {
     return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';
   }
+  const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
+  // A CEO command that landed meanwhile in the correlation, with a budget lower than the one the pre-flight judged, moves the claim when it no longer leaves the allowance.
+  if (after !== null && now.commandBudgetUsd !== judged.commandBudgetUsd && left(correlationCapUsd(after, now.commandBudgetUsd), now.spentOnCorrelationUsd) < judged.limitUsd) {
+    return `${judged.correlation} is bound by a CEO command's budget of $${now.commandBudgetUsd} by the time the claim was written, not the ${judged.commandBudgetUsd === null ? 'none' : `$${judged.commandBudgetUsd}`} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
+  }
   // Spend that landed meanwhile moves the claim only when what is left no longer covers what the attempt may spend:
   // other work of the day, spending well within its budgets, never sends an admitted attempt back to the queue.
-  const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
   if (after !== null && now.spentOnCorrelationUsd > judged.spentOnCorrelationUsd && left(correlationCapUsd(after, now.commandBudgetUsd), now.spentOnCorrelationUsd) < judged.limitUsd) {
     return `${judged.correlation} spent $${now.spentOnCorrelationUsd} (with what its other open attempts may still spend) by the time the claim was written, not the $${judged.spentOnCorrelationUsd} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }

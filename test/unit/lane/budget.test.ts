@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { MIN_OUTPUT_TOKENS, costUsd, jointSpendMovedSince, judgeWithHeld, judgedSpend, planBudget, spendMovedSince } from '../../../src/lane/budget.js';
-import type { LedgerState } from '../../../src/authority/state.js';
+import type { LedgerState, MessageRecord } from '../../../src/authority/state.js';
 import type { ActorPolicy } from '../../../src/schema/policy.js';
 import { estimateInputTokens } from '../../../src/consult/input-tokens.js';
 
@@ -68,6 +68,25 @@ describe('a claim judged again on the state it is written on', () => {
     expect(spendMovedSince(judged, at(3.5, 10))).toBeNull();
     expect(jointSpendMovedSince([judged, judged], at(3.5, 10))).toMatch(/corr_a spent \$3\.5 .* no longer leaves the \$2/);
     expect(jointSpendMovedSince([judged, judged], at(1, 10))).toBeNull();
+  });
+});
+
+describe('a claim judged again after a CEO command landed in its correlation', () => {
+  const budgets = { max_cost_usd_per_message: 1, max_cost_usd_per_correlation: 5, daily_cost_cap_usd: 50, max_runtime_seconds: 600 };
+  const record = (id: string, fields: Record<string, unknown>): [string, MessageRecord] => [id, { id, correlation: 'corr_a', chain: [id], attempts: [], ...fields } as unknown as MessageRecord];
+  const at = (commandBudgetUsd: number | null): Pick<LedgerState, 'spendByCorrelation' | 'spendByDay' | 'policy' | 'messages'> => ({
+    messages: new Map([record('msg_consult', { intent: 'aa_consult' }), ...(commandBudgetUsd === null ? [] : [record('msg_command', { intent: 'ceo_command', budgetUsd: commandBudgetUsd })])]),
+    spendByCorrelation: new Map([['corr_a', 1]]),
+    spendByDay: new Map([['2026-12-03', 1]]),
+    policy: { doc: { budgets } } as unknown as LedgerState['policy'],
+  });
+  const judged = judgedSpend(at(null), 'corr_a', '2026-12-03', 1, 'msg_consult');
+
+  it('is refused when the command binds the correlation to less than the attempt may spend, and stands when it leaves enough', () => {
+    expect(judged.commandBudgetUsd).toBeNull();
+    expect(jointSpendMovedSince([judged], at(1.5))).toMatch(/corr_a is bound by a CEO command's budget of \$1\.5 .* not the none its pre-flight judged, and no longer leaves the \$1/);
+    expect(jointSpendMovedSince([judged], at(2))).toBeNull();
+    expect(jointSpendMovedSince([judged], at(null))).toBeNull();
   });
 });
 
