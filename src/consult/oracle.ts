@@ -11,7 +11,7 @@ import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile, startProblem } from '../util/executable.js';
 import { environmentSecrets, MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { urlSecrets } from '../util/display-url.js';
-import { formatProcessRecord, processStartTime, recordedBoot } from '../util/process.js';
+import { formatProcessRecord, machineMonotonic, processStartTime, recordedBoot } from '../util/process.js';
 import { dotenvArgumentProblem, oraclePathProblem } from '../lane/oracle-inputs.js';
 import { readFigure } from '../lane/usage-figure.js';
 import type { AaTransportEntry } from '../schema/registry.js';
@@ -397,7 +397,7 @@ export class OracleCli implements AaTransport {
    */
   async run(request: TransportRequest): Promise<OracleRun> {
     const argv = this.argv(request);
-    const started = Date.now();
+    const started = machineMonotonic();
     const stdoutPath = `${request.sandbox.root}/oracle.stdout`;
     const stderrPath = `${request.sandbox.root}/oracle.stderr`;
     const ended = (start: OracleStart, startError: string | null): OracleRun => {
@@ -406,7 +406,7 @@ export class OracleCli implements AaTransport {
         exitCode: start.exitCode,
         signal: start.signal,
         killedByTimer: start.killedByTimer,
-        elapsedMs: Date.now() - started,
+        elapsedMs: Math.round(machineMonotonic() - started),
         sessionId: request.slug,
         meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
         answer: answer.bytes,

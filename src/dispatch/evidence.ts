@@ -8,6 +8,7 @@ import { CatFileReader, ObjectWriter } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup, resolveIsolation } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
+import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
@@ -87,7 +88,7 @@ function startVerification(cwd: string, command: string, options: VerificationOp
   const marks = newRunMarks();
   const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1', [RUN_MARK_VARIABLE]: marks.mark };
   const bound = options.maxOutputBytes ?? LIMITS.subprocessOutputBytes;
-  const started = Date.now();
+  const started = machineMonotonic();
   return new Promise((resolvePromise) => {
     const chunks: Buffer[] = [];
     let kept = 0;
@@ -126,7 +127,7 @@ function startVerification(cwd: string, command: string, options: VerificationOp
       endMarked(marks);
       untrack();
       if (startError !== undefined) take(Buffer.from(startError));
-      const result = { command, exitCode: killedByTimer ? null : exitCode, killedByTimer, output: Buffer.concat(chunks), outputOverflow: overflow, elapsedMs: Date.now() - started };
+      const result = { command, exitCode: killedByTimer ? null : exitCode, killedByTimer, output: Buffer.concat(chunks), outputOverflow: overflow, elapsedMs: Math.round(machineMonotonic() - started) };
       resolvePromise({ result, stood, exitedByItself: exitCode !== null && signal === null && !killedByTimer && startError === undefined });
     };
     child.on('error', (error) => finish(null, null, `cannot start the verification: ${error.message}`));

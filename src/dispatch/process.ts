@@ -6,7 +6,7 @@ import { LIMITS } from '../limits.js';
 import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable, startProblem } from '../util/executable.js';
-import { formatProcessRecord, processStartTime, recordedBoot } from '../util/process.js';
+import { formatProcessRecord, machineMonotonic, processStartTime, recordedBoot } from '../util/process.js';
 import { costOf, floorCostUsd, type ExecutorRun, type ExecutorName } from './executor.js';
 import type { StreamState } from './stream-state.js';
 import type { AttemptSpend } from './attempt-spend.js';
@@ -101,7 +101,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
     ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), ...standingCommand(plan.argv)]
     : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
-  const started = Date.now();
+  const started = machineMonotonic();
   return new Promise((resolvePromise) => {
     const chunks: Buffer[] = [];
     let kept = 0;
@@ -170,7 +170,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
         exitCode,
         signal,
         killedBy,
-        elapsedMs: Date.now() - started,
+        elapsedMs: Math.round(machineMonotonic() - started),
         // Cut at a bound: the line the cut went through is dropped, not kept in part (util/bytes.ts).
         stream: overflow ? wholeLinesOf(Buffer.concat(chunks), 'end') : Buffer.concat(chunks),
         streamOverflow: overflow,

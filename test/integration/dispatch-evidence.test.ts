@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { checkScope, commitAttempt, gatherEvidence, landAttemptCommit, runVerification } from '../../src/dispatch/evidence.js';
 import { snapshotWork } from '../../src/dispatch/snapshot.js';
@@ -142,6 +142,22 @@ describe('dispatch evidence', () => {
     expect(loud.output.length).toBe(1000);
     const failing = await runVerification(wt.path, 'sh test.sh', verifyOptions(scratch));
     expect(failing.exitCode).toBe(1);
+  });
+
+  it("measures how long a verification ran on the machine's monotonic clock: a wall clock stepped an hour forward while it ran is not its time", async () => {
+    const { wt, scratch } = await attempt();
+    vi.useFakeTimers({ toFake: ['Date'] });
+    try {
+      vi.setSystemTime(new Date('2026-12-06T20:00:00Z'));
+      const running = runVerification(wt.path, 'sleep 0.2', verifyOptions(scratch));
+      vi.setSystemTime(new Date('2026-12-06T21:00:00Z'));
+      const ran = await running;
+      expect(ran.exitCode).toBe(0);
+      expect(ran.elapsedMs).toBeGreaterThan(0);
+      expect(ran.elapsedMs).toBeLessThan(3_600_000);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 
   it('gives a verification command no network under bubblewrap: a server on the host\'s 127.0.0.1 is out of its reach, its own loopback is not', async () => {
