@@ -358,8 +358,8 @@ function sharedSpendMoved(judged: JudgedSpend, state: SpendState): string | null
     return 'the policy in force when the claim was written has lower budgets than the one its pre-flight judged';
   }
   const left = (capUsd: number, spentUsd: number): number => capUsd - spentUsd + SPEND_EPSILON_USD;
-  // A CEO command that landed meanwhile in the correlation, with a budget lower than the one the pre-flight judged, moves the claim when it no longer leaves the allowance.
-  if (after !== null && now.commandBudgetUsd !== judged.commandBudgetUsd && left(correlationCapUsd(after, now.commandBudgetUsd), now.spentOnCorrelationUsd) < judged.limitUsd) {
+  // A CEO command that landed meanwhile in the correlation and lowered its cap moves the claim when the cap no longer leaves the allowance.
+  if (after !== null && correlationCapUsd(after, now.commandBudgetUsd) < correlationCapUsd(after, judged.commandBudgetUsd) && left(correlationCapUsd(after, now.commandBudgetUsd), now.spentOnCorrelationUsd) < judged.limitUsd) {
     return `${judged.correlation} is bound by a CEO command's budget of $${now.commandBudgetUsd} by the time the claim was written, not the ${judged.commandBudgetUsd === null ? 'none' : `$${judged.commandBudgetUsd}`} its pre-flight judged, and no longer leaves the $${judged.limitUsd} it allowed the attempt`;
   }
   // Spend that landed meanwhile moves the claim only when what is left no longer covers what the attempt may spend:

@@ -87,6 +87,9 @@ describe('a claim judged again after a CEO command landed in its correlation', (
     expect(jointSpendMovedSince([judged], at(1.5))).toMatch(/corr_a is bound by a CEO command's budget of \$1\.5 .* not the none its pre-flight judged, and no longer leaves the \$1/);
     expect(jointSpendMovedSince([judged], at(2))).toBeNull();
     expect(jointSpendMovedSince([judged], at(null))).toBeNull();
+    // A command whose budget is above the policy's cap lowers nothing: spend that grew meanwhile is named as the reason.
+    const spent = { ...at(9), spendByCorrelation: new Map([['corr_a', 4.5]]) };
+    expect(jointSpendMovedSince([judged], spent)).toMatch(/^corr_a spent \$4\.5 /);
   });
 });
 
