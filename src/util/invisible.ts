@@ -22,23 +22,27 @@ export function codePointText(char: string): string {
 const ACTING = invisibleCharacters();
 
 /**
- * Characters that draw nothing, or draw as another name does, in a file's name: every control,
- * surrogate, format, private-use, unassigned and separator character (a space only at either end, where a
- * reader cannot see it), variation selectors, the combining grapheme joiner and the fillers that
- * draw blank, and in a name that is not in NFC every combining mark (`cafe\u0301` and `café`
- * are two files that read alike).
+ * Characters that draw nothing in a file's name: every control, surrogate, format, private-use,
+ * unassigned and separator character (a space only at either end, where a reader cannot see it),
+ * variation selectors, the combining grapheme joiner, and the fillers and vowels that draw blank.
+ * So an emoji's U+FE0F or U+200D, or a Persian name's U+200C, is shown as its code point too.
  */
 // eslint-disable-next-line no-misleading-character-class -- the joiners and selectors are what this finds, each on its own (the u flag)
-const NOTHING_DRAWN = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u180b-\u180f\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}]|^ | $/gu;
-const MARK = /\p{M}/gu;
+const NOTHING_DRAWN = /[\p{Cc}\p{Cf}\p{Cs}\p{Co}\p{Cn}\p{Zl}\p{Zp}\u00a0\u1680\u2000-\u200a\u202f\u205f\u3000\u034f\u115f\u1160\u17b4\u17b5\u180b-\u180f\u2800\u3164\uffa0\ufe00-\ufe0f\u{e0100}-\u{e01ef}]|^ | $/gu;
+/** What a name not in NFC may spell another's with: a combining mark, or a conjoining Hangul letter (jamo). */
+const COMPOSING = /[\p{M}\u1100-\u11ff\ua960-\ua97f\ud7b0-\ud7ff]/u;
 
 /**
- * A file's name as one that reads as no other: each character of NOTHING_DRAWN as its code point
- * (`\u206a`), which no name the ledger takes spells itself (a relativePath holds no backslash).
+ * A file's name as one that reads as no other name spelled with other code points that draw alike:
+ * each character of NOTHING_DRAWN, and in a name that is not in NFC each character NFC changes (the
+ * Kelvin sign, a Greek question mark) and each that composes with another (`cafe\u0301` and `café`,
+ * a Korean name a Mac wrote in jamo), as its code point (`\u206a`), which no name the ledger takes
+ * spells itself (a relativePath holds no backslash). Letters of other scripts drawn like Latin ones
+ * (a Cyrillic `а`) are letters of their own and shown as they are.
  */
 export function pathText(path: string): string {
-  const shown = path.replace(NOTHING_DRAWN, codePointText);
-  return path === path.normalize('NFC') ? shown : shown.replace(MARK, codePointText);
+  const composed = path === path.normalize('NFC') ? path : [...path].map((char) => (char.normalize('NFC') !== char || COMPOSING.test(char) ? codePointText(char) : char)).join('');
+  return composed.replace(NOTHING_DRAWN, codePointText);
 }
 
 /**

@@ -56,5 +56,13 @@ describe('a file name reads as no other name', () => {
     const decomposed = 'docs/cafe\u0301.md';
     expect(pathText(composed)).toBe(composed);
     expect(pathText(decomposed)).toBe('docs/cafe\\u0301.md');
+    // NFC changes the Kelvin sign and the Greek question mark into K and ;, and composes a Korean name a Mac wrote in jamo.
+    const pairs = [['\u212a.txt', 'K.txt'], ['a\u037eb', 'a;b'], ['\u0958.txt', '\u0915\u093c.txt'], ['\u1112\u1161\u11ab.txt', '\ud55c.txt'], ['a\u2800b', 'ab'], ['my cafe\u0301.md', 'my caf\u00e9.md']];
+    for (const [odd, plain] of pairs) {
+      expect(pathText(plain!)).toBe(plain);
+      expect(pathText(odd!)).not.toBe(pathText(plain!));
+      expect(pathText(odd!)).toMatch(/\\u[0-9a-f]{4}/);
+    }
+    expect(pathText('my cafe\u0301.md')).toBe('my cafe\\u0301.md');
   });
 });
