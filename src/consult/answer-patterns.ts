@@ -26,15 +26,19 @@ const SCHEMA_SET = new RegExp(`\\bschema_version${SET}${LEDGER_SCHEMAS}\\b`, 'i'
 const INTENT_SET = new RegExp(`\\bintent${SET}${LEDGER_INTENTS}\\b`, 'i');
 /**
  * A party of a message set to one of the ledger's actors (`source_actor: ceo`, `target_actor:
- * coo.hermes`, `approved_by: ceo`): an event schema's `source_actor: str` names a type, not an actor.
+ * coo.hermes`, `approved_by: ceo_main`, a YAML block `>` before it): an event schema's
+ * `source_actor: str` names a type, not an actor. Actors named otherwise in the registry are not
+ * known to the judge, which reads the answer alone.
  */
-const ACTOR_SET = new RegExp(`\\b(source_actor|target_actor|approved_by)${SET}(ceo|coo|ea|aa)\\b`, 'i');
+const ACTOR_SET = new RegExp(`\\b(source_actor|target_actor|approved_by)${SET}(?:[>|][-+]?\\s*)?(ceo|coo|ea|aa)(?![a-z0-9])`, 'i');
+/** The chain of a ledger message's causes, a field no program's own code is likely to set. */
+const CHAIN_SET = new RegExp(`\\bcausality_chain${SET}`, 'i');
 const APPROVAL_ID = /\bapr_[0-9A-HJKMNP-TV-Z]{26}\b/i;
 
 /**
  * What makes `text` read as one of the ledger's own documents, or null: a ledger schema, a message
- * intent only the ledger has, or one of its actors as a message's party, set as a field; an
- * approval's id. An advisory agent writes advice to the COO, never a message of the ledger: a CEO
+ * intent only the ledger has, one of its actors as a message's party, or a causality chain, set as a
+ * field; an approval's id. An advisory agent writes advice to the COO, never a message of the ledger: a CEO
  * command laid out for the COO names no agent, and an agent COO would read it as one. Fields that
  * programs share with the ledger (`correlation_id`, `idempotency_key`, `budget_usd`, an `intent`
  * of `retry`) are advice about code, and stand. `text` is read as patternText gives it.
@@ -43,6 +47,7 @@ export function ledgerDocumentShape(text: string): string | null {
   if (SCHEMA_SET.test(text)) return 'sets the schema of a ledger document';
   if (INTENT_SET.test(text)) return 'sets the intent of a ledger message';
   if (ACTOR_SET.test(text)) return "sets a ledger message's party to one of its actors";
+  if (CHAIN_SET.test(text)) return "sets a ledger message's causality chain";
   if (APPROVAL_ID.test(text)) return 'names an approval of the ledger by its id';
   return null;
 }
