@@ -239,7 +239,9 @@ export function commandBudgetOf(state: Pick<LedgerState, 'messages'>, message: s
   const record = state.messages.get(message ?? '');
   if (record === undefined) return null;
   if (scope === 'chain') {
-    const root = state.messages.get(record.chain[0] ?? '');
+    // A record built without its chain (by hand, as a test of crashAllowanceUsd does) starts at no command, as before.
+    const chain: readonly string[] | undefined = record.chain;
+    const root = state.messages.get(chain?.[0] ?? '');
     return root?.intent === 'ceo_command' && root.budgetUsd !== undefined ? root.budgetUsd : null;
   }
   let least: number | null = null;
