@@ -5,7 +5,7 @@ import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { OracleCli } from '../../src/consult/oracle.js';
 import type { RunnerEvent } from '../../src/runner/runner.js';
 import { formatProcessRecord, processStartTime, recordedBoot } from '../../src/util/process.js';
-import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { endGroup, orphans, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { awayOncePaid, makeCase, remoteReceipts, types } from '../helpers/remote-runners.js';
 import { agentScript, codesOf, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
@@ -31,25 +31,6 @@ afterAll(async () => {
   for (const group of strangers) endGroup(group);
   for (const close of closers.reverse()) await close();
 });
-
-/** Ends the group a process leads, or the process alone when it leads none (one in a sandbox's own session). */
-function endGroup(pid: number): void {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, 'SIGKILL');
-      return;
-    } catch {
-      // no such group: the process alone, or it is already gone
-    }
-  }
-}
-
-/** The fake Oracles still running for a world: a killed runner's orphans. */
-function orphans(world: World): number[] {
-  return processesUnder(world.dir)
-    .filter((line) => line.includes(FAKE_ORACLE))
-    .map((line) => Number(line.trim().split(' ')[0]));
-}
 
 /**
  * A consult whose answer the model holds until a second request arrives, claimed by a `coo watch

@@ -10,7 +10,7 @@ import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { OracleCli } from '../../src/consult/oracle.js';
 import { formatProcessRecord, parseProcessRecord, processStartTime, recordedBoot } from '../../src/util/process.js';
 import { claimFileOn } from '../helpers/claim-files.js';
-import { processesUnder, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { endGroup, orphans, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -35,18 +35,6 @@ afterAll(() => {
   for (const pid of strangers) endGroup(pid);
 });
 
-/** Ends the group a process leads, or the process alone when it leads none. */
-function endGroup(pid: number): void {
-  for (const target of [-pid, pid]) {
-    try {
-      process.kill(target, 'SIGKILL');
-      return;
-    } catch {
-      // no such group: the process alone, or it is already gone
-    }
-  }
-}
-
 /** Whether a process runs (a killed one is a zombie until its parent reaps it). */
 function running(pid: number): boolean {
   try {
@@ -56,12 +44,6 @@ function running(pid: number): boolean {
   }
 }
 
-/** The fake Oracles still running for a world: a killed runner's orphans. */
-function orphans(world: World): number[] {
-  return processesUnder(world.dir)
-    .filter((line) => line.includes(FAKE_ORACLE))
-    .map((line) => Number(line.trim().split(' ')[0]));
-}
 
 /** A consult claimed by a `coo watch --once` SIGKILLed once its Oracle made the call, whose Oracle then ended too (its container is gone): the folder's Oracle pid file. */
 async function killedWithItsContainer(world: World): Promise<{ messageId: string; pidPath: string }> {

@@ -139,3 +139,22 @@ export function processesUnder(path: string): string[] {
     .stdout.split('\n')
     .filter((line) => line.includes(path) && !line.includes(' ps -eo'));
 }
+
+/** The fake Oracles still running for a world: a killed runner's orphans. */
+export function orphans(world: World): number[] {
+  return processesUnder(world.dir)
+    .filter((line) => line.includes(FAKE_ORACLE))
+    .map((line) => Number(line.trim().split(' ')[0]));
+}
+
+/** Ends the group a process leads, or the process alone when it leads none (one in a sandbox's own session). */
+export function endGroup(pid: number): void {
+  for (const target of [-pid, pid]) {
+    try {
+      process.kill(target, 'SIGKILL');
+      return;
+    } catch {
+      // no such group: the process alone, or it is already gone
+    }
+  }
+}
