@@ -4,7 +4,7 @@ import { relativePath } from '../schema/common.js';
 import type { ObjectSink } from '../ledger/object-store.js';
 import { buildTree, type TreeFile } from './git-tree.js';
 import type { IgnoreRules } from './ignore-rules.js';
-import { keyOf, walkWork, type RefusedWhy, type Tracked, type WalkOptions } from './work-walk.js';
+import { keyOf, shownPath, walkWork, type RefusedWhy, type Tracked, type WalkOptions } from './work-walk.js';
 import { gitLinkChanged, type AttemptWorktree } from './worktree.js';
 
 /**
@@ -146,8 +146,8 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   });
   const gitLinkTampered = gitLinkChanged(worktree.path, worktree.gitLink);
   const refused: RefusedEntry[] = [
-    ...walk.refused.map((entry) => ({ path: entry.path.toString('utf8'), why: entry.why })),
-    ...walk.tooLarge.map((entry) => ({ path: entry.path.toString('utf8'), why: 'too_large' as const })),
+    ...walk.refused.map((entry) => ({ path: shownPath(entry.path), why: entry.why })),
+    ...walk.tooLarge.map((entry) => ({ path: shownPath(entry.path), why: 'too_large' as const })),
   ];
   const seen = new Map(walk.files.map((file) => [keyOf(file.path), file]));
   const changed: Array<{ path: Buffer; change: Omit<ChangedFile, 'path'> }> = [];
@@ -162,6 +162,8 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   const unread = new Set([...walk.refused, ...walk.tooLarge].map((entry) => keyOf(entry.path)));
   const unopened = new Set(walk.refused.filter((entry) => entry.why === 'unreadable').map((entry) => keyOf(entry.path)));
   const underUnread = (key: string): boolean => {
+    // The worktree itself could not be opened (made unreadable, replaced): none of its files is known to be gone.
+    if (unopened.has('')) return true;
     for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) if (unopened.has(key.slice(0, slash))) return true;
     return false;
   };
