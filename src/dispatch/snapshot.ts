@@ -26,7 +26,8 @@ export interface ChangedFile {
 /** An entry that is not taken as work, named as well as the ledger can (lossy where a name is not UTF-8). */
 export interface RefusedEntry {
   readonly path: string;
-  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision';
+  /** `folder_kept`: a file or link where the base's folder stays, since it holds a file whose change the ledger cannot name. */
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept';
 }
 
 export interface WorkSnapshot {
@@ -193,6 +194,18 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     applied.add(keyOf(path));
     changes.push({ path: path.toString('utf8'), ...change });
     if (change.mode === '120000') refused.push({ path: path.toString('utf8'), why: 'symlink' });
+  }
+  // A base file whose change the ledger cannot name stays in the tree as the base has it, and so do its folders: a
+  // file or link of the work at one of them put a file and a folder of one name in one tree, a COO-signed commit
+  // that no checkout reads (git's fsck: duplicateEntries), and the attempt ended in a runner error naming no change.
+  const keptFolders = new Set(options.baseFiles.filter((file) => !applied.has(keyOf(file.path))).flatMap((file) => foldersOf(keyOf(file.path))));
+  for (let at = changes.length - 1; at >= 0; at -= 1) {
+    const change = changes[at]!;
+    const key = keyOf(Buffer.from(change.path, 'utf8'));
+    if (change.status === 'deleted' || !keptFolders.has(key)) continue;
+    changes.splice(at, 1);
+    applied.delete(key);
+    refused.push({ path: change.path, why: 'folder_kept' });
   }
   const oids = new Map(walk.files.map((file) => [keyOf(file.path), file.oid]));
   const holdingSecrets = changes.filter((change) => secretBlobs.has(oids.get(keyOf(Buffer.from(change.path, 'utf8'))) ?? '')).map((change) => change.path);

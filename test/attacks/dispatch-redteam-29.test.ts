@@ -5,7 +5,7 @@ import { gitObjectId } from '../../src/dispatch/git-tree.js';
 import { snapshotWork } from '../../src/dispatch/snapshot.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * The dispatch lane against a hostile execution agent, round twenty-nine: an agent that does
@@ -76,13 +76,41 @@ describe('a worktree whose own folder the agent replaced', () => {
       const snapshot = await snapshotWork({ gitdir: '', worktreeGitdir: '', path: join(top, name), branch: 'b', base: '0'.repeat(40), gitLink: 'gitdir: x\n' }, {
         baseFiles,
         rules: { ignored: (paths) => Promise.resolve(paths.map(() => false)), close: () => undefined },
-        objects: { write: (_type, content) => Promise.resolve(written.push(content.toString('utf8')) && '') },
+        objects: {
+          write: (_type, content) => {
+            written.push(content.toString('utf8'));
+            return Promise.resolve('');
+          },
+        },
       });
       expect(snapshot.changes, name).toEqual([]);
       expect(snapshot.refused, name).toEqual([{ path: '.', why: 'unreadable' }]);
     }
     // Not even the bytes behind the link were taken as work.
     expect(written.filter((text) => text === 'z\n')).toEqual([]);
+  });
+});
+
+describe('a folder of the base holding a file the ledger cannot name, replaced by a file', () => {
+  const place = hostilePlaces(dir, 'kept');
+
+  attack('a hostile agent: beside a right fix, it replaces src/d (whose src/d/a\\b.js the base holds) by a file', 'runner', 'refused', async () => {
+    const where = await place('backslash', { 'src/d/a\\b.js': 'one\n' });
+    const { receipt, unreceipted } = await attempted(where, 'backslash', `${FIX}\nrm -rf src/d && printf 'x\\n' > src/d`, 'auto');
+    if (receipt === undefined) return unreceipted;
+    // The deletion of src/d/a\b.js is a change the ledger cannot name, left out of the commit: src/d stays its folder.
+    const blockers = JSON.stringify(receipt['blockers']);
+    if (blockers.includes('runner_error')) return `accepted: a commit of a tree naming src/d twice, the attempt a runner error: ${blockers.slice(0, 300)}`;
+    expect(receipt['status']).toBe('failed');
+    expect(receipt['files_changed']).toEqual(['src/add.js']);
+    expect(blockers).toContain('src/d (folder_kept)');
+    expect(blockers).toContain('src/d/a\\\\b.js (unrecordable_name)');
+    // The commit the receipt names is one git reads: the fix, and the base's folder as it was.
+    const head = String(receipt['head_sha']);
+    expect(git(['ls-tree', '-r', '-z', '--name-only', head], { cwd: where.repo }).split('\0').filter(Boolean).sort()).toEqual(['.github/ci.yml', '.gitignore', 'src/add.js', 'src/d/a\\b.js', 'test.sh']);
+    // Nor did the runner write such a tree anywhere in the target's objects.
+    expect(git(['fsck', '--no-dangling', '--strict'], { cwd: where.repo })).not.toContain('duplicate');
+    return 'refused';
   });
 });
 
