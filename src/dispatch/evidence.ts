@@ -16,7 +16,7 @@ import type { EvidenceSummary } from './outcome.js';
 import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
 import type { TreeFile } from './git-tree.js';
-import { keyOf, walkWork } from './work-walk.js';
+import { keyOf, shownPath, walkWork } from './work-walk.js';
 import { checkoutCommit, gitLinkChanged, listTree, removeWorktree, safeGit, type AttemptWorktree } from './worktree.js';
 import { sandboxFellText, standingCommand, untilSandboxStands, type SandboxStart } from '../util/sandbox-start.js';
 
@@ -188,7 +188,7 @@ export async function checkoutDifferences(root: string, files: readonly TreeFile
     if (before === undefined || before.oid !== file.oid || before.mode !== file.mode) dirty.add(file.path.toString('utf8'));
   }
   for (const file of files) if (file.mode !== '160000' && !found.has(keyOf(file.path))) dirty.add(file.path.toString('utf8'));
-  for (const entry of [...walk.refused, ...walk.tooLarge]) dirty.add(entry.path.toString('utf8'));
+  for (const entry of [...walk.refused, ...walk.tooLarge]) dirty.add(shownPath(entry.path));
   if (walk.overflow) dirty.add('(more than the runner reads)');
   if (gitLinkChanged(root, gitLink)) dirty.add('.git');
   return [...dirty].sort();

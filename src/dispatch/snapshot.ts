@@ -4,7 +4,7 @@ import { relativePath } from '../schema/common.js';
 import type { ObjectSink } from '../ledger/object-store.js';
 import { buildTree, type TreeFile } from './git-tree.js';
 import type { IgnoreRules } from './ignore-rules.js';
-import { keyOf, walkWork, type RefusedWhy, type Tracked, type WalkOptions } from './work-walk.js';
+import { keyOf, shownPath, walkWork, type RefusedWhy, type Tracked, type WalkOptions } from './work-walk.js';
 import { gitLinkChanged, type AttemptWorktree } from './worktree.js';
 
 /**
@@ -26,7 +26,8 @@ export interface ChangedFile {
 /** An entry that is not taken as work, named as well as the ledger can (lossy where a name is not UTF-8). */
 export interface RefusedEntry {
   readonly path: string;
-  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision';
+  /** `folder_kept`: a file or link where the base's folder stays, since it holds a file whose change the ledger cannot name. */
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept';
 }
 
 export interface WorkSnapshot {
@@ -146,8 +147,8 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   });
   const gitLinkTampered = gitLinkChanged(worktree.path, worktree.gitLink);
   const refused: RefusedEntry[] = [
-    ...walk.refused.map((entry) => ({ path: entry.path.toString('utf8'), why: entry.why })),
-    ...walk.tooLarge.map((entry) => ({ path: entry.path.toString('utf8'), why: 'too_large' as const })),
+    ...walk.refused.map((entry) => ({ path: shownPath(entry.path), why: entry.why })),
+    ...walk.tooLarge.map((entry) => ({ path: shownPath(entry.path), why: 'too_large' as const })),
   ];
   const seen = new Map(walk.files.map((file) => [keyOf(file.path), file]));
   const changed: Array<{ path: Buffer; change: Omit<ChangedFile, 'path'> }> = [];
@@ -162,6 +163,8 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   const unread = new Set([...walk.refused, ...walk.tooLarge].map((entry) => keyOf(entry.path)));
   const unopened = new Set(walk.refused.filter((entry) => entry.why === 'unreadable').map((entry) => keyOf(entry.path)));
   const underUnread = (key: string): boolean => {
+    // The worktree itself could not be opened (made unreadable, replaced): none of its files is known to be gone.
+    if (unopened.has('')) return true;
     for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) if (unopened.has(key.slice(0, slash))) return true;
     return false;
   };
@@ -191,6 +194,18 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
     applied.add(keyOf(path));
     changes.push({ path: path.toString('utf8'), ...change });
     if (change.mode === '120000') refused.push({ path: path.toString('utf8'), why: 'symlink' });
+  }
+  // A base file whose change the ledger cannot name stays in the tree as the base has it, and so do its folders: a
+  // file or link of the work at one of them put a file and a folder of one name in one tree, a COO-signed commit
+  // that no checkout reads (git's fsck: duplicateEntries), and the attempt ended in a runner error naming no change.
+  const keptFolders = new Set(options.baseFiles.filter((file) => !applied.has(keyOf(file.path))).flatMap((file) => foldersOf(keyOf(file.path))));
+  for (let at = changes.length - 1; at >= 0; at -= 1) {
+    const change = changes[at]!;
+    const key = keyOf(Buffer.from(change.path, 'utf8'));
+    if (change.status === 'deleted' || !keptFolders.has(key)) continue;
+    changes.splice(at, 1);
+    applied.delete(key);
+    refused.push({ path: change.path, why: 'folder_kept' });
   }
   const oids = new Map(walk.files.map((file) => [keyOf(file.path), file.oid]));
   const holdingSecrets = changes.filter((change) => secretBlobs.has(oids.get(keyOf(Buffer.from(change.path, 'utf8'))) ?? '')).map((change) => change.path);

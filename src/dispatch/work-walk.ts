@@ -60,6 +60,18 @@ export interface WalkOptions {
 
 export const keyOf = (path: Buffer): string => path.toString('latin1');
 
+/** A walked path as the receipt and the blockers name it: the root itself (the empty path) as `.`. */
+export const shownPath = (path: Buffer): string => (path.length === 0 ? '.' : path.toString('utf8'));
+
+/** Whether `path` is a folder itself, not a link to one (nor anything else, nor gone). */
+function isOwnFolder(path: Buffer): boolean {
+  try {
+    return fs.lstatSync(path).isDirectory();
+  } catch {
+    return false;
+  }
+}
+
 const SLASH = Buffer.from('/');
 
 function join(folder: Buffer, name: Buffer): Buffer {
@@ -90,6 +102,12 @@ export async function walkWork(options: WalkOptions): Promise<WalkResult> {
     for (const folder of level) {
       // Read one entry at a time, so a folder of millions of names stops at the bound, not in memory.
       let dir: fs.Dir;
+      // The root too is looked at before it is opened: a worktree the agent replaced by a link had the walk
+      // read whatever folder the link names as the work, and one replaced by a file is no folder of work.
+      if (folder.length === 0 && !isOwnFolder(root)) {
+        refused.push({ path: folder, why: 'unreadable' });
+        continue;
+      }
       try {
         dir = fs.opendirSync(absolute(folder), { encoding: 'buffer' as BufferEncoding });
       } catch {
