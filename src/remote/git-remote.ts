@@ -462,18 +462,38 @@ export async function checkOrigin(gitdir: string, url: string): Promise<void> {
   requireBareRemote(url, 'a write through it');
 }
 
+/** Where git fetches from and pushes to through the clone's origin: its URLs after git's URL rewrites (`url.<base>.insteadOf`, `pushInsteadOf`). */
+export interface OriginRoute {
+  readonly fetch: readonly string[];
+  readonly push: readonly string[];
+}
+
+/** The clone's origin route now, as `git remote get-url` reads it from every scope of git's config; empty lists when there is no origin. */
+export async function originRoute(gitdir: string): Promise<OriginRoute> {
+  const urls = (push: boolean): Promise<string[]> =>
+    runGit(['--git-dir', gitdir, 'remote', 'get-url', ...(push ? ['--push'] : []), '--all', 'origin']).then(
+      (out) => out.toString('utf8').split('\n').filter((line) => line !== ''),
+      () => [],
+    );
+  const [fetch, push] = await Promise.all([urls(false), urls(true)]);
+  return { fetch, push };
+}
+
 /**
- * Checks, before each fetch or push after the first, that the clone's origin is still `url` alone.
- * git reads the origin from the clone's config on every command, so an operator who points it at
- * another copy of the ledger (a backup, a mirror) while a runner works would have the runner claim
- * and pay there, where the runners of `url` never look, and they would claim and pay again.
+ * Checks, before each fetch or push after the first, that git still fetches from and pushes to
+ * where it did when `url` was checked as the clone's origin (`started`). git reads the origin from
+ * the config on every command, so an operator who points it at another copy of the ledger (a backup,
+ * a mirror) while a runner works (with `git remote set-url`, a push URL, a URL rewrite) would have
+ * the runner claim and pay there, where the runners of `url` never look, and they would pay again.
  */
-export async function checkOriginUnchanged(gitdir: string, url: string): Promise<void> {
-  const elsewhere = await originElsewhere(gitdir, url);
-  if (elsewhere === null) return;
+export async function checkOriginUnchanged(gitdir: string, url: string, started: OriginRoute): Promise<void> {
+  const now = await originRoute(gitdir);
+  const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((value, i) => value === b[i]);
+  if (same(now.fetch, started.fetch) && same(now.push, started.push)) return;
+  const shown = (list: readonly string[]): string => (list.length === 0 ? 'nowhere' : list.map(displayUrl).join(', '));
   throw new CooError(
     'REMOTE_UNVERIFIED',
-    `the origin of ${gitdir} now ${elsewhere ?? 'is gone'}, not only ${displayUrl(url)} it was started with: a claim or receipt sent through it could land where the runners of ${displayUrl(url)} never read it; nothing was acted on; set it back (git --git-dir ${gitdir} remote set-url origin ${displayUrl(url)}, with no push URL) and start again`,
+    `the origin of ${gitdir} now fetches from ${shown(now.fetch)} and pushes to ${shown(now.push)}, not only ${displayUrl(url)} it was started with: a claim or receipt sent through it could land where the runners of ${displayUrl(url)} never read it; nothing was acted on; set it back (git --git-dir ${gitdir} remote set-url origin ${displayUrl(url)}, with no push URL or URL rewrite) and start again`,
   );
 }
 

@@ -2,7 +2,7 @@ import { execFile } from 'node:child_process';
 import { join } from 'node:path';
 import { promisify } from 'node:util';
 import { afterAll, describe, expect, it } from 'vitest';
-import { makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
+import { holdingRunner, makeCase, remoteReceipts, types, type Case } from '../helpers/remote-runners.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -39,7 +39,7 @@ describe("a runner's clone whose origin is changed while it runs", { timeout: 24
     const copy = await copyOf(world, 'backup.git');
     git(['--git-dir', machine.gitdir, 'remote', 'set-url', 'origin', copy]);
 
-    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/origin .*now names .*backup\.git.* not .* it was started with/) });
+    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/the origin of \S+ now fetches from \S*backup\.git and pushes to \S*backup\.git, not only \S+ it was started with/) });
     expect(types(machine.events)).not.toContain('claimed');
     expect(git(['--git-dir', copy, 'rev-parse', 'refs/heads/main']).trim()).toBe(world.served.head());
 
@@ -64,6 +64,46 @@ describe("a runner's clone whose origin is changed while it runs", { timeout: 24
 
     const other = await world.machine('other');
     await other.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
+  it("a URL rewrite added to the clone's config after the runner started (url.COPY.insteadOf naming the remote): the runner refuses it before it claims, and the consult is paid once", async () => {
+    const world = await makeCase(dir, closers);
+    const machine = await world.machine('rewritten');
+    const runner = machine.runner();
+    await runner.runOnce();
+    const messageId = await world.consult();
+    const copy = await copyOf(world, 'rewrite.git');
+    git(['--git-dir', machine.gitdir, 'config', `url.${copy}.insteadOf`, world.url]);
+
+    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/now fetches from \S*rewrite\.git and pushes to \S*rewrite\.git/) });
+    expect(types(machine.events)).not.toContain('claimed');
+    expect(git(['--git-dir', copy, 'rev-parse', 'refs/heads/main']).trim()).toBe(world.served.head());
+
+    const other = await world.machine('other');
+    await other.runner().runOnce();
+    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
+    expect(world.model.requests).toHaveLength(1);
+  });
+
+  it('origin set to a copy while a paid call runs: the receipt is refused there and kept, nothing lands on the copy, and once origin is set back it lands on the remote, paid once', async () => {
+    const world = await makeCase(dir, closers);
+    const messageId = await world.consult();
+    const machine = await world.machine('mid-call');
+    const held = await holdingRunner(world, machine);
+    const claimed = world.served.head();
+    const copy = await copyOf(world, 'mid-call.git');
+    git(['--git-dir', machine.gitdir, 'remote', 'set-url', 'origin', copy]);
+    held.release();
+    await expect(held.running).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    expect(types(machine.events)).toContain('result_kept');
+    expect(git(['--git-dir', copy, 'rev-parse', 'refs/heads/main']).trim()).toBe(claimed);
+    expect(world.served.head()).toBe(claimed);
+
+    // The operator sets the origin back, as the error says, and the runner's next pass publishes what it kept.
+    git(['--git-dir', machine.gitdir, 'remote', 'set-url', 'origin', world.url]);
+    await held.runner.runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
   });
