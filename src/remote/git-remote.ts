@@ -411,22 +411,90 @@ export function requireBareRemote(url: string, what: string): void {
   );
 }
 
+/** The URLs of the clone's origin in git's config (every scope, in order): git fetches from the first URL and pushes to each push URL, or to each URL when it has none. */
+async function originUrls(gitdir: string): Promise<{ readonly urls: string[]; readonly pushUrls: string[] }> {
+  const listed = (await runGit(['--git-dir', gitdir, 'config', '-z', '--get-regexp', String.raw`^remote\.origin\.(url|pushurl)$`]).catch(() => Buffer.from(''))).toString('utf8');
+  const urls: string[] = [];
+  const pushUrls: string[] = [];
+  for (const entry of listed.split('\0')) {
+    const cut = entry.indexOf('\n');
+    if (cut <= 0) continue;
+    const list = entry.slice(0, cut).toLowerCase() === 'remote.origin.url' ? urls : pushUrls;
+    const value = entry.slice(cut + 1).trim();
+    // An empty value clears the list before it, as git reads it.
+    if (value === '') list.length = 0;
+    else list.push(value);
+  }
+  return { urls, pushUrls };
+}
+
 /**
- * Checks that `url` is the clone's origin (what `coo clone` recorded): a write goes to the remote
- * this clone verified, never to another one named by mistake, and never through a copy stock git
- * made, whose history nothing verified from a pinned trust root.
+ * What makes git's fetch or push through the clone's origin reach anything but `url`: the origin
+ * names another URL (its first, which git fetches from), more URLs beside it (git pushes to each),
+ * or a push URL elsewhere (remote.origin.pushurl). Null when the origin is `url` alone; undefined when there is no origin.
+ */
+async function originElsewhere(gitdir: string, url: string): Promise<string | null | undefined> {
+  const { urls, pushUrls } = await originUrls(gitdir);
+  if (urls.length === 0) return undefined;
+  const other = (value: string): boolean => normalized(value) !== normalized(url);
+  if (urls.length > 1 && urls.some(other)) return `names ${urls.length} URLs (${urls.map(displayUrl).join(', ')}): git fetches from the first and pushes to each`;
+  if (other(urls[0]!)) return `names ${displayUrl(urls[0]!)}`;
+  const away = pushUrls.find(other);
+  return away === undefined ? null : `pushes to ${displayUrl(away)} (remote.origin.pushurl)`;
+}
+
+/**
+ * Checks that `url` is the clone's origin (what `coo clone` recorded), and the only place git
+ * fetches from or pushes to through it: a write goes to the remote this clone verified, never to
+ * another one named by mistake, and never through a copy stock git made, whose history nothing
+ * verified from a pinned trust root.
  */
 export async function checkOrigin(gitdir: string, url: string): Promise<void> {
   const from = clonedFrom(gitdir);
   if (from?.verified === false) throw stockClone(gitdir, displayUrl(from.url), 'a write or a runner');
-  const origin = (await runGit(['--git-dir', gitdir, 'config', '--get', 'remote.origin.url']).catch(() => Buffer.from(''))).toString('utf8').trim();
-  if (origin === '') {
+  const elsewhere = await originElsewhere(gitdir, url);
+  if (elsewhere === undefined) {
     throw new CooError('USAGE', `${gitdir} has no origin: --remote works through a clone of the remote (coo clone ${displayUrl(url)} DIR)`);
   }
-  if (normalized(origin) !== normalized(url)) {
-    throw new CooError('USAGE', `--remote ${displayUrl(url)} is not the origin of ${gitdir} (${displayUrl(origin)}); give that URL, or clone ${displayUrl(url)} with coo clone`);
+  if (elsewhere !== null) {
+    throw new CooError('USAGE', `--remote ${displayUrl(url)} is not the origin of ${gitdir}, which ${elsewhere}; give that URL, or clone ${displayUrl(url)} with coo clone (an origin is one URL, fetched from and pushed to)`);
   }
   requireBareRemote(url, 'a write through it');
+}
+
+/** Where git fetches from and pushes to through the clone's origin: its URLs after git's URL rewrites (`url.<base>.insteadOf`, `pushInsteadOf`). */
+export interface OriginRoute {
+  readonly fetch: readonly string[];
+  readonly push: readonly string[];
+}
+
+/** The clone's origin route now, as `git remote get-url` reads it from every scope of git's config; empty lists when there is no origin. */
+export async function originRoute(gitdir: string): Promise<OriginRoute> {
+  const urls = (push: boolean): Promise<string[]> =>
+    runGit(['--git-dir', gitdir, 'remote', 'get-url', ...(push ? ['--push'] : []), '--all', 'origin']).then(
+      (out) => out.toString('utf8').split('\n').filter((line) => line !== ''),
+      () => [],
+    );
+  const [fetch, push] = await Promise.all([urls(false), urls(true)]);
+  return { fetch, push };
+}
+
+/**
+ * Checks, before each fetch or push after the first, that git still fetches from and pushes to
+ * where it did when `url` was checked as the clone's origin (`started`). git reads the origin from
+ * the config on every command, so an operator who points it at another copy of the ledger (a backup,
+ * a mirror) while a runner works (with `git remote set-url`, a push URL, a URL rewrite) would have
+ * the runner claim and pay there, where the runners of `url` never look, and they would pay again.
+ */
+export async function checkOriginUnchanged(gitdir: string, url: string, started: OriginRoute): Promise<void> {
+  const now = await originRoute(gitdir);
+  const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((value, i) => value === b[i]);
+  if (same(now.fetch, started.fetch) && same(now.push, started.push)) return;
+  const shown = (list: readonly string[]): string => (list.length === 0 ? 'nowhere' : list.map(displayUrl).join(', '));
+  throw new CooError(
+    'REMOTE_UNVERIFIED',
+    `the origin of ${gitdir} now fetches from ${shown(now.fetch)} and pushes to ${shown(now.push)}, not only ${displayUrl(url)} it was started with: a claim or receipt sent through it could land where the runners of ${displayUrl(url)} never read it; nothing was acted on; set it back (git --git-dir ${gitdir} remote set-url origin ${displayUrl(url)}, with no push URL or URL rewrite) and start again`,
+  );
 }
 
 /** One ssh connection that a long-lived client's git commands share (OpenSSH's connection multiplexing). */

@@ -12,7 +12,7 @@ import { credentialHelperSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOrigin, checkOriginUnchanged, DEFAULT_LIMIT_NAME, originRoute, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type OriginRoute, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -116,7 +116,8 @@ export class RemoteLedger {
   private readonly maxFetchBytes: number;
   private readonly lockWaitMs: number;
   private readonly backoffMs: (conflicts: number) => number;
-  private origin: Promise<void> | null = null;
+  /** The origin checked, and where git fetched from and pushed to through it then. */
+  private origin: Promise<OriginRoute> | null = null;
   private readonly shared: SharedSshConnection | null;
 
   /**
@@ -169,9 +170,14 @@ export class RemoteLedger {
     return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, ...received });
   }
 
-  private checkOrigin(): Promise<void> {
-    this.origin ??= checkOrigin(this.gitdir, this.remoteUrl);
-    return this.origin;
+  /** The origin is checked in full once; each fetch or push after that finds git's route through it unchanged (git-remote.ts checkOriginUnchanged). */
+  private async checkOrigin(): Promise<void> {
+    if (this.origin === null) {
+      this.origin = checkOrigin(this.gitdir, this.remoteUrl).then(() => originRoute(this.gitdir));
+      await this.origin;
+      return;
+    }
+    await checkOriginUnchanged(this.gitdir, this.remoteUrl, await this.origin);
   }
 
   /** The remote's main by its exact name (git-remote.ts, exactRef). */
