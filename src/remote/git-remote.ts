@@ -468,6 +468,14 @@ export interface OriginRoute {
   readonly push: readonly string[];
 }
 
+/** The route through the clone's origin as it was checked, and the stamp of the config files it was read from then. */
+export interface CheckedOrigin {
+  readonly route: OriginRoute;
+  readonly files: readonly string[];
+  /** Moves on when a later check reads the same route from files that changed (another setting written). */
+  stamp: string;
+}
+
 /** The clone's origin route now, as `git remote get-url` reads it from every scope of git's config; empty lists when there is no origin. */
 export async function originRoute(gitdir: string): Promise<OriginRoute> {
   const urls = (push: boolean): Promise<string[]> =>
@@ -480,16 +488,57 @@ export async function originRoute(gitdir: string): Promise<OriginRoute> {
 }
 
 /**
+ * The files git reads the clone's config from (git-config(1), FILES): the system's, the user's (both
+ * places, also before they exist: `git config --global` makes one), the clone's own, and every file
+ * that held a setting at start (an `include.path`), as git lists them.
+ */
+async function configFiles(gitdir: string): Promise<string[]> {
+  const env = process.env;
+  const home = env['HOME'] ?? '';
+  const files = [join(gitdir, 'config'), join(gitdir, 'config.worktree')];
+  if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push(env['GIT_CONFIG_SYSTEM'] ?? '/etc/gitconfig');
+  if (env['GIT_CONFIG_GLOBAL'] !== undefined) files.push(env['GIT_CONFIG_GLOBAL']);
+  else files.push(join(env['XDG_CONFIG_HOME'] ?? join(home, '.config'), 'git', 'config'), join(home, '.gitconfig'));
+  const listed = (await runGit(['--git-dir', gitdir, 'config', '--list', '--show-origin', '--name-only', '-z']).catch(() => Buffer.from(''))).toString('utf8').split('\0');
+  for (let i = 0; i < listed.length; i += 2) if (listed[i]!.startsWith('file:')) files.push(resolve(listed[i]!.slice('file:'.length)));
+  return [...new Set(files.map((file) => resolve(file)))];
+}
+
+/** Each file's inode, size and change times, or its absence: git rewrites a config file by renaming a new one over it. */
+function configStamp(files: readonly string[]): string {
+  return files
+    .map((file) => {
+      const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
+      return stat === undefined ? '-' : `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+    })
+    .join('|');
+}
+
+/** The route through the clone's origin at start (after checkOrigin), with the stamp of the files it was read from, taken first. */
+export async function checkedOrigin(gitdir: string): Promise<CheckedOrigin> {
+  const files = await configFiles(gitdir);
+  const stamp = configStamp(files);
+  return { route: await originRoute(gitdir), files, stamp };
+}
+
+/**
  * Checks, before each fetch or push after the first, that git still fetches from and pushes to
- * where it did when `url` was checked as the clone's origin (`started`). git reads the origin from
+ * where it did when `url` was checked as the clone's origin (`checked`). git reads the origin from
  * the config on every command, so an operator who points it at another copy of the ledger (a backup,
  * a mirror) while a runner works (with `git remote set-url`, a push URL, a URL rewrite) would have
  * the runner claim and pay there, where the runners of `url` never look, and they would pay again.
+ * The route is read again (two git processes) only when a config file changed: a runner syncs after
+ * every commit any runner pushes, and its git processes are most of its own CPU (bench/RESULTS.md).
  */
-export async function checkOriginUnchanged(gitdir: string, url: string, started: OriginRoute): Promise<void> {
+export async function checkOriginUnchanged(gitdir: string, url: string, checked: CheckedOrigin): Promise<void> {
+  const stamp = configStamp(checked.files);
+  if (stamp === checked.stamp) return;
   const now = await originRoute(gitdir);
   const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((value, i) => value === b[i]);
-  if (same(now.fetch, started.fetch) && same(now.push, started.push)) return;
+  if (same(now.fetch, checked.route.fetch) && same(now.push, checked.route.push)) {
+    checked.stamp = stamp;
+    return;
+  }
   const shown = (list: readonly string[]): string => (list.length === 0 ? 'nowhere' : list.map(displayUrl).join(', '));
   throw new CooError(
     'REMOTE_UNVERIFIED',

@@ -12,7 +12,7 @@ import { credentialHelperSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, checkOriginUnchanged, DEFAULT_LIMIT_NAME, originRoute, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type OriginRoute, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOrigin, checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -117,7 +117,7 @@ export class RemoteLedger {
   private readonly lockWaitMs: number;
   private readonly backoffMs: (conflicts: number) => number;
   /** The origin checked, and where git fetched from and pushed to through it then. */
-  private origin: Promise<OriginRoute> | null = null;
+  private origin: Promise<CheckedOrigin> | null = null;
   private readonly shared: SharedSshConnection | null;
 
   /**
@@ -173,7 +173,7 @@ export class RemoteLedger {
   /** The origin is checked in full once; each fetch or push after that finds git's route through it unchanged (git-remote.ts checkOriginUnchanged). */
   private async checkOrigin(): Promise<void> {
     if (this.origin === null) {
-      this.origin = checkOrigin(this.gitdir, this.remoteUrl).then(() => originRoute(this.gitdir));
+      this.origin = checkOrigin(this.gitdir, this.remoteUrl).then(() => checkedOrigin(this.gitdir));
       await this.origin;
       return;
     }

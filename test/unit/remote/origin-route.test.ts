@@ -1,0 +1,64 @@
+import { execFileSync } from 'node:child_process';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { checkedOrigin, checkOriginUnchanged } from '../../../src/remote/git-remote.js';
+import { tempDir } from '../../helpers/tmp.js';
+
+/**
+ * A runner checks before each fetch or push that git's route through the clone's origin is the one
+ * it started with (machines-redteam-30). It reads the route again, two git processes, only when one
+ * of the files git reads the config from changed: a runner syncs after every commit any runner pushes.
+ */
+const saved = { HOME: process.env['HOME'], XDG: process.env['XDG_CONFIG_HOME'], GLOBAL: process.env['GIT_CONFIG_GLOBAL'] };
+afterEach(() => {
+  for (const [name, value] of [['HOME', saved.HOME], ['XDG_CONFIG_HOME', saved.XDG], ['GIT_CONFIG_GLOBAL', saved.GLOBAL]] as const) {
+    if (value === undefined) delete process.env[name];
+    else process.env[name] = value;
+  }
+});
+
+const URL = 'ssh://ledger.example/ledger.git';
+
+function clone(): string {
+  const home = tempDir('origin-route-home');
+  process.env['HOME'] = home;
+  delete process.env['XDG_CONFIG_HOME'];
+  delete process.env['GIT_CONFIG_GLOBAL'];
+  const gitdir = join(tempDir('origin-route'), 'ledger.git');
+  execFileSync('git', ['init', '-q', '--bare', gitdir]);
+  execFileSync('git', ['--git-dir', gitdir, 'remote', 'add', 'origin', URL]);
+  return gitdir;
+}
+
+describe("the route through a runner's origin", () => {
+  it('is read again when the clone’s config is rewritten (git remote set-url), and refused when it leads elsewhere', async () => {
+    const gitdir = clone();
+    const checked = await checkedOrigin(gitdir);
+    expect(checked.route).toEqual({ fetch: [URL], push: [URL] });
+    await expect(checkOriginUnchanged(gitdir, URL, checked)).resolves.toBeUndefined();
+    execFileSync('git', ['--git-dir', gitdir, 'remote', 'set-url', 'origin', 'ssh://backup.example/ledger.git']);
+    await expect(checkOriginUnchanged(gitdir, URL, checked)).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+  });
+
+  it('is read again when a user-level config that did not exist at start is made (git config --global url.COPY.insteadOf)', async () => {
+    const gitdir = clone();
+    const checked = await checkedOrigin(gitdir);
+    execFileSync('git', ['config', '--global', 'url.ssh://copy.example/.insteadOf', 'ssh://ledger.example/']);
+    await expect(checkOriginUnchanged(gitdir, URL, checked)).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+  });
+
+  it('takes a config file rewritten with the same route (another setting written) and reads no git again until the next change', async () => {
+    const gitdir = clone();
+    const checked = await checkedOrigin(gitdir);
+    const before = checked.stamp;
+    execFileSync('git', ['--git-dir', gitdir, 'config', 'core.logAllRefUpdates', 'true']);
+    await expect(checkOriginUnchanged(gitdir, URL, checked)).resolves.toBeUndefined();
+    expect(checked.stamp).not.toBe(before);
+    // With the files as they were last read, the route recorded is what is compared, not git's: a
+    // recorded route that no longer matches git passes until a file changes, and is then found.
+    const stale = { ...checked, route: { fetch: ['ssh://elsewhere.example/x.git'], push: ['ssh://elsewhere.example/x.git'] } };
+    await expect(checkOriginUnchanged(gitdir, URL, stale)).resolves.toBeUndefined();
+    execFileSync('git', ['--git-dir', gitdir, 'config', 'core.logAllRefUpdates', 'false']);
+    await expect(checkOriginUnchanged(gitdir, URL, stale)).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+  });
+});
