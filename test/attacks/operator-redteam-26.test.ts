@@ -1,14 +1,18 @@
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cooBounded, headOf, refusal } from '../helpers/damage.js';
+import { cooBounded, headOf, refusal, writeKey } from '../helpers/damage.js';
+import { worlds } from '../helpers/lane.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { laneState } from '../helpers/startup.js';
+import { fixtureFiles } from '../helpers/stock.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator, round 26: a program built for another machine given as the executor or as
- * Oracle (a macOS or Windows build, an ELF binary of another architecture).
+ * Oracle (a macOS or Windows build, an ELF binary of another architecture); a path given with the
+ * line end a `$(cat file)` or a copied line kept. Each is said at start, in one coded line, before
+ * anything is claimed or written.
  */
 
 const dir = tempDir('operator-redteam-26-');
@@ -65,5 +69,33 @@ describe('an --ea-command or --oracle-command built for another machine', () => 
     // A program that can start is run as ever.
     const run = watchOnce(place, agentScript(place.world.dir, 'true'), { isolation: 'none' });
     expect(run.stdout, run.stderr).toContain('"claimed"');
+  });
+});
+
+describe('a path given with a line end at its end', () => {
+  const fresh = worlds(join(dir, 'worlds'));
+
+  it('is refused in one coded line that shows the line end as \\u000a, never a line split in two with the code on one half; in JSON the path is as given; nothing is written', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const envelope = join(world.dir, 'envelope.yaml');
+    const id = 'msg_01M8NQFJ01J7CG66HWNDDJ8600';
+    writeFileSync(envelope, Object.entries(fixtureFiles(id, 'line-end'))[0]![1]);
+    const before = headOf(world.gitdir);
+    const cases: Array<[string[], RegExp]> = [
+      [['append', '--ledger', `${world.gitdir}\n`, '--key', key, envelope], /^coo: LEDGER_NOT_FOUND: \S+ledger\.git\\u000a is not a ledger/],
+      [['log', '--ledger', `${world.gitdir}\r\n`], /^coo: LEDGER_NOT_FOUND: \S+ledger\.git\\u000d\\u000a is not a ledger/],
+      [['append', '--ledger', world.gitdir, '--key', `${key}\n`, envelope], /^coo: USAGE: cannot read key file \S+coo\.key\\u000a \(ENOENT\)/],
+      [['watch', '--once', '--ledger', world.gitdir, '--key', `${key}\n`, '--repo', world.target, '--state-dir', join(world.dir, 'state')], /^coo: USAGE: cannot read key file \S+coo\.key\\u000a \(ENOENT\)/],
+    ];
+    for (const [args, said] of cases) {
+      expect(refusal(cooBounded(args)), args.join(' ')).toMatch(said);
+      const asJson = cooBounded([...args, '--json']);
+      expect(asJson.status).toBe(2);
+      const error = (JSON.parse(asJson.stdout) as { error: { code: string; message: string } }).error;
+      expect(error.code).toBe(said.source.match(/coo: (\w+):/)![1]);
+      expect(error.message).toMatch(/\n /);
+    }
+    expect(headOf(world.gitdir)).toBe(before);
   });
 });
