@@ -1,7 +1,10 @@
+import { spawnSync } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cooBounded, headOf, refusal, writeKey } from '../helpers/damage.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { COO } from '../helpers/cli.js';
+import { cooBounded, headOf, HUNG_MS, refusal, writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { laneState } from '../helpers/startup.js';
@@ -11,8 +14,8 @@ import { tempDir } from '../helpers/tmp.js';
 /**
  * A careless operator, round 26: a program built for another machine given as the executor or as
  * Oracle (a macOS or Windows build, an ELF binary of another architecture); a path given with the
- * line end a `$(cat file)` or a copied line kept. Each is said at start, in one coded line, before
- * anything is claimed or written.
+ * line end a `$(cat file)` or a copied line kept; `coo mcp` serving without a runner on a ledger it
+ * cannot write. Each is said at start, in one coded line, before anything is claimed or written.
  */
 
 const dir = tempDir('operator-redteam-26-');
@@ -97,5 +100,34 @@ describe('a path given with a line end at its end', () => {
       expect(error.message).toMatch(/\n /);
     }
     expect(headOf(world.gitdir)).toBe(before);
+  });
+});
+
+describe('coo mcp serving without a runner, on a ledger it cannot write', () => {
+  const fresh = worlds(join(dir, 'mcp-worlds'));
+
+  it('is refused at start (RUNNER_CONFIG, exit 2) naming the folder, as coo mcp --run and coo watch are, never a server whose every write fails after it started; writable, it serves', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const before = headOf(world.gitdir);
+    const serve = (extra: string[], readOnly: boolean) => {
+      // The ledger mounted read-only for this one command (bubblewrap: a read-only bind), as on a read-only volume.
+      const mount = ['--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...(readOnly ? ['--ro-bind', world.gitdir, world.gitdir] : []), '--'];
+      const args = ['mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target, ...extra];
+      // Standard input ends at once: a server that started says it serves, and ends with status 0.
+      const ran = spawnSync(requireBubblewrap('a read-only ledger'), [...mount, process.execPath, COO, ...args], {
+        env: { ...process.env, OPENAI_API_KEY: 'sk-test-key', COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') },
+        encoding: 'utf8',
+        input: '',
+        timeout: HUNG_MS,
+      });
+      return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr };
+    };
+    expect(refusal(serve([], true))).toBe(`coo: RUNNER_CONFIG: cannot write in ${world.gitdir}/refs/heads, the ledger's folder of branches (EROFS): the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
+    // With a runner, the runner's own check says it, as before.
+    expect(refusal(serve(['--run', '--isolation', 'none', '--state-dir', join(world.dir, 'state')], true))).toMatch(/^coo: RUNNER_CONFIG: cannot write in \S+\/coo\/runners, the ledger's folder of runners \(EROFS\)/);
+    expect(headOf(world.gitdir)).toBe(before);
+    const served = serve([], false);
+    expect({ status: served.status, stderr: served.stderr }).toEqual({ status: 0, stderr: 'coo mcp: serving without a runner (run coo watch beside it) on stdio\n' });
   });
 });
