@@ -98,7 +98,8 @@ export function mcpVerb(program: Command): void {
           // The folder first, as the runner's start does: a clone this server cannot write is said as such, not as the sync's failure to write it.
           const folders = writerFolderProblems(ledger);
           if (folders.length === 0) await syncForStartup(remote);
-          const shared = [...(await servingProblems(await ledger.state(), { ledger, key, keyLabel: keyPath, repo })), ...folders];
+          // A ledger holding an invalid commit, rolled back or forked, stops the start (exit 3) as it stops the runner's: the server builds on its head.
+          const shared = [...(await servingProblems(await ledger.intactState(), { ledger, key, keyLabel: keyPath, repo })), ...folders];
           const plan = planStartup({ shared, isolation: 'bwrap', targets: [] });
           if (plan.kind === 'refuse') throw new CooError(plan.code, plan.message);
         } else {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { COO } from '../helpers/cli.js';
-import { cooBounded, headOf, HUNG_MS, refusal, writeKey } from '../helpers/damage.js';
+import { addMalformedTree, cooBounded, headOf, HUNG_MS, refusal, writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { laneState } from '../helpers/startup.js';
@@ -15,7 +15,7 @@ import { tempDir } from '../helpers/tmp.js';
  * A careless operator, round 26: a program built for another machine given as the executor or as
  * Oracle (a macOS or Windows build, an ELF binary of another architecture); a path given with the
  * line end a `$(cat file)` or a copied line kept; `coo mcp` serving without a runner on a ledger it
- * cannot write. Each is said at start, in one coded line, before anything is claimed or written.
+ * cannot write, or one whose history holds an invalid commit. Each is said at start, in one coded line, before anything is claimed or written.
  */
 
 const dir = tempDir('operator-redteam-26-');
@@ -129,5 +129,24 @@ describe('coo mcp serving without a runner, on a ledger it cannot write', () => 
     expect(headOf(world.gitdir)).toBe(before);
     const served = serve([], false);
     expect({ status: served.status, stderr: served.stderr }).toEqual({ status: 0, stderr: 'coo mcp: serving without a runner (run coo watch beside it) on stdio\n' });
+  });
+});
+
+describe('coo mcp serving without a runner, on a ledger whose history holds an invalid commit', () => {
+  const fresh = worlds(join(dir, 'damaged-worlds'));
+
+  it('is refused at start with the line coo watch says (exit 3), never a server started on a head no writer may build on', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    addMalformedTree(world.gitdir, 1, 1);
+    const before = headOf(world.gitdir);
+    const watch = cooBounded(['watch', '--once', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--isolation', 'none'], { env: { OPENAI_API_KEY: 'sk-test-key' } });
+    const said = watch.stderr;
+    expect({ status: watch.status, stdout: watch.stdout }).toEqual({ status: 3, stdout: '' });
+    expect(said).toMatch(/^coo: COMMIT_UNSIGNED: the ledger's history holds an invalid commit [0-9a-f]{40} .*: nothing acts on it or builds on it; run coo verify\n$/);
+    // Standard input ends at once: a server that started would say it serves, and end with status 0.
+    const served = cooBounded(['mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target]);
+    expect({ status: served.status, stdout: served.stdout, stderr: served.stderr }).toEqual({ status: 3, stdout: '', stderr: said });
+    expect(headOf(world.gitdir)).toBe(before);
   });
 });
