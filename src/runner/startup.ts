@@ -190,13 +190,14 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
 
 /**
  * What `coo mcp` serving without a runner needs of the ledger's folder: it commits the agent's
- * consults, adoptions and acknowledgements there, each moving main under its lock in the folder of
- * branches. A ledger it cannot write (a read-only volume or bind) is refused at start, as the
- * runner's is (folderProblems): before, the server started and every call that writes failed after.
+ * consults, adoptions and acknowledgements there, each object through a temporary file git writes in
+ * the folder of objects (probed there, where a stray file is never read as a ref). A ledger it
+ * cannot write (a read-only volume or bind) is refused at start, as the runner's is (folderProblems):
+ * before, the server started and every call that writes failed after.
  */
 export function writerFolderProblems(ledger: Ledger): Problem[] {
   try {
-    requireWritableFolder(join(ledger.gitdir, 'refs', 'heads'), "the ledger's folder of branches", 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)');
+    requireWritableFolder(join(ledger.gitdir, 'objects'), "the ledger's folder of objects", 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)');
     return [];
   } catch (error) {
     return [toProblem(error)];

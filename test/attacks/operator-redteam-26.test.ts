@@ -123,7 +123,7 @@ describe('coo mcp serving without a runner, on a ledger it cannot write', () => 
       });
       return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr };
     };
-    expect(refusal(serve([], true))).toBe(`coo: RUNNER_CONFIG: cannot write in ${world.gitdir}/refs/heads, the ledger's folder of branches (EROFS): the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
+    expect(refusal(serve([], true))).toBe(`coo: RUNNER_CONFIG: cannot write in ${world.gitdir}/objects, the ledger's folder of objects (EROFS): the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
     // With a runner, the runner's own check says it, as before.
     expect(refusal(serve(['--run', '--isolation', 'none', '--state-dir', join(world.dir, 'state')], true))).toMatch(/^coo: RUNNER_CONFIG: cannot write in \S+\/coo\/runners, the ledger's folder of runners \(EROFS\)/);
     expect(headOf(world.gitdir)).toBe(before);
