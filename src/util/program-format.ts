@@ -53,3 +53,16 @@ export function foreignBuild(head: Buffer, host: ProgramHost): string | null {
   if (head.length >= 2 && head[0] === 0x4d && head[1] === 0x5a) return 'a Windows program (.exe)';
   return null;
 }
+
+/**
+ * Whether a program's first bytes are what a download that failed leaves: nothing, or the web page a
+ * server sent in its place (a 404, a sign-in page). The shell that spawning falls back to runs an
+ * empty file as nothing (status 0, no work) and a page as a script that fails: each attempt was
+ * claimed and ended as the work's failure. `head` holds the file's first bytes, all of it when short.
+ */
+export function failedDownload(head: Buffer): string | null {
+  if (head.length === 0) return 'empty, no program';
+  const start = head.subarray(0, 64).toString('latin1').replace(/^\xef\xbb\xbf/, '').trimStart().toLowerCase();
+  if (start.startsWith('<!doctype html') || start.startsWith('<html')) return 'a web page (HTML), no program';
+  return null;
+}

@@ -13,14 +13,15 @@ import { tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator, round 26: a program built for another machine given as the executor or as
- * Oracle (a macOS or Windows build, an ELF binary of another architecture); a path given with the
+ * Oracle (a macOS or Windows build, an ELF binary of another architecture), or a download of it that
+ * failed (an empty file, the web page the server sent); a path given with the
  * line end a `$(cat file)` or a copied line kept; `coo mcp` serving without a runner on a ledger it
  * cannot write, or one whose history holds an invalid commit. Each is said at start, in one coded line, before anything is claimed or written.
  */
 
 const dir = tempDir('operator-redteam-26-');
 
-/** The first bytes of a program built for another machine than this one: enough for the kernel to refuse it, and for the runner to tell which. */
+/** The first bytes of a program built for another machine than this one (enough for the kernel to refuse it, and for the runner to tell which), or of a download that failed. */
 function foreignBinaries(): Array<[string, Buffer, RegExp]> {
   const elf = (machine: number): Buffer => {
     const header = Buffer.alloc(64);
@@ -40,10 +41,13 @@ function foreignBinaries(): Array<[string, Buffer, RegExp]> {
     ['an ELF binary of another architecture', elf(other), /is an ELF program for another machine \(\S+\), not this one's \(\S+\)/],
     ['a macOS build (Mach-O)', macho, /is a macOS program \(Mach-O\)/],
     ['a Windows build (an .exe)', pe, /is a Windows program \(\.exe\)/],
+    // A download that failed: nothing, or the web page the server sent in the program's place.
+    ['an empty file', Buffer.alloc(0), /is empty, no program/],
+    ['a web page', Buffer.from('<!DOCTYPE html>\n<html><body>404 Not Found</body></html>\n'), /is a web page \(HTML\), no program/],
   ];
 }
 
-describe('an --ea-command or --oracle-command built for another machine', () => {
+describe('an --ea-command or --oracle-command built for another machine, or a download of it that failed', () => {
   const places = hostilePlaces(join(dir, 'places'), 'foreign');
 
   it('leaves the dispatch queued and unclaimed, said at start, never claimed and receipted as the work\'s failure; Oracle\'s command is judged by the same rule', async () => {

@@ -1,6 +1,6 @@
 import { openSync, readSync, closeSync } from 'node:fs';
 import { describe, expect, it } from 'vitest';
-import { foreignBuild } from '../../../src/util/program-format.js';
+import { failedDownload, foreignBuild } from '../../../src/util/program-format.js';
 
 function elf(machine: number, bigEndian = false): Buffer {
   const head = Buffer.alloc(64);
@@ -43,5 +43,16 @@ describe('foreignBuild', () => {
 
   it('leaves a script, a text without #!, and a file too short to tell alone', () => {
     for (const text of ['#!/bin/sh\necho hi\n', 'echo hi\n', 'M', '\x7fEL', '']) expect(foreignBuild(Buffer.from(text, 'latin1'), x64), JSON.stringify(text)).toBeNull();
+  });
+});
+
+describe('failedDownload', () => {
+  it('names an empty file and a web page, with or without a byte order mark or leading blank lines', () => {
+    expect(failedDownload(Buffer.alloc(0))).toBe('empty, no program');
+    for (const page of ['<!DOCTYPE html>\n<html>', '\ufeff\n  <html lang="en">', '<!doctype HTML><title>Sign in</title>']) expect(failedDownload(Buffer.from(page)), JSON.stringify(page)).toBe('a web page (HTML), no program');
+  });
+
+  it('leaves a script, a program and a text that only mentions HTML alone', () => {
+    for (const text of ['#!/bin/sh\necho "<html>"\n', '\x7fELF', 'echo <html>\n', ' ']) expect(failedDownload(Buffer.from(text, 'latin1')), JSON.stringify(text)).toBeNull();
   });
 });
