@@ -17,7 +17,7 @@ import { remoteOption, requireRemoteOfWrites } from './remote-option.js';
 import { printable } from './show.js';
 import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, packingNote, required, requireGivenWith, runnerSeconds } from './common.js';
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, runnerLaneFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
-import { servingProblems, syncForStartup } from '../runner/startup.js';
+import { servingProblems, syncForStartup, writerFolderProblems } from '../runner/startup.js';
 import { planStartup } from '../runner/readiness.js';
 import { registerPrivateFolders } from '../util/runner-folders.js';
 
@@ -95,8 +95,12 @@ export function mcpVerb(program: Command): void {
         // judged on the remote's head when there is one. With --run, the runner's start-up checks judge it, as coo watch's do, after the
         // folders: a clone this process cannot write is said as such, not as the sync's failure to write it.
         if (oracle === null || executors === null) {
-          await syncForStartup(remote);
-          const plan = planStartup({ shared: await servingProblems(await ledger.state(), { ledger, key, keyLabel: keyPath, repo }), isolation: 'bwrap', targets: [] });
+          // The folder first, as the runner's start does: a clone this server cannot write is said as such, not as the sync's failure to write it.
+          const folders = writerFolderProblems(ledger);
+          if (folders.length === 0) await syncForStartup(remote);
+          // A ledger holding an invalid commit, rolled back or forked, stops the start (exit 3) as it stops the runner's: the server builds on its head.
+          const shared = [...(await servingProblems(await ledger.intactState(), { ledger, key, keyLabel: keyPath, repo })), ...folders];
+          const plan = planStartup({ shared, isolation: 'bwrap', targets: [] });
           if (plan.kind === 'refuse') throw new CooError(plan.code, plan.message);
         } else {
           const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));

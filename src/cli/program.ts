@@ -1,5 +1,6 @@
 import { Command, CommanderError, type Option } from 'commander';
 import { CooError, errorClassOf, isCooError } from '../errors.js';
+import { oneLineText } from '../util/invisible.js';
 import { allowedSignersVerb } from './allowed-signers.js';
 import { appendVerb } from './append.js';
 import { collectPairs } from './common.js';
@@ -224,7 +225,7 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
       if (error.code === 'commander.help' && error.exitCode !== 0) {
         const said = noVerbNamed(argv);
         printJsonError(argv, { code: 'USAGE', message: said });
-        writeErr(`coo: USAGE: ${said}\n`);
+        writeErr(`coo: USAGE: ${oneLineText(said)}\n`);
         return 'usage';
       }
       if (error.code === 'commander.helpDisplayed' || error.code === 'commander.version' || error.code === 'commander.help') return 'ok';
@@ -233,18 +234,18 @@ export async function run(argv: readonly string[]): Promise<RunOutcome> {
     }
     if (isCooError(error)) {
       printJsonError(argv, error);
-      writeErr(`coo: ${error.code}: ${error.message}\n`);
+      writeErr(`coo: ${error.code}: ${oneLineText(error.message)}\n`);
       return errorClassOf(error.code);
     }
     const io = systemError(error);
     if (io !== null) {
       printJsonError(argv, io);
-      writeErr(`coo: ${io.code}: ${io.message}\n`);
+      writeErr(`coo: ${io.code}: ${oneLineText(io.message)}\n`);
       return errorClassOf(io.code);
     }
     const message = error instanceof Error ? error.message : String(error);
     printJsonError(argv, { code: 'INTERNAL', message });
-    writeErr(`coo: internal error: ${message}\n`);
+    writeErr(`coo: internal error: ${oneLineText(message)}\n`);
     if (process.env['COO_DEBUG'] === '1' && error instanceof Error) writeErr(`${error.stack ?? ''}\n`);
     return 'error';
   }

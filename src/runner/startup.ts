@@ -1,4 +1,4 @@
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
 import { checkEdge } from '../authority/policy-check.js';
@@ -186,6 +186,22 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
     }
   }
   return problems;
+}
+
+/**
+ * What `coo mcp` serving without a runner needs of the ledger's folder: it commits the agent's
+ * consults, adoptions and acknowledgements there, each object through a temporary file git writes in
+ * the folder of objects (probed there, where a stray file is never read as a ref). A ledger it
+ * cannot write (a read-only volume or bind) is refused at start, as the runner's is (folderProblems):
+ * before, the server started and every call that writes failed after.
+ */
+export function writerFolderProblems(ledger: Ledger): Problem[] {
+  try {
+    requireWritableFolder(join(ledger.gitdir, 'objects'), "the ledger's folder of objects", 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)');
+    return [];
+  } catch (error) {
+    return [toProblem(error)];
+  }
 }
 
 /** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */

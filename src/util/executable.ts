@@ -1,5 +1,6 @@
 import * as fs from 'node:fs';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
+import { failedDownload, foreignBuild } from './program-format.js';
 
 /** Is `path` a regular file this process may execute? */
 export function isExecutableFile(path: string): boolean {
@@ -47,7 +48,9 @@ const SHEBANG_BYTES = 256;
  * before it runs. A script (`#!`) is started by its interpreter: one that is missing or not
  * executable (a script copied from another machine, `#!/usr/bin/env NAME` with NAME not on
  * `pathList`, the PATH the program is given) fails every start, and so does a script its
- * interpreter may not read. Found at start, before any claim: after one, each attempt was claimed
+ * interpreter may not read. A build for another machine, or a download that failed (an empty file, a
+ * web page: program-format.ts), fails every start too.
+ * Found at start, before any claim: after one, each attempt was claimed
  * and ended as the work's failure (a dispatch `timed_out` with `tests_failed`).
  */
 export function startProblem(path: string, pathList: string): string | null {
@@ -69,6 +72,10 @@ export function startProblem(path: string, pathList: string): string | null {
     if ((error as NodeJS.ErrnoException).code === 'EACCES') return null;
     return `${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): a script's interpreter could not read it either; chmod +r it`;
   }
+  const foreign = foreignBuild(head.subarray(0, length), { arch: process.arch, foreignHandlers: hasForeignHandlers() });
+  if (foreign !== null) return `${path} is ${foreign}, which cannot be started here: give the build of it for this machine (${process.platform} ${process.arch})`;
+  const download = failedDownload(head.subarray(0, length));
+  if (download !== null) return `${path} is ${download}: a download of it that failed? Download or install it again`;
   const text = head.subarray(0, length).toString('latin1');
   if (!text.startsWith('#!')) return null;
   // Linux passes what follows the interpreter as one argument: for env, the name it looks up, unless an option (-S) comes first.
@@ -84,4 +91,16 @@ export function startProblem(path: string, pathList: string): string | null {
     return `${path} is a script for #!${line}, and ${argument} is not on the PATH it runs with (${pathList}): give its path in the script's first line, or install it in one of those folders`;
   }
   return null;
+}
+
+/**
+ * Whether the kernel has a binfmt_misc handler registered (qemu-user for another architecture, Wine,
+ * WSL's interop for .exe files), which may start a build for another machine after all.
+ */
+function hasForeignHandlers(): boolean {
+  try {
+    return fs.readdirSync('/proc/sys/fs/binfmt_misc').some((name) => name !== 'register' && name !== 'status');
+  } catch {
+    return false;
+  }
 }

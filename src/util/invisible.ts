@@ -56,6 +56,15 @@ export function terminalText(text: string): string {
 }
 
 /**
+ * Text for one line of a terminal: as terminalText, with each line break and tab shown as its code
+ * point too. A refusal is one coded line (`coo: CODE: message`), and a path given with a line end (a
+ * `$(cat file)` that kept its newline) split it in two, the line end never seen.
+ */
+export function oneLineText(text: string): string {
+  return text.replace(ACTING, codePointText);
+}
+
+/**
  * A value as JSON whose every character of `invisibleCharacters` is a `\uXXXX` escape (a UTF-16
  * unit each, so a tag character is its surrogate pair): the same value to every JSON reader, and
  * inert on the terminal or in the log a script's `--json` goes to. `JSON.stringify` escapes only
