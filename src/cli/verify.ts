@@ -1,8 +1,9 @@
-import { resolve } from 'node:path';
+import { lstatSync, statSync } from 'node:fs';
+import { dirname, resolve } from 'node:path';
 import type { Command } from 'commander';
 import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
 import { otherRefsNote, verifyLedger } from '../audit/verify.js';
-import type { Finding } from '../errors.js';
+import { CooError, type Finding } from '../errors.js';
 import { emit, jsonOption, ledgerOption, packingNote, pinnedKeyId, required } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
@@ -37,6 +38,7 @@ export function verifyVerb(program: Command): void {
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; json?: boolean }) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
+      if (opts.checkpoint && opts.stateDir !== undefined) refuseNonFolder(opts.stateDir);
       const progress = createProgress('verifying', 'commits', opts.json === true);
       const report = await progress.until(verifyLedger(gitdir, {
         ...(opts.checkpoint ? { checkpointFile: checkpointFile(opts.stateDir ?? defaultAuditDir(), gitdir) } : {}),
@@ -62,4 +64,25 @@ export function verifyVerb(program: Command): void {
         },
       );
     });
+}
+
+/**
+ * `--state-dir` names a folder (made when missing): a file there, or at a folder above it, is the
+ * operator's path gone wrong (USAGE, exit 2), not a checkpoint to put back or remove.
+ */
+function refuseNonFolder(stateDir: string): void {
+  for (let at = resolve(stateDir); ; at = dirname(at)) {
+    let there;
+    try {
+      there = lstatSync(at, { throwIfNoEntry: false });
+    } catch {
+      // ENOTDIR: a file at a folder above it, found as the walk goes up
+      there = undefined;
+    }
+    if (there !== undefined) {
+      if (there.isDirectory() || (there.isSymbolicLink() && statSync(at, { throwIfNoEntry: false })?.isDirectory() === true)) return;
+      throw new CooError('USAGE', `--state-dir ${stateDir}: ${at} is not a folder: give the folder where coo verify keeps the head it last verified (made when missing), or --no-checkpoint`);
+    }
+    if (dirname(at) === at) return;
+  }
 }

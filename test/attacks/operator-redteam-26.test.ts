@@ -107,6 +107,24 @@ describe('a path given with a line end at its end', () => {
   });
 });
 
+describe('coo verify given a file as its --state-dir', () => {
+  const fresh = worlds(join(dir, 'verify-worlds'));
+
+  it('is refused as the path it is (USAGE, exit 2), at the file itself or at a folder above the one named, never as a checkpoint to put back; a folder still to be made and --no-checkpoint still verify', async () => {
+    const world = await fresh();
+    const file = join(world.dir, 'not-a-folder');
+    writeFileSync(file, 'x');
+    for (const stateDir of [file, join(file, 'verified')]) {
+      expect(refusal(cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', stateDir])), stateDir).toMatch(/^coo: USAGE: --state-dir \S+: \S+not-a-folder is not a folder: give the folder where coo verify keeps the head it last verified/);
+      const asJson = cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', stateDir, '--json']);
+      expect(asJson.status).toBe(2);
+      expect((JSON.parse(asJson.stdout) as { error: { code: string } }).error.code).toBe('USAGE');
+    }
+    expect(cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', file, '--no-checkpoint']).status).toBe(0);
+    expect(cooBounded(['verify', '--ledger', world.gitdir, '--state-dir', join(world.dir, 'to-be-made', 'verified')]).status).toBe(0);
+  });
+});
+
 describe('coo mcp serving without a runner, on a ledger it cannot write', () => {
   const fresh = worlds(join(dir, 'mcp-worlds'));
 
