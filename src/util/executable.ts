@@ -1,4 +1,5 @@
 import * as fs from 'node:fs';
+import * as os from 'node:os';
 import { delimiter, isAbsolute, join, resolve } from 'node:path';
 import { failedDownload, foreignBuild } from './program-format.js';
 
@@ -72,8 +73,8 @@ export function startProblem(path: string, pathList: string): string | null {
     if ((error as NodeJS.ErrnoException).code === 'EACCES') return null;
     return `${path} cannot be read (${(error as NodeJS.ErrnoException).code ?? (error as Error).message}): a script's interpreter could not read it either; chmod +r it`;
   }
-  const foreign = foreignBuild(head.subarray(0, length), { arch: process.arch, foreignHandlers: hasForeignHandlers() });
-  if (foreign !== null) return `${path} is ${foreign}, which cannot be started here: give the build of it for this machine (${process.platform} ${process.arch})`;
+  const foreign = foreignBuild(head.subarray(0, length), { platform: process.platform, machine: os.machine(), foreignHandlers: hasForeignHandlers() });
+  if (foreign !== null) return `${path} is ${foreign}, which cannot be started here: give the build of it for this machine (${process.platform} ${os.machine()})`;
   const download = failedDownload(head.subarray(0, length));
   if (download !== null) return `${path} is ${download}: a download of it that failed? Download or install it again`;
   const text = head.subarray(0, length).toString('latin1');

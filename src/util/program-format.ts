@@ -6,19 +6,26 @@
  * failure. Pure: what the kernel could still run is passed in.
  */
 
-/** ELF e_machine numbers a kernel of each Node architecture runs natively or through its compat layer. */
+/**
+ * ELF e_machine numbers a kernel of each machine (`uname -m`, os.machine(): the kernel's, not node's
+ * build, which may be a 32-bit one on a 64-bit kernel) runs natively or through its compat layer.
+ */
 const NATIVE_MACHINES: Readonly<Record<string, readonly number[]>> = {
-  x64: [62, 3],
-  ia32: [3],
-  arm64: [183, 40],
-  arm: [40],
+  x86_64: [62, 3],
+  i386: [3],
+  i686: [3],
+  aarch64: [183, 40],
+  armv6l: [40],
+  armv7l: [40],
+  armv8l: [40],
   riscv64: [243],
-  ppc64: [21],
+  ppc64le: [21],
+  ppc64: [21, 20],
   ppc: [20],
   s390x: [22],
-  loong64: [258],
+  loongarch64: [258],
   mips: [8],
-  mipsel: [8],
+  mips64: [8],
 };
 
 /** The names of common e_machine numbers, for the message. */
@@ -29,8 +36,10 @@ const MACHINE_NAMES: Readonly<Record<number, string>> = {
 const machineName = (machine: number): string => MACHINE_NAMES[machine] ?? `machine ${machine}`;
 
 export interface ProgramHost {
-  /** process.arch of the machine that would run it. */
-  readonly arch: string;
+  /** process.platform: only Linux is judged, whose kernel's formats these are (a Mach-O is macOS's own, a PE Windows'). */
+  readonly platform: string;
+  /** The kernel's machine (os.machine()), not node's build. */
+  readonly machine: string;
   /**
    * Whether the kernel has binfmt_misc handlers registered (qemu-user, Wine, WSL's interop): then a
    * foreign build may run after all, and nothing is judged.
@@ -40,9 +49,9 @@ export interface ProgramHost {
 
 /** What the program whose first bytes are `head` is built for, when that is another machine than `host`; null otherwise or when it cannot be told. */
 export function foreignBuild(head: Buffer, host: ProgramHost): string | null {
-  if (host.foreignHandlers) return null;
+  if (host.foreignHandlers || host.platform !== 'linux') return null;
   if (head.length >= 20 && head.readUInt32BE(0) === 0x7f454c46) {
-    const native = NATIVE_MACHINES[host.arch];
+    const native = NATIVE_MACHINES[host.machine];
     if (native === undefined) return null;
     // EI_DATA (byte 5) says the byte order of every field after e_ident: 1 little-endian, 2 big-endian.
     const machine = head[5] === 2 ? head.readUInt16BE(18) : head.readUInt16LE(18);
@@ -50,7 +59,11 @@ export function foreignBuild(head: Buffer, host: ProgramHost): string | null {
     return `an ELF program for another machine (${machineName(machine)}), not this one's (${machineName(native[0]!)})`;
   }
   if (head.length >= 4 && [0xfeedface, 0xcefaedfe, 0xfeedfacf, 0xcffaedfe].includes(head.readUInt32BE(0))) return 'a macOS program (Mach-O)';
-  if (head.length >= 2 && head[0] === 0x4d && head[1] === 0x5a) return 'a Windows program (.exe)';
+  // `MZ` alone begins text too (a script setting MZ_HOME): a Windows program names its PE header (`PE\0\0`) at the offset at 0x3c.
+  if (head.length >= 64 && head[0] === 0x4d && head[1] === 0x5a) {
+    const pe = head.readUInt32LE(0x3c);
+    if (pe + 4 <= head.length && head.readUInt32BE(pe) === 0x50450000) return 'a Windows program (.exe)';
+  }
   return null;
 }
 
@@ -63,6 +76,7 @@ export function foreignBuild(head: Buffer, host: ProgramHost): string | null {
 export function failedDownload(head: Buffer): string | null {
   if (head.length === 0) return 'empty, no program';
   const start = head.subarray(0, 64).toString('latin1').replace(/^\xef\xbb\xbf/, '').trimStart().toLowerCase();
-  if (start.startsWith('<!doctype html') || start.startsWith('<html')) return 'a web page (HTML), no program';
+  // `<html` followed by a name's character is a shell redirection (`<html_in.txt cat`), not a page.
+  if (/^<(!doctype\s+html|html)[\s>]/.test(start)) return 'a web page (HTML), no program';
   return null;
 }

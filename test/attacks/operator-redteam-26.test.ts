@@ -36,7 +36,11 @@ function foreignBinaries(): Array<[string, Buffer, RegExp]> {
   // Another architecture than this machine's: aarch64 on x86-64, x86-64 elsewhere.
   const other = process.arch === 'x64' ? 183 : 62;
   const macho = Buffer.concat([Buffer.from([0xcf, 0xfa, 0xed, 0xfe, 0x0c, 0x00, 0x00, 0x01]), Buffer.alloc(56)]);
-  const pe = Buffer.concat([Buffer.from('MZ', 'latin1'), Buffer.alloc(62)]);
+  // `MZ`, and at the offset at 0x3c the PE header.
+  const pe = Buffer.alloc(128);
+  pe.write('MZ', 0, 'latin1');
+  pe.writeUInt32LE(64, 0x3c);
+  pe.write('PE\0\0', 64, 'latin1');
   return [
     ['an ELF binary of another architecture', elf(other), /is an ELF program for another machine \(\S+\), not this one's \(\S+\)/],
     ['a macOS build (Mach-O)', macho, /is a macOS program \(Mach-O\)/],
