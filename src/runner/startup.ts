@@ -1,3 +1,4 @@
+import { accessSync, constants, existsSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
@@ -167,10 +168,13 @@ const PENDING: ReadonlySet<string> = new Set(['queued', 'retry_wait', 'claimed']
  * socket and a remote's ssh connection live there). A read-only ledger or state folder, a TMPDIR
  * that names no folder, a ledger every user may write, are found here, before a claim.
  */
+const WRITABLE_LEDGER = 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)';
+
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
   const checks = [
-    () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
+    () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", WRITABLE_LEDGER),
+    () => requireWritableLedger(ledger.gitdir, WRITABLE_LEDGER),
     () => requireLedgerClosed(ledger.gitdir),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
@@ -189,15 +193,32 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
 }
 
 /**
+ * What a commit needs of the ledger's folder: each object is written through a temporary file in the
+ * folder of objects (probed there, where a stray file is never read as a ref), and the branch moves
+ * through a lock file beside it in the folder of branches (asked of the file system, never probed:
+ * a file there is a ref to a git listing them at that moment). A ledger mounted read-only, or one
+ * whose folder of branches alone is, started and failed its first commit after a claim's sync.
+ */
+function requireWritableLedger(gitdir: string, fix: string): void {
+  requireWritableFolder(join(gitdir, 'objects'), "the ledger's folder of objects", fix);
+  // git makes the folder of branches when it is gone (its refs all packed and pruned): then its parent is where it goes.
+  const branches = [join(gitdir, 'refs', 'heads'), join(gitdir, 'refs'), gitdir].find((dir) => existsSync(dir)) ?? gitdir;
+  try {
+    accessSync(branches, constants.W_OK);
+  } catch (error) {
+    throw new CooError('RUNNER_CONFIG', `cannot write in ${branches}, the ledger's folder of branches (${(error as NodeJS.ErrnoException).code ?? 'EIO'}): ${fix}`);
+  }
+}
+
+/**
  * What `coo mcp` serving without a runner needs of the ledger's folder: it commits the agent's
- * consults, adoptions and acknowledgements there, each object through a temporary file git writes in
- * the folder of objects (probed there, where a stray file is never read as a ref). A ledger it
- * cannot write (a read-only volume or bind) is refused at start, as the runner's is (folderProblems):
- * before, the server started and every call that writes failed after.
+ * consults, adoptions and acknowledgements there (requireWritableLedger). A ledger it cannot write
+ * (a read-only volume or bind) is refused at start, as the runner's is (folderProblems): before, the
+ * server started and every call that writes failed after.
  */
 export function writerFolderProblems(ledger: Ledger): Problem[] {
   try {
-    requireWritableFolder(join(ledger.gitdir, 'objects'), "the ledger's folder of objects", 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)');
+    requireWritableLedger(ledger.gitdir, 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)');
     return [];
   } catch (error) {
     return [toProblem(error)];

@@ -136,9 +136,10 @@ describe('coo mcp serving without a runner, on a ledger it cannot write', () => 
     const world = await fresh();
     const key = writeKey(world.dir, 'coo', world.actors.coo);
     const before = headOf(world.gitdir);
-    const serve = (extra: string[], readOnly: boolean) => {
-      // The ledger mounted read-only for this one command (bubblewrap: a read-only bind), as on a read-only volume.
-      const mount = ['--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...(readOnly ? ['--ro-bind', world.gitdir, world.gitdir] : []), '--'];
+    const serve = (extra: string[], readOnly: boolean | string) => {
+      // The ledger (or one folder of it) mounted read-only for this one command (bubblewrap: a read-only bind), as on a read-only volume.
+      const bound = readOnly === true ? world.gitdir : readOnly === false ? null : join(world.gitdir, readOnly);
+      const mount = ['--bind', '/', '/', '--dev', '/dev', '--proc', '/proc', ...(bound === null ? [] : ['--ro-bind', bound, bound]), '--'];
       const args = ['mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target, ...extra];
       // Standard input ends at once: a server that started says it serves, and ends with status 0.
       const ran = spawnSync(requireBubblewrap('a read-only ledger'), [...mount, process.execPath, COO, ...args], {
@@ -152,6 +153,9 @@ describe('coo mcp serving without a runner, on a ledger it cannot write', () => 
     expect(refusal(serve([], true))).toBe(`coo: RUNNER_CONFIG: cannot write in ${world.gitdir}/objects, the ledger's folder of objects (EROFS): the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
     // With a runner, the runner's own check says it, as before.
     expect(refusal(serve(['--run', '--isolation', 'none', '--state-dir', join(world.dir, 'state')], true))).toMatch(/^coo: RUNNER_CONFIG: cannot write in \S+\/coo\/runners, the ledger's folder of runners \(EROFS\)/);
+    // Its folder of branches alone read-only: every commit moves main through a lock file there.
+    expect(refusal(serve([], 'refs'))).toBe(`coo: RUNNER_CONFIG: cannot write in ${world.gitdir}/refs/heads, the ledger's folder of branches (EROFS): the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)`);
+    expect(refusal(serve(['--run', '--isolation', 'none', '--state-dir', join(world.dir, 'state')], 'refs'))).toMatch(/^coo: RUNNER_CONFIG: cannot write in \S+\/refs\/heads, the ledger's folder of branches \(EROFS\): the runner commits its claims and receipts/);
     expect(headOf(world.gitdir)).toBe(before);
     const served = serve([], false);
     expect({ status: served.status, stderr: served.stderr }).toEqual({ status: 0, stderr: 'coo mcp: serving without a runner (run coo watch beside it) on stdio\n' });
