@@ -1,6 +1,6 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
-import { basename, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -462,35 +462,43 @@ export async function checkOrigin(gitdir: string, url: string): Promise<void> {
   requireBareRemote(url, 'a write through it');
 }
 
-/** Where git fetches from and pushes to through the clone's origin: its URLs after git's URL rewrites (`url.<base>.insteadOf`, `pushInsteadOf`). */
+/**
+ * Where git fetches from and pushes to through the clone's origin: its URLs after git's URL rewrites
+ * (`url.<base>.insteadOf`, `pushInsteadOf`), and the settings beside them that send it elsewhere
+ * (the programs it asks the other side to run, `remote.origin.uploadpack` and `receivepack`; a
+ * helper, `remote.origin.vcs`; the ssh command, `core.sshCommand`), as git lists them.
+ */
 export interface OriginRoute {
   readonly fetch: readonly string[];
   readonly push: readonly string[];
+  readonly through: string;
 }
 
-/** The route through the clone's origin as it was checked, and the stamp of the config files it was read from then. */
+/** The route through the clone's origin as it was checked, and the config files it was read from with their stamp then. */
 export interface CheckedOrigin {
   readonly route: OriginRoute;
-  readonly files: readonly string[];
-  /** Moves on when a later check reads the same route from files that changed (another setting written). */
+  /** Both move on when a later check reads the same route from files that changed (another setting written). */
+  files: readonly string[];
   stamp: string;
 }
 
-/** The clone's origin route now, as `git remote get-url` reads it from every scope of git's config; empty lists when there is no origin. */
+/** The clone's origin route now, as git reads it from every scope of its config; empty lists when there is no origin. */
 export async function originRoute(gitdir: string): Promise<OriginRoute> {
-  const urls = (push: boolean): Promise<string[]> =>
-    runGit(['--git-dir', gitdir, 'remote', 'get-url', ...(push ? ['--push'] : []), '--all', 'origin']).then(
-      (out) => out.toString('utf8').split('\n').filter((line) => line !== ''),
-      () => [],
+  const read = (args: readonly string[]): Promise<string> =>
+    runGit(['--git-dir', gitdir, ...args]).then(
+      (out) => out.toString('utf8'),
+      () => '',
     );
-  const [fetch, push] = await Promise.all([urls(false), urls(true)]);
-  return { fetch, push };
+  const urls = (push: boolean): Promise<string[]> => read(['remote', 'get-url', ...(push ? ['--push'] : []), '--all', 'origin']).then((out) => out.split('\n').filter((line) => line !== ''));
+  const [fetch, push, through] = await Promise.all([urls(false), urls(true), read(['config', '-z', '--get-regexp', String.raw`^(remote\.origin\.(uploadpack|receivepack|vcs)|core\.sshcommand)$`])]);
+  return { fetch, push, through };
 }
 
 /**
  * The files git reads the clone's config from (git-config(1), FILES): the system's, the user's (both
- * places, also before they exist: `git config --global` makes one), the clone's own, and every file
- * that held a setting at start (an `include.path`), as git lists them.
+ * places, also before they exist: `git config --global` makes one), the clone's own, every file that
+ * held a setting (as git lists them) and every file an `include.path` or `includeIf.*.path` names,
+ * also one that is empty or not made yet.
  */
 async function configFiles(gitdir: string): Promise<string[]> {
   const env = process.env;
@@ -499,8 +507,19 @@ async function configFiles(gitdir: string): Promise<string[]> {
   if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push(env['GIT_CONFIG_SYSTEM'] ?? '/etc/gitconfig');
   if (env['GIT_CONFIG_GLOBAL'] !== undefined) files.push(env['GIT_CONFIG_GLOBAL']);
   else files.push(join(env['XDG_CONFIG_HOME'] ?? join(home, '.config'), 'git', 'config'), join(home, '.gitconfig'));
-  const listed = (await runGit(['--git-dir', gitdir, 'config', '--list', '--show-origin', '--name-only', '-z']).catch(() => Buffer.from(''))).toString('utf8').split('\0');
-  for (let i = 0; i < listed.length; i += 2) if (listed[i]!.startsWith('file:')) files.push(resolve(listed[i]!.slice('file:'.length)));
+  // Entries of `--show-origin -z`: the origin, then the name, a line end and the value.
+  const listed = (await runGit(['--git-dir', gitdir, 'config', '--list', '--show-origin', '-z']).catch(() => Buffer.from(''))).toString('utf8').split('\0');
+  for (let i = 0; i + 1 < listed.length; i += 2) {
+    if (!listed[i]!.startsWith('file:')) continue;
+    const file = resolve(listed[i]!.slice('file:'.length));
+    files.push(file);
+    const entry = listed[i + 1]!;
+    const cut = entry.indexOf('\n');
+    if (cut < 0 || !/^include(if\..*)?\.path$/i.test(entry.slice(0, cut))) continue;
+    const named = entry.slice(cut + 1);
+    // As git reads an included path: `~/` from HOME, a relative one from the folder of the file that names it.
+    files.push(named.startsWith('~/') ? join(home, named.slice(2)) : resolve(dirname(file), named));
+  }
   return [...new Set(files.map((file) => resolve(file)))];
 }
 
@@ -514,11 +533,20 @@ function configStamp(files: readonly string[]): string {
     .join('|');
 }
 
-/** The route through the clone's origin at start (after checkOrigin), with the stamp of the files it was read from, taken first. */
-export async function checkedOrigin(gitdir: string): Promise<CheckedOrigin> {
-  const files = await configFiles(gitdir);
-  const stamp = configStamp(files);
-  return { route: await originRoute(gitdir), files, stamp };
+/**
+ * Checks that `url` is the clone's origin (checkOrigin) and records git's route through it, with the
+ * stamp of the files it was read from taken before either read: a file changed while they ran (a
+ * `set-url` between the check and the route) is read again, never recorded as what was checked.
+ */
+export async function checkedOrigin(gitdir: string, url: string): Promise<CheckedOrigin> {
+  for (let tries = 1; ; tries += 1) {
+    const files = await configFiles(gitdir);
+    const stamp = configStamp(files);
+    await checkOrigin(gitdir, url);
+    const route = await originRoute(gitdir);
+    if (configStamp(files) === stamp) return { route, files, stamp };
+    if (tries === 3) throw new CooError('USAGE', `git's config for ${gitdir} kept changing while its origin was checked: start again once nothing writes it`);
+  }
 }
 
 /**
@@ -527,22 +555,24 @@ export async function checkedOrigin(gitdir: string): Promise<CheckedOrigin> {
  * the config on every command, so an operator who points it at another copy of the ledger (a backup,
  * a mirror) while a runner works (with `git remote set-url`, a push URL, a URL rewrite) would have
  * the runner claim and pay there, where the runners of `url` never look, and they would pay again.
- * The route is read again (two git processes) only when a config file changed: a runner syncs after
+ * The route is read again (four git processes) only when a config file changed: a runner syncs after
  * every commit any runner pushes, and its git processes are most of its own CPU (bench/RESULTS.md).
  */
 export async function checkOriginUnchanged(gitdir: string, url: string, checked: CheckedOrigin): Promise<void> {
-  const stamp = configStamp(checked.files);
-  if (stamp === checked.stamp) return;
+  if (configStamp(checked.files) === checked.stamp) return;
+  const files = await configFiles(gitdir);
+  const stamp = configStamp(files);
   const now = await originRoute(gitdir);
   const same = (a: readonly string[], b: readonly string[]): boolean => a.length === b.length && a.every((value, i) => value === b[i]);
-  if (same(now.fetch, checked.route.fetch) && same(now.push, checked.route.push)) {
+  if (same(now.fetch, checked.route.fetch) && same(now.push, checked.route.push) && now.through === checked.route.through) {
+    checked.files = files;
     checked.stamp = stamp;
     return;
   }
   const shown = (list: readonly string[]): string => (list.length === 0 ? 'nowhere' : list.map(displayUrl).join(', '));
   throw new CooError(
     'REMOTE_UNVERIFIED',
-    `the origin of ${gitdir} now fetches from ${shown(now.fetch)} and pushes to ${shown(now.push)}, not only ${displayUrl(url)} it was started with: a claim or receipt sent through it could land where the runners of ${displayUrl(url)} never read it; nothing was acted on; set it back (git --git-dir ${gitdir} remote set-url origin ${displayUrl(url)}, with no push URL or URL rewrite) and start again`,
+    `the origin of ${gitdir} now fetches from ${shown(now.fetch)} and pushes to ${shown(now.push)}, not only ${displayUrl(url)} it was started with: a claim or receipt sent through it could land where the runners of ${displayUrl(url)} never read it; nothing was acted on; set it back (git --git-dir ${gitdir} remote set-url origin ${displayUrl(url)}, with no push URL, URL rewrite or other upload, receive or ssh program than at start) and start again`,
   );
 }
 

@@ -12,7 +12,7 @@ import { credentialHelperSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOrigin, checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -166,14 +166,16 @@ export class RemoteLedger {
     return looked.kind === 'head' ? looked.head : looked.kind === 'missing' ? '' : null;
   }
 
-  private git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
+  /** Every git that talks to the remote, after the origin's route is found unchanged (a few stat calls while no config file changed). */
+  private async git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
+    await this.checkOrigin();
     return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, ...received });
   }
 
   /** The origin is checked in full once; each fetch or push after that finds git's route through it unchanged (git-remote.ts checkOriginUnchanged). */
   private async checkOrigin(): Promise<void> {
     if (this.origin === null) {
-      this.origin = checkOrigin(this.gitdir, this.remoteUrl).then(() => checkedOrigin(this.gitdir));
+      this.origin = checkedOrigin(this.gitdir, this.remoteUrl);
       await this.origin;
       return;
     }
