@@ -1,5 +1,5 @@
 import { lstatSync, realpathSync } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { dirname, join, resolve } from 'node:path';
 import { attemptBudgetLeftUsd, attemptEndsAtMillis } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
@@ -18,6 +18,7 @@ import { relativePath } from '../schema/common.js';
 import { parseDocument } from '../schema/documents.js';
 import type { AaConsultMessage, EaDispatchMessage } from '../schema/message.js';
 import { readBounded } from '../util/bounded-read.js';
+import { isOwnFolder } from './work-walk.js';
 import { sha256Ref } from '../util/hash.js';
 
 /**
@@ -52,6 +53,9 @@ export function snapshotFiles(worktree: string, paths: readonly string[], scope:
   const inScope = scopeMatcher(scope);
   const outside = unique.filter((path) => !inScope(path));
   if (outside.length > 0) throw new CooError('SCOPE_VIOLATION', `${outside.join(', ')} lie outside the dispatch's scope (${scope.join(', ')}): a consult's context is bounded by it`);
+  // The worktree itself is looked at before its path is resolved (work-walk.ts): one the agent replaced by a link had the
+  // consult's context read from the folder the link names, a file of another actor's work, say.
+  if (!isOwnFolder(resolve(worktree))) throw new CooError('CONTEXT_INVALID', `the worktree ${worktree} is no longer a folder of its own (replaced by a link, a file, or gone): nothing in it is context`);
   const root = realpathSync(worktree);
   const sizes = unique.map((path) => {
     const size = sizeOf(join(root, path));

@@ -63,8 +63,8 @@ export const keyOf = (path: Buffer): string => path.toString('latin1');
 /** A walked path as the receipt and the blockers name it: the root itself (the empty path) as `.`. */
 export const shownPath = (path: Buffer): string => (path.length === 0 ? '.' : path.toString('utf8'));
 
-/** Whether `path` is a folder itself, not a link to one (nor anything else, nor gone). */
-function isOwnFolder(path: Buffer): boolean {
+/** Whether `path` is a folder itself, not a link to one (nor anything else, nor gone): a worktree the agent may have replaced is looked at so before it is read. */
+export function isOwnFolder(path: Buffer | string): boolean {
   try {
     return fs.lstatSync(path).isDirectory();
   } catch {

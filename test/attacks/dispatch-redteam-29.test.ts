@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { gitObjectId } from '../../src/dispatch/git-tree.js';
 import { snapshotWork } from '../../src/dispatch/snapshot.js';
+import { snapshotFiles } from '../../src/dispatch/asked-consult.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -127,5 +128,21 @@ describe("the agent's committed check, run by the verification, reaching for wha
     if (receipt['status'] === 'succeeded') return 'accepted: the verification passed on a file no commit holds';
     expect(receipt['inner_exit_codes']).toEqual([2]);
     return 'refused';
+  });
+});
+
+describe("a consult the agent asks after replacing its worktree's own folder by a link", () => {
+  it("is refused (CONTEXT_INVALID): its context is never read from the folder the link names, a file of another actor's work; the same worktree as a folder is read", () => {
+    const base = tempDir('dispatch-redteam-29-consult');
+    const other = join(base, 'other-work');
+    fs.mkdirSync(join(other, 'src'), { recursive: true });
+    fs.writeFileSync(join(other, 'src', 'secret.ts'), "another actor's file\n");
+    const worktree = join(base, 'worktree');
+    fs.symlinkSync(other, worktree);
+    const bounds = { files: 10, bytes: 1024 * 1024 };
+    expect(() => snapshotFiles(worktree, ['src/secret.ts'], ['src/**'], bounds)).toThrow(expect.objectContaining({ code: 'CONTEXT_INVALID', message: expect.stringMatching(/no longer a folder of its own/) }));
+    expect(() => snapshotFiles(`${worktree}/`, ['src/secret.ts'], ['src/**'], bounds)).toThrow(expect.objectContaining({ code: 'CONTEXT_INVALID' }));
+    // A guard: the folder itself, reached by its own name, is read.
+    expect(snapshotFiles(other, ['src/secret.ts'], ['src/**'], bounds).map((file) => file.path)).toEqual(['src/secret.ts']);
   });
 });
