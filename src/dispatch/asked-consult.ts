@@ -1,5 +1,5 @@
 import { lstatSync, realpathSync } from 'node:fs';
-import { dirname, join, resolve } from 'node:path';
+import { basename, dirname, join, resolve } from 'node:path';
 import { attemptBudgetLeftUsd, attemptEndsAtMillis } from '../authority/dispatch-consults.js';
 import { scopeMatcher } from '../authority/scope.js';
 import type { LedgerState } from '../authority/state.js';
@@ -57,6 +57,8 @@ export function snapshotFiles(worktree: string, paths: readonly string[], scope:
   // consult's context read from the folder the link names, a file of another actor's work, say.
   if (!isOwnFolder(resolve(worktree))) throw new CooError('CONTEXT_INVALID', `the worktree ${worktree} is no longer a folder of its own (replaced by a link, a file, or gone): nothing in it is context`);
   const root = realpathSync(worktree);
+  // Resolved, it is still the folder of that name: a link put in its place after the look is not followed.
+  if (root !== join(realpathSync(dirname(resolve(worktree))), basename(resolve(worktree)))) throw new CooError('CONTEXT_INVALID', `the worktree ${worktree} is no longer a folder of its own (replaced by a link): nothing in it is context`);
   const sizes = unique.map((path) => {
     const size = sizeOf(join(root, path));
     if (size > LIMITS.contextFileBytes) throw new CooError('CONTEXT_INVALID', `${path}: ${size} bytes exceeds the ${LIMITS.contextFileBytes}-byte limit for one context file`);

@@ -510,15 +510,15 @@ async function configFiles(gitdir: string): Promise<string[]> {
   // Entries of `--show-origin -z`: the origin, then the name, a line end and the value.
   const listed = (await runGit(['--git-dir', gitdir, 'config', '--list', '--show-origin', '-z']).catch(() => Buffer.from(''))).toString('utf8').split('\0');
   for (let i = 0; i + 1 < listed.length; i += 2) {
-    if (!listed[i]!.startsWith('file:')) continue;
-    const file = resolve(listed[i]!.slice('file:'.length));
-    files.push(file);
+    // A setting of a file, or of the command line or environment (GIT_CONFIG_COUNT), whose includes git reads too.
+    const file = listed[i]!.startsWith('file:') ? resolve(listed[i]!.slice('file:'.length)) : null;
+    if (file !== null) files.push(file);
     const entry = listed[i + 1]!;
     const cut = entry.indexOf('\n');
     if (cut < 0 || !/^include(if\..*)?\.path$/i.test(entry.slice(0, cut))) continue;
     const named = entry.slice(cut + 1);
     // As git reads an included path: `~/` from HOME, a relative one from the folder of the file that names it.
-    files.push(named.startsWith('~/') ? join(home, named.slice(2)) : resolve(dirname(file), named));
+    files.push(named.startsWith('~/') ? join(home, named.slice(2)) : resolve(file === null ? process.cwd() : dirname(file), named));
   }
   return [...new Set(files.map((file) => resolve(file)))];
 }
@@ -527,8 +527,13 @@ async function configFiles(gitdir: string): Promise<string[]> {
 function configStamp(files: readonly string[]): string {
   return files
     .map((file) => {
-      const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
-      return stat === undefined ? '-' : `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+      // A file this user may not look at (an includeIf for another folder, under a private one) is stamped by why, never a throw.
+      try {
+        const stat = statSync(file, { bigint: true, throwIfNoEntry: false });
+        return stat === undefined ? '-' : `${stat.ino}:${stat.size}:${stat.mtimeNs}:${stat.ctimeNs}`;
+      } catch (error) {
+        return `!${(error as NodeJS.ErrnoException).code ?? 'EIO'}`;
+      }
     })
     .join('|');
 }

@@ -173,8 +173,11 @@ const WRITABLE_LEDGER = 'the runner commits its claims and receipts in the ledge
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   const problems: Problem[] = [];
   const checks = [
-    () => requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", WRITABLE_LEDGER),
-    () => requireWritableLedger(ledger.gitdir, WRITABLE_LEDGER),
+    // One problem for one cause: a ledger read-only as a whole is said once, at its folder of runners.
+    () => {
+      requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", WRITABLE_LEDGER);
+      requireWritableLedger(ledger.gitdir, WRITABLE_LEDGER);
+    },
     () => requireLedgerClosed(ledger.gitdir),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");

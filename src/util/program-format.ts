@@ -12,12 +12,13 @@
  */
 const NATIVE_MACHINES: Readonly<Record<string, readonly number[]>> = {
   x86_64: [62, 3],
-  i386: [3],
-  i686: [3],
+  // A 32-bit personality (linux32, setarch) on a 64-bit kernel says i686 or armv8l: the kernel still runs 64-bit programs.
+  i386: [3, 62],
+  i686: [3, 62],
   aarch64: [183, 40],
   armv6l: [40],
   armv7l: [40],
-  armv8l: [40],
+  armv8l: [40, 183],
   riscv64: [243],
   ppc64le: [21],
   ppc64: [21, 20],
@@ -59,10 +60,11 @@ export function foreignBuild(head: Buffer, host: ProgramHost): string | null {
     return `an ELF program for another machine (${machineName(machine)}), not this one's (${machineName(native[0]!)})`;
   }
   if (head.length >= 4 && [0xfeedface, 0xcefaedfe, 0xfeedfacf, 0xcffaedfe].includes(head.readUInt32BE(0))) return 'a macOS program (Mach-O)';
-  // `MZ` alone begins text too (a script setting MZ_HOME): a Windows program names its PE header (`PE\0\0`) at the offset at 0x3c.
+  // `MZ` alone begins text too (a script setting MZ_HOME): a Windows program names its PE header (`PE\0\0`) at the offset at
+  // 0x3c, often past the bytes read (0x100 and later from MSVC); an offset below 64 KiB holds two NUL bytes, which no script has.
   if (head.length >= 64 && head[0] === 0x4d && head[1] === 0x5a) {
     const pe = head.readUInt32LE(0x3c);
-    if (pe + 4 <= head.length && head.readUInt32BE(pe) === 0x50450000) return 'a Windows program (.exe)';
+    if (pe + 4 <= head.length ? head.readUInt32BE(pe) === 0x50450000 : pe >= 0x40 && pe < 0x10000) return 'a Windows program (.exe)';
   }
   return null;
 }

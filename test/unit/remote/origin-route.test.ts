@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { checkedOrigin, checkOriginUnchanged } from '../../../src/remote/git-remote.js';
@@ -78,6 +79,29 @@ describe("the route through a runner's origin", () => {
     await expect(checkOriginUnchanged(other, URL, again)).resolves.toBeUndefined();
     execFileSync('git', ['config', '--file', added, 'url.ssh://mirror.example/.insteadOf', 'ssh://ledger.example/']);
     await expect(checkOriginUnchanged(other, URL, again)).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+  });
+
+  it('stamps an include it may not look at (an includeIf for another folder, under a file) instead of failing, and watches one the environment names (GIT_CONFIG_COUNT)', async () => {
+    const gitdir = clone();
+    const notFolder = join(tempDir('origin-route-file'), 'a-file');
+    writeFileSync(notFolder, 'x');
+    execFileSync('git', ['config', '--global', 'includeIf.gitdir:/elsewhere/.path', join(notFolder, 'work.inc')]);
+    const checked = await checkedOrigin(gitdir, URL);
+    await expect(checkOriginUnchanged(gitdir, URL, checked)).resolves.toBeUndefined();
+
+    const named = join(tempDir('origin-route-env'), 'env.inc');
+    const saved = { count: process.env['GIT_CONFIG_COUNT'], key: process.env['GIT_CONFIG_KEY_0'], value: process.env['GIT_CONFIG_VALUE_0'] };
+    Object.assign(process.env, { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'include.path', GIT_CONFIG_VALUE_0: named });
+    try {
+      const again = await checkedOrigin(gitdir, URL);
+      execFileSync('git', ['config', '--file', named, 'url.ssh://mirror.example/.insteadOf', 'ssh://ledger.example/']);
+      await expect(checkOriginUnchanged(gitdir, URL, again)).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    } finally {
+      for (const [name, value] of [['GIT_CONFIG_COUNT', saved.count], ['GIT_CONFIG_KEY_0', saved.key], ['GIT_CONFIG_VALUE_0', saved.value]] as const) {
+        if (value === undefined) delete process.env[name];
+        else process.env[name] = value;
+      }
+    }
   });
 
   it('refuses an upload or receive program or an ssh command set after start, which send git elsewhere with the same URL', async () => {

@@ -43,9 +43,9 @@ describe('foreignBuild', () => {
     expect(foreignBuild(elf(40), { platform: 'linux', machine: 'aarch64', foreignHandlers: false })).toBeNull();
   });
 
-  it("judges by the kernel's machine, not node's build: a 32-bit node on a 64-bit kernel still runs 64-bit programs", () => {
-    expect(foreignBuild(elf(62), { platform: 'linux', machine: 'x86_64', foreignHandlers: false })).toBeNull();
-    expect(foreignBuild(elf(183), { platform: 'linux', machine: 'aarch64', foreignHandlers: false })).toBeNull();
+  it("judges by the kernel's machine, and a 32-bit personality on a 64-bit kernel (i686, armv8l) still runs 64-bit programs", () => {
+    expect(foreignBuild(elf(62), { platform: 'linux', machine: 'i686', foreignHandlers: false })).toBeNull();
+    expect(foreignBuild(elf(183), { platform: 'linux', machine: 'armv8l', foreignHandlers: false })).toBeNull();
     expect(foreignBuild(elf(183), { platform: 'linux', machine: 'armv7l', foreignHandlers: false })).toBe("an ELF program for another machine (aarch64), not this one's (ARM)");
   });
 
@@ -53,6 +53,11 @@ describe('foreignBuild', () => {
     const macho = Buffer.from([0xcf, 0xfa, 0xed, 0xfe, 0x07, 0x00, 0x00, 0x01]);
     expect(foreignBuild(macho, x64)).toBe('a macOS program (Mach-O)');
     expect(foreignBuild(pe(), x64)).toBe('a Windows program (.exe)');
+    // Its PE header past the bytes read (MSVC puts it at 0x100 and later): still a Windows program.
+    const far = Buffer.alloc(256);
+    far.write('MZ', 0, 'latin1');
+    far.writeUInt32LE(0x108, 0x3c);
+    expect(foreignBuild(far, x64)).toBe('a Windows program (.exe)');
     expect(foreignBuild(macho, { ...x64, foreignHandlers: true })).toBeNull();
     expect(foreignBuild(elf(183), { ...x64, machine: 'sparc64' })).toBeNull();
   });
