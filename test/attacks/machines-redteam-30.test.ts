@@ -29,17 +29,22 @@ async function copyOf(world: Case, name: string): Promise<string> {
 
 // Each case serves a ledger through git http-backend and clones it twice: on a loaded two-core machine one takes up to a minute.
 describe("a runner's clone whose origin is changed while it runs", { timeout: 240_000 }, () => {
-  it("origin set to a copy of the ledger after the runner started: the runner refuses it (REMOTE_UNVERIFIED, naming both), claims nothing there, and the consult is paid once, by a runner of the remote", async () => {
+  /**
+   * A runner that started and checked its clone's origin, with nothing queued yet; a consult queued;
+   * then `change` points the origin at a copy of the ledger. The runner's next pass refuses it
+   * (REMOTE_UNVERIFIED, `said`) before it claims, the copy keeps the remote's head, and a runner of the
+   * remote pays for the consult once.
+   */
+  async function refusedAfterStart(name: string, copyName: string, change: (gitdir: string, copy: string, world: Case) => void, said: RegExp): Promise<void> {
     const world = await makeCase(dir, closers);
-    const machine = await world.machine('moved');
+    const machine = await world.machine(name);
     const runner = machine.runner();
-    // The runner has started and checked its clone's origin: nothing is queued yet.
     await runner.runOnce();
     const messageId = await world.consult();
-    const copy = await copyOf(world, 'backup.git');
-    git(['--git-dir', machine.gitdir, 'remote', 'set-url', 'origin', copy]);
+    const copy = await copyOf(world, copyName);
+    change(machine.gitdir, copy, world);
 
-    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/the origin of \S+ now fetches from \S*backup\.git and pushes to \S*backup\.git, not only \S+ it was started with/) });
+    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(said) });
     expect(types(machine.events)).not.toContain('claimed');
     expect(git(['--git-dir', copy, 'rev-parse', 'refs/heads/main']).trim()).toBe(world.served.head());
 
@@ -47,44 +52,18 @@ describe("a runner's clone whose origin is changed while it runs", { timeout: 24
     await other.runner().runOnce();
     expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
     expect(world.model.requests).toHaveLength(1);
+  }
+
+  it("origin set to a copy of the ledger after the runner started: the runner refuses it (REMOTE_UNVERIFIED, naming both), claims nothing there, and the consult is paid once, by a runner of the remote", async () => {
+    await refusedAfterStart('moved', 'backup.git', (gitdir, copy) => git(['--git-dir', gitdir, 'remote', 'set-url', 'origin', copy]), /the origin of \S+ now fetches from \S*backup\.git and pushes to \S*backup\.git, not only \S+ it was started with/);
   });
 
   it('a push URL added to the origin after the runner started, naming a copy: the runner refuses it before it claims, and the consult is paid once', async () => {
-    const world = await makeCase(dir, closers);
-    const machine = await world.machine('pushes-elsewhere');
-    const runner = machine.runner();
-    await runner.runOnce();
-    const messageId = await world.consult();
-    const copy = await copyOf(world, 'mirror.git');
-    git(['--git-dir', machine.gitdir, 'remote', 'set-url', '--push', 'origin', copy]);
-
-    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/pushes to .*mirror\.git/) });
-    expect(types(machine.events)).not.toContain('claimed');
-    expect(git(['--git-dir', copy, 'rev-parse', 'refs/heads/main']).trim()).toBe(world.served.head());
-
-    const other = await world.machine('other');
-    await other.runner().runOnce();
-    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
-    expect(world.model.requests).toHaveLength(1);
+    await refusedAfterStart('pushes-elsewhere', 'mirror.git', (gitdir, copy) => git(['--git-dir', gitdir, 'remote', 'set-url', '--push', 'origin', copy]), /pushes to .*mirror\.git/);
   });
 
   it("a URL rewrite added to the clone's config after the runner started (url.COPY.insteadOf naming the remote): the runner refuses it before it claims, and the consult is paid once", async () => {
-    const world = await makeCase(dir, closers);
-    const machine = await world.machine('rewritten');
-    const runner = machine.runner();
-    await runner.runOnce();
-    const messageId = await world.consult();
-    const copy = await copyOf(world, 'rewrite.git');
-    git(['--git-dir', machine.gitdir, 'config', `url.${copy}.insteadOf`, world.url]);
-
-    await expect(runner.runOnce()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(/now fetches from \S*rewrite\.git and pushes to \S*rewrite\.git/) });
-    expect(types(machine.events)).not.toContain('claimed');
-    expect(git(['--git-dir', copy, 'rev-parse', 'refs/heads/main']).trim()).toBe(world.served.head());
-
-    const other = await world.machine('other');
-    await other.runner().runOnce();
-    expect(await remoteReceipts(world.served, messageId)).toEqual([{ attempt: 1, status: 'succeeded', blockers: [] }]);
-    expect(world.model.requests).toHaveLength(1);
+    await refusedAfterStart('rewritten', 'rewrite.git', (gitdir, copy, world) => git(['--git-dir', gitdir, 'config', `url.${copy}.insteadOf`, world.url]), /now fetches from \S*rewrite\.git and pushes to \S*rewrite\.git/);
   });
 
   it('origin set to a copy while a paid call runs: the receipt is refused there and kept, nothing lands on the copy, and once origin is set back it lands on the remote, paid once', async () => {
