@@ -19,6 +19,7 @@ import { SignaturePool } from './signature-pool.js';
 import { MAIN_REF, readRef, withRefLock } from './ref-lock.js';
 import { checkGitFiles } from './git-files.js';
 import { TreeBuilder } from './tree-builder.js';
+import { requireLedgerClosed } from '../util/runner-folders.js';
 
 /** A file to add to the ledger. Entries (`*.yaml` at entry paths) are signed; their `.sig` is added for them. */
 export interface NewFile {
@@ -129,6 +130,8 @@ export class Ledger {
   private damage: readonly Finding[] = [];
   private replayedSinceCheckpoint = 0;
   private pool: SignaturePool | null = null;
+  /** Whether this handle found no path of the ledger every user may write, before its first append. */
+  private closedChecked = false;
   /** Set by `publishing`: what an append must get done before the local main moves. */
   private publisher: ((commit: string) => Promise<void>) | null = null;
 
@@ -388,6 +391,11 @@ export class Ledger {
    */
   async append<T = never>(options: AppendOptions<T>): Promise<AppendResult | { skipped: T }> {
     return this.exclusive(async () => {
+      // Every writer, not the runner alone (whose start checks it first, as RUNNER_CONFIG): once per handle, walked before the lock is taken.
+      if (!this.closedChecked) {
+        requireLedgerClosed(this.gitdir, 'USAGE');
+        this.closedChecked = true;
+      }
       let accepted: { verdict: ReturnType<typeof validateCommit>; tree: string; result: AppendResult } | null = null;
       const outcome = await withRefLock<AppendResult | { skipped: T }>(this.gitdir, async (current) => {
         const snapshot = await this.snapshotAt(current);

@@ -216,16 +216,25 @@ function requireWritableLedger(gitdir: string, fix: string): void {
 /**
  * What `coo mcp` serving without a runner needs of the ledger's folder: it commits the agent's
  * consults, adoptions and acknowledgements there (requireWritableLedger). A ledger it cannot write
- * (a read-only volume or bind) is refused at start, as the runner's is (folderProblems): before, the
- * server started and every call that writes failed after.
+ * (a read-only volume or bind), or one every user may write (requireLedgerClosed), is refused at
+ * start, as the runner's is (folderProblems): before, the server started, and every call that wrote
+ * failed after, or committed where the runner beside it refused to.
  */
 export function writerFolderProblems(ledger: Ledger): Problem[] {
-  try {
-    requireWritableLedger(ledger.gitdir, 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)');
-    return [];
-  } catch (error) {
-    return [toProblem(error)];
+  const problems: Problem[] = [];
+  const checks = [
+    () => requireWritableLedger(ledger.gitdir, 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
+    // Its every write would be refused (Ledger.append): said at start, before a request is read, as the runner's start says it.
+    () => requireLedgerClosed(ledger.gitdir),
+  ];
+  for (const check of checks) {
+    try {
+      check();
+    } catch (error) {
+      problems.push(toProblem(error));
+    }
   }
+  return problems;
 }
 
 /** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */

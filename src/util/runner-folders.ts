@@ -134,13 +134,15 @@ export function requireOwnFolder(dir: string, what: string): void {
 const LEDGER_WALK_ENTRIES = 1_000_000;
 
 /**
- * A ledger the runner commits to may be written by no other user: one made under umask 000 (or
- * opened up by hand) lets any local user rewrite its main, an object in place, its config (a
- * `core.fsmonitor` or `core.hooksPath` runs their command as the runner) or its hooks under the
- * runner. Refused, with RUNNER_CONFIG naming the first such path and saying how to close it. Group
- * write is left alone: a ledger shared by a group (core.sharedRepository) is made so.
+ * A ledger coo commits to may be written by no other user: one made under umask 000 (or opened up
+ * by hand) lets any local user rewrite its main, an object in place, its config (a
+ * `core.fsmonitor` or `core.hooksPath` runs their command as whoever runs git there) or its hooks
+ * under the writer. Refused, naming the first such path and saying how to close it: RUNNER_CONFIG
+ * at a runner's start, the `code` given for every other writer (Ledger.append), so a verb or a
+ * server never commits where the runner beside it refuses to. Group write is left alone: a ledger
+ * shared by a group (core.sharedRepository) is made so.
  */
-export function requireLedgerClosed(gitdir: string): void {
+export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USAGE' = 'RUNNER_CONFIG'): void {
   let seen = 0;
   const walk = (path: string): void => {
     if (seen >= LEDGER_WALK_ENTRIES) return;
@@ -153,7 +155,7 @@ export function requireLedgerClosed(gitdir: string): void {
     }
     if (stats.isSymbolicLink()) return;
     if ((stats.mode & 0o002) !== 0) {
-      throw new CooError('RUNNER_CONFIG', `${path}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under the runner; close it (chmod -R o-w ${gitdir}), and start again`);
+      throw new CooError(code, `${path}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${gitdir}), and start again`);
     }
     if (!stats.isDirectory()) return;
     let names: string[];

@@ -1,0 +1,92 @@
+import { spawnSync } from 'node:child_process';
+import { chmodSync, existsSync, lstatSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { cooBounded, headOf, HUNG_MS, refusal, watchArgs, writeKey } from '../helpers/damage.js';
+import { laneState } from '../helpers/startup.js';
+import { worlds, type World } from '../helpers/lane.js';
+import { call, INITIALIZE, line } from '../helpers/mcp-raw.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator, round 31: a ledger left open to every user, or left by a machine that stopped
+ * mid-write with main naming a commit whose file never reached the disk, given to the verbs that
+ * write, to `coo mcp` with its requests already waiting on standard input, and to the runner; and a
+ * writer killed at each step of its write. Every one refuses with what to do, or recovers; none
+ * builds on a half state, none acts on a request before its start checks ended.
+ */
+
+const dir = tempDir('operator-redteam-31-');
+const fresh = worlds(dir);
+const COO = join(import.meta.dirname, '..', '..', 'dist', 'cli', 'main.js');
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+function git(args: readonly string[]): { status: number | null; stdout: string; stderr: string } {
+  const ran = spawnSync('git', args, { encoding: 'utf8', timeout: HUNG_MS });
+  return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr };
+}
+
+function consultOf(world: World, key: string, extra: NodeJS.ProcessEnv = {}) {
+  return cooBounded(['consult', '--ledger', world.gitdir, '--key', key, '--to', 'aa.chatgpt', '--repo', world.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?'], { env: extra });
+}
+
+/** `coo mcp` without a runner, its initialize and a consult already written into its standard input, which then ends. */
+function mcpAtOnce(world: World, key: string) {
+  const input = line(INITIALIZE) + line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right?' });
+  const ran = spawnSync(process.execPath, [COO, 'mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target], {
+    input,
+    encoding: 'utf8',
+    env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') },
+    timeout: HUNG_MS,
+  });
+  return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr };
+}
+
+describe('a ledger every user may write, given to the verbs that write and to coo mcp without a runner', () => {
+  it('is refused before anything is written (exit 2, naming the path and how to close it), as coo watch refuses it; coo mcp answers none of the requests already waiting on its input; closed again, both write', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const heads = join(world.gitdir, 'refs', 'heads');
+    const mode = lstatSync(heads).mode & 0o777;
+    chmodSync(heads, mode | 0o002);
+    const before = headOf(world.gitdir);
+    const said = `${heads}, in the ledger ${world.gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${world.gitdir}), and start again`;
+
+    expect(refusal(consultOf(world, key))).toBe(`coo: USAGE: ${said}`);
+    const served = mcpAtOnce(world, key);
+    expect({ status: served.status, stdout: served.stdout }).toEqual({ status: 2, stdout: '' });
+    expect(served.stderr).toContain(`coo: RUNNER_CONFIG: ${said}`);
+    const watched = cooBounded([...watchArgs(world, key, join(world.dir, 'state')), '--once'], { env });
+    expect(refusal(watched)).toContain(`coo: RUNNER_CONFIG: ${said}`);
+    expect(headOf(world.gitdir)).toBe(before);
+
+    chmodSync(heads, mode);
+    const landed = consultOf(world, key);
+    expect(landed.status, landed.stderr).toBe(0);
+    expect(laneState(world, landed.stdout.trim())).toBe('queued');
+    const again = mcpAtOnce(world, key);
+    expect(again.status, again.stderr).toBe(0);
+    expect(again.stdout).toContain('"id":1');
+  });
+});
+
+describe('a writer SIGKILLed at each step of its write (guards: these held already)', () => {
+  for (const point of ['ref-update', 'after-ref-update'] as const) {
+    it(`killed ${point === 'ref-update' ? 'after its objects, before main moves' : 'after main moved, before it let go of the lock'}: coo verify and git fsck find the ledger whole, the next writer lands at once, and the entry is ${point === 'ref-update' ? 'absent' : 'there once'}`, async () => {
+      const world = await fresh();
+      const key = writeKey(world.dir, 'coo', world.actors.coo);
+      const before = headOf(world.gitdir);
+      expect(consultOf(world, key, { COO_FAILPOINT: point }).status).toBeNull();
+      expect(headOf(world.gitdir) === before).toBe(point === 'ref-update');
+      const verified = cooBounded(['verify', '--ledger', world.gitdir]);
+      expect(verified.status, verified.stderr).toBe(0);
+      const fsck = git(['--git-dir', world.gitdir, 'fsck', '--no-dangling']);
+      expect({ status: fsck.status, stderr: fsck.stderr }).toEqual({ status: 0, stderr: '' });
+      const next = consultOf(world, key);
+      expect(next.status, next.stderr).toBe(0);
+      expect(existsSync(join(world.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
+      const messages = git(['--git-dir', world.gitdir, 'ls-tree', '-r', '--name-only', 'main']).stdout.split('\n').filter((path) => path.endsWith('/envelope.yaml'));
+      expect(messages).toHaveLength(point === 'ref-update' ? 1 : 2);
+    });
+  }
+});
