@@ -19,9 +19,17 @@ export interface CommitLinks {
 
 const HEADER = /^(tree|parent) ([0-9a-f]{40})$/;
 
+/**
+ * What to do about an object the history names and the ledger lacks: its file never reached the disk
+ * before the machine stopped (git, as coo, writes loose objects without a sync), or was removed by
+ * hand. Nothing reads or builds on such a head; the entry it held is not in the ledger and cannot
+ * be made up here.
+ */
+export const MISSING_OBJECT_REMEDY = "the ledger's main names history whose files are gone (a machine stopped mid-write, or objects removed by hand): nothing reads or builds on it; put the ledger back from a copy or its remote (coo clone), or move main to the last commit git fsck finds whole (git update-ref refs/heads/main <commit>), then run coo verify";
+
 export async function readCommitLinks(reader: ObjectReader, oid: string): Promise<CommitLinks> {
   const object = await reader.read(oid, LIMITS.commitBytes);
-  if (object === null) throw new CooError('NOT_FOUND', `commit ${oid} is missing from the ledger`);
+  if (object === null) throw new CooError('NOT_FOUND', `commit ${oid} is missing from the ledger: ${MISSING_OBJECT_REMEDY}`);
   if (object.type !== 'commit') throw new CooError('COMMIT_MALFORMED', `${oid} is a ${object.type}, not a commit`);
   if (object.content === null) throw new CooError('COMMIT_MALFORMED', `commit ${oid} is ${object.size} bytes, over the ${LIMITS.commitBytes}-byte bound on a commit: it was not read; a ledger's commits are a page of headers`);
   const text = object.content.toString('utf8');
@@ -88,7 +96,7 @@ export class TreeReader {
 
   private async load(oid: string, base: RawTree | undefined): Promise<RawTree> {
     const object = await this.reader.read(oid, LIMITS.treeBytes);
-    if (object === null) throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger`);
+    if (object === null) throw new CooError('NOT_FOUND', `tree ${oid} is missing from the ledger: ${MISSING_OBJECT_REMEDY}`);
     if (object.type !== 'tree') throw new CooError('TREE_MALFORMED', `${oid} is a ${object.type}, not a tree`);
     if (object.content === null) throw new CooError('TREE_MALFORMED', `tree ${oid} is ${object.size} bytes, over the ${LIMITS.treeBytes}-byte bound on a folder: it was not read`);
     const tree = RawTree.parse(ownMemory(object.content), base);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, HUNG_MS, refusal, watchArgs, writeKey } from '../helpers/damage.js';
@@ -68,6 +68,37 @@ describe('a ledger every user may write, given to the verbs that write and to co
     expect(again.status, again.stderr).toBe(0);
     expect(again.stdout).toContain('"id":1');
   });
+});
+
+describe("main naming a commit whose file never reached the disk (a machine stopped mid-write)", () => {
+  for (const loss of ['gone', 'empty'] as const) {
+    it(`with its file ${loss === 'gone' ? 'missing' : 'left empty'}, every writer, coo mcp, coo watch and coo verify refuse with what to do, never a stack trace; nothing is written or claimed`, async () => {
+      const world = await fresh();
+      const key = writeKey(world.dir, 'coo', world.actors.coo);
+      const queued = consultOf(world, key);
+      expect(queued.status, queued.stderr).toBe(0);
+      const head = headOf(world.gitdir);
+      const object = join(world.gitdir, 'objects', head.slice(0, 2), head.slice(2));
+      if (loss === 'gone') rmSync(object);
+      else {
+        chmodSync(object, 0o644);
+        truncateSync(object, 0);
+      }
+      const remedy = /^coo: NOT_FOUND: commit [0-9a-f]{40} is missing from the ledger: .*put the ledger back from a copy or its remote \(coo clone\), or move main to the last commit git fsck finds whole .*then run coo verify$/;
+      for (const ran of [
+        consultOf(world, key),
+        mcpAtOnce(world, key),
+        cooBounded([...watchArgs(world, key, join(world.dir, 'state')), '--once'], { env }),
+        cooBounded(['verify', '--ledger', world.gitdir]),
+      ]) {
+        expect(ran.status).toBe(1);
+        expect(ran.stderr).not.toMatch(/\n\s+at /);
+        expect(ran.stderr.trimEnd().split('\n').at(-1)).toMatch(remedy);
+      }
+      expect(headOf(world.gitdir)).toBe(head);
+      expect(existsSync(join(world.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
+    });
+  }
 });
 
 describe('a writer SIGKILLed at each step of its write (guards: these held already)', () => {
