@@ -1,5 +1,6 @@
 import type { Intent } from '../schema/common.js';
 import type { Runner, RunnerEvent } from '../runner/runner.js';
+import { markInterrupted } from './outcome.js';
 
 /**
  * Ctrl-C (or SIGTERM) on a running runner: the first signal stops it (no new attempt starts, the
@@ -18,7 +19,10 @@ export interface StopOnSignal {
   readonly signal: () => NodeJS.Signals | null;
   /** Feed every runner event: receipts of attempts cut short are remembered for the closing line. */
   readonly observe: (event: RunnerEvent) => void;
-  /** The closing lines: one per attempt the stop cut short, or one saying none was in flight. */
+  /**
+   * The closing lines: one per attempt the stop cut short, or one saying none was in flight. An
+   * attempt cut short also makes the verb's exit 130, for coo watch and coo mcp --run alike.
+   */
   readonly closing: (intentOf: (messageId: string) => Intent | undefined) => string[];
   readonly dispose: () => void;
 }
@@ -40,6 +44,7 @@ export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => vo
     closing: (intentOf) => {
       if (stopped === null) return [];
       if (cut.length === 0) return [`stopped by ${stopped}; no attempt was in flight`];
+      markInterrupted();
       return cut.map((event) => {
         const what = `stopped by ${stopped}: ${event.messageId} attempt ${event.attempt} was cut short, its processes ended, and it is receipted failed (interrupted)`;
         if (intentOf(event.messageId) === 'ea_dispatch') return `${what}; a dispatch runs again only when the CEO approves it (coo approve ${event.messageId} --ceo-key CEO.key --reason ...)`;

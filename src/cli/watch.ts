@@ -10,7 +10,6 @@ import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
 import { DEFAULT_LEASE_GRACE_SECONDS } from '../runner/runner.js';
 import { resolveOracleCommand } from '../runner/oracle-check.js';
-import { markInterrupted } from './outcome.js';
 import { stopOnSignal } from './stop.js';
 import { startLanes } from '../runner/startup.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -328,7 +327,6 @@ export function watchVerb(program: Command): void {
           const messages = (await ledger.state()).messages;
           const closing = stop.closing((id) => messages.get(id)?.intent);
           for (const line of closing) writeErr(`coo watch: ${line}\n`);
-          if (!closing[0]!.includes('no attempt was in flight')) markInterrupted();
         }
 
         async function runLanes(): Promise<void> {

@@ -1,10 +1,10 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, lstatSync, rmSync, truncateSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { cooBounded, headOf, HUNG_MS, refusal, watchArgs, writeKey } from '../helpers/damage.js';
+import { cooBounded, headOf, httpOracle, HUNG_MS, processesUnder, refusal, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { laneState } from '../helpers/startup.js';
-import { worlds, type World } from '../helpers/lane.js';
+import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { call, INITIALIZE, line } from '../helpers/mcp-raw.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -120,4 +120,39 @@ describe('a writer SIGKILLed at each step of its write (guards: these held alrea
       expect(messages).toHaveLength(point === 'ref-update' ? 1 : 2);
     });
   }
+});
+
+describe('coo mcp --run stopped by SIGTERM while the model it pays for runs', () => {
+  it('ends its Oracle, receipts the attempt interrupted and exits 130, as coo watch does (it exited 0, as if nothing was cut short); coo verify finds the ledger whole, and the next runner answers it, calling the model once more for attempt 2 alone', async () => {
+    const world = await fresh({ modes: ['hang'] });
+    const { messageId } = await world.consult();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const state = join(world.dir, 'mcp-state');
+    const args = ['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', state, '--oracle-command', httpOracle(world.dir), '--oracle-base-url', `${world.server.url}/v1`];
+    // Its standard input stays open: an agent still connected.
+    const server = spawn(process.execPath, [COO, ...args], { env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') }, stdio: ['pipe', 'pipe', 'pipe'] });
+    let stderr = '';
+    server.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+    const ended = new Promise<number | null>((done) => server.on('close', (code) => done(code)));
+    try {
+      await until('the model called', () => world.server.requests.length === 1 || server.exitCode !== null);
+      expect(server.exitCode, stderr).toBeNull();
+      server.kill('SIGTERM');
+      const status = await ended;
+      expect(stderr).not.toMatch(/\n\s+at /);
+      expect(status, stderr).toBe(130);
+      expect(processesUnder(state)).toEqual([]);
+      const [receipt] = await receiptsOf(world, messageId);
+      expect(blockersOf(receipt!)).toEqual(['interrupted']);
+      expect(cooBounded(['verify', '--ledger', world.gitdir]).status).toBe(0);
+
+      world.server.setModes(['ok']);
+      const again = await startBounded([...watchArgs(world, key, state), '--once'], env).ended;
+      expect(again.status, again.stderr).toBe(0);
+      expect(laneState(world, messageId)).toBe('succeeded');
+      expect(world.server.requests).toHaveLength(2);
+    } finally {
+      if (server.exitCode === null) server.kill('SIGKILL');
+    }
+  });
 });
