@@ -31,12 +31,12 @@ function consultOf(world: World, key: string, extra: NodeJS.ProcessEnv = {}) {
 }
 
 /** `coo mcp` without a runner, its initialize and a consult already written into its standard input, which then ends. */
-function mcpAtOnce(world: World, key: string) {
-  const input = line(INITIALIZE) + line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right?' });
+function mcpAtOnce(world: World, key: string, asked: Record<string, unknown> = {}, extra: NodeJS.ProcessEnv = {}) {
+  const input = line(INITIALIZE) + line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right?', ...asked });
   const ran = spawnSync(process.execPath, [COO, 'mcp', '--ledger', world.gitdir, '--key', key, '--repo', world.target], {
     input,
     encoding: 'utf8',
-    env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg') },
+    env: { ...process.env, ...env, COO_LEDGER: '', COO_KEY: '', XDG_STATE_HOME: join(world.dir, 'xdg'), ...extra },
     timeout: HUNG_MS,
   });
   return { status: ran.status, stdout: ran.stdout, stderr: ran.stderr };
@@ -118,6 +118,31 @@ describe('a writer SIGKILLed at each step of its write (guards: these held alrea
       expect(existsSync(join(world.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
       const messages = git(['--git-dir', world.gitdir, 'ls-tree', '-r', '--name-only', 'main']).stdout.split('\n').filter((path) => path.endsWith('/envelope.yaml'));
       expect(messages).toHaveLength(point === 'ref-update' ? 1 : 2);
+    });
+  }
+});
+
+describe('coo mcp without a runner SIGKILLed at each step of an agent\'s consult (guards: these held already)', () => {
+  for (const point of ['ref-update', 'after-ref-update'] as const) {
+    it(`killed ${point === 'ref-update' ? 'before main moves' : 'after main moved'}, unanswered: the agent's retry under its idempotency key is answered with one message, never two; the ledger verifies`, async () => {
+      const world = await fresh();
+      const key = writeKey(world.dir, 'coo', world.actors.coo);
+      const asked = { idempotency_key: 'retry-after-a-crash' };
+      const before = headOf(world.gitdir);
+      const killed = mcpAtOnce(world, key, asked, { COO_FAILPOINT: point });
+      expect(killed.status).toBeNull();
+      expect(headOf(world.gitdir) === before).toBe(point === 'ref-update');
+      expect(killed.stdout).not.toContain('"id":1');
+      const retried = mcpAtOnce(world, key, asked);
+      expect(retried.status, retried.stderr).toBe(0);
+      const answer = retried.stdout.split('\n').filter((text) => text.includes('"id":1')).map((text) => JSON.parse(text) as { result?: { isError?: boolean; structuredContent?: { message_id?: string } } });
+      expect(answer).toHaveLength(1);
+      expect(answer[0]!.result?.isError ?? false).toBe(false);
+      const messageId = answer[0]!.result!.structuredContent!.message_id!;
+      expect(laneState(world, messageId)).toBe('queued');
+      const envelopes = git(['--git-dir', world.gitdir, 'ls-tree', '-r', '--name-only', 'main']).stdout.split('\n').filter((path) => path.endsWith('/envelope.yaml'));
+      expect(envelopes).toHaveLength(1);
+      expect(cooBounded(['verify', '--ledger', world.gitdir]).status).toBe(0);
     });
   }
 });
