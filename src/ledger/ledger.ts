@@ -385,17 +385,24 @@ export class Ledger {
   }
 
   /**
+   * Every writer, not the runner alone (whose start checks it first, as RUNNER_CONFIG): a ledger
+   * every user may write is refused (USAGE) before this handle's first write, walked once per
+   * handle. A writer through a remote asks before it runs git in the clone (RemoteLedger.write).
+   */
+  requireClosed(): void {
+    if (this.closedChecked) return;
+    requireLedgerClosed(this.gitdir, 'USAGE');
+    this.closedChecked = true;
+  }
+
+  /**
    * Signs and appends files as one commit: under git's ref lock, against the state at the head,
    * through the same validator every other path uses. A rejected commit writes nothing and leaves
    * the ref where it was.
    */
   async append<T = never>(options: AppendOptions<T>): Promise<AppendResult | { skipped: T }> {
     return this.exclusive(async () => {
-      // Every writer, not the runner alone (whose start checks it first, as RUNNER_CONFIG): once per handle, walked before the lock is taken.
-      if (!this.closedChecked) {
-        requireLedgerClosed(this.gitdir, 'USAGE');
-        this.closedChecked = true;
-      }
+      this.requireClosed();
       let accepted: { verdict: ReturnType<typeof validateCommit>; tree: string; result: AppendResult } | null = null;
       const outcome = await withRefLock<AppendResult | { skipped: T }>(this.gitdir, async (current) => {
         const snapshot = await this.snapshotAt(current);

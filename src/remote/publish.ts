@@ -253,6 +253,8 @@ export class RemoteLedger {
    * skipped precheck) publishes nothing.
    */
   async write<R>(write: (ledger: Ledger) => Promise<R>): Promise<Published<R>> {
+    // A clone others may write could hold their command (core.sshCommand) for the git below to run.
+    this.ledger.requireClosed();
     await this.checkOrigin();
     return this.exclusive(async () => {
       let conflicts = 0;

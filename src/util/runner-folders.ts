@@ -140,11 +140,27 @@ const LEDGER_WALK_ENTRIES = 1_000_000;
  * under the writer. Refused, naming the first such path and saying how to close it: RUNNER_CONFIG
  * at a runner's start, the `code` given for every other writer (Ledger.append), so a verb or a
  * server never commits where the runner beside it refuses to. Group write is left alone: a ledger
- * shared by a group (core.sharedRepository) is made so.
+ * shared by a group (core.sharedRepository group) is made so; one shared as 0666 or 0777 is not.
+ *
+ * What git reads through a link is judged where the link leads: the ledger's folder itself given as
+ * a link, a link inside it (`objects` or `hooks` kept elsewhere), and the object folders
+ * `objects/info/alternates` names. Everything but the objects is looked at first, so the walk's
+ * bound (a ledger of a few hundred thousand loose objects is looked at whole) never leaves the
+ * config, hooks or refs unseen.
  */
 export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USAGE' = 'RUNNER_CONFIG'): void {
   let seen = 0;
-  const walk = (path: string): void => {
+  const walked = new Set<string>();
+  // `via`: the link (or alternates file) the walk went through to reach this part, and where it leads.
+  type Via = { readonly link: string; readonly target: string } | undefined;
+  const refuse = (path: string, via: Via): never => {
+    const shown = via === undefined ? path : `${path} (reached through ${via.link})`;
+    throw new CooError(
+      code,
+      `${shown}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${via?.target ?? gitdir}; a ledger shared with a group keeps git config core.sharedRepository group, not 0666 or 0777), and start again`,
+    );
+  };
+  const walk = (path: string, via: Via): void => {
     if (seen >= LEDGER_WALK_ENTRIES) return;
     seen += 1;
     let stats: fs.Stats;
@@ -153,18 +169,51 @@ export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USA
     } catch {
       return; // gone meanwhile: what the runner needs is checked where it is used
     }
-    if (stats.isSymbolicLink()) return;
-    if ((stats.mode & 0o002) !== 0) {
-      throw new CooError(code, `${path}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${gitdir}), and start again`);
+    if (stats.isSymbolicLink()) {
+      let target: string;
+      try {
+        target = fs.realpathSync(path);
+      } catch {
+        return; // a dangling link: git reads nothing through it
+      }
+      return walk(target, via ?? { link: path, target });
     }
-    if (!stats.isDirectory()) return;
+    if ((stats.mode & 0o002) !== 0) refuse(path, via);
+    if (!stats.isDirectory() || walked.has(path)) return;
+    walked.add(path);
     let names: string[];
     try {
       names = fs.readdirSync(path);
     } catch {
       return;
     }
-    for (const name of names) walk(join(path, name));
+    // The objects last: their number is what the bound is for.
+    names.sort((x, y) => Number(x === 'objects') - Number(y === 'objects'));
+    for (const name of names) walk(join(path, name), via);
   };
-  walk(resolve(gitdir));
+  const given = resolve(gitdir);
+  let root: string;
+  try {
+    root = fs.realpathSync(given);
+  } catch {
+    return; // no ledger there: the verb's own open says so
+  }
+  walk(root, root === given ? undefined : { link: given, target: root });
+  const alternates = join(root, 'objects', 'info', 'alternates');
+  for (const folder of alternateObjectFolders(root)) walk(folder, { link: alternates, target: folder });
+}
+
+/** The object folders a ledger's `objects/info/alternates` names (absolute, or relative to its objects folder). */
+function alternateObjectFolders(gitdir: string): string[] {
+  let text: string;
+  try {
+    text = fs.readFileSync(join(gitdir, 'objects', 'info', 'alternates'), 'utf8');
+  } catch {
+    return [];
+  }
+  return text
+    .split('\n')
+    .map((line) => line.trim())
+    .filter((line) => line !== '' && !line.startsWith('#'))
+    .map((line) => resolve(join(gitdir, 'objects'), line));
 }

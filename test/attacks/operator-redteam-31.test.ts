@@ -1,5 +1,5 @@
 import { spawn, spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, lstatSync, rmSync, truncateSync } from 'node:fs';
+import { chmodSync, existsSync, lstatSync, mkdirSync, renameSync, rmSync, symlinkSync, truncateSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, httpOracle, HUNG_MS, processesUnder, refusal, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
@@ -50,7 +50,7 @@ describe('a ledger every user may write, given to the verbs that write and to co
     const mode = lstatSync(heads).mode & 0o777;
     chmodSync(heads, mode | 0o002);
     const before = headOf(world.gitdir);
-    const said = `${heads}, in the ledger ${world.gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${world.gitdir}), and start again`;
+    const said = `${heads}, in the ledger ${world.gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${world.gitdir}; a ledger shared with a group keeps git config core.sharedRepository group, not 0666 or 0777), and start again`;
 
     expect(refusal(consultOf(world, key))).toBe(`coo: USAGE: ${said}`);
     const served = mcpAtOnce(world, key);
@@ -67,6 +67,74 @@ describe('a ledger every user may write, given to the verbs that write and to co
     const again = mcpAtOnce(world, key);
     expect(again.status, again.stderr).toBe(0);
     expect(again.stdout).toContain('"id":1');
+  });
+});
+
+describe('a ledger open to every user where a link or an alternates file leads, and a clone open to every user written through its remote', () => {
+  /** A ledger whose `refs/heads` is closed, with `open` making some part git reads through a link writable by every user. */
+  async function openThrough(open: (world: World) => string): Promise<{ world: World; key: string; ledger: string }> {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    return { world, key, ledger: open(world) };
+  }
+
+  it('a ledger given as a link to a folder every user may write into, its objects kept in such a folder through a link, and an alternates file naming one: each writer refuses (exit 2), naming the path and the link, and writes nothing', async () => {
+    const cases: Array<[string, (world: World) => string, RegExp]> = [
+      ['the ledger given as a link', (world) => {
+        chmodSync(join(world.gitdir, 'refs', 'heads'), 0o777);
+        const link = join(world.dir, 'ledger-link.git');
+        symlinkSync(world.gitdir, link);
+        return link;
+      }, /refs\/heads \(reached through \S*ledger-link\.git\), in the ledger \S*ledger-link\.git, may be written by every user/],
+      ['objects kept elsewhere through a link', (world) => {
+        const kept = join(world.dir, 'objects-elsewhere');
+        renameSync(join(world.gitdir, 'objects'), kept);
+        symlinkSync(kept, join(world.gitdir, 'objects'));
+        chmodSync(kept, 0o777);
+        return world.gitdir;
+      }, /objects-elsewhere \(reached through \S*\/objects\), in the ledger .* may be written by every user: .*chmod -R o-w \S*objects-elsewhere;/],
+      ['an alternates file naming an open folder', (world) => {
+        const shared = join(world.dir, 'shared-objects');
+        mkdirSync(shared, { mode: 0o755 });
+        chmodSync(shared, 0o777);
+        writeFileSync(join(world.gitdir, 'objects', 'info', 'alternates'), `${shared}\n`);
+        return world.gitdir;
+      }, /shared-objects \(reached through \S*objects\/info\/alternates\), in the ledger .* may be written by every user/],
+    ];
+    for (const [what, open, said] of cases) {
+      const { world, key, ledger } = await openThrough(open);
+      const before = headOf(world.gitdir);
+      const asked = cooBounded(['consult', '--ledger', ledger, '--key', key, '--to', 'aa.chatgpt', '--repo', world.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?']);
+      expect(asked.status, what).toBe(2);
+      expect(refusal(asked), what).toMatch(new RegExp(`^coo: USAGE: .*${said.source}`));
+      expect(headOf(world.gitdir), what).toBe(before);
+    }
+  });
+
+  it('a write through --remote from a clone every user may write is refused before any git runs in the clone (a command another user put in its config never runs), and lands once the clone is closed', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const clone = join(world.dir, 'clone.git');
+    const cloned = cooBounded(['clone', world.gitdir, clone, '--trust-root', world.actors.ceo.publicKey.keyId]);
+    expect(cloned.status, cloned.stderr).toBe(0);
+    // Another user's command, where git in the clone runs it for every fetch from the origin.
+    const ran = join(world.dir, 'their-command-ran');
+    const theirs = join(world.dir, 'upload-pack');
+    writeFileSync(theirs, `#!/bin/sh\ntouch '${ran}'\nexec git-upload-pack "$@"\n`, { mode: 0o755 });
+    expect(git(['--git-dir', clone, 'config', 'remote.origin.uploadpack', theirs]).status).toBe(0);
+    const heads = join(clone, 'refs', 'heads');
+    chmodSync(heads, 0o777);
+    const before = headOf(world.gitdir);
+    const asked = (): ReturnType<typeof cooBounded> => cooBounded(['consult', '--ledger', clone, '--remote', world.gitdir, '--key', key, '--to', 'aa.chatgpt', '--repo', world.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?']);
+
+    expect(refusal(asked())).toMatch(new RegExp(`^coo: USAGE: ${heads.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, in the ledger ${clone.replace(/[.*+?^${}()|[\]\\]/g, '\\$&')}, may be written by every user`));
+    expect(existsSync(ran)).toBe(false);
+    expect(headOf(world.gitdir)).toBe(before);
+
+    chmodSync(heads, 0o755);
+    const landed = asked();
+    expect(landed.status, landed.stderr).toBe(0);
+    expect(headOf(world.gitdir)).not.toBe(before);
   });
 });
 
