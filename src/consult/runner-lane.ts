@@ -4,7 +4,7 @@ import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
 import { revokedChallenge } from '../authority/rules/intents/cross-check.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { claimAllowanceUsd, correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -14,6 +14,7 @@ import type { NewFile } from '../ledger/ledger.js';
 import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AdvisoryMessage } from '../schema/message.js';
+import { modelPrice, type ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
@@ -314,6 +315,7 @@ export class ConsultLane implements RunnerLane {
       started_monotonic_ms: machineMonotonic(),
       boot: bootId(),
       route: { name: route.route, ...route.label },
+      price: decision.price,
     });
     this.ctx.onEvent({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
     const running = this.transport.run({
@@ -563,7 +565,7 @@ export class ConsultLane implements RunnerLane {
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
       const policy = state.policy!.doc;
       const model = attemptFile.model;
-      const price = policy.models[model];
+      const price = claimedPrice(attemptFile, policy);
       if (pins.ok && price !== undefined) {
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
@@ -627,7 +629,7 @@ export class ConsultLane implements RunnerLane {
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
   private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
-    const price = state.policy?.doc.models[attemptFile.model];
+    const price = state.policy === null ? attemptFile.price : claimedPrice(attemptFile, state.policy.doc);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
@@ -674,6 +676,17 @@ function readOracleRecord(path: string): ProcessRecord | null {
   const text = read.bytes.toString('utf8');
   const legacy = /^(\d+)\n?$/.exec(text);
   return parseProcessRecord(text) ?? (legacy === null ? null : { pid: Number(legacy[1]), start: null });
+}
+
+/**
+ * The price a claimed call is charged at: the one its pre-flight judged it at, as its attempt file
+ * records it, else (a file of an older runner, or none) the policy's in force now. Read by the
+ * policy in force, a call whose model a later policy no longer prices, or prices lower, was receipted
+ * at no cost or less than it was paid, though its session completed.
+ */
+function claimedPrice(attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>, policy: ActorPolicy): ModelPrice | undefined {
+  const recorded = modelPrice.safeParse(attemptFile.price);
+  return recorded.success ? recorded.data : policy.models[attemptFile.model];
 }
 
 /** Why a lane cannot run a target here, as a panel's members are told it: its coded problem. */

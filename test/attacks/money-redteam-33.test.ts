@@ -1,0 +1,52 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { costUsd } from '../../src/lane/budget.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
+import { startBounded, watchArgs, writeKey } from '../helpers/damage.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * One paid call per attempt, and every paid call in a receipt that names its cost, when what prices
+ * the call changed between the claim and the receipt: a runner killed with its Oracle's answer in
+ * hand, and a policy written meanwhile that no longer prices the model the attempt was claimed on.
+ */
+
+const dir = tempDir('money-redteam-33-');
+const fresh = worlds(join(dir, 'worlds'));
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+describe('a consult whose runner died after its paid answer, the policy changed before its recovery', () => {
+  const changes: Array<[string, (models: ActorPolicy['models'], model: string) => ActorPolicy['models']]> = [
+    ['its model dropped from the policy', (models, model) => Object.fromEntries(Object.entries(models).filter(([name]) => name !== model))],
+    ['its model priced a thousand times lower', (models, model) => ({ ...models, [model]: { ...models[model]!, input_usd_per_million: models[model]!.input_usd_per_million / 1000, output_usd_per_million: models[model]!.output_usd_per_million / 1000 } })],
+  ];
+  for (const [change, edit] of changes) {
+    it(`(${change}) is harvested at the price it was claimed at: its receipt names the answer's cost, and the model is called once`, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult();
+      const state = join(world.dir, 'watch-state');
+      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
+      expect(killed.status).not.toBe(0);
+      expect(world.server.requests).toHaveLength(1);
+      const before = await world.ledger.state();
+      const model = before.messages.get(messageId)!.attempts[0]!.claim!.model!;
+      const policy = before.policy!.doc;
+      const price = policy.models[model]!;
+      await appendTrustVersion(world.ledger, { role: 'policy', document: { ...policy, version: undefined, models: edit(policy.models, model) } }, world.actors.ceo, new Date());
+      const restarted = await startBounded(args, env).ended;
+      expect(restarted.status, restarted.stderr).toBe(0);
+      const receipts = await receiptsOf(world, messageId);
+      expect(receipts).toHaveLength(1);
+      const [harvested] = receipts;
+      expect(harvested!['status'], JSON.stringify(harvested!['blockers'])).toBe('succeeded');
+      const usage = harvested!['usage'] as { input_tokens: number; output_tokens: number; reasoning_tokens: number };
+      expect(usage.input_tokens + usage.output_tokens).toBeGreaterThan(0);
+      const paid = costUsd(usage.input_tokens, usage.output_tokens + usage.reasoning_tokens, price);
+      expect(harvested!['actual_cost_usd']).toBeCloseTo(paid, 6);
+      expect(world.server.requests).toHaveLength(1);
+    });
+  }
+});
