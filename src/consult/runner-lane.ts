@@ -9,7 +9,7 @@ import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
-import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
+import { attemptArtifactPath, receiptPath, trustPath } from '../ledger/layout.js';
 import type { NewFile } from '../ledger/ledger.js';
 import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
@@ -607,11 +607,15 @@ export class ConsultLane implements RunnerLane {
    */
   private async takenOverCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord): Promise<ReceiptFacts['transport']> {
     const claim = attempt.claim!;
-    const model = state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
+    // The model the claim was made on, which the ledger keeps; the registry's now only for a claim of a build before it was kept.
+    const model = claim.model ?? state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
     const unseen = unseenSession(model);
-    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
+    // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
+    // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
+    const price = state.policy?.doc.models[model] ?? (await this.lastPriceOf(state, model));
+    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at, ...(price === undefined ? {} : { price }) };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
     const call = await this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
     if (call === undefined) return undefined;
@@ -621,6 +625,24 @@ export class ConsultLane implements RunnerLane {
     const fromAllowance = outputCapForUsd(claimAllowanceUsd(record, attempt, (id) => state.messages.get(id)), call.estimatedInputTokens, call.price);
     const cap = claim.allowanceUsd === undefined ? Math.min(fromAllowance, call.price.max_output_tokens) : fromAllowance;
     return { ...call, uncountedOutputCap: cap };
+  }
+
+  /** The price of `model` in the newest version of the policy that prices it; undefined when none ever did. */
+  private async lastPriceOf(state: LedgerState, model: string): Promise<ModelPrice | undefined> {
+    for (let version = (state.policy?.version ?? 0) - 1; version >= 1; version -= 1) {
+      const path = trustPath('policy', version);
+      const bytes = await this.ctx.ledger.readFile(path);
+      if (bytes === null) continue;
+      let price: ModelPrice | undefined;
+      try {
+        price = readDocument('actor_policy.v0', bytes, path).models[model];
+      } catch {
+        // A version this build's schema does not read (an older policy's shape) prices nothing here.
+        continue;
+      }
+      if (price !== undefined) return price;
+    }
+    return undefined;
   }
 
   /**

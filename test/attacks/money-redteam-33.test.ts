@@ -1,10 +1,11 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { costUsd } from '../../src/lane/budget.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { startBounded, watchArgs, writeKey } from '../helpers/damage.js';
-import { receiptsOf, worlds } from '../helpers/lane.js';
+import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -47,6 +48,51 @@ describe('a consult whose runner died after its paid answer, the policy changed 
       const paid = costUsd(usage.input_tokens, usage.output_tokens + usage.reasoning_tokens, price);
       expect(harvested!['actual_cost_usd']).toBeCloseTo(paid, 6);
       expect(world.server.requests).toHaveLength(1);
+    });
+  }
+});
+
+describe("a consult whose runner's files went with its state folder, then its model left unpriced", () => {
+  // The policy drops the model the claim was made on; or the registry moves the agent to a model the policy never priced.
+  const changes: Array<[string, (world: World, model: string) => Promise<void>]> = [
+    [
+      'the policy drops its model',
+      async (world, model) => {
+        const policy = (await world.ledger.state()).policy!.doc;
+        const models = Object.fromEntries(Object.entries(policy.models).filter(([name]) => name !== model));
+        await appendTrustVersion(world.ledger, { role: 'policy', document: { ...policy, version: undefined, models } }, world.actors.ceo, new Date());
+      },
+    ],
+    [
+      'the registry moves the agent to a model the policy never priced',
+      async (world) => {
+        const state = await world.ledger.state();
+        const registry = state.registry!.doc;
+        const unpriced = 'gpt-5.6';
+        expect(state.policy!.doc.models[unpriced]).toBeUndefined();
+        const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, model: unpriced } } : actor));
+        await appendTrustVersion(world.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, world.actors.ceo, new Date());
+      },
+    ],
+  ];
+  for (const [change, apply] of changes) {
+    it(`(${change}) is charged the allowance its claim states, as any call whose files are gone, and the model is not called again`, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult();
+      const state = join(world.dir, 'watch-state');
+      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-claim' }).ended;
+      expect(killed.status).not.toBe(0);
+      rmSync(state, { recursive: true, force: true });
+      const claim = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!;
+      expect(claim.allowanceUsd).toBeGreaterThan(0);
+      await apply(world, claim.model!);
+      const restarted = await startBounded(args, env).ended;
+      expect(restarted.status, restarted.stderr).toBe(0);
+      const [charged] = await receiptsOf(world, messageId);
+      expect(charged!['status']).toBe('failed');
+      expect(charged!['actual_cost_usd'], JSON.stringify(charged)).toBeCloseTo(claim.allowanceUsd!, 4);
+      expect(world.server.requests).toHaveLength(0);
     });
   }
 });
