@@ -14,7 +14,7 @@ import type { NewFile } from '../ledger/ledger.js';
 import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AdvisoryMessage } from '../schema/message.js';
-import { modelPrice, type ActorPolicy } from '../schema/policy.js';
+import { modelPrice } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
@@ -563,9 +563,8 @@ export class ConsultLane implements RunnerLane {
     if (attemptFile !== null && harvested !== null && promptFile.kind === 'file') {
       const prompt = promptFile.bytes.toString('utf8');
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
-      const policy = state.policy!.doc;
       const model = attemptFile.model;
-      const price = claimedPrice(attemptFile, policy);
+      const price = await this.claimedPrice(state, attemptFile);
       if (pins.ok && price !== undefined) {
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
@@ -614,7 +613,7 @@ export class ConsultLane implements RunnerLane {
     const unseen = unseenSession(model);
     // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
     // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
-    const price = state.policy?.doc.models[model] ?? (await this.lastPriceOf(state, model));
+    const price = await this.claimedPrice(state, { model });
     const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at, ...(price === undefined ? {} : { price }) };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
     const call = await this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
@@ -627,8 +626,19 @@ export class ConsultLane implements RunnerLane {
     return { ...call, uncountedOutputCap: cap };
   }
 
-  /** The price of `model` in the newest version of the policy that prices it; undefined when none ever did. */
-  private async lastPriceOf(state: LedgerState, model: string): Promise<ModelPrice | undefined> {
+  /**
+   * The price a claimed call is charged at: the one its pre-flight judged it at, as its attempt file
+   * records it, else (a file of an older runner, or none) the policy's in force now, else the price
+   * the newest policy that priced the model gave it. Read from the policy in force alone, a call whose
+   * model a later policy no longer prices, or prices lower, was receipted at no cost or less than it
+   * was paid, though its session completed. Undefined when no policy ever priced the model.
+   */
+  private async claimedPrice(state: LedgerState, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
+    const recorded = modelPrice.safeParse(attemptFile.price);
+    if (recorded.success) return recorded.data;
+    const model = attemptFile.model;
+    const now = state.policy?.doc.models[model];
+    if (now !== undefined) return now;
     for (let version = (state.policy?.version ?? 0) - 1; version >= 1; version -= 1) {
       const path = trustPath('policy', version);
       const bytes = await this.ctx.ledger.readFile(path);
@@ -651,7 +661,7 @@ export class ConsultLane implements RunnerLane {
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
   private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
-    const price = state.policy === null ? attemptFile.price : claimedPrice(attemptFile, state.policy.doc);
+    const price = await this.claimedPrice(state, attemptFile);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
@@ -698,17 +708,6 @@ function readOracleRecord(path: string): ProcessRecord | null {
   const text = read.bytes.toString('utf8');
   const legacy = /^(\d+)\n?$/.exec(text);
   return parseProcessRecord(text) ?? (legacy === null ? null : { pid: Number(legacy[1]), start: null });
-}
-
-/**
- * The price a claimed call is charged at: the one its pre-flight judged it at, as its attempt file
- * records it, else (a file of an older runner, or none) the policy's in force now. Read by the
- * policy in force, a call whose model a later policy no longer prices, or prices lower, was receipted
- * at no cost or less than it was paid, though its session completed.
- */
-function claimedPrice(attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>, policy: ActorPolicy): ModelPrice | undefined {
-  const recorded = modelPrice.safeParse(attemptFile.price);
-  return recorded.success ? recorded.data : policy.models[attemptFile.model];
 }
 
 /** Why a lane cannot run a target here, as a panel's members are told it: its coded problem. */
