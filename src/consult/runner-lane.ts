@@ -627,18 +627,27 @@ export class ConsultLane implements RunnerLane {
   }
 
   /**
-   * The price a claimed call is charged at: the one its pre-flight judged it at, as its attempt file
-   * records it, else (a file of an older runner, or none) the policy's in force now, else the price
-   * the newest policy that priced the model gave it. Read from the policy in force alone, a call whose
-   * model a later policy no longer prices, or prices lower, was receipted at no cost or less than it
-   * was paid, though its session completed. Undefined when no policy ever priced the model.
+   * The price a claimed call is charged at: the price its pre-flight judged it at, as its attempt
+   * file records it, and never less than the ledger's price of its model (the policy's in force, or,
+   * a model it no longer prices, the newest policy's that did): the file lies in the sandbox Oracle
+   * may write, so what it says can raise a charge, never lower one. Read from the policy in force
+   * alone, a call whose model a later policy no longer priced, or priced lower, was receipted at no
+   * cost or less than it was paid, though its session completed. Undefined when neither knows one.
    */
   private async claimedPrice(state: LedgerState, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
-    const recorded = modelPrice.safeParse(attemptFile.price);
-    if (recorded.success) return recorded.data;
-    const model = attemptFile.model;
-    const now = state.policy?.doc.models[model];
-    if (now !== undefined) return now;
+    const parsed = modelPrice.safeParse(attemptFile.price);
+    const recorded = parsed.success ? parsed.data : undefined;
+    const ledger = state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model));
+    if (recorded === undefined || ledger === undefined) return ledger ?? recorded;
+    return {
+      ...ledger,
+      input_usd_per_million: Math.max(recorded.input_usd_per_million, ledger.input_usd_per_million),
+      output_usd_per_million: Math.max(recorded.output_usd_per_million, ledger.output_usd_per_million),
+    };
+  }
+
+  /** The price of `model` in the newest version of the policy before the one in force that prices it; undefined when none did. */
+  private async lastPriceOf(state: LedgerState, model: string): Promise<ModelPrice | undefined> {
     for (let version = (state.policy?.version ?? 0) - 1; version >= 1; version -= 1) {
       const path = trustPath('policy', version);
       const bytes = await this.ctx.ledger.readFile(path);
