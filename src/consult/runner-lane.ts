@@ -543,7 +543,9 @@ export class ConsultLane implements RunnerLane {
     const claim = last.claim!;
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
-    const attemptFile = readAttemptFile(sandbox);
+    const recorded = readAttemptFile(sandbox);
+    // The model is the one the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.

@@ -54,28 +54,34 @@ describe('a consult whose runner died after its paid answer, the policy changed 
 });
 
 describe('a consult whose runner died after its paid answer, its attempt file rewritten in the sandbox Oracle may write', () => {
-  it('is charged at no less than the policy prices its model: a price of 0 written into the file charges nothing less', async () => {
-    const world = await fresh();
-    const { messageId } = await world.consult();
-    const state = join(world.dir, 'watch-state');
-    const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-    const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
-    expect(killed.status).not.toBe(0);
-    const ledgerState = await world.ledger.state();
-    const attempt = ledgerState.messages.get(messageId)!.attempts[0]!;
-    const file = sandboxFor(state, attempt.attemptId).attemptPath;
-    const recorded = JSON.parse(readFileSync(file, 'utf8')) as { price: Record<string, number> };
-    expect(recorded.price['output_usd_per_million']).toBeGreaterThan(0);
-    writeFileSync(file, JSON.stringify({ ...recorded, price: { ...recorded.price, input_usd_per_million: 0, output_usd_per_million: 0 } }));
-    const restarted = await startBounded(args, env).ended;
-    expect(restarted.status, restarted.stderr).toBe(0);
-    const [harvested] = await receiptsOf(world, messageId);
-    expect(harvested!['status']).toBe('succeeded');
-    const usage = harvested!['usage'] as { input_tokens: number; output_tokens: number; reasoning_tokens: number };
-    const price = ledgerState.policy!.doc.models[attempt.claim!.model!]!;
-    expect(harvested!['actual_cost_usd']).toBeCloseTo(costUsd(usage.input_tokens, usage.output_tokens + usage.reasoning_tokens, price), 6);
-    expect(harvested!['actual_cost_usd']).toBeGreaterThan(0);
-  });
+  const rewrites: Array<[string, (recorded: { model: string; price: Record<string, number> }) => object]> = [
+    ['a price of 0', (recorded) => ({ ...recorded, price: { ...recorded.price, input_usd_per_million: 0, output_usd_per_million: 0 } })],
+    ['a cheaper model, and no price', (recorded) => ({ ...recorded, model: 'gemini-3.1-pro', price: undefined })],
+  ];
+  for (const [rewrite, edit] of rewrites) {
+    it(`is charged at no less than the policy prices the model its claim was made on: ${rewrite} written into the file charges nothing less`, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult();
+      const state = join(world.dir, 'watch-state');
+      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
+      expect(killed.status).not.toBe(0);
+      const ledgerState = await world.ledger.state();
+      const attempt = ledgerState.messages.get(messageId)!.attempts[0]!;
+      const file = sandboxFor(state, attempt.attemptId).attemptPath;
+      const recorded = JSON.parse(readFileSync(file, 'utf8')) as { model: string; price: Record<string, number> };
+      expect(recorded.price['output_usd_per_million']).toBeGreaterThan(0);
+      writeFileSync(file, JSON.stringify(edit(recorded)));
+      const restarted = await startBounded(args, env).ended;
+      expect(restarted.status, restarted.stderr).toBe(0);
+      const [harvested] = await receiptsOf(world, messageId);
+      expect(harvested!['status']).toBe('succeeded');
+      const usage = harvested!['usage'] as { input_tokens: number; output_tokens: number; reasoning_tokens: number };
+      const price = ledgerState.policy!.doc.models[attempt.claim!.model!]!;
+      expect(harvested!['actual_cost_usd']).toBeCloseTo(costUsd(usage.input_tokens, usage.output_tokens + usage.reasoning_tokens, price), 6);
+      expect(harvested!['actual_cost_usd']).toBeGreaterThan(0);
+    });
+  }
 });
 
 describe("a consult whose runner's files went with its state folder, then its model left unpriced", () => {
