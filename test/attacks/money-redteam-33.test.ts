@@ -11,8 +11,10 @@ import { tempDir } from '../helpers/tmp.js';
 
 /**
  * One paid call per attempt, and every paid call in a receipt that names its cost, when what prices
- * the call changed between the claim and the receipt: a runner killed with its Oracle's answer in
- * hand, and a policy written meanwhile that no longer prices the model the attempt was claimed on.
+ * the call changed between the claim and its recovery: a runner killed with its Oracle's answer in
+ * hand, or with its files gone, and meanwhile a policy that drops or cuts its model's price, a
+ * registry that moves its agent to a model no policy prices, or an attempt file (in the sandbox
+ * Oracle may write) that names a cheaper model or a price of 0.
  */
 
 const dir = tempDir('money-redteam-33-');
