@@ -4,16 +4,17 @@ import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
 import { revokedChallenge } from '../authority/rules/intents/cross-check.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { claimAllowanceUsd, correlationCapUsd, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
 import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
-import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
+import { attemptArtifactPath, receiptPath, trustPath } from '../ledger/layout.js';
 import type { NewFile } from '../ledger/ledger.js';
 import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AdvisoryMessage } from '../schema/message.js';
+import { modelPrice } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
@@ -314,6 +315,7 @@ export class ConsultLane implements RunnerLane {
       started_monotonic_ms: machineMonotonic(),
       boot: bootId(),
       route: { name: route.route, ...route.label },
+      price: decision.price,
     });
     this.ctx.onEvent({ type: 'oracle_started', messageId: message.message_id, attempt, at: Date.now() });
     const running = this.transport.run({
@@ -541,7 +543,9 @@ export class ConsultLane implements RunnerLane {
     const claim = last.claim!;
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
-    const attemptFile = readAttemptFile(sandbox);
+    const recorded = readAttemptFile(sandbox);
+    // The model is the one the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
@@ -561,9 +565,8 @@ export class ConsultLane implements RunnerLane {
     if (attemptFile !== null && harvested !== null && promptFile.kind === 'file') {
       const prompt = promptFile.bytes.toString('utf8');
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
-      const policy = state.policy!.doc;
       const model = attemptFile.model;
-      const price = policy.models[model];
+      const price = await this.claimedPrice(state, attemptFile);
       if (pins.ok && price !== undefined) {
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
@@ -605,11 +608,15 @@ export class ConsultLane implements RunnerLane {
    */
   private async takenOverCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord): Promise<ReceiptFacts['transport']> {
     const claim = attempt.claim!;
-    const model = state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
+    // The model the claim was made on, which the ledger keeps; the registry's now only for a claim of a build before it was kept.
+    const model = claim.model ?? state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
     const unseen = unseenSession(model);
-    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at };
+    // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
+    // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
+    const price = await this.claimedPrice(state, { model });
+    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at, ...(price === undefined ? {} : { price }) };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
     const call = await this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
     if (call === undefined) return undefined;
@@ -622,12 +629,50 @@ export class ConsultLane implements RunnerLane {
   }
 
   /**
+   * The price a claimed call is charged at: the price its pre-flight judged it at, as its attempt
+   * file records it, and never less than the ledger's price of its model (the policy's in force, or,
+   * a model it no longer prices, the newest policy's that did): the file lies in the sandbox Oracle
+   * may write, so what it says can raise a charge, never lower one. Read from the policy in force
+   * alone, a call whose model a later policy no longer priced, or priced lower, was receipted at no
+   * cost or less than it was paid, though its session completed. Undefined when neither knows one.
+   */
+  private async claimedPrice(state: LedgerState, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
+    const parsed = modelPrice.safeParse(attemptFile.price);
+    const recorded = parsed.success ? parsed.data : undefined;
+    const ledger = state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model));
+    if (recorded === undefined || ledger === undefined) return ledger ?? recorded;
+    return {
+      ...ledger,
+      input_usd_per_million: Math.max(recorded.input_usd_per_million, ledger.input_usd_per_million),
+      output_usd_per_million: Math.max(recorded.output_usd_per_million, ledger.output_usd_per_million),
+    };
+  }
+
+  /** The price of `model` in the newest version of the policy before the one in force that prices it; undefined when none did. */
+  private async lastPriceOf(state: LedgerState, model: string): Promise<ModelPrice | undefined> {
+    for (let version = (state.policy?.version ?? 0) - 1; version >= 1; version -= 1) {
+      const path = trustPath('policy', version);
+      const bytes = await this.ctx.ledger.readFile(path);
+      if (bytes === null) continue;
+      let price: ModelPrice | undefined;
+      try {
+        price = readDocument('actor_policy.v0', bytes, path).models[model];
+      } catch {
+        // A version this build's schema does not read (an older policy's shape) prices nothing here.
+        continue;
+      }
+      if (price !== undefined) return price;
+    }
+    return undefined;
+  }
+
+  /**
    * What a receipt knows of a call whose Oracle started and whose runner died: the session record
    * Oracle left, and the prompt bundle's size and, when this runner holds the bytes Oracle was
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
   private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
-    const price = state.policy?.doc.models[attemptFile.model];
+    const price = await this.claimedPrice(state, attemptFile);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);

@@ -1,6 +1,7 @@
 import { readBounded } from '../util/bounded-read.js';
 import * as fs from 'node:fs';
 import { dirname, join } from 'node:path';
+import type { ModelPrice } from '../lane/budget.js';
 import type { PinnedFile } from '../lane/pins.js';
 import type { OracleRouteName } from './providers/provider.js';
 import { writeOwnFile } from '../util/own-write.js';
@@ -46,6 +47,11 @@ export interface AttemptRecordFile {
   readonly boot?: string | null;
   /** Absent in the files of runners before routes. */
   readonly route?: AttemptRoute;
+  /**
+   * The model's price the pre-flight judged the call at, from the policy in force at its claim: what
+   * the call costs, whatever a later policy says of the model. Absent in the files of older runners.
+   */
+  readonly price?: ModelPrice;
 }
 
 /**
