@@ -52,7 +52,7 @@ const otherBytes = sha256Ref('Another answer, the one the receipt claims.\n');
 
 describe('a receipt names each file it keeps by the hash of its bytes', () => {
   attack('a receipt whose output_hash is not the answer\'s, the same path listed again as an attachment with the true hash', 'library', 'ARTIFACT_HASH_MISMATCH', async () => {
-    const files = await receiptCommit((receipt, paths) => ({ ...receipt, output_hash: otherBytes, attachments: [{ path: paths.answer, sha256: sha256Ref('The answer the model gave.\n') }] }));
+    const files = await receiptCommit((receipt, paths) => ({ ...receipt, output_hash: otherBytes, attachments: [...(receipt['attachments'] as unknown[]), { path: paths.answer, sha256: sha256Ref('The answer the model gave.\n') }] }));
     return kit.append(Object.entries(files).map(([path, bytes]) => ({ path, bytes })), kit.keys.coo.key);
   });
 
@@ -67,7 +67,7 @@ describe('a receipt names each file it keeps by the hash of its bytes', () => {
   });
 
   it('the hook and coo verify refuse the answer named by two hashes as the library does', async () => {
-    const files = await receiptCommit((receipt, paths) => ({ ...receipt, output_hash: otherBytes, attachments: [{ path: paths.answer, sha256: sha256Ref('The answer the model gave.\n') }] }));
+    const files = await receiptCommit((receipt, paths) => ({ ...receipt, output_hash: otherBytes, attachments: [...(receipt['attachments'] as unknown[]), { path: paths.answer, sha256: sha256Ref('The answer the model gave.\n') }] }));
     expect(await threeReaders(files, 'ARTIFACT_HASH_MISMATCH')).toEqual({ library: 'ARTIFACT_HASH_MISMATCH', hook: 'ARTIFACT_HASH_MISMATCH', verify: 'ARTIFACT_HASH_MISMATCH' });
   });
 
