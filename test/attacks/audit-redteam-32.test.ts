@@ -1,9 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
-import { attemptArtifactPath, claimPath, receiptPath } from '../../src/ledger/layout.js';
+import { attemptArtifactPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
+import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
+import { attemptIdFor } from '../../src/util/ids.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { tempDir } from '../helpers/tmp.js';
 
 const dir = tempDir();
@@ -38,11 +41,12 @@ async function receiptCommit(shape: (receipt: Record<string, unknown>, paths: { 
 
 /** The code each of the library, the pre-receive hook and `coo verify` answers one commit with. */
 async function threeReaders(files: Record<string, Buffer>, wanted: string): Promise<{ library: string; hook: string; verify: string }> {
-  const hook = await kit.push(files, { key: kit.keys.coo.file });
+  // verify first: its commit is taken back after, so the hook and the library judge the same ledger it did.
   let verify = '';
   await kit.bypass(files, { key: kit.keys.coo.file }, () => {
     verify = firstOr(kit.verifyCodes(), wanted);
   });
+  const hook = await kit.push(files, { key: kit.keys.coo.file });
   const library = await kit.append(Object.entries(files).map(([path, bytes]) => ({ path, bytes })), kit.keys.coo.key);
   return { library, hook, verify };
 }
@@ -83,6 +87,28 @@ describe('a receipt names each file it keeps by the hash of its bytes', () => {
 
   attack('a receipt that names one file twice by the same hash', 'library', 'accepted', async () => {
     const files = await receiptCommit((receipt, paths) => ({ ...receipt, attachments: [...(receipt['attachments'] as unknown[]), { path: paths.answer, sha256: sha256Ref('The answer the model gave.\n') }] }));
+    return kit.append(Object.entries(files).map(([path, bytes]) => ({ path, bytes })), kit.keys.coo.key);
+  });
+});
+
+/** A dispatch from base b…b, its attempt 1 claimed, and that attempt's receipt with `fields` over a runner's. */
+async function dispatchReceipt(fields: Record<string, unknown>): Promise<Record<string, Buffer>> {
+  const now = new Date();
+  const dispatch = dispatchEnvelope({}, now);
+  const folder = messageFolder(dispatch.message_id, dispatch.created_at);
+  const claim = { schema_version: 'claim.v0', message_id: dispatch.message_id, attempt_id: attemptIdFor(dispatch.message_id, 1, 'ea'), attempt_number: 1, runner_id: 'r', transport_session_id: 'r', claimed_at: isoSeconds(now) };
+  expect(await kit.append([...messageFiles(dispatch), { path: claimPath(folder, 1), bytes: Buffer.from(toYaml(claim)) }], kit.keys.coo.key)).toBe('accepted');
+  return { [receiptPath(folder, 1)]: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1, { created_at: isoSeconds(now), ...fields }))) };
+}
+
+describe("a dispatch receipt's base is the one its envelope pins", () => {
+  it('the library, the hook and coo verify refuse a receipt that says the work started from another commit', async () => {
+    const files = await dispatchReceipt({ base_sha: 'c'.repeat(40) });
+    expect(await threeReaders(files, 'CONTEXT_INVALID')).toEqual({ library: 'CONTEXT_INVALID', hook: 'CONTEXT_INVALID', verify: 'CONTEXT_INVALID' });
+  });
+
+  attack('a receipt that names the base its dispatch pins', 'library', 'accepted', async () => {
+    const files = await dispatchReceipt({});
     return kit.append(Object.entries(files).map(([path, bytes]) => ({ path, bytes })), kit.keys.coo.key);
   });
 });
