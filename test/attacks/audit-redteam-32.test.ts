@@ -1,11 +1,12 @@
 import { beforeAll, describe, expect, it } from 'vitest';
 import { attemptArtifactPath, claimPath, messageFolder, receiptPath } from '../../src/ledger/layout.js';
-import { toYaml } from '../../src/schema/strict-yaml.js';
+import { readStrictYaml, toYaml } from '../../src/schema/strict-yaml.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { attack, firstOr, useKit, type Kit } from '../helpers/attack-kit.js';
 import { forgedReceipt } from '../helpers/forged.js';
 import { dispatchEnvelope, eaReceiptDoc, messageFiles } from '../helpers/ledger.js';
 import { attemptIdFor } from '../../src/util/ids.js';
+import { defaultBranchFor } from '../../src/authority/rules/intents/dispatch.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -101,10 +102,28 @@ async function dispatchReceipt(fields: Record<string, unknown>): Promise<Record<
   return { [receiptPath(folder, 1)]: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1, { created_at: isoSeconds(now), ...fields }))) };
 }
 
-describe("a dispatch receipt's base is the one its envelope pins", () => {
+describe("a dispatch receipt's base, executor and branch are the ones its envelope names", () => {
   it('the library, the hook and coo verify refuse a receipt that says the work started from another commit', async () => {
     const files = await dispatchReceipt({ base_sha: 'c'.repeat(40) });
     expect(await threeReaders(files, 'CONTEXT_INVALID')).toEqual({ library: 'CONTEXT_INVALID', hook: 'CONTEXT_INVALID', verify: 'CONTEXT_INVALID' });
+  });
+
+  it('the library, the hook and coo verify refuse a receipt naming another executor than the dispatch names', async () => {
+    const files = await dispatchReceipt({ executor: 'claude_code' });
+    expect(await threeReaders(files, 'SCHEMA_INVALID')).toEqual({ library: 'SCHEMA_INVALID', hook: 'SCHEMA_INVALID', verify: 'SCHEMA_INVALID' });
+  });
+
+  attack("a receipt that puts the attempt's work on another branch than its own", 'library', 'SCHEMA_INVALID', async () => {
+    const files = await dispatchReceipt({ branch: 'main' });
+    return kit.append(Object.entries(files).map(([path, bytes]) => ({ path, bytes })), kit.keys.coo.key);
+  });
+
+  attack("a receipt that names the attempt's own branch", 'library', 'accepted', async () => {
+    const files = await dispatchReceipt({});
+    const [path, bytes] = Object.entries(files)[0]!;
+    const doc = readStrictYaml(bytes, path) as { message_id: string };
+    const branch = defaultBranchFor(doc.message_id);
+    return kit.append([{ path, bytes: Buffer.from(toYaml({ ...(doc as object), branch })) }], kit.keys.coo.key);
   });
 
   attack('a receipt that names the base its dispatch pins', 'library', 'accepted', async () => {
