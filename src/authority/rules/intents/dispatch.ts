@@ -246,10 +246,6 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     const doc = check.read('ea_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
-    // The work starts from the base the envelope pins: an attestation and `coo show` name the receipt's base as the work's.
-    if (record.base !== undefined && doc.base_sha !== record.base) {
-      throw new CooError('CONTEXT_INVALID', `${where}: base_sha ${doc.base_sha} is not the base_ref ${record.base} that ${record.id} pins: an attempt's work starts from its dispatch's base`, { where: `${where}:base_sha` });
-    }
     // The executor and branch are the envelope's: an attestation names them as the work's, and a runner lands the work on the branch a receipt names.
     if (record.executor !== undefined && doc.executor !== record.executor) {
       throw new CooError('SCHEMA_INVALID', `${where}: executor ${doc.executor} is not the ${record.executor} that ${record.id} names`, { where: `${where}:executor` });
