@@ -198,7 +198,21 @@ export class CommitCheck {
   /** An artifact an entry names: at the one path it may have, added by this commit with the hash named. */
   expectArtifact(ref: string, expectedPath: string, sha256: string, where: string): void {
     if (ref !== expectedPath) throw new CooError('PATH_INVALID', `${where}: reference ${ref} must be ${expectedPath}`, { where });
-    this.references.set(ref, sha256);
+    this.reference(ref, sha256, where);
+  }
+
+  /**
+   * Records that an entry names the artifact at `path` by `sha256`. A path named twice is named by
+   * one hash: the bytes are checked against one expected hash, and a second, other hash for the same
+   * path would be a hash the entry states that no bytes were ever checked against (a receipt's
+   * output_hash beside an attachment of the same path hashed as the bytes are).
+   */
+  reference(path: string, sha256: string, where: string): void {
+    const named = this.references.get(path);
+    if (named !== undefined && named !== sha256) {
+      throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: ${path} is named by two hashes (${named} and ${sha256}); an artifact has one`, { where });
+    }
+    this.references.set(path, sha256);
   }
 
   /**

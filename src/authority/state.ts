@@ -95,6 +95,9 @@ export interface MessageRecord {
   readonly scope?: readonly string[];
   /** Dispatches: each attempt's time box (`timeout_seconds`); a consult its agent asks ends within it. */
   readonly timeoutSeconds?: number;
+  /** Dispatches: the executor the envelope names and its branch (`branch_name`): what each attempt's receipt names as its own. Absent in a state cached before they were kept. */
+  readonly executor?: 'codex' | 'claude_code';
+  readonly branchName?: string;
   /** Dispatches: the consults its agent asked, with the attempt each was asked in, in the order asked. */
   readonly consults?: ReadonlyArray<{ readonly id: string; readonly attempt: number }>;
   /** Consults: the attempt of the parent dispatch this consult was asked in (`asked_in_attempt`). */

@@ -27,7 +27,7 @@ export function referenceAttemptArtifacts(check: CommitCheck, record: MessageRec
   const prefix = `${folderOf(record)}/artifacts/${String(attempt).padStart(3, '0')}/`;
   for (const ref of refs) {
     if (!ref.path.startsWith(prefix)) throw new CooError('PATH_INVALID', `${where}: ${ref.path} is outside ${prefix}`, { where });
-    check.references.set(ref.path, ref.sha256);
+    check.reference(ref.path, ref.sha256, where);
   }
 }
 

@@ -1,5 +1,8 @@
 import { CooError } from '../../../errors.js';
 import type { CommitCheck } from '../../commit-check.js';
+import { attemptArtifactPath } from '../../../ledger/layout.js';
+import type { AaReceipt } from '../../../schema/receipt.js';
+import { folderOf, type MessageRecord } from '../../state.js';
 import type { IntentRules } from '../intent.js';
 import { checkManifest, checkTask } from '../message-artifacts.js';
 import { closeAttempt, openAttempt, referenceAttemptArtifacts } from '../attempt.js';
@@ -25,6 +28,20 @@ function checkStoredProposals(check: CommitCheck, refs: ReadonlyArray<{ readonly
       throw new CooError('SCHEMA_INVALID', `${where}: ${ref.path} is proposal ${stored.index} of ${stored.message_id} attempt ${stored.attempt_number}, not proposal ${index + 1} of this attempt`, { where: `${where}:proposals` });
     }
   });
+}
+
+/**
+ * The bundle a receipt keeps as sent (its prompt-sent.md) is the one its bundle_hash names: the
+ * runner hashes and keeps the same bytes, and an auditor proves what the agent was shown from that
+ * file. A receipt that keeps no such file (one written before it was kept, or by a runner that
+ * never held the bytes) states what it states; one that keeps it states that file's hash.
+ */
+function checkSentBundle(doc: AaReceipt, record: MessageRecord, attempt: number, where: string): void {
+  const path = attemptArtifactPath(folderOf(record), attempt, 'prompt-sent.md');
+  const kept = doc.attachments.find((item) => item.path === path);
+  if (kept !== undefined && kept.sha256 !== doc.bundle_hash) {
+    throw new CooError('ARTIFACT_HASH_MISMATCH', `${where}: bundle_hash ${doc.bundle_hash ?? 'null'} is not the hash ${kept.sha256} of the bundle it keeps as sent (${path})`, { where: `${where}:bundle_hash` });
+  }
 }
 
 export const consultRules: IntentRules<'aa_consult'> = {
@@ -66,6 +83,7 @@ export const consultRules: IntentRules<'aa_consult'> = {
     }
     const refs = [...(doc.output_ref !== null && doc.output_hash !== null ? [{ path: doc.output_ref, sha256: doc.output_hash }] : []), ...doc.attachments, ...(doc.proposals ?? [])];
     referenceAttemptArtifacts(check, record, info.attempt, refs, where);
+    checkSentBundle(doc, record, info.attempt, where);
     checkStoredProposals(check, doc.proposals ?? [], record.id, info.attempt, where);
     closeAttempt(check, record, attempt, doc, keyId, where);
   },

@@ -233,7 +233,7 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
   },
   /** What a consult its agent asks is bounded by: the base its worktree starts from, the scope it may change and its attempts' time box. */
   record(doc) {
-    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, timeoutSeconds: doc.dispatch.timeout_seconds, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
+    return { base: doc.dispatch.base_ref, scope: doc.dispatch.scope_paths, timeoutSeconds: doc.dispatch.timeout_seconds, executor: doc.dispatch.executor, branchName: doc.dispatch.branch_name, ...(doc.adopted_proposal === undefined || doc.parent_message_id === null ? {} : { adopted: doc.parent_message_id }) };
   },
   /**
    * An EA receipt closes the claimed attempt, as a consult's does: written by the active COO from
@@ -246,6 +246,14 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     const doc = check.read('ea_receipt.v0', entry);
     check.requireActiveCoo(keyId, where, 'receipts');
     const attempt = openAttempt(record, info.attempt, doc, where);
+    // The executor and branch are the envelope's: an attestation names them as the work's, and a runner lands the work on the branch a receipt names.
+    if (record.executor !== undefined && doc.executor !== record.executor) {
+      throw new CooError('SCHEMA_INVALID', `${where}: executor ${doc.executor} is not the ${record.executor} that ${record.id} names`, { where: `${where}:executor` });
+    }
+    const branch = record.branchName === undefined ? undefined : attemptBranchFor(record.branchName, info.attempt);
+    if (branch !== undefined && doc.branch !== null && doc.branch !== branch) {
+      throw new CooError('SCHEMA_INVALID', `${where}: branch ${doc.branch} is not ${branch}, attempt ${info.attempt}'s branch of ${record.id}: an attempt's work is on its own branch`, { where: `${where}:branch` });
+    }
     const asked = attemptConsults(record, info.attempt, (id) => check.message(id));
     if (canonicalJson(doc.consults ?? []) !== canonicalJson(asked)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: consults must list the ${asked.length} consult(s) the agent asked in attempt ${info.attempt}, in order, each with its latest receipt`, { where: `${where}:consults` });
