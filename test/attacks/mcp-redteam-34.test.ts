@@ -1,8 +1,10 @@
+import { PassThrough } from 'node:stream';
 import { setFlagsFromString } from 'node:v8';
 import { runInNewContext } from 'node:vm';
 import { describe, expect, it } from 'vitest';
 import { worlds } from '../helpers/lane.js';
 import { line, rawSession, refusal } from '../helpers/mcp-raw.js';
+import { GuardedStdioTransport, loadWireSchemas } from '../../src/mcp/stdio.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -58,5 +60,22 @@ describe('coo mcp against lines framed as no SDK frames them', () => {
     } finally {
       await session.close();
     }
+  });
+
+  it('takes a line of exactly the bound written a byte at a time, and ends the session at one byte more', async () => {
+    const text = '{"jsonrpc":"2.0","id":1,"method":"ping"}';
+    const outcomes: string[] = [];
+    for (const bound of [text.length, text.length - 1]) {
+      const stdin = new PassThrough();
+      const stdio = new GuardedStdioTransport(stdin, new PassThrough(), await loadWireSchemas(), bound);
+      const read: unknown[] = [];
+      stdio.onmessage = (message) => void read.push(message);
+      await stdio.start();
+      for (const byte of Buffer.from(`${text}\n`)) stdin.write(Buffer.from([byte]));
+      await new Promise((resolve) => setImmediate(resolve));
+      outcomes.push(`${read.length} read, ${stdio.overLimit?.code ?? 'served'}`);
+      await stdio.close();
+    }
+    expect(outcomes).toEqual(['1 read, served', '0 read, MCP_MESSAGE_TOO_LARGE']);
   });
 });
