@@ -7,6 +7,7 @@ import { LIMITS } from '../limits.js';
 import { importPackage } from '../util/import-package.js';
 import { decodeLine, INVALID_PARAMS, INVALID_REQUEST, METHOD_NOT_FOUND, WIRE_CODE, type WireRefusal, type WireSchemas } from './wire.js';
 import { inertJson } from '../util/invisible.js';
+import { LineBuffer } from './line-buffer.js';
 
 /**
  * `coo mcp`'s stdio transport: one JSON-RPC message per line, each read by wire.ts before the
@@ -22,7 +23,8 @@ import { inertJson } from '../util/invisible.js';
  * A line over `maxLineBytes` ends the session, and `overLimit` keeps why: each verb that serves on
  * this transport (`coo mcp`, `coo consult-relay`) ends with that coded error and a non-zero exit,
  * never a silent 0 (the relay ended so, and its agent's executor saw its tool vanish unexplained).
- * What it holds for the client is bounded too: no further line is read while the client leaves the
+ * What it holds for the client is bounded too: a line read so far is one buffer at most twice its
+ * size however many reads it came in (line-buffer.ts), no further line is read while the client leaves the
  * answers unread (its end of stdout is full), and a request past LIMITS.mcpRequestsInFlight held is
  * refused with a coded error. A client that sent and never read, or sent thousands of calls at
  * once, grew the server's memory (and its runner's) without bound.
@@ -60,6 +62,15 @@ function codedError<T extends { error: { code: number; message: string } }>(mess
   return { ...message, error: { ...message.error, message: coded } };
 }
 
+/**
+ * Whether a line holds nothing but JSON's whitespace (space, tab, carriage return), which is skipped
+ * unanswered. Read as Latin-1 and trimmed, a line of bytes JSON never takes (0xA0, a vertical tab, a
+ * form feed) was skipped too: the client waited for an answer to what it sent, and none came.
+ */
+function isBlank(bytes: Uint8Array): boolean {
+  return bytes.every((byte) => byte === 0x20 || byte === 0x09 || byte === 0x0d);
+}
+
 function idKey(id: string | number): string {
   return `${typeof id}:${id}`;
 }
@@ -69,8 +80,8 @@ export class GuardedStdioTransport implements Transport {
   onerror?: (error: Error) => void;
   onmessage?: (message: JSONRPCMessage) => void;
 
-  private pending: Buffer[] = [];
-  private pendingBytes = 0;
+  /** The line read so far, whatever the number of reads it came in (line-buffer.ts). */
+  private readonly pending: LineBuffer;
   private initialized = false;
   private closed = false;
   /** The ids of requests the server is not done with, with the method each asked. */
@@ -92,7 +103,9 @@ export class GuardedStdioTransport implements Transport {
     private readonly stdout: Writable,
     private readonly schemas: WireSchemas,
     private readonly maxLineBytes: number,
-  ) {}
+  ) {
+    this.pending = new LineBuffer(maxLineBytes);
+  }
 
   private readonly onData = (chunk: Buffer): void => this.feed(chunk);
 
@@ -106,9 +119,7 @@ export class GuardedStdioTransport implements Transport {
         return;
       }
       if (!this.take(chunk.subarray(start, newline))) return;
-      const line = Buffer.concat(this.pending);
-      this.pending = [];
-      this.pendingBytes = 0;
+      const line = this.pending.take();
       this.line(line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
       start = newline + 1;
     }
@@ -140,9 +151,7 @@ export class GuardedStdioTransport implements Transport {
   private finishInput(): void {
     if (!this.ended || this.rest !== null || this.closed) return;
     if (this.pending.length > 0) {
-      const line = Buffer.concat(this.pending);
-      this.pending = [];
-      this.pendingBytes = 0;
+      const line = this.pending.take();
       this.line(line[line.length - 1] === 0x0d ? line.subarray(0, -1) : line);
     }
     this.finishWhenDone();
@@ -163,20 +172,17 @@ export class GuardedStdioTransport implements Transport {
 
   /** Adds part of a line; false (and the session ends) once the line is over the limit. */
   private take(part: Buffer): boolean {
-    this.pendingBytes += part.length;
-    if (this.pendingBytes > this.maxLineBytes) {
-      this.pending = [];
+    if (!this.pending.add(part)) {
       this.overLimit = new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${this.maxLineBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
       this.onerror?.(this.overLimit);
       void this.close();
       return false;
     }
-    if (part.length > 0) this.pending.push(part);
     return true;
   }
 
   private line(bytes: Buffer): void {
-    if (bytes.toString('latin1').trim() === '') return;
+    if (isBlank(bytes)) return;
     const decoded = decodeLine(bytes, this.schemas);
     if (!decoded.ok) return this.answer(decoded.refusal);
     const message = decoded.message;
@@ -258,7 +264,7 @@ export class GuardedStdioTransport implements Transport {
     this.stdin.off('end', this.onEnd);
     this.stdout.off('drain', this.onDrain);
     if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
-    this.pending = [];
+    this.pending.clear();
     this.rest = null;
     this.done();
     this.onclose?.();
