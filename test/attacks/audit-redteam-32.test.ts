@@ -102,7 +102,12 @@ async function dispatchReceipt(fields: Record<string, unknown>): Promise<Record<
   return { [receiptPath(folder, 1)]: Buffer.from(toYaml(eaReceiptDoc(dispatch.message_id, 1, { created_at: isoSeconds(now), ...fields }))) };
 }
 
-describe("a dispatch receipt's executor and branch are the ones its envelope names", () => {
+describe("a dispatch receipt's base, executor and branch are the ones its envelope names", () => {
+  it('the library, the hook and coo verify refuse a receipt that says the work started from another commit', async () => {
+    const files = await dispatchReceipt({ base_sha: 'c'.repeat(40) });
+    expect(await threeReaders(files, 'CONTEXT_INVALID')).toEqual({ library: 'CONTEXT_INVALID', hook: 'CONTEXT_INVALID', verify: 'CONTEXT_INVALID' });
+  });
+
   it('the library, the hook and coo verify refuse a receipt naming another executor than the dispatch names', async () => {
     const files = await dispatchReceipt({ executor: 'claude_code' });
     expect(await threeReaders(files, 'SCHEMA_INVALID')).toEqual({ library: 'SCHEMA_INVALID', hook: 'SCHEMA_INVALID', verify: 'SCHEMA_INVALID' });

@@ -82,7 +82,7 @@ async function spentDispatch(consultUsd = 0.8, executorUsd = 0.2): Promise<EaDis
   expect(await kit.append([await claimEntry(envelope.message_id, consultFolder, 1, 'aa', { allowance_usd: consultUsd })], kit.keys.coo.key)).toBe('accepted');
   const consultReceipt = paidConsultReceipt(envelope, consultFolder, consultUsd);
   expect(await kit.append([consultReceipt], kit.keys.coo.key)).toBe('accepted');
-  const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: executorUsd, consults: [{ message_id: envelope.message_id, receipt: consultReceipt.path }] });
+  const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), base_sha: message.dispatch.base_ref, commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: executorUsd, consults: [{ message_id: envelope.message_id, receipt: consultReceipt.path }] });
   expect(await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key)).toBe('accepted');
   expect(await kit.append([retryApproval(message)], kit.keys.ceo.key)).toBe('accepted');
   return message;
@@ -146,7 +146,7 @@ describe("a dispatch retried after its agent's consult spent part of its budget 
     expect(await kit.append([await claimEntry(message.message_id, folder, 1, 'ea', { allowance_usd: 1 })], kit.keys.coo.key)).toBe('accepted');
     const { envelope, files } = await askedConsult(message, 0.6);
     expect(await kit.append(files, kit.keys.coo.key)).toBe('accepted');
-    const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: 0.2, consults: [{ message_id: envelope.message_id, receipt: null }] });
+    const receipt = eaReceiptDoc(message.message_id, 1, { created_at: at(0), base_sha: message.dispatch.base_ref, commands_run: [], inner_exit_codes: [], tests_run: [], actual_cost_usd: 0.2, consults: [{ message_id: envelope.message_id, receipt: null }] });
     expect(await kit.append([{ path: receiptPath(folder, 1), bytes: Buffer.from(toYaml(receipt)) }], kit.keys.coo.key)).toBe('accepted');
     expect(await kit.append([retryApproval(message)], kit.keys.ceo.key)).toBe('accepted');
     expect(await kit.append([await secondClaim(message, 0.8)], kit.keys.coo.key)).toBe('accepted');

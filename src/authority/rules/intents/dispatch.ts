@@ -254,6 +254,10 @@ export const dispatchRules: IntentRules<'ea_dispatch'> = {
     if (branch !== undefined && doc.branch !== null && doc.branch !== branch) {
       throw new CooError('SCHEMA_INVALID', `${where}: branch ${doc.branch} is not ${branch}, attempt ${info.attempt}'s branch of ${record.id}: an attempt's work is on its own branch`, { where: `${where}:branch` });
     }
+    // The work starts from the base the envelope pins: an attestation and `coo show` name the receipt's base as the work's.
+    if (record.base !== undefined && doc.base_sha !== record.base) {
+      throw new CooError('CONTEXT_INVALID', `${where}: base_sha ${doc.base_sha} is not the base_ref ${record.base} that ${record.id} pins: an attempt's work starts from its dispatch's base`, { where: `${where}:base_sha` });
+    }
     const asked = attemptConsults(record, info.attempt, (id) => check.message(id));
     if (canonicalJson(doc.consults ?? []) !== canonicalJson(asked)) {
       throw new CooError('ATTEMPT_INVALID', `${where}: consults must list the ${asked.length} consult(s) the agent asked in attempt ${info.attempt}, in order, each with its latest receipt`, { where: `${where}:consults` });
