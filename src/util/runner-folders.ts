@@ -151,16 +151,15 @@ const LEDGER_WALK_ENTRIES = 1_000_000;
 export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USAGE' = 'RUNNER_CONFIG'): void {
   let seen = 0;
   const walked = new Set<string>();
-  // `via`: the link (or alternates file) the walk went through to reach this part, and where it leads.
-  type Via = { readonly link: string; readonly target: string } | undefined;
-  const refuse = (path: string, via: Via): never => {
-    const shown = via === undefined ? path : `${path} (reached through ${via.link})`;
+  // `via`: the link (or alternates file) the walk went through to reach this part of what git reads.
+  const refuse = (path: string, via: string | undefined): never => {
+    const close = via === undefined ? `chmod -R o-w ${gitdir}` : `let only its owner write ${path}, or take ${via} away`;
     throw new CooError(
       code,
-      `${shown}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (chmod -R o-w ${via?.target ?? gitdir}; a ledger shared with a group keeps git config core.sharedRepository group, not 0666 or 0777), and start again`,
+      `${via === undefined ? path : `${path} (reached through ${via})`}, in the ledger ${gitdir}, may be written by every user: any local user could rewrite the ledger under coo; close it (${close}; a ledger shared with a group keeps git config core.sharedRepository group, not 0666 or 0777), and start again`,
     );
   };
-  const walk = (path: string, via: Via): void => {
+  const walk = (path: string, via: string | undefined): void => {
     if (seen >= LEDGER_WALK_ENTRIES) return;
     seen += 1;
     let stats: fs.Stats;
@@ -176,8 +175,10 @@ export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USA
       } catch {
         return; // a dangling link: git reads nothing through it
       }
-      return walk(target, via ?? { link: path, target });
+      return walk(target, via ?? path);
     }
+    // Folders and files are what git reads; a device (a hook linked to /dev/null, to turn it off) holds nothing to rewrite.
+    if (!stats.isDirectory() && !stats.isFile()) return;
     if ((stats.mode & 0o002) !== 0) refuse(path, via);
     if (!stats.isDirectory() || walked.has(path)) return;
     walked.add(path);
@@ -198,22 +199,47 @@ export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USA
   } catch {
     return; // no ledger there: the verb's own open says so
   }
-  walk(root, root === given ? undefined : { link: given, target: root });
-  const alternates = join(root, 'objects', 'info', 'alternates');
-  for (const folder of alternateObjectFolders(root)) walk(folder, { link: alternates, target: folder });
+  walk(root, root === given ? undefined : given);
+  // Git follows alternates of alternates, five deep; a relative one is read from the objects folder that names it, where its links lead.
+  let objects = [join(root, 'objects')];
+  for (let depth = 0; depth < 5 && objects.length > 0; depth += 1) {
+    const next: string[] = [];
+    for (const folder of objects) {
+      for (const alternate of alternateObjectFolders(folder)) {
+        if (walked.has(alternate)) continue;
+        walk(alternate, join(folder, 'info', 'alternates'));
+        next.push(alternate);
+      }
+    }
+    objects = next;
+  }
 }
 
-/** The object folders a ledger's `objects/info/alternates` names (absolute, or relative to its objects folder). */
-function alternateObjectFolders(gitdir: string): string[] {
+/**
+ * The object folders an objects folder's `info/alternates` names, where their links lead (absolute,
+ * or relative to the objects folder itself; a line git reads quoted, C-style, unquoted).
+ */
+function alternateObjectFolders(objects: string): string[] {
   let text: string;
+  let real: string;
   try {
-    text = fs.readFileSync(join(gitdir, 'objects', 'info', 'alternates'), 'utf8');
+    real = fs.realpathSync(objects);
+    text = fs.readFileSync(join(real, 'info', 'alternates'), 'utf8');
   } catch {
     return [];
   }
-  return text
-    .split('\n')
-    .map((line) => line.trim())
-    .filter((line) => line !== '' && !line.startsWith('#'))
-    .map((line) => resolve(join(gitdir, 'objects'), line));
+  const folders: string[] = [];
+  for (const raw of text.split('\n')) {
+    let line = raw.trim();
+    if (line === '' || line.startsWith('#')) continue;
+    if (line.startsWith('"') && line.endsWith('"') && line.length >= 2) {
+      line = line.slice(1, -1).replace(/\\([\\"abfnrtv]|[0-7]{3})/g, (_, c: string) => (/^[0-7]{3}$/.test(c) ? String.fromCharCode(parseInt(c, 8)) : ({ a: '\x07', b: '\b', f: '\f', n: '\n', r: '\r', t: '\t', v: '\v' } as Record<string, string>)[c] ?? c));
+    }
+    try {
+      folders.push(fs.realpathSync(resolve(real, line)));
+    } catch {
+      // A folder that is not there: git reads nothing from it.
+    }
+  }
+  return folders;
 }

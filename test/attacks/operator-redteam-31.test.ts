@@ -92,7 +92,7 @@ describe('a ledger open to every user where a link or an alternates file leads, 
         symlinkSync(kept, join(world.gitdir, 'objects'));
         chmodSync(kept, 0o777);
         return world.gitdir;
-      }, /objects-elsewhere \(reached through \S*\/objects\), in the ledger .* may be written by every user: .*chmod -R o-w \S*objects-elsewhere;/],
+      }, /objects-elsewhere \(reached through \S*\/objects\), in the ledger .* may be written by every user: .*close it \(let only its owner write \S*objects-elsewhere, or take \S*\/objects away;/],
       ['an alternates file naming an open folder', (world) => {
         const shared = join(world.dir, 'shared-objects');
         mkdirSync(shared, { mode: 0o755 });
@@ -100,6 +100,26 @@ describe('a ledger open to every user where a link or an alternates file leads, 
         writeFileSync(join(world.gitdir, 'objects', 'info', 'alternates'), `${shared}\n`);
         return world.gitdir;
       }, /shared-objects \(reached through \S*objects\/info\/alternates\), in the ledger .* may be written by every user/],
+      ['an alternates file naming a closed folder whose own alternates file names an open one', (world) => {
+        const [closed, open] = [join(world.dir, 'closed-objects'), join(world.dir, 'open-objects')];
+        mkdirSync(join(closed, 'info'), { recursive: true, mode: 0o755 });
+        mkdirSync(open, { mode: 0o755 });
+        chmodSync(open, 0o777);
+        writeFileSync(join(closed, 'info', 'alternates'), '../open-objects\n');
+        writeFileSync(join(world.gitdir, 'objects', 'info', 'alternates'), `"${closed}"\n`);
+        return world.gitdir;
+      }, /open-objects \(reached through \S*closed-objects\/info\/alternates\), in the ledger .* may be written by every user/],
+      ['a relative alternates line read from objects kept elsewhere through a link', (world) => {
+        const store = join(world.dir, 'store');
+        mkdirSync(store, { mode: 0o755 });
+        renameSync(join(world.gitdir, 'objects'), join(store, 'objects'));
+        symlinkSync(join(store, 'objects'), join(world.gitdir, 'objects'));
+        const other = join(store, 'other');
+        mkdirSync(other, { mode: 0o755 });
+        chmodSync(other, 0o777);
+        writeFileSync(join(store, 'objects', 'info', 'alternates'), '../other\n');
+        return world.gitdir;
+      }, /store\/other \(reached through \S*objects\/info\/alternates\), in the ledger .* may be written by every user/],
     ];
     for (const [what, open, said] of cases) {
       const { world, key, ledger } = await openThrough(open);
@@ -109,6 +129,14 @@ describe('a ledger open to every user where a link or an alternates file leads, 
       expect(refusal(asked), what).toMatch(new RegExp(`^coo: USAGE: .*${said.source}`));
       expect(headOf(world.gitdir), what).toBe(before);
     }
+  });
+
+  it('a hook linked to /dev/null (to turn it off), a device every user may write, is no part of the ledger to rewrite: the writer writes (guard)', async () => {
+    const world = await fresh();
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    symlinkSync('/dev/null', join(world.gitdir, 'hooks', 'post-update'));
+    const asked = cooBounded(['consult', '--ledger', world.gitdir, '--key', key, '--to', 'aa.chatgpt', '--repo', world.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?']);
+    expect(asked.status, asked.stderr).toBe(0);
   });
 
   it('a write through --remote from a clone every user may write is refused before any git runs in the clone (a command another user put in its config never runs), and lands once the clone is closed', async () => {
