@@ -35,6 +35,8 @@ export interface AttemptRecord {
     readonly spentBeforeUsd?: number;
     /** The model the registry in force gave an advisory agent when its attempt was claimed: the model its answer is being given by until its receipt lands (rules/panel.ts answeredModels). */
     readonly model?: string;
+    /** That model's price in the policy in force at the claim: what the call is charged at when a runner recovers it, whatever a later policy or the attempt's own files say. Absent when no policy priced it, and in states cached before it was kept. */
+    readonly price?: ActorPolicy['models'][string];
   } | null;
   readonly receipt: {
     readonly path: string;

@@ -83,12 +83,13 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id, scope);
   if (shared !== null) throw new CooError('POLICY_LIMIT', `${where}: ${shared}; nothing was claimed`, { where: `${where}:allowance_usd` });
   const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
+  const price = model === undefined ? undefined : check.policy?.doc.models[model];
   check.updateMessage(record, [
     ...record.attempts,
     {
       number: next,
       attemptId: doc.attempt_id,
-      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(doc.spent_before_usd === undefined ? {} : { spentBeforeUsd: doc.spent_before_usd }), ...(model === undefined ? {} : { model }) },
+      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(doc.spent_before_usd === undefined ? {} : { spentBeforeUsd: doc.spent_before_usd }), ...(model === undefined ? {} : { model }), ...(price === undefined ? {} : { price }) },
       receipt: null,
     },
   ]);
