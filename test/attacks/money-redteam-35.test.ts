@@ -1,0 +1,81 @@
+import { readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sandboxFor } from '../../src/consult/sandbox.js';
+import { costUsd } from '../../src/lane/budget.js';
+import { startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * One paid call per attempt, and an unanswered one charged what its claim allowed it to cost: a
+ * runner SIGKILLed while the model held its call, its Oracle ended with it, and the attempt file (in
+ * the sandbox Oracle may write) rewritten before the next start: a lower output cap, a cap that is
+ * no number, or another session's name. The ledger keeps the claim's allowance and session, and
+ * the recovered receipt charges and names from those, whatever the file says.
+ */
+
+const dir = tempDir('money-redteam-35-');
+const fresh = worlds(join(dir, 'worlds'));
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+type Receipt = Record<string, unknown> & { usage: { input_tokens: number; output_tokens: number; reasoning_tokens: number }; actual_cost_usd: number };
+
+/** A consult whose runner and Oracle were both SIGKILLed once the question reached the model, its attempt file then rewritten by `edit`. */
+async function diedAndRewritten(world: World, edit: (recorded: Record<string, unknown>) => Record<string, unknown>) {
+  const { messageId } = await world.consult();
+  const state = join(world.dir, 'watch-state');
+  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+  const runner = startBounded(args, env);
+  await until('the model called', () => world.server.requests.length === 1);
+  runner.child.kill('SIGKILL');
+  expect((await runner.ended).status).not.toBe(0);
+  const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
+  const sandbox = sandboxFor(state, attempt.attemptId);
+  process.kill(-Number(readFileSync(sandbox.pidPath, 'utf8').split(' ')[0]), 'SIGKILL');
+  const recorded = JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown> & { max_output_tokens: number; price: Record<string, number> };
+  expect(recorded.max_output_tokens).toBeGreaterThan(0);
+  writeFileSync(sandbox.attemptPath, JSON.stringify(edit(recorded)));
+  const restarted = await startBounded(args, env).ended;
+  expect(restarted.status, restarted.stderr).toBe(0);
+  const [interrupted, retried] = (await receiptsOf(world, messageId)) as Receipt[];
+  expect(blockersOf(interrupted!)).toEqual(['interrupted']);
+  expect(retried!['status']).toBe('succeeded');
+  expect(world.server.requests).toHaveLength(2);
+  return { interrupted: interrupted!, claim: attempt.claim!, recorded };
+}
+
+describe('a consult whose runner and Oracle died while the model held its call, its attempt file rewritten', () => {
+  const rewrites: Array<[string, (recorded: Record<string, unknown>) => Record<string, unknown>]> = [
+    ['its output cap lowered to 0', (recorded) => ({ ...recorded, max_output_tokens: 0 })],
+    ['its output cap made negative', (recorded) => ({ ...recorded, max_output_tokens: -1_000_000 })],
+    ['its output cap made a string', (recorded) => ({ ...recorded, max_output_tokens: 'none' })],
+    ['its output cap taken out', ({ max_output_tokens: _cap, ...rest }) => rest],
+  ];
+  for (const [rewrite, edit] of rewrites) {
+    it(`is charged the estimated input and the whole cap its claim's allowance pays for: ${rewrite} charges nothing less`, async () => {
+      const { interrupted, claim, recorded } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), edit);
+      expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
+      expect(interrupted.actual_cost_usd).toBeCloseTo(costUsd(interrupted.usage.input_tokens, recorded.max_output_tokens, recorded.price as never), 6);
+      expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+      expect(interrupted['warnings']).toContain('usage_unreported');
+    });
+  }
+
+  it('is charged the cap its file records when that is more than the claim allowed: the file can raise a charge', async () => {
+    const { interrupted, recorded } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => ({ ...file, max_output_tokens: (file['max_output_tokens'] as number) * 2 }));
+    expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens * 2);
+  });
+
+  it('left as its runner wrote it, is charged what its claim allowed, as before', async () => {
+    const { interrupted, claim, recorded } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => file);
+    expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
+    expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+  });
+
+  it("names the session its claim names, not another the file was made to name", async () => {
+    const { interrupted, claim } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => ({ ...file, slug: 'forged-session' }));
+    expect(interrupted['transport_session_id']).toBe(claim.session);
+    expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+  });
+});
