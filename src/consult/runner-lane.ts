@@ -568,13 +568,14 @@ export class ConsultLane implements RunnerLane {
       const model = attemptFile.model;
       const price = await this.claimedPrice(state, attemptFile);
       if (pins.ok && price !== undefined) {
-        // A route whose record leaves output out is charged up to the cap: the file's, never below what the claim allowed (flooredCap).
+        // The cap the call was handed: the file's, never below what the claim allowed (flooredCap). A route whose record leaves output out is charged up to it.
         const inputTokens = estimateInputTokens(promptFile.bytes.length, pins.files.reduce((sum, file) => sum + file.bytes.length, 0));
         const maxOutputTokens = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, last, inputTokens, price), claim.allowanceUsd !== undefined);
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
         const route = attemptFile.route ?? { name: null, provider: 'unknown', offline: false };
-        await this.finish(message, record, last.number, sandbox, harvested, decision, route, attemptFile.canary, prompt, pins.files, scrub);
+        // The answer is judged against that cap too: a cap lowered in the file turned a paid answer within the real one into output_too_large.
+        await this.finish(message, record, last.number, sandbox, { ...harvested, maxOutputTokens }, decision, route, attemptFile.canary, prompt, pins.files, scrub);
         return true;
       }
     }

@@ -2,9 +2,9 @@ import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sandboxFor } from '../../src/consult/sandbox.js';
-import { costUsd } from '../../src/lane/budget.js';
+import { costUsd, type ModelPrice } from '../../src/lane/budget.js';
 import { startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
-import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -77,5 +77,31 @@ describe('a consult whose runner and Oracle died while the model held its call, 
     const { interrupted, claim } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => ({ ...file, slug: 'forged-session' }));
     expect(interrupted['transport_session_id']).toBe(claim.session);
     expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+  });
+});
+
+describe("a consult on a route whose usage record leaves output out, its runner dead after the paid answer, its attempt file's cap lowered", () => {
+  it("is harvested as answered, charged up to the cap its claim's allowance pays for, as the route's record leaves the rest of the output uncounted", async () => {
+    const world = await fresh();
+    const { messageId } = await world.consult({ target: 'aa.gemini' });
+    const state = join(world.dir, 'watch-state');
+    const args = ['watch', '--ledger', world.gitdir, '--key', writeKey(world.dir, 'coo', world.actors.coo), '--repo', world.target, '--state-dir', state, '--oracle-base-url', `${world.server.url}/v1`, '--oracle-gemini-url', offlineEndpoints(world.server).google!, '--once'];
+    const geminiEnv = { GEMINI_API_KEY: 'gemini-test-key' };
+    const killed = await startBounded(args, { ...geminiEnv, COO_FAILPOINT: 'after-answer' }).ended;
+    expect(killed.status).not.toBe(0);
+    expect(world.server.requests).toHaveLength(1);
+    const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
+    const file = sandboxFor(state, attempt.attemptId).attemptPath;
+    const recorded = JSON.parse(readFileSync(file, 'utf8')) as { max_output_tokens: number; route: { name: string }; price: ModelPrice };
+    expect(recorded.route.name).toBe('google');
+    writeFileSync(file, JSON.stringify({ ...recorded, max_output_tokens: 0 }));
+    const restarted = await startBounded(args, geminiEnv).ended;
+    expect(restarted.status, restarted.stderr).toBe(0);
+    const [harvested] = (await receiptsOf(world, messageId)) as Receipt[];
+    // Judged against the cap the call was handed: a cap of 0 in the file made a paid answer within it output_too_large, never retried.
+    expect(harvested!['status'], JSON.stringify(harvested!['blockers'])).toBe('succeeded');
+    expect(harvested!.usage.output_tokens + harvested!.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
+    expect(harvested!.actual_cost_usd).toBeCloseTo(costUsd(harvested!.usage.input_tokens, recorded.max_output_tokens, recorded.price), 6);
+    expect(world.server.requests).toHaveLength(1);
   });
 });
