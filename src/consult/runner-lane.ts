@@ -486,7 +486,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       sentBytes: Buffer.byteLength(bundle) + contextBytes,
       answerBytes: run.answerBytes,
-      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, unanswered),
+      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, unanswered, run.answerBytes),
       bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
     };
   }
@@ -686,7 +686,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens,
       sentBytes: promptBytes + contextBytes,
       answerBytes: 0,
-      uncountedOutputCap: uncountedOutput(attemptFile.route?.name ?? null, cap, meta, true),
+      uncountedOutputCap: uncountedOutput(attemptFile.route?.name ?? null, cap, meta, true, 0),
       bundleHash: prompt.sent === null ? null : sha256Ref(prompt.sent),
     };
   }
@@ -697,9 +697,11 @@ export class ConsultLane implements RunnerLane {
  * (receipt.ts accountUsage): the attempt's cap when the route's record leaves output out, or when
  * Oracle was ended (`ended`: killed by the runner's timer, a stop, a signal, or a runner that died)
  * before its session completed, for the model may have streamed output until then; null otherwise.
+ * A session record that says it completed is Oracle's word, in the folder it writes: without the
+ * answer it would have written (`answerBytes` 0), it is no evidence the output stopped.
  */
-function uncountedOutput(route: OracleRouteName | null, maxOutputTokens: number, meta: OracleSessionMeta | null, ended: boolean): number | null {
-  if (ended && meta?.status !== 'completed') return maxOutputTokens;
+function uncountedOutput(route: OracleRouteName | null, maxOutputTokens: number, meta: OracleSessionMeta | null, ended: boolean, answerBytes: number): number | null {
+  if (ended && (meta?.status !== 'completed' || answerBytes === 0)) return maxOutputTokens;
   return uncountedOutputCap(route, maxOutputTokens);
 }
 

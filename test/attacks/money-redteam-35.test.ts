@@ -1,4 +1,4 @@
-import { readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sandboxFor } from '../../src/consult/sandbox.js';
@@ -11,8 +11,9 @@ import { tempDir } from '../helpers/tmp.js';
  * One paid call per attempt, and an unanswered one charged what its claim allowed it to cost: a
  * runner SIGKILLed while the model held its call, its Oracle ended with it, and the attempt file (in
  * the sandbox Oracle may write) rewritten before the next start: a lower output cap, a cap that is
- * no number, or another session's name. The ledger keeps the claim's allowance and session, and
- * the recovered receipt charges and names from those, whatever the file says.
+ * no number, another session's name; or Oracle's session record made to say it completed, with no
+ * answer written. The ledger keeps the claim's allowance and session, and the recovered receipt
+ * charges and names from those, whatever the sandbox says.
  */
 
 const dir = tempDir('money-redteam-35-');
@@ -21,8 +22,11 @@ const env = { OPENAI_API_KEY: 'sk-test-key' };
 
 type Receipt = Record<string, unknown> & { usage: { input_tokens: number; output_tokens: number; reasoning_tokens: number }; actual_cost_usd: number };
 
-/** A consult whose runner and Oracle were both SIGKILLed once the question reached the model, its attempt file then rewritten by `edit`. */
-async function diedAndRewritten(world: World, edit: (recorded: Record<string, unknown>) => Record<string, unknown>) {
+/**
+ * A consult whose runner and Oracle were both SIGKILLed once the question reached the model, its
+ * attempt file then rewritten by `edit`, and Oracle's session record (under the claim's session) by `session`.
+ */
+async function diedAndRewritten(world: World, edit: (recorded: Record<string, unknown>) => Record<string, unknown>, session?: object) {
   const { messageId } = await world.consult();
   const state = join(world.dir, 'watch-state');
   const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
@@ -36,6 +40,11 @@ async function diedAndRewritten(world: World, edit: (recorded: Record<string, un
   const recorded = JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown> & { max_output_tokens: number; price: Record<string, number> };
   expect(recorded.max_output_tokens).toBeGreaterThan(0);
   writeFileSync(sandbox.attemptPath, JSON.stringify(edit(recorded)));
+  if (session !== undefined) {
+    const folder = join(sandbox.oracleHome, 'sessions', attempt.claim!.session);
+    mkdirSync(folder, { recursive: true });
+    writeFileSync(join(folder, 'meta.json'), JSON.stringify(session));
+  }
   const restarted = await startBounded(args, env).ended;
   expect(restarted.status, restarted.stderr).toBe(0);
   const [interrupted, retried] = (await receiptsOf(world, messageId)) as Receipt[];
@@ -72,6 +81,19 @@ describe('a consult whose runner and Oracle died while the model held its call, 
     expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
     expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
   });
+
+  const records: Array<[string, object]> = [
+    ['completed, with no usage', { status: 'completed', model: 'gpt-5.5' }],
+    ['completed, with its input alone counted', { status: 'completed', model: 'gpt-5.5', usage: { inputTokens: 600, outputTokens: 0, reasoningTokens: 0, totalTokens: 600 } }],
+  ];
+  for (const [said, record] of records) {
+    it(`is charged the whole cap its claim allowed when Oracle's session record says it ${said}: no answer was written, so nothing says the output stopped`, async () => {
+      const { interrupted, recorded } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => file, record);
+      expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
+      // The input is as the record counts it, when credible (receipt.ts accountUsage); the output is the whole cap.
+      expect(interrupted.actual_cost_usd).toBeCloseTo(costUsd(interrupted.usage.input_tokens, recorded.max_output_tokens, recorded.price as never), 6);
+    });
+  }
 
   it("names the session its claim names, not another the file was made to name", async () => {
     const { interrupted, claim } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => ({ ...file, slug: 'forged-session' }));
