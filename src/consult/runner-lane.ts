@@ -486,7 +486,7 @@ export class ConsultLane implements RunnerLane {
       estimatedInputTokens: estimateInputTokens(Buffer.byteLength(bundle), contextBytes),
       sentBytes: Buffer.byteLength(bundle) + contextBytes,
       answerBytes: run.answerBytes,
-      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, unanswered),
+      uncountedOutputCap: uncountedOutput(route.name, decision.maxOutputTokens, run.meta, unanswered, run.answerBytes),
       bundleHash: sha256Ref(Buffer.from(bundle, 'utf8')),
     };
   }
@@ -544,8 +544,8 @@ export class ConsultLane implements RunnerLane {
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
     const recorded = readAttemptFile(sandbox);
-    // The model is the one the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
-    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model };
+    // The model and the session are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
@@ -568,17 +568,21 @@ export class ConsultLane implements RunnerLane {
       const model = attemptFile.model;
       const price = await this.claimedPrice(state, attemptFile);
       if (pins.ok && price !== undefined) {
-        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens: attemptFile.max_output_tokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
+        // The cap the call was handed: the file's, never below what the claim allowed (flooredCap). A route whose record leaves output out is charged up to it.
+        const inputTokens = estimateInputTokens(promptFile.bytes.length, pins.files.reduce((sum, file) => sum + file.bytes.length, 0));
+        const maxOutputTokens = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, last, inputTokens, price), claim.allowanceUsd !== undefined);
+        const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
         const route = attemptFile.route ?? { name: null, provider: 'unknown', offline: false };
-        await this.finish(message, record, last.number, sandbox, harvested, decision, route, attemptFile.canary, prompt, pins.files, scrub);
+        // The answer is judged against that cap too: a cap lowered in the file turned a paid answer within the real one into output_too_large.
+        await this.finish(message, record, last.number, sandbox, { ...harvested, maxOutputTokens }, decision, route, attemptFile.canary, prompt, pins.files, scrub);
         return true;
       }
     }
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
     const spent =
       attemptFile !== null && oracle !== null
-        ? await this.unansweredCall(state, message, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
+        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
         : attemptFile === null && (takenOver || oracle !== null)
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
@@ -616,16 +620,10 @@ export class ConsultLane implements RunnerLane {
     // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
     // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
     const price = await this.claimedPrice(state, { model });
-    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: 0, runtime_seconds: 0, started_at: claim.at, ...(price === undefined ? {} : { price }) };
+    // The output cap that runner handed its Oracle is on its machine: no cap is recorded here, and the claim's is charged (claimedOutputCap).
+    const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: Number.NaN, runtime_seconds: 0, started_at: claim.at, ...(price === undefined ? {} : { price }) };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
-    const call = await this.unansweredCall(state, message, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
-    if (call === undefined) return undefined;
-    // The output cap that runner handed its Oracle is on its machine; its claim's allowance is the worst case its pre-flight set
-    // it from (the estimated input and the whole cap), so the cap is what that allowance pays for after the same input. A
-    // claim that does not state one is bounded by its message's budget and by the model's own cap: no pre-flight allows more.
-    const fromAllowance = outputCapForUsd(claimAllowanceUsd(record, attempt, (id) => state.messages.get(id)), call.estimatedInputTokens, call.price);
-    const cap = claim.allowanceUsd === undefined ? Math.min(fromAllowance, call.price.max_output_tokens) : fromAllowance;
-    return { ...call, uncountedOutputCap: cap };
+    return this.unansweredCall(state, message, record, attempt, attemptFile, unseen, { bytes: Buffer.byteLength(bundle), sent: null });
   }
 
   /**
@@ -671,22 +669,24 @@ export class ConsultLane implements RunnerLane {
    * Oracle left, and the prompt bundle's size and, when this runner holds the bytes Oracle was
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
-  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
+  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
     const price = await this.claimedPrice(state, attemptFile);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
     const promptBytes = prompt.bytes;
+    const estimatedInputTokens = estimateInputTokens(promptBytes, contextBytes);
+    const cap = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, attempt, estimatedInputTokens, price), attempt.claim?.allowanceUsd !== undefined);
     return {
       sessionId: attemptFile.slug,
       model: attemptFile.model,
       route: { provider: attemptFile.route?.provider ?? 'unknown', offline: attemptFile.route?.offline ?? false },
       meta,
       price,
-      estimatedInputTokens: estimateInputTokens(promptBytes, contextBytes),
+      estimatedInputTokens,
       sentBytes: promptBytes + contextBytes,
       answerBytes: 0,
-      uncountedOutputCap: uncountedOutput(attemptFile.route?.name ?? null, attemptFile.max_output_tokens, meta, true),
+      uncountedOutputCap: uncountedOutput(attemptFile.route?.name ?? null, cap, meta, true, 0),
       bundleHash: prompt.sent === null ? null : sha256Ref(prompt.sent),
     };
   }
@@ -697,10 +697,36 @@ export class ConsultLane implements RunnerLane {
  * (receipt.ts accountUsage): the attempt's cap when the route's record leaves output out, or when
  * Oracle was ended (`ended`: killed by the runner's timer, a stop, a signal, or a runner that died)
  * before its session completed, for the model may have streamed output until then; null otherwise.
+ * A session record that says it completed is Oracle's word, in the folder it writes: without the
+ * answer it would have written (`answerBytes` 0), it is no evidence the output stopped.
  */
-function uncountedOutput(route: OracleRouteName | null, maxOutputTokens: number, meta: OracleSessionMeta | null, ended: boolean): number | null {
-  if (ended && meta?.status !== 'completed') return maxOutputTokens;
+function uncountedOutput(route: OracleRouteName | null, maxOutputTokens: number, meta: OracleSessionMeta | null, ended: boolean, answerBytes: number): number | null {
+  if (ended && (meta?.status !== 'completed' || answerBytes === 0)) return maxOutputTokens;
   return uncountedOutputCap(route, maxOutputTokens);
+}
+
+/**
+ * The output cap a claimed call was handed, as far as the ledger tells it: its claim's allowance is
+ * the worst case its pre-flight set the cap from (the estimated input and the whole cap), so the cap
+ * is what that allowance pays for after the same input at the same price. A claim that does not
+ * state one is bounded by its message's budget and by the model's own cap: no pre-flight allows more.
+ */
+function claimedOutputCap(state: LedgerState, record: MessageRecord, attempt: AttemptRecord, inputTokens: number, price: ModelPrice): number {
+  const fromAllowance = outputCapForUsd(claimAllowanceUsd(record, attempt, (id) => state.messages.get(id)), inputTokens, price);
+  return attempt.claim?.allowanceUsd === undefined ? Math.min(fromAllowance, price.max_output_tokens) : fromAllowance;
+}
+
+/**
+ * The output cap a recovered call is charged up to: the one its attempt file records, which lies in
+ * the sandbox Oracle may write, so it can raise the charge and never lower it below the cap the
+ * claim's stated allowance pays for (`claimed`). A claim that states none bounds the cap from above
+ * only, so the file's stands; a file that records no cap a number can be (none, or one rewritten
+ * into another shape) is charged the claim's.
+ */
+function flooredCap(recorded: unknown, claimed: number, stated: boolean): number {
+  if (typeof recorded !== 'number' || !Number.isFinite(recorded) || recorded < 0) return claimed;
+  const cap = Math.ceil(recorded);
+  return stated ? Math.max(cap, claimed) : cap;
 }
 
 /** The session of a call that was made and whose record this runner cannot read: nothing known of it but its model. */
