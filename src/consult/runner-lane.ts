@@ -566,7 +566,7 @@ export class ConsultLane implements RunnerLane {
       const prompt = promptFile.bytes.toString('utf8');
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
       const model = attemptFile.model;
-      const price = await this.claimedPrice(state, attemptFile);
+      const price = await this.claimedPrice(state, claim, attemptFile);
       if (pins.ok && price !== undefined) {
         // The cap the call was handed: the file's, never below what the claim allowed (flooredCap). A route whose record leaves output out is charged up to it.
         const inputTokens = estimateInputTokens(promptFile.bytes.length, pins.files.reduce((sum, file) => sum + file.bytes.length, 0));
@@ -619,7 +619,7 @@ export class ConsultLane implements RunnerLane {
     const unseen = unseenSession(model);
     // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
     // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
-    const price = await this.claimedPrice(state, { model });
+    const price = await this.claimedPrice(state, claim, { model });
     // The output cap that runner handed its Oracle is on its machine: no cap is recorded here, and the claim's is charged (claimedOutputCap).
     const attemptFile: AttemptRecordFile = { attempt_id: attempt.attemptId, canary: '', slug: claim.session, model, max_output_tokens: Number.NaN, runtime_seconds: 0, started_at: claim.at, ...(price === undefined ? {} : { price }) };
     // Its size is what is charged; its bytes, with a canary of this runner's own, are not what was sent: no hash names them.
@@ -627,14 +627,15 @@ export class ConsultLane implements RunnerLane {
   }
 
   /**
-   * The price a claimed call is charged at: the price its pre-flight judged it at, as its attempt
-   * file records it, and never less than the ledger's price of its model (the policy's in force, or,
-   * a model it no longer prices, the newest policy's that did): the file lies in the sandbox Oracle
-   * may write, so what it says can raise a charge, never lower one. Read from the policy in force
-   * alone, a call whose model a later policy no longer priced, or priced lower, was receipted at no
-   * cost or less than it was paid, though its session completed. Undefined when neither knows one.
+   * The price a claimed call is charged at: its model's price in the policy in force at its claim,
+   * which the ledger keeps with the claim (rules/claim.ts), whatever a later policy says and whatever
+   * the attempt file in the sandbox (which Oracle may write) says. For a claim the ledger keeps no
+   * price with (a state cached before it was kept), the price its pre-flight judged it at as the
+   * attempt file records it, never less than the ledger's price of its model now (the policy's in
+   * force, or, a model it no longer prices, the newest policy's that did). Undefined when none knows one.
    */
-  private async claimedPrice(state: LedgerState, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
+  private async claimedPrice(state: LedgerState, claim: NonNullable<AttemptRecord['claim']>, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
+    if (claim.price !== undefined && claim.model === attemptFile.model) return claim.price;
     const parsed = modelPrice.safeParse(attemptFile.price);
     const recorded = parsed.success ? parsed.data : undefined;
     const ledger = state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model));
@@ -670,7 +671,7 @@ export class ConsultLane implements RunnerLane {
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
   private async unansweredCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
-    const price = await this.claimedPrice(state, attemptFile);
+    const price = await this.claimedPrice(state, attempt.claim!, attemptFile);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);

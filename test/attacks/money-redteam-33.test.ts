@@ -130,3 +130,40 @@ describe("a consult whose runner's files went with its state folder, then its mo
     });
   }
 });
+
+describe('a consult whose runner died after its paid answer, its price changed by a later policy, the one its claim was judged by kept in the ledger', () => {
+  const scaled = (price: Record<string, number>, factor: number): Record<string, number> => ({ ...price, input_usd_per_million: price['input_usd_per_million']! * factor, output_usd_per_million: price['output_usd_per_million']! * factor });
+  const cases: Array<[string, number, boolean]> = [
+    ['priced ten times lower since, and the attempt file rewritten to that lower price', 0.1, true],
+    ['priced ten times higher since (an honest recovery)', 10, false],
+  ];
+  for (const [change, factor, rewrite] of cases) {
+    it(`(${change}) is charged at the price its claim was judged at, neither less nor more`, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult();
+      const state = join(world.dir, 'watch-state');
+      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
+      expect(killed.status).not.toBe(0);
+      const before = await world.ledger.state();
+      const attempt = before.messages.get(messageId)!.attempts[0]!;
+      const model = attempt.claim!.model!;
+      const policy = before.policy!.doc;
+      const price = policy.models[model]!;
+      const later = scaled(price as unknown as Record<string, number>, factor);
+      await appendTrustVersion(world.ledger, { role: 'policy', document: { ...policy, version: undefined, models: { ...policy.models, [model]: { ...price, ...later } } } }, world.actors.ceo, new Date());
+      if (rewrite) {
+        const file = sandboxFor(state, attempt.attemptId).attemptPath;
+        const recorded = JSON.parse(readFileSync(file, 'utf8')) as { price: Record<string, number> };
+        writeFileSync(file, JSON.stringify({ ...recorded, price: scaled(recorded.price, factor) }));
+      }
+      const restarted = await startBounded(args, env).ended;
+      expect(restarted.status, restarted.stderr).toBe(0);
+      const [harvested] = await receiptsOf(world, messageId);
+      expect(harvested!['status']).toBe('succeeded');
+      const usage = harvested!['usage'] as { input_tokens: number; output_tokens: number; reasoning_tokens: number };
+      expect(harvested!['actual_cost_usd']).toBeCloseTo(costUsd(usage.input_tokens, usage.output_tokens + usage.reasoning_tokens, price), 6);
+      expect(world.server.requests).toHaveLength(1);
+    });
+  }
+});
