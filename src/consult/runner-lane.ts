@@ -570,7 +570,7 @@ export class ConsultLane implements RunnerLane {
       if (pins.ok && price !== undefined) {
         // The cap the call was handed: the file's, never below what the claim allowed (flooredCap). A route whose record leaves output out is charged up to it.
         const inputTokens = estimateInputTokens(promptFile.bytes.length, pins.files.reduce((sum, file) => sum + file.bytes.length, 0));
-        const maxOutputTokens = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, last, inputTokens, price), claim.allowanceUsd !== undefined);
+        const maxOutputTokens = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, last, inputTokens, price), claim.allowanceUsd !== undefined, price);
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
         const route = attemptFile.route ?? { name: null, provider: 'unknown', offline: false };
@@ -677,7 +677,7 @@ export class ConsultLane implements RunnerLane {
     const contextBytes = manifest === null ? 0 : readDocument('context_manifest.v0', manifest, message.context_pin.context_manifest_ref).files.reduce((sum, file) => sum + file.bytes, 0);
     const promptBytes = prompt.bytes;
     const estimatedInputTokens = estimateInputTokens(promptBytes, contextBytes);
-    const cap = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, attempt, estimatedInputTokens, price), attempt.claim?.allowanceUsd !== undefined);
+    const cap = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, attempt, estimatedInputTokens, price), attempt.claim?.allowanceUsd !== undefined, price);
     return {
       sessionId: attemptFile.slug,
       model: attemptFile.model,
@@ -720,13 +720,15 @@ function claimedOutputCap(state: LedgerState, record: MessageRecord, attempt: At
 /**
  * The output cap a recovered call is charged up to: the one its attempt file records, which lies in
  * the sandbox Oracle may write, so it can raise the charge and never lower it below the cap the
- * claim's stated allowance pays for (`claimed`). A claim that states none bounds the cap from above
- * only, so the file's stands; a file that records no cap a number can be (none, or one rewritten
- * into another shape) is charged the claim's.
+ * claim's stated allowance pays for (`claimed`), nor raise it past the claim's or the model's own
+ * cap. A claim that states none bounds the cap from above only, so the file's stands; a file that
+ * records no cap a number can be (none, or one rewritten into another shape) is charged the claim's.
  */
-function flooredCap(recorded: unknown, claimed: number, stated: boolean): number {
+function flooredCap(recorded: unknown, claimed: number, stated: boolean, price: ModelPrice): number {
   if (typeof recorded !== 'number' || !Number.isFinite(recorded) || recorded < 0) return claimed;
-  const cap = Math.ceil(recorded);
+  // Nor above what any pre-flight hands Oracle: the claim's cap, or the model's own where that is more. A cap of 10^12 written
+  // into the file charged a million dollars, filling the day's and the correlation's caps, and no answer was ever too large.
+  const cap = Math.min(Math.ceil(recorded), Math.max(claimed, price.max_output_tokens));
   return stated ? Math.max(cap, claimed) : cap;
 }
 

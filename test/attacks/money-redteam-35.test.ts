@@ -71,9 +71,19 @@ describe('a consult whose runner and Oracle died while the model held its call, 
     });
   }
 
-  it('is charged the cap its file records when that is more than the claim allowed: the file can raise a charge', async () => {
+  it("is charged the cap its file records when that is more than the claim allowed, up to the model's own cap: the file can raise a charge that far", async () => {
     const { interrupted, recorded } = await diedAndRewritten(await fresh({ modes: ['hang', 'ok'] }), (file) => ({ ...file, max_output_tokens: (file['max_output_tokens'] as number) * 2 }));
-    expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens * 2);
+    const modelCap = (recorded.price as unknown as { max_output_tokens: number }).max_output_tokens;
+    expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(Math.max(recorded.max_output_tokens, Math.min(recorded.max_output_tokens * 2, modelCap)));
+  });
+
+  it("is charged no more than the claim's or the model's own cap when the file records a cap of 10^12: the charge stays within what any pre-flight hands Oracle", async () => {
+    const world = await fresh({ modes: ['hang', 'ok'] });
+    const { interrupted, recorded } = await diedAndRewritten(world, (file) => ({ ...file, max_output_tokens: 1e12 }));
+    const modelCap = (recorded.price as unknown as { max_output_tokens: number }).max_output_tokens;
+    const charged = interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens;
+    expect(charged).toBe(Math.max(recorded.max_output_tokens, modelCap));
+    expect(interrupted.actual_cost_usd).toBeLessThan(100);
   });
 
   it('left as its runner wrote it, is charged what its claim allowed, as before', async () => {
