@@ -389,9 +389,9 @@ export class Ledger {
    * every user may write is refused (USAGE) before this handle's first write, walked once per
    * handle. A writer through a remote asks before it runs git in the clone (RemoteLedger.write).
    */
-  requireClosed(): void {
+  requireClosed(code: 'RUNNER_CONFIG' | 'USAGE' = 'USAGE'): void {
     if (this.closedChecked) return;
-    requireLedgerClosed(this.gitdir, 'USAGE');
+    requireLedgerClosed(this.gitdir, code);
     this.closedChecked = true;
   }
 

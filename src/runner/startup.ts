@@ -17,7 +17,7 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerGitdir } from '../lane/work-repo.js';
-import { requireLedgerClosed, requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
+import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
@@ -178,7 +178,7 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
       requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", WRITABLE_LEDGER);
       requireWritableLedger(ledger.gitdir, WRITABLE_LEDGER);
     },
-    () => requireLedgerClosed(ledger.gitdir),
+    () => ledger.requireClosed('RUNNER_CONFIG'),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");
@@ -225,7 +225,7 @@ export function writerFolderProblems(ledger: Ledger): Problem[] {
   const checks = [
     () => requireWritableLedger(ledger.gitdir, 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
     // Its every write would be refused (Ledger.append): said at start, before a request is read, as the runner's start says it.
-    () => requireLedgerClosed(ledger.gitdir),
+    () => ledger.requireClosed('RUNNER_CONFIG'),
   ];
   for (const check of checks) {
     try {

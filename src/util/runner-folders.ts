@@ -199,7 +199,14 @@ export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USA
   } catch {
     return; // no ledger there: the verb's own open says so
   }
-  walk(root, root === given ? undefined : given);
+  // Named as reached through the link only when the ledger's own name is one (a folder above it that is a link, as macOS's /var, is not the ledger's).
+  let named: string | undefined;
+  try {
+    named = fs.lstatSync(given).isSymbolicLink() ? given : undefined;
+  } catch {
+    named = undefined;
+  }
+  walk(named === undefined ? given : root, named);
   // Git follows alternates of alternates, five deep; a relative one is read from the objects folder that names it, where its links lead.
   let objects = [join(root, 'objects')];
   for (let depth = 0; depth < 5 && objects.length > 0; depth += 1) {

@@ -86,6 +86,12 @@ describe('a ledger open to every user where a link or an alternates file leads, 
         symlinkSync(world.gitdir, link);
         return link;
       }, /refs\/heads \(reached through \S*ledger-link\.git\), in the ledger \S*ledger-link\.git, may be written by every user/],
+      ['the ledger under a folder that is a link (as macOS gives /var): named as given, told to chmod, no link named', (world) => {
+        chmodSync(join(world.gitdir, 'refs', 'heads'), 0o777);
+        const above = join(world.dir, 'above-link');
+        symlinkSync(world.dir, above);
+        return join(above, 'ledger.git');
+      }, /above-link\/ledger\.git\/refs\/heads, in the ledger \S*above-link\/ledger\.git, may be written by every user: any local user could rewrite the ledger under coo; close it \(chmod -R o-w \S*above-link\/ledger\.git;/],
       ['objects kept elsewhere through a link', (world) => {
         const kept = join(world.dir, 'objects-elsewhere');
         renameSync(join(world.gitdir, 'objects'), kept);
