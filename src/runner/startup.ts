@@ -171,8 +171,7 @@ const PENDING: ReadonlySet<string> = new Set(['queued', 'retry_wait', 'claimed']
 const WRITABLE_LEDGER = 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)';
 
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
-  const problems: Problem[] = [];
-  const checks = [
+  return problemsOf([
     // One problem for one cause: a ledger read-only as a whole is said once, at its folder of runners.
     () => {
       requireWritableFolder(LocalRunners.folder(ledger.gitdir), "the ledger's folder of runners", WRITABLE_LEDGER);
@@ -184,7 +183,12 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
       requireOwnFolder(stateDir, "the runner's state folder");
     },
     () => privateSocketsDir(),
-  ];
+  ]);
+}
+
+/** Each check's refusal as a problem, every check run: a start says all that is wrong at once. */
+function problemsOf(checks: ReadonlyArray<() => void>): Problem[] {
+  const problems: Problem[] = [];
   for (const check of checks) {
     try {
       check();
@@ -221,20 +225,11 @@ function requireWritableLedger(gitdir: string, fix: string): void {
  * failed after, or committed where the runner beside it refused to.
  */
 export function writerFolderProblems(ledger: Ledger): Problem[] {
-  const problems: Problem[] = [];
-  const checks = [
+  return problemsOf([
     () => requireWritableLedger(ledger.gitdir, 'the server commits what the agent asks for in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)'),
     // Its every write would be refused (Ledger.append): said at start, before a request is read, as the runner's start says it.
     () => ledger.requireClosed('RUNNER_CONFIG'),
-  ];
-  for (const check of checks) {
-    try {
-      check();
-    } catch (error) {
-      problems.push(toProblem(error));
-    }
-  }
-  return problems;
+  ]);
 }
 
 /** Every target the policy in force lets the active COO consult or dispatch to, with its lane. */

@@ -21,6 +21,17 @@ const dir = tempDir('money-redteam-33-');
 const fresh = worlds(join(dir, 'worlds'));
 const env = { OPENAI_API_KEY: 'sk-test-key' };
 
+/** A fresh world with one consult queued, its runner (`args`, its state folder `state`) SIGKILLed at `failpoint`. */
+async function killedAt(failpoint: 'after-answer' | 'after-claim'): Promise<{ world: World; messageId: string; state: string; args: string[] }> {
+  const world = await fresh();
+  const { messageId } = await world.consult();
+  const state = join(world.dir, 'watch-state');
+  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+  const killed = await startBounded(args, { ...env, COO_FAILPOINT: failpoint }).ended;
+  expect(killed.status).not.toBe(0);
+  return { world, messageId, state, args };
+}
+
 describe('a consult whose runner died after its paid answer, the policy changed before its recovery', () => {
   const changes: Array<[string, (models: ActorPolicy['models'], model: string) => ActorPolicy['models']]> = [
     ['its model dropped from the policy', (models, model) => Object.fromEntries(Object.entries(models).filter(([name]) => name !== model))],
@@ -28,12 +39,7 @@ describe('a consult whose runner died after its paid answer, the policy changed 
   ];
   for (const [change, edit] of changes) {
     it(`(${change}) is harvested at the price it was claimed at: its receipt names the answer's cost, and the model is called once`, async () => {
-      const world = await fresh();
-      const { messageId } = await world.consult();
-      const state = join(world.dir, 'watch-state');
-      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
-      expect(killed.status).not.toBe(0);
+      const { world, messageId, args } = await killedAt('after-answer');
       expect(world.server.requests).toHaveLength(1);
       const before = await world.ledger.state();
       const model = before.messages.get(messageId)!.attempts[0]!.claim!.model!;
@@ -62,12 +68,7 @@ describe('a consult whose runner died after its paid answer, its attempt file re
   ];
   for (const [rewrite, edit] of rewrites) {
     it(`is charged at no less than the policy prices the model its claim was made on: ${rewrite} written into the file charges nothing less`, async () => {
-      const world = await fresh();
-      const { messageId } = await world.consult();
-      const state = join(world.dir, 'watch-state');
-      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
-      expect(killed.status).not.toBe(0);
+      const { world, messageId, state, args } = await killedAt('after-answer');
       const ledgerState = await world.ledger.state();
       const attempt = ledgerState.messages.get(messageId)!.attempts[0]!;
       const file = sandboxFor(state, attempt.attemptId).attemptPath;
@@ -111,12 +112,7 @@ describe("a consult whose runner's files went with its state folder, then its mo
   ];
   for (const [change, apply] of changes) {
     it(`(${change}) is charged the allowance its claim states, as any call whose files are gone, and the model is not called again`, async () => {
-      const world = await fresh();
-      const { messageId } = await world.consult();
-      const state = join(world.dir, 'watch-state');
-      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-claim' }).ended;
-      expect(killed.status).not.toBe(0);
+      const { world, messageId, state, args } = await killedAt('after-claim');
       rmSync(state, { recursive: true, force: true });
       const claim = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!;
       expect(claim.allowanceUsd).toBeGreaterThan(0);
@@ -139,12 +135,7 @@ describe('a consult whose runner died after its paid answer, its price changed b
   ];
   for (const [change, factor, rewrite] of cases) {
     it(`(${change}) is charged at the price its claim was judged at, neither less nor more`, async () => {
-      const world = await fresh();
-      const { messageId } = await world.consult();
-      const state = join(world.dir, 'watch-state');
-      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-      const killed = await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended;
-      expect(killed.status).not.toBe(0);
+      const { world, messageId, state, args } = await killedAt('after-answer');
       const before = await world.ledger.state();
       const attempt = before.messages.get(messageId)!.attempts[0]!;
       const model = attempt.claim!.model!;
