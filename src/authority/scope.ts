@@ -1,8 +1,8 @@
-import picomatch from 'picomatch';
+import { globMatcher } from './glob.js';
 
 /**
  * A dispatch's scope: which paths the work may change. Each entry is a glob relative to the
- * repository root (picomatch, dot files included), and it also covers everything under the folder
+ * repository root (picomatch's reading, dot files included: glob.ts), and it also covers everything under the folder
  * it names, as git's pathspecs do: `src` (or `src/`) is `src` and `src/**`. Pure. The runner judges
  * an attempt's changes by it, and the validator a consult the agent asks about its files.
  */
@@ -11,7 +11,7 @@ import picomatch from 'picomatch';
 export function scopeMatcher(scope: readonly string[]): (path: string) => boolean {
   const matchers = scope.flatMap((entry) => {
     const pattern = entry.replace(/\/+$/, '');
-    return [picomatch(pattern, { dot: true }), picomatch(`${pattern}/**`, { dot: true })];
+    return [globMatcher(pattern), globMatcher(`${pattern}/**`)];
   });
   return (path) => matchers.some((match) => match(path));
 }

@@ -1,5 +1,6 @@
 import { basename, resolve } from 'node:path';
 import { approvalRequired, defaultBranchFor, dispatchRequestHash, isBranchName } from '../authority/rules/intents/dispatch.js';
+import { slowGlob } from '../authority/glob.js';
 import { attemptIdOf } from '../authority/runnable.js';
 import type { LedgerState } from '../authority/state.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
@@ -86,6 +87,8 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   for (const path of request.scope) {
     if (path.includes('\0')) throw new CooError('USAGE', `${names.scope} ${JSON.stringify(path)} ${NUL_IN_PATH}: remove it`);
     if (!relativePath.safeParse(path).success) throw new CooError('USAGE', `${names.scope} ${JSON.stringify(path)} is not a path relative to the repository root (no leading "/", no "\\", no ".", ".." or empty segment)`);
+    const slow = slowGlob(path);
+    if (slow !== null) throw new CooError('USAGE', `${names.scope} ${JSON.stringify(path)} ${slow}`);
   }
   if (request.branch !== undefined) await refuseTakenBranch(request.repo, request.branch);
   const resolved = await resolveWorkCommit(request.ledger.gitdir, request.repo, request.rev ?? 'HEAD', names);

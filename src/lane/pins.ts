@@ -1,6 +1,6 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
-import picomatch from 'picomatch';
+import { globMatcher, slowGlob } from '../authority/glob.js';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { LIMITS } from '../limits.js';
@@ -99,6 +99,8 @@ function checkPattern(pattern: string, names: ArgumentNames): void {
   if (pattern.startsWith('/') || pattern.split('/').includes('..') || pattern.includes('\\')) {
     throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} escapes the repository: give paths relative to its root`);
   }
+  const slow = slowGlob(pattern);
+  if (slow !== null) throw new CooError('CONTEXT_INVALID', `${names.file} ${JSON.stringify(pattern)} ${slow}`);
 }
 
 async function readBlobs(gitdir: string, items: readonly TreeItem[]): Promise<PinnedFile[]> {
@@ -163,7 +165,7 @@ export async function pinFiles(repo: string, at: ResolvedCommit, patterns: reado
   const { commit } = at;
   const items = await listTree(at.gitdir, commit);
   const byPath = new Map(items.map((item) => [item.path, item]));
-  const matchers = patterns.map((pattern) => ({ pattern, match: picomatch(pattern, { dot: true }) }));
+  const matchers = patterns.map((pattern) => ({ pattern, match: globMatcher(pattern) }));
   // Keyed by path: a path two patterns match is pinned once, and finding it costs no pass over the files chosen so far.
   const chosen = new Map<string, TreeItem>();
   for (const { pattern, match } of matchers) {

@@ -1,0 +1,114 @@
+import picomatch from 'picomatch';
+
+/**
+ * One glob's matcher, as picomatch reads it with dot files included, in time linear in the pattern
+ * times the path. picomatch compiles a glob to a regular expression whose quantifiers backtrack: a
+ * pattern such as `*a*a*a*b`, or `*?` said eleven times, takes seconds to a minute against one long
+ * name, and a signed scope like it would slow every replay of the history that holds it. The globs
+ * people write (names, `*`, `?` and `**` segments) are matched here by a wildcard walk that never
+ * backtracks more than one star; paths git can hold (no empty, `.` or `..` segment) are the only ones
+ * it is asked about. Anything else (brace lists, classes, extglobs, negation, quotes, escapes, or a
+ * path git cannot hold) is picomatch's, unchanged.
+ */
+export function globMatcher(pattern: string): (path: string) => boolean {
+  const regex = picomatch(pattern, { dot: true });
+  const segments = plainSegments(pattern);
+  if (segments === null) return regex;
+  return (path) => (isGitPath(path) ? matchSegments(segments, path.split('/')) : regex(path));
+}
+
+/** The most wildcards a glob outside the plain forms may hold when it is written: picomatch's regex for one with three backtracks at worst some millions of steps against a 255-unit name, with four some billions. */
+export const MAX_SLOW_GLOB_WILDCARDS = 3;
+
+/**
+ * Why a glob a writer is handed now would be slow to match, or null. Asked where a glob is written
+ * (a consult's files, a dispatch's scope), not where history is replayed: one signed before stays
+ * as it was read then.
+ */
+export function slowGlob(pattern: string): string | null {
+  if (plainSegments(pattern) !== null) return null;
+  const wildcards = (pattern.match(/[*?(]/g) ?? []).length;
+  if (wildcards <= MAX_SLOW_GLOB_WILDCARDS) return null;
+  return `holds ${wildcards} wildcards beside brace lists, classes, extglobs, quotes or a run of three stars, where at most ${MAX_SLOW_GLOB_WILDCARDS} are taken: such a glob can take minutes against one long name; split it into globs of names, "*", "?" and "**" segments`;
+}
+
+/** Characters that make a glob more than names, `*`, `?` and `**` to picomatch (the quotes it takes away). */
+const SYNTAX = /[\\[\]{}()!+@|"']/;
+
+/**
+ * The glob's segments, with a globstar segment as null, or null if it is not a plain glob, or if
+ * picomatch reads it by one of its short forms (`*.*`, `**\/*`, `*.ts`: few wildcards, which its
+ * regex matches without backtracking, and each with a reading of its own).
+ */
+function plainSegments(pattern: string): (string | null)[] | null {
+  if (SYNTAX.test(pattern)) return null;
+  if (picomatch.makeRe(pattern, { dot: true }).source !== picomatch.makeRe(pattern, { dot: true, fastpaths: false }).source) return null;
+  // picomatch drops a leading `./`, however often it is said.
+  const segments = pattern.replace(/^(?:\.\/)+/, '').split('/');
+  if (segments.some((segment) => segment === '')) return null;
+  const tokens: (string | null)[] = [];
+  for (const segment of segments) {
+    if (segment === '**') {
+      // Two globstars in a row match what one does.
+      if (tokens.length === 0 || tokens.at(-1) !== null) tokens.push(null);
+      continue;
+    }
+    // Within a segment, two stars side by side are one star; three or more picomatch reads otherwise (`***..` is `*.` and any one character).
+    if (segment.includes('***')) return null;
+    tokens.push(segment.replaceAll('**', '*'));
+  }
+  // A globstar that ends the glob after a segment ending in a star matches one folder or more, not
+  // none: picomatch's `*\/**` is not `*`, though `a/**` is `a`.
+  const before = tokens.at(-2);
+  if (tokens.length > 1 && tokens.at(-1) === null && typeof before === 'string' && before.endsWith('*')) tokens.splice(-1, 1, '*', null);
+  return tokens;
+}
+
+function isGitPath(path: string): boolean {
+  return path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
+}
+
+/**
+ * A wildcard walk over units: a star is remembered, and a mismatch after it resumes one unit further
+ * from the star rather than trying every split again. `?` is one UTF-16 unit, as picomatch's regex reads it.
+ */
+function walk<P, S>(pattern: readonly P[], subject: readonly S[] | string, isStar: (token: P) => boolean, one: (token: P, index: number) => boolean): boolean {
+  let p = 0;
+  let s = 0;
+  let star = -1;
+  let resume = 0;
+  while (s < subject.length) {
+    if (p < pattern.length && isStar(pattern[p]!)) {
+      star = p++;
+      resume = s;
+    } else if (p < pattern.length && one(pattern[p]!, s)) {
+      p++;
+      s++;
+    } else if (star >= 0) {
+      p = star + 1;
+      s = ++resume;
+    } else {
+      return false;
+    }
+  }
+  while (p < pattern.length && isStar(pattern[p]!)) p++;
+  return p === pattern.length;
+}
+
+function matchSegment(segment: string, name: string): boolean {
+  return walk(
+    segment.split(''),
+    name,
+    (unit) => unit === '*',
+    (unit, index) => unit === '?' || unit === name[index],
+  );
+}
+
+function matchSegments(tokens: readonly (string | null)[], names: readonly string[]): boolean {
+  return walk(
+    tokens,
+    names,
+    (token) => token === null,
+    (token, index) => matchSegment(token!, names[index]!),
+  );
+}
