@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import picomatch from 'picomatch';
 import { describe, expect, it } from 'vitest';
@@ -35,6 +35,11 @@ describe('a glob that backtracks in a regex', () => {
     const name = `${'a'.repeat(41)}.md`;
     writeFileSync(join(repo, name), 'context\n');
     writeFileSync(join(repo, 'short.md'), 'context\n');
+    // Names in folders, which a glob of one segment cannot match: the regex tries every split of each before it says no.
+    for (const folder of ['a', 'b', 'c']) {
+      mkdirSync(join(repo, folder.repeat(36)));
+      writeFileSync(join(repo, folder.repeat(36), 'b.md'), 'context\n');
+    }
     git(['add', '.'], { cwd: repo });
     git(['commit', '-q', '-m', 'context'], { cwd: repo });
     const at = await resolveCommit(repo, 'HEAD');
