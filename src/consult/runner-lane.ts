@@ -35,7 +35,7 @@ import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './p
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
 import { classifyFor, uncountedOutputCap } from './providers/routes.js';
 import type { OracleRouteName, RoutePlan } from './providers/provider.js';
-import { createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
+import { attemptFolderMade, createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 import { answeredModels } from '../authority/rules/panel.js';
 
@@ -535,8 +535,9 @@ export class ConsultLane implements RunnerLane {
    * as interrupted, with a new attempt when the policy allows. An attempt whose files this state folder
    * does not hold (`takenOver`: another runner's, or its folder removed with its runner) is charged as a
    * call its runner's timer ended: its Oracle may have sent the question and streamed its whole output
-   * cap. So is one whose Oracle started (its pid recorded) and left no session record or attempt record.
-   * One of this folder's own that shows no start (its runner died before Oracle started) is charged nothing.
+   * cap. So is one whose attempt folder was made (its runner made it just before starting Oracle)
+   * and holds no attempt record, whatever else is left in it. One of this folder's own whose attempt
+   * folder was never made (its runner died between its claim and Oracle's start) is charged nothing.
    */
   async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
@@ -580,10 +581,13 @@ export class ConsultLane implements RunnerLane {
       }
     }
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
+    // Its folder is made after the claim, just before Oracle starts: one that stands, whatever is left in it, shows the call may have been made.
+    // Oracle's pid or its attempt record removed from it (both in the folder Oracle writes) charged an unanswered call nothing.
+    const made = attemptFolderMade(sandbox);
     const spent =
-      attemptFile !== null && oracle !== null
+      attemptFile !== null
         ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
-        : attemptFile === null && (takenOver || oracle !== null)
+        : takenOver || oracle !== null || made
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
     const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
@@ -593,7 +597,7 @@ export class ConsultLane implements RunnerLane {
       message,
       record.id,
       last.number,
-      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another), and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
+      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; ${made ? 'its attempt folder holds no record of the call (removed from it)' : 'this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another)'}, and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
       spent,
       sent,
       unstated ? ['allowance_unstated'] : [],

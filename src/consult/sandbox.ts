@@ -87,6 +87,11 @@ export function sandboxFor(stateDir: string, attemptId: string): Sandbox {
   };
 }
 
+/** Whether an attempt's folder was made (createSandbox, just before Oracle starts), whatever is left in it: looked at, never followed. */
+export function attemptFolderMade(sandbox: Sandbox): boolean {
+  return fs.lstatSync(sandbox.root, { throwIfNoEntry: false }) !== undefined;
+}
+
 function makeWritable(path: string): void {
   if (!fs.existsSync(path)) return;
   for (const entry of fs.readdirSync(path, { withFileTypes: true })) {

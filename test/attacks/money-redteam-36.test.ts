@@ -1,0 +1,74 @@
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { sandboxFor, type Sandbox } from '../../src/consult/sandbox.js';
+import type { ModelPrice } from '../../src/lane/budget.js';
+import { formatProcessRecord, processStartTime } from '../../src/util/process.js';
+import { startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * One paid call per attempt, and an unanswered one charged what its claim allowed it to cost, when
+ * what the sandbox (which Oracle may write) says of the call is not what was: Oracle's pid file
+ * removed, made unreadable or pointed at another process, its attempt record removed with it; the
+ * attempt file's route renamed to one whose usage record counts the output, or taken out; its
+ * runtime budget or its start moved on so that a recovering runner waits past what the envelope
+ * allowed. The ledger keeps the claim's allowance, model and route, and the envelope its runtime.
+ */
+
+const dir = tempDir('money-redteam-36-');
+const fresh = worlds(join(dir, 'worlds'));
+const env = { OPENAI_API_KEY: 'sk-test-key' };
+
+type Receipt = Record<string, unknown> & { usage: { input_tokens: number; output_tokens: number; reasoning_tokens: number }; actual_cost_usd: number };
+
+/** A consult whose runner was SIGKILLed once the question reached the model (its Oracle left running, waiting on it). */
+async function killedMidCall(world: World) {
+  const { messageId, envelope } = await world.consult();
+  const state = join(world.dir, 'watch-state');
+  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+  const runner = startBounded(args, env);
+  await until('the model called', () => world.server.requests.length === 1);
+  runner.child.kill('SIGKILL');
+  expect((await runner.ended).status).not.toBe(0);
+  const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
+  const sandbox = sandboxFor(state, attempt.attemptId);
+  return { messageId, envelope, args, claim: attempt.claim!, sandbox, oracle: Number(readFileSync(sandbox.pidPath, 'utf8').split(' ')[0]) };
+}
+
+/** The same, its Oracle then SIGKILLed too and its sandbox changed by `edit`; the next start's receipts. */
+async function bothDiedAndChanged(world: World, edit: (sandbox: Sandbox) => void) {
+  const died = await killedMidCall(world);
+  process.kill(-died.oracle, 'SIGKILL');
+  const recorded = JSON.parse(readFileSync(died.sandbox.attemptPath, 'utf8')) as { max_output_tokens: number; price: ModelPrice };
+  edit(died.sandbox);
+  const restarted = await startBounded(died.args, env).ended;
+  expect(restarted.status, restarted.stderr).toBe(0);
+  const [interrupted, retried] = (await receiptsOf(world, died.messageId)) as Receipt[];
+  expect(blockersOf(interrupted!)).toEqual(['interrupted']);
+  expect(retried!['status']).toBe('succeeded');
+  expect(world.server.requests).toHaveLength(2);
+  return { interrupted: interrupted!, claim: died.claim, recorded };
+}
+
+describe("a consult whose runner and Oracle died while the model held its call, Oracle's pid file changed", () => {
+  const changes: Array<[string, (sandbox: Sandbox) => void]> = [
+    ['removed', (sandbox) => rmSync(sandbox.pidPath)],
+    ['made words no pid reads from', (sandbox) => writeFileSync(sandbox.pidPath, 'not a pid\n')],
+    ['removed with the attempt file', (sandbox) => (rmSync(sandbox.pidPath), rmSync(sandbox.attemptPath))],
+  ];
+  for (const [change, edit] of changes) {
+    it(`is charged as a call ended unanswered, the whole cap its claim's allowance pays for: its pid file ${change} charges nothing less`, async () => {
+      const { interrupted, claim, recorded } = await bothDiedAndChanged(await fresh({ modes: ['hang', 'ok'] }), edit);
+      expect(interrupted.usage.output_tokens + interrupted.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
+      expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+      expect(interrupted['warnings']).toContain('usage_unreported');
+    });
+  }
+
+  it('is charged as a call ended unanswered when its pid file names another process (pid 1): the file names a start, and the charge stands', async () => {
+    const { interrupted, claim } = await bothDiedAndChanged(await fresh({ modes: ['hang', 'ok'] }), (sandbox) => writeFileSync(sandbox.pidPath, formatProcessRecord({ pid: 1, start: processStartTime(1) })));
+    expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+  });
+});
