@@ -545,8 +545,9 @@ export class ConsultLane implements RunnerLane {
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
     const recorded = readAttemptFile(sandbox);
-    // The model and the session are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
-    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session };
+    // The model, the session and the route are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    // A route renamed there to one whose record counts the output dropped the charge for what its provider bills uncounted.
+    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }) };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
@@ -734,6 +735,15 @@ function flooredCap(recorded: unknown, claimed: number, stated: boolean, price: 
   // into the file charged a million dollars, filling the day's and the correlation's caps, and no answer was ever too large.
   const cap = Math.min(Math.ceil(recorded), Math.max(claimed, price.max_output_tokens));
   return stated ? Math.max(cap, claimed) : cap;
+}
+
+/**
+ * The route a recovered call is charged by: the one the ledger keeps with its claim (rules/claim.ts),
+ * the file's provider and offline labels beside it. A claim kept before the route was (a state cached
+ * by an older build) leaves the file's word, as before.
+ */
+function claimedRoute(kept: OracleRouteName, recorded: AttemptRoute | undefined): AttemptRoute {
+  return { name: kept, provider: typeof recorded?.provider === 'string' ? recorded.provider : 'unknown', offline: recorded?.offline === true };
 }
 
 /** The session of a call that was made and whose record this runner cannot read: nothing known of it but its model. */

@@ -2,10 +2,10 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sandboxFor, type Sandbox } from '../../src/consult/sandbox.js';
-import type { ModelPrice } from '../../src/lane/budget.js';
+import { costUsd, type ModelPrice } from '../../src/lane/budget.js';
 import { formatProcessRecord, processStartTime } from '../../src/util/process.js';
 import { startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
-import { blockersOf, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -71,4 +71,35 @@ describe("a consult whose runner and Oracle died while the model held its call, 
     const { interrupted, claim } = await bothDiedAndChanged(await fresh({ modes: ['hang', 'ok'] }), (sandbox) => writeFileSync(sandbox.pidPath, formatProcessRecord({ pid: 1, start: processStartTime(1) })));
     expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
   });
+});
+
+describe('a consult on a route whose usage record leaves output out, its runner dead after the paid answer, its attempt file naming another route', () => {
+  const rewrites: Array<[string, (route: { name: string; provider: string; offline: boolean }) => object]> = [
+    ['renamed to a route whose record counts the output', (route) => ({ route: { ...route, name: 'openai' } })],
+    ['taken out', () => ({ route: undefined })],
+  ];
+  for (const [rewrite, edit] of rewrites) {
+    it(`is harvested as answered and charged up to its whole cap, as the route its claim was made on leaves the rest uncounted: its route ${rewrite} charges nothing less`, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult({ target: 'aa.gemini' });
+      const state = join(world.dir, 'watch-state');
+      const args = ['watch', '--ledger', world.gitdir, '--key', writeKey(world.dir, 'coo', world.actors.coo), '--repo', world.target, '--state-dir', state, '--oracle-base-url', `${world.server.url}/v1`, '--oracle-gemini-url', offlineEndpoints(world.server).google!, '--once'];
+      const geminiEnv = { GEMINI_API_KEY: 'gemini-test-key' };
+      expect((await startBounded(args, { ...geminiEnv, COO_FAILPOINT: 'after-answer' }).ended).status).not.toBe(0);
+      expect(world.server.requests).toHaveLength(1);
+      const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
+      expect(attempt.claim!.route).toBe('google');
+      const file = sandboxFor(state, attempt.attemptId).attemptPath;
+      const recorded = JSON.parse(readFileSync(file, 'utf8')) as { max_output_tokens: number; route: { name: string; provider: string; offline: boolean }; price: ModelPrice };
+      expect(recorded.route.name).toBe('google');
+      writeFileSync(file, JSON.stringify({ ...recorded, ...edit(recorded.route) }));
+      const restarted = await startBounded(args, geminiEnv).ended;
+      expect(restarted.status, restarted.stderr).toBe(0);
+      const [harvested] = (await receiptsOf(world, messageId)) as Receipt[];
+      expect(harvested!['status'], JSON.stringify(harvested!['blockers'])).toBe('succeeded');
+      expect(harvested!.usage.output_tokens + harvested!.usage.reasoning_tokens).toBe(recorded.max_output_tokens);
+      expect(harvested!.actual_cost_usd).toBeCloseTo(costUsd(harvested!.usage.input_tokens, recorded.max_output_tokens, recorded.price), 6);
+      expect(world.server.requests).toHaveLength(1);
+    });
+  }
 });
