@@ -547,13 +547,17 @@ export class ConsultLane implements RunnerLane {
     const recorded = readAttemptFile(sandbox);
     // The model, the session and the route are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
     // A route renamed there to one whose record counts the output dropped the charge for what its provider bills uncounted.
-    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }) };
+    // Its runtime too is bounded by what the envelope allows (lane.ts preflight hands Oracle no more): a budget raised in the file held the runner waiting past it.
+    const attemptFile =
+      recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }), runtime_seconds: Math.min(recorded.runtime_seconds, message.budget.max_runtime_seconds) };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
       // Its runtime budget is measured on the machine's monotonic clock, which a clock stepped since the start does not move.
+      // The end is fixed once, never more than the budget from now: a start the file puts in the future cannot move it on.
       const boot = bootId();
-      const left = (): number => oracleTimeLeftMs(attemptFile, { boot, monotonicMs: machineMonotonic(), wallMs: Date.now() });
+      const end = machineMonotonic() + oracleTimeLeftMs(attemptFile, { boot, monotonicMs: machineMonotonic(), wallMs: Date.now() });
+      const left = (): number => end - machineMonotonic();
       if (isStill(oracle) && left() > 0) this.ctx.onEvent({ type: 'oracle_orphan', messageId: record.id, attempt: last.number, pid: oracle.pid, runner: claim.runner, until: new Date(Date.now() + left()).toISOString() });
       while (isStill(oracle) && left() > 0) await new Promise((resolve) => setTimeout(resolve, 200));
     }

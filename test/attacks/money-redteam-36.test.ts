@@ -103,3 +103,34 @@ describe('a consult on a route whose usage record leaves output out, its runner 
     });
   }
 });
+
+describe('a consult whose runner died while its Oracle waits on the model, its attempt file moving its end on', () => {
+  const rewrites: Array<[string, (recorded: Record<string, unknown>) => Record<string, unknown>]> = [
+    ['a runtime budget of 10^9 seconds', (recorded) => ({ ...recorded, runtime_seconds: 1e9 })],
+    ['a start a year on, on the wall clock alone', ({ started_monotonic_ms: _monotonic, ...rest }) => ({ ...rest, started_at: new Date(Date.now() + 365 * 86_400_000).toISOString() })],
+  ];
+  for (const [rewrite, edit] of rewrites) {
+    it(`the next start waits for the Oracle no longer than its envelope's runtime from now, and charges the call: ${rewrite} holds it no longer`, async () => {
+      const world = await fresh({ modes: ['hang', 'ok'] });
+      const { messageId, envelope, args, claim, sandbox, oracle } = await killedMidCall(world);
+      writeFileSync(sandbox.attemptPath, JSON.stringify(edit(JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown>)));
+      const next = startBounded([...args, '--json'], env);
+      let stdout = '';
+      next.child.stdout!.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+      try {
+        await until('the orphan event', () => stdout.includes('"oracle_orphan"'));
+        // Read after the event was written: whatever time the wait was set at, it was no later than this.
+        const seen = Date.now();
+        const event = JSON.parse(stdout.split('\n').find((line) => line.includes('"oracle_orphan"'))!) as { messageId: string; pid: number; until: string };
+        expect(event).toMatchObject({ messageId, pid: oracle });
+        expect(Date.parse(event.until)).toBeLessThanOrEqual(seen + envelope.budget.max_runtime_seconds * 1000);
+      } finally {
+        process.kill(-oracle, 'SIGKILL');
+      }
+      expect((await next.ended).status).toBe(0);
+      const [interrupted] = (await receiptsOf(world, messageId)) as Receipt[];
+      expect(blockersOf(interrupted!)).toEqual(['interrupted']);
+      expect(interrupted!.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
+    });
+  }
+});
