@@ -56,6 +56,7 @@ describe("a consult whose runner and Oracle died while the model held its call, 
   const changes: Array<[string, (sandbox: Sandbox) => void]> = [
     ['removed', (sandbox) => rmSync(sandbox.pidPath)],
     ['made words no pid reads from', (sandbox) => writeFileSync(sandbox.pidPath, 'not a pid\n')],
+    ['pointed at pid 1, which no runner takes for an Oracle', (sandbox) => writeFileSync(sandbox.pidPath, formatProcessRecord({ pid: 1, start: processStartTime(1) }))],
     ['removed with the attempt file', (sandbox) => (rmSync(sandbox.pidPath), rmSync(sandbox.attemptPath))],
   ];
   for (const [change, edit] of changes) {
@@ -67,8 +68,8 @@ describe("a consult whose runner and Oracle died while the model held its call, 
     });
   }
 
-  it('is charged as a call ended unanswered when its pid file names another process (pid 1): the file names a start, and the charge stands', async () => {
-    const { interrupted, claim } = await bothDiedAndChanged(await fresh({ modes: ['hang', 'ok'] }), (sandbox) => writeFileSync(sandbox.pidPath, formatProcessRecord({ pid: 1, start: processStartTime(1) })));
+  it('is charged as a call ended unanswered when its pid file names a pid above any Linux gives (none holds it): a record of a start that is gone, charged as before', async () => {
+    const { interrupted, claim } = await bothDiedAndChanged(await fresh({ modes: ['hang', 'ok'] }), (sandbox) => writeFileSync(sandbox.pidPath, formatProcessRecord({ pid: 9_999_999, start: '1' })));
     expect(interrupted.actual_cost_usd).toBeCloseTo(claim.allowanceUsd!, 6);
   });
 });
