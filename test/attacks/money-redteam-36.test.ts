@@ -135,3 +135,32 @@ describe('a consult whose runner died while its Oracle waits on the model, its a
     });
   }
 });
+
+describe('a consult whose runner died after the paid answer, the canary in its attempt file rewritten', () => {
+  const rewrites: Array<[string, string]> = [
+    ['emptied', ''],
+    ['made another', `canary-${'0'.repeat(24)}`],
+  ];
+  for (const [rewrite, canary] of rewrites) {
+    it(`judges the harvested answer against the file's canary, which the answer does not carry: ${rewrite}, the answer fails (output_injection), charged what it cost, and the model is called once`, async () => {
+      const world = await fresh();
+      const { messageId } = await world.consult();
+      const state = join(world.dir, 'watch-state');
+      const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+      expect((await startBounded(args, { ...env, COO_FAILPOINT: 'after-answer' }).ended).status).not.toBe(0);
+      const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
+      const file = sandboxFor(state, attempt.attemptId).attemptPath;
+      const recorded = JSON.parse(readFileSync(file, 'utf8')) as { canary: string; price: ModelPrice };
+      expect(recorded.canary).toMatch(/^canary-[0-9a-f]{24}$/);
+      writeFileSync(file, JSON.stringify({ ...recorded, canary }));
+      const restarted = await startBounded(args, env).ended;
+      expect(restarted.status, restarted.stderr).toBe(0);
+      const receipts = (await receiptsOf(world, messageId)) as Receipt[];
+      expect(receipts).toHaveLength(1);
+      expect(blockersOf(receipts[0]!)).toEqual(['output_injection']);
+      expect(receipts[0]!.usage.input_tokens + receipts[0]!.usage.output_tokens).toBeGreaterThan(0);
+      expect(receipts[0]!.actual_cost_usd).toBeCloseTo(costUsd(receipts[0]!.usage.input_tokens, receipts[0]!.usage.output_tokens + receipts[0]!.usage.reasoning_tokens, recorded.price), 6);
+      expect(world.server.requests).toHaveLength(1);
+    });
+  }
+});
