@@ -24,8 +24,8 @@ export interface VerifiedCheckpoint {
 /** A checkpoint as read back: its state is null when it was written in another shape (the next run replays in full). */
 export type LoadedCheckpoint = Omit<VerifiedCheckpoint, 'state'> & { readonly state: LedgerState | null };
 
-// Format 3: a claim keeps its model's price at the claim (state.ts).
-const FORMAT = 3;
+// Format 4: a claim keeps its model's route at the claim; 3: its model's price (state.ts).
+const FORMAT = 4;
 
 export function defaultAuditDir(): string {
   return join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state'), 'coo-commons', 'verified');

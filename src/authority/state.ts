@@ -1,6 +1,6 @@
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { ActorPolicy } from '../schema/policy.js';
-import type { ActorRegistry } from '../schema/registry.js';
+import type { ActorRegistry, OracleRoute } from '../schema/registry.js';
 import type { KillSwitch, TrustRoot } from '../schema/control.js';
 import { isRunnerIntent, type Intent } from '../schema/common.js';
 import { messageFolder } from '../ledger/layout.js';
@@ -37,6 +37,8 @@ export interface AttemptRecord {
     readonly model?: string;
     /** That model's price in the policy in force at the claim: what the call is charged at when a runner recovers it, whatever a later policy or the attempt's own files say. Absent when no policy priced it, and in states cached before it was kept. */
     readonly price?: ActorPolicy['models'][string];
+    /** The route the registry in force gave that model at the claim (schema/registry.ts routeOf): whether its provider's usage record counts the output is charged by it when a runner recovers the call, whatever the attempt's own files say. Absent in states cached before it was kept. */
+    readonly route?: OracleRoute;
   } | null;
   readonly receipt: {
     readonly path: string;

@@ -35,7 +35,7 @@ import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './p
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
 import { classifyFor, uncountedOutputCap } from './providers/routes.js';
 import type { OracleRouteName, RoutePlan } from './providers/provider.js';
-import { createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
+import { attemptFolderMade, createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 import { answeredModels } from '../authority/rules/panel.js';
 
@@ -535,8 +535,9 @@ export class ConsultLane implements RunnerLane {
    * as interrupted, with a new attempt when the policy allows. An attempt whose files this state folder
    * does not hold (`takenOver`: another runner's, or its folder removed with its runner) is charged as a
    * call its runner's timer ended: its Oracle may have sent the question and streamed its whole output
-   * cap. So is one whose Oracle started (its pid recorded) and left no session record or attempt record.
-   * One of this folder's own that shows no start (its runner died before Oracle started) is charged nothing.
+   * cap. So is one whose attempt folder was made (its runner made it just before starting Oracle)
+   * and holds no attempt record, whatever else is left in it. One of this folder's own whose attempt
+   * folder was never made (its runner died between its claim and Oracle's start) is charged nothing.
    */
   async recover(state: LedgerState, record: MessageRecord, takenOver = false): Promise<boolean> {
     const last = record.attempts[record.attempts.length - 1]!;
@@ -544,14 +545,19 @@ export class ConsultLane implements RunnerLane {
     const message = await this.readEnvelope(record);
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
     const recorded = readAttemptFile(sandbox);
-    // The model and the session are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
-    const attemptFile = recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session };
+    // The model, the session and the route are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    // A route renamed there to one whose record counts the output dropped the charge for what its provider bills uncounted.
+    // Its runtime too is bounded by what the envelope allows (lane.ts preflight hands Oracle no more): a budget raised in the file held the runner waiting past it.
+    const attemptFile =
+      recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }), runtime_seconds: Math.min(recorded.runtime_seconds, message.budget.max_runtime_seconds) };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
       // Its runtime budget is measured on the machine's monotonic clock, which a clock stepped since the start does not move.
+      // The end is fixed once, never more than the budget from now: a start the file puts in the future cannot move it on.
       const boot = bootId();
-      const left = (): number => oracleTimeLeftMs(attemptFile, { boot, monotonicMs: machineMonotonic(), wallMs: Date.now() });
+      const end = machineMonotonic() + oracleTimeLeftMs(attemptFile, { boot, monotonicMs: machineMonotonic(), wallMs: Date.now() });
+      const left = (): number => end - machineMonotonic();
       if (isStill(oracle) && left() > 0) this.ctx.onEvent({ type: 'oracle_orphan', messageId: record.id, attempt: last.number, pid: oracle.pid, runner: claim.runner, until: new Date(Date.now() + left()).toISOString() });
       while (isStill(oracle) && left() > 0) await new Promise((resolve) => setTimeout(resolve, 200));
     }
@@ -580,10 +586,13 @@ export class ConsultLane implements RunnerLane {
       }
     }
     // An Oracle that started may have been paid for: the attempt is charged as the live lane charges a call that ended unanswered.
+    // Its folder is made after the claim, just before Oracle starts: one that stands, whatever is left in it, shows the call may have been made.
+    // Oracle's pid or its attempt record removed from it (both in the folder Oracle writes) charged an unanswered call nothing.
+    const made = attemptFolderMade(sandbox);
     const spent =
-      attemptFile !== null && oracle !== null
+      attemptFile !== null
         ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
-        : attemptFile === null && (takenOver || oracle !== null)
+        : takenOver || oracle !== null || made
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
     const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
@@ -593,7 +602,7 @@ export class ConsultLane implements RunnerLane {
       message,
       record.id,
       last.number,
-      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another), and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
+      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; ${made ? 'its attempt folder holds no record of the call (removed from it)' : 'this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another)'}, and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
       spent,
       sent,
       unstated ? ['allowance_unstated'] : [],
@@ -730,6 +739,15 @@ function flooredCap(recorded: unknown, claimed: number, stated: boolean, price: 
   // into the file charged a million dollars, filling the day's and the correlation's caps, and no answer was ever too large.
   const cap = Math.min(Math.ceil(recorded), Math.max(claimed, price.max_output_tokens));
   return stated ? Math.max(cap, claimed) : cap;
+}
+
+/**
+ * The route a recovered call is charged by: the one the ledger keeps with its claim (rules/claim.ts),
+ * the file's provider and offline labels beside it. A claim kept before the route was (a state cached
+ * by an older build) leaves the file's word, as before.
+ */
+function claimedRoute(kept: OracleRouteName, recorded: AttemptRoute | undefined): AttemptRoute {
+  return { name: kept, provider: typeof recorded?.provider === 'string' ? recorded.provider : 'unknown', offline: recorded?.offline === true };
 }
 
 /** The session of a call that was made and whose record this runner cannot read: nothing known of it but its model. */

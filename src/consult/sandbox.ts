@@ -65,8 +65,9 @@ export interface AttemptRecordFile {
 export function oracleTimeLeftMs(attempt: AttemptRecordFile, now: { readonly boot: string | null; readonly monotonicMs: number; readonly wallMs: number }): number {
   const budgetMs = attempt.runtime_seconds * 1000;
   const started = attempt.started_monotonic_ms;
-  if (now.boot !== null && attempt.boot === now.boot && typeof started === 'number' && Number.isFinite(started) && started <= now.monotonicMs) return started + budgetMs - now.monotonicMs;
-  return Date.parse(attempt.started_at) + budgetMs - now.wallMs;
+  // Never more than the whole budget: the Oracle started no later than now, whatever start the file (which Oracle may write) records.
+  if (now.boot !== null && attempt.boot === now.boot && typeof started === 'number' && Number.isFinite(started) && started <= now.monotonicMs) return Math.min(budgetMs, started + budgetMs - now.monotonicMs);
+  return Math.min(budgetMs, Date.parse(attempt.started_at) + budgetMs - now.wallMs);
 }
 
 export function sandboxFor(stateDir: string, attemptId: string): Sandbox {
@@ -85,6 +86,11 @@ export function sandboxFor(stateDir: string, attemptId: string): Sandbox {
     attemptPath: join(root, 'attempt.json'),
     pidPath: join(root, 'oracle.pid'),
   };
+}
+
+/** Whether an attempt's folder was made (createSandbox, just before Oracle starts), whatever is left in it: looked at, never followed. */
+export function attemptFolderMade(sandbox: Sandbox): boolean {
+  return fs.lstatSync(sandbox.root, { throwIfNoEntry: false }) !== undefined;
 }
 
 function makeWritable(path: string): void {

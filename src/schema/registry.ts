@@ -10,6 +10,7 @@ export const actorKey = z.strictObject({ key_id: keyId, public_key: publicKeyLin
  * OpenRouter, or an OpenAI-compatible gateway the runner names (LiteLLM, vLLM).
  */
 export const ORACLE_ROUTES = ['openai', 'anthropic', 'google', 'openrouter', 'openai_compatible'] as const;
+export type OracleRoute = (typeof ORACLE_ROUTES)[number];
 
 /** The one key each route with a fixed provider hands Oracle (a gateway's is its model family's). */
 export const ROUTE_KEYS: Readonly<Record<Exclude<(typeof ORACLE_ROUTES)[number], 'openai_compatible'>, readonly string[]>> = {
@@ -46,7 +47,7 @@ export const aaTransport = z
 export type AaTransportEntry = z.infer<typeof aaTransport>;
 
 /** The route an entry names, or for an entry written before routes, that of the provider whose key it names; null for none coo runs. */
-export function routeOf(transport: AaTransportEntry): (typeof ORACLE_ROUTES)[number] | null {
+export function routeOf(transport: AaTransportEntry): OracleRoute | null {
   if (transport.route !== undefined) return transport.route;
   switch (transport.provider_key_env) {
     case 'OPENAI_API_KEY':

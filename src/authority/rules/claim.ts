@@ -8,6 +8,7 @@ import { retryApprovals } from './approval.js';
 import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
+import { routeOf } from '../../schema/registry.js';
 
 /**
  * A claim (claim.v0) takes exactly the next attempt of a live message of an intent the runner
@@ -82,14 +83,16 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   // The shared budgets bind a claim that states what was spent before it: claims written before it was stated were judged by their runner alone.
   const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id, scope);
   if (shared !== null) throw new CooError('POLICY_LIMIT', `${where}: ${shared}; nothing was claimed`, { where: `${where}:allowance_usd` });
-  const model = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport?.model;
+  const transport = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport;
+  const model = transport?.model;
   const price = model === undefined ? undefined : check.policy?.doc.models[model];
+  const route = transport === undefined ? null : routeOf(transport);
   check.updateMessage(record, [
     ...record.attempts,
     {
       number: next,
       attemptId: doc.attempt_id,
-      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(doc.spent_before_usd === undefined ? {} : { spentBeforeUsd: doc.spent_before_usd }), ...(model === undefined ? {} : { model }), ...(price === undefined ? {} : { price }) },
+      claim: { path: where, session: doc.transport_session_id, runner: doc.runner_id, at: doc.claimed_at, seq: check.seq, ...(doc.allowance_usd === undefined ? {} : { allowanceUsd: doc.allowance_usd }), ...(doc.spent_before_usd === undefined ? {} : { spentBeforeUsd: doc.spent_before_usd }), ...(model === undefined ? {} : { model }), ...(price === undefined ? {} : { price }), ...(route === null ? {} : { route }) },
       receipt: null,
     },
   ]);
