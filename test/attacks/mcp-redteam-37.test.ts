@@ -65,3 +65,69 @@ describe('an idempotency key given with the character that joins a panel member 
     }
   });
 });
+
+/** A tools/call line whose `field` is the JSON number `literal` as written, which JSON.stringify could not write. */
+const rawCall = (id: number, tool: string, args: Record<string, unknown>, field: string, literal: string): string =>
+  call(id, tool, { ...args, [field]: '@@number@@' }).replace('"@@number@@"', literal);
+
+const MSG = 'msg_01M97FKA5AW30G4RB262QVZD72';
+const DISPATCH = { to: 'ea.codex', task: 'Fix add().', scope: ['src/**'], accept: ['add(1, 2) is 3'], verify: ['true'] };
+
+/** Every number argument of every tool, with arguments that are otherwise whole. */
+const NUMBER_ARGUMENTS: ReadonlyArray<readonly [string, Record<string, unknown>, readonly string[]]> = [
+  ['consult', { ...ASK, to: 'aa.chatgpt' }, ['max_cost_usd', 'max_runtime_seconds', 'ttl_seconds', 'max_hops', 'wait_seconds']],
+  ['cross_check', { answer: MSG, to: 'aa.claude' }, ['max_cost_usd', 'max_runtime_seconds', 'ttl_seconds', 'wait_seconds']],
+  ['dispatch', DISPATCH, ['timeout_seconds', 'max_cost_usd', 'ttl_seconds', 'wait_seconds']],
+  ['adopt', { message_id: MSG, proposal: 1, to: 'ea.codex' }, ['proposal', 'attempt', 'timeout_seconds', 'max_cost_usd', 'wait_seconds']],
+  ['wait', { message_id: MSG, timeout_seconds: 0 }, ['timeout_seconds']],
+  ['sessions', {}, ['before', 'limit']],
+];
+
+describe('a number argument a double cannot hold as sent', () => {
+  it('refuses 1e400 in every number argument of every tool as a number too large, saying what to send, and writes nothing', async () => {
+    const w = await fresh();
+    const session = await rawSession(w);
+    try {
+      const head = w.ledger.head();
+      let id = 10;
+      const said: string[] = [];
+      for (const [tool, args, fields] of NUMBER_ARGUMENTS) {
+        for (const field of fields) {
+          id += 1;
+          const answer = await session.ask(rawCall(id, tool, args, field, '1e400'), id);
+          said.push(`${tool}.${field} ${refusal(answer)} ${/received a number too large in size for a double \(such as 1e400\), read as Infinity: send a (whole )?number (above|at least) \d+( and at most \d+)? at /.test(textOf(answer))}`);
+        }
+      }
+      expect(said).toEqual(NUMBER_ARGUMENTS.flatMap(([tool, , fields]) => fields.map((field) => `${tool}.${field} tool error USAGE true`)));
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('says what -1e400, 1e-400, -0, a whole number past 2^53 and a number in a string were read as', async () => {
+    const w = await fresh();
+    const session = await rawSession(w);
+    try {
+      const cases: ReadonlyArray<readonly [string, string, Record<string, unknown>, string, string]> = [
+        ['wait', 'timeout_seconds', { message_id: MSG }, '-1e400', 'received a number too large in size for a double (such as 1e400), read as -Infinity: send a number at least 0 and at most 900'],
+        ['consult', 'max_cost_usd', { ...ASK, to: 'aa.chatgpt' }, '1e-400', 'received 0 (a number nearer 0 than a double holds, such as 1e-400, is read as 0): send a number above 0 and at most 1000000'],
+        ['dispatch', 'ttl_seconds', DISPATCH, '-0', 'received 0 (a number nearer 0 than a double holds, such as 1e-400, is read as 0): send a whole number above 0 and at most 604800'],
+        ['sessions', 'before', {}, '9007199254740993', 'received 9007199254740992, past 2^53 - 1, where a double no longer holds every whole number: send a whole number above 0'],
+        ['sessions', 'limit', {}, '"5"', 'received the string "5": send a whole number at least 1 and at most'],
+        ['adopt', 'proposal', { message_id: MSG, to: 'ea.codex' }, '2.5', 'received 2.5: send a whole number at least 1 and at most 5'],
+      ];
+      let id = 50;
+      for (const [tool, field, args, literal, words] of cases) {
+        id += 1;
+        const answer = await session.ask(rawCall(id, tool, args, field, literal), id);
+        expect([literal, refusal(answer), textOf(answer)]).toEqual([literal, 'tool error USAGE', expect.stringContaining(words)]);
+      }
+      // The guards: numbers inside the bounds are taken as before.
+      const page = await session.ask(rawCall(70, 'sessions', {}, 'limit', '5'), 70);
+      expect(refusal(page)).toBe('answered');
+    } finally {
+      await session.close();
+    }
+  });
+});
