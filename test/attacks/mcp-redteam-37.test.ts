@@ -4,7 +4,9 @@ import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
+import { coo } from '../helpers/cli.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
 import { type Answer, call, rawSession, refusal } from '../helpers/mcp-raw.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -129,5 +131,29 @@ describe('a number argument a double cannot hold as sent', () => {
     } finally {
       await session.close();
     }
+  });
+});
+
+describe('the CLI flags that carry the same numbers and keys', () => {
+  it('refuses a --ttl past any date, 1e400 and 1e-400 as what they were read as, and a key with a "~", writing nothing', async () => {
+    const w = await fresh({ policy: review });
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
+    const consult = (prompt: string, ...extra: string[]) => coo(['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', prompt, ...extra], { env });
+    const head = w.ledger.head();
+    const cases: ReadonlyArray<readonly [readonly string[], string]> = [
+      [['--ttl', '9007199254740993'], 'coo: USAGE: --ttl takes a duration of at most 366d (no policy allows more than 30d), got "9007199254740993"'],
+      [['--max-cost', '1e400'], 'coo: USAGE: --max-cost takes a positive number, got "1e400", a number too large to hold (read as Infinity)'],
+      [['--max-runtime', '-1e400'], 'coo: USAGE: --max-runtime takes a positive number, got "-1e400", a number too large to hold (read as -Infinity)'],
+      [['--max-cost', '1e-400'], 'coo: USAGE: --max-cost takes a positive number, got "1e-400", a number too near 0 to hold (read as 0)'],
+      [['--max-cost', '-0'], 'coo: USAGE: --max-cost takes a positive number, got "-0"'],
+      [['--max-cost', 'Infinity'], 'coo: USAGE: --max-cost takes a positive number, got "Infinity"'],
+      [['--idempotency-key', 'x~aa.chatgpt'], 'coo: USAGE: envelope: idempotency_key "x~aa.chatgpt" has a "~"'],
+    ];
+    const said = cases.map(([extra], index) => consult(`Question ${index}?`, ...extra)).map((result) => [result.status, result.stderr.split('\n')[0]]);
+    // The key's refusal goes on to say why and what to give (the first test); the others are said whole.
+    expect(said).toEqual(cases.map(([, words]) => [2, words.endsWith('"~"') ? expect.stringContaining(words) : words]));
+    expect(w.ledger.head()).toBe(head);
+    // The guard: a duration and a budget inside the bounds are taken.
+    expect(consult('Taken?', '--ttl', '2h', '--max-cost', '0.5').status).toBe(0);
   });
 });
