@@ -85,6 +85,23 @@ const NUMBER_ARGUMENTS: ReadonlyArray<readonly [string, Record<string, unknown>,
   ['sessions', {}, ['before', 'limit']],
 ];
 
+describe('a panel member list a client could spell twice', () => {
+  it('refuses a member named twice, or once more in capitals, and writes nothing (guards: these held)', async () => {
+    const w = await fresh({ policy: review });
+    const session = await rawSession(w);
+    try {
+      const head = w.ledger.head();
+      const twice = await session.ask(call(1, 'consult', { ...ASK, to: ['aa.chatgpt', 'aa.chatgpt'] }), 1);
+      expect([refusal(twice), textOf(twice)]).toEqual(['tool error USAGE', expect.stringContaining('a panel names each member once')]);
+      const capitals = await session.ask(call(2, 'consult', { ...ASK, to: ['aa.chatgpt', 'AA.chatgpt'] }), 2);
+      expect([refusal(capitals), textOf(capitals)]).toEqual(['tool error USAGE', expect.stringContaining('actor ids are dotted lowercase names')]);
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  });
+});
+
 describe('a number argument a double cannot hold as sent', () => {
   it('refuses 1e400 in every number argument of every tool as a number too large, saying what to send, and writes nothing', async () => {
     const w = await fresh();
