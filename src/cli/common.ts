@@ -240,6 +240,21 @@ export function positiveNumber(value: string | undefined, flag: string): number 
 }
 
 /**
+ * A flag's whole number from 1 (a runtime in seconds, a hop count, an attempt, a proposal, an issue),
+ * or undefined when the flag was not given. Taken as any positive number and rounded, 0.4 became 0,
+ * which the envelope's schema refused as "expected >0" of a flag given more, and a number past
+ * 2^53 reached that schema to be refused in its words; the tools take whole numbers alone.
+ */
+export function wholeNumber(value: string | undefined, flag: string, what = 'a whole number'): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new CooError('USAGE', `${flag} takes ${what} from 1 to ${Number.MAX_SAFE_INTEGER}, got ${JSON.stringify(value)}${readAs(value, n)}`);
+  }
+  return n;
+}
+
+/**
  * What a number written in full was read as, when that is not what it says: a double holds no
  * number as large as 1e400 (read as Infinity) nor as near 0 as 1e-400 (read as 0).
  */

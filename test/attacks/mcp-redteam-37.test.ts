@@ -152,7 +152,7 @@ describe('a number argument a double cannot hold as sent', () => {
 });
 
 describe('the CLI flags that carry the same numbers and keys', () => {
-  it('refuses a --ttl past any date, 1e400 and 1e-400 as what they were read as, and a key with a "~", writing nothing', async () => {
+  it('refuses a --ttl past any date, 1e400 and 1e-400 as what they were read as, a whole-number flag given a fraction or more than 2^53, and a key with a "~", writing nothing', async () => {
     const w = await fresh({ policy: review });
     const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
     const consult = (prompt: string, ...extra: string[]) => coo(['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', prompt, ...extra], { env });
@@ -160,17 +160,23 @@ describe('the CLI flags that carry the same numbers and keys', () => {
     const cases: ReadonlyArray<readonly [readonly string[], string]> = [
       [['--ttl', '9007199254740993'], 'coo: USAGE: --ttl takes a duration of at most 366d (no policy allows more than 30d), got "9007199254740993"'],
       [['--max-cost', '1e400'], 'coo: USAGE: --max-cost takes a positive number, got "1e400", a number too large to hold (read as Infinity)'],
-      [['--max-runtime', '-1e400'], 'coo: USAGE: --max-runtime takes a positive number, got "-1e400", a number too large to hold (read as -Infinity)'],
+      [['--max-cost', '-1e400'], 'coo: USAGE: --max-cost takes a positive number, got "-1e400", a number too large to hold (read as -Infinity)'],
       [['--max-cost', '1e-400'], 'coo: USAGE: --max-cost takes a positive number, got "1e-400", a number too near 0 to hold (read as 0)'],
       [['--max-cost', '-0'], 'coo: USAGE: --max-cost takes a positive number, got "-0"'],
       [['--max-cost', 'Infinity'], 'coo: USAGE: --max-cost takes a positive number, got "Infinity"'],
       [['--idempotency-key', 'x~aa.chatgpt'], 'coo: USAGE: envelope: idempotency_key "x~aa.chatgpt" has a "~"'],
+      // Whole-number flags: 0.4 was rounded to 0 and refused by the envelope's schema as "expected >0", 2^53 + 1 in zod's words.
+      [['--max-hops', '0.4'], 'coo: USAGE: --max-hops takes a whole number from 1 to 9007199254740991, got "0.4"'],
+      [['--max-runtime', '9007199254740993'], 'coo: USAGE: --max-runtime takes a whole number from 1 to 9007199254740991, got "9007199254740993"'],
+      [['--max-runtime', '1e400'], 'coo: USAGE: --max-runtime takes a whole number from 1 to 9007199254740991, got "1e400", a number too large to hold (read as Infinity)'],
     ];
     const said = cases.map(([extra], index) => consult(`Question ${index}?`, ...extra)).map((result) => [result.status, result.stderr.split('\n')[0]]);
     // The key's refusal goes on to say why and what to give (the first test); the others are said whole.
     expect(said).toEqual(cases.map(([, words]) => [2, words.endsWith('"~"') ? expect.stringContaining(words) : words]));
+    const issue = coo(['dispatch', '--to', 'ea.codex', '--repo', w.target, '--task', 'Fix add().', '--scope', 'src/**', '--accept', 'add(1, 2) is 3', '--verify', 'true', '--issue', '9007199254740993'], { env });
+    expect([issue.status, issue.stderr.split('\n')[0]]).toEqual([2, 'coo: USAGE: --issue takes an issue number from 1 to 9007199254740991, got "9007199254740993"']);
     expect(w.ledger.head()).toBe(head);
     // The guard: a duration and a budget inside the bounds are taken.
-    expect(consult('Taken?', '--ttl', '2h', '--max-cost', '0.5').status).toBe(0);
+    expect(consult('Taken?', '--ttl', '2h', '--max-cost', '0.5', '--max-runtime', '60', '--max-hops', '3').status).toBe(0);
   });
 });
