@@ -59,7 +59,7 @@ function requestFields(what: string) {
       .string()
       .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
       .optional()
-      .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
+      .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice); no "~", which joins a panel\'s key to each member\'s'),
     wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
   };
 }
@@ -124,7 +124,7 @@ export const dispatchInput = z.strictObject({
     .string()
     .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
     .optional()
-    .describe('the same key with the same request returns the message already there (default: derived from the request)'),
+    .describe('the same key with the same request returns the message already there (default: derived from the request); no "~", which joins a panel\'s key to each member\'s'),
   correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
   parent_message_id: messageId.optional().describe('the message this one follows from (never advisory traffic)'),
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
@@ -152,7 +152,7 @@ export const adoptInput = z.strictObject({
     .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
     .max(200)
     .optional()
-    .describe('the same key with the same request returns the message already there (default: derived from the request)'),
+    .describe('the same key with the same request returns the message already there (default: derived from the request); no "~", which joins a panel\'s key to each member\'s'),
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
 });
 
