@@ -25,6 +25,29 @@ export function requestFingerprint(message: CooMessage): string {
 }
 
 /**
+ * What joins a panel's idempotency key to a member's id in that member's key (`<key>~<member>`):
+ * the one place a key is built from two strings.
+ */
+export const MEMBER_KEY_JOIN = '~';
+
+/**
+ * A key a writer is given (by a tool's client, a flag or an envelope written by hand) has no `~`:
+ * one that had could be the key a later panel derives for a member (`k~aa.chatgpt` for panel `k`),
+ * whose member was then refused as a key reused. Refused where a key is given, never on replay:
+ * the ledger may hold such keys from before, and they stay valid.
+ */
+export function checkGivenKey(key: string | undefined, where: string): void {
+  if (key === undefined || !key.includes(MEMBER_KEY_JOIN)) return;
+  throw new CooError('USAGE', `${where}: idempotency_key ${JSON.stringify(key)} has a "${MEMBER_KEY_JOIN}", which joins a panel's key to each member's (<key>${MEMBER_KEY_JOIN}<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "${MEMBER_KEY_JOIN}"; to repeat a panel, its own key`, { where: `${where}:idempotency_key` });
+}
+
+/** A panel member's idempotency key, from the panel's (a given key, checked) and the member's id. */
+export function panelMemberKey(panelKey: string, member: string): string {
+  checkGivenKey(panelKey, 'panel');
+  return `${panelKey}${MEMBER_KEY_JOIN}${member}`;
+}
+
+/**
  * An idempotency key names one request in one correlation. Given the first message that used the
  * sender's key (`firstId`, undefined when the key is new), returns the message this envelope
  * repeats, or null when it is the first; throws IDEMPOTENCY_CONFLICT when the key was used for

@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { adoptProposal } from '../dispatch/adopt.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, required } from './common.js';
 import { readTaskFile } from './dispatch.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
@@ -35,9 +35,9 @@ export function adoptVerb(program: Command): void {
       const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
       const target = required(opts['to'] as string | undefined, '--to', 'the execution agent, e.g. ea.codex');
       const repo = required(opts['repo'] as string | undefined, '--repo', 'the repository the work is done in');
-      const proposal = positiveNumber(opts['proposal'] as string, '--proposal');
-      if (proposal === undefined || !Number.isInteger(proposal)) throw new CooError('USAGE', '--proposal takes the number of a stored proposal, from 1');
-      const attempt = positiveNumber(opts['attempt'] as string | undefined, '--attempt');
+      const proposal = wholeNumber(opts['proposal'] as string, '--proposal', 'the number of a stored proposal');
+      if (proposal === undefined) throw new CooError('USAGE', '--proposal takes the number of a stored proposal, from 1');
+      const attempt = wholeNumber(opts['attempt'] as string | undefined, '--attempt', "the number of the consult's attempt");
       if (opts['task'] !== undefined && opts['taskFile'] !== undefined) throw new CooError('USAGE', 'give at most one of --task or --task-file');
       const task = (opts['task'] as string | undefined) ?? (opts['taskFile'] === undefined ? undefined : readTaskFile(opts['taskFile'] as string));
       const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout');

@@ -235,8 +235,33 @@ export function packingNote(gitdir: string): string | null {
 export function positiveNumber(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}`);
+  if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}${readAs(value, n)}`);
   return n;
+}
+
+/**
+ * A flag's whole number from 1 (a runtime in seconds, a hop count, an attempt, a proposal, an issue),
+ * or undefined when the flag was not given. Taken as any positive number and rounded, 0.4 became 0,
+ * which the envelope's schema refused as "expected >0" of a flag given more, and a number past
+ * 2^53 reached that schema to be refused in its words; the tools take whole numbers alone.
+ */
+export function wholeNumber(value: string | undefined, flag: string, what = 'a whole number'): number | undefined {
+  if (value === undefined) return undefined;
+  const n = Number(value);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
+    throw new CooError('USAGE', `${flag} takes ${what} from 1 to ${Number.MAX_SAFE_INTEGER}, got ${JSON.stringify(value)}${readAs(value, n)}`);
+  }
+  return n;
+}
+
+/**
+ * What a number written in full was read as, when that is not what it says: a double holds no
+ * number as large as 1e400 (read as Infinity) nor as near 0 as 1e-400 (read as 0).
+ */
+function readAs(text: string, n: number): string {
+  if (!/^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i.test(text)) return '';
+  if (!Number.isFinite(n)) return `, a number too large to hold (read as ${n})`;
+  return n === 0 && /[1-9]/.test(text.replace(/e.*$/i, '')) ? ', a number too near 0 to hold (read as 0)' : '';
 }
 
 /**
@@ -285,10 +310,18 @@ export function maxFetchFlag(value: string | undefined): number | undefined {
 /** The help text of `--max-fetch`. */
 export const MAX_FETCH_HELP = `the most one fetch of the remote's main may bring, in MiB (default ${LIMITS.remoteFetchBytes / (1024 * 1024)}): a remote that sends more is stopped there and what it sent removed; raise it for a ledger larger than that`;
 
+/**
+ * The longest duration a flag takes: no policy allows a time-to-live or a runtime of more than 30
+ * days (schema/policy.ts), and past a year a duration is a typo. Unbounded, a duration such as
+ * 9007199254740993 seconds put an expiry past the last date a time can name: an internal error.
+ */
+const MAX_DURATION_SECONDS = 366 * 86_400;
+
 /** A flag's duration (`90`, `30m`, `2h`) in seconds, or undefined when the flag was not given. */
 export function durationFlag(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const seconds = parseDuration(value);
   if (seconds === null || seconds === 0) throw new CooError('USAGE', `${flag} takes a duration such as 90s, 30m or 2h, got ${JSON.stringify(value)}`);
+  if (seconds > MAX_DURATION_SECONDS) throw new CooError('USAGE', `${flag} takes a duration of at most 366d (no policy allows more than 30d), got ${JSON.stringify(value)}`);
   return seconds;
 }

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 import { writeErr } from './terminal.js';
 import { inertJson } from '../util/invisible.js';
@@ -44,14 +44,14 @@ export function consultVerb(program: Command): void {
       const question = promptText ?? readInput(promptFile!, 'prompt file', LIMITS.artifactBytes).toString('utf8');
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
-      const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
-      const maxHops = positiveNumber(opts['maxHops'] as string | undefined, '--max-hops');
+      const maxRuntime = wholeNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
+      const maxHops = wholeNumber(opts['maxHops'] as string | undefined, '--max-hops');
       const optional = {
         ...(opts['rev'] === undefined ? {} : { rev: opts['rev'] as string }),
         ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
-        ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: Math.round(maxRuntime) }),
+        ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: maxRuntime }),
         ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
-        ...(maxHops === undefined ? {} : { maxHops: Math.round(maxHops) }),
+        ...(maxHops === undefined ? {} : { maxHops }),
         ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
-import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function crossCheckVerb(program: Command): void {
@@ -34,8 +34,8 @@ export function crossCheckVerb(program: Command): void {
       const question = promptText ?? (promptFile === undefined ? undefined : readInput(promptFile, 'prompt file', LIMITS.artifactBytes).toString('utf8'));
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
-      const maxRuntime = positiveNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
-      const maxHops = positiveNumber(opts['maxHops'] as string | undefined, '--max-hops');
+      const maxRuntime = wholeNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
+      const maxHops = wholeNumber(opts['maxHops'] as string | undefined, '--max-hops');
       const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
         enqueueCrossCheck({
           ledger,
@@ -45,9 +45,9 @@ export function crossCheckVerb(program: Command): void {
           target,
           ...(question === undefined ? {} : { question }),
           ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
-          ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: Math.round(maxRuntime) }),
+          ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: maxRuntime }),
           ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
-          ...(maxHops === undefined ? {} : { maxHops: Math.round(maxHops) }),
+          ...(maxHops === undefined ? {} : { maxHops }),
           ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
         }),
       );

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { LIMITS } from '../limits.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, readInput, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
@@ -46,8 +46,7 @@ export function dispatchVerb(program: Command): void {
       const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout');
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
-      const issue = positiveNumber(opts['issue'] as string | undefined, '--issue');
-      if (issue !== undefined && !Number.isInteger(issue)) throw new CooError('USAGE', '--issue takes an issue number');
+      const issue = wholeNumber(opts['issue'] as string | undefined, '--issue', 'an issue number');
       const optional = {
         ...(opts['rev'] === undefined ? {} : { rev: opts['rev'] as string }),
         ...(opts['branch'] === undefined ? {} : { branch: opts['branch'] as string }),

@@ -151,7 +151,7 @@ export async function enqueuePanel(request: PanelRequest): Promise<PanelEnqueued
   const members = request.members ?? chosen.members;
   const id = newPanelId(now.getTime());
   const baseKey = request.idempotencyKey ?? `panel-${id.slice(4).toLowerCase()}`;
-  const plans = members.map((target) => planEnvelope(state, key, target, { ...request, idempotencyKey: `${baseKey}~${target}` }, now, 'consult'));
+  const plans = members.map((target) => planEnvelope(state, key, target, request, now, 'consult', baseKey));
   const first = plans[0]!;
   const question = await pinQuestion({ ...request, target: members[0]! }, first.policy);
   const membership = { id, name: chosen.name, members: [...members] };

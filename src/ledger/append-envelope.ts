@@ -1,6 +1,6 @@
 import { CooError } from '../errors.js';
 import type { PrivateKey } from '../crypto/keys.js';
-import { repeatedRequest, requestFingerprint } from '../authority/idempotency.js';
+import { checkGivenKey, repeatedRequest, requestFingerprint } from '../authority/idempotency.js';
 import { folderOf, idempotencySlot, type LedgerState } from '../authority/state.js';
 import { readDocument } from '../schema/documents.js';
 import { toYaml } from '../schema/strict-yaml.js';
@@ -44,6 +44,8 @@ export async function appendEnvelope(
   const bytesAt = typeof envelope === 'function' ? envelope : () => envelope;
   const initial = typeof envelope === 'function' ? envelope(await ledger.state()) : envelope;
   const message: CooMessage = readDocument('coo_message.v0', initial, file);
+  // One envelope alone is never a panel's member (a panel's are written together, by appendPanel).
+  checkGivenKey(message.idempotency_key, file);
   const folder = messageFolder(message.message_id, message.created_at);
   const extra: NewFile[] = [];
   for (const [name, bytes] of artifacts) {

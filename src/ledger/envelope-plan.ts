@@ -1,5 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { requireHolder } from '../authority/keys.js';
+import { panelMemberKey } from '../authority/idempotency.js';
 import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { Ledger } from './ledger.js';
@@ -58,15 +59,19 @@ export interface EnvelopePlan {
 const DEFAULT_TTL_SECONDS = 3600;
 export const DEFAULT_RUNTIME_SECONDS = 600;
 
-/** Plans the shared header of a new envelope from `key`'s holder to `target`, refusing what cannot be sent. */
-export function planEnvelope(state: LedgerState, key: PrivateKey, target: string, request: EnvelopeRequest, now: Date, keyPrefix: string): EnvelopePlan {
+/**
+ * Plans the shared header of a new envelope from `key`'s holder to `target`, refusing what cannot be
+ * sent. `panelKey`: the envelope is the member `target` of the panel under that key, and its own key
+ * is derived from it (the request's key is the panel's).
+ */
+export function planEnvelope(state: LedgerState, key: PrivateKey, target: string, request: EnvelopeRequest, now: Date, keyPrefix: string, panelKey?: string): EnvelopePlan {
   const registry = state.registry?.doc;
   const policy = state.policy?.doc;
   if (registry === undefined || policy === undefined) throw new CooError('TRUST_VERSION', 'the ledger has no registry and policy');
   const holder = requireHolder(state, key.publicKey.keyId, `the sender's key (requests are sent by the active COO ${registry.active_coo})`);
   const parent = request.parentMessageId === undefined ? undefined : state.messages.get(request.parentMessageId);
   if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
-  const idempotencyKey = request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`;
+  const idempotencyKey = panelKey !== undefined ? panelMemberKey(panelKey, target) : (request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`);
   // A retry under the same key names the same request in the same correlation: reuse the original's.
   // Which message is the original is decided at the head the envelope lands on, under the ledger's
   // lock: two identical requests written at once both find the first, and neither is refused for

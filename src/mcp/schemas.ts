@@ -16,19 +16,50 @@ export const MAX_WAIT_SECONDS = 900;
 /** A message's state (authority/state.ts LANE_STATES): a lane state for work the runner executes, `awaiting_ack`, `acknowledged` or `recorded` for what it never runs. */
 const laneState = z.enum(LANE_STATES);
 
-const waitSeconds = z.number().min(0).max(MAX_WAIT_SECONDS);
+/** Where a number argument lies: above or at least a lower bound, at most `max`, whole or not. */
+interface NumberRange {
+  readonly above?: number;
+  readonly min?: number;
+  readonly max?: number;
+  readonly int?: boolean;
+}
+
+/**
+ * A number argument, refused in words that say what was read and what to send. A double bounds what
+ * a JSON number can say: 1e400 is read as Infinity, which zod calls a value of another type
+ * ("expected number, received Infinity"), and 1e-400 as 0, which it calls "expected >0" of a
+ * client that sent more than 0. A number sent as a string is named as one.
+ */
+function numberArg(range: NumberRange) {
+  const lower = range.above !== undefined ? `above ${range.above}` : `at least ${range.min ?? 0}`;
+  const wanted = `${range.int === true ? 'a whole number' : 'a number'} ${lower}${range.max === undefined ? '' : ` and at most ${range.max}`}`;
+  const error = (issue: { readonly input?: unknown }): string => {
+    const input = issue.input;
+    if (typeof input === 'number' && !Number.isFinite(input)) return `received a number too large in size for a double (such as 1e400), read as ${input}: send ${wanted}`;
+    if (input === 0 && range.above === 0) return `received 0 (a number nearer 0 than a double holds, such as 1e-400, is read as 0): send ${wanted}`;
+    if (typeof input === 'number' && !Number.isSafeInteger(input) && Number.isInteger(input)) return `received ${input}, past 2^53 - 1, where a double no longer holds every whole number: send ${wanted}`;
+    if (typeof input === 'string') return `received the string ${JSON.stringify(input.length > 32 ? `${input.slice(0, 31)}…` : input)}: send ${wanted} as a JSON number, unquoted`;
+    return `received ${typeof input === 'number' ? String(input) : (JSON.stringify(input) ?? typeof input)}: send ${wanted}`;
+  };
+  let schema = z.number({ error });
+  if (range.int === true) schema = schema.int();
+  schema = range.above !== undefined ? schema.gt(range.above) : schema.min(range.min ?? 0);
+  return range.max === undefined ? schema.max(Number.MAX_SAFE_INTEGER) : schema.max(range.max);
+}
+
+const waitSeconds = numberArg({ min: 0, max: MAX_WAIT_SECONDS });
 
 /** What a request to an advisory agent may say of its budget, its time, its idempotency and how long the call waits. */
 function requestFields(what: string) {
   return {
-    max_cost_usd: z.number().positive().max(1_000_000).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
-    max_runtime_seconds: z.number().int().positive().max(86_400).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
-    ttl_seconds: z.number().int().positive().max(604_800).optional().describe(`how long the ${what} may wait to start (default 3600)`),
+    max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
+    max_runtime_seconds: numberArg({ above: 0, max: 86_400, int: true }).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
+    ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe(`how long the ${what} may wait to start (default 3600)`),
     idempotency_key: z
       .string()
       .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
       .optional()
-      .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice)'),
+      .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice); no "~", which joins a panel\'s key to each member\'s'),
     wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
   };
 }
@@ -57,7 +88,7 @@ export const consultInput = z.strictObject({
   ...requestFields('consult'),
   correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
   parent_message_id: messageId.optional().describe('the message this one follows from'),
-  max_hops: z.number().int().positive().max(64).optional().describe('how many hops a chain from this message may take'),
+  max_hops: numberArg({ above: 0, max: 64, int: true }).optional().describe('how many hops a chain from this message may take'),
 });
 
 export const crossCheckInput = z.strictObject({
@@ -85,15 +116,15 @@ export const dispatchInput = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
     .optional()
     .describe('the base commit (default HEAD)'),
-  timeout_seconds: z.number().int().positive().max(86_400).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
-  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
-  ttl_seconds: z.number().int().positive().max(604_800).optional().describe('how long the dispatch may wait to start (default 3600)'),
+  timeout_seconds: numberArg({ above: 0, max: 86_400, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
+  max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
+  ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe('how long the dispatch may wait to start (default 3600)'),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact request, when the policy asks for one (the refusal names the request hash to approve)"),
   idempotency_key: z
     .string()
     .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
     .optional()
-    .describe('the same key with the same request returns the message already there (default: derived from the request)'),
+    .describe('the same key with the same request returns the message already there (default: derived from the request); no "~", which joins a panel\'s key to each member\'s'),
   correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
   parent_message_id: messageId.optional().describe('the message this one follows from (never advisory traffic)'),
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
@@ -101,9 +132,9 @@ export const dispatchInput = z.strictObject({
 
 export const adoptInput = z.strictObject({
   message_id: messageId.describe('the consult whose answer carried the proposal'),
-  proposal: z.number().int().min(1).max(5).describe('which of its stored proposals (show lists them), from 1'),
+  proposal: numberArg({ min: 1, max: 5, int: true }).describe('which of its stored proposals (show lists them), from 1'),
   to: actorId.describe('the execution agent that does the work, e.g. ea.codex (a proposal names none)'),
-  attempt: z.number().int().min(1).max(100).optional().describe("the consult's attempt that answered (default: its latest succeeded one)"),
+  attempt: numberArg({ min: 1, max: 100, int: true }).optional().describe("the consult's attempt that answered (default: its latest succeeded one)"),
   task: z.string().min(1).max(100_000).optional().describe("the task, in place of the proposal's"),
   scope: list("path globs the work may change, in place of the proposal's", '["src/**"]').optional(),
   accept: list("acceptance criteria, in place of the proposal's", '["add(NaN, 1) is NaN"]').optional(),
@@ -113,15 +144,15 @@ export const adoptInput = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
     .optional()
     .describe("the base commit (default: the commit the consult's context was pinned at)"),
-  timeout_seconds: z.number().int().positive().max(86_400).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
-  max_cost_usd: z.number().positive().max(1_000_000).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
+  timeout_seconds: numberArg({ above: 0, max: 86_400, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
+  max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact adoption, when the policy asks for one (the refusal names the request hash to approve)"),
   idempotency_key: z
     .string()
     .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
     .max(200)
     .optional()
-    .describe('the same key with the same request returns the message already there (default: derived from the request)'),
+    .describe('the same key with the same request returns the message already there (default: derived from the request); no "~", which joins a panel\'s key to each member\'s'),
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
 });
 
@@ -135,8 +166,8 @@ export const sessionsInput = z.strictObject({
   state: laneState.optional().describe('only messages in this state (a lane state; awaiting_ack, acknowledged or recorded for messages no runner executes)'),
   since: timestamp.optional().describe('only messages created at or after this UTC time, e.g. 2026-12-01T00:00:00Z'),
   until: timestamp.optional().describe('only messages created before this UTC time'),
-  before: z.number().int().positive().optional().describe('the next_before of the previous page'),
-  limit: z.number().int().min(1).max(MAX_SESSIONS_PAGE).optional().describe(`messages per page (default 20, at most ${MAX_SESSIONS_PAGE})`),
+  before: numberArg({ above: 0, int: true }).optional().describe('the next_before of the previous page'),
+  limit: numberArg({ min: 1, max: MAX_SESSIONS_PAGE, int: true }).optional().describe(`messages per page (default 20, at most ${MAX_SESSIONS_PAGE})`),
 });
 
 export const messageInput = z.strictObject({
