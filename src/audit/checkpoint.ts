@@ -50,17 +50,29 @@ export function loadVerified(file: string): LoadedCheckpoint | null {
   if (bytes === null) return null;
   try {
     const raw = JSON.parse(bytes.toString('utf8')) as Omit<VerifiedCheckpoint, 'state'> & { format: number; state: unknown };
-    if (raw.format !== FORMAT) return null;
+    if (!isVerifiedHead(raw)) return null;
+    const { genesis, seq, head, tree, verifiedAt } = raw;
+    // Another format's state is replayed over; the head it names is still what was verified.
+    if (raw.format !== FORMAT) return { genesis, seq, head, tree, verifiedAt, state: null };
     let state: LedgerState | null = null;
     try {
       state = stateFromJson(raw.state);
     } catch {
       state = null;
     }
-    return { ...raw, state };
+    return { genesis, seq, head, tree, verifiedAt, state };
   } catch {
     return null;
   }
+}
+
+const OBJECT_ID = /^[0-9a-f]{40}(?:[0-9a-f]{24})?$/;
+
+/** The fields every format of the checkpoint has held, each of its shape. */
+function isVerifiedHead(raw: unknown): raw is Omit<VerifiedCheckpoint, 'state'> & { format: unknown; state: unknown } {
+  if (raw === null || typeof raw !== 'object') return false;
+  const { genesis, seq, head, tree, verifiedAt } = raw as Record<string, unknown>;
+  return typeof genesis === 'string' && OBJECT_ID.test(genesis) && typeof head === 'string' && OBJECT_ID.test(head) && typeof tree === 'string' && OBJECT_ID.test(tree) && Number.isSafeInteger(seq) && (seq as number) >= 0 && typeof verifiedAt === 'string';
 }
 
 export function saveVerified(file: string, checkpoint: VerifiedCheckpoint): void {

@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { COO, coo, cooAsync, json } from '../helpers/cli.js';
@@ -196,6 +196,26 @@ describe('coo verify over time', () => {
     expect(coo(['kill-switch', 'on', '--reason', 'fork', '--ledger', gitdir, '--key', join(keys, 'ceo.key')]).status).toBe(0);
     const forked = coo(['verify', '--ledger', gitdir, '--state-dir', stateDir, '--json']);
     expect(json<{ findings: Array<{ code: string }> }>(forked).findings.map((finding) => finding.code)).toEqual(['HISTORY_FORK']);
+  });
+
+  it('keeps the head an older format of the checkpoint names: a rollback after an upgrade is reported, and the state is replayed in full', () => {
+    const fresh = join(dir, 'upgraded');
+    const own = join(dir, 'upgraded-verified');
+    expect(coo(['demo', '--dir', fresh]).status).toBe(0);
+    const gitdir = join(fresh, 'ledger.git');
+    expect(coo(['verify', '--ledger', gitdir, '--state-dir', own]).status).toBe(0);
+    const files = readdirSync(own, { recursive: true, withFileTypes: true }).filter((entry) => entry.isFile() && entry.name.endsWith('.json'));
+    expect(files).toHaveLength(1);
+    const file = join(files[0]!.parentPath, files[0]!.name);
+    // As an earlier version of coo wrote it: another format, a state of another shape.
+    writeFileSync(file, JSON.stringify({ ...(JSON.parse(readFileSync(file, 'utf8')) as object), format: 1, state: { shape: 'older' } }));
+    const head = git(['--git-dir', gitdir, 'rev-parse', 'main']).trim();
+    git(['--git-dir', gitdir, 'update-ref', 'refs/heads/main', 'main~2']);
+    const rolled = coo(['verify', '--ledger', gitdir, '--state-dir', own, '--json']);
+    expect(rolled.status).toBe(3);
+    expect(json<{ findings: Array<{ code: string }> }>(rolled).findings.map((finding) => finding.code)).toEqual(['HISTORY_ROLLBACK']);
+    git(['--git-dir', gitdir, 'update-ref', 'refs/heads/main', head]);
+    expect(json(coo(['verify', '--ledger', gitdir, '--state-dir', own, '--json']))).toMatchObject({ ok: true, incremental: false, replayed: 10 });
   });
 
   it("reports a ledger whose latest heartbeat has expired, and a trust root that is not the pinned one", () => {
