@@ -12,9 +12,13 @@ import picomatch from 'picomatch';
  */
 export function globMatcher(pattern: string): (path: string) => boolean {
   const regex = picomatch(pattern, { dot: true });
-  const segments = plainSegments(pattern);
-  if (segments === null) return regex;
-  return (path) => (isGitPath(path) ? matchSegments(segments, path.split('/')) : regex(path));
+  const forms = plainForms(pattern);
+  if (forms === null) return regex;
+  return (path) => {
+    if (!isGitPath(path)) return regex(path);
+    const names = path.split('/');
+    return forms.some((segments) => matchSegments(segments, names));
+  };
 }
 
 /** The most wildcards a glob outside the plain forms may hold when it is written: picomatch's regex for one with three backtracks at worst some millions of steps against a 255-unit name, with four some billions. */
@@ -23,13 +27,57 @@ export const MAX_SLOW_GLOB_WILDCARDS = 3;
 /**
  * Why a glob a writer is handed now would be slow to match, or null. Asked where a glob is written
  * (a consult's files, a dispatch's scope), not where history is replayed: one signed before stays
- * as it was read then.
+ * as it was read then. A run of stars, `?`, a class, an extglob and each brace and comma count: a
+ * brace list's alternatives multiply what the regex tries, as stars do.
  */
 export function slowGlob(pattern: string): string | null {
-  if (plainSegments(pattern) !== null) return null;
-  const wildcards = (pattern.match(/[*?(]/g) ?? []).length;
+  if (plainForms(pattern) !== null) return null;
+  const wildcards = (pattern.match(/\*+|[?([{,]/g) ?? []).length;
   if (wildcards <= MAX_SLOW_GLOB_WILDCARDS) return null;
-  return `holds ${wildcards} wildcards beside brace lists, classes, extglobs, quotes or a run of three stars, where at most ${MAX_SLOW_GLOB_WILDCARDS} are taken: such a glob can take minutes against one long name; split it into globs of names, "*", "?" and "**" segments`;
+  return `holds ${wildcards} wildcards, brace lists and classes beside nested braces, classes, extglobs, quotes or a run of three stars, where at most ${MAX_SLOW_GLOB_WILDCARDS} are taken: such a glob can take minutes against one long name; split it into globs of names, "*", "?", "**" segments and brace lists of them`;
+}
+
+/** The most plain globs one brace-listed glob is read as. */
+const MAX_FORMS = 64;
+
+/**
+ * The plain globs a glob is the union of: itself, or, for brace lists of names and wildcards
+ * (`*.{ts,js}`, `{src,test}/**`, not nested, not a range, within a segment), each spelling of it;
+ * null if any is not plain.
+ */
+function plainForms(given: string): (string | null)[][] | null {
+  // picomatch drops a leading `./`, however often it is said, before it reads a brace list.
+  const pattern = given.replace(/^(?:\.\/)+/, '');
+  if (!pattern.includes('{') && !pattern.includes('}')) {
+    const segments = plainSegments(pattern, true);
+    return segments === null ? null : [segments];
+  }
+  // Nested lists are picomatch's.
+  if (/\{[^}]*\{/.test(pattern)) return null;
+  let spellings = [pattern];
+  for (;;) {
+    const group = /\{([^{}/]*)\}/.exec(spellings[0]!);
+    if (group === null) break;
+    const alternatives = group[1]!.split(',');
+    // A list of one is no list to picomatch, `..` makes a range, and `**` reads otherwise inside one. A
+    // star at either edge of the list or of an alternative takes picomatch's reading of the stars beside
+    // it (`**{a,b}` crosses folders; `{a*,b}/**` matches `ax` alone, though `a*\/**` does not).
+    const [before, after] = [spellings[0]![group.index - 1], spellings[0]![group.index + group[0].length]];
+    if (alternatives.length < 2 || group[1]!.includes('..') || group[1]!.includes('**') || before === '*' || after === '*' || alternatives.some((alternative) => alternative.startsWith('*') || alternative.endsWith('*'))) return null;
+    if (spellings.length * alternatives.length > MAX_FORMS) return null;
+    spellings = spellings.flatMap((spelling) => {
+      const at = spelling.indexOf(group[0]!);
+      return alternatives.map((alternative) => spelling.slice(0, at) + alternative + spelling.slice(at + group[0]!.length));
+    });
+  }
+  const forms: (string | null)[][] = [];
+  for (const spelling of spellings) {
+    // picomatch reads a brace-listed glob by its parser, never by a short form.
+    const segments = plainSegments(spelling, false);
+    if (segments === null) return null;
+    forms.push(segments);
+  }
+  return forms;
 }
 
 /** Characters that make a glob more than names, `*`, `?` and `**` to picomatch (the quotes it takes away). */
@@ -40,11 +88,10 @@ const SYNTAX = /[\\[\]{}()!+@|"']/;
  * picomatch reads it by one of its short forms (`*.*`, `**\/*`, `*.ts`: few wildcards, which its
  * regex matches without backtracking, and each with a reading of its own).
  */
-function plainSegments(pattern: string): (string | null)[] | null {
+function plainSegments(pattern: string, shortForms: boolean): (string | null)[] | null {
   if (SYNTAX.test(pattern)) return null;
-  if (picomatch.makeRe(pattern, { dot: true }).source !== picomatch.makeRe(pattern, { dot: true, fastpaths: false }).source) return null;
-  // picomatch drops a leading `./`, however often it is said.
-  const segments = pattern.replace(/^(?:\.\/)+/, '').split('/');
+  if (shortForms && picomatch.makeRe(pattern, { dot: true }).source !== picomatch.makeRe(pattern, { dot: true, fastpaths: false }).source) return null;
+  const segments = pattern.split('/');
   if (segments.some((segment) => segment === '')) return null;
   const tokens: (string | null)[] = [];
   for (const segment of segments) {

@@ -88,6 +88,26 @@ describe('a glob that backtracks in a regex', () => {
     await expect(dispatchTo(p, 'plain-scope', { scope: [`src/${'*a'.repeat(MAX_SLOW_GLOB_WILDCARDS + 1)}`] })).resolves.toMatchObject({ messageId: expect.any(String) });
   });
 
+  it('refuses a glob of many brace lists, whose alternatives multiply what the regex tries, and reads brace lists of the plain forms as their spellings', () => {
+    // 30 lists of `a` or `aa`: picomatch's regex took 40 s against 44 a's and a b, and doubles with about every list more.
+    const lists = '{a,aa}'.repeat(30);
+    expect(slowGlob(lists)).toMatch(/at most 3/);
+    expect(slowGlob(`src/${lists}`)).toMatch(/at most 3/);
+    const long = `src/${'a'.repeat(44)}b`;
+    for (const [pattern, path, matches] of [
+      ['**/__tests__/**/*.{ts,js}', 'a/__tests__/b/c.js', true],
+      ['**/__tests__/**/*.{ts,js}', '__tests__/c.ts', true],
+      ['**/__tests__/**/*.{ts,js}', '__tests__/c.md', false],
+      ['{src,test}/**', 'test/x/y', true],
+      ['{src,test}/**', 'lib/x', false],
+      ['src/*a*a*a*a{b,c}', long, true],
+      ['src/*a*a*a*a{c,d}', long, false],
+    ] as const) {
+      expect(slowGlob(pattern), pattern).toBeNull();
+      expect(globMatcher(pattern)(path), `${pattern} against ${path}`).toBe(matches);
+    }
+  });
+
   it('answers for a path git cannot hold as picomatch does', () => {
     for (const path of ['src/./a', 'src//a', 'src/a/']) expect(globMatcher('src/*')(path), path).toBe(picomatch('src/*', { dot: true })(path));
   });

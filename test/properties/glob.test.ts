@@ -22,12 +22,15 @@ function globs(units: fc.Arbitrary<string>): fc.Arbitrary<string> {
 }
 /** The plain forms, matched without picomatch's regex. */
 const plainGlob = globs(fc.oneof(unit, fc.constantFrom('*', '*', '?', '**', '***')));
+/** Brace lists of the plain forms, read as the union of their spellings. */
+const braceList = fc.array(fc.array(fc.oneof(unit, fc.constantFrom('*', '?', '**', '')), { minLength: 0, maxLength: 3 }).map((parts) => parts.join('')), { minLength: 1, maxLength: 3 }).map((alternatives) => `{${alternatives.join(',')}}`);
+const bracedGlob = globs(fc.oneof(unit, unit, fc.constantFrom('*', '?', '**'), braceList, braceList));
 /** Any glob: brace lists, classes, extglobs, negation, quotes and escapes are picomatch's. */
 const anyGlob = globs(fc.oneof(unit, fc.constantFrom('*', '*', '?', '**', '[a]', '{a,b}', '@(a)', '!', '"', '\\*')));
 const paths = fc.array(fc.oneof(gitPath, gitPath, oddPath), { minLength: 1, maxLength: 8 });
 
 describe('a glob matcher', () => {
-  for (const [kind, glob] of [['a plain glob', plainGlob], ['any glob', anyGlob]] as const) {
+  for (const [kind, glob] of [['a plain glob', plainGlob], ['a glob of brace lists', bracedGlob], ['any glob', anyGlob]] as const) {
     it(`matches ${kind} to every path as picomatch does with dot files included`, () => {
       fc.assert(
         fc.property(glob, paths, (pattern, subjects) => {
