@@ -69,17 +69,17 @@ describe('a glob that backtracks in a regex', () => {
     git(['add', '.'], { cwd: repo });
     git(['commit', '-q', '-m', 'context'], { cwd: repo });
     const at = await resolveCommit(repo, 'HEAD');
-    // Four wildcards beside a brace list are picomatch's to read, and its regex would backtrack: refused as written.
-    const slow = '{a,b}*a*a*a*b';
+    // Four wildcards beside a class are picomatch's to read, and its regex would backtrack: refused as written.
+    const slow = '[ab]*a*a*a*b';
     expect(slowGlob(slow)).toMatch(/at most 3/);
     expect(await codeOfAsync(() => pinFiles(repo, at, [slow], { files: 200, bytes: MiB }))).toBe('CONTEXT_INVALID');
-    expect(slowGlob('{a,short}*.m?')).toBeNull();
-    expect((await pinFiles(repo, at, ['{a,short}*.m?'], { files: 200, bytes: MiB })).map((file) => file.path)).toEqual(['abc.md', 'short.md']);
+    expect(slowGlob('[as]*.m?')).toBeNull();
+    expect((await pinFiles(repo, at, ['[as]*.m?'], { files: 200, bytes: MiB })).map((file) => file.path)).toEqual(['abc.md', 'short.md']);
   });
 
   it('refuses a dispatch scope outside the plain forms with more wildcards than the bound, before anything is written', async () => {
     const p = await place('scope');
-    const slow = `{src,lib}/${'*a'.repeat(MAX_SLOW_GLOB_WILDCARDS + 1)}`;
+    const slow = `[sl]*/${'*a'.repeat(MAX_SLOW_GLOB_WILDCARDS + 1)}`;
     const head = () => git(['--git-dir', p.world.gitdir, 'rev-parse', 'refs/heads/main']).trim();
     const before = head();
     expect(await codeOfAsync(() => dispatchTo(p, 'slow-scope', { scope: [slow] }))).toBe('USAGE');
