@@ -1,7 +1,9 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { coo } from '../helpers/cli.js';
+import { codeOfAsync } from '../helpers/codes.js';
 import { writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -39,5 +41,17 @@ describe('number flags bounded as the envelope and the tools bound them', () => 
     expect(existsSync(join(w.dir, 'over.git'))).toBe(false);
     const day = coo(['clone', w.gitdir, join(w.dir, 'day.git'), '--trust-root', trustRoot, '--timeout', '86400']);
     expect([day.status, day.stderr]).toEqual([0, '']);
+  });
+});
+
+describe('a library request whose time to live or runtime ends past any date', () => {
+  it('is refused as POLICY_LIMIT by the plan every writer shares, never thrown as an invalid date', async () => {
+    const w = await fresh();
+    const ask = { ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'aa.chatgpt', repo: w.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?' };
+    const head = w.ledger.head();
+    expect(await codeOfAsync(() => enqueueConsult({ ...ask, ttlSeconds: 9e15 }))).toBe('POLICY_LIMIT');
+    expect(await codeOfAsync(() => enqueueConsult({ ...ask, maxRuntimeSeconds: 9e12 }))).toBe('POLICY_LIMIT');
+    expect(await codeOfAsync(() => enqueueConsult({ ...ask, ttlSeconds: Number.NaN }))).toBe('POLICY_LIMIT');
+    expect(w.ledger.head()).toBe(head);
   });
 });
