@@ -1,6 +1,7 @@
 import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { adoptProposal } from '../dispatch/adopt.js';
+import { MAX_RUNTIME_SECONDS } from '../schema/common.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, required } from './common.js';
 import { readTaskFile } from './dispatch.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
@@ -40,7 +41,7 @@ export function adoptVerb(program: Command): void {
       const attempt = wholeNumber(opts['attempt'] as string | undefined, '--attempt', "the number of the consult's attempt");
       if (opts['task'] !== undefined && opts['taskFile'] !== undefined) throw new CooError('USAGE', 'give at most one of --task or --task-file');
       const task = (opts['task'] as string | undefined) ?? (opts['taskFile'] === undefined ? undefined : readTaskFile(opts['taskFile'] as string));
-      const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout');
+      const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout', MAX_RUNTIME_SECONDS);
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const list = (name: string): string[] | undefined => ((opts[name] as string[]).length === 0 ? undefined : (opts[name] as string[]));

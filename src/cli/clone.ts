@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { cloneLedger } from '../remote/clone.js';
 import { displayUrl } from '../util/display-url.js';
-import { emit, jsonOption, MAX_FETCH_HELP, maxFetchFlag, now, pinnedKeyId, positiveNumber, required } from './common.js';
+import { emit, jsonOption, MAX_FETCH_HELP, maxFetchFlag, now, pinnedKeyId, required, timerSeconds } from './common.js';
 import { writeErr } from './terminal.js';
 
 export function cloneVerb(program: Command): void {
@@ -18,7 +18,7 @@ export function cloneVerb(program: Command): void {
     .action(async (url: string, dir: string, opts: { trustRoot?: string; timeout?: string; maxFetch?: string; json?: boolean }) => {
       const trustRoot = pinnedKeyId(required(opts.trustRoot, '--trust-root', 'the CEO key you trust, as a .pub file or its SHA256:... fingerprint'));
       if (url.startsWith('-')) throw new CooError('USAGE', `${url} is not a remote`);
-      const seconds = positiveNumber(opts.timeout, '--timeout');
+      const seconds = timerSeconds('--timeout', opts.timeout);
       const maxFetchBytes = maxFetchFlag(opts.maxFetch);
       const result = await cloneLedger({ url, gitdir: dir, trustRoot, now: now(), ...(seconds === undefined ? {} : { timeoutMs: seconds * 1000, limitName: '--timeout' }), ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       for (const note of result.notes) writeErr(`coo clone: note: ${note.code}: ${note.message}\n`);

@@ -245,11 +245,11 @@ export function positiveNumber(value: string | undefined, flag: string): number 
  * which the envelope's schema refused as "expected >0" of a flag given more, and a number past
  * 2^53 reached that schema to be refused in its words; the tools take whole numbers alone.
  */
-export function wholeNumber(value: string | undefined, flag: string, what = 'a whole number'): number | undefined {
+export function wholeNumber(value: string | undefined, flag: string, what = 'a whole number', max = Number.MAX_SAFE_INTEGER): number | undefined {
   if (value === undefined) return undefined;
   const n = Number(value);
-  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < 1) {
-    throw new CooError('USAGE', `${flag} takes ${what} from 1 to ${Number.MAX_SAFE_INTEGER}, got ${JSON.stringify(value)}${readAs(value, n)}`);
+  if (!/^\s*\d+\s*$/.test(value) || !Number.isSafeInteger(n) || n < 1 || n > max) {
+    throw new CooError('USAGE', `${flag} takes ${what} from 1 to ${max}, got ${JSON.stringify(value)}${readAs(value, n)}`);
   }
   return n;
 }
@@ -280,15 +280,21 @@ export function requireGivenWith(command: Command, flags: readonly string[], par
 }
 
 /**
- * A runner's seconds flag (`--poll-interval`, `--poll-max`, `--lease-grace` of coo watch and coo mcp
- * --run), or `fallback` when not given: above 0 and at most a day. Past that a timer's delay
- * overflows (Node runs it at once), and a poll meant to be rare would ask the remote without pause.
+ * A flag's seconds that end in a timer (`coo clone --timeout`, the runners' flags below), or undefined
+ * when not given: above 0 and at most a day. Past 2^31 - 1 ms a timer's delay overflows and Node runs
+ * it at once: a time box of 2147484 s killed git the moment it started, and a poll meant to be rare
+ * would ask the remote without pause.
  */
-export function runnerSeconds(flag: string, text: string | undefined, fallback: number): number {
-  if (text === undefined) return fallback;
+export function timerSeconds(flag: string, text: string | undefined): number | undefined {
+  if (text === undefined) return undefined;
   const value = Number(text);
   if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
   return value;
+}
+
+/** A runner's seconds flag (`--poll-interval`, `--poll-max`, `--lease-grace` of coo watch and coo mcp --run), or `fallback` when not given. */
+export function runnerSeconds(flag: string, text: string | undefined, fallback: number): number {
+  return timerSeconds(flag, text) ?? fallback;
 }
 
 /** The most `--max-fetch` may be set to, in MiB (1 TiB): past it a number is a typo, not a ledger. */
@@ -317,11 +323,15 @@ export const MAX_FETCH_HELP = `the most one fetch of the remote's main may bring
  */
 const MAX_DURATION_SECONDS = 366 * 86_400;
 
-/** A flag's duration (`90`, `30m`, `2h`) in seconds, or undefined when the flag was not given. */
-export function durationFlag(value: string | undefined, flag: string): number | undefined {
+/**
+ * A flag's duration (`90`, `30m`, `2h`) in seconds, or undefined when the flag was not given. `max`
+ * (seconds) bounds a flag the envelope bounds more closely, such as a dispatch's time box (a day).
+ */
+export function durationFlag(value: string | undefined, flag: string, max?: number): number | undefined {
   if (value === undefined) return undefined;
   const seconds = parseDuration(value);
   if (seconds === null || seconds === 0) throw new CooError('USAGE', `${flag} takes a duration such as 90s, 30m or 2h, got ${JSON.stringify(value)}`);
+  if (max !== undefined && seconds > max) throw new CooError('USAGE', `${flag} takes a duration of at most ${max}s, got ${JSON.stringify(value)}`);
   if (seconds > MAX_DURATION_SECONDS) throw new CooError('USAGE', `${flag} takes a duration of at most 366d (no policy allows more than 30d), got ${JSON.stringify(value)}`);
   return seconds;
 }

@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
+import { MAX_HOPS, MAX_RUNTIME_SECONDS } from '../schema/common.js';
 import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
@@ -34,8 +35,8 @@ export function crossCheckVerb(program: Command): void {
       const question = promptText ?? (promptFile === undefined ? undefined : readInput(promptFile, 'prompt file', LIMITS.artifactBytes).toString('utf8'));
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
-      const maxRuntime = wholeNumber(opts['maxRuntime'] as string | undefined, '--max-runtime');
-      const maxHops = wholeNumber(opts['maxHops'] as string | undefined, '--max-hops');
+      const maxRuntime = wholeNumber(opts['maxRuntime'] as string | undefined, '--max-runtime', 'a whole number of seconds', MAX_RUNTIME_SECONDS);
+      const maxHops = wholeNumber(opts['maxHops'] as string | undefined, '--max-hops', 'a whole number of hops', MAX_HOPS);
       const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
         enqueueCrossCheck({
           ledger,

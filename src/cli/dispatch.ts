@@ -2,6 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { LIMITS } from '../limits.js';
+import { MAX_RUNTIME_SECONDS } from '../schema/common.js';
 import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
@@ -43,7 +44,7 @@ export function dispatchVerb(program: Command): void {
       const task = taskText ?? readTaskFile(taskFile!);
       const openPr = opts['openPr'] as string | undefined;
       if (openPr !== undefined && !/^[A-Za-z0-9_.-]+\/[A-Za-z0-9_.-]+$/.test(openPr)) throw new CooError('USAGE', `--open-pr takes OWNER/REPO, got ${JSON.stringify(openPr)}`);
-      const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout');
+      const timeout = durationFlag(opts['timeout'] as string | undefined, '--timeout', MAX_RUNTIME_SECONDS);
       const ttl = durationFlag(opts['ttl'] as string | undefined, '--ttl');
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const issue = wholeNumber(opts['issue'] as string | undefined, '--issue', 'an issue number');

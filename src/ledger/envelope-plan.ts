@@ -88,6 +88,12 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
   const ttl = request.ttlSeconds ?? Math.min(DEFAULT_TTL_SECONDS, policy.limits.max_ttl_seconds);
   const runtime = request.maxRuntimeSeconds ?? Math.min(DEFAULT_RUNTIME_SECONDS, policy.budgets.max_runtime_seconds);
   const expires = addSeconds(now, ttl);
+  // A time to live or a runtime so long that the deadline is past every date a timestamp can name
+  // (a library caller's, or a flag's unbounded number) would throw as an invalid date: refused here
+  // for every caller in the policy's terms, which allow far less.
+  if (!writableMillis(expires.getTime()) || !writableMillis(expires.getTime() + runtime * 1000)) {
+    throw new CooError('POLICY_LIMIT', `a time to live of ${ttl} s and a runtime of ${runtime} s end past the last date an envelope can name: the policy allows a time to live of at most ${policy.limits.max_ttl_seconds} s and a runtime of at most ${policy.budgets.max_runtime_seconds} s`);
+  }
   const header = {
     schema_version: 'coo_message.v0',
     message_id: messageId,
@@ -118,6 +124,14 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
     runtimeSeconds: runtime,
     header,
   };
+}
+
+/** The first and last moments a timestamp's four-digit year names: outside them no envelope's time can be written. */
+const FIRST_TIMESTAMP_MS = Date.parse('0000-01-01T00:00:00Z');
+const LAST_TIMESTAMP_MS = Date.parse('9999-12-31T23:59:59Z');
+
+function writableMillis(ms: number): boolean {
+  return Number.isFinite(ms) && ms >= FIRST_TIMESTAMP_MS && ms <= LAST_TIMESTAMP_MS;
 }
 
 /** The envelope's budget as the ledger stands at `head`: the correlation's remaining budget is the ledger's own figure. */

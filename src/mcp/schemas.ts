@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../limits.js';
-import { actorId, correlationId, messageId, timestamp } from '../schema/common.js';
+import { actorId, correlationId, MAX_HOPS, MAX_RUNTIME_SECONDS, messageId, timestamp } from '../schema/common.js';
 import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
 import { LANE_STATES } from '../authority/state.js';
 
@@ -53,7 +53,7 @@ const waitSeconds = numberArg({ min: 0, max: MAX_WAIT_SECONDS });
 function requestFields(what: string) {
   return {
     max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
-    max_runtime_seconds: numberArg({ above: 0, max: 86_400, int: true }).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
+    max_runtime_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
     ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe(`how long the ${what} may wait to start (default 3600)`),
     idempotency_key: z
       .string()
@@ -88,7 +88,7 @@ export const consultInput = z.strictObject({
   ...requestFields('consult'),
   correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
   parent_message_id: messageId.optional().describe('the message this one follows from'),
-  max_hops: numberArg({ above: 0, max: 64, int: true }).optional().describe('how many hops a chain from this message may take'),
+  max_hops: numberArg({ above: 0, max: MAX_HOPS, int: true }).optional().describe('how many hops a chain from this message may take'),
 });
 
 export const crossCheckInput = z.strictObject({
@@ -116,7 +116,7 @@ export const dispatchInput = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
     .optional()
     .describe('the base commit (default HEAD)'),
-  timeout_seconds: numberArg({ above: 0, max: 86_400, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
+  timeout_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
   max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe('how long the dispatch may wait to start (default 3600)'),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact request, when the policy asks for one (the refusal names the request hash to approve)"),
@@ -144,7 +144,7 @@ export const adoptInput = z.strictObject({
     .regex(/^[A-Za-z0-9][A-Za-z0-9._/~^-]{0,199}$/, 'a branch, tag or commit of the repository')
     .optional()
     .describe("the base commit (default: the commit the consult's context was pinned at)"),
-  timeout_seconds: numberArg({ above: 0, max: 86_400, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
+  timeout_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
   max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact adoption, when the policy asks for one (the refusal names the request hash to approve)"),
   idempotency_key: z

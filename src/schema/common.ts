@@ -60,6 +60,12 @@ export const usd = z.number().finite().nonnegative().max(MAX_USD);
 
 export const positiveInt = z.number().int().positive().max(Number.MAX_SAFE_INTEGER);
 
+/** The longest runtime (and dispatch time box) an envelope or a policy states, in seconds: a day. The CLI's flags and the tools' arguments take no more. */
+export const MAX_RUNTIME_SECONDS = 86_400;
+
+/** The most hops an envelope or a policy allows a chain; the CLI's flags and the tools' arguments take no more. */
+export const MAX_HOPS = 64;
+
 export const nonNegativeInt = z.number().int().nonnegative().max(Number.MAX_SAFE_INTEGER);
 
 export const shortText = z.string().max(2000);

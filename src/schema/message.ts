@@ -6,6 +6,8 @@ import {
   gitSha,
   messageId,
   nonNegativeInt,
+  MAX_HOPS,
+  MAX_RUNTIME_SECONDS,
   positiveInt,
   relativePath,
   sha256Ref,
@@ -37,7 +39,7 @@ export const contextPin = z.strictObject({
 
 export const messageBudget = z.strictObject({
   max_cost_usd: usd,
-  max_runtime_seconds: positiveInt.max(86_400),
+  max_runtime_seconds: positiveInt.max(MAX_RUNTIME_SECONDS),
   /** The correlation's remaining budget as the writer saw it, when it states one (then it must be the ledger's figure); null or absent states none. */
   correlation_budget_remaining_usd: usd.nullable().optional(),
 });
@@ -49,8 +51,8 @@ const header = {
   correlation_id: correlationId,
   parent_message_id: messageId.nullable(),
   causality_chain: z.array(messageId).max(64),
-  hop_count: nonNegativeInt.max(64),
-  max_hops: positiveInt.max(64),
+  hop_count: nonNegativeInt.max(MAX_HOPS),
+  max_hops: positiveInt.max(MAX_HOPS),
   expires_at: timestamp,
   deadline_at: timestamp,
   principal: actorId,
@@ -146,7 +148,7 @@ export const dispatchRequest = z.strictObject({
   scope_paths: z.array(relativePath).min(1).max(200),
   acceptance_criteria: z.array(shortText.min(1)).min(1).max(100),
   verification_commands: z.array(shortText.min(1)).min(1).max(100),
-  timeout_seconds: positiveInt.max(86_400),
+  timeout_seconds: positiveInt.max(MAX_RUNTIME_SECONDS),
 });
 
 /** The fields of a proposal a COO may change when it adopts it: the work is what the COO signs. */

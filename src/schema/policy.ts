@@ -1,5 +1,5 @@
 import { z } from 'zod';
-import { intent, oracleModelName, positiveInt, usd, version } from './common.js';
+import { intent, MAX_HOPS, MAX_RUNTIME_SECONDS, oracleModelName, positiveInt, usd, version } from './common.js';
 
 export const POLICY_SCHEMA = 'actor_policy.v0';
 
@@ -51,7 +51,7 @@ export const actorPolicy = z
     version,
     edges: z.array(edge).max(200),
     limits: z.strictObject({
-      max_hops: positiveInt.max(64),
+      max_hops: positiveInt.max(MAX_HOPS),
       max_ttl_seconds: positiveInt.max(30 * 86_400),
       max_context_files: positiveInt.max(1000),
       max_context_bytes: positiveInt.max(64 * 1024 * 1024),
@@ -68,7 +68,7 @@ export const actorPolicy = z
       max_cost_usd_per_message: usd,
       max_cost_usd_per_correlation: usd,
       daily_cost_cap_usd: usd,
-      max_runtime_seconds: positiveInt.max(86_400),
+      max_runtime_seconds: positiveInt.max(MAX_RUNTIME_SECONDS),
     }),
     retries: z.strictObject({
       transient_max_attempts: positiveInt.max(10),

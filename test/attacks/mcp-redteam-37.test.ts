@@ -166,9 +166,9 @@ describe('the CLI flags that carry the same numbers and keys', () => {
       [['--max-cost', 'Infinity'], 'coo: USAGE: --max-cost takes a positive number, got "Infinity"'],
       [['--idempotency-key', 'x~aa.chatgpt'], 'coo: USAGE: envelope: idempotency_key "x~aa.chatgpt" has a "~"'],
       // Whole-number flags: 0.4 was rounded to 0 and refused by the envelope's schema as "expected >0", 2^53 + 1 in zod's words.
-      [['--max-hops', '0.4'], 'coo: USAGE: --max-hops takes a whole number from 1 to 9007199254740991, got "0.4"'],
-      [['--max-runtime', '9007199254740993'], 'coo: USAGE: --max-runtime takes a whole number from 1 to 9007199254740991, got "9007199254740993"'],
-      [['--max-runtime', '1e400'], 'coo: USAGE: --max-runtime takes a whole number from 1 to 9007199254740991, got "1e400", a number too large to hold (read as Infinity)'],
+      [['--max-hops', '0.4'], 'coo: USAGE: --max-hops takes a whole number of hops from 1 to 64, got "0.4"'],
+      [['--max-runtime', '9007199254740993'], 'coo: USAGE: --max-runtime takes a whole number of seconds from 1 to 86400, got "9007199254740993"'],
+      [['--max-runtime', '1e400'], 'coo: USAGE: --max-runtime takes a whole number of seconds from 1 to 86400, got "1e400", a number too large to hold (read as Infinity)'],
     ];
     const said = cases.map(([extra], index) => consult(`Question ${index}?`, ...extra)).map((result) => [result.status, result.stderr.split('\n')[0]]);
     // The key's refusal goes on to say why and what to give (the first test); the others are said whole.
