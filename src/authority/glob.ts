@@ -15,6 +15,8 @@ export function globMatcher(pattern: string): (path: string) => boolean {
   const forms = plainForms(pattern);
   if (forms === null) return regex;
   return (path) => {
+    // picomatch takes a path spelled as the glob itself, whatever the glob's syntax says.
+    if (path === pattern) return true;
     if (!isGitPath(path)) return regex(path);
     const names = path.split('/');
     return forms.some((segments) => matchSegments(segments, names));
@@ -32,6 +34,8 @@ export const MAX_SLOW_GLOB_WILDCARDS = 3;
  */
 export function slowGlob(pattern: string): string | null {
   if (plainForms(pattern) !== null) return null;
+  // A repeated extglob over a wildcard nests one quantifier in another: `+(a*)b` backtracks exponentially, however few its units.
+  if (/[+*]\([^)]*[*?(]/.test(pattern)) return 'repeats a group that holds a wildcard ("+(...*...)", "*(...?...)"): such a glob can take minutes against one long name; spell the repetition with "*" or "**"';
   const wildcards = (pattern.match(/\*+|[?([{,]/g) ?? []).length;
   if (wildcards <= MAX_SLOW_GLOB_WILDCARDS) return null;
   return `holds ${wildcards} wildcards, brace lists and classes beside nested braces, classes, extglobs, quotes or a run of three stars, where at most ${MAX_SLOW_GLOB_WILDCARDS} are taken: such a glob can take minutes against one long name; split it into globs of names, "*", "?", "**" segments and brace lists of them`;
@@ -48,6 +52,7 @@ const MAX_FORMS = 64;
 function plainForms(given: string): (string | null)[][] | null {
   // picomatch drops a leading `./`, however often it is said, before it reads a brace list.
   const pattern = given.replace(/^(?:\.\/)+/, '');
+  if (pattern === '') return null;
   if (!pattern.includes('{') && !pattern.includes('}')) {
     const segments = plainSegments(pattern, true);
     return segments === null ? null : [segments];
@@ -111,8 +116,12 @@ function plainSegments(pattern: string, shortForms: boolean): (string | null)[] 
   return tokens;
 }
 
+/**
+ * A path the walk reads as picomatch's regex does: no empty, `.` or `..` segment, and no line
+ * terminator, which its `**` (a regex `.`) never crosses and its `(?=.)` never starts a segment at.
+ */
 function isGitPath(path: string): boolean {
-  return path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
+  return !/[\n\r\u2028\u2029]/.test(path) && path.split('/').every((segment) => segment !== '' && segment !== '.' && segment !== '..');
 }
 
 /**

@@ -108,7 +108,18 @@ describe('a glob that backtracks in a regex', () => {
     }
   });
 
-  it('answers for a path git cannot hold as picomatch does', () => {
-    for (const path of ['src/./a', 'src//a', 'src/a/']) expect(globMatcher('src/*')(path), path).toBe(picomatch('src/*', { dot: true })(path));
+  it('answers for a path git cannot hold, a name with a line break, and a name spelled as the glob, as picomatch does', () => {
+    for (const path of ['src/./a', 'src//a', 'src/a/', 'src/a\nb.js', 'src/\nb.js', 'src/c\rd/e.js', 'src/f\u2028g.js']) {
+      for (const pattern of ['src/*', 'src/**', 'src/*b.js', '**/*.js']) expect(globMatcher(pattern)(path), `${pattern} against ${JSON.stringify(path)}`).toBe(picomatch(pattern, { dot: true })(path));
+    }
+    for (const pattern of ['{src,test}', '*.{ts,js}', 'a*', '**']) expect(globMatcher(pattern)(pattern), pattern).toBe(true);
+    // A glob that is only `./`: no plain form to read, and no exception.
+    expect(slowGlob('./')).toBeNull();
+    expect(globMatcher('./')('a')).toBe(picomatch('./', { dot: true })('a'));
+  });
+
+  it('refuses as written a repeated extglob over a wildcard, which nests one quantifier in another', () => {
+    for (const pattern of ['+(a*)b', 'src/*(a?)b', '+(+(a))']) expect(slowGlob(pattern), pattern).toMatch(/repeats a group/);
+    for (const pattern of ['@(a*|b)a', '+(a|aa)', '?(a*)b']) expect(slowGlob(pattern), pattern).toBeNull();
   });
 });

@@ -6,7 +6,7 @@ import { globMatcher } from '../../src/authority/glob.js';
 const RUNS = Number(process.env['COO_PROPERTY_RUNS'] ?? 300);
 
 /** Units a name is made of: plain letters, picomatch's regex characters, a dot, a space, two-unit characters. */
-const unit = fc.constantFrom('a', 'b', '.', '-', '$', '^', '#', '~', ',', ' ', 'é', '😀', '%', '&', ';', '=', '<', '>');
+const unit = fc.constantFrom('a', 'b', '.', '-', '$', '^', '#', '~', ',', ' ', 'é', '😀', '%', '&', ';', '=', '<', '>', '\n', '\r', '\u2028', '\t');
 const name = fc
   .array(unit, { minLength: 1, maxLength: 5 })
   .map((units) => units.join(''))
