@@ -5,10 +5,10 @@ import picomatch from 'picomatch';
  * times the path. picomatch compiles a glob to a regular expression whose quantifiers backtrack: a
  * pattern such as `*a*a*a*b`, or `*?` said eleven times, takes seconds to a minute against one long
  * name, and a signed scope like it would slow every replay of the history that holds it. The globs
- * people write (names, `*`, `?` and `**` segments) are matched here by a wildcard walk that never
- * backtracks more than one star; paths git can hold (no empty, `.` or `..` segment) are the only ones
- * it is asked about. Anything else (brace lists, classes, extglobs, negation, quotes, escapes, or a
- * path git cannot hold) is picomatch's, unchanged.
+ * people write (names, `*`, `?` and `**` segments, and brace lists of them) are matched here by a
+ * wildcard walk that never backtracks more than one star, over paths git can hold with no line break.
+ * Anything else (nested lists, ranges, classes, extglobs, negation, quotes, escapes, picomatch's short
+ * forms, or another path) is picomatch's, unchanged.
  */
 export function globMatcher(pattern: string): (path: string) => boolean {
   const regex = picomatch(pattern, { dot: true });
