@@ -3,8 +3,8 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { sandboxFor } from '../../src/consult/sandbox.js';
 import { costUsd, type ModelPrice } from '../../src/lane/budget.js';
-import { startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
-import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import { killedMidCall, recoveredAfterKill, startBounded, writeKey } from '../helpers/damage.js';
+import { offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -27,31 +27,18 @@ type Receipt = Record<string, unknown> & { usage: { input_tokens: number; output
  * attempt file then rewritten by `edit`, and Oracle's session record (under the claim's session) by `session`.
  */
 async function diedAndRewritten(world: World, edit: (recorded: Record<string, unknown>) => Record<string, unknown>, session?: object) {
-  const { messageId } = await world.consult();
-  const state = join(world.dir, 'watch-state');
-  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-  const runner = startBounded(args, env);
-  await until('the model called', () => world.server.requests.length === 1);
-  runner.child.kill('SIGKILL');
-  expect((await runner.ended).status).not.toBe(0);
-  const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
-  const sandbox = sandboxFor(state, attempt.attemptId);
-  process.kill(-Number(readFileSync(sandbox.pidPath, 'utf8').split(' ')[0]), 'SIGKILL');
+  const died = await killedMidCall(world, env);
+  const { sandbox, claim } = died;
+  process.kill(-died.oracle, 'SIGKILL');
   const recorded = JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown> & { max_output_tokens: number; price: Record<string, number> };
   expect(recorded.max_output_tokens).toBeGreaterThan(0);
   writeFileSync(sandbox.attemptPath, JSON.stringify(edit(recorded)));
   if (session !== undefined) {
-    const folder = join(sandbox.oracleHome, 'sessions', attempt.claim!.session);
+    const folder = join(sandbox.oracleHome, 'sessions', claim.session);
     mkdirSync(folder, { recursive: true });
     writeFileSync(join(folder, 'meta.json'), JSON.stringify(session));
   }
-  const restarted = await startBounded(args, env).ended;
-  expect(restarted.status, restarted.stderr).toBe(0);
-  const [interrupted, retried] = (await receiptsOf(world, messageId)) as Receipt[];
-  expect(blockersOf(interrupted!)).toEqual(['interrupted']);
-  expect(retried!['status']).toBe('succeeded');
-  expect(world.server.requests).toHaveLength(2);
-  return { interrupted: interrupted!, claim: attempt.claim!, recorded };
+  return { interrupted: await recoveredAfterKill<Receipt>(world, died, env), claim, recorded };
 }
 
 describe('a consult whose runner and Oracle died while the model held its call, its attempt file rewritten', () => {

@@ -4,7 +4,7 @@ import { describe, expect, it } from 'vitest';
 import { sandboxFor, type Sandbox } from '../../src/consult/sandbox.js';
 import { costUsd, type ModelPrice } from '../../src/lane/budget.js';
 import { formatProcessRecord, processStartTime } from '../../src/util/process.js';
-import { startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
+import { killedMidCall, recoveredAfterKill, startBounded, until, watchArgs, writeKey } from '../helpers/damage.js';
 import { blockersOf, offlineEndpoints, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -23,33 +23,13 @@ const env = { OPENAI_API_KEY: 'sk-test-key' };
 
 type Receipt = Record<string, unknown> & { usage: { input_tokens: number; output_tokens: number; reasoning_tokens: number }; actual_cost_usd: number };
 
-/** A consult whose runner was SIGKILLed once the question reached the model (its Oracle left running, waiting on it). */
-async function killedMidCall(world: World) {
-  const { messageId, envelope } = await world.consult();
-  const state = join(world.dir, 'watch-state');
-  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
-  const runner = startBounded(args, env);
-  await until('the model called', () => world.server.requests.length === 1);
-  runner.child.kill('SIGKILL');
-  expect((await runner.ended).status).not.toBe(0);
-  const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
-  const sandbox = sandboxFor(state, attempt.attemptId);
-  return { messageId, envelope, args, claim: attempt.claim!, sandbox, oracle: Number(readFileSync(sandbox.pidPath, 'utf8').split(' ')[0]) };
-}
-
 /** The same, its Oracle then SIGKILLed too and its sandbox changed by `edit`; the next start's receipts. */
 async function bothDiedAndChanged(world: World, edit: (sandbox: Sandbox) => void) {
-  const died = await killedMidCall(world);
+  const died = await killedMidCall(world, env);
   process.kill(-died.oracle, 'SIGKILL');
   const recorded = JSON.parse(readFileSync(died.sandbox.attemptPath, 'utf8')) as { max_output_tokens: number; price: ModelPrice };
   edit(died.sandbox);
-  const restarted = await startBounded(died.args, env).ended;
-  expect(restarted.status, restarted.stderr).toBe(0);
-  const [interrupted, retried] = (await receiptsOf(world, died.messageId)) as Receipt[];
-  expect(blockersOf(interrupted!)).toEqual(['interrupted']);
-  expect(retried!['status']).toBe('succeeded');
-  expect(world.server.requests).toHaveLength(2);
-  return { interrupted: interrupted!, claim: died.claim, recorded };
+  return { interrupted: await recoveredAfterKill<Receipt>(world, died, env), claim: died.claim, recorded };
 }
 
 describe("a consult whose runner and Oracle died while the model held its call, Oracle's pid file changed", () => {
@@ -113,7 +93,7 @@ describe('a consult whose runner died while its Oracle waits on the model, its a
   for (const [rewrite, edit] of rewrites) {
     it(`the next start waits for the Oracle no longer than its envelope's runtime from now, and charges the call: ${rewrite} holds it no longer`, async () => {
       const world = await fresh({ modes: ['hang', 'ok'] });
-      const { messageId, envelope, args, claim, sandbox, oracle } = await killedMidCall(world);
+      const { messageId, envelope, args, claim, sandbox, oracle } = await killedMidCall(world, env);
       writeFileSync(sandbox.attemptPath, JSON.stringify(edit(JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown>)));
       const next = startBounded([...args, '--json'], env);
       let stdout = '';

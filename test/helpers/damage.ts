@@ -2,9 +2,10 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { expect } from 'vitest';
+import { sandboxFor } from '../../src/consult/sandbox.js';
 import { formatPrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { COO } from './cli.js';
-import { FAKE_ORACLE, type World } from './lane.js';
+import { blockersOf, FAKE_ORACLE, receiptsOf, type World } from './lane.js';
 import { stockCommit } from './stock.js';
 import { git, tempDir } from './tmp.js';
 
@@ -157,4 +158,33 @@ export function endGroup(pid: number): void {
       // no such group: the process alone, or it is already gone
     }
   }
+}
+
+/**
+ * A consult whose runner (`coo watch --once`) was SIGKILLed once the question reached the model, its
+ * Oracle left running on the call: the runner's arguments, the attempt's claim, its sandbox and its
+ * Oracle's pid.
+ */
+export async function killedMidCall(world: World, env: NodeJS.ProcessEnv) {
+  const { messageId, envelope } = await world.consult();
+  const state = join(world.dir, 'watch-state');
+  const args = [...watchArgs(world, writeKey(world.dir, 'coo', world.actors.coo), state), '--once'];
+  const runner = startBounded(args, env);
+  await until('the model called', () => world.server.requests.length === 1);
+  runner.child.kill('SIGKILL');
+  expect((await runner.ended).status).not.toBe(0);
+  const attempt = (await world.ledger.state()).messages.get(messageId)!.attempts[0]!;
+  const sandbox = sandboxFor(state, attempt.attemptId);
+  return { messageId, envelope, args, claim: attempt.claim!, sandbox, oracle: Number(readFileSync(sandbox.pidPath, 'utf8').split(' ')[0]) };
+}
+
+/** The runner started again after `killedMidCall`: the interrupted attempt's receipt, its retry succeeded on the model's second call. */
+export async function recoveredAfterKill<R>(world: World, died: { readonly messageId: string; readonly args: readonly string[] }, env: NodeJS.ProcessEnv): Promise<R> {
+  const restarted = await startBounded(died.args, env).ended;
+  expect(restarted.status, restarted.stderr).toBe(0);
+  const [interrupted, retried] = (await receiptsOf(world, died.messageId)) as Array<Record<string, unknown>>;
+  expect(blockersOf(interrupted!)).toEqual(['interrupted']);
+  expect(retried!['status']).toBe('succeeded');
+  expect(world.server.requests).toHaveLength(2);
+  return interrupted as R;
 }
