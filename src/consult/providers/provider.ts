@@ -1,4 +1,5 @@
 import type { BlockerCode } from '../../schema/receipt.js';
+import type { OracleRoute } from '../../schema/registry.js';
 import { displayUrl } from '../../util/display-url.js';
 
 /**
@@ -8,7 +9,8 @@ import { displayUrl } from '../../util/display-url.js';
  * provider's errors and limits mean. Pure: facts in, plan out.
  */
 
-export type OracleRouteName = 'openai' | 'anthropic' | 'google' | 'openrouter' | 'openai_compatible';
+/** A route's name, as the registry's schema lists them (ORACLE_ROUTES). */
+export type OracleRouteName = OracleRoute;
 
 /**
  * Where the runner sends each route: overrides of the providers' own endpoints, for gateways and
