@@ -142,8 +142,10 @@ export interface QueueSharing {
   /**
    * Claims go out one at a time, in queue order: a runner whose message is k-th among those the
    * assignment gives out claims once the ones before it are claimed (it sees them land), or after
-   * k times this long since it first saw its message, whichever comes first. Runners then do not
-   * all push to the one ref at the same moment.
+   * k times this long since its place last changed, whichever comes first: a claim before it that
+   * lands moves it up and starts its wait again, so the runners left do not all push at once when
+   * the first of them have taken longer than the wait. Runners then do not all push to the one ref
+   * at the same moment.
    */
   readonly staggerMs: number;
 }
@@ -209,6 +211,8 @@ export class Runner {
   private passWrote = { receipts: 0, kept: [] as string[] };
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
   private readonly readySince = new Map<string, number>();
+  /** Each message the assignment gives this runner: its place among those given out, and when (monotonic) it last saw that place change. */
+  private readonly turns = new Map<string, { readonly place: number; readonly since: number }>();
   /** Runners that let a message matched to them pass the hand-off, with their newest heartbeat then: left out of the matching until they show progress. */
   private readonly suspects = new Map<string, number | null>();
   /** Why the operator stopped the runner (`SIGINT`), once they did: no new work starts, and the attempt in flight ends interrupted. */
@@ -706,6 +710,7 @@ export class Runner {
     const fresh = ready.filter(({ work }) => work.kind === 'attempt').map(({ record }) => record.id);
     const freshIds = new Set(fresh);
     for (const id of this.readySince.keys()) if (!freshIds.has(id)) this.readySince.delete(id);
+    for (const id of this.turns.keys()) if (!freshIds.has(id)) this.turns.delete(id);
     for (const id of fresh) if (!this.readySince.has(id)) this.readySince.set(id, tick);
     // Live: a heartbeat not yet expired, with the skew allowed between machines. A suspect is live
     // again once it shows progress: a new heartbeat, or a claim of its own.
@@ -727,9 +732,12 @@ export class Runner {
       const owner = matched.get(candidate.record.id);
       const waited = tick - this.readySince.get(candidate.record.id)!;
       if (owner === this.runnerId) {
-        const turn = order.indexOf(candidate.record.id) * share.staggerMs;
-        if (waited >= turn) return candidate;
-        wake(turn - waited);
+        const place = order.indexOf(candidate.record.id);
+        let mark = this.turns.get(candidate.record.id);
+        if (mark?.place !== place) this.turns.set(candidate.record.id, (mark = { place, since: tick }));
+        const turn = place * share.staggerMs;
+        if (tick - mark.since >= turn) return candidate;
+        wake(turn - (tick - mark.since));
         continue;
       }
       if (waited >= share.handoffMs) {

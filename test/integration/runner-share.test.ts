@@ -1,6 +1,6 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { assignWork } from '../../src/runner/assignment.js';
-import { makeCase, remoteReceipts, type Case } from '../helpers/remote-runners.js';
+import { heldTransport, makeCase, remoteReceipts, type Case } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -76,5 +76,52 @@ describe('runners sharing a remote queue', () => {
     expect(await remoteReceipts(world.served, given!)).toEqual([]);
     // One paid call for each message taken, none for the one left.
     expect(world.model.requests).toHaveLength(3 + taken);
+  });
+
+  it('claim one at a time: a runner whose place moves up as a claim before it lands waits its turn again from there, not from when it first saw its message', async () => {
+    const world: Case = await makeCase(dir, closers);
+    const [a, b, c] = [await world.machine('runner-a'), await world.machine('runner-b'), await world.machine('runner-c')];
+    let tick = 0;
+    const queued = [await world.consult(), await world.consult(), await world.consult()];
+    const mine = a.runner({ share, monotonic: () => tick });
+    // The first message goes to a runner whose paid call is held, the second to one that stays
+    // silent, the third to this runner (runner ids are random: a few tries).
+    const slow = heldTransport(world, b);
+    let first = b.runner({ share, transport: slow.transport });
+    let second = c.runner({ share });
+    const fits = (): boolean => {
+      const matched = assignWork(queued, [mine.runnerId, first.runnerId, second.runnerId]);
+      return matched.get(queued[0]!) === first.runnerId && matched.get(queued[1]!) === second.runnerId && matched.get(queued[2]!) === mine.runnerId;
+    };
+    for (let tries = 0; tries < 64 && !fits(); tries += 1) {
+      first.close();
+      second.close();
+      first = b.runner({ share, transport: slow.transport });
+      second = c.runner({ share });
+    }
+    expect(fits()).toBe(true);
+    for (const runner of [mine, first, second]) await runner.heartbeat();
+
+    // Third in turn: nothing at first sight.
+    expect((await mine.runOnce()).receipts).toBe(0);
+    // The first runner claims its message and is inside its paid call.
+    const running = first.runOnce();
+    await slow.paid;
+    // One stagger after first sight this runner's message is second: it waits one stagger from
+    // when it saw its place move, for the second runner's claim, rather than pushing beside it.
+    tick = share.staggerMs;
+    expect((await mine.runOnce()).receipts).toBe(0);
+    expect(await remoteReceipts(world.served, queued[2]!)).toEqual([]);
+    expect(world.model.requests).toHaveLength(1);
+    // The second runner said nothing for that stagger: this runner's turn has come (the hand-off of
+    // the second runner's message has not).
+    tick = 2 * share.staggerMs;
+    expect((await mine.runOnce()).receipts).toBe(1);
+    expect((await remoteReceipts(world.served, queued[2]!)).map((receipt) => receipt.status)).toEqual(['succeeded']);
+    expect(await remoteReceipts(world.served, queued[1]!)).toEqual([]);
+    slow.release();
+    await running;
+    expect((await remoteReceipts(world.served, queued[0]!)).map((receipt) => receipt.status)).toEqual(['succeeded']);
+    expect(world.model.requests).toHaveLength(2);
   });
 });
