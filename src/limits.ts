@@ -1,3 +1,5 @@
+import { CooError } from './errors.js';
+
 /** Every bound on untrusted input, in one place. */
 export const LIMITS = {
   /** Largest YAML entry read from a ledger or from a user. */
@@ -112,3 +114,19 @@ export const LIMITS = {
   /** How long a lock may be held before a waiter gives up. */
   lockWaitMs: 30_000,
 } as const;
+
+/** The longest time limit a caller may give a command (a day): Node's timers overflow past 2^31 - 1 ms and fire at once. */
+export const MAX_TIME_LIMIT_MS = 86_400_000;
+
+/**
+ * A time limit in milliseconds a library caller gives (a clone's, a remote's, a pull request's), or
+ * undefined when none was given: a number above 0 and at most a day. One of 2^31 ms or more killed
+ * the command the moment it started; NaN or Infinity, the same.
+ */
+export function checkTimeLimitMs(ms: number | undefined, where: string): number | undefined {
+  if (ms === undefined) return undefined;
+  if (typeof ms !== 'number' || !Number.isFinite(ms) || ms <= 0 || ms > MAX_TIME_LIMIT_MS) {
+    throw new CooError('USAGE', `${where}: timeoutMs takes a number of milliseconds above 0 and at most ${MAX_TIME_LIMIT_MS} (a day), got ${String(ms)}`);
+  }
+  return ms;
+}

@@ -231,10 +231,16 @@ export function packingNote(gitdir: string): string | null {
   return `git's last background packing of this ledger failed, and git skips packing it while ${failure.log} is there (for up to a day, gc.logExpiry; git said "${said}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
 }
 
+/**
+ * A number as a person writes it: decimal digits, a point, an exponent. JavaScript's Number() also
+ * reads `0x4`, `0b100` and `0o4` (a cost of 0x4 was taken as $4).
+ */
+const DECIMAL_FORM = /^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i;
+
 /** A flag's positive number, or undefined when the flag was not given. */
 export function positiveNumber(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
-  const n = Number(value);
+  const n = DECIMAL_FORM.test(value) ? Number(value) : Number.NaN;
   if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}${readAs(value, n)}`);
   return n;
 }
@@ -259,7 +265,7 @@ export function wholeNumber(value: string | undefined, flag: string, what = 'a w
  * number as large as 1e400 (read as Infinity) nor as near 0 as 1e-400 (read as 0).
  */
 function readAs(text: string, n: number): string {
-  if (!/^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i.test(text)) return '';
+  if (!DECIMAL_FORM.test(text)) return '';
   if (!Number.isFinite(n)) return `, a number too large to hold (read as ${n})`;
   return n === 0 && /[1-9]/.test(text.replace(/e.*$/i, '')) ? ', a number too near 0 to hold (read as 0)' : '';
 }
@@ -287,7 +293,7 @@ export function requireGivenWith(command: Command, flags: readonly string[], par
  */
 export function timerSeconds(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
-  const value = Number(text);
+  const value = DECIMAL_FORM.test(text) ? Number(text) : Number.NaN;
   if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
   return value;
 }

@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { Ledger } from '../ledger/ledger.js';
 import { readLog } from '../ledger/log.js';
-import { CooError } from '../errors.js';
-import { emit, jsonOption, ledgerOption, required } from './common.js';
+import { emit, jsonOption, ledgerOption, required, wholeNumber } from './common.js';
 
 export function logVerb(program: Command): void {
   program
@@ -12,8 +11,7 @@ export function logVerb(program: Command): void {
     .option('-n, --limit <n>', 'how many commits', '20')
     .addOption(jsonOption())
     .action(async (opts: { ledger?: string; limit: string; json?: boolean }) => {
-      const limit = Number(opts.limit);
-      if (!Number.isInteger(limit) || limit < 1) throw new CooError('USAGE', '--limit takes a positive whole number');
+      const limit = wholeNumber(opts.limit, '--limit', 'a whole number of commits')!;
       const ledger = Ledger.open(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
       try {
         const entries = await readLog(ledger.reader, ledger.trees, ledger.head(), await ledger.state(), limit);

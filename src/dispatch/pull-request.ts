@@ -4,7 +4,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import type * as OctokitRest from '@octokit/rest';
 import { CooError, type ErrorCode } from '../errors.js';
-import { LIMITS } from '../limits.js';
+import { checkTimeLimitMs, LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { importPackage } from '../util/import-package.js';
 import { GIT_NO_REDIRECTS } from '../util/git-env.js';
@@ -129,7 +129,7 @@ export async function pushAttemptBranch(options: PushOptions): Promise<PushOutco
   const origin = credentialOrigin(options.pushUrl);
   const objects = join(resolve(options.gitdir), 'objects');
   if (!fs.existsSync(objects)) throw new CooError('USAGE', `${options.gitdir} is not a git folder`);
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = checkTimeLimitMs(options.timeoutMs, 'pushAttemptBranch') ?? DEFAULT_TIMEOUT_MS;
   const scratch = fs.mkdtempSync(join(tmpdir(), 'coo-push-'));
   try {
     const env: NodeJS.ProcessEnv = { HOME: scratch, LANG: 'C', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', GIT_TERMINAL_PROMPT: '0' };
@@ -259,7 +259,7 @@ export async function publishAttempt(options: PublishOptions): Promise<Published
   const pushUrl = options.pushUrl ?? defaultPushUrl(slug);
   credentialOrigin(pushUrl);
   if (options.apiBaseUrl !== undefined) tokenOrigin(options.apiBaseUrl, 'GitHub API URL');
-  const timeoutMs = options.timeoutMs ?? DEFAULT_TIMEOUT_MS;
+  const timeoutMs = checkTimeLimitMs(options.timeoutMs, 'publishAttempt') ?? DEFAULT_TIMEOUT_MS;
   const marker = pullRequestMarker(receipt.attempt_id);
   const { Octokit } = await importPackage<typeof OctokitRest>('@octokit/rest');
   const octokit = new Octokit({

@@ -6,7 +6,7 @@ import { CooError } from '../errors.js';
 import { descendsFrom, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
-import { LIMITS } from '../limits.js';
+import { checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl, urlCredentials } from '../util/display-url.js';
 import { credentialHelperSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
@@ -137,7 +137,7 @@ export class RemoteLedger {
   ) {
     this.remoteUrl = options.remote;
     this.url = displayUrl(options.remote);
-    this.timeoutMs = options.timeoutMs;
+    this.timeoutMs = checkTimeLimitMs(options.timeoutMs, 'RemoteLedger');
     this.limitName = options.limitName ?? DEFAULT_LIMIT_NAME;
     this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
