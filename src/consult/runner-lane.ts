@@ -623,7 +623,10 @@ export class ConsultLane implements RunnerLane {
    * started (the render is deterministic). prompt.txt lies in the folder Oracle may write, so its
    * bytes are kept as sent (`held`) only when they are that bundle; otherwise none are, and no hash
    * names them. A canary not of the form the runner writes (emptied, or text put in its place) is no
-   * attempt's: its render is no bundle the runner wrote. `bundle` is what is charged: its size, never
+   * attempt's: its render is no bundle the runner wrote. One of that form, written into the attempt file
+   * with prompt.txt rendered again around it, is kept: the question is the message's word for word, and
+   * the canary, which the answer is judged against from the same file, is all that can differ; no
+   * ledger entry holds the attempt's own to tell them apart. `bundle` is what is charged: its size, never
    * the file's, so a prompt.txt emptied, removed or grown moves no estimate.
    */
   private async recoveredBundle(message: AdvisoryMessage, canary: unknown, promptFile: BoundedRead): Promise<{ readonly bundle: string; readonly held: Buffer | null }> {
