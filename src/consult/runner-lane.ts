@@ -1,5 +1,5 @@
 import { randomBytes } from 'node:crypto';
-import { readBounded } from '../util/bounded-read.js';
+import { readBounded, type BoundedRead } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
 import { revokedChallenge } from '../authority/rules/intents/cross-check.js';
@@ -219,7 +219,7 @@ export class ConsultLane implements RunnerLane {
     const message = await this.readEnvelope(record);
     const policy = state.policy!;
     const registry = state.registry!.doc;
-    const canary = `canary-${randomBytes(12).toString('hex')}`;
+    const canary = newCanary();
     const { prompt, manifest, listed, contextBytes, answer, bundle } = await this.renderBundle(message, canary);
     // The route, from the registry entry and the runner's endpoints: what it asks the provider for bounds the budget.
     const entry = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
@@ -387,7 +387,10 @@ export class ConsultLane implements RunnerLane {
     return { file: { path: receiptPath(folderOf(record), attempt), bytes: recordedReceipt(receipt, this.ctx.scrubber).bytes }, retryAt };
   }
 
-  /** Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record. */
+  /**
+   * Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record.
+   * `kept` false: a recovered attempt whose sandbox does not hold `bundle` as it was handed to Oracle; it is charged, not kept.
+   */
   private async finish(
     message: AdvisoryMessage,
     record: MessageRecord,
@@ -400,6 +403,7 @@ export class ConsultLane implements RunnerLane {
     bundle: string,
     files: readonly PinnedFile[],
     scrub: Scrubber,
+    kept = true,
   ): Promise<void> {
     const now = this.ctx.clock();
     const state = await this.ctx.ledger.state();
@@ -433,8 +437,8 @@ export class ConsultLane implements RunnerLane {
       return { path, sha256: sha256Ref(bytes) };
     };
     const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
-    const bundleBytes = Buffer.from(bundle, 'utf8');
-    attachments.push(add('prompt-sent.md', bundleBytes));
+    // A recovered attempt whose sandbox no longer holds the bundle its message renders keeps none as sent (recoveredBundle).
+    if (kept) attachments.push(add('prompt-sent.md', Buffer.from(bundle, 'utf8')));
     const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
     const metaBytes = session === null ? null : scrub.bytes(session);
     if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
@@ -445,6 +449,7 @@ export class ConsultLane implements RunnerLane {
     if (validation.status === 'pass' && validation.errors.length > 0) warnings.push('proposal_stripped');
     if (steering.length > 0) warnings.push('context_injection_suspected');
     if (!this.transport.isolated) warnings.push('sandbox_unenforced');
+    if (!kept) warnings.push('bundle_unverified');
     const receipt = buildReceipt({
       now,
       message,
@@ -454,7 +459,7 @@ export class ConsultLane implements RunnerLane {
       blockers: blocker === null ? [] : [blocker],
       nextAttemptAt: retryAt,
       policyRef: `${state.policy!.path}@${state.policy!.sha256}`,
-      transport: this.callFacts(sessionSlugFor(message.message_id, attempt), run, decision, route, bundle, files),
+      transport: { ...this.callFacts(sessionSlugFor(message.message_id, attempt), run, decision, route, bundle, files), ...(kept ? {} : { bundleHash: null }) },
       ...(output === undefined ? {} : { output }),
       attachments,
       proposals: proposalRefs,
@@ -568,20 +573,20 @@ export class ConsultLane implements RunnerLane {
     const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
     // The prompt as the runner wrote it, in a folder Oracle may change: never through a link or a FIFO, never past the bound.
     const promptFile = readBounded(sandbox.promptPath, { maxBytes: LIMITS.artifactBytes });
-    if (attemptFile !== null && harvested !== null && promptFile.kind === 'file') {
-      const prompt = promptFile.bytes.toString('utf8');
+    const rendered = attemptFile === null ? null : await this.recoveredBundle(message, attemptFile.canary, promptFile);
+    if (attemptFile !== null && rendered !== null && harvested !== null && promptFile.kind === 'file') {
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
       const model = attemptFile.model;
       const price = await this.claimedPrice(state, claim, attemptFile);
       if (pins.ok && price !== undefined) {
         // The cap the call was handed: the file's, never below what the claim allowed (flooredCap). A route whose record leaves output out is charged up to it.
-        const inputTokens = estimateInputTokens(promptFile.bytes.length, pins.files.reduce((sum, file) => sum + file.bytes.length, 0));
+        const inputTokens = estimateInputTokens(Buffer.byteLength(rendered.bundle), pins.files.reduce((sum, file) => sum + file.bytes.length, 0));
         const maxOutputTokens = flooredCap(attemptFile.max_output_tokens, claimedOutputCap(state, record, last, inputTokens, price), claim.allowanceUsd !== undefined, price);
         const decision = { kind: 'run' as const, model, providerKeyEnv: '', price, maxOutputTokens, runtimeSeconds: attemptFile.runtime_seconds, budgetLimitUsd: 0, worstCaseUsd: 0 };
         // An attempt file of an older runner names no route: the receipt says so rather than guess.
         const route = attemptFile.route ?? { name: null, provider: 'unknown', offline: false };
         // The answer is judged against that cap too: a cap lowered in the file turned a paid answer within the real one into output_too_large.
-        await this.finish(message, record, last.number, sandbox, { ...harvested, maxOutputTokens }, decision, route, attemptFile.canary, prompt, pins.files, scrub);
+        await this.finish(message, record, last.number, sandbox, { ...harvested, maxOutputTokens }, decision, route, attemptFile.canary, rendered.bundle, pins.files, scrub, rendered.held !== null);
         return true;
       }
     }
@@ -591,24 +596,44 @@ export class ConsultLane implements RunnerLane {
     const made = attemptFolderMade(sandbox);
     const spent =
       attemptFile !== null
-        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), promptFile.kind === 'file' ? { bytes: promptFile.bytes.length, sent: promptFile.bytes } : { bytes: 0, sent: null })
+        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), { bytes: Buffer.byteLength(rendered!.bundle), sent: rendered!.held })
         : takenOver || oracle !== null || made
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
-    const sent = spent?.bundleHash != null && promptFile.kind === 'file' ? promptFile.bytes : undefined;
+    const sent = spent?.bundleHash != null ? (rendered?.held ?? undefined) : undefined;
+    const unverified = rendered !== null && rendered.held === null;
     // A claim that does not state its allowance leaves the output cap its call was handed to be bounded from its message's budget: the receipt says so.
     const unstated = spent !== undefined && attemptFile === null && claim.allowanceUsd === undefined;
     const written = await this.writeInterrupted(
       message,
       record.id,
       last.number,
-      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; ${made ? 'its attempt folder holds no record of the call (removed from it)' : 'this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another)'}, and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}`,
+      `the runner ${claim.runner} stopped before attempt ${last.number} finished; its Oracle session ${meta?.status ?? 'left no record'}${spent?.uncountedOutputCap == null || attemptFile !== null ? '' : `; ${made ? 'its attempt folder holds no record of the call (removed from it)' : 'this state folder holds none of its files (removed with the folder, or its lease ran out, or it kept them in another)'}, and its call is charged its whole output cap, ${spent.uncountedOutputCap} tokens, ${unstated ? "bounded by its message's budget and its model's cap (its claim states no allowance)" : 'from the allowance its claim states'}`}${unverified ? `; ${UNVERIFIED_DETAIL}` : ''}`,
       spent,
       sent,
-      unstated ? ['allowance_unstated'] : [],
+      [...(unstated ? ['allowance_unstated'] : []), ...(unverified ? ['bundle_unverified'] : [])],
     );
     removeSandbox(sandbox);
     return written;
+  }
+
+  /**
+   * The bundle a recovered attempt's Oracle was handed, as far as this runner can prove it: the one its
+   * message renders with the attempt's canary, which the runner wrote to prompt.txt before Oracle
+   * started (the render is deterministic). prompt.txt lies in the folder Oracle may write, so its
+   * bytes are kept as sent (`held`) only when they are that bundle; otherwise none are, and no hash
+   * names them. A canary not of the form the runner writes (emptied, or text put in its place) is no
+   * attempt's: its render is no bundle the runner wrote. One of that form, written into the attempt file
+   * with prompt.txt rendered again around it, is kept: the question is the message's word for word, and
+   * the canary, which the answer is judged against from the same file, is all that can differ; no
+   * ledger entry holds the attempt's own to tell them apart. `bundle` is what is charged: its size, never
+   * the file's, so a prompt.txt emptied, removed or grown moves no estimate.
+   */
+  private async recoveredBundle(message: AdvisoryMessage, canary: unknown, promptFile: BoundedRead): Promise<{ readonly bundle: string; readonly held: Buffer | null }> {
+    const ours = typeof canary === 'string' && CANARY_FORM.test(canary);
+    const { bundle } = await this.renderBundle(message, ours ? canary : newCanary());
+    const held = ours && promptFile.kind === 'file' && promptFile.bytes.equals(Buffer.from(bundle, 'utf8')) ? promptFile.bytes : null;
+    return { bundle, held };
   }
 
   /**
@@ -624,7 +649,7 @@ export class ConsultLane implements RunnerLane {
     // The model the claim was made on, which the ledger keeps; the registry's now only for a claim of a build before it was kept.
     const model = claim.model ?? state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
     if (model === undefined) return undefined;
-    const { bundle } = await this.renderBundle(message, `canary-${randomBytes(12).toString('hex')}`);
+    const { bundle } = await this.renderBundle(message, newCanary());
     const unseen = unseenSession(model);
     // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
     // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
@@ -773,6 +798,17 @@ function unreachableDetail(error: unknown): string {
   const problem = toProblem(error);
   return `${problem.code}: ${problem.message}`;
 }
+
+/** The form of every canary the runner writes: `canary-` and 12 random bytes in hex. */
+const CANARY_FORM = /^canary-[0-9a-f]{24}$/;
+
+/** A fresh per-attempt canary, which the answer must echo. */
+function newCanary(): string {
+  return `canary-${randomBytes(12).toString('hex')}`;
+}
+
+/** What an interrupted receipt says of a sandbox whose prompt.txt is not the bundle its message renders (recoveredBundle). */
+const UNVERIFIED_DETAIL = "the sandbox's prompt.txt is not the bundle the message renders with its attempt's canary, which the runner wrote there before Oracle started: it is not kept as prompt-sent.md and no bundle_hash names it";
 
 /** Whether the recorded process is still running as itself. */
 function isStill(record: ProcessRecord): boolean {

@@ -11,6 +11,7 @@ describe('warningMeaning', () => {
     expect(warningMeaning('allowance_unstated')).toContain('bounded from the ledger');
     expect(warningMeaning('artifact_truncated')).toContain('cut');
     expect(warningMeaning('proposal_stripped')).toContain('stripped');
+    expect(warningMeaning('bundle_unverified')).toContain('no bundle_hash is stated');
     expect(warningMeaning('constructor')).toContain('does not know');
     expect(warningMeaning('future_warning')).toContain('does not know');
   });
