@@ -1,0 +1,57 @@
+import { spawnSync } from 'node:child_process';
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { CooError } from '../../src/errors.js';
+import { COO } from '../helpers/cli.js';
+import { offlineEndpoints, worlds } from '../helpers/lane.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * "No secret enters the ledger, the events or the errors", attacked as a careless operator: a model
+ * endpoint's token given on the command line, in no variable of the runner's environment, and the
+ * texts the runner prints (`coo watch --json`, `coo mcp`'s log) that name that endpoint.
+ */
+const dir = tempDir('secrets-41-');
+const fresh = worlds(dir);
+const TOKEN = 'QueryToken0123456789abcdefXYZ';
+
+/** Every run of 8 characters of `whole` that `text` still holds. */
+const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
+
+describe("a model endpoint's token given on the command line", () => {
+  it('is in no line coo watch --json or coo mcp --run prints when the endpoint relies on a host pin without bubblewrap (ORACLE_CONFIG, nothing claimed)', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const keyFile = join(w.dir, 'coo.key');
+    writeFileSync(keyFile, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const endpoints = offlineEndpoints(w.server);
+    const flags = [
+      '--ledger', w.gitdir, '--key', keyFile, '--repo', w.target, '--state-dir', join(w.dir, 'state'), '--isolation', 'none',
+      '--oracle-base-url', `http://gw.example:${w.server.port}/v1?api-key=${TOKEN}`, '--oracle-host', 'gw.example=127.0.0.1',
+      '--oracle-anthropic-url', endpoints.anthropic!, '--oracle-gemini-url', endpoints.google!,
+    ];
+    const env = { ...process.env, OPENAI_API_KEY: 'sk-test-key-0123456', ANTHROPIC_API_KEY: 'sk-ant-test-key-0123', GEMINI_API_KEY: 'gemini-test-key-0123' };
+    for (const args of [['watch', '--once', '--json', ...flags], ['mcp', '--run', ...flags]]) {
+      // coo mcp ends when its client closes stdin: the empty input ends it once its runner has made its first pass.
+      const result = spawnSync(process.execPath, [COO, ...args], { encoding: 'utf8', env, input: '', timeout: 60_000 });
+      const said = `${result.stdout}${result.stderr}`;
+      expect(result.status, `${args[0]}: ${said}`).toBe(0);
+      expect(said, args[0]).toContain(`http://gw.example:${w.server.port}/v1?[query removed] relies on the host pin gw.example`);
+      expect(pieces(said, TOKEN), `${args[0]}: ${said}`).toEqual([]);
+    }
+    const [event] = spawnSync(process.execPath, [COO, 'watch', '--once', '--json', ...flags], { encoding: 'utf8', env, timeout: 60_000 }).stdout.trim().split('\n').map((line) => JSON.parse(line) as Record<string, unknown>);
+    expect(event).toMatchObject({ type: 'error', messageId, code: 'ORACLE_CONFIG' });
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+  }, 180_000);
+
+  it("is removed from every event the runner prints, as a secret of its environment is: the transport's endpoints are known to the runner's scrubber", async () => {
+    const w = await fresh();
+    const url = `${w.server.url}/v1?key=${TOKEN}`;
+    const runner = w.runner({ transport: w.transport({ route: { baseUrl: url } }) });
+    const event = runner.errorEvent(new CooError('INTERNAL', `Oracle could not reach ${url}: 401 ${TOKEN} is not a key`));
+    expect(event.message).toContain('[removed: endpoint credentials]');
+    expect(pieces(JSON.stringify(event), TOKEN)).toEqual([]);
+  });
+});
