@@ -5,8 +5,9 @@ import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { CooError } from '../../src/errors.js';
 import { COO } from '../helpers/cli.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor } from '../helpers/hostile-agent.js';
 import { offlineEndpoints, worlds } from '../helpers/lane.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret enters the ledger, the events or the errors", attacked as a careless operator: a model
@@ -15,7 +16,10 @@ import { tempDir } from '../helpers/tmp.js';
  */
 const dir = tempDir('secrets-41-');
 const fresh = worlds(dir);
+const places = hostilePlaces(dir, 'p');
 const TOKEN = 'QueryToken0123456789abcdefXYZ';
+
+const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
 
 /** Every run of 8 characters of `whole` that `text` still holds. */
 const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
@@ -54,4 +58,21 @@ describe("a model endpoint's token given on the command line", () => {
     expect(event.message).toContain('[removed: endpoint credentials]');
     expect(pieces(JSON.stringify(event), TOKEN)).toEqual([]);
   });
+
+  it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints the command lines of the runner's processes", async () => {
+    const place = await places('cmdline');
+    const { messageId } = await dispatchTo(place, 'cmdline');
+    const agent = agentScript(place.world.dir, `for p in /proc/[0-9]*; do tr '\\000' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -- --oracle-base-url >&2; exit 1`);
+    const result = spawnSync(
+      process.execPath,
+      [COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--ea-command', agent, '--isolation', 'none', '--oracle-base-url', `http://127.0.0.1:9/v1?api-key=${TOKEN}`],
+      { encoding: 'utf8', env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test-0123' }, timeout: 60_000 },
+    );
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, result.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('[removed: endpoint credentials]');
+    expect(pieces(ledger, TOKEN)).toEqual([]);
+    expect(pieces(`${result.stdout}${result.stderr}`, TOKEN)).toEqual([]);
+  }, 120_000);
 });
