@@ -1,18 +1,23 @@
 import { spawnSync } from 'node:child_process';
-import { writeFileSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { CooError } from '../../src/errors.js';
 import { COO } from '../helpers/cli.js';
+import { serveGitHttp } from '../helpers/git-http.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor } from '../helpers/hostile-agent.js';
 import { offlineEndpoints, worlds } from '../helpers/lane.js';
+import { consultThrough, makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret enters the ledger, the events or the errors", attacked as a careless operator: a model
  * endpoint's token given on the command line, in no variable of the runner's environment, and the
- * texts the runner prints (`coo watch --json`, `coo mcp`'s log) that name that endpoint.
+ * texts the runner prints (`coo watch --json`, `coo mcp`'s log) that name that endpoint; and as a
+ * hostile remote: one whose refusal of a push says back the credential git sent it.
  */
 const dir = tempDir('secrets-41-');
 const fresh = worlds(dir);
@@ -74,5 +79,49 @@ describe("a model endpoint's token given on the command line", () => {
     expect(ledger).toContain('[removed: endpoint credentials]');
     expect(pieces(ledger, TOKEN)).toEqual([]);
     expect(pieces(`${result.stdout}${result.stderr}`, TOKEN)).toEqual([]);
+  }, 120_000);
+});
+
+describe('a remote that says back the credential git sent it when it refuses a push', () => {
+  const closers: Array<() => void> = [];
+  afterAll(() => {
+    for (const close of closers) close();
+  });
+
+  it("is quoted without it by a writer whose token only git's credential helper knows (REMOTE_REJECTED, nothing written): not on stderr, not in --json", async () => {
+    const HELPER_TOKEN = 'ghs_HelperGivenToken0123456789abcdef';
+    const served = await makeServedLedger(join(dir, 'echoing-remote'));
+    const basic = Buffer.from(`x-access-token:${HELPER_TOKEN}`).toString('base64');
+    // Smart HTTP behind a token, as a forge serves it; git http-backend hands the hook every request header (HTTP_AUTHORIZATION).
+    const server = createServer((req, res) => {
+      if (req.headers.authorization !== `Basic ${basic}`) {
+        req.resume();
+        res.writeHead(401, { 'www-authenticate': 'Basic realm="ledger"' });
+        res.end();
+        return;
+      }
+      serveGitHttp(req, res, served.root);
+    });
+    await new Promise<void>((resolve) => server.listen(0, '127.0.0.1', resolve));
+    closers.push(() => {
+      server.closeAllConnections();
+      server.close();
+    });
+    const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/${served.name}`;
+    // The writer's git gets the token from a helper in its own git configuration: in no variable, file or flag coo reads.
+    const home = join(dir, 'echoing-remote', 'homes', 'w');
+    mkdirSync(home, { recursive: true });
+    writeFileSync(join(home, '.gitconfig'), `[credential]\n\thelper = "!f() { echo username=x-access-token; echo password=${HELPER_TOKEN}; }; f"\n`);
+    const writer = await makeWriter(join(dir, 'echoing-remote'), 'w', served, url);
+    const before = served.head();
+    writeFileSync(join(served.gitdir, 'hooks', 'pre-receive'), `#!/bin/sh\necho "refused: $HTTP_AUTHORIZATION is read-only"\nexit 1\n`, { mode: 0o755 });
+    const result = await consultThrough(writer, served);
+    const said = `${result.stdout}${result.stderr}`;
+    expect(result.status, said).toBe(3);
+    expect(JSON.parse(result.stdout)).toMatchObject({ ok: false, error: { code: 'REMOTE_REJECTED' } });
+    expect(said).toContain('[removed: git credential helper (base64)]');
+    expect(said).not.toContain(basic.slice(20));
+    expect(pieces(said, HELPER_TOKEN)).toEqual([]);
+    expect(served.head()).toBe(before);
   }, 120_000);
 });
