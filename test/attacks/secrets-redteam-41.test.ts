@@ -8,16 +8,18 @@ import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { CooError } from '../../src/errors.js';
 import { COO } from '../helpers/cli.js';
 import { serveGitHttp } from '../helpers/git-http.js';
-import { agentScript, dispatchTo, hostilePlaces, receiptsFor } from '../helpers/hostile-agent.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { offlineEndpoints, worlds } from '../helpers/lane.js';
 import { consultThrough, makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
+import { environmentSecrets } from '../../src/util/scrub.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret enters the ledger, the events or the errors", attacked as a careless operator: a model
  * endpoint's token given on the command line, in no variable of the runner's environment, and the
  * texts the runner prints (`coo watch --json`, `coo mcp`'s log) that name that endpoint; and as a
- * hostile remote: one whose refusal of a push says back the credential git sent it.
+ * hostile remote: one whose refusal of a push says back the credential git sent it; and the
+ * secrets of an ssh remote's password program and of a CI job, under names the scrubber did not read.
  */
 const dir = tempDir('secrets-41-');
 const fresh = worlds(dir);
@@ -123,5 +125,25 @@ describe('a remote that says back the credential git sent it when it refuses a p
     expect(said).not.toContain(basic.slice(20));
     expect(pieces(said, HELPER_TOKEN)).toEqual([]);
     expect(served.head()).toBe(before);
+  }, 120_000);
+});
+
+describe("a secret of the runner's environment under a name the scrubber did not read as one, a third time", () => {
+  const ENV = { SSHPASS: 'SshPassword0123456789xyz', CI_JOB_JWT_V2: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJqb2IifQ.c2lnbmF0dXJlNDU2', DEPLOY_JWT: 'eyJhbGciOiJFUzI1NiJ9.eyJhdWQiOiJ2YXVsdCJ9.c2lnbmF0dXJlNzg5' };
+
+  it("is known: the password sshpass -e reads for an ssh remote (SSHPASS), a CI job's JWT; a JWT's issuer and a COMPASS are not", () => {
+    const plain = { JWT_ISSUER: 'https://gitlab.example.com', COMPASS_HOME: '/opt/compass/home', BYPASS: 'ordinary-value-1' };
+    expect(environmentSecrets({ ...ENV, ...plain }).map((secret) => secret.name).sort()).toEqual(Object.keys(ENV).sort());
+  });
+
+  it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints the runner's environment", async () => {
+    const place = await places('env');
+    const { messageId } = await dispatchTo(place, 'env');
+    const watch = watchOnce(place, agentScript(place.world.dir, String.raw`tr '\0' '\n' < /proc/$PPID/environ | grep -E '^(SSHPASS|CI_JOB_JWT_V2|DEPLOY_JWT)=' >&2; exit 1`), { env: ENV, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('SSHPASS=[removed: SSHPASS]');
+    for (const [name, value] of Object.entries(ENV)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
 });
