@@ -10,7 +10,7 @@ import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } fro
 import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile, startProblem } from '../util/executable.js';
 import { environmentSecrets, MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
-import { urlSecrets } from '../util/display-url.js';
+import { displayUrl, urlSecrets } from '../util/display-url.js';
 import { formatProcessRecord, machineMonotonic, processStartTime, recordedBoot } from '../util/process.js';
 import { dotenvArgumentProblem, oraclePathProblem } from '../lane/oracle-inputs.js';
 import { readFigure } from '../lane/usage-figure.js';
@@ -304,7 +304,7 @@ export class OracleCli implements AaTransport {
     // A host pin is a hosts file bound over /etc/hosts inside the sandbox: without bubblewrap nothing enforces it, and the call would go to the real host.
     const host = plan.endpoint === null ? null : new URL(plan.endpoint).hostname;
     if (this.isolation !== 'bwrap' && (this.endpoints.hosts ?? []).some((pin) => pin.name === host)) {
-      throw new CooError('ORACLE_CONFIG', `${plan.endpoint} relies on the host pin ${host}, which needs bubblewrap: without it Oracle would reach the real ${host}`);
+      throw new CooError('ORACLE_CONFIG', `${displayUrl(plan.endpoint!)} relies on the host pin ${host}, which needs bubblewrap: without it Oracle would reach the real ${host}`);
     }
     // A consult needs its provider key; without it the lane fails closed before claiming anything.
     const keyProblem = providerKeyProblem(plan.keyEnv, (this.config.env ?? process.env)[plan.keyEnv]);

@@ -6,11 +6,13 @@ import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
-import { displayUrl, withoutUserInfo } from '../util/display-url.js';
+import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-files.js';
+import { displayUrl, urlSecrets, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
 import { GIT_NO_REDIRECTS, gitEnvironment, remoteGitEnvironment } from '../util/git-env.js';
 import { REDIRECT_STATUS_PATTERN } from '../util/redirects.js';
+import { MIN_SECRET_CHARS, Scrubber } from '../util/scrub.js';
 import { checkGitFiles } from '../ledger/git-files.js';
 
 /** Where a fetch leaves the remote's main: apart from the local one, which moves only after verification. */
@@ -203,9 +205,41 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     child.on('close', (code) => {
       settle();
       const ok = finish(code === 0 && timedOut === null);
-      done({ ok, stdout, stderr, timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
+      done({ ok, stdout, stderr: stderr === '' ? stderr : handedToGit(gitdir, args).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
     });
   });
+}
+
+/** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit). */
+const handedScrubbers = new Map<string, Scrubber>();
+
+/**
+ * What git says about a remote is quoted in coo's errors and events (gitSaid, refusedAccess, a
+ * push's refusal), and a remote may say back the credential git sent it: a hook that prints the
+ * request's Authorization header, a forge that names the token it refused. So git's output is
+ * scrubbed here, where every git that talks to a remote runs, of what git is handed for it: the
+ * credentials of the URLs it was given and of the clone's configuration (its remotes, headers,
+ * proxies), and what the credential helpers give for them (util/credential-files.ts), which no
+ * environment the writer's CLI reads holds. Learned once per process, the first time git says
+ * anything; a helper that does not answer now gives nothing (git asked it already, and fared as it did).
+ */
+function handedToGit(gitdir: string | undefined, args: readonly string[]): Scrubber {
+  const urls = args.filter((arg) => /^[a-z][a-z0-9+.-]*:\/\//i.test(arg));
+  const key = JSON.stringify([gitdir ?? null, urls]);
+  const known = handedScrubbers.get(key);
+  if (known !== undefined) return known;
+  const inClone = (helpers: boolean): ReturnType<typeof gitRemoteSecrets> => (gitdir === undefined ? [] : gitRemoteSecrets([gitdir], { helpers }));
+  const fromHelpers = (): ReturnType<typeof credentialHelperSecrets> => credentialHelperSecrets(urls.map((url) => ({ url, gitArgs: gitdir === undefined ? [] : ['--git-dir', gitdir], askpass: false })));
+  const attempt = <T>(learn: () => T[], otherwise: () => T[]): T[] => {
+    try {
+      return learn();
+    } catch {
+      return otherwise();
+    }
+  };
+  const scrubber = new Scrubber([...urlSecrets(urls, 'remote credentials', MIN_SECRET_CHARS), ...attempt(() => inClone(true), () => inClone(false)), ...attempt(fromHelpers, () => [])]);
+  handedScrubbers.set(key, scrubber);
+  return scrubber;
 }
 
 /** git's last words on a failure, one line, for a message; a time limit that ran out says so. Credentials in a URL are never repeated. */

@@ -240,8 +240,18 @@ export class Runner {
     this.retriesSeen = new RetrySightings(options.stateDir, bootId());
     this.claimsSeen = new RetrySightings(options.stateDir, bootId(), CLAIMS);
     this.local = new LocalRunners(options.ledger.gitdir);
+    // What the transport may hand Oracle is known to every text the runner writes, events included: an endpoint's token given on
+    // the command line (`--oracle-base-url …?key=…`) is in no environment the runner reads, and an event is printed (--json, coo mcp).
     this.scrubber = new Scrubber(
-      [...environmentSecrets(process.env), ...credentialFileSecrets(process.env), ...gitRemoteSecrets([options.repo, options.ledger.gitdir]), ...(options.remote?.secrets?.() ?? []), ...privateKeySecrets(options.key), ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }])],
+      [
+        ...environmentSecrets(process.env),
+        ...credentialFileSecrets(process.env),
+        ...gitRemoteSecrets([options.repo, options.ledger.gitdir]),
+        ...(options.remote?.secrets?.() ?? []),
+        ...options.transport.handedSecrets(),
+        ...privateKeySecrets(options.key),
+        ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }]),
+      ],
       runnerPlaces({ stateDir: options.stateDir, ledger: options.ledger.gitdir, repo: options.repo, hidden: options.hide ?? [] }),
     );
     this.printable = new Scrubber(this.scrubber.secrets);

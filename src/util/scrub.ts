@@ -88,13 +88,16 @@ export { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
  *   ledger cuts out no other text (a credential file's `aws_access_key_id` is a secret field too);
  * - an end ASSERTION or VERIFIER after `_` or as the whole name: an OAuth client's signed
  *   `client_assertion` and the JWT of an `assertion` grant, which get a token as a client secret does,
- *   and a PKCE `code_verifier`, which gets one with the code.
+ *   and a PKCE `code_verifier`, which gets one with the code;
+ * - an end JWT after `_` or as the whole name, or JWT and a version (`CI_JOB_JWT_V2`): a signed token a
+ *   CI job proves itself with to a cloud or a vault;
+ * - `SSHPASS`, the password `sshpass -e` (a GIT_SSH_COMMAND of a remote over ssh) reads.
  * A secret under any other name (`SLACK_WEBHOOK`) is not known, unless it is a credential of a URL
  * or a secret field of a connection string (environmentSecrets).
  */
-const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|ACCESS_KEY_ID$|(?:^|_)(?:ASSERTION|VERIFIER)$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
+const SECRET_NAME = /(?:^|_|API|AUTH)(?:KEY|TOKEN|SECRET|PASS|PAT|AUTH|CREDENTIALS?)$|ACCESS_KEY_ID$|(?:^|_)(?:ASSERTION|VERIFIER)$|(?:^|_)JWT(?:_V\d+)?$|^SSHPASS$|(?:PASSWORD|PASSWD|PASSPHRASE)$|_PWD$|(?:^|_)(?:SECRETS?|TOKEN|PASSWORD|PASSWD|PASSPHRASE|CREDENTIALS?)_(?!(?:.*_)?(?:FILE|DIR|DIRECTORY|PATH)$)/i;
 
-/** Whether an environment variable of this name holds a secret (SECRET_NAME): `OPENAI_API_KEY`, `PGPASSWORD`, not `PWD` nor `KEY_FILE`. */
+/** Whether an environment variable of this name holds a secret (SECRET_NAME): `OPENAI_API_KEY`, `PGPASSWORD`, `SSHPASS`, not `PWD` nor `KEY_FILE`. */
 export function isSecretName(name: string): boolean {
   return SECRET_NAME.test(name);
 }
