@@ -211,8 +211,8 @@ export class Runner {
   private passWrote = { receipts: 0, kept: [] as string[] };
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
   private readonly readySince = new Map<string, number>();
-  /** Each message the assignment gives this runner: its place among those given out, and when (monotonic) it last saw that place change. */
-  private readonly turns = new Map<string, { readonly place: number; readonly since: number }>();
+  /** Each message the assignment gives this runner: the messages given out ahead of it, and when (monotonic) its wait for its turn began (turnSince). */
+  private readonly turns = new Map<string, { readonly ahead: ReadonlyMap<string, number>; readonly since: number }>();
   /** Runners that let a message matched to them pass the hand-off, with their newest heartbeat then: left out of the matching until they show progress. */
   private readonly suspects = new Map<string, number | null>();
   /** Why the operator stopped the runner (`SIGINT`), once they did: no new work starts, and the attempt in flight ends interrupted. */
@@ -743,13 +743,14 @@ export class Runner {
       const waited = tick - this.readySince.get(candidate.record.id)!;
       if (owner === this.runnerId) {
         const place = order.indexOf(candidate.record.id);
-        let mark = this.turns.get(candidate.record.id);
-        if (mark?.place !== place) this.turns.set(candidate.record.id, (mark = { place, since: tick }));
         const turn = place * share.staggerMs;
-        if (tick - mark.since >= turn) return candidate;
-        wake(turn - (tick - mark.since));
+        const waitedTurn = tick - this.turnSince(state, candidate.record.id, order.slice(0, place), tick);
+        if (waitedTurn >= turn) return candidate;
+        wake(turn - waitedTurn);
         continue;
       }
+      // Given to another runner now: a wait this runner began for it no longer stands if it comes back.
+      this.turns.delete(candidate.record.id);
       if (waited >= share.handoffMs) {
         if (owner !== undefined) this.suspects.set(owner, state.runnerHeartbeats.get(owner)?.seq ?? null);
         return candidate;
@@ -757,6 +758,25 @@ export class Runner {
       wake(share.handoffMs - waited);
     }
     return undefined;
+  }
+
+  /**
+   * When this runner's wait for its turn with `id` began: when it first saw it given to it, and again
+   * each time a message that was ahead of it was claimed or ended (the ledger shows a new attempt, or
+   * its end), which moves it up. A place that grows (a retry come due ahead of it) or a message ahead
+   * that this pass only left aside starts no new wait, so a place that comes and goes with the pass
+   * cannot hold it back.
+   */
+  private turnSince(state: LedgerState, id: string, ahead: readonly string[], tick: number): number {
+    const attempts = (other: string): number => {
+      const record = state.messages.get(other);
+      return record === undefined || isTerminal(record) ? Number.POSITIVE_INFINITY : record.attempts.length;
+    };
+    const mark = this.turns.get(id);
+    const moved = mark !== undefined && [...mark.ahead].some(([other, seen]) => attempts(other) > seen);
+    const since = mark === undefined || moved ? tick : mark.since;
+    this.turns.set(id, { ahead: new Map(ahead.map((other) => [other, attempts(other)])), since });
+    return since;
   }
 
   /**
