@@ -12,7 +12,7 @@ const MEANING: Readonly<Record<string, string>> = {
   allowance_unstated: "the attempt's runner stopped before its receipt and its claim does not state what it was allowed to spend: the charge is bounded from the ledger at its claim (its message's budget and its model's cap), the most its pre-flight could have let it spend",
   artifact_truncated: 'an attachment (the event stream, a log, a stderr tail) was larger than the runner or the ledger keeps: it is stored cut, and its hash is of what is stored',
   proposal_stripped: "the answer passed, but proposals in it carried authority (an actor to dispatch, an approval, an unbounded scope, a field of their own): they were stripped and not stored, the receipt's output_validation errors say which and why, and the advice stands without them",
-  bundle_unverified: "the attempt was recovered after its runner died, and its sandbox's prompt.txt (a folder Oracle may write) was not the bundle its message renders with the attempt's canary: no prompt-sent.md is kept and no bundle_hash is stated, and the bundle's size is what is charged",
+  bundle_unverified: "the attempt was recovered after its runner died, and its sandbox's prompt.txt (a folder Oracle may write) was not the bundle the recovering build renders for its message with the attempt's canary (rewritten, removed, or written by a build whose prompt template differs): no prompt-sent.md is kept and no bundle_hash is stated, and the estimates and floors use the rendered bundle's size, not the file's",
   commands_in_artifact: 'the executor ran more commands than a receipt lists: the receipt keeps the first ones and every verification, and commands.json (attached, hashed) keeps them all',
 };
 

@@ -574,7 +574,8 @@ export class ConsultLane implements RunnerLane {
     // The prompt as the runner wrote it, in a folder Oracle may change: never through a link or a FIFO, never past the bound.
     const promptFile = readBounded(sandbox.promptPath, { maxBytes: LIMITS.artifactBytes });
     const rendered = attemptFile === null ? null : await this.recoveredBundle(message, attemptFile.canary, promptFile);
-    if (attemptFile !== null && rendered !== null && harvested !== null && promptFile.kind === 'file') {
+    // A paid answer is harvested whatever became of prompt.txt: the bundle is the one the message renders (recoveredBundle).
+    if (attemptFile !== null && rendered !== null && harvested !== null) {
       const pins = await checkContextPin(this.ctx.ledger, this.ctx.pins, record, message.context_pin);
       const model = attemptFile.model;
       const price = await this.claimedPrice(state, claim, attemptFile);
@@ -808,7 +809,7 @@ function newCanary(): string {
 }
 
 /** What an interrupted receipt says of a sandbox whose prompt.txt is not the bundle its message renders (recoveredBundle). */
-const UNVERIFIED_DETAIL = "the sandbox's prompt.txt is not the bundle the message renders with its attempt's canary, which the runner wrote there before Oracle started: it is not kept as prompt-sent.md and no bundle_hash names it";
+const UNVERIFIED_DETAIL = "the sandbox's prompt.txt is not the bundle this build renders for the message with its attempt's canary (what the runner wrote there before Oracle started, unless the prompt's template changed with an upgrade since): it is not kept as prompt-sent.md and no bundle_hash names it";
 
 /** Whether the recorded process is still running as itself. */
 function isStill(record: ProcessRecord): boolean {

@@ -92,7 +92,7 @@ describe("a consult whose runner and Oracle died while the model held its call, 
       const { interrupted, claim, written } = await bothDiedAndChanged(world, edit);
       expect(sentOf(interrupted)).toBeUndefined();
       expect(interrupted['bundle_hash']).toBeNull();
-      expect(interrupted.blockers[0]!.detail).toContain("the sandbox's prompt.txt is not the bundle the message renders with its attempt's canary");
+      expect(interrupted.blockers[0]!.detail).toContain("the sandbox's prompt.txt is not the bundle this build renders for the message with its attempt's canary");
       expect(interrupted.warnings).toEqual(expect.arrayContaining(['bundle_unverified', 'usage_unreported']));
       // The call is charged as one that ended unanswered, its input the bundle's, never the file's.
       expect(interrupted.usage.input_tokens).toBe(estimateInputTokens(written.bundle.length, contextBytes));
@@ -126,7 +126,7 @@ describe("a consult whose runner and Oracle died while the model held its call, 
   });
 });
 
-describe("a consult whose runner died after the paid answer, the sandbox's prompt.txt then rewritten", () => {
+describe("a consult whose runner died after the paid answer, the sandbox's prompt.txt then rewritten or removed", () => {
   /** The runner killed once the answer is written; `edit` applied to its sandbox; the next start's receipts. */
   async function harvestedAfter(world: World, edit: (sandbox: Sandbox, written: Written) => void) {
     const { messageId } = await world.consult();
@@ -153,6 +153,16 @@ describe("a consult whose runner died after the paid answer, the sandbox's promp
     expect(receipts[0]!.warnings).toContain('bundle_unverified');
     expect(receipts[0]!.actual_cost_usd).toBeGreaterThan(0);
     expect(cooBounded(['verify', '--ledger', world.gitdir]).status).toBe(0);
+  });
+
+  it('harvests the paid answer when prompt.txt was removed, rather than paying for the question again, keeping no prompt-sent.md and saying so', async () => {
+    const world = await fresh();
+    const { receipts } = await harvestedAfter(world, (sandbox) => rmSync(sandbox.promptPath));
+    expect(receipts).toHaveLength(1);
+    expect(receipts[0]!['status'], JSON.stringify(receipts[0]!.blockers)).toBe('succeeded');
+    expect(sentOf(receipts[0]!)).toBeUndefined();
+    expect(receipts[0]!['bundle_hash']).toBeNull();
+    expect(receipts[0]!.warnings).toContain('bundle_unverified');
   });
 
   it('harvests the answer with prompt.txt as the runner wrote it kept as prompt-sent.md, the bytes the model was sent', async () => {
