@@ -130,3 +130,19 @@ export function checkTimeLimitMs(ms: number | undefined, where: string): number 
   }
   return ms;
 }
+
+/** The most a caller may let one fetch bring (1 TiB, as `--max-fetch` allows): past it a number is a typo, not a ledger. */
+export const MAX_FETCH_BYTES = 1024 ** 4;
+
+/**
+ * The most a library caller lets one fetch bring (a clone's, a remote's `maxFetchBytes`), or undefined
+ * when none was given: a whole number of bytes from 1 to MAX_FETCH_BYTES. NaN or Infinity took the bound
+ * away (no size is over them), and 0 stopped every fetch.
+ */
+export function checkFetchBytes(bytes: number | undefined, where: string): number | undefined {
+  if (bytes === undefined) return undefined;
+  if (typeof bytes !== 'number' || !Number.isSafeInteger(bytes) || bytes < 1 || bytes > MAX_FETCH_BYTES) {
+    throw new CooError('USAGE', `${where}: maxFetchBytes takes a whole number of bytes from 1 to ${MAX_FETCH_BYTES} (1 TiB), got ${String(bytes)}`);
+  }
+  return bytes;
+}

@@ -1,6 +1,6 @@
 import { closeSync, constants, lstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { LIMITS } from '../limits.js';
+import { LIMITS, MAX_FETCH_BYTES } from '../limits.js';
 import { fileType, readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
 import { Option, type Command } from 'commander';
@@ -303,8 +303,8 @@ export function runnerSeconds(flag: string, text: string | undefined, fallback: 
   return timerSeconds(flag, text) ?? fallback;
 }
 
-/** The most `--max-fetch` may be set to, in MiB (1 TiB): past it a number is a typo, not a ledger. */
-const MAX_FETCH_MIB = 1024 * 1024;
+/** The most `--max-fetch` may be set to, in MiB (1 TiB, as a library caller's maxFetchBytes). */
+const MAX_FETCH_MIB = MAX_FETCH_BYTES / (1024 * 1024);
 
 /**
  * `--max-fetch <MiB>` (coo clone, coo watch): the most one fetch of the remote's main may bring, in

@@ -4,7 +4,7 @@ import { basename, dirname, join, resolve } from 'node:path';
 import { CooError, type Finding } from '../errors.js';
 import { verifyLedger } from '../audit/verify.js';
 import { installHook, LEDGER_CONFIG, requireNewLedgerPath } from '../ledger/init.js';
-import { checkTimeLimitMs, LIMITS } from '../limits.js';
+import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
@@ -50,6 +50,7 @@ const LIVENESS = new Set(['HEARTBEAT_EXPIRED']);
  */
 export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   checkTimeLimitMs(options.timeoutMs, 'cloneLedger');
+  checkFetchBytes(options.maxFetchBytes, 'cloneLedger');
   const gitdir = resolve(options.gitdir);
   requireNewLedgerPath(gitdir);
   requireBareRemote(options.url, 'a clone of it');

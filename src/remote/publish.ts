@@ -6,7 +6,7 @@ import { CooError } from '../errors.js';
 import { descendsFrom, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
-import { checkTimeLimitMs, LIMITS } from '../limits.js';
+import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl, urlCredentials } from '../util/display-url.js';
 import { credentialHelperSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
@@ -139,12 +139,13 @@ export class RemoteLedger {
     this.url = displayUrl(options.remote);
     this.timeoutMs = checkTimeLimitMs(options.timeoutMs, 'RemoteLedger');
     this.limitName = options.limitName ?? DEFAULT_LIMIT_NAME;
-    this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.maxTries = options.maxTries ?? DEFAULT_MAX_TRIES;
-    this.maxFetchBytes = options.maxFetchBytes ?? LIMITS.remoteFetchBytes;
+    this.maxFetchBytes = checkFetchBytes(options.maxFetchBytes, 'RemoteLedger') ?? LIMITS.remoteFetchBytes;
     this.lockWaitMs = options.lockWaitMs ?? LIMITS.lockWaitMs;
     if (!Number.isSafeInteger(this.maxTries) || this.maxTries < 1) throw new CooError('USAGE', `maxTries must be a positive integer, got ${this.maxTries}`);
     if (!Number.isSafeInteger(this.lockWaitMs) || this.lockWaitMs < 0) throw new CooError('USAGE', `lockWaitMs must be a whole number of ms, got ${this.lockWaitMs}`);
+    // Checked first: the shared connection makes its socket folder.
+    this.shared = options.shareConnection === true ? shareSshConnection(ledger.gitdir, options.remote) : null;
     this.backoffMs = options.backoffMs ?? defaultBackoff;
   }
 

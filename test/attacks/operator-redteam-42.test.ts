@@ -36,7 +36,7 @@ describe('numbers read as a person writes them', () => {
 });
 
 describe("a library caller's time limits", () => {
-  it('are refused as USAGE past a day, at 0, or not a number, before anything is made: a timer of 2^31 ms or more fires at once', async () => {
+  it('are refused as USAGE past a day, at 0, or not a number, before anything is made: a timer of 2^31 ms or more fires at once; so is a fetch bound that is no bound (NaN, Infinity) or stops every fetch (0)', async () => {
     const w = await fresh();
     const trustRoot = { keyId: w.actors.ceo.publicKey.keyId };
     for (const timeoutMs of [2 ** 31, 86_400_001, 0, -1, Number.NaN, Number.POSITIVE_INFINITY]) {
@@ -45,6 +45,12 @@ describe("a library caller's time limits", () => {
       expect(existsSync(gitdir)).toBe(false);
       expect(codeOf(() => new RemoteLedger(w.ledger, { remote: w.gitdir, timeoutMs }))).toBe('USAGE');
       expect(await codeOfAsync(() => pushAttemptBranch({ gitdir: w.gitdir, branch: 'coo/x', headSha: 'a'.repeat(40), attemptId: 'att_x', pushUrl: 'https://127.0.0.1/x.git', token: 'ghp_test', timeoutMs }))).toBe('USAGE');
+    }
+    for (const maxFetchBytes of [Number.NaN, Number.POSITIVE_INFINITY, 0, 1.5, 2 ** 41]) {
+      const gitdir = join(w.dir, `fetch-${String(maxFetchBytes)}.git`);
+      expect(await codeOfAsync(() => cloneLedger({ url: w.gitdir, gitdir, trustRoot, now: new Date(), maxFetchBytes }))).toBe('USAGE');
+      expect(existsSync(gitdir)).toBe(false);
+      expect(codeOf(() => new RemoteLedger(w.ledger, { remote: w.gitdir, maxFetchBytes }))).toBe('USAGE');
     }
     // The guard: a day is taken.
     const day = await cloneLedger({ url: w.gitdir, gitdir: join(w.dir, 'day.git'), trustRoot, now: new Date(), timeoutMs: 86_400_000 });
