@@ -1,6 +1,7 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
 import { checkEdge } from '../authority/policy-check.js';
 import { laneStateOf, type LedgerState } from '../authority/state.js';
@@ -17,7 +18,7 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerGitdir } from '../lane/work-repo.js';
-import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
+import { requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
@@ -198,6 +199,13 @@ const PENDING: ReadonlySet<string> = new Set(['queued', 'retry_wait', 'claimed']
  */
 const WRITABLE_LEDGER = 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)';
 
+/**
+ * The least room a state folder's file system must have at start: a consult's question and answer
+ * at the artifact limit, and a subprocess's captured output besides. A floor, not what every attempt
+ * needs: a dispatch's worktree takes as much as the repository's files, known only once it is made.
+ */
+const ATTEMPT_ROOM_BYTES = 2 * LIMITS.artifactBytes + LIMITS.subprocessOutputBytes;
+
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   return problemsOf([
     // One problem for one cause: a ledger read-only as a whole is said once, at its folder of runners.
@@ -209,6 +217,7 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");
+      requireRoom(stateDir, "the runner's state folder", ATTEMPT_ROOM_BYTES, "every attempt's sandbox and worktree is made there; make room on it, or give a --state-dir on a file system with room; nothing was claimed");
     },
     () => privateSocketsDir(),
   ]);

@@ -1,4 +1,5 @@
 import { execFileSync } from 'node:child_process';
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { cooBounded, headOf, refusal, startBounded, watchArgs, writeKey } from '../helpers/damage.js';
@@ -43,5 +44,37 @@ describe.runIf(root)('a --repo another user owns', { timeout: 180_000 }, () => {
     expect(alone.status, alone.stderr).toBe(0);
     expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
     expect(world.server.requests).toHaveLength(1);
+  });
+});
+
+describe.runIf(root)('a --state-dir on a file system with room for a file and not for a sandbox', { timeout: 180_000 }, () => {
+  it('is refused at start by coo watch and coo mcp --run (RUNNER_CONFIG, exit 2) saying how much room there is and to make room; nothing is claimed (it claimed, and stopped at the sandbox with the message left claimed); with room, the consult runs once', async () => {
+    const world = await fresh();
+    const consult = (await world.consult()).messageId;
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const mount = join(world.dir, 'small');
+    mkdirSync(mount);
+    // Only root may mount; a tmpfs is a file system of a known size on any machine.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mount]);
+    try {
+      const stateDir = join(mount, 'state');
+      writeFileSync(join(mount, 'filler'), Buffer.alloc(12 * 1024 * 1024));
+
+      const said = new RegExp(`^coo: RUNNER_CONFIG: ${stateDir}, the runner's state folder, is on a file system with [0-9.]+ MiB free, less than the 10\\.0 MiB one attempt needs there: .*make room on it, or give a --state-dir on a file system with room; nothing was claimed$`);
+      // Asynchronously: a runner that starts calls the model, which answers from this process.
+      expect(refusal(await startBounded([...watchArgs(world, key, stateDir), '--once', '--isolation', 'none'], env).ended)).toMatch(said);
+      const served = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'], { env });
+      expect(refusal(served)).toMatch(said);
+      await nothingClaimed(world, before, { consult });
+
+      rmSync(join(mount, 'filler'));
+      const alone = await startBounded([...watchArgs(world, key, stateDir), '--once', '--isolation', 'none'], env).ended;
+      expect(alone.status, alone.stderr).toBe(0);
+      expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(world.server.requests).toHaveLength(1);
+    } finally {
+      execFileSync('umount', [mount]);
+    }
   });
 });
