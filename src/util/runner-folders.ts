@@ -102,7 +102,7 @@ export function requireRoom(dir: string, what: string, bytes: number, fix: strin
 }
 
 function mebibytes(bytes: number): string {
-  return `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+  return bytes < 1024 * 1024 ? `${Math.floor(bytes / 1024)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
 }
 
 /**

@@ -48,7 +48,7 @@ describe.runIf(root)('a --repo another user owns', { timeout: 180_000 }, () => {
 });
 
 describe.runIf(root)('a --state-dir on a file system with room for a file and not for a sandbox', { timeout: 180_000 }, () => {
-  it('is refused at start by coo watch and coo mcp --run (RUNNER_CONFIG, exit 2) saying how much room there is and to make room; nothing is claimed (it claimed, and stopped at the sandbox with the message left claimed); with room, the consult runs once', async () => {
+  it('is refused at start by coo watch and coo mcp --run (RUNNER_CONFIG, exit 2) saying how much room there is and to make room; nothing is claimed (it claimed, and stopped at the sandbox\'s first write with the message left claimed); with room, the consult runs once', async () => {
     const world = await fresh();
     const consult = (await world.consult()).messageId;
     const before = headOf(world.gitdir);
@@ -59,9 +59,10 @@ describe.runIf(root)('a --state-dir on a file system with room for a file and no
     execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=16m', 'tmpfs', mount]);
     try {
       const stateDir = join(mount, 'state');
-      writeFileSync(join(mount, 'filler'), Buffer.alloc(12 * 1024 * 1024));
+      // Room for the start's probe file, not for a consult's sandbox.
+      writeFileSync(join(mount, 'filler'), Buffer.alloc(16 * 1024 * 1024 - 16 * 1024));
 
-      const said = new RegExp(`^coo: RUNNER_CONFIG: ${stateDir}, the runner's state folder, is on a file system with [0-9.]+ MiB free, less than the 10\\.0 MiB one attempt needs there: .*make room on it, or give a --state-dir on a file system with room; nothing was claimed$`);
+      const said = new RegExp(`^coo: RUNNER_CONFIG: ${stateDir}, the runner's state folder, is on a file system with \\d+ KiB free, less than the 10\\.0 MiB one attempt needs there: .*make room on it, or give a --state-dir on a file system with room; nothing was claimed$`);
       // Asynchronously: a runner that starts calls the model, which answers from this process.
       expect(refusal(await startBounded([...watchArgs(world, key, stateDir), '--once', '--isolation', 'none'], env).ended)).toMatch(said);
       const served = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--oracle-base-url', `${world.server.url}/v1`, '--isolation', 'none'], { env });
