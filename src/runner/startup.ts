@@ -1,6 +1,7 @@
-import { accessSync, constants, existsSync } from 'node:fs';
+import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
+import { LIMITS } from '../limits.js';
 import { describeStatus, keyStatus } from '../authority/keys.js';
 import { checkEdge } from '../authority/policy-check.js';
 import { laneStateOf, type LedgerState } from '../authority/state.js';
@@ -17,7 +18,7 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerGitdir } from '../lane/work-repo.js';
-import { requireOwnFolder, requireWritableFolder } from '../util/runner-folders.js';
+import { requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
@@ -106,7 +107,11 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   try {
     // Relative to the folder git ran in (`.git`, `.` in a bare repository); --path-format needs git 2.31.
     common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
-  } catch {
+  } catch (error) {
+    const owner = foreignOwner(repo, error);
+    if (owner !== null) {
+      return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a git repository of another user${owner}, which git refuses to work in (safe.directory): its hooks and config would run as this runner; run the runner as the user who owns it, or give a clone of it this user owns (git clone ${repo}); nothing was claimed` };
+    }
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is not a git repository: consults pin their context in it and dispatches work in it; give the repository they were written for` };
   }
   if (isLedgerGitdir(common, ledgerGitdir)) {
@@ -129,6 +134,30 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a partial clone (git clone --filter; ${promisor.split(' ')[0]}): the runner never has git fetch the objects it lacks as it reads them, so every message pinning a file it lacks would end with a stale_context receipt, blamed on the work; give a full clone (git clone without --filter); nothing was claimed` };
   }
   return null;
+}
+
+/**
+ * Who owns `repo` when git refused it as another user's (git 2.35.2 and later work in no repository
+ * owned by another user unless safe.directory names it): said as such, not as no repository, which
+ * sent the operator looking for a repository that is there. Told by git's own words, or, in a locale
+ * that translates them, by the owner of the folder or its .git when one of them is not this user.
+ */
+function foreignOwner(repo: string, error: unknown): string | null {
+  // '' when git said so and the owner could not be read; ' (uid N)' otherwise.
+  const uid = process.geteuid?.();
+  let owner: number | null = null;
+  for (const path of [repo, join(repo, '.git')]) {
+    try {
+      const found = statSync(path).uid;
+      if (uid !== undefined && found !== uid) owner = found;
+    } catch {
+      // A path that is not there tells nothing of its owner.
+    }
+  }
+  const said = isCooError(error) && /dubious ownership/.test(error.message);
+  const gitFolder = existsSync(join(repo, '.git')) || existsSync(join(repo, 'HEAD'));
+  if (!said && (owner === null || !gitFolder)) return null;
+  return owner === null ? '' : ` (uid ${owner})`;
 }
 
 /**
@@ -170,6 +199,13 @@ const PENDING: ReadonlySet<string> = new Set(['queued', 'retry_wait', 'claimed']
  */
 const WRITABLE_LEDGER = 'the runner commits its claims and receipts in the ledger; run it where the ledger is writable (a clone of it with --remote, coo clone)';
 
+/**
+ * The least room a state folder's file system must have at start: a consult's question and answer
+ * at the artifact limit, and a subprocess's captured output besides. A floor, not what every attempt
+ * needs: a dispatch's worktree takes as much as the repository's files, known only once it is made.
+ */
+const ATTEMPT_ROOM_BYTES = 2 * LIMITS.artifactBytes + LIMITS.subprocessOutputBytes;
+
 function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
   return problemsOf([
     // One problem for one cause: a ledger read-only as a whole is said once, at its folder of runners.
@@ -181,6 +217,7 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");
+      requireRoom(stateDir, "the runner's state folder", ATTEMPT_ROOM_BYTES, "every attempt's sandbox and worktree is made there; make room on it, or give a --state-dir on a file system with room; nothing was claimed");
     },
     () => privateSocketsDir(),
   ]);

@@ -83,6 +83,29 @@ export function requireWritableFolder(dir: string, what: string, fix: string): v
 }
 
 /**
+ * Refuses `dir` when the file system it is on has less than `bytes` free for this user. A state
+ * folder whose file system has room for the probe file and not for a sandbox let the runner start,
+ * claim a message, and stop (exit 1) at the sandbox's first write, the message left claimed with no
+ * receipt, and the line said to remove the sandbox rather than to make room.
+ */
+export function requireRoom(dir: string, what: string, bytes: number, fix: string): void {
+  let free: number;
+  try {
+    const stats = fs.statfsSync(dir);
+    free = stats.bavail * stats.bsize;
+  } catch {
+    // A file system that does not say how much room it has is judged by the writes themselves.
+    return;
+  }
+  if (free >= bytes) return;
+  throw new CooError('RUNNER_CONFIG', `${dir}, ${what}, is on a file system with ${mebibytes(free)} free, less than the ${mebibytes(bytes)} one attempt needs there: ${fix}`);
+}
+
+function mebibytes(bytes: number): string {
+  return bytes < 1024 * 1024 ? `${Math.floor(bytes / 1024)} KiB` : `${(bytes / (1024 * 1024)).toFixed(1)} MiB`;
+}
+
+/**
  * `mkdir -p`, one level at a time: node's recursive mkdir says ENOENT where a parent is on a
  * read-only file system (not EROFS), and never returns under /proc.
  */
