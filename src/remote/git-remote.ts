@@ -51,6 +51,11 @@ export interface RemoteGitOptions {
    */
   readonly maxReceivedBytes?: number;
   /**
+   * What git is handed for this remote, as its caller learned it (RemoteLedger: its secrets, asked
+   * once), to scrub git's words of; by default learned here once (handedToGit).
+   */
+  readonly handed?: () => Scrubber;
+  /**
    * Without `gitdir`, for a clone: the folder it makes, weighed as a fetch's quarantine is against
    * `maxReceivedBytes`; over it, the command is stopped, and the caller removes the folder.
    */
@@ -205,13 +210,14 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     child.on('close', (code) => {
       settle();
       const ok = finish(code === 0 && timedOut === null);
-      done({ ok, stdout, stderr: stderr === '' ? stderr : handedToGit(gitdir, args).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
+      done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
     });
   });
 }
 
-/** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit). */
+/** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit); a few, the oldest let go. */
 const handedScrubbers = new Map<string, Scrubber>();
+const HANDED_KEPT = 16;
 
 /**
  * What git says about a remote is quoted in coo's errors and events (gitSaid, refusedAccess, a
@@ -238,6 +244,7 @@ function handedToGit(gitdir: string | undefined, args: readonly string[]): Scrub
     }
   };
   const scrubber = new Scrubber([...urlSecrets(urls, 'remote credentials', MIN_SECRET_CHARS), ...attempt(() => inClone(true), () => inClone(false)), ...attempt(fromHelpers, () => [])]);
+  if (handedScrubbers.size >= HANDED_KEPT) handedScrubbers.delete(handedScrubbers.keys().next().value!);
   handedScrubbers.set(key, scrubber);
   return scrubber;
 }

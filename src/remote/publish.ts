@@ -8,9 +8,9 @@ import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl, urlCredentials } from '../util/display-url.js';
-import { credentialHelperSecrets } from '../util/credential-files.js';
+import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
-import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
+import { MIN_SECRET_CHARS, Scrubber, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
 import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
@@ -127,8 +127,39 @@ export class RemoteLedger {
    * here as its first fetch would ask them. Throws RUNNER_CONFIG when a helper does not answer.
    */
   secrets(): Secret[] {
-    const inUrl = urlCredentials(this.remoteUrl).filter((value) => value.length >= MIN_SECRET_CHARS).map((value) => ({ name: 'remote credentials', value }));
-    return [...inUrl, ...credentialHelperSecrets([{ url: this.remoteUrl, gitArgs: ['--git-dir', this.ledger.gitdir], askpass: true }])];
+    this.learned ??= [...this.urlSecrets(), ...credentialHelperSecrets([{ url: this.remoteUrl, gitArgs: ['--git-dir', this.ledger.gitdir], askpass: true }])];
+    return this.learned;
+  }
+
+  private learned: Secret[] | null = null;
+  private handed: Scrubber | null = null;
+
+  private urlSecrets(): Secret[] {
+    return urlCredentials(this.remoteUrl).filter((value) => value.length >= MIN_SECRET_CHARS).map((value) => ({ name: 'remote credentials', value }));
+  }
+
+  /**
+   * What git's words about this remote are scrubbed of (git-remote.ts runRemoteGit): its secrets, asked
+   * once (a runner asked them at its start), and the clone's configured ones; a helper that does not
+   * answer leaves the URL's. Learned the first time git says anything, not on a runner's quiet looks.
+   */
+  private handedScrubber(): Scrubber {
+    if (this.handed === null) {
+      let asked: Secret[];
+      try {
+        asked = this.secrets();
+      } catch {
+        asked = this.urlSecrets();
+      }
+      let configured: Secret[];
+      try {
+        configured = gitRemoteSecrets([this.gitdir], { helpers: false });
+      } catch {
+        configured = [];
+      }
+      this.handed = new Scrubber([...asked, ...configured]);
+    }
+    return this.handed;
   }
 
   constructor(
@@ -170,7 +201,7 @@ export class RemoteLedger {
   /** Every git that talks to the remote, after the origin's route is found unchanged (a few stat calls while no config file changed). */
   private async git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
     await this.checkOrigin();
-    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, ...received });
+    return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, handed: () => this.handedScrubber(), ...received });
   }
 
   /** The origin is checked in full once; each fetch or push after that finds git's route through it unchanged (git-remote.ts checkOriginUnchanged). */
