@@ -142,10 +142,9 @@ export interface QueueSharing {
   /**
    * Claims go out one at a time, in queue order: a runner whose message is k-th among those the
    * assignment gives out claims once the ones before it are claimed (it sees them land), or after
-   * k times this long since its place last changed, whichever comes first: a claim before it that
-   * lands moves it up and starts its wait again, so the runners left do not all push at once when
-   * the first of them have taken longer than the wait. Runners then do not all push to the one ref
-   * at the same moment.
+   * k times this long since it first saw its message or a claim ahead of it last landed, whichever
+   * comes first (Runner.turnSince): the runners left do not all push at once when the first of them
+   * have taken longer than the wait. Runners then do not all push to the one ref at the same moment.
    */
   readonly staggerMs: number;
 }
