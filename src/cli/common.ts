@@ -1,6 +1,6 @@
 import { closeSync, constants, lstatSync, openSync, statSync, type Stats } from 'node:fs';
 import { dirname } from 'node:path';
-import { LIMITS, MAX_FETCH_BYTES } from '../limits.js';
+import { LIMITS, MAX_FETCH_BYTES, MAX_TIME_LIMIT_MS } from '../limits.js';
 import { fileType, readBounded, readStreamBounded } from '../util/bounded-read.js';
 import { writeOwnFile } from '../util/own-write.js';
 import { Option, type Command } from 'commander';
@@ -294,7 +294,8 @@ export function requireGivenWith(command: Command, flags: readonly string[], par
 export function timerSeconds(flag: string, text: string | undefined): number | undefined {
   if (text === undefined) return undefined;
   const value = DECIMAL_FORM.test(text) ? Number(text) : Number.NaN;
-  if (!Number.isFinite(value) || value <= 0 || value > 86_400) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most 86400, got ${JSON.stringify(text)}`);
+  const max = MAX_TIME_LIMIT_MS / 1000;
+  if (!Number.isFinite(value) || value <= 0 || value > max) throw new CooError('USAGE', `${flag} takes a number of seconds above 0 and at most ${max}, got ${JSON.stringify(text)}`);
   return value;
 }
 

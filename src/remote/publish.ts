@@ -7,7 +7,7 @@ import { descendsFrom, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger } from '../ledger/ledger.js';
 import { MAIN_REF, readRef, withRefLock } from '../ledger/ref-lock.js';
 import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
-import { displayUrl, urlCredentials } from '../util/display-url.js';
+import { displayUrl, urlSecrets } from '../util/display-url.js';
 import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-files.js';
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, Scrubber, type Secret } from '../util/scrub.js';
@@ -127,15 +127,15 @@ export class RemoteLedger {
    * here as its first fetch would ask them. Throws RUNNER_CONFIG when a helper does not answer.
    */
   secrets(): Secret[] {
-    this.learned ??= [...this.urlSecrets(), ...credentialHelperSecrets([{ url: this.remoteUrl, gitArgs: ['--git-dir', this.ledger.gitdir], askpass: true }])];
+    this.learned ??= [...this.inUrl(), ...credentialHelperSecrets([{ url: this.remoteUrl, gitArgs: ['--git-dir', this.ledger.gitdir], askpass: true }])];
     return this.learned;
   }
 
   private learned: Secret[] | null = null;
   private handed: Scrubber | null = null;
 
-  private urlSecrets(): Secret[] {
-    return urlCredentials(this.remoteUrl).filter((value) => value.length >= MIN_SECRET_CHARS).map((value) => ({ name: 'remote credentials', value }));
+  private inUrl(): Secret[] {
+    return urlSecrets([this.remoteUrl], 'remote credentials', MIN_SECRET_CHARS);
   }
 
   /**
@@ -149,7 +149,7 @@ export class RemoteLedger {
       try {
         asked = this.secrets();
       } catch {
-        asked = this.urlSecrets();
+        asked = this.inUrl();
       }
       let configured: Secret[];
       try {
