@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import { MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, required, idempotencyKeyAt } from './common.js';
 import { readTaskFile } from './dispatch.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
@@ -55,9 +55,8 @@ export function adoptVerb(program: Command): void {
         ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
         ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
         ...(opts['approval'] === undefined ? {} : { approvalId: opts['approval'] as string }),
-        ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
       };
-      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) => adoptProposal({ ledger, key, now: now(), target, repo, consultId, proposal, ...optional }));
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) => adoptProposal({ ledger, key, now: now(), target, repo, consultId, proposal, ...optional, ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)) }));
       emitMessage(
         'adopt',
         opts['json'] === true,

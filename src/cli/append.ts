@@ -2,7 +2,8 @@ import { basename } from 'node:path';
 import { LIMITS } from '../limits.js';
 import type { Command } from 'commander';
 import { appendEnvelope } from '../ledger/append-envelope.js';
-import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
+import { emit, idempotencyKeyAt, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
+import { readDocument } from '../schema/documents.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function appendVerb(program: Command): void {
@@ -20,7 +21,12 @@ export function appendVerb(program: Command): void {
       const key = loadPrivateKey(required(opts.key, '--key', 'your private key file or $COO_KEY'));
       const files = new Map(artifacts.map((file) => [basename(file), readInput(file, 'artifact', LIMITS.artifactBytes)]));
       let bytes: Buffer | undefined;
-      const { result, remote } = await writeLedger(gitdir, opts.remote, (ledger) => appendEnvelope(ledger, (bytes ??= readInput(envelope, 'envelope', LIMITS.yamlBytes, 'YAML_TOO_LARGE')), files, key, now(), envelope));
+      const { result, remote } = await writeLedger(gitdir, opts.remote, async (ledger) => {
+        bytes ??= readInput(envelope, 'envelope', LIMITS.yamlBytes, 'YAML_TOO_LARGE');
+        // The envelope's key is given by hand, as a flag's is: held to the same rule.
+        await idempotencyKeyAt(ledger, key, readDocument('coo_message.v0', bytes, envelope).idempotency_key);
+        return appendEnvelope(ledger, bytes, files, key, now(), envelope);
+      });
       emit(opts.json, { message_id: result.messageId, path: result.path, commit: result.commit, existing: result.existing, ...remoteJson(remote) }, () =>
         (result.existing
           ? `${result.messageId} (already in the ledger with this idempotency key and request; nothing written)`

@@ -8,6 +8,8 @@ import { CooError, type ErrorCode } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
 import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
+import { givenRequestKey } from '../lane/request-key.js';
+import type { Ledger } from '../ledger/ledger.js';
 import { writeErr } from './terminal.js';
 import { inertJson, terminalText } from '../util/invisible.js';
 
@@ -229,6 +231,17 @@ export function packingNote(gitdir: string): string | null {
   // The text is trimmed and not empty, so its first line is git's first words.
   const said = failure.text.split('\n', 1)[0]!.trim();
   return `git's last background packing of this ledger failed, and git skips packing it while ${failure.log} is there (for up to a day, gc.logExpiry; git said "${said}"). Fix the cause, remove that file, then run "git --git-dir ${gitdir} gc" (unpacked, the ledger verifies more slowly; its entries are unaffected)`;
+}
+
+/**
+ * `--idempotency-key` as the request is written at `ledger`, spread into a writer's request: the rule
+ * the MCP tools follow for a key their client gives (lane/request-key.ts givenRequestKey). A key of
+ * the form a tool derives (`req-<40 hex>`) is refused (IDEMPOTENCY_CONFLICT) unless the ledger holds it
+ * for this key's holder: any other could be the key a tool derives for another request later.
+ */
+export async function idempotencyKeyAt(ledger: Pick<Ledger, 'state'>, key: PrivateKey, given: string | undefined): Promise<{ idempotencyKey?: string }> {
+  const idempotencyKey = await givenRequestKey(ledger, key.publicKey.keyId, given);
+  return idempotencyKey === undefined ? {} : { idempotencyKey };
 }
 
 /**

@@ -3,7 +3,7 @@ import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
 import { MAX_HOPS, MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyAt } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 import { writeErr } from './terminal.js';
 import { inertJson } from '../util/invisible.js';
@@ -53,13 +53,12 @@ export function consultVerb(program: Command): void {
         ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: maxRuntime }),
         ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
         ...(maxHops === undefined ? {} : { maxHops }),
-        ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
       };
       if (targets.length > 1 || panel !== undefined) {
-        const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
-          enqueuePanel({ ledger, key, now: now(), ...(targets.length === 0 ? {} : { members: targets }), ...(panel === undefined ? {} : { panel }), repo, patterns: opts['file'] as string[], question, ...optional }),
+        const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) =>
+          enqueuePanel({ ledger, key, now: now(), ...(targets.length === 0 ? {} : { members: targets }), ...(panel === undefined ? {} : { panel }), repo, patterns: opts['file'] as string[], question, ...optional, ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)) }),
         );
         if (opts['json'] === true) {
           process.stdout.write(`${inertJson({ panel_id: result.panelId, panel: result.name, members: result.members.map((member) => ({ target: member.target, message_id: member.messageId })), existing: result.existing, commit: result.commit, ...remoteJson(remote) }, 2)}\n`);
@@ -72,8 +71,8 @@ export function consultVerb(program: Command): void {
         return;
       }
       const target = targets[0]!;
-      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
-        enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional }),
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) =>
+        enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional, ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)) }),
       );
       emitMessage(
         'consult',

@@ -3,7 +3,7 @@ import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { MAX_HOPS, MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
+import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyAt } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function crossCheckVerb(program: Command): void {
@@ -37,7 +37,7 @@ export function crossCheckVerb(program: Command): void {
       const maxCost = positiveNumber(opts['maxCost'] as string | undefined, '--max-cost');
       const maxRuntime = wholeNumber(opts['maxRuntime'] as string | undefined, '--max-runtime', 'a whole number of seconds', MAX_RUNTIME_SECONDS);
       const maxHops = wholeNumber(opts['maxHops'] as string | undefined, '--max-hops', 'a whole number of hops', MAX_HOPS);
-      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) =>
         enqueueCrossCheck({
           ledger,
           key,
@@ -49,7 +49,7 @@ export function crossCheckVerb(program: Command): void {
           ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: maxRuntime }),
           ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
           ...(maxHops === undefined ? {} : { maxHops }),
-          ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
+          ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)),
         }),
       );
       emitMessage(

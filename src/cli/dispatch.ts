@@ -3,7 +3,7 @@ import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { LIMITS } from '../limits.js';
 import { MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyAt } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
@@ -57,11 +57,10 @@ export function dispatchVerb(program: Command): void {
         ...(issue === undefined ? {} : { issueNumber: issue }),
         ...(openPr === undefined ? {} : { openPr }),
         ...(opts['approval'] === undefined ? {} : { approvalId: opts['approval'] as string }),
-        ...(opts['idempotencyKey'] === undefined ? {} : { idempotencyKey: opts['idempotencyKey'] as string }),
         ...(opts['correlation'] === undefined ? {} : { correlationId: opts['correlation'] as string }),
         ...(opts['parent'] === undefined ? {} : { parentMessageId: opts['parent'] as string }),
       };
-      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, (ledger) =>
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) =>
         enqueueDispatch({
           ledger,
           key,
@@ -74,6 +73,7 @@ export function dispatchVerb(program: Command): void {
           verify: opts['verify'] as string[],
           patterns: opts['file'] as string[],
           ...optional,
+          ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)),
         }),
       );
       emitMessage(

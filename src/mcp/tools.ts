@@ -5,13 +5,12 @@ import { viewMessage, type AttemptView, type MessageView } from '../audit/messag
 import type { PanelComparison } from '../audit/panel-comparison.js';
 import { listSessions, type SessionPage } from '../audit/sessions.js';
 import { verifyLedger } from '../audit/verify.js';
-import { folderOf, idempotencySlot, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { keyHolders } from '../authority/keys.js';
+import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { resolveCommit } from '../lane/pins.js';
-import { derivedIdempotencyKey, derivedRequestKey, requestKey } from '../lane/request-key.js';
+import { derivedIdempotencyKey, derivedRequestKey, givenRequestKey } from '../lane/request-key.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -52,21 +51,9 @@ export interface ToolContext {
   readonly monotonic?: () => number;
 }
 
-/**
- * The key a tool's request is written under (lane/request-key.ts requestKey), with the keys the ledger
- * holds for this server's key's holder (a panel's by its members'): another actor's key is another
- * slot, which a request of this one's would not repeat.
- */
-async function keyFor(context: ToolContext, given: string | undefined, derived: string): Promise<string> {
-  if (given === undefined || given === derived) return requestKey(given, derived, () => false);
-  const state = await context.ledger.state();
-  const holder = keyHolders(state).get(context.key.publicKey.keyId);
-  const taken = (key: string): boolean => {
-    if (holder === undefined) return false;
-    const slot = idempotencySlot(holder.actor, key);
-    return state.idempotency.has(slot) || [...state.idempotency.keys()].some((other) => other.startsWith(`${slot}~`));
-  };
-  return requestKey(given, derived, taken);
+/** The key a tool's request is written under (lane/request-key.ts givenRequestKey): the one the agent gave, or the one derived from the request. */
+function keyFor(context: ToolContext, given: string | undefined, derived: string): Promise<string> {
+  return givenRequestKey(context.ledger, context.key.publicKey.keyId, given, derived);
 }
 
 /** How often a waiting call looks at the ledger's head again (a clone of a remote: at the remote's). */

@@ -1,0 +1,89 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
+import { planEnvelope } from '../../src/ledger/envelope-plan.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
+import { coo } from '../helpers/cli.js';
+import { writeKey } from '../helpers/damage.js';
+import { worlds } from '../helpers/lane.js';
+import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator, round 44. A key of the form a tool derives from a request (`req-<40 hex>`) was
+ * refused from an MCP client alone: given to `coo consult`, `coo dispatch`, `coo adopt`, `coo
+ * cross-check`, `coo command` or in an envelope `coo append` signs, it was written, and the request it
+ * was derived for, sent later by an agent without a key, was told IDEMPOTENCY_CONFLICT.
+ */
+
+const fresh = worlds(tempDir('operator-redteam-44-'));
+const ASKED = { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right?' };
+/** A key of the derived form that no request derives and the ledger does not hold. */
+const UNHELD = `req-${'0123456789abcdef'.repeat(3).slice(0, 40)}`;
+const MSG = 'msg_01M97FKA5AW30G4RB262QVZD72';
+const DERIVED_WORDS = 'has the form of a key derived from a request (req-<40 hex>), and is neither this request\'s nor one the ledger holds';
+
+describe('a CLI verb given an idempotency key of the derived form', () => {
+  it("refuses the key derived for an agent's request not sent yet, with MCP's code and words, and that request, sent later without a key, gets its own message; before, coo consult wrote it and the agent was told IDEMPOTENCY_CONFLICT", async () => {
+    const w = await fresh();
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
+    const commit = git(['-C', w.target, 'rev-parse', 'HEAD']).trim();
+    const theirs = derivedIdempotencyKey({ target: ASKED.to, commit, patterns: ASKED.files, question: ASKED.prompt });
+    const head = w.ledger.head();
+    const squat = coo(['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Something else entirely?', '--idempotency-key', theirs], { env });
+    expect([squat.status, squat.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${theirs}" ${DERIVED_WORDS}: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`]);
+    expect(w.ledger.head()).toBe(head);
+    const session = await rawSession(w);
+    try {
+      const own = await session.ask(call(1, 'consult', ASKED), 1);
+      expect([refusal(own), own.result?.structuredContent?.['existing']]).toEqual(['answered', false]);
+      const id = String(own.result?.structuredContent?.['message_id']);
+      expect((await w.ledger.state()).messages.get(id)?.idempotencyKey).toBe(theirs);
+      // The guard: the operator who retries the agent's request at the CLI with the key it was shown finds its message.
+      const retried = coo(['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', ASKED.prompt, '--idempotency-key', theirs, '--json'], { env });
+      expect([retried.status, JSON.parse(retried.stdout || '{}')['message_id'], JSON.parse(retried.stdout || '{}')['existing']]).toEqual([0, id, true]);
+    } finally {
+      await session.close();
+    }
+  });
+
+  it('refuses a key of the derived form the ledger does not hold at every verb that takes one, writing nothing; keys of other forms are taken as before', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }] }) });
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo), COO_CEO_KEY: writeKey(w.dir, 'ceo', w.actors.ceo) };
+    const consult = ['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right for NaN?'];
+    const verbs: ReadonlyArray<readonly [string, readonly string[]]> = [
+      ['consult', consult],
+      ['consult (a panel)', ['consult', '--panel', 'review', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right for NaN?']],
+      ['cross-check', ['cross-check', MSG, '--to', 'aa.claude']],
+      ['dispatch', ['dispatch', '--to', 'ea.codex', '--repo', w.target, '--task', 'Fix add().', '--scope', 'src/**', '--accept', 'add(1, 2) is 3', '--verify', 'true']],
+      ['adopt', ['adopt', MSG, '--proposal', '1', '--to', 'ea.codex', '--repo', w.target]],
+      ['command', ['command', '--text', 'Look at add().']],
+    ];
+    const head = w.ledger.head();
+    const said = verbs.map(([name, args]) => {
+      const result = coo([...args, '--idempotency-key', UNHELD], { env });
+      return [name, result.status, result.stderr.split('\n')[0]];
+    });
+    expect(said).toEqual(verbs.map(([name]) => [name, 3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}" ${DERIVED_WORDS}: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`]));
+    // A panel member's key made from a derived one is refused too, naming the panel's.
+    const member = coo([...consult, '--idempotency-key', `${UNHELD}~aa.chatgpt`], { env });
+    expect([member.status, member.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}~aa.chatgpt" is a panel member's key; to repeat the panel, give the panel's key ${UNHELD}, or none and one is derived from the request`]);
+    // An envelope written by hand under such a key, signed by coo append.
+    const now = new Date();
+    const plan = planEnvelope(await w.ledger.state(), w.actors.codex, 'coo.hermes', { maxRuntimeSeconds: 1 }, now, 'blocker');
+    const blocker = { ...plan.header, idempotency_key: UNHELD, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'stuck' }, expected_receipt_schema: null };
+    const file = join(w.dir, 'blocker.yaml');
+    writeFileSync(file, toYaml(blocker));
+    const appended = coo(['append', file, '--key', writeKey(w.dir, 'codex', w.actors.codex)], { env });
+    expect([appended.status, appended.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}" ${DERIVED_WORDS}: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`]);
+    expect(w.ledger.head()).toBe(head);
+    // The guards: keys of any other form, even ones that start alike or are the derived form in capitals, are the operator's own.
+    for (const key of ['my-review-1', 'req-later', UNHELD.toUpperCase()]) {
+      const mine = coo([...consult, '--idempotency-key', key, '--json'], { env });
+      expect([key, mine.status, JSON.parse(mine.stdout || '{}')['existing']]).toEqual([key, 0, false]);
+    }
+    const command = coo(['command', '--text', 'Look at add().', '--idempotency-key', 'cmd-1', '--json'], { env });
+    expect([command.status, JSON.parse(command.stdout || '{}')['existing']]).toEqual([0, false]);
+  });
+});
