@@ -28,9 +28,10 @@ interface NumberRange {
  * A number argument, refused in words that say what was read and what to send. A double bounds what
  * a JSON number can say: 1e400 is read as Infinity, which zod calls a value of another type
  * ("expected number, received Infinity"), and 1e-400 as 0, which it calls "expected >0" of a
- * client that sent more than 0. A number sent as a string is named as one.
+ * client that sent more than 0. A number sent as a string is named as one. The tool a dispatch
+ * attempt's agent is given (dispatch/consult-tool.ts) takes its numbers so too.
  */
-function numberArg(range: NumberRange) {
+export function numberArg(range: NumberRange) {
   const lower = range.above !== undefined ? `above ${range.above}` : `at least ${range.min ?? 0}`;
   const wanted = `${range.int === true ? 'a whole number' : 'a number'} ${lower}${range.max === undefined ? '' : ` and at most ${range.max}`}`;
   const error = (issue: { readonly input?: unknown }): string => {

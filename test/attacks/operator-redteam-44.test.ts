@@ -1,20 +1,28 @@
+import { spawn } from 'node:child_process';
 import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { openConsultBridge } from '../../src/dispatch/consult-bridge.js';
+import { answerConsultCall, type ConsultToolCall } from '../../src/dispatch/consult-tool.js';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { coo } from '../helpers/cli.js';
+import { Scrubber } from '../../src/util/scrub.js';
+import { COO, coo } from '../helpers/cli.js';
+import { codeOfAsync } from '../helpers/codes.js';
 import { writeKey } from '../helpers/damage.js';
 import { worlds } from '../helpers/lane.js';
-import { call, rawSession, refusal } from '../helpers/mcp-raw.js';
+import { answersOf, call, INITIALIZE, line, rawSession, refusal } from '../helpers/mcp-raw.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator, round 44. A key of the form a tool derives from a request (`req-<40 hex>`) was
  * refused from an MCP client alone: given to `coo consult`, `coo dispatch`, `coo adopt`, `coo
  * cross-check`, `coo command` or in an envelope `coo append` signs, it was written, and the request it
- * was derived for, sent later by an agent without a key, was told IDEMPOTENCY_CONFLICT.
+ * was derived for, sent later by an agent without a key, was told IDEMPOTENCY_CONFLICT. And the consult
+ * tool a dispatch attempt's agent is given refused a max_cost_usd of 1e400 (read as Infinity) and 1e-400
+ * (read as 0) in zod's words ("expected number, received Infinity"; "expected number to be >0"), where
+ * the MCP tools say what was read and what to send.
  */
 
 const fresh = worlds(tempDir('operator-redteam-44-'));
@@ -85,5 +93,56 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
     }
     const command = coo(['command', '--text', 'Look at add().', '--idempotency-key', 'cmd-1', '--json'], { env });
     expect([command.status, JSON.parse(command.stdout || '{}')['existing']]).toEqual([0, false]);
+  });
+});
+
+/** A tools/call line whose max_cost_usd is the JSON number `literal` as written, which JSON.stringify could not write. */
+const rawConsult = (id: number, literal: string): string => call(id, 'consult', { to: 'aa.chatgpt', question: 'Is add() right?', files: ['src/add.ts'], max_cost_usd: '@@n@@' }).replace('"@@n@@"', literal);
+
+describe("the consult tool of a dispatch attempt's agent given a max_cost_usd a double cannot hold", () => {
+  const words: ReadonlyArray<readonly [string, string]> = [
+    ['1e400', 'received a number too large in size for a double (such as 1e400), read as Infinity: send a number above 0 and at most 1000000'],
+    ['-1e400', 'received a number too large in size for a double (such as 1e400), read as -Infinity: send a number above 0 and at most 1000000'],
+    ['1e-400', 'received 0 (a number nearer 0 than a double holds, such as 1e-400, is read as 0): send a number above 0 and at most 1000000'],
+    ['-0', 'received 0 (a number nearer 0 than a double holds, such as 1e-400, is read as 0): send a number above 0 and at most 1000000'],
+    ['"5"', 'received the string "5": send a number above 0 and at most 1000000 as a JSON number, unquoted'],
+  ];
+
+  it("the relay says what was read and what to send, as coo mcp's tools do, and the call never reaches the runner; before, zod's words", async () => {
+    const seen: unknown[] = [];
+    const bridge = await openConsultBridge(async (request) => {
+      seen.push(request);
+      return { ok: true, text: 'the answer', result: {} };
+    }, new Scrubber());
+    try {
+      const child = spawn(process.execPath, [COO, 'consult-relay', '--socket', bridge.socket], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+      const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+      const { answers, answer } = answersOf(child.stdout);
+      child.stdin.write(line(INITIALIZE) + line({ method: 'notifications/initialized' }));
+      words.forEach(([literal], index) => child.stdin.write(rawConsult(index + 1, literal)));
+      for (let id = 1; id <= words.length; id += 1) await answer(id, 0);
+      // The guard: a budget inside the bound reaches the runner.
+      child.stdin.end(rawConsult(99, '0.5'));
+      expect(await exited).toBe(0);
+      const textOf = (id: number): string => answers.find((found) => found.id === id)?.result?.content?.[0]?.text ?? '';
+      expect(words.map(([literal], index) => [literal, refusal(answers.find((found) => found.id === index + 1)!), textOf(index + 1)])).toEqual(words.map(([literal, said]) => [literal, 'tool error USAGE', expect.stringContaining(said)]));
+      expect(textOf(99)).toContain('the answer');
+      expect(seen).toEqual([{ to: 'aa.chatgpt', question: 'Is add() right?', files: ['src/add.ts'], max_cost_usd: 0.5 }]);
+    } finally {
+      await bridge.close();
+    }
+  }, 60_000);
+
+  it('the runner, given the line by an agent that writes to its socket itself, says the same, before it reads the ledger', async () => {
+    for (const [literal, said] of words) {
+      const request: unknown = JSON.parse(`{"to":"aa.chatgpt","question":"Is add() right?","files":["src/add.ts"],"max_cost_usd":${literal}}`);
+      // No ledger, worktree or key: the arguments are refused before any is used.
+      const refused = answerConsultCall({} as ConsultToolCall, request).then(
+        () => 'answered',
+        (error: Error) => error.message,
+      );
+      expect(await refused).toBe(`max_cost_usd: ${said}`);
+    }
+    expect(await codeOfAsync(() => answerConsultCall({} as ConsultToolCall, { to: 'aa.chatgpt', question: 'q', files: ['a'], max_cost_usd: Number.POSITIVE_INFINITY }))).toBe('USAGE');
   });
 });
