@@ -8,6 +8,7 @@ import { CooError, type ErrorCode } from '../errors.js';
 import { parsePrivateKey, parsePublicKeyLine, type PrivateKey, type PublicKey } from '../crypto/keys.js';
 import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
+import { MAX_USD } from '../schema/common.js';
 import { givenRequestKey } from '../lane/request-key.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { writeErr } from './terminal.js';
@@ -250,11 +251,16 @@ export async function idempotencyKeyAt(ledger: Pick<Ledger, 'state'>, key: Priva
  */
 const DECIMAL_FORM = /^\s*[-+]?(\d+\.?\d*|\.\d+)(e[-+]?\d+)?\s*$/i;
 
-/** A flag's positive number, or undefined when the flag was not given. */
+/**
+ * A flag's positive amount of USD (`--max-cost`, `--budget`), or undefined when the flag was not
+ * given: at most MAX_USD, what an envelope's figures hold and the tools take. Over it, the envelope's
+ * schema refused it in its own words (SCHEMA_INVALID "expected number to be <=1000000"), naming no flag.
+ */
 export function positiveNumber(value: string | undefined, flag: string): number | undefined {
   if (value === undefined) return undefined;
   const n = DECIMAL_FORM.test(value) ? Number(value) : Number.NaN;
   if (!Number.isFinite(n) || n <= 0) throw new CooError('USAGE', `${flag} takes a positive number, got ${JSON.stringify(value)}${readAs(value, n)}`);
+  if (n > MAX_USD) throw new CooError('USAGE', `${flag} takes a positive number of USD of at most ${MAX_USD}, the most an envelope holds, got ${JSON.stringify(value)}`);
   return n;
 }
 

@@ -3,7 +3,7 @@ import { CooError } from '../errors.js';
 import type { AskedConsults, LaneContext } from '../lane/runner-lane.js';
 import { numberArg } from '../mcp/schemas.js';
 import { quoteUntrusted, untrustedNotice } from '../mcp/untrusted.js';
-import { actorId } from '../schema/common.js';
+import { actorId, MAX_USD } from '../schema/common.js';
 import { readDocument } from '../schema/documents.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import { enqueueAskedConsult, snapshotFiles } from './asked-consult.js';
@@ -27,7 +27,7 @@ export const consultToolArgs = z.strictObject({
   to: actorId.describe('the advisory agent to ask, e.g. aa.chatgpt'),
   question: z.string().min(1).max(100_000).describe('what to ask'),
   files: z.array(z.string().min(1).max(512)).min(1).max(200).describe("files of your worktree, relative to its root and inside the task's scope, sent as they are now"),
-  max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("at most this much for the answer (default: what your attempt may still spend)"),
+  max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe("at most this much for the answer (default: what your attempt may still spend)"),
 });
 
 export interface ConsultToolCall {

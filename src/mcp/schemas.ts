@@ -1,6 +1,6 @@
 import { z } from 'zod';
 import { LIMITS } from '../limits.js';
-import { actorId, correlationId, MAX_HOPS, MAX_RUNTIME_SECONDS, messageId, timestamp } from '../schema/common.js';
+import { actorId, correlationId, MAX_HOPS, MAX_RUNTIME_SECONDS, MAX_USD, messageId, timestamp } from '../schema/common.js';
 import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
 import { LANE_STATES } from '../authority/state.js';
 
@@ -53,7 +53,7 @@ const waitSeconds = numberArg({ min: 0, max: MAX_WAIT_SECONDS });
 /** What a request to an advisory agent may say of its budget, its time, its idempotency and how long the call waits. */
 function requestFields(what: string) {
   return {
-    max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
+    max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
     max_runtime_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
     ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe(`how long the ${what} may wait to start (default 3600)`),
     idempotency_key: z
@@ -118,7 +118,7 @@ export const dispatchInput = z.strictObject({
     .optional()
     .describe('the base commit (default HEAD)'),
   timeout_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
-  max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
+  max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe('how long the dispatch may wait to start (default 3600)'),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact request, when the policy asks for one (the refusal names the request hash to approve)"),
   idempotency_key: z
@@ -146,7 +146,7 @@ export const adoptInput = z.strictObject({
     .optional()
     .describe("the base commit (default: the commit the consult's context was pinned at)"),
   timeout_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
-  max_cost_usd: numberArg({ above: 0, max: 1_000_000 }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
+  max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact adoption, when the policy asks for one (the refusal names the request hash to approve)"),
   idempotency_key: z
     .string()

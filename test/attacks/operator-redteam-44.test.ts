@@ -96,6 +96,32 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
   });
 });
 
+describe('a CLI amount of USD past what an envelope holds', () => {
+  it('refuses --max-cost and --budget over 1000000 as a usage error naming the flag and the bound, writing nothing; before, the envelope\'s schema refused it in zod\'s words (SCHEMA_INVALID "expected number to be <=1000000")', async () => {
+    const w = await fresh();
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo), COO_CEO_KEY: writeKey(w.dir, 'ceo', w.actors.ceo) };
+    const consult = ['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?'];
+    const dispatch = ['dispatch', '--to', 'ea.codex', '--repo', w.target, '--task', 'Fix add().', '--scope', 'src/**', '--accept', 'add(1, 2) is 3', '--verify', 'true'];
+    const cases: ReadonlyArray<readonly [readonly string[], string, string]> = [
+      [consult, '--max-cost', '1e21'],
+      [consult, '--max-cost', '1000000.01'],
+      [dispatch, '--max-cost', '1e308'],
+      [['command', '--text', 'Look at add().'], '--budget', '2000000'],
+    ];
+    const head = w.ledger.head();
+    const said = cases.map(([args, flag, value]) => {
+      const result = coo([...args, flag, value], { env });
+      return [result.status, result.stderr.split('\n')[0]];
+    });
+    expect(said).toEqual(cases.map(([, flag, value]) => [2, `coo: USAGE: ${flag} takes a positive number of USD of at most 1000000, the most an envelope holds, got "${value}"`]));
+    expect(w.ledger.head()).toBe(head);
+    // The guard: the bound itself passes the flag, and the policy's cap then speaks, as before.
+    const atBound = coo([...consult, '--max-cost', '1000000'], { env });
+    expect([atBound.status, atBound.stderr.split('\n')[0]]).toEqual([3, expect.stringMatching(/^coo: POLICY_LIMIT: rejected: .*: max_cost_usd 1000000 exceeds 5 \(policy v1\)$/)]);
+    expect(coo([...consult, '--max-cost', '0.5'], { env }).status).toBe(0);
+  });
+});
+
 /** A tools/call line whose max_cost_usd is the JSON number `literal` as written, which JSON.stringify could not write. */
 const rawConsult = (id: number, literal: string): string => call(id, 'consult', { to: 'aa.chatgpt', question: 'Is add() right?', files: ['src/add.ts'], max_cost_usd: '@@n@@' }).replace('"@@n@@"', literal);
 
