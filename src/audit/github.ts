@@ -1,5 +1,6 @@
 import type * as OctokitRest from '@octokit/rest';
 import { CooError } from '../errors.js';
+import { positiveInt } from '../schema/common.js';
 import { importPackage } from '../util/import-package.js';
 
 /** Where a citation goes: `OWNER/REPO#N`, an issue or a pull request. */
@@ -9,10 +10,18 @@ export interface IssueRef {
   readonly number: number;
 }
 
+/**
+ * `--post OWNER/REPO#N`. The number is an issue number as an envelope's issue_number is (positiveInt,
+ * as `coo dispatch --issue` takes it): #0 names no issue, and past 2^53 - 1 a double no longer holds
+ * every whole number, so #9007199254740993 was read as 9007199254740992 and the comment was to go on
+ * another issue than the one named.
+ */
 export function parseIssueRef(text: string): IssueRef {
   const match = /^([A-Za-z0-9_.-]+)\/([A-Za-z0-9_.-]+)#(\d+)$/.exec(text);
   if (match === null) throw new CooError('USAGE', `--post takes OWNER/REPO#NUMBER, got ${JSON.stringify(text)}`);
-  return { owner: match[1]!, repo: match[2]!, number: Number(match[3]) };
+  const number = Number(match[3]);
+  if (!positiveInt.safeParse(number).success) throw new CooError('USAGE', `--post takes OWNER/REPO#NUMBER with an issue number from 1 to ${Number.MAX_SAFE_INTEGER}, got ${JSON.stringify(text)}`);
+  return { owner: match[1]!, repo: match[2]!, number };
 }
 
 export interface PostResult {

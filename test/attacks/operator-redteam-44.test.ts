@@ -4,13 +4,15 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { openConsultBridge } from '../../src/dispatch/consult-bridge.js';
 import { answerConsultCall, type ConsultToolCall } from '../../src/dispatch/consult-tool.js';
+import { parseIssueRef } from '../../src/audit/github.js';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { Scrubber } from '../../src/util/scrub.js';
-import { COO, coo } from '../helpers/cli.js';
+import { COO, coo, cooAsync } from '../helpers/cli.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { writeKey } from '../helpers/damage.js';
+import { startFakeGitHub } from '../helpers/fake-github.js';
 import { worlds } from '../helpers/lane.js';
 import { answersOf, call, INITIALIZE, line, rawSession, refusal } from '../helpers/mcp-raw.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -22,7 +24,9 @@ import { git, tempDir } from '../helpers/tmp.js';
  * was derived for, sent later by an agent without a key, was told IDEMPOTENCY_CONFLICT. And the consult
  * tool a dispatch attempt's agent is given refused a max_cost_usd of 1e400 (read as Infinity) and 1e-400
  * (read as 0) in zod's words ("expected number, received Infinity"; "expected number to be >0"), where
- * the MCP tools say what was read and what to send.
+ * the MCP tools say what was read and what to send. `--max-cost` and `--budget` past 1000000 USD were
+ * refused by the envelope's schema in zod's words, naming no flag, and `coo cite --post OWNER/REPO#N`
+ * read a number past 2^53 - 1 as another issue's, and #0 as an issue.
  */
 
 const fresh = worlds(tempDir('operator-redteam-44-'));
@@ -119,6 +123,27 @@ describe('a CLI amount of USD past what an envelope holds', () => {
     const atBound = coo([...consult, '--max-cost', '1000000'], { env });
     expect([atBound.status, atBound.stderr.split('\n')[0]]).toEqual([3, expect.stringMatching(/^coo: POLICY_LIMIT: rejected: .*: max_cost_usd 1000000 exceeds 5 \(policy v1\)$/)]);
     expect(coo([...consult, '--max-cost', '0.5'], { env }).status).toBe(0);
+  });
+});
+
+describe('coo cite --post given an issue number a double cannot hold, or 0', () => {
+  it('refuses OWNER/REPO#0 and a number past 2^53 - 1 naming --post and the range, before the ledger is read or GitHub asked; before, #9007199254740993 was read as issue 9007199254740992', async () => {
+    const w = await fresh();
+    const github = await startFakeGitHub();
+    try {
+      for (const number of ['0', '9007199254740993', '99999999999999999999999']) {
+        const ref = `acme/ledger#${number}`;
+        expect(() => parseIssueRef(ref), ref).toThrow(`--post takes OWNER/REPO#NUMBER with an issue number from 1 to 9007199254740991, got "${ref}"`);
+        const cited = await cooAsync(['cite', MSG, '--ledger', w.gitdir, '--post', ref], { env: { GITHUB_TOKEN: 'ghp_test_token', GITHUB_API_URL: github.url } });
+        expect([ref, cited.status, cited.stderr.split('\n')[0]]).toEqual([ref, 2, `coo: USAGE: --post takes OWNER/REPO#NUMBER with an issue number from 1 to 9007199254740991, got "${ref}"`]);
+      }
+      expect(github.requests).toEqual([]);
+      // The guards: the largest whole number a double holds, and a number written with leading zeros, are read as written.
+      expect(parseIssueRef('acme/ledger#9007199254740991').number).toBe(Number.MAX_SAFE_INTEGER);
+      expect(parseIssueRef('acme/ledger#007').number).toBe(7);
+    } finally {
+      await github.close();
+    }
   });
 });
 
