@@ -97,6 +97,10 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
     }
     const command = coo(['command', '--text', 'Look at add().', '--idempotency-key', 'cmd-1', '--json'], { env });
     expect([command.status, JSON.parse(command.stdout || '{}')['existing']]).toEqual([0, false]);
+    // The guard (it held): the key the COO's acknowledgement of that command derives is the validator's to keep.
+    const commandId = String(JSON.parse(command.stdout)['message_id']);
+    const ack = coo([...consult, '--idempotency-key', `ack-${commandId}`], { env });
+    expect([ack.status, ack.stderr.split('\n')[0]]).toEqual([3, expect.stringContaining(`idempotency_key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take`)]);
   });
 });
 
