@@ -3,6 +3,7 @@ import { LIMITS } from '../limits.js';
 import { actorId, correlationId, MAX_HOPS, MAX_RUNTIME_SECONDS, MAX_USD, messageId, timestamp } from '../schema/common.js';
 import { MAX_SESSIONS_PAGE } from '../audit/sessions.js';
 import { LANE_STATES } from '../authority/state.js';
+import { idempotencyKey } from '../schema/message.js';
 
 /**
  * The MCP tools' arguments and results. Arguments are strict objects: an unknown key (a path, a key,
@@ -56,9 +57,7 @@ function requestFields(what: string) {
     max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe(`budget for this ${what} in USD (default: the policy's cap; more than the cap is refused)`),
     max_runtime_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe('runtime budget in seconds (default: 600 or the policy cap)'),
     ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe(`how long the ${what} may wait to start (default 3600)`),
-    idempotency_key: z
-      .string()
-      .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
+    idempotency_key: idempotencyKey
       .optional()
       .describe('the same key with the same request returns the message already there (default: derived from the request, so a retried call never pays twice); no "~", which joins a panel\'s key to each member\'s'),
     wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),
@@ -121,9 +120,7 @@ export const dispatchInput = z.strictObject({
   max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   ttl_seconds: numberArg({ above: 0, max: 604_800, int: true }).optional().describe('how long the dispatch may wait to start (default 3600)'),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact request, when the policy asks for one (the refusal names the request hash to approve)"),
-  idempotency_key: z
-    .string()
-    .regex(/^[\x21-\x7e]{1,200}$/, 'printable ASCII without spaces')
+  idempotency_key: idempotencyKey
     .optional()
     .describe('the same key with the same request returns the message already there (default: derived from the request); no "~", which joins a panel\'s key to each member\'s'),
   correlation_id: correlationId.optional().describe('correlation id (corr_...) shared by related messages'),
@@ -148,10 +145,7 @@ export const adoptInput = z.strictObject({
   timeout_seconds: numberArg({ above: 0, max: MAX_RUNTIME_SECONDS, int: true }).optional().describe("the agent's time box in seconds (default: the runtime budget)"),
   max_cost_usd: numberArg({ above: 0, max: MAX_USD }).optional().describe("budget for this dispatch in USD, all attempts (default: the policy's cap)"),
   approval_id: z.string().regex(/^apr_[0-9A-HJKMNP-TV-Z]{26}$/).optional().describe("the CEO's approval of this exact adoption, when the policy asks for one (the refusal names the request hash to approve)"),
-  idempotency_key: z
-    .string()
-    .regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces')
-    .max(200)
+  idempotency_key: idempotencyKey
     .optional()
     .describe('the same key with the same request returns the message already there (default: derived from the request); no "~", which joins a panel\'s key to each member\'s'),
   wait_seconds: waitSeconds.optional().describe(`wait up to this many seconds for the receipt (default 0: return once queued; at most ${MAX_WAIT_SECONDS})`),

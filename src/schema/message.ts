@@ -20,6 +20,12 @@ import { approvalId } from './control.js';
 
 export const MESSAGE_SCHEMA = 'coo_message.v0';
 
+/**
+ * An idempotency key as an envelope holds it: the one form every writer that takes a caller's key
+ * checks it against (the MCP tools' schemas, the CLI's --idempotency-key).
+ */
+export const idempotencyKey = z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces');
+
 export const contextPin = z.strictObject({
   repo_commit_sha: gitSha,
   /**
@@ -58,7 +64,7 @@ const header = {
   principal: actorId,
   source_actor: actorId,
   target_actor: actorId,
-  idempotency_key: z.string().min(1).max(200).regex(/^[\x21-\x7e]+$/, 'printable ASCII without spaces'),
+  idempotency_key: idempotencyKey,
   budget: messageBudget,
   status: z.literal('queued'),
   created_at: timestamp,

@@ -104,6 +104,31 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
   });
 });
 
+describe('a CLI idempotency key no envelope can hold', () => {
+  it('refuses a key with a space or a tab, and one over 200 characters as a usage error naming --idempotency-key, writing nothing; before, the envelope\'s schema refused it as SCHEMA_INVALID naming envelope:idempotency_key', async () => {
+    const w = await fresh();
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo), COO_CEO_KEY: writeKey(w.dir, 'ceo', w.actors.ceo) };
+    const consult = ['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?'];
+    const long = 'k'.repeat(201);
+    const cases: ReadonlyArray<readonly [readonly string[], string, string]> = [
+      // The guard (it held): an empty value is refused for every flag before the verb runs.
+      [consult, '', 'coo: USAGE: --idempotency-key was given an empty value (a shell variable that is unset or empty?): give it a value, or leave the flag out for its default; nothing was done'],
+      [consult, 'my key', 'coo: USAGE: --idempotency-key "my key": printable ASCII without spaces'],
+      [consult, long, `coo: USAGE: --idempotency-key "${'k'.repeat(63)}…": Too big: expected string to have <=200 characters`],
+      [['command', '--text', 'Look at add().'], 'my\tkey', 'coo: USAGE: --idempotency-key "my\\tkey": printable ASCII without spaces'],
+    ];
+    const head = w.ledger.head();
+    const said = cases.map(([args, key]) => {
+      const result = coo([...args, '--idempotency-key', key], { env });
+      return [result.status, result.stderr.split('\n')[0]];
+    });
+    expect(said).toEqual(cases.map(([, , words]) => [2, words]));
+    expect(w.ledger.head()).toBe(head);
+    // The guard: a key of 200 printable characters is taken.
+    expect(coo([...consult, '--idempotency-key', 'k'.repeat(200)], { env }).status).toBe(0);
+  });
+});
+
 describe('a CLI amount of USD past what an envelope holds', () => {
   it('refuses --max-cost and --budget over 1000000 as a usage error naming the flag and the bound, writing nothing; before, the envelope\'s schema refused it in zod\'s words (SCHEMA_INVALID "expected number to be <=1000000")', async () => {
     const w = await fresh();
