@@ -2,7 +2,9 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { folderOf, type LedgerState } from '../../src/authority/state.js';
-import { formatPrivateKey, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { approve } from '../../src/dispatch/approve.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { checkPush } from '../../src/ledger/receive.js';
 import { receiptPath } from '../../src/ledger/layout.js';
 import type { NewFile } from '../../src/ledger/ledger.js';
@@ -11,6 +13,7 @@ import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
 import { claimFileOn } from '../helpers/claim-files.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { blockersOf, makeWorld, receiptsOf, type World } from '../helpers/lane.js';
 import { stockCommit } from '../helpers/stock.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -85,3 +88,46 @@ describe('a consult the stolen COO key queued, its key revoked before any runner
   });
 });
 
+
+describe("a dispatch only the CEO's approval allowed, queued, and the CEO's key revoked before any runner claimed it", () => {
+  /** A dispatch to ea.claude_code, whose policy edge gives it to the CEO, approved by the CEO's key and written; then that key revoked (or only rotated out) by the next root. */
+  async function approvedThenKeyChanged(name: string, revoke: boolean): Promise<{ w: World; messageId: string }> {
+    const w = await makeWorld(join(dir, name));
+    const repo = join(w.dir, 'work');
+    makeTargetRepo(repo);
+    const base = { ledger: w.ledger, key: w.actors.coo, target: 'ea.claude_code', repo, task: 'Push the release out today.', scope: ['src/**'], accept: ['ok'], verify: ['sh test.sh'] };
+    const refused = await enqueueDispatch({ ...base, now: new Date() }).catch((error: unknown) => error as Error);
+    const hash = /request (sha256:[0-9a-f]{64})/.exec((refused as Error).message)![1]!;
+    const approvalId = (await approve({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), reason: 'go', requestHash: hash })).approval.approval_id;
+    const { messageId } = await enqueueDispatch({ ...base, now: new Date(), approvalId });
+    const root = (await w.ledger.state()).root!.doc;
+    const next = generatePrivateKey('ceo');
+    const authorities = [{ actor: 'ceo', key_id: next.publicKey.keyId, public_key: formatPublicKeyLine(next.publicKey) }];
+    await appendTrustVersion(w.ledger, { role: 'root', document: { ...root, version: undefined, created_at: undefined, authorities }, ...(revoke ? { revoke: new Map([[w.actors.ceo.publicKey.keyId, 'laptop stolen']]) } : {}) }, w.actors.ceo, new Date());
+    return { w, messageId };
+  }
+
+  const claimAlone = async (w: World, id: string): Promise<string> => {
+    const state = await w.ledger.state();
+    const claim = claimFileOn(state, { id, folder: folderOf(state.messages.get(id)!), attempt: 1, kind: 'ea', runner: 'runner-stale', claimedAt: isoSeconds(new Date()) });
+    return codeOf(() => w.ledger.append({ files: [claim], key: w.actors.coo, now: new Date(), summary: 'claim' }));
+  };
+
+  attack('a claim of its first attempt with nothing closing it, by the COO key in force', 'library', 'SIGNER_REVOKED', async () => {
+    const { w, messageId } = await approvedThenKeyChanged('dispatch-revoked', true);
+    try {
+      return await claimAlone(w, messageId);
+    } finally {
+      await w.close();
+    }
+  });
+
+  attack('(guard) the same claim when the key was only rotated out: a rotation leaves the approval standing', 'library', 'accepted', async () => {
+    const { w, messageId } = await approvedThenKeyChanged('dispatch-rotated', false);
+    try {
+      return await claimAlone(w, messageId);
+    } finally {
+      await w.close();
+    }
+  });
+});
