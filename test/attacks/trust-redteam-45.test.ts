@@ -76,6 +76,25 @@ describe('a consult the stolen COO key queued, its key revoked before any runner
     }
   });
 
+  attack('(guard) the stolen key claims it itself, the commit and the claim back-dated to before the revocation, judged by the hook', 'hook', 'SIGNER_REVOKED', async () => {
+    const work = join(dir, 'work-backdated');
+    git(['clone', '-q', w.gitdir, work]);
+    const keyFile = join(dir, 'stolen.key');
+    writeFileSync(keyFile, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+    const state = await w.ledger.state();
+    const before = state.messages.get(thiefs)!.createdAt;
+    const claim = claimOn(state, thiefs, before);
+    stockCommit(work, { [claim.path]: claim.bytes.toString('utf8') }, { key: keyFile, seq: state.seq + 1, date: before });
+    const commit = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
+    git(['--git-dir', w.gitdir, 'fetch', '-q', work, `main:refs/heads/pushed`]);
+    try {
+      const findings = await checkPush(w.gitdir, [{ oldOid: state.head!, newOid: commit, ref: 'refs/heads/main' }]);
+      return findings[0]?.code ?? 'accepted';
+    } finally {
+      git(['--git-dir', w.gitdir, 'update-ref', '-d', 'refs/heads/pushed']);
+    }
+  });
+
   it('is ended unrun by the runner with the COO key in force: one blocked receipt (policy_denied) naming the revocation, and no model is called', async () => {
     await w.runner({ key: fresh }).runOnce();
     const receipts = await receiptsOf(w, thiefs);
