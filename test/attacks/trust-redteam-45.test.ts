@@ -3,11 +3,13 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { cloneState, folderOf, type LedgerState } from '../../src/authority/state.js';
 import { formatPrivateKey, formatPublicKeyLine, generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
+import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { checkPush } from '../../src/ledger/receive.js';
 import { receiptPath } from '../../src/ledger/layout.js';
 import type { Ledger, NewFile } from '../../src/ledger/ledger.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
@@ -175,5 +177,49 @@ describe("a runner holding one of the COO's keys, which judged the queue just be
     expect(w.server.requests).toHaveLength(0);
     expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
     expect(w.events.filter((event) => event.type === 'error').map((event) => 'code' in event && event.code)).toEqual(['SIGNER_REVOKED']);
+  });
+});
+
+describe('a cross-check queued by the COO key in force, of an answer whose receipt a COO key revoked since signed', () => {
+  const withCrossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }] });
+
+  /** A consult answered under the COO's first key, the key rotated out, a cross-check queued by the next one; then the first key revoked, or left retired. */
+  async function crossCheckThenFirstKey(name: string, revoke: boolean): Promise<{ w: World; successor: PrivateKey; messageId: string }> {
+    const w = await makeWorld(join(dir, name), { policy: withCrossChecks });
+    const answered = (await w.consult()).messageId;
+    await w.runner().runOnce();
+    const successor = generatePrivateKey('coo.hermes');
+    const registry = (await w.ledger.state()).registry!.doc;
+    await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', successor.publicKey]]) }, w.actors.ceo, new Date());
+    const { messageId } = await enqueueCrossCheck({ ledger: w.ledger, key: successor, now: new Date(), of: answered, target: 'aa.claude', maxRuntimeSeconds: 60 });
+    if (revoke) {
+      const next = (await w.ledger.state()).registry!.doc;
+      await appendTrustVersion(w.ledger, { role: 'registry', document: { ...next, version: undefined }, revoke: new Map([[w.actors.coo.publicKey.keyId, 'laptop stolen']]) }, w.actors.ceo, new Date());
+    }
+    return { w, successor, messageId };
+  }
+
+  const claimAlone = async (w: World, key: PrivateKey, id: string): Promise<string> => {
+    const state = await w.ledger.state();
+    const claim = claimFileOn(state, { id, folder: folderOf(state.messages.get(id)!), attempt: 1, kind: 'aa', runner: 'runner-stale', claimedAt: isoSeconds(new Date()) });
+    return codeOf(() => w.ledger.append({ files: [claim], key, now: new Date(), summary: 'claim' }));
+  };
+
+  attack('a claim of its first attempt with nothing closing it', 'library', 'SIGNER_REVOKED', async () => {
+    const { w, successor, messageId } = await crossCheckThenFirstKey('cross-check-revoked', true);
+    try {
+      return await claimAlone(w, successor, messageId);
+    } finally {
+      await w.close();
+    }
+  });
+
+  attack('(guard) the same claim when the key that signed the answer was only rotated out', 'library', 'accepted', async () => {
+    const { w, successor, messageId } = await crossCheckThenFirstKey('cross-check-rotated', false);
+    try {
+      return await claimAlone(w, successor, messageId);
+    } finally {
+      await w.close();
+    }
   });
 });

@@ -38,7 +38,7 @@ export function challengedReceipt(parent: MessageRecord, receiptRef: string): No
  */
 export function challengeRevocation(
   ledger: { message(id: string): MessageRecord | undefined; revocation(keyId: string): Revocation | undefined },
-  doc: Pick<CrossCheckMessage, 'parent_message_id' | 'challenge'>,
+  doc: { readonly parent_message_id: string | null; readonly challenge: Pick<CrossCheckMessage['challenge'], 'receipt_ref'> },
 ): { readonly keyId: string; readonly revocation: Revocation } | null {
   const parent = doc.parent_message_id === null ? undefined : ledger.message(doc.parent_message_id);
   const keyId = parent === undefined ? undefined : challengedReceipt(parent, doc.challenge.receipt_ref)?.keyId;
@@ -48,9 +48,17 @@ export function challengeRevocation(
 
 /** The revoked key a cross-check's next attempt would stand on (challengeRevocation), for the consult lane's gate: blocked, `policy_denied`; what ran stands. */
 export function revokedChallenge(state: Pick<LedgerState, 'messages' | 'revocations'>, message: CooMessage): RevokedWord | null {
-  if (message.intent !== 'cross_check') return null;
-  const revoked = challengeRevocation({ message: (id) => state.messages.get(id), revocation: (keyId) => state.revocations.get(keyId) }, message);
-  return revoked === null ? null : { what: `the key of the challenged receipt ${message.challenge.receipt_ref}`, revocation: revoked.revocation };
+  return message.intent === 'cross_check' ? challengeWord(state, message) : null;
+}
+
+/** The same of a cross-check's record (its parent is the last of its chain), for the claim rule (rules/claim.ts checkUnrunClaims); null for any other message. */
+export function revokedChallengeOf(state: Pick<LedgerState, 'messages' | 'revocations'>, record: Pick<MessageRecord, 'chain' | 'challenges'>): RevokedWord | null {
+  return record.challenges === undefined ? null : challengeWord(state, { parent_message_id: record.chain.at(-1) ?? null, challenge: { receipt_ref: record.challenges } });
+}
+
+function challengeWord(state: Pick<LedgerState, 'messages' | 'revocations'>, doc: Parameters<typeof challengeRevocation>[1]): RevokedWord | null {
+  const revoked = challengeRevocation({ message: (id) => state.messages.get(id), revocation: (keyId) => state.revocations.get(keyId) }, doc);
+  return revoked === null ? null : { what: `the key of the challenged receipt ${doc.challenge.receipt_ref}`, revocation: revoked.revocation };
 }
 
 /**
@@ -99,6 +107,9 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
     }
     checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
     checkManifest(check, doc.context_pin, folder, where);
+  },
+  record(doc) {
+    return { challenges: doc.challenge.receipt_ref };
   },
   receipt: consultRules.receipt!,
 };
