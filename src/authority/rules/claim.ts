@@ -5,7 +5,6 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent, revokedWord } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
-import { revokedChallengeOf } from './intents/cross-check.js';
 import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
@@ -61,7 +60,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   }
   // Judged as new only (the writers, the hook): builds before this rule let such a claim land, and history holding one still verifies.
   if (check.clock !== null) {
-    const word = revokedWord(check.state, record) ?? revokedChallengeOf(check.state, record);
+    const word = revokedWord(check.state, record);
     if (word !== null) check.unrunClaims.set(record.id, { attempt: next, where, word });
   }
   // A claim that states what was spent before it is held to the rules that count its message's earlier consults too; one written
@@ -136,8 +135,8 @@ export function claimFloor(record: MessageRecord, approval: Pick<ApprovalRecord,
 
 /**
  * A claim of an attempt that would stand on a revoked key's word (runnable.ts revokedWord: what the
- * key queued, or the dispatch only its approval allowed; a cross-check of an answer whose receipt it
- * signed, intents/cross-check.ts revokedChallengeOf) lands only closed, unrun, in its own commit:
+ * key queued, the dispatch only its approval allowed, a cross-check of an answer whose receipt it
+ * signed) lands only closed, unrun, in its own commit:
  * with the blocked receipt the runner's gate writes beside it. Alone, it would let a runner that
  * judged the queue before the revocation landed (its claim rebuilt on the head that holds it) run
  * and pay for what may be a thief's work. Run once every entry of the commit is read.

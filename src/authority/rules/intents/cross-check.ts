@@ -7,7 +7,7 @@ import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
 import type { AttemptRecord, LedgerState, MessageRecord, Revocation } from '../../state.js';
 import type { RevokedWord } from '../../runnable.js';
-import type { CooMessage, CrossCheckMessage } from '../../../schema/message.js';
+import type { CrossCheckMessage } from '../../../schema/message.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
@@ -46,19 +46,16 @@ export function challengeRevocation(
   return keyId === undefined || revocation === undefined ? null : { keyId, revocation };
 }
 
-/** The revoked key a cross-check's next attempt would stand on (challengeRevocation), for the consult lane's gate: blocked, `policy_denied`; what ran stands. */
-export function revokedChallenge(state: Pick<LedgerState, 'messages' | 'revocations'>, message: CooMessage): RevokedWord | null {
-  return message.intent === 'cross_check' ? challengeWord(state, message) : null;
-}
-
-/** The same of a cross-check's record (its parent is the last of its chain), for the claim rule (rules/claim.ts checkUnrunClaims); null for any other message. */
+/**
+ * The revoked key a cross-check's next attempt would stand on (challengeRevocation), from its record
+ * (its parent is the last of its chain), or null for any other message: runnable.ts revokedWord asks
+ * it, for the runner's gate (blocked, `policy_denied`; what ran stands) and the claim rule.
+ */
 export function revokedChallengeOf(state: Pick<LedgerState, 'messages' | 'revocations'>, record: Pick<MessageRecord, 'chain' | 'challenges'>): RevokedWord | null {
-  return record.challenges === undefined ? null : challengeWord(state, { parent_message_id: record.chain.at(-1) ?? null, challenge: { receipt_ref: record.challenges } });
-}
-
-function challengeWord(state: Pick<LedgerState, 'messages' | 'revocations'>, doc: Parameters<typeof challengeRevocation>[1]): RevokedWord | null {
+  if (record.challenges === undefined) return null;
+  const doc = { parent_message_id: record.chain.at(-1) ?? null, challenge: { receipt_ref: record.challenges } };
   const revoked = challengeRevocation({ message: (id) => state.messages.get(id), revocation: (keyId) => state.revocations.get(keyId) }, doc);
-  return revoked === null ? null : { what: `the key of the challenged receipt ${doc.challenge.receipt_ref}`, revocation: revoked.revocation };
+  return revoked === null ? null : { what: `the key of the challenged receipt ${record.challenges}`, revocation: revoked.revocation };
 }
 
 /**
