@@ -7,9 +7,10 @@ import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
 import { approve } from '../../src/dispatch/approve.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { checkPush } from '../../src/ledger/receive.js';
-import { receiptPath } from '../../src/ledger/layout.js';
+import { killSwitchPath, receiptPath, trustPath } from '../../src/ledger/layout.js';
 import type { Ledger, NewFile } from '../../src/ledger/ledger.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
+import { toYaml } from '../../src/schema/strict-yaml.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
@@ -218,6 +219,33 @@ describe('a cross-check queued by the COO key in force, of an answer whose recei
     const { w, successor, messageId } = await crossCheckThenFirstKey('cross-check-rotated', false);
     try {
       return await claimAlone(w, successor, messageId);
+    } finally {
+      await w.close();
+    }
+  });
+});
+
+describe("a push that brings the CEO's revocation of the COO key and, after it, an entry that key signed", () => {
+  attack("the kill switch set by the stolen COO key in the commit after the revocation, one push judged by the hook's check", 'hook', 'SIGNER_REVOKED', async () => {
+    const w = await makeWorld(join(dir, 'same-push'));
+    try {
+      const work = join(dir, 'work-same-push');
+      git(['clone', '-q', w.gitdir, work]);
+      const ceoKey = join(dir, 'same-push-ceo.key');
+      const stolenKey = join(dir, 'same-push-coo.key');
+      writeFileSync(ceoKey, formatPrivateKey(w.actors.ceo), { mode: 0o600 });
+      writeFileSync(stolenKey, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+      const state = await w.ledger.state();
+      const registry = state.registry!;
+      const version = registry.version + 1;
+      const revoking = { ...registry.doc, version, actors: registry.doc.actors.map((actor) => (actor.id === 'coo.hermes' ? { ...actor, keys: [] } : actor)), revoked_keys: [{ key_id: w.actors.coo.publicKey.keyId, reason: 'laptop stolen' }] };
+      stockCommit(work, { [trustPath('registry', version)]: toYaml(revoking) }, { key: ceoKey, seq: state.seq + 1 });
+      const stop = { schema_version: 'kill_switch.v0', version: 1, state: 'on', reason: 'stolen key says stop', set_by: 'coo.hermes', created_at: isoSeconds(new Date()) };
+      stockCommit(work, { [killSwitchPath(1)]: toYaml(stop) }, { key: stolenKey, seq: state.seq + 2 });
+      const commit = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
+      git(['--git-dir', w.gitdir, 'fetch', '-q', work, `main:refs/heads/pushed`]);
+      const findings = await checkPush(w.gitdir, [{ oldOid: state.head!, newOid: commit, ref: 'refs/heads/main' }]);
+      return findings[0]?.code ?? 'accepted';
     } finally {
       await w.close();
     }
