@@ -3,7 +3,6 @@ import type { CommitFacts, FileChange } from '../ledger/commit-facts.js';
 import { folderOf, type ApprovalRecord, type AttemptRecord, type KeyRecord, type LedgerState, type MessageRecord, type PanelRecord, type Revocation, type TrustFile } from './state.js';
 import { activeKeys, keyHolders, keyStatus, signerError, type KeyHolder, type KeyStatus } from './keys.js';
 import { keepHeartbeat } from './rules/heartbeat.js';
-import type { RevokedWord } from './runnable.js';
 import { checkNotAhead, writtenAt } from './rules/clock.js';
 import { readDocument, type DocumentKind, type DocumentOf } from '../schema/documents.js';
 import type { PathInfo } from '../ledger/layout.js';
@@ -67,8 +66,8 @@ export class CommitCheck {
   readonly seq: number;
   /** Message folders whose envelope or receipt this commit was refused: their artifacts are not reported again as unreferenced. */
   readonly refusedFolders = new Set<string>();
-  /** Claims of attempts a revoked key's word would start (rules/claim.ts checkUnrunClaims): each lands only closed, blocked, in this commit. */
-  readonly unrunClaims = new Map<string, { readonly attempt: number; readonly where: string; readonly word: RevokedWord }>();
+  /** Claims of attempts the runner's gate would stop (rules/claim.ts checkUnrunClaims), with why: each lands only closed, blocked, in this commit. */
+  readonly unrunClaims = new Map<string, { readonly attempt: number; readonly refusal: CooError }>();
 
   constructor(
     readonly state: LedgerState,

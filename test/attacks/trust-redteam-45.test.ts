@@ -11,7 +11,7 @@ import { killSwitchPath, receiptPath, trustPath } from '../../src/ledger/layout.
 import type { Ledger, NewFile } from '../../src/ledger/ledger.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
-import { appendTrustVersion } from '../../src/ledger/trust-update.js';
+import { appendKillSwitch, appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { attemptIdFor } from '../../src/util/ids.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { attack, codeOf } from '../helpers/attack-kit.js';
@@ -249,5 +249,37 @@ describe("a push that brings the CEO's revocation of the COO key and, after it, 
     } finally {
       await w.close();
     }
+  });
+});
+
+describe('the kill switch the CEO turned on just after a runner judged the queue', () => {
+  let w: World;
+  let queued = '';
+  afterAll(async () => w.close());
+
+  it('stops what the runner had judged: its claim, written on the head holding the switch, lands nowhere, and no model is paid', async () => {
+    w = await makeWorld(join(dir, 'kill-switch-race'));
+    const { messageId } = await w.consult({ question: 'Is add() correct?', idempotencyKey: 'before-the-stop' });
+    queued = messageId;
+    const seen = cloneState(await w.ledger.intactState());
+    await appendKillSwitch(w.ledger, 'on', 'stop everything', 'ceo', w.actors.ceo, new Date());
+    const stale = new Proxy(w.ledger, { get: (target, prop, receiver) => (prop === 'intactState' ? async () => seen : Reflect.get(target, prop, receiver)) as unknown }) as Ledger;
+    await w.runner({ ledger: stale }).runOnce();
+    expect(w.server.requests).toHaveLength(0);
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts).toEqual([]);
+    expect(w.events.filter((event) => event.type === 'error').map((event) => 'code' in event && event.code)).toEqual(['KILL_SWITCH']);
+  });
+
+  attack('a claim alone while the switch is on, by the COO key in force', 'library', 'KILL_SWITCH', async () => {
+    const state = await w.ledger.state();
+    const claim = claimFileOn(state, { id: queued, folder: folderOf(state.messages.get(queued)!), attempt: 1, kind: 'aa', runner: 'runner-stale', claimedAt: isoSeconds(new Date()) });
+    return codeOf(() => w.ledger.append({ files: [claim], key: w.actors.coo, now: new Date(), summary: 'claim' }));
+  });
+
+  it('(guard) the runner on the head holding the switch ends the queued consult unrun: claimed with its blocked (kill_switch) receipt in one commit', async () => {
+    await w.runner().runOnce();
+    const receipts = await receiptsOf(w, queued);
+    expect(receipts.map((receipt) => [receipt['status'], blockersOf(receipt)])).toEqual([['blocked', ['kill_switch']]]);
+    expect(w.server.requests).toHaveLength(0);
   });
 });

@@ -60,8 +60,8 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   }
   // Judged as new only (the writers, the hook): builds before this rule let such a claim land, and history holding one still verifies.
   if (check.clock !== null) {
-    const word = revokedWord(check.state, record);
-    if (word !== null) check.unrunClaims.set(record.id, { attempt: next, where, word });
+    const refusal = unrunRefusal(check, record, next, where);
+    if (refusal !== null) check.unrunClaims.set(record.id, { attempt: next, refusal });
   }
   // A claim that states what was spent before it is held to the rules that count its message's earlier consults too; one written
   // before it was stated is judged as it was then, so that history an earlier build wrote honestly still verifies.
@@ -134,24 +134,35 @@ export function claimFloor(record: MessageRecord, approval: Pick<ApprovalRecord,
 }
 
 /**
- * A claim of an attempt that would stand on a revoked key's word (runnable.ts revokedWord: what the
- * key queued, the dispatch only its approval allowed, a cross-check of an answer whose receipt it
- * signed) lands only closed, unrun, in its own commit:
- * with the blocked receipt the runner's gate writes beside it. Alone, it would let a runner that
- * judged the queue before the revocation landed (its claim rebuilt on the head that holds it) run
- * and pay for what may be a thief's work. Run once every entry of the commit is read.
+ * Why attempt `attempt` of `record` may be claimed only to be ended unrun, in the order the runner's
+ * gate asks (runnable.ts gateAttempt): the kill switch in force, or a revoked key's word the attempt
+ * would stand on (runnable.ts revokedWord: what the key queued, the dispatch only its approval
+ * allowed, a cross-check of an answer whose receipt it signed); else null.
+ */
+function unrunRefusal(check: CommitCheck, record: MessageRecord, attempt: number, where: string): CooError | null {
+  const stop = check.killSwitch?.doc;
+  if (stop?.state === 'on') {
+    return new CooError('KILL_SWITCH', `${where}: claims attempt ${attempt} of ${record.id} while the kill switch ${stop.set_by} set is on (${JSON.stringify(stop.reason)}): nothing starts, so a claim lands only with the blocked receipt that ends its attempt unrun; nothing was claimed`, { where });
+  }
+  const word = revokedWord(check.state, record);
+  if (word === null) return null;
+  const { revocation } = word;
+  return new CooError(
+    'SIGNER_REVOKED',
+    `${where}: claims attempt ${attempt} of ${record.id}, which stands on ${word.what}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt, so its claim lands only with the blocked receipt that ends it unrun; nothing was claimed`,
+    { where },
+  );
+}
+
+/**
+ * A claim of an attempt the runner's gate would stop (unrunRefusal) lands only closed, unrun, in its
+ * own commit: with the blocked receipt the gate writes beside it. Alone, it would let a runner that
+ * judged the queue before the kill switch or a revocation landed (its claim rebuilt on the head that
+ * holds it) run and pay for work no one may start now, or what may be a thief's. Run once every entry
+ * of the commit is read.
  */
 export function checkUnrunClaims(check: CommitCheck): void {
-  for (const [id, { attempt, where, word }] of check.unrunClaims) {
-    const receipt = check.message(id)?.attempts[attempt - 1]?.receipt;
-    if (receipt?.status === 'blocked') continue;
-    const { revocation } = word;
-    check.report(
-      new CooError(
-        'SIGNER_REVOKED',
-        `${where}: claims attempt ${attempt} of ${id}, which stands on ${word.what}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt, so its claim lands only with the blocked receipt that ends it unrun; nothing was claimed`,
-        { where },
-      ),
-    );
+  for (const [id, { attempt, refusal }] of check.unrunClaims) {
+    if (check.message(id)?.attempts[attempt - 1]?.receipt?.status !== 'blocked') check.report(refusal);
   }
 }
