@@ -66,6 +66,8 @@ export class CommitCheck {
   readonly seq: number;
   /** Message folders whose envelope or receipt this commit was refused: their artifacts are not reported again as unreferenced. */
   readonly refusedFolders = new Set<string>();
+  /** Claims of attempts the runner's gate would stop (rules/claim.ts checkUnrunClaims), with why: each lands only closed, blocked, in this commit. */
+  readonly unrunClaims = new Map<string, { readonly attempt: number; readonly refusal: CooError }>();
 
   constructor(
     readonly state: LedgerState,

@@ -8,6 +8,7 @@ import type { ActorRegistry } from '../schema/registry.js';
 import { attemptIdFor } from '../util/ids.js';
 import { checkEdge, isCommandIntent } from './policy-check.js';
 import { retryApproved, type LedgerState, type MessageRecord, type Revocation } from './state.js';
+import { revokedChallengeOf } from './rules/intents/cross-check.js';
 
 /**
  * What the runner executes. The validator holds claims, hops and attempt ids to these rules at
@@ -54,11 +55,15 @@ export interface RevokedWord {
  * says the key may be in other hands, and ends what it said that nothing had used yet: a consult or
  * a dispatch its key queued starts no attempt, first or retry, and a dispatch whose first attempt
  * only a revoked key's approval allowed starts none (rules/approval.ts voidApprovalsOf voids that
- * approval). A key only rotated out is not revoked; what already ran stands.
+ * approval), nor does a cross-check of an answer whose receipt it signed (rules/intents/cross-check.ts
+ * revokedChallengeOf). A key only rotated out is not revoked; what already ran stands. The runner's
+ * gate asks it, and the claim rule (rules/claim.ts checkUnrunClaims).
  */
-export function revokedWord(state: Pick<LedgerState, 'revocations' | 'approvals'>, record: Pick<MessageRecord, 'id' | 'keyId' | 'attempts'>): RevokedWord | null {
+export function revokedWord(state: Pick<LedgerState, 'revocations' | 'approvals' | 'messages'>, record: Pick<MessageRecord, 'id' | 'keyId' | 'attempts' | 'chain' | 'challenges'>): RevokedWord | null {
   const own = record.keyId === undefined ? undefined : state.revocations.get(record.keyId);
   if (own !== undefined) return { what: "its envelope's key", revocation: own };
+  const challenged = revokedChallengeOf(state, record);
+  if (challenged !== null) return challenged;
   if (record.attempts.length > 0) return null;
   for (const approval of state.approvals.values()) {
     const revocation = approval.usedBy === record.id && approval.revoked === true ? state.revocations.get(approval.keyId) : undefined;

@@ -123,6 +123,8 @@ export interface MessageRecord {
   readonly keyId?: string;
   /** Commands and rejections: set when a registry revoked that key before the COO acknowledged it: no longer the CEO's word, nothing for the COO to act on (rules/intents/ceo-authority.ts voidCeoMessagesOf). */
   readonly revoked?: true;
+  /** Cross-checks: the receipt whose answer it challenges (`challenge.receipt_ref`); once that receipt's key is revoked, no attempt of it is claimed to run (rules/intents/cross-check.ts revokedChallengeOf). */
+  readonly challenges?: string;
 }
 
 /** A panel the ledger holds: one question to several advisory agents (rules/panel.ts). */
@@ -320,7 +322,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 17;
+const STATE_SHAPE = 18;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

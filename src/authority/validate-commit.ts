@@ -14,7 +14,7 @@ import { checkKillSwitch } from './rules/kill-switch.js';
 import { checkApproval } from './rules/approval.js';
 import { checkEnvelope } from './rules/envelope.js';
 import { checkPanels } from './rules/panel.js';
-import { checkClaim } from './rules/claim.js';
+import { checkClaim, checkUnrunClaims } from './rules/claim.js';
 import { checkReceipt } from './rules/receipt.js';
 import { checkHeartbeat } from './rules/heartbeat.js';
 import { checkForgeChanges } from './rules/forge.js';
@@ -66,6 +66,7 @@ export function validateCommit(state: LedgerState, facts: CommitFacts, clock: Da
     check.attempt(entry.path, () => checkEntry(check, entry, signer));
     if (check.findings.length > before && 'folder' in entry.info) check.refusedFolders.add(entry.info.folder);
   }
+  checkUnrunClaims(check);
   check.attempt(undefined, () => checkRootAgreesWithRegistry(check));
   checkPanels(check);
   for (const error of checkForgeChanges(check.forgeChanges, facts, signer?.keyId ?? null, (keyId) => check.holders().get(keyId)?.rootAuthority === true)) check.report(error);

@@ -2,7 +2,6 @@ import { randomBytes } from 'node:crypto';
 import { readBounded, type BoundedRead } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
-import { revokedChallenge } from '../authority/rules/intents/cross-check.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
@@ -241,7 +240,7 @@ export class ConsultLane implements RunnerLane {
         killSwitch: state.killSwitch?.doc ?? null,
         registry,
         policy: policy.doc,
-        signerRevoked: revokedWord(state, record) ?? revokedChallenge(state, message),
+        signerRevoked: revokedWord(state, record),
         earlier: record.attempts,
         spentOnMessageUsd: spentOnMessageUsd(record, attempt, (id) => state.messages.get(id)),
         spentOnCorrelationUsd: spent.spentOnCorrelationUsd,

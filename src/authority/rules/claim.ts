@@ -2,7 +2,7 @@ import { CooError } from '../../errors.js';
 import { LIMITS } from '../../limits.js';
 import type { PathInfo } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
-import { attemptIdOf, isRunnerIntent } from '../runnable.js';
+import { attemptIdOf, isRunnerIntent, revokedWord } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
 import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
@@ -57,6 +57,11 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   const attemptId = attemptIdOf(record, next);
   if (doc.attempt_id !== attemptId) {
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
+  }
+  // Judged as new only (the writers, the hook): builds before this rule let such a claim land, and history holding one still verifies.
+  if (check.clock !== null) {
+    const refusal = unrunRefusal(check, record, next, where);
+    if (refusal !== null) check.unrunClaims.set(record.id, { attempt: next, refusal });
   }
   // A claim that states what was spent before it is held to the rules that count its message's earlier consults too; one written
   // before it was stated is judged as it was then, so that history an earlier build wrote honestly still verifies.
@@ -126,4 +131,38 @@ export function claimFloor(record: MessageRecord, approval: Pick<ApprovalRecord,
   if (approval !== undefined) anchors.push([`the CEO's approval ${approval.id}`, approval.createdAt]);
   const [what, at] = anchors.reduce((latest, anchor) => (toMillis(anchor[1]) > toMillis(latest[1]) ? anchor : latest));
   return { what, at };
+}
+
+/**
+ * Why attempt `attempt` of `record` may be claimed only to be ended unrun, in the order the runner's
+ * gate asks (runnable.ts gateAttempt): the kill switch in force, or a revoked key's word the attempt
+ * would stand on (runnable.ts revokedWord: what the key queued, the dispatch only its approval
+ * allowed, a cross-check of an answer whose receipt it signed); else null.
+ */
+function unrunRefusal(check: CommitCheck, record: MessageRecord, attempt: number, where: string): CooError | null {
+  const stop = check.killSwitch?.doc;
+  if (stop?.state === 'on') {
+    return new CooError('KILL_SWITCH', `${where}: claims attempt ${attempt} of ${record.id} while the kill switch ${stop.set_by} set is on (${JSON.stringify(stop.reason)}): nothing starts, so a claim lands only with the blocked receipt that ends its attempt unrun; nothing was claimed`, { where });
+  }
+  const word = revokedWord(check.state, record);
+  if (word === null) return null;
+  const { revocation } = word;
+  return new CooError(
+    'SIGNER_REVOKED',
+    `${where}: claims attempt ${attempt} of ${record.id}, which stands on ${word.what}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt, so its claim lands only with the blocked receipt that ends it unrun; nothing was claimed`,
+    { where },
+  );
+}
+
+/**
+ * A claim of an attempt the runner's gate would stop (unrunRefusal) lands only closed, unrun, in its
+ * own commit: with the blocked receipt the gate writes beside it. Alone, it would let a runner that
+ * judged the queue before the kill switch or a revocation landed (its claim rebuilt on the head that
+ * holds it) run and pay for work no one may start now, or what may be a thief's. Run once every entry
+ * of the commit is read.
+ */
+export function checkUnrunClaims(check: CommitCheck): void {
+  for (const [id, { attempt, refusal }] of check.unrunClaims) {
+    if (check.message(id)?.attempts[attempt - 1]?.receipt?.status !== 'blocked') check.report(refusal);
+  }
 }

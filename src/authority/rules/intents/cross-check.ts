@@ -7,7 +7,7 @@ import { checkManifest, checkTask } from '../message-artifacts.js';
 import { consultRules } from './consult.js';
 import type { AttemptRecord, LedgerState, MessageRecord, Revocation } from '../../state.js';
 import type { RevokedWord } from '../../runnable.js';
-import type { CooMessage, CrossCheckMessage } from '../../../schema/message.js';
+import type { CrossCheckMessage } from '../../../schema/message.js';
 import { sameModel } from '../panel.js';
 import { requireTargetClass } from './target-class.js';
 
@@ -38,7 +38,7 @@ export function challengedReceipt(parent: MessageRecord, receiptRef: string): No
  */
 export function challengeRevocation(
   ledger: { message(id: string): MessageRecord | undefined; revocation(keyId: string): Revocation | undefined },
-  doc: Pick<CrossCheckMessage, 'parent_message_id' | 'challenge'>,
+  doc: { readonly parent_message_id: string | null; readonly challenge: Pick<CrossCheckMessage['challenge'], 'receipt_ref'> },
 ): { readonly keyId: string; readonly revocation: Revocation } | null {
   const parent = doc.parent_message_id === null ? undefined : ledger.message(doc.parent_message_id);
   const keyId = parent === undefined ? undefined : challengedReceipt(parent, doc.challenge.receipt_ref)?.keyId;
@@ -46,11 +46,16 @@ export function challengeRevocation(
   return keyId === undefined || revocation === undefined ? null : { keyId, revocation };
 }
 
-/** The revoked key a cross-check's next attempt would stand on (challengeRevocation), for the consult lane's gate: blocked, `policy_denied`; what ran stands. */
-export function revokedChallenge(state: Pick<LedgerState, 'messages' | 'revocations'>, message: CooMessage): RevokedWord | null {
-  if (message.intent !== 'cross_check') return null;
-  const revoked = challengeRevocation({ message: (id) => state.messages.get(id), revocation: (keyId) => state.revocations.get(keyId) }, message);
-  return revoked === null ? null : { what: `the key of the challenged receipt ${message.challenge.receipt_ref}`, revocation: revoked.revocation };
+/**
+ * The revoked key a cross-check's next attempt would stand on (challengeRevocation), from its record
+ * (its parent is the last of its chain), or null for any other message: runnable.ts revokedWord asks
+ * it, for the runner's gate (blocked, `policy_denied`; what ran stands) and the claim rule.
+ */
+export function revokedChallengeOf(state: Pick<LedgerState, 'messages' | 'revocations'>, record: Pick<MessageRecord, 'chain' | 'challenges'>): RevokedWord | null {
+  if (record.challenges === undefined) return null;
+  const doc = { parent_message_id: record.chain.at(-1) ?? null, challenge: { receipt_ref: record.challenges } };
+  const revoked = challengeRevocation({ message: (id) => state.messages.get(id), revocation: (keyId) => state.revocations.get(keyId) }, doc);
+  return revoked === null ? null : { what: `the key of the challenged receipt ${record.challenges}`, revocation: revoked.revocation };
 }
 
 /**
@@ -99,6 +104,9 @@ export const crossCheckRules: IntentRules<'cross_check'> = {
     }
     checkTask(check, doc.payload_ref, doc.payload_hash, folder, where);
     checkManifest(check, doc.context_pin, folder, where);
+  },
+  record(doc) {
+    return { challenges: doc.challenge.receipt_ref };
   },
   receipt: consultRules.receipt!,
 };
