@@ -101,7 +101,7 @@ async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   if (cloned.ok) return;
   if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned; a ledger that large is cloned with a higher --max-fetch (MiB)`);
   if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
-  const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], limits);
+  const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], { ...limits, onlyRef: 'refs/heads/main' });
   if (!looked.ok) throw unreachable(cloned, (said) => `cannot clone ${url}: ${said}; nothing was cloned`);
   if (exactRef(looked.stdout, 'refs/heads/main') === null) throw new CooError('REMOTE_MAIN_MISSING', `${url} answers but has no main (refs/heads/main) to clone; nothing was cloned`);
   throw new CooError('GIT_FAILED', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);

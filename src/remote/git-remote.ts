@@ -1,6 +1,7 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -60,6 +61,13 @@ export interface RemoteGitOptions {
    * `maxReceivedBytes`; over it, the command is stopped, and the caller removes the folder.
    */
   readonly into?: string;
+  /**
+   * For ls-remote: stdout keeps only the lines that name this ref exactly (exactRef), read as they
+   * come. git matches an ls-remote pattern by its tail and lists refs in name order, so a remote may
+   * list any number of refs ending in the name (`a/refs/heads/main`) before the ref itself, past what
+   * stdout keeps: a main that is there would otherwise read as missing.
+   */
+  readonly onlyRef?: string;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
@@ -161,6 +169,22 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     });
     let stdout = '';
     let stderr = '';
+    /** With onlyRef: the line not yet ended, or null while a line too long to name the ref is skipped to its end. */
+    let partial: string | null = '';
+    const keepLines = (text: string, ended: boolean): void => {
+      const ref = options.onlyRef!;
+      const pieces = text.split('\n');
+      const rest = ended ? null : pieces.pop()!;
+      for (const piece of pieces) {
+        const line = partial === null ? null : partial + piece;
+        partial = '';
+        if (line !== null && exactRef(line, ref) !== null && stdout.length < 65_536) stdout += `${line}\n`;
+      }
+      if (rest === null || partial === null) return;
+      partial += rest;
+      // An object id, a tab and the ref: a longer line names something else.
+      if (partial.length > 128 + ref.length) partial = null;
+    };
     let timedOut: string | null = null;
     let tooLarge: string | undefined;
     const timer = setTimeout(() => {
@@ -196,8 +220,10 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
       clearTimeout(timer);
       if (watcher !== undefined) clearInterval(watcher);
     };
+    const decoder = new StringDecoder('utf8');
     child.stdout.on('data', (chunk: Buffer) => {
-      if (stdout.length < 65_536) stdout += chunk.toString('utf8');
+      if (options.onlyRef !== undefined) keepLines(decoder.write(chunk), false);
+      else if (stdout.length < 65_536) stdout += chunk.toString('utf8');
     });
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 65_536) stderr += chunk.toString('utf8');
@@ -209,6 +235,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     });
     child.on('close', (code) => {
       settle();
+      if (options.onlyRef !== undefined) keepLines(decoder.end(), true);
       const ok = finish(code === 0 && timedOut === null);
       done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
     });

@@ -199,7 +199,7 @@ export class RemoteLedger {
   }
 
   /** Every git that talks to the remote, after the origin's route is found unchanged (a few stat calls while no config file changed). */
-  private async git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
+  private async git(args: readonly string[], received: { maxReceivedBytes?: number; onlyRef?: string } = {}): Promise<RemoteGitResult> {
     await this.checkOrigin();
     return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, handed: () => this.handedScrubber(), ...received });
   }
@@ -216,7 +216,7 @@ export class RemoteLedger {
 
   /** The remote's main by its exact name (git-remote.ts, exactRef). */
   private async lookMain(): Promise<MainLook> {
-    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF]);
+    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF], { onlyRef: MAIN_REF });
     if (!looked.ok) return { kind: 'unreachable', result: looked };
     const head = exactRef(looked.stdout, MAIN_REF);
     return head === null ? { kind: 'missing' } : { kind: 'head', head };
