@@ -1,4 +1,4 @@
-import { spawn, spawnSync } from 'node:child_process';
+import { execFile, spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -35,6 +35,8 @@ export interface RemoteGitResult {
   readonly timedOut: string | null;
   /** Set when a fetch brought more than `maxReceivedBytes` (it was stopped there); what it received was removed. */
   readonly tooLarge?: string;
+  /** Set when a fetch of `wanted` brought objects that commit does not name (unnamedObjects); what it received was removed. */
+  readonly unnamed?: string;
 }
 
 export interface RemoteGitOptions {
@@ -68,6 +70,11 @@ export interface RemoteGitOptions {
    * stdout keeps: a main that is there would otherwise read as missing.
    */
   readonly onlyRef?: string;
+  /**
+   * With `gitdir` and `maxReceivedBytes`, for a fetch of this commit: what it received joins the
+   * ledger's objects only when that commit names all of it (unnamedObjects); otherwise it goes.
+   */
+  readonly wanted?: string;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
@@ -187,6 +194,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     };
     let timedOut: string | null = null;
     let tooLarge: string | undefined;
+    let unnamed: string | undefined;
     const timer = setTimeout(() => {
       timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
@@ -201,15 +209,16 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
             tooLarge = tooMuch();
             if (child.pid !== undefined) killGroup(child.pid);
           }, RECEIVED_WATCH_MS);
-    /** What a fetch received joins the ledger's objects only when it ended well within the bound; otherwise it goes. */
-    const finish = (ok: boolean): boolean => {
+    /** What a fetch received joins the ledger's objects only when it ended well within the bound, and the commit it was for names all of it; otherwise it goes. */
+    const finish = async (ok: boolean): Promise<boolean> => {
       if (quarantine === null) {
         if (weighed !== null && tooLarge === undefined && over()) tooLarge = tooMuch();
         return ok && tooLarge === undefined;
       }
       try {
         if (tooLarge === undefined && over()) tooLarge = tooMuch();
-        const admitted = ok && tooLarge === undefined;
+        if (ok && tooLarge === undefined && options.wanted !== undefined) unnamed = (await unnamedObjects({ gitdir: gitdir!, received: quarantine }, options.wanted)) ?? undefined;
+        const admitted = ok && tooLarge === undefined && unnamed === undefined;
         if (admitted) admitQuarantine(quarantine, join(gitdir!, 'objects'));
         return admitted;
       } finally {
@@ -230,16 +239,65 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     });
     child.on('error', (error) => {
       settle();
-      finish(false);
-      done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null });
+      void finish(false).finally(() => done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null }));
     });
     child.on('close', (code) => {
       settle();
       if (options.onlyRef !== undefined) keepLines(decoder.end(), true);
-      const ok = finish(code === 0 && timedOut === null);
-      done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
+      void finish(code === 0 && timedOut === null).then(
+        (ok) => done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }), ...(unnamed === undefined ? {} : { unnamed }) }),
+        (error: unknown) => done({ ok: false, stdout, stderr: `cannot keep what git received: ${error instanceof Error ? error.message : String(error)}`, timedOut }),
+      );
     });
   });
+}
+
+/** The most bytes of object ids one listing of what a fetch or clone received gives (a ledger of some 100,000 commits lists about 40 MiB). */
+const LISTING_BYTES = 256 * 1024 * 1024;
+
+/** git's standard output, for a git that reads the ledger with `env` (never the remote's); rejects with git's last words. */
+function listed(args: readonly string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = execFile('git', args as string[], { env: gitEnvironment(env), encoding: 'utf8', maxBuffer: LISTING_BYTES }, (error, stdout, stderr) => {
+      if (error === null) resolvePromise(stdout);
+      else reject(new Error(stderr.trim().split('\n').at(-1) || error.message));
+    });
+    // A git that ends before it read all of `input` has said why on its way out; the broken pipe is not the story.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input ?? '');
+  });
+}
+
+/**
+ * The objects a fetch or a clone received that the commit it was for (`head`) does not name, told in
+ * a few words, or null when there are none. A remote chooses what its pack holds: one without a hook
+ * (or with `info/grafts`, which its git walks as parents the commit's bytes do not hold) sends a
+ * commit's objects and any others beside, and git keeps them all. Nothing reads them, and they stay:
+ * a blob of zeros deflates a thousandfold, and the ledger's `git gc` writes an object no ref names
+ * out loose, uncompressed (core.compression 0, ledger/init.ts), so a pack of a few hundred KiB took
+ * hundreds of MiB of the clone's disk with each fetch. `received` is the objects folder of what
+ * came: a fetch's quarantine beside the ledger's objects (`gitdir`), whose own objects were there
+ * before (a thin pack's bases are copied from them), or, without it, a clone's own.
+ */
+export async function unnamedObjects(where: { readonly gitdir: string; readonly received?: string }, head: string): Promise<string | null> {
+  const { gitdir, received } = where;
+  const own = join(resolve(gitdir), 'objects');
+  const apart = received === undefined ? {} : { GIT_OBJECT_DIRECTORY: received };
+  const ids = (text: string): string[] => text.split('\n').map((line) => line.slice(0, line.indexOf(' ') < 0 ? line.length : line.indexOf(' '))).filter((id) => id !== '');
+  try {
+    const came = ids(await listed(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { ...apart, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' }));
+    const named = new Set(ids(await listed(['--git-dir', gitdir, 'rev-list', '--objects', head, ...(received === undefined ? [] : ['--not', '--all'])], { ...apart, ...(received === undefined ? {} : { GIT_ALTERNATE_OBJECT_DIRECTORIES: own }) })));
+    let left = came.filter((id) => !named.has(id));
+    // What the ledger held already (a thin pack's bases, objects a remote sent again) is no one's extra.
+    if (left.length > 0 && received !== undefined) {
+      const held = await listed(['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {}, left.map((id) => `${id}\n`).join(''));
+      left = held.split('\n').filter((line) => line.endsWith(' missing')).map((line) => line.split(' ')[0]!);
+    }
+    if (left.length === 0) return null;
+    return `it sent ${left.length} object${left.length === 1 ? '' : 's'} that ${head.slice(0, 12)} does not name (${left[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever; what it sent was removed`;
+  } catch (error) {
+    return `what it sent could not be listed (${error instanceof Error ? error.message : String(error)}); what it sent was removed`;
+  }
 }
 
 /** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit); a few, the oldest let go. */

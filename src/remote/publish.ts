@@ -199,7 +199,7 @@ export class RemoteLedger {
   }
 
   /** Every git that talks to the remote, after the origin's route is found unchanged (a few stat calls while no config file changed). */
-  private async git(args: readonly string[], received: { maxReceivedBytes?: number; onlyRef?: string } = {}): Promise<RemoteGitResult> {
+  private async git(args: readonly string[], received: { maxReceivedBytes?: number; onlyRef?: string; wanted?: string } = {}): Promise<RemoteGitResult> {
     await this.checkOrigin();
     return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, handed: () => this.handedScrubber(), ...received });
   }
@@ -234,10 +234,13 @@ export class RemoteLedger {
       const looked = await this.lookMain();
       if (looked.kind !== 'head') return looked;
       if (!(await this.hasCommit(looked.head))) {
-        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes });
+        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes, wanted: looked.head });
         // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
         if (fetched.tooLarge !== undefined) {
           throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
+        }
+        if (fetched.unnamed !== undefined) {
+          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more than its main (${looked.head.slice(0, 12)}) names: ${fetched.unnamed}; nothing was acted on; the remote's git holds what serves them (an info/grafts file, a server of its own): have its operator remove it, then run again`);
         }
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
