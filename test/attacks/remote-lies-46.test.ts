@@ -52,33 +52,39 @@ describe('a hookless remote that lists many refs whose names end in refs/heads/m
   });
 });
 
-/** The ledger's object folders: its own, and any a fetch left beside them. */
+/** Whether the clone holds the object `oid`. */
 function hasObject(gitdir: string, oid: string): boolean {
   return run('git', ['--git-dir', gitdir, 'cat-file', '-e', oid], { env: gitEnv() }).status === 0;
 }
 
+/**
+ * A served ledger without its hook and a writer's clone of it; then a valid commit on the remote's
+ * main (another writer's consult), and a graft in the remote that gives that commit a second parent
+ * holding 16 MiB of zeros, deflated to a few KiB: the remote's git walks it, and packs it with main.
+ */
+async function graftedRemote(name: string) {
+  const caseDir = join(dir, name);
+  const served = await makeServedLedger(caseDir);
+  removeHook(served);
+  const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
+  const before = writer.head();
+  const direct = Ledger.open(served.gitdir);
+  await enqueueConsult({ ledger: direct, key: loadPrivateKey(served.keys.coo), now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+  direct.close();
+  const valid = served.head();
+  expect(git(['--git-dir', served.gitdir, 'rev-parse', `${valid}^`]).trim()).toBe(before);
+  // Test fixture: the remote's own git is told to walk a parent the commit's bytes do not hold.
+  const zeros = run('git', ['--git-dir', served.gitdir, '-c', 'core.compression=9', 'hash-object', '-w', '--stdin'], { input: Buffer.alloc(16 * 1024 * 1024), env: gitEnv() }).stdout.trim();
+  const tree = git(['--git-dir', served.gitdir, 'mktree'], { input: `100644 blob ${zeros}\tzeros\n` }).trim();
+  const extra = git(['--git-dir', served.gitdir, 'commit-tree', '-m', 'not in the ledger', tree]).trim();
+  git(['--git-dir', served.gitdir, 'config', 'pack.compression', '9']);
+  writeFileSync(join(served.gitdir, 'info', 'grafts'), `${valid} ${before} ${extra}\n`);
+  return { caseDir, served, writer, before, valid, unnamed: [zeros, tree, extra] };
+}
+
 describe("a hookless remote whose packs hold objects its main does not name (its git walks an info/grafts file)", { timeout: 180_000 }, () => {
-  it('a sync keeps none of them and refuses the remote with a clear code, the local main as it was; coo clone clones nothing; once the remote is repaired the sync adopts its main', async () => {
-    const caseDir = join(dir, 'grafted');
-    const served = await makeServedLedger(caseDir);
-    removeHook(served);
-    const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
-    const before = writer.head();
-    const key = loadPrivateKey(served.keys.coo);
-    // A valid commit lands on the remote's main (another writer's consult), so the clone has something to fetch.
-    const direct = Ledger.open(served.gitdir);
-    await enqueueConsult({ ledger: direct, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
-    direct.close();
-    const valid = served.head();
-    expect(git(['--git-dir', served.gitdir, 'rev-parse', `${valid}^`]).trim()).toBe(before);
-
-    // Test fixture: the remote's git walks a graft that gives the valid head a second parent holding 16 MiB of zeros, deflated to a few KiB.
-    const zeros = run('git', ['--git-dir', served.gitdir, '-c', 'core.compression=9', 'hash-object', '-w', '--stdin'], { input: Buffer.alloc(16 * 1024 * 1024), env: gitEnv() }).stdout.trim();
-    const tree = git(['--git-dir', served.gitdir, 'mktree'], { input: `100644 blob ${zeros}\tzeros\n` }).trim();
-    const extra = git(['--git-dir', served.gitdir, 'commit-tree', '-m', 'not in the ledger', tree]).trim();
-    git(['--git-dir', served.gitdir, 'config', 'pack.compression', '9']);
-    writeFileSync(join(served.gitdir, 'info', 'grafts'), `${valid} ${before} ${extra}\n`);
-
+  it('a sync keeps none of them and refuses the remote with a clear code, the local main as it was; once the remote is repaired the same clone adopts its main', async () => {
+    const { served, writer, before, valid, unnamed } = await graftedRemote('grafted-sync');
     const ledger = Ledger.open(writer.gitdir);
     closers.push(() => ledger.close());
     const remote = new RemoteLedger(ledger, { remote: served.gitdir });
@@ -86,21 +92,26 @@ describe("a hookless remote whose packs hold objects its main does not name (its
       code: 'REMOTE_UNVERIFIED',
       message: expect.stringMatching(new RegExp(`sent more than its main \\(${valid.slice(0, 12)}\\) names: it sent 3 objects that ${valid.slice(0, 12)} does not name .*what it sent was removed; nothing was acted on; .*info/grafts`)),
     });
-    for (const oid of [zeros, tree, extra, valid]) expect(hasObject(writer.gitdir, oid)).toBe(false);
+    for (const oid of [...unnamed, valid]) expect(hasObject(writer.gitdir, oid)).toBe(false);
     expect(readdirSync(join(writer.gitdir, 'objects')).filter((name) => name.startsWith('tmp_'))).toEqual([]);
     expect(writer.head()).toBe(before);
-
-    const into = join(caseDir, 'fresh.git');
-    const cloned = await cooAsync(['clone', served.gitdir, into, '--trust-root', served.ceoKeyId], { env: writer.env });
-    expect(cloned.status).not.toBe(0);
-    expect(cloned.stderr).toMatch(/REMOTE_UNVERIFIED/);
-    expect(cloned.stderr).toMatch(/sent more than its main \([0-9a-f]{12}\) names: it sent 3 objects .*nothing was cloned/);
-    expect(existsSync(into)).toBe(false);
 
     // The remote's operator removes the graft: the same clone fetches its main alone, verifies and adopts it.
     writeFileSync(join(served.gitdir, 'info', 'grafts'), '');
     expect(await remote.sync()).toEqual({ head: valid, arrived: 1 });
-    expect(hasObject(writer.gitdir, zeros)).toBe(false);
+    for (const oid of unnamed) expect(hasObject(writer.gitdir, oid)).toBe(false);
     expect(writer.head()).toBe(valid);
+  });
+
+  it('coo clone refuses the remote with a clear code and leaves nothing behind', async () => {
+    const { caseDir, served, writer, valid } = await graftedRemote('grafted-clone');
+    const into = join(caseDir, 'fresh.git');
+    const cloned = await cooAsync(['clone', served.gitdir, into, '--trust-root', served.ceoKeyId], { env: writer.env });
+    expect(cloned.status).not.toBe(0);
+    expect(cloned.stderr).toMatch(/REMOTE_UNVERIFIED/);
+    expect(cloned.stderr).toContain(`sent more than its main (${valid.slice(0, 12)}) names: it sent 3 objects that ${valid.slice(0, 12)} does not name`);
+    expect(cloned.stderr).toMatch(/nothing was cloned/);
+    expect(existsSync(into)).toBe(false);
+    expect(readdirSync(caseDir).filter((name) => name.includes('clone-'))).toEqual([]);
   });
 });
