@@ -252,6 +252,14 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   });
 }
 
+/** The refusal of a remote whose main names another object than a commit (a tag, its ref file written by hand): no ledger's head. `done` says what was left undone. */
+export function mainNotACommit(url: string, oid: string, type: string, done: string): CooError {
+  return new CooError(
+    'REMOTE_UNVERIFIED',
+    `the main of ${url} names ${oid.slice(0, 12)}, a ${type} object, not a commit: a branch names a commit, and git writes nothing else there; ${done}; have the remote's operator set its main back to the ledger's head (a clone that verified it names it: git --git-dir CLONE rev-parse ${VERIFIED_REF})`,
+  );
+}
+
 /** The most bytes of object ids one listing of what a fetch or clone received gives (a ledger of some 100,000 commits lists about 40 MiB). */
 const LISTING_BYTES = 256 * 1024 * 1024;
 

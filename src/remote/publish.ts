@@ -12,7 +12,7 @@ import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-fi
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, Scrubber, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -248,6 +248,9 @@ export class RemoteLedger {
           return again.kind === 'missing' ? again : { kind: 'unreachable', result: fetched };
         }
       }
+      // Asked of the clone's open object reader, as hasCommit asks: a main written to name a tag would otherwise reach the replay as a malformed commit.
+      const type = (await this.ledger.reader.read(looked.head, 0).catch(() => null))?.type ?? 'missing';
+      if (type !== 'commit') throw mainNotACommit(this.url, looked.head, type, 'nothing was acted on');
       await withRefLock(this.gitdir, async () => ({ next: looked.head, result: undefined }), { ref: ORIGIN_REF });
       return looked;
     }

@@ -115,3 +115,41 @@ describe("a hookless remote whose packs hold objects its main does not name (its
     expect(readdirSync(caseDir).filter((name) => name.includes('clone-'))).toEqual([]);
   });
 });
+
+describe("a hookless remote whose main's ref file names a tag of a valid head (git writes no such branch; a hand or a forge's own code does)", { timeout: 180_000 }, () => {
+  it('a sync and coo clone refuse it with a clear code, naming the object and what to do; the local main and the head the clone last fetched stay as they were', async () => {
+    const caseDir = join(dir, 'tag-main');
+    const served = await makeServedLedger(caseDir);
+    removeHook(served);
+    const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
+    const before = writer.head();
+    const direct = Ledger.open(served.gitdir);
+    await enqueueConsult({ ledger: direct, key: loadPrivateKey(served.keys.coo), now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    direct.close();
+    const valid = served.head();
+    const tag = git(['--git-dir', served.gitdir, 'mktag'], { input: `object ${valid}\ntype commit\ntag main\ntagger Mallory <m@example.invalid> 0 +0000\n\nthe head, wrapped\n` }).trim();
+    git(['--git-dir', served.gitdir, 'pack-refs', '--all']);
+    writeFileSync(join(served.gitdir, 'refs', 'heads', 'main'), `${tag}\n`);
+    expect(git(['ls-remote', served.gitdir, 'refs/heads/main'])).toContain(`${tag}\trefs/heads/main\n`);
+
+    const ledger = Ledger.open(writer.gitdir);
+    closers.push(() => ledger.close());
+    const remote = new RemoteLedger(ledger, { remote: served.gitdir });
+    const refused = new RegExp(`the main of .* names ${tag.slice(0, 12)}, a tag object, not a commit: .*nothing was acted on; have the remote's operator set its main back`);
+    await expect(remote.sync()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(refused) });
+    expect(writer.head()).toBe(before);
+    expect(git(['--git-dir', writer.gitdir, 'rev-parse', 'refs/remotes/origin/main']).trim()).toBe(before);
+
+    const into = join(caseDir, 'fresh.git');
+    const cloned = await cooAsync(['clone', served.gitdir, into, '--trust-root', served.ceoKeyId], { env: writer.env });
+    expect(cloned.status).not.toBe(0);
+    expect(cloned.stderr).toMatch(/REMOTE_UNVERIFIED/);
+    expect(cloned.stderr).toContain(`names ${tag.slice(0, 12)}, a tag object, not a commit`);
+    expect(cloned.stderr).toMatch(/nothing was cloned/);
+    expect(existsSync(into)).toBe(false);
+
+    // The remote's operator sets main back to the commit: the same clone adopts it.
+    writeFileSync(join(served.gitdir, 'refs', 'heads', 'main'), `${valid}\n`);
+    expect(await remote.sync()).toEqual({ head: valid, arrived: 1 });
+  });
+});
