@@ -8,7 +8,7 @@ import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
-import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, requireBareRemote, runRemoteGit, unnamedObjects, unreachable, VERIFIED_REF } from './git-remote.js';
+import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, requireBareRemote, runRemoteGit, unnamedObjects, unreachable, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -69,9 +69,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     const named = (await runGit(['--git-dir', temp, 'rev-parse', '--verify', 'refs/heads/main'])).toString('utf8').trim();
     if (named !== head) throw mainNotACommit(displayUrl(options.url), named, (await runGit(['--git-dir', temp, 'cat-file', '-t', named])).toString('utf8').trim(), 'nothing was cloned');
     const unnamed = await unnamedObjects({ gitdir: temp }, head);
-    if (unnamed !== null) {
-      throw new CooError('REMOTE_UNVERIFIED', `${displayUrl(options.url)} sent more than its main (${head.slice(0, 12)}) names: ${unnamed}; nothing was cloned; the remote's git holds what serves them (an info/grafts file, a server of its own): have its operator remove it, then clone again`);
-    }
+    if (unnamed !== null) throw receivedAmiss(displayUrl(options.url), head, unnamed, 'nothing was cloned');
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);

@@ -1,5 +1,5 @@
 import { execFile, spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
@@ -35,7 +35,7 @@ export interface RemoteGitResult {
   readonly timedOut: string | null;
   /** Set when a fetch brought more than `maxReceivedBytes` (it was stopped there); what it received was removed. */
   readonly tooLarge?: string;
-  /** Set when a fetch of `wanted` brought objects that commit does not name (unnamedObjects); what it received was removed. */
+  /** Set when what a fetch of `wanted` brought is not that commit's history alone and whole (unnamedObjects); what it received was removed. */
   readonly unnamed?: string;
 }
 
@@ -72,7 +72,7 @@ export interface RemoteGitOptions {
   readonly onlyRef?: string;
   /**
    * With `gitdir` and `maxReceivedBytes`, for a fetch of this commit: what it received joins the
-   * ledger's objects only when that commit names all of it (unnamedObjects); otherwise it goes.
+   * ledger's objects only when it is that commit's history, whole, and nothing else (unnamedObjects); otherwise it goes.
    */
   readonly wanted?: string;
 }
@@ -252,6 +252,14 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   });
 }
 
+/** What a remote is told it sent amiss (unnamedObjects), what was left undone, and the way on. */
+export function receivedAmiss(url: string, head: string, amiss: string, done: string): CooError {
+  return new CooError(
+    'REMOTE_UNVERIFIED',
+    `${url} sent, for its main (${head.slice(0, 12)}), ${amiss}; what it sent was removed; ${done}; its git serves more or less than main's history (an info/grafts or shallow file in it, or a server of its own): have its operator repair it, then run again`,
+  );
+}
+
 /** The refusal of a remote whose main names another object than a commit (a tag, its ref file written by hand): no ledger's head. `done` says what was left undone. */
 export function mainNotACommit(url: string, oid: string, type: string, done: string): CooError {
   return new CooError(
@@ -277,8 +285,12 @@ function listed(args: readonly string[], env: NodeJS.ProcessEnv, input?: string)
 }
 
 /**
- * The objects a fetch or a clone received that the commit it was for (`head`) does not name, told in
- * a few words, or null when there are none. A remote chooses what its pack holds: one without a hook
+ * What is amiss with what a fetch or a clone received for the commit it was for (`head`), told in a
+ * few words, or null when it is that commit's history, whole, and nothing else beside. Whole: a
+ * remote that is a shallow copy (its git takes a commit for the first) sends a history that stops
+ * there, and the commits git kept without their parents were taken for ones this clone holds (a
+ * look for the remote's next head skips its fetch), so even a repaired remote was refused as
+ * rewritten, for good. Nothing else: a remote chooses what its pack holds: one without a hook
  * (or with `info/grafts`, which its git walks as parents the commit's bytes do not hold) sends a
  * commit's objects and any others beside, and git keeps them all. Nothing reads them, and they stay:
  * a blob of zeros deflates a thousandfold, and the ledger's `git gc` writes an object no ref names
@@ -291,6 +303,8 @@ export async function unnamedObjects(where: { readonly gitdir: string; readonly 
   const { gitdir, received } = where;
   const own = join(resolve(gitdir), 'objects');
   const apart = received === undefined ? {} : { GIT_OBJECT_DIRECTORY: received };
+  // A clone from a shallow copy is shallow itself: git walks it as if whole.
+  if (received === undefined && existsSync(join(gitdir, 'shallow'))) return `the history of ${head.slice(0, 12)} cut short (a shallow copy: git took ${readFileSync(join(gitdir, 'shallow'), 'utf8').slice(0, 12)} for its first commit)`;
   const ids = (text: string): string[] => text.split('\n').map((line) => line.slice(0, line.indexOf(' ') < 0 ? line.length : line.indexOf(' '))).filter((id) => id !== '');
   try {
     const came = ids(await listed(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { ...apart, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' }));
@@ -302,9 +316,9 @@ export async function unnamedObjects(where: { readonly gitdir: string; readonly 
       left = held.split('\n').filter((line) => line.endsWith(' missing')).map((line) => line.split(' ')[0]!);
     }
     if (left.length === 0) return null;
-    return `it sent ${left.length} object${left.length === 1 ? '' : 's'} that ${head.slice(0, 12)} does not name (${left[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever; what it sent was removed`;
+    return `${left.length} object${left.length === 1 ? '' : 's'} beside the history of ${head.slice(0, 12)} (${left[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever`;
   } catch (error) {
-    return `what it sent could not be listed (${error instanceof Error ? error.message : String(error)}); what it sent was removed`;
+    return `the history of ${head.slice(0, 12)} with objects under it missing (git: ${error instanceof Error ? error.message : String(error)})`;
   }
 }
 

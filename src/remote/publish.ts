@@ -12,7 +12,7 @@ import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-fi
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, Scrubber, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -239,9 +239,7 @@ export class RemoteLedger {
         if (fetched.tooLarge !== undefined) {
           throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
         }
-        if (fetched.unnamed !== undefined) {
-          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more than its main (${looked.head.slice(0, 12)}) names: ${fetched.unnamed}; nothing was acted on; the remote's git holds what serves them (an info/grafts file, a server of its own): have its operator remove it, then run again`);
-        }
+        if (fetched.unnamed !== undefined) throw receivedAmiss(this.url, looked.head, fetched.unnamed, 'nothing was acted on');
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
           if (again.kind === 'head' && again.head !== looked.head) continue;

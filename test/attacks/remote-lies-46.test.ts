@@ -90,7 +90,7 @@ describe("a hookless remote whose packs hold objects its main does not name (its
     const remote = new RemoteLedger(ledger, { remote: served.gitdir });
     await expect(remote.sync()).rejects.toMatchObject({
       code: 'REMOTE_UNVERIFIED',
-      message: expect.stringMatching(new RegExp(`sent more than its main \\(${valid.slice(0, 12)}\\) names: it sent 3 objects that ${valid.slice(0, 12)} does not name .*what it sent was removed; nothing was acted on; .*info/grafts`)),
+      message: expect.stringMatching(new RegExp(`sent, for its main \\(${valid.slice(0, 12)}\\), 3 objects beside the history of ${valid.slice(0, 12)} .*; what it sent was removed; nothing was acted on; .*info/grafts`)),
     });
     for (const oid of [...unnamed, valid]) expect(hasObject(writer.gitdir, oid)).toBe(false);
     expect(readdirSync(join(writer.gitdir, 'objects')).filter((name) => name.startsWith('tmp_'))).toEqual([]);
@@ -109,7 +109,7 @@ describe("a hookless remote whose packs hold objects its main does not name (its
     const cloned = await cooAsync(['clone', served.gitdir, into, '--trust-root', served.ceoKeyId], { env: writer.env });
     expect(cloned.status).not.toBe(0);
     expect(cloned.stderr).toMatch(/REMOTE_UNVERIFIED/);
-    expect(cloned.stderr).toContain(`sent more than its main (${valid.slice(0, 12)}) names: it sent 3 objects that ${valid.slice(0, 12)} does not name`);
+    expect(cloned.stderr).toContain(`sent, for its main (${valid.slice(0, 12)}), 3 objects beside the history of ${valid.slice(0, 12)}`);
     expect(cloned.stderr).toMatch(/nothing was cloned/);
     expect(existsSync(into)).toBe(false);
     expect(readdirSync(caseDir).filter((name) => name.includes('clone-'))).toEqual([]);
@@ -151,5 +151,47 @@ describe("a hookless remote whose main's ref file names a tag of a valid head (g
     // The remote's operator sets main back to the commit: the same clone adopts it.
     writeFileSync(join(served.gitdir, 'refs', 'heads', 'main'), `${valid}\n`);
     expect(await remote.sync()).toEqual({ head: valid, arrived: 1 });
+  });
+});
+
+describe('a hookless remote that is a shallow copy of the ledger (a shallow file in it cuts its history above what a clone holds)', { timeout: 180_000 }, () => {
+  it('a sync keeps none of what it sent and says the history came cut short; coo clone clones nothing; once the remote is whole again the same clone adopts its main', async () => {
+    const caseDir = join(dir, 'shallow');
+    const served = await makeServedLedger(caseDir);
+    removeHook(served);
+    const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
+    const before = writer.head();
+    const direct = Ledger.open(served.gitdir);
+    for (const question of ['Is add() correct for NaN?', 'And for -0?', 'And for Infinity?']) {
+      await enqueueConsult({ ledger: direct, key: loadPrivateKey(served.keys.coo), now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question, maxRuntimeSeconds: 60 });
+    }
+    direct.close();
+    const head = served.head();
+    const cut = git(['--git-dir', served.gitdir, 'rev-parse', 'main^']).trim();
+    // Test fixture: the remote's git takes main's parent for a first commit, as in a copy made with git clone --depth 2.
+    writeFileSync(join(served.gitdir, 'shallow'), `${cut}\n`);
+
+    const ledger = Ledger.open(writer.gitdir);
+    closers.push(() => ledger.close());
+    const remote = new RemoteLedger(ledger, { remote: served.gitdir });
+    await expect(remote.sync()).rejects.toMatchObject({
+      code: 'REMOTE_UNVERIFIED',
+      message: expect.stringMatching(new RegExp(`sent, for its main \\(${head.slice(0, 12)}\\), the history of ${head.slice(0, 12)} with objects under it missing .*; what it sent was removed; nothing was acted on; .*shallow file`)),
+    });
+    for (const oid of [head, cut]) expect(hasObject(writer.gitdir, oid)).toBe(false);
+    expect(writer.head()).toBe(before);
+
+    const into = join(caseDir, 'fresh.git');
+    const cloned = await cooAsync(['clone', served.gitdir, into, '--trust-root', served.ceoKeyId], { env: writer.env });
+    expect(cloned.status).not.toBe(0);
+    expect(cloned.stderr).toMatch(/REMOTE_UNVERIFIED/);
+    expect(cloned.stderr).toContain(`the history of ${head.slice(0, 12)} cut short (a shallow copy: git took ${cut.slice(0, 12)} for its first commit)`);
+    expect(cloned.stderr).toMatch(/nothing was cloned/);
+    expect(existsSync(into)).toBe(false);
+
+    // The remote is whole again: the same clone fetches main's history, verifies it and adopts it.
+    writeFileSync(join(served.gitdir, 'shallow'), '');
+    expect(await remote.sync()).toEqual({ head, arrived: 3 });
+    expect(writer.head()).toBe(head);
   });
 });
