@@ -1,9 +1,10 @@
-import { existsSync, readdirSync, writeFileSync } from 'node:fs';
+import { existsSync, readdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { loadPrivateKey } from '../../src/cli/common.js';
 import { enqueueConsult } from '../../src/consult/enqueue.js';
 import { Ledger } from '../../src/ledger/ledger.js';
+import { packLooseObjects } from '../../src/ledger/object-store.js';
 import { RemoteLedger } from '../../src/remote/publish.js';
 import { makeServedLedger, makeWriter, removeHook } from '../helpers/remote-ledger.js';
 import { cooAsync } from '../helpers/cli.js';
@@ -193,5 +194,50 @@ describe('a hookless remote that is a shallow copy of the ledger (a shallow file
     writeFileSync(join(served.gitdir, 'shallow'), '');
     expect(await remote.sync()).toEqual({ head, arrived: 3 });
     expect(writer.head()).toBe(head);
+  });
+});
+
+/** Bytes of every file under `path`. */
+function bytesUnder(path: string): number {
+  return readdirSync(path, { withFileTypes: true }).reduce((sum, entry) => sum + (entry.isDirectory() ? bytesUnder(join(path, entry.name)) : statSync(join(path, entry.name)).size), 0);
+}
+
+describe("a hookless remote whose main holds a blob of zeros in a commit no one signed (a sync fetches it, then refuses it)", { timeout: 180_000 }, () => {
+  it("the ledger's packing, once there are many packs, keeps the objects no ref names compressed: the clone's objects stay a few MiB, not the blob's 64 MiB", async () => {
+    const caseDir = join(dir, 'zeros-refused');
+    const served = await makeServedLedger(caseDir);
+    removeHook(served);
+    const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
+    const before = writer.head();
+    // Test fixture: a commit on main that adds 64 MiB of zeros beside the ledger's files, deflated to a few KiB in the remote's pack.
+    const zeros = run('git', ['--git-dir', served.gitdir, '-c', 'core.compression=9', 'hash-object', '-w', '--stdin'], { input: Buffer.alloc(64 * 1024 * 1024), env: gitEnv() }).stdout.trim();
+    const listed = git(['--git-dir', served.gitdir, 'ls-tree', before]);
+    const tree = git(['--git-dir', served.gitdir, 'mktree'], { input: `${listed}100644 blob ${zeros}\tzeros\n` }).trim();
+    const unsigned = git(['--git-dir', served.gitdir, 'commit-tree', '-p', before, '-m', 'zeros', tree]).trim();
+    git(['--git-dir', served.gitdir, 'config', 'pack.compression', '9']);
+    git(['--git-dir', served.gitdir, 'update-ref', 'refs/heads/main', unsigned]);
+
+    const ledger = Ledger.open(writer.gitdir);
+    closers.push(() => ledger.close());
+    await expect(new RemoteLedger(ledger, { remote: served.gitdir }).sync()).rejects.toMatchObject({ code: 'REMOTE_UNVERIFIED' });
+    expect(writer.head()).toBe(before);
+    // What the fetch brought stays (nothing verified it before it came), in the pack it came in: a few KiB.
+    expect(hasObject(writer.gitdir, zeros)).toBe(true);
+    expect(bytesUnder(join(writer.gitdir, 'objects'))).toBeLessThan(4 * 1024 * 1024);
+
+    // Test fixture: the many small packs a runner's fetches leave, past git's gc.autoPackLimit (50).
+    for (let i = 0; i < 55; i += 1) {
+      const blob = git(['--git-dir', writer.gitdir, 'hash-object', '-w', '--stdin'], { input: `fetched ${i}\n` }).trim();
+      git(['--git-dir', writer.gitdir, 'pack-objects', '-q', join(writer.gitdir, 'objects', 'pack', 'pack')], { input: `${blob}\n` });
+    }
+    const packs = (): number => readdirSync(join(writer.gitdir, 'objects', 'pack')).filter((name) => name.endsWith('.pack')).length;
+    expect(packs()).toBeGreaterThan(50);
+    packLooseObjects(writer.gitdir);
+    // git's packing runs apart from this process: its end is when the packs are one again and its lock is gone.
+    for (let waited = 0; (packs() > 2 || existsSync(join(writer.gitdir, 'gc.pid'))) && waited < 120_000; waited += 100) await new Promise((resolve) => setTimeout(resolve, 100));
+    expect(packs()).toBeLessThanOrEqual(2);
+    expect(existsSync(join(writer.gitdir, 'gc.pid'))).toBe(false);
+    expect(hasObject(writer.gitdir, zeros)).toBe(true);
+    expect(bytesUnder(join(writer.gitdir, 'objects'))).toBeLessThan(4 * 1024 * 1024);
   });
 });
