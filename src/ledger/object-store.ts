@@ -268,11 +268,19 @@ class CatFileSession {
  * head stays the file the runner watches. Keeps every reflog entry (`gc.reflogExpire*=never`):
  * they record how the head moved, and keep what they name. Runs no hook (`core.hooksPath=/dev/null`):
  * git runs `pre-auto-gc` from wherever the ledger's config points, and a ledger folder's writer is not
- * who runs the packing.
+ * who runs the packing. Writes what no ref names compressed (`core.looseCompression=1`, no cruft
+ * pack): once there are many packs, git writes the objects no ref names out of them as loose
+ * objects for a later prune, and under the ledger's core.compression 0 (ledger/init.ts) they were
+ * written whole. A remote chooses what a fetch brings before anything verifies it (the history of a
+ * main refused after), so a pack of a few KiB holding a blob of zeros became hundreds of MiB.
  */
 export function packLooseObjects(gitdir: string): void {
   try {
-    const child = spawn('git', ['--git-dir', gitdir, '-c', 'core.hooksPath=/dev/null', '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', 'gc', '--auto', '--quiet'], { env: gitEnvironment(), detached: true, stdio: 'ignore' });
+    const child = spawn(
+      'git',
+      ['--git-dir', gitdir, '-c', 'core.hooksPath=/dev/null', '-c', 'gc.packRefs=false', '-c', 'gc.reflogExpire=never', '-c', 'gc.reflogExpireUnreachable=never', '-c', 'core.looseCompression=1', '-c', 'gc.cruftPacks=false', 'gc', '--auto', '--quiet'],
+      { env: gitEnvironment(), detached: true, stdio: 'ignore' },
+    );
     child.on('error', () => undefined);
     child.unref();
   } catch {

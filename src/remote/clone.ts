@@ -8,7 +8,7 @@ import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
-import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, ORIGIN_REF, requireBareRemote, runRemoteGit, unreachable, VERIFIED_REF } from './git-remote.js';
+import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, requireBareRemote, runRemoteGit, unnamedObjects, unreachable, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -65,6 +65,11 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     if (!hasMain) {
       throw new CooError('REMOTE_MAIN_MISSING', `${displayUrl(options.url)} answers but has no main (refs/heads/main) to clone; nothing was cloned`);
     }
+    const head = (await runGit(['--git-dir', temp, 'rev-parse', '--verify', 'refs/heads/main^{commit}'])).toString('utf8').trim();
+    const named = (await runGit(['--git-dir', temp, 'rev-parse', '--verify', 'refs/heads/main'])).toString('utf8').trim();
+    if (named !== head) throw mainNotACommit(displayUrl(options.url), named, (await runGit(['--git-dir', temp, 'cat-file', '-t', named])).toString('utf8').trim(), 'nothing was cloned');
+    const unnamed = await unnamedObjects({ gitdir: temp }, head);
+    if (unnamed !== null) throw receivedAmiss(displayUrl(options.url), head, unnamed, 'nothing was cloned');
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);
@@ -101,7 +106,7 @@ async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   if (cloned.ok) return;
   if (cloned.tooLarge !== undefined) throw new CooError('REMOTE_UNVERIFIED', `${url} sent more for its main than one fetch takes: ${cloned.tooLarge}; nothing was cloned; a ledger that large is cloned with a higher --max-fetch (MiB)`);
   if (cloned.timedOut !== null) throw new CooError('REMOTE_UNREACHABLE', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);
-  const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], limits);
+  const looked = await runRemoteGit(['ls-remote', '--quiet', '--', options.url, 'refs/heads/main'], { ...limits, onlyRef: 'refs/heads/main' });
   if (!looked.ok) throw unreachable(cloned, (said) => `cannot clone ${url}: ${said}; nothing was cloned`);
   if (exactRef(looked.stdout, 'refs/heads/main') === null) throw new CooError('REMOTE_MAIN_MISSING', `${url} answers but has no main (refs/heads/main) to clone; nothing was cloned`);
   throw new CooError('GIT_FAILED', `cannot clone ${url}: ${gitSaid(cloned)}; nothing was cloned`);

@@ -1,6 +1,7 @@
-import { spawn, spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, mkdtempSync, readdirSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
+import { execFile, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
+import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -34,6 +35,8 @@ export interface RemoteGitResult {
   readonly timedOut: string | null;
   /** Set when a fetch brought more than `maxReceivedBytes` (it was stopped there); what it received was removed. */
   readonly tooLarge?: string;
+  /** Set when what a fetch of `wanted` brought is not that commit's history alone and whole (unnamedObjects); what it received was removed. */
+  readonly unnamed?: string;
 }
 
 export interface RemoteGitOptions {
@@ -60,6 +63,18 @@ export interface RemoteGitOptions {
    * `maxReceivedBytes`; over it, the command is stopped, and the caller removes the folder.
    */
   readonly into?: string;
+  /**
+   * For ls-remote: stdout keeps only the lines that name this ref exactly (exactRef), read as they
+   * come. git matches an ls-remote pattern by its tail and lists refs in name order, so a remote may
+   * list any number of refs ending in the name (`a/refs/heads/main`) before the ref itself, past what
+   * stdout keeps: a main that is there would otherwise read as missing.
+   */
+  readonly onlyRef?: string;
+  /**
+   * With `gitdir` and `maxReceivedBytes`, for a fetch of this commit: what it received joins the
+   * ledger's objects only when it is that commit's history, whole, and nothing else (unnamedObjects); otherwise it goes.
+   */
+  readonly wanted?: string;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
@@ -161,8 +176,25 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     });
     let stdout = '';
     let stderr = '';
+    /** With onlyRef: the line not yet ended, or null while a line too long to name the ref is skipped to its end. */
+    let partial: string | null = '';
+    const keepLines = (text: string, ended: boolean): void => {
+      const ref = options.onlyRef!;
+      const pieces = text.split('\n');
+      const rest = ended ? null : pieces.pop()!;
+      for (const piece of pieces) {
+        const line = partial === null ? null : partial + piece;
+        partial = '';
+        if (line !== null && exactRef(line, ref) !== null && stdout.length < 65_536) stdout += `${line}\n`;
+      }
+      if (rest === null || partial === null) return;
+      partial += rest;
+      // An object id, a tab and the ref: a longer line names something else.
+      if (partial.length > 128 + ref.length) partial = null;
+    };
     let timedOut: string | null = null;
     let tooLarge: string | undefined;
+    let unnamed: string | undefined;
     const timer = setTimeout(() => {
       timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
@@ -177,15 +209,16 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
             tooLarge = tooMuch();
             if (child.pid !== undefined) killGroup(child.pid);
           }, RECEIVED_WATCH_MS);
-    /** What a fetch received joins the ledger's objects only when it ended well within the bound; otherwise it goes. */
-    const finish = (ok: boolean): boolean => {
+    /** What a fetch received joins the ledger's objects only when it ended well within the bound, and the commit it was for names all of it; otherwise it goes. */
+    const finish = async (ok: boolean): Promise<boolean> => {
       if (quarantine === null) {
         if (weighed !== null && tooLarge === undefined && over()) tooLarge = tooMuch();
         return ok && tooLarge === undefined;
       }
       try {
         if (tooLarge === undefined && over()) tooLarge = tooMuch();
-        const admitted = ok && tooLarge === undefined;
+        if (ok && tooLarge === undefined && options.wanted !== undefined) unnamed = (await unnamedObjects({ gitdir: gitdir!, received: quarantine }, options.wanted)) ?? undefined;
+        const admitted = ok && tooLarge === undefined && unnamed === undefined;
         if (admitted) admitQuarantine(quarantine, join(gitdir!, 'objects'));
         return admitted;
       } finally {
@@ -196,23 +229,97 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
       clearTimeout(timer);
       if (watcher !== undefined) clearInterval(watcher);
     };
+    const decoder = new StringDecoder('utf8');
     child.stdout.on('data', (chunk: Buffer) => {
-      if (stdout.length < 65_536) stdout += chunk.toString('utf8');
+      if (options.onlyRef !== undefined) keepLines(decoder.write(chunk), false);
+      else if (stdout.length < 65_536) stdout += chunk.toString('utf8');
     });
     child.stderr.on('data', (chunk: Buffer) => {
       if (stderr.length < 65_536) stderr += chunk.toString('utf8');
     });
     child.on('error', (error) => {
       settle();
-      finish(false);
-      done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null });
+      void finish(false).finally(() => done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null }));
     });
     child.on('close', (code) => {
       settle();
-      const ok = finish(code === 0 && timedOut === null);
-      done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }) });
+      if (options.onlyRef !== undefined) keepLines(decoder.end(), true);
+      void finish(code === 0 && timedOut === null).then(
+        (ok) => done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }), ...(unnamed === undefined ? {} : { unnamed }) }),
+        (error: unknown) => done({ ok: false, stdout, stderr: `cannot keep what git received: ${error instanceof Error ? error.message : String(error)}`, timedOut }),
+      );
     });
   });
+}
+
+/** What a remote is told it sent amiss (unnamedObjects), what was left undone, and the way on. */
+export function receivedAmiss(url: string, head: string, amiss: string, done: string): CooError {
+  return new CooError(
+    'REMOTE_UNVERIFIED',
+    `${url} sent, for its main (${head.slice(0, 12)}), ${amiss}; what it sent was removed; ${done}; its git serves more or less than main's history (an info/grafts or shallow file in it, or a server of its own): have its operator repair it, then run again`,
+  );
+}
+
+/** The refusal of a remote whose main names another object than a commit (a tag, its ref file written by hand): no ledger's head. `done` says what was left undone. */
+export function mainNotACommit(url: string, oid: string, type: string, done: string): CooError {
+  return new CooError(
+    'REMOTE_UNVERIFIED',
+    `the main of ${url} names ${oid.slice(0, 12)}, a ${type} object, not a commit: a branch names a commit, and git writes nothing else there; ${done}; have the remote's operator set its main back to the ledger's head (a clone that verified it names it: git --git-dir CLONE rev-parse ${VERIFIED_REF})`,
+  );
+}
+
+/** The most bytes of object ids one listing of what a fetch or clone received gives (a ledger of some 100,000 commits lists about 40 MiB). */
+const LISTING_BYTES = 256 * 1024 * 1024;
+
+/** git's standard output, for a git that reads the ledger with `env` (never the remote's); rejects with git's last words. */
+function listed(args: readonly string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
+  return new Promise((resolvePromise, reject) => {
+    const child = execFile('git', args as string[], { env: gitEnvironment(env), encoding: 'utf8', maxBuffer: LISTING_BYTES }, (error, stdout, stderr) => {
+      if (error === null) resolvePromise(stdout);
+      else reject(new Error(stderr.trim().split('\n').at(-1) || error.message));
+    });
+    // A git that ends before it read all of `input` has said why on its way out; the broken pipe is not the story.
+    child.stdin?.on('error', () => undefined);
+    child.stdin?.end(input ?? '');
+  });
+}
+
+/**
+ * What is amiss with what a fetch or a clone received for the commit it was for (`head`), told in a
+ * few words, or null when it is that commit's history, whole, and nothing else beside. Whole: a
+ * remote that is a shallow copy (its git takes a commit for the first) sends a history that stops
+ * there, and the commits git kept without their parents were taken for ones this clone holds (a
+ * look for the remote's next head skips its fetch), so even a repaired remote was refused as
+ * rewritten, for good. Nothing else: a remote chooses what its pack holds: one without a hook
+ * (or with `info/grafts`, which its git walks as parents the commit's bytes do not hold) sends a
+ * commit's objects and any others beside, and git keeps them all. Nothing reads them, and they stay:
+ * a blob of zeros deflates a thousandfold, and the ledger's `git gc` writes an object no ref names
+ * out loose, uncompressed (core.compression 0, ledger/init.ts), so a pack of a few hundred KiB took
+ * hundreds of MiB of the clone's disk with each fetch. `received` is the objects folder of what
+ * came: a fetch's quarantine beside the ledger's objects (`gitdir`), whose own objects were there
+ * before (a thin pack's bases are copied from them), or, without it, a clone's own.
+ */
+export async function unnamedObjects(where: { readonly gitdir: string; readonly received?: string }, head: string): Promise<string | null> {
+  const { gitdir, received } = where;
+  const own = join(resolve(gitdir), 'objects');
+  const apart = received === undefined ? {} : { GIT_OBJECT_DIRECTORY: received };
+  // A clone from a shallow copy is shallow itself: git walks it as if whole.
+  if (received === undefined && existsSync(join(gitdir, 'shallow'))) return `the history of ${head.slice(0, 12)} cut short (a shallow copy: git took ${readFileSync(join(gitdir, 'shallow'), 'utf8').slice(0, 12)} for its first commit)`;
+  const ids = (text: string): string[] => text.split('\n').map((line) => line.slice(0, line.indexOf(' ') < 0 ? line.length : line.indexOf(' '))).filter((id) => id !== '');
+  try {
+    const came = ids(await listed(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { ...apart, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' }));
+    const named = new Set(ids(await listed(['--git-dir', gitdir, 'rev-list', '--objects', head, ...(received === undefined ? [] : ['--not', '--all'])], { ...apart, ...(received === undefined ? {} : { GIT_ALTERNATE_OBJECT_DIRECTORIES: own }) })));
+    let left = came.filter((id) => !named.has(id));
+    // What the ledger held already (a thin pack's bases, objects a remote sent again) is no one's extra.
+    if (left.length > 0 && received !== undefined) {
+      const held = await listed(['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {}, left.map((id) => `${id}\n`).join(''));
+      left = held.split('\n').filter((line) => line.endsWith(' missing')).map((line) => line.split(' ')[0]!);
+    }
+    if (left.length === 0) return null;
+    return `${left.length} object${left.length === 1 ? '' : 's'} beside the history of ${head.slice(0, 12)} (${left[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever`;
+  } catch (error) {
+    return `the history of ${head.slice(0, 12)} with objects under it missing (git: ${error instanceof Error ? error.message : String(error)})`;
+  }
 }
 
 /** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit); a few, the oldest let go. */

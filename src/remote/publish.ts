@@ -12,7 +12,7 @@ import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-fi
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, Scrubber, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, ORIGIN_REF, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -199,7 +199,7 @@ export class RemoteLedger {
   }
 
   /** Every git that talks to the remote, after the origin's route is found unchanged (a few stat calls while no config file changed). */
-  private async git(args: readonly string[], received: { maxReceivedBytes?: number } = {}): Promise<RemoteGitResult> {
+  private async git(args: readonly string[], received: { maxReceivedBytes?: number; onlyRef?: string; wanted?: string } = {}): Promise<RemoteGitResult> {
     await this.checkOrigin();
     return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, handed: () => this.handedScrubber(), ...received });
   }
@@ -216,7 +216,7 @@ export class RemoteLedger {
 
   /** The remote's main by its exact name (git-remote.ts, exactRef). */
   private async lookMain(): Promise<MainLook> {
-    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF]);
+    const looked = await this.git(['ls-remote', '--quiet', 'origin', MAIN_REF], { onlyRef: MAIN_REF });
     if (!looked.ok) return { kind: 'unreachable', result: looked };
     const head = exactRef(looked.stdout, MAIN_REF);
     return head === null ? { kind: 'missing' } : { kind: 'head', head };
@@ -234,17 +234,21 @@ export class RemoteLedger {
       const looked = await this.lookMain();
       if (looked.kind !== 'head') return looked;
       if (!(await this.hasCommit(looked.head))) {
-        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes });
+        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes, wanted: looked.head });
         // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
         if (fetched.tooLarge !== undefined) {
           throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
         }
+        if (fetched.unnamed !== undefined) throw receivedAmiss(this.url, looked.head, fetched.unnamed, 'nothing was acted on');
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
           if (again.kind === 'head' && again.head !== looked.head) continue;
           return again.kind === 'missing' ? again : { kind: 'unreachable', result: fetched };
         }
       }
+      // Asked of the clone's open object reader, as hasCommit asks: a main written to name a tag would otherwise reach the replay as a malformed commit.
+      const type = (await this.ledger.reader.read(looked.head, 0).catch(() => null))?.type ?? 'missing';
+      if (type !== 'commit') throw mainNotACommit(this.url, looked.head, type, 'nothing was acted on');
       await withRefLock(this.gitdir, async () => ({ next: looked.head, result: undefined }), { ref: ORIGIN_REF });
       return looked;
     }
