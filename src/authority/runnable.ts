@@ -60,6 +60,8 @@ export interface RevokedWord {
  * gate asks it, and the claim rule (rules/claim.ts checkUnrunClaims).
  */
 export function revokedWord(state: Pick<LedgerState, 'revocations' | 'approvals' | 'messages'>, record: Pick<MessageRecord, 'id' | 'keyId' | 'attempts' | 'chain' | 'challenges'>): RevokedWord | null {
+  // No key revoked, no word to stand on (the usual ledger: the claim rule asks for every claim it judges).
+  if (state.revocations.size === 0) return null;
   const own = record.keyId === undefined ? undefined : state.revocations.get(record.keyId);
   if (own !== undefined) return { what: "its envelope's key", revocation: own };
   const challenged = revokedChallengeOf(state, record);

@@ -58,11 +58,6 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   if (doc.attempt_id !== attemptId) {
     throw new CooError('ATTEMPT_INVALID', `${where}: attempt_id must be ${attemptId}`, { where });
   }
-  // Judged as new only (the writers, the hook): builds before this rule let such a claim land, and history holding one still verifies.
-  if (check.clock !== null) {
-    const refusal = unrunRefusal(check, record, next, where);
-    if (refusal !== null) check.unrunClaims.set(record.id, { attempt: next, refusal });
-  }
   // A claim that states what was spent before it is held to the rules that count its message's earlier consults too; one written
   // before it was stated is judged as it was then, so that history an earlier build wrote honestly still verifies.
   const messageOf: MessageLookup = doc.spent_before_usd === undefined ? noMessages : (id) => check.message(id);
@@ -88,6 +83,12 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   // The shared budgets bind a claim that states what was spent before it: claims written before it was stated were judged by their runner alone.
   const shared = doc.allowance_usd === undefined || doc.spent_before_usd === undefined ? null : sharedAllowanceRefusal(spendSoFar(), record.correlation, doc.claimed_at.slice(0, 10), doc.allowance_usd, record.id, scope);
   if (shared !== null) throw new CooError('POLICY_LIMIT', `${where}: ${shared}; nothing was claimed`, { where: `${where}:allowance_usd` });
+  // Judged as new only (the writers, the hook), and once every other rule let the claim through (one refusal a claim):
+  // builds before this rule let such a claim land, and history holding one still verifies.
+  if (check.clock !== null) {
+    const refusal = unrunRefusal(check, record, next, where);
+    if (refusal !== null) check.unrunClaims.set(record.id, { attempt: next, refusal });
+  }
   const transport = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport;
   const model = transport?.model;
   const price = model === undefined ? undefined : check.policy?.doc.models[model];
