@@ -2,7 +2,7 @@ import { requireHolder } from '../authority/keys.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { planEnvelope } from '../ledger/envelope-plan.js';
+import { keyOrigin, planEnvelope } from '../ledger/envelope-plan.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
@@ -56,6 +56,7 @@ async function sendToCoo<M extends CooMessage>(request: CeoRequest, prefix: stri
     artifacts,
     key,
     now,
+    keyOrigin({}),
   );
 }
 
