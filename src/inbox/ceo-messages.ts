@@ -23,6 +23,8 @@ interface CeoRequest {
   /** How long the COO has to take it up; one day by default, the policy's time-to-live at most. */
   readonly ttlSeconds?: number;
   readonly idempotencyKey?: string;
+  /** The key the caller derived from this request, which it may write as `idempotencyKey` (EnvelopeRequest's). */
+  readonly derivedKey?: string;
 }
 
 export interface CommandRequest extends CeoRequest {
@@ -56,7 +58,7 @@ async function sendToCoo<M extends CooMessage>(request: CeoRequest, prefix: stri
     artifacts,
     key,
     now,
-    keyOrigin({}),
+    keyOrigin(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }),
   );
 }
 
