@@ -58,7 +58,7 @@ async function answered(w: World): Promise<string> {
 }
 
 describe('a CLI verb given an idempotency key of the derived form', () => {
-  it("refuses the key derived for an agent's request not sent yet, with MCP's code and words, and that request, sent later without a key, gets its own message; before, coo consult wrote it and the agent was told IDEMPOTENCY_CONFLICT", async () => {
+  it("refuses the key derived for an agent's request not sent yet, with MCP's code in the CLI's words, and that request, sent later without a key, gets its own message; before, coo consult wrote it and the agent was told IDEMPOTENCY_CONFLICT", async () => {
     const w = await fresh();
     const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
     const commit = git(['-C', w.target, 'rev-parse', 'HEAD']).trim();
