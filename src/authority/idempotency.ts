@@ -36,9 +36,11 @@ export const MEMBER_KEY_JOIN = '~';
  * whose member was then refused as a key reused. Refused where a key is given, never on replay:
  * the ledger may hold such keys from before, and they stay valid.
  */
-export function checkGivenKey(key: string | undefined, where: string): void {
+export function checkGivenKey(key: string | undefined, where: string, name?: string): void {
   if (key === undefined || !key.includes(MEMBER_KEY_JOIN)) return;
-  throw new CooError('USAGE', `${where}: idempotency_key ${JSON.stringify(key)} has a "${MEMBER_KEY_JOIN}", which joins a panel's key to each member's (<key>${MEMBER_KEY_JOIN}<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "${MEMBER_KEY_JOIN}"; to repeat a panel, its own key`, { where: `${where}:idempotency_key` });
+  // As the caller gave it: a flag (`--idempotency-key`) is named alone, an envelope's field with the envelope.
+  const said = name === undefined ? `${where}: idempotency_key` : name;
+  throw new CooError('USAGE', `${said} ${JSON.stringify(key)} has a "${MEMBER_KEY_JOIN}", which joins a panel's key to each member's (<key>${MEMBER_KEY_JOIN}<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "${MEMBER_KEY_JOIN}"; to repeat a panel, its own key`, { where: name ?? `${where}:idempotency_key` });
 }
 
 /** A panel member's idempotency key, from the panel's (a given key, checked) and the member's id. */

@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import { MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, required, idempotencyKeyAt } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, required, idempotencyKeyFlag } from './common.js';
 import { readTaskFile } from './dispatch.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
@@ -34,6 +34,7 @@ export function adoptVerb(program: Command): void {
     .action(async (consultId: string, opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
+      const idempotency = idempotencyKeyFlag(opts['idempotencyKey'] as string | undefined);
       const target = required(opts['to'] as string | undefined, '--to', 'the execution agent, e.g. ea.codex');
       const repo = required(opts['repo'] as string | undefined, '--repo', 'the repository the work is done in');
       const proposal = wholeNumber(opts['proposal'] as string, '--proposal', 'the number of a stored proposal');
@@ -56,7 +57,7 @@ export function adoptVerb(program: Command): void {
         ...(maxCost === undefined ? {} : { maxCostUsd: maxCost }),
         ...(opts['approval'] === undefined ? {} : { approvalId: opts['approval'] as string }),
       };
-      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) => adoptProposal({ ledger, key, now: now(), target, repo, consultId, proposal, ...optional, ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)) }));
+      const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) => adoptProposal({ ledger, key, now: now(), target, repo, consultId, proposal, ...optional, ...idempotency }));
       emitMessage(
         'adopt',
         opts['json'] === true,

@@ -2,8 +2,7 @@ import { basename } from 'node:path';
 import { LIMITS } from '../limits.js';
 import type { Command } from 'commander';
 import { appendEnvelope } from '../ledger/append-envelope.js';
-import { emit, idempotencyKeyAt, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
-import { readDocument } from '../schema/documents.js';
+import { emit, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, readInput, required } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function appendVerb(program: Command): void {
@@ -23,8 +22,7 @@ export function appendVerb(program: Command): void {
       let bytes: Buffer | undefined;
       const { result, remote } = await writeLedger(gitdir, opts.remote, async (ledger) => {
         bytes ??= readInput(envelope, 'envelope', LIMITS.yamlBytes, 'YAML_TOO_LARGE');
-        // The envelope's key is given by hand, as a flag's is: held to the same rule.
-        await idempotencyKeyAt(ledger, key, readDocument('coo_message.v0', bytes, envelope).idempotency_key);
+        // The envelope's key is given by hand: the writer holds it to the derived-form rule in the slot it lands in.
         return appendEnvelope(ledger, bytes, files, key, now(), envelope);
       });
       emit(opts.json, { message_id: result.messageId, path: result.path, commit: result.commit, existing: result.existing, ...remoteJson(remote) }, () =>

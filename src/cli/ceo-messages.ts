@@ -2,7 +2,7 @@ import type { Command } from 'commander';
 import { CooError } from '../errors.js';
 import { rejectRequest, sendCommand } from '../inbox/ceo-messages.js';
 import { readTaskFile } from './dispatch.js';
-import { ceoKeyOption, durationFlag, emitMessage, jsonOption, ledgerOption, loadPrivateKey, now, positiveNumber, required, idempotencyKeyAt } from './common.js';
+import { ceoKeyOption, durationFlag, emitMessage, jsonOption, ledgerOption, loadPrivateKey, now, positiveNumber, required, idempotencyKeyFlag } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 /** CEO -> COO: `coo command` and `coo reject`, signed with the CEO's key; both wait in the COO's inbox until it acknowledges them. */
@@ -23,10 +23,11 @@ export function commandVerb(program: Command): void {
       if ((opts.text === undefined) === (opts.textFile === undefined)) throw new CooError('USAGE', 'give the command as --text or --text-file, one of them');
       const text = opts.text ?? readTaskFile(opts.textFile!, 'text file');
       const key = loadPrivateKey(required(opts.ceoKey, '--ceo-key', 'the CEO private key or $COO_CEO_KEY'));
+      const idempotency = idempotencyKeyFlag(opts.idempotencyKey);
       const budget = opts.budget === undefined ? undefined : positiveNumber(opts.budget, '--budget');
       const ttl = durationFlag(opts.ttl, '--ttl');
       const { result, remote } = await writeLedger(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'), opts.remote, async (ledger) =>
-        sendCommand({ ledger, key, now: now(), text, ...(budget === undefined ? {} : { budgetUsd: budget }), ...(ttl === undefined ? {} : { ttlSeconds: ttl }), ...(await idempotencyKeyAt(ledger, key, opts.idempotencyKey)) }),
+        sendCommand({ ledger, key, now: now(), text, ...(budget === undefined ? {} : { budgetUsd: budget }), ...(ttl === undefined ? {} : { ttlSeconds: ttl }), ...idempotency }),
       );
       emitMessage('command', opts.json, { message_id: result.messageId, existing: result.existing, commit: result.commit, envelope: result.envelope, ...remoteJson(remote) }, `${result.existing ? ' (already sent with this idempotency key)' : ` to ${result.envelope.target_actor}`}${remoteText(remote)}`);
     });

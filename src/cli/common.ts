@@ -10,8 +10,8 @@ import { lastPackingFailure } from '../ledger/object-store.js';
 import { parseDuration } from '../util/time.js';
 import { MAX_USD } from '../schema/common.js';
 import { idempotencyKey as idempotencyKeyForm } from '../schema/message.js';
-import { givenRequestKey } from '../lane/request-key.js';
-import type { Ledger } from '../ledger/ledger.js';
+import { checkGivenKey } from '../authority/idempotency.js';
+import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { writeErr } from './terminal.js';
 import { inertJson, terminalText } from '../util/invisible.js';
 
@@ -236,18 +236,17 @@ export function packingNote(gitdir: string): string | null {
 }
 
 /**
- * `--idempotency-key` as the request is written at `ledger`, spread into a writer's request: the rule
- * the MCP tools follow for a key their client gives (lane/request-key.ts givenRequestKey). A key of
- * the form a tool derives (`req-<40 hex>`) is refused (IDEMPOTENCY_CONFLICT) unless the ledger holds it
- * for this key's holder: any other could be the key a tool derives for another request later. A key
- * not of an envelope's form is refused naming the flag; the envelope's schema refused it as
- * SCHEMA_INVALID before, naming a field of the envelope.
+ * `--idempotency-key`, spread into a writer's request, its form checked before any I/O and refused
+ * naming the flag (USAGE): what an envelope's key holds (the schema's idempotencyKey), and no `~`
+ * (authority/idempotency.ts checkGivenKey). Whether a key of the derived form may be written is the
+ * writer's to say, in the slot the envelope lands in (lane/request-key.ts derivedKeyRule).
  */
-export async function idempotencyKeyAt(ledger: Pick<Ledger, 'state'>, key: PrivateKey, given: string | undefined): Promise<{ idempotencyKey?: string }> {
-  const form = given === undefined ? null : idempotencyKeyForm.safeParse(given).error?.issues[0];
-  if (form != null) throw new CooError('USAGE', `--idempotency-key ${JSON.stringify(given!.length > 64 ? `${given!.slice(0, 63)}…` : given)}: ${form.message}`);
-  const idempotencyKey = await givenRequestKey(ledger, key.publicKey.keyId, given);
-  return idempotencyKey === undefined ? {} : { idempotencyKey };
+export function idempotencyKeyFlag(given: string | undefined): { idempotencyKey?: string } {
+  if (given === undefined) return {};
+  const form = idempotencyKeyForm.safeParse(given).error?.issues[0];
+  if (form != null) throw new CooError('USAGE', `--idempotency-key ${JSON.stringify(given.length > 64 ? `${given.slice(0, 63)}…` : given)}: ${form.message}`);
+  checkGivenKey(given, CLI_ARGUMENTS.idempotencyKey, CLI_ARGUMENTS.idempotencyKey);
+  return { idempotencyKey: given };
 }
 
 /**

@@ -3,7 +3,7 @@ import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueConsult, enqueuePanel } from '../consult/enqueue.js';
 import { MAX_HOPS, MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyAt } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyFlag } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 import { writeErr } from './terminal.js';
 import { inertJson } from '../util/invisible.js';
@@ -35,6 +35,7 @@ export function consultVerb(program: Command): void {
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
+      const idempotency = idempotencyKeyFlag(opts['idempotencyKey'] as string | undefined);
       const targets = opts['to'] as string[];
       const panel = opts['panel'] as string | undefined;
       if (targets.length === 0 && panel === undefined) required(undefined, '--to', 'the advisory agent, e.g. aa.chatgpt (or several, or --panel NAME)');
@@ -58,7 +59,7 @@ export function consultVerb(program: Command): void {
       };
       if (targets.length > 1 || panel !== undefined) {
         const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) =>
-          enqueuePanel({ ledger, key, now: now(), ...(targets.length === 0 ? {} : { members: targets }), ...(panel === undefined ? {} : { panel }), repo, patterns: opts['file'] as string[], question, ...optional, ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)) }),
+          enqueuePanel({ ledger, key, now: now(), ...(targets.length === 0 ? {} : { members: targets }), ...(panel === undefined ? {} : { panel }), repo, patterns: opts['file'] as string[], question, ...optional, ...idempotency }),
         );
         if (opts['json'] === true) {
           process.stdout.write(`${inertJson({ panel_id: result.panelId, panel: result.name, members: result.members.map((member) => ({ target: member.target, message_id: member.messageId })), existing: result.existing, commit: result.commit, ...remoteJson(remote) }, 2)}\n`);
@@ -72,7 +73,7 @@ export function consultVerb(program: Command): void {
       }
       const target = targets[0]!;
       const { result, remote } = await writeLedger(gitdir, opts['remote'] as string | undefined, async (ledger) =>
-        enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional, ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)) }),
+        enqueueConsult({ ledger, key, now: now(), target, repo, patterns: opts['file'] as string[], question, ...optional, ...idempotency }),
       );
       emitMessage(
         'consult',

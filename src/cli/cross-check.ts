@@ -3,7 +3,7 @@ import { LIMITS } from '../limits.js';
 import { CooError } from '../errors.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { MAX_HOPS, MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyAt } from './common.js';
+import { durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyFlag } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function crossCheckVerb(program: Command): void {
@@ -28,6 +28,7 @@ export function crossCheckVerb(program: Command): void {
     .action(async (answer: string, opts: Record<string, string | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
+      const idempotency = idempotencyKeyFlag(opts['idempotencyKey'] as string | undefined);
       const target = required(opts['to'] as string | undefined, '--to', 'the advisory agent that challenges the answer, e.g. aa.claude');
       const promptText = opts['prompt'] as string | undefined;
       const promptFile = opts['promptFile'] as string | undefined;
@@ -49,7 +50,7 @@ export function crossCheckVerb(program: Command): void {
           ...(maxRuntime === undefined ? {} : { maxRuntimeSeconds: maxRuntime }),
           ...(ttl === undefined ? {} : { ttlSeconds: ttl }),
           ...(maxHops === undefined ? {} : { maxHops }),
-          ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)),
+          ...idempotency,
         }),
       );
       emitMessage(

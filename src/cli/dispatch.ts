@@ -3,7 +3,7 @@ import { CooError } from '../errors.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { LIMITS } from '../limits.js';
 import { MAX_RUNTIME_SECONDS } from '../schema/common.js';
-import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyAt } from './common.js';
+import { collectPairs, durationFlag, emitMessage, jsonOption, keyOption, ledgerOption, loadPrivateKey, now, positiveNumber, wholeNumber, readInput, required, idempotencyKeyFlag } from './common.js';
 import { remoteJson, remoteOption, remoteText, writeLedger } from './remote-option.js';
 
 export function dispatchVerb(program: Command): void {
@@ -36,6 +36,7 @@ export function dispatchVerb(program: Command): void {
     .action(async (opts: Record<string, string | string[] | boolean | undefined>) => {
       const gitdir = required(opts['ledger'] as string | undefined, '--ledger', 'the ledger path or $COO_LEDGER');
       const key = loadPrivateKey(required(opts['key'] as string | undefined, '--key', 'the COO private key or $COO_KEY'));
+      const idempotency = idempotencyKeyFlag(opts['idempotencyKey'] as string | undefined);
       const target = required(opts['to'] as string | undefined, '--to', 'the execution agent, e.g. ea.codex');
       const repo = required(opts['repo'] as string | undefined, '--repo', 'the repository the work is done in');
       const taskText = opts['task'] as string | undefined;
@@ -73,7 +74,7 @@ export function dispatchVerb(program: Command): void {
           verify: opts['verify'] as string[],
           patterns: opts['file'] as string[],
           ...optional,
-          ...(await idempotencyKeyAt(ledger, key, opts['idempotencyKey'] as string | undefined)),
+          ...idempotency,
         }),
       );
       emitMessage(

@@ -1,7 +1,7 @@
 import { CooError } from '../errors.js';
 import { type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, planEnvelope, type EnvelopeRequest } from '../ledger/envelope-plan.js';
+import { budgetAt, keyOrigin, planEnvelope, type EnvelopeRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -89,5 +89,5 @@ export async function enqueueCrossCheck(request: CrossCheckRequest): Promise<Cro
     ['prompt.md', prompt],
     ['context-manifest.yaml', manifest],
   ]);
-  return appendRequest(ledger, envelopeAt, artifacts, key, now);
+  return appendRequest(ledger, envelopeAt, artifacts, key, now, keyOrigin(request));
 }

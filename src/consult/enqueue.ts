@@ -4,7 +4,7 @@ import { requireHolder } from '../authority/keys.js';
 import { matchesPattern } from '../authority/policy-check.js';
 import type { LedgerState } from '../authority/state.js';
 import { appendPanel, appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, planEnvelope, type EnvelopePlan, type LaneRequest } from '../ledger/envelope-plan.js';
+import { budgetAt, keyOrigin, planEnvelope, type EnvelopePlan, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
@@ -98,7 +98,7 @@ export async function enqueueConsult(request: ConsultRequest): Promise<ConsultEn
   const plan = planEnvelope(state, key, request.target, request, now, 'consult');
   const question = await pinQuestion(request, plan.policy);
   // The correlation's remaining budget is stated as the ledger has it at the head the envelope lands on.
-  return appendRequest(ledger, (head) => consultEnvelope(plan, head, question, request.maxCostUsd), artifactsOf(question), key, now);
+  return appendRequest(ledger, (head) => consultEnvelope(plan, head, question, request.maxCostUsd), artifactsOf(question), key, now, keyOrigin(request));
 }
 
 export interface PanelRequest extends Omit<ConsultRequest, 'target'> {
@@ -161,6 +161,7 @@ export async function enqueuePanel(request: PanelRequest): Promise<PanelEnqueued
     (head) => plans.map((plan) => ({ envelope: consultEnvelope(plan, head, question, request.maxCostUsd, { membership, first }), artifacts: artifactsOf(question) })),
     key,
     now,
+    keyOrigin(request),
   );
   const after = await ledger.state();
   const panelId = result.existing ? (after.messages.get(result.messages[0]!.messageId)?.panel ?? id) : id;

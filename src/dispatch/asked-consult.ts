@@ -6,7 +6,8 @@ import type { LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, DEFAULT_RUNTIME_SECONDS, planEnvelope } from '../ledger/envelope-plan.js';
+import { budgetAt, DEFAULT_RUNTIME_SECONDS, keyOrigin, planEnvelope } from '../ledger/envelope-plan.js';
+import type { KeyOrigin } from '../ledger/append-envelope.js';
 import { manifestPath, promptPath, snapshotFilePath } from '../ledger/layout.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { contextManifestBytes } from '../lane/context-manifest.js';
@@ -136,6 +137,8 @@ export interface AskedConsultPlan {
   readonly envelopeAt: (head: LedgerState) => AaConsultMessage;
   /** Its artifacts by name in its folder: prompt, manifest, and each snapshotted file as `context/<sha256 hex>`. */
   readonly artifacts: ReadonlyMap<string, Buffer>;
+  /** Its idempotency key's origin: derived from the question, so the writer allows it (lane/request-key.ts derivedKeyRule). */
+  readonly origin: KeyOrigin;
 }
 
 /**
@@ -172,7 +175,8 @@ export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultR
   }
   const asked = { lane: 'asked-consult', attempt: request.attemptId, target: request.target, question: request.question, files: files.map((file) => [file.path, file.sha256]), max_cost_usd: request.maxCostUsd ?? null };
   const times = askedConsultTimes(state, request, policy.limits.max_ttl_seconds, policy.budgets.max_runtime_seconds);
-  const plan = planEnvelope(state, key, request.target, { parentMessageId: dispatch.message_id, idempotencyKey: derivedRequestKey(asked), ...times }, now, 'asked-consult');
+  const derivedKey = derivedRequestKey(asked);
+  const plan = planEnvelope(state, key, request.target, { parentMessageId: dispatch.message_id, idempotencyKey: derivedKey, derivedKey, ...times }, now, 'asked-consult');
   const folder = plan.folder;
   const prompt = Buffer.from(request.question.endsWith('\n') ? request.question : `${request.question}\n`, 'utf8');
   const manifest = contextManifestBytes(dispatch.dispatch.base_ref, files, request.attemptId);
@@ -206,11 +210,11 @@ export function planAskedConsult(state: LedgerState, request: Omit<AskedConsultR
     ['context-manifest.yaml', manifest],
   ]);
   for (const file of files) artifacts.set(snapshotFilePath('', file.sha256).slice(1), file.bytes);
-  return { envelopeAt, artifacts };
+  return { envelopeAt, artifacts, origin: keyOrigin({ derivedKey }) };
 }
 
 /** Signs and appends the consult; the same question about the same bytes in the same attempt is the same message. */
 export async function enqueueAskedConsult(request: AskedConsultRequest): Promise<AskedConsultEnqueued> {
   const plan = planAskedConsult(await request.ledger.state(), request);
-  return appendRequest(request.ledger, plan.envelopeAt, plan.artifacts, request.key, request.now);
+  return appendRequest(request.ledger, plan.envelopeAt, plan.artifacts, request.key, request.now, plan.origin);
 }

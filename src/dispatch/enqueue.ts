@@ -9,7 +9,7 @@ import { resolveWorkCommit } from '../lane/work-repo.js';
 import { CooError } from '../errors.js';
 import { CLI_ARGUMENTS } from '../util/argument-names.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { budgetAt, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
+import { budgetAt, keyOrigin, planEnvelope, type LaneRequest } from '../ledger/envelope-plan.js';
 import { manifestPath, promptPath } from '../ledger/layout.js';
 import { NUL_IN_PATH, relativePath } from '../schema/common.js';
 import { parseDocument } from '../schema/documents.js';
@@ -149,5 +149,5 @@ export async function enqueueDispatch(request: DispatchRequest): Promise<Dispatc
   const artifacts = new Map<string, Buffer>([['prompt.md', task]]);
   if (request.adoption !== undefined) artifacts.set('proposal.yaml', request.adoption.proposal);
   if (manifest !== null) artifacts.set('context-manifest.yaml', manifest);
-  return appendRequest(ledger, envelopeAt, artifacts, key, now);
+  return appendRequest(ledger, envelopeAt, artifacts, key, now, keyOrigin(request));
 }

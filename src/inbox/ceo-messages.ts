@@ -2,7 +2,7 @@ import { requireHolder } from '../authority/keys.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError } from '../errors.js';
 import { appendRequest, type EnvelopeAppendResult } from '../ledger/append-envelope.js';
-import { planEnvelope } from '../ledger/envelope-plan.js';
+import { keyOrigin, planEnvelope } from '../ledger/envelope-plan.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
@@ -23,6 +23,8 @@ interface CeoRequest {
   /** How long the COO has to take it up; one day by default, the policy's time-to-live at most. */
   readonly ttlSeconds?: number;
   readonly idempotencyKey?: string;
+  /** The key the caller derived from this request, which it may write as `idempotencyKey` (EnvelopeRequest's). */
+  readonly derivedKey?: string;
 }
 
 export interface CommandRequest extends CeoRequest {
@@ -56,6 +58,7 @@ async function sendToCoo<M extends CooMessage>(request: CeoRequest, prefix: stri
     artifacts,
     key,
     now,
+    keyOrigin(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }),
   );
 }
 

@@ -1,6 +1,6 @@
-import { keyHolders } from '../authority/keys.js';
 import { idempotencySlot, type LedgerState } from '../authority/state.js';
 import { CooError } from '../errors.js';
+import { MCP_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
 
 /** What a consult asks, with the context commit resolved: equal requests give equal keys. */
@@ -46,51 +46,45 @@ export function derivedRequestKey(asked: Record<string, unknown>): string {
 /** The form of a derived key, and of a panel member's key made from one (`<key>~<member>`, consult/enqueue.ts). */
 const DERIVED_FORM = /^req-[0-9a-f]{40}(?:~|$)/;
 
+/** How a caller names a given idempotency key, and what it does instead of giving one it may not. */
+export type KeyWords = Pick<ArgumentNames, 'idempotencyKey' | 'newKey'>;
+
+/** An envelope written by hand (`coo append`, appendEnvelope): the key is its own field. */
+export const ENVELOPE_KEY_WORDS: KeyWords = {
+  idempotencyKey: 'idempotency_key',
+  newKey: 'give a key of another form; to repeat a request, the key it was written under with the same request',
+};
+
 /**
- * The key a request is written under: the one its caller gave, or the one derived from it. A given
- * key of the derived form must be this request's own, or one the ledger already holds (`taken`: a
- * client that sends back the key it was shown, with a budget or a time changed, which the derived key
- * counts and the request's fingerprint does not; the idempotency rule then says whether it repeats
- * that request). Any other could be the key derived for another request not sent yet, which that
- * request, sent without a key, would find taken and be told IDEMPOTENCY_CONFLICT, or be given this
- * request's message. A panel member's key (`<key>~<member>`) names one member: the panel's is `<key>`.
- * `derived` is undefined for a caller that derives no key (a CLI verb's `--idempotency-key`): a given
- * key of the derived form is then one the ledger holds, or refused.
+ * The key a tool's request is written under: the one its caller gave, or the one derived from it,
+ * refused before any I/O when it names a panel member (`<key>~<member>`: the panel's is `<key>`).
+ * Whether a given key of the derived form may be written is the writer's to say, at the head it
+ * lands on (derivedKeyRule).
  */
-export function requestKey(given: string | undefined, derived: string, taken: (key: string) => boolean): string;
-export function requestKey(given: string | undefined, derived: string | undefined, taken: (key: string) => boolean): string | undefined;
-export function requestKey(given: string | undefined, derived: string | undefined, taken: (key: string) => boolean): string | undefined {
-  if (given === undefined || given === derived || !DERIVED_FORM.test(given)) return given ?? derived;
+export function requestKey(given: string | undefined, derived: string, words: KeyWords = MCP_ARGUMENTS): string {
+  if (given === undefined) return derived;
   const member = given.indexOf('~');
-  if (member !== -1) {
-    throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key "${given}" is a panel member's key; to repeat the panel, give the panel's key ${given.slice(0, member)}, or none and one is derived from the request`, { where: 'idempotency_key' });
+  if (given !== derived && DERIVED_FORM.test(given) && member !== -1) {
+    throw new CooError('IDEMPOTENCY_CONFLICT', `${words.idempotencyKey} "${given}" is a panel member's key; to repeat the panel, give the panel's key ${given.slice(0, member)}, or none and one is derived from the request`, { where: words.idempotencyKey });
   }
-  if (taken(given)) return given;
-  throw new CooError('IDEMPOTENCY_CONFLICT', `idempotency_key "${given}" has the form of a key derived from a request (req-<40 hex>), and is neither this request's nor one the ledger holds: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`, { where: 'idempotency_key' });
-}
-
-/** Where the ledger's state is read: a Ledger, or a RemoteLedger's clone. */
-export interface StateSource {
-  state(): Promise<LedgerState>;
+  return given;
 }
 
 /**
- * The key a request from `signer`'s holder is written under (requestKey), with the keys `ledger`
- * holds for that holder (a panel's by its members'): another actor's key is another slot, which a
- * request of this one's would not repeat. Every writer that takes a caller's key asks it: the MCP
- * tools, which derive a key when given none, and the CLI's verbs (`--idempotency-key`), which do not.
- * Asked of the head the write starts from; the idempotency rule itself runs again under the lock.
+ * The derived-form rule, asked by the writer (ledger/append-envelope.ts) of the key an envelope lands
+ * under, in the slot it lands in (`source`'s: for an envelope the COO signs on an agent's behalf, the
+ * agent's), at the head the ledger's lock holds. A key of the derived form (`req-<40 hex>`; a panel
+ * member's `<key>~<member>` is judged by the panel's `<key>`) must be `derived`, the one its caller
+ * derived from this very request, or one the ledger holds in that slot (a client that sends back the
+ * key it was shown, with a budget or a time changed; the idempotency rule then says whether it
+ * repeats that request). Any other could be the key derived for another request not sent yet, which
+ * that request, sent without a key, would find taken and be refused, or be given this one's message.
  */
-export async function givenRequestKey(ledger: StateSource, signer: string, given: string | undefined, derived: string): Promise<string>;
-export async function givenRequestKey(ledger: StateSource, signer: string, given: string | undefined, derived?: string): Promise<string | undefined>;
-export async function givenRequestKey(ledger: StateSource, signer: string, given: string | undefined, derived?: string): Promise<string | undefined> {
-  if (given === undefined || given === derived || !DERIVED_FORM.test(given)) return requestKey(given, derived, () => false);
-  const state = await ledger.state();
-  const holder = keyHolders(state).get(signer);
-  const taken = (key: string): boolean => {
-    if (holder === undefined) return false;
-    const slot = idempotencySlot(holder.actor, key);
-    return state.idempotency.has(slot) || [...state.idempotency.keys()].some((other) => other.startsWith(`${slot}~`));
-  };
-  return requestKey(given, derived, taken);
+export function derivedKeyRule(state: LedgerState, source: string, key: string, derived: string | undefined, words: KeyWords): void {
+  const member = key.indexOf('~');
+  const base = member === -1 ? key : key.slice(0, member);
+  if (!DERIVED_FORM.test(key) || base === derived) return;
+  const slot = idempotencySlot(source, base);
+  if (state.idempotency.has(slot) || [...state.idempotency.keys()].some((other) => other.startsWith(`${slot}~`))) return;
+  throw new CooError('IDEMPOTENCY_CONFLICT', `${words.idempotencyKey} "${base}" has the form of a key derived from a request (req-<40 hex>), and is neither this request's nor one the ledger holds for ${source}: such keys are the derived ones; ${words.newKey}`, { where: words.idempotencyKey });
 }

@@ -8,6 +8,8 @@ import type { CooMessage } from '../schema/message.js';
 import { classifyPath, envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
 import { refuseSignerSecrets } from './held-secrets.js';
+import { keyHolders } from '../authority/keys.js';
+import { derivedKeyRule, ENVELOPE_KEY_WORDS, type KeyWords } from '../lane/request-key.js';
 
 export interface EnvelopeAppendResult {
   readonly messageId: string;
@@ -28,10 +30,19 @@ export const MESSAGE_ARTIFACTS = ['prompt.md', 'context-manifest.yaml', 'proposa
  */
 export type EnvelopeAtHead = (state: LedgerState) => Buffer;
 
+/** What a writer's caller says of the envelope's idempotency key (lane/request-key.ts derivedKeyRule). */
+export interface KeyOrigin {
+  /** The key the caller derived from this very request, which it may write though the ledger holds none such. */
+  readonly derivedKey?: string;
+  /** How the caller names the key in a refusal, and what it does instead: the envelope's own field by default. */
+  readonly words?: KeyWords;
+}
+
 /**
  * Signs and appends an envelope with its artifacts. The same idempotency key with the same request
  * in the same correlation returns the message already there and writes nothing; with a different
- * request, or under another correlation, it is refused.
+ * request, or under another correlation, it is refused. A key of the derived form is written only
+ * as `origin.derivedKey` or when the ledger holds it in the slot the envelope lands in.
  */
 export async function appendEnvelope(
   ledger: Ledger,
@@ -40,6 +51,7 @@ export async function appendEnvelope(
   key: PrivateKey,
   now: Date,
   file = 'envelope',
+  origin: KeyOrigin = {},
 ): Promise<EnvelopeAppendResult> {
   const bytesAt = typeof envelope === 'function' ? envelope : () => envelope;
   const initial = typeof envelope === 'function' ? envelope(await ledger.state()) : envelope;
@@ -72,6 +84,7 @@ export async function appendEnvelope(
     summary: `${message.intent} ${message.message_id} ${message.source_actor} -> ${message.target_actor}`,
     precheck: (state) => {
       const landed = at(state).message;
+      keyRule(state, key, landed, origin);
       const firstId = state.idempotency.get(idempotencySlot(landed.source_actor, landed.idempotency_key));
       const first = repeatedRequest(landed, requestFingerprint(landed), firstId, firstId === undefined ? undefined : state.messages.get(firstId), file);
       return first === null ? undefined : { messageId: first.id, path: envelopePath(folderOf(first)), commit: null, existing: true };
@@ -79,6 +92,15 @@ export async function appendEnvelope(
   });
   if ('skipped' in result) return result.skipped;
   return { messageId: message.message_id, path: envelopePath(folder), commit: result.commit, existing: false };
+}
+
+/**
+ * The derived-form rule on the key `landed` is written under, in its source's slot, for a signer the
+ * trust files know: one they do not is refused by the validator in its own words (requireHolder's).
+ */
+function keyRule(state: LedgerState, key: PrivateKey, landed: CooMessage, origin: KeyOrigin): void {
+  if (!keyHolders(state).has(key.publicKey.keyId)) return;
+  derivedKeyRule(state, landed.source_actor, landed.idempotency_key, origin.derivedKey, origin.words ?? ENVELOPE_KEY_WORDS);
 }
 
 /**
@@ -91,6 +113,7 @@ export async function appendRequest<M extends CooMessage>(
   artifacts: ReadonlyMap<string, Buffer>,
   key: PrivateKey,
   now: Date,
+  origin: KeyOrigin = {},
 ): Promise<EnvelopeAppendResult & { readonly envelope: M }> {
   let envelope = envelopeAt(await ledger.state());
   const result = await appendEnvelope(
@@ -102,6 +125,8 @@ export async function appendRequest<M extends CooMessage>(
     artifacts,
     key,
     now,
+    'envelope',
+    origin,
   );
   if (!result.existing) return { ...result, envelope };
   const stored = await ledger.readFile(result.path);
@@ -124,7 +149,7 @@ export interface PanelAppendResult {
  * panel is whole or absent. A repeated request (the first member's idempotency key and request)
  * returns the panel already there and writes nothing.
  */
-export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: PrivateKey, now: Date): Promise<PanelAppendResult> {
+export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: PrivateKey, now: Date, origin: KeyOrigin = {}): Promise<PanelAppendResult> {
   let landing: { state: LedgerState; members: ReturnType<PanelAtHead> } | null = null;
   const at = (state: LedgerState): ReturnType<PanelAtHead> => {
     if (landing?.state !== state) landing = { state, members: membersAt(state) };
@@ -149,6 +174,7 @@ export async function appendPanel(ledger: Ledger, membersAt: PanelAtHead, key: P
     summary: `aa_consult panel ${first.intent === 'aa_consult' ? (first.panel?.id ?? '') : ''} ${first.source_actor} -> ${at(landing!.state).map((member) => member.envelope.target_actor).join(', ')}`,
     precheck: (state) => {
       const landed = at(state)[0]!.envelope;
+      keyRule(state, key, landed, origin);
       const firstId = state.idempotency.get(idempotencySlot(landed.source_actor, landed.idempotency_key));
       const repeated = repeatedRequest(landed, requestFingerprint(landed), firstId, firstId === undefined ? undefined : state.messages.get(firstId), 'panel');
       if (repeated === null) return undefined;

@@ -9,7 +9,8 @@ import type { ActorPolicy } from '../schema/policy.js';
 import { newCorrelationId, newMessageId } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { messageFolder } from './layout.js';
-import type { ArgumentNames } from '../util/argument-names.js';
+import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
+import type { KeyOrigin } from './append-envelope.js';
 
 /** What a COO request says about its place in the ledger; everything else has a default. */
 export interface EnvelopeRequest {
@@ -24,6 +25,19 @@ export interface EnvelopeRequest {
   readonly maxHops?: number;
   /** How the request reached the ledger when not typed at the CLI; recorded as the envelope's submitted_via. */
   readonly submittedVia?: 'mcp';
+  /**
+   * The key the caller derived from this request (an MCP tool's, lane/request-key.ts): `idempotencyKey`
+   * may be it though the ledger holds no such key. Any other key of the derived form must be one the
+   * ledger holds (derivedKeyRule).
+   */
+  readonly derivedKey?: string;
+  /** How the caller names the request's arguments in errors: the CLI's flags by default. */
+  readonly names?: ArgumentNames;
+}
+
+/** What the writer is told of a request's idempotency key: the key derived from it, and the caller's words. */
+export function keyOrigin(request: EnvelopeRequest): KeyOrigin {
+  return { ...(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }), words: request.names ?? CLI_ARGUMENTS };
 }
 
 /** What every lane's writer is given: where, by whom, when, to whom, and the repository and commit it pins. */
@@ -34,8 +48,6 @@ export interface LaneRequest extends EnvelopeRequest {
   readonly target: string;
   readonly repo: string;
   readonly rev?: string;
-  /** How the caller names the request's arguments in errors: the CLI's flags by default. */
-  readonly names?: ArgumentNames;
 }
 
 /** The header fields every lane's envelope shares, decided once for the writers of both lanes. */

@@ -10,7 +10,7 @@ import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
 import { enqueueCrossCheck } from '../consult/cross-check.js';
 import { resolveCommit } from '../lane/pins.js';
-import { derivedIdempotencyKey, derivedRequestKey, givenRequestKey } from '../lane/request-key.js';
+import { derivedIdempotencyKey, derivedRequestKey, requestKey } from '../lane/request-key.js';
 import { enqueueDispatch } from '../dispatch/enqueue.js';
 import { adoptProposal } from '../dispatch/adopt.js';
 import type { PrivateKey } from '../crypto/keys.js';
@@ -51,9 +51,13 @@ export interface ToolContext {
   readonly monotonic?: () => number;
 }
 
-/** The key a tool's request is written under (lane/request-key.ts givenRequestKey): the one the agent gave, or the one derived from the request. */
-function keyFor(context: ToolContext, given: string | undefined, derived: string): Promise<string> {
-  return givenRequestKey(context.ledger, context.key.publicKey.keyId, given, derived);
+/**
+ * The key a tool's request is written under (lane/request-key.ts requestKey): the one the agent gave,
+ * or the one derived from the request, which the writer is told it may write though the ledger holds
+ * none such (derivedKeyRule judges any other key of that form in the slot the envelope lands in).
+ */
+function keyFor(given: string | undefined, derived: string): { idempotencyKey: string; derivedKey: string } {
+  return { idempotencyKey: requestKey(given, derived, MCP_ARGUMENTS), derivedKey: derived };
 }
 
 /** How often a waiting call looks at the ledger's head again (a clone of a remote: at the remote's). */
@@ -163,8 +167,8 @@ export async function consultTool(context: ToolContext, args: ConsultArgs, signa
   if (Array.isArray(args.to) || args.panel !== undefined) return panelTool(context, args, commit, signal);
   const optional = consultOptions(args);
   const target = args.to as string;
-  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional }));
-  const request: ConsultRequest = { ledger: context.ledger, target, ...askedFields(context, args, commit, idempotencyKey) };
+  const keys = keyFor(args.idempotency_key, derivedIdempotencyKey({ target, commit, patterns: args.files, question: args.prompt, ...optional }));
+  const request: ConsultRequest = { ledger: context.ledger, target, ...askedFields(context, args, commit, keys) };
   const queued = await writeThrough(context, (ledger) => enqueueConsult({ ...request, ledger }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
@@ -186,14 +190,14 @@ export async function crossCheckTool(context: ToolContext, args: CrossCheckArgs,
     ...(args.max_runtime_seconds === undefined ? {} : { maxRuntimeSeconds: args.max_runtime_seconds }),
     ...(args.ttl_seconds === undefined ? {} : { ttlSeconds: args.ttl_seconds }),
   };
-  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional }));
-  const queued = await writeThrough(context, (ledger) => enqueueCrossCheck({ ledger, key: context.key, now: context.clock(), of: args.answer, target: args.to, idempotencyKey, submittedVia: 'mcp', ...optional }));
+  const keys = keyFor(args.idempotency_key, derivedRequestKey({ lane: 'cross_check', answer: args.answer, target: args.to, ...optional }));
+  const queued = await writeThrough(context, (ledger) => enqueueCrossCheck({ ledger, key: context.key, now: context.clock(), of: args.answer, target: args.to, ...keys, submittedVia: 'mcp', names: MCP_ARGUMENTS, ...optional }));
   const outcome = await awaitOutcome(context, queued.messageId, args.wait_seconds ?? 0, signal);
   return { ...outcome, existing: queued.existing };
 }
 
 /** What a consult and a panel are asked with over MCP, besides whom: the signer, the pinned commit, the question and the call's options. */
-function askedFields(context: ToolContext, args: ConsultArgs, commit: string, idempotencyKey: string) {
+function askedFields(context: ToolContext, args: ConsultArgs, commit: string, keys: ReturnType<typeof keyFor>) {
   return {
     key: context.key,
     now: context.clock(),
@@ -201,7 +205,7 @@ function askedFields(context: ToolContext, args: ConsultArgs, commit: string, id
     rev: commit,
     patterns: args.files,
     question: args.prompt,
-    idempotencyKey,
+    ...keys,
     submittedVia: 'mcp' as const,
     names: MCP_ARGUMENTS,
     ...consultOptions(args),
@@ -224,13 +228,13 @@ function consultOptions(args: ConsultArgs): Partial<ConsultRequest> {
 async function panelTool(context: ToolContext, args: ConsultArgs, commit: string, signal?: AbortSignal): Promise<Outcome & { existing: boolean; panel: { panel_id: string; name: string; members: Array<Outcome & { target: string }> } }> {
   const members = Array.isArray(args.to) ? args.to : typeof args.to === 'string' ? [args.to] : undefined;
   const optional = consultOptions(args);
-  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional }));
+  const keys = keyFor(args.idempotency_key, derivedRequestKey({ lane: 'panel', panel: args.panel ?? null, members: members ?? null, commit, patterns: args.files, question: args.prompt, ...optional }));
   const queued = await writeThrough(context, (ledger) =>
     enqueuePanel({
       ledger,
       ...(members === undefined ? {} : { members }),
       ...(args.panel === undefined ? {} : { panel: args.panel }),
-      ...askedFields(context, args, commit, idempotencyKey),
+      ...askedFields(context, args, commit, keys),
     }),
   );
   // Each member is waited for in turn, within the one time the call was given.
@@ -262,7 +266,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     ...(args.parent_message_id === undefined ? {} : { parentMessageId: args.parent_message_id }),
   };
   const asked = { lane: 'dispatch', target: args.to, commit, task: args.task, scope: args.scope, accept: args.accept, verify: args.verify, files: args.files ?? [], ...optional };
-  const idempotencyKey = await keyFor(context, args.idempotency_key, derivedRequestKey(asked));
+  const keys = keyFor(args.idempotency_key, derivedRequestKey(asked));
   const queued = await writeThrough(context, (ledger) => enqueueDispatch({
     ledger,
     key: context.key,
@@ -275,7 +279,7 @@ export async function dispatchTool(context: ToolContext, args: DispatchArgs, sig
     accept: args.accept,
     verify: args.verify,
     patterns: args.files ?? [],
-    idempotencyKey,
+    ...keys,
     submittedVia: 'mcp',
     names: MCP_ARGUMENTS,
     ...optional,
@@ -310,7 +314,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
   // A key derived from the request names the commit the work starts from, as the dispatch tool's does: a retried
   // call finds the message the first one queued, and a branch that moved since is a new request, not a reused key.
   const { wait_seconds: _wait, idempotency_key: key, approval_id: _approval, rev: _rev, ...asked } = args;
-  const idempotencyKey = await keyFor(context, key, derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) }));
+  const keys = keyFor(key, derivedRequestKey({ lane: 'adopt', ...asked, ...(base === undefined ? {} : { commit: base }) }));
   const queued = await writeThrough(context, (ledger) =>
     adoptProposal({
       ledger,
@@ -320,7 +324,7 @@ export async function adoptTool(context: ToolContext, args: AdoptArgs, signal?: 
       repo: context.repo,
       consultId: args.message_id,
       proposal: args.proposal,
-      idempotencyKey,
+      ...keys,
       submittedVia: 'mcp',
       names: { ...MCP_ARGUMENTS, again: 'call the adopt tool again' },
       ...optional,

@@ -12,6 +12,10 @@ export interface ArgumentNames {
   readonly approval: string;
   /** How the caller sends the same request again. */
   readonly again: string;
+  /** The idempotency key as the caller gives it. */
+  readonly idempotencyKey: string;
+  /** What the caller does instead of giving a key it may not: true for its shell. */
+  readonly newKey: string;
 }
 
 export const CLI_ARGUMENTS: ArgumentNames = {
@@ -22,6 +26,9 @@ export const CLI_ARGUMENTS: ArgumentNames = {
   verify: '--verify',
   approval: '--approval',
   again: 'repeat this command',
+  idempotencyKey: '--idempotency-key',
+  // Without a key a verb writes under a new random one: a retry without the key is a second request.
+  newKey: 'give a key of another form, or none for a new request; to repeat a request, give the key it was written under with the same request',
 };
 
 /** The consult and dispatch tools' argument names (mcp/schemas.ts). */
@@ -33,4 +40,7 @@ export const MCP_ARGUMENTS: ArgumentNames = {
   verify: 'verify',
   approval: 'approval_id',
   again: 'call the dispatch tool again',
+  idempotencyKey: 'idempotency_key',
+  // Without a key a tool derives one from the request: a retry without it repeats the request.
+  newKey: 'give a key of another form, or none and one is derived from the request',
 };

@@ -164,7 +164,7 @@ describe('the CLI flags that carry the same numbers and keys', () => {
       [['--max-cost', '1e-400'], 'coo: USAGE: --max-cost takes a positive number, got "1e-400", a number too near 0 to hold (read as 0)'],
       [['--max-cost', '-0'], 'coo: USAGE: --max-cost takes a positive number, got "-0"'],
       [['--max-cost', 'Infinity'], 'coo: USAGE: --max-cost takes a positive number, got "Infinity"'],
-      [['--idempotency-key', 'x~aa.chatgpt'], 'coo: USAGE: envelope: idempotency_key "x~aa.chatgpt" has a "~"'],
+      [['--idempotency-key', 'x~aa.chatgpt'], 'coo: USAGE: --idempotency-key "x~aa.chatgpt" has a "~"'],
       // Whole-number flags: 0.4 was rounded to 0 and refused by the envelope's schema as "expected >0", 2^53 + 1 in zod's words.
       [['--max-hops', '0.4'], 'coo: USAGE: --max-hops takes a whole number of hops from 1 to 64, got "0.4"'],
       [['--max-runtime', '9007199254740993'], 'coo: USAGE: --max-runtime takes a whole number of seconds from 1 to 86400, got "9007199254740993"'],

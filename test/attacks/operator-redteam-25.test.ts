@@ -82,7 +82,8 @@ describe('coo mcp given an idempotency_key of the derived form', () => {
       // another slot: this server's request under it would take that key for its own holder, and is refused as before.
       const later = { ...asked, prompt: 'Is add() right for floats?' };
       const laterKey = derivedIdempotencyKey({ target: later.to, commit, patterns: later.files, question: later.prompt });
-      await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Look at add().', idempotencyKey: laterKey });
+      // (A library caller writes a key of that form only as one it derived itself: the writer holds it to the rule.)
+      await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Look at add().', idempotencyKey: laterKey, derivedKey: laterKey });
       const foreign = await session.ask(call(9, 'consult', { ...asked, prompt: 'Something else again?', idempotency_key: laterKey }), 9);
       expect(refusal(foreign)).toBe('tool error IDEMPOTENCY_CONFLICT');
       for (const [index, key] of [[5, 'my-review-1'], [6, 'req-later'], [7, theirs.toUpperCase()]] as const) {

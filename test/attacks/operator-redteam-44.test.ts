@@ -7,13 +7,18 @@ import { answerConsultCall, type ConsultToolCall } from '../../src/dispatch/cons
 import { parseIssueRef } from '../../src/audit/github.js';
 import { derivedIdempotencyKey } from '../../src/lane/request-key.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
+import { envelopePath } from '../../src/ledger/layout.js';
+import { folderOf } from '../../src/authority/state.js';
+import { generatePrivateKey } from '../../src/crypto/keys.js';
+import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { Scrubber } from '../../src/util/scrub.js';
 import { COO, coo, cooAsync } from '../helpers/cli.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { writeKey } from '../helpers/damage.js';
 import { startFakeGitHub } from '../helpers/fake-github.js';
-import { worlds } from '../helpers/lane.js';
+import { worlds, type World } from '../helpers/lane.js';
 import { answersOf, call, INITIALIZE, line, rawSession, refusal } from '../helpers/mcp-raw.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -26,7 +31,9 @@ import { git, tempDir } from '../helpers/tmp.js';
  * (read as 0) in zod's words ("expected number, received Infinity"; "expected number to be >0"), where
  * the MCP tools say what was read and what to send. `--max-cost` and `--budget` past 1000000 USD were
  * refused by the envelope's schema in zod's words, naming no flag, and `coo cite --post OWNER/REPO#N`
- * read a number past 2^53 - 1 as another issue's, and #0 as an issue.
+ * read a number past 2^53 - 1 as another issue's, and #0 as an issue. Then the rule was asked of the
+ * signer's slot by each verb: a retry of a cross-check (in the challenged agent's slot) under the key the
+ * ledger held was refused, and a library writer took any key; now the writer judges the slot it writes.
  */
 
 const fresh = worlds(tempDir('operator-redteam-44-'));
@@ -35,16 +42,30 @@ const ASKED = { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: 'Is add() right
 const UNHELD = `req-${'0123456789abcdef'.repeat(3).slice(0, 40)}`;
 const MSG = 'msg_01M97FKA5AW30G4RB262QVZD72';
 const DERIVED_WORDS = 'has the form of a key derived from a request (req-<40 hex>), and is neither this request\'s nor one the ledger holds';
+/** What a CLI verb, or a library caller, is told to do instead: a verb given no key makes a random one, so a retry gives the same key. */
+const CLI_ADVICE = 'such keys are the derived ones; give a key of another form, or none for a new request; to repeat a request, give the key it was written under with the same request';
+/** The refusal a verb's --idempotency-key of the derived form gets, the ledger holding none such in `slot`'s. */
+const refusedAtCli = (key: string, slot: string): string => `coo: IDEMPOTENCY_CONFLICT: --idempotency-key "${key}" ${DERIVED_WORDS} for ${slot}: ${CLI_ADVICE}`;
+/** The default policy, with an edge that lets the COO put one advisory agent's answer to another, and a panel. */
+const crossChecks = (policy: ActorPolicy): ActorPolicy => ({ ...policy, edges: [...policy.edges, { from: 'aa.*', to: 'aa.*', intents: ['cross_check'], requires: [] }], panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }] });
+
+/** A consult to aa.chatgpt, answered (with a proposal, in a world whose model proposes): its message id. */
+async function answered(w: World): Promise<string> {
+  const consult = await w.consult({ question: 'How should add() be fixed?' });
+  await w.runner().runOnce();
+  expect((await w.ledger.state()).messages.get(consult.messageId)?.attempts[0]?.receipt?.status).toBe('succeeded');
+  return consult.messageId;
+}
 
 describe('a CLI verb given an idempotency key of the derived form', () => {
-  it("refuses the key derived for an agent's request not sent yet, with MCP's code and words, and that request, sent later without a key, gets its own message; before, coo consult wrote it and the agent was told IDEMPOTENCY_CONFLICT", async () => {
+  it("refuses the key derived for an agent's request not sent yet, with MCP's code in the CLI's words, and that request, sent later without a key, gets its own message; before, coo consult wrote it and the agent was told IDEMPOTENCY_CONFLICT", async () => {
     const w = await fresh();
     const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
     const commit = git(['-C', w.target, 'rev-parse', 'HEAD']).trim();
     const theirs = derivedIdempotencyKey({ target: ASKED.to, commit, patterns: ASKED.files, question: ASKED.prompt });
     const head = w.ledger.head();
     const squat = coo(['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Something else entirely?', '--idempotency-key', theirs], { env });
-    expect([squat.status, squat.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${theirs}" ${DERIVED_WORDS}: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`]);
+    expect([squat.status, squat.stderr.split('\n')[0]]).toEqual([3, refusedAtCli(theirs, 'coo.hermes')]);
     expect(w.ledger.head()).toBe(head);
     const session = await rawSession(w);
     try {
@@ -61,26 +82,30 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
   });
 
   it('refuses a key of the derived form the ledger does not hold at every verb that takes one, writing nothing; keys of other forms are taken as before', async () => {
-    const w = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.claude'] }] }) });
+    // Adoptions without the CEO's approval, so that coo adopt reaches the writer.
+    const w = await fresh({ policy: (policy) => ({ ...crossChecks(policy), adoptions: { ceo_approval: false } }), modes: ['propose'] });
     const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo), COO_CEO_KEY: writeKey(w.dir, 'ceo', w.actors.ceo) };
     const consult = ['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right for NaN?'];
-    const verbs: ReadonlyArray<readonly [string, readonly string[]]> = [
-      ['consult', consult],
-      ['consult (a panel)', ['consult', '--panel', 'review', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right for NaN?']],
-      ['cross-check', ['cross-check', MSG, '--to', 'aa.claude']],
-      ['dispatch', ['dispatch', '--to', 'ea.codex', '--repo', w.target, '--task', 'Fix add().', '--scope', 'src/**', '--accept', 'add(1, 2) is 3', '--verify', 'true']],
-      ['adopt', ['adopt', MSG, '--proposal', '1', '--to', 'ea.codex', '--repo', w.target]],
-      ['command', ['command', '--text', 'Look at add().']],
+    // A real answer with a proposal, so that cross-check and adopt reach the writer.
+    const asked = await answered(w);
+    // The slot each envelope lands in: a cross-check's is the challenged agent's, whose answer it puts.
+    const verbs: ReadonlyArray<readonly [string, readonly string[], string]> = [
+      ['consult', consult, 'coo.hermes'],
+      ['consult (a panel)', ['consult', '--panel', 'review', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right for NaN?'], 'coo.hermes'],
+      ['cross-check', ['cross-check', asked, '--to', 'aa.claude'], 'aa.chatgpt'],
+      ['dispatch', ['dispatch', '--to', 'ea.codex', '--repo', w.target, '--task', 'Fix add().', '--scope', 'src/**', '--accept', 'add(1, 2) is 3', '--verify', 'true'], 'coo.hermes'],
+      ['adopt', ['adopt', asked, '--proposal', '1', '--to', 'ea.codex', '--repo', w.target], 'coo.hermes'],
+      ['command', ['command', '--text', 'Look at add().'], 'ceo'],
     ];
     const head = w.ledger.head();
     const said = verbs.map(([name, args]) => {
       const result = coo([...args, '--idempotency-key', UNHELD], { env });
       return [name, result.status, result.stderr.split('\n')[0]];
     });
-    expect(said).toEqual(verbs.map(([name]) => [name, 3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}" ${DERIVED_WORDS}: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`]));
-    // A panel member's key made from a derived one is refused too, naming the panel's.
-    const member = coo([...consult, '--idempotency-key', `${UNHELD}~aa.chatgpt`], { env });
-    expect([member.status, member.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}~aa.chatgpt" is a panel member's key; to repeat the panel, give the panel's key ${UNHELD}, or none and one is derived from the request`]);
+    expect(said).toEqual(verbs.map(([name, , slot]) => [name, 3, refusedAtCli(UNHELD, slot)]));
+    // A panel member's key made from a derived one is refused too, before the ledger is read, naming the flag as every key with a "~" is.
+    const member = coo([...consult, '--idempotency-key', `${UNHELD}~aa.chatgpt`, '--ledger', join(w.dir, 'no-ledger.git')], { env });
+    expect([member.status, member.stderr.split('\n')[0]]).toEqual([2, `coo: USAGE: --idempotency-key "${UNHELD}~aa.chatgpt" has a "~", which joins a panel's key to each member's (<key>~<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "~"; to repeat a panel, its own key`]);
     // An envelope written by hand under such a key, signed by coo append.
     const now = new Date();
     const plan = planEnvelope(await w.ledger.state(), w.actors.codex, 'coo.hermes', { maxRuntimeSeconds: 1 }, now, 'blocker');
@@ -88,7 +113,7 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
     const file = join(w.dir, 'blocker.yaml');
     writeFileSync(file, toYaml(blocker));
     const appended = coo(['append', file, '--key', writeKey(w.dir, 'codex', w.actors.codex)], { env });
-    expect([appended.status, appended.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}" ${DERIVED_WORDS}: such keys are the derived ones'; give a key of another form, or none and one is derived from the request`]);
+    expect([appended.status, appended.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: idempotency_key "${UNHELD}" ${DERIVED_WORDS} for ea.codex: such keys are the derived ones; give a key of another form; to repeat a request, the key it was written under with the same request`]);
     expect(w.ledger.head()).toBe(head);
     // The guards: keys of any other form, even ones that start alike or are the derived form in capitals, are the operator's own.
     for (const key of ['my-review-1', 'req-later', UNHELD.toUpperCase()]) {
@@ -101,6 +126,77 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
     const commandId = String(JSON.parse(command.stdout)['message_id']);
     const ack = coo([...consult, '--idempotency-key', `ack-${commandId}`], { env });
     expect([ack.status, ack.stderr.split('\n')[0]]).toEqual([3, expect.stringContaining(`idempotency_key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take`)]);
+  });
+});
+
+describe('the derived-form rule, judged by the writer in the slot the envelope lands in', () => {
+  it("a CLI retry of a cross-check an agent asked over MCP, under the key the ledger holds in the challenged agent's slot, finds that message, as does coo append of its envelope; before, both were refused IDEMPOTENCY_CONFLICT, judged in the signer's slot", async () => {
+    const w = await fresh({ policy: crossChecks });
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
+    const asked = await answered(w);
+    const session = await rawSession(w);
+    try {
+      const first = await session.ask(call(1, 'cross_check', { answer: asked, to: 'aa.claude' }), 1);
+      expect([refusal(first), first.result?.structuredContent?.['existing']]).toEqual(['answered', false]);
+      const id = String(first.result?.structuredContent?.['message_id']);
+      const record = (await w.ledger.state()).messages.get(id)!;
+      // The COO signs it; the agent whose answer is challenged is its source, and the key is in that agent's slot.
+      expect([record.source, record.idempotencyKey]).toEqual(['aa.chatgpt', expect.stringMatching(/^req-[0-9a-f]{40}$/)]);
+      const head = w.ledger.head();
+      const retried = coo(['cross-check', asked, '--to', 'aa.claude', '--idempotency-key', record.idempotencyKey, '--json'], { env });
+      expect([retried.status, retried.stderr.split('\n')[0], JSON.parse(retried.stdout || '{}')['message_id'], JSON.parse(retried.stdout || '{}')['existing']]).toEqual([0, '', id, true]);
+      // The envelope the tool wrote, signed again by hand with its artifacts: the same request under the key the ledger holds.
+      const folder = folderOf(record);
+      const copies: Array<readonly [string, string]> = [[envelopePath(folder), 'envelope.yaml'], [`${folder}/prompt.md`, 'prompt.md'], [`${folder}/context-manifest.yaml`, 'context-manifest.yaml']];
+      for (const [path, name] of copies) writeFileSync(join(w.dir, name), (await w.ledger.readFile(path))!);
+      const appended = coo(['append', ...copies.map(([, name]) => join(w.dir, name)), '--json'], { env });
+      expect([appended.status, appended.stderr.split('\n')[0], JSON.parse(appended.stdout || '{}')['message_id'], JSON.parse(appended.stdout || '{}')['existing']]).toEqual([0, '', id, true]);
+      expect(w.ledger.head()).toBe(head);
+      // The guard: a derived-form key the ledger holds in no slot of this request is still refused, at the tool in its words and code.
+      const squat = await session.ask(call(2, 'cross_check', { answer: asked, to: 'aa.claude', prompt: 'Another question?', idempotency_key: UNHELD }), 2);
+      expect([refusal(squat), squat.result?.content?.[0]?.text]).toEqual(['tool error IDEMPOTENCY_CONFLICT', expect.stringContaining(`idempotency_key "${UNHELD}" ${DERIVED_WORDS} for aa.chatgpt: such keys are the derived ones; give a key of another form, or none and one is derived from the request`)]);
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
+
+  it('a library enqueueConsult or enqueueDispatch given a fresh key of the derived form is refused, writing nothing; before, the library wrote it, and only the CLI and the tools asked', async () => {
+    const w = await fresh();
+    const head = w.ledger.head();
+    const refused = await w.consult({ idempotencyKey: UNHELD }).then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
+    expect(refused).toBe(`IDEMPOTENCY_CONFLICT: --idempotency-key "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
+    const dispatch = { ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, task: 'Fix add().', scope: ['src/**'], accept: ['add(1, 2) is 3'], verify: ['true'] };
+    expect(await codeOfAsync(() => enqueueDispatch({ ...dispatch, idempotencyKey: UNHELD }))).toBe('IDEMPOTENCY_CONFLICT');
+    expect(w.ledger.head()).toBe(head);
+    // The guards: a caller that derived the key from its own request may write it, and then any caller may repeat that request under it.
+    const own = await w.consult({ idempotencyKey: UNHELD, derivedKey: UNHELD });
+    expect(own.existing).toBe(false);
+    expect((await w.consult({ idempotencyKey: UNHELD })).messageId).toBe(own.messageId);
+  });
+
+  it("a signer the trust files do not know, with a key of the derived form, is told so in requireHolder's words, as without the key; before, IDEMPOTENCY_CONFLICT", async () => {
+    const w = await fresh();
+    const stranger = generatePrivateKey('coo.stranger');
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'stranger', stranger) };
+    const consult = ['consult', '--to', 'aa.chatgpt', '--repo', w.target, '--file', 'src/add.ts', '--prompt', 'Is add() right?'];
+    const head = w.ledger.head();
+    const keyless = coo(consult, { env });
+    const given = coo([...consult, '--idempotency-key', UNHELD], { env });
+    expect(keyless.stderr.split('\n')[0]).toContain(`the sender's key (requests are sent by the active COO coo.hermes) ${stranger.publicKey.keyId} is a key the trust files do not know`);
+    expect([given.status, given.stderr.split('\n')[0]]).toEqual([keyless.status, keyless.stderr.split('\n')[0]]);
+    // An envelope written by hand and signed with that key: the validator's words, as under a key of another form.
+    const now = new Date();
+    const plan = planEnvelope(await w.ledger.state(), w.actors.codex, 'coo.hermes', { maxRuntimeSeconds: 1 }, now, 'blocker');
+    const said = ['hand-1', UNHELD].map((key) => {
+      const file = join(w.dir, `blocker-${key}.yaml`);
+      writeFileSync(file, toYaml({ ...plan.header, idempotency_key: key, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'stuck' }, expected_receipt_schema: null }));
+      const appended = coo(['append', file], { env });
+      return [appended.status, appended.stderr.split('\n')[0]!.replace(key, 'KEY')];
+    });
+    expect(said[1]).toEqual(said[0]);
+    expect(said[0]![1]).not.toContain('IDEMPOTENCY_CONFLICT');
+    expect(w.ledger.head()).toBe(head);
   });
 });
 
