@@ -249,7 +249,12 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     });
     child.on('error', (error) => {
       settle();
-      void finish(false).finally(() => done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null }));
+      const failed = { ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null };
+      // A quarantine that cannot be removed changes nothing of what is said: git never ran.
+      finish(false).then(
+        () => done(failed),
+        () => done(failed),
+      );
     });
     child.on('close', (code) => {
       settle();
