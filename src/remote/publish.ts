@@ -317,7 +317,9 @@ export class RemoteLedger {
             // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
             await sleep(this.backoffMs(conflicts + 1));
             previous = readRef(this.gitdir, ORIGIN_REF);
-            const fetched = await this.fetchMain();
+            const fetched = await this.fetchMain(
+              refusedPush(pushed) ? 'nothing was written (the local ledger is as it was)' : 'whether the remote took the write pushed before is unknown (an idempotent write run again returns what landed); the local ledger is as it was',
+            );
             const remoteHead = fetched.kind === 'head' ? fetched.head : null;
             // The remote took the push and its answer was lost on the way back (others may have written on top since).
             if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return this.markVerified(commit);

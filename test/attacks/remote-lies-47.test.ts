@@ -197,3 +197,26 @@ describe('a hookless remote whose main names no commit (its ref file written by 
     }
   });
 });
+
+describe('a push whose answer is lost, then a fetch that finds what the remote sent amiss', { timeout: 180_000 }, () => {
+  it('the refusal says whether the write landed is unknown, never that nothing was acted on', async () => {
+    const { served, gitdir, valid } = await oneAhead('answer-lost');
+    const remote = remoteFor(gitdir, served);
+    expect(await remote.sync()).toMatchObject({ head: valid });
+    removeHook(served);
+    const tag = git(['--git-dir', served.gitdir, 'mktag'], { input: `object ${valid}\ntype commit\ntag main\ntagger Mallory <m@example.invalid> 0 +0000\n\nthe head, wrapped\n` }).trim();
+    git(['--git-dir', served.gitdir, 'pack-refs', '--all']);
+    // Test fixture: the remote's receive-pack dies before it answers the push, and its main then names a tag.
+    writeFileSync(join(served.gitdir, 'hooks', 'pre-receive'), `#!/bin/sh\ncat >/dev/null\nprintf '%s\\n' ${tag} > '${join(served.gitdir, 'refs', 'heads', 'main')}'\nkill -KILL $PPID\n`, { mode: 0o755 });
+    const key = loadPrivateKey(served.keys.coo);
+    const refused = await remote
+      .write((on) => enqueueConsult({ ledger: on, key, now: new Date(), target: 'aa.chatgpt', repo: served.target, patterns: ['README.md'], question: 'And for -0?', maxRuntimeSeconds: 60 }))
+      .then(
+        () => null,
+        (error: unknown) => error as Error,
+      );
+    expect(refused).toMatchObject({ code: 'REMOTE_UNVERIFIED', message: expect.stringMatching(new RegExp(`names ${tag.slice(0, 12)}, a tag object, not a commit: .*whether the remote took the write pushed before is unknown`)) });
+    expect(refused?.message).not.toMatch(/nothing was acted on/);
+    expect(git(['--git-dir', gitdir, 'rev-parse', 'main']).trim()).toBe(valid);
+  });
+});
