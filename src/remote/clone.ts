@@ -61,15 +61,22 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
   try {
     await fetchClone(options, temp);
     // `git clone --branch main` takes a tag named main too: only the remote's branch main is a ledger to verify.
-    const hasMain = await runGit(['--git-dir', temp, 'rev-parse', '--verify', '--quiet', 'refs/heads/main^{commit}']).then(() => true, () => false);
-    if (!hasMain) {
+    // Exit 1 and no words: no such ref; any other failure is this machine's git, and is said as such.
+    const head = (
+      await runGit(['--git-dir', temp, 'rev-parse', '--verify', '--quiet', 'refs/heads/main']).catch((error: Error) => {
+        if ((error.cause as { code?: unknown } | undefined)?.code === 1) return Buffer.alloc(0);
+        throw error;
+      })
+    )
+      .toString('utf8')
+      .trim();
+    if (head === '') {
       throw new CooError('REMOTE_MAIN_MISSING', `${displayUrl(options.url)} answers but has no main (refs/heads/main) to clone; nothing was cloned`);
     }
-    const head = (await runGit(['--git-dir', temp, 'rev-parse', '--verify', 'refs/heads/main^{commit}'])).toString('utf8').trim();
-    const named = (await runGit(['--git-dir', temp, 'rev-parse', '--verify', 'refs/heads/main'])).toString('utf8').trim();
-    if (named !== head) throw mainNotACommit(displayUrl(options.url), named, (await runGit(['--git-dir', temp, 'cat-file', '-t', named])).toString('utf8').trim(), 'nothing was cloned');
-    const unnamed = await unnamedObjects({ gitdir: temp }, head);
-    if (unnamed !== null) throw receivedAmiss(displayUrl(options.url), head, unnamed, 'nothing was cloned');
+    // What it names is a commit, and what came is its history alone, whole: the sync's one check and its words.
+    const amiss = await unnamedObjects({ gitdir: temp }, head);
+    if (amiss?.kind === 'notACommit') throw mainNotACommit(displayUrl(options.url), head, amiss.type, 'nothing was cloned');
+    if (amiss !== null) throw receivedAmiss(displayUrl(options.url), head, amiss.said, 'nothing was cloned');
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);

@@ -1,4 +1,4 @@
-import { execFile, spawn, spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
 import { basename, dirname, join, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
@@ -37,6 +37,8 @@ export interface RemoteGitResult {
   readonly tooLarge?: string;
   /** Set when what a fetch of `wanted` brought is not that commit's history alone and whole (unnamedObjects); what it received was removed. */
   readonly unnamed?: string;
+  /** Set when the object a fetch of `wanted` brought is no commit: its type (unnamedObjects); what it received was removed. */
+  readonly notACommit?: string;
 }
 
 export interface RemoteGitOptions {
@@ -75,6 +77,8 @@ export interface RemoteGitOptions {
    * ledger's objects only when it is that commit's history, whole, and nothing else (unnamedObjects); otherwise it goes.
    */
   readonly wanted?: string;
+  /** With `wanted`: the type of an object the ledger held already, or null (what `index-pack --fix-thin` copied in beside what came is no extra). */
+  readonly held?: HeldType;
 }
 
 /** The name a time limit goes by when the caller did not set it. */
@@ -158,7 +162,8 @@ const NO_HOOKS = ['-c', 'core.hooksPath=/dev/null'];
  * redirect (GIT_NO_REDIRECTS: the credentials go to the remote's URL alone), and within a time
  * limit. A remote that accepts the connection and never answers would otherwise hold the caller for
  * ever: at the limit the command's whole process group (git, its remote helper, ssh) is killed, and
- * the result says which command and which limit.
+ * the result says which command and which limit. A failure of this machine's own git or files while
+ * what a fetch received is checked or kept rejects (GIT_FAILED, IO_ERROR): it says nothing of the remote.
  */
 export function runRemoteGit(args: readonly string[], options: RemoteGitOptions = {}): Promise<RemoteGitResult> {
   const limit = options.timeoutMs ?? LIMITS.remoteGitMs;
@@ -167,7 +172,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
   const quarantine = gitdir === undefined || maxReceivedBytes === undefined ? null : receivingFolder(gitdir);
   const weighed = quarantine ?? (maxReceivedBytes === undefined ? null : (options.into ?? null));
   const apart = quarantine === null ? {} : { GIT_OBJECT_DIRECTORY: quarantine, GIT_ALTERNATE_OBJECT_DIRECTORIES: join(resolve(gitdir!), 'objects') };
-  return new Promise((done) => {
+  return new Promise((done, fail) => {
     // Its own process group, with no controlling terminal: ssh cannot ask on a tty either.
     const child = spawn('git', argv, {
       env: remoteGitEnvironment({ GIT_TERMINAL_PROMPT: '0', SSH_ASKPASS_REQUIRE: 'never', ...options.env, ...apart }),
@@ -195,6 +200,7 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     let timedOut: string | null = null;
     let tooLarge: string | undefined;
     let unnamed: string | undefined;
+    let notACommit: string | undefined;
     const timer = setTimeout(() => {
       timedOut = `git ${args[0] ?? ''} did not finish within ${limit / 1000} s (${options.limitName ?? DEFAULT_LIMIT_NAME}): the remote did not answer in time`;
       if (child.pid !== undefined) killGroup(child.pid);
@@ -217,8 +223,12 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
       }
       try {
         if (tooLarge === undefined && over()) tooLarge = tooMuch();
-        if (ok && tooLarge === undefined && options.wanted !== undefined) unnamed = (await unnamedObjects({ gitdir: gitdir!, received: quarantine }, options.wanted)) ?? undefined;
-        const admitted = ok && tooLarge === undefined && unnamed === undefined;
+        if (ok && tooLarge === undefined && options.wanted !== undefined) {
+          const amiss = await unnamedObjects({ gitdir: gitdir!, received: quarantine, ...(options.held === undefined ? {} : { held: options.held }) }, options.wanted);
+          if (amiss?.kind === 'unnamed') unnamed = amiss.said;
+          if (amiss?.kind === 'notACommit') notACommit = amiss.type;
+        }
+        const admitted = ok && tooLarge === undefined && unnamed === undefined && notACommit === undefined;
         if (admitted) admitQuarantine(quarantine, join(gitdir!, 'objects'));
         return admitted;
       } finally {
@@ -239,14 +249,20 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
     });
     child.on('error', (error) => {
       settle();
-      void finish(false).finally(() => done({ ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null }));
+      const failed = { ok: false, stdout, stderr: `cannot run git: ${error.message}`, timedOut: null };
+      // A quarantine that cannot be removed changes nothing of what is said: git never ran.
+      finish(false).then(
+        () => done(failed),
+        () => done(failed),
+      );
     });
     child.on('close', (code) => {
       settle();
       if (options.onlyRef !== undefined) keepLines(decoder.end(), true);
       void finish(code === 0 && timedOut === null).then(
-        (ok) => done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }), ...(unnamed === undefined ? {} : { unnamed }) }),
-        (error: unknown) => done({ ok: false, stdout, stderr: `cannot keep what git received: ${error instanceof Error ? error.message : String(error)}`, timedOut }),
+        (ok) => done({ ok, stdout, stderr: stderr === '' ? stderr : (options.handed?.() ?? handedToGit(gitdir, args)).text(stderr), timedOut, ...(tooLarge === undefined ? {} : { tooLarge }), ...(unnamed === undefined ? {} : { unnamed }), ...(notACommit === undefined ? {} : { notACommit }) }),
+        // This machine's failure (its git, its disk), never the remote's: said as such, with nothing kept.
+        (error: unknown) => fail(error instanceof CooError ? error : new CooError('IO_ERROR', `cannot keep what git received in ${gitdir ?? 'the clone'}: ${error instanceof Error ? error.message : String(error)}; nothing was kept`)),
       );
     });
   });
@@ -268,58 +284,143 @@ export function mainNotACommit(url: string, oid: string, type: string, done: str
   );
 }
 
-/** The most bytes of object ids one listing of what a fetch or clone received gives (a ledger of some 100,000 commits lists about 40 MiB). */
-const LISTING_BYTES = 256 * 1024 * 1024;
+/** What a fetch or a clone received amiss for the commit it was for (unnamedObjects): an object that is no commit, or objects beside its history (or its history cut short), told in a few words. */
+export type ReceivedAmiss = { readonly kind: 'notACommit'; readonly type: string } | { readonly kind: 'unnamed'; readonly said: string };
 
-/** git's standard output, for a git that reads the ledger with `env` (never the remote's); rejects with git's last words. */
-function listed(args: readonly string[], env: NodeJS.ProcessEnv, input?: string): Promise<string> {
+/** The type of the object the ledger holds under an id already, or null when it holds none (asked of the clone's open reader). */
+export type HeldType = (oid: string) => Promise<string | null>;
+
+/** The 4 bytes a pack index of version 2 and later starts with (`\377tOc`). */
+const IDX_MAGIC = 0xff744f63;
+
+/** The ids a pack index (`.idx`, version 2) lists: its 8-byte header, 256 four-byte counts, then the ids, each `bytes` long. */
+function idxIds(path: string, bytes: number, into: Set<string>): void {
+  let data: Buffer;
+  try {
+    data = readFileSync(path);
+  } catch (error) {
+    throw new CooError('IO_ERROR', `cannot read ${path}, the index of a pack git received (${(error as NodeJS.ErrnoException).code ?? 'unknown'}); nothing was kept`);
+  }
+  const version = data.length >= 8 && data.readUInt32BE(0) === IDX_MAGIC ? data.readUInt32BE(4) : 1;
+  if (version !== 2) {
+    // This machine's git wrote it (index-pack): version 1 when pack.indexVersion says so.
+    throw new CooError('GIT_FAILED', `git wrote ${path} as a pack index of version ${version}, and coo reads version 2 alone: unset pack.indexVersion in git's config for this clone; nothing was kept`);
+  }
+  const count = data.length >= 8 + 1024 ? data.readUInt32BE(8 + 255 * 4) : -1;
+  if (count < 0 || data.length < 8 + 1024 + count * bytes) throw new CooError('GIT_FAILED', `${path}, the index of a pack git received, is cut short; nothing was kept`);
+  for (let i = 0, at = 8 + 1024; i < count; i += 1, at += bytes) into.add(data.toString('hex', at, at + bytes));
+}
+
+/** Every object id in an objects folder (what a fetch or a clone received): those its packs' indexes list, and its loose objects. */
+function receivedIds(objects: string, bytes: number): Set<string> {
+  const ids = new Set<string>();
+  const list = (path: string): string[] => {
+    try {
+      return readdirSync(path);
+    } catch (error) {
+      if ((error as NodeJS.ErrnoException).code === 'ENOENT') return [];
+      throw new CooError('IO_ERROR', `cannot list ${path}, where git received the remote's objects (${(error as NodeJS.ErrnoException).code ?? 'unknown'}); nothing was kept`);
+    }
+  };
+  for (const name of list(join(objects, 'pack'))) if (name.endsWith('.idx')) idxIds(join(objects, 'pack', name), bytes, ids);
+  for (const folder of list(objects)) {
+    if (!/^[0-9a-f]{2}$/.test(folder)) continue;
+    for (const name of list(join(objects, folder))) if (name.length === bytes * 2 - 2 && /^[0-9a-f]+$/.test(name)) ids.add(folder + name);
+  }
+  return ids;
+}
+
+/**
+ * git's words when a walk finds objects missing or not what their ids were taken for: what the
+ * remote sent, or did not send (a shallow copy's history cut short). Anything else the local git says
+ * or suffers (no memory, a kill, no process) is this machine's.
+ */
+const WALK_FOUND_AMISS = /Could not read|Failed to traverse|missing (blob|tree|commit|tag) object|bad object|bad tree object|unknown revision|expected \w+ type|is a \w+, not a|invalid sha1 pointer|broken link|unable to parse (commit|tree|tag)|not a (commit|tree|blob|tag)\b/i;
+
+/** What `rev-list --objects` walks from `head` (as its commit), each id handed to `seen` as git lists it; a missing or broken object is said, a failure of this machine's git thrown. */
+function walk(args: readonly string[], env: NodeJS.ProcessEnv, seen: (id: string) => void): Promise<{ readonly amiss: string | null }> {
   return new Promise((resolvePromise, reject) => {
-    const child = execFile('git', args as string[], { env: gitEnvironment(env), encoding: 'utf8', maxBuffer: LISTING_BYTES }, (error, stdout, stderr) => {
-      if (error === null) resolvePromise(stdout);
-      else reject(new Error(stderr.trim().split('\n').at(-1) || error.message));
+    const child = spawn('git', args as string[], { env: gitEnvironment({ LC_ALL: 'C', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    let partial = '';
+    let stderr = '';
+    child.stdout.setEncoding('latin1');
+    child.stdout.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) if (line !== '') seen(line);
     });
-    // A git that ends before it read all of `input` has said why on its way out; the broken pipe is not the story.
-    child.stdin?.on('error', () => undefined);
-    child.stdin?.end(input ?? '');
+    child.stderr.on('data', (chunk: Buffer) => {
+      // Its last words say why it stopped.
+      stderr = (stderr + chunk.toString('utf8')).slice(-16_384);
+    });
+    child.on('error', (error) => reject(new CooError('GIT_FAILED', `cannot run git to check what the remote sent (${error.message}); nothing was kept`)));
+    child.on('close', (code, signal) => {
+      if (partial !== '') seen(partial);
+      if (code === 0) return resolvePromise({ amiss: null });
+      const lines = stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '');
+      const last = lines.at(-1) ?? 'no output';
+      if (signal === null && lines.some((line) => WALK_FOUND_AMISS.test(line))) return resolvePromise({ amiss: lines.find((line) => WALK_FOUND_AMISS.test(line) && /dereferences to/.test(line)) ?? last });
+      reject(new CooError('GIT_FAILED', `git rev-list, checking what the remote sent, ${signal === null ? `exited with ${code}` : `was stopped by ${signal}`} (${last.slice(0, LIMITS.pathChars)}); nothing was kept, and the remote was not judged: run again`));
+    });
   });
 }
 
 /**
- * What is amiss with what a fetch or a clone received for the commit it was for (`head`), told in a
- * few words, or null when it is that commit's history, whole, and nothing else beside. Whole: a
- * remote that is a shallow copy (its git takes a commit for the first) sends a history that stops
- * there, and the commits git kept without their parents were taken for ones this clone holds (a
- * look for the remote's next head skips its fetch), so even a repaired remote was refused as
- * rewritten, for good. Nothing else: a remote chooses what its pack holds: one without a hook
- * (or with `info/grafts`, which its git walks as parents the commit's bytes do not hold) sends a
- * commit's objects and any others beside, and git keeps them all. Nothing reads them, and they stay:
- * a blob of zeros deflates a thousandfold, and the ledger's `git gc` writes an object no ref names
- * out loose, uncompressed (core.compression 0, ledger/init.ts), so a pack of a few hundred KiB took
- * hundreds of MiB of the clone's disk with each fetch. `received` is the objects folder of what
- * came: a fetch's quarantine beside the ledger's objects (`gitdir`), whose own objects were there
- * before (a thin pack's bases are copied from them), or, without it, a clone's own.
+ * What is amiss with what a fetch or a clone received for the commit it was for (`head`), or null
+ * when it is that commit's history, whole, and nothing else beside. Whole: a remote that is a
+ * shallow copy (its git takes a commit for the first) sends a history that stops there, and the
+ * commits git kept without their parents were taken for ones this clone holds (a look for the
+ * remote's next head skips its fetch), so even a repaired remote was refused as rewritten, for good.
+ * Nothing else: a remote chooses what its pack holds: one without a hook (or with `info/grafts`,
+ * which its git walks as parents the commit's bytes do not hold) sends a commit's objects and any
+ * others beside, and git keeps them all. Nothing reads them, and they stay: a blob of zeros deflates
+ * a thousandfold, and the ledger's `git gc` writes an object no ref names out loose, uncompressed
+ * (core.compression 0, ledger/init.ts), so a pack of a few hundred KiB took hundreds of MiB of the
+ * clone's disk with each fetch. A commit: a main that names a tag, a tree or a blob is no ledger's head.
+ *
+ * `received` is the objects folder of what came: a fetch's quarantine beside the ledger's objects
+ * (`gitdir`), which may hold objects the ledger held already (`index-pack --fix-thin` copies a thin
+ * pack's bases in), asked of `held`; or, without it, a clone's own, where nothing was held before.
+ * One git process: what came is read from the packs' indexes here, and `rev-list` walks what `head`
+ * names (past what the ledger's refs name), its output streamed. A failure of this machine's git or
+ * files is thrown (GIT_FAILED, IO_ERROR), never taken for the remote's.
  */
-export async function unnamedObjects(where: { readonly gitdir: string; readonly received?: string }, head: string): Promise<string | null> {
+export async function unnamedObjects(where: { readonly gitdir: string; readonly received?: string; readonly held?: HeldType }, head: string): Promise<ReceivedAmiss | null> {
   const { gitdir, received } = where;
   const own = join(resolve(gitdir), 'objects');
-  const apart = received === undefined ? {} : { GIT_OBJECT_DIRECTORY: received };
   // A clone from a shallow copy is shallow itself: git walks it as if whole.
-  if (received === undefined && existsSync(join(gitdir, 'shallow'))) return `the history of ${head.slice(0, 12)} cut short (a shallow copy: git took ${readFileSync(join(gitdir, 'shallow'), 'utf8').slice(0, 12)} for its first commit)`;
-  const ids = (text: string): string[] => text.split('\n').map((line) => line.slice(0, line.indexOf(' ') < 0 ? line.length : line.indexOf(' '))).filter((id) => id !== '');
-  try {
-    const came = ids(await listed(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch-check=%(objectname)'], { ...apart, GIT_ALTERNATE_OBJECT_DIRECTORIES: '' }));
-    const named = new Set(ids(await listed(['--git-dir', gitdir, 'rev-list', '--objects', head, ...(received === undefined ? [] : ['--not', '--all'])], { ...apart, ...(received === undefined ? {} : { GIT_ALTERNATE_OBJECT_DIRECTORIES: own }) })));
-    let left = came.filter((id) => !named.has(id));
-    // What the ledger held already (a thin pack's bases, objects a remote sent again) is no one's extra.
-    if (left.length > 0 && received !== undefined) {
-      const held = await listed(['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {}, left.map((id) => `${id}\n`).join(''));
-      left = held.split('\n').filter((line) => line.endsWith(' missing')).map((line) => line.split(' ')[0]!);
-    }
-    if (left.length === 0) return null;
-    return `${left.length} object${left.length === 1 ? '' : 's'} beside the history of ${head.slice(0, 12)} (${left[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever`;
-  } catch (error) {
-    return `the history of ${head.slice(0, 12)} with objects under it missing (git: ${error instanceof Error ? error.message : String(error)})`;
+  if (received === undefined && existsSync(join(gitdir, 'shallow'))) return { kind: 'unnamed', said: `the history of ${head.slice(0, 12)} cut short (a shallow copy: git took ${readFileSync(join(gitdir, 'shallow'), 'utf8').slice(0, 12)} for its first commit)` };
+  const left = receivedIds(received ?? own, head.length / 2);
+  let sawHead = false;
+  // `^{commit}`: a tree or a blob stops the walk (git says what it is), a tag is walked as the commit it names.
+  const args = ['--git-dir', gitdir, 'rev-list', '--objects', '--no-object-names', `${head}^{commit}`, ...(received === undefined ? [] : ['--not', '--all'])];
+  const walked = await walk(args, received === undefined ? {} : { GIT_OBJECT_DIRECTORY: received, GIT_ALTERNATE_OBJECT_DIRECTORIES: own }, (id) => {
+    if (id === head) sawHead = true;
+    left.delete(id);
+  });
+  const type = walked.amiss === null ? null : /dereferences to (\w+) type/.exec(walked.amiss)?.[1];
+  if (type !== null && type !== undefined) return { kind: 'notACommit', type };
+  if (walked.amiss !== null) return { kind: 'unnamed', said: `the history of ${head.slice(0, 12)} with objects under it missing (git: ${walked.amiss.slice(0, LIMITS.pathChars)})` };
+  if (!sawHead) {
+    // The walk went from another commit than `head`: head names one (a tag). A commit the ledger's refs name already is not walked again.
+    const before = received === undefined || left.has(head) ? null : ((await where.held?.(head)) ?? null);
+    if (before !== 'commit') return { kind: 'notACommit', type: before ?? 'tag' };
   }
+  // What the ledger held already (a thin pack's bases, objects a remote sent again) is no one's extra.
+  let extra = [...left];
+  if (received !== undefined && where.held !== undefined && extra.length > 0) {
+    const kept: string[] = [];
+    for (let at = 0; at < extra.length; at += 4096) {
+      const chunk = extra.slice(at, at + 4096);
+      const types = await Promise.all(chunk.map((id) => where.held!(id)));
+      chunk.forEach((id, i) => {
+        if (types[i] === null) kept.push(id);
+      });
+    }
+    extra = kept;
+  }
+  if (extra.length === 0) return null;
+  return { kind: 'unnamed', said: `${extra.length} object${extra.length === 1 ? '' : 's'} beside the history of ${head.slice(0, 12)} (${extra[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever` };
 }
 
 /** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit); a few, the oldest let go. */

@@ -12,7 +12,7 @@ import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-fi
 import { ambiguousDestination } from '../util/push-destination.js';
 import { MIN_SECRET_CHARS, Scrubber, type Secret } from '../util/scrub.js';
 import { runGit } from '../util/exec.js';
-import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
+import { checkOriginUnchanged, DEFAULT_LIMIT_NAME, checkedOrigin, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, refusedAccess, runRemoteGit, shareSshConnection, unreachable, VERIFIED_REF, type CheckedOrigin, type HeldType, type RemoteGitResult, type SharedSshConnection } from './git-remote.js';
 
 /** Tries of one write before it gives up with REMOTE_CONFLICT. */
 export const DEFAULT_MAX_TRIES = 8;
@@ -199,7 +199,7 @@ export class RemoteLedger {
   }
 
   /** Every git that talks to the remote, after the origin's route is found unchanged (a few stat calls while no config file changed). */
-  private async git(args: readonly string[], received: { maxReceivedBytes?: number; onlyRef?: string; wanted?: string } = {}): Promise<RemoteGitResult> {
+  private async git(args: readonly string[], received: { maxReceivedBytes?: number; onlyRef?: string; wanted?: string; held?: HeldType } = {}): Promise<RemoteGitResult> {
     await this.checkOrigin();
     return runRemoteGit(args, { gitdir: this.gitdir, ...(this.shared === null ? {} : { env: this.shared.env }), ...(this.timeoutMs === undefined ? {} : { timeoutMs: this.timeoutMs }), limitName: this.limitName, handed: () => this.handedScrubber(), ...received });
   }
@@ -227,28 +227,30 @@ export class RemoteLedger {
    * would take a branch named `refs/heads/main` (that is, `refs/heads/refs/heads/main`) when main
    * itself is gone, so the commit is looked up by name with ls-remote and fetched by its id (and
    * not fetched at all when this clone has it already). A remote whose main moved between the two
-   * (an older server refuses an id it no longer advertises) is looked at again.
+   * (an older server refuses an id it no longer advertises) is looked at again. A refusal of what
+   * the remote sent says `done`: what was left undone (after a push whose answer was lost, that
+   * whether the remote took the write is unknown).
    */
-  private async fetchMain(): Promise<MainLook> {
+  private async fetchMain(done = 'nothing was acted on'): Promise<MainLook> {
     for (let tries = 1; ; tries += 1) {
       const looked = await this.lookMain();
       if (looked.kind !== 'head') return looked;
       if (!(await this.hasCommit(looked.head))) {
-        const fetched = await this.git(['fetch', '--quiet', '--no-tags', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes, wanted: looked.head });
+        // No maintenance: git would start it in the quarantine, where it can do nothing.
+        const fetched = await this.git(['fetch', '--quiet', '--no-tags', '--no-auto-maintenance', 'origin', looked.head], { maxReceivedBytes: this.maxFetchBytes, wanted: looked.head, held: this.heldType });
         // A remote that sends more than any fetch takes (a huge pack, objects main does not need) is a finding about it, not a network failure.
         if (fetched.tooLarge !== undefined) {
-          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; nothing was acted on; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
+          throw new CooError('REMOTE_UNVERIFIED', `${this.url} sent more for its main (${looked.head.slice(0, 12)}) than one fetch takes: ${fetched.tooLarge}; ${done}; run coo verify on a fresh clone (a ledger that grew that much is fetched by coo watch or coo clone with a higher --max-fetch, in MiB)`);
         }
-        if (fetched.unnamed !== undefined) throw receivedAmiss(this.url, looked.head, fetched.unnamed, 'nothing was acted on');
+        if (fetched.unnamed !== undefined) throw receivedAmiss(this.url, looked.head, fetched.unnamed, done);
+        // Checked in the quarantine, before anything was kept (unnamedObjects): a main written to name a tag would otherwise reach the replay as a malformed commit, and its objects stay.
+        if (fetched.notACommit !== undefined) throw mainNotACommit(this.url, looked.head, fetched.notACommit, done);
         if (!fetched.ok) {
           const again = tries < 3 && fetched.timedOut === null ? await this.lookMain() : looked;
           if (again.kind === 'head' && again.head !== looked.head) continue;
           return again.kind === 'missing' ? again : { kind: 'unreachable', result: fetched };
         }
       }
-      // Asked of the clone's open object reader, as hasCommit asks: a main written to name a tag would otherwise reach the replay as a malformed commit.
-      const type = (await this.ledger.reader.read(looked.head, 0).catch(() => null))?.type ?? 'missing';
-      if (type !== 'commit') throw mainNotACommit(this.url, looked.head, type, 'nothing was acted on');
       await withRefLock(this.gitdir, async () => ({ next: looked.head, result: undefined }), { ref: ORIGIN_REF });
       return looked;
     }
@@ -256,10 +258,15 @@ export class RemoteLedger {
 
   private async hasCommit(oid: string): Promise<boolean> {
     if (readRef(this.gitdir, ORIGIN_REF) === oid || this.ledger.head() === oid) return true;
-    // Asked of the clone's open object reader (its type from git's header, no bytes kept), not of a new git process each look.
-    const object = await this.ledger.reader.read(oid, 0).catch(() => null);
-    return object?.type === 'commit';
+    return (await this.heldType(oid)) === 'commit';
   }
+
+  /**
+   * The type of the object the clone holds under `oid`, or null when it holds none: asked of its
+   * open object reader (the type from git's header, no bytes kept), not of a new git process each
+   * look. The reader's own failure is thrown, never taken for an object the clone lacks.
+   */
+  private readonly heldType = async (oid: string): Promise<string | null> => (await this.ledger.reader.read(oid, 0))?.type ?? null;
 
   /** The error for a remote that answers without a main: a finding about the remote, not a network failure. */
   private mainMissing(): CooError {
@@ -310,7 +317,9 @@ export class RemoteLedger {
             // The wait comes before the fetch, so a writer that lost rebuilds on the newest head it can see.
             await sleep(this.backoffMs(conflicts + 1));
             previous = readRef(this.gitdir, ORIGIN_REF);
-            const fetched = await this.fetchMain();
+            const fetched = await this.fetchMain(
+              refusedPush(pushed) ? 'nothing was written (the local ledger is as it was)' : 'whether the remote took the write pushed before is unknown (an idempotent write run again returns what landed); the local ledger is as it was',
+            );
             const remoteHead = fetched.kind === 'head' ? fetched.head : null;
             // The remote took the push and its answer was lost on the way back (others may have written on top since).
             if (remoteHead !== null && (remoteHead === commit || (await isAncestor(this.gitdir, commit, remoteHead)))) return this.markVerified(commit);
