@@ -385,6 +385,25 @@ function walk(args: readonly string[], env: NodeJS.ProcessEnv, seen: (id: string
  * names (past what the ledger's refs name), its output streamed. A failure of this machine's git or
  * files is thrown (GIT_FAILED, IO_ERROR), never taken for the remote's.
  */
+/** Of `ids`, those that are no annotated tag in `gitdir` (one `git cat-file --batch-check`); a failure of this machine's git is thrown. */
+function notTags(gitdir: string, ids: readonly string[]): Promise<string[]> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], { env: gitEnvironment({ LC_ALL: 'C' }), stdio: ['pipe', 'pipe', 'ignore'] });
+    let out = '';
+    child.stdout.setEncoding('latin1');
+    child.stdout.on('data', (chunk: string) => {
+      out += chunk;
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(ids.map((id) => `${id}\n`).join(''));
+    child.on('error', (error) => reject(new CooError('GIT_FAILED', `cannot run git to check what the remote sent (${error.message}); nothing was kept`)));
+    child.on('close', (code, signal) => {
+      if (code !== 0) return reject(new CooError('GIT_FAILED', `git cat-file, checking what the remote sent, ${signal === null ? `exited with ${code}` : `was stopped by ${signal}`}; nothing was kept, and the remote was not judged: run again`));
+      resolvePromise(out.split('\n').filter((line) => line !== '' && !line.endsWith(' tag')).map((line) => line.split(' ')[0]!));
+    });
+  });
+}
+
 export async function unnamedObjects(where: { readonly gitdir: string; readonly received?: string; readonly held?: HeldType }, head: string): Promise<ReceivedAmiss | null> {
   const { gitdir, received } = where;
   const own = join(resolve(gitdir), 'objects');
@@ -419,6 +438,9 @@ export async function unnamedObjects(where: { readonly gitdir: string; readonly 
     }
     extra = kept;
   }
+  // A clone's git asks for the annotated tags of the history it fetches whatever --no-tags says (include-tag): an
+  // honest ledger's release tag comes with it, no ref naming it. Tags alone are let be; anything else is extra.
+  if (received === undefined && extra.length > 0) extra = await notTags(gitdir, extra);
   if (extra.length === 0) return null;
   return { kind: 'unnamed', said: `${extra.length} object${extra.length === 1 ? '' : 's'} beside the history of ${head.slice(0, 12)} (${extra[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever` };
 }
