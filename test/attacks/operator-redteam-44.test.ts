@@ -161,6 +161,31 @@ describe('the derived-form rule, judged by the writer in the slot the envelope l
     }
   }, 60_000);
 
+  it("a CLI retry of a panel an agent asked over MCP without a key, under the panel's derived key the ledger holds only in its members' keys (<key>~<member>), finds that panel; another request under it is refused as a key reused", async () => {
+    const w = await fresh({ policy: crossChecks });
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
+    const question = 'Is add() right for NaN?';
+    const session = await rawSession(w);
+    try {
+      const first = await session.ask(call(1, 'consult', { panel: 'review', files: ['src/add.ts'], prompt: question }), 1);
+      expect([refusal(first), first.result?.structuredContent?.['existing']]).toEqual(['answered', false]);
+      const panelId = (first.result?.structuredContent?.['panel'] as { panel_id?: string } | undefined)?.panel_id;
+      const members = [...(await w.ledger.state()).messages.values()].filter((record) => record.panel === panelId);
+      const panelKey = members[0]!.idempotencyKey.split('~')[0]!;
+      // The ledger holds the members' keys alone, never the panel's own.
+      expect([panelKey, members.map((record) => record.idempotencyKey).sort()]).toEqual([expect.stringMatching(/^req-[0-9a-f]{40}$/), [`${panelKey}~aa.chatgpt`, `${panelKey}~aa.claude`]]);
+      const head = w.ledger.head();
+      const panel = ['consult', '--panel', 'review', '--repo', w.target, '--file', 'src/add.ts', '--idempotency-key', panelKey];
+      const retried = coo([...panel, '--prompt', question, '--json'], { env });
+      expect([retried.status, retried.stderr.split('\n')[0], JSON.parse(retried.stdout || '{}')['panel_id'], JSON.parse(retried.stdout || '{}')['existing']]).toEqual([0, '', panelId, true]);
+      const other = coo([...panel, '--prompt', 'Something else entirely?'], { env });
+      expect([other.status, other.stderr.split('\n')[0]]).toEqual([3, expect.stringMatching(new RegExp(`^coo: IDEMPOTENCY_CONFLICT: .*idempotency_key "${panelKey}~aa\\.chatgpt" was used by msg_[0-9A-Z]{26} for a different request$`))]);
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
+
   it('a library enqueueConsult or enqueueDispatch given a fresh key of the derived form is refused, writing nothing; before, the library wrote it, and only the CLI and the tools asked', async () => {
     const w = await fresh();
     const head = w.ledger.head();
