@@ -9,7 +9,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import { newCorrelationId, newMessageId } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { messageFolder } from './layout.js';
-import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
+import { LIBRARY_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import type { KeyOrigin } from './append-envelope.js';
 
 /** What a COO request says about its place in the ledger; everything else has a default. */
@@ -31,13 +31,13 @@ export interface EnvelopeRequest {
    * ledger holds (derivedKeyRule).
    */
   readonly derivedKey?: string;
-  /** How the caller names the request's arguments in errors: the CLI's flags by default. */
+  /** How the caller names the request's arguments in errors: the CLI's flags (the verbs pass them), an MCP tool's arguments, or by default a library caller's fields. */
   readonly names?: ArgumentNames;
 }
 
 /** What the writer is told of a request's idempotency key: the key derived from it, and the caller's words. */
 export function keyOrigin(request: EnvelopeRequest): KeyOrigin {
-  return { ...(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }), words: request.names ?? CLI_ARGUMENTS };
+  return { ...(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }), words: request.names ?? LIBRARY_ARGUMENTS };
 }
 
 /** What every lane's writer is given: where, by whom, when, to whom, and the repository and commit it pins. */

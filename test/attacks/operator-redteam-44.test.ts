@@ -186,13 +186,14 @@ describe('the derived-form rule, judged by the writer in the slot the envelope l
     }
   }, 60_000);
 
-  it('a library enqueueConsult or enqueueDispatch given a fresh key of the derived form is refused, writing nothing; before, the library wrote it, and only the CLI and the tools asked', async () => {
+  it("a library enqueueConsult or enqueueDispatch given a fresh key of the derived form is refused naming its field idempotencyKey, writing nothing; before, the library wrote it, and then was refused naming the CLI's --idempotency-key", async () => {
     const w = await fresh();
     const head = w.ledger.head();
     const refused = await w.consult({ idempotencyKey: UNHELD }).then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
-    expect(refused).toBe(`IDEMPOTENCY_CONFLICT: --idempotency-key "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
+    expect(refused).toBe(`IDEMPOTENCY_CONFLICT: idempotencyKey "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
     const dispatch = { ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, task: 'Fix add().', scope: ['src/**'], accept: ['add(1, 2) is 3'], verify: ['true'] };
-    expect(await codeOfAsync(() => enqueueDispatch({ ...dispatch, idempotencyKey: UNHELD }))).toBe('IDEMPOTENCY_CONFLICT');
+    const dispatched = await enqueueDispatch({ ...dispatch, idempotencyKey: UNHELD }).then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
+    expect(dispatched).toBe(`IDEMPOTENCY_CONFLICT: idempotencyKey "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
     expect(w.ledger.head()).toBe(head);
     // The guards: a caller that derived the key from its own request may write it, and then any caller may repeat that request under it.
     const own = await w.consult({ idempotencyKey: UNHELD, derivedKey: UNHELD });
