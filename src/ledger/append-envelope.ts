@@ -57,7 +57,8 @@ export async function appendEnvelope(
   const initial = typeof envelope === 'function' ? envelope(await ledger.state()) : envelope;
   const message: CooMessage = readDocument('coo_message.v0', initial, file);
   // One envelope alone is never a panel's member (a panel's are written together, by appendPanel).
-  checkGivenKey(message.idempotency_key, file);
+  // Named as its caller gave it: a lane's caller in its words (a flag, a tool's argument, a field), a hand-written envelope's as its field.
+  checkGivenKey(message.idempotency_key, file, origin.words?.idempotencyKey);
   const folder = messageFolder(message.message_id, message.created_at);
   const extra: NewFile[] = [];
   for (const [name, bytes] of artifacts) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { requireHolder } from '../authority/keys.js';
-import { panelMemberKey } from '../authority/idempotency.js';
+import { checkGivenKey, panelMemberKey } from '../authority/idempotency.js';
 import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { Ledger } from './ledger.js';
@@ -83,6 +83,8 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
   const holder = requireHolder(state, key.publicKey.keyId, `the sender's key (requests are sent by the active COO ${registry.active_coo})`);
   const parent = request.parentMessageId === undefined ? undefined : state.messages.get(request.parentMessageId);
   if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
+  // A key the caller gave is named in its words when refused; a panel's, before its members' keys are made from it.
+  checkGivenKey(request.idempotencyKey, 'envelope', keyOrigin(request).words?.idempotencyKey);
   const idempotencyKey = panelKey !== undefined ? panelMemberKey(panelKey, target) : (request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`);
   // A retry under the same key names the same request in the same correlation: reuse the original's.
   // Which message is the original is decided at the head the envelope lands on, under the ledger's

@@ -11,6 +11,7 @@ import { envelopePath } from '../../src/ledger/layout.js';
 import { folderOf } from '../../src/authority/state.js';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { Scrubber } from '../../src/util/scrub.js';
@@ -224,6 +225,28 @@ describe('the derived-form rule, judged by the writer in the slot the envelope l
     expect(said[0]).toEqual([3, `coo: SIGNER_UNKNOWN: rejected: commit: signed by ${stranger.publicKey.keyId}, a key the trust files do not know (1 more finding(s))`]);
     expect(w.ledger.head()).toBe(head);
   });
+});
+
+describe('a given key no writer takes, refused in the words its caller gave it', () => {
+  it('a key with a "~" is refused naming the tool\'s idempotency_key over MCP (a consult and a panel) and a library caller\'s idempotencyKey, writing nothing; before, "envelope: idempotency_key" and "panel: idempotency_key", fields the caller never sent', async () => {
+    const w = await fresh({ policy: crossChecks });
+    const head = w.ledger.head();
+    const tilde = (given: string): string => `${given} "x~aa.chatgpt" has a "~", which joins a panel's key to each member's (<key>~<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "~"; to repeat a panel, its own key`;
+    const session = await rawSession(w);
+    try {
+      const asked = [
+        await session.ask(call(1, 'consult', { ...ASKED, idempotency_key: 'x~aa.chatgpt' }), 1),
+        await session.ask(call(2, 'consult', { panel: 'review', files: ASKED.files, prompt: ASKED.prompt, idempotency_key: 'x~aa.chatgpt' }), 2),
+      ];
+      expect(asked.map((answer) => [refusal(answer), answer.result?.content?.[0]?.text])).toEqual(asked.map(() => ['tool error USAGE', `USAGE: ${tilde('idempotency_key')}\nFix the arguments as the message says and call again.`]));
+    } finally {
+      await session.close();
+    }
+    const said = (promise: Promise<unknown>): Promise<string> => promise.then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
+    expect(await said(w.consult({ idempotencyKey: 'x~aa.chatgpt' }))).toBe(`USAGE: ${tilde('idempotencyKey')}`);
+    expect(await said(enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ASKED.files, question: ASKED.prompt, panel: 'review', idempotencyKey: 'x~aa.chatgpt' }))).toBe(`USAGE: ${tilde('idempotencyKey')}`);
+    expect(w.ledger.head()).toBe(head);
+  }, 60_000);
 });
 
 describe('a CLI idempotency key no envelope can hold', () => {
