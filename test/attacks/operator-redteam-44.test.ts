@@ -12,6 +12,7 @@ import { folderOf } from '../../src/authority/state.js';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { Scrubber } from '../../src/util/scrub.js';
@@ -123,10 +124,10 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
     }
     const command = coo(['command', '--text', 'Look at add().', '--idempotency-key', 'cmd-1', '--json'], { env });
     expect([command.status, JSON.parse(command.stdout || '{}')['existing']]).toEqual([0, false]);
-    // The guard (it held): the key the COO's acknowledgement of that command derives is the validator's to keep.
+    // The key the COO's acknowledgement of that command derives is the validator's to keep, refused naming the flag that gave it; before, naming idempotency_key.
     const commandId = String(JSON.parse(command.stdout)['message_id']);
     const ack = coo([...consult, '--idempotency-key', `ack-${commandId}`], { env });
-    expect([ack.status, ack.stderr.split('\n')[0]]).toEqual([3, expect.stringContaining(`idempotency_key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take`)]);
+    expect([ack.status, ack.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: --idempotency-key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take`]);
   });
 });
 
@@ -228,8 +229,9 @@ describe('the derived-form rule, judged by the writer in the slot the envelope l
 });
 
 describe('a given key no writer takes, refused in the words its caller gave it', () => {
-  it('a key with a "~" is refused naming the tool\'s idempotency_key over MCP (a consult and a panel) and a library caller\'s idempotencyKey, writing nothing; before, "envelope: idempotency_key" and "panel: idempotency_key", fields the caller never sent', async () => {
+  it('a key with a "~", or the key of an acknowledgement, is refused naming the tool\'s idempotency_key over MCP (a consult and a panel) and a library caller\'s idempotencyKey, writing nothing; before, "envelope: idempotency_key" and "panel: idempotency_key", fields the caller never sent', async () => {
     const w = await fresh({ policy: crossChecks });
+    const commandId = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
     const head = w.ledger.head();
     const tilde = (given: string): string => `${given} "x~aa.chatgpt" has a "~", which joins a panel's key to each member's (<key>~<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "~"; to repeat a panel, its own key`;
     const session = await rawSession(w);
@@ -239,6 +241,9 @@ describe('a given key no writer takes, refused in the words its caller gave it',
         await session.ask(call(2, 'consult', { panel: 'review', files: ASKED.files, prompt: ASKED.prompt, idempotency_key: 'x~aa.chatgpt' }), 2),
       ];
       expect(asked.map((answer) => [refusal(answer), answer.result?.content?.[0]?.text])).toEqual(asked.map(() => ['tool error USAGE', `USAGE: ${tilde('idempotency_key')}\nFix the arguments as the message says and call again.`]));
+      // The key of an item's acknowledgement, named as the tool's argument; before, as the envelope's field at its path.
+      const ack = await session.ask(call(3, 'consult', { ...ASKED, idempotency_key: `ack-${commandId}` }), 3);
+      expect([refusal(ack), ack.result?.content?.[0]?.text]).toEqual(['tool error IDEMPOTENCY_CONFLICT', expect.stringMatching(new RegExp(`^IDEMPOTENCY_CONFLICT: idempotency_key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take\n`))]);
     } finally {
       await session.close();
     }
