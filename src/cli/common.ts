@@ -11,7 +11,7 @@ import { parseDuration } from '../util/time.js';
 import { MAX_USD } from '../schema/common.js';
 import { idempotencyKey as idempotencyKeyForm } from '../schema/message.js';
 import { checkGivenKey } from '../authority/idempotency.js';
-import { CLI_ARGUMENTS } from '../util/argument-names.js';
+import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import { writeErr } from './terminal.js';
 import { inertJson, terminalText } from '../util/invisible.js';
 
@@ -239,14 +239,15 @@ export function packingNote(gitdir: string): string | null {
  * `--idempotency-key`, spread into a writer's request, its form checked before any I/O and refused
  * naming the flag (USAGE): what an envelope's key holds (the schema's idempotencyKey), and no `~`
  * (authority/idempotency.ts checkGivenKey). Whether a key of the derived form may be written is the
- * writer's to say, in the slot the envelope lands in (lane/request-key.ts derivedKeyRule).
+ * writer's to say, in the slot the envelope lands in (lane/request-key.ts derivedKeyRule): with the
+ * key go the CLI's words (`names`), so that the writer's refusal names the flag, not a library field.
  */
-export function idempotencyKeyFlag(given: string | undefined): { idempotencyKey?: string } {
-  if (given === undefined) return {};
+export function idempotencyKeyFlag(given: string | undefined): { idempotencyKey?: string; names: ArgumentNames } {
+  if (given === undefined) return { names: CLI_ARGUMENTS };
   const form = idempotencyKeyForm.safeParse(given).error?.issues[0];
   if (form != null) throw new CooError('USAGE', `--idempotency-key ${JSON.stringify(given.length > 64 ? `${given.slice(0, 63)}…` : given)}: ${form.message}`);
   checkGivenKey(given, CLI_ARGUMENTS.idempotencyKey, CLI_ARGUMENTS.idempotencyKey);
-  return { idempotencyKey: given };
+  return { idempotencyKey: given, names: CLI_ARGUMENTS };
 }
 
 /**

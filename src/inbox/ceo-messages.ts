@@ -8,6 +8,7 @@ import { promptPath } from '../ledger/layout.js';
 import { parseDocument } from '../schema/documents.js';
 import type { CeoCommandMessage, CeoRejectMessage, CooMessage } from '../schema/message.js';
 import { sha256Ref } from '../util/hash.js';
+import type { ArgumentNames } from '../util/argument-names.js';
 
 /**
  * CEO -> COO: the CEO's signed command to the active COO, and its rejection of a request that waits
@@ -25,6 +26,8 @@ interface CeoRequest {
   readonly idempotencyKey?: string;
   /** The key the caller derived from this request, which it may write as `idempotencyKey` (EnvelopeRequest's). */
   readonly derivedKey?: string;
+  /** How the caller names the key in a refusal (EnvelopeRequest's): a library caller's field by default. */
+  readonly names?: ArgumentNames;
 }
 
 export interface CommandRequest extends CeoRequest {
@@ -58,7 +61,7 @@ async function sendToCoo<M extends CooMessage>(request: CeoRequest, prefix: stri
     artifacts,
     key,
     now,
-    keyOrigin(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }),
+    keyOrigin(request),
   );
 }
 

@@ -9,6 +9,7 @@ import { classifyPath, envelopePath, messageFolder } from './layout.js';
 import type { Ledger, NewFile } from './ledger.js';
 import { refuseSignerSecrets } from './held-secrets.js';
 import { keyHolders } from '../authority/keys.js';
+import { checkAckKey } from '../authority/rules/intents/ack.js';
 import { derivedKeyRule, ENVELOPE_KEY_WORDS, type KeyWords } from '../lane/request-key.js';
 
 export interface EnvelopeAppendResult {
@@ -57,7 +58,10 @@ export async function appendEnvelope(
   const initial = typeof envelope === 'function' ? envelope(await ledger.state()) : envelope;
   const message: CooMessage = readDocument('coo_message.v0', initial, file);
   // One envelope alone is never a panel's member (a panel's are written together, by appendPanel).
-  checkGivenKey(message.idempotency_key, file);
+  // Named as its caller gave it: a lane's caller in its words (a flag, a tool's argument, a field), a hand-written envelope's as its field.
+  checkGivenKey(message.idempotency_key, file, origin.words?.idempotencyKey);
+  // The key of an item's acknowledgement (`ack-<id>`) is that acknowledgement's alone: the validator's rule, asked first for the caller's words.
+  checkAckKey(message, file, origin.words?.idempotencyKey);
   const folder = messageFolder(message.message_id, message.created_at);
   const extra: NewFile[] = [];
   for (const [name, bytes] of artifacts) {

@@ -1,6 +1,6 @@
 import { randomBytes } from 'node:crypto';
 import { requireHolder } from '../authority/keys.js';
-import { panelMemberKey } from '../authority/idempotency.js';
+import { checkGivenKey, panelMemberKey } from '../authority/idempotency.js';
 import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type LedgerState } from '../authority/state.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import type { Ledger } from './ledger.js';
@@ -9,7 +9,7 @@ import type { ActorPolicy } from '../schema/policy.js';
 import { newCorrelationId, newMessageId } from '../util/ids.js';
 import { addSeconds, isoSeconds } from '../util/time.js';
 import { messageFolder } from './layout.js';
-import { CLI_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
+import { LIBRARY_ARGUMENTS, type ArgumentNames } from '../util/argument-names.js';
 import type { KeyOrigin } from './append-envelope.js';
 
 /** What a COO request says about its place in the ledger; everything else has a default. */
@@ -31,13 +31,13 @@ export interface EnvelopeRequest {
    * ledger holds (derivedKeyRule).
    */
   readonly derivedKey?: string;
-  /** How the caller names the request's arguments in errors: the CLI's flags by default. */
+  /** How the caller names the request's arguments in errors: the CLI's flags (the verbs pass them), an MCP tool's arguments, or by default a library caller's fields. */
   readonly names?: ArgumentNames;
 }
 
 /** What the writer is told of a request's idempotency key: the key derived from it, and the caller's words. */
 export function keyOrigin(request: EnvelopeRequest): KeyOrigin {
-  return { ...(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }), words: request.names ?? CLI_ARGUMENTS };
+  return { ...(request.derivedKey === undefined ? {} : { derivedKey: request.derivedKey }), words: request.names ?? LIBRARY_ARGUMENTS };
 }
 
 /** What every lane's writer is given: where, by whom, when, to whom, and the repository and commit it pins. */
@@ -83,6 +83,8 @@ export function planEnvelope(state: LedgerState, key: PrivateKey, target: string
   const holder = requireHolder(state, key.publicKey.keyId, `the sender's key (requests are sent by the active COO ${registry.active_coo})`);
   const parent = request.parentMessageId === undefined ? undefined : state.messages.get(request.parentMessageId);
   if (request.parentMessageId !== undefined && parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `parent ${request.parentMessageId} is not in the ledger`);
+  // A key the caller gave is named in its words when refused; a panel's, before its members' keys are made from it.
+  checkGivenKey(request.idempotencyKey, 'envelope', keyOrigin(request).words?.idempotencyKey);
   const idempotencyKey = panelKey !== undefined ? panelMemberKey(panelKey, target) : (request.idempotencyKey ?? `${keyPrefix}-${randomBytes(8).toString('hex')}`);
   // A retry under the same key names the same request in the same correlation: reuse the original's.
   // Which message is the original is decided at the head the envelope lands on, under the ledger's

@@ -1,7 +1,7 @@
 /**
  * How the caller of a lane's writer names the request's arguments, so that an error says what to
- * change in the caller's own terms: the CLI's flags, or an MCP tool's arguments. The writers are
- * the same library calls for both shells; only the words differ.
+ * change in the caller's own terms: the CLI's flags, an MCP tool's arguments, or a library caller's
+ * fields. The writers are the same library calls for every caller; only the words differ.
  */
 export interface ArgumentNames {
   readonly rev: string;
@@ -28,6 +28,24 @@ export const CLI_ARGUMENTS: ArgumentNames = {
   again: 'repeat this command',
   idempotencyKey: '--idempotency-key',
   // Without a key a verb writes under a new random one: a retry without the key is a second request.
+  newKey: 'give a key of another form, or none for a new request; to repeat a request, give the key it was written under with the same request',
+};
+
+/**
+ * A library caller's field names (EnvelopeRequest and the lanes' requests): the words a writer
+ * uses when its caller names none, so that a program calling enqueueConsult is told which field to
+ * change, never a CLI flag it did not give.
+ */
+export const LIBRARY_ARGUMENTS: ArgumentNames = {
+  rev: 'rev',
+  file: 'patterns',
+  scope: 'scope',
+  accept: 'accept',
+  verify: 'verify',
+  approval: 'approvalId',
+  again: 'send the request again',
+  idempotencyKey: 'idempotencyKey',
+  // Without a key a writer makes a new random one, as a verb does: a retry without the key is a second request.
   newKey: 'give a key of another form, or none for a new request; to repeat a request, give the key it was written under with the same request',
 };
 

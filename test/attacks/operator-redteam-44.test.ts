@@ -11,6 +11,8 @@ import { envelopePath } from '../../src/ledger/layout.js';
 import { folderOf } from '../../src/authority/state.js';
 import { generatePrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
+import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import type { ActorPolicy } from '../../src/schema/policy.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { Scrubber } from '../../src/util/scrub.js';
@@ -122,10 +124,10 @@ describe('a CLI verb given an idempotency key of the derived form', () => {
     }
     const command = coo(['command', '--text', 'Look at add().', '--idempotency-key', 'cmd-1', '--json'], { env });
     expect([command.status, JSON.parse(command.stdout || '{}')['existing']]).toEqual([0, false]);
-    // The guard (it held): the key the COO's acknowledgement of that command derives is the validator's to keep.
+    // The key the COO's acknowledgement of that command derives is the validator's to keep, refused naming the flag that gave it; before, naming idempotency_key.
     const commandId = String(JSON.parse(command.stdout)['message_id']);
     const ack = coo([...consult, '--idempotency-key', `ack-${commandId}`], { env });
-    expect([ack.status, ack.stderr.split('\n')[0]]).toEqual([3, expect.stringContaining(`idempotency_key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take`)]);
+    expect([ack.status, ack.stderr.split('\n')[0]]).toEqual([3, `coo: IDEMPOTENCY_CONFLICT: --idempotency-key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take`]);
   });
 });
 
@@ -161,13 +163,39 @@ describe('the derived-form rule, judged by the writer in the slot the envelope l
     }
   }, 60_000);
 
-  it('a library enqueueConsult or enqueueDispatch given a fresh key of the derived form is refused, writing nothing; before, the library wrote it, and only the CLI and the tools asked', async () => {
+  it("a CLI retry of a panel an agent asked over MCP without a key, under the panel's derived key the ledger holds only in its members' keys (<key>~<member>), finds that panel; another request under it is refused as a key reused", async () => {
+    const w = await fresh({ policy: crossChecks });
+    const env = { ...process.env, COO_LEDGER: w.gitdir, COO_KEY: writeKey(w.dir, 'coo', w.actors.coo) };
+    const question = 'Is add() right for NaN?';
+    const session = await rawSession(w);
+    try {
+      const first = await session.ask(call(1, 'consult', { panel: 'review', files: ['src/add.ts'], prompt: question }), 1);
+      expect([refusal(first), first.result?.structuredContent?.['existing']]).toEqual(['answered', false]);
+      const panelId = (first.result?.structuredContent?.['panel'] as { panel_id?: string } | undefined)?.panel_id;
+      const members = [...(await w.ledger.state()).messages.values()].filter((record) => record.panel === panelId);
+      const panelKey = members[0]!.idempotencyKey.split('~')[0]!;
+      // The ledger holds the members' keys alone, never the panel's own.
+      expect([panelKey, members.map((record) => record.idempotencyKey).sort()]).toEqual([expect.stringMatching(/^req-[0-9a-f]{40}$/), [`${panelKey}~aa.chatgpt`, `${panelKey}~aa.claude`]]);
+      const head = w.ledger.head();
+      const panel = ['consult', '--panel', 'review', '--repo', w.target, '--file', 'src/add.ts', '--idempotency-key', panelKey];
+      const retried = coo([...panel, '--prompt', question, '--json'], { env });
+      expect([retried.status, retried.stderr.split('\n')[0], JSON.parse(retried.stdout || '{}')['panel_id'], JSON.parse(retried.stdout || '{}')['existing']]).toEqual([0, '', panelId, true]);
+      const other = coo([...panel, '--prompt', 'Something else entirely?'], { env });
+      expect([other.status, other.stderr.split('\n')[0]]).toEqual([3, expect.stringMatching(new RegExp(`^coo: IDEMPOTENCY_CONFLICT: .*idempotency_key "${panelKey}~aa\\.chatgpt" was used by msg_[0-9A-Z]{26} for a different request$`))]);
+      expect(w.ledger.head()).toBe(head);
+    } finally {
+      await session.close();
+    }
+  }, 60_000);
+
+  it("a library enqueueConsult or enqueueDispatch given a fresh key of the derived form is refused naming its field idempotencyKey, writing nothing; before, the library wrote it, and then was refused naming the CLI's --idempotency-key", async () => {
     const w = await fresh();
     const head = w.ledger.head();
     const refused = await w.consult({ idempotencyKey: UNHELD }).then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
-    expect(refused).toBe(`IDEMPOTENCY_CONFLICT: --idempotency-key "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
+    expect(refused).toBe(`IDEMPOTENCY_CONFLICT: idempotencyKey "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
     const dispatch = { ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, task: 'Fix add().', scope: ['src/**'], accept: ['add(1, 2) is 3'], verify: ['true'] };
-    expect(await codeOfAsync(() => enqueueDispatch({ ...dispatch, idempotencyKey: UNHELD }))).toBe('IDEMPOTENCY_CONFLICT');
+    const dispatched = await enqueueDispatch({ ...dispatch, idempotencyKey: UNHELD }).then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
+    expect(dispatched).toBe(`IDEMPOTENCY_CONFLICT: idempotencyKey "${UNHELD}" ${DERIVED_WORDS} for coo.hermes: ${CLI_ADVICE}`);
     expect(w.ledger.head()).toBe(head);
     // The guards: a caller that derived the key from its own request may write it, and then any caller may repeat that request under it.
     const own = await w.consult({ idempotencyKey: UNHELD, derivedKey: UNHELD });
@@ -195,9 +223,35 @@ describe('the derived-form rule, judged by the writer in the slot the envelope l
       return [appended.status, appended.stderr.split('\n')[0]!.replace(key, 'KEY')];
     });
     expect(said[1]).toEqual(said[0]);
-    expect(said[0]![1]).not.toContain('IDEMPOTENCY_CONFLICT');
+    expect(said[0]).toEqual([3, `coo: SIGNER_UNKNOWN: rejected: commit: signed by ${stranger.publicKey.keyId}, a key the trust files do not know (1 more finding(s))`]);
     expect(w.ledger.head()).toBe(head);
   });
+});
+
+describe('a given key no writer takes, refused in the words its caller gave it', () => {
+  it('a key with a "~", or the key of an acknowledgement, is refused naming the tool\'s idempotency_key over MCP (a consult and a panel) and a library caller\'s idempotencyKey, writing nothing; before, "envelope: idempotency_key" and "panel: idempotency_key", fields the caller never sent', async () => {
+    const w = await fresh({ policy: crossChecks });
+    const commandId = (await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Ship it.' })).messageId;
+    const head = w.ledger.head();
+    const tilde = (given: string): string => `${given} "x~aa.chatgpt" has a "~", which joins a panel's key to each member's (<key>~<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "~"; to repeat a panel, its own key`;
+    const session = await rawSession(w);
+    try {
+      const asked = [
+        await session.ask(call(1, 'consult', { ...ASKED, idempotency_key: 'x~aa.chatgpt' }), 1),
+        await session.ask(call(2, 'consult', { panel: 'review', files: ASKED.files, prompt: ASKED.prompt, idempotency_key: 'x~aa.chatgpt' }), 2),
+      ];
+      expect(asked.map((answer) => [refusal(answer), answer.result?.content?.[0]?.text])).toEqual(asked.map(() => ['tool error USAGE', `USAGE: ${tilde('idempotency_key')}\nFix the arguments as the message says and call again.`]));
+      // The key of an item's acknowledgement, named as the tool's argument; before, as the envelope's field at its path.
+      const ack = await session.ask(call(3, 'consult', { ...ASKED, idempotency_key: `ack-${commandId}` }), 3);
+      expect([refusal(ack), ack.result?.content?.[0]?.text]).toEqual(['tool error IDEMPOTENCY_CONFLICT', expect.stringMatching(new RegExp(`^IDEMPOTENCY_CONFLICT: idempotency_key "ack-${commandId}" is the key of the acknowledgement of ${commandId}, which no other envelope may take\n`))]);
+    } finally {
+      await session.close();
+    }
+    const said = (promise: Promise<unknown>): Promise<string> => promise.then(() => 'written', (error: Error) => `${(error as { code?: string }).code}: ${error.message}`);
+    expect(await said(w.consult({ idempotencyKey: 'x~aa.chatgpt' }))).toBe(`USAGE: ${tilde('idempotencyKey')}`);
+    expect(await said(enqueuePanel({ ledger: w.ledger, key: w.actors.coo, now: new Date(), repo: w.target, patterns: ASKED.files, question: ASKED.prompt, panel: 'review', idempotencyKey: 'x~aa.chatgpt' }))).toBe(`USAGE: ${tilde('idempotencyKey')}`);
+    expect(w.ledger.head()).toBe(head);
+  }, 60_000);
 });
 
 describe('a CLI idempotency key no envelope can hold', () => {

@@ -34,11 +34,14 @@ const ACK_KEY = /^ack-(msg_[0-9A-HJKMNP-TV-Z]{26})$/;
  * (the tool and the verb derive it from the item), and the COO has one slot of keys for all its
  * envelopes: a consult or dispatch the COO wrote under `ack-<id>` (an agent COO can choose its
  * keys) left every acknowledgement of that item refused as a key reused, and the item in the inbox.
+ * `name`: the key as the writer's caller gave it (a flag, a tool's argument), named alone; else the
+ * envelope's field.
  */
-export function checkAckKey(doc: CooMessage, where: string): void {
+export function checkAckKey(doc: CooMessage, where: string, name?: string): void {
   const named = ACK_KEY.exec(doc.idempotency_key)?.[1];
   if (named === undefined || (doc.intent === 'ack' && doc.about_message_id === named)) return;
-  throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key "${doc.idempotency_key}" is the key of the acknowledgement of ${named}, which no other envelope may take`, { where: `${where}:idempotency_key` });
+  const said = name ?? `${where}: idempotency_key`;
+  throw new CooError('IDEMPOTENCY_CONFLICT', `${said} "${doc.idempotency_key}" is the key of the acknowledgement of ${named}, which no other envelope may take`, { where: name ?? `${where}:idempotency_key` });
 }
 
 /**
