@@ -8,7 +8,7 @@ import { checkFetchBytes, checkTimeLimitMs, LIMITS } from '../limits.js';
 import { displayUrl } from '../util/display-url.js';
 import { runGit } from '../util/exec.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
-import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, requireBareRemote, runRemoteGit, unnamedObjects, unreachable, VERIFIED_REF } from './git-remote.js';
+import { CLONE_FETCH_REFSPEC, DEFAULT_LIMIT_NAME, dropUnnamed, exactRef, gitSaid, mainNotACommit, ORIGIN_REF, receivedAmiss, requireBareRemote, runRemoteGit, unnamedObjects, unreachable, VERIFIED_REF } from './git-remote.js';
 
 export interface CloneOptions {
   /** Anything `git clone` takes: ssh://, https://, a path. */
@@ -76,7 +76,9 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     // What it names is a commit, and what came is its history alone, whole: the sync's one check and its words.
     const amiss = await unnamedObjects({ gitdir: temp }, head);
     if (amiss?.kind === 'notACommit') throw mainNotACommit(displayUrl(options.url), head, amiss.type, 'nothing was cloned');
-    if (amiss !== null) throw receivedAmiss(displayUrl(options.url), head, amiss.said, 'nothing was cloned');
+    if (amiss?.kind === 'unnamed') throw receivedAmiss(displayUrl(options.url), head, amiss.said, 'nothing was cloned');
+    // The tags that came beside main's history (git's clone asks for them whatever --no-tags says) go before anything else.
+    if (amiss?.kind === 'tags') await dropUnnamed(temp);
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);
@@ -103,8 +105,9 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
  * clone that fails is explained by a look at the remote: one that answers but has no main is a
  * finding about it (REMOTE_MAIN_MISSING), one that does not answer is REMOTE_UNREACHABLE. `--branch
  * main` names refs/heads/main exactly: a branch that merely ends in that name is never cloned. No
- * tag comes with it (`--no-tags`): git follows the tags that point into main's history, whose words
- * no actor need have signed and coo verify does not judge.
+ * tag ref comes with it (`--no-tags`): tags point into main's history with words no actor need have
+ * signed, and coo verify does not judge them. git 2.39's clone still fetches the annotated tag
+ * objects (include-tag); cloneLedger drops them (git-remote.ts dropUnnamed).
  */
 async function fetchClone(options: CloneOptions, temp: string): Promise<void> {
   const limits = { ...(options.timeoutMs === undefined ? {} : { timeoutMs: options.timeoutMs }), limitName: options.limitName ?? DEFAULT_LIMIT_NAME };

@@ -285,7 +285,11 @@ export function mainNotACommit(url: string, oid: string, type: string, done: str
 }
 
 /** What a fetch or a clone received amiss for the commit it was for (unnamedObjects): an object that is no commit, or objects beside its history (or its history cut short), told in a few words. */
-export type ReceivedAmiss = { readonly kind: 'notACommit'; readonly type: string } | { readonly kind: 'unnamed'; readonly said: string };
+export type ReceivedAmiss =
+  | { readonly kind: 'notACommit'; readonly type: string }
+  | { readonly kind: 'unnamed'; readonly said: string }
+  /** A clone's alone: annotated tags its git fetched beside the history, and nothing else (the clone drops them, dropUnnamed). */
+  | { readonly kind: 'tags'; readonly count: number };
 
 /** The type of the object the ledger holds under an id already, or null when it holds none (asked of the clone's open reader). */
 export type HeldType = (oid: string) => Promise<string | null>;
@@ -365,6 +369,34 @@ function walk(args: readonly string[], env: NodeJS.ProcessEnv, seen: (id: string
   });
 }
 
+/** Of `ids`, those that are no annotated tag in `gitdir` (one `git cat-file --batch-check`); a failure of this machine's git is thrown. */
+function notTags(gitdir: string, ids: readonly string[]): Promise<string[]> {
+  return new Promise((resolvePromise, reject) => {
+    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], { env: gitEnvironment({ LC_ALL: 'C' }), stdio: ['pipe', 'pipe', 'pipe'] });
+    const others: string[] = [];
+    let partial = '';
+    let stderr = '';
+    child.stdout.setEncoding('latin1');
+    child.stdout.on('data', (chunk: string) => {
+      const lines = (partial + chunk).split('\n');
+      partial = lines.pop()!;
+      for (const line of lines) if (line !== '' && !line.endsWith(' tag')) others.push(line.split(' ')[0]!);
+    });
+    child.stderr.on('data', (chunk: Buffer) => {
+      stderr = (stderr + chunk.toString('utf8')).slice(-16_384);
+    });
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(ids.map((id) => `${id}\n`).join(''));
+    child.on('error', (error) => reject(new CooError('GIT_FAILED', `cannot run git to check what the remote sent (${error.message}); nothing was kept`)));
+    child.on('close', (code, signal) => {
+      if (partial !== '' && !partial.endsWith(' tag')) others.push(partial.split(' ')[0]!);
+      if (code === 0) return resolvePromise(others);
+      const last = stderr.trim().split('\n').at(-1) || 'no output';
+      reject(new CooError('GIT_FAILED', `git cat-file, checking what the remote sent, ${signal === null ? `exited with ${code}` : `was stopped by ${signal}`} (${last.slice(0, LIMITS.pathChars)}); nothing was kept, and the remote was not judged: run again`));
+    });
+  });
+}
+
 /**
  * What is amiss with what a fetch or a clone received for the commit it was for (`head`), or null
  * when it is that commit's history, whole, and nothing else beside. Whole: a remote that is a
@@ -385,25 +417,6 @@ function walk(args: readonly string[], env: NodeJS.ProcessEnv, seen: (id: string
  * names (past what the ledger's refs name), its output streamed. A failure of this machine's git or
  * files is thrown (GIT_FAILED, IO_ERROR), never taken for the remote's.
  */
-/** Of `ids`, those that are no annotated tag in `gitdir` (one `git cat-file --batch-check`); a failure of this machine's git is thrown. */
-function notTags(gitdir: string, ids: readonly string[]): Promise<string[]> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], { env: gitEnvironment({ LC_ALL: 'C' }), stdio: ['pipe', 'pipe', 'ignore'] });
-    let out = '';
-    child.stdout.setEncoding('latin1');
-    child.stdout.on('data', (chunk: string) => {
-      out += chunk;
-    });
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(ids.map((id) => `${id}\n`).join(''));
-    child.on('error', (error) => reject(new CooError('GIT_FAILED', `cannot run git to check what the remote sent (${error.message}); nothing was kept`)));
-    child.on('close', (code, signal) => {
-      if (code !== 0) return reject(new CooError('GIT_FAILED', `git cat-file, checking what the remote sent, ${signal === null ? `exited with ${code}` : `was stopped by ${signal}`}; nothing was kept, and the remote was not judged: run again`));
-      resolvePromise(out.split('\n').filter((line) => line !== '' && !line.endsWith(' tag')).map((line) => line.split(' ')[0]!));
-    });
-  });
-}
-
 export async function unnamedObjects(where: { readonly gitdir: string; readonly received?: string; readonly held?: HeldType }, head: string): Promise<ReceivedAmiss | null> {
   const { gitdir, received } = where;
   const own = join(resolve(gitdir), 'objects');
@@ -438,11 +451,26 @@ export async function unnamedObjects(where: { readonly gitdir: string; readonly 
     }
     extra = kept;
   }
-  // A clone's git asks for the annotated tags of the history it fetches whatever --no-tags says (include-tag): an
-  // honest ledger's release tag comes with it, no ref naming it. Tags alone are let be; anything else is extra.
-  if (received === undefined && extra.length > 0) extra = await notTags(gitdir, extra);
+  // A clone's git asks for the annotated tags of the history it fetches whatever --no-tags says (include-tag, git 2.39):
+  // an honest ledger's release tag comes with it, no ref naming it. Tags alone are said apart, for the clone to drop.
+  if (received === undefined && extra.length > 0) {
+    const others = await notTags(gitdir, extra);
+    if (others.length === 0) return { kind: 'tags', count: extra.length };
+    extra = others;
+  }
   if (extra.length === 0) return null;
   return { kind: 'unnamed', said: `${extra.length} object${extra.length === 1 ? '' : 's'} beside the history of ${head.slice(0, 12)} (${extra[0]!.slice(0, 12)} first), which no reader needs and the ledger would keep for ever` };
+}
+
+/**
+ * Drops from a fresh clone what no ref names (`git repack -a -d`, which keeps what refs/heads/main
+ * names and nothing else, the clone's one ref): the annotated tags its git fetched beside main's
+ * history. Kept, an unreachable object is written out loose by a later packing, whole under the
+ * ledger's core.compression 0, and a few dozen of them under one folder stop git's automatic packing
+ * (gc.log: too many unreachable loose objects); a tag's message can be megabytes of zeros.
+ */
+export async function dropUnnamed(gitdir: string): Promise<void> {
+  await runGit(['--git-dir', gitdir, '-c', 'core.hooksPath=/dev/null', '-c', 'repack.writeBitmaps=false', 'repack', '-a', '-d', '-q']);
 }
 
 /** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit); a few, the oldest let go. */

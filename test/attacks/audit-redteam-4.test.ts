@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
+import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { inertJson, invisibleCharacters } from '../../src/util/invisible.js';
@@ -170,10 +171,28 @@ describe('refs beside main, which coo verify does not judge', () => {
     expect(cloned.status, cloned.stderr).toBe(0);
     const refs = git(['--git-dir', target, 'for-each-ref', '--format=%(refname)']).trim().split('\n');
     expect(refs.filter((ref) => ref !== 'refs/heads/main' && !ref.startsWith('refs/remotes/') && !ref.startsWith('refs/coo/'))).toEqual([]);
+    // git's clone fetched the annotated tag's object all the same (include-tag); the clone dropped it.
+    const tag = git(['--git-dir', gitdir, 'rev-parse', 'refs/tags/approved']).trim();
+    expect(git(['--git-dir', gitdir, 'cat-file', '-t', tag]).trim()).toBe('tag');
+    expect(spawnSync('git', ['--git-dir', target, 'cat-file', '-e', tag]).status).not.toBe(0);
     const run = coo(['verify', '--ledger', target, '--no-checkpoint', '--json']);
     expect(run.status, run.stderr).toBe(0);
     const report = json<{ head: string; other_refs: string[] }>(run);
     expect(report.head).toBe(head);
     expect(report.other_refs).toEqual([]);
+  }, 60_000);
+
+  it("coo clone keeps none of a remote's tags: one whose message is 8 MiB of zeros, and 40 small ones, are not in the clone", async () => {
+    const { gitdir, head, ceo } = await withOtherRefs();
+    const zeros = join(tempDir('audit-redteam-4-zeros-'), 'message');
+    writeFileSync(zeros, Buffer.alloc(8 * 1024 * 1024));
+    git(['--git-dir', gitdir, 'tag', '-a', 'big', '-F', zeros, head]);
+    for (let i = 0; i < 40; i += 1) git(['--git-dir', gitdir, 'tag', '-a', `small-${i}`, '-m', `tag ${i}`, head]);
+    const tags = git(['--git-dir', gitdir, 'for-each-ref', '--format=%(objectname)', 'refs/tags']).trim().split('\n');
+    expect(tags).toHaveLength(42);
+    const target = join(tempDir('audit-redteam-4-clone-'), 'clone.git');
+    const cloned = coo(['clone', gitdir, target, '--trust-root', ceo, '--json']);
+    expect(cloned.status, cloned.stderr).toBe(0);
+    for (const tag of tags) expect(spawnSync('git', ['--git-dir', target, 'cat-file', '-e', tag]).status, tag).not.toBe(0);
   }, 60_000);
 });
