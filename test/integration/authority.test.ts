@@ -69,6 +69,16 @@ describe('write-time authority', () => {
     expect(await codeOfAsync(place(path))).toBe('no error');
   });
 
+  it("refuses, in the validator itself, a dispatch under the key of another item's acknowledgement (ack-<id>), whoever wrote it", async () => {
+    const item = dispatchEnvelope();
+    expect(await codeOfAsync(append(item))).toBe('no error');
+    const before = ledger.head();
+    const error = await ledger.append({ files: [...messageFiles(dispatchEnvelope({ idempotency_key: `ack-${item.message_id}` }))], key: actors.coo, summary: 'test', now: T0 }).catch((caught: unknown) => caught);
+    expect(error).toMatchObject({ code: 'IDEMPOTENCY_CONFLICT' });
+    expect(String((error as Error).message)).toContain(`"ack-${item.message_id}" is the key of the acknowledgement of ${item.message_id}`);
+    expect(ledger.head()).toBe(before);
+  });
+
   it('refuses a command-class envelope whose principal is not the active COO', async () => {
     await expectRejected('NOT_ACTIVE_COO', append(dispatchEnvelope({ principal: 'ceo' })));
   });
