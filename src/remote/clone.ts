@@ -78,7 +78,14 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     if (amiss?.kind === 'notACommit') throw mainNotACommit(displayUrl(options.url), head, amiss.type, 'nothing was cloned');
     if (amiss?.kind === 'unnamed') throw receivedAmiss(displayUrl(options.url), head, amiss.said, 'nothing was cloned');
     // The tags that came beside main's history (git's clone asks for them whatever --no-tags says) go before anything else.
-    if (amiss?.kind === 'tags') await dropUnnamed(temp);
+    if (amiss?.kind === 'tags') {
+      await dropUnnamed(temp).catch((error: unknown) => {
+        throw new CooError('GIT_FAILED', `cannot drop the tags git fetched beside the history of ${displayUrl(options.url)}'s main (git repack: ${error instanceof Error ? error.message : String(error)}); nothing was cloned`);
+      });
+      // What git left (a pack it keeps, a loose object) is checked as what came was: nothing beside main's history.
+      const left = await unnamedObjects({ gitdir: temp }, head);
+      if (left !== null) throw receivedAmiss(displayUrl(options.url), head, left.kind === 'unnamed' ? left.said : `${left.kind === 'tags' ? left.count : 1} object(s) git kept after the tags beside the history were dropped`, 'nothing was cloned');
+    }
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);

@@ -225,8 +225,9 @@ export function runRemoteGit(args: readonly string[], options: RemoteGitOptions 
         if (tooLarge === undefined && over()) tooLarge = tooMuch();
         if (ok && tooLarge === undefined && options.wanted !== undefined) {
           const amiss = await unnamedObjects({ gitdir: gitdir!, received: quarantine, ...(options.held === undefined ? {} : { held: options.held }) }, options.wanted);
-          if (amiss?.kind === 'unnamed') unnamed = amiss.said;
           if (amiss?.kind === 'notACommit') notACommit = amiss.type;
+          // A fetch keeps nothing beside the history it was for: tags too are extra here (only a clone drops them).
+          else if (amiss !== null) unnamed = amiss.kind === 'unnamed' ? amiss.said : `${amiss.count} tag object(s) beside the history of ${options.wanted.slice(0, 12)}`;
         }
         const admitted = ok && tooLarge === undefined && unnamed === undefined && notACommit === undefined;
         if (admitted) admitQuarantine(quarantine, join(gitdir!, 'objects'));
@@ -470,7 +471,9 @@ export async function unnamedObjects(where: { readonly gitdir: string; readonly 
  * (gc.log: too many unreachable loose objects); a tag's message can be megabytes of zeros.
  */
 export async function dropUnnamed(gitdir: string): Promise<void> {
-  await runGit(['--git-dir', gitdir, '-c', 'core.hooksPath=/dev/null', '-c', 'repack.writeBitmaps=false', 'repack', '-a', '-d', '-q']);
+  // No delta search (`--window=0`): what came is kept as it came, so a remote's packs of near-equal blobs cost no
+  // time or memory before anything is verified; no server info written (`-n`), as a ledger coo init made has none.
+  await runGit(['--git-dir', gitdir, '-c', 'core.hooksPath=/dev/null', '-c', 'repack.writeBitmaps=false', 'repack', '-a', '-d', '-q', '-n', '--window=0']);
 }
 
 /** The scrubber of what git is handed for a remote, by the clone and the URLs it was given (handedToGit); a few, the oldest let go. */
