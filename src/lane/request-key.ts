@@ -79,11 +79,12 @@ export function requestKey(given: string | undefined, derived: string, words: Ke
  * key it was shown, with a budget or a time changed; the idempotency rule then says whether it
  * repeats that request). Any other could be the key derived for another request not sent yet, which
  * that request, sent without a key, would find taken and be refused, or be given this one's message.
+ * `judged`: whether the rule speaks for this writer at all, asked only of a key of the derived form.
  */
-export function derivedKeyRule(state: LedgerState, source: string, key: string, derived: string | undefined, words: KeyWords): void {
+export function derivedKeyRule(state: LedgerState, source: string, key: string, derived: string | undefined, words: KeyWords, judged: () => boolean): void {
   const member = key.indexOf('~');
   const base = member === -1 ? key : key.slice(0, member);
-  if (!DERIVED_FORM.test(key) || base === derived) return;
+  if (!DERIVED_FORM.test(key) || base === derived || !judged()) return;
   const slot = idempotencySlot(source, base);
   if (state.idempotency.has(slot) || [...state.idempotency.keys()].some((other) => other.startsWith(`${slot}~`))) return;
   throw new CooError('IDEMPOTENCY_CONFLICT', `${words.idempotencyKey} "${base}" has the form of a key derived from a request (req-<40 hex>), and is neither this request's nor one the ledger holds for ${source}: such keys are the derived ones; ${words.newKey}`, { where: words.idempotencyKey });

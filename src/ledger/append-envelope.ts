@@ -103,8 +103,8 @@ export async function appendEnvelope(
  * trust files know: one they do not is refused by the validator in its own words (requireHolder's).
  */
 function keyRule(state: LedgerState, key: PrivateKey, landed: CooMessage, origin: KeyOrigin): void {
-  if (!keyHolders(state).has(key.publicKey.keyId)) return;
-  derivedKeyRule(state, landed.source_actor, landed.idempotency_key, origin.derivedKey, origin.words ?? ENVELOPE_KEY_WORDS);
+  // The trust files' holders are built only for a key of the derived form, not on every write.
+  derivedKeyRule(state, landed.source_actor, landed.idempotency_key, origin.derivedKey, origin.words ?? ENVELOPE_KEY_WORDS, () => keyHolders(state).has(key.publicKey.keyId));
 }
 
 /**

@@ -342,60 +342,66 @@ function receivedIds(objects: string, bytes: number): Set<string> {
  */
 const WALK_FOUND_AMISS = /Could not read|Failed to traverse|missing (blob|tree|commit|tag) object|bad object|bad tree object|unknown revision|expected \w+ type|is a \w+, not a|invalid sha1 pointer|broken link|unable to parse (commit|tree|tag)|not a (commit|tree|blob|tag)\b/i;
 
-/** What `rev-list --objects` walks from `head` (as its commit), each id handed to `seen` as git lists it; a missing or broken object is said, a failure of this machine's git thrown. */
-function walk(args: readonly string[], env: NodeJS.ProcessEnv, seen: (id: string) => void): Promise<{ readonly amiss: string | null }> {
+/** How a local git that checks what a remote sent ended: its exit, its signal, and its last words (the lines of its standard error's tail). */
+interface CheckEnd {
+  readonly code: number | null;
+  readonly signal: NodeJS.Signals | null;
+  readonly said: readonly string[];
+}
+
+/**
+ * Runs a local git that checks what a remote sent: `input` on its standard input, each line of its
+ * standard output handed to `line` as it comes (one streamed listing, however long), the tail of its
+ * standard error kept for its last words. A git that cannot start is this machine's failure.
+ */
+function checkingGit(args: readonly string[], env: NodeJS.ProcessEnv, input: string | null, line: (text: string) => void): Promise<CheckEnd> {
   return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', args as string[], { env: gitEnvironment({ LC_ALL: 'C', ...env }), stdio: ['ignore', 'pipe', 'pipe'] });
+    const child = spawn('git', args as string[], { env: gitEnvironment({ LC_ALL: 'C', ...env }), stdio: ['pipe', 'pipe', 'pipe'] });
     let partial = '';
     let stderr = '';
     child.stdout.setEncoding('latin1');
     child.stdout.on('data', (chunk: string) => {
       const lines = (partial + chunk).split('\n');
       partial = lines.pop()!;
-      for (const line of lines) if (line !== '') seen(line);
+      for (const text of lines) if (text !== '') line(text);
     });
     child.stderr.on('data', (chunk: Buffer) => {
       // Its last words say why it stopped.
       stderr = (stderr + chunk.toString('utf8')).slice(-16_384);
     });
+    // A git that ends before it read all of `input` says why on its way out; the broken pipe is not the story.
+    child.stdin.on('error', () => undefined);
+    child.stdin.end(input ?? '');
     child.on('error', (error) => reject(new CooError('GIT_FAILED', `cannot run git to check what the remote sent (${error.message}); nothing was kept`)));
     child.on('close', (code, signal) => {
-      if (partial !== '') seen(partial);
-      if (code === 0) return resolvePromise({ amiss: null });
-      const lines = stderr.split('\n').map((line) => line.trim()).filter((line) => line !== '');
-      const last = lines.at(-1) ?? 'no output';
-      if (signal === null && lines.some((line) => WALK_FOUND_AMISS.test(line))) return resolvePromise({ amiss: lines.find((line) => WALK_FOUND_AMISS.test(line) && /dereferences to/.test(line)) ?? last });
-      reject(new CooError('GIT_FAILED', `git rev-list, checking what the remote sent, ${signal === null ? `exited with ${code}` : `was stopped by ${signal}`} (${last.slice(0, LIMITS.pathChars)}); nothing was kept, and the remote was not judged: run again`));
+      if (partial !== '') line(partial);
+      resolvePromise({ code, signal, said: stderr.split('\n').map((text) => text.trim()).filter((text) => text !== '') });
     });
   });
 }
 
+/** A local git's failure while it checked what a remote sent: this machine's, never taken for the remote's. */
+function checkFailed(what: string, end: CheckEnd): CooError {
+  const last = end.said.at(-1) ?? 'no output';
+  return new CooError('GIT_FAILED', `${what}, checking what the remote sent, ${end.signal === null ? `exited with ${end.code}` : `was stopped by ${end.signal}`} (${last.slice(0, LIMITS.pathChars)}); nothing was kept, and the remote was not judged: run again`);
+}
+
+/** What `rev-list --objects` walks from `head` (as its commit), each id handed to `seen` as git lists it; a missing or broken object is said, a failure of this machine's git thrown. */
+async function walk(args: readonly string[], env: NodeJS.ProcessEnv, seen: (id: string) => void): Promise<{ readonly amiss: string | null }> {
+  const end = await checkingGit(args, env, null, seen);
+  if (end.code === 0) return { amiss: null };
+  if (end.signal === null && end.said.some((text) => WALK_FOUND_AMISS.test(text))) return { amiss: end.said.find((text) => WALK_FOUND_AMISS.test(text) && /dereferences to/.test(text)) ?? end.said.at(-1) ?? 'no output' };
+  throw checkFailed('git rev-list', end);
+}
+
 /** Of `ids`, those that are no annotated tag in `gitdir` (one `git cat-file --batch-check`); a failure of this machine's git is thrown. */
-function notTags(gitdir: string, ids: readonly string[]): Promise<string[]> {
-  return new Promise((resolvePromise, reject) => {
-    const child = spawn('git', ['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], { env: gitEnvironment({ LC_ALL: 'C' }), stdio: ['pipe', 'pipe', 'pipe'] });
-    const others: string[] = [];
-    let partial = '';
-    let stderr = '';
-    child.stdout.setEncoding('latin1');
-    child.stdout.on('data', (chunk: string) => {
-      const lines = (partial + chunk).split('\n');
-      partial = lines.pop()!;
-      for (const line of lines) if (line !== '' && !line.endsWith(' tag')) others.push(line.split(' ')[0]!);
-    });
-    child.stderr.on('data', (chunk: Buffer) => {
-      stderr = (stderr + chunk.toString('utf8')).slice(-16_384);
-    });
-    child.stdin.on('error', () => undefined);
-    child.stdin.end(ids.map((id) => `${id}\n`).join(''));
-    child.on('error', (error) => reject(new CooError('GIT_FAILED', `cannot run git to check what the remote sent (${error.message}); nothing was kept`)));
-    child.on('close', (code, signal) => {
-      if (partial !== '' && !partial.endsWith(' tag')) others.push(partial.split(' ')[0]!);
-      if (code === 0) return resolvePromise(others);
-      const last = stderr.trim().split('\n').at(-1) || 'no output';
-      reject(new CooError('GIT_FAILED', `git cat-file, checking what the remote sent, ${signal === null ? `exited with ${code}` : `was stopped by ${signal}`} (${last.slice(0, LIMITS.pathChars)}); nothing was kept, and the remote was not judged: run again`));
-    });
+async function notTags(gitdir: string, ids: readonly string[]): Promise<string[]> {
+  const others: string[] = [];
+  const end = await checkingGit(['--git-dir', gitdir, 'cat-file', '--batch-check=%(objectname) %(objecttype)'], {}, ids.map((id) => `${id}\n`).join(''), (text) => {
+    if (!text.endsWith(' tag')) others.push(text.split(' ')[0]!);
   });
+  if (end.code !== 0) throw checkFailed('git cat-file', end);
+  return others;
 }
 
 /**
