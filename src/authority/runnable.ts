@@ -81,17 +81,27 @@ export interface Stop {
 }
 
 /**
+ * The gate's first two steps, which the claim rule holds a claim to as well (rules/claim.ts
+ * checkUnrunClaims): the kill switch in force, then a revoked key's word the attempt would stand on.
+ */
+export function stopBeforeAll(killSwitch: GateFacts['killSwitch'], signerRevoked: RevokedWord | null): Stop | null {
+  if (killSwitch?.state === 'on') return { status: 'blocked', blocker: 'kill_switch', detail: `kill switch set by ${killSwitch.set_by}: ${killSwitch.reason}` };
+  if (signerRevoked !== null) {
+    const { what, revocation } = signerRevoked;
+    return { status: 'blocked', blocker: 'policy_denied', detail: `${what} was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt` };
+  }
+  return null;
+}
+
+/**
  * What must hold before any attempt of any lane may start, in the order it is checked: the kill
  * switch, the envelope's key not revoked, a command's sender still the active COO, the message's times, its hop limit and the policy in force. Null when it may start; each
  * lane then checks what is its own (consult/lane.ts, dispatch/lane.ts).
  */
 export function gateAttempt(facts: GateFacts): Stop | null {
   const { now, message, policy, registry } = facts;
-  if (facts.killSwitch?.state === 'on') return { status: 'blocked', blocker: 'kill_switch', detail: `kill switch set by ${facts.killSwitch.set_by}: ${facts.killSwitch.reason}` };
-  if (facts.signerRevoked !== null) {
-    const { what, revocation } = facts.signerRevoked;
-    return { status: 'blocked', blocker: 'policy_denied', detail: `${what} was revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt` };
-  }
+  const first = stopBeforeAll(facts.killSwitch, facts.signerRevoked);
+  if (first !== null) return first;
   // A command speaks for the active COO that sent it: once the registry hands the role to another, the former COO's word starts nothing (a key rotation keeps the actor).
   if (isCommandIntent(message.intent) && message.principal !== registry.active_coo) {
     return { status: 'blocked', blocker: 'policy_denied', detail: `sent by ${message.principal}, no longer the active COO (the registry in force, v${registry.version}, names ${registry.active_coo}): a former COO's command starts no attempt` };

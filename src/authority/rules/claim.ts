@@ -2,7 +2,7 @@ import { CooError } from '../../errors.js';
 import { LIMITS } from '../../limits.js';
 import type { PathInfo } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
-import { attemptIdOf, isRunnerIntent, revokedWord } from '../runnable.js';
+import { attemptIdOf, isRunnerIntent, revokedWord, stopBeforeAll } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
 import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
@@ -135,22 +135,18 @@ export function claimFloor(record: MessageRecord, approval: Pick<ApprovalRecord,
 }
 
 /**
- * Why attempt `attempt` of `record` may be claimed only to be ended unrun, in the order the runner's
- * gate asks (runnable.ts gateAttempt): the kill switch in force, or a revoked key's word the attempt
- * would stand on (runnable.ts revokedWord: what the key queued, the dispatch only its approval
- * allowed, a cross-check of an answer whose receipt it signed); else null.
+ * Why attempt `attempt` of `record` may be claimed only to be ended unrun: the runner's gate's first
+ * two steps (runnable.ts stopBeforeAll: the kill switch in force, or a revoked key's word the attempt
+ * would stand on, revokedWord: what the key queued, the dispatch only its approval allowed, a
+ * cross-check of an answer whose receipt it signed); else null.
  */
 function unrunRefusal(check: CommitCheck, record: MessageRecord, attempt: number, where: string): CooError | null {
-  const stop = check.killSwitch?.doc;
-  if (stop?.state === 'on') {
-    return new CooError('KILL_SWITCH', `${where}: claims attempt ${attempt} of ${record.id} while the kill switch ${stop.set_by} set is on (${JSON.stringify(stop.reason)}): nothing starts, so a claim lands only with the blocked receipt that ends its attempt unrun; nothing was claimed`, { where });
-  }
-  const word = revokedWord(check.state, record);
-  if (word === null) return null;
-  const { revocation } = word;
+  const killSwitch = check.killSwitch?.doc ?? null;
+  const stop = stopBeforeAll(killSwitch, killSwitch?.state === 'on' ? null : revokedWord(check.state, record));
+  if (stop === null) return null;
   return new CooError(
-    'SIGNER_REVOKED',
-    `${where}: claims attempt ${attempt} of ${record.id}, which stands on ${word.what}, revoked at Ledger-Seq ${revocation.seq} by ${revocation.by} (${JSON.stringify(revocation.reason)}): a revoked key's word starts no attempt, so its claim lands only with the blocked receipt that ends it unrun; nothing was claimed`,
+    stop.blocker === 'kill_switch' ? 'KILL_SWITCH' : 'SIGNER_REVOKED',
+    `${where}: claims attempt ${attempt} of ${record.id}, which the runner's gate ends unrun (${stop.detail}): its claim lands only with the blocked receipt that ends it; nothing was claimed`,
     { where },
   );
 }
