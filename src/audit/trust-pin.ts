@@ -41,3 +41,20 @@ export function judgePin(state: LedgerState, firstRoot: TrustRoot | null, keyId:
     note: null,
   };
 }
+
+/**
+ * Judges the ledger an auditor pins (`--genesis`): its genesis commit must be the pinned one. The
+ * first trust root carries random bits (`ledger_id`), so two ledgers under the same CEO key (a
+ * staging copy, a ledger made again) have different genesis commits: the key pin alone takes either.
+ */
+export function judgeLedgerPin(genesis: string | null, pinned: string): Finding | null {
+  if (genesis === pinned) return null;
+  return {
+    code: 'LEDGER_MISMATCH',
+    message:
+      genesis === null
+        ? `the ledger has no commit (its main is missing), not the pinned ledger whose genesis is ${pinned}`
+        : `the ledger's genesis is ${genesis}, not the pinned ${pinned}: this is another ledger (one made with the same keys, a staging copy); pin the genesis coo verify --json printed for the ledger you mean`,
+    ...(genesis === null ? {} : { commit: genesis }),
+  };
+}

@@ -11,7 +11,7 @@ import { MAIN_REF, readRef } from '../ledger/ref-lock.js';
 import { ORIGIN_REF, VERIFIED_REF } from '../remote/git-remote.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
 import { TimelineRecorder, type Timeline } from './timeline.js';
-import { judgePin } from './trust-pin.js';
+import { judgeLedgerPin, judgePin } from './trust-pin.js';
 
 export interface VerifyReport {
   readonly head: string | null;
@@ -41,6 +41,8 @@ export interface VerifyOptions {
   readonly full?: boolean;
   /** The trust root key the auditor expects genesis to name (pinned out of band). */
   readonly trustRoot?: Pick<PublicKey, 'keyId'>;
+  /** The genesis commit the auditor expects (pinned out of band): another ledger under the same keys is a finding. */
+  readonly genesis?: string;
   /** The time heartbeats are judged against; captured once by the caller. */
   readonly now?: Date;
   /** Collect every commit's signer and entries (for the report). Forces a full replay. */
@@ -124,6 +126,8 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       // A pinned trust root asks what genesis names: an empty ledger names nothing, which is no pass.
       const pin = options.trustRoot === undefined ? null : judgePin(emptyState(), null, options.trustRoot.keyId).finding;
       if (pin !== null) findings.push(pin);
+      const ledgerPin = options.genesis === undefined ? null : judgeLedgerPin(null, options.genesis);
+      if (ledgerPin !== null) findings.push(ledgerPin);
       return { head, seq: 0, commits: 0, replayed: 0, incremental: false, findings, notes: [], otherRefs: await otherRefs(gitdir, null), firstInvalid: null, state: emptyState(), timeline: null };
     }
     let base: { state: LedgerState; tree: string | null } = { state: emptyState(), tree: null };
@@ -173,6 +177,8 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
       if (pin.finding !== null) findings.push(pin.finding);
       if (pin.note !== null) notes.push(pin.note);
     }
+    const ledgerPin = options.genesis === undefined ? null : judgeLedgerPin(state.genesis, options.genesis);
+    if (ledgerPin !== null) findings.push(ledgerPin);
     const dropped = await remoteVerifiedNote(ledger, gitdir, head);
     if (dropped !== null) notes.push(dropped);
     const beat = state.lastHeartbeat;

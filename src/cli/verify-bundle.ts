@@ -1,8 +1,7 @@
 import type { Command } from 'commander';
 import { LIMITS } from '../limits.js';
 import { verifyBundle } from '../audit/bundle-verify.js';
-import { CooError } from '../errors.js';
-import { emit, jsonOption, loadPublicKey, readInput } from './common.js';
+import { emit, genesisFlag, jsonOption, loadPublicKey, readInput } from './common.js';
 
 export function verifyBundleVerb(program: Command): void {
   program
@@ -14,8 +13,8 @@ export function verifyBundleVerb(program: Command): void {
     .addOption(jsonOption())
     .action((file: string, opts: { trustRoot?: string; genesis?: string; json?: boolean }) => {
       const pinned = opts.trustRoot === undefined ? undefined : loadPublicKey(opts.trustRoot);
-      if (opts.genesis !== undefined && !/^[0-9a-f]{40}$/.test(opts.genesis)) throw new CooError('USAGE', `--genesis takes a full commit id (40 hex digits), not ${JSON.stringify(opts.genesis)}`);
-      const report = verifyBundle(readInput(file, 'bundle', LIMITS.bundleBytes), { ...(pinned === undefined ? {} : { trustRoot: pinned }), ...(opts.genesis === undefined ? {} : { genesis: opts.genesis }) });
+      const genesis = genesisFlag(opts.genesis);
+      const report = verifyBundle(readInput(file, 'bundle', LIMITS.bundleBytes), { ...(pinned === undefined ? {} : { trustRoot: pinned }), ...(genesis === undefined ? {} : { genesis }) });
       emit(opts.json, { ok: true, ...report }, () =>
         [
           `ok: ${report.receiptPath} (${report.status}) of ${report.messageId}, in commit ${report.commit} at Ledger-Seq ${report.seq}, signed by ${report.signer.actor} ${report.signer.keyId}`,

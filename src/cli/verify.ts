@@ -4,7 +4,7 @@ import type { Command } from 'commander';
 import { checkpointFile, defaultAuditDir } from '../audit/checkpoint.js';
 import { otherRefsNote, verifyLedger } from '../audit/verify.js';
 import { CooError, type Finding } from '../errors.js';
-import { emit, jsonOption, ledgerOption, packingNote, pinnedKeyId, required } from './common.js';
+import { emit, GENESIS_HELP, genesisFlag, jsonOption, ledgerOption, packingNote, pinnedKeyId, required } from './common.js';
 import { markRejected } from './outcome.js';
 import { createProgress } from './progress.js';
 import { writeErr } from './terminal.js';
@@ -35,15 +35,18 @@ export function verifyVerb(program: Command): void {
     .option('--state-dir <dir>', 'where the last verified head is kept (default ~/.local/state/coo-commons/verified)')
     .option('--no-checkpoint', 'neither read nor write the last verified head')
     .option('--trust-root <pub-or-fingerprint>', "the CEO public key file, or its SHA256:... fingerprint, that the ledger's first trust root must name (a later root's key is refused, with the key to pin; a first-root key since rotated out or revoked is named as such)")
+    .option('--genesis <commit>', GENESIS_HELP)
     .addOption(jsonOption())
-    .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; json?: boolean }) => {
+    .action(async (opts: { ledger?: string; full?: boolean; stateDir?: string; checkpoint: boolean; trustRoot?: string; genesis?: string; json?: boolean }) => {
       const gitdir = resolve(required(opts.ledger, '--ledger', 'the ledger path or $COO_LEDGER'));
+      const genesis = genesisFlag(opts.genesis);
       if (opts.checkpoint && opts.stateDir !== undefined) refuseNonFolder(opts.stateDir);
       const progress = createProgress('verifying', 'commits', opts.json === true);
       const report = await progress.until(verifyLedger(gitdir, {
         ...(opts.checkpoint ? { checkpointFile: checkpointFile(opts.stateDir ?? defaultAuditDir(), gitdir) } : {}),
         ...(opts.full === true ? { full: true } : {}),
         ...(opts.trustRoot === undefined ? {} : { trustRoot: pinnedKeyId(opts.trustRoot) }),
+        ...(genesis === undefined ? {} : { genesis }),
         now: new Date(),
         onProgress: progress.update,
       }));

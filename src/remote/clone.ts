@@ -16,6 +16,8 @@ export interface CloneOptions {
   readonly gitdir: string;
   /** The CEO key (its SHA256 fingerprint) the ledger's first trust root must name, pinned by the user. */
   readonly trustRoot: { readonly keyId: string };
+  /** The genesis commit the ledger must have, pinned by the user: another ledger under the same keys is refused. */
+  readonly genesis?: string;
   readonly now: Date;
   /** The time limit of the clone (and of the look that explains a failed one), in ms; LIMITS.remoteGitMs by default. */
   readonly timeoutMs?: number;
@@ -27,6 +29,8 @@ export interface CloneOptions {
 
 export interface CloneResult {
   readonly gitdir: string;
+  /** The ledger's genesis commit, as verified. */
+  readonly genesis: string | null;
   readonly head: string | null;
   readonly seq: number;
   readonly commits: number;
@@ -89,7 +93,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);
-    const report = await verifyLedger(temp, { full: true, trustRoot: options.trustRoot, now: options.now });
+    const report = await verifyLedger(temp, { full: true, trustRoot: options.trustRoot, ...(options.genesis === undefined ? {} : { genesis: options.genesis }), now: options.now });
     const refusals = report.findings.filter((finding) => !LIVENESS.has(finding.code));
     if (refusals.length > 0) {
       const first = refusals[0]!;
@@ -100,7 +104,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     if (report.head !== null) for (const ref of [ORIGIN_REF, VERIFIED_REF]) await runGit(['--git-dir', temp, 'update-ref', ref, report.head]);
     if (fs.existsSync(gitdir)) fs.rmdirSync(gitdir);
     fs.renameSync(temp, gitdir);
-    return { gitdir, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)), trustRootNote: report.notes[0] ?? null };
+    return { gitdir, genesis: report.state.genesis, head: report.head, seq: report.seq, commits: report.commits, notes: report.findings.filter((finding) => LIVENESS.has(finding.code)), trustRootNote: report.notes[0] ?? null };
   } catch (error) {
     fs.rmSync(temp, { recursive: true, force: true });
     throw error;

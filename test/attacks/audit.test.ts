@@ -1,7 +1,7 @@
 import { execFileSync } from 'node:child_process';
-import { readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { BUNDLE_KIND, renderBundle } from '../../src/audit/bundle.js';
 import { verifyBundle } from '../../src/audit/bundle-verify.js';
 import { renderCitation, type Evidence } from '../../src/audit/cite.js';
@@ -183,6 +183,51 @@ function canonicalOrder(files: Array<{ name: string; content: Buffer }>, commits
 function manifestOf(bytes: Buffer): { commit: string; ledger: string; receipt: string; message_id: string } {
   return JSON.parse(parseTar(bytes).find((file) => file.name === 'bundle.json')!.content.toString('utf8')) as { commit: string; ledger: string; receipt: string; message_id: string };
 }
+
+describe('a ledger pinned by its genesis, not only by its CEO key', () => {
+  const genesisOf = (gitdir: string): string => git(['--git-dir', gitdir, 'rev-list', '--max-parents=0', 'main']).trim();
+  const ceoPub = (): string => {
+    writeFileSync(join(dir, 'ceo.pub'), `${formatPublicKeyLine(kit.keys.ceo.key.publicKey)}\n`);
+    return join(dir, 'ceo.pub');
+  };
+
+  attack("coo verify of a staging ledger under the same CEO key, pinned to this ledger's genesis", 'cli', 'LEDGER_MISMATCH', () => {
+    const result = coo(['verify', '--ledger', staging.gitdir, '--no-checkpoint', '--trust-root', ceoPub(), '--genesis', genesisOf(kit.world.gitdir), '--json']);
+    const report = JSON.parse(result.stdout) as { ok: boolean; findings: Array<{ code: string }> };
+    return result.status === 3 && !report.ok ? (report.findings.map((finding) => finding.code).join(',') || 'DECLINED') : 'accepted';
+  });
+
+  attack("coo clone of a staging ledger under the same CEO key, pinned to this ledger's genesis: nothing is cloned", 'cli', 'LEDGER_MISMATCH', () => {
+    const target = join(dir, 'cloned-staging');
+    const code = cliCode(coo(['clone', staging.gitdir, target, '--trust-root', ceoPub(), '--genesis', genesisOf(kit.world.gitdir)]));
+    return existsSync(target) ? `${code} leaving ${target}` : code;
+  });
+
+  attack('coo report of a staging ledger, pinned to this ledger\'s genesis', 'cli', 'LEDGER_MISMATCH', () => {
+    const result = coo(['report', '--ledger', staging.gitdir, '--html', join(dir, 'staging.html'), '--trust-root', ceoPub(), '--genesis', genesisOf(kit.world.gitdir)]);
+    return result.status === 3 ? (/LEDGER_MISMATCH/.exec(readFileSync(join(dir, 'staging.html'), 'utf8'))?.[0] ?? 'DECLINED') : 'accepted';
+  });
+
+  attack('--genesis that is not a full commit id, given to verify, clone, report and verify-bundle', 'cli', 'USAGE', () => {
+    const given = genesisOf(kit.world.gitdir).slice(0, 12);
+    const codes = new Set([
+      cliCode(coo(['verify', '--ledger', kit.world.gitdir, '--no-checkpoint', '--genesis', given])),
+      cliCode(coo(['clone', kit.world.gitdir, join(dir, 'never'), '--trust-root', ceoPub(), '--genesis', given])),
+      cliCode(coo(['report', '--ledger', kit.world.gitdir, '--html', join(dir, 'never.html'), '--genesis', given])),
+      cliCode(coo(['verify-bundle', join(dir, 'good.tar'), '--genesis', given.toUpperCase()])),
+    ]);
+    return existsSync(join(dir, 'never')) || existsSync(join(dir, 'never.html')) ? 'wrote' : [...codes].join(',');
+  });
+
+  it("clones and verifies the ledger its genesis names, printing that genesis (a guard)", () => {
+    const genesis = genesisOf(kit.world.gitdir);
+    const target = join(dir, 'cloned-main');
+    const cloned = json<{ ok: boolean; genesis: string; genesis_pinned: boolean }>(coo(['clone', kit.world.gitdir, target, '--trust-root', ceoPub(), '--genesis', genesis, '--json']));
+    expect(cloned).toMatchObject({ ok: true, genesis, genesis_pinned: true });
+    const verified = json<{ ok: boolean; genesis: string }>(coo(['verify', '--ledger', target, '--no-checkpoint', '--trust-root', ceoPub(), '--genesis', genesis, '--json']));
+    expect(verified).toMatchObject({ ok: true, genesis });
+  });
+});
 
 describe('the citation comment cannot be reshaped by the advice it quotes', () => {
   const shaped = async (text: string): Promise<string> => {
