@@ -58,6 +58,19 @@ export function parseDocument<K extends DocumentKind>(kind: K, value: unknown, f
   throw new CooError('SCHEMA_INVALID', `${where}: ${issue?.message ?? 'invalid'}${more}${position === null ? '' : ` (${position})`}`, { where });
 }
 
+/**
+ * What a `schema_version` this build does not read is, when it names a later version of a kind it
+ * does (`actor_policy.v1` to a build that reads `actor_policy.v0`): a newer coo-commons wrote it, and
+ * the fix is an upgrade, not an edit. An empty string for anything else.
+ */
+function laterVersion(declared: unknown): string {
+  const match = typeof declared === 'string' ? /^([a-z_]+)\.v(\d{1,6})$/.exec(declared) : null;
+  if (match === null) return '';
+  const known = DOCUMENT_KINDS.find((kind) => kind.startsWith(`${match[1]}.v`));
+  if (known === undefined || Number(match[2]) <= Number(known.slice(known.lastIndexOf('.v') + 2))) return '';
+  return `: a later version than this coo reads (${known}), written by a newer coo-commons; upgrade coo (the hook, the forge's check and the runners too) to read it`;
+}
+
 /** Reads untrusted YAML bytes strictly, then validates them as `kind`. */
 export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array, file: string, options: StrictYamlOptions = {}): DocumentOf<K> {
   const value = readStrictYaml(bytes, file, options);
@@ -66,7 +79,7 @@ export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array,
   }
   const declared = (value as Record<string, unknown>)['schema_version'];
   if (declared !== kind) {
-    throw new CooError('SCHEMA_UNKNOWN', `${file}: schema_version ${JSON.stringify(declared)} where ${kind} is expected`, {
+    throw new CooError('SCHEMA_UNKNOWN', `${file}: schema_version ${JSON.stringify(declared)} where ${kind} is expected${laterVersion(declared)}`, {
       where: `${file}:schema_version`,
     });
   }
@@ -78,7 +91,7 @@ export function readAnyDocument(bytes: Uint8Array, file: string): { kind: Docume
   const value = readStrictYaml(bytes, file);
   const declared = value !== null && typeof value === 'object' && !Array.isArray(value) ? (value as Record<string, unknown>)['schema_version'] : undefined;
   if (!isDocumentKind(declared)) {
-    throw new CooError('SCHEMA_UNKNOWN', `${file}: unknown schema_version ${JSON.stringify(declared)}`, { where: `${file}:schema_version` });
+    throw new CooError('SCHEMA_UNKNOWN', `${file}: unknown schema_version ${JSON.stringify(declared)}${laterVersion(declared)}`, { where: `${file}:schema_version` });
   }
   return { kind: declared, doc: parseDocument(declared, value, file, bytes) };
 }
