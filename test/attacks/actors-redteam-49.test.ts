@@ -1,10 +1,11 @@
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import type { PrivateKey } from '../../src/crypto/keys.js';
+import { generatePrivateKey, type PrivateKey } from '../../src/crypto/keys.js';
 import { enqueueDispatch } from '../../src/dispatch/enqueue.js';
 import { sendCommand } from '../../src/inbox/ceo-messages.js';
 import { appendEnvelope } from '../../src/ledger/append-envelope.js';
 import { planEnvelope } from '../../src/ledger/envelope-plan.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { toYaml } from '../../src/schema/strict-yaml.js';
 import { envelopePath, messageFolder } from '../../src/ledger/layout.js';
 import { attack, codeOf, useKit } from '../helpers/attack-kit.js';
@@ -68,6 +69,30 @@ describe("an execution agent's replies under messages that are not its own", () 
   it("lets the COO reply under the agent's blocker (guard)", async () => {
     const own = [...(await w.ledger.state()).messages.values()].find((record) => record.intent === 'blocker' && record.source === 'ea.codex')!;
     expect(await codeOf(() => w.consult({ parentMessageId: own.id, idempotencyKey: 'under-blocker' }))).toBe('accepted');
+  });
+});
+
+describe("an orchestrator that is not the active COO, replying under the CEO's command to the COO", () => {
+  let w: World;
+  const backup = generatePrivateKey('coo.backup');
+  beforeAll(async () => {
+    // A second orchestrator with a key, and a policy edge that lets it tell the COO it is stuck.
+    w = await makeWorld(join(dir, 'second-orchestrator'), { policy: (policy) => ({ ...policy, edges: [...policy.edges, { from: 'coo.backup', to: 'coo.hermes', intents: ['blocker'], requires: [] }] }) });
+    const registry = (await w.ledger.state()).registry!.doc;
+    await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors: [...registry.actors, { id: 'coo.backup', class: 'orchestrator', keys: [] }] }, actorKeys: new Map([['coo.backup', backup.publicKey]]) }, w.actors.ceo, new Date());
+  });
+  afterAll(async () => w.close());
+
+  attack("a blocker the second orchestrator hangs under the CEO's command to the active COO", 'library', 'SCHEMA_INVALID', async () => {
+    const command = await sendCommand({ ledger: w.ledger, key: w.actors.ceo, now: new Date(), text: 'Fix add() this week.' });
+    return blockerUnder(w, backup, command.messageId);
+  });
+
+  it('takes its blocker to the COO that names no parent (guard)', async () => {
+    const now = new Date();
+    const plan = planEnvelope(await w.ledger.state(), backup, 'coo.hermes', { maxRuntimeSeconds: 1 }, now, 'hand');
+    const envelope = { ...plan.header, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'stuck' }, expected_receipt_schema: null };
+    expect(await codeOf(() => appendEnvelope(w.ledger, Buffer.from(toYaml(envelope)), new Map(), backup, now))).toBe('accepted');
   });
 });
 
