@@ -66,6 +66,19 @@ describe("an execution agent's replies under messages that are not its own", () 
     expect(await blockerUnder(w, w.actors.codex, own.id, 'still stuck')).toBe('accepted');
   });
 
+  it("leaves a dispatch's fan-out to work: blockers its agent hangs under it take none of it, and the COO still sends the work the policy allows under it", async () => {
+    const dispatch = await enqueueDispatch({ ledger: w.ledger, key: w.actors.coo, now: new Date(), target: 'ea.codex', repo: w.target, task: 'Fix add() again.', scope: ['src/**'], accept: ['test.sh passes'], verify: ['sh test.sh'], idempotencyKey: 'crowded' });
+    const hung: string[] = [];
+    for (let n = 0; n < 3; n += 1) hung.push(await blockerUnder(w, w.actors.codex, dispatch.messageId, `blocker ${n}`));
+    expect(hung).toEqual(['accepted', 'accepted', 'accepted']);
+    const limit = (await w.ledger.state()).policy!.doc.limits.max_fanout!;
+    const sent: string[] = [];
+    for (let n = 0; n < limit; n += 1) sent.push(await codeOf(() => w.consult({ parentMessageId: dispatch.messageId, idempotencyKey: `under-dispatch-${n}` })));
+    expect(sent).toEqual(Array.from({ length: limit }, () => 'accepted'));
+    // The work alone counts: one more is over the policy's max_fanout.
+    expect(await codeOf(() => w.consult({ parentMessageId: dispatch.messageId, idempotencyKey: 'one-too-many' }))).toBe('POLICY_LIMIT');
+  });
+
   it("lets the COO reply under the agent's blocker (guard)", async () => {
     const own = [...(await w.ledger.state()).messages.values()].find((record) => record.intent === 'blocker' && record.source === 'ea.codex')!;
     expect(await codeOf(() => w.consult({ parentMessageId: own.id, idempotencyKey: 'under-blocker' }))).toBe('accepted');
