@@ -194,7 +194,7 @@ export interface LedgerState {
   readonly approvals: ReadonlyMap<string, ApprovalRecord>;
   /** Each panel: the policy panel that allowed it, and its member messages in the order the panel names them. */
   readonly panels: ReadonlyMap<string, PanelRecord>;
-  /** How many messages name each message as their parent: its fan-out. */
+  /** How many messages of a runner intent (work) name each message as their parent: its fan-out. */
   readonly children: ReadonlyMap<string, number>;
   /** Per correlation, its messages of a runner intent not yet known to have ended: the in-flight limit counts those still open. */
   readonly openByCorrelation: ReadonlyMap<string, readonly string[]>;
@@ -322,7 +322,7 @@ export function commandBudgetLeftUsd(state: Pick<LedgerState, 'spendByCorrelatio
 }
 
 /** The shape of a state a checkpoint holds; a checkpoint of another shape is not read (the fold starts over). */
-const STATE_SHAPE = 18;
+const STATE_SHAPE = 19;
 
 /** A checkpoint's JSON form of a state. */
 export function stateToJson(state: LedgerState): unknown {

@@ -60,7 +60,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   }
   checkEdge(registry, policy, doc.source_actor, doc.target_actor, doc.intent, where);
   rules.target(check, doc, registry, where);
-  if (checkChain(check, doc, where)) rules.ancestry?.(check, doc, registry, where);
+  if (checkChain(check, doc, holder.actor, where)) rules.ancestry?.(check, doc, registry, where);
   checkLimits(check, doc, where);
   rules.envelope?.(check, doc, registry, policy, info.folder, where);
   checkAckKey(doc, where);
@@ -104,13 +104,24 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
 }
 
 /**
- * Causality: the parent exists, the chain extends the parent's, the correlation carries over, and
- * hop limits only tighten. Whether the envelope is a reply, for its intent's `ancestry` rule.
+ * Causality: the parent exists, a sender other than the active COO and the CEO that signs in its
+ * own name replies within its own exchanges (judged as new), the chain extends the parent's, the
+ * correlation carries over, and hop limits only tighten. `signer`: the actor whose key signs it.
+ * Whether the envelope is a reply, for its intent's `ancestry` rule.
  */
-function checkChain(check: CommitCheck, doc: CooMessage, where: string): boolean {
+function checkChain(check: CommitCheck, doc: CooMessage, signer: string, where: string): boolean {
   if (doc.parent_message_id === null) return false;
   const parent = check.message(doc.parent_message_id);
   if (parent === undefined) throw new CooError('MESSAGE_UNKNOWN', `${where}: parent ${doc.parent_message_id} does not exist`, { where });
+  // Only the active COO and the CEO reply under others' messages; any other sender in its own name, under a message it sent or
+  // was sent. An agent's reply under another's (the CEO's command to the COO, the COO's consult of another agent) counted
+  // toward that message's fan-out, and a few of them left the COO unable to work under the command or adopt the advice. What
+  // the COO signs on an agent's behalf is held to its parent by its intent's rules (consult-in-dispatch.ts, cross-check.ts).
+  const registry = check.registry!.doc;
+  const free = doc.source_actor === registry.active_coo || classOf(registry, doc.source_actor) === 'human_authority';
+  if (check.clock !== null && signer === doc.source_actor && !free && parent.source !== doc.source_actor && parent.target !== doc.source_actor) {
+    throw new CooError('SCHEMA_INVALID', `${where}: ${doc.source_actor} replies under ${parent.intent} ${parent.id} (${parent.source} -> ${parent.target}), which it neither sent nor was sent: only the active COO and the CEO reply under others' messages`, { where: `${where}:parent_message_id` });
+  }
   const expected = [...parent.chain, parent.id];
   if (canonicalJson(expected) !== canonicalJson(doc.causality_chain)) {
     throw new CooError('SCHEMA_INVALID', `${where}: causality_chain must be the parent's chain followed by the parent`, { where: `${where}:causality_chain` });

@@ -7,11 +7,14 @@ import { isTerminal, type MessageRecord } from '../state.js';
 
 /**
  * The loop controls beside hops and budgets, at write time: the largest fan-out of one message (the
- * messages naming one parent; a panel's members are held to it in rules/panel.ts) and how many
- * messages of one correlation may be in flight at once. A policy that states neither (one written
+ * work naming one parent: consults, dispatches, cross-checks; a panel's members are held to it in
+ * rules/panel.ts) and how many messages of one correlation may be in flight at once. A policy that states neither (one written
  * before panels) limits neither.
  */
 export function checkFanout(check: CommitCheck, doc: CooMessage, policy: ActorPolicy, where: string): void {
+  // Both count work (a runner intent), which is what a loop spends: a blocker, notice, command or acknowledgement runs
+  // nothing, and one an agent hung under its own dispatch took a place the COO's work under it was refused for.
+  if (!isRunnerIntent(doc.intent)) return;
   const parent = doc.parent_message_id;
   if (parent !== null) {
     const children = (check.children.get(parent) ?? check.state.children.get(parent) ?? 0) + 1;
@@ -21,7 +24,6 @@ export function checkFanout(check: CommitCheck, doc: CooMessage, policy: ActorPo
     }
     check.children.set(parent, children);
   }
-  if (!isRunnerIntent(doc.intent)) return;
   const correlation = doc.correlation_id;
   const known = check.openByCorrelation.get(correlation) ?? check.state.openByCorrelation.get(correlation) ?? [];
   const records = known.map((id) => check.message(id)).filter((record): record is MessageRecord => record !== undefined);
