@@ -1,7 +1,8 @@
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
+import { checkoutFold } from '../lane/raw-tree.js';
 import type { TreeFile } from './git-tree.js';
-import { isRulesFile, rulesEnvironment, rulesFolder } from './ignore-rules.js';
+import { isNamed, isRulesFile, rulesEnvironment, rulesFolder } from './ignore-rules.js';
 import { safeGit } from './worktree.js';
 
 /**
@@ -20,6 +21,16 @@ import { safeGit } from './worktree.js';
 
 /** The attributes by which git writes a file other than as its blob on checkout, or in an archive. */
 export const CHECKOUT_ATTRIBUTES = ['text', 'eol', 'crlf', 'ident', 'working-tree-encoding', 'filter', 'export-subst', 'export-ignore'] as const;
+
+/**
+ * Which of `paths` (the work's changed paths) are attributes files: `judged`, named `.gitattributes`, which
+ * git here reads; `folded`, named as a macOS or Windows checkout opens for `.gitattributes` (checkoutFold:
+ * `.GITATTRIBUTES`, `.gitattributes.`), which git here never reads, so nothing can judge them here.
+ */
+export function attributesFiles(paths: readonly Buffer[]): { readonly judged: Buffer[]; readonly folded: Buffer[] } {
+  const named = paths.filter((path) => checkoutFold(path.subarray(path.lastIndexOf(0x2f) + 1).toString('utf8')) === '.gitattributes');
+  return { judged: named.filter((path) => isNamed(path, '.gitattributes')), folded: named.filter((path) => !isNamed(path, '.gitattributes')) };
+}
 
 /** `paths` with the values of CHECKOUT_ATTRIBUTES the `.gitattributes` files of `files` give each, one string per path. */
 async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[]> {

@@ -11,8 +11,8 @@ import { trackGroup } from '../util/children.js';
 import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
-import { baseIgnoreRules, isNamed, type IgnoreRules } from './ignore-rules.js';
-import { checkoutAttributeChanges } from './checkout-attributes.js';
+import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
+import { attributesFiles, checkoutAttributeChanges } from './checkout-attributes.js';
 import type { EvidenceSummary } from './outcome.js';
 import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
@@ -264,9 +264,11 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
     try {
       // The verification runs on the blobs as stored; a `.gitattributes` of the work that has a stock checkout of the commit
       // write its files otherwise (checkout-attributes.ts) is not work: what passed would not be what a checkout holds.
-      const attributes = read.changes.map((change) => Buffer.from(change.path, 'utf8')).filter((path) => isNamed(path, '.gitattributes'));
-      const converted = attributes.length === 0 ? [] : await checkoutAttributeChanges(baseFiles, checkout.files, attributes, join(options.runnerDir, 'attributes'), (oids) => readBlobs(reader, oids));
-      const snapshot: WorkSnapshot = converted.length === 0 ? read : { ...read, refused: [...read.refused, ...attributes.map((path) => ({ path: path.toString('utf8'), why: 'checkout_attributes' as const }))] };
+      // One a macOS or Windows checkout reads as `.gitattributes` and git here does not is refused unjudged.
+      const { judged, folded } = attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')));
+      const converted = judged.length === 0 ? [] : await checkoutAttributeChanges(baseFiles, checkout.files, judged, join(options.runnerDir, 'attributes'), (oids) => readBlobs(reader, oids));
+      const refused = [...(converted.length === 0 ? [] : judged), ...folded].map((path) => ({ path: path.toString('utf8'), why: 'checkout_attributes' as const }));
+      const snapshot: WorkSnapshot = refused.length === 0 ? read : { ...read, refused: [...read.refused, ...refused] };
       const common = commonOf(snapshot);
       const verification: VerificationResult[] = [];
       let dirty: string[] = [];
