@@ -32,28 +32,27 @@ export function attributesFiles(paths: readonly Buffer[]): { readonly judged: Bu
   return { judged: named.filter((path) => isNamed(path, '.gitattributes')), folded: named.filter((path) => !isNamed(path, '.gitattributes')) };
 }
 
-/** `paths` with the values of CHECKOUT_ATTRIBUTES the `.gitattributes` files of `files` give each, one string per path. */
-async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[]> {
+/** The values of the attributes `names` that the `.gitattributes` files of `files` give each of `paths`, in that order. */
+async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], names: readonly string[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[][]> {
   const { gitdir, tree } = await rulesFolder(
     files.filter((file) => isRulesFile(file, '.gitattributes')),
     folder,
     readBlobs,
   );
-  const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', 'check-attr', '-z', '--stdin', ...CHECKOUT_ATTRIBUTES], {
+  const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', 'check-attr', '-z', '--stdin', ...names], {
     env: { ...rulesEnvironment(tree), GIT_ATTR_NOSYSTEM: '1' },
     input: Buffer.concat(paths.flatMap((path) => [path, Buffer.from([0])])),
   });
   // PATH, ATTRIBUTE, VALUE for each attribute of each path, in the order asked.
   const fields: Buffer[] = [];
   for (let start = 0, nul = out.indexOf(0); nul >= 0; start = nul + 1, nul = out.indexOf(0, start)) fields.push(out.subarray(start, nul));
-  const per = CHECKOUT_ATTRIBUTES.length * 3;
+  const per = names.length * 3;
   if (fields.length !== paths.length * per) throw new CooError('GIT_FAILED', `git check-attr answered ${fields.length} fields for ${paths.length} paths`);
   return paths.map((_, index) =>
     fields
       .slice(index * per, (index + 1) * per)
       .filter((_, at) => at % 3 === 2)
-      .map((value) => value.toString('latin1'))
-      .join('\0'),
+      .map((value) => value.toString('latin1')),
   );
 }
 
@@ -72,6 +71,20 @@ export async function checkoutAttributeChanges(
   const folders = changed.map((path) => path.subarray(0, path.lastIndexOf(0x2f) + 1));
   const paths = after.filter((file) => file.mode !== '160000' && folders.some((prefix) => file.path.subarray(0, prefix.length).equals(prefix))).map((file) => file.path);
   if (paths.length === 0) return [];
-  const [was, now] = await Promise.all([attributesOf(before, join(folder, 'base'), paths, readBlobs), attributesOf(after, join(folder, 'work'), paths, readBlobs)]);
-  return paths.filter((_, index) => was[index] !== now[index]);
+  const [was, now] = await Promise.all([attributesOf(before, join(folder, 'base'), paths, CHECKOUT_ATTRIBUTES, readBlobs), attributesOf(after, join(folder, 'work'), paths, CHECKOUT_ATTRIBUTES, readBlobs)]);
+  return paths.filter((_, index) => was[index]!.join('\0') !== now[index]!.join('\0'));
+}
+
+/**
+ * The files of the work (`written`: paths it added or changed in `after`, a commit's files) that the
+ * commit's rules give a filter (`filter=lfs`, whatever the base's rules say). Such a file is held in its
+ * stored form, in the agent's worktree as in the verification's checkout, and a checkout writes what the
+ * filter makes of it: an LFS pointer becomes the bytes the server it names (`.lfsconfig`) holds, which no
+ * verification read. Judged in `folder`, the runner's own; no filter runs.
+ */
+export async function filteredChanges(after: readonly TreeFile[], written: readonly Buffer[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
+  if (written.length === 0 || !after.some((file) => isRulesFile(file, '.gitattributes'))) return [];
+  const values = await attributesOf(after, folder, written, ['filter'], readBlobs);
+  // Only a driver's name names a filter: `filter` set or unset alone names none.
+  return written.filter((_, index) => !['unspecified', 'unset', 'set'].includes(values[index]![0]!));
 }

@@ -12,7 +12,7 @@ import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
-import { attributesFiles, checkoutAttributeChanges } from './checkout-attributes.js';
+import { attributesFiles, checkoutAttributeChanges, filteredChanges } from './checkout-attributes.js';
 import type { EvidenceSummary } from './outcome.js';
 import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
@@ -264,10 +264,16 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
     try {
       // The verification runs on the blobs as stored; a `.gitattributes` of the work that has a stock checkout of the commit
       // write its files otherwise (checkout-attributes.ts) is not work: what passed would not be what a checkout holds.
-      // One a macOS or Windows checkout reads as `.gitattributes` and git here does not is refused unjudged.
+      // One a macOS or Windows checkout reads as `.gitattributes` and git here does not is refused unjudged; so is a file of
+      // the work the commit's rules give a filter: what was verified is its stored form, never what a checkout writes.
       const { judged, folded } = attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')));
       const converted = judged.length === 0 ? [] : await checkoutAttributeChanges(baseFiles, checkout.files, judged, join(options.runnerDir, 'attributes'), (oids) => readBlobs(reader, oids));
-      const refused = [...(converted.length === 0 ? [] : judged), ...folded].map((path) => ({ path: path.toString('utf8'), why: 'checkout_attributes' as const }));
+      const written = read.changes.filter((change) => change.status !== 'deleted').map((change) => Buffer.from(change.path, 'utf8'));
+      const filtered = await filteredChanges(checkout.files, written, join(options.runnerDir, 'attributes', 'filters'), (oids) => readBlobs(reader, oids));
+      const refused = [
+        ...[...(converted.length === 0 ? [] : judged), ...folded].map((path) => ({ path: path.toString('utf8'), why: 'checkout_attributes' as const })),
+        ...filtered.map((path) => ({ path: path.toString('utf8'), why: 'filtered' as const })),
+      ];
       const snapshot: WorkSnapshot = refused.length === 0 ? read : { ...read, refused: [...read.refused, ...refused] };
       const common = commonOf(snapshot);
       const verification: VerificationResult[] = [];

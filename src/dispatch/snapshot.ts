@@ -29,8 +29,9 @@ export interface RefusedEntry {
   /**
    * `folder_kept`: a file or link where the base's folder stays, since it holds a file whose change the ledger cannot name.
    * `checkout_attributes`: a `.gitattributes` of the work by which a stock checkout writes files other than as their blobs (checkout-attributes.ts).
+   * `filtered`: a file of the work that a checkout writes through a filter (an LFS pointer).
    */
-  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept' | 'checkout_attributes';
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept' | 'checkout_attributes' | 'filtered';
 }
 
 export interface WorkSnapshot {
