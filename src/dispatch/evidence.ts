@@ -12,6 +12,7 @@ import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
+import { attributesFiles, checkoutAttributeChanges, filteredChanges } from './checkout-attributes.js';
 import type { EvidenceSummary } from './outcome.js';
 import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
@@ -241,24 +242,40 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
   try {
     const baseFiles = await listTree(worktree.gitdir, worktree.base);
     rules = await baseIgnoreRules(baseFiles, join(options.runnerDir, 'ignore'), (oids) => readBlobs(reader, oids));
-    const snapshot = await snapshotWork(worktree, { baseFiles, rules, objects: new ObjectWriter(worktree.gitdir, -1), ...(options.holdsSecret === undefined ? {} : { holdsSecret: options.holdsSecret }) });
-    const scope = checkScope(snapshot, options.scope);
-    const common = {
-      changes: snapshot.changes,
-      outOfScope: scope.outOfScope,
-      notRegular: snapshot.refused.filter((entry) => entry.why !== 'too_large'),
-      tooLarge: snapshot.refused.filter((entry) => entry.why === 'too_large').map((entry) => entry.path),
-      overflow: snapshot.overflow,
-      gitLinkTampered: snapshot.gitLinkTampered,
-      // Named after a secret or holding one, the work has no tree: the decision reads both alike (outcome.ts).
-      holdingSecrets: [...snapshot.holdingSecrets, ...snapshot.namingSecrets],
+    const read = await snapshotWork(worktree, { baseFiles, rules, objects: new ObjectWriter(worktree.gitdir, -1), ...(options.holdsSecret === undefined ? {} : { holdsSecret: options.holdsSecret }) });
+    const commonOf = (read: WorkSnapshot) => {
+      const scope = checkScope(read, options.scope);
+      return {
+        changes: read.changes,
+        outOfScope: scope.outOfScope,
+        notRegular: read.refused.filter((entry) => entry.why !== 'too_large'),
+        tooLarge: read.refused.filter((entry) => entry.why === 'too_large').map((entry) => entry.path),
+        overflow: read.overflow,
+        gitLinkTampered: read.gitLinkTampered,
+        // Named after a secret or holding one, the work has no tree: the decision reads both alike (outcome.ts).
+        holdingSecrets: [...read.holdingSecrets, ...read.namingSecrets],
+      };
     };
-    if (snapshot.tree === null) {
-      return { snapshot, verification: [], commit: null, summary: { ...common, verification: [], commit: null, dirtyWithoutCommit: [] } };
+    if (read.tree === null) {
+      return { snapshot: read, verification: [], commit: null, summary: { ...commonOf(read), verification: [], commit: null, dirtyWithoutCommit: [] } };
     }
-    const head = snapshot.changes.length === 0 ? null : await commitAttempt(worktree, snapshot.tree, options.commit);
+    const head = read.changes.length === 0 ? null : await commitAttempt(worktree, read.tree, options.commit);
     const checkout = await checkoutCommit({ gitdir: worktree.gitdir, commit: head ?? worktree.base, path: join(options.runnerDir, 'checkout') });
     try {
+      // The verification runs on the blobs as stored; a `.gitattributes` of the work that has a stock checkout of the commit
+      // write its files otherwise (checkout-attributes.ts) is not work: what passed would not be what a checkout holds.
+      // One a macOS or Windows checkout reads as `.gitattributes` and git here does not is refused unjudged; so is a file of
+      // the work the commit's rules give a filter: what was verified is its stored form, never what a checkout writes.
+      const { judged, folded } = attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')));
+      const converted = judged.length === 0 ? [] : await checkoutAttributeChanges(baseFiles, checkout.files, judged, join(options.runnerDir, 'attributes'), (oids) => readBlobs(reader, oids));
+      const written = read.changes.filter((change) => change.status !== 'deleted').map((change) => Buffer.from(change.path, 'utf8'));
+      const filtered = await filteredChanges(checkout.files, written, join(options.runnerDir, 'attributes', 'filters'), (oids) => readBlobs(reader, oids));
+      const refused = [
+        ...[...(converted.length === 0 ? [] : judged), ...folded].map((path) => ({ path: path.toString('utf8'), why: 'checkout_attributes' as const })),
+        ...filtered.map((path) => ({ path: path.toString('utf8'), why: 'filtered' as const })),
+      ];
+      const snapshot: WorkSnapshot = refused.length === 0 ? read : { ...read, refused: [...read.refused, ...refused] };
+      const common = commonOf(snapshot);
       const verification: VerificationResult[] = [];
       let dirty: string[] = [];
       for (const [index, command] of options.verify.entries()) {

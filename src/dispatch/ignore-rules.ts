@@ -26,10 +26,40 @@ const NOTHING_IGNORED: IgnoreRules = {
   close: () => undefined,
 };
 
-function isGitignore(file: TreeFile): boolean {
-  const path = file.path;
-  const name = Buffer.from('.gitignore');
-  return (file.mode === '100644' || file.mode === '100755') && path.length >= name.length && path.subarray(path.length - name.length).equals(name) && (path.length === name.length || path[path.length - name.length - 1] === 0x2f);
+/** Whether a path's last part is `name`, such as `.gitignore`. */
+export function isNamed(path: Buffer, name: string): boolean {
+  const bytes = Buffer.from(name);
+  return path.length >= bytes.length && path.subarray(path.length - bytes.length).equals(bytes) && (path.length === bytes.length || path[path.length - bytes.length - 1] === 0x2f);
+}
+
+/** Whether `file` is a regular file named `name`: git reads its rules from no link. */
+export function isRulesFile(file: TreeFile, name: string): boolean {
+  return (file.mode === '100644' || file.mode === '100755') && isNamed(file.path, name);
+}
+
+/**
+ * The runner's own folder for git to judge rules in: `folder/git`, the smallest private repository git
+ * takes (HEAD, objects and refs), and `folder/tree`, a work tree holding only `rules` (a commit's
+ * `.gitignore` or `.gitattributes` files), each written from the target's objects at its path.
+ */
+export async function rulesFolder(rules: readonly TreeFile[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<{ readonly gitdir: string; readonly tree: string }> {
+  const tree = join(folder, 'tree');
+  const gitdir = join(folder, 'git');
+  for (const sub of ['objects', 'refs']) fs.mkdirSync(join(gitdir, sub), { recursive: true });
+  fs.mkdirSync(tree, { recursive: true });
+  fs.writeFileSync(join(gitdir, 'HEAD'), 'ref: refs/heads/main\n');
+  const blobs = await readBlobs(rules.map((file) => file.oid));
+  rules.forEach((file, index) => {
+    const path = Buffer.concat([Buffer.from(`${tree}/`), file.path]);
+    fs.mkdirSync(Buffer.from(path.subarray(0, path.lastIndexOf(0x2f))), { recursive: true });
+    fs.writeFileSync(path, blobs[index]!);
+  });
+  return { gitdir, tree };
+}
+
+/** The environment of a git that judges rules in a rules folder: no configuration of the system's or the user's, the folder its HOME. */
+export function rulesEnvironment(tree: string): NodeJS.ProcessEnv {
+  return { PATH: process.env['PATH'] ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: tree, LANG: 'C' };
 }
 
 /**
@@ -37,19 +67,9 @@ function isGitignore(file: TreeFile): boolean {
  * made after the agent exited). `readBlob` gives a blob's bytes from the target's objects.
  */
 export async function baseIgnoreRules(baseFiles: readonly TreeFile[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<IgnoreRules> {
-  const gitignores = baseFiles.filter(isGitignore);
+  const gitignores = baseFiles.filter((file) => isRulesFile(file, '.gitignore'));
   if (gitignores.length === 0) return NOTHING_IGNORED;
-  const tree = join(folder, 'tree');
-  const gitdir = join(folder, 'git');
-  // The smallest folder git takes for a repository: HEAD, objects and refs.
-  for (const sub of ['objects', 'refs']) fs.mkdirSync(join(gitdir, sub), { recursive: true });
-  fs.writeFileSync(join(gitdir, 'HEAD'), 'ref: refs/heads/main\n');
-  const blobs = await readBlobs(gitignores.map((file) => file.oid));
-  gitignores.forEach((file, index) => {
-    const path = Buffer.concat([Buffer.from(`${tree}/`), file.path]);
-    fs.mkdirSync(Buffer.from(path.subarray(0, path.lastIndexOf(0x2f))), { recursive: true });
-    fs.writeFileSync(path, blobs[index]!);
-  });
+  const { gitdir, tree } = await rulesFolder(gitignores, folder, readBlobs);
   return new CheckIgnore(gitdir, tree);
 }
 
@@ -65,7 +85,7 @@ class CheckIgnore implements IgnoreRules {
 
   constructor(gitdir: string, tree: string) {
     this.child = spawn('git', ['--git-dir', gitdir, '--work-tree', tree, '-c', 'core.excludesFile=/dev/null', 'check-ignore', '--no-index', '--stdin', '-z', '--verbose', '--non-matching'], {
-      env: { PATH: process.env['PATH'] ?? '/usr/bin:/bin', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: tree, LANG: 'C' },
+      env: rulesEnvironment(tree),
       stdio: ['pipe', 'pipe', 'pipe'],
     });
     let stderr = '';

@@ -26,8 +26,12 @@ export interface ChangedFile {
 /** An entry that is not taken as work, named as well as the ledger can (lossy where a name is not UTF-8). */
 export interface RefusedEntry {
   readonly path: string;
-  /** `folder_kept`: a file or link where the base's folder stays, since it holds a file whose change the ledger cannot name. */
-  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept';
+  /**
+   * `folder_kept`: a file or link where the base's folder stays, since it holds a file whose change the ledger cannot name.
+   * `checkout_attributes`: a `.gitattributes` of the work by which a stock checkout writes files other than as their blobs (checkout-attributes.ts).
+   * `filtered`: a file of the work that a checkout writes through a filter (an LFS pointer).
+   */
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept' | 'checkout_attributes' | 'filtered';
 }
 
 export interface WorkSnapshot {

@@ -166,8 +166,11 @@ describe("a hostile agent that writes its worktree's git folders for the git the
     const after = filesUnder(common);
     const changed = before.filter(([path, hash]) => after[path] !== hash).map(([path]) => path);
     if (changed.length > 0) return `accepted: ${changed.join(', ')} changed`;
-    // The work (its .gitattributes included) is committed and verified as its bytes are.
-    expect(receipt['status']).toBe('succeeded');
+    // The work (its .gitattributes included) is committed and verified as its bytes are; a .gitattributes naming a filter
+    // for the work's files is not work (dispatch-redteam-50), as a checkout would not write them as verified.
+    expect(receipt['inner_exit_codes']).toEqual([0]);
+    expect(receipt['status']).toBe('failed');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes)');
     return 'refused';
   });
 });

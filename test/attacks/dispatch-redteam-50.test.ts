@@ -1,0 +1,243 @@
+import { execFileSync, spawnSync } from 'node:child_process';
+import { createHash } from 'node:crypto';
+import { dirname, join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { attack } from '../helpers/attack-kit.js';
+import { coo } from '../helpers/cli.js';
+import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
+import { git, gitEnv, tempDir } from '../helpers/tmp.js';
+
+/**
+ * The dispatch lane against a hostile execution agent, round fifty: work that would change how git
+ * reads it (attributes naming line-ending conversion, `ident`, `export-subst`, a filter and a diff
+ * driver; a repository nested in the work, a `.git` file naming another), names git and a shell read
+ * apart (a line break, a tab, a leading dash, bytes that are not UTF-8), a folder replaced by a link.
+ * Each agent is a script in place of the executor that does one hostile thing, under bubblewrap; each
+ * case judges the receipt against the commit it names, as stock git reads that commit, and against
+ * what the verification read.
+ */
+
+const dir = tempDir('dispatch-redteam-50');
+
+async function attempted(where: HostilePlace, name: string, action: string, overrides: Parameters<typeof dispatchTo>[2] = {}) {
+  const { messageId } = await dispatchTo(where, name, overrides);
+  const watch = watchOnce(where, agentScript(where.world.dir, action), { timeoutMs: 40_000 });
+  const [receipt] = watch.hung ? [] : await receiptsFor(where, messageId);
+  return { messageId, receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status}) ${watch.stderr.slice(-300)}` };
+}
+
+const sha256 = (bytes: Buffer): string => `sha256:${createHash('sha256').update(bytes).digest('hex')}`;
+
+/** Every file of a commit as stock git lists it (`ls-tree -r -z`), by its path's bytes (latin1), with its blob's bytes. */
+function filesAt(where: HostilePlace, commit: string): Map<string, Buffer> {
+  const listed = execFileSync('git', ['ls-tree', '-r', '-z', '--full-tree', commit], { cwd: where.repo, env: gitEnv() });
+  const files = new Map<string, Buffer>();
+  for (let start = 0; start < listed.length; ) {
+    const end = listed.indexOf(0, start);
+    const entry = listed.subarray(start, end);
+    start = end + 1;
+    const tab = entry.indexOf(0x09);
+    const oid = entry.subarray(0, tab).toString('latin1').split(' ')[2]!;
+    files.set(entry.subarray(tab + 1).toString('latin1'), execFileSync('git', ['cat-file', 'blob', oid], { cwd: where.repo, env: gitEnv() }));
+  }
+  return files;
+}
+
+/** The paths of the receipt's files, as bytes (latin1), each with the hash the receipt names. */
+function hashesOf(receipt: Record<string, unknown>): Array<{ key: string; path: string; sha256: string | null }> {
+  return (receipt['file_hashes'] as Array<{ path: string; sha256: string | null }>).map((file) => ({ key: Buffer.from(file.path, 'utf8').toString('latin1'), ...file }));
+}
+
+/**
+ * Where the receipt and its commit part, as stock git reads the commit: a file the receipt names
+ * with a hash its commit's blob at that path does not have, or a file the commit changes from the
+ * base that the receipt does not name. Null when they agree.
+ */
+function disagreement(where: HostilePlace, receipt: Record<string, unknown>): string | null {
+  const head = receipt['head_sha'] as string | null;
+  if (head === null) return null;
+  const after = filesAt(where, head);
+  const before = filesAt(where, receipt['base_sha'] as string);
+  const named = hashesOf(receipt);
+  for (const file of named) {
+    const blob = after.get(file.key);
+    if ((blob === undefined ? null : sha256(blob)) !== file.sha256) return `the receipt names ${JSON.stringify(file.path)} as ${String(file.sha256)}, its commit holds ${blob === undefined ? 'no such file' : sha256(blob)}`;
+  }
+  const keys = new Set(named.map((file) => file.key));
+  const changed = [...new Set([...after.keys(), ...before.keys()])].filter((key) => !before.get(key)?.equals(after.get(key) ?? Buffer.alloc(0)) || !after.has(key));
+  const unnamed = changed.filter((key) => !keys.has(key));
+  return unnamed.length === 0 ? null : `the commit changes ${unnamed.map((key) => JSON.stringify(Buffer.from(key, 'latin1').toString('utf8'))).join(', ')}, which the receipt does not name`;
+}
+
+/** The log of the receipt's `index`th verification command (1-based), as the ledger holds it. */
+async function verifyLog(where: HostilePlace, receipt: Record<string, unknown>, index: number): Promise<string> {
+  const name = `verify-${String(index).padStart(2, '0')}.log`;
+  const log = (receipt['attachments'] as Array<{ path: string }>).find((item) => item.path.endsWith(name));
+  return log === undefined ? '' : ((await where.world.ledger.readFile(log.path))?.toString('utf8') ?? '');
+}
+
+describe("a hostile agent's work that tells git to read it another way", () => {
+  const place = hostilePlaces(dir, 'attributes');
+
+  attack("a hostile agent: src/.gitattributes asks for CRLF line ends, ident, export-subst, a filter, a diff and a merge driver, over a file holding $Id$, $Format:%H$ and a CRLF", 'runner', 'refused', async () => {
+    // Guard: the runner reads and hashes the bytes the agent left, writes those bytes as the blobs, and the
+    // verification's checkout is written from those blobs byte for byte: no attribute plays a part anywhere.
+    const where = await place('crlf');
+    const content = Buffer.from('export const add = (a, b) => a + b; // $Id$ $Format:%H$\r\nexport const lf = 1;\n');
+    const action = [
+      "printf '* text eol=crlf ident export-subst filter=x diff=x merge=x\\n' > src/.gitattributes",
+      `printf '%s' '${content.toString('base64')}' | base64 -d > src/add.js`,
+    ].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'crlf', action, { verify: ['sh test.sh', 'sha256sum src/add.js src/.gitattributes'] });
+    if (receipt === undefined) return unreceipted;
+    const parted = disagreement(where, receipt);
+    if (parted !== null) return `accepted: ${parted}`;
+    const hashes = new Map(hashesOf(receipt).map((file) => [file.path, file.sha256]));
+    if (hashes.get('src/add.js') !== sha256(content)) return `accepted: the receipt names src/add.js as ${String(hashes.get('src/add.js'))}, not the bytes the agent left`;
+    const log = await verifyLog(where, receipt, 2);
+    for (const [path, hash] of hashes) if (!log.includes(`${hash!.slice('sha256:'.length)}  ${path}`)) return `accepted: the verification read other bytes at ${path} than the receipt names: ${log}`;
+    // A stock checkout of the commit writes other bytes than those (the next case): such attributes are not work.
+    expect(receipt['status']).toBe('failed');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes)');
+    return 'refused';
+  });
+
+  attack("a hostile agent: src/.gitattributes gives its fix `ident`, and the fix adds only while $Id$ is unexpanded, as the verification reads it and no checkout writes it", 'runner', 'refused', async () => {
+    const where = await place('ident');
+    const fix = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
+    const action = ["printf 'add.js ident\\n' > src/.gitattributes", `printf '%s' '${fix.toString('base64')}' | base64 -d > src/add.js`].join('\n');
+    const check = `node -e "import('./src/add.js').then((m) => process.exit(m.add(1, 2) === 3 ? 0 : 1))"`;
+    const { receipt, unreceipted } = await attempted(where, 'ident', action, { verify: ['sh test.sh', check] });
+    if (receipt === undefined) return unreceipted;
+    const head = receipt['head_sha'] as string | null;
+    if (head === null) return `no commit named (status ${String(receipt['status'])}, ${codesOf(receipt).join(', ')})`;
+    // The check passed on the blobs as stored, which the receipt names.
+    expect(receipt['inner_exit_codes']).toEqual([0, 0]);
+    expect(disagreement(where, receipt)).toBeNull();
+    // As a reviewer, CI or a deploy has it: a stock checkout of that commit, and the same check there.
+    const stock = join(where.world.dir, 'stock');
+    git(['worktree', 'add', '--quiet', '--detach', stock, head], { cwd: where.repo });
+    const there = spawnSync('/bin/sh', ['-c', check], { cwd: stock, env: { PATH: `${dirname(process.execPath)}:/usr/bin:/bin` } });
+    expect(there.status).toBe(1);
+    if (receipt['status'] === 'succeeded') return 'accepted: the verification passed the commit the receipt names, and its stock checkout fails the same check';
+    expect(codesOf(receipt)).toContain('scope_violation');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes)');
+    return 'refused';
+  });
+
+  attack("a hostile agent: the same fix with `ident` given by src/.GITATTRIBUTES, which a macOS or Windows checkout opens for src/.gitattributes", 'runner', 'refused', async () => {
+    const where = await place('folded');
+    const fix = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
+    const action = ["printf 'add.js ident\\n' > src/.GITATTRIBUTES", `printf '%s' '${fix.toString('base64')}' | base64 -d > src/add.js`].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'folded', action);
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    if (receipt['status'] === 'succeeded') return 'accepted: a file such a checkout reads as .gitattributes passed as work';
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.GITATTRIBUTES (checkout_attributes)');
+    return 'refused';
+  });
+
+  it('work whose src/.gitattributes names only a diff driver and a language, which change no byte a checkout writes, succeeds', async () => {
+    // Control: attributes that play no part in a checkout or an archive are work like any other.
+    const where = await place('diff');
+    const { receipt, unreceipted } = await attempted(where, 'diff', `${FIX}\nprintf '*.js diff=javascript linguist-language=JavaScript\\n' > src/.gitattributes`);
+    if (receipt === undefined) throw new Error(unreceipted);
+    expect(disagreement(where, receipt)).toBeNull();
+    expect(receipt['files_changed']).toEqual(['src/.gitattributes', 'src/add.js']);
+    expect(receipt['status']).toBe('succeeded');
+  });
+});
+
+describe("a hostile agent's change to a file the base's rules hand to a filter", () => {
+  const place = hostilePlaces(dir, 'lfs');
+  const pointer = (oid: string, size: number): string => `version https://git-lfs.github.com/spec/v1\noid sha256:${oid}\nsize ${size}\n`;
+
+  attack('a hostile agent: a new LFS pointer for assets/model.bin, and an .lfsconfig naming its own server, where every checkout with git-lfs writes what that server holds', 'runner', 'refused', async () => {
+    // What the verification read is the pointer's text; what a reviewer's, CI's or a deploy's checkout holds there is
+    // whatever the agent's server answers for the oid it chose, which nothing the runner did ever read.
+    const where = await place('pointer', { '.gitattributes': '*.bin filter=lfs diff=lfs merge=lfs -text\n', 'assets/model.bin': pointer('1'.repeat(64), 12) });
+    const action = [FIX, `printf '%s' '${pointer('e'.repeat(64), 4096)}' > assets/model.bin`, "printf '[lfs]\\n\\turl = https://lfs.agent.invalid/\\n' > .lfsconfig"].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'pointer', action, { scope: ['src/**', 'assets/**', '.lfsconfig'] });
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    expect(receipt['files_changed']).toEqual(['.lfsconfig', 'assets/model.bin', 'src/add.js']);
+    if (receipt['status'] === 'succeeded') return 'accepted: a change to a file a checkout writes through a filter passed the verification on its stored form';
+    expect(JSON.stringify(receipt['blockers'])).toContain('assets/model.bin (filtered)');
+    expect(JSON.stringify(receipt['blockers'])).not.toContain('src/add.js (filtered)');
+    return 'refused';
+  });
+
+  it("work beside such a file, and the file's removal, are work like any other", async () => {
+    const where = await place('beside', { '.gitattributes': '*.bin filter=lfs diff=lfs merge=lfs -text\n', 'assets/model.bin': pointer('1'.repeat(64), 12) });
+    const { receipt, unreceipted } = await attempted(where, 'beside', `${FIX}\nrm assets/model.bin`, { scope: ['src/**', 'assets/**'] });
+    if (receipt === undefined) throw new Error(unreceipted);
+    expect(receipt['files_changed']).toEqual(['assets/model.bin', 'src/add.js']);
+    expect(receipt['status']).toBe('succeeded');
+  });
+});
+
+describe('a hostile agent that nests a repository in its work', () => {
+  const place = hostilePlaces(dir, 'nested');
+
+  for (const [name, action] of [
+    ['a repository of its own, made by git init and committed to, under src/inner', 'mkdir -p src/inner && cd src/inner && git init -q && echo x > f && git add f && git -c user.name=a -c user.email=a@b commit -qm x'],
+    ['a .git file naming another repository as the folder of src/inner', "mkdir -p src/inner && printf 'gitdir: /\\n' > src/inner/.git && echo x > src/inner/f"],
+    ['a .git folder of its own at the root of a new folder, with a hook and a config', "mkdir -p src/inner/.git/hooks && printf '[core]\\n\\tfsmonitor = /bin/false\\n' > src/inner/.git/config && printf 'ref: refs/heads/main\\n' > src/inner/.git/HEAD && echo x > src/inner/f"],
+  ] as const) {
+    attack(`a hostile agent: ${name}`, 'runner', 'refused', async () => {
+      // Guard: no name .git is taken as work at any depth; the attempt fails naming it, and the commit holds none.
+      const where = await place(name.split(' ').slice(1, 3).join('-'));
+      const { receipt, unreceipted } = await attempted(where, 'nested', `${FIX}\n${action}`);
+      if (receipt === undefined) return unreceipted;
+      const parted = disagreement(where, receipt);
+      if (parted !== null) return `accepted: ${parted}`;
+      const head = receipt['head_sha'] as string | null;
+      const inCommit = head === null ? [] : [...filesAt(where, head).keys()].filter((key) => key.split('/').some((part) => part.toLowerCase() === '.git'));
+      if (inCommit.length > 0) return `accepted: the commit holds ${inCommit.join(', ')}`;
+      if (receipt['status'] === 'succeeded') return 'accepted: a nested repository passed as work';
+      expect(codesOf(receipt)).toContain('scope_violation');
+      return 'refused';
+    });
+  }
+});
+
+describe("a hostile agent's names that git, a shell and the ledger read apart", () => {
+  const place = hostilePlaces(dir, 'names');
+
+  attack('a hostile agent: files named with a line break, a tab, a leading dash and a trailing space', 'runner', 'refused', async () => {
+    // Guard: each is one name the ledger records as its bytes, its hash the blob's at that name in the commit.
+    const where = await place('odd');
+    const action = [FIX, "printf 'a\\n' > \"$(printf 'src/line\\nbreak.js')\"", "printf 'b\\n' > \"$(printf 'src/tab\\there.js')\"", "printf 'c\\n' > src/-rf", "printf 'd\\n' > 'src/space '"].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'odd', action);
+    if (receipt === undefined) return unreceipted;
+    const parted = disagreement(where, receipt);
+    if (parted !== null) return `accepted: ${parted}`;
+    expect([...(receipt['files_changed'] as string[])].sort()).toEqual(['src/-rf', 'src/add.js', 'src/line\nbreak.js', 'src/space ', 'src/tab\there.js'].sort());
+    expect(coo(['verify', '--ledger', where.world.gitdir, '--no-checkpoint']).status).toBe(0);
+    return 'refused';
+  });
+
+  attack('a hostile agent: a file whose name is not UTF-8, beside the fix', 'runner', 'refused', async () => {
+    // Guard: a name the ledger cannot record is not committed, and the attempt fails naming it.
+    const where = await place('latin1');
+    const { receipt, unreceipted } = await attempted(where, 'latin1', `${FIX}\nprintf 'x\\n' > "$(printf 'src/caf\\351.js')"`);
+    if (receipt === undefined) return unreceipted;
+    const parted = disagreement(where, receipt);
+    if (parted !== null) return `accepted: ${parted}`;
+    if (receipt['status'] === 'succeeded') return 'accepted: a name the receipt cannot hold passed as work';
+    expect(codesOf(receipt)).toContain('scope_violation');
+    return 'refused';
+  });
+
+  attack("a hostile agent: src replaced by a link to a folder of its work holding the fix", 'runner', 'refused', async () => {
+    // Guard: a link is never followed; the link is named and refused, and the files behind it are read where they are.
+    const where = await place('linked');
+    const { receipt, unreceipted } = await attempted(where, 'linked', `${FIX}\nmv src lib && ln -s lib src`, { scope: ['src/**', 'src', 'lib/**'] });
+    if (receipt === undefined) return unreceipted;
+    const parted = disagreement(where, receipt);
+    if (parted !== null) return `accepted: ${parted}`;
+    if (receipt['status'] === 'succeeded') return 'accepted: a linked folder passed as work';
+    expect(codesOf(receipt)).toContain('scope_violation');
+    return 'refused';
+  });
+});
