@@ -43,6 +43,20 @@ export function checkGivenKey(key: string | undefined, where: string, name?: str
   throw new CooError('USAGE', `${said} ${JSON.stringify(key)} has a "${MEMBER_KEY_JOIN}", which joins a panel's key to each member's (<key>${MEMBER_KEY_JOIN}<member>) and which no given key may have: it could take a key a panel derives for its member. Give a key without "${MEMBER_KEY_JOIN}"; to repeat a panel, its own key`, { where: name ?? `${where}:idempotency_key` });
 }
 
+/**
+ * The same rule where an envelope is judged as written (the writers and the hook; keys the ledger
+ * holds from before stay valid): a key holds a `~` only as a panel member's, `<panel key>~<member>`
+ * with one `~` and the member the envelope's own target. An envelope pushed straight to a remote,
+ * which no writer's check saw, could otherwise take the key a later panel derives for its member.
+ */
+export function checkMemberJoin(doc: CooMessage, where: string): void {
+  const key = doc.idempotency_key;
+  const at = key.indexOf(MEMBER_KEY_JOIN);
+  if (at === -1) return;
+  if (doc.intent === 'aa_consult' && doc.panel !== undefined && at === key.lastIndexOf(MEMBER_KEY_JOIN) && key.slice(at + 1) === doc.target_actor) return;
+  throw new CooError('IDEMPOTENCY_CONFLICT', `${where}: idempotency_key ${JSON.stringify(key)} has a "${MEMBER_KEY_JOIN}", which only a panel member's key has (<panel key>${MEMBER_KEY_JOIN}<member>, the member its target): it could take a key a panel derives for its member. Give a key without "${MEMBER_KEY_JOIN}"`, { where: `${where}:idempotency_key` });
+}
+
 /** A panel member's idempotency key, from the panel's (a given key, checked) and the member's id. */
 export function panelMemberKey(panelKey: string, member: string): string {
   checkGivenKey(panelKey, 'panel');

@@ -120,4 +120,18 @@ describe('the same reply pushed with stock git to a ledger with its pre-receive 
     const envelope = { ...plan.header, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'Which base?' }, expected_receipt_schema: null };
     return kit.push({ [envelopePath(messageFolder(plan.messageId, plan.createdAt))]: toYaml(envelope) }, { key: kit.keys.codex.file });
   });
+  // The writers refuse a given key with a "~" (authority/idempotency.ts checkGivenKey); the hook held none of it.
+  const blockerUnder = async (key: string): Promise<string> => {
+    const kit = getKit();
+    const now = new Date();
+    const plan = planEnvelope(await kit.world.ledger.state(), kit.world.actors.codex, 'coo.hermes', { maxRuntimeSeconds: 1 }, now, 'hand');
+    const envelope = { ...plan.header, idempotency_key: key, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'stuck' }, expected_receipt_schema: null };
+    return kit.push({ [envelopePath(messageFolder(plan.messageId, plan.createdAt))]: toYaml(envelope) }, { key: kit.keys.codex.file });
+  };
+
+  attack("an envelope under a panel member's key form (k~aa.chatgpt) that is no panel member, pushed past every writer", 'hook', 'IDEMPOTENCY_CONFLICT', () => blockerUnder('k~aa.chatgpt'));
+
+  it('takes the same envelope under a key without "~" (a guard)', async () => {
+    expect(await blockerUnder('k-aa.chatgpt')).toBe('accepted');
+  });
 });

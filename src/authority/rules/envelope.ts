@@ -3,7 +3,7 @@ import { messageFolder, type PathInfo } from '../../ledger/layout.js';
 import { toMillis } from '../../schema/common.js';
 import type { CooMessage } from '../../schema/message.js';
 import { canonicalJson } from '../../util/hash.js';
-import { repeatedRequest, requestFingerprint } from '../idempotency.js';
+import { checkMemberJoin, repeatedRequest, requestFingerprint } from '../idempotency.js';
 import { checkEdge, checkForbiddenEdge, classOf, isCommandIntent } from '../policy-check.js';
 import { isRunnerIntent, withinHopLimit } from '../runnable.js';
 import { commandBudgetLeftUsd, correlationRemainingUsd, idempotencySlot, type MessageRecord } from '../state.js';
@@ -64,6 +64,7 @@ export function checkEnvelope(check: CommitCheck, entry: EntryFile, info: Extrac
   checkLimits(check, doc, where);
   rules.envelope?.(check, doc, registry, policy, info.folder, where);
   checkAckKey(doc, where);
+  if (check.clock !== null) checkMemberJoin(doc, where);
   const fingerprint = requestFingerprint(doc);
   const slot = idempotencySlot(doc.source_actor, doc.idempotency_key);
   const firstId = check.idempotency.get(slot) ?? check.state.idempotency.get(slot);
