@@ -185,7 +185,6 @@ function warnReplaceable(path: string, what: string, whose: string): void {
 
 const FINGERPRINT = /^SHA256:[A-Za-z0-9+/]{43}$/;
 
-/** A pinned trust root (`--trust-root`): a public key file, or the SHA256 fingerprint `coo init` printed. */
 /** What `--genesis` says of itself in help: the ledger a pin holds the history to. */
 export const GENESIS_HELP = "the ledger's genesis commit (genesis in coo verify --json, or git rev-list --max-parents=0 main): another ledger under the same keys, a staging copy, is refused";
 
@@ -196,6 +195,7 @@ export function genesisFlag(value: string | undefined): string | undefined {
   return value;
 }
 
+/** A pinned trust root (`--trust-root`): a public key file, or the SHA256 fingerprint `coo init` printed. */
 export function pinnedKeyId(value: string): { keyId: string } {
   if (FINGERPRINT.test(value)) return { keyId: value };
   return { keyId: loadPublicKey(value).keyId };

@@ -61,14 +61,19 @@ export function parseDocument<K extends DocumentKind>(kind: K, value: unknown, f
 /**
  * What a `schema_version` this build does not read is, when it names a later version of a kind it
  * does (`actor_policy.v1` to a build that reads `actor_policy.v0`): a newer coo-commons wrote it, and
- * the fix is an upgrade, not an edit. An empty string for anything else.
+ * the fix is an upgrade, not an edit. `expected`: the kind the reader wants, when it wants one; a
+ * later version of another kind is a file of the wrong kind, which no upgrade mends. An empty string
+ * for anything else.
  */
-function laterVersion(declared: unknown): string {
+function laterVersion(declared: unknown, expected?: DocumentKind): string {
   const match = typeof declared === 'string' ? /^([a-z_]+)\.v(\d{1,6})$/.exec(declared) : null;
   if (match === null) return '';
-  const known = DOCUMENT_KINDS.find((kind) => kind.startsWith(`${match[1]}.v`));
-  if (known === undefined || Number(match[2]) <= Number(known.slice(known.lastIndexOf('.v') + 2))) return '';
-  return `: a later version than this coo reads (${known}), written by a newer coo-commons; upgrade coo (the hook, the forge's check and the runners too) to read it`;
+  const family = `${match[1]}.v`;
+  if (expected !== undefined && !expected.startsWith(family)) return '';
+  const known = DOCUMENT_KINDS.filter((kind) => kind.startsWith(family));
+  const newest = Math.max(...known.map((kind) => Number(kind.slice(family.length))));
+  if (known.length === 0 || Number(match[2]) <= newest) return '';
+  return `: a later version than this coo reads (${family}${newest}), written by a newer coo-commons; upgrade coo (the hook, the forge's check and the runners too) to read it`;
 }
 
 /** Reads untrusted YAML bytes strictly, then validates them as `kind`. */
@@ -79,7 +84,7 @@ export function readDocument<K extends DocumentKind>(kind: K, bytes: Uint8Array,
   }
   const declared = (value as Record<string, unknown>)['schema_version'];
   if (declared !== kind) {
-    throw new CooError('SCHEMA_UNKNOWN', `${file}: schema_version ${JSON.stringify(declared)} where ${kind} is expected${laterVersion(declared)}`, {
+    throw new CooError('SCHEMA_UNKNOWN', `${file}: schema_version ${JSON.stringify(declared)} where ${kind} is expected${laterVersion(declared, kind)}`, {
       where: `${file}:schema_version`,
     });
   }

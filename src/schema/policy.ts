@@ -57,8 +57,9 @@ export const actorPolicy = z
       max_context_bytes: positiveInt.max(64 * 1024 * 1024),
       max_prompt_bytes: positiveInt.max(4 * 1024 * 1024),
       /**
-       * The largest fan-out of one message: the members of a panel, and the messages naming one
-       * parent. Absent in policies written before panels: then no limit is stated.
+       * The largest fan-out of one message: the members of a panel, and the work (consults,
+       * dispatches, cross-checks) naming one parent. Absent in policies written before panels: then
+       * no limit is stated.
        */
       max_fanout: positiveInt.max(64).optional(),
       /** How many messages of one correlation the runner may have in flight (not yet ended) at once; absent: no limit stated. */

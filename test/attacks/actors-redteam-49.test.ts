@@ -120,6 +120,19 @@ describe('the same reply pushed with stock git to a ledger with its pre-receive 
     const envelope = { ...plan.header, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'Which base?' }, expected_receipt_schema: null };
     return kit.push({ [envelopePath(messageFolder(plan.messageId, plan.createdAt))]: toYaml(envelope) }, { key: kit.keys.codex.file });
   });
+  it('verifies a history that holds such a reply written before the rule (coo verify judges history as it was, with no clock): a guard', async () => {
+    const kit = getKit();
+    const command = await sendCommand({ ledger: kit.world.ledger, key: kit.world.actors.ceo, now: new Date(), text: 'Ship the fix.' });
+    const now = new Date();
+    const plan = planEnvelope(await kit.world.ledger.state(), kit.world.actors.codex, 'coo.hermes', { parentMessageId: command.messageId, maxRuntimeSeconds: 1 }, now, 'hand');
+    const envelope = { ...plan.header, intent: 'blocker', authority_class: 'evidence', budget: { max_cost_usd: 0, max_runtime_seconds: 1 }, about_message_id: null, blocker: { code: 'needs_decision', detail: 'Which base?' }, expected_receipt_schema: null };
+    let codes: string[] = ['not run'];
+    await kit.bypass({ [envelopePath(messageFolder(plan.messageId, plan.createdAt))]: toYaml(envelope) }, { key: kit.keys.codex.file }, () => {
+      codes = kit.verifyCodes();
+    });
+    expect(codes).toEqual([]);
+  });
+
   // The writers refuse a given key with a "~" (authority/idempotency.ts checkGivenKey); the hook held none of it.
   const blockerUnder = async (key: string): Promise<string> => {
     const kit = getKit();

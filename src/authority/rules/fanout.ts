@@ -20,7 +20,7 @@ export function checkFanout(check: CommitCheck, doc: CooMessage, policy: ActorPo
     const children = (check.children.get(parent) ?? check.state.children.get(parent) ?? 0) + 1;
     const limit = policy.limits.max_fanout;
     if (limit !== undefined && children > limit) {
-      throw new CooError('POLICY_LIMIT', `${where}: ${parent} would have ${children} messages naming it as their parent, over the policy's max_fanout ${limit} (policy v${policy.version})`, { where: `${where}:parent_message_id` });
+      throw new CooError('POLICY_LIMIT', `${where}: ${parent} would have ${children} consults, dispatches or cross-checks naming it as their parent, over the policy's max_fanout ${limit} (policy v${policy.version})`, { where: `${where}:parent_message_id` });
     }
     check.children.set(parent, children);
   }

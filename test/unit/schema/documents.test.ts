@@ -24,6 +24,10 @@ describe('a schema_version this build does not read', () => {
     }
   });
 
+  it('says so of any later kind where no kind is asked for (a ledger file read for what it is)', () => {
+    expect(refusal(() => readAnyDocument(Buffer.from('schema_version: heartbeat.v1\n'), 'x.yaml')).message).toMatch(/later version than this coo reads \(heartbeat\.v0\)/);
+  });
+
   it('says nothing of an upgrade for an older or foreign version, another kind, or a name that is no version', () => {
     const cases: Array<[string, () => unknown]> = [];
     for (const declared of ['actor_policy.v0', 'actor_policy.vx', 'stranger.v9', 'actor_policy.v1.0', 'heartbeat.v1']) {
@@ -33,9 +37,9 @@ describe('a schema_version this build does not read', () => {
     cases.push(['stranger.v9 (any)', () => readAnyDocument(Buffer.from('schema_version: stranger.v9\n'), 'x.yaml')]);
     for (const [declared, read] of cases) {
       const { code, message } = refusal(read);
-      // heartbeat.v1 is a later heartbeat: named so even where a registry is expected.
+      // heartbeat.v1 is a later heartbeat, but where a registry is expected it is a file of the wrong kind: no upgrade mends it.
       expect(code, declared).toBe('SCHEMA_UNKNOWN');
-      expect(/upgrade coo/.test(message), declared).toBe(declared === 'heartbeat.v1');
+      expect(/upgrade coo/.test(message), declared).toBe(false);
     }
   });
 });
