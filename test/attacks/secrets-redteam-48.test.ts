@@ -1,0 +1,97 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
+import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
+import { coo } from '../helpers/cli.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * "No secret ever enters the ledger", attacked again: a URL whose password holds an unencoded `#`
+ * or `?`, as a password generator writes one and libpq and SQLAlchemy take it (the first `@` after
+ * the colon ends it). WHATWG and git read such a URL as having no user at all and its password as a
+ * fragment or query, so neither the scrubber nor the URL's display knew it.
+ */
+const dir = tempDir('secrets-48');
+const places = hostilePlaces(dir, 'p');
+
+/** Every run of 8 characters of `whole` that `text` still holds. */
+const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
+const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
+
+const SECRETS = {
+  DATABASE_URL: 'Xk9#qLm2Vp7zRt4w',
+  REDIS_URL: 'Rd4?wN8bTq2LmZ6c',
+  BACKUP_URL: 'Bk7qW#2nZ?9vLp3x',
+};
+const ENV = {
+  DATABASE_URL: `postgresql://app:${SECRETS.DATABASE_URL}@db.internal:5432/prod`,
+  REDIS_URL: `redis://default:${SECRETS.REDIS_URL}@cache.internal:6379/0`,
+  BACKUP_URL: `https://backup:${SECRETS.BACKUP_URL}@backup.internal/store`,
+};
+
+describe('a password with an unencoded # or ? in a URL', () => {
+  it('is known to the scrubber and not shown where the URL is; a port before a query or fragment with an @ in it is no password', () => {
+    const scrubber = new Scrubber(environmentSecrets(ENV));
+    for (const [name, value] of Object.entries(SECRETS)) {
+      const url = ENV[name as keyof typeof ENV];
+      const scrubbed = scrubber.text(`connecting to ${url} failed; password was ${value}`);
+      expect(scrubbed, name).toContain(`[removed: ${name}]`);
+      expect(pieces(scrubbed, value), name).toEqual([]);
+      expect(pieces(displayUrl(url), value), name).toEqual([]);
+      expect(pieces(withoutUserInfo(`git said: fatal: unable to access '${url}'`), value), name).toEqual([]);
+    }
+    expect(displayUrl(ENV.DATABASE_URL)).toBe('postgresql://db.internal:5432/prod');
+    expect(environmentSecrets({ APP_URL: 'http://localhost:8080?next=me@example.com', DOCS_URL: 'https://docs.internal:8443#/users/me@example.com' })).toEqual([]);
+    expect(displayUrl('https://docs.internal:8443#/users/me@example.com')).toBe('https://docs.internal:8443#/users/me@example.com');
+  });
+
+  it('given to coo clone, is in no error it prints, nor in --json (REMOTE_UNREACHABLE, nothing cloned)', () => {
+    const keys = join(dir, 'clone-keys');
+    expect(coo(['keygen', '--actor', 'ceo', '--out', keys]).status).toBe(0);
+    for (const [name, value] of Object.entries(SECRETS)) {
+      const url = `https://bot:${value}@127.0.0.1:1/ledger.git`;
+      for (const flags of [[], ['--json']]) {
+        const result = coo(['clone', url, join(dir, `clone-${name}`), '--trust-root', join(keys, 'ceo.pub'), ...flags]);
+        expect(result.status, name).not.toBe(0);
+        expect(`${result.stdout}${result.stderr}`, name).toContain('REMOTE_UNREACHABLE');
+        expect(pieces(`${result.stdout}${result.stderr}`, value), name).toEqual([]);
+      }
+    }
+  });
+
+  it('is refused in what a writer signs when its process holds the URL (USAGE, exit 2, naming no secret), and nothing is written', () => {
+    const keys = join(dir, 'keys');
+    const ledger = join(dir, 'ledger.git');
+    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
+    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
+    const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
+    const before = head();
+    for (const [name, value] of Object.entries(SECRETS)) {
+      const result = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `Rotate ${value} today.`], { env: ENV });
+      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], name).toEqual([2, 'coo: USAGE']);
+      expect(pieces(result.stderr, value), name).toEqual([]);
+    }
+    expect(head()).toBe(before);
+    expect(coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Rotate the database password, see http://localhost:8080?next=me@example.com, today.'], { env: ENV }).status).toBe(0);
+  });
+
+  it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints it from the runner's environment", async () => {
+    const place = await places('env');
+    const { messageId } = await dispatchTo(place, 'env');
+    const action = [
+      String.raw`tr '\0' '\n' < /proc/$PPID/environ > env.txt`,
+      // Each URL's password as libpq reads it: up to the first @ after the user's colon.
+      String.raw`sed -n -E 's#^(DATABASE_URL|REDIS_URL|BACKUP_URL)=[a-z]+://[^:]+:([^@]*)@.*$#\1 password \2#p' env.txt >&2`,
+      'exit 1',
+    ].join('\n');
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env: ENV, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    for (const [name, value] of Object.entries(SECRETS)) {
+      expect(ledger, name).toContain(`${name} password [removed: ${name}]`);
+      expect(pieces(ledger, value), name).toEqual([]);
+    }
+  }, 120_000);
+});
