@@ -1,10 +1,12 @@
+import { renameSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret ever enters the ledger", attacked again: a URL whose password holds an unencoded `#`
@@ -93,5 +95,25 @@ describe('a password with an unencoded # or ? in a URL', () => {
       expect(ledger, name).toContain(`${name} password [removed: ${name}]`);
       expect(pieces(ledger, value), name).toEqual([]);
     }
+  }, 120_000);
+});
+
+describe("the runner's signing key given as a link to a file in another folder", () => {
+  it('is hidden from an execution agent under bubblewrap where it really is, as the folder the link is in is', async () => {
+    requireBubblewrap("hiding the signing key's own folder");
+    const place = await places('key-link');
+    const vault = outsideTempDir('s48-vault-');
+    const real = join(vault, 'coo.key');
+    renameSync(place.keyFile, real);
+    symlinkSync(real, place.keyFile);
+    const { messageId } = await dispatchTo(place, 'key-link');
+    // How many bytes of the key the agent could read: the scrubber knows the key, not what an agent makes of it (reversed, encoded).
+    const action = `{ printf 'seen: %s\\n' "$(cat ${real} 2>/dev/null | wc -c)"; ls ${vault} 2>/dev/null | wc -l | sed 's/^/listed: /'; } >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('seen: 0\n');
+    expect(ledger).toContain('listed: 0\n');
   }, 120_000);
 });
