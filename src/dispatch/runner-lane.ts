@@ -368,6 +368,7 @@ export class DispatchLane implements RunnerLane {
         timeoutSeconds: a.timeoutSeconds,
         maxCostUsd: a.maxCostUsd,
         pidFile: folder.pidPath,
+        repository: { folder: this.ctx.repo, gitdir: out.worktree.gitdir },
         ...(bridge === null || a.relay === null ? {} : { spend, consultTool: { server: CONSULT_TOOL_SERVER, command: [...a.relay, '--socket', bridge.socket], socketDir: bridge.dir, timeoutSeconds: a.timeoutSeconds } }),
       });
       failpoint('during-executor');
@@ -397,6 +398,7 @@ export class DispatchLane implements RunnerLane {
       verifyTimeoutSeconds: a.timeoutSeconds,
       isolation: executor.isolated ? 'bwrap' : 'none',
       hide: this.ctx.hide,
+      repository: { folder: this.ctx.repo, gitdir: out.worktree.gitdir },
       commit: { key: this.ctx.key, actor: a.actor, attemptId: a.attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
       // Removed with the attempt's folders after the receipt, off the receipt's path.
       keepCheckout: true,

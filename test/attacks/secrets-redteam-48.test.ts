@@ -1,4 +1,4 @@
-import { renameSync, symlinkSync } from 'node:fs';
+import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
@@ -115,5 +115,28 @@ describe("the runner's signing key given as a link to a file in another folder",
     const ledger = ledgerOf(place.world.gitdir);
     expect(ledger).toContain('seen: 0\n');
     expect(ledger).toContain('listed: 0\n');
+  }, 120_000);
+});
+
+describe('the target repository an execution agent works on a worktree of', () => {
+  it("has its work tree hidden under bubblewrap, from the agent and from the verification commands: an untracked .env there is not read; git works in the worktree", async () => {
+    requireBubblewrap("hiding the target repository's work tree");
+    // Outside the shared temporary folders, where an operator's checkout is: every sandbox empties those.
+    const outside = hostilePlaces(outsideTempDir('s48-repo-'), 'r');
+    const place = await outside('repo');
+    const secret = 'sk_live_RepoEnv4Q9vR2mX7kLp3Zw';
+    writeFileSync(join(place.repo, '.env'), `STRIPE_SECRET_KEY=${secret}\n`);
+    // Where the repository is, as the worktree's .git file names it; what the agent could read of its .env, and whether git works.
+    const look = String.raw`repo=$(sed -n 's#^gitdir: \(.*\)/\.git/worktrees/.*#\1#p' .git); printf 'WHO env: %s\n' "$(cat "$repo/.env" 2>/dev/null | wc -c)"; printf 'WHO git: %s\n' "$(git log -1 --format=%H)"`;
+    const { messageId } = await dispatchTo(place, 'repo', { verify: [look.replaceAll('WHO', 'verification')] });
+    const watch = watchOnce(place, agentScript(place.world.dir, `{ ${look.replaceAll('WHO', 'agent')}; } >&2`));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    for (const who of ['agent', 'verification']) {
+      expect(ledger, who).toContain(`${who} env: 0\n`);
+      expect(ledger, who).toContain(`${who} git: ${place.base}\n`);
+    }
+    expect(pieces(ledger, secret)).toEqual([]);
   }, 120_000);
 });
