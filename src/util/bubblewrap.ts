@@ -102,6 +102,8 @@ export interface BwrapLayout {
 export interface Repository {
   readonly folder: string;
   readonly gitdir: string;
+  /** The file read in place of the git folder's `config`: the keys git needs alone, no remote's credentials (dispatch/worktree.ts writeSandboxConfig). */
+  readonly config: string;
 }
 
 /**
@@ -110,12 +112,13 @@ export interface Repository {
  * task, and the worktree's `.git` file names where it is), and its git folder alone, read-only, which
  * git in the worktree reads. The folder `--repo` names is hidden, and the work tree its git folder is
  * of (`dirname` of a `.git` folder) when that is another: `--repo` naming a subfolder or a linked
- * worktree. A bare repository is its git folder, which stays.
+ * worktree. A bare repository is its git folder, which stays. Its configuration is read from
+ * `config`, which holds none of its remotes' credentials.
  */
-function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[] } {
-  if (repository === undefined) return { hide: [], readOnly: [] };
+function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
+  if (repository === undefined) return { hide: [], readOnly: [], overlays: [] };
   const workTrees = [repository.folder, ...(basename(repository.gitdir) === '.git' ? [dirname(repository.gitdir)] : [])];
-  return { hide: workTrees, readOnly: [repository.gitdir] };
+  return { hide: workTrees, readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(real(repository.gitdir), 'config') }] };
 }
 
 /**
@@ -226,7 +229,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),
     ...layout.writable.flatMap((path) => ['--bind', real(path), real(path)]),
     ...readOnly.flatMap((path) => ['--ro-bind', real(path), real(path)]),
-    ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
+    ...[...(layout.overlays ?? []), ...repository.overlays].flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
     '--chdir', resolve(layout.chdir),
     '--',
   ];

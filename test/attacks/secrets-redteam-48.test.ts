@@ -139,4 +139,28 @@ describe('the target repository an execution agent works on a worktree of', () =
     }
     expect(pieces(ledger, secret)).toEqual([]);
   }, 120_000);
+
+  it("gives the agent and the verification commands its git configuration without its remotes' credentials: a token in a remote's URL or an extra header is not there to write out in a cipher no scrubber knows", async () => {
+    requireBubblewrap("the target repository's git configuration");
+    const outside = hostilePlaces(outsideTempDir('s48-config-'), 'c');
+    const place = await outside('config');
+    const token = 'ghs_RepoRemote8Kq2Wn5Yc1Jh7TfXz';
+    const header = 'glpat-RepoHeader3Vb6Nm9Qw2Er5T';
+    git(['remote', 'add', 'origin', `https://x-access-token:${token}@127.0.0.1/o/r.git`], { cwd: place.repo });
+    git(['config', 'http.https://127.0.0.1/.extraheader', `PRIVATE-TOKEN: ${header}`], { cwd: place.repo });
+    const rot13 = (text: string): string => text.replace(/[a-z]/gi, (c) => String.fromCharCode(((c.toLowerCase().charCodeAt(0) - 97 + 13) % 26) + (c === c.toLowerCase() ? 97 : 65)));
+    // The repository's configuration as git in the worktree reads it, in ROT13; and whether git works there.
+    const look = String.raw`printf 'WHO config: %s\n' "$(git config --list | tr 'A-Za-z' 'N-ZA-Mn-za-m' | tr '\n' ' ')"; printf 'WHO git: %s\n' "$(git log -1 --format=%H)"`;
+    const { messageId } = await dispatchTo(place, 'config', { verify: [look.replaceAll('WHO', 'verification')] });
+    const watch = watchOnce(place, agentScript(place.world.dir, `{ ${look.replaceAll('WHO', 'agent')}; } >&2`));
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    for (const who of ['agent', 'verification']) {
+      // What git needs of it is there: its format.
+      expect(ledger, who).toMatch(new RegExp(`${who} config: [^\n]*${rot13('core.repositoryformatversion=0')}`));
+      expect(ledger, who).toContain(`${who} git: ${place.base}\n`);
+    }
+    for (const value of [token, header]) expect(pieces(ledger, rot13(value))).toEqual([]);
+  }, 120_000);
 });
