@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
@@ -100,6 +100,26 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
     if (name === 'GOOGLE_APPLICATION_CREDENTIALS' || (/_FILE$/i.test(name) && isSecretName(name.slice(0, -'_FILE'.length)))) files.push({ path: value, name, kind: 'named' });
   }
   return files;
+}
+
+/**
+ * The places the environment moves a tool's logins to, away from the home folder's ones a sandbox hides
+ * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
+ * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
+ * libpq's password file, npm's user configuration, git's global configuration, and the git, gh and
+ * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
+ * the home folder (a variable pointed there would hide it whole).
+ */
+export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homedir()): string[] {
+  const given = (name: string): string[] => (env[name] === undefined ? [] : [env[name]!]);
+  const xdg = given('XDG_CONFIG_HOME').flatMap((folder) => ['git', 'gh', 'gcloud'].map((tool) => join(folder, tool)));
+  const places = [
+    ...['CODEX_HOME', 'CLAUDE_CONFIG_DIR', 'GH_CONFIG_DIR', 'CLOUDSDK_CONFIG', 'DOCKER_CONFIG', 'PGPASSFILE', 'NPM_CONFIG_USERCONFIG', 'npm_config_userconfig', 'GIT_CONFIG_GLOBAL'].flatMap(given),
+    ...given('KUBECONFIG').flatMap((list) => list.split(':')),
+    ...xdg,
+  ];
+  const root = resolve(home);
+  return [...new Set(places.filter((path) => isAbsolute(path) && !/^\/(?:dev|proc|sys)(?:\/|$)/.test(path)).map((path) => resolve(path)))].filter((path) => path !== '/' && root !== path && !root.startsWith(`${path}/`));
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */

@@ -1,6 +1,7 @@
-import { renameSync, symlinkSync, writeFileSync } from 'node:fs';
+import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { environmentCredentialPlaces } from '../../src/util/credential-files.js';
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
@@ -163,4 +164,53 @@ describe('the target repository an execution agent works on a worktree of', () =
     }
     for (const value of [token, header]) expect(pieces(ledger, rot13(value))).toEqual([]);
   }, 120_000);
+});
+
+describe("a tool's logins the runner's environment keeps outside the home folder", () => {
+  it('are hidden from an execution agent under bubblewrap, as the home folder\'s are: CODEX_HOME, CLAUDE_CONFIG_DIR, GH_CONFIG_DIR, CLOUDSDK_CONFIG, DOCKER_CONFIG, KUBECONFIG, PGPASSFILE, GIT_CONFIG_GLOBAL and XDG_CONFIG_HOME\'s git and gh', async () => {
+    requireBubblewrap("hiding the logins the environment names");
+    // Outside the shared temporary folders, which every sandbox sees empty anyway.
+    const root = outsideTempDir('s48-logins-');
+    const files: Record<string, string> = {
+      'codex/auth.json': '{"OPENAI_API_KEY":"sk-proj-CodexHomeKey7Qw2Er"}',
+      'claude/.credentials.json': '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-ClaudeDir5Ty8"}}',
+      'gh/hosts.yml': 'github.com:\n    oauth_token: gho_GhConfigDir4Kp9Lm2\n',
+      'gcloud/credentials.db': 'refresh_token 1//CloudSdk6Hn3Vb8',
+      'docker/config.json': '{"auths":{"r.example":{"auth":"dXNlcjpEb2NrZXJDb25maWc="}}}',
+      'kube/one.yaml': 'users:\n- user:\n    token: KubeConfigTok3Zx7Cv\n',
+      'pgpass': 'db:5432:*:app:PgPassFile8Nm4Qr\n',
+      'gitconfig': '[http]\n\textraHeader = AUTHORIZATION: bearer GitGlobalTok2Wd6\n',
+      'xdg/git/credentials': 'https://bot:XdgGitCred9Ls3Fh@git.example\n',
+      'xdg/gh/hosts.yml': 'github.com:\n    oauth_token: gho_XdgGhHosts5Jk1\n',
+    };
+    for (const [path, text] of Object.entries(files)) {
+      mkdirSync(join(root, path, '..'), { recursive: true });
+      writeFileSync(join(root, path), text, { mode: 0o600 });
+    }
+    const env = {
+      CODEX_HOME: join(root, 'codex'),
+      CLAUDE_CONFIG_DIR: join(root, 'claude'),
+      GH_CONFIG_DIR: join(root, 'gh'),
+      CLOUDSDK_CONFIG: join(root, 'gcloud'),
+      DOCKER_CONFIG: join(root, 'docker'),
+      KUBECONFIG: `${join(root, 'kube', 'one.yaml')}:${join(root, 'kube', 'absent.yaml')}`,
+      PGPASSFILE: join(root, 'pgpass'),
+      GIT_CONFIG_GLOBAL: join(root, 'gitconfig'),
+      XDG_CONFIG_HOME: join(root, 'xdg'),
+    };
+    const place = await places('logins');
+    const { messageId } = await dispatchTo(place, 'logins');
+    const paths = Object.keys(files).map((path) => join(root, path));
+    const action = `{ printf 'seen:'; for f in ${paths.join(' ')}; do printf ' %s' "$(cat "$f" 2>/dev/null | wc -c)"; done; printf '\\n'; } >&2; exit 1`;
+    const watch = watchOnce(place, agentScript(place.world.dir, action), { env });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    expect(ledgerOf(place.world.gitdir)).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
+  }, 120_000);
+
+  it('never hide the home folder, a folder holding it, the root or a relative path a variable was pointed at', () => {
+    const home = '/home/operator';
+    expect(environmentCredentialPlaces({ CODEX_HOME: home, CLAUDE_CONFIG_DIR: '/', GH_CONFIG_DIR: '/home', DOCKER_CONFIG: 'docker', KUBECONFIG: '/dev/stdin' }, home)).toEqual([]);
+    expect(environmentCredentialPlaces({ XDG_CONFIG_HOME: `${home}/.config`, KUBECONFIG: '/etc/kube/a:/etc/kube/b' }, home)).toEqual(['/etc/kube/a', '/etc/kube/b', `${home}/.config/git`, `${home}/.config/gh`, `${home}/.config/gcloud`]);
+  });
 });
