@@ -81,7 +81,28 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(home, '.my.cnf'), name: '.my.cnf', kind: 'fields' },
     { path: join(home, '.pgpass'), name: '.pgpass', kind: 'pgpass' },
     { path: join(home, '.vault-token'), name: '.vault-token', kind: 'whole' },
+    ...movedLoginFiles(env, home),
     ...environmentSecretFiles(env),
+  ];
+}
+
+/**
+ * The login files of the tools whose folders the environment moves away from the home folder's
+ * (environmentCredentialPlaces, which a sandbox hides): what an agent run without bubblewrap reads
+ * there, the scrubber knows. Absolute paths only.
+ */
+function movedLoginFiles(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
+  const given = (name: string): string[] => (env[name] !== undefined && isAbsolute(env[name]!) ? [env[name]!] : []);
+  const xdg = given('XDG_CONFIG_HOME');
+  return [
+    ...[...given('GH_CONFIG_DIR'), ...xdg.map((folder) => join(folder, 'gh'))].map((folder): CredentialFile => ({ path: join(folder, 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' })),
+    ...[...given('CLOUDSDK_CONFIG'), ...xdg.map((folder) => join(folder, 'gcloud'))].map((folder): CredentialFile => ({ path: join(folder, 'application_default_credentials.json'), name: 'gcloud credentials', kind: 'fields' })),
+    // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
+    ...[...(xdg.length === 0 ? [join(home, '.config')] : xdg)].map((folder): CredentialFile => ({ path: join(folder, 'git', 'credentials'), name: 'git credentials', kind: 'urls' })),
+    ...given('DOCKER_CONFIG').map((folder): CredentialFile => ({ path: join(folder, 'config.json'), name: 'docker config.json', kind: 'fields' })),
+    ...(env['KUBECONFIG'] ?? '').split(':').filter((path) => isAbsolute(path)).map((path): CredentialFile => ({ path, name: 'kube config', kind: 'fields' })),
+    ...given('PGPASSFILE').map((path): CredentialFile => ({ path, name: '.pgpass', kind: 'pgpass' })),
+    ...[...given('NPM_CONFIG_USERCONFIG'), ...given('npm_config_userconfig')].map((path): CredentialFile => ({ path, name: '.npmrc', kind: 'fields' })),
   ];
 }
 

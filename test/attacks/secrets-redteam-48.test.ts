@@ -1,6 +1,6 @@
 import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, describe, expect, it } from 'vitest';
 import { environmentCredentialPlaces } from '../../src/util/credential-files.js';
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
@@ -167,37 +167,40 @@ describe('the target repository an execution agent works on a worktree of', () =
 });
 
 describe("a tool's logins the runner's environment keeps outside the home folder", () => {
-  it('are hidden from an execution agent under bubblewrap, as the home folder\'s are: CODEX_HOME, CLAUDE_CONFIG_DIR, GH_CONFIG_DIR, CLOUDSDK_CONFIG, DOCKER_CONFIG, KUBECONFIG, PGPASSFILE, GIT_CONFIG_GLOBAL and XDG_CONFIG_HOME\'s git and gh', async () => {
-    requireBubblewrap("hiding the logins the environment names");
-    // Outside the shared temporary folders, which every sandbox sees empty anyway.
-    const root = outsideTempDir('s48-logins-');
-    const files: Record<string, string> = {
-      'codex/auth.json': '{"OPENAI_API_KEY":"sk-proj-CodexHomeKey7Qw2Er"}',
-      'claude/.credentials.json': '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-ClaudeDir5Ty8"}}',
-      'gh/hosts.yml': 'github.com:\n    oauth_token: gho_GhConfigDir4Kp9Lm2\n',
-      'gcloud/credentials.db': 'refresh_token 1//CloudSdk6Hn3Vb8',
-      'docker/config.json': '{"auths":{"r.example":{"auth":"dXNlcjpEb2NrZXJDb25maWc="}}}',
-      'kube/one.yaml': 'users:\n- user:\n    token: KubeConfigTok3Zx7Cv\n',
-      'pgpass': 'db:5432:*:app:PgPassFile8Nm4Qr\n',
-      'gitconfig': '[http]\n\textraHeader = AUTHORIZATION: bearer GitGlobalTok2Wd6\n',
-      'xdg/git/credentials': 'https://bot:XdgGitCred9Ls3Fh@git.example\n',
-      'xdg/gh/hosts.yml': 'github.com:\n    oauth_token: gho_XdgGhHosts5Jk1\n',
-    };
+  // Outside the shared temporary folders, which every sandbox sees empty anyway.
+  const root = outsideTempDir('s48-logins-');
+  const files: Record<string, string> = {
+    'codex/auth.json': '{"OPENAI_API_KEY":"sk-proj-CodexHomeKey7Qw2Er"}',
+    'claude/.credentials.json': '{"claudeAiOauth":{"accessToken":"sk-ant-oat01-ClaudeDir5Ty8"}}',
+    'gh/hosts.yml': 'github.com:\n    oauth_token: gho_GhConfigDir4Kp9Lm2\n',
+    'gcloud/credentials.db': 'refresh_token 1//CloudSdk6Hn3Vb8',
+    'docker/config.json': '{"auths":{"r.example":{"auth":"dXNlcjpEb2NrZXJDb25maWc="}}}',
+    'kube/one.yaml': 'users:\n- user:\n    token: KubeConfigTok3Zx7Cv\n',
+    'pgpass': 'db:5432:*:app:PgPassFile8Nm4Qr\n',
+    'gitconfig': '[http]\n\textraHeader = AUTHORIZATION: bearer GitGlobalTok2Wd6\n',
+    'xdg/git/credentials': 'https://bot:XdgGitCred9Ls3Fh@git.example\n',
+    'xdg/gh/hosts.yml': 'github.com:\n    oauth_token: gho_XdgGhHosts5Jk1\n',
+  };
+  beforeAll(() => {
     for (const [path, text] of Object.entries(files)) {
       mkdirSync(join(root, path, '..'), { recursive: true });
       writeFileSync(join(root, path), text, { mode: 0o600 });
     }
-    const env = {
-      CODEX_HOME: join(root, 'codex'),
-      CLAUDE_CONFIG_DIR: join(root, 'claude'),
-      GH_CONFIG_DIR: join(root, 'gh'),
-      CLOUDSDK_CONFIG: join(root, 'gcloud'),
-      DOCKER_CONFIG: join(root, 'docker'),
-      KUBECONFIG: `${join(root, 'kube', 'one.yaml')}:${join(root, 'kube', 'absent.yaml')}`,
-      PGPASSFILE: join(root, 'pgpass'),
-      GIT_CONFIG_GLOBAL: join(root, 'gitconfig'),
-      XDG_CONFIG_HOME: join(root, 'xdg'),
-    };
+  });
+  const env = {
+    CODEX_HOME: join(root, 'codex'),
+    CLAUDE_CONFIG_DIR: join(root, 'claude'),
+    GH_CONFIG_DIR: join(root, 'gh'),
+    CLOUDSDK_CONFIG: join(root, 'gcloud'),
+    DOCKER_CONFIG: join(root, 'docker'),
+    KUBECONFIG: `${join(root, 'kube', 'one.yaml')}:${join(root, 'kube', 'absent.yaml')}`,
+    PGPASSFILE: join(root, 'pgpass'),
+    GIT_CONFIG_GLOBAL: join(root, 'gitconfig'),
+    XDG_CONFIG_HOME: join(root, 'xdg'),
+  };
+
+  it('are hidden from an execution agent under bubblewrap, as the home folder\'s are: CODEX_HOME, CLAUDE_CONFIG_DIR, GH_CONFIG_DIR, CLOUDSDK_CONFIG, DOCKER_CONFIG, KUBECONFIG, PGPASSFILE, GIT_CONFIG_GLOBAL and XDG_CONFIG_HOME\'s git and gh', async () => {
+    requireBubblewrap('hiding the logins the environment names');
     const place = await places('logins');
     const { messageId } = await dispatchTo(place, 'logins');
     const paths = Object.keys(files).map((path) => join(root, path));
@@ -213,4 +216,17 @@ describe("a tool's logins the runner's environment keeps outside the home folder
     expect(environmentCredentialPlaces({ CODEX_HOME: home, CLAUDE_CONFIG_DIR: '/', GH_CONFIG_DIR: '/home', DOCKER_CONFIG: 'docker', KUBECONFIG: '/dev/stdin' }, home)).toEqual([]);
     expect(environmentCredentialPlaces({ XDG_CONFIG_HOME: `${home}/.config`, KUBECONFIG: '/etc/kube/a:/etc/kube/b' }, home)).toEqual(['/etc/kube/a', '/etc/kube/b', `${home}/.config/git`, `${home}/.config/gh`, `${home}/.config/gcloud`]);
   });
+
+  it('leave no part of them in the ledger when an execution agent run without bubblewrap prints them: the scrubber reads them where the environment says', async () => {
+    const place = await places('logins-none');
+    const { messageId } = await dispatchTo(place, 'logins-none');
+    const paths = ['gh/hosts.yml', 'xdg/gh/hosts.yml', 'xdg/git/credentials', 'kube/one.yaml', 'pgpass'].map((path) => join(root, path));
+    const watch = watchOnce(place, agentScript(place.world.dir, `cat ${paths.join(' ')} >&2; exit 1`), { env, isolation: 'none' });
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('oauth_token: [removed: gh hosts.yml]');
+    expect(ledger).toContain('db:5432:*:app:[removed: .pgpass]');
+    for (const secret of ['gho_GhConfigDir4Kp9Lm2', 'gho_XdgGhHosts5Jk1', 'XdgGitCred9Ls3Fh', 'KubeConfigTok3Zx7Cv', 'PgPassFile8Nm4Qr']) expect(pieces(ledger, secret), secret).toEqual([]);
+  }, 120_000);
 });
