@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
-import { environmentCredentialPlaces, environmentSecretFiles } from './credential-files.js';
+import { CONTAINER_SECRET_FOLDERS, environmentCredentialPlaces, environmentSecretFiles } from './credential-files.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
@@ -16,8 +16,8 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
  * Where credentials usually live in a home folder: hidden under bubblewrap, as are the files the
- * environment names as holding a secret (environmentSecretFiles) and the places it moves a tool's
- * logins to (environmentCredentialPlaces). The scrubber learns the secrets of
+ * environment names as holding a secret (environmentSecretFiles), the places it moves a tool's
+ * logins to (environmentCredentialPlaces) and a container's secret folders (CONTAINER_SECRET_FOLDERS). The scrubber learns the secrets of
  * those it can read (util/credential-files.ts), for a child run without bubblewrap.
  */
 export const CREDENTIALS = [
@@ -200,7 +200,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;

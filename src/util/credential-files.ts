@@ -83,7 +83,32 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(home, '.vault-token'), name: '.vault-token', kind: 'whole' },
     ...movedLoginFiles(env, home),
     ...environmentSecretFiles(env),
+    ...containerSecretFiles(),
   ];
+}
+
+/**
+ * Where a container is handed its secrets as files, whatever its environment says: Docker's and
+ * Compose's secrets (`/run/secrets/NAME`) and Kubernetes' service account, whose token calls the
+ * cluster's API (mounted in every pod unless turned off). A sandbox hides them (util/bubblewrap.ts).
+ */
+export const CONTAINER_SECRET_FOLDERS = ['/run/secrets', '/var/run/secrets'];
+
+/** How many files of a container's secret folder are looked at. */
+const MAX_CONTAINER_SECRETS = 256;
+
+/** The files of CONTAINER_SECRET_FOLDERS the scrubber reads: each file in them as a variable's named file is, and the service account's token. */
+function containerSecretFiles(): CredentialFile[] {
+  const files: CredentialFile[] = [];
+  for (const folder of CONTAINER_SECRET_FOLDERS) {
+    files.push({ path: join(folder, 'kubernetes.io', 'serviceaccount', 'token'), name: 'kubernetes service account token', kind: 'whole' });
+    try {
+      for (const name of readdirSync(folder).slice(0, MAX_CONTAINER_SECRETS)) files.push({ path: join(folder, name), name: 'container secret', kind: 'named' });
+    } catch {
+      // no such folder: not in a container that is handed secrets
+    }
+  }
+  return files;
 }
 
 /**

@@ -1,3 +1,4 @@
+import { spawnSync } from 'node:child_process';
 import { mkdirSync, renameSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
@@ -5,8 +6,8 @@ import { environmentCredentialPlaces } from '../../src/util/credential-files.js'
 import { displayUrl, withoutUserInfo } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
-import { coo } from '../helpers/cli.js';
-import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
+import { COO, coo } from '../helpers/cli.js';
+import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -228,5 +229,39 @@ describe("a tool's logins the runner's environment keeps outside the home folder
     expect(ledger).toContain('oauth_token: [removed: gh hosts.yml]');
     expect(ledger).toContain('db:5432:*:app:[removed: .pgpass]');
     for (const secret of ['gho_GhConfigDir4Kp9Lm2', 'gho_XdgGhHosts5Jk1', 'XdgGitCred9Ls3Fh', 'KubeConfigTok3Zx7Cv', 'PgPassFile8Nm4Qr']) expect(pieces(ledger, secret), secret).toEqual([]);
+  }, 120_000);
+});
+
+describe("the secrets a container is handed as files (Docker's /run/secrets, Kubernetes' service account token)", () => {
+  const SECRETS_48 = { db: 'DockerSecret7Hq2Vd9Kx4Mb', kube: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.KubeSaSig4Tz8' };
+  /** `coo watch --once` as in a container: a /run of its own holding a Docker secret and a service account token. */
+  const watchInContainer = (place: HostilePlace, agent: string, isolation: 'auto' | 'none'): { stderr: string } => {
+    const setup = 'printf %s "$1" > /run/secrets/db_password; printf %s "$2" > /run/secrets/kubernetes.io/serviceaccount/token; shift 2; exec "$@"';
+    const argv = ['--dev-bind', '/', '/', '--tmpfs', '/run', '--dir', '/run/secrets/kubernetes.io/serviceaccount', '--', '/bin/sh', '-c', setup, 'sh', SECRETS_48.db, SECRETS_48.kube,
+      process.execPath, COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--ea-command', agent, '--isolation', isolation];
+    const result = spawnSync(requireBubblewrap('a container of its own'), argv, { env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test' }, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
+    return { stderr: result.stderr ?? '' };
+  };
+  const paths = ['/run/secrets/db_password', '/var/run/secrets/kubernetes.io/serviceaccount/token'];
+
+  it('are hidden from an execution agent under bubblewrap', async () => {
+    const place = await places('container-bwrap');
+    const { messageId } = await dispatchTo(place, 'container-bwrap');
+    const action = `{ printf 'seen:'; for f in ${paths.join(' ')}; do printf ' %s' "$(cat "$f" 2>/dev/null | wc -c)"; done; printf '\\n'; } >&2; exit 1`;
+    const watch = watchInContainer(place, agentScript(place.world.dir, action), 'auto');
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    expect(ledgerOf(place.world.gitdir)).toContain(`seen:${' 0'.repeat(paths.length)}\n`);
+  }, 120_000);
+
+  it('leave no part of them in the ledger when an execution agent run without bubblewrap prints them', async () => {
+    const place = await places('container-none');
+    const { messageId } = await dispatchTo(place, 'container-none');
+    const watch = watchInContainer(place, agentScript(place.world.dir, `for f in ${paths.join(' ')}; do printf 'file %s: %s\\n' "$f" "$(cat "$f")"; done >&2; exit 1`), 'none');
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger).toContain('file /run/secrets/db_password: [removed: container secret]');
+    for (const [name, value] of Object.entries(SECRETS_48)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
 });
