@@ -19,7 +19,7 @@ import { keyOption, ledgerOption, loadPrivateKey, MAX_FETCH_HELP, maxFetchFlag, 
 import { defaultStateDir, describeEvent, executorsFromFlags, oracleFromFlags, runnerLaneFlags, startRunnerLanes, pullRequestsFromFlags, withExecutorOptions, withOracleOptions, type ExecutorFlags, type OracleFlags } from './watch.js';
 import { servingProblems, syncForStartup, writerFolderProblems } from '../runner/startup.js';
 import { planStartup } from '../runner/readiness.js';
-import { registerPrivateFolders } from '../util/runner-folders.js';
+import { keyFolders, registerPrivateFolders } from '../util/runner-folders.js';
 
 type McpOptions = OracleFlags & ExecutorFlags & { ledger?: string; key?: string; repo?: string; run?: boolean; stateDir?: string; heartbeat?: boolean; remote?: string; pollInterval: string; maxFetch?: string };
 
@@ -53,7 +53,7 @@ export function mcpVerb(program: Command): void {
       // The runner's flags without --run would be left unused: the operator meant a runner, and none would run.
       requireGivenWith(self, ['--state-dir', '--heartbeat', '--poll-interval', ...runnerLaneFlags()], '--run', opts.run === true);
       requireGivenWith(self, ['--max-fetch', '--poll-interval'], '--remote', opts.remote !== undefined && opts.remote !== '');
-      const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, dirname(keyPath)]) : null;
+      const oracle = opts.run === true ? oracleFromFlags(opts, [gitdir, ...keyFolders(keyPath)]) : null;
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
       const stateDir = resolve(opts.stateDir ?? defaultStateDir(gitdir));
@@ -81,7 +81,7 @@ export function mcpVerb(program: Command): void {
         repositories: [gitdir, repo],
       });
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
-      const hide = [dirname(keyPath)];
+      const hide = keyFolders(keyPath);
       // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
       if (opts.run === true) registerPrivateFolders([stateDir, ...hide]);
       const problems = new RunnerProblems();

@@ -1,5 +1,5 @@
 import { createHash } from 'node:crypto';
-import { dirname, join, resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { Command, Option } from 'commander';
 import { CooError } from '../errors.js';
 import { checkOracleArgs, OracleCli, type OracleConfig } from '../consult/oracle.js';
@@ -20,7 +20,7 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { PullRequestConfig } from '../dispatch/runner-lane.js';
 import { writeErr } from './terminal.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
-import { registerPrivateFolders, stateRoot } from '../util/runner-folders.js';
+import { keyFolders, registerPrivateFolders, stateRoot } from '../util/runner-folders.js';
 import { inertJson } from '../util/invisible.js';
 
 /** The runner refreshes the state cache when idle once this many commits came since the last one. */
@@ -279,10 +279,10 @@ export function watchVerb(program: Command): void {
       requireGivenWith(self, ['--lease-grace', '--max-fetch', '--poll-interval', '--poll-max'], '--remote', remoteUrl !== undefined);
       requireGivenWith(self, ['--heartbeat', '--poll-interval', '--poll-max'], 'a watch that keeps running (without --once)', opts.once !== true);
       requireRemoteOfClone(gitdir, remoteUrl, 'coo watch');
-      const oracle = oracleFromFlags(opts, [gitdir, dirname(keyPath)]);
+      const oracle = oracleFromFlags(opts, [gitdir, ...keyFolders(keyPath)]);
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
-      const hide = [dirname(keyPath)];
+      const hide = keyFolders(keyPath);
       // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
       registerPrivateFolders([stateDir, ...hide]);
       const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);

@@ -142,6 +142,7 @@ export class ClaudeCodeExecutor implements Executor {
       writable: [request.worktree, request.scratch],
       readOnly: tool === undefined ? [] : [tool.socketDir],
       hide: this.config.hide ?? [],
+      ...(request.repository === undefined ? {} : { repository: request.repository }),
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),
       ...(request.maxCostUsd === undefined ? {} : { maxCostUsd: request.maxCostUsd }),

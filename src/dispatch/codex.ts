@@ -167,6 +167,7 @@ export class CodexExecutor implements Executor {
       writable: [request.worktree, request.scratch],
       readOnly: request.consultTool === undefined ? [] : [request.consultTool.socketDir],
       hide: this.config.hide ?? [],
+      ...(request.repository === undefined ? {} : { repository: request.repository }),
       privateDirs: CODEX_TMP_DIRS.map((name) => ({ source: join(lockDir, name), target: `/tmp/${name}-${process.getuid?.() ?? 0}` })),
       timeoutSeconds: request.timeoutSeconds,
       ...(this.config.maxStreamBytes === undefined ? {} : { maxStreamBytes: this.config.maxStreamBytes }),

@@ -6,7 +6,7 @@ import { GIT_NAMESPACE, signSshsig } from '../crypto/sshsig.js';
 import { formatIdent, renderCommitPayload, renderSignedCommit } from '../ledger/commit-format.js';
 import { CatFileReader, ObjectWriter } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
-import { bwrapArgs, findBwrap, killGroup, resolveIsolation } from '../util/bubblewrap.js';
+import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Repository } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
@@ -63,6 +63,7 @@ export interface VerificationOptions {
   /** A folder made for this command alone, after the agent exited: its HOME and TMPDIR. */
   readonly home: string;
   readonly hide: readonly string[];
+  readonly repository?: Repository;
 }
 
 /**
@@ -84,7 +85,7 @@ export async function runVerification(cwd: string, command: string, options: Ver
 /** One start of a verification command: under bubblewrap, its sandbox planned now (the folders it hides listed now). */
 function startVerification(cwd: string, command: string, options: VerificationOptions, bwrap: string | null): Promise<SandboxStart & { readonly result: VerificationResult }> {
   const home = options.home;
-  const argv = bwrap === null ? ['/bin/sh', '-c', command] : [...bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true, noNetwork: true }), ...standingCommand(['/bin/sh', '-c', command])];
+  const argv = bwrap === null ? ['/bin/sh', '-c', command] : [...bwrapArgs(bwrap, { writable: [cwd, home], hide: options.hide, chdir: cwd, ownPids: true, noNetwork: true, ...(options.repository === undefined ? {} : { repository: options.repository }) }), ...standingCommand(['/bin/sh', '-c', command])];
   // Marked, so that what the command left running out of its group is ended with it (util/leftovers.ts).
   const marks = newRunMarks();
   const env = { PATH: [process.execPath.replace(/\/[^/]+$/, ''), '/usr/local/bin', '/usr/bin', '/bin'].join(':'), HOME: home, TMPDIR: home, LANG: 'C.UTF-8', NO_COLOR: '1', GIT_CONFIG_NOSYSTEM: '1', [RUN_MARK_VARIABLE]: marks.mark };
@@ -207,6 +208,8 @@ export interface GatherOptions {
   readonly verifyTimeoutSeconds: number;
   readonly isolation: 'bwrap' | 'none';
   readonly hide: readonly string[];
+  /** The repository the worktree is of: under bubblewrap its work tree is hidden from each verification, its git folder read-only. */
+  readonly repository?: Repository;
   readonly commit: AttemptCommitOptions;
   /**
    * Leave the verification's checkout (`runnerDir/checkout`) in place: the runner removes it with
@@ -282,7 +285,7 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
         if (options.stopped?.() === true) break;
         const home = join(options.runnerDir, `home-${index + 1}`);
         fs.mkdirSync(home, { mode: 0o700 });
-        verification.push(await runVerification(checkout.path, command, { timeoutSeconds: options.verifyTimeoutSeconds, isolation: options.isolation, home, hide: options.hide }));
+        verification.push(await runVerification(checkout.path, command, { timeoutSeconds: options.verifyTimeoutSeconds, isolation: options.isolation, home, hide: options.hide, ...(options.repository === undefined ? {} : { repository: options.repository }) }));
         // Checked after each command, not once at the end: a command that changed the checkout (the agent's
         // build step rewriting the base's test script) and a later one that put it back would have had the
         // commands between run on another tree than the commit's. None runs after a change.

@@ -1,3 +1,4 @@
+import type { Repository } from '../util/bubblewrap.js';
 import type { Secret } from '../util/scrub.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import { boundedUsd } from '../schema/common.js';
@@ -92,6 +93,8 @@ export interface ExecutorRequest {
   readonly pidFile?: string;
   /** The agent's consult tool for this attempt, when it has one (dispatch/consult-bridge.ts). */
   readonly consultTool?: ConsultToolSpec;
+  /** The repository the worktree is of: under bubblewrap its work tree is hidden, its git folder read-only (util/bubblewrap.ts). */
+  readonly repository?: Repository;
 }
 
 /**

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { bwrapArgs, findBwrap, killGroup } from '../util/bubblewrap.js';
+import { bwrapArgs, findBwrap, killGroup, type Repository } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable, startProblem } from '../util/executable.js';
 import { formatProcessRecord, machineMonotonic, processStartTime, recordedBoot } from '../util/process.js';
@@ -62,6 +62,8 @@ export interface ProcessPlan {
   readonly hide: readonly string[];
   /** Under bubblewrap: folders of the attempt's, bound writable where the host has its own (util/bubblewrap.ts). */
   readonly privateDirs?: ReadonlyArray<{ readonly source: string; readonly target: string }>;
+  /** Under bubblewrap: the repository the worktree is of, its work tree hidden and its git folder read-only (util/bubblewrap.ts). */
+  readonly repository?: Repository;
   readonly timeoutSeconds: number;
   readonly maxStreamBytes?: number;
   readonly maxCostUsd?: number;
@@ -98,7 +100,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
   // gone, a command it cannot see) ran nothing. A shell inside says on its own pipe, fd 3, that the sandbox
   // stands and the executor is there, and closes it before the executor takes its place.
   const argv = isolated
-    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }) }), ...standingCommand(plan.argv)]
+    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }), ...(plan.repository === undefined ? {} : { repository: plan.repository }) }), ...standingCommand(plan.argv)]
     : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = machineMonotonic();

@@ -31,7 +31,8 @@ import { buildEaReceipt, changesArtifact, crashAllowanceUsd, fitsReceipt, prefli
 import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
-import { createAttemptWorktree, removeAttemptWorktree, safeGit, type AttemptWorktree } from './worktree.js';
+import { createAttemptWorktree, removeAttemptWorktree, safeGit, writeSandboxConfig, type AttemptWorktree } from './worktree.js';
+import type { Repository } from '../util/bubblewrap.js';
 import { CONSULT_TOOL_SERVER, openConsultBridge } from './consult-bridge.js';
 import { answerConsultCall } from './consult-tool.js';
 import { AttemptSpend } from './attempt-spend.js';
@@ -335,8 +336,12 @@ export class DispatchLane implements RunnerLane {
     const { message, attempt, folder, branch, executor } = a;
     removeTree(folder.root);
     fs.mkdirSync(folder.scratch, { recursive: true, mode: 0o700 });
+    // What the sandboxes see of the target repository: its git folder alone, its configuration without its remotes' credentials.
+    let repository: Repository;
     try {
       out.worktree = await createAttemptWorktree({ repo: this.ctx.repo, base: message.dispatch.base_ref, branch, path: folder.worktree });
+      repository = { folder: this.ctx.repo, gitdir: out.worktree.gitdir, config: join(folder.root, 'repository-config') };
+      await writeSandboxConfig(repository.gitdir, repository.config);
     } catch (error) {
       if (!isCooError(error)) throw error;
       out.noWorktree = `no worktree for ${branch}: ${error.message}`;
@@ -368,6 +373,7 @@ export class DispatchLane implements RunnerLane {
         timeoutSeconds: a.timeoutSeconds,
         maxCostUsd: a.maxCostUsd,
         pidFile: folder.pidPath,
+        repository,
         ...(bridge === null || a.relay === null ? {} : { spend, consultTool: { server: CONSULT_TOOL_SERVER, command: [...a.relay, '--socket', bridge.socket], socketDir: bridge.dir, timeoutSeconds: a.timeoutSeconds } }),
       });
       failpoint('during-executor');
@@ -397,6 +403,7 @@ export class DispatchLane implements RunnerLane {
       verifyTimeoutSeconds: a.timeoutSeconds,
       isolation: executor.isolated ? 'bwrap' : 'none',
       hide: this.ctx.hide,
+      repository,
       commit: { key: this.ctx.key, actor: a.actor, attemptId: a.attemptId, summary: `${message.message_id} attempt ${attempt}: work of ${message.target_actor}`, now: this.ctx.clock() },
       // Removed with the attempt's folders after the receipt, off the receipt's path.
       keepCheckout: true,

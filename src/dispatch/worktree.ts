@@ -1,6 +1,6 @@
 import { execFile } from 'node:child_process';
 import * as fs from 'node:fs';
-import { resolve } from 'node:path';
+import { join, resolve } from 'node:path';
 import { isBranchName } from '../authority/rules/intents/dispatch.js';
 import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
@@ -9,6 +9,8 @@ import { gitEnvironment } from '../util/git-env.js';
 import { readBounded } from '../util/bounded-read.js';
 import { removeTree } from '../util/remove-tree.js';
 import { materialize } from './checkout.js';
+import { ATTEMPT_FOLDER_REMEDY } from './process.js';
+import { writeOwnFile } from '../util/own-write.js';
 import { listTree } from '../lane/commit-files.js';
 import type { TreeFile } from './git-tree.js';
 
@@ -62,6 +64,36 @@ export function safeGit(args: readonly string[], options: GitOptions = {}): Prom
 }
 
 export { listTree };
+
+/**
+ * The keys of a repository's configuration git in a sandboxed worktree reads the repository by: its
+ * format and extensions (`objectformat=sha256`), and how its files are read and checked out. None of
+ * its remotes (whose URLs carry tokens), headers (`http.extraHeader`), credential helpers, proxies,
+ * includes or programs: what a sandbox reads there it may write out in any cipher.
+ */
+const SANDBOX_CONFIG = /^(?:core\.(?:repositoryformatversion|bare|filemode|ignorecase|precomposeunicode|symlinks|autocrlf|eol|safecrlf|logallrefupdates|protecthfs|protectntfs)|extensions\.[a-z0-9]+)$/;
+
+/**
+ * Writes at `path` the configuration of the repository at `gitdir` a sandbox around an attempt is
+ * given in place of its own (util/bubblewrap.ts Repository): the keys of SANDBOX_CONFIG alone, from
+ * its own file (not what that includes).
+ */
+export async function writeSandboxConfig(gitdir: string, path: string): Promise<void> {
+  const listed = (await safeGit([`--git-dir=${gitdir}`, 'config', '--file', join(gitdir, 'config'), '--list', '--null'])).toString('utf8');
+  const sections = new Map<string, string[]>();
+  for (const entry of listed.split('\0')) {
+    const newline = entry.indexOf('\n');
+    const key = newline < 0 ? entry : entry.slice(0, newline);
+    if (!SANDBOX_CONFIG.test(key)) continue;
+    const value = newline < 0 ? 'true' : entry.slice(newline + 1);
+    // A value git would have to escape is none these keys take.
+    if ([...value].some((char) => char < ' ' || char === '\x7f')) continue;
+    const [section, name] = [key.slice(0, key.indexOf('.')), key.slice(key.indexOf('.') + 1)];
+    sections.set(section, [...(sections.get(section) ?? []), `\t${name} = "${value.replace(/[\\"]/g, '\\$&')}"`]);
+  }
+  const text = [...sections].map(([section, lines]) => `[${section}]\n${lines.join('\n')}\n`).join('');
+  writeOwnFile(path, text, { mode: 0o444, what: "the target repository's configuration for the sandbox", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
+}
 
 /**
  * Whether the `.git` at the top of a worktree or checkout is no longer the link git made (`gitLink`):

@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
-import { environmentSecretFiles } from './credential-files.js';
+import { CONTAINER_SECRET_FOLDERS, environmentCredentialPlaces, environmentSecretFiles } from './credential-files.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
@@ -16,7 +16,8 @@ import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
  * Where credentials usually live in a home folder: hidden under bubblewrap, as are the files the
- * environment names as holding a secret (environmentSecretFiles). The scrubber learns the secrets of
+ * environment names as holding a secret (environmentSecretFiles), the places it moves a tool's
+ * logins to (environmentCredentialPlaces) and a container's secret folders (CONTAINER_SECRET_FOLDERS). The scrubber learns the secrets of
  * those it can read (util/credential-files.ts), for a child run without bubblewrap.
  */
 export const CREDENTIALS = [
@@ -94,6 +95,31 @@ export interface BwrapLayout {
   readonly privateDirs?: ReadonlyArray<{ readonly source: string; readonly target: string }>;
   /** A network namespace of its own: loopback only, nothing on the host or beyond is reachable (the host's 127.0.0.1 included). */
   readonly noNetwork?: boolean;
+  /** The target repository an attempt's worktree is of (repositoryLayout): its folders hidden, its git folder bound back read-only. */
+  readonly repository?: Repository;
+}
+
+/** The target repository of a dispatch: the folder `--repo` names and the common git folder of its worktrees. */
+export interface Repository {
+  readonly folder: string;
+  readonly gitdir: string;
+  /** The file read in place of the git folder's `config`: the keys git needs alone, no remote's credentials (dispatch/worktree.ts writeSandboxConfig). */
+  readonly config: string;
+}
+
+/**
+ * What a sandbox around an attempt sees of its target repository: none of its work tree (what the
+ * operator keeps there and git does not, a `.env`, a local key, a build's secrets, is no part of the
+ * task, and the worktree's `.git` file names where it is), and its git folder alone, read-only, which
+ * git in the worktree reads. The folder `--repo` names is hidden, and the work tree its git folder is
+ * of (`dirname` of a `.git` folder) when that is another: `--repo` naming a subfolder or a linked
+ * worktree. A bare repository is its git folder, which stays. Its configuration is read from
+ * `config`, which holds none of its remotes' credentials.
+ */
+function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
+  if (repository === undefined) return { hide: [], readOnly: [], overlays: [] };
+  const workTrees = [repository.folder, ...(basename(repository.gitdir) === '.git' ? [dirname(repository.gitdir)] : [])];
+  return { hide: workTrees, readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(real(repository.gitdir), 'config') }] };
 }
 
 /**
@@ -158,7 +184,9 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
   // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
-  const bound = [...layout.writable, ...(layout.readOnly ?? [])].map(real);
+  const repository = repositoryLayout(layout.repository);
+  const readOnly = [...(layout.readOnly ?? []), ...repository.readOnly];
+  const bound = [...layout.writable, ...readOnly].map(real);
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
@@ -172,7 +200,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
@@ -201,8 +229,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     // keeps a wrapper script too) hides what lies beside them, never the command.
     ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),
     ...layout.writable.flatMap((path) => ['--bind', real(path), real(path)]),
-    ...(layout.readOnly ?? []).flatMap((path) => ['--ro-bind', real(path), real(path)]),
-    ...(layout.overlays ?? []).flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
+    ...readOnly.flatMap((path) => ['--ro-bind', real(path), real(path)]),
+    ...[...(layout.overlays ?? []), ...repository.overlays].flatMap((overlay) => ['--ro-bind', resolve(overlay.source), overlay.target]),
     '--chdir', resolve(layout.chdir),
     '--',
   ];

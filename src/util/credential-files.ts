@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join } from 'node:path';
+import { isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
@@ -81,7 +81,53 @@ function filesOf(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
     { path: join(home, '.my.cnf'), name: '.my.cnf', kind: 'fields' },
     { path: join(home, '.pgpass'), name: '.pgpass', kind: 'pgpass' },
     { path: join(home, '.vault-token'), name: '.vault-token', kind: 'whole' },
+    ...movedLoginFiles(env, home),
     ...environmentSecretFiles(env),
+    ...containerSecretFiles(),
+  ];
+}
+
+/**
+ * Where a container is handed its secrets as files, whatever its environment says: Docker's and
+ * Compose's secrets (`/run/secrets/NAME`) and Kubernetes' service account, whose token calls the
+ * cluster's API (mounted in every pod unless turned off). A sandbox hides them (util/bubblewrap.ts).
+ */
+export const CONTAINER_SECRET_FOLDERS = ['/run/secrets', '/var/run/secrets'];
+
+/** How many files of a container's secret folder are looked at. */
+const MAX_CONTAINER_SECRETS = 256;
+
+/** The files of CONTAINER_SECRET_FOLDERS the scrubber reads: each file in them as a variable's named file is, and the service account's token. */
+function containerSecretFiles(): CredentialFile[] {
+  const files: CredentialFile[] = [];
+  for (const folder of CONTAINER_SECRET_FOLDERS) {
+    files.push({ path: join(folder, 'kubernetes.io', 'serviceaccount', 'token'), name: 'kubernetes service account token', kind: 'whole' });
+    try {
+      for (const name of readdirSync(folder).slice(0, MAX_CONTAINER_SECRETS)) files.push({ path: join(folder, name), name: 'container secret', kind: 'named' });
+    } catch {
+      // no such folder: not in a container that is handed secrets
+    }
+  }
+  return files;
+}
+
+/**
+ * The login files of the tools whose folders the environment moves away from the home folder's
+ * (environmentCredentialPlaces, which a sandbox hides): what an agent run without bubblewrap reads
+ * there, the scrubber knows. Absolute paths only.
+ */
+function movedLoginFiles(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
+  const given = (name: string): string[] => (env[name] !== undefined && isAbsolute(env[name]!) ? [env[name]!] : []);
+  const xdg = given('XDG_CONFIG_HOME');
+  return [
+    ...[...given('GH_CONFIG_DIR'), ...xdg.map((folder) => join(folder, 'gh'))].map((folder): CredentialFile => ({ path: join(folder, 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' })),
+    ...[...given('CLOUDSDK_CONFIG'), ...xdg.map((folder) => join(folder, 'gcloud'))].map((folder): CredentialFile => ({ path: join(folder, 'application_default_credentials.json'), name: 'gcloud credentials', kind: 'fields' })),
+    // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
+    ...[...(xdg.length === 0 ? [join(home, '.config')] : xdg)].map((folder): CredentialFile => ({ path: join(folder, 'git', 'credentials'), name: 'git credentials', kind: 'urls' })),
+    ...given('DOCKER_CONFIG').map((folder): CredentialFile => ({ path: join(folder, 'config.json'), name: 'docker config.json', kind: 'fields' })),
+    ...(env['KUBECONFIG'] ?? '').split(':').filter((path) => isAbsolute(path)).map((path): CredentialFile => ({ path, name: 'kube config', kind: 'fields' })),
+    ...given('PGPASSFILE').map((path): CredentialFile => ({ path, name: '.pgpass', kind: 'pgpass' })),
+    ...[...given('NPM_CONFIG_USERCONFIG'), ...given('npm_config_userconfig')].map((path): CredentialFile => ({ path, name: '.npmrc', kind: 'fields' })),
   ];
 }
 
@@ -100,6 +146,26 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
     if (name === 'GOOGLE_APPLICATION_CREDENTIALS' || (/_FILE$/i.test(name) && isSecretName(name.slice(0, -'_FILE'.length)))) files.push({ path: value, name, kind: 'named' });
   }
   return files;
+}
+
+/**
+ * The places the environment moves a tool's logins to, away from the home folder's ones a sandbox hides
+ * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
+ * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
+ * libpq's password file, npm's user configuration, git's global configuration, and the git, gh and
+ * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
+ * the home folder (a variable pointed there would hide it whole).
+ */
+export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homedir()): string[] {
+  const given = (name: string): string[] => (env[name] === undefined ? [] : [env[name]!]);
+  const xdg = given('XDG_CONFIG_HOME').flatMap((folder) => ['git', 'gh', 'gcloud'].map((tool) => join(folder, tool)));
+  const places = [
+    ...['CODEX_HOME', 'CLAUDE_CONFIG_DIR', 'GH_CONFIG_DIR', 'CLOUDSDK_CONFIG', 'DOCKER_CONFIG', 'PGPASSFILE', 'NPM_CONFIG_USERCONFIG', 'npm_config_userconfig', 'GIT_CONFIG_GLOBAL'].flatMap(given),
+    ...given('KUBECONFIG').flatMap((list) => list.split(':')),
+    ...xdg,
+  ];
+  const root = resolve(home);
+  return [...new Set(places.filter((path) => isAbsolute(path) && !/^\/(?:dev|proc|sys)(?:\/|$)/.test(path)).map((path) => resolve(path)))].filter((path) => path !== '/' && root !== path && !root.startsWith(`${path}/`));
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */

@@ -19,12 +19,13 @@ const SCHEME_IN_TEXT = /\b[a-z][a-z0-9+.-]*:\/\/[^\s'"<>`]*/gi;
  * most, as a port has) or a placeholder for them (`${PORT}`, or `$PORT` in capitals, as a shell
  * variable for a port is written) and a `/`, wherever the `@` comes after it: `localhost:8080/me@example.com`,
  * `localhost:5000/alpine@sha256:…` and `host:4873/pkg@1.2.3` are a port and a path, and far more
- * common than a password of up to five digits and a `/` (`user:12/ab@db`, which stays unknown). An
- * empty port (`user:/abc@db`) is a password's start, as nobody writes one. A password starting with
- * `$` and a small letter (`user:$ecret/x@db`) is no placeholder.
+ * common than a password of up to five digits and a `/` (`user:12/ab@db`, which stays unknown). So
+ * are a port and a query or fragment (`localhost:8080?next=me@example.com`). An empty port
+ * (`user:/abc@db`) is a password's start, as nobody writes one. A password starting with `$` and a
+ * small letter (`user:$ecret/x@db`) is no placeholder.
  */
 function portThenPath(afterColon: string): boolean {
-  return /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A-Z0-9_]*|[0-9]{1,5})\//.test(afterColon);
+  return /^(?:\$\{[A-Za-z_][A-Za-z0-9_]*\}|\$[A-Z_][A-Z0-9_]*|[0-9]{1,5})[/?#]/.test(afterColon);
 }
 
 /**
@@ -37,6 +38,11 @@ function portThenPath(afterColon: string): boolean {
  *   the fragment, a space or another URL's `://`, after a user without `/`, `@` or `[` and a colon not followed by a port
  *   and a path (portThenPath). A path with an `@` in it (`https://host/users/me@example.com`,
  *   `https://host:8443/a/b@c`, `https://[::1]:8080/a@b`) names no user.
+ * - As libpq and SQLAlchemy read it, a password holding an unencoded `?` or `#`
+ *   (`postgresql://app:Xk9#qL@db/prod`, `https://bot:ghp_…?…@host/x.git` pasted as generated): the first
+ *   `@` after the colon, before a space or another URL's `://`, after the same user; not a port and a
+ *   query or fragment (`localhost:8080?next=me@example.com`). WHATWG and git read such a URL as having
+ *   no user and its password as a query or fragment, and print it so.
  * A scrubber learns the credentials of every reading (a longer one holds the shorter's password, so
  * it cuts nothing the shorter would not); a URL is shown without the longest.
  */
@@ -46,6 +52,7 @@ function userInfoEnds(rest: string): number[] {
   const ends = first < 0 ? [] : [first];
   const colon = rest.indexOf(':');
   // A URL inside this one (`…/go/ssh://git@c/x`) starts after its end: no password holds a scheme.
+  const urlEnd = rest.search(/\s|:\/\//);
   const queryAt = rest.search(/[?#\s]|:\/\//);
   const stop = queryAt < 0 ? rest.length : queryAt;
   if (colon < 0 || colon >= stop || /[/@[]/.test(rest.slice(0, colon))) return ends;
@@ -53,6 +60,10 @@ function userInfoEnds(rest: string): number[] {
     const password = rest.slice(colon + 1, at);
     if (password.includes('/') && !portThenPath(password)) ends.push(at);
   }
+  // Past the query's or fragment's start, so after every end above: the longest reading.
+  const firstAt = rest.indexOf('@', colon + 1);
+  const password = rest.slice(colon + 1, firstAt);
+  if (firstAt >= stop && (urlEnd < 0 || firstAt < urlEnd) && /[?#]/.test(password) && !portThenPath(password)) ends.push(firstAt);
   return ends;
 }
 

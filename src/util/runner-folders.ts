@@ -19,6 +19,22 @@ import { readOwnFile } from './bounded-read.js';
  * A runner started after a sandbox was set up is not hidden from that sandbox: its mounts are fixed.
  */
 
+/**
+ * The folders a runner hides for its COO key: the folder its path names and, when the file is a link
+ * (`~/coo/coo.key -> /srv/keys/coo.key`), the folder it really is in. Hiding a folder hides what is
+ * there under its real name (util/bubblewrap.ts), and a link's target is read under its own: without
+ * it a sandbox reads the key there, and an agent writes it out encoded where no scrubber finds it.
+ */
+export function keyFolders(keyPath: string): string[] {
+  let target = keyPath;
+  try {
+    target = fs.realpathSync(keyPath);
+  } catch {
+    // not there (yet): its folder as named is what there is to hide
+  }
+  return [...new Set([dirname(keyPath), dirname(target)])];
+}
+
 /** Largest list of runner folders read; one past it is refused rather than read in part. */
 const LIST_BYTES = 1024 * 1024;
 

@@ -178,7 +178,8 @@ describe('a token git is handed by a credential helper or GIT_ASKPASS', () => {
       `printf '{"type":"item.completed","item":{"id":"i2","type":"agent_message","text":"filled: %s"}}\\n' "$(printf 'url=${URL}\\n\\n' | git credential fill | tr -d '"\\\\\\n\\t')"`,
       `printf '%s\\n' '{"type":"turn.completed","usage":{"input_tokens":100,"cached_input_tokens":0,"output_tokens":10}}'`,
     ].join('\n');
-    const watch = watchOnce(place, agentScript(place.world.dir, 'true', stream));
+    // Without bubblewrap, which hands the agent the repository's configuration without its credentials: here the agent reads them, and the scrubber must find them.
+    const watch = watchOnce(place, agentScript(place.world.dir, 'true', stream), { isolation: 'none' });
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
     const ledger = git(['--git-dir', place.world.gitdir, 'cat-file', '--batch-all-objects', '--batch']);

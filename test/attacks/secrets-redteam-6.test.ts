@@ -114,7 +114,8 @@ describe("a proxy's password in git's configuration (http.proxy, http.<url>.prox
     git(['config', 'http.proxy', `http://op:${PROXY}@proxy.internal:3128`], { cwd: place.repo });
     git(['config', 'sendemail.smtpPass', SMTP], { cwd: place.repo });
     const { messageId } = await dispatchTo(place, 'proxy');
-    const watch = watchOnce(place, agentScript(place.world.dir, "git config --get-regexp 'proxy|smtppass' >&2; exit 1"));
+    // Without bubblewrap, which hands the agent the repository's configuration without its credentials: here the agent reads them, and the scrubber must find them.
+    const watch = watchOnce(place, agentScript(place.world.dir, "git config --get-regexp 'proxy|smtppass' >&2; exit 1"), { isolation: 'none' });
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
     const ledger = ledgerOf(place.world.gitdir);
