@@ -97,18 +97,64 @@ export const CONTAINER_SECRET_FOLDERS = ['/run/secrets', '/var/run/secrets'];
 /** How many files of a container's secret folder are looked at. */
 const MAX_CONTAINER_SECRETS = 256;
 
-/** The files of CONTAINER_SECRET_FOLDERS the scrubber reads: each file in them as a variable's named file is, and the service account's token. */
+/**
+ * Whether a container secret's file is named as a secret (`db_password`, `api-key.txt`, `tls.key`),
+ * as a field is (isSecretField, its extension aside), or by a key's extension. A folder of secrets
+ * holds settings too (`db_host`, `db_user`): learnt as secrets, their values (a host's name) would be
+ * cut out of every text and refused in every command that names them.
+ */
+function namesContainerSecret(name: string): boolean {
+  return /\.(?:key|pem|p12|pfx|jwt|token)$/i.test(name) || isSecretField(name.replace(/\.[A-Za-z0-9]{1,5}$/, ''));
+}
+
+/** The files of CONTAINER_SECRET_FOLDERS the scrubber reads: each one named as a secret, as a variable's named file is, and the service account's token. */
 function containerSecretFiles(): CredentialFile[] {
   const files: CredentialFile[] = [];
   for (const folder of CONTAINER_SECRET_FOLDERS) {
     files.push({ path: join(folder, 'kubernetes.io', 'serviceaccount', 'token'), name: 'kubernetes service account token', kind: 'whole' });
     try {
-      for (const name of readdirSync(folder).slice(0, MAX_CONTAINER_SECRETS)) files.push({ path: join(folder, name), name: 'container secret', kind: 'named' });
+      for (const name of readdirSync(folder).slice(0, MAX_CONTAINER_SECRETS)) if (namesContainerSecret(name)) files.push({ path: join(folder, name), name: 'container secret', kind: 'named' });
     } catch {
       // no such folder: not in a container that is handed secrets
     }
   }
   return files;
+}
+
+/** A device or descriptor (`/dev/fd/3`, `/proc/self/fd/3`): no file to hide or read, and bubblewrap cannot bind over it. */
+const DEVICE = /^\/(?:dev|proc|sys)(?:\/|$)/;
+
+/**
+ * The variables that move a tool's logins away from the home folder's places: each names a folder or a
+ * file (`list`: a `:`-parted list of files), which a sandbox hides (environmentCredentialPlaces), and
+ * `read` the login file there that the scrubber reads (movedLoginFiles); `xdg`, the tool's folder under
+ * `XDG_CONFIG_HOME` when that is set. Codex's and Claude Code's folders are read by credentialFiles.
+ * One table for both, so what is hidden and what is read cannot drift apart.
+ */
+const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly list?: true; readonly xdg?: string; readonly read?: (place: string) => CredentialFile }> = [
+  { variable: 'CODEX_HOME' },
+  { variable: 'CLAUDE_CONFIG_DIR' },
+  { variable: 'GH_CONFIG_DIR', xdg: 'gh', read: (folder) => ({ path: join(folder, 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' }) },
+  { variable: 'CLOUDSDK_CONFIG', xdg: 'gcloud', read: (folder) => ({ path: join(folder, 'application_default_credentials.json'), name: 'gcloud credentials', kind: 'fields' }) },
+  { variable: 'DOCKER_CONFIG', read: (folder) => ({ path: join(folder, 'config.json'), name: 'docker config.json', kind: 'fields' }) },
+  { variable: 'KUBECONFIG', list: true, read: (path) => ({ path, name: 'kube config', kind: 'fields' }) },
+  { variable: 'PGPASSFILE', read: (path) => ({ path, name: '.pgpass', kind: 'pgpass' }) },
+  { variable: 'NPM_CONFIG_USERCONFIG', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
+  { variable: 'npm_config_userconfig', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
+  { variable: 'GIT_CONFIG_GLOBAL' },
+  // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
+  { variable: null, xdg: 'git', read: (folder) => ({ path: join(folder, 'credentials'), name: 'git credentials', kind: 'urls' }) },
+];
+
+/** Each place MOVED_LOGINS names in `env` (absolute, no device), with the entry that names it. */
+function movedLogins(env: NodeJS.ProcessEnv): Array<{ readonly place: string; readonly login: (typeof MOVED_LOGINS)[number] }> {
+  const xdg = env['XDG_CONFIG_HOME'];
+  return MOVED_LOGINS.flatMap((login) => {
+    const value = login.variable === null ? undefined : env[login.variable];
+    const given = value === undefined ? [] : login.list === true ? value.split(':') : [value];
+    const places = [...given, ...(login.xdg === undefined || xdg === undefined ? [] : [join(xdg, login.xdg)])];
+    return places.filter((place) => isAbsolute(place) && !DEVICE.test(place)).map((place) => ({ place, login }));
+  });
 }
 
 /**
@@ -117,18 +163,10 @@ function containerSecretFiles(): CredentialFile[] {
  * there, the scrubber knows. Absolute paths only.
  */
 function movedLoginFiles(env: NodeJS.ProcessEnv, home: string): CredentialFile[] {
-  const given = (name: string): string[] => (env[name] !== undefined && isAbsolute(env[name]!) ? [env[name]!] : []);
-  const xdg = given('XDG_CONFIG_HOME');
-  return [
-    ...[...given('GH_CONFIG_DIR'), ...xdg.map((folder) => join(folder, 'gh'))].map((folder): CredentialFile => ({ path: join(folder, 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' })),
-    ...[...given('CLOUDSDK_CONFIG'), ...xdg.map((folder) => join(folder, 'gcloud'))].map((folder): CredentialFile => ({ path: join(folder, 'application_default_credentials.json'), name: 'gcloud credentials', kind: 'fields' })),
-    // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
-    ...[...(xdg.length === 0 ? [join(home, '.config')] : xdg)].map((folder): CredentialFile => ({ path: join(folder, 'git', 'credentials'), name: 'git credentials', kind: 'urls' })),
-    ...given('DOCKER_CONFIG').map((folder): CredentialFile => ({ path: join(folder, 'config.json'), name: 'docker config.json', kind: 'fields' })),
-    ...(env['KUBECONFIG'] ?? '').split(':').filter((path) => isAbsolute(path)).map((path): CredentialFile => ({ path, name: 'kube config', kind: 'fields' })),
-    ...given('PGPASSFILE').map((path): CredentialFile => ({ path, name: '.pgpass', kind: 'pgpass' })),
-    ...[...given('NPM_CONFIG_USERCONFIG'), ...given('npm_config_userconfig')].map((path): CredentialFile => ({ path, name: '.npmrc', kind: 'fields' })),
-  ];
+  const files = movedLogins(env).flatMap(({ place, login }) => (login.read === undefined ? [] : [login.read(place)]));
+  // With no XDG_CONFIG_HOME, git's credential store is in the home folder's `.config`.
+  if (env['XDG_CONFIG_HOME'] === undefined || !isAbsolute(env['XDG_CONFIG_HOME'])) files.push({ path: join(home, '.config', 'git', 'credentials'), name: 'git credentials', kind: 'urls' });
+  return files;
 }
 
 /**
@@ -141,8 +179,7 @@ function movedLoginFiles(env: NodeJS.ProcessEnv, home: string): CredentialFile[]
 export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[] {
   const files: CredentialFile[] = [];
   for (const [name, value] of Object.entries(env)) {
-    // A descriptor or device (`/dev/fd/3`, `/proc/self/fd/3`) is no file to hide or read: bubblewrap cannot bind over it.
-    if (value === undefined || !isAbsolute(value) || /^\/(?:dev|proc|sys)(?:\/|$)/.test(value)) continue;
+    if (value === undefined || !isAbsolute(value) || DEVICE.test(value)) continue;
     if (name === 'GOOGLE_APPLICATION_CREDENTIALS' || (/_FILE$/i.test(name) && isSecretName(name.slice(0, -'_FILE'.length)))) files.push({ path: value, name, kind: 'named' });
   }
   return files;
@@ -157,15 +194,8 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
  * the home folder (a variable pointed there would hide it whole).
  */
 export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homedir()): string[] {
-  const given = (name: string): string[] => (env[name] === undefined ? [] : [env[name]!]);
-  const xdg = given('XDG_CONFIG_HOME').flatMap((folder) => ['git', 'gh', 'gcloud'].map((tool) => join(folder, tool)));
-  const places = [
-    ...['CODEX_HOME', 'CLAUDE_CONFIG_DIR', 'GH_CONFIG_DIR', 'CLOUDSDK_CONFIG', 'DOCKER_CONFIG', 'PGPASSFILE', 'NPM_CONFIG_USERCONFIG', 'npm_config_userconfig', 'GIT_CONFIG_GLOBAL'].flatMap(given),
-    ...given('KUBECONFIG').flatMap((list) => list.split(':')),
-    ...xdg,
-  ];
   const root = resolve(home);
-  return [...new Set(places.filter((path) => isAbsolute(path) && !/^\/(?:dev|proc|sys)(?:\/|$)/.test(path)).map((path) => resolve(path)))].filter((path) => path !== '/' && root !== path && !root.startsWith(`${path}/`));
+  return [...new Set(movedLogins(env).map(({ place }) => resolve(place)))].filter((path) => path !== '/' && root !== path && !root.startsWith(`${path}/`));
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */

@@ -236,7 +236,8 @@ describe("the secrets a container is handed as files (Docker's /run/secrets, Kub
   const SECRETS_48 = { db: 'DockerSecret7Hq2Vd9Kx4Mb', kube: 'eyJhbGciOiJSUzI1NiJ9.eyJzdWIiOiJzeXN0ZW06c2EifQ.KubeSaSig4Tz8' };
   /** `coo watch --once` as in a container: a /run of its own holding a Docker secret and a service account token. */
   const watchInContainer = (place: HostilePlace, agent: string, isolation: 'auto' | 'none'): { stderr: string } => {
-    const setup = 'printf %s "$1" > /run/secrets/db_password; printf %s "$2" > /run/secrets/kubernetes.io/serviceaccount/token; shift 2; exec "$@"';
+    // Beside them a setting the folder also holds (db_host): no secret, and never learnt as one.
+    const setup = 'printf %s "$1" > /run/secrets/db_password; printf %s "$2" > /run/secrets/kubernetes.io/serviceaccount/token; printf %s db-primary-01.internal > /run/secrets/db_host; shift 2; exec "$@"';
     const argv = ['--dev-bind', '/', '/', '--tmpfs', '/run', '--dir', '/run/secrets/kubernetes.io/serviceaccount', '--', '/bin/sh', '-c', setup, 'sh', SECRETS_48.db, SECRETS_48.kube,
       process.execPath, COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--ea-command', agent, '--isolation', isolation];
     const result = spawnSync(requireBubblewrap('a container of its own'), argv, { env: { ...process.env, OPENAI_API_KEY: 'sk-hostile-test' }, encoding: 'utf8', timeout: 60_000, killSignal: 'SIGKILL' });
@@ -257,11 +258,12 @@ describe("the secrets a container is handed as files (Docker's /run/secrets, Kub
   it('leave no part of them in the ledger when an execution agent run without bubblewrap prints them', async () => {
     const place = await places('container-none');
     const { messageId } = await dispatchTo(place, 'container-none');
-    const watch = watchInContainer(place, agentScript(place.world.dir, `for f in ${paths.join(' ')}; do printf 'file %s: %s\\n' "$f" "$(cat "$f")"; done >&2; exit 1`), 'none');
+    const watch = watchInContainer(place, agentScript(place.world.dir, `for f in ${[...paths, '/run/secrets/db_host'].join(' ')}; do printf 'file %s: %s\\n' "$f" "$(cat "$f")"; done >&2; exit 1`), 'none');
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
     const ledger = ledgerOf(place.world.gitdir);
     expect(ledger).toContain('file /run/secrets/db_password: [removed: container secret]');
+    expect(ledger).toContain('file /run/secrets/db_host: db-primary-01.internal');
     for (const [name, value] of Object.entries(SECRETS_48)) expect(pieces(ledger, value), name).toEqual([]);
   }, 120_000);
 });
