@@ -215,7 +215,7 @@ describe("a tool's logins the runner's environment keeps outside the home folder
   it('never hide the home folder, a folder holding it, the root or a relative path a variable was pointed at', () => {
     const home = '/home/operator';
     expect(environmentCredentialPlaces({ CODEX_HOME: home, CLAUDE_CONFIG_DIR: '/', GH_CONFIG_DIR: '/home', DOCKER_CONFIG: 'docker', KUBECONFIG: '/dev/stdin' }, home)).toEqual([]);
-    expect(environmentCredentialPlaces({ XDG_CONFIG_HOME: `${home}/.config`, KUBECONFIG: '/etc/kube/a:/etc/kube/b' }, home)).toEqual(['/etc/kube/a', '/etc/kube/b', `${home}/.config/git`, `${home}/.config/gh`, `${home}/.config/gcloud`]);
+    expect(environmentCredentialPlaces({ XDG_CONFIG_HOME: `${home}/.config`, KUBECONFIG: '/etc/kube/a:/etc/kube/b' }, home).sort()).toEqual(['/etc/kube/a', '/etc/kube/b', `${home}/.config/gcloud`, `${home}/.config/gh`, `${home}/.config/git`]);
   });
 
   it('leave no part of them in the ledger when an execution agent run without bubblewrap prints them: the scrubber reads them where the environment says', async () => {
