@@ -1,4 +1,4 @@
-import { dirname, resolve } from 'node:path';
+import { resolve } from 'node:path';
 import type { Command } from 'commander';
 import { defaultAuditDir } from '../audit/checkpoint.js';
 import { Ledger } from '../ledger/ledger.js';
@@ -72,7 +72,7 @@ export function mcpVerb(program: Command): void {
         places: [
           { name: 'ledger', path: gitdir },
           { name: 'key', path: keyPath },
-          { name: 'key-folder', path: dirname(keyPath) },
+          ...keyFolders(keyPath).map((path) => ({ name: 'key-folder', path })),
           { name: 'repo', path: repo },
           { name: 'runner-state', path: stateDir },
           { name: 'audit-state', path: auditDir },
