@@ -90,8 +90,17 @@ const answerBytes = (path: Buffer, names: readonly string[]): number => names.re
 /** The most of git's answers one `git check-attr` is asked for: well under safeGit's bound on its output. */
 const ANSWER_BATCH_BYTES = 16 * 1024 * 1024;
 
-/** The values of the attributes `names` that the `.gitattributes` files of `files` give each of `paths`, in that order. */
-async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], names: readonly string[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[][]> {
+/**
+ * How git reads the patterns of `.gitattributes`: byte for byte, as here, and regardless of case, as a macOS or
+ * Windows checkout does (git sets `core.ignorecase` there), where `*.JS ident` gives `ident` to `add.js`.
+ */
+const READINGS = [{ ignoreCase: false }, { ignoreCase: true }] as const;
+
+/**
+ * The values of the attributes `names` that the `.gitattributes` files of `files` give each of `paths`, in that
+ * order, with patterns read regardless of case when `ignoreCase`.
+ */
+async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], names: readonly string[], ignoreCase: boolean, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[][]> {
   const { gitdir, tree } = await rulesFolder(
     files.filter((file) => isRulesFile(file, '.gitattributes')),
     folder,
@@ -102,15 +111,15 @@ async function attributesOf(files: readonly TreeFile[], folder: string, paths: r
   for (let start = 0; start < paths.length; ) {
     let end = start;
     for (let bytes = 0; end < paths.length && (end === start || bytes + answerBytes(paths[end]!, names) <= ANSWER_BATCH_BYTES); end += 1) bytes += answerBytes(paths[end]!, names);
-    values.push(...(await checkAttr(gitdir, tree, paths.slice(start, end), names)));
+    values.push(...(await checkAttr(gitdir, tree, paths.slice(start, end), names, ignoreCase)));
     start = end;
   }
   return values;
 }
 
 /** One `git check-attr` over `paths` in a rules folder: the values of `names` for each. */
-async function checkAttr(gitdir: string, tree: string, paths: readonly Buffer[], names: readonly string[]): Promise<string[][]> {
-  const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', 'check-attr', '-z', '--stdin', ...names], {
+async function checkAttr(gitdir: string, tree: string, paths: readonly Buffer[], names: readonly string[], ignoreCase: boolean): Promise<string[][]> {
+  const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', '-c', `core.ignorecase=${ignoreCase}`, 'check-attr', '-z', '--stdin', ...names], {
     env: { ...rulesEnvironment(tree), GIT_ATTR_NOSYSTEM: '1' },
     input: Buffer.concat(paths.flatMap((path) => [path, Buffer.from([0])])),
   });
@@ -150,14 +159,17 @@ export async function checkoutAttributeChanges(
   const folders = changed.map(folderOf);
   const paths = after.filter((file) => file.mode !== '160000' && folders.some((prefix) => within(file.path, prefix))).map((file) => file.path);
   if (paths.length === 0) return [];
-  const [was, now] = await Promise.all([attributesOf(before, join(folder, 'base'), paths, CHECKOUT_ATTRIBUTES, readBlobs), attributesOf(after, join(folder, 'work'), paths, CHECKOUT_ATTRIBUTES, readBlobs)]);
-  return paths.flatMap((path, index) => {
-    const old = conversionsOf(was[index]!);
-    const conversions = Object.entries(conversionsOf(now[index]!))
-      .filter(([name, value]) => value !== null && value !== old[name])
-      .map(([name, value]) => (value === name ? name : `${name}=${value!}`));
-    return conversions.length === 0 ? [] : [{ path, conversions }];
-  });
+  // Each reading of the patterns apart: the base's rules against the commit's as one checkout reads both.
+  const found = paths.map(() => new Set<string>());
+  for (const { ignoreCase } of READINGS) {
+    const where = (side: string): string => join(folder, ignoreCase ? `${side}-ignorecase` : side);
+    const [was, now] = await Promise.all([attributesOf(before, where('base'), paths, CHECKOUT_ATTRIBUTES, ignoreCase, readBlobs), attributesOf(after, where('work'), paths, CHECKOUT_ATTRIBUTES, ignoreCase, readBlobs)]);
+    paths.forEach((_, index) => {
+      const old = conversionsOf(was[index]!);
+      for (const [name, value] of Object.entries(conversionsOf(now[index]!))) if (value !== null && value !== old[name]) found[index]!.add(value === name ? name : `${name}=${value}`);
+    });
+  }
+  return paths.flatMap((path, index) => (found[index]!.size === 0 ? [] : [{ path, conversions: [...found[index]!] }]));
 }
 
 /**
@@ -188,7 +200,7 @@ const within = (path: Buffer, prefix: Buffer): boolean => path.subarray(0, prefi
  */
 export async function filteredChanges(after: readonly TreeFile[], written: readonly Buffer[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
   if (written.length === 0 || !after.some((file) => isRulesFile(file, '.gitattributes'))) return [];
-  const values = await attributesOf(after, folder, written, ['filter'], readBlobs);
+  const readings = await Promise.all(READINGS.map(({ ignoreCase }) => attributesOf(after, join(folder, ignoreCase ? 'ignorecase' : 'exact'), written, ['filter'], ignoreCase, readBlobs)));
   // Only a driver's name names a filter: `filter` set or unset alone names none.
-  return written.filter((_, index) => !['unspecified', 'unset', 'set'].includes(values[index]![0]!));
+  return written.filter((_, index) => readings.some((values) => !['unspecified', 'unset', 'set'].includes(values[index]![0]!)));
 }

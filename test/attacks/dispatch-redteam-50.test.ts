@@ -2,7 +2,7 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { checkoutAttributeChanges } from '../../src/dispatch/checkout-attributes.js';
+import { checkoutAttributeChanges, filteredChanges } from '../../src/dispatch/checkout-attributes.js';
 import { gitObjectId, type TreeFile } from '../../src/dispatch/git-tree.js';
 import { attack } from '../helpers/attack-kit.js';
 import { coo } from '../helpers/cli.js';
@@ -159,6 +159,18 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     return 'refused';
   });
 
+  attack("a hostile agent: src/.gitattributes gives `*.JS` `ident`, which git here matches to no file and a macOS or Windows checkout (core.ignorecase) matches to its fix in src/add.js", 'runner', 'refused', async () => {
+    const where = await place('case');
+    const fix = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
+    const action = ["printf '*.JS ident\\n' > src/.gitattributes", `printf '%s' '${fix.toString('base64')}' | base64 -d > src/add.js`].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'case', action);
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    if (receipt['status'] === 'succeeded') return 'accepted: rules a macOS or Windows checkout applies to src/add.js passed as changing nothing';
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: ident on src/add.js)');
+    return 'refused';
+  });
+
   attack("a hostile agent: under the base's `* text=auto`, its .gitattributes adds `*.js eol=crlf`, which every checkout writes with CRLF", 'runner', 'refused', async () => {
     // A new way of writing is refused, and only the files written in a new way are named: test.sh stays as the base has it.
     const where = await place('crlf-over-auto', { '.gitattributes': '* text=auto\n' });
@@ -286,8 +298,8 @@ describe("a hostile agent's names that git, a shell and the ledger read apart", 
   });
 });
 
-describe('a .gitattributes change at the top of a commit of many files', () => {
-  it("is judged in parts, so git's answers for every file never pass the bound on its output", async () => {
+describe('the attributes judge, asked directly', () => {
+  it("judges a .gitattributes change at the top of a commit of many files in parts, so git's answers for every file never pass the bound on its output", async () => {
     // 9,000 files of long names: git's answers for them all (the eight attributes each, path and name) pass 64 MiB,
     // the bound safeGit reads, which a repository of 100,000 files of ordinary names passes as well.
     const rules = Buffer.from('* ident\n');
@@ -300,4 +312,17 @@ describe('a .gitattributes change at the top of a commit of many files', () => {
     expect(converted.every((file) => file.conversions.join() === 'ident')).toBe(true);
     expect(converted.at(-1)!.path.toString()).toBe(`d/${'x'.repeat(1000)}8999.js`);
   }, 60_000);
+
+  it('a filter given by a pattern that only a macOS or Windows checkout (core.ignorecase) matches names the file as filtered', async () => {
+    const rules = Buffer.from('*.BIN filter=lfs\n');
+    const pointer = Buffer.from('version https://git-lfs.github.com/spec/v1\n');
+    const blobs = new Map([rules, pointer].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const after: TreeFile[] = [
+      { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) },
+      { path: Buffer.from('assets/model.bin'), mode: '100644', oid: gitObjectId('blob', pointer) },
+      { path: Buffer.from('src/add.js'), mode: '100644', oid: gitObjectId('blob', pointer) },
+    ];
+    const filtered = await filteredChanges(after, [Buffer.from('assets/model.bin'), Buffer.from('src/add.js')], join(dir, 'case-filter'), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    expect(filtered.map((path) => path.toString())).toEqual(['assets/model.bin']);
+  });
 });
