@@ -136,7 +136,7 @@ async function checkAttr(gitdir: string, tree: string, paths: readonly Buffer[],
   );
 }
 
-/** A file of a commit that a checkout or an archive writes in a new way, and how (`ident`, `eol=crlf`, `filter=lfs`, ...). */
+/** A file of a commit that a checkout or an archive writes in a new way, and how (`ident`, `eol=crlf`, `filter=lfs`, ...), or a folder (`src/`) an archive leaves out (`export-ignore`). */
 export interface Conversion {
   readonly path: Buffer;
   readonly conversions: readonly string[];
@@ -144,8 +144,8 @@ export interface Conversion {
 
 /**
  * The files of `after` (a commit's) that a checkout or an archive writes in a way the rules of `before`
- * (the base's) do not, where `changed` are the `.gitattributes` paths the work added, changed or removed:
- * only files in their folders are asked about. A way of writing the base's rules already give a file (the
+ * (the base's) do not, and the folders of `after` an archive newly leaves out, where `changed` are the
+ * `.gitattributes` paths the work added, changed or removed: only what is in their folders is asked about. A way of writing the base's rules already give a file (the
  * operator's choice) is no change, nor is one the work takes away: a file written as its blob, or as before,
  * is what was verified, or what the operator chose. Judged in `folder`, the runner's own.
  */
@@ -157,16 +157,21 @@ export async function checkoutAttributeChanges(
   readBlobs: (oids: readonly string[]) => Promise<Buffer[]>,
 ): Promise<Conversion[]> {
   const folders = changed.map(folderOf);
-  const paths = after.filter((file) => file.mode !== '160000' && folders.some((prefix) => within(file.path, prefix))).map((file) => file.path);
+  const files = after.filter((file) => file.mode !== '160000').map((file) => file.path);
+  // An archive leaves out a folder given `export-ignore` with all in it: each folder is asked about too, as `folder/`.
+  const subfolders = [...new Set(files.flatMap((path) => foldersOf(keyOf(path))))].map((key) => Buffer.from(`${key}/`, 'latin1'));
+  const paths = [...files, ...subfolders].filter((path) => folders.some((prefix) => within(path, prefix)));
   if (paths.length === 0) return [];
   // Each reading of the patterns apart: the base's rules against the commit's as one checkout reads both.
   const found = paths.map(() => new Set<string>());
   for (const { ignoreCase } of READINGS) {
     const where = (side: string): string => join(folder, ignoreCase ? `${side}-ignorecase` : side);
     const [was, now] = await Promise.all([attributesOf(before, where('base'), paths, CHECKOUT_ATTRIBUTES, ignoreCase, readBlobs), attributesOf(after, where('work'), paths, CHECKOUT_ATTRIBUTES, ignoreCase, readBlobs)]);
-    paths.forEach((_, index) => {
+    paths.forEach((path, index) => {
       const old = conversionsOf(was[index]!);
-      for (const [name, value] of Object.entries(conversionsOf(now[index]!))) if (value !== null && value !== old[name]) found[index]!.add(value === name ? name : `${name}=${value}`);
+      // Of a folder, only `export-ignore` plays a part: no checkout writes a folder's bytes.
+      const asked = path.at(-1) === 0x2f ? ['export-ignore'] : Object.keys(old);
+      for (const [name, value] of Object.entries(conversionsOf(now[index]!))) if (asked.includes(name) && value !== null && value !== old[name]) found[index]!.add(value === name ? name : `${name}=${value}`);
     });
   }
   return paths.flatMap((path, index) => (found[index]!.size === 0 ? [] : [{ path, conversions: [...found[index]!] }]));

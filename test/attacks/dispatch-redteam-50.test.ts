@@ -313,6 +313,17 @@ describe('the attributes judge, asked directly', () => {
     expect(converted.at(-1)!.path.toString()).toBe(`d/${'x'.repeat(1000)}8999.js`);
   }, 60_000);
 
+  it("names a folder a .gitattributes of the work has an archive leave out, and no attribute of a folder's that changes no byte", async () => {
+    // `/src export-ignore` matches the folder, not its files: `git archive` leaves out src/ and all in it.
+    const rules = Buffer.from('/src export-ignore\n/test ident eol=crlf\n');
+    const blob = Buffer.from('x\n');
+    const blobs = new Map([rules, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const files: TreeFile[] = ['src/add.js', 'test/add.test.js', 'test.sh'].map((path) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', blob) }));
+    const attributes: TreeFile = { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) };
+    const converted = await checkoutAttributeChanges(files, [attributes, ...files], [attributes.path], join(dir, 'folders'), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    expect(converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`)).toEqual(['src/: export-ignore']);
+  });
+
   it('a filter given by a pattern that only a macOS or Windows checkout (core.ignorecase) matches names the file as filtered', async () => {
     const rules = Buffer.from('*.BIN filter=lfs\n');
     const pointer = Buffer.from('version https://git-lfs.github.com/spec/v1\n');
