@@ -44,7 +44,10 @@ export interface RunSummary {
 export interface EvidenceSummary {
   readonly changes: ReadonlyArray<{ readonly path: string }>;
   readonly outOfScope: readonly string[];
-  /** Entries that are not work, with what each is: a link, a FIFO, a socket, a `.git` entry, a name the ledger cannot record. */
+  /**
+   * Entries that are not work, with what each is: a link, a FIFO, a socket, a `.git` entry, a name the ledger cannot record;
+   * a `.gitattributes` by which a checkout or an archive writes the commit's files in a new way, with what it changes (`detail`).
+   */
   readonly notRegular: ReadonlyArray<{ readonly path: string; readonly why: string; readonly detail?: string }>;
   /** Files over the bound the runner reads: the work was not read whole. */
   readonly tooLarge: readonly string[];
