@@ -3,6 +3,8 @@ import { CooError } from '../errors.js';
 import { checkoutFold } from '../lane/raw-tree.js';
 import type { TreeFile } from './git-tree.js';
 import { isNamed, isRulesFile, rulesEnvironment, rulesFolder } from './ignore-rules.js';
+import { foldersOf, foldsOf } from './snapshot.js';
+import { keyOf } from './work-walk.js';
 import { safeGit } from './worktree.js';
 
 /**
@@ -12,11 +14,12 @@ import { safeGit } from './worktree.js';
  * commit's `.gitattributes`: `ident` writes `$Id$` as `$Id: <blob> $`, `eol=crlf` adds a CR to each
  * line, `working-tree-encoding` re-encodes, `export-subst` and `export-ignore` change an archive. An
  * agent's `.gitattributes` so had code pass the verification on bytes no checkout holds (a line
- * whose behaviour turns on `'$Id$'.length`). git itself judges (`git check-attr`), the attributes of
- * the base's rules against those of the commit's, each set of `.gitattributes` files alone in a
+ * whose behaviour turns on `'$Id$'.length`). git itself judges (`git check-attr`) which attributes
+ * the base's rules and the commit's give each file, each set of `.gitattributes` files alone in a
  * folder of the runner's with a private empty repository and no attributes of the system's or the
- * user's, as ignore-rules.ts does for `.gitignore`. No filter runs: git is asked what applies, not to
- * apply it.
+ * user's, as ignore-rules.ts does for `.gitignore`; the ways of writing those mean (conversionsOf) are
+ * compared, and only a way the base's rules do not give a file is a change. No filter runs: git is
+ * asked what applies, not to apply it.
  */
 
 /** The attributes by which git writes a file other than as its blob on checkout, or in an archive. */
@@ -24,22 +27,99 @@ export const CHECKOUT_ATTRIBUTES = ['text', 'eol', 'crlf', 'ident', 'working-tre
 
 /**
  * Which of `paths` (the work's changed paths) are attributes files: `judged`, named `.gitattributes`, which
- * git here reads; `folded`, named as a macOS or Windows checkout opens for `.gitattributes` (checkoutFold:
- * `.GITATTRIBUTES`, `.gitattributes.`), which git here never reads, so nothing can judge them here.
+ * git here reads; `unjudged`, which git here cannot judge as a macOS or Windows checkout reads them: one named
+ * as such a checkout opens for `.gitattributes` (checkoutFold: `.GITATTRIBUTES`, `.gitattributes.`), which git
+ * here never reads, and a `.gitattributes` in a folder that such a checkout holds as one with another folder of
+ * the commit (`files`) spelt otherwise (`src/Fix/` and `src/fix/`, snapshot.ts keeps both), whose rules there
+ * apply to the files of both and here to those of its own spelling only.
  */
-export function attributesFiles(paths: readonly Buffer[]): { readonly judged: Buffer[]; readonly folded: Buffer[] } {
+export function attributesFiles(paths: readonly Buffer[], files: readonly TreeFile[]): { readonly judged: Buffer[]; readonly unjudged: Array<{ readonly path: Buffer; readonly detail: string }> } {
   const named = paths.filter((path) => checkoutFold(path.subarray(path.lastIndexOf(0x2f) + 1).toString('utf8')) === '.gitattributes');
-  return { judged: named.filter((path) => isNamed(path, '.gitattributes')), folded: named.filter((path) => !isNamed(path, '.gitattributes')) };
+  // Each folder of the commit (and of the attributes files, a removed one's too) by its fold, with its spellings.
+  const spellings = new Map<string, Set<string>>();
+  for (const key of [...files.map((file) => keyOf(file.path)), ...named.map(keyOf)]) {
+    const folds = foldsOf(key);
+    foldersOf(key).forEach((folder, at) => spellings.set(folds[at]!, (spellings.get(folds[at]!) ?? new Set()).add(folder)));
+  }
+  const spelt = (path: Buffer): boolean => {
+    const folds = foldsOf(keyOf(path));
+    return folds.length > 1 && spellings.get(folds.at(-2)!)!.size > 1;
+  };
+  const judged = named.filter((path) => isNamed(path, '.gitattributes') && !spelt(path));
+  const unjudged = named
+    .filter((path) => !judged.includes(path))
+    .map((path) => ({
+      path,
+      detail: isNamed(path, '.gitattributes')
+        ? 'in a folder a macOS or Windows checkout holds as one with another folder of the commit spelt otherwise: not judged'
+        : 'read as .gitattributes by a macOS or Windows checkout: not judged',
+    }));
+  return { judged, unjudged };
 }
 
-/** The values of the attributes `names` that the `.gitattributes` files of `files` give each of `paths`, in that order. */
-async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], names: readonly string[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[][]> {
+/**
+ * How a checkout or an archive writes a file other than as its blob, by the values of CHECKOUT_ATTRIBUTES
+ * (in that order) git gives it, as git's convert.c and archive.c read them: each way it converts, named, with
+ * null where it does not. `eol`: `crlf` where `eol=crlf` (`text` implied, unless `-text`: `binary` is
+ * `-diff -merge -text`); `native` where `text` (or the legacy `crlf`) is set or `auto` and `eol` is not `lf`,
+ * which a Windows checkout with `core.autocrlf` writes with CRLF; none where `-text`, `crlf=input` (`eol=lf`),
+ * `eol=lf`, or nothing is said (then the reader's own configuration decides, not the commit).
+ */
+function conversionsOf(values: readonly string[]): Record<string, string | null> {
+  const [text, eol, crlf, ident, encoding, filter, subst, ignore] = values as [string, string, string, string, string, string, string, string];
+  const actionOf = (value: string): 'text' | 'binary' | 'input' | 'auto' | null => (value === 'set' ? 'text' : value === 'unset' ? 'binary' : value === 'input' ? 'input' : value === 'auto' ? 'auto' : null);
+  let action = actionOf(text) ?? actionOf(crlf);
+  if (action !== 'binary' && eol === 'lf') action = 'input';
+  const named = (value: string): string | null => (['set', 'unset', 'unspecified'].includes(value) ? null : value);
+  return {
+    eol: action !== 'binary' && eol === 'crlf' ? 'crlf' : action === 'text' || action === 'auto' ? 'native' : null,
+    ident: ident === 'set' ? 'ident' : null,
+    'working-tree-encoding': named(encoding)?.toUpperCase() === 'UTF-8' ? null : named(encoding),
+    filter: named(filter),
+    'export-subst': subst === 'set' ? 'export-subst' : null,
+    'export-ignore': ignore === 'set' ? 'export-ignore' : null,
+  };
+}
+
+/**
+ * What git's answers for one path may take at most: per attribute the path, the name and a value, each
+ * ended by a NUL (git reads no rules line over 2048 bytes, so no value is longer).
+ */
+const answerBytes = (path: Buffer, names: readonly string[]): number => names.reduce((sum, name) => sum + path.length + name.length + 2048 + 3, 0);
+
+/** The most of git's answers one `git check-attr` is asked for: well under safeGit's bound on its output. */
+const ANSWER_BATCH_BYTES = 16 * 1024 * 1024;
+
+/**
+ * How git reads the patterns of `.gitattributes`: byte for byte, as here, and regardless of case, as a macOS or
+ * Windows checkout does (git sets `core.ignorecase` there), where `*.JS ident` gives `ident` to `add.js`.
+ */
+const READINGS = [{ ignoreCase: false }, { ignoreCase: true }] as const;
+
+/**
+ * The values of the attributes `names` that the `.gitattributes` files of `files` give each of `paths`, in that
+ * order, with patterns read regardless of case when `ignoreCase`.
+ */
+async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], names: readonly string[], ignoreCase: boolean, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[][]> {
   const { gitdir, tree } = await rulesFolder(
     files.filter((file) => isRulesFile(file, '.gitattributes')),
     folder,
     readBlobs,
   );
-  const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', 'check-attr', '-z', '--stdin', ...names], {
+  const values: string[][] = [];
+  // In batches, so that git's answers for a commit of many files never pass the bound on its output.
+  for (let start = 0; start < paths.length; ) {
+    let end = start;
+    for (let bytes = 0; end < paths.length && (end === start || bytes + answerBytes(paths[end]!, names) <= ANSWER_BATCH_BYTES); end += 1) bytes += answerBytes(paths[end]!, names);
+    values.push(...(await checkAttr(gitdir, tree, paths.slice(start, end), names, ignoreCase)));
+    start = end;
+  }
+  return values;
+}
+
+/** One `git check-attr` over `paths` in a rules folder: the values of `names` for each. */
+async function checkAttr(gitdir: string, tree: string, paths: readonly Buffer[], names: readonly string[], ignoreCase: boolean): Promise<string[][]> {
+  const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', '-c', `core.ignorecase=${ignoreCase}`, 'check-attr', '-z', '--stdin', ...names], {
     env: { ...rulesEnvironment(tree), GIT_ATTR_NOSYSTEM: '1' },
     input: Buffer.concat(paths.flatMap((path) => [path, Buffer.from([0])])),
   });
@@ -56,10 +136,18 @@ async function attributesOf(files: readonly TreeFile[], folder: string, paths: r
   );
 }
 
+/** A file of a commit that a checkout or an archive writes in a new way, and how (`ident`, `eol=crlf`, `filter=lfs`, ...), or a folder (`src/`) an archive leaves out (`export-ignore`). */
+export interface Conversion {
+  readonly path: Buffer;
+  readonly conversions: readonly string[];
+}
+
 /**
- * The files of `after` (a commit's) that a checkout writes by other attributes than the rules of
- * `before` (the base's) give them, where `changed` are the `.gitattributes` paths the work added,
- * changed or removed: only files in their folders are asked about. Judged in `folder`, the runner's own.
+ * The files of `after` (a commit's) that a checkout or an archive writes in a way the rules of `before`
+ * (the base's) do not, and the folders of `after` an archive newly leaves out, where `changed` are the
+ * `.gitattributes` paths the work added, changed or removed: only what is in their folders is asked about. A way of writing the base's rules already give a file (the
+ * operator's choice) is no change, nor is one the work takes away: a file written as its blob, or as before,
+ * is what was verified, or what the operator chose. Judged in `folder`, the runner's own.
  */
 export async function checkoutAttributeChanges(
   before: readonly TreeFile[],
@@ -67,13 +155,46 @@ export async function checkoutAttributeChanges(
   changed: readonly Buffer[],
   folder: string,
   readBlobs: (oids: readonly string[]) => Promise<Buffer[]>,
-): Promise<Buffer[]> {
-  const folders = changed.map((path) => path.subarray(0, path.lastIndexOf(0x2f) + 1));
-  const paths = after.filter((file) => file.mode !== '160000' && folders.some((prefix) => file.path.subarray(0, prefix.length).equals(prefix))).map((file) => file.path);
+): Promise<Conversion[]> {
+  const folders = changed.map(folderOf);
+  const files = after.filter((file) => file.mode !== '160000').map((file) => file.path);
+  // An archive leaves out a folder given `export-ignore` with all in it: each folder is asked about too, as `folder/`.
+  const subfolders = [...new Set(files.flatMap((path) => foldersOf(keyOf(path))))].map((key) => Buffer.from(`${key}/`, 'latin1'));
+  const paths = [...files, ...subfolders].filter((path) => folders.some((prefix) => within(path, prefix)));
   if (paths.length === 0) return [];
-  const [was, now] = await Promise.all([attributesOf(before, join(folder, 'base'), paths, CHECKOUT_ATTRIBUTES, readBlobs), attributesOf(after, join(folder, 'work'), paths, CHECKOUT_ATTRIBUTES, readBlobs)]);
-  return paths.filter((_, index) => was[index]!.join('\0') !== now[index]!.join('\0'));
+  // Each reading of the patterns apart: the base's rules against the commit's as one checkout reads both.
+  const found = paths.map(() => new Set<string>());
+  for (const { ignoreCase } of READINGS) {
+    const where = (side: string): string => join(folder, ignoreCase ? `${side}-ignorecase` : side);
+    const [was, now] = await Promise.all([attributesOf(before, where('base'), paths, CHECKOUT_ATTRIBUTES, ignoreCase, readBlobs), attributesOf(after, where('work'), paths, CHECKOUT_ATTRIBUTES, ignoreCase, readBlobs)]);
+    paths.forEach((path, index) => {
+      const old = conversionsOf(was[index]!);
+      // Of a folder, only `export-ignore` plays a part: no checkout writes a folder's bytes.
+      const asked = path.at(-1) === 0x2f ? ['export-ignore'] : Object.keys(old);
+      for (const [name, value] of Object.entries(conversionsOf(now[index]!))) if (asked.includes(name) && value !== null && value !== old[name]) found[index]!.add(value === name ? name : `${name}=${value}`);
+    });
+  }
+  return paths.flatMap((path, index) => (found[index]!.size === 0 ? [] : [{ path, conversions: [...found[index]!] }]));
 }
+
+/**
+ * The changed `.gitattributes` (`changed`) that a checkout or an archive writes files of in a new way by
+ * (`converted`, checkoutAttributeChanges): each one in whose folder such a file is, with which files and how.
+ */
+export function attributesRefusals(changed: readonly Buffer[], converted: readonly Conversion[]): Array<{ readonly path: Buffer; readonly detail: string }> {
+  return changed.flatMap((path) => {
+    const mine = converted.filter((file) => within(file.path, folderOf(path)));
+    if (mine.length === 0) return [];
+    const shown = mine.slice(0, 3).map((file) => `${file.conversions.join(', ')} on ${file.path.toString('utf8')}`);
+    return [{ path, detail: `${shown.join('; ')}${mine.length > 3 ? `; and ${mine.length - 3} more file(s)` : ''}` }];
+  });
+}
+
+/** The folder of a path, with its trailing slash (empty at the top). */
+const folderOf = (path: Buffer): Buffer => path.subarray(0, path.lastIndexOf(0x2f) + 1);
+
+/** Whether `path` is in the folder `prefix` (folderOf), at any depth. */
+const within = (path: Buffer, prefix: Buffer): boolean => path.subarray(0, prefix.length).equals(prefix);
 
 /**
  * The files of the work (`written`: paths it added or changed in `after`, a commit's files) that the
@@ -84,7 +205,7 @@ export async function checkoutAttributeChanges(
  */
 export async function filteredChanges(after: readonly TreeFile[], written: readonly Buffer[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
   if (written.length === 0 || !after.some((file) => isRulesFile(file, '.gitattributes'))) return [];
-  const values = await attributesOf(after, folder, written, ['filter'], readBlobs);
+  const readings = await Promise.all(READINGS.map(({ ignoreCase }) => attributesOf(after, join(folder, ignoreCase ? 'ignorecase' : 'exact'), written, ['filter'], ignoreCase, readBlobs)));
   // Only a driver's name names a filter: `filter` set or unset alone names none.
-  return written.filter((_, index) => !['unspecified', 'unset', 'set'].includes(values[index]![0]!));
+  return written.filter((_, index) => readings.some((values) => !['unspecified', 'unset', 'set'].includes(values[index]![0]!)));
 }

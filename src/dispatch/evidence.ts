@@ -12,7 +12,7 @@ import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
-import { attributesFiles, checkoutAttributeChanges, filteredChanges } from './checkout-attributes.js';
+import { attributesFiles, attributesRefusals, checkoutAttributeChanges, filteredChanges } from './checkout-attributes.js';
 import type { EvidenceSummary } from './outcome.js';
 import { outOfScope } from '../authority/scope.js';
 import { snapshotWork, trackedOf, type WorkSnapshot } from './snapshot.js';
@@ -266,15 +266,15 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
     const checkout = await checkoutCommit({ gitdir: worktree.gitdir, commit: head ?? worktree.base, path: join(options.runnerDir, 'checkout') });
     try {
       // The verification runs on the blobs as stored; a `.gitattributes` of the work that has a stock checkout of the commit
-      // write its files otherwise (checkout-attributes.ts) is not work: what passed would not be what a checkout holds.
-      // One a macOS or Windows checkout reads as `.gitattributes` and git here does not is refused unjudged; so is a file of
-      // the work the commit's rules give a filter: what was verified is its stored form, never what a checkout writes.
-      const { judged, folded } = attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')));
+      // write its files in a new way (checkout-attributes.ts) is not work: what passed would not be what a checkout holds.
+      // One a macOS or Windows checkout reads otherwise than git here is refused unjudged; so is a file of the work the
+      // commit's rules give a filter: what was verified is its stored form, never what a checkout writes.
+      const { judged, unjudged } = attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')), checkout.files);
       const converted = judged.length === 0 ? [] : await checkoutAttributeChanges(baseFiles, checkout.files, judged, join(options.runnerDir, 'attributes'), (oids) => readBlobs(reader, oids));
       const written = read.changes.filter((change) => change.status !== 'deleted').map((change) => Buffer.from(change.path, 'utf8'));
       const filtered = await filteredChanges(checkout.files, written, join(options.runnerDir, 'attributes', 'filters'), (oids) => readBlobs(reader, oids));
       const refused = [
-        ...[...(converted.length === 0 ? [] : judged), ...folded].map((path) => ({ path: path.toString('utf8'), why: 'checkout_attributes' as const })),
+        ...[...attributesRefusals(judged, converted), ...unjudged].map((entry) => ({ path: entry.path.toString('utf8'), why: 'checkout_attributes' as const, detail: entry.detail })),
         ...filtered.map((path) => ({ path: path.toString('utf8'), why: 'filtered' as const })),
       ];
       const snapshot: WorkSnapshot = refused.length === 0 ? read : { ...read, refused: [...read.refused, ...refused] };

@@ -44,8 +44,11 @@ export interface RunSummary {
 export interface EvidenceSummary {
   readonly changes: ReadonlyArray<{ readonly path: string }>;
   readonly outOfScope: readonly string[];
-  /** Entries that are not work, with what each is: a link, a FIFO, a socket, a `.git` entry, a name the ledger cannot record. */
-  readonly notRegular: ReadonlyArray<{ readonly path: string; readonly why: string }>;
+  /**
+   * Entries that are not work, with what each is: a link, a FIFO, a socket, a `.git` entry, a name the ledger cannot record;
+   * a `.gitattributes` by which a checkout or an archive writes the commit's files in a new way, with what it changes (`detail`).
+   */
+  readonly notRegular: ReadonlyArray<{ readonly path: string; readonly why: string; readonly detail?: string }>;
   /** Files over the bound the runner reads: the work was not read whole. */
   readonly tooLarge: readonly string[];
   /** More entries or bytes than the runner reads: the work was not read whole. */
@@ -147,7 +150,12 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   if (evidence.overflow) out.push({ code: 'work_too_large', row: 'work_too_large', detail: 'the worktree holds more entries or bytes than the runner reads: nothing was committed or verified' });
   if (evidence.tooLarge.length > 0) out.push({ code: 'work_too_large', row: 'work_too_large', detail: `files over the bound the runner reads: ${list(evidence.tooLarge)}; nothing was committed or verified` });
   if (evidence.outOfScope.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `changed outside the scope: ${list(evidence.outOfScope)}` });
-  if (evidence.notRegular.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record and every checkout writes apart are): ${list(evidence.notRegular.map((entry) => `${entry.path} (${entry.why})`))}` });
+  // Attributes that have a checkout write the commit's files otherwise than verified, and files it writes through a filter, apart.
+  const rewriting = (entry: { readonly why: string }): boolean => entry.why === 'checkout_attributes' || entry.why === 'filtered';
+  const notWork = evidence.notRegular.filter((entry) => !rewriting(entry));
+  const rewritten = evidence.notRegular.filter(rewriting);
+  if (notWork.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record and every checkout writes apart are): ${list(notWork.map((entry) => `${entry.path} (${entry.why})`))}` });
+  if (rewritten.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `changes how a checkout or an archive writes the commit's files, other than as verified: ${list(rewritten.map((entry) => `${entry.path} (${entry.why}${entry.detail === undefined ? '' : `: ${entry.detail}`})`))}` });
   if (evidence.gitLinkTampered) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: 'the worktree\'s .git link was changed' });
   if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0 && (evidence.holdingSecrets ?? []).length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });
   const failed = evidence.verification.filter((result) => result.exitCode !== 0);

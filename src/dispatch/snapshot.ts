@@ -32,6 +32,8 @@ export interface RefusedEntry {
    * `filtered`: a file of the work that a checkout writes through a filter (an LFS pointer).
    */
   readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept' | 'checkout_attributes' | 'filtered';
+  /** For `checkout_attributes`: what it changes (which files, by which attributes), or why it is not judged. */
+  readonly detail?: string;
 }
 
 export interface WorkSnapshot {
@@ -75,14 +77,14 @@ function typeOf(mode: string): string {
 }
 
 /** The folders a path is in, as latin1 keys (byte for byte), outermost first. */
-function foldersOf(key: string): string[] {
+export function foldersOf(key: string): string[] {
   const folders: string[] = [];
   for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) folders.push(key.slice(0, slash));
   return folders;
 }
 
 /** A latin1 key's folders and the key itself as a macOS or Windows checkout writes them, the key last: each name folded once (checkoutFold). */
-function foldsOf(key: string): string[] {
+export function foldsOf(key: string): string[] {
   const folds: string[] = [];
   for (const name of Buffer.from(key, 'latin1').toString('utf8').split('/')) {
     const fold = checkoutFold(name);

@@ -170,7 +170,7 @@ describe("a hostile agent that writes its worktree's git folders for the git the
     // for the work's files is not work (dispatch-redteam-50), as a checkout would not write them as verified.
     expect(receipt['inner_exit_codes']).toEqual([0]);
     expect(receipt['status']).toBe('failed');
-    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes)');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: filter=x on src/.gitattributes; filter=x on src/add.js; filter=x on src/written.txt)');
     return 'refused';
   });
 });

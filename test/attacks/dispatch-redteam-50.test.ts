@@ -2,6 +2,8 @@ import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { checkoutAttributeChanges, filteredChanges } from '../../src/dispatch/checkout-attributes.js';
+import { gitObjectId, type TreeFile } from '../../src/dispatch/git-tree.js';
 import { attack } from '../helpers/attack-kit.js';
 import { coo } from '../helpers/cli.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
@@ -98,7 +100,7 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     for (const [path, hash] of hashes) if (!log.includes(`${hash!.slice('sha256:'.length)}  ${path}`)) return `accepted: the verification read other bytes at ${path} than the receipt names: ${log}`;
     // A stock checkout of the commit writes other bytes than those (the next case): such attributes are not work.
     expect(receipt['status']).toBe('failed');
-    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes)');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: eol=crlf, ident, filter=x, export-subst on src/.gitattributes; eol=crlf, ident, filter=x, export-subst on src/add.js)');
     return 'refused';
   });
 
@@ -121,7 +123,12 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     expect(there.status).toBe(1);
     if (receipt['status'] === 'succeeded') return 'accepted: the verification passed the commit the receipt names, and its stock checkout fails the same check';
     expect(codesOf(receipt)).toContain('scope_violation');
-    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes)');
+    // Named apart from files that are not work, with what it changes.
+    const blockers = receipt['blockers'] as Array<{ code: string; detail: string }>;
+    expect(blockers.find((blocker) => blocker.detail.includes('src/.gitattributes'))).toEqual({
+      code: 'scope_violation',
+      detail: "changes how a checkout or an archive writes the commit's files, other than as verified: src/.gitattributes (checkout_attributes: ident on src/add.js)",
+    });
     return 'refused';
   });
 
@@ -133,8 +140,57 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     if (receipt === undefined) return unreceipted;
     expect(disagreement(where, receipt)).toBeNull();
     if (receipt['status'] === 'succeeded') return 'accepted: a file such a checkout reads as .gitattributes passed as work';
-    expect(JSON.stringify(receipt['blockers'])).toContain('src/.GITATTRIBUTES (checkout_attributes)');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.GITATTRIBUTES (checkout_attributes: read as .gitattributes by a macOS or Windows checkout: not judged)');
     return 'refused';
+  });
+
+  attack("a hostile agent: src/Fix/.gitattributes gives *.js `ident`, and src/fix/impl.js adds only while $Id$ is unexpanded: a macOS or Windows checkout holds src/Fix and src/fix as one folder, and reads those rules for it", 'runner', 'refused', async () => {
+    // Here git reads src/Fix/.gitattributes for src/Fix/ alone, where no file changes; such a checkout writes src/fix/impl.js by it.
+    const where = await place('sibling');
+    const impl = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
+    const action = [FIX, 'mkdir -p src/Fix src/fix', "printf '*.js ident\\n' > src/Fix/.gitattributes", `printf '%s' '${impl.toString('base64')}' | base64 -d > src/fix/impl.js`].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'sibling', action);
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    expect(receipt['files_changed']).toEqual(['src/Fix/.gitattributes', 'src/add.js', 'src/fix/impl.js']);
+    if (receipt['status'] === 'succeeded') return 'accepted: rules a macOS or Windows checkout reads for src/fix/ passed unjudged';
+    expect(codesOf(receipt)).toContain('scope_violation');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/Fix/.gitattributes (checkout_attributes: in a folder a macOS or Windows checkout holds as one with another folder of the commit spelt otherwise: not judged)');
+    return 'refused';
+  });
+
+  attack("a hostile agent: src/.gitattributes gives `*.JS` `ident`, which git here matches to no file and a macOS or Windows checkout (core.ignorecase) matches to its fix in src/add.js", 'runner', 'refused', async () => {
+    const where = await place('case');
+    const fix = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
+    const action = ["printf '*.JS ident\\n' > src/.gitattributes", `printf '%s' '${fix.toString('base64')}' | base64 -d > src/add.js`].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'case', action);
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    if (receipt['status'] === 'succeeded') return 'accepted: rules a macOS or Windows checkout applies to src/add.js passed as changing nothing';
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: ident on src/add.js)');
+    return 'refused';
+  });
+
+  attack("a hostile agent: under the base's `* text=auto`, its .gitattributes adds `*.js eol=crlf`, which every checkout writes with CRLF", 'runner', 'refused', async () => {
+    // A new way of writing is refused, and only the files written in a new way are named: test.sh stays as the base has it.
+    const where = await place('crlf-over-auto', { '.gitattributes': '* text=auto\n' });
+    const { receipt, unreceipted } = await attempted(where, 'crlf-over-auto', `${FIX}\nprintf '* text=auto\\n*.js eol=crlf\\n' > .gitattributes`, { scope: ['src/**', '.gitattributes'] });
+    if (receipt === undefined) return unreceipted;
+    if (receipt['status'] === 'succeeded') return 'accepted: a .gitattributes that has every checkout write src/add.js with CRLF passed as work';
+    expect(JSON.stringify(receipt['blockers'])).toContain('.gitattributes (checkout_attributes: eol=crlf on src/add.js)');
+    return 'refused';
+  });
+
+  it("work whose .gitattributes has a checkout write files as their blobs, where the base's rules converted them, succeeds: `*.png binary` under `* text=auto`, `*.sh text eol=lf`, an `ident` removed", async () => {
+    // Control: moving toward no conversion is no new way of writing a file: each is written as its blob, which was verified.
+    const where = await place('toward-blobs', { '.gitattributes': '* text=auto\n', 'src/.gitattributes': '*.js ident diff=javascript\n' });
+    const action = [FIX, "printf '* text=auto\\n*.png binary\\n*.sh text eol=lf\\n' > .gitattributes", "printf '*.js diff=javascript\\n' > src/.gitattributes", "printf 'PNG\\r\\n' > src/logo.png"].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'toward-blobs', action, { scope: ['src/**', '.gitattributes'] });
+    if (receipt === undefined) throw new Error(unreceipted);
+    expect(disagreement(where, receipt)).toBeNull();
+    expect(receipt['files_changed']).toEqual(['.gitattributes', 'src/.gitattributes', 'src/add.js', 'src/logo.png']);
+    expect(receipt['blockers']).toEqual([]);
+    expect(receipt['status']).toBe('succeeded');
   });
 
   it('work whose src/.gitattributes names only a diff driver and a language, which change no byte a checkout writes, succeeds', async () => {
@@ -239,5 +295,45 @@ describe("a hostile agent's names that git, a shell and the ledger read apart", 
     if (receipt['status'] === 'succeeded') return 'accepted: a linked folder passed as work';
     expect(codesOf(receipt)).toContain('scope_violation');
     return 'refused';
+  });
+});
+
+describe('the attributes judge, asked directly', () => {
+  it("judges a .gitattributes change at the top of a commit of many files in parts, so git's answers for every file never pass the bound on its output", async () => {
+    // 9,000 files of long names: git's answers for them all (the eight attributes each, path and name) pass 64 MiB,
+    // the bound safeGit reads, which a repository of 100,000 files of ordinary names passes as well.
+    const rules = Buffer.from('* ident\n');
+    const blob = Buffer.from('x\n');
+    const blobs = new Map([rules, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const files: TreeFile[] = Array.from({ length: 9_000 }, (_, index) => ({ path: Buffer.from(`d/${'x'.repeat(1000)}${index}.js`), mode: '100644', oid: gitObjectId('blob', blob) }));
+    const attributes: TreeFile = { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) };
+    const converted = await checkoutAttributeChanges(files, [attributes, ...files], [attributes.path], join(dir, 'many'), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    expect(converted.length).toBe(9_001);
+    expect(converted.every((file) => file.conversions.join() === 'ident')).toBe(true);
+    expect(converted.at(-1)!.path.toString()).toBe(`d/${'x'.repeat(1000)}8999.js`);
+  }, 60_000);
+
+  it("names a folder a .gitattributes of the work has an archive leave out, and no attribute of a folder's that changes no byte", async () => {
+    // `/src export-ignore` matches the folder, not its files: `git archive` leaves out src/ and all in it.
+    const rules = Buffer.from('/src export-ignore\n/test ident eol=crlf\n');
+    const blob = Buffer.from('x\n');
+    const blobs = new Map([rules, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const files: TreeFile[] = ['src/add.js', 'test/add.test.js', 'test.sh'].map((path) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', blob) }));
+    const attributes: TreeFile = { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) };
+    const converted = await checkoutAttributeChanges(files, [attributes, ...files], [attributes.path], join(dir, 'folders'), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    expect(converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`)).toEqual(['src/: export-ignore']);
+  });
+
+  it('a filter given by a pattern that only a macOS or Windows checkout (core.ignorecase) matches names the file as filtered', async () => {
+    const rules = Buffer.from('*.BIN filter=lfs\n');
+    const pointer = Buffer.from('version https://git-lfs.github.com/spec/v1\n');
+    const blobs = new Map([rules, pointer].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const after: TreeFile[] = [
+      { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) },
+      { path: Buffer.from('assets/model.bin'), mode: '100644', oid: gitObjectId('blob', pointer) },
+      { path: Buffer.from('src/add.js'), mode: '100644', oid: gitObjectId('blob', pointer) },
+    ];
+    const filtered = await filteredChanges(after, [Buffer.from('assets/model.bin'), Buffer.from('src/add.js')], join(dir, 'case-filter'), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    expect(filtered.map((path) => path.toString())).toEqual(['assets/model.bin']);
   });
 });
