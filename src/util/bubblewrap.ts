@@ -185,8 +185,9 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
   const repository = repositoryLayout(layout.repository);
-  const readOnly = [...(layout.readOnly ?? []), ...repository.readOnly];
-  const bound = [...layout.writable, ...readOnly].map(real);
+  const readOnly = layout.readOnly ?? [];
+  const gitdirs = repository.readOnly.map(real);
+  const bound = [...layout.writable, ...readOnly].map(real).concat(gitdirs);
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
@@ -211,6 +212,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       }
       return [{ path, folder: stats.isDirectory() }];
     });
+  const inGitdir = (path: string): boolean => gitdirs.some((gitdir) => path !== gitdir && holds(gitdir, path));
+  const hide = ({ path, folder }: { path: string; folder: boolean }): string[] => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   return [
     bwrap,
     '--ro-bind', '/', '/',
@@ -224,7 +227,11 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       return ['--bind', resolve(source), target];
     }),
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    // The repository's git folder, read-only, over its hidden work tree and before the writable paths and what is
+    // hidden inside it: a state folder inside the git folder (its worktrees, their scratch) stays writable.
+    ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
+    ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => inGitdir(path)).flatMap(hide),
     // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator
     // keeps a wrapper script too) hides what lies beside them, never the command.
     ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),
