@@ -172,6 +172,38 @@ function sharedTempFolders(): string[] {
   return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => path !== '/' && !holds(path, home));
 }
 
+/**
+ * The files of the commands a sandbox runs, which stay visible in it (BwrapLayout.keep): every part of
+ * each command that names a file (absolute, or from the runner's folder), so `node <pkg>/bin/codex.js`
+ * keeps the script as well as node. Never the command's other arguments (a prompt, a worktree).
+ */
+export function commandFiles(commands: ReadonlyArray<readonly string[]>): string[] {
+  return [...new Set(commands.flat().filter((part) => part !== '').map((part) => resolve(part)))].filter((part) => {
+    try {
+      return fs.statSync(part).isFile();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * What is bound back, read-only, of a hidden folder for a file of the command inside it: the folder of
+ * node packages it lies in (a package's dependencies lie beside it), else the nearest folder below the
+ * hidden one holding a package.json, else the file's own folder; the file alone when that is the hidden
+ * folder itself. Null when the hidden entry is the file.
+ */
+function keptWithin(hidden: string, file: string): string | null {
+  if (hidden === file) return null;
+  const parts = file.slice(hidden.length + 1).split('/');
+  const modules = parts.indexOf('node_modules');
+  if (modules !== -1 && modules < parts.length - 1) return join(hidden, ...parts.slice(0, modules + 1));
+  for (let folder = dirname(file); folder !== hidden && holds(hidden, folder); folder = dirname(folder)) {
+    if (fs.existsSync(join(folder, 'package.json'))) return folder;
+  }
+  return dirname(file) === hidden ? file : dirname(file);
+}
+
 /** Whether `folder` is `path` or holds it (both resolved). */
 function holds(folder: string, path: string): boolean {
   return path === folder || path.startsWith(`${folder}/`);
@@ -181,8 +213,8 @@ function holds(folder: string, path: string): boolean {
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // Every path is named by where it really is (`real`): a mount follows links, so a /tmp that links to /private/tmp,
   // a TMPDIR or a worktree that links into /tmp would otherwise find its target gone under an emptied folder.
-  // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
-  // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
+  // A folder that holds the command's own files or a bound path is hidden and what is needed of it mounted again
+  // on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
   const repository = repositoryLayout(layout.repository);
   const readOnly = layout.readOnly ?? [];
@@ -202,7 +234,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
-    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
+    .filter((path) => !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {
@@ -212,6 +244,11 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       }
       return [{ path, folder: stats.isDirectory() }];
     });
+  // A hidden folder that holds one of the command's own files (outside the shared temporary folders) stays hidden,
+  // and what the file needs of it is bound back on top (keptWithin): an agent installed inside the repository
+  // (node_modules, a script of its tools) runs, and the repository's .env beside it stays hidden.
+  const keptBack = [...new Set(hidden.flatMap(({ path, folder }) => (folder ? keep.filter((kept) => !inTemp(kept) && holds(path, kept)).map((kept) => keptWithin(path, kept)) : [])).filter((path): path is string => path !== null))];
+  const inKeptBack = (path: string): boolean => keptBack.some((kept) => path !== kept && holds(kept, path));
   const inGitdir = (path: string): boolean => gitdirs.some((gitdir) => path !== gitdir && holds(gitdir, path));
   const hide = ({ path, folder }: { path: string; folder: boolean }): string[] => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   return [
@@ -232,6 +269,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
     ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
     ...hidden.filter(({ path }) => inGitdir(path)).flatMap(hide),
+    ...keptBack.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => inKeptBack(path)).flatMap(hide),
     // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator
     // keeps a wrapper script too) hides what lies beside them, never the command.
     ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),

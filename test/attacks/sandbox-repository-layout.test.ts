@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { bwrapArgs, type BwrapLayout } from '../../src/util/bubblewrap.js';
+import { bwrapArgs, commandFiles, type BwrapLayout } from '../../src/util/bubblewrap.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { git, outsideTempDir } from '../helpers/tmp.js';
 
@@ -52,5 +52,48 @@ describe("a sandbox around an attempt on a repository", () => {
     expect(existsSync(join(worktree, 'written'))).toBe(true);
     expect(existsSync(join(scratch, 'written'))).toBe(true);
     expect(existsSync(join(repository.gitdir, 'written'))).toBe(false);
+  });
+
+  it('runs a command whose files are inside the repository (a script of its tools, a package in its node_modules launched by node) and still hides the work tree', () => {
+    const repository = repositoryAt('command-inside');
+    const worktree = join(root, 'command-inside-worktree');
+    mkdirSync(worktree);
+    // A script that runs what lies beside it.
+    const tools = join(repository.folder, 'tools');
+    mkdirSync(tools);
+    writeFileSync(join(tools, 'helper.txt'), 'beside\n');
+    const script = join(tools, 'agent.sh');
+    writeFileSync(script, `#!/bin/sh\ncat '${join(tools, 'helper.txt')}'\n`);
+    chmodSync(script, 0o755);
+    // A package in node_modules, launched as [node, file], that requires a dependency installed beside it.
+    const modules = join(repository.folder, 'node_modules');
+    for (const name of ['agent', 'dep']) {
+      mkdirSync(join(modules, name, 'bin'), { recursive: true });
+      writeFileSync(join(modules, name, 'package.json'), JSON.stringify({ name, version: '1.0.0', main: 'index.js' }));
+    }
+    writeFileSync(join(modules, 'dep', 'index.js'), "module.exports = 'dependency';\n");
+    const entry = join(modules, 'agent', 'bin', 'agent.js');
+    writeFileSync(entry, "process.stdout.write(require('dep') + '\\n');\n");
+    const keep = commandFiles([[script], [process.execPath, entry]]);
+    expect(keep).toEqual([script, process.execPath, entry]);
+    const run = inSandbox(
+      { writable: [worktree], hide: [], keep, chdir: worktree, ownPids: true, repository },
+      `'${script}' && '${process.execPath}' '${entry}' && if test -e '${repository.env}'; then echo 'env: visible'; else echo 'env: hidden'; fi && test -f '${join(repository.gitdir, 'HEAD')}'`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('beside\ndependency\nenv: hidden\n');
+    expect(run.status).toBe(0);
+  });
+
+  it('hides a file of the repository that the command names directly in its work tree, binding back that file alone', () => {
+    const repository = repositoryAt('command-at-top');
+    const worktree = join(root, 'command-at-top-worktree');
+    mkdirSync(worktree);
+    const script = join(repository.folder, 'agent.sh');
+    writeFileSync(script, '#!/bin/sh\necho ran\n');
+    chmodSync(script, 0o755);
+    const run = inSandbox({ writable: [worktree], hide: [], keep: commandFiles([[script]]), chdir: worktree, ownPids: true, repository }, `'${script}' && test ! -e '${repository.env}' && echo hidden`);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('ran\nhidden\n');
   });
 });
