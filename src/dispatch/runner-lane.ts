@@ -340,8 +340,9 @@ export class DispatchLane implements RunnerLane {
     let repository: Repository;
     try {
       out.worktree = await createAttemptWorktree({ repo: this.ctx.repo, base: message.dispatch.base_ref, branch, path: folder.worktree });
-      repository = { folder: this.ctx.repo, gitdir: out.worktree.gitdir, config: join(folder.root, 'repository-config') };
-      await writeSandboxConfig(repository.gitdir, repository.config);
+      const config = join(folder.root, 'repository-config');
+      const { coreWorktree } = await writeSandboxConfig(out.worktree.gitdir, config);
+      repository = { folder: this.ctx.repo, gitdir: out.worktree.gitdir, config, ...(coreWorktree === null ? {} : { coreWorktree }) };
     } catch (error) {
       if (!isCooError(error)) throw error;
       out.noWorktree = `no worktree for ${branch}: ${error.message}`;

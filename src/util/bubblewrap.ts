@@ -105,6 +105,8 @@ export interface Repository {
   readonly gitdir: string;
   /** The file read in place of the git folder's `config`: the keys git needs alone, no remote's credentials (dispatch/worktree.ts writeSandboxConfig). */
   readonly config: string;
+  /** The work tree the git folder's `core.worktree` names, when it names one: hidden too. */
+  readonly coreWorktree?: string;
 }
 
 /**
@@ -118,8 +120,37 @@ export interface Repository {
  */
 function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
   if (repository === undefined) return { hide: [], readOnly: [], overlays: [] };
-  const workTrees = [repository.folder, ...(basename(repository.gitdir) === '.git' ? [dirname(repository.gitdir)] : [])];
-  return { hide: workTrees, readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(real(repository.gitdir), 'config') }] };
+  const gitdir = real(repository.gitdir);
+  const workTrees = [repository.folder, ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
+  // Its linked worktrees' work trees (this attempt's own is bound writable, which no hiding covers) and what else of
+  // the git folder holds configuration with credentials: its submodules' git folders, each worktree's config.worktree.
+  const linked = entriesOf(join(gitdir, 'worktrees'));
+  const linkedWorkTrees = linked.flatMap((name) => {
+    const named = readSmall(join(gitdir, 'worktrees', name, 'gitdir'));
+    return named === null || !isAbsolute(named) ? [] : [dirname(named)];
+  });
+  const configs = [join(gitdir, 'modules'), join(gitdir, 'config.worktree'), ...linked.map((name) => join(gitdir, 'worktrees', name, 'config.worktree'))];
+  return { hide: [...workTrees, ...linkedWorkTrees, ...configs], readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+}
+
+/** The names in a folder, none when it cannot be read. */
+function entriesOf(folder: string): string[] {
+  try {
+    return fs.readdirSync(folder);
+  } catch {
+    return [];
+  }
+}
+
+/** A small file's first line (a worktree's `gitdir`), or null when it cannot be read or is not small. */
+function readSmall(path: string): string | null {
+  try {
+    const stats = fs.lstatSync(path);
+    if (!stats.isFile() || stats.size > 4096) return null;
+    return fs.readFileSync(path, 'utf8').split('\n', 1)[0]!.trim();
+  } catch {
+    return null;
+  }
 }
 
 /**

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { writeSandboxConfig } from '../../src/dispatch/worktree.js';
 import { bwrapArgs, commandFiles, type BwrapLayout } from '../../src/util/bubblewrap.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { git, outsideTempDir } from '../helpers/tmp.js';
@@ -95,5 +96,36 @@ describe("a sandbox around an attempt on a repository", () => {
     const run = inSandbox({ writable: [worktree], hide: [], keep: commandFiles([[script]]), chdir: worktree, ownPids: true, repository }, `'${script}' && test ! -e '${repository.env}' && echo hidden`);
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('ran\nhidden\n');
+  });
+
+  it("hides its other linked worktrees' work trees, the work tree its core.worktree names, its submodules' configuration and config.worktree files; its own worktree stays", async () => {
+    const repository = repositoryAt('around');
+    const token = 'ghp_SubmoduleRemote5Tk8Qw';
+    // A linked worktree of the operator's, with an .env of its own; and the attempt's.
+    const other = join(root, 'around-other');
+    git(['worktree', 'add', '-q', '-b', 'other', other], { cwd: repository.folder });
+    writeFileSync(join(other, '.env'), 'SECRET=other-worktree\n');
+    const attempt = join(root, 'around-attempt');
+    git(['worktree', 'add', '-q', '-b', 'attempt', attempt], { cwd: repository.folder });
+    // A submodule's git folder and per-worktree configuration, each holding a remote's token.
+    mkdirSync(join(repository.gitdir, 'modules', 'lib'), { recursive: true });
+    writeFileSync(join(repository.gitdir, 'modules', 'lib', 'config'), `[remote "origin"]\n\turl = https://x:${token}@127.0.0.1/lib.git\n`);
+    writeFileSync(join(repository.gitdir, 'config.worktree'), `[http]\n\textraHeader = Authorization: ${token}\n`);
+    // A work tree named by core.worktree elsewhere.
+    const elsewhere = join(root, 'around-elsewhere');
+    mkdirSync(elsewhere);
+    writeFileSync(join(elsewhere, '.env'), 'SECRET=core-worktree\n');
+    git(['config', 'core.worktree', elsewhere], { cwd: repository.folder });
+    const { coreWorktree } = await writeSandboxConfig(repository.gitdir, repository.config);
+    git(['config', '--unset', 'core.worktree'], { cwd: repository.folder });
+    expect(coreWorktree).toBe(elsewhere);
+    const seen = [join(other, '.env'), join(elsewhere, '.env'), join(repository.gitdir, 'modules', 'lib', 'config'), join(repository.gitdir, 'config.worktree')];
+    const run = inSandbox(
+      { writable: [attempt], hide: [], chdir: attempt, ownPids: true, repository: { ...repository, coreWorktree: coreWorktree! } },
+      `for f in ${seen.map((path) => `'${path}'`).join(' ')}; do printf '%s ' "$(cat "$f" 2>/dev/null | wc -c)"; done; HOME=. GIT_CONFIG_NOSYSTEM=1 git log -1 --format=%s; touch written`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 0 0 base\n');
+    expect(existsSync(join(attempt, 'written'))).toBe(true);
   });
 });
