@@ -254,7 +254,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
-  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map(real);
+  const home = real(homedir());
+  const own = [home, ...(layout.privateDirs ?? []).map((dir) => dir.target)].map(real);
   const others = [stateRoot(), ...registeredPrivateFolders()].map(real).filter((path) => !own.some((kept) => holds(path, kept)));
   // The shared temporary folders are emptied first (never one a bound path holds), and what the sandbox is given
   // there is bound again on top: the folder of each of the command's own files read-only (a wrapper script runs
@@ -265,7 +266,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
-    .filter((path) => !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
+    // Never the root, the home folder or one holding it, whatever link named it (a key linked to a file in $HOME names its folder).
+    .filter((path) => path !== '/' && !holds(path, home) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, existsSync, mkdirSync, writeFileSync } from 'node:fs';
+import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { writeSandboxConfig } from '../../src/dispatch/worktree.js';
@@ -127,5 +127,26 @@ describe("a sandbox around an attempt on a repository", () => {
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('0 0 0 0 base\n');
     expect(existsSync(join(attempt, 'written'))).toBe(true);
+  });
+
+  it('never hides the home folder or a folder holding it, even named through a link (a key linked to a file directly in $HOME)', () => {
+    const home = join(root, 'home');
+    mkdirSync(home);
+    writeFileSync(join(home, 'profile'), 'home\n');
+    const link = join(root, 'home-link');
+    symlinkSync(home, link);
+    const worktree = join(root, 'home-worktree');
+    mkdirSync(worktree);
+    const previous = process.env['HOME'];
+    process.env['HOME'] = home;
+    try {
+      const layout = { writable: [worktree], hide: [link, join(link, '..')], chdir: worktree, ownPids: true };
+      const argv = bwrapArgs(requireBubblewrap('a sandbox test'), layout);
+      expect(argv.filter((part, at) => argv[at - 1] === '--tmpfs' && (part === home || part === root))).toEqual([]);
+      expect(inSandbox(layout, `cat '${join(home, 'profile')}'`).stdout).toBe('home\n');
+    } finally {
+      if (previous === undefined) delete process.env['HOME'];
+      else process.env['HOME'] = previous;
+    }
   });
 });
