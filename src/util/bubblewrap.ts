@@ -10,8 +10,12 @@ import { realPathOr as real } from './real-path.js';
 import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
- * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
- * bound writable, and the ledger, the key folder and the home folder's credentials hidden.
+ * Bubblewrap around a transport, an executor or a verification command: every path read-only, the
+ * paths it may write bound writable, the shared temporary folders emptied, and hidden: the ledger,
+ * the key folder, every runner's folders, the credentials of the home folder and those the
+ * environment names, the session's sockets and, around an attempt, its target repository's work
+ * trees (its git folder bound back read-only, its configuration without credentials). The files of
+ * the command itself stay visible where a hidden folder holds them.
  */
 
 /**
