@@ -2,6 +2,8 @@ import { spawnSync } from 'node:child_process';
 import { chmodSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { codexStreamState } from '../../src/dispatch/codex-events.js';
+import { runExecutorProcess } from '../../src/dispatch/process.js';
 import { writeSandboxConfig } from '../../src/dispatch/worktree.js';
 import { bwrapArgs, commandFiles, type BwrapLayout } from '../../src/util/bubblewrap.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
@@ -148,5 +150,27 @@ describe("a sandbox around an attempt on a repository", () => {
       if (previous === undefined) delete process.env['HOME'];
       else process.env['HOME'] = previous;
     }
+  });
+
+  it("keeps the files of every command an executor runs, its consult tool's too, when the repository holds them: a relay in its node_modules starts, its .env stays hidden", async () => {
+    const repository = repositoryAt('relay-inside');
+    const worktree = join(root, 'relay-inside-worktree');
+    const scratch = join(root, 'relay-inside-scratch');
+    for (const dir of [worktree, scratch]) mkdirSync(dir);
+    // The consult relay as coo installed as the repository's devDependency would be: a node script in its node_modules.
+    const relay = join(repository.folder, 'node_modules', 'coo-commons', 'dist', 'main.js');
+    mkdirSync(join(relay, '..'), { recursive: true });
+    writeFileSync(join(repository.folder, 'node_modules', 'coo-commons', 'package.json'), '{"name":"coo-commons"}');
+    writeFileSync(relay, "process.stderr.write('relay started\\n');\n");
+    // The executor, outside the repository, starts the relay as Codex starts its MCP server.
+    const agent = join(root, 'relay-inside-agent.sh');
+    writeFileSync(agent, `#!/bin/sh\n"$1" "$2" consult-relay\nif test -e '${repository.env}'; then echo 'env: visible' >&2; else echo 'env: hidden' >&2; fi\n`);
+    chmodSync(agent, 0o755);
+    const run = await runExecutorProcess({
+      executor: 'codex', attemptId: 'att_relay_inside', argv: [agent, process.execPath, relay], programs: [[agent], [process.execPath, relay, 'consult-relay']],
+      cwd: worktree, env: { PATH: process.env['PATH'] }, isolation: 'bwrap', writable: [worktree, scratch], readOnly: [], hide: [], repository, timeoutSeconds: 30, state: codexStreamState(),
+    });
+    expect(run.stderrTail).toBe('relay started\nenv: hidden\n');
+    expect(run.exitCode).toBe(0);
   });
 });
