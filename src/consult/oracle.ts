@@ -6,7 +6,7 @@ import { readBounded } from '../util/bounded-read.js';
 import { CooError } from '../errors.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
-import { bwrapArgs, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { bwrapArgs, commandFiles, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable, isReadableFile, startProblem } from '../util/executable.js';
 import { environmentSecrets, MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
@@ -376,7 +376,7 @@ export class OracleCli implements AaTransport {
     const command = [...this.command, ...argv];
     if (this.isolation === 'none') return command;
     // Keep visible what Oracle needs to run: the sandbox and the executable files of the command.
-    const keep = this.command.map((part) => resolve(part)).filter((part) => fs.existsSync(part) && fs.statSync(part).isFile());
+    const keep = commandFiles([this.command]);
     const hosts = this.endpoints.hosts ?? [];
     const overlays = hosts.length === 0 ? [] : [{ source: this.hostsFile(request.sandbox), target: '/etc/hosts' }];
     return [...bwrapArgs(findBwrap()!, { writable: [request.sandbox.root], readOnly: [request.sandbox.work], hide: this.config.hide ?? [], keep, overlays, chdir: request.sandbox.work }), ...standingCommand(command)];

@@ -136,6 +136,7 @@ export class ClaudeCodeExecutor implements Executor {
       executor: 'claude_code',
       attemptId: request.attemptId,
       argv: [...command, ...this.argv(request, mcpConfig)],
+      programs: [command, ...(tool === undefined ? [] : [tool.command])],
       cwd: request.worktree,
       env,
       isolation: this.isolation,

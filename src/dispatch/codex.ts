@@ -161,6 +161,7 @@ export class CodexExecutor implements Executor {
       executor: 'codex',
       attemptId: request.attemptId,
       argv: [...command, ...this.argv(request)],
+      programs: [command, ...(request.consultTool === undefined ? [] : [request.consultTool.command])],
       cwd: request.worktree,
       env,
       isolation: this.isolation,

@@ -3,7 +3,7 @@ import { dirname, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
-import { bwrapArgs, findBwrap, killGroup, type Repository } from '../util/bubblewrap.js';
+import { bwrapArgs, commandFiles, findBwrap, killGroup, type Repository } from '../util/bubblewrap.js';
 import { trackGroup } from '../util/children.js';
 import { findExecutable, startProblem } from '../util/executable.js';
 import { formatProcessRecord, machineMonotonic, processStartTime, recordedBoot } from '../util/process.js';
@@ -53,6 +53,11 @@ export interface ProcessPlan {
   readonly executor: ExecutorName;
   readonly attemptId: string;
   readonly argv: readonly string[];
+  /**
+   * Under bubblewrap: the commands whose files stay visible in the sandbox (util/bubblewrap.ts commandFiles), the
+   * executor's own (`node <pkg>/bin/codex.js` as well as a script) and its consult tool's; argv[0] when absent.
+   */
+  readonly programs?: ReadonlyArray<readonly string[]>;
   readonly cwd: string;
   readonly env: NodeJS.ProcessEnv;
   readonly isolation: 'bwrap' | 'none';
@@ -100,7 +105,7 @@ function startExecutor(plan: ProcessPlan): Promise<ExecutorRun> {
   // gone, a command it cannot see) ran nothing. A shell inside says on its own pipe, fd 3, that the sandbox
   // stands and the executor is there, and closes it before the executor takes its place.
   const argv = isolated
-    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: [program], chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }), ...(plan.repository === undefined ? {} : { repository: plan.repository }) }), ...standingCommand(plan.argv)]
+    ? [...bwrapArgs(findBwrap()!, { writable: plan.writable, readOnly: plan.readOnly, hide: plan.hide, keep: commandFiles(plan.programs ?? [[program]]), chdir: plan.cwd, ownPids: true, ...(plan.privateDirs === undefined ? {} : { privateDirs: plan.privateDirs }), ...(plan.repository === undefined ? {} : { repository: plan.repository }) }), ...standingCommand(plan.argv)]
     : [...plan.argv];
   const bound = plan.maxStreamBytes ?? LIMITS.subprocessOutputBytes;
   const started = machineMonotonic();

@@ -108,7 +108,7 @@ function attemptFolder(stateDir: string, attemptId: string): AttemptFolder {
 /** What one attempt got to, as far as it got: each part is null until reached. */
 interface AttemptOutcome {
   worktree: AttemptWorktree | null;
-  /** Why no worktree could be made (an existing branch, a base the repository lacks). */
+  /** Why the attempt could not be set up: no worktree (an existing branch, a base the repository lacks), or no configuration for its sandbox. */
   noWorktree: string | null;
   run: ExecutorRun | null;
   gathered: GatheredEvidence | null;
@@ -340,11 +340,18 @@ export class DispatchLane implements RunnerLane {
     let repository: Repository;
     try {
       out.worktree = await createAttemptWorktree({ repo: this.ctx.repo, base: message.dispatch.base_ref, branch, path: folder.worktree });
-      repository = { folder: this.ctx.repo, gitdir: out.worktree.gitdir, config: join(folder.root, 'repository-config') };
-      await writeSandboxConfig(repository.gitdir, repository.config);
     } catch (error) {
       if (!isCooError(error)) throw error;
       out.noWorktree = `no worktree for ${branch}: ${error.message}`;
+      return;
+    }
+    const config = join(folder.root, 'repository-config');
+    try {
+      const { coreWorktree } = await writeSandboxConfig(out.worktree.gitdir, config);
+      repository = { folder: this.ctx.repo, gitdir: out.worktree.gitdir, config, ...(coreWorktree === null ? {} : { coreWorktree }) };
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      out.noWorktree = `the worktree for ${branch} was made, but not the copy of the repository's configuration its sandbox reads (${config}): ${error.message}`;
       return;
     }
     const stoppedFirst = this.ctx.stoppedBy();

@@ -76,14 +76,17 @@ const SANDBOX_CONFIG = /^(?:core\.(?:repositoryformatversion|bare|filemode|ignor
 /**
  * Writes at `path` the configuration of the repository at `gitdir` a sandbox around an attempt is
  * given in place of its own (util/bubblewrap.ts Repository): the keys of SANDBOX_CONFIG alone, from
- * its own file (not what that includes).
+ * its own file (not what that includes). Returns the work tree its `core.worktree` names, if any
+ * (absolute; a relative one is from the git folder), which the sandbox hides as well.
  */
-export async function writeSandboxConfig(gitdir: string, path: string): Promise<void> {
+export async function writeSandboxConfig(gitdir: string, path: string): Promise<{ readonly coreWorktree: string | null }> {
   const listed = (await safeGit([`--git-dir=${gitdir}`, 'config', '--file', join(gitdir, 'config'), '--list', '--null'])).toString('utf8');
   const sections = new Map<string, string[]>();
+  let coreWorktree: string | null = null;
   for (const entry of listed.split('\0')) {
     const newline = entry.indexOf('\n');
     const key = newline < 0 ? entry : entry.slice(0, newline);
+    if (key === 'core.worktree' && newline >= 0) coreWorktree = resolve(gitdir, entry.slice(newline + 1));
     if (!SANDBOX_CONFIG.test(key)) continue;
     const value = newline < 0 ? 'true' : entry.slice(newline + 1);
     // A value git would have to escape is none these keys take.
@@ -93,6 +96,7 @@ export async function writeSandboxConfig(gitdir: string, path: string): Promise<
   }
   const text = [...sections].map(([section, lines]) => `[${section}]\n${lines.join('\n')}\n`).join('');
   writeOwnFile(path, text, { mode: 0o444, what: "the target repository's configuration for the sandbox", remedy: ATTEMPT_FOLDER_REMEDY, code: 'IO_ERROR' });
+  return { coreWorktree };
 }
 
 /**

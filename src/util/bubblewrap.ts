@@ -10,8 +10,12 @@ import { realPathOr as real } from './real-path.js';
 import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
- * Bubblewrap around a transport or an executor: every path read-only, the paths it may write
- * bound writable, and the ledger, the key folder and the home folder's credentials hidden.
+ * Bubblewrap around a transport, an executor or a verification command: every path read-only, the
+ * paths it may write bound writable, the shared temporary folders emptied, and hidden: the ledger,
+ * the key folder, every runner's folders, the credentials of the home folder and those the
+ * environment names, the session's sockets and, around an attempt, its target repository's work
+ * trees (its git folder bound back read-only, its configuration without credentials). The files of
+ * the command itself stay visible where a hidden folder holds them.
  */
 
 /**
@@ -105,6 +109,8 @@ export interface Repository {
   readonly gitdir: string;
   /** The file read in place of the git folder's `config`: the keys git needs alone, no remote's credentials (dispatch/worktree.ts writeSandboxConfig). */
   readonly config: string;
+  /** The work tree the git folder's `core.worktree` names, when it names one: hidden too. */
+  readonly coreWorktree?: string;
 }
 
 /**
@@ -118,8 +124,37 @@ export interface Repository {
  */
 function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
   if (repository === undefined) return { hide: [], readOnly: [], overlays: [] };
-  const workTrees = [repository.folder, ...(basename(repository.gitdir) === '.git' ? [dirname(repository.gitdir)] : [])];
-  return { hide: workTrees, readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(real(repository.gitdir), 'config') }] };
+  const gitdir = real(repository.gitdir);
+  const workTrees = [repository.folder, ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
+  // Its linked worktrees' work trees (this attempt's own is bound writable, which no hiding covers) and what else of
+  // the git folder holds configuration with credentials: its submodules' git folders, each worktree's config.worktree.
+  const linked = entriesOf(join(gitdir, 'worktrees'));
+  const linkedWorkTrees = linked.flatMap((name) => {
+    const named = readSmall(join(gitdir, 'worktrees', name, 'gitdir'));
+    return named === null || !isAbsolute(named) ? [] : [dirname(named)];
+  });
+  const configs = [join(gitdir, 'modules'), join(gitdir, 'config.worktree'), ...linked.map((name) => join(gitdir, 'worktrees', name, 'config.worktree'))];
+  return { hide: [...workTrees, ...linkedWorkTrees, ...configs], readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+}
+
+/** The names in a folder, none when it cannot be read. */
+function entriesOf(folder: string): string[] {
+  try {
+    return fs.readdirSync(folder);
+  } catch {
+    return [];
+  }
+}
+
+/** A small file's first line (a worktree's `gitdir`), or null when it cannot be read or is not small. */
+function readSmall(path: string): string | null {
+  try {
+    const stats = fs.lstatSync(path);
+    if (!stats.isFile() || stats.size > 4096) return null;
+    return fs.readFileSync(path, 'utf8').split('\n', 1)[0]!.trim();
+  } catch {
+    return null;
+  }
 }
 
 /**
@@ -172,6 +207,38 @@ function sharedTempFolders(): string[] {
   return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => path !== '/' && !holds(path, home));
 }
 
+/**
+ * The files of the commands a sandbox runs, which stay visible in it (BwrapLayout.keep): every part of
+ * each command that names a file (absolute, or from the runner's folder), so `node <pkg>/bin/codex.js`
+ * keeps the script as well as node. Never the command's other arguments (a prompt, a worktree).
+ */
+export function commandFiles(commands: ReadonlyArray<readonly string[]>): string[] {
+  return [...new Set(commands.flat().filter((part) => part !== '').map((part) => resolve(part)))].filter((part) => {
+    try {
+      return fs.statSync(part).isFile();
+    } catch {
+      return false;
+    }
+  });
+}
+
+/**
+ * What is bound back, read-only, of a hidden folder for a file of the command inside it: the folder of
+ * node packages it lies in (a package's dependencies lie beside it), else the nearest folder below the
+ * hidden one holding a package.json, else the file's own folder; the file alone when that is the hidden
+ * folder itself. Null when the hidden entry is the file.
+ */
+function keptWithin(hidden: string, file: string): string | null {
+  if (hidden === file) return null;
+  const parts = file.slice(hidden.length + 1).split('/');
+  const modules = parts.indexOf('node_modules');
+  if (modules !== -1 && modules < parts.length - 1) return join(hidden, ...parts.slice(0, modules + 1));
+  for (let folder = dirname(file); folder !== hidden && holds(hidden, folder); folder = dirname(folder)) {
+    if (fs.existsSync(join(folder, 'package.json'))) return folder;
+  }
+  return dirname(file) === hidden ? file : dirname(file);
+}
+
 /** Whether `folder` is `path` or holds it (both resolved). */
 function holds(folder: string, path: string): boolean {
   return path === folder || path.startsWith(`${folder}/`);
@@ -181,16 +248,18 @@ function holds(folder: string, path: string): boolean {
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // Every path is named by where it really is (`real`): a mount follows links, so a /tmp that links to /private/tmp,
   // a TMPDIR or a worktree that links into /tmp would otherwise find its target gone under an emptied folder.
-  // A folder that holds the command's own files stays visible; one that holds a bound path is hidden and
-  // the bound path mounted again on top (binds come after the tmpfs), so its siblings stay hidden.
+  // A folder that holds the command's own files or a bound path is hidden and what is needed of it mounted again
+  // on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
   const repository = repositoryLayout(layout.repository);
-  const readOnly = [...(layout.readOnly ?? []), ...repository.readOnly];
-  const bound = [...layout.writable, ...readOnly].map(real);
+  const readOnly = layout.readOnly ?? [];
+  const gitdirs = repository.readOnly.map(real);
+  const bound = [...layout.writable, ...readOnly].map(real).concat(gitdirs);
   // The runner's sockets: only the one folder of them this sandbox is given is bound back on top.
   // Every runner's folders on this machine, not only this one's (util/runner-folders.ts); never a folder that
   // holds the home folder or one of this process's own folders, which a careless key path would otherwise hide.
-  const own = [homedir(), ...(layout.privateDirs ?? []).map((dir) => dir.target)].map(real);
+  const home = real(homedir());
+  const own = [home, ...(layout.privateDirs ?? []).map((dir) => dir.target)].map(real);
   const others = [stateRoot(), ...registeredPrivateFolders()].map(real).filter((path) => !own.some((kept) => holds(path, kept)));
   // The shared temporary folders are emptied first (never one a bound path holds), and what the sandbox is given
   // there is bound again on top: the folder of each of the command's own files read-only (a wrapper script runs
@@ -201,7 +270,8 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
-    .filter((path) => !bound.includes(path) && !keep.some((kept) => !inTemp(kept) && holds(path, kept)) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
+    // Never the root, the home folder or one holding it, whatever link named it (a key linked to a file in $HOME names its folder).
+    .filter((path) => path !== '/' && !holds(path, home) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {
@@ -211,6 +281,13 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       }
       return [{ path, folder: stats.isDirectory() }];
     });
+  // A hidden folder that holds one of the command's own files (outside the shared temporary folders) stays hidden,
+  // and what the file needs of it is bound back on top (keptWithin): an agent installed inside the repository
+  // (node_modules, a script of its tools) runs, and the repository's .env beside it stays hidden.
+  const keptBack = [...new Set(hidden.flatMap(({ path, folder }) => (folder ? keep.filter((kept) => !inTemp(kept) && holds(path, kept)).map((kept) => keptWithin(path, kept)) : [])).filter((path): path is string => path !== null))];
+  const inKeptBack = (path: string): boolean => keptBack.some((kept) => path !== kept && holds(kept, path));
+  const inGitdir = (path: string): boolean => gitdirs.some((gitdir) => path !== gitdir && holds(gitdir, path));
+  const hide = ({ path, folder }: { path: string; folder: boolean }): string[] => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   return [
     bwrap,
     '--ro-bind', '/', '/',
@@ -224,7 +301,13 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
       return ['--bind', resolve(source), target];
     }),
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.flatMap(({ path, folder }) => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path])),
+    // The repository's git folder, read-only, over its hidden work tree and before the writable paths and what is
+    // hidden inside it: a state folder inside the git folder (its worktrees, their scratch) stays writable.
+    ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
+    ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => inGitdir(path)).flatMap(hide),
+    ...keptBack.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => inKeptBack(path)).flatMap(hide),
     // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator
     // keeps a wrapper script too) hides what lies beside them, never the command.
     ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),

@@ -129,16 +129,38 @@ describe('the target repository an execution agent works on a worktree of', () =
     const secret = 'sk_live_RepoEnv4Q9vR2mX7kLp3Zw';
     writeFileSync(join(place.repo, '.env'), `STRIPE_SECRET_KEY=${secret}\n`);
     // Where the repository is, as the worktree's .git file names it; what the agent could read of its .env, and whether git works.
-    const look = String.raw`repo=$(sed -n 's#^gitdir: \(.*\)/\.git/worktrees/.*#\1#p' .git); printf 'WHO env: %s\n' "$(cat "$repo/.env" 2>/dev/null | wc -c)"; printf 'WHO git: %s\n' "$(git log -1 --format=%H)"`;
+    // The repository's git folder must be found there (the positive control): a sed that matched nothing would read /.env.
+    const look = String.raw`repo=$(sed -n 's#^gitdir: \(.*\)/\.git/worktrees/.*#\1#p' .git); if test -n "$repo" && test -d "$repo/.git"; then printf 'WHO repo: found\n'; fi; printf 'WHO env: %s\n' "$(cat "$repo/.env" 2>/dev/null | wc -c)"; printf 'WHO git: %s\n' "$(git log -1 --format=%H)"`;
     const { messageId } = await dispatchTo(place, 'repo', { verify: [look.replaceAll('WHO', 'verification')] });
     const watch = watchOnce(place, agentScript(place.world.dir, `{ ${look.replaceAll('WHO', 'agent')}; } >&2`));
     const [receipt] = await receiptsFor(place, messageId);
     expect(receipt, watch.stderr).toBeDefined();
     const ledger = ledgerOf(place.world.gitdir);
     for (const who of ['agent', 'verification']) {
+      expect(ledger, who).toContain(`${who} repo: found\n`);
       expect(ledger, who).toContain(`${who} env: 0\n`);
       expect(ledger, who).toContain(`${who} git: ${place.base}\n`);
     }
+    expect(pieces(ledger, secret)).toEqual([]);
+  }, 120_000);
+
+  it("runs an agent whose command lies inside the repository (<repo>/tools/agent.sh, reading a file beside it), and hides the repository's work tree from it all the same", async () => {
+    requireBubblewrap("hiding the target repository's work tree from an agent installed in it");
+    const outside = hostilePlaces(outsideTempDir('s48-inside-'), 'i');
+    const place = await outside('inside');
+    const secret = 'sk_live_InsideEnv7Hn2Qw9Lx4Vb';
+    writeFileSync(join(place.repo, '.env'), `STRIPE_SECRET_KEY=${secret}\n`);
+    const tools = join(place.repo, 'tools');
+    mkdirSync(tools);
+    writeFileSync(join(tools, 'sibling.txt'), 'beside the agent\n');
+    const { messageId } = await dispatchTo(place, 'inside');
+    const agent = agentScript(tools, `{ printf 'agent sibling: %s\\n' "$(cat '${join(tools, 'sibling.txt')}')"; printf 'agent env: %s\\n' "$(cat '${join(place.repo, '.env')}' 2>/dev/null | wc -c)"; } >&2`);
+    const watch = watchOnce(place, agent);
+    const [receipt] = await receiptsFor(place, messageId);
+    expect(receipt, watch.stderr).toBeDefined();
+    const ledger = ledgerOf(place.world.gitdir);
+    expect(ledger, watch.stderr).toContain('agent sibling: beside the agent\n');
+    expect(ledger).toContain('agent env: 0\n');
     expect(pieces(ledger, secret)).toEqual([]);
   }, 120_000);
 
