@@ -74,11 +74,22 @@ function conversionsOf(values: readonly string[]): Record<string, string | null>
   return {
     eol: action !== 'binary' && eol === 'crlf' ? 'crlf' : action === 'text' || action === 'auto' ? 'native' : null,
     ident: ident === 'set' ? 'ident' : null,
-    'working-tree-encoding': named(encoding)?.toUpperCase() === 'UTF-8' ? null : named(encoding),
+    'working-tree-encoding': encodingOf(encoding),
     filter: named(filter),
     'export-subst': subst === 'set' ? 'export-subst' : null,
     'export-ignore': ignore === 'set' ? 'export-ignore' : null,
   };
+}
+
+/**
+ * How a checkout re-encodes a file by its `working-tree-encoding` (`value`, as `git check-attr` gives it), as git's
+ * convert.c reads it: none where unspecified, empty or UTF-8 (any case, `UTF8` too: git's same_encoding); where set
+ * or unset alone, no encoding is named and every checkout and archive of the commit dies (`true/false are no valid
+ * working-tree-encodings`); else the encoding named.
+ */
+function encodingOf(value: string): string | null {
+  if (value === 'unspecified' || value === '' || /^utf-?8$/i.test(value)) return null;
+  return value === 'set' || value === 'unset' ? `${value === 'set' ? 'true' : 'false'} (every checkout fails)` : value;
 }
 
 /**

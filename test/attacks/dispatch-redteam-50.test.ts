@@ -324,6 +324,27 @@ describe('the attributes judge, asked directly', () => {
     expect(converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`)).toEqual(['src/: export-ignore']);
   });
 
+  /** What the judge names, file by file, for `rules` added as the top `.gitattributes` of a commit of `paths`. */
+  async function judged(name: string, rules: string, paths: readonly string[] = ['src/add.js']): Promise<string[]> {
+    const blob = Buffer.from('x\n');
+    const rulesBlob = Buffer.from(rules);
+    const blobs = new Map([rulesBlob, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const files: TreeFile[] = paths.map((path) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', blob) }));
+    const attributes: TreeFile = { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rulesBlob) };
+    const converted = await checkoutAttributeChanges(files, [attributes, ...files], [attributes.path], join(dir, name), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    return converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`);
+  }
+
+  it('names `working-tree-encoding` set or unset alone, with which every checkout and archive of the commit dies, and no empty or UTF-8 one', async () => {
+    // git: "true/false are no valid working-tree-encodings" (exit 128) on `git clone` and `git archive` alike.
+    expect(await judged('encoding-set', '*.js working-tree-encoding\n')).toEqual(['src/add.js: working-tree-encoding=true (every checkout fails)']);
+    expect(await judged('encoding-unset', '*.js -working-tree-encoding\n')).toEqual(['src/add.js: working-tree-encoding=false (every checkout fails)']);
+    expect(await judged('encoding-named', '*.js working-tree-encoding=UTF-16LE\n')).toEqual(['src/add.js: working-tree-encoding=UTF-16LE']);
+    // Control: an empty value names none, and UTF-8 in any spelling git's same_encoding takes is the blob's own.
+    expect(await judged('encoding-none', '*.js working-tree-encoding=\nsrc/add.js working-tree-encoding=utf8\n', ['src/a.js', 'src/add.js'])).toEqual([]);
+    expect(await judged('encoding-utf8', '*.js working-tree-encoding=Utf-8\n')).toEqual([]);
+  });
+
   it('a filter given by a pattern that only a macOS or Windows checkout (core.ignorecase) matches names the file as filtered', async () => {
     const rules = Buffer.from('*.BIN filter=lfs\n');
     const pointer = Buffer.from('version https://git-lfs.github.com/spec/v1\n');
