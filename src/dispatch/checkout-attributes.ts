@@ -33,7 +33,11 @@ export const CHECKOUT_ATTRIBUTES = ['text', 'eol', 'crlf', 'ident', 'working-tre
  * the commit (`files`) spelt otherwise (`src/Fix/` and `src/fix/`, snapshot.ts keeps both), whose rules there
  * apply to the files of both and here to those of its own spelling only.
  */
-export function attributesFiles(paths: readonly Buffer[], files: readonly TreeFile[]): { readonly judged: Buffer[]; readonly unjudged: Array<{ readonly path: Buffer; readonly detail: string }> } {
+export async function attributesFiles(
+  paths: readonly Buffer[],
+  files: readonly TreeFile[],
+  readBlobs: (oids: readonly string[]) => Promise<Buffer[]>,
+): Promise<{ readonly judged: Buffer[]; readonly unjudged: Array<{ readonly path: Buffer; readonly detail: string }> }> {
   const named = paths.filter((path) => checkoutFold(path.subarray(path.lastIndexOf(0x2f) + 1).toString('utf8')) === '.gitattributes');
   // Most work changes none: the commit's folders (100,000 files take half a second) are then not read at all.
   if (named.length === 0) return { judged: [], unjudged: [] };
@@ -47,16 +51,45 @@ export function attributesFiles(paths: readonly Buffer[], files: readonly TreeFi
     const folds = foldsOf(keyOf(path));
     return folds.length > 1 && spellings.get(folds.at(-2)!)!.size > 1;
   };
-  const judged = named.filter((path) => isNamed(path, '.gitattributes') && !spelt(path));
+  const candidates = named.filter((path) => isNamed(path, '.gitattributes') && !spelt(path));
+  const unreadable = await unreadableRules(candidates, files, readBlobs);
+  const judged = candidates.filter((path) => !unreadable.includes(path));
   const unjudged = named
     .filter((path) => !judged.includes(path))
     .map((path) => ({
       path,
-      detail: isNamed(path, '.gitattributes')
-        ? 'in a folder a macOS or Windows checkout holds as one with another folder of the commit spelt otherwise: not judged'
-        : 'read as .gitattributes by a macOS or Windows checkout: not judged',
+      detail: unreadable.includes(path)
+        ? `holds a NUL or a line of ${MAX_RULES_LINE} bytes or more, which git 2.39.1 and later ignore and older git and libgit2 read: not judged`
+        : isNamed(path, '.gitattributes')
+          ? 'in a folder a macOS or Windows checkout holds as one with another folder of the commit spelt otherwise: not judged'
+          : 'read as .gitattributes by a macOS or Windows checkout: not judged',
     }));
   return { judged, unjudged };
+}
+
+/** The length from which git (attr.c's ATTR_MAX_LINE_LENGTH, since 2.39.1) ignores a rules line, a CR before its LF counted. */
+const MAX_RULES_LINE = 2048;
+
+/**
+ * Which of `paths` (`.gitattributes` of the commit's `files`; a removed one has none) git here reads otherwise than
+ * another reader of the commit: one with a line of MAX_RULES_LINE bytes or more, which git 2.39.1 and later ignore and
+ * older git and libgit2 read whole (`*.js<2039 spaces>ident`), or with a NUL, where git stops reading the file.
+ */
+async function unreadableRules(paths: readonly Buffer[], files: readonly TreeFile[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
+  const rules = files.filter((file) => isRulesFile(file, '.gitattributes') && paths.some((path) => path.equals(file.path)));
+  if (rules.length === 0) return [];
+  const blobs = await readBlobs(rules.map((file) => file.oid));
+  const unreadable = (blob: Buffer): boolean => {
+    if (blob.includes(0)) return true;
+    for (let start = 0; start < blob.length; ) {
+      const end = blob.indexOf(0x0a, start);
+      if ((end < 0 ? blob.length : end) - start >= MAX_RULES_LINE) return true;
+      start = end < 0 ? blob.length : end + 1;
+    }
+    return false;
+  };
+  const refused = rules.filter((_, index) => unreadable(blobs[index]!)).map((file) => file.path);
+  return paths.filter((path) => refused.some((file) => file.equals(path)));
 }
 
 /**

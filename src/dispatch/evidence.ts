@@ -267,9 +267,9 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
     try {
       // The verification runs on the blobs as stored; a `.gitattributes` of the work that has a stock checkout of the commit
       // write its files in a new way (checkout-attributes.ts) is not work: what passed would not be what a checkout holds.
-      // One a macOS or Windows checkout reads otherwise than git here is refused unjudged; so is a file of the work the
+      // One a macOS or Windows checkout or another git reads otherwise than git here is refused unjudged; so is a file of the work the
       // commit's rules give a filter: what was verified is its stored form, never what a checkout writes.
-      const { judged, unjudged } = attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')), checkout.files);
+      const { judged, unjudged } = await attributesFiles(read.changes.map((change) => Buffer.from(change.path, 'utf8')), checkout.files, (oids) => readBlobs(reader, oids));
       const converted = judged.length === 0 ? [] : await checkoutAttributeChanges(baseFiles, checkout.files, judged, join(options.runnerDir, 'attributes'), (oids) => readBlobs(reader, oids));
       const written = read.changes.filter((change) => change.status !== 'deleted').map((change) => Buffer.from(change.path, 'utf8'));
       const filtered = await filteredChanges(checkout.files, written, join(options.runnerDir, 'attributes', 'filters'), (oids) => readBlobs(reader, oids));

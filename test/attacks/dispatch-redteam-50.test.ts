@@ -171,6 +171,18 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     return 'refused';
   });
 
+  attack("a hostile agent: src/.gitattributes gives *.js `ident` on a line padded to 2048 bytes, which git 2.39.1 and later ignore and older git and libgit2 read whole", 'runner', 'refused', async () => {
+    const where = await place('padded');
+    const fix = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
+    const action = [`printf '*.js%2039sident\\n' '' > src/.gitattributes`, `printf '%s' '${fix.toString('base64')}' | base64 -d > src/add.js`].join('\n');
+    const { receipt, unreceipted } = await attempted(where, 'padded', action);
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    if (receipt['status'] === 'succeeded') return 'accepted: rules an older git or libgit2 checkout applies to src/add.js passed as changing nothing';
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: holds a NUL or a line of 2048 bytes or more');
+    return 'refused';
+  });
+
   attack("a hostile agent: under the base's `* text=auto`, its .gitattributes adds `*.js eol=crlf`, which every checkout writes with CRLF", 'runner', 'refused', async () => {
     // A new way of writing is refused, and only the files written in a new way are named: test.sh stays as the base has it.
     const where = await place('crlf-over-auto', { '.gitattributes': '* text=auto\n' });
@@ -324,15 +336,36 @@ describe('the attributes judge, asked directly', () => {
     expect(converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`)).toEqual(['src/: export-ignore']);
   });
 
-  it("reads no path of the commit's files when the work changes no file named as .gitattributes", () => {
+  it("reads no path of the commit's files when the work changes no file named as .gitattributes", async () => {
     // Every dispatch passes here: folding each path of a commit of 100,000 files costs half a second of CPU, for nothing.
     let read = 0;
     const file = { mode: '100644', oid: '0'.repeat(40), get path(): Buffer { read += 1; return Buffer.from('src/add.js'); } } as TreeFile;
-    expect(attributesFiles([Buffer.from('src/add.js'), Buffer.from('src/.gitignore')], [file, file])).toEqual({ judged: [], unjudged: [] });
+    const none = (): Promise<Buffer[]> => Promise.reject(new Error('no blob is read'));
+    expect(await attributesFiles([Buffer.from('src/add.js'), Buffer.from('src/.gitignore')], [file, file], none)).toEqual({ judged: [], unjudged: [] });
     expect(read).toBe(0);
     // Control: a changed .gitattributes has the commit's folders read, to find another spelling of its own.
-    expect(attributesFiles([Buffer.from('src/.gitattributes')], [file]).judged.map(String)).toEqual(['src/.gitattributes']);
+    expect((await attributesFiles([Buffer.from('src/.gitattributes')], [file], none)).judged.map(String)).toEqual(['src/.gitattributes']);
     expect(read).toBeGreaterThan(0);
+  });
+
+  it('leaves unjudged a changed .gitattributes holding a line of 2048 bytes or more (a CR counted) or a NUL, which git here ignores or stops at and older git and libgit2 read', async () => {
+    const cases = {
+      'a/.gitattributes': `*.js${' '.repeat(2039)}ident\n`,
+      'b/.gitattributes': `*.js${' '.repeat(2038)}ident\r\n`,
+      'c/.gitattributes': '*.js diff\n\0*.js ident\n',
+      'd/.gitattributes': `*.js${' '.repeat(2038)}ident\n*.js${' '.repeat(2037)}ident\r\n`,
+    };
+    const blobs = new Map(Object.values(cases).map((text) => [gitObjectId('blob', Buffer.from(text)), Buffer.from(text)]));
+    const files: TreeFile[] = Object.entries(cases).map(([path, text]) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', Buffer.from(text)) }));
+    const { judged, unjudged } = await attributesFiles(
+      files.map((file) => file.path),
+      files,
+      (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)),
+    );
+    expect(unjudged.map((entry) => entry.path.toString())).toEqual(['a/.gitattributes', 'b/.gitattributes', 'c/.gitattributes']);
+    expect(unjudged[0]!.detail).toBe('holds a NUL or a line of 2048 bytes or more, which git 2.39.1 and later ignore and older git and libgit2 read: not judged');
+    // Control: lines of 2047 bytes, a CR counted, git here reads as every reader does.
+    expect(judged.map(String)).toEqual(['d/.gitattributes']);
   });
 
   /** What the judge names, file by file, for `rules` added as the top `.gitattributes` of a commit of `paths`. */
