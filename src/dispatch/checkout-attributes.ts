@@ -105,16 +105,21 @@ function conversionsOf(values: readonly string[]): Record<string, string | null>
   const actionOf = (value: string): 'text' | 'binary' | 'input' | 'auto' | null => (value === 'set' ? 'text' : value === 'unset' ? 'binary' : value === 'input' ? 'input' : value === 'auto' ? 'auto' : null);
   let action = actionOf(text) ?? actionOf(crlf);
   if (action !== 'binary' && eol === 'lf') action = 'input';
-  const named = (value: string): string | null => (['set', 'unset', 'unspecified'].includes(value) ? null : value);
   return {
     eol: action !== 'binary' && eol === 'crlf' ? 'crlf' : action === 'text' || action === 'auto' ? 'native' : null,
     ident: ident === 'set' ? 'ident' : null,
     'working-tree-encoding': encodingOf(encoding),
-    filter: named(filter),
+    filter: driverOf(filter),
     'export-subst': subst === 'set' ? 'export-subst' : null,
     'export-ignore': ignore === 'set' ? 'export-ignore' : null,
   };
 }
+
+/**
+ * The filter driver a `filter` attribute (`value`, as `git check-attr` gives it) names, as git's convert.c reads it:
+ * only a driver's name names one; `filter` set, unset or unspecified names none.
+ */
+const driverOf = (value: string): string | null => (value === 'set' || value === 'unset' || value === 'unspecified' ? null : value);
 
 /**
  * How a checkout re-encodes a file by its `working-tree-encoding` (`value`, as `git check-attr` gives it), as git's
@@ -252,6 +257,5 @@ const within = (path: Buffer, prefix: Buffer): boolean => path.subarray(0, prefi
 export async function filteredChanges(after: readonly TreeFile[], written: readonly Buffer[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
   if (written.length === 0 || !after.some((file) => isRulesFile(file, '.gitattributes'))) return [];
   const readings = await Promise.all(READINGS.map(({ ignoreCase }) => attributesOf(after, join(folder, ignoreCase ? 'ignorecase' : 'exact'), written, ['filter'], ignoreCase, readBlobs)));
-  // Only a driver's name names a filter: `filter` set or unset alone names none.
-  return written.filter((_, index) => readings.some((values) => !['unspecified', 'unset', 'set'].includes(values[index]![0]!)));
+  return written.filter((_, index) => readings.some((values) => driverOf(values[index]![0]!) !== null));
 }
