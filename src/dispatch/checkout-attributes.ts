@@ -255,7 +255,12 @@ const within = (path: Buffer, prefix: Buffer): boolean => path.subarray(0, prefi
  * verification read. Judged in `folder`, the runner's own; no filter runs.
  */
 export async function filteredChanges(after: readonly TreeFile[], written: readonly Buffer[], folder: string, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
-  if (written.length === 0 || !after.some((file) => isRulesFile(file, '.gitattributes'))) return [];
-  const readings = await Promise.all(READINGS.map(({ ignoreCase }) => attributesOf(after, join(folder, ignoreCase ? 'ignorecase' : 'exact'), written, ['filter'], ignoreCase, readBlobs)));
+  const rules = after.filter((file) => isRulesFile(file, '.gitattributes'));
+  if (written.length === 0 || rules.length === 0) return [];
+  // No rules file that says `filter` (nor a macro that does) gives one: git is then not asked, twice over, for every written file.
+  const blobs = new Map((await readBlobs(rules.map((file) => file.oid))).map((blob, index) => [rules[index]!.oid, blob]));
+  if (![...blobs.values()].some((blob) => blob.includes('filter'))) return [];
+  const read = (oids: readonly string[]): Promise<Buffer[]> => Promise.resolve(oids.map((oid) => blobs.get(oid)!));
+  const readings = await Promise.all(READINGS.map(({ ignoreCase }) => attributesOf(after, join(folder, ignoreCase ? 'ignorecase' : 'exact'), written, ['filter'], ignoreCase, read)));
   return written.filter((_, index) => readings.some((values) => driverOf(values[index]![0]!) !== null));
 }

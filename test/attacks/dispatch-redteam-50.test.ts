@@ -1,5 +1,6 @@
 import { execFileSync, spawnSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { attributesFiles, checkoutAttributeChanges, filteredChanges } from '../../src/dispatch/checkout-attributes.js';
@@ -387,6 +388,21 @@ describe('the attributes judge, asked directly', () => {
     // Control: an empty value names none, and UTF-8 in any spelling git's same_encoding takes is the blob's own.
     expect(await judged('encoding-none', '*.js working-tree-encoding=\nsrc/add.js working-tree-encoding=utf8\n', ['src/a.js', 'src/add.js'])).toEqual([]);
     expect(await judged('encoding-utf8', '*.js working-tree-encoding=Utf-8\n')).toEqual([]);
+  });
+
+  it('asks git nothing about filters when no .gitattributes of the commit says `filter`', async () => {
+    // Every dispatch into a repository with a .gitattributes passes here: two check-attr over every written file, for nothing.
+    const rules = Buffer.from('* text=auto\n*.png binary\n');
+    const blob = Buffer.from('x\n');
+    const blobs = new Map([rules, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const after: TreeFile[] = [
+      { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) },
+      { path: Buffer.from('src/add.js'), mode: '100644', oid: gitObjectId('blob', blob) },
+    ];
+    const folder = join(dir, 'no-filter');
+    expect(await filteredChanges(after, [Buffer.from('src/add.js')], folder, (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)))).toEqual([]);
+    // No rules folder was made for git to judge in.
+    expect(existsSync(folder)).toBe(false);
   });
 
   it('a filter given by a pattern that only a macOS or Windows checkout (core.ignorecase) matches names the file as filtered', async () => {
