@@ -133,10 +133,29 @@ function encodingOf(value: string): string | null {
 }
 
 /**
- * What git's answers for one path may take at most: per attribute the path, the name and a value, each
- * ended by a NUL (git reads no rules line over 2048 bytes, so no value is longer).
+ * Where `paths` are cut into the batches of one `git check-attr` each for the attributes `names`, under rules files
+ * (`rules`, their bytes) whose longest line is the longest value git can give: per attribute the path, the name and a
+ * value, each ended by a NUL, so that git's answers for a batch never pass ANSWER_BATCH_BYTES. Each batch's end.
  */
-const answerBytes = (path: Buffer, names: readonly string[]): number => names.reduce((sum, name) => sum + path.length + name.length + 2048 + 3, 0);
+export function answerBatches(paths: readonly Buffer[], names: readonly string[], rules: readonly Buffer[]): number[] {
+  // No value is longer than the line that gives it, nor than `unspecified`, git's word for none.
+  let value = 'unspecified'.length;
+  for (const blob of rules) {
+    for (let start = 0; start < blob.length; ) {
+      const end = blob.indexOf(0x0a, start) < 0 ? blob.length : blob.indexOf(0x0a, start);
+      value = Math.max(value, end - start);
+      start = end + 1;
+    }
+  }
+  const answerBytes = (path: Buffer): number => names.reduce((sum, name) => sum + path.length + name.length + value + 3, 0);
+  const ends: number[] = [];
+  for (let start = 0; start < paths.length; start = ends.at(-1)!) {
+    let end = start;
+    for (let bytes = 0; end < paths.length && (end === start || bytes + answerBytes(paths[end]!) <= ANSWER_BATCH_BYTES); end += 1) bytes += answerBytes(paths[end]!);
+    ends.push(end);
+  }
+  return ends;
+}
 
 /** The most of git's answers one `git check-attr` is asked for: well under safeGit's bound on its output. */
 const ANSWER_BATCH_BYTES = 16 * 1024 * 1024;
@@ -152,16 +171,13 @@ const READINGS = [{ ignoreCase: false }, { ignoreCase: true }] as const;
  * order, with patterns read regardless of case when `ignoreCase`.
  */
 async function attributesOf(files: readonly TreeFile[], folder: string, paths: readonly Buffer[], names: readonly string[], ignoreCase: boolean, readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<string[][]> {
-  const { gitdir, tree } = await rulesFolder(
-    files.filter((file) => isRulesFile(file, '.gitattributes')),
-    folder,
-    readBlobs,
-  );
+  const rules = files.filter((file) => isRulesFile(file, '.gitattributes'));
+  const blobs = await readBlobs(rules.map((file) => file.oid));
+  const { gitdir, tree } = await rulesFolder(rules, folder, () => Promise.resolve(blobs));
   const values: string[][] = [];
   // In batches, so that git's answers for a commit of many files never pass the bound on its output.
-  for (let start = 0; start < paths.length; ) {
-    let end = start;
-    for (let bytes = 0; end < paths.length && (end === start || bytes + answerBytes(paths[end]!, names) <= ANSWER_BATCH_BYTES); end += 1) bytes += answerBytes(paths[end]!, names);
+  let start = 0;
+  for (const end of answerBatches(paths, names, blobs)) {
     values.push(...(await checkAttr(gitdir, tree, paths.slice(start, end), names, ignoreCase)));
     start = end;
   }

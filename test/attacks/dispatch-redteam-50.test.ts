@@ -3,7 +3,7 @@ import { createHash } from 'node:crypto';
 import { existsSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { attributesFiles, checkoutAttributeChanges, filteredChanges } from '../../src/dispatch/checkout-attributes.js';
+import { answerBatches, attributesFiles, checkoutAttributeChanges, filteredChanges } from '../../src/dispatch/checkout-attributes.js';
 import { gitObjectId, type TreeFile } from '../../src/dispatch/git-tree.js';
 import { attack } from '../helpers/attack-kit.js';
 import { coo } from '../helpers/cli.js';
@@ -325,6 +325,25 @@ describe('the attributes judge, asked directly', () => {
     expect(converted.every((file) => file.conversions.join() === 'ident')).toBe(true);
     expect(converted.at(-1)!.path.toString()).toBe(`d/${'x'.repeat(1000)}8999.js`);
   }, 60_000);
+
+  it('sizes the batches of git check-attr by the longest rules line there is, not by the longest git would read', () => {
+    // A root change in a commit of 100,000 files ran near a thousand check-attr at 2048 bytes a value (about a
+    // hundred a side and reading): three do, 37 MB of answers at most.
+    const paths = Array.from({ length: 100_000 }, (_, index) => Buffer.from(`src/module-${index}/index.js`));
+    const names = ['text', 'eol', 'crlf', 'ident', 'working-tree-encoding', 'filter', 'export-subst', 'export-ignore'];
+    expect(answerBatches(paths, names, [Buffer.from('* text=auto\n*.png binary\n')]).length).toBe(3);
+    // A value as long as the longest line: every answer still within the bound, in more batches.
+    const long = Buffer.from(`* filter=${'x'.repeat(2030)}\n`);
+    const ends = answerBatches(paths, names, [long]);
+    expect(ends.at(-1)).toBe(100_000);
+    expect(ends.length).toBeGreaterThan(1);
+    let start = 0;
+    for (const end of ends) {
+      const bytes = paths.slice(start, end).reduce((sum, path) => sum + names.reduce((all, name) => all + path.length + name.length + long.length + 2, 0), 0);
+      expect(bytes).toBeLessThanOrEqual(16 * 1024 * 1024);
+      start = end;
+    }
+  });
 
   it("names a folder a .gitattributes of the work has an archive leave out, and no attribute of a folder's that changes no byte", async () => {
     // `/src export-ignore` matches the folder, not its files: `git archive` leaves out src/ and all in it.
