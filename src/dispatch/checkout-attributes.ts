@@ -225,6 +225,8 @@ export async function checkoutAttributeChanges(
 ): Promise<Conversion[]> {
   const folders = changed.map(folderOf);
   const files = after.filter((file) => file.mode !== '160000').map((file) => file.path);
+  // A link is written as its target, as stored, by every checkout and archive: of a link only `export-ignore` plays a part.
+  const links = new Set(after.filter((file) => file.mode === '120000').map((file) => file.path.toString('latin1')));
   // An archive leaves out a folder given `export-ignore` with all in it: each folder is asked about too, as `folder/`.
   const subfolders = [...new Set(files.flatMap((path) => foldersOf(keyOf(path))))].map((key) => Buffer.from(`${key}/`, 'latin1'));
   const paths = [...files, ...subfolders].filter((path) => folders.some((prefix) => within(path, prefix)));
@@ -237,7 +239,7 @@ export async function checkoutAttributeChanges(
     paths.forEach((path, index) => {
       const old = conversionsOf(was[index]!);
       // Of a folder, only `export-ignore` plays a part: no checkout writes a folder's bytes.
-      const asked = path.at(-1) === 0x2f ? ['export-ignore'] : Object.keys(old);
+      const asked = path.at(-1) === 0x2f || links.has(path.toString('latin1')) ? ['export-ignore'] : Object.keys(old);
       for (const [name, value] of Object.entries(conversionsOf(now[index]!))) if (asked.includes(name) && value !== null && value !== old[name]) found[index]!.add(value === name ? name : `${name}=${value}`);
     });
   }

@@ -424,6 +424,17 @@ describe('the attributes judge, asked directly', () => {
     expect(existsSync(folder)).toBe(false);
   });
 
+  it('names of a link (mode 120000), which every checkout writes as its target as stored, only `export-ignore`', async () => {
+    const rules = Buffer.from('*.js ident eol=crlf working-tree-encoding=UTF-16LE\n/src/gone.js export-ignore\n');
+    const blob = Buffer.from('add.js');
+    const blobs = new Map([rules, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const files: TreeFile[] = ['src/link.js', 'src/gone.js'].map((path) => ({ path: Buffer.from(path), mode: '120000', oid: gitObjectId('blob', blob) }));
+    const attributes: TreeFile = { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rules) };
+    const converted = await checkoutAttributeChanges(files, [attributes, ...files], [attributes.path], join(dir, 'links'), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    // An archive leaves the link out: that is a change. Its target is written as stored whatever ident or eol says.
+    expect(converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`)).toEqual(['src/gone.js: export-ignore']);
+  });
+
   it('a filter given by a pattern that only a macOS or Windows checkout (core.ignorecase) matches names the file as filtered', async () => {
     const rules = Buffer.from('*.BIN filter=lfs\n');
     const pointer = Buffer.from('version https://git-lfs.github.com/spec/v1\n');
