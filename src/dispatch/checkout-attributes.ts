@@ -95,24 +95,65 @@ async function unreadableRules(paths: readonly Buffer[], files: readonly TreeFil
 /**
  * How a checkout or an archive writes a file other than as its blob, by the values of CHECKOUT_ATTRIBUTES
  * (in that order) git gives it, as git's convert.c and archive.c read them: each way it converts, named, with
- * null where it does not. `eol`: `crlf` where `eol=crlf` (`text` implied, unless `-text`: `binary` is
- * `-diff -merge -text`); `native` where `text` (or the legacy `crlf`) is set or `auto` and `eol` is not `lf`,
- * which a Windows checkout with `core.autocrlf` writes with CRLF; none where `-text`, `crlf=input` (`eol=lf`),
- * `eol=lf`, or nothing is said (then the reader's own configuration decides, not the commit).
+ * null where it does not. Line ends are judged apart (eolGrowth): how they are written turns on the reader too.
  */
 function conversionsOf(values: readonly string[]): Record<string, string | null> {
-  const [text, eol, crlf, ident, encoding, filter, subst, ignore] = values as [string, string, string, string, string, string, string, string];
-  const actionOf = (value: string): 'text' | 'binary' | 'input' | 'auto' | null => (value === 'set' ? 'text' : value === 'unset' ? 'binary' : value === 'input' ? 'input' : value === 'auto' ? 'auto' : null);
-  let action = actionOf(text) ?? actionOf(crlf);
-  if (action !== 'binary' && eol === 'lf') action = 'input';
+  const [, , , ident, encoding, filter, subst, ignore] = values as [string, string, string, string, string, string, string, string];
   return {
-    eol: action !== 'binary' && eol === 'crlf' ? 'crlf' : action === 'text' || action === 'auto' ? 'native' : null,
     ident: ident === 'set' ? 'ident' : null,
     'working-tree-encoding': encodingOf(encoding),
     filter: driverOf(filter),
     'export-subst': subst === 'set' ? 'export-subst' : null,
     'export-ignore': ignore === 'set' ? 'export-ignore' : null,
   };
+}
+
+/**
+ * The stock readers of a commit by how they write line ends: git's defaults on Linux and macOS (`core.autocrlf`
+ * false, LF native), and Git for Windows' (`core.autocrlf=true`, which its installer sets by default).
+ */
+const EOL_READERS = [
+  { name: 'Linux and macOS checkouts', autocrlf: false },
+  { name: 'Windows checkouts (core.autocrlf=true)', autocrlf: true },
+] as const;
+
+/** What a reader writes of a file's line ends, each taking in what the one before does (an index into this). */
+const EOL_OUTCOMES = ['the blob as stored', 'CRLF for files detected as text', 'CRLF for every file'] as const;
+
+/**
+ * What each of EOL_READERS writes of a file's line ends by the values of CHECKOUT_ATTRIBUTES git gives it, as
+ * git's convert.c (convert_attrs, output_eol) reads `text` (else the legacy `crlf`), then `eol`, then the reader's
+ * `core.autocrlf`: an index into EOL_OUTCOMES. A file given nothing a Windows checkout writes as `text=auto`.
+ */
+function eolOutcomes(values: readonly string[]): number[] {
+  const [text, eol, crlf] = values as [string, string, string];
+  const actionOf = (value: string): 'text' | 'binary' | 'input' | 'auto' | null => (value === 'set' ? 'text' : value === 'unset' ? 'binary' : value === 'input' ? 'input' : value === 'auto' ? 'auto' : null);
+  let action = actionOf(text) ?? actionOf(crlf) ?? 'undefined';
+  if (action !== 'binary' && (eol === 'lf' || eol === 'crlf')) action = action === 'auto' ? `auto-${eol}` : eol === 'lf' ? 'input' : 'crlf';
+  return EOL_READERS.map(({ autocrlf }) => {
+    if (action === 'crlf') return 2;
+    if (action === 'auto-crlf') return 1;
+    if (action === 'text') return autocrlf ? 2 : 0;
+    if (action === 'auto' || action === 'undefined') return autocrlf ? 1 : 0;
+    return 0;
+  });
+}
+
+/**
+ * How the line ends of a file given the attributes `now` (the commit's) are written in a new way, where `was` are
+ * those of the base's rules: per reader of EOL_READERS whose outcome grows, the rule and what that reader then writes
+ * (`text=auto: CRLF for files detected as text on Linux and macOS checkouts`); null where none grows. A reader that
+ * writes what it wrote, or less, writes what was verified or what the operator chose.
+ */
+function eolGrowth(was: readonly string[], now: readonly string[]): string | null {
+  const [before, after] = [eolOutcomes(was), eolOutcomes(now)];
+  const grown = EOL_READERS.flatMap((reader, at) => (after[at]! > before[at]! ? [`${EOL_OUTCOMES[after[at]!]} on ${reader.name}`] : []));
+  if (grown.length === 0) return null;
+  const every = grown.length === EOL_READERS.length && after.every((outcome) => outcome === after[0]) ? `${EOL_OUTCOMES[after[0]!]} on every checkout` : grown.join(' and ');
+  const [text, eol, crlf] = now as [string, string, string];
+  const shown = (name: string, value: string): string[] => (value === 'unspecified' ? [] : [value === 'set' ? name : value === 'unset' ? `-${name}` : `${name}=${value}`]);
+  const rule = [...shown('text', text), ...shown('crlf', crlf), ...shown('eol', eol)].join(' ') || 'no text or eol attribute';
+  return `${rule}: ${every}`;
 }
 
 /**
@@ -239,7 +280,9 @@ export async function checkoutAttributeChanges(
     paths.forEach((path, index) => {
       const old = conversionsOf(was[index]!);
       // Of a folder, only `export-ignore` plays a part: no checkout writes a folder's bytes.
-      const asked = path.at(-1) === 0x2f || links.has(path.toString('latin1')) ? ['export-ignore'] : Object.keys(old);
+      const asked = path.at(-1) === 0x2f || links.has(path.toString('latin1')) ? ['export-ignore'] : ['eol', ...Object.keys(old)];
+      const eol = asked.includes('eol') ? eolGrowth(was[index]!, now[index]!) : null;
+      if (eol !== null) found[index]!.add(eol);
       for (const [name, value] of Object.entries(conversionsOf(now[index]!))) if (asked.includes(name) && value !== null && value !== old[name]) found[index]!.add(value === name ? name : `${name}=${value}`);
     });
   }

@@ -101,7 +101,7 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     for (const [path, hash] of hashes) if (!log.includes(`${hash!.slice('sha256:'.length)}  ${path}`)) return `accepted: the verification read other bytes at ${path} than the receipt names: ${log}`;
     // A stock checkout of the commit writes other bytes than those (the next case): such attributes are not work.
     expect(receipt['status']).toBe('failed');
-    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: eol=crlf, ident, filter=x, export-subst on src/.gitattributes; eol=crlf, ident, filter=x, export-subst on src/add.js)');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: text eol=crlf: CRLF for every file on every checkout, ident, filter=x, export-subst on src/.gitattributes; text eol=crlf: CRLF for every file on every checkout, ident, filter=x, export-subst on src/add.js)');
     return 'refused';
   });
 
@@ -190,7 +190,7 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     const { receipt, unreceipted } = await attempted(where, 'crlf-over-auto', `${FIX}\nprintf '* text=auto\\n*.js eol=crlf\\n' > .gitattributes`, { scope: ['src/**', '.gitattributes'] });
     if (receipt === undefined) return unreceipted;
     if (receipt['status'] === 'succeeded') return 'accepted: a .gitattributes that has every checkout write src/add.js with CRLF passed as work';
-    expect(JSON.stringify(receipt['blockers'])).toContain('.gitattributes (checkout_attributes: eol=crlf on src/add.js)');
+    expect(JSON.stringify(receipt['blockers'])).toContain('.gitattributes (checkout_attributes: text=auto eol=crlf: CRLF for files detected as text on Linux and macOS checkouts on src/add.js)');
     return 'refused';
   });
 
@@ -389,13 +389,14 @@ describe('the attributes judge, asked directly', () => {
   });
 
   /** What the judge names, file by file, for `rules` added as the top `.gitattributes` of a commit of `paths`. */
-  async function judged(name: string, rules: string, paths: readonly string[] = ['src/add.js']): Promise<string[]> {
+  async function judged(name: string, rules: string, paths: readonly string[] = ['src/add.js'], base?: string): Promise<string[]> {
     const blob = Buffer.from('x\n');
-    const rulesBlob = Buffer.from(rules);
-    const blobs = new Map([rulesBlob, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
+    const [rulesBlob, baseBlob] = [Buffer.from(rules), Buffer.from(base ?? '')];
+    const blobs = new Map([rulesBlob, baseBlob, blob].map((bytes) => [gitObjectId('blob', bytes), bytes]));
     const files: TreeFile[] = paths.map((path) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', blob) }));
     const attributes: TreeFile = { path: Buffer.from('.gitattributes'), mode: '100644', oid: gitObjectId('blob', rulesBlob) };
-    const converted = await checkoutAttributeChanges(files, [attributes, ...files], [attributes.path], join(dir, name), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
+    const before = base === undefined ? files : [{ ...attributes, oid: gitObjectId('blob', baseBlob) }, ...files];
+    const converted = await checkoutAttributeChanges(before, [attributes, ...files], [attributes.path], join(dir, name), (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)));
     return converted.map((file) => `${file.path.toString()}: ${file.conversions.join(', ')}`);
   }
 
@@ -422,6 +423,18 @@ describe('the attributes judge, asked directly', () => {
     expect(await filteredChanges(after, [Buffer.from('src/add.js')], folder, (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)))).toEqual([]);
     // No rules folder was made for git to judge in.
     expect(existsSync(folder)).toBe(false);
+  });
+
+  it('judges line ends by what each stock reader writes: refuses a change any reader writes with more CRs, passes one none does', async () => {
+    // Git for Windows (core.autocrlf=true) writes a file given nothing as `text=auto` does: CRLF for files detected as text.
+    expect(await judged('eol-auto-added', '* text=auto\n')).toEqual([]);
+    expect(await judged('eol-binary-removed', '*.md diff\n', ['src/add.js'], '* -text\n')).toEqual(['.gitattributes: no text or eol attribute: CRLF for files detected as text on Windows checkouts (core.autocrlf=true)', 'src/add.js: no text or eol attribute: CRLF for files detected as text on Windows checkouts (core.autocrlf=true)']);
+    expect(await judged('eol-lf-removed', '', ['src/add.js'], '* eol=lf\n')).toEqual(['.gitattributes: no text or eol attribute: CRLF for files detected as text on Windows checkouts (core.autocrlf=true)', 'src/add.js: no text or eol attribute: CRLF for files detected as text on Windows checkouts (core.autocrlf=true)']);
+    // `text` converts every file, one holding a NUL too, where `text=auto` leaves what looks binary as stored.
+    expect(await judged('eol-auto-to-text', '* text\n', ['src/add.js'], '* text=auto\n')).toEqual(['.gitattributes: text: CRLF for every file on Windows checkouts (core.autocrlf=true)', 'src/add.js: text: CRLF for every file on Windows checkouts (core.autocrlf=true)']);
+    // Control: toward the blob as stored on every reader passes; so does `text` over `eol=crlf`, which Linux no longer converts.
+    expect(await judged('eol-toward-stored', '* -text\n*.sh text eol=lf\n', ['src/add.js', 'test.sh'], '* text=auto\n')).toEqual([]);
+    expect(await judged('eol-crlf-to-text', '* text\n', ['src/add.js'], '* eol=crlf\n')).toEqual([]);
   });
 
   it('names of a link (mode 120000), which every checkout writes as its target as stored, only `export-ignore`', async () => {
