@@ -172,6 +172,16 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     return 'refused';
   });
 
+  attack("a hostile agent: src/.gitattributes gives *.js `working-tree-encoding` with no value, with which every clone and archive of the commit dies", 'runner', 'refused', async () => {
+    const where = await place('encoding');
+    const { receipt, unreceipted } = await attempted(where, 'encoding', `${FIX}\nprintf '*.js working-tree-encoding\\n' > src/.gitattributes`);
+    if (receipt === undefined) return unreceipted;
+    expect(disagreement(where, receipt)).toBeNull();
+    if (receipt['status'] === 'succeeded') return 'accepted: a commit no stock checkout can write passed as work';
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: working-tree-encoding=true (every checkout fails) on src/add.js)');
+    return 'refused';
+  });
+
   attack("a hostile agent: src/.gitattributes gives *.js `ident` on a line padded to 2048 bytes, which git 2.39.1 and later ignore and older git and libgit2 read whole", 'runner', 'refused', async () => {
     const where = await place('padded');
     const fix = Buffer.from("export const add = (a, b) => ('$Id$'.length === 4 ? a + b : a - b);\n");
