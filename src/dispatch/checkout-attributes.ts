@@ -53,13 +53,13 @@ export async function attributesFiles(
   };
   const candidates = named.filter((path) => isNamed(path, '.gitattributes') && !spelt(path));
   const unreadable = await unreadableRules(candidates, files, readBlobs);
-  const judged = candidates.filter((path) => !unreadable.includes(path));
+  const judged = candidates.filter((path) => !unreadable.has(path));
   const unjudged = named
     .filter((path) => !judged.includes(path))
     .map((path) => ({
       path,
-      detail: unreadable.includes(path)
-        ? `holds a NUL or a line of ${MAX_RULES_LINE} bytes or more, which git 2.39.1 and later ignore and older git and libgit2 read: not judged`
+      detail: unreadable.has(path)
+        ? `${unreadable.get(path)!}: not judged`
         : isNamed(path, '.gitattributes')
           ? 'in a folder a macOS or Windows checkout holds as one with another folder of the commit spelt otherwise: not judged'
           : 'read as .gitattributes by a macOS or Windows checkout: not judged',
@@ -72,24 +72,34 @@ const MAX_RULES_LINE = 2048;
 
 /**
  * Which of `paths` (`.gitattributes` of the commit's `files`; a removed one has none) git here reads otherwise than
- * another reader of the commit: one with a line of MAX_RULES_LINE bytes or more, which git 2.39.1 and later ignore and
- * older git and libgit2 read whole (`*.js<2039 spaces>ident`), or with a NUL, where git stops reading the file.
+ * another reader of the commit, each with why: one with a line of MAX_RULES_LINE bytes or more, which git 2.39.1 and
+ * later ignore and older git and libgit2 read whole (`*.js<2039 spaces>ident`), or with a NUL, where git stops
+ * reading the file; one that gives `filter` or `working-tree-encoding` the literal value `set`, `unset` or
+ * `unspecified`, which `git check-attr` reports as the state of that name and a checkout reads as a driver's or an
+ * encoding's name (`working-tree-encoding=unspecified`: every checkout errs, failing to encode the file).
  */
-async function unreadableRules(paths: readonly Buffer[], files: readonly TreeFile[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Buffer[]> {
+async function unreadableRules(paths: readonly Buffer[], files: readonly TreeFile[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Map<Buffer, string>> {
   const rules = files.filter((file) => isRulesFile(file, '.gitattributes') && paths.some((path) => path.equals(file.path)));
-  if (rules.length === 0) return [];
+  const why = new Map<Buffer, string>();
+  if (rules.length === 0) return why;
   const blobs = await readBlobs(rules.map((file) => file.oid));
-  const unreadable = (blob: Buffer): boolean => {
-    if (blob.includes(0)) return true;
+  const unreadable = (blob: Buffer): string | null => {
+    const overlong = `holds a NUL or a line of ${MAX_RULES_LINE} bytes or more, which git 2.39.1 and later ignore and older git and libgit2 read`;
+    if (blob.includes(0)) return overlong;
     for (let start = 0; start < blob.length; ) {
       const end = blob.indexOf(0x0a, start);
-      if ((end < 0 ? blob.length : end) - start >= MAX_RULES_LINE) return true;
+      if ((end < 0 ? blob.length : end) - start >= MAX_RULES_LINE) return overlong;
       start = end < 0 ? blob.length : end + 1;
     }
-    return false;
+    const literal = /(?:^|[ \t\r])(filter|working-tree-encoding)=(set|unset|unspecified)(?=[ \t\r]|$)/m.exec(blob.toString('latin1'));
+    return literal === null ? null : `gives ${literal[1]!} the value ${literal[2]!}, which git check-attr reports as no value and a checkout reads as a name`;
   };
-  const refused = rules.filter((_, index) => unreadable(blobs[index]!)).map((file) => file.path);
-  return paths.filter((path) => refused.some((file) => file.equals(path)));
+  rules.forEach((file, index) => {
+    const found = unreadable(blobs[index]!);
+    const path = paths.find((candidate) => candidate.equals(file.path));
+    if (found !== null && path !== undefined) why.set(path, found);
+  });
+  return why;
 }
 
 /**

@@ -384,6 +384,9 @@ describe('the attributes judge, asked directly', () => {
       'b/.gitattributes': `*.js${' '.repeat(2038)}ident\r\n`,
       'c/.gitattributes': '*.js diff\n\0*.js ident\n',
       'd/.gitattributes': `*.js${' '.repeat(2038)}ident\n*.js${' '.repeat(2037)}ident\r\n`,
+      'e/.gitattributes': '*.js diff working-tree-encoding=unspecified\n',
+      'f/.gitattributes': '*.bin\tfilter=set -text\n',
+      'g/.gitattributes': '*.js working-tree-encoding=unspecified-8 filter=lfs\n',
     };
     const blobs = new Map(Object.values(cases).map((text) => [gitObjectId('blob', Buffer.from(text)), Buffer.from(text)]));
     const files: TreeFile[] = Object.entries(cases).map(([path, text]) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', Buffer.from(text)) }));
@@ -392,10 +395,12 @@ describe('the attributes judge, asked directly', () => {
       files,
       (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)),
     );
-    expect(unjudged.map((entry) => entry.path.toString())).toEqual(['a/.gitattributes', 'b/.gitattributes', 'c/.gitattributes']);
+    expect(unjudged.map((entry) => entry.path.toString())).toEqual(['a/.gitattributes', 'b/.gitattributes', 'c/.gitattributes', 'e/.gitattributes', 'f/.gitattributes']);
     expect(unjudged[0]!.detail).toBe('holds a NUL or a line of 2048 bytes or more, which git 2.39.1 and later ignore and older git and libgit2 read: not judged');
-    // Control: lines of 2047 bytes, a CR counted, git here reads as every reader does.
-    expect(judged.map(String)).toEqual(['d/.gitattributes']);
+    // `working-tree-encoding=unspecified` reads through check-attr as none; every checkout errs on it (failed to encode).
+    expect(unjudged[3]!.detail).toBe('gives working-tree-encoding the value unspecified, which git check-attr reports as no value and a checkout reads as a name: not judged');
+    // Control: lines of 2047 bytes, a CR counted, git here reads as every reader does, and so a value that only begins as such a word.
+    expect(judged.map(String)).toEqual(['d/.gitattributes', 'g/.gitattributes']);
   });
 
   /** What the judge names, file by file, for `rules` added as the top `.gitattributes` of a commit of `paths`. */
