@@ -378,7 +378,7 @@ describe('the attributes judge, asked directly', () => {
     expect(read).toBeGreaterThan(0);
   });
 
-  it('leaves unjudged a changed .gitattributes holding a line of 2048 bytes or more (a CR counted) or a NUL, which git here ignores or stops at and older git and libgit2 read', async () => {
+  it('leaves unjudged a changed .gitattributes holding a line of 2048 bytes or more (a CR counted) or a NUL, which git here ignores or stops at and older git and libgit2 read, or a filter or encoding named set, unset or unspecified', async () => {
     const cases = {
       'a/.gitattributes': `*.js${' '.repeat(2039)}ident\n`,
       'b/.gitattributes': `*.js${' '.repeat(2038)}ident\r\n`,
