@@ -71,6 +71,13 @@ export async function attributesFiles(
 const MAX_RULES_LINE = 2048;
 
 /**
+ * An attribute of CHECKOUT_ATTRIBUTES given the literal value `set`, `unset` or `unspecified`: `git check-attr`
+ * reports it as that state, while a checkout reads it as a value (`text=unset eol=crlf` converts line ends, where
+ * `-text` would not).
+ */
+const LITERAL_STATE = new RegExp(`(?:^|[ \\t\\r])(${CHECKOUT_ATTRIBUTES.join('|')})=(set|unset|unspecified)(?=[ \\t\\r]|$)`, 'm');
+
+/**
  * Which of `paths` (`.gitattributes` of the commit's `files`; a removed one has none) git here reads otherwise than
  * another reader of the commit, each with why: one with a line of MAX_RULES_LINE bytes or more, which git 2.39.1 and
  * later ignore and older git and libgit2 read whole (`*.js<2039 spaces>ident`), or with a NUL, where git stops
@@ -81,6 +88,12 @@ const MAX_RULES_LINE = 2048;
 async function unreadableRules(paths: readonly Buffer[], files: readonly TreeFile[], readBlobs: (oids: readonly string[]) => Promise<Buffer[]>): Promise<Map<Buffer, string>> {
   const rules = files.filter((file) => isRulesFile(file, '.gitattributes') && paths.some((path) => path.equals(file.path)));
   const why = new Map<Buffer, string>();
+  // A link: git here reads no rules from it, but a checkout and an archive read its target's text as the rules, and a
+  // checkout without links (Windows) writes that text as the file.
+  for (const file of files) {
+    const path = file.mode === '120000' ? paths.find((candidate) => candidate.equals(file.path)) : undefined;
+    if (path !== undefined) why.set(path, 'is a link, whose target text a checkout and an archive read as rules');
+  }
   if (rules.length === 0) return why;
   const blobs = await readBlobs(rules.map((file) => file.oid));
   const unreadable = (blob: Buffer): string | null => {
@@ -91,8 +104,8 @@ async function unreadableRules(paths: readonly Buffer[], files: readonly TreeFil
       if ((end < 0 ? blob.length : end) - start >= MAX_RULES_LINE) return overlong;
       start = end < 0 ? blob.length : end + 1;
     }
-    const literal = /(?:^|[ \t\r])(filter|working-tree-encoding)=(set|unset|unspecified)(?=[ \t\r]|$)/m.exec(blob.toString('latin1'));
-    return literal === null ? null : `gives ${literal[1]!} the value ${literal[2]!}, which git check-attr reports as no value and a checkout reads as a name`;
+    const literal = LITERAL_STATE.exec(blob.toString('latin1'));
+    return literal === null ? null : `gives ${literal[1]!} the value ${literal[2]!}, which git check-attr reports as that state and a checkout reads as a value`;
   };
   rules.forEach((file, index) => {
     const found = unreadable(blobs[index]!);
@@ -194,7 +207,8 @@ export function answerBatches(paths: readonly Buffer[], names: readonly string[]
   for (const blob of rules) {
     for (let start = 0; start < blob.length; ) {
       const end = blob.indexOf(0x0a, start) < 0 ? blob.length : blob.indexOf(0x0a, start);
-      value = Math.max(value, end - start);
+      // A longer line gives no value: git here ignores it (and a work file holding one is refused unjudged).
+      value = Math.max(value, Math.min(end - start, MAX_RULES_LINE - 1));
       start = end + 1;
     }
   }

@@ -347,6 +347,10 @@ describe('the attributes judge, asked directly', () => {
     const ends = answerBatches(paths, names, [long]);
     expect(ends.at(-1)).toBe(100_000);
     expect(ends.length).toBeGreaterThan(1);
+    // A line longer than git reads (refused unjudged in the work) sizes no batch: one of 2 MB had every path asked alone.
+    const longest = answerBatches(paths, names, [Buffer.from(`*.js ${'x'.repeat(2042)}\n`)]);
+    expect(longest.length).toBeLessThan(200);
+    expect(answerBatches(paths, names, [long, Buffer.from(`*.js ${'x'.repeat(2_100_000)}\n`)])).toEqual(longest);
     let start = 0;
     for (const end of ends) {
       const bytes = paths.slice(start, end).reduce((sum, path) => sum + names.reduce((all, name) => all + path.length + name.length + long.length + 2, 0), 0);
@@ -387,18 +391,25 @@ describe('the attributes judge, asked directly', () => {
       'e/.gitattributes': '*.js diff working-tree-encoding=unspecified\n',
       'f/.gitattributes': '*.bin\tfilter=set -text\n',
       'g/.gitattributes': '*.js working-tree-encoding=unspecified-8 filter=lfs\n',
+      // `text=unset` reads through check-attr as `-text`; a checkout reads it as no state of text, and eol=crlf still converts.
+      'h/.gitattributes': '* text=unset eol=crlf\n',
+      'i/.gitattributes': '* crlf=unset\n',
     };
     const blobs = new Map(Object.values(cases).map((text) => [gitObjectId('blob', Buffer.from(text)), Buffer.from(text)]));
-    const files: TreeFile[] = Object.entries(cases).map(([path, text]) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', Buffer.from(text)) }));
+    const regular: TreeFile[] = Object.entries(cases).map(([path, text]) => ({ path: Buffer.from(path), mode: '100644', oid: gitObjectId('blob', Buffer.from(text)) }));
+    // A link named .gitattributes: git here reads no rules from it; a checkout and an archive read its target's text as rules.
+    const files: TreeFile[] = [...regular, { path: Buffer.from('j/.gitattributes'), mode: '120000', oid: gitObjectId('blob', Buffer.from('* ident')) }];
     const { judged, unjudged } = await attributesFiles(
       files.map((file) => file.path),
       files,
       (oids) => Promise.resolve(oids.map((oid) => blobs.get(oid)!)),
     );
-    expect(unjudged.map((entry) => entry.path.toString())).toEqual(['a/.gitattributes', 'b/.gitattributes', 'c/.gitattributes', 'e/.gitattributes', 'f/.gitattributes']);
+    expect(unjudged.map((entry) => entry.path.toString())).toEqual(['a/.gitattributes', 'b/.gitattributes', 'c/.gitattributes', 'e/.gitattributes', 'f/.gitattributes', 'h/.gitattributes', 'i/.gitattributes', 'j/.gitattributes']);
     expect(unjudged[0]!.detail).toBe('holds a NUL or a line of 2048 bytes or more, which git 2.39.1 and later ignore and older git and libgit2 read: not judged');
     // `working-tree-encoding=unspecified` reads through check-attr as none; every checkout errs on it (failed to encode).
-    expect(unjudged[3]!.detail).toBe('gives working-tree-encoding the value unspecified, which git check-attr reports as no value and a checkout reads as a name: not judged');
+    expect(unjudged[3]!.detail).toBe('gives working-tree-encoding the value unspecified, which git check-attr reports as that state and a checkout reads as a value: not judged');
+    expect(unjudged[5]!.detail).toBe('gives text the value unset, which git check-attr reports as that state and a checkout reads as a value: not judged');
+    expect(unjudged[7]!.detail).toBe('is a link, whose target text a checkout and an archive read as rules: not judged');
     // Control: lines of 2047 bytes, a CR counted, git here reads as every reader does, and so a value that only begins as such a word.
     expect(judged.map(String)).toEqual(['d/.gitattributes', 'g/.gitattributes']);
   });
