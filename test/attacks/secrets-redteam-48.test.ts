@@ -9,6 +9,7 @@ import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { COO, coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
+import { expectRefusedInCommands, ledgerOf, pieces } from '../helpers/secret-text.js';
 
 /**
  * "No secret ever enters the ledger", attacked again: a URL whose password holds an unencoded `#`
@@ -20,8 +21,6 @@ const dir = tempDir('secrets-48');
 const places = hostilePlaces(dir, 'p');
 
 /** Every run of 8 characters of `whole` that `text` still holds. */
-const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
-const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
 
 const SECRETS = {
   DATABASE_URL: 'Xk9#qLm2Vp7zRt4w',
@@ -65,19 +64,7 @@ describe('a password with an unencoded # or ? in a URL', () => {
   });
 
   it('is refused in what a writer signs when its process holds the URL (USAGE, exit 2, naming no secret), and nothing is written', () => {
-    const keys = join(dir, 'keys');
-    const ledger = join(dir, 'ledger.git');
-    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
-    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
-    const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
-    const before = head();
-    for (const [name, value] of Object.entries(SECRETS)) {
-      const result = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `Rotate ${value} today.`], { env: ENV });
-      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], name).toEqual([2, 'coo: USAGE']);
-      expect(pieces(result.stderr, value), name).toEqual([]);
-    }
-    expect(head()).toBe(before);
-    expect(coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Rotate the database password, see http://localhost:8080?next=me@example.com, today.'], { env: ENV }).status).toBe(0);
+    expectRefusedInCommands(dir, SECRETS, ENV, 'Rotate the database password, see http://localhost:8080?next=me@example.com, today.');
   });
 
   it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints it from the runner's environment", async () => {

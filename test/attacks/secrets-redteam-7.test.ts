@@ -5,9 +5,9 @@ import { credentialFileSecrets, gitRemoteSecrets } from '../../src/util/credenti
 import { urlCredentials } from '../../src/util/display-url.js';
 import { environmentSecrets, Scrubber } from '../../src/util/scrub.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
-import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
+import { expectRefusedInCommands, ledgerOf, pieces } from '../helpers/secret-text.js';
 
 /**
  * "No secret ever enters the ledger", attacked a seventh time: a secret the runner's environment
@@ -22,8 +22,6 @@ const dir = tempDir('secrets-7');
 const places = hostilePlaces(dir, 'p');
 
 /** Every run of 8 characters of `whole` that `text` still holds. */
-const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
-const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
 
 /** Each secret bare, and how the environment holds it. */
 const BARE = {
@@ -51,19 +49,7 @@ describe("a secret of the runner's environment given with a line end, spaces or 
   });
 
   it('is refused bare in what a writer signs (USAGE, exit 2, naming no secret), and nothing is written', () => {
-    const keys = join(dir, 'keys');
-    const ledger = join(dir, 'ledger.git');
-    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
-    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
-    const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
-    const before = head();
-    for (const [name, value] of Object.entries(BARE)) {
-      const result = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `Rotate ${value} today.`], { env: WRAPPED });
-      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], name).toEqual([2, 'coo: USAGE']);
-      expect(pieces(result.stderr, value), name).toEqual([]);
-    }
-    expect(head()).toBe(before);
-    expect(coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Rotate the deploy token today.'], { env: WRAPPED }).status).toBe(0);
+    expectRefusedInCommands(dir, BARE, WRAPPED, 'Rotate the deploy token today.');
   });
 
   it("leaves no part of it in the ledger when an execution agent run without bubblewrap reads the runner's environment and prints each value bare", async () => {

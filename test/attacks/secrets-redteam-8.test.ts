@@ -1,8 +1,7 @@
-import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { coo } from '../helpers/cli.js';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { expectRefusedInCommands, ledgerOf, pieces } from '../helpers/secret-text.js';
+import { tempDir } from '../helpers/tmp.js';
 
 /**
  * "No secret ever enters the ledger", attacked an eighth time, through what the scrubber learns
@@ -16,8 +15,6 @@ const dir = tempDir('secrets-8');
 const places = hostilePlaces(dir, 'p');
 
 /** Every run of 8 characters of `whole` that `text` still holds. */
-const pieces = (text: string, whole: string): string[] => Array.from({ length: whole.length - 7 }, (_, at) => whole.slice(at, at + 8)).filter((piece) => text.includes(piece));
-const ledgerOf = (gitdir: string): string => git(['--git-dir', gitdir, 'cat-file', '--batch-all-objects', '--batch']);
 
 const PEM_LINES = ['MIIEvQIBADANBgkqhkiG9w0BAQEFAASCBKcwggSjAgEAAoIBAQC7Vx3Lq9', 'Zp4Rk8Wn2Yc6Jh1Tf5Dm9Xb3Qs7Lv0Ng4Hk8Pw2Ez6Ua1Ic5Oy9Ry3Mt7Jw', 'Fq2Xe6Sd0Vb4Nh8Kl3Gp7Za1=='];
 const SECRETS = {
@@ -40,19 +37,7 @@ const ENV = {
 
 describe("a secret of the runner's environment that the scrubber did not learn before", () => {
   it('is refused in what a writer signs (USAGE, exit 2, naming no secret), and nothing is written; the words beside it are not', () => {
-    const keys = join(dir, 'keys');
-    const ledger = join(dir, 'ledger.git');
-    for (const actor of ['ceo', 'coo.hermes']) expect(coo(['keygen', '--actor', actor, '--out', keys]).status).toBe(0);
-    expect(coo(['init', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--actor', `coo.hermes=${join(keys, 'coo.hermes.pub')}`]).status).toBe(0);
-    const head = (): string => git(['--git-dir', ledger, 'rev-parse', 'main']).trim();
-    const before = head();
-    for (const [name, value] of Object.entries(SECRETS)) {
-      const result = coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', `Rotate ${value} today.`], { env: ENV });
-      expect([result.status, result.stderr.split(':').slice(0, 2).join(':')], name).toEqual([2, 'coo: USAGE']);
-      expect(pieces(result.stderr, value), name).toEqual([]);
-    }
-    expect(head()).toBe(before);
-    expect(coo(['command', '--ledger', ledger, '--ceo-key', join(keys, 'ceo.key'), '--text', 'Rotate the reporting password, http://localhost:$PORT/users/me@example.com, today.'], { env: ENV }).status).toBe(0);
+    expectRefusedInCommands(dir, SECRETS, ENV, 'Rotate the reporting password, http://localhost:$PORT/users/me@example.com, today.');
   });
 
   it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints it from the runner's environment", async () => {
