@@ -20,7 +20,8 @@ import { LineBuffer } from './line-buffer.js';
  * cancelled it, again and again, had handlers running without bound while each id stayed held
  * for good. A cancellation naming no request held is not passed on: the SDK, handling it after
  * the lines read with it, would land it on a new request under that id and leave that unanswered.
- * A line over `maxLineBytes` ends the session, and `overLimit` keeps why: each verb that serves on
+ * A line over `maxLineBytes` ends the session (nothing more is read; the requests read before it
+ * are answered first, stopReading), and `overLimit` keeps why: each verb that serves on
  * this transport (`coo mcp`, `coo consult-relay`) ends with that coded error and a non-zero exit,
  * never a silent 0 (the relay ended so, and its agent's executor saw its tool vanish unexplained).
  * What it holds for the client is bounded too: a line read so far is one buffer at most twice its
@@ -91,6 +92,10 @@ export class GuardedStdioTransport implements Transport {
   /** Why the session ended, when it was a message over the limit: the verb's own error once the server has closed. */
   overLimit: CooError | null = null;
   private ended = false;
+  /** The client closed its end of stdout: nothing more is written. */
+  private outputGone = false;
+  /** The server ended the session (stopReading): no further line is read, and it closes once the requests in hand are done. */
+  private stopped = false;
   private readonly endedController = new AbortController();
   /** Aborted once the client closed stdin: a call still waiting (wait_seconds, the wait tool) answers with what it has now. */
   readonly inputEnded: AbortSignal = this.endedController.signal;
@@ -158,24 +163,49 @@ export class GuardedStdioTransport implements Transport {
   }
 
   private finishWhenDone(): void {
-    if (this.ended && this.rest === null && this.inFlight.size === 0) this.done();
+    if (!this.ended || this.rest !== null || this.inFlight.size > 0) return;
+    this.done();
+    // Ended by the server (stopReading), not by the client closing stdin: closed once done, as it was at once before.
+    if (this.stopped) void this.close();
   }
 
   private readonly onStreamError = (error: Error): void => this.onerror?.(error);
 
   /** A client that closed its end of our stdout has left: the session ends, and a write error never throws (it stays listened to). */
   private readonly onWriteError = (error: Error): void => {
-    if (this.closed) return;
+    if (this.closed || this.outputGone) return;
+    this.outputGone = true;
     this.onerror?.(new CooError('IO_ERROR', `the client's end of stdout is closed (${(error as NodeJS.ErrnoException).code ?? error.message}): the session ends`));
-    void this.close();
+    this.stopReading();
   };
+
+  /**
+   * The session ends (a line over the limit, the client's end of stdout closed): no further line is
+   * read, a call still waiting answers with what it has now, and the session finishes (`finished`)
+   * once every request already read is done, as when the client closes stdin. Closed at once, a
+   * call in hand was cut wherever it stood: `coo mcp` exited in the middle of its write, its
+   * answer unsent, the calls after it never written, and the ledger's ref lock left behind.
+   */
+  private stopReading(): void {
+    if (this.stopped) return;
+    this.stopped = true;
+    this.stdin.off('data', this.onData);
+    this.stdin.off('end', this.onEnd);
+    this.stdout.off('drain', this.onDrain);
+    if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
+    this.pending.clear();
+    this.rest = null;
+    this.ended = true;
+    this.endedController.abort();
+    this.finishWhenDone();
+  }
 
   /** Adds part of a line; false (and the session ends) once the line is over the limit. */
   private take(part: Buffer): boolean {
     if (!this.pending.add(part)) {
       this.overLimit = new CooError('MCP_MESSAGE_TOO_LARGE', `a message from the client was over the ${this.maxLineBytes}-byte limit of one MCP message (one line of the stdio transport); the session ended without reading it`);
       this.onerror?.(this.overLimit);
-      void this.close();
+      this.stopReading();
       return false;
     }
     return true;
@@ -241,7 +271,7 @@ export class GuardedStdioTransport implements Transport {
   }
 
   private write(message: unknown): Promise<void> {
-    if (this.closed) return Promise.resolve();
+    if (this.closed || this.outputGone) return Promise.resolve();
     return new Promise((resolve) => {
       if (this.stdout.write(`${inertJson(message)}\n`)) resolve();
       else {

@@ -4,7 +4,7 @@ import type { JSONRPCMessage } from '@modelcontextprotocol/sdk/types.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../../../src/mcp/stdio.js';
 
 /** The transport's line reading, fed in chunks the way a pipe splits them. */
-async function feed(chunks: Array<string | Buffer>, maxLineBytes = 1024): Promise<{ messages: JSONRPCMessage[]; written: string[]; errors: string[]; closed: boolean }> {
+async function feed(chunks: Array<string | Buffer>, maxLineBytes = 1024): Promise<{ messages: JSONRPCMessage[]; written: string[]; errors: string[]; closed: boolean; isClosed: () => boolean; transport: GuardedStdioTransport }> {
   const stdin = new PassThrough();
   const stdout = new PassThrough();
   const written: string[] = [];
@@ -19,7 +19,7 @@ async function feed(chunks: Array<string | Buffer>, maxLineBytes = 1024): Promis
   await transport.start();
   for (const chunk of chunks) stdin.write(chunk);
   await new Promise((resolve) => setImmediate(resolve));
-  return { messages, written, errors, closed };
+  return { messages, written, errors, closed, isClosed: () => closed, transport };
 }
 
 const ping = (id: number): string => JSON.stringify({ jsonrpc: '2.0', id, method: 'ping' });
@@ -37,7 +37,14 @@ describe('GuardedStdioTransport', () => {
     const over = await feed([`${ping(1)}\n`, 'x'.repeat(600), 'x'.repeat(600), `\n${ping(2)}\n`]);
     expect(over.messages.map((message) => ('id' in message ? message.id : null))).toEqual([1]);
     expect(over.errors).toEqual([expect.stringMatching(/over the 1024-byte limit/)]);
-    expect(over.closed).toBe(true);
+    // The request read before it is answered first (coo mcp exited in the middle of its write): then the session closes.
+    expect(over.closed).toBe(false);
+    await over.transport.send({ jsonrpc: '2.0', id: 1, result: {} });
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(over.written).toEqual(['{"jsonrpc":"2.0","id":1,"result":{}}']);
+    expect(over.isClosed()).toBe(true);
+    const none = await feed(['x'.repeat(1200)]);
+    expect(none.closed).toBe(true);
     // Lines under the limit in one chunk over it are read: the limit is per line (30 requests, within those a session may leave unanswered).
     const many = await feed([Array.from({ length: 30 }, (_, index) => `${ping(index)}\n`).join('')]);
     expect(many.messages).toHaveLength(30);

@@ -1,0 +1,71 @@
+import { spawn } from 'node:child_process';
+import { existsSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { LIMITS } from '../../src/limits.js';
+import { COO, coo } from '../helpers/cli.js';
+import { worlds, type World } from '../helpers/lane.js';
+import { answersOf, call, INITIALIZE, line } from '../helpers/mcp-raw.js';
+import { tempDir } from '../helpers/tmp.js';
+
+/**
+ * `coo mcp` against a raw client that ends the session itself while write calls are in hand: a line
+ * over the bound sent after them, or its end of stdout closed. The calls read before are done (their
+ * writes land whole, and answered where the client still reads) before the process exits; cut
+ * wherever they stood, they were half done, the rest never written, and git's ref lock was left.
+ */
+const fresh = worlds(tempDir('mcp-redteam-53-'));
+
+/** `coo mcp` on `w`'s ledger, initialized, run by the built CLI. */
+async function served(w: World) {
+  const keyPath = join(w.dir, 'coo.key');
+  writeFileSync(keyPath, formatPrivateKey(w.actors.coo), { mode: 0o600 });
+  const child = spawn(process.execPath, [COO, 'mcp', '--ledger', w.gitdir, '--key', keyPath, '--repo', w.target], { env: { ...process.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+  child.stdin.on('error', () => undefined);
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<number | null>((resolve) => child.on('close', resolve));
+  const { answers, answer } = answersOf(child.stdout);
+  child.stdin.write(line(INITIALIZE));
+  await answer(0, 0);
+  return { child, answers, exited, stderr: () => stderr };
+}
+
+/** A dispatch and four consults, one line each: well under a pipe's atomic write, so the server reads them in one go. */
+const CALLS = 5;
+const writes = (): string =>
+  line({ method: 'notifications/initialized' }) +
+  call(1, 'dispatch', { to: 'ea.codex', task: 'Make add() return NaN for NaN.', scope: ['src/**'], accept: ['add(NaN, 1) is NaN'], verify: ['true'] }) +
+  Array.from({ length: CALLS - 1 }, (_, index) => call(2 + index, 'consult', { to: 'aa.chatgpt', files: ['src/add.ts'], prompt: `Question ${index}: is add() right?` })).join('');
+
+async function ledgerWhole(w: World): Promise<string[]> {
+  expect(existsSync(join(w.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
+  expect(coo(['verify', '--ledger', w.gitdir]).status).toBe(0);
+  return [...(await w.ledger.state()).messages.values()].map((record) => record.intent).sort();
+}
+
+describe('coo mcp whose client ends the session with write calls in hand', () => {
+  it('answers the calls read before a line over the bound, writes each whole, leaves no lock, then exits 3 with the coded error', async () => {
+    const w = await fresh();
+    const session = await served(w);
+    session.child.stdin.write(`${writes()}${'x'.repeat(LIMITS.mcpMessageBytes + 1)}\n`);
+    expect(await session.exited).toBe(3);
+    expect(session.stderr()).toMatch(/^coo: MCP_MESSAGE_TOO_LARGE: a message from the client was over the \d+-byte limit/m);
+    expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+    const answered = session.answers.filter((found) => typeof found.id === 'number' && found.id >= 1);
+    expect(answered.map((found) => [found.id, found.result?.isError ?? false]).sort()).toEqual(Array.from({ length: CALLS }, (_, index) => [index + 1, false]));
+    expect(await ledgerWhole(w)).toEqual(['aa_consult', 'aa_consult', 'aa_consult', 'aa_consult', 'ea_dispatch']);
+  }, 60_000);
+
+  it('writes each call read before its client closed its end of stdout whole, leaves no lock, and exits 0', async () => {
+    const w = await fresh();
+    const session = await served(w);
+    session.child.stdin.write(writes());
+    session.child.stdout.destroy();
+    expect(await session.exited).toBe(0);
+    expect(session.stderr()).toMatch(/^coo mcp: IO_ERROR: the client's end of stdout is closed/m);
+    expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+    expect(await ledgerWhole(w)).toEqual(['aa_consult', 'aa_consult', 'aa_consult', 'aa_consult', 'ea_dispatch']);
+  }, 60_000);
+});
