@@ -133,9 +133,11 @@ export function mcpVerb(program: Command): void {
         // The client ends the session by closing our stdin (the MCP stdio transport's shutdown), once what it sent is answered.
         void stdio.finished.then(() => controller.abort());
         // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
-        const stop = runner === null ? null : stopOnSignal(runner, () => controller.abort());
+        // It ends the session as a client closing stdin does: the calls in hand are done first (a write under way was cut, its ref lock left).
+        // A second signal ends the process at once.
+        const stop = runner === null ? null : stopOnSignal(runner, () => stdio.end());
         if (stop !== null) observe = stop.observe;
-        if (stop === null) for (const signal of STOP_SIGNALS) process.once(signal, () => controller.abort());
+        if (stop === null) for (const signal of STOP_SIGNALS) process.once(signal, () => stdio.end());
         await serveStdio(server, stdio);
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;

@@ -180,7 +180,7 @@ export class GuardedStdioTransport implements Transport {
   };
 
   /**
-   * The session ends (a line over the limit, the client's end of stdout closed): no further line is
+   * The session ends (a line over the limit, the client's end of stdout closed, `end`): no further line is
    * read, a call still waiting answers with what it has now, and the session finishes (`finished`)
    * once every request already read is done, as when the client closes stdin. Closed at once, a
    * call in hand was cut wherever it stood: `coo mcp` exited in the middle of its write, its
@@ -251,6 +251,15 @@ export class GuardedStdioTransport implements Transport {
     this.stdout.on('error', this.onWriteError);
     this.stdout.on('drain', this.onDrain);
     return Promise.resolve();
+  }
+
+  /**
+   * Ends the session from the server's side (the operator's Ctrl-C or SIGTERM, the stdio shutdown's
+   * last step): as a line over the limit does, nothing more is read and the session closes once the
+   * requests in hand are done. Closed at once, a write under way was cut where it stood.
+   */
+  end(): void {
+    this.stopReading();
   }
 
   /** The server is done with the request under `id`, answered or (cancelled) not: its id is free and it no longer counts against the bound. */

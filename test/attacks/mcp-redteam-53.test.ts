@@ -29,7 +29,7 @@ async function served(w: World) {
   const { answers, answer } = answersOf(child.stdout);
   child.stdin.write(line(INITIALIZE));
   await answer(0, 0);
-  return { child, answers, exited, stderr: () => stderr };
+  return { child, answers, answer, exited, stderr: () => stderr };
 }
 
 /** A dispatch and four consults, one line each: well under a pipe's atomic write, so the server reads them in one go. */
@@ -66,6 +66,23 @@ describe('coo mcp whose client ends the session with write calls in hand', () =>
     expect(await session.exited).toBe(0);
     expect(session.stderr()).toMatch(/^coo mcp: IO_ERROR: the client's end of stdout is closed/m);
     expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+    expect(await ledgerWhole(w)).toEqual(['aa_consult', 'aa_consult', 'aa_consult', 'aa_consult', 'ea_dispatch']);
+  }, 60_000);
+});
+
+describe('coo mcp stopped by a signal with write calls in hand', () => {
+  it('writes and answers each call read before SIGTERM, leaves no lock, and exits 0', async () => {
+    const w = await fresh();
+    const session = await served(w);
+    const from = session.answers.length;
+    // The ping's answer says every call before it was read and is in hand.
+    session.child.stdin.write(`${writes()}${line({ id: 99, method: 'ping' })}`);
+    await session.answer(99, from);
+    session.child.kill('SIGTERM');
+    expect(await session.exited).toBe(0);
+    expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+    const answered = session.answers.filter((found) => typeof found.id === 'number' && found.id >= 1 && found.id <= CALLS);
+    expect(answered.map((found) => [found.id, found.result?.isError ?? false]).sort()).toEqual(Array.from({ length: CALLS }, (_, index) => [index + 1, false]));
     expect(await ledgerWhole(w)).toEqual(['aa_consult', 'aa_consult', 'aa_consult', 'aa_consult', 'ea_dispatch']);
   }, 60_000);
 });
