@@ -137,7 +137,8 @@ export class GuardedStdioTransport implements Transport {
     const rest = this.rest;
     this.rest = null;
     this.feed(rest);
-    if (this.rest === null && !this.closed) this.stdin.resume();
+    // A line over the limit among what was kept ended the session (stopReading): stdin stays paused, read by no one.
+    if (this.rest === null && !this.closed && !this.stopped) this.stdin.resume();
     this.finishInput();
   };
 

@@ -51,6 +51,30 @@ describe('GuardedStdioTransport', () => {
     expect(many.closed).toBe(false);
   });
 
+  it('reads nothing more once a line over the limit, kept while the client left its answers unread, is taken', async () => {
+    const stdin = new PassThrough();
+    // Nobody reads stdout yet: one answer fills it, so the next lines are kept and stdin paused until it drains.
+    const stdout = new PassThrough({ highWaterMark: 16 });
+    const transport = new GuardedStdioTransport(stdin, stdout, await loadWireSchemas(), 1024);
+    const messages: JSONRPCMessage[] = [];
+    transport.onmessage = (message) => messages.push(message);
+    transport.onerror = () => undefined;
+    await transport.start();
+    const sent = transport.send({ jsonrpc: '2.0', id: 1, result: {} });
+    expect(stdout.writableNeedDrain).toBe(true);
+    stdin.write(`${ping(2)}\n${'x'.repeat(1200)}\n${ping(3)}\n`);
+    await new Promise((resolve) => setImmediate(resolve));
+    expect(messages).toEqual([]);
+    expect(stdin.isPaused()).toBe(true);
+    stdout.resume();
+    await sent;
+    await new Promise((resolve) => setImmediate(resolve));
+    // The kept ping is read, the line over the limit ends the session, and stdin stays paused: resumed with no reader, what came after was read and thrown away.
+    expect(messages.map((message) => ('id' in message ? message.id : null))).toEqual([2]);
+    expect(transport.overLimit?.code).toBe('MCP_MESSAGE_TOO_LARGE');
+    expect(stdin.isPaused()).toBe(true);
+  });
+
   it('refuses a line that is JSON but no object (null, a number, a string, a boolean), coded, and reads on', async () => {
     const { messages, written } = await feed(['null\n', '5\n', '"x"\n', 'true\n', `${ping(7)}\n`]);
     expect(written.map((line) => JSON.parse(line) as unknown)).toEqual(Array.from({ length: 4 }, () => ({ jsonrpc: '2.0', id: null, error: expect.objectContaining({ code: -32600 }) })));
