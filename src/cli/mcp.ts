@@ -130,7 +130,8 @@ export function mcpVerb(program: Command): void {
           if (error !== stdio.overLimit) log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
         };
         stdio.onclose = () => controller.abort();
-        // The client ends the session by closing our stdin (the MCP stdio transport's shutdown), once what it sent is answered.
+        // The session ends once what was read is answered: the client closing our stdin (the MCP stdio transport's shutdown), a line
+        // over the limit, the client's end of stdout closed, or a signal (below).
         void stdio.finished.then(() => controller.abort());
         // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
         // It ends the session as a client closing stdin does: the calls in hand are done first (a write under way was cut, its ref lock left).

@@ -42,7 +42,7 @@ export async function runConsultRelay(socket: string, version: string): Promise<
   codeSdkToolErrors(server, new Scrubber(), ['consult']);
   // The agent is an untrusted client too: every line it sends is read as coo mcp reads one (wire.ts).
   const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.consultToolBytes);
-  // The agent ends the session by closing stdin, as a client of coo mcp does: once what it sent is answered.
+  // The session ends as coo mcp's does (the agent closing stdin, a line over the limit, its end of stdout closed): once what was read is answered.
   const closed = new Promise<void>((resolve) => {
     stdio.onclose = () => resolve();
     void stdio.finished.then(resolve);

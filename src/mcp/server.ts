@@ -56,7 +56,7 @@ export interface CooMcpOptions extends ToolContext {
   readonly version: string;
   /** One line per failed call, for the operator's log (stderr); never sent to the client. */
   readonly log?: (line: string) => void;
-  /** Aborted once the client closed stdin (GuardedStdioTransport.inputEnded): a call still waiting answers with what it has now. */
+  /** Aborted once the session ends (GuardedStdioTransport.inputEnded: stdin closed, a line over the limit, stdout closed, a signal): a call still waiting answers with what it has now. */
   readonly inputEnded?: AbortSignal;
 }
 

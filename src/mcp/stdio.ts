@@ -97,10 +97,13 @@ export class GuardedStdioTransport implements Transport {
   /** The server ended the session (stopReading): no further line is read, and it closes once the requests in hand are done. */
   private stopped = false;
   private readonly endedController = new AbortController();
-  /** Aborted once the client closed stdin: a call still waiting (wait_seconds, the wait tool) answers with what it has now. */
+  /**
+   * Aborted once the session ends (the client closed stdin, a line over the limit, the client's end of stdout
+   * closed, or `end`: the operator's signal): a call still waiting (wait_seconds, the wait tool) answers with what it has now.
+   */
   readonly inputEnded: AbortSignal = this.endedController.signal;
   private done: () => void = () => undefined;
-  /** Resolved once the client closed stdin and every request it sent is answered (or, cancelled, its handler settled), or the session closed. */
+  /** Resolved once the session ended (as `inputEnded` says) and every request read before is answered (or, cancelled, its handler settled), or the session closed. */
   readonly finished = new Promise<void>((resolve) => (this.done = resolve));
 
   constructor(
@@ -190,15 +193,20 @@ export class GuardedStdioTransport implements Transport {
   private stopReading(): void {
     if (this.stopped) return;
     this.stopped = true;
+    this.stopListening();
+    this.ended = true;
+    this.endedController.abort();
+    this.finishWhenDone();
+  }
+
+  /** Reads nothing more: stdin is left (paused, unless another reads it) and what was read of it and not taken is dropped. */
+  private stopListening(): void {
     this.stdin.off('data', this.onData);
     this.stdin.off('end', this.onEnd);
     this.stdout.off('drain', this.onDrain);
     if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
     this.pending.clear();
     this.rest = null;
-    this.ended = true;
-    this.endedController.abort();
-    this.finishWhenDone();
   }
 
   /** Adds part of a line; false (and the session ends) once the line is over the limit. */
@@ -299,13 +307,8 @@ export class GuardedStdioTransport implements Transport {
   close(): Promise<void> {
     if (this.closed) return Promise.resolve();
     this.closed = true;
-    this.stdin.off('data', this.onData);
+    this.stopListening();
     this.stdin.off('error', this.onStreamError);
-    this.stdin.off('end', this.onEnd);
-    this.stdout.off('drain', this.onDrain);
-    if (this.stdin.listenerCount('data') === 0) this.stdin.pause();
-    this.pending.clear();
-    this.rest = null;
     this.done();
     this.onclose?.();
     return Promise.resolve();
