@@ -9,7 +9,7 @@ import { RunnerProblems } from '../mcp/runner-problems.js';
 import { createCooMcpServer, serveStdio, TOOL_SUMMARIES } from '../mcp/server.js';
 import { GuardedStdioTransport, loadWireSchemas } from '../mcp/stdio.js';
 import { Runner, type RunnerErrorEvent, type RunnerEvent } from '../runner/runner.js';
-import { STOP_SIGNALS, stopOnSignal } from './stop.js';
+import { onStopSignal, stopOnSignal } from './stop.js';
 import { watchLedger, watchRemote } from '../runner/watch.js';
 import { requireRemoteOfClone } from '../remote/git-remote.js';
 import { RemoteLedger } from '../remote/publish.js';
@@ -135,10 +135,10 @@ export function mcpVerb(program: Command): void {
         void stdio.finished.then(() => controller.abort());
         // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
         // It ends the session as a client closing stdin does: the calls in hand are done first (a write under way was cut, its ref lock left).
-        // A second signal ends the process at once.
+        // A second signal, of any kind, ends the process at once (stop.ts).
         const stop = runner === null ? null : stopOnSignal(runner, () => stdio.end());
         if (stop !== null) observe = stop.observe;
-        if (stop === null) for (const signal of STOP_SIGNALS) process.once(signal, () => stdio.end());
+        if (stop === null) onStopSignal(() => stdio.end());
         await serveStdio(server, stdio);
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;

@@ -4,6 +4,7 @@ import { cliEntryPoint } from '../assets.js';
 import { CooError } from '../errors.js';
 import { OFFLINE_PROVIDER_KEY, startBuiltinModel } from '../offline/builtin.js';
 import { writeErr } from './terminal.js';
+import { onStopSignal } from './stop.js';
 import { inertJson } from '../util/invisible.js';
 
 /** How long a detached model may take to say where it listens. */
@@ -96,7 +97,7 @@ export function modelVerb(program: Command): void {
       process.stdout.write(opts.json === true ? `${inertJson(served, 2)}\n` : `${shellLines(served)}\n`);
       writeErr('coo model serve: the built-in offline model listens on 127.0.0.1 (Ctrl-C stops it); nothing it serves leaves this machine\n');
       await new Promise<void>((done) => {
-        for (const signal of ['SIGINT', 'SIGTERM', 'SIGHUP'] as const) process.once(signal, () => done());
+        onStopSignal(() => done());
       });
       const counts = builtin.counts();
       await builtin.close();

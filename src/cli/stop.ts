@@ -14,6 +14,25 @@ import { markInterrupted } from './outcome.js';
  */
 export const STOP_SIGNALS = ['SIGINT', 'SIGTERM', 'SIGHUP'] as const;
 
+/**
+ * Calls `onFirst` on the first of STOP_SIGNALS to come, whichever it is; that signal takes the
+ * listeners of all three away, so a second signal, of any kind, ends the process at once (its
+ * default action). With one listener per signal, only the same signal again did: Ctrl-C then
+ * SIGTERM ran the handler a second time and the process waited on, for as long as a call in hand
+ * took (a remote's git, up to LIMITS.remoteGitMs). Returns what takes the listeners away unused.
+ */
+export function onStopSignal(onFirst: (signal: NodeJS.Signals) => void): () => void {
+  const dispose = (): void => {
+    for (const signal of STOP_SIGNALS) process.off(signal, handler);
+  };
+  const handler = (signal: NodeJS.Signals): void => {
+    dispose();
+    onFirst(signal);
+  };
+  for (const signal of STOP_SIGNALS) process.on(signal, handler);
+  return dispose;
+}
+
 export interface StopOnSignal {
   /** The signal that stopped the runner, or null. */
   readonly signal: () => NodeJS.Signals | null;
@@ -30,12 +49,11 @@ export interface StopOnSignal {
 export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => void): StopOnSignal {
   let stopped: NodeJS.Signals | null = null;
   const cut: Array<Extract<RunnerEvent, { type: 'receipt' }>> = [];
-  const handler = (signal: NodeJS.Signals): void => {
+  const dispose = onStopSignal((signal) => {
     stopped = signal;
     runner.interrupt(signal);
     onStop();
-  };
-  for (const signal of STOP_SIGNALS) process.once(signal, handler);
+  });
   return {
     signal: () => stopped,
     observe: (event) => {
@@ -52,8 +70,6 @@ export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => vo
         return `${what}; the next coo watch runs attempt ${event.attempt + 1} from ${event.retryAt}`;
       });
     },
-    dispose: () => {
-      for (const signal of STOP_SIGNALS) process.off(signal, handler);
-    },
+    dispose,
   };
 }
