@@ -135,10 +135,14 @@ export function mcpVerb(program: Command): void {
         void stdio.finished.then(() => controller.abort());
         // Ctrl-C stops the runner as it stops coo watch: the attempt in flight ends interrupted, and one line says so.
         // It ends the session as a client closing stdin does: the calls in hand are done first (a write under way was cut, its ref lock left).
-        // A second signal, of any kind, ends the process at once (stop.ts).
-        const stop = runner === null ? null : stopOnSignal(runner, () => stdio.end());
+        // A second signal, of any kind, ends the process at once (stop.ts). One line says why it has not ended yet.
+        const end = (signal: NodeJS.Signals): void => {
+          log(`stopped by ${signal}: nothing more is read, and the session ends once the calls in hand are done (a second signal ends it at once)`);
+          stdio.end();
+        };
+        const stop = runner === null ? null : stopOnSignal(runner, end);
         if (stop !== null) observe = stop.observe;
-        if (stop === null) onStopSignal(() => stdio.end());
+        if (stop === null) onStopSignal(end);
         await serveStdio(server, stdio);
         log(`serving ${runner === null ? 'without a runner (run coo watch beside it)' : `with runner ${runner.runnerId}`} on stdio${remote === undefined ? '' : `, through ${remote.url}`}`);
         const policy = (await ledger.state()).policy?.doc;

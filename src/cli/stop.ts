@@ -46,13 +46,13 @@ export interface StopOnSignal {
   readonly dispose: () => void;
 }
 
-export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: () => void): StopOnSignal {
+export function stopOnSignal(runner: Pick<Runner, 'interrupt'>, onStop: (signal: NodeJS.Signals) => void): StopOnSignal {
   let stopped: NodeJS.Signals | null = null;
   const cut: Array<Extract<RunnerEvent, { type: 'receipt' }>> = [];
   const dispose = onStopSignal((signal) => {
     stopped = signal;
     runner.interrupt(signal);
-    onStop();
+    onStop(signal);
   });
   return {
     signal: () => stopped,

@@ -7,6 +7,7 @@ import { LIMITS } from '../../src/limits.js';
 import { COO, coo } from '../helpers/cli.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { answersOf, call, INITIALIZE, line } from '../helpers/mcp-raw.js';
+import { holdPushes, makeServedLedger, makeWriter } from '../helpers/remote-ledger.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -15,7 +16,14 @@ import { tempDir } from '../helpers/tmp.js';
  * writes land whole, and answered where the client still reads) before the process exits; cut
  * wherever they stood, they were half done, the rest never written, and git's ref lock was left.
  */
-const fresh = worlds(tempDir('mcp-redteam-53-'));
+const dir = tempDir('mcp-redteam-53-');
+const fresh = worlds(dir);
+
+/** Waits a bounded number of turns for `done`. */
+async function until(what: string, done: () => boolean): Promise<void> {
+  for (let turn = 0; turn < 4000 && !done(); turn += 1) await new Promise((resolve) => setTimeout(resolve, 5));
+  if (!done()) throw new Error(`${what} never happened`);
+}
 
 /** `coo mcp` on `w`'s ledger, initialized, run by the built CLI. */
 async function served(w: World) {
@@ -84,5 +92,41 @@ describe('coo mcp stopped by a signal with write calls in hand', () => {
     const answered = session.answers.filter((found) => typeof found.id === 'number' && found.id >= 1 && found.id <= CALLS);
     expect(answered.map((found) => [found.id, found.result?.isError ?? false]).sort()).toEqual(Array.from({ length: CALLS }, (_, index) => [index + 1, false]));
     expect(await ledgerWhole(w)).toEqual(['aa_consult', 'aa_consult', 'aa_consult', 'aa_consult', 'ea_dispatch']);
+  }, 60_000);
+});
+
+describe('coo mcp stopped by a signal, then by another, while a call waits on its remote', () => {
+  it.each([
+    ['SIGINT', 'SIGTERM'],
+    ['SIGHUP', 'SIGINT'],
+  ] as const)('says why it goes on after %s, and ends at once on %s, whatever the call in hand', async (first, second) => {
+    const caseDir = join(dir, `twice-${first}`);
+    const served = await makeServedLedger(caseDir);
+    const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
+    // The consult's push waits in the remote's hook until released: the call is in hand for as long as the test wants.
+    const gate = holdPushes(served, caseDir);
+    const child = spawn(process.execPath, [COO, 'mcp', '--remote', served.gitdir, '--ledger', writer.gitdir, '--key', served.keys.coo, '--repo', served.target], { env: { ...process.env, ...writer.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+    try {
+      child.stdin.on('error', () => undefined);
+      let stderr = '';
+      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+      const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (code, signal) => resolve([code, signal])));
+      const { answers, answer } = answersOf(child.stdout);
+      child.stdin.write(line(INITIALIZE));
+      await answer(0, 0);
+      child.stdin.write(line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', files: ['README.md'], prompt: 'Is add() right?' }));
+      await until('the consult reaching the remote', gate.arrived);
+      child.kill(first);
+      await until(`the line saying ${first} stopped it`, () => stderr.includes(`stopped by ${first}`));
+      expect(stderr).toMatch(new RegExp(`^coo mcp: stopped by ${first}: nothing more is read, and the session ends once the calls in hand are done \\(a second signal ends it at once\\)$`, 'm'));
+      child.kill(second);
+      // Released only now: a process the second signal did not end lands the push, answers and exits 0.
+      gate.release();
+      expect(await exited).toEqual([null, second]);
+      expect(answers.filter((found) => found.id === 1)).toEqual([]);
+    } finally {
+      gate.release();
+      child.kill('SIGKILL');
+    }
   }, 60_000);
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, renameSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, renameSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { initLedger } from '../../src/ledger/init.js';
@@ -114,6 +114,26 @@ while [ "$(ls "${arrivals}" | wc -l)" -lt ${count} ] && [ $i -lt 600 ]; do sleep
 exec "${ledgerHook}"
 `,
   );
+}
+
+/**
+ * A gate in the remote's hook: each push waits there until the test releases it (at most 30 s),
+ * so a write through the remote is certainly in hand while the test acts.
+ */
+export function holdPushes(served: ServedLedger, dir: string): { arrived: () => boolean; release: () => void } {
+  const gate = join(dir, 'gate');
+  mkdirSync(gate, { recursive: true });
+  wrapHook(
+    served,
+    (ledgerHook) => `#!/bin/sh
+# Test fixture: holds each push until the test releases it (at most 30 s), then runs the ledger's hook.
+touch "${gate}/arrived"
+i=0
+while [ ! -e "${gate}/release" ] && [ $i -lt 600 ]; do sleep 0.05; i=$((i + 1)); done
+exec "${ledgerHook}"
+`,
+  );
+  return { arrived: () => existsSync(join(gate, 'arrived')), release: () => writeFileSync(join(gate, 'release'), '') };
 }
 
 /**
