@@ -92,8 +92,12 @@ export class GuardedStdioTransport implements Transport {
   /** Why the session ended, when it was a message over the limit: the verb's own error once the server has closed. */
   overLimit: CooError | null = null;
   private ended = false;
-  /** The client closed its end of stdout: nothing more is written. */
-  private outputGone = false;
+  private readonly outputController = new AbortController();
+  /**
+   * Aborted once the client closed its end of stdout: nothing more is written, and work whose only
+   * outcome is an answer (the relay's consults not yet sent, each charged) is not started.
+   */
+  readonly outputClosed: AbortSignal = this.outputController.signal;
   /** The server ended the session (stopReading): no further line is read, and it closes once the requests in hand are done. */
   private stopped = false;
   private readonly endedController = new AbortController();
@@ -177,8 +181,8 @@ export class GuardedStdioTransport implements Transport {
 
   /** A client that closed its end of our stdout has left: the session ends, and a write error never throws (it stays listened to). */
   private readonly onWriteError = (error: Error): void => {
-    if (this.closed || this.outputGone) return;
-    this.outputGone = true;
+    if (this.closed || this.outputClosed.aborted) return;
+    this.outputController.abort();
     this.onerror?.(new CooError('IO_ERROR', `the client's end of stdout is closed (${(error as NodeJS.ErrnoException).code ?? error.message}): the session ends`));
     this.stopReading();
   };
@@ -289,7 +293,7 @@ export class GuardedStdioTransport implements Transport {
   }
 
   private write(message: unknown): Promise<void> {
-    if (this.closed || this.outputGone) return Promise.resolve();
+    if (this.closed || this.outputClosed.aborted) return Promise.resolve();
     return new Promise((resolve) => {
       if (this.stdout.write(`${inertJson(message)}\n`)) resolve();
       else {

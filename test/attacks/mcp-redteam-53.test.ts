@@ -1,9 +1,13 @@
 import { spawn } from 'node:child_process';
 import { existsSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
+import { PassThrough, Writable } from 'node:stream';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
+import { openConsultBridge } from '../../src/dispatch/consult-bridge.js';
 import { LIMITS } from '../../src/limits.js';
+import { runConsultRelay } from '../../src/mcp/consult-relay.js';
+import { Scrubber } from '../../src/util/scrub.js';
 import { COO, coo } from '../helpers/cli.js';
 import { worlds, type World } from '../helpers/lane.js';
 import { answersOf, call, INITIALIZE, line } from '../helpers/mcp-raw.js';
@@ -127,6 +131,43 @@ describe('coo mcp stopped by a signal, then by another, while a call waits on it
     } finally {
       gate.release();
       child.kill('SIGKILL');
+    }
+  }, 60_000);
+});
+
+describe("the consult relay whose agent closes its end of stdout with consults queued", () => {
+  it('sends none of those still waiting their turn: each would be charged, its answer with nowhere to go', async () => {
+    let release: () => void = () => undefined;
+    const held = new Promise<void>((resolve) => (release = resolve));
+    const seen: unknown[] = [];
+    const bridge = await openConsultBridge(async (request) => {
+      seen.push(request);
+      await held;
+      return { ok: true, text: 'the answer', result: {} };
+    }, new Scrubber());
+    try {
+      const stdin = new PassThrough();
+      let gone = false;
+      // The agent's end of stdout: once closed, every write fails as a pipe's does.
+      const stdout = new Writable({ write: (_chunk, _encoding, done) => done(gone ? Object.assign(new Error('write EPIPE'), { code: 'EPIPE' }) : null) });
+      const relay = runConsultRelay(bridge.socket, '0.0.0', { stdin, stdout });
+      stdin.write(line(INITIALIZE) + line({ method: 'notifications/initialized' }));
+      const ask = (id: number): string => call(id, 'consult', { to: 'aa.chatgpt', question: `Question ${id}: is add() right?`, files: ['src/add.ts'] });
+      stdin.write(ask(1) + ask(2) + ask(3));
+      // The first reached the runner, which holds it; the other two wait their turn in the relay.
+      await until('the first consult reaching the runner', () => seen.length === 1);
+      // Heard after the relay's own listener, which its start added.
+      const errored = new Promise((resolve) => stdout.once('error', resolve));
+      gone = true;
+      stdin.write(line({ id: 9, method: 'ping' }));
+      // The ping's answer is the write that finds stdout closed, and the relay has heard it once the error is ours to hear.
+      await errored;
+      release();
+      await relay;
+      expect(seen).toHaveLength(1);
+    } finally {
+      release();
+      await bridge.close();
     }
   }, 60_000);
 });
