@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { formatPrivateKey } from '../../src/crypto/keys.js';
 import { openConsultBridge } from '../../src/dispatch/consult-bridge.js';
 import { LIMITS } from '../../src/limits.js';
+import { Ledger } from '../../src/ledger/ledger.js';
 import { runConsultRelay } from '../../src/mcp/consult-relay.js';
 import { Scrubber } from '../../src/util/scrub.js';
 import { COO, coo } from '../helpers/cli.js';
@@ -82,55 +83,79 @@ describe('coo mcp whose client ends the session with write calls in hand', () =>
   }, 60_000);
 });
 
-describe('coo mcp stopped by a signal with write calls in hand', () => {
-  it('writes and answers each call read before SIGTERM, leaves no lock, and exits 0', async () => {
-    const w = await fresh();
-    const session = await served(w);
-    const from = session.answers.length;
-    // The ping's answer says every call before it was read and is in hand.
-    session.child.stdin.write(`${writes()}${line({ id: 99, method: 'ping' })}`);
-    await session.answer(99, from);
-    session.child.kill('SIGTERM');
-    expect(await session.exited).toBe(0);
-    expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
-    const answered = session.answers.filter((found) => typeof found.id === 'number' && found.id >= 1 && found.id <= CALLS);
-    expect(answered.map((found) => [found.id, found.result?.isError ?? false]).sort()).toEqual(Array.from({ length: CALLS }, (_, index) => [index + 1, false]));
-    expect(await ledgerWhole(w)).toEqual(['aa_consult', 'aa_consult', 'aa_consult', 'aa_consult', 'ea_dispatch']);
-  }, 60_000);
-});
+/**
+ * `coo mcp --remote` on a served ledger whose hook holds each push until the test releases it, a
+ * consult sent and its push arrived there: a write certainly in hand, whatever the machine's speed.
+ */
+async function held(name: string) {
+  const caseDir = join(dir, name);
+  const served = await makeServedLedger(caseDir);
+  const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
+  const gate = holdPushes(served, caseDir);
+  const child = spawn(process.execPath, [COO, 'mcp', '--remote', served.gitdir, '--ledger', writer.gitdir, '--key', served.keys.coo, '--repo', served.target], { env: { ...process.env, ...writer.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+  child.stdin.on('error', () => undefined);
+  let stderr = '';
+  child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
+  const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (code, signal) => resolve([code, signal])));
+  const { answers, answer } = answersOf(child.stdout);
+  const end = (): void => {
+    gate.release();
+    child.kill('SIGKILL');
+  };
+  try {
+    child.stdin.write(line(INITIALIZE));
+    await answer(0, 0);
+    child.stdin.write(line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', files: ['README.md'], prompt: 'Is add() right?' }));
+    await until('the consult reaching the remote', gate.arrived);
+  } catch (error) {
+    end();
+    throw error;
+  }
+  const stopped = async (signal: NodeJS.Signals): Promise<void> => {
+    child.kill(signal);
+    await until(`the line saying ${signal} stopped it`, () => stderr.includes(`stopped by ${signal}`));
+    expect(stderr).toMatch(new RegExp(`^coo mcp: stopped by ${signal}: nothing more is read, and the session ends once the calls in hand are done \\(a second signal ends it at once\\)$`, 'm'));
+  };
+  return { served, gate, child, answers, exited, stderr: () => stderr, stopped, end };
+}
 
-describe('coo mcp stopped by a signal, then by another, while a call waits on its remote', () => {
+describe('coo mcp stopped by a signal while a call waits on its remote', () => {
+  it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)('after %s, lands the call in hand whole, answers it, leaves no lock and exits 0', async (signal) => {
+    const session = await held(`once-${signal}`);
+    try {
+      await session.stopped(signal);
+      // Released only once the signal is heard: before, the process exited mid-push, the call unanswered and its lock left.
+      session.gate.release();
+      expect(await session.exited).toEqual([0, null]);
+      expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+      expect(session.answers.filter((found) => found.id === 1).map((found) => found.result?.isError ?? false)).toEqual([false]);
+      expect(existsSync(join(session.served.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
+      expect(coo(['verify', '--ledger', session.served.gitdir]).status).toBe(0);
+      const remote = Ledger.open(session.served.gitdir);
+      try {
+        expect([...(await remote.state()).messages.values()].map((record) => record.intent)).toEqual(['aa_consult']);
+      } finally {
+        remote.close();
+      }
+    } finally {
+      session.end();
+    }
+  }, 60_000);
+
   it.each([
     ['SIGINT', 'SIGTERM'],
     ['SIGHUP', 'SIGINT'],
-  ] as const)('says why it goes on after %s, and ends at once on %s, whatever the call in hand', async (first, second) => {
-    const caseDir = join(dir, `twice-${first}`);
-    const served = await makeServedLedger(caseDir);
-    const writer = await makeWriter(caseDir, 'coo', served, served.gitdir);
-    // The consult's push waits in the remote's hook until released: the call is in hand for as long as the test wants.
-    const gate = holdPushes(served, caseDir);
-    const child = spawn(process.execPath, [COO, 'mcp', '--remote', served.gitdir, '--ledger', writer.gitdir, '--key', served.keys.coo, '--repo', served.target], { env: { ...process.env, ...writer.env, COO_LEDGER: '', COO_KEY: '' }, stdio: 'pipe' });
+  ] as const)('after %s, ends at once on %s, whatever the call in hand', async (first, second) => {
+    const session = await held(`twice-${first}`);
     try {
-      child.stdin.on('error', () => undefined);
-      let stderr = '';
-      child.stderr.on('data', (chunk: Buffer) => (stderr += chunk.toString('utf8')));
-      const exited = new Promise<[number | null, NodeJS.Signals | null]>((resolve) => child.on('close', (code, signal) => resolve([code, signal])));
-      const { answers, answer } = answersOf(child.stdout);
-      child.stdin.write(line(INITIALIZE));
-      await answer(0, 0);
-      child.stdin.write(line({ method: 'notifications/initialized' }) + call(1, 'consult', { to: 'aa.chatgpt', files: ['README.md'], prompt: 'Is add() right?' }));
-      await until('the consult reaching the remote', gate.arrived);
-      child.kill(first);
-      await until(`the line saying ${first} stopped it`, () => stderr.includes(`stopped by ${first}`));
-      expect(stderr).toMatch(new RegExp(`^coo mcp: stopped by ${first}: nothing more is read, and the session ends once the calls in hand are done \\(a second signal ends it at once\\)$`, 'm'));
-      child.kill(second);
+      await session.stopped(first);
+      session.child.kill(second);
       // Released only now: a process the second signal did not end lands the push, answers and exits 0.
-      gate.release();
-      expect(await exited).toEqual([null, second]);
-      expect(answers.filter((found) => found.id === 1)).toEqual([]);
+      session.gate.release();
+      expect(await session.exited).toEqual([null, second]);
+      expect(session.answers.filter((found) => found.id === 1)).toEqual([]);
     } finally {
-      gate.release();
-      child.kill('SIGKILL');
+      session.end();
     }
   }, 60_000);
 });
