@@ -119,7 +119,7 @@ async function held(name: string) {
   return { served, gate, child, answers, exited, stderr: () => stderr, stopped, end };
 }
 
-describe('coo mcp stopped by a signal while a call waits on its remote', () => {
+describe('coo mcp whose session ends while a call waits on its remote', () => {
   it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)('after %s, lands the call in hand whole, answers it, leaves no lock and exits 0', async (signal) => {
     const session = await held(`once-${signal}`);
     try {
@@ -131,6 +131,28 @@ describe('coo mcp stopped by a signal while a call waits on its remote', () => {
       expect(session.answers.filter((found) => found.id === 1).map((found) => found.result?.isError ?? false)).toEqual([false]);
       expect(existsSync(join(session.served.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
       expect(coo(['verify', '--ledger', session.served.gitdir]).status).toBe(0);
+      const remote = Ledger.open(session.served.gitdir);
+      try {
+        expect([...(await remote.state()).messages.values()].map((record) => record.intent)).toEqual(['aa_consult']);
+      } finally {
+        remote.close();
+      }
+    } finally {
+      session.end();
+    }
+  }, 60_000);
+
+  it('after its client closed its end of stdout, lands the call in hand whole, leaves no lock and exits 0', async () => {
+    const session = await held('stdout-closed');
+    try {
+      session.child.stdout.destroy();
+      // The ping's answer is the write that finds stdout closed; the push is released only once that is heard.
+      session.child.stdin.write(line({ id: 9, method: 'ping' }));
+      await until("the closed stdout heard", () => session.stderr().includes("IO_ERROR: the client's end of stdout is closed"));
+      session.gate.release();
+      expect(await session.exited).toEqual([0, null]);
+      expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+      expect(existsSync(join(session.served.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
       const remote = Ledger.open(session.served.gitdir);
       try {
         expect([...(await remote.state()).messages.values()].map((record) => record.intent)).toEqual(['aa_consult']);
