@@ -268,6 +268,8 @@ describe('coo mcp --run stopped by SIGTERM while the model it pays for runs', ()
       const status = await ended;
       expect(stderr).not.toMatch(/\n\s+at /);
       expect(status, stderr).toBe(130);
+      // With --run too, the signal ends the agent's session as a closed stdin does, and one line says so.
+      expect(stderr).toMatch(/^coo mcp: stopped by SIGTERM: nothing more is read, and the session ends once the calls in hand are done \(a second signal ends it at once\)$/m);
       expect(processesUnder(state)).toEqual([]);
       const [receipt] = await receiptsOf(world, messageId);
       expect(blockersOf(receipt!)).toEqual(['interrupted']);
