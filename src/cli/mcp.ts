@@ -124,10 +124,11 @@ export function mcpVerb(program: Command): void {
         }
         const stdio = new GuardedStdioTransport(process.stdin, process.stdout, await loadWireSchemas(), LIMITS.mcpMessageBytes);
         const server = await createCooMcpServer({ ledger, key, repo, auditDir, clock: () => new Date(), scrubber, version: program.version() ?? '0.0.0', log, inputEnded: stdio.inputEnded, ...(remote === undefined ? {} : { remote }), ...(runner === null ? {} : { runnerProblems: problems }) });
-        // A message over the limit ends the session: the transport keeps why (stdio.overLimit), said once the server has closed.
-        // Any other line refused (mcp/wire.ts) is answered to the client and logged here.
+        // A message over the limit ends the session: the transport keeps why (stdio.overLimit), the verb's error once the server has
+        // closed; one line says now why the process goes on. Any other line refused (mcp/wire.ts) is answered to the client and logged here.
         stdio.onerror = (error) => {
-          if (error !== stdio.overLimit) log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
+          if (error === stdio.overLimit) log(`a line over the ${LIMITS.mcpMessageBytes}-byte limit: nothing more is read, and the session ends once the calls in hand are done`);
+          else log(scrubber.text(error instanceof CooError ? `${error.code}: ${error.message}` : error.message));
         };
         stdio.onclose = () => controller.abort();
         // The session ends once what was read is answered: the client closing our stdin (the MCP stdio transport's shutdown), a line

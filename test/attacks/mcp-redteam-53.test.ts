@@ -119,6 +119,16 @@ async function held(name: string) {
   return { served, gate, child, answers, exited, stderr: () => stderr, stopped, end };
 }
 
+/** The intents of the messages on the remote's main. */
+async function remoteIntents(gitdir: string): Promise<string[]> {
+  const remote = Ledger.open(gitdir);
+  try {
+    return [...(await remote.state()).messages.values()].map((record) => record.intent);
+  } finally {
+    remote.close();
+  }
+}
+
 describe('coo mcp whose session ends while a call waits on its remote', () => {
   it.each(['SIGTERM', 'SIGINT', 'SIGHUP'] as const)('after %s, lands the call in hand whole, answers it, leaves no lock and exits 0', async (signal) => {
     const session = await held(`once-${signal}`);
@@ -131,12 +141,26 @@ describe('coo mcp whose session ends while a call waits on its remote', () => {
       expect(session.answers.filter((found) => found.id === 1).map((found) => found.result?.isError ?? false)).toEqual([false]);
       expect(existsSync(join(session.served.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
       expect(coo(['verify', '--ledger', session.served.gitdir]).status).toBe(0);
-      const remote = Ledger.open(session.served.gitdir);
-      try {
-        expect([...(await remote.state()).messages.values()].map((record) => record.intent)).toEqual(['aa_consult']);
-      } finally {
-        remote.close();
-      }
+      expect(await remoteIntents(session.served.gitdir)).toEqual(['aa_consult']);
+    } finally {
+      session.end();
+    }
+  }, 60_000);
+
+  it('after a line over the bound, lands the call in hand whole, answers it, leaves no lock and exits 3 with the coded error', async () => {
+    const session = await held('over-limit');
+    try {
+      session.child.stdin.write(`${'x'.repeat(LIMITS.mcpMessageBytes + 1)}\n`);
+      // The push is released only once the line over the bound is read.
+      await until('the line over the bound read', () => session.stderr().includes('-byte limit: nothing more is read'));
+      expect(session.stderr()).toMatch(new RegExp(`^coo mcp: a line over the ${LIMITS.mcpMessageBytes}-byte limit: nothing more is read, and the session ends once the calls in hand are done$`, 'm'));
+      session.gate.release();
+      expect(await session.exited).toEqual([3, null]);
+      expect(session.stderr()).toMatch(/^coo: MCP_MESSAGE_TOO_LARGE: a message from the client was over the \d+-byte limit/m);
+      expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
+      expect(session.answers.filter((found) => found.id === 1).map((found) => found.result?.isError ?? false)).toEqual([false]);
+      expect(existsSync(join(session.served.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
+      expect(await remoteIntents(session.served.gitdir)).toEqual(['aa_consult']);
     } finally {
       session.end();
     }
@@ -153,12 +177,7 @@ describe('coo mcp whose session ends while a call waits on its remote', () => {
       expect(await session.exited).toEqual([0, null]);
       expect(session.stderr()).not.toMatch(/\n {4}at |Unhandled/);
       expect(existsSync(join(session.served.gitdir, 'refs', 'heads', 'main.lock'))).toBe(false);
-      const remote = Ledger.open(session.served.gitdir);
-      try {
-        expect([...(await remote.state()).messages.values()].map((record) => record.intent)).toEqual(['aa_consult']);
-      } finally {
-        remote.close();
-      }
+      expect(await remoteIntents(session.served.gitdir)).toEqual(['aa_consult']);
     } finally {
       session.end();
     }
