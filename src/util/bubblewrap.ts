@@ -134,7 +134,33 @@ function repositoryLayout(repository: Repository | undefined): { readonly hide: 
     return named === null || !isAbsolute(named) ? [] : [dirname(named)];
   });
   const configs = [join(gitdir, 'modules'), join(gitdir, 'config.worktree'), ...linked.map((name) => join(gitdir, 'worktrees', name, 'config.worktree'))];
-  return { hide: [...workTrees, ...linkedWorkTrees, ...configs], readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+  return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs], readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+}
+
+/**
+ * What a submodule's git folder lies in, hidden whole: a submodule's git folder is kept in its
+ * superproject's (`<super>/.git/modules/<name>`, a nested one's `<super>/.git/modules/<a>/modules/<b>`),
+ * whose config holds the superproject's remotes' credentials and whose work tree (`dirname` of a `.git`
+ * folder) what the operator keeps there and git does not (a `.env`). Each git folder above `gitdir` that
+ * a `modules` folder leads down from, and the work tree of each that is a `.git` folder; the submodule's
+ * git folder is bound back read-only on top.
+ */
+function superprojectsOf(gitdir: string): string[] {
+  const found: string[] = [];
+  for (let child = dirname(gitdir), parent = dirname(child); parent !== child; child = parent, parent = dirname(parent)) {
+    if (basename(child) !== 'modules' || !isGitFolder(parent)) continue;
+    found.push(parent, ...(basename(parent) === '.git' ? [dirname(parent)] : []));
+  }
+  return found;
+}
+
+/** Whether `path` is a git folder: its `HEAD` file and `objects` folder are there. */
+function isGitFolder(path: string): boolean {
+  try {
+    return fs.statSync(join(path, 'HEAD')).isFile() && fs.statSync(join(path, 'objects')).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** The names in a folder, none when it cannot be read. */

@@ -1,0 +1,131 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { createAttemptWorktree, writeSandboxConfig } from '../../src/dispatch/worktree.js';
+import { bwrapArgs, type BwrapLayout, type Repository } from '../../src/util/bubblewrap.js';
+import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { git, outsideTempDir } from '../helpers/tmp.js';
+
+/**
+ * What an execution agent's sandbox lets it read of the places around its target repository
+ * (util/bubblewrap.ts repositoryLayout, util/credential-files.ts MOVED_LOGINS): a `--repo` that is a
+ * submodule or a linked worktree, git's configuration files the environment names, and the runner's
+ * own process. Test tokens only, made up here.
+ */
+
+const root = outsideTempDir('secrets-redteam-54-');
+
+afterEach(() => {
+  vi.unstubAllEnvs();
+});
+
+/** A repository with one commit, an untracked .env and a remote whose URL carries `token`. */
+function repositoryAt(folder: string, token: string): string {
+  mkdirSync(folder, { recursive: true });
+  git(['init', '-q', '-b', 'main'], { cwd: folder });
+  writeFileSync(join(folder, 'README'), `${folder}\n`);
+  git(['add', '-A'], { cwd: folder });
+  git(['commit', '-q', '-m', 'base'], { cwd: folder });
+  git(['remote', 'add', 'origin', `https://x-access-token:${token}@127.0.0.1/repo.git`], { cwd: folder });
+  writeFileSync(join(folder, '.env'), `SECRET=${token}\n`);
+  return folder;
+}
+
+/** The attempt's worktree of `repo` and what its sandbox is told of the repository, as the dispatch lane makes them (runner-lane.ts). */
+async function attemptOn(repo: string, name: string): Promise<{ readonly worktree: string; readonly repository: Repository }> {
+  const base = git(['rev-parse', 'HEAD'], { cwd: repo }).trim();
+  const worktree = await createAttemptWorktree({ repo, base, branch: `coo/${name}`, path: join(root, `${name}-attempt`) });
+  const config = join(root, `${name}-config`);
+  const { coreWorktree } = await writeSandboxConfig(worktree.gitdir, config);
+  return { worktree: worktree.path, repository: { folder: repo, gitdir: worktree.gitdir, config, ...(coreWorktree === null ? {} : { coreWorktree }) } };
+}
+
+/** Runs `check` under bubblewrap laid out as `layout`, with a bare environment. */
+function inSandbox(layout: BwrapLayout, check: string): { status: number | null; stdout: string; stderr: string } {
+  const argv = [...bwrapArgs(requireBubblewrap('a sandbox test'), layout), '/bin/sh', '-c', check];
+  const run = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/nonexistent', GIT_CONFIG_NOSYSTEM: '1' } });
+  return { status: run.status, stdout: run.stdout, stderr: run.stderr };
+}
+
+/** A shell line printing how many of `files`' bytes hold `token`: 0 for each the sandbox hides. */
+function countsOf(files: readonly string[], token: string): string {
+  return `for f in ${files.map((path) => `'${path}'`).join(' ')}; do printf '%s ' "$(cat "$f" 2>/dev/null | grep -c '${token}')"; done; echo; `;
+}
+
+describe('an agent on a submodule or a linked worktree reads nothing of the repository around it', () => {
+  it("hides a submodule's superproject: its work tree (an untracked .env) and its git folder's config (a remote's token); git in the worktree still reads the submodule", async () => {
+    const superToken = 'ghp_SuperprojectTok3nQw8Zr5Lm2Xv';
+    const superproject = repositoryAt(join(root, 'super'), superToken);
+    const library = repositoryAt(join(root, 'library-source'), 'ghp_LibrarySourceTok7Hn4Kp9Wd');
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', library, 'lib'], { cwd: superproject });
+    git(['commit', '-q', '-m', 'lib'], { cwd: superproject });
+    const submodule = join(superproject, 'lib');
+    const { worktree, repository } = await attemptOn(submodule, 'submodule');
+    expect(repository.gitdir).toBe(join(superproject, '.git', 'modules', 'lib'));
+    const run = inSandbox(
+      { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+      `${countsOf([join(superproject, '.env'), join(superproject, '.git', 'config')], superToken)} HOME=. git log -1 --format=%s`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 \nbase\n');
+  });
+
+  it('hides the repository a nested submodule lies in, and the one above it', async () => {
+    const topToken = 'ghp_TopRepositoryTok5Gh2Lq7Vb';
+    const top = repositoryAt(join(root, 'top'), topToken);
+    const middle = repositoryAt(join(root, 'middle-source'), 'ghp_MiddleSourceTok4Rf8Jn1Cz');
+    const leaf = repositoryAt(join(root, 'leaf-source'), 'ghp_LeafSourceTok6Ts3Mw9Pa');
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', leaf, 'leaf'], { cwd: middle });
+    git(['commit', '-q', '-m', 'leaf'], { cwd: middle });
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', middle, 'middle'], { cwd: top });
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'update', '-q', '--init', '--recursive'], { cwd: top });
+    const nested = join(top, 'middle', 'leaf');
+    // The middle repository's own remote, in its module's config, with a token of its own.
+    const middleToken = 'ghp_MiddleModuleTok2Yx6Ud4Ke';
+    git(['remote', 'set-url', 'origin', `https://x:${middleToken}@127.0.0.1/middle.git`], { cwd: join(top, 'middle') });
+    writeFileSync(join(top, 'middle', '.env'), `SECRET=${middleToken}\n`);
+    const { worktree, repository } = await attemptOn(nested, 'nested');
+    expect(repository.gitdir).toBe(join(top, '.git', 'modules', 'middle', 'modules', 'leaf'));
+    const run = inSandbox(
+      { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+      `${countsOf([join(top, '.env'), join(top, '.git', 'config')], topToken)}${countsOf([join(top, 'middle', '.env'), join(top, '.git', 'modules', 'middle', 'config')], middleToken)} HOME=. git log -1 --format=%s`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 \n0 0 \nbase\n');
+  });
+
+  it("hides the main work tree and the config of the repository a linked worktree given as --repo is of", async () => {
+    const token = 'ghp_MainWorktreeTok8Bv3Nc6Js';
+    const main = repositoryAt(join(root, 'main'), token);
+    const linked = join(root, 'main-linked');
+    git(['worktree', 'add', '-q', '-b', 'linked', linked], { cwd: main });
+    const { worktree, repository } = await attemptOn(linked, 'linked');
+    const run = inSandbox(
+      { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+      `${countsOf([join(main, '.env'), join(main, '.git', 'config')], token)} test -e '${join(linked, 'README')}' && echo seen; HOME=. git log -1 --format=%s`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 \nbase\n');
+  });
+});
+
+describe("the runner's own process", () => {
+  it("is out of an agent's sight: no process's environment or command line it can read holds what the runner's does", () => {
+    const marker = 'ghp_RunnerEnvironTok3Kd7Xs1Vm';
+    const worktree = join(root, 'pid-worktree');
+    mkdirSync(worktree, { recursive: true });
+    // The secret to look for, in a file: on the sandbox's own command lines it would be found there.
+    writeFileSync(join(worktree, 'pattern'), `${marker}\n`);
+    const key = join(worktree, '..', 'pid-coo.key');
+    writeFileSync(key, 'test key, not a secret\n');
+    const argv = [...bwrapArgs(requireBubblewrap('a sandbox test'), { writable: [worktree], hide: [], chdir: worktree, ownPids: true }), '/bin/sh', '-c', `cat /proc/[0-9]*/environ /proc/[0-9]*/cmdline 2>/dev/null | tr '\\0' '\\n' | grep -c -F -f pattern; ls -l /proc/[0-9]*/fd/ 2>/dev/null | grep -c pid-coo.key`];
+    // A parent as the runner is: node, the secret in its environment and on its command line, its key open, which
+    // starts the sandbox with a bare environment, as a lane does.
+    const parent = `const fs = require('node:fs'); fs.openSync(${JSON.stringify(key)}, 'r'); const argv = JSON.parse(process.argv[1]); const run = require('node:child_process').spawnSync(argv[0], argv.slice(1), { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin' } }); process.stdout.write(run.stdout); process.stderr.write(run.stderr);`;
+    const run = spawnSync(process.execPath, ['-e', parent, JSON.stringify(argv), marker], { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin', RUNNER_SECRET: marker } });
+    expect(run.stderr).toBe('');
+    // Neither the secret nor the open key is in sight.
+    expect(run.stdout).toBe('0\n0\n');
+  });
+});
