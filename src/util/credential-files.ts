@@ -142,6 +142,8 @@ const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly l
   { variable: 'NPM_CONFIG_USERCONFIG', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
   { variable: 'npm_config_userconfig', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
   { variable: 'GIT_CONFIG_GLOBAL' },
+  // git's system configuration moved out of /etc (a CI image's, with a forge token in `http.extraHeader`); its secrets are learnt through git (gitRemoteSecrets).
+  { variable: 'GIT_CONFIG_SYSTEM' },
   // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
   { variable: null, xdg: 'git', read: (folder) => ({ path: join(folder, 'credentials'), name: 'git credentials', kind: 'urls' }) },
 ];
@@ -189,7 +191,7 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
  * The places the environment moves a tool's logins to, away from the home folder's ones a sandbox hides
  * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
  * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
- * libpq's password file, npm's user configuration, git's global configuration, and the git, gh and
+ * libpq's password file, npm's user configuration, git's global and system configuration files, and the git, gh and
  * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
  * the home folder (a variable pointed there would hide it whole).
  */

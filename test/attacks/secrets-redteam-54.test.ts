@@ -3,6 +3,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAttemptWorktree, writeSandboxConfig } from '../../src/dispatch/worktree.js';
+import { gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { bwrapArgs, type BwrapLayout, type Repository } from '../../src/util/bubblewrap.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { git, outsideTempDir } from '../helpers/tmp.js';
@@ -107,6 +108,40 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
     );
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('0 0 \nbase\n');
+  });
+});
+
+describe("git's configuration the runner's environment names", () => {
+  it('hides the file GIT_CONFIG_SYSTEM names, as it does the one GIT_CONFIG_GLOBAL names', () => {
+    const token = 'ghp_SystemConfigTok9Wq2Fd5Hy';
+    const folder = join(root, 'system-config');
+    mkdirSync(folder, { recursive: true });
+    const system = join(folder, 'gitconfig');
+    const global = join(folder, 'global-gitconfig');
+    writeFileSync(system, `[http]\n\textraHeader = AUTHORIZATION: bearer ${token}\n`);
+    writeFileSync(global, `[http]\n\textraHeader = AUTHORIZATION: bearer ${token}\n`);
+    const worktree = join(folder, 'worktree');
+    mkdirSync(worktree);
+    vi.stubEnv('GIT_CONFIG_SYSTEM', system);
+    vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true }, countsOf([system, global], token));
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 \n');
+  });
+
+  it("has the scrubber learn the tokens of GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and GIT_CONFIG_COUNT's settings, for an agent run without bubblewrap", () => {
+    const folder = join(root, 'scrubbed-config');
+    const repo = repositoryAt(join(folder, 'repo'), 'ghp_ScrubbedRepoTok1Lx5Qe8Dn');
+    const [globalToken, systemToken, countToken] = ['ghp_GlobalUrlTok4Fs9Wm2Rc', 'ghp_SystemHeaderTok7Pb3Kv6Zt', 'ghs_CountHeaderTok2Nj8Hx5Ya'];
+    writeFileSync(join(folder, 'global'), `[url "https://x:${globalToken}@127.0.0.1/"]\n\tinsteadOf = https://127.0.0.1/\n`);
+    writeFileSync(join(folder, 'system'), `[http]\n\textraHeader = AUTHORIZATION: bearer ${systemToken}\n`);
+    vi.stubEnv('GIT_CONFIG_GLOBAL', join(folder, 'global'));
+    vi.stubEnv('GIT_CONFIG_SYSTEM', join(folder, 'system'));
+    vi.stubEnv('GIT_CONFIG_COUNT', '1');
+    vi.stubEnv('GIT_CONFIG_KEY_0', 'http.https://127.0.0.1/.extraheader');
+    vi.stubEnv('GIT_CONFIG_VALUE_0', `AUTHORIZATION: basic ${Buffer.from(`x-access-token:${countToken}`).toString('base64')}`);
+    const learnt = new Set(gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value));
+    expect([globalToken, systemToken, countToken].filter((token) => !learnt.has(token))).toEqual([]);
   });
 });
 
