@@ -3,6 +3,7 @@ import { readdirSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
+import { realPathOr } from './real-path.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
@@ -198,6 +199,32 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
 export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homedir()): string[] {
   const root = resolve(home);
   return [...new Set(movedLogins(env).map(({ place }) => resolve(place)))].filter((path) => path !== '/' && root !== path && !root.startsWith(`${path}/`));
+}
+
+/**
+ * The files git's configuration is read from besides the home folder's and the repository's own, which
+ * a sandbox hides with them (util/bubblewrap.ts): the system's, and every file an `include.path` or
+ * `includeIf` of the user's, the system's, `GIT_CONFIG_COUNT`'s or the repository's configuration
+ * brings in (`~/.gitconfig` including `~/.gitconfig-work`, whose `http.extraHeader` holds a token), where
+ * the scrubber learns their secrets through git (gitRemoteSecrets). Listed by git itself, as it reads them
+ * for `gitdir` (a condition on the repository counts) or for no repository; the repository's own
+ * `config` is not listed (a sandbox reads a copy without credentials in its place). None when git
+ * cannot say.
+ */
+export function gitConfigFiles(gitdir?: string): string[] {
+  const listed = spawnSync('git', [...(gitdir === undefined ? [] : [`--git-dir=${gitdir}`]), 'config', '--list', '--show-origin', '--includes', '--null'], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 4 * 1024 * 1024 });
+  if (listed.status !== 0 || typeof listed.stdout !== 'string') return [];
+  const own = gitdir === undefined ? null : realPathOr(resolve(gitdir, 'config'));
+  const files = new Set<string>();
+  // `origin\0key\nvalue\0`, one after another: the origins are every other field.
+  const fields = listed.stdout.split('\0');
+  for (let at = 0; at + 1 < fields.length; at += 2) {
+    const origin = fields[at]!;
+    if (!origin.startsWith('file:')) continue;
+    const path = origin.slice('file:'.length);
+    if (isAbsolute(path) && !DEVICE.test(path) && realPathOr(path) !== own) files.add(resolve(path));
+  }
+  return [...files];
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */

@@ -129,6 +129,26 @@ describe("git's configuration the runner's environment names", () => {
     expect(run.stdout).toBe('0 0 \n');
   });
 
+  it("hides the files git's configuration includes: the user's, GIT_CONFIG_COUNT's and the target repository's own includes", async () => {
+    const token = 'ghp_IncludedConfigTok6Vr2Mx9Lb';
+    const folder = join(root, 'included-config');
+    mkdirSync(folder, { recursive: true });
+    const included = ['global-included', 'conditional-included', 'count-included', 'repository-included'].map((name) => join(folder, name));
+    for (const file of included) writeFileSync(file, `[http]\n\textraHeader = AUTHORIZATION: bearer ${token}\n`);
+    const global = join(folder, 'global');
+    writeFileSync(global, `[include]\n\tpath = global-included\n[includeIf "gitdir:${root}/"]\n\tpath = ${included[1]}\n`);
+    const repo = repositoryAt(join(folder, 'repo'), 'ghp_IncludingRepoTok3Ws8Gd1Qn');
+    git(['config', 'include.path', included[3]!], { cwd: repo });
+    vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+    vi.stubEnv('GIT_CONFIG_COUNT', '1');
+    vi.stubEnv('GIT_CONFIG_KEY_0', 'include.path');
+    vi.stubEnv('GIT_CONFIG_VALUE_0', included[2]!);
+    const { worktree, repository } = await attemptOn(repo, 'including');
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository }, `${countsOf(included, token)} HOME=. git log -1 --format=%s`);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 0 0 \nbase\n');
+  });
+
   it("has the scrubber learn the tokens of GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and GIT_CONFIG_COUNT's settings, for an agent run without bubblewrap", () => {
     const folder = join(root, 'scrubbed-config');
     const repo = repositoryAt(join(folder, 'repo'), 'ghp_ScrubbedRepoTok1Lx5Qe8Dn');
