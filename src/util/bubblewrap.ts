@@ -120,10 +120,13 @@ export interface Repository {
  * git in the worktree reads. The folder `--repo` names is hidden, and the work tree its git folder is
  * of (`dirname` of a `.git` folder) when that is another: `--repo` naming a subfolder or a linked
  * worktree. A bare repository is its git folder, which stays. Its configuration is read from
- * `config`, which holds none of its remotes' credentials.
+ * `config`, which holds none of its remotes' credentials. Git's records of its linked worktrees
+ * (`<gitdir>/worktrees`) are hidden but for those of the sandbox's own (`writable`) worktrees, bound back
+ * read-only: a worktree the operator or a neighbour adds while the sandbox runs is recorded there, after
+ * its mounts were fixed, and its record would name to the agent where its work tree is.
  */
-function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
-  if (repository === undefined) return { hide: [], readOnly: [], overlays: [] };
+function repositoryLayout(repository: Repository | undefined, writable: readonly string[]): { readonly hide: string[]; readonly readOnly: string[]; readonly readBack: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
+  if (repository === undefined) return { hide: [], readOnly: [], readBack: [], overlays: [] };
   const gitdir = real(repository.gitdir);
   const workTrees = [repository.folder, ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
   // Its linked worktrees' work trees (this attempt's own is bound writable, which no hiding covers) and what else of
@@ -134,7 +137,15 @@ function repositoryLayout(repository: Repository | undefined): { readonly hide: 
     return named === null || !isAbsolute(named) ? [] : [dirname(named)];
   });
   const configs = [join(gitdir, 'modules'), join(gitdir, 'config.worktree'), ...linked.map((name) => join(gitdir, 'worktrees', name, 'config.worktree'))];
-  return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs], readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+  const records = join(gitdir, 'worktrees');
+  // A writable worktree's own record, where its `.git` file leads: one folder of `<gitdir>/worktrees`, nothing else.
+  const own = writable.flatMap((path) => {
+    const named = /^gitdir: (.+)$/.exec(readSmall(join(real(path), '.git')) ?? '')?.[1];
+    if (named === undefined) return [];
+    const record = real(resolve(real(path), named));
+    return dirname(record) === records && isFolder(record) ? [record] : [];
+  });
+  return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs, records], readOnly: [repository.gitdir], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
 }
 
 /**
@@ -277,7 +288,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files or a bound path is hidden and what is needed of it mounted again
   // on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
-  const repository = repositoryLayout(layout.repository);
+  const repository = repositoryLayout(layout.repository, layout.writable);
   const readOnly = layout.readOnly ?? [];
   const gitdirs = repository.readOnly.map(real);
   const bound = [...layout.writable, ...readOnly].map(real).concat(gitdirs);
@@ -313,6 +324,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keptBack = [...new Set(hidden.flatMap(({ path, folder }) => (folder ? keep.filter((kept) => !inTemp(kept) && holds(path, kept)).map((kept) => keptWithin(path, kept)) : [])).filter((path): path is string => path !== null))];
   const inKeptBack = (path: string): boolean => keptBack.some((kept) => path !== kept && holds(kept, path));
   const inGitdir = (path: string): boolean => gitdirs.some((gitdir) => path !== gitdir && holds(gitdir, path));
+  const inReadBack = (path: string): boolean => repository.readBack.some((record) => path !== record && holds(record, path));
   const hide = ({ path, folder }: { path: string; folder: boolean }): string[] => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   return [
     bwrap,
@@ -331,7 +343,10 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     // hidden inside it: a state folder inside the git folder (its worktrees, their scratch) stays writable.
     ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
     ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.filter(({ path }) => inGitdir(path)).flatMap(hide),
+    ...hidden.filter(({ path }) => inGitdir(path) && !inReadBack(path)).flatMap(hide),
+    // The records of the sandbox's own worktrees again, over the hidden `<gitdir>/worktrees`, and what is hidden in them.
+    ...repository.readBack.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => inReadBack(path)).flatMap(hide),
     ...keptBack.flatMap((path) => ['--ro-bind', path, path]),
     ...hidden.filter(({ path }) => inKeptBack(path)).flatMap(hide),
     // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator

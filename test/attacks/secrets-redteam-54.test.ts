@@ -111,6 +111,22 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
   });
 });
 
+describe('a linked worktree added to the target repository while an attempt runs', () => {
+  it("is not named to the agent: git's records of the repository's worktrees show its own alone, and git in its worktree still works", async () => {
+    const token = 'ghp_LateWorktreeTok5Cq1Zs7Np';
+    const repo = repositoryAt(join(root, 'late'), 'ghp_LateRepoTok8Hd4Wr2Fm');
+    const { worktree, repository } = await attemptOn(repo, 'late');
+    // The sandbox is planned (its mounts fixed) before the operator adds a worktree of their own, with an .env.
+    const argv = [...bwrapArgs(requireBubblewrap('a sandbox test'), { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository }), '/bin/sh', '-c', `cat '${join(repository.gitdir, 'worktrees')}'/*/gitdir 2>/dev/null | grep -c late-operator; ls '${join(repository.gitdir, 'worktrees')}' | wc -l; HOME=. git log -1 --format=%s; HOME=. git worktree list --porcelain | grep -c late-operator`];
+    const operator = join(root, 'late-operator');
+    git(['worktree', 'add', '-q', '-b', 'operator', operator], { cwd: repo });
+    writeFileSync(join(operator, '.env'), `SECRET=${token}\n`);
+    const run = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env: { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: '/nonexistent', GIT_CONFIG_NOSYSTEM: '1' } });
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0\n1\nbase\n0\n');
+  });
+});
+
 describe("git's configuration the runner's environment names", () => {
   it('hides the file GIT_CONFIG_SYSTEM names, as it does the one GIT_CONFIG_GLOBAL names', () => {
     const token = 'ghp_SystemConfigTok9Wq2Fd5Hy';
