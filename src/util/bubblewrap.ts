@@ -128,7 +128,7 @@ export interface Repository {
 function repositoryLayout(repository: Repository | undefined, writable: readonly string[]): { readonly hide: string[]; readonly readOnly: string[]; readonly readBack: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
   if (repository === undefined) return { hide: [], readOnly: [], readBack: [], overlays: [] };
   const gitdir = real(repository.gitdir);
-  const workTrees = [repository.folder, ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
+  const workTrees = [repository.folder, ...workTreeTop(repository.folder, gitdir), ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
   // Its linked worktrees' work trees (this attempt's own is bound writable, which no hiding covers) and what else of
   // the git folder holds configuration with credentials: its submodules' git folders, each worktree's config.worktree.
   const linked = entriesOf(join(gitdir, 'worktrees'));
@@ -146,6 +146,34 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
     return dirname(record) === records && isFolder(record) ? [record] : [];
   });
   return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs, records], readOnly: [repository.gitdir], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+}
+
+/**
+ * The top of the work tree of `gitdir` that `folder` is in: the nearest folder from it up that holds a `.git`,
+ * when that is `gitdir` or leads to it (the file a linked worktree, a submodule or a repository made with
+ * `--separate-git-dir` has), else none (a bare repository, a folder of another repository's). `--repo` naming
+ * a subfolder of a work tree whose git folder is elsewhere leaves its top (an untracked `.env` there) named by
+ * nothing else.
+ */
+function workTreeTop(folder: string, gitdir: string): string[] {
+  for (let at = real(folder); ; at = dirname(at)) {
+    const dotGit = join(at, '.git');
+    if (fs.existsSync(dotGit) || isSymbolicLink(dotGit)) {
+      const named = /^gitdir: (.+)$/.exec(readSmall(dotGit) ?? '')?.[1];
+      const target = named === undefined ? real(dotGit) : real(resolve(at, named));
+      return target === gitdir || dirname(target) === join(gitdir, 'worktrees') ? [at] : [];
+    }
+    if (dirname(at) === at) return [];
+  }
+}
+
+/** Whether `path` is a link (one that leads nowhere too). */
+function isSymbolicLink(path: string): boolean {
+  try {
+    return fs.lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
 }
 
 /**

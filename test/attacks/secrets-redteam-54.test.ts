@@ -109,6 +109,21 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('0 0 \nbase\n');
   });
+
+  it('hides the top of a work tree whose git folder is kept apart (--separate-git-dir) when --repo names a folder inside it', async () => {
+    const token = 'ghp_SeparateTopTok2Jw7Rk4Ub';
+    const top = join(root, 'separate');
+    mkdirSync(join(top, 'src'), { recursive: true });
+    git(['init', '-q', '-b', 'main', '--separate-git-dir', join(root, 'separate-gitdir'), top]);
+    writeFileSync(join(top, 'src', 'README'), 'tracked\n');
+    git(['add', '-A'], { cwd: top });
+    git(['commit', '-q', '-m', 'base'], { cwd: top });
+    writeFileSync(join(top, '.env'), `SECRET=${token}\n`);
+    const { worktree, repository } = await attemptOn(join(top, 'src'), 'separate');
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository }, `${countsOf([join(top, '.env')], token)} HOME=. git log -1 --format=%s`);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 \nbase\n');
+  });
 });
 
 describe('a linked worktree added to the target repository while an attempt runs', () => {
