@@ -180,11 +180,12 @@ describe("git's configuration the runner's environment names", () => {
     expect(run.stdout).toBe('0 0 0 0 \nbase\n');
   });
 
-  it("has the scrubber learn the tokens of GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and GIT_CONFIG_COUNT's settings, for an agent run without bubblewrap", () => {
+  it("has the scrubber learn the tokens of GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and GIT_CONFIG_COUNT's settings and of what they include, for an agent run without bubblewrap", () => {
     const folder = join(root, 'scrubbed-config');
     const repo = repositoryAt(join(folder, 'repo'), 'ghp_ScrubbedRepoTok1Lx5Qe8Dn');
-    const [globalToken, systemToken, countToken] = ['ghp_GlobalUrlTok4Fs9Wm2Rc', 'ghp_SystemHeaderTok7Pb3Kv6Zt', 'ghs_CountHeaderTok2Nj8Hx5Ya'];
-    writeFileSync(join(folder, 'global'), `[url "https://x:${globalToken}@127.0.0.1/"]\n\tinsteadOf = https://127.0.0.1/\n`);
+    const [globalToken, systemToken, countToken, includedToken] = ['ghp_GlobalUrlTok4Fs9Wm2Rc', 'ghp_SystemHeaderTok7Pb3Kv6Zt', 'ghs_CountHeaderTok2Nj8Hx5Ya', 'ghp_IncludedUrlTok9Ak3Tg6Ve'];
+    writeFileSync(join(folder, 'global'), `[url "https://x:${globalToken}@127.0.0.1/"]\n\tinsteadOf = https://127.0.0.1/\n[include]\n\tpath = included\n`);
+    writeFileSync(join(folder, 'included'), `[remote "mirror"]\n\turl = https://x:${includedToken}@127.0.0.1/mirror.git\n`);
     writeFileSync(join(folder, 'system'), `[http]\n\textraHeader = AUTHORIZATION: bearer ${systemToken}\n`);
     vi.stubEnv('GIT_CONFIG_GLOBAL', join(folder, 'global'));
     vi.stubEnv('GIT_CONFIG_SYSTEM', join(folder, 'system'));
@@ -192,7 +193,7 @@ describe("git's configuration the runner's environment names", () => {
     vi.stubEnv('GIT_CONFIG_KEY_0', 'http.https://127.0.0.1/.extraheader');
     vi.stubEnv('GIT_CONFIG_VALUE_0', `AUTHORIZATION: basic ${Buffer.from(`x-access-token:${countToken}`).toString('base64')}`);
     const learnt = new Set(gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value));
-    expect([globalToken, systemToken, countToken].filter((token) => !learnt.has(token))).toEqual([]);
+    expect([globalToken, systemToken, countToken, includedToken].filter((token) => !learnt.has(token))).toEqual([]);
   });
 });
 
