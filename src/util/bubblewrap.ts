@@ -7,7 +7,7 @@ import { CONTAINER_SECRET_FOLDERS, environmentCredentialPlaces, environmentSecre
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
-import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
+import { alternateObjectFolders, registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
  * Bubblewrap around a transport, an executor or a verification command: every path read-only, the
@@ -145,7 +145,31 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
     const record = real(resolve(real(path), named));
     return dirname(record) === records && isFolder(record) ? [record] : [];
   });
-  return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs, records], readOnly: [repository.gitdir], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+  const lent = lentObjects(gitdir);
+  return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs, records, ...lent.hide], readOnly: [repository.gitdir, ...lent.objects], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+}
+
+/**
+ * The repositories whose objects `gitdir` borrows (`objects/info/alternates`: a clone made with `--shared` or
+ * `--reference`, and what those borrow in turn, five deep as git reads them): each one's git folder hidden
+ * whole (its config, with its remotes' tokens) and the work tree of each that is a `.git` folder (an
+ * untracked `.env`), which the alternates file names to the agent; the object folders alone bound back
+ * read-only, which git in the worktree reads. None inside `gitdir` itself.
+ */
+function lentObjects(gitdir: string): { readonly hide: string[]; readonly objects: string[] } {
+  const hide: string[] = [];
+  const objects: string[] = [];
+  let next = [join(gitdir, 'objects')];
+  for (let depth = 0; depth < 5 && next.length > 0; depth += 1) {
+    next = next.flatMap(alternateObjectFolders).filter((folder) => !holds(gitdir, folder) && !objects.includes(folder));
+    for (const folder of next) {
+      objects.push(folder);
+      const owner = dirname(folder);
+      if (basename(folder) !== 'objects' || !isGitFolder(owner)) continue;
+      hide.push(owner, ...(basename(owner) === '.git' ? [dirname(owner)] : []));
+    }
+  }
+  return { hide, objects };
 }
 
 /**

@@ -265,7 +265,7 @@ export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USA
  * The object folders an objects folder's `info/alternates` names, where their links lead (absolute,
  * or relative to the objects folder itself; a line git reads quoted, C-style, unquoted).
  */
-function alternateObjectFolders(objects: string): string[] {
+export function alternateObjectFolders(objects: string): string[] {
   let text: string;
   let real: string;
   try {

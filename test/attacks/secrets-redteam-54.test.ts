@@ -124,6 +124,20 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('0 \nbase\n');
   });
+
+  it('hides the repository a clone made with --shared borrows its objects from (its work tree and config), and git in the worktree still reads those objects', async () => {
+    const token = 'ghp_LendingRepoTok7Xe3Bq9Hs';
+    const lender = repositoryAt(join(root, 'lender'), token);
+    const borrower = join(root, 'borrower');
+    git(['clone', '-q', '--shared', lender, borrower]);
+    const { worktree, repository } = await attemptOn(borrower, 'borrower');
+    const run = inSandbox(
+      { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+      `${countsOf([join(lender, '.env'), join(lender, '.git', 'config')], token)} HOME=. git log -1 --format=%s && HOME=. git cat-file -p HEAD:README`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe(`0 0 \nbase\n${lender}\n`);
+  });
 });
 
 describe('a linked worktree added to the target repository while an attempt runs', () => {
