@@ -255,7 +255,8 @@ function readSmall(path: string): string | null {
  * multiplexers the runner may run in (tmux, screen), each of which runs any command it is sent as
  * the user, outside any sandbox: the one named by `TMUX`, and each folder of the user's servers;
  * and Docker's daemon (`DOCKER_HOST`, `/run/docker.sock`), which starts a container of the host's
- * whole file system for whoever may call it; the system bus and podman's root socket. What any service
+ * whole file system for whoever may call it; the system bus and podman's root socket; git's credential cache
+ * daemon, which hands out the tokens it holds. What any service
  * leaves in the shared temporary folders is hidden as a class (sharedTempFolders).
  */
 function sessionSockets(): string[] {
@@ -280,6 +281,10 @@ function sessionSockets(): string[] {
     // The system bus (whose systemd starts any command for root) and podman's root socket.
     '/run/dbus',
     '/run/podman',
+    // git's credential cache daemon (`credential.helper cache`), which answers `git credential-cache get` with the
+    // passwords and tokens it holds to whoever connects: its folder in the home folder, else in the cache folder.
+    join(homedir(), '.git-credential-cache'),
+    join(absolute(process.env['XDG_CACHE_HOME'])[0] ?? join(homedir(), '.cache'), 'git', 'credential'),
   ];
 }
 

@@ -211,6 +211,30 @@ describe("git's configuration the runner's environment names", () => {
   });
 });
 
+describe("git's credential cache", () => {
+  it("is out of an agent's reach: the cache daemon's socket, which hands its tokens to whoever asks, is hidden", () => {
+    const token = 'ghp_CachedCredentialTok4Mz8Rv2Qd';
+    const home = join(root, 'cache-home');
+    mkdirSync(home, { recursive: true });
+    const worktree = join(root, 'cache-worktree');
+    mkdirSync(worktree, { recursive: true });
+    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+    // The operator's git cached a token for a host (git credential-cache starts its daemon, which ends after 60 s idle).
+    git(['credential-cache', '--timeout', '60', 'store'], { env, input: `protocol=https\nhost=127.0.0.1\nusername=x\npassword=${token}\n\n` });
+    try {
+      vi.stubEnv('HOME', home);
+      vi.stubEnv('XDG_CACHE_HOME', undefined);
+      const argv = [...bwrapArgs(requireBubblewrap('a sandbox test'), { writable: [worktree], hide: [], chdir: worktree, ownPids: true }), '/bin/sh', '-c', "printf 'protocol=https\\nhost=127.0.0.1\\n\\n' | git credential-cache get | grep -c password"];
+      const run = spawnSync(argv[0]!, argv.slice(1), { encoding: 'utf8', env });
+      expect(run.stdout).toBe('0\n');
+      // The same question outside the sandbox is answered: the daemon was there to ask.
+      expect(git(['credential-cache', 'get'], { env, input: 'protocol=https\nhost=127.0.0.1\n\n' })).toContain(token);
+    } finally {
+      spawnSync('git', ['credential-cache', 'exit'], { env, encoding: 'utf8' });
+    }
+  });
+});
+
 describe("the runner's own process", () => {
   it("is out of an agent's sight: no process's environment or command line it can read holds what the runner's does", () => {
     const marker = 'ghp_RunnerEnvironTok3Kd7Xs1Vm';
