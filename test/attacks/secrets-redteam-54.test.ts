@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAttemptWorktree, writeSandboxConfig } from '../../src/dispatch/worktree.js';
-import { gitRemoteSecrets } from '../../src/util/credential-files.js';
+import { credentialFileSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
 import { bwrapArgs, type BwrapLayout, type Repository } from '../../src/util/bubblewrap.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { git, outsideTempDir } from '../helpers/tmp.js';
@@ -208,6 +208,35 @@ describe("git's configuration the runner's environment names", () => {
     vi.stubEnv('GIT_CONFIG_VALUE_0', `AUTHORIZATION: basic ${Buffer.from(`x-access-token:${countToken}`).toString('base64')}`);
     const learnt = new Set(gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value));
     expect([globalToken, systemToken, countToken, includedToken].filter((token) => !learnt.has(token))).toEqual([]);
+  });
+});
+
+describe("the table of moved logins (util/credential-files.ts MOVED_LOGINS)", () => {
+  it("hides the logins AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, NETRC, CARGO_HOME, REGISTRY_AUTH_FILE, AZURE_CONFIG_DIR and GNUPGHOME move, and the scrubber learns those it can read", () => {
+    const token = 'wJalrXUtnFEMI5K7MDENGbPxRfiCYzq9Tk';
+    const folder = join(root, 'moved-logins');
+    const places: Record<string, { readonly variable: string; readonly file: string; readonly text: string }> = {
+      aws: { variable: 'AWS_SHARED_CREDENTIALS_FILE', file: join(folder, 'aws-credentials'), text: `[default]\naws_secret_access_key = ${token}1\n` },
+      awsConfig: { variable: 'AWS_CONFIG_FILE', file: join(folder, 'aws-config'), text: `[profile ci]\naws_secret_access_key = ${token}2\n` },
+      netrc: { variable: 'NETRC', file: join(folder, 'netrc'), text: `machine 127.0.0.1 login x password ${token}3\n` },
+      cargo: { variable: 'CARGO_HOME', file: join(folder, 'cargo', 'credentials.toml'), text: `[registry]\ntoken = "${token}4"\n` },
+      registry: { variable: 'REGISTRY_AUTH_FILE', file: join(folder, 'auth.json'), text: JSON.stringify({ auths: { '127.0.0.1': { auth: Buffer.from(`x:${token}5`).toString('base64') } } }) },
+      azure: { variable: 'AZURE_CONFIG_DIR', file: join(folder, 'azure', 'msal_token_cache.json'), text: `{"AccessToken": {"x": {"secret": "${token}6"}}}` },
+      gnupg: { variable: 'GNUPGHOME', file: join(folder, 'gnupg', 'private-keys-v1.d', 'key.key'), text: `${token}7\n` },
+    };
+    for (const { variable, file, text } of Object.values(places)) {
+      mkdirSync(dirname(file), { recursive: true });
+      writeFileSync(file, text);
+      vi.stubEnv(variable, ['CARGO_HOME', 'AZURE_CONFIG_DIR'].includes(variable) ? dirname(file) : variable === 'GNUPGHOME' ? join(folder, 'gnupg') : file);
+    }
+    const worktree = join(folder, 'worktree');
+    mkdirSync(worktree);
+    const files = Object.values(places).map(({ file }) => file);
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true }, countsOf(files, token));
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe(`${files.map(() => '0 ').join('')}\n`);
+    const learnt = new Set(credentialFileSecrets(process.env, join(folder, 'no-home')).map((secret) => secret.value));
+    expect([1, 2, 3, 4, 5].map((n) => `${token}${n}`).filter((secret) => !learnt.has(secret))).toEqual([]);
   });
 });
 
