@@ -143,14 +143,11 @@ const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly l
   { variable: 'NPM_CONFIG_USERCONFIG', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
   { variable: 'npm_config_userconfig', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
   { variable: 'GIT_CONFIG_GLOBAL' },
-  { variable: 'AWS_SHARED_CREDENTIALS_FILE', read: (path) => ({ path, name: 'aws credentials', kind: 'fields' }) },
   { variable: 'AWS_CONFIG_FILE', read: (path) => ({ path, name: 'aws config', kind: 'fields' }) },
   { variable: 'AZURE_CONFIG_DIR' },
   { variable: 'NETRC', read: (path) => ({ path, name: '.netrc', kind: 'fields' }) },
   { variable: 'CARGO_HOME', read: (folder) => ({ path: join(folder, 'credentials.toml'), name: 'cargo credentials', kind: 'fields' }) },
   { variable: 'GNUPGHOME' },
-  // podman's, buildah's and skopeo's registry logins, docker's format.
-  { variable: 'REGISTRY_AUTH_FILE', read: (path) => ({ path, name: 'containers auth.json', kind: 'fields' }) },
   // git's system configuration moved out of /etc (a CI image's, with a forge token in `http.extraHeader`); its secrets are learnt through git (gitRemoteSecrets).
   { variable: 'GIT_CONFIG_SYSTEM' },
   // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
@@ -200,8 +197,8 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
  * The places the environment moves a tool's logins to, away from the home folder's ones a sandbox hides
  * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
  * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
- * libpq's password file, npm's user configuration, AWS's credentials and config files, Azure's, cargo's and
- * GnuPG's folders, a netrc file, the containers tools' registry logins, git's global and system configuration files, and the git, gh and
+ * libpq's password file, npm's user configuration, AWS's config file, Azure's, cargo's and GnuPG's folders,
+ * a netrc file, git's global and system configuration files, and the git, gh and
  * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
  * the home folder (a variable pointed there would hide it whole).
  */

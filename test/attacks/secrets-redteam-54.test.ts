@@ -212,7 +212,7 @@ describe("git's configuration the runner's environment names", () => {
 });
 
 describe("the table of moved logins (util/credential-files.ts MOVED_LOGINS)", () => {
-  it("hides the logins AWS_SHARED_CREDENTIALS_FILE, AWS_CONFIG_FILE, NETRC, CARGO_HOME, REGISTRY_AUTH_FILE, AZURE_CONFIG_DIR and GNUPGHOME move, and the scrubber learns those it can read", () => {
+  it("hides the logins AWS_CONFIG_FILE, NETRC, CARGO_HOME, AZURE_CONFIG_DIR and GNUPGHOME move (and those *_FILE variables name, AWS_SHARED_CREDENTIALS_FILE, REGISTRY_AUTH_FILE), and the scrubber learns those it can read", () => {
     const token = 'wJalrXUtnFEMI5K7MDENGbPxRfiCYzq9Tk';
     const folder = join(root, 'moved-logins');
     const places: Record<string, { readonly variable: string; readonly file: string; readonly text: string }> = {
