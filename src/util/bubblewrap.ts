@@ -3,7 +3,7 @@ import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
 import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
-import { CONTAINER_SECRET_FOLDERS, environmentCredentialPlaces, environmentSecretFiles, gitConfigFiles } from './credential-files.js';
+import { CONTAINER_SECRET_FOLDERS, credentialHelperPlaces, environmentCredentialPlaces, environmentSecretFiles, gitConfigFiles } from './credential-files.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
@@ -363,7 +363,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...gitConfigFiles(layout.repository?.gitdir), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...gitConfigFiles(layout.repository?.gitdir), ...credentialHelperPlaces(layout.repository === undefined ? [] : [`--git-dir=${layout.repository.gitdir}`]).map((place) => place.path), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     // Never the root, the home folder or one holding it, whatever link named it (a key linked to a file in $HOME names its folder).
     .filter((path) => path !== '/' && !holds(path, home) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {

@@ -208,6 +208,34 @@ export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homed
 }
 
 /**
+ * Where git's own credential helpers are told to keep what they hold, by any configuration git reads where
+ * `gitArgs` point it (`--git-dir=…`, `-C …`; none: no repository): the file of `store --file PATH` (`store`
+ * true: its lines are URLs with their credentials) and the socket of `cache --socket PATH`, whose daemon
+ * hands its tokens to whoever connects, for every URL (`credential.helper`, `credential.<url>.helper`). A
+ * sandbox hides them (util/bubblewrap.ts) and the scrubber reads a store's (gitRemoteSecrets); their
+ * default places are among the home folder's credentials and a sandbox's sockets. A path is taken as the
+ * shell git runs the helper with would (`~/` is the home folder); a relative one is passed over.
+ */
+export function credentialHelperPlaces(gitArgs: readonly string[], home: string = homedir()): Array<{ readonly path: string; readonly store: boolean }> {
+  const listed = spawnSync('git', [...gitArgs, 'config', '--null', '--get-regexp', String.raw`^credential\..*helper$`], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 1024 * 1024 });
+  if (listed.status !== 0 || typeof listed.stdout !== 'string') return [];
+  const places: Array<{ readonly path: string; readonly store: boolean }> = [];
+  for (const entry of listed.stdout.split('\0')) {
+    const words = (entry.slice(entry.indexOf('\n') + 1).match(/"[^"]*"|'[^']*'|\S+/g) ?? []).map((word) => word.replace(/^(["'])(.*)\1$/, '$2'));
+    const helper = words[0];
+    if (helper !== 'store' && helper !== 'cache') continue;
+    const option = helper === 'store' ? '--file' : '--socket';
+    words.forEach((word, at) => {
+      const value = word === option ? words[at + 1] : word.startsWith(`${option}=`) ? word.slice(option.length + 1) : undefined;
+      if (value === undefined) return;
+      const path = value.startsWith('~/') ? join(home, value.slice(2)) : value;
+      if (isAbsolute(path) && !DEVICE.test(path)) places.push({ path: resolve(path), store: helper === 'store' });
+    });
+  }
+  return places;
+}
+
+/**
  * The files git's configuration is read from besides the home folder's and the repository's own, which
  * a sandbox hides with them (util/bubblewrap.ts): the system's, and every file an `include.path` or
  * `includeIf` of the user's, the system's, `GIT_CONFIG_COUNT`'s or the repository's configuration
@@ -458,6 +486,14 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
       for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
       if (helpers && !name.startsWith('url.')) asked.push({ url, gitArgs: ['-C', folder], askpass: false });
+    }
+  }
+  // What a `store` helper keeps in a file of its own, for every host, not only the remotes' (which git's helpers are asked for below).
+  for (const folder of folders) {
+    for (const place of credentialHelperPlaces(['-C', folder])) {
+      const read = place.store ? readBounded(place.path, { maxBytes: MAX_FILE_BYTES, follow: true }) : null;
+      if (read?.kind !== 'file') continue;
+      for (const value of read.bytes.toString('utf8').split('\n').flatMap((line) => urlCredentials(line.trim()))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git credential store', value });
     }
   }
   return [...secrets, ...credentialHelperSecrets(asked)];

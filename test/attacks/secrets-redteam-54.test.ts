@@ -264,6 +264,38 @@ describe("git's credential cache", () => {
   });
 });
 
+describe("git's credential helpers told where to keep credentials", () => {
+  it("hides the file of 'store --file' and the socket of 'cache --socket', and the scrubber learns what the store holds for any host", async () => {
+    const [storeToken, cacheToken] = ['ghp_StoredElsewhereTok3Qn8Vd5Lc', 'ghp_CachedElsewhereTok6Hs2Pw9Ky'];
+    const folder = join(root, 'helper-places');
+    const socketFolder = join(folder, 'cache');
+    mkdirSync(socketFolder, { recursive: true, mode: 0o700 });
+    const store = join(folder, 'stored-credentials');
+    const socket = join(socketFolder, 'socket');
+    writeFileSync(store, `https://x:${storeToken}@forge.invalid\n`);
+    const global = join(folder, 'global');
+    writeFileSync(global, `[credential]\n\thelper = store --file=${store}\n[credential "https://127.0.0.1"]\n\thelper = "cache --socket ${socket}"\n`);
+    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: folder, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+    git(['credential-cache', '--socket', socket, '--timeout', '60', 'store'], { env, input: `protocol=https\nhost=127.0.0.1\nusername=x\npassword=${cacheToken}\n\n` });
+    try {
+      const repo = repositoryAt(join(folder, 'repo'), 'ghp_HelperRepoTok1Zb7Mf4Wt');
+      vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+      const { worktree, repository } = await attemptOn(repo, 'helpers');
+      const run = inSandbox(
+        { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+        `${countsOf([store], storeToken)} printf 'protocol=https\\nhost=127.0.0.1\\n\\n' | git credential-cache --socket '${socket}' get | grep -c password`,
+      );
+      expect(run.stdout).toBe('0 \n0\n');
+      // Outside the sandbox the daemon answers: it was there to ask.
+      expect(git(['credential-cache', '--socket', socket, 'get'], { env, input: 'protocol=https\nhost=127.0.0.1\n\n' })).toContain(cacheToken);
+      const learnt = new Set(gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value));
+      expect(learnt.has(storeToken)).toBe(true);
+    } finally {
+      spawnSync('git', ['credential-cache', '--socket', socket, 'exit'], { env, encoding: 'utf8' });
+    }
+  });
+});
+
 describe("the runner's own process", () => {
   it("is out of an agent's sight: no process's environment or command line it can read holds what the runner's does", () => {
     const marker = 'ghp_RunnerEnvironTok3Kd7Xs1Vm';
