@@ -146,7 +146,7 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
     return dirname(record) === records && isFolder(record) ? [record] : [];
   });
   const lent = lentObjects(gitdir);
-  return { hide: [...workTrees, ...superprojectsOf(gitdir), ...linkedWorkTrees, ...configs, records, ...lent.hide], readOnly: [repository.gitdir, ...lent.objects], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+  return { hide: [...workTrees, ...superprojectsOf(gitdir, repository.folder), ...linkedWorkTrees, ...configs, records, ...lent.hide], readOnly: [repository.gitdir, ...lent.objects], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
 }
 
 /**
@@ -173,11 +173,11 @@ function lentObjects(gitdir: string): { readonly hide: string[]; readonly object
 }
 
 /**
- * The top of the work tree of `gitdir` that `folder` is in: the nearest folder from it up that holds a `.git`,
- * when that is `gitdir` or leads to it (the file a linked worktree, a submodule or a repository made with
- * `--separate-git-dir` has), else none (a bare repository, a folder of another repository's). `--repo` naming
- * a subfolder of a work tree whose git folder is elsewhere leaves its top (an untracked `.env` there) named by
- * nothing else.
+ * The top of the work tree of `gitdir` that `folder` is in: the nearest folder from it up holding a `.git`
+ * that is `gitdir` or leads to it (the file a linked worktree, a submodule or a repository made with
+ * `--separate-git-dir` has), none when no folder up is (a bare repository). `--repo` naming a subfolder of a
+ * work tree whose git folder is elsewhere, or a submodule of a superproject whose git folder is, leaves
+ * that top (an untracked `.env` there) named by nothing else.
  */
 function workTreeTop(folder: string, gitdir: string): string[] {
   for (let at = real(folder); ; at = dirname(at)) {
@@ -185,7 +185,7 @@ function workTreeTop(folder: string, gitdir: string): string[] {
     if (fs.existsSync(dotGit) || isSymbolicLink(dotGit)) {
       const named = /^gitdir: (.+)$/.exec(readSmall(dotGit) ?? '')?.[1];
       const target = named === undefined ? real(dotGit) : real(resolve(at, named));
-      return target === gitdir || dirname(target) === join(gitdir, 'worktrees') ? [at] : [];
+      if (target === gitdir || dirname(target) === join(gitdir, 'worktrees')) return [at];
     }
     if (dirname(at) === at) return [];
   }
@@ -205,14 +205,15 @@ function isSymbolicLink(path: string): boolean {
  * superproject's (`<super>/.git/modules/<name>`, a nested one's `<super>/.git/modules/<a>/modules/<b>`),
  * whose config holds the superproject's remotes' credentials and whose work tree (`dirname` of a `.git`
  * folder) what the operator keeps there and git does not (a `.env`). Each git folder above `gitdir` that
- * a `modules` folder leads down from, and the work tree of each that is a `.git` folder; the submodule's
- * git folder is bound back read-only on top.
+ * a `modules` folder leads down from, and the work tree of each: `dirname` of a `.git` folder, else the folder
+ * above `folder` whose `.git` file leads to it (a superproject made with `--separate-git-dir`); the
+ * submodule's git folder is bound back read-only on top.
  */
-function superprojectsOf(gitdir: string): string[] {
+function superprojectsOf(gitdir: string, folder: string): string[] {
   const found: string[] = [];
   for (let child = dirname(gitdir), parent = dirname(child); parent !== child; child = parent, parent = dirname(parent)) {
     if (basename(child) !== 'modules' || !isGitFolder(parent)) continue;
-    found.push(parent, ...(basename(parent) === '.git' ? [dirname(parent)] : []));
+    found.push(parent, ...(basename(parent) === '.git' ? [dirname(parent)] : workTreeTop(folder, parent)));
   }
   return found;
 }

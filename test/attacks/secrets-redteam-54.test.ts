@@ -72,6 +72,23 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
     expect(run.stdout).toBe('0 0 \nbase\n');
   });
 
+  it('hides the work tree of a superproject whose git folder is kept apart (--separate-git-dir)', async () => {
+    const token = 'ghp_SeparateSuperTok8Ln2Df6Wq';
+    const superproject = join(root, 'separate-super');
+    git(['init', '-q', '-b', 'main', '--separate-git-dir', join(root, 'separate-super-gitdir'), superproject]);
+    writeFileSync(join(superproject, 'README'), 'tracked\n');
+    git(['add', '-A'], { cwd: superproject });
+    git(['commit', '-q', '-m', 'base'], { cwd: superproject });
+    writeFileSync(join(superproject, '.env'), `SECRET=${token}\n`);
+    const library = repositoryAt(join(root, 'separate-library-source'), 'ghp_SeparateLibraryTok4Rx9Mb');
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', library, 'lib'], { cwd: superproject });
+    const { worktree, repository } = await attemptOn(join(superproject, 'lib'), 'separate-super');
+    expect(repository.gitdir).toBe(join(root, 'separate-super-gitdir', 'modules', 'lib'));
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository }, `${countsOf([join(superproject, '.env')], token)} HOME=. git log -1 --format=%s`);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 \nbase\n');
+  });
+
   it('hides the repository a nested submodule lies in, and the one above it', async () => {
     const topToken = 'ghp_TopRepositoryTok5Gh2Lq7Vb';
     const top = repositoryAt(join(root, 'top'), topToken);
