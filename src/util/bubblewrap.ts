@@ -125,8 +125,8 @@ export interface Repository {
  * read-only: a worktree the operator or a neighbour adds while the sandbox runs is recorded there, after
  * its mounts were fixed, and its record would name to the agent where its work tree is.
  */
-function repositoryLayout(repository: Repository | undefined, writable: readonly string[]): { readonly hide: string[]; readonly readOnly: string[]; readonly readBack: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
-  if (repository === undefined) return { hide: [], readOnly: [], readBack: [], overlays: [] };
+function repositoryLayout(repository: Repository | undefined, writable: readonly string[]): { readonly hide: string[]; readonly readOnly: string[]; readonly readBack: string[]; readonly lent: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
+  if (repository === undefined) return { hide: [], readOnly: [], readBack: [], lent: [], overlays: [] };
   const gitdir = real(repository.gitdir);
   const workTrees = [repository.folder, ...workTreeTop(repository.folder, gitdir), ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
   // Its linked worktrees' work trees (this attempt's own is bound writable, which no hiding covers) and what else of
@@ -146,7 +146,7 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
     return dirname(record) === records && isFolder(record) ? [record] : [];
   });
   const lent = lentObjects(gitdir);
-  return { hide: [...workTrees, ...superprojectsOf(gitdir, repository.folder), ...linkedWorkTrees, ...configs, records, ...lent.hide], readOnly: [repository.gitdir, ...lent.objects], readBack: [...new Set(own)], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+  return { hide: [...workTrees, ...superprojectsOf(gitdir, repository.folder), ...linkedWorkTrees, ...configs, records, ...lent.hide], readOnly: [repository.gitdir], readBack: [...new Set(own)], lent: lent.objects, overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
 }
 
 /**
@@ -154,18 +154,20 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
  * `--reference`, and what those borrow in turn, five deep as git reads them): each one's git folder hidden
  * whole (its config, with its remotes' tokens) and the work tree of each that is a `.git` folder (an
  * untracked `.env`), which the alternates file names to the agent; the object folders alone bound back
- * read-only, which git in the worktree reads. None inside `gitdir` itself.
+ * read-only, which git in the worktree reads, after everything is hidden and never exempting what they lie in
+ * from it. Only an alternate that is a git folder's `objects` counts: any other folder the file names (`/tmp`,
+ * `~/.ssh`, which a lender of another user may write there) is neither bound nor followed. None inside `gitdir`
+ * itself.
  */
 function lentObjects(gitdir: string): { readonly hide: string[]; readonly objects: string[] } {
   const hide: string[] = [];
   const objects: string[] = [];
   let next = [join(gitdir, 'objects')];
   for (let depth = 0; depth < 5 && next.length > 0; depth += 1) {
-    next = next.flatMap(alternateObjectFolders).filter((folder) => !holds(gitdir, folder) && !objects.includes(folder));
+    next = next.flatMap(alternateObjectFolders).filter((folder) => !holds(gitdir, folder) && !objects.includes(folder) && basename(folder) === 'objects' && isGitFolder(dirname(folder)));
     for (const folder of next) {
       objects.push(folder);
       const owner = dirname(folder);
-      if (basename(folder) !== 'objects' || !isGitFolder(owner)) continue;
       hide.push(owner, ...(basename(owner) === '.git' ? [dirname(owner)] : []));
     }
   }
@@ -402,6 +404,10 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
     ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
     ...hidden.filter(({ path }) => inGitdir(path) && !inReadBack(path)).flatMap(hide),
+    // The object folders the target borrows from, read-only, over what hides them (their repository, a shared
+    // temporary folder), and what else is hidden inside them again: they exempt nothing from being hidden.
+    ...repository.lent.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => repository.lent.some((folder) => path !== folder && holds(folder, path))).flatMap(hide),
     // The records of the sandbox's own worktrees again, over the hidden `<gitdir>/worktrees`, and what is hidden in them.
     ...repository.readBack.flatMap((path) => ['--ro-bind', path, path]),
     ...hidden.filter(({ path }) => inReadBack(path)).flatMap(hide),

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAttemptWorktree, writeSandboxConfig } from '../../src/dispatch/worktree.js';
@@ -154,6 +154,31 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
     );
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe(`0 0 \nbase\n${lender}\n`);
+  });
+});
+
+describe("what a target repository's objects/info/alternates names", () => {
+  it('exempts nothing from hiding: lines naming /tmp and ~/.ssh leave /tmp emptied and ~/.ssh hidden, and only a git folder\'s objects are bound back', async () => {
+    const token = 'ghp_AlternatesEscapeTok3Vn8Kq2Wd';
+    const home = join(root, 'alternates-home');
+    mkdirSync(join(home, '.ssh'), { recursive: true });
+    writeFileSync(join(home, '.ssh', 'id_ed25519'), `test key, not a secret: ${token}\n`);
+    const lender = repositoryAt(join(root, 'alternates-lender'), 'ghp_AlternatesLenderTok5Rb1Xm');
+    const borrower = join(root, 'alternates-borrower');
+    git(['clone', '-q', '--shared', lender, borrower]);
+    const alternates = join(borrower, '.git', 'objects', 'info', 'alternates');
+    writeFileSync(alternates, `${readFileSync(alternates, 'utf8')}/tmp\n${join(home, '.ssh')}\n`);
+    vi.stubEnv('HOME', home);
+    const { worktree, repository } = await attemptOn(borrower, 'alternates');
+    const layout: BwrapLayout = { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository };
+    const argv = bwrapArgs('bwrap', layout);
+    const pairs = argv.slice(0, -1).map((arg, at) => `${arg} ${argv[at + 1]}`);
+    expect(pairs).toContain(`--tmpfs ${realpathSync('/tmp')}`);
+    expect(pairs).not.toContain(`--ro-bind ${realpathSync('/tmp')}`);
+    expect(pairs).toContain(`--tmpfs ${join(home, '.ssh')}`);
+    expect(pairs.filter((pair) => pair.startsWith('--ro-bind') && pair.endsWith(join(home, '.ssh')))).toEqual([]);
+    const run = inSandbox(layout, `${countsOf([join(home, '.ssh', 'id_ed25519')], token)} HOME=. git cat-file -p HEAD:README`);
+    expect(run.stdout).toBe(`0 \n${lender}\n`);
   });
 });
 
