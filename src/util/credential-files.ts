@@ -129,10 +129,12 @@ const DEVICE = /^\/(?:dev|proc|sys)(?:\/|$)/;
  * The variables that move a tool's logins away from the home folder's places: each names a folder or a
  * file (`list`: a `:`-parted list of files), which a sandbox hides (environmentCredentialPlaces), and
  * `read` the login file there that the scrubber reads (movedLoginFiles); `xdg`, the tool's folder under
- * `XDG_CONFIG_HOME` when that is set. Codex's and Claude Code's folders are read by credentialFiles.
+ * `XDG_CONFIG_HOME` when that is set; `within`, the files of the named folder that are the places, when the
+ * folder holds the tool itself too (CARGO_HOME's bin/ and registry/, which a Rust image keeps in
+ * /usr/local/cargo): those files alone are hidden and read, never the folder. Codex's and Claude Code's folders are read by credentialFiles.
  * One table for both, so what is hidden and what is read cannot drift apart.
  */
-const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly list?: true; readonly xdg?: string; readonly read?: (place: string) => CredentialFile }> = [
+const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly list?: true; readonly xdg?: string; readonly within?: readonly string[]; readonly read?: (place: string) => CredentialFile }> = [
   { variable: 'CODEX_HOME' },
   { variable: 'CLAUDE_CONFIG_DIR' },
   { variable: 'GH_CONFIG_DIR', xdg: 'gh', read: (folder) => ({ path: join(folder, 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' }) },
@@ -146,7 +148,7 @@ const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly l
   { variable: 'AWS_CONFIG_FILE', read: (path) => ({ path, name: 'aws config', kind: 'fields' }) },
   { variable: 'AZURE_CONFIG_DIR' },
   { variable: 'NETRC', read: (path) => ({ path, name: '.netrc', kind: 'fields' }) },
-  { variable: 'CARGO_HOME', read: (folder) => ({ path: join(folder, 'credentials.toml'), name: 'cargo credentials', kind: 'fields' }) },
+  { variable: 'CARGO_HOME', within: ['credentials', 'credentials.toml'], read: (path) => ({ path, name: 'cargo credentials', kind: 'fields' }) },
   { variable: 'GNUPGHOME' },
   // git's system configuration moved out of /etc (a CI image's, with a forge token in `http.extraHeader`); its secrets are learnt through git (gitRemoteSecrets).
   { variable: 'GIT_CONFIG_SYSTEM' },
@@ -160,8 +162,8 @@ function movedLogins(env: NodeJS.ProcessEnv): Array<{ readonly place: string; re
   return MOVED_LOGINS.flatMap((login) => {
     const value = login.variable === null ? undefined : env[login.variable];
     const given = value === undefined ? [] : login.list === true ? value.split(':') : [value];
-    const places = [...given, ...(login.xdg === undefined || xdg === undefined ? [] : [join(xdg, login.xdg)])];
-    return places.filter((place) => isAbsolute(place) && !DEVICE.test(place)).map((place) => ({ place, login }));
+    const places = [...given, ...(login.xdg === undefined || xdg === undefined ? [] : [join(xdg, login.xdg)])].filter((place) => isAbsolute(place) && !DEVICE.test(place));
+    return places.flatMap((place) => login.within?.map((file) => join(place, file)) ?? [place]).map((place) => ({ place, login }));
   });
 }
 
@@ -197,7 +199,7 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
  * The places the environment moves a tool's logins to, away from the home folder's ones a sandbox hides
  * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
  * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
- * libpq's password file, npm's user configuration, AWS's config file, Azure's, cargo's and GnuPG's folders,
+ * libpq's password file, npm's user configuration, AWS's config file, Azure's and GnuPG's folders, cargo's credentials files,
  * a netrc file, git's global and system configuration files, and the git, gh and
  * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
  * the home folder (a variable pointed there would hide it whole).

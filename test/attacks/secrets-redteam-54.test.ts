@@ -282,6 +282,25 @@ describe("the table of moved logins (util/credential-files.ts MOVED_LOGINS)", ()
   });
 });
 
+describe('CARGO_HOME, which holds cargo itself as well as its logins', () => {
+  it('stays in sight with its tools runnable, its two credentials files alone hidden, and the scrubber learns both', () => {
+    const token = 'cio8CargoRegistryTok5Wm2Qx7Lz';
+    const cargo = join(root, 'cargo-home');
+    mkdirSync(join(cargo, 'bin'), { recursive: true });
+    writeFileSync(join(cargo, 'bin', 'cargo-tool'), '#!/bin/sh\necho tool ran\n', { mode: 0o755 });
+    writeFileSync(join(cargo, 'credentials.toml'), `[registry]\ntoken = "${token}1"\n`);
+    writeFileSync(join(cargo, 'credentials'), `[registry]\ntoken = "${token}2"\n`);
+    const worktree = join(root, 'cargo-worktree');
+    mkdirSync(worktree, { recursive: true });
+    vi.stubEnv('CARGO_HOME', cargo);
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true }, `${countsOf([join(cargo, 'credentials.toml'), join(cargo, 'credentials')], token)} '${join(cargo, 'bin', 'cargo-tool')}'`);
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 \ntool ran\n');
+    const learnt = new Set(credentialFileSecrets(process.env, join(root, 'cargo-no-home')).map((secret) => secret.value));
+    expect([`${token}1`, `${token}2`].filter((secret) => !learnt.has(secret))).toEqual([]);
+  });
+});
+
 describe("git's credential cache", () => {
   it("is out of an agent's reach: the cache daemon's socket, which hands its tokens to whoever asks, is hidden", () => {
     const token = 'ghp_CachedCredentialTok4Mz8Rv2Qd';
