@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { dirname, isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { realPathOr } from './real-path.js';
 import { CooError } from '../errors.js';
@@ -238,29 +238,60 @@ export function credentialHelperPlaces(gitArgs: readonly string[], home: string 
 }
 
 /**
- * The files git's configuration is read from besides the home folder's and the repository's own, which
- * a sandbox hides with them (util/bubblewrap.ts): the system's, and every file an `include.path` or
- * `includeIf` of the user's, the system's, `GIT_CONFIG_COUNT`'s or the repository's configuration
- * brings in (`~/.gitconfig` including `~/.gitconfig-work`, whose `http.extraHeader` holds a token), where
- * the scrubber learns their secrets through git (gitRemoteSecrets). Listed by git itself, as it reads them
- * for `gitdir` (a condition on the repository counts) or for no repository; the repository's own
- * `config` is not listed (a sandbox reads a copy without credentials in its place). None when git
- * cannot say.
+ * The files git reads a repository's configuration from (git-config(1), FILES), as `listing` shows them (the
+ * output of `git config --list --show-origin --includes -z` for `gitdir`, or for no repository): the system's
+ * (GIT_CONFIG_SYSTEM, unless GIT_CONFIG_NOSYSTEM), the user's (GIT_CONFIG_GLOBAL, else both places, also before
+ * they exist), the repository's own `config` and `config.worktree`, every file that held a setting, and every file
+ * an `include.path` or `includeIf.*.path` names whatever its condition (a `gitdir:~/personal/` include is read
+ * once the repository is there, and another repository's is not this one's), also one that is empty or not made
+ * yet. One rule for a sandbox, which hides them (gitConfigFiles), and a remote ledger's watch on its origin
+ * (remote/git-remote.ts), which stamps them.
+ */
+export function configFilesListed(listing: string, gitdir: string | undefined, env: NodeJS.ProcessEnv = process.env): string[] {
+  const home = env['HOME'] ?? '';
+  const files = gitdir === undefined ? [] : [join(gitdir, 'config'), join(gitdir, 'config.worktree')];
+  if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push(env['GIT_CONFIG_SYSTEM'] ?? '/etc/gitconfig');
+  if (env['GIT_CONFIG_GLOBAL'] !== undefined) files.push(env['GIT_CONFIG_GLOBAL']);
+  else files.push(join(env['XDG_CONFIG_HOME'] ?? join(home, '.config'), 'git', 'config'), join(home, '.gitconfig'));
+  // Entries of `--show-origin -z`: the origin, then the name, a line end and the value.
+  const listed = listing.split('\0');
+  for (let i = 0; i + 1 < listed.length; i += 2) {
+    // A setting of a file, or of the command line or environment (GIT_CONFIG_COUNT), whose includes git reads too.
+    const file = listed[i]!.startsWith('file:') ? resolve(listed[i]!.slice('file:'.length)) : null;
+    if (file !== null) files.push(file);
+    const entry = listed[i + 1]!;
+    const cut = entry.indexOf('\n');
+    if (cut < 0 || !/^include(if\..*)?\.path$/i.test(entry.slice(0, cut))) continue;
+    const named = entry.slice(cut + 1);
+    // As git reads an included path: `~/` from HOME, a relative one from the folder of the file that names it.
+    files.push(named.startsWith('~/') ? join(home, named.slice(2)) : resolve(file === null ? process.cwd() : dirname(file), named));
+  }
+  return [...new Set(files.map((file) => resolve(file)))];
+}
+
+/**
+ * The files git's configuration is read from besides the repository's own `config`, which a sandbox hides
+ * (util/bubblewrap.ts), as configFilesListed has them for `gitdir` or for no repository: the system's, the
+ * user's, and every file an `include.path` or `includeIf` of theirs, `GIT_CONFIG_COUNT`'s or the repository's
+ * names (`~/.gitconfig` including `~/.gitconfig-work`, whose `http.extraHeader` holds a token), active or not;
+ * the scrubber learns the secrets of those git reads through git (gitRemoteSecrets). The repository's own
+ * `config` is not listed (a sandbox reads a copy without credentials in its place). Only the fixed files when
+ * git cannot say.
  */
 export function gitConfigFiles(gitdir?: string): string[] {
   const listed = spawnSync('git', [...(gitdir === undefined ? [] : [`--git-dir=${gitdir}`]), 'config', '--list', '--show-origin', '--includes', '--null'], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 4 * 1024 * 1024 });
-  if (listed.status !== 0 || typeof listed.stdout !== 'string') return [];
   const own = gitdir === undefined ? null : realPathOr(resolve(gitdir, 'config'));
-  const files = new Set<string>();
-  // `origin\0key\nvalue\0`, one after another: the origins are every other field.
-  const fields = listed.stdout.split('\0');
-  for (let at = 0; at + 1 < fields.length; at += 2) {
-    const origin = fields[at]!;
-    if (!origin.startsWith('file:')) continue;
-    const path = origin.slice('file:'.length);
-    if (isAbsolute(path) && !DEVICE.test(path) && realPathOr(path) !== own) files.add(resolve(path));
+  // A folder is no configuration git reads (an include naming one is an error): never hidden in its name.
+  return configFilesListed(listed.status === 0 && typeof listed.stdout === 'string' ? listed.stdout : '', gitdir).filter((path) => !DEVICE.test(path) && realPathOr(path) !== own && !isFolder(path));
+}
+
+/** Whether `path` is a folder. */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
   }
-  return [...files];
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */

@@ -236,6 +236,25 @@ describe("git's configuration the runner's environment names", () => {
     expect(run.stdout).toBe('0 0 0 0 \nbase\n');
   });
 
+  it('hides the file an includeIf names while its condition does not hold, around an attempt and around a sandbox of no repository', async () => {
+    const token = 'ghp_InactiveIncludeTok7Wd3Rq8Mz';
+    const folder = join(root, 'inactive-include');
+    mkdirSync(folder, { recursive: true });
+    const target = join(folder, 'personal-gitconfig');
+    writeFileSync(target, `[http]\n\textraHeader = AUTHORIZATION: bearer ${token}\n`);
+    const global = join(folder, 'global');
+    writeFileSync(global, `[includeIf "gitdir:${join(folder, 'personal')}/"]\n\tpath = personal-gitconfig\n`);
+    vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+    const repo = repositoryAt(join(folder, 'work'), 'ghp_InactiveWorkRepoTok2Hs6Vb');
+    const { worktree, repository } = await attemptOn(repo, 'inactive-include');
+    const attempt = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository }, `${countsOf([target], token)} HOME=. git log -1 --format=%s`);
+    expect(attempt.stdout).toBe('0 \nbase\n');
+    const scratch = join(folder, 'scratch');
+    mkdirSync(scratch);
+    const noRepository = inSandbox({ writable: [scratch], hide: [], chdir: scratch, ownPids: true }, countsOf([target], token));
+    expect(noRepository.stdout).toBe('0 \n');
+  });
+
   it("has the scrubber learn the tokens of GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and GIT_CONFIG_COUNT's settings and of what they include, for an agent run without bubblewrap", () => {
     const folder = join(root, 'scrubbed-config');
     const repo = repositoryAt(join(folder, 'repo'), 'ghp_ScrubbedRepoTok1Lx5Qe8Dn');
