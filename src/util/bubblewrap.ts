@@ -7,7 +7,8 @@ import { CONTAINER_SECRET_FOLDERS, credentialHelperPlaces, environmentCredential
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
-import { alternateObjectFolders, registeredPrivateFolders, stateRoot } from './runner-folders.js';
+import { gitLinkTarget } from './git-link.js';
+import { borrowedObjectFolders, registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
  * Bubblewrap around a transport, an executor or a verification command: every path read-only, the
@@ -140,9 +141,9 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
   const records = join(gitdir, 'worktrees');
   // A writable worktree's own record, where its `.git` file leads: one folder of `<gitdir>/worktrees`, nothing else.
   const own = writable.flatMap((path) => {
-    const named = /^gitdir: (.+)$/.exec(readSmall(join(real(path), '.git')) ?? '')?.[1];
-    if (named === undefined) return [];
-    const record = real(resolve(real(path), named));
+    const named = gitLinkTarget(readSmall(join(real(path), '.git')) ?? '', real(path));
+    if (named === null) return [];
+    const record = real(named);
     return dirname(record) === records && isFolder(record) ? [record] : [];
   });
   const lent = lentObjects(gitdir);
@@ -160,17 +161,11 @@ function repositoryLayout(repository: Repository | undefined, writable: readonly
  * itself.
  */
 function lentObjects(gitdir: string): { readonly hide: string[]; readonly objects: string[] } {
-  const hide: string[] = [];
-  const objects: string[] = [];
-  let next = [join(gitdir, 'objects')];
-  for (let depth = 0; depth < 5 && next.length > 0; depth += 1) {
-    next = next.flatMap(alternateObjectFolders).filter((folder) => !holds(gitdir, folder) && !objects.includes(folder) && basename(folder) === 'objects' && isGitFolder(dirname(folder)));
-    for (const folder of next) {
-      objects.push(folder);
-      const owner = dirname(folder);
-      hide.push(owner, ...(basename(owner) === '.git' ? [dirname(owner)] : []));
-    }
-  }
+  const objects = borrowedObjectFolders(join(gitdir, 'objects'), (folder) => !holds(gitdir, folder) && basename(folder) === 'objects' && isGitFolder(dirname(folder))).map(({ folder }) => folder);
+  const hide = objects.flatMap((folder) => {
+    const owner = dirname(folder);
+    return [owner, ...(basename(owner) === '.git' ? [dirname(owner)] : [])];
+  });
   return { hide, objects };
 }
 
@@ -185,8 +180,7 @@ function workTreeTop(folder: string, gitdir: string): string[] {
   for (let at = real(folder); ; at = dirname(at)) {
     const dotGit = join(at, '.git');
     if (fs.existsSync(dotGit) || isSymbolicLink(dotGit)) {
-      const named = /^gitdir: (.+)$/.exec(readSmall(dotGit) ?? '')?.[1];
-      const target = named === undefined ? real(dotGit) : real(resolve(at, named));
+      const target = real(gitLinkTarget(readSmall(dotGit) ?? '', at) ?? dotGit);
       if (target === gitdir || dirname(target) === join(gitdir, 'worktrees')) return [at];
     }
     if (dirname(at) === at) return [];

@@ -144,14 +144,11 @@ const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly l
   { variable: 'PGPASSFILE', read: (path) => ({ path, name: '.pgpass', kind: 'pgpass' }) },
   { variable: 'NPM_CONFIG_USERCONFIG', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
   { variable: 'npm_config_userconfig', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
-  { variable: 'GIT_CONFIG_GLOBAL' },
   { variable: 'AWS_CONFIG_FILE', read: (path) => ({ path, name: 'aws config', kind: 'fields' }) },
   { variable: 'AZURE_CONFIG_DIR' },
   { variable: 'NETRC', read: (path) => ({ path, name: '.netrc', kind: 'fields' }) },
   { variable: 'CARGO_HOME', within: ['credentials', 'credentials.toml'], read: (path) => ({ path, name: 'cargo credentials', kind: 'fields' }) },
   { variable: 'GNUPGHOME' },
-  // git's system configuration moved out of /etc (a CI image's, with a forge token in `http.extraHeader`); its secrets are learnt through git (gitRemoteSecrets).
-  { variable: 'GIT_CONFIG_SYSTEM' },
   // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
   { variable: null, xdg: 'git', read: (folder) => ({ path: join(folder, 'credentials'), name: 'git credentials', kind: 'urls' }) },
 ];
@@ -200,8 +197,8 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
  * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
  * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
  * libpq's password file, npm's user configuration, AWS's config file, Azure's and GnuPG's folders, cargo's credentials files,
- * a netrc file, git's global and system configuration files, and the git, gh and
- * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
+ * a netrc file, and the git, gh and gcloud folders of `XDG_CONFIG_HOME`. git's own configuration files
+ * (GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and what they include) are gitConfigFiles'. Absolute paths only, never `/`, a device, or one that holds
  * the home folder (a variable pointed there would hide it whole).
  */
 export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homedir()): string[] {
@@ -240,7 +237,7 @@ export function credentialHelperPlaces(gitArgs: readonly string[], home: string 
 /**
  * The files git reads a repository's configuration from (git-config(1), FILES), as `listing` shows them (the
  * output of `git config --list --show-origin --includes -z` for `gitdir`, or for no repository): the system's
- * (GIT_CONFIG_SYSTEM, unless GIT_CONFIG_NOSYSTEM), the user's (GIT_CONFIG_GLOBAL, else both places, also before
+ * (GIT_CONFIG_SYSTEM's, also under GIT_CONFIG_NOSYSTEM; else /etc/gitconfig unless GIT_CONFIG_NOSYSTEM), the user's (GIT_CONFIG_GLOBAL, else both places, also before
  * they exist), the repository's own `config` and `config.worktree`, every file that held a setting, and every file
  * an `include.path` or `includeIf.*.path` names whatever its condition (a `gitdir:~/personal/` include is read
  * once the repository is there, and another repository's is not this one's), also one that is empty or not made
@@ -250,7 +247,9 @@ export function credentialHelperPlaces(gitArgs: readonly string[], home: string 
 export function configFilesListed(listing: string, gitdir: string | undefined, env: NodeJS.ProcessEnv = process.env): string[] {
   const home = env['HOME'] ?? '';
   const files = gitdir === undefined ? [] : [join(gitdir, 'config'), join(gitdir, 'config.worktree')];
-  if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push(env['GIT_CONFIG_SYSTEM'] ?? '/etc/gitconfig');
+  // GIT_CONFIG_SYSTEM's file even under GIT_CONFIG_NOSYSTEM: a git run without that variable reads it.
+  if (env['GIT_CONFIG_SYSTEM'] !== undefined) files.push(env['GIT_CONFIG_SYSTEM']);
+  else if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push('/etc/gitconfig');
   if (env['GIT_CONFIG_GLOBAL'] !== undefined) files.push(env['GIT_CONFIG_GLOBAL']);
   else files.push(join(env['XDG_CONFIG_HOME'] ?? join(home, '.config'), 'git', 'config'), join(home, '.gitconfig'));
   // Entries of `--show-origin -z`: the origin, then the name, a line end and the value.

@@ -214,6 +214,9 @@ describe("git's configuration the runner's environment names", () => {
     const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true }, countsOf([system, global], token));
     expect(run.stderr).toBe('');
     expect(run.stdout).toBe('0 0 \n');
+    // Under GIT_CONFIG_NOSYSTEM too, where git lists nothing of it: a git run without that variable reads it.
+    vi.stubEnv('GIT_CONFIG_NOSYSTEM', '1');
+    expect(inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true }, countsOf([system], token)).stdout).toBe('0 \n');
   });
 
   it("hides the files git's configuration includes: the user's, GIT_CONFIG_COUNT's and the target repository's own includes", async () => {
