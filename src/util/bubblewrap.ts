@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { CooError } from '../errors.js';
+import { readBounded } from './bounded-read.js';
 import { CONTAINER_SECRET_FOLDERS, credentialHelperPlaces, environmentCredentialPlaces, environmentSecretFiles, gitConfigFiles } from './credential-files.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
@@ -198,26 +199,55 @@ function isSymbolicLink(path: string): boolean {
 
 /**
  * What a submodule's git folder lies in, hidden whole: a submodule's git folder is kept in its
- * superproject's (`<super>/.git/modules/<name>`, a nested one's `<super>/.git/modules/<a>/modules/<b>`),
- * whose config holds the superproject's remotes' credentials and whose work tree (`dirname` of a `.git`
- * folder) what the operator keeps there and git does not (a `.env`). Each git folder above `gitdir` that
- * a `modules` folder leads down from, and the work tree of each: `dirname` of a `.git` folder, else the folder
- * above `folder` whose `.git` file leads to it (a superproject made with `--separate-git-dir`); the
- * submodule's git folder is bound back read-only on top.
+ * superproject's (`<super>/.git/modules/<name>`, a nested one's `<super>/.git/modules/<a>/modules/<b>`, one of
+ * a superproject's linked worktree `<super>/.git/worktrees/<w>/modules/<name>`), whose config holds the
+ * superproject's remotes' credentials and whose work tree (`dirname` of a `.git` folder) what the operator keeps
+ * there and git does not (a `.env`). Each git folder above `gitdir` that a `modules` folder leads down from, with
+ * its work tree (superprojectOf); and, for a submodule whose `.git` is a folder in place (`gitdir` is
+ * `<super>/<path>/.git`), each work tree above it whose `.gitmodules` names it as a submodule's path, with its git
+ * folder. The submodule's git folder is bound back read-only on top.
  */
 function superprojectsOf(gitdir: string, folder: string): string[] {
   const found: string[] = [];
   for (let child = dirname(gitdir), parent = dirname(child); parent !== child; child = parent, parent = dirname(parent)) {
     if (basename(child) !== 'modules' || !isGitFolder(parent)) continue;
-    found.push(parent, ...(basename(parent) === '.git' ? [dirname(parent)] : workTreeTop(folder, parent)));
+    found.push(...superprojectOf(parent, folder));
   }
-  return found;
+  if (basename(gitdir) !== '.git') return found;
+  for (let inner = dirname(gitdir), at = dirname(inner); ; at = dirname(at)) {
+    const dotGit = join(at, '.git');
+    if (fs.existsSync(dotGit) && namesSubmodule(at, inner)) {
+      found.push(at, ...superprojectOf(real(gitLinkTarget(readSmall(dotGit) ?? '', at) ?? dotGit), folder));
+      inner = at;
+    }
+    if (dirname(at) === at) return found;
+  }
 }
 
-/** Whether `path` is a git folder: its `HEAD` file and `objects` folder are there. */
+/**
+ * A superproject's git folder and its work tree: `dirname` of a `.git` folder, else the folder above `folder`
+ * whose `.git` file leads to it (a linked worktree, a superproject made with `--separate-git-dir`); for a linked
+ * worktree's git folder (`<common>/worktrees/<w>`, its `commondir` naming `<common>`), the common git folder
+ * and, when that is a `.git` folder, the main work tree too.
+ */
+function superprojectOf(gitFolder: string, folder: string): string[] {
+  const named = readSmall(join(gitFolder, 'commondir'));
+  const common = named === null ? [] : [real(resolve(gitFolder, named))];
+  return [gitFolder, ...(basename(gitFolder) === '.git' ? [dirname(gitFolder)] : workTreeTop(folder, gitFolder)), ...common.flatMap((path) => [path, ...(basename(path) === '.git' ? [dirname(path)] : [])])];
+}
+
+/** Whether the `.gitmodules` at the top of the work tree `top` names `inner` as a submodule's path. */
+function namesSubmodule(top: string, inner: string): boolean {
+  const text = readBounded(join(top, '.gitmodules'), { maxBytes: 256 * 1024 });
+  if (text.kind !== 'file') return false;
+  const path = relative(top, inner);
+  return text.bytes.toString('utf8').split('\n').some((line) => /^\s*path\s*=\s*"?(.*?)"?\s*$/.exec(line)?.[1] === path);
+}
+
+/** Whether `path` is a git folder: its `HEAD` file and its `objects` folder, or a linked worktree's `commondir` file, are there. */
 function isGitFolder(path: string): boolean {
   try {
-    return fs.statSync(join(path, 'HEAD')).isFile() && fs.statSync(join(path, 'objects')).isDirectory();
+    return fs.statSync(join(path, 'HEAD')).isFile() && (isFolder(join(path, 'objects')) || fs.statSync(join(path, 'commondir')).isFile());
   } catch {
     return false;
   }

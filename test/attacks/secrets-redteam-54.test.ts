@@ -113,6 +113,42 @@ describe('an agent on a submodule or a linked worktree reads nothing of the repo
     expect(run.stdout).toBe('0 0 \n0 0 \nbase\n');
   });
 
+  it("hides the superproject of a submodule checked out in the superproject's linked worktree: both work trees and the superproject's config", async () => {
+    const token = 'ghp_LinkedSuperTok4Qm9Xc2Vh';
+    const superproject = repositoryAt(join(root, 'linked-super'), token);
+    const library = repositoryAt(join(root, 'linked-super-library'), 'ghp_LinkedLibraryTok8Zd3Pw6Ta');
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', library, 'lib'], { cwd: superproject });
+    git(['commit', '-q', '-m', 'lib'], { cwd: superproject });
+    const linked = join(root, 'linked-super-worktree');
+    git(['worktree', 'add', '-q', '-b', 'other', linked], { cwd: superproject });
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'update', '-q', '--init'], { cwd: linked });
+    writeFileSync(join(linked, '.env'), `SECRET=${token}\n`);
+    const { worktree, repository } = await attemptOn(join(linked, 'lib'), 'linked-super');
+    expect(repository.gitdir).toBe(join(superproject, '.git', 'worktrees', 'linked-super-worktree', 'modules', 'lib'));
+    const run = inSandbox(
+      { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+      `${countsOf([join(superproject, '.env'), join(linked, '.env'), join(superproject, '.git', 'config')], token)} HOME=. git log -1 --format=%s`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 0 \nbase\n');
+  });
+
+  it('hides the superproject of a submodule whose .git is a folder in place in its work tree', async () => {
+    const token = 'ghp_InPlaceSuperTok6Hn1Rb5Jw';
+    const superproject = repositoryAt(join(root, 'in-place-super'), token);
+    const library = repositoryAt(join(root, 'in-place-library'), 'ghp_InPlaceLibraryTok3Kc7Vm2Gs');
+    git(['clone', '-q', library, join(superproject, 'lib')]);
+    git(['-c', 'protocol.file.allow=always', 'submodule', 'add', '-q', library, 'lib'], { cwd: superproject });
+    const { worktree, repository } = await attemptOn(join(superproject, 'lib'), 'in-place');
+    expect(repository.gitdir).toBe(join(superproject, 'lib', '.git'));
+    const run = inSandbox(
+      { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository },
+      `${countsOf([join(superproject, '.env'), join(superproject, '.git', 'config')], token)} HOME=. git log -1 --format=%s`,
+    );
+    expect(run.stderr).toBe('');
+    expect(run.stdout).toBe('0 0 \nbase\n');
+  });
+
   it("hides the main work tree and the config of the repository a linked worktree given as --repo is of", async () => {
     const token = 'ghp_MainWorktreeTok8Bv3Nc6Js';
     const main = repositoryAt(join(root, 'main'), token);
