@@ -253,6 +253,29 @@ function isGitFolder(path: string): boolean {
   }
 }
 
+/**
+ * Where git's credential helpers are told to keep what they hold (credentialHelperPlaces), as a sandbox hides
+ * it: the folder it is in when only this user may enter that folder (git makes a cache socket's so, and refuses
+ * one others may) and it holds nothing the sandbox needs (`needed`: the home folder, the bound paths, the
+ * command's files, the repository), else the file alone. A file hidden alone is hidden as the file it was when
+ * the sandbox started: the store rewrites its file by renaming a new one over it, and the cache daemon makes
+ * its socket anew, and either leaves the mount behind.
+ */
+function helperPlaces(gitArgs: readonly string[], needed: readonly string[]): string[] {
+  const uid = process.getuid?.();
+  return credentialHelperPlaces(gitArgs).map(({ path }) => {
+    const folder = dirname(real(path));
+    let stats: fs.Stats;
+    try {
+      stats = fs.statSync(folder);
+    } catch {
+      return path;
+    }
+    const onlyMine = stats.isDirectory() && stats.uid === uid && (stats.mode & 0o077) === 0;
+    return onlyMine && folder !== '/' && !needed.some((kept) => holds(folder, kept)) ? folder : path;
+  });
+}
+
 /** The names in a folder, none when it cannot be read. */
 function entriesOf(folder: string): string[] {
   try {
@@ -310,9 +333,28 @@ function sessionSockets(): string[] {
     '/run/podman',
     // git's credential cache daemon (`credential.helper cache`), which answers `git credential-cache get` with the
     // passwords and tokens it holds to whoever connects: its folder in the home folder, else in the cache folder.
-    join(homedir(), '.git-credential-cache'),
-    join(absolute(process.env['XDG_CACHE_HOME'])[0] ?? join(homedir(), '.cache'), 'git', 'credential'),
+    ...credentialCacheFolders(absolute(process.env['XDG_CACHE_HOME'])[0] ?? join(homedir(), '.cache')),
   ];
+}
+
+/**
+ * The folders git's credential cache daemon keeps its socket in by default: `~/.git-credential-cache` when it is
+ * there, else `<cache>/git/credential`, which is made here (0700, as git makes it) when neither is, so that a
+ * daemon the operator starts while the sandbox runs puts its socket in a folder already hidden: no mount can be
+ * made over a path that is not there when the sandbox starts, and the read-only host allows none to be made.
+ * Where it cannot be made (a read-only home), a daemon started later is in reach.
+ */
+function credentialCacheFolders(cache: string): string[] {
+  const home = join(homedir(), '.git-credential-cache');
+  const xdg = join(cache, 'git', 'credential');
+  if (!fs.existsSync(home) && !fs.existsSync(xdg)) {
+    try {
+      fs.mkdirSync(xdg, { recursive: true, mode: 0o700 });
+    } catch {
+      // not made: said above
+    }
+  }
+  return [home, xdg];
 }
 
 /**
@@ -390,7 +432,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...gitConfigFiles(layout.repository?.gitdir), ...credentialHelperPlaces(layout.repository === undefined ? [] : [`--git-dir=${layout.repository.gitdir}`]).map((place) => place.path), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...gitConfigFiles(layout.repository?.gitdir), ...helperPlaces(layout.repository === undefined ? [] : [`--git-dir=${layout.repository.gitdir}`], [home, ...bound, ...keep, ...(layout.repository === undefined ? [] : [real(layout.repository.folder)])]), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     // Never the root, the home folder or one holding it, whatever link named it (a key linked to a file in $HOME names its folder).
     .filter((path) => path !== '/' && !holds(path, home) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {

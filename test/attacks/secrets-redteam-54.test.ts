@@ -1,5 +1,5 @@
-import { spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, realpathSync, writeFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, realpathSync, renameSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAttemptWorktree, writeSandboxConfig } from '../../src/dispatch/worktree.js';
@@ -411,6 +411,53 @@ describe("git's credential helpers told where to keep credentials", () => {
       expect(learnt.has(storeToken)).toBe(true);
     } finally {
       spawnSync('git', ['credential-cache', '--socket', socket, 'exit'], { env, encoding: 'utf8' });
+    }
+  });
+});
+
+describe("what git's credential helpers rewrite or make anew on the host while a sandbox runs", () => {
+  it("stays hidden: a store file renamed over, a cache socket made after the start in a 'cache --socket' folder and in the default cache folder", async () => {
+    const [storeToken, cacheToken, defaultToken] = ['ghp_RenamedStoreTok5Lx8Wq3Bn', 'ghp_LateCacheSocketTok2Hm7Tc4Vz', 'ghp_LateDefaultCacheTok9Rs1Kd6Fy'];
+    const folder = join(root, 'rewritten-helpers');
+    const home = join(folder, 'home');
+    const storeFolder = join(folder, 'store');
+    const socketFolder = join(folder, 'socket');
+    for (const made of [home, storeFolder, socketFolder]) mkdirSync(made, { recursive: true, mode: 0o700 });
+    const store = join(storeFolder, 'credentials');
+    const socket = join(socketFolder, 'socket');
+    writeFileSync(store, 'https://x:ghp_OldStoredTok4Jp6Rn1Qa@forge.invalid\n');
+    const global = join(folder, 'global');
+    writeFileSync(global, `[credential]\n\thelper = store --file=${store}\n[credential "https://127.0.0.1"]\n\thelper = "cache --socket ${socket}"\n`);
+    const worktree = join(folder, 'worktree');
+    mkdirSync(worktree);
+    vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+    vi.stubEnv('HOME', home);
+    vi.stubEnv('XDG_CACHE_HOME', undefined);
+    const env = { PATH: '/usr/local/bin:/usr/bin:/bin', HOME: home, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' };
+    const ask = (socketArgs: string): string => `printf 'protocol=https\\nhost=127.0.0.1\\n\\n' | git credential-cache ${socketArgs} get | grep -c password;`;
+    // The sandbox starts, says so, and waits for the host's rewrites before it looks.
+    const argv = [...bwrapArgs(requireBubblewrap('a sandbox test'), { writable: [worktree], hide: [], chdir: worktree, ownPids: true }), '/bin/sh', '-c', `touch ready; while [ ! -e go ]; do sleep 0.01; done; ${countsOf([store], storeToken)} ${ask(`--socket '${socket}'`)} ${ask('')}`];
+    const child = spawn(argv[0]!, argv.slice(1), { env, stdio: ['ignore', 'pipe', 'pipe'] });
+    let stdout = '';
+    child.stdout.on('data', (chunk: Buffer) => (stdout += chunk.toString('utf8')));
+    const ended = new Promise<void>((done) => child.on('close', () => done()));
+    try {
+      while (!existsSync(join(worktree, 'ready')) && child.exitCode === null) await new Promise((next) => setTimeout(next, 10));
+      // git credential-store rewrites its file by renaming a new one over it; each cache daemon makes its socket when it starts.
+      writeFileSync(`${store}.lock`, `https://x:${storeToken}@forge.invalid\n`);
+      renameSync(`${store}.lock`, store);
+      git(['credential-cache', '--socket', socket, '--timeout', '60', 'store'], { env, input: `protocol=https\nhost=127.0.0.1\nusername=x\npassword=${cacheToken}\n\n` });
+      git(['credential-cache', '--timeout', '60', 'store'], { env, input: `protocol=https\nhost=127.0.0.1\nusername=x\npassword=${defaultToken}\n\n` });
+      writeFileSync(join(worktree, 'go'), '');
+      await ended;
+      expect(stdout).toBe('0 \n0\n0\n');
+      // Outside the sandbox both daemons answer: they were there to ask.
+      expect(git(['credential-cache', '--socket', socket, 'get'], { env, input: 'protocol=https\nhost=127.0.0.1\n\n' })).toContain(cacheToken);
+      expect(git(['credential-cache', 'get'], { env, input: 'protocol=https\nhost=127.0.0.1\n\n' })).toContain(defaultToken);
+    } finally {
+      child.kill('SIGKILL');
+      spawnSync('git', ['credential-cache', '--socket', socket, 'exit'], { env, encoding: 'utf8' });
+      spawnSync('git', ['credential-cache', 'exit'], { env, encoding: 'utf8' });
     }
   });
 });
