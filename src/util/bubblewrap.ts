@@ -263,7 +263,7 @@ function isGitFolder(path: string): boolean {
  */
 function helperPlaces(gitArgs: readonly string[], needed: readonly string[]): string[] {
   const uid = process.getuid?.();
-  return credentialHelperPlaces(gitArgs).map(({ path }) => {
+  return credentialHelperPlaces(gitArgs, { failClosed: true }).map(({ path }) => {
     const folder = dirname(real(path));
     let stats: fs.Stats;
     try {
@@ -274,6 +274,16 @@ function helperPlaces(gitArgs: readonly string[], needed: readonly string[]): st
     const onlyMine = stats.isDirectory() && stats.uid === uid && (stats.mode & 0o077) === 0;
     return onlyMine && folder !== '/' && !needed.some((kept) => holds(folder, kept)) ? folder : path;
   });
+}
+
+/**
+ * Looks up, once before an attempt's agent runs, what of git's configuration its sandboxes hide
+ * (gitConfigFiles, credentialHelperPlaces), which every sandbox looks up again as it is planned: a lookup git
+ * fails is a coded RUNNER_CONFIG error here, and the attempt ends with its receipt before anything ran.
+ */
+export function requireGitPlacesListed(repository: Repository): void {
+  gitConfigFiles(repository.gitdir);
+  credentialHelperPlaces([`--git-dir=${repository.gitdir}`], { failClosed: true });
 }
 
 /** The names in a folder, none when it cannot be read. */

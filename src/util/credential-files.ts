@@ -1,7 +1,7 @@
 import { spawnSync } from 'node:child_process';
 import { readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { realPathOr } from './real-path.js';
 import { CooError } from '../errors.js';
@@ -212,26 +212,48 @@ export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homed
  * true: its lines are URLs with their credentials) and the socket of `cache --socket PATH`, whose daemon
  * hands its tokens to whoever connects, for every URL (`credential.helper`, `credential.<url>.helper`). A
  * sandbox hides them (util/bubblewrap.ts) and the scrubber reads a store's (gitRemoteSecrets); their
- * default places are among the home folder's credentials and a sandbox's sockets. A path is taken as the
- * shell git runs the helper with would (`~/` is the home folder); a relative one is passed over.
+ * default places are among the home folder's credentials and a sandbox's sockets. A helper is read as git
+ * runs it (`store`, `!git credential-store …`, `/usr/lib/git-core/git-credential-store …`), a path as the
+ * shell git runs it with would (`~/`, `$HOME/`, `${HOME}/` are the home folder); a relative one is passed
+ * over. A lookup git fails (a configuration it refuses, no answer in time, too long a list) gives none, or
+ * with `failClosed` (a sandbox's) a coded RUNNER_CONFIG error.
  */
-export function credentialHelperPlaces(gitArgs: readonly string[], home: string = homedir()): Array<{ readonly path: string; readonly store: boolean }> {
+export function credentialHelperPlaces(gitArgs: readonly string[], { home = homedir(), failClosed = false }: { readonly home?: string; readonly failClosed?: boolean } = {}): Array<{ readonly path: string; readonly store: boolean }> {
   const listed = spawnSync('git', [...gitArgs, 'config', '--null', '--get-regexp', String.raw`^credential\..*helper$`], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 1024 * 1024 });
-  if (listed.status !== 0 || typeof listed.stdout !== 'string') return [];
+  // Exit 1: no helper is configured.
+  if (listed.status === 1 && listed.error === undefined) return [];
+  if (listed.status !== 0 || listed.error !== undefined || typeof listed.stdout !== 'string') {
+    if (failClosed) throw gitConfigUnread("the places git's credential helpers keep credentials in", listed);
+    return [];
+  }
   const places: Array<{ readonly path: string; readonly store: boolean }> = [];
   for (const entry of listed.stdout.split('\0')) {
     const words = (entry.slice(entry.indexOf('\n') + 1).match(/"[^"]*"|'[^']*'|\S+/g) ?? []).map((word) => word.replace(/^(["'])(.*)\1$/, '$2'));
-    const helper = words[0];
-    if (helper !== 'store' && helper !== 'cache') continue;
-    const option = helper === 'store' ? '--file' : '--socket';
+    // As git runs a helper: `!` a shell command (`!git credential-store --file X`), an absolute path a program
+    // (`/usr/lib/git-core/git-credential-store`), else `git credential-<name>`.
+    if (words[0]?.startsWith('!') === true) words[0] = words[0].slice(1);
+    if (words[0] === '') words.shift();
+    if (words[0] !== undefined && basename(words[0]) === 'git' && /^credential-(store|cache)$/.test(words[1] ?? '')) words.shift();
+    const named = words[0] === undefined ? undefined : isAbsolute(words[0]) || words[0].startsWith('credential-') || words[0].startsWith('git-credential-') ? /^(?:git-)?credential-(store|cache)$/.exec(basename(words[0]))?.[1] : words[0];
+    if (named !== 'store' && named !== 'cache') continue;
+    const option = named === 'store' ? '--file' : '--socket';
     words.forEach((word, at) => {
       const value = word === option ? words[at + 1] : word.startsWith(`${option}=`) ? word.slice(option.length + 1) : undefined;
       if (value === undefined) return;
-      const path = value.startsWith('~/') ? join(home, value.slice(2)) : value;
-      if (isAbsolute(path) && !DEVICE.test(path)) places.push({ path: resolve(path), store: helper === 'store' });
+      // The shell git runs the helper with reads `~/`, `$HOME/` and `${HOME}/` as the home folder.
+      const homeRelative = /^(?:~|\$HOME|\$\{HOME\})\/(.*)$/.exec(value);
+      const path = homeRelative === null ? value : join(home, homeRelative[1]!);
+      if (isAbsolute(path) && !DEVICE.test(path)) places.push({ path: resolve(path), store: named === 'store' });
     });
   }
   return places;
+}
+
+/** The coded error for a git configuration lookup a sandbox needs that failed: no sandbox starts without knowing what to hide. */
+function gitConfigUnread(what: string, listed: ReturnType<typeof spawnSync>): CooError {
+  const code = (listed.error as NodeJS.ErrnoException | undefined)?.code;
+  const why = code === 'ETIMEDOUT' ? 'no answer within 10 s' : code === 'ENOBUFS' ? 'more than it may print' : code ?? (listed.signal === null ? `git exited ${listed.status ?? '?'}: ${String(listed.stderr ?? '').trim().split('\n', 1)[0]}` : `git ended by ${listed.signal}`);
+  return new CooError('RUNNER_CONFIG', `cannot list ${what} (${why}), which a sandbox must hide: nothing was started; fix git's configuration and start again`);
 }
 
 /**
@@ -274,14 +296,15 @@ export function configFilesListed(listing: string, gitdir: string | undefined, e
  * user's, and every file an `include.path` or `includeIf` of theirs, `GIT_CONFIG_COUNT`'s or the repository's
  * names (`~/.gitconfig` including `~/.gitconfig-work`, whose `http.extraHeader` holds a token), active or not;
  * the scrubber learns the secrets of those git reads through git (gitRemoteSecrets). The repository's own
- * `config` is not listed (a sandbox reads a copy without credentials in its place). Only the fixed files when
- * git cannot say.
+ * `config` is not listed (a sandbox reads a copy without credentials in its place). When git cannot say (a
+ * configuration it refuses, no answer in time, too long a list) a coded RUNNER_CONFIG error: no sandbox starts.
  */
 export function gitConfigFiles(gitdir?: string): string[] {
   const listed = spawnSync('git', [...(gitdir === undefined ? [] : [`--git-dir=${gitdir}`]), 'config', '--list', '--show-origin', '--includes', '--null'], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 4 * 1024 * 1024 });
+  if (listed.status !== 0 || listed.error !== undefined) throw gitConfigUnread("the files git's configuration is read from", listed);
   const own = gitdir === undefined ? null : realPathOr(resolve(gitdir, 'config'));
   // A folder is no configuration git reads (an include naming one is an error): never hidden in its name.
-  return configFilesListed(listed.status === 0 && typeof listed.stdout === 'string' ? listed.stdout : '', gitdir).filter((path) => !DEVICE.test(path) && realPathOr(path) !== own && !isFolder(path));
+  return configFilesListed(listed.stdout, gitdir).filter((path) => !DEVICE.test(path) && realPathOr(path) !== own && !isFolder(path));
 }
 
 /** Whether `path` is a folder. */

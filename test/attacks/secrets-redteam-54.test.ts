@@ -4,7 +4,8 @@ import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { createAttemptWorktree, writeSandboxConfig } from '../../src/dispatch/worktree.js';
 import { credentialFileSecrets, gitRemoteSecrets } from '../../src/util/credential-files.js';
-import { bwrapArgs, type BwrapLayout, type Repository } from '../../src/util/bubblewrap.js';
+import { bwrapArgs, requireGitPlacesListed, type BwrapLayout, type Repository } from '../../src/util/bubblewrap.js';
+import { CooError } from '../../src/errors.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { git, outsideTempDir } from '../helpers/tmp.js';
 
@@ -412,6 +413,51 @@ describe("git's credential helpers told where to keep credentials", () => {
     } finally {
       spawnSync('git', ['credential-cache', '--socket', socket, 'exit'], { env, encoding: 'utf8' });
     }
+  });
+});
+
+describe("git's credential helpers written as git runs them", () => {
+  it("hides the store of '!git credential-store --file', of an absolute helper path and of a '$HOME/' path, and the scrubber reads them", () => {
+    const token = 'ghp_HelperFormsTok7Ns2Xq5Lb';
+    const folder = join(root, 'helper-forms');
+    const home = join(folder, 'home');
+    mkdirSync(home, { recursive: true });
+    const stores = ['bang-store', 'absolute-store', 'home-store'].map((name, at) => ({ path: join(at === 2 ? home : folder, name), token: `${token}${at}` }));
+    for (const { path, token: value } of stores) writeFileSync(path, `https://x:${value}@forge.invalid\n`);
+    const global = join(folder, 'global');
+    writeFileSync(global, `[credential]\n\thelper = "!git credential-store --file ${stores[0]!.path}"\n\thelper = /usr/lib/git-core/git-credential-store --file=${stores[1]!.path}\n\thelper = "store --file $HOME/home-store"\n`);
+    vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+    vi.stubEnv('HOME', home);
+    const worktree = join(folder, 'worktree');
+    mkdirSync(worktree);
+    const run = inSandbox({ writable: [worktree], hide: [], chdir: worktree, ownPids: true }, stores.map(({ path, token: value }) => countsOf([path], value)).join(''));
+    expect(run.stdout).toBe('0 \n0 \n0 \n');
+    const repo = repositoryAt(join(folder, 'repo'), 'ghp_HelperFormsRepoTok4Dw8Jc');
+    const learnt = new Set(gitRemoteSecrets([repo], { helpers: false }).map((secret) => secret.value));
+    expect(stores.map(({ token: value }) => value).filter((value) => !learnt.has(value))).toEqual([]);
+  });
+
+  it('starts no sandbox when git cannot list them: a configuration git refuses is a coded RUNNER_CONFIG error, never a sandbox with them in sight', async () => {
+    const folder = join(root, 'unlisted-helpers');
+    mkdirSync(folder, { recursive: true });
+    const store = join(folder, 'store');
+    writeFileSync(store, 'https://x:ghp_UnlistedStoreTok3Fb9Wd1Km@forge.invalid\n');
+    const global = join(folder, 'global');
+    writeFileSync(global, `[credential]\n\thelper = store --file=${store}\n`);
+    vi.stubEnv('GIT_CONFIG_GLOBAL', global);
+    const repo = repositoryAt(join(folder, 'repo'), 'ghp_UnlistedRepoTok6Pn2Ve8Hs');
+    const { worktree, repository } = await attemptOn(repo, 'unlisted');
+    // The repository's configuration broken after the attempt's copy of it was written: git refuses to read any.
+    writeFileSync(join(repository.gitdir, 'config'), '[core\n\tbroken\n');
+    let thrown: unknown = null;
+    try {
+      bwrapArgs('bwrap', { writable: [worktree], hide: [], chdir: worktree, ownPids: true, repository });
+    } catch (error) {
+      thrown = error;
+    }
+    expect(thrown).toBeInstanceOf(CooError);
+    expect((thrown as CooError).code).toBe('RUNNER_CONFIG');
+    expect(() => requireGitPlacesListed(repository)).toThrow(/cannot list .*which a sandbox must hide: nothing was started/);
   });
 });
 
