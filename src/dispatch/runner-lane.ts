@@ -32,7 +32,7 @@ import { decideDispatch } from './outcome.js';
 import type { PullRequestEvidence } from './pull-request-body.js';
 import { parseRepoSlug, publishAttempt } from './pull-request.js';
 import { createAttemptWorktree, removeAttemptWorktree, safeGit, writeSandboxConfig, type AttemptWorktree } from './worktree.js';
-import type { Repository } from '../util/bubblewrap.js';
+import { requireGitPlacesListed, type Repository } from '../util/bubblewrap.js';
 import { CONSULT_TOOL_SERVER, openConsultBridge } from './consult-bridge.js';
 import { answerConsultCall } from './consult-tool.js';
 import { AttemptSpend } from './attempt-spend.js';
@@ -352,6 +352,13 @@ export class DispatchLane implements RunnerLane {
     } catch (error) {
       if (!isCooError(error)) throw error;
       out.noWorktree = `the worktree for ${branch} was made, but not the copy of the repository's configuration its sandbox reads (${config}): ${error.message}`;
+      return;
+    }
+    try {
+      if (executor.isolated) requireGitPlacesListed(repository);
+    } catch (error) {
+      if (!isCooError(error)) throw error;
+      out.noWorktree = `the worktree for ${branch} was made, but not its sandbox: ${error.message}`;
       return;
     }
     const stoppedFirst = this.ctx.stoppedBy();

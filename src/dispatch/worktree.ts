@@ -6,6 +6,7 @@ import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
 import { gitEnvironment } from '../util/git-env.js';
+import { gitLinkTarget } from '../util/git-link.js';
 import { readBounded } from '../util/bounded-read.js';
 import { removeTree } from '../util/remove-tree.js';
 import { materialize } from './checkout.js';
@@ -141,9 +142,8 @@ export async function checkoutCommit(options: CheckoutOptions): Promise<Checkout
     throw error;
   }
   const gitLink = fs.readFileSync(resolve(path, '.git'), 'utf8');
-  const match = /^gitdir: (.+)\n?$/.exec(gitLink);
-  if (match === null) throw new CooError('GIT_FAILED', `git worktree add left no gitdir link in ${path}`);
-  const worktreeGitdir = resolve(path, match[1]!);
+  const worktreeGitdir = gitLinkTarget(gitLink, path);
+  if (worktreeGitdir === null) throw new CooError('GIT_FAILED', `git worktree add left no gitdir link in ${path}`);
   // The index of the commit (for `git status` and `git diff` in the worktree; never evidence) and the commit's files, at once.
   const [files] = await Promise.all([listTree(options.gitdir, options.commit), safeGit([`--git-dir=${worktreeGitdir}`, 'read-tree', options.commit])]);
   const reader = new CatFileReader(options.gitdir);

@@ -1,13 +1,13 @@
 import { spawn, spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, renameSync, rmSync, statSync, type Dirent } from 'node:fs';
-import { basename, dirname, join, resolve } from 'node:path';
+import { basename, join, resolve } from 'node:path';
 import { StringDecoder } from 'node:string_decoder';
 import { fileURLToPath } from 'node:url';
 import { CooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { killGroup } from '../util/bubblewrap.js';
 import { ownedPrefix, removeOrphans } from '../util/owned-folders.js';
-import { credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-files.js';
+import { configFilesListed, credentialHelperSecrets, gitRemoteSecrets } from '../util/credential-files.js';
 import { displayUrl, urlSecrets, withoutUserInfo } from '../util/display-url.js';
 import { privateSocketFolder } from '../util/private-sockets.js';
 import { runGit } from '../util/exec.js';
@@ -802,33 +802,10 @@ export async function originRoute(gitdir: string): Promise<OriginRoute> {
   return { fetch, push, through };
 }
 
-/**
- * The files git reads the clone's config from (git-config(1), FILES): the system's, the user's (both
- * places, also before they exist: `git config --global` makes one), the clone's own, every file that
- * held a setting (as git lists them) and every file an `include.path` or `includeIf.*.path` names,
- * also one that is empty or not made yet.
- */
+/** The files git reads the clone's config from, also those not made yet (configFilesListed). */
 async function configFiles(gitdir: string): Promise<string[]> {
-  const env = process.env;
-  const home = env['HOME'] ?? '';
-  const files = [join(gitdir, 'config'), join(gitdir, 'config.worktree')];
-  if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push(env['GIT_CONFIG_SYSTEM'] ?? '/etc/gitconfig');
-  if (env['GIT_CONFIG_GLOBAL'] !== undefined) files.push(env['GIT_CONFIG_GLOBAL']);
-  else files.push(join(env['XDG_CONFIG_HOME'] ?? join(home, '.config'), 'git', 'config'), join(home, '.gitconfig'));
-  // Entries of `--show-origin -z`: the origin, then the name, a line end and the value.
-  const listed = (await runGit(['--git-dir', gitdir, 'config', '--list', '--show-origin', '-z']).catch(() => Buffer.from(''))).toString('utf8').split('\0');
-  for (let i = 0; i + 1 < listed.length; i += 2) {
-    // A setting of a file, or of the command line or environment (GIT_CONFIG_COUNT), whose includes git reads too.
-    const file = listed[i]!.startsWith('file:') ? resolve(listed[i]!.slice('file:'.length)) : null;
-    if (file !== null) files.push(file);
-    const entry = listed[i + 1]!;
-    const cut = entry.indexOf('\n');
-    if (cut < 0 || !/^include(if\..*)?\.path$/i.test(entry.slice(0, cut))) continue;
-    const named = entry.slice(cut + 1);
-    // As git reads an included path: `~/` from HOME, a relative one from the folder of the file that names it.
-    files.push(named.startsWith('~/') ? join(home, named.slice(2)) : resolve(file === null ? process.cwd() : dirname(file), named));
-  }
-  return [...new Set(files.map((file) => resolve(file)))];
+  const listed = (await runGit(['--git-dir', gitdir, 'config', '--list', '--show-origin', '-z']).catch(() => Buffer.from(''))).toString('utf8');
+  return configFilesListed(listed, gitdir);
 }
 
 /** Each file's inode, size and change times, or its absence: git rewrites a config file by renaming a new one over it. */

@@ -1,13 +1,15 @@
 import { spawnSync } from 'node:child_process';
 import * as fs from 'node:fs';
 import { homedir, tmpdir, userInfo } from 'node:os';
-import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, relative, resolve } from 'node:path';
 import { CooError } from '../errors.js';
-import { CONTAINER_SECRET_FOLDERS, environmentCredentialPlaces, environmentSecretFiles } from './credential-files.js';
+import { readBounded } from './bounded-read.js';
+import { CONTAINER_SECRET_FOLDERS, credentialHelperPlaces, environmentCredentialPlaces, environmentSecretFiles, gitConfigFiles } from './credential-files.js';
 import { findExecutable } from './executable.js';
 import { privateSocketsDir } from './private-sockets.js';
 import { realPathOr as real } from './real-path.js';
-import { registeredPrivateFolders, stateRoot } from './runner-folders.js';
+import { gitLinkTarget } from './git-link.js';
+import { borrowedObjectFolders, registeredPrivateFolders, stateRoot } from './runner-folders.js';
 
 /**
  * Bubblewrap around a transport, an executor or a verification command: every path read-only, the
@@ -120,12 +122,15 @@ export interface Repository {
  * git in the worktree reads. The folder `--repo` names is hidden, and the work tree its git folder is
  * of (`dirname` of a `.git` folder) when that is another: `--repo` naming a subfolder or a linked
  * worktree. A bare repository is its git folder, which stays. Its configuration is read from
- * `config`, which holds none of its remotes' credentials.
+ * `config`, which holds none of its remotes' credentials. Git's records of its linked worktrees
+ * (`<gitdir>/worktrees`) are hidden but for those of the sandbox's own (`writable`) worktrees, bound back
+ * read-only: a worktree the operator or a neighbour adds while the sandbox runs is recorded there, after
+ * its mounts were fixed, and its record would name to the agent where its work tree is.
  */
-function repositoryLayout(repository: Repository | undefined): { readonly hide: string[]; readonly readOnly: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
-  if (repository === undefined) return { hide: [], readOnly: [], overlays: [] };
+function repositoryLayout(repository: Repository | undefined, writable: readonly string[]): { readonly hide: string[]; readonly readOnly: string[]; readonly readBack: string[]; readonly lent: string[]; readonly overlays: Array<{ readonly source: string; readonly target: string }> } {
+  if (repository === undefined) return { hide: [], readOnly: [], readBack: [], lent: [], overlays: [] };
   const gitdir = real(repository.gitdir);
-  const workTrees = [repository.folder, ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
+  const workTrees = [repository.folder, ...workTreeTop(repository.folder, gitdir), ...(basename(gitdir) === '.git' ? [dirname(gitdir)] : []), ...(repository.coreWorktree === undefined ? [] : [repository.coreWorktree])];
   // Its linked worktrees' work trees (this attempt's own is bound writable, which no hiding covers) and what else of
   // the git folder holds configuration with credentials: its submodules' git folders, each worktree's config.worktree.
   const linked = entriesOf(join(gitdir, 'worktrees'));
@@ -134,7 +139,151 @@ function repositoryLayout(repository: Repository | undefined): { readonly hide: 
     return named === null || !isAbsolute(named) ? [] : [dirname(named)];
   });
   const configs = [join(gitdir, 'modules'), join(gitdir, 'config.worktree'), ...linked.map((name) => join(gitdir, 'worktrees', name, 'config.worktree'))];
-  return { hide: [...workTrees, ...linkedWorkTrees, ...configs], readOnly: [repository.gitdir], overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+  const records = join(gitdir, 'worktrees');
+  // A writable worktree's own record, where its `.git` file leads: one folder of `<gitdir>/worktrees`, nothing else.
+  const own = writable.flatMap((path) => {
+    const named = gitLinkTarget(readSmall(join(real(path), '.git')) ?? '', real(path));
+    if (named === null) return [];
+    const record = real(named);
+    return dirname(record) === records && isFolder(record) ? [record] : [];
+  });
+  const lent = lentObjects(gitdir);
+  return { hide: [...workTrees, ...superprojectsOf(gitdir, repository.folder), ...linkedWorkTrees, ...configs, records, ...lent.hide], readOnly: [repository.gitdir], readBack: [...new Set(own)], lent: lent.objects, overlays: [{ source: repository.config, target: join(gitdir, 'config') }] };
+}
+
+/**
+ * The repositories whose objects `gitdir` borrows (`objects/info/alternates`: a clone made with `--shared` or
+ * `--reference`, and what those borrow in turn, five deep as git reads them): each one's git folder hidden
+ * whole (its config, with its remotes' tokens) and the work tree of each that is a `.git` folder (an
+ * untracked `.env`), which the alternates file names to the agent; the object folders alone bound back
+ * read-only, which git in the worktree reads, after everything is hidden and never exempting what they lie in
+ * from it. Only an alternate that is a git folder's `objects` counts: any other folder the file names (`/tmp`,
+ * `~/.ssh`, which a lender of another user may write there) is neither bound nor followed. None inside `gitdir`
+ * itself.
+ */
+function lentObjects(gitdir: string): { readonly hide: string[]; readonly objects: string[] } {
+  const objects = borrowedObjectFolders(join(gitdir, 'objects'), (folder) => !holds(gitdir, folder) && basename(folder) === 'objects' && isGitFolder(dirname(folder))).map(({ folder }) => folder);
+  const hide = objects.flatMap((folder) => {
+    const owner = dirname(folder);
+    return [owner, ...(basename(owner) === '.git' ? [dirname(owner)] : [])];
+  });
+  return { hide, objects };
+}
+
+/**
+ * The top of the work tree of `gitdir` that `folder` is in: the nearest folder from it up holding a `.git`
+ * that is `gitdir` or leads to it (the file a linked worktree, a submodule or a repository made with
+ * `--separate-git-dir` has), none when no folder up is (a bare repository). `--repo` naming a subfolder of a
+ * work tree whose git folder is elsewhere, or a submodule of a superproject whose git folder is, leaves
+ * that top (an untracked `.env` there) named by nothing else.
+ */
+function workTreeTop(folder: string, gitdir: string): string[] {
+  for (let at = real(folder); ; at = dirname(at)) {
+    const dotGit = join(at, '.git');
+    if (fs.existsSync(dotGit) || isSymbolicLink(dotGit)) {
+      const target = real(gitLinkTarget(readSmall(dotGit) ?? '', at) ?? dotGit);
+      if (target === gitdir || dirname(target) === join(gitdir, 'worktrees')) return [at];
+    }
+    if (dirname(at) === at) return [];
+  }
+}
+
+/** Whether `path` is a link (one that leads nowhere too). */
+function isSymbolicLink(path: string): boolean {
+  try {
+    return fs.lstatSync(path).isSymbolicLink();
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * What a submodule's git folder lies in, hidden whole: a submodule's git folder is kept in its
+ * superproject's (`<super>/.git/modules/<name>`, a nested one's `<super>/.git/modules/<a>/modules/<b>`, one of
+ * a superproject's linked worktree `<super>/.git/worktrees/<w>/modules/<name>`), whose config holds the
+ * superproject's remotes' credentials and whose work tree (`dirname` of a `.git` folder) what the operator keeps
+ * there and git does not (a `.env`). Each git folder above `gitdir` that a `modules` folder leads down from, with
+ * its work tree (superprojectOf); and, for a submodule whose `.git` is a folder in place (`gitdir` is
+ * `<super>/<path>/.git`), each work tree above it whose `.gitmodules` names it as a submodule's path, with its git
+ * folder. The submodule's git folder is bound back read-only on top.
+ */
+function superprojectsOf(gitdir: string, folder: string): string[] {
+  const found: string[] = [];
+  for (let child = dirname(gitdir), parent = dirname(child); parent !== child; child = parent, parent = dirname(parent)) {
+    if (basename(child) !== 'modules' || !isGitFolder(parent)) continue;
+    found.push(...superprojectOf(parent, folder));
+  }
+  if (basename(gitdir) !== '.git') return found;
+  for (let inner = dirname(gitdir), at = dirname(inner); ; at = dirname(at)) {
+    const dotGit = join(at, '.git');
+    if (fs.existsSync(dotGit) && namesSubmodule(at, inner)) {
+      found.push(at, ...superprojectOf(real(gitLinkTarget(readSmall(dotGit) ?? '', at) ?? dotGit), folder));
+      inner = at;
+    }
+    if (dirname(at) === at) return found;
+  }
+}
+
+/**
+ * A superproject's git folder and its work tree: `dirname` of a `.git` folder, else the folder above `folder`
+ * whose `.git` file leads to it (a linked worktree, a superproject made with `--separate-git-dir`); for a linked
+ * worktree's git folder (`<common>/worktrees/<w>`, its `commondir` naming `<common>`), the common git folder
+ * and, when that is a `.git` folder, the main work tree too.
+ */
+function superprojectOf(gitFolder: string, folder: string): string[] {
+  const named = readSmall(join(gitFolder, 'commondir'));
+  const common = named === null ? [] : [real(resolve(gitFolder, named))];
+  return [gitFolder, ...(basename(gitFolder) === '.git' ? [dirname(gitFolder)] : workTreeTop(folder, gitFolder)), ...common.flatMap((path) => [path, ...(basename(path) === '.git' ? [dirname(path)] : [])])];
+}
+
+/** Whether the `.gitmodules` at the top of the work tree `top` names `inner` as a submodule's path. */
+function namesSubmodule(top: string, inner: string): boolean {
+  const text = readBounded(join(top, '.gitmodules'), { maxBytes: 256 * 1024 });
+  if (text.kind !== 'file') return false;
+  const path = relative(top, inner);
+  return text.bytes.toString('utf8').split('\n').some((line) => /^\s*path\s*=\s*"?(.*?)"?\s*$/.exec(line)?.[1] === path);
+}
+
+/** Whether `path` is a git folder: its `HEAD` file and its `objects` folder, or a linked worktree's `commondir` file, are there. */
+function isGitFolder(path: string): boolean {
+  try {
+    return fs.statSync(join(path, 'HEAD')).isFile() && (isFolder(join(path, 'objects')) || fs.statSync(join(path, 'commondir')).isFile());
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * Where git's credential helpers are told to keep what they hold (credentialHelperPlaces), as a sandbox hides
+ * it: the folder it is in when only this user may enter that folder (git makes a cache socket's so, and refuses
+ * one others may) and it holds nothing the sandbox needs (`needed`: the home folder, the bound paths, the
+ * command's files, the repository), else the file alone. A file hidden alone is hidden as the file it was when
+ * the sandbox started: the store rewrites its file by renaming a new one over it, and the cache daemon makes
+ * its socket anew, and either leaves the mount behind.
+ */
+function helperPlaces(gitArgs: readonly string[], needed: readonly string[]): string[] {
+  const uid = process.getuid?.();
+  return credentialHelperPlaces(gitArgs, { failClosed: true }).map(({ path }) => {
+    const folder = dirname(real(path));
+    let stats: fs.Stats;
+    try {
+      stats = fs.statSync(folder);
+    } catch {
+      return path;
+    }
+    const onlyMine = stats.isDirectory() && stats.uid === uid && (stats.mode & 0o077) === 0;
+    return onlyMine && folder !== '/' && !needed.some((kept) => holds(folder, kept)) ? folder : path;
+  });
+}
+
+/**
+ * Looks up, once before an attempt's agent runs, what of git's configuration its sandboxes hide
+ * (gitConfigFiles, credentialHelperPlaces), which every sandbox looks up again as it is planned: a lookup git
+ * fails is a coded RUNNER_CONFIG error here, and the attempt ends with its receipt before anything ran.
+ */
+export function requireGitPlacesListed(repository: Repository): void {
+  gitConfigFiles(repository.gitdir);
+  credentialHelperPlaces([`--git-dir=${repository.gitdir}`], { failClosed: true });
 }
 
 /** The names in a folder, none when it cannot be read. */
@@ -166,7 +315,8 @@ function readSmall(path: string): string | null {
  * multiplexers the runner may run in (tmux, screen), each of which runs any command it is sent as
  * the user, outside any sandbox: the one named by `TMUX`, and each folder of the user's servers;
  * and Docker's daemon (`DOCKER_HOST`, `/run/docker.sock`), which starts a container of the host's
- * whole file system for whoever may call it; the system bus and podman's root socket. What any service
+ * whole file system for whoever may call it; the system bus and podman's root socket; git's credential cache
+ * daemon, which hands out the tokens it holds. What any service
  * leaves in the shared temporary folders is hidden as a class (sharedTempFolders).
  */
 function sessionSockets(): string[] {
@@ -191,7 +341,30 @@ function sessionSockets(): string[] {
     // The system bus (whose systemd starts any command for root) and podman's root socket.
     '/run/dbus',
     '/run/podman',
+    // git's credential cache daemon (`credential.helper cache`), which answers `git credential-cache get` with the
+    // passwords and tokens it holds to whoever connects: its folder in the home folder, else in the cache folder.
+    ...credentialCacheFolders(absolute(process.env['XDG_CACHE_HOME'])[0] ?? join(homedir(), '.cache')),
   ];
+}
+
+/**
+ * The folders git's credential cache daemon keeps its socket in by default: `~/.git-credential-cache` when it is
+ * there, else `<cache>/git/credential`, which is made here (0700, as git makes it) when neither is, so that a
+ * daemon the operator starts while the sandbox runs puts its socket in a folder already hidden: no mount can be
+ * made over a path that is not there when the sandbox starts, and the read-only host allows none to be made.
+ * Where it cannot be made (a read-only home), a daemon started later is in reach.
+ */
+function credentialCacheFolders(cache: string): string[] {
+  const home = join(homedir(), '.git-credential-cache');
+  const xdg = join(cache, 'git', 'credential');
+  if (!fs.existsSync(home) && !fs.existsSync(xdg)) {
+    try {
+      fs.mkdirSync(xdg, { recursive: true, mode: 0o700 });
+    } catch {
+      // not made: said above
+    }
+  }
+  return [home, xdg];
 }
 
 /**
@@ -251,7 +424,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // A folder that holds the command's own files or a bound path is hidden and what is needed of it mounted again
   // on top (binds come after the tmpfs), so its siblings stay hidden.
   const keep = (layout.keep ?? []).map(real);
-  const repository = repositoryLayout(layout.repository);
+  const repository = repositoryLayout(layout.repository, layout.writable);
   const readOnly = layout.readOnly ?? [];
   const gitdirs = repository.readOnly.map(real);
   const bound = [...layout.writable, ...readOnly].map(real).concat(gitdirs);
@@ -269,7 +442,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const inTemp = (path: string): boolean => temp.some((folder) => holds(folder, path));
   const keptInTemp = [...new Set(keep.filter((path) => inTemp(path) && fs.existsSync(path)).map((path) => (temp.includes(dirname(path)) ? path : dirname(path))))];
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
-  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
+  const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...gitConfigFiles(layout.repository?.gitdir), ...helperPlaces(layout.repository === undefined ? [] : [`--git-dir=${layout.repository.gitdir}`], [home, ...bound, ...keep, ...(layout.repository === undefined ? [] : [real(layout.repository.folder)])]), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     // Never the root, the home folder or one holding it, whatever link named it (a key linked to a file in $HOME names its folder).
     .filter((path) => path !== '/' && !holds(path, home) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
@@ -287,6 +460,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   const keptBack = [...new Set(hidden.flatMap(({ path, folder }) => (folder ? keep.filter((kept) => !inTemp(kept) && holds(path, kept)).map((kept) => keptWithin(path, kept)) : [])).filter((path): path is string => path !== null))];
   const inKeptBack = (path: string): boolean => keptBack.some((kept) => path !== kept && holds(kept, path));
   const inGitdir = (path: string): boolean => gitdirs.some((gitdir) => path !== gitdir && holds(gitdir, path));
+  const inReadBack = (path: string): boolean => repository.readBack.some((record) => path !== record && holds(record, path));
   const hide = ({ path, folder }: { path: string; folder: boolean }): string[] => (folder ? ['--tmpfs', path] : ['--ro-bind', '/dev/null', path]);
   return [
     bwrap,
@@ -305,7 +479,14 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     // hidden inside it: a state folder inside the git folder (its worktrees, their scratch) stays writable.
     ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
     ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.filter(({ path }) => inGitdir(path)).flatMap(hide),
+    ...hidden.filter(({ path }) => inGitdir(path) && !inReadBack(path)).flatMap(hide),
+    // The object folders the target borrows from, read-only, over what hides them (their repository, a shared
+    // temporary folder), and what else is hidden inside them again: they exempt nothing from being hidden.
+    ...repository.lent.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => repository.lent.some((folder) => path !== folder && holds(folder, path))).flatMap(hide),
+    // The records of the sandbox's own worktrees again, over the hidden `<gitdir>/worktrees`, and what is hidden in them.
+    ...repository.readBack.flatMap((path) => ['--ro-bind', path, path]),
+    ...hidden.filter(({ path }) => inReadBack(path)).flatMap(hide),
     ...keptBack.flatMap((path) => ['--ro-bind', path, path]),
     ...hidden.filter(({ path }) => inKeptBack(path)).flatMap(hide),
     // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator

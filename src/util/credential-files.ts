@@ -1,8 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { readdirSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { homedir } from 'node:os';
-import { isAbsolute, join, resolve } from 'node:path';
+import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
+import { realPathOr } from './real-path.js';
 import { CooError } from '../errors.js';
 import { displayUrl, urlCredentials } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
@@ -128,10 +129,12 @@ const DEVICE = /^\/(?:dev|proc|sys)(?:\/|$)/;
  * The variables that move a tool's logins away from the home folder's places: each names a folder or a
  * file (`list`: a `:`-parted list of files), which a sandbox hides (environmentCredentialPlaces), and
  * `read` the login file there that the scrubber reads (movedLoginFiles); `xdg`, the tool's folder under
- * `XDG_CONFIG_HOME` when that is set. Codex's and Claude Code's folders are read by credentialFiles.
+ * `XDG_CONFIG_HOME` when that is set; `within`, the files of the named folder that are the places, when the
+ * folder holds the tool itself too (CARGO_HOME's bin/ and registry/, which a Rust image keeps in
+ * /usr/local/cargo): those files alone are hidden and read, never the folder. Codex's and Claude Code's folders are read by credentialFiles.
  * One table for both, so what is hidden and what is read cannot drift apart.
  */
-const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly list?: true; readonly xdg?: string; readonly read?: (place: string) => CredentialFile }> = [
+const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly list?: true; readonly xdg?: string; readonly within?: readonly string[]; readonly read?: (place: string) => CredentialFile }> = [
   { variable: 'CODEX_HOME' },
   { variable: 'CLAUDE_CONFIG_DIR' },
   { variable: 'GH_CONFIG_DIR', xdg: 'gh', read: (folder) => ({ path: join(folder, 'hosts.yml'), name: 'gh hosts.yml', kind: 'fields' }) },
@@ -141,7 +144,11 @@ const MOVED_LOGINS: ReadonlyArray<{ readonly variable: string | null; readonly l
   { variable: 'PGPASSFILE', read: (path) => ({ path, name: '.pgpass', kind: 'pgpass' }) },
   { variable: 'NPM_CONFIG_USERCONFIG', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
   { variable: 'npm_config_userconfig', read: (path) => ({ path, name: '.npmrc', kind: 'fields' }) },
-  { variable: 'GIT_CONFIG_GLOBAL' },
+  { variable: 'AWS_CONFIG_FILE', read: (path) => ({ path, name: 'aws config', kind: 'fields' }) },
+  { variable: 'AZURE_CONFIG_DIR' },
+  { variable: 'NETRC', read: (path) => ({ path, name: '.netrc', kind: 'fields' }) },
+  { variable: 'CARGO_HOME', within: ['credentials', 'credentials.toml'], read: (path) => ({ path, name: 'cargo credentials', kind: 'fields' }) },
+  { variable: 'GNUPGHOME' },
   // git's credential store in the XDG folder, where `git credential-store` writes when ~/.git-credentials is not there.
   { variable: null, xdg: 'git', read: (folder) => ({ path: join(folder, 'credentials'), name: 'git credentials', kind: 'urls' }) },
 ];
@@ -152,8 +159,8 @@ function movedLogins(env: NodeJS.ProcessEnv): Array<{ readonly place: string; re
   return MOVED_LOGINS.flatMap((login) => {
     const value = login.variable === null ? undefined : env[login.variable];
     const given = value === undefined ? [] : login.list === true ? value.split(':') : [value];
-    const places = [...given, ...(login.xdg === undefined || xdg === undefined ? [] : [join(xdg, login.xdg)])];
-    return places.filter((place) => isAbsolute(place) && !DEVICE.test(place)).map((place) => ({ place, login }));
+    const places = [...given, ...(login.xdg === undefined || xdg === undefined ? [] : [join(xdg, login.xdg)])].filter((place) => isAbsolute(place) && !DEVICE.test(place));
+    return places.flatMap((place) => login.within?.map((file) => join(place, file)) ?? [place]).map((place) => ({ place, login }));
   });
 }
 
@@ -189,13 +196,124 @@ export function environmentSecretFiles(env: NodeJS.ProcessEnv): CredentialFile[]
  * The places the environment moves a tool's logins to, away from the home folder's ones a sandbox hides
  * (util/bubblewrap.ts CREDENTIALS): Codex's and Claude Code's folders (whose logins the scrubber reads,
  * credentialFiles), the GitHub CLI's, gcloud's and Docker's folders, each file of a kubeconfig list,
- * libpq's password file, npm's user configuration, git's global configuration, and the git, gh and
- * gcloud folders of `XDG_CONFIG_HOME`. Absolute paths only, never `/`, a device, or one that holds
+ * libpq's password file, npm's user configuration, AWS's config file, Azure's and GnuPG's folders, cargo's credentials files,
+ * a netrc file, and the git, gh and gcloud folders of `XDG_CONFIG_HOME`. git's own configuration files
+ * (GIT_CONFIG_GLOBAL's, GIT_CONFIG_SYSTEM's and what they include) are gitConfigFiles'. Absolute paths only, never `/`, a device, or one that holds
  * the home folder (a variable pointed there would hide it whole).
  */
 export function environmentCredentialPlaces(env: NodeJS.ProcessEnv, home = homedir()): string[] {
   const root = resolve(home);
   return [...new Set(movedLogins(env).map(({ place }) => resolve(place)))].filter((path) => path !== '/' && root !== path && !root.startsWith(`${path}/`));
+}
+
+/**
+ * Where git's own credential helpers are told to keep what they hold, by any configuration git reads where
+ * `gitArgs` point it (`--git-dir=…`, `-C …`; none: no repository): the file of `store --file PATH` (`store`
+ * true: its lines are URLs with their credentials) and the socket of `cache --socket PATH`, whose daemon
+ * hands its tokens to whoever connects, for every URL (`credential.helper`, `credential.<url>.helper`). A
+ * sandbox hides them (util/bubblewrap.ts) and the scrubber reads a store's (gitRemoteSecrets); their
+ * default places are among the home folder's credentials and a sandbox's sockets. A helper is read as git
+ * runs it (`store`, `!git credential-store …`, `/usr/lib/git-core/git-credential-store …`), a path as the
+ * shell git runs it with would (`~/`, `$HOME/`, `${HOME}/` are the home folder); a relative one is passed
+ * over. A lookup git fails (a configuration it refuses, no answer in time, too long a list) gives none, or
+ * with `failClosed` (a sandbox's) a coded RUNNER_CONFIG error.
+ */
+export function credentialHelperPlaces(gitArgs: readonly string[], { home = homedir(), failClosed = false }: { readonly home?: string; readonly failClosed?: boolean } = {}): Array<{ readonly path: string; readonly store: boolean }> {
+  const listed = spawnSync('git', [...gitArgs, 'config', '--null', '--get-regexp', String.raw`^credential\..*helper$`], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 1024 * 1024 });
+  // Exit 1: no helper is configured.
+  if (listed.status === 1 && listed.error === undefined) return [];
+  if (listed.status !== 0 || listed.error !== undefined || typeof listed.stdout !== 'string') {
+    if (failClosed) throw gitConfigUnread("the places git's credential helpers keep credentials in", listed);
+    return [];
+  }
+  const places: Array<{ readonly path: string; readonly store: boolean }> = [];
+  for (const entry of listed.stdout.split('\0')) {
+    const words = (entry.slice(entry.indexOf('\n') + 1).match(/"[^"]*"|'[^']*'|\S+/g) ?? []).map((word) => word.replace(/^(["'])(.*)\1$/, '$2'));
+    // As git runs a helper: `!` a shell command (`!git credential-store --file X`), an absolute path a program
+    // (`/usr/lib/git-core/git-credential-store`), else `git credential-<name>`.
+    if (words[0]?.startsWith('!') === true) words[0] = words[0].slice(1);
+    if (words[0] === '') words.shift();
+    if (words[0] !== undefined && basename(words[0]) === 'git' && /^credential-(store|cache)$/.test(words[1] ?? '')) words.shift();
+    const named = words[0] === undefined ? undefined : isAbsolute(words[0]) || words[0].startsWith('credential-') || words[0].startsWith('git-credential-') ? /^(?:git-)?credential-(store|cache)$/.exec(basename(words[0]))?.[1] : words[0];
+    if (named !== 'store' && named !== 'cache') continue;
+    const option = named === 'store' ? '--file' : '--socket';
+    words.forEach((word, at) => {
+      const value = word === option ? words[at + 1] : word.startsWith(`${option}=`) ? word.slice(option.length + 1) : undefined;
+      if (value === undefined) return;
+      // The shell git runs the helper with reads `~/`, `$HOME/` and `${HOME}/` as the home folder.
+      const homeRelative = /^(?:~|\$HOME|\$\{HOME\})\/(.*)$/.exec(value);
+      const path = homeRelative === null ? value : join(home, homeRelative[1]!);
+      if (isAbsolute(path) && !DEVICE.test(path)) places.push({ path: resolve(path), store: named === 'store' });
+    });
+  }
+  return places;
+}
+
+/** The coded error for a git configuration lookup a sandbox needs that failed: no sandbox starts without knowing what to hide. */
+function gitConfigUnread(what: string, listed: ReturnType<typeof spawnSync>): CooError {
+  const code = (listed.error as NodeJS.ErrnoException | undefined)?.code;
+  const why = code === 'ETIMEDOUT' ? 'no answer within 10 s' : code === 'ENOBUFS' ? 'more than it may print' : code ?? (listed.signal === null ? `git exited ${listed.status ?? '?'}: ${String(listed.stderr ?? '').trim().split('\n', 1)[0]}` : `git ended by ${listed.signal}`);
+  return new CooError('RUNNER_CONFIG', `cannot list ${what} (${why}), which a sandbox must hide: nothing was started; fix git's configuration and start again`);
+}
+
+/**
+ * The files git reads a repository's configuration from (git-config(1), FILES), as `listing` shows them (the
+ * output of `git config --list --show-origin --includes -z` for `gitdir`, or for no repository): the system's
+ * (GIT_CONFIG_SYSTEM's, also under GIT_CONFIG_NOSYSTEM; else /etc/gitconfig unless GIT_CONFIG_NOSYSTEM), the user's (GIT_CONFIG_GLOBAL, else both places, also before
+ * they exist), the repository's own `config` and `config.worktree`, every file that held a setting, and every file
+ * an `include.path` or `includeIf.*.path` names whatever its condition (a `gitdir:~/personal/` include is read
+ * once the repository is there, and another repository's is not this one's), also one that is empty or not made
+ * yet. One rule for a sandbox, which hides them (gitConfigFiles), and a remote ledger's watch on its origin
+ * (remote/git-remote.ts), which stamps them.
+ */
+export function configFilesListed(listing: string, gitdir: string | undefined, env: NodeJS.ProcessEnv = process.env): string[] {
+  const home = env['HOME'] ?? '';
+  const files = gitdir === undefined ? [] : [join(gitdir, 'config'), join(gitdir, 'config.worktree')];
+  // GIT_CONFIG_SYSTEM's file even under GIT_CONFIG_NOSYSTEM: a git run without that variable reads it.
+  if (env['GIT_CONFIG_SYSTEM'] !== undefined) files.push(env['GIT_CONFIG_SYSTEM']);
+  else if (env['GIT_CONFIG_NOSYSTEM'] === undefined) files.push('/etc/gitconfig');
+  if (env['GIT_CONFIG_GLOBAL'] !== undefined) files.push(env['GIT_CONFIG_GLOBAL']);
+  else files.push(join(env['XDG_CONFIG_HOME'] ?? join(home, '.config'), 'git', 'config'), join(home, '.gitconfig'));
+  // Entries of `--show-origin -z`: the origin, then the name, a line end and the value.
+  const listed = listing.split('\0');
+  for (let i = 0; i + 1 < listed.length; i += 2) {
+    // A setting of a file, or of the command line or environment (GIT_CONFIG_COUNT), whose includes git reads too.
+    const file = listed[i]!.startsWith('file:') ? resolve(listed[i]!.slice('file:'.length)) : null;
+    if (file !== null) files.push(file);
+    const entry = listed[i + 1]!;
+    const cut = entry.indexOf('\n');
+    if (cut < 0 || !/^include(if\..*)?\.path$/i.test(entry.slice(0, cut))) continue;
+    const named = entry.slice(cut + 1);
+    // As git reads an included path: `~/` from HOME, a relative one from the folder of the file that names it.
+    files.push(named.startsWith('~/') ? join(home, named.slice(2)) : resolve(file === null ? process.cwd() : dirname(file), named));
+  }
+  return [...new Set(files.map((file) => resolve(file)))];
+}
+
+/**
+ * The files git's configuration is read from besides the repository's own `config`, which a sandbox hides
+ * (util/bubblewrap.ts), as configFilesListed has them for `gitdir` or for no repository: the system's, the
+ * user's, and every file an `include.path` or `includeIf` of theirs, `GIT_CONFIG_COUNT`'s or the repository's
+ * names (`~/.gitconfig` including `~/.gitconfig-work`, whose `http.extraHeader` holds a token), active or not;
+ * the scrubber learns the secrets of those git reads through git (gitRemoteSecrets). The repository's own
+ * `config` is not listed (a sandbox reads a copy without credentials in its place). When git cannot say (a
+ * configuration it refuses, no answer in time, too long a list) a coded RUNNER_CONFIG error: no sandbox starts.
+ */
+export function gitConfigFiles(gitdir?: string): string[] {
+  const listed = spawnSync('git', [...(gitdir === undefined ? [] : [`--git-dir=${gitdir}`]), 'config', '--list', '--show-origin', '--includes', '--null'], { cwd: '/', encoding: 'utf8', env: gitEnvironment(), timeout: 10_000, maxBuffer: 4 * 1024 * 1024 });
+  if (listed.status !== 0 || listed.error !== undefined) throw gitConfigUnread("the files git's configuration is read from", listed);
+  const own = gitdir === undefined ? null : realPathOr(resolve(gitdir, 'config'));
+  // A folder is no configuration git reads (an include naming one is an error): never hidden in its name.
+  return configFilesListed(listed.stdout, gitdir).filter((path) => !DEVICE.test(path) && realPathOr(path) !== own && !isFolder(path));
+}
+
+/** Whether `path` is a folder. */
+function isFolder(path: string): boolean {
+  try {
+    return statSync(path).isDirectory();
+  } catch {
+    return false;
+  }
 }
 
 /** A private key file's armor: OpenSSH's, PEM's (`RSA`, `EC`), PKCS#8's (`ENCRYPTED`). A PuTTY `.ppk` has none and is not read. */
@@ -423,6 +541,14 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
       for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
       if (helpers && !name.startsWith('url.')) asked.push({ url, gitArgs: ['-C', folder], askpass: false });
+    }
+  }
+  // What a `store` helper keeps in a file of its own, for every host, not only the remotes' (which git's helpers are asked for below).
+  for (const folder of folders) {
+    for (const place of credentialHelperPlaces(['-C', folder])) {
+      const read = place.store ? readBounded(place.path, { maxBytes: MAX_FILE_BYTES, follow: true }) : null;
+      if (read?.kind !== 'file') continue;
+      for (const value of read.bytes.toString('utf8').split('\n').flatMap((line) => urlCredentials(line.trim()))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git credential store', value });
     }
   }
   return [...secrets, ...credentialHelperSecrets(asked)];

@@ -246,19 +246,31 @@ export function requireLedgerClosed(gitdir: string, code: 'RUNNER_CONFIG' | 'USA
     named = undefined;
   }
   walk(named === undefined ? given : root, named);
-  // Git follows alternates of alternates, five deep; a relative one is read from the objects folder that names it, where its links lead.
-  let objects = [join(root, 'objects')];
-  for (let depth = 0; depth < 5 && objects.length > 0; depth += 1) {
-    const next: string[] = [];
-    for (const folder of objects) {
-      for (const alternate of alternateObjectFolders(folder)) {
-        if (walked.has(alternate)) continue;
-        walk(alternate, join(folder, 'info', 'alternates'));
-        next.push(alternate);
+  for (const { folder, via } of borrowedObjectFolders(join(root, 'objects'))) if (!walked.has(folder)) walk(folder, via);
+}
+
+/**
+ * The object folders git borrows from for `objects` (its `info/alternates`, and theirs in turn, five deep as git
+ * follows them; a relative line read from the objects folder that names it, where its links lead), each once with
+ * the alternates file that named it. Only those `take` accepts are listed and followed further.
+ */
+export function borrowedObjectFolders(objects: string, take: (folder: string) => boolean = () => true): Array<{ readonly folder: string; readonly via: string }> {
+  const found: Array<{ readonly folder: string; readonly via: string }> = [];
+  const seen = new Set<string>();
+  let next = [objects];
+  for (let depth = 0; depth < 5 && next.length > 0; depth += 1) {
+    const deeper: string[] = [];
+    for (const from of next) {
+      for (const folder of alternateObjectFolders(from)) {
+        if (seen.has(folder) || !take(folder)) continue;
+        seen.add(folder);
+        found.push({ folder, via: join(from, 'info', 'alternates') });
+        deeper.push(folder);
       }
     }
-    objects = next;
+    next = deeper;
   }
+  return found;
 }
 
 /**
