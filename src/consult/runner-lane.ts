@@ -28,7 +28,7 @@ import { storedProposalBytes } from './proposal-artifact.js';
 import type { Proposal } from '../schema/aa-answer.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
-import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
+import { harvestRun, readSessionMeta, type AaTransport, type OracleCli } from './oracle.js';
 import { judgeRun, type OracleRun, type OracleSessionMeta } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
@@ -438,8 +438,8 @@ export class ConsultLane implements RunnerLane {
     const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
     // A recovered attempt whose sandbox no longer holds the bundle its message renders keeps none as sent (recoveredBundle).
     if (kept) attachments.push(add('prompt-sent.md', Buffer.from(bundle, 'utf8')));
-    const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
-    const metaBytes = session === null ? null : scrub.bytes(session);
+    // The record as its usage and status were read, never read again: a process Oracle left behind may have rewritten it since.
+    const metaBytes = run.sessionRecord === null ? null : scrub.bytes(run.sessionRecord);
     if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
     // Each proposal kept is stored on its own, so that a dispatch can adopt it by its hash.
     const proposalRefs = proposals.map((item, index) => add(`proposal-${String(index + 1).padStart(2, '0')}.yaml`, storedProposalBytes(message.message_id, attempt, index + 1, item)));
