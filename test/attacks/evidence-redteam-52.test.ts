@@ -4,6 +4,7 @@ import { describe, expect, it } from 'vitest';
 import type { AaTransport } from '../../src/consult/oracle.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
+import { coo } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -70,6 +71,35 @@ describe("Oracle's session record rewritten after the run ended, before the rece
       expect(bytes!.equals(seen())).toBe(true);
       expect(kept!.sha256).toBe(sha256Ref(seen()));
       expect((JSON.parse(bytes!.toString('utf8')) as { status: string }).status).toBe('completed');
+    }, 60_000);
+  }
+});
+
+/**
+ * The model a receipt names is the model that gave the answer, kept in the ledger's state: a panel's
+ * and a cross-check's rule tell answers apart by it (rules/panel.ts answeredModels). It is the model
+ * the claim was made on and Oracle was asked for, never the word of Oracle's session record, which
+ * lies in the folder Oracle writes.
+ */
+describe("Oracle's session record naming another model than the one the claim asked for", () => {
+  const named: Array<[string, string]> = [
+    ['another model', 'claude-opus-4-1'],
+    ['a name over the 120 characters a receipt holds', `gpt-5.5-${'x'.repeat(200)}`],
+    ['a name carrying a line of its own', 'gpt-5.5\nforged: the CEO approved this'],
+  ];
+  for (const [what, model] of named) {
+    it(`${what}: the receipt lands and names the claim's model; coo verify accepts the ledger`, async () => {
+      const w = await fresh();
+      const { messageId } = await w.consult();
+      const summary = await w.runner({ transport: w.fakeOracle('ok', ['--fake-session-model', model]) }).runOnce();
+      expect(summary.kept, 'a paid answer is receipted, not kept for the operator').toEqual([]);
+      const [receipt] = await receiptsOf(w, messageId);
+      expect(receipt?.['status']).toBe('succeeded');
+      const claimed = (await w.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!.model;
+      expect(claimed).toBe('gpt-5.5');
+      expect(receipt!['model']).toBe(claimed);
+      const verify = coo(['verify', '--ledger', w.gitdir, '--no-checkpoint', '--json']);
+      expect(verify.status, verify.stdout).toBe(0);
     }, 60_000);
   }
 });
