@@ -37,6 +37,7 @@ import type { OracleRouteName, RoutePlan } from './providers/provider.js';
 import { attemptFolderMade, createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 import { answeredModels } from '../authority/rules/panel.js';
+import { claimedModel } from '../authority/rules/claim.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -164,10 +165,10 @@ export class ConsultLane implements RunnerLane {
       for (const item of stops) wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
     }
     // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
-    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight);
+    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight, a model the registry gives its target since);
     // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
     const runs = prepared.flatMap((item) => (item.kind === 'run' ? [item] : []));
-    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd } })), now);
+    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd }, model: item.decision.model })), now);
     const claimed = runs.filter((item) => ids.has(item.record.id));
     if (claimed.length > 0) failpoint('after-claim');
     const ran = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
@@ -647,7 +648,7 @@ export class ConsultLane implements RunnerLane {
   private async takenOverCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord): Promise<ReceiptFacts['transport']> {
     const claim = attempt.claim!;
     // The model the claim was made on, which the ledger keeps; the registry's now only for a claim of a build before it was kept.
-    const model = claim.model ?? state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
+    const model = claim.model ?? claimedModel(state.registry?.doc ?? null, message.target_actor);
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, newCanary());
     const unseen = unseenSession(model);

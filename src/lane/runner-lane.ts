@@ -97,9 +97,11 @@ export interface LaneContext<E> {
    * are written on (budget.ts, jointSpendMovedSince); one another runner claimed meanwhile is that
    * runner's to run, and the others are claimed without it. An attempt with its `receipt` (a panel
    * stopped before anything runs) is closed in the same commit, so that no member is left queued
-   * beside a sibling stopped for it. The ids of the messages claimed.
+   * beside a sibling stopped for it. An attempt with the `model` its pre-flight decided to ask is not
+   * claimed, nor any claimed with it, when the registry on the state its claim is written on gives its
+   * target another (rules/claim.ts claimedModelMoved): the claim records that registry's. The ids of the messages claimed.
    */
-  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
+  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly model?: string; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
   /** An attempt left unclaimed this pass, with why: the next pass judges it again. */
   onSkipped(messageId: string, reason: string): void;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */

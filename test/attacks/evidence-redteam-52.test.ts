@@ -2,6 +2,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { AaTransport } from '../../src/consult/oracle.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { receiptsOf, worlds } from '../helpers/lane.js';
 import { coo } from '../helpers/cli.js';
@@ -102,4 +103,53 @@ describe("Oracle's session record naming another model than the one the claim as
       expect(verify.status, verify.stdout).toBe(0);
     }, 60_000);
   }
+});
+
+/**
+ * The claim records the model the registry it lands on gives its target (rules/claim.ts), and a
+ * recovered receipt names that. The runner's pre-flight decided the model Oracle is asked on the head
+ * it read; the claim is written on the head at append time. A registry that gave the target another
+ * model in between had Oracle asked one model and the claim name another, which did not answer.
+ */
+describe('the CEO gives the target another model between the pre-flight and the claim', () => {
+  it('the claim is not written and nothing is paid; the next pass asks the new model, and claim, call and receipt name it', async () => {
+    const w = await fresh({ policy: (policy) => ({ ...policy, models: { ...policy.models, 'gpt-5.4': policy.models['gpt-5.5']! } }) });
+    const { messageId } = await w.consult();
+    const append = w.ledger.append.bind(w.ledger);
+    let moved = false;
+    Object.assign(w.ledger, {
+      append: async (request: Parameters<typeof append>[0]) => {
+        if (!moved && request.summary.startsWith('claim ')) {
+          moved = true;
+          const registry = (await w.ledger.state()).registry!.doc;
+          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, model: 'gpt-5.4' } } : actor));
+          await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
+        }
+        return append(request);
+      },
+    });
+    const inner = w.fakeOracle('ok');
+    const asked: string[] = [];
+    const transport: AaTransport = {
+      isolated: inner.isolated,
+      plan: (entry) => inner.plan(entry),
+      handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
+      run: (request) => {
+        asked.push(request.model);
+        return inner.run(request);
+      },
+    };
+    const runner = w.runner({ transport });
+    await runner.runOnce();
+    expect(moved).toBe(true);
+    await runner.runOnce();
+    const attempts = (await w.ledger.state()).messages.get(messageId)!.attempts;
+    expect(asked, 'Oracle asked the model its claim names, once').toEqual([attempts[0]!.claim!.model]);
+    expect(attempts).toHaveLength(1);
+    expect(attempts[0]!.claim!.model).toBe('gpt-5.4');
+    const [receipt] = await receiptsOf(w, messageId);
+    expect(receipt?.['status']).toBe('succeeded');
+    expect(receipt!['model']).toBe('gpt-5.4');
+    expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('gives aa.chatgpt the model gpt-5.4, not the gpt-5.5 its pre-flight judged') as unknown as string });
+  }, 60_000);
 });

@@ -8,7 +8,7 @@ import { retryApprovals } from './approval.js';
 import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
-import { routeOf } from '../../schema/registry.js';
+import { routeOf, type ActorRegistry } from '../../schema/registry.js';
 
 /**
  * A claim (claim.v0) takes exactly the next attempt of a live message of an intent the runner
@@ -90,7 +90,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
     if (refusal !== null) check.unrunClaims.set(record.id, { attempt: next, refusal });
   }
   const transport = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport;
-  const model = transport?.model;
+  const model = claimedModel(check.registry?.doc ?? null, record.target);
   const price = model === undefined ? undefined : check.policy?.doc.models[model];
   const route = transport === undefined ? null : routeOf(transport);
   check.updateMessage(record, [
@@ -102,6 +102,27 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
       receipt: null,
     },
   ]);
+}
+
+/**
+ * The model a claim of an attempt of a message to `target` is made on, which the ledger keeps with it
+ * (MessageRecord claim `model`): the target's Oracle model in the registry in force where the claim
+ * lands; undefined when that registry gives the target none.
+ */
+export function claimedModel(registry: ActorRegistry | null, target: string): string | undefined {
+  return registry?.actors.find((actor) => actor.id === target)?.transport?.model;
+}
+
+/**
+ * Why the claim of an attempt of `record` whose pre-flight decided to ask `model`, written on a state
+ * whose registry is `registry`, is not to be written; null when it would be made on that model. The
+ * claim records the model its registry gives the target (claimedModel), and a recovered receipt names
+ * that: a registry that gave the target another model between the pre-flight and the claim's landing
+ * would have Oracle asked one model and the claim name another, which did not answer.
+ */
+export function claimedModelMoved(record: Pick<MessageRecord, 'target'>, model: string, registry: ActorRegistry | null): string | null {
+  const now = claimedModel(registry, record.target);
+  return now === model ? null : `the registry in force when the claim was written gives ${record.target} ${now === undefined ? 'no model' : `the model ${now}`}, not the ${model} its pre-flight judged`;
 }
 
 /**
