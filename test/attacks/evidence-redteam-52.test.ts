@@ -4,7 +4,8 @@ import { describe, expect, it } from 'vitest';
 import type { AaTransport } from '../../src/consult/oracle.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { sha256Ref } from '../../src/util/hash.js';
-import { receiptsOf, worlds } from '../helpers/lane.js';
+import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
+import { cooBounded, watchArgs, writeKey } from '../helpers/damage.js';
 import { coo } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -152,4 +153,32 @@ describe('the CEO gives the target another model between the pre-flight and the 
     expect(receipt!['model']).toBe('gpt-5.4');
     expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('gives aa.chatgpt the model gpt-5.4, not the gpt-5.5 its pre-flight judged') as unknown as string });
   }, 60_000);
+});
+
+/**
+ * A runner killed once its Oracle answered, before the receipt was written (the `before-receipt`
+ * failpoint): the runner started again harvests the paid answer, and its receipt names the model the
+ * claim was made on, as the live lane's does, never the one Oracle's session record names.
+ */
+describe("a runner killed before the receipt of an answer whose session record names another model", () => {
+  it("the recovered receipt names the claim's model; coo verify accepts the ledger", async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const oracle = join(w.dir, 'oracle-other-model.sh');
+    writeFileSync(oracle, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode ok --fake-session-model claude-opus-4-1 "$@"\n`, { mode: 0o755 });
+    const args = [...watchArgs(w, writeKey(w.dir, 'coo', w.actors.coo), join(w.dir, 'watch-state'), oracle), '--once'];
+    const env = { OPENAI_API_KEY: 'sk-test-key' };
+    const killed = cooBounded(args, { env: { ...env, COO_FAILPOINT: 'before-receipt' } });
+    expect(killed.status, 'killed at the failpoint').toBeNull();
+    expect(await receiptsOf(w, messageId)).toEqual([]);
+    const claimed = (await w.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!.model;
+    expect(claimed).toBe('gpt-5.5');
+    const recovered = cooBounded(args, { env });
+    expect(recovered.status, recovered.stderr).toBe(0);
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    expect(receipts[0]!['model']).toBe(claimed);
+    const verify = coo(['verify', '--ledger', w.gitdir, '--no-checkpoint', '--json']);
+    expect(verify.status, verify.stdout).toBe(0);
+  }, 120_000);
 });
