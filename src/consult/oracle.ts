@@ -204,20 +204,20 @@ function sessionMetaOf(bytes: Buffer): OracleSessionMeta | null {
 /** Largest Oracle session record kept with a receipt; a larger one is left out, never cut. */
 const SESSION_ATTACHMENT_BYTES = 256 * 1024;
 
+/** Oracle's session record as read once: the fields the lane reads, and its bytes to keep with the receipt (null when absent or over SESSION_ATTACHMENT_BYTES). */
+export interface OracleSession {
+  readonly meta: OracleSessionMeta | null;
+  readonly record: Buffer | null;
+}
+
 /**
- * Oracle's session record, read once: the fields the lane reads, and the record's bytes to keep with
- * the receipt (null when absent or over SESSION_ATTACHMENT_BYTES). The record lies in the folder Oracle
- * writes, and a process it left behind may rewrite it after its run: what is kept is what was read.
+ * Oracle's session record, read once. The record lies in the folder Oracle writes, and a process it
+ * left behind may rewrite it after its run: what is judged, charged and kept is what was read here.
  */
-export function readSession(oracleHome: string, slug: string): { readonly meta: OracleSessionMeta | null; readonly record: Buffer | null } {
+export function readSession(oracleHome: string, slug: string): OracleSession {
   const bytes = readWithin(join(oracleHome, 'sessions', slug, 'meta.json'), LIMITS.sessionRecordBytes)?.bytes ?? null;
   if (bytes === null) return { meta: null, record: null };
   return { meta: sessionMetaOf(bytes), record: bytes.length > SESSION_ATTACHMENT_BYTES ? null : bytes };
-}
-
-/** The fields of Oracle's session record the lane reads; null when it has none. */
-export function readSessionMeta(oracleHome: string, slug: string): OracleSessionMeta | null {
-  return readSession(oracleHome, slug).meta;
 }
 
 /** The answer file: its whole bytes within the artifact limit, otherwise only its size (0 when there is none). */
@@ -226,11 +226,12 @@ export function readAnswer(path: string): { readonly bytes: Buffer | null; reado
 }
 
 /**
- * What an Oracle that no runner saw end left in its sandbox: the run to judge when its session
- * completed and it wrote an answer file (whole or over the limit), otherwise null.
+ * What an Oracle that no runner saw end left in its sandbox: the run to judge when its session, as
+ * `session` read it (readSession, once: the recovery's other uses of the record are of the same
+ * bytes), completed and it wrote an answer file (whole or over the limit), otherwise null.
  */
-export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile): OracleRun | null {
-  const { meta, record } = readSession(sandbox.oracleHome, attempt.slug);
+export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile, session: OracleSession): OracleRun | null {
+  const { meta, record } = session;
   const answer = readAnswer(sandbox.answerPath);
   if (meta?.status !== 'completed' || answer.size === 0) return null;
   return {

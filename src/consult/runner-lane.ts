@@ -28,7 +28,7 @@ import { storedProposalBytes } from './proposal-artifact.js';
 import type { Proposal } from '../schema/aa-answer.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
-import { harvestRun, readSessionMeta, type AaTransport, type OracleCli } from './oracle.js';
+import { harvestRun, readSession, type AaTransport, type OracleCli } from './oracle.js';
 import { judgeRun, type OracleRun, type OracleSessionMeta } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
@@ -569,8 +569,10 @@ export class ConsultLane implements RunnerLane {
     // Ended whatever else is left of the folder: an Oracle whose attempt record was removed alone is never left running unreceipted.
     if (oracle !== null) endRecordedGroup(oracle);
     const scrub = this.consultScrubber(sandbox);
-    const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
-    const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
+    // Oracle's session record, read once: the interrupted receipt states and charges what the harvest judged, never a later read of a record rewritten since.
+    const session = attemptFile === null ? null : readSession(sandbox.oracleHome, attemptFile.slug);
+    const meta = session === null ? null : scrub.value(session.meta);
+    const harvested = attemptFile === null || session === null ? null : scrub.value(harvestRun(sandbox, attemptFile, session));
     // The prompt as the runner wrote it, in a folder Oracle may change: never through a link or a FIFO, never past the bound.
     const promptFile = readBounded(sandbox.promptPath, { maxBytes: LIMITS.artifactBytes });
     const rendered = attemptFile === null ? null : await this.recoveredBundle(message, attemptFile.canary, promptFile);

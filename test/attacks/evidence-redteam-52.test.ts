@@ -1,7 +1,8 @@
-import { readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import type { AaTransport } from '../../src/consult/oracle.js';
+import { harvestRun, readSession, type AaTransport } from '../../src/consult/oracle.js';
+import { sandboxFor } from '../../src/consult/sandbox.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { sha256Ref } from '../../src/util/hash.js';
 import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
@@ -181,4 +182,29 @@ describe("a runner killed before the receipt of an answer whose session record n
     const verify = coo(['verify', '--ledger', w.gitdir, '--no-checkpoint', '--json']);
     expect(verify.status, verify.stdout).toBe(0);
   }, 120_000);
+});
+
+/**
+ * A recovery reads Oracle's session record once: the interrupted receipt's word on the session and
+ * the harvest's choice (a completed session's answer is receipted, not bought again) are of the same
+ * bytes. Before, the harvest read the record a second time, and a record rewritten in between had the
+ * answer taken on one status while the receipt stated another.
+ */
+describe("a recovery's harvest of Oracle's session record, rewritten after the recovery read it", () => {
+  it('judges, and keeps, the record as the recovery read it', () => {
+    const sandbox = sandboxFor(join(dir, 'harvest-state'), 'msg_harvest-1');
+    const path = join(sandbox.oracleHome, 'sessions', 'slug-1', 'meta.json');
+    mkdirSync(dirname(path), { recursive: true });
+    mkdirSync(dirname(sandbox.answerPath), { recursive: true });
+    writeFileSync(sandbox.answerPath, 'the answer\n');
+    writeFileSync(path, JSON.stringify({ id: 'slug-1', status: 'completed', model: 'gpt-5.5', usage: { inputTokens: 100, outputTokens: 50, reasoningTokens: 0, totalTokens: 150, cost: 0.001 } }));
+    const session = readSession(sandbox.oracleHome, 'slug-1');
+    const read = readFileSync(path);
+    writeFileSync(path, JSON.stringify({ id: 'slug-1', status: 'error', model: 'gpt-5.5', usage: { inputTokens: 1, outputTokens: 1, reasoningTokens: 0, totalTokens: 2, cost: 0 } }));
+    const attempt = { attempt_id: 'msg_harvest-1', canary: 'c', slug: 'slug-1', model: 'gpt-5.5', max_output_tokens: 1000, runtime_seconds: 60, started_at: new Date().toISOString() };
+    const run = harvestRun(sandbox, attempt, session);
+    expect(run?.meta?.status).toBe('completed');
+    expect(run!.meta!.usage?.outputTokens).toBe(50);
+    expect(run!.sessionRecord!.equals(read)).toBe(true);
+  });
 });
