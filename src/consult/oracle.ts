@@ -191,7 +191,6 @@ function sessionMetaOf(bytes: Buffer): OracleSessionMeta | null {
   const response = raw['response'] as Record<string, unknown> | undefined;
   return {
     status: str(raw['status']),
-    model: str(raw['model']),
     usage: readUsage(raw['usage']),
     errorMessage: str(raw['errorMessage']) ?? str(error?.['message']),
     transportReason: str(transport?.['reason']),

@@ -28,7 +28,6 @@ export interface OracleRun {
 /** The fields of Oracle's `sessions/<id>/meta.json` the lane reads (oracle-cli notes, section 3). */
 export interface OracleSessionMeta {
   readonly status: string | null;
-  readonly model: string | null;
   /**
    * What the provider reported, as Oracle recorded it: each figure as it reads (lane/usage-figure.ts);
    * `implausible` when a figure was stated as no honest provider states one (a string, a negative, a

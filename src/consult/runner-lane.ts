@@ -348,7 +348,7 @@ export class ConsultLane implements RunnerLane {
       // Oracle's session record went with the folder: the call is charged as one whose record is unseen, its whole output cap
       // with it, as a recovery charges one; read as a call never made, it cost nothing and its retry paid again uncounted.
       const answered = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files, true);
-      const call = { ...answered, meta: answered.meta ?? unseenSession(decision.model) };
+      const call = { ...answered, meta: answered.meta ?? unseenSession() };
       await this.writeInterrupted(message, record.id, attempt, `the attempt's folder ${sandbox.root} was removed from the runner's state folder while Oracle ran, and what Oracle got went with it; keep the state folder while a runner runs`, call, Buffer.from(bundle, 'utf8'));
       return;
     }
@@ -389,6 +389,7 @@ export class ConsultLane implements RunnerLane {
 
   /**
    * Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record.
+   * `run` is what Oracle left, scrubbed already (`scrub`), its session record with it.
    * `kept` false: a recovered attempt whose sandbox does not hold `bundle` as it was handed to Oracle; it is charged, not kept.
    */
   private async finish(
@@ -439,9 +440,8 @@ export class ConsultLane implements RunnerLane {
     const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
     // A recovered attempt whose sandbox no longer holds the bundle its message renders keeps none as sent (recoveredBundle).
     if (kept) attachments.push(add('prompt-sent.md', Buffer.from(bundle, 'utf8')));
-    // The record as its usage and status were read, never read again: a process Oracle left behind may have rewritten it since.
-    const metaBytes = run.sessionRecord === null ? null : scrub.bytes(run.sessionRecord);
-    if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
+    // The record as its usage and status were read (scrubbed with the run), never read again: a process Oracle left behind may have rewritten it since.
+    if (run.sessionRecord !== null) attachments.push(add('oracle-session.json', run.sessionRecord));
     // Each proposal kept is stored on its own, so that a dispatch can adopt it by its hash.
     const proposalRefs = proposals.map((item, index) => add(`proposal-${String(index + 1).padStart(2, '0')}.yaml`, storedProposalBytes(message.message_id, attempt, index + 1, item)));
     const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
@@ -599,7 +599,7 @@ export class ConsultLane implements RunnerLane {
     const made = attemptFolderMade(sandbox);
     const spent =
       attemptFile !== null
-        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), { bytes: Buffer.byteLength(rendered!.bundle), sent: rendered!.held })
+        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(), { bytes: Buffer.byteLength(rendered!.bundle), sent: rendered!.held })
         : takenOver || oracle !== null || made
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
@@ -653,7 +653,7 @@ export class ConsultLane implements RunnerLane {
     const model = claim.model ?? claimedModel(state.registry?.doc ?? null, message.target_actor);
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, newCanary());
-    const unseen = unseenSession(model);
+    const unseen = unseenSession();
     // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
     // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
     const price = await this.claimedPrice(state, claim, { model });
@@ -778,9 +778,9 @@ function claimedRoute(kept: OracleRouteName, recorded: AttemptRoute | undefined)
   return { name: kept, provider: typeof recorded?.provider === 'string' ? recorded.provider : 'unknown', offline: recorded?.offline === true };
 }
 
-/** The session of a call that was made and whose record this runner cannot read: nothing known of it but its model. */
-function unseenSession(model: string): OracleSessionMeta {
-  return { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
+/** The session of a call that was made and whose record this runner cannot read: nothing is known of it. */
+function unseenSession(): OracleSessionMeta {
+  return { status: null, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
 }
 
 /**

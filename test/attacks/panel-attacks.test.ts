@@ -37,7 +37,7 @@ const price = receiptPrice;
 
 /** A succeeded attempt that sent about 30,000 tokens' worth of bytes and got a 30,000-byte answer, with the usage the provider reported. */
 function reported(usage: Record<string, number | null>): ReceiptFacts {
-  const meta = { status: 'completed', model: 'gpt-5.5', usage: { inputTokens: 0, outputTokens: 0, reasoningTokens: 0, totalTokens: 0, cost: null, ...usage }, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null } as OracleSessionMeta;
+  const meta = { status: 'completed', usage: { inputTokens: 0, outputTokens: 0, reasoningTokens: 0, totalTokens: 0, cost: null, ...usage }, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null } as OracleSessionMeta;
   return {
     now: new Date('2026-11-30T08:00:00Z'),
     message,
