@@ -229,7 +229,7 @@ export function readAnswer(path: string): { readonly bytes: Buffer | null; reado
  * `session` read it (readSession, once: the recovery's other uses of the record are of the same
  * bytes), completed and it wrote an answer file (whole or over the limit), otherwise null.
  */
-export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile, session: OracleSession): OracleRun | null {
+export function harvestRun(sandbox: Sandbox, attempt: Pick<AttemptRecordFile, 'slug' | 'max_output_tokens'>, session: OracleSession): OracleRun | null {
   const { meta, record } = session;
   const answer = readAnswer(sandbox.answerPath);
   if (meta?.status !== 'completed' || answer.size === 0) return null;

@@ -27,8 +27,8 @@ export interface ReceiptFacts {
   /** Present once a transport ran. */
   readonly transport?: {
     readonly sessionId: string;
-    /** The model the claim was made on and Oracle was asked for: the one the receipt names. */
-    readonly model: string;
+    /** The model the claim was made on and Oracle was asked for: the one the receipt names; null when no witness the runner trusts names one. */
+    readonly model: string | null;
     readonly route: { provider: string; offline: boolean };
     readonly meta: OracleSessionMeta | null;
     readonly price: ModelPrice;

@@ -14,6 +14,7 @@ import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import { modelPrice } from '../schema/policy.js';
+import { oracleModelName } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
@@ -398,7 +399,7 @@ export class ConsultLane implements RunnerLane {
     attempt: number,
     sandbox: Sandbox,
     run: OracleRun,
-    decision: Extract<Preflight, { kind: 'run' }>,
+    decision: CallDecision,
     route: AttemptRoute,
     canary: string,
     bundle: string,
@@ -480,7 +481,7 @@ export class ConsultLane implements RunnerLane {
    * bundle and pinned files it was handed. `unanswered`: the call ended before its session said it
    * completed (killed, or its record lost), so output it does not count is charged up to the cap.
    */
-  private callFacts(slug: string, run: OracleRun, decision: Extract<Preflight, { kind: 'run' }>, route: AttemptRoute, bundle: string, files: readonly PinnedFile[], unanswered = run.exitCode === null): NonNullable<ReceiptFacts['transport']> {
+  private callFacts(slug: string, run: OracleRun, decision: CallDecision, route: AttemptRoute, bundle: string, files: readonly PinnedFile[], unanswered = run.exitCode === null): NonNullable<ReceiptFacts['transport']> {
     const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     return {
       sessionId: run.sessionId ?? slug,
@@ -551,10 +552,12 @@ export class ConsultLane implements RunnerLane {
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
     const recorded = readAttemptFile(sandbox);
     // The model, the session and the route are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    // A claim the ledger keeps no model with takes the file's only when it is a name a registry could give (oracleModelName), otherwise none:
+    // a name no receipt holds left the paid answer unreceipted, kept for the operator.
     // A route renamed there to one whose record counts the output dropped the charge for what its provider bills uncounted.
     // Its runtime too is bounded by what the envelope allows (lane.ts preflight hands Oracle no more): a budget raised in the file held the runner waiting past it.
     const attemptFile =
-      recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }), runtime_seconds: Math.min(recorded.runtime_seconds, message.budget.max_runtime_seconds) };
+      recorded === null ? null : { ...recorded, model: claim.model ?? modelNamed(recorded.model), slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }), runtime_seconds: Math.min(recorded.runtime_seconds, message.budget.max_runtime_seconds) };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
@@ -671,11 +674,11 @@ export class ConsultLane implements RunnerLane {
    * attempt file records it, never less than the ledger's price of its model now (the policy's in
    * force, or, a model it no longer prices, the newest policy's that did). Undefined when none knows one.
    */
-  private async claimedPrice(state: LedgerState, claim: NonNullable<AttemptRecord['claim']>, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
+  private async claimedPrice(state: LedgerState, claim: NonNullable<AttemptRecord['claim']>, attemptFile: Pick<RecoveredAttempt, 'model' | 'price'>): Promise<ModelPrice | undefined> {
     if (claim.price !== undefined && claim.model === attemptFile.model) return claim.price;
     const parsed = modelPrice.safeParse(attemptFile.price);
     const recorded = parsed.success ? parsed.data : undefined;
-    const ledger = state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model));
+    const ledger = attemptFile.model === null ? undefined : (state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model)));
     if (recorded === undefined || ledger === undefined) return ledger ?? recorded;
     return {
       ...ledger,
@@ -707,7 +710,7 @@ export class ConsultLane implements RunnerLane {
    * Oracle left, and the prompt bundle's size and, when this runner holds the bytes Oracle was
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
-  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
+  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord, attemptFile: RecoveredAttempt, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
     const price = await this.claimedPrice(state, attempt.claim!, attemptFile);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
@@ -776,6 +779,17 @@ function flooredCap(recorded: unknown, claimed: number, stated: boolean, price: 
  */
 function claimedRoute(kept: OracleRouteName, recorded: AttemptRoute | undefined): AttemptRoute {
   return { name: kept, provider: typeof recorded?.provider === 'string' ? recorded.provider : 'unknown', offline: recorded?.offline === true };
+}
+
+/** What the pre-flight decided of a call, as its receipt states it: a recovered call's model is null when no witness the runner trusts names one. */
+type CallDecision = Omit<Extract<Preflight, { kind: 'run' }>, 'model'> & { readonly model: string | null };
+
+/** A recovered attempt's file with what the ledger keeps in its place: its model null when neither its claim nor a model name in the file gives one. */
+type RecoveredAttempt = Omit<AttemptRecordFile, 'model'> & { readonly model: string | null };
+
+/** The model an attempt file names, when it is a name a registry could give (oracleModelName); null otherwise: the file lies in the folder Oracle writes. */
+function modelNamed(model: unknown): string | null {
+  return oracleModelName.safeParse(model).success ? (model as string) : null;
 }
 
 /** The session of a call that was made and whose record this runner cannot read: nothing is known of it. */

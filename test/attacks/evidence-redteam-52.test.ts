@@ -5,7 +5,8 @@ import { harvestRun, readSession, type AaTransport } from '../../src/consult/ora
 import { sandboxFor } from '../../src/consult/sandbox.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { sha256Ref } from '../../src/util/hash.js';
-import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
+import { FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
+import type { LedgerState } from '../../src/authority/state.js';
 import { cooBounded, watchArgs, writeKey } from '../helpers/damage.js';
 import { coo } from '../helpers/cli.js';
 import { tempDir } from '../helpers/tmp.js';
@@ -157,6 +158,23 @@ describe('the CEO gives the target another model between the pre-flight and the 
 });
 
 /**
+ * `coo watch --once` on `w`, its fake Oracle answering at once with a session record naming
+ * claude-opus-4-1, killed once the answer was judged, before its receipt was written (the
+ * `before-receipt` failpoint): the arguments and environment to start it again.
+ */
+async function killedBeforeReceipt(w: World, messageId: string, stateDir: string): Promise<{ args: string[]; env: NodeJS.ProcessEnv }> {
+  const oracle = join(w.dir, 'oracle-other-model.sh');
+  writeFileSync(oracle, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode ok --fake-session-model claude-opus-4-1 "$@"\n`, { mode: 0o755 });
+  const args = [...watchArgs(w, writeKey(w.dir, 'coo', w.actors.coo), stateDir, oracle), '--once'];
+  const env = { OPENAI_API_KEY: 'sk-test-key' };
+  const killed = cooBounded(args, { env: { ...env, COO_FAILPOINT: 'before-receipt' } });
+  expect(killed.status, 'killed at the failpoint').toBeNull();
+  expect(killed.stderr).toContain(`claimed ${messageId} attempt 1`);
+  expect(await receiptsOf(w, messageId)).toEqual([]);
+  return { args, env };
+}
+
+/**
  * A runner killed once its Oracle answered, before the receipt was written (the `before-receipt`
  * failpoint): the runner started again harvests the paid answer, and its receipt names the model the
  * claim was made on, as the live lane's does, never the one Oracle's session record names.
@@ -165,13 +183,7 @@ describe("a runner killed before the receipt of an answer whose session record n
   it("the recovered receipt names the claim's model; coo verify accepts the ledger", async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
-    const oracle = join(w.dir, 'oracle-other-model.sh');
-    writeFileSync(oracle, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode ok --fake-session-model claude-opus-4-1 "$@"\n`, { mode: 0o755 });
-    const args = [...watchArgs(w, writeKey(w.dir, 'coo', w.actors.coo), join(w.dir, 'watch-state'), oracle), '--once'];
-    const env = { OPENAI_API_KEY: 'sk-test-key' };
-    const killed = cooBounded(args, { env: { ...env, COO_FAILPOINT: 'before-receipt' } });
-    expect(killed.status, 'killed at the failpoint').toBeNull();
-    expect(await receiptsOf(w, messageId)).toEqual([]);
+    const { args, env } = await killedBeforeReceipt(w, messageId, join(w.dir, 'watch-state'));
     const claimed = (await w.ledger.state()).messages.get(messageId)!.attempts[0]!.claim!.model;
     expect(claimed).toBe('gpt-5.5');
     const recovered = cooBounded(args, { env });
@@ -207,4 +219,45 @@ describe("a recovery's harvest of Oracle's session record, rewritten after the r
     expect(run!.meta!.usage?.outputTokens).toBe(50);
     expect(run!.sessionRecord!.equals(read)).toBe(true);
   });
+});
+
+/**
+ * A claim the ledger keeps no model with (one that landed on a registry giving its target none) leaves
+ * a recovery the attempt file's word on the model, and that file lies in the folder Oracle writes. A
+ * name there no receipt holds left the paid answer unreceipted, kept for the operator; a name that is
+ * no model name is now taken for none.
+ */
+describe('a recovered attempt whose claim keeps no model, its attempt file naming one no receipt holds', () => {
+  /** The ledger's states with the claim of `messageId`'s first attempt keeping no model. */
+  function claimWithoutModel(w: World, messageId: string): void {
+    const intact = w.ledger.intactState.bind(w.ledger);
+    Object.assign(w.ledger, {
+      intactState: async (): Promise<LedgerState> => {
+        const state = await intact();
+        const record = state.messages.get(messageId);
+        if (record?.attempts[0]?.claim == null) return state;
+        const { model: _model, ...claim } = record.attempts[0].claim;
+        const attempts = [{ ...record.attempts[0], claim }, ...record.attempts.slice(1)];
+        return { ...state, messages: new Map([...state.messages, [messageId, { ...record, attempts }]]) };
+      },
+    });
+  }
+
+  it('the paid answer is receipted, naming no model, never kept for the operator', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const stateDir = join(w.dir, 'watch-state');
+    await killedBeforeReceipt(w, messageId, stateDir);
+    const attempt = (await w.ledger.state()).messages.get(messageId)!.attempts[0]!;
+    const sandbox = sandboxFor(stateDir, attempt.attemptId);
+    const recorded = JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown>;
+    writeFileSync(sandbox.attemptPath, JSON.stringify({ ...recorded, model: `gpt-5.5-${'x'.repeat(200)}` }));
+    claimWithoutModel(w, messageId);
+    const summary = await w.runner({ stateDir, transport: w.fakeOracle('ok') }).runOnce();
+    expect(summary.kept, 'the paid answer is receipted, not kept for the operator').toEqual([]);
+    const receipts = await receiptsOf(w, messageId);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
+    expect(receipts[0]!['model']).toBeNull();
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'the answer paid for is the one receipted: no attempt is paid again').toHaveLength(1);
+  }, 120_000);
 });
