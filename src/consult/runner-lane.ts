@@ -3,7 +3,7 @@ import { readBounded, type BoundedRead } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, priceOf, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -678,7 +678,7 @@ export class ConsultLane implements RunnerLane {
     if (claim.price !== undefined && claim.model === attemptFile.model) return claim.price;
     const parsed = modelPrice.safeParse(attemptFile.price);
     const recorded = parsed.success ? parsed.data : undefined;
-    const ledger = attemptFile.model === null ? undefined : (state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model)));
+    const ledger = attemptFile.model === null ? undefined : (priceOf(state.policy?.doc.models, attemptFile.model) ?? (await this.lastPriceOf(state, attemptFile.model)));
     if (recorded === undefined || ledger === undefined) return ledger ?? recorded;
     return {
       ...ledger,
@@ -695,7 +695,7 @@ export class ConsultLane implements RunnerLane {
       if (bytes === null) continue;
       let price: ModelPrice | undefined;
       try {
-        price = readDocument('actor_policy.v0', bytes, path).models[model];
+        price = priceOf(readDocument('actor_policy.v0', bytes, path).models, model);
       } catch {
         // A version this build's schema does not read (an older policy's shape) prices nothing here.
         continue;

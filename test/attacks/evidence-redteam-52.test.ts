@@ -243,21 +243,28 @@ describe('a recovered attempt whose claim keeps no model, its attempt file namin
     });
   }
 
-  it('the paid answer is receipted, naming no model, never kept for the operator', async () => {
-    const w = await fresh();
-    const { messageId } = await w.consult();
-    const stateDir = join(w.dir, 'watch-state');
-    await killedBeforeReceipt(w, messageId, stateDir);
-    const attempt = (await w.ledger.state()).messages.get(messageId)!.attempts[0]!;
-    const sandbox = sandboxFor(stateDir, attempt.attemptId);
-    const recorded = JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown>;
-    writeFileSync(sandbox.attemptPath, JSON.stringify({ ...recorded, model: `gpt-5.5-${'x'.repeat(200)}` }));
-    claimWithoutModel(w, messageId);
-    const summary = await w.runner({ stateDir, transport: w.fakeOracle('ok') }).runOnce();
-    expect(summary.kept, 'the paid answer is receipted, not kept for the operator').toEqual([]);
-    const receipts = await receiptsOf(w, messageId);
-    expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
-    expect(receipts[0]!['model']).toBeNull();
-    expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'the answer paid for is the one receipted: no attempt is paid again').toHaveLength(1);
-  }, 120_000);
+  const named: Array<[string, string, string | null]> = [
+    ['a name over the 120 characters a receipt holds, which is no model name', `gpt-5.5-${'x'.repeat(200)}`, null],
+    // A model name by its form, and a member of every object's prototype: read through it, the policy's models priced it, in NaN.
+    ['constructor, which the policy prices not', 'constructor', 'constructor'],
+  ];
+  for (const [what, model, receipted] of named) {
+    it(`${what}: the paid answer is receipted, naming ${receipted ?? 'no model'}, never kept for the operator`, async () => {
+      const w = await fresh();
+      const { messageId } = await w.consult();
+      const stateDir = join(w.dir, 'watch-state');
+      await killedBeforeReceipt(w, messageId, stateDir);
+      const attempt = (await w.ledger.state()).messages.get(messageId)!.attempts[0]!;
+      const sandbox = sandboxFor(stateDir, attempt.attemptId);
+      const recorded = JSON.parse(readFileSync(sandbox.attemptPath, 'utf8')) as Record<string, unknown>;
+      writeFileSync(sandbox.attemptPath, JSON.stringify({ ...recorded, model }));
+      claimWithoutModel(w, messageId);
+      const summary = await w.runner({ stateDir, transport: w.fakeOracle('ok') }).runOnce();
+      expect(summary.kept, 'the paid answer is receipted, not kept for the operator').toEqual([]);
+      const receipts = await receiptsOf(w, messageId);
+      expect(receipts.map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(receipts[0]!['model']).toBe(receipted);
+      expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'the answer paid for is the one receipted: no attempt is paid again').toHaveLength(1);
+    }, 120_000);
+  }
 });

@@ -5,7 +5,7 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent, revokedWord, stopBeforeAll } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
-import { allowanceRefusal, commandBudgetOf, noMessages, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
+import { allowanceRefusal, commandBudgetOf, noMessages, priceOf, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup } from '../../lane/budget.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
 import { routeOf, type ActorRegistry } from '../../schema/registry.js';
@@ -91,7 +91,7 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
   }
   const transport = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport;
   const model = claimedModel(check.registry?.doc ?? null, record.target);
-  const price = model === undefined ? undefined : check.policy?.doc.models[model];
+  const price = model === undefined ? undefined : priceOf(check.policy?.doc.models, model);
   const route = transport === undefined ? null : routeOf(transport);
   check.updateMessage(record, [
     ...record.attempts,
