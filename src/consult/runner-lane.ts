@@ -166,10 +166,10 @@ export class ConsultLane implements RunnerLane {
       for (const item of stops) wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
     }
     // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
-    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight, a model the registry gives its target since);
+    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight, a model the registry gives its target since, or a price);
     // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
     const runs = prepared.flatMap((item) => (item.kind === 'run' ? [item] : []));
-    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd }, model: item.decision.model })), now);
+    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd }, call: { model: item.decision.model, price: item.decision.price } })), now);
     const claimed = runs.filter((item) => ids.has(item.record.id));
     if (claimed.length > 0) failpoint('after-claim');
     const ran = await Promise.allSettled(claimed.map((item) => this.run(item, now)));

@@ -5,6 +5,7 @@ import { harvestRun, readSession, type AaTransport } from '../../src/consult/ora
 import { sandboxFor } from '../../src/consult/sandbox.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { sha256Ref } from '../../src/util/hash.js';
+import { costUsd } from '../../src/lane/budget.js';
 import { FAKE_ORACLE, receiptsOf, worlds, type World } from '../helpers/lane.js';
 import type { LedgerState } from '../../src/authority/state.js';
 import { cooBounded, watchArgs, writeKey } from '../helpers/damage.js';
@@ -154,6 +155,37 @@ describe('the CEO gives the target another model between the pre-flight and the 
     expect(receipt?.['status']).toBe('succeeded');
     expect(receipt!['model']).toBe('gpt-5.4');
     expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('gives aa.chatgpt the model gpt-5.4, not the gpt-5.5 its pre-flight judged') as unknown as string });
+  }, 60_000);
+});
+
+describe('the CEO prices the model otherwise between the pre-flight and the claim', () => {
+  it('the claim is not written and nothing is paid; the next pass judges the call at the new price, which the claim records and the receipt charges', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const dearer = { input_usd_per_million: 50, output_usd_per_million: 300, max_output_tokens: 32000 };
+    const append = w.ledger.append.bind(w.ledger);
+    let moved = false;
+    Object.assign(w.ledger, {
+      append: async (request: Parameters<typeof append>[0]) => {
+        if (!moved && request.summary.startsWith('claim ')) {
+          moved = true;
+          const policy = (await w.ledger.state()).policy!.doc;
+          await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, models: { ...policy.models, 'gpt-5.5': dearer } } }, w.actors.ceo, new Date());
+        }
+        return append(request);
+      },
+    });
+    const runner = w.runner({ transport: w.fakeOracle('ok') });
+    await runner.runOnce();
+    expect(moved).toBe(true);
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'nothing claimed on the old price').toEqual([]);
+    expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('prices gpt-5.5 otherwise than its pre-flight judged') as unknown as string });
+    await runner.runOnce();
+    const [attempt] = (await w.ledger.state()).messages.get(messageId)!.attempts;
+    expect(attempt!.claim!.price).toEqual(dearer);
+    const [receipt] = (await receiptsOf(w, messageId)) as Array<Record<string, unknown> & { usage: { input_tokens: number; output_tokens: number; reasoning_tokens: number }; actual_cost_usd: number }>;
+    expect(receipt?.['status']).toBe('succeeded');
+    expect(receipt!.actual_cost_usd).toBeCloseTo(costUsd(receipt!.usage.input_tokens, receipt!.usage.output_tokens + receipt!.usage.reasoning_tokens, dearer), 9);
   }, 60_000);
 });
 
