@@ -5,7 +5,7 @@ import type { MessageRecord } from '../authority/state.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import type { ActorPolicy } from '../schema/policy.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
-import { correlationCapUsd, planBudget, type ModelPrice } from '../lane/budget.js';
+import { correlationCapUsd, planBudget, priceOf, type ModelPrice } from '../lane/budget.js';
 
 /**
  * The consult lane's decisions. Pure: facts in, decision out. The runner gathers the facts
@@ -66,7 +66,7 @@ export function preflight(facts: PreflightFacts): Preflight {
   }
   const transport = registry.actors.find((actor) => actor.id === message.target_actor)?.transport;
   if (transport === undefined) return stop('failed', 'config_error', `${message.target_actor} has no transport in the registry`);
-  const price = policy.models[transport.model];
+  const price = priceOf(policy.models, transport.model);
   if (price === undefined) return stop('failed', 'config_error', `the policy has no price for model ${transport.model}: a consult cannot be budgeted`);
   if (facts.fixedOutputTokens !== null && facts.fixedOutputTokens > price.max_output_tokens) {
     return stop('failed', 'config_error', `the route always asks ${transport.model} for ${facts.fixedOutputTokens} output tokens, over the ${price.max_output_tokens} the policy allows it`);

@@ -152,11 +152,10 @@ export function readWithin(path: string, max: number): { readonly bytes: Buffer 
   }
 }
 
-function readJson(path: string, maxBytes: number): Record<string, unknown> | null {
-  const file = readWithin(path, maxBytes);
-  if (file?.bytes == null) return null;
+/** A JSON object from bytes; null when they are not one. */
+function parseObject(bytes: Buffer): Record<string, unknown> | null {
   try {
-    const value = JSON.parse(file.bytes.toString('utf8')) as unknown;
+    const value = JSON.parse(bytes.toString('utf8')) as unknown;
     return value !== null && typeof value === 'object' ? (value as Record<string, unknown>) : null;
   } catch {
     return null;
@@ -183,16 +182,15 @@ function readUsage(usage: unknown): OracleSessionMeta['usage'] {
   return { inputTokens, outputTokens, reasoningTokens, totalTokens, cost, implausible };
 }
 
-/** The fields of Oracle's session record the lane reads; everything else is ignored. */
-export function readSessionMeta(oracleHome: string, slug: string): OracleSessionMeta | null {
-  const raw = readJson(join(oracleHome, 'sessions', slug, 'meta.json'), LIMITS.sessionRecordBytes);
+/** The fields of Oracle's session record the lane reads, from the record's bytes; everything else is ignored. */
+function sessionMetaOf(bytes: Buffer): OracleSessionMeta | null {
+  const raw = parseObject(bytes);
   if (raw === null) return null;
   const transport = raw['transport'] as Record<string, unknown> | undefined;
   const error = raw['error'] as Record<string, unknown> | undefined;
   const response = raw['response'] as Record<string, unknown> | undefined;
   return {
     status: str(raw['status']),
-    model: str(raw['model']),
     usage: readUsage(raw['usage']),
     errorMessage: str(raw['errorMessage']) ?? str(error?.['message']),
     transportReason: str(transport?.['reason']),
@@ -202,25 +200,37 @@ export function readSessionMeta(oracleHome: string, slug: string): OracleSession
   };
 }
 
+/** Largest Oracle session record kept with a receipt; a larger one is left out, never cut. */
+const SESSION_ATTACHMENT_BYTES = 256 * 1024;
+
+/** Oracle's session record as read once: the fields the lane reads, and its bytes to keep with the receipt (null when absent or over SESSION_ATTACHMENT_BYTES). */
+export interface OracleSession {
+  readonly meta: OracleSessionMeta | null;
+  readonly record: Buffer | null;
+}
+
+/**
+ * Oracle's session record, read once. The record lies in the folder Oracle writes, and a process it
+ * left behind may rewrite it after its run: what is judged, charged and kept is what was read here.
+ */
+export function readSession(oracleHome: string, slug: string): OracleSession {
+  const bytes = readWithin(join(oracleHome, 'sessions', slug, 'meta.json'), LIMITS.sessionRecordBytes)?.bytes ?? null;
+  if (bytes === null) return { meta: null, record: null };
+  return { meta: sessionMetaOf(bytes), record: bytes.length > SESSION_ATTACHMENT_BYTES ? null : bytes };
+}
+
 /** The answer file: its whole bytes within the artifact limit, otherwise only its size (0 when there is none). */
 export function readAnswer(path: string): { readonly bytes: Buffer | null; readonly size: number } {
   return readWithin(path, LIMITS.artifactBytes) ?? { bytes: null, size: 0 };
 }
 
-/** Largest Oracle session record kept with a receipt; a larger one is left out, never cut. */
-const SESSION_ATTACHMENT_BYTES = 256 * 1024;
-
-/** Oracle's session record, whole, for the receipt's attachments; null when absent or too large. */
-export function readSessionRecord(oracleHome: string, slug: string | null): Buffer | null {
-  return slug === null ? null : (readWithin(join(oracleHome, 'sessions', slug, 'meta.json'), SESSION_ATTACHMENT_BYTES)?.bytes ?? null);
-}
-
 /**
- * What an Oracle that no runner saw end left in its sandbox: the run to judge when its session
- * completed and it wrote an answer file (whole or over the limit), otherwise null.
+ * What an Oracle that no runner saw end left in its sandbox: the run to judge when its session, as
+ * `session` read it (readSession, once: the recovery's other uses of the record are of the same
+ * bytes), completed and it wrote an answer file (whole or over the limit), otherwise null.
  */
-export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile): OracleRun | null {
-  const meta = readSessionMeta(sandbox.oracleHome, attempt.slug);
+export function harvestRun(sandbox: Sandbox, attempt: Pick<AttemptRecordFile, 'slug' | 'max_output_tokens'>, session: OracleSession): OracleRun | null {
+  const { meta, record } = session;
   const answer = readAnswer(sandbox.answerPath);
   if (meta?.status !== 'completed' || answer.size === 0) return null;
   return {
@@ -230,6 +240,7 @@ export function harvestRun(sandbox: Sandbox, attempt: AttemptRecordFile): Oracle
     elapsedMs: 0,
     sessionId: attempt.slug,
     meta,
+    sessionRecord: record,
     answer: answer.bytes,
     answerBytes: answer.size,
     maxOutputTokens: attempt.max_output_tokens,
@@ -402,13 +413,15 @@ export class OracleCli implements AaTransport {
     const stderrPath = `${request.sandbox.root}/oracle.stderr`;
     const ended = (start: OracleStart, startError: string | null): OracleRun => {
       const answer = readAnswer(request.sandbox.answerPath);
+      const session = readSession(request.sandbox.oracleHome, request.slug);
       return {
         exitCode: start.exitCode,
         signal: start.signal,
         killedByTimer: start.killedByTimer,
         elapsedMs: Math.round(machineMonotonic() - started),
         sessionId: request.slug,
-        meta: readSessionMeta(request.sandbox.oracleHome, request.slug),
+        meta: session.meta,
+        sessionRecord: session.record,
         answer: answer.bytes,
         answerBytes: answer.size,
         maxOutputTokens: request.maxOutputTokens,

@@ -11,6 +11,8 @@ export interface OracleRun {
   readonly elapsedMs: number;
   readonly sessionId: string | null;
   readonly meta: OracleSessionMeta | null;
+  /** Oracle's session record as `meta` was read from it, to keep with the receipt; null when absent or too large to keep. */
+  readonly sessionRecord: Buffer | null;
   /** The whole answer file; null when there is none or it is over the artifact limit: never a prefix. */
   readonly answer: Buffer | null;
   /** The answer file's size as found, whether it was read or not (0 when there is none). */
@@ -26,7 +28,6 @@ export interface OracleRun {
 /** The fields of Oracle's `sessions/<id>/meta.json` the lane reads (oracle-cli notes, section 3). */
 export interface OracleSessionMeta {
   readonly status: string | null;
-  readonly model: string | null;
   /**
    * What the provider reported, as Oracle recorded it: each figure as it reads (lane/usage-figure.ts);
    * `implausible` when a figure was stated as no honest provider states one (a string, a negative, a

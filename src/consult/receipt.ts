@@ -27,7 +27,8 @@ export interface ReceiptFacts {
   /** Present once a transport ran. */
   readonly transport?: {
     readonly sessionId: string;
-    readonly model: string;
+    /** The model the claim was made on and Oracle was asked for: the one the receipt names; null when no witness the runner trusts names one. */
+    readonly model: string | null;
     readonly route: { provider: string; offline: boolean };
     readonly meta: OracleSessionMeta | null;
     readonly price: ModelPrice;
@@ -168,7 +169,9 @@ export function buildReceipt(facts: ReceiptFacts): AaReceipt {
     transport: 'oracle',
     transport_session_id: transport?.sessionId ?? null,
     engine: 'api',
-    model: transport?.meta?.model ?? transport?.model ?? null,
+    // The model the claim was made on and Oracle was asked for: Oracle's session record lies in the folder it writes, and
+    // its word (another model, a name no receipt holds) made another model the answer's, or left a paid answer unreceipted.
+    model: transport?.model ?? null,
     route: transport?.route ?? null,
     prompt_hash: message.payload_hash,
     context_manifest_hash: message.context_pin.context_manifest_hash,

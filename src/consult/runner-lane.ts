@@ -3,7 +3,7 @@ import { readBounded, type BoundedRead } from '../util/bounded-read.js';
 import { LIMITS } from '../limits.js';
 import { nextWork, revokedWord } from '../authority/runnable.js';
 import { folderOf, isTerminal, type AttemptRecord, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, priceOf, heldBackDetail, judgeWithHeld, outputCapForUsd, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
@@ -14,6 +14,7 @@ import { CooError } from '../errors.js';
 import { readDocument } from '../schema/documents.js';
 import type { AdvisoryMessage } from '../schema/message.js';
 import { modelPrice } from '../schema/policy.js';
+import { oracleModelName } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
 import { sha256Ref } from '../util/hash.js';
@@ -28,7 +29,7 @@ import { storedProposalBytes } from './proposal-artifact.js';
 import type { Proposal } from '../schema/aa-answer.js';
 import { estimateInputTokens } from './input-tokens.js';
 import { nextAttemptAt, planPanel, preflight, type Preflight } from './lane.js';
-import { harvestRun, readSessionMeta, readSessionRecord, type AaTransport, type OracleCli } from './oracle.js';
+import { harvestRun, readSession, type AaTransport, type OracleCli } from './oracle.js';
 import { judgeRun, type OracleRun, type OracleSessionMeta } from './outcome.js';
 import { renderConsultPrompt, suspiciousLines, type ChallengedAnswer } from './prompt.js';
 import { buildReceipt, type ReceiptArtifact, type ReceiptFacts } from './receipt.js';
@@ -37,6 +38,7 @@ import type { OracleRouteName, RoutePlan } from './providers/provider.js';
 import { attemptFolderMade, createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 import { answeredModels } from '../authority/rules/panel.js';
+import { claimedModel } from '../authority/rules/claim.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -164,10 +166,10 @@ export class ConsultLane implements RunnerLane {
       for (const item of stops) wrote = (await this.stop(state, item.record, item.message, item.attempt, now, item.status, item.blocker, item.detail)) || wrote;
     }
     // The claim lets the attempt spend its worst case (its output cap is set from it): what it holds until its receipt lands.
-    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight);
+    // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight, a model the registry gives its target since, or a price);
     // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
     const runs = prepared.flatMap((item) => (item.kind === 'run' ? [item] : []));
-    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd } })), now);
+    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd }, call: { model: item.decision.model, price: item.decision.price } })), now);
     const claimed = runs.filter((item) => ids.has(item.record.id));
     if (claimed.length > 0) failpoint('after-claim');
     const ran = await Promise.allSettled(claimed.map((item) => this.run(item, now)));
@@ -347,7 +349,7 @@ export class ConsultLane implements RunnerLane {
       // Oracle's session record went with the folder: the call is charged as one whose record is unseen, its whole output cap
       // with it, as a recovery charges one; read as a call never made, it cost nothing and its retry paid again uncounted.
       const answered = this.callFacts(slug, run, decision, { name: route.route, ...route.label }, bundle, files, true);
-      const call = { ...answered, meta: answered.meta ?? unseenSession(decision.model) };
+      const call = { ...answered, meta: answered.meta ?? unseenSession() };
       await this.writeInterrupted(message, record.id, attempt, `the attempt's folder ${sandbox.root} was removed from the runner's state folder while Oracle ran, and what Oracle got went with it; keep the state folder while a runner runs`, call, Buffer.from(bundle, 'utf8'));
       return;
     }
@@ -388,6 +390,7 @@ export class ConsultLane implements RunnerLane {
 
   /**
    * Judges a run and commits its receipt with the answer, the exact prompt and Oracle's session record.
+   * `run` is what Oracle left, scrubbed already (`scrub`), its session record with it.
    * `kept` false: a recovered attempt whose sandbox does not hold `bundle` as it was handed to Oracle; it is charged, not kept.
    */
   private async finish(
@@ -396,7 +399,7 @@ export class ConsultLane implements RunnerLane {
     attempt: number,
     sandbox: Sandbox,
     run: OracleRun,
-    decision: Extract<Preflight, { kind: 'run' }>,
+    decision: CallDecision,
     route: AttemptRoute,
     canary: string,
     bundle: string,
@@ -438,9 +441,8 @@ export class ConsultLane implements RunnerLane {
     const output = run.answer === null || run.answer.length === 0 ? undefined : add('answer.md', run.answer);
     // A recovered attempt whose sandbox no longer holds the bundle its message renders keeps none as sent (recoveredBundle).
     if (kept) attachments.push(add('prompt-sent.md', Buffer.from(bundle, 'utf8')));
-    const session = readSessionRecord(sandbox.oracleHome, run.sessionId);
-    const metaBytes = session === null ? null : scrub.bytes(session);
-    if (metaBytes !== null) attachments.push(add('oracle-session.json', metaBytes));
+    // The record as its usage and status were read (scrubbed with the run), never read again: a process Oracle left behind may have rewritten it since.
+    if (run.sessionRecord !== null) attachments.push(add('oracle-session.json', run.sessionRecord));
     // Each proposal kept is stored on its own, so that a dispatch can adopt it by its hash.
     const proposalRefs = proposals.map((item, index) => add(`proposal-${String(index + 1).padStart(2, '0')}.yaml`, storedProposalBytes(message.message_id, attempt, index + 1, item)));
     const retryAt = blocker === null ? null : nextAttemptAt({ now, blocker: blocker.code, record: latest, message, policy: state.policy!.doc });
@@ -479,7 +481,7 @@ export class ConsultLane implements RunnerLane {
    * bundle and pinned files it was handed. `unanswered`: the call ended before its session said it
    * completed (killed, or its record lost), so output it does not count is charged up to the cap.
    */
-  private callFacts(slug: string, run: OracleRun, decision: Extract<Preflight, { kind: 'run' }>, route: AttemptRoute, bundle: string, files: readonly PinnedFile[], unanswered = run.exitCode === null): NonNullable<ReceiptFacts['transport']> {
+  private callFacts(slug: string, run: OracleRun, decision: CallDecision, route: AttemptRoute, bundle: string, files: readonly PinnedFile[], unanswered = run.exitCode === null): NonNullable<ReceiptFacts['transport']> {
     const contextBytes = files.reduce((sum, file) => sum + file.bytes.length, 0);
     return {
       sessionId: run.sessionId ?? slug,
@@ -550,10 +552,12 @@ export class ConsultLane implements RunnerLane {
     const sandbox = sandboxFor(this.ctx.stateDir, last.attemptId);
     const recorded = readAttemptFile(sandbox);
     // The model, the session and the route are the ones the ledger keeps for the claim, not the file's word: the file lies in the sandbox Oracle may write.
+    // A claim the ledger keeps no model with takes the file's only when it is a name a registry could give (oracleModelName), otherwise none:
+    // a name no receipt holds left the paid answer unreceipted, kept for the operator.
     // A route renamed there to one whose record counts the output dropped the charge for what its provider bills uncounted.
     // Its runtime too is bounded by what the envelope allows (lane.ts preflight hands Oracle no more): a budget raised in the file held the runner waiting past it.
     const attemptFile =
-      recorded === null ? null : { ...recorded, model: claim.model ?? recorded.model, slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }), runtime_seconds: Math.min(recorded.runtime_seconds, message.budget.max_runtime_seconds) };
+      recorded === null ? null : { ...recorded, model: claim.model ?? modelNamed(recorded.model), slug: claim.session, ...(claim.route === undefined ? {} : { route: claimedRoute(claim.route, recorded.route) }), runtime_seconds: Math.min(recorded.runtime_seconds, message.budget.max_runtime_seconds) };
     const oracle = readOracleRecord(sandbox.pidPath);
     if (attemptFile !== null && oracle !== null) {
       // Only while the pid is still the process this attempt started: a pid alone names whoever holds the number now.
@@ -568,8 +572,10 @@ export class ConsultLane implements RunnerLane {
     // Ended whatever else is left of the folder: an Oracle whose attempt record was removed alone is never left running unreceipted.
     if (oracle !== null) endRecordedGroup(oracle);
     const scrub = this.consultScrubber(sandbox);
-    const meta = attemptFile === null ? null : scrub.value(readSessionMeta(sandbox.oracleHome, attemptFile.slug));
-    const harvested = attemptFile === null ? null : scrub.value(harvestRun(sandbox, attemptFile));
+    // Oracle's session record, read once: the interrupted receipt states and charges what the harvest judged, never a later read of a record rewritten since.
+    const session = attemptFile === null ? null : readSession(sandbox.oracleHome, attemptFile.slug);
+    const meta = session === null ? null : scrub.value(session.meta);
+    const harvested = attemptFile === null || session === null ? null : scrub.value(harvestRun(sandbox, attemptFile, session));
     // The prompt as the runner wrote it, in a folder Oracle may change: never through a link or a FIFO, never past the bound.
     const promptFile = readBounded(sandbox.promptPath, { maxBytes: LIMITS.artifactBytes });
     const rendered = attemptFile === null ? null : await this.recoveredBundle(message, attemptFile.canary, promptFile);
@@ -596,7 +602,7 @@ export class ConsultLane implements RunnerLane {
     const made = attemptFolderMade(sandbox);
     const spent =
       attemptFile !== null
-        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(attemptFile.model), { bytes: Buffer.byteLength(rendered!.bundle), sent: rendered!.held })
+        ? await this.unansweredCall(state, message, record, last, attemptFile, meta ?? unseenSession(), { bytes: Buffer.byteLength(rendered!.bundle), sent: rendered!.held })
         : takenOver || oracle !== null || made
           ? await this.takenOverCall(state, message, record, last)
           : undefined;
@@ -647,10 +653,10 @@ export class ConsultLane implements RunnerLane {
   private async takenOverCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord): Promise<ReceiptFacts['transport']> {
     const claim = attempt.claim!;
     // The model the claim was made on, which the ledger keeps; the registry's now only for a claim of a build before it was kept.
-    const model = claim.model ?? state.registry?.doc.actors.find((actor) => actor.id === message.target_actor)?.transport?.model;
+    const model = claim.model ?? claimedModel(state.registry?.doc ?? null, message.target_actor);
     if (model === undefined) return undefined;
     const { bundle } = await this.renderBundle(message, newCanary());
-    const unseen = unseenSession(model);
+    const unseen = unseenSession();
     // The charge is the claim's allowance at whatever price (the cap below is what it pays for); a model a later policy
     // dropped is priced as the policy last priced it, never left unpriced and so charged nothing.
     const price = await this.claimedPrice(state, claim, { model });
@@ -668,11 +674,11 @@ export class ConsultLane implements RunnerLane {
    * attempt file records it, never less than the ledger's price of its model now (the policy's in
    * force, or, a model it no longer prices, the newest policy's that did). Undefined when none knows one.
    */
-  private async claimedPrice(state: LedgerState, claim: NonNullable<AttemptRecord['claim']>, attemptFile: Pick<AttemptRecordFile, 'model' | 'price'>): Promise<ModelPrice | undefined> {
+  private async claimedPrice(state: LedgerState, claim: NonNullable<AttemptRecord['claim']>, attemptFile: Pick<RecoveredAttempt, 'model' | 'price'>): Promise<ModelPrice | undefined> {
     if (claim.price !== undefined && claim.model === attemptFile.model) return claim.price;
     const parsed = modelPrice.safeParse(attemptFile.price);
     const recorded = parsed.success ? parsed.data : undefined;
-    const ledger = state.policy?.doc.models[attemptFile.model] ?? (await this.lastPriceOf(state, attemptFile.model));
+    const ledger = attemptFile.model === null ? undefined : (priceOf(state.policy?.doc.models, attemptFile.model) ?? (await this.lastPriceOf(state, attemptFile.model)));
     if (recorded === undefined || ledger === undefined) return ledger ?? recorded;
     return {
       ...ledger,
@@ -689,7 +695,7 @@ export class ConsultLane implements RunnerLane {
       if (bytes === null) continue;
       let price: ModelPrice | undefined;
       try {
-        price = readDocument('actor_policy.v0', bytes, path).models[model];
+        price = priceOf(readDocument('actor_policy.v0', bytes, path).models, model);
       } catch {
         // A version this build's schema does not read (an older policy's shape) prices nothing here.
         continue;
@@ -704,7 +710,7 @@ export class ConsultLane implements RunnerLane {
    * Oracle left, and the prompt bundle's size and, when this runner holds the bytes Oracle was
    * handed, those bytes (their hash is the receipt's bundle_hash; no hash is stated for bytes it does not hold).
    */
-  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord, attemptFile: AttemptRecordFile, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
+  private async unansweredCall(state: LedgerState, message: AdvisoryMessage, record: MessageRecord, attempt: AttemptRecord, attemptFile: RecoveredAttempt, meta: OracleSessionMeta | null, prompt: { readonly bytes: number; readonly sent: Buffer | null }): Promise<ReceiptFacts['transport']> {
     const price = await this.claimedPrice(state, attempt.claim!, attemptFile);
     if (price === undefined) return undefined;
     const manifest = await this.ctx.ledger.readFile(message.context_pin.context_manifest_ref);
@@ -775,9 +781,20 @@ function claimedRoute(kept: OracleRouteName, recorded: AttemptRoute | undefined)
   return { name: kept, provider: typeof recorded?.provider === 'string' ? recorded.provider : 'unknown', offline: recorded?.offline === true };
 }
 
-/** The session of a call that was made and whose record this runner cannot read: nothing known of it but its model. */
-function unseenSession(model: string): OracleSessionMeta {
-  return { status: null, model, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
+/** What the pre-flight decided of a call, as its receipt states it: a recovered call's model is null when no witness the runner trusts names one. */
+type CallDecision = Omit<Extract<Preflight, { kind: 'run' }>, 'model'> & { readonly model: string | null };
+
+/** A recovered attempt's file with what the ledger keeps in its place: its model null when neither its claim nor a model name in the file gives one. */
+type RecoveredAttempt = Omit<AttemptRecordFile, 'model'> & { readonly model: string | null };
+
+/** The model an attempt file names, when it is a name a registry could give (oracleModelName); null otherwise: the file lies in the folder Oracle writes. */
+function modelNamed(model: unknown): string | null {
+  return oracleModelName.safeParse(model).success ? (model as string) : null;
+}
+
+/** The session of a call that was made and whose record this runner cannot read: nothing is known of it. */
+function unseenSession(): OracleSessionMeta {
+  return { status: null, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null };
 }
 
 /**

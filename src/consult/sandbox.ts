@@ -62,7 +62,7 @@ export interface AttemptRecordFile {
  * ended the call it was about to be answered and paid for it again. A file of another boot, or of an
  * older runner, has only its wall-clock start.
  */
-export function oracleTimeLeftMs(attempt: AttemptRecordFile, now: { readonly boot: string | null; readonly monotonicMs: number; readonly wallMs: number }): number {
+export function oracleTimeLeftMs(attempt: Pick<AttemptRecordFile, 'runtime_seconds' | 'started_monotonic_ms' | 'boot' | 'started_at'>, now: { readonly boot: string | null; readonly monotonicMs: number; readonly wallMs: number }): number {
   const budgetMs = attempt.runtime_seconds * 1000;
   const started = attempt.started_monotonic_ms;
   // Never more than the whole budget: the Oracle started no later than now, whatever start the file (which Oracle may write) records.

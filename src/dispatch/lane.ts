@@ -1,7 +1,7 @@
 import { gateAttempt, type GateFacts, type Stop } from '../authority/runnable.js';
 import { approvalRequired } from '../authority/rules/intents/dispatch.js';
 import type { LedgerState, MessageRecord } from '../authority/state.js';
-import { commandBudgetOf, correlationCapUsd, planBudget, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
+import { commandBudgetOf, correlationCapUsd, planBudget, priceOf, spendAsOf, spentOnMessageUsd, type ModelPrice } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 import type { EaDispatchMessage } from '../schema/message.js';
 import type { EaReceipt, BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -90,7 +90,7 @@ export function preflightDispatch(facts: DispatchPreflightFacts): DispatchPrefli
   const executor = registry.actors.find((actor) => actor.id === message.target_actor)?.executor;
   if (executor === undefined) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `${message.target_actor} has no executor in the registry in force` };
   if (executor.kind !== message.dispatch.executor) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `${message.target_actor} now runs ${executor.kind}, the dispatch names ${message.dispatch.executor}` };
-  const price = policy.models[executor.model];
+  const price = priceOf(policy.models, executor.model);
   if (price === undefined) return { kind: 'stop', status: 'failed', blocker: 'config_error', detail: `the policy has no price for model ${executor.model}: a dispatch cannot be budgeted` };
   // The same budget rule as a consult's, with the task as input: the run must afford a first turn.
   const budget = planBudget({ price, inputTokens: 0, ...dispatchRemainders(facts) });

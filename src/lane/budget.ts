@@ -7,6 +7,15 @@ import { consultHoldsUsd } from '../authority/dispatch-consults.js';
 
 export type ModelPrice = ActorPolicy['models'][string];
 
+/**
+ * The price a policy's `models` gives `model`; undefined when it gives none. Only an entry of its own:
+ * a name such as `constructor` (a model name by its form) read through the object's prototype was
+ * taken for a price, and every figure made from it was NaN.
+ */
+export function priceOf(models: ActorPolicy['models'] | undefined, model: string): ModelPrice | undefined {
+  return models !== undefined && Object.hasOwn(models, model) ? models[model] : undefined;
+}
+
 /** Fewest output tokens worth paying for; a budget that allows less blocks the consult. */
 export const MIN_OUTPUT_TOKENS = 512;
 export function costUsd(inputTokens: number, outputTokens: number, price: ModelPrice): number {
@@ -91,7 +100,7 @@ export const noMessages: MessageLookup = () => undefined;
 export function allowanceBoundsUsd(record: MessageRecord, attempt: number, policy: ActorPolicy | null, registry: ActorRegistry | null, messageOf: MessageLookup = noMessages): { readonly floorUsd: number; readonly ceilingUsd: number } {
   const actor = registry?.actors.find((item) => item.id === record.target);
   const model = actor?.transport?.model ?? actor?.executor?.model;
-  const price = model === undefined ? undefined : policy?.models[model];
+  const price = model === undefined ? undefined : priceOf(policy?.models, model);
   const floorUsd = price === undefined ? 0 : costUsd(0, MIN_OUTPUT_TOKENS, price);
   const perMessage = Math.min(record.maxCostUsd, policy?.budgets.max_cost_usd_per_message ?? Number.POSITIVE_INFINITY);
   return { floorUsd, ceilingUsd: Math.max(0, perMessage - spentOnMessageUsd(record, attempt, messageOf)) };

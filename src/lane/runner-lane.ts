@@ -6,7 +6,7 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { AaTransportEntry } from '../schema/registry.js';
 import type { Scrubber } from '../util/scrub.js';
 import type { PinnedRepo } from './pins.js';
-import type { JudgedSpend } from './budget.js';
+import type { JudgedSpend, ModelPrice } from './budget.js';
 
 /**
  * The port between the runner and a lane. The runner is the loop, the claim rule, the one receipt
@@ -97,9 +97,12 @@ export interface LaneContext<E> {
    * are written on (budget.ts, jointSpendMovedSince); one another runner claimed meanwhile is that
    * runner's to run, and the others are claimed without it. An attempt with its `receipt` (a panel
    * stopped before anything runs) is closed in the same commit, so that no member is left queued
-   * beside a sibling stopped for it. The ids of the messages claimed.
+   * beside a sibling stopped for it. An attempt with the `call` its pre-flight decided (the model Oracle
+   * is asked, at its price) is not claimed, nor any claimed with it, when the registry or policy on the
+   * state its claim is written on gives its target another model or price (rules/claim.ts
+   * claimedCallMoved): the claim records those. The ids of the messages claimed.
    */
-  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
+  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly call?: { readonly model: string; readonly price: ModelPrice }; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
   /** An attempt left unclaimed this pass, with why: the next pass judges it again. */
   onSkipped(messageId: string, reason: string): void;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */

@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { CooError, errorClassOf, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { claimFloor } from '../authority/rules/claim.js';
+import { claimedCallMoved, claimFloor } from '../authority/rules/claim.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { attemptIdOf, isRunnerIntent, nextWork, type Work } from '../authority/runnable.js';
 import { ConsultLane, type ConsultEvent } from '../consult/runner-lane.js';
@@ -36,7 +36,7 @@ import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { CLAIMS, RetrySightings } from './retry-sightings.js';
-import { commandBudgetOf, jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
+import { commandBudgetOf, jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend, type ModelPrice } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
 /** An error the runner reports: about one message, or (messageId null) about a pass. */
@@ -1016,13 +1016,15 @@ export class Runner {
    * are written as they are and the claim rules refuse them. An attempt with its `receipt` (an
    * outcome decided before anything runs) is closed in the same commit. The ids claimed.
    */
-  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>> {
+  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly call?: { readonly model: string; readonly price: ModelPrice }; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>> {
     let refused: string | null = null;
     let claimed = attempts;
     const write = (state: LedgerState): NewFile[] => {
       const open = attempts.filter((item) => (state.messages.get(item.record.id)?.attempts.length ?? 0) < item.attempt);
       claimed = open.length === 0 ? attempts : open;
-      refused = open.length === 0 ? null : jointSpendMovedSince(open.flatMap((item) => (item.judged === undefined ? [] : [item.judged])), state);
+      // A claim records the model the registry it lands on gives its target, and its price there: one on another than the pre-flight asked Oracle for is not written.
+      const moved = open.map((item) => (item.call === undefined ? null : claimedCallMoved(item.record, item.call, state.registry?.doc ?? null, state.policy?.doc ?? null))).find((reason) => reason !== null) ?? null;
+      refused = open.length === 0 ? null : (moved ?? jointSpendMovedSince(open.flatMap((item) => (item.judged === undefined ? [] : [item.judged])), state));
       if (refused !== null) throw new CooError('POLICY_LIMIT', refused);
       return claimed.flatMap((item) => [this.claimFile(state, item.record, item.attempt, now, item.judged?.limitUsd), ...(item.receipt === undefined ? [] : [item.receipt])]);
     };

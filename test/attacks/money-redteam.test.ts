@@ -2,7 +2,7 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it, vi } from 'vitest';
 import type { LedgerState, MessageRecord } from '../../src/authority/state.js';
-import { readSessionMeta } from '../../src/consult/oracle.js';
+import { readSession } from '../../src/consult/oracle.js';
 import { buildReceipt } from '../../src/consult/receipt.js';
 import { accountRun, type DispatchCost } from '../../src/dispatch/executor.js';
 import { parseClaudeStream } from '../../src/dispatch/claude-events.js';
@@ -144,7 +144,7 @@ describe('a provider whose usage figures Oracle records as they lie', () => {
     const slug = `lying-${sessions}`;
     mkdirSync(join(home, 'sessions', slug), { recursive: true });
     writeFileSync(join(home, 'sessions', slug, 'meta.json'), JSON.stringify({ status: 'completed', model: 'gpt-5.5', usage }));
-    const meta = readSessionMeta(home, slug);
+    const meta = readSession(home, slug).meta;
     const sha = `sha256:${'a'.repeat(64)}`;
     return buildReceipt({
       now: new Date('2026-11-30T08:00:00Z'),

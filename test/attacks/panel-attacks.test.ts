@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import type { MessageRecord } from '../../src/authority/state.js';
 import { enqueueCrossCheck } from '../../src/consult/cross-check.js';
-import { readSessionMeta } from '../../src/consult/oracle.js';
+import { readSession } from '../../src/consult/oracle.js';
 import { consultInput } from '../../src/mcp/schemas.js';
 import { renderPanelCitation } from '../../src/audit/cite.js';
 import { comparePanel, type MemberAdvice } from '../../src/audit/panel-comparison.js';
@@ -37,7 +37,7 @@ const price = receiptPrice;
 
 /** A succeeded attempt that sent about 30,000 tokens' worth of bytes and got a 30,000-byte answer, with the usage the provider reported. */
 function reported(usage: Record<string, number | null>): ReceiptFacts {
-  const meta = { status: 'completed', model: 'gpt-5.5', usage: { inputTokens: 0, outputTokens: 0, reasoningTokens: 0, totalTokens: 0, cost: null, ...usage }, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null } as OracleSessionMeta;
+  const meta = { status: 'completed', usage: { inputTokens: 0, outputTokens: 0, reasoningTokens: 0, totalTokens: 0, cost: null, ...usage }, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null } as OracleSessionMeta;
   return {
     now: new Date('2026-11-30T08:00:00Z'),
     message,
@@ -84,7 +84,7 @@ describe("an advisory agent's usage numbers", () => {
     const home = join(scratch, 'oracle-home');
     mkdirSync(join(home, 'sessions', 's'), { recursive: true });
     writeFileSync(join(home, 'sessions', 's', 'meta.json'), '{"status":"completed","model":"gpt-5.5","usage":{"inputTokens":"90000","outputTokens":-8000,"reasoningTokens":1e400,"totalTokens":1e400,"cost":-5}}');
-    const meta = readSessionMeta(home, 's')!;
+    const meta = readSession(home, 's').meta!;
     const receipt = buildReceipt({ ...reported({}), transport: { ...reported({}).transport!, meta } });
     return !aaReceipt.safeParse(receipt).success ? 'schema' : receipt.actual_cost_usd < FLOOR ? 'under' : 'priced';
   });

@@ -6,6 +6,7 @@ import type { CommitCheck } from '../commit-check.js';
 import type { LedgerState } from '../state.js';
 import { modelIdentity } from '../../consult/providers/oracle-models.js';
 import { matchesPattern } from '../policy-check.js';
+import { priceOf } from '../../lane/budget.js';
 
 /**
  * Panels: one question to several advisory agents, each member its own aa_consult message with its
@@ -139,7 +140,7 @@ export function panelContradiction(policy: ActorPolicy, registry: ActorRegistry,
       const asks = registry.actors.some((sender) => matchesPattern(panel.from, sender.id) && policy.edges.some((edge) => matchesPattern(edge.from, sender.id) && matchesPattern(edge.to, member) && edge.intents.includes('aa_consult')));
       if (!asks) return new CooError('PANEL_INVALID', `${at}: panel ${panel.name} names ${member}, but no edge of this policy lets a sender its from (${panel.from}) matches consult it (aa_consult): add that edge or drop the member${fix}`, { where: at });
       const model = registry.actors.find((entry) => entry.id === member)!.transport!.model;
-      if (policy.models[model] === undefined) {
+      if (priceOf(policy.models, model) === undefined) {
         return new CooError('PANEL_INVALID', `${at}: panel ${panel.name} names ${member}, whose model ${model} this policy gives no price (models): its consult could not be budgeted${fix}`, { where: at });
       }
     }

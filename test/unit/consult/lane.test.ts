@@ -113,9 +113,9 @@ describe('what the runner does next', () => {
 });
 
 describe("judging Oracle's exit", () => {
-  const base: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 10, sessionId: 's', meta: null, answer: null, answerBytes: 0, maxOutputTokens: 1000, startError: null, stdoutTail: '', stderrTail: '' };
+  const base: OracleRun = { exitCode: 0, signal: null, killedByTimer: false, elapsedMs: 10, sessionId: 's', meta: null, sessionRecord: null, answer: null, answerBytes: 0, maxOutputTokens: 1000, startError: null, stdoutTail: '', stderrTail: '' };
   const usage = (outputTokens: number) => ({ inputTokens: 10, outputTokens, reasoningTokens: 0, totalTokens: 10 + outputTokens, cost: null });
-  const meta = (status: string, extra: object = {}) => ({ status, model: 'gpt-5.5', usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null, ...extra });
+  const meta = (status: string, extra: object = {}) => ({ status, usage: null, errorMessage: null, transportReason: null, errorCategory: null, incompleteReason: null, responseId: null, ...extra });
   it.each([
     ['exit 0, completed, an answer', { meta: meta('completed'), answer: Buffer.from('x'), answerBytes: 1 }, { ok: true }],
     ['an answer over the artifact limit, never judged on a part', { meta: meta('completed'), answer: null, answerBytes: 4 * 1024 * 1024 + 1 }, { blocker: 'output_too_large', status: 'failed', detail: 'the answer is 4194305 bytes, over the 4194304-byte artifact limit' }],

@@ -10,7 +10,6 @@ const message = receiptMessage;
 const price = receiptPrice;
 const meta = (inputTokens: number, outputTokens: number): OracleSessionMeta => ({
   status: 'completed',
-  model: 'gpt-5.5',
   usage: { inputTokens, outputTokens, reasoningTokens: 0, totalTokens: inputTokens + outputTokens, cost: null },
   errorMessage: null,
   transportReason: null,
