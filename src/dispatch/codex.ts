@@ -1,6 +1,7 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
+import { endpointProblem } from '../lane/endpoint.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
@@ -98,6 +99,9 @@ export class CodexExecutor implements Executor {
     this.program();
     const keyProblem = providerKeyProblem(this.providerKeyEnv, this.source()[this.providerKeyEnv]);
     if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${keyProblem}`);
+    // A base URL no client can reach would be found only by the agent, after the claim: each dispatch would fail as the work's.
+    const endpoint = this.config.baseUrl === undefined ? null : endpointProblem(this.config.baseUrl, '--ea-base-url');
+    if (endpoint !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${endpoint}`);
   }
 
   handedSecrets(): Secret[] {
