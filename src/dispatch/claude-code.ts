@@ -82,6 +82,10 @@ export class ClaudeCodeExecutor implements Executor {
     if (endpoint !== null) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${endpoint}`);
   }
 
+  endpoint(): string | null {
+    return this.config.baseUrl ?? null;
+  }
+
   handedSecrets(): Secret[] {
     const value = this.source()['ANTHROPIC_API_KEY'];
     return [...(value === undefined || value === '' ? [] : [{ name: 'ANTHROPIC_API_KEY', value }]), ...urlSecrets([this.config.baseUrl], 'ea base URL credentials', MIN_SECRET_CHARS)];

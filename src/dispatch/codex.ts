@@ -104,6 +104,10 @@ export class CodexExecutor implements Executor {
     if (endpoint !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${endpoint}`);
   }
 
+  endpoint(): string | null {
+    return this.config.baseUrl ?? null;
+  }
+
   handedSecrets(): Secret[] {
     const value = this.source()[this.providerKeyEnv];
     return [...(value === undefined || value === '' ? [] : [{ name: this.providerKeyEnv, value }]), ...urlSecrets([this.config.baseUrl], 'ea base URL credentials', MIN_SECRET_CHARS)];

@@ -18,3 +18,29 @@ export function endpointProblem(url: string, what: string): string | null {
   if (parsed.username !== '' || parsed.password !== '') return `${what} carries credentials in its URL; give the key in the provider's variable instead`;
   return null;
 }
+
+const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
+
+/** Where a call to an endpoint on this machine goes: the address and port a client connects to. */
+export interface LoopbackAddress {
+  readonly host: string;
+  readonly port: number;
+}
+
+/**
+ * Where `url` is reached when it reaches only this machine (its host is loopback, or pinned to a
+ * loopback address in the sandbox, `--oracle-host`), or null: an offline model's endpoint, which
+ * the start probes (runner/startup.ts), and which a receipt calls offline.
+ */
+export function loopbackAddress(url: string, hosts: ReadonlyArray<{ readonly name: string; readonly address: string }> = []): LoopbackAddress | null {
+  let parsed: URL;
+  try {
+    parsed = new URL(url);
+  } catch {
+    return null;
+  }
+  const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
+  if (LOOPBACK_HOSTS.has(parsed.hostname)) return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port };
+  const pinned = hosts.find((entry) => entry.name === parsed.hostname);
+  return pinned !== undefined && (pinned.address === '127.0.0.1' || pinned.address === '::1') ? { host: pinned.address, port } : null;
+}

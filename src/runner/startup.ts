@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -23,7 +24,9 @@ import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
-import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
+import { toProblem, type LaneReadiness, type LaneTarget, type LocalEndpoint, type Problem } from '../lane/runner-lane.js';
+import type { LoopbackAddress } from '../lane/endpoint.js';
+import { displayUrl } from '../util/display-url.js';
 import { planStartup, type Lane, type TargetFacts } from './readiness.js';
 
 /**
@@ -329,6 +332,49 @@ export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> 
   });
 }
 
+/** How long a connection to an endpoint on this machine may take at start before it counts as no answer. */
+const LOOPBACK_PROBE_MS = 3000;
+
+/**
+ * Why nothing answers at `address`, or null when a connection is taken there (closed at once, nothing
+ * sent): the model server is up. A refusal on this machine is no network fault that passes: nothing listens.
+ */
+function loopbackSilence(address: LoopbackAddress): Promise<string | null> {
+  return new Promise((settle) => {
+    const socket = createConnection({ host: address.host, port: address.port });
+    const done = (why: string | null): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      settle(why);
+    };
+    const timer = setTimeout(() => done(`no connection within ${LOOPBACK_PROBE_MS / 1000} s`), LOOPBACK_PROBE_MS);
+    socket.once('connect', () => done(null));
+    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code ?? error.message));
+  });
+}
+
+/**
+ * The endpoints on this machine a target calls (an offline model `coo model serve` prints, a gateway
+ * on loopback) where nothing answers: a server not started yet, or a port mistyped. Each attempt
+ * would be claimed and end `aa_unavailable` (retried until its attempts ran out) or a failed dispatch,
+ * blamed on the work; a start once the server runs would run it. An endpoint elsewhere is not
+ * probed: a network that is down there may come back, and the attempt's retries are for that.
+ */
+async function silentEndpoints(endpoints: readonly LocalEndpoint[], lane: Lane, probes: Map<string, Promise<string | null>>): Promise<Problem[]> {
+  const problems: Problem[] = [];
+  for (const endpoint of endpoints) {
+    const key = `${endpoint.address.host} ${endpoint.address.port}`;
+    if (!probes.has(key)) probes.set(key, loopbackSilence(endpoint.address));
+    const why = await probes.get(key)!;
+    if (why === null) continue;
+    problems.push({
+      code: lane === 'consult' ? 'ORACLE_CONFIG' : 'EXECUTOR_CONFIG',
+      message: `nothing answers at ${displayUrl(endpoint.url)} on this machine (${why} at ${endpoint.address.host} port ${endpoint.address.port}): start the model server it names (coo model serve prints the URL to give), or give the URL it listens on`,
+    });
+  }
+  return problems;
+}
+
 /**
  * Runs every start-up check and returns the lanes ready to run, or throws the one coded line that
  * refuses the start (exit 2): nothing has been claimed then.
@@ -377,10 +423,14 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
     ...(executors === null ? {} : { dispatch: dispatchReadiness(executors) }),
   };
   const targets: TargetFacts[] = [];
+  const probes = new Map<string, Promise<string | null>>();
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
     if (readiness === undefined) continue;
-    targets.push({ actor: target.actor, lane: target.lane, problems: readiness.problems(target) });
+    const problems = readiness.problems(target);
+    // A target that can run as configured: is the model on this machine it calls there?
+    if (problems.length === 0) problems.push(...(await silentEndpoints(readiness.localEndpoints(target), target.lane, probes)));
+    targets.push({ actor: target.actor, lane: target.lane, problems });
   }
   const plan = planStartup({ shared, isolation, targets });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);

@@ -1,7 +1,9 @@
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { headOf } from '../helpers/damage.js';
+import { cooBounded, headOf, httpOracle, refusal, startBounded, writeKey } from '../helpers/damage.js';
+import { receiptsOf, worlds } from '../helpers/lane.js';
 import { laneState } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -38,11 +40,57 @@ describe('an execution agent\'s model base URL (--ea-base-url, $COO_EA_BASE_URL)
       expect(headOf(place.world.gitdir)).toBe(before);
       expect(await receiptsFor(place, id)).toEqual([]);
     }
+    // A URL on this machine where nothing answers: the dispatch waits too, said as such.
+    const silent = await places('silent');
+    const waiting = (await dispatchTo(silent, 'url-silent')).messageId;
+    const port = await silentPort();
+    const idle = watchOnce(silent, agentScript(silent.world.dir, 'true'), { isolation: 'none', env: { COO_EA_BASE_URL: `http://localhost:${port}/v1` } });
+    expect(idle.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: nothing answers at http://localhost:${port}/v1 on this machine (ECONNREFUSED at localhost port ${port})`);
+    expect(idle.stdout).not.toContain('"claimed"');
+    expect(laneState(silent.world, waiting)).toBe('queued');
     // The same start with a URL an agent can be given: the dispatch is claimed and run.
     const place = await places('fixed');
     const id = (await dispatchTo(place, 'url-fixed')).messageId;
-    const run = watchOnce(place, agentScript(place.world.dir, 'true'), { isolation: 'none', env: { COO_EA_BASE_URL: 'http://127.0.0.1:9/v1' } });
+    const run = watchOnce(place, agentScript(place.world.dir, 'true'), { isolation: 'none', env: { COO_EA_BASE_URL: 'https://models.example.test/v1' } });
     expect(run.stdout, run.stderr).toContain(`"claimed","messageId":"${id}"`);
     expect(await receiptsFor(place, id)).toHaveLength(1);
+  });
+});
+
+/** A loopback port nothing listens on: one the system gave a server that is closed again. */
+async function silentPort(): Promise<number> {
+  const server = createServer();
+  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
+  const { port } = server.address() as { port: number };
+  await new Promise<void>((closed) => server.close(() => closed()));
+  return port;
+}
+
+describe('an offline model\'s endpoint on this machine where nothing answers (coo model serve not started, a port mistyped)', () => {
+  const fresh = worlds(join(dir, 'worlds'));
+
+  it('is said at start and claims nothing (the consult was claimed and failed aa_unavailable, blamed on the work); started once the server answers, the consult runs once', { timeout: 180_000 }, async () => {
+    const world = await fresh();
+    const consult = (await world.consult()).messageId;
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const stateDir = join(world.dir, 'state');
+    const port = await silentPort();
+    const env = { OPENAI_API_KEY: 'sk-test-key' };
+    const args = ['watch', '--once', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent')];
+    const silent = cooBounded([...args, '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { env });
+    expect(refusal(silent)).toMatch(new RegExp(`^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\\.chatgpt: nothing answers at http://127\\.0\\.0\\.1:${port}/v1 on this machine \\(ECONNREFUSED at 127\\.0\\.0\\.1 port ${port}\\): start the model server it names`));
+    // Through the MCP route's runner the same.
+    const served = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent'), '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { env });
+    expect(refusal(served)).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: nothing answers at /);
+    expect(headOf(world.gitdir)).toBe(before);
+    expect(laneState(world, consult)).toBe('queued');
+    expect(world.server.requests).toHaveLength(0);
+
+    // The operator starts the model and gives its URL: the consult runs, once.
+    // Asynchronously: the model answers from this process.
+    const ran = await startBounded([...args, '--oracle-base-url', `${world.server.url}/v1`], env).ended;
+    expect(ran.status, ran.stderr).toBe(0);
+    expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   });
 });

@@ -1,7 +1,8 @@
 import type { BlockerCode } from '../../schema/receipt.js';
 import type { OracleRoute } from '../../schema/registry.js';
+import { loopbackAddress } from '../../lane/endpoint.js';
 
-/** The rule of an endpoint's URL is the lanes' own (lane/endpoint.ts): Oracle's routes and the executors' --ea-base-url share it. */
+/** The rules of an endpoint's URL are the lanes' own (lane/endpoint.ts): Oracle's routes and the executors' --ea-base-url share them. */
 export { endpointProblem } from '../../lane/endpoint.js';
 
 /**
@@ -74,18 +75,7 @@ export interface OracleProvider {
   readonly usageOmitsOutput?: boolean;
 }
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
-/** Whether a URL reaches only this machine: its host is loopback, or pinned to a loopback address in the sandbox. */
+/** Whether a URL reaches only this machine: its host is loopback, or pinned to a loopback address in the sandbox (lane/endpoint.ts). */
 export function isOfflineUrl(url: string | undefined, hosts: OracleEndpoints['hosts'] = []): boolean {
-  if (url === undefined) return false;
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return false;
-  }
-  if (LOOPBACK_HOSTS.has(host)) return true;
-  const pinned = hosts.find((entry) => entry.name === host);
-  return pinned !== undefined && (pinned.address === '127.0.0.1' || pinned.address === '::1');
+  return url !== undefined && loopbackAddress(url, hosts) !== null;
 }
