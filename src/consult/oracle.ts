@@ -308,7 +308,7 @@ export class OracleCli implements AaTransport {
       throw new CooError('ORACLE_CONFIG', `${displayUrl(plan.endpoint!)} relies on the host pin ${host}, which needs bubblewrap: without it Oracle would reach the real ${host}`);
     }
     // A consult needs its provider key; without it the lane fails closed before claiming anything.
-    const keyProblem = providerKeyProblem(plan.keyEnv, (this.config.env ?? process.env)[plan.keyEnv]);
+    const keyProblem = providerKeyProblem(plan.keyEnv, (this.config.env ?? process.env)[plan.keyEnv], plan.endpoint === null);
     if (keyProblem !== null) throw new CooError('ORACLE_CONFIG', keyProblem);
     return plan;
   }

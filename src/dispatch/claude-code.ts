@@ -75,7 +75,7 @@ export class ClaudeCodeExecutor implements Executor {
 
   check(): void {
     this.program();
-    const keyProblem = providerKeyProblem('ANTHROPIC_API_KEY', this.source()['ANTHROPIC_API_KEY']);
+    const keyProblem = providerKeyProblem('ANTHROPIC_API_KEY', this.source()['ANTHROPIC_API_KEY'], this.config.baseUrl === undefined);
     if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${keyProblem}`);
     // A base URL no client can reach would be found only by the agent, after the claim: each dispatch would fail as the work's.
     const endpoint = this.config.baseUrl === undefined ? null : endpointProblem(this.config.baseUrl, '--ea-base-url');

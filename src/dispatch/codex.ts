@@ -97,7 +97,7 @@ export class CodexExecutor implements Executor {
 
   check(): void {
     this.program();
-    const keyProblem = providerKeyProblem(this.providerKeyEnv, this.source()[this.providerKeyEnv]);
+    const keyProblem = providerKeyProblem(this.providerKeyEnv, this.source()[this.providerKeyEnv], this.config.baseUrl === undefined);
     if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${keyProblem}`);
     // A base URL no client can reach would be found only by the agent, after the claim: each dispatch would fail as the work's.
     const endpoint = this.config.baseUrl === undefined ? null : endpointProblem(this.config.baseUrl, '--ea-base-url');

@@ -1,9 +1,10 @@
+import { writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { cooBounded, headOf, httpOracle, refusal, startBounded, writeKey } from '../helpers/damage.js';
-import { receiptsOf, worlds } from '../helpers/lane.js';
+import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
 import { laneState } from '../helpers/startup.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -92,5 +93,50 @@ describe('an offline model\'s endpoint on this machine where nothing answers (co
     const ran = await startBounded([...args, '--oracle-base-url', `${world.server.url}/v1`], env).ended;
     expect(ran.status, ran.stderr).toBe(0);
     expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
+});
+
+/** Test keys only: shaped as each provider's keys start, and no key of anyone. */
+const SHAPED = { anthropic: 'sk-ant-api03-TESTONLY0000', google: 'AIzaTESTONLY0000' };
+
+describe("another provider's key in a provider's variable (an Anthropic key in OPENAI_API_KEY), the call going to that provider's own API", () => {
+  const fresh = worlds(join(dir, 'keys'));
+  const places = hostilePlaces(join(dir, 'key-places'), 'keys');
+
+  it('is said at start, naming the variable and whose key it reads as, and claims nothing (each consult was claimed and refused unauthorised); through a gateway any key is the gateway\'s, and runs', { timeout: 180_000 }, async () => {
+    const world = await fresh();
+    const consult = (await world.consult()).messageId;
+    const before = headOf(world.gitdir);
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const stateDir = join(world.dir, 'state');
+    // An Oracle that answers without a network: what is judged here is only whether the consult is claimed.
+    const oracle = join(world.dir, 'oracle-ok.sh');
+    writeFileSync(oracle, `#!/bin/sh\nexec "${process.execPath}" "${FAKE_ORACLE}" --fake-mode ok "$@"\n`, { mode: 0o755 });
+    const args = ['watch', '--once', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--isolation', 'none', '--oracle-command', oracle, '--ea-command', join(world.dir, 'no-agent')];
+    for (const wrong of [SHAPED.anthropic, SHAPED.google]) {
+      const refused = refusal(cooBounded(args, { env: { OPENAI_API_KEY: wrong, COO_ORACLE_BASE_URL: '' } }));
+      expect(refused).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: OPENAI_API_KEY holds what reads as (Anthropic|Google)'s key \(it starts (sk-ant-|AIza)\), which OpenAI's own API refuses on every call: set OPENAI_API_KEY to OpenAI's key/);
+      expect(refused).not.toContain('TESTONLY');
+    }
+    expect(headOf(world.gitdir)).toBe(before);
+    expect(laneState(world, consult)).toBe('queued');
+    // Through an endpoint the runner names (a gateway, an offline model), the key is that endpoint's to judge: it runs.
+    const ran = await startBounded([...args, '--oracle-base-url', `${world.server.url}/v1`], { OPENAI_API_KEY: SHAPED.anthropic }).ended;
+    expect(ran.status, ran.stderr).toBe(0);
+    expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
+
+  it('leaves a dispatch to Codex on OpenAI\'s own API queued and unclaimed when OPENAI_API_KEY holds a Gemini key; given an --ea-base-url, it runs', { timeout: 180_000 }, async () => {
+    const place = await places('codex');
+    const id = (await dispatchTo(place, 'key-shape')).messageId;
+    const agent = agentScript(place.world.dir, 'true');
+    // Gemini's own key lets the runner start (no consult is queued): the dispatch's wait is said, not a refused start.
+    const run = watchOnce(place, agent, { isolation: 'none', env: { OPENAI_API_KEY: SHAPED.google, GEMINI_API_KEY: 'gemini-test-key', COO_EA_BASE_URL: '' } });
+    expect(run.status, run.stderr).toBe(0);
+    expect(run.stderr).toContain("coo watch: dispatches to ea.codex wait, queued and unclaimed: OPENAI_API_KEY holds what reads as Google's key (it starts AIza), which OpenAI's own API refuses on every call");
+    expect(run.stdout).not.toContain('"claimed"');
+    expect(laneState(place.world, id)).toBe('queued');
+    const through = watchOnce(place, agent, { isolation: 'none', env: { OPENAI_API_KEY: SHAPED.google, COO_EA_BASE_URL: 'https://models.example.test/v1' } });
+    expect(through.stdout, through.stderr).toContain(`"claimed","messageId":"${id}"`);
   });
 });
