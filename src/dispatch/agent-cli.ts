@@ -1,8 +1,9 @@
+import { realpathSync } from 'node:fs';
 import { createRequire } from 'node:module';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import { CooError } from '../errors.js';
 import { findExecutable, startProblem } from '../util/executable.js';
-import { executorPath } from './process.js';
+import { executorPath, resolveCommand } from './process.js';
 import type { ExecutorName } from './executor.js';
 
 /**
@@ -59,4 +60,32 @@ export function defaultAgentCommand(kind: ExecutorName, path: string | undefined
     'EXECUTOR_CONFIG',
     `${label}: ${cli.program} is not on PATH and ${cli.packageName} is not installed: install it (npm install -g ${cli.packageName}@${cli.version}), or give its path with --ea-command`,
   );
+}
+
+const TITLES: Record<ExecutorName, string> = { codex: 'Codex', claude_code: 'Claude Code' };
+
+/**
+ * The command `--ea-command` gives an execution agent of `kind`, resolved (resolveCommand). The one
+ * flag names the program of every execution agent: one that is another agent's CLI, by its name or
+ * the package it is in (`--ea-command $(which codex)` on a runner that may dispatch to
+ * ea.claude_code too), would be started with this agent's arguments, each dispatch to it claimed and
+ * failed, blamed on the work. It is refused here, at start, and that agent's dispatches wait.
+ */
+export function givenAgentCommand(kind: ExecutorName, command: readonly string[], path: string | undefined, label: string): string[] {
+  const resolved = resolveCommand(command, path, label);
+  const program = resolved[0]!;
+  const seen = [program];
+  try {
+    seen.push(realpathSync(program));
+  } catch {
+    // resolveCommand found it: a link that is gone since is the start's own failure to find.
+  }
+  for (const [other, cli] of Object.entries(AGENT_CLIS) as Array<[ExecutorName, AgentCli]>) {
+    if (other === kind || !seen.some((seenPath) => basename(seenPath).replace(/\.(js|mjs|cjs|exe)$/, '') === cli.program || seenPath.includes(`/node_modules/${cli.packageName}/`))) continue;
+    throw new CooError(
+      'EXECUTOR_CONFIG',
+      `${label}: --ea-command ${program} is ${TITLES[other]}'s CLI (${cli.program}), not ${TITLES[kind]}'s: --ea-command names the program of every execution agent, and each dispatch to ${label} would start it with ${TITLES[kind]}'s arguments and fail; leave --ea-command out to find each agent's own CLI (${AGENT_CLIS[kind].program} on PATH, or ${AGENT_CLIS[kind].packageName} installed), or run a runner for each agent`,
+    );
+  }
+  return resolved;
 }

@@ -4,13 +4,13 @@ import { CooError } from '../errors.js';
 import { endpointProblem } from '../lane/endpoint.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
-import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
+import { AGENT_CLIS, defaultAgentCommand, givenAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { codexStreamState } from './codex-events.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { urlSecrets } from '../util/display-url.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
-import { executorPath, resolveCommand, runExecutorProcess } from './process.js';
+import { executorPath, runExecutorProcess } from './process.js';
 
 /**
  * The Codex CLI as an execution agent: `codex exec --json` with no user configuration, its own
@@ -92,7 +92,7 @@ export class CodexExecutor implements Executor {
 
   private program(): string[] {
     const path = this.source()['PATH'];
-    return this.config.command === undefined ? defaultAgentCommand('codex', path, 'ea.codex') : resolveCommand(this.config.command, path, 'ea.codex');
+    return this.config.command === undefined ? defaultAgentCommand('codex', path, 'ea.codex') : givenAgentCommand('codex', this.config.command, path, 'ea.codex');
   }
 
   check(): void {

@@ -1,4 +1,4 @@
-import { writeFileSync } from 'node:fs';
+import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -138,5 +138,34 @@ describe("another provider's key in a provider's variable (an Anthropic key in O
     expect(laneState(place.world, id)).toBe('queued');
     const through = watchOnce(place, agent, { isolation: 'none', env: { OPENAI_API_KEY: SHAPED.google, COO_EA_BASE_URL: 'https://models.example.test/v1' } });
     expect(through.stdout, through.stderr).toContain(`"claimed","messageId":"${id}"`);
+  });
+});
+
+describe("an --ea-command that is one execution agent's CLI, on a runner that may dispatch to the other", () => {
+  const places = hostilePlaces(join(dir, 'cli-places'), 'cli');
+
+  it("leaves the other agent's dispatches queued and unclaimed, said at start (each was started with the other agent's arguments and failed as the work's), by its name or through a link; a program of no agent's name runs", { timeout: 180_000 }, async () => {
+    const place = await places('claude-for-codex');
+    const id = (await dispatchTo(place, 'cli-claude')).messageId;
+    const stand = agentScript(place.world.dir, 'true');
+    const bin = join(place.world.dir, 'bin');
+    mkdirSync(bin);
+    // Claude Code's CLI by its name, and a link of another name to it.
+    const claude = join(bin, 'claude');
+    copyFileSync(stand, claude);
+    const linked = join(bin, 'my-agent');
+    symlinkSync(claude, linked);
+    const env = { ANTHROPIC_API_KEY: 'sk-ant-test-key' };
+    for (const given of [claude, linked]) {
+      const run = watchOnce(place, given, { isolation: 'none', env });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: --ea-command ${given} is Claude Code's CLI (claude), not Codex's: --ea-command names the program of every execution agent`);
+      // Claude Code's own dispatches may run it: nothing is said of them.
+      expect(run.stderr).not.toContain('dispatches to ea.claude_code wait');
+      expect(run.stdout).not.toContain('"claimed"');
+      expect(laneState(place.world, id)).toBe('queued');
+    }
+    const run = watchOnce(place, stand, { isolation: 'none', env });
+    expect(run.stdout, run.stderr).toContain(`"claimed","messageId":"${id}"`);
   });
 });
