@@ -46,7 +46,7 @@ describe('an execution agent\'s model base URL (--ea-base-url, $COO_EA_BASE_URL)
     const waiting = (await dispatchTo(silent, 'url-silent')).messageId;
     const port = await silentPort();
     const idle = watchOnce(silent, agentScript(silent.world.dir, 'true'), { isolation: 'none', env: { COO_EA_BASE_URL: `http://localhost:${port}/v1` } });
-    expect(idle.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: nothing answers at http://localhost:${port}/v1 on this machine (ECONNREFUSED at localhost port ${port})`);
+    expect(idle.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: nothing answers at http://localhost:${port}/v1 on this machine (`);
     expect(idle.stdout).not.toContain('"claimed"');
     expect(laneState(silent.world, waiting)).toBe('queued');
     // The same start with a URL an agent can be given: the dispatch is claimed and run.
