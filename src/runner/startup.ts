@@ -19,7 +19,7 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerGitdir } from '../lane/work-repo.js';
-import { requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
+import { requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
@@ -424,10 +424,14 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   };
   const targets: TargetFacts[] = [];
   const probes = new Map<string, Promise<string | null>>();
+  // Each dispatch's worktree is made in the state folder and its scripts run there (the agent's, the verification commands'):
+  // on a file system that runs no program every one would be claimed, paid for and failed (exit 126), blamed on the work.
+  const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and its scripts (the agent's, the verification commands') run from it; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
     if (readiness === undefined) continue;
     const problems = readiness.problems(target);
+    if (target.lane === 'dispatch' && noPrograms !== null) problems.push(noPrograms);
     // A target that can run as configured: is the model on this machine it calls there?
     if (problems.length === 0) problems.push(...(await silentEndpoints(readiness.localEndpoints(target), target.lane, probes)));
     targets.push({ actor: target.actor, lane: target.lane, problems });

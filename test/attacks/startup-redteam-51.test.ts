@@ -1,4 +1,5 @@
-import { copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { chmodSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -6,7 +7,7 @@ import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '
 import { cooBounded, headOf, httpOracle, refusal, startBounded, writeKey } from '../helpers/damage.js';
 import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
 import { laneState } from '../helpers/startup.js';
-import { tempDir } from '../helpers/tmp.js';
+import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator, round 51: start-up mistakes under the full actor model. What a corrected
@@ -167,5 +168,40 @@ describe("an --ea-command that is one execution agent's CLI, on a runner that ma
     }
     const run = watchOnce(place, stand, { isolation: 'none', env });
     expect(run.stdout, run.stderr).toContain(`"claimed","messageId":"${id}"`);
+  });
+});
+
+const root = process.geteuid?.() === 0;
+
+describe.runIf(root)('a --state-dir on a file system mounted noexec (a hardened /tmp)', () => {
+  const places = hostilePlaces(join(dir, 'noexec-places'), 'noexec');
+
+  it("leaves dispatches queued and unclaimed, said at start (each was claimed, paid for, and failed tests_failed, its repository's script exit 126 in a worktree there); on a file system that runs programs, the dispatch runs and passes", { timeout: 180_000 }, async () => {
+    const place = await places('state');
+    writeFileSync(join(place.repo, 'check.sh'), '#!/bin/sh\nexit 0\n');
+    chmodSync(join(place.repo, 'check.sh'), 0o755);
+    git(['add', '-A'], { cwd: place.repo });
+    git(['commit', '-q', '-m', 'check'], { cwd: place.repo });
+    const id = (await dispatchTo(place, 'noexec', { verify: ['./check.sh'] })).messageId;
+    const before = headOf(place.world.gitdir);
+    const agent = agentScript(place.world.dir, "printf 'export const add = (a, b) => a + b;\\n' > src/add.js");
+    const mount = join(place.world.dir, 'noexec');
+    mkdirSync(mount);
+    // Only root may mount; a tmpfs mounted noexec is such a file system on any machine.
+    execFileSync('mount', ['-t', 'tmpfs', '-o', 'size=64m,noexec', 'tmpfs', mount]);
+    try {
+      const stateDir = join(mount, 'state');
+      const run = watchOnce({ ...place, stateDir }, agent, { isolation: 'none' });
+      expect(run.status, run.stderr).toBe(0);
+      expect(run.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: ${stateDir}, the runner's state folder, is on a file system that runs no program (mounted noexec? EACCES for a program made there): each dispatch's worktree is made there`);
+      expect(run.stdout).not.toContain('"claimed"');
+      expect(laneState(place.world, id)).toBe('queued');
+      expect(headOf(place.world.gitdir)).toBe(before);
+    } finally {
+      execFileSync('umount', [mount]);
+    }
+    const run = watchOnce(place, agent, { isolation: 'none' });
+    expect(run.status, run.stderr).toBe(0);
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   });
 });
