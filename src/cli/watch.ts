@@ -334,7 +334,9 @@ export function watchVerb(program: Command): void {
           if (opts.once === true) {
             const summary = await active.runOnce();
             const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued, unclaimed, for what this runner lacks (above)` : '';
-            if (opts.json !== true) writeErr(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
+            // Only what waits for a retry is said so: a held message's expiry is a time to look again, not a retry.
+            const retries = summary.retries ?? [];
+            if (opts.json !== true) writeErr(`coo watch: ${summary.receipts} receipt(s) written${retries.length > 0 ? `; ${retries.length} message(s) wait for a retry, the first at ${retries[0]}` : ''}${held}\n`);
             ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
             // A paid result the ledger would not take is not a pass that went well: a script running --once hears it in the status.
             if (summary.kept.length > 0) {

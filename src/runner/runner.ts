@@ -160,7 +160,10 @@ interface JournalEntry {
 
 export interface RunSummary {
   readonly receipts: number;
+  /** When to look again: the retries below, and when what is held or skipped ends, open leases run out, a lacking commit may be fetched. */
   readonly waiting: readonly string[];
+  /** When each message that waits for a retry may start its next attempt (a part of `waiting`), soonest first. */
+  readonly retries?: readonly string[];
   /** Messages left queued because their target's lane cannot run here (`waiting` in the options). */
   readonly held: readonly string[];
   /** Where the pass kept paid results the ledger refused the receipts of (`result_kept`): they wait for the operator. */
@@ -460,7 +463,7 @@ export class Runner {
     this.register();
     const wrote = { receipts: 0, kept: [] as string[] };
     this.passWrote = wrote;
-    const summary = (waiting: readonly string[], held: readonly string[]): RunSummary => ({ receipts: wrote.receipts, waiting, held, kept: wrote.kept });
+    const summary = (waiting: readonly string[], held: readonly string[], retries: readonly string[] = []): RunSummary => ({ receipts: wrote.receipts, waiting, held, kept: wrote.kept, retries });
     if (this.options.remote !== undefined && !(await this.syncRemote())) return summary([], []);
     await this.checkHistory();
     // Nothing is published before this runner's own checks pass: a state folder of this ledger, and a
@@ -514,7 +517,7 @@ export class Runner {
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
         // A message held for a commit its repository lacks runs once the operator fetches it: a watch looks again soon, not only when the ledger moves.
         const look = held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
-        return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held);
+        return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held, [...waiting].sort());
       }
       try {
         const landed = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);

@@ -205,3 +205,29 @@ describe.runIf(root)('a --state-dir on a file system mounted noexec (a hardened 
     expect((await receiptsFor(place, id)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   });
 });
+
+describe("coo watch --once's closing line after a start where a target waits", () => {
+  const fresh = worlds(join(dir, 'closing'));
+
+  it('says the held consults stay queued for what the runner lacks, never that they wait for a retry (their expiry was counted as one); a consult that does wait for a retry is said so', { timeout: 180_000 }, async () => {
+    const world = await fresh({ modes: ['rate-limit'], policy: (policy) => ({ ...policy, retries: { ...policy.retries, backoff_base_seconds: 600, backoff_max_seconds: 600 } }) });
+    const held = (await world.consult({ target: 'aa.claude' })).messageId;
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const args = ['watch', '--once', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--oracle-base-url', `${world.server.url}/v1`];
+    const env = { OPENAI_API_KEY: 'sk-test-key', ANTHROPIC_API_KEY: '' };
+    const alone = cooBounded(args, { env });
+    expect(alone.status, alone.stderr).toBe(0);
+    expect(alone.stderr.trimEnd().split('\n').at(-1)).toBe('coo watch: 0 receipt(s) written; 1 message(s) stay queued, unclaimed, for what this runner lacks (above)');
+    expect(laneState(world, held)).toBe('queued');
+    // A consult the model turns away for its rate: its retry is said, with when.
+    const retried = (await world.consult()).messageId;
+    // Asynchronously: the model answers from this process.
+    const ran = await startBounded(args, env).ended;
+    expect(ran.status, ran.stderr).toBe(0);
+    const receipts = await receiptsOf(world, retried);
+    expect(receipts.map((receipt) => receipt['status'])).toEqual(['failed']);
+    const next = receipts[0]!['next_attempt_at'] as string;
+    expect(next).toMatch(/^\d{4}-/);
+    expect(ran.stderr.trimEnd().split('\n').at(-1)).toBe(`coo watch: 1 receipt(s) written; 1 message(s) wait for a retry, the first at ${next}; 1 message(s) stay queued, unclaimed, for what this runner lacks (above)`);
+  });
+});
