@@ -59,6 +59,12 @@ export interface StartupOptions {
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
   /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
   readonly dispatch?: (isolation: 'bwrap' | 'none') => ExecutorFactory;
+  /**
+   * The runner keeps running (a watch, `coo mcp --run`): an endpoint on this machine where nothing
+   * answers yet holds its target until it answers, looked at again each pass (StartedLanes.looks),
+   * and refuses no start. Absent (a single pass, --once), it holds the target for the pass.
+   */
+  readonly looksAgain?: boolean;
 }
 
 export interface StartedLanes {
@@ -67,6 +73,11 @@ export interface StartedLanes {
   readonly executors: ExecutorFactory | null;
   /** Targets whose messages stay queued and unclaimed: actor -> why. */
   readonly waiting: ReadonlyMap<string, Problem>;
+  /**
+   * With `looksAgain`, for each target that calls an endpoint on this machine: why nothing answers
+   * there now, or null when it answers; the runner asks while the target has a message to start.
+   */
+  readonly looks: ReadonlyMap<string, () => Promise<Problem | null>>;
   /** What to tell the operator once, at start (target null: about every lane). */
   readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
   /** Gives up the state folder this runner holds (state-folder.ts): called when the runner stops. */
@@ -375,6 +386,11 @@ async function silentEndpoints(endpoints: readonly LocalEndpoint[], lane: Lane, 
   return problems;
 }
 
+/** The problems of one target as one, coded as its first: null when there is none. */
+function joined(problems: readonly Problem[]): Problem | null {
+  return problems.length === 0 ? null : { code: problems[0]!.code, message: problems.map((problem) => problem.message).join('; ') };
+}
+
 /**
  * Runs every start-up check and returns the lanes ready to run, or throws the one coded line that
  * refuses the start (exit 2): nothing has been claimed then.
@@ -423,6 +439,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
     ...(executors === null ? {} : { dispatch: dispatchReadiness(executors) }),
   };
   const targets: TargetFacts[] = [];
+  const looks = new Map<string, () => Promise<Problem | null>>();
   const probes = new Map<string, Promise<string | null>>();
   // Each dispatch's worktree is made in the state folder and its scripts run there (the agent's, the verification commands'):
   // on a file system that runs no program every one would be claimed, paid for and failed (exit 126), blamed on the work.
@@ -432,13 +449,15 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
     if (readiness === undefined) continue;
     const problems = readiness.problems(target);
     if (target.lane === 'dispatch' && noPrograms !== null) problems.push(noPrograms);
-    // A target that can run as configured: is the model on this machine it calls there?
-    if (problems.length === 0) problems.push(...(await silentEndpoints(readiness.localEndpoints(target), target.lane, probes)));
-    targets.push({ actor: target.actor, lane: target.lane, problems });
+    // A target that can run as configured: is the model on this machine it calls there? A runner that keeps running asks again later.
+    const endpoints = problems.length === 0 ? readiness.localEndpoints(target) : [];
+    const passing = await silentEndpoints(endpoints, target.lane, probes);
+    if (options.looksAgain === true && endpoints.length > 0) looks.set(target.actor, async () => joined(await silentEndpoints(endpoints, target.lane, new Map())));
+    targets.push({ actor: target.actor, lane: target.lane, problems, passing });
   }
-  const plan = planStartup({ shared, isolation, targets });
+  const plan = planStartup({ shared, isolation, targets, looksAgain: options.looksAgain === true });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);
   // Last, once nothing else refuses the start: a folder held and then refused would only need giving up again.
   const release = holdStateFolder(options.stateDir, options.ledger.gitdir, options.remote?.url ?? null);
-  return { isolation, transport, executors, waiting: plan.waiting, notes: plan.notes, release };
+  return { isolation, transport, executors, waiting: plan.waiting, looks, notes: plan.notes, release };
 }

@@ -4,7 +4,8 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
-import { cooBounded, headOf, httpOracle, refusal, startBounded, writeKey } from '../helpers/damage.js';
+import { cooBounded, headOf, httpOracle, refusal, startBounded, until, writeKey } from '../helpers/damage.js';
+import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
 import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
@@ -82,9 +83,10 @@ describe('an offline model\'s endpoint on this machine where nothing answers (co
     const args = ['watch', '--once', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent')];
     const silent = cooBounded([...args, '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { env });
     expect(refusal(silent)).toMatch(new RegExp(`^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\\.chatgpt: nothing answers at http://127\\.0\\.0\\.1:${port}/v1 on this machine \\(ECONNREFUSED at 127\\.0\\.0\\.1 port ${port}\\): start the model server it names`));
-    // Through the MCP route's runner the same.
+    // The MCP route's runner keeps running, as a watch does: it starts, saying the consults wait until the model answers.
     const served = cooBounded(['mcp', '--run', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent'), '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { env });
-    expect(refusal(served)).toMatch(/^coo: ORACLE_CONFIG: no lane can run here, so nothing is claimed: consults to aa\.chatgpt: nothing answers at /);
+    expect(served.status, served.stderr).toBe(0);
+    expect(served.stderr).toContain(`consults to aa.chatgpt wait, queued and unclaimed, until it answers (looked at again while they wait): nothing answers at http://127.0.0.1:${port}/v1 on this machine (`);
     expect(headOf(world.gitdir)).toBe(before);
     expect(laneState(world, consult)).toBe('queued');
     expect(world.server.requests).toHaveLength(0);
@@ -94,6 +96,34 @@ describe('an offline model\'s endpoint on this machine where nothing answers (co
     const ran = await startBounded([...args, '--oracle-base-url', `${world.server.url}/v1`], env).ended;
     expect(ran.status, ran.stderr).toBe(0);
     expect((await receiptsOf(world, consult)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
+
+  it('holds the consults of a watch started before its model server, looks again, and runs them once it answers (the probe ran once: a watch started beside its model refused to start, or never ran that target)', { timeout: 180_000 }, async () => {
+    const world = await fresh();
+    const early = (await world.consult()).messageId;
+    const key = writeKey(world.dir, 'coo', world.actors.coo);
+    const port = await silentPort();
+    const watch = startBounded(['watch', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent'), '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { OPENAI_API_KEY: 'sk-test-key' });
+    let model: FakeModelServer | null = null;
+    try {
+      // The consult queued before the start is held, said so, and not claimed.
+      await until('the consult held', () => watch.stderr().includes(`${early}`) && watch.stderr().includes('until something answers there: nothing answers at'));
+      expect(watch.stderr()).toContain(`coo watch: consults to aa.chatgpt wait, queued and unclaimed, until it answers (looked at again while they wait): nothing answers at http://127.0.0.1:${port}/v1 on this machine (`);
+      expect(watch.stderr()).not.toContain(`claimed ${early}`);
+      expect(laneState(world, early)).toBe('queued');
+      // The model server comes up: the held consult runs without the ledger moving, and one queued now runs too.
+      model = await startFakeModelServer(['ok'], port);
+      await until('the held consult answered', () => watch.stderr().includes(`receipt ${early} attempt 1: succeeded`));
+      const late = (await world.consult()).messageId;
+      await until('the new consult answered', () => watch.stderr().includes(`receipt ${late} attempt 1: succeeded`));
+      expect((await receiptsOf(world, late)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(model.requests.length).toBeGreaterThanOrEqual(2);
+    } finally {
+      watch.child.kill('SIGINT');
+      const ended = await watch.ended;
+      await model?.close();
+      expect(ended.status, ended.stderr).toBe(0);
+    }
   });
 });
 
