@@ -105,17 +105,22 @@ describe('an offline model\'s endpoint on this machine where nothing answers (co
     const port = await silentPort();
     const watch = startBounded(['watch', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent'), '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { OPENAI_API_KEY: 'sk-test-key' });
     let model: FakeModelServer | null = null;
+    // A watch that ended (refused its start) ends the wait at once, with what it said.
+    const said = (text: string) => (): boolean => {
+      if (watch.child.exitCode !== null) throw new Error(`the watch ended (${watch.child.exitCode}): ${watch.stderr()}`);
+      return watch.stderr().includes(text);
+    };
     try {
       // The consult queued before the start is held, said so, and not claimed.
-      await until('the consult held', () => watch.stderr().includes(`${early}`) && watch.stderr().includes('until something answers there: nothing answers at'));
+      await until('the consult held', said(`error on ${early}: ORACLE_CONFIG: it waits, queued and unclaimed, until something answers there: nothing answers at`));
       expect(watch.stderr()).toContain(`coo watch: consults to aa.chatgpt wait, queued and unclaimed, until it answers (looked at again while they wait): nothing answers at http://127.0.0.1:${port}/v1 on this machine (`);
       expect(watch.stderr()).not.toContain(`claimed ${early}`);
       expect(laneState(world, early)).toBe('queued');
       // The model server comes up: the held consult runs without the ledger moving, and one queued now runs too.
       model = await startFakeModelServer(['ok'], port);
-      await until('the held consult answered', () => watch.stderr().includes(`receipt ${early} attempt 1: succeeded`));
+      await until('the held consult answered', said(`receipt ${early} attempt 1: succeeded`));
       const late = (await world.consult()).messageId;
-      await until('the new consult answered', () => watch.stderr().includes(`receipt ${late} attempt 1: succeeded`));
+      await until('the new consult answered', said(`receipt ${late} attempt 1: succeeded`));
       expect((await receiptsOf(world, late)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
       expect(model.requests.length).toBeGreaterThanOrEqual(2);
     } finally {
