@@ -441,9 +441,10 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   const targets: TargetFacts[] = [];
   const looks = new Map<string, () => Promise<Problem | null>>();
   const probes = new Map<string, Promise<string | null>>();
-  // Each dispatch's worktree is made in the state folder and its scripts run there (the agent's, the verification commands'):
-  // on a file system that runs no program every one would be claimed, paid for and failed (exit 126), blamed on the work.
-  const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and its scripts (the agent's, the verification commands') run from it; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
+  // Each dispatch's worktree is made in the state folder: on a file system that runs no program, one that runs a program from it
+  // (./check.sh, a repository script) is claimed, paid for and failed (exit 126), blamed on the work. Which dispatch would is not
+  // known before it runs (npm test runs the repository's scripts), so every dispatch target waits, including those that run none.
+  const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and one that runs a program from it (a verification command such as ./check.sh, a repository script a test or the agent runs) fails there with exit 126, blamed on the work; which would cannot be known before it runs, so every dispatch waits, those that would run none too; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
     if (readiness === undefined) continue;
