@@ -80,12 +80,32 @@ export function givenAgentCommand(kind: ExecutorName, command: readonly string[]
   } catch {
     // resolveCommand found it: a link that is gone since is the start's own failure to find.
   }
-  for (const [other, cli] of Object.entries(AGENT_CLIS) as Array<[ExecutorName, AgentCli]>) {
-    if (other === kind || !seen.some((seenPath) => basename(seenPath).replace(/\.(js|mjs|cjs|exe)$/, '') === cli.program || seenPath.includes(`/node_modules/${cli.packageName}/`))) continue;
+  const other = agentOf(seen);
+  if (other !== null && other !== kind) {
+    const cli = AGENT_CLIS[other];
     throw new CooError(
       'EXECUTOR_CONFIG',
       `${label}: --ea-command ${program} is ${TITLES[other]}'s CLI (${cli.program}), not ${TITLES[kind]}'s: --ea-command names the program of every execution agent, and each dispatch to ${label} would start it with ${TITLES[kind]}'s arguments and fail; leave --ea-command out to find each agent's own CLI (${AGENT_CLIS[kind].program} on PATH, or ${AGENT_CLIS[kind].packageName} installed), or run a runner for each agent`,
     );
   }
   return resolved;
+}
+
+/**
+ * Whose CLI a program is, from the paths it was found at (as given, then the link's target), or
+ * null: the package a path is in proves it, whatever the link is named (a link named `codex` into
+ * @anthropic-ai/claude-code is Claude Code's CLI); only when no path is in an agent's package does
+ * a name tell, the link target's first.
+ */
+function agentOf(seen: readonly string[]): ExecutorName | null {
+  const agents = Object.entries(AGENT_CLIS) as Array<[ExecutorName, AgentCli]>;
+  const proofs: Array<(path: string, cli: AgentCli) => boolean> = [(path, cli) => path.includes(`/node_modules/${cli.packageName}/`), (path, cli) => basename(path).replace(/\.(js|mjs|cjs|exe)$/, '') === cli.program];
+  // The link's target before the name given, in each proof.
+  for (const proves of proofs) {
+    for (const path of [...seen].reverse()) {
+      const found = agents.find(([, cli]) => proves(path, cli));
+      if (found !== undefined) return found[0];
+    }
+  }
+  return null;
 }
