@@ -1,12 +1,12 @@
 import { execFileSync } from 'node:child_process';
 import { chmodSync, copyFileSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, dispatchTo, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { cooBounded, headOf, httpOracle, refusal, startBounded, until, writeKey } from '../helpers/damage.js';
 import { startFakeModelServer, type FakeModelServer } from '../../src/offline/fake-model-server.js';
 import { FAKE_ORACLE, receiptsOf, worlds } from '../helpers/lane.js';
+import { freePort } from '../helpers/ports.js';
 import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -46,7 +46,7 @@ describe('an execution agent\'s model base URL (--ea-base-url, $COO_EA_BASE_URL)
     // A URL on this machine where nothing answers: the dispatch waits too, said as such.
     const silent = await places('silent');
     const waiting = (await dispatchTo(silent, 'url-silent')).messageId;
-    const port = await silentPort();
+    const port = await freePort();
     const idle = watchOnce(silent, agentScript(silent.world.dir, 'true'), { isolation: 'none', env: { COO_EA_BASE_URL: `http://localhost:${port}/v1` } });
     expect(idle.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: nothing answers at http://localhost:${port}/v1 on this machine (`);
     expect(idle.stdout).not.toContain('"claimed"');
@@ -60,15 +60,6 @@ describe('an execution agent\'s model base URL (--ea-base-url, $COO_EA_BASE_URL)
   });
 });
 
-/** A loopback port nothing listens on: one the system gave a server that is closed again. */
-async function silentPort(): Promise<number> {
-  const server = createServer();
-  await new Promise<void>((listening) => server.listen(0, '127.0.0.1', listening));
-  const { port } = server.address() as { port: number };
-  await new Promise<void>((closed) => server.close(() => closed()));
-  return port;
-}
-
 describe('an offline model\'s endpoint on this machine where nothing answers (coo model serve not started, a port mistyped)', () => {
   const fresh = worlds(join(dir, 'worlds'));
 
@@ -78,7 +69,7 @@ describe('an offline model\'s endpoint on this machine where nothing answers (co
     const before = headOf(world.gitdir);
     const key = writeKey(world.dir, 'coo', world.actors.coo);
     const stateDir = join(world.dir, 'state');
-    const port = await silentPort();
+    const port = await freePort();
     const env = { OPENAI_API_KEY: 'sk-test-key' };
     const args = ['watch', '--once', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', stateDir, '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent')];
     const silent = cooBounded([...args, '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { env });
@@ -102,7 +93,7 @@ describe('an offline model\'s endpoint on this machine where nothing answers (co
     const world = await fresh();
     const early = (await world.consult()).messageId;
     const key = writeKey(world.dir, 'coo', world.actors.coo);
-    const port = await silentPort();
+    const port = await freePort();
     const watch = startBounded(['watch', '--ledger', world.gitdir, '--key', key, '--repo', world.target, '--state-dir', join(world.dir, 'state'), '--isolation', 'none', '--oracle-command', httpOracle(world.dir), '--ea-command', join(world.dir, 'no-agent'), '--oracle-base-url', `http://127.0.0.1:${port}/v1`], { OPENAI_API_KEY: 'sk-test-key' });
     let model: FakeModelServer | null = null;
     // A watch that ended (refused its start) ends the wait at once, with what it said.
