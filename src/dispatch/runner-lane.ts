@@ -82,17 +82,19 @@ export type DispatchEvent =
 
 /** The dispatch lane's start-up check: each execution agent's executor can be started, with its key. */
 export function dispatchReadiness(executors: ExecutorFactory): LaneReadiness {
+  // The target's executor as the checks see it: no attempt, so no price.
+  const executorOf = (target: LaneTarget) => executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } });
   return {
     problems(target: LaneTarget): Problem[] {
       try {
-        executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } }).check();
+        executorOf(target).check();
         return [];
       } catch (error) {
         return [toProblem(error)];
       }
     },
     localEndpoints(target: LaneTarget): LocalEndpoint[] {
-      const url = executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } }).endpoint?.() ?? null;
+      const url = executorOf(target).endpoint?.() ?? null;
       const address = url === null ? null : loopbackAddress(url);
       return address === null ? [] : [{ url: url!, address }];
     },

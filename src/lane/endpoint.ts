@@ -1,4 +1,5 @@
 import { displayUrl } from '../util/display-url.js';
+import { isLoopbackHost } from '../util/loopback-host.js';
 
 /**
  * Why `url` cannot be an endpoint (not http or https, or carrying credentials), or null: one rule
@@ -19,8 +20,6 @@ export function endpointProblem(url: string, what: string): string | null {
   return null;
 }
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
 /** Where a call to an endpoint on this machine goes: the address and port a client connects to. */
 export interface LoopbackAddress {
   readonly host: string;
@@ -40,7 +39,7 @@ export function loopbackAddress(url: string, hosts: ReadonlyArray<{ readonly nam
     return null;
   }
   const port = parsed.port === '' ? (parsed.protocol === 'https:' ? 443 : 80) : Number(parsed.port);
-  if (LOOPBACK_HOSTS.has(parsed.hostname)) return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port };
+  if (isLoopbackHost(parsed.hostname)) return { host: parsed.hostname.replace(/^\[(.*)\]$/, '$1'), port };
   const pinned = hosts.find((entry) => entry.name === parsed.hostname);
   return pinned !== undefined && (pinned.address === '127.0.0.1' || pinned.address === '::1') ? { host: pinned.address, port } : null;
 }
