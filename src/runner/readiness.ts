@@ -7,7 +7,9 @@ import type { Problem } from '../lane/runner-lane.js';
  * claimed). A problem that no lane can run past (the repository, the key, the sandbox, a flag that
  * names nothing) refuses; one that stops a target (its provider key, its executor) makes that
  * target's messages wait, queued and unclaimed, while the rest run. When no target can run at all,
- * the runner refuses too: a runner that can do nothing must not look as if it works.
+ * the runner refuses too: a runner that can do nothing must not look as if it works. A runner that
+ * keeps running (looksAgain) counts a target that waits only for its model server on this machine
+ * to answer as one that can run: it looks again each pass, and runs it once it answers.
  */
 
 export type Lane = 'consult' | 'dispatch';
