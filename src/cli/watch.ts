@@ -158,17 +158,20 @@ export interface RunnerLaneFlags {
   readonly executors: (isolation: 'bwrap' | 'none') => ExecutorFactory;
   /** The remote the runner works through, if any: synced before the checks. */
   readonly remote?: RemoteLedger | undefined;
+  /** A single pass (`coo watch --once`): a model server on this machine that does not answer holds its target for the pass, and refuses the start when no target can run. */
+  readonly once?: boolean;
 }
 
 /**
  * The start-up checks of a verb that runs the runner (`coo watch`, `coo mcp --run`): refuses the
  * start (exit 2) or returns the lanes, having said once, through `say`, what waits and why.
  */
-export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<{ readonly lanes: Pick<RunnerOptions, 'transport' | 'executors' | 'waiting'>; readonly release: () => void }> {
-  const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, stateDir: flags.stateDir, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors, ...(flags.remote === undefined ? {} : { remote: flags.remote }) });
+export async function startRunnerLanes(flags: RunnerLaneFlags, say: (line: string) => void): Promise<{ readonly lanes: Pick<RunnerOptions, 'transport' | 'executors' | 'waiting' | 'looks'>; readonly release: () => void }> {
+  // A runner that keeps running looks again at a model server on this machine that did not answer at start; a single pass (--once) cannot.
+  const lanes = await startLanes({ ledger: flags.ledger, key: flags.key, keyLabel: flags.keyPath, repo: flags.repo, stateDir: flags.stateDir, isolation: isolationFlag(flags.isolation), consult: flags.oracle, dispatch: flags.executors, looksAgain: flags.once !== true, ...(flags.remote === undefined ? {} : { remote: flags.remote }) });
   for (const note of lanes.notes) say(note.text);
   // A verb that runs the runner serves both lanes: the start-up checks made both.
-  return { lanes: { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting }, release: lanes.release };
+  return { lanes: { transport: lanes.transport!, executors: lanes.executors!, waiting: lanes.waiting, looks: lanes.looks }, release: lanes.release };
 }
 
 /** The Oracle flags every verb that runs the runner takes (`coo watch`, `coo mcp --run`). */
@@ -300,7 +303,7 @@ export function watchVerb(program: Command): void {
           if (opts.json === true) process.stdout.write(`${inertJson({ ...event, time: new Date().toISOString() })}\n`);
           else writeErr(`coo watch: ${describeEvent(event)}\n`);
         };
-        const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => writeErr(`coo watch: ${line}\n`));
+        const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote, once: opts.once === true }, (line) => writeErr(`coo watch: ${line}\n`));
         release = started.release;
         const pullRequests = pullRequestsFromFlags(opts, (line) => writeErr(`coo watch: ${line}\n`));
         runner = new Runner({
@@ -334,7 +337,9 @@ export function watchVerb(program: Command): void {
           if (opts.once === true) {
             const summary = await active.runOnce();
             const held = summary.held.length > 0 ? `; ${summary.held.length} message(s) stay queued, unclaimed, for what this runner lacks (above)` : '';
-            if (opts.json !== true) writeErr(`coo watch: ${summary.receipts} receipt(s) written${summary.waiting.length > 0 ? `; ${summary.waiting.length} consult(s) wait for a retry, the first at ${summary.waiting[0]}` : ''}${held}\n`);
+            // Only what waits for a retry is said so: a held message's expiry is a time to look again, not a retry.
+            const retries = summary.retries ?? [];
+            if (opts.json !== true) writeErr(`coo watch: ${summary.receipts} receipt(s) written${retries.length > 0 ? `; ${retries.length} message(s) wait for a retry, the first at ${retries[0]}` : ''}${held}\n`);
             ledger.checkpoint(IDLE_CHECKPOINT_COMMITS);
             // A paid result the ledger would not take is not a pass that went well: a script running --once hears it in the status.
             if (summary.kept.length > 0) {

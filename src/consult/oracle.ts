@@ -4,6 +4,7 @@ import { createRequire } from 'node:module';
 import { dirname, join, resolve } from 'node:path';
 import { readBounded } from '../util/bounded-read.js';
 import { CooError } from '../errors.js';
+import { loopbackAddress, type LoopbackAddress } from '../lane/endpoint.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { bwrapArgs, commandFiles, findBwrap, killGroup, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
@@ -318,9 +319,14 @@ export class OracleCli implements AaTransport {
       throw new CooError('ORACLE_CONFIG', `${displayUrl(plan.endpoint!)} relies on the host pin ${host}, which needs bubblewrap: without it Oracle would reach the real ${host}`);
     }
     // A consult needs its provider key; without it the lane fails closed before claiming anything.
-    const keyProblem = providerKeyProblem(plan.keyEnv, (this.config.env ?? process.env)[plan.keyEnv]);
+    const keyProblem = providerKeyProblem(plan.keyEnv, (this.config.env ?? process.env)[plan.keyEnv], plan.endpoint === null);
     if (keyProblem !== null) throw new CooError('ORACLE_CONFIG', keyProblem);
     return plan;
+  }
+
+  /** Where a client connects to reach a plan's endpoint when it is on this machine (loopback, or a host pinned to it), or null. */
+  loopbackOf(plan: RoutePlan): LoopbackAddress | null {
+    return plan.endpoint === null ? null : loopbackAddress(plan.endpoint, this.endpoints.hosts);
   }
 
   handedSecrets(providerKeyEnv?: string): Secret[] {

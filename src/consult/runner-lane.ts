@@ -7,7 +7,7 @@ import { claimAllowanceUsd, correlationCapUsd, type ModelPrice, judgedSpend, pri
 import { contextBounds, contextOverBounds, type PinnedFile } from '../lane/pins.js';
 import { checkContextPin } from '../lane/context-pin.js';
 import { readMessage } from '../lane/envelope.js';
-import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
+import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type LocalEndpoint, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { attemptArtifactPath, receiptPath, trustPath } from '../ledger/layout.js';
 import type { NewFile } from '../ledger/ledger.js';
 import { CooError } from '../errors.js';
@@ -70,6 +70,12 @@ export function consultReadiness(transport: OracleCli): LaneReadiness {
         problems.push(toProblem(error));
       }
       return problems;
+    },
+    localEndpoints(target: LaneTarget): LocalEndpoint[] {
+      if (target.transport === undefined) return [];
+      const plan = transport.plan(target.transport);
+      const address = transport.loopbackOf(plan);
+      return address === null || plan.endpoint === null ? [] : [{ url: plan.endpoint, address }];
     },
   };
 }

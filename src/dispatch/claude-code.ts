@@ -1,15 +1,16 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
+import { endpointProblem } from '../lane/endpoint.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
-import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
+import { AGENT_CLIS, defaultAgentCommand, givenAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { claudeStreamState } from './claude-events.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { urlSecrets } from '../util/display-url.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
-import { ATTEMPT_FOLDER_REMEDY, executorPath, resolveCommand, runExecutorProcess } from './process.js';
+import { ATTEMPT_FOLDER_REMEDY, executorPath, runExecutorProcess } from './process.js';
 import { writeOwnFile } from '../util/own-write.js';
 
 /**
@@ -69,13 +70,20 @@ export class ClaudeCodeExecutor implements Executor {
 
   private program(): string[] {
     const path = this.source()['PATH'];
-    return this.config.command === undefined ? defaultAgentCommand('claude_code', path, 'ea.claude_code') : resolveCommand(this.config.command, path, 'ea.claude_code');
+    return this.config.command === undefined ? defaultAgentCommand('claude_code', path, 'ea.claude_code') : givenAgentCommand('claude_code', this.config.command, path, 'ea.claude_code');
   }
 
   check(): void {
     this.program();
-    const keyProblem = providerKeyProblem('ANTHROPIC_API_KEY', this.source()['ANTHROPIC_API_KEY']);
+    const keyProblem = providerKeyProblem('ANTHROPIC_API_KEY', this.source()['ANTHROPIC_API_KEY'], this.config.baseUrl === undefined);
     if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${keyProblem}`);
+    // A base URL no client can reach would be found only by the agent, after the claim: each dispatch would fail as the work's.
+    const endpoint = this.config.baseUrl === undefined ? null : endpointProblem(this.config.baseUrl, '--ea-base-url');
+    if (endpoint !== null) throw new CooError('EXECUTOR_CONFIG', `ea.claude_code: ${endpoint}`);
+  }
+
+  endpoint(): string | null {
+    return this.config.baseUrl ?? null;
   }
 
   handedSecrets(): Secret[] {

@@ -1,15 +1,16 @@
 import * as fs from 'node:fs';
 import { join } from 'node:path';
 import { CooError } from '../errors.js';
+import { endpointProblem } from '../lane/endpoint.js';
 import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
-import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from './agent-cli.js';
+import { AGENT_CLIS, defaultAgentCommand, givenAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { codexStreamState } from './codex-events.js';
 import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
 import { urlSecrets } from '../util/display-url.js';
 import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
-import { executorPath, resolveCommand, runExecutorProcess } from './process.js';
+import { executorPath, runExecutorProcess } from './process.js';
 
 /**
  * The Codex CLI as an execution agent: `codex exec --json` with no user configuration, its own
@@ -91,13 +92,20 @@ export class CodexExecutor implements Executor {
 
   private program(): string[] {
     const path = this.source()['PATH'];
-    return this.config.command === undefined ? defaultAgentCommand('codex', path, 'ea.codex') : resolveCommand(this.config.command, path, 'ea.codex');
+    return this.config.command === undefined ? defaultAgentCommand('codex', path, 'ea.codex') : givenAgentCommand('codex', this.config.command, path, 'ea.codex');
   }
 
   check(): void {
     this.program();
-    const keyProblem = providerKeyProblem(this.providerKeyEnv, this.source()[this.providerKeyEnv]);
+    const keyProblem = providerKeyProblem(this.providerKeyEnv, this.source()[this.providerKeyEnv], this.config.baseUrl === undefined);
     if (keyProblem !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${keyProblem}`);
+    // A base URL no client can reach would be found only by the agent, after the claim: each dispatch would fail as the work's.
+    const endpoint = this.config.baseUrl === undefined ? null : endpointProblem(this.config.baseUrl, '--ea-base-url');
+    if (endpoint !== null) throw new CooError('EXECUTOR_CONFIG', `ea.codex: ${endpoint}`);
+  }
+
+  endpoint(): string | null {
+    return this.config.baseUrl ?? null;
   }
 
   handedSecrets(): Secret[] {

@@ -140,6 +140,8 @@ export interface Executor {
   readonly isolated: boolean;
   /** Throws EXECUTOR_CONFIG when the command is missing or not executable, or the provider key is not set. */
   check(): void;
+  /** The model base URL the executor is given (`--ea-base-url`), or null for its provider's own: one on this machine is probed at start. */
+  endpoint?(): string | null;
   /** The secret values a run hands the executor (its provider key), so its output can be scrubbed of them (util/scrub.ts). */
   handedSecrets(): readonly Secret[];
   run(request: ExecutorRequest): Promise<ExecutorRun>;

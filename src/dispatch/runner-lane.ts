@@ -6,7 +6,8 @@ import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageR
 import { judgedSpend, heldBackDetail, judgeWithHeld, spentOnMessageUsd } from '../lane/budget.js';
 import { readLaneMessage } from '../lane/envelope.js';
 import { contextBounds, contextOverBounds } from '../lane/pins.js';
-import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type Problem, type RunnerLane } from '../lane/runner-lane.js';
+import { loopbackAddress } from '../lane/endpoint.js';
+import { toProblem, type LaneContext, type LaneReadiness, type LaneTarget, type LocalEndpoint, type Problem, type RunnerLane } from '../lane/runner-lane.js';
 import { CooError, isCooError } from '../errors.js';
 import { attemptArtifactPath, receiptPath } from '../ledger/layout.js';
 import type { NewFile } from '../ledger/ledger.js';
@@ -81,14 +82,21 @@ export type DispatchEvent =
 
 /** The dispatch lane's start-up check: each execution agent's executor can be started, with its key. */
 export function dispatchReadiness(executors: ExecutorFactory): LaneReadiness {
+  // The target's executor as the checks see it: no attempt, so no price.
+  const executorOf = (target: LaneTarget) => executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } });
   return {
     problems(target: LaneTarget): Problem[] {
       try {
-        executors({ kind: target.executor!.kind, model: target.executor!.model, providerKeyEnv: target.providerKeyEnv, price: { inputPerMillion: 0, outputPerMillion: 0 } }).check();
+        executorOf(target).check();
         return [];
       } catch (error) {
         return [toProblem(error)];
       }
+    },
+    localEndpoints(target: LaneTarget): LocalEndpoint[] {
+      const url = executorOf(target).endpoint?.() ?? null;
+      const address = url === null ? null : loopbackAddress(url);
+      return address === null ? [] : [{ url: url!, address }];
     },
   };
 }

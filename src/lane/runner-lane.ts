@@ -7,6 +7,7 @@ import type { AaTransportEntry } from '../schema/registry.js';
 import type { Scrubber } from '../util/scrub.js';
 import type { PinnedRepo } from './pins.js';
 import type { JudgedSpend, ModelPrice } from './budget.js';
+import type { LoopbackAddress } from './endpoint.js';
 
 /**
  * The port between the runner and a lane. The runner is the loop, the claim rule, the one receipt
@@ -55,6 +56,17 @@ export interface LaneTarget {
 /** What a lane reports at start, before anything is claimed: why a target of it cannot run here. */
 export interface LaneReadiness {
   problems(target: LaneTarget): Problem[];
+  /**
+   * The endpoints on this machine a target's attempts call (an offline model, a gateway on
+   * loopback), with where a client connects to each: the start probes them (runner/startup.ts).
+   */
+  localEndpoints(target: LaneTarget): LocalEndpoint[];
+}
+
+/** An endpoint on this machine: its URL as configured, and the address and port a client connects to. */
+export interface LocalEndpoint {
+  readonly url: string;
+  readonly address: LoopbackAddress;
 }
 
 /** Where a receipt went: on the ledger, into the journal (the remote is away), or kept as late (another runner closed the attempt). */

@@ -7,7 +7,9 @@ import type { Problem } from '../lane/runner-lane.js';
  * claimed). A problem that no lane can run past (the repository, the key, the sandbox, a flag that
  * names nothing) refuses; one that stops a target (its provider key, its executor) makes that
  * target's messages wait, queued and unclaimed, while the rest run. When no target can run at all,
- * the runner refuses too: a runner that can do nothing must not look as if it works.
+ * the runner refuses too: a runner that can do nothing must not look as if it works. A runner that
+ * keeps running (looksAgain) counts a target that waits only for its model server on this machine
+ * to answer as one that can run: it looks again each pass, and runs it once it answers.
  */
 
 export type Lane = 'consult' | 'dispatch';
@@ -18,6 +20,11 @@ export interface TargetFacts {
   readonly lane: Lane;
   /** Why this target's attempts could not run here; empty when they can. */
   readonly problems: readonly Problem[];
+  /**
+   * Why they cannot run now, in what may pass while the runner runs: nothing answers yet at an
+   * endpoint on this machine it calls (a model server started beside the runner, or restarting).
+   */
+  readonly passing?: readonly Problem[];
 }
 
 export interface StartupFacts {
@@ -26,6 +33,12 @@ export interface StartupFacts {
   readonly isolation: 'bwrap' | 'none';
   /** Every target the policy in force lets the active COO consult or dispatch to. */
   readonly targets: readonly TargetFacts[];
+  /**
+   * The runner keeps running (a watch, an MCP server's runner) and looks again, each pass, at what
+   * may pass: such a target is not held for good, and no start is refused for it. A single pass
+   * (`--once`) holds it, as any other problem, and refuses when no target can run.
+   */
+  readonly looksAgain?: boolean;
 }
 
 export type StartupPlan =
@@ -50,7 +63,8 @@ const LANE_ORDER: Record<Lane, number> = { consult: 0, dispatch: 1 };
 export function planStartup(facts: StartupFacts): StartupPlan {
   const first = facts.shared[0];
   if (first !== undefined) return { kind: 'refuse', code: first.code, message: why(facts.shared) };
-  const blocked = facts.targets.filter((target) => target.problems.length > 0).sort((a, b) => LANE_ORDER[a.lane] - LANE_ORDER[b.lane]);
+  const held = (target: TargetFacts): TargetFacts => (facts.looksAgain === true ? target : { ...target, problems: [...target.problems, ...(target.passing ?? [])] });
+  const blocked = facts.targets.map(held).filter((target) => target.problems.length > 0).sort((a, b) => LANE_ORDER[a.lane] - LANE_ORDER[b.lane]);
   if (facts.targets.length > 0 && blocked.length === facts.targets.length) {
     return {
       kind: 'refuse',
@@ -60,6 +74,12 @@ export function planStartup(facts: StartupFacts): StartupPlan {
   }
   const waiting = new Map(blocked.map((target) => [target.actor, { code: target.problems[0]!.code, message: why(target.problems, target.actor) }] as const));
   const notes = blocked.map((target) => ({ target: target.actor as string | null, text: `${NOUN[target.lane]} to ${target.actor} wait, queued and unclaimed: ${why(target.problems, target.actor)}` }));
+  if (facts.looksAgain === true) {
+    for (const target of facts.targets) {
+      if (target.problems.length > 0 || (target.passing ?? []).length === 0) continue;
+      notes.push({ target: target.actor, text: `${NOUN[target.lane]} to ${target.actor} wait, queued and unclaimed, until it answers (looked at again while they wait): ${why(target.passing!, target.actor)}` });
+    }
+  }
   if (facts.isolation === 'none') {
     notes.unshift({
       target: null,

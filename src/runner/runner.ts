@@ -77,6 +77,8 @@ interface EnvelopeFacts {
 
 /** Seconds between a watch's looks at the repository while a message waits for a commit it lacks (the operator fetching it). */
 const REPO_LOOK_SECONDS = 30;
+/** How soon a watch looks again at an endpoint on this machine where nothing answered, while a message to it waits. */
+const ENDPOINT_LOOK_SECONDS = 5;
 
 /** Runners through a remote pick their next work among this many of the oldest ready messages. */
 const REMOTE_PICK_WINDOW = 4;
@@ -124,6 +126,12 @@ export interface RunnerOptions {
    */
   readonly waiting?: ReadonlyMap<string, { readonly code: ErrorCode; readonly message: string }>;
   /**
+   * Targets that call an endpoint on this machine (runner/startup.ts StartedLanes.looks): why nothing
+   * answers there now, or null. Asked once a pass while the target has a message to start: held, its
+   * messages stay queued and unclaimed, and run once something answers there.
+   */
+  readonly looks?: ReadonlyMap<string, () => Promise<Problem | null>>;
+  /**
    * Through a remote, runners share the queue by assignment (runner/assignment.ts). Absent, each
    * pass picks among the oldest ready messages at random (a one-shot pass, which will not be there
    * later to take what another runner left).
@@ -160,7 +168,10 @@ interface JournalEntry {
 
 export interface RunSummary {
   readonly receipts: number;
+  /** When to look again: the retries below, and when what is held or skipped ends, open leases run out, a lacking commit may be fetched. */
   readonly waiting: readonly string[];
+  /** When each message that waits for a retry may start its next attempt (a part of `waiting`), soonest first. */
+  readonly retries?: readonly string[];
   /** Messages left queued because their target's lane cannot run here (`waiting` in the options). */
   readonly held: readonly string[];
   /** Where the pass kept paid results the ledger refused the receipts of (`result_kept`): they wait for the operator. */
@@ -229,6 +240,8 @@ export class Runner {
   private readonly lacking = new Map<string, Problem>();
   /** What this pass found of each pinned commit in the repository: null when it holds it, else why not. */
   private repoLooks = new Map<string, string | null>();
+  /** What this pass found at the endpoints on this machine each target calls (options.looks): null when they answer, else why not. */
+  private endpointLooks = new Map<string, Problem | null>();
   /** The heartbeat interval of the policy on the head the last heartbeat landed on: a watch beats at it. */
   private beatSeconds: number | null = null;
 
@@ -279,7 +292,7 @@ export class Runner {
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy ?? this.switchedOff,
-      heldHere: (target) => this.options.waiting?.get(target) ?? null,
+      heldHere: (target) => this.options.waiting?.get(target) ?? this.endpointLooks.get(target) ?? null,
       waitsForRetry: (id) => this.earlyRetries.has(id),
     };
     const consults = new ConsultLane(context, options.transport);
@@ -460,7 +473,7 @@ export class Runner {
     this.register();
     const wrote = { receipts: 0, kept: [] as string[] };
     this.passWrote = wrote;
-    const summary = (waiting: readonly string[], held: readonly string[]): RunSummary => ({ receipts: wrote.receipts, waiting, held, kept: wrote.kept });
+    const summary = (waiting: readonly string[], held: readonly string[], retries: readonly string[] = []): RunSummary => ({ receipts: wrote.receipts, waiting, held, kept: wrote.kept, retries });
     if (this.options.remote !== undefined && !(await this.syncRemote())) return summary([], []);
     await this.checkHistory();
     // Nothing is published before this runner's own checks pass: a state folder of this ledger, and a
@@ -471,6 +484,7 @@ export class Runner {
     }
     this.leaseWaits = [];
     this.repoLooks = new Map();
+    this.endpointLooks = new Map();
     const skipped = new Set<string>();
     this.passSkipped = skipped;
     for (let pass = 0; ; pass += 1) {
@@ -513,8 +527,10 @@ export class Runner {
         this.rememberHead(state);
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
         // A message held for a commit its repository lacks runs once the operator fetches it: a watch looks again soon, not only when the ledger moves.
-        const look = held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
-        return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held);
+        // One held because nothing answers at its endpoint on this machine runs once the model server does: looked at again sooner.
+        const silent = held.some((id) => this.endpointLooks.get(state.messages.get(id)!.target) != null);
+        const look = silent ? [isoSeconds(addSeconds(now, ENDPOINT_LOOK_SECONDS))] : held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
+        return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held, [...waiting].sort());
       }
       try {
         const landed = item.work.kind === 'recover' ? await this.recover(state, item.record) : await this.laneFor(item.record).attempt(state, item.record);
@@ -561,15 +577,18 @@ export class Runner {
   /**
    * Why this runner holds a new attempt of `record`, queued and unclaimed, or null: its target's lane
    * cannot run here (found at start), or its repository does not hold the commit the message pins
-   * (a clone behind the project's origin, a repository removed or renamed while the runner ran).
-   * Each is a lack of this runner, as a missing provider key is, never the work's: a runner that has
+   * (a clone behind the project's origin, a repository removed or renamed while the runner ran), or
+   * nothing answers yet at an endpoint on this machine its target calls (a model server started
+   * beside the runner, or restarting). Each is a lack of this runner, as a missing provider key is, never the work's: a runner that has
    * what it needs may run it, and the operator's fix lets this one run it. A commit the repository
    * holds whose files do not match the pins is the work's, and its lane receipts it stale_context.
-   * The repository is looked at once a pass for each commit.
+   * The repository is looked at once a pass for each commit, and such an endpoint once a pass for each target.
    */
   private async heldFor(record: MessageRecord): Promise<Problem | null> {
     const waiting = this.options.waiting?.get(record.target);
     if (waiting !== undefined) return waiting;
+    const silent = await this.endpointLook(record.target);
+    if (silent !== null) return silent;
     const { pinned } = await this.envelopeFacts(record);
     let lack = pinned === null ? null : this.repoLooks.get(pinned);
     if (pinned !== null && lack === undefined) {
@@ -585,6 +604,19 @@ export class Runner {
     return problem;
   }
 
+  /** Why nothing answers now at an endpoint on this machine `target` calls, or null: looked at once a pass. */
+  private async endpointLook(target: string): Promise<Problem | null> {
+    const look = this.options.looks?.get(target);
+    if (look === undefined) return null;
+    let found = this.endpointLooks.get(target);
+    if (found === undefined) {
+      const why = await look();
+      found = why === null ? null : { code: why.code, message: `it waits, queued and unclaimed, until something answers there: ${why.message}` };
+      this.endpointLooks.set(target, found);
+    }
+    return found;
+  }
+
   /**
    * Until when attempt `attempt` of `record` stays queued here when its target is held on this runner:
    * its last start, by the clock of every machine within the skew the ledger allows between them
@@ -594,7 +626,7 @@ export class Runner {
    */
   private async heldUntil(record: MessageRecord, attempt: number): Promise<string> {
     const end = await this.lastStart(record, attempt);
-    return this.options.waiting?.has(record.target) === true || this.lacking.has(record.id) ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
+    return this.options.waiting?.has(record.target) === true || this.endpointLooks.get(record.target) != null || this.lacking.has(record.id) ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
   }
 
   /**

@@ -1,4 +1,5 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
+import { createConnection } from 'node:net';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -18,12 +19,14 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerGitdir } from '../lane/work-repo.js';
-import { requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
+import { requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
 import { dispatchReadiness } from '../dispatch/runner-lane.js';
-import { toProblem, type LaneReadiness, type LaneTarget, type Problem } from '../lane/runner-lane.js';
+import { toProblem, type LaneReadiness, type LaneTarget, type LocalEndpoint, type Problem } from '../lane/runner-lane.js';
+import type { LoopbackAddress } from '../lane/endpoint.js';
+import { displayUrl } from '../util/display-url.js';
 import { planStartup, type Lane, type TargetFacts } from './readiness.js';
 
 /**
@@ -56,6 +59,12 @@ export interface StartupOptions {
   readonly consult?: (isolation: 'bwrap' | 'none') => OracleCli;
   /** Makes the dispatch lane's executors once the sandbox is known; absent when no dispatch lane runs here. */
   readonly dispatch?: (isolation: 'bwrap' | 'none') => ExecutorFactory;
+  /**
+   * The runner keeps running (a watch, `coo mcp --run`): an endpoint on this machine where nothing
+   * answers yet holds its target until it answers, looked at again each pass (StartedLanes.looks),
+   * and refuses no start. Absent (a single pass, --once), it holds the target for the pass.
+   */
+  readonly looksAgain?: boolean;
 }
 
 export interface StartedLanes {
@@ -64,6 +73,11 @@ export interface StartedLanes {
   readonly executors: ExecutorFactory | null;
   /** Targets whose messages stay queued and unclaimed: actor -> why. */
   readonly waiting: ReadonlyMap<string, Problem>;
+  /**
+   * With `looksAgain`, for each target that calls an endpoint on this machine: why nothing answers
+   * there now, or null when it answers; the runner asks while the target has a message to start.
+   */
+  readonly looks: ReadonlyMap<string, () => Promise<Problem | null>>;
   /** What to tell the operator once, at start (target null: about every lane). */
   readonly notes: ReadonlyArray<{ readonly target: string | null; readonly text: string }>;
   /** Gives up the state folder this runner holds (state-folder.ts): called when the runner stops. */
@@ -329,6 +343,54 @@ export async function syncForStartup(remote: Pick<RemoteLedger, 'sync' | 'url'> 
   });
 }
 
+/** How long a connection to an endpoint on this machine may take at start before it counts as no answer. */
+const LOOPBACK_PROBE_MS = 3000;
+
+/**
+ * Why nothing answers at `address`, or null when a connection is taken there (closed at once, nothing
+ * sent): the model server is up. A refusal on this machine is no network fault that passes: nothing listens.
+ */
+function loopbackSilence(address: LoopbackAddress): Promise<string | null> {
+  return new Promise((settle) => {
+    const socket = createConnection({ host: address.host, port: address.port });
+    const done = (why: string | null): void => {
+      clearTimeout(timer);
+      socket.destroy();
+      settle(why);
+    };
+    const timer = setTimeout(() => done(`no connection within ${LOOPBACK_PROBE_MS / 1000} s`), LOOPBACK_PROBE_MS);
+    socket.once('connect', () => done(null));
+    socket.once('error', (error: NodeJS.ErrnoException) => done(error.code ?? error.message));
+  });
+}
+
+/**
+ * The endpoints on this machine a target calls (an offline model `coo model serve` prints, a gateway
+ * on loopback) where nothing answers: a server not started yet, or a port mistyped. Each attempt
+ * would be claimed and end `aa_unavailable` (retried until its attempts ran out) or a failed dispatch,
+ * blamed on the work; a start once the server runs would run it. An endpoint elsewhere is not
+ * probed: a network that is down there may come back, and the attempt's retries are for that.
+ */
+async function silentEndpoints(endpoints: readonly LocalEndpoint[], lane: Lane, probes: Map<string, Promise<string | null>>): Promise<Problem[]> {
+  const problems: Problem[] = [];
+  for (const endpoint of endpoints) {
+    const key = `${endpoint.address.host} ${endpoint.address.port}`;
+    if (!probes.has(key)) probes.set(key, loopbackSilence(endpoint.address));
+    const why = await probes.get(key)!;
+    if (why === null) continue;
+    problems.push({
+      code: lane === 'consult' ? 'ORACLE_CONFIG' : 'EXECUTOR_CONFIG',
+      message: `nothing answers at ${displayUrl(endpoint.url)} on this machine (${why} at ${endpoint.address.host} port ${endpoint.address.port}): start the model server it names (coo model serve prints the URL to give), or give the URL it listens on`,
+    });
+  }
+  return problems;
+}
+
+/** The problems of one target as one, coded as its first: null when there is none. */
+function joined(problems: readonly Problem[]): Problem | null {
+  return problems.length === 0 ? null : { code: problems[0]!.code, message: problems.map((problem) => problem.message).join('; ') };
+}
+
 /**
  * Runs every start-up check and returns the lanes ready to run, or throws the one coded line that
  * refuses the start (exit 2): nothing has been claimed then.
@@ -377,14 +439,26 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
     ...(executors === null ? {} : { dispatch: dispatchReadiness(executors) }),
   };
   const targets: TargetFacts[] = [];
+  const looks = new Map<string, () => Promise<Problem | null>>();
+  const probes = new Map<string, Promise<string | null>>();
+  // Each dispatch's worktree is made in the state folder: on a file system that runs no program, one that runs a program from it
+  // (./check.sh, a repository script) is claimed, paid for and failed (exit 126), blamed on the work. Which dispatch would is not
+  // known before it runs (npm test runs the repository's scripts), so every dispatch target waits, including those that run none.
+  const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and one that runs a program from it (a verification command such as ./check.sh, a repository script a test or the agent runs) fails there with exit 126, blamed on the work; which would cannot be known before it runs, so every dispatch waits, those that would run none too; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
     if (readiness === undefined) continue;
-    targets.push({ actor: target.actor, lane: target.lane, problems: readiness.problems(target) });
+    const problems = readiness.problems(target);
+    if (target.lane === 'dispatch' && noPrograms !== null) problems.push(noPrograms);
+    // A target that can run as configured: is the model on this machine it calls there? A runner that keeps running asks again later.
+    const endpoints = problems.length === 0 ? readiness.localEndpoints(target) : [];
+    const passing = await silentEndpoints(endpoints, target.lane, probes);
+    if (options.looksAgain === true && endpoints.length > 0) looks.set(target.actor, async () => joined(await silentEndpoints(endpoints, target.lane, new Map())));
+    targets.push({ actor: target.actor, lane: target.lane, problems, passing });
   }
-  const plan = planStartup({ shared, isolation, targets });
+  const plan = planStartup({ shared, isolation, targets, looksAgain: options.looksAgain === true });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);
   // Last, once nothing else refuses the start: a folder held and then refused would only need giving up again.
   const release = holdStateFolder(options.stateDir, options.ledger.gitdir, options.remote?.url ?? null);
-  return { isolation, transport, executors, waiting: plan.waiting, notes: plan.notes, release };
+  return { isolation, transport, executors, waiting: plan.waiting, looks, notes: plan.notes, release };
 }

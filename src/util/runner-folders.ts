@@ -99,6 +99,27 @@ export function requireWritableFolder(dir: string, what: string, fix: string): v
 }
 
 /**
+ * Refuses `dir` when the file system it is on runs no program: mounted noexec, as a hardened /tmp
+ * is. Asked of the kernel for a probe file there, which access(2) says is not executable on such a
+ * mount whatever its mode. A folder that cannot be written is left to requireWritableFolder.
+ */
+export function requireExecutableFolder(dir: string, what: string, fix: string): void {
+  const probe = join(dir, `.probe-exec-${process.pid}`);
+  try {
+    fs.writeFileSync(probe, '#!/bin/sh\n', { mode: 0o700 });
+  } catch {
+    return;
+  }
+  try {
+    fs.accessSync(probe, fs.constants.X_OK);
+  } catch (error) {
+    throw new CooError('RUNNER_CONFIG', `${dir}, ${what}, is on a file system that runs no program (mounted noexec? ${(error as NodeJS.ErrnoException).code ?? 'EACCES'} for a program made there): ${fix}`);
+  } finally {
+    fs.rmSync(probe, { force: true });
+  }
+}
+
+/**
  * Refuses `dir` when the file system it is on has less than `bytes` free for this user. A state
  * folder whose file system has room for the probe file and not for a sandbox let the runner start,
  * claim a message, and stop (exit 1) at the sandbox's first write, the message left claimed with no

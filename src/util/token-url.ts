@@ -1,6 +1,5 @@
 import { CooError } from '../errors.js';
-
-const LOOPBACK = new Set(['127.0.0.1', 'localhost', '[::1]']);
+import { isLoopbackHost } from './loopback-host.js';
 
 /**
  * The origin of a URL a token is sent to: https, or plain http on a loopback address only (a test
@@ -16,7 +15,7 @@ export function tokenOrigin(text: string, what: string, others = ''): string {
     throw new CooError('USAGE', `the ${what} is not a URL`);
   }
   if (url.username !== '' || url.password !== '') throw new CooError('USAGE', `the ${what} carries credentials: the runner gives its token itself`);
-  if (url.protocol === 'http:' && !LOOPBACK.has(url.hostname)) throw new CooError('USAGE', `refusing to send the token over plain http to ${url.hostname}: use https`);
+  if (url.protocol === 'http:' && !isLoopbackHost(url.hostname)) throw new CooError('USAGE', `refusing to send the token over plain http to ${url.hostname}: use https`);
   if (url.protocol !== 'https:' && url.protocol !== 'http:') throw new CooError('USAGE', `the ${what} must be https:// or a loopback http://${others}, not ${url.protocol}`);
   return url.origin;
 }

@@ -1,8 +1,8 @@
 import { execFileSync, spawn, type ChildProcess } from 'node:child_process';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer } from 'node:net';
 import { userInfo } from 'node:os';
 import { join } from 'node:path';
+import { freePort } from './ports.js';
 
 /** Debian's OpenSSH server (.ci/run installs openssh-server). */
 export const SSHD = '/usr/sbin/sshd';
@@ -15,18 +15,6 @@ export interface SshServer {
   readonly env: NodeJS.ProcessEnv;
   /** Stops the server (the sessions it serves end with their commands). */
   close(): Promise<void>;
-}
-
-/** A port nothing listens on now, from the kernel. */
-export function freePort(): Promise<number> {
-  return new Promise((resolve, reject) => {
-    const server = createServer();
-    server.once('error', reject);
-    server.listen(0, '127.0.0.1', () => {
-      const address = server.address();
-      server.close(() => (typeof address === 'object' && address !== null ? resolve(address.port) : reject(new Error('no port'))));
-    });
-  });
 }
 
 function keygen(file: string, comment: string): void {

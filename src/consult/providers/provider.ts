@@ -1,6 +1,9 @@
 import type { BlockerCode } from '../../schema/receipt.js';
 import type { OracleRoute } from '../../schema/registry.js';
-import { displayUrl } from '../../util/display-url.js';
+import { loopbackAddress } from '../../lane/endpoint.js';
+
+/** The rules of an endpoint's URL are the lanes' own (lane/endpoint.ts): Oracle's routes and the executors' --ea-base-url share them. */
+export { endpointProblem } from '../../lane/endpoint.js';
 
 /**
  * A route through Oracle to one provider's API, and what the runner's own configuration says of
@@ -72,35 +75,7 @@ export interface OracleProvider {
   readonly usageOmitsOutput?: boolean;
 }
 
-const LOOPBACK_HOSTS = new Set(['127.0.0.1', 'localhost', '[::1]', '::1']);
-
-/** Whether a URL reaches only this machine: its host is loopback, or pinned to a loopback address in the sandbox. */
+/** Whether a URL reaches only this machine: its host is loopback, or pinned to a loopback address in the sandbox (lane/endpoint.ts). */
 export function isOfflineUrl(url: string | undefined, hosts: OracleEndpoints['hosts'] = []): boolean {
-  if (url === undefined) return false;
-  let host: string;
-  try {
-    host = new URL(url).hostname;
-  } catch {
-    return false;
-  }
-  if (LOOPBACK_HOSTS.has(host)) return true;
-  const pinned = hosts.find((entry) => entry.name === host);
-  return pinned !== undefined && (pinned.address === '127.0.0.1' || pinned.address === '::1');
-}
-
-/**
- * Why `url` cannot be an endpoint (not http or https, or carrying credentials), or null. The URL is
- * named as displayUrl shows it: these reasons are printed at start and in `--json`, and a URL that
- * fails may still carry a token in its user info or query. What does not parse as a URL is not quoted.
- */
-export function endpointProblem(url: string, what: string): string | null {
-  let parsed: URL;
-  try {
-    parsed = new URL(url);
-  } catch {
-    return `${what} is not a URL (give http:// or https://, a host and a path)`;
-  }
-  if (parsed.protocol !== 'http:' && parsed.protocol !== 'https:') return `${what} ${displayUrl(url)} is not an http or https URL`;
-  if (parsed.username !== '' || parsed.password !== '') return `${what} carries credentials in its URL; give the key in the provider's variable instead`;
-  return null;
+  return url !== undefined && loopbackAddress(url, hosts) !== null;
 }

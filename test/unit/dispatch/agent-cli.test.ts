@@ -1,8 +1,8 @@
-import { mkdirSync, mkdtempSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AGENT_CLIS, defaultAgentCommand, installedAgentCommand } from '../../../src/dispatch/agent-cli.js';
+import { AGENT_CLIS, defaultAgentCommand, givenAgentCommand, installedAgentCommand } from '../../../src/dispatch/agent-cli.js';
 import { CooError } from '../../../src/errors.js';
 
 const pkg = JSON.parse(readFileSync(join(import.meta.dirname, '..', '..', '..', 'package.json'), 'utf8')) as {
@@ -53,5 +53,24 @@ describe('the agent CLIs', () => {
     } finally {
       (AGENT_CLIS as Record<string, typeof saved>)['codex'] = saved;
     }
+  });
+});
+
+describe('an --ea-command that is a link into an agent\'s package', () => {
+  it('is the CLI its package proves, whatever the link is named: a link named codex into Claude Code\'s package is Claude Code\'s, taken for it and refused for Codex', () => {
+    const root = mkdtempSync(join(tmpdir(), 'coo-agent-link-'));
+    const bin = join(root, 'node_modules', '@anthropic-ai', 'claude-code', 'bin');
+    mkdirSync(bin, { recursive: true });
+    writeFileSync(join(bin, 'claude.exe'), '#!/bin/sh\necho claude\n', { mode: 0o755 });
+    const links = join(root, 'links');
+    mkdirSync(links);
+    symlinkSync(join(bin, 'claude.exe'), join(links, 'codex'));
+    expect(givenAgentCommand('claude_code', [join(links, 'codex')], '', 'ea.claude_code')).toEqual([join(links, 'codex')]);
+    expect(() => givenAgentCommand('codex', [join(links, 'codex')], '', 'ea.codex')).toThrow(/^ea\.codex: --ea-command \S+\/links\/codex is Claude Code's CLI \(claude\), not Codex's/);
+    // A program in no agent's package is judged by its name.
+    writeFileSync(join(links, 'plain'), '#!/bin/sh\n', { mode: 0o755 });
+    symlinkSync(join(links, 'plain'), join(links, 'claude'));
+    expect(() => givenAgentCommand('codex', [join(links, 'claude')], '', 'ea.codex')).toThrow(expect.objectContaining({ code: 'EXECUTOR_CONFIG' }));
+    expect(givenAgentCommand('codex', [join(links, 'plain')], '', 'ea.codex')).toEqual([join(links, 'plain')]);
   });
 });

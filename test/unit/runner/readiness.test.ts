@@ -33,3 +33,22 @@ describe('the start-up decision', () => {
     expect(planStartup({ shared: [], isolation: 'bwrap', targets: [] })).toEqual({ kind: 'run', waiting: new Map(), notes: [] });
   });
 });
+
+describe('a target held by what may pass (nothing answers yet at its endpoint on this machine)', () => {
+  const silent = (actor: string, lane: 'consult' | 'dispatch'): TargetFacts => ({ actor, lane, problems: [], passing: [{ code: 'ORACLE_CONFIG', message: 'nothing answers at http://127.0.0.1:9/v1' }] });
+
+  it('holds it and refuses a single pass in which no target can run', () => {
+    expect(planStartup({ shared: [], isolation: 'bwrap', targets: [silent('aa.chatgpt', 'consult')] })).toEqual({ kind: 'refuse', code: 'ORACLE_CONFIG', message: 'no lane can run here, so nothing is claimed: consults to aa.chatgpt: nothing answers at http://127.0.0.1:9/v1' });
+  });
+
+  it('refuses no runner that keeps running and looks again: the target is said to wait, not held for good', () => {
+    expect(planStartup({ shared: [], isolation: 'bwrap', looksAgain: true, targets: [silent('aa.chatgpt', 'consult'), blocked('ea.codex', 'dispatch', 'no codex')] })).toEqual({
+      kind: 'run',
+      waiting: new Map([['ea.codex', { code: 'EXECUTOR_CONFIG', message: 'no codex' }]]),
+      notes: [
+        { target: 'ea.codex', text: 'dispatches to ea.codex wait, queued and unclaimed: no codex' },
+        { target: 'aa.chatgpt', text: 'consults to aa.chatgpt wait, queued and unclaimed, until it answers (looked at again while they wait): nothing answers at http://127.0.0.1:9/v1' },
+      ],
+    });
+  });
+});
