@@ -127,8 +127,9 @@ export interface RunnerOptions {
   readonly waiting?: ReadonlyMap<string, { readonly code: ErrorCode; readonly message: string }>;
   /**
    * Targets that call an endpoint on this machine (runner/startup.ts StartedLanes.looks): why nothing
-   * answers there now, or null. Asked once a pass while the target has a message to start: held, its
-   * messages stay queued and unclaimed, and run once something answers there.
+   * answers there now, or null. Asked while the target has a message to start (a pass's, or a consult a
+   * dispatch's agent asks), again once its answer is ENDPOINT_LOOK_SECONDS old: held, its messages stay
+   * queued and unclaimed, and run once something answers there.
    */
   readonly looks?: ReadonlyMap<string, () => Promise<Problem | null>>;
   /**
@@ -240,8 +241,12 @@ export class Runner {
   private readonly lacking = new Map<string, Problem>();
   /** What this pass found of each pinned commit in the repository: null when it holds it, else why not. */
   private repoLooks = new Map<string, string | null>();
-  /** What this pass found at the endpoints on this machine each target calls (options.looks): null when they answer, else why not. */
-  private endpointLooks = new Map<string, Problem | null>();
+  /**
+   * What was last found at the endpoints on this machine each target calls (options.looks): null when
+   * they answer, else why not, with when it was found on the monotonic clock. An answer is looked at
+   * again once ENDPOINT_LOOK_SECONDS passed (endpointLook), within a pass as between passes.
+   */
+  private endpointLooks = new Map<string, { readonly found: Problem | null; readonly at: number }>();
   /** The heartbeat interval of the policy on the head the last heartbeat landed on: a watch beats at it. */
   private beatSeconds: number | null = null;
 
@@ -292,7 +297,7 @@ export class Runner {
       onReceipt: (messageId, attempt, status, blockers, retryAt) => this.emit({ type: 'receipt', messageId, attempt, status, blockers, retryAt }),
       onEvent: (event) => this.emit(event),
       stoppedBy: () => this.stoppedBy ?? this.switchedOff,
-      heldHere: (target) => this.options.waiting?.get(target) ?? this.endpointLooks.get(target) ?? null,
+      heldHere: (target) => this.options.waiting?.get(target) ?? this.endpointLooks.get(target)?.found ?? null,
       waitsForRetry: (id) => this.earlyRetries.has(id),
     };
     const consults = new ConsultLane(context, options.transport);
@@ -336,6 +341,8 @@ export class Runner {
       if (record === undefined) throw new CooError('MESSAGE_UNKNOWN', `${messageId} is not in the ledger`);
       const work = nextWork(record, this.clock());
       if (work.kind === 'none' || work.kind === 'wait') return;
+      // The lane's start reads what was found at the target's endpoint on this machine (heldHere): an answer as fresh as a pass's.
+      if (work.kind === 'attempt') await this.endpointLook(record.target);
       if (work.kind === 'attempt' && (await lane.attempt(state, record))) return;
       if (until === null) {
         const message = await readMessage(this.options.ledger, record);
@@ -528,7 +535,7 @@ export class Runner {
         const waiting = [...state.messages.values()].map((record) => nextWork(record, now)).flatMap((work) => (work.kind === 'wait' ? [work.until] : []));
         // A message held for a commit its repository lacks runs once the operator fetches it: a watch looks again soon, not only when the ledger moves.
         // One held because nothing answers at its endpoint on this machine runs once the model server does: looked at again sooner.
-        const silent = held.some((id) => this.endpointLooks.get(state.messages.get(id)!.target) != null);
+        const silent = held.some((id) => this.endpointLooks.get(state.messages.get(id)!.target)?.found != null);
         const look = silent ? [isoSeconds(addSeconds(now, ENDPOINT_LOOK_SECONDS))] : held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
         return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held, [...waiting].sort());
       }
@@ -582,7 +589,7 @@ export class Runner {
    * beside the runner, or restarting). Each is a lack of this runner, as a missing provider key is, never the work's: a runner that has
    * what it needs may run it, and the operator's fix lets this one run it. A commit the repository
    * holds whose files do not match the pins is the work's, and its lane receipts it stale_context.
-   * The repository is looked at once a pass for each commit, and such an endpoint once a pass for each target.
+   * The repository is looked at once a pass for each commit, and such an endpoint for each target once its last answer is ENDPOINT_LOOK_SECONDS old.
    */
   private async heldFor(record: MessageRecord): Promise<Problem | null> {
     const waiting = this.options.waiting?.get(record.target);
@@ -604,16 +611,20 @@ export class Runner {
     return problem;
   }
 
-  /** Why nothing answers now at an endpoint on this machine `target` calls, or null: looked at once a pass. */
+  /**
+   * Why nothing answers now at an endpoint on this machine `target` calls, or null: an answer found
+   * less than ENDPOINT_LOOK_SECONDS ago on the monotonic clock, else a new look. A long pass (an
+   * attempt running beside a held message) looks again, rather than holding the message on what it
+   * found when it began.
+   */
   private async endpointLook(target: string): Promise<Problem | null> {
     const look = this.options.looks?.get(target);
     if (look === undefined) return null;
-    let found = this.endpointLooks.get(target);
-    if (found === undefined) {
-      const why = await look();
-      found = why === null ? null : { code: why.code, message: `it waits, queued and unclaimed, until something answers there: ${why.message}` };
-      this.endpointLooks.set(target, found);
-    }
+    const last = this.endpointLooks.get(target);
+    if (last !== undefined && this.monotonic() - last.at < ENDPOINT_LOOK_SECONDS * 1000) return last.found;
+    const why = await look();
+    const found = why === null ? null : { code: why.code, message: `it waits, queued and unclaimed, until something answers there: ${why.message}` };
+    this.endpointLooks.set(target, { found, at: this.monotonic() });
     return found;
   }
 
@@ -626,7 +637,7 @@ export class Runner {
    */
   private async heldUntil(record: MessageRecord, attempt: number): Promise<string> {
     const end = await this.lastStart(record, attempt);
-    return this.options.waiting?.has(record.target) === true || this.endpointLooks.get(record.target) != null || this.lacking.has(record.id) ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
+    return this.options.waiting?.has(record.target) === true || this.endpointLooks.get(record.target)?.found != null || this.lacking.has(record.id) ? isoSeconds(addSeconds(new Date(end), LIMITS.clockSkewSeconds)) : end;
   }
 
   /**
