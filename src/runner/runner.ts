@@ -218,6 +218,8 @@ export class Runner {
   private leaseWaits: string[] = [];
   /** The messages the pass under way said it left unclaimed (a 'skipped' event): it does not take them again. */
   private passSkipped = new Set<string>();
+  /** The reason each message was last said left unclaimed (a 'skipped' event), until it is claimed or receipted: said again only when it changes. */
+  private readonly saidSkipped = new Map<string, string>();
   /** What the pass in progress wrote: a receipt published or journaled counts once, a panel's each, and the results it kept. */
   private passWrote = { receipts: 0, kept: [] as string[] };
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
@@ -413,7 +415,13 @@ export class Runner {
   private emit(event: RunnerEvent): void {
     // A message said left unclaimed is not judged again this pass: a panel that waits, or whose joint claim was refused,
     // says so for every member at once, and each other member taken next would judge the whole panel and say it again.
-    if (event.type === 'skipped') this.passSkipped.add(event.messageId);
+    if (event.type === 'skipped') {
+      this.passSkipped.add(event.messageId);
+      // Said once until its reason changes: a watch that wakes every few seconds while a message is held passes over the same messages each time.
+      if (this.saidSkipped.get(event.messageId) === event.reason) return;
+      this.saidSkipped.set(event.messageId, event.reason);
+    }
+    if (event.type === 'claimed' || event.type === 'receipt') this.saidSkipped.delete(event.messageId);
     if (event.type === 'receipt' || event.type === 'journaled') this.passWrote.receipts += 1;
     if (event.type === 'result_kept') this.passWrote.kept.push(event.kept);
     this.options.onEvent?.(this.printable.value(event));

@@ -1,5 +1,6 @@
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { enqueuePanel } from '../../src/consult/enqueue.js';
 import type { Problem } from '../../src/lane/runner-lane.js';
 import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
@@ -93,5 +94,19 @@ describe("a consult a dispatch's agent asks, to a target whose model server on t
     expect(endpoint.count()).toBe(2);
     expect(events.filter((event) => event.type === 'claimed')).toHaveLength(1);
     expect((await receiptsOf(world, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+  });
+});
+
+describe('a message left unclaimed for the same reason pass after pass (a watch waking every 5 s while another is held)', { timeout: 120_000 }, () => {
+  it('is said skipped once, not once a pass', async () => {
+    const world = await fresh({ policy: (policy) => ({ ...policy, panels: [{ name: 'review', from: 'coo.*', members: ['aa.chatgpt', 'aa.gemini', 'aa.claude'] }] }) });
+    // A panel whose Gemini member has no provider key here: each pass leaves its members unclaimed, for the same reason.
+    const panel = await enqueuePanel({ ledger: world.ledger, key: world.actors.coo, now: new Date(), repo: world.target, patterns: ['src/add.ts'], question: 'Is add() correct for NaN?', maxRuntimeSeconds: 60 });
+    const runner = world.runner({ transport: world.transport({ env: { OPENAI_API_KEY: 'sk-test-key', ANTHROPIC_API_KEY: 'sk-ant-test-key' } }) });
+    await runner.runOnce();
+    await runner.runOnce();
+    const said = panel.members.map((member) => world.events.filter((event) => event.type === 'skipped' && event.messageId === member.messageId).length);
+    expect(said).toEqual(panel.members.map(() => 1));
+    expect(world.server.requests).toHaveLength(0);
   });
 });
