@@ -79,6 +79,8 @@ interface EnvelopeFacts {
 const REPO_LOOK_SECONDS = 30;
 /** How soon a watch looks again at an endpoint on this machine where nothing answered, while a message to it waits. */
 const ENDPOINT_LOOK_SECONDS = 5;
+/** The longest a watch waits to look again at such an endpoint: each pass that finds it still silent doubles the wait, to this (a watch's longest idle poll through a remote by default). */
+const ENDPOINT_LOOK_MAX_SECONDS = 30;
 
 /** Runners through a remote pick their next work among this many of the oldest ready messages. */
 const REMOTE_PICK_WINDOW = 4;
@@ -220,6 +222,8 @@ export class Runner {
   private passSkipped = new Set<string>();
   /** The reason each message was last said left unclaimed (a 'skipped' event), until it is claimed or receipted: said again only when it changes. */
   private readonly saidSkipped = new Map<string, string>();
+  /** How soon a watch looks again at a silent endpoint on this machine: ENDPOINT_LOOK_SECONDS, doubled by each pass that ends with one still silent, to ENDPOINT_LOOK_MAX_SECONDS. */
+  private endpointLookWait = ENDPOINT_LOOK_SECONDS;
   /** What the pass in progress wrote: a receipt published or journaled counts once, a panel's each, and the results it kept. */
   private passWrote = { receipts: 0, kept: [] as string[] };
   /** When this runner first saw each message ready for a new attempt, on its monotonic clock: the hand-off is measured from there. */
@@ -544,7 +548,9 @@ export class Runner {
         // A message held for a commit its repository lacks runs once the operator fetches it: a watch looks again soon, not only when the ledger moves.
         // One held because nothing answers at its endpoint on this machine runs once the model server does: looked at again sooner.
         const silent = held.some((id) => this.endpointLooks.get(state.messages.get(id)!.target)?.found != null);
-        const look = silent ? [isoSeconds(addSeconds(now, ENDPOINT_LOOK_SECONDS))] : held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
+        const look = silent ? [isoSeconds(addSeconds(now, this.endpointLookWait))] : held.some((id) => this.lacking.has(id)) ? [isoSeconds(addSeconds(now, REPO_LOOK_SECONDS))] : [];
+        // Backed off while it stays silent: through a remote each pass fetches, and a model server down for an hour is not fetched for every 5 s.
+        this.endpointLookWait = silent ? Math.min(ENDPOINT_LOOK_MAX_SECONDS, this.endpointLookWait * 2) : ENDPOINT_LOOK_SECONDS;
         return summary([...waiting, ...this.leaseWaits, ...look, ...(await this.endsOfLeft(state, [...held, ...skipped], now))].sort(), held, [...waiting].sort());
       }
       try {

@@ -176,7 +176,7 @@ export interface RemoteWatchOptions extends WatchOptions {
  * interval and runs a pass (which fetches, verifies and adopts it first) when main moved, when a
  * retry or a lease comes due, and while cut off (each pass tries the remote again). The interval
  * grows by half while idle and doubles on errors, up to the maximum; anything that moves sets it
- * back. A history that does not verify (or any `rejected` failure) ends the watch, as a damaged
+ * back, and a pass only a due time woke on a main that did not move leaves it growing. A history that does not verify (or any `rejected` failure) ends the watch, as a damaged
  * local ledger does; a pass that fails for a passing reason is reported and retried.
  */
 export async function watchRemote(runner: Runner, options: RemoteWatchOptions): Promise<void> {
@@ -213,12 +213,14 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
       const head = await options.remote.remoteHead();
       const moved = head === null || head !== seen || runner.cutOffAt !== null || (due !== null && Date.now() >= due);
       if (moved) {
+        const seenBefore = seen;
         try {
           const summary = await runner.runOnce();
           if (runner.cutOffAt === null) seen = head;
           const next = summary.waiting[0];
           due = next === undefined ? null : Date.parse(next);
-          delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : interval;
+          // A pass only a due time woke, on a main that did not move (a look again at a model server that still does not answer), is idle: it does not set the back-off back.
+          delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : head !== seenBefore ? interval : Math.min(max, delay * 1.5);
           options.onIdle?.();
         } catch (error) {
           if (!isCooError(error) || endsWatch(error)) throw error;

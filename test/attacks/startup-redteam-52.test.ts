@@ -5,6 +5,7 @@ import type { Problem } from '../../src/lane/runner-lane.js';
 import type { Runner, RunnerEvent } from '../../src/runner/runner.js';
 import { receiptsOf, worlds, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
+import { isoSeconds } from '../../src/util/time.js';
 
 /**
  * A careless operator, round 52: a model server on this machine that answers only after the runner
@@ -108,5 +109,23 @@ describe('a message left unclaimed for the same reason pass after pass (a watch 
     const said = panel.members.map((member) => world.events.filter((event) => event.type === 'skipped' && event.messageId === member.messageId).length);
     expect(said).toEqual(panel.members.map(() => 1));
     expect(world.server.requests).toHaveLength(0);
+  });
+});
+
+describe('a target whose model server on this machine stays silent pass after pass', { timeout: 120_000 }, () => {
+  it('is looked at again 5 s after the first pass, then 10, 20 and at most 30 s after each next: a watch through a remote does not fetch every 5 s for an hour', async () => {
+    const world = await fresh();
+    const endpoint = silentUntilAnswered();
+    const now = new Date();
+    await world.consult({ idempotencyKey: 'held' });
+    const runner = world.runner({ transport: world.fakeOracle('ok'), looks: endpoint.looks, clock: () => now });
+    const wakes: number[] = [];
+    for (let pass = 0; pass < 5; pass += 1) {
+      const summary = await runner.runOnce();
+      expect(summary.held).toHaveLength(1);
+      wakes.push((Date.parse(summary.waiting[0]!) - Date.parse(isoSeconds(now))) / 1000);
+    }
+    expect(wakes).toEqual([5, 10, 20, 30, 30]);
+    expect(endpoint.count()).toBe(5);
   });
 });
