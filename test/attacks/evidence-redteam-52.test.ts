@@ -158,6 +158,42 @@ describe('the CEO gives the target another model between the pre-flight and the 
   }, 60_000);
 });
 
+describe('the CEO routes the model otherwise between the pre-flight and the claim', () => {
+  it('the claim is not written and nothing is paid: a recovered call would count its uncounted output by a route the call did not take', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const append = w.ledger.append.bind(w.ledger);
+    let moved = false;
+    Object.assign(w.ledger, {
+      append: async (request: Parameters<typeof append>[0]) => {
+        if (!moved && request.summary.startsWith('claim ')) {
+          moved = true;
+          const registry = (await w.ledger.state()).registry!.doc;
+          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, route: 'openai_compatible' as const } } : actor));
+          await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
+        }
+        return append(request);
+      },
+    });
+    const inner = w.fakeOracle('ok');
+    const asked: string[] = [];
+    const transport: AaTransport = {
+      isolated: inner.isolated,
+      plan: (entry) => inner.plan(entry),
+      handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
+      run: (request) => {
+        asked.push(request.model);
+        return inner.run(request);
+      },
+    };
+    await w.runner({ transport }).runOnce();
+    expect(moved).toBe(true);
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'nothing claimed on the old route').toEqual([]);
+    expect(asked, 'Oracle never asked').toEqual([]);
+    expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('routes gpt-5.5 by openai_compatible, not the openai its pre-flight judged') as unknown as string });
+  }, 60_000);
+});
+
 describe('the CEO prices the model otherwise between the pre-flight and the claim', () => {
   it('the claim is not written and nothing is paid; the next pass judges the call at the new price, which the claim records and the receipt charges', async () => {
     const w = await fresh();
