@@ -169,7 +169,7 @@ describe('the CEO routes the model otherwise between the pre-flight and the clai
         if (!moved && request.summary.startsWith('claim ')) {
           moved = true;
           const registry = (await w.ledger.state()).registry!.doc;
-          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, route: 'openai_compatible' as const } } : actor));
+          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, route: 'openai_compatible' as const, gateway: 'litellm' } } : actor));
           await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
         }
         return append(request);
