@@ -5,7 +5,7 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent, revokedWord, stopBeforeAll } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
-import { allowanceRefusal, commandBudgetOf, noMessages, priceOf, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup, type ModelPrice } from '../../lane/budget.js';
+import { allowanceRefusal, commandBudgetOf, noMessages, priceOf, samePrice, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup, type ModelPrice } from '../../lane/budget.js';
 import type { ActorPolicy } from '../../schema/policy.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
@@ -141,7 +141,7 @@ export function claimedCallMoved(record: Pick<MessageRecord, 'target'>, call: Cl
   const route = claimedRouteOf(registry, record.target);
   if (route !== call.route) return `the registry in force when the claim was written routes ${model} by ${route ?? 'no route'}, not the ${call.route ?? 'no route'} its pre-flight judged`;
   const price = priceOf(policy?.models, model);
-  const same = price !== undefined && price.input_usd_per_million === call.price.input_usd_per_million && price.output_usd_per_million === call.price.output_usd_per_million && price.max_output_tokens === call.price.max_output_tokens;
+  const same = price !== undefined && samePrice(price, call.price);
   return same ? null : `the policy in force when the claim was written ${price === undefined ? `gives ${model} no price` : `prices ${model} otherwise`} than its pre-flight judged`;
 }
 
