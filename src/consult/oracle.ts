@@ -438,6 +438,17 @@ export class OracleCli implements AaTransport {
     };
     const problem = this.commandProblem();
     if (problem !== null) return ended({ exitCode: null, signal: null, killedByTimer: false, startError: problem, stood: false }, problem);
+    if (this.isolation === 'bwrap') {
+      // The sandbox is planned before its first start, each try planning it again: a plan git cannot make (what of its
+      // configuration to hide, util/credential-files.ts) starts nothing and is said so, at no cost, never an error that
+      // leaves the claimed attempt to a recovery that would charge for a call never made.
+      try {
+        this.wrap(request, argv);
+      } catch (error) {
+        if (!(error instanceof CooError) || error.code !== 'RUNNER_CONFIG') throw error;
+        return ended({ exitCode: null, signal: null, killedByTimer: false, startError: error.message, stood: false }, error.message);
+      }
+    }
     const once = (): Promise<OracleStart> => this.start(request, this.wrap(request, argv), stdoutPath, stderrPath);
     if (this.isolation === 'none') {
       const start = await once();

@@ -38,7 +38,7 @@ import type { OracleRouteName, RoutePlan } from './providers/provider.js';
 import { attemptFolderMade, createSandbox, oracleTimeLeftMs, readAttemptFile, removeSandbox, sandboxFor, type AttemptRecordFile, type AttemptRoute, type Sandbox } from './sandbox.js';
 import { askerGone } from '../authority/dispatch-consults.js';
 import { answeredModels } from '../authority/rules/panel.js';
-import { claimedModel } from '../authority/rules/claim.js';
+import { claimedModel, claimedRouteOf } from '../authority/rules/claim.js';
 
 export type ConsultEvent =
   | { readonly type: 'oracle_started'; readonly messageId: string; readonly attempt: number; readonly at: number }
@@ -175,7 +175,7 @@ export class ConsultLane implements RunnerLane {
     // It is judged again on the state it is written on (what another runner spent meanwhile was not in this pre-flight, a model the registry gives its target since, or a price);
     // a panel's members are claimed in one commit, judged together, so that none is paid unless all may be.
     const runs = prepared.flatMap((item) => (item.kind === 'run' ? [item] : []));
-    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd }, call: { model: item.decision.model, price: item.decision.price } })), now);
+    const ids = runs.length === 0 ? new Set<string>() : await this.ctx.claimTogether(runs.map((item) => ({ record: item.record, attempt: item.attempt, judged: { ...item.shared, limitUsd: item.decision.worstCaseUsd }, call: { model: item.decision.model, price: item.decision.price, route: claimedRouteOf(state.registry?.doc ?? null, item.record.target) } })), now);
     const claimed = runs.filter((item) => ids.has(item.record.id));
     if (claimed.length > 0) failpoint('after-claim');
     const ran = await Promise.allSettled(claimed.map((item) => this.run(item, now)));

@@ -1,5 +1,5 @@
 import type { AttemptRecord, LedgerState, MessageRecord } from '../authority/state.js';
-import type { ActorPolicy } from '../schema/policy.js';
+import { modelPrice, type ActorPolicy } from '../schema/policy.js';
 import type { ActorRegistry } from '../schema/registry.js';
 import { consultHoldsUsd } from '../authority/dispatch-consults.js';
 
@@ -14,6 +14,11 @@ export type ModelPrice = ActorPolicy['models'][string];
  */
 export function priceOf(models: ActorPolicy['models'] | undefined, model: string): ModelPrice | undefined {
   return models !== undefined && Object.hasOwn(models, model) ? models[model] : undefined;
+}
+
+/** Whether two prices are the same in every field the policy gives a model. */
+export function samePrice(a: ModelPrice, b: ModelPrice): boolean {
+  return (Object.keys(modelPrice.shape) as Array<keyof ModelPrice>).every((field) => a[field] === b[field]);
 }
 
 /** Fewest output tokens worth paying for; a budget that allows less blocks the consult. */

@@ -6,7 +6,8 @@ import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import type { AaTransportEntry } from '../schema/registry.js';
 import type { Scrubber } from '../util/scrub.js';
 import type { PinnedRepo } from './pins.js';
-import type { JudgedSpend, ModelPrice } from './budget.js';
+import type { JudgedSpend } from './budget.js';
+import type { ClaimedCall } from '../authority/rules/claim.js';
 import type { LoopbackAddress } from './endpoint.js';
 
 /**
@@ -114,7 +115,7 @@ export interface LaneContext<E> {
    * state its claim is written on gives its target another model or price (rules/claim.ts
    * claimedCallMoved): the claim records those. The ids of the messages claimed.
    */
-  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly call?: { readonly model: string; readonly price: ModelPrice }; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
+  claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly call?: ClaimedCall; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>>;
   /** An attempt left unclaimed this pass, with why: the next pass judges it again. */
   onSkipped(messageId: string, reason: string): void;
   /** The one receipt path: commits a receipt and its artifacts, or journals or keeps it (runner.ts publishReceipt). */

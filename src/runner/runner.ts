@@ -3,7 +3,7 @@ import { join, resolve } from 'node:path';
 import { CooError, errorClassOf, isCooError, type ErrorCode } from '../errors.js';
 import { runnerKeyProblem } from './startup.js';
 import { folderOf, isTerminal, retryApprovalsOf, type LedgerState, type MessageRecord } from '../authority/state.js';
-import { claimedCallMoved, claimFloor } from '../authority/rules/claim.js';
+import { claimedCallMoved, claimFloor, type ClaimedCall } from '../authority/rules/claim.js';
 import type { PrivateKey } from '../crypto/keys.js';
 import { attemptIdOf, isRunnerIntent, nextWork, type Work } from '../authority/runnable.js';
 import { ConsultLane, type ConsultEvent } from '../consult/runner-lane.js';
@@ -36,7 +36,7 @@ import { LocalRunners, newRunnerId } from './identity.js';
 import { anotherLedgerProblem, headFileOf, readSeenHead } from './state-folder.js';
 import { assignWork } from './assignment.js';
 import { CLAIMS, RetrySightings } from './retry-sightings.js';
-import { commandBudgetOf, jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend, type ModelPrice } from '../lane/budget.js';
+import { commandBudgetOf, jointSpendMovedSince, spentOnMessageUsd, type JudgedSpend } from '../lane/budget.js';
 import { boundedUsd } from '../schema/common.js';
 
 /** An error the runner reports: about one message, or (messageId null) about a pass. */
@@ -1073,7 +1073,7 @@ export class Runner {
    * are written as they are and the claim rules refuse them. An attempt with its `receipt` (an
    * outcome decided before anything runs) is closed in the same commit. The ids claimed.
    */
-  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly call?: { readonly model: string; readonly price: ModelPrice }; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>> {
+  private async claimTogether(attempts: ReadonlyArray<{ readonly record: MessageRecord; readonly attempt: number; readonly judged?: JudgedSpend; readonly call?: ClaimedCall; readonly receipt?: NewFile }>, now: Date, summary?: string): Promise<ReadonlySet<string>> {
     let refused: string | null = null;
     let claimed = attempts;
     const write = (state: LedgerState): NewFile[] => {

@@ -352,12 +352,23 @@ function sessionSockets(): string[] {
  * there, else `<cache>/git/credential`, which is made here (0700, as git makes it) when neither is, so that a
  * daemon the operator starts while the sandbox runs puts its socket in a folder already hidden: no mount can be
  * made over a path that is not there when the sandbox starts, and the read-only host allows none to be made.
- * Where it cannot be made (a read-only home), a daemon started later is in reach.
+ * Where it cannot be made (a read-only home), or is not made because the home folder is another user's (a runner
+ * started by root with a user's HOME would leave a folder of root's there, and that user's own daemon could then
+ * make none), a daemon started later is in reach.
  */
+/** Whether the home folder is this process's user's own. */
+function ownHome(): boolean {
+  try {
+    return fs.statSync(homedir()).uid === process.getuid?.();
+  } catch {
+    return false;
+  }
+}
+
 function credentialCacheFolders(cache: string): string[] {
   const home = join(homedir(), '.git-credential-cache');
   const xdg = join(cache, 'git', 'credential');
-  if (!fs.existsSync(home) && !fs.existsSync(xdg)) {
+  if (!fs.existsSync(home) && !fs.existsSync(xdg) && ownHome()) {
     try {
       fs.mkdirSync(xdg, { recursive: true, mode: 0o700 });
     } catch {

@@ -1,4 +1,5 @@
 import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { spawnSync } from 'node:child_process';
 import { dirname, join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { harvestRun, readSession, type AaTransport } from '../../src/consult/oracle.js';
@@ -158,6 +159,42 @@ describe('the CEO gives the target another model between the pre-flight and the 
   }, 60_000);
 });
 
+describe('the CEO routes the model otherwise between the pre-flight and the claim', () => {
+  it('the claim is not written and nothing is paid: a recovered call would count its uncounted output by a route the call did not take', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const append = w.ledger.append.bind(w.ledger);
+    let moved = false;
+    Object.assign(w.ledger, {
+      append: async (request: Parameters<typeof append>[0]) => {
+        if (!moved && request.summary.startsWith('claim ')) {
+          moved = true;
+          const registry = (await w.ledger.state()).registry!.doc;
+          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, route: 'openai_compatible' as const, gateway: 'litellm' } } : actor));
+          await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
+        }
+        return append(request);
+      },
+    });
+    const inner = w.fakeOracle('ok');
+    const asked: string[] = [];
+    const transport: AaTransport = {
+      isolated: inner.isolated,
+      plan: (entry) => inner.plan(entry),
+      handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
+      run: (request) => {
+        asked.push(request.model);
+        return inner.run(request);
+      },
+    };
+    await w.runner({ transport }).runOnce();
+    expect(moved).toBe(true);
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'nothing claimed on the old route').toEqual([]);
+    expect(asked, 'Oracle never asked').toEqual([]);
+    expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('routes gpt-5.5 by openai_compatible, not the openai its pre-flight judged') as unknown as string });
+  }, 60_000);
+});
+
 describe('the CEO prices the model otherwise between the pre-flight and the claim', () => {
   it('the claim is not written and nothing is paid; the next pass judges the call at the new price, which the claim records and the receipt charges', async () => {
     const w = await fresh();
@@ -299,4 +336,48 @@ describe('a recovered attempt whose claim keeps no model, its attempt file namin
       expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'the answer paid for is the one receipted: no attempt is paid again').toHaveLength(1);
     }, 120_000);
   }
+});
+
+/**
+ * A consult's sandbox is planned after its claim, and planning it asks git what of its configuration
+ * to hide (util/credential-files.ts). A git that cannot say (here one that fails the listing) used to
+ * throw out of the transport: no receipt, and the next pass recovered the claimed attempt as a call
+ * that may have run, charging for a call never made. Oracle is now never started, the attempt's
+ * receipt says so, and nothing is charged.
+ */
+describe("a consult whose sandbox git cannot plan", () => {
+  it('starts no Oracle and is receipted failed at no cost, never left to a recovery that charges it', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const bin = join(dir, 'failing-git-bin');
+    mkdirSync(bin, { recursive: true });
+    const real = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+    writeFileSync(join(bin, 'git'), `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = --show-origin ] && { echo 'fatal: bad config line 1 in file /home/x/.gitconfig' >&2; exit 128; }; done\nexec "${real}" "$@"\n`, { mode: 0o755 });
+    const inner = w.fakeOracle('ok');
+    let ran = 0;
+    const transport: AaTransport = {
+      isolated: inner.isolated,
+      plan: (entry) => inner.plan(entry),
+      handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
+      run: async (request) => {
+        const path = process.env['PATH'];
+        process.env['PATH'] = `${bin}:${path ?? ''}`;
+        try {
+          const run = await inner.run(request);
+          ran += run.startError === null ? 1 : 0;
+          return run;
+        } finally {
+          process.env['PATH'] = path;
+        }
+      },
+    };
+    expect(inner.isolated, 'the consult runs in a sandbox').toBe(true);
+    await w.runner({ transport }).runOnce();
+    expect(ran, 'no Oracle started').toBe(0);
+    const [receipt] = (await receiptsOf(w, messageId)) as Array<Record<string, unknown> & { actual_cost_usd: number; blocker_codes: string[] }>;
+    expect(receipt, 'the attempt is receipted in the pass that claimed it').toBeDefined();
+    expect(receipt!['status']).toBe('failed');
+    expect(receipt!.actual_cost_usd).toBe(0);
+    expect(String(receipt!['detail'] ?? JSON.stringify(receipt))).toContain('Oracle could not be started');
+  }, 60_000);
 });

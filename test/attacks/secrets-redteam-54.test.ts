@@ -527,3 +527,21 @@ describe("the runner's own process", () => {
     expect(run.stdout).toBe('0\n0\n');
   });
 });
+
+describe("the credential cache's folder a sandbox makes so it can hide it", () => {
+  const asRoot = process.getuid?.() === 0;
+  it.runIf(asRoot)("is never made in a home folder that is another user's (a runner started by root with a user's HOME)", () => {
+    const home = join(root, 'another-users-home');
+    mkdirSync(home, { recursive: true });
+    spawnSync('chown', ['65534:65534', home]);
+    vi.stubEnv('HOME', home);
+    vi.stubEnv('XDG_CACHE_HOME', '');
+    bwrapArgs('bwrap', { writable: [join(root, 'another-users-work')], hide: [], chdir: '/' });
+    expect(existsSync(join(home, '.cache')), "nothing of root's made in the user's home").toBe(false);
+    const own = join(root, 'own-home');
+    mkdirSync(own, { recursive: true });
+    vi.stubEnv('HOME', own);
+    bwrapArgs('bwrap', { writable: [join(root, 'own-work')], hide: [], chdir: '/' });
+    expect(existsSync(join(own, '.cache', 'git', 'credential')), 'made in its own home, to be hidden').toBe(true);
+  });
+});

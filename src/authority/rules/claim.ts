@@ -5,11 +5,11 @@ import { toMillis } from '../../schema/common.js';
 import { attemptIdOf, isRunnerIntent, revokedWord, stopBeforeAll } from '../runnable.js';
 import { retryApproved, type ApprovalRecord, type MessageRecord } from '../state.js';
 import { retryApprovals } from './approval.js';
-import { allowanceRefusal, commandBudgetOf, noMessages, priceOf, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup, type ModelPrice } from '../../lane/budget.js';
+import { allowanceRefusal, commandBudgetOf, noMessages, priceOf, samePrice, sameUsd, sharedAllowanceRefusal, spentOnMessageUsd, type MessageLookup, type ModelPrice } from '../../lane/budget.js';
 import type { ActorPolicy } from '../../schema/policy.js';
 import type { CommitCheck, EntryFile } from '../commit-check.js';
 import { checkNotBehind } from './clock.js';
-import { routeOf, type ActorRegistry } from '../../schema/registry.js';
+import { routeOf, type ActorRegistry, type OracleRoute } from '../../schema/registry.js';
 
 /**
  * A claim (claim.v0) takes exactly the next attempt of a live message of an intent the runner
@@ -90,10 +90,9 @@ export function checkClaim(check: CommitCheck, entry: EntryFile, info: Extract<P
     const refusal = unrunRefusal(check, record, next, where);
     if (refusal !== null) check.unrunClaims.set(record.id, { attempt: next, refusal });
   }
-  const transport = check.registry?.doc.actors.find((actor) => actor.id === record.target)?.transport;
   const model = claimedModel(check.registry?.doc ?? null, record.target);
   const price = model === undefined ? undefined : priceOf(check.policy?.doc.models, model);
-  const route = transport === undefined ? null : routeOf(transport);
+  const route = claimedRouteOf(check.registry?.doc ?? null, record.target);
   check.updateMessage(record, [
     ...record.attempts,
     {
@@ -114,20 +113,35 @@ export function claimedModel(registry: ActorRegistry | null, target: string): st
   return registry?.actors.find((actor) => actor.id === target)?.transport?.model;
 }
 
+/** The route a claim of an attempt of a message to `target` records (MessageRecord claim `route`): the one the registry in force gives the target's transport; null when it gives none. */
+export function claimedRouteOf(registry: ActorRegistry | null, target: string): OracleRoute | null {
+  const transport = registry?.actors.find((actor) => actor.id === target)?.transport;
+  return transport === undefined ? null : routeOf(transport);
+}
+
+/** What a consult's pre-flight decided to ask: the claim records the same model, price and route (recovery names, charges and counts output by them). */
+export interface ClaimedCall {
+  readonly model: string;
+  readonly price: ModelPrice;
+  readonly route: OracleRoute | null;
+}
+
 /**
- * Why the claim of an attempt of `record` whose pre-flight decided to ask `call.model` at `call.price`,
+ * Why the claim of an attempt of `record` whose pre-flight decided to ask `call.model` at `call.price` by `call.route`,
  * written on a state whose registry and policy are `registry` and `policy`, is not to be written; null
  * when it would be made on that model at that price. The claim records the model its registry gives the
  * target (claimedModel) and that model's price in its policy, and a recovered receipt names and charges
- * those: a registry or policy that changed them between the pre-flight and the claim's landing would have
+ * those, and counts a recovered call's uncounted output by the claim's route: a registry or policy that changed them between the pre-flight and the claim's landing would have
  * Oracle asked one model and the claim name another, which did not answer, or a recovered call charged at
  * another price than the live one.
  */
-export function claimedCallMoved(record: Pick<MessageRecord, 'target'>, call: { readonly model: string; readonly price: ModelPrice }, registry: ActorRegistry | null, policy: ActorPolicy | null): string | null {
+export function claimedCallMoved(record: Pick<MessageRecord, 'target'>, call: ClaimedCall, registry: ActorRegistry | null, policy: ActorPolicy | null): string | null {
   const model = claimedModel(registry, record.target);
   if (model !== call.model) return `the registry in force when the claim was written gives ${record.target} ${model === undefined ? 'no model' : `the model ${model}`}, not the ${call.model} its pre-flight judged`;
+  const route = claimedRouteOf(registry, record.target);
+  if (route !== call.route) return `the registry in force when the claim was written routes ${model} by ${route ?? 'no route'}, not the ${call.route ?? 'no route'} its pre-flight judged`;
   const price = priceOf(policy?.models, model);
-  const same = price !== undefined && price.input_usd_per_million === call.price.input_usd_per_million && price.output_usd_per_million === call.price.output_usd_per_million && price.max_output_tokens === call.price.max_output_tokens;
+  const same = price !== undefined && samePrice(price, call.price);
   return same ? null : `the policy in force when the claim was written ${price === undefined ? `gives ${model} no price` : `prices ${model} otherwise`} than its pre-flight judged`;
 }
 
