@@ -219,8 +219,9 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
           if (runner.cutOffAt === null) seen = head;
           const next = summary.waiting[0];
           due = next === undefined ? null : Date.parse(next);
-          // A pass only a due time woke, on a main that did not move (a look again at a model server that still does not answer), is idle: it does not set the back-off back.
-          delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : head !== seenBefore ? interval : Math.min(max, delay * 1.5);
+          // A pass only a due time woke, on a main that did not move, that wrote nothing (a look again at a model server that still does not answer), is idle:
+          // it does not set the back-off back. One that did work (a retry, a takeover, an expiry receipted) did, as a moved main does.
+          delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : head !== seenBefore || summary.receipts > 0 ? interval : Math.min(max, delay * 1.5);
           options.onIdle?.();
         } catch (error) {
           if (!isCooError(error) || endsWatch(error)) throw error;
