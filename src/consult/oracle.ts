@@ -438,18 +438,26 @@ export class OracleCli implements AaTransport {
     };
     const problem = this.commandProblem();
     if (problem !== null) return ended({ exitCode: null, signal: null, killedByTimer: false, startError: problem, stood: false }, problem);
-    if (this.isolation === 'bwrap') {
-      // The sandbox is planned before its first start, each try planning it again: a plan git cannot make (what of its
-      // configuration to hide, util/credential-files.ts) starts nothing and is said so, at no cost, never an error that
-      // leaves the claimed attempt to a recovery that would charge for a call never made.
+    // Each try plans its sandbox again. A plan git cannot make (what of its configuration to hide, util/credential-files.ts)
+    // starts nothing and is said so, at no cost: never an error out of the transport after the claim, which would leave the
+    // attempt to a recovery that charges for a call never made.
+    const planned = (): string[] | string => {
       try {
-        this.wrap(request, argv);
+        return this.wrap(request, argv);
       } catch (error) {
         if (!(error instanceof CooError) || error.code !== 'RUNNER_CONFIG') throw error;
-        return ended({ exitCode: null, signal: null, killedByTimer: false, startError: error.message, stood: false }, error.message);
+        return error.message;
       }
-    }
-    const once = (): Promise<OracleStart> => this.start(request, this.wrap(request, argv), stdoutPath, stderrPath);
+    };
+    const unplanned = (why: string): OracleStart => ({ exitCode: null, signal: null, killedByTimer: false, startError: why, stood: false });
+    const first = planned();
+    if (typeof first === 'string') return ended(unplanned(first), first);
+    let plan: string[] | string | null = first;
+    const once = (): Promise<OracleStart> => {
+      const argvNow = plan ?? planned();
+      plan = null;
+      return typeof argvNow === 'string' ? Promise.resolve(unplanned(argvNow)) : this.start(request, argvNow, stdoutPath, stderrPath);
+    };
     if (this.isolation === 'none') {
       const start = await once();
       return ended(start, start.startError);
