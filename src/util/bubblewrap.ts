@@ -352,23 +352,14 @@ function sessionSockets(): string[] {
  * there, else `<cache>/git/credential`, which is made here (0700, as git makes it) when neither is, so that a
  * daemon the operator starts while the sandbox runs puts its socket in a folder already hidden: no mount can be
  * made over a path that is not there when the sandbox starts, and the read-only host allows none to be made.
- * Where it cannot be made (a read-only home), or is not made because the home folder is another user's (a runner
- * started by root with a user's HOME would leave a folder of root's there, and that user's own daemon could then
- * make none), a daemon started later is in reach.
+ * Where it cannot be made (a read-only home), or is not made because the folder it would be made in is another
+ * user's (a runner started by root with a user's HOME or XDG_CACHE_HOME would leave a folder of root's there, and
+ * that user's own daemon could then make none), a daemon started later is in reach.
  */
-/** Whether the home folder is this process's user's own. */
-function ownHome(): boolean {
-  try {
-    return fs.statSync(homedir()).uid === process.getuid?.();
-  } catch {
-    return false;
-  }
-}
-
 function credentialCacheFolders(cache: string): string[] {
   const home = join(homedir(), '.git-credential-cache');
   const xdg = join(cache, 'git', 'credential');
-  if (!fs.existsSync(home) && !fs.existsSync(xdg) && ownHome()) {
+  if (!fs.existsSync(home) && !fs.existsSync(xdg) && ownsNearest(xdg)) {
     try {
       fs.mkdirSync(xdg, { recursive: true, mode: 0o700 });
     } catch {
@@ -376,6 +367,17 @@ function credentialCacheFolders(cache: string): string[] {
     }
   }
   return [home, xdg];
+}
+
+/** Whether the nearest folder of `path` that is there (itself or a parent) is this process's user's own. */
+function ownsNearest(path: string): boolean {
+  for (let at = path; ; at = dirname(at)) {
+    try {
+      return fs.statSync(at).uid === process.getuid?.();
+    } catch {
+      if (dirname(at) === at) return false;
+    }
+  }
 }
 
 /**

@@ -530,7 +530,7 @@ describe("the runner's own process", () => {
 
 describe("the credential cache's folder a sandbox makes so it can hide it", () => {
   const asRoot = process.getuid?.() === 0;
-  it.runIf(asRoot)("is never made in a home folder that is another user's (a runner started by root with a user's HOME)", () => {
+  it.runIf(asRoot)("is never made in a home or cache folder that is another user's (a runner started by root with a user's HOME or XDG_CACHE_HOME)", () => {
     const home = join(root, 'another-users-home');
     mkdirSync(home, { recursive: true });
     spawnSync('chown', ['65534:65534', home]);
@@ -538,6 +538,15 @@ describe("the credential cache's folder a sandbox makes so it can hide it", () =
     vi.stubEnv('XDG_CACHE_HOME', '');
     bwrapArgs('bwrap', { writable: [join(root, 'another-users-work')], hide: [], chdir: '/' });
     expect(existsSync(join(home, '.cache')), "nothing of root's made in the user's home").toBe(false);
+    const cache = join(root, 'another-users-cache');
+    mkdirSync(cache, { recursive: true });
+    spawnSync('chown', ['65534:65534', cache]);
+    vi.stubEnv('HOME', join(root, 'roots-own-home'));
+    vi.stubEnv('XDG_CACHE_HOME', cache);
+    mkdirSync(join(root, 'roots-own-home'), { recursive: true });
+    bwrapArgs('bwrap', { writable: [join(root, 'another-users-work')], hide: [], chdir: '/' });
+    expect(existsSync(join(cache, 'git')), "nothing of root's made in the user's XDG_CACHE_HOME").toBe(false);
+    vi.stubEnv('XDG_CACHE_HOME', '');
     const own = join(root, 'own-home');
     mkdirSync(own, { recursive: true });
     vi.stubEnv('HOME', own);
