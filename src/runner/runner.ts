@@ -220,7 +220,7 @@ export class Runner {
   private leaseWaits: string[] = [];
   /** The messages the pass under way said it left unclaimed (a 'skipped' event): it does not take them again. */
   private passSkipped = new Set<string>();
-  /** The reason each message was last said left unclaimed (a 'skipped' event), until it is claimed or receipted: said again only when it changes. */
+  /** The reason each message was last said left unclaimed (a 'skipped' event), until it is claimed or receipted or a pass leaves it no longer: said again only when it changes. */
   private readonly saidSkipped = new Map<string, string>();
   /** How soon a watch looks again at a silent endpoint on this machine: ENDPOINT_LOOK_SECONDS, doubled by each pass that ends with one still silent, to ENDPOINT_LOOK_MAX_SECONDS. */
   private endpointLookWait = ENDPOINT_LOOK_SECONDS;
@@ -504,6 +504,8 @@ export class Runner {
     this.leaseWaits = [];
     this.repoLooks = new Map();
     this.endpointLooks = new Map();
+    // What was said of a message the last pass did not leave unclaimed is forgotten: said again if it is left so again, and the map holds no more than a pass's.
+    for (const id of this.saidSkipped.keys()) if (!this.passSkipped.has(id)) this.saidSkipped.delete(id);
     const skipped = new Set<string>();
     this.passSkipped = skipped;
     for (let pass = 0; ; pass += 1) {

@@ -110,6 +110,17 @@ describe('a message left unclaimed for the same reason pass after pass (a watch 
     expect(said).toEqual(panel.members.map(() => 1));
     expect(world.server.requests).toHaveLength(0);
   });
+
+  it("forgets what it said of a message a pass no longer leaves unclaimed: said again if left so again, and a long watch keeps no line for every message its fleet ran", async () => {
+    const world = await fresh();
+    const runner = world.runner({ transport: world.fakeOracle('ok') });
+    const internals = runner as unknown as { saidSkipped: Map<string, string>; passSkipped: Set<string> };
+    // A message another runner held open, said skipped in an earlier pass, since receipted by that runner.
+    internals.saidSkipped.set('msg_01GONE0000000000000000000', 'attempt 1 is being run by runner-b');
+    internals.passSkipped = new Set();
+    await runner.runOnce();
+    expect([...internals.saidSkipped.keys()]).toEqual([]);
+  });
 });
 
 describe('a target whose model server on this machine stays silent pass after pass', { timeout: 120_000 }, () => {
