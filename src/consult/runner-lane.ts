@@ -296,9 +296,18 @@ export class ConsultLane implements RunnerLane {
     }
     // A target whose lane the runner's start-up found it cannot run (runner/startup.ts) is not started here, whatever its route says now.
     const held = this.ctx.heldHere(message.target_actor);
-    if (held !== null) return { kind: 'unroutable', record, message, attempt, error: new CooError(held.code, held.message) };
-    if (unroutable !== null || route === null) return { kind: 'unroutable', record, message, attempt, error: unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`) };
-    return { kind: 'run', record, message, attempt, decision, shared, route, bundle, canary, files: pins.files };
+    const cannot = held !== null ? new CooError(held.code, held.message) : unroutable !== null || route === null ? (unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`)) : null;
+    if (cannot !== null) {
+      // A consult an agent asks inside its dispatch attempt takes that one attempt, and holds what it may cost of the
+      // dispatch's budget while it may still be paid: left queued, it would hold it for nothing until the attempt ends,
+      // and another runner could pay for an answer no one waits for. It ends here, unpaid, and the agent is told why.
+      if (message.intent === 'aa_consult' && message.asked_in_attempt !== undefined) {
+        return stopHere('failed', 'config_error', `this runner cannot ask ${message.target_actor}: ${cannot instanceof Error ? cannot.message : String(cannot)}; a consult asked inside a dispatch attempt takes one attempt, and nothing was sent`);
+      }
+      return { kind: 'unroutable', record, message, attempt, error: cannot };
+    }
+    // No problem found: the route is planned.
+    return { kind: 'run', record, message, attempt, decision, shared, route: route!, bundle, canary, files: pins.files };
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */

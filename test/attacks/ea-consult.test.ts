@@ -228,4 +228,20 @@ describe('a consult an execution agent asks inside its dispatch', () => {
     const retry = { status: 'failed', blockers: [{ code: 'aa_unavailable:transport', detail: 'x' }], next_attempt_at: isoSeconds(new Date(Date.now() + 60_000)) };
     return kit.append([consultReceipt({ id: consult.id, folder }, envelope, retry)], kit.keys.coo.key);
   });
+  it("a consult asked of a target this runner cannot ask ends unpaid at once, and holds nothing of the dispatch's budget", async () => {
+    const dispatch = await dispatched();
+    expect(await kit.append(await askedFiles(dispatch, { maxCostUsd: 0.25 }), kit.keys.coo.key)).toBe('accepted');
+    const consultId = (await kit.world.ledger.state()).messages.get(dispatch.message_id)!.consults![0]!.id;
+    const runner = kit.world.runner({ transport: kit.world.fakeOracle('ok'), waiting: new Map([['aa.chatgpt', { code: 'ORACLE_CONFIG' as const, message: 'OPENAI_API_KEY is not set here' }]]) });
+    const internals = runner as unknown as { runAsked(lane: unknown, id: string): Promise<void>; lanes: ReadonlyMap<string, unknown> };
+    await internals.runAsked(internals.lanes.get('aa_consult'), consultId);
+    const state = await kit.world.ledger.state();
+    const [attempt] = state.messages.get(consultId)!.attempts;
+    expect(attempt?.receipt, 'receipted, never left queued').not.toBeNull();
+    const receipt = readStrictYaml((await kit.world.ledger.readFile(attempt!.receipt!.path))!, 'receipt') as { status: string; actual_cost_usd: number; blockers: Array<{ code: string; detail: string }>; next_attempt_at: string | null };
+    expect(receipt).toMatchObject({ status: 'failed', actual_cost_usd: 0, next_attempt_at: null, blockers: [{ code: 'config_error', detail: expect.stringContaining('OPENAI_API_KEY is not set here') as unknown as string }] });
+    const record = state.messages.get(dispatch.message_id)!;
+    expect(dispatchBudgetLeftUsd(record, (id) => state.messages.get(id))).toBeCloseTo(record.maxCostUsd, 9);
+    expect(kit.world.server.requests).toHaveLength(0);
+  });
 });
