@@ -17,6 +17,7 @@ import { modelPrice } from '../schema/policy.js';
 import { oracleModelName } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
 import { failpoint } from '../util/failpoint.js';
+import { requireGitPlacesListed } from '../util/bubblewrap.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { bootId, endRecordedGroup, machineMonotonic, parseProcessRecord, PROCESS_RECORD_BYTES, processStartTime, recordedElsewhere, type ProcessRecord } from '../util/process.js';
@@ -296,7 +297,7 @@ export class ConsultLane implements RunnerLane {
     }
     // A target whose lane the runner's start-up found it cannot run (runner/startup.ts) is not started here, whatever its route says now.
     const held = this.ctx.heldHere(message.target_actor);
-    const cannot = held !== null ? new CooError(held.code, held.message) : unroutable !== null || route === null ? (unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`)) : null;
+    const cannot = held !== null ? new CooError(held.code, held.message) : unroutable !== null || route === null ? (unroutable ?? new CooError('ORACLE_CONFIG', `${message.target_actor} has no route`)) : this.sandboxUnplanned();
     if (cannot !== null) {
       // A consult an agent asks inside its dispatch attempt takes that one attempt, and holds what it may cost of the
       // dispatch's budget while it may still be paid: left queued, it would hold it for nothing until the attempt ends,
@@ -308,6 +309,21 @@ export class ConsultLane implements RunnerLane {
     }
     // No problem found: the route is planned.
     return { kind: 'run', record, message, attempt, decision, shared, route: route!, bundle, canary, files: pins.files };
+  }
+
+  /**
+   * Why this runner cannot plan Oracle's sandbox now (git cannot list what of its configuration to hide), or null:
+   * asked before the claim, so the runner's own problem leaves the consult queued and unclaimed, as a missing key does.
+   */
+  private sandboxUnplanned(): CooError | null {
+    if (!this.transport.isolated) return null;
+    try {
+      requireGitPlacesListed();
+      return null;
+    } catch (error) {
+      if (!(error instanceof CooError) || error.code !== 'RUNNER_CONFIG') throw error;
+      return error;
+    }
   }
 
   /** A claimed attempt: Oracle in its sandbox, then the receipt. */

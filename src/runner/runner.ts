@@ -566,7 +566,7 @@ export class Runner {
         skipped.add(item.record.id);
         const code = isCooError(error) ? error.code : 'INTERNAL';
         const message = error instanceof Error ? error.message : String(error);
-        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE') this.configError(item.record.id, { code, message });
+        if (code === 'EXECUTOR_CONFIG' || code === 'ORACLE_CONFIG' || code === 'SANDBOX_UNAVAILABLE' || code === 'RUNNER_CONFIG') this.configError(item.record.id, { code, message });
         else this.emit({ type: 'error', messageId: item.record.id, code, message });
         if (code === 'REMOTE_UNREACHABLE') {
           // Cut off: nothing new starts until the remote answers again.

@@ -277,13 +277,13 @@ function helperPlaces(gitArgs: readonly string[], needed: readonly string[]): st
 }
 
 /**
- * Looks up, once before an attempt's agent runs, what of git's configuration its sandboxes hide
- * (gitConfigFiles, credentialHelperPlaces), which every sandbox looks up again as it is planned: a lookup git
- * fails is a coded RUNNER_CONFIG error here, and the attempt ends with its receipt before anything ran.
+ * Looks up, once before an attempt's agent runs (a dispatch's, on its repository) or before a consult is claimed (no
+ * repository), what of git's configuration its sandboxes hide (gitConfigFiles, credentialHelperPlaces), which every
+ * sandbox looks up again as it is planned: a lookup git fails is a coded RUNNER_CONFIG error here, before anything ran.
  */
-export function requireGitPlacesListed(repository: Repository): void {
-  gitConfigFiles(repository.gitdir);
-  credentialHelperPlaces([`--git-dir=${repository.gitdir}`], { failClosed: true });
+export function requireGitPlacesListed(repository?: Repository): void {
+  gitConfigFiles(repository?.gitdir);
+  credentialHelperPlaces(repository === undefined ? [] : [`--git-dir=${repository.gitdir}`], { failClosed: true });
 }
 
 /** The names in a folder, none when it cannot be read. */

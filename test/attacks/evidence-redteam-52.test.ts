@@ -345,14 +345,20 @@ describe('a recovered attempt whose claim keeps no model, its attempt file namin
  * that may have run, charging for a call never made. Oracle is now never started, the attempt's
  * receipt says so, and nothing is charged.
  */
+/** A folder holding a `git` that fails its configuration's listing (`--show-origin`) and runs the real git for all else. */
+function failingGitListing(): string {
+  const bin = join(dir, 'failing-git-bin');
+  mkdirSync(bin, { recursive: true });
+  const real = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
+  writeFileSync(join(bin, 'git'), `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = --show-origin ] && { echo 'fatal: bad config line 1 in file /home/x/.gitconfig' >&2; exit 128; }; done\nexec "${real}" "$@"\n`, { mode: 0o755 });
+  return bin;
+}
+
 describe("a consult whose sandbox git cannot plan", () => {
   it('starts no Oracle and is receipted failed at no cost, never left to a recovery that charges it', async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
-    const bin = join(dir, 'failing-git-bin');
-    mkdirSync(bin, { recursive: true });
-    const real = spawnSync('sh', ['-c', 'command -v git'], { encoding: 'utf8' }).stdout.trim();
-    writeFileSync(join(bin, 'git'), `#!/bin/sh\nfor arg in "$@"; do [ "$arg" = --show-origin ] && { echo 'fatal: bad config line 1 in file /home/x/.gitconfig' >&2; exit 128; }; done\nexec "${real}" "$@"\n`, { mode: 0o755 });
+    const bin = failingGitListing();
     const inner = w.fakeOracle('ok');
     let ran = 0;
     const transport: AaTransport = {
@@ -379,5 +385,22 @@ describe("a consult whose sandbox git cannot plan", () => {
     expect(receipt!['status']).toBe('failed');
     expect(receipt!.actual_cost_usd).toBe(0);
     expect(String(receipt!['detail'] ?? JSON.stringify(receipt))).toContain('Oracle could not be started');
+  }, 60_000);
+  it('when git already cannot say before the claim, the consult stays queued and unclaimed, said once, and runs once git can', async () => {
+    const w = await fresh();
+    const { messageId } = await w.consult();
+    const runner = w.runner({ transport: w.fakeOracle('ok') });
+    const path = process.env['PATH'];
+    process.env['PATH'] = `${failingGitListing()}:${path ?? ''}`;
+    try {
+      await runner.runOnce();
+      await runner.runOnce();
+    } finally {
+      process.env['PATH'] = path;
+    }
+    expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'nothing claimed').toEqual([]);
+    expect(w.events.filter((event) => event.type === 'error' && event.code === 'RUNNER_CONFIG'), 'said once').toHaveLength(1);
+    await runner.runOnce();
+    expect((await receiptsOf(w, messageId)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
   }, 60_000);
 });
