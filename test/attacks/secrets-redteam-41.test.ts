@@ -69,7 +69,9 @@ describe("a model endpoint's token given on the command line", () => {
   it("leaves no part of it in the ledger when an execution agent run without bubblewrap prints the command lines of the runner's processes", async () => {
     const place = await places('cmdline');
     const { messageId } = await dispatchTo(place, 'cmdline');
-    const agent = agentScript(place.world.dir, `for p in /proc/[0-9]*; do tr '\\000' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -- --oracle-base-url >&2; exit 1`);
+    // The agent looks for this runner's own command line: runners of other tests that run beside it name --oracle-base-url too,
+    // and their lines first in the agent's bounded stderr could leave this one's out of what the receipt keeps.
+    const agent = agentScript(place.world.dir, `for p in /proc/[0-9]*; do tr '\\000' ' ' < $p/cmdline 2>/dev/null; echo; done | grep -- '--oracle-base-url http://127.0.0.1:9/v1?api-key=' >&2; exit 1`);
     const result = spawnSync(
       process.execPath,
       [COO, 'watch', '--once', '--json', '--ledger', place.world.gitdir, '--key', place.keyFile, '--repo', place.repo, '--state-dir', place.stateDir, '--ea-command', agent, '--isolation', 'none', '--oracle-base-url', `http://127.0.0.1:9/v1?api-key=${TOKEN}`],
