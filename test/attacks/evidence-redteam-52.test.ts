@@ -116,37 +116,50 @@ describe("Oracle's session record naming another model than the one the claim as
  * it read; the claim is written on the head at append time. A registry that gave the target another
  * model in between had Oracle asked one model and the claim name another, which did not answer.
  */
+/** Runs `change` once, just before the first claim `w`'s runner writes lands: whether it ran. */
+function beforeFirstClaim(w: World, change: () => Promise<void>): () => boolean {
+  const append = w.ledger.append.bind(w.ledger);
+  let moved = false;
+  Object.assign(w.ledger, {
+    append: async (request: Parameters<typeof append>[0]) => {
+      if (!moved && request.summary.startsWith('claim ')) {
+        moved = true;
+        await change();
+      }
+      return append(request);
+    },
+  });
+  return () => moved;
+}
+
+/** `inner`, with the model each run asked Oracle for kept in `asked`. */
+function asking(inner: AaTransport): { transport: AaTransport; asked: string[] } {
+  const asked: string[] = [];
+  const transport: AaTransport = {
+    isolated: inner.isolated,
+    plan: (entry) => inner.plan(entry),
+    handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
+    run: (request) => {
+      asked.push(request.model);
+      return inner.run(request);
+    },
+  };
+  return { transport, asked };
+}
+
 describe('the CEO gives the target another model between the pre-flight and the claim', () => {
   it('the claim is not written and nothing is paid; the next pass asks the new model, and claim, call and receipt name it', async () => {
     const w = await fresh({ policy: (policy) => ({ ...policy, models: { ...policy.models, 'gpt-5.4': policy.models['gpt-5.5']! } }) });
     const { messageId } = await w.consult();
-    const append = w.ledger.append.bind(w.ledger);
-    let moved = false;
-    Object.assign(w.ledger, {
-      append: async (request: Parameters<typeof append>[0]) => {
-        if (!moved && request.summary.startsWith('claim ')) {
-          moved = true;
-          const registry = (await w.ledger.state()).registry!.doc;
-          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, model: 'gpt-5.4' } } : actor));
-          await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
-        }
-        return append(request);
-      },
+    const moved = beforeFirstClaim(w, async () => {
+      const registry = (await w.ledger.state()).registry!.doc;
+      const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, model: 'gpt-5.4' } } : actor));
+      await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
     });
-    const inner = w.fakeOracle('ok');
-    const asked: string[] = [];
-    const transport: AaTransport = {
-      isolated: inner.isolated,
-      plan: (entry) => inner.plan(entry),
-      handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
-      run: (request) => {
-        asked.push(request.model);
-        return inner.run(request);
-      },
-    };
+    const { transport, asked } = asking(w.fakeOracle('ok'));
     const runner = w.runner({ transport });
     await runner.runOnce();
-    expect(moved).toBe(true);
+    expect(moved()).toBe(true);
     await runner.runOnce();
     const attempts = (await w.ledger.state()).messages.get(messageId)!.attempts;
     expect(asked, 'Oracle asked the model its claim names, once').toEqual([attempts[0]!.claim!.model]);
@@ -163,32 +176,14 @@ describe('the CEO routes the model otherwise between the pre-flight and the clai
   it('the claim is not written and nothing is paid: a recovered call would count its uncounted output by a route the call did not take', async () => {
     const w = await fresh();
     const { messageId } = await w.consult();
-    const append = w.ledger.append.bind(w.ledger);
-    let moved = false;
-    Object.assign(w.ledger, {
-      append: async (request: Parameters<typeof append>[0]) => {
-        if (!moved && request.summary.startsWith('claim ')) {
-          moved = true;
-          const registry = (await w.ledger.state()).registry!.doc;
-          const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, route: 'openai_compatible' as const, gateway: 'litellm' } } : actor));
-          await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
-        }
-        return append(request);
-      },
+    const moved = beforeFirstClaim(w, async () => {
+      const registry = (await w.ledger.state()).registry!.doc;
+      const actors = registry.actors.map((actor) => (actor.id === 'aa.chatgpt' ? { ...actor, transport: { ...actor.transport!, route: 'openai_compatible' as const, gateway: 'litellm' } } : actor));
+      await appendTrustVersion(w.ledger, { role: 'registry', document: { ...registry, version: undefined, actors } }, w.actors.ceo, new Date());
     });
-    const inner = w.fakeOracle('ok');
-    const asked: string[] = [];
-    const transport: AaTransport = {
-      isolated: inner.isolated,
-      plan: (entry) => inner.plan(entry),
-      handedSecrets: (keyEnv) => inner.handedSecrets(keyEnv),
-      run: (request) => {
-        asked.push(request.model);
-        return inner.run(request);
-      },
-    };
+    const { transport, asked } = asking(w.fakeOracle('ok'));
     await w.runner({ transport }).runOnce();
-    expect(moved).toBe(true);
+    expect(moved()).toBe(true);
     expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'nothing claimed on the old route').toEqual([]);
     expect(asked, 'Oracle never asked').toEqual([]);
     expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('routes gpt-5.5 by openai_compatible, not the openai its pre-flight judged') as unknown as string });
@@ -200,21 +195,13 @@ describe('the CEO prices the model otherwise between the pre-flight and the clai
     const w = await fresh();
     const { messageId } = await w.consult();
     const dearer = { input_usd_per_million: 50, output_usd_per_million: 300, max_output_tokens: 32000 };
-    const append = w.ledger.append.bind(w.ledger);
-    let moved = false;
-    Object.assign(w.ledger, {
-      append: async (request: Parameters<typeof append>[0]) => {
-        if (!moved && request.summary.startsWith('claim ')) {
-          moved = true;
-          const policy = (await w.ledger.state()).policy!.doc;
-          await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, models: { ...policy.models, 'gpt-5.5': dearer } } }, w.actors.ceo, new Date());
-        }
-        return append(request);
-      },
+    const moved = beforeFirstClaim(w, async () => {
+      const policy = (await w.ledger.state()).policy!.doc;
+      await appendTrustVersion(w.ledger, { role: 'policy', document: { ...policy, version: undefined, models: { ...policy.models, 'gpt-5.5': dearer } } }, w.actors.ceo, new Date());
     });
     const runner = w.runner({ transport: w.fakeOracle('ok') });
     await runner.runOnce();
-    expect(moved).toBe(true);
+    expect(moved()).toBe(true);
     expect((await w.ledger.state()).messages.get(messageId)!.attempts, 'nothing claimed on the old price').toEqual([]);
     expect(w.events).toContainEqual({ type: 'skipped', messageId, reason: expect.stringContaining('prices gpt-5.5 otherwise than its pre-flight judged') as unknown as string });
     await runner.runOnce();
