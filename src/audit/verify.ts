@@ -12,6 +12,8 @@ import { ORIGIN_REF, VERIFIED_REF } from '../remote/git-remote.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
 import { TimelineRecorder, type Timeline } from './timeline.js';
 import { judgeLedgerPin, judgePin } from './trust-pin.js';
+import { aheadOfClock } from '../authority/lease.js';
+import { LIMITS } from '../limits.js';
 
 export interface VerifyReport {
   readonly head: string | null;
@@ -109,6 +111,26 @@ async function remoteVerifiedNote(ledger: Ledger, gitdir: string, head: string):
 }
 
 /**
+ * Why the ledger's latest heartbeat does not show it live at `now`, or null when it does: it expired,
+ * or it is dated ahead of this clock by more than the skew allowed between machines
+ * (LIMITS.clockSkewSeconds, authority/lease.ts aheadOfClock). Such a heartbeat was written by a clock
+ * that runs ahead (one no hook judged: a ledger without one), and says nothing of when it was really
+ * written: read by its own dates, a beat a machine a year fast wrote kept a ledger withheld after it
+ * fresh for a year. `coo verify`, the forge check and the MCP tool judge freshness by this alone.
+ */
+export function staleHeartbeat(state: Pick<LedgerState, 'lastHeartbeat' | 'runnerHeartbeats'>, now: Date): string | null {
+  const beat = state.lastHeartbeat;
+  if (beat === null) return null;
+  const newest = state.runnerHeartbeats.get(beat.runner);
+  const ahead = newest?.seq === beat.seq ? aheadOfClock(newest.createdAt, now, LIMITS.clockSkewSeconds) : null;
+  if (ahead !== null) {
+    return `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) is dated ${newest!.createdAt}, ${ahead} s ahead of this clock (${isoSeconds(now)}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: its writer's clock runs ahead, and it says nothing of when the ledger was last live; the ledger may be frozen or withheld`;
+  }
+  if (Date.parse(beat.expiresAt) <= now.getTime()) return `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) expired at ${beat.expiresAt}: the ledger may be frozen or withheld`;
+  return null;
+}
+
+/**
  * Replays the ledger through the validator and reports every finding: each invalid commit is
  * reported and skipped, and the replay goes on. With a checkpoint, only commits after the last
  * verified head are replayed, and a head that does not descend from it is reported as a rollback
@@ -181,10 +203,8 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     if (ledgerPin !== null) findings.push(ledgerPin);
     const dropped = await remoteVerifiedNote(ledger, gitdir, head);
     if (dropped !== null) notes.push(dropped);
-    const beat = state.lastHeartbeat;
-    if (beat !== null && Date.parse(beat.expiresAt) <= now.getTime()) {
-      findings.push({ code: 'HEARTBEAT_EXPIRED', message: `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) expired at ${beat.expiresAt}: the ledger may be frozen or withheld` });
-    }
+    const stale = staleHeartbeat(state, now);
+    if (stale !== null) findings.push({ code: 'HEARTBEAT_EXPIRED', message: stale });
     if (options.checkpointFile !== undefined && findings.length === 0 && state.genesis !== null) {
       const tree = (await readCommitLinks(ledger.reader, head)).tree;
       saveVerified(options.checkpointFile, { genesis: state.genesis, seq: state.seq, head, tree, verifiedAt: isoSeconds(now), state });

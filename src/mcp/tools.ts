@@ -4,7 +4,7 @@ import { gatherEvidence } from '../audit/evidence.js';
 import { viewMessage, type AttemptView, type MessageView } from '../audit/message-view.js';
 import type { PanelComparison } from '../audit/panel-comparison.js';
 import { listSessions, type SessionPage } from '../audit/sessions.js';
-import { verifyLedger } from '../audit/verify.js';
+import { staleHeartbeat, verifyLedger } from '../audit/verify.js';
 import { folderOf, isTerminal, laneStateOf, type LaneState, type LedgerState, type MessageRecord } from '../authority/state.js';
 import { refuseWhileStopped } from '../consult/admission.js';
 import { enqueueConsult, enqueuePanel, type ConsultRequest } from '../consult/enqueue.js';
@@ -579,6 +579,6 @@ export async function verifyTool(context: ToolContext): Promise<Record<string, u
     // The refs beside main it did not judge (a branch, a tag, git notes), as `coo verify --json` names them: their names are anyone's words.
     other_refs: report.otherRefs.map(quote),
     kill_switch: report.state.killSwitch?.doc.state ?? 'off',
-    heartbeat: beat === null ? null : { seq: beat.seq, runner: beat.runner, expires_at: beat.expiresAt, fresh: Date.parse(beat.expiresAt) > now.getTime() },
+    heartbeat: beat === null ? null : { seq: beat.seq, runner: beat.runner, expires_at: beat.expiresAt, fresh: staleHeartbeat(report.state, now) === null },
   };
 }
