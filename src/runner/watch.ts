@@ -2,6 +2,7 @@ import { join } from 'node:path';
 import { watch } from 'chokidar';
 import { errorClassOf, isCooError } from '../errors.js';
 import { readRef } from '../ledger/ref-lock.js';
+import { machineMonotonic } from '../util/process.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import type { Runner, RunnerErrorEvent, RunSummary } from './runner.js';
 
@@ -207,18 +208,26 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
   }
   let delay = interval;
   let seen: string | null = null;
-  let due: number | null = null;
+  /**
+   * When the runner asked to be woken: by the wall clock (a retry's time, an expiry), and as far off on
+   * the monotonic clock as it was when the pass ended (a lease, a look again at a model server: waits
+   * the runner measures there). Either wakes it: a wall clock set back an hour (NTP, a restored virtual
+   * machine) does not hold a lapsed lease's takeover or a look for an hour, nor one set forward a retry
+   * its wall clock now reads as due.
+   */
+  let due: { readonly wall: number; readonly monotonic: number } | null = null;
+  const dueIn = (): number => (due === null ? Number.POSITIVE_INFINITY : Math.min(due.wall - Date.now(), due.monotonic - machineMonotonic()));
   try {
     while (!stopped) {
       const head = await options.remote.remoteHead();
-      const moved = head === null || head !== seen || runner.cutOffAt !== null || (due !== null && Date.now() >= due);
+      const moved = head === null || head !== seen || runner.cutOffAt !== null || dueIn() <= 0;
       if (moved) {
         const seenBefore = seen;
         try {
           const summary = await runner.runOnce();
           if (runner.cutOffAt === null) seen = head;
           const next = summary.waiting[0];
-          due = next === undefined ? null : Date.parse(next);
+          due = next === undefined ? null : { wall: Date.parse(next), monotonic: machineMonotonic() + Date.parse(next) - Date.now() };
           // A pass only a due time woke, on a main that did not move, that wrote nothing (a look again at a model server that still does not answer), is idle:
           // it does not set the back-off back. One that did work (a retry, a takeover, an expiry receipted) did, as a moved main does.
           delay = runner.cutOffAt !== null ? Math.min(max, delay * 2) : head !== seenBefore || summary.receipts > 0 ? interval : Math.min(max, delay * 1.5);
@@ -231,7 +240,7 @@ export async function watchRemote(runner: Runner, options: RemoteWatchOptions): 
       } else {
         delay = Math.min(max, delay * 1.5);
       }
-      const wait = due === null ? delay : Math.max(0, Math.min(delay, due - Date.now() + 50));
+      const wait = due === null ? delay : Math.max(0, Math.min(delay, dueIn() + 50));
       if (!stopped) await sleep(wait);
     }
   } catch (error) {

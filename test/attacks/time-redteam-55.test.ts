@@ -1,7 +1,10 @@
 import { join } from 'node:path';
-import { afterAll, describe, expect, it } from 'vitest';
+import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { LIMITS } from '../../src/limits.js';
+import type { Runner } from '../../src/runner/runner.js';
+import { watchRemote } from '../../src/runner/watch.js';
+import { isoSeconds } from '../../src/util/time.js';
 import { makeWorld, type World } from '../helpers/lane.js';
 import { tempDir } from '../helpers/tmp.js';
 
@@ -50,5 +53,49 @@ describe('the freshness of a ledger judged by a heartbeat a clock that runs ahea
     const ttl = (await w.ledger.state()).policy!.doc.heartbeat.ttl_seconds;
     const later = await verifyLedger(w.gitdir, { now: new Date(now.getTime() + ttl * 1000) });
     expect(later.findings.map((finding) => finding.code)).toEqual(['HEARTBEAT_EXPIRED']);
+  });
+});
+
+describe('a watch through a remote whose machine clock is stepped back while it waits to be woken, main never moving', () => {
+  afterEach(() => {
+    vi.useRealTimers();
+  });
+
+  // The runner asks to be woken 20 s on (a lease that lapses then, a look again at a model server on this machine);
+  // then NTP sets the wall clock back an hour (it ran an hour fast, or a virtual machine was restored).
+  async function passesAfterStepBack(step: number): Promise<number[]> {
+    vi.useFakeTimers({ now: new Date('2026-01-01T12:00:00Z') });
+    const passes: number[] = [];
+    const start = Date.now();
+    let ticks = 0;
+    const runner = {
+      cutOffAt: null,
+      runOnce: () => {
+        passes.push(ticks);
+        return Promise.resolve({ receipts: 0, waiting: passes.length === 1 ? [isoSeconds(new Date(start + 20_000))] : [], held: [], kept: [], retries: [] });
+      },
+    } as unknown as Runner;
+    const controller = new AbortController();
+    const watching = watchRemote(runner, { remote: { remoteHead: () => Promise.resolve('a'.repeat(40)) }, signal: controller.signal, pollSeconds: 1, maxPollSeconds: 30 });
+    await vi.advanceTimersByTimeAsync(1_000);
+    vi.setSystemTime(Date.now() + step);
+    for (ticks = 1; ticks <= 120; ticks += 1) await vi.advanceTimersByTimeAsync(1_000);
+    controller.abort();
+    await vi.advanceTimersByTimeAsync(0);
+    await watching;
+    return passes;
+  }
+
+  it('set back an hour: the pass the runner asked for runs when its 20 s have passed on the monotonic clock, not an hour later when the wall clock reads the time again', async () => {
+    const passes = await passesAfterStepBack(-3_600_000);
+    expect(passes.length).toBe(2);
+    expect(passes[1]).toBeGreaterThanOrEqual(20);
+    expect(passes[1]).toBeLessThanOrEqual(22);
+  });
+
+  it('set forward an hour: the pass runs at once, as the wall clock reads its time as passed', async () => {
+    const passes = await passesAfterStepBack(3_600_000);
+    expect(passes.length).toBe(2);
+    expect(passes[1]).toBeLessThanOrEqual(2);
   });
 });
