@@ -12,7 +12,7 @@ import { ORIGIN_REF, VERIFIED_REF } from '../remote/git-remote.js';
 import { loadVerified, saveVerified } from './checkpoint.js';
 import { TimelineRecorder, type Timeline } from './timeline.js';
 import { judgeLedgerPin, judgePin } from './trust-pin.js';
-import { aheadOfClock } from '../authority/lease.js';
+import { heartbeatReading } from '../authority/lease.js';
 import { LIMITS } from '../limits.js';
 
 export interface VerifyReport {
@@ -111,22 +111,25 @@ async function remoteVerifiedNote(ledger: Ledger, gitdir: string, head: string):
 }
 
 /**
- * Why the ledger's latest heartbeat does not show it live at `now`, or null when it does: it expired,
- * or it is dated ahead of this clock by more than the skew allowed between machines
- * (LIMITS.clockSkewSeconds, authority/lease.ts aheadOfClock). Such a heartbeat was written by a clock
- * that runs ahead (one no hook judged: a ledger without one), and says nothing of when it was really
- * written: read by its own dates, a beat a machine a year fast wrote kept a ledger withheld after it
- * fresh for a year. `coo verify`, the forge check and the MCP tool judge freshness by this alone.
+ * Why the ledger's latest heartbeat does not show it live at `now`, or null when it does, as
+ * authority/lease.ts heartbeatReading reads it: dated ahead of this clock by more than the skew
+ * allowed between machines (a clock that runs ahead wrote it where no hook judged it, and read by its
+ * own dates one a machine a year fast wrote kept a ledger withheld after it fresh for a year), or
+ * expired by more than that skew (a runner whose clock runs behind by less dates its beats to expire
+ * that much early, and its live ledger read as frozen). `coo verify`, the forge check and the MCP
+ * tool judge freshness by this alone.
  */
 export function staleHeartbeat(state: Pick<LedgerState, 'lastHeartbeat' | 'runnerHeartbeats'>, now: Date): string | null {
   const beat = state.lastHeartbeat;
   if (beat === null) return null;
   const newest = state.runnerHeartbeats.get(beat.runner);
-  const ahead = newest?.seq === beat.seq ? aheadOfClock(newest.createdAt, now, LIMITS.clockSkewSeconds) : null;
-  if (ahead !== null) {
-    return `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) is dated ${newest!.createdAt}, ${ahead} s ahead of this clock (${isoSeconds(now)}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: its writer's clock runs ahead, and it says nothing of when the ledger was last live; the ledger may be frozen or withheld`;
+  // A checkpoint of a build before runners' heartbeats were kept has the expiry alone.
+  const reading = heartbeatReading({ createdAt: newest?.seq === beat.seq ? newest.createdAt : null, expiresAt: beat.expiresAt }, now);
+  const which = `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner})`;
+  if (reading.kind === 'ahead') {
+    return `${which} is dated ${newest!.createdAt}, ${reading.seconds} s ahead of this clock (${isoSeconds(now)}), more than the ${LIMITS.clockSkewSeconds} s allowed between machines: its writer's clock runs ahead, and it says nothing of when the ledger was last live; the ledger may be frozen or withheld`;
   }
-  if (Date.parse(beat.expiresAt) <= now.getTime()) return `the latest heartbeat (Ledger-Seq ${beat.seq}, ${beat.runner}) expired at ${beat.expiresAt}: the ledger may be frozen or withheld`;
+  if (reading.kind === 'expired') return `${which} expired at ${beat.expiresAt}, more than the ${LIMITS.clockSkewSeconds} s allowed between machines' clocks ago: the ledger may be frozen or withheld`;
   return null;
 }
 

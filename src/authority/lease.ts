@@ -1,3 +1,4 @@
+import { LIMITS } from '../limits.js';
 import { toMillis } from '../schema/common.js';
 import type { CooMessage } from '../schema/message.js';
 import type { AttemptRecord } from './state.js';
@@ -100,4 +101,19 @@ export function retryWaitMs(receipt: { readonly createdAt: string; readonly next
 export function aheadOfClock(at: string, wallNow: Date, skewSeconds: number): number | null {
   const ahead = Math.floor((toMillis(at) - wallNow.getTime()) / 1000);
   return ahead > skewSeconds ? ahead : null;
+}
+
+/**
+ * How a heartbeat another machine wrote reads by this observer's wall clock, within the skew allowed
+ * between machines (LIMITS.clockSkewSeconds): `ahead` when it is dated ahead of this clock by more
+ * than that skew (its writer's clock runs ahead, and it says nothing of when it was really written:
+ * no decision reads it, aheadOfClock; a `createdAt` not known is not judged so), `expired` once that skew has passed its `expires_at` too (a
+ * writer whose clock runs behind by less dates it to expire that much early), else `live`. Who is
+ * live in the queue's assignment (runner.ts pick) and whether a ledger looks live to `coo verify`,
+ * the forge check and the MCP tool (audit/verify.ts staleHeartbeat) are judged by this alone.
+ */
+export function heartbeatReading(beat: { readonly createdAt: string | null; readonly expiresAt: string }, wallNow: Date): { readonly kind: 'live' | 'expired' } | { readonly kind: 'ahead'; readonly seconds: number } {
+  const ahead = beat.createdAt === null ? null : aheadOfClock(beat.createdAt, wallNow, LIMITS.clockSkewSeconds);
+  if (ahead !== null) return { kind: 'ahead', seconds: ahead };
+  return toMillis(beat.expiresAt) + LIMITS.clockSkewSeconds * 1000 > wallNow.getTime() ? { kind: 'live' } : { kind: 'expired' };
 }

@@ -22,7 +22,7 @@ import { bootId, machineMonotonic } from '../util/process.js';
 import { claimPath, classifyPath, heartbeatPath } from '../ledger/layout.js';
 import { commitsSince, isAncestor } from '../ledger/history.js';
 import type { AppendOptions, AppendResult, Ledger, NewFile } from '../ledger/ledger.js';
-import { aheadOfClock, leaseDecision, observeClaim, retryWaitMs, type LeaseObservation } from '../authority/lease.js';
+import { aheadOfClock, heartbeatReading, leaseDecision, observeClaim, retryWaitMs, type LeaseObservation } from '../authority/lease.js';
 import type { RemoteLedger } from '../remote/publish.js';
 import type { Intent } from '../schema/common.js';
 import type { BlockerCode, ReceiptStatus } from '../schema/receipt.js';
@@ -780,13 +780,13 @@ export class Runner {
     for (const id of this.readySince.keys()) if (!freshIds.has(id)) this.readySince.delete(id);
     for (const id of this.turns.keys()) if (!freshIds.has(id)) this.turns.delete(id);
     for (const id of fresh) if (!this.readySince.has(id)) this.readySince.set(id, tick);
-    // Live: a heartbeat not yet expired, with the skew allowed between machines. A suspect is live
+    // Live: a heartbeat not yet expired, with the skew allowed between machines, and not dated ahead beyond it. A suspect is live
     // again once it shows progress: a new heartbeat, or a claim of its own.
     const live = new Set<string>([this.runnerId]);
     for (const [runner, beat] of state.runnerHeartbeats) {
       if (this.suspects.has(runner) && this.suspects.get(runner) === beat.seq && !holders.has(runner)) continue;
       this.suspects.delete(runner);
-      if (Date.parse(beat.expiresAt) + LIMITS.clockSkewSeconds * 1000 > now.getTime()) live.add(runner);
+      if (heartbeatReading(beat, now).kind === 'live') live.add(runner);
     }
     if (live.size === 1) return random();
     const matched = assignWork(

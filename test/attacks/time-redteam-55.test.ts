@@ -45,13 +45,22 @@ describe('the freshness of a ledger judged by a heartbeat a clock that runs ahea
     expect(report.findings).toEqual([]);
   });
 
-  it('the heartbeat of a runner with the right clock is fresh until it expires, and expired after', async () => {
+  it('a runner four minutes slow (within the skew) beats, under a policy whose heartbeats live two minutes: its live ledger is fresh by the right clock, not called frozen', async () => {
+    const w = await makeWorld(join(dir, 'behind-beat'), { policy: (policy) => ({ ...policy, heartbeat: { interval_seconds: 60, ttl_seconds: 120 } }) });
+    closers.push(() => w.close());
+    const now = new Date();
+    await w.runner({ clock: () => new Date(now.getTime() - 240_000) }).heartbeat();
+    expect((await verifyLedger(w.gitdir, { now })).findings).toEqual([]);
+  });
+
+  it('the heartbeat of a runner with the right clock is fresh until the skew has passed its expiry too, and expired after', async () => {
     const w = await world('right-beat');
     const now = new Date();
     await w.runner({ clock: () => now }).heartbeat();
     expect((await verifyLedger(w.gitdir, { now })).findings).toEqual([]);
     const ttl = (await w.ledger.state()).policy!.doc.heartbeat.ttl_seconds;
-    const later = await verifyLedger(w.gitdir, { now: new Date(now.getTime() + ttl * 1000) });
+    expect((await verifyLedger(w.gitdir, { now: new Date(now.getTime() + ttl * 1000 + SKEW_MS - 1000) })).findings).toEqual([]);
+    const later = await verifyLedger(w.gitdir, { now: new Date(now.getTime() + ttl * 1000 + SKEW_MS) });
     expect(later.findings.map((finding) => finding.code)).toEqual(['HEARTBEAT_EXPIRED']);
   });
 });
