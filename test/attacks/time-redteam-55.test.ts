@@ -1,11 +1,14 @@
+import { rmSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, afterEach, describe, expect, it, vi } from 'vitest';
 import { verifyLedger } from '../../src/audit/verify.js';
 import { LIMITS } from '../../src/limits.js';
+import { assignWork } from '../../src/runner/assignment.js';
 import type { Runner } from '../../src/runner/runner.js';
 import { watchRemote } from '../../src/runner/watch.js';
 import { isoSeconds } from '../../src/util/time.js';
 import { makeWorld, type World } from '../helpers/lane.js';
+import { makeCase, remoteReceipts } from '../helpers/remote-runners.js';
 import { tempDir } from '../helpers/tmp.js';
 
 /**
@@ -106,5 +109,31 @@ describe('a watch through a remote whose machine clock is stepped back while it 
     const passes = await passesAfterStepBack(3_600_000);
     expect(passes.length).toBe(2);
     expect(passes[1]).toBeLessThanOrEqual(2);
+  });
+});
+
+describe('runners sharing a hookless remote queue, one of them gone after beating a year fast', () => {
+  it('a heartbeat dated a year ahead does not count its runner live: the message the assignment would give it is taken at once, not left to a runner that is gone', { timeout: 120_000 }, async () => {
+    const world = await makeCase(dir, closers);
+    // No hook: the remote takes what each writer's own clock took.
+    rmSync(join(world.served.gitdir, 'hooks', 'pre-receive'));
+    const fast = await world.machine('fast');
+    const right = await world.machine('right');
+    const message = await world.consult();
+    const mine = right.runner({ share: { handoffMs: 600_000, staggerMs: 0 }, monotonic: () => 0 });
+    const yearAhead = (): Date => new Date(Date.now() + YEAR_MS);
+    // Runner ids are random: one the assignment gives the message to (a few tries).
+    let gone = fast.runner({ clock: yearAhead });
+    for (let tries = 0; tries < 64 && assignWork([message], [mine.runnerId, gone.runnerId]).get(message) !== gone.runnerId; tries += 1) {
+      gone.close();
+      gone = fast.runner({ clock: yearAhead });
+    }
+    expect(assignWork([message], [mine.runnerId, gone.runnerId]).get(message)).toBe(gone.runnerId);
+    await gone.heartbeat();
+    gone.close();
+    await mine.heartbeat();
+    expect((await mine.runOnce()).receipts).toBe(1);
+    expect((await remoteReceipts(world.served, message)).map((receipt) => receipt.status)).toEqual(['succeeded']);
+    expect(world.model.requests).toHaveLength(1);
   });
 });
