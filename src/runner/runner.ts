@@ -910,11 +910,8 @@ export class Runner {
   private async publishJournaled(path: string): Promise<'published' | 'journaled' | 'late'> {
     const entry = readJournalEntry(path);
     if (entry === null) return 'published';
-    const now = this.clock();
-    const written = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
-    const redated = redatedReceipt(written, now);
-    const files = redated ?? written;
-    const outcome = await this.publishReceipt(files, entry.summary, redated === null ? new Date(entry.at) : now, false);
+    const files = entry.files.map((file) => ({ path: file.path, bytes: Buffer.from(file.base64, 'base64') }));
+    const outcome = await this.publishReceipt(files, entry.summary, new Date(entry.at), false);
     if (outcome === 'journaled') return outcome;
     fs.rmSync(path, { force: true });
     if (outcome === 'published') {
@@ -1235,27 +1232,6 @@ function keptFiles(bytes: Buffer): string | null {
 
 /** What to do about something in the way of a file the runner writes in its state folder. */
 const STATE_REMEDY = "the runner's state folder holds only what the runner writes: move what is at that name out of it and start the runner again";
-
-/**
- * `files` with their receipt dated `now` by this runner's clock, when that clock reads the receipt's
- * `created_at` as ahead of it by more than the skew allowed between machines (authority/lease.ts
- * aheadOfClock); else null. Such a receipt was dated by this machine's clock while it ran ahead (set
- * an hour forward while the paid call ran): every writer and the hook refuse it until real time
- * catches up (rules/clock.ts checkNotAhead), and kept or journaled as it was, it stopped the runner
- * restarted with its clock set right, while a runner elsewhere took the attempt over and paid for it
- * again. Its retry time moves with it: the wait it set stays the same.
- */
-function redatedReceipt(files: readonly NewFile[], now: Date): NewFile[] | null {
-  const index = files.findIndex((file) => classifyPath(file.path)?.kind === 'receipt');
-  if (index < 0) return null;
-  const receipt = files[index]!;
-  const doc = readStrictYaml(receipt.bytes, receipt.path) as { created_at?: unknown; next_attempt_at?: unknown };
-  if (typeof doc.created_at !== 'string' || aheadOfClock(doc.created_at, now, LIMITS.clockSkewSeconds) === null) return null;
-  const moved = now.getTime() - Date.parse(doc.created_at);
-  const next = typeof doc.next_attempt_at === 'string' ? isoSeconds(new Date(Date.parse(doc.next_attempt_at) + moved)) : doc.next_attempt_at;
-  const bytes = Buffer.from(toYaml({ ...doc, created_at: isoSeconds(now), ...(next === undefined ? {} : { next_attempt_at: next }) }));
-  return files.map((file, at) => (at === index ? { path: file.path, bytes } : file));
-}
 
 /** The receipt event of a receipt published from the journal, read from its own bytes. */
 function receiptEvent(messageId: string, attempt: number, files: readonly NewFile[]): RunnerEvent {
