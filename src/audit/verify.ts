@@ -116,12 +116,16 @@ async function remoteVerifiedNote(ledger: Ledger, gitdir: string, head: string):
  * allowed between machines (a clock that runs ahead wrote it where no hook judged it, and read by its
  * own dates one a machine a year fast wrote kept a ledger withheld after it fresh for a year), or
  * expired by more than that skew (a runner whose clock runs behind by less dates its beats to expire
- * that much early, and its live ledger read as frozen). `coo verify`, the forge check and the MCP
+ * that much early, and its live ledger read as frozen), unless another runner's latest heartbeat
+ * reads live by the same rule. `coo verify`, the forge check and the MCP
  * tool judge freshness by this alone.
  */
 export function staleHeartbeat(state: Pick<LedgerState, 'lastHeartbeat' | 'runnerHeartbeats'>, now: Date): string | null {
   const beat = state.lastHeartbeat;
   if (beat === null) return null;
+  // Any runner's beat that reads live shows the ledger live: the newest may be one a runner whose
+  // clock runs ahead wrote, read as saying nothing, while another runner beat seconds ago.
+  for (const other of state.runnerHeartbeats.values()) if (heartbeatReading(other, now).kind === 'live') return null;
   const newest = state.runnerHeartbeats.get(beat.runner);
   // A checkpoint of a build before runners' heartbeats were kept has the expiry alone.
   const reading = heartbeatReading({ createdAt: newest?.seq === beat.seq ? newest.createdAt : null, expiresAt: beat.expiresAt }, now);

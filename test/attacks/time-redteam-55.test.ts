@@ -40,6 +40,18 @@ describe('the freshness of a ledger judged by a heartbeat a clock that runs ahea
     expect(report.findings[0]!.message).toContain('ahead of this clock');
   });
 
+  it('a runner with the right clock beats, then one a year fast: the ledger is fresh by the first, whose beat reads live, not called frozen because the newest beat says nothing', async () => {
+    const w = await world('year-ahead-after-right');
+    const now = new Date();
+    await w.runner({ clock: () => now }).heartbeat();
+    await w.runner({ clock: () => new Date(now.getTime() + YEAR_MS) }).heartbeat();
+    expect((await verifyLedger(w.gitdir, { now })).findings).toEqual([]);
+    const ttl = (await w.ledger.state()).policy!.doc.heartbeat.ttl_seconds;
+    const later = await verifyLedger(w.gitdir, { now: new Date(now.getTime() + ttl * 1000 + SKEW_MS) });
+    expect(later.findings.map((finding) => finding.code)).toEqual(['HEARTBEAT_EXPIRED']);
+    expect(later.findings[0]!.message).toContain('ahead of this clock');
+  });
+
   it('a runner a little fast (within the skew allowed between machines) beats: its heartbeat is fresh, as machines within the skew still work', async () => {
     const w = await world('skew-ahead-beat');
     const now = new Date();
