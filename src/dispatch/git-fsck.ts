@@ -7,6 +7,7 @@ import { LIMITS } from '../limits.js';
 import { gitEnvironment } from '../util/git-env.js';
 import type { TreeFile } from './git-tree.js';
 import { keyOf } from './work-walk.js';
+import { compareTreeNames } from '../lane/raw-tree.js';
 
 /**
  * What git's own object checks (`git fsck`, which a forge runs on every push and a clone with
@@ -15,30 +16,68 @@ import { keyOf } from './work-walk.js';
  * one that is a link, a `.gitattributes` with a line of 2048 bytes or more. A commit holding such a
  * file is one git itself calls broken: a branch no such remote takes. git judges, by its own names
  * (`.GITMODULES`, `gitmod~1`) and rules, in the runner's folder: a private repository that borrows the
- * target's objects (where the work's blobs were written) and holds, for each file, a tree of that file
- * alone under its own name, which `git fsck --no-full` checks with nothing else of the target's.
+ * target's objects (where the work's blobs were written) and holds trees of the files under their own
+ * names, which `git fsck --no-full` checks with nothing else of the target's.
  */
 
-/** One git fsck over the files' one-entry trees; by path (latin1 key), the message ids git gives it. */
+/** The last part of a path: the name a tree holds it by. */
+const nameOf = (path: Buffer): Buffer => path.subarray(path.lastIndexOf(0x2f) + 1);
+
+/** A tree object holding `files` under their names (no two of one name), in git's order. */
+function treeOf(files: readonly TreeFile[]): Buffer {
+  const entries = files.map((file) => ({ name: nameOf(file.path), dir: false, file })).sort(compareTreeNames);
+  return Buffer.concat(entries.flatMap((entry) => [Buffer.from(`${entry.file.mode} `, 'latin1'), entry.name, Buffer.from([0]), Buffer.from(entry.file.oid, 'hex')]));
+}
+
+/**
+ * By path (latin1 key), the message ids of what git's object checks refuse of `files` (the work's
+ * written files, their blobs in the target's objects at `gitdir`), judged in `folder`, the runner's own.
+ * The files go into as few trees as their names allow (one per repeat of a name); a tree git refuses is
+ * judged again file by file, so a refusal names its own file only.
+ */
 export async function fsckRefusals(gitdir: string, folder: string, files: readonly TreeFile[]): Promise<Map<string, string>> {
   const refusals = new Map<string, string>();
+  const add = (key: string, id: string): void => {
+    const ids = refusals.get(key);
+    if (ids === undefined) refusals.set(key, id);
+    else if (!ids.split(', ').includes(id)) refusals.set(key, `${ids}, ${id}`);
+  };
   if (files.length === 0) return refusals;
+  const layers: TreeFile[][] = [];
+  const repeats = new Map<string, number>();
+  for (const file of files) {
+    const name = nameOf(file.path).toString('latin1');
+    const at = repeats.get(name) ?? 0;
+    repeats.set(name, at + 1);
+    (layers[at] ??= []).push(file);
+  }
+  const first = await fsck(gitdir, join(folder, 'together'), layers);
+  for (const [key, id] of first.blobs) add(key, id);
+  const again = layers.filter((_, at) => first.trees.has(at)).flat();
+  if (again.length > 0) {
+    const alone = await fsck(gitdir, join(folder, 'alone'), again.map((file) => [file]));
+    for (const [key, id] of alone.blobs) add(key, id);
+    for (const [at, id] of alone.trees) add(keyOf(again[at]!.path), id);
+  }
+  return refusals;
+}
+
+/**
+ * One `git fsck --no-full` of a private repository in `folder` borrowing the target's objects, holding
+ * a tree of each group of `groups`: the refusals of blobs, by the key of each file with those bytes, and
+ * of trees, by the group's index (each with git's message id).
+ */
+async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readonly TreeFile[]>): Promise<{ readonly blobs: Array<[string, string]>; readonly trees: Map<number, string> }> {
   const scratch = join(folder, 'git');
   for (const sub of ['objects/info', 'refs']) fs.mkdirSync(join(scratch, sub), { recursive: true, mode: 0o700 });
   fs.writeFileSync(join(scratch, 'HEAD'), 'ref: refs/heads/main\n');
   fs.writeFileSync(join(scratch, 'objects', 'info', 'alternates'), `${resolve(gitdir, 'objects')}\n`);
   const writer = new ObjectWriter(scratch, -1);
-  const byObject = new Map<string, string[]>();
-  const note = (oid: string, key: string): void => {
-    byObject.set(oid, [...(byObject.get(oid) ?? []), key]);
-  };
-  for (const file of files) {
-    const slash = file.path.lastIndexOf(0x2f);
-    const name = file.path.subarray(slash + 1);
-    const tree = await writer.write('tree', Buffer.concat([Buffer.from(`${file.mode} `, 'latin1'), name, Buffer.from([0]), Buffer.from(file.oid, 'hex')]));
-    note(tree, keyOf(file.path));
-    // A blob git refuses is named by its id: every file of the work with those bytes is named with it.
-    note(file.oid, keyOf(file.path));
+  const groupOf = new Map<string, number>();
+  const byBlob = new Map<string, string[]>();
+  for (const [at, group] of groups.entries()) {
+    groupOf.set(await writer.write('tree', treeOf(group)), at);
+    for (const file of group) byBlob.set(file.oid, [...(byBlob.get(file.oid) ?? []), keyOf(file.path)]);
   }
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((done) => {
     execFile(
@@ -48,19 +87,19 @@ export async function fsckRefusals(gitdir: string, folder: string, files: readon
       (error, _stdout, errors) => done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stderr: errors }),
     );
   });
+  const blobs: Array<[string, string]> = [];
+  const trees = new Map<number, string>();
   for (const line of stderr.split('\n')) {
-    const found = /^error in (?:blob|tree) ([0-9a-f]{40}): ([A-Za-z]+):/.exec(line);
+    const found = /^error in (blob|tree) ([0-9a-f]{40}): ([A-Za-z]+):/.exec(line);
     if (found === null) continue;
-    for (const key of byObject.get(found[1]!) ?? []) {
-      const ids = refusals.get(key);
-      if (ids === undefined) refusals.set(key, found[2]!);
-      else if (!ids.split(', ').includes(found[2]!)) refusals.set(key, `${ids}, ${found[2]!}`);
-    }
+    if (found[1] === 'blob') for (const key of byBlob.get(found[2]!) ?? []) blobs.push([key, found[3]!]);
+    const group = groupOf.get(found[2]!);
+    if (found[1] === 'tree' && group !== undefined) trees.set(group, trees.has(group) ? `${trees.get(group)!}, ${found[3]!}` : found[3]!);
   }
   // git failed, or refused something it named no file of the work for: nothing is known of the work's files.
-  if (code !== 0 && refusals.size === 0) {
+  if (code !== 0 && blobs.length === 0 && trees.size === 0) {
     const said = stderr.split('\n').find((line) => line.startsWith('error') || line.startsWith('fatal')) ?? `exit ${code ?? 'by a signal'}`;
     throw new CooError('GIT_FAILED', `git fsck of the work's files: ${said.slice(0, LIMITS.pathChars)}`);
   }
-  return refusals;
+  return { blobs, trees };
 }

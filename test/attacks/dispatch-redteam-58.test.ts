@@ -74,7 +74,10 @@ describe('a hostile agent whose work holds a file git itself refuses', () => {
     if (broken !== null) return `accepted: the attempt's commit is one stock git calls broken: ${broken}`;
     expect(receipt['status']).toBe('failed');
     expect(pathsAt(where, head)).not.toContain('src/.gitmodules');
+    // git refuses the tree that holds the link: judged again file by file, the fix beside it in that tree stands.
+    expect(pathsAt(where, head)).toContain('src/add.js');
     expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitmodules (git_refuses: gitmodulesSymlink)');
+    expect(JSON.stringify(receipt['blockers'])).not.toContain('src/add.js (git_refuses');
     return 'refused';
   });
 
