@@ -1,5 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { describe, expect } from 'vitest';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { fsckRefusals } from '../../src/dispatch/git-fsck.js';
+import { ObjectWriter } from '../../src/ledger/object-store.js';
 import { attack } from '../helpers/attack-kit.js';
 import { agentScript, codesOf, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce, type HostilePlace } from '../helpers/hostile-agent.js';
 import { git, gitEnv, tempDir } from '../helpers/tmp.js';
@@ -90,5 +94,28 @@ describe('a hostile agent whose work holds a file git itself refuses', () => {
     expect(fsckOf(where, head)).toBeNull();
     expect(pathsAt(where, head)).toContain('src/.gitmodules');
     return String(receipt['status']);
+  });
+});
+
+describe("git fsck's judgement of the work's files (fsckRefusals)", () => {
+  it('names only the files git refuses, whichever tree they share with others and however often a name repeats', async () => {
+    const repo = join(dir, 'unit');
+    mkdirSync(repo, { recursive: true });
+    git(['init', '-q', repo]);
+    const writer = new ObjectWriter(join(repo, '.git'), -1);
+    const blob = (text: string): Promise<string> => writer.write('blob', Buffer.from(text));
+    const bad = await blob('[submodule "x"]\n\tpath = x\n\turl = -u./payload\n');
+    const good = await blob('[submodule "x"]\n\tpath = x\n\turl = https://example.invalid/x.git\n');
+    const files = [
+      { path: Buffer.from('a/.gitmodules'), mode: '100644', oid: good },
+      { path: Buffer.from('b/.gitmodules'), mode: '100644', oid: bad },
+      { path: Buffer.from('c/.gitmodules'), mode: '120000', oid: await blob('../a/.gitmodules') },
+      { path: Buffer.from('c/add.js'), mode: '100644', oid: await blob('export const add = (a, b) => a + b;\n') },
+      // Bytes of their own: named by git's reading of the name (an NTFS short name of .gitmodules), not as another refused file's blob.
+      { path: Buffer.from('d/GITMOD~1'), mode: '100644', oid: await blob('[submodule "y"]\n\tpath = y\n\turl = -u./other\n') },
+      { path: Buffer.from('e/notes.txt'), mode: '100644', oid: await blob('[submodule "z"]\n\tpath = z\n\turl = -u./text\n') },
+    ];
+    const refused = await fsckRefusals(join(repo, '.git'), join(dir, 'unit-judged'), files);
+    expect(Object.fromEntries(refused)).toEqual({ 'b/.gitmodules': 'gitmodulesUrl', 'c/.gitmodules': 'gitmodulesSymlink', 'd/GITMOD~1': 'gitmodulesUrl' });
   });
 });
