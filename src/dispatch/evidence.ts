@@ -250,7 +250,7 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
       baseFiles,
       rules,
       objects: new ObjectWriter(worktree.gitdir, -1),
-      gitRefuses: (files) => fsckRefusals(worktree.gitdir, join(options.runnerDir, 'fsck'), files),
+      gitRefuses: (files, folders) => fsckRefusals(worktree.gitdir, join(options.runnerDir, 'fsck'), files, folders),
       ...(options.holdsSecret === undefined ? {} : { holdsSecret: options.holdsSecret }),
     });
     const commonOf = (read: WorkSnapshot) => {

@@ -23,19 +23,31 @@ import { compareTreeNames } from '../lane/raw-tree.js';
 /** The last part of a path: the name a tree holds it by. */
 const nameOf = (path: Buffer): Buffer => path.subarray(path.lastIndexOf(0x2f) + 1);
 
-/** A tree object holding `files` under their names (no two of one name), in git's order. */
-function treeOf(files: readonly TreeFile[]): Buffer {
-  const entries = files.map((file) => ({ name: nameOf(file.path), dir: false, file })).sort(compareTreeNames);
-  return Buffer.concat(entries.flatMap((entry) => [Buffer.from(`${entry.file.mode} `, 'latin1'), entry.name, Buffer.from([0]), Buffer.from(entry.file.oid, 'hex')]));
+/** One entry of a tree judged: a file as it is, or a folder as a tree of its own; and the keys of the work's files it stands for. */
+interface Entry {
+  readonly name: Buffer;
+  readonly mode: string;
+  /** A file's blob; a folder's tree is made for it (fsck). */
+  readonly oid: string | null;
+  readonly keys: readonly string[];
+  /** The index of a folder among the folders judged. */
+  readonly folder?: number;
+}
+
+/** A tree object holding `entries` under their names (no two of one name), in git's order. */
+function treeOf(entries: ReadonlyArray<{ readonly name: Buffer; readonly mode: string; readonly oid: string }>): Buffer {
+  const sorted = entries.map((entry) => ({ ...entry, dir: entry.mode === '40000' })).sort(compareTreeNames);
+  return Buffer.concat(sorted.flatMap((entry) => [Buffer.from(`${entry.mode} `, 'latin1'), entry.name, Buffer.from([0]), Buffer.from(entry.oid, 'hex')]));
 }
 
 /**
  * By path (latin1 key), the message ids of what git's object checks refuse of `files` (the work's
- * written files, their blobs in the target's objects at `gitdir`), judged in `folder`, the runner's own.
- * The files go into as few trees as their names allow (one per repeat of a name); a tree git refuses is
- * judged again file by file, so a refusal names its own file only.
+ * written files, their blobs in the target's objects at `gitdir`) and of `folders` (the new folders they
+ * are in: a folder named `.gitmodules` is refused too, and so every file in it), judged in `folder`, the
+ * runner's own. The entries go into as few trees as their names allow (one per repeat of a name); a tree
+ * git refuses is judged again entry by entry, so a refusal names its own files only.
  */
-export async function fsckRefusals(gitdir: string, folder: string, files: readonly TreeFile[]): Promise<Map<string, string>> {
+export async function fsckRefusals(gitdir: string, folder: string, files: readonly TreeFile[], folders: readonly Buffer[] = []): Promise<Map<string, string>> {
   const refusals = new Map<string, string>();
   const add = (key: string, id: string): void => {
     const ids = refusals.get(key);
@@ -43,41 +55,56 @@ export async function fsckRefusals(gitdir: string, folder: string, files: readon
     else if (!ids.split(', ').includes(id)) refusals.set(key, `${ids}, ${id}`);
   };
   if (files.length === 0) return refusals;
-  const layers: TreeFile[][] = [];
+  const entries: Entry[] = files.map((file) => ({ name: nameOf(file.path), mode: file.mode, oid: file.oid, keys: [keyOf(file.path)] }));
+  for (const [at, path] of folders.entries()) {
+    const within = Buffer.concat([path, Buffer.from('/')]);
+    entries.push({ name: nameOf(path), mode: '40000', oid: null, keys: files.filter((file) => file.path.subarray(0, within.length).equals(within)).map((file) => keyOf(file.path)), folder: at });
+  }
+  const layers: Entry[][] = [];
   const repeats = new Map<string, number>();
-  for (const file of files) {
-    const name = nameOf(file.path).toString('latin1');
+  for (const entry of entries) {
+    const name = entry.name.toString('latin1');
     const at = repeats.get(name) ?? 0;
     repeats.set(name, at + 1);
-    (layers[at] ??= []).push(file);
+    (layers[at] ??= []).push(entry);
   }
-  const first = await fsck(gitdir, join(folder, 'together'), layers);
-  for (const [key, id] of first.blobs) add(key, id);
+  const first = await fsck(gitdir, join(folder, 'together'), layers, files[0]!.oid);
+  for (const [key, id] of first.refused) add(key, id);
   const again = layers.filter((_, at) => first.trees.has(at)).flat();
   if (again.length > 0) {
-    const alone = await fsck(gitdir, join(folder, 'alone'), again.map((file) => [file]));
-    for (const [key, id] of alone.blobs) add(key, id);
-    for (const [at, id] of alone.trees) add(keyOf(again[at]!.path), id);
+    const alone = await fsck(gitdir, join(folder, 'alone'), again.map((entry) => [entry]), files[0]!.oid);
+    for (const [key, id] of alone.refused) add(key, id);
+    for (const [at, id] of alone.trees) for (const key of again[at]!.keys) add(key, id);
   }
   return refusals;
 }
 
 /**
  * One `git fsck --no-full` of a private repository in `folder` borrowing the target's objects, holding
- * a tree of each group of `groups`: the refusals of blobs, by the key of each file with those bytes, and
- * of trees, by the group's index (each with git's message id).
+ * a tree of each group of `groups` (a folder as a tree of its own holding `blob`, under a name that is its
+ * index): the refusals of blobs and of folders, by the key of each file they stand for, and of the groups'
+ * trees, by the group's index (each with git's message id).
  */
-async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readonly TreeFile[]>): Promise<{ readonly blobs: Array<[string, string]>; readonly trees: Map<number, string> }> {
+async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readonly Entry[]>, blob: string): Promise<{ readonly refused: Array<[string, string]>; readonly trees: Map<number, string> }> {
   const scratch = join(folder, 'git');
   for (const sub of ['objects/info', 'refs']) fs.mkdirSync(join(scratch, sub), { recursive: true, mode: 0o700 });
   fs.writeFileSync(join(scratch, 'HEAD'), 'ref: refs/heads/main\n');
   fs.writeFileSync(join(scratch, 'objects', 'info', 'alternates'), `${resolve(gitdir, 'objects')}\n`);
   const writer = new ObjectWriter(scratch, -1);
   const groupOf = new Map<string, number>();
-  const byBlob = new Map<string, string[]>();
+  // What an object git refuses stands for: a blob, every file with those bytes; a folder's tree, the files in it.
+  const standsFor = new Map<string, string[]>();
+  const note = (oid: string, keys: readonly string[]): void => {
+    standsFor.set(oid, [...(standsFor.get(oid) ?? []), ...keys]);
+  };
   for (const [at, group] of groups.entries()) {
-    groupOf.set(await writer.write('tree', treeOf(group)), at);
-    for (const file of group) byBlob.set(file.oid, [...(byBlob.get(file.oid) ?? []), keyOf(file.path)]);
+    const written = [];
+    for (const entry of group) {
+      const oid = entry.oid ?? (await writer.write('tree', treeOf([{ name: Buffer.from(String(entry.folder)), mode: '100644', oid: blob }])));
+      note(oid, entry.keys);
+      written.push({ name: entry.name, mode: entry.mode, oid });
+    }
+    groupOf.set(await writer.write('tree', treeOf(written)), at);
   }
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((done) => {
     execFile(
@@ -87,19 +114,19 @@ async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readon
       (error, _stdout, errors) => done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stderr: errors }),
     );
   });
-  const blobs: Array<[string, string]> = [];
+  const refused: Array<[string, string]> = [];
   const trees = new Map<number, string>();
   for (const line of stderr.split('\n')) {
-    const found = /^error in (blob|tree) ([0-9a-f]{40}): ([A-Za-z]+):/.exec(line);
+    const found = /^error in (?:blob|tree) ([0-9a-f]{40}): ([A-Za-z]+):/.exec(line);
     if (found === null) continue;
-    if (found[1] === 'blob') for (const key of byBlob.get(found[2]!) ?? []) blobs.push([key, found[3]!]);
-    const group = groupOf.get(found[2]!);
-    if (found[1] === 'tree' && group !== undefined) trees.set(group, trees.has(group) ? `${trees.get(group)!}, ${found[3]!}` : found[3]!);
+    const group = groupOf.get(found[1]!);
+    if (group !== undefined) trees.set(group, trees.has(group) ? `${trees.get(group)!}, ${found[2]!}` : found[2]!);
+    else for (const key of standsFor.get(found[1]!) ?? []) refused.push([key, found[2]!]);
   }
   // git failed, or refused something it named no file of the work for: nothing is known of the work's files.
-  if (code !== 0 && blobs.length === 0 && trees.size === 0) {
+  if (code !== 0 && refused.length === 0 && trees.size === 0) {
     const said = stderr.split('\n').find((line) => line.startsWith('error') || line.startsWith('fatal')) ?? `exit ${code ?? 'by a signal'}`;
     throw new CooError('GIT_FAILED', `git fsck of the work's files: ${said.slice(0, LIMITS.pathChars)}`);
   }
-  return { blobs, trees };
+  return { refused, trees };
 }

@@ -131,8 +131,8 @@ export interface SnapshotOptions {
   readonly limits?: Pick<WalkOptions, 'maxEntries' | 'maxFileBytes' | 'maxBytes'>;
   /** Whether a new blob's bytes hold a secret the runner holds or handed the agent (none is looked for without it). */
   readonly holdsSecret?: (bytes: Buffer) => boolean;
-  /** Which of the written files (their blobs already written) git's object checks refuse, by path (latin1 key), with git's message ids (git-fsck.ts). */
-  readonly gitRefuses?: (files: readonly TreeFile[]) => Promise<ReadonlyMap<string, string>>;
+  /** Which of the written files (their blobs already written) git's object checks refuse, themselves or a new folder they are in, by path (latin1 key), with git's message ids (git-fsck.ts). */
+  readonly gitRefuses?: (files: readonly TreeFile[], folders: readonly Buffer[]) => Promise<ReadonlyMap<string, string>>;
 }
 
 /** Reads the worktree, writes the blobs and trees of the work, and lists what changed against the base. */
@@ -225,7 +225,9 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   // A file git's own checks refuse (a `.gitmodules` whose URL reads as an option) is not committed: a COO-signed commit
   // that `git fsck` calls broken, which a forge refuses on push and a checking clone on fetch, landed on the branch.
   const written = changes.filter((change) => change.status !== 'deleted').map((change) => Buffer.from(change.path, 'utf8'));
-  const gitRefused = options.gitRefuses === undefined ? new Map<string, string>() : await options.gitRefuses(written.map((path) => seen.get(keyOf(path))!));
+  // The folders they are in that the base does not hold are judged too: a folder named `.gitmodules` is no blob there (gitmodulesBlob).
+  const newFolders = [...new Set(written.flatMap((path) => foldersOf(keyOf(path))).filter((key) => !tracked.folders.has(key)))].map((key) => Buffer.from(key, 'latin1'));
+  const gitRefused = options.gitRefuses === undefined ? new Map<string, string>() : await options.gitRefuses(written.map((path) => seen.get(keyOf(path))!), newFolders);
   for (let at = changes.length - 1; at >= 0; at -= 1) {
     const change = changes[at]!;
     const detail = gitRefused.get(keyOf(Buffer.from(change.path, 'utf8')));

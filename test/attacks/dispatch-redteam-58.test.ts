@@ -85,6 +85,22 @@ describe('a hostile agent whose work holds a file git itself refuses', () => {
     return 'refused';
   });
 
+  attack('a hostile agent: a folder named src/.gitmodules holding a file, beside the fix', 'runner', 'refused', async () => {
+    // Before: the receipt succeeded and named a commit `git fsck` calls broken (gitmodulesBlob: a tree where git reads .gitmodules).
+    const where = await place('folder');
+    const { receipt, unreceipted } = await attempted(where, 'folder', `${FIX}\nmkdir -p src/.gitmodules/deep && printf 'notes\\n' > src/.gitmodules/deep/notes.txt`);
+    if (receipt === undefined) return unreceipted;
+    const head = receipt['head_sha'] as string | null;
+    if (head === null) return `no commit named (status ${String(receipt['status'])}, ${codesOf(receipt).join(', ')})`;
+    const broken = fsckOf(where, head);
+    if (receipt['status'] === 'succeeded') return `accepted: ${broken ?? 'a commit stock git takes'}`;
+    if (broken !== null) return `accepted as a failed attempt whose commit stock git calls broken: ${broken}`;
+    expect(pathsAt(where, head)).toContain('src/add.js');
+    expect(pathsAt(where, head)).not.toContain('src/.gitmodules/deep/notes.txt');
+    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitmodules/deep/notes.txt (git_refuses: gitmodulesBlob)');
+    return 'refused';
+  });
+
   attack('a hostile agent: a well-formed src/.gitmodules beside the fix is work like any other', 'runner', 'succeeded', async () => {
     // Guard: git judges, and refuses only what it calls broken; a `.gitmodules` it takes is committed and named.
     const where = await place('good');
@@ -114,8 +130,19 @@ describe("git fsck's judgement of the work's files (fsckRefusals)", () => {
       // Bytes of their own: named by git's reading of the name (an NTFS short name of .gitmodules), not as another refused file's blob.
       { path: Buffer.from('d/GITMOD~1'), mode: '100644', oid: await blob('[submodule "y"]\n\tpath = y\n\turl = -u./other\n') },
       { path: Buffer.from('e/notes.txt'), mode: '100644', oid: await blob('[submodule "z"]\n\tpath = z\n\turl = -u./text\n') },
+      // A new folder git reads as .gitmodules: each file in it, at any depth, and nothing beside it.
+      { path: Buffer.from('f/.gitmodules/a.txt'), mode: '100644', oid: good },
+      { path: Buffer.from('f/.gitmodules/sub/b.txt'), mode: '100644', oid: good },
+      { path: Buffer.from('f/ok.txt'), mode: '100644', oid: good },
     ];
-    const refused = await fsckRefusals(join(repo, '.git'), join(dir, 'unit-judged'), files);
-    expect(Object.fromEntries(refused)).toEqual({ 'b/.gitmodules': 'gitmodulesUrl', 'c/.gitmodules': 'gitmodulesSymlink', 'd/GITMOD~1': 'gitmodulesUrl' });
+    const folders = ['a', 'b', 'c', 'd', 'e', 'f', 'f/.gitmodules', 'f/.gitmodules/sub'].map((name) => Buffer.from(name));
+    const refused = await fsckRefusals(join(repo, '.git'), join(dir, 'unit-judged'), files, folders);
+    expect(Object.fromEntries(refused)).toEqual({
+      'b/.gitmodules': 'gitmodulesUrl',
+      'c/.gitmodules': 'gitmodulesSymlink',
+      'd/GITMOD~1': 'gitmodulesUrl',
+      'f/.gitmodules/a.txt': 'gitmodulesBlob',
+      'f/.gitmodules/sub/b.txt': 'gitmodulesBlob',
+    });
   });
 });
