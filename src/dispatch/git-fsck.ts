@@ -56,10 +56,13 @@ export async function fsckRefusals(gitdir: string, folder: string, files: readon
   };
   if (files.length === 0) return refusals;
   const entries: Entry[] = files.map((file) => ({ name: nameOf(file.path), mode: file.mode, oid: file.oid, keys: [keyOf(file.path)] }));
-  for (const [at, path] of folders.entries()) {
-    const within = Buffer.concat([path, Buffer.from('/')]);
-    entries.push({ name: nameOf(path), mode: '40000', oid: null, keys: files.filter((file) => file.path.subarray(0, within.length).equals(within)).map((file) => keyOf(file.path)), folder: at });
+  // The files in each folder, at any depth: each file's folders looked up once.
+  const within = new Map<string, string[]>(folders.map((path) => [keyOf(path), []]));
+  for (const file of files) {
+    const key = keyOf(file.path);
+    for (let slash = key.indexOf('/'); slash >= 0; slash = key.indexOf('/', slash + 1)) within.get(key.slice(0, slash))?.push(key);
   }
+  for (const [at, path] of folders.entries()) entries.push({ name: nameOf(path), mode: '40000', oid: null, keys: within.get(keyOf(path)) ?? [], folder: at });
   const layers: Entry[][] = [];
   const repeats = new Map<string, number>();
   for (const entry of entries) {
@@ -95,7 +98,9 @@ async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readon
   // What an object git refuses stands for: a blob, every file with those bytes; a folder's tree, the files in it.
   const standsFor = new Map<string, string[]>();
   const note = (oid: string, keys: readonly string[]): void => {
-    standsFor.set(oid, [...(standsFor.get(oid) ?? []), ...keys]);
+    const known = standsFor.get(oid);
+    if (known === undefined) standsFor.set(oid, [...keys]);
+    else known.push(...keys);
   };
   for (const [at, group] of groups.entries()) {
     const written = [];
