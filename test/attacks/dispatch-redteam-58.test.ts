@@ -12,7 +12,7 @@ import { git, gitEnv, tempDir } from '../helpers/tmp.js';
  * The dispatch lane against a hostile execution agent, round fifty-eight: work holding a file that
  * git's own object checks refuse (`git fsck`, which a forge runs on every push and a clone with
  * `transfer.fsckObjects` on what it fetches): a `.gitmodules` whose submodule URL reads as an option,
- * under git's name or another spelling git reads as it, or one that is a link. Each agent is a script
+ * under git's name or another spelling git reads as it, one that is a link, a folder of that name. Each agent is a script
  * in place of the executor that does the fix and one hostile thing, under bubblewrap; each case judges
  * the receipt and the commit it names as stock git reads them.
  */
