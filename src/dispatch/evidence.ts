@@ -12,6 +12,7 @@ import { machineMonotonic } from '../util/process.js';
 import { endMarked, newRunMarks, notePipes, RUN_MARK_VARIABLE } from '../util/leftovers.js';
 import { readBlobs } from './checkout.js';
 import { baseIgnoreRules, type IgnoreRules } from './ignore-rules.js';
+import { fsckRefusals } from './git-fsck.js';
 import { attributesFiles, attributesRefusals, checkoutAttributeChanges, filteredChanges } from './checkout-attributes.js';
 import type { EvidenceSummary } from './outcome.js';
 import { outOfScope } from '../authority/scope.js';
@@ -245,7 +246,13 @@ export async function gatherEvidence(worktree: AttemptWorktree, options: GatherO
   try {
     const baseFiles = await listTree(worktree.gitdir, worktree.base);
     rules = await baseIgnoreRules(baseFiles, join(options.runnerDir, 'ignore'), (oids) => readBlobs(reader, oids));
-    const read = await snapshotWork(worktree, { baseFiles, rules, objects: new ObjectWriter(worktree.gitdir, -1), ...(options.holdsSecret === undefined ? {} : { holdsSecret: options.holdsSecret }) });
+    const read = await snapshotWork(worktree, {
+      baseFiles,
+      rules,
+      objects: new ObjectWriter(worktree.gitdir, -1),
+      gitRefuses: (files, folders) => fsckRefusals(worktree.gitdir, join(options.runnerDir, 'fsck'), files, folders),
+      ...(options.holdsSecret === undefined ? {} : { holdsSecret: options.holdsSecret }),
+    });
     const commonOf = (read: WorkSnapshot) => {
       const scope = checkScope(read, options.scope);
       return {

@@ -154,7 +154,7 @@ function evidenceBlockers(facts: DispatchFacts): DispatchBlocker[] {
   const rewriting = (entry: { readonly why: string }): boolean => entry.why === 'checkout_attributes' || entry.why === 'filtered';
   const notWork = evidence.notRegular.filter((entry) => !rewriting(entry));
   const rewritten = evidence.notRegular.filter(rewriting);
-  if (notWork.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record and every checkout writes apart are): ${list(notWork.map((entry) => `${entry.path} (${entry.why})`))}` });
+  if (notWork.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `not work (only regular files with names the ledger can record and every checkout writes apart are): ${list(notWork.map((entry) => `${entry.path} (${entry.why}${entry.detail === undefined ? '' : `: ${entry.detail}`})`))}` });
   if (rewritten.length > 0) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: `changes how a checkout or an archive writes the commit's files, other than as verified: ${list(rewritten.map((entry) => `${entry.path} (${entry.why}${entry.detail === undefined ? '' : `: ${entry.detail}`})`))}` });
   if (evidence.gitLinkTampered) out.push({ code: 'scope_violation', row: 'out_of_scope', detail: 'the worktree\'s .git link was changed' });
   if (evidence.verification.length === 0 && !evidence.overflow && evidence.tooLarge.length === 0 && (evidence.holdingSecrets ?? []).length === 0) out.push({ code: 'needs_decision', row: 'ambiguous', detail: 'no verification command ran: nothing proves the work' });

@@ -30,9 +30,10 @@ export interface RefusedEntry {
    * `folder_kept`: a file or link where the base's folder stays, since it holds a file whose change the ledger cannot name.
    * `checkout_attributes`: a `.gitattributes` of the work by which a stock checkout writes files other than as their blobs (checkout-attributes.ts).
    * `filtered`: a file of the work that a checkout writes through a filter (an LFS pointer).
+   * `git_refuses`: a file git's own object checks refuse (git-fsck.ts): not committed, as no remote that checks takes the commit.
    */
-  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept' | 'checkout_attributes' | 'filtered';
-  /** For `checkout_attributes`: what it changes (which files, by which attributes), or why it is not judged. */
+  readonly why: RefusedWhy | 'symlink' | 'too_large' | 'unrecordable_name' | 'name_collision' | 'folder_kept' | 'checkout_attributes' | 'filtered' | 'git_refuses';
+  /** For `checkout_attributes`: what it changes (which files, by which attributes), or why it is not judged; for `git_refuses`, git's message ids. */
   readonly detail?: string;
 }
 
@@ -130,6 +131,8 @@ export interface SnapshotOptions {
   readonly limits?: Pick<WalkOptions, 'maxEntries' | 'maxFileBytes' | 'maxBytes'>;
   /** Whether a new blob's bytes hold a secret the runner holds or handed the agent (none is looked for without it). */
   readonly holdsSecret?: (bytes: Buffer) => boolean;
+  /** Which of the written files (their blobs already written) git's object checks refuse, themselves or a new folder they are in, by path (latin1 key), with git's message ids (git-fsck.ts). */
+  readonly gitRefuses?: (files: readonly TreeFile[], folders: readonly Buffer[]) => Promise<ReadonlyMap<string, string>>;
 }
 
 /** Reads the worktree, writes the blobs and trees of the work, and lists what changed against the base. */
@@ -219,6 +222,20 @@ export async function snapshotWork(worktree: AttemptWorktree, options: SnapshotO
   // stays there with no branch carrying it, where the sandbox of every later agent of the repository reads it.
   const namingSecrets = changes.filter((change) => change.status === 'added' && options.holdsSecret?.(Buffer.from(change.path, 'utf8')) === true).map((change) => change.path);
   if (walk.overflow || walk.tooLarge.length > 0 || holdingSecrets.length > 0 || namingSecrets.length > 0) return { tree: null, changes, refused, overflow: walk.overflow, gitLinkTampered, holdingSecrets, namingSecrets };
+  // A file git's own checks refuse (a `.gitmodules` whose URL reads as an option) is not committed: a COO-signed commit
+  // that `git fsck` calls broken, which a forge refuses on push and a checking clone on fetch, landed on the branch.
+  const written = changes.filter((change) => change.status !== 'deleted').map((change) => Buffer.from(change.path, 'utf8'));
+  // The folders they are in that the base does not hold are judged too: a folder named `.gitmodules` is no blob there (gitmodulesBlob).
+  const newFolders = [...new Set(written.flatMap((path) => foldersOf(keyOf(path))).filter((key) => !tracked.folders.has(key)))].map((key) => Buffer.from(key, 'latin1'));
+  const gitRefused = options.gitRefuses === undefined ? new Map<string, string>() : await options.gitRefuses(written.map((path) => seen.get(keyOf(path))!), newFolders);
+  for (let at = changes.length - 1; at >= 0; at -= 1) {
+    const change = changes[at]!;
+    const detail = gitRefused.get(keyOf(Buffer.from(change.path, 'utf8')));
+    if (change.status === 'deleted' || detail === undefined) continue;
+    changes.splice(at, 1);
+    applied.delete(keyOf(Buffer.from(change.path, 'utf8')));
+    refused.push({ path: change.path, why: 'git_refuses', detail });
+  }
   // The base with the recordable changes applied: a change the ledger cannot name is not committed.
   const files: TreeFile[] = options.baseFiles.filter((file) => !applied.has(keyOf(file.path)));
   for (const file of walk.files) if (applied.has(keyOf(file.path))) files.push({ path: file.path, mode: file.mode, oid: file.oid });

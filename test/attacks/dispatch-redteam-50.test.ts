@@ -190,7 +190,9 @@ describe("a hostile agent's work that tells git to read it another way", () => {
     if (receipt === undefined) return unreceipted;
     expect(disagreement(where, receipt)).toBeNull();
     if (receipt['status'] === 'succeeded') return 'accepted: rules an older git or libgit2 checkout applies to src/add.js passed as changing nothing';
-    expect(JSON.stringify(receipt['blockers'])).toContain('src/.gitattributes (checkout_attributes: holds a NUL or a line of 2048 bytes or more');
+    // git 2.39.1 and later refuse such a file in a commit themselves (git fsck: gitattributesLineLength), so it is not committed
+    // (dispatch-redteam-58); an older git on the runner's machine leaves it to the attributes judge, which refuses it unjudged.
+    expect(JSON.stringify(receipt['blockers'])).toMatch(/src\/\.gitattributes \((?:git_refuses: gitattributesLineLength|checkout_attributes: holds a NUL or a line of 2048 bytes or more)/);
     return 'refused';
   });
 
