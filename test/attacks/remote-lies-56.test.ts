@@ -1,0 +1,68 @@
+import { join } from 'node:path';
+import { beforeAll, describe, expect, it } from 'vitest';
+import { cooAsync } from '../helpers/cli.js';
+import { runPushWorkflow, type WorkflowRun } from '../helpers/github-workflow.js';
+import { consultThrough, makeServedLedger, makeWriter, removeHook, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+const WORKFLOW = '.github/workflows/coo-verify.yml';
+const ZERO = '0'.repeat(40);
+const dir = tempDir('coo-lies-56-');
+let served: ServedLedger;
+let ceo: Writer;
+let cooWriter: Writer;
+
+beforeAll(async () => {
+  served = await makeServedLedger(join(dir, 'forge'));
+  // The forge: a bare repository that runs no pre-receive hook.
+  removeHook(served);
+  ceo = await makeWriter(dir, 'ceo', served, served.gitdir);
+  cooWriter = await makeWriter(dir, 'coo', served, served.gitdir);
+}, 180_000);
+
+let runs = 0;
+
+/** The check GitHub would run for a push that moved main from `before` to `after`; npm reaches nothing (a closed loopback port), and no step here needs it. */
+function check(before: string, after: string): Promise<WorkflowRun> {
+  runs += 1;
+  return runPushWorkflow({
+    remote: served.gitdir,
+    before,
+    after,
+    workflowPath: WORKFLOW,
+    dir: join(dir, `run-${runs}`),
+    machineEnv: { npm_config_registry: 'http://127.0.0.1:9/', npm_config_offline: 'true', npm_config_cache: join(dir, 'npm-cache'), npm_config_update_notifier: 'false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+  });
+}
+
+describe("a hookless forge whose main is deleted, then pushed again with an older history that holds the check (a deletion runs no workflow)", { timeout: 180_000 }, () => {
+  it("the check run for the push that makes main again fails before it installs anything, saying main was made anew and that what it held is not seen; the writers refuse the rolled-back remote", async () => {
+    const laid = await cooAsync(['forge', 'github', '--ledger', ceo.gitdir, '--remote', ceo.url, '--ceo-key', served.keys.ceo, '--package', '/nonexistent/coo-commons-0.1.0.tgz', '--trust-root', served.ceoKeyId, '--json'], { env: ceo.env });
+    expect(laid.status, laid.stderr).toBe(0);
+    const withCheck = served.head();
+    const consulted = await consultThrough(cooWriter, served);
+    expect(consulted.status, consulted.stderr).toBe(0);
+    const paid = served.head();
+    expect(paid).not.toBe(withCheck);
+
+    // Deleted (GitHub runs no workflow for it), then made again at the commit that laid the check: the consult's receipt is gone.
+    git(['--git-dir', served.gitdir, 'update-ref', '-d', 'refs/heads/main']);
+    git(['--git-dir', served.gitdir, 'update-ref', 'refs/heads/main', withCheck]);
+
+    const run = await check(ZERO, withCheck);
+
+    expect(run.ok).toBe(false);
+    expect(run.steps.map((item) => [item.name, item.status])).toEqual([
+      ['Check out the pushed commit with its history', 0],
+      ['Set up Node.js', 0],
+      ['Check that main only moved forward', 1],
+    ]);
+    expect(run.steps[2]!.stdout).toMatch(new RegExp(`^::error title=main was made anew::main was made at ${withCheck} by a push that names no head before it: either main was deleted and pushed again \\(a deletion runs no check, and what main held before is not seen here`));
+
+    // The clients were never the check's to protect: the writer that saw the receipt refuses the remote as rolled back.
+    const refused = await consultThrough(cooWriter, served);
+    expect(refused.status).toBe(3);
+    expect(refused.stderr).toMatch(/^coo: REMOTE_UNVERIFIED: /);
+    expect(git(['--git-dir', cooWriter.gitdir, 'rev-parse', 'main']).trim()).toBe(paid);
+  });
+});
