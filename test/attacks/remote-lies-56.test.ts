@@ -1,8 +1,10 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { cooAsync } from '../helpers/cli.js';
+import { cooAsync, json } from '../helpers/cli.js';
 import { runPushWorkflow, type WorkflowRun } from '../helpers/github-workflow.js';
-import { consultThrough, makeServedLedger, makeWriter, removeHook, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
+import { consultArgs, consultThrough, makeServedLedger, makeWriter, removeHook, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 const WORKFLOW = '.github/workflows/coo-verify.yml';
@@ -64,5 +66,54 @@ describe("a hookless forge whose main is deleted, then pushed again with an olde
     expect(refused.status).toBe(3);
     expect(refused.stderr).toMatch(/^coo: REMOTE_UNVERIFIED: /);
     expect(git(['--git-dir', cooWriter.gitdir, 'rev-parse', 'main']).trim()).toBe(paid);
+  });
+});
+
+/** `count` commits on top of the forge's main, made with stock git (fast-import): each keeps the tree, says the next Ledger-Seq and is signed by no one. Returns the first. */
+function deepForgery(forge: ServedLedger, count: number): string {
+  const head = forge.head();
+  const tree = git(['--git-dir', forge.gitdir, 'rev-parse', `${head}^{tree}`]).trim();
+  const seq = forge.seq();
+  const parts: string[] = [];
+  for (let i = 1; i <= count; i += 1) {
+    const message = `forged ${i}\n\nLedger-Seq: ${seq + i}\n`;
+    parts.push(`commit refs/heads/main\nmark :${i}\ncommitter forger <forger> ${1_700_000_000 + i} +0000\ndata ${Buffer.byteLength(message)}\n${message}${i === 1 ? `from ${head}\n` : ''}M 040000 ${tree} \n\n`);
+  }
+  const imported = spawnSync('git', ['--git-dir', forge.gitdir, 'fast-import', '--quiet'], { input: parts.join(''), encoding: 'utf8' });
+  expect(imported.status, imported.stderr).toBe(0);
+  return git(['--git-dir', forge.gitdir, 'rev-parse', `main~${count - 1}`]).trim();
+}
+
+describe("a hookless remote whose main is very deep: 150,000 commits no one signed on top of the verified head, within what one fetch takes", { timeout: 300_000 }, () => {
+  const deep = tempDir('coo-lies-56-deep-');
+  let forge: ServedLedger;
+  let writer: Writer;
+  let first: string;
+  let verified: string;
+  /** A heap far smaller than one finding per commit needs, and ample for judging up to the first invalid one. */
+  const smallHeap = { NODE_OPTIONS: '--max-old-space-size=96' };
+
+  beforeAll(async () => {
+    forge = await makeServedLedger(join(deep, 'forge'));
+    removeHook(forge);
+    writer = await makeWriter(deep, 'coo', forge, forge.gitdir);
+    verified = forge.head();
+    first = deepForgery(forge, 150_000);
+  }, 300_000);
+
+  it("a write through it is refused at the first forged commit, with that commit's findings alone (REMOTE_UNVERIFIED), not judged to its end until memory runs out; the clone's main stays at what it verified", async () => {
+    const refused = await cooAsync(consultArgs(writer, forge), { env: { ...writer.env, ...smallHeap } });
+    expect(refused.stderr).toMatch(new RegExp(`^coo: REMOTE_UNVERIFIED: what .* holds does not verify \\(1 finding\\(s\\), first COMMIT_UNSIGNED at ${first.slice(0, 12)}: `));
+    expect(refused.status).toBe(3);
+    expect(json<{ error: { findings: Array<{ code: string; commit: string }> } }>(refused).error.findings).toEqual([expect.objectContaining({ code: 'COMMIT_UNSIGNED', commit: first })]);
+    expect(writer.head()).toBe(verified);
+  });
+
+  it('coo clone of it is refused at the first forged commit, and nothing is cloned', async () => {
+    const into = join(deep, 'fresh.git');
+    const cloned = await cooAsync(['clone', forge.gitdir, into, '--trust-root', forge.ceoKeyId, '--json'], { env: { ...writer.env, ...smallHeap } });
+    expect(cloned.stderr).toMatch(new RegExp(`^coo: COMMIT_UNSIGNED: the history of .* does not verify \\(1 finding\\(s\\), first at ${first.slice(0, 12)}\\): .*; nothing was cloned`));
+    expect(cloned.status).not.toBe(0);
+    expect(existsSync(into)).toBe(false);
   });
 });
