@@ -1,9 +1,14 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync } from 'node:fs';
+import { existsSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { beforeAll, describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { generatePrivateKey, parsePrivateKey } from '../../src/crypto/keys.js';
+import { Ledger } from '../../src/ledger/ledger.js';
+import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { cooAsync, json } from '../helpers/cli.js';
 import { runPushWorkflow, type WorkflowRun } from '../helpers/github-workflow.js';
+import { startNpmRegistry, type NpmRegistry } from '../helpers/npm-registry.js';
+import { stockCommit } from '../helpers/stock.js';
 import { consultArgs, consultThrough, makeServedLedger, makeWriter, removeHook, type ServedLedger, type Writer } from '../helpers/remote-ledger.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -115,5 +120,109 @@ describe("a hookless remote whose main is very deep: 150,000 commits no one sign
     expect(cloned.stderr).toMatch(new RegExp(`^coo: COMMIT_UNSIGNED: the history of .* does not verify \\(1 finding\\(s\\), first at ${first.slice(0, 12)}\\): .*; nothing was cloned`));
     expect(cloned.status).not.toBe(0);
     expect(existsSync(into)).toBe(false);
+  });
+});
+
+describe("the forge's check, run as written against a hookless remote, on each push the validator refuses", { timeout: 300_000 }, () => {
+  const REPO = join(import.meta.dirname, '..', '..');
+  const guarded = tempDir('coo-lies-56-check-');
+  let registry: NpmRegistry;
+  let forge: ServedLedger;
+  let runsHere = 0;
+
+  beforeAll(async () => {
+    registry = await startNpmRegistry(REPO);
+    const packed = spawnSync('npm', ['pack', REPO, '--pack-destination', guarded, '--silent'], { encoding: 'utf8' });
+    expect(packed.status, packed.stderr).toBe(0);
+    const tarball = join(guarded, packed.stdout.trim().split('\n').pop()!);
+    forge = await makeServedLedger(join(guarded, 'forge'));
+    removeHook(forge);
+    const chief = await makeWriter(guarded, 'ceo', forge, forge.gitdir);
+    const laid = await cooAsync(['forge', 'github', '--ledger', chief.gitdir, '--remote', chief.url, '--ceo-key', forge.keys.ceo, '--package', tarball, '--trust-root', forge.ceoKeyId, '--json'], { env: chief.env });
+    expect(laid.status, laid.stderr).toBe(0);
+  }, 300_000);
+
+  afterAll(async () => {
+    await registry?.close();
+  });
+
+  function checkHere(before: string, after: string): Promise<WorkflowRun> {
+    runsHere += 1;
+    return runPushWorkflow({
+      remote: forge.gitdir,
+      before,
+      after,
+      workflowPath: WORKFLOW,
+      dir: join(guarded, `run-${runsHere}`),
+      machineEnv: { npm_config_registry: registry.url, npm_config_cache: join(guarded, 'npm-cache'), npm_config_update_notifier: 'false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
+    });
+  }
+
+  /** A push straight to the forge of what `make` commits in a stock clone; returns main's head before and after. */
+  function pushed(name: string, make: (work: string) => void): { before: string; after: string } {
+    const before = forge.head();
+    const work = join(guarded, name);
+    git(['clone', '-q', forge.gitdir, work]);
+    make(work);
+    git(['push', '-q', 'origin', 'main'], { cwd: work });
+    const after = forge.head();
+    expect(after).not.toBe(before);
+    return { before, after };
+  }
+
+  /** The check failed in its last step, `coo verify`, naming `code` at `commit`; main goes back to `before`, as an administrator would set it. */
+  async function failsWith(before: string, after: string, code: string): Promise<void> {
+    const run = await checkHere(before, after);
+    expect(run.ok).toBe(false);
+    expect(run.steps.map((item) => [item.name, item.status])).toEqual([
+      ['Check out the pushed commit with its history', 0],
+      ['Set up Node.js', 0],
+      ['Check that main only moved forward', 0],
+      ['Install coo', 0],
+      ['Verify the ledger from its trust root', 3],
+    ]);
+    expect(run.steps[4]!.stdout).toContain(`${code} [${after.slice(0, 12)}`);
+    git(['--git-dir', forge.gitdir, 'update-ref', 'refs/heads/main', before]);
+  }
+
+  it('a merge commit, signed by the COO, whose second parent is the head main had (so main only moved forward)', async () => {
+    const { before, after } = pushed('merger', (work) => {
+      const head = git(['rev-parse', 'HEAD'], { cwd: work }).trim();
+      const merge = git(['-c', 'gpg.format=ssh', '-c', `user.signingkey=${forge.keys.coo}`, 'commit-tree', '-S', `${head}^{tree}`, '-p', `${head}~1`, '-p', head, '-m', 'merge', '-m', `Ledger-Seq: ${forge.seq() + 1}`], { cwd: work }).trim();
+      git(['update-ref', 'refs/heads/main', merge], { cwd: work });
+    });
+    await failsWith(before, after, 'COMMIT_MERGE');
+  });
+
+  it("a new version of the actor registry written and signed by the COO's key, not the CEO's", async () => {
+    const { before, after } = pushed('registrar', (work) => {
+      const current = readFileSync(join(work, 'trust', 'registry', '000001.yaml'), 'utf8');
+      stockCommit(work, { 'trust/registry/000002.yaml': current.replace(/version: 1\b/, 'version: 2') }, { key: forge.keys.coo, seq: forge.seq() + 1 });
+    });
+    await failsWith(before, after, 'TRUST_AUTHORITY');
+  });
+
+  it("a commit signed by the COO's key after the CEO revoked it", async () => {
+    const ledger = Ledger.open(forge.gitdir);
+    try {
+      const registry = (await ledger.state()).registry!.doc;
+      const stolen = parsePrivateKey(readFileSync(forge.keys.coo, 'utf8'));
+      const revoked = await appendTrustVersion(
+        ledger,
+        { role: 'registry', document: { ...registry, version: undefined }, actorKeys: new Map([['coo.hermes', generatePrivateKey('coo.hermes-next').publicKey]]), revoke: new Map([[stolen.publicKey.keyId, 'stolen']]) },
+        parsePrivateKey(readFileSync(forge.keys.ceo, 'utf8')),
+        new Date(),
+      );
+      expect(revoked).toBeDefined();
+    } finally {
+      ledger.close();
+    }
+    const { before, after } = pushed('thief', (work) => {
+      stockCommit(work, { 'notes/by-thief.md': 'x\n' }, { key: forge.keys.coo, seq: forge.seq() + 1 });
+    });
+    const run = await checkHere(before, after);
+    expect(run.ok).toBe(false);
+    expect(run.steps.at(-1)).toMatchObject({ name: 'Verify the ledger from its trust root', status: 3 });
+    expect(run.steps.at(-1)!.stdout).toMatch(new RegExp(`SIGNER_REVOKED \\[${after.slice(0, 12)} commit\\]`));
   });
 });
