@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
-import { existsSync, readFileSync } from 'node:fs';
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { generatePrivateKey, parsePrivateKey } from '../../src/crypto/keys.js';
+import { formatPrivateKey, generatePrivateKey, parsePrivateKey } from '../../src/crypto/keys.js';
 import { Ledger } from '../../src/ledger/ledger.js';
 import { appendTrustVersion } from '../../src/ledger/trust-update.js';
 import { cooAsync, json } from '../helpers/cli.js';
@@ -146,12 +146,13 @@ describe("the forge's check, run as written against a hookless remote, on each p
     await registry?.close();
   });
 
-  function checkHere(before: string, after: string): Promise<WorkflowRun> {
+  function checkHere(before: string, after: string, schedule = false): Promise<WorkflowRun> {
     runsHere += 1;
     return runPushWorkflow({
       remote: forge.gitdir,
       before,
       after,
+      schedule,
       workflowPath: WORKFLOW,
       dir: join(guarded, `run-${runsHere}`),
       machineEnv: { npm_config_registry: registry.url, npm_config_cache: join(guarded, 'npm-cache'), npm_config_update_notifier: 'false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
@@ -184,6 +185,28 @@ describe("the forge's check, run as written against a hookless remote, on each p
     expect(run.steps[4]!.stdout).toContain(`${code} [${after.slice(0, 12)}`);
     git(['--git-dir', forge.gitdir, 'update-ref', 'refs/heads/main', before]);
   }
+
+  it("a forged commit whose message says [skip ci], which GitHub runs no push check for: the daily run on main's head fails naming it, and on a clean main it passes", async () => {
+    const clean = await checkHere(ZERO, forge.head(), true);
+    expect(clean.steps.map((item) => [item.name, item.status])).toEqual([
+      ['Check out the pushed commit with its history', 0],
+      ['Set up Node.js', 0],
+      ['Check that main only moved forward', 0],
+      ['Install coo', 0],
+      ['Verify the ledger from its trust root', 0],
+    ]);
+    expect(clean.steps[2]!.stdout).toBe(`the daily check of main at ${forge.head()} (a rollback is seen only on the push that made it)\n`);
+    const intruder = join(guarded, 'intruder.key');
+    writeFileSync(intruder, formatPrivateKey(generatePrivateKey('intruder')), { mode: 0o600 });
+    const { before, after } = pushed('skipper', (work) => {
+      stockCommit(work, { 'notes/skipped.yaml': 'x: 1\n' }, { key: intruder, seq: forge.seq() + 1, message: 'routine [skip ci]' });
+    });
+    const run = await checkHere(before, after, true);
+    expect(run.ok).toBe(false);
+    expect(run.steps.at(-1)).toMatchObject({ name: 'Verify the ledger from its trust root', status: 3 });
+    expect(run.steps.at(-1)!.stdout).toContain(`SIGNER_UNKNOWN [${after.slice(0, 12)} commit]`);
+    git(['--git-dir', forge.gitdir, 'update-ref', 'refs/heads/main', before]);
+  });
 
   it('a merge commit, signed by the COO, whose second parent is the head main had (so main only moved forward)', async () => {
     const { before, after } = pushed('merger', (work) => {
