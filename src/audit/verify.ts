@@ -50,6 +50,8 @@ export interface VerifyOptions {
   /** Collect every commit's signer and entries (for the report). Forces a full replay. */
   readonly timeline?: boolean;
   readonly onProgress?: (done: number, total: number) => void;
+  /** Judge nothing past the first invalid commit (ReplayObserver.untilInvalid): for a caller that refuses the history on any finding. */
+  readonly untilInvalid?: boolean;
 }
 
 /** The refs coo writes in a ledger folder: main, the remote's main as last fetched, and the head a remote write last verified. */
@@ -187,6 +189,7 @@ export async function verifyLedger(gitdir: string, options: VerifyOptions = {}):
     let previous = base.state.head === null ? null : { commit: base.state.head, seq: base.state.seq };
     let firstInvalid: VerifyReport['firstInvalid'] = null;
     const { state } = await ledger.replay(base, all, {
+      ...(options.untilInvalid === true ? { untilInvalid: true } : {}),
       onFinding: (finding) => findings.push(finding),
       onCommit: (facts, verdict, next) => {
         recorder?.record(facts, verdict, next);

@@ -83,6 +83,13 @@ export interface ReplayObserver {
   readonly landing?: boolean;
   readonly onFinding?: (finding: Finding) => void;
   readonly onCommit?: (facts: CommitFacts, verdict: CommitVerdict, next: LedgerState) => void;
+  /**
+   * Stop after the first commit that does not verify: its findings are reported, nothing past it is
+   * judged, and the state returned is the one after it. For a caller that refuses the whole history
+   * on any finding (what a remote serves): a main of millions of forged commits, within what one
+   * fetch takes, would otherwise be judged to its end, each finding kept, until memory ran out.
+   */
+  readonly untilInvalid?: boolean;
 }
 
 /** One commit's objects, read ahead of its validation; `unreadable` when its tree or files could not be read. */
@@ -193,6 +200,19 @@ export class Ledger {
   }
 
   /**
+   * The state at `head`, as stateAt, when every commit up to it verifies; otherwise the findings of
+   * the first commit on the way that does not, judged no further (ReplayObserver.untilInvalid). For
+   * what a remote serves, refused on any finding.
+   */
+  verifiedStateAt(head: string): Promise<{ readonly state: LedgerState; readonly findings: readonly Finding[] }> {
+    return this.exclusive(async () => {
+      const invalid: Finding[] = [];
+      const { state } = await this.snapshotAt(head, invalid);
+      return { state, findings: invalid.length > 0 ? invalid : [...this.damage] };
+    });
+  }
+
+  /**
    * The state at the current head, to act on: refused, with the first finding, when the history
    * holds an invalid commit. Such a commit's files never take effect, but the head and the files
    * read at it are not what the ledger's rules allow: the runner acts on nothing and no writer
@@ -217,7 +237,8 @@ export class Ledger {
     );
   }
 
-  private async snapshotAt(head: string | null): Promise<Snapshot> {
+  /** With `invalid`, the replay stops at the first commit that does not verify, whose findings go there (ReplayObserver.untilInvalid). */
+  private async snapshotAt(head: string | null, invalid?: Finding[]): Promise<Snapshot> {
     if (head === null) return { state: emptyState(), tree: null };
     if (this.snapshot?.state.head === head) return this.snapshot;
     let base = this.snapshot;
@@ -239,7 +260,9 @@ export class Ledger {
     }
     this.snapshot = null;
     const found = [...damage];
-    const next = await this.replay(base, commits, { onFinding: (finding) => found.push(finding) });
+    const next = await this.replay(base, commits, invalid === undefined ? { onFinding: (finding) => found.push(finding) } : { untilInvalid: true, onFinding: (finding) => invalid.push(finding) });
+    // Cut short, it is the state at no head to build on (the fold extended the base's maps in place): the next read replays anew.
+    if (invalid !== undefined && invalid.length > 0) return next;
     this.snapshot = next;
     this.damage = found;
     this.replayedSinceCheckpoint += commits.length;
@@ -319,6 +342,10 @@ export class Ledger {
         state = verdict.advance();
         tree = own.tree;
         observer.onCommit?.(facts, verdict, state);
+        if (observer.untilInvalid === true && verdict.findings.length > 0) {
+          await Promise.allSettled(pending.values());
+          break;
+        }
       }
     } catch (error) {
       // Reads of the commits ahead are still under way: let them end before the caller closes

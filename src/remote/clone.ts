@@ -93,7 +93,7 @@ export async function cloneLedger(options: CloneOptions): Promise<CloneResult> {
     for (const [key, value] of LEDGER_CONFIG) await runGit(['--git-dir', temp, 'config', key, String(value)]);
     // Fetches keep the remote's main apart from the local one, which moves only after verification.
     await runGit(['--git-dir', temp, 'config', 'remote.origin.fetch', CLONE_FETCH_REFSPEC]);
-    const report = await verifyLedger(temp, { full: true, trustRoot: options.trustRoot, ...(options.genesis === undefined ? {} : { genesis: options.genesis }), now: options.now });
+    const report = await verifyLedger(temp, { full: true, untilInvalid: true, trustRoot: options.trustRoot, ...(options.genesis === undefined ? {} : { genesis: options.genesis }), now: options.now });
     const refusals = report.findings.filter((finding) => !LIVENESS.has(finding.code));
     if (refusals.length > 0) {
       const first = refusals[0]!;

@@ -464,8 +464,8 @@ export class RemoteLedger {
       throw await this.rewritten(remote, local);
     }
     const before = (await this.ledger.state()).seq;
-    const state = await this.ledger.stateAt(remote);
-    const findings = this.ledger.findings;
+    // Judged up to its first invalid commit: whatever comes after it is refused with it.
+    const { state, findings } = await this.ledger.verifiedStateAt(remote);
     if (findings.length > 0) {
       const first = findings[0]!;
       throw new CooError(

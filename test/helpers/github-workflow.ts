@@ -39,6 +39,12 @@ export interface PushRun {
   readonly dir: string;
   /** Settings of this machine the hosted runner has its own of (the npm registry, git's config). */
   readonly machineEnv: Readonly<Record<string, string>>;
+  /**
+   * A run on the workflow's schedule instead of a push: GitHub runs the file of the default branch's
+   * head (`after`, here main's), with that commit as GITHUB_SHA and an event naming the cron line
+   * alone (no `before`). `before` is not used then.
+   */
+  readonly schedule?: boolean;
 }
 
 type Env = Record<string, string>;
@@ -53,7 +59,7 @@ interface Step {
 }
 
 interface Workflow {
-  readonly on: { readonly push?: { readonly branches?: readonly string[] } };
+  readonly on: { readonly push?: { readonly branches?: readonly string[] }; readonly schedule?: ReadonlyArray<{ readonly cron?: string }> };
   readonly env?: Record<string, unknown>;
   readonly defaults?: { readonly run?: { readonly shell?: string } };
   readonly jobs: Record<string, { readonly env?: Record<string, unknown>; readonly steps: readonly Step[]; readonly defaults?: unknown; readonly [field: string]: unknown }>;
@@ -102,10 +108,12 @@ function runScript(shellArgs: readonly string[], script: string, cwd: string, en
   });
 }
 
-/** Runs the workflow's one job for a push of `after` to main, as GitHub would. */
+/** Runs the workflow's one job for a push of `after` to main (or on its schedule, with main at `after`), as GitHub would. */
 export async function runPushWorkflow(run: PushRun): Promise<WorkflowRun> {
   const workflow = workflowAt(run.remote, run.after, run.workflowPath);
   if (!(workflow.on.push?.branches ?? []).includes('main')) throw new Error('the workflow does not run on a push to main');
+  const cron = workflow.on.schedule?.[0]?.cron;
+  if (run.schedule === true && cron === undefined) throw new Error('the workflow does not run on a schedule');
   const jobs = Object.entries(workflow.jobs);
   if (jobs.length !== 1) throw new Error(`this fixture runs one job, the workflow has ${jobs.length}`);
   const [jobName, job] = jobs[0]!;
@@ -119,11 +127,12 @@ export async function runPushWorkflow(run: PushRun): Promise<WorkflowRun> {
   // The runner makes the workspace folder whether or not a step checks anything out into it.
   for (const folder of [workspace, temp, home]) mkdirSync(folder, { recursive: true });
   const eventPath = join(run.dir, 'event.json');
-  writeFileSync(eventPath, JSON.stringify({ ref: 'refs/heads/main', before: run.before, after: run.after, created: run.before === ZERO, deleted: false, forced: run.before !== ZERO && !isAncestor(run.remote, run.before, run.after) }));
+  const pushEvent = () => ({ ref: 'refs/heads/main', before: run.before, after: run.after, created: run.before === ZERO, deleted: false, forced: run.before !== ZERO && !isAncestor(run.remote, run.before, run.after) });
+  writeFileSync(eventPath, JSON.stringify(run.schedule === true ? { schedule: cron } : pushEvent()));
   const github: Env = {
     CI: 'true',
     GITHUB_ACTIONS: 'true',
-    GITHUB_EVENT_NAME: 'push',
+    GITHUB_EVENT_NAME: run.schedule === true ? 'schedule' : 'push',
     GITHUB_EVENT_PATH: eventPath,
     GITHUB_JOB: jobName,
     GITHUB_REF: 'refs/heads/main',
