@@ -1,8 +1,9 @@
-import { copyFileSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -39,5 +40,32 @@ describe("a COO key kept in the target repository's git folder (.git/coo.key, wh
       expect(history).toContain('KEY HIDDEN');
       expect(history).not.toContain('KEY READ');
     }
+  });
+});
+
+describe("a state folder that is the target repository's git folder (--state-dir REPO/.git)", () => {
+  const places = hostilePlaces(join(dir, 'places'), 'state');
+
+  it("leaves the dispatch queued and unclaimed, said at start (before, the agent ran with the state folder in sight: the runners' records, the other attempts); a folder inside it runs the dispatch, hidden", { timeout: 180_000 }, async () => {
+    requireBubblewrap('hiding the state folder from the sandbox');
+    const place = await places('git-folder');
+    const id = (await dispatchTo(place, 'state-git-folder')).messageId;
+    const look = (stateDir: string): string => agentScript(place.world.dir, `if [ -e '${join(stateDir, 'holders')}' ]; then echo "STATE SEEN" >&2; else echo "STATE HIDDEN" >&2; fi; ${FIX}`);
+    const gitFolder = join(place.repo, '.git');
+    const before = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    const refused = watchOnce({ ...place, stateDir: gitFolder }, look(gitFolder), { isolation: 'auto' });
+    expect(refused.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: the runner's state folder ${gitFolder} is the git folder of --repo ${place.repo}, which every dispatch's sandbox reads`);
+    expect(refused.stdout).not.toContain('"claimed"');
+    expect(laneState(place.world, id)).toBe('queued');
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
+    expect(existsSync(join(gitFolder, 'dispatch'))).toBe(false);
+    // A folder of its own inside the git folder is hidden from the sandbox as any state folder is: the dispatch runs.
+    const inside = join(gitFolder, 'coo-state');
+    const run = watchOnce({ ...place, stateDir: inside }, look(inside), { isolation: 'auto' });
+    expect(run.status, run.stderr).toBe(0);
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
+    const history = ledgerText(place.world.gitdir);
+    expect(history).toContain('STATE HIDDEN');
+    expect(history).not.toContain('STATE SEEN');
   });
 });
