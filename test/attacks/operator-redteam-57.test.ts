@@ -1,8 +1,10 @@
-import { copyFileSync, existsSync, symlinkSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
+import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
+import { makeWorld, receiptsOf } from '../helpers/lane.js';
 import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -67,5 +69,37 @@ describe("a state folder that is the target repository's git folder (--state-dir
     const history = ledgerText(place.world.gitdir);
     expect(history).toContain('STATE HIDDEN');
     expect(history).not.toContain('STATE SEEN');
+  });
+});
+
+describe("a COO key committed to the target repository (the key file linked into it, then added with the rest)", () => {
+  it("is never sent to the provider: a consult pinning it ends failed config_error, unpaid, naming the file (before, the key went to the model); a repository's own test key is sent as before", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'committed'));
+    try {
+      const pem = formatPrivateKey(world.actors.coo);
+      const fixture = formatPrivateKey(generatePrivateKey('a test key of the repository'));
+      mkdirSync(join(world.target, 'keys'));
+      writeFileSync(join(world.target, 'keys', 'coo.key'), pem);
+      writeFileSync(join(world.target, 'keys', 'fixture.key'), fixture);
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'keys'], { cwd: world.target });
+      const leaking = (await world.consult({ patterns: ['keys/coo.key', 'src/add.ts'] })).messageId;
+      const fixtureOnly = (await world.consult({ patterns: ['keys/fixture.key', 'src/add.ts'], question: 'Is this test key used anywhere?' })).messageId;
+      await world.runner().runOnce();
+      const refused = (await receiptsOf(world, leaking))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins keys/coo.key, which holds a secret this runner holds');
+      expect(refused['actual_cost_usd'] ?? 0).toBe(0);
+      const sent = JSON.stringify(world.server.requests);
+      // Its lines past the first, which every ed25519 key in this format begins alike.
+      const lines = pem.trim().split('\n').slice(2, -1);
+      expect(lines.length).toBeGreaterThan(2);
+      for (const line of lines) expect(sent).not.toContain(line);
+      // The other consult, pinning a key that is no secret of the runner's, is sent and answered.
+      expect((await receiptsOf(world, fixtureOnly)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(world.server.requests).toHaveLength(1);
+    } finally {
+      await world.close();
+    }
   });
 });
