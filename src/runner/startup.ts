@@ -113,7 +113,7 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
  * runner held such messages, a mistake of the runner's blamed on the work). It is no partial clone,
  * which lacks objects the runner never fetches. Its path holds no line end.
  */
-async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
+async function repoProblem(repo: string, ledgerGitdir: string, genesis: string | null): Promise<Problem | null> {
   // A worktree names its repository's git folder on one line of its .git file (dispatch/worktree.ts reads it so).
   if (/[\n\r\u2028\u2029]/.test(repo)) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${JSON.stringify(repo)} holds a line end: each dispatch's worktree names the repository's git folder on one line of its .git file, so every dispatch would be claimed and fail without a worktree; give a path without one (rename the folder, or link it from one); nothing was claimed` };
@@ -133,6 +133,11 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
   }
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
+  // A copy of the ledger (git clone LEDGER, a checkout of it) is no repository the work is for either: it holds the ledger's first
+  // commit. No queued message pins a commit of it, so each would wait there, unclaimed, told to fetch what no fetch brings, until it expired.
+  if (genesis !== null && (await git(['cat-file', '-e', `${genesis}^{commit}`]).then(() => true, () => false))) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds the ledger's first commit ${genesis.slice(0, 12)}: it is a copy of the ledger ${ledgerGitdir} (git clone of it), not a repository the work is for; every queued message pins a commit of the repository it was written for, and would wait here, unclaimed, until it expired; give that repository; nothing was claimed` };
+  }
   // HEAD and the repository's own refs, never `--all`: that reads every worktree's HEAD too, and a neighbour runner adds and
   // removes dispatch worktrees meanwhile (a HEAD read as it goes failed this check with a bad object).
   const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}']).catch(() => '');
@@ -338,7 +343,7 @@ export async function servingProblems(state: LedgerState, options: Pick<StartupO
   }
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) problems.push(keyProblem);
-  const repo = await repoProblem(options.repo, options.ledger.gitdir);
+  const repo = await repoProblem(options.repo, options.ledger.gitdir, state.genesis);
   if (repo !== null) problems.push(repo);
   return problems;
 }

@@ -103,3 +103,25 @@ describe("a COO key committed to the target repository (the key file linked into
     }
   });
 });
+
+describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the repository the work is for', () => {
+  const places = hostilePlaces(join(dir, 'places'), 'copy');
+
+  it('is refused at start (RUNNER_CONFIG, exit 2) saying what it is, nothing claimed (before, the runner started and every queued message waited there, told to fetch, until it expired)', { timeout: 180_000 }, async () => {
+    const place = await places('checkout');
+    const id = (await dispatchTo(place, 'ledger-copy')).messageId;
+    const checkout = join(place.world.dir, 'ledger-checkout');
+    git(['clone', '-q', place.world.gitdir, checkout]);
+    const before = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    const run = watchOnce({ ...place, repo: checkout }, agentScript(place.world.dir, FIX), { isolation: 'auto' });
+    expect(run.status, run.stderr).toBe(2);
+    expect(run.stdout).toContain('RUNNER_CONFIG');
+    expect(run.stdout).toContain(`--repo ${checkout} holds the ledger's first commit`);
+    expect(run.stdout).not.toContain('"claimed"');
+    expect(laneState(place.world, id)).toBe('queued');
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
+    // The repository the work is for runs it.
+    const ran = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'auto' });
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), ran.stderr).toEqual(['succeeded']);
+  });
+});
