@@ -18,7 +18,7 @@ import { readMessage } from '../lane/envelope.js';
 import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { isLedgerGitdir } from '../lane/work-repo.js';
+import { isLedgerCommit, isLedgerGitdir } from '../lane/work-repo.js';
 import { requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
@@ -113,7 +113,7 @@ export function runnerKeyProblem(state: LedgerState, key: PrivateKey, label: str
  * runner held such messages, a mistake of the runner's blamed on the work). It is no partial clone,
  * which lacks objects the runner never fetches. Its path holds no line end.
  */
-async function repoProblem(repo: string, ledgerGitdir: string, genesis: string | null): Promise<Problem | null> {
+async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem | null> {
   // A worktree names its repository's git folder on one line of its .git file (dispatch/worktree.ts reads it so).
   if (/[\n\r\u2028\u2029]/.test(repo)) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${JSON.stringify(repo)} holds a line end: each dispatch's worktree names the repository's git folder on one line of its .git file, so every dispatch would be claimed and fail without a worktree; give a path without one (rename the folder, or link it from one); nothing was claimed` };
@@ -133,14 +133,14 @@ async function repoProblem(repo: string, ledgerGitdir: string, genesis: string |
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: dispatches would make their worktrees and branches in the ledger's git folder, and consults pin their context in its commits; give the repository the consults and dispatches were written for` };
   }
   const git = async (args: string[]): Promise<string> => (await runGit(['-C', repo, ...args])).toString('utf8').trim();
-  // A copy of the ledger (git clone LEDGER, a checkout of it) is no repository the work is for either: it holds the ledger's first
-  // commit. No queued message pins a commit of it, so each would wait there, unclaimed, told to fetch what no fetch brings, until it expired.
-  if (genesis !== null && (await git(['cat-file', '-e', `${genesis}^{commit}`]).then(() => true, () => false))) {
-    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds the ledger's first commit ${genesis.slice(0, 12)}: it is a copy of the ledger ${ledgerGitdir} (git clone of it), not a repository the work is for; every queued message pins a commit of the repository it was written for, and would wait here, unclaimed, until it expired; give that repository; nothing was claimed` };
-  }
   // HEAD and the repository's own refs, never `--all`: that reads every worktree's HEAD too, and a neighbour runner adds and
   // removes dispatch worktrees meanwhile (a HEAD read as it goes failed this check with a bad object).
   const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}']).catch(() => '');
+  // A copy of the ledger (git clone LEDGER, a checkout of it) is no repository the work is for either: no queued message pins a commit
+  // of it, so each would wait there, unclaimed, told to fetch what no fetch brings, until it expired.
+  if (head !== '' && (await isLedgerCommit(ledgerGitdir, head))) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a copy of the ledger ${ledgerGitdir} (its HEAD ${head.slice(0, 12)} is the ledger's commit; git clone of it), not a repository the work is for: every queued message pins a commit of the repository it was written for, and would wait here, unclaimed, until it expired; give that repository; nothing was claimed` };
+  }
   if (head === '' && (await git(['rev-list', '-n', '1', '--branches', '--tags', '--remotes'])) === '') {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would wait here, unclaimed, until it expired; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
   }
@@ -343,7 +343,7 @@ export async function servingProblems(state: LedgerState, options: Pick<StartupO
   }
   const keyProblem = runnerKeyProblem(state, options.key, options.keyLabel);
   if (keyProblem !== null) problems.push(keyProblem);
-  const repo = await repoProblem(options.repo, options.ledger.gitdir, state.genesis);
+  const repo = await repoProblem(options.repo, options.ledger.gitdir);
   if (repo !== null) problems.push(repo);
   return problems;
 }

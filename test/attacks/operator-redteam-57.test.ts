@@ -5,6 +5,7 @@ import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } f
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { codeOfAsync } from '../helpers/codes.js';
 import { laneState } from '../helpers/startup.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -107,7 +108,7 @@ describe("a COO key committed to the target repository (the key file linked into
 describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the repository the work is for', () => {
   const places = hostilePlaces(join(dir, 'places'), 'copy');
 
-  it('is refused at start (RUNNER_CONFIG, exit 2) saying what it is, nothing claimed (before, the runner started and every queued message waited there, told to fetch, until it expired)', { timeout: 180_000 }, async () => {
+  it('is refused at start (RUNNER_CONFIG, exit 2) saying what it is, nothing claimed (before, the runner started and every queued message waited there, told to fetch, until it expired); a writer given it writes nothing (USAGE)', { timeout: 180_000 }, async () => {
     const place = await places('checkout');
     const id = (await dispatchTo(place, 'ledger-copy')).messageId;
     const checkout = join(place.world.dir, 'ledger-checkout');
@@ -116,10 +117,15 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
     const run = watchOnce({ ...place, repo: checkout }, agentScript(place.world.dir, FIX), { isolation: 'auto' });
     expect(run.status, run.stderr).toBe(2);
     expect(run.stdout).toContain('RUNNER_CONFIG');
-    expect(run.stdout).toContain(`--repo ${checkout} holds the ledger's first commit`);
+    expect(run.stdout).toContain(`--repo ${checkout} is a copy of the ledger ${place.world.gitdir}`);
     expect(run.stdout).not.toContain('"claimed"');
     expect(laneState(place.world, id)).toBe('queued');
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
+    // A writer given it pins nothing there: the message would wait in every runner until it expired.
+    const seq = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    expect(await codeOfAsync(() => place.world.consult({ repo: checkout, patterns: ['README.md'] }))).toBe('USAGE');
+    expect(await codeOfAsync(() => dispatchTo({ ...place, repo: checkout }, 'ledger-copy-writer'))).toBe('USAGE');
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(seq);
     // The repository the work is for runs it.
     const ran = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'auto' });
     expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), ran.stderr).toEqual(['succeeded']);
