@@ -7,7 +7,7 @@ import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { laneState } from '../helpers/startup.js';
-import { git, tempDir } from '../helpers/tmp.js';
+import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator deploying runners, round 57: one mistake at a time, each judged by what a
@@ -21,27 +21,31 @@ function ledgerText(gitdir: string): string {
   return git(['--git-dir', gitdir, 'log', '-p', '--all', '--format=%H']);
 }
 
-describe("a COO key kept in the target repository's git folder (.git/coo.key, where git never commits it)", () => {
+describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.key), the target repository's git folder (.git/coo.key, where git never commits it)", () => {
   const places = hostilePlaces(join(dir, 'places'), 'key');
+  const outside = outsideTempDir('operator-redteam-57-');
 
-  it("is hidden from the dispatch's sandbox, which reads that git folder: the agent cannot read it, and the dispatch still runs (before, the agent read the key)", { timeout: 180_000 }, async () => {
+  it("is hidden from the dispatch's sandbox all the same: the agent cannot read it, and the dispatch still runs (before, the agent read the key: the home folder is never hidden, and the git folder is bound back read-only)", { timeout: 180_000 }, async () => {
     requireBubblewrap('hiding the key from the sandbox');
-    for (const where of ['git-folder', 'linked'] as const) {
+    for (const where of ['home', 'git-folder', 'linked-into-git-folder'] as const) {
       const place = await places(where);
-      const inGit = join(place.repo, '.git', 'coo.key');
-      copyFileSync(place.keyFile, inGit);
+      // A home folder outside the shared temporary folders, which every sandbox empties anyway.
+      const home = join(outside, `home-${where}`);
+      mkdirSync(home, { recursive: true, mode: 0o700 });
+      const kept = where === 'home' ? join(home, 'coo.key') : join(place.repo, '.git', 'coo.key');
+      copyFileSync(place.keyFile, kept);
       // Given as it lies, or through a link elsewhere that names it there.
-      const keyFile = where === 'git-folder' ? inGit : join(place.world.dir, 'coo-key-link');
-      if (where === 'linked') symlinkSync(inGit, keyFile);
+      const keyFile = where === 'linked-into-git-folder' ? join(place.world.dir, 'coo-key-link') : kept;
+      if (keyFile !== kept) symlinkSync(kept, keyFile);
       const id = (await dispatchTo(place, `key-${where}`)).messageId;
-      const agent = agentScript(place.world.dir, `if sum=$(sha256sum < '${inGit}' 2>/dev/null) && [ -s '${inGit}' ]; then echo "KEY READ $sum" >&2; else echo "KEY HIDDEN" >&2; fi; ${FIX}`);
-      const run = watchOnce({ ...place, keyFile }, agent, { isolation: 'auto' });
+      const agent = agentScript(place.world.dir, `if sum=$(sha256sum < '${kept}' 2>/dev/null) && [ -s '${kept}' ]; then echo "KEY READ $sum" >&2; else echo "KEY HIDDEN" >&2; fi; ${FIX}`);
+      const run = watchOnce({ ...place, keyFile }, agent, { isolation: 'auto', env: { HOME: home } });
       expect(run.status, run.stderr).toBe(0);
       const receipts = await receiptsFor(place, id);
       expect(receipts.map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
       const history = ledgerText(place.world.gitdir);
-      expect(history).toContain('KEY HIDDEN');
-      expect(history).not.toContain('KEY READ');
+      expect(history, where).toContain('KEY HIDDEN');
+      expect(history, where).not.toContain('KEY READ');
     }
   });
 });
