@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -208,21 +209,27 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
 }
 
 /**
- * Why the state folder may not hold this runner's dispatches: it is the target repository's git
- * folder (`--state-dir REPO/.git`), which every dispatch's sandbox and verification reads, bound
- * read-only over what it hides (util/bubblewrap.ts repositoryLayout); the state folder is hidden
- * from every sandbox, and there the agent read it whole (the other attempts' worktrees, the journal
- * of receipts, the kept results, the runners' records). Null when it is another folder; one inside
- * the git folder is hidden as any other.
+ * Why the state folder may not hold this runner's dispatches: it is a folder every dispatch's sandbox
+ * and verification sees (util/bubblewrap.ts), where the state folder is hidden from every sandbox
+ * elsewhere, and there the agent read it whole (the other attempts' worktrees, the journal of
+ * receipts, the kept results, the runners' records): the target repository's git folder
+ * (`--state-dir REPO/.git`), bound read-only over what the sandbox hides, or the home folder or one
+ * holding it (`--state-dir ~`), which no sandbox hides. Null for any other folder; one inside the git
+ * folder or the home folder is hidden as any other.
  */
-async function stateInGitFolderProblem(stateDir: string, repo: string): Promise<Problem | null> {
+async function stateInSightProblem(stateDir: string, repo: string): Promise<Problem | null> {
+  const state = realPathOr(stateDir);
+  const home = realPathOr(homedir());
+  if (home === state || home.startsWith(`${state}/`)) {
+    return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the home folder${home === state ? '' : ` or holds it (${home})`}, which no sandbox hides: every dispatch's agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir of its own (the default is one per ledger)` };
+  }
   let common: string;
   try {
     common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
   } catch {
     return null; // no repository: repoProblem says so
   }
-  if (realPathOr(stateDir) !== realPathOr(common)) return null;
+  if (state !== realPathOr(common)) return null;
   return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the git folder of --repo ${repo}, which every dispatch's sandbox reads: its agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir outside it (the default is one per ledger)` };
 }
 
@@ -469,13 +476,13 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   // Each dispatch's worktree is made in the state folder: on a file system that runs no program, one that runs a program from it
   // (./check.sh, a repository script) is claimed, paid for and failed (exit 126), blamed on the work. Which dispatch would is not
   // known before it runs (npm test runs the repository's scripts), so every dispatch target waits, including those that run none.
-  const inGitFolder = folders.length === 0 && executors !== null ? await stateInGitFolderProblem(options.stateDir, options.repo) : null;
+  const inSight = folders.length === 0 && executors !== null ? await stateInSightProblem(options.stateDir, options.repo) : null;
   const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and one that runs a program from it (a verification command such as ./check.sh, a repository script a test or the agent runs) fails there with exit 126, blamed on the work; which would cannot be known before it runs, so every dispatch waits, those that would run none too; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
     if (readiness === undefined) continue;
     const problems = readiness.problems(target);
-    if (target.lane === 'dispatch' && inGitFolder !== null) problems.push(inGitFolder);
+    if (target.lane === 'dispatch' && inSight !== null) problems.push(inSight);
     if (target.lane === 'dispatch' && noPrograms !== null) problems.push(noPrograms);
     // A target that can run as configured: is the model on this machine it calls there? A runner that keeps running asks again later.
     const endpoints = problems.length === 0 ? readiness.localEndpoints(target) : [];

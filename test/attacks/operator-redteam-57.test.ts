@@ -50,7 +50,7 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
   });
 });
 
-describe("a state folder that is the target repository's git folder (--state-dir REPO/.git)", () => {
+describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~)", () => {
   const places = hostilePlaces(join(dir, 'places'), 'state');
 
   it("leaves the dispatch queued and unclaimed, said at start (before, the agent ran with the state folder in sight: the runners' records, the other attempts); a folder inside it runs the dispatch, hidden", { timeout: 180_000 }, async () => {
@@ -66,6 +66,14 @@ describe("a state folder that is the target repository's git folder (--state-dir
     expect(laneState(place.world, id)).toBe('queued');
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
     expect(existsSync(join(gitFolder, 'dispatch'))).toBe(false);
+    // So does the home folder, which no sandbox hides (a home outside the shared temporary folders, which every sandbox empties).
+    const home = join(outsideTempDir('operator-redteam-57-home-'), 'home');
+    mkdirSync(home, { mode: 0o700 });
+    const atHome = watchOnce({ ...place, stateDir: home }, look(home), { isolation: 'auto', env: { HOME: home } });
+    expect(atHome.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: the runner's state folder ${home} is the home folder, which no sandbox hides`);
+    expect(atHome.stdout).not.toContain('"claimed"');
+    expect(laneState(place.world, id)).toBe('queued');
+    expect(existsSync(join(home, 'dispatch'))).toBe(false);
     // A folder of its own inside the git folder is hidden from the sandbox as any state folder is: the dispatch runs.
     const inside = join(gitFolder, 'coo-state');
     const run = watchOnce({ ...place, stateDir: inside }, look(inside), { isolation: 'auto' });
