@@ -291,6 +291,13 @@ export class ConsultLane implements RunnerLane {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
+    // The pinned files are sent to the provider as they are: one holding a secret this runner holds (its COO key or a provider key
+    // committed to the repository) would hand it to that provider, which no scrubber of what comes back can take back.
+    for (const file of pins.files) {
+      if (this.ctx.scrubber.holdsSecret(file.bytes)) {
+        return stopHere('failed', 'config_error', `the context pins ${file.path}, which holds a secret this runner holds (its COO key, a provider key, a remote's credentials): it would be sent to ${message.target_actor}'s provider; take it out of the repository and replace it, or pin other files; nothing was sent`);
+      }
+    }
     // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
     if (message.intent === 'cross_check' && (answer === null || sha256Ref(answer) !== message.challenge.answer_hash)) {
       return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);

@@ -1,5 +1,6 @@
 import { CooError } from '../errors.js';
 import type { ArgumentNames } from '../util/argument-names.js';
+import { runGit } from '../util/exec.js';
 import { realPathOr } from '../util/real-path.js';
 import { resolveCommit, type ResolvedCommit } from './pins.js';
 
@@ -16,13 +17,33 @@ export function isLedgerGitdir(repoGitdir: string, ledgerGitdir: string): boolea
   return repo === ledger || repo.startsWith(`${ledger}/`);
 }
 
-/** The commit `rev` names in `repo`, as resolveCommit gives it, refused (USAGE) when `repo` is the ledger at `ledgerGitdir`. */
+/**
+ * Whether `commit`, of a repository given as the one the work is for, is a commit the ledger holds:
+ * that repository is then a copy of the ledger (`git clone LEDGER`, a checkout of it), whose commits
+ * no runner's repository holds, and a message pinning one waits unclaimed until it expires. The
+ * ledger holds its own commits alone (its hook takes nothing else), so a repository's commit found
+ * there is one of the ledger's. Part of the rule above, for a copy at a path of its own.
+ */
+export async function isLedgerCommit(ledgerGitdir: string, commit: string): Promise<boolean> {
+  return runGit(['--git-dir', ledgerGitdir, 'cat-file', '-e', `${commit}^{commit}`]).then(
+    () => true,
+    () => false,
+  );
+}
+
+/** The commit `rev` names in `repo`, as resolveCommit gives it, refused (USAGE) when `repo` is the ledger at `ledgerGitdir`, or a copy of it. */
 export async function resolveWorkCommit(ledgerGitdir: string, repo: string, rev: string, names?: ArgumentNames): Promise<ResolvedCommit> {
   const resolved = await resolveCommit(repo, rev, names);
   if (isLedgerGitdir(resolved.gitdir, ledgerGitdir)) {
     throw new CooError(
       'USAGE',
       `--repo ${repo} is the ledger ${ledgerGitdir}, not a repository the work is for: the message would pin the ledger's own commit, which no runner's repository holds, and wait unclaimed until it expired; give the repository the work is for; nothing was written`,
+    );
+  }
+  if (await isLedgerCommit(ledgerGitdir, resolved.commit)) {
+    throw new CooError(
+      'USAGE',
+      `--repo ${repo} is a copy of the ledger ${ledgerGitdir} (its commit ${resolved.commit.slice(0, 12)} is the ledger's), not a repository the work is for: the message would pin the ledger's own commit, which no runner's repository holds, and wait unclaimed until it expired; give the repository the work is for; nothing was written`,
     );
   }
   return resolved;

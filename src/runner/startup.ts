@@ -1,5 +1,6 @@
 import { accessSync, constants, existsSync, statSync } from 'node:fs';
 import { createConnection } from 'node:net';
+import { homedir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { CooError, isCooError } from '../errors.js';
 import { LIMITS } from '../limits.js';
@@ -18,7 +19,7 @@ import { readMessage } from '../lane/envelope.js';
 import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
-import { isLedgerGitdir } from '../lane/work-repo.js';
+import { isLedgerCommit, isLedgerGitdir } from '../lane/work-repo.js';
 import { requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
@@ -27,6 +28,7 @@ import { dispatchReadiness } from '../dispatch/runner-lane.js';
 import { toProblem, type LaneReadiness, type LaneTarget, type LocalEndpoint, type Problem } from '../lane/runner-lane.js';
 import type { LoopbackAddress } from '../lane/endpoint.js';
 import { displayUrl } from '../util/display-url.js';
+import { realPathOr } from '../util/real-path.js';
 import { planStartup, type Lane, type TargetFacts } from './readiness.js';
 
 /**
@@ -135,6 +137,11 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   // HEAD and the repository's own refs, never `--all`: that reads every worktree's HEAD too, and a neighbour runner adds and
   // removes dispatch worktrees meanwhile (a HEAD read as it goes failed this check with a bad object).
   const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}']).catch(() => '');
+  // A copy of the ledger (git clone LEDGER, a checkout of it) is no repository the work is for either: no queued message pins a commit
+  // of it, so each would wait there, unclaimed, told to fetch what no fetch brings, until it expired.
+  if (head !== '' && (await isLedgerCommit(ledgerGitdir, head))) {
+    return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a copy of the ledger ${ledgerGitdir} (its HEAD ${head.slice(0, 12)} is the ledger's commit; git clone of it), not a repository the work is for: every queued message pins a commit of the repository it was written for, and would wait here, unclaimed, until it expired; give that repository; nothing was claimed` };
+  }
   if (head === '' && (await git(['rev-list', '-n', '1', '--branches', '--tags', '--remotes'])) === '') {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} holds no commit: every queued message pins a commit of the repository it was written for, and each would wait here, unclaimed, until it expired; give that repository (a clone of it), or fetch its history into this one; nothing was claimed` };
   }
@@ -199,6 +206,31 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
   if (missing === undefined) return null;
   const [commit, messageId] = missing;
   return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a shallow clone without ${commit}, which queued message ${messageId} pins: it would wait here, unclaimed, until it expired; run git -C ${repo} fetch --unshallow, or give a full clone; nothing was claimed` };
+}
+
+/**
+ * Why the state folder may not hold this runner's dispatches: it is a folder every dispatch's sandbox
+ * and verification sees (util/bubblewrap.ts), where the state folder is hidden from every sandbox
+ * elsewhere, and there the agent read it whole (the other attempts' worktrees, the journal of
+ * receipts, the kept results, the runners' records): the target repository's git folder
+ * (`--state-dir REPO/.git`), bound read-only over what the sandbox hides, or the home folder or one
+ * holding it (`--state-dir ~`), which no sandbox hides. Null for any other folder; one inside the git
+ * folder or the home folder is hidden as any other.
+ */
+async function stateInSightProblem(stateDir: string, repo: string): Promise<Problem | null> {
+  const state = realPathOr(stateDir);
+  const home = realPathOr(homedir());
+  if (home === state || home.startsWith(`${state}/`)) {
+    return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the home folder${home === state ? '' : ` or holds it (${home})`}, which no sandbox hides: every dispatch's agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir of its own (the default is one per ledger)` };
+  }
+  let common: string;
+  try {
+    common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
+  } catch {
+    return null; // no repository: repoProblem says so
+  }
+  if (state !== realPathOr(common)) return null;
+  return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the git folder of --repo ${repo}, which every dispatch's sandbox reads: its agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir outside it (the default is one per ledger)` };
 }
 
 /** The lane states of work a runner may still start an attempt of. */
@@ -444,11 +476,13 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   // Each dispatch's worktree is made in the state folder: on a file system that runs no program, one that runs a program from it
   // (./check.sh, a repository script) is claimed, paid for and failed (exit 126), blamed on the work. Which dispatch would is not
   // known before it runs (npm test runs the repository's scripts), so every dispatch target waits, including those that run none.
+  const inSight = folders.length === 0 && executors !== null ? await stateInSightProblem(options.stateDir, options.repo) : null;
   const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and one that runs a program from it (a verification command such as ./check.sh, a repository script a test or the agent runs) fails there with exit 126, blamed on the work; which would cannot be known before it runs, so every dispatch waits, those that would run none too; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
     if (readiness === undefined) continue;
     const problems = readiness.problems(target);
+    if (target.lane === 'dispatch' && inSight !== null) problems.push(inSight);
     if (target.lane === 'dispatch' && noPrograms !== null) problems.push(noPrograms);
     // A target that can run as configured: is the model on this machine it calls there? A runner that keeps running asks again later.
     const endpoints = problems.length === 0 ? readiness.localEndpoints(target) : [];

@@ -20,10 +20,13 @@ import { readOwnFile } from './bounded-read.js';
  */
 
 /**
- * The folders a runner hides for its COO key: the folder its path names and, when the file is a link
- * (`~/coo/coo.key -> /srv/keys/coo.key`), the folder it really is in. Hiding a folder hides what is
- * there under its real name (util/bubblewrap.ts), and a link's target is read under its own: without
- * it a sandbox reads the key there, and an agent writes it out encoded where no scrubber finds it.
+ * What a runner hides for its COO key: the folder its path names and, when the file is a link
+ * (`~/coo/coo.key -> /srv/keys/coo.key`), the folder it really is in; and the key file itself, by
+ * both names. Hiding a folder hides what is there under its real name (util/bubblewrap.ts), and a
+ * link's target is read under its own: without it a sandbox reads the key there, and an agent writes
+ * it out encoded where no scrubber finds it. The file is hidden too for a folder a sandbox is given
+ * back: a key kept in the target repository's git folder (`.git/coo.key`, where git never commits
+ * it) was in the folder each dispatch's sandbox binds read-only over what it hides, and the agent read it.
  */
 export function keyFolders(keyPath: string): string[] {
   let target = keyPath;
@@ -32,7 +35,7 @@ export function keyFolders(keyPath: string): string[] {
   } catch {
     // not there (yet): its folder as named is what there is to hide
   }
-  return [...new Set([dirname(keyPath), dirname(target)])];
+  return [...new Set([dirname(keyPath), dirname(target), resolve(keyPath), resolve(target)])];
 }
 
 /** Largest list of runner folders read; one past it is refused rather than read in part. */

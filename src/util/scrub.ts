@@ -842,6 +842,22 @@ export class Scrubber {
   }
 
   /**
+   * Whether `bytes` hold one of this scrubber's secrets (a key, a token it was given), its own key
+   * found inside that key's armor too: not a folder, nor a private key found by its armor alone (a
+   * repository's test key is no secret of the runner's). What a text sent out whole, unscrubbed, is
+   * judged by before it is sent (a consult's pinned files).
+   */
+  holdsSecret(bytes: Uint8Array): boolean {
+    let found = false;
+    // The armor's words kept from the armor's rule, which would take a known key's lines for any key's.
+    const text = Buffer.from(bytes).toString('latin1').replaceAll(ARMOR_WORDS, 'PRIVATE_KEY');
+    this.scrub(text, 'bytes', (marker) => {
+      if (marker.startsWith('[removed: ') && marker !== PRIVATE_KEY_MARKER) found = true;
+    });
+    return found;
+  }
+
+  /**
    * A value with every string and byte buffer in it scrubbed, keys included: arrays and plain
    * objects are copied, anything else is kept as it is. For results that are serialised later:
    * scrubbing before serialisation finds a secret whatever escaping the serialiser would add.
