@@ -111,26 +111,36 @@ async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readon
     }
     groupOf.set(await writer.write('tree', treeOf(written)), at);
   }
+  // git's checks as git ships them: no setting of the operator's environment (GIT_CONFIG_COUNT's or
+  // GIT_CONFIG_PARAMETERS' `fsck.<id>=ignore`, an `fsck.skipList`) or object folder (GIT_OBJECT_DIRECTORY,
+  // set where coo runs under a git hook) turns one off or has git judge other objects.
+  const own = Object.fromEntries(Object.keys(process.env).filter((name) => name.startsWith('GIT_')).map((name) => [name, undefined]));
+  const env = gitEnvironment({ ...own, GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: folder, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' });
+  for (const name of Object.keys(env)) if (env[name] === undefined) delete env[name];
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((done) => {
-    execFile(
-      'git',
-      [`--git-dir=${scratch}`, 'fsck', '--no-full', '--no-dangling', '--no-progress', '--no-reflogs'],
-      { env: gitEnvironment({ GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: folder, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' }), encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 },
-      (error, _stdout, errors) => done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stderr: errors }),
+    execFile('git', [`--git-dir=${scratch}`, 'fsck', '--no-full', '--no-dangling', '--no-progress', '--no-reflogs'], { env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, errors) =>
+      // Killed, or its words past the bound (ERR_CHILD_PROCESS_STDIO_MAXBUFFER, the rest cut off): no code.
+      done({ code: error === null ? 0 : typeof error.code === 'number' ? error.code : null, stderr: errors }),
     );
   });
   const refused: Array<[string, string]> = [];
   const trees = new Map<number, string>();
+  const unread: string[] = [];
   for (const line of stderr.split('\n')) {
     const found = /^error in (?:blob|tree) ([0-9a-f]{40}): ([A-Za-z]+):/.exec(line);
-    if (found === null) continue;
+    if (found === null) {
+      if (/^(?:error|fatal)/.test(line)) unread.push(line);
+      continue;
+    }
     const group = groupOf.get(found[1]!);
     if (group !== undefined) trees.set(group, trees.has(group) ? `${trees.get(group)!}, ${found[2]!}` : found[2]!);
     else for (const key of standsFor.get(found[1]!) ?? []) refused.push([key, found[2]!]);
   }
-  // git failed, or refused something it named no file of the work for: nothing is known of the work's files.
-  if (code !== 0 && refused.length === 0 && trees.size === 0) {
-    const said = stderr.split('\n').find((line) => line.startsWith('error') || line.startsWith('fatal')) ?? `exit ${code ?? 'by a signal'}`;
+  // Only a whole answer is read: git exited by itself with 0 (nothing refused) or 1 (objects refused), said
+  // nothing of its own failing, and refused something only by a file of the work. Else (killed, words cut off
+  // at the bound, where a refusal after it would be lost; any other failure) nothing is known of the work's files.
+  if (code === null || (code !== 0 && code !== 1) || unread.length > 0 || (code === 1 && refused.length === 0 && trees.size === 0)) {
+    const said = unread[0] ?? (code === null ? 'killed, or its output past 16 MiB' : `exit ${code}`);
     throw new CooError('GIT_FAILED', `git fsck of the work's files: ${said.slice(0, LIMITS.pathChars)}`);
   }
   return { refused, trees };

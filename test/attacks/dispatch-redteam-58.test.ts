@@ -145,4 +145,46 @@ describe("git fsck's judgement of the work's files (fsckRefusals)", () => {
       'f/.gitmodules/sub/b.txt': 'gitmodulesBlob',
     });
   });
+
+  async function unitRepo(name: string) {
+    const repo = join(dir, name);
+    mkdirSync(repo, { recursive: true });
+    git(['init', '-q', repo]);
+    const writer = new ObjectWriter(join(repo, '.git'), -1);
+    return { gitdir: join(repo, '.git'), blob: (text: string): Promise<string> => writer.write('blob', Buffer.from(text)) };
+  }
+
+  it("is git's checks as git ships them: settings in the runner's environment that turn a check off or point git at other objects change nothing", async () => {
+    const { gitdir, blob } = await unitRepo('unit-env');
+    const files = [{ path: Buffer.from('b/.gitmodules'), mode: '100644', oid: await blob('[submodule "x"]\n\tpath = x\n\turl = -u./payload\n') }];
+    const empty = join(dir, 'unit-env-empty-objects');
+    mkdirSync(empty, { recursive: true });
+    const settings: Array<Record<string, string>> = [
+      { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: 'fsck.gitmodulesUrl', GIT_CONFIG_VALUE_0: 'ignore' },
+      { GIT_CONFIG_PARAMETERS: "'fsck.gitmodulesurl'='ignore'" },
+      { GIT_OBJECT_DIRECTORY: empty },
+    ];
+    for (const [at, setting] of settings.entries()) {
+      const before = Object.fromEntries(Object.keys(setting).map((name) => [name, process.env[name]]));
+      Object.assign(process.env, setting);
+      try {
+        const refused = await fsckRefusals(gitdir, join(dir, `unit-env-judged-${at}`), files);
+        expect(Object.fromEntries(refused), JSON.stringify(setting)).toEqual({ 'b/.gitmodules': 'gitmodulesUrl' });
+      } finally {
+        for (const [name, value] of Object.entries(before)) {
+          if (value === undefined) delete process.env[name];
+          else process.env[name] = value;
+        }
+      }
+    }
+  });
+
+  it("reads only a whole answer: git's words cut off at the bound (a refused file's 17 MB URL), where a refusal after them would be lost, fail the judgement (GIT_FAILED), never pass what was not read", async () => {
+    const { gitdir, blob } = await unitRepo('unit-flood');
+    const files = [
+      { path: Buffer.from('a/.gitmodules'), mode: '100644', oid: await blob(`[submodule "x"]\n\tpath = x\n\turl = -u${'x'.repeat(17 * 1024 * 1024)}\n`) },
+      { path: Buffer.from('b/.gitmodules'), mode: '100644', oid: await blob('[submodule "y"]\n\tpath = y\n\turl = -u./payload\n') },
+    ];
+    await expect(fsckRefusals(gitdir, join(dir, 'unit-flood-judged'), files)).rejects.toMatchObject({ code: 'GIT_FAILED' });
+  });
 });
