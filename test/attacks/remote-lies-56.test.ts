@@ -146,13 +146,14 @@ describe("the forge's check, run as written against a hookless remote, on each p
     await registry?.close();
   });
 
-  function checkHere(before: string, after: string, schedule = false): Promise<WorkflowRun> {
+  function checkHere(before: string, after: string, schedule = false, defaultBranch?: string): Promise<WorkflowRun> {
     runsHere += 1;
     return runPushWorkflow({
       remote: forge.gitdir,
       before,
       after,
       schedule,
+      ...(defaultBranch === undefined ? {} : { defaultBranch }),
       workflowPath: WORKFLOW,
       dir: join(guarded, `run-${runsHere}`),
       machineEnv: { npm_config_registry: registry.url, npm_config_cache: join(guarded, 'npm-cache'), npm_config_update_notifier: 'false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
@@ -206,6 +207,29 @@ describe("the forge's check, run as written against a hookless remote, on each p
     expect(run.steps.at(-1)).toMatchObject({ name: 'Verify the ledger from its trust root', status: 3 });
     expect(run.steps.at(-1)!.stdout).toContain(`SIGNER_UNKNOWN [${after.slice(0, 12)} commit]`);
     git(['--git-dir', forge.gitdir, 'update-ref', 'refs/heads/main', before]);
+  });
+
+  it("the daily run on a repository whose default branch is not main (where a forger keeps a valid history for the daily run to judge): it fails before it installs anything, naming the branch it ran on and main's head", async () => {
+    const main = forge.head();
+    // A branch beside main, one commit ahead of it, made the default: the daily run judges it, not main.
+    const work = join(guarded, 'decoy');
+    git(['clone', '-q', forge.gitdir, work]);
+    stockCommit(work, { 'notes/decoy.md': 'x\n' }, { key: forge.keys.coo, seq: forge.seq() + 1 });
+    git(['push', '-q', 'origin', 'main:decoy'], { cwd: work });
+    const decoy = git(['--git-dir', forge.gitdir, 'rev-parse', 'refs/heads/decoy']).trim();
+    try {
+      const run = await checkHere(ZERO, decoy, true, 'decoy');
+      expect(run.ok).toBe(false);
+      expect(run.steps.map((item) => [item.name, item.status])).toEqual([
+        ['Check out the pushed commit with its history', 0],
+        ['Set up Node.js', 0],
+        ['Check that main only moved forward', 1],
+      ]);
+      expect(run.steps[2]!.stdout).toBe(`::error title=main is not the default branch::the daily check runs on the default branch's head, ${decoy}, and main is at ${main}: make main the repository's default branch\n`);
+      expect(forge.head()).toBe(main);
+    } finally {
+      git(['--git-dir', forge.gitdir, 'update-ref', '-d', 'refs/heads/decoy']);
+    }
   });
 
   it('a merge commit, signed by the COO, whose second parent is the head main had (so main only moved forward)', async () => {
