@@ -66,6 +66,10 @@ describe("a hookless forge whose main is deleted, then pushed again with an olde
     ]);
     expect(run.steps[2]!.stdout).toMatch(new RegExp(`^::error title=main was made anew::main was made at ${withCheck} by a push that names no head before it: either main was deleted and pushed again \\(a deletion runs no check, and what main held before is not seen here`));
 
+    // It says what to check, and excuses nothing: a first push with the check laid looks the same to it.
+    expect(run.steps[2]!.stdout).toContain('this check cannot tell the two apart, so check main: in a writer\'s clone, git fetch origin main, then git merge-base --is-ancestor refs/coo/remote-verified FETCH_HEAD must succeed');
+    expect(run.steps[2]!.stdout).not.toMatch(/nothing is amiss|next push passes/);
+
     // The clients were never the check's to protect: the writer that saw the receipt refuses the remote as rolled back.
     const refused = await consultThrough(cooWriter, served);
     expect(refused.status).toBe(3);
@@ -196,7 +200,7 @@ describe("the forge's check, run as written against a hookless remote, on each p
       ['Install coo', 0],
       ['Verify the ledger from its trust root', 0],
     ]);
-    expect(clean.steps[2]!.stdout).toBe(`the daily check of main at ${forge.head()} (a rollback is seen only on the push that made it)\n`);
+    expect(clean.steps[2]!.stdout).toBe(`the daily check of main at ${forge.head()} (a rollback is not seen here: only on the push that made it, a run GitHub skips for [skip ci] and like words)\n`);
     const intruder = join(guarded, 'intruder.key');
     writeFileSync(intruder, formatPrivateKey(generatePrivateKey('intruder')), { mode: 0o600 });
     const { before, after } = pushed('skipper', (work) => {
