@@ -1,7 +1,7 @@
 import { CooError, type Finding } from '../errors.js';
 import { LIMITS } from '../limits.js';
 import { parseSshsig, verifySshsig, ENTRY_NAMESPACE, GIT_NAMESPACE } from '../crypto/sshsig.js';
-import { parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
+import { forgeSkipWords, parseCommit, type ParsedCommit } from '../ledger/commit-format.js';
 import type { CommitFacts } from '../ledger/commit-facts.js';
 import { classifyPath, explainPath, isEntry, isForgePath, sigPath } from '../ledger/layout.js';
 import { readDocument } from '../schema/documents.js';
@@ -94,6 +94,10 @@ function checkPosition(check: CommitCheck, commit: ParsedCommit): void {
   }
   if (commit.seq !== check.seq) {
     check.report(new CooError('COMMIT_SEQ', `Ledger-Seq ${commit.seq} where ${check.seq} comes next`));
+  }
+  const skip = forgeSkipWords(commit.message);
+  if (skip !== null) {
+    check.report(new CooError('COMMIT_MALFORMED', `commit message holds ${JSON.stringify(skip)}, for which a forge runs no check on the push: coo never writes it, and a ledger commit may not hold it`));
   }
 }
 

@@ -58,11 +58,25 @@ export function renderSignedCommit(fields: CommitFields, armoredSignature: strin
   return Buffer.from(renderHeaders(fields).join('') + gpgsig + '\n' + fields.message, 'utf8');
 }
 
+/**
+ * The words in a commit message for which GitHub runs no push workflow (its documented forms:
+ * [skip ci], [ci skip], [no ci], [skip actions], [actions skip], and a `skip-checks: true` trailer),
+ * in any case and spacing. A ledger commit holds none: with them, one valid commit of a push (a
+ * rollback's) would keep the forge's check from running on it (ledger/github/coo-verify.yml).
+ */
+const FORGE_SKIP = /\[\s*(?:skip\s*ci|ci\s*skip|no\s*ci|skip\s*actions|actions\s*skip)\s*\]|skip-checks\s*:\s*true/gi;
+
+/** The first of the forge's skip words (FORGE_SKIP) a commit message holds, or null. */
+export function forgeSkipWords(message: string): string | null {
+  return new RegExp(FORGE_SKIP.source, 'i').exec(message)?.[0] ?? null;
+}
+
 /** A commit message: summary, blank line, the `Ledger-Seq` trailer. */
 export function ledgerMessage(summary: string, seq: number): string {
-  // Line breaks and the other controls, NUL among them, which the parser refuses, become spaces.
+  // Line breaks and the other controls, NUL among them, which the parser refuses, become spaces;
+  // the forge's skip words, which the validator refuses, lose their brackets and colon.
   // eslint-disable-next-line no-control-regex -- control characters are what this replaces
-  const clean = summary.replace(/[\x00-\x1f\x7f]+/g, ' ').trim().slice(0, 200);
+  const clean = summary.replace(/[\x00-\x1f\x7f]+/g, ' ').replace(FORGE_SKIP, (words) => words.replace(/[[\]:]/g, ' ')).trim().slice(0, 200);
   return `${clean}\n\nLedger-Seq: ${seq}\n`;
 }
 

@@ -67,7 +67,9 @@ export async function checkPush(gitdir: string, updates: readonly RefUpdate[]): 
       // New commits, judged against the server's clock: an entry dated ahead of it is declined. A push of one commit lands
       // as its writer wrote it (every writer through a remote publishes so), and a claim in it dated behind is declined too;
       // a push of several is history moving (dropped commits put back, a main restored, a ledger moved), dated when written.
-      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { clock: new Date(), landing: commits.length === 1, onFinding: (finding) => findings.push(finding) });
+      // Any finding declines the push, so nothing past the first invalid commit is judged: a push of millions of forged
+      // commits costs the server no more than its first.
+      await ledger.replay({ state: cloneState(base), tree: baseTree }, commits, { clock: new Date(), landing: commits.length === 1, untilInvalid: true, onFinding: (finding) => findings.push(finding) });
     }
   } catch (error) {
     if (!(error instanceof CooError)) throw error;

@@ -66,6 +66,10 @@ describe("a hookless forge whose main is deleted, then pushed again with an olde
     ]);
     expect(run.steps[2]!.stdout).toMatch(new RegExp(`^::error title=main was made anew::main was made at ${withCheck} by a push that names no head before it: either main was deleted and pushed again \\(a deletion runs no check, and what main held before is not seen here`));
 
+    // It says what to check, and excuses nothing: a first push with the check laid looks the same to it.
+    expect(run.steps[2]!.stdout).toContain('this check cannot tell the two apart, so check main: in a writer\'s clone, git fetch origin main, then git merge-base --is-ancestor refs/coo/remote-verified FETCH_HEAD must succeed');
+    expect(run.steps[2]!.stdout).not.toMatch(/nothing is amiss|next push passes/);
+
     // The clients were never the check's to protect: the writer that saw the receipt refuses the remote as rolled back.
     const refused = await consultThrough(cooWriter, served);
     expect(refused.status).toBe(3);
@@ -146,13 +150,14 @@ describe("the forge's check, run as written against a hookless remote, on each p
     await registry?.close();
   });
 
-  function checkHere(before: string, after: string, schedule = false): Promise<WorkflowRun> {
+  function checkHere(before: string, after: string, schedule = false, defaultBranch?: string): Promise<WorkflowRun> {
     runsHere += 1;
     return runPushWorkflow({
       remote: forge.gitdir,
       before,
       after,
       schedule,
+      ...(defaultBranch === undefined ? {} : { defaultBranch }),
       workflowPath: WORKFLOW,
       dir: join(guarded, `run-${runsHere}`),
       machineEnv: { npm_config_registry: registry.url, npm_config_cache: join(guarded, 'npm-cache'), npm_config_update_notifier: 'false', GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null' },
@@ -195,7 +200,7 @@ describe("the forge's check, run as written against a hookless remote, on each p
       ['Install coo', 0],
       ['Verify the ledger from its trust root', 0],
     ]);
-    expect(clean.steps[2]!.stdout).toBe(`the daily check of main at ${forge.head()} (a rollback is seen only on the push that made it)\n`);
+    expect(clean.steps[2]!.stdout).toBe(`the daily check of main at ${forge.head()} (a rollback is not seen here: only on the push that made it, a run GitHub skips for [skip ci] and like words)\n`);
     const intruder = join(guarded, 'intruder.key');
     writeFileSync(intruder, formatPrivateKey(generatePrivateKey('intruder')), { mode: 0o600 });
     const { before, after } = pushed('skipper', (work) => {
@@ -206,6 +211,29 @@ describe("the forge's check, run as written against a hookless remote, on each p
     expect(run.steps.at(-1)).toMatchObject({ name: 'Verify the ledger from its trust root', status: 3 });
     expect(run.steps.at(-1)!.stdout).toContain(`SIGNER_UNKNOWN [${after.slice(0, 12)} commit]`);
     git(['--git-dir', forge.gitdir, 'update-ref', 'refs/heads/main', before]);
+  });
+
+  it("the daily run on a repository whose default branch is not main (where a forger keeps a valid history for the daily run to judge): it fails before it installs anything, naming the branch it ran on and main's head", async () => {
+    const main = forge.head();
+    // A branch beside main, one commit ahead of it, made the default: the daily run judges it, not main.
+    const work = join(guarded, 'decoy');
+    git(['clone', '-q', forge.gitdir, work]);
+    stockCommit(work, { 'notes/decoy.md': 'x\n' }, { key: forge.keys.coo, seq: forge.seq() + 1 });
+    git(['push', '-q', 'origin', 'main:decoy'], { cwd: work });
+    const decoy = git(['--git-dir', forge.gitdir, 'rev-parse', 'refs/heads/decoy']).trim();
+    try {
+      const run = await checkHere(ZERO, decoy, true, 'decoy');
+      expect(run.ok).toBe(false);
+      expect(run.steps.map((item) => [item.name, item.status])).toEqual([
+        ['Check out the pushed commit with its history', 0],
+        ['Set up Node.js', 0],
+        ['Check that main only moved forward', 1],
+      ]);
+      expect(run.steps[2]!.stdout).toBe(`::error title=main is not the default branch::the daily check runs on the default branch's head, ${decoy}, and main is at ${main}: make main the repository's default branch\n`);
+      expect(forge.head()).toBe(main);
+    } finally {
+      git(['--git-dir', forge.gitdir, 'update-ref', '-d', 'refs/heads/decoy']);
+    }
   });
 
   it('a merge commit, signed by the COO, whose second parent is the head main had (so main only moved forward)', async () => {

@@ -45,6 +45,11 @@ export interface PushRun {
    * alone (no `before`). `before` is not used then.
    */
   readonly schedule?: boolean;
+  /**
+   * With `schedule`: the repository's default branch, `main` unless given; `after` is its head. GitHub
+   * runs a scheduled workflow on that branch, with GITHUB_REF naming it, and checkout checks it out.
+   */
+  readonly defaultBranch?: string;
 }
 
 type Env = Record<string, string>;
@@ -83,15 +88,16 @@ function literals(block: Record<string, unknown> | undefined, where: string): En
   return env;
 }
 
-/** What `actions/checkout` (v7) does for a push with `fetch-depth: 0`: every branch and tag, then main at the pushed commit. */
-function checkout(step: Step, remote: string, workspace: string, after: string): StepRun {
+/** What `actions/checkout` (v7) does with `fetch-depth: 0`: every branch and tag, then the run's branch (main for a push) at the run's commit. */
+function checkout(step: Step, remote: string, workspace: string, after: string, branch: string): StepRun {
   if (step.with?.['fetch-depth'] !== 0) throw new Error('actions/checkout is stood in for only with fetch-depth: 0');
   git(['init', '-q', workspace]);
   git(['-C', workspace, 'remote', 'add', 'origin', remote]);
   git(['-C', workspace, 'fetch', '-q', 'origin', '+refs/heads/*:refs/remotes/origin/*', '+refs/tags/*:refs/tags/*']);
-  // When main moved on after the push that started the run, the action fetches the pushed commit itself into origin/main.
-  if (git(['-C', workspace, 'rev-parse', 'refs/remotes/origin/main']).trim() !== after) git(['-C', workspace, 'update-ref', 'refs/remotes/origin/main', after]);
-  git(['-C', workspace, 'checkout', '-q', '--force', '-B', 'main', 'refs/remotes/origin/main']);
+  // When the branch moved on after the event that started the run, the action fetches the run's commit itself into it.
+  const tracking = `refs/remotes/origin/${branch}`;
+  if (spawnSync('git', ['-C', workspace, 'rev-parse', '--verify', '--quiet', tracking], { encoding: 'utf8' }).stdout.trim() !== after) git(['-C', workspace, 'update-ref', tracking, after]);
+  git(['-C', workspace, 'checkout', '-q', '--force', '-B', branch, tracking]);
   return { name: step.name ?? step.uses!, status: 0, stdout: '', stderr: '' };
 }
 
@@ -117,6 +123,9 @@ export async function runPushWorkflow(run: PushRun): Promise<WorkflowRun> {
   const jobs = Object.entries(workflow.jobs);
   if (jobs.length !== 1) throw new Error(`this fixture runs one job, the workflow has ${jobs.length}`);
   const [jobName, job] = jobs[0]!;
+  if (run.defaultBranch !== undefined && run.schedule !== true) throw new Error('a push run is on main; defaultBranch is for a scheduled run');
+  // The branch the run is on: main for a push, the default branch for a scheduled run.
+  const branch = run.defaultBranch ?? 'main';
   const shell = workflow.defaults?.run?.shell;
   // GitHub's own command lines for a run step on Linux: `shell: bash` is strict about pipes too.
   const shellArgs = shell === 'bash' ? ['--noprofile', '--norc', '-eo', 'pipefail'] : shell === undefined ? ['-e'] : null;
@@ -135,8 +144,8 @@ export async function runPushWorkflow(run: PushRun): Promise<WorkflowRun> {
     GITHUB_EVENT_NAME: run.schedule === true ? 'schedule' : 'push',
     GITHUB_EVENT_PATH: eventPath,
     GITHUB_JOB: jobName,
-    GITHUB_REF: 'refs/heads/main',
-    GITHUB_REF_NAME: 'main',
+    GITHUB_REF: `refs/heads/${branch}`,
+    GITHUB_REF_NAME: branch,
     GITHUB_REF_TYPE: 'branch',
     GITHUB_REPOSITORY: 'owner/ledger',
     GITHUB_SERVER_URL: 'https://github.com',
@@ -154,7 +163,7 @@ export async function runPushWorkflow(run: PushRun): Promise<WorkflowRun> {
     if (unknown.length > 0) throw new Error(`step ${index + 1} uses ${unknown.join(', ')}, which this fixture does not stand in for`);
     let result: StepRun;
     if (step.uses !== undefined) {
-      if (step.uses.startsWith('actions/checkout@')) result = checkout(step, run.remote, workspace, run.after);
+      if (step.uses.startsWith('actions/checkout@')) result = checkout(step, run.remote, workspace, run.after, branch);
       else if (step.uses.startsWith('actions/setup-node@')) result = { name: step.name ?? step.uses, status: 0, stdout: '', stderr: '' };
       else throw new Error(`${step.uses} is not stood in for`);
     } else if (typeof step.run === 'string') {
