@@ -1,0 +1,104 @@
+import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { createAttemptWorktree, safeGit } from '../../src/dispatch/worktree.js';
+import { CatFileReader } from '../../src/ledger/object-store.js';
+import { commitsSince } from '../../src/ledger/history.js';
+import { runRemoteGit } from '../../src/remote/git-remote.js';
+import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { git, tempDir } from '../helpers/tmp.js';
+
+/**
+ * A careless operator starts coo where git has set its own variables: from a hook of the ledger or a
+ * target (GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE), under `git -c` (GIT_CONFIG_PARAMETERS), or with
+ * GIT_CONFIG_COUNT, GIT_NAMESPACE or GIT_SHALLOW_FILE exported. None of them may have a git coo starts
+ * work on another repository, move a ref elsewhere or read less than coo asked for.
+ */
+
+const dir = tempDir('coo-redteam-59-');
+
+/** Runs `act` with `setting` in this process's environment, then puts the environment back. */
+async function withEnvironment<T>(setting: Readonly<Record<string, string>>, act: () => Promise<T>): Promise<T> {
+  const before = Object.fromEntries(Object.keys(setting).map((name) => [name, process.env[name]]));
+  Object.assign(process.env, setting);
+  try {
+    return await act();
+  } finally {
+    for (const [name, value] of Object.entries(before)) {
+      if (value === undefined) delete process.env[name];
+      else process.env[name] = value;
+    }
+  }
+}
+
+/** A repository with three commits in a line: their ids, oldest first. */
+function lineOfThree(name: string): { gitdir: string; commits: string[] } {
+  const work = join(dir, name);
+  git(['init', '-q', '-b', 'main', work]);
+  const commits: string[] = [];
+  for (const n of [1, 2, 3]) {
+    writeFileSync(join(work, 'file'), `${n}\n`);
+    git(['add', 'file'], { cwd: work });
+    git(['commit', '-q', '-m', `c${n}`], { cwd: work });
+    commits.push(git(['rev-parse', 'HEAD'], { cwd: work }).trim());
+  }
+  return { gitdir: join(work, '.git'), commits };
+}
+
+describe("git's own variables in coo's environment reach no git coo starts", () => {
+  it('an attempt worktree is made in the target coo names, not in the repository GIT_DIR names (coo watch run from a hook of another repository)', async () => {
+    const target = join(dir, 'target');
+    const base = makeTargetRepo(target);
+    // The operator's other repository holds the same commit (a clone): git would make the branch there.
+    const other = join(dir, 'other');
+    git(['clone', '-q', target, other]);
+    const worktree = await withEnvironment({ GIT_DIR: join(other, '.git') }, () => createAttemptWorktree({ repo: target, base, branch: 'coo/att_redteam59', path: join(dir, 'attempt-1') }));
+    expect(worktree.gitdir).toBe(join(target, '.git'));
+    expect(git(['branch', '--list', 'coo/att_redteam59'], { cwd: target })).toContain('coo/att_redteam59');
+    expect(git(['branch', '--list', 'coo/att_redteam59'], { cwd: other })).toBe('');
+  });
+
+  it("GIT_INDEX_FILE: the attempt's index is written in its own worktree, never over the operator's index file", async () => {
+    const target = join(dir, 'target-index');
+    const base = makeTargetRepo(target);
+    const operatorIndex = join(dir, 'operator-index');
+    writeFileSync(operatorIndex, 'the index of the repository whose hook started coo\n');
+    const worktree = await withEnvironment({ GIT_INDEX_FILE: operatorIndex }, () => createAttemptWorktree({ repo: target, base, branch: 'coo/att_redteam59i', path: join(dir, 'attempt-2') }));
+    expect(readFileSync(operatorIndex, 'utf8')).toBe('the index of the repository whose hook started coo\n');
+    expect(existsSync(join(target, '.git', 'worktrees', 'attempt-2', 'index'))).toBe(true);
+    expect(worktree.branch).toBe('coo/att_redteam59i');
+  });
+
+  it('GIT_NAMESPACE: a ref coo moves (an attempt branch, evidence.ts) is the one it names, not one under refs/namespaces/', async () => {
+    const { gitdir, commits } = lineOfThree('namespace');
+    await withEnvironment({ GIT_NAMESPACE: 'elsewhere' }, () => safeGit([`--git-dir=${gitdir}`, 'update-ref', 'refs/heads/coo/att_ns', commits[2]!]));
+    expect(git(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)', 'refs/heads/coo/', 'refs/namespaces/'])).toBe('refs/heads/coo/att_ns\n');
+  });
+
+  it("GIT_SHALLOW_FILE: a walk of a ledger's history (coo verify, a runner catching up) lists every commit, not a history cut short", async () => {
+    const { gitdir, commits } = lineOfThree('shallow');
+    const shallow = join(dir, 'shallow-file');
+    writeFileSync(shallow, `${commits[1]!}\n`);
+    const reader = new CatFileReader(gitdir);
+    try {
+      const walked = await withEnvironment({ GIT_SHALLOW_FILE: shallow }, () => commitsSince(reader, commits[2]!, null));
+      expect(walked).toEqual(commits);
+    } finally {
+      reader.close();
+    }
+  });
+
+  it('GIT_CONFIG_COUNT and GIT_CONFIG_PARAMETERS: a git coo starts to read a remote reads the one it names, not one url.<other>.insteadOf sends it to', async () => {
+    const named = lineOfThree('remote-named');
+    const other = lineOfThree('remote-other');
+    const settings: Array<Record<string, string>> = [
+      { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `url.${other.gitdir}.insteadOf`, GIT_CONFIG_VALUE_0: named.gitdir },
+      { GIT_CONFIG_PARAMETERS: `'url.${other.gitdir}.insteadof'='${named.gitdir}'` },
+    ];
+    for (const setting of settings) {
+      const listed = await withEnvironment(setting, () => runRemoteGit(['ls-remote', named.gitdir, 'refs/heads/main']));
+      expect(listed.ok, listed.stderr).toBe(true);
+      expect(listed.stdout, JSON.stringify(setting)).toBe(`${named.commits[2]!}\trefs/heads/main\n`);
+    }
+  });
+});
