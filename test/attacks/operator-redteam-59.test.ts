@@ -1,7 +1,7 @@
 import { existsSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { createAttemptWorktree, safeGit } from '../../src/dispatch/worktree.js';
+import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
 import { commitsSince } from '../../src/ledger/history.js';
 import { runRemoteGit } from '../../src/remote/git-remote.js';
@@ -31,13 +31,13 @@ async function withEnvironment<T>(setting: Readonly<Record<string, string>>, act
   }
 }
 
-/** A repository with three commits in a line: their ids, oldest first. */
+/** A repository with three commits in a line (files of its own name: no two repositories share a commit): their ids, oldest first. */
 function lineOfThree(name: string): { gitdir: string; commits: string[] } {
   const work = join(dir, name);
   git(['init', '-q', '-b', 'main', work]);
   const commits: string[] = [];
   for (const n of [1, 2, 3]) {
-    writeFileSync(join(work, 'file'), `${n}\n`);
+    writeFileSync(join(work, 'file'), `${name} ${n}\n`);
     git(['add', 'file'], { cwd: work });
     git(['commit', '-q', '-m', `c${n}`], { cwd: work });
     commits.push(git(['rev-parse', 'HEAD'], { cwd: work }).trim());
@@ -69,10 +69,12 @@ describe("git's own variables in coo's environment reach no git coo starts", () 
     expect(worktree.branch).toBe('coo/att_redteam59i');
   });
 
-  it('GIT_NAMESPACE: a ref coo moves (an attempt branch, evidence.ts) is the one it names, not one under refs/namespaces/', async () => {
+  it("GIT_NAMESPACE: a remote on this machine (a ledger's bare origin) is read at the refs coo names, not at those under refs/namespaces/ the other side's git would serve", async () => {
     const { gitdir, commits } = lineOfThree('namespace');
-    await withEnvironment({ GIT_NAMESPACE: 'elsewhere' }, () => safeGit([`--git-dir=${gitdir}`, 'update-ref', 'refs/heads/coo/att_ns', commits[2]!]));
-    expect(git(['--git-dir', gitdir, 'for-each-ref', '--format=%(refname)', 'refs/heads/coo/', 'refs/namespaces/'])).toBe('refs/heads/coo/att_ns\n');
+    git(['--git-dir', gitdir, 'update-ref', 'refs/namespaces/elsewhere/refs/heads/main', commits[0]!]);
+    const listed = await withEnvironment({ GIT_NAMESPACE: 'elsewhere' }, () => runRemoteGit(['ls-remote', gitdir, 'refs/heads/main']));
+    expect(listed.ok, listed.stderr).toBe(true);
+    expect(listed.stdout.split('\n').filter((line) => line.endsWith('\trefs/heads/main'))).toEqual([`${commits[2]!}\trefs/heads/main`]);
   });
 
   it("GIT_SHALLOW_FILE: a walk of a ledger's history (coo verify, a runner catching up) lists every commit, not a history cut short", async () => {
