@@ -1,11 +1,13 @@
-import { existsSync, readFileSync, writeFileSync } from 'node:fs';
+import { cpSync, existsSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
 import { commitsSince } from '../../src/ledger/history.js';
 import { runRemoteGit } from '../../src/remote/git-remote.js';
+import { coo } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { makeLedger } from '../helpers/ledger.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
 /**
@@ -102,5 +104,19 @@ describe("git's own variables in coo's environment reach no git coo starts", () 
       expect(listed.ok, listed.stderr).toBe(true);
       expect(listed.stdout, JSON.stringify(setting)).toBe(`${named.commits[2]!}\trefs/heads/main\n`);
     }
+  });
+});
+
+describe("coo verify judges the ledger's own objects", () => {
+  it('GIT_ALTERNATE_OBJECT_DIRECTORIES (a pre-receive hook of another repository, an operator\'s shell): a ledger with a file gone is found damaged, not made whole by objects from elsewhere', async () => {
+    const { gitdir } = await makeLedger(join(dir, 'verify'));
+    const spare = join(dir, 'verify-spare-objects');
+    cpSync(join(gitdir, 'objects'), spare, { recursive: true });
+    // The trust root's file: a blob the first commit holds, written loose.
+    const blob = /^100644 blob ([0-9a-f]{40})\t/m.exec(git(['--git-dir', gitdir, 'ls-tree', '-r', 'HEAD', 'trust/']))![1]!;
+    rmSync(join(gitdir, 'objects', blob.slice(0, 2), blob.slice(2)));
+    expect(coo(['verify', '--ledger', gitdir, '--no-checkpoint']).status).not.toBe(0);
+    const borrowed = coo(['verify', '--ledger', gitdir, '--no-checkpoint'], { env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: spare } });
+    expect(borrowed.status, borrowed.stdout + borrowed.stderr).not.toBe(0);
   });
 });
