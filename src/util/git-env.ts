@@ -34,18 +34,25 @@ export const GIT_NO_REDIRECTS: readonly string[] = ['-c', 'http.followRedirects=
 /**
  * The variables git itself sets, or a shell exports, that tell a git which repository it works on and
  * what it reads there, instead of the `--git-dir` coo names: a git hook of the ledger or a target (or
- * `git -c x=y` running coo under an alias, or an operator's shell) hands coo GIT_DIR, GIT_WORK_TREE,
- * GIT_INDEX_FILE, GIT_PREFIX, GIT_COMMON_DIR; a pre-receive hook GIT_OBJECT_DIRECTORY,
- * GIT_ALTERNATE_OBJECT_DIRECTORIES and GIT_QUARANTINE_PATH; `git -c` GIT_CONFIG_PARAMETERS. Passed on,
- * a git coo started with `-C <target>` or in the target's folder worked on GIT_DIR's repository
- * instead (the attempt's branch and worktree made there), `read-tree` wrote GIT_INDEX_FILE (another
- * repository's index), a ref moved under GIT_NAMESPACE, objects came from another object folder,
- * GIT_SHALLOW_FILE cut a history short so a walk of the ledger skipped its first commits, and
- * GIT_CONFIG_COUNT/KEY/VALUE or GIT_CONFIG_PARAMETERS set any setting (`url.<other>.insteadOf` sent a
- * fetch to another remote). None reaches a git coo starts; the pre-receive hook's own quarantine is
- * handed on only where the hook says so (useReceivedObjects).
+ * an alias `!coo watch`, or an operator's shell) hands coo GIT_DIR, GIT_WORK_TREE, GIT_INDEX_FILE,
+ * GIT_PREFIX, GIT_COMMON_DIR; a pre-receive hook GIT_OBJECT_DIRECTORY, GIT_ALTERNATE_OBJECT_DIRECTORIES
+ * and GIT_QUARANTINE_PATH. Passed on, a git coo started in the target's folder worked on GIT_DIR's
+ * repository instead (the attempt's branch and worktree made there), `read-tree` wrote GIT_INDEX_FILE
+ * (another repository's index), objects a ledger lacks came from another object folder (coo verify
+ * said every hash checked out), a remote on this machine served the refs under GIT_NAMESPACE, and
+ * GIT_SHALLOW_FILE cut a history short so a walk of the ledger skipped its first commits. GIT_CONFIG
+ * had `git config` read one file in place of every configuration git reads, so the credential helpers
+ * and included files a sandbox hides went unlisted. None reaches a git coo starts; the pre-receive
+ * hook's own quarantine is handed on only where the hook says so (useReceivedObjects).
+ *
+ * The operator's settings for every git (GIT_CONFIG_COUNT/KEY/VALUE, `git -c`'s GIT_CONFIG_PARAMETERS)
+ * stay, as the user's configuration does: they are how a credential helper is given to a remote ledger's
+ * git, a sandbox hides what they include and the scrubber learns their secrets (util/credential-files.ts),
+ * a remote's route is read through them (remote/git-remote.ts originRoute); what coo needs of git it says
+ * on the command line (`-c`, which wins over them), and git's fsck of a dispatch's files runs without them
+ * (dispatch/git-fsck.ts).
  */
-export const INHERITED_GIT_VARIABLES = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|PREFIX|COMMON_DIR|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|QUARANTINE_PATH|NAMESPACE|REPLACE_REF_BASE|SHALLOW_FILE|CEILING_DIRECTORIES|DISCOVERY_ACROSS_FILESYSTEM|CONFIG|CONFIG_PARAMETERS|CONFIG_COUNT|CONFIG_KEY_\d+|CONFIG_VALUE_\d+|IMPLICIT_WORK_TREE|INTERNAL_SUPER_PREFIX)$/;
+const INHERITED_GIT_VARIABLES = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|PREFIX|COMMON_DIR|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|QUARANTINE_PATH|NAMESPACE|REPLACE_REF_BASE|SHALLOW_FILE|CEILING_DIRECTORIES|DISCOVERY_ACROSS_FILESYSTEM|CONFIG|IMPLICIT_WORK_TREE|INTERNAL_SUPER_PREFIX)$/;
 
 /** This process's environment without INHERITED_GIT_VARIABLES. */
 function ownEnvironment(): NodeJS.ProcessEnv {

@@ -5,6 +5,7 @@ import { createAttemptWorktree } from '../../src/dispatch/worktree.js';
 import { CatFileReader } from '../../src/ledger/object-store.js';
 import { commitsSince } from '../../src/ledger/history.js';
 import { runRemoteGit } from '../../src/remote/git-remote.js';
+import { credentialHelperPlaces, gitConfigFiles } from '../../src/util/credential-files.js';
 import { coo } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
 import { makeLedger } from '../helpers/ledger.js';
@@ -12,9 +13,9 @@ import { git, tempDir } from '../helpers/tmp.js';
 
 /**
  * A careless operator starts coo where git has set its own variables: from a hook of the ledger or a
- * target (GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE), under `git -c` (GIT_CONFIG_PARAMETERS), or with
- * GIT_CONFIG_COUNT, GIT_NAMESPACE or GIT_SHALLOW_FILE exported. None of them may have a git coo starts
- * work on another repository, move a ref elsewhere or read less than coo asked for.
+ * target (GIT_DIR, GIT_INDEX_FILE, GIT_WORK_TREE, a pre-receive hook's GIT_ALTERNATE_OBJECT_DIRECTORIES),
+ * or with GIT_NAMESPACE, GIT_SHALLOW_FILE or GIT_CONFIG exported. None of them may have a git coo starts
+ * work on another repository, read refs or objects coo did not name, or read less than coo asked for.
  */
 
 const dir = tempDir('coo-redteam-59-');
@@ -92,18 +93,14 @@ describe("git's own variables in coo's environment reach no git coo starts", () 
     }
   });
 
-  it('GIT_CONFIG_COUNT and GIT_CONFIG_PARAMETERS: a git coo starts to read a remote reads the one it names, not one url.<other>.insteadOf sends it to', async () => {
-    const named = lineOfThree('remote-named');
-    const other = lineOfThree('remote-other');
-    const settings: Array<Record<string, string>> = [
-      { GIT_CONFIG_COUNT: '1', GIT_CONFIG_KEY_0: `url.${other.gitdir}.insteadOf`, GIT_CONFIG_VALUE_0: named.gitdir },
-      { GIT_CONFIG_PARAMETERS: `'url.${other.gitdir}.insteadof'='${named.gitdir}'` },
-    ];
-    for (const setting of settings) {
-      const listed = await withEnvironment(setting, () => runRemoteGit(['ls-remote', named.gitdir, 'refs/heads/main']));
-      expect(listed.ok, listed.stderr).toBe(true);
-      expect(listed.stdout, JSON.stringify(setting)).toBe(`${named.commits[2]!}\trefs/heads/main\n`);
-    }
+  it("GIT_CONFIG: the credential helpers' stores and the included files a sandbox hides are read from every configuration git reads, not from the one file GIT_CONFIG names", async () => {
+    const store = join(dir, 'operator-credentials');
+    const included = join(dir, 'operator-work.inc');
+    const global = join(dir, 'operator-gitconfig');
+    writeFileSync(global, `[include]\n\tpath = ${included}\n[credential]\n\thelper = store --file ${store}\n`);
+    const { places, files } = await withEnvironment({ GIT_CONFIG_GLOBAL: global, GIT_CONFIG: '/dev/null' }, () => Promise.resolve({ places: credentialHelperPlaces([]), files: gitConfigFiles() }));
+    expect(places).toContainEqual({ path: store, store: true });
+    expect(files).toContain(included);
   });
 });
 
