@@ -8,6 +8,7 @@ import { runRemoteGit } from '../../src/remote/git-remote.js';
 import { credentialHelperPlaces, gitConfigFiles } from '../../src/util/credential-files.js';
 import { coo } from '../helpers/cli.js';
 import { makeTargetRepo } from '../helpers/dispatch-repo.js';
+import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { makeLedger } from '../helpers/ledger.js';
 import { git, tempDir } from '../helpers/tmp.js';
 
@@ -115,5 +116,28 @@ describe("coo verify judges the ledger's own objects", () => {
     expect(coo(['verify', '--ledger', gitdir, '--no-checkpoint']).status).not.toBe(0);
     const borrowed = coo(['verify', '--ledger', gitdir, '--no-checkpoint'], { env: { GIT_ALTERNATE_OBJECT_DIRECTORIES: spare } });
     expect(borrowed.status, borrowed.stdout + borrowed.stderr).not.toBe(0);
+  });
+});
+
+describe('coo watch started from a hook of another repository', () => {
+  const place = hostilePlaces(dir, 'watch');
+
+  it("dispatches on the repository --repo names: the attempt's branch and index are made there, the hook's repository is left as it was, and the agent is handed none of git's variables", async () => {
+    const where = await place('hook');
+    const other = join(dir, 'hook-other');
+    git(['clone', '-q', where.repo, other]);
+    const index = readFileSync(join(other, '.git', 'index'));
+    const seen = join(dir, 'hook-agent-env');
+    const { messageId } = await dispatchTo(where, 'hook-1');
+    const hook = { GIT_DIR: join(other, '.git'), GIT_WORK_TREE: other, GIT_INDEX_FILE: join(other, '.git', 'index'), GIT_PREFIX: '' };
+    const watch = watchOnce(where, agentScript(where.world.dir, `${FIX}; env > '${seen}'`), { env: hook, isolation: 'none' });
+    expect(watch.hung).toBe(false);
+    const [receipt] = await receiptsFor(where, messageId);
+    expect(receipt?.['status'], watch.stderr).toBe('succeeded');
+    const branch = String(receipt!['branch']);
+    expect(git(['branch', '--list', branch], { cwd: where.repo })).toContain(branch);
+    expect(git(['for-each-ref', '--format=%(refname)', 'refs/heads/coo/'], { cwd: other })).toBe('');
+    expect(readFileSync(join(other, '.git', 'index')).equals(index)).toBe(true);
+    expect(readFileSync(seen, 'utf8').split('\n').filter((line) => line.startsWith('GIT_') && !line.startsWith('GIT_CONFIG_NOSYSTEM='))).toEqual([]);
   });
 });
