@@ -6,6 +6,7 @@ import { readInput } from './common.js';
 import { markRejected } from './outcome.js';
 import { formatFinding } from './verify.js';
 import { writeErr } from './terminal.js';
+import { useReceivedObjects } from '../util/git-env.js';
 
 export function hookVerb(program: Command): void {
   program
@@ -16,6 +17,8 @@ export function hookVerb(program: Command): void {
     .action(async (name: string) => {
       if (name !== 'pre-receive') throw new Error(`unknown hook ${name}`);
       const gitdir = resolve(process.env['GIT_DIR'] ?? '.');
+      // The pushed objects are in git's quarantine: the gits the check starts read them there (no other coo verb's do).
+      useReceivedObjects();
       const findings = await checkPush(gitdir, parseRefUpdates(readInput('-', 'ref updates', LIMITS.refUpdatesBytes).toString('utf8')));
       if (findings.length === 0) {
         writeErr('coo: push accepted: every commit passes the ledger validator\n');

@@ -711,7 +711,7 @@ function localPath(url: string): string | null {
 export function requireBareRemote(url: string, what: string): void {
   const path = localPath(url);
   if (path === null || !existsSync(path)) return;
-  const bare = existsSync(join(path, '.git')) ? 'false' : (spawnSync('git', ['--git-dir', path, 'rev-parse', '--is-bare-repository'], { encoding: 'utf8' }).stdout ?? '').trim();
+  const bare = existsSync(join(path, '.git')) ? 'false' : (spawnSync('git', ['--git-dir', path, 'rev-parse', '--is-bare-repository'], { encoding: 'utf8', env: gitEnvironment() }).stdout ?? '').trim();
   if (bare !== 'false') return;
   throw new CooError(
     'USAGE',
