@@ -9,11 +9,12 @@ import { writeOwnFile } from '../util/own-write.js';
  * opening a large ledger replays only the commits since. It is never evidence: `coo verify --full`
  * ignores it, and a checkpoint whose commit is not an ancestor of the head is discarded. It is
  * written only for a history without an invalid commit (ledger.ts), so a later process still finds
- * such a commit. Its format changes with the shape or the fold of the state it keeps (format 9: a
+ * such a commit. Its format changes with the shape or the fold of the state it keeps, or with a rule
+ * that judges history anew (format 10: a commit message holding a forge's skip words is invalid; 9: a
  * claim keeps its model's route at the claim; 8: its model's price; 7: a cost counts on its claim's day when its receipt
  * is dated the day before), so a cache an earlier version wrote is left behind and replayed over.
  */
-const FORMAT = 9;
+const FORMAT = 10;
 
 export function checkpointPath(gitdir: string): string {
   return join(gitdir, 'coo', 'checkpoint.json');

@@ -76,7 +76,10 @@ export function ledgerMessage(summary: string, seq: number): string {
   // Line breaks and the other controls, NUL among them, which the parser refuses, become spaces;
   // the forge's skip words, which the validator refuses, lose their brackets and colon.
   // eslint-disable-next-line no-control-regex -- control characters are what this replaces
-  const clean = summary.replace(/[\x00-\x1f\x7f]+/g, ' ').replace(FORGE_SKIP, (words) => words.replace(/[[\]:]/g, ' ')).trim().slice(0, 200);
+  let clean = summary.replace(/[\x00-\x1f\x7f]+/g, ' ');
+  // Until none is left: `[[skip ci]]` loses its inner brackets, and its outer ones make the words again.
+  while (forgeSkipWords(clean) !== null) clean = clean.replace(FORGE_SKIP, (words) => words.replace(/[[\]:]/g, ' '));
+  clean = clean.trim().slice(0, 200);
   return `${clean}\n\nLedger-Seq: ${seq}\n`;
 }
 

@@ -78,7 +78,8 @@ describe("a ledger commit whose message holds a forge's skip words, signed by a 
 
 describe("coo's own commit messages", () => {
   it("never hold the skip words, whatever a summary says: ledgerMessage takes their brackets and colon away, and the message still ends with its Ledger-Seq trailer", () => {
-    for (const form of [...SKIP_FORMS, ...SKIP_TRAILERS, '[ skip  ci ]', '[skipci]']) {
+    // Nested brackets too: taking the inner ones away leaves the outer ones around the words again.
+    for (const form of [...SKIP_FORMS, ...SKIP_TRAILERS, '[ skip  ci ]', '[skipci]', '[[skip ci]]', '[[[no ci]]]', '[ [skip actions] ]']) {
       const message = ledgerMessage(`receipt ${form} done`, 7);
       expect(forgeSkipWords(`x ${form}`)).not.toBeNull();
       expect(forgeSkipWords(message)).toBeNull();
