@@ -130,7 +130,9 @@ async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readon
   for (const line of stderr.split('\n')) {
     const found = /^error in (?:blob|tree) ([0-9a-f]{40}): ([A-Za-z]+):/.exec(line);
     if (found === null) {
-      if (/^(?:error|fatal)/.test(line)) unread.push(line);
+      // git stopped, or said something of an object of the work it named no check for. Other errors
+      // (the target's own alternates naming a folder gone) say nothing of these objects.
+      if (line.startsWith('fatal') || (line.startsWith('error') && [...line.matchAll(/[0-9a-f]{40}/g)].some(([oid]) => groupOf.has(oid) || standsFor.has(oid)))) unread.push(line);
       continue;
     }
     const group = groupOf.get(found[1]!);

@@ -1,5 +1,5 @@
 import { spawnSync } from 'node:child_process';
-import { mkdirSync } from 'node:fs';
+import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { fsckRefusals } from '../../src/dispatch/git-fsck.js';
@@ -177,6 +177,18 @@ describe("git fsck's judgement of the work's files (fsckRefusals)", () => {
         }
       }
     }
+  });
+
+  it("is not failed by an error git says of the target's own setup, not of the work's objects: its alternates naming a folder gone (a stale --reference clone)", async () => {
+    const { gitdir, blob } = await unitRepo('unit-stale-alternates');
+    const files = [
+      { path: Buffer.from('a/add.js'), mode: '100644', oid: await blob('export const add = (a, b) => a + b;\n') },
+      { path: Buffer.from('b/.gitmodules'), mode: '100644', oid: await blob('[submodule "y"]\n\tpath = y\n\turl = -u./payload\n') },
+    ];
+    mkdirSync(join(gitdir, 'objects', 'info'), { recursive: true });
+    writeFileSync(join(gitdir, 'objects', 'info', 'alternates'), `${join(dir, 'unit-stale-alternates-gone', 'objects')}\n`);
+    expect(Object.fromEntries(await fsckRefusals(gitdir, join(dir, 'unit-stale-alternates-judged'), files))).toEqual({ 'b/.gitmodules': 'gitmodulesUrl' });
+    expect((await fsckRefusals(gitdir, join(dir, 'unit-stale-alternates-judged-clean'), files.slice(0, 1))).size).toBe(0);
   });
 
   it("reads only a whole answer: git's words cut off at the bound (a refused file's 17 MB URL), where a refusal after them would be lost, fail the judgement (GIT_FAILED), never pass what was not read", async () => {
