@@ -1,10 +1,12 @@
 import { copyFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { holdsHeldSecret, sentSecretIn, sentSecrets } from '../../src/util/held-secrets.js';
+import { environmentSecrets, privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { codeOfAsync } from '../helpers/codes.js';
 import { laneState } from '../helpers/startup.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
@@ -85,8 +87,8 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
   });
 });
 
-describe("a COO key committed to the target repository (the key file linked into it, then added with the rest)", () => {
-  it("is never sent to the provider: a consult pinning it ends failed config_error, unpaid, naming the file (before, the key went to the model); a repository's own test key is sent as before", { timeout: 180_000 }, async () => {
+describe('a COO key committed to the target repository (the key file copied into it, then added and committed with the rest)', () => {
+  it("is never sent to the provider: a consult pinning it ends failed config_error, unpaid, naming the file and the kind of secret (before, the key went to the model); a repository's own test key is sent as before", { timeout: 180_000 }, async () => {
     const world = await makeWorld(join(dir, 'committed'));
     try {
       const pem = formatPrivateKey(world.actors.coo);
@@ -101,8 +103,8 @@ describe("a COO key committed to the target repository (the key file linked into
       await world.runner().runOnce();
       const refused = (await receiptsOf(world, leaking))[0]!;
       expect(refused['status']).toBe('failed');
-      expect(JSON.stringify(refused['blockers'])).toContain('the context pins keys/coo.key, which holds a secret this runner holds');
-      expect(refused['actual_cost_usd'] ?? 0).toBe(0);
+      expect(JSON.stringify(refused['blockers'])).toContain("the context pins keys/coo.key, which holds this runner's COO signing key (its --key)");
+      expect(refused).toHaveProperty('actual_cost_usd', 0);
       const sent = JSON.stringify(world.server.requests);
       // Its lines past the first, which every ed25519 key in this format begins alike.
       const lines = pem.trim().split('\n').slice(2, -1);
@@ -114,6 +116,80 @@ describe("a COO key committed to the target repository (the key file linked into
     } finally {
       await world.close();
     }
+  });
+});
+
+describe("a repository's files that hold what the runner's environment holds, but no secret the runner would hand over", () => {
+  // A provider key of the length providers give (made up for this test, never a real one).
+  const providerKey = `sk-proj-${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.repeat(2)}`;
+
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("are sent (before, PGPASSWORD=postgres refused a docker-compose.yml naming postgres:16, a Docker image's GPG_KEY its Dockerfile, a base64 test key, a file ending in OPENAI_API_KEY=sk-proj-); a provider key the route sends is refused by its variable's name, never its value; a runner that cannot route the consult leaves it queued for one that can", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'honest'));
+    try {
+      vi.stubEnv('PGPASSWORD', 'postgres');
+      vi.stubEnv('GPG_KEY', 'A035C8C19219BA821ECEA86B64E628F8D684696D');
+      const testKey = formatPrivateKey(generatePrivateKey('a test key of the repository'));
+      mkdirSync(join(world.target, 'deploy'));
+      writeFileSync(join(world.target, 'deploy', 'docker-compose.yml'), 'services:\n  db:\n    image: postgres:16\n');
+      writeFileSync(join(world.target, 'deploy', 'Dockerfile'), 'FROM python:3.12\nENV GPG_KEY A035C8C19219BA821ECEA86B64E628F8D684696D\n');
+      writeFileSync(join(world.target, 'deploy', 'tls.yaml'), `apiVersion: v1\nkind: Secret\ndata:\n  tls.key: ${Buffer.from(testKey).toString('base64')}\n`);
+      writeFileSync(join(world.target, 'deploy', 'env.example'), 'OPENAI_API_KEY=sk-proj-');
+      writeFileSync(join(world.target, 'deploy', 'env.leaked'), `OPENAI_API_KEY=${providerKey}\n`);
+      writeFileSync(join(world.target, 'deploy', 'coo.key'), formatPrivateKey(world.actors.coo));
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'deploy'], { cwd: world.target });
+      const honest = (await world.consult({ patterns: ['deploy/docker-compose.yml', 'deploy/Dockerfile', 'deploy/tls.yaml', 'deploy/env.example'] })).messageId;
+      const leaking = (await world.consult({ patterns: ['deploy/env.leaked', 'src/add.ts'] })).messageId;
+      const signingKey = (await world.consult({ patterns: ['deploy/coo.key'] })).messageId;
+      const env = { OPENAI_API_KEY: providerKey, ANTHROPIC_API_KEY: 'sk-ant-test-key', GEMINI_API_KEY: 'gemini-test-key' };
+      // A runner without the route's key cannot run any: all stay queued, unclaimed, none failed here (before, the one pinning the COO key was).
+      await world.runner({ transport: world.transport({ env: {} }) }).runOnce();
+      for (const id of [honest, leaking, signingKey]) expect(await receiptsOf(world, id)).toEqual([]);
+      await world.runner({ transport: world.transport({ env }) }).runOnce();
+      expect((await receiptsOf(world, honest)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const refused = (await receiptsOf(world, leaking))[0]!;
+      expect(refused['status']).toBe('failed');
+      const said = JSON.stringify(refused['blockers']);
+      expect(said).toContain("the context pins deploy/env.leaked, which holds the provider key or credential this runner's routes send as OPENAI_API_KEY");
+      expect(said).not.toContain(providerKey.slice(8, 30));
+      expect(refused).toHaveProperty('actual_cost_usd', 0);
+      expect((await receiptsOf(world, signingKey)).map((receipt) => [receipt['status'], JSON.stringify(receipt['blockers']).includes("this runner's COO signing key")])).toEqual([['failed', true]]);
+      expect(world.server.requests).toHaveLength(1);
+      expect(JSON.stringify(world.server.requests)).toContain('image: postgres:16');
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe('the two meanings of "holds a secret" (src/util/held-secrets.ts), by who wrote the text', () => {
+  it("an agent's or a client's text is refused for all the scrubber removes; a repository's pinned file only for what the runner would hand over, found whole", () => {
+    const coo = generatePrivateKey('coo key of this test');
+    const providerKey = `sk-proj-${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.repeat(2)}`;
+    const held = [...environmentSecrets({ PGPASSWORD: 'postgres', GPG_KEY: 'A035C8C19219BA821ECEA86B64E628F8D684696D', OPENAI_API_KEY: providerKey }), ...privateKeySecrets(coo)];
+    const wide = new Scrubber(held);
+    const sent = sentSecrets(coo, [{ name: 'OPENAI_API_KEY', value: providerKey }]);
+    const testKey = formatPrivateKey(generatePrivateKey('a test key'));
+    const onlyWide = ['image: postgres:16\n', 'ENV GPG_KEY A035C8C19219BA821ECEA86B64E628F8D684696D\n', testKey, `tls.key: ${Buffer.from(testKey).toString('base64')}\n`, 'OPENAI_API_KEY=sk-proj-'];
+    for (const text of onlyWide) {
+      expect(holdsHeldSecret(wide, Buffer.from(text)), text).toBe(true);
+      expect(sentSecretIn(sent, Buffer.from(text)), text).toBeNull();
+    }
+    const both: Array<[string, string]> = [
+      [formatPrivateKey(coo), 'coo key'],
+      [Buffer.from(formatPrivateKey(coo)).toString('base64'), 'coo key'],
+      [`OPENAI_API_KEY=${providerKey}\n`, 'OPENAI_API_KEY'],
+    ];
+    for (const [text, name] of both) {
+      expect(holdsHeldSecret(wide, Buffer.from(text)), text).toBe(true);
+      expect(sentSecretIn(sent, Buffer.from(text)), text).toBe(name);
+    }
+    // A short provider key (a local gateway's) is a word, not a credential: the repository's files are not refused for it.
+    expect(sentSecretIn(sentSecrets(coo, [{ name: 'OPENAI_API_KEY', value: 'sk-local' }]), Buffer.from('key: sk-local\n'))).toBeNull();
   });
 });
 
