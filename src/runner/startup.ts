@@ -13,7 +13,7 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { AccessRefused } from '../remote/git-remote.js';
 import type { RemoteLedger } from '../remote/publish.js';
-import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { neverHidden, probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { readMessage } from '../lane/envelope.js';
 import { pinnedCommitOf } from '../lane/context-pin.js';
@@ -209,28 +209,40 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
 }
 
 /**
- * Why the state folder may not hold this runner's dispatches: it is a folder every dispatch's sandbox
- * and verification sees (util/bubblewrap.ts), where the state folder is hidden from every sandbox
- * elsewhere, and there the agent read it whole (the other attempts' worktrees, the journal of
- * receipts, the kept results, the runners' records): the target repository's git folder
- * (`--state-dir REPO/.git`), bound read-only over what the sandbox hides, or the home folder or one
- * holding it (`--state-dir ~`), which no sandbox hides. Null for any other folder; one inside the git
- * folder or the home folder is hidden as any other.
+ * Why the state folder may not hold this runner's dispatches: it is the target repository's git
+ * folder (`--state-dir REPO/.git`), which every dispatch's sandbox and verification binds back
+ * read-only over what it hides (util/bubblewrap.ts), where the state folder is hidden from every
+ * sandbox elsewhere, and there the agent read it whole (the other attempts' worktrees, the journal of
+ * receipts, the kept results, the runners' records). Null for any other folder; one inside the git
+ * folder is hidden as any other. Asked only with bubblewrap: under `--isolation none` nothing is
+ * hidden from an agent, which every receipt says (`sandbox_unenforced`), and waiting would protect nothing.
+ * A state folder no sandbox hides at all (the home folder, one holding it, the root) is refused for
+ * every lane (folderProblems).
  */
 async function stateInSightProblem(stateDir: string, repo: string): Promise<Problem | null> {
-  const state = realPathOr(stateDir);
-  const home = realPathOr(homedir());
-  if (home === state || home.startsWith(`${state}/`)) {
-    return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the home folder${home === state ? '' : ` or holds it (${home})`}, which no sandbox hides: every dispatch's agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir of its own (the default is one per ledger)` };
-  }
   let common: string;
   try {
     common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
   } catch {
     return null; // no repository: repoProblem says so
   }
-  if (state !== realPathOr(common)) return null;
+  if (realPathOr(stateDir) !== realPathOr(common)) return null;
   return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the git folder of --repo ${repo}, which every dispatch's sandbox reads: its agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir outside it (the default is one per ledger)` };
+}
+
+/**
+ * Refuses a state folder no sandbox hides (util/bubblewrap.ts neverHidden): the home folder, one that
+ * holds it, the root. Every sandbox on this machine, of this runner and of every other (each hides the
+ * state folders the runners register, except such a one), would read it whole: the attempts'
+ * worktrees, the journal of receipts, the kept results, the runners' records. Refused for every lane,
+ * whatever the isolation: another runner's agents read it too.
+ */
+function requireHiddenStateFolder(stateDir: string): void {
+  if (!neverHidden(stateDir)) return;
+  const state = realPathOr(stateDir);
+  const home = realPathOr(homedir());
+  const what = state === home ? 'the home folder' : state === '/' ? 'the root folder' : `a folder that holds the home folder ${home}`;
+  throw new CooError('RUNNER_CONFIG', `the runner's state folder ${stateDir} is ${what}, which no sandbox on this machine hides: every agent of this runner and of every other would read it whole (the attempts' worktrees, the journal, the kept results, the runners' records); give a --state-dir of its own (the default is one per ledger); nothing was claimed`);
 }
 
 /** The lane states of work a runner may still start an attempt of. */
@@ -260,6 +272,7 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
       requireWritableLedger(ledger.gitdir, WRITABLE_LEDGER);
     },
     () => ledger.requireClosed('RUNNER_CONFIG'),
+    () => requireHiddenStateFolder(stateDir),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");
@@ -476,7 +489,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   // Each dispatch's worktree is made in the state folder: on a file system that runs no program, one that runs a program from it
   // (./check.sh, a repository script) is claimed, paid for and failed (exit 126), blamed on the work. Which dispatch would is not
   // known before it runs (npm test runs the repository's scripts), so every dispatch target waits, including those that run none.
-  const inSight = folders.length === 0 && executors !== null ? await stateInSightProblem(options.stateDir, options.repo) : null;
+  const inSight = folders.length === 0 && executors !== null && isolation === 'bwrap' ? await stateInSightProblem(options.stateDir, options.repo) : null;
   const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and one that runs a program from it (a verification command such as ./check.sh, a repository script a test or the agent runs) fails there with exit 126, blamed on the work; which would cannot be known before it runs, so every dispatch waits, those that would run none too; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];

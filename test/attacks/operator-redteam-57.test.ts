@@ -52,10 +52,10 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
   });
 });
 
-describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~)", () => {
+describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~), one holding it, the root", () => {
   const places = hostilePlaces(join(dir, 'places'), 'state');
 
-  it("leaves the dispatch queued and unclaimed, said at start (before, the agent ran with the state folder in sight: the runners' records, the other attempts); a folder inside it runs the dispatch, hidden", { timeout: 180_000 }, async () => {
+  it("the git folder leaves the dispatch queued and unclaimed, said at start (before, the agent ran with the state folder in sight: the runners' records, the other attempts), a folder inside it runs the dispatch, hidden, and under --isolation none there is no wait; the home folder, one holding it or the root is refused at start, exit 2", { timeout: 180_000 }, async () => {
     requireBubblewrap('hiding the state folder from the sandbox');
     const place = await places('git-folder');
     const id = (await dispatchTo(place, 'state-git-folder')).messageId;
@@ -68,14 +68,21 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
     expect(laneState(place.world, id)).toBe('queued');
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
     expect(existsSync(join(gitFolder, 'dispatch'))).toBe(false);
-    // So does the home folder, which no sandbox hides (a home outside the shared temporary folders, which every sandbox empties).
-    const home = join(outsideTempDir('operator-redteam-57-home-'), 'home');
+    // The home folder, one holding it, or the root, no sandbox on this machine hides (this runner's nor another's): refused at start for
+    // every lane, exit 2 (before, a consult runner started there, and another runner's agents read its state folder whole; the root was not even seen).
+    const outside = outsideTempDir('operator-redteam-57-home-');
+    const home = join(outside, 'home');
     mkdirSync(home, { mode: 0o700 });
-    const atHome = watchOnce({ ...place, stateDir: home }, look(home), { isolation: 'auto', env: { HOME: home } });
-    expect(atHome.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: the runner's state folder ${home} is the home folder, which no sandbox hides`);
-    expect(atHome.stdout).not.toContain('"claimed"');
-    expect(laneState(place.world, id)).toBe('queued');
-    expect(existsSync(join(home, 'dispatch'))).toBe(false);
+    for (const [stateDir, what] of [[home, 'the home folder'], [outside, `a folder that holds the home folder ${home}`], ['/', 'the root folder']] as const) {
+      const atHome = watchOnce({ ...place, stateDir }, look(stateDir), { isolation: 'auto', env: { HOME: home } });
+      expect(atHome.status, atHome.stderr).toBe(2);
+      expect(atHome.stdout).toContain('RUNNER_CONFIG');
+      expect(atHome.stdout).toContain(`the runner's state folder ${stateDir} is ${what}, which no sandbox on this machine hides`);
+      expect(atHome.stdout).not.toContain('"claimed"');
+      expect(laneState(place.world, id)).toBe('queued');
+      expect(existsSync(join(stateDir, 'dispatch'))).toBe(false);
+      expect(existsSync(join(stateDir, 'holders'))).toBe(false);
+    }
     // A folder of its own inside the git folder is hidden from the sandbox as any state folder is: the dispatch runs.
     const inside = join(gitFolder, 'coo-state');
     const run = watchOnce({ ...place, stateDir: inside }, look(inside), { isolation: 'auto' });
@@ -84,6 +91,13 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
     const history = ledgerText(place.world.gitdir);
     expect(history).toContain('STATE HIDDEN');
     expect(history).not.toContain('STATE SEEN');
+    // Under --isolation none nothing is hidden from any agent, which every receipt says: the git folder's wait would protect nothing, and is not made.
+    const unsandboxed = (await dispatchTo(place, 'state-git-folder-none')).messageId;
+    const none = watchOnce({ ...place, stateDir: gitFolder }, agentScript(place.world.dir, FIX), { isolation: 'none' });
+    expect(none.stderr).not.toContain('dispatches to ea.codex wait');
+    const [receipt] = await receiptsFor(place, unsandboxed);
+    expect(receipt?.['status'], none.stderr).toBe('succeeded');
+    expect(JSON.stringify(receipt)).toContain('sandbox_unenforced');
   });
 });
 
