@@ -139,7 +139,13 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}']).catch(() => '');
   // A copy of the ledger (git clone LEDGER, a checkout of it) is no repository the work is for either: no queued message pins a commit
   // of it, so each would wait there, unclaimed, told to fetch what no fetch brings, until it expired.
-  if (head !== '' && (await isLedgerCommit(ledgerGitdir, head))) {
+  let copy: boolean;
+  try {
+    copy = head !== '' && (await isLedgerCommit(ledgerGitdir, head));
+  } catch (error) {
+    return toProblem(error);
+  }
+  if (copy) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a copy of the ledger ${ledgerGitdir} (its HEAD ${head.slice(0, 12)} is the ledger's commit; git clone of it), not a repository the work is for: every queued message pins a commit of the repository it was written for, and would wait here, unclaimed, until it expired; give that repository; nothing was claimed` };
   }
   if (head === '' && (await git(['rev-list', '-n', '1', '--branches', '--tags', '--remotes'])) === '') {

@@ -8,6 +8,7 @@ import { makeWorld, receiptsOf } from '../helpers/lane.js';
 import { holdsHeldSecret, sentSecretIn, sentSecrets } from '../../src/util/held-secrets.js';
 import { environmentSecrets, privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { isLedgerCommit, resolveWorkCommit } from '../../src/lane/work-repo.js';
 import { laneState } from '../helpers/startup.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
 
@@ -225,11 +226,26 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
     // A writer given it pins nothing there: the message would wait in every runner until it expired.
     const seq = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    const copyOfLedger = `--repo ${checkout} is a copy of the ledger ${place.world.gitdir}`;
     expect(await codeOfAsync(() => place.world.consult({ repo: checkout, patterns: ['README.md'] }))).toBe('USAGE');
+    await expect(place.world.consult({ repo: checkout, patterns: ['README.md'] })).rejects.toThrow(copyOfLedger);
     expect(await codeOfAsync(() => dispatchTo({ ...place, repo: checkout }, 'ledger-copy-writer'))).toBe('USAGE');
+    await expect(dispatchTo({ ...place, repo: checkout }, 'ledger-copy-writer')).rejects.toThrow(copyOfLedger);
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(seq);
     // The repository the work is for runs it.
     const ran = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'auto' });
     expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), ran.stderr).toEqual(['succeeded']);
+  });
+
+  it('is never let through when git cannot answer whether a commit is the ledger\'s: GIT_FAILED, nothing written (before, any failure of git read as "not the ledger\'s")', async () => {
+    const place = await places('git-fails');
+    const head = git(['-C', place.repo, 'rev-parse', 'HEAD']);
+    // A ledger folder git cannot read as a repository: git exits 128, not its quiet "no such commit" (1).
+    const broken = join(place.world.dir, 'not-a-ledger.git');
+    mkdirSync(broken);
+    await expect(isLedgerCommit(place.world.gitdir, head)).resolves.toBe(false);
+    expect(await codeOfAsync(() => isLedgerCommit(broken, head))).toBe('GIT_FAILED');
+    expect(await codeOfAsync(() => resolveWorkCommit(broken, place.repo, 'HEAD'))).toBe('GIT_FAILED');
+    await expect(resolveWorkCommit(broken, place.repo, 'HEAD')).rejects.toThrow(`cannot tell whether ${head.slice(0, 12)} is a commit of the ledger ${broken}`);
   });
 });
