@@ -20,7 +20,7 @@ import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerCommit, isLedgerGitdir } from '../lane/work-repo.js';
-import { requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
+import { keyFolders, requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
@@ -226,14 +226,37 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
  * every lane (folderProblems).
  */
 async function stateInSightProblem(stateDir: string, repo: string): Promise<Problem | null> {
-  let common: string;
-  try {
-    common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
-  } catch {
-    return null; // no repository: repoProblem says so
-  }
-  if (realPathOr(stateDir) !== realPathOr(common)) return null;
+  const common = await gitFolderOf(repo);
+  if (common === null || realPathOr(stateDir) !== common) return null;
   return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the git folder of --repo ${repo}, which every dispatch's sandbox reads: its agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir outside it (the default is one per ledger)` };
+}
+
+/** The git folder of `repo` (its common one, shared by its worktrees), by where it really is; null when it is no repository (repoProblem says so). */
+async function gitFolderOf(repo: string): Promise<string | null> {
+  try {
+    return realPathOr(resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim()));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What to tell the operator when the COO key lies in a folder a sandbox cannot hide whole: the home
+ * folder (or one holding it), or the target repository's git folder (or a folder in it), which each
+ * dispatch's sandbox binds back read-only. The sandbox hides the key file alone there (util/runner-folders.ts
+ * keyFolders), by a mount on the file: a new key renamed over it while a sandbox runs (`coo keygen --force`
+ * writes coo.key.PID.tmp beside it and renames it over the key) is the file that sandbox then reads, and the
+ * temporary file is in its sight while it exists. Said at start, not refused: the key stays hidden until it
+ * is replaced. Null for a key in a folder of its own, and without bubblewrap, where nothing is hidden.
+ */
+async function keyInSightNote(keyPath: string, repo: string): Promise<string | null> {
+  const git = await gitFolderOf(repo);
+  // The folders keyFolders hides for the key (not the files it hides too), by where they really are.
+  const folders = keyFolders(keyPath).map((path) => realPathOr(path)).filter((path) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true);
+  const open = folders.find((folder) => neverHidden(folder) || (git !== null && (folder === git || folder.startsWith(`${git}/`))));
+  if (open === undefined) return null;
+  const what = neverHidden(open) ? 'the home folder or one holding it' : "the target repository's git folder, which every dispatch's sandbox reads";
+  return `the COO key ${keyPath} is in ${open}, ${what}, which no sandbox hides whole: each sandbox hides the key file alone, and a key written over it while a sandbox runs (coo keygen --force renames its new key over the file, beside which its temporary file lies meanwhile) is read there; keep the key in a folder of its own (mkdir -m 700 ~/.coo && mv ${keyPath} ~/.coo/), and give that --key`;
 }
 
 /**
@@ -511,7 +534,8 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const plan = planStartup({ shared, isolation, targets, looksAgain: options.looksAgain === true });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);
+  const keyNote = isolation === 'bwrap' ? await keyInSightNote(options.keyLabel, options.repo) : null;
   // Last, once nothing else refuses the start: a folder held and then refused would only need giving up again.
   const release = holdStateFolder(options.stateDir, options.ledger.gitdir, options.remote?.url ?? null);
-  return { isolation, transport, executors, waiting: plan.waiting, looks, notes: plan.notes, release };
+  return { isolation, transport, executors, waiting: plan.waiting, looks, notes: keyNote === null ? plan.notes : [{ target: null, text: keyNote }, ...plan.notes], release };
 }

@@ -28,7 +28,7 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
   const places = hostilePlaces(join(dir, 'places'), 'key');
   const outside = outsideTempDir('operator-redteam-57-');
 
-  it("is hidden from the dispatch's sandbox all the same: the agent cannot read it, and the dispatch still runs (before, the agent read the key: the home folder is never hidden, and the git folder is bound back read-only)", { timeout: 180_000 }, async () => {
+  it("is hidden from the dispatch's sandbox all the same: the agent cannot read it, and the dispatch still runs (before, the agent read the key: the home folder is never hidden, and the git folder is bound back read-only); the start says the file alone is hidden, so a key renamed over it later (coo keygen --force) would not be, and where to keep it", { timeout: 180_000 }, async () => {
     requireBubblewrap('hiding the key from the sandbox');
     for (const where of ['home', 'git-folder', 'linked-into-git-folder'] as const) {
       const place = await places(where);
@@ -44,12 +44,21 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
       const agent = agentScript(place.world.dir, `if sum=$(sha256sum < '${kept}' 2>/dev/null) && [ -s '${kept}' ]; then echo "KEY READ $sum" >&2; else echo "KEY HIDDEN" >&2; fi; ${FIX}`);
       const run = watchOnce({ ...place, keyFile }, agent, { isolation: 'auto', env: { HOME: home } });
       expect(run.status, run.stderr).toBe(0);
+      // Hidden as a file, not as a folder: a key renamed over it while a sandbox runs (coo keygen --force) would be read there. Said at start.
+      expect(run.stderr, where).toContain(`coo watch: the COO key ${keyFile} is in ${where === 'home' ? home : join(place.repo, '.git')}, ${where === 'home' ? 'the home folder or one holding it' : "the target repository's git folder, which every dispatch's sandbox reads"}, which no sandbox hides whole`);
+      expect(run.stderr, where).toContain('keep the key in a folder of its own');
       const receipts = await receiptsFor(place, id);
       expect(receipts.map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
       const history = ledgerText(place.world.gitdir);
       expect(history, where).toContain('KEY HIDDEN');
       expect(history, where).not.toContain('KEY READ');
     }
+    // A key in a folder of its own is hidden with its folder: nothing to say.
+    const place = await places('own-folder');
+    const id = (await dispatchTo(place, 'key-own-folder')).messageId;
+    const run = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'auto' });
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
+    expect(run.stderr).not.toContain('which no sandbox hides whole');
   });
 });
 
