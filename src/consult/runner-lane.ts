@@ -21,7 +21,9 @@ import { requireGitPlacesListed } from '../util/bubblewrap.js';
 import { sha256Ref } from '../util/hash.js';
 import { attemptIdFor, sessionSlugFor } from '../util/ids.js';
 import { bootId, endRecordedGroup, machineMonotonic, parseProcessRecord, PROCESS_RECORD_BYTES, processStartTime, recordedElsewhere, type ProcessRecord } from '../util/process.js';
-import type { Scrubber } from '../util/scrub.js';
+import type { Scrubber, Secret } from '../util/scrub.js';
+import { heldSecretWords, sentSecretIn, sentSecrets } from '../util/held-secrets.js';
+import type { ActorRegistry } from '../schema/registry.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { isoSeconds } from '../util/time.js';
 import { judgeAnswer } from './answer.js';
@@ -109,6 +111,9 @@ type Prepared =
  * attempt's completed session is harvested, never bought again.
  */
 export class ConsultLane implements RunnerLane {
+  /** sentSecrets' scrubber, and the values it was built of. */
+  private sent: { readonly fingerprint: string; readonly scrubber: Scrubber } | null = null;
+
   constructor(
     private readonly ctx: LaneContext<ConsultEvent>,
     private readonly transport: AaTransport,
@@ -291,13 +296,6 @@ export class ConsultLane implements RunnerLane {
       const problem = oraclePathProblem(file.path);
       if (problem !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}: ${problem}; nothing was sent`);
     }
-    // The pinned files are sent to the provider as they are: one holding a secret this runner holds (its COO key or a provider key
-    // committed to the repository) would hand it to that provider, which no scrubber of what comes back can take back.
-    for (const file of pins.files) {
-      if (this.ctx.scrubber.holdsSecret(file.bytes)) {
-        return stopHere('failed', 'config_error', `the context pins ${file.path}, which holds a secret this runner holds (its COO key, a provider key, a remote's credentials): it would be sent to ${message.target_actor}'s provider; take it out of the repository and replace it, or pin other files; nothing was sent`);
-      }
-    }
     // The answer to challenge is sent only as the envelope pins it: the auditor proves what was seen from that hash and prompt-sent.md.
     if (message.intent === 'cross_check' && (answer === null || sha256Ref(answer) !== message.challenge.answer_hash)) {
       return stopHere('failed', 'stale_context', `${message.challenge.answer_ref} does not hash to challenge.answer_hash`);
@@ -314,8 +312,32 @@ export class ConsultLane implements RunnerLane {
       }
       return { kind: 'unroutable', record, message, attempt, error: cannot };
     }
+    // The pinned files are sent to the provider as they are: one holding what this runner would hand over itself (its COO key, a provider
+    // key its routes send, committed to the repository) would give it to that provider, which no scrubber of what comes back takes back.
+    // Asked once the runner knows it can run the consult: a runner that cannot route it leaves it to one that can.
+    const sent = this.sentSecrets(registry);
+    for (const file of pins.files) {
+      const secret = sentSecretIn(sent, file.bytes);
+      if (secret !== null) return stopHere('failed', 'config_error', `the context pins ${file.path}, which holds ${heldSecretWords(secret)}: it would be sent to ${message.target_actor}'s provider; nothing was sent`);
+    }
     // No problem found: the route is planned.
     return { kind: 'run', record, message, attempt, decision, shared, route: route!, bundle, canary, files: pins.files };
+  }
+
+  /** What this runner would hand over itself (util/held-secrets.ts): its COO key and what each route it can plan sends, built once per set of values. */
+  private sentSecrets(registry: ActorRegistry): Scrubber {
+    const handed: Secret[] = [];
+    for (const actor of registry.actors) {
+      if (actor.transport === undefined) continue;
+      try {
+        handed.push(...this.transport.handedSecrets(this.transport.plan(actor.transport).keyEnv));
+      } catch {
+        // a route this runner cannot plan sends nothing from here
+      }
+    }
+    const fingerprint = JSON.stringify(handed);
+    if (this.sent?.fingerprint !== fingerprint) this.sent = { fingerprint, scrubber: sentSecrets(this.ctx.key, handed) };
+    return this.sent.scrubber;
   }
 
   /**

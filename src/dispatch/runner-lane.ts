@@ -19,6 +19,7 @@ import { toYaml } from '../schema/strict-yaml.js';
 import { readBounded } from '../util/bounded-read.js';
 import { failpoint } from '../util/failpoint.js';
 import { canonicalJson, sha256Ref } from '../util/hash.js';
+import { holdsHeldSecret } from '../util/held-secrets.js';
 import { Scrubber } from '../util/scrub.js';
 import { recordedReceipt } from '../lane/recorded-receipt.js';
 import { endRecordedGroup, parseProcessRecord, PROCESS_RECORD_BYTES } from '../util/process.js';
@@ -430,7 +431,7 @@ export class DispatchLane implements RunnerLane {
       // Removed with the attempt's folders after the receipt, off the receipt's path.
       keepCheckout: true,
       // A file of the work holding a secret (the agent's key, written as it likes) is not landed: the branch would carry it where the ledger does not.
-      holdsSecret: (bytes) => !secrets.bytes(bytes).equals(bytes),
+      holdsSecret: (bytes) => holdsHeldSecret(secrets, bytes),
       stopped: () => this.ctx.stoppedBy() !== null,
     });
     const stoppedInVerification = this.ctx.stoppedBy();

@@ -22,13 +22,18 @@ export function isLedgerGitdir(repoGitdir: string, ledgerGitdir: string): boolea
  * that repository is then a copy of the ledger (`git clone LEDGER`, a checkout of it), whose commits
  * no runner's repository holds, and a message pinning one waits unclaimed until it expires. The
  * ledger holds its own commits alone (its hook takes nothing else), so a repository's commit found
- * there is one of the ledger's. Part of the rule above, for a copy at a path of its own.
+ * there is one of the ledger's. Part of the rule above, for a copy at a path of its own. A git that
+ * cannot answer fails closed (GIT_FAILED), never taken for "not the ledger's".
  */
 export async function isLedgerCommit(ledgerGitdir: string, commit: string): Promise<boolean> {
-  return runGit(['--git-dir', ledgerGitdir, 'cat-file', '-e', `${commit}^{commit}`]).then(
-    () => true,
-    () => false,
-  );
+  try {
+    await runGit(['--git-dir', ledgerGitdir, 'rev-parse', '--verify', '-q', `${commit}^{commit}`]);
+    return true;
+  } catch (error) {
+    // Exit 1 is git's "no such commit" (quietly); anything else is git failing to answer, which lets nothing through.
+    if ((error as { cause?: { code?: unknown } }).cause?.code === 1) return false;
+    throw new CooError('GIT_FAILED', `cannot tell whether ${commit.slice(0, 12)} is a commit of the ledger ${ledgerGitdir}, so whether the repository given is a copy of the ledger: ${error instanceof Error ? error.message : String(error)}; nothing was written or claimed`, { cause: error });
+  }
 }
 
 /** The commit `rev` names in `repo`, as resolveCommit gives it, refused (USAGE) when `repo` is the ledger at `ledgerGitdir`, or a copy of it. */

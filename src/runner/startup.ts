@@ -13,14 +13,14 @@ import type { ExecutorFactory } from '../dispatch/executor.js';
 import type { Ledger } from '../ledger/ledger.js';
 import { AccessRefused } from '../remote/git-remote.js';
 import type { RemoteLedger } from '../remote/publish.js';
-import { probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
+import { neverHidden, probeBubblewrap, resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { runGit } from '../util/exec.js';
 import { readMessage } from '../lane/envelope.js';
 import { pinnedCommitOf } from '../lane/context-pin.js';
 import { ADVISORY_INTENTS } from '../schema/common.js';
 import { privateSocketsDir } from '../util/private-sockets.js';
 import { isLedgerCommit, isLedgerGitdir } from '../lane/work-repo.js';
-import { requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
+import { keyFolders, requireExecutableFolder, requireOwnFolder, requireRoom, requireWritableFolder } from '../util/runner-folders.js';
 import { LocalRunners } from './identity.js';
 import { anotherLedgerProblem, holdStateFolder, readSeenHead } from './state-folder.js';
 import { consultReadiness } from '../consult/runner-lane.js';
@@ -139,7 +139,13 @@ async function repoProblem(repo: string, ledgerGitdir: string): Promise<Problem 
   const head = await git(['rev-parse', '--verify', '-q', 'HEAD^{commit}']).catch(() => '');
   // A copy of the ledger (git clone LEDGER, a checkout of it) is no repository the work is for either: no queued message pins a commit
   // of it, so each would wait there, unclaimed, told to fetch what no fetch brings, until it expired.
-  if (head !== '' && (await isLedgerCommit(ledgerGitdir, head))) {
+  let copy: boolean;
+  try {
+    copy = head !== '' && (await isLedgerCommit(ledgerGitdir, head));
+  } catch (error) {
+    return toProblem(error);
+  }
+  if (copy) {
     return { code: 'RUNNER_CONFIG', message: `--repo ${repo} is a copy of the ledger ${ledgerGitdir} (its HEAD ${head.slice(0, 12)} is the ledger's commit; git clone of it), not a repository the work is for: every queued message pins a commit of the repository it was written for, and would wait here, unclaimed, until it expired; give that repository; nothing was claimed` };
   }
   if (head === '' && (await git(['rev-list', '-n', '1', '--branches', '--tags', '--remotes'])) === '') {
@@ -209,28 +215,63 @@ async function shallowProblem(repo: string, ledger: Ledger, state: LedgerState, 
 }
 
 /**
- * Why the state folder may not hold this runner's dispatches: it is a folder every dispatch's sandbox
- * and verification sees (util/bubblewrap.ts), where the state folder is hidden from every sandbox
- * elsewhere, and there the agent read it whole (the other attempts' worktrees, the journal of
- * receipts, the kept results, the runners' records): the target repository's git folder
- * (`--state-dir REPO/.git`), bound read-only over what the sandbox hides, or the home folder or one
- * holding it (`--state-dir ~`), which no sandbox hides. Null for any other folder; one inside the git
- * folder or the home folder is hidden as any other.
+ * Why the state folder may not hold this runner's dispatches: it is the target repository's git
+ * folder (`--state-dir REPO/.git`), which every dispatch's sandbox and verification binds back
+ * read-only over what it hides (util/bubblewrap.ts), where the state folder is hidden from every
+ * sandbox elsewhere, and there the agent read it whole (the other attempts' worktrees, the journal of
+ * receipts, the kept results, the runners' records). Null for any other folder; one inside the git
+ * folder is hidden as any other. Asked only with bubblewrap: under `--isolation none` nothing is
+ * hidden from an agent, which every receipt says (`sandbox_unenforced`), and waiting would protect nothing.
+ * A state folder no sandbox hides at all (the home folder, one holding it, the root) is refused for
+ * every lane (folderProblems).
  */
 async function stateInSightProblem(stateDir: string, repo: string): Promise<Problem | null> {
+  const common = await gitFolderOf(repo);
+  if (common === null || realPathOr(stateDir) !== common) return null;
+  return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the git folder of --repo ${repo}, which every dispatch's sandbox reads: its agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir outside it (the default is one per ledger)` };
+}
+
+/** The git folder of `repo` (its common one, shared by its worktrees), by where it really is; null when it is no repository (repoProblem says so). */
+async function gitFolderOf(repo: string): Promise<string | null> {
+  try {
+    return realPathOr(resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim()));
+  } catch {
+    return null;
+  }
+}
+
+/**
+ * What to tell the operator when the COO key lies in a folder a sandbox cannot hide whole: the home
+ * folder (or one holding it), or the target repository's git folder (or a folder in it), which each
+ * dispatch's sandbox binds back read-only. The sandbox hides the key file alone there (util/runner-folders.ts
+ * keyFolders), by a mount on the file: a new key renamed over it while a sandbox runs (`coo keygen --force`
+ * writes coo.key.PID.tmp beside it and renames it over the key) is the file that sandbox then reads, and the
+ * temporary file is in its sight while it exists. Said at start, not refused: the key stays hidden until it
+ * is replaced. Null for a key in a folder of its own, and without bubblewrap, where nothing is hidden.
+ */
+async function keyInSightNote(keyPath: string, repo: string): Promise<string | null> {
+  const git = await gitFolderOf(repo);
+  // The folders keyFolders hides for the key (not the files it hides too), by where they really are.
+  const folders = keyFolders(keyPath).map((path) => realPathOr(path)).filter((path) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true);
+  const open = folders.find((folder) => neverHidden(folder) || (git !== null && (folder === git || folder.startsWith(`${git}/`))));
+  if (open === undefined) return null;
+  const what = neverHidden(open) ? 'the home folder or one holding it' : "the target repository's git folder, which every dispatch's sandbox reads";
+  return `the COO key ${keyPath} is in ${open}, ${what}, which no sandbox hides whole: each sandbox hides the key file alone, and a key written over it while a sandbox runs (coo keygen --force renames its new key over the file, beside which its temporary file lies meanwhile) is read there; keep the key in a folder of its own (mkdir -m 700 ~/.coo && mv ${keyPath} ~/.coo/), and give that --key`;
+}
+
+/**
+ * Refuses a state folder no sandbox hides (util/bubblewrap.ts neverHidden): the home folder, one that
+ * holds it, the root. Every sandbox on this machine, of this runner and of every other (each hides the
+ * state folders the runners register, except such a one), would read it whole: the attempts'
+ * worktrees, the journal of receipts, the kept results, the runners' records. Refused for every lane,
+ * whatever the isolation: another runner's agents read it too.
+ */
+function requireHiddenStateFolder(stateDir: string): void {
+  if (!neverHidden(stateDir)) return;
   const state = realPathOr(stateDir);
   const home = realPathOr(homedir());
-  if (home === state || home.startsWith(`${state}/`)) {
-    return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the home folder${home === state ? '' : ` or holds it (${home})`}, which no sandbox hides: every dispatch's agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir of its own (the default is one per ledger)` };
-  }
-  let common: string;
-  try {
-    common = resolve(repo, (await runGit(['-C', repo, 'rev-parse', '--git-common-dir'])).toString('utf8').trim());
-  } catch {
-    return null; // no repository: repoProblem says so
-  }
-  if (state !== realPathOr(common)) return null;
-  return { code: 'RUNNER_CONFIG', message: `the runner's state folder ${stateDir} is the git folder of --repo ${repo}, which every dispatch's sandbox reads: its agent would read the state folder whole (the other attempts' worktrees, the journal, the kept results); give a --state-dir outside it (the default is one per ledger)` };
+  const what = state === home ? 'the home folder' : state === '/' ? 'the root folder' : `a folder that holds the home folder ${home}`;
+  throw new CooError('RUNNER_CONFIG', `the runner's state folder ${stateDir} is ${what}, which no sandbox on this machine hides: every agent of this runner and of every other would read it whole (the attempts' worktrees, the journal, the kept results, the runners' records); give a --state-dir of its own (the default is one per ledger); nothing was claimed`);
 }
 
 /** The lane states of work a runner may still start an attempt of. */
@@ -260,6 +301,7 @@ function folderProblems(ledger: Ledger, stateDir: string): Problem[] {
       requireWritableLedger(ledger.gitdir, WRITABLE_LEDGER);
     },
     () => ledger.requireClosed('RUNNER_CONFIG'),
+    () => requireHiddenStateFolder(stateDir),
     () => {
       requireWritableFolder(stateDir, "the runner's state folder", "every attempt's sandbox and worktree is made there; give a writable --state-dir on a file system with room");
       requireOwnFolder(stateDir, "the runner's state folder");
@@ -476,7 +518,7 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   // Each dispatch's worktree is made in the state folder: on a file system that runs no program, one that runs a program from it
   // (./check.sh, a repository script) is claimed, paid for and failed (exit 126), blamed on the work. Which dispatch would is not
   // known before it runs (npm test runs the repository's scripts), so every dispatch target waits, including those that run none.
-  const inSight = folders.length === 0 && executors !== null ? await stateInSightProblem(options.stateDir, options.repo) : null;
+  const inSight = folders.length === 0 && executors !== null && isolation === 'bwrap' ? await stateInSightProblem(options.stateDir, options.repo) : null;
   const noPrograms = folders.length === 0 && executors !== null ? (problemsOf([() => requireExecutableFolder(options.stateDir, "the runner's state folder", "each dispatch's worktree is made there, and one that runs a program from it (a verification command such as ./check.sh, a repository script a test or the agent runs) fails there with exit 126, blamed on the work; which would cannot be known before it runs, so every dispatch waits, those that would run none too; give a --state-dir on a file system mounted without noexec")])[0] ?? null) : null;
   for (const target of targetsOf(state)) {
     const readiness = lanes[target.lane];
@@ -492,7 +534,8 @@ export async function startLanes(options: StartupOptions): Promise<StartedLanes>
   }
   const plan = planStartup({ shared, isolation, targets, looksAgain: options.looksAgain === true });
   if (plan.kind === 'refuse') return refuse(plan.code, plan.message);
+  const keyNote = isolation === 'bwrap' ? await keyInSightNote(options.keyLabel, options.repo) : null;
   // Last, once nothing else refuses the start: a folder held and then refused would only need giving up again.
   const release = holdStateFolder(options.stateDir, options.ledger.gitdir, options.remote?.url ?? null);
-  return { isolation, transport, executors, waiting: plan.waiting, looks, notes: plan.notes, release };
+  return { isolation, transport, executors, waiting: plan.waiting, looks, notes: keyNote === null ? plan.notes : [{ target: null, text: keyNote }, ...plan.notes], release };
 }

@@ -430,6 +430,16 @@ function holds(folder: string, path: string): boolean {
   return path === folder || path.startsWith(`${folder}/`);
 }
 
+/**
+ * Whether no sandbox hides `path` (named by where it really is): the root, the home folder, or a
+ * folder that holds it, which every sandbox needs. A runner's folder such as this is in every
+ * sandbox's sight, its own runner's and every other's on the machine (runner/startup.ts refuses it).
+ */
+export function neverHidden(path: string): boolean {
+  const folder = real(path);
+  return folder === '/' || holds(folder, real(homedir()));
+}
+
 /** The bwrap argv prefix for `layout`; the command follows it. */
 export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // Every path is named by where it really is (`real`): a mount follows links, so a /tmp that links to /private/tmp,
@@ -457,7 +467,7 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // Each looked at once: a folder a neighbour removes meanwhile is simply not hidden (it is not there to hide).
   const hidden = [...new Set([...layout.hide, ...repository.hide, ...CREDENTIALS.map((name) => join(homedir(), name)), ...environmentSecretFiles(process.env).map((file) => file.path), ...environmentCredentialPlaces(process.env), ...gitConfigFiles(layout.repository?.gitdir), ...helperPlaces(layout.repository === undefined ? [] : [`--git-dir=${layout.repository.gitdir}`], [home, ...bound, ...keep, ...(layout.repository === undefined ? [] : [real(layout.repository.folder)])]), ...CONTAINER_SECRET_FOLDERS, ...sessionSockets(), privateSocketsDir()].map(real).concat(others))]
     // Never the root, the home folder or one holding it, whatever link named it (a key linked to a file in $HOME names its folder).
-    .filter((path) => path !== '/' && !holds(path, home) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
+    .filter((path) => !neverHidden(path) && !bound.includes(path) && !keep.some((kept) => kept === path) && (!inTemp(path) || keptInTemp.some((kept) => holds(kept, path))))
     .flatMap((path) => {
       let stats: fs.Stats;
       try {

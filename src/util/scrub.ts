@@ -309,7 +309,8 @@ const PRIVATE_KEY_BLOCK = new RegExp(
   String.raw`-----BEGIN (?:[A-Z0-9]+ )*PRIVATE KEY(?: BLOCK)?-----(?:${ARMOR_BREAK}+(?=[A-Za-z-]+: |[A-Za-z0-9+/=]{16}|${ARMOR_SHORT}|${ARMOR_END})(?:[A-Za-z-]+: [^\r\n\\]*)?|[A-Za-z0-9+/=]{16,}|${ARMOR_SHORT})*(?:${ARMOR_END})?`,
   'g',
 );
-const PRIVATE_KEY_MARKER = '[removed: private key]';
+const PRIVATE_KEY_NAME = 'private key';
+const PRIVATE_KEY_MARKER = `[removed: ${PRIVATE_KEY_NAME}]`;
 const ARMOR_WORDS = 'PRIVATE KEY';
 
 /** A percent escape (or a space written as `+`, when a secret holds a space): where a text holds none, no percent-encoded secret is looked for. */
@@ -842,17 +843,20 @@ export class Scrubber {
   }
 
   /**
-   * Whether `bytes` hold one of this scrubber's secrets (a key, a token it was given), its own key
-   * found inside that key's armor too: not a folder, nor a private key found by its armor alone (a
-   * repository's test key is no secret of the runner's). What a text sent out whole, unscrubbed, is
-   * judged by before it is sent (a consult's pinned files).
+   * The name of the first of this scrubber's secrets `bytes` hold whole, in any form the scrubber
+   * reads (its own key inside that key's armor too), or null: not a folder, not a text cut inside a
+   * secret (`sk-proj-` at a file's end is no key), nor a private key found by its armor alone (a
+   * repository's test key is no secret of the runner's), as written or encoded. What the rule of
+   * util/held-secrets.ts (sentSecretIn) asks of a scrubber of the secrets a runner would hand over.
    */
-  holdsSecret(bytes: Uint8Array): boolean {
-    let found = false;
+  secretIn(bytes: Uint8Array): string | null {
+    let found: string | null = null;
     // The armor's words kept from the armor's rule, which would take a known key's lines for any key's.
     const text = Buffer.from(bytes).toString('latin1').replaceAll(ARMOR_WORDS, 'PRIVATE_KEY');
     this.scrub(text, 'bytes', (marker) => {
-      if (marker.startsWith('[removed: ') && marker !== PRIVATE_KEY_MARKER) found = true;
+      const named = /^\[removed: (.*?)(?: \(([^()]*)\))?\]$/.exec(marker);
+      if (found !== null || named === null || named[2] === 'cut' || named[1] === PRIVATE_KEY_NAME) return;
+      found = named[1]!;
     });
     return found;
   }

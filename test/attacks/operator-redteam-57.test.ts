@@ -1,11 +1,14 @@
 import { copyFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
 import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { holdsHeldSecret, sentSecretIn, sentSecrets } from '../../src/util/held-secrets.js';
+import { environmentSecrets, privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { isLedgerCommit, resolveWorkCommit } from '../../src/lane/work-repo.js';
 import { laneState } from '../helpers/startup.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
 
@@ -25,7 +28,7 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
   const places = hostilePlaces(join(dir, 'places'), 'key');
   const outside = outsideTempDir('operator-redteam-57-');
 
-  it("is hidden from the dispatch's sandbox all the same: the agent cannot read it, and the dispatch still runs (before, the agent read the key: the home folder is never hidden, and the git folder is bound back read-only)", { timeout: 180_000 }, async () => {
+  it("is hidden from the dispatch's sandbox all the same: the agent cannot read it, and the dispatch still runs (before, the agent read the key: the home folder is never hidden, and the git folder is bound back read-only); the start says the file alone is hidden, so a key renamed over it later (coo keygen --force) would not be, and where to keep it", { timeout: 180_000 }, async () => {
     requireBubblewrap('hiding the key from the sandbox');
     for (const where of ['home', 'git-folder', 'linked-into-git-folder'] as const) {
       const place = await places(where);
@@ -41,19 +44,28 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
       const agent = agentScript(place.world.dir, `if sum=$(sha256sum < '${kept}' 2>/dev/null) && [ -s '${kept}' ]; then echo "KEY READ $sum" >&2; else echo "KEY HIDDEN" >&2; fi; ${FIX}`);
       const run = watchOnce({ ...place, keyFile }, agent, { isolation: 'auto', env: { HOME: home } });
       expect(run.status, run.stderr).toBe(0);
+      // Hidden as a file, not as a folder: a key renamed over it while a sandbox runs (coo keygen --force) would be read there. Said at start.
+      expect(run.stderr, where).toContain(`coo watch: the COO key ${keyFile} is in ${where === 'home' ? home : join(place.repo, '.git')}, ${where === 'home' ? 'the home folder or one holding it' : "the target repository's git folder, which every dispatch's sandbox reads"}, which no sandbox hides whole`);
+      expect(run.stderr, where).toContain('keep the key in a folder of its own');
       const receipts = await receiptsFor(place, id);
       expect(receipts.map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
       const history = ledgerText(place.world.gitdir);
       expect(history, where).toContain('KEY HIDDEN');
       expect(history, where).not.toContain('KEY READ');
     }
+    // A key in a folder of its own is hidden with its folder: nothing to say.
+    const place = await places('own-folder');
+    const id = (await dispatchTo(place, 'key-own-folder')).messageId;
+    const run = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'auto' });
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
+    expect(run.stderr).not.toContain('which no sandbox hides whole');
   });
 });
 
-describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~)", () => {
+describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~), one holding it, the root", () => {
   const places = hostilePlaces(join(dir, 'places'), 'state');
 
-  it("leaves the dispatch queued and unclaimed, said at start (before, the agent ran with the state folder in sight: the runners' records, the other attempts); a folder inside it runs the dispatch, hidden", { timeout: 180_000 }, async () => {
+  it("the git folder leaves the dispatch queued and unclaimed, said at start (before, the agent ran with the state folder in sight: the runners' records, the other attempts), a folder inside it runs the dispatch, hidden, and under --isolation none there is no wait; the home folder, one holding it or the root is refused at start, exit 2", { timeout: 180_000 }, async () => {
     requireBubblewrap('hiding the state folder from the sandbox');
     const place = await places('git-folder');
     const id = (await dispatchTo(place, 'state-git-folder')).messageId;
@@ -66,14 +78,21 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
     expect(laneState(place.world, id)).toBe('queued');
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
     expect(existsSync(join(gitFolder, 'dispatch'))).toBe(false);
-    // So does the home folder, which no sandbox hides (a home outside the shared temporary folders, which every sandbox empties).
-    const home = join(outsideTempDir('operator-redteam-57-home-'), 'home');
+    // The home folder, one holding it, or the root, no sandbox on this machine hides (this runner's nor another's): refused at start for
+    // every lane, exit 2 (before, a consult runner started there, and another runner's agents read its state folder whole; the root was not even seen).
+    const outside = outsideTempDir('operator-redteam-57-home-');
+    const home = join(outside, 'home');
     mkdirSync(home, { mode: 0o700 });
-    const atHome = watchOnce({ ...place, stateDir: home }, look(home), { isolation: 'auto', env: { HOME: home } });
-    expect(atHome.stderr).toContain(`coo watch: dispatches to ea.codex wait, queued and unclaimed: the runner's state folder ${home} is the home folder, which no sandbox hides`);
-    expect(atHome.stdout).not.toContain('"claimed"');
-    expect(laneState(place.world, id)).toBe('queued');
-    expect(existsSync(join(home, 'dispatch'))).toBe(false);
+    for (const [stateDir, what] of [[home, 'the home folder'], [outside, `a folder that holds the home folder ${home}`], ['/', 'the root folder']] as const) {
+      const atHome = watchOnce({ ...place, stateDir }, look(stateDir), { isolation: 'auto', env: { HOME: home } });
+      expect(atHome.status, atHome.stderr).toBe(2);
+      expect(atHome.stdout).toContain('RUNNER_CONFIG');
+      expect(atHome.stdout).toContain(`the runner's state folder ${stateDir} is ${what}, which no sandbox on this machine hides`);
+      expect(atHome.stdout).not.toContain('"claimed"');
+      expect(laneState(place.world, id)).toBe('queued');
+      expect(existsSync(join(stateDir, 'dispatch'))).toBe(false);
+      expect(existsSync(join(stateDir, 'holders'))).toBe(false);
+    }
     // A folder of its own inside the git folder is hidden from the sandbox as any state folder is: the dispatch runs.
     const inside = join(gitFolder, 'coo-state');
     const run = watchOnce({ ...place, stateDir: inside }, look(inside), { isolation: 'auto' });
@@ -82,11 +101,18 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
     const history = ledgerText(place.world.gitdir);
     expect(history).toContain('STATE HIDDEN');
     expect(history).not.toContain('STATE SEEN');
+    // Under --isolation none nothing is hidden from any agent, which every receipt says: the git folder's wait would protect nothing, and is not made.
+    const unsandboxed = (await dispatchTo(place, 'state-git-folder-none')).messageId;
+    const none = watchOnce({ ...place, stateDir: gitFolder }, agentScript(place.world.dir, FIX), { isolation: 'none' });
+    expect(none.stderr).not.toContain('dispatches to ea.codex wait');
+    const [receipt] = await receiptsFor(place, unsandboxed);
+    expect(receipt?.['status'], none.stderr).toBe('succeeded');
+    expect(JSON.stringify(receipt)).toContain('sandbox_unenforced');
   });
 });
 
-describe("a COO key committed to the target repository (the key file linked into it, then added with the rest)", () => {
-  it("is never sent to the provider: a consult pinning it ends failed config_error, unpaid, naming the file (before, the key went to the model); a repository's own test key is sent as before", { timeout: 180_000 }, async () => {
+describe('a COO key committed to the target repository (the key file copied into it, then added and committed with the rest)', () => {
+  it("is never sent to the provider: a consult pinning it ends failed config_error, unpaid, naming the file and the kind of secret (before, the key went to the model); a repository's own test key is sent as before", { timeout: 180_000 }, async () => {
     const world = await makeWorld(join(dir, 'committed'));
     try {
       const pem = formatPrivateKey(world.actors.coo);
@@ -101,8 +127,8 @@ describe("a COO key committed to the target repository (the key file linked into
       await world.runner().runOnce();
       const refused = (await receiptsOf(world, leaking))[0]!;
       expect(refused['status']).toBe('failed');
-      expect(JSON.stringify(refused['blockers'])).toContain('the context pins keys/coo.key, which holds a secret this runner holds');
-      expect(refused['actual_cost_usd'] ?? 0).toBe(0);
+      expect(JSON.stringify(refused['blockers'])).toContain("the context pins keys/coo.key, which holds this runner's COO signing key (its --key)");
+      expect(refused).toHaveProperty('actual_cost_usd', 0);
       const sent = JSON.stringify(world.server.requests);
       // Its lines past the first, which every ed25519 key in this format begins alike.
       const lines = pem.trim().split('\n').slice(2, -1);
@@ -114,6 +140,80 @@ describe("a COO key committed to the target repository (the key file linked into
     } finally {
       await world.close();
     }
+  });
+});
+
+describe("a repository's files that hold what the runner's environment holds, but no secret the runner would hand over", () => {
+  // A provider key of the length providers give (made up for this test, never a real one).
+  const providerKey = `sk-proj-${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.repeat(2)}`;
+
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("are sent (before, PGPASSWORD=postgres refused a docker-compose.yml naming postgres:16, a Docker image's GPG_KEY its Dockerfile, a base64 test key, a file ending in OPENAI_API_KEY=sk-proj-); a provider key the route sends is refused by its variable's name, never its value; a runner that cannot route the consult leaves it queued for one that can", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'honest'));
+    try {
+      vi.stubEnv('PGPASSWORD', 'postgres');
+      vi.stubEnv('GPG_KEY', 'A035C8C19219BA821ECEA86B64E628F8D684696D');
+      const testKey = formatPrivateKey(generatePrivateKey('a test key of the repository'));
+      mkdirSync(join(world.target, 'deploy'));
+      writeFileSync(join(world.target, 'deploy', 'docker-compose.yml'), 'services:\n  db:\n    image: postgres:16\n');
+      writeFileSync(join(world.target, 'deploy', 'Dockerfile'), 'FROM python:3.12\nENV GPG_KEY A035C8C19219BA821ECEA86B64E628F8D684696D\n');
+      writeFileSync(join(world.target, 'deploy', 'tls.yaml'), `apiVersion: v1\nkind: Secret\ndata:\n  tls.key: ${Buffer.from(testKey).toString('base64')}\n`);
+      writeFileSync(join(world.target, 'deploy', 'env.example'), 'OPENAI_API_KEY=sk-proj-');
+      writeFileSync(join(world.target, 'deploy', 'env.leaked'), `OPENAI_API_KEY=${providerKey}\n`);
+      writeFileSync(join(world.target, 'deploy', 'coo.key'), formatPrivateKey(world.actors.coo));
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'deploy'], { cwd: world.target });
+      const honest = (await world.consult({ patterns: ['deploy/docker-compose.yml', 'deploy/Dockerfile', 'deploy/tls.yaml', 'deploy/env.example'] })).messageId;
+      const leaking = (await world.consult({ patterns: ['deploy/env.leaked', 'src/add.ts'] })).messageId;
+      const signingKey = (await world.consult({ patterns: ['deploy/coo.key'] })).messageId;
+      const env = { OPENAI_API_KEY: providerKey, ANTHROPIC_API_KEY: 'sk-ant-test-key', GEMINI_API_KEY: 'gemini-test-key' };
+      // A runner without the route's key cannot run any: all stay queued, unclaimed, none failed here (before, the one pinning the COO key was).
+      await world.runner({ transport: world.transport({ env: {} }) }).runOnce();
+      for (const id of [honest, leaking, signingKey]) expect(await receiptsOf(world, id)).toEqual([]);
+      await world.runner({ transport: world.transport({ env }) }).runOnce();
+      expect((await receiptsOf(world, honest)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const refused = (await receiptsOf(world, leaking))[0]!;
+      expect(refused['status']).toBe('failed');
+      const said = JSON.stringify(refused['blockers']);
+      expect(said).toContain("the context pins deploy/env.leaked, which holds the provider key or credential this runner's routes send as OPENAI_API_KEY");
+      expect(said).not.toContain(providerKey.slice(8, 30));
+      expect(refused).toHaveProperty('actual_cost_usd', 0);
+      expect((await receiptsOf(world, signingKey)).map((receipt) => [receipt['status'], JSON.stringify(receipt['blockers']).includes("this runner's COO signing key")])).toEqual([['failed', true]]);
+      expect(world.server.requests).toHaveLength(1);
+      expect(JSON.stringify(world.server.requests)).toContain('image: postgres:16');
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe('the two meanings of "holds a secret" (src/util/held-secrets.ts), by who wrote the text', () => {
+  it("an agent's or a client's text is refused for all the scrubber removes; a repository's pinned file only for what the runner would hand over, found whole", () => {
+    const coo = generatePrivateKey('coo key of this test');
+    const providerKey = `sk-proj-${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.repeat(2)}`;
+    const held = [...environmentSecrets({ PGPASSWORD: 'postgres', GPG_KEY: 'A035C8C19219BA821ECEA86B64E628F8D684696D', OPENAI_API_KEY: providerKey }), ...privateKeySecrets(coo)];
+    const wide = new Scrubber(held);
+    const sent = sentSecrets(coo, [{ name: 'OPENAI_API_KEY', value: providerKey }]);
+    const testKey = formatPrivateKey(generatePrivateKey('a test key'));
+    const onlyWide = ['image: postgres:16\n', 'ENV GPG_KEY A035C8C19219BA821ECEA86B64E628F8D684696D\n', testKey, `tls.key: ${Buffer.from(testKey).toString('base64')}\n`, 'OPENAI_API_KEY=sk-proj-'];
+    for (const text of onlyWide) {
+      expect(holdsHeldSecret(wide, Buffer.from(text)), text).toBe(true);
+      expect(sentSecretIn(sent, Buffer.from(text)), text).toBeNull();
+    }
+    const both: Array<[string, string]> = [
+      [formatPrivateKey(coo), 'coo key'],
+      [Buffer.from(formatPrivateKey(coo)).toString('base64'), 'coo key'],
+      [`OPENAI_API_KEY=${providerKey}\n`, 'OPENAI_API_KEY'],
+    ];
+    for (const [text, name] of both) {
+      expect(holdsHeldSecret(wide, Buffer.from(text)), text).toBe(true);
+      expect(sentSecretIn(sent, Buffer.from(text)), text).toBe(name);
+    }
+    // A short provider key (a local gateway's) is a word, not a credential: the repository's files are not refused for it.
+    expect(sentSecretIn(sentSecrets(coo, [{ name: 'OPENAI_API_KEY', value: 'sk-local' }]), Buffer.from('key: sk-local\n'))).toBeNull();
   });
 });
 
@@ -135,11 +235,26 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(before);
     // A writer given it pins nothing there: the message would wait in every runner until it expired.
     const seq = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    const copyOfLedger = `--repo ${checkout} is a copy of the ledger ${place.world.gitdir}`;
     expect(await codeOfAsync(() => place.world.consult({ repo: checkout, patterns: ['README.md'] }))).toBe('USAGE');
+    await expect(place.world.consult({ repo: checkout, patterns: ['README.md'] })).rejects.toThrow(copyOfLedger);
     expect(await codeOfAsync(() => dispatchTo({ ...place, repo: checkout }, 'ledger-copy-writer'))).toBe('USAGE');
+    await expect(dispatchTo({ ...place, repo: checkout }, 'ledger-copy-writer')).rejects.toThrow(copyOfLedger);
     expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(seq);
     // The repository the work is for runs it.
     const ran = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'auto' });
     expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), ran.stderr).toEqual(['succeeded']);
+  });
+
+  it('is never let through when git cannot answer whether a commit is the ledger\'s: GIT_FAILED, nothing written (before, any failure of git read as "not the ledger\'s")', async () => {
+    const place = await places('git-fails');
+    const head = git(['-C', place.repo, 'rev-parse', 'HEAD']);
+    // A ledger folder git cannot read as a repository: git exits 128, not its quiet "no such commit" (1).
+    const broken = join(place.world.dir, 'not-a-ledger.git');
+    mkdirSync(broken);
+    await expect(isLedgerCommit(place.world.gitdir, head)).resolves.toBe(false);
+    expect(await codeOfAsync(() => isLedgerCommit(broken, head))).toBe('GIT_FAILED');
+    expect(await codeOfAsync(() => resolveWorkCommit(broken, place.repo, 'HEAD'))).toBe('GIT_FAILED');
+    await expect(resolveWorkCommit(broken, place.repo, 'HEAD')).rejects.toThrow(`cannot tell whether ${head.slice(0, 12)} is a commit of the ledger ${broken}`);
   });
 });
