@@ -253,6 +253,7 @@ async function attributesOf(files: readonly TreeFile[], folder: string, paths: r
 async function checkAttr(gitdir: string, tree: string, paths: readonly Buffer[], names: readonly string[], ignoreCase: boolean): Promise<string[][]> {
   const out = await safeGit([`--git-dir=${gitdir}`, `--work-tree=${tree}`, '-c', 'core.attributesFile=/dev/null', '-c', `core.ignorecase=${ignoreCase}`, 'check-attr', '-z', '--stdin', ...names], {
     env: { ...rulesEnvironment(tree), GIT_ATTR_NOSYSTEM: '1' },
+    isolated: true,
     input: Buffer.concat(paths.flatMap((path) => [path, Buffer.from([0])])),
   });
   // PATH, ATTRIBUTE, VALUE for each attribute of each path, in the order asked.

@@ -4,7 +4,7 @@ import { join, resolve } from 'node:path';
 import { CooError } from '../errors.js';
 import { ObjectWriter } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
-import { GIT_NO_FETCH, GIT_OWN_OBJECTS, gitEnvironment } from '../util/git-env.js';
+import { isolatedGitEnvironment } from '../util/git-env.js';
 import type { TreeFile } from './git-tree.js';
 import { keyOf } from './work-walk.js';
 import { compareTreeNames } from '../lane/raw-tree.js';
@@ -114,10 +114,7 @@ async function fsck(gitdir: string, folder: string, groups: ReadonlyArray<readon
   // git's checks as git ships them: no setting of the operator's environment (GIT_CONFIG_COUNT's or
   // GIT_CONFIG_PARAMETERS' `fsck.<id>=ignore`, an `fsck.skipList`) or object folder (GIT_OBJECT_DIRECTORY,
   // set where coo runs under a git hook) turns one off or has git judge other objects.
-  const told: Record<string, string> = { GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: folder, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' };
-  const env = gitEnvironment(told);
-  const own = new Set(Object.keys({ ...GIT_OWN_OBJECTS, ...GIT_NO_FETCH, ...told }));
-  for (const name of Object.keys(process.env)) if (name.startsWith('GIT_') && !own.has(name)) delete env[name];
+  const env = isolatedGitEnvironment({ GIT_CONFIG_NOSYSTEM: '1', GIT_CONFIG_GLOBAL: '/dev/null', HOME: folder, LC_ALL: 'C', GIT_TERMINAL_PROMPT: '0' });
   const { code, stderr } = await new Promise<{ code: number | null; stderr: string }>((done) => {
     execFile('git', [`--git-dir=${scratch}`, 'fsck', '--no-full', '--no-dangling', '--no-progress', '--no-reflogs'], { env, encoding: 'utf8', maxBuffer: 16 * 1024 * 1024 }, (error, _stdout, errors) =>
       // Killed, or its words past the bound (ERR_CHILD_PROCESS_STDIO_MAXBUFFER, the rest cut off): no code.

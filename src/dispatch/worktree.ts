@@ -5,7 +5,7 @@ import { isBranchName } from '../authority/rules/intents/dispatch.js';
 import { CooError } from '../errors.js';
 import { CatFileReader } from '../ledger/object-store.js';
 import { LIMITS } from '../limits.js';
-import { gitEnvironment } from '../util/git-env.js';
+import { gitEnvironment, isolatedGitEnvironment } from '../util/git-env.js';
 import { gitLinkTarget } from '../util/git-link.js';
 import { readBounded } from '../util/bounded-read.js';
 import { removeTree } from '../util/remove-tree.js';
@@ -37,6 +37,8 @@ export interface AttemptWorktree {
 
 export interface GitOptions {
   readonly env?: NodeJS.ProcessEnv;
+  /** Start git with none of this process's GIT_* variables (util/git-env.ts isolatedGitEnvironment). */
+  readonly isolated?: boolean;
   readonly input?: Buffer | string;
   readonly cwd?: string;
 }
@@ -49,7 +51,7 @@ export function safeGit(args: readonly string[], options: GitOptions = {}): Prom
     const child = execFile(
       'git',
       [...SAFE, ...args],
-      { cwd: options.cwd, env: gitEnvironment({ GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', ...options.env }), encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
+      { cwd: options.cwd, env: (options.isolated === true ? isolatedGitEnvironment : gitEnvironment)({ GIT_CONFIG_NOSYSTEM: '1', GIT_TERMINAL_PROMPT: '0', ...options.env }), encoding: 'buffer', maxBuffer: 64 * 1024 * 1024 },
       (error, stdout, stderr) => {
         if (error !== null) {
           // git's own line, not a hint before it (GIT_GRAFT_FILE=/dev/null has every git say one: util/git-env.ts).

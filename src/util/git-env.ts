@@ -52,7 +52,7 @@ export const GIT_NO_REDIRECTS: readonly string[] = ['-c', 'http.followRedirects=
  * on the command line (`-c`, which wins over them), and git's fsck of a dispatch's files runs without them
  * (dispatch/git-fsck.ts).
  */
-const INHERITED_GIT_VARIABLES = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|PREFIX|COMMON_DIR|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|QUARANTINE_PATH|NAMESPACE|REPLACE_REF_BASE|SHALLOW_FILE|CEILING_DIRECTORIES|DISCOVERY_ACROSS_FILESYSTEM|CONFIG|IMPLICIT_WORK_TREE|INTERNAL_SUPER_PREFIX)$/;
+const INHERITED_GIT_VARIABLES = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|PREFIX|COMMON_DIR|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|QUARANTINE_PATH|NAMESPACE|REPLACE_REF_BASE|SHALLOW_FILE|DISCOVERY_ACROSS_FILESYSTEM|CONFIG|IMPLICIT_WORK_TREE|INTERNAL_SUPER_PREFIX)$/;
 
 /** This process's environment without INHERITED_GIT_VARIABLES. */
 function ownEnvironment(): NodeJS.ProcessEnv {
@@ -71,6 +71,17 @@ export function useReceivedObjects(env: NodeJS.ProcessEnv = process.env): void {
   receivedObjects = Object.fromEntries(
     ['GIT_OBJECT_DIRECTORY', 'GIT_ALTERNATE_OBJECT_DIRECTORIES', 'GIT_QUARANTINE_PATH'].flatMap((name) => (env[name] === undefined ? [] : [[name, env[name]!]])),
   );
+}
+
+/**
+ * The environment of a git that judges the work by git's own rules as git ships them (dispatch/git-fsck.ts,
+ * dispatch/checkout-attributes.ts): this process's without any GIT_* variable, the operator's settings
+ * (GIT_CONFIG_COUNT's or GIT_CONFIG_PARAMETERS' `fsck.<id>=ignore`, `attr.tree`) and GIT_ATTR_SOURCE among
+ * them, told GIT_OWN_OBJECTS and GIT_NO_FETCH, then `extra`.
+ */
+export function isolatedGitEnvironment(extra: Readonly<Record<string, string | undefined>> = {}): NodeJS.ProcessEnv {
+  const env = Object.fromEntries(Object.entries(process.env).filter(([name]) => !name.startsWith('GIT_')));
+  return { ...env, ...GIT_OWN_OBJECTS, ...GIT_NO_FETCH, ...extra };
 }
 
 /** The environment of a git coo starts: this process's without INHERITED_GIT_VARIABLES, told GIT_OWN_OBJECTS and GIT_NO_FETCH, then `extra`. */
