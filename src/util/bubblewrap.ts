@@ -481,6 +481,12 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
   // and what the file needs of it is bound back on top (keptWithin): an agent installed inside the repository
   // (node_modules, a script of its tools) runs, and the repository's .env beside it stays hidden.
   const keptBack = [...new Set(hidden.flatMap(({ path, folder }) => (folder ? keep.filter((kept) => !inTemp(kept) && holds(path, kept)).map((kept) => keptWithin(path, kept)) : [])).filter((path): path is string => path !== null))];
+  // What lies in a hidden folder, with nothing bound back between them, is hidden with it: a mount of its own there would
+  // make its name in the emptied folder (the key file `coo.key`, hidden by name too, in the vault its link leads to).
+  const boundBack = [...gitdirs, ...repository.lent, ...repository.readBack, ...keptBack, ...keptInTemp, ...bound];
+  const covered = ({ path }: { path: string }): boolean =>
+    hidden.some((other) => other.folder && other.path !== path && holds(other.path, path) && !boundBack.some((back) => holds(other.path, back) && holds(back, path)));
+  const shown = hidden.filter((entry) => !covered(entry));
   const inKeptBack = (path: string): boolean => keptBack.some((kept) => path !== kept && holds(kept, path));
   const inGitdir = (path: string): boolean => gitdirs.some((gitdir) => path !== gitdir && holds(gitdir, path));
   const inReadBack = (path: string): boolean => repository.readBack.some((record) => path !== record && holds(record, path));
@@ -500,18 +506,18 @@ export function bwrapArgs(bwrap: string, layout: BwrapLayout): string[] {
     ...keptInTemp.flatMap((path) => ['--ro-bind', path, path]),
     // The repository's git folder, read-only, over its hidden work tree and before the writable paths and what is
     // hidden inside it: a state folder inside the git folder (its worktrees, their scratch) stays writable.
-    ...hidden.filter(({ path }) => !inGitdir(path)).flatMap(hide),
+    ...shown.filter(({ path }) => !inGitdir(path)).flatMap(hide),
     ...gitdirs.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.filter(({ path }) => inGitdir(path) && !inReadBack(path)).flatMap(hide),
+    ...shown.filter(({ path }) => inGitdir(path) && !inReadBack(path)).flatMap(hide),
     // The object folders the target borrows from, read-only, over what hides them (their repository, a shared
     // temporary folder), and what else is hidden inside them again: they exempt nothing from being hidden.
     ...repository.lent.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.filter(({ path }) => repository.lent.some((folder) => path !== folder && holds(folder, path))).flatMap(hide),
+    ...shown.filter(({ path }) => repository.lent.some((folder) => path !== folder && holds(folder, path))).flatMap(hide),
     // The records of the sandbox's own worktrees again, over the hidden `<gitdir>/worktrees`, and what is hidden in them.
     ...repository.readBack.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.filter(({ path }) => inReadBack(path)).flatMap(hide),
+    ...shown.filter(({ path }) => inReadBack(path)).flatMap(hide),
     ...keptBack.flatMap((path) => ['--ro-bind', path, path]),
-    ...hidden.filter(({ path }) => inKeptBack(path)).flatMap(hide),
+    ...shown.filter(({ path }) => inKeptBack(path)).flatMap(hide),
     // The command's own files themselves again, on top: a folder hidden over them (the key's folder, where an operator
     // keeps a wrapper script too) hides what lies beside them, never the command.
     ...keep.filter((path) => inTemp(path) && fs.existsSync(path)).flatMap((path) => ['--ro-bind', path, path]),
