@@ -62,6 +62,11 @@ import { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
 export interface Secret {
   readonly name: string;
   readonly value: string;
+  /**
+   * Set when the value is a secret only because its environment variable's name reads as one's
+   * (SECRET_NAME: `PGPASSWORD`, `GPG_KEY`): guessed, not given to the runner as a credential.
+   */
+  readonly guessed?: true;
 }
 
 /** A folder of the runner's machine, by the name its marker gives it. */
@@ -941,7 +946,7 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
-    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
+    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value, guessed: true });
     else {
       const credentials = new Set(userInfoCredentials(PROXY_NAME.test(name) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
       for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);

@@ -178,12 +178,54 @@ describe("a repository's files that hold what the runner's environment holds, bu
       const refused = (await receiptsOf(world, leaking))[0]!;
       expect(refused['status']).toBe('failed');
       const said = JSON.stringify(refused['blockers']);
-      expect(said).toContain("the context pins deploy/env.leaked, which holds the provider key or credential this runner's routes send as OPENAI_API_KEY");
-      expect(said).not.toContain(providerKey.slice(8, 30));
+      expect(said).toContain("the context pins deploy/env.leaked, which holds the credential this runner holds as OPENAI_API_KEY: committed");
       expect(refused).toHaveProperty('actual_cost_usd', 0);
       expect((await receiptsOf(world, signingKey)).map((receipt) => [receipt['status'], JSON.stringify(receipt['blockers']).includes("this runner's COO signing key")])).toEqual([['failed', true]]);
       expect(world.server.requests).toHaveLength(1);
       expect(JSON.stringify(world.server.requests)).toContain('image: postgres:16');
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe("a committed .env holding a secret the runner was given that no consult route sends: its forge token, an executor's provider key", () => {
+  // Made up for this test, never a real token or key.
+  const forgeToken = `ghp_${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.slice(0, 36)}`;
+  const executorKey = `sk-ant-api03-${'Qw3eR5tY7uI9oP1aS3dF5gH7jK9lZ2x'.repeat(2)}`;
+
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("is never sent to the provider: the consult ends failed config_error, unpaid, naming the kind of secret, never its value (before, only the COO key and the routes' keys counted, and the forge token went to the model); PGPASSWORD=postgres and a GPG_KEY are still sent", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'given'));
+    try {
+      vi.stubEnv('PGPASSWORD', 'postgres');
+      vi.stubEnv('GPG_KEY', 'A035C8C19219BA821ECEA86B64E628F8D684696D');
+      vi.stubEnv('ANTHROPIC_API_KEY', executorKey);
+      writeFileSync(join(world.target, '.env'), `GITHUB_TOKEN=${forgeToken}\n`);
+      writeFileSync(join(world.target, '.env.ea'), `ANTHROPIC_API_KEY=${executorKey}\n`);
+      writeFileSync(join(world.target, 'Dockerfile'), 'FROM postgres:16\nENV GPG_KEY A035C8C19219BA821ECEA86B64E628F8D684696D\n');
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'env'], { cwd: world.target });
+      const forge = (await world.consult({ patterns: ['.env', 'src/add.ts'] })).messageId;
+      const executor = (await world.consult({ patterns: ['.env.ea'] })).messageId;
+      const honest = (await world.consult({ patterns: ['Dockerfile'] })).messageId;
+      await world.runner({ pullRequests: { token: forgeToken, base: 'main' } }).runOnce();
+      const refused = (await receiptsOf(world, forge))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(refused['blockers']).toMatchObject([{ code: 'config_error' }]);
+      expect(refused).toHaveProperty('actual_cost_usd', 0);
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins .env, which holds the credential this runner holds as forge token: committed');
+      const byExecutor = (await receiptsOf(world, executor))[0]!;
+      expect(JSON.stringify(byExecutor['blockers'])).toContain('the context pins .env.ea, which holds the credential this runner holds as ANTHROPIC_API_KEY: committed');
+      expect((await receiptsOf(world, honest)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(world.server.requests).toHaveLength(1);
+      const sent = JSON.stringify(world.server.requests);
+      expect(sent).toContain('FROM postgres:16');
+      expect(sent).not.toContain(forgeToken);
+      expect(sent).not.toContain(executorKey);
     } finally {
       await world.close();
     }
