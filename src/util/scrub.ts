@@ -63,8 +63,9 @@ export interface Secret {
   readonly name: string;
   readonly value: string;
   /**
-   * Set when the value is a secret only because its environment variable's name reads as one's
-   * (SECRET_NAME: `PGPASSWORD`, `GPG_KEY`): guessed, not given to the runner as a credential.
+   * Set when the value is a secret only by a guess, not given to the runner as a credential: its
+   * environment variable's name reads as one's (SECRET_NAME: `PGPASSWORD`, `GPG_KEY`), or it is the
+   * value of a URL's query field no secret's name (urlSecrets: `?api-version=…`). Masked all the same.
    */
   readonly guessed?: true;
 }

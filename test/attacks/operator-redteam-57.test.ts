@@ -4,7 +4,7 @@ import { afterEach, describe, expect, it, vi } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
-import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { makeWorld, offlineEndpoints, receiptsOf } from '../helpers/lane.js';
 import { holdsHeldSecret, sentSecretIn, sentSecrets } from '../../src/util/held-secrets.js';
 import { environmentSecrets, privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { codeOfAsync } from '../helpers/codes.js';
@@ -226,6 +226,32 @@ describe("a committed .env holding a secret the runner was given that no consult
       expect(sent).toContain('FROM postgres:16');
       expect(sent).not.toContain(forgeToken);
       expect(sent).not.toContain(executorKey);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe("an endpoint URL given with a query the runner's routes send (--oracle-base-url https://gw/v1?api-version=2024-08-01-preview)", () => {
+  it("refuses no file for the query's plain fields, only for its secret ones: a pinned config saying api_version=\"2024-08-01-preview\" is sent (before, it was refused as endpoint credentials), one holding the URL's key= is refused", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'endpoint-query'));
+    try {
+      // Made up for this test, never a real key.
+      const endpointKey = 'AIzaSyTestKey0123456789abcdefghijklmn';
+      writeFileSync(join(world.target, 'settings.py'), 'api_version = "2024-08-01-preview"\n');
+      writeFileSync(join(world.target, 'gateway.txt'), `key=${endpointKey}\n`);
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'settings'], { cwd: world.target });
+      const plain = (await world.consult({ patterns: ['settings.py'] })).messageId;
+      const keyed = (await world.consult({ patterns: ['gateway.txt'] })).messageId;
+      const endpoints = { ...offlineEndpoints(world.server), google: `${world.server.url}/v1beta?api-version=2024-08-01-preview&key=${endpointKey}` };
+      await world.runner({ transport: world.transport({ endpoints }) }).runOnce();
+      expect((await receiptsOf(world, plain)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const refused = (await receiptsOf(world, keyed))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins gateway.txt, which holds the credential this runner holds as endpoint credentials: committed');
+      expect(world.server.requests).toHaveLength(1);
+      expect(JSON.stringify(world.server.requests)).not.toContain(endpointKey);
     } finally {
       await world.close();
     }
