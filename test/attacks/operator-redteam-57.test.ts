@@ -1,4 +1,4 @@
-import { copyFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
@@ -108,6 +108,29 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
     const [receipt] = await receiptsFor(place, unsandboxed);
     expect(receipt?.['status'], none.stderr).toBe('succeeded');
     expect(JSON.stringify(receipt)).toContain('sandbox_unenforced');
+  });
+});
+
+describe('a --state-dir refused at start (the home folder)', () => {
+  const places = hostilePlaces(join(dir, 'refused-places'), 'refused');
+
+  it("is not recorded as a runner's private folder, which every sandbox on the machine would hide (before, coo watch recorded it before its start refused it, and it stayed in the list); a state folder whose start passes is recorded", { timeout: 180_000 }, async () => {
+    const place = await places('private-list');
+    const outside = outsideTempDir('operator-redteam-57-list-');
+    const home = join(outside, 'home');
+    const xdg = join(outside, 'xdg');
+    mkdirSync(home, { mode: 0o700 });
+    const env = { HOME: home, XDG_STATE_HOME: xdg };
+    const list = join(xdg, 'coo-commons', 'private-folders');
+    const listed = (): string => (existsSync(list) ? readFileSync(list, 'utf8') : '');
+    const refused = watchOnce({ ...place, stateDir: home }, agentScript(place.world.dir, FIX), { isolation: 'none', env });
+    expect(refused.status, refused.stderr).toBe(2);
+    expect(refused.stdout).toContain(`the runner's state folder ${home} is the home folder, which no sandbox on this machine hides`);
+    expect(listed()).not.toContain(JSON.stringify(home));
+    const started = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'none', env });
+    expect(started.status, started.stderr).toBe(0);
+    expect(listed().split('\n')).toContain(JSON.stringify(place.stateDir));
+    expect(listed()).not.toContain(JSON.stringify(home));
   });
 });
 
