@@ -60,6 +60,26 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
     expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
     expect(run.stderr).not.toContain('which no sandbox hides whole');
   });
+
+  it("in a folder of its own inside the git folder (.git/keys/coo.key) is hidden with that folder whole: the agent reads neither the key nor a file beside it (coo keygen --force's temporary key), and the start says nothing of it (before, it warned that no sandbox hides the folder)", { timeout: 180_000 }, async () => {
+    requireBubblewrap('hiding the key from the sandbox');
+    const place = await places('git-subfolder');
+    const keys = join(place.repo, '.git', 'keys');
+    const kept = join(keys, 'coo.key');
+    mkdirSync(keys, { mode: 0o700 });
+    copyFileSync(place.keyFile, kept);
+    // What coo keygen --force leaves beside the key while it writes a new one.
+    copyFileSync(place.keyFile, join(keys, 'coo.key.4242.tmp'));
+    const id = (await dispatchTo(place, 'key-git-subfolder')).messageId;
+    const agent = agentScript(place.world.dir, `for f in '${kept}' '${keys}/coo.key.4242.tmp'; do if [ -s "$f" ]; then echo "KEY READ $f" >&2; fi; done; echo "LOOKED" >&2; ${FIX}`);
+    const run = watchOnce({ ...place, keyFile: kept }, agent, { isolation: 'auto' });
+    expect(run.status, run.stderr).toBe(0);
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
+    const history = ledgerText(place.world.gitdir);
+    expect(history).toContain('LOOKED');
+    expect(history).not.toContain('KEY READ');
+    expect(run.stderr).not.toContain('which no sandbox hides whole');
+  });
 });
 
 describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~), one holding it, the root", () => {
