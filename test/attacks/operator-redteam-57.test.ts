@@ -1,5 +1,5 @@
 import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
@@ -359,7 +359,7 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
 
   it('is never let through when git cannot answer whether a commit is the ledger\'s: GIT_FAILED, nothing written (before, any failure of git read as "not the ledger\'s")', async () => {
     const place = await places('git-fails');
-    const head = git(['-C', place.repo, 'rev-parse', 'HEAD']);
+    const head = git(['-C', place.repo, 'rev-parse', 'HEAD']).trim();
     // A ledger folder git cannot read as a repository: git exits 128, not its quiet "no such commit" (1).
     const broken = join(place.world.dir, 'not-a-ledger.git');
     mkdirSync(broken);
@@ -367,5 +367,21 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
     expect(await codeOfAsync(() => isLedgerCommit(broken, head))).toBe('GIT_FAILED');
     expect(await codeOfAsync(() => resolveWorkCommit(broken, place.repo, 'HEAD'))).toBe('GIT_FAILED');
     await expect(resolveWorkCommit(broken, place.repo, 'HEAD')).rejects.toThrow(`cannot tell whether ${head.slice(0, 12)} is a commit of the ledger ${broken}`);
+    // A runner's start asks the same of its ledger: an object there under the repository's HEAD that git cannot read (exit 128) refuses
+    // the start, GIT_FAILED, nothing claimed (before, it read as "not the ledger's" and the runner started).
+    const id = (await dispatchTo(place, 'git-fails-start')).messageId;
+    const seq = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    expect(git(['-C', place.repo, 'rev-parse', 'HEAD']).trim()).toBe(head);
+    const loose = join(place.world.gitdir, 'objects', head.slice(0, 2), head.slice(2));
+    mkdirSync(dirname(loose), { recursive: true });
+    writeFileSync(loose, 'not a git object\n');
+    expect(await codeOfAsync(() => isLedgerCommit(place.world.gitdir, head))).toBe('GIT_FAILED');
+    const run = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'none' });
+    expect(run.status, run.stdout + run.stderr).not.toBe(0);
+    expect(run.stdout).toContain('GIT_FAILED');
+    expect(run.stdout).toContain(`cannot tell whether ${head.slice(0, 12)} is a commit of the ledger ${place.world.gitdir}`);
+    expect(run.stdout).not.toContain('"claimed"');
+    expect(laneState(place.world, id)).toBe('queued');
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(seq);
   });
 });
