@@ -75,9 +75,13 @@ export function sentSecrets(key: PrivateKey, known: readonly Secret[]): Scrubber
   return new Scrubber([...privateKeySecrets(key, SIGNING_KEY_NAME), ...credentials]);
 }
 
-/** The name of the secret of `sent` (sentSecrets) a repository's file holds whole, or null. */
+/**
+ * The name of the first secret of `sent` (sentSecrets) a repository's file holds whole, in any form the
+ * scrubber reads, or null: not a text cut inside one (`sk-proj-` at a file's end is no key), nor a
+ * private key found by its armor alone (a repository's test key is no secret of the runner's).
+ */
 export function sentSecretIn(sent: Scrubber, bytes: Uint8Array): string | null {
-  return sent.secretIn(bytes);
+  return sent.secretsIn(bytes).find((found) => found.form !== 'cut')?.name ?? null;
 }
 
 /**

@@ -849,20 +849,20 @@ export class Scrubber {
   }
 
   /**
-   * The name of the first of this scrubber's secrets `bytes` hold whole, in any form the scrubber
-   * reads (its own key inside that key's armor too), or null: not a folder, not a text cut inside a
-   * secret (`sk-proj-` at a file's end is no key), nor a private key found by its armor alone (a
-   * repository's test key is no secret of the runner's), as written or encoded. What the rule of
-   * util/held-secrets.ts (sentSecretIn) asks of a scrubber of the secrets a runner would hand over.
+   * Each of this scrubber's own secrets `bytes` hold, in order, by its name and the form it was found in
+   * (null as written; `cut` for a text cut inside it, `base64`, `percent-encoded`, … as the marker names
+   * it): in any form the scrubber reads, its own key inside that key's armor too, but never a private
+   * key found by its armor alone, which is no secret of this scrubber's list. What is judged of them is
+   * the caller's (util/held-secrets.ts sentSecretIn).
    */
-  secretIn(bytes: Uint8Array): string | null {
-    let found: string | null = null;
+  secretsIn(bytes: Uint8Array): Array<{ readonly name: string; readonly form: string | null }> {
+    const found: Array<{ readonly name: string; readonly form: string | null }> = [];
     // The armor's words kept from the armor's rule, which would take a known key's lines for any key's.
     const text = Buffer.from(bytes).toString('latin1').replaceAll(ARMOR_WORDS, 'PRIVATE_KEY');
     this.scrub(text, 'bytes', (marker) => {
       const named = /^\[removed: (.*?)(?: \(([^()]*)\))?\]$/.exec(marker);
-      if (found !== null || named === null || named[2] === 'cut' || named[1] === PRIVATE_KEY_NAME) return;
-      found = named[1]!;
+      if (named === null || named[1] === PRIVATE_KEY_NAME) return;
+      found.push({ name: named[1]!, form: named[2] ?? null });
     });
     return found;
   }
