@@ -1020,15 +1020,28 @@ function keyBody(key: PrivateKey, checkInt: number): string {
   return formatPrivateKey(key, checkInt).split('\n').slice(1, -2).join('');
 }
 
+/** The DER of an Ed25519 key's PKCS #8 form before its 32-byte seed (RFC 8410): what `openssl genpkey`, Node's `export({ type: 'pkcs8' })` and PKCS #8 PEM write. */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
 /**
- * What of a private key could be echoed: its seed (raw base64 and hex), and the part of its
- * OpenSSH file that does not depend on the random check integer (everything from the secret half
- * on), whole and cut where the file's 70-column lines cut it. Any file of this key, ours or
- * ssh-keygen's, has that part in common.
+ * What of a private key could be echoed: its seed in base64 (padded or not), base64url (a JWK's
+ * `d`) and hex, seed and public half together in base64 (NaCl's 64-byte form), its PKCS #8 DER in
+ * base64 (the body of a PKCS #8 PEM, `-----BEGIN PRIVATE KEY-----`), and the part of its OpenSSH
+ * file that does not depend on the random check integer (everything from the secret half on), whole
+ * and cut where the file's 70-column lines cut it. Any file of this key, ours or ssh-keygen's, has
+ * that part in common. Other forms (the seed in another encoding, or a base64 text that does not
+ * start with it) are not found.
  */
 export function privateKeySecrets(key: PrivateKey, name = 'coo key'): Secret[] {
   const seed = Buffer.from(key.seed);
-  const values = [seed.toString('base64'), seed.toString('base64').replace(/=+$/, ''), seed.toString('hex'), Buffer.concat([seed, Buffer.from(key.publicKey.bytes)]).toString('base64')];
+  const values = [
+    seed.toString('base64'),
+    seed.toString('base64').replace(/=+$/, ''),
+    seed.toString('base64url'),
+    seed.toString('hex'),
+    Buffer.concat([seed, Buffer.from(key.publicKey.bytes)]).toString('base64'),
+    Buffer.concat([ED25519_PKCS8_PREFIX, seed]).toString('base64'),
+  ];
   const a = keyBody(key, 0);
   const b = keyBody(key, 0xffffffff);
   let start = a.length;

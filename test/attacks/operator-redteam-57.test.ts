@@ -1,3 +1,4 @@
+import { createPrivateKey } from 'node:crypto';
 import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
 import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
@@ -304,6 +305,7 @@ describe("an endpoint URL given with a query the runner's routes send (--oracle-
 describe('the two meanings of "holds a secret" (src/util/held-secrets.ts), by who wrote the text', () => {
   it("an agent's or a client's text is refused for all the scrubber removes; a repository's pinned file only for what the runner would hand over, found whole", () => {
     const coo = generatePrivateKey('coo key of this test');
+    const pkcs8 = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(coo.seed).toString('base64url'), x: Buffer.from(coo.publicKey.bytes).toString('base64url') }, format: 'jwk' });
     const providerKey = `sk-proj-${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.repeat(2)}`;
     const held = [...environmentSecrets({ PGPASSWORD: 'postgres', GPG_KEY: 'A035C8C19219BA821ECEA86B64E628F8D684696D', OPENAI_API_KEY: providerKey }), ...privateKeySecrets(coo)];
     const wide = new Scrubber(held);
@@ -317,6 +319,10 @@ describe('the two meanings of "holds a secret" (src/util/held-secrets.ts), by wh
     const both: Array<[string, string]> = [
       [formatPrivateKey(coo), 'coo key'],
       [Buffer.from(formatPrivateKey(coo)).toString('base64'), 'coo key'],
+      // The same key in the forms other tools write it: PKCS #8 PEM (openssl), its DER in base64, a JWK's d.
+      [pkcs8.export({ type: 'pkcs8', format: 'pem' }).toString(), 'coo key'],
+      [`key_der: ${(pkcs8.export({ type: 'pkcs8', format: 'der' })).toString('base64')}\n`, 'coo key'],
+      [JSON.stringify(pkcs8.export({ format: 'jwk' })), 'coo key'],
       [`OPENAI_API_KEY=${providerKey}\n`, 'OPENAI_API_KEY'],
     ];
     for (const [text, name] of both) {
