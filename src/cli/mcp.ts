@@ -82,8 +82,6 @@ export function mcpVerb(program: Command): void {
       });
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       const hide = keyFolders(keyPath);
-      // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
-      if (opts.run === true) registerPrivateFolders([stateDir, ...hide]);
       const problems = new RunnerProblems();
       const executors = oracle === null ? null : executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const controller = new AbortController();
@@ -105,6 +103,8 @@ export function mcpVerb(program: Command): void {
         } else {
           const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote }, (line) => log(scrubber.text(line)));
           release = started.release;
+          // Once the start passed (a refused --state-dir is no runner's folder), before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
+          registerPrivateFolders([stateDir, ...hide]);
           const pullRequests = pullRequestsFromFlags(opts, (line) => log(scrubber.text(line)));
           runner = new Runner({
             ledger,

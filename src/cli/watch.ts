@@ -286,8 +286,6 @@ export function watchVerb(program: Command): void {
       const key = loadPrivateKey(keyPath);
       const ledger = Ledger.open(gitdir);
       const hide = keyFolders(keyPath);
-      // Before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
-      registerPrivateFolders([stateDir, ...hide]);
       const executors = executorsFromFlags(opts, [gitdir, stateDir, ...hide]);
       const remote = remoteUrl === undefined ? undefined : new RemoteLedger(ledger, { remote: remoteUrl, shareConnection: opts.once !== true, ...(maxFetchBytes === undefined ? {} : { maxFetchBytes }) });
       let runner: Runner | undefined;
@@ -305,6 +303,8 @@ export function watchVerb(program: Command): void {
         };
         const started = await startRunnerLanes({ ledger, key, keyPath, repo, stateDir, isolation: opts.isolation, oracle, executors, remote, once: opts.once === true }, (line) => writeErr(`coo watch: ${line}\n`));
         release = started.release;
+        // Once the start passed (a refused --state-dir is no runner's folder), before any sandbox: every other runner's sandboxes on this machine hide this one's folders too.
+        registerPrivateFolders([stateDir, ...hide]);
         const pullRequests = pullRequestsFromFlags(opts, (line) => writeErr(`coo watch: ${line}\n`));
         runner = new Runner({
           ledger,

@@ -312,8 +312,8 @@ export class ConsultLane implements RunnerLane {
       }
       return { kind: 'unroutable', record, message, attempt, error: cannot };
     }
-    // The pinned files are sent to the provider as they are: one holding what this runner would hand over itself (its COO key, a provider
-    // key its routes send, committed to the repository) would give it to that provider, which no scrubber of what comes back takes back.
+    // The pinned files are sent to the provider as they are: one holding a secret this runner was given (its COO key, a provider key, its
+    // forge or remote token, committed to the repository) would give it to that provider, which no scrubber of what comes back takes back.
     // Asked once the runner knows it can run the consult: a runner that cannot route it leaves it to one that can.
     const sent = this.sentSecrets(registry);
     for (const file of pins.files) {
@@ -324,9 +324,9 @@ export class ConsultLane implements RunnerLane {
     return { kind: 'run', record, message, attempt, decision, shared, route: route!, bundle, canary, files: pins.files };
   }
 
-  /** What this runner would hand over itself (util/held-secrets.ts): its COO key and what each route it can plan sends, built once per set of values. */
+  /** What pinned files are refused for (util/held-secrets.ts): the secrets this runner's scrubber was given and what each route it can plan sends, built once per set of values. */
   private sentSecrets(registry: ActorRegistry): Scrubber {
-    const handed: Secret[] = [];
+    const handed: Secret[] = [...this.ctx.scrubber.secrets];
     for (const actor of registry.actors) {
       if (actor.transport === undefined) continue;
       try {

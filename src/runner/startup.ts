@@ -242,8 +242,9 @@ async function gitFolderOf(repo: string): Promise<string | null> {
 
 /**
  * What to tell the operator when the COO key lies in a folder a sandbox cannot hide whole: the home
- * folder (or one holding it), or the target repository's git folder (or a folder in it), which each
- * dispatch's sandbox binds back read-only. The sandbox hides the key file alone there (util/runner-folders.ts
+ * folder (or one holding it), or the target repository's git folder itself, which each dispatch's
+ * sandbox binds back read-only (a folder inside it, `.git/keys`, is hidden whole on top of that bind,
+ * as any other). The sandbox hides the key file alone there (util/runner-folders.ts
  * keyFolders), by a mount on the file: a new key renamed over it while a sandbox runs (`coo keygen --force`
  * writes coo.key.PID.tmp beside it and renames it over the key) is the file that sandbox then reads, and the
  * temporary file is in its sight while it exists. Said at start, not refused: the key stays hidden until it
@@ -253,7 +254,7 @@ async function keyInSightNote(keyPath: string, repo: string): Promise<string | n
   const git = await gitFolderOf(repo);
   // The folders keyFolders hides for the key (not the files it hides too), by where they really are.
   const folders = keyFolders(keyPath).map((path) => realPathOr(path)).filter((path) => statSync(path, { throwIfNoEntry: false })?.isDirectory() === true);
-  const open = folders.find((folder) => neverHidden(folder) || (git !== null && (folder === git || folder.startsWith(`${git}/`))));
+  const open = folders.find((folder) => neverHidden(folder) || folder === git);
   if (open === undefined) return null;
   const what = neverHidden(open) ? 'the home folder or one holding it' : "the target repository's git folder, which every dispatch's sandbox reads";
   return `the COO key ${keyPath} is in ${open}, ${what}, which no sandbox hides whole: each sandbox hides the key file alone, and a key written over it while a sandbox runs (coo keygen --force renames its new key over the file, beside which its temporary file lies meanwhile) is read there; keep the key in a folder of its own (mkdir -m 700 ~/.coo && mv ${keyPath} ~/.coo/), and give that --key`;

@@ -20,13 +20,16 @@ export const ROUTE_KEYS: Readonly<Record<Exclude<(typeof ORACLE_ROUTES)[number],
   openrouter: ['OPENROUTER_API_KEY'],
 };
 
+/** The provider keys a route or an executor is handed, by their variables' names. */
+export const PROVIDER_KEY_ENVS = ['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY', 'GEMINI_API_KEY', 'ANTHROPIC_API_KEY', 'XAI_API_KEY', 'OPENROUTER_API_KEY'] as const;
+
 /** How the runner reaches an advisory agent: Oracle's API engine, one model, one route, one provider key. */
 export const aaTransport = z
   .strictObject({
     kind: z.literal('oracle'),
     engine: z.literal('api', { message: 'only engine "api" is allowed: the browser engine is out of the first slice' }),
     model: oracleModelName,
-    provider_key_env: z.enum(['OPENAI_API_KEY', 'AZURE_OPENAI_API_KEY', 'GEMINI_API_KEY', 'ANTHROPIC_API_KEY', 'XAI_API_KEY', 'OPENROUTER_API_KEY']),
+    provider_key_env: z.enum(PROVIDER_KEY_ENVS),
     /** Absent in entries written before routes: the route of the provider whose key it names (routeOf). */
     route: z.enum(ORACLE_ROUTES).optional(),
     /** An openai_compatible route's gateway, by name: the runner says where it is (`--oracle-gateway NAME=URL`). */

@@ -389,8 +389,7 @@ function ownsNearest(path: string): boolean {
  * folders are hidden as a class, not socket by socket. Never one that holds the home folder or is `/`.
  */
 function sharedTempFolders(): string[] {
-  const home = real(homedir());
-  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => path !== '/' && !holds(path, home));
+  return [...new Set(['/tmp', '/var/tmp', tmpdir()].map(real))].filter((path) => !neverHidden(path));
 }
 
 /**

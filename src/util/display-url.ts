@@ -1,3 +1,4 @@
+import { isSecretField, type Secret } from './scrub.js';
 import { looksSecret } from './secret-shape.js';
 
 /**
@@ -202,7 +203,17 @@ function safeDecode(text: string): string {
   }
 }
 
-/** The credentials of each URL given (util/scrub.ts Secret form, by `name`), long enough to be looked for: what a child handed those URLs holds. */
-export function urlSecrets(urls: ReadonlyArray<string | undefined>, name: string, minChars: number): Array<{ name: string; value: string }> {
-  return urls.flatMap((url) => (url === undefined ? [] : urlCredentials(url))).filter((value) => value.length >= minChars).map((value) => ({ name, value }));
+/**
+ * The credentials of each URL given (util/scrub.ts Secret form, by `name`), long enough to be looked for: what a child handed those
+ * URLs holds. A query value of a field isSecretField does not read as secret (`?api-version=2024-08-01-preview`) is masked as
+ * one all the same, git and clients quote it with the rest, but only guessed (Secret.guessed): no consult's files are refused for it.
+ */
+export function urlSecrets(urls: ReadonlyArray<string | undefined>, name: string, minChars: number): Secret[] {
+  return urls.flatMap((url) => {
+    if (url === undefined) return [];
+    const given = new Set([...userInfoCredentials(url), ...secretFieldValues(url, isSecretField)]);
+    return urlCredentials(url)
+      .filter((value) => value.length >= minChars)
+      .map((value): Secret => (given.has(value) ? { name, value } : { name, value, guessed: true }));
+  });
 }

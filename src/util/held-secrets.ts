@@ -1,5 +1,6 @@
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError, type ErrorCode } from '../errors.js';
+import { PROVIDER_KEY_ENVS } from '../schema/registry.js';
 import { privateKeySecrets, Scrubber, type Secret } from './scrub.js';
 
 /**
@@ -12,13 +13,17 @@ import { privateKeySecrets, Scrubber, type Secret } from './scrub.js';
  *   text of one and any private key in its armor included. The writer held the key or read the
  *   machine and may have written it out as it liked, so whatever the scrubber would remove is refused.
  * - A repository's own committed files a consult pins, sent to a provider as they are: sentSecretIn.
- *   Only what the runner itself would hand over: its signing key (its bytes in the forms a key is
- *   written in) and the provider keys its routes send, of credential length, each found whole. Those
- *   files were written by the repository's people, not by anyone who held the runner's keys: a value
- *   of the environment that happens to be a word the files say (PGPASSWORD=postgres beside
- *   `image: postgres:16`, a Docker image's GPG_KEY fingerprint its Dockerfile quotes), a repository's
- *   test key (armored or base64-encoded), or text that ends as a key begins (`OPENAI_API_KEY=sk-proj-`)
- *   is no secret of the runner's, and the consult is sent. Masking what comes back stays as wide as the
+ *   Every secret the runner was given as one, from a named source, of credential length, each found
+ *   whole: its signing key (its bytes in the forms privateKeySecrets lists), the provider keys of its
+ *   routes and executors, the forge token it opens pull requests with, the credentials of its --remote
+ *   and of the repository's and the ledger's git remotes, the secrets of its credential files, an
+ *   endpoint's credentials, the credentials a URL of its environment holds. Left out are only values
+ *   guessed secret by their variable's name alone (Secret.guessed): those files were written by the
+ *   repository's people, not by anyone who held the runner's keys, and a value of the environment that
+ *   happens to be a word the files say (PGPASSWORD=postgres beside `image: postgres:16`, a Docker
+ *   image's GPG_KEY fingerprint its Dockerfile quotes), a repository's test key (armored or
+ *   base64-encoded), or text that ends as a key begins (`OPENAI_API_KEY=sk-proj-`) is no secret of the
+ *   runner's, and the consult is sent. Masking what comes back stays as wide as the
  *   scrubber is: masking is not refusing.
  *
  * test/attacks/operator-redteam-57.test.ts holds the difference.
@@ -54,19 +59,29 @@ export const MIN_CREDENTIAL_CHARS = 16;
 /** The name sentSecretIn gives the runner's signing key. */
 export const SIGNING_KEY_NAME = 'coo key';
 
+/** Whether a secret counts for sentSecrets: given as one (not guessed by its variable's name alone, unless that name is a provider key's), of MIN_CREDENTIAL_CHARS or more characters without a space. */
+function givenCredential(secret: Secret): boolean {
+  if (secret.guessed === true && !(PROVIDER_KEY_ENVS as readonly string[]).includes(secret.name)) return false;
+  const value = secret.value.trim();
+  return value.length >= MIN_CREDENTIAL_CHARS && !/\s/.test(value);
+}
+
 /**
- * The scrubber of what a runner would hand over itself (see above): its signing key, and the secrets
- * its routes send (`handed`: each route's provider key by its variable's name, an endpoint's
- * credentials), those of MIN_CREDENTIAL_CHARS or more characters without a space.
+ * The scrubber of what a consult's pinned files are refused for (see above): the runner's signing key,
+ * and of `known` (the runner's scrubber's secrets, what its routes send) each givenCredential.
  */
-export function sentSecrets(key: PrivateKey, handed: readonly Secret[]): Scrubber {
-  const credentials = handed.map((secret) => ({ name: secret.name, value: secret.value.trim() })).filter((secret) => secret.value.length >= MIN_CREDENTIAL_CHARS && !/\s/.test(secret.value));
+export function sentSecrets(key: PrivateKey, known: readonly Secret[]): Scrubber {
+  const credentials = known.filter(givenCredential).map((secret) => ({ name: secret.name, value: secret.value.trim() }));
   return new Scrubber([...privateKeySecrets(key, SIGNING_KEY_NAME), ...credentials]);
 }
 
-/** The name of the secret of `sent` (sentSecrets) a repository's file holds whole, or null. */
+/**
+ * The name of the first secret of `sent` (sentSecrets) a repository's file holds whole, in any form the
+ * scrubber reads, or null: not a text cut inside one (`sk-proj-` at a file's end is no key), nor a
+ * private key found by its armor alone (a repository's test key is no secret of the runner's).
+ */
 export function sentSecretIn(sent: Scrubber, bytes: Uint8Array): string | null {
-  return sent.secretIn(bytes);
+  return sent.secretsIn(bytes).find((found) => found.form !== 'cut')?.name ?? null;
 }
 
 /**
@@ -77,5 +92,5 @@ export function heldSecretWords(name: string): string {
   if (name === SIGNING_KEY_NAME) {
     return "this runner's COO signing key (its --key): committed, it is no longer the COO's alone; make a new key and have the trust retire this one, and take the file out of the repository, or pin other files";
   }
-  return `the provider key or credential this runner's routes send as ${name}: committed, it is no longer this runner's alone; revoke it with its provider and give the runner a new one, and take it out of the repository, or pin other files`;
+  return `the credential this runner holds as ${name}: committed, it is no longer this runner's alone; revoke it where it was issued and give the runner a new one, and take it out of the repository, or pin other files`;
 }

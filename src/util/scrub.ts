@@ -62,6 +62,12 @@ import { looksSecret, MIN_SECRET_CHARS } from './secret-shape.js';
 export interface Secret {
   readonly name: string;
   readonly value: string;
+  /**
+   * Set when the value is a secret only by a guess, not given to the runner as a credential: its
+   * environment variable's name reads as one's (SECRET_NAME: `PGPASSWORD`, `GPG_KEY`), or it is the
+   * value of a URL's query field no secret's name (urlSecrets: `?api-version=…`). Masked all the same.
+   */
+  readonly guessed?: true;
 }
 
 /** A folder of the runner's machine, by the name its marker gives it. */
@@ -843,20 +849,20 @@ export class Scrubber {
   }
 
   /**
-   * The name of the first of this scrubber's secrets `bytes` hold whole, in any form the scrubber
-   * reads (its own key inside that key's armor too), or null: not a folder, not a text cut inside a
-   * secret (`sk-proj-` at a file's end is no key), nor a private key found by its armor alone (a
-   * repository's test key is no secret of the runner's), as written or encoded. What the rule of
-   * util/held-secrets.ts (sentSecretIn) asks of a scrubber of the secrets a runner would hand over.
+   * Each of this scrubber's own secrets `bytes` hold, in order, by its name and the form it was found in
+   * (null as written; `cut` for a text cut inside it, `base64`, `percent-encoded`, … as the marker names
+   * it): in any form the scrubber reads, its own key inside that key's armor too, but never a private
+   * key found by its armor alone, which is no secret of this scrubber's list. What is judged of them is
+   * the caller's (util/held-secrets.ts sentSecretIn).
    */
-  secretIn(bytes: Uint8Array): string | null {
-    let found: string | null = null;
+  secretsIn(bytes: Uint8Array): Array<{ readonly name: string; readonly form: string | null }> {
+    const found: Array<{ readonly name: string; readonly form: string | null }> = [];
     // The armor's words kept from the armor's rule, which would take a known key's lines for any key's.
     const text = Buffer.from(bytes).toString('latin1').replaceAll(ARMOR_WORDS, 'PRIVATE_KEY');
     this.scrub(text, 'bytes', (marker) => {
       const named = /^\[removed: (.*?)(?: \(([^()]*)\))?\]$/.exec(marker);
-      if (found !== null || named === null || named[2] === 'cut' || named[1] === PRIVATE_KEY_NAME) return;
-      found = named[1]!;
+      if (named === null || named[1] === PRIVATE_KEY_NAME) return;
+      found.push({ name: named[1]!, form: named[2] ?? null });
     });
     return found;
   }
@@ -941,7 +947,7 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
-    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value });
+    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value, guessed: true });
     else {
       const credentials = new Set(userInfoCredentials(PROXY_NAME.test(name) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
       for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);
@@ -1014,15 +1020,28 @@ function keyBody(key: PrivateKey, checkInt: number): string {
   return formatPrivateKey(key, checkInt).split('\n').slice(1, -2).join('');
 }
 
+/** The DER of an Ed25519 key's PKCS #8 form before its 32-byte seed (RFC 8410): what `openssl genpkey`, Node's `export({ type: 'pkcs8' })` and PKCS #8 PEM write. */
+const ED25519_PKCS8_PREFIX = Buffer.from('302e020100300506032b657004220420', 'hex');
+
 /**
- * What of a private key could be echoed: its seed (raw base64 and hex), and the part of its
- * OpenSSH file that does not depend on the random check integer (everything from the secret half
- * on), whole and cut where the file's 70-column lines cut it. Any file of this key, ours or
- * ssh-keygen's, has that part in common.
+ * What of a private key could be echoed: its seed in base64 (padded or not), base64url (a JWK's
+ * `d`) and hex, seed and public half together in base64 (NaCl's 64-byte form), its PKCS #8 DER in
+ * base64 (the body of a PKCS #8 PEM, `-----BEGIN PRIVATE KEY-----`), and the part of its OpenSSH
+ * file that does not depend on the random check integer (everything from the secret half on), whole
+ * and cut where the file's 70-column lines cut it. Any file of this key, ours or ssh-keygen's, has
+ * that part in common. Other forms (the seed in another encoding, or a base64 text that does not
+ * start with it) are not found.
  */
 export function privateKeySecrets(key: PrivateKey, name = 'coo key'): Secret[] {
   const seed = Buffer.from(key.seed);
-  const values = [seed.toString('base64'), seed.toString('base64').replace(/=+$/, ''), seed.toString('hex'), Buffer.concat([seed, Buffer.from(key.publicKey.bytes)]).toString('base64')];
+  const values = [
+    seed.toString('base64'),
+    seed.toString('base64').replace(/=+$/, ''),
+    seed.toString('base64url'),
+    seed.toString('hex'),
+    Buffer.concat([seed, Buffer.from(key.publicKey.bytes)]).toString('base64'),
+    Buffer.concat([ED25519_PKCS8_PREFIX, seed]).toString('base64'),
+  ];
   const a = keyBody(key, 0);
   const b = keyBody(key, 0xffffffff);
   let start = a.length;

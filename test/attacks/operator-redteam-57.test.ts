@@ -1,10 +1,11 @@
-import { copyFileSync, existsSync, mkdirSync, symlinkSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { createPrivateKey } from 'node:crypto';
+import { copyFileSync, existsSync, mkdirSync, readFileSync, symlinkSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { agentScript, dispatchTo, FIX, hostilePlaces, receiptsFor, watchOnce } from '../helpers/hostile-agent.js';
 import { requireBubblewrap } from '../helpers/bubblewrap.js';
 import { formatPrivateKey, generatePrivateKey } from '../../src/crypto/keys.js';
-import { makeWorld, receiptsOf } from '../helpers/lane.js';
+import { makeWorld, offlineEndpoints, receiptsOf } from '../helpers/lane.js';
 import { holdsHeldSecret, sentSecretIn, sentSecrets } from '../../src/util/held-secrets.js';
 import { environmentSecrets, privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { codeOfAsync } from '../helpers/codes.js';
@@ -60,6 +61,26 @@ describe("a COO key in a folder the sandbox cannot hide: the home folder (~/coo.
     expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
     expect(run.stderr).not.toContain('which no sandbox hides whole');
   });
+
+  it("in a folder of its own inside the git folder (.git/keys/coo.key) is hidden with that folder whole: the agent reads neither the key nor a file beside it (coo keygen --force's temporary key), and the start says nothing of it (before, it warned that no sandbox hides the folder)", { timeout: 180_000 }, async () => {
+    requireBubblewrap('hiding the key from the sandbox');
+    const place = await places('git-subfolder');
+    const keys = join(place.repo, '.git', 'keys');
+    const kept = join(keys, 'coo.key');
+    mkdirSync(keys, { mode: 0o700 });
+    copyFileSync(place.keyFile, kept);
+    // What coo keygen --force leaves beside the key while it writes a new one.
+    copyFileSync(place.keyFile, join(keys, 'coo.key.4242.tmp'));
+    const id = (await dispatchTo(place, 'key-git-subfolder')).messageId;
+    const agent = agentScript(place.world.dir, `for f in '${kept}' '${keys}/coo.key.4242.tmp'; do if [ -s "$f" ]; then echo "KEY READ $f" >&2; fi; done; echo "LOOKED" >&2; ${FIX}`);
+    const run = watchOnce({ ...place, keyFile: kept }, agent, { isolation: 'auto' });
+    expect(run.status, run.stderr).toBe(0);
+    expect((await receiptsFor(place, id)).map((receipt) => receipt['status']), run.stderr).toEqual(['succeeded']);
+    const history = ledgerText(place.world.gitdir);
+    expect(history).toContain('LOOKED');
+    expect(history).not.toContain('KEY READ');
+    expect(run.stderr).not.toContain('which no sandbox hides whole');
+  });
 });
 
 describe("a state folder a sandbox sees: the target repository's git folder (--state-dir REPO/.git), the home folder (--state-dir ~), one holding it, the root", () => {
@@ -108,6 +129,29 @@ describe("a state folder a sandbox sees: the target repository's git folder (--s
     const [receipt] = await receiptsFor(place, unsandboxed);
     expect(receipt?.['status'], none.stderr).toBe('succeeded');
     expect(JSON.stringify(receipt)).toContain('sandbox_unenforced');
+  });
+});
+
+describe('a --state-dir refused at start (the home folder)', () => {
+  const places = hostilePlaces(join(dir, 'refused-places'), 'refused');
+
+  it("is not recorded as a runner's private folder, which every sandbox on the machine would hide (before, coo watch recorded it before its start refused it, and it stayed in the list); a state folder whose start passes is recorded", { timeout: 180_000 }, async () => {
+    const place = await places('private-list');
+    const outside = outsideTempDir('operator-redteam-57-list-');
+    const home = join(outside, 'home');
+    const xdg = join(outside, 'xdg');
+    mkdirSync(home, { mode: 0o700 });
+    const env = { HOME: home, XDG_STATE_HOME: xdg };
+    const list = join(xdg, 'coo-commons', 'private-folders');
+    const listed = (): string => (existsSync(list) ? readFileSync(list, 'utf8') : '');
+    const refused = watchOnce({ ...place, stateDir: home }, agentScript(place.world.dir, FIX), { isolation: 'none', env });
+    expect(refused.status, refused.stderr).toBe(2);
+    expect(refused.stdout).toContain(`the runner's state folder ${home} is the home folder, which no sandbox on this machine hides`);
+    expect(listed()).not.toContain(JSON.stringify(home));
+    const started = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'none', env });
+    expect(started.status, started.stderr).toBe(0);
+    expect(listed().split('\n')).toContain(JSON.stringify(place.stateDir));
+    expect(listed()).not.toContain(JSON.stringify(home));
   });
 });
 
@@ -178,8 +222,7 @@ describe("a repository's files that hold what the runner's environment holds, bu
       const refused = (await receiptsOf(world, leaking))[0]!;
       expect(refused['status']).toBe('failed');
       const said = JSON.stringify(refused['blockers']);
-      expect(said).toContain("the context pins deploy/env.leaked, which holds the provider key or credential this runner's routes send as OPENAI_API_KEY");
-      expect(said).not.toContain(providerKey.slice(8, 30));
+      expect(said).toContain("the context pins deploy/env.leaked, which holds the credential this runner holds as OPENAI_API_KEY: committed");
       expect(refused).toHaveProperty('actual_cost_usd', 0);
       expect((await receiptsOf(world, signingKey)).map((receipt) => [receipt['status'], JSON.stringify(receipt['blockers']).includes("this runner's COO signing key")])).toEqual([['failed', true]]);
       expect(world.server.requests).toHaveLength(1);
@@ -190,9 +233,79 @@ describe("a repository's files that hold what the runner's environment holds, bu
   });
 });
 
+describe("a committed .env holding a secret the runner was given that no consult route sends: its forge token, an executor's provider key", () => {
+  // Made up for this test, never a real token or key.
+  const forgeToken = `ghp_${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.slice(0, 36)}`;
+  const executorKey = `sk-ant-api03-${'Qw3eR5tY7uI9oP1aS3dF5gH7jK9lZ2x'.repeat(2)}`;
+
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("is never sent to the provider: the consult ends failed config_error, unpaid, naming the kind of secret, never its value (before, only the COO key and the routes' keys counted, and the forge token went to the model); PGPASSWORD=postgres and a GPG_KEY are still sent", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'given'));
+    try {
+      vi.stubEnv('PGPASSWORD', 'postgres');
+      vi.stubEnv('GPG_KEY', 'A035C8C19219BA821ECEA86B64E628F8D684696D');
+      vi.stubEnv('ANTHROPIC_API_KEY', executorKey);
+      writeFileSync(join(world.target, '.env'), `GITHUB_TOKEN=${forgeToken}\n`);
+      writeFileSync(join(world.target, '.env.ea'), `ANTHROPIC_API_KEY=${executorKey}\n`);
+      writeFileSync(join(world.target, 'Dockerfile'), 'FROM postgres:16\nENV GPG_KEY A035C8C19219BA821ECEA86B64E628F8D684696D\n');
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'env'], { cwd: world.target });
+      const forge = (await world.consult({ patterns: ['.env', 'src/add.ts'] })).messageId;
+      const executor = (await world.consult({ patterns: ['.env.ea'] })).messageId;
+      const honest = (await world.consult({ patterns: ['Dockerfile'] })).messageId;
+      await world.runner({ pullRequests: { token: forgeToken, base: 'main' } }).runOnce();
+      const refused = (await receiptsOf(world, forge))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(refused['blockers']).toMatchObject([{ code: 'config_error' }]);
+      expect(refused).toHaveProperty('actual_cost_usd', 0);
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins .env, which holds the credential this runner holds as forge token: committed');
+      const byExecutor = (await receiptsOf(world, executor))[0]!;
+      expect(JSON.stringify(byExecutor['blockers'])).toContain('the context pins .env.ea, which holds the credential this runner holds as ANTHROPIC_API_KEY: committed');
+      expect((await receiptsOf(world, honest)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      expect(world.server.requests).toHaveLength(1);
+      const sent = JSON.stringify(world.server.requests);
+      expect(sent).toContain('FROM postgres:16');
+      expect(sent).not.toContain(forgeToken);
+      expect(sent).not.toContain(executorKey);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe("an endpoint URL given with a query the runner's routes send (--oracle-base-url https://gw/v1?api-version=2024-08-01-preview)", () => {
+  it("refuses no file for the query's plain fields, only for its secret ones: a pinned config saying api_version=\"2024-08-01-preview\" is sent (before, it was refused as endpoint credentials), one holding the URL's key= is refused", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'endpoint-query'));
+    try {
+      // Made up for this test, never a real key.
+      const endpointKey = 'AIzaSyTestKey0123456789abcdefghijklmn';
+      writeFileSync(join(world.target, 'settings.py'), 'api_version = "2024-08-01-preview"\n');
+      writeFileSync(join(world.target, 'gateway.txt'), `key=${endpointKey}\n`);
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'settings'], { cwd: world.target });
+      const plain = (await world.consult({ patterns: ['settings.py'] })).messageId;
+      const keyed = (await world.consult({ patterns: ['gateway.txt'] })).messageId;
+      const endpoints = { ...offlineEndpoints(world.server), google: `${world.server.url}/v1beta?api-version=2024-08-01-preview&key=${endpointKey}` };
+      await world.runner({ transport: world.transport({ endpoints }) }).runOnce();
+      expect((await receiptsOf(world, plain)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const refused = (await receiptsOf(world, keyed))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins gateway.txt, which holds the credential this runner holds as endpoint credentials: committed');
+      expect(world.server.requests).toHaveLength(1);
+      expect(JSON.stringify(world.server.requests)).not.toContain(endpointKey);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
 describe('the two meanings of "holds a secret" (src/util/held-secrets.ts), by who wrote the text', () => {
   it("an agent's or a client's text is refused for all the scrubber removes; a repository's pinned file only for what the runner would hand over, found whole", () => {
     const coo = generatePrivateKey('coo key of this test');
+    const pkcs8 = createPrivateKey({ key: { kty: 'OKP', crv: 'Ed25519', d: Buffer.from(coo.seed).toString('base64url'), x: Buffer.from(coo.publicKey.bytes).toString('base64url') }, format: 'jwk' });
     const providerKey = `sk-proj-${'Zq8xW3vB7nM2kL9pR4tY6uI1oA5sD0fG'.repeat(2)}`;
     const held = [...environmentSecrets({ PGPASSWORD: 'postgres', GPG_KEY: 'A035C8C19219BA821ECEA86B64E628F8D684696D', OPENAI_API_KEY: providerKey }), ...privateKeySecrets(coo)];
     const wide = new Scrubber(held);
@@ -206,6 +319,10 @@ describe('the two meanings of "holds a secret" (src/util/held-secrets.ts), by wh
     const both: Array<[string, string]> = [
       [formatPrivateKey(coo), 'coo key'],
       [Buffer.from(formatPrivateKey(coo)).toString('base64'), 'coo key'],
+      // The same key in the forms other tools write it: PKCS #8 PEM (openssl), its DER in base64, a JWK's d.
+      [pkcs8.export({ type: 'pkcs8', format: 'pem' }).toString(), 'coo key'],
+      [`key_der: ${(pkcs8.export({ type: 'pkcs8', format: 'der' })).toString('base64')}\n`, 'coo key'],
+      [JSON.stringify(pkcs8.export({ format: 'jwk' })), 'coo key'],
       [`OPENAI_API_KEY=${providerKey}\n`, 'OPENAI_API_KEY'],
     ];
     for (const [text, name] of both) {
@@ -248,7 +365,7 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
 
   it('is never let through when git cannot answer whether a commit is the ledger\'s: GIT_FAILED, nothing written (before, any failure of git read as "not the ledger\'s")', async () => {
     const place = await places('git-fails');
-    const head = git(['-C', place.repo, 'rev-parse', 'HEAD']);
+    const head = git(['-C', place.repo, 'rev-parse', 'HEAD']).trim();
     // A ledger folder git cannot read as a repository: git exits 128, not its quiet "no such commit" (1).
     const broken = join(place.world.dir, 'not-a-ledger.git');
     mkdirSync(broken);
@@ -256,5 +373,21 @@ describe('a --repo that is a checkout of the ledger (git clone LEDGER), not the 
     expect(await codeOfAsync(() => isLedgerCommit(broken, head))).toBe('GIT_FAILED');
     expect(await codeOfAsync(() => resolveWorkCommit(broken, place.repo, 'HEAD'))).toBe('GIT_FAILED');
     await expect(resolveWorkCommit(broken, place.repo, 'HEAD')).rejects.toThrow(`cannot tell whether ${head.slice(0, 12)} is a commit of the ledger ${broken}`);
+    // A runner's start asks the same of its ledger: an object there under the repository's HEAD that git cannot read (exit 128) refuses
+    // the start, GIT_FAILED, nothing claimed (before, it read as "not the ledger's" and the runner started).
+    const id = (await dispatchTo(place, 'git-fails-start')).messageId;
+    const seq = git(['--git-dir', place.world.gitdir, 'rev-parse', 'main']);
+    expect(git(['-C', place.repo, 'rev-parse', 'HEAD']).trim()).toBe(head);
+    const loose = join(place.world.gitdir, 'objects', head.slice(0, 2), head.slice(2));
+    mkdirSync(dirname(loose), { recursive: true });
+    writeFileSync(loose, 'not a git object\n');
+    expect(await codeOfAsync(() => isLedgerCommit(place.world.gitdir, head))).toBe('GIT_FAILED');
+    const run = watchOnce(place, agentScript(place.world.dir, FIX), { isolation: 'none' });
+    expect(run.status, run.stdout + run.stderr).not.toBe(0);
+    expect(run.stdout).toContain('GIT_FAILED');
+    expect(run.stdout).toContain(`cannot tell whether ${head.slice(0, 12)} is a commit of the ledger ${place.world.gitdir}`);
+    expect(run.stdout).not.toContain('"claimed"');
+    expect(laneState(place.world, id)).toBe('queued');
+    expect(git(['--git-dir', place.world.gitdir, 'rev-parse', 'main'])).toBe(seq);
   });
 });
