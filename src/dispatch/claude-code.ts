@@ -6,9 +6,8 @@ import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { AGENT_CLIS, defaultAgentCommand, givenAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { claudeStreamState } from './claude-events.js';
-import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
-import { urlSecrets } from '../util/display-url.js';
-import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
+import type { Secret } from '../util/scrub.js';
+import { baseUrlSecrets, type Executor, type ExecutorRequest, type ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { ATTEMPT_FOLDER_REMEDY, executorPath, runExecutorProcess } from './process.js';
 import { writeOwnFile } from '../util/own-write.js';
@@ -88,7 +87,7 @@ export class ClaudeCodeExecutor implements Executor {
 
   handedSecrets(): Secret[] {
     const value = this.source()['ANTHROPIC_API_KEY'];
-    return [...(value === undefined || value === '' ? [] : [{ name: 'ANTHROPIC_API_KEY', value }]), ...urlSecrets([this.config.baseUrl], 'ea base URL credentials', MIN_SECRET_CHARS)];
+    return [...(value === undefined || value === '' ? [] : [{ name: 'ANTHROPIC_API_KEY', value }]), ...baseUrlSecrets(this.config.baseUrl)];
   }
 
   argv(request: ExecutorRequest, mcpConfig?: string): string[] {

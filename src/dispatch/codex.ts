@@ -6,9 +6,8 @@ import { providerKeyProblem } from '../lane/provider-key.js';
 import { LIMITS } from '../limits.js';
 import { AGENT_CLIS, defaultAgentCommand, givenAgentCommand, installedAgentCommand } from './agent-cli.js';
 import { codexStreamState } from './codex-events.js';
-import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
-import { urlSecrets } from '../util/display-url.js';
-import type { Executor, ExecutorRequest, ExecutorRun } from './executor.js';
+import type { Secret } from '../util/scrub.js';
+import { baseUrlSecrets, type Executor, type ExecutorRequest, type ExecutorRun } from './executor.js';
 import { resolveIsolation, type Isolation } from '../util/bubblewrap.js';
 import { executorPath, runExecutorProcess } from './process.js';
 
@@ -110,7 +109,7 @@ export class CodexExecutor implements Executor {
 
   handedSecrets(): Secret[] {
     const value = this.source()[this.providerKeyEnv];
-    return [...(value === undefined || value === '' ? [] : [{ name: this.providerKeyEnv, value }]), ...urlSecrets([this.config.baseUrl], 'ea base URL credentials', MIN_SECRET_CHARS)];
+    return [...(value === undefined || value === '' ? [] : [{ name: this.providerKeyEnv, value }]), ...baseUrlSecrets(this.config.baseUrl)];
   }
 
   /** The arguments after the command: everything the lane decides, nothing from the user's config. */

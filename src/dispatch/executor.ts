@@ -1,5 +1,6 @@
 import type { Repository } from '../util/bubblewrap.js';
-import type { Secret } from '../util/scrub.js';
+import { MIN_SECRET_CHARS, type Secret } from '../util/scrub.js';
+import { urlSecrets } from '../util/display-url.js';
 import type { AttemptSpend } from './attempt-spend.js';
 import { boundedUsd } from '../schema/common.js';
 
@@ -220,5 +221,14 @@ export interface ExecutorSpec {
   readonly price: { readonly inputPerMillion: number; readonly outputPerMillion: number };
 }
 
-/** How the runner makes an executor for a dispatch (cli/watch.ts configures it from its flags). */
-export type ExecutorFactory = (spec: ExecutorSpec) => Executor;
+/**
+ * How the runner makes an executor for a dispatch (cli/watch.ts configures it from its flags), and the secrets its flags hand
+ * every executor it makes (--ea-base-url's credentials): the runner's scrubber holds them from its start, so a consult's pinned
+ * file holding them is refused and every receipt masks them, not only a dispatch's.
+ */
+export type ExecutorFactory = ((spec: ExecutorSpec) => Executor) & { readonly handedSecrets?: () => readonly Secret[] };
+
+/** The credentials of an executor's base URL (`--ea-base-url https://u:TOKEN@gw/v1`, `?key=`): what every executor given it hands its agent. */
+export function baseUrlSecrets(baseUrl: string | undefined): Secret[] {
+  return urlSecrets([baseUrl], 'ea base URL credentials', MIN_SECRET_CHARS);
+}

@@ -1,6 +1,6 @@
 import { ClaudeCodeExecutor } from './claude-code.js';
 import { CodexExecutor } from './codex.js';
-import type { ExecutorFactory } from './executor.js';
+import { baseUrlSecrets, type ExecutorFactory } from './executor.js';
 import type { Isolation } from './process.js';
 
 export interface ExecutorFlags {
@@ -16,7 +16,7 @@ export interface ExecutorFlags {
 
 /** The executors the runner starts, configured once from its flags; the registry picks one per dispatch. */
 export function executorFactory(flags: ExecutorFlags): ExecutorFactory {
-  return (spec) => {
+  const make = (spec: Parameters<ExecutorFactory>[0]) => {
     const common = {
       ...(flags.command === undefined ? {} : { command: flags.command }),
       ...(flags.baseUrl === undefined ? {} : { baseUrl: flags.baseUrl }),
@@ -29,4 +29,5 @@ export function executorFactory(flags: ExecutorFlags): ExecutorFactory {
       ? new CodexExecutor({ ...common, providerKeyEnv: spec.providerKeyEnv, price: spec.price })
       : new ClaudeCodeExecutor({ ...common, providerKeyEnv: 'ANTHROPIC_API_KEY', price: spec.price });
   };
+  return Object.assign(make, { handedSecrets: () => baseUrlSecrets(flags.baseUrl) });
 }

@@ -272,6 +272,7 @@ export class Runner {
         ...gitRemoteSecrets([options.repo, options.ledger.gitdir]),
         ...(options.remote?.secrets?.() ?? []),
         ...options.transport.handedSecrets(),
+        ...(options.executors?.handedSecrets?.() ?? []),
         ...privateKeySecrets(options.key),
         ...(options.pullRequests === undefined ? [] : [{ name: 'forge token', value: options.pullRequests.token }]),
       ],

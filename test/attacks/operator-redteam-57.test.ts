@@ -9,6 +9,7 @@ import { makeWorld, offlineEndpoints, receiptsOf } from '../helpers/lane.js';
 import { holdsHeldSecret, sentSecretIn, sentSecrets } from '../../src/util/held-secrets.js';
 import { environmentSecrets, privateKeySecrets, Scrubber } from '../../src/util/scrub.js';
 import { codeOfAsync } from '../helpers/codes.js';
+import { executorFactory } from '../../src/dispatch/executors.js';
 import { isLedgerCommit, resolveWorkCommit } from '../../src/lane/work-repo.js';
 import { laneState } from '../helpers/startup.js';
 import { git, outsideTempDir, tempDir } from '../helpers/tmp.js';
@@ -296,6 +297,35 @@ describe("an endpoint URL given with a query the runner's routes send (--oracle-
       expect(JSON.stringify(refused['blockers'])).toContain('the context pins gateway.txt, which holds the credential this runner holds as endpoint credentials: committed');
       expect(world.server.requests).toHaveLength(1);
       expect(JSON.stringify(world.server.requests)).not.toContain(endpointKey);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
+describe("an execution agent's base URL with credentials (--ea-base-url https://coo:TOKEN@gw/v1, ?key=)", () => {
+  it("is a secret the runner holds from its start: a consult pinning a committed file holding the URL's token or key ends failed config_error, unsent, naming the kind, never the value (before, only a dispatch's scrubber knew them, and the consult sent them to the provider)", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'ea-base-url'));
+    try {
+      // Made up for this test, never real credentials.
+      const token = 'eaGatewayToken0123456789abcdefXYZ';
+      const key = 'eaGatewayQueryKey9876543210zyxwvu';
+      writeFileSync(join(world.target, 'gateway.env'), `GATEWAY=https://coo:${token}@gw.example.invalid/v1\n`);
+      writeFileSync(join(world.target, 'query.txt'), `key=${key}\n`);
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'gateway'], { cwd: world.target });
+      const userinfo = (await world.consult({ patterns: ['gateway.env'] })).messageId;
+      const queried = (await world.consult({ patterns: ['query.txt'] })).messageId;
+      const executors = executorFactory({ hide: [], baseUrl: `https://coo:${token}@gw.example.invalid/v1?key=${key}` });
+      await world.runner({ executors }).runOnce();
+      for (const [id, file] of [[userinfo, 'gateway.env'], [queried, 'query.txt']] as const) {
+        const receipt = (await receiptsOf(world, id))[0]!;
+        expect(receipt['status']).toBe('failed');
+        expect(JSON.stringify(receipt['blockers'])).toContain(`the context pins ${file}, which holds the credential this runner holds as ea base URL credentials`);
+      }
+      expect(world.server.requests).toHaveLength(0);
+      expect(ledgerText(world.gitdir)).not.toContain(token);
+      expect(ledgerText(world.gitdir)).not.toContain(key);
     } finally {
       await world.close();
     }
