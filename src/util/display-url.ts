@@ -1,4 +1,4 @@
-import { isSecretField, type Secret } from './scrub.js';
+import type { Secret } from './scrub.js';
 import { looksSecret } from './secret-shape.js';
 
 /**
@@ -148,6 +148,14 @@ export function secretFieldValues(url: string, secretField: (name: string) => bo
   return decoded([...fields(QUERY.exec(url)?.[1]), ...fields(FRAGMENT.exec(url)?.[1])].filter((field) => secretField(field.name)).map((field) => field.value));
 }
 
+/**
+ * The query fields of an endpoint URL known to say no secret, in every spelling (`api-version`, `api_version`, `apiVersion`): the
+ * one list of them. Keep it small: a field missing here only refuses a file that repeats its value, one wrongly here sends a key.
+ */
+export function namesPlainQueryField(name: string): boolean {
+  return /^api[-_.]?version$/i.test(name);
+}
+
 /** The fields of a query or fragment (`sslmode=require&password=…`, or parted by `;`) as written, a field without `=` by an empty name. */
 function fields(part: string | undefined): Array<{ readonly name: string; readonly value: string }> {
   if (part === undefined) return [];
@@ -205,13 +213,14 @@ function safeDecode(text: string): string {
 
 /**
  * The credentials of each URL given (util/scrub.ts Secret form, by `name`), long enough to be looked for: what a child handed those
- * URLs holds. A query value of a field isSecretField does not read as secret (`?api-version=2024-08-01-preview`) is masked as
- * one all the same, git and clients quote it with the rest, but only guessed (Secret.guessed): no consult's files are refused for it.
+ * URLs holds. These are URLs the runner is given and sends to, so every query value counts as given, whatever its field is called
+ * (an Azure Functions `?code=…`), but for the fields known to say no secret (namesPlainQueryField: `?api-version=2024-08-01-preview`):
+ * those are masked all the same, git and clients quote them with the rest, but only guessed (Secret.guessed), refusing no consult's files.
  */
 export function urlSecrets(urls: ReadonlyArray<string | undefined>, name: string, minChars: number): Secret[] {
   return urls.flatMap((url) => {
     if (url === undefined) return [];
-    const given = new Set([...userInfoCredentials(url), ...secretFieldValues(url, isSecretField)]);
+    const given = new Set([...userInfoCredentials(url), ...secretFieldValues(url, (field) => !namesPlainQueryField(field))]);
     return urlCredentials(url)
       .filter((value) => value.length >= minChars)
       .map((value): Secret => (given.has(value) ? { name, value } : { name, value, guessed: true }));

@@ -303,6 +303,32 @@ describe("an endpoint URL given with a query the runner's routes send (--oracle-
   });
 });
 
+describe("an endpoint URL whose key is a query field no secret's name (--oracle-base-url https://fn.azurewebsites.net/api/v1?code=KEY, an Azure Functions key)", () => {
+  it("refuses a pinned file holding the key, as any query value of a URL the runner sends to but api-version's (before, only fields named like secrets counted, and a committed copy of the code= key was sent)", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'endpoint-code'));
+    try {
+      // Made up for this test, never a real key.
+      const functionKey = 'azFnKey0123456789abcdefghijKLMNOP';
+      writeFileSync(join(world.target, 'settings.py'), 'api_version = "2024-08-01-preview"\n');
+      writeFileSync(join(world.target, 'function.txt'), `FUNCTION_URL=https://fn.azurewebsites.net/api/v1?code=${functionKey}\n`);
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'function'], { cwd: world.target });
+      const plain = (await world.consult({ patterns: ['settings.py'] })).messageId;
+      const keyed = (await world.consult({ patterns: ['function.txt'] })).messageId;
+      const endpoints = { ...offlineEndpoints(world.server), google: `${world.server.url}/v1beta?api-version=2024-08-01-preview&code=${functionKey}` };
+      await world.runner({ transport: world.transport({ endpoints }) }).runOnce();
+      expect((await receiptsOf(world, plain)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const refused = (await receiptsOf(world, keyed))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins function.txt, which holds the credential this runner holds as endpoint credentials: committed');
+      expect(world.server.requests).toHaveLength(1);
+      expect(JSON.stringify(world.server.requests)).not.toContain(functionKey);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
 describe("an execution agent's base URL with credentials (--ea-base-url https://coo:TOKEN@gw/v1, ?key=)", () => {
   it("is a secret the runner holds from its start: a consult pinning a committed file holding the URL's token or key ends failed config_error, unsent, naming the kind, never the value (before, only a dispatch's scrubber knew them, and the consult sent them to the provider)", { timeout: 180_000 }, async () => {
     const world = await makeWorld(join(dir, 'ea-base-url'));
