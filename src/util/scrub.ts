@@ -941,7 +941,8 @@ function headerListSecrets(name: string, value: string): string[] {
  * password of a Go DSN (dsnPassword), the secret headers of a `*_HEADERS` list (headerListSecrets); and the
  * secret fields of a connection string (`AZURE_STORAGE_CONNECTION_STRING=…;AccountKey=…`, an ADO.NET
  * `Password="…"`), and of a JSON document (jsonFieldSecrets). A field's value counts when it looksSecret,
- * as a secret field of a configuration file does.
+ * as a secret field of a configuration file does. A variable's value taken by its name alone, and a URL's credentials in a variable
+ * not a proxy's, are guessed (Secret.guessed): masked, but no consult's files are refused for them.
  */
 export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
@@ -949,9 +950,17 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
     if (value === undefined) continue;
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value, guessed: true });
     else {
-      const credentials = new Set(userInfoCredentials(PROXY_NAME.test(name) && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
-      for (const field of [...secretFieldValues(value, isSecretField), ...connectionStringSecrets(value), ...dsnPassword(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);
+      // A URL's credentials are the runner's own only in a proxy's variable, which the git and clients it starts use; in any other
+      // (`DATABASE_URL=postgres://postgres:postgres@localhost/app`, for the project's own tools) they are guessed, as that variable's
+      // value would be by its name: masked, refusing no consult's files. Those of the URLs the runner is given and uses (--remote, its
+      // base URLs, git remotes) are given where it reads them (display-url.ts urlSecrets).
+      const proxy = PROXY_NAME.test(name);
+      const inUrl = new Set(userInfoCredentials(proxy && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
+      for (const field of [...secretFieldValues(value, isSecretField), ...dsnPassword(value)]) if (looksSecret(field)) inUrl.add(field);
+      const credentials = new Set<string>();
+      for (const field of [...connectionStringSecrets(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });
+      for (const credential of inUrl) if (!credentials.has(credential)) secrets.push(proxy ? { name, value: credential } : { name, value: credential, guessed: true });
     }
     const parts = new Set<string>();
     for (const field of jsonFieldSecrets(value)) for (const part of pemSecrets(field) ?? [field]) parts.add(part);

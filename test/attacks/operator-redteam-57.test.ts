@@ -303,6 +303,38 @@ describe("an endpoint URL given with a query the runner's routes send (--oracle-
   });
 });
 
+describe("a URL with credentials in a variable the runner does not use (DATABASE_URL=postgres://postgres:postgres@localhost/app)", () => {
+  afterEach(() => {
+    vi.unstubAllEnvs();
+  });
+
+  it("refuses no pinned file repeating them, as the variable's other values (before, a docker-compose.yml with the same URL was refused as DATABASE_URL); a proxy's, which the runner's git and clients use, still refuses one", { timeout: 180_000 }, async () => {
+    const world = await makeWorld(join(dir, 'env-url'));
+    try {
+      // Made up for this test, never a real password.
+      const proxyPassword = 'proxyPassw0rd0123456789abcdefXYZ';
+      vi.stubEnv('DATABASE_URL', 'postgres://postgres:postgres@localhost/app');
+      vi.stubEnv('HTTPS_PROXY', `http://coo:${proxyPassword}@proxy.example.invalid:3128`);
+      writeFileSync(join(world.target, 'docker-compose.yml'), 'services:\n  app:\n    environment:\n      DATABASE_URL: postgres://postgres:postgres@localhost/app\n');
+      writeFileSync(join(world.target, 'proxy.env'), `HTTPS_PROXY=http://coo:${proxyPassword}@proxy.example.invalid:3128\n`);
+      git(['add', '-A'], { cwd: world.target });
+      git(['commit', '-q', '-m', 'compose'], { cwd: world.target });
+      const compose = (await world.consult({ patterns: ['docker-compose.yml'] })).messageId;
+      const proxied = (await world.consult({ patterns: ['proxy.env'] })).messageId;
+      await world.runner().runOnce();
+      expect((await receiptsOf(world, compose)).map((receipt) => receipt['status'])).toEqual(['succeeded']);
+      const refused = (await receiptsOf(world, proxied))[0]!;
+      expect(refused['status']).toBe('failed');
+      expect(JSON.stringify(refused['blockers'])).toContain('the context pins proxy.env, which holds the credential this runner holds as HTTPS_PROXY: committed');
+      expect(world.server.requests).toHaveLength(1);
+      expect(JSON.stringify(world.server.requests)).toContain('postgres://postgres:postgres@localhost/app');
+      expect(JSON.stringify(world.server.requests)).not.toContain(proxyPassword);
+    } finally {
+      await world.close();
+    }
+  });
+});
+
 describe("an endpoint URL whose key is a query field no secret's name (--oracle-base-url https://fn.azurewebsites.net/api/v1?code=KEY, an Azure Functions key)", () => {
   it("refuses a pinned file holding the key, as any query value of a URL the runner sends to but api-version's (before, only fields named like secrets counted, and a committed copy of the code= key was sent)", { timeout: 180_000 }, async () => {
     const world = await makeWorld(join(dir, 'endpoint-code'));
