@@ -5,7 +5,7 @@ import { basename, dirname, isAbsolute, join, resolve } from 'node:path';
 import { readBounded } from './bounded-read.js';
 import { realPathOr } from './real-path.js';
 import { CooError } from '../errors.js';
-import { displayUrl, urlCredentials } from './display-url.js';
+import { displayUrl, urlCredentials, urlSecrets } from './display-url.js';
 import { gitEnvironment } from './git-env.js';
 import { environmentSecrets, isSecretField, isSecretName, looksSecret, MIN_SECRET_CHARS, namesNoSecret, pemSecrets, type Secret } from './scrub.js';
 
@@ -417,9 +417,12 @@ function fieldSecrets(text: string): string[] {
  * secrets (environmentSecrets): a key under a secret's name, a URL's credentials, a connection
  * string's password.
  */
-function dotenvSecrets(text: string): string[] {
-  return environmentSecrets(dotenvVariables(text)).map((secret) => secret.value);
+function dotenvSecrets(text: string): Found[] {
+  return environmentSecrets(dotenvVariables(text));
 }
+
+/** A value a credential file holds, `guessed` as the rule that found it says (Secret.guessed): a name=value is guessed alike wherever it is read. */
+type Found = { readonly value: string; readonly guessed?: boolean };
 
 /** The variables a dotenv loader sets from `text`, each value without its quotes. */
 function dotenvVariables(text: string): Record<string, string> {
@@ -438,7 +441,7 @@ function dotenvVariables(text: string): Record<string, string> {
  * The secrets of the variables a settings document's `env` object sets (Claude Code's
  * `settings.json`), by the environment's rule; its other fields name programs and rules, not secrets.
  */
-function settingsSecrets(text: string): string[] {
+function settingsSecrets(text: string): Found[] {
   let env: unknown;
   try {
     env = (JSON.parse(text) as { env?: unknown } | null)?.env;
@@ -447,7 +450,7 @@ function settingsSecrets(text: string): string[] {
   }
   if (env === null || typeof env !== 'object' || Array.isArray(env)) return [];
   const variables = Object.fromEntries(Object.entries(env).filter((entry): entry is [string, string] => typeof entry[1] === 'string'));
-  return environmentSecrets(variables).map((secret) => secret.value);
+  return environmentSecrets(variables);
 }
 
 /** A file a variable names: the token when it is one line (a docker secret), else a configuration's secret fields (JSON, ini). */
@@ -463,9 +466,16 @@ export function credentialFileSecrets(env: NodeJS.ProcessEnv = process.env, home
     const read = readBounded(file.path, { maxBytes: MAX_FILE_BYTES, follow: true });
     if (read.kind !== 'file') continue;
     const text = read.bytes.toString('utf8');
-    const values = file.kind === 'urls' ? text.split('\n').flatMap((line) => urlCredentials(line.trim())) : file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'named' ? namedFileSecrets(text) : file.kind === 'dotenv' ? dotenvSecrets(text) : file.kind === 'settings' ? settingsSecrets(text) : fieldSecrets(text);
+    const found: Found[] =
+      file.kind === 'urls' ? urlSecrets(text.split('\n').map((line) => line.trim()), file.name, 0)
+      : file.kind === 'dotenv' ? dotenvSecrets(text)
+      : file.kind === 'settings' ? settingsSecrets(text)
+      : (file.kind === 'pgpass' ? pgpassSecrets(text) : file.kind === 'whole' ? [text.trim()] : file.kind === 'named' ? namedFileSecrets(text) : fieldSecrets(text)).map((value) => ({ value }));
     // A private key found by its armor anywhere in the file, as its reader may hold it: a `.env` value quoted over several lines, a YAML block.
-    for (const value of new Set([...values.flatMap((field) => pemSecrets(field) ?? [field]), ...(pemSecrets(text) ?? [])])) if (looksSecret(value)) secrets.push({ name: file.name, value });
+    const given = new Set([...found.filter((each) => each.guessed !== true).flatMap((each) => pemSecrets(each.value) ?? [each.value]), ...(pemSecrets(text) ?? [])]);
+    const guessed = new Set(found.filter((each) => each.guessed === true).flatMap((each) => pemSecrets(each.value) ?? [each.value]));
+    for (const value of given) if (looksSecret(value)) secrets.push({ name: file.name, value });
+    for (const value of guessed) if (!given.has(value) && looksSecret(value)) secrets.push({ name: file.name, value, guessed: true });
   }
   for (const value of new Set(sshKeySecrets(home))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'ssh private key', value });
   return secrets;
@@ -534,12 +544,12 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
       if (name.endsWith('.proxy')) {
         // A proxy may be written without its scheme (`user:PASSWORD@proxy:3128`), which git reads as http.
         const proxy = entry.slice(newline + 1).trim();
-        for (const value of urlCredentials(/^[a-z][a-z0-9+.-]*:\/\//i.test(proxy) ? proxy : `http://${proxy}`)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git proxy credentials', value });
+        secrets.push(...urlSecrets([/^[a-z][a-z0-9+.-]*:\/\//i.test(proxy) ? proxy : `http://${proxy}`], 'git proxy credentials', MIN_SECRET_CHARS));
         continue;
       }
       // A remote's URL is its value; a rewrite's base stands in its name (`url.<base>.insteadof`).
       const url = name.startsWith('url.') ? name.slice(4, name.lastIndexOf('.')) : entry.slice(newline + 1);
-      for (const value of urlCredentials(url)) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git remote credentials', value });
+      secrets.push(...urlSecrets([url], 'git remote credentials', MIN_SECRET_CHARS));
       if (helpers && !name.startsWith('url.')) asked.push({ url, gitArgs: ['-C', folder], askpass: false });
     }
   }
@@ -548,7 +558,7 @@ export function gitRemoteSecrets(folders: readonly string[], { helpers = true }:
     for (const place of credentialHelperPlaces(['-C', folder])) {
       const read = place.store ? readBounded(place.path, { maxBytes: MAX_FILE_BYTES, follow: true }) : null;
       if (read?.kind !== 'file') continue;
-      for (const value of read.bytes.toString('utf8').split('\n').flatMap((line) => urlCredentials(line.trim()))) if (value.length >= MIN_SECRET_CHARS) secrets.push({ name: 'git credential store', value });
+      secrets.push(...urlSecrets(read.bytes.toString('utf8').split('\n').map((line) => line.trim()), 'git credential store', MIN_SECRET_CHARS));
     }
   }
   return [...secrets, ...credentialHelperSecrets(asked)];

@@ -1,8 +1,11 @@
-import { homedir } from 'node:os';
+import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { homedir, tmpdir } from 'node:os';
+import { join } from 'node:path';
 import fc from 'fast-check';
 import { describe, expect, it } from 'vitest';
 import { formatPrivateKey, generatePrivateKey } from '../../../src/crypto/keys.js';
 import { displayUrl, withoutUserInfo } from '../../../src/util/display-url.js';
+import { credentialFileSecrets } from '../../../src/util/credential-files.js';
 import { environmentSecrets, MIN_SECRET_CHARS, privateKeySecrets, runnerPlaces, Scrubber } from '../../../src/util/scrub.js';
 
 const KEY = 'sk-live-0123456789abcdef';
@@ -371,5 +374,30 @@ describe('the headers an OpenTelemetry exporter is given in a *_HEADERS variable
     expect(values).toEqual(expect.arrayContaining(['NrLicense0123456789abcdef', 'Bearer%20otlpTok4Rv9Kq2Wm', 'otlpTok4Rv9Kq2Wm']));
     expect(values).not.toContain('tenant-1');
     expect(environmentSecrets({ OTEL_EXPORTER_OTLP_TRACES_HEADERS: 'x-scope=tenant-1,x-region=eu-west-1' })).toEqual([]);
+  });
+});
+
+describe('a name=value in a credential file (util/credential-files.ts), read by the rule of the environment', () => {
+  it("is guessed or given as the same variable in the process environment is: a GPG_KEY fingerprint in ~/.env, ~/.codex/.env, ~/.gemini/.env or Claude's settings.json env is guessed (before, every value found counted as given); a ~/.git-credentials URL's api-version is guessed, its token given", () => {
+    const home = mkdtempSync(join(tmpdir(), 'scrub-credential-files-'));
+    try {
+      // Made up for this test, never real credentials.
+      const fingerprint = 'A035C8C19219BA821ECEA86B64E628F8D684696D';
+      const token = 'ghp_madeUpForThisTest0123456789abcdefXY';
+      mkdirSync(join(home, '.codex'));
+      mkdirSync(join(home, '.gemini'));
+      mkdirSync(join(home, '.claude'));
+      for (const file of ['.env', join('.codex', '.env'), join('.gemini', '.env')]) writeFileSync(join(home, file), `GPG_KEY=${fingerprint}\n`);
+      writeFileSync(join(home, '.claude', 'settings.json'), JSON.stringify({ env: { GPG_KEY: fingerprint } }));
+      writeFileSync(join(home, '.git-credentials'), `https://coo:${token}@git.example.invalid/?api-version=2024-08-01-preview\n`);
+      expect(environmentSecrets({ GPG_KEY: fingerprint })).toEqual([{ name: 'GPG_KEY', value: fingerprint, guessed: true }]);
+      const found = credentialFileSecrets({}, home);
+      const byValue = (value: string): Array<boolean | undefined> => found.filter((secret) => secret.value === value).map((secret) => secret.guessed);
+      expect(byValue(fingerprint)).toEqual([true, true, true, true]);
+      expect(byValue('2024-08-01-preview')).toEqual([true]);
+      expect(byValue(token)).toEqual([undefined]);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
   });
 });
