@@ -1,6 +1,5 @@
 import type { PrivateKey } from '../crypto/keys.js';
 import { CooError, type ErrorCode } from '../errors.js';
-import { PROVIDER_KEY_ENVS } from '../schema/registry.js';
 import { privateKeySecrets, Scrubber, type Secret } from './scrub.js';
 
 /**
@@ -17,8 +16,8 @@ import { privateKeySecrets, Scrubber, type Secret } from './scrub.js';
  *   whole: its signing key (its bytes in the forms privateKeySecrets lists), the provider keys of its
  *   routes and executors, the forge token it opens pull requests with, the credentials of its --remote
  *   and of the repository's and the ledger's git remotes, the secrets of its credential files, an
- *   endpoint's credentials, the credentials a URL of its environment holds. Left out are only values
- *   guessed secret by their variable's name alone (Secret.guessed): those files were written by the
+ *   endpoint's credentials, a proxy's credentials. Left out are only values guessed secret
+ *   (Secret.guessed: by a variable's name alone, a URL's credentials in a variable the runner does not use): those files were written by the
  *   repository's people, not by anyone who held the runner's keys, and a value of the environment that
  *   happens to be a word the files say (PGPASSWORD=postgres beside `image: postgres:16`, a Docker
  *   image's GPG_KEY fingerprint its Dockerfile quotes), a repository's test key (armored or
@@ -59,9 +58,9 @@ export const MIN_CREDENTIAL_CHARS = 16;
 /** The name sentSecretIn gives the runner's signing key. */
 export const SIGNING_KEY_NAME = 'coo key';
 
-/** Whether a secret counts for sentSecrets: given as one (not guessed by its variable's name alone, unless that name is a provider key's), of MIN_CREDENTIAL_CHARS or more characters without a space. */
+/** Whether a secret counts for sentSecrets: given as one (not guessed, Secret.guessed), of MIN_CREDENTIAL_CHARS or more characters without a space. */
 function givenCredential(secret: Secret): boolean {
-  if (secret.guessed === true && !(PROVIDER_KEY_ENVS as readonly string[]).includes(secret.name)) return false;
+  if (secret.guessed === true) return false;
   const value = secret.value.trim();
   return value.length >= MIN_CREDENTIAL_CHARS && !/\s/.test(value);
 }

@@ -1,6 +1,7 @@
 import { homedir } from 'node:os';
 import { resolve } from 'node:path';
 import { formatPrivateKey, type PrivateKey } from '../crypto/keys.js';
+import { PROVIDER_KEY_ENVS } from '../schema/registry.js';
 import { secretFieldValues, userInfoCredentials } from './display-url.js';
 import { htmlEntity } from './html-entities.js';
 import { invisibleCharacters } from './invisible.js';
@@ -64,8 +65,9 @@ export interface Secret {
   readonly value: string;
   /**
    * Set when the value is a secret only by a guess, not given to the runner as a credential: its
-   * environment variable's name reads as one's (SECRET_NAME: `PGPASSWORD`, `GPG_KEY`), or it is the
-   * value of a URL's query field no secret's name (urlSecrets: `?api-version=…`). Masked all the same.
+   * variable's name reads as one's (SECRET_NAME: `PGPASSWORD`, `GPG_KEY`; not a provider key's), in the
+   * environment or a credential file's NAME=value; a URL's credentials in a variable the runner does not
+   * use (not a proxy's); or the value of a URL's `api-version` field (urlSecrets). Masked all the same.
    */
   readonly guessed?: true;
 }
@@ -948,7 +950,9 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
-    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push({ name, value, guessed: true });
+    // A provider key's variable names a key the runner or its agents are given (OPENAI_API_KEY, in the environment or a
+    // credential file's NAME=value alike); another name only guesses.
+    if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) secrets.push((PROVIDER_KEY_ENVS as readonly string[]).includes(name) ? { name, value } : { name, value, guessed: true });
     else {
       // A URL's credentials are the runner's own only in a proxy's variable, which the git and clients it starts use; in any other
       // (`DATABASE_URL=postgres://postgres:postgres@localhost/app`, for the project's own tools) they are guessed, as that variable's

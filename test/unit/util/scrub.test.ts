@@ -6,6 +6,7 @@ import { describe, expect, it } from 'vitest';
 import { formatPrivateKey, generatePrivateKey } from '../../../src/crypto/keys.js';
 import { displayUrl, withoutUserInfo } from '../../../src/util/display-url.js';
 import { credentialFileSecrets } from '../../../src/util/credential-files.js';
+import { sentSecretIn, sentSecrets } from '../../../src/util/held-secrets.js';
 import { environmentSecrets, MIN_SECRET_CHARS, privateKeySecrets, runnerPlaces, Scrubber } from '../../../src/util/scrub.js';
 
 const KEY = 'sk-live-0123456789abcdef';
@@ -396,6 +397,23 @@ describe('a name=value in a credential file (util/credential-files.ts), read by 
       expect(byValue(fingerprint)).toEqual([true, true, true, true]);
       expect(byValue('2024-08-01-preview')).toEqual([true]);
       expect(byValue(token)).toEqual([undefined]);
+    } finally {
+      rmSync(home, { recursive: true, force: true });
+    }
+  });
+
+  it("a provider key's variable is given, in a credential file as in the process environment: OPENAI_API_KEY kept only in ~/.codex/.env still refuses a consult's committed copy of it", () => {
+    const home = mkdtempSync(join(tmpdir(), 'scrub-credential-provider-'));
+    try {
+      // Made up for this test, never a real key.
+      const key = 'sk-proj-madeUpForThisTest0123456789abcdef';
+      mkdirSync(join(home, '.codex'));
+      writeFileSync(join(home, '.codex', '.env'), `OPENAI_API_KEY=${key}\n`);
+      expect(environmentSecrets({ OPENAI_API_KEY: key })).toEqual([{ name: 'OPENAI_API_KEY', value: key }]);
+      const found = credentialFileSecrets({}, home).filter((secret) => secret.value === key);
+      expect(found.map((secret) => secret.guessed)).toEqual([undefined]);
+      const sent = sentSecrets(generatePrivateKey(), found);
+      expect(sentSecretIn(sent, Buffer.from(`OPENAI_API_KEY=${key}\n`))).toBe('codex .env');
     } finally {
       rmSync(home, { recursive: true, force: true });
     }
