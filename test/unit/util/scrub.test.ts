@@ -378,6 +378,15 @@ describe('the headers an OpenTelemetry exporter is given in a *_HEADERS variable
   });
 });
 
+describe('a URL in a variable named like a secret', () => {
+  it('has its credentials masked alone too, not only as the whole value: REDIS_PASSWORD_URL=redis://app:PW@host, and the agent writes PW alone', () => {
+    // Made up for this test, never a real password.
+    const password = 'madeUpRedisPassword0123';
+    const scrubber = new Scrubber(environmentSecrets({ REDIS_PASSWORD_URL: `redis://app:${password}@cache.example.invalid:6379/0` }));
+    expect(scrubber.text(`the password is ${password}`)).not.toContain(password);
+  });
+});
+
 describe('a name=value in a credential file (util/credential-files.ts), read by the rule of the environment', () => {
   it("is guessed or given as the same variable in the process environment is: a GPG_KEY fingerprint in ~/.env, ~/.codex/.env, ~/.gemini/.env or Claude's settings.json env is guessed (before, every value found counted as given); a ~/.git-credentials URL's api-version is guessed, its token given", () => {
     const home = mkdtempSync(join(tmpdir(), 'scrub-credential-files-'));
@@ -412,7 +421,7 @@ describe('a name=value in a credential file (util/credential-files.ts), read by 
       expect(environmentSecrets({ OPENAI_API_KEY: key })).toEqual([{ name: 'OPENAI_API_KEY', value: key }]);
       const found = credentialFileSecrets({}, home).filter((secret) => secret.value === key);
       expect(found.map((secret) => secret.guessed)).toEqual([undefined]);
-      const sent = sentSecrets(generatePrivateKey(), found);
+      const sent = sentSecrets(generatePrivateKey('coo.hermes'), found);
       expect(sentSecretIn(sent, Buffer.from(`OPENAI_API_KEY=${key}\n`))).toBe('codex .env');
     } finally {
       rmSync(home, { recursive: true, force: true });
