@@ -24,8 +24,9 @@ export interface VerifiedCheckpoint {
 /** A checkpoint as read back: its state is null when it was written in another shape (the next run replays in full). */
 export type LoadedCheckpoint = Omit<VerifiedCheckpoint, 'state'> & { readonly state: LedgerState | null };
 
-// Format 4: a claim keeps its model's route at the claim; 3: its model's price (state.ts).
-const FORMAT = 4;
+// Format 5: a commit message holding a forge's skip words is invalid, so history kept before that rule is
+// judged anew; 4: a claim keeps its model's route at the claim; 3: its model's price (state.ts).
+const FORMAT = 5;
 
 export function defaultAuditDir(): string {
   return join(process.env['XDG_STATE_HOME'] ?? join(homedir(), '.local', 'state'), 'coo-commons', 'verified');

@@ -49,8 +49,8 @@ export const GIT_NO_REDIRECTS: readonly string[] = ['-c', 'http.followRedirects=
  * stay, as the user's configuration does: they are how a credential helper is given to a remote ledger's
  * git, a sandbox hides what they include and the scrubber learns their secrets (util/credential-files.ts),
  * a remote's route is read through them (remote/git-remote.ts originRoute); what coo needs of git it says
- * on the command line (`-c`, which wins over them), and git's fsck of a dispatch's files runs without them
- * (dispatch/git-fsck.ts).
+ * on the command line (`-c`, which wins over them), and the gits that judge a dispatch's work by git's own
+ * rules (its fsck and check-attr) run without them (isolatedGitEnvironment).
  */
 const INHERITED_GIT_VARIABLES = /^GIT_(?:DIR|WORK_TREE|INDEX_FILE|PREFIX|COMMON_DIR|OBJECT_DIRECTORY|ALTERNATE_OBJECT_DIRECTORIES|QUARANTINE_PATH|NAMESPACE|REPLACE_REF_BASE|SHALLOW_FILE|DISCOVERY_ACROSS_FILESYSTEM|CONFIG|IMPLICIT_WORK_TREE|INTERNAL_SUPER_PREFIX)$/;
 

@@ -950,20 +950,20 @@ export function environmentSecrets(env: NodeJS.ProcessEnv): Secret[] {
   const secrets: Secret[] = [];
   for (const [name, value] of Object.entries(env)) {
     if (value === undefined) continue;
+    // A URL's credentials are the runner's own only in a proxy's variable, which the git and clients it starts use; in any other
+    // (`DATABASE_URL=postgres://postgres:postgres@localhost/app`, for the project's own tools) they are guessed, as that variable's
+    // value would be by its name: masked, refusing no consult's files. Those of the URLs the runner is given and uses (--remote, its
+    // base URLs, git remotes) are given where it reads them (display-url.ts urlSecrets). A URL under a secret's name
+    // (`REDIS_PASSWORD_URL=redis://app:PW@host`, `..._SAS_URL=...&sig=SIG`) has its credentials masked alone too.
+    const proxy = PROXY_NAME.test(name);
+    const inUrl = new Set(userInfoCredentials(proxy && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
+    for (const field of [...secretFieldValues(value, isSecretField), ...dsnPassword(value)]) if (looksSecret(field)) inUrl.add(field);
     // A provider key's variable names a key the runner or its agents are given (OPENAI_API_KEY, in the environment or a
     // credential file's NAME=value alike); another name only guesses.
     if (SECRET_NAME.test(name) && value.length >= MIN_SECRET_CHARS) {
       secrets.push((PROVIDER_KEY_ENVS as readonly string[]).includes(name) ? { name, value } : { name, value, guessed: true });
-      // A URL under such a name (`REDIS_PASSWORD_URL=redis://app:PW@host`): its credentials are masked alone too, as the whole value is.
-      for (const credential of new Set(userInfoCredentials(value))) if (credential !== value && credential.length >= MIN_SECRET_CHARS) secrets.push({ name, value: credential, guessed: true });
+      for (const credential of inUrl) if (credential !== value) secrets.push(proxy ? { name, value: credential } : { name, value: credential, guessed: true });
     } else {
-      // A URL's credentials are the runner's own only in a proxy's variable, which the git and clients it starts use; in any other
-      // (`DATABASE_URL=postgres://postgres:postgres@localhost/app`, for the project's own tools) they are guessed, as that variable's
-      // value would be by its name: masked, refusing no consult's files. Those of the URLs the runner is given and uses (--remote, its
-      // base URLs, git remotes) are given where it reads them (display-url.ts urlSecrets).
-      const proxy = PROXY_NAME.test(name);
-      const inUrl = new Set(userInfoCredentials(proxy && !/^[a-z][a-z0-9+.-]*:\/\//i.test(value.trim()) ? `http://${value.trim()}` : value).filter((credential) => credential.length >= MIN_SECRET_CHARS));
-      for (const field of [...secretFieldValues(value, isSecretField), ...dsnPassword(value)]) if (looksSecret(field)) inUrl.add(field);
       const credentials = new Set<string>();
       for (const field of [...connectionStringSecrets(value), ...headerListSecrets(name, value)]) if (looksSecret(field)) credentials.add(field);
       for (const credential of credentials) secrets.push({ name, value: credential });

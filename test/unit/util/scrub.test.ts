@@ -384,6 +384,9 @@ describe('a URL in a variable named like a secret', () => {
     const password = 'madeUpRedisPassword0123';
     const scrubber = new Scrubber(environmentSecrets({ REDIS_PASSWORD_URL: `redis://app:${password}@cache.example.invalid:6379/0` }));
     expect(scrubber.text(`the password is ${password}`)).not.toContain(password);
+    const signature = 'madeUpSasSignature0123456789abcdef';
+    const sas = new Scrubber(environmentSecrets({ STORAGE_SAS_TOKEN_URL: `https://acct.blob.example.invalid/c?sv=2024-01-01&sig=${signature}` }));
+    expect(sas.text(`sig ${signature}`)).not.toContain(signature);
   });
 });
 
