@@ -26,6 +26,15 @@ async function attempted(where: HostilePlace, name: string, action: string) {
   return { receipt, unreceipted: watch.hung ? 'hung' : `no receipt (exit ${watch.status}) ${watch.stderr.slice(-300)}` };
 }
 
+/** The attempt's receipt, the commit it names and what stock `git fsck` says of it; or the verdict when there is no receipt or no commit. */
+async function judged(where: HostilePlace, name: string, action: string) {
+  const { receipt, unreceipted } = await attempted(where, name, action);
+  if (receipt === undefined) return unreceipted;
+  const head = receipt['head_sha'] as string | null;
+  if (head === null) return `no commit named (status ${String(receipt['status'])}, ${codesOf(receipt).join(', ')})`;
+  return { receipt, head, broken: fsckOf(where, head) };
+}
+
 /** What stock `git fsck` says of the target repository with the receipt's commit on a ref of its own: null when it finds nothing wrong. */
 function fsckOf(where: HostilePlace, head: string): string | null {
   git(['update-ref', 'refs/heads/fsck-judged', head], { cwd: where.repo });
@@ -51,11 +60,9 @@ describe('a hostile agent whose work holds a file git itself refuses', () => {
       // Before: the receipt succeeded and named a COO-signed commit that `git fsck` calls broken (gitmodulesUrl), which a forge
       // refuses on push, and the attempt's branch carried it in the operator's repository.
       const where = await place(name.replace(/^\./, 'dot-'));
-      const { receipt, unreceipted } = await attempted(where, name, `${FIX}\nprintf '${MODULES('--upload-pack=touch /tmp/coo-redteam-58')}' > ${file}`);
-      if (receipt === undefined) return unreceipted;
-      const head = receipt['head_sha'] as string | null;
-      if (head === null) return `no commit named (status ${String(receipt['status'])}, ${codesOf(receipt).join(', ')})`;
-      const broken = fsckOf(where, head);
+      const attempt = await judged(where, name, `${FIX}\nprintf '${MODULES('--upload-pack=touch /tmp/coo-redteam-58')}' > ${file}`);
+      if (typeof attempt === 'string') return attempt;
+      const { receipt, head, broken } = attempt;
       if (receipt['status'] === 'succeeded') return `accepted: ${broken ?? 'a commit stock git takes'}`;
       if (broken !== null) return `accepted as a failed attempt whose commit stock git calls broken: ${broken}`;
       // Not committed: the fix is, and the receipt names what the commit holds.
@@ -70,11 +77,9 @@ describe('a hostile agent whose work holds a file git itself refuses', () => {
   attack('a hostile agent: src/.gitmodules as a link, beside the fix', 'runner', 'refused', async () => {
     // A link is never work; before, it was refused and committed all the same, to a branch holding what git fsck calls broken (gitmodulesSymlink).
     const where = await place('link');
-    const { receipt, unreceipted } = await attempted(where, 'link', `${FIX}\nln -s add.js src/.gitmodules`);
-    if (receipt === undefined) return unreceipted;
-    const head = receipt['head_sha'] as string | null;
-    if (head === null) return `no commit named (status ${String(receipt['status'])}, ${codesOf(receipt).join(', ')})`;
-    const broken = fsckOf(where, head);
+    const attempt = await judged(where, 'link', `${FIX}\nln -s add.js src/.gitmodules`);
+    if (typeof attempt === 'string') return attempt;
+    const { receipt, head, broken } = attempt;
     if (broken !== null) return `accepted: the attempt's commit is one stock git calls broken: ${broken}`;
     expect(receipt['status']).toBe('failed');
     expect(pathsAt(where, head)).not.toContain('src/.gitmodules');
@@ -88,11 +93,9 @@ describe('a hostile agent whose work holds a file git itself refuses', () => {
   attack('a hostile agent: a folder named src/.gitmodules holding a file, beside the fix', 'runner', 'refused', async () => {
     // Before: the receipt succeeded and named a commit `git fsck` calls broken (gitmodulesBlob: a tree where git reads .gitmodules).
     const where = await place('folder');
-    const { receipt, unreceipted } = await attempted(where, 'folder', `${FIX}\nmkdir -p src/.gitmodules/deep && printf 'notes\\n' > src/.gitmodules/deep/notes.txt`);
-    if (receipt === undefined) return unreceipted;
-    const head = receipt['head_sha'] as string | null;
-    if (head === null) return `no commit named (status ${String(receipt['status'])}, ${codesOf(receipt).join(', ')})`;
-    const broken = fsckOf(where, head);
+    const attempt = await judged(where, 'folder', `${FIX}\nmkdir -p src/.gitmodules/deep && printf 'notes\\n' > src/.gitmodules/deep/notes.txt`);
+    if (typeof attempt === 'string') return attempt;
+    const { receipt, head, broken } = attempt;
     if (receipt['status'] === 'succeeded') return `accepted: ${broken ?? 'a commit stock git takes'}`;
     if (broken !== null) return `accepted as a failed attempt whose commit stock git calls broken: ${broken}`;
     expect(pathsAt(where, head)).toContain('src/add.js');
